@@ -1,0 +1,1 @@
+//! Small seeded PRNG and key generators.

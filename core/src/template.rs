@@ -1,0 +1,1 @@
+//! Pre-encoded request templates.
