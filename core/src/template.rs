@@ -1,1 +1,658 @@
 //! Pre-encoded request templates.
+//!
+//! A request is RESP-encoded once. Producing one on the hot path is a copy of those bytes
+//! plus, for each `__rand_int__` placeholder, 12 zero-padded decimal digits written over it in
+//! place. The placeholder and the digits are both 12 bytes wide, so no length prefix ever
+//! changes. This is what redis-benchmark does, and respbench sends the same bytes.
+
+use crate::rng::Rng;
+
+/// The placeholder text redis-benchmark substitutes.
+const PLACEHOLDER: &[u8; 12] = b"__rand_int__";
+
+/// Width of the placeholder and of the digits that replace it.
+const WIDTH: usize = 12;
+
+/// Substituted values are reduced modulo 10^12 so they fit 12 digits.
+const MODULUS: u64 = 1_000_000_000_000;
+
+/// How `__rand_int__` placeholders are filled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeySpace {
+    /// No -r: placeholders are not substituted; the literal text `__rand_int__` is sent (redis-benchmark does this).
+    Literal,
+    /// -r N: each occurrence an independent uniform value in [0, N); N may be up to 10^12 (no 2^31 cap); -r 0 gives 000000000000.
+    Random {
+        /// The keyspace length N.
+        n: u64,
+    },
+    /// Sequential: 0, 1, 2, ... wrapping at n (the counter is per KeyGen; n == 0 gives 0 every time).
+    Sequential {
+        /// The keyspace length at which the counter wraps to 0.
+        n: u64,
+    },
+}
+
+/// Per-connection key source: owns its Rng (from `Rng::for_stream(seed, conn_index)`) and the sequential counter.
+#[derive(Clone, Debug)]
+pub struct KeyGen {
+    space: KeySpace,
+    rng: Rng,
+    counter: u64,
+}
+
+impl KeyGen {
+    /// A key source over `space`, drawing random keys from `rng`.
+    pub fn new(space: KeySpace, rng: Rng) -> KeyGen {
+        KeyGen {
+            space,
+            rng,
+            counter: 0,
+        }
+    }
+
+    /// The next key: uniform in [0, n) for Random, the counter for Sequential, always 0 for Literal or n == 0.
+    #[inline]
+    pub fn next_key(&mut self) -> u64 {
+        match self.space {
+            KeySpace::Literal => 0,
+            KeySpace::Random { n } => self.rng.below(n),
+            KeySpace::Sequential { n } => {
+                let k = self.counter;
+                let next = k.wrapping_add(1);
+                self.counter = if next >= n { 0 } else { next };
+                k
+            }
+        }
+    }
+
+    /// Whether placeholders are overwritten with keys (false for `KeySpace::Literal`).
+    #[inline]
+    pub fn substitutes(&self) -> bool {
+        !matches!(self.space, KeySpace::Literal)
+    }
+}
+
+/// A request pre-encoded once; producing it is a copy plus overwriting 12 digits per placeholder in place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Template {
+    bytes: Vec<u8>,
+    /// Start offset in `bytes` of every placeholder, ascending, non-overlapping.
+    placeholders: Vec<usize>,
+}
+
+/// Appends the start of every non-overlapping `__rand_int__` in `hay`, scanning left to right, plus `base`.
+///
+/// Non-overlapping and left to right matches redis-benchmark, which advances 12 bytes past
+/// each `strstr` hit. Unlike `strstr`, a NUL byte does not end the search.
+fn find_placeholders(hay: &[u8], base: usize, found: &mut Vec<usize>) {
+    let mut i = 0;
+    while i + WIDTH <= hay.len() {
+        if hay[i..].starts_with(PLACEHOLDER) {
+            found.push(base + i);
+            i += WIDTH;
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// Appends the decimal form of `n` to `out`.
+fn push_decimal(out: &mut Vec<u8>, n: usize) {
+    out.extend_from_slice(n.to_string().as_bytes());
+}
+
+/// "00" through "99", so digits are written two at a time.
+const PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// Writes `v` (< 10^12) as 12 zero-padded ASCII digits.
+#[inline(always)]
+fn write_digits(dst: &mut [u8; WIDTH], v: u64) {
+    // Split into three 4-digit groups so the divisions are on small numbers.
+    let hi = (v / 100_000_000) as usize; // < 10^4
+    let lo = (v % 100_000_000) as u32;
+    let mid = (lo / 10_000) as usize;
+    let low = (lo % 10_000) as usize;
+    for (chunk, group) in dst.chunks_exact_mut(4).zip([hi, mid, low]) {
+        let a = (group / 100) % 100 * 2;
+        let b = group % 100 * 2;
+        chunk[0] = PAIRS[a];
+        chunk[1] = PAIRS[a + 1];
+        chunk[2] = PAIRS[b];
+        chunk[3] = PAIRS[b + 1];
+    }
+}
+
+impl Template {
+    /// RESP-encodes `args` as an array of bulk strings and records the offset of every `__rand_int__` in any argument.
+    ///
+    /// The encoding is `*N\r\n` then `$len\r\narg\r\n` per argument. An argument may hold
+    /// several placeholders (`key:__rand_int__:__rand_int__`); each is filled independently.
+    pub fn command(args: &[&[u8]]) -> Template {
+        let mut bytes = Vec::with_capacity(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
+        let mut placeholders = Vec::new();
+        bytes.push(b'*');
+        push_decimal(&mut bytes, args.len());
+        bytes.extend_from_slice(b"\r\n");
+        for arg in args {
+            bytes.push(b'$');
+            push_decimal(&mut bytes, arg.len());
+            bytes.extend_from_slice(b"\r\n");
+            find_placeholders(arg, bytes.len(), &mut placeholders);
+            bytes.extend_from_slice(arg);
+            bytes.extend_from_slice(b"\r\n");
+        }
+        Template {
+            bytes,
+            placeholders,
+        }
+    }
+
+    /// A raw inline command, sent as is, e.g. `b"PING\r\n"` (PING_INLINE); placeholders are located the same way.
+    pub fn inline(raw: &[u8]) -> Template {
+        let mut placeholders = Vec::new();
+        find_placeholders(raw, 0, &mut placeholders);
+        Template {
+            bytes: raw.to_vec(),
+            placeholders,
+        }
+    }
+
+    /// The encoded length in bytes of one request.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether one request is zero bytes long (only an empty inline template is).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The bytes with placeholders as they are (e.g. for display and tests).
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Whether the template has at least one placeholder.
+    #[inline]
+    pub fn has_placeholders(&self) -> bool {
+        !self.placeholders.is_empty()
+    }
+
+    /// Appends one request to `out`, each placeholder overwritten with `keys.next_key() % 10^12` as 12 digits unless keys is Literal.
+    ///
+    /// Every occurrence draws its own key, as redis-benchmark does. Allocates nothing when
+    /// `out` has room for `self.len()` more bytes.
+    #[inline]
+    pub fn write(&self, out: &mut Vec<u8>, keys: &mut KeyGen) {
+        let start = out.len();
+        out.extend_from_slice(&self.bytes);
+        if self.placeholders.is_empty() || !keys.substitutes() {
+            return;
+        }
+        let fresh = &mut out[start..];
+        for &off in &self.placeholders {
+            let key = keys.next_key() % MODULUS;
+            // Offsets come from `find_placeholders` on these very bytes, so the field always
+            // exists; `get_mut` + `try_into` keeps that invariant from ever becoming a panic.
+            if let Some(field) = fresh
+                .get_mut(off..off + WIDTH)
+                .and_then(|s| <&mut [u8; WIDTH]>::try_from(s).ok())
+            {
+                write_digits(field, key);
+            }
+        }
+    }
+}
+
+/// redis-benchmark's `-d` payload: LCG from 1234, byte = '0' + ((state >> 16) & 63); byte-identical to redis-benchmark's.
+///
+/// redis-benchmark's `genBenchmarkRandomData` keeps the state in a `uint32_t`, hence the
+/// wrapping u32 arithmetic (bits 16..21 depend only on the low 22 bits, so a 64-bit state
+/// would give the same bytes, but u32 says what the C says). Its state is `static` but it
+/// is called once per run, so every run starts from 1234.
+pub fn payload(size: usize) -> Vec<u8> {
+    let mut state: u32 = 1234;
+    let mut out = Vec::with_capacity(size);
+    for _ in 0..size {
+        state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        out.push(b'0' + ((state >> 16) & 63) as u8);
+    }
+    out
+}
+
+/// A reference RESP encoding built independently of `Template::command`, for checking it.
+fn reference_encoding(args: &[&[u8]]) -> Vec<u8> {
+    let mut v = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        v.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        v.extend_from_slice(arg);
+        v.extend_from_slice(b"\r\n");
+    }
+    v
+}
+
+/// Fuzz helper: writes `count` requests from `Template::command(args)` with keys from `seed` over Random `n`, checking each.
+///
+/// Checks that the template bytes are the RESP encoding of `args`; that its placeholder
+/// fields are exactly the non-overlapping `__rand_int__` occurrences inside the arguments;
+/// and that every written request (appended after existing bytes, which stay untouched)
+/// equals the template except in those fields, each being 12 ASCII digits of a value < n
+/// (0 when n == 0). Returns `Err(description)` on the first violation; never panics.
+pub fn check_substitution(args: &[&[u8]], seed: u64, n: u64, count: usize) -> Result<(), String> {
+    let template = Template::command(args);
+    let expected = reference_encoding(args);
+    if template.as_bytes() != expected.as_slice() {
+        return Err(format!(
+            "encoding differs: got {:?}, want {:?}",
+            String::from_utf8_lossy(template.as_bytes()),
+            String::from_utf8_lossy(&expected)
+        ));
+    }
+
+    // Expected placeholder fields, found with a different search (windows) per argument.
+    let mut fields = Vec::new();
+    let mut pos = format!("*{}\r\n", args.len()).len();
+    for arg in args {
+        pos += format!("${}\r\n", arg.len()).len();
+        let mut i = 0;
+        while let Some(hit) = arg
+            .get(i..)
+            .and_then(|rest| rest.windows(WIDTH).position(|w| w == PLACEHOLDER))
+        {
+            fields.push(pos + i + hit);
+            i += hit + WIDTH;
+        }
+        pos += arg.len() + 2;
+    }
+    if template.placeholders != fields {
+        return Err(format!(
+            "placeholder offsets {:?}, want {:?}",
+            template.placeholders, fields
+        ));
+    }
+    if template.has_placeholders() == fields.is_empty() {
+        return Err("has_placeholders disagrees with the offsets".to_string());
+    }
+
+    let mut keys = KeyGen::new(KeySpace::Random { n }, Rng::new(seed));
+    let prefix = b"earlier bytes";
+    let mut out = Vec::new();
+    for req in 0..count {
+        out.clear();
+        out.extend_from_slice(prefix);
+        template.write(&mut out, &mut keys);
+        if !out.starts_with(prefix) {
+            return Err(format!("request {req}: bytes before the request changed"));
+        }
+        let got = &out[prefix.len()..];
+        if got.len() != expected.len() {
+            return Err(format!(
+                "request {req}: length {}, want {}",
+                got.len(),
+                expected.len()
+            ));
+        }
+        let mut next_field = fields.iter().peekable();
+        let mut i = 0;
+        while i < got.len() {
+            if next_field.peek() == Some(&&i) {
+                next_field.next();
+                let digits = &got[i..i + WIDTH];
+                if !digits.iter().all(u8::is_ascii_digit) {
+                    return Err(format!(
+                        "request {req}: field at {i} is {:?}, not 12 digits",
+                        String::from_utf8_lossy(digits)
+                    ));
+                }
+                let value = digits
+                    .iter()
+                    .fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0'));
+                let ok = if n == 0 { value == 0 } else { value < n };
+                if !ok {
+                    return Err(format!(
+                        "request {req}: field at {i} has value {value}, keyspace {n}"
+                    ));
+                }
+                i += WIDTH;
+            } else {
+                if got[i] != expected[i] {
+                    return Err(format!(
+                        "request {req}: byte {i} is {:#04x}, want {:#04x}",
+                        got[i], expected[i]
+                    ));
+                }
+                i += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+    use proptest::prelude::*;
+
+    fn keys(space: KeySpace) -> KeyGen {
+        KeyGen::new(space, Rng::for_stream(1, 0))
+    }
+
+    fn one(t: &Template, k: &mut KeyGen) -> Vec<u8> {
+        let mut out = Vec::new();
+        t.write(&mut out, k);
+        out
+    }
+
+    #[test]
+    fn encodes_set_get_ping() {
+        let set = Template::command(&[b"SET", b"key:__rand_int__", b"VXK"]);
+        assert_eq!(
+            set.as_bytes(),
+            b"*3\r\n$3\r\nSET\r\n$16\r\nkey:__rand_int__\r\n$3\r\nVXK\r\n"
+        );
+        assert_eq!(set.len(), 45);
+        assert!(!set.is_empty());
+        let get = Template::command(&[b"GET", b"key:__rand_int__"]);
+        assert_eq!(
+            get.as_bytes(),
+            b"*2\r\n$3\r\nGET\r\n$16\r\nkey:__rand_int__\r\n"
+        );
+        let ping = Template::command(&[b"PING"]);
+        assert_eq!(ping.as_bytes(), b"*1\r\n$4\r\nPING\r\n");
+        assert!(!ping.has_placeholders());
+        let empty_arg = Template::command(&[b"SET", b"k", b""]);
+        assert_eq!(
+            empty_arg.as_bytes(),
+            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n"
+        );
+        assert_eq!(Template::command(&[]).as_bytes(), b"*0\r\n");
+    }
+
+    #[test]
+    fn encodes_mset_ten_keys() {
+        let d = payload(3);
+        let mut args: Vec<&[u8]> = vec![b"MSET"];
+        for _ in 0..10 {
+            args.push(b"key:__rand_int__");
+            args.push(&d);
+        }
+        let t = Template::command(&args);
+        let mut want = b"*21\r\n$4\r\nMSET\r\n".to_vec();
+        for _ in 0..10 {
+            want.extend_from_slice(b"$16\r\nkey:__rand_int__\r\n$3\r\nVXK\r\n");
+        }
+        assert_eq!(t.as_bytes(), want.as_slice());
+        // "*21\r\n$4\r\nMSET\r\n" is 15 bytes, "$16\r\nkey:" 9 more; each key/value pair is
+        // 23 + 9 = 32 bytes.
+        let offsets: Vec<usize> = (0..10).map(|i| 15 + 9 + i * 32).collect();
+        assert_eq!(t.placeholders, offsets);
+        for &o in &offsets {
+            assert_eq!(&want[o..o + 12], PLACEHOLDER);
+        }
+    }
+
+    #[test]
+    fn inline_ping() {
+        let t = Template::inline(b"PING\r\n");
+        assert_eq!(t.as_bytes(), b"PING\r\n");
+        assert_eq!(t.len(), 6);
+        assert!(!t.has_placeholders());
+        let mut k = keys(KeySpace::Random { n: 100 });
+        assert_eq!(one(&t, &mut k), b"PING\r\n");
+        assert!(Template::inline(b"").is_empty());
+    }
+
+    #[test]
+    fn inline_placeholders() {
+        let t = Template::inline(b"GET __rand_int__\r\n");
+        assert_eq!(t.placeholders, vec![4]);
+        let mut k = keys(KeySpace::Sequential { n: 1000 });
+        assert_eq!(one(&t, &mut k), b"GET 000000000000\r\n");
+        assert_eq!(one(&t, &mut k), b"GET 000000000001\r\n");
+    }
+
+    #[test]
+    fn placeholders_in_every_argument_and_several_per_argument() {
+        let t = Template::command(&[
+            b"__rand_int__",
+            b"k:__rand_int__:__rand_int__",
+            b"__rand_int____rand_int__",
+            b"___rand_int__",
+            b"__rand_int_",
+            b"x\0__rand_int__",
+        ]);
+        let b = t.as_bytes();
+        let found: Vec<&[u8]> = t.placeholders.iter().map(|&o| &b[o..o + 12]).collect();
+        assert!(found.iter().all(|f| *f == PLACEHOLDER));
+        // 1 + 2 + 2 + 1 (after the extra underscore) + 0 (truncated) + 1 (after a NUL).
+        assert_eq!(t.placeholders.len(), 7);
+        let mut k = keys(KeySpace::Sequential { n: 100 });
+        assert_eq!(
+            one(&t, &mut k),
+            b"*6\r\n$12\r\n000000000000\r\n$27\r\nk:000000000001:000000000002\r\n\
+              $24\r\n000000000003000000000004\r\n$13\r\n_000000000005\r\n\
+              $11\r\n__rand_int_\r\n$14\r\nx\x00000000000006\r\n"
+        );
+    }
+
+    #[test]
+    fn overlapping_occurrences_are_taken_left_to_right() {
+        // "__rand_int__rand_int__": the second candidate overlaps the first; redis-benchmark
+        // skips 12 bytes after a hit, so only one is substituted.
+        let t = Template::inline(b"__rand_int__rand_int__");
+        assert_eq!(t.placeholders, vec![0]);
+    }
+
+    #[test]
+    fn literal_leaves_bytes_untouched() {
+        let t = Template::command(&[b"SET", b"key:__rand_int__", b"__rand_int__"]);
+        let mut k = keys(KeySpace::Literal);
+        assert!(!k.substitutes());
+        for _ in 0..3 {
+            assert_eq!(one(&t, &mut k), t.as_bytes());
+        }
+    }
+
+    #[test]
+    fn keyspace_zero_gives_zeros() {
+        let t = Template::command(&[b"GET", b"key:__rand_int__"]);
+        for space in [KeySpace::Random { n: 0 }, KeySpace::Sequential { n: 0 }] {
+            let mut k = keys(space);
+            assert!(k.substitutes());
+            for _ in 0..5 {
+                assert_eq!(
+                    one(&t, &mut k),
+                    b"*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000000\r\n"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn random_full_width() {
+        // n = 10^12 reaches all 12 digits (redis-benchmark 7.0.15 cannot: -r is an int).
+        let t = Template::inline(b"__rand_int__");
+        let mut k = keys(KeySpace::Random {
+            n: 1_000_000_000_000,
+        });
+        let mut max = 0;
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..1000 {
+            let out = one(&t, &mut k);
+            assert!(out.iter().all(u8::is_ascii_digit));
+            let v: u64 = std::str::from_utf8(&out).unwrap().parse().unwrap();
+            max = max.max(v);
+            seen.insert(v);
+        }
+        assert!(
+            max > 100_000_000_000,
+            "max {max}: the leading digit was never used"
+        );
+        assert!(seen.len() > 990);
+    }
+
+    #[test]
+    fn random_values_stay_below_n_and_vary_per_occurrence() {
+        let t = Template::command(&[b"MSET", b"a:__rand_int__", b"b:__rand_int__"]);
+        let mut k = keys(KeySpace::Random { n: 100 });
+        let mut differ = false;
+        for _ in 0..100 {
+            let out = one(&t, &mut k);
+            let (a, b) = (
+                &out[t.placeholders[0]..][..12],
+                &out[t.placeholders[1]..][..12],
+            );
+            assert_eq!(&a[..10], b"0000000000");
+            assert_eq!(&b[..10], b"0000000000");
+            differ |= a != b;
+        }
+        assert!(differ, "every occurrence must draw its own key");
+    }
+
+    #[test]
+    fn keys_above_twelve_digits_are_reduced() {
+        // A keyspace beyond 10^12 still gives 12 digits: the key modulo 10^12.
+        let mut d = [0u8; 12];
+        write_digits(&mut d, 999_999_999_999);
+        assert_eq!(&d, b"999999999999");
+        write_digits(&mut d, 1_234_567_890);
+        assert_eq!(&d, b"001234567890");
+        assert!(check_substitution(&[b"__rand_int__"], 3, u64::MAX, 200).is_ok());
+    }
+
+    #[test]
+    fn sequential_counts_and_wraps() {
+        let t = Template::command(&[b"GET", b"__rand_int__"]);
+        let mut k = keys(KeySpace::Sequential { n: 3 });
+        let got: Vec<Vec<u8>> = (0..7).map(|_| one(&t, &mut k)).collect();
+        for (i, out) in got.iter().enumerate() {
+            let want = format!("*2\r\n$3\r\nGET\r\n$12\r\n{:012}\r\n", i % 3);
+            assert_eq!(out, want.as_bytes());
+        }
+        let mut k = keys(KeySpace::Sequential { n: 1 });
+        assert_eq!((0..3).map(|_| k.next_key()).collect::<Vec<_>>(), [0, 0, 0]);
+        let mut k = keys(KeySpace::Sequential { n: u64::MAX });
+        assert_eq!((0..3).map(|_| k.next_key()).collect::<Vec<_>>(), [0, 1, 2]);
+    }
+
+    #[test]
+    fn write_appends_without_reallocating() {
+        let t = Template::command(&[b"SET", b"key:__rand_int__", &payload(100)]);
+        let mut k = keys(KeySpace::Random { n: 1000 });
+        let mut out = Vec::with_capacity(t.len() * 16);
+        let (cap, ptr) = (out.capacity(), out.as_ptr());
+        for i in 1..=16 {
+            t.write(&mut out, &mut k);
+            assert_eq!(out.len(), i * t.len());
+        }
+        assert_eq!(out.capacity(), cap);
+        assert_eq!(out.as_ptr(), ptr);
+        // Earlier requests are not touched by later writes.
+        for chunk in out.chunks(t.len()) {
+            assert_eq!(chunk[..20], t.as_bytes()[..20]);
+        }
+    }
+
+    /// FNV-1a, to pin long observed payloads without embedding them whole.
+    fn fnv1a(bytes: &[u8]) -> u64 {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    }
+
+    #[test]
+    fn payload_matches_redis_benchmark() {
+        // Observed with redis-benchmark 7.0.15 against redis-server 7.0.15:
+        // `redis-benchmark -p P -t set -n 1 -c 1 -d SIZE`, then `redis-cli GET key:__rand_int__`.
+        // (size, full value or first 64 bytes, last 64 bytes, FNV-1a of the whole value)
+        let table: &[(usize, &[u8], &[u8], u64)] = &[
+            (1, b"V", b"V", 0xaf64_0b4c_8602_3c69),
+            (3, b"VXK", b"VXK", 0x7c32_0119_ea1c_b298),
+            (
+                50,
+                b"VXKeHogKgJ=[5V9_X^b?48OKF2jGA<f:iR@50o7dS3JV4Q6L68",
+                b"VXKeHogKgJ=[5V9_X^b?48OKF2jGA<f:iR@50o7dS3JV4Q6L68",
+                0xb5e0_2a9f_6ab5_d268,
+            ),
+            (
+                256,
+                br"VXKeHogKgJ=[5V9_X^b?48OKF2jGA<f:iR@50o7dS3JV4Q6L68lC[GTA]0DaMg?_oSmcS2^N1J?ELSX@CfKQ7cM5aea\ngY8a3LGgNVa9eRA46XS8>7ABe1>Jl9O\Rm\7IS:g\U5b]=`ePo^LXhl4e:4P[DQNA3cgn<RH4UcdI6<V9S78NViC;^omK:<<Ldel:=iDmLB8B6m?K=8269Pj>VGVSSh^J6;;DOVS`3jV`6IY\e85iH9_G[UELFknTb;",
+                br"<V9S78NViC;^omK:<<Ldel:=iDmLB8B6m?K=8269Pj>VGVSSh^J6;;DOVS`3jV`6IY\e85iH9_G[UELFknTb;",
+                0xec21_366c_c8ea_6d64,
+            ),
+            (
+                4096,
+                b"VXKeHogKgJ=[5V9_X^b?48OKF2jGA<f:iR@50o7dS3JV4Q6L68lC[GTA]0DaMg?_",
+                b"dcP71`Z^J]X=7;[2a8L80^h3f0<<8O`l0o3jD>Z53N70eFk1@MLHJ2eOA[06<4TK",
+                0xb089_56d5_d92a_4447,
+            ),
+        ];
+        for &(size, head, tail, hash) in table {
+            let p = payload(size);
+            assert_eq!(p.len(), size);
+            assert!(p.starts_with(head), "size {size}: head");
+            assert!(p.ends_with(tail), "size {size}: tail");
+            assert_eq!(fnv1a(&p), hash, "size {size}: hash");
+            if size <= 256 {
+                assert_eq!(p.len(), head.len(), "size {size}: full value in table");
+            }
+        }
+        assert!(payload(0).is_empty());
+        // Every byte is in '0'..='o', so a payload can never contain `__rand_int__` ('r', 't').
+        assert!(payload(100_000).iter().all(|b| (b'0'..=b'o').contains(b)));
+    }
+
+    #[test]
+    fn check_substitution_accepts_typical_commands() {
+        let d = payload(3);
+        check_substitution(&[b"SET", b"key:__rand_int__", &d], 1, 100, 100).unwrap();
+        check_substitution(&[b"PING"], 1, 100, 10).unwrap();
+        check_substitution(&[], 1, 0, 10).unwrap();
+        check_substitution(&[b"k:__rand_int__:__rand_int__"], 9, 0, 10).unwrap();
+    }
+
+    /// An argument made of random bytes, placeholders and near-miss fragments.
+    fn arg_strategy() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..8),
+            Just(PLACEHOLDER.to_vec()),
+            Just(b"__rand_".to_vec()),
+            Just(b"_int__".to_vec()),
+            Just(b"_".to_vec()),
+        ];
+        proptest::collection::vec(piece, 0..6).prop_map(|ps| ps.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn substitution_preserves_everything_but_the_digits(
+            args in proptest::collection::vec(arg_strategy(), 0..8),
+            seed in any::<u64>(),
+            n in prop_oneof![0..4u64, 1..1_000_000_000_001u64, any::<u64>()],
+            count in 1..16usize,
+        ) {
+            let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+            prop_assert_eq!(check_substitution(&refs, seed, n, count), Ok(()));
+        }
+
+        #[test]
+        fn inline_keeps_bytes_and_finds_what_command_finds(arg in arg_strategy()) {
+            let inline = Template::inline(&arg);
+            prop_assert_eq!(inline.as_bytes(), arg.as_slice());
+            let cmd = Template::command(&[arg.as_slice()]);
+            let shift = cmd.len() - arg.len() - 2;
+            let shifted: Vec<usize> = inline.placeholders.iter().map(|o| o + shift).collect();
+            prop_assert_eq!(shifted, cmd.placeholders);
+        }
+    }
+}
