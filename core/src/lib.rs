@@ -1,9 +1,44 @@
 //! respbench-core: the sans-io heart of respbench.
+//!
+//! Everything here is a pure state machine: no sockets, no threads, no clock reads. Time comes in
+//! as a [`Time`] parameter; bytes come in and go out as slices. The backends (`respbench-mio`,
+//! `respbench-smol`) own the sockets and the clock and move bytes and time between them and a
+//! [`Connection`] per socket.
+//!
+//! # Parts
+//! - [`template`]: requests pre-encoded once; each request is a copy plus 12 digits per
+//!   `__rand_int__` placeholder overwritten in place. [`rng`] draws the keys.
+//! - [`resp`]: an incremental, allocation-free RESP2/RESP3 reply parser.
+//! - [`conn`]: one connection's state machine: handshake, pipelining, reply matching, latency.
+//! - [`stats`]: per-test counts and HdrHistograms, mergeable across connections, threads and runs.
+//! - [`suite`]: redis-benchmark's default tests, byte for byte.
+//!
+//! # The drain rule
+//! A backend drives each [`Connection`] like this, reading the clock right after each system call
+//! returns and passing that reading as `now`:
+//! 1. When the socket connects: [`Connection::handle_connected`].
+//! 2. After every input ([`Connection::handle_connected`], [`Connection::handle_input`] with the
+//!    bytes of each read, [`Connection::handle_closed`], [`Connection::handle_io_error`], or the
+//!    time from [`Connection::poll_timeout`] arriving), drain the outputs:
+//!    - [`Connection::poll_transmit`] until it returns `None` or the socket would block, calling
+//!      [`Connection::advance_transmit`] with what each write took;
+//!    - [`Connection::poll_event`] until `None`, acting on each event (reconnect, close);
+//!    - [`Connection::poll_timeout`]: when to wake up if no bytes arrive.
+//!
+//! Latency is per request: from the moment the kernel accepted the request's last byte (the
+//! `advance_transmit` that covered it) to the moment its reply was fully parsed (the
+//! `handle_input` that completed it) — or, on an open-loop schedule, from its intended send time.
 #![warn(missing_docs)]
 
+pub mod conn;
 pub mod resp;
 pub mod rng;
+pub mod sim;
+pub mod stats;
+pub mod suite;
 pub mod template;
 pub mod time;
 
+pub use conn::{Budget, ConnConfig, ConnError, Connection, Event, Handshake, OpenLoop, Plan, Workload};
+pub use stats::Stats;
 pub use time::Time;

@@ -36,9 +36,7 @@ impl Rng {
             sm = sm.wrapping_add(GOLDEN);
             mix64(sm)
         };
-        Rng {
-            s: [next(), next(), next(), next()],
-        }
+        Rng { s: [next(), next(), next(), next()] }
     }
 
     /// An independent stream for stream index `stream` (e.g. connection number) derived from one run seed, so `--seed` reproduces a whole run.
@@ -195,10 +193,7 @@ mod tests {
                     d * d / expected
                 })
                 .sum();
-            assert!(
-                chi2 < 27.88,
-                "seed {seed}: chi2 = {chi2}, counts {counts:?}"
-            );
+            assert!(chi2 < 27.88, "seed {seed}: chi2 = {chi2}, counts {counts:?}");
         }
     }
 

@@ -44,11 +44,7 @@ pub struct KeyGen {
 impl KeyGen {
     /// A key source over `space`, drawing random keys from `rng`.
     pub fn new(space: KeySpace, rng: Rng) -> KeyGen {
-        KeyGen {
-            space,
-            rng,
-            counter: 0,
-        }
+        KeyGen { space, rng, counter: 0 }
     }
 
     /// The next key: uniform in [0, n) for Random, the counter for Sequential, always 0 for Literal or n == 0.
@@ -147,20 +143,14 @@ impl Template {
             bytes.extend_from_slice(arg);
             bytes.extend_from_slice(b"\r\n");
         }
-        Template {
-            bytes,
-            placeholders,
-        }
+        Template { bytes, placeholders }
     }
 
     /// A raw inline command, sent as is, e.g. `b"PING\r\n"` (PING_INLINE); placeholders are located the same way.
     pub fn inline(raw: &[u8]) -> Template {
         let mut placeholders = Vec::new();
         find_placeholders(raw, 0, &mut placeholders);
-        Template {
-            bytes: raw.to_vec(),
-            placeholders,
-        }
+        Template { bytes: raw.to_vec(), placeholders }
     }
 
     /// The encoded length in bytes of one request.
@@ -203,9 +193,8 @@ impl Template {
             let key = keys.next_key() % MODULUS;
             // Offsets come from `find_placeholders` on these very bytes, so the field always
             // exists; `get_mut` + `try_into` keeps that invariant from ever becoming a panic.
-            if let Some(field) = fresh
-                .get_mut(off..off + WIDTH)
-                .and_then(|s| <&mut [u8; WIDTH]>::try_from(s).ok())
+            if let Some(field) =
+                fresh.get_mut(off..off + WIDTH).and_then(|s| <&mut [u8; WIDTH]>::try_from(s).ok())
             {
                 write_digits(field, key);
             }
@@ -264,9 +253,7 @@ pub fn check_substitution(args: &[&[u8]], seed: u64, n: u64, count: usize) -> Re
     for arg in args {
         pos += format!("${}\r\n", arg.len()).len();
         let mut i = 0;
-        while let Some(hit) = arg
-            .get(i..)
-            .and_then(|rest| rest.windows(WIDTH).position(|w| w == PLACEHOLDER))
+        while let Some(hit) = arg.get(i..).and_then(|rest| rest.windows(WIDTH).position(|w| w == PLACEHOLDER))
         {
             fields.push(pos + i + hit);
             i += hit + WIDTH;
@@ -274,10 +261,7 @@ pub fn check_substitution(args: &[&[u8]], seed: u64, n: u64, count: usize) -> Re
         pos += arg.len() + 2;
     }
     if template.placeholders != fields {
-        return Err(format!(
-            "placeholder offsets {:?}, want {:?}",
-            template.placeholders, fields
-        ));
+        return Err(format!("placeholder offsets {:?}, want {:?}", template.placeholders, fields));
     }
     if template.has_placeholders() == fields.is_empty() {
         return Err("has_placeholders disagrees with the offsets".to_string());
@@ -295,11 +279,7 @@ pub fn check_substitution(args: &[&[u8]], seed: u64, n: u64, count: usize) -> Re
         }
         let got = &out[prefix.len()..];
         if got.len() != expected.len() {
-            return Err(format!(
-                "request {req}: length {}, want {}",
-                got.len(),
-                expected.len()
-            ));
+            return Err(format!("request {req}: length {}, want {}", got.len(), expected.len()));
         }
         let mut next_field = fields.iter().peekable();
         let mut i = 0;
@@ -313,14 +293,10 @@ pub fn check_substitution(args: &[&[u8]], seed: u64, n: u64, count: usize) -> Re
                         String::from_utf8_lossy(digits)
                     ));
                 }
-                let value = digits
-                    .iter()
-                    .fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0'));
+                let value = digits.iter().fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0'));
                 let ok = if n == 0 { value == 0 } else { value < n };
                 if !ok {
-                    return Err(format!(
-                        "request {req}: field at {i} has value {value}, keyspace {n}"
-                    ));
+                    return Err(format!("request {req}: field at {i} has value {value}, keyspace {n}"));
                 }
                 i += WIDTH;
             } else {
@@ -356,25 +332,16 @@ mod tests {
     #[test]
     fn encodes_set_get_ping() {
         let set = Template::command(&[b"SET", b"key:__rand_int__", b"VXK"]);
-        assert_eq!(
-            set.as_bytes(),
-            b"*3\r\n$3\r\nSET\r\n$16\r\nkey:__rand_int__\r\n$3\r\nVXK\r\n"
-        );
+        assert_eq!(set.as_bytes(), b"*3\r\n$3\r\nSET\r\n$16\r\nkey:__rand_int__\r\n$3\r\nVXK\r\n");
         assert_eq!(set.len(), 45);
         assert!(!set.is_empty());
         let get = Template::command(&[b"GET", b"key:__rand_int__"]);
-        assert_eq!(
-            get.as_bytes(),
-            b"*2\r\n$3\r\nGET\r\n$16\r\nkey:__rand_int__\r\n"
-        );
+        assert_eq!(get.as_bytes(), b"*2\r\n$3\r\nGET\r\n$16\r\nkey:__rand_int__\r\n");
         let ping = Template::command(&[b"PING"]);
         assert_eq!(ping.as_bytes(), b"*1\r\n$4\r\nPING\r\n");
         assert!(!ping.has_placeholders());
         let empty_arg = Template::command(&[b"SET", b"k", b""]);
-        assert_eq!(
-            empty_arg.as_bytes(),
-            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n"
-        );
+        assert_eq!(empty_arg.as_bytes(), b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n");
         assert_eq!(Template::command(&[]).as_bytes(), b"*0\r\n");
     }
 
@@ -470,10 +437,7 @@ mod tests {
             let mut k = keys(space);
             assert!(k.substitutes());
             for _ in 0..5 {
-                assert_eq!(
-                    one(&t, &mut k),
-                    b"*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000000\r\n"
-                );
+                assert_eq!(one(&t, &mut k), b"*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000000\r\n");
             }
         }
     }
@@ -482,9 +446,7 @@ mod tests {
     fn random_full_width() {
         // n = 10^12 reaches all 12 digits (redis-benchmark 7.0.15 cannot: -r is an int).
         let t = Template::inline(b"__rand_int__");
-        let mut k = keys(KeySpace::Random {
-            n: 1_000_000_000_000,
-        });
+        let mut k = keys(KeySpace::Random { n: 1_000_000_000_000 });
         let mut max = 0;
         let mut seen = std::collections::HashSet::new();
         for _ in 0..1000 {
@@ -494,10 +456,7 @@ mod tests {
             max = max.max(v);
             seen.insert(v);
         }
-        assert!(
-            max > 100_000_000_000,
-            "max {max}: the leading digit was never used"
-        );
+        assert!(max > 100_000_000_000, "max {max}: the leading digit was never used");
         assert!(seen.len() > 990);
     }
 
@@ -508,10 +467,7 @@ mod tests {
         let mut differ = false;
         for _ in 0..100 {
             let out = one(&t, &mut k);
-            let (a, b) = (
-                &out[t.placeholders[0]..][..12],
-                &out[t.placeholders[1]..][..12],
-            );
+            let (a, b) = (&out[t.placeholders[0]..][..12], &out[t.placeholders[1]..][..12]);
             assert_eq!(&a[..10], b"0000000000");
             assert_eq!(&b[..10], b"0000000000");
             differ |= a != b;
@@ -565,9 +521,9 @@ mod tests {
 
     /// FNV-1a, to pin long observed payloads without embedding them whole.
     fn fnv1a(bytes: &[u8]) -> u64 {
-        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-        })
+        bytes
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
     }
 
     #[test]

@@ -1,0 +1,597 @@
+//! One benchmark connection as a state machine: handshake, pipelined requests, reply matching,
+//! per-request latency.
+//!
+//! A [`Connection`] owns no socket. The backend moves bytes and time in and out of it, following
+//! the drain rule in the crate docs.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::resp::{encode_command, ProtocolError, Reply, ReplyParser};
+use crate::rng::Rng;
+use crate::stats::Stats;
+use crate::template::{KeyGen, KeySpace, Template};
+use crate::Time;
+
+/// Past this many unwritten bytes a connection encodes no more requests until the socket takes
+/// some: deep pipelines of large values (`-P 1000 -d 100000`) stay bounded in memory.
+const OUT_SOFT_CAP: usize = 64 * 1024;
+
+/// The request budget of one test, shared by every connection of every thread: exact, so
+/// `-n 100 -P 16` sends exactly 100 requests.
+#[derive(Debug)]
+pub struct Budget {
+    remaining: AtomicU64,
+    unlimited: bool,
+    stopped: AtomicBool,
+}
+
+impl Budget {
+    /// A budget of exactly `n` requests.
+    pub fn new(n: u64) -> Budget {
+        Budget { remaining: AtomicU64::new(n), unlimited: false, stopped: AtomicBool::new(false) }
+    }
+
+    /// A budget that never runs out until [`Budget::stop`] (idle mode, time-based runs).
+    pub fn unlimited() -> Budget {
+        Budget { remaining: AtomicU64::new(u64::MAX), unlimited: true, stopped: AtomicBool::new(false) }
+    }
+
+    /// Takes up to `want` requests; returns how many were granted (0 when exhausted or stopped).
+    pub fn take(&self, want: u64) -> u64 {
+        if self.stopped.load(Ordering::Relaxed) {
+            return 0;
+        }
+        if self.unlimited {
+            return want;
+        }
+        let mut granted = 0;
+        // Only fails when another thread changed the count first; then it retries with the new one.
+        let _ = self.remaining.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| {
+            granted = r.min(want);
+            Some(r - granted)
+        });
+        granted
+    }
+
+    /// Hands out no more requests: connections finish what is in flight and stop (SIGINT, end of
+    /// a timed run).
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether no more requests will be handed out.
+    pub fn is_exhausted(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+            || (!self.unlimited && self.remaining.load(Ordering::Relaxed) == 0)
+    }
+}
+
+/// What a connection sends before its first request, in redis-benchmark's order: `AUTH`,
+/// `CLIENT TRACKING on`, `SELECT db`, `HELLO 3`.
+#[derive(Clone, Debug, Default)]
+pub struct Handshake {
+    bytes: Vec<u8>,
+    commands: Vec<&'static str>,
+}
+
+impl Handshake {
+    /// Builds the handshake. `user` is used only with a `password` (`AUTH user password`), as
+    /// redis-benchmark does; `db` 0 sends no `SELECT`.
+    pub fn new(
+        user: Option<&str>,
+        password: Option<&str>,
+        tracking: bool,
+        db: u32,
+        resp3: bool,
+    ) -> Handshake {
+        let mut h = Handshake::default();
+        match (user, password) {
+            (Some(u), Some(p)) => h.push("AUTH", &[b"AUTH", u.as_bytes(), p.as_bytes()]),
+            (None, Some(p)) => h.push("AUTH", &[b"AUTH", p.as_bytes()]),
+            _ => {}
+        }
+        if tracking {
+            h.push("CLIENT TRACKING", &[b"CLIENT", b"TRACKING", b"on"]);
+        }
+        if db != 0 {
+            h.push("SELECT", &[b"SELECT", db.to_string().as_bytes()]);
+        }
+        if resp3 {
+            h.push("HELLO", &[b"HELLO", b"3"]);
+        }
+        h
+    }
+
+    fn push(&mut self, name: &'static str, args: &[&[u8]]) {
+        encode_command(args, &mut self.bytes);
+        self.commands.push(name);
+    }
+
+    /// The encoded commands, sent back to back.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// How many commands (and so replies) the handshake has.
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    /// Whether the handshake sends nothing.
+    pub fn is_empty(&self) -> bool {
+        self.commands.is_empty()
+    }
+}
+
+/// An open-loop arrival schedule for one connection: requests are due at intended times whatever
+/// the server does, and latency counts from the intended time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpenLoop {
+    /// Mean time between two requests of this connection.
+    pub interval: Duration,
+    /// Exponential gaps (a Poisson process) instead of constant ones.
+    pub poisson: bool,
+}
+
+/// How the connections of one test behave.
+#[derive(Clone, Debug)]
+pub struct ConnConfig {
+    /// Sent first on every new socket.
+    pub handshake: Handshake,
+    /// Most requests in flight on one connection (`-P`), at least 1.
+    pub pipeline: u32,
+    /// `false` (`-k 0`): a new socket for every batch of `pipeline` requests.
+    pub keepalive: bool,
+    /// Idle mode (`-I`): handshake only, then wait.
+    pub idle: bool,
+    /// An arrival schedule; `None` is closed loop (send as soon as a reply frees a slot).
+    pub open_loop: Option<OpenLoop>,
+}
+
+/// What one test sends: the request template and how its placeholders are filled.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    /// The request.
+    pub template: Template,
+    /// How `__rand_int__` placeholders are filled.
+    pub keys: KeySpace,
+}
+
+/// Everything the connections of one test share, across threads.
+#[derive(Debug)]
+pub struct Plan {
+    /// Connection behaviour.
+    pub conn: ConnConfig,
+    /// What to send.
+    pub workload: Workload,
+    /// How many requests, in total.
+    pub budget: Budget,
+    /// The run's seed: connection `i` draws keys from stream `i` of it.
+    pub seed: u64,
+    /// How many connections the test opens in all, to spread open-loop start times evenly.
+    pub connections: u64,
+}
+
+/// What makes a connection give up. Error replies (`-ERR …`) are not here: they are counted
+/// outcomes in [`Stats`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConnError {
+    /// The server sent bytes that are not RESP.
+    Protocol(ProtocolError),
+    /// A handshake command was refused; `message` is the server's error.
+    Handshake {
+        /// The command: `AUTH`, `SELECT`, `HELLO`, `CLIENT TRACKING`.
+        command: &'static str,
+        /// The server's error message.
+        message: String,
+    },
+    /// A reply arrived when no request was waiting for one.
+    UnexpectedReply {
+        /// The stream offset where the reply ended.
+        offset: u64,
+    },
+    /// The server closed the connection with requests in flight or before the test ended.
+    Closed {
+        /// Requests sent and not answered.
+        in_flight: usize,
+    },
+    /// A socket error the backend reported.
+    Io(String),
+}
+
+impl fmt::Display for ConnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnError::Protocol(e) => e.fmt(f),
+            ConnError::Handshake { command, message } => write!(f, "{command} failed: {message}"),
+            ConnError::UnexpectedReply { offset } => {
+                write!(f, "protocol error at byte {offset}: a reply arrived with no request waiting for it")
+            }
+            ConnError::Closed { in_flight } => {
+                write!(f, "server closed the connection with {in_flight} requests unanswered")
+            }
+            ConnError::Io(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for ConnError {}
+
+/// What a connection asks of its backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// Every handshake reply arrived and none was an error.
+    Ready,
+    /// `-k 0`: close this socket, open a new one, then call [`Connection::handle_connected`].
+    Reconnect,
+    /// The budget is spent and nothing is in flight: close the socket.
+    Finished,
+    /// The connection failed; close the socket. Nothing more will happen on it.
+    Failed(ConnError),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Waiting for `handle_connected`.
+    Disconnected,
+    Open,
+    /// Waiting for the backend to act on `Reconnect`.
+    Reconnecting,
+    Finished,
+    Failed,
+}
+
+/// A request written into the output buffer and not answered yet.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    /// Stream offset just past its last byte.
+    end: u64,
+    /// When the kernel accepted its last byte; `Time::MAX` until then.
+    sent: Time,
+    /// Its intended send time (open loop); `Time::MAX` in closed loop.
+    intended: Time,
+}
+
+/// One benchmark connection, without its socket.
+///
+/// Inputs are `handle_*`, outputs `poll_*`; see the crate docs for the order to call them in.
+pub struct Connection {
+    plan: Arc<Plan>,
+    index: u64,
+    state: State,
+    keys: KeyGen,
+    parser: ReplyParser,
+    /// Encoded bytes; `out[out_pos..]` is not written yet.
+    out: Vec<u8>,
+    out_pos: usize,
+    /// Bytes appended to / accepted from `out` since the socket opened.
+    encoded: u64,
+    written: u64,
+    in_flight: VecDeque<Pending>,
+    /// `in_flight[..sent]` have been accepted by the kernel.
+    sent: usize,
+    /// Handshake replies still expected.
+    handshake_left: usize,
+    /// Requests granted by the budget and not yet encoded.
+    credits: u64,
+    /// `-k 0`: this socket's batch has been taken; no more requests on it.
+    batch_taken: bool,
+    /// Open loop: the intended time of the next request, and the gap generator.
+    next_due: Time,
+    schedule_rng: Rng,
+    events: VecDeque<Event>,
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("index", &self.index)
+            .field("state", &self.state)
+            .field("in_flight", &self.in_flight.len())
+            .field("unwritten", &(self.out.len() - self.out_pos))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// A connection numbered `index` (0-based, unique within the test) following `plan`.
+    pub fn new(plan: Arc<Plan>, index: u64) -> Connection {
+        let keys = KeyGen::new(plan.workload.keys.clone(), Rng::for_stream(plan.seed, index));
+        // Its own stream for arrival gaps, so the keys drawn do not depend on the schedule.
+        let schedule_rng = Rng::for_stream(plan.seed ^ 0x5eed_5c4e_d01e_0000, index);
+        let cap = plan.conn.pipeline as usize;
+        Connection {
+            plan,
+            index,
+            state: State::Disconnected,
+            keys,
+            parser: ReplyParser::new(),
+            out: Vec::new(),
+            out_pos: 0,
+            encoded: 0,
+            written: 0,
+            in_flight: VecDeque::with_capacity(cap.min(4096)),
+            sent: 0,
+            handshake_left: 0,
+            credits: 0,
+            batch_taken: false,
+            next_due: Time::MAX,
+            schedule_rng,
+            events: VecDeque::new(),
+        }
+    }
+
+    // ---- getters ----
+
+    /// Requests sent or being sent and not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Whether the connection has finished or failed: the backend can drop it.
+    pub fn is_closed(&self) -> bool {
+        matches!(self.state, State::Finished | State::Failed)
+    }
+
+    // ---- inputs ----
+
+    /// A new socket is connected (the first one, or one opened for [`Event::Reconnect`]):
+    /// queues the handshake and counts the connection.
+    pub fn handle_connected(&mut self, now: Time, stats: &mut Stats) {
+        if self.is_closed() {
+            return;
+        }
+        stats.connections_opened += 1;
+        self.state = State::Open;
+        self.parser.reset();
+        self.out.clear();
+        self.out_pos = 0;
+        self.encoded = 0;
+        self.written = 0;
+        self.in_flight.clear();
+        self.sent = 0;
+        self.batch_taken = false;
+        let hs = &self.plan.conn.handshake;
+        self.out.extend_from_slice(hs.bytes());
+        self.encoded = hs.bytes().len() as u64;
+        self.handshake_left = hs.len();
+        if self.handshake_left == 0 {
+            self.events.push_back(Event::Ready);
+        }
+        if let Some(ol) = self.plan.conn.open_loop {
+            if self.next_due == Time::MAX {
+                // Spread the connections' first arrivals over one interval.
+                let n = self.plan.connections.max(1);
+                let offset = ol.interval.as_nanos() as u64 / n * (self.index % n);
+                self.next_due = now + Duration::from_nanos(offset);
+            }
+        }
+    }
+
+    /// Bytes read from the socket at `now`. Completed replies are matched to requests in order
+    /// and recorded in `stats`.
+    pub fn handle_input(&mut self, mut data: &[u8], now: Time, stats: &mut Stats) {
+        if self.state != State::Open {
+            return;
+        }
+        stats.bytes_received += data.len() as u64;
+        while !data.is_empty() && self.state == State::Open {
+            match self.parser.parse(data) {
+                Ok(crate::resp::Parsed::Partial) => break,
+                Ok(crate::resp::Parsed::Complete { consumed, reply }) => {
+                    data = &data[consumed..];
+                    self.on_reply(reply, now, stats);
+                }
+                Err(e) => self.fail(ConnError::Protocol(e)),
+            }
+        }
+        self.check_done();
+    }
+
+    /// `written` bytes of what [`Connection::poll_transmit`] returned were accepted by the kernel
+    /// at `now`: requests whose last byte is among them count as sent at `now`.
+    pub fn advance_transmit(&mut self, written: usize, now: Time, stats: &mut Stats) {
+        let written = written.min(self.out.len() - self.out_pos);
+        self.out_pos += written;
+        self.written += written as u64;
+        stats.bytes_sent += written as u64;
+        while let Some(p) = self.in_flight.get_mut(self.sent) {
+            if p.end > self.written {
+                break;
+            }
+            p.sent = now;
+            self.sent += 1;
+        }
+        if self.out_pos == self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+        }
+    }
+
+    /// The server closed the connection (a read returned 0).
+    pub fn handle_closed(&mut self, _now: Time) {
+        match self.state {
+            State::Finished | State::Failed | State::Reconnecting => {}
+            _ => {
+                let in_flight = self.in_flight.len();
+                self.fail(ConnError::Closed { in_flight });
+            }
+        }
+    }
+
+    /// A socket error (connect, read or write); `message` says what and where.
+    pub fn handle_io_error(&mut self, message: String) {
+        if !self.is_closed() {
+            self.fail(ConnError::Io(message));
+        }
+    }
+
+    // ---- outputs ----
+
+    /// Bytes to write now, if any. Call [`Connection::advance_transmit`] with how many the socket
+    /// took, then call this again until it returns `None` or the socket would block.
+    pub fn poll_transmit(&mut self, now: Time) -> Option<&[u8]> {
+        if self.state == State::Open && !self.plan.conn.idle {
+            self.fill(now);
+        }
+        if self.out_pos < self.out.len() {
+            Some(&self.out[self.out_pos..])
+        } else {
+            // Nothing to send: perhaps nothing left to do (an empty budget, or one others spent).
+            self.check_done();
+            None
+        }
+    }
+
+    /// When the connection next wants [`Connection::poll_transmit`] called though no bytes
+    /// arrived: the next intended send time of an open-loop schedule.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        if self.state != State::Open || self.plan.conn.idle || self.plan.conn.open_loop.is_none() {
+            return None;
+        }
+        if self.in_flight.len() >= self.plan.conn.pipeline as usize || self.plan.budget.is_exhausted() {
+            return None;
+        }
+        Some(self.next_due)
+    }
+
+    /// The next thing the backend must act on.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    // ---- internals ----
+
+    /// Encodes as many requests as the window, the budget, the schedule and the buffer cap allow.
+    fn fill(&mut self, now: Time) {
+        let plan = Arc::clone(&self.plan);
+        let window = plan.conn.pipeline.max(1) as usize;
+        let template = &plan.workload.template;
+        if let Some(ol) = plan.conn.open_loop {
+            while self.in_flight.len() < window
+                && self.next_due <= now
+                && self.out.len() - self.out_pos < OUT_SOFT_CAP
+            {
+                if plan.budget.take(1) == 0 {
+                    break;
+                }
+                let intended = self.next_due;
+                self.encode(template, intended);
+                self.next_due = intended + self.gap(ol);
+            }
+            return;
+        }
+        if !plan.conn.keepalive {
+            if !self.batch_taken {
+                self.batch_taken = true;
+                if self.credits == 0 {
+                    self.credits = plan.budget.take(window as u64);
+                }
+            }
+        } else {
+            let want = (window - self.in_flight.len()) as u64;
+            if self.credits < want {
+                self.credits += plan.budget.take(want - self.credits);
+            }
+        }
+        while self.credits > 0 && self.out.len() - self.out_pos < OUT_SOFT_CAP {
+            self.credits -= 1;
+            self.encode(template, Time::MAX);
+        }
+    }
+
+    fn encode(&mut self, template: &Template, intended: Time) {
+        if self.out_pos > OUT_SOFT_CAP {
+            // Keep the buffer from growing behind a slow socket.
+            self.out.drain(..self.out_pos);
+            self.out_pos = 0;
+        }
+        let before = self.out.len();
+        template.write(&mut self.out, &mut self.keys);
+        self.encoded += (self.out.len() - before) as u64;
+        self.in_flight.push_back(Pending { end: self.encoded, sent: Time::MAX, intended });
+    }
+
+    fn gap(&mut self, ol: OpenLoop) -> Duration {
+        if !ol.poisson {
+            return ol.interval;
+        }
+        // Inverse transform of an exponential with the given mean; 1 - u is in (0, 1].
+        let u = self.schedule_rng.next_f64();
+        let nanos = -(1.0 - u).ln() * ol.interval.as_nanos() as f64;
+        Duration::from_nanos(nanos.min(u64::MAX as f64 / 2.0) as u64)
+    }
+
+    fn on_reply(&mut self, reply: Reply, now: Time, stats: &mut Stats) {
+        if reply.is_push() {
+            stats.push_messages += 1;
+            return;
+        }
+        if self.handshake_left > 0 {
+            let hs = &self.plan.conn.handshake;
+            let command = hs.commands[hs.len() - self.handshake_left];
+            self.handshake_left -= 1;
+            if reply.is_error() {
+                let message = String::from_utf8_lossy(self.parser.error_message()).into_owned();
+                self.fail(ConnError::Handshake { command, message });
+            } else if self.handshake_left == 0 {
+                self.events.push_back(Event::Ready);
+            }
+            return;
+        }
+        let Some(p) = self.in_flight.pop_front() else {
+            let offset = self.parser.offset();
+            self.fail(ConnError::UnexpectedReply { offset });
+            return;
+        };
+        // A reply to a request the kernel has not fully taken yet (a server answering early):
+        // count it as sent now rather than inventing a time.
+        let sent = if self.sent > 0 {
+            self.sent -= 1;
+            p.sent
+        } else {
+            now
+        };
+        let start = if p.intended == Time::MAX { sent } else { p.intended.min(sent) };
+        stats.record(now.nanos_since(start), now.nanos_since(sent), now);
+        if reply.is_error() {
+            stats.errors.record(self.parser.error_message());
+        }
+    }
+
+    /// Emits `Finished` or `Reconnect` when the connection has nothing left to do.
+    fn check_done(&mut self) {
+        if self.state != State::Open
+            || self.plan.conn.idle
+            || self.handshake_left > 0
+            || !self.in_flight.is_empty()
+            || self.credits > 0
+        {
+            return;
+        }
+        if !self.plan.conn.keepalive && self.batch_taken {
+            // Reserve the next batch before asking for a new socket, so no socket opens for nothing.
+            self.credits = self.plan.budget.take(self.plan.conn.pipeline.max(1) as u64);
+            if self.credits > 0 {
+                self.state = State::Reconnecting;
+                self.events.push_back(Event::Reconnect);
+                return;
+            }
+        }
+        if self.plan.budget.is_exhausted() {
+            self.state = State::Finished;
+            self.events.push_back(Event::Finished);
+        }
+    }
+
+    fn fail(&mut self, e: ConnError) {
+        self.state = State::Failed;
+        self.events.push_back(Event::Failed(e));
+    }
+}

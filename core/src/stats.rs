@@ -1,0 +1,252 @@
+//! Per-test results: request and byte counts, error replies by kind, latency histograms.
+//!
+//! One [`Stats`] is shared by all connections of one event loop for one test (a histogram per
+//! connection would cost ~150 KB each, too much at `-c 10000`). Loops and processes combine
+//! theirs with [`Stats::merge`], which is exact: histograms add bucket by bucket.
+
+use hdrhistogram::Histogram;
+
+use crate::resp::error_prefix;
+use crate::Time;
+
+/// The lowest latency a histogram tells apart, in microseconds.
+pub const LOWEST_MICROS: u64 = 1;
+/// The highest latency a histogram records, in microseconds (one hour); longer ones are clamped to it.
+pub const HIGHEST_MICROS: u64 = 3_600_000_000;
+/// The default number of significant figures of the latency histograms (redis-benchmark's `--precision`).
+pub const DEFAULT_SIGFIG: u8 = 3;
+/// How many bytes of an error message are kept to show the user (`-e`).
+const MESSAGE_KEEP: usize = 128;
+
+/// Makes an empty latency histogram in microseconds, 1 µs to one hour, with `sigfig` significant
+/// figures (1 to 5).
+pub fn new_histogram(sigfig: u8) -> Result<Histogram<u64>, String> {
+    if !(1..=5).contains(&sigfig) {
+        return Err(format!("precision must be 1 to 5 significant figures, not {sigfig}"));
+    }
+    Histogram::new_with_bounds(LOWEST_MICROS, HIGHEST_MICROS, sigfig).map_err(|e| format!("{e:?}"))
+}
+
+/// Nanoseconds to whole microseconds (rounded to nearest), clamped to the histogram's range.
+fn micros(nanos: u64) -> u64 {
+    (nanos.saturating_add(500) / 1_000).min(HIGHEST_MICROS)
+}
+
+/// Error replies of one kind: its prefix (`ERR`, `WRONGTYPE`, `MOVED`, …), how many, and the
+/// first full message seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErrorCount {
+    /// The first word of the error message.
+    pub prefix: String,
+    /// How many error replies had this prefix.
+    pub count: u64,
+    /// The first message with this prefix, cut at 128 bytes.
+    pub first_message: String,
+}
+
+/// Error replies counted by prefix, in order of first appearance.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ErrorCounts {
+    kinds: Vec<ErrorCount>,
+}
+
+impl ErrorCounts {
+    /// Counts one error reply whose message (without the leading `-`) is `message`.
+    pub fn record(&mut self, message: &[u8]) {
+        self.add(message, 1);
+    }
+
+    fn add(&mut self, message: &[u8], count: u64) {
+        let prefix = error_prefix(message);
+        // A handful of kinds at most: a linear scan, and allocation only for a new kind.
+        if let Some(k) = self.kinds.iter_mut().find(|k| k.prefix.as_bytes() == prefix) {
+            k.count += count;
+            return;
+        }
+        let keep = &message[..message.len().min(MESSAGE_KEEP)];
+        self.kinds.push(ErrorCount {
+            prefix: String::from_utf8_lossy(prefix).into_owned(),
+            count,
+            first_message: String::from_utf8_lossy(keep).into_owned(),
+        });
+    }
+
+    /// The kinds seen, in order of first appearance.
+    pub fn kinds(&self) -> &[ErrorCount] {
+        &self.kinds
+    }
+
+    /// All error replies of every kind.
+    pub fn total(&self) -> u64 {
+        self.kinds.iter().map(|k| k.count).sum()
+    }
+
+    /// Adds another set of counts to this one.
+    pub fn merge(&mut self, other: &ErrorCounts) {
+        for k in &other.kinds {
+            if let Some(mine) = self.kinds.iter_mut().find(|m| m.prefix == k.prefix) {
+                mine.count += k.count;
+            } else {
+                self.kinds.push(k.clone());
+            }
+        }
+    }
+}
+
+/// What one test did, as seen by one event loop (or, merged, by a whole run).
+#[derive(Clone, Debug)]
+pub struct Stats {
+    /// Requests whose reply arrived (error replies included).
+    pub requests: u64,
+    /// Error replies by kind.
+    pub errors: ErrorCounts,
+    /// Bytes the kernel accepted for sending, handshakes included.
+    pub bytes_sent: u64,
+    /// Bytes received, handshake replies included.
+    pub bytes_received: u64,
+    /// TCP or Unix connections opened (more than the client count with `-k 0`).
+    pub connections_opened: u64,
+    /// RESP3 push messages received (not replies to requests; e.g. tracking invalidations).
+    pub push_messages: u64,
+    /// When the test started (the driver's clock), the earliest of the merged ones.
+    pub start: Time,
+    /// When the last reply arrived, the latest of the merged ones; `start` when none did.
+    pub end: Time,
+    /// Latency per request in microseconds: reply parsed − request sent, or − intended send time
+    /// in an open-loop run (coordinated omission corrected).
+    pub latency: Histogram<u64>,
+    /// Service time per request in microseconds (reply − actual send), kept in open-loop runs only,
+    /// where it differs from `latency`.
+    pub service: Option<Histogram<u64>>,
+}
+
+impl Stats {
+    /// Empty stats for a test starting at `start`, with histograms of `sigfig` significant figures;
+    /// `open_loop` keeps the service-time histogram too.
+    pub fn new(start: Time, sigfig: u8, open_loop: bool) -> Result<Stats, String> {
+        Ok(Stats {
+            requests: 0,
+            errors: ErrorCounts::default(),
+            bytes_sent: 0,
+            bytes_received: 0,
+            connections_opened: 0,
+            push_messages: 0,
+            start,
+            end: start,
+            latency: new_histogram(sigfig)?,
+            service: if open_loop { Some(new_histogram(sigfig)?) } else { None },
+        })
+    }
+
+    /// Records one completed request: its latency and, in open loop, its service time, both in
+    /// nanoseconds; `now` is when its reply was parsed.
+    pub fn record(&mut self, latency_nanos: u64, service_nanos: u64, now: Time) {
+        self.requests += 1;
+        // Cannot fail: the value is clamped into the histogram's range.
+        let _ = self.latency.record(micros(latency_nanos));
+        if let Some(s) = &mut self.service {
+            let _ = s.record(micros(service_nanos));
+        }
+        if now > self.end {
+            self.end = now;
+        }
+    }
+
+    /// The test's length in seconds, from `start` to the last reply.
+    pub fn duration_secs(&self) -> f64 {
+        self.end.nanos_since(self.start) as f64 / 1e9
+    }
+
+    /// Requests per second over the test's length; 0 when nothing completed.
+    pub fn rps(&self) -> f64 {
+        let d = self.duration_secs();
+        if self.requests == 0 || d <= 0.0 {
+            0.0
+        } else {
+            self.requests as f64 / d
+        }
+    }
+
+    /// Adds `other` to `self`: counts and histograms add, the interval becomes the union.
+    pub fn merge(&mut self, other: &Stats) -> Result<(), String> {
+        self.requests += other.requests;
+        self.errors.merge(&other.errors);
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.connections_opened += other.connections_opened;
+        self.push_messages += other.push_messages;
+        self.start = self.start.min(other.start);
+        self.end = self.end.max(other.end);
+        self.latency.add(&other.latency).map_err(|e| format!("histograms differ: {e:?}"))?;
+        match (&mut self.service, &other.service) {
+            (Some(a), Some(b)) => a.add(b).map_err(|e| format!("histograms differ: {e:?}"))?,
+            (None, Some(b)) => self.service = Some(b.clone()),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precision_is_checked() {
+        assert!(new_histogram(0).is_err());
+        assert!(new_histogram(6).is_err());
+        for s in 1..=5 {
+            assert!(new_histogram(s).is_ok());
+        }
+    }
+
+    #[test]
+    fn records_round_to_micros_and_clamp() {
+        let mut s = Stats::new(Time::ZERO, 3, false).unwrap();
+        s.record(1_499, 0, Time::from_micros(10));
+        s.record(u64::MAX, 0, Time::from_micros(5));
+        assert_eq!(s.requests, 2);
+        assert_eq!(s.latency.min(), 1);
+        assert!(s.latency.max() >= HIGHEST_MICROS);
+        assert_eq!(s.end, Time::from_micros(10));
+    }
+
+    #[test]
+    fn errors_group_by_prefix() {
+        let mut e = ErrorCounts::default();
+        e.record(b"ERR unknown command");
+        e.record(b"WRONGTYPE Operation against a key");
+        e.record(b"ERR other");
+        assert_eq!(e.total(), 3);
+        assert_eq!(e.kinds()[0].prefix, "ERR");
+        assert_eq!(e.kinds()[0].count, 2);
+        assert_eq!(e.kinds()[0].first_message, "ERR unknown command");
+        let mut f = ErrorCounts::default();
+        f.record(b"MOVED 3999 127.0.0.1:6381");
+        f.record(b"ERR x");
+        e.merge(&f);
+        assert_eq!(e.total(), 5);
+        assert_eq!(e.kinds().len(), 3);
+    }
+
+    #[test]
+    fn merge_is_exact() {
+        let mut a = Stats::new(Time::from_micros(10), 3, false).unwrap();
+        let mut b = Stats::new(Time::from_micros(5), 3, false).unwrap();
+        let mut whole = Stats::new(Time::from_micros(5), 3, false).unwrap();
+        for i in 0..1000u64 {
+            let v = (i * 7919) % 5000 * 1000;
+            if i % 3 == 0 {
+                a.record(v, 0, Time::from_micros(20 + i))
+            } else {
+                b.record(v, 0, Time::from_micros(20 + i))
+            }
+            whole.record(v, 0, Time::from_micros(20 + i));
+        }
+        a.merge(&b).unwrap();
+        assert_eq!(a.requests, whole.requests);
+        assert_eq!(a.latency, whole.latency);
+        assert_eq!(a.start, Time::from_micros(5));
+        assert_eq!(a.end, whole.end);
+    }
+}
