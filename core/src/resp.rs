@@ -1711,6 +1711,12 @@ mod tests {
         )
     }
 
+    /// Random bytes drawn mostly from RESP's own alphabet, so they reach deep parser states.
+    fn resp_like_bytes() -> impl Strategy<Value = Vec<u8>> {
+        const ALPHABET: &[u8] = b"*$+-:_#,(!=%~>|.;?\r\n\r\n\r\n0123456789-tfx";
+        prop::collection::vec(prop::sample::select(ALPHABET), 0..200)
+    }
+
     fn text(regex: &'static str) -> impl Strategy<Value = Vec<u8>> {
         proptest::string::string_regex(regex)
             .expect("valid regex")
@@ -1798,7 +1804,7 @@ mod tests {
 
         #[test]
         fn arbitrary_bytes_never_panic_and_splits_agree(
-            input in bytes(200),
+            input in prop_oneof![bytes(200), resp_like_bytes()],
             sizes in prop::collection::vec(any::<u8>(), 1..8),
         ) {
             let whole = parse_chunked(&input, &[]);
