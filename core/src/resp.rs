@@ -1,1 +1,1823 @@
 //! RESP2/RESP3 reply parsing and encoding.
+//!
+//! [`ReplyParser`] is the hot path: a streaming, allocation-free state machine that recognises
+//! one top-level reply at a time and reports only its [`Kind`]. It never asks the caller to keep
+//! unconsumed bytes: on [`Parsed::Partial`] the whole input was consumed and the parser holds
+//! whatever it needs (a few header bytes, a count of payload bytes still to skip, the element
+//! counts still expected at each nesting level). Bulk payloads are skipped by arithmetic.
+//!
+//! [`Value`] is the allocating counterpart for the few places that need reply contents
+//! (handshake checks, `CONFIG GET`, tests). Both apply the same limits and report the same
+//! [`ProtocolError`] for the same malformed input.
+
+use std::fmt;
+
+/// Deepest aggregate nesting accepted; an aggregate (or attribute) header below 64 others is an error.
+pub const MAX_DEPTH: usize = 64;
+/// Largest bulk, verbatim or bulk error payload accepted (Redis' default `proto-max-bulk-len`).
+pub const MAX_BULK_LEN: u64 = 512 * 1024 * 1024;
+/// Longest header, integer, double, big number or boolean line accepted, excluding type byte and CRLF.
+pub const MAX_LINE_LEN: usize = 64;
+/// How many leading bytes of a top-level error message [`ReplyParser::error_message`] keeps.
+pub const ERROR_MESSAGE_CAPACITY: usize = 128;
+/// How many bytes [`error_prefix`] returns at most.
+pub const ERROR_PREFIX_MAX: usize = 32;
+
+/// The type of a top-level reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Kind {
+    /// `+` simple string.
+    SimpleString,
+    /// `-` simple error.
+    Error,
+    /// `:` integer.
+    Integer,
+    /// `$` bulk string, including a streamed `$?` string.
+    Bulk,
+    /// `*` array, including a streamed `*?` array.
+    Array,
+    /// `_` null, or the RESP2 nulls `$-1` and `*-1`.
+    Null,
+    /// `#` boolean.
+    Boolean,
+    /// `,` double.
+    Double,
+    /// `(` big number.
+    BigNumber,
+    /// `!` bulk error.
+    BulkError,
+    /// `=` verbatim string.
+    Verbatim,
+    /// `%` map.
+    Map,
+    /// `~` set.
+    Set,
+    /// `>` push message (out-of-band; not a reply to a request).
+    Push,
+}
+
+impl Kind {
+    fn from_type(ty: u8) -> Kind {
+        match ty {
+            b'+' => Kind::SimpleString,
+            b'-' => Kind::Error,
+            b':' => Kind::Integer,
+            b'$' => Kind::Bulk,
+            b'*' => Kind::Array,
+            b'#' => Kind::Boolean,
+            b',' => Kind::Double,
+            b'(' => Kind::BigNumber,
+            b'!' => Kind::BulkError,
+            b'=' => Kind::Verbatim,
+            b'%' => Kind::Map,
+            b'~' => Kind::Set,
+            b'>' => Kind::Push,
+            _ => Kind::Null,
+        }
+    }
+}
+
+/// What [`ReplyParser::parse`] recognised: the kind of one whole top-level reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    /// The reply's type; for an attributed reply, the type of the value after the attribute.
+    pub kind: Kind,
+}
+
+impl Reply {
+    /// Whether the reply is an error (`-` simple error or `!` bulk error).
+    pub fn is_error(&self) -> bool {
+        matches!(self.kind, Kind::Error | Kind::BulkError)
+    }
+
+    /// Whether the reply is a `>` push message, which answers no request.
+    pub fn is_push(&self) -> bool {
+        self.kind == Kind::Push
+    }
+}
+
+/// The outcome of one [`ReplyParser::parse`] call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parsed {
+    /// One whole top-level reply ended after `consumed` bytes of this input. Bytes after it are NOT consumed.
+    Complete {
+        /// Bytes of this call's input that belong to the reply.
+        consumed: usize,
+        /// The completed reply.
+        reply: Reply,
+    },
+    /// All of `input` was consumed and the reply is not complete yet; state is kept; call again with more bytes.
+    Partial,
+}
+
+/// A protocol violation: the byte stream is not valid RESP, so the connection cannot continue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolError {
+    /// Stream offset (bytes since the parser was created or reset) of the offending byte.
+    pub offset: u64,
+    /// What was wrong.
+    pub kind: ProtocolErrorKind,
+}
+
+/// The kind of a [`ProtocolError`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProtocolErrorKind {
+    /// A reply started with a byte that is not a RESP type byte.
+    UnknownType(u8),
+    /// A length or count was empty, negative (other than an allowed `-1`) or not decimal digits.
+    InvalidLength,
+    /// A bulk, verbatim or bulk error length exceeded [`MAX_BULK_LEN`].
+    BulkTooLarge(u64),
+    /// An aggregate element count exceeded `i32::MAX`.
+    AggregateTooLarge(u64),
+    /// Aggregates were nested deeper than [`MAX_DEPTH`].
+    TooDeep,
+    /// An `:` integer was not a signed 64-bit decimal.
+    InvalidInteger,
+    /// A `#` boolean was not `t` or `f`.
+    InvalidBoolean,
+    /// A `,` double had characters other than digits, sign, `.`, `e`/`E`, or was not `inf`/`-inf`/`nan`.
+    InvalidDouble,
+    /// A `(` big number was not an optionally signed run of digits.
+    InvalidBigNumber,
+    /// A `=` verbatim string did not start with a 3-byte format and `:`.
+    InvalidVerbatim,
+    /// A line or payload was not followed by CRLF.
+    ExpectedCrlf,
+    /// A header or scalar line was longer than [`MAX_LINE_LEN`] bytes.
+    LineTooLong,
+    /// A `.` end marker appeared outside a streamed aggregate.
+    UnexpectedStreamEnd,
+    /// A streamed string continued with a byte other than `;`.
+    ExpectedStreamChunk(u8),
+    /// A streamed `%?` map ended after a key with no value.
+    UnpairedMapEntry,
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "protocol error at byte {}: ", self.offset)?;
+        match self.kind {
+            ProtocolErrorKind::UnknownType(b) => {
+                write!(f, "unknown reply type byte {}", ByteName(b))
+            }
+            ProtocolErrorKind::InvalidLength => f.write_str(
+                "invalid length or count (expected decimal digits, or -1 for a RESP2 null)",
+            ),
+            ProtocolErrorKind::BulkTooLarge(n) => write!(
+                f,
+                "bulk length {n} exceeds the {MAX_BULK_LEN}-byte limit (Redis proto-max-bulk-len)"
+            ),
+            ProtocolErrorKind::AggregateTooLarge(n) => {
+                write!(f, "aggregate element count {n} exceeds {}", i32::MAX)
+            }
+            ProtocolErrorKind::TooDeep => {
+                write!(f, "aggregates nested deeper than {MAX_DEPTH} levels")
+            }
+            ProtocolErrorKind::InvalidInteger => {
+                f.write_str("invalid integer (expected a signed 64-bit decimal)")
+            }
+            ProtocolErrorKind::InvalidBoolean => {
+                f.write_str("invalid boolean (expected 't' or 'f')")
+            }
+            ProtocolErrorKind::InvalidDouble => {
+                f.write_str("invalid double (expected digits, sign, '.', 'e', or inf/-inf/nan)")
+            }
+            ProtocolErrorKind::InvalidBigNumber => {
+                f.write_str("invalid big number (expected an optional sign and digits)")
+            }
+            ProtocolErrorKind::InvalidVerbatim => f.write_str(
+                "invalid verbatim string (payload must start with a 3-byte format and ':')",
+            ),
+            ProtocolErrorKind::ExpectedCrlf => f.write_str("expected CRLF"),
+            ProtocolErrorKind::LineTooLong => {
+                write!(f, "header line longer than {MAX_LINE_LEN} bytes")
+            }
+            ProtocolErrorKind::UnexpectedStreamEnd => {
+                f.write_str("'.' end marker outside a streamed aggregate")
+            }
+            ProtocolErrorKind::ExpectedStreamChunk(b) => write!(
+                f,
+                "expected a ';' chunk in a streamed string, found {}",
+                ByteName(b)
+            ),
+            ProtocolErrorKind::UnpairedMapEntry => {
+                f.write_str("streamed map ended with a key that has no value")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+/// Formats a byte as hex, plus the character when printable.
+struct ByteName(u8);
+
+impl fmt::Display for ByteName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        if b.is_ascii_graphic() || b == b' ' {
+            write!(f, "0x{b:02x} ('{}')", b as char)
+        } else {
+            write!(f, "0x{b:02x}")
+        }
+    }
+}
+
+/// The first word of an error message ("ERR", "WRONGTYPE", "MOVED"), at most 32 bytes.
+pub fn error_prefix(message: &[u8]) -> &[u8] {
+    let word = message
+        .iter()
+        .position(|&b| b == b' ')
+        .unwrap_or(message.len());
+    &message[..word.min(ERROR_PREFIX_MAX)]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Line validation shared by ReplyParser and Value::parse, so both report the same errors.
+// `at` is the stream offset of line[0].
+
+fn err(offset: u64, kind: ProtocolErrorKind) -> ProtocolError {
+    ProtocolError { offset, kind }
+}
+
+/// Parses unsigned decimal digits, saturating; returns the offset of a bad byte on failure.
+fn parse_digits(line: &[u8], at: u64) -> Result<u64, ProtocolError> {
+    if line.is_empty() {
+        return Err(err(at, ProtocolErrorKind::InvalidLength));
+    }
+    let mut n: u64 = 0;
+    for (i, &b) in line.iter().enumerate() {
+        if !b.is_ascii_digit() {
+            return Err(err(at + i as u64, ProtocolErrorKind::InvalidLength));
+        }
+        n = n.saturating_mul(10).saturating_add(u64::from(b - b'0'));
+    }
+    Ok(n)
+}
+
+/// Parses a bulk, verbatim, bulk error or chunk length.
+fn parse_bulk_len(line: &[u8], at: u64) -> Result<u64, ProtocolError> {
+    let n = parse_digits(line, at)?;
+    if n > MAX_BULK_LEN {
+        return Err(err(at, ProtocolErrorKind::BulkTooLarge(n)));
+    }
+    Ok(n)
+}
+
+/// Parses an aggregate element count.
+fn parse_count(line: &[u8], at: u64) -> Result<u32, ProtocolError> {
+    let n = parse_digits(line, at)?;
+    match u32::try_from(n) {
+        Ok(n) if n <= i32::MAX as u32 => Ok(n),
+        _ => Err(err(at, ProtocolErrorKind::AggregateTooLarge(n))),
+    }
+}
+
+fn parse_integer(line: &[u8], at: u64) -> Result<i64, ProtocolError> {
+    let invalid = |off: u64| err(off, ProtocolErrorKind::InvalidInteger);
+    let (negative, digits, skip) = match line.first() {
+        Some(b'-') => (true, &line[1..], 1),
+        Some(b'+') => (false, &line[1..], 1),
+        _ => (false, line, 0),
+    };
+    if digits.is_empty() {
+        return Err(invalid(at));
+    }
+    let mut n: i64 = 0;
+    for (i, &b) in digits.iter().enumerate() {
+        if !b.is_ascii_digit() {
+            return Err(invalid(at + (skip + i) as u64));
+        }
+        let d = i64::from(b - b'0');
+        n = n
+            .checked_mul(10)
+            .and_then(|n| {
+                if negative {
+                    n.checked_sub(d)
+                } else {
+                    n.checked_add(d)
+                }
+            })
+            .ok_or_else(|| invalid(at))?;
+    }
+    Ok(n)
+}
+
+fn check_boolean(line: &[u8], at: u64) -> Result<bool, ProtocolError> {
+    match line {
+        b"t" => Ok(true),
+        b"f" => Ok(false),
+        _ => Err(err(at, ProtocolErrorKind::InvalidBoolean)),
+    }
+}
+
+fn check_double(line: &[u8], at: u64) -> Result<(), ProtocolError> {
+    let special = matches!(line, b"inf" | b"-inf" | b"+inf" | b"nan");
+    let numeric = line.iter().any(u8::is_ascii_digit)
+        && line
+            .iter()
+            .all(|&b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E'));
+    if special || numeric {
+        Ok(())
+    } else {
+        Err(err(at, ProtocolErrorKind::InvalidDouble))
+    }
+}
+
+fn check_big_number(line: &[u8], at: u64) -> Result<(), ProtocolError> {
+    let digits = match line.first() {
+        Some(b'-' | b'+') => &line[1..],
+        _ => line,
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(err(at, ProtocolErrorKind::InvalidBigNumber));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// ReplyParser
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Expecting a type byte.
+    Type,
+    /// Reading the line after type byte `ty` (length, count or scalar), buffered if split.
+    Line { ty: u8 },
+    /// Saw the `\r` ending the line after `ty`; expecting `\n`.
+    LineLf { ty: u8 },
+    /// Streaming a simple string or simple error line of any length.
+    Simple,
+    /// Saw the `\r` ending a simple string or error; expecting `\n`.
+    SimpleLf,
+    /// Skipping a payload of `len` bytes (`ty` is `$`, `!`, `=` or `;` for a stream chunk).
+    Payload { ty: u8, remaining: u64, len: u64 },
+    /// Expecting the `\r` after a payload.
+    PayloadCr { ty: u8 },
+    /// Expecting the `\n` after a payload.
+    PayloadLf { ty: u8 },
+    /// Inside a streamed `$?` string, expecting the `;` of the next chunk.
+    Chunk,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FrameKind {
+    /// `remaining` elements still expected (attributes count their 2n entries plus the value).
+    Counted,
+    /// Streamed aggregate ended by `.`; `remaining` holds the element count's parity.
+    Streamed,
+    /// Streamed map; like `Streamed` but must end after an even number of elements.
+    StreamedMap,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    remaining: u32,
+    kind: FrameKind,
+}
+
+const EMPTY_FRAME: Frame = Frame {
+    remaining: 0,
+    kind: FrameKind::Counted,
+};
+
+/// Whether the header just read completed a value or moved the parser to another state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    Done,
+    Continue,
+}
+
+/// Streaming, allocation-free RESP2/RESP3 reply recogniser: one top-level reply per [`parse`](Self::parse) call.
+///
+/// Attributes (`|`) are treated as a nesting level holding their entries and then the value they
+/// annotate, so they count toward [`MAX_DEPTH`] like any aggregate. Errors are sticky: after one,
+/// every call returns it again until [`reset`](Self::reset).
+#[derive(Debug, Clone)]
+pub struct ReplyParser {
+    state: State,
+    /// Bytes consumed by completed or partial calls before the current one.
+    offset: u64,
+    /// Stream offset of the type byte of the line being read (errors point into the line).
+    type_at: u64,
+    line: [u8; MAX_LINE_LEN],
+    line_len: u8,
+    frames: [Frame; MAX_DEPTH],
+    depth: usize,
+    /// Kind of the current top-level reply, once its value's type byte was seen.
+    kind: Kind,
+    kind_known: bool,
+    /// Depth at which the top-level value's type byte is expected (past any attributes).
+    kind_depth: usize,
+    /// Whether the value being read is the top-level value (not an element or attribute entry).
+    is_top: bool,
+    /// Whether the payload or line being read is a top-level error message to capture.
+    capture: bool,
+    message: [u8; ERROR_MESSAGE_CAPACITY],
+    message_len: u8,
+    error: Option<ProtocolError>,
+}
+
+impl Default for ReplyParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ReplyParser {
+    /// Creates a parser at the start of a stream.
+    pub fn new() -> Self {
+        ReplyParser {
+            state: State::Type,
+            offset: 0,
+            type_at: 0,
+            line: [0; MAX_LINE_LEN],
+            line_len: 0,
+            frames: [EMPTY_FRAME; MAX_DEPTH],
+            depth: 0,
+            kind: Kind::Null,
+            kind_known: false,
+            kind_depth: 0,
+            is_top: false,
+            capture: false,
+            message: [0; ERROR_MESSAGE_CAPACITY],
+            message_len: 0,
+            error: None,
+        }
+    }
+
+    /// Total bytes consumed since creation (stream offset), used in error messages.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The first up-to-128 bytes of the message of the most recent top-level error reply, without `-`/`!` header or CRLF.
+    pub fn error_message(&self) -> &[u8] {
+        &self.message[..usize::from(self.message_len)]
+    }
+
+    /// Resets to the start-of-reply state (used when a connection reconnects). Offset resets too.
+    pub fn reset(&mut self) {
+        *self = Self::new();
+    }
+
+    /// Parses at most one top-level reply from `input`, resuming where the previous call stopped.
+    pub fn parse(&mut self, input: &[u8]) -> Result<Parsed, ProtocolError> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        match self.run(input) {
+            Ok(Some(consumed)) => {
+                self.offset += consumed as u64;
+                let reply = Reply { kind: self.kind };
+                self.kind_known = false;
+                self.kind_depth = 0;
+                Ok(Parsed::Complete { consumed, reply })
+            }
+            Ok(None) => {
+                self.offset += input.len() as u64;
+                Ok(Parsed::Partial)
+            }
+            Err(e) => {
+                self.error = Some(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs the state machine; `Some(consumed)` when a top-level reply completed.
+    fn run(&mut self, input: &[u8]) -> Result<Option<usize>, ProtocolError> {
+        let base = self.offset;
+        let mut i = 0;
+        loop {
+            match self.state {
+                State::Type => {
+                    let Some(&ty) = input.get(i) else {
+                        return Ok(None);
+                    };
+                    self.type_at = base + i as u64;
+                    i += 1;
+                    self.start_value(ty)?;
+                }
+                State::Simple => {
+                    let rest = &input[i..];
+                    match rest.iter().position(|&b| b == b'\r') {
+                        Some(p) => {
+                            self.capture_message(&rest[..p]);
+                            i += p + 1;
+                            match input.get(i) {
+                                Some(b'\n') => {
+                                    i += 1;
+                                    if self.value_done() {
+                                        return Ok(Some(i));
+                                    }
+                                }
+                                Some(_) => {
+                                    return Err(err(
+                                        base + i as u64,
+                                        ProtocolErrorKind::ExpectedCrlf,
+                                    ))
+                                }
+                                None => {
+                                    self.state = State::SimpleLf;
+                                    return Ok(None);
+                                }
+                            }
+                        }
+                        None => {
+                            self.capture_message(rest);
+                            return Ok(None);
+                        }
+                    }
+                }
+                State::SimpleLf => {
+                    let Some(&b) = input.get(i) else {
+                        return Ok(None);
+                    };
+                    if b != b'\n' {
+                        return Err(err(base + i as u64, ProtocolErrorKind::ExpectedCrlf));
+                    }
+                    i += 1;
+                    if self.value_done() {
+                        return Ok(Some(i));
+                    }
+                }
+                State::Line { ty } => {
+                    let rest = &input[i..];
+                    let have = usize::from(self.line_len);
+                    let room = MAX_LINE_LEN - have;
+                    let window = &rest[..rest.len().min(room + 1)];
+                    match window.iter().position(|&b| b == b'\r') {
+                        Some(p) => match rest.get(p + 1) {
+                            Some(b'\n') => {
+                                let line_at = self.type_at + 1;
+                                let next = if have == 0 {
+                                    self.header(ty, &rest[..p], line_at)?
+                                } else {
+                                    let mut buf = self.line;
+                                    buf[have..have + p].copy_from_slice(&rest[..p]);
+                                    self.header(ty, &buf[..have + p], line_at)?
+                                };
+                                i += p + 2;
+                                if next == Next::Done && self.value_done() {
+                                    return Ok(Some(i));
+                                }
+                            }
+                            Some(_) => {
+                                return Err(err(
+                                    base + (i + p + 1) as u64,
+                                    ProtocolErrorKind::ExpectedCrlf,
+                                ))
+                            }
+                            None => {
+                                self.buffer_line(&rest[..p]);
+                                self.state = State::LineLf { ty };
+                                return Ok(None);
+                            }
+                        },
+                        None if window.len() > room => {
+                            return Err(err(
+                                base + (i + room) as u64,
+                                ProtocolErrorKind::LineTooLong,
+                            ))
+                        }
+                        None => {
+                            self.buffer_line(rest);
+                            return Ok(None);
+                        }
+                    }
+                }
+                State::LineLf { ty } => {
+                    let Some(&b) = input.get(i) else {
+                        return Ok(None);
+                    };
+                    if b != b'\n' {
+                        return Err(err(base + i as u64, ProtocolErrorKind::ExpectedCrlf));
+                    }
+                    i += 1;
+                    let buf = self.line;
+                    let next =
+                        self.header(ty, &buf[..usize::from(self.line_len)], self.type_at + 1)?;
+                    if next == Next::Done && self.value_done() {
+                        return Ok(Some(i));
+                    }
+                }
+                State::Payload { ty, remaining, len } => {
+                    let avail = (input.len() - i) as u64;
+                    let take = remaining.min(avail) as usize;
+                    let chunk = &input[i..i + take];
+                    if ty == b'=' {
+                        // The format separator is payload byte 3; `done` bytes were skipped before.
+                        let done = len - remaining;
+                        if done <= 3 && done + take as u64 > 3 {
+                            let at = (3 - done) as usize;
+                            if chunk.get(at) != Some(&b':') {
+                                return Err(err(
+                                    base + (i + at) as u64,
+                                    ProtocolErrorKind::InvalidVerbatim,
+                                ));
+                            }
+                        }
+                    }
+                    self.capture_message(chunk);
+                    i += take;
+                    let remaining = remaining - take as u64;
+                    if remaining > 0 {
+                        self.state = State::Payload { ty, remaining, len };
+                        return Ok(None);
+                    }
+                    // Fast path: the CRLF is usually in the same input.
+                    if input.get(i..i + 2) == Some(b"\r\n") {
+                        i += 2;
+                        if self.payload_done(ty) {
+                            return Ok(Some(i));
+                        }
+                    } else {
+                        self.state = State::PayloadCr { ty };
+                    }
+                }
+                State::PayloadCr { ty } => {
+                    let Some(&b) = input.get(i) else {
+                        return Ok(None);
+                    };
+                    if b != b'\r' {
+                        return Err(err(base + i as u64, ProtocolErrorKind::ExpectedCrlf));
+                    }
+                    i += 1;
+                    self.state = State::PayloadLf { ty };
+                }
+                State::PayloadLf { ty } => {
+                    let Some(&b) = input.get(i) else {
+                        return Ok(None);
+                    };
+                    if b != b'\n' {
+                        return Err(err(base + i as u64, ProtocolErrorKind::ExpectedCrlf));
+                    }
+                    i += 1;
+                    if self.payload_done(ty) {
+                        return Ok(Some(i));
+                    }
+                }
+                State::Chunk => {
+                    let Some(&b) = input.get(i) else {
+                        return Ok(None);
+                    };
+                    if b != b';' {
+                        return Err(err(
+                            base + i as u64,
+                            ProtocolErrorKind::ExpectedStreamChunk(b),
+                        ));
+                    }
+                    self.type_at = base + i as u64;
+                    i += 1;
+                    self.line_len = 0;
+                    self.state = State::Line { ty: b';' };
+                }
+            }
+        }
+    }
+
+    /// Handles a type byte at `self.type_at`.
+    fn start_value(&mut self, ty: u8) -> Result<(), ProtocolError> {
+        self.is_top = !self.kind_known
+            && self.depth == self.kind_depth
+            && (self.depth == 0 || self.frames[self.depth - 1].remaining == 1);
+        match ty {
+            b'+' | b'-' => {
+                self.begin_capture(ty == b'-');
+                self.state = State::Simple;
+            }
+            b'$' | b'!' | b'=' | b'*' | b'%' | b'~' | b'>' | b':' | b'#' | b',' | b'(' | b'_' => {
+                self.line_len = 0;
+                self.state = State::Line { ty };
+            }
+            b'|' => {
+                self.line_len = 0;
+                self.state = State::Line { ty };
+                return Ok(());
+            }
+            b'.' => {
+                let streamed =
+                    self.depth > 0 && self.frames[self.depth - 1].kind != FrameKind::Counted;
+                if !streamed {
+                    return Err(err(self.type_at, ProtocolErrorKind::UnexpectedStreamEnd));
+                }
+                self.line_len = 0;
+                self.state = State::Line { ty };
+                return Ok(());
+            }
+            _ => return Err(err(self.type_at, ProtocolErrorKind::UnknownType(ty))),
+        }
+        if self.is_top {
+            self.kind = Kind::from_type(ty);
+            self.kind_known = true;
+        }
+        Ok(())
+    }
+
+    fn begin_capture(&mut self, is_error: bool) {
+        self.capture = is_error && self.is_top;
+        if self.capture {
+            self.message_len = 0;
+        }
+    }
+
+    fn capture_message(&mut self, bytes: &[u8]) {
+        if self.capture {
+            let have = usize::from(self.message_len);
+            let take = bytes.len().min(ERROR_MESSAGE_CAPACITY - have);
+            self.message[have..have + take].copy_from_slice(&bytes[..take]);
+            self.message_len = (have + take) as u8;
+        }
+    }
+
+    fn buffer_line(&mut self, bytes: &[u8]) {
+        // Callers only pass bytes that fit: the search window is bounded by the room left.
+        let have = usize::from(self.line_len);
+        let take = bytes.len().min(MAX_LINE_LEN - have);
+        self.line[have..have + take].copy_from_slice(&bytes[..take]);
+        self.line_len = (have + take) as u8;
+    }
+
+    /// Acts on a complete line after type byte `ty`; `at` is the stream offset of `line[0]`.
+    fn header(&mut self, ty: u8, line: &[u8], at: u64) -> Result<Next, ProtocolError> {
+        match ty {
+            b'$' | b'!' | b'=' | b';' => {
+                if ty == b'$' && line == b"-1" {
+                    if self.is_top {
+                        self.kind = Kind::Null;
+                    }
+                    return Ok(Next::Done);
+                }
+                if ty == b'$' && line == b"?" {
+                    self.state = State::Chunk;
+                    return Ok(Next::Continue);
+                }
+                let len = parse_bulk_len(line, at)?;
+                if ty == b'=' && len < 4 {
+                    return Err(err(at, ProtocolErrorKind::InvalidVerbatim));
+                }
+                if ty == b';' && len == 0 {
+                    return Ok(Next::Done);
+                }
+                if ty != b';' {
+                    self.begin_capture(ty == b'!');
+                }
+                self.state = State::Payload {
+                    ty,
+                    remaining: len,
+                    len,
+                };
+                Ok(Next::Continue)
+            }
+            b'*' | b'%' | b'~' | b'>' | b'|' => {
+                if ty == b'*' && line == b"-1" {
+                    if self.is_top {
+                        self.kind = Kind::Null;
+                    }
+                    return Ok(Next::Done);
+                }
+                let frame = if line == b"?" && ty != b'|' {
+                    let kind = if ty == b'%' {
+                        FrameKind::StreamedMap
+                    } else {
+                        FrameKind::Streamed
+                    };
+                    Frame { remaining: 0, kind }
+                } else {
+                    let n = parse_count(line, at)?;
+                    // n <= i32::MAX, so 2n + 1 fits in u32.
+                    let remaining = match ty {
+                        b'%' => 2 * n,
+                        b'|' => 2 * n + 1,
+                        _ => n,
+                    };
+                    Frame {
+                        remaining,
+                        kind: FrameKind::Counted,
+                    }
+                };
+                if self.depth == MAX_DEPTH {
+                    return Err(err(self.type_at, ProtocolErrorKind::TooDeep));
+                }
+                if frame.kind == FrameKind::Counted && frame.remaining == 0 {
+                    return Ok(Next::Done);
+                }
+                if ty == b'|' && self.is_top {
+                    self.kind_depth += 1;
+                }
+                self.frames[self.depth] = frame;
+                self.depth += 1;
+                self.state = State::Type;
+                Ok(Next::Continue)
+            }
+            b':' => parse_integer(line, at).map(|_| Next::Done),
+            b'#' => check_boolean(line, at).map(|_| Next::Done),
+            b',' => check_double(line, at).map(|_| Next::Done),
+            b'(' => check_big_number(line, at).map(|_| Next::Done),
+            b'_' | b'.' => {
+                if !line.is_empty() {
+                    return Err(err(at, ProtocolErrorKind::ExpectedCrlf));
+                }
+                if ty == b'.' {
+                    // start_value checked that the innermost frame is streamed.
+                    self.depth -= 1;
+                    let frame = self.frames[self.depth];
+                    if frame.kind == FrameKind::StreamedMap && frame.remaining != 0 {
+                        return Err(err(self.type_at, ProtocolErrorKind::UnpairedMapEntry));
+                    }
+                }
+                Ok(Next::Done)
+            }
+            _ => Err(err(self.type_at, ProtocolErrorKind::UnknownType(ty))),
+        }
+    }
+
+    /// After a payload's CRLF: continue a streamed string, or complete the value.
+    fn payload_done(&mut self, ty: u8) -> bool {
+        if ty == b';' {
+            self.state = State::Chunk;
+            false
+        } else {
+            self.value_done()
+        }
+    }
+
+    /// Records that a value ended; returns whether it completed the top-level reply.
+    fn value_done(&mut self) -> bool {
+        self.state = State::Type;
+        self.capture = false;
+        while let Some(top) = self.depth.checked_sub(1) {
+            let frame = &mut self.frames[top];
+            if frame.kind != FrameKind::Counted {
+                frame.remaining ^= 1;
+                return false;
+            }
+            frame.remaining = frame.remaining.saturating_sub(1);
+            if frame.remaining > 0 {
+                return false;
+            }
+            self.depth = top;
+        }
+        true
+    }
+}
+
+/// Feeds `input` to a fresh [`ReplyParser`] in chunks of the given sizes (cycling; a 0 size means 1; no sizes means one chunk), collecting the completed replies; stops at the first error. Never panics.
+pub fn parse_chunked(input: &[u8], chunk_sizes: &[u8]) -> (Vec<Reply>, Option<ProtocolError>) {
+    let mut parser = ReplyParser::new();
+    let mut replies = Vec::new();
+    let mut pos = 0;
+    let mut sizes = chunk_sizes.iter().cycle();
+    while pos < input.len() {
+        let size = sizes
+            .next()
+            .map_or(input.len() - pos, |&s| usize::from(s.max(1)));
+        let end = input.len().min(pos + size);
+        let mut chunk = &input[pos..end];
+        pos = end;
+        while !chunk.is_empty() {
+            match parser.parse(chunk) {
+                Ok(Parsed::Complete { consumed, reply }) => {
+                    replies.push(reply);
+                    chunk = chunk.get(consumed..).unwrap_or_default();
+                }
+                Ok(Parsed::Partial) => break,
+                Err(e) => return (replies, Some(e)),
+            }
+        }
+    }
+    (replies, None)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Value
+
+/// A whole RESP value with its contents, for handshake checks, `CONFIG GET` and tests (allocates).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// `+` simple string.
+    Simple(Vec<u8>),
+    /// `-` simple error, without the `-`.
+    Error(Vec<u8>),
+    /// `:` integer.
+    Integer(i64),
+    /// `$` bulk string (a streamed `$?` string parses as its concatenated chunks).
+    Bulk(Vec<u8>),
+    /// `*` array.
+    Array(Vec<Value>),
+    /// `_` null; `$-1` and `*-1` parse as this too.
+    Null,
+    /// `#` boolean.
+    Boolean(bool),
+    /// `,` double, kept as its text so round trips are exact.
+    Double(Vec<u8>),
+    /// `(` big number, as its text.
+    BigNumber(Vec<u8>),
+    /// `!` bulk error.
+    BulkError(Vec<u8>),
+    /// `=` verbatim string: a 3-byte format such as `txt` and the text after the `:`.
+    Verbatim {
+        /// The format, such as `txt` or `mkd`.
+        format: [u8; 3],
+        /// The text after `format:`.
+        text: Vec<u8>,
+    },
+    /// `%` map, in wire order.
+    Map(Vec<(Value, Value)>),
+    /// `~` set, in wire order.
+    Set(Vec<Value>),
+    /// `>` push message.
+    Push(Vec<Value>),
+    /// `|` attribute entries followed by the value they annotate.
+    Attribute {
+        /// The attribute's key/value entries.
+        attrs: Vec<(Value, Value)>,
+        /// The annotated value.
+        value: Box<Value>,
+    },
+}
+
+fn push_decimal(out: &mut Vec<u8>, n: i64) {
+    let mut buf = [0u8; 20];
+    let mut pos = buf.len();
+    let mut m = n.unsigned_abs();
+    loop {
+        pos -= 1;
+        buf[pos] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&buf[pos..]);
+}
+
+fn push_header(out: &mut Vec<u8>, ty: u8, n: usize) {
+    out.push(ty);
+    push_decimal(out, n as i64);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn push_line(out: &mut Vec<u8>, ty: u8, line: &[u8]) {
+    out.push(ty);
+    out.extend_from_slice(line);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn push_bulk(out: &mut Vec<u8>, ty: u8, payload: &[u8]) {
+    push_header(out, ty, payload.len());
+    out.extend_from_slice(payload);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// RESP-encodes a command as an array of bulk strings: `*N\r\n$len\r\narg\r\n...`.
+pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
+    push_header(out, b'*', args.len());
+    for arg in args {
+        push_bulk(out, b'$', arg);
+    }
+}
+
+impl Value {
+    /// Encodes as RESP3; `Null` encodes as `_\r\n`, the other RESP2 types in their RESP2 form.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Value::Simple(s) => push_line(out, b'+', s),
+            Value::Error(s) => push_line(out, b'-', s),
+            Value::Integer(n) => {
+                out.push(b':');
+                push_decimal(out, *n);
+                out.extend_from_slice(b"\r\n");
+            }
+            Value::Bulk(b) => push_bulk(out, b'$', b),
+            Value::Null => out.extend_from_slice(b"_\r\n"),
+            Value::Boolean(b) => push_line(out, b'#', if *b { b"t" } else { b"f" }),
+            Value::Double(s) => push_line(out, b',', s),
+            Value::BigNumber(s) => push_line(out, b'(', s),
+            Value::BulkError(b) => push_bulk(out, b'!', b),
+            Value::Verbatim { format, text } => {
+                push_header(out, b'=', text.len() + 4);
+                out.extend_from_slice(format);
+                out.push(b':');
+                out.extend_from_slice(text);
+                out.extend_from_slice(b"\r\n");
+            }
+            Value::Array(items) | Value::Set(items) | Value::Push(items) => {
+                let ty = match self {
+                    Value::Array(_) => b'*',
+                    Value::Set(_) => b'~',
+                    _ => b'>',
+                };
+                push_header(out, ty, items.len());
+                for item in items {
+                    item.encode(out);
+                }
+            }
+            Value::Map(entries) => {
+                push_header(out, b'%', entries.len());
+                encode_pairs(entries, out);
+            }
+            Value::Attribute { attrs, value } => {
+                push_header(out, b'|', attrs.len());
+                encode_pairs(attrs, out);
+                value.encode(out);
+            }
+        }
+    }
+
+    /// Parses one whole value from the start of `input`: `Ok(Some((value, consumed)))`, `Ok(None)` if incomplete.
+    ///
+    /// Applies the same limits and reports the same errors (offsets relative to `input`) as
+    /// [`ReplyParser`]. Streamed strings and aggregates are supported; a streamed string becomes
+    /// a [`Value::Bulk`] and a streamed aggregate its ordinary counterpart.
+    pub fn parse(input: &[u8]) -> Result<Option<(Value, usize)>, ProtocolError> {
+        let mut cursor = Cursor { input, pos: 0 };
+        Ok(cursor.value(0)?.map(|v| (v, cursor.pos)))
+    }
+}
+
+fn encode_pairs(pairs: &[(Value, Value)], out: &mut Vec<u8>) {
+    for (k, v) in pairs {
+        k.encode(out);
+        v.encode(out);
+    }
+}
+
+/// Recursive-descent state for [`Value::parse`]; `Ok(None)` everywhere means "need more input".
+struct Cursor<'a> {
+    input: &'a [u8],
+    pos: usize,
+}
+
+/// Unwraps `Ok(Some(x))`, returning `Ok(None)` from the caller when input ran out.
+macro_rules! ready {
+    ($e:expr) => {
+        match $e? {
+            Some(x) => x,
+            None => return Ok(None),
+        }
+    };
+}
+
+type Step<T> = Result<Option<T>, ProtocolError>;
+
+impl<'a> Cursor<'a> {
+    fn at(&self, pos: usize) -> u64 {
+        pos as u64
+    }
+
+    /// Checks for CRLF at `pos`, byte by byte like the streaming parser.
+    fn crlf(&self, pos: usize) -> Step<()> {
+        for (k, want) in [b'\r', b'\n'].into_iter().enumerate() {
+            match self.input.get(pos + k) {
+                None => return Ok(None),
+                Some(&b) if b != want => {
+                    return Err(err(self.at(pos + k), ProtocolErrorKind::ExpectedCrlf))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(Some(()))
+    }
+
+    /// Reads a line ending in CRLF; `bounded` lines may hold at most [`MAX_LINE_LEN`] bytes.
+    fn line(&mut self, bounded: bool) -> Step<&'a [u8]> {
+        let input: &'a [u8] = self.input;
+        let rest = &input[self.pos..];
+        let window = if bounded {
+            &rest[..rest.len().min(MAX_LINE_LEN + 1)]
+        } else {
+            rest
+        };
+        match window.iter().position(|&b| b == b'\r') {
+            Some(p) => {
+                ready!(self.crlf(self.pos + p));
+                let line = &rest[..p];
+                self.pos += p + 2;
+                Ok(Some(line))
+            }
+            None if bounded && window.len() > MAX_LINE_LEN => Err(err(
+                self.at(self.pos + MAX_LINE_LEN),
+                ProtocolErrorKind::LineTooLong,
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads a `len`-byte payload and its CRLF; `verbatim` checks the `:` at byte 3 as soon as it is there.
+    fn payload(&mut self, len: u64, verbatim: bool) -> Step<&'a [u8]> {
+        let input: &'a [u8] = self.input;
+        let start = self.pos;
+        if verbatim {
+            match input.get(start + 3) {
+                Some(b':') => {}
+                Some(_) => return Err(err(self.at(start + 3), ProtocolErrorKind::InvalidVerbatim)),
+                None => return Ok(None),
+            }
+        }
+        // len <= MAX_BULK_LEN, so this fits in usize on 32- and 64-bit targets.
+        let end = start + len as usize;
+        if end > input.len() {
+            return Ok(None);
+        }
+        ready!(self.crlf(end));
+        self.pos = end + 2;
+        Ok(Some(&input[start..end]))
+    }
+
+    fn value(&mut self, depth: usize) -> Step<Value> {
+        let type_at = self.pos;
+        let Some(&ty) = self.input.get(type_at) else {
+            return Ok(None);
+        };
+        self.pos += 1;
+        let line_at = self.at(self.pos);
+        let value = match ty {
+            b'+' => Value::Simple(ready!(self.line(false)).to_vec()),
+            b'-' => Value::Error(ready!(self.line(false)).to_vec()),
+            b':' => Value::Integer(parse_integer(ready!(self.line(true)), line_at)?),
+            b'#' => Value::Boolean(check_boolean(ready!(self.line(true)), line_at)?),
+            b',' => {
+                let line = ready!(self.line(true));
+                check_double(line, line_at)?;
+                Value::Double(line.to_vec())
+            }
+            b'(' => {
+                let line = ready!(self.line(true));
+                check_big_number(line, line_at)?;
+                Value::BigNumber(line.to_vec())
+            }
+            b'_' => {
+                if !ready!(self.line(true)).is_empty() {
+                    return Err(err(line_at, ProtocolErrorKind::ExpectedCrlf));
+                }
+                Value::Null
+            }
+            b'$' | b'!' | b'=' => {
+                let line = ready!(self.line(true));
+                if ty == b'$' && line == b"-1" {
+                    return Ok(Some(Value::Null));
+                }
+                if ty == b'$' && line == b"?" {
+                    return self.streamed_string();
+                }
+                let len = parse_bulk_len(line, line_at)?;
+                if ty == b'=' && len < 4 {
+                    return Err(err(line_at, ProtocolErrorKind::InvalidVerbatim));
+                }
+                let payload = ready!(self.payload(len, ty == b'='));
+                match ty {
+                    b'$' => Value::Bulk(payload.to_vec()),
+                    b'!' => Value::BulkError(payload.to_vec()),
+                    _ => Value::Verbatim {
+                        format: [payload[0], payload[1], payload[2]],
+                        text: payload[4..].to_vec(),
+                    },
+                }
+            }
+            b'*' | b'%' | b'~' | b'>' | b'|' => {
+                let line = ready!(self.line(true));
+                if ty == b'*' && line == b"-1" {
+                    return Ok(Some(Value::Null));
+                }
+                let count = if line == b"?" && ty != b'|' {
+                    None
+                } else {
+                    Some(parse_count(line, line_at)?)
+                };
+                if depth == MAX_DEPTH {
+                    return Err(err(self.at(type_at), ProtocolErrorKind::TooDeep));
+                }
+                let items = match count {
+                    Some(n) => {
+                        let n = match ty {
+                            b'%' | b'|' => 2 * n as usize,
+                            _ => n as usize,
+                        };
+                        // Cap the up-front reservation: the count is untrusted input.
+                        let mut items = Vec::with_capacity(n.min(1024));
+                        for _ in 0..n {
+                            items.push(ready!(self.value(depth + 1)));
+                        }
+                        items
+                    }
+                    None => ready!(self.streamed_items(ty, depth)),
+                };
+                match ty {
+                    b'*' => Value::Array(items),
+                    b'~' => Value::Set(items),
+                    b'>' => Value::Push(items),
+                    b'%' => Value::Map(pairs(items)),
+                    _ => {
+                        let value = Box::new(ready!(self.value(depth + 1)));
+                        Value::Attribute {
+                            attrs: pairs(items),
+                            value,
+                        }
+                    }
+                }
+            }
+            b'.' => {
+                return Err(err(
+                    self.at(type_at),
+                    ProtocolErrorKind::UnexpectedStreamEnd,
+                ))
+            }
+            _ => return Err(err(self.at(type_at), ProtocolErrorKind::UnknownType(ty))),
+        };
+        Ok(Some(value))
+    }
+
+    fn streamed_string(&mut self) -> Step<Value> {
+        let mut data = Vec::new();
+        loop {
+            match self.input.get(self.pos) {
+                None => return Ok(None),
+                Some(b';') => {}
+                Some(&b) => {
+                    return Err(err(
+                        self.at(self.pos),
+                        ProtocolErrorKind::ExpectedStreamChunk(b),
+                    ))
+                }
+            }
+            self.pos += 1;
+            let line_at = self.at(self.pos);
+            let len = parse_bulk_len(ready!(self.line(true)), line_at)?;
+            if len == 0 {
+                return Ok(Some(Value::Bulk(data)));
+            }
+            data.extend_from_slice(ready!(self.payload(len, false)));
+        }
+    }
+
+    fn streamed_items(&mut self, ty: u8, depth: usize) -> Step<Vec<Value>> {
+        let mut items = Vec::new();
+        loop {
+            let end_at = self.pos;
+            match self.input.get(end_at) {
+                None => return Ok(None),
+                Some(b'.') => {
+                    self.pos += 1;
+                    let line_at = self.at(self.pos);
+                    if !ready!(self.line(true)).is_empty() {
+                        return Err(err(line_at, ProtocolErrorKind::ExpectedCrlf));
+                    }
+                    if ty == b'%' && items.len() % 2 != 0 {
+                        return Err(err(self.at(end_at), ProtocolErrorKind::UnpairedMapEntry));
+                    }
+                    return Ok(Some(items));
+                }
+                Some(_) => items.push(ready!(self.value(depth + 1))),
+            }
+        }
+    }
+}
+
+/// Pairs up a flat list of alternating keys and values (the list has even length).
+fn pairs(items: Vec<Value>) -> Vec<(Value, Value)> {
+    let mut out = Vec::with_capacity(items.len() / 2);
+    let mut it = items.into_iter();
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        out.push((k, v));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use ProtocolErrorKind as E;
+
+    /// One valid reply per type and variant, with its expected kind.
+    const VALID: &[(&[u8], Kind)] = &[
+        (b"+OK\r\n", Kind::SimpleString),
+        (b"+\r\n", Kind::SimpleString),
+        (b"-ERR unknown command\r\n", Kind::Error),
+        (b":0\r\n", Kind::Integer),
+        (b":-9223372036854775808\r\n", Kind::Integer),
+        (b":+9223372036854775807\r\n", Kind::Integer),
+        (b"$3\r\nVXK\r\n", Kind::Bulk),
+        (b"$0\r\n\r\n", Kind::Bulk),
+        (b"$4\r\na\r\nb\r\n", Kind::Bulk),
+        (b"$-1\r\n", Kind::Null),
+        (b"*-1\r\n", Kind::Null),
+        (b"*0\r\n", Kind::Array),
+        (b"*2\r\n$1\r\na\r\n:1\r\n", Kind::Array),
+        (b"*2\r\n*1\r\n-ERR x\r\n*0\r\n", Kind::Array),
+        (b"_\r\n", Kind::Null),
+        (b"#t\r\n", Kind::Boolean),
+        (b"#f\r\n", Kind::Boolean),
+        (b",3.14\r\n", Kind::Double),
+        (b",-1.5e-10\r\n", Kind::Double),
+        (b",inf\r\n", Kind::Double),
+        (b",-inf\r\n", Kind::Double),
+        (b",nan\r\n", Kind::Double),
+        (b"(3492890328409238509324850943850943825024385\r\n", Kind::BigNumber),
+        (b"(-1\r\n", Kind::BigNumber),
+        (b"!21\r\nSYNTAX invalid syntax\r\n", Kind::BulkError),
+        (b"=15\r\ntxt:Some string\r\n", Kind::Verbatim),
+        (b"=4\r\nmkd:\r\n", Kind::Verbatim),
+        (b"%2\r\n+first\r\n:1\r\n+second\r\n:2\r\n", Kind::Map),
+        (b"%0\r\n", Kind::Map),
+        (b"~3\r\n+a\r\n+b\r\n#t\r\n", Kind::Set),
+        (b">3\r\n+message\r\n+chan\r\n$5\r\nhello\r\n", Kind::Push),
+        (b"|1\r\n+key-popularity\r\n%2\r\n$1\r\na\r\n,0.1923\r\n$1\r\nb\r\n,0.0012\r\n*2\r\n:2039123\r\n:9543892\r\n", Kind::Array),
+        (b"|0\r\n+OK\r\n", Kind::SimpleString),
+        (b"|1\r\n+a\r\n+b\r\n|1\r\n+c\r\n+d\r\n-ERR attributed\r\n", Kind::Error),
+        (b"*2\r\n:1\r\n|1\r\n+ttl\r\n:3600\r\n:2\r\n", Kind::Array),
+        (b"*1\r\n>2\r\n+a\r\n+b\r\n", Kind::Array),
+        (b"$?\r\n;4\r\nHell\r\n;5\r\no wor\r\n;1\r\nd\r\n;0\r\n", Kind::Bulk),
+        (b"$?\r\n;0\r\n", Kind::Bulk),
+        (b"*?\r\n:1\r\n:2\r\n:3\r\n.\r\n", Kind::Array),
+        (b"*?\r\n.\r\n", Kind::Array),
+        (b"%?\r\n+a\r\n:1\r\n+b\r\n:2\r\n.\r\n", Kind::Map),
+        (b"~?\r\n*?\r\n.\r\n$?\r\n;1\r\nx\r\n;0\r\n.\r\n", Kind::Set),
+        (b">?\r\n+pubsub\r\n.\r\n", Kind::Push),
+        (b"*3\r\n*?\r\n:1\r\n.\r\n|1\r\n+k\r\n+v\r\n*?\r\n.\r\n_\r\n", Kind::Array),
+    ];
+
+    fn parse_whole(input: &[u8]) -> Result<Parsed, ProtocolError> {
+        ReplyParser::new().parse(input)
+    }
+
+    #[test]
+    fn valid_replies_complete_with_kind_and_length() {
+        for &(input, kind) in VALID {
+            let name = String::from_utf8_lossy(input);
+            let want = Parsed::Complete {
+                consumed: input.len(),
+                reply: Reply { kind },
+            };
+            assert_eq!(parse_whole(input), Ok(want), "{name}");
+            for end in 0..input.len() {
+                assert_eq!(
+                    parse_whole(&input[..end]),
+                    Ok(Parsed::Partial),
+                    "{name} prefix {end}"
+                );
+            }
+            for pad in [&b"+OK\r\n"[..], b"garbage", b"\r\n", b"*1\r\n"] {
+                let padded = [input, pad].concat();
+                assert_eq!(parse_whole(&padded), Ok(want), "{name} padded");
+            }
+            // Value::parse accepts the same inputs and consumes the same bytes.
+            let (_, consumed) = Value::parse(input).unwrap().expect("complete");
+            assert_eq!(consumed, input.len(), "{name}");
+            for end in 0..input.len() {
+                assert_eq!(Value::parse(&input[..end]), Ok(None), "{name} prefix {end}");
+            }
+        }
+    }
+
+    #[test]
+    fn valid_replies_byte_at_a_time() {
+        let all: Vec<u8> = VALID
+            .iter()
+            .flat_map(|(input, _)| input.iter().copied())
+            .collect();
+        let want: Vec<Reply> = VALID.iter().map(|&(_, kind)| Reply { kind }).collect();
+        assert_eq!(parse_chunked(&all, &[]), (want.clone(), None));
+        assert_eq!(parse_chunked(&all, &[1]), (want.clone(), None));
+        assert_eq!(parse_chunked(&all, &[0, 2, 3, 7, 64]), (want, None));
+    }
+
+    #[test]
+    fn multiple_replies_in_one_buffer() {
+        let input = b"+OK\r\n$3\r\nVXK\r\n:42\r\n-ERR x\r\n";
+        let mut parser = ReplyParser::new();
+        let mut rest = &input[..];
+        let mut kinds = Vec::new();
+        while let Parsed::Complete { consumed, reply } = parser.parse(rest).unwrap() {
+            kinds.push(reply.kind);
+            rest = &rest[consumed..];
+        }
+        assert!(rest.is_empty());
+        assert_eq!(
+            kinds,
+            [Kind::SimpleString, Kind::Bulk, Kind::Integer, Kind::Error]
+        );
+        assert_eq!(parser.offset(), input.len() as u64);
+        assert_eq!(parser.error_message(), b"ERR x");
+    }
+
+    /// Malformed inputs with the expected error kind and stream offset.
+    const MALFORMED: &[(&[u8], ProtocolErrorKind, u64)] = &[
+        (b"A", E::UnknownType(b'A'), 0),
+        (b"+OK\r\nX", E::UnknownType(b'X'), 5),
+        (b"*1\r\n\x00", E::UnknownType(0), 4),
+        (b"+OK\rX", E::ExpectedCrlf, 4),
+        (b"$3\rX", E::ExpectedCrlf, 3),
+        (b"$3\r\nabcX", E::ExpectedCrlf, 7),
+        (b"$3\r\nabc\rX", E::ExpectedCrlf, 8),
+        (b"_x\r\n", E::ExpectedCrlf, 1),
+        (b"$\r\n", E::InvalidLength, 1),
+        (b"$1x\r\n", E::InvalidLength, 2),
+        (b"$-2\r\n", E::InvalidLength, 1),
+        (b"!-1\r\n", E::InvalidLength, 1),
+        (b"*-2\r\n", E::InvalidLength, 1),
+        (b"%-1\r\n", E::InvalidLength, 1),
+        (b"|?\r\n", E::InvalidLength, 1),
+        (b"*\r\n", E::InvalidLength, 1),
+        (b"$536870913\r\n", E::BulkTooLarge(536_870_913), 1),
+        (
+            b"!99999999999999999999999\r\n",
+            E::BulkTooLarge(u64::MAX),
+            1,
+        ),
+        (b"*2147483648\r\n", E::AggregateTooLarge(2_147_483_648), 1),
+        (b":\r\n", E::InvalidInteger, 1),
+        (b":-\r\n", E::InvalidInteger, 1),
+        (b":12a\r\n", E::InvalidInteger, 3),
+        (b":9223372036854775808\r\n", E::InvalidInteger, 1),
+        (b"#x\r\n", E::InvalidBoolean, 1),
+        (b"#tt\r\n", E::InvalidBoolean, 1),
+        (b",1.5x\r\n", E::InvalidDouble, 1),
+        (b",\r\n", E::InvalidDouble, 1),
+        (b",-\r\n", E::InvalidDouble, 1),
+        (b"(12.5\r\n", E::InvalidBigNumber, 1),
+        (b"(-\r\n", E::InvalidBigNumber, 1),
+        (b"=3\r\ntxt\r\n", E::InvalidVerbatim, 1),
+        (b"=5\r\ntxt!x\r\n", E::InvalidVerbatim, 7),
+        (b".\r\n", E::UnexpectedStreamEnd, 0),
+        (b"*1\r\n.\r\n", E::UnexpectedStreamEnd, 4),
+        (b"*?\r\n|0\r\n.\r\n", E::UnexpectedStreamEnd, 8),
+        (b"$?\r\n+x\r\n", E::ExpectedStreamChunk(b'+'), 4),
+        (
+            b"$?\r\n;2\r\nab\r\n:1\r\n",
+            E::ExpectedStreamChunk(b':'),
+            12,
+        ),
+        (b"$?\r\n;x\r\n", E::InvalidLength, 5),
+        (b"%?\r\n+a\r\n.\r\n", E::UnpairedMapEntry, 8),
+        (b"*?\r\n.x\r\n", E::ExpectedCrlf, 5),
+    ];
+
+    fn first_error(input: &[u8]) -> Option<ProtocolError> {
+        parse_chunked(input, &[]).1
+    }
+
+    #[test]
+    fn malformed_inputs_report_kind_and_offset() {
+        for (input, kind, offset) in MALFORMED {
+            let name = String::from_utf8_lossy(input);
+            let want = ProtocolError {
+                offset: *offset,
+                kind: kind.clone(),
+            };
+            assert_eq!(first_error(input), Some(want.clone()), "{name}");
+            // Split feeding and Value::parse find the same error at the same place.
+            assert_eq!(
+                parse_chunked(input, &[1]).1,
+                Some(want.clone()),
+                "{name} bytewise"
+            );
+            if parse_chunked(input, &[]).0.is_empty() {
+                assert_eq!(Value::parse(input), Err(want), "{name} Value::parse");
+            }
+        }
+    }
+
+    #[test]
+    fn long_lines() {
+        let at_limit = [&b":"[..], &[b'1'; MAX_LINE_LEN - 1], b"\r\n"].concat();
+        assert!(parse_chunked(&at_limit, &[]).0.is_empty()); // 63 digits overflow i64
+        let big = [&b"("[..], &[b'1'; MAX_LINE_LEN], b"\r\n"].concat();
+        assert_eq!(
+            parse_chunked(&big, &[]),
+            (
+                vec![Reply {
+                    kind: Kind::BigNumber
+                }],
+                None
+            )
+        );
+        let too_long = [&b"("[..], &[b'1'; MAX_LINE_LEN + 1], b"\r\n"].concat();
+        let want = ProtocolError {
+            offset: 1 + MAX_LINE_LEN as u64,
+            kind: E::LineTooLong,
+        };
+        for sizes in [&[][..], &[1], &[5, 3]] {
+            assert_eq!(parse_chunked(&too_long, sizes).1, Some(want.clone()));
+        }
+        assert_eq!(Value::parse(&too_long), Err(want));
+        // An endless length line fails without buffering it.
+        let endless = [&b"$"[..], &[b'7'; 100_000]].concat();
+        assert_eq!(first_error(&endless).map(|e| e.kind), Some(E::LineTooLong));
+        // Simple strings and errors have no length limit.
+        let long = [&b"-"[..], &[b'x'; 100_000], b"\r\n"].concat();
+        let mut parser = ReplyParser::new();
+        let reply = Reply { kind: Kind::Error };
+        assert_eq!(
+            parser.parse(&long),
+            Ok(Parsed::Complete {
+                consumed: long.len(),
+                reply
+            })
+        );
+        assert_eq!(parser.error_message(), &[b'x'; ERROR_MESSAGE_CAPACITY][..]);
+    }
+
+    #[test]
+    fn errors_are_sticky_and_reset_clears_them() {
+        let mut parser = ReplyParser::new();
+        let e = parser
+            .parse(b"+OK\r\n")
+            .map(|_| ())
+            .and_then(|_| parser.parse(b"?"))
+            .unwrap_err();
+        assert_eq!(
+            e,
+            ProtocolError {
+                offset: 5,
+                kind: E::UnknownType(b'?')
+            }
+        );
+        assert_eq!(parser.parse(b"+OK\r\n"), Err(e.clone()));
+        assert_eq!(
+            e.to_string(),
+            "protocol error at byte 5: unknown reply type byte 0x3f ('?')"
+        );
+        parser.reset();
+        assert_eq!(parser.offset(), 0);
+        let reply = Reply {
+            kind: Kind::SimpleString,
+        };
+        assert_eq!(
+            parser.parse(b"+OK\r\n"),
+            Ok(Parsed::Complete { consumed: 5, reply })
+        );
+    }
+
+    fn nested(levels: usize, leaf: &[u8]) -> Vec<u8> {
+        let mut out = b"*1\r\n".repeat(levels);
+        out.extend_from_slice(leaf);
+        out
+    }
+
+    #[test]
+    fn nesting_limit() {
+        let ok = nested(MAX_DEPTH, b":1\r\n");
+        let reply = Reply { kind: Kind::Array };
+        assert_eq!(parse_chunked(&ok, &[]), (vec![reply], None));
+        assert_eq!(parse_chunked(&ok, &[1]), (vec![reply], None));
+        assert!(matches!(Value::parse(&ok), Ok(Some((_, n))) if n == ok.len()));
+        // A null at the limit is not an aggregate.
+        assert_eq!(parse_chunked(&nested(MAX_DEPTH, b"*-1\r\n"), &[]).1, None);
+
+        let too_deep = nested(MAX_DEPTH + 1, b":1\r\n");
+        let want = ProtocolError {
+            offset: 4 * MAX_DEPTH as u64,
+            kind: E::TooDeep,
+        };
+        assert_eq!(first_error(&too_deep), Some(want.clone()));
+        assert_eq!(Value::parse(&too_deep), Err(want.clone()));
+        assert_eq!(
+            first_error(&nested(MAX_DEPTH, b"*0\r\n")),
+            Some(want.clone())
+        );
+
+        // Attributes are a nesting level too, so a chain of them cannot recurse without bound.
+        let attrs = b"|0\r\n".repeat(MAX_DEPTH + 1);
+        assert_eq!(first_error(&attrs), Some(want.clone()));
+        assert_eq!(Value::parse(&attrs), Err(want.clone()));
+
+        let bomb = nested(1_000_000, b":1\r\n");
+        assert_eq!(first_error(&bomb), Some(want.clone()));
+        assert_eq!(Value::parse(&bomb), Err(want));
+    }
+
+    #[test]
+    fn lrange_600_reply_in_chunks() {
+        let mut input = Vec::new();
+        let values: Vec<Value> = (0..600).map(|_| Value::Bulk(b"VXK".to_vec())).collect();
+        Value::Array(values.clone()).encode(&mut input);
+        input.extend_from_slice(b"+OK\r\n");
+        let want = vec![
+            Reply { kind: Kind::Array },
+            Reply {
+                kind: Kind::SimpleString,
+            },
+        ];
+        for sizes in [&[][..], &[1], &[7], &[255, 13]] {
+            assert_eq!(parse_chunked(&input, sizes), (want.clone(), None));
+        }
+        let (value, consumed) = Value::parse(&input).unwrap().unwrap();
+        assert_eq!((value, consumed), (Value::Array(values), input.len() - 5));
+    }
+
+    #[test]
+    fn one_mib_bulk_in_4k_chunks() {
+        let payload = vec![b'\r'; 1 << 20];
+        let mut input = Vec::new();
+        Value::Bulk(payload).encode(&mut input);
+        let mut parser = ReplyParser::new();
+        let mut chunks = input.chunks(4096).peekable();
+        while let Some(chunk) = chunks.next() {
+            let got = parser.parse(chunk).unwrap();
+            if chunks.peek().is_some() {
+                assert_eq!(got, Parsed::Partial);
+            } else {
+                let reply = Reply { kind: Kind::Bulk };
+                assert_eq!(
+                    got,
+                    Parsed::Complete {
+                        consumed: chunk.len(),
+                        reply
+                    }
+                );
+            }
+        }
+        assert_eq!(parser.offset(), input.len() as u64);
+    }
+
+    #[test]
+    fn error_messages_and_prefixes() {
+        let mut parser = ReplyParser::new();
+        let input = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+        assert!(
+            matches!(parser.parse(input), Ok(Parsed::Complete { reply, .. }) if reply.is_error())
+        );
+        assert_eq!(parser.error_message(), &input[1..input.len() - 2]);
+        assert_eq!(error_prefix(parser.error_message()), b"WRONGTYPE");
+
+        // Split across calls, and bulk errors too.
+        assert_eq!(parse_chunked(b"-ERR\r\n", &[1]).0[0].kind, Kind::Error);
+        for part in [&b"!10\r\nMOVED "[..], b"3999", b"\r\n"] {
+            let _ = parser.parse(part).unwrap();
+        }
+        assert_eq!(parser.error_message(), b"MOVED 3999");
+        assert_eq!(error_prefix(parser.error_message()), b"MOVED");
+
+        assert_eq!(error_prefix(b"ERR"), b"ERR");
+        assert_eq!(error_prefix(b""), b"");
+        assert_eq!(error_prefix(&[b'E'; 40]), &[b'E'; ERROR_PREFIX_MAX][..]);
+
+        // Errors nested in a reply are elements, not the reply's message.
+        let mut parser = ReplyParser::new();
+        let _ = parser.parse(b"-ERR top\r\n").unwrap();
+        let got = parser.parse(b"*1\r\n-ERR nested\r\n").unwrap();
+        assert!(matches!(got, Parsed::Complete { reply, .. } if !reply.is_error()));
+        assert_eq!(parser.error_message(), b"ERR top");
+    }
+
+    #[test]
+    fn push_is_flagged() {
+        let (replies, _) = parse_chunked(b">2\r\n+message\r\n+x\r\n:1\r\n", &[]);
+        assert!(replies[0].is_push() && !replies[1].is_push());
+    }
+
+    #[test]
+    fn encode_command_is_an_array_of_bulks() {
+        let mut out = Vec::new();
+        encode_command(&[b"SET", b"key:1", b""], &mut out);
+        assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$0\r\n\r\n");
+        let parsed = Value::parse(&out).unwrap().unwrap().0;
+        let want = [&b"SET"[..], b"key:1", b""].map(|a| Value::Bulk(a.to_vec()));
+        assert_eq!(parsed, Value::Array(want.to_vec()));
+    }
+
+    #[test]
+    fn value_parses_resp2_nulls_and_streams() {
+        assert_eq!(Value::parse(b"$-1\r\n"), Ok(Some((Value::Null, 5))));
+        assert_eq!(Value::parse(b"*-1\r\n"), Ok(Some((Value::Null, 5))));
+        let streamed = b"$?\r\n;2\r\nab\r\n;1\r\nc\r\n;0\r\n";
+        assert_eq!(
+            Value::parse(streamed),
+            Ok(Some((Value::Bulk(b"abc".to_vec()), streamed.len())))
+        );
+        let map = b"%?\r\n+a\r\n:1\r\n.\r\n";
+        let want = Value::Map(vec![(Value::Simple(b"a".to_vec()), Value::Integer(1))]);
+        assert_eq!(Value::parse(map), Ok(Some((want, map.len()))));
+    }
+
+    fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
+        prop::collection::vec(any::<u8>(), 0..max)
+    }
+
+    /// Bytes valid inside a simple string or error: anything but CR and LF.
+    fn line_bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop::collection::vec(
+            any::<u8>().prop_filter("no CR/LF", |b| *b != b'\r' && *b != b'\n'),
+            0..20,
+        )
+    }
+
+    /// Random bytes drawn mostly from RESP's own alphabet, so they reach deep parser states.
+    fn resp_like_bytes() -> impl Strategy<Value = Vec<u8>> {
+        const ALPHABET: &[u8] = b"*$+-:_#,(!=%~>|.;?\r\n\r\n\r\n0123456789-tfx";
+        prop::collection::vec(prop::sample::select(ALPHABET), 0..200)
+    }
+
+    fn text(regex: &'static str) -> impl Strategy<Value = Vec<u8>> {
+        proptest::string::string_regex(regex)
+            .expect("valid regex")
+            .prop_map(String::into_bytes)
+    }
+
+    fn arb_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            line_bytes().prop_map(Value::Simple),
+            line_bytes().prop_map(Value::Error),
+            any::<i64>().prop_map(Value::Integer),
+            bytes(40).prop_map(Value::Bulk),
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Boolean),
+            text("inf|-inf|nan|-?[0-9]{1,10}(\\.[0-9]{1,10})?([eE][-+]?[0-9]{1,3})?")
+                .prop_map(Value::Double),
+            text("-?[0-9]{1,60}").prop_map(Value::BigNumber),
+            bytes(40).prop_map(Value::BulkError),
+            (any::<[u8; 3]>(), bytes(20))
+                .prop_map(|(format, text)| Value::Verbatim { format, text }),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            let items = prop::collection::vec(inner.clone(), 0..6);
+            let entries = prop::collection::vec((inner.clone(), inner.clone()), 0..4);
+            prop_oneof![
+                items.clone().prop_map(Value::Array),
+                items.clone().prop_map(Value::Set),
+                items.prop_map(Value::Push),
+                entries.clone().prop_map(Value::Map),
+                (entries, inner).prop_map(|(attrs, value)| Value::Attribute {
+                    attrs,
+                    value: Box::new(value)
+                }),
+            ]
+        })
+    }
+
+    /// The kind a ReplyParser reports for a value: attributes take the annotated value's kind.
+    fn kind_of(value: &Value) -> Kind {
+        match value {
+            Value::Simple(_) => Kind::SimpleString,
+            Value::Error(_) => Kind::Error,
+            Value::Integer(_) => Kind::Integer,
+            Value::Bulk(_) => Kind::Bulk,
+            Value::Array(_) => Kind::Array,
+            Value::Null => Kind::Null,
+            Value::Boolean(_) => Kind::Boolean,
+            Value::Double(_) => Kind::Double,
+            Value::BigNumber(_) => Kind::BigNumber,
+            Value::BulkError(_) => Kind::BulkError,
+            Value::Verbatim { .. } => Kind::Verbatim,
+            Value::Map(_) => Kind::Map,
+            Value::Set(_) => Kind::Set,
+            Value::Push(_) => Kind::Push,
+            Value::Attribute { value, .. } => kind_of(value),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn encode_then_parse_round_trips(value in arb_value()) {
+            let mut encoded = Vec::new();
+            value.encode(&mut encoded);
+            prop_assert_eq!(Value::parse(&encoded), Ok(Some((value.clone(), encoded.len()))));
+            let reply = Reply { kind: kind_of(&value) };
+            prop_assert_eq!(
+                ReplyParser::new().parse(&encoded),
+                Ok(Parsed::Complete { consumed: encoded.len(), reply })
+            );
+        }
+
+        #[test]
+        fn any_split_gives_the_same_replies(
+            values in prop::collection::vec(arb_value(), 1..5),
+            sizes in prop::collection::vec(any::<u8>(), 1..8),
+        ) {
+            let mut encoded = Vec::new();
+            for value in &values {
+                value.encode(&mut encoded);
+            }
+            let want: Vec<Reply> = values.iter().map(|v| Reply { kind: kind_of(v) }).collect();
+            prop_assert_eq!(parse_chunked(&encoded, &[]), (want.clone(), None));
+            prop_assert_eq!(parse_chunked(&encoded, &sizes), (want, None));
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic_and_splits_agree(
+            input in prop_oneof![bytes(200), resp_like_bytes()],
+            sizes in prop::collection::vec(any::<u8>(), 1..8),
+        ) {
+            let whole = parse_chunked(&input, &[]);
+            prop_assert_eq!(parse_chunked(&input, &sizes), whole.clone());
+            // Value::parse agrees with the streaming parser on the first reply.
+            match (Value::parse(&input), whole) {
+                (Err(e), (replies, Some(first))) if replies.is_empty() => prop_assert_eq!(e, first),
+                (Ok(Some((value, _))), (replies, _)) => {
+                    prop_assert_eq!(replies.first().map(|r| r.kind), Some(kind_of(&value)));
+                }
+                (Ok(None), (replies, None)) => prop_assert!(replies.is_empty()),
+                (v, w) => prop_assert!(false, "Value::parse {:?} vs ReplyParser {:?}", v, w),
+            }
+        }
+    }
+}
