@@ -163,13 +163,12 @@ impl fmt::Display for ProtocolError {
             ProtocolErrorKind::UnknownType(b) => {
                 write!(f, "unknown reply type byte {}", ByteName(b))
             }
-            ProtocolErrorKind::InvalidLength => f.write_str(
-                "invalid length or count (expected decimal digits, or -1 for a RESP2 null)",
-            ),
-            ProtocolErrorKind::BulkTooLarge(n) => write!(
-                f,
-                "bulk length {n} exceeds the {MAX_BULK_LEN}-byte limit (Redis proto-max-bulk-len)"
-            ),
+            ProtocolErrorKind::InvalidLength => {
+                f.write_str("invalid length or count (expected decimal digits, or -1 for a RESP2 null)")
+            }
+            ProtocolErrorKind::BulkTooLarge(n) => {
+                write!(f, "bulk length {n} exceeds the {MAX_BULK_LEN}-byte limit (Redis proto-max-bulk-len)")
+            }
             ProtocolErrorKind::AggregateTooLarge(n) => {
                 write!(f, "aggregate element count {n} exceeds {}", i32::MAX)
             }
@@ -179,18 +178,16 @@ impl fmt::Display for ProtocolError {
             ProtocolErrorKind::InvalidInteger => {
                 f.write_str("invalid integer (expected a signed 64-bit decimal)")
             }
-            ProtocolErrorKind::InvalidBoolean => {
-                f.write_str("invalid boolean (expected 't' or 'f')")
-            }
+            ProtocolErrorKind::InvalidBoolean => f.write_str("invalid boolean (expected 't' or 'f')"),
             ProtocolErrorKind::InvalidDouble => {
                 f.write_str("invalid double (expected digits, sign, '.', 'e', or inf/-inf/nan)")
             }
             ProtocolErrorKind::InvalidBigNumber => {
                 f.write_str("invalid big number (expected an optional sign and digits)")
             }
-            ProtocolErrorKind::InvalidVerbatim => f.write_str(
-                "invalid verbatim string (payload must start with a 3-byte format and ':')",
-            ),
+            ProtocolErrorKind::InvalidVerbatim => {
+                f.write_str("invalid verbatim string (payload must start with a 3-byte format and ':')")
+            }
             ProtocolErrorKind::ExpectedCrlf => f.write_str("expected CRLF"),
             ProtocolErrorKind::LineTooLong => {
                 write!(f, "header line longer than {MAX_LINE_LEN} bytes")
@@ -198,11 +195,9 @@ impl fmt::Display for ProtocolError {
             ProtocolErrorKind::UnexpectedStreamEnd => {
                 f.write_str("'.' end marker outside a streamed aggregate")
             }
-            ProtocolErrorKind::ExpectedStreamChunk(b) => write!(
-                f,
-                "expected a ';' chunk in a streamed string, found {}",
-                ByteName(b)
-            ),
+            ProtocolErrorKind::ExpectedStreamChunk(b) => {
+                write!(f, "expected a ';' chunk in a streamed string, found {}", ByteName(b))
+            }
             ProtocolErrorKind::UnpairedMapEntry => {
                 f.write_str("streamed map ended with a key that has no value")
             }
@@ -228,10 +223,7 @@ impl fmt::Display for ByteName {
 
 /// The first word of an error message ("ERR", "WRONGTYPE", "MOVED"), at most 32 bytes.
 pub fn error_prefix(message: &[u8]) -> &[u8] {
-    let word = message
-        .iter()
-        .position(|&b| b == b' ')
-        .unwrap_or(message.len());
+    let word = message.iter().position(|&b| b == b' ').unwrap_or(message.len());
     &message[..word.min(ERROR_PREFIX_MAX)]
 }
 
@@ -294,13 +286,7 @@ fn parse_integer(line: &[u8], at: u64) -> Result<i64, ProtocolError> {
         let d = i64::from(b - b'0');
         n = n
             .checked_mul(10)
-            .and_then(|n| {
-                if negative {
-                    n.checked_sub(d)
-                } else {
-                    n.checked_add(d)
-                }
-            })
+            .and_then(|n| if negative { n.checked_sub(d) } else { n.checked_add(d) })
             .ok_or_else(|| invalid(at))?;
     }
     Ok(n)
@@ -317,9 +303,7 @@ fn check_boolean(line: &[u8], at: u64) -> Result<bool, ProtocolError> {
 fn check_double(line: &[u8], at: u64) -> Result<(), ProtocolError> {
     let special = matches!(line, b"inf" | b"-inf" | b"+inf" | b"nan");
     let numeric = line.iter().any(u8::is_ascii_digit)
-        && line
-            .iter()
-            .all(|&b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E'));
+        && line.iter().all(|&b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E'));
     if special || numeric {
         Ok(())
     } else {
@@ -379,10 +363,7 @@ struct Frame {
     kind: FrameKind,
 }
 
-const EMPTY_FRAME: Frame = Frame {
-    remaining: 0,
-    kind: FrameKind::Counted,
-};
+const EMPTY_FRAME: Frame = Frame { remaining: 0, kind: FrameKind::Counted };
 
 /// Whether the header just read completed a value or moved the parser to another state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -515,12 +496,7 @@ impl ReplyParser {
                                         return Ok(Some(i));
                                     }
                                 }
-                                Some(_) => {
-                                    return Err(err(
-                                        base + i as u64,
-                                        ProtocolErrorKind::ExpectedCrlf,
-                                    ))
-                                }
+                                Some(_) => return Err(err(base + i as u64, ProtocolErrorKind::ExpectedCrlf)),
                                 None => {
                                     self.state = State::SimpleLf;
                                     return Ok(None);
@@ -567,10 +543,7 @@ impl ReplyParser {
                                 }
                             }
                             Some(_) => {
-                                return Err(err(
-                                    base + (i + p + 1) as u64,
-                                    ProtocolErrorKind::ExpectedCrlf,
-                                ))
+                                return Err(err(base + (i + p + 1) as u64, ProtocolErrorKind::ExpectedCrlf))
                             }
                             None => {
                                 self.buffer_line(&rest[..p]);
@@ -579,10 +552,7 @@ impl ReplyParser {
                             }
                         },
                         None if window.len() > room => {
-                            return Err(err(
-                                base + (i + room) as u64,
-                                ProtocolErrorKind::LineTooLong,
-                            ))
+                            return Err(err(base + (i + room) as u64, ProtocolErrorKind::LineTooLong))
                         }
                         None => {
                             self.buffer_line(rest);
@@ -599,8 +569,7 @@ impl ReplyParser {
                     }
                     i += 1;
                     let buf = self.line;
-                    let next =
-                        self.header(ty, &buf[..usize::from(self.line_len)], self.type_at + 1)?;
+                    let next = self.header(ty, &buf[..usize::from(self.line_len)], self.type_at + 1)?;
                     if next == Next::Done && self.value_done() {
                         return Ok(Some(i));
                     }
@@ -615,10 +584,7 @@ impl ReplyParser {
                         if done <= 3 && done + take as u64 > 3 {
                             let at = (3 - done) as usize;
                             if chunk.get(at) != Some(&b':') {
-                                return Err(err(
-                                    base + (i + at) as u64,
-                                    ProtocolErrorKind::InvalidVerbatim,
-                                ));
+                                return Err(err(base + (i + at) as u64, ProtocolErrorKind::InvalidVerbatim));
                             }
                         }
                     }
@@ -666,10 +632,7 @@ impl ReplyParser {
                         return Ok(None);
                     };
                     if b != b';' {
-                        return Err(err(
-                            base + i as u64,
-                            ProtocolErrorKind::ExpectedStreamChunk(b),
-                        ));
+                        return Err(err(base + i as u64, ProtocolErrorKind::ExpectedStreamChunk(b)));
                     }
                     self.type_at = base + i as u64;
                     i += 1;
@@ -700,8 +663,7 @@ impl ReplyParser {
                 return Ok(());
             }
             b'.' => {
-                let streamed =
-                    self.depth > 0 && self.frames[self.depth - 1].kind != FrameKind::Counted;
+                let streamed = self.depth > 0 && self.frames[self.depth - 1].kind != FrameKind::Counted;
                 if !streamed {
                     return Err(err(self.type_at, ProtocolErrorKind::UnexpectedStreamEnd));
                 }
@@ -766,11 +728,7 @@ impl ReplyParser {
                 if ty != b';' {
                     self.begin_capture(ty == b'!');
                 }
-                self.state = State::Payload {
-                    ty,
-                    remaining: len,
-                    len,
-                };
+                self.state = State::Payload { ty, remaining: len, len };
                 Ok(Next::Continue)
             }
             b'*' | b'%' | b'~' | b'>' | b'|' => {
@@ -781,11 +739,7 @@ impl ReplyParser {
                     return Ok(Next::Done);
                 }
                 let frame = if line == b"?" && ty != b'|' {
-                    let kind = if ty == b'%' {
-                        FrameKind::StreamedMap
-                    } else {
-                        FrameKind::Streamed
-                    };
+                    let kind = if ty == b'%' { FrameKind::StreamedMap } else { FrameKind::Streamed };
                     Frame { remaining: 0, kind }
                 } else {
                     let n = parse_count(line, at)?;
@@ -795,10 +749,7 @@ impl ReplyParser {
                         b'|' => 2 * n + 1,
                         _ => n,
                     };
-                    Frame {
-                        remaining,
-                        kind: FrameKind::Counted,
-                    }
+                    Frame { remaining, kind: FrameKind::Counted }
                 };
                 if self.depth == MAX_DEPTH {
                     return Err(err(self.type_at, ProtocolErrorKind::TooDeep));
@@ -873,9 +824,7 @@ pub fn parse_chunked(input: &[u8], chunk_sizes: &[u8]) -> (Vec<Reply>, Option<Pr
     let mut pos = 0;
     let mut sizes = chunk_sizes.iter().cycle();
     while pos < input.len() {
-        let size = sizes
-            .next()
-            .map_or(input.len() - pos, |&s| usize::from(s.max(1)));
+        let size = sizes.next().map_or(input.len() - pos, |&s| usize::from(s.max(1)));
         let end = input.len().min(pos + size);
         let mut chunk = &input[pos..end];
         pos = end;
@@ -1078,9 +1027,7 @@ impl<'a> Cursor<'a> {
         for (k, want) in [b'\r', b'\n'].into_iter().enumerate() {
             match self.input.get(pos + k) {
                 None => return Ok(None),
-                Some(&b) if b != want => {
-                    return Err(err(self.at(pos + k), ProtocolErrorKind::ExpectedCrlf))
-                }
+                Some(&b) if b != want => return Err(err(self.at(pos + k), ProtocolErrorKind::ExpectedCrlf)),
                 Some(_) => {}
             }
         }
@@ -1091,11 +1038,7 @@ impl<'a> Cursor<'a> {
     fn line(&mut self, bounded: bool) -> Step<&'a [u8]> {
         let input: &'a [u8] = self.input;
         let rest = &input[self.pos..];
-        let window = if bounded {
-            &rest[..rest.len().min(MAX_LINE_LEN + 1)]
-        } else {
-            rest
-        };
+        let window = if bounded { &rest[..rest.len().min(MAX_LINE_LEN + 1)] } else { rest };
         match window.iter().position(|&b| b == b'\r') {
             Some(p) => {
                 ready!(self.crlf(self.pos + p));
@@ -1103,10 +1046,9 @@ impl<'a> Cursor<'a> {
                 self.pos += p + 2;
                 Ok(Some(line))
             }
-            None if bounded && window.len() > MAX_LINE_LEN => Err(err(
-                self.at(self.pos + MAX_LINE_LEN),
-                ProtocolErrorKind::LineTooLong,
-            )),
+            None if bounded && window.len() > MAX_LINE_LEN => {
+                Err(err(self.at(self.pos + MAX_LINE_LEN), ProtocolErrorKind::LineTooLong))
+            }
             None => Ok(None),
         }
     }
@@ -1187,11 +1129,7 @@ impl<'a> Cursor<'a> {
                 if ty == b'*' && line == b"-1" {
                     return Ok(Some(Value::Null));
                 }
-                let count = if line == b"?" && ty != b'|' {
-                    None
-                } else {
-                    Some(parse_count(line, line_at)?)
-                };
+                let count = if line == b"?" && ty != b'|' { None } else { Some(parse_count(line, line_at)?) };
                 if depth == MAX_DEPTH {
                     return Err(err(self.at(type_at), ProtocolErrorKind::TooDeep));
                 }
@@ -1217,19 +1155,11 @@ impl<'a> Cursor<'a> {
                     b'%' => Value::Map(pairs(items)),
                     _ => {
                         let value = Box::new(ready!(self.value(depth + 1)));
-                        Value::Attribute {
-                            attrs: pairs(items),
-                            value,
-                        }
+                        Value::Attribute { attrs: pairs(items), value }
                     }
                 }
             }
-            b'.' => {
-                return Err(err(
-                    self.at(type_at),
-                    ProtocolErrorKind::UnexpectedStreamEnd,
-                ))
-            }
+            b'.' => return Err(err(self.at(type_at), ProtocolErrorKind::UnexpectedStreamEnd)),
             _ => return Err(err(self.at(type_at), ProtocolErrorKind::UnknownType(ty))),
         };
         Ok(Some(value))
@@ -1241,12 +1171,7 @@ impl<'a> Cursor<'a> {
             match self.input.get(self.pos) {
                 None => return Ok(None),
                 Some(b';') => {}
-                Some(&b) => {
-                    return Err(err(
-                        self.at(self.pos),
-                        ProtocolErrorKind::ExpectedStreamChunk(b),
-                    ))
-                }
+                Some(&b) => return Err(err(self.at(self.pos), ProtocolErrorKind::ExpectedStreamChunk(b))),
             }
             self.pos += 1;
             let line_at = self.at(self.pos);
@@ -1353,17 +1278,10 @@ mod tests {
     fn valid_replies_complete_with_kind_and_length() {
         for &(input, kind) in VALID {
             let name = String::from_utf8_lossy(input);
-            let want = Parsed::Complete {
-                consumed: input.len(),
-                reply: Reply { kind },
-            };
+            let want = Parsed::Complete { consumed: input.len(), reply: Reply { kind } };
             assert_eq!(parse_whole(input), Ok(want), "{name}");
             for end in 0..input.len() {
-                assert_eq!(
-                    parse_whole(&input[..end]),
-                    Ok(Parsed::Partial),
-                    "{name} prefix {end}"
-                );
+                assert_eq!(parse_whole(&input[..end]), Ok(Parsed::Partial), "{name} prefix {end}");
             }
             for pad in [&b"+OK\r\n"[..], b"garbage", b"\r\n", b"*1\r\n"] {
                 let padded = [input, pad].concat();
@@ -1380,10 +1298,7 @@ mod tests {
 
     #[test]
     fn valid_replies_byte_at_a_time() {
-        let all: Vec<u8> = VALID
-            .iter()
-            .flat_map(|(input, _)| input.iter().copied())
-            .collect();
+        let all: Vec<u8> = VALID.iter().flat_map(|(input, _)| input.iter().copied()).collect();
         let want: Vec<Reply> = VALID.iter().map(|&(_, kind)| Reply { kind }).collect();
         assert_eq!(parse_chunked(&all, &[]), (want.clone(), None));
         assert_eq!(parse_chunked(&all, &[1]), (want.clone(), None));
@@ -1401,10 +1316,7 @@ mod tests {
             rest = &rest[consumed..];
         }
         assert!(rest.is_empty());
-        assert_eq!(
-            kinds,
-            [Kind::SimpleString, Kind::Bulk, Kind::Integer, Kind::Error]
-        );
+        assert_eq!(kinds, [Kind::SimpleString, Kind::Bulk, Kind::Integer, Kind::Error]);
         assert_eq!(parser.offset(), input.len() as u64);
         assert_eq!(parser.error_message(), b"ERR x");
     }
@@ -1428,11 +1340,7 @@ mod tests {
         (b"|?\r\n", E::InvalidLength, 1),
         (b"*\r\n", E::InvalidLength, 1),
         (b"$536870913\r\n", E::BulkTooLarge(536_870_913), 1),
-        (
-            b"!99999999999999999999999\r\n",
-            E::BulkTooLarge(u64::MAX),
-            1,
-        ),
+        (b"!99999999999999999999999\r\n", E::BulkTooLarge(u64::MAX), 1),
         (b"*2147483648\r\n", E::AggregateTooLarge(2_147_483_648), 1),
         (b":\r\n", E::InvalidInteger, 1),
         (b":-\r\n", E::InvalidInteger, 1),
@@ -1451,11 +1359,7 @@ mod tests {
         (b"*1\r\n.\r\n", E::UnexpectedStreamEnd, 4),
         (b"*?\r\n|0\r\n.\r\n", E::UnexpectedStreamEnd, 8),
         (b"$?\r\n+x\r\n", E::ExpectedStreamChunk(b'+'), 4),
-        (
-            b"$?\r\n;2\r\nab\r\n:1\r\n",
-            E::ExpectedStreamChunk(b':'),
-            12,
-        ),
+        (b"$?\r\n;2\r\nab\r\n:1\r\n", E::ExpectedStreamChunk(b':'), 12),
         (b"$?\r\n;x\r\n", E::InvalidLength, 5),
         (b"%?\r\n+a\r\n.\r\n", E::UnpairedMapEntry, 8),
         (b"*?\r\n.x\r\n", E::ExpectedCrlf, 5),
@@ -1469,17 +1373,10 @@ mod tests {
     fn malformed_inputs_report_kind_and_offset() {
         for (input, kind, offset) in MALFORMED {
             let name = String::from_utf8_lossy(input);
-            let want = ProtocolError {
-                offset: *offset,
-                kind: kind.clone(),
-            };
+            let want = ProtocolError { offset: *offset, kind: kind.clone() };
             assert_eq!(first_error(input), Some(want.clone()), "{name}");
             // Split feeding and Value::parse find the same error at the same place.
-            assert_eq!(
-                parse_chunked(input, &[1]).1,
-                Some(want.clone()),
-                "{name} bytewise"
-            );
+            assert_eq!(parse_chunked(input, &[1]).1, Some(want.clone()), "{name} bytewise");
             if parse_chunked(input, &[]).0.is_empty() {
                 assert_eq!(Value::parse(input), Err(want), "{name} Value::parse");
             }
@@ -1491,20 +1388,9 @@ mod tests {
         let at_limit = [&b":"[..], &[b'1'; MAX_LINE_LEN - 1], b"\r\n"].concat();
         assert!(parse_chunked(&at_limit, &[]).0.is_empty()); // 63 digits overflow i64
         let big = [&b"("[..], &[b'1'; MAX_LINE_LEN], b"\r\n"].concat();
-        assert_eq!(
-            parse_chunked(&big, &[]),
-            (
-                vec![Reply {
-                    kind: Kind::BigNumber
-                }],
-                None
-            )
-        );
+        assert_eq!(parse_chunked(&big, &[]), (vec![Reply { kind: Kind::BigNumber }], None));
         let too_long = [&b"("[..], &[b'1'; MAX_LINE_LEN + 1], b"\r\n"].concat();
-        let want = ProtocolError {
-            offset: 1 + MAX_LINE_LEN as u64,
-            kind: E::LineTooLong,
-        };
+        let want = ProtocolError { offset: 1 + MAX_LINE_LEN as u64, kind: E::LineTooLong };
         for sizes in [&[][..], &[1], &[5, 3]] {
             assert_eq!(parse_chunked(&too_long, sizes).1, Some(want.clone()));
         }
@@ -1516,45 +1402,21 @@ mod tests {
         let long = [&b"-"[..], &[b'x'; 100_000], b"\r\n"].concat();
         let mut parser = ReplyParser::new();
         let reply = Reply { kind: Kind::Error };
-        assert_eq!(
-            parser.parse(&long),
-            Ok(Parsed::Complete {
-                consumed: long.len(),
-                reply
-            })
-        );
+        assert_eq!(parser.parse(&long), Ok(Parsed::Complete { consumed: long.len(), reply }));
         assert_eq!(parser.error_message(), &[b'x'; ERROR_MESSAGE_CAPACITY][..]);
     }
 
     #[test]
     fn errors_are_sticky_and_reset_clears_them() {
         let mut parser = ReplyParser::new();
-        let e = parser
-            .parse(b"+OK\r\n")
-            .map(|_| ())
-            .and_then(|_| parser.parse(b"?"))
-            .unwrap_err();
-        assert_eq!(
-            e,
-            ProtocolError {
-                offset: 5,
-                kind: E::UnknownType(b'?')
-            }
-        );
+        let e = parser.parse(b"+OK\r\n").map(|_| ()).and_then(|_| parser.parse(b"?")).unwrap_err();
+        assert_eq!(e, ProtocolError { offset: 5, kind: E::UnknownType(b'?') });
         assert_eq!(parser.parse(b"+OK\r\n"), Err(e.clone()));
-        assert_eq!(
-            e.to_string(),
-            "protocol error at byte 5: unknown reply type byte 0x3f ('?')"
-        );
+        assert_eq!(e.to_string(), "protocol error at byte 5: unknown reply type byte 0x3f ('?')");
         parser.reset();
         assert_eq!(parser.offset(), 0);
-        let reply = Reply {
-            kind: Kind::SimpleString,
-        };
-        assert_eq!(
-            parser.parse(b"+OK\r\n"),
-            Ok(Parsed::Complete { consumed: 5, reply })
-        );
+        let reply = Reply { kind: Kind::SimpleString };
+        assert_eq!(parser.parse(b"+OK\r\n"), Ok(Parsed::Complete { consumed: 5, reply }));
     }
 
     fn nested(levels: usize, leaf: &[u8]) -> Vec<u8> {
@@ -1574,16 +1436,10 @@ mod tests {
         assert_eq!(parse_chunked(&nested(MAX_DEPTH, b"*-1\r\n"), &[]).1, None);
 
         let too_deep = nested(MAX_DEPTH + 1, b":1\r\n");
-        let want = ProtocolError {
-            offset: 4 * MAX_DEPTH as u64,
-            kind: E::TooDeep,
-        };
+        let want = ProtocolError { offset: 4 * MAX_DEPTH as u64, kind: E::TooDeep };
         assert_eq!(first_error(&too_deep), Some(want.clone()));
         assert_eq!(Value::parse(&too_deep), Err(want.clone()));
-        assert_eq!(
-            first_error(&nested(MAX_DEPTH, b"*0\r\n")),
-            Some(want.clone())
-        );
+        assert_eq!(first_error(&nested(MAX_DEPTH, b"*0\r\n")), Some(want.clone()));
 
         // Attributes are a nesting level too, so a chain of them cannot recurse without bound.
         let attrs = b"|0\r\n".repeat(MAX_DEPTH + 1);
@@ -1601,12 +1457,7 @@ mod tests {
         let values: Vec<Value> = (0..600).map(|_| Value::Bulk(b"VXK".to_vec())).collect();
         Value::Array(values.clone()).encode(&mut input);
         input.extend_from_slice(b"+OK\r\n");
-        let want = vec![
-            Reply { kind: Kind::Array },
-            Reply {
-                kind: Kind::SimpleString,
-            },
-        ];
+        let want = vec![Reply { kind: Kind::Array }, Reply { kind: Kind::SimpleString }];
         for sizes in [&[][..], &[1], &[7], &[255, 13]] {
             assert_eq!(parse_chunked(&input, sizes), (want.clone(), None));
         }
@@ -1627,13 +1478,7 @@ mod tests {
                 assert_eq!(got, Parsed::Partial);
             } else {
                 let reply = Reply { kind: Kind::Bulk };
-                assert_eq!(
-                    got,
-                    Parsed::Complete {
-                        consumed: chunk.len(),
-                        reply
-                    }
-                );
+                assert_eq!(got, Parsed::Complete { consumed: chunk.len(), reply });
             }
         }
         assert_eq!(parser.offset(), input.len() as u64);
@@ -1643,9 +1488,7 @@ mod tests {
     fn error_messages_and_prefixes() {
         let mut parser = ReplyParser::new();
         let input = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
-        assert!(
-            matches!(parser.parse(input), Ok(Parsed::Complete { reply, .. }) if reply.is_error())
-        );
+        assert!(matches!(parser.parse(input), Ok(Parsed::Complete { reply, .. }) if reply.is_error()));
         assert_eq!(parser.error_message(), &input[1..input.len() - 2]);
         assert_eq!(error_prefix(parser.error_message()), b"WRONGTYPE");
 
@@ -1690,10 +1533,7 @@ mod tests {
         assert_eq!(Value::parse(b"$-1\r\n"), Ok(Some((Value::Null, 5))));
         assert_eq!(Value::parse(b"*-1\r\n"), Ok(Some((Value::Null, 5))));
         let streamed = b"$?\r\n;2\r\nab\r\n;1\r\nc\r\n;0\r\n";
-        assert_eq!(
-            Value::parse(streamed),
-            Ok(Some((Value::Bulk(b"abc".to_vec()), streamed.len())))
-        );
+        assert_eq!(Value::parse(streamed), Ok(Some((Value::Bulk(b"abc".to_vec()), streamed.len()))));
         let map = b"%?\r\n+a\r\n:1\r\n.\r\n";
         let want = Value::Map(vec![(Value::Simple(b"a".to_vec()), Value::Integer(1))]);
         assert_eq!(Value::parse(map), Ok(Some((want, map.len()))));
@@ -1705,10 +1545,7 @@ mod tests {
 
     /// Bytes valid inside a simple string or error: anything but CR and LF.
     fn line_bytes() -> impl Strategy<Value = Vec<u8>> {
-        prop::collection::vec(
-            any::<u8>().prop_filter("no CR/LF", |b| *b != b'\r' && *b != b'\n'),
-            0..20,
-        )
+        prop::collection::vec(any::<u8>().prop_filter("no CR/LF", |b| *b != b'\r' && *b != b'\n'), 0..20)
     }
 
     /// Random bytes drawn mostly from RESP's own alphabet, so they reach deep parser states.
@@ -1718,9 +1555,7 @@ mod tests {
     }
 
     fn text(regex: &'static str) -> impl Strategy<Value = Vec<u8>> {
-        proptest::string::string_regex(regex)
-            .expect("valid regex")
-            .prop_map(String::into_bytes)
+        proptest::string::string_regex(regex).expect("valid regex").prop_map(String::into_bytes)
     }
 
     fn arb_value() -> impl Strategy<Value = Value> {
@@ -1731,12 +1566,10 @@ mod tests {
             bytes(40).prop_map(Value::Bulk),
             Just(Value::Null),
             any::<bool>().prop_map(Value::Boolean),
-            text("inf|-inf|nan|-?[0-9]{1,10}(\\.[0-9]{1,10})?([eE][-+]?[0-9]{1,3})?")
-                .prop_map(Value::Double),
+            text("inf|-inf|nan|-?[0-9]{1,10}(\\.[0-9]{1,10})?([eE][-+]?[0-9]{1,3})?").prop_map(Value::Double),
             text("-?[0-9]{1,60}").prop_map(Value::BigNumber),
             bytes(40).prop_map(Value::BulkError),
-            (any::<[u8; 3]>(), bytes(20))
-                .prop_map(|(format, text)| Value::Verbatim { format, text }),
+            (any::<[u8; 3]>(), bytes(20)).prop_map(|(format, text)| Value::Verbatim { format, text }),
         ];
         leaf.prop_recursive(4, 48, 6, |inner| {
             let items = prop::collection::vec(inner.clone(), 0..6);
@@ -1746,10 +1579,8 @@ mod tests {
                 items.clone().prop_map(Value::Set),
                 items.prop_map(Value::Push),
                 entries.clone().prop_map(Value::Map),
-                (entries, inner).prop_map(|(attrs, value)| Value::Attribute {
-                    attrs,
-                    value: Box::new(value)
-                }),
+                (entries, inner)
+                    .prop_map(|(attrs, value)| Value::Attribute { attrs, value: Box::new(value) }),
             ]
         })
     }
