@@ -1,1 +1,412 @@
-//! Placeholder until its issue.
+//! respbench-mio: drives respbench-core connections from single-threaded mio event loops.
+//!
+//! One loop per thread; each socket is registered once, edge-triggered, for both directions, so
+//! the steady state costs no `epoll_ctl` at all. The loop moves bytes and time between sockets and
+//! [`Connection`]s and holds no protocol logic: it follows the core's drain rule.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpStream, UnixStream};
+use mio::{Events, Interest, Poll, Token};
+use respbench_core::{Connection, Endpoint, Event, Outcome, Stats, TestRun, Time};
+
+/// One read buffer per loop serves every connection: the core's parser keeps no bytes.
+const READ_BUF: usize = 64 * 1024;
+/// How often a loop publishes its figures and looks at the stop controls.
+const PUBLISH_EVERY: Duration = Duration::from_millis(50);
+
+/// Where a loop connects: resolved once per test.
+#[derive(Clone, Debug)]
+enum Target {
+    Tcp(SocketAddr),
+    Unix(std::path::PathBuf),
+}
+
+/// A connected or connecting socket.
+enum Sock {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Sock {
+    fn connect(target: &Target) -> io::Result<Sock> {
+        Ok(match target {
+            Target::Tcp(a) => Sock::Tcp(TcpStream::connect(*a)?),
+            Target::Unix(p) => Sock::Unix(UnixStream::connect(p)?),
+        })
+    }
+
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        match self {
+            Sock::Tcp(s) => s,
+            Sock::Unix(s) => s,
+        }
+    }
+
+    /// After a non-blocking connect reported readiness: `Ok(true)` when connected, `Ok(false)`
+    /// when still in progress.
+    fn finish_connect(&mut self) -> io::Result<bool> {
+        let (err, peer) = match self {
+            Sock::Tcp(s) => (s.take_error()?, s.peer_addr().map(|_| ())),
+            Sock::Unix(s) => (s.take_error()?, s.peer_addr().map(|_| ())),
+        };
+        if let Some(e) = err {
+            return Err(e);
+        }
+        match peer {
+            Ok(()) => {
+                if let Sock::Tcp(s) = self {
+                    s.set_nodelay(true)?;
+                }
+                Ok(true)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Sock::Tcp(s) => s.read(buf),
+            Sock::Unix(s) => s.read(buf),
+        }
+    }
+
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sock::Tcp(s) => s.write(buf),
+            Sock::Unix(s) => s.write(buf),
+        }
+    }
+}
+
+/// Resolves the endpoint once, with redis-benchmark's message when it fails.
+fn resolve(endpoint: &Endpoint) -> Result<Target, String> {
+    match endpoint {
+        Endpoint::Unix(p) => Ok(Target::Unix(p.clone())),
+        Endpoint::Tcp { host, port } => (host.as_str(), *port)
+            .to_socket_addrs()
+            .map_err(|e| format!("Could not connect to Redis at {endpoint}: {e}"))?
+            .next()
+            .map(Target::Tcp)
+            .ok_or_else(|| format!("Could not connect to Redis at {endpoint}: no address")),
+    }
+}
+
+/// Runs one test on `run.threads` event loops and merges what they recorded. `epoch` is the
+/// run's time origin: every loop converts its clock readings against it.
+pub fn run_test(run: &TestRun, epoch: Instant) -> Result<Outcome, String> {
+    let target = resolve(&run.endpoint)?;
+    let threads = run.threads.clamp(1, run.clients.max(1));
+    let start = Time::since(epoch, Instant::now());
+    let results: Vec<Result<Outcome, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let indices: Vec<u64> = (t..run.clients).step_by(threads).map(|i| i as u64).collect();
+                let target = target.clone();
+                s.spawn(move || Loop::new(run, target, &indices, epoch, start)?.run())
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("event loop panicked".into()))).collect()
+    });
+    let mut merged: Option<Outcome> = None;
+    for r in results {
+        let r = r?;
+        match &mut merged {
+            None => merged = Some(r),
+            Some(m) => {
+                m.stats.merge(&r.stats)?;
+                for (msg, n) in r.failures {
+                    for _ in 0..n {
+                        Outcome::add_failure(&mut m.failures, msg.clone());
+                    }
+                }
+                m.aborted |= r.aborted;
+            }
+        }
+    }
+    merged.ok_or_else(|| "no event loop ran".to_string())
+}
+
+struct Slot {
+    conn: Connection,
+    sock: Option<Sock>,
+    connected: bool,
+    /// Counted in `Progress::live`.
+    live: bool,
+}
+
+struct Loop<'a> {
+    run: &'a TestRun,
+    target: Target,
+    epoch: Instant,
+    poll: Poll,
+    slots: Vec<Slot>,
+    stats: Stats,
+    failures: Vec<(String, u64)>,
+    open: usize,
+    published_requests: u64,
+    published_latency: u64,
+}
+
+impl<'a> Loop<'a> {
+    fn new(
+        run: &'a TestRun,
+        target: Target,
+        indices: &[u64],
+        epoch: Instant,
+        start: Time,
+    ) -> Result<Self, String> {
+        let poll = Poll::new().map_err(|e| format!("cannot create an event loop: {e}"))?;
+        let stats = Stats::new(start, run.sigfig, run.plan.conn.open_loop.is_some())?;
+        let slots = indices
+            .iter()
+            .map(|&i| Slot {
+                conn: Connection::new(run.plan.clone(), i),
+                sock: None,
+                connected: false,
+                live: false,
+            })
+            .collect();
+        Ok(Loop {
+            run,
+            target,
+            epoch,
+            poll,
+            slots,
+            stats,
+            failures: Vec::new(),
+            open: 0,
+            published_requests: 0,
+            published_latency: 0,
+        })
+    }
+
+    fn now(&self) -> Time {
+        Time::since(self.epoch, Instant::now())
+    }
+
+    fn run(mut self) -> Result<Outcome, String> {
+        for i in 0..self.slots.len() {
+            self.open += 1;
+            self.connect(i);
+        }
+        let mut events = Events::with_capacity(1024);
+        let mut buf = vec![0u8; READ_BUF];
+        let mut last_publish = Instant::now();
+        let mut aborted = false;
+        while self.open > 0 {
+            if self.run.progress.aborted() {
+                aborted = true;
+                break;
+            }
+            let timeout = self.next_timeout();
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(format!("event loop failed: {e}"));
+                }
+            }
+            for ev in events.iter() {
+                let i = ev.token().0;
+                if i < self.slots.len() {
+                    self.on_ready(i, &mut buf);
+                }
+            }
+            if self.run.plan.conn.open_loop.is_some() {
+                // Schedules are due whether or not a socket woke us.
+                let now = self.now();
+                for i in 0..self.slots.len() {
+                    if self.slots[i].conn.poll_timeout().is_some_and(|t| t <= now) {
+                        self.drain(i);
+                    }
+                }
+            }
+            if last_publish.elapsed() >= PUBLISH_EVERY {
+                last_publish = Instant::now();
+                self.publish();
+            }
+        }
+        self.publish();
+        for s in &mut self.slots {
+            if s.live {
+                s.live = false;
+                self.run.progress.live.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        Ok(Outcome { stats: self.stats, failures: self.failures, aborted })
+    }
+
+    /// How long poll may sleep: until the earliest schedule time, and never so long that the stop
+    /// controls go unread.
+    fn next_timeout(&self) -> Duration {
+        let mut timeout = PUBLISH_EVERY;
+        if self.run.plan.conn.open_loop.is_some() {
+            let now = self.now();
+            for s in &self.slots {
+                if let Some(t) = s.conn.poll_timeout() {
+                    timeout = timeout.min(t.saturating_since(now));
+                }
+            }
+        }
+        timeout
+    }
+
+    fn publish(&mut self) {
+        let p = &self.run.progress;
+        let req = self.stats.requests;
+        let sum = (self.stats.latency.mean() * self.stats.latency.len() as f64) as u64;
+        p.completed.fetch_add(req - self.published_requests, Ordering::Relaxed);
+        p.latency_sum_micros.fetch_add(sum.saturating_sub(self.published_latency), Ordering::Relaxed);
+        self.published_requests = req;
+        self.published_latency = sum;
+    }
+
+    fn connect(&mut self, i: usize) {
+        let slot = &mut self.slots[i];
+        slot.connected = false;
+        match Sock::connect(&self.target) {
+            Ok(mut sock) => {
+                let interest = Interest::READABLE | Interest::WRITABLE;
+                match self.poll.registry().register(sock.source(), Token(i), interest) {
+                    Ok(()) => slot.sock = Some(sock),
+                    Err(e) => slot.conn.handle_io_error(format!("cannot register a socket: {e}")),
+                }
+            }
+            Err(e) => slot.conn.handle_io_error(connect_error(&self.run.endpoint, &e)),
+        }
+        self.drain(i);
+    }
+
+    fn on_ready(&mut self, i: usize, buf: &mut [u8]) {
+        let slot = &mut self.slots[i];
+        let Some(sock) = slot.sock.as_mut() else { return };
+        if !slot.connected {
+            match sock.finish_connect() {
+                Ok(true) => {
+                    slot.connected = true;
+                    let now = Time::since(self.epoch, Instant::now());
+                    slot.conn.handle_connected(now, &mut self.stats);
+                }
+                Ok(false) => return,
+                Err(e) => {
+                    slot.conn.handle_io_error(connect_error(&self.run.endpoint, &e));
+                    self.drain(i);
+                    return;
+                }
+            }
+        } else {
+            loop {
+                match sock.read(buf) {
+                    Ok(0) => {
+                        slot.conn.handle_closed(Time::since(self.epoch, Instant::now()));
+                        break;
+                    }
+                    Ok(n) => {
+                        let now = Time::since(self.epoch, Instant::now());
+                        slot.conn.handle_input(&buf[..n], now, &mut self.stats);
+                        // A short read emptied the socket: the next byte to arrive raises a new
+                        // edge, so asking again would only cost a syscall returning EAGAIN.
+                        if n < buf.len() || slot.conn.is_closed() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        slot.conn.handle_io_error(format!("read from {}: {e}", self.run.endpoint));
+                        break;
+                    }
+                }
+            }
+        }
+        self.drain(i);
+    }
+
+    /// The drain rule: write what the connection has, then act on its events.
+    fn drain(&mut self, i: usize) {
+        loop {
+            let slot = &mut self.slots[i];
+            if slot.connected {
+                if let Some(sock) = slot.sock.as_mut() {
+                    let now = Time::since(self.epoch, Instant::now());
+                    while let Some(bytes) = slot.conn.poll_transmit(now) {
+                        let len = bytes.len();
+                        match sock.write(bytes) {
+                            Ok(n) => {
+                                let now = Time::since(self.epoch, Instant::now());
+                                slot.conn.advance_transmit(n, now, &mut self.stats);
+                                if n < len {
+                                    break; // the socket is full: WRITABLE will fire
+                                }
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(e) => {
+                                slot.conn.handle_io_error(format!("write to {}: {e}", self.run.endpoint));
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            let Some(ev) = self.slots[i].conn.poll_event() else { break };
+            match ev {
+                Event::Ready => {
+                    let slot = &mut self.slots[i];
+                    if !slot.live {
+                        slot.live = true;
+                        self.run.progress.live.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Event::Reconnect => {
+                    self.close(i);
+                    self.connect(i);
+                    return; // connect() drained the new socket
+                }
+                Event::Finished => {
+                    self.close(i);
+                    self.finish(i);
+                }
+                Event::Failed(e) => {
+                    Outcome::add_failure(&mut self.failures, e.to_string());
+                    self.close(i);
+                    self.finish(i);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn close(&mut self, i: usize) {
+        if let Some(mut sock) = self.slots[i].sock.take() {
+            let _ = self.poll.registry().deregister(sock.source());
+        }
+        self.slots[i].connected = false;
+    }
+
+    fn finish(&mut self, i: usize) {
+        let slot = &mut self.slots[i];
+        if slot.live {
+            slot.live = false;
+            self.run.progress.live.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.open -= 1;
+    }
+}
+
+/// redis-benchmark's wording, so scripts that grep for it keep working.
+fn connect_error(endpoint: &Endpoint, e: &io::Error) -> String {
+    let reason = match e.kind() {
+        io::ErrorKind::ConnectionRefused => "Connection refused".to_string(),
+        io::ErrorKind::NotFound => "No such file or directory".to_string(),
+        _ => {
+            let s = e.to_string();
+            // "Connection refused (os error 111)" -> "Connection refused"
+            s.split(" (os error").next().unwrap_or(&s).to_string()
+        }
+    };
+    format!("Could not connect to Redis at {endpoint}: {reason}")
+}

@@ -1,1 +1,332 @@
-fn main() {}
+//! respbench: the command line. Parses redis-benchmark's options, runs each test on a backend and
+//! renders the results in redis-benchmark's formats.
+
+mod opts;
+mod report;
+mod server;
+
+use argh::FromArgs;
+use std::io::{self, IsTerminal, Read, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use respbench_core::suite::{custom, default_suite, Selection, TestSpec};
+use respbench_core::template::KeySpace;
+use respbench_core::{Budget, ConnConfig, Handshake, Outcome, Plan, Progress, TestRun, Workload};
+
+use opts::{Config, Opts, Output};
+use report::TestReport;
+use server::ServerInfo;
+
+/// Exit status for an interrupted run (128 + SIGINT), after printing what completed.
+const EXIT_INTERRUPTED: u8 = 130;
+/// How often the progress line is redrawn, as in redis-benchmark.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+/// After the first Ctrl-C, how long in-flight requests may take to drain before the loops are
+/// abandoned.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// SIGINT and SIGTERM received so far.
+static SIGNALS: AtomicUsize = AtomicUsize::new(0);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    // A second signal ends the process at once; the first lets the run stop and print.
+    if SIGNALS.fetch_add(1, Ordering::SeqCst) >= 1 {
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(EXIT_INTERRUPTED as libc::c_int) };
+    }
+}
+
+fn install_signal_handlers() {
+    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only touches an atomic and calls _exit, both async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+fn interrupted() -> bool {
+    SIGNALS.load(Ordering::SeqCst) > 0
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let name = args.first().map(|s| s.as_str()).unwrap_or("respbench");
+    let rest: Vec<&str> = args.iter().skip(1).map(|s| s.as_str()).collect();
+    let opts = match Opts::from_args(&[name], &rest) {
+        Ok(o) => o,
+        Err(e) if e.status.is_ok() => {
+            print!("{}", e.output);
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("{}\nRun 'respbench --help' for the options.", e.output.trim_end());
+            return ExitCode::from(1);
+        }
+    };
+    if opts.version {
+        println!("respbench {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
+    let cfg = match opts.check() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}\nRun 'respbench --help' for the options.");
+            return ExitCode::from(1);
+        }
+    };
+    install_signal_handlers();
+    match run(&cfg) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn handshake(cfg: &Config) -> Handshake {
+    Handshake::new(cfg.user.as_deref(), cfg.password.as_deref(), cfg.tracking, cfg.db, cfg.resp3)
+}
+
+fn run(cfg: &Config) -> Result<ExitCode, String> {
+    if cfg.idle {
+        return idle(cfg);
+    }
+    let info =
+        server::startup(&cfg.endpoint, cfg.user.as_deref(), cfg.password.as_deref()).map_err(|e| e.0)?;
+    if !cfg.keepalive {
+        eprintln!(
+            "WARNING: Keepalive disabled. You probably need 'echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse' \
+             for Linux in order to use a lot of clients/requests"
+        );
+    }
+    let tests = tests(cfg)?;
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    if cfg.output == Output::Csv {
+        writeln!(out, "{}", report::CSV_HEADER).map_err(|e| e.to_string())?;
+    }
+    let epoch = Instant::now();
+    let mut code = ExitCode::SUCCESS;
+    'suite: loop {
+        for (i, spec) in tests.iter().enumerate() {
+            let outcome = run_test(cfg, spec, i as u64, epoch)?;
+            print_test(cfg, spec, &info, &outcome, &mut out).map_err(|e| e.to_string())?;
+            if !outcome.failures.is_empty() {
+                for (msg, n) in &outcome.failures {
+                    let plural = if *n == 1 { "" } else { "s" };
+                    eprintln!("{}: {n} connection{plural} failed: {msg}", spec.title);
+                }
+                code = ExitCode::from(1);
+                break 'suite;
+            }
+            if interrupted() {
+                code = ExitCode::from(EXIT_INTERRUPTED);
+                break 'suite;
+            }
+        }
+        if !cfg.repeat {
+            break;
+        }
+    }
+    if cfg.output == Output::Quiet {
+        let _ = writeln!(out);
+    }
+    let _ = out.flush();
+    Ok(code)
+}
+
+/// The tests to run: the custom command, or the default suite restricted by `-t`.
+fn tests(cfg: &Config) -> Result<Vec<TestSpec>, String> {
+    if !cfg.command.is_empty() {
+        if cfg.tests.is_some() {
+            eprintln!("WARNING: Option -t is ignored.");
+        }
+        let mut args: Vec<Vec<u8>> = cfg.command.iter().map(|a| a.as_bytes().to_vec()).collect();
+        if cfg.stdin_arg {
+            let mut last = Vec::new();
+            io::stdin().read_to_end(&mut last).map_err(|e| format!("-x: cannot read standard input: {e}"))?;
+            args.push(last);
+        }
+        return Ok(vec![custom(&args)]);
+    }
+    let selection = match &cfg.tests {
+        Some(list) => Selection::parse(list).map_err(|unknown| {
+            format!(
+                "invalid value '{list}' for -t: unknown test {}; the tests are: {}",
+                unknown.join(", "),
+                respbench_core::suite::TEST_NAMES.join(",")
+            )
+        })?,
+        None => Selection::all(),
+    };
+    Ok(default_suite(&selection, cfg.datasize, cfg.keyspace.is_some()))
+}
+
+fn plan(cfg: &Config, spec: &TestSpec, test_no: u64, idle: bool) -> Arc<Plan> {
+    let keys = match cfg.keyspace {
+        None => KeySpace::Literal,
+        Some(n) => KeySpace::Random { n },
+    };
+    Arc::new(Plan {
+        conn: ConnConfig {
+            handshake: handshake(cfg),
+            pipeline: cfg.pipeline,
+            keepalive: cfg.keepalive,
+            idle,
+            open_loop: None,
+        },
+        workload: Workload { template: spec.template.clone(), keys },
+        budget: if idle { Budget::unlimited() } else { Budget::new(cfg.requests) },
+        // Each test its own streams, all reproducible from --seed.
+        seed: cfg.seed.wrapping_add(test_no.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        connections: cfg.clients as u64,
+    })
+}
+
+/// Runs one test on the backend while this thread draws the progress line and watches for
+/// Ctrl-C.
+fn run_test(cfg: &Config, spec: &TestSpec, test_no: u64, epoch: Instant) -> Result<Outcome, String> {
+    let run = TestRun {
+        plan: plan(cfg, spec, test_no, false),
+        endpoint: cfg.endpoint.clone(),
+        clients: cfg.clients,
+        threads: cfg.threads.max(1),
+        sigfig: cfg.precision,
+        progress: Arc::new(Progress::default()),
+    };
+    let show_progress = cfg.output != Output::Csv && io::stdout().is_terminal();
+    let started = Instant::now();
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|s| {
+        let run = &run;
+        s.spawn(move || {
+            let _ = tx.send(respbench_mio::run_test(run, epoch));
+        });
+        let mut last_draw = Instant::now();
+        let (mut last_done, mut last_sum) = (0u64, 0u64);
+        let mut stop_asked: Option<Instant> = None;
+        let mut drawn = 0usize;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(result) => {
+                    if drawn > 0 {
+                        print!("{:drawn$}\r", "");
+                    }
+                    return result;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the event loops stopped".into()),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if interrupted() && stop_asked.is_none() {
+                run.plan.budget.stop();
+                stop_asked = Some(Instant::now());
+            }
+            if stop_asked.is_some_and(|t| t.elapsed() > DRAIN_GRACE) {
+                run.progress.abort.store(true, Ordering::Relaxed);
+            }
+            if show_progress && last_draw.elapsed() >= PROGRESS_EVERY {
+                let dt = last_draw.elapsed().as_secs_f64();
+                last_draw = Instant::now();
+                let done = run.progress.completed.load(Ordering::Relaxed);
+                let sum = run.progress.latency_sum_micros.load(Ordering::Relaxed);
+                let avg = |s: u64, n: u64| if n == 0 { 0.0 } else { s as f64 / n as f64 / 1000.0 };
+                let line = report::progress_line(
+                    &spec.title,
+                    (done - last_done) as f64 / dt,
+                    done as f64 / started.elapsed().as_secs_f64(),
+                    avg(sum - last_sum, done - last_done),
+                    avg(sum, done),
+                );
+                print!("{:drawn$}\r{line}", "");
+                drawn = line.len();
+                let _ = io::stdout().flush();
+                (last_done, last_sum) = (done, sum);
+            }
+        }
+    })
+}
+
+fn print_test(
+    cfg: &Config,
+    spec: &TestSpec,
+    info: &ServerInfo,
+    outcome: &Outcome,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let r = TestReport {
+        title: &spec.title,
+        stats: &outcome.stats,
+        clients: cfg.clients,
+        payload_bytes: spec.payload_bytes,
+        keepalive: cfg.keepalive,
+        threads: cfg.threads,
+        server_save: info.save.as_deref(),
+        server_appendonly: info.appendonly.as_deref(),
+    };
+    match cfg.output {
+        Output::Verbose => {
+            report::write_verbose(&r, out)?;
+            report::write_errors(&r, false, out)?;
+            writeln!(out)?;
+        }
+        Output::Quiet => {
+            report::write_quiet(&r, out)?;
+            report::write_errors(&r, true, out)?;
+        }
+        Output::Csv => {
+            report::write_csv_row(&r, out)?;
+            // stdout carries CSV only.
+            report::write_errors(&r, true, &mut io::stderr())?;
+        }
+    }
+    if cfg.show_errors {
+        for k in outcome.stats.errors.kinds() {
+            eprintln!("Error from server: {}", k.first_message);
+        }
+    }
+    out.flush()
+}
+
+/// `-I`: open the connections, show how many are up, wait for Ctrl-C.
+fn idle(cfg: &Config) -> Result<ExitCode, String> {
+    println!("Creating {} idle connections and waiting forever (Ctrl+C when done)", cfg.clients);
+    let spec = custom(&[b"PING".to_vec()]);
+    let run = TestRun {
+        plan: plan(cfg, &spec, 0, true),
+        endpoint: cfg.endpoint.clone(),
+        clients: cfg.clients,
+        threads: cfg.threads.max(1),
+        sigfig: cfg.precision,
+        progress: Arc::new(Progress::default()),
+    };
+    let (tx, rx) = mpsc::channel();
+    let result = std::thread::scope(|s| {
+        let run = &run;
+        s.spawn(move || {
+            let _ = tx.send(respbench_mio::run_test(run, Instant::now()));
+        });
+        loop {
+            match rx.recv_timeout(PROGRESS_EVERY) {
+                Ok(r) => return r,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the event loops stopped".into()),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            print!("clients: {}\r", run.progress.live.load(Ordering::Relaxed));
+            let _ = io::stdout().flush();
+            if interrupted() {
+                run.progress.abort.store(true, Ordering::Relaxed);
+            }
+        }
+    });
+    println!();
+    let outcome = result?;
+    for (msg, n) in &outcome.failures {
+        eprintln!("{n} connections failed: {msg}");
+    }
+    Ok(if !outcome.failures.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}

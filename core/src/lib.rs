@@ -33,6 +33,7 @@
 pub mod conn;
 pub mod resp;
 pub mod rng;
+pub mod run;
 pub mod sim;
 pub mod stats;
 pub mod suite;
@@ -40,5 +41,6 @@ pub mod template;
 pub mod time;
 
 pub use conn::{Budget, ConnConfig, ConnError, Connection, Event, Handshake, OpenLoop, Plan, Workload};
+pub use run::{Endpoint, Outcome, Progress, TestRun};
 pub use stats::Stats;
 pub use time::Time;

@@ -1,0 +1,392 @@
+//! The command line: every redis-benchmark 7.x option with its meaning and default, checked into
+//! a [`Config`].
+
+use argh::FromArgs;
+use respbench_core::Endpoint;
+
+/// respbench: a redis-benchmark compatible load generator for Redis and every RESP server.
+///
+/// Runs redis-benchmark's default suite, or the command given after the options (with
+/// __rand_int__ placeholders filled from the -r keyspace), and reports throughput and
+/// per-request latency.
+#[derive(FromArgs, Debug)]
+#[argh(help_triggers("--help"))]
+pub struct Opts {
+    /// server hostname (default 127.0.0.1)
+    #[argh(option, short = 'h', default = "String::from(\"127.0.0.1\")")]
+    pub host: String,
+    /// server port (default 6379)
+    #[argh(option, short = 'p', default = "6379")]
+    pub port: u16,
+    /// server socket (overrides host and port)
+    #[argh(option, short = 's')]
+    pub socket: Option<String>,
+    /// password for Redis Auth
+    #[argh(option, short = 'a')]
+    pub password: Option<String>,
+    /// used to send ACL style 'AUTH username pass'; needs -a
+    #[argh(option)]
+    pub user: Option<String>,
+    /// server URI: redis://[user:password@]host[:port][/db]
+    #[argh(option, short = 'u')]
+    pub uri: Option<String>,
+    /// number of parallel connections (default 50)
+    #[argh(option, short = 'c', default = "50")]
+    pub clients: i64,
+    /// total number of requests (default 100000)
+    #[argh(option, short = 'n', default = "100000")]
+    pub requests: i64,
+    /// data size of SET/GET value in bytes (default 3)
+    #[argh(option, short = 'd', default = "3")]
+    pub datasize: i64,
+    /// SELECT the specified db number (default 0)
+    #[argh(option, default = "0")]
+    pub dbnum: i64,
+    /// start session in RESP3 protocol mode
+    #[argh(switch, short = '3')]
+    pub resp3: bool,
+    /// enable multi-thread mode: N event loops (default 0: one loop)
+    #[argh(option, default = "0")]
+    pub threads: i64,
+    /// enable cluster mode (not supported yet)
+    #[argh(switch)]
+    pub cluster: bool,
+    /// send CLIENT TRACKING on before starting benchmark
+    #[argh(switch)]
+    pub enable_tracking: bool,
+    /// keep alive: 1 keeps connections open, 0 reconnects (default 1)
+    #[argh(option, short = 'k', default = "1")]
+    pub keepalive: i64,
+    /// use random keys for SET/GET/INCR, random values for SADD, random members and scores for
+    /// ZADD: __rand_int__ becomes a number in [0, keyspacelen)
+    #[argh(option, short = 'r')]
+    pub keyspacelen: Option<i64>,
+    /// pipeline N requests (default 1: no pipeline)
+    #[argh(option, short = 'P', default = "1")]
+    pub pipeline: i64,
+    /// quiet: just show query/sec values
+    #[argh(switch, short = 'q')]
+    pub quiet: bool,
+    /// output in CSV format
+    #[argh(switch)]
+    pub csv: bool,
+    /// significant figures of the latency histograms, 1 to 5 (default 3)
+    #[argh(option, default = "3")]
+    pub precision: i64,
+    /// loop: run the tests forever
+    #[argh(switch, short = 'l')]
+    pub r#loop: bool,
+    /// only run the comma separated list of tests (names as in the output, lower case)
+    #[argh(option, short = 't')]
+    pub tests: Option<String>,
+    /// idle mode: just open N idle connections and wait
+    #[argh(switch, short = 'I')]
+    pub idle: bool,
+    /// read the last argument of the command from standard input
+    #[argh(switch, short = 'x')]
+    pub stdin_arg: bool,
+    /// seed of the random generator (default: from the clock); the same seed sends the same keys
+    #[argh(option)]
+    pub seed: Option<u64>,
+    /// show the first error message of each kind the server replied with
+    #[argh(switch, short = 'e')]
+    pub show_errors: bool,
+    /// event loop backend: mio (default)
+    #[argh(option, default = "String::from(\"mio\")")]
+    pub backend: String,
+    /// output version and exit
+    #[argh(switch, short = 'v')]
+    pub version: bool,
+    /// enable TLS (not supported yet)
+    #[argh(switch)]
+    pub tls: bool,
+    /// server name indication for TLS (not supported yet)
+    #[argh(option)]
+    pub sni: Option<String>,
+    /// CA certificate file for TLS (not supported yet)
+    #[argh(option)]
+    pub cacert: Option<String>,
+    /// directory of CA certificates for TLS (not supported yet)
+    #[argh(option)]
+    pub cacertdir: Option<String>,
+    /// skip TLS certificate verification (not supported yet)
+    #[argh(switch)]
+    pub insecure: bool,
+    /// client certificate for TLS (not supported yet)
+    #[argh(option)]
+    pub cert: Option<String>,
+    /// client private key for TLS (not supported yet)
+    #[argh(option)]
+    pub key: Option<String>,
+    /// TLS 1.2 ciphers (not supported yet)
+    #[argh(option)]
+    pub tls_ciphers: Option<String>,
+    /// TLS 1.3 ciphersuites (not supported yet)
+    #[argh(option)]
+    pub tls_ciphersuites: Option<String>,
+    /// the command to benchmark instead of the default suite, with its arguments
+    #[argh(positional, greedy)]
+    pub command: Vec<String>,
+}
+
+/// The largest `-d`: redis-benchmark clamps to 1 GiB.
+const MAX_DATASIZE: i64 = 1 << 30;
+
+/// Output style.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    Verbose,
+    Quiet,
+    Csv,
+}
+
+/// The checked configuration of a run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub endpoint: Endpoint,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub db: u32,
+    pub clients: usize,
+    pub requests: u64,
+    pub datasize: usize,
+    pub resp3: bool,
+    pub threads: usize,
+    pub tracking: bool,
+    pub keepalive: bool,
+    pub keyspace: Option<u64>,
+    pub pipeline: u32,
+    pub output: Output,
+    pub precision: u8,
+    pub repeat: bool,
+    pub tests: Option<String>,
+    pub idle: bool,
+    pub stdin_arg: bool,
+    pub seed: u64,
+    pub show_errors: bool,
+    pub command: Vec<String>,
+}
+
+/// A bad value: the message names the option.
+fn bad(option: &str, value: impl std::fmt::Display, why: &str) -> String {
+    format!("invalid value '{value}' for {option}: {why}")
+}
+
+/// Parses `redis://[user[:password]@]host[:port][/db]`.
+fn apply_uri(uri: &str, c: &mut Config) -> Result<(), String> {
+    let rest = if let Some(r) = uri.strip_prefix("redis://").or_else(|| uri.strip_prefix("valkey://")) {
+        r
+    } else if uri.starts_with("rediss://") || uri.starts_with("valkeys://") {
+        return Err("TLS (rediss://) is not supported yet".to_string());
+    } else {
+        return Err(bad("-u", uri, "expected redis://[user:password@]host[:port][/db]"));
+    };
+    let (auth, hostpart) = match rest.rsplit_once('@') {
+        Some((a, h)) => (Some(a), h),
+        None => (None, rest),
+    };
+    if let Some(a) = auth {
+        match a.split_once(':') {
+            Some((u, p)) => {
+                if !u.is_empty() {
+                    c.user = Some(u.to_string());
+                }
+                c.password = Some(p.to_string());
+            }
+            None => c.password = Some(a.to_string()),
+        }
+    }
+    let (hostport, db) = match hostpart.split_once('/') {
+        Some((h, d)) => (h, d),
+        None => (hostpart, ""),
+    };
+    if !db.is_empty() {
+        c.db = db.parse().map_err(|_| bad("-u", uri, "the database must be a number"))?;
+    }
+    let (host, port) = match hostport.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => {
+            (h, p.parse::<u16>().map_err(|_| bad("-u", uri, "the port must be 0 to 65535"))?)
+        }
+        _ => (hostport, 6379),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if !host.is_empty() {
+        c.endpoint = Endpoint::Tcp { host: host.to_string(), port };
+    }
+    Ok(())
+}
+
+impl Opts {
+    /// Checks every value and resolves defaults into a [`Config`].
+    pub fn check(self) -> Result<Config, String> {
+        if self.cluster {
+            return Err("--cluster is not supported yet".to_string());
+        }
+        if self.tls
+            || self.sni.is_some()
+            || self.cacert.is_some()
+            || self.cacertdir.is_some()
+            || self.insecure
+            || self.cert.is_some()
+            || self.key.is_some()
+            || self.tls_ciphers.is_some()
+            || self.tls_ciphersuites.is_some()
+        {
+            return Err("TLS is not supported yet".to_string());
+        }
+        if self.backend != "mio" {
+            return Err(bad("--backend", &self.backend, "the backends are: mio"));
+        }
+        if self.clients < 1 || self.clients > 1_000_000 {
+            return Err(bad("-c", self.clients, "the number of clients must be 1 to 1000000"));
+        }
+        if self.requests < 0 {
+            return Err(bad("-n", self.requests, "the number of requests must be 0 or more"));
+        }
+        if !(1..=5).contains(&self.precision) {
+            return Err(bad("--precision", self.precision, "must be 1 to 5 significant figures"));
+        }
+        if self.threads < 0 || self.threads > 500 {
+            return Err(bad("--threads", self.threads, "must be 0 to 500"));
+        }
+        if !(0..=1).contains(&self.keepalive) {
+            return Err(bad("-k", self.keepalive, "must be 1 (keep alive) or 0 (reconnect)"));
+        }
+        if self.dbnum < 0 || self.dbnum > u32::MAX as i64 {
+            return Err(bad("--dbnum", self.dbnum, "must be a database number, 0 or more"));
+        }
+        let keyspace = match self.keyspacelen {
+            Some(r) if r < 0 => return Err(bad("-r", r, "the keyspace length must be 0 or more")),
+            Some(r) => Some(r as u64),
+            None => None,
+        };
+        let output = if self.csv {
+            Output::Csv
+        } else if self.quiet {
+            Output::Quiet
+        } else {
+            Output::Verbose
+        };
+        let seed = self.seed.unwrap_or_else(clock_seed);
+        let mut c = Config {
+            endpoint: match &self.socket {
+                Some(s) => Endpoint::Unix(s.into()),
+                None => Endpoint::Tcp { host: self.host.clone(), port: self.port },
+            },
+            user: self.user,
+            password: self.password,
+            db: self.dbnum as u32,
+            clients: self.clients as usize,
+            requests: self.requests as u64,
+            // redis-benchmark clamps -d into [1, 1 GiB].
+            datasize: self.datasize.clamp(1, MAX_DATASIZE) as usize,
+            resp3: self.resp3,
+            threads: self.threads as usize,
+            tracking: self.enable_tracking,
+            keepalive: self.keepalive == 1,
+            keyspace,
+            // redis-benchmark takes -P 0 or less as 1.
+            pipeline: self.pipeline.clamp(1, u32::MAX as i64) as u32,
+            output,
+            precision: self.precision as u8,
+            repeat: self.r#loop,
+            tests: self.tests,
+            idle: self.idle,
+            stdin_arg: self.stdin_arg,
+            seed,
+            show_errors: self.show_errors,
+            command: self.command,
+        };
+        if let Some(uri) = &self.uri {
+            apply_uri(uri, &mut c)?;
+        }
+        Ok(c)
+    }
+}
+
+/// A seed for runs without `--seed`: the clock and the process id, as redis-benchmark does.
+fn clock_seed() -> u64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    (t.as_nanos() as u64) ^ ((std::process::id() as u64) << 32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Config, String> {
+        let o = Opts::from_args(&["respbench"], args).map_err(|e| e.output)?;
+        o.check()
+    }
+
+    #[test]
+    fn defaults_are_redis_benchmark_defaults() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(c.endpoint, Endpoint::Tcp { host: "127.0.0.1".into(), port: 6379 });
+        assert_eq!((c.clients, c.requests, c.datasize, c.pipeline, c.precision), (50, 100_000, 3, 1, 3));
+        assert!(c.keepalive && c.keyspace.is_none() && c.output == Output::Verbose);
+    }
+
+    #[test]
+    fn published_lines_parse() {
+        let c = parse(&[
+            "-h",
+            "10.0.0.1",
+            "-p",
+            "6380",
+            "-a",
+            "testaccount:Rp829dlwa",
+            "-n",
+            "3000000",
+            "-r",
+            "10000000",
+            "-c",
+            "256",
+            "-t",
+            "set",
+            "-d",
+            "64",
+            "--threads",
+            "16",
+        ])
+        .unwrap();
+        assert_eq!(c.endpoint, Endpoint::Tcp { host: "10.0.0.1".into(), port: 6380 });
+        assert_eq!(c.password.as_deref(), Some("testaccount:Rp829dlwa"));
+        assert_eq!((c.threads, c.clients, c.keyspace), (16, 256, Some(10_000_000)));
+        let c = parse(&["-n", "100000", "-q", "script", "load", "redis.call('set','foo','bar')"]).unwrap();
+        assert_eq!(c.command, ["script", "load", "redis.call('set','foo','bar')"]);
+        assert_eq!(c.output, Output::Quiet);
+    }
+
+    #[test]
+    fn command_arguments_may_look_like_options() {
+        let c = parse(&["-q", "zadd", "key", "-1", "member"]).unwrap();
+        assert_eq!(c.command, ["zadd", "key", "-1", "member"]);
+    }
+
+    #[test]
+    fn bad_values_name_the_option() {
+        assert!(parse(&["--precision", "0"]).unwrap_err().contains("--precision"));
+        assert!(parse(&["-c", "0"]).unwrap_err().contains("-c"));
+        assert!(parse(&["-n", "-5"]).unwrap_err().contains("-n"));
+        assert!(parse(&["-k", "2"]).unwrap_err().contains("-k"));
+        assert!(parse(&["--cluster"]).unwrap_err().contains("not supported yet"));
+        assert!(parse(&["--tls"]).unwrap_err().contains("not supported yet"));
+        assert!(parse(&["-n", "many"]).is_err());
+        assert!(parse(&["--bogus"]).unwrap_err().contains("--bogus"));
+    }
+
+    #[test]
+    fn pipeline_and_datasize_clamp_like_redis_benchmark() {
+        let c = parse(&["-P", "0", "-d", "0"]).unwrap();
+        assert_eq!((c.pipeline, c.datasize), (1, 1));
+    }
+
+    #[test]
+    fn uri_sets_auth_host_port_db() {
+        let c = parse(&["-u", "redis://bench:pw@example.com:6390/4"]).unwrap();
+        assert_eq!(c.endpoint, Endpoint::Tcp { host: "example.com".into(), port: 6390 });
+        assert_eq!((c.user.as_deref(), c.password.as_deref(), c.db), (Some("bench"), Some("pw"), 4));
+        assert!(parse(&["-u", "rediss://h"]).unwrap_err().contains("not supported yet"));
+    }
+}

@@ -1,0 +1,93 @@
+//! What a backend needs to run one test, and what it gives back: shared by both backends and the
+//! command line, so that they cannot drift apart.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::conn::Plan;
+use crate::stats::Stats;
+
+/// Where the server is. Host names are resolved by the backend (resolution is IO).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A TCP host name or address and port.
+    Tcp {
+        /// Host name or IP address.
+        host: String,
+        /// TCP port.
+        port: u16,
+    },
+    /// A Unix domain socket path (`-s`).
+    Unix(PathBuf),
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Tcp { host, port } => write!(f, "{host}:{port}"),
+            Endpoint::Unix(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// Live figures the event loops publish while a test runs (for the progress line) and the
+/// controls the command line uses to stop them. Every field is updated with relaxed atomics a
+/// few times a second, not per request.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Requests completed so far, all loops together.
+    pub completed: AtomicU64,
+    /// Sum of their latencies in microseconds.
+    pub latency_sum_micros: AtomicU64,
+    /// Connections whose handshake has completed and that are still open.
+    pub live: AtomicU64,
+    /// Set to make every loop return at once, dropping what is in flight (second Ctrl-C, or the
+    /// drain after the first one took too long).
+    pub abort: AtomicBool,
+}
+
+impl Progress {
+    /// Whether the loops were told to return now.
+    pub fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+}
+
+/// One test as a backend runs it.
+#[derive(Clone, Debug)]
+pub struct TestRun {
+    /// What every connection does.
+    pub plan: Arc<Plan>,
+    /// Where to connect.
+    pub endpoint: Endpoint,
+    /// How many connections (`-c`).
+    pub clients: usize,
+    /// How many event loops (threads); connection `i` runs on loop `i % threads`.
+    pub threads: usize,
+    /// Significant figures of the histograms.
+    pub sigfig: u8,
+    /// Shared live figures and stop controls.
+    pub progress: Arc<Progress>,
+}
+
+/// What a backend gives back for one test.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Everything the loops recorded, merged.
+    pub stats: Stats,
+    /// Connection failures, each with how many connections failed that way, first seen first.
+    pub failures: Vec<(String, u64)>,
+    /// Whether the loops were aborted before every connection finished.
+    pub aborted: bool,
+}
+
+impl Outcome {
+    /// Adds a connection failure to the tally.
+    pub fn add_failure(failures: &mut Vec<(String, u64)>, message: String) {
+        match failures.iter_mut().find(|(m, _)| *m == message) {
+            Some((_, n)) => *n += 1,
+            None => failures.push((message, 1)),
+        }
+    }
+}
