@@ -215,7 +215,7 @@ fn run_test(cfg: &Config, spec: &TestSpec, test_no: u64, epoch: Instant) -> Resu
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok(result) => {
                     if drawn > 0 {
-                        print!("{:drawn$}\r", "");
+                        print!("{}", report::clear_progress(drawn));
                     }
                     return result;
                 }
@@ -242,7 +242,7 @@ fn run_test(cfg: &Config, spec: &TestSpec, test_no: u64, epoch: Instant) -> Resu
                     avg(sum - last_sum, done - last_done),
                     avg(sum, done),
                 );
-                print!("{:drawn$}\r{line}", "");
+                print!("{}{line}", report::clear_progress(drawn));
                 drawn = line.len();
                 let _ = io::stdout().flush();
                 (last_done, last_sum) = (done, sum);

@@ -1,45 +1,633 @@
-//! STUB
-#![allow(dead_code)]
-use respbench_core::Stats;
+//! Test reports in redis-benchmark's formats: verbose, quiet (`-q`), CSV (`--csv`) and the
+//! progress line, plus respbench's error summary.
+//!
+//! The verbose distributions replay libhdr_histogram's C iterators (`hdr_iter_percentile_init(h, 1)`
+//! and `hdr_iter_linear_init(h, 100)`, as redis-benchmark 7 drives them) bucket by bucket, because
+//! the Rust crate's `iter_quantiles` and `iter_linear` pick different steps and end differently.
+//! Given the same histogram, the lines are the ones redis-benchmark prints.
+
 use std::io::{self, Write};
+
+use hdrhistogram::Histogram;
+use respbench_core::Stats;
+
+/// What a report needs besides the stats.
 pub struct TestReport<'a> {
+    /// The test's name, e.g. `GET` or `LRANGE_100 (first 100 elements)`.
     pub title: &'a str,
+    /// The test's results.
     pub stats: &'a Stats,
+    /// Parallel clients (`-c`).
     pub clients: usize,
+    /// Payload size in bytes (`-d`, or the RESP length of a custom command).
     pub payload_bytes: usize,
+    /// Whether connections are kept open (`-k 1`).
     pub keepalive: bool,
+    /// `--threads` as given: 0 prints "multi-thread: no", any other count "yes" and the count,
+    /// as redis-benchmark does.
     pub threads: usize,
+    /// The server's `CONFIG GET save`; `None` leaves out both host configuration lines.
     pub server_save: Option<&'a str>,
+    /// The server's `CONFIG GET appendonly`, shown when `server_save` is known.
     pub server_appendonly: Option<&'a str>,
 }
-pub const CSV_HEADER: &str = "\"test\",\"rps\"";
+
+/// The header of CSV output, printed once before the rows.
+pub const CSV_HEADER: &str = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"";
+
+/// Writes a test's full report as redis-benchmark prints it without `-q` or `--csv`.
 pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
+    let s = r.stats;
+    let h = &s.latency;
+    writeln!(out, "====== {} ======", r.title)?;
+    writeln!(out, "  {} requests completed in {:.2} seconds", s.requests, finite(s.duration_secs()))?;
+    writeln!(out, "  {} parallel clients", r.clients)?;
+    writeln!(out, "  {} bytes payload", r.payload_bytes)?;
+    writeln!(out, "  keep alive: {}", u8::from(r.keepalive))?;
+    if let Some(save) = r.server_save {
+        writeln!(out, "  host configuration \"save\": {save}")?;
+        writeln!(out, "  host configuration \"appendonly\": {}", r.server_appendonly.unwrap_or(""))?;
+    }
+    if r.threads > 0 {
+        writeln!(out, "  multi-thread: yes")?;
+        writeln!(out, "  threads: {}", r.threads)?;
+    } else {
+        writeln!(out, "  multi-thread: no")?;
+    }
+    writeln!(out)?;
+    writeln!(out, "Latency by percentile distribution:")?;
+    write_steps(&percentile_steps(h, 1), h.len(), out)?;
+    writeln!(out)?;
+    writeln!(out, "Cumulative distribution of latencies:")?;
+    write_steps(&linear_steps(h), h.len(), out)?;
+    writeln!(out)?;
+    let sum = Summary::of(h);
+    writeln!(out, "Summary:")?;
+    writeln!(out, "  throughput summary: {:.2} requests per second", finite(s.rps()))?;
+    writeln!(out, "  latency summary (msec):")?;
+    writeln!(out, "    {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "avg", "min", "p50", "p95", "p99", "max")?;
     writeln!(
         out,
-        "====== {} ======\n  {} requests completed in {:.2} seconds",
-        r.title,
-        r.stats.requests,
-        r.stats.duration_secs()
+        "    {:9.3} {:9.3} {:9.3} {:9.3} {:9.3} {:9.3}",
+        sum.avg, sum.min, sum.p50, sum.p95, sum.p99, sum.max
     )
 }
+
+/// Writes a test's one-line report, as with `-q`.
 pub fn write_quiet(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
+    let p50 = ms(value_at_percentile(&r.stats.latency, 50.0));
+    writeln!(out, "{}: {:.2} requests per second, p50={:.3} msec", r.title, finite(r.stats.rps()), p50)
+}
+
+/// Writes a test's CSV row (after [`CSV_HEADER`]); a `"` in the title is doubled, so the row stays
+/// valid CSV (redis-benchmark leaves it as is).
+pub fn write_csv_row(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
+    let sum = Summary::of(&r.stats.latency);
     writeln!(
         out,
-        "{}: {:.2} requests per second, p50={:.3} msec",
-        r.title,
-        r.stats.rps(),
-        r.stats.latency.value_at_quantile(0.5) as f64 / 1000.0
+        "\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\"",
+        r.title.replace('"', "\"\""),
+        finite(r.stats.rps()),
+        sum.avg,
+        sum.min,
+        sum.p50,
+        sum.p95,
+        sum.p99,
+        sum.max
     )
 }
-pub fn write_csv_row(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
-    writeln!(out, "\"{}\",\"{:.2}\"", r.title, r.stats.rps())
+
+/// The progress line (terminal only), ending in `\r` so the next one overwrites it.
+pub fn progress_line(
+    title: &str,
+    rps_now: f64,
+    rps_overall: f64,
+    avg_ms_now: f64,
+    avg_ms_overall: f64,
+) -> String {
+    format!(
+        "{title}: rps={:.1} (overall: {:.1}) avg_msec={:.3} (overall: {:.3})\r",
+        finite(rps_now),
+        finite(rps_overall),
+        finite(avg_ms_now),
+        finite(avg_ms_overall)
+    )
 }
-pub fn write_errors(r: &TestReport, _quiet: bool, out: &mut impl Write) -> io::Result<()> {
-    if r.stats.errors.total() > 0 {
-        writeln!(out, "errors: {}", r.stats.errors.total())?;
+
+/// Spaces over the last `width` bytes of progress, then `\r`: what redis-benchmark prints before
+/// a report on a terminal (`"%*s\r"`).
+pub fn clear_progress(width: usize) -> String {
+    format!("{:width$}\r", " ")
+}
+
+/// Writes the error replies of a test, if any: `  errors: N (ERR: n, WRONGTYPE: m)` after a
+/// verbose report, or `<title>: errors: N (…)` after a quiet line (which itself stays exactly
+/// redis-benchmark's). redis-benchmark has no such line: it exits on the first error reply.
+pub fn write_errors(r: &TestReport, quiet: bool, out: &mut impl Write) -> io::Result<()> {
+    let errors = &r.stats.errors;
+    let total = errors.total();
+    if total == 0 {
+        return Ok(());
+    }
+    if quiet {
+        write!(out, "{}: ", r.title)?;
+    } else {
+        write!(out, "  ")?;
+    }
+    write!(out, "errors: {total} (")?;
+    for (i, k) in errors.kinds().iter().enumerate() {
+        let sep = if i == 0 { "" } else { ", " };
+        write!(out, "{sep}{}: {}", k.prefix, k.count)?;
+    }
+    writeln!(out, ")")
+}
+
+/// `x`, or 0 when it is NaN or infinite (an empty or instant test).
+fn finite(x: f64) -> f64 {
+    if x.is_finite() {
+        x
+    } else {
+        0.0
+    }
+}
+
+/// Microseconds to milliseconds.
+fn ms(micros: u64) -> f64 {
+    micros as f64 / 1000.0
+}
+
+/// The summary figures in milliseconds, as redis-benchmark computes them.
+struct Summary {
+    avg: f64,
+    min: f64,
+    p50: f64,
+    p95: f64,
+    p99: f64,
+    max: f64,
+}
+
+impl Summary {
+    fn of(h: &Histogram<u64>) -> Summary {
+        Summary {
+            avg: mean(h) / 1000.0,
+            // Lowest equivalent of the smallest value, highest equivalent of the largest, as C's
+            // hdr_min and hdr_max; both 0 when empty.
+            min: ms(h.min()),
+            p50: ms(value_at_percentile(h, 50.0)),
+            p95: ms(value_at_percentile(h, 95.0)),
+            p99: ms(value_at_percentile(h, 99.0)),
+            max: ms(h.max()),
+        }
+    }
+}
+
+/// C's `hdr_mean`: each bucket counts at its median equivalent value, summed in integers.
+/// The crate's `mean()` sums in floating point and can differ in the last digit.
+fn mean(h: &Histogram<u64>) -> f64 {
+    let total = h.len();
+    if total == 0 {
+        return 0.0;
+    }
+    let mut c = Cursor::new(h);
+    let mut sum: u128 = 0;
+    while c.cumulative < total && c.move_next() {
+        sum += u128::from(c.count) * u128::from(h.median_equivalent(c.value));
+    }
+    sum as f64 / total as f64
+}
+
+/// C's `hdr_value_at_percentile`: the count is rounded to nearest (the crate's
+/// `value_at_quantile` rounds up, which differs for some totals); 0 when empty.
+fn value_at_percentile(h: &Histogram<u64>, percentile: f64) -> u64 {
+    let p = percentile.min(100.0);
+    let wanted = (((p / 100.0) * h.len() as f64) + 0.5) as u64;
+    let wanted = wanted.max(1);
+    let mut c = Cursor::new(h);
+    while c.move_next() {
+        if c.cumulative >= wanted {
+            return if percentile == 0.0 { c.value } else { c.hev };
+        }
+    }
+    0
+}
+
+/// One line of a distribution.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Step {
+    /// The percentile, 0 to 100.
+    percentile: f64,
+    /// The highest value equivalent to the bucket the step stopped at, in microseconds.
+    value: u64,
+    /// Values recorded up to and including that bucket.
+    cumulative: u64,
+}
+
+/// Writes redis-benchmark's distribution lines: a step is shown when its cumulative count
+/// differs from the previous step's, or when it is the total.
+fn write_steps(steps: &[Step], total: u64, out: &mut impl Write) -> io::Result<()> {
+    let mut previous = None;
+    for s in steps {
+        if previous != Some(s.cumulative) || s.cumulative == total {
+            writeln!(
+                out,
+                "{:3.3}% <= {:.3} milliseconds (cumulative count {})",
+                s.percentile,
+                ms(s.value),
+                s.cumulative
+            )?;
+        }
+        previous = Some(s.cumulative);
     }
     Ok(())
 }
-pub fn progress_line(title: &str, a: f64, b: f64, c: f64, d: f64) -> String {
-    format!("{title}: rps={a:.1} (overall: {b:.1}) avg_msec={c:.3} (overall: {d:.3})\r")
+
+/// The state of C's `struct hdr_iter`: a position among the histogram's buckets and the count
+/// so far.
+struct Cursor<'a> {
+    h: &'a Histogram<u64>,
+    /// The current bucket, -1 before the first.
+    index: i64,
+    /// How many buckets the histogram has.
+    buckets: i64,
+    /// The lowest value of the current bucket.
+    value: u64,
+    /// The highest value of the current bucket (0 before the first).
+    hev: u64,
+    /// The lowest value of the next bucket.
+    next_value: u64,
+    /// The current bucket's count.
+    count: u64,
+    /// Counts up to and including the current bucket.
+    cumulative: u64,
+    /// All values recorded.
+    total: u64,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(h: &'a Histogram<u64>) -> Cursor<'a> {
+        Cursor {
+            h,
+            index: -1,
+            buckets: i64::try_from(h.distinct_values()).unwrap_or(i64::MAX),
+            value: 0,
+            hev: 0,
+            next_value: 0,
+            count: 0,
+            cumulative: 0,
+            total: h.len(),
+        }
+    }
+
+    /// C's `has_next`: values remain beyond the cumulative count.
+    fn has_next(&self) -> bool {
+        self.cumulative < self.total
+    }
+
+    /// C's `move_next`: steps to the next bucket; false (the state unchanged but the index) past
+    /// the last.
+    fn move_next(&mut self) -> bool {
+        self.index += 1;
+        if self.index >= self.buckets {
+            return false;
+        }
+        self.value = self.next_value;
+        self.hev = self.h.highest_equivalent(self.value);
+        self.count = self.h.count_at(self.value);
+        self.cumulative += self.count;
+        self.next_value = self.hev.saturating_add(1);
+        true
+    }
+
+    /// C's `basic_iter_next`.
+    fn basic_next(&mut self) -> bool {
+        if !self.has_next() || self.index >= self.buckets {
+            return false;
+        }
+        self.move_next();
+        true
+    }
+}
+
+/// The steps of C's percentile iterator with `ticks` ticks per half distance: percentile levels
+/// 0, 50, 75, 87.5, … each stopping at the first bucket that reaches it, then a last step at
+/// 100% with the total.
+fn percentile_steps(h: &Histogram<u64>, ticks: u32) -> Vec<Step> {
+    let mut c = Cursor::new(h);
+    let mut steps = Vec::new();
+    let mut level = 0.0_f64;
+    let mut percentile = 0.0_f64;
+    let mut seen_last = false;
+    loop {
+        if !c.has_next() {
+            if seen_last {
+                break;
+            }
+            seen_last = true;
+            steps.push(Step { percentile: 100.0, value: c.hev, cumulative: c.cumulative });
+            continue;
+        }
+        if c.index == -1 && !c.basic_next() {
+            break;
+        }
+        loop {
+            let current = (100.0 * c.cumulative as f64) / c.total as f64;
+            if c.count != 0 && level <= current {
+                percentile = level;
+                let temp = ((100.0 / (100.0 - level)).ln() / 2.0_f64.ln()) as i64 + 1;
+                let reporting_ticks = f64::from(ticks) * 2.0_f64.powf(temp as f64);
+                let next = level + 100.0 / reporting_ticks;
+                // Past floating-point resolution the level stops rising; C would loop forever.
+                level = if next > level { next } else { f64::INFINITY };
+                break;
+            }
+            if !c.basic_next() {
+                break;
+            }
+        }
+        steps.push(Step { percentile, value: c.hev, cumulative: c.cumulative });
+    }
+    steps
+}
+
+/// The steps of C's linear iterator as redis-benchmark drives it: 100 µs apart, and 1000 µs apart
+/// once a step's bucket ends above 2 ms. Each step stops at the first bucket starting at or above
+/// the level, so its value is that bucket's highest equivalent value.
+fn linear_steps(h: &Histogram<u64>) -> Vec<Step> {
+    let mut c = Cursor::new(h);
+    let mut steps = Vec::new();
+    let mut units = 100_u64;
+    let mut level = units;
+    let mut level_lowest = h.lowest_equivalent(level);
+    while c.has_next() || (c.index < c.buckets && c.next_value > level_lowest) {
+        loop {
+            if c.value >= level_lowest {
+                level = level.saturating_add(units);
+                level_lowest = h.lowest_equivalent(level);
+                break;
+            }
+            if !c.move_next() {
+                break;
+            }
+        }
+        let percentile = (c.cumulative as f64 / c.total as f64) * 100.0;
+        steps.push(Step { percentile, value: c.hev, cumulative: c.cumulative });
+        // As redis-benchmark does, the wider step applies from the level after the next one.
+        if c.hev > 2000 {
+            units = 1000;
+        }
+    }
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use respbench_core::Time;
+
+    /// Stats over `values` (microseconds), one second long.
+    fn stats(values: impl IntoIterator<Item = u64>) -> Stats {
+        let mut s = Stats::new(Time::ZERO, 3, false).unwrap();
+        for v in values {
+            s.record(v * 1000, 0, Time::from_micros(1_000_000));
+        }
+        s
+    }
+
+    fn report<'a>(title: &'a str, s: &'a Stats) -> TestReport<'a> {
+        TestReport {
+            title,
+            stats: s,
+            clients: 50,
+            payload_bytes: 3,
+            keepalive: true,
+            threads: 0,
+            server_save: Some(""),
+            server_appendonly: Some("no"),
+        }
+    }
+
+    fn verbose(r: &TestReport) -> String {
+        let mut out = Vec::new();
+        write_verbose(r, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The lines of the section that starts with `header`, up to the next blank line.
+    fn section<'a>(text: &'a str, header: &str) -> Vec<&'a str> {
+        text.lines().skip_while(|l| *l != header).skip(1).take_while(|l| !l.is_empty()).collect()
+    }
+
+    /// (percentile, ms, cumulative count) of a distribution line.
+    fn parse(line: &str) -> (f64, f64, u64) {
+        let (pct, rest) = line.split_once("% <= ").unwrap();
+        let (ms, rest) = rest.split_once(" milliseconds (cumulative count ").unwrap();
+        (pct.parse().unwrap(), ms.parse().unwrap(), rest.trim_end_matches(')').parse().unwrap())
+    }
+
+    // The expected texts below were checked byte for byte against libhdr_histogram's C
+    // iterators (redis deps/hdr_histogram) driven by redis-benchmark's printing loops, for a
+    // histogram with the same bounds and values.
+    #[test]
+    fn verbose_report_for_one_to_a_thousand() {
+        let s = stats(1..=1000);
+        let expected = "\
+====== GET ======
+  1000 requests completed in 1.00 seconds
+  50 parallel clients
+  3 bytes payload
+  keep alive: 1
+  host configuration \"save\": 
+  host configuration \"appendonly\": no
+  multi-thread: no
+
+Latency by percentile distribution:
+0.000% <= 0.001 milliseconds (cumulative count 1)
+50.000% <= 0.500 milliseconds (cumulative count 500)
+75.000% <= 0.750 milliseconds (cumulative count 750)
+87.500% <= 0.875 milliseconds (cumulative count 875)
+93.750% <= 0.938 milliseconds (cumulative count 938)
+96.875% <= 0.969 milliseconds (cumulative count 969)
+98.438% <= 0.985 milliseconds (cumulative count 985)
+99.219% <= 0.993 milliseconds (cumulative count 993)
+99.609% <= 0.997 milliseconds (cumulative count 997)
+99.805% <= 0.999 milliseconds (cumulative count 999)
+99.902% <= 1.000 milliseconds (cumulative count 1000)
+100.000% <= 1.000 milliseconds (cumulative count 1000)
+
+Cumulative distribution of latencies:
+10.000% <= 0.100 milliseconds (cumulative count 100)
+20.000% <= 0.200 milliseconds (cumulative count 200)
+30.000% <= 0.300 milliseconds (cumulative count 300)
+40.000% <= 0.400 milliseconds (cumulative count 400)
+50.000% <= 0.500 milliseconds (cumulative count 500)
+60.000% <= 0.600 milliseconds (cumulative count 600)
+70.000% <= 0.700 milliseconds (cumulative count 700)
+80.000% <= 0.800 milliseconds (cumulative count 800)
+90.000% <= 0.900 milliseconds (cumulative count 900)
+100.000% <= 1.000 milliseconds (cumulative count 1000)
+
+Summary:
+  throughput summary: 1000.00 requests per second
+  latency summary (msec):
+          avg       min       p50       p95       p99       max
+        0.500     0.001     0.500     0.950     0.990     1.000
+";
+        assert_eq!(verbose(&report("GET", &s)), expected);
+    }
+
+    #[test]
+    fn cumulative_steps_widen_to_a_millisecond_after_two() {
+        // Checked against the C iterators: the level after the first bucket ending above 2 ms is
+        // still 100 µs on (C has already advanced it), then levels are 1000 µs apart. Each line
+        // shows the highest value of the bucket the level falls in (2 µs wide at 2–4 ms, 4 µs
+        // at 4–8 ms, 8 µs at 8–16 ms).
+        let s = stats([100, 2100, 2101, 2102, 2500, 3300, 9000]);
+        let text = verbose(&report("T", &s));
+        let cumulative = section(&text, "Cumulative distribution of latencies:");
+        assert_eq!(
+            cumulative,
+            [
+                "14.286% <= 0.100 milliseconds (cumulative count 1)",
+                "42.857% <= 2.101 milliseconds (cumulative count 3)",
+                "57.143% <= 2.201 milliseconds (cumulative count 4)",
+                "71.429% <= 3.201 milliseconds (cumulative count 5)",
+                "85.714% <= 4.203 milliseconds (cumulative count 6)",
+                "100.000% <= 9.207 milliseconds (cumulative count 7)",
+            ]
+        );
+        let percentile = section(&text, "Latency by percentile distribution:");
+        assert_eq!(percentile.last().unwrap(), &"100.000% <= 9.007 milliseconds (cumulative count 7)");
+    }
+
+    #[test]
+    fn distributions_are_monotonic_and_end_at_the_total() {
+        // A skewed set: most values under a millisecond, a tail to 40 ms.
+        let values = (0..5000u64).map(|i| 50 + (i * i * 7919) % 900).chain((0..60).map(|i| 1500 + i * 650));
+        let s = stats(values);
+        let total = s.requests;
+        let text = verbose(&report("SET", &s));
+        for header in ["Latency by percentile distribution:", "Cumulative distribution of latencies:"] {
+            let lines: Vec<_> = section(&text, header).into_iter().map(parse).collect();
+            assert!(lines.len() > 3, "{header}");
+            for w in lines.windows(2) {
+                assert!(w[0].0 <= w[1].0 && w[0].1 <= w[1].1 && w[0].2 <= w[1].2, "{header}: {w:?}");
+            }
+            let last = lines.last().unwrap();
+            assert_eq!((last.0, last.2), (100.0, total), "{header}");
+        }
+        // After the first step above 2 ms and the one following it, levels are whole
+        // milliseconds apart; the values shown are bucket ends, a few µs past the level.
+        let cumulative: Vec<_> =
+            section(&text, "Cumulative distribution of latencies:").into_iter().map(parse).collect();
+        let first_above = cumulative.iter().position(|l| l.1 > 2.0).unwrap();
+        for w in cumulative[first_above + 1..].windows(2) {
+            let gap = ((w[1].1 - w[0].1) * 1000.0).round() as u64;
+            assert!(gap >= 950 && (gap + 50) % 1000 < 100, "{w:?}");
+        }
+        // The sections are separated by single blank lines and the report ends with the summary.
+        assert!(text.contains("  multi-thread: no\n\nLatency by percentile distribution:\n0.000% <= "));
+        assert!(
+            text.contains(" milliseconds (cumulative count 5060)\n\nCumulative distribution of latencies:\n")
+        );
+        assert!(text.contains(" milliseconds (cumulative count 5060)\n\nSummary:\n  throughput summary: "));
+        assert!(text.ends_with("\n") && !text.ends_with("\n\n"));
+        assert_eq!(text.lines().last().unwrap().len(), 4 + 6 * 9 + 5);
+    }
+
+    #[test]
+    fn header_variants() {
+        let s = stats([1]);
+        let mut r = report("PING_INLINE", &s);
+        r.threads = 4;
+        r.keepalive = false;
+        r.server_save = None;
+        let text = verbose(&r);
+        assert!(text.starts_with(
+            "====== PING_INLINE ======\n  1 requests completed in 1.00 seconds\n  50 parallel clients\n  3 bytes payload\n  keep alive: 0\n  multi-thread: yes\n  threads: 4\n\n"
+        ));
+        r.threads = 0;
+        r.server_save = Some("3600 1 300 100 60 10000");
+        r.server_appendonly = None;
+        assert!(verbose(&r).contains(
+            "  host configuration \"save\": 3600 1 300 100 60 10000\n  host configuration \"appendonly\": \n  multi-thread: no\n\n"
+        ));
+    }
+
+    #[test]
+    fn quiet_and_csv_rows() {
+        let s = stats(1..=1000);
+        let r = report("GET", &s);
+        let mut out = Vec::new();
+        write_quiet(&r, &mut out).unwrap();
+        assert_eq!(out, b"GET: 1000.00 requests per second, p50=0.500 msec\n");
+        let mut out = Vec::new();
+        write_csv_row(&report("MSET (10 keys) \"x\"", &s), &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"MSET (10 keys) \"\"x\"\"\",\"1000.00\",\"0.500\",\"0.001\",\"0.500\",\"0.950\",\"0.990\",\"1.000\"\n"
+        );
+        assert_eq!(CSV_HEADER.split(',').count(), 8);
+    }
+
+    #[test]
+    fn summary_uses_bucket_equivalents_like_c() {
+        // 2049 µs falls in a two-wide bucket [2048, 2049]: min is its lowest equivalent, max and
+        // percentiles its highest, the mean its median (checked against hdr_mean and friends).
+        let s = stats([2049, 2049, 5001]);
+        let mut out = Vec::new();
+        write_csv_row(&report("X", &s), &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"X\",\"3.00\",\"3.033\",\"2.048\",\"2.049\",\"5.003\",\"5.003\",\"5.003\"\n"
+        );
+    }
+
+    #[test]
+    fn empty_test_prints_zeros() {
+        let s = Stats::new(Time::ZERO, 3, false).unwrap();
+        let r = report("GET", &s);
+        let text = verbose(&r);
+        assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
+        assert!(text.contains("  0 requests completed in 0.00 seconds\n"));
+        assert!(text.contains(
+            "Latency by percentile distribution:\n100.000% <= 0.000 milliseconds (cumulative count 0)\n\nCumulative distribution of latencies:\n\nSummary:\n  throughput summary: 0.00 requests per second\n"
+        ));
+        assert!(text.ends_with("        0.000     0.000     0.000     0.000     0.000     0.000\n"));
+        let mut out = Vec::new();
+        write_quiet(&r, &mut out).unwrap();
+        assert_eq!(out, b"GET: 0.00 requests per second, p50=0.000 msec\n");
+        let mut out = Vec::new();
+        write_csv_row(&r, &mut out).unwrap();
+        assert_eq!(out, b"\"GET\",\"0.00\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\"\n");
+    }
+
+    #[test]
+    fn progress_line_format() {
+        assert_eq!(
+            progress_line("SET", 41234.56, 40000.0, 1.2345, f64::NAN),
+            "SET: rps=41234.6 (overall: 40000.0) avg_msec=1.234 (overall: 0.000)\r"
+        );
+        assert_eq!(clear_progress(3), "   \r");
+    }
+
+    #[test]
+    fn errors_line_only_when_there_are_errors() {
+        let mut s = stats(1..=10);
+        let mut out = Vec::new();
+        write_errors(&report("GET", &s), false, &mut out).unwrap();
+        assert!(out.is_empty());
+        for _ in 0..990 {
+            s.errors.record(b"ERR unknown command");
+        }
+        for _ in 0..10 {
+            s.errors.record(b"WRONGTYPE Operation against a key");
+        }
+        let r = report("GET", &s);
+        let mut out = Vec::new();
+        write_errors(&r, false, &mut out).unwrap();
+        assert_eq!(out, b"  errors: 1000 (ERR: 990, WRONGTYPE: 10)\n");
+        let mut out = Vec::new();
+        write_errors(&r, true, &mut out).unwrap();
+        assert_eq!(out, b"GET: errors: 1000 (ERR: 990, WRONGTYPE: 10)\n");
+    }
 }
