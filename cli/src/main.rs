@@ -16,7 +16,7 @@ use respbench_core::suite::{custom, default_suite, Selection, TestSpec};
 use respbench_core::template::KeySpace;
 use respbench_core::{Budget, ConnConfig, Handshake, Outcome, Plan, Progress, TestRun, Workload};
 
-use opts::{Config, Opts, Output};
+use opts::{Backend, Config, Opts, Output};
 use report::TestReport;
 use server::ServerInfo;
 
@@ -205,7 +205,7 @@ fn run_test(cfg: &Config, spec: &TestSpec, test_no: u64, epoch: Instant) -> Resu
     std::thread::scope(|s| {
         let run = &run;
         s.spawn(move || {
-            let _ = tx.send(respbench_mio::run_test(run, epoch));
+            let _ = tx.send(run_backend(cfg.backend, run, epoch));
         });
         let mut last_draw = Instant::now();
         let (mut last_done, mut last_sum) = (0u64, 0u64);
@@ -249,6 +249,13 @@ fn run_test(cfg: &Config, spec: &TestSpec, test_no: u64, epoch: Instant) -> Resu
             }
         }
     })
+}
+
+fn run_backend(backend: Backend, run: &TestRun, epoch: Instant) -> Result<Outcome, String> {
+    match backend {
+        Backend::Mio => respbench_mio::run_test(run, epoch),
+        Backend::Smol => respbench_smol::run_test(run, epoch),
+    }
 }
 
 fn print_test(
@@ -308,7 +315,7 @@ fn idle(cfg: &Config) -> Result<ExitCode, String> {
     let result = std::thread::scope(|s| {
         let run = &run;
         s.spawn(move || {
-            let _ = tx.send(respbench_mio::run_test(run, Instant::now()));
+            let _ = tx.send(run_backend(cfg.backend, run, Instant::now()));
         });
         loop {
             match rx.recv_timeout(PROGRESS_EVERY) {

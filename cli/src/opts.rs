@@ -91,7 +91,8 @@ pub struct Opts {
     /// show the first error message of each kind the server replied with
     #[argh(switch, short = 'e')]
     pub show_errors: bool,
-    /// event loop backend: mio (default)
+    /// event loop backend: mio (default, one mio event loop per thread) or smol (one async task
+    /// per connection)
     #[argh(option, default = "String::from(\"mio\")")]
     pub backend: String,
     /// output version and exit
@@ -140,6 +141,13 @@ pub enum Output {
     Csv,
 }
 
+/// Which backend drives the connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Mio,
+    Smol,
+}
+
 /// The checked configuration of a run.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -165,6 +173,7 @@ pub struct Config {
     pub seed: u64,
     pub show_errors: bool,
     pub command: Vec<String>,
+    pub backend: Backend,
 }
 
 /// A bad value: the message names the option.
@@ -234,9 +243,11 @@ impl Opts {
         {
             return Err("TLS is not supported yet".to_string());
         }
-        if self.backend != "mio" {
-            return Err(bad("--backend", &self.backend, "the backends are: mio"));
-        }
+        let backend = match self.backend.as_str() {
+            "mio" => Backend::Mio,
+            "smol" => Backend::Smol,
+            other => return Err(bad("--backend", other, "the backends are mio and smol")),
+        };
         if self.clients < 1 || self.clients > 1_000_000 {
             return Err(bad("-c", self.clients, "the number of clients must be 1 to 1000000"));
         }
@@ -296,6 +307,7 @@ impl Opts {
             seed,
             show_errors: self.show_errors,
             command: self.command,
+            backend,
         };
         if let Some(uri) = &self.uri {
             apply_uri(uri, &mut c)?;
@@ -374,6 +386,8 @@ mod tests {
         assert!(parse(&["--tls"]).unwrap_err().contains("not supported yet"));
         assert!(parse(&["-n", "many"]).is_err());
         assert!(parse(&["--bogus"]).unwrap_err().contains("--bogus"));
+        assert!(parse(&["--backend", "tokio"]).unwrap_err().contains("--backend"));
+        assert_eq!(parse(&["--backend", "smol"]).unwrap().backend, Backend::Smol);
     }
 
     #[test]
