@@ -50,15 +50,15 @@ impl Sock {
 
     fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Sock::Tcp(s) => (&*s.get_ref()).read(buf),
-            Sock::Unix(s) => (&*s.get_ref()).read(buf),
+            Sock::Tcp(s) => s.get_ref().read(buf),
+            Sock::Unix(s) => s.get_ref().read(buf),
         }
     }
 
     fn write(&self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Sock::Tcp(s) => (&*s.get_ref()).write(buf),
-            Sock::Unix(s) => (&*s.get_ref()).write(buf),
+            Sock::Tcp(s) => s.get_ref().write(buf),
+            Sock::Unix(s) => s.get_ref().write(buf),
         }
     }
 
