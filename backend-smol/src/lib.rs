@@ -252,11 +252,9 @@ async fn drive(
             }
             while let Some(ev) = conn.poll_event() {
                 match ev {
-                    Event::Ready => {
-                        if !live {
-                            live = true;
-                            run.progress.live.fetch_add(1, Ordering::Relaxed);
-                        }
+                    Event::Ready if !live => {
+                        live = true;
+                        run.progress.live.fetch_add(1, Ordering::Relaxed);
                     }
                     Event::Reconnect => continue 'socket,
                     Event::Finished => break 'socket,
