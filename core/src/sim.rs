@@ -725,7 +725,6 @@ mod tests {
         drive(&s, true).unwrap();
         // -P 1 -k 0, 2 requests: the reply arrives before the request is written -> Reconnect.
         let mut s = config(1, 0, 2);
-        transmit_all(&mut s);
         s.extend_from_slice(&[0, 0, 1, 0, 0]); // poll_transmit, write nothing
         feed(&mut s, b"+OK\r\n");
         transmit_all(&mut s);
