@@ -437,7 +437,11 @@ impl Connection {
     /// Bytes to write now, if any. Call [`Connection::advance_transmit`] with how many the socket
     /// took, then call this again until it returns `None` or the socket would block.
     pub fn poll_transmit(&mut self, now: Time) -> Option<&[u8]> {
-        if self.state == State::Open && !self.plan.conn.idle {
+        if self.state != State::Open {
+            // Ended, failed or waiting for a new socket: what was unwritten is moot.
+            return None;
+        }
+        if !self.plan.conn.idle {
             self.fill(now);
         }
         if self.out_pos < self.out.len() {
