@@ -351,7 +351,8 @@ impl Monitor {
         self.sentinel.write_all(&encode_command(&[b"ECHO", SENTINEL])).expect("sending sentinel");
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let seen = self.entries.lock().unwrap().iter().any(|e| e.args.get(1).map(|a| &a[..]) == Some(SENTINEL));
+            let seen =
+                self.entries.lock().unwrap().iter().any(|e| e.args.get(1).map(|a| &a[..]) == Some(SENTINEL));
             if seen {
                 break;
             }
@@ -403,7 +404,8 @@ pub fn respbench() -> Tool {
         None => {
             let exe = std::env::current_exe().expect("current_exe");
             // <target>/<profile>/deps/<test-binary>
-            let profile_dir = exe.parent().and_then(Path::parent).expect("test binary is not in <target>/<profile>/deps");
+            let profile_dir =
+                exe.parent().and_then(Path::parent).expect("test binary is not in <target>/<profile>/deps");
             profile_dir.join(format!("respbench{}", std::env::consts::EXE_SUFFIX))
         }
     };
@@ -586,7 +588,11 @@ pub fn parse_quiet(out: &str) -> Vec<QuietLine> {
             let (head, tail) = line.split_once(" requests per second, p50=")?;
             let (title, rps) = head.rsplit_once(": ")?;
             let p50 = tail.strip_suffix(" msec")?;
-            Some(QuietLine { title: title.to_string(), rps: rps.trim().parse().ok()?, p50: p50.parse().ok()? })
+            Some(QuietLine {
+                title: title.to_string(),
+                rps: rps.trim().parse().ok()?,
+                p50: p50.parse().ok()?,
+            })
         })
         .collect()
 }
@@ -648,7 +654,8 @@ pub fn parse_verbose(out: &str) -> Vec<VerboseBlock> {
                 b.requests = n.parse().unwrap_or(0);
                 b.seconds = s.parse().unwrap_or(f64::NAN);
             }
-        } else if let Some(r) = t.strip_prefix("throughput summary: ").and_then(|r| r.strip_suffix(" requests per second"))
+        } else if let Some(r) =
+            t.strip_prefix("throughput summary: ").and_then(|r| r.strip_suffix(" requests per second"))
         {
             if let Some(b) = blocks.last_mut() {
                 b.rps = r.parse().ok();
@@ -717,8 +724,10 @@ mod tests {
 
     #[test]
     fn monitor_line_parses_and_unescapes() {
-        let e = parse_monitor_line(br#"1700000000.123456 [3 127.0.0.1:5555] "SET" "key:000000000042" "a\"b\\c\x00\n""#)
-            .unwrap();
+        let e = parse_monitor_line(
+            br#"1700000000.123456 [3 127.0.0.1:5555] "SET" "key:000000000042" "a\"b\\c\x00\n""#,
+        )
+        .unwrap();
         assert_eq!(e.db, 3);
         assert_eq!(e.client, "127.0.0.1:5555");
         assert_eq!(e.args, vec![b"SET".to_vec(), b"key:000000000042".to_vec(), b"a\"b\\c\0\n".to_vec()]);
@@ -751,7 +760,10 @@ mod tests {
         let v = "x\r====== SET ======\n  200 requests completed in 0.01 seconds\n  throughput summary: 20000.00 requests per second\n";
         let b = parse_verbose(v);
         assert_eq!(b.len(), 1);
-        assert_eq!((b[0].title.as_str(), b[0].requests, b[0].seconds, b[0].rps), ("SET", 200, 0.01, Some(20000.0)));
+        assert_eq!(
+            (b[0].title.as_str(), b[0].requests, b[0].seconds, b[0].rps),
+            ("SET", 200, 0.01, Some(20000.0))
+        );
     }
 
     #[test]
