@@ -1,1 +1,776 @@
-//! Placeholder until its issue.
+//! End-to-end test harness for respbench: real `redis-server` processes on loopback, a MONITOR
+//! client, a tool abstraction that runs either `respbench` or the reference `redis-benchmark`
+//! with a hard timeout, and parsers for the tools' output formats.
+//!
+//! Every test starts its own server on a free port, so tests run in parallel. A missing
+//! `redis-server` is a panic, never a silent skip.
+
+use std::ffi::OsStr;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const REDIS_MISSING: &str =
+    "redis-server not found: install Debian's redis-server package (apt-get install redis-server redis-tools)";
+const REDIS_CLI_MISSING: &str =
+    "redis-cli not found: install Debian's redis-tools package (apt-get install redis-server redis-tools)";
+
+static UNIQUE: AtomicU64 = AtomicU64::new(0);
+
+fn unique_tmpdir(prefix: &str) -> PathBuf {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let n = UNIQUE.fetch_add(1, Ordering::Relaxed);
+    // Short names: a unix socket path must fit in 108 bytes.
+    let dir = std::env::temp_dir().join(format!("{prefix}-{}-{n}-{nanos:x}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    dir
+}
+
+/// Returns a loopback port that was free a moment ago (bind port 0, read it, release it).
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
+    listener.local_addr().expect("local_addr").port()
+}
+
+/// A `redis-server` child process on a free loopback port and a private unix socket.
+///
+/// Dropping it kills the server and removes its directory.
+pub struct RedisServer {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+    password: Option<String>,
+}
+
+impl RedisServer {
+    /// Starts a server with the harness' default configuration.
+    pub fn start() -> RedisServer {
+        RedisServer::start_with(&[])
+    }
+
+    /// Starts a server with extra `--name value` configuration, e.g. `[("requirepass", "x")]`.
+    pub fn start_with(config: &[(&str, &str)]) -> RedisServer {
+        let password = config.iter().rev().find(|(k, _)| *k == "requirepass").map(|(_, v)| v.to_string());
+        let mut last_err = String::new();
+        // The port is free when picked but another process may take it before redis binds it.
+        for _attempt in 0..5 {
+            let dir = unique_tmpdir("rbe2e");
+            let port = free_port();
+            let mut cmd = Command::new("redis-server");
+            cmd.args(["--save", "", "--appendonly", "no", "--bind", "127.0.0.1", "--unixsocketperm", "700"])
+                .arg("--port")
+                .arg(port.to_string())
+                .arg("--unixsocket")
+                .arg(dir.join("redis.sock"))
+                .arg("--dir")
+                .arg(&dir)
+                .arg("--logfile")
+                .arg(dir.join("redis.log"));
+            for (k, v) in config {
+                cmd.arg(format!("--{k}")).arg(v);
+            }
+            cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+            let child = match cmd.spawn() {
+                Ok(c) => c,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => panic!("{REDIS_MISSING}"),
+                Err(e) => panic!("spawning redis-server: {e}"),
+            };
+            let mut server = RedisServer { child, port, dir, password: password.clone() };
+            match server.wait_ready(Duration::from_secs(10)) {
+                Ok(()) => return server,
+                Err(e) => last_err = e,
+            }
+        }
+        panic!("redis-server did not start: {last_err}");
+    }
+
+    fn wait_ready(&mut self, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let log = std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default();
+                return Err(format!("redis-server exited with {status}; log:\n{log}"));
+            }
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+                let mut buf = [0u8; 64];
+                if s.write_all(b"PING\r\n").is_ok() {
+                    if let Ok(n) = s.read(&mut buf) {
+                        // -NOAUTH also proves the server is serving commands.
+                        if buf[..n].starts_with(b"+PONG") || buf[..n].starts_with(b"-NOAUTH") {
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(format!("no PING answer on port {} within {timeout:?}", self.port));
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// TCP port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Path of the server's unix socket.
+    pub fn socket_path(&self) -> PathBuf {
+        self.dir.join("redis.sock")
+    }
+
+    /// The `requirepass` the server was started with, if any.
+    pub fn password(&self) -> Option<&str> {
+        self.password.as_deref()
+    }
+
+    /// Runs `redis-cli` against the server (authenticated as the default user when a
+    /// `requirepass` was configured) and returns its stdout with the trailing newline removed.
+    pub fn cli<S: AsRef<OsStr>>(&self, args: &[S]) -> String {
+        let mut cmd = Command::new("redis-cli");
+        cmd.args(["-h", "127.0.0.1", "-p"]).arg(self.port.to_string());
+        if let Some(pw) = &self.password {
+            cmd.args(["--no-auth-warning", "-a", pw]);
+        }
+        cmd.args(args).stdin(Stdio::null());
+        let out = match cmd.output() {
+            Ok(o) => o,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => panic!("{REDIS_CLI_MISSING}"),
+            Err(e) => panic!("running redis-cli: {e}"),
+        };
+        assert!(out.status.success(), "redis-cli failed: {}", String::from_utf8_lossy(&out.stderr));
+        let mut s = String::from_utf8_lossy(&out.stdout).into_owned();
+        while s.ends_with('\n') {
+            s.pop();
+        }
+        s
+    }
+
+    /// `DBSIZE` of database `db`.
+    pub fn dbsize(&self, db: u32) -> u64 {
+        let s = self.cli(&["-n", &db.to_string(), "DBSIZE"]);
+        s.trim().parse().unwrap_or_else(|_| panic!("DBSIZE answered {s:?}"))
+    }
+
+    /// A field of `INFO <section>`, e.g. `info_field("stats", "total_connections_received")`.
+    pub fn info_field(&self, section: &str, field: &str) -> Option<String> {
+        let info = self.cli(&["INFO", section]);
+        info.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':').map(|v| v.trim().to_string()))
+    }
+
+    /// `calls` of `cmdstat_<command>` in `INFO commandstats` (0 when the command never ran).
+    pub fn command_calls(&self, command: &str) -> u64 {
+        let Some(v) = self.info_field("commandstats", &format!("cmdstat_{}", command.to_lowercase())) else {
+            return 0;
+        };
+        v.split(',')
+            .find_map(|kv| kv.strip_prefix("calls="))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected commandstats line {v:?}"))
+    }
+
+    /// A TCP connection authenticated like [`RedisServer::cli`].
+    pub fn connect(&self) -> TcpStream {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connecting to redis-server");
+        if let Some(pw) = &self.password {
+            s.write_all(&encode_command(&[b"AUTH", pw.as_bytes()])).expect("sending AUTH");
+            let mut line = Vec::new();
+            read_line(&mut s, &mut line).expect("reading AUTH reply");
+            assert_eq!(line, b"+OK", "AUTH failed: {}", String::from_utf8_lossy(&line));
+        }
+        s
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Encodes a command as a RESP array of bulk strings.
+pub fn encode_command(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Reads one CRLF-terminated line byte by byte (the harness only reads short status lines this way).
+fn read_line(s: &mut TcpStream, line: &mut Vec<u8>) -> io::Result<()> {
+    line.clear();
+    let mut b = [0u8; 1];
+    loop {
+        if s.read(&mut b)? == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        if b[0] == b'\n' {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(());
+        }
+        line.push(b[0]);
+    }
+}
+
+/// One command seen by MONITOR.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MonitorEntry {
+    /// Database the command ran in.
+    pub db: u32,
+    /// Client address as printed by the server: `127.0.0.1:5555`, `unix:/path`, `lua`.
+    pub client: String,
+    /// Command name and arguments, unescaped.
+    pub args: Vec<Vec<u8>>,
+}
+
+impl MonitorEntry {
+    /// The command name, upper-cased.
+    pub fn name(&self) -> String {
+        self.args.first().map(|a| String::from_utf8_lossy(a).to_uppercase()).unwrap_or_default()
+    }
+}
+
+/// Parses one MONITOR line: `1700000000.123456 [0 127.0.0.1:5555] "SET" "key" "VXK"`.
+pub fn parse_monitor_line(line: &[u8]) -> Option<MonitorEntry> {
+    let open = line.iter().position(|&b| b == b'[')?;
+    let close = open + line[open..].iter().position(|&b| b == b']')?;
+    let inner = std::str::from_utf8(&line[open + 1..close]).ok()?;
+    let (db, client) = inner.split_once(' ')?;
+    let db = db.parse().ok()?;
+    let args = parse_quoted_args(&line[close + 1..])?;
+    Some(MonitorEntry { db, client: client.to_string(), args })
+}
+
+/// Parses a sequence of redis-quoted strings (`sdscatrepr` format) separated by spaces.
+pub fn parse_quoted_args(mut s: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut args = Vec::new();
+    loop {
+        while let [b' ', rest @ ..] = s {
+            s = rest;
+        }
+        if s.is_empty() {
+            return Some(args);
+        }
+        if s[0] != b'"' {
+            return None;
+        }
+        let mut arg = Vec::new();
+        let mut i = 1;
+        loop {
+            match *s.get(i)? {
+                b'"' => {
+                    i += 1;
+                    break;
+                }
+                b'\\' => {
+                    let c = *s.get(i + 1)?;
+                    i += 2;
+                    match c {
+                        b'n' => arg.push(b'\n'),
+                        b'r' => arg.push(b'\r'),
+                        b't' => arg.push(b'\t'),
+                        b'a' => arg.push(0x07),
+                        b'b' => arg.push(0x08),
+                        b'x' => {
+                            let hex = std::str::from_utf8(s.get(i..i + 2)?).ok()?;
+                            arg.push(u8::from_str_radix(hex, 16).ok()?);
+                            i += 2;
+                        }
+                        other => arg.push(other),
+                    }
+                }
+                c => {
+                    arg.push(c);
+                    i += 1;
+                }
+            }
+        }
+        args.push(arg);
+        s = &s[i..];
+    }
+}
+
+/// A MONITOR connection collecting commands on a background thread.
+pub struct Monitor {
+    stream: TcpStream,
+    sentinel: TcpStream,
+    entries: Arc<Mutex<Vec<MonitorEntry>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+const SENTINEL: &[u8] = b"respbench-e2e-monitor-sentinel";
+
+impl Monitor {
+    /// Connects to `server`, sends MONITOR and starts collecting.
+    pub fn start(server: &RedisServer) -> Monitor {
+        let mut stream = server.connect();
+        stream.write_all(&encode_command(&[b"MONITOR"])).expect("sending MONITOR");
+        let mut line = Vec::new();
+        read_line(&mut stream, &mut line).expect("reading MONITOR reply");
+        assert_eq!(line, b"+OK", "MONITOR failed: {}", String::from_utf8_lossy(&line));
+        // Opened now so its AUTH is not monitored later.
+        let sentinel = server.connect();
+        let entries = Arc::new(Mutex::new(Vec::new()));
+        let reader = stream.try_clone().expect("cloning monitor stream");
+        let sink = Arc::clone(&entries);
+        let thread = thread::spawn(move || {
+            let mut reader = BufReader::new(reader);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match reader.read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                let line = buf.strip_suffix(b"\r\n").unwrap_or(&buf);
+                let Some(line) = line.strip_prefix(b"+") else { continue };
+                if let Some(e) = parse_monitor_line(line) {
+                    sink.lock().unwrap().push(e);
+                }
+            }
+        });
+        Monitor { stream, sentinel, entries, thread: Some(thread) }
+    }
+
+    /// Waits until every command sent before this call has been seen, stops, and returns the
+    /// commands collected, without the harness' own sentinel.
+    pub fn finish(mut self) -> Vec<MonitorEntry> {
+        self.sentinel.write_all(&encode_command(&[b"ECHO", SENTINEL])).expect("sending sentinel");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let seen =
+                self.entries.lock().unwrap().iter().any(|e| e.args.get(1).map(|a| &a[..]) == Some(SENTINEL));
+            if seen {
+                break;
+            }
+            assert!(Instant::now() < deadline, "MONITOR never showed the sentinel command");
+            thread::sleep(Duration::from_millis(5));
+        }
+        let _ = self.stream.shutdown(Shutdown::Both);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let mut entries = std::mem::take(&mut *self.entries.lock().unwrap());
+        let sentinel_pos = entries.iter().position(|e| e.args.get(1).map(|a| &a[..]) == Some(SENTINEL));
+        if let Some(p) = sentinel_pos {
+            let client = entries[p].client.clone();
+            entries.retain(|e| e.client != client);
+        }
+        entries
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        let _ = self.stream.shutdown(Shutdown::Both);
+    }
+}
+
+/// Which program a [`Tool`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolKind {
+    /// The binary under test.
+    Respbench,
+    /// The reference `/usr/bin/redis-benchmark`.
+    RedisBenchmark,
+}
+
+/// A benchmark program to run against the test servers.
+#[derive(Clone, Debug)]
+pub struct Tool {
+    /// Which program this is.
+    pub kind: ToolKind,
+    /// Path of its executable.
+    pub path: PathBuf,
+}
+
+/// The respbench binary: `$RESPBENCH_BIN`, else `respbench` next to the test's `deps/` directory.
+pub fn respbench() -> Tool {
+    let path = match std::env::var_os("RESPBENCH_BIN") {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let exe = std::env::current_exe().expect("current_exe");
+            // <target>/<profile>/deps/<test-binary>
+            let profile_dir =
+                exe.parent().and_then(Path::parent).expect("test binary is not in <target>/<profile>/deps");
+            profile_dir.join(format!("respbench{}", std::env::consts::EXE_SUFFIX))
+        }
+    };
+    assert!(path.is_file(), "{} does not exist: build it first: cargo build -p respbench", path.display());
+    Tool { kind: ToolKind::Respbench, path }
+}
+
+/// The reference tool, Debian's `/usr/bin/redis-benchmark`.
+pub fn redis_benchmark() -> Tool {
+    let path = PathBuf::from("/usr/bin/redis-benchmark");
+    assert!(
+        path.is_file(),
+        "redis-benchmark not found: install Debian's redis-tools package (apt-get install redis-server redis-tools)"
+    );
+    Tool { kind: ToolKind::RedisBenchmark, path }
+}
+
+/// What a finished (or killed) tool run produced.
+#[derive(Debug)]
+pub struct Output {
+    /// Exit status.
+    pub status: ExitStatus,
+    /// Everything written to stdout.
+    pub stdout: String,
+    /// Everything written to stderr.
+    pub stderr: String,
+    /// Whether the harness killed it on timeout.
+    pub timed_out: bool,
+}
+
+impl Output {
+    /// A readable dump for assertion messages.
+    pub fn dump(&self) -> String {
+        format!(
+            "status: {}{}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.status,
+            if self.timed_out { " (killed on timeout)" } else { "" },
+            self.stdout,
+            self.stderr
+        )
+    }
+}
+
+/// A tool process started with [`Tool::spawn`].
+pub struct Running {
+    child: Child,
+    stdout: Option<JoinHandle<Vec<u8>>>,
+    stderr: Option<JoinHandle<Vec<u8>>>,
+    started: Instant,
+}
+
+fn drain<R: Read + Send + 'static>(mut r: R) -> JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = r.read_to_end(&mut v);
+        v
+    })
+}
+
+impl Running {
+    /// OS process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Time since spawn.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Sends SIGINT via `kill -INT`, which avoids a libc dependency.
+    pub fn interrupt(&self) {
+        let st = Command::new("kill").arg("-INT").arg(self.pid().to_string()).status().expect("running kill");
+        assert!(st.success(), "kill -INT {} failed", self.pid());
+    }
+
+    /// Waits up to `timeout`; on expiry kills the process and returns with `timed_out` set.
+    pub fn wait_lenient(mut self, timeout: Duration) -> Output {
+        let deadline = Instant::now() + timeout;
+        let mut timed_out = false;
+        let status = loop {
+            if let Some(st) = self.child.try_wait().expect("try_wait") {
+                break st;
+            }
+            if Instant::now() >= deadline {
+                timed_out = true;
+                let _ = self.child.kill();
+                break self.child.wait().expect("wait after kill");
+            }
+            thread::sleep(Duration::from_millis(10));
+        };
+        let stdout = self.stdout.take().map(|h| h.join().unwrap_or_default()).unwrap_or_default();
+        let stderr = self.stderr.take().map(|h| h.join().unwrap_or_default()).unwrap_or_default();
+        Output {
+            status,
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            timed_out,
+        }
+    }
+
+    /// Waits up to `timeout`; on expiry kills the process and panics with what it printed.
+    pub fn wait(self, timeout: Duration) -> Output {
+        let out = self.wait_lenient(timeout);
+        assert!(!out.timed_out, "tool did not finish within {timeout:?}\n{}", out.dump());
+        out
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+impl Tool {
+    /// Whether this is the binary under test (assertions on fixed redis-benchmark defects apply).
+    pub fn is_respbench(&self) -> bool {
+        self.kind == ToolKind::Respbench
+    }
+
+    /// Short name for messages.
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            ToolKind::Respbench => "respbench",
+            ToolKind::RedisBenchmark => "redis-benchmark",
+        }
+    }
+
+    /// Starts the tool with piped stdout/stderr and stdin from /dev/null.
+    pub fn spawn<S: AsRef<OsStr>>(&self, args: &[S]) -> Running {
+        let mut child = Command::new(&self.path)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning {}: {e}", self.path.display()));
+        let stdout = child.stdout.take().map(drain);
+        let stderr = child.stderr.take().map(drain);
+        Running { child, stdout, stderr, started: Instant::now() }
+    }
+
+    /// Runs to completion; past `timeout` the process is killed and the call panics with its output.
+    pub fn run<S: AsRef<OsStr>>(&self, args: &[S], timeout: Duration) -> Output {
+        self.spawn(args).wait(timeout)
+    }
+
+    /// Like [`Tool::run`] but returns a timed-out run (killed) instead of panicking.
+    pub fn run_lenient<S: AsRef<OsStr>>(&self, args: &[S], timeout: Duration) -> Output {
+        self.spawn(args).wait_lenient(timeout)
+    }
+}
+
+/// Lines of tool output as a terminal would show them: anything before a line's last `\r`
+/// (progress updates) is dropped.
+pub fn display_lines(out: &str) -> Vec<&str> {
+    out.split('\n').map(|l| l.rsplit('\r').next().unwrap_or(l)).collect()
+}
+
+/// One `-q` result line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuietLine {
+    /// Test title, e.g. `SET` or `MSET (10 keys)`.
+    pub title: String,
+    /// Requests per second.
+    pub rps: f64,
+    /// Median latency in milliseconds.
+    pub p50: f64,
+}
+
+/// Parses `TITLE: 12345.67 requests per second, p50=0.123 msec` lines; other lines are ignored.
+pub fn parse_quiet(out: &str) -> Vec<QuietLine> {
+    display_lines(out)
+        .into_iter()
+        .filter_map(|line| {
+            let (head, tail) = line.split_once(" requests per second, p50=")?;
+            let (title, rps) = head.rsplit_once(": ")?;
+            let p50 = tail.strip_suffix(" msec")?;
+            Some(QuietLine {
+                title: title.to_string(),
+                rps: rps.trim().parse().ok()?,
+                p50: p50.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// Parses CSV output: each line of comma-separated double-quoted fields (`""` escapes a quote).
+/// Lines that are not wholly quoted fields (warnings) are skipped.
+pub fn parse_csv(out: &str) -> Vec<Vec<String>> {
+    fn row(line: &str) -> Option<Vec<String>> {
+        let mut fields = Vec::new();
+        let mut chars = line.chars().peekable();
+        loop {
+            if chars.next()? != '"' {
+                return None;
+            }
+            let mut f = String::new();
+            loop {
+                match chars.next()? {
+                    '"' if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        f.push('"');
+                    }
+                    '"' => break,
+                    c => f.push(c),
+                }
+            }
+            fields.push(f);
+            match chars.next() {
+                None => return Some(fields),
+                Some(',') => {}
+                Some(_) => return None,
+            }
+        }
+    }
+    display_lines(out).into_iter().filter(|l| !l.is_empty()).filter_map(row).collect()
+}
+
+/// The parts of a verbose result block the tests check.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VerboseBlock {
+    /// Title from `====== TITLE ======`.
+    pub title: String,
+    /// From `N requests completed in S seconds`.
+    pub requests: u64,
+    /// From `N requests completed in S seconds`.
+    pub seconds: f64,
+    /// From `throughput summary: X requests per second`, when present.
+    pub rps: Option<f64>,
+}
+
+/// Parses verbose result blocks in output order.
+pub fn parse_verbose(out: &str) -> Vec<VerboseBlock> {
+    let mut blocks: Vec<VerboseBlock> = Vec::new();
+    for line in display_lines(out) {
+        let t = line.trim();
+        if let Some(title) = t.strip_prefix("====== ").and_then(|r| r.strip_suffix(" ======")) {
+            blocks.push(VerboseBlock { title: title.to_string(), requests: 0, seconds: f64::NAN, rps: None });
+        } else if let Some((n, rest)) = t.split_once(" requests completed in ") {
+            if let (Some(b), Some(s)) = (blocks.last_mut(), rest.strip_suffix(" seconds")) {
+                b.requests = n.parse().unwrap_or(0);
+                b.seconds = s.parse().unwrap_or(f64::NAN);
+            }
+        } else if let Some(r) =
+            t.strip_prefix("throughput summary: ").and_then(|r| r.strip_suffix(" requests per second"))
+        {
+            if let Some(b) = blocks.last_mut() {
+                b.rps = r.parse().ok();
+            }
+        }
+    }
+    blocks
+}
+
+/// Replaces each run of exactly 12 ASCII digits that follows a `:` with `<12>`, so key shapes
+/// (`key:000000000042` → `key:<12>`) compare across tools and random draws.
+pub fn key_shape(arg: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(arg.len());
+    let mut i = 0;
+    while i < arg.len() {
+        out.push(arg[i]);
+        if arg[i] == b':' {
+            let run = arg[i + 1..].iter().take_while(|b| b.is_ascii_digit()).count();
+            if run == 12 {
+                out.extend_from_slice(b"<12>");
+                i += 1 + run;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Splits a command line like a shell would for the simple cases in published guides:
+/// whitespace separates words, double and single quotes group, no escapes.
+pub fn split_command_line(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.push(c),
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monitor_line_parses_and_unescapes() {
+        let e = parse_monitor_line(
+            br#"1700000000.123456 [3 127.0.0.1:5555] "SET" "key:000000000042" "a\"b\\c\x00\n""#,
+        )
+        .unwrap();
+        assert_eq!(e.db, 3);
+        assert_eq!(e.client, "127.0.0.1:5555");
+        assert_eq!(e.args, vec![b"SET".to_vec(), b"key:000000000042".to_vec(), b"a\"b\\c\0\n".to_vec()]);
+        let e = parse_monitor_line(br#"1.0 [0 unix:/tmp/x/redis.sock] "PING""#).unwrap();
+        assert_eq!(e.client, "unix:/tmp/x/redis.sock");
+        assert!(parse_monitor_line(b"garbage").is_none());
+    }
+
+    #[test]
+    fn key_shape_replaces_only_12_digit_runs_after_colon() {
+        assert_eq!(key_shape(b"key:000000000042"), b"key:<12>");
+        assert_eq!(key_shape(b"element:123456789012x:1"), b"element:<12>x:1");
+        assert_eq!(key_shape(b"key:1234567890123"), b"key:1234567890123");
+        assert_eq!(key_shape(b"000000000042"), b"000000000042");
+        assert_eq!(key_shape(b"key:__rand_int__"), b"key:__rand_int__");
+    }
+
+    #[test]
+    fn output_parsers() {
+        let q = "SET: rps=0.0 (overall: -nan) avg_msec=-nan (overall: -nan)\r   \rSET: 19999.98 requests per second, p50=0.215 msec\nMSET (10 keys): 5.00 requests per second, p50=1.000 msec\n\n";
+        assert_eq!(
+            parse_quiet(q),
+            vec![
+                QuietLine { title: "SET".into(), rps: 19999.98, p50: 0.215 },
+                QuietLine { title: "MSET (10 keys)".into(), rps: 5.0, p50: 1.0 }
+            ]
+        );
+        let csv = "\"test\",\"rps\"\nWARNING: x\n\"SET\",\"1.00\"\n";
+        assert_eq!(parse_csv(csv), vec![vec!["test", "rps"], vec!["SET", "1.00"]]);
+        let v = "x\r====== SET ======\n  200 requests completed in 0.01 seconds\n  throughput summary: 20000.00 requests per second\n";
+        let b = parse_verbose(v);
+        assert_eq!(b.len(), 1);
+        assert_eq!(
+            (b[0].title.as_str(), b[0].requests, b[0].seconds, b[0].rps),
+            ("SET", 200, 0.01, Some(20000.0))
+        );
+    }
+
+    #[test]
+    fn command_line_splitting() {
+        assert_eq!(
+            split_command_line(r#"redis-benchmark -n 1 script load "redis.call('set','foo','bar')""#),
+            vec!["redis-benchmark", "-n", "1", "script", "load", "redis.call('set','foo','bar')"]
+        );
+    }
+}
