@@ -395,6 +395,8 @@ pub struct Tool {
     pub kind: ToolKind,
     /// Path of its executable.
     pub path: PathBuf,
+    /// Arguments put before every command line (respbench's `--backend NAME`).
+    pub pre_args: Vec<String>,
 }
 
 /// The respbench binary: `$RESPBENCH_BIN`, else `respbench` next to the test's `deps/` directory.
@@ -410,7 +412,12 @@ pub fn respbench() -> Tool {
         }
     };
     assert!(path.is_file(), "{} does not exist: build it first: cargo build -p respbench", path.display());
-    Tool { kind: ToolKind::Respbench, path }
+    Tool { kind: ToolKind::Respbench, path, pre_args: Vec::new() }
+}
+
+/// respbench on a given backend (`mio` or `smol`): every command line gets `--backend NAME` first.
+pub fn respbench_on(backend: &str) -> Tool {
+    Tool { pre_args: vec!["--backend".to_string(), backend.to_string()], ..respbench() }
 }
 
 /// The reference tool, Debian's `/usr/bin/redis-benchmark`.
@@ -420,7 +427,7 @@ pub fn redis_benchmark() -> Tool {
         path.is_file(),
         "redis-benchmark not found: install Debian's redis-tools package (apt-get install redis-server redis-tools)"
     );
-    Tool { kind: ToolKind::RedisBenchmark, path }
+    Tool { kind: ToolKind::RedisBenchmark, path, pre_args: Vec::new() }
 }
 
 /// What a finished (or killed) tool run produced.
@@ -541,6 +548,7 @@ impl Tool {
     /// Starts the tool with piped stdout/stderr and stdin from /dev/null.
     pub fn spawn<S: AsRef<OsStr>>(&self, args: &[S]) -> Running {
         let mut child = Command::new(&self.path)
+            .args(&self.pre_args)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
