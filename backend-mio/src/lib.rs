@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use mio::net::{TcpStream, UnixStream};
 use mio::{Events, Interest, Poll, Token};
+use respbench_core::run::connect_error;
 use respbench_core::{Connection, Endpoint, Event, Outcome, Stats, TestRun, Time};
 
 /// One read buffer per loop serves every connection: the core's parser keeps no bytes.
@@ -100,35 +101,18 @@ fn resolve(endpoint: &Endpoint) -> Result<Target, String> {
 /// run's time origin: every loop converts its clock readings against it.
 pub fn run_test(run: &TestRun, epoch: Instant) -> Result<Outcome, String> {
     let target = resolve(&run.endpoint)?;
-    let threads = run.threads.clamp(1, run.clients.max(1));
     let start = Time::since(epoch, Instant::now());
     let results: Vec<Result<Outcome, String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
+        let handles: Vec<_> = (0..run.loops())
             .map(|t| {
-                let indices: Vec<u64> = (t..run.clients).step_by(threads).map(|i| i as u64).collect();
+                let indices = run.connections_of(t);
                 let target = target.clone();
                 s.spawn(move || Loop::new(run, target, &indices, epoch, start)?.run())
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("event loop panicked".into()))).collect()
     });
-    let mut merged: Option<Outcome> = None;
-    for r in results {
-        let r = r?;
-        match &mut merged {
-            None => merged = Some(r),
-            Some(m) => {
-                m.stats.merge(&r.stats)?;
-                for (msg, n) in r.failures {
-                    for _ in 0..n {
-                        Outcome::add_failure(&mut m.failures, msg.clone());
-                    }
-                }
-                m.aborted |= r.aborted;
-            }
-        }
-    }
-    merged.ok_or_else(|| "no event loop ran".to_string())
+    Outcome::merge_all(results)
 }
 
 struct Slot {
@@ -371,7 +355,7 @@ impl<'a> Loop<'a> {
                     self.finish(i);
                 }
                 Event::Failed(e) => {
-                    Outcome::add_failure(&mut self.failures, e.to_string());
+                    Outcome::add_failure(&mut self.failures, e.to_string(), 1);
                     self.close(i);
                     self.finish(i);
                 }
@@ -395,18 +379,4 @@ impl<'a> Loop<'a> {
         }
         self.open -= 1;
     }
-}
-
-/// redis-benchmark's wording, so scripts that grep for it keep working.
-fn connect_error(endpoint: &Endpoint, e: &io::Error) -> String {
-    let reason = match e.kind() {
-        io::ErrorKind::ConnectionRefused => "Connection refused".to_string(),
-        io::ErrorKind::NotFound => "No such file or directory".to_string(),
-        _ => {
-            let s = e.to_string();
-            // "Connection refused (os error 111)" -> "Connection refused"
-            s.split(" (os error").next().unwrap_or(&s).to_string()
-        }
-    };
-    format!("Could not connect to Redis at {endpoint}: {reason}")
 }

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use smol::{future, Async, LocalExecutor, Timer};
 
+use respbench_core::run::connect_error;
 use respbench_core::{Connection, Endpoint, Event, Outcome, Stats, TestRun, Time};
 
 /// Per-task read buffer: small, since there is one per connection (the parser keeps no bytes).
@@ -89,29 +90,15 @@ fn resolve(endpoint: &Endpoint) -> Result<Target, String> {
     }
 }
 
-/// redis-benchmark's wording, as the mio backend gives it.
-fn connect_error(endpoint: &Endpoint, e: &io::Error) -> String {
-    let reason = match e.kind() {
-        io::ErrorKind::ConnectionRefused => "Connection refused".to_string(),
-        io::ErrorKind::NotFound => "No such file or directory".to_string(),
-        _ => {
-            let s = e.to_string();
-            s.split(" (os error").next().unwrap_or(&s).to_string()
-        }
-    };
-    format!("Could not connect to Redis at {endpoint}: {reason}")
-}
-
 /// Runs one test on `run.threads` executor threads and merges what they recorded. `epoch` is
 /// the run's time origin.
 pub fn run_test(run: &TestRun, epoch: Instant) -> Result<Outcome, String> {
     let target = resolve(&run.endpoint)?;
-    let threads = run.threads.clamp(1, run.clients.max(1));
     let start = Time::since(epoch, Instant::now());
     let results: Vec<Result<Outcome, String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
+        let handles: Vec<_> = (0..run.loops())
             .map(|t| {
-                let indices: Vec<u64> = (t..run.clients).step_by(threads).map(|i| i as u64).collect();
+                let indices = run.connections_of(t);
                 let target = target.clone();
                 s.spawn(move || run_thread(run, target, &indices, epoch, start))
             })
@@ -121,23 +108,7 @@ pub fn run_test(run: &TestRun, epoch: Instant) -> Result<Outcome, String> {
             .map(|h| h.join().unwrap_or_else(|_| Err("executor thread panicked".into())))
             .collect()
     });
-    let mut merged: Option<Outcome> = None;
-    for r in results {
-        let r = r?;
-        match &mut merged {
-            None => merged = Some(r),
-            Some(m) => {
-                m.stats.merge(&r.stats)?;
-                for (msg, n) in r.failures {
-                    for _ in 0..n {
-                        Outcome::add_failure(&mut m.failures, msg.clone());
-                    }
-                }
-                m.aborted |= r.aborted;
-            }
-        }
-    }
-    merged.ok_or_else(|| "no executor thread ran".to_string())
+    Outcome::merge_all(results)
 }
 
 /// What the tasks of one thread share.
@@ -259,7 +230,7 @@ async fn drive(
                     Event::Reconnect => continue 'socket,
                     Event::Finished => break 'socket,
                     Event::Failed(e) => {
-                        Outcome::add_failure(&mut shared.borrow_mut().failures, e.to_string());
+                        Outcome::add_failure(&mut shared.borrow_mut().failures, e.to_string(), 1);
                         break 'socket;
                     }
                     _ => {}

@@ -82,12 +82,58 @@ pub struct Outcome {
     pub aborted: bool,
 }
 
+impl TestRun {
+    /// How many event loops the test runs on: `threads`, at least one, at most one per client.
+    pub fn loops(&self) -> usize {
+        self.threads.clamp(1, self.clients.max(1))
+    }
+
+    /// The connections loop `t` drives: every index `i` with `i % loops() == t`.
+    pub fn connections_of(&self, t: usize) -> Vec<u64> {
+        (t..self.clients).step_by(self.loops()).map(|i| i as u64).collect()
+    }
+}
+
 impl Outcome {
-    /// Adds a connection failure to the tally.
-    pub fn add_failure(failures: &mut Vec<(String, u64)>, message: String) {
+    /// Adds `count` connection failures with `message` to the tally.
+    pub fn add_failure(failures: &mut Vec<(String, u64)>, message: String, count: u64) {
         match failures.iter_mut().find(|(m, _)| *m == message) {
-            Some((_, n)) => *n += 1,
-            None => failures.push((message, 1)),
+            Some((_, n)) => *n += count,
+            None => failures.push((message, count)),
         }
     }
+
+    /// Merges the outcomes of a test's loops into one; the first loop error wins.
+    pub fn merge_all(results: impl IntoIterator<Item = Result<Outcome, String>>) -> Result<Outcome, String> {
+        let mut merged: Option<Outcome> = None;
+        for r in results {
+            let r = r?;
+            match &mut merged {
+                None => merged = Some(r),
+                Some(m) => {
+                    m.stats.merge(&r.stats)?;
+                    for (msg, n) in r.failures {
+                        Outcome::add_failure(&mut m.failures, msg, n);
+                    }
+                    m.aborted |= r.aborted;
+                }
+            }
+        }
+        merged.ok_or_else(|| "no event loop ran".to_string())
+    }
+}
+
+/// A failed connect in redis-benchmark's words (`Could not connect to Redis at 127.0.0.1:6379:
+/// Connection refused`), so scripts that look for them keep working.
+pub fn connect_error(endpoint: &Endpoint, e: &std::io::Error) -> String {
+    let reason = match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => "Connection refused".to_string(),
+        std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+        _ => {
+            // "Network is unreachable (os error 101)" -> "Network is unreachable"
+            let s = e.to_string();
+            s.split(" (os error").next().unwrap_or(&s).to_string()
+        }
+    };
+    format!("Could not connect to Redis at {endpoint}: {reason}")
 }
