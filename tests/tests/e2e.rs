@@ -44,6 +44,7 @@ e2e_tests!(
     loop_sigint,
     connection_refused,
     invalid_option,
+    deep_pipeline_large_values,
 );
 
 fn ok(out: &Output, what: &str) {
@@ -396,6 +397,24 @@ fn pipeline_exact(tool: Tool) {
     } else {
         // Documents redis-benchmark's defect: 50 clients x whole batches of 16 overshoot -n.
         assert_eq!(calls, 112);
+    }
+}
+
+/// 1000 requests of 100 KB in flight per connection: a client that wrote everything before
+/// reading would deadlock against the server's full socket buffers.
+fn deep_pipeline_large_values(tool: Tool) {
+    let server = RedisServer::start();
+    let out = tool.run(
+        &args(&server, &["-t", "set,get", "-P", "1000", "-d", "100000", "-n", "3000", "-c", "2", "-q"]),
+        T,
+    );
+    ok(&out, "-P 1000 -d 100000");
+    let titles: Vec<String> = parse_quiet(&out.stdout).into_iter().map(|q| q.title).collect();
+    assert_eq!(titles, ["SET", "GET"], "{}", out.dump());
+    if tool.is_respbench() {
+        // RESPBENCH-ONLY: exactly -n requests per test.
+        assert_eq!(server.command_calls("set"), 3000);
+        assert_eq!(server.command_calls("get"), 3000);
     }
 }
 
