@@ -1,6 +1,8 @@
 //! respbench: the command line. Parses redis-benchmark's options, runs each test on a backend and
 //! renders the results in redis-benchmark's formats.
 
+mod json;
+mod merge;
 mod opts;
 mod report;
 mod server;
@@ -10,7 +12,7 @@ use std::io::{self, IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use respbench_core::suite::{custom, default_suite, Selection, TestSpec};
 use respbench_core::template::KeySpace;
@@ -56,6 +58,11 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let name = args.first().map(|s| s.as_str()).unwrap_or("respbench");
     let rest: Vec<&str> = args.iter().skip(1).map(|s| s.as_str()).collect();
+    // `merge` is detected before argh: a subcommand does not fit the flat redis-benchmark
+    // options, whose positional arguments are a command to benchmark.
+    if rest.first() == Some(&"merge") {
+        return merge::main(name, &rest[1..]);
+    }
     let opts = match Opts::from_args(&[name], &rest) {
         Ok(o) => o,
         Err(e) if e.status.is_ok() => {
@@ -106,15 +113,30 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
     }
     let tests = tests(cfg)?;
     let stdout = io::stdout();
-    let mut out = stdout.lock();
+    // With `--json -` stdout carries the document only.
+    let mut out: Box<dyn Write> =
+        if json_on_stdout(cfg) { Box::new(io::sink()) } else { Box::new(stdout.lock()) };
     if cfg.output == Output::Csv {
         writeln!(out, "{}", report::CSV_HEADER).map_err(|e| e.to_string())?;
     }
     let epoch = Instant::now();
+    let epoch_us = unix_micros(SystemTime::now());
+    let mut done = Vec::new();
     let mut code = ExitCode::SUCCESS;
+    let mut failed = None;
+    let mut stopped = false;
     'suite: loop {
         for (i, spec) in tests.iter().enumerate() {
-            let outcome = run_test(cfg, spec, i as u64, epoch)?;
+            let outcome = match run_test(cfg, spec, i as u64, epoch) {
+                Ok(o) => o,
+                Err(e) => {
+                    failed = Some(e);
+                    break 'suite;
+                }
+            };
+            if cfg.json.is_some() {
+                done.push(json::test(&spec.title, spec.template.as_bytes(), &outcome.stats, epoch_us)?);
+            }
             print_test(cfg, spec, &info, &outcome, &mut out).map_err(|e| e.to_string())?;
             if !outcome.failures.is_empty() {
                 for (msg, n) in &outcome.failures {
@@ -122,10 +144,12 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
                     eprintln!("{}: {n} connection{plural} failed: {msg}", spec.title);
                 }
                 code = ExitCode::from(1);
+                stopped = true;
                 break 'suite;
             }
             if interrupted() {
                 code = ExitCode::from(EXIT_INTERRUPTED);
+                stopped = true;
                 break 'suite;
             }
         }
@@ -137,7 +161,38 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
         let _ = writeln!(out);
     }
     let _ = out.flush();
-    Ok(code)
+    drop(out);
+    if let Some(path) = &cfg.json {
+        let doc = json::document(json::config(cfg), json::server(&info), stopped || failed.is_some(), done);
+        write_json(path, &doc)?;
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(code),
+    }
+}
+
+fn json_on_stdout(cfg: &Config) -> bool {
+    cfg.json.as_deref() == Some("-")
+}
+
+/// Microseconds since the Unix epoch (0 for a clock set before it).
+fn unix_micros(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+/// Writes a JSON document, pretty-printed, to `path` or to stdout for `-`.
+pub(crate) fn write_json(path: &str, doc: &serde_json::Value) -> Result<(), String> {
+    let mut text = serde_json::to_string_pretty(doc).map_err(|e| format!("cannot encode the JSON: {e}"))?;
+    text.push('\n');
+    if path == "-" {
+        let mut o = io::stdout().lock();
+        o.write_all(text.as_bytes())
+            .and_then(|_| o.flush())
+            .map_err(|e| format!("cannot write the JSON: {e}"))
+    } else {
+        std::fs::write(path, text).map_err(|e| format!("--json: cannot write {path}: {e}"))
+    }
 }
 
 /// The tests to run: the custom command, or the default suite restricted by `-t`.
@@ -199,7 +254,7 @@ fn run_test(cfg: &Config, spec: &TestSpec, test_no: u64, epoch: Instant) -> Resu
         sigfig: cfg.precision,
         progress: Arc::new(Progress::default()),
     };
-    let show_progress = cfg.output != Output::Csv && io::stdout().is_terminal();
+    let show_progress = cfg.output != Output::Csv && !json_on_stdout(cfg) && io::stdout().is_terminal();
     let started = Instant::now();
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|s| {

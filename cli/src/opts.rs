@@ -95,6 +95,10 @@ pub struct Opts {
     /// per connection)
     #[argh(option, default = "String::from(\"mio\")")]
     pub backend: String,
+    /// also write the results as a JSON document (schema respbench/1, see docs/json.md) to this
+    /// file, or to stdout with '-' (the text report is then not printed)
+    #[argh(option)]
+    pub json: Option<String>,
     /// output version and exit
     #[argh(switch, short = 'v')]
     pub version: bool,
@@ -174,6 +178,8 @@ pub struct Config {
     pub show_errors: bool,
     pub command: Vec<String>,
     pub backend: Backend,
+    /// `--json`: where to write the JSON document; `-` is stdout.
+    pub json: Option<String>,
 }
 
 /// A bad value: the message names the option.
@@ -308,6 +314,7 @@ impl Opts {
             show_errors: self.show_errors,
             command: self.command,
             backend,
+            json: self.json,
         };
         if let Some(uri) = &self.uri {
             apply_uri(uri, &mut c)?;

@@ -143,7 +143,7 @@ pub fn write_errors(r: &TestReport, quiet: bool, out: &mut impl Write) -> io::Re
 }
 
 /// `x`, or 0 when it is NaN or infinite (an empty or instant test).
-fn finite(x: f64) -> f64 {
+pub(crate) fn finite(x: f64) -> f64 {
     if x.is_finite() {
         x
     } else {
@@ -152,7 +152,7 @@ fn finite(x: f64) -> f64 {
 }
 
 /// Microseconds to milliseconds.
-fn ms(micros: u64) -> f64 {
+pub(crate) fn ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
 }
 
@@ -183,7 +183,7 @@ impl Summary {
 
 /// C's `hdr_mean`: each bucket counts at its median equivalent value, summed in integers.
 /// The crate's `mean()` sums in floating point and can differ in the last digit.
-fn mean(h: &Histogram<u64>) -> f64 {
+pub(crate) fn mean(h: &Histogram<u64>) -> f64 {
     let total = h.len();
     if total == 0 {
         return 0.0;
@@ -198,7 +198,7 @@ fn mean(h: &Histogram<u64>) -> f64 {
 
 /// C's `hdr_value_at_percentile`: the count is rounded to nearest (the crate's
 /// `value_at_quantile` rounds up, which differs for some totals); 0 when empty.
-fn value_at_percentile(h: &Histogram<u64>, percentile: f64) -> u64 {
+pub(crate) fn value_at_percentile(h: &Histogram<u64>, percentile: f64) -> u64 {
     let p = percentile.min(100.0);
     let wanted = (((p / 100.0) * h.len() as f64) + 0.5) as u64;
     let wanted = wanted.max(1);

@@ -56,7 +56,9 @@ impl ErrorCounts {
         self.add(message, 1);
     }
 
-    fn add(&mut self, message: &[u8], count: u64) {
+    /// Counts `count` error replies whose message is `message` (e.g. when reading counts back from
+    /// a report, where the prefix alone stands for the message).
+    pub fn add(&mut self, message: &[u8], count: u64) {
         let prefix = error_prefix(message);
         // A handful of kinds at most: a linear scan, and allocation only for a new kind.
         if let Some(k) = self.kinds.iter_mut().find(|k| k.prefix.as_bytes() == prefix) {

@@ -455,3 +455,70 @@ fn invalid_option(tool: Tool) {
         assert!(out.stdout.contains("Invalid option \"--bogus\""), "{}", out.dump());
     }
 }
+
+/// respbench-only features, on both backends (redis-benchmark has no counterpart to check against).
+mod respbench_only {
+    #[test]
+    fn json_output_and_merge_mio() {
+        super::json_output_and_merge(respbench_tests::respbench_on("mio"));
+    }
+    #[test]
+    fn json_output_and_merge_smol() {
+        super::json_output_and_merge(respbench_tests::respbench_on("smol"));
+    }
+}
+
+fn read_json(text: &str, what: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not JSON: {e}\n{text}"))
+}
+
+fn test_requests(doc: &serde_json::Value, name: &str) -> u64 {
+    let tests = doc["tests"].as_array().expect("tests array");
+    let t = tests.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no test {name} in {doc}"));
+    t["requests"].as_u64().expect("requests")
+}
+
+/// Two runs write `--json` (one to a file, one to stdout), and `respbench merge` adds them up.
+fn json_output_and_merge(tool: Tool) {
+    let server = RedisServer::start();
+    let dir = std::env::temp_dir().join(format!("respbench-json-{}-{}", std::process::id(), server.port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b, m) = (dir.join("a.json"), dir.join("b.json"), dir.join("merged.json"));
+    let a_str = a.to_str().unwrap();
+
+    let out = tool.run(&args(&server, &["-t", "set,get", "-n", "1000", "-q", "--json", a_str]), T);
+    ok(&out, "run A");
+    assert_eq!(parse_quiet(&out.stdout).len(), 2, "{}", out.dump());
+    let doc_a = read_json(&std::fs::read_to_string(&a).unwrap(), "A");
+    assert_eq!(doc_a["schema"], "respbench/1");
+    assert_eq!(doc_a["interrupted"], false);
+    assert_eq!(doc_a["config"]["port"], server.port());
+    assert_eq!(test_requests(&doc_a, "SET"), 1000);
+
+    // With `--json -`, stdout is the document and nothing else.
+    let out =
+        tool.run(&args(&server, &["-t", "set,get", "-n", "500", "-c", "5", "-P", "4", "--json", "-"]), T);
+    ok(&out, "run B");
+    let doc_b = read_json(&out.stdout, "B's stdout");
+    assert_eq!(test_requests(&doc_b, "GET"), 500);
+    std::fs::write(&b, &out.stdout).unwrap();
+
+    let merge = respbench_tests::respbench();
+    let out = merge.run(&["merge", a_str, b.to_str().unwrap(), "--json", m.to_str().unwrap()], T);
+    ok(&out, "merge");
+    let lines = parse_quiet(&out.stdout);
+    assert_eq!(lines.iter().map(|l| l.title.as_str()).collect::<Vec<_>>(), ["SET", "GET"], "{}", out.dump());
+    assert!(lines.iter().all(|l| l.rps > 0.0), "{}", out.dump());
+    let merged = read_json(&std::fs::read_to_string(&m).unwrap(), "merged");
+    assert_eq!(merged["schema"], "respbench/1");
+    for name in ["SET", "GET"] {
+        assert_eq!(test_requests(&merged, name), 1500, "{name}");
+    }
+
+    // A file that is not a respbench document is refused with a message and status 1.
+    std::fs::write(&b, "{\"schema\": \"other/9\"}").unwrap();
+    let out = merge.run(&["merge", a_str, b.to_str().unwrap()], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("other/9"), "{}", out.dump());
+    let _ = std::fs::remove_dir_all(&dir);
+}

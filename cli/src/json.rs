@@ -1,0 +1,303 @@
+//! The `--json` document (schema `respbench/1`, described in docs/json.md): building it from a
+//! run's [`Stats`], and reading a test back into [`Stats`] for `respbench merge`.
+//!
+//! Histograms travel as HdrHistogram V2 deflate encodings in base64, so a merge adds them exactly.
+
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use respbench_core::stats::{ErrorCounts, HIGHEST_MICROS, LOWEST_MICROS};
+use respbench_core::{Endpoint, Stats, Time};
+use serde_json::{json, Map, Value};
+
+use crate::opts::{Backend, Config};
+use crate::report::{finite, mean, ms, value_at_percentile};
+use crate::server::ServerInfo;
+
+/// The document's `schema`; a change that breaks readers bumps the number.
+pub const SCHEMA: &str = "respbench/1";
+/// The histogram's `encoding`.
+const ENCODING: &str = "hdrhistogram-v2-deflate-base64";
+/// How much of a request template `command` keeps: `-d 1000000` would otherwise put a megabyte
+/// of `x` in every test.
+const COMMAND_KEEP: usize = 4096;
+
+/// The whole document of a run (or of a merge).
+pub fn document(config: Value, server: Value, interrupted: bool, tests: Vec<Value>) -> Value {
+    json!({
+        "schema": SCHEMA,
+        "tool": { "name": "respbench", "version": env!("CARGO_PKG_VERSION") },
+        "config": config,
+        "server": server,
+        "interrupted": interrupted,
+        "tests": tests,
+    })
+}
+
+/// The `config` object: every option that shapes the load (no password).
+pub fn config(cfg: &Config) -> Value {
+    let mut c = Map::new();
+    match &cfg.endpoint {
+        Endpoint::Tcp { host, port } => {
+            c.insert("host".into(), json!(host));
+            c.insert("port".into(), json!(port));
+        }
+        Endpoint::Unix(path) => {
+            c.insert("socket".into(), json!(path.to_string_lossy()));
+        }
+    }
+    let more = json!({
+        "user": cfg.user,
+        "clients": cfg.clients,
+        "requests": cfg.requests,
+        "datasize": cfg.datasize,
+        "pipeline": cfg.pipeline,
+        "keepalive": cfg.keepalive,
+        "threads": cfg.threads,
+        "keyspace": cfg.keyspace,
+        "seed": cfg.seed,
+        "dbnum": cfg.db,
+        "resp3": cfg.resp3,
+        "tracking": cfg.tracking,
+        "backend": match cfg.backend { Backend::Mio => "mio", Backend::Smol => "smol" },
+        "precision": cfg.precision,
+        "loop": cfg.repeat,
+        "tests": cfg.tests,
+        "command": if cfg.command.is_empty() { Value::Null } else { json!(cfg.command) },
+    });
+    if let Value::Object(m) = more {
+        c.extend(m);
+    }
+    Value::Object(c)
+}
+
+/// The `server` object: what the startup connection read from `CONFIG GET` (null when refused).
+pub fn server(info: &ServerInfo) -> Value {
+    json!({ "save": info.save, "appendonly": info.appendonly })
+}
+
+/// One entry of `tests`. `epoch_us` is the run's epoch in microseconds since the Unix epoch, so
+/// `start_us`/`end_us` are wall-clock times comparable across processes and machines.
+pub fn test(name: &str, command: &[u8], stats: &Stats, epoch_us: u64) -> Result<Value, String> {
+    let h = &stats.latency;
+    let mut errors = Map::new();
+    for k in stats.errors.kinds() {
+        errors.insert(k.prefix.clone(), json!(k.count));
+    }
+    Ok(json!({
+        "name": name,
+        "command": String::from_utf8_lossy(&command[..command.len().min(COMMAND_KEEP)]),
+        "requests": stats.requests,
+        "errors": errors,
+        "duration_s": finite(stats.duration_secs()),
+        "rps": finite(stats.rps()),
+        "latency_ms": {
+            "avg": finite(mean(h) / 1000.0),
+            "min": ms(h.min()),
+            "p50": ms(value_at_percentile(h, 50.0)),
+            "p90": ms(value_at_percentile(h, 90.0)),
+            "p95": ms(value_at_percentile(h, 95.0)),
+            "p99": ms(value_at_percentile(h, 99.0)),
+            "p99_9": ms(value_at_percentile(h, 99.9)),
+            "p99_99": ms(value_at_percentile(h, 99.99)),
+            "max": ms(h.max()),
+        },
+        "histogram": {
+            "unit": "us",
+            "lowest": LOWEST_MICROS,
+            "highest": HIGHEST_MICROS,
+            "sigfig": h.sigfig(),
+            "encoding": ENCODING,
+            "data": encode_histogram(h)?,
+        },
+        "bytes_sent": stats.bytes_sent,
+        "bytes_received": stats.bytes_received,
+        "connections_opened": stats.connections_opened,
+        "start_us": epoch_us.saturating_add(stats.start.as_micros()),
+        "end_us": epoch_us.saturating_add(stats.end.as_micros()),
+    }))
+}
+
+/// Reads a `tests` entry back: its name, command and stats (times are `start_us`/`end_us` as
+/// [`Time`]s since the Unix epoch).
+pub fn read_test(t: &Value) -> Result<(String, String, Stats), String> {
+    let str_field =
+        |k: &str| t.get(k).and_then(Value::as_str).ok_or_else(|| format!("test without a string '{k}'"));
+    let u64_field =
+        |k: &str| t.get(k).and_then(Value::as_u64).ok_or_else(|| format!("test without a number '{k}'"));
+    let name = str_field("name")?.to_string();
+    let command = str_field("command")?.to_string();
+    let hist = t.get("histogram").ok_or("test without 'histogram'")?;
+    if hist.get("encoding").and_then(Value::as_str) != Some(ENCODING)
+        || hist.get("unit").and_then(Value::as_str) != Some("us")
+    {
+        return Err(format!("test '{name}': histogram is not {ENCODING} in us"));
+    }
+    let data = hist.get("data").and_then(Value::as_str).ok_or("histogram without 'data'")?;
+    let latency = decode_histogram(data).map_err(|e| format!("test '{name}': {e}"))?;
+    let mut errors = ErrorCounts::default();
+    if let Some(map) = t.get("errors").and_then(Value::as_object) {
+        for (prefix, n) in map {
+            let n = n
+                .as_u64()
+                .ok_or_else(|| format!("test '{name}': error count of {prefix} is not a number"))?;
+            errors.add(prefix.as_bytes(), n);
+        }
+    }
+    let start = Time::from_micros(u64_field("start_us")?);
+    let stats = Stats {
+        requests: u64_field("requests")?,
+        errors,
+        bytes_sent: u64_field("bytes_sent")?,
+        bytes_received: u64_field("bytes_received")?,
+        connections_opened: u64_field("connections_opened")?,
+        push_messages: 0,
+        start,
+        end: Time::from_micros(u64_field("end_us")?).max(start),
+        latency,
+        service: None,
+    };
+    Ok((name, command, stats))
+}
+
+/// Serializes a histogram as V2 deflate, in base64.
+pub fn encode_histogram(h: &Histogram<u64>) -> Result<String, String> {
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .map_err(|e| format!("cannot encode a histogram: {e:?}"))?;
+    Ok(base64_encode(&bytes))
+}
+
+/// Reads a histogram written by [`encode_histogram`].
+pub fn decode_histogram(data: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64_decode(data).ok_or("histogram data is not base64")?;
+    Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("histogram data is not an HdrHistogram V2 encoding: {e:?}"))
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard base64 with padding (RFC 4648 §4).
+fn base64_encode(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                s.push(B64[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
+/// Decodes [`base64_encode`]'s output; `None` for anything else.
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let s = s.as_bytes();
+    // (`len % 4` trips clippy's `is_multiple_of`, which is newer than the MSRV.)
+    if !s.chunks_exact(4).remainder().is_empty() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(s.len() / 4 * 3);
+    for (ci, chunk) in s.chunks(4).enumerate() {
+        let last = ci == s.len() / 4 - 1;
+        let pad = chunk.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 || (pad > 0 && !last) {
+            return None;
+        }
+        let mut n = 0u32;
+        for &c in &chunk[..4 - pad] {
+            let v = B64.iter().position(|&b| b == c)? as u32;
+            n = n << 6 | v;
+        }
+        n <<= 6 * pad as u32;
+        out.extend_from_slice(&n.to_be_bytes()[1..4 - pad]);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::opts::Opts;
+    use argh::FromArgs;
+
+    fn sample(start_us: u64, values: &[u64]) -> Stats {
+        let mut s = Stats::new(Time::from_micros(start_us), 3, false).unwrap();
+        for (i, &v) in values.iter().enumerate() {
+            s.record(v * 1000, 0, Time::from_micros(start_us + 10 + i as u64));
+        }
+        s
+    }
+
+    #[test]
+    fn base64_round_trips() {
+        for len in 0..40usize {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + len) as u8).collect();
+            let enc = base64_encode(&bytes);
+            assert_eq!(base64_decode(&enc).unwrap(), bytes);
+        }
+        assert_eq!(base64_encode(b"foobar"), "Zm9vYmFy");
+        assert_eq!(base64_encode(b"fo"), "Zm8=");
+        assert!(base64_decode("Zm9").is_none());
+        assert!(base64_decode("Z===").is_none());
+        assert!(base64_decode("Zm8=Zm8=").is_none());
+        assert!(base64_decode("Zm!=").is_none());
+    }
+
+    #[test]
+    fn document_has_the_schema_shape() {
+        let mut s = sample(0, &[100, 200, 300, 5000]);
+        s.errors.record(b"ERR unknown command");
+        s.bytes_sent = 10;
+        let cfg =
+            Opts::from_args(&["respbench"], &["-n", "4", "-q", "--seed", "7"]).unwrap().check().unwrap();
+        let t = test("PING", b"*1\r\n$4\r\nPING\r\n", &s, 1_000_000).unwrap();
+        let doc = document(config(&cfg), server(&ServerInfo::default()), false, vec![t]);
+        assert_eq!(doc["schema"], "respbench/1");
+        assert_eq!(doc["config"]["port"], 6379);
+        assert_eq!(doc["config"]["seed"], 7);
+        assert!(doc["config"].get("password").is_none());
+        let t = &doc["tests"][0];
+        assert_eq!(t["requests"], 4);
+        assert_eq!(t["errors"]["ERR"], 1);
+        assert_eq!(t["start_us"], 1_000_000);
+        assert_eq!(t["end_us"], 1_000_013);
+        assert_eq!(t["latency_ms"]["min"], 0.1);
+        assert_eq!(t["histogram"]["sigfig"], 3);
+        for k in ["avg", "min", "p50", "p90", "p95", "p99", "p99_9", "p99_99", "max"] {
+            assert!(t["latency_ms"][k].is_f64(), "{k}");
+        }
+        // Serialized and parsed again, nothing changes.
+        let text = serde_json::to_string(&doc).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), doc);
+    }
+
+    #[test]
+    fn no_requests_gives_zeros() {
+        let s = sample(5, &[]);
+        let t = test("GET", b"", &s, 0).unwrap();
+        assert_eq!(t["rps"], 0.0);
+        assert_eq!(t["duration_s"], 0.0);
+        for (_, v) in t["latency_ms"].as_object().unwrap() {
+            assert_eq!(v.as_f64(), Some(0.0));
+        }
+        // serde_json would write NaN as null; none here.
+        assert!(!serde_json::to_string(&t).unwrap().contains("null"));
+    }
+
+    #[test]
+    fn histogram_round_trips() {
+        let s = sample(0, &[1, 2, 3, 1000, 123_456, 3_600_000]);
+        let back = decode_histogram(&encode_histogram(&s.latency).unwrap()).unwrap();
+        assert_eq!(back, s.latency);
+        let t = test("SET", b"SET", &s, 0).unwrap();
+        let (name, _, read) = read_test(&t).unwrap();
+        assert_eq!(name, "SET");
+        assert_eq!(read.latency, s.latency);
+        assert_eq!(read.requests, 6);
+    }
+}
