@@ -103,6 +103,10 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
     if cfg.idle {
         return idle(cfg);
     }
+    if let Some(path) = cfg.json.as_deref().filter(|p| *p != "-") {
+        // Find out now, not after a long run whose results would then be lost.
+        std::fs::File::create(path).map_err(|e| format!("--json: cannot write {path}: {e}"))?;
+    }
     let info =
         server::startup(&cfg.endpoint, cfg.user.as_deref(), cfg.password.as_deref()).map_err(|e| e.0)?;
     if !cfg.keepalive {

@@ -459,6 +459,22 @@ fn invalid_option(tool: Tool) {
 /// respbench-only features, on both backends (redis-benchmark has no counterpart to check against).
 mod respbench_only {
     #[test]
+    fn unwritable_json_path_fails_before_the_run() {
+        let server = respbench_tests::RedisServer::start();
+        let tool = respbench_tests::respbench_on("mio");
+        let started = std::time::Instant::now();
+        let port = server.port().to_string();
+        let out = tool.run(
+            &["-p", port.as_str(), "-n", "100000000", "-t", "get", "--json", "/nonexistent-dir/r.json"],
+            super::T,
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+        assert!(out.stderr.contains("/nonexistent-dir/r.json"), "{}", out.dump());
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "the run started anyway");
+        assert_eq!(server.command_calls("get"), 0);
+    }
+
+    #[test]
     fn json_output_and_merge_mio() {
         super::json_output_and_merge(respbench_tests::respbench_on("mio"));
     }
