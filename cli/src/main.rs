@@ -63,16 +63,9 @@ fn main() -> ExitCode {
     if rest.first() == Some(&"merge") {
         return merge::main(name, &rest[1..]);
     }
-    let opts = match Opts::from_args(&[name], &rest) {
+    let opts: Opts = match parse_args(&[name], &rest, "respbench --help") {
         Ok(o) => o,
-        Err(e) if e.status.is_ok() => {
-            print!("{}", e.output);
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("{}\nRun 'respbench --help' for the options.", e.output.trim_end());
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     if opts.version {
         println!("respbench {}", env!("CARGO_PKG_VERSION"));
@@ -93,6 +86,20 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Parses `args` with argh: `--help` prints the usage and exits 0; an error names the bad
+/// argument, points at `help` and exits 1.
+pub(crate) fn parse_args<T: FromArgs>(command: &[&str], args: &[&str], help: &str) -> Result<T, ExitCode> {
+    T::from_args(command, args).map_err(|e| {
+        if e.status.is_ok() {
+            print!("{}", e.output);
+            ExitCode::SUCCESS
+        } else {
+            eprintln!("{}\nRun '{help}' for the options.", e.output.trim_end());
+            ExitCode::from(1)
+        }
+    })
 }
 
 fn handshake(cfg: &Config) -> Handshake {

@@ -28,16 +28,9 @@ struct MergeOpts {
 
 /// Runs `respbench merge` with the arguments after `merge`.
 pub fn main(name: &str, args: &[&str]) -> ExitCode {
-    let opts = match MergeOpts::from_args(&[name, "merge"], args) {
+    let opts: MergeOpts = match crate::parse_args(&[name, "merge"], args, "respbench merge --help") {
         Ok(o) => o,
-        Err(e) if e.status.is_ok() => {
-            print!("{}", e.output);
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("{}\nRun 'respbench merge --help' for the options.", e.output.trim_end());
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     match run(&opts) {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,6 +7,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use respbench_core::resp::{encode_command, Value};
+use respbench_core::run::connect_error;
 use respbench_core::{Endpoint, Handshake};
 
 /// How long the startup connection waits for the server before giving up.
@@ -29,26 +30,20 @@ trait Stream: Read + Write {}
 impl<T: Read + Write> Stream for T {}
 
 fn connect(endpoint: &Endpoint) -> Result<Box<dyn Stream>, StartupError> {
-    let fail = |reason: String| StartupError(format!("Could not connect to Redis at {endpoint}: {reason}"));
-    let clean = |e: std::io::Error| {
-        let s = e.to_string();
-        s.split(" (os error").next().unwrap_or(&s).to_string()
-    };
+    let fail = |e: std::io::Error| StartupError(connect_error(endpoint, &e));
     match endpoint {
         Endpoint::Tcp { host, port } => {
-            let addr = (host.as_str(), *port)
-                .to_socket_addrs()
-                .map_err(|e| fail(clean(e)))?
-                .next()
-                .ok_or_else(|| fail("no address".into()))?;
-            let s = TcpStream::connect_timeout(&addr, STARTUP_TIMEOUT).map_err(|e| fail(clean(e)))?;
-            s.set_read_timeout(Some(STARTUP_TIMEOUT)).map_err(|e| fail(clean(e)))?;
+            let addr = (host.as_str(), *port).to_socket_addrs().map_err(fail)?.next().ok_or_else(|| {
+                StartupError(format!("Could not connect to Redis at {endpoint}: no address"))
+            })?;
+            let s = TcpStream::connect_timeout(&addr, STARTUP_TIMEOUT).map_err(fail)?;
+            s.set_read_timeout(Some(STARTUP_TIMEOUT)).map_err(fail)?;
             let _ = s.set_nodelay(true);
             Ok(Box::new(s))
         }
         Endpoint::Unix(p) => {
-            let s = UnixStream::connect(p).map_err(|e| fail(clean(e)))?;
-            s.set_read_timeout(Some(STARTUP_TIMEOUT)).map_err(|e| fail(clean(e)))?;
+            let s = UnixStream::connect(p).map_err(fail)?;
+            s.set_read_timeout(Some(STARTUP_TIMEOUT)).map_err(fail)?;
             Ok(Box::new(s))
         }
     }
