@@ -92,7 +92,7 @@ pub struct Opts {
     #[argh(switch, short = 'e')]
     pub show_errors: bool,
     /// event loop backend: mio (default, one mio event loop per thread) or smol (one async task
-    /// per connection)
+    /// per connection); a list (mio,smol) runs every test on each and prints them side by side
     #[argh(option, default = "String::from(\"mio\")")]
     pub backend: String,
     /// also write the results as a JSON document (schema respbench/1, see docs/json.md) to this
@@ -152,6 +152,16 @@ pub enum Backend {
     Smol,
 }
 
+impl Backend {
+    /// The name `--backend` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Mio => "mio",
+            Backend::Smol => "smol",
+        }
+    }
+}
+
 /// The checked configuration of a run.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -177,7 +187,8 @@ pub struct Config {
     pub seed: u64,
     pub show_errors: bool,
     pub command: Vec<String>,
-    pub backend: Backend,
+    /// The backends to run each test on, in order (one, unless comparing).
+    pub backends: Vec<Backend>,
     /// `--json`: where to write the JSON document; `-` is stdout.
     pub json: Option<String>,
 }
@@ -249,11 +260,18 @@ impl Opts {
         {
             return Err("TLS is not supported yet".to_string());
         }
-        let backend = match self.backend.as_str() {
-            "mio" => Backend::Mio,
-            "smol" => Backend::Smol,
-            other => return Err(bad("--backend", other, "the backends are mio and smol")),
-        };
+        let mut backends = Vec::new();
+        for name in self.backend.split(',') {
+            let b = match name.trim() {
+                "mio" => Backend::Mio,
+                "smol" => Backend::Smol,
+                other => return Err(bad("--backend", other, "the backends are mio and smol")),
+            };
+            if backends.contains(&b) {
+                return Err(bad("--backend", &self.backend, "a backend is listed twice"));
+            }
+            backends.push(b);
+        }
         if self.clients < 1 || self.clients > 1_000_000 {
             return Err(bad("-c", self.clients, "the number of clients must be 1 to 1000000"));
         }
@@ -313,7 +331,7 @@ impl Opts {
             seed,
             show_errors: self.show_errors,
             command: self.command,
-            backend,
+            backends,
             json: self.json,
         };
         if let Some(uri) = &self.uri {
@@ -394,7 +412,10 @@ mod tests {
         assert!(parse(&["-n", "many"]).is_err());
         assert!(parse(&["--bogus"]).unwrap_err().contains("--bogus"));
         assert!(parse(&["--backend", "tokio"]).unwrap_err().contains("--backend"));
-        assert_eq!(parse(&["--backend", "smol"]).unwrap().backend, Backend::Smol);
+        assert_eq!(parse(&["--backend", "smol"]).unwrap().backends, [Backend::Smol]);
+        assert_eq!(parse(&["--backend", "mio,smol"]).unwrap().backends, [Backend::Mio, Backend::Smol]);
+        assert!(parse(&["--backend", "mio,mio"]).unwrap_err().contains("twice"));
+        assert!(parse(&["--backend", "mio,"]).unwrap_err().contains("--backend"));
     }
 
     #[test]
