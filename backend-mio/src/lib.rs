@@ -145,7 +145,7 @@ impl<'a> Loop<'a> {
         start: Time,
     ) -> Result<Self, String> {
         let poll = Poll::new().map_err(|e| format!("cannot create an event loop: {e}"))?;
-        let stats = Stats::new(start, run.sigfig, run.plan.conn.open_loop.is_some())?;
+        let stats = run.plan.new_stats(start, run.sigfig)?;
         let slots = indices
             .iter()
             .map(|&i| Slot {

@@ -124,10 +124,8 @@ fn run_thread(
     epoch: Instant,
     start: Time,
 ) -> Result<Outcome, String> {
-    let shared = Rc::new(RefCell::new(Shared {
-        stats: Stats::new(start, run.sigfig, run.plan.conn.open_loop.is_some())?,
-        failures: Vec::new(),
-    }));
+    let shared =
+        Rc::new(RefCell::new(Shared { stats: run.plan.new_stats(start, run.sigfig)?, failures: Vec::new() }));
     let ex = LocalExecutor::new();
     let tasks: Vec<_> = indices
         .iter()

@@ -5,7 +5,7 @@
 
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use respbench_core::stats::{ErrorCounts, HIGHEST_MICROS, LOWEST_MICROS};
+use respbench_core::stats::{ErrorCounts, Second, HIGHEST_MICROS, LOWEST_MICROS};
 use respbench_core::{Endpoint, Stats, Time};
 use serde_json::{json, Map, Value};
 
@@ -87,6 +87,8 @@ pub struct Entry {
     pub backend: Option<String>,
     /// The client's CPU during the test (`None` likewise).
     pub cpu: Option<ClientCpu>,
+    /// The open-loop target rate of this test (step), if any.
+    pub target_rps: Option<u64>,
     /// Counts, times and histograms.
     pub stats: Stats,
 }
@@ -121,6 +123,32 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
     });
     if let Some(b) = &e.backend {
         t["backend"] = json!(b);
+    }
+    if let Some(r) = e.target_rps {
+        t["target_rps"] = json!(r);
+    }
+    if let Some(h) = &stats.service {
+        t["service_latency_ms"] = latency_ms(h);
+        t["service_histogram"] = histogram(h)?;
+    }
+    if stats.keep_series {
+        let series = stats
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                Ok(json!({
+                    "second": i,
+                    "requests": s.requests,
+                    "errors": s.errors,
+                    "p50_ms": ms(value_at_percentile(&s.latency, 50.0)),
+                    "p99_ms": ms(value_at_percentile(&s.latency, 99.0)),
+                    "max_ms": ms(s.latency.max()),
+                    "histogram": encode_histogram(&s.latency)?,
+                }))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        t["series"] = json!(series);
     }
     if let Some(c) = &e.cpu {
         t["client_cpu"] = json!({
@@ -204,6 +232,29 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
         }
     };
     let start = Time::from_micros(u64_field("start_us")?);
+    let service = match t.get("service_histogram") {
+        None | Some(Value::Null) => None,
+        Some(h) => {
+            let data = h.get("data").and_then(Value::as_str).ok_or("service_histogram without 'data'")?;
+            Some(decode_histogram(data).map_err(|e| format!("test '{name}': service: {e}"))?)
+        }
+    };
+    let mut series = Vec::new();
+    let keep_series = t.get("series").is_some_and(Value::is_array);
+    for s in t.get("series").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]) {
+        let n = |k: &str| {
+            s.get(k).and_then(Value::as_u64).ok_or_else(|| format!("test '{name}': series without '{k}'"))
+        };
+        let data = s
+            .get("histogram")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("test '{name}': series without 'histogram'"))?;
+        series.push(Second {
+            requests: n("requests")?,
+            errors: n("errors")?,
+            latency: decode_histogram(data).map_err(|e| format!("test '{name}': series: {e}"))?,
+        });
+    }
     let stats = Stats {
         requests: u64_field("requests")?,
         errors,
@@ -214,10 +265,14 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
         start,
         end: Time::from_micros(u64_field("end_us")?).max(start),
         latency,
-        service: None,
+        service,
+        series,
+        keep_series,
+        parts: Vec::new(),
     };
     let backend = t.get("backend").and_then(Value::as_str).map(str::to_string);
-    Ok(Entry { name, command, backend, cpu, stats })
+    let target_rps = t.get("target_rps").and_then(Value::as_u64);
+    Ok(Entry { name, command, backend, cpu, target_rps, stats })
 }
 
 /// Serializes a histogram as V2 deflate, in base64.
@@ -295,7 +350,14 @@ mod tests {
     }
 
     fn entry(name: &str, stats: Stats, cpu: Option<ClientCpu>) -> Entry {
-        Entry { name: name.into(), command: name.into(), backend: Some("mio".into()), cpu, stats }
+        Entry {
+            name: name.into(),
+            command: name.into(),
+            backend: Some("mio".into()),
+            cpu,
+            target_rps: None,
+            stats,
+        }
     }
 
     #[test]

@@ -91,6 +91,9 @@ pub struct Merged {
     pub interrupted: bool,
     /// Each test (by name and backend) merged, in order of first appearance.
     pub tests: Vec<json::Entry>,
+    /// What identifies each of `tests` in the inputs: name, backend and target rate as written
+    /// (the merged target is the sum).
+    keys: Vec<(String, Option<String>, Option<u64>)>,
 }
 
 impl Merged {
@@ -132,14 +135,20 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
             server: doc.get("server").cloned().unwrap_or(Value::Null),
             interrupted: false,
             tests: Vec::new(),
+            keys: Vec::new(),
         });
         m.interrupted |= doc.get("interrupted").and_then(Value::as_bool).unwrap_or(false);
         for t in tests {
             let e = json::read_test(t).map_err(|e| (i, e))?;
-            // A run comparing backends has each test once per backend: those stay apart.
-            match m.tests.iter_mut().find(|a| a.name == e.name && a.backend == e.backend) {
-                Some(acc) => {
+            // A run comparing backends has each test once per backend, a run with several rates
+            // once per rate: those stay apart.
+            let key = (e.name.clone(), e.backend.clone(), e.target_rps);
+            match m.keys.iter().position(|k| *k == key) {
+                Some(at) => {
+                    let acc = &mut m.tests[at];
                     acc.stats.merge(&e.stats).map_err(|err| (i, format!("test '{}': {err}", e.name)))?;
+                    // Two machines each aiming at R give 2R together.
+                    acc.target_rps = acc.target_rps.zip(e.target_rps).map(|(a, b)| a + b);
                     acc.cpu = match (acc.cpu, e.cpu) {
                         (Some(mut a), Some(b)) => {
                             a.merge(&b);
@@ -149,7 +158,10 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
                         _ => None,
                     };
                 }
-                None => m.tests.push(e),
+                None => {
+                    m.keys.push(key);
+                    m.tests.push(e);
+                }
             }
         }
     }
@@ -178,6 +190,7 @@ mod tests {
             command: name.into(),
             backend: backend.map(Into::into),
             cpu: Some(cpu),
+            target_rps: None,
             stats,
         }
     }

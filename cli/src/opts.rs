@@ -1,6 +1,8 @@
 //! The command line: every redis-benchmark 7.x option with its meaning and default, checked into
 //! a [`Config`].
 
+use std::time::Duration;
+
 use argh::FromArgs;
 use respbench_core::Endpoint;
 
@@ -34,8 +36,8 @@ pub struct Opts {
     #[argh(option, short = 'c', default = "50")]
     pub clients: i64,
     /// total number of requests (default 100000)
-    #[argh(option, short = 'n', default = "100000")]
-    pub requests: i64,
+    #[argh(option, short = 'n')]
+    pub requests: Option<i64>,
     /// data size of SET/GET value in bytes (default 3)
     #[argh(option, short = 'd', default = "3")]
     pub datasize: i64,
@@ -129,6 +131,28 @@ pub struct Opts {
     /// TLS 1.3 ciphersuites (not supported yet)
     #[argh(option)]
     pub tls_ciphersuites: Option<String>,
+    /// open loop: send at this total rate (requests per second), latency counted from each
+    /// request's intended send time; a list (10000,20000,40000) runs one step per rate
+    #[argh(option)]
+    pub rps: Option<String>,
+    /// open-loop arrivals: constant (default) or poisson
+    #[argh(option, default = "String::from(\"constant\")")]
+    pub arrival: String,
+    /// run each test for this long (30s, 500ms, 2m; a plain number is seconds) instead of -n
+    #[argh(option)]
+    pub duration: Option<String>,
+    /// run this long first and discard its results (same units as --duration)
+    #[argh(option)]
+    pub warmup: Option<String>,
+    /// one test mixing default tests by weight, e.g. set:1,get:10
+    #[argh(option)]
+    pub mix: Option<String>,
+    /// add a custom command to the mix: 'WEIGHT COMMAND ARG...' (repeatable)
+    #[argh(option)]
+    pub mix_command: Vec<String>,
+    /// after each test, print its per-second time series (rps, p50, p99, errors)
+    #[argh(switch)]
+    pub series: bool,
     /// the command to benchmark instead of the default suite, with its arguments
     #[argh(positional, greedy)]
     pub command: Vec<String>,
@@ -191,6 +215,65 @@ pub struct Config {
     pub backends: Vec<Backend>,
     /// `--json`: where to write the JSON document; `-` is stdout.
     pub json: Option<String>,
+    /// Rate, time and mix options.
+    pub open: OpenLoopConfig,
+}
+
+/// `-n` when not given, as in redis-benchmark.
+const DEFAULT_REQUESTS: i64 = 100_000;
+
+/// The options beyond redis-benchmark's: target rates, time-based runs, warmup, mixes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpenLoopConfig {
+    /// `--rps`: one step per rate; empty is closed loop.
+    pub rates: Vec<u64>,
+    /// `--arrival poisson`.
+    pub poisson: bool,
+    /// `--duration`: each test (each step) runs this long; `None` counts `-n` requests.
+    pub duration: Option<Duration>,
+    /// `--warmup`: results of this first stretch are discarded.
+    pub warmup: Duration,
+    /// `--mix` test names with weights, in order.
+    pub mix: Vec<(String, u64)>,
+    /// `--mix-command`: custom commands (arguments) with weights.
+    pub mix_commands: Vec<(Vec<String>, u64)>,
+    /// `--series`: print each test's time series.
+    pub show_series: bool,
+}
+
+impl OpenLoopConfig {
+    /// Whether a mix replaces the suite.
+    pub fn has_mix(&self) -> bool {
+        !self.mix.is_empty() || !self.mix_commands.is_empty()
+    }
+
+    /// Whether per-second series are kept (time-based or open-loop runs, or asked for).
+    pub fn keeps_series(&self) -> bool {
+        self.duration.is_some() || !self.rates.is_empty() || self.show_series
+    }
+}
+
+/// Parses a length of time: `30s`, `500ms`, `2m`, `1h`, `250us`, or a plain number of seconds
+/// (fractions allowed).
+pub fn parse_duration(option: &str, text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 =
+        num.parse().map_err(|_| bad(option, text, "expected a time such as 30s, 500ms or 2m"))?;
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(bad(option, text, "the units are us, ms, s, m and h")),
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs > 365.0 * 86_400.0 {
+        return Err(bad(option, text, "must be at most a year"));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// A bad value: the message names the option.
@@ -243,6 +326,90 @@ fn apply_uri(uri: &str, c: &mut Config) -> Result<(), String> {
 }
 
 impl Opts {
+    /// Checks the rate, time and mix options.
+    fn open_loop(&self) -> Result<OpenLoopConfig, String> {
+        let mut o = OpenLoopConfig { show_series: self.series, ..OpenLoopConfig::default() };
+        if let Some(list) = &self.rps {
+            for r in list.split(',') {
+                let rate: u64 = r.trim().parse().map_err(|_| {
+                    bad("--rps", list, "expected requests per second, or a list like 1000,2000")
+                })?;
+                if rate == 0 || rate > 100_000_000 {
+                    return Err(bad("--rps", list, "each rate must be 1 to 100000000 requests per second"));
+                }
+                o.rates.push(rate);
+            }
+        }
+        o.poisson = match self.arrival.as_str() {
+            "constant" => false,
+            "poisson" => true,
+            other => return Err(bad("--arrival", other, "the arrivals are constant and poisson")),
+        };
+        if o.poisson && o.rates.is_empty() {
+            return Err("--arrival poisson needs a target rate (--rps)".to_string());
+        }
+        if let Some(d) = &self.duration {
+            let d = parse_duration("--duration", d)?;
+            if d.is_zero() {
+                return Err(bad("--duration", self.duration.as_deref().unwrap_or(""), "must be more than 0"));
+            }
+            if self.requests.is_some() {
+                return Err(
+                    "-n and --duration conflict: a run is either a number of requests or a length of time"
+                        .to_string(),
+                );
+            }
+            if self.r#loop {
+                return Err("-l and --duration conflict".to_string());
+            }
+            o.duration = Some(d);
+        }
+        if let Some(w) = &self.warmup {
+            o.warmup = parse_duration("--warmup", w)?;
+        }
+        if let Some(spec) = &self.mix {
+            for part in spec.split(',') {
+                let (name, weight) = part.trim().rsplit_once(':').unwrap_or((part.trim(), "1"));
+                let weight: u64 =
+                    weight.parse().ok().filter(|w| (1..=1_000_000).contains(w)).ok_or_else(|| {
+                        bad("--mix", spec, "each weight must be 1 to 1000000 (name:weight)")
+                    })?;
+                o.mix.push((name.to_ascii_lowercase(), weight));
+            }
+        }
+        for c in &self.mix_command {
+            let mut words = c.split_whitespace();
+            let weight: u64 = words
+                .next()
+                .and_then(|w| w.parse().ok())
+                .filter(|w| (1..=1_000_000).contains(w))
+                .ok_or_else(|| {
+                    bad("--mix-command", c, "expected 'WEIGHT COMMAND ARG...' with a weight of 1 to 1000000")
+                })?;
+            let args: Vec<String> = words.map(str::to_string).collect();
+            if args.is_empty() {
+                return Err(bad("--mix-command", c, "the command is missing after the weight"));
+            }
+            o.mix_commands.push((args, weight));
+        }
+        if o.mix.len() + o.mix_commands.len() > 64 {
+            return Err("a mix takes at most 64 commands".to_string());
+        }
+        if o.has_mix() && !self.command.is_empty() {
+            return Err(
+                "a command after the options and --mix conflict: add it to the mix with --mix-command"
+                    .to_string(),
+            );
+        }
+        if o.has_mix() && self.tests.is_some() {
+            return Err("-t and --mix conflict: name the tests in the mix".to_string());
+        }
+        if (!o.rates.is_empty() || o.duration.is_some()) && self.idle {
+            return Err("-I takes no --rps or --duration".to_string());
+        }
+        Ok(o)
+    }
+
     /// Checks every value and resolves defaults into a [`Config`].
     pub fn check(self) -> Result<Config, String> {
         if self.cluster {
@@ -275,9 +442,11 @@ impl Opts {
         if self.clients < 1 || self.clients > 1_000_000 {
             return Err(bad("-c", self.clients, "the number of clients must be 1 to 1000000"));
         }
-        if self.requests < 0 {
-            return Err(bad("-n", self.requests, "the number of requests must be 0 or more"));
+        let requests = self.requests.unwrap_or(DEFAULT_REQUESTS);
+        if requests < 0 {
+            return Err(bad("-n", requests, "the number of requests must be 0 or more"));
         }
+        let open = self.open_loop()?;
         if !(1..=5).contains(&self.precision) {
             return Err(bad("--precision", self.precision, "must be 1 to 5 significant figures"));
         }
@@ -312,7 +481,7 @@ impl Opts {
             password: self.password,
             db: self.dbnum as u32,
             clients: self.clients as usize,
-            requests: self.requests as u64,
+            requests: requests as u64,
             // redis-benchmark clamps -d into [1, 1 GiB].
             datasize: self.datasize.clamp(1, MAX_DATASIZE) as usize,
             resp3: self.resp3,
@@ -333,6 +502,7 @@ impl Opts {
             command: self.command,
             backends,
             json: self.json,
+            open,
         };
         if let Some(uri) = &self.uri {
             apply_uri(uri, &mut c)?;

@@ -149,7 +149,11 @@ pub fn write_compare_row(csv: bool, runs: &[&Entry], width: usize, out: &mut imp
         return Ok(());
     }
     let width = width.max("test".len());
-    let mut line = format!("{:width$}", first.name);
+    let name = match first.target_rps {
+        Some(r) => format!("{} @ {r} rps", first.name),
+        None => first.name.clone(),
+    };
+    let mut line = format!("{name:width$}");
     for e in runs {
         let h = &e.stats.latency;
         let cpu = e.cpu.unwrap_or_default();
@@ -181,11 +185,16 @@ pub fn write_quiet(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "{}: {:.2} requests per second, p50={:.3} msec", r.title, finite(r.stats.rps()), p50)
 }
 
+/// The columns `--rps` adds to [`CSV_HEADER`].
+pub const CSV_OPEN_LOOP_COLUMNS: &str =
+    ",\"target_rps\",\"service_p50_latency_ms\",\"service_p99_latency_ms\"";
+
 /// Writes a test's CSV row (after [`CSV_HEADER`]); a `"` in the title is doubled, so the row stays
-/// valid CSV (redis-benchmark leaves it as is).
-pub fn write_csv_row(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
+/// valid CSV (redis-benchmark leaves it as is). An open-loop step adds the
+/// [`CSV_OPEN_LOOP_COLUMNS`].
+pub fn write_csv_row(r: &TestReport, open_loop: Option<&Entry>, out: &mut impl Write) -> io::Result<()> {
     let sum = Summary::of(&r.stats.latency);
-    writeln!(
+    write!(
         out,
         "\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\"",
         r.title.replace('"', "\"\""),
@@ -196,7 +205,112 @@ pub fn write_csv_row(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
         sum.p95,
         sum.p99,
         sum.max
+    )?;
+    if let Some(e) = open_loop {
+        let (p50, p99) = service(&e.stats);
+        write!(out, ",\"{}\",\"{p50:.3}\",\"{p99:.3}\"", e.target_rps.unwrap_or(0))?;
+    }
+    writeln!(out)
+}
+
+/// Service-time p50 and p99 in milliseconds (0 without a service histogram).
+fn service(stats: &Stats) -> (f64, f64) {
+    match &stats.service {
+        Some(h) => (ms(value_at_percentile(h, 50.0)), ms(value_at_percentile(h, 99.0))),
+        None => (0.0, 0.0),
+    }
+}
+
+fn arrivals(poisson: bool) -> &'static str {
+    if poisson {
+        "Poisson"
+    } else {
+        "constant"
+    }
+}
+
+/// respbench's lines after an open-loop test's verbose report: target and achieved rates, and the
+/// service-time summary beside the corrected latencies above it.
+pub fn write_open_loop(e: &Entry, poisson: bool, out: &mut impl Write) -> io::Result<()> {
+    let (Some(target), Some(h)) = (e.target_rps, &e.stats.service) else { return Ok(()) };
+    writeln!(
+        out,
+        "  open loop: target {target} requests per second ({} arrivals), achieved {:.2}",
+        arrivals(poisson),
+        finite(e.stats.rps())
+    )?;
+    writeln!(
+        out,
+        "  latencies above count from each request's intended send time (coordinated omission corrected)"
+    )?;
+    let sum = Summary::of(h);
+    writeln!(out, "  service time summary (msec, from the actual send):")?;
+    writeln!(out, "    {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "avg", "min", "p50", "p95", "p99", "max")?;
+    writeln!(
+        out,
+        "    {:9.3} {:9.3} {:9.3} {:9.3} {:9.3} {:9.3}",
+        sum.avg, sum.min, sum.p50, sum.p95, sum.p99, sum.max
     )
+}
+
+/// The throughput–latency table of an open-loop run: one row per step (target rate).
+pub fn write_rate_table(steps: &[Entry], poisson: bool, out: &mut impl Write) -> io::Result<()> {
+    let Some(first) = steps.iter().find(|e| e.target_rps.is_some()) else { return Ok(()) };
+    writeln!(out, "{}: open loop, {} arrivals", first.name, arrivals(poisson))?;
+    writeln!(
+        out,
+        "  {:>12} {:>12} {:>9} {:>9} {:>10} {:>11} {:>11} {:>8}",
+        "target rps",
+        "achieved",
+        "p50 msec",
+        "p99 msec",
+        "p99.9 msec",
+        "service p50",
+        "service p99",
+        "errors"
+    )?;
+    for e in steps.iter().filter(|e| e.target_rps.is_some()) {
+        let h = &e.stats.latency;
+        let (s50, s99) = service(&e.stats);
+        writeln!(
+            out,
+            "  {:>12} {:>12.2} {:>9.3} {:>9.3} {:>10.3} {:>11.3} {:>11.3} {:>8}",
+            e.target_rps.unwrap_or(0),
+            finite(e.stats.rps()),
+            ms(value_at_percentile(h, 50.0)),
+            ms(value_at_percentile(h, 99.0)),
+            ms(value_at_percentile(h, 99.9)),
+            s50,
+            s99,
+            e.stats.errors.total()
+        )?;
+    }
+    writeln!(out)
+}
+
+/// A test's per-second time series (`--series`).
+pub fn write_series(stats: &Stats, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "  {:>6} {:>10} {:>12} {:>9} {:>9} {:>8}",
+        "second", "requests", "rps", "p50 msec", "p99 msec", "errors"
+    )?;
+    let total = stats.duration_secs();
+    for (i, s) in stats.series.iter().enumerate() {
+        // The last second may be partial.
+        let length = (total - i as f64).clamp(1e-3, 1.0);
+        writeln!(
+            out,
+            "  {:>6} {:>10} {:>12.2} {:>9.3} {:>9.3} {:>8}",
+            i,
+            s.requests,
+            s.requests as f64 / length,
+            ms(value_at_percentile(&s.latency, 50.0)),
+            ms(value_at_percentile(&s.latency, 99.0)),
+            s.errors
+        )?;
+    }
+    Ok(())
 }
 
 /// The progress line (terminal only), ending in `\r` so the next one overwrites it.
@@ -664,7 +778,7 @@ Summary:
         write_quiet(&r, &mut out).unwrap();
         assert_eq!(out, b"GET: 1000.00 requests per second, p50=0.500 msec\n");
         let mut out = Vec::new();
-        write_csv_row(&report("MSET (10 keys) \"x\"", &s), &mut out).unwrap();
+        write_csv_row(&report("MSET (10 keys) \"x\"", &s), None, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "\"MSET (10 keys) \"\"x\"\"\",\"1000.00\",\"0.500\",\"0.001\",\"0.500\",\"0.950\",\"0.990\",\"1.000\"\n"
@@ -678,7 +792,7 @@ Summary:
         // percentiles its highest, the mean its median (checked against hdr_mean and friends).
         let s = stats([2049, 2049, 5001]);
         let mut out = Vec::new();
-        write_csv_row(&report("X", &s), &mut out).unwrap();
+        write_csv_row(&report("X", &s), None, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "\"X\",\"3.00\",\"3.033\",\"2.048\",\"2.049\",\"5.003\",\"5.003\",\"5.003\"\n"
@@ -700,7 +814,7 @@ Summary:
         write_quiet(&r, &mut out).unwrap();
         assert_eq!(out, b"GET: 0.00 requests per second, p50=0.000 msec\n");
         let mut out = Vec::new();
-        write_csv_row(&r, &mut out).unwrap();
+        write_csv_row(&r, None, &mut out).unwrap();
         assert_eq!(out, b"\"GET\",\"0.00\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\"\n");
     }
 

@@ -23,10 +23,16 @@ fn plan(args: &[&[u8]], pipeline: u32) -> Arc<Plan> {
             open_loop: None,
         },
         // `-r 100000`: every request pays for its key substitution.
-        workload: Workload { template: Template::command(args), keys: KeySpace::Random { n: 100_000 } },
+        workload: Workload {
+            template: Template::command(args),
+            keys: KeySpace::Random { n: 100_000 },
+            mix: None,
+        },
         budget: Budget::unlimited(),
         seed: 1,
         connections: 1,
+        measure_from: respbench_core::Time::ZERO,
+        series: false,
     })
 }
 

@@ -155,10 +155,70 @@ pub struct ConnConfig {
 /// What one test sends: the request template and how its placeholders are filled.
 #[derive(Clone, Debug)]
 pub struct Workload {
-    /// The request.
+    /// The request (without a mix).
     pub template: Template,
     /// How `__rand_int__` placeholders are filled.
     pub keys: KeySpace,
+    /// Several commands with weights (`--mix`); when set, `template` is not used.
+    pub mix: Option<Mix>,
+}
+
+/// Several commands in one test: each request is one of them, drawn by weight.
+#[derive(Clone, Debug)]
+pub struct Mix {
+    templates: Vec<Template>,
+    /// Running sums of the weights; the last is the total.
+    cumulative: Vec<u64>,
+}
+
+impl Mix {
+    /// A mix of `(template, weight)`: at least one command, every weight at least 1, and a total
+    /// that fits in 64 bits.
+    pub fn new(parts: Vec<(Template, u64)>) -> Result<Mix, String> {
+        if parts.is_empty() {
+            return Err("a mix needs at least one command".into());
+        }
+        let mut total = 0u64;
+        let mut templates = Vec::with_capacity(parts.len());
+        let mut cumulative = Vec::with_capacity(parts.len());
+        for (t, w) in parts {
+            if w == 0 {
+                return Err("a mix weight must be at least 1".into());
+            }
+            total = total.checked_add(w).ok_or("the mix weights add up to more than 2^64")?;
+            templates.push(t);
+            cumulative.push(total);
+        }
+        Ok(Mix { templates, cumulative })
+    }
+
+    /// The commands, in the order given.
+    pub fn templates(&self) -> &[Template] {
+        &self.templates
+    }
+
+    /// The weight of command `i`.
+    pub fn weight(&self, i: usize) -> u64 {
+        let before = if i == 0 { 0 } else { self.cumulative[i - 1] };
+        self.cumulative[i] - before
+    }
+
+    /// How many commands.
+    pub fn len(&self) -> usize {
+        self.templates.len()
+    }
+
+    /// Whether the mix is empty (never, once built).
+    pub fn is_empty(&self) -> bool {
+        self.templates.is_empty()
+    }
+
+    /// Draws a command index with probability weight / total.
+    fn pick(&self, rng: &mut Rng) -> usize {
+        let total = *self.cumulative.last().unwrap_or(&1);
+        let x = rng.below(total);
+        self.cumulative.partition_point(|&c| c <= x)
+    }
 }
 
 /// Everything the connections of one test share, across threads.
@@ -174,6 +234,26 @@ pub struct Plan {
     pub seed: u64,
     /// How many connections the test opens in all, to spread open-loop start times evenly.
     pub connections: u64,
+    /// Replies parsed before this time are not recorded (`--warmup`); `Time::ZERO` records all.
+    pub measure_from: Time,
+    /// Keep a per-second time series (see [`Stats::series`]).
+    pub series: bool,
+}
+
+impl Plan {
+    /// Empty stats for one event loop of this plan, starting at `start` (or at the end of the
+    /// warmup, if later): with a service-time histogram in open loop, a time series if asked, and
+    /// one part per command of a mix.
+    pub fn new_stats(&self, start: Time, sigfig: u8) -> Result<Stats, String> {
+        let mut stats = Stats::new(start.max(self.measure_from), sigfig, self.conn.open_loop.is_some())?;
+        if self.series {
+            stats = stats.with_series();
+        }
+        if let Some(m) = &self.workload.mix {
+            stats = stats.with_parts(m.len())?;
+        }
+        Ok(stats)
+    }
 }
 
 /// What makes a connection give up. Error replies (`-ERR …`) are not here: they are counted
@@ -256,6 +336,8 @@ struct Pending {
     sent: Time,
     /// Its intended send time (open loop); `Time::MAX` in closed loop.
     intended: Time,
+    /// Which command of the mix it is (0 without a mix).
+    part: u16,
 }
 
 /// One benchmark connection, without its socket.
@@ -285,6 +367,8 @@ pub struct Connection {
     /// Open loop: the intended time of the next request, and the gap generator.
     next_due: Time,
     schedule_rng: Rng,
+    /// Draws the command of each request in a mix.
+    mix_rng: Rng,
     events: VecDeque<Event>,
 }
 
@@ -305,6 +389,7 @@ impl Connection {
         let keys = KeyGen::new(plan.workload.keys.clone(), Rng::for_stream(plan.seed, index));
         // Its own stream for arrival gaps, so the keys drawn do not depend on the schedule.
         let schedule_rng = Rng::for_stream(plan.seed ^ 0x5eed_5c4e_d01e_0000, index);
+        let mix_rng = Rng::for_stream(plan.seed ^ 0x0000_0000_3a1c_e5ed, index);
         let cap = plan.conn.pipeline as usize;
         Connection {
             plan,
@@ -323,6 +408,7 @@ impl Connection {
             batch_taken: false,
             next_due: Time::MAX,
             schedule_rng,
+            mix_rng,
             events: VecDeque::new(),
         }
     }
@@ -459,7 +545,13 @@ impl Connection {
         if self.state != State::Open || self.plan.conn.idle || self.plan.conn.open_loop.is_none() {
             return None;
         }
-        if self.in_flight.len() >= self.plan.conn.pipeline as usize || self.plan.budget.is_exhausted() {
+        if self.plan.budget.is_exhausted() {
+            // Spent by other connections while this one waited for its next arrival: with
+            // nothing in flight it is done, and must be polled now to say so; otherwise its
+            // last replies will wake it.
+            return self.in_flight.is_empty().then_some(Time::ZERO);
+        }
+        if self.in_flight.len() >= self.plan.conn.pipeline as usize {
             return None;
         }
         Some(self.next_due)
@@ -476,7 +568,7 @@ impl Connection {
     fn fill(&mut self, now: Time) {
         let plan = Arc::clone(&self.plan);
         let window = plan.conn.pipeline.max(1) as usize;
-        let template = &plan.workload.template;
+        let workload = &plan.workload;
         if let Some(ol) = plan.conn.open_loop {
             while self.in_flight.len() < window
                 && self.next_due <= now
@@ -486,7 +578,7 @@ impl Connection {
                     break;
                 }
                 let intended = self.next_due;
-                self.encode(template, intended);
+                self.encode(workload, intended);
                 self.next_due = intended + self.gap(ol);
             }
             return;
@@ -506,11 +598,18 @@ impl Connection {
         }
         while self.credits > 0 && self.out.len() - self.out_pos < OUT_SOFT_CAP {
             self.credits -= 1;
-            self.encode(template, Time::MAX);
+            self.encode(workload, Time::MAX);
         }
     }
 
-    fn encode(&mut self, template: &Template, intended: Time) {
+    fn encode(&mut self, workload: &Workload, intended: Time) {
+        let (template, part) = match &workload.mix {
+            None => (&workload.template, 0),
+            Some(m) => {
+                let i = m.pick(&mut self.mix_rng);
+                (&m.templates[i], i)
+            }
+        };
         if self.out_pos > OUT_SOFT_CAP {
             // Keep the buffer from growing behind a slow socket.
             self.out.drain(..self.out_pos);
@@ -519,7 +618,9 @@ impl Connection {
         let before = self.out.len();
         template.write(&mut self.out, &mut self.keys);
         self.encoded += (self.out.len() - before) as u64;
-        self.in_flight.push_back(Pending { end: self.encoded, sent: Time::MAX, intended });
+        // Mixes are checked to a few commands by the command line; u16 holds any real one.
+        let part = part.min(u16::MAX as usize) as u16;
+        self.in_flight.push_back(Pending { end: self.encoded, sent: Time::MAX, intended, part });
     }
 
     fn gap(&mut self, ol: OpenLoop) -> Duration {
@@ -562,11 +663,13 @@ impl Connection {
         } else {
             now
         };
-        let start = if p.intended == Time::MAX { sent } else { p.intended.min(sent) };
-        stats.record(now.nanos_since(start), now.nanos_since(sent), now);
-        if reply.is_error() {
-            stats.errors.record(self.parser.error_message());
+        if now < self.plan.measure_from {
+            // Warmup: the request happened, its figures are discarded.
+            return;
         }
+        let start = if p.intended == Time::MAX { sent } else { p.intended.min(sent) };
+        let error = if reply.is_error() { Some(self.parser.error_message()) } else { None };
+        stats.record_request(p.part as usize, now.nanos_since(start), now.nanos_since(sent), error, now);
     }
 
     /// Emits `Finished` or `Reconnect` when the connection has nothing left to do.

@@ -40,7 +40,7 @@ pub mod suite;
 pub mod template;
 pub mod time;
 
-pub use conn::{Budget, ConnConfig, ConnError, Connection, Event, Handshake, OpenLoop, Plan, Workload};
+pub use conn::{Budget, ConnConfig, ConnError, Connection, Event, Handshake, Mix, OpenLoop, Plan, Workload};
 pub use run::{Endpoint, Outcome, Progress, TestRun};
 pub use stats::Stats;
 pub use time::Time;

@@ -133,8 +133,7 @@ fn run_inner(
     limit: Duration,
     check: bool,
 ) -> Result<SimResult, String> {
-    let open_loop = plan.conn.open_loop.is_some();
-    let mut stats = Stats::new(Time::ZERO, sigfig, open_loop).expect("valid precision");
+    let mut stats = plan.new_stats(Time::ZERO, sigfig).expect("valid precision");
     let mut conns: Vec<Connection> =
         (0..connections).map(|i| Connection::new(plan.clone(), i as u64)).collect();
     let mut links: Vec<Link> = (0..connections).map(|_| Link::default()).collect();
@@ -305,10 +304,12 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
     let open_loop = (flags & 2 != 0).then_some(OpenLoop { interval, poisson: flags & 4 != 0 });
     let plan = Arc::new(Plan {
         conn: ConnConfig { handshake, pipeline, keepalive: flags & 1 != 0, idle: false, open_loop },
-        workload: Workload { template, keys: KeySpace::Random { n: 1000 } },
+        workload: Workload { template, keys: KeySpace::Random { n: 1000 }, mix: None },
         budget: Budget::new(budget),
         seed: 1,
         connections: 1,
+        measure_from: Time::ZERO,
+        series: false,
     });
     // One significant figure: latencies are not checked here, and small histograms keep the
     // fuzzer fast (a 3-figure one is ~360 KB to allocate and zero per input).
@@ -461,10 +462,13 @@ mod tests {
             workload: Workload {
                 template: Template::command(&[b"GET", b"key:__rand_int__"]),
                 keys: KeySpace::Random { n: 1000 },
+                mix: None,
             },
             budget: if n == u64::MAX { Budget::unlimited() } else { Budget::new(n) },
             seed: 7,
             connections: 4,
+            measure_from: Time::ZERO,
+            series: false,
         })
     }
 
