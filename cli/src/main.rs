@@ -2,6 +2,7 @@
 //! renders the results in redis-benchmark's formats.
 
 mod json;
+mod limits;
 mod merge;
 mod opts;
 mod report;
@@ -107,6 +108,7 @@ fn handshake(cfg: &Config) -> Handshake {
 }
 
 fn run(cfg: &Config) -> Result<ExitCode, String> {
+    limits::ensure_fds(cfg.clients)?;
     if cfg.idle {
         return idle(cfg);
     }
@@ -114,8 +116,8 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
         // Find out now, not after a long run whose results would then be lost.
         std::fs::File::create(path).map_err(|e| format!("--json: cannot write {path}: {e}"))?;
     }
-    let info =
-        server::startup(&cfg.endpoint, cfg.user.as_deref(), cfg.password.as_deref()).map_err(|e| e.0)?;
+    let info = server::startup(&cfg.endpoint, cfg.user.as_deref(), cfg.password.as_deref(), cfg.timeout)
+        .map_err(|e| e.0)?;
     if !cfg.keepalive {
         eprintln!(
             "WARNING: Keepalive disabled. You probably need 'echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse' \
@@ -245,6 +247,7 @@ fn plan(cfg: &Config, spec: &TestSpec, test_no: u64, idle: bool) -> Arc<Plan> {
             keepalive: cfg.keepalive,
             idle,
             open_loop: None,
+            request_timeout: cfg.timeout,
         },
         workload: Workload { template: spec.template.clone(), keys },
         budget: if idle { Budget::unlimited() } else { Budget::new(cfg.requests) },

@@ -1,6 +1,8 @@
 //! The command line: every redis-benchmark 7.x option with its meaning and default, checked into
 //! a [`Config`].
 
+use std::time::Duration;
+
 use argh::FromArgs;
 use respbench_core::Endpoint;
 
@@ -95,6 +97,11 @@ pub struct Opts {
     /// per connection)
     #[argh(option, default = "String::from(\"mio\")")]
     pub backend: String,
+    /// per-request timeout: a request (or connection handshake) with no reply after this long
+    /// fails its connection and the run exits 1; '5s', '500ms' or plain seconds ('1.5'), up to
+    /// 1 hour (default: wait forever)
+    #[argh(option)]
+    pub timeout: Option<String>,
     /// also write the results as a JSON document (schema respbench/1, see docs/json.md) to this
     /// file, or to stdout with '-' (the text report is then not printed)
     #[argh(option)]
@@ -180,11 +187,41 @@ pub struct Config {
     pub backend: Backend,
     /// `--json`: where to write the JSON document; `-` is stdout.
     pub json: Option<String>,
+    /// `--timeout`: how long a request may wait for its reply; `None` is forever.
+    pub timeout: Option<Duration>,
 }
 
 /// A bad value: the message names the option.
 fn bad(option: &str, value: impl std::fmt::Display, why: &str) -> String {
     format!("invalid value '{value}' for {option}: {why}")
+}
+
+/// The longest `--timeout`: as long as the latency histograms record.
+const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Parses a `--timeout` value: `5s`, `500ms`, or plain (possibly fractional) seconds.
+fn parse_timeout(v: &str) -> Result<Duration, String> {
+    let (number, scale) = if let Some(n) = v.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (v, 1.0)
+    };
+    let why = "expected a duration such as 5s, 500ms or 1.5 (seconds)";
+    let x: f64 = match number.trim().parse() {
+        Ok(x) if number.bytes().all(|b| b.is_ascii_digit() || b == b'.') => x,
+        _ => return Err(bad("--timeout", v, why)),
+    };
+    let secs = x * scale;
+    if !secs.is_finite() || secs > MAX_TIMEOUT.as_secs_f64() {
+        return Err(bad("--timeout", v, "the longest timeout is 1 hour"));
+    }
+    let d = Duration::from_secs_f64(secs);
+    if d < Duration::from_millis(1) {
+        return Err(bad("--timeout", v, "must be at least 1ms (leave --timeout out to wait forever)"));
+    }
+    Ok(d)
 }
 
 /// Parses `redis://[user[:password]@]host[:port][/db]`.
@@ -284,6 +321,7 @@ impl Opts {
         } else {
             Output::Verbose
         };
+        let timeout = self.timeout.as_deref().map(parse_timeout).transpose()?;
         let seed = self.seed.unwrap_or_else(clock_seed);
         let mut c = Config {
             endpoint: match &self.socket {
@@ -315,6 +353,7 @@ impl Opts {
             command: self.command,
             backend,
             json: self.json,
+            timeout,
         };
         if let Some(uri) = &self.uri {
             apply_uri(uri, &mut c)?;
@@ -395,6 +434,23 @@ mod tests {
         assert!(parse(&["--bogus"]).unwrap_err().contains("--bogus"));
         assert!(parse(&["--backend", "tokio"]).unwrap_err().contains("--backend"));
         assert_eq!(parse(&["--backend", "smol"]).unwrap().backend, Backend::Smol);
+    }
+
+    #[test]
+    fn timeout_takes_seconds_or_milliseconds() {
+        let t = |v: &str| parse(&["--timeout", v]).map(|c| c.timeout);
+        assert_eq!(parse(&[]).unwrap().timeout, None);
+        assert_eq!(t("5s"), Ok(Some(Duration::from_secs(5))));
+        assert_eq!(t("5"), Ok(Some(Duration::from_secs(5))));
+        assert_eq!(t("1.5"), Ok(Some(Duration::from_millis(1500))));
+        assert_eq!(t("500ms"), Ok(Some(Duration::from_millis(500))));
+        assert_eq!(t("3600s"), Ok(Some(Duration::from_secs(3600))));
+        for v in
+            ["0", "0ms", "0.0001", "-1", "x", "5h", "1e3", "inf", "NaN", "", "3601", "99999999999999999999"]
+        {
+            let e = t(v).unwrap_err();
+            assert!(e.contains("--timeout"), "{v}: {e}");
+        }
     }
 
     #[test]
