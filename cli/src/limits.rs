@@ -1,14 +1,15 @@
 //! The open-file limit: `-c 10000` needs 10000 sockets, more than the usual soft limit of 1024.
 
-/// File descriptors a run needs besides its connections: stdio, the startup connection, an
-/// epoll instance and a waker per event loop, smol's reactor, a `--json` file.
+/// File descriptors a run needs besides its connections and event loops: stdio, the startup
+/// connection, smol's reactor, a `--json` file, and some left for whatever else is open.
 const RESERVE: u64 = 64;
 
-/// Raises the soft open-file limit to what `clients` connections need, up to the hard limit.
-/// When even the hard limit is too low, says how many connections fit instead of failing with
-/// "Too many open files" mid-run.
-pub fn ensure_fds(clients: usize) -> Result<(), String> {
-    let need = clients as u64 + RESERVE;
+/// Raises the soft open-file limit to what `clients` connections on `loops` event loops (an
+/// epoll instance each) need, up to the hard limit. When even the hard limit is too low, says
+/// how many connections fit instead of failing with "Too many open files" mid-run.
+pub fn ensure_fds(clients: usize, loops: usize) -> Result<(), String> {
+    let overhead = loops as u64 + RESERVE;
+    let need = clients as u64 + overhead;
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes into the struct we pass.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
@@ -25,7 +26,7 @@ pub fn ensure_fds(clients: usize) -> Result<(), String> {
             return Ok(());
         }
     }
-    let fit = hard.saturating_sub(RESERVE);
+    let fit = hard.saturating_sub(overhead);
     Err(format!(
         "-c {clients} needs about {need} open files, but the limit is {soft} (hard limit {hard}), \
          enough for {fit} connections: lower -c, or raise the limit (ulimit -n {need})"

@@ -108,7 +108,7 @@ fn handshake(cfg: &Config) -> Handshake {
 }
 
 fn run(cfg: &Config) -> Result<ExitCode, String> {
-    limits::ensure_fds(cfg.clients)?;
+    limits::ensure_fds(cfg.clients, cfg.threads.clamp(1, cfg.clients))?;
     if cfg.idle {
         return idle(cfg);
     }
