@@ -404,5 +404,11 @@ fn idle(cfg: &Config) -> Result<ExitCode, String> {
     for (msg, n) in &outcome.failures {
         eprintln!("{n} connections failed: {msg}");
     }
-    Ok(if !outcome.failures.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if !outcome.failures.is_empty() {
+        ExitCode::from(1)
+    } else if interrupted() {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

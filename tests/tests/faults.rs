@@ -34,6 +34,7 @@ fault_tests!(
     server_stopped_then_sigint,
     sigterm_prints_and_writes_json,
     sigint_prints_and_writes_json,
+    idle_mode_signals,
     garbage_reply,
     truncated_reply,
     unsolicited_reply,
@@ -186,6 +187,26 @@ fn signal_prints_and_writes_json(tool: Tool, signal: &str) {
     let doc = read_json(&json, &out);
     assert_eq!(doc["interrupted"], true);
     assert!(!doc["tests"].as_array().unwrap().is_empty(), "{doc}");
+}
+
+/// `-I` waits for a signal; SIGINT and SIGTERM end it with status 130 like every other run.
+fn idle_mode_signals(tool: Tool) {
+    let server = RedisServer::start();
+    for signal in ["INT", "TERM"] {
+        let run = tool.spawn(&with(server.port(), &["-I", "-c", "5"]));
+        thread::sleep(Duration::from_millis(800));
+        run.signal(signal);
+        let out = run.wait_lenient(Duration::from_secs(5));
+        exit_code(&out, 130);
+        assert!(out.stdout.contains("clients: 5"), "SIG{signal}\n{}", out.dump());
+    }
+    // A server that goes away ends idle mode too, with the reason and status 1.
+    let run = tool.spawn(&with(server.port(), &["-I", "-c", "5"]));
+    thread::sleep(Duration::from_millis(800));
+    server.signal("KILL");
+    let out = run.wait_lenient(Duration::from_secs(5));
+    exit_code(&out, 1);
+    assert!(out.stderr.contains("5 connections failed: server closed the connection"), "{}", out.dump());
 }
 
 fn sigterm_prints_and_writes_json(tool: Tool) {
