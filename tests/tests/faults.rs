@@ -41,6 +41,8 @@ fault_tests!(
     absurd_bulk_length,
     nesting_bomb,
     garbage_at_startup,
+    stall_mid_reply,
+    huge_bulk_in_bounded_memory,
     wrongtype_counted,
     oom_counted,
     loading_counted,
@@ -256,6 +258,49 @@ fn nesting_bomb(tool: Tool) {
         &server,
         "protocol error at byte 256: aggregates nested deeper than 64 levels",
     );
+}
+
+/// A reply stalled halfway: `--timeout` ends the run; the request that got half a reply counts
+/// as unanswered.
+fn stall_mid_reply(tool: Tool) {
+    let server = FakeServer::start(|c| {
+        if c.global < 3 {
+            Action::Reply(b"+PONG\r\n".to_vec())
+        } else {
+            Action::Reply(b"$5\r\nPO".to_vec())
+        }
+    });
+    let started = Instant::now();
+    let out = tool
+        .run_lenient(&with(server.port(), &["-c", "1", "-n", "10", "-q", "--timeout", "300ms", "ping"]), T);
+    exit_code(&out, 1);
+    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+    assert!(
+        out.stderr.contains("ping: 1 connection failed: request timed out after 300ms (--timeout)"),
+        "{}",
+        out.dump()
+    );
+}
+
+/// A legal but huge bulk reply (400 MB announced, 64 MB sent, then a stall) is skipped as it
+/// streams: the client's memory stays small.
+fn huge_bulk_in_bounded_memory(tool: Tool) {
+    let mut reply = b"$400000000\r\n".to_vec();
+    reply.resize(reply.len() + 64 * 1024 * 1024, b'x');
+    let server = FakeServer::start(move |_| Action::Reply(reply.clone()));
+    let run = tool.spawn(&with(server.port(), &["-c", "1", "-n", "1", "-q", "--timeout", "3s", "ping"]));
+    thread::sleep(Duration::from_millis(1500));
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", run.pid())).expect("reading /proc/PID/status");
+    let peak_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no VmHWM in\n{status}"));
+    let out = run.wait_lenient(Duration::from_secs(10));
+    exit_code(&out, 1);
+    assert!(out.stderr.contains("request timed out after 3s"), "{}", out.dump());
+    assert!(peak_kb < 32 * 1024, "peak RSS {peak_kb} kB while skipping a 64 MB payload");
 }
 
 fn garbage_at_startup(tool: Tool) {
