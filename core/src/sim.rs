@@ -268,7 +268,9 @@ impl<'a> Script<'a> {
 ///
 /// Layout: byte 0 picks `-P` (1..=64); byte 1 is flags (bit 0 keepalive, bit 1 open loop,
 /// bit 2 Poisson gaps, bits 3-4 handshake: none, `AUTH`, `AUTH`+`SELECT`, `AUTH`+`CLIENT
-/// TRACKING`+`SELECT`+`HELLO`; bits 5-6 request: `GET key`, `SET key val`, inline `PING`);
+/// TRACKING`+`SELECT`+`HELLO`; bits 5-6 request: `GET key`, `SET key val`, inline `PING`;
+/// bit 7 a `--timeout` of 64 open-loop intervals, with `handle_timeout` called whenever
+/// `poll_timeout` has come);
 /// byte 2 the budget (0..=200); byte 3 the open-loop interval (µs, 1..=256). Then steps, each a
 /// little-endian u16 time advance in ns and an op byte whose low 2 bits choose:
 /// 0. feed the next `1 + (op >> 2)` bytes of the script to `handle_input`;
@@ -315,7 +317,7 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
             keepalive: flags & 1 != 0,
             idle: false,
             open_loop,
-            request_timeout: None,
+            request_timeout: (flags & 0x80 != 0).then_some(interval * 64),
         },
         workload: Workload { template, keys: KeySpace::Random { n: 1000 } },
         budget: Budget::new(budget),
@@ -344,6 +346,9 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
             break;
         }
         now += Duration::from_nanos(u64::from(script.u16()));
+        if conn.poll_timeout().is_some_and(|t| t <= now) {
+            conn.handle_timeout(now);
+        }
         let op = script.byte();
         let what = match op & 3 {
             0 => {
