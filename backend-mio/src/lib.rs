@@ -200,7 +200,9 @@ impl<'a> Loop<'a> {
             for ev in events.iter() {
                 let i = ev.token().0;
                 if i < self.slots.len() {
-                    self.on_ready(i, &mut buf);
+                    // A peer's FIN (or an error) may come in the same edge as its last bytes.
+                    let hangup = ev.is_read_closed() || ev.is_error();
+                    self.on_ready(i, &mut buf, hangup);
                 }
             }
             let conn = &self.run.plan.conn;
@@ -276,7 +278,9 @@ impl<'a> Loop<'a> {
         self.drain(i);
     }
 
-    fn on_ready(&mut self, i: usize, buf: &mut [u8]) {
+    /// Acts on readiness of slot `i`; `hangup` when the event also said the peer closed or the
+    /// socket failed, so that reading must go on to the end of the stream.
+    fn on_ready(&mut self, i: usize, buf: &mut [u8], hangup: bool) {
         let slot = &mut self.slots[i];
         let Some(sock) = slot.sock.as_mut() else { return };
         if !slot.connected {
@@ -304,8 +308,10 @@ impl<'a> Loop<'a> {
                         let now = Time::since(self.epoch, Instant::now());
                         slot.conn.handle_input(&buf[..n], now, &mut self.stats);
                         // A short read emptied the socket: the next byte to arrive raises a new
-                        // edge, so asking again would only cost a syscall returning EAGAIN.
-                        if n < buf.len() || slot.conn.is_closed() {
+                        // edge, so asking again would only cost a syscall returning EAGAIN. Not
+                        // after a hangup, though: no edge follows the end of the stream, and a
+                        // FIN that came with the last bytes would never be read (a hang).
+                        if (n < buf.len() && !hangup) || slot.conn.is_closed() {
                             break;
                         }
                     }

@@ -236,8 +236,13 @@ fn garbage_reply(tool: Tool) {
 }
 
 fn truncated_reply(tool: Tool) {
+    // The last bytes and the FIN usually arrive in one epoll edge: mio once read the bytes,
+    // saw a short read and waited forever for an edge that never came. Several runs, since the
+    // timing decides whether they share an edge.
     let server = FakeServer::start(|_| Action::ReplyAndClose(b"$10\r\nabc".to_vec()));
-    expect_conn_failure(&tool, &server, "server closed the connection with 1 requests unanswered");
+    for _ in 0..5 {
+        expect_conn_failure(&tool, &server, "server closed the connection with 1 requests unanswered");
+    }
 }
 
 fn unsolicited_reply(tool: Tool) {
