@@ -202,7 +202,7 @@ impl<'a> Loop<'a> {
                 if i < self.slots.len() {
                     // A peer's FIN (or an error) may come in the same edge as its last bytes.
                     let hangup = ev.is_read_closed() || ev.is_error();
-                    self.on_ready(i, &mut buf, hangup);
+                    self.on_ready(i, &mut buf, ev.is_readable(), hangup);
                 }
             }
             let conn = &self.run.plan.conn;
@@ -280,7 +280,7 @@ impl<'a> Loop<'a> {
 
     /// Acts on readiness of slot `i`; `hangup` when the event also said the peer closed or the
     /// socket failed, so that reading must go on to the end of the stream.
-    fn on_ready(&mut self, i: usize, buf: &mut [u8], hangup: bool) {
+    fn on_ready(&mut self, i: usize, buf: &mut [u8], readable: bool, hangup: bool) {
         let slot = &mut self.slots[i];
         let Some(sock) = slot.sock.as_mut() else { return };
         if !slot.connected {
@@ -289,6 +289,12 @@ impl<'a> Loop<'a> {
                     slot.connected = true;
                     let now = Time::since(self.epoch, Instant::now());
                     slot.conn.handle_connected(now, &mut self.stats);
+                    if !readable && !hangup {
+                        self.drain(i);
+                        return;
+                    }
+                    // The server spoke (or closed: Redis at maxclients) in the edge that
+                    // completed the connect; no new edge would tell us.
                 }
                 Ok(false) => return,
                 Err(e) => {
@@ -297,7 +303,8 @@ impl<'a> Loop<'a> {
                     return;
                 }
             }
-        } else {
+        }
+        {
             loop {
                 match sock.read(buf) {
                     Ok(0) => {

@@ -213,9 +213,10 @@ pub enum ConnError {
         /// Whether the handshake (not a request) was waiting.
         handshake: bool,
     },
-    /// The server's only reply on the socket was an error and then it closed or reset the
-    /// socket, as Redis does at `maxclients` ("ERR max number of clients reached").
-    ClosedAfterError {
+    /// The server sent an error nobody asked for, or its only reply on the socket was an error
+    /// and then it closed or reset the socket: what Redis does at `maxclients` ("ERR max number
+    /// of clients reached").
+    Refused {
         /// The server's error message.
         message: String,
     },
@@ -250,9 +251,7 @@ impl fmt::Display for ConnError {
                 let what = if *handshake { "connection handshake" } else { "request" };
                 write!(f, "{what} timed out after {} (--timeout)", format_duration(*after))
             }
-            ConnError::ClosedAfterError { message } => {
-                write!(f, "server closed the connection after replying: {message}")
-            }
+            ConnError::Refused { message } => write!(f, "the server refused the connection: {message}"),
         }
     }
 }
@@ -559,7 +558,7 @@ impl Connection {
             return None;
         }
         let message = String::from_utf8_lossy(self.parser.error_message()).into_owned();
-        Some(ConnError::ClosedAfterError { message })
+        Some(ConnError::Refused { message })
     }
 
     /// Encodes as many requests as the window, the budget, the schedule and the buffer cap allow.
@@ -642,8 +641,14 @@ impl Connection {
             return;
         }
         let Some(p) = self.in_flight.pop_front() else {
-            let offset = self.parser.offset();
-            self.fail(ConnError::UnexpectedReply { offset });
+            let e = if reply.is_error() {
+                // An error before any request, or one too many: the server is turning us away.
+                let message = String::from_utf8_lossy(self.parser.error_message()).into_owned();
+                ConnError::Refused { message }
+            } else {
+                ConnError::UnexpectedReply { offset: self.parser.offset() }
+            };
+            self.fail(e);
             return;
         };
         // A reply to a request the kernel has not fully taken yet (a server answering early):
@@ -799,12 +804,16 @@ mod tests {
                 c.handle_io_error("write to x: Broken pipe".into());
             }
             let e = failure(&mut c).expect("a failure");
-            assert_eq!(
-                e.to_string(),
-                "server closed the connection after replying: ERR max number of clients reached"
-            );
+            assert_eq!(e.to_string(), "the server refused the connection: ERR max number of clients reached");
             assert_eq!(st.errors.total(), 1);
         }
+        // Redis may say it before any request was sent.
+        let mut c = conn(None, Handshake::default(), 4);
+        let mut st = stats();
+        c.handle_connected(Time::ZERO, &mut st);
+        c.handle_input(b"-ERR max number of clients reached\r\n", Time::ZERO, &mut st);
+        let e = failure(&mut c).expect("a failure");
+        assert_eq!(e.to_string(), "the server refused the connection: ERR max number of clients reached");
         // After a good reply, a close is just a close.
         let mut c = conn(None, Handshake::default(), 4);
         let mut st = stats();

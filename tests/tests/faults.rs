@@ -369,7 +369,9 @@ fn max_clients(tool: Tool) {
     exit_code(&out, 1);
     no_panic(&out);
     assert!(
-        out.stderr.contains("connections failed: server closed the connection after replying: ERR max number of clients reached"),
+        out.stderr.contains(
+            "connections failed: the server refused the connection: ERR max number of clients reached"
+        ),
         "{}",
         out.dump()
     );
