@@ -402,7 +402,8 @@ fn idle(cfg: &Config) -> Result<ExitCode, String> {
     println!();
     let outcome = result?;
     for (msg, n) in &outcome.failures {
-        eprintln!("{n} connections failed: {msg}");
+        let plural = if *n == 1 { "" } else { "s" };
+        eprintln!("{n} connection{plural} failed: {msg}");
     }
     Ok(if !outcome.failures.is_empty() {
         ExitCode::from(1)

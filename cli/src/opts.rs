@@ -322,6 +322,10 @@ impl Opts {
             Output::Verbose
         };
         let timeout = self.timeout.as_deref().map(parse_timeout).transpose()?;
+        if self.idle && self.json.is_some() {
+            // Idle mode measures nothing: a document would be empty, so say so before it starts.
+            return Err("--json cannot be used with -I: idle mode records no results".to_string());
+        }
         let seed = self.seed.unwrap_or_else(clock_seed);
         let mut c = Config {
             endpoint: match &self.socket {
@@ -433,6 +437,7 @@ mod tests {
         assert!(parse(&["-n", "many"]).is_err());
         assert!(parse(&["--bogus"]).unwrap_err().contains("--bogus"));
         assert!(parse(&["--backend", "tokio"]).unwrap_err().contains("--backend"));
+        assert!(parse(&["-I", "--json", "r.json"]).unwrap_err().contains("--json cannot be used with -I"));
         assert_eq!(parse(&["--backend", "smol"]).unwrap().backend, Backend::Smol);
     }
 

@@ -535,12 +535,14 @@ fn bad_numeric_options() {
         );
         no_panic(&out);
     }
-    // Unknown options and missing values.
-    for a in [&["--bogus"][..], &["-c"], &["--timeout"], &["-Z", "1"]] {
+    // Unknown options, missing values, conflicting options.
+    for a in [&["--bogus"][..], &["-c"], &["--timeout"], &["-Z", "1"], &["-I", "--json", "idle.json"]] {
         let out = tool.run(a, T);
         assert_eq!(out.status.code(), Some(1), "{a:?}\n{}", out.dump());
+        assert!(out.stderr.contains(a[0]), "{a:?}: the message does not name the option\n{}", out.dump());
         no_panic(&out);
     }
+    assert!(!std::path::Path::new("idle.json").exists());
 }
 
 /// Values redis-benchmark accepts (and clamps) run: `-d 0`/`-d -5` (1 byte), `-P 0`/`-P -1`
