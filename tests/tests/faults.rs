@@ -147,7 +147,9 @@ fn server_stopped_times_out(tool: Tool) {
     exit_code(&out, 1);
     assert!(out.stderr.contains("request timed out after 1s"), "{}", out.dump());
     assert_eq!(parse_quiet(&out.stdout).len(), 1, "{}", out.dump());
-    assert_eq!(read_json(&json, &out)["interrupted"], true);
+    let doc = read_json(&json, &out);
+    assert_eq!(doc["interrupted"], true);
+    assert_eq!(doc["config"]["timeout_ms"], 1000.0);
 }
 
 fn server_stopped_then_sigint(tool: Tool) {
