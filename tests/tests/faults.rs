@@ -30,6 +30,8 @@ macro_rules! fault_tests {
 fault_tests!(
     unresolvable_host,
     server_killed_mid_run,
+    server_killed_mid_run_k0,
+    server_stopped_before_the_run,
     server_stopped_times_out,
     server_stopped_then_sigint,
     sigterm_prints_and_writes_json,
@@ -96,6 +98,49 @@ fn unresolvable_host(tool: Tool) {
     exit_code(&out, 1);
     assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
     assert!(out.stderr.contains("Could not connect to Redis at no-such-host.invalid:6379"), "{}", out.dump());
+    let out = tool.run_lenient(&["-s", "/nonexistent/redis.sock", "-n", "10", "-q"], Duration::from_secs(10));
+    exit_code(&out, 1);
+    assert!(
+        out.stderr
+            .contains("Could not connect to Redis at /nonexistent/redis.sock: No such file or directory"),
+        "{}",
+        out.dump()
+    );
+}
+
+/// A server that accepts but never answers (stopped before the run): the startup connection
+/// gives up after `--timeout`, or 5 s without it.
+fn server_stopped_before_the_run(tool: Tool) {
+    let server = RedisServer::start();
+    server.signal("STOP");
+    let started = Instant::now();
+    let out = tool.run_lenient(
+        &with(server.port(), &["-n", "10", "-q", "--timeout", "500ms"]),
+        Duration::from_secs(10),
+    );
+    let took = started.elapsed();
+    server.signal("CONT");
+    exit_code(&out, 1);
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    let msg = format!("127.0.0.1:{}: no reply from the server within 500ms", server.port());
+    assert!(out.stderr.contains(&msg), "{}", out.dump());
+}
+
+/// With `-k 0` the kill also refuses the reconnects: the run still ends at once.
+fn server_killed_mid_run_k0(tool: Tool) {
+    let server = RedisServer::start();
+    let run = tool.spawn(&with(server.port(), &["-k", "0", "-t", "get", "-n", "1000000000", "-q"]));
+    thread::sleep(Duration::from_millis(1000));
+    server.signal("KILL");
+    let killed = Instant::now();
+    let out = run.wait_lenient(Duration::from_secs(10));
+    assert!(killed.elapsed() < Duration::from_millis(2500), "took {:?} after the kill", killed.elapsed());
+    exit_code(&out, 1);
+    no_panic(&out);
+    // Reset mid-request, closed between requests, or refused on reconnect: whichever came first.
+    assert!(out.stderr.contains("connections failed: "), "{}", out.dump());
+    assert!(!out.stderr.contains("os error"), "{}", out.dump());
+    assert_eq!(parse_quiet(&out.stdout).len(), 1, "{}", out.dump());
 }
 
 fn server_killed_mid_run(tool: Tool) {
