@@ -1,6 +1,7 @@
 //! respbench: the command line. Parses redis-benchmark's options, runs each test on a backend and
 //! renders the results in redis-benchmark's formats.
 
+mod cpu;
 mod json;
 mod limits;
 mod merge;
@@ -129,33 +130,79 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
     // With `--json -` stdout carries the document only.
     let mut out: Box<dyn Write> =
         if json_on_stdout(cfg) { Box::new(io::sink()) } else { Box::new(stdout.lock()) };
-    if cfg.output == Output::Csv {
+    let comparing = cfg.backends.len() > 1;
+    if cfg.output == Output::Csv && !comparing {
         writeln!(out, "{}", report::CSV_HEADER).map_err(|e| e.to_string())?;
     }
     let epoch = Instant::now();
     let epoch_us = unix_micros(SystemTime::now());
+    if comparing {
+        let width = tests.iter().map(|t| t.title.len()).max().unwrap_or(0);
+        report::write_compare_header(cfg.output == Output::Csv, &backend_names(cfg), width, &mut out)
+            .map_err(|e| e.to_string())?;
+    }
     let mut done = Vec::new();
     let mut code = ExitCode::SUCCESS;
     let mut failed = None;
     let mut stopped = false;
     'suite: loop {
         for (i, spec) in tests.iter().enumerate() {
-            let outcome = match run_test(cfg, spec, i as u64, epoch) {
-                Ok(o) => o,
-                Err(e) => {
-                    failed = Some(e);
-                    break 'suite;
+            let mut ran = Vec::new();
+            for &backend in &cfg.backends {
+                let (outcome, cpu) = match run_test(cfg, backend, spec, i as u64, epoch) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        failed = Some(e);
+                        break 'suite;
+                    }
+                };
+                let entry = json::Entry {
+                    name: spec.title.clone(),
+                    command: json::command_text(spec.template.as_bytes()),
+                    backend: Some(backend.name().to_string()),
+                    cpu: Some(cpu),
+                    stats: outcome.stats,
+                };
+                if cpu.saturated() {
+                    eprintln!(
+                        "WARNING: {} ({}): the client kept its {} event loop{} {:.0}% busy; these figures \
+                         measure respbench, not the server (more --threads may help)",
+                        spec.title,
+                        backend.name(),
+                        cpu.threads,
+                        if cpu.threads == 1 { "" } else { "s" },
+                        cpu.core_share() * 100.0
+                    );
                 }
-            };
-            if cfg.json.is_some() {
-                done.push(json::test(&spec.title, spec.template.as_bytes(), &outcome.stats, epoch_us)?);
+                if cfg.json.is_some() {
+                    done.push(json::test(&entry, epoch_us)?);
+                }
+                let stop = !outcome.failures.is_empty() || interrupted();
+                ran.push((entry, outcome.failures));
+                if stop {
+                    break;
+                }
             }
-            print_test(cfg, spec, &info, &outcome, &mut out).map_err(|e| e.to_string())?;
-            if !outcome.failures.is_empty() {
-                for (msg, n) in &outcome.failures {
+            if comparing {
+                let width = tests.iter().map(|t| t.title.len()).max().unwrap_or(0);
+                let rows: Vec<&json::Entry> = ran.iter().map(|(e, _)| e).collect();
+                report::write_compare_row(cfg.output == Output::Csv, &rows, width, &mut out)
+                    .map_err(|e| e.to_string())?;
+            } else if let Some((entry, _)) = ran.first() {
+                print_test(cfg, spec, &info, entry, &mut out).map_err(|e| e.to_string())?;
+            }
+            for (entry, failures) in &ran {
+                for (msg, n) in failures {
                     let plural = if *n == 1 { "" } else { "s" };
-                    eprintln!("{}: {n} connection{plural} failed: {msg}", spec.title);
+                    let on = if comparing {
+                        format!(" ({})", entry.backend.as_deref().unwrap_or(""))
+                    } else {
+                        String::new()
+                    };
+                    eprintln!("{}{on}: {n} connection{plural} failed: {msg}", spec.title);
                 }
+            }
+            if ran.iter().any(|(_, f)| !f.is_empty()) {
                 code = ExitCode::from(1);
                 stopped = true;
                 break 'suite;
@@ -170,7 +217,10 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
             break;
         }
     }
-    if cfg.output == Output::Quiet {
+    if comparing && cfg.output != Output::Csv {
+        let _ = report::write_compare_footer(&mut out);
+    }
+    if cfg.output == Output::Quiet && !comparing {
         let _ = writeln!(out);
     }
     let _ = out.flush();
@@ -257,9 +307,19 @@ fn plan(cfg: &Config, spec: &TestSpec, test_no: u64, idle: bool) -> Arc<Plan> {
     })
 }
 
-/// Runs one test on the backend while this thread draws the progress line and watches for
-/// Ctrl-C.
-fn run_test(cfg: &Config, spec: &TestSpec, test_no: u64, epoch: Instant) -> Result<Outcome, String> {
+fn backend_names(cfg: &Config) -> Vec<&'static str> {
+    cfg.backends.iter().map(|b| b.name()).collect()
+}
+
+/// Runs one test on `backend` while this thread draws the progress line and watches for
+/// Ctrl-C; measures the process's CPU meanwhile.
+fn run_test(
+    cfg: &Config,
+    backend: Backend,
+    spec: &TestSpec,
+    test_no: u64,
+    epoch: Instant,
+) -> Result<(Outcome, cpu::ClientCpu), String> {
     let run = TestRun {
         plan: plan(cfg, spec, test_no, false),
         endpoint: cfg.endpoint.clone(),
@@ -270,11 +330,12 @@ fn run_test(cfg: &Config, spec: &TestSpec, test_no: u64, epoch: Instant) -> Resu
     };
     let show_progress = cfg.output != Output::Csv && !json_on_stdout(cfg) && io::stdout().is_terminal();
     let started = Instant::now();
+    let cpu_before = cpu::process_cpu();
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|s| {
         let run = &run;
         s.spawn(move || {
-            let _ = tx.send(run_backend(cfg.backend, run, epoch));
+            let _ = tx.send(run_backend(backend, run, epoch));
         });
         let mut last_draw = Instant::now();
         let (mut last_done, mut last_sum) = (0u64, 0u64);
@@ -283,10 +344,16 @@ fn run_test(cfg: &Config, spec: &TestSpec, test_no: u64, epoch: Instant) -> Resu
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok(result) => {
+                    let cpu = cpu::ClientCpu::between(
+                        cpu_before,
+                        cpu::process_cpu(),
+                        started.elapsed(),
+                        run.loops(),
+                    );
                     if drawn > 0 {
                         print!("{}", report::clear_progress(drawn));
                     }
-                    return result;
+                    return result.map(|o| (o, cpu));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the event loops stopped".into()),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -331,12 +398,13 @@ fn print_test(
     cfg: &Config,
     spec: &TestSpec,
     info: &ServerInfo,
-    outcome: &Outcome,
+    entry: &json::Entry,
     out: &mut impl Write,
 ) -> io::Result<()> {
     let r = TestReport {
         title: &spec.title,
-        stats: &outcome.stats,
+        stats: &entry.stats,
+        cpu: entry.cpu.as_ref(),
         clients: cfg.clients,
         payload_bytes: spec.payload_bytes,
         keepalive: cfg.keepalive,
@@ -361,7 +429,7 @@ fn print_test(
         }
     }
     if cfg.show_errors {
-        for k in outcome.stats.errors.kinds() {
+        for k in entry.stats.errors.kinds() {
             eprintln!("Error from server: {}", k.first_message);
         }
     }
@@ -384,7 +452,7 @@ fn idle(cfg: &Config) -> Result<ExitCode, String> {
     let result = std::thread::scope(|s| {
         let run = &run;
         s.spawn(move || {
-            let _ = tx.send(run_backend(cfg.backend, run, Instant::now()));
+            let _ = tx.send(run_backend(cfg.backends[0], run, Instant::now()));
         });
         loop {
             match rx.recv_timeout(PROGRESS_EVERY) {

@@ -94,7 +94,7 @@ pub struct Opts {
     #[argh(switch, short = 'e')]
     pub show_errors: bool,
     /// event loop backend: mio (default, one mio event loop per thread) or smol (one async task
-    /// per connection)
+    /// per connection); a list (mio,smol) runs every test on each and prints them side by side
     #[argh(option, default = "String::from(\"mio\")")]
     pub backend: String,
     /// per-request timeout: a request (or connection handshake) with no reply after this long
@@ -159,6 +159,16 @@ pub enum Backend {
     Smol,
 }
 
+impl Backend {
+    /// The name `--backend` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Mio => "mio",
+            Backend::Smol => "smol",
+        }
+    }
+}
+
 /// The checked configuration of a run.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -184,7 +194,8 @@ pub struct Config {
     pub seed: u64,
     pub show_errors: bool,
     pub command: Vec<String>,
-    pub backend: Backend,
+    /// The backends to run each test on, in order (one, unless comparing).
+    pub backends: Vec<Backend>,
     /// `--json`: where to write the JSON document; `-` is stdout.
     pub json: Option<String>,
     /// `--timeout`: how long a request may wait for its reply; `None` is forever.
@@ -286,11 +297,18 @@ impl Opts {
         {
             return Err("TLS is not supported yet".to_string());
         }
-        let backend = match self.backend.as_str() {
-            "mio" => Backend::Mio,
-            "smol" => Backend::Smol,
-            other => return Err(bad("--backend", other, "the backends are mio and smol")),
-        };
+        let mut backends = Vec::new();
+        for name in self.backend.split(',') {
+            let b = match name.trim() {
+                "mio" => Backend::Mio,
+                "smol" => Backend::Smol,
+                other => return Err(bad("--backend", other, "the backends are mio and smol")),
+            };
+            if backends.contains(&b) {
+                return Err(bad("--backend", &self.backend, "a backend is listed twice"));
+            }
+            backends.push(b);
+        }
         if self.clients < 1 || self.clients > 1_000_000 {
             return Err(bad("-c", self.clients, "the number of clients must be 1 to 1000000"));
         }
@@ -355,7 +373,7 @@ impl Opts {
             seed,
             show_errors: self.show_errors,
             command: self.command,
-            backend,
+            backends,
             json: self.json,
             timeout,
         };
@@ -438,7 +456,10 @@ mod tests {
         assert!(parse(&["--bogus"]).unwrap_err().contains("--bogus"));
         assert!(parse(&["--backend", "tokio"]).unwrap_err().contains("--backend"));
         assert!(parse(&["-I", "--json", "r.json"]).unwrap_err().contains("--json cannot be used with -I"));
-        assert_eq!(parse(&["--backend", "smol"]).unwrap().backend, Backend::Smol);
+        assert_eq!(parse(&["--backend", "smol"]).unwrap().backends, [Backend::Smol]);
+        assert_eq!(parse(&["--backend", "mio,smol"]).unwrap().backends, [Backend::Mio, Backend::Smol]);
+        assert!(parse(&["--backend", "mio,mio"]).unwrap_err().contains("twice"));
+        assert!(parse(&["--backend", "mio,"]).unwrap_err().contains("--backend"));
     }
 
     #[test]

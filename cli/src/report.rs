@@ -11,12 +11,17 @@ use std::io::{self, Write};
 use hdrhistogram::Histogram;
 use respbench_core::Stats;
 
+use crate::cpu::ClientCpu;
+use crate::json::Entry;
+
 /// What a report needs besides the stats.
 pub struct TestReport<'a> {
     /// The test's name, e.g. `GET` or `LRANGE_100 (first 100 elements)`.
     pub title: &'a str,
     /// The test's results.
     pub stats: &'a Stats,
+    /// The client's own CPU during the test, when measured.
+    pub cpu: Option<&'a ClientCpu>,
     /// Parallel clients (`-c`).
     pub clients: usize,
     /// Payload size in bytes (`-d`, or the RESP length of a custom command).
@@ -70,6 +75,103 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
         out,
         "    {:9.3} {:9.3} {:9.3} {:9.3} {:9.3} {:9.3}",
         sum.avg, sum.min, sum.p50, sum.p95, sum.p99, sum.max
+    )?;
+    if let Some(c) = r.cpu {
+        // respbench's own line, after redis-benchmark's summary so parsers of that stay whole.
+        writeln!(
+            out,
+            "  client cpu: {:.2} usec per request (user+sys), {:.0}% of a core per event loop ({} loop{}){}",
+            finite(c.per_request_us(s.requests)),
+            finite(c.core_share() * 100.0),
+            c.threads,
+            if c.threads == 1 { "" } else { "s" },
+            if c.saturated() { ", SATURATED: these figures measure the client" } else { "" }
+        )?;
+    }
+    Ok(())
+}
+
+/// One backend's column names in the side-by-side table of `--backend mio,smol`, as wide as
+/// [`write_compare_row`]'s cells.
+fn compare_columns() -> String {
+    format!("  {:>13} {:>9} {:>9} {:>11} {:>6} ", "rps", "p50 msec", "p99 msec", "cpu us/req", "core")
+}
+
+/// The header of the side-by-side table (or of its CSV form): `width` is the longest title.
+pub fn write_compare_header(
+    csv: bool,
+    backends: &[&str],
+    width: usize,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    if csv {
+        return writeln!(
+            out,
+            "\"test\",\"backend\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\",\"cpu_us_per_request\",\"cpu_core_share\""
+        );
+    }
+    let width = width.max("test".len());
+    let mut top = format!("{:width$}", "");
+    let mut cols = format!("{:width$}", "test");
+    for b in backends {
+        let group = compare_columns();
+        let n = group.len() - 3;
+        top.push_str(&format!("  {:-^n$} ", format!(" {b} ")));
+        cols.push_str(&group);
+    }
+    writeln!(out, "{}", top.trim_end())?;
+    writeln!(out, "{}", cols.trim_end())
+}
+
+/// One test on every backend: a row of the side-by-side table, or one CSV row per backend.
+pub fn write_compare_row(csv: bool, runs: &[&Entry], width: usize, out: &mut impl Write) -> io::Result<()> {
+    let Some(first) = runs.first() else { return Ok(()) };
+    if csv {
+        for e in runs {
+            let sum = Summary::of(&e.stats.latency);
+            let cpu = e.cpu.unwrap_or_default();
+            writeln!(
+                out,
+                "\"{}\",\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.2}\",\"{:.3}\"",
+                e.name.replace('"', "\"\""),
+                e.backend.as_deref().unwrap_or(""),
+                finite(e.stats.rps()),
+                sum.avg,
+                sum.min,
+                sum.p50,
+                sum.p95,
+                sum.p99,
+                sum.max,
+                finite(cpu.per_request_us(e.stats.requests)),
+                finite(cpu.core_share()),
+            )?;
+        }
+        return Ok(());
+    }
+    let width = width.max("test".len());
+    let mut line = format!("{:width$}", first.name);
+    for e in runs {
+        let h = &e.stats.latency;
+        let cpu = e.cpu.unwrap_or_default();
+        line.push_str(&format!(
+            "  {:13.2} {:9.3} {:9.3} {:11.2} {:5.0}%{}",
+            finite(e.stats.rps()),
+            ms(value_at_percentile(h, 50.0)),
+            ms(value_at_percentile(h, 99.0)),
+            finite(cpu.per_request_us(e.stats.requests)),
+            finite(cpu.core_share() * 100.0),
+            if cpu.saturated() { "*" } else { " " }
+        ));
+    }
+    writeln!(out, "{}", line.trim_end())
+}
+
+/// The legend under the side-by-side table.
+pub fn write_compare_footer(out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "\ncpu us/req: the client's user+sys CPU per request; core: its CPU as a share of one core per \
+         event loop (* = saturated: the figures measure the client, not the server)"
     )
 }
 
@@ -397,6 +499,7 @@ mod tests {
         TestReport {
             title,
             stats: s,
+            cpu: None,
             clients: 50,
             payload_bytes: 3,
             keepalive: true,

@@ -749,6 +749,37 @@ pub fn split_command_line(line: &str) -> Vec<String> {
     words
 }
 
+/// Checks a `--json` document with independent implementations (`tests/python/check_json.py`):
+/// validates it against `docs/respbench.schema.json` with Python's `jsonschema`, and decodes every
+/// histogram with Python's `hdrhistogram` package, whose count and percentiles must be the ones
+/// the document reports. Panics with the checker's output when they disagree.
+///
+/// The interpreter is `$RESPBENCH_PYTHON`, which `scripts/test` points at a virtual environment
+/// holding both packages; without it the check fails and says how to get one.
+pub fn check_json_independently(document: &Path) -> String {
+    let python = std::env::var_os("RESPBENCH_PYTHON").unwrap_or_else(|| {
+        panic!(
+            "RESPBENCH_PYTHON is not set: run the tests with scripts/test, which creates a Python \
+             environment with the jsonschema and hdrhistogram packages, or point it at such a python"
+        )
+    });
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+    let out = Command::new(&python)
+        .arg(root.join("tests/python/check_json.py"))
+        .arg(root.join("docs/respbench.schema.json"))
+        .arg(document)
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", Path::new(&python).display()));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "check_json.py rejected {}:\n{stdout}{}",
+        document.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
