@@ -11,13 +11,16 @@ use std::time::{Duration, Instant};
 
 use mio::net::{TcpStream, UnixStream};
 use mio::{Events, Interest, Poll, Token};
-use respbench_core::run::connect_error;
+use respbench_core::run::{connect_error, io_error};
 use respbench_core::{Connection, Endpoint, Event, Outcome, Stats, TestRun, Time};
 
 /// One read buffer per loop serves every connection: the core's parser keeps no bytes.
 const READ_BUF: usize = 64 * 1024;
 /// How often a loop publishes its figures and looks at the stop controls.
 const PUBLISH_EVERY: Duration = Duration::from_millis(50);
+/// In closed loop with `--timeout`, how often a loop looks for requests past their deadline:
+/// a scan of every connection, so not after every event.
+const DEADLINE_CHECK_EVERY: Duration = Duration::from_millis(10);
 
 /// Where a loop connects: resolved once per test.
 #[derive(Clone, Debug)]
@@ -181,6 +184,7 @@ impl<'a> Loop<'a> {
         let mut events = Events::with_capacity(1024);
         let mut buf = vec![0u8; READ_BUF];
         let mut last_publish = Instant::now();
+        let mut last_deadline_check = Instant::now();
         let mut aborted = false;
         while self.open > 0 {
             if self.run.progress.aborted() {
@@ -196,14 +200,21 @@ impl<'a> Loop<'a> {
             for ev in events.iter() {
                 let i = ev.token().0;
                 if i < self.slots.len() {
-                    self.on_ready(i, &mut buf);
+                    // A peer's FIN (or an error) may come in the same edge as its last bytes.
+                    let hangup = ev.is_read_closed() || ev.is_error();
+                    self.on_ready(i, &mut buf, ev.is_readable(), hangup);
                 }
             }
-            if self.run.plan.conn.open_loop.is_some() {
-                // Schedules are due whether or not a socket woke us.
+            let conn = &self.run.plan.conn;
+            if conn.open_loop.is_some()
+                || (conn.request_timeout.is_some() && last_deadline_check.elapsed() >= DEADLINE_CHECK_EVERY)
+            {
+                // Schedules and deadlines are due whether or not a socket woke us.
+                last_deadline_check = Instant::now();
                 let now = self.now();
                 for i in 0..self.slots.len() {
                     if self.slots[i].conn.poll_timeout().is_some_and(|t| t <= now) {
+                        self.slots[i].conn.handle_timeout(now);
                         self.drain(i);
                     }
                 }
@@ -227,6 +238,9 @@ impl<'a> Loop<'a> {
     /// controls go unread.
     fn next_timeout(&self) -> Duration {
         let mut timeout = PUBLISH_EVERY;
+        if self.run.plan.conn.request_timeout.is_some() {
+            timeout = DEADLINE_CHECK_EVERY;
+        }
         if self.run.plan.conn.open_loop.is_some() {
             let now = self.now();
             for s in &self.slots {
@@ -264,7 +278,9 @@ impl<'a> Loop<'a> {
         self.drain(i);
     }
 
-    fn on_ready(&mut self, i: usize, buf: &mut [u8]) {
+    /// Acts on readiness of slot `i`; `hangup` when the event also said the peer closed or the
+    /// socket failed, so that reading must go on to the end of the stream.
+    fn on_ready(&mut self, i: usize, buf: &mut [u8], readable: bool, hangup: bool) {
         let slot = &mut self.slots[i];
         let Some(sock) = slot.sock.as_mut() else { return };
         if !slot.connected {
@@ -273,6 +289,12 @@ impl<'a> Loop<'a> {
                     slot.connected = true;
                     let now = Time::since(self.epoch, Instant::now());
                     slot.conn.handle_connected(now, &mut self.stats);
+                    if !readable && !hangup {
+                        self.drain(i);
+                        return;
+                    }
+                    // The server spoke (or closed: Redis at maxclients) in the edge that
+                    // completed the connect; no new edge would tell us.
                 }
                 Ok(false) => return,
                 Err(e) => {
@@ -281,7 +303,8 @@ impl<'a> Loop<'a> {
                     return;
                 }
             }
-        } else {
+        }
+        {
             loop {
                 match sock.read(buf) {
                     Ok(0) => {
@@ -292,15 +315,17 @@ impl<'a> Loop<'a> {
                         let now = Time::since(self.epoch, Instant::now());
                         slot.conn.handle_input(&buf[..n], now, &mut self.stats);
                         // A short read emptied the socket: the next byte to arrive raises a new
-                        // edge, so asking again would only cost a syscall returning EAGAIN.
-                        if n < buf.len() || slot.conn.is_closed() {
+                        // edge, so asking again would only cost a syscall returning EAGAIN. Not
+                        // after a hangup, though: no edge follows the end of the stream, and a
+                        // FIN that came with the last bytes would never be read (a hang).
+                        if (n < buf.len() && !hangup) || slot.conn.is_closed() {
                             break;
                         }
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => {
-                        slot.conn.handle_io_error(format!("read from {}: {e}", self.run.endpoint));
+                        slot.conn.handle_io_error(io_error("read from", &self.run.endpoint, &e));
                         break;
                     }
                 }
@@ -329,7 +354,7 @@ impl<'a> Loop<'a> {
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                             Err(e) => {
-                                slot.conn.handle_io_error(format!("write to {}: {e}", self.run.endpoint));
+                                slot.conn.handle_io_error(io_error("write to", &self.run.endpoint, &e));
                                 break;
                             }
                         }

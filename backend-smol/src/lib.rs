@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use smol::{future, Async, LocalExecutor, Timer};
 
-use respbench_core::run::connect_error;
+use respbench_core::run::{connect_error, io_error};
 use respbench_core::{Connection, Endpoint, Event, Outcome, Stats, TestRun, Time};
 
 /// Per-task read buffer: small, since there is one per connection (the parser keeps no bytes).
@@ -170,6 +170,14 @@ fn publish(run: &TestRun, stats: &Stats, published: &mut (u64, u64)) {
     *published = (req, sum);
 }
 
+/// What woke a connection's task.
+enum Wake {
+    Readable,
+    Writable,
+    /// The time from `poll_timeout` came.
+    Timer,
+}
+
 /// One connection's task: connect, then loop on the drain rule until it finishes or fails.
 async fn drive(
     run: &TestRun,
@@ -213,7 +221,7 @@ async fn drive(
                         }
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                         Err(e) => {
-                            conn.handle_io_error(format!("write to {}: {e}", run.endpoint));
+                            conn.handle_io_error(io_error("write to", &run.endpoint, &e));
                             break;
                         }
                     }
@@ -237,10 +245,10 @@ async fn drive(
             let Some(sock) = &sock else { break 'socket };
             // Wait for the socket to be readable, writable (while bytes wait), or the timer.
             let timer = conn.poll_timeout().map(|t| epoch + t.as_duration());
-            let readable = async { sock.readable().await.map(|_| true) };
+            let readable = async { sock.readable().await.map(|_| Wake::Readable) };
             let writable = async {
                 if pending {
-                    sock.writable().await.map(|_| false)
+                    sock.writable().await.map(|_| Wake::Writable)
                 } else {
                     future::pending().await
                 }
@@ -252,13 +260,17 @@ async fn drive(
                     }
                     None => future::pending::<()>().await,
                 }
-                Ok(false)
+                Ok(Wake::Timer)
             };
             match future::or(readable, future::or(writable, timeout)).await {
-                Ok(false) => continue,
-                Ok(true) => {}
+                Ok(Wake::Readable) => {}
+                Ok(Wake::Writable) => continue,
+                Ok(Wake::Timer) => {
+                    conn.handle_timeout(now());
+                    continue;
+                }
                 Err(e) => {
-                    conn.handle_io_error(format!("read from {}: {e}", run.endpoint));
+                    conn.handle_io_error(io_error("read from", &run.endpoint, &e));
                     continue;
                 }
             }
@@ -277,7 +289,7 @@ async fn drive(
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => {
-                        conn.handle_io_error(format!("read from {}: {e}", run.endpoint));
+                        conn.handle_io_error(io_error("read from", &run.endpoint, &e));
                         break;
                     }
                 }

@@ -64,6 +64,7 @@ pub fn config(cfg: &Config) -> Value {
         "loop": cfg.repeat,
         "tests": cfg.tests,
         "command": if cfg.command.is_empty() { Value::Null } else { json!(cfg.command) },
+        "timeout_ms": cfg.timeout.map(|t| t.as_secs_f64() * 1e3),
     });
     if let Value::Object(m) = more {
         c.extend(m);

@@ -3,6 +3,7 @@
 
 mod cpu;
 mod json;
+mod limits;
 mod merge;
 mod opts;
 mod report;
@@ -110,6 +111,7 @@ fn handshake(cfg: &Config) -> Handshake {
 }
 
 fn run(cfg: &Config) -> Result<ExitCode, String> {
+    limits::ensure_fds(cfg.clients, cfg.threads.clamp(1, cfg.clients))?;
     if cfg.idle {
         return idle(cfg);
     }
@@ -117,8 +119,8 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
         // Find out now, not after a long run whose results would then be lost.
         std::fs::File::create(path).map_err(|e| format!("--json: cannot write {path}: {e}"))?;
     }
-    let info =
-        server::startup(&cfg.endpoint, cfg.user.as_deref(), cfg.password.as_deref()).map_err(|e| e.0)?;
+    let info = server::startup(&cfg.endpoint, cfg.user.as_deref(), cfg.password.as_deref(), cfg.timeout)
+        .map_err(|e| e.0)?;
     if !cfg.keepalive {
         eprintln!(
             "WARNING: Keepalive disabled. You probably need 'echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse' \
@@ -453,6 +455,7 @@ fn plan(
             keepalive: cfg.keepalive,
             idle,
             open_loop,
+            request_timeout: cfg.timeout,
         },
         workload: Workload {
             template: case.spec.template.clone(),
@@ -646,7 +649,14 @@ fn idle(cfg: &Config) -> Result<ExitCode, String> {
     println!();
     let outcome = result?;
     for (msg, n) in &outcome.failures {
-        eprintln!("{n} connections failed: {msg}");
+        let plural = if *n == 1 { "" } else { "s" };
+        eprintln!("{n} connection{plural} failed: {msg}");
     }
-    Ok(if !outcome.failures.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if !outcome.failures.is_empty() {
+        ExitCode::from(1)
+    } else if interrupted() {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -97,6 +97,11 @@ pub struct Opts {
     /// per connection); a list (mio,smol) runs every test on each and prints them side by side
     #[argh(option, default = "String::from(\"mio\")")]
     pub backend: String,
+    /// per-request timeout: a request (or connection handshake) with no reply after this long
+    /// fails its connection and the run exits 1; '5s', '500ms' or plain seconds ('1.5'), up to
+    /// 1 hour (default: wait forever)
+    #[argh(option)]
+    pub timeout: Option<String>,
     /// also write the results as a JSON document (schema respbench/1, see docs/json.md) to this
     /// file, or to stdout with '-' (the text report is then not printed)
     #[argh(option)]
@@ -215,6 +220,8 @@ pub struct Config {
     pub backends: Vec<Backend>,
     /// `--json`: where to write the JSON document; `-` is stdout.
     pub json: Option<String>,
+    /// `--timeout`: how long a request may wait for its reply; `None` is forever.
+    pub timeout: Option<Duration>,
     /// Rate, time and mix options.
     pub open: OpenLoopConfig,
 }
@@ -279,6 +286,34 @@ pub fn parse_duration(option: &str, text: &str) -> Result<Duration, String> {
 /// A bad value: the message names the option.
 fn bad(option: &str, value: impl std::fmt::Display, why: &str) -> String {
     format!("invalid value '{value}' for {option}: {why}")
+}
+
+/// The longest `--timeout`: as long as the latency histograms record.
+const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Parses a `--timeout` value: `5s`, `500ms`, or plain (possibly fractional) seconds.
+fn parse_timeout(v: &str) -> Result<Duration, String> {
+    let (number, scale) = if let Some(n) = v.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (v, 1.0)
+    };
+    let why = "expected a duration such as 5s, 500ms or 1.5 (seconds)";
+    let x: f64 = match number.trim().parse() {
+        Ok(x) if number.bytes().all(|b| b.is_ascii_digit() || b == b'.') => x,
+        _ => return Err(bad("--timeout", v, why)),
+    };
+    let secs = x * scale;
+    if !secs.is_finite() || secs > MAX_TIMEOUT.as_secs_f64() {
+        return Err(bad("--timeout", v, "the longest timeout is 1 hour"));
+    }
+    let d = Duration::from_secs_f64(secs);
+    if d < Duration::from_millis(1) {
+        return Err(bad("--timeout", v, "must be at least 1ms (leave --timeout out to wait forever)"));
+    }
+    Ok(d)
 }
 
 /// Parses `redis://[user[:password]@]host[:port][/db]`.
@@ -471,6 +506,11 @@ impl Opts {
         } else {
             Output::Verbose
         };
+        let timeout = self.timeout.as_deref().map(parse_timeout).transpose()?;
+        if self.idle && self.json.is_some() {
+            // Idle mode measures nothing: a document would be empty, so say so before it starts.
+            return Err("--json cannot be used with -I: idle mode records no results".to_string());
+        }
         let seed = self.seed.unwrap_or_else(clock_seed);
         let mut c = Config {
             endpoint: match &self.socket {
@@ -503,6 +543,7 @@ impl Opts {
             backends,
             json: self.json,
             open,
+            timeout,
         };
         if let Some(uri) = &self.uri {
             apply_uri(uri, &mut c)?;
@@ -582,10 +623,28 @@ mod tests {
         assert!(parse(&["-n", "many"]).is_err());
         assert!(parse(&["--bogus"]).unwrap_err().contains("--bogus"));
         assert!(parse(&["--backend", "tokio"]).unwrap_err().contains("--backend"));
+        assert!(parse(&["-I", "--json", "r.json"]).unwrap_err().contains("--json cannot be used with -I"));
         assert_eq!(parse(&["--backend", "smol"]).unwrap().backends, [Backend::Smol]);
         assert_eq!(parse(&["--backend", "mio,smol"]).unwrap().backends, [Backend::Mio, Backend::Smol]);
         assert!(parse(&["--backend", "mio,mio"]).unwrap_err().contains("twice"));
         assert!(parse(&["--backend", "mio,"]).unwrap_err().contains("--backend"));
+    }
+
+    #[test]
+    fn timeout_takes_seconds_or_milliseconds() {
+        let t = |v: &str| parse(&["--timeout", v]).map(|c| c.timeout);
+        assert_eq!(parse(&[]).unwrap().timeout, None);
+        assert_eq!(t("5s"), Ok(Some(Duration::from_secs(5))));
+        assert_eq!(t("5"), Ok(Some(Duration::from_secs(5))));
+        assert_eq!(t("1.5"), Ok(Some(Duration::from_millis(1500))));
+        assert_eq!(t("500ms"), Ok(Some(Duration::from_millis(500))));
+        assert_eq!(t("3600s"), Ok(Some(Duration::from_secs(3600))));
+        for v in
+            ["0", "0ms", "0.0001", "-1", "x", "5h", "1e3", "inf", "NaN", "", "3601", "99999999999999999999"]
+        {
+            let e = t(v).unwrap_err();
+            assert!(e.contains("--timeout"), "{v}: {e}");
+        }
     }
 
     #[test]

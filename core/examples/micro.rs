@@ -21,6 +21,7 @@ fn plan(args: &[&[u8]], pipeline: u32) -> Arc<Plan> {
             keepalive: true,
             idle: false,
             open_loop: None,
+            request_timeout: None,
         },
         // `-r 100000`: every request pays for its key substitution.
         workload: Workload {

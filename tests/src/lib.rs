@@ -20,6 +20,8 @@ const REDIS_MISSING: &str =
 const REDIS_CLI_MISSING: &str =
     "redis-cli not found: install Debian's redis-tools package (apt-get install redis-server redis-tools)";
 
+pub mod fake;
+
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
 
 fn unique_tmpdir(prefix: &str) -> PathBuf {
@@ -120,6 +122,16 @@ impl RedisServer {
         self.port
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends a signal to the server with `kill -NAME` (`"STOP"`, `"CONT"`, `"KILL"`).
+    pub fn signal(&self, name: &str) {
+        send_signal(self.pid(), name);
+    }
+
     /// Path of the server's unix socket.
     pub fn socket_path(&self) -> PathBuf {
         self.dir.join("redis.sock")
@@ -194,6 +206,13 @@ impl Drop for RedisServer {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Sends signal `name` (`INT`, `TERM`, `STOP`, `CONT`, `KILL`) to `pid` with the `kill` command.
+pub fn send_signal(pid: u32, name: &str) {
+    let st =
+        Command::new("kill").arg(format!("-{name}")).arg(pid.to_string()).status().expect("running kill");
+    assert!(st.success(), "kill -{name} {pid} failed");
 }
 
 /// Encodes a command as a RESP array of bulk strings.
@@ -485,8 +504,12 @@ impl Running {
 
     /// Sends SIGINT via `kill -INT`, which avoids a libc dependency.
     pub fn interrupt(&self) {
-        let st = Command::new("kill").arg("-INT").arg(self.pid().to_string()).status().expect("running kill");
-        assert!(st.success(), "kill -INT {} failed", self.pid());
+        self.signal("INT");
+    }
+
+    /// Sends a signal with `kill -NAME` (`"INT"`, `"TERM"`).
+    pub fn signal(&self, name: &str) {
+        send_signal(self.pid(), name);
     }
 
     /// Waits up to `timeout`; on expiry kills the process and returns with `timed_out` set.
