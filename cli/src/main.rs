@@ -280,13 +280,14 @@ fn tests(cfg: &Config) -> Result<Vec<TestSpec>, String> {
         })?,
         None => Selection::all(),
     };
-    Ok(default_suite(&selection, cfg.datasize, cfg.keyspace.is_some()))
+    Ok(default_suite(&selection, &cfg.values, cfg.keyspace.is_some(), &cfg.key_prefix))
 }
 
 fn plan(cfg: &Config, spec: &TestSpec, test_no: u64, idle: bool) -> Arc<Plan> {
     let keys = match cfg.keyspace {
         None => KeySpace::Literal,
-        Some(n) => KeySpace::Random { n },
+        // Options::check refused a keyspace the distribution cannot take.
+        Some(n) => cfg.key_dist.space(n).unwrap_or(KeySpace::Random { n }),
     };
     Arc::new(Plan {
         conn: ConnConfig {
@@ -404,6 +405,7 @@ fn print_test(
         cpu: entry.cpu.as_ref(),
         clients: cfg.clients,
         payload_bytes: spec.payload_bytes,
+        workload: report::workload_lines(&cfg.values, cfg.key_dist, cfg.keyspace, &cfg.key_prefix),
         keepalive: cfg.keepalive,
         threads: cfg.threads,
         server_save: info.save.as_deref(),

@@ -157,6 +157,59 @@ pub fn gaussian(n: u64, rng: &mut Rng) -> u64 {
     }
 }
 
+/// How keys are drawn from the `-r` keyspace (`--key-dist`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum KeyDist {
+    /// Independent uniform draws (redis-benchmark's `-r`).
+    Uniform,
+    /// 0, 1, 2, … over the test's connections together, wrapping at the keyspace length.
+    Sequential,
+    /// Zipf with this exponent: see [`Zipf`].
+    Zipf(f64),
+    /// Normal, mean n/2 and standard deviation n/6: see [`gaussian`].
+    Gaussian,
+}
+
+impl KeyDist {
+    /// Parses `uniform`, `sequential`, `zipf:THETA` (`zipf` alone is 0.99) or `gaussian`.
+    pub fn parse(text: &str) -> Result<KeyDist, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "uniform" => Ok(KeyDist::Uniform),
+            "sequential" => Ok(KeyDist::Sequential),
+            "gaussian" => Ok(KeyDist::Gaussian),
+            "zipf" => Ok(KeyDist::Zipf(0.99)),
+            other => match other.strip_prefix("zipf:").map(str::parse::<f64>) {
+                Some(Ok(t)) if t.is_finite() && t > 0.0 && t <= 100.0 => Ok(KeyDist::Zipf(t)),
+                Some(_) => Err("the zipf exponent must be a number above 0 and at most 100".to_string()),
+                None => Err("the distributions are uniform, sequential, zipf:THETA and gaussian".to_string()),
+            },
+        }
+    }
+
+    /// The key space of this distribution over [0, n); `None` for Zipf beyond [`Zipf::MAX_N`].
+    pub fn space(self, n: u64) -> Option<crate::template::KeySpace> {
+        use crate::template::KeySpace;
+        Some(match self {
+            KeyDist::Uniform => KeySpace::Random { n },
+            KeyDist::Sequential => KeySpace::sequential(n),
+            KeyDist::Zipf(theta) => KeySpace::Zipf(Zipf::new(n, theta)?),
+            KeyDist::Gaussian => KeySpace::Gaussian { n },
+        })
+    }
+}
+
+impl std::fmt::Display for KeyDist {
+    /// The `--key-dist` syntax: `uniform`, `sequential`, `zipf:0.99`, `gaussian`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyDist::Uniform => f.write_str("uniform"),
+            KeyDist::Sequential => f.write_str("sequential"),
+            KeyDist::Zipf(t) => write!(f, "zipf:{t}"),
+            KeyDist::Gaussian => f.write_str("gaussian"),
+        }
+    }
+}
+
 /// The size of the values (`-d`): fixed, uniform over a range, or a weighted list.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ValueSize {
@@ -174,6 +227,56 @@ pub enum ValueSize {
 }
 
 impl ValueSize {
+    /// The largest value size, as redis-benchmark clamps `-d`: 1 GiB.
+    pub const MAX: usize = 1 << 30;
+
+    /// Parses `-d`: `N` (redis-benchmark's fixed size, clamped into [1, 1 GiB] as it does),
+    /// `LO-HI` (uniform, both included) or `SIZE:WEIGHT,…` (a weight left out is 1). Sizes in
+    /// ranges and lists must be 1 to 1 GiB. The error says what is wrong, without the option.
+    pub fn parse(text: &str) -> Result<ValueSize, String> {
+        let text = text.trim();
+        if let Ok(n) = text.parse::<i64>() {
+            return Ok(ValueSize::Fixed(n.clamp(1, ValueSize::MAX as i64) as usize));
+        }
+        let size = |t: &str| -> Result<usize, String> {
+            match t.trim().parse::<usize>() {
+                Ok(n) if (1..=ValueSize::MAX).contains(&n) => Ok(n),
+                _ => Err(format!("'{t}' is not a size from 1 to {} bytes", ValueSize::MAX)),
+            }
+        };
+        if text.contains([',', ':']) {
+            let mut list = Vec::new();
+            for item in text.split(',') {
+                let (s, w) = match item.split_once(':') {
+                    Some((s, w)) => {
+                        let w = w
+                            .trim()
+                            .parse::<u64>()
+                            .map_err(|_| format!("'{w}' is not a weight (0 or more)"))?;
+                        (s, w)
+                    }
+                    None => (item, 1),
+                };
+                list.push((size(s)?, w));
+            }
+            if list.iter().all(|&(_, w)| w == 0) {
+                return Err("at least one weight must be above 0".to_string());
+            }
+            if list.iter().try_fold(0u64, |t, &(_, w)| t.checked_add(w)).is_none() {
+                return Err("the weights add up to more than 2^64".to_string());
+            }
+            return Ok(ValueSize::Weighted(list));
+        }
+        if let Some((lo, hi)) = text.split_once('-') {
+            let (lo, hi) = (size(lo)?, size(hi)?);
+            if lo > hi {
+                return Err(format!("the range {lo}-{hi} is empty (the smaller size comes first)"));
+            }
+            return Ok(ValueSize::Range { lo, hi });
+        }
+        Err("expected a size (3), a range (16-1024) or a weighted list (16:3,1024:1)".to_string())
+    }
+
     /// The largest size a value can have.
     pub fn max(&self) -> usize {
         match self {
@@ -466,6 +569,38 @@ mod tests {
             }
         }
         assert!((small - 75_000).abs() < 700, "{small}");
+    }
+
+    #[test]
+    fn parses_the_d_syntax() {
+        assert_eq!(ValueSize::parse("3"), Ok(ValueSize::Fixed(3)));
+        assert_eq!(ValueSize::parse("0"), Ok(ValueSize::Fixed(1)), "clamped like redis-benchmark");
+        assert_eq!(ValueSize::parse("-5"), Ok(ValueSize::Fixed(1)));
+        assert_eq!(ValueSize::parse("99999999999"), Ok(ValueSize::Fixed(1 << 30)));
+        assert_eq!(ValueSize::parse("16-1024"), Ok(ValueSize::Range { lo: 16, hi: 1024 }));
+        assert_eq!(ValueSize::parse("16:3,1024:1"), Ok(ValueSize::Weighted(vec![(16, 3), (1024, 1)])));
+        assert_eq!(ValueSize::parse("16,32"), Ok(ValueSize::Weighted(vec![(16, 1), (32, 1)])));
+        for bad in ["1024-16", "0-5", "5-", "x", "16:x", "16:0", "0:1", "1-2000000000", "", "16:1,,"] {
+            assert!(ValueSize::parse(bad).is_err(), "{bad}");
+        }
+        assert!(ValueSize::parse(&format!("1:{},2:1", u64::MAX)).is_err());
+        for spec in ["3", "16-1024", "16:3,1024:1"] {
+            assert_eq!(ValueSize::parse(spec).unwrap().to_string(), spec);
+        }
+    }
+
+    #[test]
+    fn parses_key_dist() {
+        assert_eq!(KeyDist::parse("uniform"), Ok(KeyDist::Uniform));
+        assert_eq!(KeyDist::parse("Sequential"), Ok(KeyDist::Sequential));
+        assert_eq!(KeyDist::parse("zipf:0.99"), Ok(KeyDist::Zipf(0.99)));
+        assert_eq!(KeyDist::parse("zipf"), Ok(KeyDist::Zipf(0.99)));
+        assert_eq!(KeyDist::parse("gaussian"), Ok(KeyDist::Gaussian));
+        for bad in ["zipf:0", "zipf:-1", "zipf:nan", "zipf:inf", "zipf:", "normal", ""] {
+            assert!(KeyDist::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(KeyDist::Zipf(1.2).to_string(), "zipf:1.2");
+        assert!(KeyDist::Zipf(0.99).space(Zipf::MAX_N + 1).is_none());
     }
 
     #[test]
