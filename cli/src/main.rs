@@ -156,7 +156,7 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
                 };
                 let entry = json::Entry {
                     name: spec.title.clone(),
-                    command: json::command_text(spec.template.as_bytes()),
+                    command: json::command_text(&spec.template.display()),
                     backend: Some(backend.name().to_string()),
                     cpu: Some(cpu),
                     stats: outcome.stats,

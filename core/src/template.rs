@@ -324,6 +324,21 @@ impl Template {
         self.bytes.is_empty() && self.slots.is_empty()
     }
 
+    /// The template for display: [`Template::as_bytes`] with each value slot shown as
+    /// `$<sizes>\r\n<value>\r\n` (e.g. `$16-1024`), so reports can show its shape.
+    pub fn display(&self) -> Vec<u8> {
+        let Some(values) = &self.values else { return self.bytes.clone() };
+        let mut out = Vec::with_capacity(self.bytes.len() + self.slots.len() * 24);
+        let mut prev = 0;
+        for &at in &self.slots {
+            out.extend_from_slice(&self.bytes[prev..at]);
+            out.extend_from_slice(format!("${}\r\n<value>\r\n", values.spec).as_bytes());
+            prev = at;
+        }
+        out.extend_from_slice(&self.bytes[prev..]);
+        out
+    }
+
     /// Whether value sizes are drawn per request.
     #[inline]
     pub fn has_value_slots(&self) -> bool {
@@ -863,6 +878,9 @@ mod tests {
         let t = Template::with_values(&[Arg::Bytes(b"SET"), Arg::Bytes(b"k"), Arg::Value], &values);
         assert!(t.has_value_slots());
         assert_eq!(t.as_bytes(), b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n");
+        assert_eq!(t.display(), b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1-300\r\n<value>\r\n");
+        let fixed = Template::command(&[b"GET", b"k"]);
+        assert_eq!(fixed.display(), fixed.as_bytes());
         assert_eq!(t.len(), t.as_bytes().len() + "$300\r\n\r\n".len() + 300);
         let mut k = keys(KeySpace::Literal);
         let mut sizes = std::collections::HashSet::new();
