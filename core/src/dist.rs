@@ -478,6 +478,23 @@ mod tests {
     }
 
     #[test]
+    fn zipf_extreme_exponents_terminate_and_stay_in_range() {
+        // The accepted range of --key-dist zipf:THETA is (0, 100]: every draw ends, is below n,
+        // and a steep exponent puts nearly everything on rank 0 (P = 1/ζ(100) ≈ 1 - 2^-100).
+        let mut rng = Rng::new(9);
+        for n in [2u64, 1000, 1_000_000_000_000, Zipf::MAX_N] {
+            for theta in [1e-6, 0.01, 0.5, 1.0, 1.000_001, 2.0, 10.0, 100.0] {
+                let z = Zipf::new(n, theta).unwrap();
+                for _ in 0..2000 {
+                    assert!(z.sample_rank(&mut rng) < n, "n {n} θ {theta}");
+                }
+            }
+            let steep = Zipf::new(n, 100.0).unwrap();
+            assert!((0..1000).all(|_| steep.sample_rank(&mut rng) == 0), "n {n}");
+        }
+    }
+
+    #[test]
     fn zipf_scrambling_is_a_bijection() {
         for n in [2u64, 3, 10, 97, 1000, 1024, 3600] {
             let z = Zipf::new(n, 0.99).unwrap();

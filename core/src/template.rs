@@ -944,6 +944,21 @@ mod tests {
     }
 
     #[test]
+    fn uniform_keys_chi_square() {
+        // KeySpace::Random { n: 1000 }: 200k keys in 20 buckets of 50 keys, 10k expected each.
+        // Chi-square with 19 df exceeds 43.82 with probability 0.001 for a uniform source.
+        for seed in [1u64, 2, 3] {
+            let mut k = KeyGen::new(KeySpace::Random { n: 1000 }, Rng::new(seed));
+            let mut counts = [0u64; 20];
+            for _ in 0..200_000 {
+                counts[(k.next_key() / 50) as usize] += 1;
+            }
+            let chi2: f64 = counts.iter().map(|&c| (c as f64 - 10_000.0).powi(2) / 10_000.0).sum();
+            assert!(chi2 < 43.82, "seed {seed}: chi2 {chi2}, {counts:?}");
+        }
+    }
+
+    #[test]
     fn zipf_and_gaussian_keys_stay_in_the_keyspace() {
         let t = Template::inline(b"__rand_int__");
         for space in
