@@ -339,7 +339,7 @@ impl Case {
             for ((part, title), template) in stats.parts.drain(..).zip(titles).zip(mix.templates()) {
                 out.push(json::Entry {
                     name: title.clone(),
-                    command: json::command_text(template.as_bytes()),
+                    command: json::command_text(&template.display()),
                     backend: Some(backend.name().to_string()),
                     cpu: None,
                     target_rps: None,
@@ -349,7 +349,7 @@ impl Case {
         }
         out.push(json::Entry {
             name: self.spec.title.clone(),
-            command: json::command_text(self.spec.template.as_bytes()),
+            command: json::command_text(&self.spec.template.display()),
             backend: Some(backend.name().to_string()),
             cpu: Some(cpu),
             target_rps: rate,
@@ -380,7 +380,7 @@ fn mix_case(cfg: &Config) -> Result<Case, String> {
             )
         })?;
         // A name that selects several tests (ping, lrange) stands for the last: the one it names.
-        let spec = default_suite(&selection, cfg.datasize, cfg.keyspace.is_some())
+        let spec = default_suite(&selection, &cfg.values, cfg.keyspace.is_some(), &cfg.key_prefix)
             .pop()
             .ok_or_else(|| format!("invalid value for --mix: {name} selects no test"))?;
         parts.push((spec, *weight));
@@ -425,7 +425,7 @@ fn tests(cfg: &Config) -> Result<Vec<TestSpec>, String> {
         })?,
         None => Selection::all(),
     };
-    Ok(default_suite(&selection, cfg.datasize, cfg.keyspace.is_some()))
+    Ok(default_suite(&selection, &cfg.values, cfg.keyspace.is_some(), &cfg.key_prefix))
 }
 
 /// What every connection of one test (one step) does.
@@ -439,7 +439,8 @@ fn plan(
 ) -> Arc<Plan> {
     let keys = match cfg.keyspace {
         None => KeySpace::Literal,
-        Some(n) => KeySpace::Random { n },
+        // Options::check refused a keyspace the distribution cannot take.
+        Some(n) => cfg.key_dist.space(n).unwrap_or(KeySpace::Random { n }),
     };
     // The target rate is shared evenly: each connection sends every clients/rate seconds.
     let open_loop = rate.map(|r| OpenLoop {
@@ -579,6 +580,7 @@ fn print_test(
         cpu: entry.cpu.as_ref(),
         clients: cfg.clients,
         payload_bytes: spec.payload_bytes,
+        workload: report::workload_lines(&cfg.values, cfg.key_dist, cfg.keyspace, &cfg.key_prefix),
         keepalive: cfg.keepalive,
         threads: cfg.threads,
         server_save: info.save.as_deref(),

@@ -64,6 +64,7 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
                 cpu: e.cpu.as_ref(),
                 clients: 0,
                 payload_bytes: 0,
+                workload: Vec::new(),
                 keepalive: true,
                 threads: 0,
                 server_save: None,

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use argh::FromArgs;
+use respbench_core::dist::{KeyDist, ValueSize, Zipf};
 use respbench_core::Endpoint;
 
 /// respbench: a redis-benchmark compatible load generator for Redis and every RESP server.
@@ -38,9 +39,10 @@ pub struct Opts {
     /// total number of requests (default 100000)
     #[argh(option, short = 'n')]
     pub requests: Option<i64>,
-    /// data size of SET/GET value in bytes (default 3)
-    #[argh(option, short = 'd', default = "3")]
-    pub datasize: i64,
+    /// data size of SET/GET value in bytes (default 3); also a range 16-1024 (uniform) or a
+    /// weighted list 16:3,1024:1, a size drawn per request
+    #[argh(option, short = 'd', default = "String::from(\"3\")")]
+    pub datasize: String,
     /// SELECT the specified db number (default 0)
     #[argh(option, default = "0")]
     pub dbnum: i64,
@@ -63,6 +65,13 @@ pub struct Opts {
     /// ZADD: __rand_int__ becomes a number in [0, keyspacelen)
     #[argh(option, short = 'r')]
     pub keyspacelen: Option<i64>,
+    /// how __rand_int__ is drawn from the -r keyspace: uniform (default), sequential (0, 1, 2,
+    /// ... over all connections), zipf:THETA (e.g. zipf:0.99) or gaussian (mean N/2, sd N/6)
+    #[argh(option)]
+    pub key_dist: Option<String>,
+    /// put this before every key name of the default tests (key:, counter:, mylist, ...)
+    #[argh(option)]
+    pub key_prefix: Option<String>,
     /// pipeline N requests (default 1: no pipeline)
     #[argh(option, short = 'P', default = "1")]
     pub pipeline: i64,
@@ -163,9 +172,6 @@ pub struct Opts {
     pub command: Vec<String>,
 }
 
-/// The largest `-d`: redis-benchmark clamps to 1 GiB.
-const MAX_DATASIZE: i64 = 1 << 30;
-
 /// Output style.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Output {
@@ -200,7 +206,14 @@ pub struct Config {
     pub db: u32,
     pub clients: usize,
     pub requests: u64,
+    /// `-d`'s fixed size, or the largest size of a range or list.
     pub datasize: usize,
+    /// `-d` as given: fixed, a range or a weighted list.
+    pub values: ValueSize,
+    /// `--key-dist` (uniform without it).
+    pub key_dist: KeyDist,
+    /// `--key-prefix` (empty without it).
+    pub key_prefix: String,
     pub resp3: bool,
     pub threads: usize,
     pub tracking: bool,
@@ -499,6 +512,26 @@ impl Opts {
             Some(r) => Some(r as u64),
             None => None,
         };
+        let values = ValueSize::parse(&self.datasize).map_err(|why| bad("-d", &self.datasize, &why))?;
+        let key_dist = match &self.key_dist {
+            Some(d) => KeyDist::parse(d).map_err(|why| bad("--key-dist", d, &why))?,
+            None => KeyDist::Uniform,
+        };
+        match (key_dist, keyspace) {
+            (KeyDist::Uniform, _) => {}
+            (_, None) => {
+                let d = self.key_dist.as_deref().unwrap_or_default();
+                return Err(bad(
+                    "--key-dist",
+                    d,
+                    "needs -r <keyspacelen>: keys are drawn from [0, keyspacelen)",
+                ));
+            }
+            (KeyDist::Zipf(_), Some(n)) if n > Zipf::MAX_N => {
+                return Err(bad("-r", n, "zipf keys need a keyspace of at most 2^53"));
+            }
+            _ => {}
+        }
         let output = if self.csv {
             Output::Csv
         } else if self.quiet {
@@ -522,8 +555,11 @@ impl Opts {
             db: self.dbnum as u32,
             clients: self.clients as usize,
             requests: requests as u64,
-            // redis-benchmark clamps -d into [1, 1 GiB].
-            datasize: self.datasize.clamp(1, MAX_DATASIZE) as usize,
+            // A fixed -d is clamped into [1, 1 GiB] as redis-benchmark does (in ValueSize::parse).
+            datasize: values.max(),
+            values,
+            key_dist,
+            key_prefix: self.key_prefix.unwrap_or_default(),
             resp3: self.resp3,
             threads: self.threads as usize,
             tracking: self.enable_tracking,
@@ -651,6 +687,32 @@ mod tests {
     fn pipeline_and_datasize_clamp_like_redis_benchmark() {
         let c = parse(&["-P", "0", "-d", "0"]).unwrap();
         assert_eq!((c.pipeline, c.datasize), (1, 1));
+    }
+
+    #[test]
+    fn value_sizes_and_key_distributions() {
+        let c =
+            parse(&["-d", "16-1024", "-r", "1000", "--key-dist", "zipf:0.99", "--key-prefix", "b:"]).unwrap();
+        assert_eq!((c.datasize, c.values.clone()), (1024, ValueSize::Range { lo: 16, hi: 1024 }));
+        assert_eq!((c.key_dist, c.key_prefix.as_str()), (KeyDist::Zipf(0.99), "b:"));
+        let c = parse(&["-d", "16:3,1024:1"]).unwrap();
+        assert_eq!(c.datasize, 1024);
+        assert_eq!(parse(&["-d", "64"]).unwrap().values, ValueSize::Fixed(64));
+        assert_eq!(parse(&["--key-dist", "uniform"]).unwrap().key_dist, KeyDist::Uniform);
+        for args in [
+            &["-d", "1024-16"][..],
+            &["-d", "big"],
+            &["-d", "16:0"],
+            &["--key-dist", "zipf:0", "-r", "10"],
+            &["--key-dist", "pareto", "-r", "10"],
+        ] {
+            let e = parse(args).unwrap_err();
+            assert!(e.contains(args[0]), "{args:?}: {e}");
+        }
+        let e = parse(&["--key-dist", "gaussian"]).unwrap_err();
+        assert!(e.contains("--key-dist") && e.contains("-r"), "{e}");
+        let e = parse(&["--key-dist", "zipf", "-r", "10000000000000000"]).unwrap_err();
+        assert!(e.contains("2^53"), "{e}");
     }
 
     #[test]

@@ -26,6 +26,10 @@ pub struct TestReport<'a> {
     pub clients: usize,
     /// Payload size in bytes (`-d`, or the RESP length of a custom command).
     pub payload_bytes: usize,
+    /// Lines describing value sizes and keys when they differ from redis-benchmark's (a `-d`
+    /// range or list, `--key-dist`, `--key-prefix`), printed after the payload line; see
+    /// [`workload_lines`].
+    pub workload: Vec<String>,
     /// Whether connections are kept open (`-k 1`).
     pub keepalive: bool,
     /// `--threads` as given: 0 prints "multi-thread: no", any other count "yes" and the count,
@@ -35,6 +39,28 @@ pub struct TestReport<'a> {
     pub server_save: Option<&'a str>,
     /// The server's `CONFIG GET appendonly`, shown when `server_save` is known.
     pub server_appendonly: Option<&'a str>,
+}
+
+/// The verbose report's lines about what respbench adds to redis-benchmark's load: `value
+/// sizes: 16-1024 bytes` (the payload line then shows the largest), `keys: zipf:0.99 over
+/// 1000` and `key prefix: b:`. None for redis-benchmark's own options, so its format is kept.
+pub fn workload_lines(
+    values: &respbench_core::dist::ValueSize,
+    key_dist: respbench_core::dist::KeyDist,
+    keyspace: Option<u64>,
+    key_prefix: &str,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !matches!(values, respbench_core::dist::ValueSize::Fixed(_)) {
+        lines.push(format!("value sizes: {values} bytes"));
+    }
+    if let (false, Some(n)) = (key_dist == respbench_core::dist::KeyDist::Uniform, keyspace) {
+        lines.push(format!("keys: {key_dist} over {n}"));
+    }
+    if !key_prefix.is_empty() {
+        lines.push(format!("key prefix: {key_prefix}"));
+    }
+    lines
 }
 
 /// The header of CSV output, printed once before the rows.
@@ -48,6 +74,9 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "  {} requests completed in {:.2} seconds", s.requests, finite(s.duration_secs()))?;
     writeln!(out, "  {} parallel clients", r.clients)?;
     writeln!(out, "  {} bytes payload", r.payload_bytes)?;
+    for line in &r.workload {
+        writeln!(out, "  {line}")?;
+    }
     writeln!(out, "  keep alive: {}", u8::from(r.keepalive))?;
     if let Some(save) = r.server_save {
         writeln!(out, "  host configuration \"save\": {save}")?;
@@ -609,6 +638,26 @@ mod tests {
         s
     }
 
+    #[test]
+    fn workload_lines_only_for_what_redis_benchmark_lacks() {
+        use respbench_core::dist::{KeyDist, ValueSize};
+        assert!(workload_lines(&ValueSize::Fixed(3), KeyDist::Uniform, Some(10), "").is_empty());
+        assert_eq!(
+            workload_lines(&ValueSize::Range { lo: 16, hi: 1024 }, KeyDist::Zipf(0.99), Some(1000), "b:"),
+            ["value sizes: 16-1024 bytes", "keys: zipf:0.99 over 1000", "key prefix: b:"]
+        );
+        let s = stats([100]);
+        let mut r = report("SET", &s);
+        r.workload = vec!["value sizes: 16:3,1024:1 bytes".into()];
+        let mut out = Vec::new();
+        write_verbose(&r, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("  3 bytes payload\n  value sizes: 16:3,1024:1 bytes\n  keep alive: 1\n"),
+            "{text}"
+        );
+    }
+
     fn report<'a>(title: &'a str, s: &'a Stats) -> TestReport<'a> {
         TestReport {
             title,
@@ -616,6 +665,7 @@ mod tests {
             cpu: None,
             clients: 50,
             payload_bytes: 3,
+            workload: Vec::new(),
             keepalive: true,
             threads: 0,
             server_save: Some(""),

@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod conn;
+pub mod dist;
 pub mod resp;
 pub mod rng;
 pub mod run;

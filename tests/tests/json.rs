@@ -172,3 +172,26 @@ fn backends_side_by_side() {
     );
     let _ = std::fs::remove_file(&path);
 }
+
+/// `-d` ranges, `--key-dist` and `--key-prefix` are recorded in `config` (schema-valid), `datasize`
+/// is the largest size, and `command` shows the value slot.
+#[test]
+fn keys_and_values_in_config() {
+    let server = RedisServer::start();
+    let path = scratch(&server, "keys.json");
+    let p = port(&server);
+    let args = ["-p", &p, "-t", "set", "-n", "500", "-r", "1000", "-d", "16-1024", "--key-dist", "zipf:0.99"];
+    let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    args.extend(["--key-prefix", "b:", "-q", "--json"].map(String::from));
+    args.push(path.to_string_lossy().into_owned());
+    let out = respbench_tests::respbench_on("mio").run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    check_json_independently(&path);
+    let doc = read(&path);
+    let c = &doc["config"];
+    assert_eq!((&c["datasize"], &c["datasize_spec"]), (&1024.into(), &"16-1024".into()), "{c}");
+    assert_eq!((&c["key_dist"], &c["key_prefix"]), (&"zipf:0.99".into(), &"b:".into()), "{c}");
+    let command = doc["tests"][0]["command"].as_str().unwrap();
+    assert!(command.contains("b:key:__rand_int__\r\n$16-1024\r\n<value>\r\n"), "{command}");
+    let _ = std::fs::remove_file(&path);
+}
