@@ -7,8 +7,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -35,7 +35,8 @@ struct TimerFd {
 impl TimerFd {
     fn new(poll: &Poll) -> io::Result<TimerFd> {
         // SAFETY: plain syscall; the descriptor it returns is owned from here on.
-        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        let fd =
+            unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -214,8 +215,11 @@ impl<'a> Loop<'a> {
             .collect();
         // Only schedules and deadlines need a timer; closed-loop runs without --timeout have none.
         let conn = &run.plan.conn;
-        let timerfd =
-            if conn.open_loop.is_some() || conn.request_timeout.is_some() { TimerFd::new(&poll).ok() } else { None };
+        let timerfd = if conn.open_loop.is_some() || conn.request_timeout.is_some() {
+            TimerFd::new(&poll).ok()
+        } else {
+            None
+        };
         Ok(Loop {
             run,
             target,

@@ -68,6 +68,17 @@ pub fn config(cfg: &Config) -> Value {
         "tests": cfg.tests,
         "command": if cfg.command.is_empty() { Value::Null } else { json!(cfg.command) },
         "timeout_ms": cfg.timeout.map(|t| t.as_secs_f64() * 1e3),
+        "rps": if cfg.open.rates.is_empty() { Value::Null } else { json!(cfg.open.rates) },
+        "arrival": if cfg.open.poisson { "poisson" } else { "constant" },
+        "duration_s": cfg.open.duration.map(|d| d.as_secs_f64()),
+        "warmup_s": cfg.open.warmup.as_secs_f64(),
+        "mix": if cfg.open.has_mix() {
+            let named = cfg.open.mix.iter().map(|(n, w)| json!({"command": n, "weight": w}));
+            let custom = cfg.open.mix_commands.iter().map(|(a, w)| json!({"command": a.join(" "), "weight": w}));
+            json!(named.chain(custom).collect::<Vec<_>>())
+        } else {
+            Value::Null
+        },
     });
     if let Value::Object(m) = more {
         c.extend(m);

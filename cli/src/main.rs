@@ -119,6 +119,8 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
         // Find out now, not after a long run whose results would then be lost.
         std::fs::File::create(path).map_err(|e| format!("--json: cannot write {path}: {e}"))?;
     }
+    // Bad test names and mixes are found before connecting.
+    let cases = cases(cfg)?;
     let info = server::startup(&cfg.endpoint, cfg.user.as_deref(), cfg.password.as_deref(), cfg.timeout)
         .map_err(|e| e.0)?;
     if !cfg.keepalive {
@@ -127,7 +129,6 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
              for Linux in order to use a lot of clients/requests"
         );
     }
-    let cases = cases(cfg)?;
     let stdout = io::stdout();
     // With `--json -` stdout carries the document only.
     let mut out: Box<dyn Write> =
@@ -502,7 +503,10 @@ fn run_test(
     };
     let show_progress = cfg.output != Output::Csv && !json_on_stdout(cfg) && io::stdout().is_terminal();
     let started = Instant::now();
-    let cpu_before = cpu::process_cpu();
+    // The client's cost counts from the end of the warmup, like the requests it is divided by.
+    let mut cpu_before = cpu::process_cpu();
+    let mut cpu_from = started;
+    let mut warm = warmup.is_zero();
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|s| {
         let run = &run;
@@ -519,7 +523,7 @@ fn run_test(
                     let cpu = cpu::ClientCpu::between(
                         cpu_before,
                         cpu::process_cpu(),
-                        started.elapsed(),
+                        cpu_from.elapsed(),
                         run.loops(),
                     );
                     if drawn > 0 {
@@ -529,6 +533,11 @@ fn run_test(
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the event loops stopped".into()),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if !warm && Instant::now() >= begin + warmup {
+                warm = true;
+                cpu_before = cpu::process_cpu();
+                cpu_from = Instant::now();
             }
             if stop_asked.is_none() && (interrupted() || deadline.is_some_and(|d| Instant::now() >= d)) {
                 run.plan.budget.stop();

@@ -834,6 +834,140 @@ mod tests {
         Stats::new(Time::ZERO, 3, false).unwrap()
     }
 
+    fn open_plan(ol: OpenLoop, n: u64, pipeline: u32, mix: Option<Mix>) -> Arc<Plan> {
+        Arc::new(Plan {
+            conn: ConnConfig {
+                handshake: Handshake::default(),
+                pipeline,
+                keepalive: true,
+                idle: false,
+                open_loop: Some(ol),
+                request_timeout: None,
+            },
+            workload: Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix },
+            budget: Budget::new(n),
+            seed: 42,
+            connections: 1,
+            measure_from: Time::ZERO,
+            series: false,
+        })
+    }
+
+    /// The intended send times of `n` requests on one connection whose window never fills: the
+    /// backend calls in at each `poll_timeout`, as a real one would.
+    fn schedule(ol: OpenLoop, n: u64) -> Vec<Time> {
+        let mut c = Connection::new(open_plan(ol, n, n as u32, None), 0);
+        let mut st = stats();
+        c.handle_connected(Time::ZERO, &mut st);
+        while let Some(t) = c.poll_timeout() {
+            c.handle_timeout(t);
+            flush(&mut c, t, &mut st);
+        }
+        c.in_flight.iter().map(|p| p.intended).collect()
+    }
+
+    #[test]
+    fn constant_arrivals_are_exactly_spaced() {
+        let ol = OpenLoop { interval: Duration::from_micros(250), poisson: false };
+        let times = schedule(ol, 1000);
+        assert_eq!(times.len(), 1000);
+        for (k, t) in times.iter().enumerate() {
+            assert_eq!(t.as_nanos(), k as u64 * 250_000, "request {k}");
+        }
+    }
+
+    #[test]
+    fn poisson_gaps_have_the_mean_and_variance_of_an_exponential() {
+        // 20 000 exponential gaps of mean 100 µs: the sample mean is within 3% (4 standard
+        // errors of 0.7%), the coefficient of variation within 5% of 1 (an exponential's), and
+        // the share of gaps longer than the mean within 0.02 of e^-1.
+        let ol = OpenLoop { interval: Duration::from_micros(100), poisson: true };
+        let times = schedule(ol, 20_001);
+        let gaps: Vec<f64> = times.windows(2).map(|w| (w[1].as_nanos() - w[0].as_nanos()) as f64).collect();
+        let n = gaps.len() as f64;
+        let mean = gaps.iter().sum::<f64>() / n;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        assert!((mean / 100_000.0 - 1.0).abs() < 0.03, "mean gap {mean} ns");
+        let cv = var.sqrt() / mean;
+        assert!((cv - 1.0).abs() < 0.05, "coefficient of variation {cv}");
+        let longer = gaps.iter().filter(|&&g| g > 100_000.0).count() as f64 / n;
+        assert!((longer - (-1.0f64).exp()).abs() < 0.02, "share longer than the mean {longer}");
+    }
+
+    #[test]
+    fn a_client_behind_schedule_keeps_the_intended_times() {
+        // Window 1, 100 µs interval, and a server that answers each request 1 ms after it is
+        // sent: the client falls further behind with every request, yet each request keeps its
+        // slot in the schedule (k × 100 µs), its latency counts from there, and nothing is
+        // skipped or bunched to catch up beyond the window.
+        let ol = OpenLoop { interval: Duration::from_micros(100), poisson: false };
+        let mut c = Connection::new(open_plan(ol, 50, 1, None), 0);
+        let mut st = Stats::new(Time::ZERO, 3, true).unwrap();
+        c.handle_connected(Time::ZERO, &mut st);
+        let mut now = Time::ZERO;
+        for k in 0..50u64 {
+            if let Some(t) = c.poll_timeout() {
+                now = now.max(t);
+            }
+            flush(&mut c, now, &mut st);
+            assert_eq!(c.in_flight.len(), 1);
+            assert_eq!(c.in_flight[0].intended.as_nanos(), k * 100_000, "request {k} lost its slot");
+            now += Duration::from_millis(1);
+            c.handle_input(b"+PONG\r\n", now, &mut st);
+        }
+        assert_eq!(st.requests, 50);
+        // The last request was due at 4.9 ms and answered at 50 ms.
+        assert!(st.latency.max() >= 45_000, "corrected max {}", st.latency.max());
+        let service = st.service.as_ref().unwrap();
+        assert!(service.max() <= 1_001, "service max {}", service.max());
+    }
+
+    #[test]
+    fn a_mix_draws_commands_by_weight() {
+        // Weights 1:3 over 40 000 requests: the share of the first is 0.25 ± 0.01 (4.6 standard
+        // deviations of a binomial).
+        let set = Template::command(&[b"SET", b"k", b"v"]);
+        let get = Template::command(&[b"GET", b"k"]);
+        let mix = Mix::new(vec![(set, 1), (get, 3)]).unwrap();
+        assert_eq!((mix.weight(0), mix.weight(1), mix.len()), (1, 3, 2));
+        let ol = OpenLoop { interval: Duration::from_micros(1), poisson: false };
+        let mut c = Connection::new(open_plan(ol, 40_000, 40_000, Some(mix)), 0);
+        let mut st = stats();
+        c.handle_connected(Time::ZERO, &mut st);
+        while let Some(t) = c.poll_timeout() {
+            c.handle_timeout(t);
+            flush(&mut c, t, &mut st);
+        }
+        let firsts = c.in_flight.iter().filter(|p| p.part == 0).count() as f64;
+        let share = firsts / c.in_flight.len() as f64;
+        assert!((share - 0.25).abs() < 0.01, "share {share}");
+        assert!(Mix::new(vec![]).is_err());
+        assert!(Mix::new(vec![(Template::command(&[b"GET"]), 0)]).is_err());
+        assert!(
+            Mix::new(vec![(Template::command(&[b"A"]), u64::MAX), (Template::command(&[b"B"]), 1)]).is_err()
+        );
+    }
+
+    #[test]
+    fn warmup_replies_are_not_recorded() {
+        let ol = OpenLoop { interval: Duration::from_micros(100), poisson: false };
+        let plan = open_plan(ol, 10, 10, None);
+        let mut plan = Arc::try_unwrap(plan).unwrap();
+        plan.measure_from = Time::from_micros(550);
+        let plan = Arc::new(plan);
+        let mut st = plan.new_stats(Time::ZERO, 3).unwrap();
+        assert_eq!(st.start, Time::from_micros(550), "the measured interval starts after the warmup");
+        let mut c = Connection::new(plan, 0);
+        c.handle_connected(Time::ZERO, &mut st);
+        for k in 0..10u64 {
+            let t = Time::from_micros(k * 100);
+            flush(&mut c, t, &mut st);
+            c.handle_input(b"+PONG\r\n", t + Duration::from_micros(10), &mut st);
+        }
+        // Replies at 10, 110, …, 910 µs: those from 610 µs on count.
+        assert_eq!(st.requests, 4);
+    }
+
     /// Sends everything the connection has at `now`.
     fn flush(c: &mut Connection, now: Time, st: &mut Stats) {
         while let Some(b) = c.poll_transmit(now) {

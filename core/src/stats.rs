@@ -305,6 +305,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn series_counts_per_second_and_merges_exactly() {
+        let s = |t: u64| Time::from_micros(t);
+        let mut a = Stats::new(s(1_000_000), 3, false).unwrap().with_series().with_parts(2).unwrap();
+        // Seconds since start: 0, 0, 1, 3 (second 2 has nothing).
+        a.record_request(0, 100_000, 0, None, s(1_100_000));
+        a.record_request(1, 200_000, 0, Some(b"ERR x"), s(1_900_000));
+        a.record_request(1, 300_000, 0, None, s(2_000_001));
+        a.record_request(0, 400_000, 0, None, s(4_500_000));
+        let counts: Vec<(u64, u64)> = a.series.iter().map(|x| (x.requests, x.errors)).collect();
+        assert_eq!(counts, [(2, 1), (1, 0), (0, 0), (1, 0)]);
+        assert_eq!(a.series[1].latency.max(), a.series[1].latency.highest_equivalent(300));
+        assert_eq!((a.parts[0].requests, a.parts[1].requests), (2, 2));
+        assert_eq!(a.parts[1].errors.total(), 1);
+        assert_eq!(a.errors.total(), 1);
+        let mut b = a.clone();
+        b.merge(&a).unwrap();
+        let counts: Vec<u64> = b.series.iter().map(|x| x.requests).collect();
+        assert_eq!(counts, [4, 2, 0, 2]);
+        assert_eq!(b.parts[0].requests, 4);
+        let other = Stats::new(s(0), 3, false).unwrap().with_parts(3).unwrap();
+        assert!(b.merge(&other).is_err(), "mixes of different sizes do not merge");
+    }
+
+    #[test]
     fn precision_is_checked() {
         assert!(new_histogram(0).is_err());
         assert!(new_histogram(6).is_err());

@@ -754,16 +754,21 @@ pub fn split_command_line(line: &str) -> Vec<String> {
 /// histogram with Python's `hdrhistogram` package, whose count and percentiles must be the ones
 /// the document reports. Panics with the checker's output when they disagree.
 ///
-/// The interpreter is `$RESPBENCH_PYTHON`, which `scripts/test` points at a virtual environment
-/// holding both packages; without it the check fails and says how to get one.
+/// The interpreter is `$RESPBENCH_PYTHON`, which `scripts/test` points at the virtual environment
+/// it makes in `target/pyenv`, else that environment if it exists; without either the check fails
+/// and says how to get one.
 pub fn check_json_independently(document: &Path) -> String {
-    let python = std::env::var_os("RESPBENCH_PYTHON").unwrap_or_else(|| {
-        panic!(
-            "RESPBENCH_PYTHON is not set: run the tests with scripts/test, which creates a Python \
-             environment with the jsonschema and hdrhistogram packages, or point it at such a python"
-        )
-    });
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+    // scripts/test's environment, when the variable is not set (a bare `cargo nextest run`).
+    let made_by_scripts_test = root.join("target/pyenv/bin/python");
+    let python = std::env::var_os("RESPBENCH_PYTHON")
+        .or_else(|| made_by_scripts_test.is_file().then(|| made_by_scripts_test.into()))
+        .unwrap_or_else(|| {
+            panic!(
+                "RESPBENCH_PYTHON is not set: run the tests with scripts/test, which creates a Python \
+             environment with the jsonschema and hdrhistogram packages, or point it at such a python"
+            )
+        });
     let out = Command::new(&python)
         .arg(root.join("tests/python/check_json.py"))
         .arg(root.join("docs/respbench.schema.json"))

@@ -1,0 +1,193 @@
+//! Open loop (`--rps`), time-based runs (`--duration`, `--warmup`) and command mixes against a
+//! real redis-server, on both backends.
+
+use std::path::PathBuf;
+use std::thread;
+use std::time::Duration;
+
+use respbench_tests::{check_json_independently, respbench, Output, RedisServer, Tool};
+
+const T: Duration = Duration::from_secs(60);
+
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod mio {
+            $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("mio")); })*
+        }
+        mod smol {
+            $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("smol")); })*
+        }
+    };
+}
+
+on_both_backends!(
+    stall_shows_in_corrected_latency_only,
+    duration_and_warmup,
+    mix_follows_the_weights,
+    rate_steps,
+);
+
+fn json_path(tag: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("respbench-ol-{}-{tag}-{n}.json", std::process::id()))
+}
+
+fn args(server: &RedisServer, extra: &[&str], json: &PathBuf) -> Vec<String> {
+    let mut a: Vec<String> = vec!["-p".into(), server.port().to_string()];
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a.push("--json".into());
+    a.push(json.to_string_lossy().into_owned());
+    a
+}
+
+fn ok(out: &Output) {
+    assert!(!out.timed_out && out.status.success(), "{}", out.dump());
+}
+
+fn read(path: &PathBuf) -> serde_json::Value {
+    check_json_independently(path);
+    let text = std::fs::read_to_string(path).unwrap();
+    let _ = std::fs::remove_file(path);
+    serde_json::from_str(&text).unwrap()
+}
+
+fn ms(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// The server is stopped (SIGSTOP) for one second in the middle of a 4 s open-loop run at
+/// 5000 requests/s: a quarter of the requests were due during the stall, so the corrected p99
+/// shows it (hundreds of milliseconds); the service time, from the actual send, does not (only
+/// the 20 requests in flight when it began waited through it: 0.1% of them).
+fn stall_shows_in_corrected_latency_only(tool: Tool) {
+    let server = RedisServer::start();
+    let json = json_path("stall");
+    let run =
+        tool.spawn(&args(&server, &["-t", "get", "-c", "20", "--rps", "5000", "--duration", "4s"], &json));
+    thread::sleep(Duration::from_millis(1500));
+    server.signal("STOP");
+    thread::sleep(Duration::from_secs(1));
+    server.signal("CONT");
+    let out = run.wait(T);
+    ok(&out);
+    let doc = read(&json);
+    let t = &doc["tests"][0];
+    assert_eq!(t["target_rps"], 5000);
+    let corrected = ms(&t["latency_ms"]["p99"]);
+    let service = ms(&t["service_latency_ms"]["p99"]);
+    assert!(corrected >= 400.0, "corrected p99 {corrected} ms does not show a 1 s stall\n{}", out.dump());
+    assert!(service < 100.0, "service p99 {service} ms shows the stall\n{}", out.dump());
+    assert!(ms(&t["service_latency_ms"]["max"]) >= 800.0, "the requests in flight waited through it");
+    // The schedule kept going: the run still sent about 4 s × 5000.
+    let requests = t["requests"].as_u64().unwrap();
+    assert!((17_000..=21_000).contains(&requests), "{requests} requests");
+    // The time series shows the second of the stall: a second with far fewer replies or a high p99.
+    let series = t["series"].as_array().unwrap();
+    assert!(series.len() >= 4, "{series:?}");
+    assert!(series.iter().any(|s| ms(&s["p99_ms"]) >= 400.0), "{series:?}");
+}
+
+/// `--duration 1s --warmup 1s`: the measured interval is one second, the warmup's requests reached
+/// the server but are not in the results, and the series has one entry per second.
+fn duration_and_warmup(tool: Tool) {
+    let server = RedisServer::start();
+    let json = json_path("duration");
+    let started = std::time::Instant::now();
+    let out = tool
+        .run(&args(&server, &["-t", "get", "-c", "4", "--duration", "1s", "--warmup", "1s", "-q"], &json), T);
+    ok(&out);
+    assert!(started.elapsed() >= Duration::from_secs(2), "warmup and duration take two seconds");
+    let doc = read(&json);
+    assert_eq!(doc["config"]["duration_s"], 1.0);
+    assert_eq!(doc["config"]["warmup_s"], 1.0);
+    let t = &doc["tests"][0];
+    let d = ms(&t["duration_s"]);
+    assert!((0.9..1.6).contains(&d), "measured {d} s");
+    let recorded = t["requests"].as_u64().unwrap();
+    let sent = server.command_calls("get");
+    assert!(recorded > 100, "{recorded}");
+    assert!(
+        sent > recorded + recorded / 4,
+        "the warmup's requests were recorded: {sent} sent, {recorded} recorded"
+    );
+    let series = t["series"].as_array().unwrap();
+    assert!((1..=2).contains(&series.len()), "{series:?}");
+    let in_series: u64 = series.iter().map(|s| s["requests"].as_u64().unwrap()).sum();
+    assert_eq!(in_series, recorded);
+}
+
+/// `--mix set:1,get:3` over 20 000 requests: each command reported on its own and in total, and
+/// the server saw them in the ratio of the weights (SET 5000 ± 300: 5 standard deviations).
+fn mix_follows_the_weights(tool: Tool) {
+    let server = RedisServer::start();
+    let json = json_path("mix");
+    let out =
+        tool.run(&args(&server, &["--mix", "set:1,get:3", "-n", "20000", "-r", "1000", "-q"], &json), T);
+    ok(&out);
+    let (sets, gets) = (server.command_calls("set"), server.command_calls("get"));
+    assert_eq!(sets + gets, 20_000);
+    assert!(sets.abs_diff(5_000) <= 300, "{sets} SETs of 20000");
+    let doc = read(&json);
+    let tests = doc["tests"].as_array().unwrap();
+    let names: Vec<&str> = tests.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["SET (mix 1/4)", "GET (mix 3/4)", "MIX (set:1,get:3)"]);
+    let n = |i: usize| tests[i]["requests"].as_u64().unwrap();
+    assert_eq!((n(0), n(1), n(2)), (sets, gets, 20_000));
+    for name in names {
+        assert!(out.stdout.contains(&format!("{name}: ")), "no line for {name}\n{}", out.dump());
+    }
+}
+
+/// `--rps 1000,3000`: one step per rate, each reaching its target, in a table and in the JSON.
+fn rate_steps(tool: Tool) {
+    let server = RedisServer::start();
+    let json = json_path("steps");
+    let out = tool
+        .run(&args(&server, &["-t", "set", "-c", "10", "--rps", "1000,3000", "-n", "3000", "-q"], &json), T);
+    ok(&out);
+    assert!(out.stdout.contains("SET: open loop, constant arrivals"), "{}", out.dump());
+    let rows: Vec<Vec<f64>> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_whitespace().map(|w| w.parse::<f64>()).collect::<Result<Vec<_>, _>>().ok())
+        .filter(|r| r.len() == 8)
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", out.dump());
+    for (row, target) in rows.iter().zip([1000.0, 3000.0]) {
+        assert_eq!(row[0], target);
+        assert!((row[1] / target - 1.0).abs() < 0.2, "achieved {} for {target}", row[1]);
+        assert!(row[6] <= row[3].max(row[6]), "service p99 is at most the corrected p99: {row:?}");
+    }
+    let doc = read(&json);
+    let targets: Vec<u64> =
+        doc["tests"].as_array().unwrap().iter().map(|t| t["target_rps"].as_u64().unwrap()).collect();
+    assert_eq!(targets, [1000, 3000]);
+    assert_eq!(server.command_calls("set"), 6000);
+}
+
+#[test]
+fn conflicting_and_bad_rate_options_exit_1() {
+    let tool = respbench();
+    for (bad, says) in [
+        (&["-n", "10", "--duration", "1s"][..], "-n and --duration"),
+        (&["--rps", "0"][..], "--rps"),
+        (&["--rps", "fast"][..], "--rps"),
+        (&["--arrival", "poisson"][..], "--rps"),
+        (&["--rps", "10", "--arrival", "bursty"][..], "--arrival"),
+        (&["--duration", "soon"][..], "--duration"),
+        (&["--duration", "0"][..], "--duration"),
+        (&["--warmup", "-1s"][..], "--warmup"),
+        (&["--mix", "set:0"][..], "--mix"),
+        (&["--mix", "bogus:1"][..], "bogus"),
+        (&["--mix", "set:1", "-t", "get"][..], "-t and --mix"),
+        (&["--mix-command", "x GET k"][..], "--mix-command"),
+        (&["--mix", "get:1", "GET", "k"][..], "--mix"),
+        (&["-l", "--duration", "1s"][..], "-l and --duration"),
+    ] {
+        let out = tool.run(&[&["-p", "1"][..], bad].concat(), Duration::from_secs(10));
+        assert_eq!(out.status.code(), Some(1), "{bad:?}\n{}", out.dump());
+        assert!(out.stderr.contains(says), "{bad:?} should mention {says}\n{}", out.dump());
+        assert!(!out.stderr.contains("panicked"), "{}", out.dump());
+    }
+}
