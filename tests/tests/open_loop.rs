@@ -1,7 +1,7 @@
 //! Open loop (`--rps`), time-based runs (`--duration`, `--warmup`) and command mixes against a
 //! real redis-server, on both backends.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
@@ -33,7 +33,7 @@ fn json_path(tag: &str) -> PathBuf {
     std::env::temp_dir().join(format!("respbench-ol-{}-{tag}-{n}.json", std::process::id()))
 }
 
-fn args(server: &RedisServer, extra: &[&str], json: &PathBuf) -> Vec<String> {
+fn args(server: &RedisServer, extra: &[&str], json: &Path) -> Vec<String> {
     let mut a: Vec<String> = vec!["-p".into(), server.port().to_string()];
     a.extend(extra.iter().map(|s| s.to_string()));
     a.push("--json".into());
@@ -45,7 +45,7 @@ fn ok(out: &Output) {
     assert!(!out.timed_out && out.status.success(), "{}", out.dump());
 }
 
-fn read(path: &PathBuf) -> serde_json::Value {
+fn read(path: &Path) -> serde_json::Value {
     check_json_independently(path);
     let text = std::fs::read_to_string(path).unwrap();
     let _ = std::fs::remove_file(path);
