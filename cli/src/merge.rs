@@ -54,10 +54,13 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
     if opts.json.as_deref() != Some("-") {
         let mut out = io::stdout().lock();
         for e in &merged.tests {
-            let title = match &e.backend {
+            let mut title = match &e.backend {
                 Some(b) if merged.backends() > 1 => format!("{} [{b}]", e.name),
                 _ => e.name.clone(),
             };
+            if let Some(r) = e.target_rps {
+                title.push_str(&format!(" @ {r} rps"));
+            }
             let r = TestReport {
                 title: &title,
                 stats: &e.stats,
