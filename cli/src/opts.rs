@@ -394,7 +394,9 @@ impl Opts {
             other => return Err(bad("--arrival", other, "the arrivals are constant and poisson")),
         };
         if !o.rates.is_empty() && self.keepalive == 0 {
-            return Err("-k 0 and --rps conflict: an open-loop schedule keeps its connections open".to_string());
+            return Err(
+                "-k 0 and --rps conflict: an open-loop schedule keeps its connections open".to_string()
+            );
         }
         if o.poisson && o.rates.is_empty() {
             return Err("--arrival poisson needs a target rate (--rps)".to_string());

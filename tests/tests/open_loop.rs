@@ -192,3 +192,20 @@ fn conflicting_and_bad_rate_options_exit_1() {
         assert!(!out.stderr.contains("panicked"), "{}", out.dump());
     }
 }
+
+/// One connection cannot carry 100 000 requests/s: respbench says so and gives the rate achieved;
+/// the corrected latencies grow with the backlog while the service times stay small.
+#[test]
+fn an_unreachable_target_is_reported() {
+    let server = RedisServer::start();
+    let json = json_path("unmet");
+    let out = respbench()
+        .run(&args(&server, &["-t", "get", "-c", "1", "--rps", "100000", "-n", "5000", "-q"], &json), T);
+    ok(&out);
+    assert!(out.stderr.contains("target 100000 rps not met, achieved"), "{}", out.dump());
+    assert!(out.stderr.contains("-c 1 × -P 1"), "{}", out.dump());
+    let doc = read(&json);
+    let t = &doc["tests"][0];
+    assert!(ms(&t["rps"]) < 90_000.0);
+    assert!(ms(&t["latency_ms"]["p99"]) > 10.0 * ms(&t["service_latency_ms"]["p99"]), "{t}");
+}
