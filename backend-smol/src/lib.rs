@@ -8,21 +8,23 @@
 //! lives here: the task follows the core's drain rule, as the mio backend does.
 //!
 //! Readiness does not come from `Async<TcpStream>`: async-io registers sources one-shot, which
-//! costs an `epoll_ctl` per wait, that is per request at `-P 1`. Each thread instead registers its
-//! sockets once, edge-triggered, in an epoll set of its own (a `mio::Poll`), and a dispatcher task
-//! drains that set and wakes the connection tasks; async-io's reactor only watches the set's file
-//! descriptor, which it wakes up for once per batch of ready sockets.
+//! costs an `epoll_ctl` per wait, that is per request at `-P 1`, and its reactor is one for the
+//! process, which executor threads take turns at (a futex hand-off per wake-up with `--threads`).
+//! Each thread instead registers its sockets once, edge-triggered, in an epoll set of its own (a
+//! `mio::Poll`) and runs its executor in [`block_on`] over that set. Connects and timers still go
+//! through async-io (`Async::connect`, `Timer`), whose reactor then runs on its helper thread.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::pin::pin;
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
-use std::task::{Poll, Waker};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use mio::{Interest, Token};
@@ -114,33 +116,60 @@ impl Readiness {
     }
 }
 
-/// The epoll set's file descriptor, for async-io to watch.
-struct SetFd(RawFd);
+/// The token of the loop's own waker in the epoll set; connections use their slot index.
+const WAKE: Token = Token(usize::MAX);
 
-impl AsFd for SetFd {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        // SAFETY: the `mio::Poll` owning the descriptor outlives this value (see `dispatch`).
-        unsafe { BorrowedFd::borrow_raw(self.0) }
+/// The waker of a thread's top-level future: sets a flag, and pokes the epoll set only when the
+/// thread sleeps in it, so wake-ups from the thread itself (the common case) cost no syscall.
+struct LoopWaker {
+    woken: AtomicBool,
+    sleeping: AtomicBool,
+    poke: mio::Waker,
+}
+
+impl Wake for LoopWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref()
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        if self.sleeping.load(Ordering::SeqCst) {
+            let _ = self.poke.wake();
+        }
     }
 }
 
-/// Moves events from the thread's epoll set to the connections' `Readiness`, forever.
+/// Runs `fut` to completion on this thread, the thread's epoll set serving as its reactor.
 ///
-/// After waking tasks it yields, so they run before the set is asked again: while sockets keep
-/// becoming ready, the set is drained with one `epoll_wait` per round and async-io's reactor is
-/// left alone; only when the set is empty does the dispatcher wait on its descriptor.
-async fn dispatch(mut poll: mio::Poll, slots: &[Rc<Readiness>]) -> io::Result<()> {
-    let fd = Async::new_nonblocking(SetFd(poll.as_raw_fd()))?;
+/// The loop polls the future (the executor runs the woken tasks), then asks the set for events,
+/// waiting only when nothing was woken, marks the connections' readiness and wakes their tasks.
+/// async-io's own reactor, which still serves connects and timers, runs on its helper thread
+/// ("async-io") and reaches this thread through the waker.
+fn block_on<T>(fut: impl Future<Output = T>, mut poll: mio::Poll, slots: &[Rc<Readiness>]) -> io::Result<T> {
+    let lw = Arc::new(LoopWaker {
+        woken: AtomicBool::new(false),
+        sleeping: AtomicBool::new(false),
+        poke: mio::Waker::new(poll.registry(), WAKE)?,
+    });
+    let waker = Waker::from(lw.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = pin!(fut);
     let mut events = mio::Events::with_capacity(1024);
     loop {
-        match poll.poll(&mut events, Some(Duration::ZERO)) {
+        lw.woken.store(false, Ordering::SeqCst);
+        if let Poll::Ready(t) = fut.as_mut().poll(&mut cx) {
+            return Ok(t);
+        }
+        lw.sleeping.store(true, Ordering::SeqCst);
+        // A wake-up after this store pokes the set; one before it is seen here.
+        let timeout = if lw.woken.load(Ordering::SeqCst) { Duration::ZERO } else { PUBLISH_EVERY };
+        let polled = poll.poll(&mut events, Some(timeout));
+        lw.sleeping.store(false, Ordering::SeqCst);
+        match polled {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
-        }
-        if events.is_empty() {
-            fd.readable().await?;
-            continue;
         }
         for ev in events.iter() {
             let Some(r) = slots.get(ev.token().0) else { continue };
@@ -154,7 +183,6 @@ async fn dispatch(mut poll: mio::Poll, slots: &[Rc<Readiness>]) -> io::Result<()
                 w.wake();
             }
         }
-        future::yield_now().await;
     }
 }
 
@@ -241,7 +269,7 @@ fn run_thread(
         for t in tasks {
             t.await;
         }
-        Ok(false)
+        false
     };
     let watcher = async {
         let mut published = (0u64, 0u64);
@@ -249,17 +277,12 @@ fn run_thread(
             Timer::after(PUBLISH_EVERY).await;
             publish(run, &local.shared.borrow().stats, &mut published);
             if run.progress.aborted() {
-                return Ok(true);
+                return true;
             }
         }
     };
-    let dispatcher = async {
-        let e = dispatch(poll, &slots).await.err();
-        Err(format!("event loop failed: {}", e.map_or_else(String::new, |e| e.to_string())))
-    };
-    // async_io::block_on (smol::block_on) drives the reactor on this thread; futures-lite's would
-    // park it and leave the reactor to the global async-io thread, a futex wake-up per event.
-    let aborted = smol::block_on(ex.run(future::or(all_done, future::or(watcher, dispatcher))))?;
+    let aborted = block_on(ex.run(future::or(all_done, watcher)), poll, &slots)
+        .map_err(|e| format!("event loop failed: {e}"))?;
     let mut published = (0, 0);
     publish(run, &local.shared.borrow().stats, &mut published);
     drop(ex); // cancels tasks still running after an abort, releasing their borrows of `local`
