@@ -4,20 +4,67 @@
 //! the steady state costs no `epoll_ctl` at all. The loop moves bytes and time between sockets and
 //! [`Connection`]s and holds no protocol logic: it follows the core's drain rule.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpStream, UnixStream};
 use mio::{Events, Interest, Poll, Token};
-use respbench_core::run::connect_error;
+use respbench_core::run::{connect_error, io_error};
 use respbench_core::{Connection, Endpoint, Event, Outcome, Stats, TestRun, Time};
 
 /// One read buffer per loop serves every connection: the core's parser keeps no bytes.
 const READ_BUF: usize = 64 * 1024;
 /// How often a loop publishes its figures and looks at the stop controls.
 const PUBLISH_EVERY: Duration = Duration::from_millis(50);
+/// The token of a loop's timerfd; connections are tokens `0..slots`.
+const TIMER: Token = Token(usize::MAX);
+
+/// A `timerfd` registered in the loop's poll: `epoll_wait` counts whole milliseconds, which would
+/// send open-loop requests up to a millisecond late and count that as latency.
+struct TimerFd {
+    fd: OwnedFd,
+    /// The time it is armed for (`Time::MAX`: not armed).
+    armed: Time,
+}
+
+impl TimerFd {
+    fn new(poll: &Poll) -> io::Result<TimerFd> {
+        // SAFETY: plain syscall; the descriptor it returns is owned from here on.
+        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        poll.registry().register(&mut mio::unix::SourceFd(&fd.as_raw_fd()), TIMER, Interest::READABLE)?;
+        Ok(TimerFd { fd, armed: Time::MAX })
+    }
+
+    /// Arms the timer to fire `after` from now, for the schedule time `at`. Re-arming also
+    /// clears a past expiry, so the descriptor never needs a read.
+    fn arm(&mut self, at: Time, after: Duration) -> bool {
+        if self.armed == at {
+            return true;
+        }
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: libc::timespec {
+                tv_sec: after.as_secs() as libc::time_t,
+                // A zero it_value disarms: at least one nanosecond.
+                tv_nsec: after.subsec_nanos().max(u32::from(after.as_secs() == 0)) as libc::c_long,
+            },
+        };
+        // SAFETY: a valid timerfd and a fully initialised itimerspec.
+        let ok = unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) } == 0;
+        self.armed = if ok { at } else { Time::MAX };
+        ok
+    }
+}
 
 /// Where a loop connects: resolved once per test.
 #[derive(Clone, Debug)]
@@ -121,6 +168,8 @@ struct Slot {
     connected: bool,
     /// Counted in `Progress::live`.
     live: bool,
+    /// The time of this slot's entry in the timer heap (`Time::MAX`: none).
+    timer_at: Time,
 }
 
 struct Loop<'a> {
@@ -134,6 +183,13 @@ struct Loop<'a> {
     open: usize,
     published_requests: u64,
     published_latency: u64,
+    /// Connections' `poll_timeout`s, earliest first; an entry whose time is no longer its slot's
+    /// `timer_at` is stale and skipped.
+    timers: BinaryHeap<Reverse<(Time, usize)>>,
+    /// Sub-millisecond wake-ups (`None` if the kernel refused one: millisecond polls then).
+    timerfd: Option<TimerFd>,
+    /// Whether every slot was rescheduled once the budget ran out.
+    swept: bool,
 }
 
 impl<'a> Loop<'a> {
@@ -145,7 +201,7 @@ impl<'a> Loop<'a> {
         start: Time,
     ) -> Result<Self, String> {
         let poll = Poll::new().map_err(|e| format!("cannot create an event loop: {e}"))?;
-        let stats = Stats::new(start, run.sigfig, run.plan.conn.open_loop.is_some())?;
+        let stats = run.plan.new_stats(start, run.sigfig)?;
         let slots = indices
             .iter()
             .map(|&i| Slot {
@@ -153,8 +209,13 @@ impl<'a> Loop<'a> {
                 sock: None,
                 connected: false,
                 live: false,
+                timer_at: Time::MAX,
             })
             .collect();
+        // Only schedules and deadlines need a timer; closed-loop runs without --timeout have none.
+        let conn = &run.plan.conn;
+        let timerfd =
+            if conn.open_loop.is_some() || conn.request_timeout.is_some() { TimerFd::new(&poll).ok() } else { None };
         Ok(Loop {
             run,
             target,
@@ -166,6 +227,9 @@ impl<'a> Loop<'a> {
             open: 0,
             published_requests: 0,
             published_latency: 0,
+            timers: BinaryHeap::new(),
+            timerfd,
+            swept: false,
         })
     }
 
@@ -196,18 +260,21 @@ impl<'a> Loop<'a> {
             for ev in events.iter() {
                 let i = ev.token().0;
                 if i < self.slots.len() {
-                    self.on_ready(i, &mut buf);
+                    // A peer's FIN (or an error) may come in the same edge as its last bytes.
+                    let hangup = ev.is_read_closed() || ev.is_error();
+                    self.on_ready(i, &mut buf, ev.is_readable(), hangup);
                 }
             }
-            if self.run.plan.conn.open_loop.is_some() {
-                // Schedules are due whether or not a socket woke us.
-                let now = self.now();
+            if !self.swept && self.run.plan.budget.is_exhausted() {
+                // Connections waiting for their next arrival have nothing left to send: their
+                // poll_timeout is now "at once".
+                self.swept = true;
                 for i in 0..self.slots.len() {
-                    if self.slots[i].conn.poll_timeout().is_some_and(|t| t <= now) {
-                        self.drain(i);
-                    }
+                    self.schedule(i);
                 }
             }
+            // Schedules and deadlines are due whether or not a socket woke us.
+            self.fire_timers();
             if last_publish.elapsed() >= PUBLISH_EVERY {
                 last_publish = Instant::now();
                 self.publish();
@@ -223,19 +290,55 @@ impl<'a> Loop<'a> {
         Ok(Outcome { stats: self.stats, failures: self.failures, aborted })
     }
 
-    /// How long poll may sleep: until the earliest schedule time, and never so long that the stop
-    /// controls go unread.
-    fn next_timeout(&self) -> Duration {
-        let mut timeout = PUBLISH_EVERY;
-        if self.run.plan.conn.open_loop.is_some() {
-            let now = self.now();
-            for s in &self.slots {
-                if let Some(t) = s.conn.poll_timeout() {
-                    timeout = timeout.min(t.saturating_since(now));
-                }
+    /// How long poll may sleep: until the earliest timer (which the timerfd then signals to the
+    /// microsecond), and never so long that the stop controls go unread.
+    fn next_timeout(&mut self) -> Duration {
+        let Some(&Reverse((at, _))) = self.timers.peek() else { return PUBLISH_EVERY };
+        let wait = at.saturating_since(self.now());
+        if wait.is_zero() || wait >= PUBLISH_EVERY {
+            return wait.min(PUBLISH_EVERY);
+        }
+        let armed = self.timerfd.as_mut().is_some_and(|t| t.arm(at, wait));
+        // Without a timerfd, millisecond polls (mio rounds up).
+        if armed {
+            PUBLISH_EVERY
+        } else {
+            wait
+        }
+    }
+
+    /// Puts slot `i`'s `poll_timeout` in the heap, unless an entry at that time or earlier is
+    /// there already (a later one is found stale when it comes up, and rescheduled then).
+    fn schedule(&mut self, i: usize) {
+        let slot = &mut self.slots[i];
+        if let Some(t) = slot.conn.poll_timeout() {
+            if t < slot.timer_at {
+                slot.timer_at = t;
+                self.timers.push(Reverse((t, i)));
             }
         }
-        timeout
+    }
+
+    /// Calls `handle_timeout` on every connection whose time has come.
+    fn fire_timers(&mut self) {
+        let now = self.now();
+        while let Some(&Reverse((at, i))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            if self.slots[i].timer_at != at {
+                continue; // superseded by an earlier entry, already handled
+            }
+            self.slots[i].timer_at = Time::MAX;
+            if self.slots[i].conn.poll_timeout().is_some_and(|t| t <= now) {
+                self.slots[i].conn.handle_timeout(now);
+                self.drain(i);
+            } else {
+                // Moved later since (a reply arrived, a request went out): wait for the new time.
+                self.schedule(i);
+            }
+        }
     }
 
     fn publish(&mut self) {
@@ -264,7 +367,9 @@ impl<'a> Loop<'a> {
         self.drain(i);
     }
 
-    fn on_ready(&mut self, i: usize, buf: &mut [u8]) {
+    /// Acts on readiness of slot `i`; `hangup` when the event also said the peer closed or the
+    /// socket failed, so that reading must go on to the end of the stream.
+    fn on_ready(&mut self, i: usize, buf: &mut [u8], readable: bool, hangup: bool) {
         let slot = &mut self.slots[i];
         let Some(sock) = slot.sock.as_mut() else { return };
         if !slot.connected {
@@ -273,6 +378,12 @@ impl<'a> Loop<'a> {
                     slot.connected = true;
                     let now = Time::since(self.epoch, Instant::now());
                     slot.conn.handle_connected(now, &mut self.stats);
+                    if !readable && !hangup {
+                        self.drain(i);
+                        return;
+                    }
+                    // The server spoke (or closed: Redis at maxclients) in the edge that
+                    // completed the connect; no new edge would tell us.
                 }
                 Ok(false) => return,
                 Err(e) => {
@@ -281,7 +392,8 @@ impl<'a> Loop<'a> {
                     return;
                 }
             }
-        } else {
+        }
+        {
             loop {
                 match sock.read(buf) {
                     Ok(0) => {
@@ -292,15 +404,17 @@ impl<'a> Loop<'a> {
                         let now = Time::since(self.epoch, Instant::now());
                         slot.conn.handle_input(&buf[..n], now, &mut self.stats);
                         // A short read emptied the socket: the next byte to arrive raises a new
-                        // edge, so asking again would only cost a syscall returning EAGAIN.
-                        if n < buf.len() || slot.conn.is_closed() {
+                        // edge, so asking again would only cost a syscall returning EAGAIN. Not
+                        // after a hangup, though: no edge follows the end of the stream, and a
+                        // FIN that came with the last bytes would never be read (a hang).
+                        if (n < buf.len() && !hangup) || slot.conn.is_closed() {
                             break;
                         }
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => {
-                        slot.conn.handle_io_error(format!("read from {}: {e}", self.run.endpoint));
+                        slot.conn.handle_io_error(io_error("read from", &self.run.endpoint, &e));
                         break;
                     }
                 }
@@ -329,7 +443,7 @@ impl<'a> Loop<'a> {
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                             Err(e) => {
-                                slot.conn.handle_io_error(format!("write to {}: {e}", self.run.endpoint));
+                                slot.conn.handle_io_error(io_error("write to", &self.run.endpoint, &e));
                                 break;
                             }
                         }
@@ -362,6 +476,7 @@ impl<'a> Loop<'a> {
                 _ => {}
             }
         }
+        self.schedule(i);
     }
 
     fn close(&mut self, i: usize) {

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use mio::{Interest, Token};
 use smol::{future, Async, LocalExecutor, Timer};
 
-use respbench_core::run::connect_error;
+use respbench_core::run::{connect_error, io_error};
 use respbench_core::{Connection, Endpoint, Event, Outcome, Stats, TestRun, Time};
 
 /// One read buffer per thread serves every connection: the core's parser keeps no bytes.
@@ -96,6 +96,9 @@ impl Sock {
 struct Readiness {
     readable: Cell<bool>,
     writable: Cell<bool>,
+    /// The peer's FIN or a socket error came with an event: no edge follows the end of a stream,
+    /// so reading goes on to 0 or `WouldBlock`, short reads notwithstanding.
+    hangup: Cell<bool>,
     waker: Cell<Option<Waker>>,
 }
 
@@ -173,6 +176,9 @@ fn block_on<T>(fut: impl Future<Output = T>, mut poll: mio::Poll, slots: &[Rc<Re
         }
         for ev in events.iter() {
             let Some(r) = slots.get(ev.token().0) else { continue };
+            if ev.is_read_closed() || ev.is_error() {
+                r.hangup.set(true);
+            }
             if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                 r.readable.set(true);
             }
@@ -248,10 +254,7 @@ fn run_thread(
         run,
         target,
         epoch,
-        shared: RefCell::new(Shared {
-            stats: Stats::new(start, run.sigfig, run.plan.conn.open_loop.is_some())?,
-            failures: Vec::new(),
-        }),
+        shared: RefCell::new(Shared { stats: run.plan.new_stats(start, run.sigfig)?, failures: Vec::new() }),
         registry,
         buf: RefCell::new(vec![0u8; READ_BUF]),
     };
@@ -307,6 +310,7 @@ async fn drive(local: &Local<'_>, mut conn: Connection, token: Token, ready: Rc<
     'socket: loop {
         ready.readable.set(false);
         ready.writable.set(false);
+        ready.hangup.set(false);
         let mut sock = match Sock::connect(&local.target, &local.registry, token).await {
             Ok(s) => {
                 conn.handle_connected(now(), &mut local.shared.borrow_mut().stats);
@@ -341,7 +345,7 @@ async fn drive(local: &Local<'_>, mut conn: Connection, token: Token, ready: Rc<
                         }
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                         Err(e) => {
-                            conn.handle_io_error(format!("write to {}: {e}", run.endpoint));
+                            conn.handle_io_error(io_error("write to", &run.endpoint, &e));
                             break;
                         }
                     }
@@ -370,17 +374,29 @@ async fn drive(local: &Local<'_>, mut conn: Connection, token: Token, ready: Rc<
             let Some(sock) = &mut sock else { break 'socket };
             // Wait for the socket to be readable, writable (while bytes wait), or the timer.
             if !ready.readable.get() {
-                match conn.poll_timeout() {
-                    None => ready.wait(pending).await,
+                let timed_out = match conn.poll_timeout() {
+                    None => {
+                        ready.wait(pending).await;
+                        false
+                    }
                     Some(t) => {
+                        let woken = async {
+                            ready.wait(pending).await;
+                            false
+                        };
                         let timer = async {
                             Timer::at(local.epoch + t.as_duration()).await;
+                            true
                         };
-                        future::or(ready.wait(pending), timer).await;
+                        future::or(woken, timer).await
                     }
+                };
+                if timed_out {
+                    conn.handle_timeout(now());
+                    continue;
                 }
                 if !ready.readable.get() {
-                    continue; // writable, or the timer
+                    continue; // writable
                 }
             }
             let mut buf = local.buf.borrow_mut();
@@ -393,8 +409,9 @@ async fn drive(local: &Local<'_>, mut conn: Connection, token: Token, ready: Rc<
                     Ok(n) => {
                         conn.handle_input(&buf[..n], now(), &mut local.shared.borrow_mut().stats);
                         // A short read emptied the socket: the next byte to arrive raises a new
-                        // edge, so asking again would only cost a syscall returning EAGAIN.
-                        if n < buf.len() {
+                        // edge, so asking again would only cost a syscall returning EAGAIN. Not
+                        // after a hangup: a FIN that came with the last bytes raises no edge.
+                        if n < buf.len() && !ready.hangup.get() {
                             ready.readable.set(false);
                             break;
                         }
@@ -408,7 +425,7 @@ async fn drive(local: &Local<'_>, mut conn: Connection, token: Token, ready: Rc<
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => {
-                        conn.handle_io_error(format!("read from {}: {e}", run.endpoint));
+                        conn.handle_io_error(io_error("read from", &run.endpoint, &e));
                         break;
                     }
                 }

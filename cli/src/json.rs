@@ -5,11 +5,12 @@
 
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use respbench_core::stats::{ErrorCounts, HIGHEST_MICROS, LOWEST_MICROS};
+use respbench_core::stats::{ErrorCounts, Second, HIGHEST_MICROS, LOWEST_MICROS};
 use respbench_core::{Endpoint, Stats, Time};
 use serde_json::{json, Map, Value};
 
-use crate::opts::{Backend, Config};
+use crate::cpu::ClientCpu;
+use crate::opts::Config;
 use crate::report::{finite, mean, ms, value_at_percentile};
 use crate::server::ServerInfo;
 
@@ -50,6 +51,9 @@ pub fn config(cfg: &Config) -> Value {
         "clients": cfg.clients,
         "requests": cfg.requests,
         "datasize": cfg.datasize,
+        "datasize_spec": cfg.values.to_string(),
+        "key_dist": cfg.key_dist.to_string(),
+        "key_prefix": cfg.key_prefix,
         "pipeline": cfg.pipeline,
         "keepalive": cfg.keepalive,
         "threads": cfg.threads,
@@ -58,11 +62,12 @@ pub fn config(cfg: &Config) -> Value {
         "dbnum": cfg.db,
         "resp3": cfg.resp3,
         "tracking": cfg.tracking,
-        "backend": match cfg.backend { Backend::Mio => "mio", Backend::Smol => "smol" },
+        "backend": cfg.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
         "precision": cfg.precision,
         "loop": cfg.repeat,
         "tests": cfg.tests,
         "command": if cfg.command.is_empty() { Value::Null } else { json!(cfg.command) },
+        "timeout_ms": cfg.timeout.map(|t| t.as_secs_f64() * 1e3),
     });
     if let Value::Object(m) = more {
         c.extend(m);
@@ -75,51 +80,123 @@ pub fn server(info: &ServerInfo) -> Value {
     json!({ "save": info.save, "appendonly": info.appendonly })
 }
 
+/// One test's results as the document carries them.
+#[derive(Debug)]
+pub struct Entry {
+    /// The title, as in the text report.
+    pub name: String,
+    /// The request template (see [`command_text`]).
+    pub command: String,
+    /// The backend that ran it (`None` in documents written before the field existed).
+    pub backend: Option<String>,
+    /// The client's CPU during the test (`None` likewise).
+    pub cpu: Option<ClientCpu>,
+    /// The open-loop target rate of this test (step), if any.
+    pub target_rps: Option<u64>,
+    /// Counts, times and histograms.
+    pub stats: Stats,
+}
+
+/// A request template as `command` shows it: lossy UTF-8, cut at 4096 bytes.
+pub fn command_text(template: &[u8]) -> String {
+    String::from_utf8_lossy(&template[..template.len().min(COMMAND_KEEP)]).into_owned()
+}
+
 /// One entry of `tests`. `epoch_us` is the run's epoch in microseconds since the Unix epoch, so
 /// `start_us`/`end_us` are wall-clock times comparable across processes and machines.
-pub fn test(name: &str, command: &[u8], stats: &Stats, epoch_us: u64) -> Result<Value, String> {
-    let h = &stats.latency;
+pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
+    let stats = &e.stats;
     let mut errors = Map::new();
     for k in stats.errors.kinds() {
         errors.insert(k.prefix.clone(), json!(k.count));
     }
-    Ok(json!({
-        "name": name,
-        "command": String::from_utf8_lossy(&command[..command.len().min(COMMAND_KEEP)]),
+    let mut t = json!({
+        "name": e.name,
+        "command": e.command,
         "requests": stats.requests,
         "errors": errors,
         "duration_s": finite(stats.duration_secs()),
         "rps": finite(stats.rps()),
-        "latency_ms": {
-            "avg": finite(mean(h) / 1000.0),
-            "min": ms(h.min()),
-            "p50": ms(value_at_percentile(h, 50.0)),
-            "p90": ms(value_at_percentile(h, 90.0)),
-            "p95": ms(value_at_percentile(h, 95.0)),
-            "p99": ms(value_at_percentile(h, 99.0)),
-            "p99_9": ms(value_at_percentile(h, 99.9)),
-            "p99_99": ms(value_at_percentile(h, 99.99)),
-            "max": ms(h.max()),
-        },
-        "histogram": {
-            "unit": "us",
-            "lowest": LOWEST_MICROS,
-            "highest": HIGHEST_MICROS,
-            "sigfig": h.sigfig(),
-            "encoding": ENCODING,
-            "data": encode_histogram(h)?,
-        },
+        "latency_ms": latency_ms(&stats.latency),
+        "histogram": histogram(&stats.latency)?,
         "bytes_sent": stats.bytes_sent,
         "bytes_received": stats.bytes_received,
         "connections_opened": stats.connections_opened,
         "start_us": epoch_us.saturating_add(stats.start.as_micros()),
         "end_us": epoch_us.saturating_add(stats.end.as_micros()),
+    });
+    if let Some(b) = &e.backend {
+        t["backend"] = json!(b);
+    }
+    if let Some(r) = e.target_rps {
+        t["target_rps"] = json!(r);
+    }
+    if let Some(h) = &stats.service {
+        t["service_latency_ms"] = latency_ms(h);
+        t["service_histogram"] = histogram(h)?;
+    }
+    if stats.keep_series {
+        let series = stats
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                Ok(json!({
+                    "second": i,
+                    "requests": s.requests,
+                    "errors": s.errors,
+                    "p50_ms": ms(value_at_percentile(&s.latency, 50.0)),
+                    "p99_ms": ms(value_at_percentile(&s.latency, 99.0)),
+                    "max_ms": ms(s.latency.max()),
+                    "histogram": encode_histogram(&s.latency)?,
+                }))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        t["series"] = json!(series);
+    }
+    if let Some(c) = &e.cpu {
+        t["client_cpu"] = json!({
+            "user_s": finite(c.user_s),
+            "sys_s": finite(c.sys_s),
+            "wall_s": finite(c.wall_s),
+            "threads": c.threads,
+            "us_per_request": finite(c.per_request_us(stats.requests)),
+            "core_share": finite(c.core_share()),
+            "saturated": c.saturated(),
+        });
+    }
+    Ok(t)
+}
+
+/// The `latency_ms` summary of a histogram.
+fn latency_ms(h: &Histogram<u64>) -> Value {
+    json!({
+        "avg": finite(mean(h) / 1000.0),
+        "min": ms(h.min()),
+        "p50": ms(value_at_percentile(h, 50.0)),
+        "p90": ms(value_at_percentile(h, 90.0)),
+        "p95": ms(value_at_percentile(h, 95.0)),
+        "p99": ms(value_at_percentile(h, 99.0)),
+        "p99_9": ms(value_at_percentile(h, 99.9)),
+        "p99_99": ms(value_at_percentile(h, 99.99)),
+        "max": ms(h.max()),
+    })
+}
+
+/// The `histogram` object: the whole distribution, encoded.
+fn histogram(h: &Histogram<u64>) -> Result<Value, String> {
+    Ok(json!({
+        "unit": "us",
+        "lowest": LOWEST_MICROS,
+        "highest": HIGHEST_MICROS,
+        "sigfig": h.sigfig(),
+        "encoding": ENCODING,
+        "data": encode_histogram(h)?,
     }))
 }
 
-/// Reads a `tests` entry back: its name, command and stats (times are `start_us`/`end_us` as
-/// [`Time`]s since the Unix epoch).
-pub fn read_test(t: &Value) -> Result<(String, String, Stats), String> {
+/// Reads a `tests` entry back (times are `start_us`/`end_us` as [`Time`]s since the Unix epoch).
+pub fn read_test(t: &Value) -> Result<Entry, String> {
     let str_field =
         |k: &str| t.get(k).and_then(Value::as_str).ok_or_else(|| format!("test without a string '{k}'"));
     let u64_field =
@@ -143,7 +220,45 @@ pub fn read_test(t: &Value) -> Result<(String, String, Stats), String> {
             errors.add(prefix.as_bytes(), n);
         }
     }
+    let cpu = match t.get("client_cpu") {
+        None | Some(Value::Null) => None,
+        Some(c) => {
+            let f = |k: &str| {
+                c.get(k).and_then(Value::as_f64).ok_or_else(|| format!("test '{name}': client_cpu.{k}"))
+            };
+            Some(ClientCpu {
+                user_s: f("user_s")?,
+                sys_s: f("sys_s")?,
+                wall_s: f("wall_s")?,
+                threads: c.get("threads").and_then(Value::as_u64).unwrap_or(1) as usize,
+                share_override: Some(f("core_share")?),
+            })
+        }
+    };
     let start = Time::from_micros(u64_field("start_us")?);
+    let service = match t.get("service_histogram") {
+        None | Some(Value::Null) => None,
+        Some(h) => {
+            let data = h.get("data").and_then(Value::as_str).ok_or("service_histogram without 'data'")?;
+            Some(decode_histogram(data).map_err(|e| format!("test '{name}': service: {e}"))?)
+        }
+    };
+    let mut series = Vec::new();
+    let keep_series = t.get("series").is_some_and(Value::is_array);
+    for s in t.get("series").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]) {
+        let n = |k: &str| {
+            s.get(k).and_then(Value::as_u64).ok_or_else(|| format!("test '{name}': series without '{k}'"))
+        };
+        let data = s
+            .get("histogram")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("test '{name}': series without 'histogram'"))?;
+        series.push(Second {
+            requests: n("requests")?,
+            errors: n("errors")?,
+            latency: decode_histogram(data).map_err(|e| format!("test '{name}': series: {e}"))?,
+        });
+    }
     let stats = Stats {
         requests: u64_field("requests")?,
         errors,
@@ -154,9 +269,14 @@ pub fn read_test(t: &Value) -> Result<(String, String, Stats), String> {
         start,
         end: Time::from_micros(u64_field("end_us")?).max(start),
         latency,
-        service: None,
+        service,
+        series,
+        keep_series,
+        parts: Vec::new(),
     };
-    Ok((name, command, stats))
+    let backend = t.get("backend").and_then(Value::as_str).map(str::to_string);
+    let target_rps = t.get("target_rps").and_then(Value::as_u64);
+    Ok(Entry { name, command, backend, cpu, target_rps, stats })
 }
 
 /// Serializes a histogram as V2 deflate, in base64.
@@ -233,6 +353,17 @@ mod tests {
         s
     }
 
+    fn entry(name: &str, stats: Stats, cpu: Option<ClientCpu>) -> Entry {
+        Entry {
+            name: name.into(),
+            command: name.into(),
+            backend: Some("mio".into()),
+            cpu,
+            target_rps: None,
+            stats,
+        }
+    }
+
     #[test]
     fn base64_round_trips() {
         for len in 0..40usize {
@@ -255,7 +386,9 @@ mod tests {
         s.bytes_sent = 10;
         let cfg =
             Opts::from_args(&["respbench"], &["-n", "4", "-q", "--seed", "7"]).unwrap().check().unwrap();
-        let t = test("PING", b"*1\r\n$4\r\nPING\r\n", &s, 1_000_000).unwrap();
+        let cpu = ClientCpu { user_s: 0.25, sys_s: 0.25, wall_s: 1.0, threads: 1, share_override: None };
+        let e = entry("PING", s, Some(cpu));
+        let t = test(&e, 1_000_000).unwrap();
         let doc = document(config(&cfg), server(&ServerInfo::default()), false, vec![t]);
         assert_eq!(doc["schema"], "respbench/1");
         assert_eq!(doc["config"]["port"], 6379);
@@ -268,6 +401,10 @@ mod tests {
         assert_eq!(t["end_us"], 1_000_013);
         assert_eq!(t["latency_ms"]["min"], 0.1);
         assert_eq!(t["histogram"]["sigfig"], 3);
+        assert_eq!(t["backend"], "mio");
+        assert_eq!(t["client_cpu"]["us_per_request"], 125_000.0);
+        assert_eq!(t["client_cpu"]["core_share"], 0.5);
+        assert_eq!(t["client_cpu"]["saturated"], false);
         for k in ["avg", "min", "p50", "p90", "p95", "p99", "p99_9", "p99_99", "max"] {
             assert!(t["latency_ms"][k].is_f64(), "{k}");
         }
@@ -279,7 +416,7 @@ mod tests {
     #[test]
     fn no_requests_gives_zeros() {
         let s = sample(5, &[]);
-        let t = test("GET", b"", &s, 0).unwrap();
+        let t = test(&entry("GET", s, None), 0).unwrap();
         assert_eq!(t["rps"], 0.0);
         assert_eq!(t["duration_s"], 0.0);
         for (_, v) in t["latency_ms"].as_object().unwrap() {
@@ -294,10 +431,15 @@ mod tests {
         let s = sample(0, &[1, 2, 3, 1000, 123_456, 3_600_000]);
         let back = decode_histogram(&encode_histogram(&s.latency).unwrap()).unwrap();
         assert_eq!(back, s.latency);
-        let t = test("SET", b"SET", &s, 0).unwrap();
-        let (name, _, read) = read_test(&t).unwrap();
-        assert_eq!(name, "SET");
-        assert_eq!(read.latency, s.latency);
-        assert_eq!(read.requests, 6);
+        let latency = s.latency.clone();
+        let cpu = ClientCpu { user_s: 1.5, sys_s: 0.5, wall_s: 4.0, threads: 2, share_override: None };
+        let t = test(&entry("SET", s, Some(cpu)), 0).unwrap();
+        let read = read_test(&t).unwrap();
+        assert_eq!(read.name, "SET");
+        assert_eq!(read.backend.as_deref(), Some("mio"));
+        assert_eq!(read.stats.latency, latency);
+        assert_eq!(read.stats.requests, 6);
+        let back = read.cpu.unwrap();
+        assert_eq!((back.user_s, back.sys_s, back.threads, back.core_share()), (1.5, 0.5, 2, 0.25));
     }
 }

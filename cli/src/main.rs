@@ -1,7 +1,9 @@
 //! respbench: the command line. Parses redis-benchmark's options, runs each test on a backend and
 //! renders the results in redis-benchmark's formats.
 
+mod cpu;
 mod json;
+mod limits;
 mod merge;
 mod opts;
 mod report;
@@ -16,7 +18,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use respbench_core::suite::{custom, default_suite, Selection, TestSpec};
 use respbench_core::template::KeySpace;
-use respbench_core::{Budget, ConnConfig, Handshake, Outcome, Plan, Progress, TestRun, Workload};
+use respbench_core::{
+    Budget, ConnConfig, Handshake, Mix, OpenLoop, Outcome, Plan, Progress, Stats, TestRun, Time, Workload,
+};
 
 use opts::{Backend, Config, Opts, Output};
 use report::TestReport;
@@ -107,6 +111,7 @@ fn handshake(cfg: &Config) -> Handshake {
 }
 
 fn run(cfg: &Config) -> Result<ExitCode, String> {
+    limits::ensure_fds(cfg.clients, cfg.threads.clamp(1, cfg.clients))?;
     if cfg.idle {
         return idle(cfg);
     }
@@ -114,22 +119,32 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
         // Find out now, not after a long run whose results would then be lost.
         std::fs::File::create(path).map_err(|e| format!("--json: cannot write {path}: {e}"))?;
     }
-    let info =
-        server::startup(&cfg.endpoint, cfg.user.as_deref(), cfg.password.as_deref()).map_err(|e| e.0)?;
+    let info = server::startup(&cfg.endpoint, cfg.user.as_deref(), cfg.password.as_deref(), cfg.timeout)
+        .map_err(|e| e.0)?;
     if !cfg.keepalive {
         eprintln!(
             "WARNING: Keepalive disabled. You probably need 'echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse' \
              for Linux in order to use a lot of clients/requests"
         );
     }
-    let tests = tests(cfg)?;
+    let cases = cases(cfg)?;
     let stdout = io::stdout();
     // With `--json -` stdout carries the document only.
     let mut out: Box<dyn Write> =
         if json_on_stdout(cfg) { Box::new(io::sink()) } else { Box::new(stdout.lock()) };
-    if cfg.output == Output::Csv {
-        writeln!(out, "{}", report::CSV_HEADER).map_err(|e| e.to_string())?;
+    let comparing = cfg.backends.len() > 1;
+    let open_loop = !cfg.open.rates.is_empty();
+    let csv = cfg.output == Output::Csv;
+    let width = cases.iter().flat_map(Case::titles).map(|t| t.len() + if open_loop { 16 } else { 0 }).max();
+    if comparing {
+        report::write_compare_header(csv, &backend_names(cfg), width.unwrap_or(0), &mut out)
+            .map_err(|e| e.to_string())?;
+    } else if csv {
+        let extra = if open_loop { report::CSV_OPEN_LOOP_COLUMNS } else { "" };
+        writeln!(out, "{}{extra}", report::CSV_HEADER).map_err(|e| e.to_string())?;
     }
+    let steps: Vec<Option<u64>> =
+        if open_loop { cfg.open.rates.iter().copied().map(Some).collect() } else { vec![None] };
     let epoch = Instant::now();
     let epoch_us = unix_micros(SystemTime::now());
     let mut done = Vec::new();
@@ -137,30 +152,87 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
     let mut failed = None;
     let mut stopped = false;
     'suite: loop {
-        for (i, spec) in tests.iter().enumerate() {
-            let outcome = match run_test(cfg, spec, i as u64, epoch) {
-                Ok(o) => o,
-                Err(e) => {
-                    failed = Some(e);
-                    break 'suite;
+        for (i, case) in cases.iter().enumerate() {
+            // One row per step and backend for the throughput-latency table.
+            let mut table: Vec<json::Entry> = Vec::new();
+            for &rate in &steps {
+                let mut ran = Vec::new();
+                for &backend in &cfg.backends {
+                    let (outcome, cpu) = match run_test(cfg, backend, case, i as u64, rate, epoch) {
+                        Ok(o) => o,
+                        Err(e) => {
+                            failed = Some(e);
+                            break 'suite;
+                        }
+                    };
+                    let failures = outcome.failures;
+                    let entries = case.entries(backend, cpu, rate, outcome.stats);
+                    report_cost_and_rate(cfg, &entries[entries.len() - 1], backend, comparing);
+                    if cfg.json.is_some() {
+                        for e in &entries {
+                            done.push(json::test(e, epoch_us)?);
+                        }
+                    }
+                    let stop = !failures.is_empty() || interrupted();
+                    ran.push((entries, failures));
+                    if stop {
+                        break;
+                    }
                 }
-            };
-            if cfg.json.is_some() {
-                done.push(json::test(&spec.title, spec.template.as_bytes(), &outcome.stats, epoch_us)?);
-            }
-            print_test(cfg, spec, &info, &outcome, &mut out).map_err(|e| e.to_string())?;
-            if !outcome.failures.is_empty() {
-                for (msg, n) in &outcome.failures {
-                    let plural = if *n == 1 { "" } else { "s" };
-                    eprintln!("{}: {n} connection{plural} failed: {msg}", spec.title);
+                if comparing {
+                    let mut rows: Vec<Vec<&json::Entry>> = Vec::new();
+                    for (entries, _) in &ran {
+                        for (k, e) in entries.iter().enumerate() {
+                            if rows.len() <= k {
+                                rows.push(Vec::new());
+                            }
+                            rows[k].push(e);
+                        }
+                    }
+                    for row in rows {
+                        report::write_compare_row(csv, &row, width.unwrap_or(0), &mut out)
+                            .map_err(|e| e.to_string())?;
+                    }
+                } else if let Some((entries, _)) = ran.first() {
+                    for e in entries {
+                        if !(open_loop && cfg.output == Output::Quiet) {
+                            print_test(cfg, case, &info, e, &mut out).map_err(|e| e.to_string())?;
+                        }
+                    }
                 }
-                code = ExitCode::from(1);
-                stopped = true;
-                break 'suite;
+                for (entries, failures) in ran.iter() {
+                    let last = &entries[entries.len() - 1];
+                    for (msg, n) in failures {
+                        let plural = if *n == 1 { "" } else { "s" };
+                        let on = if comparing {
+                            format!(" ({})", last.backend.as_deref().unwrap_or(""))
+                        } else {
+                            String::new()
+                        };
+                        eprintln!("{}{on}: {n} connection{plural} failed: {msg}", last.name);
+                    }
+                }
+                let failed_now = ran.iter().any(|(_, f)| !f.is_empty());
+                for (entries, _) in ran {
+                    if !comparing {
+                        table.extend(entries);
+                    }
+                }
+                if failed_now {
+                    code = ExitCode::from(1);
+                    stopped = true;
+                    break;
+                }
+                if interrupted() {
+                    code = ExitCode::from(EXIT_INTERRUPTED);
+                    stopped = true;
+                    break;
+                }
             }
-            if interrupted() {
-                code = ExitCode::from(EXIT_INTERRUPTED);
-                stopped = true;
+            if open_loop && !comparing && !csv {
+                report::write_rate_table(&table, cfg.open.poisson, &mut out).map_err(|e| e.to_string())?;
+            }
+            if stopped {
                 break 'suite;
             }
         }
@@ -168,7 +240,10 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
             break;
         }
     }
-    if cfg.output == Output::Quiet {
+    if comparing && !csv {
+        let _ = report::write_compare_footer(&mut out);
+    }
+    if cfg.output == Output::Quiet && !comparing && !open_loop {
         let _ = writeln!(out);
     }
     let _ = out.flush();
@@ -180,6 +255,35 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
     match failed {
         Some(e) => Err(e),
         None => Ok(code),
+    }
+}
+
+/// Warns on stderr when the client was saturated or an open-loop target was not reached.
+fn report_cost_and_rate(cfg: &Config, total: &json::Entry, backend: Backend, comparing: bool) {
+    let on = if comparing { format!(" ({})", backend.name()) } else { String::new() };
+    if let Some(cpu) = total.cpu.filter(|c| c.saturated()) {
+        eprintln!(
+            "WARNING: {}{on}: the client kept its {} event loop{} {:.0}% busy; these figures \
+             measure respbench, not the server (more --threads may help)",
+            total.name,
+            cpu.threads,
+            if cpu.threads == 1 { "" } else { "s" },
+            cpu.core_share() * 100.0
+        );
+    }
+    if let Some(target) = total.target_rps {
+        let achieved = total.stats.rps();
+        if total.stats.requests > 0 && achieved < 0.95 * target as f64 {
+            let window = cfg.clients as u64 * u64::from(cfg.pipeline);
+            eprintln!(
+                "WARNING: {}{on}: target {target} rps not met, achieved {achieved:.0} rps: at most {window} \
+                 requests can be in flight (-c {} × -P {}); more connections or a deeper pipeline may help{}",
+                total.name,
+                cfg.clients,
+                cfg.pipeline,
+                if total.cpu.is_some_and(|c| c.saturated()) { ", and the client is saturated" } else { "" }
+            );
+        }
     }
 }
 
@@ -206,6 +310,97 @@ pub(crate) fn write_json(path: &str, doc: &serde_json::Value) -> Result<(), Stri
     }
 }
 
+/// One test of the run: a request (or a mix of them) and how it is titled.
+struct Case {
+    spec: TestSpec,
+    /// A mix: its commands, their titles and the text of the mix.
+    mix: Option<(Mix, Vec<String>)>,
+}
+
+impl Case {
+    /// Every title this case reports under.
+    fn titles(&self) -> Vec<&str> {
+        let mut t: Vec<&str> =
+            self.mix.iter().flat_map(|(_, titles)| titles.iter().map(String::as_str)).collect();
+        t.push(&self.spec.title);
+        t
+    }
+
+    /// The entries a run of this case reports: each command of a mix on its own, then the total.
+    fn entries(
+        &self,
+        backend: Backend,
+        cpu: cpu::ClientCpu,
+        rate: Option<u64>,
+        mut stats: Stats,
+    ) -> Vec<json::Entry> {
+        let mut out = Vec::new();
+        if let Some((mix, titles)) = &self.mix {
+            for ((part, title), template) in stats.parts.drain(..).zip(titles).zip(mix.templates()) {
+                out.push(json::Entry {
+                    name: title.clone(),
+                    command: json::command_text(&template.display()),
+                    backend: Some(backend.name().to_string()),
+                    cpu: None,
+                    target_rps: None,
+                    stats: part,
+                });
+            }
+        }
+        out.push(json::Entry {
+            name: self.spec.title.clone(),
+            command: json::command_text(&self.spec.template.display()),
+            backend: Some(backend.name().to_string()),
+            cpu: Some(cpu),
+            target_rps: rate,
+            stats,
+        });
+        out
+    }
+}
+
+/// The tests to run: a mix, the custom command, or the default suite restricted by `-t`.
+fn cases(cfg: &Config) -> Result<Vec<Case>, String> {
+    if cfg.open.has_mix() {
+        return Ok(vec![mix_case(cfg)?]);
+    }
+    Ok(tests(cfg)?.into_iter().map(|spec| Case { spec, mix: None }).collect())
+}
+
+/// `--mix set:1,get:10 --mix-command '2 HSET h f v'`: one case whose requests are drawn by weight.
+fn mix_case(cfg: &Config) -> Result<Case, String> {
+    let mut parts = Vec::new();
+    let mut described = Vec::new();
+    for (name, weight) in &cfg.open.mix {
+        let selection = Selection::parse(name).map_err(|unknown| {
+            format!(
+                "invalid value for --mix: unknown test {}; the tests are: {}",
+                unknown.join(", "),
+                respbench_core::suite::TEST_NAMES.join(",")
+            )
+        })?;
+        // A name that selects several tests (ping, lrange) stands for the last: the one it names.
+        let spec = default_suite(&selection, &cfg.values, cfg.keyspace.is_some(), &cfg.key_prefix)
+            .pop()
+            .ok_or_else(|| format!("invalid value for --mix: {name} selects no test"))?;
+        parts.push((spec, *weight));
+        described.push(format!("{name}:{weight}"));
+    }
+    for (args, weight) in &cfg.open.mix_commands {
+        let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        let spec = custom(&args);
+        described.push(format!("'{}':{weight}", spec.title));
+        parts.push((spec, *weight));
+    }
+    let total: u64 = parts.iter().map(|(_, w)| w).sum();
+    let titles = parts.iter().map(|(s, w)| format!("{} (mix {w}/{total})", s.title)).collect();
+    let payload_bytes = parts.iter().map(|(s, _)| s.payload_bytes).max().unwrap_or(0);
+    let first = parts[0].0.template.clone();
+    let mix = Mix::new(parts.into_iter().map(|(s, w)| (s.template, w)).collect())?;
+    let spec = TestSpec { title: format!("MIX ({})", described.join(",")), template: first, payload_bytes };
+    Ok(Case { spec, mix: Some((mix, titles)) })
+}
+
 /// The tests to run: the custom command, or the default suite restricted by `-t`.
 fn tests(cfg: &Config) -> Result<Vec<TestSpec>, String> {
     if !cfg.command.is_empty() {
@@ -230,35 +425,75 @@ fn tests(cfg: &Config) -> Result<Vec<TestSpec>, String> {
         })?,
         None => Selection::all(),
     };
-    Ok(default_suite(&selection, cfg.datasize, cfg.keyspace.is_some()))
+    Ok(default_suite(&selection, &cfg.values, cfg.keyspace.is_some(), &cfg.key_prefix))
 }
 
-fn plan(cfg: &Config, spec: &TestSpec, test_no: u64, idle: bool) -> Arc<Plan> {
+/// What every connection of one test (one step) does.
+fn plan(
+    cfg: &Config,
+    case: &Case,
+    test_no: u64,
+    idle: bool,
+    rate: Option<u64>,
+    measure_from: Time,
+) -> Arc<Plan> {
     let keys = match cfg.keyspace {
         None => KeySpace::Literal,
-        Some(n) => KeySpace::Random { n },
+        // Options::check refused a keyspace the distribution cannot take.
+        Some(n) => cfg.key_dist.space(n).unwrap_or(KeySpace::Random { n }),
     };
+    // The target rate is shared evenly: each connection sends every clients/rate seconds.
+    let open_loop = rate.map(|r| OpenLoop {
+        interval: Duration::from_secs_f64(cfg.clients as f64 / r as f64),
+        poisson: cfg.open.poisson,
+    });
+    let budget =
+        if idle || cfg.open.duration.is_some() { Budget::unlimited() } else { Budget::new(cfg.requests) };
     Arc::new(Plan {
         conn: ConnConfig {
             handshake: handshake(cfg),
             pipeline: cfg.pipeline,
             keepalive: cfg.keepalive,
             idle,
-            open_loop: None,
+            open_loop,
+            request_timeout: cfg.timeout,
         },
-        workload: Workload { template: spec.template.clone(), keys },
-        budget: if idle { Budget::unlimited() } else { Budget::new(cfg.requests) },
+        workload: Workload {
+            template: case.spec.template.clone(),
+            keys,
+            mix: case.mix.as_ref().map(|(m, _)| m.clone()),
+        },
+        budget,
         // Each test its own streams, all reproducible from --seed.
         seed: cfg.seed.wrapping_add(test_no.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
         connections: cfg.clients as u64,
+        measure_from,
+        series: !idle && cfg.open.keeps_series(),
     })
 }
 
-/// Runs one test on the backend while this thread draws the progress line and watches for
-/// Ctrl-C.
-fn run_test(cfg: &Config, spec: &TestSpec, test_no: u64, epoch: Instant) -> Result<Outcome, String> {
+fn backend_names(cfg: &Config) -> Vec<&'static str> {
+    cfg.backends.iter().map(|b| b.name()).collect()
+}
+
+/// Runs one test on `backend` while this thread draws the progress line and watches for
+/// Ctrl-C; measures the process's CPU meanwhile.
+fn run_test(
+    cfg: &Config,
+    backend: Backend,
+    case: &Case,
+    test_no: u64,
+    rate: Option<u64>,
+    epoch: Instant,
+) -> Result<(Outcome, cpu::ClientCpu), String> {
+    let begin = Instant::now();
+    let warmup = cfg.open.warmup;
+    let measure_from = if warmup.is_zero() { Time::ZERO } else { Time::since(epoch, begin + warmup) };
+    // A time-based run stops handing out requests at its end; in-flight ones drain.
+    let deadline = cfg.open.duration.map(|d| begin + warmup + d);
+    let spec = &case.spec;
     let run = TestRun {
-        plan: plan(cfg, spec, test_no, false),
+        plan: plan(cfg, case, test_no, false, rate, measure_from),
         endpoint: cfg.endpoint.clone(),
         clients: cfg.clients,
         threads: cfg.threads.max(1),
@@ -267,11 +502,12 @@ fn run_test(cfg: &Config, spec: &TestSpec, test_no: u64, epoch: Instant) -> Resu
     };
     let show_progress = cfg.output != Output::Csv && !json_on_stdout(cfg) && io::stdout().is_terminal();
     let started = Instant::now();
+    let cpu_before = cpu::process_cpu();
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|s| {
         let run = &run;
         s.spawn(move || {
-            let _ = tx.send(run_backend(cfg.backend, run, epoch));
+            let _ = tx.send(run_backend(backend, run, epoch));
         });
         let mut last_draw = Instant::now();
         let (mut last_done, mut last_sum) = (0u64, 0u64);
@@ -280,15 +516,21 @@ fn run_test(cfg: &Config, spec: &TestSpec, test_no: u64, epoch: Instant) -> Resu
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok(result) => {
+                    let cpu = cpu::ClientCpu::between(
+                        cpu_before,
+                        cpu::process_cpu(),
+                        started.elapsed(),
+                        run.loops(),
+                    );
                     if drawn > 0 {
                         print!("{}", report::clear_progress(drawn));
                     }
-                    return result;
+                    return result.map(|o| (o, cpu));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the event loops stopped".into()),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
-            if interrupted() && stop_asked.is_none() {
+            if stop_asked.is_none() && (interrupted() || deadline.is_some_and(|d| Instant::now() >= d)) {
                 run.plan.budget.stop();
                 stop_asked = Some(Instant::now());
             }
@@ -326,16 +568,19 @@ fn run_backend(backend: Backend, run: &TestRun, epoch: Instant) -> Result<Outcom
 
 fn print_test(
     cfg: &Config,
-    spec: &TestSpec,
+    case: &Case,
     info: &ServerInfo,
-    outcome: &Outcome,
+    entry: &json::Entry,
     out: &mut impl Write,
 ) -> io::Result<()> {
+    let spec = &case.spec;
     let r = TestReport {
-        title: &spec.title,
-        stats: &outcome.stats,
+        title: &entry.name,
+        stats: &entry.stats,
+        cpu: entry.cpu.as_ref(),
         clients: cfg.clients,
         payload_bytes: spec.payload_bytes,
+        workload: report::workload_lines(&cfg.values, cfg.key_dist, cfg.keyspace, &cfg.key_prefix),
         keepalive: cfg.keepalive,
         threads: cfg.threads,
         server_save: info.save.as_deref(),
@@ -344,21 +589,28 @@ fn print_test(
     match cfg.output {
         Output::Verbose => {
             report::write_verbose(&r, out)?;
+            report::write_open_loop(entry, cfg.open.poisson, out)?;
             report::write_errors(&r, false, out)?;
+            if cfg.open.show_series {
+                report::write_series(&entry.stats, out)?;
+            }
             writeln!(out)?;
         }
         Output::Quiet => {
             report::write_quiet(&r, out)?;
             report::write_errors(&r, true, out)?;
+            if cfg.open.show_series {
+                report::write_series(&entry.stats, out)?;
+            }
         }
         Output::Csv => {
-            report::write_csv_row(&r, out)?;
+            report::write_csv_row(&r, entry.target_rps.is_some().then_some(entry), out)?;
             // stdout carries CSV only.
             report::write_errors(&r, true, &mut io::stderr())?;
         }
     }
     if cfg.show_errors {
-        for k in outcome.stats.errors.kinds() {
+        for k in entry.stats.errors.kinds() {
             eprintln!("Error from server: {}", k.first_message);
         }
     }
@@ -368,9 +620,9 @@ fn print_test(
 /// `-I`: open the connections, show how many are up, wait for Ctrl-C.
 fn idle(cfg: &Config) -> Result<ExitCode, String> {
     println!("Creating {} idle connections and waiting forever (Ctrl+C when done)", cfg.clients);
-    let spec = custom(&[b"PING".to_vec()]);
+    let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None };
     let run = TestRun {
-        plan: plan(cfg, &spec, 0, true),
+        plan: plan(cfg, &case, 0, true, None, Time::ZERO),
         endpoint: cfg.endpoint.clone(),
         clients: cfg.clients,
         threads: cfg.threads.max(1),
@@ -381,7 +633,7 @@ fn idle(cfg: &Config) -> Result<ExitCode, String> {
     let result = std::thread::scope(|s| {
         let run = &run;
         s.spawn(move || {
-            let _ = tx.send(run_backend(cfg.backend, run, Instant::now()));
+            let _ = tx.send(run_backend(cfg.backends[0], run, Instant::now()));
         });
         loop {
             match rx.recv_timeout(PROGRESS_EVERY) {
@@ -399,7 +651,14 @@ fn idle(cfg: &Config) -> Result<ExitCode, String> {
     println!();
     let outcome = result?;
     for (msg, n) in &outcome.failures {
-        eprintln!("{n} connections failed: {msg}");
+        let plural = if *n == 1 { "" } else { "s" };
+        eprintln!("{n} connection{plural} failed: {msg}");
     }
-    Ok(if !outcome.failures.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if !outcome.failures.is_empty() {
+        ExitCode::from(1)
+    } else if interrupted() {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -6,7 +6,6 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use argh::FromArgs;
-use respbench_core::Stats;
 use serde_json::Value;
 
 use crate::json;
@@ -54,12 +53,18 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
     let merged = merge(&docs).map_err(|(i, e)| format!("{}: {e}", opts.files[i]))?;
     if opts.json.as_deref() != Some("-") {
         let mut out = io::stdout().lock();
-        for (name, _, stats) in &merged.tests {
+        for e in &merged.tests {
+            let title = match &e.backend {
+                Some(b) if merged.backends() > 1 => format!("{} [{b}]", e.name),
+                _ => e.name.clone(),
+            };
             let r = TestReport {
-                title: name,
-                stats,
+                title: &title,
+                stats: &e.stats,
+                cpu: e.cpu.as_ref(),
                 clients: 0,
                 payload_bytes: 0,
+                workload: Vec::new(),
                 keepalive: true,
                 threads: 0,
                 server_save: None,
@@ -85,8 +90,11 @@ pub struct Merged {
     pub server: Value,
     /// Whether any run was interrupted.
     pub interrupted: bool,
-    /// Name, command and merged stats of each test, in order of first appearance.
-    pub tests: Vec<(String, String, Stats)>,
+    /// Each test (by name and backend) merged, in order of first appearance.
+    pub tests: Vec<json::Entry>,
+    /// What identifies each of `tests` in the inputs: name, backend and target rate as written
+    /// (the merged target is the sum).
+    keys: Vec<(String, Option<String>, Option<u64>)>,
 }
 
 impl Merged {
@@ -96,9 +104,20 @@ impl Merged {
             .tests
             .iter()
             // The stats' times are already microseconds since the Unix epoch.
-            .map(|(name, command, stats)| json::test(name, command.as_bytes(), stats, 0))
+            .map(|e| json::test(e, 0))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(json::document(self.config.clone(), self.server.clone(), self.interrupted, tests))
+    }
+
+    /// How many different backends the tests ran on.
+    fn backends(&self) -> usize {
+        let mut seen: Vec<Option<&str>> = Vec::new();
+        for e in &self.tests {
+            if !seen.contains(&e.backend.as_deref()) {
+                seen.push(e.backend.as_deref());
+            }
+        }
+        seen.len()
     }
 }
 
@@ -117,13 +136,33 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
             server: doc.get("server").cloned().unwrap_or(Value::Null),
             interrupted: false,
             tests: Vec::new(),
+            keys: Vec::new(),
         });
         m.interrupted |= doc.get("interrupted").and_then(Value::as_bool).unwrap_or(false);
         for t in tests {
-            let (name, command, stats) = json::read_test(t).map_err(|e| (i, e))?;
-            match m.tests.iter_mut().find(|(n, _, _)| *n == name) {
-                Some((_, _, acc)) => acc.merge(&stats).map_err(|e| (i, format!("test '{name}': {e}")))?,
-                None => m.tests.push((name, command, stats)),
+            let e = json::read_test(t).map_err(|e| (i, e))?;
+            // A run comparing backends has each test once per backend, a run with several rates
+            // once per rate: those stay apart.
+            let key = (e.name.clone(), e.backend.clone(), e.target_rps);
+            match m.keys.iter().position(|k| *k == key) {
+                Some(at) => {
+                    let acc = &mut m.tests[at];
+                    acc.stats.merge(&e.stats).map_err(|err| (i, format!("test '{}': {err}", e.name)))?;
+                    // Two machines each aiming at R give 2R together.
+                    acc.target_rps = acc.target_rps.zip(e.target_rps).map(|(a, b)| a + b);
+                    acc.cpu = match (acc.cpu, e.cpu) {
+                        (Some(mut a), Some(b)) => {
+                            a.merge(&b);
+                            Some(a)
+                        }
+                        // One run without the figure: the sum would be wrong.
+                        _ => None,
+                    };
+                }
+                None => {
+                    m.keys.push(key);
+                    m.tests.push(e);
+                }
             }
         }
     }
@@ -133,13 +172,28 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::ClientCpu;
     use proptest::prelude::*;
-    use respbench_core::Time;
+    use respbench_core::{Stats, Time};
 
     fn doc_of(tests: &[(&str, &Stats)]) -> Value {
-        let tests =
-            tests.iter().map(|(n, s)| json::test(n, n.as_bytes(), s, 1_000)).collect::<Result<Vec<_>, _>>();
+        let tests = tests
+            .iter()
+            .map(|(n, s)| json::test(&entry(n, None, (*s).clone()), 1_000))
+            .collect::<Result<Vec<_>, _>>();
         json::document(Value::Null, Value::Null, false, tests.unwrap())
+    }
+
+    fn entry(name: &str, backend: Option<&str>, stats: Stats) -> json::Entry {
+        let cpu = ClientCpu { user_s: 0.5, sys_s: 0.25, wall_s: 1.0, threads: 1, share_override: None };
+        json::Entry {
+            name: name.into(),
+            command: name.into(),
+            backend: backend.map(Into::into),
+            cpu: Some(cpu),
+            target_rps: None,
+            stats,
+        }
     }
 
     proptest! {
@@ -166,7 +220,10 @@ mod tests {
             let docs: Vec<Value> = parts.iter().map(|p| doc_of(&[("GET", p)])).collect();
             let m = merge(&docs).unwrap();
             prop_assert_eq!(m.tests.len(), 1);
-            let got = &m.tests[0].2;
+            let got = &m.tests[0].stats;
+            let cpu = m.tests[0].cpu.unwrap();
+            prop_assert!((cpu.total_s() - 2.25).abs() < 1e-9);
+            prop_assert_eq!(cpu.threads, 3);
             prop_assert_eq!(got.requests, whole.requests);
             prop_assert_eq!(&got.latency, &whole.latency);
             prop_assert_eq!(got.errors.total(), whole.errors.total());
@@ -184,7 +241,7 @@ mod tests {
     fn tests_by_name_and_schema_checked() {
         let a = Stats::new(Time::ZERO, 3, false).unwrap();
         let docs = [doc_of(&[("SET", &a), ("GET", &a)]), doc_of(&[("GET", &a), ("LPUSH", &a)])];
-        let names: Vec<String> = merge(&docs).unwrap().tests.into_iter().map(|t| t.0).collect();
+        let names: Vec<String> = merge(&docs).unwrap().tests.into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["SET", "GET", "LPUSH"]);
         let mut bad = docs[1].clone();
         bad["schema"] = "respbench/2".into();
@@ -192,5 +249,19 @@ mod tests {
         assert_eq!(i, 1);
         assert!(e.contains("respbench/2"), "{e}");
         assert!(merge(&[serde_json::json!({"x": 1})]).is_err());
+    }
+
+    #[test]
+    fn backends_stay_apart() {
+        let a = Stats::new(Time::ZERO, 3, false).unwrap();
+        let doc = |b: &[&str]| {
+            let tests = b.iter().map(|b| json::test(&entry("GET", Some(b), a.clone()), 0).unwrap()).collect();
+            json::document(Value::Null, Value::Null, false, tests)
+        };
+        let m = merge(&[doc(&["mio", "smol"]), doc(&["mio", "smol"])]).unwrap();
+        let got: Vec<_> =
+            m.tests.iter().map(|t| (t.backend.as_deref().unwrap(), t.cpu.unwrap().threads)).collect();
+        assert_eq!(got, [("mio", 2), ("smol", 2)]);
+        assert_eq!(m.backends(), 2);
     }
 }

@@ -1,7 +1,10 @@
 //! The command line: every redis-benchmark 7.x option with its meaning and default, checked into
 //! a [`Config`].
 
+use std::time::Duration;
+
 use argh::FromArgs;
+use respbench_core::dist::{KeyDist, ValueSize, Zipf};
 use respbench_core::Endpoint;
 
 /// respbench: a redis-benchmark compatible load generator for Redis and every RESP server.
@@ -34,11 +37,12 @@ pub struct Opts {
     #[argh(option, short = 'c', default = "50")]
     pub clients: i64,
     /// total number of requests (default 100000)
-    #[argh(option, short = 'n', default = "100000")]
-    pub requests: i64,
-    /// data size of SET/GET value in bytes (default 3)
-    #[argh(option, short = 'd', default = "3")]
-    pub datasize: i64,
+    #[argh(option, short = 'n')]
+    pub requests: Option<i64>,
+    /// data size of SET/GET value in bytes (default 3); also a range 16-1024 (uniform) or a
+    /// weighted list 16:3,1024:1, a size drawn per request
+    #[argh(option, short = 'd', default = "String::from(\"3\")")]
+    pub datasize: String,
     /// SELECT the specified db number (default 0)
     #[argh(option, default = "0")]
     pub dbnum: i64,
@@ -61,6 +65,13 @@ pub struct Opts {
     /// ZADD: __rand_int__ becomes a number in [0, keyspacelen)
     #[argh(option, short = 'r')]
     pub keyspacelen: Option<i64>,
+    /// how __rand_int__ is drawn from the -r keyspace: uniform (default), sequential (0, 1, 2,
+    /// ... over all connections), zipf:THETA (e.g. zipf:0.99) or gaussian (mean N/2, sd N/6)
+    #[argh(option)]
+    pub key_dist: Option<String>,
+    /// put this before every key name of the default tests (key:, counter:, mylist, ...)
+    #[argh(option)]
+    pub key_prefix: Option<String>,
     /// pipeline N requests (default 1: no pipeline)
     #[argh(option, short = 'P', default = "1")]
     pub pipeline: i64,
@@ -92,9 +103,14 @@ pub struct Opts {
     #[argh(switch, short = 'e')]
     pub show_errors: bool,
     /// event loop backend: mio (default, one mio event loop per thread) or smol (one async task
-    /// per connection)
+    /// per connection); a list (mio,smol) runs every test on each and prints them side by side
     #[argh(option, default = "String::from(\"mio\")")]
     pub backend: String,
+    /// per-request timeout: a request (or connection handshake) with no reply after this long
+    /// fails its connection and the run exits 1; '5s', '500ms' or plain seconds ('1.5'), up to
+    /// 1 hour (default: wait forever)
+    #[argh(option)]
+    pub timeout: Option<String>,
     /// also write the results as a JSON document (schema respbench/1, see docs/json.md) to this
     /// file, or to stdout with '-' (the text report is then not printed)
     #[argh(option)]
@@ -129,13 +145,32 @@ pub struct Opts {
     /// TLS 1.3 ciphersuites (not supported yet)
     #[argh(option)]
     pub tls_ciphersuites: Option<String>,
+    /// open loop: send at this total rate (requests per second), latency counted from each
+    /// request's intended send time; a list (10000,20000,40000) runs one step per rate
+    #[argh(option)]
+    pub rps: Option<String>,
+    /// open-loop arrivals: constant (default) or poisson
+    #[argh(option, default = "String::from(\"constant\")")]
+    pub arrival: String,
+    /// run each test for this long (30s, 500ms, 2m; a plain number is seconds) instead of -n
+    #[argh(option)]
+    pub duration: Option<String>,
+    /// run this long first and discard its results (same units as --duration)
+    #[argh(option)]
+    pub warmup: Option<String>,
+    /// one test mixing default tests by weight, e.g. set:1,get:10
+    #[argh(option)]
+    pub mix: Option<String>,
+    /// add a custom command to the mix: 'WEIGHT COMMAND ARG...' (repeatable)
+    #[argh(option)]
+    pub mix_command: Vec<String>,
+    /// after each test, print its per-second time series (rps, p50, p99, errors)
+    #[argh(switch)]
+    pub series: bool,
     /// the command to benchmark instead of the default suite, with its arguments
     #[argh(positional, greedy)]
     pub command: Vec<String>,
 }
-
-/// The largest `-d`: redis-benchmark clamps to 1 GiB.
-const MAX_DATASIZE: i64 = 1 << 30;
 
 /// Output style.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,6 +187,16 @@ pub enum Backend {
     Smol,
 }
 
+impl Backend {
+    /// The name `--backend` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Mio => "mio",
+            Backend::Smol => "smol",
+        }
+    }
+}
+
 /// The checked configuration of a run.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -161,7 +206,14 @@ pub struct Config {
     pub db: u32,
     pub clients: usize,
     pub requests: u64,
+    /// `-d`'s fixed size, or the largest size of a range or list.
     pub datasize: usize,
+    /// `-d` as given: fixed, a range or a weighted list.
+    pub values: ValueSize,
+    /// `--key-dist` (uniform without it).
+    pub key_dist: KeyDist,
+    /// `--key-prefix` (empty without it).
+    pub key_prefix: String,
     pub resp3: bool,
     pub threads: usize,
     pub tracking: bool,
@@ -177,14 +229,104 @@ pub struct Config {
     pub seed: u64,
     pub show_errors: bool,
     pub command: Vec<String>,
-    pub backend: Backend,
+    /// The backends to run each test on, in order (one, unless comparing).
+    pub backends: Vec<Backend>,
     /// `--json`: where to write the JSON document; `-` is stdout.
     pub json: Option<String>,
+    /// `--timeout`: how long a request may wait for its reply; `None` is forever.
+    pub timeout: Option<Duration>,
+    /// Rate, time and mix options.
+    pub open: OpenLoopConfig,
+}
+
+/// `-n` when not given, as in redis-benchmark.
+const DEFAULT_REQUESTS: i64 = 100_000;
+
+/// The options beyond redis-benchmark's: target rates, time-based runs, warmup, mixes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpenLoopConfig {
+    /// `--rps`: one step per rate; empty is closed loop.
+    pub rates: Vec<u64>,
+    /// `--arrival poisson`.
+    pub poisson: bool,
+    /// `--duration`: each test (each step) runs this long; `None` counts `-n` requests.
+    pub duration: Option<Duration>,
+    /// `--warmup`: results of this first stretch are discarded.
+    pub warmup: Duration,
+    /// `--mix` test names with weights, in order.
+    pub mix: Vec<(String, u64)>,
+    /// `--mix-command`: custom commands (arguments) with weights.
+    pub mix_commands: Vec<(Vec<String>, u64)>,
+    /// `--series`: print each test's time series.
+    pub show_series: bool,
+}
+
+impl OpenLoopConfig {
+    /// Whether a mix replaces the suite.
+    pub fn has_mix(&self) -> bool {
+        !self.mix.is_empty() || !self.mix_commands.is_empty()
+    }
+
+    /// Whether per-second series are kept (time-based or open-loop runs, or asked for).
+    pub fn keeps_series(&self) -> bool {
+        self.duration.is_some() || !self.rates.is_empty() || self.show_series
+    }
+}
+
+/// Parses a length of time: `30s`, `500ms`, `2m`, `1h`, `250us`, or a plain number of seconds
+/// (fractions allowed).
+pub fn parse_duration(option: &str, text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 =
+        num.parse().map_err(|_| bad(option, text, "expected a time such as 30s, 500ms or 2m"))?;
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(bad(option, text, "the units are us, ms, s, m and h")),
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs > 365.0 * 86_400.0 {
+        return Err(bad(option, text, "must be at most a year"));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// A bad value: the message names the option.
 fn bad(option: &str, value: impl std::fmt::Display, why: &str) -> String {
     format!("invalid value '{value}' for {option}: {why}")
+}
+
+/// The longest `--timeout`: as long as the latency histograms record.
+const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Parses a `--timeout` value: `5s`, `500ms`, or plain (possibly fractional) seconds.
+fn parse_timeout(v: &str) -> Result<Duration, String> {
+    let (number, scale) = if let Some(n) = v.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (v, 1.0)
+    };
+    let why = "expected a duration such as 5s, 500ms or 1.5 (seconds)";
+    let x: f64 = match number.trim().parse() {
+        Ok(x) if number.bytes().all(|b| b.is_ascii_digit() || b == b'.') => x,
+        _ => return Err(bad("--timeout", v, why)),
+    };
+    let secs = x * scale;
+    if !secs.is_finite() || secs > MAX_TIMEOUT.as_secs_f64() {
+        return Err(bad("--timeout", v, "the longest timeout is 1 hour"));
+    }
+    let d = Duration::from_secs_f64(secs);
+    if d < Duration::from_millis(1) {
+        return Err(bad("--timeout", v, "must be at least 1ms (leave --timeout out to wait forever)"));
+    }
+    Ok(d)
 }
 
 /// Parses `redis://[user[:password]@]host[:port][/db]`.
@@ -232,6 +374,90 @@ fn apply_uri(uri: &str, c: &mut Config) -> Result<(), String> {
 }
 
 impl Opts {
+    /// Checks the rate, time and mix options.
+    fn open_loop(&self) -> Result<OpenLoopConfig, String> {
+        let mut o = OpenLoopConfig { show_series: self.series, ..OpenLoopConfig::default() };
+        if let Some(list) = &self.rps {
+            for r in list.split(',') {
+                let rate: u64 = r.trim().parse().map_err(|_| {
+                    bad("--rps", list, "expected requests per second, or a list like 1000,2000")
+                })?;
+                if rate == 0 || rate > 100_000_000 {
+                    return Err(bad("--rps", list, "each rate must be 1 to 100000000 requests per second"));
+                }
+                o.rates.push(rate);
+            }
+        }
+        o.poisson = match self.arrival.as_str() {
+            "constant" => false,
+            "poisson" => true,
+            other => return Err(bad("--arrival", other, "the arrivals are constant and poisson")),
+        };
+        if o.poisson && o.rates.is_empty() {
+            return Err("--arrival poisson needs a target rate (--rps)".to_string());
+        }
+        if let Some(d) = &self.duration {
+            let d = parse_duration("--duration", d)?;
+            if d.is_zero() {
+                return Err(bad("--duration", self.duration.as_deref().unwrap_or(""), "must be more than 0"));
+            }
+            if self.requests.is_some() {
+                return Err(
+                    "-n and --duration conflict: a run is either a number of requests or a length of time"
+                        .to_string(),
+                );
+            }
+            if self.r#loop {
+                return Err("-l and --duration conflict".to_string());
+            }
+            o.duration = Some(d);
+        }
+        if let Some(w) = &self.warmup {
+            o.warmup = parse_duration("--warmup", w)?;
+        }
+        if let Some(spec) = &self.mix {
+            for part in spec.split(',') {
+                let (name, weight) = part.trim().rsplit_once(':').unwrap_or((part.trim(), "1"));
+                let weight: u64 =
+                    weight.parse().ok().filter(|w| (1..=1_000_000).contains(w)).ok_or_else(|| {
+                        bad("--mix", spec, "each weight must be 1 to 1000000 (name:weight)")
+                    })?;
+                o.mix.push((name.to_ascii_lowercase(), weight));
+            }
+        }
+        for c in &self.mix_command {
+            let mut words = c.split_whitespace();
+            let weight: u64 = words
+                .next()
+                .and_then(|w| w.parse().ok())
+                .filter(|w| (1..=1_000_000).contains(w))
+                .ok_or_else(|| {
+                    bad("--mix-command", c, "expected 'WEIGHT COMMAND ARG...' with a weight of 1 to 1000000")
+                })?;
+            let args: Vec<String> = words.map(str::to_string).collect();
+            if args.is_empty() {
+                return Err(bad("--mix-command", c, "the command is missing after the weight"));
+            }
+            o.mix_commands.push((args, weight));
+        }
+        if o.mix.len() + o.mix_commands.len() > 64 {
+            return Err("a mix takes at most 64 commands".to_string());
+        }
+        if o.has_mix() && !self.command.is_empty() {
+            return Err(
+                "a command after the options and --mix conflict: add it to the mix with --mix-command"
+                    .to_string(),
+            );
+        }
+        if o.has_mix() && self.tests.is_some() {
+            return Err("-t and --mix conflict: name the tests in the mix".to_string());
+        }
+        if (!o.rates.is_empty() || o.duration.is_some()) && self.idle {
+            return Err("-I takes no --rps or --duration".to_string());
+        }
+        Ok(o)
+    }
+
     /// Checks every value and resolves defaults into a [`Config`].
     pub fn check(self) -> Result<Config, String> {
         if self.cluster {
@@ -249,17 +475,26 @@ impl Opts {
         {
             return Err("TLS is not supported yet".to_string());
         }
-        let backend = match self.backend.as_str() {
-            "mio" => Backend::Mio,
-            "smol" => Backend::Smol,
-            other => return Err(bad("--backend", other, "the backends are mio and smol")),
-        };
+        let mut backends = Vec::new();
+        for name in self.backend.split(',') {
+            let b = match name.trim() {
+                "mio" => Backend::Mio,
+                "smol" => Backend::Smol,
+                other => return Err(bad("--backend", other, "the backends are mio and smol")),
+            };
+            if backends.contains(&b) {
+                return Err(bad("--backend", &self.backend, "a backend is listed twice"));
+            }
+            backends.push(b);
+        }
         if self.clients < 1 || self.clients > 1_000_000 {
             return Err(bad("-c", self.clients, "the number of clients must be 1 to 1000000"));
         }
-        if self.requests < 0 {
-            return Err(bad("-n", self.requests, "the number of requests must be 0 or more"));
+        let requests = self.requests.unwrap_or(DEFAULT_REQUESTS);
+        if requests < 0 {
+            return Err(bad("-n", requests, "the number of requests must be 0 or more"));
         }
+        let open = self.open_loop()?;
         if !(1..=5).contains(&self.precision) {
             return Err(bad("--precision", self.precision, "must be 1 to 5 significant figures"));
         }
@@ -277,6 +512,26 @@ impl Opts {
             Some(r) => Some(r as u64),
             None => None,
         };
+        let values = ValueSize::parse(&self.datasize).map_err(|why| bad("-d", &self.datasize, &why))?;
+        let key_dist = match &self.key_dist {
+            Some(d) => KeyDist::parse(d).map_err(|why| bad("--key-dist", d, &why))?,
+            None => KeyDist::Uniform,
+        };
+        match (key_dist, keyspace) {
+            (KeyDist::Uniform, _) => {}
+            (_, None) => {
+                let d = self.key_dist.as_deref().unwrap_or_default();
+                return Err(bad(
+                    "--key-dist",
+                    d,
+                    "needs -r <keyspacelen>: keys are drawn from [0, keyspacelen)",
+                ));
+            }
+            (KeyDist::Zipf(_), Some(n)) if n > Zipf::MAX_N => {
+                return Err(bad("-r", n, "zipf keys need a keyspace of at most 2^53"));
+            }
+            _ => {}
+        }
         let output = if self.csv {
             Output::Csv
         } else if self.quiet {
@@ -284,6 +539,11 @@ impl Opts {
         } else {
             Output::Verbose
         };
+        let timeout = self.timeout.as_deref().map(parse_timeout).transpose()?;
+        if self.idle && self.json.is_some() {
+            // Idle mode measures nothing: a document would be empty, so say so before it starts.
+            return Err("--json cannot be used with -I: idle mode records no results".to_string());
+        }
         let seed = self.seed.unwrap_or_else(clock_seed);
         let mut c = Config {
             endpoint: match &self.socket {
@@ -294,9 +554,12 @@ impl Opts {
             password: self.password,
             db: self.dbnum as u32,
             clients: self.clients as usize,
-            requests: self.requests as u64,
-            // redis-benchmark clamps -d into [1, 1 GiB].
-            datasize: self.datasize.clamp(1, MAX_DATASIZE) as usize,
+            requests: requests as u64,
+            // A fixed -d is clamped into [1, 1 GiB] as redis-benchmark does (in ValueSize::parse).
+            datasize: values.max(),
+            values,
+            key_dist,
+            key_prefix: self.key_prefix.unwrap_or_default(),
             resp3: self.resp3,
             threads: self.threads as usize,
             tracking: self.enable_tracking,
@@ -313,8 +576,10 @@ impl Opts {
             seed,
             show_errors: self.show_errors,
             command: self.command,
-            backend,
+            backends,
             json: self.json,
+            open,
+            timeout,
         };
         if let Some(uri) = &self.uri {
             apply_uri(uri, &mut c)?;
@@ -394,13 +659,60 @@ mod tests {
         assert!(parse(&["-n", "many"]).is_err());
         assert!(parse(&["--bogus"]).unwrap_err().contains("--bogus"));
         assert!(parse(&["--backend", "tokio"]).unwrap_err().contains("--backend"));
-        assert_eq!(parse(&["--backend", "smol"]).unwrap().backend, Backend::Smol);
+        assert!(parse(&["-I", "--json", "r.json"]).unwrap_err().contains("--json cannot be used with -I"));
+        assert_eq!(parse(&["--backend", "smol"]).unwrap().backends, [Backend::Smol]);
+        assert_eq!(parse(&["--backend", "mio,smol"]).unwrap().backends, [Backend::Mio, Backend::Smol]);
+        assert!(parse(&["--backend", "mio,mio"]).unwrap_err().contains("twice"));
+        assert!(parse(&["--backend", "mio,"]).unwrap_err().contains("--backend"));
+    }
+
+    #[test]
+    fn timeout_takes_seconds_or_milliseconds() {
+        let t = |v: &str| parse(&["--timeout", v]).map(|c| c.timeout);
+        assert_eq!(parse(&[]).unwrap().timeout, None);
+        assert_eq!(t("5s"), Ok(Some(Duration::from_secs(5))));
+        assert_eq!(t("5"), Ok(Some(Duration::from_secs(5))));
+        assert_eq!(t("1.5"), Ok(Some(Duration::from_millis(1500))));
+        assert_eq!(t("500ms"), Ok(Some(Duration::from_millis(500))));
+        assert_eq!(t("3600s"), Ok(Some(Duration::from_secs(3600))));
+        for v in
+            ["0", "0ms", "0.0001", "-1", "x", "5h", "1e3", "inf", "NaN", "", "3601", "99999999999999999999"]
+        {
+            let e = t(v).unwrap_err();
+            assert!(e.contains("--timeout"), "{v}: {e}");
+        }
     }
 
     #[test]
     fn pipeline_and_datasize_clamp_like_redis_benchmark() {
         let c = parse(&["-P", "0", "-d", "0"]).unwrap();
         assert_eq!((c.pipeline, c.datasize), (1, 1));
+    }
+
+    #[test]
+    fn value_sizes_and_key_distributions() {
+        let c =
+            parse(&["-d", "16-1024", "-r", "1000", "--key-dist", "zipf:0.99", "--key-prefix", "b:"]).unwrap();
+        assert_eq!((c.datasize, c.values.clone()), (1024, ValueSize::Range { lo: 16, hi: 1024 }));
+        assert_eq!((c.key_dist, c.key_prefix.as_str()), (KeyDist::Zipf(0.99), "b:"));
+        let c = parse(&["-d", "16:3,1024:1"]).unwrap();
+        assert_eq!(c.datasize, 1024);
+        assert_eq!(parse(&["-d", "64"]).unwrap().values, ValueSize::Fixed(64));
+        assert_eq!(parse(&["--key-dist", "uniform"]).unwrap().key_dist, KeyDist::Uniform);
+        for args in [
+            &["-d", "1024-16"][..],
+            &["-d", "big"],
+            &["-d", "16:0"],
+            &["--key-dist", "zipf:0", "-r", "10"],
+            &["--key-dist", "pareto", "-r", "10"],
+        ] {
+            let e = parse(args).unwrap_err();
+            assert!(e.contains(args[0]), "{args:?}: {e}");
+        }
+        let e = parse(&["--key-dist", "gaussian"]).unwrap_err();
+        assert!(e.contains("--key-dist") && e.contains("-r"), "{e}");
+        let e = parse(&["--key-dist", "zipf", "-r", "10000000000000000"]).unwrap_err();
+        assert!(e.contains("2^53"), "{e}");
     }
 
     #[test]

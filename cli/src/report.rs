@@ -11,16 +11,25 @@ use std::io::{self, Write};
 use hdrhistogram::Histogram;
 use respbench_core::Stats;
 
+use crate::cpu::ClientCpu;
+use crate::json::Entry;
+
 /// What a report needs besides the stats.
 pub struct TestReport<'a> {
     /// The test's name, e.g. `GET` or `LRANGE_100 (first 100 elements)`.
     pub title: &'a str,
     /// The test's results.
     pub stats: &'a Stats,
+    /// The client's own CPU during the test, when measured.
+    pub cpu: Option<&'a ClientCpu>,
     /// Parallel clients (`-c`).
     pub clients: usize,
     /// Payload size in bytes (`-d`, or the RESP length of a custom command).
     pub payload_bytes: usize,
+    /// Lines describing value sizes and keys when they differ from redis-benchmark's (a `-d`
+    /// range or list, `--key-dist`, `--key-prefix`), printed after the payload line; see
+    /// [`workload_lines`].
+    pub workload: Vec<String>,
     /// Whether connections are kept open (`-k 1`).
     pub keepalive: bool,
     /// `--threads` as given: 0 prints "multi-thread: no", any other count "yes" and the count,
@@ -30,6 +39,28 @@ pub struct TestReport<'a> {
     pub server_save: Option<&'a str>,
     /// The server's `CONFIG GET appendonly`, shown when `server_save` is known.
     pub server_appendonly: Option<&'a str>,
+}
+
+/// The verbose report's lines about what respbench adds to redis-benchmark's load: `value
+/// sizes: 16-1024 bytes` (the payload line then shows the largest), `keys: zipf:0.99 over
+/// 1000` and `key prefix: b:`. None for redis-benchmark's own options, so its format is kept.
+pub fn workload_lines(
+    values: &respbench_core::dist::ValueSize,
+    key_dist: respbench_core::dist::KeyDist,
+    keyspace: Option<u64>,
+    key_prefix: &str,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !matches!(values, respbench_core::dist::ValueSize::Fixed(_)) {
+        lines.push(format!("value sizes: {values} bytes"));
+    }
+    if let (false, Some(n)) = (key_dist == respbench_core::dist::KeyDist::Uniform, keyspace) {
+        lines.push(format!("keys: {key_dist} over {n}"));
+    }
+    if !key_prefix.is_empty() {
+        lines.push(format!("key prefix: {key_prefix}"));
+    }
+    lines
 }
 
 /// The header of CSV output, printed once before the rows.
@@ -43,6 +74,9 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "  {} requests completed in {:.2} seconds", s.requests, finite(s.duration_secs()))?;
     writeln!(out, "  {} parallel clients", r.clients)?;
     writeln!(out, "  {} bytes payload", r.payload_bytes)?;
+    for line in &r.workload {
+        writeln!(out, "  {line}")?;
+    }
     writeln!(out, "  keep alive: {}", u8::from(r.keepalive))?;
     if let Some(save) = r.server_save {
         writeln!(out, "  host configuration \"save\": {save}")?;
@@ -70,6 +104,107 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
         out,
         "    {:9.3} {:9.3} {:9.3} {:9.3} {:9.3} {:9.3}",
         sum.avg, sum.min, sum.p50, sum.p95, sum.p99, sum.max
+    )?;
+    if let Some(c) = r.cpu {
+        // respbench's own line, after redis-benchmark's summary so parsers of that stay whole.
+        writeln!(
+            out,
+            "  client cpu: {:.2} usec per request (user+sys), {:.0}% of a core per event loop ({} loop{}){}",
+            finite(c.per_request_us(s.requests)),
+            finite(c.core_share() * 100.0),
+            c.threads,
+            if c.threads == 1 { "" } else { "s" },
+            if c.saturated() { ", SATURATED: these figures measure the client" } else { "" }
+        )?;
+    }
+    Ok(())
+}
+
+/// One backend's column names in the side-by-side table of `--backend mio,smol`, as wide as
+/// [`write_compare_row`]'s cells.
+fn compare_columns() -> String {
+    format!("  {:>13} {:>9} {:>9} {:>11} {:>6} ", "rps", "p50 msec", "p99 msec", "cpu us/req", "core")
+}
+
+/// The header of the side-by-side table (or of its CSV form): `width` is the longest title.
+pub fn write_compare_header(
+    csv: bool,
+    backends: &[&str],
+    width: usize,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    if csv {
+        return writeln!(
+            out,
+            "\"test\",\"backend\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\",\"cpu_us_per_request\",\"cpu_core_share\""
+        );
+    }
+    let width = width.max("test".len());
+    let mut top = format!("{:width$}", "");
+    let mut cols = format!("{:width$}", "test");
+    for b in backends {
+        let group = compare_columns();
+        let n = group.len() - 3;
+        top.push_str(&format!("  {:-^n$} ", format!(" {b} ")));
+        cols.push_str(&group);
+    }
+    writeln!(out, "{}", top.trim_end())?;
+    writeln!(out, "{}", cols.trim_end())
+}
+
+/// One test on every backend: a row of the side-by-side table, or one CSV row per backend.
+pub fn write_compare_row(csv: bool, runs: &[&Entry], width: usize, out: &mut impl Write) -> io::Result<()> {
+    let Some(first) = runs.first() else { return Ok(()) };
+    if csv {
+        for e in runs {
+            let sum = Summary::of(&e.stats.latency);
+            let cpu = e.cpu.unwrap_or_default();
+            writeln!(
+                out,
+                "\"{}\",\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.2}\",\"{:.3}\"",
+                e.name.replace('"', "\"\""),
+                e.backend.as_deref().unwrap_or(""),
+                finite(e.stats.rps()),
+                sum.avg,
+                sum.min,
+                sum.p50,
+                sum.p95,
+                sum.p99,
+                sum.max,
+                finite(cpu.per_request_us(e.stats.requests)),
+                finite(cpu.core_share()),
+            )?;
+        }
+        return Ok(());
+    }
+    let width = width.max("test".len());
+    let name = match first.target_rps {
+        Some(r) => format!("{} @ {r} rps", first.name),
+        None => first.name.clone(),
+    };
+    let mut line = format!("{name:width$}");
+    for e in runs {
+        let h = &e.stats.latency;
+        let cpu = e.cpu.unwrap_or_default();
+        line.push_str(&format!(
+            "  {:13.2} {:9.3} {:9.3} {:11.2} {:5.0}%{}",
+            finite(e.stats.rps()),
+            ms(value_at_percentile(h, 50.0)),
+            ms(value_at_percentile(h, 99.0)),
+            finite(cpu.per_request_us(e.stats.requests)),
+            finite(cpu.core_share() * 100.0),
+            if cpu.saturated() { "*" } else { " " }
+        ));
+    }
+    writeln!(out, "{}", line.trim_end())
+}
+
+/// The legend under the side-by-side table.
+pub fn write_compare_footer(out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "\ncpu us/req: the client's user+sys CPU per request; core: its CPU as a share of one core per \
+         event loop (* = saturated: the figures measure the client, not the server)"
     )
 }
 
@@ -79,11 +214,16 @@ pub fn write_quiet(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "{}: {:.2} requests per second, p50={:.3} msec", r.title, finite(r.stats.rps()), p50)
 }
 
+/// The columns `--rps` adds to [`CSV_HEADER`].
+pub const CSV_OPEN_LOOP_COLUMNS: &str =
+    ",\"target_rps\",\"service_p50_latency_ms\",\"service_p99_latency_ms\"";
+
 /// Writes a test's CSV row (after [`CSV_HEADER`]); a `"` in the title is doubled, so the row stays
-/// valid CSV (redis-benchmark leaves it as is).
-pub fn write_csv_row(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
+/// valid CSV (redis-benchmark leaves it as is). An open-loop step adds the
+/// [`CSV_OPEN_LOOP_COLUMNS`].
+pub fn write_csv_row(r: &TestReport, open_loop: Option<&Entry>, out: &mut impl Write) -> io::Result<()> {
     let sum = Summary::of(&r.stats.latency);
-    writeln!(
+    write!(
         out,
         "\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\"",
         r.title.replace('"', "\"\""),
@@ -94,7 +234,112 @@ pub fn write_csv_row(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
         sum.p95,
         sum.p99,
         sum.max
+    )?;
+    if let Some(e) = open_loop {
+        let (p50, p99) = service(&e.stats);
+        write!(out, ",\"{}\",\"{p50:.3}\",\"{p99:.3}\"", e.target_rps.unwrap_or(0))?;
+    }
+    writeln!(out)
+}
+
+/// Service-time p50 and p99 in milliseconds (0 without a service histogram).
+fn service(stats: &Stats) -> (f64, f64) {
+    match &stats.service {
+        Some(h) => (ms(value_at_percentile(h, 50.0)), ms(value_at_percentile(h, 99.0))),
+        None => (0.0, 0.0),
+    }
+}
+
+fn arrivals(poisson: bool) -> &'static str {
+    if poisson {
+        "Poisson"
+    } else {
+        "constant"
+    }
+}
+
+/// respbench's lines after an open-loop test's verbose report: target and achieved rates, and the
+/// service-time summary beside the corrected latencies above it.
+pub fn write_open_loop(e: &Entry, poisson: bool, out: &mut impl Write) -> io::Result<()> {
+    let (Some(target), Some(h)) = (e.target_rps, &e.stats.service) else { return Ok(()) };
+    writeln!(
+        out,
+        "  open loop: target {target} requests per second ({} arrivals), achieved {:.2}",
+        arrivals(poisson),
+        finite(e.stats.rps())
+    )?;
+    writeln!(
+        out,
+        "  latencies above count from each request's intended send time (coordinated omission corrected)"
+    )?;
+    let sum = Summary::of(h);
+    writeln!(out, "  service time summary (msec, from the actual send):")?;
+    writeln!(out, "    {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "avg", "min", "p50", "p95", "p99", "max")?;
+    writeln!(
+        out,
+        "    {:9.3} {:9.3} {:9.3} {:9.3} {:9.3} {:9.3}",
+        sum.avg, sum.min, sum.p50, sum.p95, sum.p99, sum.max
     )
+}
+
+/// The throughput–latency table of an open-loop run: one row per step (target rate).
+pub fn write_rate_table(steps: &[Entry], poisson: bool, out: &mut impl Write) -> io::Result<()> {
+    let Some(first) = steps.iter().find(|e| e.target_rps.is_some()) else { return Ok(()) };
+    writeln!(out, "{}: open loop, {} arrivals", first.name, arrivals(poisson))?;
+    writeln!(
+        out,
+        "  {:>12} {:>12} {:>9} {:>9} {:>10} {:>11} {:>11} {:>8}",
+        "target rps",
+        "achieved",
+        "p50 msec",
+        "p99 msec",
+        "p99.9 msec",
+        "service p50",
+        "service p99",
+        "errors"
+    )?;
+    for e in steps.iter().filter(|e| e.target_rps.is_some()) {
+        let h = &e.stats.latency;
+        let (s50, s99) = service(&e.stats);
+        writeln!(
+            out,
+            "  {:>12} {:>12.2} {:>9.3} {:>9.3} {:>10.3} {:>11.3} {:>11.3} {:>8}",
+            e.target_rps.unwrap_or(0),
+            finite(e.stats.rps()),
+            ms(value_at_percentile(h, 50.0)),
+            ms(value_at_percentile(h, 99.0)),
+            ms(value_at_percentile(h, 99.9)),
+            s50,
+            s99,
+            e.stats.errors.total()
+        )?;
+    }
+    writeln!(out)
+}
+
+/// A test's per-second time series (`--series`).
+pub fn write_series(stats: &Stats, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "  {:>6} {:>10} {:>12} {:>9} {:>9} {:>8}",
+        "second", "requests", "rps", "p50 msec", "p99 msec", "errors"
+    )?;
+    let total = stats.duration_secs();
+    for (i, s) in stats.series.iter().enumerate() {
+        // The last second may be partial.
+        let length = (total - i as f64).clamp(1e-3, 1.0);
+        writeln!(
+            out,
+            "  {:>6} {:>10} {:>12.2} {:>9.3} {:>9.3} {:>8}",
+            i,
+            s.requests,
+            s.requests as f64 / length,
+            ms(value_at_percentile(&s.latency, 50.0)),
+            ms(value_at_percentile(&s.latency, 99.0)),
+            s.errors
+        )?;
+    }
+    Ok(())
 }
 
 /// The progress line (terminal only), ending in `\r` so the next one overwrites it.
@@ -393,12 +638,34 @@ mod tests {
         s
     }
 
+    #[test]
+    fn workload_lines_only_for_what_redis_benchmark_lacks() {
+        use respbench_core::dist::{KeyDist, ValueSize};
+        assert!(workload_lines(&ValueSize::Fixed(3), KeyDist::Uniform, Some(10), "").is_empty());
+        assert_eq!(
+            workload_lines(&ValueSize::Range { lo: 16, hi: 1024 }, KeyDist::Zipf(0.99), Some(1000), "b:"),
+            ["value sizes: 16-1024 bytes", "keys: zipf:0.99 over 1000", "key prefix: b:"]
+        );
+        let s = stats([100]);
+        let mut r = report("SET", &s);
+        r.workload = vec!["value sizes: 16:3,1024:1 bytes".into()];
+        let mut out = Vec::new();
+        write_verbose(&r, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("  3 bytes payload\n  value sizes: 16:3,1024:1 bytes\n  keep alive: 1\n"),
+            "{text}"
+        );
+    }
+
     fn report<'a>(title: &'a str, s: &'a Stats) -> TestReport<'a> {
         TestReport {
             title,
             stats: s,
+            cpu: None,
             clients: 50,
             payload_bytes: 3,
+            workload: Vec::new(),
             keepalive: true,
             threads: 0,
             server_save: Some(""),
@@ -561,7 +828,7 @@ Summary:
         write_quiet(&r, &mut out).unwrap();
         assert_eq!(out, b"GET: 1000.00 requests per second, p50=0.500 msec\n");
         let mut out = Vec::new();
-        write_csv_row(&report("MSET (10 keys) \"x\"", &s), &mut out).unwrap();
+        write_csv_row(&report("MSET (10 keys) \"x\"", &s), None, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "\"MSET (10 keys) \"\"x\"\"\",\"1000.00\",\"0.500\",\"0.001\",\"0.500\",\"0.950\",\"0.990\",\"1.000\"\n"
@@ -575,7 +842,7 @@ Summary:
         // percentiles its highest, the mean its median (checked against hdr_mean and friends).
         let s = stats([2049, 2049, 5001]);
         let mut out = Vec::new();
-        write_csv_row(&report("X", &s), &mut out).unwrap();
+        write_csv_row(&report("X", &s), None, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "\"X\",\"3.00\",\"3.033\",\"2.048\",\"2.049\",\"5.003\",\"5.003\",\"5.003\"\n"
@@ -597,7 +864,7 @@ Summary:
         write_quiet(&r, &mut out).unwrap();
         assert_eq!(out, b"GET: 0.00 requests per second, p50=0.000 msec\n");
         let mut out = Vec::new();
-        write_csv_row(&r, &mut out).unwrap();
+        write_csv_row(&r, None, &mut out).unwrap();
         assert_eq!(out, b"\"GET\",\"0.00\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\"\n");
     }
 

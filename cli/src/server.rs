@@ -10,7 +10,7 @@ use respbench_core::resp::{encode_command, Value};
 use respbench_core::run::connect_error;
 use respbench_core::{Endpoint, Handshake};
 
-/// How long the startup connection waits for the server before giving up.
+/// How long the startup connection waits for the server before giving up, without `--timeout`.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What the report header shows about the server.
@@ -29,28 +29,35 @@ pub struct StartupError(pub String);
 trait Stream: Read + Write {}
 impl<T: Read + Write> Stream for T {}
 
-fn connect(endpoint: &Endpoint) -> Result<Box<dyn Stream>, StartupError> {
+fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<Box<dyn Stream>, StartupError> {
     let fail = |e: std::io::Error| StartupError(connect_error(endpoint, &e));
     match endpoint {
         Endpoint::Tcp { host, port } => {
             let addr = (host.as_str(), *port).to_socket_addrs().map_err(fail)?.next().ok_or_else(|| {
                 StartupError(format!("Could not connect to Redis at {endpoint}: no address"))
             })?;
-            let s = TcpStream::connect_timeout(&addr, STARTUP_TIMEOUT).map_err(fail)?;
-            s.set_read_timeout(Some(STARTUP_TIMEOUT)).map_err(fail)?;
+            let s = TcpStream::connect_timeout(&addr, timeout).map_err(fail)?;
+            s.set_read_timeout(Some(timeout)).map_err(fail)?;
+            s.set_write_timeout(Some(timeout)).map_err(fail)?;
             let _ = s.set_nodelay(true);
             Ok(Box::new(s))
         }
         Endpoint::Unix(p) => {
             let s = UnixStream::connect(p).map_err(fail)?;
-            s.set_read_timeout(Some(STARTUP_TIMEOUT)).map_err(fail)?;
+            s.set_read_timeout(Some(timeout)).map_err(fail)?;
+            s.set_write_timeout(Some(timeout)).map_err(fail)?;
             Ok(Box::new(s))
         }
     }
 }
 
-/// Reads one whole reply.
-fn read_value(s: &mut dyn Stream, buf: &mut Vec<u8>, endpoint: &Endpoint) -> Result<Value, StartupError> {
+/// Reads one whole reply, waiting at most `timeout` for each read.
+fn read_value(
+    s: &mut dyn Stream,
+    buf: &mut Vec<u8>,
+    endpoint: &Endpoint,
+    timeout: Duration,
+) -> Result<Value, StartupError> {
     let mut chunk = [0u8; 4096];
     loop {
         match Value::parse(buf) {
@@ -64,6 +71,10 @@ fn read_value(s: &mut dyn Stream, buf: &mut Vec<u8>, endpoint: &Endpoint) -> Res
         match s.read(&mut chunk) {
             Ok(0) => return Err(StartupError(format!("{endpoint}: the server closed the connection"))),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                let after = respbench_core::conn::format_duration(timeout);
+                return Err(StartupError(format!("{endpoint}: no reply from the server within {after}")));
+            }
             Err(e) => return Err(StartupError(format!("{endpoint}: no reply from the server: {e}"))),
         }
     }
@@ -90,13 +101,16 @@ fn config_value(v: &Value) -> Option<String> {
 
 /// Connects, authenticates with `AUTH` when a password is set, and reads the server's settings.
 /// A refused connection or a refused `AUTH` is an error; a server that refuses `CONFIG GET`
-/// (a hosted Redis, say) gives empty settings and a warning on stderr.
+/// (a hosted Redis, say) gives empty settings and a warning on stderr. Each step waits at most
+/// `timeout` (`--timeout`), or 5 s.
 pub fn startup(
     endpoint: &Endpoint,
     user: Option<&str>,
     password: Option<&str>,
+    timeout: Option<Duration>,
 ) -> Result<ServerInfo, StartupError> {
-    let mut s = connect(endpoint)?;
+    let timeout = timeout.unwrap_or(STARTUP_TIMEOUT);
+    let mut s = connect(endpoint, timeout)?;
     let hs = Handshake::new(user, password, false, 0, false);
     let mut req = hs.bytes().to_vec();
     encode_command(&[b"CONFIG", b"GET", b"save"], &mut req);
@@ -104,12 +118,12 @@ pub fn startup(
     s.write_all(&req).map_err(|e| StartupError(format!("{endpoint}: {e}")))?;
     let mut buf = Vec::new();
     if !hs.is_empty() {
-        if let Value::Error(e) = read_value(&mut *s, &mut buf, endpoint)? {
+        if let Value::Error(e) = read_value(&mut *s, &mut buf, endpoint, timeout)? {
             return Err(StartupError(format!("AUTH failed: {}", text(&e))));
         }
     }
-    let save = read_value(&mut *s, &mut buf, endpoint)?;
-    let appendonly = read_value(&mut *s, &mut buf, endpoint)?;
+    let save = read_value(&mut *s, &mut buf, endpoint, timeout)?;
+    let appendonly = read_value(&mut *s, &mut buf, endpoint, timeout)?;
     for v in [&save, &appendonly] {
         if let Value::Error(e) = v {
             if e.starts_with(b"NOAUTH") {

@@ -10,10 +10,16 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use respbench_core::template::{KeySpace, Template};
+use respbench_core::dist::{ValueSize, Zipf};
+use respbench_core::template::{Arg, KeySpace, Template, Values};
 use respbench_core::{Budget, ConnConfig, Connection, Handshake, Plan, Stats, Time, Workload};
 
 fn plan(args: &[&[u8]], pipeline: u32) -> Arc<Plan> {
+    // `-r 100000`: every request pays for its key substitution.
+    with(Template::command(args), KeySpace::Random { n: 100_000 }, pipeline)
+}
+
+fn with(template: Template, keys: KeySpace, pipeline: u32) -> Arc<Plan> {
     Arc::new(Plan {
         conn: ConnConfig {
             handshake: Handshake::default(),
@@ -21,12 +27,14 @@ fn plan(args: &[&[u8]], pipeline: u32) -> Arc<Plan> {
             keepalive: true,
             idle: false,
             open_loop: None,
+            request_timeout: None,
         },
-        // `-r 100000`: every request pays for its key substitution.
-        workload: Workload { template: Template::command(args), keys: KeySpace::Random { n: 100_000 } },
+        workload: Workload { template, keys, mix: None },
         budget: Budget::unlimited(),
         seed: 1,
         connections: 1,
+        measure_from: respbench_core::Time::ZERO,
+        series: false,
     })
 }
 
@@ -85,6 +93,21 @@ fn main() {
     ];
     for (name, args, reply, pipeline, requests) in cases {
         let ns = time(&plan(args, pipeline), reply, requests);
-        println!("{name:<10} -P {pipeline:<3} {ns:>9.1} ns/request");
+        println!("{name:<14} -P {pipeline:<3} {ns:>9.1} ns/request");
+    }
+    // respbench's own keys and values: SET with `-d 16-1024`, GET with `--key-dist zipf:0.99`.
+    let values = Values::new(&ValueSize::Range { lo: 16, hi: 1024 });
+    let set_range =
+        Template::with_values(&[Arg::Bytes(b"SET"), Arg::Bytes(b"key:__rand_int__"), Arg::Value], &values);
+    let zipf = KeySpace::Zipf(Zipf::new(100_000, 0.99).expect("valid exponent"));
+    let extra: [(&str, Template, KeySpace, &[u8]); 2] = [
+        ("SET -d 16-1024", set_range, KeySpace::Random { n: 100_000 }, b"+OK\r\n"),
+        ("GET zipf:0.99", Template::command(get), zipf, b"$3\r\nxxx\r\n"),
+    ];
+    for (name, template, keys, reply) in extra {
+        for pipeline in [1, 16] {
+            let ns = time(&with(template.clone(), keys.clone(), pipeline), reply, 2_000_000);
+            println!("{name:<14} -P {pipeline:<3} {ns:>9.1} ns/request");
+        }
     }
 }

@@ -150,15 +150,79 @@ pub struct ConnConfig {
     pub idle: bool,
     /// An arrival schedule; `None` is closed loop (send as soon as a reply frees a slot).
     pub open_loop: Option<OpenLoop>,
+    /// `--timeout`: how long a request (counted from when it was queued) or the handshake may
+    /// wait for its reply before the connection fails with [`ConnError::Timeout`]; `None` waits
+    /// forever.
+    pub request_timeout: Option<Duration>,
 }
 
 /// What one test sends: the request template and how its placeholders are filled.
 #[derive(Clone, Debug)]
 pub struct Workload {
-    /// The request.
+    /// The request (without a mix).
     pub template: Template,
     /// How `__rand_int__` placeholders are filled.
     pub keys: KeySpace,
+    /// Several commands with weights (`--mix`); when set, `template` is not used.
+    pub mix: Option<Mix>,
+}
+
+/// Several commands in one test: each request is one of them, drawn by weight.
+#[derive(Clone, Debug)]
+pub struct Mix {
+    templates: Vec<Template>,
+    /// Running sums of the weights; the last is the total.
+    cumulative: Vec<u64>,
+}
+
+impl Mix {
+    /// A mix of `(template, weight)`: at least one command, every weight at least 1, and a total
+    /// that fits in 64 bits.
+    pub fn new(parts: Vec<(Template, u64)>) -> Result<Mix, String> {
+        if parts.is_empty() {
+            return Err("a mix needs at least one command".into());
+        }
+        let mut total = 0u64;
+        let mut templates = Vec::with_capacity(parts.len());
+        let mut cumulative = Vec::with_capacity(parts.len());
+        for (t, w) in parts {
+            if w == 0 {
+                return Err("a mix weight must be at least 1".into());
+            }
+            total = total.checked_add(w).ok_or("the mix weights add up to more than 2^64")?;
+            templates.push(t);
+            cumulative.push(total);
+        }
+        Ok(Mix { templates, cumulative })
+    }
+
+    /// The commands, in the order given.
+    pub fn templates(&self) -> &[Template] {
+        &self.templates
+    }
+
+    /// The weight of command `i`.
+    pub fn weight(&self, i: usize) -> u64 {
+        let before = if i == 0 { 0 } else { self.cumulative[i - 1] };
+        self.cumulative[i] - before
+    }
+
+    /// How many commands.
+    pub fn len(&self) -> usize {
+        self.templates.len()
+    }
+
+    /// Whether the mix is empty (never, once built).
+    pub fn is_empty(&self) -> bool {
+        self.templates.is_empty()
+    }
+
+    /// Draws a command index with probability weight / total.
+    fn pick(&self, rng: &mut Rng) -> usize {
+        let total = *self.cumulative.last().unwrap_or(&1);
+        let x = rng.below(total);
+        self.cumulative.partition_point(|&c| c <= x)
+    }
 }
 
 /// Everything the connections of one test share, across threads.
@@ -174,6 +238,26 @@ pub struct Plan {
     pub seed: u64,
     /// How many connections the test opens in all, to spread open-loop start times evenly.
     pub connections: u64,
+    /// Replies parsed before this time are not recorded (`--warmup`); `Time::ZERO` records all.
+    pub measure_from: Time,
+    /// Keep a per-second time series (see [`Stats::series`]).
+    pub series: bool,
+}
+
+impl Plan {
+    /// Empty stats for one event loop of this plan, starting at `start` (or at the end of the
+    /// warmup, if later): with a service-time histogram in open loop, a time series if asked, and
+    /// one part per command of a mix.
+    pub fn new_stats(&self, start: Time, sigfig: u8) -> Result<Stats, String> {
+        let mut stats = Stats::new(start.max(self.measure_from), sigfig, self.conn.open_loop.is_some())?;
+        if self.series {
+            stats = stats.with_series();
+        }
+        if let Some(m) = &self.workload.mix {
+            stats = stats.with_parts(m.len())?;
+        }
+        Ok(stats)
+    }
 }
 
 /// What makes a connection give up. Error replies (`-ERR …`) are not here: they are counted
@@ -202,6 +286,33 @@ pub enum ConnError {
     },
     /// A socket error the backend reported.
     Io(String),
+    /// A request or the handshake got no reply within [`ConnConfig::request_timeout`].
+    Timeout {
+        /// The timeout that expired.
+        after: Duration,
+        /// Whether the handshake (not a request) was waiting.
+        handshake: bool,
+    },
+    /// The server sent an error nobody asked for, or its only reply on the socket was an error
+    /// and then it closed or reset the socket: what Redis does at `maxclients` ("ERR max number
+    /// of clients reached").
+    Refused {
+        /// The server's error message.
+        message: String,
+    },
+}
+
+/// `1s`, `1.5s`, `500ms`, `250us`: a timeout as a user would write it.
+pub fn format_duration(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d.as_secs() > 0 {
+        format!("{}s", d.as_secs_f64())
+    } else if d.subsec_millis() * 1_000_000 == d.subsec_nanos() {
+        format!("{}ms", d.subsec_millis())
+    } else {
+        format!("{}us", d.as_micros())
+    }
 }
 
 impl fmt::Display for ConnError {
@@ -216,6 +327,11 @@ impl fmt::Display for ConnError {
                 write!(f, "server closed the connection with {in_flight} requests unanswered")
             }
             ConnError::Io(e) => f.write_str(e),
+            ConnError::Timeout { after, handshake } => {
+                let what = if *handshake { "connection handshake" } else { "request" };
+                write!(f, "{what} timed out after {} (--timeout)", format_duration(*after))
+            }
+            ConnError::Refused { message } => write!(f, "the server refused the connection: {message}"),
         }
     }
 }
@@ -256,6 +372,10 @@ struct Pending {
     sent: Time,
     /// Its intended send time (open loop); `Time::MAX` in closed loop.
     intended: Time,
+    /// Which command of the mix it is (0 without a mix).
+    part: u16,
+    /// When it was encoded: its `--timeout` deadline counts from here.
+    queued: Time,
 }
 
 /// One benchmark connection, without its socket.
@@ -278,6 +398,11 @@ pub struct Connection {
     sent: usize,
     /// Handshake replies still expected.
     handshake_left: usize,
+    /// When this socket connected: the handshake's `--timeout` deadline counts from here.
+    connected_at: Time,
+    /// Replies on this socket so far, and whether every one of them was an error.
+    replies: u64,
+    only_errors: bool,
     /// Requests granted by the budget and not yet encoded.
     credits: u64,
     /// `-k 0`: this socket's batch has been taken; no more requests on it.
@@ -285,6 +410,8 @@ pub struct Connection {
     /// Open loop: the intended time of the next request, and the gap generator.
     next_due: Time,
     schedule_rng: Rng,
+    /// Draws the command of each request in a mix.
+    mix_rng: Rng,
     events: VecDeque<Event>,
 }
 
@@ -305,6 +432,7 @@ impl Connection {
         let keys = KeyGen::new(plan.workload.keys.clone(), Rng::for_stream(plan.seed, index));
         // Its own stream for arrival gaps, so the keys drawn do not depend on the schedule.
         let schedule_rng = Rng::for_stream(plan.seed ^ 0x5eed_5c4e_d01e_0000, index);
+        let mix_rng = Rng::for_stream(plan.seed ^ 0x0000_0000_3a1c_e5ed, index);
         let cap = plan.conn.pipeline as usize;
         Connection {
             plan,
@@ -319,10 +447,14 @@ impl Connection {
             in_flight: VecDeque::with_capacity(cap.min(4096)),
             sent: 0,
             handshake_left: 0,
+            connected_at: Time::ZERO,
+            replies: 0,
+            only_errors: true,
             credits: 0,
             batch_taken: false,
             next_due: Time::MAX,
             schedule_rng,
+            mix_rng,
             events: VecDeque::new(),
         }
     }
@@ -357,6 +489,9 @@ impl Connection {
         self.in_flight.clear();
         self.sent = 0;
         self.batch_taken = false;
+        self.connected_at = now;
+        self.replies = 0;
+        self.only_errors = true;
         let hs = &self.plan.conn.handshake;
         self.out.extend_from_slice(hs.bytes());
         self.encoded = hs.bytes().len() as u64;
@@ -420,7 +555,8 @@ impl Connection {
             State::Finished | State::Failed | State::Reconnecting => {}
             _ => {
                 let in_flight = self.in_flight.len();
-                self.fail(ConnError::Closed { in_flight });
+                let e = self.refused().unwrap_or(ConnError::Closed { in_flight });
+                self.fail(e);
             }
         }
     }
@@ -428,8 +564,26 @@ impl Connection {
     /// A socket error (connect, read or write); `message` says what and where.
     pub fn handle_io_error(&mut self, message: String) {
         if !self.is_closed() {
-            self.fail(ConnError::Io(message));
+            let e = self.refused().unwrap_or(ConnError::Io(message));
+            self.fail(e);
         }
+    }
+
+    /// The time from [`Connection::poll_timeout`] has come: fails the connection when a request
+    /// or the handshake has waited longer than [`ConnConfig::request_timeout`]. (A due open-loop
+    /// request needs nothing here: the drain's [`Connection::poll_transmit`] sends it.)
+    pub fn handle_timeout(&mut self, now: Time) {
+        if self.state != State::Open {
+            return;
+        }
+        if let (Some(deadline), Some(after)) = (self.deadline(), self.plan.conn.request_timeout) {
+            if now >= deadline {
+                self.fail(ConnError::Timeout { after, handshake: self.handshake_left > 0 });
+                return;
+            }
+        }
+        // An open-loop connection whose budget others spent finishes here (see poll_timeout).
+        self.check_done();
     }
 
     // ---- outputs ----
@@ -453,16 +607,26 @@ impl Connection {
         }
     }
 
-    /// When the connection next wants [`Connection::poll_transmit`] called though no bytes
-    /// arrived: the next intended send time of an open-loop schedule.
+    /// When the connection next wants [`Connection::handle_timeout`] called though no bytes
+    /// arrived: the next intended send time of an open-loop schedule, or the `--timeout`
+    /// deadline of the oldest unanswered request or of the handshake, whichever is first.
     pub fn poll_timeout(&self) -> Option<Time> {
-        if self.state != State::Open || self.plan.conn.idle || self.plan.conn.open_loop.is_none() {
+        if self.state != State::Open {
             return None;
+        }
+        let deadline = self.deadline();
+        if self.plan.conn.idle || self.plan.conn.open_loop.is_none() {
+            return deadline;
+        }
+        if self.plan.budget.is_exhausted() && self.in_flight.is_empty() {
+            // Spent by other connections while this one waited for its next arrival: it is
+            // done, and must be called now to say so.
+            return Some(Time::ZERO);
         }
         if self.in_flight.len() >= self.plan.conn.pipeline as usize || self.plan.budget.is_exhausted() {
-            return None;
+            return deadline;
         }
-        Some(self.next_due)
+        Some(deadline.map_or(self.next_due, |d| d.min(self.next_due)))
     }
 
     /// The next thing the backend must act on.
@@ -472,11 +636,29 @@ impl Connection {
 
     // ---- internals ----
 
+    /// The `--timeout` deadline: of the handshake while it is unanswered, else of the oldest
+    /// request in flight.
+    fn deadline(&self) -> Option<Time> {
+        let after = self.plan.conn.request_timeout?;
+        let since = if self.handshake_left > 0 { self.connected_at } else { self.in_flight.front()?.queued };
+        Some(since + after)
+    }
+
+    /// A socket whose only reply was an error and that then closed: the error says why (Redis
+    /// at `maxclients` answers the first request with one and closes).
+    fn refused(&self) -> Option<ConnError> {
+        if self.replies != 1 || !self.only_errors {
+            return None;
+        }
+        let message = String::from_utf8_lossy(self.parser.error_message()).into_owned();
+        Some(ConnError::Refused { message })
+    }
+
     /// Encodes as many requests as the window, the budget, the schedule and the buffer cap allow.
     fn fill(&mut self, now: Time) {
         let plan = Arc::clone(&self.plan);
         let window = plan.conn.pipeline.max(1) as usize;
-        let template = &plan.workload.template;
+        let workload = &plan.workload;
         if let Some(ol) = plan.conn.open_loop {
             while self.in_flight.len() < window
                 && self.next_due <= now
@@ -486,7 +668,7 @@ impl Connection {
                     break;
                 }
                 let intended = self.next_due;
-                self.encode(template, intended);
+                self.encode(workload, intended, now);
                 self.next_due = intended + self.gap(ol);
             }
             return;
@@ -506,11 +688,18 @@ impl Connection {
         }
         while self.credits > 0 && self.out.len() - self.out_pos < OUT_SOFT_CAP {
             self.credits -= 1;
-            self.encode(template, Time::MAX);
+            self.encode(workload, Time::MAX, now);
         }
     }
 
-    fn encode(&mut self, template: &Template, intended: Time) {
+    fn encode(&mut self, workload: &Workload, intended: Time, now: Time) {
+        let (template, part) = match &workload.mix {
+            None => (&workload.template, 0),
+            Some(m) => {
+                let i = m.pick(&mut self.mix_rng);
+                (&m.templates[i], i)
+            }
+        };
         if self.out_pos > OUT_SOFT_CAP {
             // Keep the buffer from growing behind a slow socket.
             self.out.drain(..self.out_pos);
@@ -519,7 +708,9 @@ impl Connection {
         let before = self.out.len();
         template.write(&mut self.out, &mut self.keys);
         self.encoded += (self.out.len() - before) as u64;
-        self.in_flight.push_back(Pending { end: self.encoded, sent: Time::MAX, intended });
+        // Mixes are checked to a few commands by the command line; u16 holds any real one.
+        let part = part.min(u16::MAX as usize) as u16;
+        self.in_flight.push_back(Pending { end: self.encoded, sent: Time::MAX, intended, part, queued: now });
     }
 
     fn gap(&mut self, ol: OpenLoop) -> Duration {
@@ -537,6 +728,8 @@ impl Connection {
             stats.push_messages += 1;
             return;
         }
+        self.replies += 1;
+        self.only_errors &= reply.is_error();
         if self.handshake_left > 0 {
             let hs = &self.plan.conn.handshake;
             let command = hs.commands[hs.len() - self.handshake_left];
@@ -550,8 +743,14 @@ impl Connection {
             return;
         }
         let Some(p) = self.in_flight.pop_front() else {
-            let offset = self.parser.offset();
-            self.fail(ConnError::UnexpectedReply { offset });
+            let e = if reply.is_error() {
+                // An error before any request, or one too many: the server is turning us away.
+                let message = String::from_utf8_lossy(self.parser.error_message()).into_owned();
+                ConnError::Refused { message }
+            } else {
+                ConnError::UnexpectedReply { offset: self.parser.offset() }
+            };
+            self.fail(e);
             return;
         };
         // A reply to a request the kernel has not fully taken yet (a server answering early):
@@ -562,11 +761,13 @@ impl Connection {
         } else {
             now
         };
-        let start = if p.intended == Time::MAX { sent } else { p.intended.min(sent) };
-        stats.record(now.nanos_since(start), now.nanos_since(sent), now);
-        if reply.is_error() {
-            stats.errors.record(self.parser.error_message());
+        if now < self.plan.measure_from {
+            // Warmup: the request happened, its figures are discarded.
+            return;
         }
+        let start = if p.intended == Time::MAX { sent } else { p.intended.min(sent) };
+        let error = if reply.is_error() { Some(self.parser.error_message()) } else { None };
+        stats.record_request(p.part as usize, now.nanos_since(start), now.nanos_since(sent), error, now);
     }
 
     /// Emits `Finished` or `Reconnect` when the connection has nothing left to do.
@@ -597,5 +798,147 @@ impl Connection {
     fn fail(&mut self, e: ConnError) {
         self.state = State::Failed;
         self.events.push_back(Event::Failed(e));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::{KeySpace, Template};
+
+    fn conn(timeout: Option<Duration>, handshake: Handshake, pipeline: u32) -> Connection {
+        let plan = Plan {
+            conn: ConnConfig {
+                handshake,
+                pipeline,
+                keepalive: true,
+                idle: false,
+                open_loop: None,
+                request_timeout: timeout,
+            },
+            workload: Workload {
+                template: Template::command(&[b"PING"]),
+                keys: KeySpace::Literal,
+                mix: None,
+            },
+            budget: Budget::new(10),
+            seed: 1,
+            connections: 1,
+            measure_from: Time::ZERO,
+            series: false,
+        };
+        Connection::new(Arc::new(plan), 0)
+    }
+
+    fn stats() -> Stats {
+        Stats::new(Time::ZERO, 3, false).unwrap()
+    }
+
+    /// Sends everything the connection has at `now`.
+    fn flush(c: &mut Connection, now: Time, st: &mut Stats) {
+        while let Some(b) = c.poll_transmit(now) {
+            let n = b.len();
+            c.advance_transmit(n, now, st);
+        }
+    }
+
+    fn failure(c: &mut Connection) -> Option<ConnError> {
+        std::iter::from_fn(|| c.poll_event()).find_map(|e| match e {
+            Event::Failed(e) => Some(e),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn a_request_unanswered_past_the_timeout_fails_the_connection() {
+        let ms = Duration::from_millis;
+        let mut c = conn(Some(ms(500)), Handshake::default(), 2);
+        let mut st = stats();
+        c.handle_connected(Time::ZERO, &mut st);
+        flush(&mut c, Time::ZERO, &mut st);
+        assert_eq!(c.poll_timeout(), Some(Time::ZERO + ms(500)));
+        // A reply at 300 ms answers the first request; the window refills at 300 ms, so the
+        // oldest request is now the second one, queued at 0.
+        let t300 = Time::ZERO + ms(300);
+        c.handle_input(b"+PONG\r\n", t300, &mut st);
+        flush(&mut c, t300, &mut st);
+        assert_eq!(c.poll_timeout(), Some(Time::ZERO + ms(500)));
+        c.handle_input(b"+PONG\r\n", Time::ZERO + ms(400), &mut st);
+        assert_eq!(c.poll_timeout(), Some(t300 + ms(500)));
+        // Early calls do nothing; the deadline fails it.
+        c.handle_timeout(t300 + ms(499));
+        assert_eq!(failure(&mut c), None);
+        c.handle_timeout(t300 + ms(500));
+        let e = failure(&mut c).expect("a timeout");
+        assert_eq!(e, ConnError::Timeout { after: ms(500), handshake: false });
+        assert_eq!(e.to_string(), "request timed out after 500ms (--timeout)");
+        assert!(c.is_closed() && c.poll_timeout().is_none());
+    }
+
+    #[test]
+    fn the_handshake_has_the_same_timeout() {
+        let s = Duration::from_secs;
+        let mut c = conn(Some(s(1)), Handshake::new(None, Some("pw"), false, 0, false), 1);
+        let mut st = stats();
+        c.handle_connected(Time::ZERO, &mut st);
+        flush(&mut c, Time::ZERO, &mut st);
+        assert_eq!(c.poll_timeout(), Some(Time::ZERO + s(1)));
+        c.handle_timeout(Time::ZERO + s(1));
+        let e = failure(&mut c).expect("a timeout");
+        assert_eq!(e.to_string(), "connection handshake timed out after 1s (--timeout)");
+    }
+
+    #[test]
+    fn no_timeout_means_no_deadline() {
+        let mut c = conn(None, Handshake::default(), 1);
+        let mut st = stats();
+        c.handle_connected(Time::ZERO, &mut st);
+        flush(&mut c, Time::ZERO, &mut st);
+        assert_eq!(c.poll_timeout(), None);
+        c.handle_timeout(Time::MAX);
+        assert_eq!(failure(&mut c), None);
+    }
+
+    #[test]
+    fn a_refusal_then_close_reports_the_servers_error() {
+        // Redis at maxclients: one error reply to whatever was sent, then the socket closes.
+        for close in [true, false] {
+            let mut c = conn(None, Handshake::default(), 4);
+            let mut st = stats();
+            c.handle_connected(Time::ZERO, &mut st);
+            flush(&mut c, Time::ZERO, &mut st);
+            c.handle_input(b"-ERR max number of clients reached\r\n", Time::ZERO, &mut st);
+            if close {
+                c.handle_closed(Time::ZERO);
+            } else {
+                c.handle_io_error("write to x: Broken pipe".into());
+            }
+            let e = failure(&mut c).expect("a failure");
+            assert_eq!(e.to_string(), "the server refused the connection: ERR max number of clients reached");
+            assert_eq!(st.errors.total(), 1);
+        }
+        // Redis may say it before any request was sent.
+        let mut c = conn(None, Handshake::default(), 4);
+        let mut st = stats();
+        c.handle_connected(Time::ZERO, &mut st);
+        c.handle_input(b"-ERR max number of clients reached\r\n", Time::ZERO, &mut st);
+        let e = failure(&mut c).expect("a failure");
+        assert_eq!(e.to_string(), "the server refused the connection: ERR max number of clients reached");
+        // After a good reply, a close is just a close.
+        let mut c = conn(None, Handshake::default(), 4);
+        let mut st = stats();
+        c.handle_connected(Time::ZERO, &mut st);
+        flush(&mut c, Time::ZERO, &mut st);
+        c.handle_input(b"+PONG\r\n-ERR x\r\n", Time::ZERO, &mut st);
+        c.handle_closed(Time::ZERO);
+        assert_eq!(failure(&mut c), Some(ConnError::Closed { in_flight: 2 }));
+    }
+
+    #[test]
+    fn durations_read_as_written() {
+        assert_eq!(format_duration(Duration::from_secs(5)), "5s");
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(format_duration(Duration::from_micros(1500)), "1500us");
     }
 }

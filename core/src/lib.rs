@@ -18,8 +18,9 @@
 //! returns and passing that reading as `now`:
 //! 1. When the socket connects: [`Connection::handle_connected`].
 //! 2. After every input ([`Connection::handle_connected`], [`Connection::handle_input`] with the
-//!    bytes of each read, [`Connection::handle_closed`], [`Connection::handle_io_error`], or the
-//!    time from [`Connection::poll_timeout`] arriving), drain the outputs:
+//!    bytes of each read, [`Connection::handle_closed`], [`Connection::handle_io_error`], or
+//!    [`Connection::handle_timeout`] when the time from [`Connection::poll_timeout`] has come),
+//!    drain the outputs:
 //!    - [`Connection::poll_transmit`] until it returns `None` or the socket would block, calling
 //!      [`Connection::advance_transmit`] with what each write took;
 //!    - [`Connection::poll_event`] until `None`, acting on each event (reconnect, close);
@@ -31,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod conn;
+pub mod dist;
 pub mod resp;
 pub mod rng;
 pub mod run;
@@ -40,7 +42,7 @@ pub mod suite;
 pub mod template;
 pub mod time;
 
-pub use conn::{Budget, ConnConfig, ConnError, Connection, Event, Handshake, OpenLoop, Plan, Workload};
+pub use conn::{Budget, ConnConfig, ConnError, Connection, Event, Handshake, Mix, OpenLoop, Plan, Workload};
 pub use run::{Endpoint, Outcome, Progress, TestRun};
 pub use stats::Stats;
 pub use time::Time;

@@ -129,11 +129,49 @@ pub fn connect_error(endpoint: &Endpoint, e: &std::io::Error) -> String {
     let reason = match e.kind() {
         std::io::ErrorKind::ConnectionRefused => "Connection refused".to_string(),
         std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
-        _ => {
-            // "Network is unreachable (os error 101)" -> "Network is unreachable"
-            let s = e.to_string();
-            s.split(" (os error").next().unwrap_or(&s).to_string()
-        }
+        _ => io_reason(e),
     };
     format!("Could not connect to Redis at {endpoint}: {reason}")
+}
+
+/// A socket error on an open connection: `read from 127.0.0.1:6379: Connection reset by peer`.
+/// `what` is the operation (`read from`, `write to`).
+pub fn io_error(what: &str, endpoint: &Endpoint, e: &std::io::Error) -> String {
+    format!("{what} {endpoint}: {}", io_reason(e))
+}
+
+/// The OS' words without the `(os error N)` suffix, and what to do when file descriptors ran out.
+fn io_reason(e: &std::io::Error) -> String {
+    // EMFILE is 24 and ENFILE 23 on Linux, macOS and the BSDs.
+    let hint = match e.raw_os_error() {
+        Some(24) => " (the open-file limit is too low for this many connections: raise it with ulimit -n)",
+        Some(23) => " (the system's open-file table is full)",
+        _ => "",
+    };
+    // "Network is unreachable (os error 101)" -> "Network is unreachable"
+    let s = e.to_string();
+    format!("{}{hint}", s.split(" (os error").next().unwrap_or(&s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_read_like_the_os_and_say_what_to_do() {
+        let ep = Endpoint::Tcp { host: "127.0.0.1".into(), port: 6379 };
+        let reset = std::io::Error::from_raw_os_error(104);
+        assert_eq!(io_error("read from", &ep, &reset), "read from 127.0.0.1:6379: Connection reset by peer");
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(
+            connect_error(&ep, &refused),
+            "Could not connect to Redis at 127.0.0.1:6379: Connection refused"
+        );
+        let emfile = connect_error(&ep, &std::io::Error::from_raw_os_error(24));
+        assert!(
+            emfile.starts_with("Could not connect to Redis at 127.0.0.1:6379: Too many open files ("),
+            "{emfile}"
+        );
+        assert!(emfile.contains("ulimit -n"), "{emfile}");
+    }
 }

@@ -133,8 +133,7 @@ fn run_inner(
     limit: Duration,
     check: bool,
 ) -> Result<SimResult, String> {
-    let open_loop = plan.conn.open_loop.is_some();
-    let mut stats = Stats::new(Time::ZERO, sigfig, open_loop).expect("valid precision");
+    let mut stats = plan.new_stats(Time::ZERO, sigfig).expect("valid precision");
     let mut conns: Vec<Connection> =
         (0..connections).map(|i| Connection::new(plan.clone(), i as u64)).collect();
     let mut links: Vec<Link> = (0..connections).map(|_| Link::default()).collect();
@@ -150,6 +149,11 @@ fn run_inner(
     loop {
         if now >= deadline {
             plan.budget.stop();
+        }
+        for c in &mut conns {
+            if c.poll_timeout().is_some_and(|t| t <= now) {
+                c.handle_timeout(now);
+            }
         }
         // Drain every connection's outputs (the drain rule).
         for (i, (c, l)) in conns.iter_mut().zip(&mut links).enumerate() {
@@ -263,7 +267,9 @@ impl<'a> Script<'a> {
 ///
 /// Layout: byte 0 picks `-P` (1..=64); byte 1 is flags (bit 0 keepalive, bit 1 open loop,
 /// bit 2 Poisson gaps, bits 3-4 handshake: none, `AUTH`, `AUTH`+`SELECT`, `AUTH`+`CLIENT
-/// TRACKING`+`SELECT`+`HELLO`; bits 5-6 request: `GET key`, `SET key val`, inline `PING`);
+/// TRACKING`+`SELECT`+`HELLO`; bits 5-6 request: `GET key`, `SET key val`, inline `PING`;
+/// bit 7 a `--timeout` of 64 open-loop intervals, with `handle_timeout` called whenever
+/// `poll_timeout` has come);
 /// byte 2 the budget (0..=200); byte 3 the open-loop interval (µs, 1..=256). Then steps, each a
 /// little-endian u16 time advance in ns and an op byte whose low 2 bits choose:
 /// 0. feed the next `1 + (op >> 2)` bytes of the script to `handle_input`;
@@ -304,11 +310,20 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
     };
     let open_loop = (flags & 2 != 0).then_some(OpenLoop { interval, poisson: flags & 4 != 0 });
     let plan = Arc::new(Plan {
-        conn: ConnConfig { handshake, pipeline, keepalive: flags & 1 != 0, idle: false, open_loop },
-        workload: Workload { template, keys: KeySpace::Random { n: 1000 } },
+        conn: ConnConfig {
+            handshake,
+            pipeline,
+            keepalive: flags & 1 != 0,
+            idle: false,
+            open_loop,
+            request_timeout: (flags & 0x80 != 0).then_some(interval * 64),
+        },
+        workload: Workload { template, keys: KeySpace::Random { n: 1000 }, mix: None },
         budget: Budget::new(budget),
         seed: 1,
         connections: 1,
+        measure_from: Time::ZERO,
+        series: false,
     });
     // One significant figure: latencies are not checked here, and small histograms keep the
     // fuzzer fast (a 3-figure one is ~360 KB to allocate and zero per input).
@@ -332,6 +347,9 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
             break;
         }
         now += Duration::from_nanos(u64::from(script.u16()));
+        if conn.poll_timeout().is_some_and(|t| t <= now) {
+            conn.handle_timeout(now);
+        }
         let op = script.byte();
         let what = match op & 3 {
             0 => {
@@ -457,19 +475,48 @@ mod tests {
         open_loop: Option<OpenLoop>,
     ) -> Arc<Plan> {
         Arc::new(Plan {
-            conn: ConnConfig { handshake, pipeline, keepalive, idle: false, open_loop },
+            conn: ConnConfig {
+                handshake,
+                pipeline,
+                keepalive,
+                idle: false,
+                open_loop,
+                request_timeout: None,
+            },
             workload: Workload {
                 template: Template::command(&[b"GET", b"key:__rand_int__"]),
                 keys: KeySpace::Random { n: 1000 },
+                mix: None,
             },
             budget: if n == u64::MAX { Budget::unlimited() } else { Budget::new(n) },
             seed: 7,
             connections: 4,
+            measure_from: Time::ZERO,
+            series: false,
         })
     }
 
     fn us(n: u64) -> Duration {
         Duration::from_micros(n)
+    }
+
+    #[test]
+    fn a_stalled_server_trips_the_request_timeout() {
+        // The server stops at 1 ms for a minute; every connection gives up 50 ms after its
+        // oldest request was queued, not a minute later.
+        let mut server = FakeServer::new(b"+OK\r\n", us(10));
+        server.stalls.push((Time::from_micros(1_000), Time::from_micros(60_000_000)));
+        let mut p = plan(u64::MAX, 4, true, Handshake::default(), None);
+        Arc::get_mut(&mut p).unwrap().conn.request_timeout = Some(Duration::from_millis(50));
+        let r = run(p, 3, &server, 3, Duration::from_secs(120));
+        let timeouts = r
+            .events
+            .iter()
+            .filter(|e| matches!(e.1, Event::Failed(ConnError::Timeout { handshake: false, .. })))
+            .count();
+        assert_eq!(timeouts, 3, "{:?}", r.events);
+        assert!(r.end < Time::from_micros(52_000), "ended at {:?}", r.end);
+        assert!(r.stats.requests > 0);
     }
 
     #[test]

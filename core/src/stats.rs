@@ -120,6 +120,47 @@ pub struct Stats {
     /// Service time per request in microseconds (reply − actual send), kept in open-loop runs only,
     /// where it differs from `latency`.
     pub service: Option<Histogram<u64>>,
+    /// A time series, one entry per second since `start` (time-based and open-loop runs); empty
+    /// when not kept.
+    pub series: Vec<Second>,
+    /// Whether `series` is kept.
+    pub keep_series: bool,
+    /// In a command mix, the stats of each command, in the mix's order (themselves without parts);
+    /// empty otherwise.
+    pub parts: Vec<Stats>,
+}
+
+/// The significant figures of the per-second histograms: 1% is plenty for a time series and
+/// keeps each second's histogram small.
+pub const SERIES_SIGFIG: u8 = 2;
+
+/// One second of a time series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Second {
+    /// Replies parsed during this second.
+    pub requests: u64,
+    /// Error replies among them.
+    pub errors: u64,
+    /// Their latencies in microseconds ([`SERIES_SIGFIG`] significant figures).
+    pub latency: Histogram<u64>,
+}
+
+impl Second {
+    /// An empty second.
+    pub fn new() -> Second {
+        Second {
+            requests: 0,
+            errors: 0,
+            // Cannot fail: SERIES_SIGFIG is in range.
+            latency: new_histogram(SERIES_SIGFIG).unwrap_or_else(|_| Histogram::new(2).expect("sigfig 2")),
+        }
+    }
+}
+
+impl Default for Second {
+    fn default() -> Second {
+        Second::new()
+    }
 }
 
 impl Stats {
@@ -137,7 +178,57 @@ impl Stats {
             end: start,
             latency: new_histogram(sigfig)?,
             service: if open_loop { Some(new_histogram(sigfig)?) } else { None },
+            series: Vec::new(),
+            keep_series: false,
+            parts: Vec::new(),
         })
+    }
+
+    /// Keeps a per-second time series from `start` on.
+    pub fn with_series(mut self) -> Stats {
+        self.keep_series = true;
+        self
+    }
+
+    /// Keeps separate stats for each of `n` commands of a mix (each also counted in the total).
+    pub fn with_parts(mut self, n: usize) -> Result<Stats, String> {
+        let sigfig = self.latency.sigfig();
+        let open_loop = self.service.is_some();
+        self.parts = (0..n).map(|_| Stats::new(self.start, sigfig, open_loop)).collect::<Result<_, _>>()?;
+        Ok(self)
+    }
+
+    /// Records one completed request of command `part` of a mix (0 without a mix): latency and
+    /// service time in nanoseconds, its error reply if it was one, `now` when it was parsed.
+    pub fn record_request(
+        &mut self,
+        part: usize,
+        latency_nanos: u64,
+        service_nanos: u64,
+        error: Option<&[u8]>,
+        now: Time,
+    ) {
+        self.record(latency_nanos, service_nanos, now);
+        if let Some(message) = error {
+            self.errors.record(message);
+        }
+        if self.keep_series {
+            let second = (now.nanos_since(self.start) / 1_000_000_000) as usize;
+            if self.series.len() <= second {
+                // One allocation per second of the run, not per request.
+                self.series.resize_with(second + 1, Second::new);
+            }
+            let s = &mut self.series[second];
+            s.requests += 1;
+            s.errors += u64::from(error.is_some());
+            let _ = s.latency.record(micros(latency_nanos));
+        }
+        if let Some(p) = self.parts.get_mut(part) {
+            p.record(latency_nanos, service_nanos, now);
+            if let Some(message) = error {
+                p.errors.record(message);
+            }
+        }
     }
 
     /// Records one completed request: its latency and, in open loop, its service time, both in
@@ -184,6 +275,26 @@ impl Stats {
             (Some(a), Some(b)) => a.add(b).map_err(|e| format!("histograms differ: {e:?}"))?,
             (None, Some(b)) => self.service = Some(b.clone()),
             _ => {}
+        }
+        // Seconds are counted from each side's own start; merged loops of one run start together.
+        self.keep_series |= other.keep_series;
+        if self.series.len() < other.series.len() {
+            self.series.resize_with(other.series.len(), Second::new);
+        }
+        for (a, b) in self.series.iter_mut().zip(&other.series) {
+            a.requests += b.requests;
+            a.errors += b.errors;
+            a.latency.add(&b.latency).map_err(|e| format!("histograms differ: {e:?}"))?;
+        }
+        if self.parts.is_empty() {
+            self.parts = other.parts.clone();
+        } else if !other.parts.is_empty() {
+            if self.parts.len() != other.parts.len() {
+                return Err(format!("mixes differ: {} commands and {}", self.parts.len(), other.parts.len()));
+            }
+            for (a, b) in self.parts.iter_mut().zip(&other.parts) {
+                a.merge(b)?;
+            }
         }
         Ok(())
     }

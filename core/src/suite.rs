@@ -1,7 +1,8 @@
 //! redis-benchmark's tests: the default suite with its titles, commands, keys and payloads, the
 //! `-t` selection, and custom commands.
 
-use crate::template::{payload, Template};
+use crate::dist::ValueSize;
+use crate::template::{Arg, Template, Values};
 
 /// One test of a run: a title and the request every connection sends.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,80 +76,96 @@ impl Selection {
     }
 }
 
-/// The default suite in redis-benchmark's order, restricted to `selection`. `data_size` is `-d`;
-/// `random_keys` is whether `-r` was given (it turns ZADD's score into a placeholder too).
-pub fn default_suite(selection: &Selection, data_size: usize, random_keys: bool) -> Vec<TestSpec> {
-    let data = payload(data_size);
-    let d = data.as_slice();
+/// The default suite in redis-benchmark's order, restricted to `selection`. `values` is `-d`
+/// (a fixed size gives redis-benchmark's exact requests); `random_keys` is whether `-r` was
+/// given (it turns ZADD's score into a placeholder too); `key_prefix` (`--key-prefix`, empty
+/// for none) is put before every key name (`key:__rand_int__`, `counter:…`, `mylist`, …), not
+/// before set members or hash fields.
+pub fn default_suite(
+    selection: &Selection,
+    values: &ValueSize,
+    random_keys: bool,
+    key_prefix: &str,
+) -> Vec<TestSpec> {
+    let shared = Values::new(values);
+    let payload_bytes = values.max();
+    let name = |n: &str| [key_prefix.as_bytes(), n.as_bytes()].concat();
+    let (key, counter) = (name("key:__rand_int__"), name("counter:__rand_int__"));
+    let (mylist, myset, myhash) = (name("mylist"), name("myset"), name("myhash"));
+    let (myzset, mystream) = (name("myzset"), name("mystream"));
+    use Arg::{Bytes as B, Value as V};
     let mut tests = Vec::new();
     let mut push = |title: &str, template: Template| {
-        tests.push(TestSpec { title: title.to_string(), template, payload_bytes: data_size });
+        tests.push(TestSpec { title: title.to_string(), template, payload_bytes });
     };
     let s = selection;
     if s.has("ping_inline") || s.has("ping") {
         push("PING_INLINE", Template::inline(b"PING\r\n"));
     }
-    let mut add = |title: &str, args: &[&[u8]]| push(title, Template::command(args));
+    let mut add = |title: &str, args: &[Arg]| push(title, Template::with_values(args, &shared));
     if s.has("ping_mbulk") || s.has("ping") {
-        add("PING_MBULK", &[b"PING"]);
+        add("PING_MBULK", &[B(b"PING")]);
     }
     if s.has("set") {
-        add("SET", &[b"SET", b"key:__rand_int__", d]);
+        add("SET", &[B(b"SET"), B(&key), V]);
     }
     if s.has("get") {
-        add("GET", &[b"GET", b"key:__rand_int__"]);
+        add("GET", &[B(b"GET"), B(&key)]);
     }
     if s.has("incr") {
-        add("INCR", &[b"INCR", b"counter:__rand_int__"]);
+        add("INCR", &[B(b"INCR"), B(&counter)]);
     }
     if s.has("lpush") {
-        add("LPUSH", &[b"LPUSH", b"mylist", d]);
+        add("LPUSH", &[B(b"LPUSH"), B(&mylist), V]);
     }
     if s.has("rpush") {
-        add("RPUSH", &[b"RPUSH", b"mylist", d]);
+        add("RPUSH", &[B(b"RPUSH"), B(&mylist), V]);
     }
     if s.has("lpop") {
-        add("LPOP", &[b"LPOP", b"mylist"]);
+        add("LPOP", &[B(b"LPOP"), B(&mylist)]);
     }
     if s.has("rpop") {
-        add("RPOP", &[b"RPOP", b"mylist"]);
+        add("RPOP", &[B(b"RPOP"), B(&mylist)]);
     }
     if s.has("sadd") {
-        add("SADD", &[b"SADD", b"myset", b"element:__rand_int__"]);
+        add("SADD", &[B(b"SADD"), B(&myset), B(b"element:__rand_int__")]);
     }
     if s.has("hset") {
-        add("HSET", &[b"HSET", b"myhash", b"element:__rand_int__", d]);
+        add("HSET", &[B(b"HSET"), B(&myhash), B(b"element:__rand_int__"), V]);
     }
     if s.has("spop") {
-        add("SPOP", &[b"SPOP", b"myset"]);
+        add("SPOP", &[B(b"SPOP"), B(&myset)]);
     }
     if s.has("zadd") {
         let score: &[u8] = if random_keys { b"__rand_int__" } else { b"0" };
-        add("ZADD", &[b"ZADD", b"myzset", score, b"element:__rand_int__"]);
+        add("ZADD", &[B(b"ZADD"), B(&myzset), B(score), B(b"element:__rand_int__")]);
     }
     if s.has("zpopmin") {
-        add("ZPOPMIN", &[b"ZPOPMIN", b"myzset"]);
+        add("ZPOPMIN", &[B(b"ZPOPMIN"), B(&myzset)]);
     }
     let lrange = ["lrange_100", "lrange_300", "lrange_500", "lrange_600"];
     if s.has("lrange") || lrange.iter().any(|n| s.has(n)) {
-        add("LPUSH (needed to benchmark LRANGE)", &[b"LPUSH", b"mylist", d]);
+        add("LPUSH (needed to benchmark LRANGE)", &[B(b"LPUSH"), B(&mylist), V]);
     }
-    for (name, last) in lrange.iter().zip(["99", "299", "499", "599"]) {
-        if s.has("lrange") || s.has(name) {
-            let n = &name[7..];
-            add(&format!("LRANGE_{n} (first {n} elements)"), &[b"LRANGE", b"mylist", b"0", last.as_bytes()]);
+    for (lname, last) in lrange.iter().zip(["99", "299", "499", "599"]) {
+        if s.has("lrange") || s.has(lname) {
+            let n = &lname[7..];
+            add(
+                &format!("LRANGE_{n} (first {n} elements)"),
+                &[B(b"LRANGE"), B(&mylist), B(b"0"), B(last.as_bytes())],
+            );
         }
     }
     if s.has("mset") {
-        let mut args: Vec<&[u8]> = vec![b"MSET"];
+        let mut args: Vec<Arg> = vec![B(b"MSET")];
         for _ in 0..10 {
-            args.push(b"key:__rand_int__");
-            args.push(d);
+            args.push(B(&key));
+            args.push(V);
         }
         add("MSET (10 keys)", &args);
     }
     if s.has("xadd") {
-        add("XADD", &[b"XADD", b"mystream", b"*", b"myfield", d]);
+        add("XADD", &[B(b"XADD"), B(&mystream), B(b"*"), B(b"myfield"), V]);
     }
     tests
 }
@@ -172,7 +189,7 @@ mod tests {
 
     #[test]
     fn default_suite_matches_redis_benchmark_order() {
-        let s = default_suite(&Selection::all(), 3, false);
+        let s = default_suite(&Selection::all(), &ValueSize::Fixed(3), false, "");
         assert_eq!(
             titles(&s),
             [
@@ -214,12 +231,15 @@ mod tests {
     #[test]
     fn selection_follows_t() {
         let sel = Selection::parse("SET,lpush").unwrap();
-        assert_eq!(titles(&default_suite(&sel, 3, false)), ["SET", "LPUSH"]);
+        assert_eq!(titles(&default_suite(&sel, &ValueSize::Fixed(3), false, "")), ["SET", "LPUSH"]);
         let sel = Selection::parse("ping").unwrap();
-        assert_eq!(titles(&default_suite(&sel, 3, false)), ["PING_INLINE", "PING_MBULK"]);
+        assert_eq!(
+            titles(&default_suite(&sel, &ValueSize::Fixed(3), false, "")),
+            ["PING_INLINE", "PING_MBULK"]
+        );
         let sel = Selection::parse("lrange_300").unwrap();
         assert_eq!(
-            titles(&default_suite(&sel, 3, false)),
+            titles(&default_suite(&sel, &ValueSize::Fixed(3), false, "")),
             ["LPUSH (needed to benchmark LRANGE)", "LRANGE_300 (first 300 elements)"]
         );
         assert_eq!(Selection::parse("set,bogus").unwrap_err(), ["bogus"]);
@@ -229,11 +249,41 @@ mod tests {
     #[test]
     fn zadd_score_is_random_with_r() {
         let sel = Selection::parse("zadd").unwrap();
-        let s = default_suite(&sel, 3, true);
+        let s = default_suite(&sel, &ValueSize::Fixed(3), true, "");
         assert_eq!(
             s[0].template.as_bytes(),
             b"*4\r\n$4\r\nZADD\r\n$6\r\nmyzset\r\n$12\r\n__rand_int__\r\n$20\r\nelement:__rand_int__\r\n"
         );
+    }
+
+    #[test]
+    fn key_prefix_goes_before_every_key_name() {
+        let s = default_suite(&Selection::all(), &ValueSize::Fixed(3), true, "{b}");
+        let keys: Vec<&[u8]> = s.iter().map(|t| t.template.as_bytes()).collect();
+        assert!(keys[2].ends_with(b"$19\r\n{b}key:__rand_int__\r\n$3\r\nVXK\r\n"), "SET");
+        assert!(String::from_utf8_lossy(keys[4]).contains("{b}counter:__rand_int__"), "INCR");
+        assert!(String::from_utf8_lossy(keys[10]).contains("{b}myhash\r\n$20\r\nelement:"), "HSET field");
+        for (t, bytes) in s.iter().zip(&keys) {
+            let text = String::from_utf8_lossy(bytes);
+            let ok = text.contains("{b}") || t.title.starts_with("PING");
+            assert!(ok, "{}: {text}", t.title);
+        }
+        // An empty prefix is redis-benchmark's names.
+        let plain = default_suite(&Selection::all(), &ValueSize::Fixed(3), true, "");
+        assert!(plain.iter().all(|t| !String::from_utf8_lossy(t.template.as_bytes()).contains('{')));
+    }
+
+    #[test]
+    fn variable_sizes_make_value_slots() {
+        let spec = ValueSize::Range { lo: 16, hi: 1024 };
+        let s = default_suite(&Selection::all(), &spec, false, "");
+        let slotted: Vec<&str> =
+            s.iter().filter(|t| t.template.has_value_slots()).map(|t| t.title.as_str()).collect();
+        assert_eq!(
+            slotted,
+            ["SET", "LPUSH", "RPUSH", "HSET", "LPUSH (needed to benchmark LRANGE)", "MSET (10 keys)", "XADD"]
+        );
+        assert!(s.iter().all(|t| t.payload_bytes == 1024));
     }
 
     #[test]

@@ -4,7 +4,16 @@
 //! plus, for each `__rand_int__` placeholder, 12 zero-padded decimal digits written over it in
 //! place. The placeholder and the digits are both 12 bytes wide, so no length prefix ever
 //! changes. This is what redis-benchmark does, and respbench sends the same bytes.
+//!
+//! A template may also have value slots (`-d 16-1024`, `-d 16:3,1024:1`): arguments whose
+//! size is drawn per request. The template bytes leave them out and record where they go;
+//! writing one is `$len\r\n`, the first `len` bytes of one shared payload of the largest size,
+//! and `\r\n`. Fixed sizes never use slots, so `-d 3` sends exactly redis-benchmark's bytes.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::dist::{gaussian, SizeSampler, ValueSize, Zipf};
 use crate::rng::Rng;
 
 /// The placeholder text redis-benchmark substitutes.
@@ -16,8 +25,19 @@ const WIDTH: usize = 12;
 /// Substituted values are reduced modulo 10^12 so they fit 12 digits.
 const MODULUS: u64 = 1_000_000_000_000;
 
+/// A counter shared by every connection of one test (cloning shares it), for sequential keys.
+#[derive(Clone, Debug, Default)]
+pub struct SharedCounter(Arc<AtomicU64>);
+
+impl PartialEq for SharedCounter {
+    /// Two counters are equal when they are the same counter.
+    fn eq(&self, other: &SharedCounter) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 /// How `__rand_int__` placeholders are filled.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum KeySpace {
     /// No -r: placeholders are not substituted; the literal text `__rand_int__` is sent (redis-benchmark does this).
     Literal,
@@ -26,39 +46,60 @@ pub enum KeySpace {
         /// The keyspace length N.
         n: u64,
     },
-    /// Sequential: 0, 1, 2, ... wrapping at n (the counter is per KeyGen; n == 0 gives 0 every time).
+    /// Sequential: 0, 1, 2, ... wrapping at n, from one counter shared by every connection of the
+    /// test (clones share it), so `-n N -r N` sends every key exactly once; n == 0 gives 0.
     Sequential {
         /// The keyspace length at which the counter wraps to 0.
+        n: u64,
+        /// The next key, before reduction modulo n.
+        next: SharedCounter,
+    },
+    /// Zipf over [0, n): see [`Zipf`] (O(1) memory; hot keys scattered by a bijection).
+    Zipf(Zipf),
+    /// Normal over [0, n), mean n/2 and standard deviation n/6: see [`gaussian`].
+    Gaussian {
+        /// The keyspace length N.
         n: u64,
     },
 }
 
-/// Per-connection key source: owns its Rng (from `Rng::for_stream(seed, conn_index)`) and the sequential counter.
+impl KeySpace {
+    /// Sequential keys over [0, n) from a fresh shared counter.
+    pub fn sequential(n: u64) -> KeySpace {
+        KeySpace::Sequential { n, next: SharedCounter::default() }
+    }
+}
+
+/// Per-connection key source: owns its Rng (from `Rng::for_stream(seed, conn_index)`), which
+/// also draws value sizes.
 #[derive(Clone, Debug)]
 pub struct KeyGen {
     space: KeySpace,
     rng: Rng,
-    counter: u64,
 }
 
 impl KeyGen {
     /// A key source over `space`, drawing random keys from `rng`.
     pub fn new(space: KeySpace, rng: Rng) -> KeyGen {
-        KeyGen { space, rng, counter: 0 }
+        KeyGen { space, rng }
     }
 
-    /// The next key: uniform in [0, n) for Random, the counter for Sequential, always 0 for Literal or n == 0.
+    /// The next key in [0, n) as the space says (always 0 for Literal or n == 0).
     #[inline]
     pub fn next_key(&mut self) -> u64 {
         match self.space {
             KeySpace::Literal => 0,
             KeySpace::Random { n } => self.rng.below(n),
-            KeySpace::Sequential { n } => {
-                let k = self.counter;
-                let next = k.wrapping_add(1);
-                self.counter = if next >= n { 0 } else { next };
-                k
+            KeySpace::Sequential { n, ref next } => {
+                let k = next.0.fetch_add(1, Ordering::Relaxed);
+                if n == 0 {
+                    0
+                } else {
+                    k % n
+                }
             }
+            KeySpace::Zipf(ref z) => z.sample(&mut self.rng),
+            KeySpace::Gaussian { n } => gaussian(n, &mut self.rng),
         }
     }
 
@@ -75,6 +116,74 @@ pub struct Template {
     bytes: Vec<u8>,
     /// Start offset in `bytes` of every placeholder, ascending, non-overlapping.
     placeholders: Vec<usize>,
+    /// Offsets in `bytes` where a value element is spliced in, ascending (empty for fixed sizes).
+    slots: Vec<usize>,
+    /// The sizes and the payload the slots draw from (`None` without slots).
+    values: Option<Arc<Values>>,
+}
+
+/// Value sizes and the one payload every variable-size value is a prefix of.
+#[derive(PartialEq, Eq)]
+pub struct Values {
+    spec: ValueSize,
+    sizes: SizeSampler,
+    /// `payload(spec.max())`: its first `len` bytes are redis-benchmark's `-d len` value.
+    payload: Vec<u8>,
+}
+
+impl std::fmt::Debug for Values {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the payload: it may be a gigabyte.
+        write!(f, "Values({})", self.spec)
+    }
+}
+
+impl Values {
+    /// The sizes of `spec` with a payload of its largest size, shared by every template using it.
+    pub fn new(spec: &ValueSize) -> Arc<Values> {
+        Arc::new(Values { spec: spec.clone(), sizes: spec.sampler(), payload: payload(spec.max()) })
+    }
+
+    /// The size spec.
+    pub fn spec(&self) -> &ValueSize {
+        &self.spec
+    }
+
+    /// The largest value: `-d`'s bytes when the size is fixed.
+    pub fn largest(&self) -> &[u8] {
+        &self.payload
+    }
+}
+
+/// One argument of [`Template::with_values`].
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a> {
+    /// These bytes (placeholders in them are substituted).
+    Bytes(&'a [u8]),
+    /// A value whose size is drawn per request from the template's [`Values`].
+    Value,
+}
+
+/// Appends `$len\r\n`, the first `len` bytes of `payload` and `\r\n`, without allocating
+/// beyond `out`'s growth.
+#[inline]
+fn push_value(out: &mut Vec<u8>, payload: &[u8], len: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut v = len;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.push(b'$');
+    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(&payload[..len.min(payload.len())]);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Appends the start of every non-overlapping `__rand_int__` in `hay`, scanning left to right, plus `base`.
@@ -143,29 +252,101 @@ impl Template {
             bytes.extend_from_slice(arg);
             bytes.extend_from_slice(b"\r\n");
         }
-        Template { bytes, placeholders }
+        Template { bytes, placeholders, slots: Vec::new(), values: None }
+    }
+
+    /// Like [`Template::command`], with [`Arg::Value`] arguments sized from `values` per request.
+    ///
+    /// When every size is the same the value is encoded into the template like any argument
+    /// (so `-d 3` gives [`Template::command`]'s bytes exactly); otherwise each value becomes a
+    /// slot filled by [`Template::write`].
+    pub fn with_values(args: &[Arg], values: &Arc<Values>) -> Template {
+        if values.spec.is_fixed() {
+            let size = match values.sizes {
+                SizeSampler::Fixed(n) => n,
+                SizeSampler::Range { lo, .. } => lo,
+                SizeSampler::Weighted { ref cumulative, .. } => cumulative.first().map_or(0, |&(_, s)| s),
+            };
+            let v = &values.payload[..size];
+            let refs: Vec<&[u8]> = args
+                .iter()
+                .map(|a| match a {
+                    Arg::Bytes(b) => *b,
+                    Arg::Value => v,
+                })
+                .collect();
+            return Template::command(&refs);
+        }
+        let mut bytes = Vec::new();
+        let mut placeholders = Vec::new();
+        let mut slots = Vec::new();
+        bytes.push(b'*');
+        push_decimal(&mut bytes, args.len());
+        bytes.extend_from_slice(b"\r\n");
+        for arg in args {
+            match arg {
+                Arg::Bytes(arg) => {
+                    bytes.push(b'$');
+                    push_decimal(&mut bytes, arg.len());
+                    bytes.extend_from_slice(b"\r\n");
+                    find_placeholders(arg, bytes.len(), &mut placeholders);
+                    bytes.extend_from_slice(arg);
+                    bytes.extend_from_slice(b"\r\n");
+                }
+                Arg::Value => slots.push(bytes.len()),
+            }
+        }
+        let values = if slots.is_empty() { None } else { Some(Arc::clone(values)) };
+        Template { bytes, placeholders, slots, values }
     }
 
     /// A raw inline command, sent as is, e.g. `b"PING\r\n"` (PING_INLINE); placeholders are located the same way.
     pub fn inline(raw: &[u8]) -> Template {
         let mut placeholders = Vec::new();
         find_placeholders(raw, 0, &mut placeholders);
-        Template { bytes: raw.to_vec(), placeholders }
+        Template { bytes: raw.to_vec(), placeholders, slots: Vec::new(), values: None }
     }
 
-    /// The encoded length in bytes of one request.
+    /// The encoded length in bytes of one request; with value slots, of one whose values are
+    /// all of the largest size.
     #[inline]
     pub fn len(&self) -> usize {
-        self.bytes.len()
+        let largest = self.values.as_ref().map_or(0, |v| {
+            let n = v.payload.len();
+            n + n.to_string().len() + 5
+        });
+        self.bytes.len() + self.slots.len() * largest
     }
 
     /// Whether one request is zero bytes long (only an empty inline template is).
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.bytes.is_empty() && self.slots.is_empty()
     }
 
-    /// The bytes with placeholders as they are (e.g. for display and tests).
+    /// The template for display: [`Template::as_bytes`] with each value slot shown as
+    /// `$<sizes>\r\n<value>\r\n` (e.g. `$16-1024`), so reports can show its shape.
+    pub fn display(&self) -> Vec<u8> {
+        let Some(values) = &self.values else { return self.bytes.clone() };
+        let mut out = Vec::with_capacity(self.bytes.len() + self.slots.len() * 24);
+        let mut prev = 0;
+        for &at in &self.slots {
+            out.extend_from_slice(&self.bytes[prev..at]);
+            out.extend_from_slice(format!("${}\r\n<value>\r\n", values.spec).as_bytes());
+            prev = at;
+        }
+        out.extend_from_slice(&self.bytes[prev..]);
+        out
+    }
+
+    /// Whether value sizes are drawn per request.
+    #[inline]
+    pub fn has_value_slots(&self) -> bool {
+        !self.slots.is_empty()
+    }
+
+    /// The bytes with placeholders as they are (e.g. for display and tests); value slots are
+    /// left out.
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes
@@ -183,6 +364,10 @@ impl Template {
     /// `out` has room for `self.len()` more bytes.
     #[inline]
     pub fn write(&self, out: &mut Vec<u8>, keys: &mut KeyGen) {
+        if !self.slots.is_empty() {
+            self.write_with_slots(out, keys);
+            return;
+        }
         let start = out.len();
         out.extend_from_slice(&self.bytes);
         if self.placeholders.is_empty() || !keys.substitutes() {
@@ -198,6 +383,36 @@ impl Template {
             {
                 write_digits(field, key);
             }
+        }
+    }
+
+    /// [`Template::write`] for templates with value slots: the fixed pieces between slots are
+    /// copied and their placeholders filled, and each slot gets a value of a freshly drawn size.
+    fn write_with_slots(&self, out: &mut Vec<u8>, keys: &mut KeyGen) {
+        let Some(values) = self.values.as_deref() else { return };
+        let substitutes = keys.substitutes();
+        let mut placeholders = self.placeholders.iter().copied().peekable();
+        let mut prev = 0;
+        for (i, &at) in self.slots.iter().chain(std::iter::once(&self.bytes.len())).enumerate() {
+            let start = out.len();
+            out.extend_from_slice(&self.bytes[prev..at]);
+            while let Some(off) = placeholders.next_if(|&off| off < at) {
+                if !substitutes {
+                    continue;
+                }
+                let key = keys.next_key() % MODULUS;
+                let at_out = start + off - prev;
+                if let Some(field) =
+                    out.get_mut(at_out..at_out + WIDTH).and_then(|s| <&mut [u8; WIDTH]>::try_from(s).ok())
+                {
+                    write_digits(field, key);
+                }
+            }
+            if i < self.slots.len() {
+                let len = values.sizes.sample(&mut keys.rng);
+                push_value(out, &values.payload, len);
+            }
+            prev = at;
         }
     }
 }
@@ -313,6 +528,74 @@ pub fn check_substitution(args: &[&[u8]], seed: u64, n: u64, count: usize) -> Re
     Ok(())
 }
 
+/// Fuzz helper: writes `count` requests from `Template::with_values(args, spec)` with keys from
+/// `seed` over Random `n`, and checks that each parses as one RESP array of the arguments.
+///
+/// Each request must parse (with [`crate::resp::Value::parse`]) as exactly the bytes written;
+/// a bytes argument must come back equal except for 12 digits in place of each placeholder; a
+/// value must be a prefix of the largest payload with a size `spec` allows. Returns
+/// `Err(description)` on the first violation; never panics.
+pub fn check_values(args: &[Arg], spec: &ValueSize, seed: u64, n: u64, count: usize) -> Result<(), String> {
+    use crate::resp::Value;
+    let allowed = |len: usize| match spec {
+        ValueSize::Fixed(s) => len == *s,
+        ValueSize::Range { lo, hi } => (*lo..=*hi).contains(&len),
+        ValueSize::Weighted(list) => list.iter().any(|&(s, w)| s == len && w > 0),
+    };
+    let values = Values::new(spec);
+    let template = Template::with_values(args, &values);
+    let mut keys = KeyGen::new(KeySpace::Random { n }, Rng::new(seed));
+    let mut out = b"earlier bytes".to_vec();
+    for req in 0..count {
+        let start = out.len();
+        template.write(&mut out, &mut keys);
+        if !out.starts_with(b"earlier bytes") {
+            return Err(format!("request {req}: bytes before the request changed"));
+        }
+        let written = &out[start..];
+        let (value, used) = match Value::parse(written) {
+            Ok(Some(v)) => v,
+            Ok(None) => return Err(format!("request {req}: incomplete RESP")),
+            Err(e) => return Err(format!("request {req}: {e:?}")),
+        };
+        if used != written.len() {
+            return Err(format!("request {req}: parsed {used} of {} bytes", written.len()));
+        }
+        let Value::Array(items) = value else { return Err(format!("request {req}: not an array")) };
+        if items.len() != args.len() {
+            return Err(format!("request {req}: {} elements, want {}", items.len(), args.len()));
+        }
+        for (i, (item, arg)) in items.iter().zip(args).enumerate() {
+            let Value::Bulk(got) = item else { return Err(format!("request {req}: element {i} not bulk")) };
+            match arg {
+                Arg::Value => {
+                    if !allowed(got.len()) || !values.largest().starts_with(got) {
+                        return Err(format!("request {req}: value {i} of {} bytes", got.len()));
+                    }
+                }
+                Arg::Bytes(want) => {
+                    let mut fields = Vec::new();
+                    find_placeholders(want, 0, &mut fields);
+                    let ok = got.len() == want.len()
+                        && (0..want.len()).all(|j| {
+                            match fields.iter().find(|&&f| (f..f + WIDTH).contains(&j)) {
+                                Some(_) => got[j].is_ascii_digit(),
+                                None => got[j] == want[j],
+                            }
+                        });
+                    if !ok {
+                        return Err(format!(
+                            "request {req}: argument {i} is {:?}",
+                            String::from_utf8_lossy(got)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,7 +666,7 @@ mod tests {
     fn inline_placeholders() {
         let t = Template::inline(b"GET __rand_int__\r\n");
         assert_eq!(t.placeholders, vec![4]);
-        let mut k = keys(KeySpace::Sequential { n: 1000 });
+        let mut k = keys(KeySpace::sequential(1000));
         assert_eq!(one(&t, &mut k), b"GET 000000000000\r\n");
         assert_eq!(one(&t, &mut k), b"GET 000000000001\r\n");
     }
@@ -403,7 +686,7 @@ mod tests {
         assert!(found.iter().all(|f| *f == PLACEHOLDER));
         // 1 + 2 + 2 + 1 (after the extra underscore) + 0 (truncated) + 1 (after a NUL).
         assert_eq!(t.placeholders.len(), 7);
-        let mut k = keys(KeySpace::Sequential { n: 100 });
+        let mut k = keys(KeySpace::sequential(100));
         assert_eq!(
             one(&t, &mut k),
             b"*6\r\n$12\r\n000000000000\r\n$27\r\nk:000000000001:000000000002\r\n\
@@ -433,7 +716,7 @@ mod tests {
     #[test]
     fn keyspace_zero_gives_zeros() {
         let t = Template::command(&[b"GET", b"key:__rand_int__"]);
-        for space in [KeySpace::Random { n: 0 }, KeySpace::Sequential { n: 0 }] {
+        for space in [KeySpace::Random { n: 0 }, KeySpace::sequential(0)] {
             let mut k = keys(space);
             assert!(k.substitutes());
             for _ in 0..5 {
@@ -489,15 +772,15 @@ mod tests {
     #[test]
     fn sequential_counts_and_wraps() {
         let t = Template::command(&[b"GET", b"__rand_int__"]);
-        let mut k = keys(KeySpace::Sequential { n: 3 });
+        let mut k = keys(KeySpace::sequential(3));
         let got: Vec<Vec<u8>> = (0..7).map(|_| one(&t, &mut k)).collect();
         for (i, out) in got.iter().enumerate() {
             let want = format!("*2\r\n$3\r\nGET\r\n$12\r\n{:012}\r\n", i % 3);
             assert_eq!(out, want.as_bytes());
         }
-        let mut k = keys(KeySpace::Sequential { n: 1 });
+        let mut k = keys(KeySpace::sequential(1));
         assert_eq!((0..3).map(|_| k.next_key()).collect::<Vec<_>>(), [0, 0, 0]);
-        let mut k = keys(KeySpace::Sequential { n: u64::MAX });
+        let mut k = keys(KeySpace::sequential(u64::MAX));
         assert_eq!((0..3).map(|_| k.next_key()).collect::<Vec<_>>(), [0, 1, 2]);
     }
 
@@ -589,6 +872,117 @@ mod tests {
         proptest::collection::vec(piece, 0..6).prop_map(|ps| ps.concat())
     }
 
+    #[test]
+    fn value_slots_draw_sizes_per_request() {
+        let values = Values::new(&ValueSize::Range { lo: 1, hi: 300 });
+        let t = Template::with_values(&[Arg::Bytes(b"SET"), Arg::Bytes(b"k"), Arg::Value], &values);
+        assert!(t.has_value_slots());
+        assert_eq!(t.as_bytes(), b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n");
+        assert_eq!(t.display(), b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1-300\r\n<value>\r\n");
+        let fixed = Template::command(&[b"GET", b"k"]);
+        assert_eq!(fixed.display(), fixed.as_bytes());
+        assert_eq!(t.len(), t.as_bytes().len() + "$300\r\n\r\n".len() + 300);
+        let mut k = keys(KeySpace::Literal);
+        let mut sizes = std::collections::HashSet::new();
+        for _ in 0..200 {
+            let out = one(&t, &mut k);
+            let rest = out.strip_prefix(t.as_bytes()).unwrap();
+            let (len, body) = std::str::from_utf8(&rest[1..]).unwrap().split_once("\r\n").unwrap();
+            let len: usize = len.parse().unwrap();
+            assert_eq!(body.len(), len + 2);
+            assert_eq!(body.as_bytes()[..len], payload(len)[..]);
+            sizes.insert(len);
+        }
+        assert!(sizes.len() > 100, "sizes vary: {}", sizes.len());
+    }
+
+    #[test]
+    fn fixed_sizes_encode_like_command() {
+        // -d 3, -d 5-5 and -d 7:1,9:0 all have one size: no slot, the same bytes as command().
+        for (spec, size) in [
+            (ValueSize::Fixed(3), 3),
+            (ValueSize::Range { lo: 5, hi: 5 }, 5),
+            (ValueSize::Weighted(vec![(7, 1), (9, 0)]), 7),
+        ] {
+            let t = Template::with_values(&[Arg::Bytes(b"SET"), Arg::Value], &Values::new(&spec));
+            assert!(!t.has_value_slots());
+            assert_eq!(t, Template::command(&[b"SET", &payload(size)]), "{spec}");
+        }
+    }
+
+    #[test]
+    fn value_slots_write_without_reallocating() {
+        let values = Values::new(&ValueSize::Weighted(vec![(16, 3), (1024, 1)]));
+        let args =
+            [Arg::Bytes(b"MSET"), Arg::Bytes(b"key:__rand_int__"), Arg::Value, Arg::Bytes(b"x"), Arg::Value];
+        let t = Template::with_values(&args, &values);
+        let mut k = keys(KeySpace::Random { n: 1000 });
+        let mut out = Vec::with_capacity(t.len() * 16);
+        let (cap, ptr) = (out.capacity(), out.as_ptr());
+        for _ in 0..16 {
+            t.write(&mut out, &mut k);
+        }
+        assert_eq!((out.capacity(), out.as_ptr()), (cap, ptr));
+        check_values(&args, values.spec(), 1, 1000, 50).unwrap();
+    }
+
+    #[test]
+    fn sequential_is_shared_and_covers_the_keyspace_exactly() {
+        // Three connections (clones share the counter) taking turns unevenly over n = 1000:
+        // every key exactly once per 1000 draws.
+        let space = KeySpace::sequential(1000);
+        let mut gens: Vec<KeyGen> =
+            (0..3).map(|i| KeyGen::new(space.clone(), Rng::for_stream(1, i))).collect();
+        let mut seen = vec![0u32; 1000];
+        for i in 0..2000usize {
+            seen[gens[i * i % 3].next_key() as usize] += 1;
+        }
+        assert!(seen.iter().all(|&c| c == 2), "every key exactly twice in 2000 draws");
+        // A fresh space is a fresh counter.
+        assert_eq!(KeyGen::new(KeySpace::sequential(1000), Rng::new(1)).next_key(), 0);
+        assert_ne!(space, KeySpace::sequential(1000));
+    }
+
+    #[test]
+    fn uniform_keys_chi_square() {
+        // KeySpace::Random { n: 1000 }: 200k keys in 20 buckets of 50 keys, 10k expected each.
+        // Chi-square with 19 df exceeds 43.82 with probability 0.001 for a uniform source.
+        for seed in [1u64, 2, 3] {
+            let mut k = KeyGen::new(KeySpace::Random { n: 1000 }, Rng::new(seed));
+            let mut counts = [0u64; 20];
+            for _ in 0..200_000 {
+                counts[(k.next_key() / 50) as usize] += 1;
+            }
+            let chi2: f64 = counts.iter().map(|&c| (c as f64 - 10_000.0).powi(2) / 10_000.0).sum();
+            assert!(chi2 < 43.82, "seed {seed}: chi2 {chi2}, {counts:?}");
+        }
+    }
+
+    #[test]
+    fn zipf_and_gaussian_keys_stay_in_the_keyspace() {
+        let t = Template::inline(b"__rand_int__");
+        for space in
+            [KeySpace::Zipf(crate::dist::Zipf::new(777, 0.99).unwrap()), KeySpace::Gaussian { n: 777 }]
+        {
+            let mut k = keys(space);
+            for _ in 0..1000 {
+                let v: u64 = std::str::from_utf8(&one(&t, &mut k)).unwrap().parse().unwrap();
+                assert!(v < 777);
+            }
+        }
+    }
+
+    /// A size spec with every shape, sizes up to 2000 bytes.
+    fn size_strategy() -> impl Strategy<Value = ValueSize> {
+        prop_oneof![
+            (0..2000usize).prop_map(ValueSize::Fixed),
+            (0..2000usize, 0..2000usize).prop_map(|(a, b)| ValueSize::Range { lo: a.min(b), hi: a.max(b) }),
+            proptest::collection::vec((0..2000usize, 0..5u64), 1..5)
+                .prop_filter("a positive weight", |l| l.iter().any(|&(_, w)| w > 0))
+                .prop_map(ValueSize::Weighted),
+        ]
+    }
+
     proptest! {
         #[test]
         fn substitution_preserves_everything_but_the_digits(
@@ -599,6 +993,18 @@ mod tests {
         ) {
             let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
             prop_assert_eq!(check_substitution(&refs, seed, n, count), Ok(()));
+        }
+
+        #[test]
+        fn every_request_with_values_is_valid_resp(
+            args in proptest::collection::vec(prop_oneof![arg_strategy().prop_map(Some), Just(None)], 0..6),
+            spec in size_strategy(),
+            seed in any::<u64>(),
+            count in 1..8usize,
+        ) {
+            let args: Vec<Arg> =
+                args.iter().map(|a| a.as_deref().map_or(Arg::Value, Arg::Bytes)).collect();
+            prop_assert_eq!(check_values(&args, &spec, seed, 1000, count), Ok(()));
         }
 
         #[test]

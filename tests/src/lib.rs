@@ -20,6 +20,8 @@ const REDIS_MISSING: &str =
 const REDIS_CLI_MISSING: &str =
     "redis-cli not found: install Debian's redis-tools package (apt-get install redis-server redis-tools)";
 
+pub mod fake;
+
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
 
 fn unique_tmpdir(prefix: &str) -> PathBuf {
@@ -120,6 +122,16 @@ impl RedisServer {
         self.port
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends a signal to the server with `kill -NAME` (`"STOP"`, `"CONT"`, `"KILL"`).
+    pub fn signal(&self, name: &str) {
+        send_signal(self.pid(), name);
+    }
+
     /// Path of the server's unix socket.
     pub fn socket_path(&self) -> PathBuf {
         self.dir.join("redis.sock")
@@ -194,6 +206,13 @@ impl Drop for RedisServer {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Sends signal `name` (`INT`, `TERM`, `STOP`, `CONT`, `KILL`) to `pid` with the `kill` command.
+pub fn send_signal(pid: u32, name: &str) {
+    let st =
+        Command::new("kill").arg(format!("-{name}")).arg(pid.to_string()).status().expect("running kill");
+    assert!(st.success(), "kill -{name} {pid} failed");
 }
 
 /// Encodes a command as a RESP array of bulk strings.
@@ -485,8 +504,12 @@ impl Running {
 
     /// Sends SIGINT via `kill -INT`, which avoids a libc dependency.
     pub fn interrupt(&self) {
-        let st = Command::new("kill").arg("-INT").arg(self.pid().to_string()).status().expect("running kill");
-        assert!(st.success(), "kill -INT {} failed", self.pid());
+        self.signal("INT");
+    }
+
+    /// Sends a signal with `kill -NAME` (`"INT"`, `"TERM"`).
+    pub fn signal(&self, name: &str) {
+        send_signal(self.pid(), name);
     }
 
     /// Waits up to `timeout`; on expiry kills the process and returns with `timed_out` set.
@@ -724,6 +747,37 @@ pub fn split_command_line(line: &str) -> Vec<String> {
         words.push(cur);
     }
     words
+}
+
+/// Checks a `--json` document with independent implementations (`tests/python/check_json.py`):
+/// validates it against `docs/respbench.schema.json` with Python's `jsonschema`, and decodes every
+/// histogram with Python's `hdrhistogram` package, whose count and percentiles must be the ones
+/// the document reports. Panics with the checker's output when they disagree.
+///
+/// The interpreter is `$RESPBENCH_PYTHON`, which `scripts/test` points at a virtual environment
+/// holding both packages; without it the check fails and says how to get one.
+pub fn check_json_independently(document: &Path) -> String {
+    let python = std::env::var_os("RESPBENCH_PYTHON").unwrap_or_else(|| {
+        panic!(
+            "RESPBENCH_PYTHON is not set: run the tests with scripts/test, which creates a Python \
+             environment with the jsonschema and hdrhistogram packages, or point it at such a python"
+        )
+    });
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+    let out = Command::new(&python)
+        .arg(root.join("tests/python/check_json.py"))
+        .arg(root.join("docs/respbench.schema.json"))
+        .arg(document)
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", Path::new(&python).display()));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "check_json.py rejected {}:\n{stdout}{}",
+        document.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
 }
 
 #[cfg(test)]

@@ -1,0 +1,634 @@
+//! Key and value-size distributions: Zipf and Gaussian keys over `[0, n)` in O(1) memory, and
+//! value sizes that are fixed, a uniform range or a weighted list.
+
+use crate::rng::Rng;
+
+/// Zipf(θ) over `[0, n)`: rank `r` (0-based) has probability ∝ `1 / (r + 1)^θ`, drawn in O(1)
+/// time and memory for any `n` up to 2^53 (rejection-inversion, Hörmann and Derflinger 1996, as
+/// in Apache Commons RNG's `RejectionInversionZipfSampler`).
+///
+/// Nothing is summed over `n`, so `n = 10^12` costs what `n = 10` does: about 1.1 tries per
+/// draw, each a `ln` and an `exp`. [`Zipf::sample`] turns the rank into a key with a bijection of
+/// `[0, n)` (`(r · a + b) mod n`, `a` coprime with `n` near `n / φ`, `b` near `n / φ²`), so the
+/// hot keys are spread over the keyspace rather than being keys 0, 1, 2, …;
+/// [`Zipf::sample_rank`] gives the rank itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Zipf {
+    n: u64,
+    theta: f64,
+    h_integral_x1: f64,
+    h_integral_n: f64,
+    s: f64,
+    /// The rank-scrambling multiplier, coprime with `n` (1 when `n <= 1`).
+    mult: u64,
+    /// The rank-scrambling offset, below `n` (0 when `n <= 1`).
+    offset: u64,
+}
+
+/// `log1p(x) / x`, accurate near 0.
+fn helper1(x: f64) -> f64 {
+    if x.abs() > 1e-8 {
+        x.ln_1p() / x
+    } else {
+        1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x))
+    }
+}
+
+/// `expm1(x) / x`, accurate near 0.
+fn helper2(x: f64) -> f64 {
+    if x.abs() > 1e-8 {
+        x.exp_m1() / x
+    } else {
+        1.0 + x * 0.5 * (1.0 + x * (1.0 / 3.0) * (1.0 + 0.25 * x))
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl Zipf {
+    /// Largest keyspace a Zipf sampler takes: ranks are computed in f64.
+    pub const MAX_N: u64 = 1 << 53;
+
+    /// A sampler over `[0, n)` with exponent `theta`; `None` unless `theta` is finite and > 0 and
+    /// `n <= Zipf::MAX_N`. `n == 0` always gives 0, as `-r 0` does.
+    pub fn new(n: u64, theta: f64) -> Option<Zipf> {
+        if !(theta.is_finite() && theta > 0.0) || n > Zipf::MAX_N {
+            return None;
+        }
+        let mut z = Zipf { n, theta, h_integral_x1: 0.0, h_integral_n: 0.0, s: 0.0, mult: 1, offset: 0 };
+        z.h_integral_x1 = z.h_integral(1.5) - 1.0;
+        z.h_integral_n = z.h_integral(n.max(1) as f64 + 0.5);
+        z.s = 2.0 - z.h_integral_inv(z.h_integral(2.5) - z.h(2.0));
+        if n > 1 {
+            // n / φ, then up to the next value coprime with n (at most a few dozen steps).
+            let mut a = ((n as f64) * 0.618_033_988_749_894_9) as u64;
+            a = a.clamp(1, n - 1);
+            while gcd(a, n) != 1 {
+                a += 1;
+            }
+            z.mult = a;
+            z.offset = ((n as f64) * 0.381_966_011_250_105_1) as u64 % n;
+        }
+        Some(z)
+    }
+
+    /// The keyspace length.
+    pub fn n(&self) -> u64 {
+        self.n
+    }
+
+    /// The exponent θ.
+    pub fn theta(&self) -> f64 {
+        self.theta
+    }
+
+    /// `H(x) = ∫ x^-θ`, the integral of [`Zipf::h`] shifted so it is continuous at θ = 1.
+    fn h_integral(&self, x: f64) -> f64 {
+        let log_x = x.ln();
+        helper2((1.0 - self.theta) * log_x) * log_x
+    }
+
+    /// `h(x) = x^-θ`.
+    fn h(&self, x: f64) -> f64 {
+        (-self.theta * x.ln()).exp()
+    }
+
+    /// The inverse of [`Zipf::h_integral`].
+    fn h_integral_inv(&self, x: f64) -> f64 {
+        // Clamp at -1: rounding may push t just below, where log1p is undefined.
+        let t = (x * (1.0 - self.theta)).max(-1.0);
+        (helper1(t) * x).exp()
+    }
+
+    /// A rank in `[0, n)`: 0 is the most frequent.
+    #[inline]
+    pub fn sample_rank(&self, rng: &mut Rng) -> u64 {
+        if self.n <= 1 {
+            return 0;
+        }
+        loop {
+            let u = self.h_integral_n + rng.next_f64() * (self.h_integral_x1 - self.h_integral_n);
+            let x = self.h_integral_inv(u);
+            // `as` saturates (NaN gives 0), and the clamp keeps k in [1, n] whatever rounding did.
+            let k = ((x + 0.5) as u64).clamp(1, self.n);
+            let kf = k as f64;
+            if kf - x <= self.s || u >= self.h_integral(kf + 0.5) - self.h(kf) {
+                return k - 1;
+            }
+        }
+    }
+
+    /// The key of rank `rank` (< n): a bijection of `[0, n)` that spreads neighbouring ranks.
+    #[inline]
+    pub fn key_of_rank(&self, rank: u64) -> u64 {
+        if self.n <= 1 {
+            return 0;
+        }
+        ((u128::from(rank) * u128::from(self.mult) + u128::from(self.offset)) % u128::from(self.n)) as u64
+    }
+
+    /// A key in `[0, n)` (0 when `n == 0`): a Zipf rank, scrambled by [`Zipf::key_of_rank`].
+    #[inline]
+    pub fn sample(&self, rng: &mut Rng) -> u64 {
+        self.key_of_rank(self.sample_rank(rng))
+    }
+}
+
+/// A normal distribution over `[0, n)` centred on `n / 2` with standard deviation `n / 6`, as
+/// memtier's `--key-pattern G` defaults to; draws outside the keyspace (0.27%) are redrawn.
+#[inline]
+pub fn gaussian(n: u64, rng: &mut Rng) -> u64 {
+    if n <= 1 {
+        return 0;
+    }
+    let mean = n as f64 / 2.0;
+    let sd = n as f64 / 6.0;
+    loop {
+        // Box-Muller; 1 - u is in (0, 1], so the log is finite.
+        let u = 1.0 - rng.next_f64();
+        let v = rng.next_f64();
+        let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+        let x = mean + sd * z;
+        if x >= 0.0 && x < n as f64 {
+            // Rounding can give exactly n for n above 2^53; the min keeps the key below n.
+            return (x as u64).min(n - 1);
+        }
+    }
+}
+
+/// How keys are drawn from the `-r` keyspace (`--key-dist`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum KeyDist {
+    /// Independent uniform draws (redis-benchmark's `-r`).
+    Uniform,
+    /// 0, 1, 2, … over the test's connections together, wrapping at the keyspace length.
+    Sequential,
+    /// Zipf with this exponent: see [`Zipf`].
+    Zipf(f64),
+    /// Normal, mean n/2 and standard deviation n/6: see [`gaussian`].
+    Gaussian,
+}
+
+impl KeyDist {
+    /// Parses `uniform`, `sequential`, `zipf:THETA` (`zipf` alone is 0.99) or `gaussian`.
+    pub fn parse(text: &str) -> Result<KeyDist, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "uniform" => Ok(KeyDist::Uniform),
+            "sequential" => Ok(KeyDist::Sequential),
+            "gaussian" => Ok(KeyDist::Gaussian),
+            "zipf" => Ok(KeyDist::Zipf(0.99)),
+            other => match other.strip_prefix("zipf:").map(str::parse::<f64>) {
+                Some(Ok(t)) if t.is_finite() && t > 0.0 && t <= 100.0 => Ok(KeyDist::Zipf(t)),
+                Some(_) => Err("the zipf exponent must be a number above 0 and at most 100".to_string()),
+                None => Err("the distributions are uniform, sequential, zipf:THETA and gaussian".to_string()),
+            },
+        }
+    }
+
+    /// The key space of this distribution over [0, n); `None` for Zipf beyond [`Zipf::MAX_N`].
+    pub fn space(self, n: u64) -> Option<crate::template::KeySpace> {
+        use crate::template::KeySpace;
+        Some(match self {
+            KeyDist::Uniform => KeySpace::Random { n },
+            KeyDist::Sequential => KeySpace::sequential(n),
+            KeyDist::Zipf(theta) => KeySpace::Zipf(Zipf::new(n, theta)?),
+            KeyDist::Gaussian => KeySpace::Gaussian { n },
+        })
+    }
+}
+
+impl std::fmt::Display for KeyDist {
+    /// The `--key-dist` syntax: `uniform`, `sequential`, `zipf:0.99`, `gaussian`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyDist::Uniform => f.write_str("uniform"),
+            KeyDist::Sequential => f.write_str("sequential"),
+            KeyDist::Zipf(t) => write!(f, "zipf:{t}"),
+            KeyDist::Gaussian => f.write_str("gaussian"),
+        }
+    }
+}
+
+/// The size of the values (`-d`): fixed, uniform over a range, or a weighted list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ValueSize {
+    /// Every value `n` bytes (redis-benchmark's `-d n`).
+    Fixed(usize),
+    /// Uniform over `[lo, hi]`, both included (`-d lo-hi`).
+    Range {
+        /// The smallest size.
+        lo: usize,
+        /// The largest size.
+        hi: usize,
+    },
+    /// `(size, weight)` pairs: a size is drawn with probability weight / total (`-d s:w,s:w`).
+    Weighted(Vec<(usize, u64)>),
+}
+
+impl ValueSize {
+    /// The largest value size, as redis-benchmark clamps `-d`: 1 GiB.
+    pub const MAX: usize = 1 << 30;
+
+    /// Parses `-d`: `N` (redis-benchmark's fixed size, clamped into [1, 1 GiB] as it does),
+    /// `LO-HI` (uniform, both included) or `SIZE:WEIGHT,…` (a weight left out is 1). Sizes in
+    /// ranges and lists must be 1 to 1 GiB. The error says what is wrong, without the option.
+    pub fn parse(text: &str) -> Result<ValueSize, String> {
+        let text = text.trim();
+        if let Ok(n) = text.parse::<i64>() {
+            return Ok(ValueSize::Fixed(n.clamp(1, ValueSize::MAX as i64) as usize));
+        }
+        let size = |t: &str| -> Result<usize, String> {
+            match t.trim().parse::<usize>() {
+                Ok(n) if (1..=ValueSize::MAX).contains(&n) => Ok(n),
+                _ => Err(format!("'{t}' is not a size from 1 to {} bytes", ValueSize::MAX)),
+            }
+        };
+        if text.contains([',', ':']) {
+            let mut list = Vec::new();
+            for item in text.split(',') {
+                let (s, w) = match item.split_once(':') {
+                    Some((s, w)) => {
+                        let w = w
+                            .trim()
+                            .parse::<u64>()
+                            .map_err(|_| format!("'{w}' is not a weight (0 or more)"))?;
+                        (s, w)
+                    }
+                    None => (item, 1),
+                };
+                list.push((size(s)?, w));
+            }
+            if list.iter().all(|&(_, w)| w == 0) {
+                return Err("at least one weight must be above 0".to_string());
+            }
+            if list.iter().try_fold(0u64, |t, &(_, w)| t.checked_add(w)).is_none() {
+                return Err("the weights add up to more than 2^64".to_string());
+            }
+            return Ok(ValueSize::Weighted(list));
+        }
+        if let Some((lo, hi)) = text.split_once('-') {
+            let (lo, hi) = (size(lo)?, size(hi)?);
+            if lo > hi {
+                return Err(format!("the range {lo}-{hi} is empty (the smaller size comes first)"));
+            }
+            return Ok(ValueSize::Range { lo, hi });
+        }
+        Err("expected a size (3), a range (16-1024) or a weighted list (16:3,1024:1)".to_string())
+    }
+
+    /// The largest size a value can have.
+    pub fn max(&self) -> usize {
+        match self {
+            ValueSize::Fixed(n) => *n,
+            ValueSize::Range { hi, .. } => *hi,
+            ValueSize::Weighted(list) => list.iter().map(|&(s, _)| s).max().unwrap_or(0),
+        }
+    }
+
+    /// Whether every value has the same size.
+    pub fn is_fixed(&self) -> bool {
+        match self {
+            ValueSize::Fixed(_) => true,
+            ValueSize::Range { lo, hi } => lo == hi,
+            ValueSize::Weighted(list) => {
+                let mut sizes = list.iter().filter(|&&(_, w)| w > 0).map(|&(s, _)| s);
+                let first = sizes.next();
+                sizes.all(|s| Some(s) == first)
+            }
+        }
+    }
+
+    /// The sampler for this spec, with weights made cumulative once.
+    pub fn sampler(&self) -> SizeSampler {
+        match self {
+            ValueSize::Fixed(n) => SizeSampler::Fixed(*n),
+            ValueSize::Range { lo, hi } => SizeSampler::Range { lo: *lo, span: (*hi - *lo) as u64 + 1 },
+            ValueSize::Weighted(list) => {
+                let mut total = 0u64;
+                let cumulative = list
+                    .iter()
+                    .filter(|&&(_, w)| w > 0)
+                    .map(|&(s, w)| {
+                        total = total.saturating_add(w);
+                        (total, s)
+                    })
+                    .collect();
+                SizeSampler::Weighted { cumulative, total }
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ValueSize {
+    /// The `-d` syntax that parses back to this spec: `3`, `16-1024`, `16:3,1024:1`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ValueSize::Fixed(n) => write!(f, "{n}"),
+            ValueSize::Range { lo, hi } => write!(f, "{lo}-{hi}"),
+            ValueSize::Weighted(list) => {
+                for (i, (s, w)) in list.iter().enumerate() {
+                    write!(f, "{}{s}:{w}", if i == 0 { "" } else { "," })?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Draws value sizes; built once per template from a [`ValueSize`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SizeSampler {
+    /// Always this size.
+    Fixed(usize),
+    /// `lo + below(span)`.
+    Range {
+        /// The smallest size.
+        lo: usize,
+        /// How many sizes there are (`hi - lo + 1`).
+        span: u64,
+    },
+    /// `(running total of weights, size)`, ascending; a draw below `total` picks the first
+    /// entry whose running total exceeds it.
+    Weighted {
+        /// Running totals and sizes.
+        cumulative: Vec<(u64, usize)>,
+        /// The sum of the weights.
+        total: u64,
+    },
+}
+
+impl SizeSampler {
+    /// The next size.
+    #[inline]
+    pub fn sample(&self, rng: &mut Rng) -> usize {
+        match self {
+            SizeSampler::Fixed(n) => *n,
+            SizeSampler::Range { lo, span } => lo + rng.below(*span) as usize,
+            SizeSampler::Weighted { cumulative, total } => {
+                let x = rng.below(*total);
+                cumulative.iter().find(|&&(c, _)| x < c).or(cumulative.last()).map_or(0, |&(_, s)| s)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Chi-square statistic of observed counts against expected counts.
+    fn chi2(observed: &[u64], expected: &[f64]) -> f64 {
+        observed
+            .iter()
+            .zip(expected)
+            .map(|(&o, &e)| {
+                let d = o as f64 - e;
+                d * d / e
+            })
+            .sum()
+    }
+
+    #[test]
+    fn zipf_matches_the_exact_pmf() {
+        // n = 1000, θ = 0.99, 10^6 draws. Ranks 0..49 are their own buckets, the rest are
+        // grouped into buckets of >= 40 expected draws so the chi-square approximation holds.
+        // The critical values are at p = 0.001 for the degrees of freedom of each grouping;
+        // the seeds are fixed, so the test is deterministic.
+        for theta in [0.5, 0.99, 1.0, 1.5] {
+            let n = 1000u64;
+            let z = Zipf::new(n, theta).unwrap();
+            let weights: Vec<f64> = (1..=n).map(|k| (k as f64).powf(-theta)).collect();
+            let norm: f64 = weights.iter().sum();
+            let draws = 1_000_000u64;
+            let mut counts = vec![0u64; n as usize];
+            let mut rng = Rng::new(7);
+            for _ in 0..draws {
+                counts[z.sample_rank(&mut rng) as usize] += 1;
+            }
+            // Group consecutive ranks until each bucket expects >= 40 draws.
+            let (mut obs, mut exp) = (Vec::new(), Vec::new());
+            let (mut o, mut e) = (0u64, 0.0f64);
+            for (c, w) in counts.iter().zip(&weights) {
+                o += c;
+                e += w / norm * draws as f64;
+                if e >= 40.0 {
+                    obs.push(o);
+                    exp.push(e);
+                    (o, e) = (0, 0.0);
+                }
+            }
+            if e > 0.0 {
+                *obs.last_mut().unwrap() += o;
+                *exp.last_mut().unwrap() += e;
+            }
+            let df = (obs.len() - 1) as f64;
+            // Wilson-Hilferty approximation of the p = 0.001 quantile (z = 3.09).
+            let crit = df * (1.0 - 2.0 / (9.0 * df) + 3.09 * (2.0 / (9.0 * df)).sqrt()).powi(3);
+            let stat = chi2(&obs, &exp);
+            assert!(stat < crit, "θ {theta}: chi2 {stat} over {df} df, critical {crit}");
+            assert!(counts[0] > counts[1] && counts[1] > counts[9], "θ {theta}: rank 0 is the hottest");
+        }
+    }
+
+    #[test]
+    fn zipf_huge_keyspace_in_constant_memory() {
+        // 10^12 keys: no table, values below n, and the head is as heavy as the pmf says:
+        // P(rank 0) = 1 / H(n, 0.99) = 1 / 32.40 (H by Euler-Maclaurin, ζ(0.99) + n^0.01 / 0.01,
+        // computed offline with mpmath). With 200k draws the count's sd is ~77; allow ±500.
+        let n = 1_000_000_000_000u64;
+        let z = Zipf::new(n, 0.99).unwrap();
+        assert!(std::mem::size_of_val(&z) <= 64);
+        let mut rng = Rng::new(3);
+        let mut rank0 = 0u64;
+        let mut max = 0u64;
+        for _ in 0..200_000 {
+            let r = z.sample_rank(&mut rng);
+            assert!(r < n);
+            rank0 += u64::from(r == 0);
+            max = max.max(r);
+            assert!(z.key_of_rank(r) < n);
+        }
+        let want = 200_000.0 / 32.40;
+        assert!((rank0 as f64 - want).abs() < 500.0, "rank 0 drawn {rank0} times, want ~{want}");
+        // The tail is reached: P(rank >= 10^9) = 1 - H(10^9)/H(10^12) ≈ 0.27.
+        assert!(max > 1_000_000_000, "max rank {max}");
+        assert!(Zipf::new(Zipf::MAX_N, 0.99).is_some());
+        assert!(Zipf::new(Zipf::MAX_N + 1, 0.99).is_none());
+    }
+
+    #[test]
+    fn zipf_rejects_bad_exponents_and_handles_tiny_keyspaces() {
+        for theta in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(Zipf::new(10, theta).is_none(), "θ {theta}");
+        }
+        let mut rng = Rng::new(1);
+        for n in [0u64, 1] {
+            let z = Zipf::new(n, 0.99).unwrap();
+            assert!((0..100).all(|_| z.sample(&mut rng) == 0));
+        }
+        let z = Zipf::new(2, 0.99).unwrap();
+        let ones = (0..10_000).filter(|_| z.sample_rank(&mut rng) == 1).count();
+        // P(rank 1) = 2^-0.99 / (1 + 2^-0.99) ≈ 0.3348; sd over 10^4 draws ≈ 47.
+        assert!((ones as i64 - 3348).abs() < 300, "{ones}");
+    }
+
+    #[test]
+    fn zipf_extreme_exponents_terminate_and_stay_in_range() {
+        // The accepted range of --key-dist zipf:THETA is (0, 100]: every draw ends, is below n,
+        // and a steep exponent puts nearly everything on rank 0 (P = 1/ζ(100) ≈ 1 - 2^-100).
+        let mut rng = Rng::new(9);
+        for n in [2u64, 1000, 1_000_000_000_000, Zipf::MAX_N] {
+            for theta in [1e-6, 0.01, 0.5, 1.0, 1.000_001, 2.0, 10.0, 100.0] {
+                let z = Zipf::new(n, theta).unwrap();
+                for _ in 0..2000 {
+                    assert!(z.sample_rank(&mut rng) < n, "n {n} θ {theta}");
+                }
+            }
+            let steep = Zipf::new(n, 100.0).unwrap();
+            assert!((0..1000).all(|_| steep.sample_rank(&mut rng) == 0), "n {n}");
+        }
+    }
+
+    #[test]
+    fn zipf_scrambling_is_a_bijection() {
+        for n in [2u64, 3, 10, 97, 1000, 1024, 3600] {
+            let z = Zipf::new(n, 0.99).unwrap();
+            let mut seen = vec![false; n as usize];
+            for r in 0..n {
+                let k = z.key_of_rank(r);
+                assert!(!seen[k as usize], "n {n}: key {k} twice");
+                seen[k as usize] = true;
+            }
+            // The hottest key is not key 0, and the two hottest are not neighbours.
+            if n > 10 {
+                assert_ne!(z.key_of_rank(0), 0, "n {n}");
+                assert!(z.key_of_rank(1).abs_diff(z.key_of_rank(0)) > 1, "n {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn gaussian_matches_the_normal_cdf() {
+        // n = 600: mean 300, sd 100. 12 buckets of 50 keys (half a sd each); expected counts
+        // from the normal cdf truncated to [0, 600). Chi-square with 11 df: p = 0.001 at 31.26.
+        let n = 600u64;
+        let cdf = |x: f64| 0.5 * (1.0 + erf((x - 300.0) / (100.0 * std::f64::consts::SQRT_2)));
+        let mass = cdf(600.0) - cdf(0.0);
+        let draws = 200_000u64;
+        for seed in [1u64, 2, 3] {
+            let mut rng = Rng::new(seed);
+            let mut counts = [0u64; 12];
+            for _ in 0..draws {
+                let k = gaussian(n, &mut rng);
+                assert!(k < n);
+                counts[(k / 50) as usize] += 1;
+            }
+            let expected: Vec<f64> = (0..12)
+                .map(|i| (cdf((i * 50 + 50) as f64) - cdf((i * 50) as f64)) / mass * draws as f64)
+                .collect();
+            let stat = chi2(&counts, &expected);
+            assert!(stat < 31.26, "seed {seed}: chi2 {stat}, counts {counts:?}");
+        }
+        let mut rng = Rng::new(1);
+        assert!((0..100).all(|_| gaussian(0, &mut rng) == 0 && gaussian(1, &mut rng) == 0));
+        assert!((0..10_000).all(|_| gaussian(1_000_000_000_000, &mut rng) < 1_000_000_000_000));
+    }
+
+    /// erf by Abramowitz and Stegun 7.1.26 (absolute error < 1.5e-7), enough for expected counts.
+    fn erf(x: f64) -> f64 {
+        let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+        let y = 1.0
+            - (((((1.061_405_429 * t - 1.453_152_027) * t) + 1.421_413_741) * t - 0.284_496_736) * t
+                + 0.254_829_592)
+                * t
+                * (-x * x).exp();
+        if x < 0.0 {
+            -y
+        } else {
+            y
+        }
+    }
+
+    #[test]
+    fn range_sizes_stay_in_bounds_and_are_uniform() {
+        // 16..=25: 10 sizes, 100k draws; chi-square with 9 df, p = 0.001 at 27.88.
+        let s = ValueSize::Range { lo: 16, hi: 25 }.sampler();
+        let mut rng = Rng::new(4);
+        let mut counts = [0u64; 10];
+        for _ in 0..100_000 {
+            let n = s.sample(&mut rng);
+            assert!((16..=25).contains(&n));
+            counts[n - 16] += 1;
+        }
+        assert!(chi2(&counts, &[10_000.0; 10]) < 27.88, "{counts:?}");
+        let s = ValueSize::Range { lo: 16, hi: 1024 }.sampler();
+        let draws: Vec<usize> = (0..10_000).map(|_| s.sample(&mut rng)).collect();
+        assert!(draws.iter().all(|n| (16..=1024).contains(n)));
+        assert!(draws.contains(&16) && draws.contains(&1024), "both ends are reached");
+    }
+
+    #[test]
+    fn weighted_sizes_follow_their_weights() {
+        // 16:3,1024:1,100:0 → 75% / 25% / never. 100k draws: sd of the 16 count is 137;
+        // allow ±700 (5 sd).
+        let spec = ValueSize::Weighted(vec![(16, 3), (1024, 1), (100, 0)]);
+        assert_eq!(spec.max(), 1024);
+        assert!(!spec.is_fixed());
+        assert!(ValueSize::Weighted(vec![(5, 1), (9, 0)]).is_fixed());
+        let s = spec.sampler();
+        let mut rng = Rng::new(5);
+        let mut small = 0i64;
+        for _ in 0..100_000 {
+            match s.sample(&mut rng) {
+                16 => small += 1,
+                1024 => {}
+                other => panic!("size {other} drawn"),
+            }
+        }
+        assert!((small - 75_000).abs() < 700, "{small}");
+    }
+
+    #[test]
+    fn parses_the_d_syntax() {
+        assert_eq!(ValueSize::parse("3"), Ok(ValueSize::Fixed(3)));
+        assert_eq!(ValueSize::parse("0"), Ok(ValueSize::Fixed(1)), "clamped like redis-benchmark");
+        assert_eq!(ValueSize::parse("-5"), Ok(ValueSize::Fixed(1)));
+        assert_eq!(ValueSize::parse("99999999999"), Ok(ValueSize::Fixed(1 << 30)));
+        assert_eq!(ValueSize::parse("16-1024"), Ok(ValueSize::Range { lo: 16, hi: 1024 }));
+        assert_eq!(ValueSize::parse("16:3,1024:1"), Ok(ValueSize::Weighted(vec![(16, 3), (1024, 1)])));
+        assert_eq!(ValueSize::parse("16,32"), Ok(ValueSize::Weighted(vec![(16, 1), (32, 1)])));
+        for bad in ["1024-16", "0-5", "5-", "x", "16:x", "16:0", "0:1", "1-2000000000", "", "16:1,,"] {
+            assert!(ValueSize::parse(bad).is_err(), "{bad}");
+        }
+        assert!(ValueSize::parse(&format!("1:{},2:1", u64::MAX)).is_err());
+        for spec in ["3", "16-1024", "16:3,1024:1"] {
+            assert_eq!(ValueSize::parse(spec).unwrap().to_string(), spec);
+        }
+    }
+
+    #[test]
+    fn parses_key_dist() {
+        assert_eq!(KeyDist::parse("uniform"), Ok(KeyDist::Uniform));
+        assert_eq!(KeyDist::parse("Sequential"), Ok(KeyDist::Sequential));
+        assert_eq!(KeyDist::parse("zipf:0.99"), Ok(KeyDist::Zipf(0.99)));
+        assert_eq!(KeyDist::parse("zipf"), Ok(KeyDist::Zipf(0.99)));
+        assert_eq!(KeyDist::parse("gaussian"), Ok(KeyDist::Gaussian));
+        for bad in ["zipf:0", "zipf:-1", "zipf:nan", "zipf:inf", "zipf:", "normal", ""] {
+            assert!(KeyDist::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(KeyDist::Zipf(1.2).to_string(), "zipf:1.2");
+        assert!(KeyDist::Zipf(0.99).space(Zipf::MAX_N + 1).is_none());
+    }
+
+    #[test]
+    fn display_round_trips_the_syntax() {
+        assert_eq!(ValueSize::Fixed(3).to_string(), "3");
+        assert_eq!(ValueSize::Range { lo: 16, hi: 1024 }.to_string(), "16-1024");
+        assert_eq!(ValueSize::Weighted(vec![(16, 3), (1024, 1)]).to_string(), "16:3,1024:1");
+    }
+}

@@ -1,0 +1,62 @@
+"""Checks a respbench --json document with independent implementations.
+
+Usage: check_json.py SCHEMA DOCUMENT
+
+- validates DOCUMENT against the JSON Schema SCHEMA (draft 2020-12, the `jsonschema` package);
+- decodes every test's histogram with HdrHistogram's Python implementation (the `hdrhistogram`
+  package) and checks that its count, min, max and percentiles are the ones respbench reported.
+
+Prints one line per test and exits non-zero on the first mismatch.
+"""
+
+import json
+import sys
+
+import jsonschema
+from hdrh.histogram import HdrHistogram
+
+# latency_ms field -> percentile
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9, "p99_99": 99.99}
+
+
+def fail(msg):
+    print(f"check_json: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-9 + 1e-9 * abs(b)
+
+
+def main():
+    if len(sys.argv) != 3:
+        fail("usage: check_json.py SCHEMA DOCUMENT")
+    with open(sys.argv[1]) as f:
+        schema = json.load(f)
+    with open(sys.argv[2]) as f:
+        # NaN and Infinity are not JSON: refuse them instead of reading them as floats.
+        doc = json.load(f, parse_constant=lambda c: fail(f"non-JSON constant {c}"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(doc), key=str)
+    if errors:
+        fail("schema: " + "; ".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]))
+    for t in doc["tests"]:
+        h = HdrHistogram.decode(t["histogram"]["data"])
+        name = t["name"]
+        if h.get_total_count() != t["requests"]:
+            fail(f"{name}: histogram count {h.get_total_count()} != requests {t['requests']}")
+        lat = t["latency_ms"]
+        if t["requests"] == 0:
+            print(f"{name}: empty")
+            continue
+        checks = {k: h.get_value_at_percentile(p) / 1000.0 for k, p in PERCENTILES.items()}
+        checks["min"] = h.get_min_value() / 1000.0
+        checks["max"] = h.get_max_value() / 1000.0
+        for k, want in checks.items():
+            if not close(lat[k], want):
+                fail(f"{name}: latency_ms.{k} is {lat[k]} but the decoded histogram says {want}")
+        print(f"{name}: {t['requests']} requests, p50 {lat['p50']} ms, p99 {lat['p99']} ms: agree")
+
+
+if __name__ == "__main__":
+    main()
