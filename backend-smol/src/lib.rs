@@ -11,14 +11,13 @@
 //! costs an `epoll_ctl` per wait, that is per request at `-P 1`, and its reactor is one for the
 //! process, which executor threads take turns at (a futex hand-off per wake-up with `--threads`).
 //! Each thread instead registers its sockets once, edge-triggered, in an epoll set of its own (a
-//! `mio::Poll`) and runs its executor in [`block_on`] over that set. Connects and timers still go
-//! through async-io (`Async::connect`, `Timer`), whose reactor then runs on its helper thread.
+//! `mio::Poll`), connects there without blocking, and runs its executor in [`block_on`] over that
+//! set. Timers still go through async-io (`Timer`), whose reactor then runs on its helper thread.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::unix::net::UnixStream;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::pin::pin;
 use std::rc::Rc;
@@ -28,7 +27,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use mio::{Interest, Token};
-use smol::{future, Async, LocalExecutor, Timer};
+use smol::{future, LocalExecutor, Timer};
 
 use respbench_core::run::{connect_error, io_error};
 use respbench_core::{Connection, Endpoint, Event, Outcome, Stats, TestRun, Time};
@@ -51,21 +50,49 @@ enum Sock {
 }
 
 impl Sock {
-    /// Connects through async-io, then moves the socket into the thread's edge-triggered set.
-    async fn connect(target: &Target, registry: &mio::Registry, token: Token) -> io::Result<Sock> {
+    /// Connects without blocking, in the thread's edge-triggered set: the writable edge (or an
+    /// error) says the connect completed.
+    async fn connect(
+        target: &Target,
+        registry: &mio::Registry,
+        token: Token,
+        ready: &Readiness,
+    ) -> io::Result<Sock> {
         let mut sock = match target {
-            Target::Tcp(a) => {
-                let s = Async::<TcpStream>::connect(*a).await?.into_inner()?;
-                s.set_nodelay(true)?;
-                Sock::Tcp(mio::net::TcpStream::from_std(s))
-            }
-            Target::Unix(p) => {
-                let s = Async::<UnixStream>::connect(p).await?.into_inner()?;
-                Sock::Unix(mio::net::UnixStream::from_std(s))
-            }
+            Target::Tcp(a) => Sock::Tcp(mio::net::TcpStream::connect(*a)?),
+            Target::Unix(p) => Sock::Unix(mio::net::UnixStream::connect(p)?),
         };
         registry.register(sock.source(), token, Interest::READABLE | Interest::WRITABLE)?;
-        Ok(sock)
+        loop {
+            ready.wait(true).await;
+            if sock.finish_connect()? {
+                return Ok(sock); // readiness stays: the edge may have brought bytes too
+            }
+            ready.readable.set(false);
+            ready.writable.set(false);
+        }
+    }
+
+    /// After readiness during a connect: `Ok(true)` when connected, `Ok(false)` when still in
+    /// progress.
+    fn finish_connect(&mut self) -> io::Result<bool> {
+        let (err, peer) = match self {
+            Sock::Tcp(s) => (s.take_error()?, s.peer_addr().map(|_| ())),
+            Sock::Unix(s) => (s.take_error()?, s.peer_addr().map(|_| ())),
+        };
+        if let Some(e) = err {
+            return Err(e);
+        }
+        match peer {
+            Ok(()) => {
+                if let Sock::Tcp(s) = self {
+                    s.set_nodelay(true)?;
+                }
+                Ok(true)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     fn source(&mut self) -> &mut dyn mio::event::Source {
@@ -147,7 +174,7 @@ impl Wake for LoopWaker {
 ///
 /// The loop polls the future (the executor runs the woken tasks), then asks the set for events,
 /// waiting only when nothing was woken, marks the connections' readiness and wakes their tasks.
-/// async-io's own reactor, which still serves connects and timers, runs on its helper thread
+/// async-io's own reactor, which still serves the timers, runs on its helper thread
 /// ("async-io") and reaches this thread through the waker.
 fn block_on<T>(fut: impl Future<Output = T>, mut poll: mio::Poll, slots: &[Rc<Readiness>]) -> io::Result<T> {
     let lw = Arc::new(LoopWaker {
@@ -311,7 +338,7 @@ async fn drive(local: &Local<'_>, mut conn: Connection, token: Token, ready: Rc<
         ready.readable.set(false);
         ready.writable.set(false);
         ready.hangup.set(false);
-        let mut sock = match Sock::connect(&local.target, &local.registry, token).await {
+        let mut sock = match Sock::connect(&local.target, &local.registry, token, &ready).await {
             Ok(s) => {
                 conn.handle_connected(now(), &mut local.shared.borrow_mut().stats);
                 Some(s)
