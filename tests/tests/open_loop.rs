@@ -206,6 +206,7 @@ fn an_unreachable_target_is_reported() {
     assert!(out.stderr.contains("-c 1 × -P 1"), "{}", out.dump());
     let doc = read(&json);
     let t = &doc["tests"][0];
-    assert!(ms(&t["rps"]) < 90_000.0);
+    // The warning's threshold is 95% of the target; the JSON carries the same rate.
+    assert!(ms(&t["rps"]) < 95_000.0, "{t}");
     assert!(ms(&t["latency_ms"]["p99"]) > 10.0 * ms(&t["service_latency_ms"]["p99"]), "{t}");
 }
