@@ -184,6 +184,8 @@ struct Loop<'a> {
     open: usize,
     published_requests: u64,
     published_latency: u64,
+    /// Seconds of the series added to `Progress::seconds`.
+    published_seconds: usize,
     /// Connections' `poll_timeout`s, earliest first; an entry whose time is no longer its slot's
     /// `timer_at` is stale and skipped.
     timers: BinaryHeap<Reverse<(Time, usize)>>,
@@ -231,6 +233,7 @@ impl<'a> Loop<'a> {
             open: 0,
             published_requests: 0,
             published_latency: 0,
+            published_seconds: 0,
             timers: BinaryHeap::new(),
             timerfd,
             swept: false,
@@ -353,6 +356,8 @@ impl<'a> Loop<'a> {
         p.latency_sum_micros.fetch_add(sum.saturating_sub(self.published_latency), Ordering::Relaxed);
         self.published_requests = req;
         self.published_latency = sum;
+        let now = self.now();
+        p.publish_seconds(&self.stats, now, &mut self.published_seconds);
     }
 
     fn connect(&mut self, i: usize) {

@@ -301,11 +301,17 @@ fn run_thread(
         }
         false
     };
+    let published = Cell::new((0u64, 0u64, 0usize));
+    let now = || Time::since(epoch, Instant::now());
+    let publish_now = || {
+        let mut p = published.get();
+        publish(run, &local.shared.borrow().stats, now(), &mut p);
+        published.set(p);
+    };
     let watcher = async {
-        let mut published = (0u64, 0u64);
         loop {
             Timer::after(PUBLISH_EVERY).await;
-            publish(run, &local.shared.borrow().stats, &mut published);
+            publish_now();
             if run.progress.aborted() {
                 return true;
             }
@@ -313,20 +319,23 @@ fn run_thread(
     };
     let aborted = block_on(ex.run(future::or(all_done, watcher)), poll, &slots)
         .map_err(|e| format!("event loop failed: {e}"))?;
-    let mut published = (0, 0);
-    publish(run, &local.shared.borrow().stats, &mut published);
+    publish_now();
     drop(ex); // cancels tasks still running after an abort, releasing their borrows of `local`
     let shared = local.shared.into_inner();
     Ok(Outcome { stats: shared.stats, failures: shared.failures, aborted })
 }
 
-fn publish(run: &TestRun, stats: &Stats, published: &mut (u64, u64)) {
+/// What a thread has published so far: requests, their latency sum, seconds of the series.
+type Published = (u64, u64, usize);
+
+fn publish(run: &TestRun, stats: &Stats, now: Time, published: &mut Published) {
     let p = &run.progress;
     let req = stats.requests;
     let sum = (stats.latency.mean() * stats.latency.len() as f64) as u64;
     p.completed.fetch_add(req.saturating_sub(published.0), Ordering::Relaxed);
     p.latency_sum_micros.fetch_add(sum.saturating_sub(published.1), Ordering::Relaxed);
-    *published = (req, sum);
+    (published.0, published.1) = (req, sum);
+    p.publish_seconds(stats, now, &mut published.2);
 }
 
 /// One connection's task: connect, then loop on the drain rule until it finishes or fails.

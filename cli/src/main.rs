@@ -501,7 +501,10 @@ fn run_test(
         sigfig: cfg.precision,
         progress: Arc::new(Progress::default()),
     };
-    let show_progress = cfg.output != Output::Csv && !json_on_stdout(cfg) && io::stdout().is_terminal();
+    // The live view replaces the progress line.
+    let show_progress =
+        cfg.output != Output::Csv && !json_on_stdout(cfg) && io::stdout().is_terminal() && !cfg.open.live;
+    let mut live_printed = 0usize;
     let started = Instant::now();
     // The client's cost counts from the end of the warmup, like the requests it is divided by.
     let mut cpu_before = cpu::process_cpu();
@@ -545,6 +548,17 @@ fn run_test(
             }
             if stop_asked.is_some_and(|t| t.elapsed() > DRAIN_GRACE) {
                 run.progress.abort.store(true, Ordering::Relaxed);
+            }
+            if cfg.open.live {
+                // A second is printed once every loop has had time to add it (they publish every
+                // 50 ms); seconds count from the end of the warmup, like the series.
+                let measured = Instant::now().saturating_duration_since(begin + warmup);
+                let ready = measured.saturating_sub(Duration::from_millis(200)).as_secs() as usize;
+                let seconds = run.progress.seconds.lock().unwrap_or_else(|e| e.into_inner());
+                while live_printed < ready.min(seconds.len()) {
+                    eprintln!("{}", report::live_line(&spec.title, live_printed, &seconds[live_printed]));
+                    live_printed += 1;
+                }
             }
             if show_progress && last_draw.elapsed() >= PROGRESS_EVERY {
                 let dt = last_draw.elapsed().as_secs_f64();

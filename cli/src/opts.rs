@@ -167,6 +167,9 @@ pub struct Opts {
     /// after each test, print its per-second time series (rps, p50, p99, errors)
     #[argh(switch)]
     pub series: bool,
+    /// while a test runs, print each second's rps, p50, p99 and errors on stderr
+    #[argh(switch)]
+    pub live: bool,
     /// the command to benchmark instead of the default suite, with its arguments
     #[argh(positional, greedy)]
     pub command: Vec<String>,
@@ -259,6 +262,8 @@ pub struct OpenLoopConfig {
     pub mix_commands: Vec<(Vec<String>, u64)>,
     /// `--series`: print each test's time series.
     pub show_series: bool,
+    /// `--live`: print each second on stderr while a test runs.
+    pub live: bool,
 }
 
 impl OpenLoopConfig {
@@ -269,7 +274,7 @@ impl OpenLoopConfig {
 
     /// Whether per-second series are kept (time-based or open-loop runs, or asked for).
     pub fn keeps_series(&self) -> bool {
-        self.duration.is_some() || !self.rates.is_empty() || self.show_series
+        self.duration.is_some() || !self.rates.is_empty() || self.show_series || self.live
     }
 }
 
@@ -376,7 +381,7 @@ fn apply_uri(uri: &str, c: &mut Config) -> Result<(), String> {
 impl Opts {
     /// Checks the rate, time and mix options.
     fn open_loop(&self) -> Result<OpenLoopConfig, String> {
-        let mut o = OpenLoopConfig { show_series: self.series, ..OpenLoopConfig::default() };
+        let mut o = OpenLoopConfig { show_series: self.series, live: self.live, ..OpenLoopConfig::default() };
         if let Some(list) = &self.rps {
             for r in list.split(',') {
                 let rate: u64 = r.trim().parse().map_err(|_| {

@@ -317,6 +317,17 @@ pub fn write_rate_table(steps: &[Entry], poisson: bool, out: &mut impl Write) ->
     writeln!(out)
 }
 
+/// One second of a running test, for `--live` (stderr).
+pub fn live_line(title: &str, second: usize, s: &respbench_core::stats::Second) -> String {
+    format!(
+        "{title}: second {second}: {} requests per second, p50={:.3} msec, p99={:.3} msec, errors {}",
+        s.requests,
+        ms(value_at_percentile(&s.latency, 50.0)),
+        ms(value_at_percentile(&s.latency, 99.0)),
+        s.errors
+    )
+}
+
 /// A test's per-second time series (`--series`).
 pub fn write_series(stats: &Stats, out: &mut impl Write) -> io::Result<()> {
     writeln!(

@@ -3,10 +3,11 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::conn::Plan;
-use crate::stats::Stats;
+use crate::stats::{Second, Stats};
+use crate::Time;
 
 /// Where the server is. Host names are resolved by the backend (resolution is IO).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,9 +46,38 @@ pub struct Progress {
     /// Set to make every loop return at once, dropping what is in flight (second Ctrl-C, or the
     /// drain after the first one took too long).
     pub abort: AtomicBool,
+    /// The per-second series of every loop together, each second added once it has ended (see
+    /// [`Progress::publish_seconds`]): what a live view prints while the test runs.
+    pub seconds: Mutex<Vec<Second>>,
 }
 
 impl Progress {
+    /// Adds the seconds of `stats`' series that have ended by `now` and that this loop has not
+    /// added yet (`*published` of them it has) to [`Progress::seconds`]. A loop calls it when it
+    /// publishes its figures; a second in which it recorded nothing adds nothing.
+    pub fn publish_seconds(&self, stats: &Stats, now: Time, published: &mut usize) {
+        if !stats.keep_series {
+            return;
+        }
+        let ended = (now.nanos_since(stats.start) / 1_000_000_000) as usize;
+        let upto = ended.min(stats.series.len());
+        if upto <= *published {
+            return;
+        }
+        // A poisoned lock only means another loop panicked mid-add; the figures are still counts.
+        let mut live = self.seconds.lock().unwrap_or_else(|e| e.into_inner());
+        if live.len() < upto {
+            live.resize_with(upto, Second::new);
+        }
+        for (mine, all) in stats.series[*published..upto].iter().zip(&mut live[*published..upto]) {
+            all.requests += mine.requests;
+            all.errors += mine.errors;
+            // Same bounds and precision on both sides: cannot fail.
+            let _ = all.latency.add(&mine.latency);
+        }
+        *published = upto;
+    }
+
     /// Whether the loops were told to return now.
     pub fn aborted(&self) -> bool {
         self.abort.load(Ordering::Relaxed)

@@ -25,6 +25,7 @@ on_both_backends!(
     duration_and_warmup,
     mix_follows_the_weights,
     rate_steps,
+    live_view,
 );
 
 fn json_path(tag: &str) -> PathBuf {
@@ -209,4 +210,32 @@ fn an_unreachable_target_is_reported() {
     // The warning's threshold is 95% of the target; the JSON carries the same rate.
     assert!(ms(&t["rps"]) < 95_000.0, "{t}");
     assert!(ms(&t["latency_ms"]["p99"]) > 10.0 * ms(&t["service_latency_ms"]["p99"]), "{t}");
+}
+
+/// `--live` prints each second on stderr while the test runs: in a 3 s run at 2000 requests/s,
+/// seconds 0 and 1 at least (the last may end with the test), each near the target rate, and
+/// stdout keeps only the report.
+fn live_view(tool: Tool) {
+    let server = RedisServer::start();
+    let json = json_path("live");
+    let out = tool.run(
+        &args(&server, &["-t", "get", "-c", "5", "--rps", "2000", "--duration", "3s", "--live", "-q"], &json),
+        T,
+    );
+    ok(&out);
+    let lines: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("GET: second ")).collect();
+    assert!(lines.len() >= 2, "{}", out.dump());
+    for (k, line) in lines.iter().enumerate() {
+        assert!(line.starts_with(&format!("GET: second {k}: ")), "{line}");
+        let rps: f64 = line.split(": ").nth(2).unwrap().split(' ').next().unwrap().parse().unwrap();
+        assert!((rps - 2000.0).abs() <= 200.0, "{line}");
+    }
+    assert!(!out.stdout.contains("second 0"), "{}", out.dump());
+    // The live seconds are the document's.
+    let doc = read(&json);
+    let series = doc["tests"][0]["series"].as_array().unwrap();
+    for (k, line) in lines.iter().enumerate() {
+        let n = series[k]["requests"].as_u64().unwrap();
+        assert!(line.contains(&format!(": {n} requests per second")), "{line} vs {}", series[k]);
+    }
 }
