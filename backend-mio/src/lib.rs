@@ -438,12 +438,15 @@ impl<'a> Loop<'a> {
             let slot = &mut self.slots[i];
             if slot.connected {
                 if let Some(sock) = slot.sock.as_mut() {
-                    let now = Time::since(self.epoch, Instant::now());
-                    while let Some(bytes) = slot.conn.poll_transmit(now) {
+                    loop {
+                        // The clock is read before the write: on loopback the server can answer
+                        // while the send syscall is still returning, and a reading after it
+                        // would leave that part of the round trip out of the latency.
+                        let now = Time::since(self.epoch, Instant::now());
+                        let Some(bytes) = slot.conn.poll_transmit(now) else { break };
                         let len = bytes.len();
                         match sock.write(bytes) {
                             Ok(n) => {
-                                let now = Time::since(self.epoch, Instant::now());
                                 slot.conn.advance_transmit(n, now, &mut self.stats);
                                 if n < len {
                                     break; // the socket is full: WRITABLE will fire

@@ -361,12 +361,15 @@ async fn drive(local: &Local<'_>, mut conn: Connection, token: Token, ready: Rc<
             // Drain: write what the socket takes, then act on events.
             let mut pending = false;
             if let Some(sock) = &mut sock {
-                let t = now();
-                while let Some(bytes) = conn.poll_transmit(t) {
+                loop {
+                    // The clock is read before the write (see the mio backend: the reply can
+                    // arrive before the send syscall returns).
+                    let t = now();
+                    let Some(bytes) = conn.poll_transmit(t) else { break };
                     let len = bytes.len();
                     match sock.write(bytes) {
                         Ok(n) => {
-                            conn.advance_transmit(n, now(), &mut local.shared.borrow_mut().stats);
+                            conn.advance_transmit(n, t, &mut local.shared.borrow_mut().stats);
                             if n < len {
                                 // The socket is full: the next edge says when it has room.
                                 ready.writable.set(false);

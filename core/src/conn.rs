@@ -368,7 +368,7 @@ enum State {
 struct Pending {
     /// Stream offset just past its last byte.
     end: u64,
-    /// When the kernel accepted its last byte; `Time::MAX` until then.
+    /// When the write that took its last byte began; `Time::MAX` until then.
     sent: Time,
     /// Its intended send time (open loop); `Time::MAX` in closed loop.
     intended: Time,
@@ -529,8 +529,9 @@ impl Connection {
         self.check_done();
     }
 
-    /// `written` bytes of what [`Connection::poll_transmit`] returned were accepted by the kernel
-    /// at `now`: requests whose last byte is among them count as sent at `now`.
+    /// `written` bytes of what [`Connection::poll_transmit`] returned were accepted by a write
+    /// that began at `now` (read the clock before the write, not after it): requests whose last
+    /// byte is among them count as sent at `now`.
     pub fn advance_transmit(&mut self, written: usize, now: Time, stats: &mut Stats) {
         let written = written.min(self.out.len() - self.out_pos);
         self.out_pos += written;

@@ -26,8 +26,10 @@
 //!    - [`Connection::poll_event`] until `None`, acting on each event (reconnect, close);
 //!    - [`Connection::poll_timeout`]: when to wake up if no bytes arrive.
 //!
-//! Latency is per request: from the moment the kernel accepted the request's last byte (the
-//! `advance_transmit` that covered it) to the moment its reply was fully parsed (the
+//! Latency is per request: from the start of the write that handed the request's last byte to
+//! the kernel (the `now` of the `advance_transmit` that covered it: backends read the clock
+//! before the write, because on loopback the reply can arrive before the send syscall returns)
+//! to the moment its reply was fully parsed (the
 //! `handle_input` that completed it) — or, on an open-loop schedule, from its intended send time.
 #![warn(missing_docs)]
 

@@ -194,21 +194,22 @@ fn conflicting_and_bad_rate_options_exit_1() {
     }
 }
 
-/// One connection cannot carry 100 000 requests/s: respbench says so and gives the rate achieved;
+/// One connection at -P 1 cannot carry a million requests/s (a loopback round trip takes at
+/// least a few microseconds; on this machine 15 000 to 95 000 requests/s): respbench says so and gives the rate achieved;
 /// the corrected latencies grow with the backlog while the service times stay small.
 #[test]
 fn an_unreachable_target_is_reported() {
     let server = RedisServer::start();
     let json = json_path("unmet");
     let out = respbench()
-        .run(&args(&server, &["-t", "get", "-c", "1", "--rps", "100000", "-n", "5000", "-q"], &json), T);
+        .run(&args(&server, &["-t", "get", "-c", "1", "--rps", "1000000", "-n", "5000", "-q"], &json), T);
     ok(&out);
-    assert!(out.stderr.contains("target 100000 rps not met, achieved"), "{}", out.dump());
+    assert!(out.stderr.contains("target 1000000 rps not met, achieved"), "{}", out.dump());
     assert!(out.stderr.contains("-c 1 × -P 1"), "{}", out.dump());
     let doc = read(&json);
     let t = &doc["tests"][0];
     // The warning's threshold is 95% of the target; the JSON carries the same rate.
-    assert!(ms(&t["rps"]) < 95_000.0, "{t}");
+    assert!(ms(&t["rps"]) < 950_000.0, "{t}");
     assert!(ms(&t["latency_ms"]["p99"]) > 10.0 * ms(&t["service_latency_ms"]["p99"]), "{t}");
 }
 
