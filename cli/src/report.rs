@@ -99,12 +99,7 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "Summary:")?;
     writeln!(out, "  throughput summary: {:.2} requests per second", finite(s.rps()))?;
     writeln!(out, "  latency summary (msec):")?;
-    writeln!(out, "    {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "avg", "min", "p50", "p95", "p99", "max")?;
-    writeln!(
-        out,
-        "    {:9.3} {:9.3} {:9.3} {:9.3} {:9.3} {:9.3}",
-        sum.avg, sum.min, sum.p50, sum.p95, sum.p99, sum.max
-    )?;
+    write_summary_table(&sum, out)?;
     if let Some(c) = r.cpu {
         // respbench's own line, after redis-benchmark's summary so parsers of that stay whole.
         writeln!(
@@ -272,8 +267,12 @@ pub fn write_open_loop(e: &Entry, poisson: bool, out: &mut impl Write) -> io::Re
         out,
         "  latencies above count from each request's intended send time (coordinated omission corrected)"
     )?;
-    let sum = Summary::of(h);
     writeln!(out, "  service time summary (msec, from the actual send):")?;
+    write_summary_table(&Summary::of(h), out)
+}
+
+/// The two lines of redis-benchmark's latency summary: column names, then figures in msec.
+fn write_summary_table(sum: &Summary, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "    {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "avg", "min", "p50", "p95", "p99", "max")?;
     writeln!(
         out,
