@@ -6,16 +6,18 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use mio::net::{TcpStream, UnixStream};
 use mio::{Events, Interest, Poll, Token};
 use respbench_core::run::{connect_error, io_error};
-use respbench_core::{Connection, Endpoint, Event, Outcome, Stats, TestRun, Time};
+use respbench_core::{Connection, Event, Outcome, Stats, TestRun, Time};
+
+pub mod net;
+
+use net::{resolve, Sock, Target};
 
 /// One read buffer per loop serves every connection: the core's parser keeps no bytes.
 const READ_BUF: usize = 64 * 1024;
@@ -64,84 +66,6 @@ impl TimerFd {
         let ok = unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) } == 0;
         self.armed = if ok { at } else { Time::MAX };
         ok
-    }
-}
-
-/// Where a loop connects: resolved once per test.
-#[derive(Clone, Debug)]
-enum Target {
-    Tcp(SocketAddr),
-    Unix(std::path::PathBuf),
-}
-
-/// A connected or connecting socket.
-enum Sock {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
-impl Sock {
-    fn connect(target: &Target) -> io::Result<Sock> {
-        Ok(match target {
-            Target::Tcp(a) => Sock::Tcp(TcpStream::connect(*a)?),
-            Target::Unix(p) => Sock::Unix(UnixStream::connect(p)?),
-        })
-    }
-
-    fn source(&mut self) -> &mut dyn mio::event::Source {
-        match self {
-            Sock::Tcp(s) => s,
-            Sock::Unix(s) => s,
-        }
-    }
-
-    /// After a non-blocking connect reported readiness: `Ok(true)` when connected, `Ok(false)`
-    /// when still in progress.
-    fn finish_connect(&mut self) -> io::Result<bool> {
-        let (err, peer) = match self {
-            Sock::Tcp(s) => (s.take_error()?, s.peer_addr().map(|_| ())),
-            Sock::Unix(s) => (s.take_error()?, s.peer_addr().map(|_| ())),
-        };
-        if let Some(e) = err {
-            return Err(e);
-        }
-        match peer {
-            Ok(()) => {
-                if let Sock::Tcp(s) = self {
-                    s.set_nodelay(true)?;
-                }
-                Ok(true)
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Sock::Tcp(s) => s.read(buf),
-            Sock::Unix(s) => s.read(buf),
-        }
-    }
-
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Sock::Tcp(s) => s.write(buf),
-            Sock::Unix(s) => s.write(buf),
-        }
-    }
-}
-
-/// Resolves the endpoint once, with redis-benchmark's message when it fails.
-fn resolve(endpoint: &Endpoint) -> Result<Target, String> {
-    match endpoint {
-        Endpoint::Unix(p) => Ok(Target::Unix(p.clone())),
-        Endpoint::Tcp { host, port } => (host.as_str(), *port)
-            .to_socket_addrs()
-            .map_err(|e| format!("Could not connect to Redis at {endpoint}: {e}"))?
-            .next()
-            .map(Target::Tcp)
-            .ok_or_else(|| format!("Could not connect to Redis at {endpoint}: no address")),
     }
 }
 

@@ -16,9 +16,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
+use std::io;
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,90 +28,31 @@ use mio::{Interest, Token};
 use smol::{future, LocalExecutor, Timer};
 
 use respbench_core::run::{connect_error, io_error};
-use respbench_core::{Connection, Endpoint, Event, Outcome, Stats, TestRun, Time};
+use respbench_core::{Connection, Event, Outcome, Stats, TestRun, Time};
+use respbench_mio::net::{resolve, Sock, Target};
 
 /// One read buffer per thread serves every connection: the core's parser keeps no bytes.
 const READ_BUF: usize = 64 * 1024;
 /// How often a thread publishes its figures and looks at the stop controls.
 const PUBLISH_EVERY: Duration = Duration::from_millis(50);
 
-#[derive(Clone, Debug)]
-enum Target {
-    Tcp(SocketAddr),
-    Unix(PathBuf),
-}
-
-/// A connected socket, registered in its thread's epoll set.
-enum Sock {
-    Tcp(mio::net::TcpStream),
-    Unix(mio::net::UnixStream),
-}
-
-impl Sock {
-    /// Connects without blocking, in the thread's edge-triggered set: the writable edge (or an
-    /// error) says the connect completed.
-    async fn connect(
-        target: &Target,
-        registry: &mio::Registry,
-        token: Token,
-        ready: &Readiness,
-    ) -> io::Result<Sock> {
-        let mut sock = match target {
-            Target::Tcp(a) => Sock::Tcp(mio::net::TcpStream::connect(*a)?),
-            Target::Unix(p) => Sock::Unix(mio::net::UnixStream::connect(p)?),
-        };
-        registry.register(sock.source(), token, Interest::READABLE | Interest::WRITABLE)?;
-        loop {
-            ready.wait(true).await;
-            if sock.finish_connect()? {
-                return Ok(sock); // readiness stays: the edge may have brought bytes too
-            }
-            ready.readable.set(false);
-            ready.writable.set(false);
+/// Connects without blocking, in the thread's edge-triggered set: the writable edge (or an
+/// error) says the connect completed.
+async fn connect(
+    target: &Target,
+    registry: &mio::Registry,
+    token: Token,
+    ready: &Readiness,
+) -> io::Result<Sock> {
+    let mut sock = Sock::connect(target)?;
+    registry.register(sock.source(), token, Interest::READABLE | Interest::WRITABLE)?;
+    loop {
+        ready.wait(true).await;
+        if sock.finish_connect()? {
+            return Ok(sock); // readiness stays: the edge may have brought bytes too
         }
-    }
-
-    /// After readiness during a connect: `Ok(true)` when connected, `Ok(false)` when still in
-    /// progress.
-    fn finish_connect(&mut self) -> io::Result<bool> {
-        let (err, peer) = match self {
-            Sock::Tcp(s) => (s.take_error()?, s.peer_addr().map(|_| ())),
-            Sock::Unix(s) => (s.take_error()?, s.peer_addr().map(|_| ())),
-        };
-        if let Some(e) = err {
-            return Err(e);
-        }
-        match peer {
-            Ok(()) => {
-                if let Sock::Tcp(s) = self {
-                    s.set_nodelay(true)?;
-                }
-                Ok(true)
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
-    fn source(&mut self) -> &mut dyn mio::event::Source {
-        match self {
-            Sock::Tcp(s) => s,
-            Sock::Unix(s) => s,
-        }
-    }
-
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Sock::Tcp(s) => s.read(buf),
-            Sock::Unix(s) => s.read(buf),
-        }
-    }
-
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Sock::Tcp(s) => s.write(buf),
-            Sock::Unix(s) => s.write(buf),
-        }
+        ready.readable.set(false);
+        ready.writable.set(false);
     }
 }
 
@@ -216,18 +155,6 @@ fn block_on<T>(fut: impl Future<Output = T>, mut poll: mio::Poll, slots: &[Rc<Re
                 w.wake();
             }
         }
-    }
-}
-
-fn resolve(endpoint: &Endpoint) -> Result<Target, String> {
-    match endpoint {
-        Endpoint::Unix(p) => Ok(Target::Unix(p.clone())),
-        Endpoint::Tcp { host, port } => (host.as_str(), *port)
-            .to_socket_addrs()
-            .map_err(|e| format!("Could not connect to Redis at {endpoint}: {e}"))?
-            .next()
-            .map(Target::Tcp)
-            .ok_or_else(|| format!("Could not connect to Redis at {endpoint}: no address")),
     }
 }
 
@@ -347,7 +274,7 @@ async fn drive(local: &Local<'_>, mut conn: Connection, token: Token, ready: Rc<
         ready.readable.set(false);
         ready.writable.set(false);
         ready.hangup.set(false);
-        let mut sock = match Sock::connect(&local.target, &local.registry, token, &ready).await {
+        let mut sock = match connect(&local.target, &local.registry, token, &ready).await {
             Ok(s) => {
                 conn.handle_connected(now(), &mut local.shared.borrow_mut().stats);
                 Some(s)
