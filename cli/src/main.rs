@@ -627,7 +627,8 @@ fn print_test(
             }
         }
         Output::Csv => {
-            report::write_csv_row(&r, entry.target_rps.is_some().then_some(entry), out)?;
+            // Every row of an open-loop run has the extra columns, a mix's commands too.
+            report::write_csv_row(&r, (!cfg.open.rates.is_empty()).then_some(entry), out)?;
             // stdout carries CSV only.
             report::write_errors(&r, true, &mut io::stderr())?;
         }

@@ -232,7 +232,9 @@ pub fn write_csv_row(r: &TestReport, open_loop: Option<&Entry>, out: &mut impl W
     )?;
     if let Some(e) = open_loop {
         let (p50, p99) = service(&e.stats);
-        write!(out, ",\"{}\",\"{p50:.3}\",\"{p99:.3}\"", e.target_rps.unwrap_or(0))?;
+        // A mix's commands share the total's target, shown on its row only.
+        let target = e.target_rps.map(|t| t.to_string()).unwrap_or_default();
+        write!(out, ",\"{target}\",\"{p50:.3}\",\"{p99:.3}\"")?;
     }
     writeln!(out)
 }

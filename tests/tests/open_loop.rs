@@ -240,3 +240,19 @@ fn live_view(tool: Tool) {
         assert!(line.contains(&format!(": {n} requests per second")), "{line} vs {}", series[k]);
     }
 }
+
+/// With `--rps` and `--csv`, every row (a mix's commands too) has the three open-loop columns.
+#[test]
+fn open_loop_csv_rows_have_every_column() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let out =
+        respbench().run(&["-p", &port, "--mix", "set:1,get:1", "--rps", "2000", "-n", "1000", "--csv"], T);
+    ok(&out);
+    let rows = respbench_tests::parse_csv(&out.stdout);
+    assert_eq!(rows.len(), 4, "{}", out.dump());
+    assert_eq!(rows[0][8..], ["target_rps", "service_p50_latency_ms", "service_p99_latency_ms"]);
+    assert!(rows.iter().all(|r| r.len() == 11), "{}", out.dump());
+    assert_eq!(rows[3][0], "MIX (set:1,get:1)");
+    assert_eq!(rows[3][8], "2000");
+}
