@@ -136,7 +136,9 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
     let comparing = cfg.backends.len() > 1;
     let open_loop = !cfg.open.rates.is_empty();
     let csv = cfg.output == Output::Csv;
-    let width = cases.iter().flat_map(Case::titles).map(|t| t.len() + if open_loop { 16 } else { 0 }).max();
+    // Side by side, an open-loop row is titled `GET @ 20000 rps`.
+    let rate_suffix = cfg.open.rates.iter().map(|r| format!(" @ {r} rps").len()).max().unwrap_or(0);
+    let width = cases.iter().flat_map(Case::titles).map(|t| t.len() + rate_suffix).max();
     if comparing {
         report::write_compare_header(csv, &backend_names(cfg), width.unwrap_or(0), &mut out)
             .map_err(|e| e.to_string())?;
