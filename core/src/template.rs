@@ -239,20 +239,35 @@ impl Template {
     /// The encoding is `*N\r\n` then `$len\r\narg\r\n` per argument. An argument may hold
     /// several placeholders (`key:__rand_int__:__rand_int__`); each is filled independently.
     pub fn command(args: &[&[u8]]) -> Template {
-        let mut bytes = Vec::with_capacity(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
+        let args: Vec<Arg> = args.iter().map(|a| Arg::Bytes(a)).collect();
+        Template::encode(&args, None)
+    }
+
+    /// The encoding of [`Template::command`], with a slot (filled per request from `values`)
+    /// for each [`Arg::Value`].
+    fn encode(args: &[Arg], values: Option<&Arc<Values>>) -> Template {
+        let known: usize = args.iter().map(|a| if let Arg::Bytes(b) = a { b.len() + 16 } else { 0 }).sum();
+        let mut bytes = Vec::with_capacity(16 + known);
         let mut placeholders = Vec::new();
+        let mut slots = Vec::new();
         bytes.push(b'*');
         push_decimal(&mut bytes, args.len());
         bytes.extend_from_slice(b"\r\n");
         for arg in args {
-            bytes.push(b'$');
-            push_decimal(&mut bytes, arg.len());
-            bytes.extend_from_slice(b"\r\n");
-            find_placeholders(arg, bytes.len(), &mut placeholders);
-            bytes.extend_from_slice(arg);
-            bytes.extend_from_slice(b"\r\n");
+            match arg {
+                Arg::Bytes(arg) => {
+                    bytes.push(b'$');
+                    push_decimal(&mut bytes, arg.len());
+                    bytes.extend_from_slice(b"\r\n");
+                    find_placeholders(arg, bytes.len(), &mut placeholders);
+                    bytes.extend_from_slice(arg);
+                    bytes.extend_from_slice(b"\r\n");
+                }
+                Arg::Value => slots.push(bytes.len()),
+            }
         }
-        Template { bytes, placeholders, slots: Vec::new(), values: None }
+        let values = if slots.is_empty() { None } else { values.map(Arc::clone) };
+        Template { bytes, placeholders, slots, values }
     }
 
     /// Like [`Template::command`], with [`Arg::Value`] arguments sized from `values` per request.
@@ -277,27 +292,7 @@ impl Template {
                 .collect();
             return Template::command(&refs);
         }
-        let mut bytes = Vec::new();
-        let mut placeholders = Vec::new();
-        let mut slots = Vec::new();
-        bytes.push(b'*');
-        push_decimal(&mut bytes, args.len());
-        bytes.extend_from_slice(b"\r\n");
-        for arg in args {
-            match arg {
-                Arg::Bytes(arg) => {
-                    bytes.push(b'$');
-                    push_decimal(&mut bytes, arg.len());
-                    bytes.extend_from_slice(b"\r\n");
-                    find_placeholders(arg, bytes.len(), &mut placeholders);
-                    bytes.extend_from_slice(arg);
-                    bytes.extend_from_slice(b"\r\n");
-                }
-                Arg::Value => slots.push(bytes.len()),
-            }
-        }
-        let values = if slots.is_empty() { None } else { Some(Arc::clone(values)) };
-        Template { bytes, placeholders, slots, values }
+        Template::encode(args, Some(values))
     }
 
     /// A raw inline command, sent as is, e.g. `b"PING\r\n"` (PING_INLINE); placeholders are located the same way.
