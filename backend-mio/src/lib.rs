@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token};
-use respbench_core::run::{connect_error, io_error};
+use respbench_core::run::{connect_error, io_error, Published};
 use respbench_core::{Connection, Event, Outcome, Stats, TestRun, Time};
 
 pub mod net;
@@ -72,6 +72,16 @@ impl TimerFd {
 /// Runs one test on `run.threads` event loops and merges what they recorded. `epoch` is the
 /// run's time origin: every loop converts its clock readings against it.
 pub fn run_test(run: &TestRun, epoch: Instant) -> Result<Outcome, String> {
+    on_threads(run, epoch, |target, indices, start| Loop::new(run, target, indices, epoch, start)?.run())
+}
+
+/// The frame both backends share: resolves the endpoint once, runs `each` for every event loop
+/// on a thread of its own (loop `t` drives `run.connections_of(t)`; `start` is the test's
+/// start, the same for all), and merges what the loops recorded.
+pub fn on_threads<F>(run: &TestRun, epoch: Instant, each: F) -> Result<Outcome, String>
+where
+    F: Fn(Target, &[u64], Time) -> Result<Outcome, String> + Sync,
+{
     let target = resolve(&run.endpoint)?;
     let start = Time::since(epoch, Instant::now());
     let results: Vec<Result<Outcome, String>> = std::thread::scope(|s| {
@@ -79,7 +89,8 @@ pub fn run_test(run: &TestRun, epoch: Instant) -> Result<Outcome, String> {
             .map(|t| {
                 let indices = run.connections_of(t);
                 let target = target.clone();
-                s.spawn(move || Loop::new(run, target, &indices, epoch, start)?.run())
+                let each = &each;
+                s.spawn(move || each(target, &indices, start))
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("event loop panicked".into()))).collect()
@@ -106,10 +117,8 @@ struct Loop<'a> {
     stats: Stats,
     failures: Vec<(String, u64)>,
     open: usize,
-    published_requests: u64,
-    published_latency: u64,
-    /// Seconds of the series added to `Progress::seconds`.
-    published_seconds: usize,
+    /// What `publish` has added to the run's `Progress`.
+    published: Published,
     /// Connections' `poll_timeout`s, earliest first; an entry whose time is no longer its slot's
     /// `timer_at` is stale and skipped.
     timers: BinaryHeap<Reverse<(Time, usize)>>,
@@ -155,9 +164,7 @@ impl<'a> Loop<'a> {
             stats,
             failures: Vec::new(),
             open: 0,
-            published_requests: 0,
-            published_latency: 0,
-            published_seconds: 0,
+            published: Published::default(),
             timers: BinaryHeap::new(),
             timerfd,
             swept: false,
@@ -273,15 +280,8 @@ impl<'a> Loop<'a> {
     }
 
     fn publish(&mut self) {
-        let p = &self.run.progress;
-        let req = self.stats.requests;
-        let sum = (self.stats.latency.mean() * self.stats.latency.len() as f64) as u64;
-        p.completed.fetch_add(req - self.published_requests, Ordering::Relaxed);
-        p.latency_sum_micros.fetch_add(sum.saturating_sub(self.published_latency), Ordering::Relaxed);
-        self.published_requests = req;
-        self.published_latency = sum;
         let now = self.now();
-        p.publish_seconds(&self.stats, now, &mut self.published_seconds);
+        self.run.progress.publish(&self.stats, now, &mut self.published);
     }
 
     fn connect(&mut self, i: usize) {

@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 use mio::{Interest, Token};
 use smol::{future, LocalExecutor, Timer};
 
-use respbench_core::run::{connect_error, io_error};
+use respbench_core::run::{connect_error, io_error, Published};
 use respbench_core::{Connection, Event, Outcome, Stats, TestRun, Time};
-use respbench_mio::net::{resolve, Sock, Target};
+use respbench_mio::net::{Sock, Target};
 
 /// One read buffer per thread serves every connection: the core's parser keeps no bytes.
 const READ_BUF: usize = 64 * 1024;
@@ -161,22 +161,9 @@ fn block_on<T>(fut: impl Future<Output = T>, mut poll: mio::Poll, slots: &[Rc<Re
 /// Runs one test on `run.threads` executor threads and merges what they recorded. `epoch` is
 /// the run's time origin.
 pub fn run_test(run: &TestRun, epoch: Instant) -> Result<Outcome, String> {
-    let target = resolve(&run.endpoint)?;
-    let start = Time::since(epoch, Instant::now());
-    let results: Vec<Result<Outcome, String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..run.loops())
-            .map(|t| {
-                let indices = run.connections_of(t);
-                let target = target.clone();
-                s.spawn(move || run_thread(run, target, &indices, epoch, start))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("executor thread panicked".into())))
-            .collect()
-    });
-    Outcome::merge_all(results)
+    respbench_mio::on_threads(run, epoch, |target, indices, start| {
+        run_thread(run, target, indices, epoch, start)
+    })
 }
 
 /// What the tasks of one thread share.
@@ -228,11 +215,11 @@ fn run_thread(
         }
         false
     };
-    let published = Cell::new((0u64, 0u64, 0usize));
+    let published = Cell::new(Published::default());
     let now = || Time::since(epoch, Instant::now());
     let publish_now = || {
         let mut p = published.get();
-        publish(run, &local.shared.borrow().stats, now(), &mut p);
+        run.progress.publish(&local.shared.borrow().stats, now(), &mut p);
         published.set(p);
     };
     let watcher = async {
@@ -250,19 +237,6 @@ fn run_thread(
     drop(ex); // cancels tasks still running after an abort, releasing their borrows of `local`
     let shared = local.shared.into_inner();
     Ok(Outcome { stats: shared.stats, failures: shared.failures, aborted })
-}
-
-/// What a thread has published so far: requests, their latency sum, seconds of the series.
-type Published = (u64, u64, usize);
-
-fn publish(run: &TestRun, stats: &Stats, now: Time, published: &mut Published) {
-    let p = &run.progress;
-    let req = stats.requests;
-    let sum = (stats.latency.mean() * stats.latency.len() as f64) as u64;
-    p.completed.fetch_add(req.saturating_sub(published.0), Ordering::Relaxed);
-    p.latency_sum_micros.fetch_add(sum.saturating_sub(published.1), Ordering::Relaxed);
-    (published.0, published.1) = (req, sum);
-    p.publish_seconds(stats, now, &mut published.2);
 }
 
 /// One connection's task: connect, then loop on the drain rule until it finishes or fails.

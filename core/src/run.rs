@@ -52,10 +52,24 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// Adds what one event loop recorded since its last call (`published` says how far it got)
+    /// to the live figures: completed requests, their latency sum, and the seconds of its series
+    /// that have ended by `now`. Loops call it a few times a second, not per request.
+    pub fn publish(&self, stats: &Stats, now: Time, published: &mut Published) {
+        let requests = stats.requests;
+        let sum = (stats.latency.mean() * stats.latency.len() as f64) as u64;
+        self.completed.fetch_add(requests.saturating_sub(published.requests), Ordering::Relaxed);
+        self.latency_sum_micros
+            .fetch_add(sum.saturating_sub(published.latency_sum_micros), Ordering::Relaxed);
+        published.requests = requests;
+        published.latency_sum_micros = sum;
+        self.publish_seconds(stats, now, &mut published.seconds);
+    }
+
     /// Adds the seconds of `stats`' series that have ended by `now` and that this loop has not
-    /// added yet (`*published` of them it has) to [`Progress::seconds`]. A loop calls it when it
-    /// publishes its figures; a second in which it recorded nothing adds nothing.
-    pub fn publish_seconds(&self, stats: &Stats, now: Time, published: &mut usize) {
+    /// added yet (`*published` of them it has) to [`Progress::seconds`]; a second in which it
+    /// recorded nothing adds nothing.
+    fn publish_seconds(&self, stats: &Stats, now: Time, published: &mut usize) {
         if !stats.keep_series {
             return;
         }
@@ -82,6 +96,17 @@ impl Progress {
     pub fn aborted(&self) -> bool {
         self.abort.load(Ordering::Relaxed)
     }
+}
+
+/// How much of its figures one event loop has added to [`Progress`] so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Published {
+    /// Completed requests.
+    pub requests: u64,
+    /// Their latency sum in microseconds.
+    pub latency_sum_micros: u64,
+    /// Seconds of the series.
+    pub seconds: usize,
 }
 
 /// One test as a backend runs it.
