@@ -1,378 +1,247 @@
-//! respbench-smol: drives respbench-core connections as smol async tasks.
+//! respbench-smol: drives respbench connections as smol tasks, on smol's own runtime.
 //!
-//! One task per connection; `threads` executor threads, each a `LocalExecutor` running its share
-//! of the connections and sharing one `Stats` and one read buffer (the parser keeps no bytes).
-//! A task never writes everything before reading: it writes what the socket takes, then waits for
-//! the socket to become readable *or* writable (while bytes are pending) *or* the connection's
-//! timer, so deep pipelines of large values cannot deadlock client and server. No protocol logic
-//! lives here: the task follows the core's drain rule, as the mio backend does.
+//! This is the strategy a smol user writes: one task per connection on a multi-threaded
+//! [`Executor`] (`--threads N`: N threads run it and steal each other's tasks), sockets in
+//! [`Async`], which async-io's reactor wakes (one epoll set for the process, one-shot
+//! registrations), and [`Timer`]s for open-loop arrivals, `--timeout` and the test's stop. The
+//! mio backend's contrast is N shared-nothing loops with edge-triggered sockets registered once.
 //!
-//! Readiness does not come from `Async<TcpStream>`: async-io registers sources one-shot, which
-//! costs an `epoll_ctl` per wait, that is per request at `-P 1`, and its reactor is one for the
-//! process, which executor threads take turns at (a futex hand-off per wake-up with `--threads`).
-//! Each thread instead registers its sockets once, edge-triggered, in an epoll set of its own (a
-//! `mio::Poll`), connects there without blocking, and runs its executor in [`block_on`] over that
-//! set. Timers still go through async-io (`Timer`), whose reactor then runs on its helper thread.
+//! A task never writes everything before reading: it writes what the socket takes, then waits
+//! for the socket to become readable *or* writable (while bytes wait) *or* its timer, so deep
+//! pipelines of large values cannot deadlock client and server. The drain rule is the driver's
+//! ([`Link`]); each executor thread records into a [`Tally`] of its own, whichever task it runs.
 
-use std::cell::{Cell, RefCell};
-use std::future::Future;
-use std::io;
-use std::pin::pin;
-use std::rc::Rc;
+use std::cell::RefCell;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::task::{Poll, Waker};
+use std::time::Instant;
 
-use mio::{Interest, Token};
-use smol::{future, LocalExecutor, Timer};
+use respbench_core::{Outcome, RunError, TestRun};
+use respbench_driver::{on_threads, resolve, Link, Next, Tally, Target, Watch, PUBLISH_EVERY, READ_BUF};
+use smol::{future, Async, Executor, Timer};
 
-use respbench_core::run::{connect_error, io_error, Published};
-use respbench_core::{Connection, Event, Outcome, Stats, TestRun, Time};
-use respbench_mio::net::{Sock, Target};
-
-/// One read buffer per thread serves every connection: the core's parser keeps no bytes.
-const READ_BUF: usize = 64 * 1024;
-/// How often a thread publishes its figures and looks at the stop controls.
-const PUBLISH_EVERY: Duration = Duration::from_millis(50);
-
-/// Connects without blocking, in the thread's edge-triggered set: the writable edge (or an
-/// error) says the connect completed.
-async fn connect(
-    target: &Target,
-    registry: &mio::Registry,
-    token: Token,
-    ready: &Readiness,
-) -> io::Result<Sock> {
-    let mut sock = Sock::connect(target)?;
-    registry.register(sock.source(), token, Interest::READABLE | Interest::WRITABLE)?;
-    loop {
-        ready.wait(true).await;
-        if sock.finish_connect()? {
-            return Ok(sock); // readiness stays: the edge may have brought bytes too
-        }
-        ready.readable.set(false);
-        ready.writable.set(false);
-    }
+/// What each executor thread keeps: its tally and one read buffer for whichever task it runs
+/// (the core's parser keeps no bytes).
+struct Local {
+    tally: Tally,
+    buf: Vec<u8>,
 }
 
-/// A connection's socket readiness: set by the dispatcher from edge-triggered events, cleared by
-/// the task when a read or a write shows the socket empty or full.
-#[derive(Default)]
-struct Readiness {
-    readable: Cell<bool>,
-    writable: Cell<bool>,
-    /// The peer's FIN or a socket error came with an event: no edge follows the end of a stream,
-    /// so reading goes on to 0 or `WouldBlock`, short reads notwithstanding.
-    hangup: Cell<bool>,
-    waker: Cell<Option<Waker>>,
+thread_local! {
+    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
 }
 
-impl Readiness {
-    /// Resolves when the socket is readable, or writable while `pending`.
-    fn wait(&self, pending: bool) -> impl Future<Output = ()> + '_ {
-        future::poll_fn(move |cx| {
-            if self.readable.get() || (pending && self.writable.get()) {
-                return Poll::Ready(());
-            }
-            let waker = match self.waker.take() {
-                Some(w) if w.will_wake(cx.waker()) => w,
-                _ => cx.waker().clone(),
-            };
-            self.waker.set(Some(waker));
-            Poll::Pending
-        })
-    }
+/// Runs `f` on this executor thread's [`Local`]. Never across an `.await`.
+fn local<T>(f: impl FnOnce(&mut Local) -> T) -> T {
+    LOCAL.with(|l| f(l.borrow_mut().as_mut().expect("a respbench executor thread")))
 }
 
-/// The token of the loop's own waker in the epoll set; connections use their slot index.
-const WAKE: Token = Token(usize::MAX);
-
-/// The waker of a thread's top-level future: sets a flag, and pokes the epoll set only when the
-/// thread sleeps in it, so wake-ups from the thread itself (the common case) cost no syscall.
-struct LoopWaker {
-    woken: AtomicBool,
-    sleeping: AtomicBool,
-    poke: mio::Waker,
-}
-
-impl Wake for LoopWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref()
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.woken.store(true, Ordering::SeqCst);
-        if self.sleeping.load(Ordering::SeqCst) {
-            let _ = self.poke.wake();
-        }
-    }
-}
-
-/// Runs `fut` to completion on this thread, the thread's epoll set serving as its reactor.
-///
-/// The loop polls the future (the executor runs the woken tasks), then asks the set for events,
-/// waiting only when nothing was woken, marks the connections' readiness and wakes their tasks.
-/// async-io's own reactor, which still serves the timers, runs on its helper thread
-/// ("async-io") and reaches this thread through the waker.
-fn block_on<T>(fut: impl Future<Output = T>, mut poll: mio::Poll, slots: &[Rc<Readiness>]) -> io::Result<T> {
-    let lw = Arc::new(LoopWaker {
-        woken: AtomicBool::new(false),
-        sleeping: AtomicBool::new(false),
-        poke: mio::Waker::new(poll.registry(), WAKE)?,
-    });
-    let waker = Waker::from(lw.clone());
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = pin!(fut);
-    let mut events = mio::Events::with_capacity(1024);
-    loop {
-        lw.woken.store(false, Ordering::SeqCst);
-        if let Poll::Ready(t) = fut.as_mut().poll(&mut cx) {
-            return Ok(t);
-        }
-        lw.sleeping.store(true, Ordering::SeqCst);
-        // A wake-up after this store pokes the set; one before it is seen here.
-        let timeout = if lw.woken.load(Ordering::SeqCst) { Duration::ZERO } else { PUBLISH_EVERY };
-        let polled = poll.poll(&mut events, Some(timeout));
-        lw.sleeping.store(false, Ordering::SeqCst);
-        match polled {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-        for ev in events.iter() {
-            let Some(r) = slots.get(ev.token().0) else { continue };
-            if ev.is_read_closed() || ev.is_error() {
-                r.hangup.set(true);
-            }
-            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                r.readable.set(true);
-            }
-            if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
-                r.writable.set(true);
-            }
-            if let Some(w) = r.waker.take() {
-                w.wake();
-            }
-        }
-    }
-}
-
-/// Runs one test on `run.threads` executor threads and merges what they recorded. `epoch` is
+/// Runs one test on `run.loops()` executor threads and merges what they recorded. `epoch` is
 /// the run's time origin.
-pub fn run_test(run: &TestRun, epoch: Instant) -> Result<Outcome, String> {
-    respbench_mio::on_threads(run, epoch, |target, indices, start| {
-        run_thread(run, target, indices, epoch, start)
+pub fn run_test(run: &TestRun, epoch: Instant) -> Result<Outcome, RunError> {
+    let target = resolve(&run.endpoint)?;
+    let nudges: Vec<Nudge> = (0..run.clients).map(|_| Nudge::default()).collect();
+    // After what its tasks borrow, so that it is dropped first.
+    let ex = Executor::new();
+    // Every task holds a sender; the channel closes, waking every thread, when the last ends.
+    let (alive, all_ended) = smol::channel::bounded::<()>(1);
+    for (i, nudge) in nudges.iter().enumerate() {
+        ex.spawn(connection(&target, i as u64, nudge, alive.clone())).detach();
+    }
+    drop(alive);
+    let watch = Mutex::new(Watch::default());
+    on_threads(run, epoch, |_, start| {
+        let tally = Tally::new(run, epoch, start)?;
+        LOCAL.with(|l| *l.borrow_mut() = Some(Local { tally, buf: vec![0u8; READ_BUF] }));
+        let publisher = async {
+            loop {
+                Timer::after(PUBLISH_EVERY).await;
+                local(|l| l.tally.publish());
+                // A stop asked for, or the budget spent: tasks waiting on timers they took
+                // earlier must look again. One thread sees the change and tells them all.
+                if watch.lock().unwrap_or_else(|e| e.into_inner()).changed(&run.plan) {
+                    nudges.iter().for_each(Nudge::nudge);
+                }
+            }
+        };
+        let ended = async {
+            let _ = all_ended.recv().await;
+        };
+        smol::block_on(ex.run(future::or(ended, publisher)));
+        let local = LOCAL.with(|l| l.borrow_mut().take()).expect("set above");
+        Ok(local.tally.finish())
     })
 }
 
-/// What the tasks of one thread share.
-struct Shared {
-    stats: Stats,
-    failures: Vec<(String, u64)>,
+/// A connection's socket.
+enum Sock {
+    Tcp(Async<TcpStream>),
+    Unix(Async<UnixStream>),
 }
 
-/// What a connection task needs from its thread.
-struct Local<'a> {
-    run: &'a TestRun,
-    target: Target,
-    epoch: Instant,
-    shared: RefCell<Shared>,
-    registry: mio::Registry,
-    buf: RefCell<Vec<u8>>,
-}
-
-fn run_thread(
-    run: &TestRun,
-    target: Target,
-    indices: &[u64],
-    epoch: Instant,
-    start: Time,
-) -> Result<Outcome, String> {
-    let poll = mio::Poll::new().map_err(|e| format!("cannot create an event loop: {e}"))?;
-    let registry = poll.registry().try_clone().map_err(|e| format!("cannot create an event loop: {e}"))?;
-    let local = Local {
-        run,
-        target,
-        epoch,
-        shared: RefCell::new(Shared { stats: run.plan.new_stats(start, run.sigfig)?, failures: Vec::new() }),
-        registry,
-        buf: RefCell::new(vec![0u8; READ_BUF]),
-    };
-    let slots: Vec<Rc<Readiness>> = indices.iter().map(|_| Rc::default()).collect();
-    let ex = LocalExecutor::new();
-    let tasks: Vec<_> = indices
-        .iter()
-        .enumerate()
-        .map(|(slot, &i)| {
-            let conn = Connection::new(run.plan.clone(), i);
-            ex.spawn(drive(&local, conn, Token(slot), slots[slot].clone()))
-        })
-        .collect();
-    let all_done = async {
-        for t in tasks {
-            t.await;
-        }
-        false
-    };
-    let published = Cell::new(Published::default());
-    let now = || Time::since(epoch, Instant::now());
-    let publish_now = || {
-        let mut p = published.get();
-        run.progress.publish(&local.shared.borrow().stats, now(), &mut p);
-        published.set(p);
-    };
-    let watcher = async {
-        loop {
-            Timer::after(PUBLISH_EVERY).await;
-            publish_now();
-            if run.progress.aborted() {
-                return true;
+impl Sock {
+    async fn connect(target: &Target) -> io::Result<Sock> {
+        Ok(match target {
+            Target::Tcp(a) => {
+                let s = Async::<TcpStream>::connect(*a).await?;
+                s.get_ref().set_nodelay(true)?;
+                Sock::Tcp(s)
             }
+            Target::Unix(p) => Sock::Unix(Async::<UnixStream>::connect(p).await?),
+        })
+    }
+
+    async fn readable(&self) -> io::Result<()> {
+        match self {
+            Sock::Tcp(s) => s.readable().await,
+            Sock::Unix(s) => s.readable().await,
         }
-    };
-    let aborted = block_on(ex.run(future::or(all_done, watcher)), poll, &slots)
-        .map_err(|e| format!("event loop failed: {e}"))?;
-    publish_now();
-    drop(ex); // cancels tasks still running after an abort, releasing their borrows of `local`
-    let shared = local.shared.into_inner();
-    Ok(Outcome { stats: shared.stats, failures: shared.failures, aborted })
+    }
+
+    async fn writable(&self) -> io::Result<()> {
+        match self {
+            Sock::Tcp(s) => s.writable().await,
+            Sock::Unix(s) => s.writable().await,
+        }
+    }
 }
 
-/// One connection's task: connect, then loop on the drain rule until it finishes or fails.
-async fn drive(local: &Local<'_>, mut conn: Connection, token: Token, ready: Rc<Readiness>) {
-    let run = local.run;
-    let now = || Time::since(local.epoch, Instant::now());
-    let mut live = false;
+/// Non-blocking reads and writes on the socket (async-io made it non-blocking).
+impl Read for &Sock {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Sock::Tcp(s) => s.get_ref().read(buf),
+            Sock::Unix(s) => s.get_ref().read(buf),
+        }
+    }
+}
+
+impl Write for &Sock {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sock::Tcp(s) => s.get_ref().write(buf),
+            Sock::Unix(s) => s.get_ref().write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What ended a task's wait.
+enum Woke {
+    Readable,
+    /// Writable, or nudged: drain again.
+    Again,
+    Timer,
+}
+
+/// One connection's task: connect, then the drain rule until the connection ends.
+async fn connection(target: &Target, index: u64, nudge: &Nudge, _alive: smol::channel::Sender<()>) {
+    let mut link = local(|l| Link::new(&l.tally, index));
     'socket: loop {
-        ready.readable.set(false);
-        ready.writable.set(false);
-        ready.hangup.set(false);
-        let mut sock = match connect(&local.target, &local.registry, token, &ready).await {
+        let sock = match Sock::connect(target).await {
             Ok(s) => {
-                conn.handle_connected(now(), &mut local.shared.borrow_mut().stats);
+                local(|l| link.connected(&mut l.tally));
                 Some(s)
             }
             Err(e) => {
-                conn.handle_io_error(connect_error(&run.endpoint, &e));
+                local(|l| link.connect_failed(&e, &l.tally));
                 None
             }
         };
         loop {
-            // Drain: write what the socket takes, then act on events.
-            let mut pending = false;
-            if let Some(sock) = &mut sock {
-                loop {
-                    // The clock is read before the write (see the mio backend: the reply can
-                    // arrive before the send syscall returns).
-                    let t = now();
-                    let Some(bytes) = conn.poll_transmit(t) else { break };
-                    let len = bytes.len();
-                    match sock.write(bytes) {
-                        Ok(n) => {
-                            conn.advance_transmit(n, t, &mut local.shared.borrow_mut().stats);
-                            if n < len {
-                                // The socket is full: the next edge says when it has room.
-                                ready.writable.set(false);
-                                pending = true;
-                                break;
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                            ready.writable.set(false);
-                            pending = true;
-                            break;
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => {
-                            conn.handle_io_error(io_error("write to", &run.endpoint, &e));
-                            break;
-                        }
-                    }
+            let mut writer = sock.as_ref();
+            let next = local(|l| link.drain(writer.as_mut(), &mut l.tally));
+            let write_blocked = match next {
+                Next::Wait { write_blocked } => write_blocked,
+                Next::Reconnect => continue 'socket,
+                Next::Ended => break 'socket,
+            };
+            let Some(sock) = &sock else { break 'socket };
+            let (now, timeout) = local(|l| (l.tally.now(), link.timeout()));
+            let woke = match timeout {
+                Some(t) if t <= now => Woke::Timer,
+                Some(t) => {
+                    let at = local(|l| l.tally.instant(t));
+                    let timer = async {
+                        Timer::at(at).await;
+                        Woke::Timer
+                    };
+                    future::or(wait(sock, write_blocked, nudge), timer).await
                 }
-            }
-            while let Some(ev) = conn.poll_event() {
-                match ev {
-                    Event::Ready if !live => {
-                        live = true;
-                        run.progress.live.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Event::Reconnect => {
-                        if let Some(mut s) = sock.take() {
-                            let _ = local.registry.deregister(s.source());
-                        }
-                        continue 'socket;
-                    }
-                    Event::Finished => break 'socket,
-                    Event::Failed(e) => {
-                        Outcome::add_failure(&mut local.shared.borrow_mut().failures, e.to_string(), 1);
-                        break 'socket;
-                    }
-                    _ => {}
-                }
-            }
-            let Some(sock) = &mut sock else { break 'socket };
-            // Wait for the socket to be readable, writable (while bytes wait), or the timer.
-            if !ready.readable.get() {
-                let timed_out = match conn.poll_timeout() {
-                    None => {
-                        ready.wait(pending).await;
-                        false
-                    }
-                    Some(t) => {
-                        let woken = async {
-                            ready.wait(pending).await;
-                            false
-                        };
-                        let timer = async {
-                            Timer::at(local.epoch + t.as_duration()).await;
-                            true
-                        };
-                        future::or(woken, timer).await
-                    }
-                };
-                if timed_out {
-                    conn.handle_timeout(now());
-                    continue;
-                }
-                if !ready.readable.get() {
-                    continue; // writable
-                }
-            }
-            let mut buf = local.buf.borrow_mut();
-            loop {
-                match sock.read(&mut buf) {
-                    Ok(0) => {
-                        conn.handle_closed(now());
-                        break;
-                    }
-                    Ok(n) => {
-                        conn.handle_input(&buf[..n], now(), &mut local.shared.borrow_mut().stats);
-                        // A short read emptied the socket: the next byte to arrive raises a new
-                        // edge, so asking again would only cost a syscall returning EAGAIN. Not
-                        // after a hangup: a FIN that came with the last bytes raises no edge.
-                        if n < buf.len() && !ready.hangup.get() {
-                            ready.readable.set(false);
-                            break;
-                        }
-                        if conn.is_closed() {
-                            break;
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        ready.readable.set(false);
-                        break;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        conn.handle_io_error(io_error("read from", &run.endpoint, &e));
-                        break;
-                    }
-                }
+                None => wait(sock, write_blocked, nudge).await,
+            };
+            match woke {
+                Woke::Timer => local(|l| link.on_timeout(&mut l.tally)),
+                Woke::Readable => local(|l| {
+                    let Local { tally, buf } = l;
+                    // Level-triggered readiness: a FIN left unread raises the next wait at once.
+                    link.read(&mut &*sock, buf, false, tally);
+                }),
+                Woke::Again => {}
             }
         }
     }
-    if live {
-        run.progress.live.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Waits until the socket is readable, or writable while bytes wait, or the task is nudged.
+async fn wait(sock: &Sock, write_blocked: bool, nudge: &Nudge) -> Woke {
+    let readable = async {
+        // An error shows in the read that follows.
+        let _ = sock.readable().await;
+        Woke::Readable
+    };
+    let writable = async {
+        if write_blocked {
+            let _ = sock.writable().await;
+            Woke::Again
+        } else {
+            future::pending().await
+        }
+    };
+    let nudged = async {
+        nudge.wait().await;
+        Woke::Again
+    };
+    future::or(readable, future::or(writable, nudged)).await
+}
+
+/// Wakes a waiting task from another thread: set, then wake the waker the task left.
+#[derive(Default)]
+struct Nudge {
+    set: AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Nudge {
+    fn nudge(&self) {
+        self.set.store(true, Ordering::SeqCst);
+        if let Some(w) = self.waker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            w.wake();
+        }
+    }
+
+    /// Resolves once after each [`Nudge::nudge`].
+    fn wait(&self) -> impl std::future::Future<Output = ()> + '_ {
+        future::poll_fn(move |cx| {
+            {
+                let mut w = self.waker.lock().unwrap_or_else(|e| e.into_inner());
+                if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    *w = Some(cx.waker().clone());
+                }
+            }
+            // Looked at after the waker is left, so a nudge in between is not lost.
+            if self.set.swap(false, Ordering::SeqCst) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
     }
 }

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant, SystemTime};
 use respbench_core::suite::{custom, default_suite, Selection, TestSpec};
 use respbench_core::template::KeySpace;
 use respbench_core::{
-    Budget, ConnConfig, Handshake, Mix, OpenLoop, Outcome, Plan, Progress, Stats, TestRun, Time, Workload,
+    Budget, ConnConfig, Handshake, Mix, OpenLoop, Outcome, Plan, Progress, Stats, Stop, TestRun, Time,
+    Workload,
 };
 
 use opts::{Backend, Config, Opts, Output};
@@ -439,17 +440,15 @@ fn plan(
     idle: bool,
     rate: Option<u64>,
     measure_from: Time,
+    stop_at: Option<Time>,
 ) -> Arc<Plan> {
     let keys = match cfg.keyspace {
         None => KeySpace::Literal,
         // Options::check refused a keyspace the distribution cannot take.
         Some(n) => cfg.key_dist.space(n).unwrap_or(KeySpace::Random { n }),
     };
-    // The target rate is shared evenly: each connection sends every clients/rate seconds.
-    let open_loop = rate.map(|r| OpenLoop {
-        interval: Duration::from_secs_f64(cfg.clients as f64 / r as f64),
-        poisson: cfg.open.poisson,
-    });
+    // The core shares the total rate evenly over the connections.
+    let open_loop = rate.map(|r| OpenLoop { rate: r as f64, poisson: cfg.open.poisson });
     let budget =
         if idle || cfg.open.duration.is_some() { Budget::unlimited() } else { Budget::new(cfg.requests) };
     Arc::new(Plan {
@@ -467,6 +466,7 @@ fn plan(
             mix: case.mix.as_ref().map(|(m, _)| m.clone()),
         },
         budget,
+        stop: Stop::new(stop_at, DRAIN_GRACE),
         // Each test its own streams, all reproducible from --seed.
         seed: cfg.seed.wrapping_add(test_no.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
         connections: cfg.clients as u64,
@@ -492,11 +492,12 @@ fn run_test(
     let begin = Instant::now();
     let warmup = cfg.open.warmup;
     let measure_from = if warmup.is_zero() { Time::ZERO } else { Time::since(epoch, begin + warmup) };
-    // A time-based run stops handing out requests at its end; in-flight ones drain.
-    let deadline = cfg.open.duration.map(|d| begin + warmup + d);
+    // A time-based run stops handing out requests at its end; in-flight ones drain (the core's
+    // run control).
+    let stop_at = cfg.open.duration.map(|d| Time::since(epoch, begin + warmup + d));
     let spec = &case.spec;
     let run = TestRun {
-        plan: plan(cfg, case, test_no, false, rate, measure_from),
+        plan: plan(cfg, case, test_no, false, rate, measure_from, stop_at),
         endpoint: cfg.endpoint.clone(),
         clients: cfg.clients,
         threads: cfg.threads.max(1),
@@ -520,7 +521,7 @@ fn run_test(
         });
         let mut last_draw = Instant::now();
         let (mut last_done, mut last_sum) = (0u64, 0u64);
-        let mut stop_asked: Option<Instant> = None;
+        let mut stop_asked = false;
         let mut drawn = 0usize;
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
@@ -544,12 +545,11 @@ fn run_test(
                 cpu_before = cpu::process_cpu();
                 cpu_from = Instant::now();
             }
-            if stop_asked.is_none() && (interrupted() || deadline.is_some_and(|d| Instant::now() >= d)) {
-                run.plan.budget.stop();
-                stop_asked = Some(Instant::now());
-            }
-            if stop_asked.is_some_and(|t| t.elapsed() > DRAIN_GRACE) {
-                run.progress.abort.store(true, Ordering::Relaxed);
+            if !stop_asked && interrupted() {
+                // Ctrl-C: the core stops handing out requests and abandons what is still
+                // unanswered after the grace.
+                run.plan.stop.request(Time::since(epoch, Instant::now()));
+                stop_asked = true;
             }
             if cfg.open.live {
                 // A second is printed once every loop has had time to add it (they publish every
@@ -589,6 +589,7 @@ fn run_backend(backend: Backend, run: &TestRun, epoch: Instant) -> Result<Outcom
         Backend::Mio => respbench_mio::run_test(run, epoch),
         Backend::Smol => respbench_smol::run_test(run, epoch),
     }
+    .map_err(|e| e.to_string())
 }
 
 fn print_test(
@@ -648,7 +649,7 @@ fn idle(cfg: &Config) -> Result<ExitCode, String> {
     println!("Creating {} idle connections and waiting forever (Ctrl+C when done)", cfg.clients);
     let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None };
     let run = TestRun {
-        plan: plan(cfg, &case, 0, true, None, Time::ZERO),
+        plan: plan(cfg, &case, 0, true, None, Time::ZERO, None),
         endpoint: cfg.endpoint.clone(),
         clients: cfg.clients,
         threads: cfg.threads.max(1),
@@ -656,10 +657,11 @@ fn idle(cfg: &Config) -> Result<ExitCode, String> {
         progress: Arc::new(Progress::default()),
     };
     let (tx, rx) = mpsc::channel();
+    let epoch = Instant::now();
     let result = std::thread::scope(|s| {
         let run = &run;
         s.spawn(move || {
-            let _ = tx.send(run_backend(cfg.backends[0], run, Instant::now()));
+            let _ = tx.send(run_backend(cfg.backends[0], run, epoch));
         });
         loop {
             match rx.recv_timeout(PROGRESS_EVERY) {
@@ -670,7 +672,7 @@ fn idle(cfg: &Config) -> Result<ExitCode, String> {
             print!("clients: {}\r", run.progress.live.load(Ordering::Relaxed));
             let _ = io::stdout().flush();
             if interrupted() {
-                run.progress.abort.store(true, Ordering::Relaxed);
+                run.plan.stop.request(Time::since(epoch, Instant::now()));
             }
         }
     });

@@ -7,8 +7,8 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use respbench_core::resp::{encode_command, Value};
-use respbench_core::run::connect_error;
 use respbench_core::{Endpoint, Handshake};
+use respbench_core::{IoFailure, IoOp};
 
 /// How long the startup connection waits for the server before giving up, without `--timeout`.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -30,7 +30,7 @@ trait Stream: Read + Write {}
 impl<T: Read + Write> Stream for T {}
 
 fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<Box<dyn Stream>, StartupError> {
-    let fail = |e: std::io::Error| StartupError(connect_error(endpoint, &e));
+    let fail = |e: std::io::Error| StartupError(IoFailure::new(IoOp::Connect, endpoint, &e).to_string());
     match endpoint {
         Endpoint::Tcp { host, port } => {
             let addr = (host.as_str(), *port).to_socket_addrs().map_err(fail)?.next().ok_or_else(|| {

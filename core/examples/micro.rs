@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use respbench_core::dist::{ValueSize, Zipf};
 use respbench_core::template::{Arg, KeySpace, Template, Values};
-use respbench_core::{Budget, ConnConfig, Connection, Handshake, Plan, Stats, Time, Workload};
+use respbench_core::{Budget, ConnConfig, Connection, Handshake, Plan, Stats, Stop, Time, Workload};
 
 fn plan(args: &[&[u8]], pipeline: u32) -> Arc<Plan> {
     // `-r 100000`: every request pays for its key substitution.
@@ -31,6 +31,7 @@ fn with(template: Template, keys: KeySpace, pipeline: u32) -> Arc<Plan> {
         },
         workload: Workload { template, keys, mix: None },
         budget: Budget::unlimited(),
+        stop: Stop::new(None, std::time::Duration::ZERO),
         seed: 1,
         connections: 1,
         measure_from: respbench_core::Time::ZERO,

@@ -6,259 +6,20 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::resp::{encode_command, ProtocolError, Reply, ReplyParser};
+pub use crate::plan::{Budget, ConnConfig, Handshake, Mix, OpenLoop, Plan, Stop, Workload};
+use crate::resp::{ProtocolError, Reply, ReplyParser};
 use crate::rng::Rng;
+use crate::run::Endpoint;
 use crate::stats::Stats;
-use crate::template::{KeyGen, KeySpace, Template};
+use crate::template::KeyGen;
 use crate::Time;
 
 /// Past this many unwritten bytes a connection encodes no more requests until the socket takes
 /// some: deep pipelines of large values (`-P 1000 -d 100000`) stay bounded in memory.
 const OUT_SOFT_CAP: usize = 64 * 1024;
-
-/// The request budget of one test, shared by every connection of every thread: exact, so
-/// `-n 100 -P 16` sends exactly 100 requests.
-#[derive(Debug)]
-pub struct Budget {
-    remaining: AtomicU64,
-    unlimited: bool,
-    stopped: AtomicBool,
-}
-
-impl Budget {
-    /// A budget of exactly `n` requests.
-    pub fn new(n: u64) -> Budget {
-        Budget { remaining: AtomicU64::new(n), unlimited: false, stopped: AtomicBool::new(false) }
-    }
-
-    /// A budget that never runs out until [`Budget::stop`] (idle mode, time-based runs).
-    pub fn unlimited() -> Budget {
-        Budget { remaining: AtomicU64::new(u64::MAX), unlimited: true, stopped: AtomicBool::new(false) }
-    }
-
-    /// Takes up to `want` requests; returns how many were granted (0 when exhausted or stopped).
-    pub fn take(&self, want: u64) -> u64 {
-        if self.stopped.load(Ordering::Relaxed) {
-            return 0;
-        }
-        if self.unlimited {
-            return want;
-        }
-        let mut granted = 0;
-        // Only fails when another thread changed the count first; then it retries with the new one.
-        let _ = self.remaining.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| {
-            granted = r.min(want);
-            Some(r - granted)
-        });
-        granted
-    }
-
-    /// Hands out no more requests: connections finish what is in flight and stop (SIGINT, end of
-    /// a timed run).
-    pub fn stop(&self) {
-        self.stopped.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether no more requests will be handed out.
-    pub fn is_exhausted(&self) -> bool {
-        self.stopped.load(Ordering::Relaxed)
-            || (!self.unlimited && self.remaining.load(Ordering::Relaxed) == 0)
-    }
-}
-
-/// What a connection sends before its first request, in redis-benchmark's order: `AUTH`,
-/// `CLIENT TRACKING on`, `SELECT db`, `HELLO 3`.
-#[derive(Clone, Debug, Default)]
-pub struct Handshake {
-    bytes: Vec<u8>,
-    commands: Vec<&'static str>,
-}
-
-impl Handshake {
-    /// Builds the handshake. `user` is used only with a `password` (`AUTH user password`), as
-    /// redis-benchmark does; `db` 0 sends no `SELECT`.
-    pub fn new(
-        user: Option<&str>,
-        password: Option<&str>,
-        tracking: bool,
-        db: u32,
-        resp3: bool,
-    ) -> Handshake {
-        let mut h = Handshake::default();
-        match (user, password) {
-            (Some(u), Some(p)) => h.push("AUTH", &[b"AUTH", u.as_bytes(), p.as_bytes()]),
-            (None, Some(p)) => h.push("AUTH", &[b"AUTH", p.as_bytes()]),
-            _ => {}
-        }
-        if tracking {
-            h.push("CLIENT TRACKING", &[b"CLIENT", b"TRACKING", b"on"]);
-        }
-        if db != 0 {
-            h.push("SELECT", &[b"SELECT", db.to_string().as_bytes()]);
-        }
-        if resp3 {
-            h.push("HELLO", &[b"HELLO", b"3"]);
-        }
-        h
-    }
-
-    fn push(&mut self, name: &'static str, args: &[&[u8]]) {
-        encode_command(args, &mut self.bytes);
-        self.commands.push(name);
-    }
-
-    /// The encoded commands, sent back to back.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-
-    /// How many commands (and so replies) the handshake has.
-    pub fn len(&self) -> usize {
-        self.commands.len()
-    }
-
-    /// Whether the handshake sends nothing.
-    pub fn is_empty(&self) -> bool {
-        self.commands.is_empty()
-    }
-}
-
-/// An open-loop arrival schedule for one connection: requests are due at intended times whatever
-/// the server does, and latency counts from the intended time.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct OpenLoop {
-    /// Mean time between two requests of this connection.
-    pub interval: Duration,
-    /// Exponential gaps (a Poisson process) instead of constant ones.
-    pub poisson: bool,
-}
-
-/// How the connections of one test behave.
-#[derive(Clone, Debug)]
-pub struct ConnConfig {
-    /// Sent first on every new socket.
-    pub handshake: Handshake,
-    /// Most requests in flight on one connection (`-P`), at least 1.
-    pub pipeline: u32,
-    /// `false` (`-k 0`): a new socket for every batch of `pipeline` requests.
-    pub keepalive: bool,
-    /// Idle mode (`-I`): handshake only, then wait.
-    pub idle: bool,
-    /// An arrival schedule; `None` is closed loop (send as soon as a reply frees a slot).
-    pub open_loop: Option<OpenLoop>,
-    /// `--timeout`: how long a request (counted from when it was queued) or the handshake may
-    /// wait for its reply before the connection fails with [`ConnError::Timeout`]; `None` waits
-    /// forever.
-    pub request_timeout: Option<Duration>,
-}
-
-/// What one test sends: the request template and how its placeholders are filled.
-#[derive(Clone, Debug)]
-pub struct Workload {
-    /// The request (without a mix).
-    pub template: Template,
-    /// How `__rand_int__` placeholders are filled.
-    pub keys: KeySpace,
-    /// Several commands with weights (`--mix`); when set, `template` is not used.
-    pub mix: Option<Mix>,
-}
-
-/// Several commands in one test: each request is one of them, drawn by weight.
-#[derive(Clone, Debug)]
-pub struct Mix {
-    templates: Vec<Template>,
-    /// Running sums of the weights; the last is the total.
-    cumulative: Vec<u64>,
-}
-
-impl Mix {
-    /// A mix of `(template, weight)`: at least one command, every weight at least 1, and a total
-    /// that fits in 64 bits.
-    pub fn new(parts: Vec<(Template, u64)>) -> Result<Mix, String> {
-        if parts.is_empty() {
-            return Err("a mix needs at least one command".into());
-        }
-        let mut total = 0u64;
-        let mut templates = Vec::with_capacity(parts.len());
-        let mut cumulative = Vec::with_capacity(parts.len());
-        for (t, w) in parts {
-            if w == 0 {
-                return Err("a mix weight must be at least 1".into());
-            }
-            total = total.checked_add(w).ok_or("the mix weights add up to more than 2^64")?;
-            templates.push(t);
-            cumulative.push(total);
-        }
-        Ok(Mix { templates, cumulative })
-    }
-
-    /// The commands, in the order given.
-    pub fn templates(&self) -> &[Template] {
-        &self.templates
-    }
-
-    /// The weight of command `i`.
-    pub fn weight(&self, i: usize) -> u64 {
-        let before = if i == 0 { 0 } else { self.cumulative[i - 1] };
-        self.cumulative[i] - before
-    }
-
-    /// How many commands.
-    pub fn len(&self) -> usize {
-        self.templates.len()
-    }
-
-    /// Whether the mix is empty (never, once built).
-    pub fn is_empty(&self) -> bool {
-        self.templates.is_empty()
-    }
-
-    /// Draws a command index with probability weight / total.
-    fn pick(&self, rng: &mut Rng) -> usize {
-        let total = *self.cumulative.last().unwrap_or(&1);
-        let x = rng.below(total);
-        self.cumulative.partition_point(|&c| c <= x)
-    }
-}
-
-/// Everything the connections of one test share, across threads.
-#[derive(Debug)]
-pub struct Plan {
-    /// Connection behaviour.
-    pub conn: ConnConfig,
-    /// What to send.
-    pub workload: Workload,
-    /// How many requests, in total.
-    pub budget: Budget,
-    /// The run's seed: connection `i` draws keys from stream `i` of it.
-    pub seed: u64,
-    /// How many connections the test opens in all, to spread open-loop start times evenly.
-    pub connections: u64,
-    /// Replies parsed before this time are not recorded (`--warmup`); `Time::ZERO` records all.
-    pub measure_from: Time,
-    /// Keep a per-second time series (see [`Stats::series`]).
-    pub series: bool,
-}
-
-impl Plan {
-    /// Empty stats for one event loop of this plan, starting at `start` (or at the end of the
-    /// warmup, if later): with a service-time histogram in open loop, a time series if asked, and
-    /// one part per command of a mix.
-    pub fn new_stats(&self, start: Time, sigfig: u8) -> Result<Stats, String> {
-        let mut stats = Stats::new(start.max(self.measure_from), sigfig, self.conn.open_loop.is_some())?;
-        if self.series {
-            stats = stats.with_series();
-        }
-        if let Some(m) = &self.workload.mix {
-            stats = stats.with_parts(m.len())?;
-        }
-        Ok(stats)
-    }
-}
 
 /// What makes a connection give up. Error replies (`-ERR …`) are not here: they are counted
 /// outcomes in [`Stats`].
@@ -285,7 +46,7 @@ pub enum ConnError {
         in_flight: usize,
     },
     /// A socket error the backend reported.
-    Io(String),
+    Io(IoFailure),
     /// A request or the handshake got no reply within [`ConnConfig::request_timeout`].
     Timeout {
         /// The timeout that expired.
@@ -326,7 +87,7 @@ impl fmt::Display for ConnError {
             ConnError::Closed { in_flight } => {
                 write!(f, "server closed the connection with {in_flight} requests unanswered")
             }
-            ConnError::Io(e) => f.write_str(e),
+            ConnError::Io(e) => e.fmt(f),
             ConnError::Timeout { after, handshake } => {
                 let what = if *handshake { "connection handshake" } else { "request" };
                 write!(f, "{what} timed out after {} (--timeout)", format_duration(*after))
@@ -338,6 +99,71 @@ impl fmt::Display for ConnError {
 
 impl std::error::Error for ConnError {}
 
+/// Which socket operation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoOp {
+    /// Opening the connection (resolving, connecting, registering the socket).
+    Connect,
+    /// Reading a reply.
+    Read,
+    /// Writing a request.
+    Write,
+}
+
+/// A socket error, typed for callers that act on it (the kind, the OS code) and worded for people:
+/// a failed connect in redis-benchmark's words (`Could not connect to Redis at 127.0.0.1:6379:
+/// Connection refused`, which scripts look for), else `read from 127.0.0.1:6379: Connection reset
+/// by peer`, with what to do when file descriptors ran out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IoFailure {
+    /// What was being done.
+    pub op: IoOp,
+    /// The error's kind.
+    pub kind: std::io::ErrorKind,
+    /// The OS error code, when there is one.
+    pub os_code: Option<i32>,
+    /// The whole message, as printed.
+    pub message: String,
+}
+
+impl IoFailure {
+    /// The failure of `op` on the connection to `endpoint`.
+    pub fn new(op: IoOp, endpoint: &Endpoint, e: &std::io::Error) -> IoFailure {
+        let message = match op {
+            IoOp::Connect => {
+                let reason = match e.kind() {
+                    std::io::ErrorKind::ConnectionRefused => "Connection refused".to_string(),
+                    std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+                    _ => io_reason(e),
+                };
+                format!("Could not connect to Redis at {endpoint}: {reason}")
+            }
+            IoOp::Read => format!("read from {endpoint}: {}", io_reason(e)),
+            IoOp::Write => format!("write to {endpoint}: {}", io_reason(e)),
+        };
+        IoFailure { op, kind: e.kind(), os_code: e.raw_os_error(), message }
+    }
+}
+
+impl fmt::Display for IoFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The OS' words without the `(os error N)` suffix, and what to do when file descriptors ran out.
+fn io_reason(e: &std::io::Error) -> String {
+    // EMFILE is 24 and ENFILE 23 on Linux, macOS and the BSDs.
+    let hint = match e.raw_os_error() {
+        Some(24) => " (the open-file limit is too low for this many connections: raise it with ulimit -n)",
+        Some(23) => " (the system's open-file table is full)",
+        _ => "",
+    };
+    // "Network is unreachable (os error 101)" -> "Network is unreachable"
+    let s = e.to_string();
+    format!("{}{hint}", s.split(" (os error").next().unwrap_or(&s))
+}
+
 /// What a connection asks of its backend.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -346,8 +172,14 @@ pub enum Event {
     Ready,
     /// `-k 0`: close this socket, open a new one, then call [`Connection::handle_connected`].
     Reconnect,
-    /// The budget is spent and nothing is in flight: close the socket.
+    /// The budget is spent (or the test stopped) and nothing is in flight: close the socket.
     Finished,
+    /// The test stopped ([`Stop`]) and its grace passed with requests (or the handshake) still
+    /// unanswered: close the socket; those requests are not counted. Nothing more will happen.
+    Abandoned {
+        /// Requests sent and not answered.
+        in_flight: usize,
+    },
     /// The connection failed; close the socket. Nothing more will happen on it.
     Failed(ConnError),
 }
@@ -407,12 +239,16 @@ pub struct Connection {
     credits: u64,
     /// `-k 0`: this socket's batch has been taken; no more requests on it.
     batch_taken: bool,
-    /// Open loop: the intended time of the next request, and the gap generator.
+    /// Open loop: the intended time of the next request, the mean gap, and the gap generator.
     next_due: Time,
+    interval: Duration,
     schedule_rng: Rng,
     /// Draws the command of each request in a mix.
     mix_rng: Rng,
     events: VecDeque<Event>,
+    /// The test's stop has come (seen by an input at or after it): `poll_timeout` now waits
+    /// for the abandon time, not for the stop.
+    stop_seen: bool,
 }
 
 impl fmt::Debug for Connection {
@@ -434,6 +270,7 @@ impl Connection {
         let schedule_rng = Rng::for_stream(plan.seed ^ 0x5eed_5c4e_d01e_0000, index);
         let mix_rng = Rng::for_stream(plan.seed ^ 0x0000_0000_3a1c_e5ed, index);
         let cap = plan.conn.pipeline as usize;
+        let interval = plan.conn.open_loop.map_or(Duration::MAX, |ol| ol.interval(plan.connections));
         Connection {
             plan,
             index,
@@ -453,9 +290,11 @@ impl Connection {
             credits: 0,
             batch_taken: false,
             next_due: Time::MAX,
+            interval,
             schedule_rng,
             mix_rng,
             events: VecDeque::new(),
+            stop_seen: false,
         }
     }
 
@@ -499,11 +338,12 @@ impl Connection {
         if self.handshake_left == 0 {
             self.events.push_back(Event::Ready);
         }
-        if let Some(ol) = self.plan.conn.open_loop {
+        if self.plan.conn.open_loop.is_some() {
             if self.next_due == Time::MAX {
                 // Spread the connections' first arrivals over one interval.
                 let n = self.plan.connections.max(1);
-                let offset = ol.interval.as_nanos() as u64 / n * (self.index % n);
+                let interval = u64::try_from(self.interval.as_nanos()).unwrap_or(u64::MAX);
+                let offset = interval / n * (self.index % n);
                 self.next_due = now + Duration::from_nanos(offset);
             }
         }
@@ -526,7 +366,7 @@ impl Connection {
                 Err(e) => self.fail(ConnError::Protocol(e)),
             }
         }
-        self.check_done();
+        self.check_done(now);
     }
 
     /// `written` bytes of what [`Connection::poll_transmit`] returned were accepted by a write
@@ -562,17 +402,19 @@ impl Connection {
         }
     }
 
-    /// A socket error (connect, read or write); `message` says what and where.
-    pub fn handle_io_error(&mut self, message: String) {
+    /// A socket error (connect, read or write).
+    pub fn handle_io_error(&mut self, failure: IoFailure) {
         if !self.is_closed() {
-            let e = self.refused().unwrap_or(ConnError::Io(message));
+            let e = self.refused().unwrap_or(ConnError::Io(failure));
             self.fail(e);
         }
     }
 
     /// The time from [`Connection::poll_timeout`] has come: fails the connection when a request
-    /// or the handshake has waited longer than [`ConnConfig::request_timeout`]. (A due open-loop
-    /// request needs nothing here: the drain's [`Connection::poll_transmit`] sends it.)
+    /// or the handshake has waited longer than [`ConnConfig::request_timeout`]; at the test's
+    /// [`Stop`], finishes a connection with nothing in flight, and abandons one whose requests are
+    /// still unanswered when the grace has passed. (A due open-loop request needs nothing here:
+    /// the drain's [`Connection::poll_transmit`] sends it.)
     pub fn handle_timeout(&mut self, now: Time) {
         if self.state != State::Open {
             return;
@@ -583,8 +425,13 @@ impl Connection {
                 return;
             }
         }
+        if self.see_stop(now) && self.busy() && self.plan.stop.abandon_at().is_some_and(|t| t <= now) {
+            self.state = State::Finished;
+            self.events.push_back(Event::Abandoned { in_flight: self.in_flight.len() });
+            return;
+        }
         // An open-loop connection whose budget others spent finishes here (see poll_timeout).
-        self.check_done();
+        self.check_done(now);
     }
 
     // ---- outputs ----
@@ -603,31 +450,46 @@ impl Connection {
             Some(&self.out[self.out_pos..])
         } else {
             // Nothing to send: perhaps nothing left to do (an empty budget, or one others spent).
-            self.check_done();
+            self.check_done(now);
             None
         }
     }
 
     /// When the connection next wants [`Connection::handle_timeout`] called though no bytes
-    /// arrived: the next intended send time of an open-loop schedule, or the `--timeout`
-    /// deadline of the oldest unanswered request or of the handshake, whichever is first.
+    /// arrived, whichever is first: the next intended send time of an open-loop schedule; the
+    /// `--timeout` deadline of the oldest unanswered request or of the handshake; the test's
+    /// [`Stop`], and once it has come, the time its unanswered requests are abandoned.
+    ///
+    /// A stop asked for while the connection waits ([`Stop::request`]) changes this: a backend
+    /// that keeps these times asks again when [`Stop::generation`] changes.
     pub fn poll_timeout(&self) -> Option<Time> {
         if self.state != State::Open {
             return None;
         }
-        let deadline = self.deadline();
-        if self.plan.conn.idle || self.plan.conn.open_loop.is_none() {
-            return deadline;
+        let mut next = self.deadline();
+        let mut earliest = |t: Option<Time>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        };
+        let stop = &self.plan.stop;
+        if !self.stop_seen {
+            earliest(stop.at());
+        } else if self.busy() {
+            earliest(stop.abandon_at());
+        }
+        if self.plan.conn.idle || self.plan.conn.open_loop.is_none() || self.stop_seen {
+            return next;
         }
         if self.plan.budget.is_exhausted() && self.in_flight.is_empty() {
             // Spent by other connections while this one waited for its next arrival: it is
             // done, and must be called now to say so.
             return Some(Time::ZERO);
         }
-        if self.in_flight.len() >= self.plan.conn.pipeline as usize || self.plan.budget.is_exhausted() {
-            return deadline;
+        if self.in_flight.len() < self.plan.conn.pipeline as usize && !self.plan.budget.is_exhausted() {
+            earliest(Some(self.next_due));
         }
-        Some(deadline.map_or(self.next_due, |d| d.min(self.next_due)))
+        next
     }
 
     /// The next thing the backend must act on.
@@ -645,6 +507,19 @@ impl Connection {
         Some(since + after)
     }
 
+    /// Whether requests or handshake replies are still awaited.
+    fn busy(&self) -> bool {
+        !self.in_flight.is_empty() || self.handshake_left > 0
+    }
+
+    /// Whether the test's stop has come by `now`; remembers it when it has.
+    fn see_stop(&mut self, now: Time) -> bool {
+        if !self.stop_seen && self.plan.stop.is_due(now) {
+            self.stop_seen = true;
+        }
+        self.stop_seen
+    }
+
     /// A socket whose only reply was an error and that then closed: the error says why (Redis
     /// at `maxclients` answers the first request with one and closes).
     fn refused(&self) -> Option<ConnError> {
@@ -660,6 +535,11 @@ impl Connection {
         let plan = Arc::clone(&self.plan);
         let window = plan.conn.pipeline.max(1) as usize;
         let workload = &plan.workload;
+        if self.see_stop(now) {
+            // Granted and not yet encoded: the test is over, they are not sent.
+            self.credits = 0;
+            return;
+        }
         if let Some(ol) = plan.conn.open_loop {
             while self.in_flight.len() < window
                 && self.next_due <= now
@@ -716,11 +596,11 @@ impl Connection {
 
     fn gap(&mut self, ol: OpenLoop) -> Duration {
         if !ol.poisson {
-            return ol.interval;
+            return self.interval;
         }
         // Inverse transform of an exponential with the given mean; 1 - u is in (0, 1].
         let u = self.schedule_rng.next_f64();
-        let nanos = -(1.0 - u).ln() * ol.interval.as_nanos() as f64;
+        let nanos = -(1.0 - u).ln() * self.interval.as_nanos() as f64;
         Duration::from_nanos(nanos.min(u64::MAX as f64 / 2.0) as u64)
     }
 
@@ -772,16 +652,20 @@ impl Connection {
     }
 
     /// Emits `Finished` or `Reconnect` when the connection has nothing left to do.
-    fn check_done(&mut self) {
-        if self.state != State::Open
-            || self.plan.conn.idle
-            || self.handshake_left > 0
-            || !self.in_flight.is_empty()
-            || self.credits > 0
-        {
+    fn check_done(&mut self, now: Time) {
+        if self.state != State::Open || self.busy() || self.credits > 0 {
             return;
         }
-        if !self.plan.conn.keepalive && self.batch_taken {
+        let stopped = self.see_stop(now);
+        if self.plan.conn.idle {
+            // Idle connections only wait for the stop.
+            if stopped {
+                self.state = State::Finished;
+                self.events.push_back(Event::Finished);
+            }
+            return;
+        }
+        if !self.plan.conn.keepalive && self.batch_taken && !stopped {
             // Reserve the next batch before asking for a new socket, so no socket opens for nothing.
             self.credits = self.plan.budget.take(self.plan.conn.pipeline.max(1) as u64);
             if self.credits > 0 {
@@ -790,7 +674,7 @@ impl Connection {
                 return;
             }
         }
-        if self.plan.budget.is_exhausted() {
+        if stopped || self.plan.budget.is_exhausted() {
             self.state = State::Finished;
             self.events.push_back(Event::Finished);
         }
@@ -823,6 +707,7 @@ mod tests {
                 mix: None,
             },
             budget: Budget::new(10),
+            stop: Stop::new(None, Duration::from_secs(2)),
             seed: 1,
             connections: 1,
             measure_from: Time::ZERO,
@@ -847,6 +732,7 @@ mod tests {
             },
             workload: Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix },
             budget: Budget::new(n),
+            stop: Stop::new(None, Duration::from_secs(2)),
             seed: 42,
             connections: 1,
             measure_from: Time::ZERO,
@@ -869,7 +755,7 @@ mod tests {
 
     #[test]
     fn constant_arrivals_are_exactly_spaced() {
-        let ol = OpenLoop { interval: Duration::from_micros(250), poisson: false };
+        let ol = OpenLoop::per_connection(Duration::from_micros(250), 1, false);
         let times = schedule(ol, 1000);
         assert_eq!(times.len(), 1000);
         for (k, t) in times.iter().enumerate() {
@@ -882,7 +768,7 @@ mod tests {
         // 20 000 exponential gaps of mean 100 µs: the sample mean is within 3% (4 standard
         // errors of 0.7%), the coefficient of variation within 5% of 1 (an exponential's), and
         // the share of gaps longer than the mean within 0.02 of e^-1.
-        let ol = OpenLoop { interval: Duration::from_micros(100), poisson: true };
+        let ol = OpenLoop::per_connection(Duration::from_micros(100), 1, true);
         let times = schedule(ol, 20_001);
         let gaps: Vec<f64> = times.windows(2).map(|w| (w[1].as_nanos() - w[0].as_nanos()) as f64).collect();
         let n = gaps.len() as f64;
@@ -901,7 +787,7 @@ mod tests {
         // sent: the client falls further behind with every request, yet each request keeps its
         // slot in the schedule (k × 100 µs), its latency counts from there, and nothing is
         // skipped or bunched to catch up beyond the window.
-        let ol = OpenLoop { interval: Duration::from_micros(100), poisson: false };
+        let ol = OpenLoop::per_connection(Duration::from_micros(100), 1, false);
         let mut c = Connection::new(open_plan(ol, 50, 1, None), 0);
         let mut st = Stats::new(Time::ZERO, 3, true).unwrap();
         c.handle_connected(Time::ZERO, &mut st);
@@ -931,7 +817,7 @@ mod tests {
         let get = Template::command(&[b"GET", b"k"]);
         let mix = Mix::new(vec![(set, 1), (get, 3)]).unwrap();
         assert_eq!((mix.weight(0), mix.weight(1), mix.len()), (1, 3, 2));
-        let ol = OpenLoop { interval: Duration::from_micros(1), poisson: false };
+        let ol = OpenLoop::per_connection(Duration::from_micros(1), 1, false);
         let mut c = Connection::new(open_plan(ol, 40_000, 40_000, Some(mix)), 0);
         let mut st = stats();
         c.handle_connected(Time::ZERO, &mut st);
@@ -951,7 +837,7 @@ mod tests {
 
     #[test]
     fn warmup_replies_are_not_recorded() {
-        let ol = OpenLoop { interval: Duration::from_micros(100), poisson: false };
+        let ol = OpenLoop::per_connection(Duration::from_micros(100), 1, false);
         let plan = open_plan(ol, 10, 10, None);
         let mut plan = Arc::try_unwrap(plan).unwrap();
         plan.measure_from = Time::from_micros(550);
@@ -1046,7 +932,8 @@ mod tests {
             if close {
                 c.handle_closed(Time::ZERO);
             } else {
-                c.handle_io_error("write to x: Broken pipe".into());
+                let ep = Endpoint::Tcp { host: "x".into(), port: 1 };
+                c.handle_io_error(IoFailure::new(IoOp::Write, &ep, &std::io::Error::from_raw_os_error(32)));
             }
             let e = failure(&mut c).expect("a failure");
             assert_eq!(e.to_string(), "the server refused the connection: ERR max number of clients reached");

@@ -9,6 +9,8 @@
 //! - [`template`]: requests pre-encoded once; each request is a copy plus 12 digits per
 //!   `__rand_int__` placeholder overwritten in place. [`rng`] draws the keys.
 //! - [`resp`]: an incremental, allocation-free RESP2/RESP3 reply parser.
+//! - [`plan`]: what a test's connections share: handshake, pipeline, open-loop schedule, workload,
+//!   the exact request budget and the run control ([`Stop`]: `--duration`, Ctrl-C, drain grace).
 //! - [`conn`]: one connection's state machine: handshake, pipelining, reply matching, latency.
 //! - [`stats`]: per-test counts and HdrHistograms, mergeable across connections, threads and runs.
 //! - [`suite`]: redis-benchmark's default tests, byte for byte.
@@ -35,6 +37,7 @@
 
 pub mod conn;
 pub mod dist;
+pub mod plan;
 pub mod resp;
 pub mod rng;
 pub mod run;
@@ -44,7 +47,8 @@ pub mod suite;
 pub mod template;
 pub mod time;
 
-pub use conn::{Budget, ConnConfig, ConnError, Connection, Event, Handshake, Mix, OpenLoop, Plan, Workload};
-pub use run::{Endpoint, Outcome, Progress, TestRun};
+pub use conn::{ConnError, Connection, Event, IoFailure, IoOp};
+pub use plan::{Budget, ConnConfig, Handshake, Mix, OpenLoop, Plan, Stop, Workload};
+pub use run::{Endpoint, Outcome, Progress, RunError, TestRun};
 pub use stats::Stats;
 pub use time::Time;

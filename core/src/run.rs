@@ -1,11 +1,12 @@
 //! What a backend needs to run one test, and what it gives back: shared by both backends and the
 //! command line, so that they cannot drift apart.
 
+use std::fmt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::conn::Plan;
+use crate::conn::{ConnError, Plan};
 use crate::stats::{Second, Stats};
 use crate::Time;
 
@@ -32,9 +33,9 @@ impl std::fmt::Display for Endpoint {
     }
 }
 
-/// Live figures the event loops publish while a test runs (for the progress line) and the
-/// controls the command line uses to stop them. Every field is updated with relaxed atomics a
-/// few times a second, not per request.
+/// Live figures the event loops publish while a test runs (for the progress line and `--live`).
+/// Every field is updated with relaxed atomics a few times a second, not per request. Stopping a
+/// test is the plan's [`crate::plan::Stop`].
 #[derive(Debug, Default)]
 pub struct Progress {
     /// Requests completed so far, all loops together.
@@ -43,9 +44,6 @@ pub struct Progress {
     pub latency_sum_micros: AtomicU64,
     /// Connections whose handshake has completed and that are still open.
     pub live: AtomicU64,
-    /// Set to make every loop return at once, dropping what is in flight (second Ctrl-C, or the
-    /// drain after the first one took too long).
-    pub abort: AtomicBool,
     /// The per-second series of every loop together, each second added once it has ended (see
     /// [`Progress::publish_seconds`]): what a live view prints while the test runs.
     pub seconds: Mutex<Vec<Second>>,
@@ -91,11 +89,6 @@ impl Progress {
         }
         *published = upto;
     }
-
-    /// Whether the loops were told to return now.
-    pub fn aborted(&self) -> bool {
-        self.abort.load(Ordering::Relaxed)
-    }
 }
 
 /// How much of its figures one event loop has added to [`Progress`] so far.
@@ -132,9 +125,10 @@ pub struct Outcome {
     /// Everything the loops recorded, merged.
     pub stats: Stats,
     /// Connection failures, each with how many connections failed that way, first seen first.
-    pub failures: Vec<(String, u64)>,
-    /// Whether the loops were aborted before every connection finished.
-    pub aborted: bool,
+    pub failures: Vec<(ConnError, u64)>,
+    /// Requests abandoned unanswered when the test's stop and its grace had passed
+    /// ([`crate::Event::Abandoned`]).
+    pub abandoned: u64,
 }
 
 impl TestRun {
@@ -150,79 +144,96 @@ impl TestRun {
 }
 
 impl Outcome {
-    /// Adds `count` connection failures with `message` to the tally.
-    pub fn add_failure(failures: &mut Vec<(String, u64)>, message: String, count: u64) {
-        match failures.iter_mut().find(|(m, _)| *m == message) {
+    /// Adds `count` connection failures of kind `e` to the tally.
+    pub fn add_failure(failures: &mut Vec<(ConnError, u64)>, e: ConnError, count: u64) {
+        match failures.iter_mut().find(|(m, _)| *m == e) {
             Some((_, n)) => *n += count,
-            None => failures.push((message, count)),
+            None => failures.push((e, count)),
         }
     }
 
     /// Merges the outcomes of a test's loops into one; the first loop error wins.
-    pub fn merge_all(results: impl IntoIterator<Item = Result<Outcome, String>>) -> Result<Outcome, String> {
+    pub fn merge_all(
+        results: impl IntoIterator<Item = Result<Outcome, RunError>>,
+    ) -> Result<Outcome, RunError> {
         let mut merged: Option<Outcome> = None;
         for r in results {
             let r = r?;
             match &mut merged {
                 None => merged = Some(r),
                 Some(m) => {
-                    m.stats.merge(&r.stats)?;
-                    for (msg, n) in r.failures {
-                        Outcome::add_failure(&mut m.failures, msg, n);
+                    m.stats.merge(&r.stats).map_err(RunError::Setup)?;
+                    for (e, n) in r.failures {
+                        Outcome::add_failure(&mut m.failures, e, n);
                     }
-                    m.aborted |= r.aborted;
+                    m.abandoned += r.abandoned;
                 }
             }
         }
-        merged.ok_or_else(|| "no event loop ran".to_string())
+        merged.ok_or(RunError::NoLoop)
     }
 }
 
-/// A failed connect in redis-benchmark's words (`Could not connect to Redis at 127.0.0.1:6379:
-/// Connection refused`), so scripts that look for them keep working.
-pub fn connect_error(endpoint: &Endpoint, e: &std::io::Error) -> String {
-    let reason = match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => "Connection refused".to_string(),
-        std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
-        _ => io_reason(e),
-    };
-    format!("Could not connect to Redis at {endpoint}: {reason}")
+/// Why a backend could not run a test at all (a connection's own failure is a [`ConnError`] in
+/// [`Outcome::failures`], and the test goes on without it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The host name did not resolve: redis-benchmark's words, `Could not connect to Redis at
+    /// host:port: reason`.
+    Resolve {
+        /// The endpoint as given.
+        endpoint: String,
+        /// Why.
+        reason: String,
+    },
+    /// An event loop could not be set up (its poll set, a histogram).
+    Setup(String),
+    /// An event loop's wait failed.
+    EventLoop(String),
+    /// An event loop panicked.
+    Panicked,
+    /// The test had no event loop to run on.
+    NoLoop,
 }
 
-/// A socket error on an open connection: `read from 127.0.0.1:6379: Connection reset by peer`.
-/// `what` is the operation (`read from`, `write to`).
-pub fn io_error(what: &str, endpoint: &Endpoint, e: &std::io::Error) -> String {
-    format!("{what} {endpoint}: {}", io_reason(e))
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Resolve { endpoint, reason } => {
+                write!(f, "Could not connect to Redis at {endpoint}: {reason}")
+            }
+            RunError::Setup(e) => write!(f, "cannot create an event loop: {e}"),
+            RunError::EventLoop(e) => write!(f, "event loop failed: {e}"),
+            RunError::Panicked => f.write_str("event loop panicked"),
+            RunError::NoLoop => f.write_str("no event loop ran"),
+        }
+    }
 }
 
-/// The OS' words without the `(os error N)` suffix, and what to do when file descriptors ran out.
-fn io_reason(e: &std::io::Error) -> String {
-    // EMFILE is 24 and ENFILE 23 on Linux, macOS and the BSDs.
-    let hint = match e.raw_os_error() {
-        Some(24) => " (the open-file limit is too low for this many connections: raise it with ulimit -n)",
-        Some(23) => " (the system's open-file table is full)",
-        _ => "",
-    };
-    // "Network is unreachable (os error 101)" -> "Network is unreachable"
-    let s = e.to_string();
-    format!("{}{hint}", s.split(" (os error").next().unwrap_or(&s))
-}
+impl std::error::Error for RunError {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conn::{IoFailure, IoOp};
 
     #[test]
     fn io_errors_read_like_the_os_and_say_what_to_do() {
         let ep = Endpoint::Tcp { host: "127.0.0.1".into(), port: 6379 };
         let reset = std::io::Error::from_raw_os_error(104);
-        assert_eq!(io_error("read from", &ep, &reset), "read from 127.0.0.1:6379: Connection reset by peer");
+        assert_eq!(
+            IoFailure::new(IoOp::Read, &ep, &reset).to_string(),
+            "read from 127.0.0.1:6379: Connection reset by peer"
+        );
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         assert_eq!(
-            connect_error(&ep, &refused),
+            IoFailure::new(IoOp::Connect, &ep, &refused).to_string(),
             "Could not connect to Redis at 127.0.0.1:6379: Connection refused"
         );
-        let emfile = connect_error(&ep, &std::io::Error::from_raw_os_error(24));
+        let emfile = IoFailure::new(IoOp::Connect, &ep, &std::io::Error::from_raw_os_error(24));
+        assert_eq!(emfile.os_code, Some(24));
+        let emfile = emfile.to_string();
         assert!(
             emfile.starts_with("Could not connect to Redis at 127.0.0.1:6379: Too many open files ("),
             "{emfile}"

@@ -95,9 +95,11 @@ fn split_request(buf: &[u8]) -> Option<(Vec<u8>, usize)> {
     Some((name, pos))
 }
 
-/// Runs `plan` on `connections` connections against `server` until every connection finishes or
-/// fails, or `limit` of virtual time passes (then the budget is stopped and in-flight requests
-/// drain). Histograms get `sigfig` significant figures.
+/// Runs `plan` on `connections` connections against `server` until every connection has ended
+/// (finished, failed or abandoned). The plan's [`crate::plan::Stop`] is the run control, as in a
+/// real run; `limit` of virtual time is a Ctrl-C: [`crate::plan::Stop::request`] then, which
+/// the connections learn of as a backend tells them (they are asked for their timeouts again).
+/// Histograms get `sigfig` significant figures.
 pub fn run(
     plan: Arc<Plan>,
     connections: usize,
@@ -148,7 +150,7 @@ fn run_inner(
     }
     loop {
         if now >= deadline {
-            plan.budget.stop();
+            plan.stop.request(deadline);
         }
         for c in &mut conns {
             if c.poll_timeout().is_some_and(|t| t <= now) {
@@ -169,7 +171,7 @@ fn run_inner(
                         *l = Link { open: true, ..Link::default() };
                         c.handle_connected(now, &mut stats);
                     }
-                    Event::Finished | Event::Failed(_) => l.open = false,
+                    Event::Finished | Event::Failed(_) | Event::Abandoned { .. } => l.open = false,
                     _ => {}
                 }
                 events.push((i, ev));
@@ -214,17 +216,15 @@ fn run_inner(
         // The next moment anything happens.
         let next_reply = links.iter().filter(|l| l.open).filter_map(|l| l.outbox.front().map(|r| r.0)).min();
         let next_timer = conns.iter().filter_map(|c| c.poll_timeout()).min();
-        let next = match (next_reply, next_timer) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => match a.or(b) {
-                Some(t) => t,
-                None => break,
-            },
+        // The limit is a moment too: the stop asked for then.
+        let next_stop = (plan.stop.at().map_or(true, |t| t > deadline) && now < deadline).then_some(deadline);
+        let Some(next) = [next_reply, next_timer, next_stop].into_iter().flatten().min() else {
+            break; // every connection has ended, or waits for what never comes
         };
-        now = now.max(next);
-        if now >= deadline && next_reply.is_none() && plan.budget.is_exhausted() {
+        if links.iter().all(|l| !l.open) {
             break;
         }
+        now = now.max(next);
         for (c, l) in conns.iter_mut().zip(&mut links) {
             let mut bytes = Vec::new();
             while l.outbox.front().is_some_and(|r| r.0 <= now) {
@@ -289,7 +289,7 @@ pub fn drive_arbitrary(data: &[u8]) -> Result<(), String> {
 
 /// [`drive_arbitrary`], returning the stats so tests can see what a script did.
 fn drive(data: &[u8]) -> Result<Stats, String> {
-    use crate::conn::{Budget, ConnConfig, Handshake, OpenLoop, Workload};
+    use crate::conn::{Budget, ConnConfig, Handshake, OpenLoop, Stop, Workload};
     use crate::template::{KeySpace, Template};
 
     let mut script = Script(data);
@@ -308,7 +308,7 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
         1 => Template::command(&[b"SET", b"key:__rand_int__", b"xxx"]),
         _ => Template::inline(b"PING\r\n"),
     };
-    let open_loop = (flags & 2 != 0).then_some(OpenLoop { interval, poisson: flags & 4 != 0 });
+    let open_loop = (flags & 2 != 0).then_some(OpenLoop::per_connection(interval, 1, flags & 4 != 0));
     let plan = Arc::new(Plan {
         conn: ConnConfig {
             handshake,
@@ -320,6 +320,7 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
         },
         workload: Workload { template, keys: KeySpace::Random { n: 1000 }, mix: None },
         budget: Budget::new(budget),
+        stop: Stop::new(None, Duration::from_secs(2)),
         seed: 1,
         connections: 1,
         measure_from: Time::ZERO,
@@ -463,7 +464,7 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conn::{Budget, ConnConfig, ConnError, Handshake, OpenLoop, Workload};
+    use crate::conn::{Budget, ConnConfig, ConnError, Handshake, OpenLoop, Stop, Workload};
     use crate::template::{KeySpace, Template};
     use proptest::prelude::*;
 
@@ -489,6 +490,7 @@ mod tests {
                 mix: None,
             },
             budget: if n == u64::MAX { Budget::unlimited() } else { Budget::new(n) },
+            stop: Stop::new(None, Duration::from_secs(2)),
             seed: 7,
             connections: 4,
             measure_from: Time::ZERO,
@@ -587,7 +589,7 @@ mod tests {
     #[test]
     fn open_loop_stall_shows_in_corrected_latency_only() {
         // 1 connection, 10k requests/s for 2 s, 10 µs service, a 100 ms stall at t = 1 s.
-        let ol = OpenLoop { interval: us(100), poisson: false };
+        let ol = OpenLoop::per_connection(us(100), 4, false);
         let mut server = FakeServer::new(b"+OK\r\n", us(10));
         server.stalls.push((Time::from_micros(1_000_000), Time::from_micros(1_100_000)));
         let r = run(
@@ -611,7 +613,7 @@ mod tests {
     fn open_loop_late_sends_keep_intended_time() {
         // The window (P = 1) is the bottleneck during the stall: requests are sent late. Service
         // time counts from the late send, corrected latency from the schedule.
-        let ol = OpenLoop { interval: us(100), poisson: false };
+        let ol = OpenLoop::per_connection(us(100), 4, false);
         let mut server = FakeServer::new(b"+OK\r\n", us(10));
         server.stalls.push((Time::from_micros(500_000), Time::from_micros(600_000)));
         let r =
@@ -626,7 +628,7 @@ mod tests {
 
     #[test]
     fn poisson_schedule_has_the_requested_mean() {
-        let ol = OpenLoop { interval: us(100), poisson: true };
+        let ol = OpenLoop::per_connection(us(100), 4, true);
         let server = FakeServer::new(b"+OK\r\n", us(1));
         let r = run(
             plan(20_000, 64, true, Handshake::default(), Some(ol)),

@@ -1,0 +1,323 @@
+//! What the connections of one test share: the plan (handshake, pipeline, schedule, workload),
+//! the request budget, and the run control that stops the test (end of `--duration`, Ctrl-C,
+//! the drain grace). Made once per test, read by every connection of every thread.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::resp::encode_command;
+use crate::rng::Rng;
+use crate::stats::Stats;
+use crate::template::{KeySpace, Template};
+use crate::Time;
+
+/// The request budget of one test, shared by every connection of every thread: exact, so
+/// `-n 100 -P 16` sends exactly 100 requests. Stopping a test early is [`Stop`]'s job.
+#[derive(Debug)]
+pub struct Budget {
+    remaining: AtomicU64,
+    unlimited: bool,
+}
+
+impl Budget {
+    /// A budget of exactly `n` requests.
+    pub fn new(n: u64) -> Budget {
+        Budget { remaining: AtomicU64::new(n), unlimited: false }
+    }
+
+    /// A budget that never runs out (idle mode, time-based runs: the [`Stop`] ends them).
+    pub fn unlimited() -> Budget {
+        Budget { remaining: AtomicU64::new(u64::MAX), unlimited: true }
+    }
+
+    /// Takes up to `want` requests; returns how many were granted (0 when exhausted).
+    pub fn take(&self, want: u64) -> u64 {
+        if self.unlimited {
+            return want;
+        }
+        let mut granted = 0;
+        // Only fails when another thread changed the count first; then it retries with the new one.
+        let _ = self.remaining.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| {
+            granted = r.min(want);
+            Some(r - granted)
+        });
+        granted
+    }
+
+    /// Whether every request has been handed out.
+    pub fn is_exhausted(&self) -> bool {
+        !self.unlimited && self.remaining.load(Ordering::Relaxed) == 0
+    }
+}
+
+/// When a test stops before its budget is spent: the end of `--duration`, known when the plan is
+/// made, or a stop asked for while it runs (Ctrl-C), whichever is first. From that time on no
+/// request is handed out and connections finish when their requests in flight are answered;
+/// those still unanswered `grace` later are abandoned ([`crate::Event::Abandoned`]).
+///
+/// Connections see the stop through [`crate::Connection::poll_timeout`]: a backend that learns of
+/// a stop asked for while it waits (see [`Stop::generation`]) asks every connection again.
+#[derive(Debug)]
+pub struct Stop {
+    /// Nanoseconds of the stop time; `u64::MAX` while there is none.
+    at: AtomicU64,
+    grace: Duration,
+    /// Bumped by every [`Stop::request`] that moved the stop time earlier.
+    generation: AtomicU64,
+}
+
+impl Stop {
+    /// A stop at `at` (none: run until the budget is spent or [`Stop::request`]), abandoning
+    /// what is still in flight `grace` later.
+    pub fn new(at: Option<Time>, grace: Duration) -> Stop {
+        let at = at.map_or(u64::MAX, |t| t.as_nanos().min(u64::MAX - 1));
+        Stop { at: AtomicU64::new(at), grace, generation: AtomicU64::new(0) }
+    }
+
+    /// Stops the test at `now`, unless it is already stopping earlier.
+    pub fn request(&self, now: Time) {
+        let now = now.as_nanos().min(u64::MAX - 1);
+        if self.at.fetch_min(now, Ordering::SeqCst) > now {
+            self.generation.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The stop time, if there is one.
+    pub fn at(&self) -> Option<Time> {
+        match self.at.load(Ordering::Relaxed) {
+            u64::MAX => None,
+            n => Some(Time::from_nanos(n)),
+        }
+    }
+
+    /// Whether the test has stopped by `now`.
+    pub fn is_due(&self, now: Time) -> bool {
+        self.at().is_some_and(|t| t <= now)
+    }
+
+    /// When requests still in flight are abandoned: the stop time plus the grace.
+    pub fn abandon_at(&self) -> Option<Time> {
+        self.at().map(|t| t + self.grace)
+    }
+
+    /// How long requests in flight may take after the stop.
+    pub fn grace(&self) -> Duration {
+        self.grace
+    }
+
+    /// Changes whenever a stop asked for while the test runs moved the stop time: a backend whose
+    /// connections wait on timers they took earlier compares it to decide to ask them again.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+}
+
+/// What a connection sends before its first request, in redis-benchmark's order: `AUTH`,
+/// `CLIENT TRACKING on`, `SELECT db`, `HELLO 3`.
+#[derive(Clone, Debug, Default)]
+pub struct Handshake {
+    bytes: Vec<u8>,
+    pub(crate) commands: Vec<&'static str>,
+}
+
+impl Handshake {
+    /// Builds the handshake. `user` is used only with a `password` (`AUTH user password`), as
+    /// redis-benchmark does; `db` 0 sends no `SELECT`.
+    pub fn new(
+        user: Option<&str>,
+        password: Option<&str>,
+        tracking: bool,
+        db: u32,
+        resp3: bool,
+    ) -> Handshake {
+        let mut h = Handshake::default();
+        match (user, password) {
+            (Some(u), Some(p)) => h.push("AUTH", &[b"AUTH", u.as_bytes(), p.as_bytes()]),
+            (None, Some(p)) => h.push("AUTH", &[b"AUTH", p.as_bytes()]),
+            _ => {}
+        }
+        if tracking {
+            h.push("CLIENT TRACKING", &[b"CLIENT", b"TRACKING", b"on"]);
+        }
+        if db != 0 {
+            h.push("SELECT", &[b"SELECT", db.to_string().as_bytes()]);
+        }
+        if resp3 {
+            h.push("HELLO", &[b"HELLO", b"3"]);
+        }
+        h
+    }
+
+    fn push(&mut self, name: &'static str, args: &[&[u8]]) {
+        encode_command(args, &mut self.bytes);
+        self.commands.push(name);
+    }
+
+    /// The encoded commands, sent back to back.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// How many commands (and so replies) the handshake has.
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    /// Whether the handshake sends nothing.
+    pub fn is_empty(&self) -> bool {
+        self.commands.is_empty()
+    }
+}
+
+/// An open-loop arrival schedule: requests are due at intended times whatever the server does,
+/// and latency counts from the intended time. The total rate is shared evenly by the test's
+/// connections ([`Plan::connections`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpenLoop {
+    /// Requests per second, all connections together (`--rps`).
+    pub rate: f64,
+    /// Exponential gaps (a Poisson process) instead of constant ones.
+    pub poisson: bool,
+}
+
+impl OpenLoop {
+    /// The schedule at which each of `connections` connections sends every `interval`.
+    pub fn per_connection(interval: Duration, connections: u64, poisson: bool) -> OpenLoop {
+        OpenLoop { rate: connections.max(1) as f64 / interval.as_secs_f64(), poisson }
+    }
+
+    /// The mean time between two requests of one of `connections` connections sharing the rate.
+    pub fn interval(&self, connections: u64) -> Duration {
+        let secs = connections.max(1) as f64 / self.rate;
+        if secs.is_finite() && secs > 0.0 {
+            Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
+        } else {
+            Duration::MAX
+        }
+    }
+}
+
+/// How the connections of one test behave.
+#[derive(Clone, Debug)]
+pub struct ConnConfig {
+    /// Sent first on every new socket.
+    pub handshake: Handshake,
+    /// Most requests in flight on one connection (`-P`), at least 1.
+    pub pipeline: u32,
+    /// `false` (`-k 0`): a new socket for every batch of `pipeline` requests.
+    pub keepalive: bool,
+    /// Idle mode (`-I`): handshake only, then wait.
+    pub idle: bool,
+    /// An arrival schedule; `None` is closed loop (send as soon as a reply frees a slot).
+    pub open_loop: Option<OpenLoop>,
+    /// `--timeout`: how long a request (counted from when it was queued) or the handshake may
+    /// wait for its reply before the connection fails with [`ConnError::Timeout`]; `None` waits
+    /// forever.
+    pub request_timeout: Option<Duration>,
+}
+
+/// What one test sends: the request template and how its placeholders are filled.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    /// The request (without a mix).
+    pub template: Template,
+    /// How `__rand_int__` placeholders are filled.
+    pub keys: KeySpace,
+    /// Several commands with weights (`--mix`); when set, `template` is not used.
+    pub mix: Option<Mix>,
+}
+
+/// Several commands in one test: each request is one of them, drawn by weight.
+#[derive(Clone, Debug)]
+pub struct Mix {
+    pub(crate) templates: Vec<Template>,
+    /// Running sums of the weights; the last is the total.
+    cumulative: Vec<u64>,
+}
+
+impl Mix {
+    /// A mix of `(template, weight)`: at least one command, every weight at least 1, and a total
+    /// that fits in 64 bits.
+    pub fn new(parts: Vec<(Template, u64)>) -> Result<Mix, String> {
+        if parts.is_empty() {
+            return Err("a mix needs at least one command".into());
+        }
+        let mut total = 0u64;
+        let mut templates = Vec::with_capacity(parts.len());
+        let mut cumulative = Vec::with_capacity(parts.len());
+        for (t, w) in parts {
+            if w == 0 {
+                return Err("a mix weight must be at least 1".into());
+            }
+            total = total.checked_add(w).ok_or("the mix weights add up to more than 2^64")?;
+            templates.push(t);
+            cumulative.push(total);
+        }
+        Ok(Mix { templates, cumulative })
+    }
+
+    /// The commands, in the order given.
+    pub fn templates(&self) -> &[Template] {
+        &self.templates
+    }
+
+    /// The weight of command `i`.
+    pub fn weight(&self, i: usize) -> u64 {
+        let before = if i == 0 { 0 } else { self.cumulative[i - 1] };
+        self.cumulative[i] - before
+    }
+
+    /// How many commands.
+    pub fn len(&self) -> usize {
+        self.templates.len()
+    }
+
+    /// Whether the mix is empty (never, once built).
+    pub fn is_empty(&self) -> bool {
+        self.templates.is_empty()
+    }
+
+    /// Draws a command index with probability weight / total.
+    pub(crate) fn pick(&self, rng: &mut Rng) -> usize {
+        let total = *self.cumulative.last().unwrap_or(&1);
+        let x = rng.below(total);
+        self.cumulative.partition_point(|&c| c <= x)
+    }
+}
+
+/// Everything the connections of one test share, across threads.
+#[derive(Debug)]
+pub struct Plan {
+    /// Connection behaviour.
+    pub conn: ConnConfig,
+    /// What to send.
+    pub workload: Workload,
+    /// How many requests, in total.
+    pub budget: Budget,
+    /// When the test stops before the budget is spent, and the grace after that.
+    pub stop: Stop,
+    /// The run's seed: connection `i` draws keys from stream `i` of it.
+    pub seed: u64,
+    /// How many connections the test opens in all, to spread open-loop start times evenly.
+    pub connections: u64,
+    /// Replies parsed before this time are not recorded (`--warmup`); `Time::ZERO` records all.
+    pub measure_from: Time,
+    /// Keep a per-second time series (see [`Stats::series`]).
+    pub series: bool,
+}
+
+impl Plan {
+    /// Empty stats for one event loop of this plan, starting at `start` (or at the end of the
+    /// warmup, if later): with a service-time histogram in open loop, a time series if asked, and
+    /// one part per command of a mix.
+    pub fn new_stats(&self, start: Time, sigfig: u8) -> Result<Stats, String> {
+        let mut stats = Stats::new(start.max(self.measure_from), sigfig, self.conn.open_loop.is_some())?;
+        if self.series {
+            stats = stats.with_series();
+        }
+        if let Some(m) = &self.workload.mix {
+            stats = stats.with_parts(m.len())?;
+        }
+        Ok(stats)
+    }
+}

@@ -1,0 +1,330 @@
+//! respbench-driver: what every backend of respbench shares, written once.
+//!
+//! A backend owns its sockets and its way of waiting (mio's edge-triggered epoll set, smol's
+//! reactor and executor). Everything between a socket and the core's [`Connection`] is here:
+//! - [`Link`]: one connection and its byte layer, driven by the core's drain rule (write what
+//!   the socket takes, reading the clock before each write; read until the socket is empty, to the
+//!   end of the stream after a hang-up; act on the connection's events);
+//! - [`Tally`]: what one event loop records (stats, failures, abandoned requests), published to the
+//!   run's live figures;
+//! - [`on_threads`]: the thread frame (one scoped thread per event loop, outcomes merged);
+//! - [`resolve`] and [`Target`]: the endpoint resolved once per test;
+//! - [`Watch`]: tells a loop when the test's stop or budget changed under connections that wait
+//!   on timers taken earlier.
+//!
+//! The byte layer ([`Link`]'s `Layer`) is the one place where bytes between the core and the
+//! socket can be transformed: plain today; TLS (rustls' `ClientConnection`, itself sans-io) goes
+//! there, for every backend at once.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use respbench_core::run::Published;
+use respbench_core::{
+    ConnError, Connection, Endpoint, Event, IoFailure, IoOp, Outcome, Plan, RunError, Stats, TestRun, Time,
+};
+
+/// One read buffer per event loop serves every connection: the core's parser keeps no bytes.
+pub const READ_BUF: usize = 64 * 1024;
+/// How often a loop publishes its figures and looks at the test's stop.
+pub const PUBLISH_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Where connections go: resolved once per test.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// A resolved TCP address.
+    Tcp(SocketAddr),
+    /// A Unix socket path.
+    Unix(PathBuf),
+}
+
+/// Resolves the endpoint once, with redis-benchmark's message when it fails.
+pub fn resolve(endpoint: &Endpoint) -> Result<Target, RunError> {
+    let fail = |reason: String| RunError::Resolve { endpoint: endpoint.to_string(), reason };
+    match endpoint {
+        Endpoint::Unix(p) => Ok(Target::Unix(p.clone())),
+        Endpoint::Tcp { host, port } => (host.as_str(), *port)
+            .to_socket_addrs()
+            .map_err(|e| fail(e.to_string()))?
+            .next()
+            .map(Target::Tcp)
+            .ok_or_else(|| fail("no address".into())),
+    }
+}
+
+/// Runs `each` for every event loop of `run` on a thread of its own (`each(t, start)` for loop
+/// `t`; `start` is the test's start, the same for all) and merges what they recorded.
+pub fn on_threads<F>(run: &TestRun, epoch: Instant, each: F) -> Result<Outcome, RunError>
+where
+    F: Fn(usize, Time) -> Result<Outcome, RunError> + Sync,
+{
+    let start = Time::since(epoch, Instant::now());
+    let each = &each;
+    let results: Vec<Result<Outcome, RunError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..run.loops()).map(|t| s.spawn(move || each(t, start))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(Err(RunError::Panicked))).collect()
+    });
+    Outcome::merge_all(results)
+}
+
+/// What one event loop records, and the run it belongs to.
+pub struct Tally {
+    run: TestRun,
+    epoch: Instant,
+    /// The loop's counts and histograms.
+    pub stats: Stats,
+    failures: Vec<(ConnError, u64)>,
+    abandoned: u64,
+    published: Published,
+}
+
+impl Tally {
+    /// An empty tally for one loop of `run`, timed against `epoch`, from `start`.
+    pub fn new(run: &TestRun, epoch: Instant, start: Time) -> Result<Tally, RunError> {
+        Ok(Tally {
+            run: run.clone(),
+            epoch,
+            stats: run.plan.new_stats(start, run.sigfig).map_err(RunError::Setup)?,
+            failures: Vec::new(),
+            abandoned: 0,
+            published: Published::default(),
+        })
+    }
+
+    /// The clock, as the core counts time.
+    pub fn now(&self) -> Time {
+        Time::since(self.epoch, Instant::now())
+    }
+
+    /// The run's epoch as an `Instant`, for a backend that sleeps until a [`Time`].
+    pub fn instant(&self, t: Time) -> Instant {
+        self.epoch + t.as_duration()
+    }
+
+    /// The test's plan.
+    pub fn plan(&self) -> &Plan {
+        &self.run.plan
+    }
+
+    /// Adds what this loop recorded since its last call to the run's live figures.
+    pub fn publish(&mut self) {
+        let now = self.now();
+        self.run.progress.publish(&self.stats, now, &mut self.published);
+    }
+
+    /// Publishes a last time and gives the loop's outcome.
+    pub fn finish(mut self) -> Outcome {
+        self.publish();
+        Outcome { stats: self.stats, failures: self.failures, abandoned: self.abandoned }
+    }
+}
+
+/// Tells a loop when connections must be asked for their timeouts again: a stop asked for while
+/// the test runs ([`respbench_core::Stop::generation`]), or the budget running out (an open-loop
+/// connection waiting for its next arrival then has nothing left to do).
+#[derive(Debug, Default)]
+pub struct Watch {
+    generation: u64,
+    exhausted: bool,
+}
+
+impl Watch {
+    /// Whether either changed since the last call.
+    pub fn changed(&mut self, plan: &Plan) -> bool {
+        let (generation, exhausted) = (plan.stop.generation(), plan.budget.is_exhausted());
+        let changed = generation != self.generation || exhausted != self.exhausted;
+        (self.generation, self.exhausted) = (generation, exhausted);
+        changed
+    }
+}
+
+/// What a backend does after [`Link::drain`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Wait until the socket is readable, or writable when `write_blocked` (bytes wait for room),
+    /// or the time of [`Link::timeout`].
+    Wait {
+        /// The socket took less than was offered.
+        write_blocked: bool,
+    },
+    /// Close this socket, open a new one and call [`Link::connected`] (`-k 0`).
+    Reconnect,
+    /// Close the socket: the connection has ended (finished, failed or abandoned).
+    Ended,
+}
+
+/// The bytes between the core and the socket. Plain today; TLS is the next variant.
+#[derive(Debug, Default)]
+enum Layer {
+    #[default]
+    Plain,
+}
+
+impl Layer {
+    fn read(&mut self, sock: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Layer::Plain => sock.read(buf),
+        }
+    }
+
+    fn write(&mut self, sock: &mut impl Write, bytes: &[u8]) -> io::Result<usize> {
+        match self {
+            Layer::Plain => sock.write(bytes),
+        }
+    }
+}
+
+/// One connection of a backend: the core's [`Connection`] and the byte layer to its socket.
+/// The backend owns the socket and passes it in; a `Link` holds no protocol logic of its own, it
+/// follows the core's drain rule.
+#[derive(Debug)]
+pub struct Link {
+    conn: Connection,
+    layer: Layer,
+    /// Counted in the run's `Progress::live`.
+    live: bool,
+    connected: bool,
+}
+
+impl Link {
+    /// Connection `index` of the test in `tally`.
+    pub fn new(tally: &Tally, index: u64) -> Link {
+        Link {
+            conn: Connection::new(tally.run.plan.clone(), index),
+            layer: Layer::default(),
+            live: false,
+            connected: false,
+        }
+    }
+
+    /// The socket connected.
+    pub fn connected(&mut self, tally: &mut Tally) {
+        self.connected = true;
+        self.layer = Layer::Plain;
+        let now = tally.now();
+        self.conn.handle_connected(now, &mut tally.stats);
+    }
+
+    /// Opening the socket failed (resolving, connecting, registering it).
+    pub fn connect_failed(&mut self, e: &io::Error, tally: &Tally) {
+        self.connected = false;
+        self.conn.handle_io_error(IoFailure::new(IoOp::Connect, &tally.run.endpoint, e));
+    }
+
+    /// The socket is gone (closed for a reconnect).
+    pub fn disconnected(&mut self) {
+        self.connected = false;
+    }
+
+    /// Reads what the socket has: until it would block, until a short read showed it empty
+    /// (the next byte raises a new edge or readiness), or, after a `hangup` (the peer's FIN or a
+    /// socket error came with the event), to the end of the stream, since no edge follows it.
+    pub fn read(&mut self, sock: &mut impl Read, buf: &mut [u8], hangup: bool, tally: &mut Tally) {
+        loop {
+            match self.layer.read(sock, buf) {
+                Ok(0) => {
+                    self.conn.handle_closed(tally.now());
+                    return;
+                }
+                Ok(n) => {
+                    let now = tally.now();
+                    self.conn.handle_input(&buf[..n], now, &mut tally.stats);
+                    if (n < buf.len() && !hangup) || self.conn.is_closed() {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.conn.handle_io_error(IoFailure::new(IoOp::Read, &tally.run.endpoint, &e));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The drain rule: writes what the connection has to `sock` (none while it is not connected)
+    /// until the socket is full, then acts on the connection's events and says what the backend
+    /// does next.
+    pub fn drain<S: Write>(&mut self, sock: Option<&mut S>, tally: &mut Tally) -> Next {
+        let mut write_blocked = false;
+        if let Some(sock) = sock.filter(|_| self.connected) {
+            write_blocked = self.write(sock, tally);
+        }
+        while let Some(ev) = self.conn.poll_event() {
+            match ev {
+                Event::Ready => {
+                    if !self.live {
+                        self.live = true;
+                        tally.run.progress.live.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Event::Reconnect => {
+                    self.connected = false;
+                    return Next::Reconnect;
+                }
+                Event::Finished => return self.ended(tally),
+                Event::Abandoned { in_flight } => {
+                    tally.abandoned += in_flight as u64;
+                    return self.ended(tally);
+                }
+                Event::Failed(e) => {
+                    Outcome::add_failure(&mut tally.failures, e, 1);
+                    return self.ended(tally);
+                }
+                _ => {}
+            }
+        }
+        Next::Wait { write_blocked }
+    }
+
+    /// Writes until the connection has nothing or the socket is full; `true` when full.
+    fn write(&mut self, sock: &mut impl Write, tally: &mut Tally) -> bool {
+        loop {
+            // The clock is read before the write: on loopback the server can answer while the
+            // send syscall is still returning, and a reading after it would leave that part of
+            // the round trip out of the latency.
+            let now = tally.now();
+            let Some(bytes) = self.conn.poll_transmit(now) else { return false };
+            let len = bytes.len();
+            match self.layer.write(sock, bytes) {
+                Ok(n) => {
+                    self.conn.advance_transmit(n, now, &mut tally.stats);
+                    if n < len {
+                        return true;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.conn.handle_io_error(IoFailure::new(IoOp::Write, &tally.run.endpoint, &e));
+                    return false;
+                }
+            }
+        }
+    }
+
+    fn ended(&mut self, tally: &mut Tally) -> Next {
+        if self.live {
+            self.live = false;
+            tally.run.progress.live.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.connected = false;
+        Next::Ended
+    }
+
+    /// When to call [`Link::on_timeout`] if nothing else happens: the connection's
+    /// `poll_timeout` (open-loop arrivals, `--timeout` deadlines, the test's stop).
+    pub fn timeout(&self) -> Option<Time> {
+        self.conn.poll_timeout()
+    }
+
+    /// The time from [`Link::timeout`] has come; drain next.
+    pub fn on_timeout(&mut self, tally: &mut Tally) {
+        let now = tally.now();
+        self.conn.handle_timeout(now);
+    }
+}
