@@ -643,6 +643,139 @@ mod tests {
         assert!((1.9..2.1).contains(&secs), "{secs}");
     }
 
+    // ---- run control: the test's stop, the drain grace, the shared rate ----
+
+    fn with_stop(p: Arc<Plan>, at: Option<Time>, grace: Duration) -> Arc<Plan> {
+        let mut p = Arc::try_unwrap(p).expect("fresh plan");
+        p.stop = Stop::new(at, grace);
+        Arc::new(p)
+    }
+
+    fn ended(r: &SimResult) -> (usize, usize, usize) {
+        let count = |f: fn(&Event) -> bool| r.events.iter().filter(|e| f(&e.1)).count();
+        (
+            count(|e| *e == Event::Finished),
+            count(|e| matches!(e, Event::Abandoned { .. })),
+            count(|e| matches!(e, Event::Failed(_))),
+        )
+    }
+
+    #[test]
+    fn a_duration_stop_ends_a_closed_loop_test_at_its_time() {
+        // --duration 1s, closed loop, P 4 on 3 connections, 100 µs per request at one server:
+        // requests stop being handed out at 1 s, those in flight are answered, every connection
+        // finishes, and the last reply comes within one queue's worth of the stop.
+        let server = FakeServer::new(b"+OK\r\n", us(100));
+        let p = with_stop(
+            plan(u64::MAX, 4, true, Handshake::default(), None),
+            Some(Time::from_micros(1_000_000)),
+            Duration::from_secs(2),
+        );
+        let r = run_checked(p, 3, &server, 3, Duration::from_secs(60)).unwrap();
+        assert_eq!(ended(&r), (3, 0, 0), "{:?}", r.events);
+        assert!(r.stats.end >= Time::from_micros(1_000_000), "{:?}", r.stats.end);
+        assert!(r.stats.end <= Time::from_micros(1_000_000 + 12 * 100), "{:?}", r.stats.end);
+        // One server, 100 µs each: the whole second was served, nothing more.
+        assert!((10_000..=10_012).contains(&r.stats.requests), "{}", r.stats.requests);
+        assert_eq!(r.requests_received, r.stats.requests);
+    }
+
+    #[test]
+    fn the_total_rate_is_shared_by_the_connections() {
+        // --rps 1000 over 10 connections for 3 s: each sends every 10 ms, 3000 requests in all,
+        // 1000 in each second of the series.
+        let ol = OpenLoop { rate: 1000.0, poisson: false };
+        let mut p = plan(u64::MAX, 1, true, Handshake::default(), Some(ol));
+        Arc::get_mut(&mut p).unwrap().connections = 10;
+        Arc::get_mut(&mut p).unwrap().series = true;
+        let p = with_stop(p, Some(Time::from_micros(3_000_000)), Duration::from_secs(2));
+        let server = FakeServer { parallel: true, ..FakeServer::new(b"+OK\r\n", us(50)) };
+        let r = run_checked(p, 10, &server, 3, Duration::from_secs(60)).unwrap();
+        assert_eq!(ended(&r), (10, 0, 0));
+        assert_eq!(r.stats.requests, 3000);
+        let per_second: Vec<u64> = r.stats.series.iter().map(|s| s.requests).collect();
+        assert_eq!(per_second, [1000, 1000, 1000]);
+        assert_eq!(r.stats.latency.max(), 50, "every request on time, 50 µs each");
+    }
+
+    #[test]
+    fn a_stop_asked_for_abandons_what_is_unanswered_after_the_grace() {
+        // The server stops at 0.5 s for good; Ctrl-C at 1 s (the limit). Nothing can drain: every
+        // connection is abandoned exactly 2 s (the grace) later, its requests not counted.
+        let mut server = FakeServer::new(b"+OK\r\n", us(10));
+        server.stalls.push((Time::from_micros(500_000), Time::MAX));
+        let r = run_checked(
+            plan(u64::MAX, 4, true, Handshake::default(), None),
+            3,
+            &server,
+            3,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        assert_eq!(ended(&r), (0, 3, 0), "{:?}", r.events);
+        let abandoned: usize = r
+            .events
+            .iter()
+            .map(|e| match e.1 {
+                Event::Abandoned { in_flight } => in_flight,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(abandoned, 12, "P 4 on each of 3 connections");
+        assert_eq!(r.end, Time::from_micros(3_000_000));
+        assert_eq!(r.requests_received, r.stats.requests + 12);
+    }
+
+    #[test]
+    fn a_stop_that_drains_in_the_grace_abandons_nothing() {
+        // A 1.5 s stall from 0.5 s and Ctrl-C at 1 s: the requests in flight are answered at 2 s,
+        // inside the grace; every connection finishes then.
+        let mut server = FakeServer::new(b"+OK\r\n", us(10));
+        server.stalls.push((Time::from_micros(500_000), Time::from_micros(2_000_000)));
+        let r = run_checked(
+            plan(u64::MAX, 2, true, Handshake::default(), None),
+            2,
+            &server,
+            3,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        assert_eq!(ended(&r), (2, 0, 0), "{:?}", r.events);
+        assert!(r.end < Time::from_micros(2_001_000), "{:?}", r.end);
+        assert_eq!(r.requests_received, r.stats.requests);
+    }
+
+    #[test]
+    fn a_stop_reaches_connections_waiting_for_their_next_arrival() {
+        // One request per connection every 10 s; Ctrl-C at 1 s ends the test at 1 s, not at the
+        // next arrival.
+        let ol = OpenLoop::per_connection(Duration::from_secs(10), 4, false);
+        let server = FakeServer::new(b"+OK\r\n", us(10));
+        let r = run_checked(
+            plan(u64::MAX, 1, true, Handshake::default(), Some(ol)),
+            4,
+            &server,
+            3,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        assert_eq!(ended(&r), (4, 0, 0), "{:?}", r.events);
+        assert_eq!(r.end, Time::from_micros(1_000_000));
+        // First arrivals are spread over one interval (0, 2.5, 5, 7.5 s): only the first came.
+        assert_eq!(r.stats.requests, 1);
+    }
+
+    #[test]
+    fn idle_connections_wait_for_the_stop() {
+        let mut p = plan(u64::MAX, 1, true, Handshake::new(None, Some("pw"), false, 0, false), None);
+        Arc::get_mut(&mut p).unwrap().conn.idle = true;
+        let server = FakeServer::new(b"+OK\r\n", us(10));
+        let r = run_checked(p, 3, &server, 3, Duration::from_secs(5)).unwrap();
+        assert_eq!(ended(&r), (3, 0, 0), "{:?}", r.events);
+        assert_eq!(r.end, Time::from_micros(5_000_000));
+        assert_eq!((r.stats.requests, r.requests_received), (0, 0));
+    }
+
     // ---- drive_arbitrary ----
 
     /// Script builders for `drive_arbitrary`.
