@@ -7,7 +7,7 @@
 //!
 //! # Parts
 //! - [`template`]: requests pre-encoded once; each request is a copy plus 12 digits per
-//!   `__rand_int__` placeholder overwritten in place. [`rng`] draws the keys.
+//!   `__rand_int__` placeholder overwritten in place. [`keys`] draws the keys (with [`rng`]).
 //! - [`resp`]: an incremental, allocation-free RESP2/RESP3 reply parser.
 //! - [`conn`]: one connection's state machine: handshake, pipelining, reply matching, latency.
 //! - [`stats`]: per-test counts and HdrHistograms, mergeable across connections, threads and runs.
@@ -35,6 +35,7 @@
 
 pub mod conn;
 pub mod dist;
+pub mod keys;
 pub mod resp;
 pub mod rng;
 pub mod run;
