@@ -31,6 +31,11 @@
 //! before the write, because on loopback the reply can arrive before the send syscall returns)
 //! to the moment its reply was fully parsed (the
 //! `handle_input` that completed it) — or, on an open-loop schedule, from its intended send time.
+//!
+//! # The `testing` feature
+//! Not part of the API; for respbench's own tests and fuzzing. It compiles in `sim` (a fake
+//! server on a virtual clock), `resp::parse_chunked`, `template::check_substitution` and
+//! `template::check_values`, which the fuzz targets call. This crate's unit tests always have them.
 #![warn(missing_docs)]
 
 pub mod conn;
@@ -39,6 +44,7 @@ pub mod keys;
 pub mod resp;
 pub mod rng;
 pub mod run;
+#[cfg(any(test, feature = "testing"))]
 pub mod sim;
 pub mod stats;
 pub mod suite;

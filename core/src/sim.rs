@@ -1,5 +1,6 @@
 //! Deterministic simulation: connections driven against a scripted fake server on a virtual
-//! clock, with no sockets. Used by the tests, the fuzz targets and the micro-benchmark.
+//! clock, with no sockets. Used by the tests and the fuzz targets; built only for tests or with
+//! the `testing` feature.
 //!
 //! The fake server is a single queue, like Redis' one thread: a request that arrives at `t` starts
 //! when the server is free (and not stalled) and its reply leaves `service` later.

@@ -13,6 +13,7 @@
 use std::sync::Arc;
 
 use crate::dist::{SizeSampler, ValueSize};
+#[cfg(any(test, feature = "testing"))]
 use crate::rng::Rng;
 
 // Key generation lives in `crate::keys`; re-exported so the `template::` paths still work.
@@ -346,6 +347,7 @@ pub fn payload(size: usize) -> Vec<u8> {
 }
 
 /// A reference RESP encoding built independently of `Template::command`, for checking it.
+#[cfg(any(test, feature = "testing"))]
 fn reference_encoding(args: &[&[u8]]) -> Vec<u8> {
     let mut v = format!("*{}\r\n", args.len()).into_bytes();
     for arg in args {
@@ -363,6 +365,7 @@ fn reference_encoding(args: &[&[u8]]) -> Vec<u8> {
 /// and that every written request (appended after existing bytes, which stay untouched)
 /// equals the template except in those fields, each being 12 ASCII digits of a value < n
 /// (0 when n == 0). Returns `Err(description)` on the first violation; never panics.
+#[cfg(any(test, feature = "testing"))]
 pub fn check_substitution(args: &[&[u8]], seed: u64, n: u64, count: usize) -> Result<(), String> {
     let template = Template::command(args);
     let expected = reference_encoding(args);
@@ -447,6 +450,7 @@ pub fn check_substitution(args: &[&[u8]], seed: u64, n: u64, count: usize) -> Re
 /// a bytes argument must come back equal except for 12 digits in place of each placeholder; a
 /// value must be a prefix of the largest payload with a size `spec` allows. Returns
 /// `Err(description)` on the first violation; never panics.
+#[cfg(any(test, feature = "testing"))]
 pub fn check_values(args: &[Arg], spec: &ValueSize, seed: u64, n: u64, count: usize) -> Result<(), String> {
     use crate::resp::Value;
     let allowed = |len: usize| match spec {

@@ -18,7 +18,9 @@ use std::fmt;
 mod parser;
 mod value;
 
-pub use parser::{parse_chunked, Kind, Parsed, Reply, ReplyParser};
+#[cfg(any(test, feature = "testing"))]
+pub use parser::parse_chunked;
+pub use parser::{Kind, Parsed, Reply, ReplyParser};
 pub use value::{encode_command, Value};
 
 /// Deepest aggregate nesting accepted; an aggregate (or attribute) header below 64 others is an error.

@@ -587,6 +587,7 @@ impl ReplyParser {
 }
 
 /// Feeds `input` to a fresh [`ReplyParser`] in chunks of the given sizes (cycling; a 0 size means 1; no sizes means one chunk), collecting the completed replies; stops at the first error. Never panics.
+#[cfg(any(test, feature = "testing"))]
 pub fn parse_chunked(input: &[u8], chunk_sizes: &[u8]) -> (Vec<Reply>, Option<ProtocolError>) {
     let mut parser = ReplyParser::new();
     let mut replies = Vec::new();
