@@ -2,6 +2,7 @@
 //! renders the results in redis-benchmark's formats.
 
 mod cpu;
+mod hdr;
 mod json;
 mod limits;
 mod merge;

@@ -338,14 +338,12 @@ impl Connection {
         if self.handshake_left == 0 {
             self.events.push_back(Event::Ready);
         }
-        if self.plan.conn.open_loop.is_some() {
-            if self.next_due == Time::MAX {
-                // Spread the connections' first arrivals over one interval.
-                let n = self.plan.connections.max(1);
-                let interval = u64::try_from(self.interval.as_nanos()).unwrap_or(u64::MAX);
-                let offset = interval / n * (self.index % n);
-                self.next_due = now + Duration::from_nanos(offset);
-            }
+        if self.plan.conn.open_loop.is_some() && self.next_due == Time::MAX {
+            // Spread the connections' first arrivals over one interval.
+            let n = self.plan.connections.max(1);
+            let interval = u64::try_from(self.interval.as_nanos()).unwrap_or(u64::MAX);
+            let offset = interval / n * (self.index % n);
+            self.next_due = now + Duration::from_nanos(offset);
         }
     }
 

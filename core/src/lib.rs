@@ -2,12 +2,12 @@
 //!
 //! Everything here is a pure state machine: no sockets, no threads, no clock reads. Time comes in
 //! as a [`Time`] parameter; bytes come in and go out as slices. The backends (`respbench-mio`,
-//! `respbench-smol`) own the sockets and the clock and move bytes and time between them and a
-//! [`Connection`] per socket.
+//! `respbench-smol`, through `respbench-driver`) own the sockets and the clock and move bytes and
+//! time between them and a [`Connection`] per socket.
 //!
 //! # Parts
 //! - [`template`]: requests pre-encoded once; each request is a copy plus 12 digits per
-//!   `__rand_int__` placeholder overwritten in place. [`rng`] draws the keys.
+//!   `__rand_int__` placeholder overwritten in place. [`keys`] draws the keys (with [`rng`]).
 //! - [`resp`]: an incremental, allocation-free RESP2/RESP3 reply parser.
 //! - [`plan`]: what a test's connections share: handshake, pipeline, open-loop schedule, workload,
 //!   the exact request budget and the run control ([`Stop`]: `--duration`, Ctrl-C, drain grace).
@@ -33,14 +33,21 @@
 //! before the write, because on loopback the reply can arrive before the send syscall returns)
 //! to the moment its reply was fully parsed (the
 //! `handle_input` that completed it) — or, on an open-loop schedule, from its intended send time.
+//!
+//! # The `testing` feature
+//! Not part of the API; for respbench's own tests and fuzzing. It compiles in `sim` (a fake
+//! server on a virtual clock), `resp::parse_chunked`, `template::check_substitution` and
+//! `template::check_values`, which the fuzz targets call. This crate's unit tests always have them.
 #![warn(missing_docs)]
 
 pub mod conn;
 pub mod dist;
+pub mod keys;
 pub mod plan;
 pub mod resp;
 pub mod rng;
 pub mod run;
+#[cfg(any(test, feature = "testing"))]
 pub mod sim;
 pub mod stats;
 pub mod suite;

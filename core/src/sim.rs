@@ -1,5 +1,6 @@
 //! Deterministic simulation: connections driven against a scripted fake server on a virtual
-//! clock, with no sockets. Used by the tests, the fuzz targets and the micro-benchmark.
+//! clock, with no sockets. Used by the tests and the fuzz targets; built only for tests or with
+//! the `testing` feature.
 //!
 //! The fake server is a single queue, like Redis' one thread: a request that arrives at `t` starts
 //! when the server is free (and not stalled) and its reply leaves `service` later.
@@ -217,7 +218,11 @@ fn run_inner(
         let next_reply = links.iter().filter(|l| l.open).filter_map(|l| l.outbox.front().map(|r| r.0)).min();
         let next_timer = conns.iter().filter_map(|c| c.poll_timeout()).min();
         // The limit is a moment too: the stop asked for then.
-        let next_stop = (plan.stop.at().map_or(true, |t| t > deadline) && now < deadline).then_some(deadline);
+        let stops_later = match plan.stop.at() {
+            Some(t) => t > deadline,
+            None => true,
+        };
+        let next_stop = (stops_later && now < deadline).then_some(deadline);
         let Some(next) = [next_reply, next_timer, next_stop].into_iter().flatten().min() else {
             break; // every connection has ended, or waits for what never comes
         };

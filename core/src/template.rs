@@ -10,11 +10,14 @@
 //! writing one is `$len\r\n`, the first `len` bytes of one shared payload of the largest size,
 //! and `\r\n`. Fixed sizes never use slots, so `-d 3` sends exactly redis-benchmark's bytes.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::dist::{gaussian, SizeSampler, ValueSize, Zipf};
+use crate::dist::{SizeSampler, ValueSize};
+#[cfg(any(test, feature = "testing"))]
 use crate::rng::Rng;
+
+// Key generation lives in `crate::keys`; re-exported so the `template::` paths still work.
+pub use crate::keys::{KeyGen, KeySpace, SharedCounter};
 
 /// The placeholder text redis-benchmark substitutes.
 const PLACEHOLDER: &[u8; 12] = b"__rand_int__";
@@ -24,91 +27,6 @@ const WIDTH: usize = 12;
 
 /// Substituted values are reduced modulo 10^12 so they fit 12 digits.
 const MODULUS: u64 = 1_000_000_000_000;
-
-/// A counter shared by every connection of one test (cloning shares it), for sequential keys.
-#[derive(Clone, Debug, Default)]
-pub struct SharedCounter(Arc<AtomicU64>);
-
-impl PartialEq for SharedCounter {
-    /// Two counters are equal when they are the same counter.
-    fn eq(&self, other: &SharedCounter) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-/// How `__rand_int__` placeholders are filled.
-#[derive(Clone, Debug, PartialEq)]
-pub enum KeySpace {
-    /// No -r: placeholders are not substituted; the literal text `__rand_int__` is sent (redis-benchmark does this).
-    Literal,
-    /// -r N: each occurrence an independent uniform value in [0, N); N may be up to 10^12 (no 2^31 cap); -r 0 gives 000000000000.
-    Random {
-        /// The keyspace length N.
-        n: u64,
-    },
-    /// Sequential: 0, 1, 2, ... wrapping at n, from one counter shared by every connection of the
-    /// test (clones share it), so `-n N -r N` sends every key exactly once; n == 0 gives 0.
-    Sequential {
-        /// The keyspace length at which the counter wraps to 0.
-        n: u64,
-        /// The next key, before reduction modulo n.
-        next: SharedCounter,
-    },
-    /// Zipf over [0, n): see [`Zipf`] (O(1) memory; hot keys scattered by a bijection).
-    Zipf(Zipf),
-    /// Normal over [0, n), mean n/2 and standard deviation n/6: see [`gaussian`].
-    Gaussian {
-        /// The keyspace length N.
-        n: u64,
-    },
-}
-
-impl KeySpace {
-    /// Sequential keys over [0, n) from a fresh shared counter.
-    pub fn sequential(n: u64) -> KeySpace {
-        KeySpace::Sequential { n, next: SharedCounter::default() }
-    }
-}
-
-/// Per-connection key source: owns its Rng (from `Rng::for_stream(seed, conn_index)`), which
-/// also draws value sizes.
-#[derive(Clone, Debug)]
-pub struct KeyGen {
-    space: KeySpace,
-    rng: Rng,
-}
-
-impl KeyGen {
-    /// A key source over `space`, drawing random keys from `rng`.
-    pub fn new(space: KeySpace, rng: Rng) -> KeyGen {
-        KeyGen { space, rng }
-    }
-
-    /// The next key in [0, n) as the space says (always 0 for Literal or n == 0).
-    #[inline]
-    pub fn next_key(&mut self) -> u64 {
-        match self.space {
-            KeySpace::Literal => 0,
-            KeySpace::Random { n } => self.rng.below(n),
-            KeySpace::Sequential { n, ref next } => {
-                let k = next.0.fetch_add(1, Ordering::Relaxed);
-                if n == 0 {
-                    0
-                } else {
-                    k % n
-                }
-            }
-            KeySpace::Zipf(ref z) => z.sample(&mut self.rng),
-            KeySpace::Gaussian { n } => gaussian(n, &mut self.rng),
-        }
-    }
-
-    /// Whether placeholders are overwritten with keys (false for `KeySpace::Literal`).
-    #[inline]
-    pub fn substitutes(&self) -> bool {
-        !matches!(self.space, KeySpace::Literal)
-    }
-}
 
 /// A request pre-encoded once; producing it is a copy plus overwriting 12 digits per placeholder in place.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -429,6 +347,7 @@ pub fn payload(size: usize) -> Vec<u8> {
 }
 
 /// A reference RESP encoding built independently of `Template::command`, for checking it.
+#[cfg(any(test, feature = "testing"))]
 fn reference_encoding(args: &[&[u8]]) -> Vec<u8> {
     let mut v = format!("*{}\r\n", args.len()).into_bytes();
     for arg in args {
@@ -446,6 +365,7 @@ fn reference_encoding(args: &[&[u8]]) -> Vec<u8> {
 /// and that every written request (appended after existing bytes, which stay untouched)
 /// equals the template except in those fields, each being 12 ASCII digits of a value < n
 /// (0 when n == 0). Returns `Err(description)` on the first violation; never panics.
+#[cfg(any(test, feature = "testing"))]
 pub fn check_substitution(args: &[&[u8]], seed: u64, n: u64, count: usize) -> Result<(), String> {
     let template = Template::command(args);
     let expected = reference_encoding(args);
@@ -530,6 +450,7 @@ pub fn check_substitution(args: &[&[u8]], seed: u64, n: u64, count: usize) -> Re
 /// a bytes argument must come back equal except for 12 digits in place of each placeholder; a
 /// value must be a prefix of the largest payload with a size `spec` allows. Returns
 /// `Err(description)` on the first violation; never panics.
+#[cfg(any(test, feature = "testing"))]
 pub fn check_values(args: &[Arg], spec: &ValueSize, seed: u64, n: u64, count: usize) -> Result<(), String> {
     use crate::resp::Value;
     let allowed = |len: usize| match spec {
@@ -920,53 +841,6 @@ mod tests {
         assert_eq!((out.capacity(), out.as_ptr()), (cap, ptr));
         check_values(&args, values.spec(), 1, 1000, 50).unwrap();
     }
-
-    #[test]
-    fn sequential_is_shared_and_covers_the_keyspace_exactly() {
-        // Three connections (clones share the counter) taking turns unevenly over n = 1000:
-        // every key exactly once per 1000 draws.
-        let space = KeySpace::sequential(1000);
-        let mut gens: Vec<KeyGen> =
-            (0..3).map(|i| KeyGen::new(space.clone(), Rng::for_stream(1, i))).collect();
-        let mut seen = vec![0u32; 1000];
-        for i in 0..2000usize {
-            seen[gens[i * i % 3].next_key() as usize] += 1;
-        }
-        assert!(seen.iter().all(|&c| c == 2), "every key exactly twice in 2000 draws");
-        // A fresh space is a fresh counter.
-        assert_eq!(KeyGen::new(KeySpace::sequential(1000), Rng::new(1)).next_key(), 0);
-        assert_ne!(space, KeySpace::sequential(1000));
-    }
-
-    #[test]
-    fn uniform_keys_chi_square() {
-        // KeySpace::Random { n: 1000 }: 200k keys in 20 buckets of 50 keys, 10k expected each.
-        // Chi-square with 19 df exceeds 43.82 with probability 0.001 for a uniform source.
-        for seed in [1u64, 2, 3] {
-            let mut k = KeyGen::new(KeySpace::Random { n: 1000 }, Rng::new(seed));
-            let mut counts = [0u64; 20];
-            for _ in 0..200_000 {
-                counts[(k.next_key() / 50) as usize] += 1;
-            }
-            let chi2: f64 = counts.iter().map(|&c| (c as f64 - 10_000.0).powi(2) / 10_000.0).sum();
-            assert!(chi2 < 43.82, "seed {seed}: chi2 {chi2}, {counts:?}");
-        }
-    }
-
-    #[test]
-    fn zipf_and_gaussian_keys_stay_in_the_keyspace() {
-        let t = Template::inline(b"__rand_int__");
-        for space in
-            [KeySpace::Zipf(crate::dist::Zipf::new(777, 0.99).unwrap()), KeySpace::Gaussian { n: 777 }]
-        {
-            let mut k = keys(space);
-            for _ in 0..1000 {
-                let v: u64 = std::str::from_utf8(&one(&t, &mut k)).unwrap().parse().unwrap();
-                assert!(v < 777);
-            }
-        }
-    }
-
     /// A size spec with every shape, sizes up to 2000 bytes.
     fn size_strategy() -> impl Strategy<Value = ValueSize> {
         prop_oneof![

@@ -256,11 +256,9 @@ impl Link {
         }
         while let Some(ev) = self.conn.poll_event() {
             match ev {
-                Event::Ready => {
-                    if !self.live {
-                        self.live = true;
-                        tally.run.progress.live.fetch_add(1, Ordering::Relaxed);
-                    }
+                Event::Ready if !self.live => {
+                    self.live = true;
+                    tally.run.progress.live.fetch_add(1, Ordering::Relaxed);
                 }
                 Event::Reconnect => {
                     self.connected = false;

@@ -1,0 +1,144 @@
+//! Key generation: which number each `__rand_int__` placeholder gets. A [`KeySpace`] says how
+//! keys are drawn (literal, uniform, sequential, zipf, gaussian); each connection clones it into
+//! a [`KeyGen`] with its own [`Rng`] stream.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::dist::{gaussian, Zipf};
+use crate::rng::Rng;
+
+/// A counter shared by every connection of one test (cloning shares it), for sequential keys.
+#[derive(Clone, Debug, Default)]
+pub struct SharedCounter(Arc<AtomicU64>);
+
+impl PartialEq for SharedCounter {
+    /// Two counters are equal when they are the same counter.
+    fn eq(&self, other: &SharedCounter) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// How `__rand_int__` placeholders are filled.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KeySpace {
+    /// No -r: placeholders are not substituted; the literal text `__rand_int__` is sent (redis-benchmark does this).
+    Literal,
+    /// -r N: each occurrence an independent uniform value in [0, N); N may be up to 10^12 (no 2^31 cap); -r 0 gives 000000000000.
+    Random {
+        /// The keyspace length N.
+        n: u64,
+    },
+    /// Sequential: 0, 1, 2, ... wrapping at n, from one counter shared by every connection of the
+    /// test (clones share it), so `-n N -r N` sends every key exactly once; n == 0 gives 0.
+    Sequential {
+        /// The keyspace length at which the counter wraps to 0.
+        n: u64,
+        /// The next key, before reduction modulo n.
+        next: SharedCounter,
+    },
+    /// Zipf over [0, n): see [`Zipf`] (O(1) memory; hot keys scattered by a bijection).
+    Zipf(Zipf),
+    /// Normal over [0, n), mean n/2 and standard deviation n/6: see [`gaussian`].
+    Gaussian {
+        /// The keyspace length N.
+        n: u64,
+    },
+}
+
+impl KeySpace {
+    /// Sequential keys over [0, n) from a fresh shared counter.
+    pub fn sequential(n: u64) -> KeySpace {
+        KeySpace::Sequential { n, next: SharedCounter::default() }
+    }
+}
+
+/// Per-connection key source: owns its Rng (from `Rng::for_stream(seed, conn_index)`), which
+/// also draws value sizes.
+#[derive(Clone, Debug)]
+pub struct KeyGen {
+    space: KeySpace,
+    /// Also draws value sizes (`Template::write`).
+    pub(crate) rng: Rng,
+}
+
+impl KeyGen {
+    /// A key source over `space`, drawing random keys from `rng`.
+    pub fn new(space: KeySpace, rng: Rng) -> KeyGen {
+        KeyGen { space, rng }
+    }
+
+    /// The next key in [0, n) as the space says (always 0 for Literal or n == 0).
+    #[inline]
+    pub fn next_key(&mut self) -> u64 {
+        match self.space {
+            KeySpace::Literal => 0,
+            KeySpace::Random { n } => self.rng.below(n),
+            KeySpace::Sequential { n, ref next } => {
+                let k = next.0.fetch_add(1, Ordering::Relaxed);
+                if n == 0 {
+                    0
+                } else {
+                    k % n
+                }
+            }
+            KeySpace::Zipf(ref z) => z.sample(&mut self.rng),
+            KeySpace::Gaussian { n } => gaussian(n, &mut self.rng),
+        }
+    }
+
+    /// Whether placeholders are overwritten with keys (false for `KeySpace::Literal`).
+    #[inline]
+    pub fn substitutes(&self) -> bool {
+        !matches!(self.space, KeySpace::Literal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequential_is_shared_and_covers_the_keyspace_exactly() {
+        // Three connections (clones share the counter) taking turns unevenly over n = 1000:
+        // every key exactly once per 1000 draws.
+        let space = KeySpace::sequential(1000);
+        let mut gens: Vec<KeyGen> =
+            (0..3).map(|i| KeyGen::new(space.clone(), Rng::for_stream(1, i))).collect();
+        let mut seen = vec![0u32; 1000];
+        for i in 0..2000usize {
+            seen[gens[i * i % 3].next_key() as usize] += 1;
+        }
+        assert!(seen.iter().all(|&c| c == 2), "every key exactly twice in 2000 draws");
+        // A fresh space is a fresh counter.
+        assert_eq!(KeyGen::new(KeySpace::sequential(1000), Rng::new(1)).next_key(), 0);
+        assert_ne!(space, KeySpace::sequential(1000));
+    }
+
+    #[test]
+    fn uniform_keys_chi_square() {
+        // KeySpace::Random { n: 1000 }: 200k keys in 20 buckets of 50 keys, 10k expected each.
+        // Chi-square with 19 df exceeds 43.82 with probability 0.001 for a uniform source.
+        for seed in [1u64, 2, 3] {
+            let mut k = KeyGen::new(KeySpace::Random { n: 1000 }, Rng::new(seed));
+            let mut counts = [0u64; 20];
+            for _ in 0..200_000 {
+                counts[(k.next_key() / 50) as usize] += 1;
+            }
+            let chi2: f64 = counts.iter().map(|&c| (c as f64 - 10_000.0).powi(2) / 10_000.0).sum();
+            assert!(chi2 < 43.82, "seed {seed}: chi2 {chi2}, {counts:?}");
+        }
+    }
+
+    #[test]
+    fn zipf_and_gaussian_keys_stay_in_the_keyspace() {
+        for space in
+            [KeySpace::Zipf(crate::dist::Zipf::new(777, 0.99).unwrap()), KeySpace::Gaussian { n: 777 }]
+        {
+            let mut k = KeyGen::new(space, Rng::for_stream(1, 0));
+            for _ in 0..1000 {
+                assert!(k.next_key() < 777);
+            }
+        }
+    }
+}
