@@ -131,137 +131,214 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
              for Linux in order to use a lot of clients/requests"
         );
     }
-    let stdout = io::stdout();
-    // With `--json -` stdout carries the document only.
-    let mut out: Box<dyn Write> =
-        if json_on_stdout(cfg) { Box::new(io::sink()) } else { Box::new(stdout.lock()) };
-    let comparing = cfg.backends.len() > 1;
-    let open_loop = !cfg.open.rates.is_empty();
-    let csv = cfg.output == Output::Csv;
-    // Side by side, an open-loop row is titled `GET @ 20000 rps`.
-    let rate_suffix = cfg.open.rates.iter().map(|r| format!(" @ {r} rps").len()).max().unwrap_or(0);
-    let width = cases.iter().flat_map(Case::titles).map(|t| t.len() + rate_suffix).max();
-    if comparing {
-        report::write_compare_header(csv, &backend_names(cfg), width.unwrap_or(0), &mut out)
-            .map_err(|e| e.to_string())?;
-    } else if csv {
-        let extra = if open_loop { report::CSV_OPEN_LOOP_COLUMNS } else { "" };
-        writeln!(out, "{}{extra}", report::CSV_HEADER).map_err(|e| e.to_string())?;
+    let mut session = Session::new(cfg, &cases, info)?;
+    let ended = session.run_suite(&cases);
+    session.finish(ended)
+}
+
+/// How a run of the suite ended.
+enum Ended {
+    /// Every test ran; or a test's connections failed (1) or the run was interrupted (130): what
+    /// completed is reported.
+    Code(ExitCode),
+    /// A backend could not run a test at all.
+    Failed(String),
+}
+
+/// One run of the suite: where its output goes and what it has recorded for the JSON document.
+struct Session<'a> {
+    cfg: &'a Config,
+    info: ServerInfo,
+    out: Box<dyn Write>,
+    /// Several backends side by side.
+    comparing: bool,
+    open_loop: bool,
+    csv: bool,
+    /// The width of the test-name column in side-by-side tables.
+    width: usize,
+    epoch: Instant,
+    epoch_us: u64,
+    /// The JSON entries of the tests run so far.
+    done: Vec<serde_json::Value>,
+}
+
+impl<'a> Session<'a> {
+    /// Opens the output and writes its header (CSV, side-by-side).
+    fn new(cfg: &'a Config, cases: &[Case], info: ServerInfo) -> Result<Session<'a>, String> {
+        // With `--json -` stdout carries the document only.
+        let out: Box<dyn Write> =
+            if json_on_stdout(cfg) { Box::new(io::sink()) } else { Box::new(io::stdout()) };
+        let open_loop = !cfg.open.rates.is_empty();
+        // Side by side, an open-loop row is titled `GET @ 20000 rps`.
+        let rate_suffix = cfg.open.rates.iter().map(|r| format!(" @ {r} rps").len()).max().unwrap_or(0);
+        let width = cases.iter().flat_map(Case::titles).map(|t| t.len() + rate_suffix).max().unwrap_or(0);
+        let mut s = Session {
+            cfg,
+            info,
+            out,
+            comparing: cfg.backends.len() > 1,
+            open_loop,
+            csv: cfg.output == Output::Csv,
+            width,
+            epoch: Instant::now(),
+            epoch_us: unix_micros(SystemTime::now()),
+            done: Vec::new(),
+        };
+        if s.comparing {
+            report::write_compare_header(s.csv, &backend_names(cfg), s.width, &mut s.out)
+                .map_err(|e| e.to_string())?;
+        } else if s.csv {
+            let extra = if open_loop { report::CSV_OPEN_LOOP_COLUMNS } else { "" };
+            writeln!(s.out, "{}{extra}", report::CSV_HEADER).map_err(|e| e.to_string())?;
+        }
+        Ok(s)
     }
-    let steps: Vec<Option<u64>> =
-        if open_loop { cfg.open.rates.iter().copied().map(Some).collect() } else { vec![None] };
-    let epoch = Instant::now();
-    let epoch_us = unix_micros(SystemTime::now());
-    let mut done = Vec::new();
-    let mut code = ExitCode::SUCCESS;
-    let mut failed = None;
-    let mut stopped = false;
-    'suite: loop {
-        for (i, case) in cases.iter().enumerate() {
-            // One row per step and backend for the throughput-latency table.
-            let mut table: Vec<json::Entry> = Vec::new();
-            for &rate in &steps {
-                let mut ran = Vec::new();
-                for &backend in &cfg.backends {
-                    let (outcome, cpu) = match run_test(cfg, backend, case, i as u64, rate, epoch) {
-                        Ok(o) => o,
-                        Err(e) => {
-                            failed = Some(e);
-                            break 'suite;
-                        }
-                    };
-                    let failures = outcome.failures;
-                    let entries = case.entries(backend, cpu, rate, outcome.stats);
-                    report_cost_and_rate(cfg, &entries[entries.len() - 1], backend, comparing);
-                    if cfg.json.is_some() {
-                        for e in &entries {
-                            done.push(json::test(e, epoch_us)?);
-                        }
-                    }
-                    let stop = !failures.is_empty() || interrupted();
-                    ran.push((entries, failures));
-                    if stop {
-                        break;
-                    }
-                }
-                if comparing {
-                    let mut rows: Vec<Vec<&json::Entry>> = Vec::new();
-                    for (entries, _) in &ran {
-                        for (k, e) in entries.iter().enumerate() {
-                            if rows.len() <= k {
-                                rows.push(Vec::new());
-                            }
-                            rows[k].push(e);
-                        }
-                    }
-                    for row in rows {
-                        report::write_compare_row(csv, &row, width.unwrap_or(0), &mut out)
-                            .map_err(|e| e.to_string())?;
-                    }
-                } else if let Some((entries, _)) = ran.first() {
-                    for e in entries {
-                        if !(open_loop && cfg.output == Output::Quiet) {
-                            print_test(cfg, case, &info, e, &mut out).map_err(|e| e.to_string())?;
-                        }
-                    }
-                }
-                for (entries, failures) in ran.iter() {
-                    let last = &entries[entries.len() - 1];
-                    for (msg, n) in failures {
-                        let plural = if *n == 1 { "" } else { "s" };
-                        let on = if comparing {
-                            format!(" ({})", last.backend.as_deref().unwrap_or(""))
-                        } else {
-                            String::new()
-                        };
-                        eprintln!("{}{on}: {n} connection{plural} failed: {msg}", last.name);
-                    }
-                }
-                let failed_now = ran.iter().any(|(_, f)| !f.is_empty());
-                for (entries, _) in ran {
-                    if !comparing {
-                        table.extend(entries);
-                    }
-                }
-                if failed_now {
-                    code = ExitCode::from(1);
-                    stopped = true;
-                    break;
-                }
-                if interrupted() {
-                    code = ExitCode::from(EXIT_INTERRUPTED);
-                    stopped = true;
-                    break;
+
+    /// Runs every case (forever with `-l`) until one stops the run.
+    fn run_suite(&mut self, cases: &[Case]) -> Ended {
+        loop {
+            for (i, case) in cases.iter().enumerate() {
+                match self.run_case(i as u64, case) {
+                    Ok(None) => {}
+                    Ok(Some(code)) => return Ended::Code(code),
+                    Err(e) => return Ended::Failed(e),
                 }
             }
-            if open_loop && !comparing && !csv {
-                report::write_rate_table(&table, cfg.open.poisson, &mut out).map_err(|e| e.to_string())?;
-            }
-            if stopped {
-                break 'suite;
+            if !self.cfg.repeat {
+                return Ended::Code(ExitCode::SUCCESS);
             }
         }
-        if !cfg.repeat {
-            break;
+    }
+
+    /// Runs one case: each rate step on each backend, printing as it goes. `Some(code)` when the
+    /// run must stop here (failed connections, Ctrl-C).
+    fn run_case(&mut self, test_no: u64, case: &Case) -> Result<Option<ExitCode>, String> {
+        let steps: Vec<Option<u64>> =
+            if self.open_loop { self.cfg.open.rates.iter().copied().map(Some).collect() } else { vec![None] };
+        // One row per step for the throughput-latency table.
+        let mut table: Vec<json::Entry> = Vec::new();
+        let mut stop = None;
+        for rate in steps {
+            let ran = self.run_step(test_no, case, rate)?;
+            self.print_step(case, &ran).map_err(|e| e.to_string())?;
+            self.report_failures(&ran);
+            let failed = ran.iter().any(|(_, f)| !f.is_empty());
+            if !self.comparing {
+                table.extend(ran.into_iter().flat_map(|(entries, _)| entries));
+            }
+            if failed {
+                stop = Some(ExitCode::from(1));
+            } else if interrupted() {
+                stop = Some(ExitCode::from(EXIT_INTERRUPTED));
+            }
+            if stop.is_some() {
+                break;
+            }
+        }
+        if self.open_loop && !self.comparing && !self.csv {
+            report::write_rate_table(&table, self.cfg.open.poisson, &mut self.out)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(stop)
+    }
+
+    /// Runs one step of a case on each backend in turn (stopping at the first that failed or
+    /// was interrupted): its entries and connection failures per backend.
+    fn run_step(&mut self, test_no: u64, case: &Case, rate: Option<u64>) -> Result<Vec<Ran>, String> {
+        let cfg = self.cfg;
+        let mut ran = Vec::new();
+        for &backend in &cfg.backends {
+            let (outcome, cpu) = run_test(cfg, backend, case, test_no, rate, self.epoch)?;
+            if outcome.abandoned > 0 {
+                let on = if self.comparing { format!(" ({})", backend.name()) } else { String::new() };
+                eprintln!(
+                    "{}{on}: {} requests were still unanswered {}s after the stop and were abandoned",
+                    case.spec.title,
+                    outcome.abandoned,
+                    DRAIN_GRACE.as_secs()
+                );
+            }
+            let entries = case.entries(backend, cpu, rate, outcome.stats);
+            report_cost_and_rate(cfg, &entries[entries.len() - 1], backend, self.comparing);
+            if cfg.json.is_some() {
+                for e in &entries {
+                    self.done.push(json::test(e, self.epoch_us)?);
+                }
+            }
+            let stop = !outcome.failures.is_empty() || interrupted();
+            ran.push((entries, outcome.failures));
+            if stop {
+                break;
+            }
+        }
+        Ok(ran)
+    }
+
+    /// Prints a step: side by side, or each entry in the chosen format.
+    fn print_step(&mut self, case: &Case, ran: &[Ran]) -> io::Result<()> {
+        if self.comparing {
+            let mut rows: Vec<Vec<&json::Entry>> = Vec::new();
+            for (entries, _) in ran {
+                for (k, e) in entries.iter().enumerate() {
+                    if rows.len() <= k {
+                        rows.push(Vec::new());
+                    }
+                    rows[k].push(e);
+                }
+            }
+            for row in rows {
+                report::write_compare_row(self.csv, &row, self.width, &mut self.out)?;
+            }
+        } else if let Some((entries, _)) = ran.first() {
+            for e in entries {
+                if !(self.open_loop && self.cfg.output == Output::Quiet) {
+                    print_test(self.cfg, case, &self.info, e, &mut self.out)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Says on stderr how many connections failed, and why.
+    fn report_failures(&self, ran: &[Ran]) {
+        for (entries, failures) in ran {
+            let last = &entries[entries.len() - 1];
+            for (e, n) in failures {
+                let plural = if *n == 1 { "" } else { "s" };
+                let on = if self.comparing {
+                    format!(" ({})", last.backend.as_deref().unwrap_or(""))
+                } else {
+                    String::new()
+                };
+                eprintln!("{}{on}: {n} connection{plural} failed: {e}", last.name);
+            }
         }
     }
-    if comparing && !csv {
-        let _ = report::write_compare_footer(&mut out);
-    }
-    if cfg.output == Output::Quiet && !comparing && !open_loop {
-        let _ = writeln!(out);
-    }
-    let _ = out.flush();
-    drop(out);
-    if let Some(path) = &cfg.json {
-        let doc = json::document(json::config(cfg), json::server(&info), stopped || failed.is_some(), done);
-        write_json(path, &doc)?;
-    }
-    match failed {
-        Some(e) => Err(e),
-        None => Ok(code),
+
+    /// Closes the output and writes the JSON document.
+    fn finish(mut self, ended: Ended) -> Result<ExitCode, String> {
+        if self.comparing && !self.csv {
+            let _ = report::write_compare_footer(&mut self.out);
+        }
+        if self.cfg.output == Output::Quiet && !self.comparing && !self.open_loop {
+            let _ = writeln!(self.out);
+        }
+        let _ = self.out.flush();
+        let interrupted = !matches!(&ended, Ended::Code(c) if *c == ExitCode::SUCCESS);
+        if let Some(path) = &self.cfg.json {
+            let doc =
+                json::document(json::config(self.cfg), json::server(&self.info), interrupted, self.done);
+            write_json(path, &doc)?;
+        }
+        match ended {
+            Ended::Code(code) => Ok(code),
+            Ended::Failed(e) => Err(e),
+        }
     }
 }
+
+/// What one backend reported for one step: its entries, and its connection failures.
+type Ran = (Vec<json::Entry>, Vec<(respbench_core::ConnError, u64)>);
 
 /// Warns on stderr when the client was saturated or an open-loop target was not reached.
 fn report_cost_and_rate(cfg: &Config, total: &json::Entry, backend: Backend, comparing: bool) {

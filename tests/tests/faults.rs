@@ -188,7 +188,10 @@ fn server_stopped_times_out(tool: Tool) {
     let out = run.wait_lenient(Duration::from_secs(10));
     server.signal("CONT");
     let took = stopped.elapsed();
-    assert!(took >= Duration::from_millis(900) && took < Duration::from_millis(3000), "took {took:?}");
+    // The timeout itself is the core's, exact on virtual time
+    // (core sim::tests::a_stalled_server_trips_the_request_timeout); here only that it ends,
+    // within what a loaded 2-core machine meets.
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(6), "took {took:?}");
     exit_code(&out, 1);
     assert!(out.stderr.contains("request timed out after 1s"), "{}", out.dump());
     assert_eq!(parse_quiet(&out.stdout).len(), 1, "{}", out.dump());
@@ -211,9 +214,21 @@ fn server_stopped_then_sigint(tool: Tool) {
     let sent = Instant::now();
     let out = run.wait_lenient(Duration::from_secs(10));
     server.signal("CONT");
-    assert!(sent.elapsed() < Duration::from_millis(3500), "took {:?} after SIGINT", sent.elapsed());
+    // Nothing can drain from a stopped server: the run waits out the 2 s grace and abandons what
+    // is in flight (exact on virtual time: core sim::tests::a_stop_asked_for_abandons_what_is_
+    // unanswered_after_the_grace); here, bounds a loaded 2-core machine meets.
+    let took = sent.elapsed();
+    assert!(
+        took >= Duration::from_millis(1500) && took < Duration::from_secs(6),
+        "took {took:?} after SIGINT"
+    );
     exit_code(&out, 130);
     assert_eq!(parse_quiet(&out.stdout).len(), 1, "{}", out.dump());
+    assert!(
+        out.stderr.contains("requests were still unanswered 2s after the stop and were abandoned"),
+        "{}",
+        out.dump()
+    );
     assert_eq!(read_json(&json, &out)["interrupted"], true);
 }
 
@@ -230,7 +245,7 @@ fn signal_prints_and_writes_json(tool: Tool, signal: &str) {
     run.signal(signal);
     let sent = Instant::now();
     let out = run.wait_lenient(Duration::from_secs(10));
-    assert!(sent.elapsed() < Duration::from_secs(3), "took {:?} after SIG{signal}", sent.elapsed());
+    assert!(sent.elapsed() < Duration::from_secs(6), "took {:?} after SIG{signal}", sent.elapsed());
     exit_code(&out, 130);
     assert!(!parse_quiet(&out.stdout).is_empty(), "{}", out.dump());
     let doc = read_json(&json, &out);

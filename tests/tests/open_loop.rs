@@ -80,9 +80,11 @@ fn stall_shows_in_corrected_latency_only(tool: Tool) {
     assert!(corrected >= 400.0, "corrected p99 {corrected} ms does not show a 1 s stall\n{}", out.dump());
     assert!(service < 100.0, "service p99 {service} ms shows the stall\n{}", out.dump());
     assert!(ms(&t["service_latency_ms"]["max"]) >= 800.0, "the requests in flight waited through it");
-    // The schedule kept going: the run still sent about 4 s × 5000.
+    // The schedule kept going: the run still sent most of 4 s × 5000 (exactly all of it on
+    // virtual time: core sim::tests::open_loop_stall_shows_in_corrected_latency_only; a loaded
+    // machine may start late).
     let requests = t["requests"].as_u64().unwrap();
-    assert!((17_000..=21_000).contains(&requests), "{requests} requests");
+    assert!((15_000..=20_100).contains(&requests), "{requests} requests");
     // The time series shows the second of the stall: a second with far fewer replies or a high p99.
     let series = t["series"].as_array().unwrap();
     assert!(series.len() >= 4, "{series:?}");
@@ -103,8 +105,10 @@ fn duration_and_warmup(tool: Tool) {
     assert_eq!(doc["config"]["duration_s"], 1.0);
     assert_eq!(doc["config"]["warmup_s"], 1.0);
     let t = &doc["tests"][0];
+    // The stop itself is the core's, exact on virtual time
+    // (core sim::tests::a_duration_stop_ends_a_closed_loop_test_at_its_time).
     let d = ms(&t["duration_s"]);
-    assert!((0.9..1.6).contains(&d), "measured {d} s");
+    assert!((0.9..2.5).contains(&d), "measured {d} s");
     let recorded = t["requests"].as_u64().unwrap();
     let sent = server.command_calls("get");
     assert!(recorded > 100, "{recorded}");
@@ -157,7 +161,9 @@ fn rate_steps(tool: Tool) {
     assert_eq!(rows.len(), 2, "{}", out.dump());
     for (row, target) in rows.iter().zip([1000.0, 3000.0]) {
         assert_eq!(row[0], target);
-        assert!((row[1] / target - 1.0).abs() < 0.2, "achieved {} for {target}", row[1]);
+        // The shared rate is exact on virtual time (core sim::tests::the_total_rate_is_shared_by_
+        // the_connections); a loaded machine keeps it within a third.
+        assert!((row[1] / target - 1.0).abs() < 0.33, "achieved {} for {target}", row[1]);
         assert!(row[6] <= row[3].max(row[6]), "service p99 is at most the corrected p99: {row:?}");
     }
     let doc = read(&json);
@@ -229,7 +235,9 @@ fn live_view(tool: Tool) {
     for (k, line) in lines.iter().enumerate() {
         assert!(line.starts_with(&format!("GET: second {k}: ")), "{line}");
         let rps: f64 = line.split(": ").nth(2).unwrap().split(' ').next().unwrap().parse().unwrap();
-        assert!((rps - 2000.0).abs() <= 200.0, "{line}");
+        // Exact per second on virtual time (the_total_rate_is_shared_by_the_connections); a
+        // loaded machine's seconds wobble.
+        assert!((rps - 2000.0).abs() <= 600.0, "{line}");
     }
     assert!(!out.stdout.contains("second 0"), "{}", out.dump());
     // The live seconds are the document's.
