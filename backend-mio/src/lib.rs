@@ -215,7 +215,8 @@ impl<'a> Loop<'a> {
                     self.on_ready(i, &mut buf, ev.is_readable(), hangup);
                 }
             }
-            if self.watch.changed(self.tally.plan()) {
+            let now = self.tally.now();
+            if self.watch.changed(self.tally.plan(), now) {
                 // A stop asked for, or the budget spent: timeouts taken earlier are out of date.
                 for i in 0..self.slots.len() {
                     self.schedule(i);

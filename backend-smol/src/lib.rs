@@ -59,11 +59,17 @@ pub fn run_test(run: &TestRun, epoch: Instant) -> Result<Outcome, RunError> {
         LOCAL.with(|l| *l.borrow_mut() = Some(Local { tally, buf: vec![0u8; READ_BUF] }));
         let publisher = async {
             loop {
-                Timer::after(PUBLISH_EVERY).await;
+                // Every 50 ms, and at the test's stop and abandon times: one timer for every
+                // task, as a smol program ends its work at a deadline.
+                let now = local(|l| l.tally.now());
+                let tick = now + PUBLISH_EVERY;
+                let at = Watch::next_event(&run.plan, now).map_or(tick, |t| t.min(tick));
+                Timer::at(local(|l| l.tally.instant(at))).await;
                 local(|l| l.tally.publish());
-                // A stop asked for, or the budget spent: tasks waiting on timers they took
-                // earlier must look again. One thread sees the change and tells them all.
-                if watch.lock().unwrap_or_else(|e| e.into_inner()).changed(&run.plan) {
+                // A stop asked for or come, the budget spent: tasks waiting must look again.
+                // One thread sees the change and tells them all.
+                let now = local(|l| l.tally.now());
+                if watch.lock().unwrap_or_else(|e| e.into_inner()).changed(&run.plan, now) {
                     nudges.iter().for_each(Nudge::nudge);
                 }
             }
@@ -136,8 +142,9 @@ impl Write for &Sock {
 /// What ended a task's wait.
 enum Woke {
     Readable,
-    /// Writable, or nudged: drain again.
-    Again,
+    /// Writable: drain again.
+    Writable,
+    /// A time has come: the task's own timer, or a nudge (the test's stop).
     Timer,
 }
 
@@ -164,9 +171,10 @@ async fn connection(target: &Target, index: u64, nudge: &Nudge, _alive: smol::ch
                 Next::Ended => break 'socket,
             };
             let Some(sock) = &sock else { break 'socket };
-            let (now, timeout) = local(|l| (l.tally.now(), link.timeout()));
-            let woke = match timeout {
-                Some(t) if t <= now => Woke::Timer,
+            // The stop and abandon times come from the publisher's nudge, not a timer per wait.
+            let (now, due, timer) = local(|l| (l.tally.now(), link.timeout(), link.timer(l.tally.plan())));
+            let woke = match timer {
+                _ if due.is_some_and(|t| t <= now) => Woke::Timer,
                 Some(t) => {
                     let at = local(|l| l.tally.instant(t));
                     let timer = async {
@@ -184,7 +192,7 @@ async fn connection(target: &Target, index: u64, nudge: &Nudge, _alive: smol::ch
                     // Level-triggered readiness: a FIN left unread raises the next wait at once.
                     link.read(&mut &*sock, buf, false, tally);
                 }),
-                Woke::Again => {}
+                Woke::Writable => {}
             }
         }
     }
@@ -200,14 +208,14 @@ async fn wait(sock: &Sock, write_blocked: bool, nudge: &Nudge) -> Woke {
     let writable = async {
         if write_blocked {
             let _ = sock.writable().await;
-            Woke::Again
+            Woke::Writable
         } else {
             future::pending().await
         }
     };
     let nudged = async {
         nudge.wait().await;
-        Woke::Again
+        Woke::Timer
     };
     future::or(readable, future::or(writable, nudged)).await
 }

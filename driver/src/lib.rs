@@ -122,22 +122,35 @@ impl Tally {
     }
 }
 
-/// Tells a loop when connections must be asked for their timeouts again: a stop asked for while
-/// the test runs ([`respbench_core::Stop::generation`]), or the budget running out (an open-loop
-/// connection waiting for its next arrival then has nothing left to do).
+/// Tells a loop when every connection must be asked for its timeout again: a stop asked for
+/// while the test runs ([`respbench_core::Stop::generation`]), the budget running out (an
+/// open-loop connection waiting for its next arrival then has nothing left to do), and the
+/// test's stop and abandon times passing (for a backend that waits on [`Link::timer`], which
+/// leaves those to one timer for all).
 #[derive(Debug, Default)]
 pub struct Watch {
     generation: u64,
     exhausted: bool,
+    /// How many of the stop and abandon times have passed.
+    passed: u8,
 }
 
 impl Watch {
-    /// Whether either changed since the last call.
-    pub fn changed(&mut self, plan: &Plan) -> bool {
+    /// Whether anything changed since the last call, at `now`.
+    pub fn changed(&mut self, plan: &Plan, now: Time) -> bool {
         let (generation, exhausted) = (plan.stop.generation(), plan.budget.is_exhausted());
-        let changed = generation != self.generation || exhausted != self.exhausted;
-        (self.generation, self.exhausted) = (generation, exhausted);
+        let passed =
+            [plan.stop.at(), plan.stop.abandon_at()].iter().filter(|t| t.is_some_and(|t| t <= now)).count()
+                as u8;
+        let changed = generation != self.generation || exhausted != self.exhausted || passed != self.passed;
+        (self.generation, self.exhausted, self.passed) = (generation, exhausted, passed);
         changed
+    }
+
+    /// The next of the test's stop and abandon times still to come after `now`: when a loop
+    /// that leaves them to [`Watch::changed`] should look next.
+    pub fn next_event(plan: &Plan, now: Time) -> Option<Time> {
+        [plan.stop.at(), plan.stop.abandon_at()].into_iter().flatten().find(|&t| t > now)
     }
 }
 
@@ -318,6 +331,13 @@ impl Link {
     /// `poll_timeout` (open-loop arrivals, `--timeout` deadlines, the test's stop).
     pub fn timeout(&self) -> Option<Time> {
         self.conn.poll_timeout()
+    }
+
+    /// [`Link::timeout`] unless it is the test's stop or abandon time, which a backend may
+    /// signal to every connection at once (with [`Watch`]) rather than give each wait a timer of
+    /// its own: what a task waits for with a timer of its own (open-loop arrivals, `--timeout`).
+    pub fn timer(&self, plan: &Plan) -> Option<Time> {
+        self.timeout().filter(|&t| Some(t) != plan.stop.at() && Some(t) != plan.stop.abandon_at())
     }
 
     /// The time from [`Link::timeout`] has come; drain next.

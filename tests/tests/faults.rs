@@ -34,6 +34,7 @@ fault_tests!(
     server_stopped_before_the_run,
     server_stopped_times_out,
     server_stopped_then_sigint,
+    server_stopped_at_the_end_of_a_timed_run,
     sigterm_prints_and_writes_json,
     sigint_prints_and_writes_json,
     idle_mode_signals,
@@ -230,6 +231,35 @@ fn server_stopped_then_sigint(tool: Tool) {
         out.dump()
     );
     assert_eq!(read_json(&json, &out)["interrupted"], true);
+}
+
+/// `--duration 2s`, closed and open loop, and the server stops 1 s in: the test's stop comes at
+/// 2 s, nothing can drain, and 2 s (the grace) later the requests in flight are abandoned: the
+/// run ends by itself, says how many, and reports what completed (exact on virtual time: core
+/// sim::tests::a_stop_asked_for_abandons_what_is_unanswered_after_the_grace).
+fn server_stopped_at_the_end_of_a_timed_run(tool: Tool) {
+    for open_loop in [false, true] {
+        let server = RedisServer::start();
+        let mut args = vec!["-t", "get", "-c", "4", "-P", "2", "--duration", "2s", "-q"];
+        if open_loop {
+            args.extend(["--rps", "2000"]);
+        }
+        let started = Instant::now();
+        let run = tool.spawn(&with(server.port(), &args));
+        thread::sleep(Duration::from_millis(1000));
+        server.signal("STOP");
+        let out = run.wait_lenient(Duration::from_secs(15));
+        server.signal("CONT");
+        let took = started.elapsed();
+        assert!(took >= Duration::from_millis(3500) && took < Duration::from_secs(9), "took {took:?}");
+        exit_code(&out, 0);
+        assert!(
+            out.stderr.contains("GET: 8 requests were still unanswered 2s after the stop and were abandoned"),
+            "{}",
+            out.dump()
+        );
+        assert!(out.stdout.contains("GET"), "{}", out.dump());
+    }
 }
 
 // ---- signals ----
