@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpStream, UnixStream};
 use mio::{Events, Interest, Poll, Token};
 use respbench_core::{Outcome, RunError, TestRun, Time};
-use respbench_driver::{on_threads, resolve, Link, Next, Tally, Target, Watch, PUBLISH_EVERY, READ_BUF};
+use respbench_driver::{on_threads, resolve, Link, Next, Tally, Target, Tls, Watch, PUBLISH_EVERY, READ_BUF};
 
 mod timerfd;
 
@@ -21,9 +21,9 @@ use timerfd::TimerFd;
 
 /// Runs one test on `run.loops()` event loops and merges what they recorded. `epoch` is the
 /// run's time origin: every loop converts its clock readings against it.
-pub fn run_test(run: &TestRun, epoch: Instant) -> Result<Outcome, RunError> {
+pub fn run_test(run: &TestRun, tls: Option<&Tls>, epoch: Instant) -> Result<Outcome, RunError> {
     let target = resolve(&run.endpoint)?;
-    on_threads(run, epoch, |t, start| Loop::new(run, &target, t, epoch, start)?.run())
+    on_threads(run, epoch, |t, start| Loop::new(run, tls, &target, t, epoch, start)?.run())
 }
 
 /// A connected or connecting socket.
@@ -120,13 +120,14 @@ struct Loop<'a> {
 impl<'a> Loop<'a> {
     fn new(
         run: &TestRun,
+        tls: Option<&Tls>,
         target: &'a Target,
         t: usize,
         epoch: Instant,
         start: Time,
     ) -> Result<Self, RunError> {
         let poll = Poll::new().map_err(|e| RunError::Setup(e.to_string()))?;
-        let tally = Tally::new(run, epoch, start)?;
+        let tally = Tally::new(run, tls, epoch, start)?;
         let slots: Vec<Slot> = run
             .connections_of(t)
             .into_iter()
@@ -243,6 +244,7 @@ impl<'a> Loop<'a> {
     fn connect(&mut self, i: usize) {
         let slot = &mut self.slots[i];
         slot.connected = false;
+        slot.link.connecting(&self.tally);
         let opened = Sock::connect(self.target).and_then(|mut sock| {
             self.poll.registry().register(
                 sock.source(),

@@ -21,7 +21,7 @@ use std::task::{Poll, Waker};
 use std::time::Instant;
 
 use respbench_core::{Outcome, RunError, TestRun};
-use respbench_driver::{on_threads, resolve, Link, Next, Tally, Target, Watch, PUBLISH_EVERY, READ_BUF};
+use respbench_driver::{on_threads, resolve, Link, Next, Tally, Target, Tls, Watch, PUBLISH_EVERY, READ_BUF};
 use smol::{future, Async, Executor, Timer};
 
 /// What each executor thread keeps: its tally and one read buffer for whichever task it runs
@@ -42,7 +42,7 @@ fn local<T>(f: impl FnOnce(&mut Local) -> T) -> T {
 
 /// Runs one test on `run.loops()` executor threads and merges what they recorded. `epoch` is
 /// the run's time origin.
-pub fn run_test(run: &TestRun, epoch: Instant) -> Result<Outcome, RunError> {
+pub fn run_test(run: &TestRun, tls: Option<&Tls>, epoch: Instant) -> Result<Outcome, RunError> {
     let target = resolve(&run.endpoint)?;
     let nudges: Vec<Nudge> = (0..run.clients).map(|_| Nudge::default()).collect();
     // After what its tasks borrow, so that it is dropped first.
@@ -55,7 +55,7 @@ pub fn run_test(run: &TestRun, epoch: Instant) -> Result<Outcome, RunError> {
     drop(alive);
     let watch = Mutex::new(Watch::default());
     on_threads(run, epoch, |_, start| {
-        let tally = Tally::new(run, epoch, start)?;
+        let tally = Tally::new(run, tls, epoch, start)?;
         LOCAL.with(|l| *l.borrow_mut() = Some(Local { tally, buf: vec![0u8; READ_BUF] }));
         let publisher = async {
             loop {
@@ -152,6 +152,7 @@ enum Woke {
 async fn connection(target: &Target, index: u64, nudge: &Nudge, _alive: smol::channel::Sender<()>) {
     let mut link = local(|l| Link::new(&l.tally, index));
     'socket: loop {
+        local(|l| link.connecting(&l.tally));
         let sock = match Sock::connect(target).await {
             Ok(s) => {
                 local(|l| link.connected(&mut l.tally));

@@ -5,7 +5,7 @@
 
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use respbench_core::stats::{ErrorCounts, Second, HIGHEST_MICROS, LOWEST_MICROS};
+use respbench_core::stats::{ErrorCounts, Second, Setup, HIGHEST_MICROS, LOWEST_MICROS};
 use respbench_core::{Endpoint, Stats, Time};
 use serde_json::{json, Map, Value};
 
@@ -146,6 +146,9 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
         t["service_latency_ms"] = latency_ms(h);
         t["service_histogram"] = histogram(h)?;
     }
+    if stats.setup.count() > 0 {
+        t["connection_setup"] = setup(&stats.setup)?;
+    }
     if stats.keep_series {
         let series = stats
             .series
@@ -177,6 +180,50 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
         });
     }
     Ok(t)
+}
+
+/// The phases of connection set-up, in the JSON's names (`tls` only when used).
+fn setup_phases(s: &Setup) -> [(&'static str, &Histogram<u64>); 4] {
+    [("connect", &s.connect), ("tls", &s.tls), ("handshake", &s.commands), ("total", &s.total)]
+}
+
+/// The `connection_setup` object: how many connections were set up, and each phase's
+/// distribution.
+fn setup(s: &Setup) -> Result<Value, String> {
+    let mut phases = Map::new();
+    for (name, h) in setup_phases(s) {
+        if name == "tls" && h.is_empty() {
+            continue;
+        }
+        phases.insert(name.into(), json!({ "latency_ms": latency_ms(h), "histogram": histogram(h)? }));
+    }
+    Ok(json!({ "connections": s.count(), "phases": phases }))
+}
+
+/// Reads `connection_setup` back (empty histograms of `sigfig` when the test has none).
+fn read_setup(t: &Value, name: &str, sigfig: u8) -> Result<Setup, String> {
+    let mut s = Setup::new(sigfig)?;
+    let Some(phases) = t.get("connection_setup").and_then(|c| c.get("phases")) else { return Ok(s) };
+    let read = |phase: &str| -> Result<Option<Histogram<u64>>, String> {
+        let Some(p) = phases.get(phase) else { return Ok(None) };
+        let data = p
+            .get("histogram")
+            .and_then(|h| h.get("data"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("test '{name}': connection_setup.{phase} without a histogram"))?;
+        decode_histogram(data).map(Some).map_err(|e| format!("test '{name}': connection_setup.{phase}: {e}"))
+    };
+    for (phase, slot) in [
+        ("connect", &mut s.connect),
+        ("tls", &mut s.tls),
+        ("handshake", &mut s.commands),
+        ("total", &mut s.total),
+    ] {
+        if let Some(h) = read(phase)? {
+            *slot = h;
+        }
+    }
+    Ok(s)
 }
 
 /// The `latency_ms` summary of a histogram.
@@ -270,6 +317,7 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
             latency: decode_histogram(data).map_err(|e| format!("test '{name}': series: {e}"))?,
         });
     }
+    let setup = read_setup(t, &name, latency.sigfig())?;
     let stats = Stats {
         requests: u64_field("requests")?,
         errors,
@@ -284,6 +332,7 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
         series,
         keep_series,
         parts: Vec::new(),
+        setup,
     };
     let backend = t.get("backend").and_then(Value::as_str).map(str::to_string);
     let target_rps = t.get("target_rps").and_then(Value::as_u64);

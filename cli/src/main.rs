@@ -595,7 +595,7 @@ fn run_test(
     std::thread::scope(|s| {
         let run = &run;
         s.spawn(move || {
-            let _ = tx.send(run_backend(backend, run, epoch));
+            let _ = tx.send(run_backend(backend, run, cfg.tls.as_ref(), epoch));
         });
         let mut last_draw = Instant::now();
         let (mut last_done, mut last_sum) = (0u64, 0u64);
@@ -662,10 +662,15 @@ fn run_test(
     })
 }
 
-fn run_backend(backend: Backend, run: &TestRun, epoch: Instant) -> Result<Outcome, String> {
+fn run_backend(
+    backend: Backend,
+    run: &TestRun,
+    tls: Option<&respbench_driver::Tls>,
+    epoch: Instant,
+) -> Result<Outcome, String> {
     match backend {
-        Backend::Mio => respbench_mio::run_test(run, epoch),
-        Backend::Smol => respbench_smol::run_test(run, epoch),
+        Backend::Mio => respbench_mio::run_test(run, tls, epoch),
+        Backend::Smol => respbench_smol::run_test(run, tls, epoch),
     }
     .map_err(|e| e.to_string())
 }
@@ -739,7 +744,7 @@ fn idle(cfg: &Config) -> Result<ExitCode, String> {
     let result = std::thread::scope(|s| {
         let run = &run;
         s.spawn(move || {
-            let _ = tx.send(run_backend(cfg.backends[0], run, epoch));
+            let _ = tx.send(run_backend(cfg.backends[0], run, cfg.tls.as_ref(), epoch));
         });
         loop {
             match rx.recv_timeout(PROGRESS_EVERY) {

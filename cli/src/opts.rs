@@ -204,6 +204,8 @@ impl Backend {
 #[derive(Clone, Debug)]
 pub struct Config {
     pub endpoint: Endpoint,
+    /// TLS settings (`--tls`), made once for every connection.
+    pub tls: Option<respbench_driver::Tls>,
     pub user: Option<String>,
     pub password: Option<String>,
     pub db: u32,
@@ -560,6 +562,7 @@ impl Opts {
                 Some(s) => Endpoint::Unix(s.into()),
                 None => Endpoint::Tcp { host: self.host.clone(), port: self.port },
             },
+            tls: None,
             user: self.user,
             password: self.password,
             db: self.dbnum as u32,

@@ -108,6 +108,8 @@ pub enum IoOp {
     Read,
     /// Writing a request.
     Write,
+    /// The TLS handshake, or a TLS record the server sent.
+    Tls,
 }
 
 /// A socket error, typed for callers that act on it (the kind, the OS code) and worded for people:
@@ -140,6 +142,7 @@ impl IoFailure {
             }
             IoOp::Read => format!("read from {endpoint}: {}", io_reason(e)),
             IoOp::Write => format!("write to {endpoint}: {}", io_reason(e)),
+            IoOp::Tls => format!("TLS with {endpoint}: {}", io_reason(e)),
         };
         IoFailure { op, kind: e.kind(), os_code: e.raw_os_error(), message }
     }

@@ -128,6 +128,64 @@ pub struct Stats {
     /// In a command mix, the stats of each command, in the mix's order (themselves without parts);
     /// empty otherwise.
     pub parts: Vec<Stats>,
+    /// How long each connection took to set up, by phase.
+    pub setup: Setup,
+}
+
+/// How long connections took to become usable, by phase, in microseconds: one value per
+/// connection that got there (every reconnect counts with `-k 0`). Apart from request latency:
+/// redis-benchmark leaves connection set-up out of every figure.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// From the start of the connect to the socket connected (TCP or Unix).
+    pub connect: Histogram<u64>,
+    /// The TLS handshake, from the socket connected to the session established; empty without
+    /// TLS.
+    pub tls: Histogram<u64>,
+    /// The handshake commands (`AUTH`, `CLIENT TRACKING`, `SELECT`, `HELLO`), from the byte
+    /// stream being up to the last of their replies; 0 when there are none.
+    pub commands: Histogram<u64>,
+    /// All of it: from the start of the connect to the connection being ready for requests.
+    pub total: Histogram<u64>,
+}
+
+impl Setup {
+    /// Empty histograms of `sigfig` significant figures.
+    pub fn new(sigfig: u8) -> Result<Setup, String> {
+        Ok(Setup {
+            connect: new_histogram(sigfig)?,
+            tls: new_histogram(sigfig)?,
+            commands: new_histogram(sigfig)?,
+            total: new_histogram(sigfig)?,
+        })
+    }
+
+    /// Records one connection's phases, in nanoseconds; `tls` only over TLS.
+    pub fn record(&mut self, connect: u64, tls: Option<u64>, commands: u64, total: u64) {
+        // Cannot fail: values are clamped into the histograms' range.
+        let _ = self.connect.record(micros(connect));
+        if let Some(t) = tls {
+            let _ = self.tls.record(micros(t));
+        }
+        let _ = self.commands.record(micros(commands));
+        let _ = self.total.record(micros(total));
+    }
+
+    /// How many connections were set up.
+    pub fn count(&self) -> u64 {
+        self.total.len()
+    }
+
+    /// Adds `other`'s connections.
+    pub fn merge(&mut self, other: &Setup) -> Result<(), String> {
+        let add = |a: &mut Histogram<u64>, b: &Histogram<u64>| {
+            a.add(b).map_err(|e| format!("histograms differ: {e:?}"))
+        };
+        add(&mut self.connect, &other.connect)?;
+        add(&mut self.tls, &other.tls)?;
+        add(&mut self.commands, &other.commands)?;
+        add(&mut self.total, &other.total)
+    }
 }
 
 /// The significant figures of the per-second histograms: 1% is plenty for a time series and
@@ -181,6 +239,7 @@ impl Stats {
             series: Vec::new(),
             keep_series: false,
             parts: Vec::new(),
+            setup: Setup::new(sigfig)?,
         })
     }
 
@@ -271,6 +330,7 @@ impl Stats {
         self.start = self.start.min(other.start);
         self.end = self.end.max(other.end);
         self.latency.add(&other.latency).map_err(|e| format!("histograms differ: {e:?}"))?;
+        self.setup.merge(&other.setup)?;
         match (&mut self.service, &other.service) {
             (Some(a), Some(b)) => a.add(b).map_err(|e| format!("histograms differ: {e:?}"))?,
             (None, Some(b)) => self.service = Some(b.clone()),

@@ -17,6 +17,15 @@
 //! there, for every backend at once.
 
 use std::io::{self, Read, Write};
+
+#[cfg(feature = "tls")]
+mod tls;
+#[cfg(feature = "tls")]
+pub use tls::Tls;
+#[cfg(not(feature = "tls"))]
+/// TLS settings: this build has none (it was built without the `tls` feature).
+#[derive(Clone, Debug)]
+pub enum Tls {}
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -73,6 +82,8 @@ where
 /// What one event loop records, and the run it belongs to.
 pub struct Tally {
     run: TestRun,
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    tls: Option<Tls>,
     epoch: Instant,
     /// The loop's counts and histograms.
     pub stats: Stats,
@@ -82,10 +93,12 @@ pub struct Tally {
 }
 
 impl Tally {
-    /// An empty tally for one loop of `run`, timed against `epoch`, from `start`.
-    pub fn new(run: &TestRun, epoch: Instant, start: Time) -> Result<Tally, RunError> {
+    /// An empty tally for one loop of `run` (over `tls` when given), timed against `epoch`, from
+    /// `start`.
+    pub fn new(run: &TestRun, tls: Option<&Tls>, epoch: Instant, start: Time) -> Result<Tally, RunError> {
         Ok(Tally {
             run: run.clone(),
+            tls: tls.cloned(),
             epoch,
             stats: run.plan.new_stats(start, run.sigfig).map_err(RunError::Setup)?,
             failures: Vec::new(),
@@ -169,25 +182,72 @@ pub enum Next {
     Ended,
 }
 
-/// The bytes between the core and the socket. Plain today; TLS is the next variant.
+/// The bytes between the core and the socket: plain, or a TLS session.
 #[derive(Debug, Default)]
 enum Layer {
     #[default]
     Plain,
+    #[cfg(feature = "tls")]
+    Tls(tls::Session),
 }
 
 impl Layer {
     fn read(&mut self, sock: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Layer::Plain => sock.read(buf),
+            #[cfg(feature = "tls")]
+            Layer::Tls(t) => t.read(sock, buf),
         }
     }
 
+    /// Takes bytes to send; takes fewer, or would block, only when the socket is full.
     fn write(&mut self, sock: &mut impl Write, bytes: &[u8]) -> io::Result<usize> {
         match self {
             Layer::Plain => sock.write(bytes),
+            #[cfg(feature = "tls")]
+            Layer::Tls(t) => t.write(sock, bytes),
         }
     }
+
+    /// Sends what the layer itself has to say (TLS handshake messages); `true` when bytes still
+    /// wait for room in the socket.
+    fn flush(&mut self, #[allow(unused_variables)] sock: &mut impl Write) -> io::Result<bool> {
+        match self {
+            Layer::Plain => Ok(false),
+            #[cfg(feature = "tls")]
+            Layer::Tls(t) => match t.flush(sock) {
+                Ok(()) => Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(true),
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// Whether the layer is still setting itself up (a TLS handshake): the core's byte stream
+    /// is not up yet.
+    fn is_handshaking(&self) -> bool {
+        match self {
+            Layer::Plain => false,
+            #[cfg(feature = "tls")]
+            Layer::Tls(t) => t.is_handshaking(),
+        }
+    }
+
+    /// Whether a read shorter than the buffer shows the socket empty (plain sockets; TLS may
+    /// have read more from the socket than it hands out at once).
+    fn short_read_empties(&self) -> bool {
+        matches!(self, Layer::Plain)
+    }
+}
+
+/// When a connection's setup phases ended (the driver's clock).
+#[derive(Clone, Copy, Debug, Default)]
+struct Phases {
+    started: Time,
+    /// The socket connected.
+    socket: Time,
+    /// The byte stream is up (the TLS handshake done, or the socket connected).
+    up: Time,
 }
 
 /// One connection of a backend: the core's [`Connection`] and the byte layer to its socket.
@@ -199,7 +259,9 @@ pub struct Link {
     layer: Layer,
     /// Counted in the run's `Progress::live`.
     live: bool,
-    connected: bool,
+    /// The byte stream is up: the core was told [`Connection::handle_connected`].
+    up: bool,
+    phases: Phases,
 }
 
 impl Link {
@@ -209,62 +271,95 @@ impl Link {
             conn: Connection::new(tally.run.plan.clone(), index),
             layer: Layer::default(),
             live: false,
-            connected: false,
+            up: false,
+            phases: Phases::default(),
         }
     }
 
-    /// The socket connected.
+    /// A connect is about to start (its setup time counts from here).
+    pub fn connecting(&mut self, tally: &Tally) {
+        self.phases.started = tally.now();
+    }
+
+    /// The socket connected: the byte stream is up, or the TLS handshake begins.
     pub fn connected(&mut self, tally: &mut Tally) {
-        self.connected = true;
-        self.layer = Layer::Plain;
         let now = tally.now();
+        self.phases.socket = now;
+        self.layer = Layer::Plain;
+        #[cfg(feature = "tls")]
+        if let Some(t) = &tally.tls {
+            match tls::Session::new(t) {
+                Ok(s) => self.layer = Layer::Tls(s),
+                Err(e) => self.conn.handle_io_error(IoFailure::new(IoOp::Tls, &tally.run.endpoint, &e)),
+            }
+            return;
+        }
+        self.byte_stream_up(now, tally);
+    }
+
+    fn byte_stream_up(&mut self, now: Time, tally: &mut Tally) {
+        self.up = true;
+        self.phases.up = now;
         self.conn.handle_connected(now, &mut tally.stats);
     }
 
     /// Opening the socket failed (resolving, connecting, registering it).
     pub fn connect_failed(&mut self, e: &io::Error, tally: &Tally) {
-        self.connected = false;
+        self.up = false;
         self.conn.handle_io_error(IoFailure::new(IoOp::Connect, &tally.run.endpoint, e));
     }
 
     /// The socket is gone (closed for a reconnect).
     pub fn disconnected(&mut self) {
-        self.connected = false;
+        self.up = false;
+        self.layer = Layer::Plain;
     }
 
     /// Reads what the socket has: until it would block, until a short read showed it empty
     /// (the next byte raises a new edge or readiness), or, after a `hangup` (the peer's FIN or a
     /// socket error came with the event), to the end of the stream, since no edge follows it.
     pub fn read(&mut self, sock: &mut impl Read, buf: &mut [u8], hangup: bool, tally: &mut Tally) {
+        let op = if self.up { IoOp::Read } else { IoOp::Tls };
         loop {
-            match self.layer.read(sock, buf) {
+            let result = self.layer.read(sock, buf);
+            if !self.up && !self.layer.is_handshaking() && !self.conn.is_closed() {
+                self.byte_stream_up(tally.now(), tally);
+            }
+            match result {
                 Ok(0) => {
-                    self.conn.handle_closed(tally.now());
+                    if self.up {
+                        self.conn.handle_closed(tally.now());
+                    } else {
+                        let e =
+                            io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection");
+                        self.conn.handle_io_error(IoFailure::new(IoOp::Tls, &tally.run.endpoint, &e));
+                    }
                     return;
                 }
                 Ok(n) => {
                     let now = tally.now();
                     self.conn.handle_input(&buf[..n], now, &mut tally.stats);
-                    if (n < buf.len() && !hangup) || self.conn.is_closed() {
+                    let empty = n < buf.len() && !hangup && self.layer.short_read_empties();
+                    if empty || self.conn.is_closed() {
                         return;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.conn.handle_io_error(IoFailure::new(IoOp::Read, &tally.run.endpoint, &e));
+                    self.conn.handle_io_error(IoFailure::new(op, &tally.run.endpoint, &e));
                     return;
                 }
             }
         }
     }
 
-    /// The drain rule: writes what the connection has to `sock` (none while it is not connected)
-    /// until the socket is full, then acts on the connection's events and says what the backend
-    /// does next.
+    /// The drain rule: writes what the layer and the connection have to `sock` until the socket
+    /// is full (nothing while the socket is not connected), then acts on the connection's events
+    /// and says what the backend does next.
     pub fn drain<S: Write>(&mut self, sock: Option<&mut S>, tally: &mut Tally) -> Next {
         let mut write_blocked = false;
-        if let Some(sock) = sock.filter(|_| self.connected) {
+        if let Some(sock) = sock {
             write_blocked = self.write(sock, tally);
         }
         while let Some(ev) = self.conn.poll_event() {
@@ -272,9 +367,10 @@ impl Link {
                 Event::Ready if !self.live => {
                     self.live = true;
                     tally.run.progress.live.fetch_add(1, Ordering::Relaxed);
+                    self.record_setup(tally);
                 }
                 Event::Reconnect => {
-                    self.connected = false;
+                    self.up = false;
                     return Next::Reconnect;
                 }
                 Event::Finished => return self.ended(tally),
@@ -286,14 +382,40 @@ impl Link {
                     Outcome::add_failure(&mut tally.failures, e, 1);
                     return self.ended(tally);
                 }
+                Event::Ready => self.record_setup(tally),
                 _ => {}
             }
         }
         Next::Wait { write_blocked }
     }
 
-    /// Writes until the connection has nothing or the socket is full; `true` when full.
+    /// The connection is ready for requests: its setup phases go into the stats.
+    fn record_setup(&mut self, tally: &mut Tally) {
+        let now = tally.now();
+        let p = self.phases;
+        let tls = (!matches!(self.layer, Layer::Plain)).then(|| p.up.nanos_since(p.socket));
+        tally.stats.setup.record(
+            p.socket.nanos_since(p.started),
+            tls,
+            now.nanos_since(p.up),
+            now.nanos_since(p.started),
+        );
+    }
+
+    /// Writes until the layer and the connection have nothing or the socket is full; `true`
+    /// when full.
     fn write(&mut self, sock: &mut impl Write, tally: &mut Tally) -> bool {
+        match self.layer.flush(sock) {
+            Ok(true) => return true,
+            Ok(false) => {}
+            Err(e) => {
+                self.conn.handle_io_error(IoFailure::new(IoOp::Write, &tally.run.endpoint, &e));
+                return false;
+            }
+        }
+        if !self.up {
+            return false;
+        }
         loop {
             // The clock is read before the write: on loopback the server can answer while the
             // send syscall is still returning, and a reading after it would leave that part of
@@ -323,7 +445,7 @@ impl Link {
             self.live = false;
             tally.run.progress.live.fetch_sub(1, Ordering::Relaxed);
         }
-        self.connected = false;
+        self.up = false;
         Next::Ended
     }
 
