@@ -479,7 +479,12 @@ fn mix_case(cfg: &Config) -> Result<Case, String> {
     let payload_bytes = parts.iter().map(|(s, _)| s.payload_bytes).max().unwrap_or(0);
     let first = parts[0].0.template.clone();
     let mix = Mix::new(parts.into_iter().map(|(s, w)| (s.template, w)).collect())?;
-    let spec = TestSpec { title: format!("MIX ({})", described.join(",")), template: first, payload_bytes };
+    let spec = TestSpec {
+        title: format!("MIX ({})", described.join(",")),
+        template: first,
+        payload_bytes,
+        connection_per_request: false,
+    };
     Ok(Case { spec, mix: Some((mix, titles)) })
 }
 
@@ -532,8 +537,9 @@ fn plan(
     Arc::new(Plan {
         conn: ConnConfig {
             handshake: handshake(cfg),
-            pipeline: cfg.pipeline,
-            keepalive: cfg.keepalive,
+            // The connect test: one request per connection.
+            pipeline: if case.spec.connection_per_request { 1 } else { cfg.pipeline },
+            keepalive: cfg.keepalive && !case.spec.connection_per_request,
             idle,
             open_loop,
             request_timeout: cfg.timeout,
@@ -690,7 +696,7 @@ fn print_test(
         clients: cfg.clients,
         payload_bytes: spec.payload_bytes,
         workload: report::workload_lines(&cfg.values, cfg.key_dist, cfg.keyspace, &cfg.key_prefix),
-        keepalive: cfg.keepalive,
+        keepalive: cfg.keepalive && !spec.connection_per_request,
         threads: cfg.threads,
         server_save: info.save.as_deref(),
         server_appendonly: info.appendonly.as_deref(),

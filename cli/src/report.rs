@@ -115,6 +115,43 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
             if c.saturated() { ", SATURATED: these figures measure the client" } else { "" }
         )?;
     }
+    write_setup(s, r.keepalive, out)
+}
+
+/// respbench's connection set-up block, after the summary: how many connections were opened
+/// (and how many a second when they are reopened: `-k 0`, the connect test), and p50, p99 and
+/// max per phase in milliseconds.
+pub fn write_setup(s: &Stats, keepalive: bool, out: &mut impl Write) -> io::Result<()> {
+    let setup = &s.setup;
+    let n = setup.count();
+    if n == 0 {
+        return Ok(());
+    }
+    let rate = if keepalive {
+        String::new()
+    } else {
+        format!(", {:.2} per second", finite(n as f64 / s.duration_secs()))
+    };
+    writeln!(out, "  connection setup (msec), {n} connection{}{rate}:", if n == 1 { "" } else { "s" })?;
+    writeln!(out, "    {:>9} {:>9} {:>9} {:>9}", "phase", "p50", "p99", "max")?;
+    let phases = [
+        ("connect", &setup.connect),
+        ("tls", &setup.tls),
+        ("handshake", &setup.commands),
+        ("total", &setup.total),
+    ];
+    for (name, h) in phases {
+        if h.is_empty() {
+            continue;
+        }
+        writeln!(
+            out,
+            "    {name:>9} {:>9.3} {:>9.3} {:>9.3}",
+            ms(value_at_percentile(h, 50.0)),
+            ms(value_at_percentile(h, 99.0)),
+            ms(h.max())
+        )?;
+    }
     Ok(())
 }
 

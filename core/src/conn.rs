@@ -235,6 +235,8 @@ pub struct Connection {
     handshake_left: usize,
     /// When this socket connected: the handshake's `--timeout` deadline counts from here.
     connected_at: Time,
+    /// When this socket's handshake completed ([`Event::Ready`]); `Time::MAX` before.
+    ready_at: Time,
     /// Replies on this socket so far, and whether every one of them was an error.
     replies: u64,
     only_errors: bool,
@@ -288,6 +290,7 @@ impl Connection {
             sent: 0,
             handshake_left: 0,
             connected_at: Time::ZERO,
+            ready_at: Time::MAX,
             replies: 0,
             only_errors: true,
             credits: 0,
@@ -306,6 +309,11 @@ impl Connection {
     /// Requests sent or being sent and not yet answered.
     pub fn in_flight(&self) -> usize {
         self.in_flight.len()
+    }
+
+    /// When the current socket's handshake completed (the time of its [`Event::Ready`]).
+    pub fn ready_at(&self) -> Option<Time> {
+        (self.ready_at != Time::MAX).then_some(self.ready_at)
     }
 
     /// Whether the connection has finished or failed: the backend can drop it.
@@ -338,7 +346,9 @@ impl Connection {
         self.out.extend_from_slice(hs.bytes());
         self.encoded = hs.bytes().len() as u64;
         self.handshake_left = hs.len();
+        self.ready_at = Time::MAX;
         if self.handshake_left == 0 {
+            self.ready_at = now;
             self.events.push_back(Event::Ready);
         }
         if self.plan.conn.open_loop.is_some() && self.next_due == Time::MAX {
@@ -620,6 +630,7 @@ impl Connection {
                 let message = String::from_utf8_lossy(self.parser.error_message()).into_owned();
                 self.fail(ConnError::Handshake { command, message });
             } else if self.handshake_left == 0 {
+                self.ready_at = now;
                 self.events.push_back(Event::Ready);
             }
             return;

@@ -14,6 +14,9 @@ pub struct TestSpec {
     pub template: Template,
     /// The "bytes payload" figure of the report: `-d`, or a custom command's encoded length.
     pub payload_bytes: usize,
+    /// Each request on a connection of its own, opened, handshaken and closed (the `connect`
+    /// test: its rate is connections per second), whatever `-k` and `-P` say.
+    pub connection_per_request: bool,
 }
 
 /// The names `-t` accepts, in suite order (`ping` and `lrange` select several tests).
@@ -40,7 +43,11 @@ pub const TEST_NAMES: &[&str] = &[
     "lrange_600",
     "mset",
     "xadd",
+    "connect",
 ];
+
+/// Tests that only an explicit `-t` selects: not part of redis-benchmark's default suite.
+const EXPLICIT_ONLY: &[&str] = &["connect"];
 
 /// Which tests `-t` selected: a comma-separated, case-insensitive list, as redis-benchmark reads
 /// it. `None` selects every test.
@@ -70,7 +77,7 @@ impl Selection {
 
     fn has(&self, name: &str) -> bool {
         match &self.names {
-            None => true,
+            None => !EXPLICIT_ONLY.contains(&name),
             Some(names) => names.iter().any(|n| n == name),
         }
     }
@@ -96,7 +103,12 @@ pub fn default_suite(
     use Arg::{Bytes as B, Value as V};
     let mut tests = Vec::new();
     let mut push = |title: &str, template: Template| {
-        tests.push(TestSpec { title: title.to_string(), template, payload_bytes });
+        tests.push(TestSpec {
+            title: title.to_string(),
+            template,
+            payload_bytes,
+            connection_per_request: false,
+        });
     };
     let s = selection;
     if s.has("ping_inline") || s.has("ping") {
@@ -167,6 +179,16 @@ pub fn default_suite(
     if s.has("xadd") {
         add("XADD", &[B(b"XADD"), B(&mystream), B(b"*"), B(b"myfield"), V]);
     }
+    if s.has("connect") {
+        // Open a connection, handshake, one PING, close: what connection-rate guides measure.
+        let t = Template::command(&[b"PING"]);
+        tests.push(TestSpec {
+            title: "CONNECT (open, PING, close)".into(),
+            payload_bytes: t.len(),
+            template: t,
+            connection_per_request: true,
+        });
+    }
     tests
 }
 
@@ -176,7 +198,7 @@ pub fn custom(args: &[Vec<u8>]) -> TestSpec {
     let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
     let template = Template::command(&refs);
     let title = args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ");
-    TestSpec { title, payload_bytes: template.len(), template }
+    TestSpec { title, payload_bytes: template.len(), template, connection_per_request: false }
 }
 
 #[cfg(test)]

@@ -391,7 +391,7 @@ impl Link {
 
     /// The connection is ready for requests: its setup phases go into the stats.
     fn record_setup(&mut self, tally: &mut Tally) {
-        let now = tally.now();
+        let now = self.conn.ready_at().unwrap_or_else(|| tally.now());
         let p = self.phases;
         let tls = (!matches!(self.layer, Layer::Plain)).then(|| p.up.nanos_since(p.socket));
         tally.stats.setup.record(
