@@ -1,0 +1,135 @@
+//! The cost of connecting, against a real redis-server on both backends: the connection set-up
+//! figures (verbose block, JSON `connection_setup`) checked against the server's own count of
+//! connections (`INFO stats` `total_connections_received`) and its command counts.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use respbench_tests::{check_json_independently, parse_verbose, Output, RedisServer, Tool};
+
+const T: Duration = Duration::from_secs(60);
+
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod mio {
+            $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("mio")); })*
+        }
+        mod smol {
+            $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("smol")); })*
+        }
+    };
+}
+
+on_both_backends!(setup_is_timed_per_connection, no_keepalive_counts_every_reconnect, connect_test,);
+
+fn json_path(tag: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("respbench-conn-{}-{tag}-{n}.json", std::process::id()))
+}
+
+fn ok(out: &Output) {
+    assert!(!out.timed_out && out.status.success(), "{}", out.dump());
+}
+
+fn read(path: &Path) -> serde_json::Value {
+    check_json_independently(path);
+    let text = std::fs::read_to_string(path).unwrap();
+    let _ = std::fs::remove_file(path);
+    serde_json::from_str(&text).unwrap()
+}
+
+fn connections_received(server: &RedisServer) -> u64 {
+    server.info_field("stats", "total_connections_received").and_then(|v| v.parse().ok()).expect("INFO stats")
+}
+
+/// Runs `args` against `server` with `--json`; returns the output, the first test's JSON, and
+/// how many connections the server received meanwhile, less two: respbench's startup connection
+/// (one before the tests, to check AUTH and read `CONFIG GET save`) and the `redis-cli` that
+/// reads the count afterwards (counted in the figure it reads).
+fn run(tool: &Tool, server: &RedisServer, args: &[&str]) -> (Output, serde_json::Value, u64) {
+    let json = json_path("run");
+    let before = connections_received(server);
+    let mut a: Vec<String> = vec!["-p".into(), server.port().to_string()];
+    a.extend(args.iter().map(|s| s.to_string()));
+    a.extend(["--json".to_string(), json.to_string_lossy().into_owned()]);
+    let out = tool.run(&a, T);
+    ok(&out);
+    let received = connections_received(server) - before - 2;
+    let doc = read(&json);
+    (out, doc["tests"][0].clone(), received)
+}
+
+fn phase_ms(t: &serde_json::Value, phase: &str, p: &str) -> f64 {
+    t["connection_setup"]["phases"][phase]["latency_ms"][p]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {phase}.{p} in {}", t["connection_setup"]))
+}
+
+/// Keep-alive connections with a `SELECT` handshake: one set-up per client, each phase timed
+/// (the handshake is a round trip, so more than nothing), the total at least each phase, and the
+/// verbose block printed after the summary with the same count.
+fn setup_is_timed_per_connection(tool: Tool) {
+    let server = RedisServer::start();
+    let (out, t, received) = run(&tool, &server, &["-t", "get", "-n", "2000", "-c", "7", "--dbnum", "3"]);
+    let setup = &t["connection_setup"];
+    assert_eq!(setup["connections"], 7, "{setup}");
+    assert_eq!(received, 7, "the server saw 7 benchmark connections");
+    assert!(setup["phases"].get("tls").is_none(), "no TLS phase without TLS: {setup}");
+    for phase in ["connect", "handshake", "total"] {
+        assert!(phase_ms(&t, phase, "max") > 0.0, "{phase}: {setup}");
+    }
+    assert!(phase_ms(&t, "total", "max") >= phase_ms(&t, "handshake", "max"), "{setup}");
+    assert!(phase_ms(&t, "total", "max") >= phase_ms(&t, "connect", "max"), "{setup}");
+    let blocks = parse_verbose(&out.stdout);
+    assert_eq!(blocks.len(), 1, "{}", out.dump());
+    assert!(out.stdout.contains("  connection setup (msec), 7 connections:\n"), "{}", out.dump());
+    for phase in ["connect", "handshake", "total"] {
+        assert!(
+            out.stdout.lines().any(|l| l.trim_start().starts_with(phase)),
+            "no {phase} row\n{}",
+            out.dump()
+        );
+    }
+}
+
+/// `-k 0 -P 4`: a connection per batch of four requests, each set up and timed: the JSON's count,
+/// `connections_opened` and the server's own count agree, and the block gives the rate.
+fn no_keepalive_counts_every_reconnect(tool: Tool) {
+    let server = RedisServer::start();
+    let (out, t, received) =
+        run(&tool, &server, &["-t", "set", "-n", "2000", "-c", "10", "-P", "4", "-k", "0"]);
+    assert_eq!(t["requests"], 2000);
+    assert_eq!(received, 500, "2000 requests in batches of 4");
+    assert_eq!(t["connections_opened"], 500);
+    assert_eq!(t["connection_setup"]["connections"], 500, "{}", t["connection_setup"]);
+    assert_eq!(server.command_calls("set"), 2000);
+    let line = out.stdout.lines().find(|l| l.contains("connection setup (msec), 500 connections, "));
+    let rate: f64 = line
+        .and_then(|l| l.split(", ").nth(2))
+        .and_then(|r| r.split(' ').next())
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no rate in the setup line\n{}", out.dump()));
+    let duration = t["duration_s"].as_f64().unwrap();
+    assert!((rate - 500.0 / duration).abs() < 0.01 * rate + 0.01, "{rate} per second over {duration} s");
+}
+
+/// `-t connect`: every request on a connection of its own, whatever `-P` and `-k` say: the
+/// server receives one connection and one PING per request, and the test's rate is its
+/// connection rate.
+fn connect_test(tool: Tool) {
+    let server = RedisServer::start();
+    // The harness PINGs a new server until it answers.
+    let pings = server.command_calls("ping");
+    let (out, t, received) = run(&tool, &server, &["-t", "connect", "-n", "1000", "-c", "5", "-P", "16"]);
+    assert_eq!(t["name"], "CONNECT (open, PING, close)");
+    assert_eq!(t["requests"], 1000);
+    assert_eq!(received, 1000, "one connection per request");
+    assert_eq!(server.command_calls("ping") - pings, 1000);
+    assert_eq!(t["connection_setup"]["connections"], 1000);
+    assert!(out.stdout.contains("  keep alive: 0\n"), "{}", out.dump());
+    // Not in the default suite.
+    let all = tool.run(&["-p", &server.port().to_string(), "-n", "10", "-q"], T);
+    ok(&all);
+    assert!(!all.stdout.contains("CONNECT"), "{}", all.dump());
+}
