@@ -77,7 +77,11 @@ impl Session {
             if taken == bytes.len() {
                 return Ok(taken);
             }
-            taken += self.0.writer().write(&bytes[taken..])?;
+            match self.0.writer().write(&bytes[taken..])? {
+                // Cannot happen with the record buffer just flushed; never spin on it.
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                n => taken += n,
+            }
         }
     }
 
