@@ -9,6 +9,8 @@ mod merge;
 mod opts;
 mod report;
 mod server;
+#[cfg(feature = "tls")]
+mod tls;
 
 use argh::FromArgs;
 use std::io::{self, IsTerminal, Read, Write};
