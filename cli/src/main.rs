@@ -125,8 +125,7 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
     }
     // Bad test names and mixes are found before connecting.
     let cases = cases(cfg)?;
-    let info = server::startup(&cfg.endpoint, cfg.user.as_deref(), cfg.password.as_deref(), cfg.timeout)
-        .map_err(|e| e.0)?;
+    let info = server::startup(cfg).map_err(|e| e.0)?;
     if !cfg.keepalive {
         eprintln!(
             "WARNING: Keepalive disabled. You probably need 'echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse' \
