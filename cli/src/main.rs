@@ -728,9 +728,13 @@ fn print_test(
     out.flush()
 }
 
-/// `-I`: open the connections, show how many are up, wait for Ctrl-C.
+/// `-I`: open the connections, show how many are up and what they cost the server, wait for
+/// Ctrl-C.
 fn idle(cfg: &Config) -> Result<ExitCode, String> {
     println!("Creating {} idle connections and waiting forever (Ctrl+C when done)", cfg.clients);
+    let mut before = server::Footprint::read(&mut server::Conn::authenticated(cfg).map_err(|e| e.0)?)
+        .map_err(|e| eprintln!("WARNING: Could not read the server's INFO ({e}): no figures per connection"))
+        .ok();
     let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None };
     let run = TestRun {
         plan: plan(cfg, &case, 0, true, None, Time::ZERO, None),
@@ -753,8 +757,15 @@ fn idle(cfg: &Config) -> Result<ExitCode, String> {
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the event loops stopped".into()),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
-            print!("clients: {}\r", run.progress.live.load(Ordering::Relaxed));
+            let live = run.progress.live.load(Ordering::Relaxed);
+            print!("clients: {live}\r");
             let _ = io::stdout().flush();
+            if live == cfg.clients as u64 {
+                if let Some(before) = before.take() {
+                    println!();
+                    println!("{}", server::idle_footprint(cfg, before));
+                }
+            }
             if interrupted() {
                 run.plan.stop.request(Time::since(epoch, Instant::now()));
             }

@@ -1,6 +1,6 @@
 //! The startup connection: checks that the server answers (over TLS with `--tls`) and
 //! authenticates, and reads the `save` and `appendonly` settings for the report header, as
-//! redis-benchmark does.
+//! redis-benchmark does. Idle mode reads the server's INFO over the same kind of connection.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -32,8 +32,8 @@ pub struct StartupError(pub String);
 trait Stream: Read + Write {}
 impl<T: Read + Write> Stream for T {}
 
-/// A blocking connection to the server for a few commands (the startup checks), over TLS with
-/// `--tls`; every connect, read and write waits at most its timeout.
+/// A blocking connection to the server for a few commands (the startup checks, idle mode's
+/// INFO), over TLS with `--tls`; every connect, read and write waits at most its timeout.
 pub struct Conn {
     s: Box<dyn Stream>,
     buf: Vec<u8>,
@@ -78,6 +78,27 @@ impl Conn {
             tls: cfg.tls.is_some(),
             heard: false,
         })
+    }
+
+    /// [`Conn::connect`], then `AUTH` when `cfg` has a password.
+    pub fn authenticated(cfg: &Config) -> Result<Conn, StartupError> {
+        let mut c = Conn::connect(cfg)?;
+        let hs = Handshake::new(cfg.user.as_deref(), cfg.password.as_deref(), false, 0, false);
+        if !hs.is_empty() {
+            c.send(hs.bytes())?;
+            if let Value::Error(e) = c.read()? {
+                return Err(StartupError(format!("AUTH failed: {}", text(&e))));
+            }
+        }
+        Ok(c)
+    }
+
+    /// Sends one command and reads its reply (an error reply is a reply, not an `Err`).
+    pub fn command(&mut self, args: &[&[u8]]) -> Result<Value, StartupError> {
+        let mut req = Vec::new();
+        encode_command(args, &mut req);
+        self.send(&req)?;
+        self.read()
     }
 
     fn send(&mut self, req: &[u8]) -> Result<(), StartupError> {
@@ -293,6 +314,77 @@ pub fn startup(cfg: &Config) -> Result<ServerInfo, StartupError> {
     Ok(info)
 }
 
+/// What the server spends on its clients, from `INFO clients` and `INFO memory`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    /// `connected_clients`.
+    pub clients: i64,
+    /// `used_memory`, in bytes.
+    pub memory: i64,
+}
+
+impl Footprint {
+    /// Reads the server's figures over `c`; `Err` says why they are missing (INFO refused or
+    /// renamed, as managed services do).
+    pub fn read(c: &mut Conn) -> Result<Footprint, String> {
+        let clients = info_field(c, b"clients", "connected_clients")?;
+        let memory = info_field(c, b"memory", "used_memory")?;
+        Ok(Footprint { clients, memory })
+    }
+}
+
+/// What idle connections cost the server since `before`, read over a new connection (as
+/// `before` was, so that each reading counts one in the same state): "500 idle connections:
+/// server connected_clients +500, used_memory +10245120 bytes (20490 bytes per connection)".
+/// The server may count the last connections a moment after they are up, so its figures are read
+/// again while they fall short, for up to a second.
+pub fn idle_footprint(cfg: &Config, before: Footprint) -> String {
+    let clients = cfg.clients;
+    let plural = if clients == 1 { "" } else { "s" };
+    let read = || {
+        let mut c = Conn::authenticated(cfg).map_err(|e| e.0)?;
+        let mut now = Footprint::read(&mut c);
+        for _ in 0..10 {
+            match &now {
+                Ok(f) if f.clients - before.clients < clients as i64 => {
+                    std::thread::sleep(Duration::from_millis(100));
+                    now = Footprint::read(&mut c);
+                }
+                _ => break,
+            }
+        }
+        now
+    };
+    match read() {
+        Ok(f) => {
+            let memory = f.memory - before.memory;
+            format!(
+                "{clients} idle connection{plural}: server connected_clients {:+}, used_memory {memory:+} bytes \
+                 ({} bytes per connection)",
+                f.clients - before.clients,
+                memory / clients.max(1) as i64
+            )
+        }
+        Err(e) => format!("{clients} idle connection{plural}: could not read the server's INFO again ({e})"),
+    }
+}
+
+/// One numeric field of `INFO section`.
+fn info_field(c: &mut Conn, section: &[u8], field: &str) -> Result<i64, String> {
+    let reply = c.command(&[b"INFO", section]).map_err(|e| e.0)?;
+    let body = match &reply {
+        Value::Bulk(b) | Value::Verbatim { text: b, .. } => text(b),
+        Value::Error(e) | Value::BulkError(e) => return Err(format!("INFO refused: {}", text(e))),
+        other => return Err(format!("INFO replied {other:?}")),
+    };
+    info_number(&body, field).ok_or_else(|| format!("INFO {} has no {field}", text(section)))
+}
+
+/// The number after `field:` on a line of an INFO reply.
+fn info_number(body: &str, field: &str) -> Option<i64> {
+    body.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')?.trim().parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,5 +396,13 @@ mod tests {
         let v = Value::Map(vec![(Value::Bulk(b"appendonly".to_vec()), Value::Simple(b"no".to_vec()))]);
         assert_eq!(config_value(&v).as_deref(), Some("no"));
         assert_eq!(config_value(&Value::Error(b"ERR unknown command".to_vec())), None);
+    }
+
+    #[test]
+    fn info_numbers_by_exact_field() {
+        let body = "# Memory\r\nused_memory_human:1.2M\r\nused_memory:1234567\r\nused_memory_rss:999\r\n";
+        assert_eq!(info_number(body, "used_memory"), Some(1_234_567));
+        assert_eq!(info_number("# Clients\r\nconnected_clients:501\r\n", "connected_clients"), Some(501));
+        assert_eq!(info_number(body, "connected_clients"), None);
     }
 }
