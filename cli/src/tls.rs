@@ -67,7 +67,7 @@ pub fn client(o: &TlsOptions, endpoint: &Endpoint) -> Result<Tls, String> {
                 format!(
                     "--key {}: {}",
                     key.display(),
-                    pem_error(e, "no private key (PEM: PKCS#8, PKCS#1 or SEC1)")
+                    pem_error(e, "no private key (PEM: PKCS#8, PKCS#1 or SEC1; encrypted keys are not read)")
                 )
             })?;
             builder.with_client_auth_cert(chain, key_der).map_err(|e| match e {
