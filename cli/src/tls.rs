@@ -447,6 +447,163 @@ fn suite_names(table: &[Suite]) -> String {
 mod tests {
     use super::*;
 
+    /// An EC CA and a server certificate it signed for `server.test` (valid 2026-2126), the
+    /// server's key (PKCS#8), and another CA with its key (SEC1): openssl ecparam prime256v1,
+    /// req -x509, x509 -req with subjectAltName=DNS:server.test, CA:FALSE, serverAuth.
+    const CA: &str = "-----BEGIN CERTIFICATE-----
+MIIBkDCCATWgAwIBAgIUHtUWLWlO21/8Xdfab9JSC03S0zMwCgYIKoZIzj0EAwIw
+HDEaMBgGA1UEAwwRcmVzcGJlbmNoIHRlc3QgQ0EwIBcNMjYxMTMwMjEzOTEyWhgP
+MjEyNjExMDYyMTM5MTJaMBwxGjAYBgNVBAMMEXJlc3BiZW5jaCB0ZXN0IENBMFkw
+EwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE2+kFcMTnFOyemVdC2YPDldfGQB/kNN5r
+FmXpM18WdCcrauZRyXbcu1O8O7vsMNlgUKhQxvPH92rWKSrfDgxroaNTMFEwHQYD
+VR0OBBYEFFPv0EWO0cm8xU8sAAJssu/D9AsUMB8GA1UdIwQYMBaAFFPv0EWO0cm8
+xU8sAAJssu/D9AsUMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIh
+APvB9Dm4WytCQeLxOb2Sg5tDQ64ep7SEC3b7CBE9o/iNAiEA3FL0Avdjw2fNdaNN
+wp2Oh28x0j9NTs7rEs/0HLOl4OI=
+-----END CERTIFICATE-----";
+    const SERVER: &str = "-----BEGIN CERTIFICATE-----
+MIIBnTCCAUOgAwIBAgIBAjAKBggqhkjOPQQDAjAcMRowGAYDVQQDDBFyZXNwYmVu
+Y2ggdGVzdCBDQTAgFw0yNjExMzAyMTM5MTJaGA8yMTI2MTEwNjIxMzkxMlowFjEU
+MBIGA1UEAwwLc2VydmVyLnRlc3QwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAARx
+tonCpoSXkuwcr6QZW//iTtQR0OxcYs+OGa/Igd4Lq7n7smEeDuSDi4IB1lCny2EM
+YSUA62yLbhic21abqOECo3oweDAWBgNVHREEDzANggtzZXJ2ZXIudGVzdDAJBgNV
+HRMEAjAAMBMGA1UdJQQMMAoGCCsGAQUFBwMBMB0GA1UdDgQWBBTcpF2XBE7n/CfM
+1dgZjxoxyXCsBzAfBgNVHSMEGDAWgBRT79BFjtHJvMVPLAACbLLvw/QLFDAKBggq
+hkjOPQQDAgNIADBFAiBsja1XWtbQsfFcNVKsAgLdXCtw3p3VOEmX3tsra57rwQIh
+ANwvFz2HwE23mW3y3m/+egsoS6G+lE3M4DoNBTp7ARhK
+-----END CERTIFICATE-----";
+    const OTHER_CA: &str = "-----BEGIN CERTIFICATE-----
+MIIBgjCCASegAwIBAgIUL2qrWeZtoFbHI/7cl3pOFFG8UHIwCgYIKoZIzj0EAwIw
+FTETMBEGA1UEAwwKYW5vdGhlciBDQTAgFw0yNjExMzAyMTM5MTJaGA8yMTI2MTEw
+NjIxMzkxMlowFTETMBEGA1UEAwwKYW5vdGhlciBDQTBZMBMGByqGSM49AgEGCCqG
+SM49AwEHA0IABDLSAXW2x5todGELhScAt6vwsTiZWl2jJEM/9p6xRlSHt+6yRMkd
+K1uZavZWMbKI88iGQdQXfY/b8NYyt20N7wujUzBRMB0GA1UdDgQWBBRK7J52oLFS
+X67qiw4Unb4o1Fi/dzAfBgNVHSMEGDAWgBRK7J52oLFSX67qiw4Unb4o1Fi/dzAP
+BgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0kAMEYCIQD9EKTyu+SPnbgg11+C
+wsEYDqwci/keFmsx7lUR600ahgIhALhndweRjRbADXBwkaAaSl2aruHR32Xcw7od
+OogQ07j/
+-----END CERTIFICATE-----";
+    const SERVER_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg8TKacKHwzIAnD5pJ
+BTVFkRuxzayq/CabZIHLDu0bNe2hRANCAARxtonCpoSXkuwcr6QZW//iTtQR0Oxc
+Ys+OGa/Igd4Lq7n7smEeDuSDi4IB1lCny2EMYSUA62yLbhic21abqOEC
+-----END PRIVATE KEY-----";
+    const OTHER_KEY: &str = "-----BEGIN EC PRIVATE KEY-----
+MHcCAQEEIMOqT2CRb50w39BR4qexSf8y6I3ZiPzDLb1Clsz7QyfjoAoGCCqGSM49
+AwEHoUQDQgAEMtIBdbbHm2h0YQuFJwC3q/CxOJlaXaMkQz/2nrFGVIe37rJEyR0r
+W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
+-----END EC PRIVATE KEY-----";
+
+    /// A time the certificates are valid at.
+    fn in_2030() -> UnixTime {
+        UnixTime::since_unix_epoch(std::time::Duration::from_secs(1_893_456_000))
+    }
+
+    /// A fresh directory under the system's temporary one.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("respbench-tls-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn der(pem: &str) -> CertificateDer<'static> {
+        CertificateDer::from_pem_slice(pem.as_bytes()).unwrap()
+    }
+
+    fn chain_only(roots_pem: &str) -> ChainOnly {
+        let mut roots = RootCertStore::empty();
+        roots.add(der(roots_pem)).unwrap();
+        let provider = Arc::new(ring::default_provider());
+        ChainOnly(WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider).build().unwrap())
+    }
+
+    #[test]
+    fn the_chain_is_verified_and_the_name_is_not() {
+        let v = chain_only(CA);
+        let name = |n: &'static str| ServerName::try_from(n).unwrap();
+        for n in ["server.test", "other.example", "127.0.0.1", "localhost"] {
+            assert!(v.verify_server_cert(&der(SERVER), &[], &name(n), &[], in_2030()).is_ok(), "{n}");
+        }
+        let e =
+            chain_only(OTHER_CA).verify_server_cert(&der(SERVER), &[], &name("server.test"), &[], in_2030());
+        assert_eq!(e.unwrap_err(), Error::InvalidCertificate(CertificateError::UnknownIssuer));
+        let in_2200 = UnixTime::since_unix_epoch(std::time::Duration::from_secs(7_258_118_400));
+        let e = v.verify_server_cert(&der(SERVER), &[], &name("other.example"), &[], in_2200).unwrap_err();
+        assert!(matches!(e, Error::InvalidCertificate(CertificateError::ExpiredContext { .. })), "{e:?}");
+        // --insecure takes even that.
+        let any = AnyCertificate(ring::default_provider().signature_verification_algorithms);
+        assert!(any.verify_server_cert(&der(SERVER), &[], &name("x.example"), &[], in_2200).is_ok());
+    }
+
+    #[test]
+    fn roots_from_a_file_and_a_directory() {
+        let dir = scratch("roots");
+        std::fs::write(dir.join("both.pem"), format!("{CA}\n{OTHER_CA}\n")).unwrap();
+        let o = |cacert: Option<&str>, cacertdir: Option<&str>| TlsOptions {
+            cacert: cacert.map(|f| dir.join(f)),
+            cacertdir: cacertdir.map(|d| dir.join(d)),
+            ..TlsOptions::default()
+        };
+        assert_eq!(roots(&o(Some("both.pem"), None)).unwrap().len(), 2);
+        // A hashed directory: links, a copy, a file that is not PEM, a key, a subdirectory.
+        let certs = dir.join("certs");
+        std::fs::create_dir_all(certs.join("sub")).unwrap();
+        std::fs::write(certs.join("ca.pem"), CA).unwrap();
+        std::os::unix::fs::symlink(certs.join("ca.pem"), certs.join("1a2b3c4d.0")).unwrap();
+        std::os::unix::fs::symlink(dir.join("both.pem"), certs.join("both.pem")).unwrap();
+        std::fs::write(certs.join("README"), "not a certificate").unwrap();
+        std::fs::write(certs.join("key.pem"), SERVER_KEY).unwrap();
+        assert_eq!(roots(&o(None, Some("certs"))).unwrap().len(), 2);
+        assert_eq!(roots(&o(Some("both.pem"), Some("certs"))).unwrap().len(), 2);
+        std::fs::write(dir.join("key.pem"), SERVER_KEY).unwrap();
+        let e = roots(&o(Some("key.pem"), None)).unwrap_err();
+        assert!(e.contains("--cacert") && e.contains("key.pem: no certificate"), "{e}");
+        let e = roots(&o(None, Some("certs/sub"))).unwrap_err();
+        assert!(e.contains("sub: no certificate (PEM) in any file"), "{e}");
+        let e = roots(&o(Some("missing.pem"), None)).unwrap_err();
+        assert!(e.ends_with("missing.pem: No such file or directory"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn client_certificates_need_their_key() {
+        let dir = scratch("client");
+        for (f, pem) in [("c.pem", SERVER), ("k.pem", SERVER_KEY), ("other.pem", OTHER_KEY)] {
+            std::fs::write(dir.join(f), pem).unwrap();
+        }
+        let endpoint = Endpoint::Tcp { host: "127.0.0.1".into(), port: 6379 };
+        let o = |key: &str| TlsOptions {
+            insecure: true,
+            cert: Some(dir.join("c.pem")),
+            key: Some(dir.join(key)),
+            ..TlsOptions::default()
+        };
+        let tls = client(&o("k.pem"), &endpoint).unwrap();
+        assert!(tls.config.client_auth_cert_resolver.has_certs());
+        let e = client(&o("other.pem"), &endpoint).unwrap_err();
+        assert!(e.contains("other.pem is not the private key of --cert"), "{e}");
+        let e = client(&o("c.pem"), &endpoint).unwrap_err();
+        assert!(e.contains("c.pem: no private key"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn sni_and_the_server_name() {
+        let tcp = |h: &str| Endpoint::Tcp { host: h.into(), port: 6379 };
+        let name = |sni, e| server_name(sni, &e).unwrap();
+        assert_eq!(name(None, tcp("10.0.0.1")), ServerName::try_from("10.0.0.1").unwrap());
+        assert_eq!(name(None, tcp("::1")), ServerName::try_from("::1").unwrap());
+        assert_eq!(name(None, tcp("cache.example")), ServerName::try_from("cache.example").unwrap());
+        assert_eq!(name(None, tcp("bad host")), ServerName::try_from("localhost").unwrap());
+        assert_eq!(
+            name(None, Endpoint::Unix("/tmp/r.sock".into())),
+            ServerName::try_from("localhost").unwrap()
+        );
+        assert_eq!(name(Some("sni.example"), tcp("10.0.0.1")), ServerName::try_from("sni.example").unwrap());
+        assert!(server_name(Some("not a name"), &tcp("h")).unwrap_err().contains("--sni"));
+    }
+
     fn names(suites: &[SupportedCipherSuite]) -> Vec<CipherSuite> {
         suites.iter().map(|s| s.suite()).collect()
     }
