@@ -9,6 +9,8 @@ mod merge;
 mod opts;
 mod report;
 mod server;
+#[cfg(feature = "tls")]
+mod tls;
 
 use argh::FromArgs;
 use std::io::{self, IsTerminal, Read, Write};
@@ -123,8 +125,7 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
     }
     // Bad test names and mixes are found before connecting.
     let cases = cases(cfg)?;
-    let info = server::startup(&cfg.endpoint, cfg.user.as_deref(), cfg.password.as_deref(), cfg.timeout)
-        .map_err(|e| e.0)?;
+    let info = server::startup(cfg).map_err(|e| e.0)?;
     if !cfg.keepalive {
         eprintln!(
             "WARNING: Keepalive disabled. You probably need 'echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse' \
@@ -733,9 +734,13 @@ fn print_test(
     out.flush()
 }
 
-/// `-I`: open the connections, show how many are up, wait for Ctrl-C.
+/// `-I`: open the connections, show how many are up and what they cost the server, wait for
+/// Ctrl-C.
 fn idle(cfg: &Config) -> Result<ExitCode, String> {
     println!("Creating {} idle connections and waiting forever (Ctrl+C when done)", cfg.clients);
+    let mut before = server::Footprint::read(&mut server::Conn::authenticated(cfg).map_err(|e| e.0)?)
+        .map_err(|e| eprintln!("WARNING: Could not read the server's INFO ({e}): no figures per connection"))
+        .ok();
     let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None };
     let run = TestRun {
         plan: plan(cfg, &case, 0, true, None, Time::ZERO, None),
@@ -758,8 +763,15 @@ fn idle(cfg: &Config) -> Result<ExitCode, String> {
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the event loops stopped".into()),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
-            print!("clients: {}\r", run.progress.live.load(Ordering::Relaxed));
+            let live = run.progress.live.load(Ordering::Relaxed);
+            print!("clients: {live}\r");
             let _ = io::stdout().flush();
+            if live == cfg.clients as u64 {
+                if let Some(before) = before.take() {
+                    println!();
+                    println!("{}", server::idle_footprint(cfg, before));
+                }
+            }
             if interrupted() {
                 run.plan.stop.request(Time::since(epoch, Instant::now()));
             }

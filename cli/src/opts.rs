@@ -1,6 +1,7 @@
 //! The command line: every redis-benchmark 7.x option with its meaning and default, checked into
 //! a [`Config`].
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use argh::FromArgs;
@@ -30,7 +31,7 @@ pub struct Opts {
     /// used to send ACL style 'AUTH username pass'; needs -a
     #[argh(option)]
     pub user: Option<String>,
-    /// server URI: redis://[user:password@]host[:port][/db]
+    /// server URI: redis://[user:password@]host[:port][/db]; rediss:// turns TLS on
     #[argh(option, short = 'u')]
     pub uri: Option<String>,
     /// number of parallel connections (default 50)
@@ -118,31 +119,32 @@ pub struct Opts {
     /// output version and exit
     #[argh(switch, short = 'v')]
     pub version: bool,
-    /// enable TLS (not supported yet)
+    /// establish a secure TLS connection
     #[argh(switch)]
     pub tls: bool,
-    /// server name indication for TLS (not supported yet)
+    /// server name indication for TLS (SNI is sent only with this option)
     #[argh(option)]
     pub sni: Option<String>,
-    /// CA certificate file for TLS (not supported yet)
+    /// CA certificate file (PEM) to verify the server with (default: the system's roots)
     #[argh(option)]
     pub cacert: Option<String>,
-    /// directory of CA certificates for TLS (not supported yet)
+    /// directory of CA certificates (PEM files) to verify the server with
     #[argh(option)]
     pub cacertdir: Option<String>,
-    /// skip TLS certificate verification (not supported yet)
+    /// allow insecure TLS connection by skipping certificate validation
     #[argh(switch)]
     pub insecure: bool,
-    /// client certificate for TLS (not supported yet)
+    /// client certificate (PEM) to authenticate with; needs --key
     #[argh(option)]
     pub cert: Option<String>,
-    /// client private key for TLS (not supported yet)
+    /// private key (PEM) of the client certificate; needs --cert
     #[argh(option)]
     pub key: Option<String>,
-    /// TLS 1.2 ciphers (not supported yet)
+    /// TLS 1.2 cipher suites to offer, colon separated, by name (ECDHE-RSA-AES128-GCM-SHA256 or
+    /// TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256; no OpenSSL keywords such as HIGH)
     #[argh(option)]
     pub tls_ciphers: Option<String>,
-    /// TLS 1.3 ciphersuites (not supported yet)
+    /// TLS 1.3 cipher suites to offer, colon separated (TLS_AES_128_GCM_SHA256:...)
     #[argh(option)]
     pub tls_ciphersuites: Option<String>,
     /// open loop: send at this total rate (requests per second), latency counted from each
@@ -336,14 +338,13 @@ fn parse_timeout(v: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// Parses `redis://[user[:password]@]host[:port][/db]`.
-fn apply_uri(uri: &str, c: &mut Config) -> Result<(), String> {
-    let rest = if let Some(r) = uri.strip_prefix("redis://").or_else(|| uri.strip_prefix("valkey://")) {
-        r
-    } else if uri.starts_with("rediss://") || uri.starts_with("valkeys://") {
-        return Err("TLS (rediss://) is not supported yet".to_string());
-    } else {
-        return Err(bad("-u", uri, "expected redis://[user:password@]host[:port][/db]"));
+/// Parses `redis://[user[:password]@]host[:port][/db]`; `true` for `rediss://`, which asks for
+/// TLS.
+fn apply_uri(uri: &str, c: &mut Config) -> Result<bool, String> {
+    let plain = uri.strip_prefix("redis://").or_else(|| uri.strip_prefix("valkey://"));
+    let secure = uri.strip_prefix("rediss://").or_else(|| uri.strip_prefix("valkeys://"));
+    let Some(rest) = plain.or(secure) else {
+        return Err(bad("-u", uri, "expected redis://[user:password@]host[:port][/db] (rediss:// for TLS)"));
     };
     let (auth, hostpart) = match rest.rsplit_once('@') {
         Some((a, h)) => (Some(a), h),
@@ -377,8 +378,75 @@ fn apply_uri(uri: &str, c: &mut Config) -> Result<(), String> {
     if !host.is_empty() {
         c.endpoint = Endpoint::Tcp { host: host.to_string(), port };
     }
-    Ok(())
+    Ok(secure.is_some())
 }
+
+/// The TLS options as given, used when `--tls` or a `rediss://` URI turns TLS on.
+#[derive(Clone, Debug, Default)]
+pub struct TlsOptions {
+    pub sni: Option<String>,
+    pub cacert: Option<PathBuf>,
+    pub cacertdir: Option<PathBuf>,
+    pub insecure: bool,
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    /// `--tls-ciphers` (TLS 1.2).
+    pub ciphers: Option<String>,
+    /// `--tls-ciphersuites` (TLS 1.3).
+    pub ciphersuites: Option<String>,
+}
+
+impl TlsOptions {
+    /// The names of the options given.
+    fn given(&self) -> Vec<&'static str> {
+        [
+            ("--sni", self.sni.is_some()),
+            ("--cacert", self.cacert.is_some()),
+            ("--cacertdir", self.cacertdir.is_some()),
+            ("--insecure", self.insecure),
+            ("--cert", self.cert.is_some()),
+            ("--key", self.key.is_some()),
+            ("--tls-ciphers", self.ciphers.is_some()),
+            ("--tls-ciphersuites", self.ciphersuites.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect()
+    }
+}
+
+/// The TLS settings of a run: `None` unless `on` (`--tls`, or `asked_by` a `rediss://` URI).
+/// The other TLS options without TLS are ignored, as redis-benchmark ignores them, with a
+/// warning, since they show that TLS was meant.
+fn tls_config(
+    on: bool,
+    asked_by: &str,
+    o: &TlsOptions,
+    endpoint: &Endpoint,
+) -> Result<Option<respbench_driver::Tls>, String> {
+    if !on {
+        let given = o.given();
+        if !given.is_empty() {
+            eprintln!("WARNING: {} ignored without --tls", given.join(", "));
+        }
+        return Ok(None);
+    }
+    #[cfg(feature = "tls")]
+    {
+        let _ = asked_by;
+        crate::tls::client(o, endpoint).map(Some)
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = endpoint;
+        Err(format!("{asked_by}: {NO_TLS}"))
+    }
+}
+
+/// What `--tls` says in a build without TLS.
+#[cfg(not(feature = "tls"))]
+const NO_TLS: &str =
+    "this respbench was built without TLS (cargo feature `tls`, on by default): rebuild without --no-default-features";
 
 impl Opts {
     /// Checks the rate, time and mix options.
@@ -474,18 +542,6 @@ impl Opts {
     pub fn check(self) -> Result<Config, String> {
         if self.cluster {
             return Err("--cluster is not supported yet".to_string());
-        }
-        if self.tls
-            || self.sni.is_some()
-            || self.cacert.is_some()
-            || self.cacertdir.is_some()
-            || self.insecure
-            || self.cert.is_some()
-            || self.key.is_some()
-            || self.tls_ciphers.is_some()
-            || self.tls_ciphersuites.is_some()
-        {
-            return Err("TLS is not supported yet".to_string());
         }
         let mut backends = Vec::new();
         for name in self.backend.split(',') {
@@ -594,9 +650,23 @@ impl Opts {
             open,
             timeout,
         };
+        let mut tls_by = self.tls.then_some("--tls");
         if let Some(uri) = &self.uri {
-            apply_uri(uri, &mut c)?;
+            if apply_uri(uri, &mut c)? {
+                tls_by = tls_by.or(Some("-u rediss://"));
+            }
         }
+        let tls = TlsOptions {
+            sni: self.sni,
+            cacert: self.cacert.map(PathBuf::from),
+            cacertdir: self.cacertdir.map(PathBuf::from),
+            insecure: self.insecure,
+            cert: self.cert.map(PathBuf::from),
+            key: self.key.map(PathBuf::from),
+            ciphers: self.tls_ciphers,
+            ciphersuites: self.tls_ciphersuites,
+        };
+        c.tls = tls_config(tls_by.is_some(), tls_by.unwrap_or_default(), &tls, &c.endpoint)?;
         Ok(c)
     }
 }
@@ -668,7 +738,6 @@ mod tests {
         assert!(parse(&["-n", "-5"]).unwrap_err().contains("-n"));
         assert!(parse(&["-k", "2"]).unwrap_err().contains("-k"));
         assert!(parse(&["--cluster"]).unwrap_err().contains("not supported yet"));
-        assert!(parse(&["--tls"]).unwrap_err().contains("not supported yet"));
         assert!(parse(&["-n", "many"]).is_err());
         assert!(parse(&["--bogus"]).unwrap_err().contains("--bogus"));
         assert!(parse(&["--backend", "tokio"]).unwrap_err().contains("--backend"));
@@ -733,6 +802,51 @@ mod tests {
         let c = parse(&["-u", "redis://bench:pw@example.com:6390/4"]).unwrap();
         assert_eq!(c.endpoint, Endpoint::Tcp { host: "example.com".into(), port: 6390 });
         assert_eq!((c.user.as_deref(), c.password.as_deref(), c.db), (Some("bench"), Some("pw"), 4));
-        assert!(parse(&["-u", "rediss://h"]).unwrap_err().contains("not supported yet"));
+        assert!(parse(&["-u", "redis://h"]).unwrap().tls.is_none());
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn tls_from_the_switch_or_the_uri() {
+        let c = parse(&["--tls", "--insecure", "-h", "10.0.0.1"]).unwrap();
+        let tls = c.tls.unwrap();
+        assert_eq!(tls.server_name, rustls::pki_types::ServerName::try_from("10.0.0.1").unwrap());
+        assert!(!tls.config.enable_sni);
+        let c = parse(&["-u", "rediss://bench:pw@example.com:6390", "--insecure", "--sni", "cache.example"])
+            .unwrap();
+        assert_eq!(c.endpoint, Endpoint::Tcp { host: "example.com".into(), port: 6390 });
+        let tls = c.tls.unwrap();
+        assert_eq!(tls.server_name, rustls::pki_types::ServerName::try_from("cache.example").unwrap());
+        assert!(tls.config.enable_sni);
+        // Without --tls the TLS options are ignored, as redis-benchmark ignores them.
+        assert!(parse(&["--cacert", "/nonexistent/ca.crt", "--insecure"]).unwrap().tls.is_none());
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn bad_tls_options_name_the_option_and_the_file() {
+        let e = parse(&["--tls", "--cacert", "/nonexistent/ca.crt"]).unwrap_err();
+        assert!(e.contains("--cacert /nonexistent/ca.crt: No such file or directory"), "{e}");
+        // As in redis-benchmark, a CA file given must load even when nothing is verified.
+        let e = parse(&["--tls", "--insecure", "--cacertdir", "/nonexistent"]).unwrap_err();
+        assert!(e.contains("--cacertdir /nonexistent"), "{e}");
+        let e = parse(&["--tls", "--insecure", "--cert", "/nonexistent/c.crt"]).unwrap_err();
+        assert!(e.contains("--cert needs --key"), "{e}");
+        let e = parse(&["--tls", "--insecure", "--key", "/nonexistent/c.key"]).unwrap_err();
+        assert!(e.contains("--key needs --cert"), "{e}");
+        let e = parse(&["--tls", "--insecure", "--sni", "not a name"]).unwrap_err();
+        assert!(e.contains("--sni"), "{e}");
+        let e = parse(&["--tls", "--insecure", "--tls-ciphers", "HIGH"]).unwrap_err();
+        assert!(e.contains("--tls-ciphers"), "{e}");
+    }
+
+    #[cfg(not(feature = "tls"))]
+    #[test]
+    fn tls_needs_the_feature() {
+        let e = parse(&["--tls"]).unwrap_err();
+        assert!(e.starts_with("--tls: this respbench was built without TLS"), "{e}");
+        let e = parse(&["-u", "rediss://h"]).unwrap_err();
+        assert!(e.starts_with("-u rediss://: this respbench was built without TLS"), "{e}");
+        assert!(parse(&["--cacert", "ca.crt"]).unwrap().tls.is_none());
     }
 }

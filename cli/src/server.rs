@@ -1,7 +1,8 @@
-//! The startup connection: checks that the server answers and authenticates, and reads the
-//! `save` and `appendonly` settings for the report header, as redis-benchmark does.
+//! The startup connection: checks that the server answers (over TLS with `--tls`) and
+//! authenticates, and reads the `save` and `appendonly` settings for the report header, as
+//! redis-benchmark does. Idle mode reads the server's INFO over the same kind of connection.
 
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
@@ -9,6 +10,8 @@ use std::time::Duration;
 use respbench_core::resp::{encode_command, Value};
 use respbench_core::{Endpoint, Handshake};
 use respbench_core::{IoFailure, IoOp};
+
+use crate::opts::Config;
 
 /// How long the startup connection waits for the server before giving up, without `--timeout`.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -29,54 +32,234 @@ pub struct StartupError(pub String);
 trait Stream: Read + Write {}
 impl<T: Read + Write> Stream for T {}
 
-fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<Box<dyn Stream>, StartupError> {
-    let fail = |e: std::io::Error| StartupError(IoFailure::new(IoOp::Connect, endpoint, &e).to_string());
-    match endpoint {
-        Endpoint::Tcp { host, port } => {
-            let addr = (host.as_str(), *port).to_socket_addrs().map_err(fail)?.next().ok_or_else(|| {
-                StartupError(format!("Could not connect to Redis at {endpoint}: no address"))
-            })?;
-            let s = TcpStream::connect_timeout(&addr, timeout).map_err(fail)?;
-            s.set_read_timeout(Some(timeout)).map_err(fail)?;
-            s.set_write_timeout(Some(timeout)).map_err(fail)?;
-            let _ = s.set_nodelay(true);
-            Ok(Box::new(s))
+/// A blocking connection to the server for a few commands (the startup checks, idle mode's
+/// INFO), over TLS with `--tls`; every connect, read and write waits at most its timeout.
+pub struct Conn {
+    s: Box<dyn Stream>,
+    buf: Vec<u8>,
+    endpoint: Endpoint,
+    timeout: Duration,
+    tls: bool,
+    /// Whether the server sent anything yet.
+    heard: bool,
+}
+
+impl Conn {
+    /// Connects (and makes the TLS handshake with `cfg.tls`), waiting at most `--timeout` or
+    /// 5 s for each step.
+    pub fn connect(cfg: &Config) -> Result<Conn, StartupError> {
+        let endpoint = &cfg.endpoint;
+        let timeout = cfg.timeout.unwrap_or(STARTUP_TIMEOUT);
+        let fail = |e: io::Error| StartupError(IoFailure::new(IoOp::Connect, endpoint, &e).to_string());
+        let s: Box<dyn Stream> = match endpoint {
+            Endpoint::Tcp { host, port } => {
+                let addr =
+                    (host.as_str(), *port).to_socket_addrs().map_err(fail)?.next().ok_or_else(|| {
+                        StartupError(format!("Could not connect to Redis at {endpoint}: no address"))
+                    })?;
+                let s = TcpStream::connect_timeout(&addr, timeout).map_err(fail)?;
+                s.set_read_timeout(Some(timeout)).map_err(fail)?;
+                s.set_write_timeout(Some(timeout)).map_err(fail)?;
+                let _ = s.set_nodelay(true);
+                secure(s, cfg.tls.as_ref(), endpoint, timeout)?
+            }
+            Endpoint::Unix(p) => {
+                let s = UnixStream::connect(p).map_err(fail)?;
+                s.set_read_timeout(Some(timeout)).map_err(fail)?;
+                s.set_write_timeout(Some(timeout)).map_err(fail)?;
+                secure(s, cfg.tls.as_ref(), endpoint, timeout)?
+            }
+        };
+        Ok(Conn {
+            s,
+            buf: Vec::new(),
+            endpoint: endpoint.clone(),
+            timeout,
+            tls: cfg.tls.is_some(),
+            heard: false,
+        })
+    }
+
+    /// [`Conn::connect`], then `AUTH` when `cfg` has a password.
+    pub fn authenticated(cfg: &Config) -> Result<Conn, StartupError> {
+        let mut c = Conn::connect(cfg)?;
+        let hs = Handshake::new(cfg.user.as_deref(), cfg.password.as_deref(), false, 0, false);
+        if !hs.is_empty() {
+            c.send(hs.bytes())?;
+            if let Value::Error(e) = c.read()? {
+                return Err(StartupError(format!("AUTH failed: {}", text(&e))));
+            }
         }
-        Endpoint::Unix(p) => {
-            let s = UnixStream::connect(p).map_err(fail)?;
-            s.set_read_timeout(Some(timeout)).map_err(fail)?;
-            s.set_write_timeout(Some(timeout)).map_err(fail)?;
-            Ok(Box::new(s))
+        Ok(c)
+    }
+
+    /// Sends one command and reads its reply (an error reply is a reply, not an `Err`).
+    pub fn command(&mut self, args: &[&[u8]]) -> Result<Value, StartupError> {
+        let mut req = Vec::new();
+        encode_command(args, &mut req);
+        self.send(&req)?;
+        self.read()
+    }
+
+    fn send(&mut self, req: &[u8]) -> Result<(), StartupError> {
+        self.s.write_all(req).and_then(|()| self.s.flush()).map_err(|e| self.failure("write to", &e))
+    }
+
+    /// Reads one whole reply.
+    fn read(&mut self) -> Result<Value, StartupError> {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match Value::parse(&self.buf) {
+                Ok(Some((v, n))) => {
+                    self.buf.drain(..n);
+                    return Ok(v);
+                }
+                Ok(None) => {}
+                // A TLS alert record: the server wanted a handshake.
+                Err(_) if !self.tls && self.buf.starts_with(&[0x15, 0x03]) => {
+                    return Err(StartupError(format!(
+                        "{}: the server speaks TLS on this port: add --tls",
+                        self.endpoint
+                    )))
+                }
+                Err(e) => return Err(StartupError(format!("{}: {e}", self.endpoint))),
+            }
+            match self.s.read(&mut chunk) {
+                Ok(0) => {
+                    // A TLS server closes on a plain client's first bytes, often without a word.
+                    let hint = if self.tls || self.heard {
+                        ""
+                    } else {
+                        " (if it speaks TLS on this port, add --tls)"
+                    };
+                    return Err(StartupError(format!(
+                        "{}: the server closed the connection{hint}",
+                        self.endpoint
+                    )));
+                }
+                Ok(n) => {
+                    self.heard = true;
+                    self.buf.extend_from_slice(&chunk[..n]);
+                }
+                Err(e) => return Err(self.failure("no reply from", &e)),
+            }
         }
+    }
+
+    /// What went wrong reading or writing, in a user's words.
+    fn failure(&self, doing: &str, e: &io::Error) -> StartupError {
+        let endpoint = &self.endpoint;
+        if let Some(m) = tls_failure(endpoint, e) {
+            return StartupError(m);
+        }
+        StartupError(match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                let after = respbench_core::conn::format_duration(self.timeout);
+                format!("{endpoint}: no reply from the server within {after}")
+            }
+            // rustls' word for a server that closed without close_notify.
+            io::ErrorKind::UnexpectedEof => format!("{endpoint}: the server closed the connection"),
+            // A TLS server resets a plain client that sent it RESP.
+            io::ErrorKind::ConnectionReset if !self.tls && !self.heard => {
+                format!(
+                    "{endpoint}: {doing} the server: {} (if it speaks TLS on this port, add --tls)",
+                    io_reason(e)
+                )
+            }
+            _ => format!("{endpoint}: {doing} the server: {}", io_reason(e)),
+        })
     }
 }
 
-/// Reads one whole reply, waiting at most `timeout` for each read.
-fn read_value(
-    s: &mut dyn Stream,
-    buf: &mut Vec<u8>,
+/// With `tls`, makes the TLS handshake over `sock` and gives the encrypted stream; else `sock`.
+fn secure<S: Read + Write + 'static>(
+    sock: S,
+    tls: Option<&respbench_driver::Tls>,
     endpoint: &Endpoint,
     timeout: Duration,
-) -> Result<Value, StartupError> {
-    let mut chunk = [0u8; 4096];
-    loop {
-        match Value::parse(buf) {
-            Ok(Some((v, n))) => {
-                buf.drain(..n);
-                return Ok(v);
+) -> Result<Box<dyn Stream>, StartupError> {
+    let Some(tls) = tls else { return Ok(Box::new(sock)) };
+    #[cfg(feature = "tls")]
+    {
+        use rustls::{ClientConnection, StreamOwned};
+        let mut sock = sock;
+        let mut conn = ClientConnection::new(tls.config.clone(), tls.server_name.clone())
+            .map_err(|e| StartupError(format!("TLS with {endpoint}: {e}")))?;
+        while conn.is_handshaking() {
+            if let Err(e) = conn.complete_io(&mut sock) {
+                return Err(StartupError(tls_failure(endpoint, &e).unwrap_or_else(|| match e.kind() {
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
+                        "TLS with {endpoint}: no handshake reply within {} (is the server speaking TLS on this port?)",
+                        respbench_core::conn::format_duration(timeout)
+                    ),
+                    io::ErrorKind::UnexpectedEof => {
+                        format!("TLS with {endpoint}: the server closed the connection during the handshake")
+                    }
+                    _ => format!("TLS with {endpoint}: {e}"),
+                })));
             }
-            Ok(None) => {}
-            Err(e) => return Err(StartupError(format!("{endpoint}: {e}"))),
         }
-        match s.read(&mut chunk) {
-            Ok(0) => return Err(StartupError(format!("{endpoint}: the server closed the connection"))),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                let after = respbench_core::conn::format_duration(timeout);
-                return Err(StartupError(format!("{endpoint}: no reply from the server within {after}")));
+        Ok(Box::new(StreamOwned::new(conn, sock)))
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = (sock, endpoint, timeout);
+        match *tls {}
+    }
+}
+
+/// The OS' words without the `(os error N)` suffix.
+fn io_reason(e: &io::Error) -> String {
+    let s = e.to_string();
+    s.split(" (os error").next().unwrap_or(&s).to_string()
+}
+
+/// A TLS failure (rustls' error inside `e`) in one line, with what to do about the usual ones.
+fn tls_failure(endpoint: &Endpoint, e: &io::Error) -> Option<String> {
+    #[cfg(feature = "tls")]
+    {
+        use rustls::{AlertDescription, CertificateError, Error, InvalidMessage};
+        let err = e.get_ref()?.downcast_ref::<Error>()?;
+        let hint = match err {
+            // The first bytes back were not a TLS record: a server answering in RESP, say.
+            Error::InvalidMessage(
+                InvalidMessage::InvalidContentType | InvalidMessage::UnknownProtocolVersion,
+            ) => {
+                return Some(format!(
+                    "TLS with {endpoint}: the server is not speaking TLS (is this its plain port?)"
+                ));
             }
-            Err(e) => return Err(StartupError(format!("{endpoint}: no reply from the server: {e}"))),
-        }
+            Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
+                " (no CA of --cacert, --cacertdir or the system's roots signed the server's certificate; \
+                 --insecure skips the check)"
+            }
+            // rustls wraps webpki's error opaquely: its name is all there is to match.
+            Error::InvalidCertificate(CertificateError::Other(o)) if format!("{o:?}").contains("CaUsedAsEndEntity") => {
+                " (the server presents a CA certificate, basicConstraints CA:TRUE, as its own, which rustls refuses \
+                 even when that certificate is given to --cacert: make the server a certificate signed by the CA, \
+                 or use --insecure)"
+            }
+            Error::AlertReceived(AlertDescription::CertificateRequired) => {
+                " (the server wants a client certificate: give --cert and --key)"
+            }
+            Error::AlertReceived(
+                AlertDescription::UnknownCA
+                | AlertDescription::BadCertificate
+                | AlertDescription::CertificateUnknown,
+            ) => " (the server refused the client certificate)",
+            // TLS 1.2 servers say this for a missing client certificate too.
+            Error::AlertReceived(AlertDescription::HandshakeFailure) => {
+                " (the server accepts none of the cipher suites offered, see --tls-ciphers and \
+                 --tls-ciphersuites, or wants a client certificate, see --cert and --key)"
+            }
+            _ => "",
+        };
+        Some(format!("TLS with {endpoint}: {err}{hint}"))
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = (endpoint, e);
+        None
     }
 }
 
@@ -100,30 +283,23 @@ fn config_value(v: &Value) -> Option<String> {
 }
 
 /// Connects, authenticates with `AUTH` when a password is set, and reads the server's settings.
-/// A refused connection or a refused `AUTH` is an error; a server that refuses `CONFIG GET`
-/// (a hosted Redis, say) gives empty settings and a warning on stderr. Each step waits at most
-/// `timeout` (`--timeout`), or 5 s.
-pub fn startup(
-    endpoint: &Endpoint,
-    user: Option<&str>,
-    password: Option<&str>,
-    timeout: Option<Duration>,
-) -> Result<ServerInfo, StartupError> {
-    let timeout = timeout.unwrap_or(STARTUP_TIMEOUT);
-    let mut s = connect(endpoint, timeout)?;
-    let hs = Handshake::new(user, password, false, 0, false);
+/// A refused connection, a failed TLS handshake or a refused `AUTH` is an error; a server that
+/// refuses `CONFIG GET` (a hosted Redis, say) gives empty settings and a warning on stderr. Each
+/// step waits at most `--timeout`, or 5 s.
+pub fn startup(cfg: &Config) -> Result<ServerInfo, StartupError> {
+    let mut c = Conn::connect(cfg)?;
+    let hs = Handshake::new(cfg.user.as_deref(), cfg.password.as_deref(), false, 0, false);
     let mut req = hs.bytes().to_vec();
     encode_command(&[b"CONFIG", b"GET", b"save"], &mut req);
     encode_command(&[b"CONFIG", b"GET", b"appendonly"], &mut req);
-    s.write_all(&req).map_err(|e| StartupError(format!("{endpoint}: {e}")))?;
-    let mut buf = Vec::new();
+    c.send(&req)?;
     if !hs.is_empty() {
-        if let Value::Error(e) = read_value(&mut *s, &mut buf, endpoint, timeout)? {
+        if let Value::Error(e) = c.read()? {
             return Err(StartupError(format!("AUTH failed: {}", text(&e))));
         }
     }
-    let save = read_value(&mut *s, &mut buf, endpoint, timeout)?;
-    let appendonly = read_value(&mut *s, &mut buf, endpoint, timeout)?;
+    let save = c.read()?;
+    let appendonly = c.read()?;
     for v in [&save, &appendonly] {
         if let Value::Error(e) = v {
             if e.starts_with(b"NOAUTH") {
@@ -136,4 +312,97 @@ pub fn startup(
         eprintln!("WARNING: Could not fetch server CONFIG");
     }
     Ok(info)
+}
+
+/// What the server spends on its clients, from `INFO clients` and `INFO memory`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    /// `connected_clients`.
+    pub clients: i64,
+    /// `used_memory`, in bytes.
+    pub memory: i64,
+}
+
+impl Footprint {
+    /// Reads the server's figures over `c`; `Err` says why they are missing (INFO refused or
+    /// renamed, as managed services do).
+    pub fn read(c: &mut Conn) -> Result<Footprint, String> {
+        let clients = info_field(c, b"clients", "connected_clients")?;
+        let memory = info_field(c, b"memory", "used_memory")?;
+        Ok(Footprint { clients, memory })
+    }
+}
+
+/// What idle connections cost the server since `before`, read over a new connection (as
+/// `before` was, so that each reading counts one in the same state): "500 idle connections:
+/// server connected_clients +500, used_memory +10245120 bytes (20490 bytes per connection)".
+/// The server may count the last connections a moment after they are up, so its figures are read
+/// again while they fall short, for up to a second.
+pub fn idle_footprint(cfg: &Config, before: Footprint) -> String {
+    let clients = cfg.clients;
+    let plural = if clients == 1 { "" } else { "s" };
+    let read = || {
+        let mut c = Conn::authenticated(cfg).map_err(|e| e.0)?;
+        let mut now = Footprint::read(&mut c);
+        for _ in 0..10 {
+            match &now {
+                Ok(f) if f.clients - before.clients < clients as i64 => {
+                    std::thread::sleep(Duration::from_millis(100));
+                    now = Footprint::read(&mut c);
+                }
+                _ => break,
+            }
+        }
+        now
+    };
+    match read() {
+        Ok(f) => {
+            let memory = f.memory - before.memory;
+            format!(
+                "{clients} idle connection{plural}: server connected_clients {:+}, used_memory {memory:+} bytes \
+                 ({} bytes per connection)",
+                f.clients - before.clients,
+                memory / clients.max(1) as i64
+            )
+        }
+        Err(e) => format!("{clients} idle connection{plural}: could not read the server's INFO again ({e})"),
+    }
+}
+
+/// One numeric field of `INFO section`.
+fn info_field(c: &mut Conn, section: &[u8], field: &str) -> Result<i64, String> {
+    let reply = c.command(&[b"INFO", section]).map_err(|e| e.0)?;
+    let body = match &reply {
+        Value::Bulk(b) | Value::Verbatim { text: b, .. } => text(b),
+        Value::Error(e) | Value::BulkError(e) => return Err(format!("INFO refused: {}", text(e))),
+        other => return Err(format!("INFO replied {other:?}")),
+    };
+    info_number(&body, field).ok_or_else(|| format!("INFO {} has no {field}", text(section)))
+}
+
+/// The number after `field:` on a line of an INFO reply.
+fn info_number(body: &str, field: &str) -> Option<i64> {
+    body.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')?.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_values_in_resp2_and_resp3() {
+        let v = Value::Array(vec![Value::Bulk(b"save".to_vec()), Value::Bulk(b"3600 1".to_vec())]);
+        assert_eq!(config_value(&v).as_deref(), Some("3600 1"));
+        let v = Value::Map(vec![(Value::Bulk(b"appendonly".to_vec()), Value::Simple(b"no".to_vec()))]);
+        assert_eq!(config_value(&v).as_deref(), Some("no"));
+        assert_eq!(config_value(&Value::Error(b"ERR unknown command".to_vec())), None);
+    }
+
+    #[test]
+    fn info_numbers_by_exact_field() {
+        let body = "# Memory\r\nused_memory_human:1.2M\r\nused_memory:1234567\r\nused_memory_rss:999\r\n";
+        assert_eq!(info_number(body, "used_memory"), Some(1_234_567));
+        assert_eq!(info_number("# Clients\r\nconnected_clients:501\r\n", "connected_clients"), Some(501));
+        assert_eq!(info_number(body, "connected_clients"), None);
+    }
 }

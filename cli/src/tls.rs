@@ -1,0 +1,690 @@
+//! The TLS options made into the rustls client configuration every connection of a run shares
+//! (feature `tls`), with redis-benchmark's meanings:
+//!
+//! - the server's certificate chain is verified against `--cacert`/`--cacertdir`, else the
+//!   system's roots, but not the name it was issued for (OpenSSL's `SSL_VERIFY_PEER` without a
+//!   host name, as redis-benchmark sets it up); `--insecure` accepts any certificate;
+//! - SNI is sent only with `--sni`;
+//! - `--tls-ciphers` (TLS 1.2) and `--tls-ciphersuites` (TLS 1.3) take exact suite names, in
+//!   OpenSSL's or IANA's spelling, each restricting its own protocol version only;
+//! - no session resumption: every connection makes a full handshake, as redis-benchmark's do.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use respbench_core::Endpoint;
+use respbench_driver::Tls;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{Resumption, WebPkiServerVerifier};
+use rustls::crypto::{ring, CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::version::{TLS12, TLS13};
+use rustls::{
+    CertificateError, CipherSuite, ClientConfig, DigitallySignedStruct, Error, RootCertStore,
+    SignatureScheme, SupportedCipherSuite, SupportedProtocolVersion,
+};
+
+use crate::opts::TlsOptions;
+
+/// Makes the TLS settings of a run to `endpoint`. Every error names the option (and the file)
+/// at fault.
+pub fn client(o: &TlsOptions, endpoint: &Endpoint) -> Result<Tls, String> {
+    let provider = Arc::new(CryptoProvider {
+        cipher_suites: cipher_suites(o.ciphers.as_deref(), o.ciphersuites.as_deref())?,
+        ..ring::default_provider()
+    });
+    // Offering a version with no suite would let a server pick it and fail the handshake.
+    let versions: Vec<&'static SupportedProtocolVersion> = [&TLS13, &TLS12]
+        .into_iter()
+        .filter(|v| provider.cipher_suites.iter().any(|s| s.version() == *v))
+        .collect();
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&versions)
+        .map_err(|e| format!("TLS: {e}"))?;
+    let verifier: Arc<dyn ServerCertVerifier> = {
+        let roots = roots(o)?;
+        if o.insecure {
+            Arc::new(AnyCertificate(provider.signature_verification_algorithms))
+        } else {
+            let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                .build()
+                .map_err(|e| format!("TLS: {e}"))?;
+            Arc::new(ChainOnly(webpki))
+        }
+    };
+    let builder = builder.dangerous().with_custom_certificate_verifier(verifier);
+    let mut config = match (&o.cert, &o.key) {
+        (None, None) => builder.with_no_client_auth(),
+        (Some(_), None) => return Err("--cert needs --key (the client certificate's private key)".into()),
+        (None, Some(_)) => return Err("--key needs --cert (the client certificate)".into()),
+        (Some(cert), Some(key)) => {
+            let chain = certs_in(cert).map_err(|e| format!("--cert {}: {e}", cert.display()))?;
+            if chain.is_empty() {
+                return Err(format!("--cert {}: no certificate (PEM) in the file", cert.display()));
+            }
+            let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+                format!(
+                    "--key {}: {}",
+                    key.display(),
+                    pem_error(e, "no private key (PEM: PKCS#8, PKCS#1 or SEC1; encrypted keys are not read)")
+                )
+            })?;
+            builder.with_client_auth_cert(chain, key_der).map_err(|e| match e {
+                Error::InconsistentKeys(_) => {
+                    format!("--key {} is not the private key of --cert {}", key.display(), cert.display())
+                }
+                e => format!("--cert {} with --key {}: {e}", cert.display(), key.display()),
+            })?
+        }
+    };
+    config.enable_sni = o.sni.is_some();
+    config.resumption = Resumption::disabled();
+    Ok(Tls { config: Arc::new(config), server_name: server_name(o.sni.as_deref(), endpoint)? })
+}
+
+/// The name the server is asked for: `--sni`, else the host (a Unix socket has none:
+/// `localhost`). Names are not checked against the certificate, so a host that is neither an IP
+/// address nor a valid DNS name (an alias from /etc/hosts with an underscore, say) stands as
+/// `localhost` too.
+fn server_name(sni: Option<&str>, endpoint: &Endpoint) -> Result<ServerName<'static>, String> {
+    let localhost = || ServerName::try_from("localhost").expect("a valid name");
+    match (sni, endpoint) {
+        (Some(name), _) => ServerName::try_from(name.to_string())
+            .map_err(|_| format!("invalid value '{name}' for --sni: not a DNS name")),
+        (None, Endpoint::Tcp { host, .. }) => {
+            Ok(ServerName::try_from(host.clone()).unwrap_or_else(|_| localhost()))
+        }
+        (None, Endpoint::Unix(_)) => Ok(localhost()),
+    }
+}
+
+/// The roots that verify the server: `--cacert` and `--cacertdir`, else the system's. A bad file
+/// given is an error even with `--insecure` (as in redis-benchmark); finding no system root is
+/// one only when certificates are verified.
+fn roots(o: &TlsOptions) -> Result<RootCertStore, String> {
+    let mut certs = Vec::new();
+    if let Some(file) = &o.cacert {
+        let found = certs_in(file).map_err(|e| format!("--cacert {}: {e}", file.display()))?;
+        if found.is_empty() {
+            return Err(format!("--cacert {}: no certificate (PEM) in the file", file.display()));
+        }
+        certs.extend(found);
+    }
+    if let Some(dir) = &o.cacertdir {
+        let found = certs_in_dir(dir).map_err(|e| format!("--cacertdir {}: {e}", dir.display()))?;
+        if found.is_empty() {
+            return Err(format!(
+                "--cacertdir {}: no certificate (PEM) in any file of the directory",
+                dir.display()
+            ));
+        }
+        certs.extend(found);
+    }
+    let from_system = o.cacert.is_none() && o.cacertdir.is_none();
+    let mut tried = Vec::new();
+    if from_system && !o.insecure {
+        certs = system_roots(&mut tried);
+    }
+    // Hashed directories (c_rehash) link the same file under several names.
+    certs.sort_unstable_by(|a, b| a.as_ref().cmp(b.as_ref()));
+    certs.dedup();
+    let mut store = RootCertStore::empty();
+    let (_added, _unusable) = store.add_parsable_certificates(certs);
+    if store.is_empty() && !o.insecure {
+        return Err(if from_system {
+            format!(
+                "--tls: no CA certificate found in the system's roots (tried {}): give --cacert or \
+                 --cacertdir, or --insecure to skip verification",
+                tried.join(", ")
+            )
+        } else {
+            "--tls: none of the CA certificates given (--cacert, --cacertdir) can be used as a root".into()
+        });
+    }
+    Ok(store)
+}
+
+/// Files of CA bundles, as OpenSSL builds on these systems know them: Debian and Ubuntu,
+/// Fedora and RHEL, openSUSE, Alpine and the BSDs.
+const SYSTEM_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+];
+
+/// The roots redis-benchmark's `SSL_CTX_set_default_verify_paths` finds: `SSL_CERT_FILE` (else
+/// the system's bundle) and the directories of `SSL_CERT_DIR`. The default directory
+/// (/etc/ssl/certs) is not read: where it exists it holds the bundle's certificates one per file.
+/// `tried` gets what was looked at, for the error when nothing was found.
+fn system_roots(tried: &mut Vec<String>) -> Vec<CertificateDer<'static>> {
+    let mut certs = Vec::new();
+    match std::env::var_os("SSL_CERT_FILE") {
+        Some(file) => {
+            tried.push(format!("SSL_CERT_FILE={}", Path::new(&file).display()));
+            certs.extend(certs_in(Path::new(&file)).unwrap_or_default());
+        }
+        None => {
+            if let Some(file) = SYSTEM_BUNDLES.iter().map(Path::new).find(|p| p.is_file()) {
+                certs.extend(certs_in(file).unwrap_or_default());
+            }
+            tried.extend(SYSTEM_BUNDLES.iter().map(|s| s.to_string()));
+        }
+    }
+    if let Some(dirs) = std::env::var_os("SSL_CERT_DIR") {
+        tried.push(format!("SSL_CERT_DIR={}", Path::new(&dirs).display()));
+        for dir in std::env::split_paths(&dirs) {
+            certs.extend(certs_in_dir(&dir).unwrap_or_default());
+        }
+    }
+    certs
+}
+
+/// Every certificate in a PEM file (none when it holds no `CERTIFICATE` section).
+fn certs_in(file: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    CertificateDer::pem_file_iter(file)
+        .map_err(|e| pem_error(e, ""))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| pem_error(e, ""))
+}
+
+/// Every certificate in the PEM files of a directory, following symbolic links; files that are
+/// not PEM, or hold no certificate, are passed over (a hashed directory holds CRLs too).
+fn certs_in_dir(dir: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| io_reason(&e))?;
+    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    files.sort();
+    // `is_file` follows links.
+    Ok(files.iter().filter(|p| p.is_file()).flat_map(|p| certs_in(p).unwrap_or_default()).collect())
+}
+
+/// A PEM error in a user's words; `none` replaces "no items found" when given.
+fn pem_error(e: rustls::pki_types::pem::Error, none: &str) -> String {
+    use rustls::pki_types::pem::Error as Pem;
+    match e {
+        Pem::Io(e) => io_reason(&e),
+        Pem::NoItemsFound if !none.is_empty() => none.to_string(),
+        e => format!("not a valid PEM file: {e}"),
+    }
+}
+
+/// The OS' words without the `(os error N)` suffix.
+fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    s.split(" (os error").next().unwrap_or(&s).to_string()
+}
+
+/// Verifies the server's certificate as redis-benchmark does: a chain to a trusted root, in
+/// date, for a server; the name it was issued for is not checked (OpenSSL does that only when
+/// asked with `SSL_set1_host`, which redis-benchmark does not call). rustls checks the name
+/// last, after the chain, so accepting its name errors accepts nothing else.
+#[derive(Debug)]
+struct ChainOnly(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// `--insecure`: any certificate is accepted, but the handshake's signatures are still checked
+/// against the key in it, so the server must hold that key (`SSL_VERIFY_NONE` does the same).
+#[derive(Debug)]
+struct AnyCertificate(WebPkiSupportedAlgorithms);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}
+
+/// A suite rustls (ring) has, under both its names. TLS 1.3 suites have one name: OpenSSL uses
+/// IANA's.
+struct Suite {
+    openssl: &'static str,
+    iana: &'static str,
+    id: CipherSuite,
+}
+
+const TLS13_SUITES: &[Suite] = &[
+    Suite {
+        openssl: "TLS_AES_256_GCM_SHA384",
+        iana: "TLS_AES_256_GCM_SHA384",
+        id: CipherSuite::TLS13_AES_256_GCM_SHA384,
+    },
+    Suite {
+        openssl: "TLS_AES_128_GCM_SHA256",
+        iana: "TLS_AES_128_GCM_SHA256",
+        id: CipherSuite::TLS13_AES_128_GCM_SHA256,
+    },
+    Suite {
+        openssl: "TLS_CHACHA20_POLY1305_SHA256",
+        iana: "TLS_CHACHA20_POLY1305_SHA256",
+        id: CipherSuite::TLS13_CHACHA20_POLY1305_SHA256,
+    },
+];
+
+const TLS12_SUITES: &[Suite] = &[
+    Suite {
+        openssl: "ECDHE-ECDSA-AES256-GCM-SHA384",
+        iana: "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        id: CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+    },
+    Suite {
+        openssl: "ECDHE-ECDSA-AES128-GCM-SHA256",
+        iana: "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        id: CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+    },
+    Suite {
+        openssl: "ECDHE-ECDSA-CHACHA20-POLY1305",
+        iana: "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        id: CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+    },
+    Suite {
+        openssl: "ECDHE-RSA-AES256-GCM-SHA384",
+        iana: "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        id: CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+    },
+    Suite {
+        openssl: "ECDHE-RSA-AES128-GCM-SHA256",
+        iana: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        id: CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+    },
+    Suite {
+        openssl: "ECDHE-RSA-CHACHA20-POLY1305",
+        iana: "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        id: CipherSuite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+    },
+];
+
+/// The suites offered, in order of preference: `--tls-ciphersuites` (TLS 1.3) then
+/// `--tls-ciphers` (TLS 1.2), each in the order given; a version whose option is left out keeps
+/// all its suites (as OpenSSL does); an empty list leaves that version out.
+fn cipher_suites(
+    ciphers: Option<&str>,
+    ciphersuites: Option<&str>,
+) -> Result<Vec<SupportedCipherSuite>, String> {
+    let all = ring::ALL_CIPHER_SUITES;
+    let mut out = Vec::new();
+    for (option, list, table, other) in [
+        ("--tls-ciphersuites", ciphersuites, TLS13_SUITES, ("TLS 1.2", "--tls-ciphers", TLS12_SUITES)),
+        ("--tls-ciphers", ciphers, TLS12_SUITES, ("TLS 1.3", "--tls-ciphersuites", TLS13_SUITES)),
+    ] {
+        let chosen: Vec<&Suite> = match list {
+            None => table.iter().collect(),
+            Some(list) => parse_suites(option, list, table, other)?,
+        };
+        for s in chosen {
+            let suite =
+                all.iter().find(|a| a.suite() == s.id).expect("the table lists the provider's suites");
+            if !out.iter().any(|o: &SupportedCipherSuite| o.suite() == s.id) {
+                out.push(*suite);
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err("--tls-ciphers and --tls-ciphersuites leave no cipher suite to offer".into());
+    }
+    Ok(out)
+}
+
+/// The suites named in one option's list (colons; `--tls-ciphers` also takes commas and spaces,
+/// as OpenSSL's cipher lists do).
+fn parse_suites(
+    option: &str,
+    list: &str,
+    table: &'static [Suite],
+    (other_version, other_option, other_table): (&str, &str, &'static [Suite]),
+) -> Result<Vec<&'static Suite>, String> {
+    let separators: &[char] = if option == "--tls-ciphers" { &[':', ',', ' '] } else { &[':'] };
+    let mut chosen = Vec::new();
+    for name in list.split(separators).map(str::trim).filter(|n| !n.is_empty()) {
+        let find = |t: &'static [Suite]| {
+            t.iter().find(|s| s.openssl.eq_ignore_ascii_case(name) || s.iana.eq_ignore_ascii_case(name))
+        };
+        if let Some(s) = find(table) {
+            chosen.push(s);
+            continue;
+        }
+        let why = if find(other_table).is_some() {
+            format!("'{name}' is a {other_version} suite: give it to {other_option}")
+        } else if is_keyword(name) {
+            format!("'{name}' is an OpenSSL cipher-list keyword or rule; respbench (rustls) takes exact suite names only")
+        } else {
+            format!(
+                "'{name}' is not a suite rustls has (it has no CBC or CCM suites, no RSA key exchange, nothing before \
+                 TLS 1.2)"
+            )
+        };
+        return Err(format!(
+            "invalid value '{list}' for {option}: {why}; the suites are: {}",
+            suite_names(table)
+        ));
+    }
+    Ok(chosen)
+}
+
+/// OpenSSL's cipher-list operators (`!aNULL`, `-RC4`, `+AES`, `@STRENGTH`, `ECDHE+AESGCM`) and
+/// aliases (`HIGH`, `DEFAULT`, `ALL`, `kEECDH`), which no suite name looks like.
+fn is_keyword(name: &str) -> bool {
+    name.starts_with(['!', '-', '+', '@']) || name.contains('+') || !name.contains(['-', '_'])
+}
+
+/// `A (B), C (D)`: OpenSSL's name with IANA's where they differ.
+fn suite_names(table: &[Suite]) -> String {
+    let names: Vec<String> = table
+        .iter()
+        .map(|s| if s.openssl == s.iana { s.iana.to_string() } else { format!("{} ({})", s.openssl, s.iana) })
+        .collect();
+    names.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An EC CA and a server certificate it signed for `server.test` (valid 2026-2126), the
+    /// server's key (PKCS#8), and another CA with its key (SEC1): openssl ecparam prime256v1,
+    /// req -x509, x509 -req with subjectAltName=DNS:server.test, CA:FALSE, serverAuth.
+    const CA: &str = "-----BEGIN CERTIFICATE-----
+MIIBkDCCATWgAwIBAgIUHtUWLWlO21/8Xdfab9JSC03S0zMwCgYIKoZIzj0EAwIw
+HDEaMBgGA1UEAwwRcmVzcGJlbmNoIHRlc3QgQ0EwIBcNMjYxMTMwMjEzOTEyWhgP
+MjEyNjExMDYyMTM5MTJaMBwxGjAYBgNVBAMMEXJlc3BiZW5jaCB0ZXN0IENBMFkw
+EwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE2+kFcMTnFOyemVdC2YPDldfGQB/kNN5r
+FmXpM18WdCcrauZRyXbcu1O8O7vsMNlgUKhQxvPH92rWKSrfDgxroaNTMFEwHQYD
+VR0OBBYEFFPv0EWO0cm8xU8sAAJssu/D9AsUMB8GA1UdIwQYMBaAFFPv0EWO0cm8
+xU8sAAJssu/D9AsUMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIh
+APvB9Dm4WytCQeLxOb2Sg5tDQ64ep7SEC3b7CBE9o/iNAiEA3FL0Avdjw2fNdaNN
+wp2Oh28x0j9NTs7rEs/0HLOl4OI=
+-----END CERTIFICATE-----";
+    const SERVER: &str = "-----BEGIN CERTIFICATE-----
+MIIBnTCCAUOgAwIBAgIBAjAKBggqhkjOPQQDAjAcMRowGAYDVQQDDBFyZXNwYmVu
+Y2ggdGVzdCBDQTAgFw0yNjExMzAyMTM5MTJaGA8yMTI2MTEwNjIxMzkxMlowFjEU
+MBIGA1UEAwwLc2VydmVyLnRlc3QwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAARx
+tonCpoSXkuwcr6QZW//iTtQR0OxcYs+OGa/Igd4Lq7n7smEeDuSDi4IB1lCny2EM
+YSUA62yLbhic21abqOECo3oweDAWBgNVHREEDzANggtzZXJ2ZXIudGVzdDAJBgNV
+HRMEAjAAMBMGA1UdJQQMMAoGCCsGAQUFBwMBMB0GA1UdDgQWBBTcpF2XBE7n/CfM
+1dgZjxoxyXCsBzAfBgNVHSMEGDAWgBRT79BFjtHJvMVPLAACbLLvw/QLFDAKBggq
+hkjOPQQDAgNIADBFAiBsja1XWtbQsfFcNVKsAgLdXCtw3p3VOEmX3tsra57rwQIh
+ANwvFz2HwE23mW3y3m/+egsoS6G+lE3M4DoNBTp7ARhK
+-----END CERTIFICATE-----";
+    const OTHER_CA: &str = "-----BEGIN CERTIFICATE-----
+MIIBgjCCASegAwIBAgIUL2qrWeZtoFbHI/7cl3pOFFG8UHIwCgYIKoZIzj0EAwIw
+FTETMBEGA1UEAwwKYW5vdGhlciBDQTAgFw0yNjExMzAyMTM5MTJaGA8yMTI2MTEw
+NjIxMzkxMlowFTETMBEGA1UEAwwKYW5vdGhlciBDQTBZMBMGByqGSM49AgEGCCqG
+SM49AwEHA0IABDLSAXW2x5todGELhScAt6vwsTiZWl2jJEM/9p6xRlSHt+6yRMkd
+K1uZavZWMbKI88iGQdQXfY/b8NYyt20N7wujUzBRMB0GA1UdDgQWBBRK7J52oLFS
+X67qiw4Unb4o1Fi/dzAfBgNVHSMEGDAWgBRK7J52oLFSX67qiw4Unb4o1Fi/dzAP
+BgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0kAMEYCIQD9EKTyu+SPnbgg11+C
+wsEYDqwci/keFmsx7lUR600ahgIhALhndweRjRbADXBwkaAaSl2aruHR32Xcw7od
+OogQ07j/
+-----END CERTIFICATE-----";
+    const SERVER_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg8TKacKHwzIAnD5pJ
+BTVFkRuxzayq/CabZIHLDu0bNe2hRANCAARxtonCpoSXkuwcr6QZW//iTtQR0Oxc
+Ys+OGa/Igd4Lq7n7smEeDuSDi4IB1lCny2EMYSUA62yLbhic21abqOEC
+-----END PRIVATE KEY-----";
+    const OTHER_KEY: &str = "-----BEGIN EC PRIVATE KEY-----
+MHcCAQEEIMOqT2CRb50w39BR4qexSf8y6I3ZiPzDLb1Clsz7QyfjoAoGCCqGSM49
+AwEHoUQDQgAEMtIBdbbHm2h0YQuFJwC3q/CxOJlaXaMkQz/2nrFGVIe37rJEyR0r
+W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
+-----END EC PRIVATE KEY-----";
+
+    /// A time the certificates are valid at.
+    fn in_2030() -> UnixTime {
+        UnixTime::since_unix_epoch(std::time::Duration::from_secs(1_893_456_000))
+    }
+
+    /// A fresh directory under the system's temporary one.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("respbench-tls-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn der(pem: &str) -> CertificateDer<'static> {
+        CertificateDer::from_pem_slice(pem.as_bytes()).unwrap()
+    }
+
+    fn chain_only(roots_pem: &str) -> ChainOnly {
+        let mut roots = RootCertStore::empty();
+        roots.add(der(roots_pem)).unwrap();
+        let provider = Arc::new(ring::default_provider());
+        ChainOnly(WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider).build().unwrap())
+    }
+
+    #[test]
+    fn the_chain_is_verified_and_the_name_is_not() {
+        let v = chain_only(CA);
+        let name = |n: &'static str| ServerName::try_from(n).unwrap();
+        for n in ["server.test", "other.example", "127.0.0.1", "localhost"] {
+            assert!(v.verify_server_cert(&der(SERVER), &[], &name(n), &[], in_2030()).is_ok(), "{n}");
+        }
+        let e =
+            chain_only(OTHER_CA).verify_server_cert(&der(SERVER), &[], &name("server.test"), &[], in_2030());
+        assert_eq!(e.unwrap_err(), Error::InvalidCertificate(CertificateError::UnknownIssuer));
+        let in_2200 = UnixTime::since_unix_epoch(std::time::Duration::from_secs(7_258_118_400));
+        let e = v.verify_server_cert(&der(SERVER), &[], &name("other.example"), &[], in_2200).unwrap_err();
+        assert!(matches!(e, Error::InvalidCertificate(CertificateError::ExpiredContext { .. })), "{e:?}");
+        // --insecure takes even that.
+        let any = AnyCertificate(ring::default_provider().signature_verification_algorithms);
+        assert!(any.verify_server_cert(&der(SERVER), &[], &name("x.example"), &[], in_2200).is_ok());
+    }
+
+    #[test]
+    fn roots_from_a_file_and_a_directory() {
+        let dir = scratch("roots");
+        std::fs::write(dir.join("both.pem"), format!("{CA}\n{OTHER_CA}\n")).unwrap();
+        let o = |cacert: Option<&str>, cacertdir: Option<&str>| TlsOptions {
+            cacert: cacert.map(|f| dir.join(f)),
+            cacertdir: cacertdir.map(|d| dir.join(d)),
+            ..TlsOptions::default()
+        };
+        assert_eq!(roots(&o(Some("both.pem"), None)).unwrap().len(), 2);
+        // A hashed directory: links, a copy, a file that is not PEM, a key, a subdirectory.
+        let certs = dir.join("certs");
+        std::fs::create_dir_all(certs.join("sub")).unwrap();
+        std::fs::write(certs.join("ca.pem"), CA).unwrap();
+        std::os::unix::fs::symlink(certs.join("ca.pem"), certs.join("1a2b3c4d.0")).unwrap();
+        std::os::unix::fs::symlink(dir.join("both.pem"), certs.join("both.pem")).unwrap();
+        std::fs::write(certs.join("README"), "not a certificate").unwrap();
+        std::fs::write(certs.join("key.pem"), SERVER_KEY).unwrap();
+        assert_eq!(roots(&o(None, Some("certs"))).unwrap().len(), 2);
+        assert_eq!(roots(&o(Some("both.pem"), Some("certs"))).unwrap().len(), 2);
+        std::fs::write(dir.join("key.pem"), SERVER_KEY).unwrap();
+        let e = roots(&o(Some("key.pem"), None)).unwrap_err();
+        assert!(e.contains("--cacert") && e.contains("key.pem: no certificate"), "{e}");
+        let e = roots(&o(None, Some("certs/sub"))).unwrap_err();
+        assert!(e.contains("sub: no certificate (PEM) in any file"), "{e}");
+        let e = roots(&o(Some("missing.pem"), None)).unwrap_err();
+        assert!(e.ends_with("missing.pem: No such file or directory"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn client_certificates_need_their_key() {
+        let dir = scratch("client");
+        for (f, pem) in [("c.pem", SERVER), ("k.pem", SERVER_KEY), ("other.pem", OTHER_KEY)] {
+            std::fs::write(dir.join(f), pem).unwrap();
+        }
+        let endpoint = Endpoint::Tcp { host: "127.0.0.1".into(), port: 6379 };
+        let o = |key: &str| TlsOptions {
+            insecure: true,
+            cert: Some(dir.join("c.pem")),
+            key: Some(dir.join(key)),
+            ..TlsOptions::default()
+        };
+        let tls = client(&o("k.pem"), &endpoint).unwrap();
+        assert!(tls.config.client_auth_cert_resolver.has_certs());
+        let e = client(&o("other.pem"), &endpoint).unwrap_err();
+        assert!(e.contains("other.pem is not the private key of --cert"), "{e}");
+        let e = client(&o("c.pem"), &endpoint).unwrap_err();
+        assert!(e.contains("c.pem: no private key"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn sni_and_the_server_name() {
+        let tcp = |h: &str| Endpoint::Tcp { host: h.into(), port: 6379 };
+        let name = |sni, e| server_name(sni, &e).unwrap();
+        assert_eq!(name(None, tcp("10.0.0.1")), ServerName::try_from("10.0.0.1").unwrap());
+        assert_eq!(name(None, tcp("::1")), ServerName::try_from("::1").unwrap());
+        assert_eq!(name(None, tcp("cache.example")), ServerName::try_from("cache.example").unwrap());
+        assert_eq!(name(None, tcp("bad host")), ServerName::try_from("localhost").unwrap());
+        assert_eq!(
+            name(None, Endpoint::Unix("/tmp/r.sock".into())),
+            ServerName::try_from("localhost").unwrap()
+        );
+        assert_eq!(name(Some("sni.example"), tcp("10.0.0.1")), ServerName::try_from("sni.example").unwrap());
+        assert!(server_name(Some("not a name"), &tcp("h")).unwrap_err().contains("--sni"));
+    }
+
+    fn names(suites: &[SupportedCipherSuite]) -> Vec<CipherSuite> {
+        suites.iter().map(|s| s.suite()).collect()
+    }
+
+    #[test]
+    fn the_tables_name_every_suite_of_the_provider() {
+        let mut listed: Vec<CipherSuite> = TLS13_SUITES.iter().chain(TLS12_SUITES).map(|s| s.id).collect();
+        let mut all = names(ring::ALL_CIPHER_SUITES);
+        listed.sort_by_key(|s| u16::from(*s));
+        all.sort_by_key(|s| u16::from(*s));
+        assert_eq!(listed, all);
+        for s in TLS13_SUITES {
+            assert_eq!(ring::ALL_CIPHER_SUITES.iter().find(|a| a.suite() == s.id).unwrap().version(), &TLS13);
+        }
+        for s in TLS12_SUITES {
+            assert_eq!(ring::ALL_CIPHER_SUITES.iter().find(|a| a.suite() == s.id).unwrap().version(), &TLS12);
+            // rustls' own name is IANA's.
+            assert_eq!(format!("{:?}", s.id), s.iana);
+        }
+    }
+
+    #[test]
+    fn without_options_every_suite_is_offered() {
+        let all = cipher_suites(None, None).unwrap();
+        assert_eq!(all.len(), ring::ALL_CIPHER_SUITES.len());
+        assert_eq!(all[0].version(), &TLS13);
+    }
+
+    #[test]
+    fn ciphers_restrict_tls12_only_and_keep_their_order() {
+        let s =
+            cipher_suites(Some("ECDHE-RSA-CHACHA20-POLY1305:TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"), None)
+                .unwrap();
+        let tls12: Vec<_> = s.iter().filter(|s| s.version() == &TLS12).map(|s| s.suite()).collect();
+        assert_eq!(
+            tls12,
+            [
+                CipherSuite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+                CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+            ]
+        );
+        assert_eq!(s.iter().filter(|s| s.version() == &TLS13).count(), TLS13_SUITES.len());
+        // OpenSSL's other separators, any case, and a name given twice.
+        let s = cipher_suites(Some("ecdhe-ecdsa-aes128-gcm-sha256, ECDHE-ECDSA-AES128-GCM-SHA256"), None)
+            .unwrap();
+        assert_eq!(s.iter().filter(|s| s.version() == &TLS12).count(), 1);
+    }
+
+    #[test]
+    fn ciphersuites_restrict_tls13_only() {
+        let s = cipher_suites(None, Some("TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256")).unwrap();
+        assert_eq!(
+            names(&s[..2]),
+            [CipherSuite::TLS13_CHACHA20_POLY1305_SHA256, CipherSuite::TLS13_AES_128_GCM_SHA256]
+        );
+        assert_eq!(s.len(), 2 + TLS12_SUITES.len());
+        // An empty list turns TLS 1.3 off, as in OpenSSL; both empty leave nothing.
+        let s = cipher_suites(None, Some("")).unwrap();
+        assert!(s.iter().all(|s| s.version() == &TLS12));
+        assert!(cipher_suites(Some(""), Some("")).unwrap_err().contains("no cipher suite"));
+    }
+
+    #[test]
+    fn bad_names_say_why_and_list_the_suites() {
+        let e = cipher_suites(Some("HIGH:!aNULL"), None).unwrap_err();
+        assert!(e.contains("--tls-ciphers") && e.contains("'HIGH' is an OpenSSL cipher-list keyword"), "{e}");
+        assert!(e.contains("ECDHE-RSA-AES128-GCM-SHA256 (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)"), "{e}");
+        for kw in ["!aNULL", "@STRENGTH", "DEFAULT", "ALL", "ECDHE+AESGCM", "-RC4"] {
+            let e = cipher_suites(Some(kw), None).unwrap_err();
+            assert!(e.contains("keyword"), "{kw}: {e}");
+        }
+        for name in ["ECDHE-RSA-AES128-SHA", "AES128-GCM-SHA256", "TLS_RSA_WITH_AES_128_CBC_SHA"] {
+            let e = cipher_suites(Some(name), None).unwrap_err();
+            assert!(e.contains("not a suite rustls has"), "{name}: {e}");
+        }
+        let e = cipher_suites(None, Some("TLS_AES_128_CCM_SHA256")).unwrap_err();
+        assert!(e.contains("--tls-ciphersuites") && e.contains("not a suite rustls has"), "{e}");
+        assert!(e.contains("TLS_AES_128_GCM_SHA256, TLS_CHACHA20"), "{e}");
+        let e = cipher_suites(Some("TLS_AES_128_GCM_SHA256"), None).unwrap_err();
+        assert!(e.contains("is a TLS 1.3 suite: give it to --tls-ciphersuites"), "{e}");
+        let e = cipher_suites(None, Some("ECDHE-RSA-AES128-GCM-SHA256")).unwrap_err();
+        assert!(e.contains("is a TLS 1.2 suite: give it to --tls-ciphers"), "{e}");
+    }
+}
