@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use respbench_tests::tls::{client_hello_sni, HelloCapture, ServerCert, TlsOptions};
-use respbench_tests::{parse_quiet, Output, RedisServer, Tool};
+use respbench_tests::{check_json_independently, parse_quiet, Output, RedisServer, Tool};
 
 /// The hard limit of a run that is expected to end on its own.
 const T: Duration = Duration::from_secs(20);
@@ -295,9 +295,11 @@ fn keepalive_0(tool: Tool) {
     if !tool.is_respbench() {
         return;
     }
-    // RESPBENCH-ONLY: --json says how many connections were set up, and how long each phase took.
+    // RESPBENCH-ONLY: --json says how many connections were set up, and how long each phase took;
+    // the document passes the schema, and its histograms decode to what it reports.
     let text =
         std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("no JSON at {}: {e}", json.display()));
+    check_json_independently(&json);
     let _ = std::fs::remove_file(&json);
     let doc: serde_json::Value =
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON: {e}\n{text}"));
