@@ -1,6 +1,7 @@
 //! End-to-end test harness for respbench: real `redis-server` processes on loopback, a MONITOR
 //! client, a tool abstraction that runs either `respbench` or the reference `redis-benchmark`
-//! with a hard timeout, and parsers for the tools' output formats.
+//! with a hard timeout, and parsers for the tools' output formats. [`tls`] adds certificates made
+//! with `openssl` and servers with a TLS port.
 //!
 //! Every test starts its own server on a free port, so tests run in parallel. A missing
 //! `redis-server` is a panic, never a silent skip.
@@ -21,6 +22,7 @@ const REDIS_CLI_MISSING: &str =
     "redis-cli not found: install Debian's redis-tools package (apt-get install redis-server redis-tools)";
 
 pub mod fake;
+pub mod tls;
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
 
@@ -39,7 +41,8 @@ pub fn free_port() -> u16 {
     listener.local_addr().expect("local_addr").port()
 }
 
-/// A `redis-server` child process on a free loopback port and a private unix socket.
+/// A `redis-server` child process on a free loopback port and a private unix socket, and a TLS
+/// port when started by [`RedisServer::start_tls`].
 ///
 /// Dropping it kills the server and removes its directory.
 pub struct RedisServer {
@@ -47,6 +50,7 @@ pub struct RedisServer {
     port: u16,
     dir: PathBuf,
     password: Option<String>,
+    tls: Option<tls::TlsListener>,
 }
 
 impl RedisServer {
@@ -57,12 +61,18 @@ impl RedisServer {
 
     /// Starts a server with extra `--name value` configuration, e.g. `[("requirepass", "x")]`.
     pub fn start_with(config: &[(&str, &str)]) -> RedisServer {
+        RedisServer::launch(config, None)
+    }
+
+    /// Starts a server with `config`, and a TLS port as well when `tls` is given.
+    pub(crate) fn launch(config: &[(&str, &str)], tls: Option<tls::TlsSetup>) -> RedisServer {
         let password = config.iter().rev().find(|(k, _)| *k == "requirepass").map(|(_, v)| v.to_string());
         let mut last_err = String::new();
-        // The port is free when picked but another process may take it before redis binds it.
+        // The ports are free when picked but another process may take them before redis binds them.
         for _attempt in 0..5 {
             let dir = unique_tmpdir("rbe2e");
             let port = free_port();
+            let tls_port = tls.as_ref().map(|_| free_port());
             let mut cmd = Command::new("redis-server");
             cmd.args(["--save", "", "--appendonly", "no", "--bind", "127.0.0.1", "--unixsocketperm", "700"])
                 .arg("--port")
@@ -73,6 +83,9 @@ impl RedisServer {
                 .arg(&dir)
                 .arg("--logfile")
                 .arg(dir.join("redis.log"));
+            if let (Some(setup), Some(tls_port)) = (&tls, tls_port) {
+                cmd.args(setup.server_args(tls_port));
+            }
             for (k, v) in config {
                 cmd.arg(format!("--{k}")).arg(v);
             }
@@ -82,11 +95,25 @@ impl RedisServer {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => panic!("{REDIS_MISSING}"),
                 Err(e) => panic!("spawning redis-server: {e}"),
             };
-            let mut server = RedisServer { child, port, dir, password: password.clone() };
-            match server.wait_ready(Duration::from_secs(10)) {
-                Ok(()) => return server,
-                Err(e) => last_err = e,
+            let mut server = RedisServer { child, port, dir, password: password.clone(), tls: None };
+            if let Err(e) = server.wait_ready(Duration::from_secs(10)) {
+                last_err = e;
+                continue;
             }
+            if let (Some(setup), Some(tls_port)) = (tls, tls_port) {
+                // Both listeners are up before the first PING is served, so a failure here is the
+                // certificates' or the configuration's, which another attempt would not fix.
+                if let Err(e) = setup.wait_ready(tls_port, Duration::from_secs(10)) {
+                    let log = std::fs::read_to_string(server.dir.join("redis.log")).unwrap_or_default();
+                    let _ = std::fs::remove_dir_all(&setup.certs.dir);
+                    panic!("redis-server's TLS port {tls_port} does not answer: {e}\nlog:\n{log}");
+                }
+                server.tls = Some(setup.into_listener(tls_port));
+            }
+            return server;
+        }
+        if let Some(setup) = &tls {
+            let _ = std::fs::remove_dir_all(&setup.certs.dir);
         }
         panic!("redis-server did not start: {last_err}");
     }
@@ -205,6 +232,9 @@ impl Drop for RedisServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some(tls) = &self.tls {
+            let _ = std::fs::remove_dir_all(&tls.certs.dir);
+        }
     }
 }
 
@@ -500,6 +530,11 @@ impl Running {
     /// Time since spawn.
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()
+    }
+
+    /// Whether the process has ended ([`Running::wait`] still returns what it printed).
+    pub fn has_exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
     }
 
     /// Sends SIGINT via `kill -INT`, which avoids a libc dependency.
