@@ -235,9 +235,9 @@ fn tls_failure(endpoint: &Endpoint, e: &io::Error) -> Option<String> {
             }
             // rustls wraps webpki's error opaquely: its name is all there is to match.
             Error::InvalidCertificate(CertificateError::Other(o)) if format!("{o:?}").contains("CaUsedAsEndEntity") => {
-                " (the server presents a CA certificate, basicConstraints CA:TRUE, as its own, which rustls refuses \
-                 even when that certificate is given to --cacert: make the server a certificate signed by the CA, \
-                 or use --insecure)"
+                " (the server presents a CA certificate, basicConstraints CA:TRUE, as its own, and it is not one \
+                 of those given to --cacert or --cacertdir: give that very certificate, make the server a \
+                 certificate signed by the CA, or use --insecure)"
             }
             Error::AlertReceived(AlertDescription::CertificateRequired) => {
                 " (the server wants a client certificate: give --cert and --key)"

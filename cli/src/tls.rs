@@ -43,14 +43,14 @@ pub fn client(o: &TlsOptions, endpoint: &Endpoint) -> Result<Tls, String> {
         .with_protocol_versions(&versions)
         .map_err(|e| format!("TLS: {e}"))?;
     let verifier: Arc<dyn ServerCertVerifier> = {
-        let roots = roots(o)?;
+        let (roots, given) = roots(o)?;
         if o.insecure {
             Arc::new(AnyCertificate(provider.signature_verification_algorithms))
         } else {
             let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                 .build()
                 .map_err(|e| format!("TLS: {e}"))?;
-            Arc::new(ChainOnly(webpki))
+            Arc::new(ChainOnly(webpki, given))
         }
     };
     let builder = builder.dangerous().with_custom_certificate_verifier(verifier);
@@ -102,7 +102,7 @@ fn server_name(sni: Option<&str>, endpoint: &Endpoint) -> Result<ServerName<'sta
 /// The roots that verify the server: `--cacert` and `--cacertdir`, else the system's. A bad file
 /// given is an error even with `--insecure` (as in redis-benchmark); finding no system root is
 /// one only when certificates are verified.
-fn roots(o: &TlsOptions) -> Result<RootCertStore, String> {
+fn roots(o: &TlsOptions) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), String> {
     let mut certs = Vec::new();
     if let Some(file) = &o.cacert {
         let found = certs_in(file).map_err(|e| format!("--cacert {}: {e}", file.display()))?;
@@ -129,6 +129,7 @@ fn roots(o: &TlsOptions) -> Result<RootCertStore, String> {
     // Hashed directories (c_rehash) link the same file under several names.
     certs.sort_unstable_by(|a, b| a.as_ref().cmp(b.as_ref()));
     certs.dedup();
+    let given = if from_system { Vec::new() } else { certs.clone() };
     let mut store = RootCertStore::empty();
     let (_added, _unusable) = store.add_parsable_certificates(certs);
     if store.is_empty() && !o.insecure {
@@ -142,7 +143,7 @@ fn roots(o: &TlsOptions) -> Result<RootCertStore, String> {
             "--tls: none of the CA certificates given (--cacert, --cacertdir) can be used as a root".into()
         });
     }
-    Ok(store)
+    Ok((store, given))
 }
 
 /// Files of CA bundles, as OpenSSL builds on these systems know them: Debian and Ubuntu,
@@ -219,8 +220,14 @@ fn io_reason(e: &std::io::Error) -> String {
 /// date, for a server; the name it was issued for is not checked (OpenSSL does that only when
 /// asked with `SSL_set1_host`, which redis-benchmark does not call). rustls checks the name
 /// last, after the chain, so accepting its name errors accepts nothing else.
+///
+/// A server whose certificate is itself one of the CA certificates given (`--cacert`,
+/// `--cacertdir`: a self-signed certificate made with `openssl req -x509` and handed to both
+/// sides) is accepted too, as OpenSSL does: webpki refuses a CA certificate as a server's
+/// (`CaUsedAsEndEntity`), a check it makes after the dates, so such a certificate is in date
+/// and exactly the one the user trusts; its handshake signature is still verified.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct ChainOnly(Arc<WebPkiServerVerifier>, Vec<CertificateDer<'static>>);
 
 impl ServerCertVerifier for ChainOnly {
     fn verify_server_cert(
@@ -235,6 +242,12 @@ impl ServerCertVerifier for ChainOnly {
             Err(Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
+            Err(Error::InvalidCertificate(CertificateError::Other(e)))
+                if format!("{e:?}").contains("CaUsedAsEndEntity")
+                    && self.1.iter().any(|c| c.as_ref() == end_entity.as_ref()) =>
+            {
+                Ok(ServerCertVerified::assertion())
+            }
             other => other,
         }
     }
@@ -515,7 +528,10 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
         let mut roots = RootCertStore::empty();
         roots.add(der(roots_pem)).unwrap();
         let provider = Arc::new(ring::default_provider());
-        ChainOnly(WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider).build().unwrap())
+        ChainOnly(
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider).build().unwrap(),
+            vec![der(roots_pem)],
+        )
     }
 
     #[test]
@@ -531,6 +547,17 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
         let in_2200 = UnixTime::since_unix_epoch(std::time::Duration::from_secs(7_258_118_400));
         let e = v.verify_server_cert(&der(SERVER), &[], &name("other.example"), &[], in_2200).unwrap_err();
         assert!(matches!(e, Error::InvalidCertificate(CertificateError::ExpiredContext { .. })), "{e:?}");
+        // A CA certificate given as a root, used as the server's own (self-signed servers): taken
+        // when it is the very certificate given and in date, refused otherwise.
+        assert!(v.verify_server_cert(&der(CA), &[], &name("x.example"), &[], in_2030()).is_ok());
+        let other =
+            chain_only(OTHER_CA).verify_server_cert(&der(CA), &[], &name("x.example"), &[], in_2030());
+        assert!(other.is_err(), "{other:?}");
+        let late = v.verify_server_cert(&der(CA), &[], &name("x.example"), &[], in_2200);
+        assert!(
+            matches!(late, Err(Error::InvalidCertificate(CertificateError::ExpiredContext { .. }))),
+            "{late:?}"
+        );
         // --insecure takes even that.
         let any = AnyCertificate(ring::default_provider().signature_verification_algorithms);
         assert!(any.verify_server_cert(&der(SERVER), &[], &name("x.example"), &[], in_2200).is_ok());
@@ -545,7 +572,7 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
             cacertdir: cacertdir.map(|d| dir.join(d)),
             ..TlsOptions::default()
         };
-        assert_eq!(roots(&o(Some("both.pem"), None)).unwrap().len(), 2);
+        assert_eq!(roots(&o(Some("both.pem"), None)).unwrap().0.len(), 2);
         // A hashed directory: links, a copy, a file that is not PEM, a key, a subdirectory.
         let certs = dir.join("certs");
         std::fs::create_dir_all(certs.join("sub")).unwrap();
@@ -554,8 +581,8 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
         std::os::unix::fs::symlink(dir.join("both.pem"), certs.join("both.pem")).unwrap();
         std::fs::write(certs.join("README"), "not a certificate").unwrap();
         std::fs::write(certs.join("key.pem"), SERVER_KEY).unwrap();
-        assert_eq!(roots(&o(None, Some("certs"))).unwrap().len(), 2);
-        assert_eq!(roots(&o(Some("both.pem"), Some("certs"))).unwrap().len(), 2);
+        assert_eq!(roots(&o(None, Some("certs"))).unwrap().0.len(), 2);
+        assert_eq!(roots(&o(Some("both.pem"), Some("certs"))).unwrap().0.len(), 2);
         std::fs::write(dir.join("key.pem"), SERVER_KEY).unwrap();
         let e = roots(&o(Some("key.pem"), None)).unwrap_err();
         assert!(e.contains("--cacert") && e.contains("key.pem: no certificate"), "{e}");
