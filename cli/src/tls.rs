@@ -42,16 +42,17 @@ pub fn client(o: &TlsOptions, endpoint: &Endpoint) -> Result<Tls, String> {
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions)
         .map_err(|e| format!("TLS: {e}"))?;
-    let verifier: Arc<dyn ServerCertVerifier> = {
+    let verifier = {
         let (roots, given) = roots(o)?;
-        if o.insecure {
-            Arc::new(AnyCertificate(provider.signature_verification_algorithms))
+        let chain = if o.insecure {
+            None
         } else {
             let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                 .build()
                 .map_err(|e| format!("TLS: {e}"))?;
-            Arc::new(ChainOnly(webpki, given))
-        }
+            Some(webpki)
+        };
+        Arc::new(Verifier { chain, given, algorithms: provider.signature_verification_algorithms })
     };
     let builder = builder.dangerous().with_custom_certificate_verifier(verifier);
     let mut config = match (&o.cert, &o.key) {
@@ -226,10 +227,20 @@ fn io_reason(e: &std::io::Error) -> String {
 /// sides) is accepted too, as OpenSSL does: webpki refuses a CA certificate as a server's
 /// (`CaUsedAsEndEntity`), a check it makes after the dates, so such a certificate is in date
 /// and exactly the one the user trusts; its handshake signature is still verified.
+///
+/// `--insecure` (no chain): any certificate is accepted. Either way the handshake's signatures
+/// are checked against the key in the certificate, so the server must hold that key
+/// (`SSL_VERIFY_NONE` does the same).
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>, Vec<CertificateDer<'static>>);
+struct Verifier {
+    /// The chain's verifier; `None` with `--insecure`.
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    /// The CA certificates given (`--cacert`, `--cacertdir`).
+    given: Vec<CertificateDer<'static>>,
+    algorithms: WebPkiSupportedAlgorithms,
+}
 
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -238,13 +249,14 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, Error> {
-        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+        let Some(chain) = &self.chain else { return Ok(ServerCertVerified::assertion()) };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
             Err(Error::InvalidCertificate(CertificateError::Other(e)))
                 if format!("{e:?}").contains("CaUsedAsEndEntity")
-                    && self.1.iter().any(|c| c.as_ref() == end_entity.as_ref()) =>
+                    && self.given.iter().any(|c| c.as_ref() == end_entity.as_ref()) =>
             {
                 Ok(ServerCertVerified::assertion())
             }
@@ -258,7 +270,7 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
     }
 
     fn verify_tls13_signature(
@@ -267,51 +279,11 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `--insecure`: any certificate is accepted, but the handshake's signatures are still checked
-/// against the key in it, so the server must hold that key (`SSL_VERIFY_NONE` does the same).
-#[derive(Debug)]
-struct AnyCertificate(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
+        self.algorithms.supported_schemes()
     }
 }
 
@@ -524,14 +496,17 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
         CertificateDer::from_pem_slice(pem.as_bytes()).unwrap()
     }
 
-    fn chain_only(roots_pem: &str) -> ChainOnly {
+    fn chain_only(roots_pem: &str) -> Verifier {
         let mut roots = RootCertStore::empty();
         roots.add(der(roots_pem)).unwrap();
         let provider = Arc::new(ring::default_provider());
-        ChainOnly(
-            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider).build().unwrap(),
-            vec![der(roots_pem)],
-        )
+        Verifier {
+            algorithms: provider.signature_verification_algorithms,
+            chain: Some(
+                WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider).build().unwrap(),
+            ),
+            given: vec![der(roots_pem)],
+        }
     }
 
     #[test]
@@ -559,7 +534,11 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
             "{late:?}"
         );
         // --insecure takes even that.
-        let any = AnyCertificate(ring::default_provider().signature_verification_algorithms);
+        let any = Verifier {
+            chain: None,
+            given: Vec::new(),
+            algorithms: ring::default_provider().signature_verification_algorithms,
+        };
         assert!(any.verify_server_cert(&der(SERVER), &[], &name("x.example"), &[], in_2200).is_ok());
     }
 
