@@ -62,6 +62,7 @@ pub fn config(cfg: &Config) -> Value {
         "dbnum": cfg.db,
         "resp3": cfg.resp3,
         "tracking": cfg.tracking,
+        "tls": cfg.tls.is_some(),
         "backend": cfg.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
         "precision": cfg.precision,
         "loop": cfg.repeat,

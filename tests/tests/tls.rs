@@ -303,6 +303,7 @@ fn keepalive_0(tool: Tool) {
     let _ = std::fs::remove_file(&json);
     let doc: serde_json::Value =
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON: {e}\n{text}"));
+    assert_eq!(doc["config"]["tls"], true, "config.tls");
     let setup = &doc["tests"][0]["connection_setup"];
     assert_eq!(
         setup["connections"].as_u64(),
