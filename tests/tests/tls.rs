@@ -19,7 +19,8 @@ use respbench_tests::tls::{client_hello_sni, HelloCapture, ServerCert, TlsOption
 use respbench_tests::{check_json_independently, parse_quiet, Output, RedisServer, Tool};
 
 /// The hard limit of a run that is expected to end on its own.
-const T: Duration = Duration::from_secs(20);
+// Generous: a 2-core CI machine runs two tests at once, and TLS handshakes are CPU.
+const T: Duration = Duration::from_secs(60);
 
 /// How long a failed handshake may take to end the run: well under the startup connection's
 /// 5 s default timeout, so a failure that is only noticed by timing out fails the test.
@@ -273,7 +274,7 @@ fn keepalive_0(tool: Tool) {
     let ca = s(&server.certs().ca);
     let json = json_path("k0");
     let mut args =
-        tls_args(&server, &["--cacert", &ca, "-k", "0", "-t", "set", "-n", "2000", "-c", "10", "-q"]);
+        tls_args(&server, &["--cacert", &ca, "-k", "0", "-t", "set", "-n", "1000", "-c", "10", "-q"]);
     if tool.is_respbench() {
         args.extend(["--json".to_string(), s(&json)]);
     }
@@ -281,15 +282,15 @@ fn keepalive_0(tool: Tool) {
     let out = tool.run(&args, T);
     let after = connections_received(&server);
     ok(&out, "-k 0 over TLS");
-    assert_eq!(server.command_calls("set"), 2000, "{}", out.dump());
+    assert_eq!(server.command_calls("set"), 1000, "{}", out.dump());
     const STARTUP: u64 = 1;
     const SECOND_READING: u64 = 1;
     let benchmark = (after - before)
         .checked_sub(STARTUP + SECOND_READING)
         .expect("fewer connections than the harness's own");
     assert!(
-        benchmark >= 2000,
-        "-k 0 -n 2000 -P 1 made only {benchmark} benchmark connections\n{}",
+        benchmark >= 1000,
+        "-k 0 -n 1000 -P 1 made only {benchmark} benchmark connections\n{}",
         out.dump()
     );
     if !tool.is_respbench() {
