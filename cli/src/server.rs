@@ -283,33 +283,46 @@ fn config_value(v: &Value) -> Option<String> {
 }
 
 /// Connects, authenticates with `AUTH` when a password is set, and reads the server's settings.
-/// A refused connection, a failed TLS handshake or a refused `AUTH` is an error; a server that
-/// refuses `CONFIG GET` (a hosted Redis, say) gives empty settings and a warning on stderr. Each
-/// step waits at most `--timeout`, or 5 s.
+///
+/// The connection (TCP, TLS) and the `AUTH` the user asked for are the benchmark's own: when
+/// they fail the run must not start. `CONFIG GET` is respbench asking for its report only:
+/// a server that refuses it, does not know it (a hosted Redis, a proxy, another server), closes
+/// the connection on it or never answers gives empty settings and a warning on stderr saying
+/// why, and the run goes on, as redis-benchmark's does ("Could not fetch server CONFIG"). One
+/// exception: `NOAUTH` means the benchmark's connections would be refused too. Each step waits
+/// at most `--timeout`, or 5 s.
 pub fn startup(cfg: &Config) -> Result<ServerInfo, StartupError> {
-    let mut c = Conn::connect(cfg)?;
-    let hs = Handshake::new(cfg.user.as_deref(), cfg.password.as_deref(), false, 0, false);
-    let mut req = hs.bytes().to_vec();
-    encode_command(&[b"CONFIG", b"GET", b"save"], &mut req);
-    encode_command(&[b"CONFIG", b"GET", b"appendonly"], &mut req);
-    c.send(&req)?;
-    if !hs.is_empty() {
-        if let Value::Error(e) = c.read()? {
-            return Err(StartupError(format!("AUTH failed: {}", text(&e))));
-        }
-    }
-    let save = c.read()?;
-    let appendonly = c.read()?;
-    for v in [&save, &appendonly] {
-        if let Value::Error(e) = v {
-            if e.starts_with(b"NOAUTH") {
-                return Err(StartupError(format!("{} (use -a to give a password)", text(e))));
+    let mut c = Conn::authenticated(cfg)?;
+    let mut info = ServerInfo::default();
+    let mut why = None;
+    for name in ["save", "appendonly"] {
+        match c.command(&[b"CONFIG", b"GET", name.as_bytes()]) {
+            Ok(Value::Error(e)) if e.starts_with(b"NOAUTH") => {
+                return Err(StartupError(format!("{} (use -a to give a password)", text(&e))));
+            }
+            Ok(v) => {
+                let value = config_value(&v);
+                if value.is_none() && why.is_none() {
+                    why = Some(match &v {
+                        Value::Error(e) => text(e),
+                        _ => format!("CONFIG GET {name}: an unexpected reply"),
+                    });
+                }
+                match name {
+                    "save" => info.save = value,
+                    _ => info.appendonly = value,
+                }
+            }
+            // Closed, silent or garbled: the connection is of no more use.
+            Err(e) => {
+                why = Some(e.0);
+                break;
             }
         }
     }
-    let info = ServerInfo { save: config_value(&save), appendonly: config_value(&appendonly) };
     if info.save.is_none() || info.appendonly.is_none() {
-        eprintln!("WARNING: Could not fetch server CONFIG");
+        let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
+        eprintln!("WARNING: Could not fetch server CONFIG{why}");
     }
     Ok(info)
 }

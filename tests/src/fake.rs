@@ -72,7 +72,17 @@ fn config_reply(args: &[Vec<u8>]) -> Vec<u8> {
 impl FakeServer {
     /// Starts a server that answers `CONFIG GET` like Redis and every other command with `script`.
     pub fn start(script: impl Fn(&Command) -> Action + Send + Sync + 'static) -> FakeServer {
-        let script: Script = Arc::new(script);
+        FakeServer::launch(Arc::new(script), true)
+    }
+
+    /// Starts a server that answers every command with `script`, `CONFIG` included (a server that
+    /// does not know it, closes on it or never answers it). `CONFIG` still does not count in
+    /// [`Command::global`] nor [`FakeServer::commands`].
+    pub fn start_with_config(script: impl Fn(&Command) -> Action + Send + Sync + 'static) -> FakeServer {
+        FakeServer::launch(Arc::new(script), false)
+    }
+
+    fn launch(script: Script, answer_config: bool) -> FakeServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("binding the fake server");
         let port = listener.local_addr().expect("local_addr").port();
         listener.set_nonblocking(true).expect("nonblocking listener");
@@ -87,7 +97,7 @@ impl FakeServer {
                         let (script, stop, commands) = (script.clone(), stop2.clone(), commands2.clone());
                         let n = conn;
                         conn += 1;
-                        thread::spawn(move || serve(s, n, &*script, &stop, &commands));
+                        thread::spawn(move || serve(s, n, &*script, answer_config, &stop, &commands));
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                         thread::sleep(Duration::from_millis(5))
@@ -127,6 +137,7 @@ fn serve(
     mut s: TcpStream,
     conn: u64,
     script: &dyn Fn(&Command) -> Action,
+    answer_config: bool,
     stop: &AtomicBool,
     commands: &AtomicU64,
 ) {
@@ -151,8 +162,11 @@ fn serve(
         let mut close = false;
         while let Some((args, used)) = parse_command(&buf) {
             buf.drain(..used);
-            let action = if args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"CONFIG")) {
+            let config = args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"CONFIG"));
+            let action = if config && answer_config {
                 Action::Reply(config_reply(&args))
+            } else if config {
+                script(&Command { conn, index, global: u64::MAX, args: &args })
             } else {
                 let global = commands.fetch_add(1, Ordering::Relaxed);
                 script(&Command { conn, index, global, args: &args })

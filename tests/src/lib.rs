@@ -59,7 +59,8 @@ impl RedisServer {
         RedisServer::start_with(&[])
     }
 
-    /// Starts a server with extra `--name value` configuration, e.g. `[("requirepass", "x")]`.
+    /// Starts a server with extra `--name value` configuration, e.g. `[("requirepass", "x")]`;
+    /// a value with spaces is passed as several arguments (`("rename-command", "CONFIG \"\"")`).
     pub fn start_with(config: &[(&str, &str)]) -> RedisServer {
         RedisServer::launch(config, None)
     }
@@ -86,8 +87,14 @@ impl RedisServer {
             if let (Some(setup), Some(tls_port)) = (&tls, tls_port) {
                 cmd.args(setup.server_args(tls_port));
             }
+            // A value with spaces is several arguments (`rename-command CONFIG ""` takes two).
             for (k, v) in config {
-                cmd.arg(format!("--{k}")).arg(v);
+                cmd.arg(format!("--{k}"));
+                if v.contains(' ') {
+                    cmd.args(v.split(' '));
+                } else {
+                    cmd.arg(v);
+                }
             }
             cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
             let child = match cmd.spawn() {

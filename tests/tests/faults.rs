@@ -32,6 +32,9 @@ fault_tests!(
     server_killed_mid_run,
     server_killed_mid_run_k0,
     server_stopped_before_the_run,
+    config_renamed_away,
+    closes_after_an_unknown_command,
+    never_answers_config,
     server_stopped_times_out,
     server_stopped_then_sigint,
     server_stopped_at_the_end_of_a_timed_run,
@@ -109,22 +112,89 @@ fn unresolvable_host(tool: Tool) {
     );
 }
 
-/// A server that accepts but never answers (stopped before the run): the startup connection
-/// gives up after `--timeout`, or 5 s without it.
+/// A server that accepts but never answers (stopped before the run): the startup connection's
+/// `CONFIG GET` is respbench's own question, so it only warns after `--timeout`; the benchmark's
+/// connections then time out too, and that ends the run with status 1.
 fn server_stopped_before_the_run(tool: Tool) {
     let server = RedisServer::start();
     server.signal("STOP");
     let started = Instant::now();
     let out = tool.run_lenient(
-        &with(server.port(), &["-n", "10", "-q", "--timeout", "500ms"]),
+        &with(server.port(), &["-n", "10", "-q", "--timeout", "500ms", "ping"]),
         Duration::from_secs(10),
     );
     let took = started.elapsed();
     server.signal("CONT");
     exit_code(&out, 1);
-    assert!(took < Duration::from_secs(2), "took {took:?}");
-    let msg = format!("127.0.0.1:{}: no reply from the server within 500ms", server.port());
+    assert!(took < Duration::from_secs(4), "took {took:?}");
+    let msg = format!(
+        "WARNING: Could not fetch server CONFIG (127.0.0.1:{}: no reply from the server within 500ms)",
+        server.port()
+    );
     assert!(out.stderr.contains(&msg), "{}", out.dump());
+    assert!(out.stderr.contains("request timed out after 500ms (--timeout)"), "{}", out.dump());
+}
+
+// ---- servers that are not redis-server ----
+
+/// A server whose `CONFIG` is renamed away (`rename-command CONFIG ""`, as managed services do):
+/// a warning with the server's words, and the run goes on, every request made.
+fn config_renamed_away(tool: Tool) {
+    let server = RedisServer::start_with(&[("rename-command", "CONFIG \"\"")]);
+    let out = tool.run(&with(server.port(), &["-t", "get", "-n", "1000", "-q"]), T);
+    exit_code(&out, 0);
+    assert!(
+        out.stderr.contains("WARNING: Could not fetch server CONFIG (ERR unknown command 'CONFIG'"),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("get"), 1000);
+    assert_eq!(parse_quiet(&out.stdout).len(), 1, "{}", out.dump());
+}
+
+/// A proxy that closes the connection on a command it does not support (here `CONFIG`) and
+/// serves the rest: the startup warns, the benchmark runs.
+fn closes_after_an_unknown_command(tool: Tool) {
+    let server = FakeServer::start_with_config(|c| {
+        if c.name() == "CONFIG" {
+            Action::Close
+        } else {
+            Action::Reply(b"+PONG\r\n".to_vec())
+        }
+    });
+    let out = tool.run(&with(server.port(), &["-n", "100", "-q", "ping"]), T);
+    exit_code(&out, 0);
+    assert!(out.stderr.contains("WARNING: Could not fetch server CONFIG ("), "{}", out.dump());
+    assert!(out.stderr.contains("the server closed the connection"), "{}", out.dump());
+    assert_eq!(server.commands(), 100);
+    assert_eq!(parse_quiet(&out.stdout).len(), 1, "{}", out.dump());
+}
+
+/// A server that never answers `CONFIG` and serves the rest: the startup warns after
+/// `--timeout` (else 5 s) and the benchmark runs.
+fn never_answers_config(tool: Tool) {
+    for (timeout, waits) in [(Some("1s"), Duration::from_secs(1)), (None, Duration::from_secs(5))] {
+        let server = FakeServer::start_with_config(|c| {
+            if c.name() == "CONFIG" {
+                Action::Stall
+            } else {
+                Action::Reply(b"+PONG\r\n".to_vec())
+            }
+        });
+        let mut args = vec!["-n", "100", "-q"];
+        if let Some(t) = timeout {
+            args.extend(["--timeout", t]);
+        }
+        args.push("ping");
+        let started = Instant::now();
+        let out = tool.run(&with(server.port(), &args), T);
+        let took = started.elapsed();
+        exit_code(&out, 0);
+        assert!(took >= waits, "took {took:?}, should have waited {waits:?} for CONFIG");
+        let after = timeout.unwrap_or("5s");
+        assert!(out.stderr.contains(&format!("no reply from the server within {after})")), "{}", out.dump());
+        assert_eq!(server.commands(), 100);
+    }
 }
 
 /// With `-k 0` the kill also refuses the reconnects: the run still ends at once.
