@@ -318,9 +318,15 @@ impl RedisServer {
     /// ([`RedisServer::tls_port`]) configured by `options`, with fresh certificates
     /// ([`RedisServer::certs`]) in a directory of their own, removed with the server.
     pub fn start_tls(options: TlsOptions) -> RedisServer {
+        RedisServer::start_tls_with(options, &[])
+    }
+
+    /// [`RedisServer::start_tls`] with extra configuration, as in [`RedisServer::start_with`]
+    /// (`[("tls-protocols", "TLSv1.3")]`, say).
+    pub fn start_tls_with(options: TlsOptions, config: &[(&str, &str)]) -> RedisServer {
         let dir = unique_tmpdir("rbtls");
         let certs = TlsCerts::make(&dir);
-        RedisServer::launch(&[], Some(TlsSetup { certs, options }))
+        RedisServer::launch(config, Some(TlsSetup { certs, options }))
     }
 
     /// The TLS port on 127.0.0.1; panics unless started by [`RedisServer::start_tls`].

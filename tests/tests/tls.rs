@@ -56,8 +56,10 @@ tls_tests!(
         rediss_uri,
         plain_client_on_the_tls_port,
         unreadable_key,
+        ciphersuites,
     ],
     respbench_only: [
+        ciphers_restrict_and_keywords_are_refused,
         wrong_ca,
         expired_certificate,
         client_certificate_missing,
@@ -166,6 +168,47 @@ fn cacertdir(tool: Tool) {
     let dir = s(&server.certs().ca_dir);
     let out = tool.run(&tls_args(&server, &[&["--cacertdir", &dir][..], &SET_GET_2000].concat()), T);
     set_get_2000(&server, &out, "--cacertdir");
+}
+
+/// A server that takes only TLS 1.3 with ChaCha20-Poly1305: `--tls-ciphersuites` naming that
+/// suite works with both tools (OpenSSL's and rustls' names are the same for TLS 1.3).
+fn ciphersuites(tool: Tool) {
+    let server = chacha_only_server();
+    let ca = s(&server.certs().ca);
+    let suite = ["--cacert", &ca, "--tls-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"];
+    let out = tool.run(&tls_args(&server, &[&suite[..], &SET_GET_2000].concat()), T);
+    set_get_2000(&server, &out, "--tls-ciphersuites TLS_CHACHA20_POLY1305_SHA256");
+}
+
+fn chacha_only_server() -> RedisServer {
+    RedisServer::start_tls_with(
+        TlsOptions { cert: ServerCert::Good, auth_clients: false },
+        &[("tls-protocols", "TLSv1.3"), ("tls-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256")],
+    )
+}
+
+/// RESPBENCH-ONLY: the cipher options restrict what is offered: a suite the server does not take
+/// fails the handshake, in one line, status 1; OpenSSL's keyword lists are refused with the names
+/// that are taken.
+fn ciphers_restrict_and_keywords_are_refused(tool: Tool) {
+    let server = chacha_only_server();
+    let ca = s(&server.certs().ca);
+    let (out, took) = timed_run(
+        &tool,
+        &tls_args(
+            &server,
+            &["--cacert", &ca, "--tls-ciphersuites", "TLS_AES_128_GCM_SHA256", "-n", "10", "-q"],
+        ),
+    );
+    failed(&out, took, FAIL_FAST);
+    stderr_has(&out, "HandshakeFailure");
+    let (out, took) = timed_run(
+        &tool,
+        &tls_args(&server, &["--cacert", &ca, "--tls-ciphers", "HIGH:!aNULL", "-n", "10", "-q"]),
+    );
+    failed(&out, took, FAIL_FAST);
+    stderr_has(&out, "ECDHE-RSA-AES128-GCM-SHA256");
+    assert!(out.stdout.trim().is_empty(), "refused before any test\n{}", out.dump());
 }
 
 /// `--sni localhost` with a certificate for localhost.
