@@ -296,6 +296,11 @@ impl<'a> Loop<'a> {
                 self.close(i);
                 self.open -= 1;
             }
+            // --reconnect: the socket goes; the timer brings the connection back.
+            Next::Down => {
+                self.close(i);
+                self.schedule(i);
+            }
         }
     }
 

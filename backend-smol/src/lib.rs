@@ -153,7 +153,7 @@ async fn connection(target: &Target, index: u64, nudge: &Nudge, _alive: smol::ch
     let mut link = local(|l| Link::new(&l.tally, index));
     'socket: loop {
         local(|l| link.connecting(&l.tally));
-        let sock = match Sock::connect(target).await {
+        let mut sock = match Sock::connect(target).await {
             Ok(s) => {
                 local(|l| link.connected(&mut l.tally));
                 Some(s)
@@ -170,30 +170,40 @@ async fn connection(target: &Target, index: u64, nudge: &Nudge, _alive: smol::ch
                 Next::Wait { write_blocked } => write_blocked,
                 Next::Reconnect => continue 'socket,
                 Next::Ended => break 'socket,
+                // --reconnect: no socket until the connection asks for one again.
+                Next::Down => {
+                    sock = None;
+                    false
+                }
             };
-            let Some(sock) = &sock else { break 'socket };
             // The stop and abandon times come from the publisher's nudge, not a timer per wait.
             let (now, due, timer) = local(|l| (l.tally.now(), link.timeout(), link.timer(l.tally.plan())));
-            let woke = match timer {
+            let timer = async {
+                match timer {
+                    Some(t) => Timer::at(local(|l| l.tally.instant(t))).await,
+                    None => future::pending().await,
+                };
+                Woke::Timer
+            };
+            let woke = match &sock {
                 _ if due.is_some_and(|t| t <= now) => Woke::Timer,
-                Some(t) => {
-                    let at = local(|l| l.tally.instant(t));
-                    let timer = async {
-                        Timer::at(at).await;
+                Some(sock) => future::or(wait(sock, write_blocked, nudge), timer).await,
+                None => {
+                    let nudged = async {
+                        nudge.wait().await;
                         Woke::Timer
                     };
-                    future::or(wait(sock, write_blocked, nudge), timer).await
+                    future::or(nudged, timer).await
                 }
-                None => wait(sock, write_blocked, nudge).await,
             };
-            match woke {
-                Woke::Timer => local(|l| link.on_timeout(&mut l.tally)),
-                Woke::Readable => local(|l| {
+            match (woke, &sock) {
+                (Woke::Timer, _) => local(|l| link.on_timeout(&mut l.tally)),
+                (Woke::Readable, Some(sock)) => local(|l| {
                     let Local { tally, buf } = l;
                     // Level-triggered readiness: a FIN left unread raises the next wait at once.
                     link.read(&mut &*sock, buf, false, tally);
                 }),
-                Woke::Writable => {}
+                _ => {}
             }
         }
     }

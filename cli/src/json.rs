@@ -150,6 +150,13 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
     if stats.setup.count() > 0 {
         t["connection_setup"] = setup(&stats.setup)?;
     }
+    if stats.drops > 0 {
+        t["reconnects"] = json!({
+            "drops": stats.drops,
+            "lost_requests": stats.lost,
+            "downtime_s": stats.downtime_micros as f64 / 1e6,
+        });
+    }
     if stats.keep_series {
         let series = stats
             .series
@@ -334,6 +341,12 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
         keep_series,
         parts: Vec::new(),
         setup,
+        drops: t.pointer("/reconnects/drops").and_then(Value::as_u64).unwrap_or(0),
+        lost: t.pointer("/reconnects/lost_requests").and_then(Value::as_u64).unwrap_or(0),
+        downtime_micros: t
+            .pointer("/reconnects/downtime_s")
+            .and_then(Value::as_f64)
+            .map_or(0, |s| (s * 1e6).round() as u64),
     };
     let backend = t.get("backend").and_then(Value::as_str).map(str::to_string);
     let target_rps = t.get("target_rps").and_then(Value::as_u64);

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant, SystemTime};
 use respbench_core::suite::{custom, default_suite, Selection, TestSpec};
 use respbench_core::template::KeySpace;
 use respbench_core::{
-    Budget, ConnConfig, Handshake, Mix, OpenLoop, Outcome, Plan, Progress, Stats, Stop, TestRun, Time,
-    Workload,
+    Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Outcome, Plan, Progress, Stats, Stop, TestRun,
+    Time, Workload,
 };
 
 use opts::{Backend, Config, Opts, Output};
@@ -37,6 +37,10 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 /// After the first Ctrl-C, how long in-flight requests may take to drain before the loops are
 /// abandoned.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// `--reconnect`'s backoff: the first wait, doubling up to the longest.
+const RECONNECT_FIRST: Duration = Duration::from_millis(10);
+const RECONNECT_MAX: Duration = Duration::from_secs(1);
 
 /// SIGINT and SIGTERM received so far.
 static SIGNALS: AtomicUsize = AtomicUsize::new(0);
@@ -161,6 +165,8 @@ struct Session<'a> {
     epoch_us: u64,
     /// The JSON entries of the tests run so far.
     done: Vec<serde_json::Value>,
+    /// `--reconnect`: some connection went down and came back (the run then exits 1).
+    dropped: bool,
 }
 
 impl<'a> Session<'a> {
@@ -184,6 +190,7 @@ impl<'a> Session<'a> {
             epoch: Instant::now(),
             epoch_us: unix_micros(SystemTime::now()),
             done: Vec::new(),
+            dropped: false,
         };
         if s.comparing {
             report::write_compare_header(s.csv, &backend_names(cfg), s.width, &mut s.out)
@@ -250,6 +257,23 @@ impl<'a> Session<'a> {
         let mut ran = Vec::new();
         for &backend in &cfg.backends {
             let (outcome, cpu) = run_test(cfg, backend, case, test_no, rate, self.epoch)?;
+            if !outcome.drops.is_empty() {
+                // --reconnect: the test went on; the run's status will say it had errors.
+                self.dropped = true;
+                let on = if self.comparing { format!(" ({})", backend.name()) } else { String::new() };
+                let s = &outcome.stats;
+                let title = &case.spec.title;
+                eprintln!(
+                    "{title}{on}: connections went down {} times and reconnected (--reconnect): {} requests \
+                     lost, {:.3} s down in all",
+                    s.drops,
+                    s.lost,
+                    s.downtime_micros as f64 / 1e6
+                );
+                for (e, n) in &outcome.drops {
+                    eprintln!("{title}{on}:   {n} × {e}");
+                }
+            }
             if outcome.abandoned > 0 {
                 let on = if self.comparing { format!(" ({})", backend.name()) } else { String::new() };
                 eprintln!(
@@ -332,6 +356,7 @@ impl<'a> Session<'a> {
             write_json(path, &doc)?;
         }
         match ended {
+            Ended::Code(code) if code == ExitCode::SUCCESS && self.dropped => Ok(ExitCode::from(1)),
             Ended::Code(code) => Ok(code),
             Ended::Failed(e) => Err(e),
         }
@@ -544,6 +569,7 @@ fn plan(
             idle,
             open_loop,
             request_timeout: cfg.timeout,
+            reconnect: cfg.reconnect.then_some(Backoff { first: RECONNECT_FIRST, max: RECONNECT_MAX }),
         },
         workload: Workload {
             template: case.spec.template.clone(),

@@ -112,6 +112,12 @@ pub struct Opts {
     /// 1 hour (default: wait forever)
     #[argh(option)]
     pub timeout: Option<String>,
+    /// a connection that fails mid-run (reset, closed, timed out, protocol error) reconnects
+    /// after a backoff (10 ms, doubling up to 1 s) and the test goes on; its requests in flight
+    /// count as errors of kind 'connection', and the run exits 1 (default: a failed connection
+    /// ends the run)
+    #[argh(switch)]
+    pub reconnect: bool,
     /// also write the results as a JSON document (schema respbench/1, see docs/json.md) to this
     /// file, or to stdout with '-' (the text report is then not printed)
     #[argh(option)]
@@ -242,6 +248,8 @@ pub struct Config {
     pub json: Option<String>,
     /// `--timeout`: how long a request may wait for its reply; `None` is forever.
     pub timeout: Option<Duration>,
+    /// `--reconnect`: failed connections come back.
+    pub reconnect: bool,
     /// Rate, time and mix options.
     pub open: OpenLoopConfig,
 }
@@ -649,6 +657,7 @@ impl Opts {
             json: self.json,
             open,
             timeout,
+            reconnect: self.reconnect,
         };
         let mut tls_by = self.tls.then_some("--tls");
         if let Some(uri) = &self.uri {

@@ -115,7 +115,17 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
             if c.saturated() { ", SATURATED: these figures measure the client" } else { "" }
         )?;
     }
-    write_setup(s, r.keepalive, out)
+    write_setup(s, r.keepalive, out)?;
+    if s.drops > 0 {
+        writeln!(
+            out,
+            "  reconnects: {} ({} requests lost), {:.3} s down in all",
+            s.drops,
+            s.lost,
+            s.downtime_micros as f64 / 1e6
+        )?;
+    }
+    Ok(())
 }
 
 /// respbench's connection set-up block, after the summary: how many connections were opened

@@ -28,6 +28,7 @@ fn with(template: Template, keys: KeySpace, pipeline: u32) -> Arc<Plan> {
             idle: false,
             open_loop: None,
             request_timeout: None,
+            reconnect: None,
         },
         workload: Workload { template, keys, mix: None },
         budget: Budget::unlimited(),

@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use crate::plan::{Budget, ConnConfig, Handshake, Mix, OpenLoop, Plan, Stop, Workload};
+pub use crate::plan::{Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Plan, Stop, Workload};
 use crate::resp::{ProtocolError, Reply, ReplyParser};
 use crate::rng::Rng;
 use crate::run::Endpoint;
@@ -185,6 +185,15 @@ pub enum Event {
     },
     /// The connection failed; close the socket. Nothing more will happen on it.
     Failed(ConnError),
+    /// `--reconnect`: the connection failed and comes back: close the socket and wait for
+    /// [`Connection::poll_timeout`]; [`Connection::handle_timeout`] then asks for a new socket
+    /// ([`Event::Reconnect`]). The requests it had in flight are lost.
+    Down {
+        /// Why.
+        error: ConnError,
+        /// Requests sent and not answered, now lost.
+        lost: usize,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,6 +203,8 @@ enum State {
     Open,
     /// Waiting for the backend to act on `Reconnect`.
     Reconnecting,
+    /// `--reconnect`: failed, waiting until `down_until` to ask for a new socket.
+    Down,
     Finished,
     Failed,
 }
@@ -254,6 +265,12 @@ pub struct Connection {
     /// The test's stop has come (seen by an input at or after it): `poll_timeout` now waits
     /// for the abandon time, not for the stop.
     stop_seen: bool,
+    /// `--reconnect`: when a connection that is down asks for a new socket, and the wait that
+    /// led there (zero: none yet since the last handshake).
+    down_until: Time,
+    backoff: Duration,
+    /// The latest time an input brought (for the inputs that bring none).
+    last_now: Time,
 }
 
 impl fmt::Debug for Connection {
@@ -301,6 +318,9 @@ impl Connection {
             mix_rng,
             events: VecDeque::new(),
             stop_seen: false,
+            down_until: Time::MAX,
+            backoff: Duration::ZERO,
+            last_now: Time::ZERO,
         }
     }
 
@@ -330,6 +350,7 @@ impl Connection {
             return;
         }
         stats.connections_opened += 1;
+        self.last_now = self.last_now.max(now);
         self.state = State::Open;
         self.parser.reset();
         self.out.clear();
@@ -349,6 +370,7 @@ impl Connection {
         self.ready_at = Time::MAX;
         if self.handshake_left == 0 {
             self.ready_at = now;
+            self.backoff = Duration::ZERO;
             self.events.push_back(Event::Ready);
         }
         if self.plan.conn.open_loop.is_some() && self.next_due == Time::MAX {
@@ -366,6 +388,7 @@ impl Connection {
         if self.state != State::Open {
             return;
         }
+        self.last_now = self.last_now.max(now);
         stats.bytes_received += data.len() as u64;
         while !data.is_empty() && self.state == State::Open {
             match self.parser.parse(data) {
@@ -402,9 +425,10 @@ impl Connection {
     }
 
     /// The server closed the connection (a read returned 0).
-    pub fn handle_closed(&mut self, _now: Time) {
+    pub fn handle_closed(&mut self, now: Time) {
+        self.last_now = self.last_now.max(now);
         match self.state {
-            State::Finished | State::Failed | State::Reconnecting => {}
+            State::Finished | State::Failed | State::Reconnecting | State::Down => {}
             _ => {
                 let in_flight = self.in_flight.len();
                 let e = self.refused().unwrap_or(ConnError::Closed { in_flight });
@@ -415,7 +439,7 @@ impl Connection {
 
     /// A socket error (connect, read or write).
     pub fn handle_io_error(&mut self, failure: IoFailure) {
-        if !self.is_closed() {
+        if !self.is_closed() && self.state != State::Down {
             let e = self.refused().unwrap_or(ConnError::Io(failure));
             self.fail(e);
         }
@@ -427,6 +451,18 @@ impl Connection {
     /// still unanswered when the grace has passed. (A due open-loop request needs nothing here:
     /// the drain's [`Connection::poll_transmit`] sends it.)
     pub fn handle_timeout(&mut self, now: Time) {
+        self.last_now = self.last_now.max(now);
+        if self.state == State::Down {
+            if self.see_stop(now) || self.plan.budget.is_exhausted() {
+                // Nothing left to come back for.
+                self.state = State::Finished;
+                self.events.push_back(Event::Finished);
+            } else if now >= self.down_until {
+                self.state = State::Reconnecting;
+                self.events.push_back(Event::Reconnect);
+            }
+            return;
+        }
         if self.state != State::Open {
             return;
         }
@@ -450,6 +486,7 @@ impl Connection {
     /// Bytes to write now, if any. Call [`Connection::advance_transmit`] with how many the socket
     /// took, then call this again until it returns `None` or the socket would block.
     pub fn poll_transmit(&mut self, now: Time) -> Option<&[u8]> {
+        self.last_now = self.last_now.max(now);
         if self.state != State::Open {
             // Ended, failed or waiting for a new socket: what was unwritten is moot.
             return None;
@@ -474,6 +511,10 @@ impl Connection {
     /// A stop asked for while the connection waits ([`Stop::request`]) changes this: a backend
     /// that keeps these times asks again when [`Stop::generation`] changes.
     pub fn poll_timeout(&self) -> Option<Time> {
+        if self.state == State::Down {
+            let stop = if self.stop_seen { None } else { self.plan.stop.at() };
+            return Some(stop.map_or(self.down_until, |t| t.min(self.down_until)));
+        }
         if self.state != State::Open {
             return None;
         }
@@ -631,6 +672,7 @@ impl Connection {
                 self.fail(ConnError::Handshake { command, message });
             } else if self.handshake_left == 0 {
                 self.ready_at = now;
+                self.backoff = Duration::ZERO;
                 self.events.push_back(Event::Ready);
             }
             return;
@@ -693,6 +735,22 @@ impl Connection {
     }
 
     fn fail(&mut self, e: ConnError) {
+        // A refused handshake is the user's (a wrong password): it stays fatal.
+        let recoverable = !matches!(e, ConnError::Handshake { .. });
+        if let (Some(b), true) = (self.plan.conn.reconnect, recoverable) {
+            let lost = self.in_flight.len();
+            self.in_flight.clear();
+            self.sent = 0;
+            self.out.clear();
+            self.out_pos = 0;
+            self.credits = 0;
+            self.handshake_left = 0;
+            self.backoff = if self.backoff.is_zero() { b.first } else { (self.backoff * 2).min(b.max) };
+            self.down_until = self.last_now + self.backoff;
+            self.state = State::Down;
+            self.events.push_back(Event::Down { error: e, lost });
+            return;
+        }
         self.state = State::Failed;
         self.events.push_back(Event::Failed(e));
     }
@@ -704,6 +762,15 @@ mod tests {
     use crate::template::{KeySpace, Template};
 
     fn conn(timeout: Option<Duration>, handshake: Handshake, pipeline: u32) -> Connection {
+        conn_with(timeout, handshake, pipeline, None)
+    }
+
+    fn conn_with(
+        timeout: Option<Duration>,
+        handshake: Handshake,
+        pipeline: u32,
+        reconnect: Option<Backoff>,
+    ) -> Connection {
         let plan = Plan {
             conn: ConnConfig {
                 handshake,
@@ -712,6 +779,7 @@ mod tests {
                 idle: false,
                 open_loop: None,
                 request_timeout: timeout,
+                reconnect,
             },
             workload: Workload {
                 template: Template::command(&[b"PING"]),
@@ -741,6 +809,7 @@ mod tests {
                 idle: false,
                 open_loop: Some(ol),
                 request_timeout: None,
+                reconnect: None,
             },
             workload: Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix },
             budget: Budget::new(n),
@@ -880,6 +949,68 @@ mod tests {
             Event::Failed(e) => Some(e),
             _ => None,
         })
+    }
+
+    /// `--reconnect`: a connection that fails comes back after a backoff that doubles while its
+    /// attempts fail and starts again once it is through; its lost requests are reported with
+    /// the failure; a refused handshake stays fatal; the test's stop ends a connection that is
+    /// down.
+    #[test]
+    fn reconnect_backs_off_and_comes_back() {
+        let ms = |n: u64| Time::from_micros(n * 1000);
+        let backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_millis(25) };
+        let mut c = conn_with(None, Handshake::default(), 4, Some(backoff));
+        let mut st = stats();
+        c.handle_connected(ms(0), &mut st);
+        flush(&mut c, ms(0), &mut st);
+        assert_eq!(c.in_flight(), 4);
+        c.handle_closed(ms(5));
+        let evs: Vec<Event> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(
+            matches!(evs.last(), Some(Event::Down { lost: 4, error: ConnError::Closed { in_flight: 4 } })),
+            "{evs:?}"
+        );
+        assert!(!c.is_closed());
+        assert_eq!(c.poll_timeout(), Some(ms(15)), "down for the first backoff");
+        assert!(c.poll_transmit(ms(6)).is_none(), "nothing is sent while down");
+        c.handle_timeout(ms(15));
+        assert_eq!(c.poll_event(), Some(Event::Reconnect));
+        // The new connect fails: twice the wait; again: the longest.
+        let ep = Endpoint::Tcp { host: "x".into(), port: 1 };
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        c.handle_io_error(IoFailure::new(IoOp::Connect, &ep, &refused));
+        assert!(matches!(c.poll_event(), Some(Event::Down { lost: 0, .. })));
+        assert_eq!(c.poll_timeout(), Some(ms(35)));
+        c.handle_timeout(ms(35));
+        assert_eq!(c.poll_event(), Some(Event::Reconnect));
+        c.handle_io_error(IoFailure::new(IoOp::Connect, &ep, &refused));
+        assert!(matches!(c.poll_event(), Some(Event::Down { .. })));
+        assert_eq!(c.poll_timeout(), Some(ms(60)), "at most 25 ms");
+        c.handle_timeout(ms(60));
+        assert_eq!(c.poll_event(), Some(Event::Reconnect));
+        // Through: requests flow again, and the next failure waits the first backoff again.
+        c.handle_connected(ms(61), &mut st);
+        assert_eq!(c.poll_event(), Some(Event::Ready));
+        flush(&mut c, ms(61), &mut st);
+        c.handle_input(b"+PONG\r\n", ms(62), &mut st);
+        assert_eq!(st.requests, 1);
+        c.handle_closed(ms(70));
+        assert!(matches!(c.poll_event(), Some(Event::Down { .. })));
+        assert_eq!(c.poll_timeout(), Some(ms(80)));
+        // The test stops while it is down: it finishes instead of coming back.
+        c.plan.stop.request(ms(75));
+        assert_eq!(c.poll_timeout(), Some(ms(75)));
+        c.handle_timeout(ms(75));
+        assert_eq!(c.poll_event(), Some(Event::Finished));
+        assert!(c.is_closed());
+
+        // A refused AUTH is the user's: fatal, --reconnect or not.
+        let mut c = conn_with(None, Handshake::new(None, Some("pw"), false, 0, false), 4, Some(backoff));
+        c.handle_connected(ms(0), &mut st);
+        flush(&mut c, ms(0), &mut st);
+        c.handle_input(b"-WRONGPASS invalid\r\n", ms(1), &mut st);
+        assert!(matches!(failure(&mut c), Some(ConnError::Handshake { .. })));
+        assert!(c.is_closed());
     }
 
     #[test]

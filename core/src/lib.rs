@@ -55,7 +55,7 @@ pub mod template;
 pub mod time;
 
 pub use conn::{ConnError, Connection, Event, IoFailure, IoOp};
-pub use plan::{Budget, ConnConfig, Handshake, Mix, OpenLoop, Plan, Stop, Workload};
+pub use plan::{Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Plan, Stop, Workload};
 pub use run::{Endpoint, Outcome, Progress, RunError, TestRun};
 pub use stats::Stats;
 pub use time::Time;

@@ -210,10 +210,24 @@ pub struct ConnConfig {
     pub idle: bool,
     /// An arrival schedule; `None` is closed loop (send as soon as a reply frees a slot).
     pub open_loop: Option<OpenLoop>,
+    /// `--reconnect`: a connection that fails mid-run (reset, closed, timed out, protocol error)
+    /// comes back after a backoff instead of ending; `None` ends it.
+    pub reconnect: Option<Backoff>,
     /// `--timeout`: how long a request (counted from when it was queued) or the handshake may
     /// wait for its reply before the connection fails with [`ConnError::Timeout`]; `None` waits
     /// forever.
     pub request_timeout: Option<Duration>,
+}
+
+/// How a failed connection comes back (`--reconnect`): it waits `first` before its first attempt,
+/// twice as long after each attempt that fails, at most `max`; a connection that got through its
+/// handshake starts from `first` again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    /// The first wait.
+    pub first: Duration,
+    /// The longest wait.
+    pub max: Duration,
 }
 
 /// What one test sends: the request template and how its placeholders are filled.

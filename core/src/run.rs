@@ -129,6 +129,9 @@ pub struct Outcome {
     /// Requests abandoned unanswered when the test's stop and its grace had passed
     /// ([`crate::Event::Abandoned`]).
     pub abandoned: u64,
+    /// `--reconnect`: why connections went down and came back, each with how often
+    /// ([`crate::Event::Down`]), first seen first.
+    pub drops: Vec<(ConnError, u64)>,
 }
 
 impl TestRun {
@@ -167,6 +170,9 @@ impl Outcome {
                         Outcome::add_failure(&mut m.failures, e, n);
                     }
                     m.abandoned += r.abandoned;
+                    for (e, n) in r.drops {
+                        Outcome::add_failure(&mut m.drops, e, n);
+                    }
                 }
             }
         }

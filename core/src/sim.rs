@@ -275,7 +275,8 @@ impl<'a> Script<'a> {
 /// TRACKING`+`SELECT`+`HELLO`; bits 5-6 request: `GET key`, `SET key val`, inline `PING`;
 /// bit 7 a `--timeout` of 64 open-loop intervals, with `handle_timeout` called whenever
 /// `poll_timeout` has come);
-/// byte 2 the budget (0..=200); byte 3 the open-loop interval (µs, 1..=256). Then steps, each a
+/// byte 2 the budget (0..=200); byte 3 the open-loop interval (µs, 1..=128: its low 7 bits) and,
+/// in its top bit, `--reconnect` (a failed connection comes back after 1 to 4 intervals). Then steps, each a
 /// little-endian u16 time advance in ns and an op byte whose low 2 bits choose:
 /// 0. feed the next `1 + (op >> 2)` bytes of the script to `handle_input`;
 /// 1. `poll_transmit`, then `advance_transmit` of `min(u16, len)` of it (next two bytes);
@@ -294,14 +295,17 @@ pub fn drive_arbitrary(data: &[u8]) -> Result<(), String> {
 
 /// [`drive_arbitrary`], returning the stats so tests can see what a script did.
 fn drive(data: &[u8]) -> Result<Stats, String> {
-    use crate::conn::{Budget, ConnConfig, Handshake, OpenLoop, Stop, Workload};
+    use crate::conn::{Backoff, Budget, ConnConfig, Handshake, OpenLoop, Stop, Workload};
     use crate::template::{KeySpace, Template};
 
     let mut script = Script(data);
     let pipeline = u32::from(script.byte() % 64) + 1;
     let flags = script.byte();
     let budget = u64::from(script.byte()) % 201;
-    let interval = Duration::from_micros(u64::from(script.byte()) + 1);
+    let byte3 = script.byte();
+    let interval = Duration::from_micros(u64::from(byte3 & 0x7f) + 1);
+    // A failed connection comes back (--reconnect) after 1 to 4 intervals.
+    let reconnect = (byte3 & 0x80 != 0).then_some(Backoff { first: interval, max: interval * 4 });
     let handshake = match (flags >> 3) & 3 {
         0 => Handshake::default(),
         1 => Handshake::new(None, Some("secret"), false, 0, false),
@@ -322,6 +326,7 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
             idle: false,
             open_loop,
             request_timeout: (flags & 0x80 != 0).then_some(interval * 64),
+            reconnect,
         },
         workload: Workload { template, keys: KeySpace::Random { n: 1000 }, mix: None },
         budget: Budget::new(budget),
@@ -488,6 +493,7 @@ mod tests {
                 idle: false,
                 open_loop,
                 request_timeout: None,
+                reconnect: None,
             },
             workload: Workload {
                 template: Template::command(&[b"GET", b"key:__rand_int__"]),

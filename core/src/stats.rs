@@ -130,6 +130,13 @@ pub struct Stats {
     pub parts: Vec<Stats>,
     /// How long each connection took to set up, by phase.
     pub setup: Setup,
+    /// `--reconnect`: times a connection that was up failed (an outage; attempts to come back
+    /// that fail are not counted again).
+    pub drops: u64,
+    /// Requests lost with their connection: counted as errors of kind `connection` too.
+    pub lost: u64,
+    /// Time connections spent down, from the failure to ready again, in microseconds.
+    pub downtime_micros: u64,
 }
 
 /// How long connections took to become usable, by phase, in microseconds: one value per
@@ -240,6 +247,9 @@ impl Stats {
             keep_series: false,
             parts: Vec::new(),
             setup: Setup::new(sigfig)?,
+            drops: 0,
+            lost: 0,
+            downtime_micros: 0,
         })
     }
 
@@ -304,6 +314,25 @@ impl Stats {
         }
     }
 
+    /// A connection failed at `now` with `lost` requests in flight and will come back
+    /// (`--reconnect`): the requests count as errors of kind `connection`, in the series too.
+    /// `first` when it was up (the start of an outage), not a failed attempt to come back.
+    pub fn record_drop(&mut self, first: bool, lost: u64, now: Time) {
+        self.drops += u64::from(first);
+        self.lost += lost;
+        if lost == 0 {
+            return;
+        }
+        self.errors.add(b"connection", lost);
+        if self.keep_series && now >= self.start {
+            let second = (now.nanos_since(self.start) / 1_000_000_000) as usize;
+            if self.series.len() <= second {
+                self.series.resize_with(second + 1, Second::new);
+            }
+            self.series[second].errors += lost;
+        }
+    }
+
     /// The test's length in seconds, from `start` to the last reply.
     pub fn duration_secs(&self) -> f64 {
         self.end.nanos_since(self.start) as f64 / 1e9
@@ -327,6 +356,9 @@ impl Stats {
         self.bytes_received += other.bytes_received;
         self.connections_opened += other.connections_opened;
         self.push_messages += other.push_messages;
+        self.drops += other.drops;
+        self.lost += other.lost;
+        self.downtime_micros += other.downtime_micros;
         self.start = self.start.min(other.start);
         self.end = self.end.max(other.end);
         self.latency.add(&other.latency).map_err(|e| format!("histograms differ: {e:?}"))?;

@@ -88,6 +88,7 @@ pub struct Tally {
     /// The loop's counts and histograms.
     pub stats: Stats,
     failures: Vec<(ConnError, u64)>,
+    drops: Vec<(ConnError, u64)>,
     abandoned: u64,
     published: Published,
 }
@@ -102,6 +103,7 @@ impl Tally {
             epoch,
             stats: run.plan.new_stats(start, run.sigfig).map_err(RunError::Setup)?,
             failures: Vec::new(),
+            drops: Vec::new(),
             abandoned: 0,
             published: Published::default(),
         })
@@ -131,7 +133,7 @@ impl Tally {
     /// Publishes a last time and gives the loop's outcome.
     pub fn finish(mut self) -> Outcome {
         self.publish();
-        Outcome { stats: self.stats, failures: self.failures, abandoned: self.abandoned }
+        Outcome { stats: self.stats, failures: self.failures, abandoned: self.abandoned, drops: self.drops }
     }
 }
 
@@ -180,6 +182,10 @@ pub enum Next {
     Reconnect,
     /// Close the socket: the connection has ended (finished, failed or abandoned).
     Ended,
+    /// `--reconnect`: close the socket and wait for [`Link::timeout`], then call
+    /// [`Link::on_timeout`] and drain: the connection asks for a new socket when its backoff is
+    /// over.
+    Down,
 }
 
 /// The bytes between the core and the socket: plain, or a TLS session.
@@ -246,6 +252,8 @@ struct Phases {
     started: Time,
     /// The socket connected.
     socket: Time,
+    /// `--reconnect`: when the connection went down (`Time::MAX`: it is not down).
+    down: Time,
     /// The byte stream is up (the TLS handshake done, or the socket connected).
     up: Time,
 }
@@ -272,7 +280,7 @@ impl Link {
             layer: Layer::default(),
             live: false,
             up: false,
-            phases: Phases::default(),
+            phases: Phases { down: Time::MAX, ..Phases::default() },
         }
     }
 
@@ -382,6 +390,18 @@ impl Link {
                     Outcome::add_failure(&mut tally.failures, e, 1);
                     return self.ended(tally);
                 }
+                Event::Down { error, lost } => {
+                    let now = tally.now();
+                    let first = self.phases.down == Time::MAX;
+                    tally.stats.record_drop(first, lost as u64, now);
+                    Outcome::add_failure(&mut tally.drops, error, 1);
+                    if first {
+                        self.phases.down = now;
+                    }
+                    self.leave_live(tally);
+                    self.up = false;
+                    return Next::Down;
+                }
                 Event::Ready => self.record_setup(tally),
                 _ => {}
             }
@@ -392,6 +412,11 @@ impl Link {
     /// The connection is ready for requests: its setup phases go into the stats.
     fn record_setup(&mut self, tally: &mut Tally) {
         let now = self.conn.ready_at().unwrap_or_else(|| tally.now());
+        if self.phases.down != Time::MAX {
+            // Back after --reconnect: the time it was down.
+            tally.stats.downtime_micros += now.nanos_since(self.phases.down) / 1_000;
+            self.phases.down = Time::MAX;
+        }
         let p = self.phases;
         let tls = (!matches!(self.layer, Layer::Plain)).then(|| p.up.nanos_since(p.socket));
         tally.stats.setup.record(
@@ -441,12 +466,16 @@ impl Link {
     }
 
     fn ended(&mut self, tally: &mut Tally) -> Next {
+        self.leave_live(tally);
+        self.up = false;
+        Next::Ended
+    }
+
+    fn leave_live(&mut self, tally: &mut Tally) {
         if self.live {
             self.live = false;
             tally.run.progress.live.fetch_sub(1, Ordering::Relaxed);
         }
-        self.up = false;
-        Next::Ended
     }
 
     /// When to call [`Link::on_timeout`] if nothing else happens: the connection's

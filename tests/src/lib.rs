@@ -125,6 +125,32 @@ impl RedisServer {
         panic!("redis-server did not start: {last_err}");
     }
 
+    /// Kills the server (SIGKILL: sockets reset, nothing flushed), waits `down`, and starts a
+    /// plain server (no TLS, default configuration) on the same port and directory: a crash and
+    /// a restart, for tests of `--reconnect`.
+    pub fn crash_and_restart(&mut self, down: Duration) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        thread::sleep(down);
+        let child = Command::new("redis-server")
+            .args(["--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
+            .arg("--port")
+            .arg(self.port.to_string())
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg("--logfile")
+            .arg(self.dir.join("redis.log"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("restarting redis-server: {e}"));
+        self.child = child;
+        if let Err(e) = self.wait_ready(Duration::from_secs(10)) {
+            panic!("redis-server did not restart on port {}: {e}", self.port);
+        }
+    }
+
     fn wait_ready(&mut self, timeout: Duration) -> Result<(), String> {
         let deadline = Instant::now() + timeout;
         loop {

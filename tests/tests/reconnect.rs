@@ -1,0 +1,124 @@
+//! `--reconnect` against a real redis-server that crashes (SIGKILL) and comes back on the same
+//! port mid-run, on both backends: the run goes on to its end, the outage shows in the errors,
+//! the per-second series and the downtime, and the exit status says errors happened.
+
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::Duration;
+
+use respbench_tests::{check_json_independently, RedisServer, Tool};
+
+const T: Duration = Duration::from_secs(60);
+
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod mio {
+            $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("mio")); })*
+        }
+        mod smol {
+            $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("smol")); })*
+        }
+    };
+}
+
+on_both_backends!(
+    closed_loop_rides_out_a_crash,
+    open_loop_keeps_its_schedule_through_a_crash,
+    without_reconnect_a_crash_ends_the_run
+);
+
+fn json_path(tag: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("respbench-rc-{}-{tag}-{n}.json", std::process::id()))
+}
+
+fn read(path: &Path) -> serde_json::Value {
+    check_json_independently(path);
+    let text = std::fs::read_to_string(path).unwrap();
+    let _ = std::fs::remove_file(path);
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Runs `extra` for 4 s against `server` with `--reconnect --json`, crashing the server 1 s in
+/// for `down`; returns the exit code, stderr and the first test's JSON.
+fn crash_run(
+    tool: &Tool,
+    server: &mut RedisServer,
+    extra: &[&str],
+    down: Duration,
+) -> (i32, String, serde_json::Value) {
+    let json = json_path("crash");
+    let mut args: Vec<String> = vec!["-p".into(), server.port().to_string()];
+    args.extend(["-t", "get", "-c", "10", "--duration", "4s", "--reconnect", "-q"].map(String::from));
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.extend(["--json".to_string(), json.to_string_lossy().into_owned()]);
+    let run = tool.spawn(&args);
+    thread::sleep(Duration::from_secs(1));
+    server.crash_and_restart(down);
+    let out = run.wait(T);
+    let doc = read(&json);
+    (out.status.code().unwrap_or(-1), format!("{}{}", out.stderr, out.dump()), doc["tests"][0].clone())
+}
+
+/// Closed loop: every connection goes down with the server and comes back; the run lasts its
+/// 4 s, exits 1, and the JSON counts the outage: a drop per connection, the lost requests as
+/// `connection` errors, seconds of downtime (10 connections × about the 0.8 s gap), and a second
+/// of the series with fewer replies than the seconds around it.
+fn closed_loop_rides_out_a_crash(tool: Tool) {
+    let mut server = RedisServer::start();
+    let (code, stderr, t) = crash_run(&tool, &mut server, &[], Duration::from_millis(800));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("reconnected (--reconnect)"), "{stderr}");
+    let rc = &t["reconnects"];
+    assert!(rc["drops"].as_u64().unwrap() >= 10, "every connection dropped once at least: {rc}");
+    let lost = rc["lost_requests"].as_u64().unwrap();
+    assert_eq!(t["errors"]["connection"].as_u64().unwrap_or(0), lost, "{t}");
+    let down = rc["downtime_s"].as_f64().unwrap();
+    assert!((6.0..30.0).contains(&down), "10 connections down about 0.8 s each: {down} s");
+    let d = t["duration_s"].as_f64().unwrap();
+    assert!((3.5..6.0).contains(&d), "the run went on to its end: {d} s");
+    // After the restart the server served the rest: its own count since then is a good share.
+    assert!(server.command_calls("get") > 100, "requests after the restart");
+    // The 0.8 s gap falls in one second or across two: either way a second lacks at least 0.4 s
+    // of replies, and later seconds are whole again.
+    let series: Vec<u64> =
+        t["series"].as_array().unwrap().iter().map(|s| s["requests"].as_u64().unwrap()).collect();
+    let whole = &series[..series.len().min(4)];
+    let (min, max) = (*whole.iter().min().unwrap(), *whole.iter().max().unwrap());
+    assert!((min as f64) < 0.7 * max as f64, "a second of the crash has fewer replies: {series:?}");
+    let lowest = whole.iter().position(|&n| n == min).unwrap();
+    let back = whole[lowest + 1..].iter().any(|&n| n as f64 > 0.7 * max as f64);
+    assert!(back, "and the load came back: {series:?}");
+}
+
+/// Open loop (`--rps 2000`): the schedule goes on through the outage, so the requests due during
+/// it wait and the corrected p99 covers the gap, while the service time does not.
+fn open_loop_keeps_its_schedule_through_a_crash(tool: Tool) {
+    let mut server = RedisServer::start();
+    let (code, stderr, t) = crash_run(&tool, &mut server, &["--rps", "2000"], Duration::from_millis(800));
+    assert_eq!(code, 1, "{stderr}");
+    let p99 = t["latency_ms"]["p99"].as_f64().unwrap();
+    let service_p99 = t["service_latency_ms"]["p99"].as_f64().unwrap();
+    assert!(p99 >= 400.0, "the corrected p99 covers the 0.8 s gap: {p99} ms\n{stderr}");
+    assert!(service_p99 < p99 / 4.0, "service p99 {service_p99} ms, corrected {p99} ms");
+    let requests = t["requests"].as_u64().unwrap();
+    assert!(requests >= 5000, "most of 4 s × 2000 were still sent: {requests}");
+}
+
+/// Without `--reconnect` the same crash ends the run, as before: status 1, the connections'
+/// failures named.
+fn without_reconnect_a_crash_ends_the_run(tool: Tool) {
+    let mut server = RedisServer::start();
+    let args: Vec<String> =
+        ["-p", &server.port().to_string(), "-t", "get", "-c", "10", "--duration", "4s", "-q"]
+            .map(String::from)
+            .to_vec();
+    let run = tool.spawn(&args);
+    thread::sleep(Duration::from_secs(1));
+    server.crash_and_restart(Duration::from_millis(200));
+    let out = run.wait(T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("connections failed: "), "{}", out.dump());
+    assert!(!out.stderr.contains("--reconnect"), "{}", out.dump());
+}
