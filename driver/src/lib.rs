@@ -5,27 +5,18 @@
 //! - [`Link`]: one connection and its byte layer, driven by the core's drain rule (write what
 //!   the socket takes, reading the clock before each write; read until the socket is empty, to the
 //!   end of the stream after a hang-up; act on the connection's events);
-//! - [`Tally`]: what one event loop records (stats, failures, abandoned requests), published to the
-//!   run's live figures;
+//! - [`Tally`]: what one event loop records (stats, failures, abandoned requests, `--reconnect`'s
+//!   outages), published to the run's live figures;
 //! - [`on_threads`]: the thread frame (one scoped thread per event loop, outcomes merged);
 //! - [`resolve`] and [`Target`]: the endpoint resolved once per test;
 //! - [`Watch`]: tells a loop when the test's stop or budget changed under connections that wait
 //!   on timers taken earlier.
 //!
 //! The byte layer ([`Link`]'s `Layer`) is the one place where bytes between the core and the
-//! socket can be transformed: plain today; TLS (rustls' `ClientConnection`, itself sans-io) goes
-//! there, for every backend at once.
+//! socket are transformed: plain, or TLS (feature `tls`: rustls' `ClientConnection`, itself
+//! sans-io), for every backend at once.
 
 use std::io::{self, Read, Write};
-
-#[cfg(feature = "tls")]
-mod tls;
-#[cfg(feature = "tls")]
-pub use tls::Tls;
-#[cfg(not(feature = "tls"))]
-/// TLS settings: this build has none (it was built without the `tls` feature).
-#[derive(Clone, Debug)]
-pub enum Tls {}
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -35,6 +26,15 @@ use respbench_core::run::Published;
 use respbench_core::{
     ConnError, Connection, Endpoint, Event, IoFailure, IoOp, Outcome, Plan, RunError, Stats, TestRun, Time,
 };
+
+#[cfg(feature = "tls")]
+mod tls;
+#[cfg(feature = "tls")]
+pub use tls::Tls;
+/// TLS settings: this build has none (it was built without the `tls` feature).
+#[cfg(not(feature = "tls"))]
+#[derive(Clone, Debug)]
+pub enum Tls {}
 
 /// One read buffer per event loop serves every connection: the core's parser keeps no bytes.
 pub const READ_BUF: usize = 64 * 1024;
