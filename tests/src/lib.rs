@@ -22,6 +22,28 @@ const REDIS_CLI_MISSING: &str =
     "redis-cli not found: install Debian's redis-tools package (apt-get install redis-server redis-tools)";
 
 pub mod fake;
+
+/// Instantiates each check, written once as `fn(Tool)`, for respbench on both backends:
+/// `mio::NAME` and `smol::NAME`.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod mio {
+            $(#[test] fn $name() { super::$name($crate::respbench_on("mio")); })*
+        }
+        mod smol {
+            $(#[test] fn $name() { super::$name($crate::respbench_on("smol")); })*
+        }
+    };
+}
+
+/// A new path in the temp directory for a test's JSON document, unique within the test binary:
+/// `respbench-PREFIX-PID-TAG-N.json`.
+pub fn json_path(prefix: &str, tag: &str) -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("respbench-{prefix}-{}-{tag}-{n}.json", std::process::id()))
+}
 pub mod tls;
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);

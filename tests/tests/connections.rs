@@ -2,31 +2,18 @@
 //! figures (verbose block, JSON `connection_setup`) checked against the server's own count of
 //! connections (`INFO stats` `total_connections_received`) and its command counts.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use respbench_tests::{check_json_independently, parse_verbose, Output, RedisServer, Tool};
+use respbench_tests::{check_json_independently, json_path, parse_verbose, Output, RedisServer, Tool};
 
 const T: Duration = Duration::from_secs(60);
 
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod mio {
-            $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("mio")); })*
-        }
-        mod smol {
-            $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("smol")); })*
-        }
-    };
-}
-
-on_both_backends!(setup_is_timed_per_connection, no_keepalive_counts_every_reconnect, connect_test,);
-
-fn json_path(tag: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    std::env::temp_dir().join(format!("respbench-conn-{}-{tag}-{n}.json", std::process::id()))
-}
+respbench_tests::on_both_backends!(
+    setup_is_timed_per_connection,
+    no_keepalive_counts_every_reconnect,
+    connect_test,
+);
 
 fn ok(out: &Output) {
     assert!(!out.timed_out && out.status.success(), "{}", out.dump());
@@ -48,7 +35,7 @@ fn connections_received(server: &RedisServer) -> u64 {
 /// (one before the tests, to check AUTH and read `CONFIG GET save`) and the `redis-cli` that
 /// reads the count afterwards (counted in the figure it reads).
 fn run(tool: &Tool, server: &RedisServer, args: &[&str]) -> (Output, serde_json::Value, u64) {
-    let json = json_path("run");
+    let json = json_path("conn", "run");
     let before = connections_received(server);
     let mut a: Vec<String> = vec!["-p".into(), server.port().to_string()];
     a.extend(args.iter().map(|s| s.to_string()));

@@ -1,38 +1,21 @@
 //! Open loop (`--rps`), time-based runs (`--duration`, `--warmup`) and command mixes against a
 //! real redis-server, on both backends.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
-use respbench_tests::{check_json_independently, respbench, Output, RedisServer, Tool};
+use respbench_tests::{check_json_independently, json_path, respbench, Output, RedisServer, Tool};
 
 const T: Duration = Duration::from_secs(60);
 
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod mio {
-            $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("mio")); })*
-        }
-        mod smol {
-            $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("smol")); })*
-        }
-    };
-}
-
-on_both_backends!(
+respbench_tests::on_both_backends!(
     stall_shows_in_corrected_latency_only,
     duration_and_warmup,
     mix_follows_the_weights,
     rate_steps,
     live_view,
 );
-
-fn json_path(tag: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    std::env::temp_dir().join(format!("respbench-ol-{}-{tag}-{n}.json", std::process::id()))
-}
 
 fn args(server: &RedisServer, extra: &[&str], json: &Path) -> Vec<String> {
     let mut a: Vec<String> = vec!["-p".into(), server.port().to_string()];
@@ -63,7 +46,7 @@ fn ms(v: &serde_json::Value) -> f64 {
 /// the 20 requests in flight when it began waited through it: 0.1% of them).
 fn stall_shows_in_corrected_latency_only(tool: Tool) {
     let server = RedisServer::start();
-    let json = json_path("stall");
+    let json = json_path("ol", "stall");
     let run =
         tool.spawn(&args(&server, &["-t", "get", "-c", "20", "--rps", "5000", "--duration", "4s"], &json));
     thread::sleep(Duration::from_millis(1500));
@@ -95,7 +78,7 @@ fn stall_shows_in_corrected_latency_only(tool: Tool) {
 /// the server but are not in the results, and the series has one entry per second.
 fn duration_and_warmup(tool: Tool) {
     let server = RedisServer::start();
-    let json = json_path("duration");
+    let json = json_path("ol", "duration");
     let started = std::time::Instant::now();
     let out = tool
         .run(&args(&server, &["-t", "get", "-c", "4", "--duration", "1s", "--warmup", "1s", "-q"], &json), T);
@@ -126,7 +109,7 @@ fn duration_and_warmup(tool: Tool) {
 /// the server saw them in the ratio of the weights (SET 5000 ± 300: 5 standard deviations).
 fn mix_follows_the_weights(tool: Tool) {
     let server = RedisServer::start();
-    let json = json_path("mix");
+    let json = json_path("ol", "mix");
     let out =
         tool.run(&args(&server, &["--mix", "set:1,get:3", "-n", "20000", "-r", "1000", "-q"], &json), T);
     ok(&out);
@@ -147,7 +130,7 @@ fn mix_follows_the_weights(tool: Tool) {
 /// `--rps 1000,3000`: one step per rate, each reaching its target, in a table and in the JSON.
 fn rate_steps(tool: Tool) {
     let server = RedisServer::start();
-    let json = json_path("steps");
+    let json = json_path("ol", "steps");
     let out = tool
         .run(&args(&server, &["-t", "set", "-c", "10", "--rps", "1000,3000", "-n", "3000", "-q"], &json), T);
     ok(&out);
@@ -206,7 +189,7 @@ fn conflicting_and_bad_rate_options_exit_1() {
 #[test]
 fn an_unreachable_target_is_reported() {
     let server = RedisServer::start();
-    let json = json_path("unmet");
+    let json = json_path("ol", "unmet");
     let out = respbench()
         .run(&args(&server, &["-t", "get", "-c", "1", "--rps", "1000000", "-n", "5000", "-q"], &json), T);
     ok(&out);
@@ -224,7 +207,7 @@ fn an_unreachable_target_is_reported() {
 /// stdout keeps only the report.
 fn live_view(tool: Tool) {
     let server = RedisServer::start();
-    let json = json_path("live");
+    let json = json_path("ol", "live");
     let out = tool.run(
         &args(&server, &["-t", "get", "-c", "5", "--rps", "2000", "--duration", "3s", "--live", "-q"], &json),
         T,
@@ -232,13 +215,18 @@ fn live_view(tool: Tool) {
     ok(&out);
     let lines: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("GET: second ")).collect();
     assert!(lines.len() >= 2, "{}", out.dump());
+    let mut total = 0.0;
     for (k, line) in lines.iter().enumerate() {
         assert!(line.starts_with(&format!("GET: second {k}: ")), "{line}");
         let rps: f64 = line.split(": ").nth(2).unwrap().split(' ').next().unwrap().parse().unwrap();
-        // Exact per second on virtual time (the_total_rate_is_shared_by_the_connections); a
-        // loaded machine's seconds wobble.
-        assert!((rps - 2000.0).abs() <= 600.0, "{line}");
+        assert!(rps > 0.0, "{line}");
+        total += rps;
     }
+    // Exact per second on virtual time (the_total_rate_is_shared_by_the_connections); on a loaded
+    // machine a second can lag (the first, most: seen at 1226 of 2000 with fuzzing alongside), so
+    // the seconds together.
+    let mean = total / lines.len() as f64;
+    assert!((mean - 2000.0).abs() <= 500.0, "{mean} requests per second on average\n{}", out.dump());
     assert!(!out.stdout.contains("second 0"), "{}", out.dump());
     // The live seconds are the document's.
     let doc = read(&json);

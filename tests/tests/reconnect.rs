@@ -2,36 +2,19 @@
 //! port mid-run, on both backends: the run goes on to its end, the outage shows in the errors,
 //! the per-second series and the downtime, and the exit status says errors happened.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
-use respbench_tests::{check_json_independently, RedisServer, Tool};
+use respbench_tests::{check_json_independently, json_path, RedisServer, Tool};
 
 const T: Duration = Duration::from_secs(60);
 
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod mio {
-            $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("mio")); })*
-        }
-        mod smol {
-            $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("smol")); })*
-        }
-    };
-}
-
-on_both_backends!(
+respbench_tests::on_both_backends!(
     closed_loop_rides_out_a_crash,
     open_loop_keeps_its_schedule_through_a_crash,
     without_reconnect_a_crash_ends_the_run
 );
-
-fn json_path(tag: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    std::env::temp_dir().join(format!("respbench-rc-{}-{tag}-{n}.json", std::process::id()))
-}
 
 fn read(path: &Path) -> serde_json::Value {
     check_json_independently(path);
@@ -48,7 +31,7 @@ fn crash_run(
     extra: &[&str],
     down: Duration,
 ) -> (i32, String, serde_json::Value) {
-    let json = json_path("crash");
+    let json = json_path("rc", "crash");
     let mut args: Vec<String> = vec!["-p".into(), server.port().to_string()];
     args.extend(["-t", "get", "-c", "10", "--duration", "4s", "--reconnect", "-q"].map(String::from));
     args.extend(extra.iter().map(|s| s.to_string()));
