@@ -150,6 +150,9 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
     if stats.setup.count() > 0 {
         t["connection_setup"] = setup(&stats.setup)?;
     }
+    if stats.abandoned > 0 {
+        t["abandoned_requests"] = json!(stats.abandoned);
+    }
     if stats.drops > 0 {
         t["reconnects"] = json!({
             "drops": stats.drops,
@@ -347,6 +350,7 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
             .pointer("/reconnects/downtime_s")
             .and_then(Value::as_f64)
             .map_or(0, |s| (s * 1e6).round() as u64),
+        abandoned: t.get("abandoned_requests").and_then(Value::as_u64).unwrap_or(0),
     };
     let backend = t.get("backend").and_then(Value::as_str).map(str::to_string);
     let target_rps = t.get("target_rps").and_then(Value::as_u64);

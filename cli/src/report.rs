@@ -116,6 +116,13 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
         )?;
     }
     write_setup(s, r.keepalive, out)?;
+    if s.abandoned > 0 {
+        writeln!(
+            out,
+            "  abandoned: {} requests unanswered after the stop's grace (not in the latencies)",
+            s.abandoned
+        )?;
+    }
     if s.drops > 0 {
         writeln!(
             out,

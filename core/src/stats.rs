@@ -137,6 +137,9 @@ pub struct Stats {
     pub lost: u64,
     /// Time connections spent down, from the failure to ready again, in microseconds.
     pub downtime_micros: u64,
+    /// Requests still unanswered when the test's stop and its grace had passed: abandoned, so
+    /// not in the latencies (which would otherwise hide the slowest requests).
+    pub abandoned: u64,
 }
 
 /// How long connections took to become usable, by phase, in microseconds: one value per
@@ -250,6 +253,7 @@ impl Stats {
             drops: 0,
             lost: 0,
             downtime_micros: 0,
+            abandoned: 0,
         })
     }
 
@@ -359,6 +363,7 @@ impl Stats {
         self.drops += other.drops;
         self.lost += other.lost;
         self.downtime_micros += other.downtime_micros;
+        self.abandoned += other.abandoned;
         self.start = self.start.min(other.start);
         self.end = self.end.max(other.end);
         self.latency.add(&other.latency).map_err(|e| format!("histograms differ: {e:?}"))?;

@@ -384,6 +384,7 @@ impl Link {
                 Event::Finished => return self.ended(tally),
                 Event::Abandoned { in_flight } => {
                     tally.abandoned += in_flight as u64;
+                    tally.stats.abandoned += in_flight as u64;
                     return self.ended(tally);
                 }
                 Event::Failed(e) => {

@@ -310,7 +310,9 @@ fn server_stopped_then_sigint(tool: Tool) {
 fn server_stopped_at_the_end_of_a_timed_run(tool: Tool) {
     for open_loop in [false, true] {
         let server = RedisServer::start();
-        let mut args = vec!["-t", "get", "-c", "4", "-P", "2", "--duration", "2s", "-q"];
+        let json = json_path("abandoned");
+        let mut args = vec!["-t", "get", "-c", "4", "-P", "2", "--duration", "2s", "-q", "--json"];
+        args.push(json.to_str().unwrap());
         if open_loop {
             args.extend(["--rps", "2000"]);
         }
@@ -329,6 +331,9 @@ fn server_stopped_at_the_end_of_a_timed_run(tool: Tool) {
             out.dump()
         );
         assert!(out.stdout.contains("GET"), "{}", out.dump());
+        // The JSON says so too: the slowest requests are not silently missing from it.
+        let doc = read_json(&json, &out);
+        assert_eq!(doc["tests"][0]["abandoned_requests"], 8, "{doc}");
     }
 }
 
