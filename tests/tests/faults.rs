@@ -332,6 +332,7 @@ fn server_stopped_at_the_end_of_a_timed_run(tool: Tool) {
         );
         assert!(out.stdout.contains("GET"), "{}", out.dump());
         // The JSON says so too: the slowest requests are not silently missing from it.
+        respbench_tests::check_json_independently(&json);
         let doc = read_json(&json, &out);
         assert_eq!(doc["tests"][0]["abandoned_requests"], 8, "{doc}");
     }
