@@ -274,12 +274,12 @@ impl<'a> Session<'a> {
                     eprintln!("{title}{on}:   {n} × {e}");
                 }
             }
-            if outcome.abandoned > 0 {
+            if outcome.stats.abandoned > 0 {
                 let on = if self.comparing { format!(" ({})", backend.name()) } else { String::new() };
                 eprintln!(
                     "{}{on}: {} requests were still unanswered {}s after the stop and were abandoned",
                     case.spec.title,
-                    outcome.abandoned,
+                    outcome.stats.abandoned,
                     DRAIN_GRACE.as_secs()
                 );
             }

@@ -126,9 +126,6 @@ pub struct Outcome {
     pub stats: Stats,
     /// Connection failures, each with how many connections failed that way, first seen first.
     pub failures: Vec<(ConnError, u64)>,
-    /// Requests abandoned unanswered when the test's stop and its grace had passed
-    /// ([`crate::Event::Abandoned`]).
-    pub abandoned: u64,
     /// `--reconnect`: why connections went down and came back, each with how often
     /// ([`crate::Event::Down`]), first seen first.
     pub drops: Vec<(ConnError, u64)>,
@@ -169,7 +166,6 @@ impl Outcome {
                     for (e, n) in r.failures {
                         Outcome::add_failure(&mut m.failures, e, n);
                     }
-                    m.abandoned += r.abandoned;
                     for (e, n) in r.drops {
                         Outcome::add_failure(&mut m.drops, e, n);
                     }

@@ -89,7 +89,6 @@ pub struct Tally {
     pub stats: Stats,
     failures: Vec<(ConnError, u64)>,
     drops: Vec<(ConnError, u64)>,
-    abandoned: u64,
     published: Published,
 }
 
@@ -104,7 +103,6 @@ impl Tally {
             stats: run.plan.new_stats(start, run.sigfig).map_err(RunError::Setup)?,
             failures: Vec::new(),
             drops: Vec::new(),
-            abandoned: 0,
             published: Published::default(),
         })
     }
@@ -133,7 +131,7 @@ impl Tally {
     /// Publishes a last time and gives the loop's outcome.
     pub fn finish(mut self) -> Outcome {
         self.publish();
-        Outcome { stats: self.stats, failures: self.failures, abandoned: self.abandoned, drops: self.drops }
+        Outcome { stats: self.stats, failures: self.failures, drops: self.drops }
     }
 }
 
@@ -383,7 +381,6 @@ impl Link {
                 }
                 Event::Finished => return self.ended(tally),
                 Event::Abandoned { in_flight } => {
-                    tally.abandoned += in_flight as u64;
                     tally.stats.abandoned += in_flight as u64;
                     return self.ended(tally);
                 }
