@@ -193,16 +193,11 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
     Ok(t)
 }
 
-/// The phases of connection set-up, in the JSON's names (`tls` only when used).
-fn setup_phases(s: &Setup) -> [(&'static str, &Histogram<u64>); 4] {
-    [("connect", &s.connect), ("tls", &s.tls), ("handshake", &s.commands), ("total", &s.total)]
-}
-
 /// The `connection_setup` object: how many connections were set up, and each phase's
-/// distribution.
+/// distribution (`tls` only when used).
 fn setup(s: &Setup) -> Result<Value, String> {
     let mut phases = Map::new();
-    for (name, h) in setup_phases(s) {
+    for (name, h) in s.phases() {
         if name == "tls" && h.is_empty() {
             continue;
         }
@@ -224,12 +219,7 @@ fn read_setup(t: &Value, name: &str, sigfig: u8) -> Result<Setup, String> {
             .ok_or_else(|| format!("test '{name}': connection_setup.{phase} without a histogram"))?;
         decode_histogram(data).map(Some).map_err(|e| format!("test '{name}': connection_setup.{phase}: {e}"))
     };
-    for (phase, slot) in [
-        ("connect", &mut s.connect),
-        ("tls", &mut s.tls),
-        ("handshake", &mut s.commands),
-        ("total", &mut s.total),
-    ] {
+    for (phase, slot) in s.phases_mut() {
         if let Some(h) = read(phase)? {
             *slot = h;
         }

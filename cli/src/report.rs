@@ -151,13 +151,7 @@ pub fn write_setup(s: &Stats, keepalive: bool, out: &mut impl Write) -> io::Resu
     };
     writeln!(out, "  connection setup (msec), {n} connection{}{rate}:", if n == 1 { "" } else { "s" })?;
     writeln!(out, "    {:>9} {:>9} {:>9} {:>9}", "phase", "p50", "p99", "max")?;
-    let phases = [
-        ("connect", &setup.connect),
-        ("tls", &setup.tls),
-        ("handshake", &setup.commands),
-        ("total", &setup.total),
-    ];
-    for (name, h) in phases {
+    for (name, h) in setup.phases() {
         if h.is_empty() {
             continue;
         }

@@ -181,6 +181,26 @@ impl Setup {
         let _ = self.total.record(micros(total));
     }
 
+    /// The phases by the names reports use: `connect`, `tls`, `handshake` (the commands), `total`.
+    pub fn phases(&self) -> [(&'static str, &Histogram<u64>); 4] {
+        [
+            ("connect", &self.connect),
+            ("tls", &self.tls),
+            ("handshake", &self.commands),
+            ("total", &self.total),
+        ]
+    }
+
+    /// [`Setup::phases`], to fill them.
+    pub fn phases_mut(&mut self) -> [(&'static str, &mut Histogram<u64>); 4] {
+        [
+            ("connect", &mut self.connect),
+            ("tls", &mut self.tls),
+            ("handshake", &mut self.commands),
+            ("total", &mut self.total),
+        ]
+    }
+
     /// How many connections were set up.
     pub fn count(&self) -> u64 {
         self.total.len()
