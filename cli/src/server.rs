@@ -3,13 +3,15 @@
 //! redis-benchmark does. Idle mode reads the server's INFO over the same kind of connection.
 
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
+use respbench_core::conn::os_words;
 use respbench_core::resp::{encode_command, Value};
 use respbench_core::{Endpoint, Handshake};
 use respbench_core::{IoFailure, IoOp};
+use respbench_driver::Target;
 
 use crate::opts::Config;
 
@@ -51,19 +53,16 @@ impl Conn {
         let endpoint = &cfg.endpoint;
         let timeout = cfg.timeout.unwrap_or(STARTUP_TIMEOUT);
         let fail = |e: io::Error| StartupError(IoFailure::new(IoOp::Connect, endpoint, &e).to_string());
-        let s: Box<dyn Stream> = match endpoint {
-            Endpoint::Tcp { host, port } => {
-                let addr =
-                    (host.as_str(), *port).to_socket_addrs().map_err(fail)?.next().ok_or_else(|| {
-                        StartupError(format!("Could not connect to Redis at {endpoint}: no address"))
-                    })?;
+        let target = respbench_driver::resolve(endpoint).map_err(|e| StartupError(e.to_string()))?;
+        let s: Box<dyn Stream> = match target {
+            Target::Tcp(addr) => {
                 let s = TcpStream::connect_timeout(&addr, timeout).map_err(fail)?;
                 s.set_read_timeout(Some(timeout)).map_err(fail)?;
                 s.set_write_timeout(Some(timeout)).map_err(fail)?;
                 let _ = s.set_nodelay(true);
                 secure(s, cfg.tls.as_ref(), endpoint, timeout)?
             }
-            Endpoint::Unix(p) => {
+            Target::Unix(p) => {
                 let s = UnixStream::connect(p).map_err(fail)?;
                 s.set_read_timeout(Some(timeout)).map_err(fail)?;
                 s.set_write_timeout(Some(timeout)).map_err(fail)?;
@@ -163,10 +162,10 @@ impl Conn {
             io::ErrorKind::ConnectionReset if !self.tls && !self.heard => {
                 format!(
                     "{endpoint}: {doing} the server: {} (if it speaks TLS on this port, add --tls)",
-                    io_reason(e)
+                    os_words(e)
                 )
             }
-            _ => format!("{endpoint}: {doing} the server: {}", io_reason(e)),
+            _ => format!("{endpoint}: {doing} the server: {}", os_words(e)),
         })
     }
 }
@@ -206,12 +205,6 @@ fn secure<S: Read + Write + 'static>(
         let _ = (sock, endpoint, timeout);
         match *tls {}
     }
-}
-
-/// The OS' words without the `(os error N)` suffix.
-fn io_reason(e: &io::Error) -> String {
-    let s = e.to_string();
-    s.split(" (os error").next().unwrap_or(&s).to_string()
 }
 
 /// A TLS failure (rustls' error inside `e`) in one line, with what to do about the usual ones.

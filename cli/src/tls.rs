@@ -26,6 +26,7 @@ use rustls::{
 };
 
 use crate::opts::TlsOptions;
+use respbench_core::conn::os_words;
 
 /// Makes the TLS settings of a run to `endpoint`. Every error names the option (and the file)
 /// at fault.
@@ -194,7 +195,7 @@ fn certs_in(file: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
 /// Every certificate in the PEM files of a directory, following symbolic links; files that are
 /// not PEM, or hold no certificate, are passed over (a hashed directory holds CRLs too).
 fn certs_in_dir(dir: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| io_reason(&e))?;
+    let entries = std::fs::read_dir(dir).map_err(|e| os_words(&e))?;
     let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     files.sort();
     // `is_file` follows links.
@@ -205,16 +206,10 @@ fn certs_in_dir(dir: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
 fn pem_error(e: rustls::pki_types::pem::Error, none: &str) -> String {
     use rustls::pki_types::pem::Error as Pem;
     match e {
-        Pem::Io(e) => io_reason(&e),
+        Pem::Io(e) => os_words(&e),
         Pem::NoItemsFound if !none.is_empty() => none.to_string(),
         e => format!("not a valid PEM file: {e}"),
     }
-}
-
-/// The OS' words without the `(os error N)` suffix.
-fn io_reason(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    s.split(" (os error").next().unwrap_or(&s).to_string()
 }
 
 /// Verifies the server's certificate as redis-benchmark does: a chain to a trusted root, in

@@ -154,7 +154,14 @@ impl fmt::Display for IoFailure {
     }
 }
 
-/// The OS' words without the `(os error N)` suffix, and what to do when file descriptors ran out.
+/// The OS' words without the `(os error N)` suffix: "Network is unreachable (os error 101)" ->
+/// "Network is unreachable".
+pub fn os_words(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    s.split(" (os error").next().unwrap_or(&s).to_string()
+}
+
+/// [`os_words`], and what to do when file descriptors ran out.
 fn io_reason(e: &std::io::Error) -> String {
     // EMFILE is 24 and ENFILE 23 on Linux, macOS and the BSDs.
     let hint = match e.raw_os_error() {
@@ -162,9 +169,7 @@ fn io_reason(e: &std::io::Error) -> String {
         Some(23) => " (the system's open-file table is full)",
         _ => "",
     };
-    // "Network is unreachable (os error 101)" -> "Network is unreachable"
-    let s = e.to_string();
-    format!("{}{hint}", s.split(" (os error").next().unwrap_or(&s))
+    format!("{}{hint}", os_words(e))
 }
 
 /// What a connection asks of its backend.
