@@ -325,7 +325,6 @@ impl Link {
     /// (the next byte raises a new edge or readiness), or, after a `hangup` (the peer's FIN or a
     /// socket error came with the event), to the end of the stream, since no edge follows it.
     pub fn read(&mut self, sock: &mut impl Read, buf: &mut [u8], hangup: bool, tally: &mut Tally) {
-        let op = if self.up { IoOp::Read } else { IoOp::Tls };
         loop {
             let result = self.layer.read(sock, buf);
             if !self.up && !self.layer.is_handshaking() && !self.conn.is_closed() {
@@ -353,6 +352,8 @@ impl Link {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
+                    // The TLS handshake's, while the byte stream is not up yet.
+                    let op = if self.up { IoOp::Read } else { IoOp::Tls };
                     self.conn.handle_io_error(IoFailure::new(op, &tally.run.endpoint, &e));
                     return;
                 }
