@@ -120,6 +120,7 @@ fn handshake(cfg: &Config) -> Handshake {
 
 fn run(cfg: &Config) -> Result<ExitCode, String> {
     limits::ensure_fds(cfg.clients, cfg.threads.clamp(1, cfg.clients))?;
+    check_uring(cfg)?;
     if cfg.idle {
         return idle(cfg);
     }
@@ -704,8 +705,60 @@ fn run_backend(
     match backend {
         Backend::Mio => respbench_mio::run_test(run, tls, epoch),
         Backend::Smol => respbench_smol::run_test(run, tls, epoch),
+        #[cfg(all(feature = "uring", target_os = "linux"))]
+        Backend::Uring => match URING.get() {
+            Some(uring) => respbench_uring::run_test(run, tls, uring, epoch),
+            None => return Err("io_uring was not checked before the run".into()),
+        },
+        #[cfg(not(all(feature = "uring", target_os = "linux")))]
+        Backend::Uring => return Err(no_uring()),
     }
     .map_err(|e| e.to_string())
+}
+
+/// The io_uring backend as this kernel offers it, found once before the first test.
+#[cfg(all(feature = "uring", target_os = "linux"))]
+static URING: std::sync::OnceLock<respbench_uring::Uring> = std::sync::OnceLock::new();
+
+/// With `--backend uring`: whether io_uring works here, checked before the run, so that a kernel
+/// or a container that refuses it ends the run with a message and status 1.
+fn check_uring(cfg: &Config) -> Result<(), String> {
+    if !cfg.backends.contains(&Backend::Uring) {
+        return Ok(());
+    }
+    #[cfg(all(feature = "uring", target_os = "linux"))]
+    {
+        let opts = respbench_uring::Options {
+            sqpoll: cfg.uring_sqpoll,
+            // The fallback of kernels without multishot receive, testable on one that has it.
+            single_shot: std::env::var_os("RESPBENCH_URING_SINGLE_SHOT").is_some_and(|v| v == "1"),
+        };
+        let uring = respbench_uring::check(&opts).map_err(|e| e.to_string())?;
+        let _ = URING.set(uring);
+        Ok(())
+    }
+    #[cfg(not(all(feature = "uring", target_os = "linux")))]
+    Err(no_uring())
+}
+
+#[cfg(not(all(feature = "uring", target_os = "linux")))]
+fn no_uring() -> String {
+    let why = if cfg!(target_os = "linux") {
+        "this respbench was built without the `uring` feature"
+    } else {
+        "io_uring is Linux's, and this is not Linux"
+    };
+    format!("io_uring is not available here: {why}; use --backend mio")
+}
+
+/// The verbose report's line about how the backend works, where it has one to say.
+fn backend_note(entry: &json::Entry) -> Option<String> {
+    #[cfg(all(feature = "uring", target_os = "linux"))]
+    if entry.backend.as_deref() == Some("uring") {
+        return URING.get().map(|u| u.describe());
+    }
+    let _ = entry;
+    None
 }
 
 fn print_test(
@@ -727,6 +780,7 @@ fn print_test(
         threads: cfg.threads,
         server_save: info.save.as_deref(),
         server_appendonly: info.appendonly.as_deref(),
+        backend_note: backend_note(entry),
     };
     match cfg.output {
         Output::Verbose => {

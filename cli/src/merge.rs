@@ -72,6 +72,7 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
                 threads: 0,
                 server_save: None,
                 server_appendonly: None,
+                backend_note: None,
             };
             report::write_quiet(&r, &mut out).map_err(|e| e.to_string())?;
         }

@@ -103,10 +103,15 @@ pub struct Opts {
     /// show the first error message of each kind the server replied with
     #[argh(switch, short = 'e')]
     pub show_errors: bool,
-    /// event loop backend: mio (default, one mio event loop per thread) or smol (one async task
-    /// per connection); a list (mio,smol) runs every test on each and prints them side by side
+    /// event loop backend: mio (default, one mio event loop per thread), smol (one async task
+    /// per connection) or uring (one io_uring per thread, Linux); a list (mio,smol,uring) runs
+    /// every test on each and prints them side by side
     #[argh(option, default = "String::from(\"mio\")")]
     pub backend: String,
+    /// with --backend uring: a kernel thread polls each ring's submissions, so the loops make
+    /// almost no system calls (its CPU counts in the client's)
+    #[argh(switch)]
+    pub uring_sqpoll: bool,
     /// per-request timeout: a request (or connection handshake) with no reply after this long
     /// fails its connection and the run exits 1; '5s', '500ms' or plain seconds ('1.5'), up to
     /// 1 hour (default: wait forever)
@@ -196,6 +201,7 @@ pub enum Output {
 pub enum Backend {
     Mio,
     Smol,
+    Uring,
 }
 
 impl Backend {
@@ -204,6 +210,7 @@ impl Backend {
         match self {
             Backend::Mio => "mio",
             Backend::Smol => "smol",
+            Backend::Uring => "uring",
         }
     }
 }
@@ -244,6 +251,8 @@ pub struct Config {
     pub command: Vec<String>,
     /// The backends to run each test on, in order (one, unless comparing).
     pub backends: Vec<Backend>,
+    /// `--uring-sqpoll`: the io_uring backend's rings have a submission-polling kernel thread.
+    pub uring_sqpoll: bool,
     /// `--json`: where to write the JSON document; `-` is stdout.
     pub json: Option<String>,
     /// `--timeout`: how long a request may wait for its reply; `None` is forever.
@@ -556,12 +565,16 @@ impl Opts {
             let b = match name.trim() {
                 "mio" => Backend::Mio,
                 "smol" => Backend::Smol,
-                other => return Err(bad("--backend", other, "the backends are mio and smol")),
+                "uring" => Backend::Uring,
+                other => return Err(bad("--backend", other, "the backends are mio, smol and uring")),
             };
             if backends.contains(&b) {
                 return Err(bad("--backend", &self.backend, "a backend is listed twice"));
             }
             backends.push(b);
+        }
+        if self.uring_sqpoll && !backends.contains(&Backend::Uring) {
+            return Err("--uring-sqpoll needs --backend uring".to_string());
         }
         if self.clients < 1 || self.clients > 1_000_000 {
             return Err(bad("-c", self.clients, "the number of clients must be 1 to 1000000"));
@@ -654,6 +667,7 @@ impl Opts {
             show_errors: self.show_errors,
             command: self.command,
             backends,
+            uring_sqpoll: self.uring_sqpoll,
             json: self.json,
             open,
             timeout,
@@ -755,6 +769,12 @@ mod tests {
         assert_eq!(parse(&["--backend", "mio,smol"]).unwrap().backends, [Backend::Mio, Backend::Smol]);
         assert!(parse(&["--backend", "mio,mio"]).unwrap_err().contains("twice"));
         assert!(parse(&["--backend", "mio,"]).unwrap_err().contains("--backend"));
+        assert_eq!(
+            parse(&["--backend", "mio,smol,uring"]).unwrap().backends,
+            [Backend::Mio, Backend::Smol, Backend::Uring]
+        );
+        assert!(parse(&["--uring-sqpoll", "--backend", "uring"]).unwrap().uring_sqpoll);
+        assert!(parse(&["--uring-sqpoll"]).unwrap_err().contains("needs --backend uring"));
     }
 
     #[test]

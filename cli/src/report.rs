@@ -42,6 +42,9 @@ pub struct TestReport<'a> {
     pub server_save: Option<&'a str>,
     /// The server's `CONFIG GET appendonly`, shown when `server_save` is known.
     pub server_appendonly: Option<&'a str>,
+    /// How the backend worked, when it has something to say (io_uring's receives and SQPOLL),
+    /// after the client cpu line.
+    pub backend_note: Option<String>,
 }
 
 /// The verbose report's lines about what respbench adds to redis-benchmark's load: `value
@@ -114,6 +117,9 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
             if c.threads == 1 { "" } else { "s" },
             if c.saturated() { ", SATURATED: these figures measure the client" } else { "" }
         )?;
+    }
+    if let Some(note) = &r.backend_note {
+        writeln!(out, "  {note}")?;
     }
     write_setup(s, r.keepalive, out)?;
     if s.abandoned > 0 {
@@ -535,6 +541,7 @@ mod tests {
             threads: 0,
             server_save: Some(""),
             server_appendonly: Some("no"),
+            backend_note: None,
         }
     }
 

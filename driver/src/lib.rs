@@ -315,6 +315,12 @@ impl Link {
         self.conn.handle_io_error(IoFailure::new(IoOp::Connect, &tally.run.endpoint, e));
     }
 
+    /// A send that the socket had taken failed later: a completion-based backend accepts bytes
+    /// into its own buffer and learns the outcome of the send when it completes.
+    pub fn write_failed(&mut self, e: &io::Error, tally: &Tally) {
+        self.conn.handle_io_error(IoFailure::new(IoOp::Write, &tally.run.endpoint, e));
+    }
+
     /// The socket is gone (closed for a reconnect).
     pub fn disconnected(&mut self) {
         self.up = false;

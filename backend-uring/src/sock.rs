@@ -1,0 +1,132 @@
+//! Sockets the ring connects: created with one system call, their address built once per loop
+//! (the kernel copies it when the connect is submitted).
+
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+
+use respbench_driver::Target;
+
+/// A socket address in the kernel's layout, for `IORING_OP_CONNECT`.
+pub struct Addr {
+    storage: libc::sockaddr_storage,
+    len: libc::socklen_t,
+    domain: libc::c_int,
+}
+
+impl Addr {
+    /// The address of `target`; a Unix path that does not fit `sun_path` is the error `connect`
+    /// would give.
+    pub fn of(target: &Target) -> io::Result<Addr> {
+        // SAFETY: sockaddr_storage is plain old data; all zeroes is a valid (empty) address.
+        let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
+        let (len, domain) = match target {
+            Target::Tcp(SocketAddr::V4(a)) => {
+                // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
+                let sin = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_in) };
+                sin.sin_family = libc::AF_INET as libc::sa_family_t;
+                sin.sin_port = a.port().to_be();
+                sin.sin_addr = libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) };
+                (size_of::<libc::sockaddr_in>(), libc::AF_INET)
+            }
+            Target::Tcp(SocketAddr::V6(a)) => {
+                // SAFETY: as above, for sockaddr_in6.
+                let sin6 = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_in6) };
+                sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+                sin6.sin6_port = a.port().to_be();
+                sin6.sin6_flowinfo = a.flowinfo();
+                sin6.sin6_addr = libc::in6_addr { s6_addr: a.ip().octets() };
+                sin6.sin6_scope_id = a.scope_id();
+                (size_of::<libc::sockaddr_in6>(), libc::AF_INET6)
+            }
+            Target::Unix(path) => {
+                // SAFETY: as above, for sockaddr_un.
+                let sun = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_un) };
+                sun.sun_family = libc::AF_UNIX as libc::sa_family_t;
+                let bytes = path.as_os_str().as_bytes();
+                // One byte for the terminating NUL.
+                if bytes.len() >= sun.sun_path.len() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("the socket path is longer than {} bytes", sun.sun_path.len() - 1),
+                    ));
+                }
+                for (d, s) in sun.sun_path.iter_mut().zip(bytes) {
+                    *d = *s as libc::c_char;
+                }
+                let path_offset = size_of::<libc::sa_family_t>();
+                (path_offset + bytes.len() + 1, libc::AF_UNIX)
+            }
+        };
+        Ok(Addr { storage, len: len as libc::socklen_t, domain })
+    }
+
+    pub fn ptr(&self) -> *const libc::sockaddr {
+        &self.storage as *const _ as *const libc::sockaddr
+    }
+
+    pub fn len(&self) -> libc::socklen_t {
+        self.len
+    }
+
+    /// A new stream socket of the address' family (blocking: the ring waits for it, not us),
+    /// with `TCP_NODELAY` for TCP.
+    pub fn socket(&self) -> io::Result<OwnedFd> {
+        // SAFETY: plain system call; the descriptor it returns is owned from here on.
+        let fd = unsafe { libc::socket(self.domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        if self.domain != libc::AF_UNIX {
+            let one: libc::c_int = 1;
+            // SAFETY: a valid socket and a c_int option value of the size given.
+            let r = unsafe {
+                libc::setsockopt(
+                    fd.as_raw_fd(),
+                    libc::IPPROTO_TCP,
+                    libc::TCP_NODELAY,
+                    &one as *const _ as *const libc::c_void,
+                    size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            if r != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(fd)
+    }
+}
+
+/// Shuts both directions of `fd` down, so that the receive and send still in the ring end
+/// (they hold the socket open even once its descriptor is closed), and closes it.
+pub fn close(fd: OwnedFd) {
+    // SAFETY: a valid socket; an error (not connected yet) changes nothing.
+    unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR) };
+    drop(fd);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_in_the_kernel_layout() {
+        let a = Addr::of(&Target::Tcp("127.0.0.1:6379".parse().unwrap())).unwrap();
+        assert_eq!(a.len() as usize, size_of::<libc::sockaddr_in>());
+        // SAFETY: built as a sockaddr_in above.
+        let sin = unsafe { &*(a.ptr() as *const libc::sockaddr_in) };
+        assert_eq!(u16::from_be(sin.sin_port), 6379);
+        assert_eq!(sin.sin_addr.s_addr.to_ne_bytes(), [127, 0, 0, 1]);
+        let a = Addr::of(&Target::Tcp("[::1]:7000".parse().unwrap())).unwrap();
+        assert_eq!(a.len() as usize, size_of::<libc::sockaddr_in6>());
+        let a = Addr::of(&Target::Unix("/tmp/r.sock".into())).unwrap();
+        assert_eq!(a.len() as usize, 2 + "/tmp/r.sock".len() + 1);
+        let long = "/".repeat(200);
+        let e = Addr::of(&Target::Unix(long.into())).err().expect("too long");
+        assert!(e.to_string().contains("longer than 107 bytes"), "{e}");
+    }
+}
