@@ -62,7 +62,13 @@ impl std::error::Error for Unavailable {}
 /// Whether io_uring works here with what the backend needs (a ring, timed waits, a provided-buffer
 /// ring), and whether its receives can be multishot. Run once before the first test.
 pub fn check(opts: &Options) -> Result<Uring, Unavailable> {
-    setup::check(opts)
+    // On a thread of its own: the ring's teardown may queue task work on the thread that made
+    // it, which interrupts that thread's next blocking system call (a socket read with a timeout
+    // then fails with EINTR: the command line's startup connection).
+    let opts = *opts;
+    std::thread::spawn(move || setup::check(&opts))
+        .join()
+        .unwrap_or_else(|_| Err(Unavailable("the check of the kernel's io_uring panicked".into())))
 }
 
 impl Uring {

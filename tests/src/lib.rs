@@ -23,16 +23,19 @@ const REDIS_CLI_MISSING: &str =
 
 pub mod fake;
 
-/// Instantiates each check, written once as `fn(Tool)`, for respbench on both backends:
+/// Instantiates each check, written once as `fn(Tool)`, for respbench on every backend (mio, smol, uring):
 /// `mio::NAME` and `smol::NAME`.
 #[macro_export]
-macro_rules! on_both_backends {
+macro_rules! on_every_backend {
     ($($name:ident),* $(,)?) => {
         mod mio {
             $(#[test] fn $name() { super::$name($crate::respbench_on("mio")); })*
         }
         mod smol {
             $(#[test] fn $name() { super::$name($crate::respbench_on("smol")); })*
+        }
+        mod uring {
+            $(#[test] fn $name() { super::$name($crate::respbench_on("uring")); })*
         }
     };
 }
@@ -501,6 +504,10 @@ pub struct Tool {
     pub path: PathBuf,
     /// Arguments put before every command line (respbench's `--backend NAME`).
     pub pre_args: Vec<String>,
+    /// Environment variables set for the run.
+    pub env: Vec<(String, String)>,
+    /// Runs in the child between fork and exec (to restrict it, e.g. with a seccomp filter).
+    pub pre_exec: Option<fn() -> std::io::Result<()>>,
 }
 
 /// The respbench binary: `$RESPBENCH_BIN`, else `respbench` next to the test's `deps/` directory.
@@ -516,10 +523,10 @@ pub fn respbench() -> Tool {
         }
     };
     assert!(path.is_file(), "{} does not exist: build it first: cargo build -p respbench", path.display());
-    Tool { kind: ToolKind::Respbench, path, pre_args: Vec::new() }
+    Tool { kind: ToolKind::Respbench, path, pre_args: Vec::new(), env: Vec::new(), pre_exec: None }
 }
 
-/// respbench on a given backend (`mio` or `smol`): every command line gets `--backend NAME` first.
+/// respbench on a given backend (`mio`, `smol` or `uring`): every command line gets `--backend NAME` first.
 pub fn respbench_on(backend: &str) -> Tool {
     Tool { pre_args: vec!["--backend".to_string(), backend.to_string()], ..respbench() }
 }
@@ -531,7 +538,7 @@ pub fn redis_benchmark() -> Tool {
         path.is_file(),
         "redis-benchmark not found: install Debian's redis-tools package (apt-get install redis-server redis-tools)"
     );
-    Tool { kind: ToolKind::RedisBenchmark, path, pre_args: Vec::new() }
+    Tool { kind: ToolKind::RedisBenchmark, path, pre_args: Vec::new(), env: Vec::new(), pre_exec: None }
 }
 
 /// What a finished (or killed) tool run produced.
@@ -660,9 +667,13 @@ impl Tool {
 
     /// Starts the tool with piped stdout/stderr and stdin from /dev/null.
     pub fn spawn<S: AsRef<OsStr>>(&self, args: &[S]) -> Running {
-        let mut child = Command::new(&self.path)
-            .args(&self.pre_args)
-            .args(args)
+        let mut cmd = Command::new(&self.path);
+        cmd.args(&self.pre_args).args(args).envs(self.env.iter().map(|(k, v)| (k, v)));
+        if let Some(f) = self.pre_exec {
+            // SAFETY: the hooks given here make system calls only (no allocation, no locks).
+            unsafe { std::os::unix::process::CommandExt::pre_exec(&mut cmd, f) };
+        }
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -1,4 +1,4 @@
-//! The cost of connecting, against a real redis-server on both backends: the connection set-up
+//! The cost of connecting, against a real redis-server on every backend: the connection set-up
 //! figures (verbose block, JSON `connection_setup`) checked against the server's own count of
 //! connections (`INFO stats` `total_connections_received`) and its command counts.
 
@@ -9,7 +9,7 @@ use respbench_tests::{check_json_independently, json_path, parse_verbose, Output
 
 const T: Duration = Duration::from_secs(60);
 
-respbench_tests::on_both_backends!(
+respbench_tests::on_every_backend!(
     setup_is_timed_per_connection,
     no_keepalive_counts_every_reconnect,
     connect_test,

@@ -25,6 +25,9 @@ macro_rules! e2e_tests {
         mod respbench_smol {
             $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("smol")); })*
         }
+        mod respbench_uring {
+            $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("uring")); })*
+        }
         mod redis_benchmark {
             $(#[test] fn $name() { super::$name(respbench_tests::redis_benchmark()); })*
         }
@@ -456,7 +459,7 @@ fn invalid_option(tool: Tool) {
     }
 }
 
-/// respbench-only features, on both backends (redis-benchmark has no counterpart to check against).
+/// respbench-only features, on every backend (redis-benchmark has no counterpart to check against).
 mod respbench_only {
     #[test]
     fn unwritable_json_path_fails_before_the_run() {
@@ -481,6 +484,10 @@ mod respbench_only {
     #[test]
     fn json_output_and_merge_smol() {
         super::json_output_and_merge(respbench_tests::respbench_on("smol"));
+    }
+    #[test]
+    fn json_output_and_merge_uring() {
+        super::json_output_and_merge(respbench_tests::respbench_on("uring"));
     }
 }
 

@@ -1,7 +1,7 @@
 //! Faults and bad input (issue #6): nothing hangs, nothing is lost, every error is clear.
 //!
-//! Each check is written once as `fn(Tool)` and instantiated for both backends by `fault_tests!`
-//! (`mio::NAME`, `smol::NAME`). A real `redis-server` produces every fault it can (SIGKILL,
+//! Each check is written once as `fn(Tool)` and instantiated for every backend by `fault_tests!`
+//! (`mio::NAME`, `smol::NAME`, `uring::NAME`). A real `redis-server` produces every fault it can (SIGKILL,
 //! SIGSTOP, WRONGTYPE, OOM, maxclients, NOAUTH); the fake server in `respbench_tests::fake`
 //! produces the rest (garbage, truncation, unsolicited replies, absurd lengths, nesting bombs,
 //! LOADING, MOVED). Every run has a hard timeout, so a hang fails the test instead of CI.
@@ -23,6 +23,9 @@ macro_rules! fault_tests {
         }
         mod smol {
             $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("smol")); })*
+        }
+        mod uring {
+            $(#[test] fn $name() { super::$name(respbench_tests::respbench_on("uring")); })*
         }
     };
 }
@@ -587,6 +590,8 @@ fn run_in_shell(tool: &Tool, prelude: &str, args: &[String]) -> Output {
             .into_iter()
             .chain(tool.pre_args.iter().cloned())
             .collect(),
+        env: tool.env.clone(),
+        pre_exec: tool.pre_exec,
     };
     sh.run_lenient(args, T)
 }

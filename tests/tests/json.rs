@@ -1,5 +1,5 @@
 //! The `--json` document checked by independent implementations (JSON Schema, Python's
-//! HdrHistogram), the client-CPU figures, an interrupted run's document, and `--backend mio,smol`.
+//! HdrHistogram), the client-CPU figures, an interrupted run's document, and `--backend mio,smol,uring`.
 
 use std::path::PathBuf;
 use std::thread;
@@ -91,6 +91,11 @@ fn schema_and_independent_decode_smol() {
 }
 
 #[test]
+fn schema_and_independent_decode_uring() {
+    schema_and_independent_decode(respbench_on("uring"), "uring");
+}
+
+#[test]
 fn interrupted_run_writes_a_valid_document_mio() {
     interrupted_run_writes_a_valid_document(respbench_on("mio"), "mio");
 }
@@ -100,7 +105,12 @@ fn interrupted_run_writes_a_valid_document_smol() {
     interrupted_run_writes_a_valid_document(respbench_on("smol"), "smol");
 }
 
-/// `--backend mio,smol` runs every test on each backend in turn and prints one row per test with
+#[test]
+fn interrupted_run_writes_a_valid_document_uring() {
+    interrupted_run_writes_a_valid_document(respbench_on("uring"), "uring");
+}
+
+/// `--backend mio,smol,uring` runs every test on each backend in turn and prints one row per test with
 /// a column group per backend; CSV gets one row per backend; JSON one entry per backend.
 #[test]
 fn backends_side_by_side() {
@@ -117,7 +127,7 @@ fn backends_side_by_side() {
             "-n",
             "2000",
             "--backend",
-            "mio,smol",
+            "mio,smol,uring",
             "-q",
             "--json",
             path.to_str().unwrap(),
@@ -126,25 +136,29 @@ fn backends_side_by_side() {
     );
     assert!(out.status.success(), "{}", out.dump());
     let lines: Vec<&str> = out.stdout.lines().collect();
-    assert!(lines[0].contains(" mio ") && lines[0].contains(" smol "), "{}", out.dump());
-    assert!(lines[1].starts_with("test") && lines[1].matches("cpu us/req").count() == 2, "{}", out.dump());
+    assert!(
+        lines[0].contains(" mio ") && lines[0].contains(" smol ") && lines[0].contains(" uring "),
+        "{}",
+        out.dump()
+    );
+    assert!(lines[1].starts_with("test") && lines[1].matches("cpu us/req").count() == 3, "{}", out.dump());
     for (row, name) in lines[2..4].iter().zip(["SET", "GET"]) {
         let cells: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(cells[0], name, "{}", out.dump());
         // name, then per backend: rps, p50, p99, cpu us/req, core%.
-        assert_eq!(cells.len(), 11, "{row}");
-        for backend in 0..2 {
+        assert_eq!(cells.len(), 16, "{row}");
+        for backend in 0..3 {
             let rps: f64 = cells[1 + backend * 5].parse().unwrap();
             let cpu: f64 = cells[4 + backend * 5].parse().unwrap();
             assert!(rps > 0.0 && cpu > 0.0, "{row}");
         }
     }
     // Each backend sent exactly its -n of each command.
-    assert_eq!(server.command_calls("set"), 4000);
-    assert_eq!(server.command_calls("get"), 4000);
+    assert_eq!(server.command_calls("set"), 6000);
+    assert_eq!(server.command_calls("get"), 6000);
     check_json_independently(&path);
     let doc = read(&path);
-    assert_eq!(doc["config"]["backend"], "mio,smol");
+    assert_eq!(doc["config"]["backend"], "mio,smol,uring");
     let got: Vec<(String, String, u64)> = doc["tests"]
         .as_array()
         .unwrap()
@@ -157,7 +171,14 @@ fn backends_side_by_side() {
             )
         })
         .collect();
-    let want = [("SET", "mio"), ("SET", "smol"), ("GET", "mio"), ("GET", "smol")];
+    let want = [
+        ("SET", "mio"),
+        ("SET", "smol"),
+        ("SET", "uring"),
+        ("GET", "mio"),
+        ("GET", "smol"),
+        ("GET", "uring"),
+    ];
     assert_eq!(got, want.map(|(n, b)| (n.to_string(), b.to_string(), 2000)));
 
     let out = tool.run(&["-p", &p, "-t", "get", "-n", "500", "--backend", "smol,mio", "--csv"], T);

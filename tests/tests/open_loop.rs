@@ -1,5 +1,5 @@
 //! Open loop (`--rps`), time-based runs (`--duration`, `--warmup`) and command mixes against a
-//! real redis-server, on both backends.
+//! real redis-server, on every backend.
 
 use std::path::Path;
 use std::thread;
@@ -9,7 +9,7 @@ use respbench_tests::{check_json_independently, json_path, respbench, Output, Re
 
 const T: Duration = Duration::from_secs(60);
 
-respbench_tests::on_both_backends!(
+respbench_tests::on_every_backend!(
     stall_shows_in_corrected_latency_only,
     duration_and_warmup,
     mix_follows_the_weights,

@@ -1,5 +1,5 @@
 //! `--reconnect` against a real redis-server that crashes (SIGKILL) and comes back on the same
-//! port mid-run, on both backends: the run goes on to its end, the outage shows in the errors,
+//! port mid-run, on every backend: the run goes on to its end, the outage shows in the errors,
 //! the per-second series and the downtime, and the exit status says errors happened.
 
 use std::path::Path;
@@ -10,7 +10,7 @@ use respbench_tests::{check_json_independently, json_path, RedisServer, Tool};
 
 const T: Duration = Duration::from_secs(60);
 
-respbench_tests::on_both_backends!(
+respbench_tests::on_every_backend!(
     closed_loop_rides_out_a_crash,
     open_loop_keeps_its_schedule_through_a_crash,
     without_reconnect_a_crash_ends_the_run

@@ -3,7 +3,7 @@
 //! `openssl` at test time (`respbench_tests::tls`).
 //!
 //! Each check is written once as `fn(Tool)`. `tls_tests!` instantiates the `both` list for
-//! respbench on each backend (`mio::NAME`, `smol::NAME`) and for the reference
+//! respbench on each backend (`mio::NAME`, `smol::NAME`, `uring::NAME`) and for the reference
 //! `redis-benchmark` (`redis_benchmark::NAME`): the same command line works with both, which is
 //! the compatibility claim, and the reference run checks the check. The `respbench_only` list
 //! is the faults redis-benchmark cannot be run on: when verification fails in the handshake of
@@ -35,6 +35,10 @@ macro_rules! tls_tests {
         mod smol {
             $(#[test] fn $both() { super::$both(respbench_tests::respbench_on("smol")); })*
             $(#[test] fn $own() { super::$own(respbench_tests::respbench_on("smol")); })*
+        }
+        mod uring {
+            $(#[test] fn $both() { super::$both(respbench_tests::respbench_on("uring")); })*
+            $(#[test] fn $own() { super::$own(respbench_tests::respbench_on("uring")); })*
         }
         mod redis_benchmark {
             $(#[test] fn $both() { super::$both(respbench_tests::redis_benchmark()); })*

@@ -1,0 +1,129 @@
+//! What only the io_uring backend has (issue #17): the single-shot fallback of kernels without
+//! multishot receive, `--uring-sqpoll`, and a clear refusal where io_uring is not allowed (a
+//! seccomp filter on the respbench process only, as container runtimes install). Everything
+//! else runs on uring with the other backends' tests (`on_every_backend!`, `uring::NAME`).
+
+use std::time::{Duration, Instant};
+
+use respbench_tests::{respbench, respbench_on, RedisServer, Tool};
+
+const T: Duration = Duration::from_secs(30);
+
+fn port(server: &RedisServer) -> String {
+    server.port().to_string()
+}
+
+/// Exact request counts over pipelines and a unix socket, with the receives the report names.
+fn exact_counts(tool: &Tool, receives: &str) {
+    let server = RedisServer::start();
+    let p = port(&server);
+    let out = tool.run(&["-p", &p, "-t", "set,get", "-n", "5001", "-c", "7", "-P", "16", "-d", "1000"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("set"), 5001);
+    assert_eq!(server.command_calls("get"), 5001);
+    assert!(out.stdout.contains(receives), "{}", out.dump());
+    let sock = server.socket_path();
+    let out = tool.run(&["-s", sock.to_str().unwrap(), "-t", "incr", "-n", "3000", "-c", "5", "-q"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("incr"), 3000);
+}
+
+#[test]
+fn multishot_receives() {
+    exact_counts(&respbench_on("uring"), "io_uring: multishot receives into a provided-buffer ring");
+}
+
+#[test]
+fn single_shot_fallback() {
+    let tool =
+        Tool { env: vec![("RESPBENCH_URING_SINGLE_SHOT".into(), "1".into())], ..respbench_on("uring") };
+    exact_counts(&tool, "io_uring: single-shot receives into a provided-buffer ring (asked for)");
+}
+
+#[test]
+fn sqpoll() {
+    let tool =
+        Tool { pre_args: vec!["--backend".into(), "uring".into(), "--uring-sqpoll".into()], ..respbench() };
+    exact_counts(&tool, "SQPOLL kernel thread (its CPU is in the client cpu figures)");
+}
+
+#[test]
+fn sqpoll_needs_the_uring_backend() {
+    let out = respbench_on("mio").run(&["--uring-sqpoll", "-t", "get", "-n", "10"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("--uring-sqpoll needs --backend uring"), "{}", out.dump());
+}
+
+/// Installs a seccomp filter in the child that fails `io_uring_setup` with `errno`.
+fn deny_io_uring_setup(errno: u32) -> std::io::Result<()> {
+    #[repr(C)]
+    struct SockFilter {
+        code: u16,
+        jt: u8,
+        jf: u8,
+        k: u32,
+    }
+    #[repr(C)]
+    struct SockFprog {
+        len: u16,
+        filter: *const SockFilter,
+    }
+    extern "C" {
+        fn prctl(option: i32, ...) -> i32;
+    }
+    const PR_SET_NO_NEW_PRIVS: i32 = 38;
+    const PR_SET_SECCOMP: i32 = 22;
+    const SECCOMP_MODE_FILTER: u64 = 2;
+    // io_uring_setup is 425 on every architecture (the numbers after 403 are shared).
+    const IO_URING_SETUP: u32 = 425;
+    let filter = [
+        // A = seccomp_data.nr
+        SockFilter { code: 0x20, jt: 0, jf: 0, k: 0 },
+        // if A == io_uring_setup, fall through, else skip one
+        SockFilter { code: 0x15, jt: 0, jf: 1, k: IO_URING_SETUP },
+        // return SECCOMP_RET_ERRNO | errno
+        SockFilter { code: 0x06, jt: 0, jf: 0, k: 0x0005_0000 | errno },
+        // return SECCOMP_RET_ALLOW
+        SockFilter { code: 0x06, jt: 0, jf: 0, k: 0x7fff_0000 },
+    ];
+    let prog = SockFprog { len: filter.len() as u16, filter: filter.as_ptr() };
+    // SAFETY: plain system calls on this (child) process; `prog` outlives them.
+    unsafe {
+        if prctl(PR_SET_NO_NEW_PRIVS, 1u64, 0u64, 0u64, 0u64) != 0
+            || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog as *const SockFprog) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// A refusal ends the run before the first test, with status 1 and the reason.
+fn refused(pre_exec: fn() -> std::io::Result<()>, reason: &str) {
+    let server = RedisServer::start();
+    let p = port(&server);
+    let tool = Tool { pre_exec: Some(pre_exec), ..respbench_on("uring") };
+    let started = Instant::now();
+    let out = tool.run(&["-p", &p, "-t", "get", "-n", "100000"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    let want = format!("io_uring is not available here: io_uring_setup: {reason}");
+    assert!(out.stderr.contains(&want), "wanted {want:?}\n{}", out.dump());
+    assert!(out.stderr.trim_end().ends_with("; use --backend mio"), "{}", out.dump());
+    assert!(!out.stderr.contains("panicked"), "{}", out.dump());
+    assert_eq!(server.command_calls("get"), 0, "the run started");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The same process restrictions leave the other backends alone.
+    let tool = Tool { pre_exec: Some(pre_exec), ..respbench_on("mio") };
+    let out = tool.run(&["-p", &p, "-t", "get", "-n", "100", "-q"], T);
+    assert!(out.status.success(), "{}", out.dump());
+}
+
+#[test]
+fn refused_by_seccomp_eperm() {
+    refused(|| deny_io_uring_setup(1), "Operation not permitted: a seccomp filter");
+}
+
+#[test]
+fn hidden_by_seccomp_enosys() {
+    refused(|| deny_io_uring_setup(38), "Function not implemented: the kernel has no io_uring");
+}
