@@ -260,6 +260,8 @@ struct Loop<'a> {
     in_ring: usize,
     /// Slots with bytes to send.
     to_send: Vec<usize>,
+    /// Sends pushed since the last wait: they complete during the submission, mostly.
+    sends: usize,
     /// Slots whose receive ended and must be armed again.
     to_arm: Vec<usize>,
     /// Send buffers of closed sockets whose send is still in the ring, by its user data.
@@ -312,6 +314,7 @@ impl<'a> Loop<'a> {
             watch: Watch::default(),
             in_ring: 0,
             to_send: Vec::new(),
+            sends: 0,
             to_arm: Vec::new(),
             retired: Vec::new(),
             cqes: Vec::new(),
@@ -365,8 +368,10 @@ impl<'a> Loop<'a> {
             return Ok(());
         }
         let ts = Timespec::from(wait);
+        // The sends of this round complete during the submission, mostly: wait for one more.
+        let want = 1 + std::mem::take(&mut self.sends);
         let args = SubmitArgs::new().timespec(&ts);
-        match self.ring.submitter().submit_with_args(1, &args) {
+        match self.ring.submitter().submit_with_args(want, &args) {
             Ok(_) => Ok(()),
             // The wait timed out, a signal came, or completions wait in the kernel for room.
             Err(e)
@@ -442,6 +447,7 @@ impl<'a> Loop<'a> {
             .flags(libc::MSG_NOSIGNAL)
             .build()
             .user_data(user_data(SEND, slot.gen, i));
+        self.sends += 1;
         self.push(e);
     }
 
