@@ -35,18 +35,13 @@ pub fn ring(opts: &Options, entries: u32) -> io::Result<(IoUring, Taskrun)> {
         let ring = IoUring::builder().setup_sqpoll(SQPOLL_IDLE_MS).setup_cqsize(cq).build(entries)?;
         return Ok((ring, Taskrun::Default));
     }
-    let tries: [(Taskrun, fn(&mut io_uring::Builder)); 2] = [
-        (Taskrun::Deferred, |b| {
-            b.setup_single_issuer().setup_defer_taskrun();
-        }),
-        (Taskrun::Cooperative, |b| {
-            b.setup_coop_taskrun();
-        }),
-    ];
-    for (how, flags) in tries {
+    for how in [Taskrun::Deferred, Taskrun::Cooperative] {
         let mut b = IoUring::builder();
         b.setup_cqsize(cq);
-        flags(&mut b);
+        match how {
+            Taskrun::Deferred => b.setup_single_issuer().setup_defer_taskrun(),
+            _ => b.setup_coop_taskrun(),
+        };
         match b.build(entries) {
             Ok(ring) => return Ok((ring, how)),
             // An older kernel that does not know the flag.

@@ -252,6 +252,7 @@ pub struct Config {
     /// The backends to run each test on, in order (one, unless comparing).
     pub backends: Vec<Backend>,
     /// `--uring-sqpoll`: the io_uring backend's rings have a submission-polling kernel thread.
+    #[cfg_attr(not(all(feature = "uring", target_os = "linux")), allow(dead_code))]
     pub uring_sqpoll: bool,
     /// `--json`: where to write the JSON document; `-` is stdout.
     pub json: Option<String>,
