@@ -484,7 +484,7 @@ impl<'a> Loop<'a> {
         let (op, gen, i) = decode(ud);
         let more = cqueue::more(flags);
         if !more {
-            self.in_ring -= 1;
+            self.in_ring = self.in_ring.saturating_sub(1);
         }
         let bid = cqueue::buffer_select(flags);
         let current = self.slots.get(i).is_some_and(|s| s.gen == gen && s.fd.is_some());
