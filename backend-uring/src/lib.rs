@@ -20,10 +20,17 @@
 //! The crate is empty on other systems: the command line says io_uring is not there.
 #![cfg(target_os = "linux")]
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fmt;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
 
-use respbench_core::{Outcome, RunError, TestRun};
-use respbench_driver::Tls;
+use io_uring::types::{Fd, SubmitArgs, Timespec};
+use io_uring::{cqueue, opcode, squeue, IoUring};
+use respbench_core::{Outcome, RunError, TestRun, Time};
+use respbench_driver::{on_threads, resolve, Link, Next, Tally, Target, Tls, Watch, PUBLISH_EVERY, READ_BUF};
 
 mod setup;
 mod sock;
@@ -98,17 +105,6 @@ impl Uring {
         self.multishot
     }
 }
-
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::time::{Duration, Instant};
-
-use io_uring::types::{Fd, SubmitArgs, Timespec};
-use io_uring::{cqueue, opcode, squeue, IoUring};
-use respbench_core::Time;
-use respbench_driver::{on_threads, resolve, Link, Next, Tally, Target, Watch, PUBLISH_EVERY, READ_BUF};
 
 /// Runs one test on `run.loops()` rings and merges what they recorded. `epoch` is the run's time
 /// origin.
