@@ -127,7 +127,7 @@ impl<'a> Loop<'a> {
         start: Time,
     ) -> Result<Self, RunError> {
         let poll = Poll::new().map_err(|e| RunError::Setup(e.to_string()))?;
-        let tally = Tally::new(run, tls, epoch, start)?;
+        let tally = Tally::new(run, t, tls, epoch, start)?;
         let slots: Vec<Slot> = run
             .connections_of(t)
             .into_iter()

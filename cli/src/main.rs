@@ -3,6 +3,7 @@
 
 mod cpu;
 mod hdr;
+mod hlog;
 mod json;
 mod limits;
 mod merge;
@@ -167,6 +168,8 @@ struct Session<'a> {
     done: Vec<serde_json::Value>,
     /// `--reconnect`: some connection went down and came back (the run then exits 1).
     dropped: bool,
+    /// `--hlog`: the interval log.
+    hlog: Option<hlog::IntervalLog>,
 }
 
 impl<'a> Session<'a> {
@@ -191,7 +194,11 @@ impl<'a> Session<'a> {
             epoch_us: unix_micros(SystemTime::now()),
             done: Vec::new(),
             dropped: false,
+            hlog: None,
         };
+        if let Some(path) = &cfg.open.hlog {
+            s.hlog = Some(hlog::IntervalLog::create(path, s.epoch_us)?);
+        }
         if s.comparing {
             report::write_compare_header(s.csv, &backend_names(cfg), s.width, &mut s.out)
                 .map_err(|e| e.to_string())?;
@@ -256,7 +263,17 @@ impl<'a> Session<'a> {
         let cfg = self.cfg;
         let mut ran = Vec::new();
         for &backend in &cfg.backends {
-            let (outcome, cpu) = run_test(cfg, backend, case, test_no, rate, self.epoch)?;
+            // The test's name, as in the JSON; what tells steps and backends apart, when
+            // there are several.
+            let mut tag = case.spec.title.clone();
+            if let Some(r) = rate.filter(|_| cfg.open.rates.len() > 1) {
+                tag += &format!(" @ {r} rps");
+            }
+            if self.comparing {
+                tag += &format!(" ({})", backend.name());
+            }
+            let hlog = self.hlog.as_mut().map(|l| (l, tag.as_str()));
+            let (outcome, cpu) = run_test(cfg, backend, case, test_no, rate, self.epoch, hlog)?;
             if !outcome.drops.is_empty() {
                 // --reconnect: the test went on; the run's status will say it had errors.
                 self.dropped = true;
@@ -599,6 +616,7 @@ fn run_test(
     test_no: u64,
     rate: Option<u64>,
     epoch: Instant,
+    mut hlog: Option<(&mut hlog::IntervalLog, &str)>,
 ) -> Result<(Outcome, cpu::ClientCpu), String> {
     let begin = Instant::now();
     let warmup = cfg.open.warmup;
@@ -614,6 +632,23 @@ fn run_test(
         threads: cfg.threads.max(1),
         sigfig: cfg.precision,
         progress: Arc::new(Progress::default()),
+    };
+    if hlog.is_some() {
+        run.progress.collector().keep_ended();
+    }
+    // Writes the seconds every loop has moved past to the interval log; `end` once the test is
+    // over, to cut its last second short.
+    let mut log_ended = |end: Option<Time>| -> Result<(), String> {
+        if let Some((log, tag)) = &mut hlog {
+            let ended = run.progress.collector().take_ended();
+            for (start, s) in &ended {
+                log.write(tag, *start, end, s)?;
+            }
+            if end.is_some() {
+                log.flush()?;
+            }
+        }
+        Ok(())
     };
     // The live view replaces the progress line.
     let show_progress =
@@ -646,11 +681,15 @@ fn run_test(
                     if drawn > 0 {
                         print!("{}", report::clear_progress(drawn));
                     }
-                    return result.map(|o| (o, cpu));
+                    let o = result?;
+                    log_ended(Some(o.stats.end))?;
+                    return Ok((o, cpu));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the event loops stopped".into()),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
+            // A file that cannot be written ends the run like a failed test, keeping its results.
+            log_ended(None)?;
             if !warm && Instant::now() >= begin + warmup {
                 warm = true;
                 cpu_before = cpu::process_cpu();
@@ -663,13 +702,11 @@ fn run_test(
                 stop_asked = true;
             }
             if cfg.open.live {
-                // A second is printed once every loop has had time to add it (they publish every
+                // A second is summarised once every loop has moved past it (they publish every
                 // 50 ms); seconds count from the end of the warmup, like the series.
-                let measured = Instant::now().saturating_duration_since(begin + warmup);
-                let ready = measured.saturating_sub(Duration::from_millis(200)).as_secs() as usize;
-                let seconds = run.progress.seconds.lock().unwrap_or_else(|e| e.into_inner());
-                while live_printed < ready.min(seconds.len()) {
-                    eprintln!("{}", report::live_line(&spec.title, live_printed, &seconds[live_printed]));
+                let series = run.progress.collector();
+                while let Some(s) = series.seconds.get(live_printed) {
+                    eprintln!("{}", report::live_line(&spec.title, live_printed, s));
                     live_printed += 1;
                 }
             }

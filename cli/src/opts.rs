@@ -118,7 +118,7 @@ pub struct Opts {
     /// ends the run)
     #[argh(switch)]
     pub reconnect: bool,
-    /// also write the results as a JSON document (schema respbench/1, see docs/json.md) to this
+    /// also write the results as a JSON document (schema respbench/2, see docs/json.md) to this
     /// file, or to stdout with '-' (the text report is then not printed)
     #[argh(option)]
     pub json: Option<String>,
@@ -178,6 +178,10 @@ pub struct Opts {
     /// while a test runs, print each second's rps, p50, p99 and errors on stderr
     #[argh(switch)]
     pub live: bool,
+    /// stream each second's latency histogram of every test to this file as the run goes, in
+    /// HdrHistogram's interval log format (tagged with the test's name)
+    #[argh(option)]
+    pub hlog: Option<String>,
     /// the command to benchmark instead of the default suite, with its arguments
     #[argh(positional, greedy)]
     pub command: Vec<String>,
@@ -276,6 +280,8 @@ pub struct OpenLoopConfig {
     pub show_series: bool,
     /// `--live`: print each second on stderr while a test runs.
     pub live: bool,
+    /// `--hlog`: the interval log's path.
+    pub hlog: Option<String>,
 }
 
 impl OpenLoopConfig {
@@ -286,7 +292,11 @@ impl OpenLoopConfig {
 
     /// Whether per-second series are kept (time-based or open-loop runs, or asked for).
     pub fn keeps_series(&self) -> bool {
-        self.duration.is_some() || !self.rates.is_empty() || self.show_series || self.live
+        self.duration.is_some()
+            || !self.rates.is_empty()
+            || self.show_series
+            || self.live
+            || self.hlog.is_some()
     }
 }
 
@@ -459,7 +469,12 @@ const NO_TLS: &str =
 impl Opts {
     /// Checks the rate, time and mix options.
     fn open_loop(&self) -> Result<OpenLoopConfig, String> {
-        let mut o = OpenLoopConfig { show_series: self.series, live: self.live, ..OpenLoopConfig::default() };
+        let mut o = OpenLoopConfig {
+            show_series: self.series,
+            live: self.live,
+            hlog: self.hlog.clone(),
+            ..OpenLoopConfig::default()
+        };
         if let Some(list) = &self.rps {
             for r in list.split(',') {
                 let rate: u64 = r.trim().parse().map_err(|_| {

@@ -374,8 +374,8 @@ pub fn live_line(title: &str, second: usize, s: &respbench_core::stats::Second) 
     format!(
         "{title}: second {second}: {} requests per second, p50={:.3} msec, p99={:.3} msec, errors {}",
         s.requests,
-        ms(value_at_percentile(&s.latency, 50.0)),
-        ms(value_at_percentile(&s.latency, 99.0)),
+        ms(s.p50),
+        ms(s.p99),
         s.errors
     )
 }
@@ -397,8 +397,8 @@ pub fn write_series(stats: &Stats, out: &mut impl Write) -> io::Result<()> {
             i,
             s.requests,
             s.requests as f64 / length,
-            ms(value_at_percentile(&s.latency, 50.0)),
-            ms(value_at_percentile(&s.latency, 99.0)),
+            ms(s.p50),
+            ms(s.p99),
             s.errors
         )?;
     }
