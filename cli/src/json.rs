@@ -13,6 +13,7 @@ use crate::cpu::ClientCpu;
 use crate::opts::Config;
 use crate::report::{finite, mean, ms, value_at_percentile};
 use crate::server::ServerInfo;
+use crate::verdict::{ServerCpu, Verdict};
 
 /// The document's `schema`; a change that breaks readers bumps the number.
 pub const SCHEMA: &str = "respbench/2";
@@ -107,6 +108,10 @@ pub struct Entry {
     pub cpu: Option<ClientCpu>,
     /// The open-loop target rate of this test (step), if any.
     pub target_rps: Option<u64>,
+    /// The server's CPU during the test (`INFO cpu`), when it could be read.
+    pub server_cpu: Option<ServerCpu>,
+    /// Who limited the test.
+    pub verdict: Option<Verdict>,
     /// Counts, times and histograms.
     pub stats: Stats,
 }
@@ -195,6 +200,21 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
             "us_per_request": finite(c.per_request_us(stats.requests)),
             "core_share": finite(c.core_share()),
             "saturated": c.saturated(),
+        });
+    }
+    if let Some(c) = &e.server_cpu {
+        t["server_cpu"] = json!({
+            "cores": finite(c.cores),
+            "main_thread_share": c.main_share.map(finite),
+            "command_share": c.command_share.map(finite),
+            "threaded": c.threaded,
+        });
+    }
+    if let Some(v) = &e.verdict {
+        t["bottleneck"] = json!({
+            "side": v.side.name(),
+            "text": v.text,
+            "machine_cpu_busy": v.machine.map(finite),
         });
     }
     Ok(t)
@@ -341,7 +361,14 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
     };
     let backend = t.get("backend").and_then(Value::as_str).map(str::to_string);
     let target_rps = t.get("target_rps").and_then(Value::as_u64);
-    Ok(Entry { name, command, backend, cpu, target_rps, stats })
+    let server_cpu = t.get("server_cpu").filter(|v| !v.is_null()).map(|c| ServerCpu {
+        cores: c.get("cores").and_then(Value::as_f64).unwrap_or(0.0),
+        main_share: c.get("main_thread_share").and_then(Value::as_f64),
+        command_share: c.get("command_share").and_then(Value::as_f64),
+        threaded: c.get("threaded").and_then(Value::as_str).map(str::to_string),
+    });
+    // The verdict is the run's own; merged runs are other loads, so it is not carried over.
+    Ok(Entry { name, command, backend, cpu, target_rps, server_cpu, verdict: None, stats })
 }
 
 /// One second of a `series`: its summary (`respbench/2`), or, in a `respbench/1` document, the
@@ -453,6 +480,8 @@ mod tests {
             backend: Some("mio".into()),
             cpu,
             target_rps: None,
+            server_cpu: None,
+            verdict: None,
             stats,
         }
     }
@@ -478,6 +507,8 @@ mod tests {
             command: "GET".into(),
             backend: None,
             target_rps: None,
+            server_cpu: None,
+            verdict: None,
             cpu: None,
             stats: s,
         };
@@ -507,6 +538,8 @@ mod tests {
             command: "GET".into(),
             backend: None,
             target_rps: None,
+            server_cpu: None,
+            verdict: None,
             cpu: None,
             stats: s,
         };

@@ -12,6 +12,7 @@ mod report;
 mod server;
 #[cfg(feature = "tls")]
 mod tls;
+mod verdict;
 
 use argh::FromArgs;
 use std::io::{self, IsTerminal, Read, Write};
@@ -170,6 +171,8 @@ struct Session<'a> {
     dropped: bool,
     /// `--hlog`: the interval log.
     hlog: Option<hlog::IntervalLog>,
+    /// Reads the server's CPU around each test.
+    probe: verdict::Probe,
 }
 
 impl<'a> Session<'a> {
@@ -195,6 +198,7 @@ impl<'a> Session<'a> {
             done: Vec::new(),
             dropped: false,
             hlog: None,
+            probe: verdict::Probe::new(server::Conn::authenticated(cfg).map_err(|e| e.0)),
         };
         if let Some(path) = &cfg.open.hlog {
             s.hlog = Some(hlog::IntervalLog::create(path, s.epoch_us)?);
@@ -273,7 +277,9 @@ impl<'a> Session<'a> {
                 tag += &format!(" ({})", backend.name());
             }
             let hlog = self.hlog.as_mut().map(|l| (l, tag.as_str()));
-            let (outcome, cpu) = run_test(cfg, backend, case, test_no, rate, self.epoch, hlog)?;
+            let before = self.probe.read();
+            let (outcome, cpu, machine) = run_test(cfg, backend, case, test_no, rate, self.epoch, hlog)?;
+            let server_cpu = self.probe.since(before);
             if !outcome.drops.is_empty() {
                 // --reconnect: the test went on; the run's status will say it had errors.
                 self.dropped = true;
@@ -300,7 +306,14 @@ impl<'a> Session<'a> {
                     DRAIN_GRACE.as_secs()
                 );
             }
-            let entries = case.entries(backend, cpu, rate, outcome.stats);
+            let mut entries = case.entries(backend, cpu, rate, outcome.stats);
+            if let Some(total) = entries.last_mut() {
+                let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline);
+                let missing = self.probe.missing.as_deref();
+                total.verdict =
+                    Some(verdict::verdict(Some(&cpu), server_cpu.as_ref(), missing, machine, in_flight));
+                total.server_cpu = server_cpu;
+            }
             report_cost_and_rate(cfg, &entries[entries.len() - 1], backend, self.comparing);
             if cfg.json.is_some() {
                 for e in &entries {
@@ -386,15 +399,10 @@ type Ran = (Vec<json::Entry>, Vec<(respbench_core::ConnError, u64)>);
 /// Warns on stderr when the client was saturated or an open-loop target was not reached.
 fn report_cost_and_rate(cfg: &Config, total: &json::Entry, backend: Backend, comparing: bool) {
     let on = if comparing { format!(" ({})", backend.name()) } else { String::new() };
-    if let Some(cpu) = total.cpu.filter(|c| c.saturated()) {
-        eprintln!(
-            "WARNING: {}{on}: the client kept its {} event loop{} {:.0}% busy; these figures \
-             measure respbench, not the server (more --threads may help)",
-            total.name,
-            cpu.threads,
-            if cpu.threads == 1 { "" } else { "s" },
-            cpu.core_share() * 100.0
-        );
+    // The verdict is in the verbose report and the JSON; stderr only hears when the figures
+    // measure respbench.
+    if let Some(v) = total.verdict.as_ref().filter(|v| v.side == verdict::Side::Client) {
+        eprintln!("WARNING: {}{on}: {}", total.name, v.text);
     }
     if let Some(target) = total.target_rps {
         let achieved = total.stats.rps();
@@ -468,6 +476,8 @@ impl Case {
                     backend: Some(backend.name().to_string()),
                     cpu: None,
                     target_rps: None,
+                    server_cpu: None,
+                    verdict: None,
                     stats: part,
                 });
             }
@@ -478,6 +488,8 @@ impl Case {
             backend: Some(backend.name().to_string()),
             cpu: Some(cpu),
             target_rps: rate,
+            server_cpu: None,
+            verdict: None,
             stats,
         });
         out
@@ -617,7 +629,7 @@ fn run_test(
     rate: Option<u64>,
     epoch: Instant,
     mut hlog: Option<(&mut hlog::IntervalLog, &str)>,
-) -> Result<(Outcome, cpu::ClientCpu), String> {
+) -> Result<(Outcome, cpu::ClientCpu, Option<f64>), String> {
     let begin = Instant::now();
     let warmup = cfg.open.warmup;
     let measure_from = if warmup.is_zero() { Time::ZERO } else { Time::since(epoch, begin + warmup) };
@@ -657,6 +669,7 @@ fn run_test(
     let started = Instant::now();
     // The client's cost counts from the end of the warmup, like the requests it is divided by.
     let mut cpu_before = cpu::process_cpu();
+    let mut machine_before = cpu::machine_ticks();
     let mut cpu_from = started;
     let mut warm = warmup.is_zero();
     let (tx, rx) = mpsc::channel();
@@ -681,9 +694,10 @@ fn run_test(
                     if drawn > 0 {
                         print!("{}", report::clear_progress(drawn));
                     }
+                    let machine = cpu::machine_busy(machine_before, cpu::machine_ticks());
                     let o = result?;
                     log_ended(Some(o.stats.end))?;
-                    return Ok((o, cpu));
+                    return Ok((o, cpu, machine));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the event loops stopped".into()),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -693,6 +707,7 @@ fn run_test(
             if !warm && Instant::now() >= begin + warmup {
                 warm = true;
                 cpu_before = cpu::process_cpu();
+                machine_before = cpu::machine_ticks();
                 cpu_from = Instant::now();
             }
             if !stop_asked && interrupted() {
@@ -757,6 +772,7 @@ fn print_test(
         title: &entry.name,
         stats: &entry.stats,
         cpu: entry.cpu.as_ref(),
+        verdict: entry.verdict.as_ref(),
         clients: cfg.clients,
         payload_bytes: spec.payload_bytes,
         workload: report::workload_lines(&cfg.values, cfg.key_dist, cfg.keyspace, &cfg.key_prefix),

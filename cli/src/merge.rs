@@ -65,6 +65,7 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
                 title: &title,
                 stats: &e.stats,
                 cpu: e.cpu.as_ref(),
+                verdict: e.verdict.as_ref(),
                 clients: 0,
                 payload_bytes: 0,
                 workload: Vec::new(),
@@ -161,6 +162,12 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
                         // One run without the figure: the sum would be wrong.
                         _ => None,
                     };
+                    // Runs against the same server at the same time see the same server: the
+                    // busiest reading stands for it.
+                    acc.server_cpu = match (acc.server_cpu.take(), e.server_cpu) {
+                        (Some(a), Some(b)) => Some(if b.cores > a.cores { b } else { a }),
+                        (a, b) => a.or(b),
+                    };
                 }
                 None => {
                     m.keys.push(key);
@@ -195,6 +202,8 @@ mod tests {
             backend: backend.map(Into::into),
             cpu: Some(cpu),
             target_rps: None,
+            server_cpu: None,
+            verdict: None,
             stats,
         }
     }

@@ -12,6 +12,7 @@ use respbench_core::Stats;
 
 use crate::cpu::ClientCpu;
 use crate::json::Entry;
+use crate::verdict::{Side, Verdict};
 
 use crate::hdr::{linear_steps, percentile_steps, write_steps};
 // json.rs reaches `mean` and `value_at_percentile` through report.
@@ -25,6 +26,8 @@ pub struct TestReport<'a> {
     pub stats: &'a Stats,
     /// The client's own CPU during the test, when measured.
     pub cpu: Option<&'a ClientCpu>,
+    /// Who limited the test, when judged.
+    pub verdict: Option<&'a Verdict>,
     /// Parallel clients (`-c`).
     pub clients: usize,
     /// Payload size in bytes (`-d`, or the RESP length of a custom command).
@@ -107,13 +110,15 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
         // respbench's own line, after redis-benchmark's summary so parsers of that stay whole.
         writeln!(
             out,
-            "  client cpu: {:.2} usec per request (user+sys), {:.0}% of a core per event loop ({} loop{}){}",
+            "  client cpu: {:.2} usec per request (user+sys), {:.0}% of a core per event loop ({} loop{})",
             finite(c.per_request_us(s.requests)),
             finite(c.core_share() * 100.0),
             c.threads,
             if c.threads == 1 { "" } else { "s" },
-            if c.saturated() { ", SATURATED: these figures measure the client" } else { "" }
         )?;
+    }
+    if let Some(v) = r.verdict {
+        writeln!(out, "  bottleneck: {}", v.text)?;
     }
     write_setup(s, r.keepalive, out)?;
     if s.abandoned > 0 {
@@ -239,7 +244,7 @@ pub fn write_compare_row(csv: bool, runs: &[&Entry], width: usize, out: &mut imp
             ms(value_at_percentile(h, 99.0)),
             finite(cpu.per_request_us(e.stats.requests)),
             finite(cpu.core_share() * 100.0),
-            if cpu.saturated() { "*" } else { " " }
+            if e.verdict.as_ref().is_some_and(|v| v.side == Side::Client) { "*" } else { " " }
         ));
     }
     writeln!(out, "{}", line.trim_end())
@@ -250,7 +255,8 @@ pub fn write_compare_footer(out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "\ncpu us/req: the client's user+sys CPU per request; core: its CPU as a share of one core per \
-         event loop (* = saturated: the figures measure the client, not the server)"
+         event loop (* = the client limited the run, the server's main thread not being saturated: \
+         the figures measure respbench)"
     )
 }
 
@@ -528,6 +534,7 @@ mod tests {
             title,
             stats: s,
             cpu: None,
+            verdict: None,
             clients: 50,
             payload_bytes: 3,
             workload: Vec::new(),

@@ -256,7 +256,7 @@ fn tls_failure(endpoint: &Endpoint, e: &io::Error) -> Option<String> {
     }
 }
 
-fn text(v: &[u8]) -> String {
+pub(crate) fn text(v: &[u8]) -> String {
     String::from_utf8_lossy(v).into_owned()
 }
 
