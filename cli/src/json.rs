@@ -133,6 +133,7 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
         "name": e.name,
         "command": e.command,
         "requests": stats.requests,
+        "nil_replies": stats.nils,
         "errors": errors,
         "duration_s": finite(stats.duration_secs()),
         "rps": finite(stats.rps()),
@@ -337,6 +338,8 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
     let setup = read_setup(t, &name, latency.sigfig())?;
     let stats = Stats {
         requests: u64_field("requests")?,
+        // Absent from documents written before it existed.
+        nils: t.get("nil_replies").and_then(Value::as_u64).unwrap_or(0),
         errors,
         bytes_sent: u64_field("bytes_sent")?,
         bytes_received: u64_field("bytes_received")?,

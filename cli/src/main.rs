@@ -237,6 +237,11 @@ impl<'a> Session<'a> {
         // One row per step for the throughput-latency table.
         let mut table: Vec<json::Entry> = Vec::new();
         let mut stop = None;
+        if self.cfg.preload {
+            if let Some(fill) = preload_case(self.cfg, case) {
+                self.preload(test_no, &fill)?;
+            }
+        }
         for rate in steps {
             let ran = self.run_step(test_no, case, rate)?;
             self.print_step(case, &ran).map_err(|e| e.to_string())?;
@@ -329,6 +334,36 @@ impl<'a> Session<'a> {
         Ok(ran)
     }
 
+    /// `--preload`: runs `fill` (SET over the whole keyspace, sequential keys, pipelined) on
+    /// the first backend, unmeasured, and says on stderr what it wrote.
+    fn preload(&mut self, test_no: u64, fill: &Case) -> Result<(), String> {
+        let cfg = self.cfg;
+        let keys = cfg.keyspace.unwrap_or(1);
+        let mut fill_cfg = cfg.clone();
+        fill_cfg.requests = keys;
+        fill_cfg.key_dist = respbench_core::dist::KeyDist::Sequential;
+        fill_cfg.pipeline = cfg.pipeline.max(PRELOAD_PIPELINE);
+        fill_cfg.open = opts::OpenLoopConfig::default();
+        let began = Instant::now();
+        let (outcome, _, _) = run_test(&fill_cfg, cfg.backends[0], fill, test_no, None, self.epoch, None)?;
+        let s = &outcome.stats;
+        if let Some((e, n)) = outcome.failures.first() {
+            return Err(format!("--preload: {n} connection(s) failed: {e}"));
+        }
+        if s.errors.total() > 0 {
+            let first = &s.errors.kinds()[0].first_message;
+            eprintln!("WARNING: --preload: {} of {keys} writes failed: {first}", s.errors.total());
+        }
+        eprintln!(
+            "preloaded {} keys ({}, {} in flight per connection) in {:.2} s, not measured",
+            s.requests,
+            fill.spec.title,
+            fill_cfg.pipeline,
+            began.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+
     /// Prints a step: side by side, or each entry in the chosen format.
     fn print_step(&mut self, case: &Case, ran: &[Ran]) -> io::Result<()> {
         if self.comparing {
@@ -403,6 +438,16 @@ fn report_cost_and_rate(cfg: &Config, total: &json::Entry, backend: Backend, com
     // measure respbench.
     if let Some(v) = total.verdict.as_ref().filter(|v| v.side == verdict::Side::Client) {
         eprintln!("WARNING: {}{on}: {}", total.name, v.text);
+    }
+    let s = &total.stats;
+    if s.requests > 0 && s.hit_share() < 0.5 {
+        eprintln!(
+            "WARNING: {}{on}: {:.1}% of the replies were nil: the keys did not exist, so this measured \
+             misses{}",
+            total.name,
+            (1.0 - s.hit_share()) * 100.0,
+            if cfg.preload { "" } else { " (--preload writes them first)" }
+        );
     }
     if let Some(target) = total.target_rps {
         let achieved = total.stats.rps();
@@ -494,6 +539,20 @@ impl Case {
         });
         out
     }
+}
+
+/// How many writes `--preload` keeps in flight per connection (more when `-P` says so).
+const PRELOAD_PIPELINE: u32 = 64;
+
+/// What `--preload` writes before `case`: SET of the key pattern a `GET` reads, with the `-d`
+/// values, for the suite's GET, a custom `GET key`, or a mix holding one; `None` for a test
+/// that reads no string key.
+fn preload_case(cfg: &Config, case: &Case) -> Option<Case> {
+    let spec = match &case.mix {
+        Some((mix, _)) => mix.templates().iter().find_map(|t| respbench_core::suite::preload(t, &cfg.values)),
+        None => respbench_core::suite::preload(&case.spec.template, &cfg.values),
+    }?;
+    Some(Case { spec, mix: None })
 }
 
 /// The tests to run: a mix, the custom command, or the default suite restricted by `-t`.

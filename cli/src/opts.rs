@@ -175,6 +175,10 @@ pub struct Opts {
     /// after each test, print its per-second time series (rps, p50, p99, errors)
     #[argh(switch)]
     pub series: bool,
+    /// before a test that reads string keys (GET), write every key of the -r keyspace with
+    /// SET at the -d value size, sequentially and pipelined, unmeasured, so that it reads hits
+    #[argh(switch)]
+    pub preload: bool,
     /// while a test runs, print each second's rps, p50, p99 and errors on stderr
     #[argh(switch)]
     pub live: bool,
@@ -240,6 +244,8 @@ pub struct Config {
     pub output: Output,
     pub precision: u8,
     pub repeat: bool,
+    /// `--preload`: write the keys a read test reads first.
+    pub preload: bool,
     pub tests: Option<String>,
     pub idle: bool,
     pub stdin_arg: bool,
@@ -662,6 +668,7 @@ impl Opts {
             output,
             precision: self.precision as u8,
             repeat: self.r#loop,
+            preload: self.preload,
             tests: self.tests,
             idle: self.idle,
             stdin_arg: self.stdin_arg,

@@ -120,6 +120,14 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     if let Some(v) = r.verdict {
         writeln!(out, "  bottleneck: {}", v.text)?;
     }
+    if s.requests > 0 {
+        writeln!(
+            out,
+            "  hits: {:.1}% ({} nil replies: keys that did not exist)",
+            s.hit_share() * 100.0,
+            s.nils
+        )?;
+    }
     write_setup(s, r.keepalive, out)?;
     if s.abandoned > 0 {
         writeln!(

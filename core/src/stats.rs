@@ -101,6 +101,9 @@ impl ErrorCounts {
 pub struct Stats {
     /// Requests whose reply arrived (error replies included).
     pub requests: u64,
+    /// Replies among them that were nil (`$-1`, `*-1`, RESP3 `_`): a read of a key that does
+    /// not exist.
+    pub nils: u64,
     /// Error replies by kind.
     pub errors: ErrorCounts,
     /// Bytes the kernel accepted for sending, handshakes included.
@@ -229,6 +232,7 @@ impl Stats {
     pub fn new(start: Time, sigfig: u8, open_loop: bool) -> Result<Stats, String> {
         Ok(Stats {
             requests: 0,
+            nils: 0,
             errors: ErrorCounts::default(),
             bytes_sent: 0,
             bytes_received: 0,
@@ -292,6 +296,23 @@ impl Stats {
         }
     }
 
+    /// Counts the reply just recorded for command `part` of a mix as nil.
+    pub fn record_nil(&mut self, part: usize) {
+        self.nils += 1;
+        if let Some(p) = self.parts.get_mut(part) {
+            p.nils += 1;
+        }
+    }
+
+    /// The share of replies that were not nil (1 when there were none).
+    pub fn hit_share(&self) -> f64 {
+        if self.requests == 0 {
+            1.0
+        } else {
+            1.0 - self.nils as f64 / self.requests as f64
+        }
+    }
+
     /// Records one completed request: its latency and, in open loop, its service time, both in
     /// nanoseconds; `now` is when its reply was parsed.
     pub fn record(&mut self, latency_nanos: u64, service_nanos: u64, now: Time) {
@@ -345,6 +366,7 @@ impl Stats {
     /// Adds `other` to `self`: counts and histograms add, the interval becomes the union.
     pub fn merge(&mut self, other: &Stats) -> Result<(), String> {
         self.requests += other.requests;
+        self.nils += other.nils;
         self.errors.merge(&other.errors);
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
