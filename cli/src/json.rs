@@ -10,7 +10,7 @@ use respbench_core::{Endpoint, Stats, Time};
 use serde_json::{json, Map, Value};
 
 use crate::cpu::ClientCpu;
-use crate::opts::Config;
+use crate::opts::{Config, Step};
 use crate::report::{finite, mean, ms, value_at_percentile};
 use crate::server::ServerInfo;
 use crate::verdict::{ServerCpu, Verdict};
@@ -87,6 +87,19 @@ pub fn config(cfg: &Config) -> Value {
     if let Value::Object(m) = more {
         c.extend(m);
     }
+    if cfg.sweep.is_sweep() {
+        let s = &cfg.sweep;
+        c.insert(
+            "sweep".into(),
+            json!({
+                "datasize": s.datasizes.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "clients": s.clients,
+                "pipeline": s.pipelines,
+                "threads": s.threads,
+                "repeat": s.repeat,
+            }),
+        );
+    }
     Value::Object(c)
 }
 
@@ -96,7 +109,7 @@ pub fn server(info: &ServerInfo) -> Value {
 }
 
 /// One test's results as the document carries them.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Entry {
     /// The title, as in the text report.
     pub name: String,
@@ -112,8 +125,21 @@ pub struct Entry {
     pub server_cpu: Option<ServerCpu>,
     /// Who limited the test.
     pub verdict: Option<Verdict>,
+    /// A sweep's step: `{"datasize", "clients", "pipeline", "threads"}` (see [`step`]).
+    pub step: Option<Value>,
     /// Counts, times and histograms.
     pub stats: Stats,
+}
+
+/// A sweep step's parameters, as each of its entries records them.
+pub fn step(s: &Step) -> Value {
+    json!({
+        "datasize": s.values.to_string(),
+        "clients": s.clients,
+        "pipeline": s.pipeline,
+        "threads": s.threads,
+        "run": s.run,
+    })
 }
 
 /// A request template as `command` shows it: lossy UTF-8, cut at 4096 bytes.
@@ -210,6 +236,9 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
             "command_share": c.command_share.map(finite),
             "threaded": c.threaded,
         });
+    }
+    if let Some(step) = &e.step {
+        t["step"] = step.clone();
     }
     if let Some(v) = &e.verdict {
         t["bottleneck"] = json!({
@@ -371,7 +400,8 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
         threaded: c.get("threaded").and_then(Value::as_str).map(str::to_string),
     });
     // The verdict is the run's own; merged runs are other loads, so it is not carried over.
-    Ok(Entry { name, command, backend, cpu, target_rps, server_cpu, verdict: None, stats })
+    let step = t.get("step").filter(|v| v.is_object()).cloned();
+    Ok(Entry { name, command, backend, cpu, target_rps, server_cpu, verdict: None, step, stats })
 }
 
 /// One second of a `series`: its summary (`respbench/2`), or, in a `respbench/1` document, the
@@ -485,6 +515,7 @@ mod tests {
             target_rps: None,
             server_cpu: None,
             verdict: None,
+            step: None,
             stats,
         }
     }
@@ -512,6 +543,7 @@ mod tests {
             target_rps: None,
             server_cpu: None,
             verdict: None,
+            step: None,
             cpu: None,
             stats: s,
         };
@@ -543,6 +575,7 @@ mod tests {
             target_rps: None,
             server_cpu: None,
             verdict: None,
+            step: None,
             cpu: None,
             stats: s,
         };

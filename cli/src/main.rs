@@ -154,7 +154,12 @@ enum Ended {
 
 /// One run of the suite: where its output goes and what it has recorded for the JSON document.
 struct Session<'a> {
-    cfg: &'a Config,
+    /// The options as given.
+    base: &'a Config,
+    /// The options of the step running (the base at one combination of a sweep).
+    cfg: Arc<Config>,
+    /// That step's parameters, for its entries' `step` (a sweep only).
+    step: Option<opts::Step>,
     info: ServerInfo,
     out: Box<dyn Write>,
     /// Several backends side by side.
@@ -173,6 +178,10 @@ struct Session<'a> {
     hlog: Option<hlog::IntervalLog>,
     /// Reads the server's CPU around each test.
     probe: verdict::Probe,
+    /// The total entries of the sweep's steps so far, for its table.
+    rows: Vec<json::Entry>,
+    /// The test and value size `--preload` last wrote.
+    preloaded: Option<(u64, respbench_core::dist::ValueSize)>,
 }
 
 impl<'a> Session<'a> {
@@ -186,7 +195,9 @@ impl<'a> Session<'a> {
         let rate_suffix = cfg.open.rates.iter().map(|r| format!(" @ {r} rps").len()).max().unwrap_or(0);
         let width = cases.iter().flat_map(Case::titles).map(|t| t.len() + rate_suffix).max().unwrap_or(0);
         let mut s = Session {
-            cfg,
+            base: cfg,
+            cfg: Arc::new(cfg.clone()),
+            step: None,
             info,
             out,
             comparing: cfg.backends.len() > 1,
@@ -199,6 +210,8 @@ impl<'a> Session<'a> {
             dropped: false,
             hlog: None,
             probe: verdict::Probe::new(server::Conn::authenticated(cfg).map_err(|e| e.0)),
+            rows: Vec::new(),
+            preloaded: None,
         };
         if let Some(path) = &cfg.open.hlog {
             s.hlog = Some(hlog::IntervalLog::create(path, s.epoch_us)?);
@@ -208,7 +221,8 @@ impl<'a> Session<'a> {
                 .map_err(|e| e.to_string())?;
         } else if s.csv {
             let extra = if open_loop { report::CSV_OPEN_LOOP_COLUMNS } else { "" };
-            writeln!(s.out, "{}{extra}", report::CSV_HEADER).map_err(|e| e.to_string())?;
+            let sweep = if cfg.sweep.is_sweep() { report::CSV_SWEEP_COLUMNS } else { "" };
+            writeln!(s.out, "{}{extra}{sweep}", report::CSV_HEADER).map_err(|e| e.to_string())?;
         }
         Ok(s)
     }
@@ -232,14 +246,53 @@ impl<'a> Session<'a> {
     /// Runs one case: each rate step on each backend, printing as it goes. `Some(code)` when the
     /// run must stop here (failed connections, Ctrl-C).
     fn run_case(&mut self, test_no: u64, case: &Case) -> Result<Option<ExitCode>, String> {
+        let base = self.base;
+        if !base.sweep.is_sweep() {
+            return self.run_rates(test_no, case);
+        }
+        // A sweep: every combination in turn, then one table of them all.
+        let mut rows = Vec::new();
+        let mut stop = None;
+        for step in base.sweep.steps() {
+            let cfg = base.at(&step);
+            // The default suite's values are in its templates: made again at each -d.
+            let rebuilt;
+            let case = if base.sweep.datasizes.len() > 1 && base.command.is_empty() {
+                rebuilt = cases(&cfg)?.into_iter().nth(test_no as usize).ok_or("a sweep lost a test")?;
+                &rebuilt
+            } else {
+                case
+            };
+            self.cfg = Arc::new(cfg);
+            self.step = Some(step);
+            let done_before = self.rows.len();
+            stop = self.run_rates(test_no, case)?;
+            rows.extend(self.rows.drain(done_before..));
+            if stop.is_some() {
+                break;
+            }
+        }
+        if !self.csv && !self.comparing {
+            report::write_sweep_table(&rows, &mut self.out).map_err(|e| e.to_string())?;
+        }
+        self.cfg = Arc::new(base.clone());
+        self.step = None;
+        Ok(stop)
+    }
+
+    /// Runs one case at the current step: each rate step on each backend, printing as it goes.
+    fn run_rates(&mut self, test_no: u64, case: &Case) -> Result<Option<ExitCode>, String> {
         let steps: Vec<Option<u64>> =
             if self.open_loop { self.cfg.open.rates.iter().copied().map(Some).collect() } else { vec![None] };
         // One row per step for the throughput-latency table.
         let mut table: Vec<json::Entry> = Vec::new();
         let mut stop = None;
         if self.cfg.preload {
-            if let Some(fill) = preload_case(self.cfg, case) {
+            // Once per test and value size: a sweep's other parameters leave the keys as they are.
+            let done = self.preloaded.as_ref().is_some_and(|(t, v)| *t == test_no && *v == self.cfg.values);
+            if let Some(fill) = preload_case(&self.cfg, case).filter(|_| !done) {
                 self.preload(test_no, &fill)?;
+                self.preloaded = Some((test_no, self.cfg.values.clone()));
             }
         }
         for rate in steps {
@@ -269,7 +322,7 @@ impl<'a> Session<'a> {
     /// Runs one step of a case on each backend in turn (stopping at the first that failed or
     /// was interrupted): its entries and connection failures per backend.
     fn run_step(&mut self, test_no: u64, case: &Case, rate: Option<u64>) -> Result<Vec<Ran>, String> {
-        let cfg = self.cfg;
+        let cfg = Arc::clone(&self.cfg);
         let mut ran = Vec::new();
         for &backend in &cfg.backends {
             // The test's name, as in the JSON; what tells steps and backends apart, when
@@ -283,7 +336,7 @@ impl<'a> Session<'a> {
             }
             let hlog = self.hlog.as_mut().map(|l| (l, tag.as_str()));
             let before = self.probe.read();
-            let (outcome, cpu, machine) = run_test(cfg, backend, case, test_no, rate, self.epoch, hlog)?;
+            let (outcome, cpu, machine) = run_test(&cfg, backend, case, test_no, rate, self.epoch, hlog)?;
             let server_cpu = self.probe.since(before);
             if !outcome.drops.is_empty() {
                 // --reconnect: the test went on; the run's status will say it had errors.
@@ -312,6 +365,9 @@ impl<'a> Session<'a> {
                 );
             }
             let mut entries = case.entries(backend, cpu, rate, outcome.stats);
+            for e in &mut entries {
+                e.step = self.step.as_ref().map(json::step);
+            }
             if let Some(total) = entries.last_mut() {
                 let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline);
                 let missing = self.probe.missing.as_deref();
@@ -319,7 +375,10 @@ impl<'a> Session<'a> {
                     Some(verdict::verdict(Some(&cpu), server_cpu.as_ref(), missing, machine, in_flight));
                 total.server_cpu = server_cpu;
             }
-            report_cost_and_rate(cfg, &entries[entries.len() - 1], backend, self.comparing);
+            report_cost_and_rate(&cfg, &entries[entries.len() - 1], backend, self.comparing);
+            if self.step.is_some() {
+                self.rows.push(entries[entries.len() - 1].clone());
+            }
             if cfg.json.is_some() {
                 for e in &entries {
                     self.done.push(json::test(e, self.epoch_us)?);
@@ -337,9 +396,9 @@ impl<'a> Session<'a> {
     /// `--preload`: runs `fill` (SET over the whole keyspace, sequential keys, pipelined) on
     /// the first backend, unmeasured, and says on stderr what it wrote.
     fn preload(&mut self, test_no: u64, fill: &Case) -> Result<(), String> {
-        let cfg = self.cfg;
+        let cfg = Arc::clone(&self.cfg);
         let keys = cfg.keyspace.unwrap_or(1);
-        let mut fill_cfg = cfg.clone();
+        let mut fill_cfg = (*cfg).clone();
         fill_cfg.requests = keys;
         fill_cfg.key_dist = respbench_core::dist::KeyDist::Sequential;
         fill_cfg.pipeline = cfg.pipeline.max(PRELOAD_PIPELINE);
@@ -382,7 +441,8 @@ impl<'a> Session<'a> {
         } else if let Some((entries, _)) = ran.first() {
             for e in entries {
                 if !(self.open_loop && self.cfg.output == Output::Quiet) {
-                    print_test(self.cfg, case, &self.info, e, &mut self.out)?;
+                    let label = self.step.as_ref().map(|s| self.base.sweep.label(s));
+                    print_test(&self.cfg, case, &self.info, e, label.as_deref(), &mut self.out)?;
                 }
             }
         }
@@ -417,7 +477,7 @@ impl<'a> Session<'a> {
         let interrupted = !matches!(&ended, Ended::Code(c) if *c == ExitCode::SUCCESS);
         if let Some(path) = &self.cfg.json {
             let doc =
-                json::document(json::config(self.cfg), json::server(&self.info), interrupted, self.done);
+                json::document(json::config(self.base), json::server(&self.info), interrupted, self.done);
             write_json(path, &doc)?;
         }
         match ended {
@@ -523,6 +583,7 @@ impl Case {
                     target_rps: None,
                     server_cpu: None,
                     verdict: None,
+                    step: None,
                     stats: part,
                 });
             }
@@ -535,6 +596,7 @@ impl Case {
             target_rps: rate,
             server_cpu: None,
             verdict: None,
+            step: None,
             stats,
         });
         out
@@ -819,16 +881,23 @@ fn run_backend(
     .map_err(|e| e.to_string())
 }
 
+/// Prints one entry in the chosen format; `label` names a sweep's step (`-d 128 -c 100`).
 fn print_test(
     cfg: &Config,
     case: &Case,
     info: &ServerInfo,
     entry: &json::Entry,
+    label: Option<&str>,
     out: &mut impl Write,
 ) -> io::Result<()> {
     let spec = &case.spec;
+    // CSV has the step in columns of its own.
+    let title = match label.filter(|_| cfg.output != Output::Csv) {
+        Some(l) => format!("{} ({l})", entry.name),
+        None => entry.name.clone(),
+    };
     let r = TestReport {
-        title: &entry.name,
+        title: &title,
         stats: &entry.stats,
         cpu: entry.cpu.as_ref(),
         verdict: entry.verdict.as_ref(),
@@ -859,7 +928,12 @@ fn print_test(
         }
         Output::Csv => {
             // Every row of an open-loop run has the extra columns, a mix's commands too.
-            report::write_csv_row(&r, (!cfg.open.rates.is_empty()).then_some(entry), out)?;
+            report::write_csv_row(
+                &r,
+                (!cfg.open.rates.is_empty()).then_some(entry),
+                entry.step.as_ref(),
+                out,
+            )?;
             // stdout carries CSV only.
             report::write_errors(&r, true, &mut io::stderr())?;
         }

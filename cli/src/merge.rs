@@ -86,6 +86,9 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
     Ok(())
 }
 
+/// What keeps merged tests apart: name, backend, target rate and a sweep's step (as JSON).
+type Key = (String, Option<String>, Option<u64>, Option<String>);
+
 /// Several documents combined.
 pub struct Merged {
     /// The first document's `config` (the runs are expected to share it).
@@ -98,7 +101,7 @@ pub struct Merged {
     pub tests: Vec<json::Entry>,
     /// What identifies each of `tests` in the inputs: name, backend and target rate as written
     /// (the merged target is the sum).
-    keys: Vec<(String, Option<String>, Option<u64>)>,
+    keys: Vec<Key>,
 }
 
 impl Merged {
@@ -147,7 +150,9 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
             let e = json::read_test(t).map_err(|e| (i, e))?;
             // A run comparing backends has each test once per backend, a run with several rates
             // once per rate: those stay apart.
-            let key = (e.name.clone(), e.backend.clone(), e.target_rps);
+            // A sweep's steps stay apart, like backends and rates.
+            let key =
+                (e.name.clone(), e.backend.clone(), e.target_rps, e.step.as_ref().map(Value::to_string));
             match m.keys.iter().position(|k| *k == key) {
                 Some(at) => {
                     let acc = &mut m.tests[at];
@@ -204,6 +209,7 @@ mod tests {
             target_rps: None,
             server_cpu: None,
             verdict: None,
+            step: None,
             stats,
         }
     }

@@ -352,5 +352,4 @@ mod tests {
         }
         assert!(preload(&Template::inline(b"PING\r\n"), &values).is_none());
     }
-
 }
