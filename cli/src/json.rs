@@ -234,6 +234,7 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
             "cores": finite(c.cores),
             "main_thread_share": c.main_share.map(finite),
             "command_share": c.command_share.map(finite),
+            "wait_share": c.wait_share.map(finite),
             "threaded": c.threaded,
         });
     }
@@ -245,6 +246,7 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
             "side": v.side.name(),
             "text": v.text,
             "machine_cpu_busy": v.machine.map(finite),
+            "client_wait_share": v.client_wait.map(finite),
         });
     }
     Ok(t)
@@ -397,6 +399,7 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
         cores: c.get("cores").and_then(Value::as_f64).unwrap_or(0.0),
         main_share: c.get("main_thread_share").and_then(Value::as_f64),
         command_share: c.get("command_share").and_then(Value::as_f64),
+        wait_share: c.get("wait_share").and_then(Value::as_f64),
         threaded: c.get("threaded").and_then(Value::as_str).map(str::to_string),
     });
     // The verdict is the run's own; merged runs are other loads, so it is not carried over.

@@ -131,14 +131,14 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
     }
     // Bad test names and mixes are found before connecting.
     let cases = cases(cfg)?;
-    let info = server::startup(cfg).map_err(|e| e.0)?;
+    let (info, counters) = server::startup(cfg).map_err(|e| e.0)?;
     if !cfg.keepalive {
         eprintln!(
             "WARNING: Keepalive disabled. You probably need 'echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse' \
              for Linux in order to use a lot of clients/requests"
         );
     }
-    let mut session = Session::new(cfg, &cases, info)?;
+    let mut session = Session::new(cfg, &cases, info, counters)?;
     let ended = session.run_suite(&cases);
     session.finish(ended)
 }
@@ -186,7 +186,14 @@ struct Session<'a> {
 
 impl<'a> Session<'a> {
     /// Opens the output and writes its header (CSV, side-by-side).
-    fn new(cfg: &'a Config, cases: &[Case], info: ServerInfo) -> Result<Session<'a>, String> {
+    /// `counters` is the startup's connection, when the server answered it: the verdict reads
+    /// the server's counters over it.
+    fn new(
+        cfg: &'a Config,
+        cases: &[Case],
+        info: ServerInfo,
+        counters: Option<server::Conn>,
+    ) -> Result<Session<'a>, String> {
         // With `--json -` stdout carries the document only.
         let out: Box<dyn Write> =
             if json_on_stdout(cfg) { Box::new(io::sink()) } else { Box::new(io::stdout()) };
@@ -209,7 +216,10 @@ impl<'a> Session<'a> {
             done: Vec::new(),
             dropped: false,
             hlog: None,
-            probe: verdict::Probe::new(server::Conn::authenticated(cfg).map_err(|e| e.0)),
+            probe: verdict::Probe::new(
+                counters.ok_or_else(|| "the server did not answer CONFIG GET at startup".to_string()),
+                is_local(&cfg.endpoint),
+            ),
             rows: Vec::new(),
             preloaded: None,
         };
@@ -336,7 +346,8 @@ impl<'a> Session<'a> {
             }
             let hlog = self.hlog.as_mut().map(|l| (l, tag.as_str()));
             let before = self.probe.read();
-            let (outcome, cpu, machine) = run_test(&cfg, backend, case, test_no, rate, self.epoch, hlog)?;
+            let (outcome, cpu, (machine, waited)) =
+                run_test(&cfg, backend, case, test_no, rate, self.epoch, hlog)?;
             let server_cpu = self.probe.since(before);
             if !outcome.drops.is_empty() {
                 // --reconnect: the test went on; the run's status will say it had errors.
@@ -371,8 +382,14 @@ impl<'a> Session<'a> {
             if let Some(total) = entries.last_mut() {
                 let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline);
                 let missing = self.probe.missing.as_deref();
-                total.verdict =
-                    Some(verdict::verdict(Some(&cpu), server_cpu.as_ref(), missing, machine, in_flight));
+                total.verdict = Some(verdict::verdict(
+                    Some(&cpu),
+                    server_cpu.as_ref(),
+                    missing,
+                    machine,
+                    waited,
+                    in_flight,
+                ));
                 total.server_cpu = server_cpu;
             }
             report_cost_and_rate(&cfg, &entries[entries.len() - 1], backend, self.comparing);
@@ -603,6 +620,20 @@ impl Case {
     }
 }
 
+/// How often the loops' run delay is read while a test runs: the last reading before the end
+/// stands for the test (their threads end with it, and their counts with them).
+const WAIT_READ_EVERY: Duration = Duration::from_millis(100);
+
+/// Whether the server runs on this machine: a Unix socket, or a loopback address.
+fn is_local(endpoint: &respbench_core::Endpoint) -> bool {
+    match endpoint {
+        respbench_core::Endpoint::Unix(_) => true,
+        respbench_core::Endpoint::Tcp { host, .. } => {
+            host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback())
+        }
+    }
+}
+
 /// How many writes `--preload` keeps in flight per connection (more when `-P` says so).
 const PRELOAD_PIPELINE: u32 = 64;
 
@@ -750,7 +781,7 @@ fn run_test(
     rate: Option<u64>,
     epoch: Instant,
     mut hlog: Option<(&mut hlog::IntervalLog, &str)>,
-) -> Result<(Outcome, cpu::ClientCpu, Option<f64>), String> {
+) -> Result<(Outcome, cpu::ClientCpu, (Option<f64>, Option<f64>)), String> {
     let begin = Instant::now();
     let warmup = cfg.open.warmup;
     let measure_from = if warmup.is_zero() { Time::ZERO } else { Time::since(epoch, begin + warmup) };
@@ -791,6 +822,10 @@ fn run_test(
     // The client's cost counts from the end of the warmup, like the requests it is divided by.
     let mut cpu_before = cpu::process_cpu();
     let mut machine_before = cpu::machine_ticks();
+    // The loops' time waiting for a CPU: read while they run (a thread's count goes with it).
+    let mut wait_before = cpu::run_delay_ns("self");
+    let mut wait_last = wait_before;
+    let mut wait_read = Instant::now();
     let mut cpu_from = started;
     let mut warm = warmup.is_zero();
     let (tx, rx) = mpsc::channel();
@@ -816,19 +851,32 @@ fn run_test(
                         print!("{}", report::clear_progress(drawn));
                     }
                     let machine = cpu::machine_busy(machine_before, cpu::machine_ticks());
+                    let waited = wait_before.zip(wait_last).map(|(a, b)| {
+                        let capacity = cpu.wall_s * run.loops() as f64;
+                        if capacity > 0.0 {
+                            b.saturating_sub(a) as f64 / 1e9 / capacity
+                        } else {
+                            0.0
+                        }
+                    });
                     let o = result?;
                     log_ended(Some(o.stats.end))?;
-                    return Ok((o, cpu, machine));
+                    return Ok((o, cpu, (machine, waited)));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the event loops stopped".into()),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
             // A file that cannot be written ends the run like a failed test, keeping its results.
             log_ended(None)?;
+            if wait_read.elapsed() >= WAIT_READ_EVERY {
+                wait_read = Instant::now();
+                wait_last = cpu::run_delay_ns("self").or(wait_last);
+            }
             if !warm && Instant::now() >= begin + warmup {
                 warm = true;
                 cpu_before = cpu::process_cpu();
                 machine_before = cpu::machine_ticks();
+                wait_before = cpu::run_delay_ns("self");
                 cpu_from = Instant::now();
             }
             if !stop_asked && interrupted() {

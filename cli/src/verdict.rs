@@ -3,7 +3,9 @@
 //! The client's side is its own CPU time over the test ([`ClientCpu`]); on loopback that
 //! includes the kernel's network work done on its behalf, so a busy client alone does not say
 //! the client was the limit. The server's side comes from its own counters: `INFO cpu`, read
-//! before and after the test over a connection of its own. Redis 6.2 and later report the main
+//! before and after the test over the startup's connection (kept open when the server answered
+//! its `CONFIG GET`: no connection is added, and a server that does not answer admin commands
+//! is not asked). Redis 6.2 and later report the main
 //! thread's CPU apart (`used_cpu_sys_main_thread`), the thread every command runs on, so the
 //! figure holds with `io-threads` too. A server without them that says it runs several threads
 //! (Dragonfly, KeyDB) gets no claim about its saturation, only its CPU in cores.
@@ -28,6 +30,9 @@ pub struct CpuReading {
     /// seconds: what a command that blocks the server without using CPU (`DEBUG SLEEP`, a slow
     /// disk) shows in.
     pub commands_s: Option<f64>,
+    /// A server on this machine: its main thread's time waiting for a CPU, in seconds
+    /// (`/proc/PID/schedstat`, PID from `INFO server`).
+    pub wait_s: Option<f64>,
 }
 
 /// What the server's CPU did during a test.
@@ -40,6 +45,8 @@ pub struct ServerCpu {
     pub main_share: Option<f64>,
     /// The time spent executing commands over wall time, when known.
     pub command_share: Option<f64>,
+    /// A server on this machine: its main thread's time waiting for a CPU over wall time.
+    pub wait_share: Option<f64>,
     /// Why the server counts as multi-threaded when its main thread is not reported apart
     /// (`None`: single-threaded, as `redis-server` without `io-threads`).
     pub threaded: Option<String>,
@@ -58,6 +65,7 @@ impl ServerCpu {
             cores: ((b.total_s - a.total_s) / wall).max(0.0),
             main_share,
             command_share: share(a.commands_s, b.commands_s),
+            wait_share: share(a.wait_s, b.wait_s),
             threaded: if main_share.is_some() { None } else { threaded.map(str::to_string) },
         })
     }
@@ -81,9 +89,14 @@ impl ServerCpu {
     }
 }
 
-/// Reads the server's CPU counters around each test, over a connection of its own.
+/// How long a reading of the server's counters may wait for each reply.
+pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Reads the server's CPU counters around each test, over the startup's connection.
 pub struct Probe {
     conn: Option<Conn>,
+    /// A server on this machine: its process id, for its main thread's run delay.
+    local_pid: Option<String>,
     /// Why the server is taken as multi-threaded, from `INFO server`.
     threaded: Option<String>,
     /// Why there are no figures, once known.
@@ -91,15 +104,28 @@ pub struct Probe {
 }
 
 impl Probe {
-    /// A probe on `conn`, or one that knows why it has none.
-    pub fn new(conn: Result<Conn, String>) -> Probe {
+    /// A probe on `conn`, or one that knows why it has none. Each reading waits at most
+    /// [`PROBE_TIMEOUT`]: between tests the server has nothing else to do, and one that does
+    /// not answer in that time (stopped, or not Redis) is not asked again.
+    /// `local`: the server runs on this machine (loopback or a Unix socket), so its process
+    /// id from `INFO server` is one of this machine's.
+    pub fn new(conn: Result<Conn, String>, local: bool) -> Probe {
         let mut p = match conn {
-            Ok(c) => Probe { conn: Some(c), threaded: None, missing: None },
-            Err(e) => Probe { conn: None, threaded: None, missing: Some(e) },
+            Ok(c) => Probe { conn: Some(c), local_pid: None, threaded: None, missing: None },
+            Err(e) => Probe { conn: None, local_pid: None, threaded: None, missing: Some(e) },
         };
         if let Some(c) = &mut p.conn {
-            if let Ok(body) = info(c, b"server") {
-                p.threaded = threaded(&body);
+            c.set_timeout(PROBE_TIMEOUT);
+            match info(c, b"server") {
+                Ok(body) => {
+                    p.threaded = threaded(&body);
+                    p.local_pid =
+                        field(&body, "process_id").filter(|_| local).map(|pid| (pid as u64).to_string());
+                }
+                Err(e) => {
+                    p.conn = None;
+                    p.missing = Some(e);
+                }
             }
         }
         p
@@ -114,12 +140,20 @@ impl Probe {
             let total = f("used_cpu_sys").zip(f("used_cpu_user")).map(|(s, u)| s + u);
             let main = f("used_cpu_sys_main_thread").zip(f("used_cpu_user_main_thread")).map(|(s, u)| s + u);
             total
-                .map(|total_s| CpuReading { at: Instant::now(), total_s, main_s: main, commands_s: None })
+                .map(|total_s| CpuReading {
+                    at: Instant::now(),
+                    total_s,
+                    main_s: main,
+                    commands_s: None,
+                    wait_s: None,
+                })
                 .ok_or_else(|| "INFO cpu has no used_cpu_sys and used_cpu_user".to_string())
         });
         // Optional: a server without commandstats still has its CPU figures.
+        let pid = self.local_pid.as_deref();
         let reading = reading.map(|mut r| {
             r.commands_s = info(c, b"commandstats").ok().map(|body| command_seconds(&body));
+            r.wait_s = pid.and_then(main_thread_delay).map(|ns| ns as f64 / 1e9);
             r
         });
         match reading {
@@ -152,6 +186,11 @@ fn field(body: &str, name: &str) -> Option<f64> {
     body.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse().ok())
 }
 
+/// The run delay of process `pid`'s main thread, in nanoseconds (`/proc/PID/schedstat`).
+fn main_thread_delay(pid: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// The sum of `usec=` over the `cmdstat_*` lines of `INFO commandstats`, in seconds.
 fn command_seconds(body: &str) -> f64 {
     let usec: u64 = body
@@ -174,6 +213,10 @@ fn threaded(body: &str) -> Option<String> {
     None
 }
 
+/// The share of a test a process spent waiting for a CPU from which it counts as held back by
+/// the others on the machine.
+pub const WAITED: f64 = 0.2;
+
 /// Which side limited a test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {
@@ -183,8 +226,8 @@ pub enum Side {
     Client,
     /// Neither was: round trips (too few connections or pipelining), the network, or `--rps`.
     Neither,
-    /// Neither was, but the client machine's CPUs were all busy: respbench (and the server, on
-    /// loopback) waited for a CPU.
+    /// Neither was, but respbench or the server (on this machine) waited for a CPU a good part
+    /// of the time, or the client machine's CPUs were all busy: the processes competed for CPUs.
     Machine,
     /// Not enough is known to say.
     Unknown,
@@ -212,6 +255,8 @@ pub struct Verdict {
     pub text: String,
     /// The share of all the client machine's CPUs that was busy, when read.
     pub machine: Option<f64>,
+    /// The share of the test respbench's loops spent waiting for a CPU, when read.
+    pub client_wait: Option<f64>,
 }
 
 /// Decides who limited a test from both sides' CPU; `missing` says why the server's is unknown.
@@ -222,6 +267,7 @@ pub fn verdict(
     server: Option<&ServerCpu>,
     missing: Option<&str>,
     machine: Option<f64>,
+    client_wait: Option<f64>,
     in_flight: u64,
 ) -> Verdict {
     let pct = |x: f64| format!("{:.0}%", x * 100.0);
@@ -235,6 +281,7 @@ pub fn verdict(
         format!("respbench's {loops} {} busy", pct(c.core_share()))
     });
     let serving = server.and_then(ServerCpu::serving_share);
+    let server_wait = server.and_then(|s| s.wait_share);
     let server_text = match (server, serving) {
         (Some(s), Some(share)) if share > s.thread_share().unwrap_or(0.0) => format!(
             "the server's main thread spent {} of the time executing commands (INFO commandstats), with {} \
@@ -266,15 +313,27 @@ pub fn verdict(
                  included) while {server_text}; more --threads, or another client machine, may raise the rate"
             ),
         ),
-        _ if machine.is_some_and(|m| m >= SATURATED) => (
-            Side::Machine,
-            format!(
-                "the client machine's CPUs were {} busy while {server_text} and {client_text}: the \
-                 processes on the machine competed for its CPUs, so the figures say as much about that \
-                 as about the server",
-                pct(machine.unwrap_or(0.0))
-            ),
-        ),
+        _ if machine.is_some_and(|m| m >= SATURATED)
+            || client_wait.is_some_and(|w| w >= WAITED)
+            || server_wait.is_some_and(|w| w >= WAITED) =>
+        {
+            let mut waits = Vec::new();
+            if let Some(w) = client_wait {
+                waits.push(format!("respbench's loops waited {} of the time for a CPU", pct(w)));
+            }
+            if let Some(w) = server_wait {
+                waits.push(format!("the server's main thread {}", pct(w)));
+            }
+            let machine = machine.map(|m| format!("; the machine's CPUs were {} busy", pct(m))).unwrap_or_default();
+            (
+                Side::Machine,
+                format!(
+                    "the processes on this machine competed for its CPUs: {server_text} and {client_text}, \
+                     and {} (/proc schedstat){machine}; the figures say as much about that as about the server",
+                    waits.join(" and ")
+                ),
+            )
+        }
         Some(_) => (
             Side::Neither,
             format!(
@@ -284,7 +343,7 @@ pub fn verdict(
         ),
         None => (Side::Unknown, format!("who limited the run is not known: {server_text}; {client_text}")),
     };
-    Verdict { side, text, machine }
+    Verdict { side, text, machine, client_wait }
 }
 
 #[cfg(test)]
@@ -297,13 +356,19 @@ mod tests {
     }
 
     fn server(main: Option<f64>, cores: f64, threaded: Option<&str>) -> ServerCpu {
-        ServerCpu { cores, main_share: main, command_share: None, threaded: threaded.map(str::to_string) }
+        ServerCpu {
+            cores,
+            main_share: main,
+            command_share: None,
+            wait_share: None,
+            threaded: threaded.map(str::to_string),
+        }
     }
 
     #[test]
     fn a_saturated_server_is_named_even_when_the_client_is_busy_too() {
         // The default run on 2 cores: the server at 98%, respbench's loop at 90%.
-        let v = verdict(Some(&client(0.90, 1)), Some(&server(Some(0.98), 1.0, None)), None, None, 50);
+        let v = verdict(Some(&client(0.90, 1)), Some(&server(Some(0.98), 1.0, None)), None, None, None, 50);
         assert_eq!(v.side, Side::Server);
         assert!(
             v.text.contains("main thread was 98% busy") && v.text.contains("event loop was 90% busy"),
@@ -314,14 +379,14 @@ mod tests {
 
     #[test]
     fn a_busy_client_with_an_idle_server_is_the_client() {
-        let v = verdict(Some(&client(0.97, 2)), Some(&server(Some(0.40), 0.45, None)), None, None, 50);
+        let v = verdict(Some(&client(0.97, 2)), Some(&server(Some(0.40), 0.45, None)), None, None, None, 50);
         assert_eq!(v.side, Side::Client);
         assert!(v.text.contains("2 event loops were 97% busy") && v.text.contains("40%"), "{}", v.text);
     }
 
     #[test]
     fn neither_names_the_requests_in_flight() {
-        let v = verdict(Some(&client(0.2, 1)), Some(&server(None, 0.3, None)), None, None, 4);
+        let v = verdict(Some(&client(0.2, 1)), Some(&server(None, 0.3, None)), None, None, None, 4);
         assert_eq!(v.side, Side::Neither);
         assert!(
             v.text.contains("the server was 30% busy") && v.text.contains("at most 4 requests"),
@@ -332,40 +397,68 @@ mod tests {
 
     #[test]
     fn no_claim_on_a_multi_threaded_server_or_without_info() {
-        let v = verdict(Some(&client(0.5, 1)), Some(&server(None, 2.5, Some("Dragonfly"))), None, None, 50);
+        let v =
+            verdict(Some(&client(0.5, 1)), Some(&server(None, 2.5, Some("Dragonfly"))), None, None, None, 50);
         assert_eq!(v.side, Side::Unknown);
         assert!(v.text.contains("2.50 cores") && v.text.contains("Dragonfly"), "{}", v.text);
         // The client can still be named: it was saturated whatever the server did.
-        let v = verdict(Some(&client(0.95, 1)), None, Some("INFO refused: ERR unknown command"), None, 50);
+        let v =
+            verdict(Some(&client(0.95, 1)), None, Some("INFO refused: ERR unknown command"), None, None, 50);
         assert_eq!(v.side, Side::Client);
         assert!(v.text.contains("INFO refused"), "{}", v.text);
-        let v = verdict(Some(&client(0.5, 1)), None, Some("INFO refused"), None, 50);
+        let v = verdict(Some(&client(0.5, 1)), None, Some("INFO refused"), None, None, 50);
         assert_eq!(v.side, Side::Unknown);
     }
 
     #[test]
     fn a_machine_with_no_cpu_left_is_named_when_neither_process_is_busy() {
         // Both processes starved: each busy a quarter of the time, the two CPUs all busy.
-        let v = verdict(Some(&client(0.23, 1)), Some(&server(Some(0.17), 0.2, None)), None, Some(0.97), 50);
+        let v =
+            verdict(Some(&client(0.23, 1)), Some(&server(Some(0.17), 0.2, None)), None, Some(0.97), None, 50);
         assert_eq!(v.side, Side::Machine);
         assert!(v.text.contains("CPUs were 97% busy"), "{}", v.text);
+        // Or: the machine not all busy, but respbench's loop (pinned to a CPU others use)
+        // waited for it.
+        let v = verdict(
+            Some(&client(0.18, 1)),
+            Some(&server(Some(0.14), 0.2, None)),
+            None,
+            Some(0.85),
+            Some(0.6),
+            50,
+        );
+        assert_eq!(v.side, Side::Machine);
+        assert!(v.text.contains("respbench's loops waited 60% of the time for a CPU"), "{}", v.text);
+        let v = verdict(
+            Some(&client(0.18, 1)),
+            Some(&server(Some(0.14), 0.2, None)),
+            None,
+            Some(0.5),
+            Some(0.05),
+            50,
+        );
+        assert_eq!(v.side, Side::Neither);
         // A saturated server is still the server.
-        let v = verdict(Some(&client(0.5, 1)), Some(&server(Some(0.95), 1.0, None)), None, Some(1.0), 50);
+        let v =
+            verdict(Some(&client(0.5, 1)), Some(&server(Some(0.95), 1.0, None)), None, Some(1.0), None, 50);
         assert_eq!(v.side, Side::Server);
     }
 
     #[test]
     fn readings_make_shares() {
         let t = Instant::now();
-        let a = CpuReading { at: t, total_s: 10.0, main_s: Some(8.0), commands_s: Some(1.0) };
+        let a =
+            CpuReading { at: t, total_s: 10.0, main_s: Some(8.0), commands_s: Some(1.0), wait_s: Some(0.5) };
         let b = CpuReading {
             at: t + Duration::from_secs(2),
             total_s: 12.0,
             main_s: Some(9.8),
             commands_s: Some(3.0),
+            wait_s: Some(1.3),
         };
         let s = ServerCpu::between(&a, &b, Some("server_threads:4")).unwrap();
         assert!((s.cores - 1.0).abs() < 1e-9 && (s.main_share.unwrap() - 0.9).abs() < 1e-9);
+        assert!((s.wait_share.unwrap() - 0.4).abs() < 1e-9);
         // The main thread reported apart: the threads don't matter.
         assert_eq!(s.threaded, None);
         // Two seconds of commands in two: a server asleep in DEBUG SLEEP uses no CPU but serves nothing else.

@@ -249,7 +249,8 @@ fn monitored_run(tool: &Tool, test: &str) -> BTreeMap<Shape, usize> {
     ok(&out, &format!("{} -t {test}", tool.name()));
     let mut counts = BTreeMap::new();
     for e in monitor.finish() {
-        if e.name() == "CONFIG" {
+        // The startup's CONFIG GET, and respbench's INFO readings around each test (verdict).
+        if e.name() == "CONFIG" || e.name() == "INFO" {
             continue;
         }
         *counts.entry(shape(&e)).or_insert(0) += 1;
