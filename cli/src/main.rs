@@ -620,6 +620,10 @@ impl Case {
     }
 }
 
+/// What else ran on the client machine during a test: the share of all its CPUs that was busy,
+/// and the share of the test respbench's loops waited for a CPU.
+type Contention = (Option<f64>, Option<f64>);
+
 /// How often the loops' run delay is read while a test runs: the last reading before the end
 /// stands for the test (their threads end with it, and their counts with them).
 const WAIT_READ_EVERY: Duration = Duration::from_millis(100);
@@ -781,7 +785,7 @@ fn run_test(
     rate: Option<u64>,
     epoch: Instant,
     mut hlog: Option<(&mut hlog::IntervalLog, &str)>,
-) -> Result<(Outcome, cpu::ClientCpu, (Option<f64>, Option<f64>)), String> {
+) -> Result<(Outcome, cpu::ClientCpu, Contention), String> {
     let begin = Instant::now();
     let warmup = cfg.open.warmup;
     let measure_from = if warmup.is_zero() { Time::ZERO } else { Time::since(epoch, begin + warmup) };
