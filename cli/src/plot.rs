@@ -22,7 +22,7 @@ struct PlotOpts {
     /// the file to write: NAME.svg (the charts stacked in one SVG document), NAME.html (a
     /// self-contained report: summary table and charts), or - (SVG on stdout)
     #[argh(option, short = 'o')]
-    output: String,
+    output: Option<String>,
     /// the charts to draw, comma separated: percentiles, rate, series, sweep (default: every one
     /// the results allow)
     #[argh(option)]
@@ -55,7 +55,9 @@ pub fn main(name: &str, args: &[&str]) -> ExitCode {
 }
 
 fn run(opts: &PlotOpts) -> Result<(), String> {
-    let format = format_of(&opts.output)?;
+    let output =
+        opts.output.as_deref().ok_or("no output file: give -o FILE.svg (charts) or -o FILE.html (report)")?;
+    let format = format_of(output)?;
     let kinds = kinds(opts.charts.as_deref())?;
     if opts.files.is_empty() {
         return Err("no files to plot; usage: respbench plot RESULT.json… -o FILE.svg|FILE.html".into());
@@ -76,11 +78,11 @@ fn run(opts: &PlotOpts) -> Result<(), String> {
         Format::Svg => svg::document(&charts),
         Format::Html => html::report(&inputs, &charts),
     };
-    if opts.output == "-" {
+    if output == "-" {
         let mut o = std::io::stdout().lock();
         o.write_all(text.as_bytes()).and_then(|_| o.flush()).map_err(|e| format!("cannot write the SVG: {e}"))
     } else {
-        std::fs::write(&opts.output, text).map_err(|e| format!("cannot write {}: {e}", opts.output))
+        std::fs::write(output, text).map_err(|e| format!("cannot write {output}: {e}"))
     }
 }
 
