@@ -116,7 +116,10 @@ fn plot(name: &str, args: &[&str]) -> ExitCode {
 /// `respbench plot` in a build without the `plot` feature.
 #[cfg(not(feature = "plot"))]
 fn plot(_: &str, _: &[&str]) -> ExitCode {
-    eprintln!("respbench plot: this respbench was built without plotting (the default cargo feature 'plot')");
+    eprintln!(
+        "respbench plot: this respbench was built without plotting (cargo feature `plot`, on by default): \
+         rebuild without --no-default-features"
+    );
     ExitCode::from(1)
 }
 
