@@ -334,16 +334,19 @@ fn series(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
     }
     let (_, hi) = extent(&rps);
     let (lo, phi) = extent(&p99);
+    let mut time = Axis::linear(TIME, 0.0, last);
+    // Whole seconds only: the series has one point per second.
+    time.ticks.retain(|t| t.at.fract() == 0.0);
     vec![
         Chart {
             title: "Requests per second, second by second".into(),
-            x: Axis::linear(TIME, 0.0, last),
+            x: time.clone(),
             y: Axis::linear("requests per second", 0.0, hi),
             lines: rps,
         },
         Chart {
             title: "p99 latency, second by second".into(),
-            x: Axis::linear(TIME, 0.0, last),
+            x: time,
             y: Axis::log("p99 latency (ms)", lo, phi),
             lines: p99,
         },
@@ -451,4 +454,184 @@ fn extent(lines: &[Line]) -> (f64, f64) {
     let (lo, hi) =
         ys.fold((f64::INFINITY, 0.0_f64), |(lo, hi), y| (if y > 0.0 { lo.min(y) } else { lo }, hi.max(y)));
     (if lo.is_finite() { lo } else { hi.max(1e-3) }, hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::data::{Latency, Second};
+    use super::*;
+    use crate::hdr;
+
+    fn hist(values: impl IntoIterator<Item = u64>) -> Histogram<u64> {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        for v in values {
+            h.record(v).unwrap();
+        }
+        h
+    }
+
+    /// A test of `input` with these parameters (d, c, P, threads) and figures.
+    fn test(input: usize, name: &str, params: [Option<u64>; 4], target: Option<u64>, rps: f64) -> Test {
+        Test {
+            input,
+            name: name.into(),
+            backend: Some("mio".into()),
+            target_rps: target,
+            params,
+            requests: 100,
+            errors: 0,
+            duration_s: 2.0,
+            rps,
+            latency: Latency { avg: 0.5, p50: 0.4, p99: rps / 1e5, p999: 2.0, max: 3.0 },
+            service: target.map(|_| Latency { avg: 0.3, p50: 0.2, p99: 0.9, p999: 1.0, max: 1.5 }),
+            histogram: hist(1..=100),
+            series: Vec::new(),
+        }
+    }
+
+    fn input(label: &str, tests: Vec<Test>) -> Input {
+        Input { path: format!("/x/{label}"), label: label.into(), tests }
+    }
+
+    fn labels(c: &Chart) -> Vec<&str> {
+        c.lines.iter().map(|l| l.label.as_str()).collect()
+    }
+
+    #[test]
+    fn percentile_curve_follows_the_text_reports_rule() {
+        let h = hist((1..=10_000).map(|i| i * 3));
+        let points = percentile_points(&h);
+        // Runs of equal values are thinned to their ends, so the value at x is the last point's
+        // at or before it.
+        let at = |x: f64| points.iter().take_while(|p| p.0 <= x + 1e-9).last().map(|p| p.1);
+        for (x, p) in [(0.0, 0.0), (1.0, 90.0), (2.0, 99.0), (3.0, 99.9)] {
+            let want = hdr::value_at_percentile(&h, p).max(1) as f64 / 1000.0;
+            let got = at(x).unwrap_or_else(|| panic!("no point at {x}"));
+            // p = 0 is the lowest value's bucket; the C rule gives its lowest equivalent there,
+            // the curve the highest: the same bucket.
+            assert_eq!(
+                h.highest_equivalent((got * 1000.0) as u64),
+                h.highest_equivalent((want * 1000.0) as u64)
+            );
+        }
+        // It ends at 1 − 1/n: four nines for 10,000 values.
+        assert!((points.last().unwrap().0 - 4.0).abs() < 1e-9);
+        assert!(points.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+        // One value: one point.
+        assert_eq!(percentile_points(&hist([5])).len(), 1);
+    }
+
+    /// A run whose steps carry their own parameters (a -d list in one document) gives a sweep
+    /// over the value size, and its percentile lines are named by step.
+    #[test]
+    fn steps_of_one_run_sweep_by_their_own_parameters() {
+        let d = |v| [Some(v), Some(50), Some(1), Some(0)];
+        let tests = vec![
+            test(0, "SET", d(16), None, 90_000.0),
+            test(0, "GET", d(16), None, 100_000.0),
+            test(0, "SET", d(1024), None, 80_000.0),
+            test(0, "GET", d(1024), None, 95_000.0),
+        ];
+        let inputs = [input("run.json", tests)];
+        let p = build(Kind::Percentiles, &inputs);
+        assert_eq!(labels(&p[0]), ["SET d=16", "GET d=16", "SET d=1024", "GET d=1024"]);
+        let s = build(Kind::Sweep, &inputs);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].title, "Requests per second against value size");
+        assert_eq!(s[0].x.title, "value size (bytes)");
+        assert_eq!(labels(&s[0]), ["SET", "GET"]);
+        assert_eq!(s[0].lines[1].points, [(16.0, 100_000.0), (1024.0, 95_000.0)]);
+        let ticks: Vec<&str> = s[0].x.ticks.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(ticks, ["16", "1024"]);
+        assert_eq!(s[1].title, "p99 latency against value size");
+        assert!(build(Kind::Rate, &inputs).is_empty());
+        assert!(build(Kind::Series, &inputs).is_empty());
+    }
+
+    /// Two parameters varied together: a line per value of the other one.
+    #[test]
+    fn a_grid_of_steps_gives_a_line_per_other_value() {
+        let mut tests = Vec::new();
+        for c in [10, 100] {
+            for d in [16, 256, 4096] {
+                tests.push(test(0, "GET", [Some(d), Some(c), Some(1), Some(0)], None, (c * 1000 + d) as f64));
+            }
+        }
+        let s = build(Kind::Sweep, &[input("grid.json", tests)]);
+        let titles: Vec<&str> = s.iter().map(|c| c.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            [
+                "Requests per second against value size",
+                "p99 latency against value size",
+                "Requests per second against connections",
+                "p99 latency against connections",
+            ]
+        );
+        assert_eq!(labels(&s[0]), ["GET c=10", "GET c=100"]);
+        assert_eq!(labels(&s[2]), ["GET d=16", "GET d=256", "GET d=4096"]);
+    }
+
+    /// Rates: lines per test; the same rates in two inputs stay two lines, named by file; the
+    /// achieved chart has the target line.
+    #[test]
+    fn rate_steps_from_two_inputs() {
+        let p = [Some(3), Some(20), Some(1), Some(0)];
+        let run = |i| {
+            vec![
+                test(i, "GET", p, Some(1000), 999.0),
+                test(i, "GET", p, Some(5000), 4990.0),
+                test(i, "GET", p, Some(9000), 7000.0),
+            ]
+        };
+        let inputs = [input("a.json", run(0)), input("b.json", run(1))];
+        let charts = build(Kind::Rate, &inputs);
+        assert_eq!(charts.len(), 2);
+        assert_eq!(
+            labels(&charts[0]),
+            [
+                "a.json: GET p50",
+                "a.json: GET p99",
+                "a.json: GET p99.9",
+                "b.json: GET p50",
+                "b.json: GET p99",
+                "b.json: GET p99.9"
+            ]
+        );
+        assert_eq!(labels(&charts[1]), ["a.json: GET", "b.json: GET", "target"]);
+        assert_eq!(charts[1].lines[0].points[2], (9000.0, 7000.0));
+        // One input alone: the service time joins, each statistic in its own colour.
+        let one = build(Kind::Rate, &inputs[..1]);
+        assert_eq!(labels(&one[0]), ["GET p50", "GET p99", "GET p99.9", "GET service p99"]);
+        let colors: Vec<usize> = one[0].lines.iter().map(|l| l.color).collect();
+        assert_eq!(colors, [0, 1, 2, 3]);
+        // Several inputs of the same rates are not a sweep over anything else.
+        assert!(build(Kind::Sweep, &inputs).is_empty());
+        let perc = build(Kind::Percentiles, &inputs);
+        assert_eq!(perc[0].lines[0].label, "a.json: GET @ 1000 rps");
+    }
+
+    /// Series: the rate of the last, partial second counts the part that ran; a sliver is left
+    /// out; a second without replies is a gap in p99; several backends are named.
+    #[test]
+    fn series_lines() {
+        let mut t = test(0, "GET", [None; 4], None, 1.0);
+        t.duration_s = 3.25;
+        let s = |second, requests, p99| Second { second, requests, errors: 0, p50: 0.1, p99 };
+        t.series = vec![s(0, 1000, 0.5), s(1, 0, 0.0), s(2, 1000, 0.7), s(3, 10, 0.9)];
+        let mut u = test(0, "GET", [None; 4], None, 1.0);
+        u.backend = Some("smol".into());
+        u.duration_s = 1.8;
+        u.series = vec![s(0, 500, 0.4), s(1, 400, 0.6)];
+        let charts = build(Kind::Series, &[input("s.json", vec![t, u])]);
+        assert_eq!(labels(&charts[0]), ["GET [mio]", "GET [smol]"]);
+        let rps: Vec<(f64, f64)> = charts[0].lines[0].points.clone();
+        assert_eq!(&rps[..3], [(0.5, 1000.0), (1.5, 0.0), (2.5, 1000.0)]);
+        assert!(rps[3].1.is_nan(), "a quarter second is left out: {rps:?}");
+        assert_eq!(charts[0].lines[1].points[1], (1.5, 500.0));
+        let p99 = &charts[1].lines[0].points;
+        assert!(p99[1].1.is_nan() && p99[3].1 == 0.9, "{p99:?}");
+        let ticks: Vec<&str> = charts[0].x.ticks.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(ticks, ["0", "1", "2", "3", "4"]);
+    }
 }

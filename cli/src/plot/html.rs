@@ -11,7 +11,7 @@ h1{font-size:22px}h2{font-size:18px;margin-top:28px}\
 table{border-collapse:collapse;font-size:13px}\
 th,td{border:1px solid #ccc;padding:3px 8px;white-space:nowrap}\
 th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums}\
-figure{margin:16px 0}svg{display:block;max-width:100%;height:auto}";
+.wide{overflow-x:auto}figure{margin:16px 0}svg{display:block;max-width:100%;height:auto}";
 
 /// The report for `inputs` with `charts`.
 pub fn report(inputs: &[Input], charts: &[Chart]) -> String {
@@ -110,7 +110,7 @@ fn table(inputs: &[Input], out: &mut String) {
         cols.push(col("service p50", true, s(|l| l.p50)));
         cols.push(col("service p99", true, s(|l| l.p99)));
     }
-    out.push_str("<table>\n<thead><tr>");
+    out.push_str("<div class=\"wide\">\n<table>\n<thead><tr>");
     for c in &cols {
         let _ = write!(out, "<th>{}</th>", escape(c.head));
     }
@@ -123,5 +123,5 @@ fn table(inputs: &[Input], out: &mut String) {
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody>\n</table>\n");
+    out.push_str("</tbody>\n</table>\n</div>\n");
 }

@@ -18,8 +18,9 @@ const LEFT: f64 = 78.0;
 const TOP: f64 = 40.0;
 /// Room below it: the x tick labels and the x axis title.
 const BOTTOM: f64 = 54.0;
-/// Gap between the plot area and the legend, and after the legend.
-const GAP: f64 = 18.0;
+/// Gap between the plot area and the legend, and after the legend: room for half of the last x
+/// tick's label ("99.9999%").
+const GAP: f64 = 36.0;
 /// Height of a legend entry.
 const ROW: f64 = 18.0;
 /// Length of a legend entry's line sample.
