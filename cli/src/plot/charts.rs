@@ -320,12 +320,17 @@ fn series(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
         let mut p = Vec::new();
         for s in &t.series {
             let at = s.second as f64 + 0.5;
-            last = last.max(s.second as f64 + 1.0);
             // The last second of a test is partial: its rate counts the part that ran, and a
-            // sliver of a second (under half) is left out rather than drawn as a collapse.
+            // sliver (under half a second: the replies still in flight at the end) is left out
+            // rather than drawn as a collapse of the rate and a p99 of a few replies. A test
+            // shorter than that keeps its one second, at the rate of the part that ran.
             let covered = (t.duration_s - s.second as f64).clamp(0.0, 1.0);
-            let covered = if t.duration_s <= 0.0 { 1.0 } else { covered };
-            r.push((at, if covered >= 0.5 { s.requests as f64 / covered } else { f64::NAN }));
+            if covered < 0.5 && s.second > 0 {
+                continue;
+            }
+            let covered = if covered > 0.0 { covered } else { 1.0 };
+            last = last.max(s.second as f64 + 1.0);
+            r.push((at, s.requests as f64 / covered));
             p.push((at, if s.requests > 0 { s.p99 } else { f64::NAN }));
         }
         let dash = dash_for(i);
@@ -623,15 +628,19 @@ mod tests {
         u.backend = Some("smol".into());
         u.duration_s = 1.8;
         u.series = vec![s(0, 500, 0.4), s(1, 400, 0.6)];
-        let charts = build(Kind::Series, &[input("s.json", vec![t, u])]);
-        assert_eq!(labels(&charts[0]), ["GET [mio]", "GET [smol]"]);
-        let rps: Vec<(f64, f64)> = charts[0].lines[0].points.clone();
-        assert_eq!(&rps[..3], [(0.5, 1000.0), (1.5, 0.0), (2.5, 1000.0)]);
-        assert!(rps[3].1.is_nan(), "a quarter second is left out: {rps:?}");
+        let mut short = test(0, "SET", [None; 4], None, 1.0);
+        short.duration_s = 0.25;
+        short.series = vec![s(0, 100, 0.3)];
+        let charts = build(Kind::Series, &[input("s.json", vec![t, u, short])]);
+        // A test of a quarter second keeps its second, at its rate.
+        assert_eq!(charts[0].lines[2].points, [(0.5, 400.0)]);
+        assert_eq!(labels(&charts[0]), ["GET [mio]", "GET [smol]", "SET [mio]"]);
+        // A quarter of second 3 ran: it is left out.
+        assert_eq!(charts[0].lines[0].points, [(0.5, 1000.0), (1.5, 0.0), (2.5, 1000.0)]);
         assert_eq!(charts[0].lines[1].points[1], (1.5, 500.0));
         let p99 = &charts[1].lines[0].points;
-        assert!(p99[1].1.is_nan() && p99[3].1 == 0.9, "{p99:?}");
+        assert!(p99.len() == 3 && p99[1].1.is_nan() && p99[2].1 == 0.7, "{p99:?}");
         let ticks: Vec<&str> = charts[0].x.ticks.iter().map(|t| t.label.as_str()).collect();
-        assert_eq!(ticks, ["0", "1", "2", "3", "4"]);
+        assert_eq!(ticks, ["0", "1", "2", "3"]);
     }
 }
