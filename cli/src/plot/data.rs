@@ -14,10 +14,10 @@ use crate::json;
 /// The options a step of a sweep may differ in, with their names in the JSON (`config` and, for
 /// runs whose steps vary them, each test entry) and on the charts.
 pub const PARAMS: [Param; 4] = [
-    Param { key: "datasize", short: "d", title: "value size (bytes)" },
-    Param { key: "clients", short: "c", title: "connections (-c)" },
-    Param { key: "pipeline", short: "P", title: "pipeline (-P)" },
-    Param { key: "threads", short: "threads", title: "threads (--threads)" },
+    Param { key: "datasize", short: "d", option: "-d", title: "value size (bytes)" },
+    Param { key: "clients", short: "c", option: "-c", title: "connections (-c)" },
+    Param { key: "pipeline", short: "P", option: "-P", title: "pipeline (-P)" },
+    Param { key: "threads", short: "threads", option: "--threads", title: "threads (--threads)" },
 ];
 
 /// A step parameter.
@@ -27,6 +27,8 @@ pub struct Param {
     pub key: &'static str,
     /// How a label names it: `c=50`.
     pub short: &'static str,
+    /// Its command-line option.
+    pub option: &'static str,
     /// The title of an axis over it.
     pub title: &'static str,
 }

@@ -67,8 +67,15 @@ fn table(inputs: &[Input], out: &mut String) {
         cols.push(col("file", false, Box::new(|i, _| i.label.clone())));
     }
     cols.push(col("test", false, Box::new(|_, t| t.name.clone())));
-    if tests().any(|(_, t)| t.backend.is_some()) {
-        cols.push(col("backend", false, Box::new(|_, t| t.backend.clone().unwrap_or_default())));
+    // What every test shares goes in a sentence above the table; what differs gets a column.
+    let mut shared = Vec::new();
+    let backends: Vec<Option<&String>> = tests().map(|(_, t)| t.backend.as_ref()).collect();
+    match backends.first() {
+        Some(Some(b)) if backends.iter().all(|o| *o == Some(*b)) => shared.push(format!("backend {b}")),
+        _ if backends.iter().any(Option::is_some) => {
+            cols.push(col("backend", false, Box::new(|_, t| t.backend.clone().unwrap_or_default())));
+        }
+        _ => {}
     }
     if tests().any(|(_, t)| t.target_rps.is_some()) {
         cols.push(col(
@@ -78,18 +85,17 @@ fn table(inputs: &[Input], out: &mut String) {
         ));
     }
     for (p, param) in PARAMS.iter().enumerate() {
-        if tests().any(|(_, t)| t.params[p].is_some()) {
-            let head = match param.short {
-                "d" => "-d",
-                "c" => "-c",
-                "P" => "-P",
-                _ => "threads",
-            };
-            cols.push(col(
-                head,
+        let values: Vec<Option<u64>> = tests().map(|(_, t)| t.params[p]).collect();
+        match values.first() {
+            Some(Some(v)) if values.iter().all(|o| *o == Some(*v)) => {
+                shared.push(format!("{} {v}", param.option))
+            }
+            _ if values.iter().any(Option::is_some) => cols.push(col(
+                param.option,
                 true,
                 Box::new(move |_, t| t.params[p].map(|v| v.to_string()).unwrap_or_default()),
-            ));
+            )),
+            _ => {}
         }
     }
     cols.push(col("requests", true, Box::new(|_, t| t.requests.to_string())));
@@ -110,6 +116,9 @@ fn table(inputs: &[Input], out: &mut String) {
         cols.push(col("service p50", true, s(|l| l.p50)));
         cols.push(col("service p99", true, s(|l| l.p99)));
     }
+    if !shared.is_empty() {
+        let _ = writeln!(out, "<p>Every test ran with {}.</p>", escape(&shared.join(", ")));
+    }
     out.push_str("<div class=\"wide\">\n<table>\n<thead><tr>");
     for c in &cols {
         let _ = write!(out, "<th>{}</th>", escape(c.head));
@@ -124,4 +133,45 @@ fn table(inputs: &[Input], out: &mut String) {
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody>\n</table>\n</div>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::data::Latency;
+    use super::*;
+    use hdrhistogram::Histogram;
+
+    fn test(name: &str, clients: u64, backend: &str) -> Test {
+        Test {
+            input: 0,
+            name: name.into(),
+            backend: Some(backend.into()),
+            target_rps: None,
+            params: [Some(3), Some(clients), Some(1), Some(0)],
+            requests: 10,
+            errors: 1,
+            duration_s: 0.5,
+            rps: 20.0,
+            latency: Latency { avg: 0.5, p50: 0.25, p99: 1.0, p999: 2.0, max: 3.0 },
+            service: None,
+            histogram: Histogram::new(3).unwrap(),
+            series: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn what_differs_gets_a_column() {
+        let inputs = [Input {
+            path: "r<1>.json".into(),
+            label: "r<1>.json".into(),
+            tests: vec![test("SET", 5, "mio"), test("GET", 50, "mio")],
+        }];
+        let page = report(&inputs, &[]);
+        assert!(page.contains("<p>Every test ran with backend mio, -d 3, -P 1, --threads 0.</p>"), "{page}");
+        assert!(page.contains("<th>test</th><th>-c</th><th>requests</th>"), "{page}");
+        assert!(page.contains("<td>GET</td><td class=\"n\">50</td><td class=\"n\">10</td>"), "{page}");
+        assert!(page.contains("<code>r&lt;1&gt;.json</code> (2 tests)"), "{page}");
+        // One input: no file column; no chart: no heading for them.
+        assert!(!page.contains("<th>file</th>") && !page.contains("Charts"), "{page}");
+    }
 }
