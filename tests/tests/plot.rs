@@ -320,6 +320,7 @@ fn chromium(html: &Path) -> PathBuf {
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
+            "--disable-dev-shm-usage",
             "--disable-background-networking",
             "--no-first-run",
             &format!("--user-data-dir={}", profile.display()),

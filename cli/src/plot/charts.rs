@@ -46,7 +46,7 @@ impl Kind {
             }
             Kind::Sweep => {
                 "no test ran at two values of -d, -c, -P or --threads with everything else the same \
-                 (give results of runs that differ in one of them)"
+                 (give results of runs that differ in one of them; --rps steps are the rate chart)"
             }
         }
     }
