@@ -348,14 +348,14 @@ fn bad_input_is_a_clear_error() {
     let not_json = write("notjson.json", "GET: 1000 requests per second\n");
     let schema = write("schema.json", r#"{"schema": "respbench/9", "tests": []}"#);
     let other = write("other.json", r#"{"hello": "world"}"#);
-    let empty = write("empty.json", r#"{"schema": "respbench/1", "tests": []}"#);
+    let empty = write("empty.json", r#"{"schema": "respbench/2", "tests": []}"#);
     let garbled = write(
         "garbled.json",
-        r#"{"schema": "respbench/1", "tests": [{"name": "GET", "requests": 1, "duration_s": 1, "rps": 1,
+        r#"{"schema": "respbench/2", "tests": [{"name": "GET", "requests": 1, "duration_s": 1, "rps": 1,
             "latency_ms": {"avg": 1, "p50": 1, "p99": 1, "p99_9": 1, "max": 1},
             "histogram": {"data": "not a histogram"}}]}"#,
     );
-    let no_latency = write("nolatency.json", r#"{"schema": "respbench/1", "tests": [{"name": "GET"}]}"#);
+    let no_latency = write("nolatency.json", r#"{"schema": "respbench/2", "tests": [{"name": "GET"}]}"#);
     let out_svg = dir.join("out.svg").to_string_lossy().into_owned();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec![&missing, "-o", &out_svg], "cannot read"),

@@ -131,11 +131,15 @@ fn file_name(path: &str) -> String {
 /// The tests of one document.
 fn read_doc(doc: &Value, input: usize) -> Result<Vec<Test>, String> {
     let schema = doc.get("schema").and_then(Value::as_str);
-    if schema != Some(json::SCHEMA) {
+    // Every schema reads alike here: version 1 differs only in its seconds' histograms, which
+    // plot never reads.
+    if !schema.is_some_and(|s| s == json::SCHEMA || json::READS_ALSO.contains(&s)) {
         let found = schema.map_or_else(|| "missing".to_string(), |s| format!("'{s}'"));
+        let mut known = vec![json::SCHEMA];
+        known.extend(json::READS_ALSO);
         return Err(format!(
             "schema is {found}; respbench plot reads documents written by respbench --json ('{}')",
-            json::SCHEMA
+            known.join("', '")
         ));
     }
     let tests = doc.get("tests").and_then(Value::as_array).ok_or("no 'tests' array")?;
@@ -253,6 +257,15 @@ mod tests {
         assert_eq!(t.series[0].p99, 0.25);
         // The entry's own clients win over the config's; the pipeline comes from the config.
         assert_eq!(t.params, [None, Some(7), Some(16), None]);
+    }
+
+    /// Version 1 documents, whose seconds carried a histogram, read alike.
+    #[test]
+    fn reads_version_1() {
+        let mut t = test_entry();
+        t["series"][0]["histogram"] = json!({"data": hist_data()});
+        let doc = json!({"schema": "respbench/1", "tests": [t]});
+        assert_eq!(read_doc(&doc, 0).unwrap()[0].series[0].requests, 1);
     }
 
     #[test]
