@@ -42,7 +42,7 @@ impl Kind {
             Kind::Percentiles => "no test completed a request",
             Kind::Rate => "no open-loop test ran at two target rates or more (--rps A,B)",
             Kind::Series => {
-                "no test has a per-second series (runs with --duration, --rps or --series have one)"
+                "no test has a per-second series (runs with --duration, --rps, --series, --live or --hlog have one)"
             }
             Kind::Sweep => {
                 "no test ran at two values of -d, -c, -P or --threads with everything else the same \
