@@ -19,8 +19,9 @@ use charts::Kind;
 #[derive(FromArgs, Debug)]
 #[argh(help_triggers("--help"))]
 struct PlotOpts {
-    /// the file to write: NAME.svg (the charts stacked in one SVG document), NAME.html (a
-    /// self-contained report: summary table and charts), or - (SVG on stdout)
+    /// the file to write: NAME.svg (the charts stacked in one SVG document; the default format,
+    /// also for a NAME without extension), NAME.html (a self-contained report: summary table and
+    /// charts), or - (SVG on stdout)
     #[argh(option, short = 'o')]
     output: Option<String>,
     /// the charts to draw, comma separated: percentiles, rate, series, sweep (default: every one
@@ -86,17 +87,16 @@ fn run(opts: &PlotOpts) -> Result<(), String> {
     }
 }
 
-/// The format `-o` names by its extension.
+/// The format `-o` names by its extension: SVG unless `.html`; another extension (`.png`) is
+/// refused rather than given SVG it does not expect.
 fn format_of(output: &str) -> Result<Format, String> {
-    let lower = output.to_ascii_lowercase();
-    if output == "-" || lower.ends_with(".svg") {
-        Ok(Format::Svg)
-    } else if lower.ends_with(".html") || lower.ends_with(".htm") {
-        Ok(Format::Html)
-    } else {
-        Err(format!(
+    let ext = std::path::Path::new(output).extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        None | Some("svg") => Ok(Format::Svg),
+        Some("html" | "htm") => Ok(Format::Html),
+        Some(_) => Err(format!(
             "-o {output}: name a .svg file (charts) or a .html file (report), or - for SVG on stdout"
-        ))
+        )),
     }
 }
 
@@ -122,6 +122,7 @@ mod tests {
     fn formats_and_kinds() {
         assert_eq!(format_of("a.svg"), Ok(Format::Svg));
         assert_eq!(format_of("-"), Ok(Format::Svg));
+        assert_eq!(format_of("out/latency"), Ok(Format::Svg));
         assert_eq!(format_of("R.HTML"), Ok(Format::Html));
         assert!(format_of("a.png").unwrap_err().contains(".svg"));
         assert_eq!(kinds(Some("rate, series")), Ok(Some(vec![Kind::Rate, Kind::Series])));
