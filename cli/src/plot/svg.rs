@@ -283,7 +283,15 @@ impl Chart {
             let _ = writeln!(out, r#"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}"/>"#, LEFT + PLOT_W);
         }
         out.push_str("</g>\n<g fill=\"#222\">\n");
+        // A label that would touch the one before it is left out (its grid line stays): nine
+        // nines of "99.9999999%" do not fit under 620 pixels.
+        let mut right = f64::NEG_INFINITY;
         for t in self.x.ticks.iter().filter(|t| inside(&self.x, t.at)) {
+            let half = text_width(&t.label) / 2.0;
+            if self.px(t.at) - half < right + 6.0 {
+                continue;
+            }
+            right = self.px(t.at) + half;
             let _ = writeln!(
                 out,
                 r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
@@ -570,6 +578,23 @@ mod tests {
         // One value alone still makes a range around it.
         let d = Axis::steps("c", &[50.0]);
         assert!(d.min < 50.0 && d.max > 50.0);
+    }
+
+    /// Nine nines: every grid line, but only labels that do not touch.
+    #[test]
+    fn crowded_x_labels_are_thinned() {
+        let chart = Chart {
+            title: "t".into(),
+            x: Axis::nines("p", 9),
+            y: Axis::log("y", 1.0, 10.0),
+            lines: Vec::new(),
+        };
+        let svg = document(std::slice::from_ref(&chart));
+        assert!(svg.contains(">0%<") && svg.contains(">99.9%<"), "{svg}");
+        assert_eq!(svg.matches("<line").count(), 10 + 4, "a grid line per tick\n{svg}");
+        // Ten ticks, fewer labels (the axis title is the one more "middle" text).
+        let labels = svg.matches(r#"text-anchor="middle">"#).count() - 1;
+        assert!((5..10).contains(&labels), "{labels} labels\n{svg}");
     }
 
     #[test]
