@@ -346,6 +346,9 @@ fn bad_input_is_a_clear_error() {
     };
     let missing = dir.join("missing.json").to_string_lossy().into_owned();
     let not_json = write("notjson.json", "GET: 1000 requests per second\n");
+    let binary = dir.join("binary.json");
+    std::fs::write(&binary, [0xff, 0xfe, 0x00, 0x9c]).unwrap();
+    let binary = binary.to_string_lossy().into_owned();
     let schema = write("schema.json", r#"{"schema": "respbench/9", "tests": []}"#);
     let other = write("other.json", r#"{"hello": "world"}"#);
     let empty = write("empty.json", r#"{"schema": "respbench/2", "tests": []}"#);
@@ -359,7 +362,8 @@ fn bad_input_is_a_clear_error() {
     let out_svg = dir.join("out.svg").to_string_lossy().into_owned();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec![&missing, "-o", &out_svg], "cannot read"),
-        (vec![&not_json, "-o", &out_svg], "is not JSON"),
+        (vec![&not_json, "-o", &out_svg], "notjson.json is not JSON"),
+        (vec![&binary, "-o", &out_svg], "binary.json is not JSON"),
         (vec![&schema, "-o", &out_svg], "schema is 'respbench/9'"),
         (vec![&other, "-o", &out_svg], "schema is missing"),
         (vec![&empty, "-o", &out_svg], "no tests"),

@@ -109,8 +109,8 @@ pub struct Test {
 pub fn read(paths: &[String]) -> Result<Vec<Input>, String> {
     let mut inputs = Vec::new();
     for (i, path) in paths.iter().enumerate() {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{path} is not JSON: {e}"))?;
+        let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let doc: Value = serde_json::from_slice(&bytes).map_err(|e| format!("{path} is not JSON: {e}"))?;
         let tests = read_doc(&doc, i).map_err(|e| format!("{path}: {e}"))?;
         inputs.push(Input { path: path.clone(), label: String::new(), tests });
     }
