@@ -237,6 +237,8 @@ impl Chart {
             out,
             r#"<svg{ns} x="{x}" y="{y}" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}" font-family="sans-serif" font-size="{FONT}">"#
         );
+        // The title element names the chart for screen readers and as a tooltip.
+        let _ = writeln!(out, "<title>{}</title>", escape(&self.title));
         let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
         let _ = writeln!(
             out,
