@@ -8,6 +8,8 @@ mod json;
 mod limits;
 mod merge;
 mod opts;
+#[cfg(feature = "plot")]
+mod plot;
 mod report;
 mod server;
 #[cfg(feature = "tls")]
@@ -77,6 +79,9 @@ fn main() -> ExitCode {
     if rest.first() == Some(&"merge") {
         return merge::main(name, &rest[1..]);
     }
+    if rest.first() == Some(&"plot") {
+        return plot(name, &rest[1..]);
+    }
     let opts: Opts = match parse_args(&[name], &rest, "respbench --help") {
         Ok(o) => o,
         Err(code) => return code,
@@ -100,6 +105,22 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `respbench plot`.
+#[cfg(feature = "plot")]
+fn plot(name: &str, args: &[&str]) -> ExitCode {
+    plot::main(name, args)
+}
+
+/// `respbench plot` in a build without the `plot` feature.
+#[cfg(not(feature = "plot"))]
+fn plot(_: &str, _: &[&str]) -> ExitCode {
+    eprintln!(
+        "respbench plot: this respbench was built without plotting (cargo feature `plot`, on by default): \
+         rebuild without --no-default-features"
+    );
+    ExitCode::from(1)
 }
 
 /// Parses `args` with argh: `--help` prints the usage and exits 0; an error names the bad
