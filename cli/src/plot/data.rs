@@ -180,10 +180,17 @@ fn read_test(t: &Value, config: &Value, input: usize) -> Result<Test, String> {
         Some(Value::Array(a)) => a.iter().map(second).collect::<Result<_, _>>().map_err(at)?,
         Some(_) => return Err(at("'series' is not an array".into())),
     };
-    // A step's own parameters come first: a run that sweeps -c writes each step's clients in its
-    // entry; the document's config holds what all steps share.
-    let params = PARAMS
-        .map(|p| t.get(p.key).and_then(Value::as_u64).or_else(|| config.get(p.key).and_then(Value::as_u64)));
+    // A step's own parameters come first: a sweep writes each step's in its entry's `step`
+    // (`datasize` as -d gives it, so "16" is 16 and a range is not a number); the document's
+    // config holds what all steps share.
+    let num = |v: &Value| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok()));
+    let params = PARAMS.map(|p| {
+        t.get("step")
+            .and_then(|s| s.get(p.key))
+            .and_then(num)
+            .or_else(|| t.get(p.key).and_then(num))
+            .or_else(|| config.get(p.key).and_then(Value::as_u64))
+    });
     Ok(Test {
         input,
         backend: t.get("backend").and_then(Value::as_str).map(str::to_string),
@@ -247,7 +254,8 @@ mod tests {
     #[test]
     fn reads_summaries_and_step_parameters() {
         let mut t = test_entry();
-        t["clients"] = json!(7);
+        t["step"] = json!({"datasize": "128", "clients": 7, "pipeline": 1, "threads": 0, "run": 0});
+        t["step"].as_object_mut().unwrap().remove("pipeline");
         let doc = json!({"schema": json::SCHEMA, "config": {"clients": 50, "pipeline": 16}, "tests": [t]});
         let tests = read_doc(&doc, 0).unwrap();
         let t = &tests[0];
@@ -255,8 +263,8 @@ mod tests {
         assert_eq!(t.histogram.len(), 1);
         assert_eq!(t.series.len(), 1);
         assert_eq!(t.series[0].p99, 0.25);
-        // The entry's own clients win over the config's; the pipeline comes from the config.
-        assert_eq!(t.params, [None, Some(7), Some(16), None]);
+        // The step's own values win over the config's; the pipeline comes from the config.
+        assert_eq!(t.params, [Some(128), Some(7), Some(16), Some(0)]);
     }
 
     /// Version 1 documents, whose seconds carried a histogram, read alike.
