@@ -54,8 +54,8 @@ pub fn run_test(run: &TestRun, tls: Option<&Tls>, epoch: Instant) -> Result<Outc
     }
     drop(alive);
     let watch = Mutex::new(Watch::default());
-    on_threads(run, epoch, |_, start| {
-        let tally = Tally::new(run, tls, epoch, start)?;
+    on_threads(run, epoch, |t, start| {
+        let tally = Tally::new(run, t, tls, epoch, start)?;
         LOCAL.with(|l| *l.borrow_mut() = Some(Local { tally, buf: vec![0u8; READ_BUF] }));
         let publisher = async {
             loop {

@@ -276,7 +276,7 @@ impl<'a> Loop<'a> {
         epoch: Instant,
         start: Time,
     ) -> Result<Self, RunError> {
-        let tally = Tally::new(run, tls, epoch, start)?;
+        let tally = Tally::new(run, t, tls, epoch, start)?;
         let slots: Vec<Slot> = run
             .connections_of(t)
             .into_iter()

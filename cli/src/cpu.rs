@@ -19,6 +19,40 @@ pub fn process_cpu() -> (f64, f64) {
     (secs(ru.ru_utime), secs(ru.ru_stime))
 }
 
+/// The whole machine's CPU time in clock ticks, busy and in all, from the first line of
+/// `/proc/stat` (`None` where there is none).
+pub fn machine_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let v: Vec<u64> = line.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    // user nice system idle iowait irq softirq steal (guest times are inside user and nice).
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+    Some((total.saturating_sub(idle), total))
+}
+
+/// Nanoseconds the threads of process `pid` (`"self"` for this one) have spent runnable but
+/// waiting for a CPU, summed over its threads alive now (the second field of
+/// `/proc/PID/task/TID/schedstat`); `None` where the kernel keeps none.
+pub fn run_delay_ns(pid: &str) -> Option<u64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut total = None;
+    for t in tasks.flatten() {
+        let stat = std::fs::read_to_string(t.path().join("schedstat")).ok();
+        if let Some(delay) = stat.as_deref().and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok()) {
+            total = Some(total.unwrap_or(0) + delay);
+        }
+    }
+    total
+}
+
+/// The share of all the machine's CPUs that was busy between two [`machine_ticks`] readings.
+pub fn machine_busy(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> Option<f64> {
+    let ((b0, t0), (b1, t1)) = (before?, after?);
+    let total = t1.checked_sub(t0).filter(|&t| t > 0)?;
+    Some(b1.saturating_sub(b0) as f64 / total as f64)
+}
+
 /// The client's CPU during one test.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ClientCpu {
@@ -120,6 +154,42 @@ mod tests {
         assert_eq!(a.threads, 2);
         assert!((a.core_share() - 0.95).abs() < 1e-9);
         assert!(a.saturated());
+    }
+
+    #[test]
+    fn the_machine_is_busier_while_this_thread_spins() {
+        let before = machine_ticks();
+        assert!(before.is_some_and(|(busy, total)| busy <= total && total > 0), "{before:?}");
+        let until = std::time::Instant::now() + Duration::from_millis(300);
+        let mut x = 0u64;
+        while std::time::Instant::now() < until {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let busy = machine_busy(before, machine_ticks()).unwrap();
+        // One spinning thread of however many CPUs, at the least.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        assert!(busy > 0.5 / cpus && busy <= 1.0, "{busy}");
+        assert_eq!(machine_busy(Some((5, 10)), Some((5, 10))), None);
+    }
+
+    #[test]
+    fn threads_that_share_a_cpu_wait_for_it() {
+        // Two spinning threads pinned nowhere on however many CPUs: this process's run delay
+        // is readable and does not go backwards.
+        let a = run_delay_ns("self").expect("schedstat");
+        let until = std::time::Instant::now() + Duration::from_millis(100);
+        let spin = || {
+            let mut x = 0u64;
+            while std::time::Instant::now() < until {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        };
+        std::thread::scope(|s| {
+            s.spawn(spin);
+            spin();
+        });
+        assert!(run_delay_ns("self").unwrap() >= a);
+        assert_eq!(run_delay_ns("no-such-process"), None);
     }
 
     #[test]

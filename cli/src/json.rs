@@ -1,21 +1,24 @@
-//! The `--json` document (schema `respbench/1`, described in docs/json.md): building it from a
+//! The `--json` document (schema `respbench/2`, described in docs/json.md): building it from a
 //! run's [`Stats`], and reading a test back into [`Stats`] for `respbench merge`.
 //!
 //! Histograms travel as HdrHistogram V2 deflate encodings in base64, so a merge adds them exactly.
 
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use respbench_core::stats::{ErrorCounts, Second, Setup, HIGHEST_MICROS, LOWEST_MICROS};
+use respbench_core::stats::{ErrorCounts, Interval, Second, Setup, HIGHEST_MICROS, LOWEST_MICROS};
 use respbench_core::{Endpoint, Stats, Time};
 use serde_json::{json, Map, Value};
 
 use crate::cpu::ClientCpu;
-use crate::opts::Config;
+use crate::opts::{Config, Step};
 use crate::report::{finite, mean, ms, value_at_percentile};
 use crate::server::ServerInfo;
+use crate::verdict::{ServerCpu, Verdict};
 
 /// The document's `schema`; a change that breaks readers bumps the number.
-pub const SCHEMA: &str = "respbench/1";
+pub const SCHEMA: &str = "respbench/2";
+/// Older schemas `respbench merge` still reads (their series carried a histogram per second).
+pub const READS_ALSO: &[&str] = &["respbench/1"];
 /// The histogram's `encoding`.
 const ENCODING: &str = "hdrhistogram-v2-deflate-base64";
 /// How much of a request template `command` keeps: `-d 1000000` would otherwise put a megabyte
@@ -84,6 +87,19 @@ pub fn config(cfg: &Config) -> Value {
     if let Value::Object(m) = more {
         c.extend(m);
     }
+    if cfg.sweep.is_sweep() {
+        let s = &cfg.sweep;
+        c.insert(
+            "sweep".into(),
+            json!({
+                "datasize": s.datasizes.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "clients": s.clients,
+                "pipeline": s.pipelines,
+                "threads": s.threads,
+                "repeat": s.repeat,
+            }),
+        );
+    }
     Value::Object(c)
 }
 
@@ -93,7 +109,7 @@ pub fn server(info: &ServerInfo) -> Value {
 }
 
 /// One test's results as the document carries them.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Entry {
     /// The title, as in the text report.
     pub name: String,
@@ -105,8 +121,25 @@ pub struct Entry {
     pub cpu: Option<ClientCpu>,
     /// The open-loop target rate of this test (step), if any.
     pub target_rps: Option<u64>,
+    /// The server's CPU during the test (`INFO cpu`), when it could be read.
+    pub server_cpu: Option<ServerCpu>,
+    /// Who limited the test.
+    pub verdict: Option<Verdict>,
+    /// A sweep's step: `{"datasize", "clients", "pipeline", "threads"}` (see [`step`]).
+    pub step: Option<Value>,
     /// Counts, times and histograms.
     pub stats: Stats,
+}
+
+/// A sweep step's parameters, as each of its entries records them.
+pub fn step(s: &Step) -> Value {
+    json!({
+        "datasize": s.values.to_string(),
+        "clients": s.clients,
+        "pipeline": s.pipeline,
+        "threads": s.threads,
+        "run": s.run,
+    })
 }
 
 /// A request template as `command` shows it: lossy UTF-8, cut at 4096 bytes.
@@ -126,6 +159,7 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
         "name": e.name,
         "command": e.command,
         "requests": stats.requests,
+        "nil_replies": stats.nils,
         "errors": errors,
         "duration_s": finite(stats.duration_secs()),
         "rps": finite(stats.rps()),
@@ -166,17 +200,22 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
             .iter()
             .enumerate()
             .map(|(i, s)| {
-                Ok(json!({
+                let mut e = json!({
                     "second": i,
                     "requests": s.requests,
                     "errors": s.errors,
-                    "p50_ms": ms(value_at_percentile(&s.latency, 50.0)),
-                    "p99_ms": ms(value_at_percentile(&s.latency, 99.0)),
-                    "max_ms": ms(s.latency.max()),
-                    "histogram": encode_histogram(&s.latency)?,
-                }))
+                    "p50_ms": ms(s.p50),
+                    "p90_ms": ms(s.p90),
+                    "p99_ms": ms(s.p99),
+                    "p999_ms": ms(s.p999),
+                    "max_ms": ms(s.max),
+                });
+                if s.bounds {
+                    e["upper_bounds"] = json!(true);
+                }
+                e
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Vec<_>>();
         t["series"] = json!(series);
     }
     if let Some(c) = &e.cpu {
@@ -188,6 +227,26 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
             "us_per_request": finite(c.per_request_us(stats.requests)),
             "core_share": finite(c.core_share()),
             "saturated": c.saturated(),
+        });
+    }
+    if let Some(c) = &e.server_cpu {
+        t["server_cpu"] = json!({
+            "cores": finite(c.cores),
+            "main_thread_share": c.main_share.map(finite),
+            "command_share": c.command_share.map(finite),
+            "wait_share": c.wait_share.map(finite),
+            "threaded": c.threaded,
+        });
+    }
+    if let Some(step) = &e.step {
+        t["step"] = step.clone();
+    }
+    if let Some(v) = &e.verdict {
+        t["bottleneck"] = json!({
+            "side": v.side.name(),
+            "text": v.text,
+            "machine_cpu_busy": v.machine.map(finite),
+            "client_wait_share": v.client_wait.map(finite),
         });
     }
     Ok(t)
@@ -305,22 +364,13 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
     let mut series = Vec::new();
     let keep_series = t.get("series").is_some_and(Value::is_array);
     for s in t.get("series").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]) {
-        let n = |k: &str| {
-            s.get(k).and_then(Value::as_u64).ok_or_else(|| format!("test '{name}': series without '{k}'"))
-        };
-        let data = s
-            .get("histogram")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("test '{name}': series without 'histogram'"))?;
-        series.push(Second {
-            requests: n("requests")?,
-            errors: n("errors")?,
-            latency: decode_histogram(data).map_err(|e| format!("test '{name}': series: {e}"))?,
-        });
+        series.push(read_second(s).map_err(|e| format!("test '{name}': series: {e}"))?);
     }
     let setup = read_setup(t, &name, latency.sigfig())?;
     let stats = Stats {
         requests: u64_field("requests")?,
+        // Absent from documents written before it existed.
+        nils: t.get("nil_replies").and_then(Value::as_u64).unwrap_or(0),
         errors,
         bytes_sent: u64_field("bytes_sent")?,
         bytes_received: u64_field("bytes_received")?,
@@ -332,6 +382,7 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
         service,
         series,
         keep_series,
+        recording: Default::default(),
         parts: Vec::new(),
         setup,
         drops: t.pointer("/reconnects/drops").and_then(Value::as_u64).unwrap_or(0),
@@ -344,7 +395,44 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
     };
     let backend = t.get("backend").and_then(Value::as_str).map(str::to_string);
     let target_rps = t.get("target_rps").and_then(Value::as_u64);
-    Ok(Entry { name, command, backend, cpu, target_rps, stats })
+    let server_cpu = t.get("server_cpu").filter(|v| !v.is_null()).map(|c| ServerCpu {
+        cores: c.get("cores").and_then(Value::as_f64).unwrap_or(0.0),
+        main_share: c.get("main_thread_share").and_then(Value::as_f64),
+        command_share: c.get("command_share").and_then(Value::as_f64),
+        wait_share: c.get("wait_share").and_then(Value::as_f64),
+        threaded: c.get("threaded").and_then(Value::as_str).map(str::to_string),
+    });
+    // The verdict is the run's own; merged runs are other loads, so it is not carried over.
+    let step = t.get("step").filter(|v| v.is_object()).cloned();
+    Ok(Entry { name, command, backend, cpu, target_rps, server_cpu, verdict: None, step, stats })
+}
+
+/// One second of a `series`: its summary (`respbench/2`), or, in a `respbench/1` document, the
+/// summary of the histogram it carried.
+fn read_second(s: &Value) -> Result<Second, String> {
+    let n = |k: &str| s.get(k).and_then(Value::as_u64).ok_or_else(|| format!("a second without '{k}'"));
+    let (requests, errors) = (n("requests")?, n("errors")?);
+    if let Some(data) = s.get("histogram").and_then(Value::as_str) {
+        let latency = decode_histogram(data)?;
+        return Ok(Second::of(&Interval { requests, errors, latency }));
+    }
+    let us = |k: &str| {
+        s.get(k)
+            .and_then(Value::as_f64)
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .map(|v| (v * 1000.0).round() as u64)
+            .ok_or_else(|| format!("a second without '{k}'"))
+    };
+    Ok(Second {
+        requests,
+        errors,
+        p50: us("p50_ms")?,
+        p90: us("p90_ms")?,
+        p99: us("p99_ms")?,
+        p999: us("p999_ms")?,
+        max: us("max_ms")?,
+        bounds: s.get("upper_bounds").and_then(Value::as_bool).unwrap_or(false),
+    })
 }
 
 /// Serializes a histogram as V2 deflate, in base64.
@@ -428,8 +516,81 @@ mod tests {
             backend: Some("mio".into()),
             cpu,
             target_rps: None,
+            server_cpu: None,
+            verdict: None,
+            step: None,
             stats,
         }
+    }
+
+    #[test]
+    fn a_days_series_is_megabytes_of_json() {
+        // A day of seconds at 100k requests per second with six-figure latencies: the test's
+        // entry in the document stays near 10 MB (it held a histogram per second before).
+        let second = Second {
+            requests: 100_000,
+            errors: 12,
+            p50: 123_456,
+            p90: 234_567,
+            p99: 345_678,
+            p999: 456_789,
+            max: 567_890,
+            bounds: false,
+        };
+        let mut s = Stats::new(Time::ZERO, 3, false).unwrap().with_series();
+        s.series = vec![second; 86_400];
+        let e = Entry {
+            name: "GET".into(),
+            command: "GET".into(),
+            backend: None,
+            target_rps: None,
+            server_cpu: None,
+            verdict: None,
+            step: None,
+            cpu: None,
+            stats: s,
+        };
+        let text = serde_json::to_string(&test(&e, 0).unwrap()).unwrap();
+        assert!(text.len() < 12_000_000, "{} bytes", text.len());
+        assert!(text.len() > 8_000_000, "{} bytes: every second is there", text.len());
+    }
+
+    #[test]
+    fn seconds_read_back_from_both_schemas() {
+        let mut i = Interval::new();
+        for v in 1..=100 {
+            i.latency.record(v * 10).unwrap();
+        }
+        i.requests = 100;
+        i.errors = 2;
+        let want = Second::of(&i);
+        // respbench/1: the second's histogram, summarised on reading.
+        let v1 = json!({"second": 0, "requests": 100, "errors": 2, "p50_ms": 0.5, "p99_ms": 0.99,
+            "max_ms": 1.0, "histogram": encode_histogram(&i.latency).unwrap()});
+        assert_eq!(read_second(&v1).unwrap(), want);
+        // respbench/2: the summary as written.
+        let mut s = Stats::new(Time::ZERO, 3, false).unwrap().with_series();
+        s.series = vec![want, Second { bounds: true, ..want }];
+        let e = Entry {
+            name: "GET".into(),
+            command: "GET".into(),
+            backend: None,
+            target_rps: None,
+            server_cpu: None,
+            verdict: None,
+            step: None,
+            cpu: None,
+            stats: s,
+        };
+        let t = test(&e, 0).unwrap();
+        assert_eq!(t["series"][1]["upper_bounds"], true);
+        assert!(t["series"][0].get("upper_bounds").is_none() && t["series"][0].get("histogram").is_none());
+        let back: Vec<Second> =
+            t["series"].as_array().unwrap().iter().map(|v| read_second(v).unwrap()).collect();
+        assert_eq!(back, [want, Second { bounds: true, ..want }]);
+        assert!(read_second(&json!({"requests": 1, "errors": 0, "p50_ms": 1.0}))
+            .unwrap_err()
+            .contains("p90_ms"));
     }
 
     #[test]
@@ -458,7 +619,7 @@ mod tests {
         let e = entry("PING", s, Some(cpu));
         let t = test(&e, 1_000_000).unwrap();
         let doc = document(config(&cfg), server(&ServerInfo::default()), false, vec![t]);
-        assert_eq!(doc["schema"], "respbench/1");
+        assert_eq!(doc["schema"], "respbench/2");
         assert_eq!(doc["config"]["port"], 6379);
         assert_eq!(doc["config"]["seed"], 7);
         assert!(doc["config"].get("password").is_none());

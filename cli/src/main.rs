@@ -3,14 +3,18 @@
 
 mod cpu;
 mod hdr;
+mod hlog;
 mod json;
 mod limits;
 mod merge;
 mod opts;
+#[cfg(feature = "plot")]
+mod plot;
 mod report;
 mod server;
 #[cfg(feature = "tls")]
 mod tls;
+mod verdict;
 
 use argh::FromArgs;
 use std::io::{self, IsTerminal, Read, Write};
@@ -75,6 +79,9 @@ fn main() -> ExitCode {
     if rest.first() == Some(&"merge") {
         return merge::main(name, &rest[1..]);
     }
+    if rest.first() == Some(&"plot") {
+        return plot(name, &rest[1..]);
+    }
     let opts: Opts = match parse_args(&[name], &rest, "respbench --help") {
         Ok(o) => o,
         Err(code) => return code,
@@ -98,6 +105,22 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `respbench plot`.
+#[cfg(feature = "plot")]
+fn plot(name: &str, args: &[&str]) -> ExitCode {
+    plot::main(name, args)
+}
+
+/// `respbench plot` in a build without the `plot` feature.
+#[cfg(not(feature = "plot"))]
+fn plot(_: &str, _: &[&str]) -> ExitCode {
+    eprintln!(
+        "respbench plot: this respbench was built without plotting (cargo feature `plot`, on by default): \
+         rebuild without --no-default-features"
+    );
+    ExitCode::from(1)
 }
 
 /// Parses `args` with argh: `--help` prints the usage and exits 0; an error names the bad
@@ -130,14 +153,14 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
     }
     // Bad test names and mixes are found before connecting.
     let cases = cases(cfg)?;
-    let info = server::startup(cfg).map_err(|e| e.0)?;
+    let (info, counters) = server::startup(cfg).map_err(|e| e.0)?;
     if !cfg.keepalive {
         eprintln!(
             "WARNING: Keepalive disabled. You probably need 'echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse' \
              for Linux in order to use a lot of clients/requests"
         );
     }
-    let mut session = Session::new(cfg, &cases, info)?;
+    let mut session = Session::new(cfg, &cases, info, counters)?;
     let ended = session.run_suite(&cases);
     session.finish(ended)
 }
@@ -153,7 +176,12 @@ enum Ended {
 
 /// One run of the suite: where its output goes and what it has recorded for the JSON document.
 struct Session<'a> {
-    cfg: &'a Config,
+    /// The options as given.
+    base: &'a Config,
+    /// The options of the step running (the base at one combination of a sweep).
+    cfg: Arc<Config>,
+    /// That step's parameters, for its entries' `step` (a sweep only).
+    step: Option<opts::Step>,
     info: ServerInfo,
     out: Box<dyn Write>,
     /// Several backends side by side.
@@ -168,11 +196,26 @@ struct Session<'a> {
     done: Vec<serde_json::Value>,
     /// `--reconnect`: some connection went down and came back (the run then exits 1).
     dropped: bool,
+    /// `--hlog`: the interval log.
+    hlog: Option<hlog::IntervalLog>,
+    /// Reads the server's CPU around each test.
+    probe: verdict::Probe,
+    /// The total entries of the sweep's steps so far, for its table.
+    rows: Vec<json::Entry>,
+    /// The test and value size `--preload` last wrote.
+    preloaded: Option<(u64, respbench_core::dist::ValueSize)>,
 }
 
 impl<'a> Session<'a> {
     /// Opens the output and writes its header (CSV, side-by-side).
-    fn new(cfg: &'a Config, cases: &[Case], info: ServerInfo) -> Result<Session<'a>, String> {
+    /// `counters` is the startup's connection, when the server answered it: the verdict reads
+    /// the server's counters over it.
+    fn new(
+        cfg: &'a Config,
+        cases: &[Case],
+        info: ServerInfo,
+        counters: Option<server::Conn>,
+    ) -> Result<Session<'a>, String> {
         // With `--json -` stdout carries the document only.
         let out: Box<dyn Write> =
             if json_on_stdout(cfg) { Box::new(io::sink()) } else { Box::new(io::stdout()) };
@@ -181,7 +224,9 @@ impl<'a> Session<'a> {
         let rate_suffix = cfg.open.rates.iter().map(|r| format!(" @ {r} rps").len()).max().unwrap_or(0);
         let width = cases.iter().flat_map(Case::titles).map(|t| t.len() + rate_suffix).max().unwrap_or(0);
         let mut s = Session {
-            cfg,
+            base: cfg,
+            cfg: Arc::new(cfg.clone()),
+            step: None,
             info,
             out,
             comparing: cfg.backends.len() > 1,
@@ -192,13 +237,24 @@ impl<'a> Session<'a> {
             epoch_us: unix_micros(SystemTime::now()),
             done: Vec::new(),
             dropped: false,
+            hlog: None,
+            probe: verdict::Probe::new(
+                counters.ok_or_else(|| "the server did not answer CONFIG GET at startup".to_string()),
+                is_local(&cfg.endpoint),
+            ),
+            rows: Vec::new(),
+            preloaded: None,
         };
+        if let Some(path) = &cfg.open.hlog {
+            s.hlog = Some(hlog::IntervalLog::create(path, s.epoch_us)?);
+        }
         if s.comparing {
             report::write_compare_header(s.csv, &backend_names(cfg), s.width, &mut s.out)
                 .map_err(|e| e.to_string())?;
         } else if s.csv {
             let extra = if open_loop { report::CSV_OPEN_LOOP_COLUMNS } else { "" };
-            writeln!(s.out, "{}{extra}", report::CSV_HEADER).map_err(|e| e.to_string())?;
+            let sweep = if cfg.sweep.is_sweep() { report::CSV_SWEEP_COLUMNS } else { "" };
+            writeln!(s.out, "{}{extra}{sweep}", report::CSV_HEADER).map_err(|e| e.to_string())?;
         }
         Ok(s)
     }
@@ -222,11 +278,55 @@ impl<'a> Session<'a> {
     /// Runs one case: each rate step on each backend, printing as it goes. `Some(code)` when the
     /// run must stop here (failed connections, Ctrl-C).
     fn run_case(&mut self, test_no: u64, case: &Case) -> Result<Option<ExitCode>, String> {
+        let base = self.base;
+        if !base.sweep.is_sweep() {
+            return self.run_rates(test_no, case);
+        }
+        // A sweep: every combination in turn, then one table of them all.
+        let mut rows = Vec::new();
+        let mut stop = None;
+        for step in base.sweep.steps() {
+            let cfg = base.at(&step);
+            // The default suite's values are in its templates: made again at each -d.
+            let rebuilt;
+            let case = if base.sweep.datasizes.len() > 1 && base.command.is_empty() {
+                rebuilt = cases(&cfg)?.into_iter().nth(test_no as usize).ok_or("a sweep lost a test")?;
+                &rebuilt
+            } else {
+                case
+            };
+            self.cfg = Arc::new(cfg);
+            self.step = Some(step);
+            let done_before = self.rows.len();
+            stop = self.run_rates(test_no, case)?;
+            rows.extend(self.rows.drain(done_before..));
+            if stop.is_some() {
+                break;
+            }
+        }
+        if !self.csv && !self.comparing {
+            report::write_sweep_table(&rows, &mut self.out).map_err(|e| e.to_string())?;
+        }
+        self.cfg = Arc::new(base.clone());
+        self.step = None;
+        Ok(stop)
+    }
+
+    /// Runs one case at the current step: each rate step on each backend, printing as it goes.
+    fn run_rates(&mut self, test_no: u64, case: &Case) -> Result<Option<ExitCode>, String> {
         let steps: Vec<Option<u64>> =
             if self.open_loop { self.cfg.open.rates.iter().copied().map(Some).collect() } else { vec![None] };
         // One row per step for the throughput-latency table.
         let mut table: Vec<json::Entry> = Vec::new();
         let mut stop = None;
+        if self.cfg.preload {
+            // Once per test and value size: a sweep's other parameters leave the keys as they are.
+            let done = self.preloaded.as_ref().is_some_and(|(t, v)| *t == test_no && *v == self.cfg.values);
+            if let Some(fill) = preload_case(&self.cfg, case).filter(|_| !done) {
+                self.preload(test_no, &fill)?;
+                self.preloaded = Some((test_no, self.cfg.values.clone()));
+            }
+        }
         for rate in steps {
             let ran = self.run_step(test_no, case, rate)?;
             self.print_step(case, &ran).map_err(|e| e.to_string())?;
@@ -254,10 +354,23 @@ impl<'a> Session<'a> {
     /// Runs one step of a case on each backend in turn (stopping at the first that failed or
     /// was interrupted): its entries and connection failures per backend.
     fn run_step(&mut self, test_no: u64, case: &Case, rate: Option<u64>) -> Result<Vec<Ran>, String> {
-        let cfg = self.cfg;
+        let cfg = Arc::clone(&self.cfg);
         let mut ran = Vec::new();
         for &backend in &cfg.backends {
-            let (outcome, cpu) = run_test(cfg, backend, case, test_no, rate, self.epoch)?;
+            // The test's name, as in the JSON; what tells steps and backends apart, when
+            // there are several.
+            let mut tag = case.spec.title.clone();
+            if let Some(r) = rate.filter(|_| cfg.open.rates.len() > 1) {
+                tag += &format!(" @ {r} rps");
+            }
+            if self.comparing {
+                tag += &format!(" ({})", backend.name());
+            }
+            let hlog = self.hlog.as_mut().map(|l| (l, tag.as_str()));
+            let before = self.probe.read();
+            let (outcome, cpu, (machine, waited)) =
+                run_test(&cfg, backend, case, test_no, rate, self.epoch, hlog)?;
+            let server_cpu = self.probe.since(before);
             if !outcome.drops.is_empty() {
                 // --reconnect: the test went on; the run's status will say it had errors.
                 self.dropped = true;
@@ -284,8 +397,27 @@ impl<'a> Session<'a> {
                     DRAIN_GRACE.as_secs()
                 );
             }
-            let entries = case.entries(backend, cpu, rate, outcome.stats);
-            report_cost_and_rate(cfg, &entries[entries.len() - 1], backend, self.comparing);
+            let mut entries = case.entries(backend, cpu, rate, outcome.stats);
+            for e in &mut entries {
+                e.step = self.step.as_ref().map(json::step);
+            }
+            if let Some(total) = entries.last_mut() {
+                let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline);
+                let missing = self.probe.missing.as_deref();
+                total.verdict = Some(verdict::verdict(
+                    Some(&cpu),
+                    server_cpu.as_ref(),
+                    missing,
+                    machine,
+                    waited,
+                    in_flight,
+                ));
+                total.server_cpu = server_cpu;
+            }
+            report_cost_and_rate(&cfg, &entries[entries.len() - 1], backend, self.comparing);
+            if self.step.is_some() {
+                self.rows.push(entries[entries.len() - 1].clone());
+            }
             if cfg.json.is_some() {
                 for e in &entries {
                     self.done.push(json::test(e, self.epoch_us)?);
@@ -298,6 +430,36 @@ impl<'a> Session<'a> {
             }
         }
         Ok(ran)
+    }
+
+    /// `--preload`: runs `fill` (SET over the whole keyspace, sequential keys, pipelined) on
+    /// the first backend, unmeasured, and says on stderr what it wrote.
+    fn preload(&mut self, test_no: u64, fill: &Case) -> Result<(), String> {
+        let cfg = Arc::clone(&self.cfg);
+        let keys = cfg.keyspace.unwrap_or(1);
+        let mut fill_cfg = (*cfg).clone();
+        fill_cfg.requests = keys;
+        fill_cfg.key_dist = respbench_core::dist::KeyDist::Sequential;
+        fill_cfg.pipeline = cfg.pipeline.max(PRELOAD_PIPELINE);
+        fill_cfg.open = opts::OpenLoopConfig::default();
+        let began = Instant::now();
+        let (outcome, _, _) = run_test(&fill_cfg, cfg.backends[0], fill, test_no, None, self.epoch, None)?;
+        let s = &outcome.stats;
+        if let Some((e, n)) = outcome.failures.first() {
+            return Err(format!("--preload: {n} connection(s) failed: {e}"));
+        }
+        if s.errors.total() > 0 {
+            let first = &s.errors.kinds()[0].first_message;
+            eprintln!("WARNING: --preload: {} of {keys} writes failed: {first}", s.errors.total());
+        }
+        eprintln!(
+            "preloaded {} keys ({}, {} in flight per connection) in {:.2} s, not measured",
+            s.requests,
+            fill.spec.title,
+            fill_cfg.pipeline,
+            began.elapsed().as_secs_f64()
+        );
+        Ok(())
     }
 
     /// Prints a step: side by side, or each entry in the chosen format.
@@ -318,7 +480,8 @@ impl<'a> Session<'a> {
         } else if let Some((entries, _)) = ran.first() {
             for e in entries {
                 if !(self.open_loop && self.cfg.output == Output::Quiet) {
-                    print_test(self.cfg, case, &self.info, e, &mut self.out)?;
+                    let label = self.step.as_ref().map(|s| self.base.sweep.label(s));
+                    print_test(&self.cfg, case, &self.info, e, label.as_deref(), &mut self.out)?;
                 }
             }
         }
@@ -353,7 +516,7 @@ impl<'a> Session<'a> {
         let interrupted = !matches!(&ended, Ended::Code(c) if *c == ExitCode::SUCCESS);
         if let Some(path) = &self.cfg.json {
             let doc =
-                json::document(json::config(self.cfg), json::server(&self.info), interrupted, self.done);
+                json::document(json::config(self.base), json::server(&self.info), interrupted, self.done);
             write_json(path, &doc)?;
         }
         match ended {
@@ -370,14 +533,19 @@ type Ran = (Vec<json::Entry>, Vec<(respbench_core::ConnError, u64)>);
 /// Warns on stderr when the client was saturated or an open-loop target was not reached.
 fn report_cost_and_rate(cfg: &Config, total: &json::Entry, backend: Backend, comparing: bool) {
     let on = if comparing { format!(" ({})", backend.name()) } else { String::new() };
-    if let Some(cpu) = total.cpu.filter(|c| c.saturated()) {
+    // The verdict is in the verbose report and the JSON; stderr only hears when the figures
+    // measure respbench.
+    if let Some(v) = total.verdict.as_ref().filter(|v| v.side == verdict::Side::Client) {
+        eprintln!("WARNING: {}{on}: {}", total.name, v.text);
+    }
+    let s = &total.stats;
+    if s.requests > 0 && s.hit_share() < 0.5 {
         eprintln!(
-            "WARNING: {}{on}: the client kept its {} event loop{} {:.0}% busy; these figures \
-             measure respbench, not the server (more --threads may help)",
+            "WARNING: {}{on}: {:.1}% of the replies were nil: the keys did not exist, so this measured \
+             misses{}",
             total.name,
-            cpu.threads,
-            if cpu.threads == 1 { "" } else { "s" },
-            cpu.core_share() * 100.0
+            (1.0 - s.hit_share()) * 100.0,
+            if cfg.preload { "" } else { " (--preload writes them first)" }
         );
     }
     if let Some(target) = total.target_rps {
@@ -452,6 +620,9 @@ impl Case {
                     backend: Some(backend.name().to_string()),
                     cpu: None,
                     target_rps: None,
+                    server_cpu: None,
+                    verdict: None,
+                    step: None,
                     stats: part,
                 });
             }
@@ -462,10 +633,45 @@ impl Case {
             backend: Some(backend.name().to_string()),
             cpu: Some(cpu),
             target_rps: rate,
+            server_cpu: None,
+            verdict: None,
+            step: None,
             stats,
         });
         out
     }
+}
+
+/// What else ran on the client machine during a test: the share of all its CPUs that was busy,
+/// and the share of the test respbench's loops waited for a CPU.
+type Contention = (Option<f64>, Option<f64>);
+
+/// How often the loops' run delay is read while a test runs: the last reading before the end
+/// stands for the test (their threads end with it, and their counts with them).
+const WAIT_READ_EVERY: Duration = Duration::from_millis(100);
+
+/// Whether the server runs on this machine: a Unix socket, or a loopback address.
+fn is_local(endpoint: &respbench_core::Endpoint) -> bool {
+    match endpoint {
+        respbench_core::Endpoint::Unix(_) => true,
+        respbench_core::Endpoint::Tcp { host, .. } => {
+            host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback())
+        }
+    }
+}
+
+/// How many writes `--preload` keeps in flight per connection (more when `-P` says so).
+const PRELOAD_PIPELINE: u32 = 64;
+
+/// What `--preload` writes before `case`: SET of the key pattern a `GET` reads, with the `-d`
+/// values, for the suite's GET, a custom `GET key`, or a mix holding one; `None` for a test
+/// that reads no string key.
+fn preload_case(cfg: &Config, case: &Case) -> Option<Case> {
+    let spec = match &case.mix {
+        Some((mix, _)) => mix.templates().iter().find_map(|t| respbench_core::suite::preload(t, &cfg.values)),
+        None => respbench_core::suite::preload(&case.spec.template, &cfg.values),
+    }?;
+    Some(Case { spec, mix: None })
 }
 
 /// The tests to run: a mix, the custom command, or the default suite restricted by `-t`.
@@ -600,7 +806,8 @@ fn run_test(
     test_no: u64,
     rate: Option<u64>,
     epoch: Instant,
-) -> Result<(Outcome, cpu::ClientCpu), String> {
+    mut hlog: Option<(&mut hlog::IntervalLog, &str)>,
+) -> Result<(Outcome, cpu::ClientCpu, Contention), String> {
     let begin = Instant::now();
     let warmup = cfg.open.warmup;
     let measure_from = if warmup.is_zero() { Time::ZERO } else { Time::since(epoch, begin + warmup) };
@@ -616,6 +823,23 @@ fn run_test(
         sigfig: cfg.precision,
         progress: Arc::new(Progress::default()),
     };
+    if hlog.is_some() {
+        run.progress.collector().keep_ended();
+    }
+    // Writes the seconds every loop has moved past to the interval log; `end` once the test is
+    // over, to cut its last second short.
+    let mut log_ended = |end: Option<Time>| -> Result<(), String> {
+        if let Some((log, tag)) = &mut hlog {
+            let ended = run.progress.collector().take_ended();
+            for (start, s) in &ended {
+                log.write(tag, *start, end, s)?;
+            }
+            if end.is_some() {
+                log.flush()?;
+            }
+        }
+        Ok(())
+    };
     // The live view replaces the progress line.
     let show_progress =
         cfg.output != Output::Csv && !json_on_stdout(cfg) && io::stdout().is_terminal() && !cfg.open.live;
@@ -623,6 +847,11 @@ fn run_test(
     let started = Instant::now();
     // The client's cost counts from the end of the warmup, like the requests it is divided by.
     let mut cpu_before = cpu::process_cpu();
+    let mut machine_before = cpu::machine_ticks();
+    // The loops' time waiting for a CPU: read while they run (a thread's count goes with it).
+    let mut wait_before = cpu::run_delay_ns("self");
+    let mut wait_last = wait_before;
+    let mut wait_read = Instant::now();
     let mut cpu_from = started;
     let mut warm = warmup.is_zero();
     let (tx, rx) = mpsc::channel();
@@ -647,14 +876,33 @@ fn run_test(
                     if drawn > 0 {
                         print!("{}", report::clear_progress(drawn));
                     }
-                    return result.map(|o| (o, cpu));
+                    let machine = cpu::machine_busy(machine_before, cpu::machine_ticks());
+                    let waited = wait_before.zip(wait_last).map(|(a, b)| {
+                        let capacity = cpu.wall_s * run.loops() as f64;
+                        if capacity > 0.0 {
+                            b.saturating_sub(a) as f64 / 1e9 / capacity
+                        } else {
+                            0.0
+                        }
+                    });
+                    let o = result?;
+                    log_ended(Some(o.stats.end))?;
+                    return Ok((o, cpu, (machine, waited)));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the event loops stopped".into()),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
+            // A file that cannot be written ends the run like a failed test, keeping its results.
+            log_ended(None)?;
+            if wait_read.elapsed() >= WAIT_READ_EVERY {
+                wait_read = Instant::now();
+                wait_last = cpu::run_delay_ns("self").or(wait_last);
+            }
             if !warm && Instant::now() >= begin + warmup {
                 warm = true;
                 cpu_before = cpu::process_cpu();
+                machine_before = cpu::machine_ticks();
+                wait_before = cpu::run_delay_ns("self");
                 cpu_from = Instant::now();
             }
             if !stop_asked && interrupted() {
@@ -664,13 +912,11 @@ fn run_test(
                 stop_asked = true;
             }
             if cfg.open.live {
-                // A second is printed once every loop has had time to add it (they publish every
+                // A second is summarised once every loop has moved past it (they publish every
                 // 50 ms); seconds count from the end of the warmup, like the series.
-                let measured = Instant::now().saturating_duration_since(begin + warmup);
-                let ready = measured.saturating_sub(Duration::from_millis(200)).as_secs() as usize;
-                let seconds = run.progress.seconds.lock().unwrap_or_else(|e| e.into_inner());
-                while live_printed < ready.min(seconds.len()) {
-                    eprintln!("{}", report::live_line(&spec.title, live_printed, &seconds[live_printed]));
+                let series = run.progress.collector();
+                while let Some(s) = series.seconds.get(live_printed) {
+                    eprintln!("{}", report::live_line(&spec.title, live_printed, s));
                     live_printed += 1;
                 }
             }
@@ -761,18 +1007,26 @@ fn backend_note(entry: &json::Entry) -> Option<String> {
     None
 }
 
+/// Prints one entry in the chosen format; `label` names a sweep's step (`-d 128 -c 100`).
 fn print_test(
     cfg: &Config,
     case: &Case,
     info: &ServerInfo,
     entry: &json::Entry,
+    label: Option<&str>,
     out: &mut impl Write,
 ) -> io::Result<()> {
     let spec = &case.spec;
+    // CSV has the step in columns of its own.
+    let title = match label.filter(|_| cfg.output != Output::Csv) {
+        Some(l) => format!("{} ({l})", entry.name),
+        None => entry.name.clone(),
+    };
     let r = TestReport {
-        title: &entry.name,
+        title: &title,
         stats: &entry.stats,
         cpu: entry.cpu.as_ref(),
+        verdict: entry.verdict.as_ref(),
         clients: cfg.clients,
         payload_bytes: spec.payload_bytes,
         workload: report::workload_lines(&cfg.values, cfg.key_dist, cfg.keyspace, &cfg.key_prefix),
@@ -801,7 +1055,12 @@ fn print_test(
         }
         Output::Csv => {
             // Every row of an open-loop run has the extra columns, a mix's commands too.
-            report::write_csv_row(&r, (!cfg.open.rates.is_empty()).then_some(entry), out)?;
+            report::write_csv_row(
+                &r,
+                (!cfg.open.rates.is_empty()).then_some(entry),
+                entry.step.as_ref(),
+                out,
+            )?;
             // stdout carries CSV only.
             report::write_errors(&r, true, &mut io::stderr())?;
         }

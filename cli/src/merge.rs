@@ -65,6 +65,7 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
                 title: &title,
                 stats: &e.stats,
                 cpu: e.cpu.as_ref(),
+                verdict: e.verdict.as_ref(),
                 clients: 0,
                 payload_bytes: 0,
                 workload: Vec::new(),
@@ -86,6 +87,9 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
     Ok(())
 }
 
+/// What keeps merged tests apart: name, backend, target rate and a sweep's step (as JSON).
+type Key = (String, Option<String>, Option<u64>, Option<String>);
+
 /// Several documents combined.
 pub struct Merged {
     /// The first document's `config` (the runs are expected to share it).
@@ -98,7 +102,7 @@ pub struct Merged {
     pub tests: Vec<json::Entry>,
     /// What identifies each of `tests` in the inputs: name, backend and target rate as written
     /// (the merged target is the sum).
-    keys: Vec<(String, Option<String>, Option<u64>)>,
+    keys: Vec<Key>,
 }
 
 impl Merged {
@@ -130,7 +134,7 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
     let mut merged: Option<Merged> = None;
     for (i, doc) in docs.iter().enumerate() {
         let schema = doc.get("schema").and_then(Value::as_str);
-        if schema != Some(json::SCHEMA) {
+        if !schema.is_some_and(|s| s == json::SCHEMA || json::READS_ALSO.contains(&s)) {
             let found = schema.map_or_else(|| "missing".to_string(), |s| format!("'{s}'"));
             return Err((i, format!("schema is {found}; this respbench reads '{}'", json::SCHEMA)));
         }
@@ -147,7 +151,9 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
             let e = json::read_test(t).map_err(|e| (i, e))?;
             // A run comparing backends has each test once per backend, a run with several rates
             // once per rate: those stay apart.
-            let key = (e.name.clone(), e.backend.clone(), e.target_rps);
+            // A sweep's steps stay apart, like backends and rates.
+            let key =
+                (e.name.clone(), e.backend.clone(), e.target_rps, e.step.as_ref().map(Value::to_string));
             match m.keys.iter().position(|k| *k == key) {
                 Some(at) => {
                     let acc = &mut m.tests[at];
@@ -161,6 +167,12 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
                         }
                         // One run without the figure: the sum would be wrong.
                         _ => None,
+                    };
+                    // Runs against the same server at the same time see the same server: the
+                    // busiest reading stands for it.
+                    acc.server_cpu = match (acc.server_cpu.take(), e.server_cpu) {
+                        (Some(a), Some(b)) => Some(if b.cores > a.cores { b } else { a }),
+                        (a, b) => a.or(b),
                     };
                 }
                 None => {
@@ -196,6 +208,9 @@ mod tests {
             backend: backend.map(Into::into),
             cpu: Some(cpu),
             target_rps: None,
+            server_cpu: None,
+            verdict: None,
+            step: None,
             stats,
         }
     }
@@ -248,10 +263,14 @@ mod tests {
         let names: Vec<String> = merge(&docs).unwrap().tests.into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["SET", "GET", "LPUSH"]);
         let mut bad = docs[1].clone();
-        bad["schema"] = "respbench/2".into();
+        bad["schema"] = "respbench/3".into();
         let (i, e) = merge(&[docs[0].clone(), bad]).err().unwrap();
         assert_eq!(i, 1);
-        assert!(e.contains("respbench/2"), "{e}");
+        assert!(e.contains("respbench/3") && e.contains("reads 'respbench/2'"), "{e}");
+        // The version before, whose seconds carried histograms, still merges.
+        let mut old = docs[1].clone();
+        old["schema"] = "respbench/1".into();
+        assert!(merge(&[docs[0].clone(), old]).is_ok());
         assert!(merge(&[serde_json::json!({"x": 1})]).is_err());
     }
 

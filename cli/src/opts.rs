@@ -34,14 +34,15 @@ pub struct Opts {
     /// server URI: redis://[user:password@]host[:port][/db]; rediss:// turns TLS on
     #[argh(option, short = 'u')]
     pub uri: Option<String>,
-    /// number of parallel connections (default 50)
-    #[argh(option, short = 'c', default = "50")]
-    pub clients: i64,
+    /// number of parallel connections (default 50); a list 50,100,200 runs a step for each
+    #[argh(option, short = 'c', default = "String::from(\"50\")")]
+    pub clients: String,
     /// total number of requests (default 100000)
     #[argh(option, short = 'n')]
     pub requests: Option<i64>,
     /// data size of SET/GET value in bytes (default 3); also a range 16-1024 (uniform) or a
-    /// weighted list 16:3,1024:1, a size drawn per request
+    /// weighted list 16:3,1024:1, a size drawn per request; a list 16,128,1024 (no weights)
+    /// runs a step for each
     #[argh(option, short = 'd', default = "String::from(\"3\")")]
     pub datasize: String,
     /// SELECT the specified db number (default 0)
@@ -50,9 +51,10 @@ pub struct Opts {
     /// start session in RESP3 protocol mode
     #[argh(switch, short = '3')]
     pub resp3: bool,
-    /// enable multi-thread mode: N event loops (default 0: one loop)
-    #[argh(option, default = "0")]
-    pub threads: i64,
+    /// enable multi-thread mode: N event loops (default 0: one loop); a list runs a step for
+    /// each
+    #[argh(option, default = "String::from(\"0\")")]
+    pub threads: String,
     /// enable cluster mode (not supported yet)
     #[argh(switch)]
     pub cluster: bool,
@@ -73,9 +75,9 @@ pub struct Opts {
     /// put this before every key name of the default tests (key:, counter:, mylist, ...)
     #[argh(option)]
     pub key_prefix: Option<String>,
-    /// pipeline N requests (default 1: no pipeline)
-    #[argh(option, short = 'P', default = "1")]
-    pub pipeline: i64,
+    /// pipeline N requests (default 1: no pipeline); a list 1,16,64 runs a step for each
+    #[argh(option, short = 'P', default = "String::from(\"1\")")]
+    pub pipeline: String,
     /// quiet: just show query/sec values
     #[argh(switch, short = 'q')]
     pub quiet: bool,
@@ -123,7 +125,7 @@ pub struct Opts {
     /// ends the run)
     #[argh(switch)]
     pub reconnect: bool,
-    /// also write the results as a JSON document (schema respbench/1, see docs/json.md) to this
+    /// also write the results as a JSON document (schema respbench/2, see docs/json.md) to this
     /// file, or to stdout with '-' (the text report is then not printed)
     #[argh(option)]
     pub json: Option<String>,
@@ -180,9 +182,21 @@ pub struct Opts {
     /// after each test, print its per-second time series (rps, p50, p99, errors)
     #[argh(switch)]
     pub series: bool,
+    /// run each test (each step of a sweep) this many times and report the mean and spread of
+    /// the runs (default 1)
+    #[argh(option, default = "1")]
+    pub repeat: u32,
+    /// before a test that reads string keys (GET), write every key of the -r keyspace with
+    /// SET at the -d value size, sequentially and pipelined, unmeasured, so that it reads hits
+    #[argh(switch)]
+    pub preload: bool,
     /// while a test runs, print each second's rps, p50, p99 and errors on stderr
     #[argh(switch)]
     pub live: bool,
+    /// stream each second's latency histogram of every test to this file as the run goes, in
+    /// HdrHistogram's interval log format (tagged with the test's name)
+    #[argh(option)]
+    pub hlog: Option<String>,
     /// the command to benchmark instead of the default suite, with its arguments
     #[argh(positional, greedy)]
     pub command: Vec<String>,
@@ -243,6 +257,10 @@ pub struct Config {
     pub output: Output,
     pub precision: u8,
     pub repeat: bool,
+    /// `--preload`: write the keys a read test reads first.
+    pub preload: bool,
+    /// The steps of a sweep (`-d`, `-c`, `-P`, `--threads` lists); one value each without.
+    pub sweep: Sweep,
     pub tests: Option<String>,
     pub idle: bool,
     pub stdin_arg: bool,
@@ -262,6 +280,118 @@ pub struct Config {
     pub reconnect: bool,
     /// Rate, time and mix options.
     pub open: OpenLoopConfig,
+}
+
+/// The values of the options that take lists: each combination is one step, run in order,
+/// `--threads` varying fastest, then `-P`, `-c` and `-d`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// `-d`: each a value size (fixed, range or weighted).
+    pub datasizes: Vec<ValueSize>,
+    /// `-c`.
+    pub clients: Vec<usize>,
+    /// `-P`, at least 1 each.
+    pub pipelines: Vec<u32>,
+    /// `--threads`.
+    pub threads: Vec<usize>,
+    /// `--repeat`: runs of each combination.
+    pub repeat: usize,
+}
+
+/// One combination of a [`Sweep`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// `-d`.
+    pub values: ValueSize,
+    /// `-c`.
+    pub clients: usize,
+    /// `-P`.
+    pub pipeline: u32,
+    /// `--threads`.
+    pub threads: usize,
+    /// Which run of the combination (`--repeat`), from 0.
+    pub run: usize,
+}
+
+impl Sweep {
+    /// Whether any option took more than one value, or runs repeat.
+    pub fn is_sweep(&self) -> bool {
+        self.datasizes.len() > 1
+            || self.clients.len() > 1
+            || self.pipelines.len() > 1
+            || self.threads.len() > 1
+            || self.repeat > 1
+    }
+
+    /// What tells `step` apart from the sweep's other steps: the options that take several
+    /// values, as given (`-d 128 -c 100`).
+    pub fn label(&self, step: &Step) -> String {
+        let mut parts = Vec::new();
+        if self.datasizes.len() > 1 {
+            parts.push(format!("-d {}", step.values));
+        }
+        if self.clients.len() > 1 {
+            parts.push(format!("-c {}", step.clients));
+        }
+        if self.pipelines.len() > 1 {
+            parts.push(format!("-P {}", step.pipeline));
+        }
+        if self.threads.len() > 1 {
+            parts.push(format!("--threads {}", step.threads));
+        }
+        if self.repeat > 1 {
+            parts.push(format!("run {}/{}", step.run + 1, self.repeat));
+        }
+        parts.join(" ")
+    }
+
+    /// Every combination, in order.
+    pub fn steps(&self) -> Vec<Step> {
+        let mut out = Vec::new();
+        for values in &self.datasizes {
+            for &clients in &self.clients {
+                for &pipeline in &self.pipelines {
+                    for &threads in &self.threads {
+                        for run in 0..self.repeat.max(1) {
+                            out.push(Step { values: values.clone(), clients, pipeline, threads, run });
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Config {
+    /// This configuration at `step`.
+    pub fn at(&self, step: &Step) -> Config {
+        let mut c = self.clone();
+        c.datasize = step.values.max();
+        c.values = step.values.clone();
+        c.clients = step.clients;
+        c.pipeline = step.pipeline;
+        c.threads = step.threads;
+        c
+    }
+}
+
+/// Parses an option that takes a number or a comma-separated list of them, each checked by
+/// `each`.
+fn numbers<T>(
+    text: &str,
+    option: &str,
+    each: impl Fn(i64) -> Result<T, &'static str>,
+) -> Result<Vec<T>, String> {
+    text.split(',')
+        .map(|item| {
+            let n: i64 = item
+                .trim()
+                .parse()
+                .map_err(|_| bad(option, text, "expected a number, or a list like 1,2,4"))?;
+            each(n).map_err(|why| bad(option, text, why))
+        })
+        .collect()
 }
 
 /// `-n` when not given, as in redis-benchmark.
@@ -286,6 +416,8 @@ pub struct OpenLoopConfig {
     pub show_series: bool,
     /// `--live`: print each second on stderr while a test runs.
     pub live: bool,
+    /// `--hlog`: the interval log's path.
+    pub hlog: Option<String>,
 }
 
 impl OpenLoopConfig {
@@ -296,7 +428,11 @@ impl OpenLoopConfig {
 
     /// Whether per-second series are kept (time-based or open-loop runs, or asked for).
     pub fn keeps_series(&self) -> bool {
-        self.duration.is_some() || !self.rates.is_empty() || self.show_series || self.live
+        self.duration.is_some()
+            || !self.rates.is_empty()
+            || self.show_series
+            || self.live
+            || self.hlog.is_some()
     }
 }
 
@@ -469,7 +605,12 @@ const NO_TLS: &str =
 impl Opts {
     /// Checks the rate, time and mix options.
     fn open_loop(&self) -> Result<OpenLoopConfig, String> {
-        let mut o = OpenLoopConfig { show_series: self.series, live: self.live, ..OpenLoopConfig::default() };
+        let mut o = OpenLoopConfig {
+            show_series: self.series,
+            live: self.live,
+            hlog: self.hlog.clone(),
+            ..OpenLoopConfig::default()
+        };
         if let Some(list) = &self.rps {
             for r in list.split(',') {
                 let rate: u64 = r.trim().parse().map_err(|_| {
@@ -577,20 +718,29 @@ impl Opts {
         if self.uring_sqpoll && !backends.contains(&Backend::Uring) {
             return Err("--uring-sqpoll needs --backend uring".to_string());
         }
-        if self.clients < 1 || self.clients > 1_000_000 {
-            return Err(bad("-c", self.clients, "the number of clients must be 1 to 1000000"));
-        }
+        let clients = numbers(&self.clients, "-c", |c| {
+            (1..=1_000_000)
+                .contains(&c)
+                .then_some(c as usize)
+                .ok_or("the number of clients must be 1 to 1000000")
+        })?;
+        // redis-benchmark takes -P 0 or less as 1.
+        let pipelines = numbers(&self.pipeline, "-P", |p| Ok(p.clamp(1, u32::MAX as i64) as u32))?;
+        let threads = numbers(&self.threads, "--threads", |t| {
+            (0..=500).contains(&t).then_some(t as usize).ok_or("must be 0 to 500")
+        })?;
         let requests = self.requests.unwrap_or(DEFAULT_REQUESTS);
         if requests < 0 {
             return Err(bad("-n", requests, "the number of requests must be 0 or more"));
         }
         let open = self.open_loop()?;
+        if !(1..=1000).contains(&self.repeat) {
+            return Err(bad("--repeat", self.repeat, "must be 1 to 1000 runs"));
+        }
         if !(1..=5).contains(&self.precision) {
             return Err(bad("--precision", self.precision, "must be 1 to 5 significant figures"));
         }
-        if self.threads < 0 || self.threads > 500 {
-            return Err(bad("--threads", self.threads, "must be 0 to 500"));
-        }
+
         if !(0..=1).contains(&self.keepalive) {
             return Err(bad("-k", self.keepalive, "must be 1 (keep alive) or 0 (reconnect)"));
         }
@@ -602,7 +752,15 @@ impl Opts {
             Some(r) => Some(r as u64),
             None => None,
         };
-        let values = ValueSize::parse(&self.datasize).map_err(|why| bad("-d", &self.datasize, &why))?;
+        // A list without weights is a sweep, one step per size; with weights, one mix of sizes.
+        let d = &self.datasize;
+        let sizes: Vec<&str> =
+            if d.contains(',') && !d.contains(':') { d.split(',').collect() } else { vec![d] };
+        let datasizes = sizes
+            .iter()
+            .map(|s| ValueSize::parse(s.trim()).map_err(|why| bad("-d", d, &why)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let values = datasizes[0].clone();
         let key_dist = match &self.key_dist {
             Some(d) => KeyDist::parse(d).map_err(|why| bad("--key-dist", d, &why))?,
             None => KeyDist::Uniform,
@@ -644,7 +802,7 @@ impl Opts {
             user: self.user,
             password: self.password,
             db: self.dbnum as u32,
-            clients: self.clients as usize,
+            clients: clients[0],
             requests: requests as u64,
             // A fixed -d is clamped into [1, 1 GiB] as redis-benchmark does (in ValueSize::parse).
             datasize: values.max(),
@@ -652,15 +810,16 @@ impl Opts {
             key_dist,
             key_prefix: self.key_prefix.unwrap_or_default(),
             resp3: self.resp3,
-            threads: self.threads as usize,
+            threads: threads[0],
             tracking: self.enable_tracking,
             keepalive: self.keepalive == 1,
             keyspace,
-            // redis-benchmark takes -P 0 or less as 1.
-            pipeline: self.pipeline.clamp(1, u32::MAX as i64) as u32,
+            pipeline: pipelines[0],
             output,
             precision: self.precision as u8,
             repeat: self.r#loop,
+            preload: self.preload,
+            sweep: Sweep { datasizes, clients, pipelines, threads, repeat: self.repeat as usize },
             tests: self.tests,
             idle: self.idle,
             stdin_arg: self.stdin_arg,
@@ -753,6 +912,30 @@ mod tests {
     fn command_arguments_may_look_like_options() {
         let c = parse(&["-q", "zadd", "key", "-1", "member"]).unwrap();
         assert_eq!(c.command, ["zadd", "key", "-1", "member"]);
+    }
+
+    #[test]
+    fn lists_make_sweeps_and_weights_make_mixes() {
+        let c = parse(&["-d", "16,1024", "-c", "10,50", "-P", "1,0,16", "--threads", "2", "--repeat", "2"])
+            .unwrap();
+        assert_eq!(c.sweep.datasizes, [ValueSize::Fixed(16), ValueSize::Fixed(1024)]);
+        assert_eq!(
+            (c.sweep.clients.as_slice(), c.sweep.pipelines.as_slice()),
+            ([10, 50].as_slice(), [1, 1, 16].as_slice())
+        );
+        let steps = c.sweep.steps();
+        assert_eq!(steps.len(), 2 * 2 * 3 * 2);
+        // --threads, then the runs, vary fastest; -d slowest.
+        assert_eq!((steps[1].run, steps[2].pipeline, steps[12].values.max()), (1, 1, 1024));
+        assert_eq!(c.sweep.label(&steps[13]), "-d 1024 -c 10 -P 1 run 2/2");
+        assert_eq!(c.at(&steps[13]).datasize, 1024);
+        // With a weight, a list is one mix of sizes, as before.
+        let m = parse(&["-d", "16:3,1024"]).unwrap();
+        assert_eq!(m.values, ValueSize::Weighted(vec![(16, 3), (1024, 1)]));
+        assert!(!m.sweep.is_sweep());
+        assert!(parse(&["-c", "10,0"]).unwrap_err().contains("-c"));
+        assert!(parse(&["-P", "1,x"]).unwrap_err().contains("a list like"));
+        assert!(parse(&["--repeat", "0"]).unwrap_err().contains("--repeat"));
     }
 
     #[test]

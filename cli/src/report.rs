@@ -12,6 +12,7 @@ use respbench_core::Stats;
 
 use crate::cpu::ClientCpu;
 use crate::json::Entry;
+use crate::verdict::{Side, Verdict};
 
 use crate::hdr::{linear_steps, percentile_steps, write_steps};
 // json.rs reaches `mean` and `value_at_percentile` through report.
@@ -25,6 +26,8 @@ pub struct TestReport<'a> {
     pub stats: &'a Stats,
     /// The client's own CPU during the test, when measured.
     pub cpu: Option<&'a ClientCpu>,
+    /// Who limited the test, when judged.
+    pub verdict: Option<&'a Verdict>,
     /// Parallel clients (`-c`).
     pub clients: usize,
     /// Payload size in bytes (`-d`, or the RESP length of a custom command).
@@ -110,12 +113,22 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
         // respbench's own line, after redis-benchmark's summary so parsers of that stay whole.
         writeln!(
             out,
-            "  client cpu: {:.2} usec per request (user+sys), {:.0}% of a core per event loop ({} loop{}){}",
+            "  client cpu: {:.2} usec per request (user+sys), {:.0}% of a core per event loop ({} loop{})",
             finite(c.per_request_us(s.requests)),
             finite(c.core_share() * 100.0),
             c.threads,
             if c.threads == 1 { "" } else { "s" },
-            if c.saturated() { ", SATURATED: these figures measure the client" } else { "" }
+        )?;
+    }
+    if let Some(v) = r.verdict {
+        writeln!(out, "  bottleneck: {}", v.text)?;
+    }
+    if s.requests > 0 {
+        writeln!(
+            out,
+            "  hits: {:.1}% ({} nil replies: keys that did not exist)",
+            s.hit_share() * 100.0,
+            s.nils
         )?;
     }
     if let Some(note) = &r.backend_note {
@@ -245,7 +258,7 @@ pub fn write_compare_row(csv: bool, runs: &[&Entry], width: usize, out: &mut imp
             ms(value_at_percentile(h, 99.0)),
             finite(cpu.per_request_us(e.stats.requests)),
             finite(cpu.core_share() * 100.0),
-            if cpu.saturated() { "*" } else { " " }
+            if e.verdict.as_ref().is_some_and(|v| v.side == Side::Client) { "*" } else { " " }
         ));
     }
     writeln!(out, "{}", line.trim_end())
@@ -256,7 +269,8 @@ pub fn write_compare_footer(out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "\ncpu us/req: the client's user+sys CPU per request; core: its CPU as a share of one core per \
-         event loop (* = saturated: the figures measure the client, not the server)"
+         event loop (* = the client limited the run, the server's main thread not being saturated: \
+         the figures measure respbench)"
     )
 }
 
@@ -270,10 +284,18 @@ pub fn write_quiet(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
 pub const CSV_OPEN_LOOP_COLUMNS: &str =
     ",\"target_rps\",\"service_p50_latency_ms\",\"service_p99_latency_ms\"";
 
+/// The columns a sweep (`-d`, `-c`, `-P` or `--threads` lists) adds, after any others.
+pub const CSV_SWEEP_COLUMNS: &str = ",\"datasize\",\"clients\",\"pipeline\",\"threads\"";
+
 /// Writes a test's CSV row (after [`CSV_HEADER`]); a `"` in the title is doubled, so the row stays
 /// valid CSV (redis-benchmark leaves it as is). An open-loop step adds the
 /// [`CSV_OPEN_LOOP_COLUMNS`].
-pub fn write_csv_row(r: &TestReport, open_loop: Option<&Entry>, out: &mut impl Write) -> io::Result<()> {
+pub fn write_csv_row(
+    r: &TestReport,
+    open_loop: Option<&Entry>,
+    step: Option<&serde_json::Value>,
+    out: &mut impl Write,
+) -> io::Result<()> {
     let sum = Summary::of(&r.stats.latency);
     write!(
         out,
@@ -292,6 +314,12 @@ pub fn write_csv_row(r: &TestReport, open_loop: Option<&Entry>, out: &mut impl W
         // A mix's commands share the total's target, shown on its row only.
         let target = e.target_rps.map(|t| t.to_string()).unwrap_or_default();
         write!(out, ",\"{target}\",\"{p50:.3}\",\"{p99:.3}\"")?;
+    }
+    if let Some(step) = step {
+        for k in ["datasize", "clients", "pipeline", "threads"] {
+            let v = step.get(k).map(|v| v.to_string()).unwrap_or_default();
+            write!(out, ",\"{}\"", v.trim_matches('"'))?;
+        }
     }
     writeln!(out)
 }
@@ -341,6 +369,103 @@ fn write_summary_table(sum: &Summary, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// The throughput–latency table of an open-loop run: one row per step (target rate).
+/// A sweep's table for one test: a row per step (and per `--rps` rate), with the step's
+/// parameters, throughput, latency, bytes on the wire each way and the client's CPU per request.
+pub fn write_sweep_table(rows: &[Entry], out: &mut impl Write) -> io::Result<()> {
+    let Some(first) = rows.first() else { return Ok(()) };
+    writeln!(out, "{}: sweep of {} steps", first.name, rows.len())?;
+    writeln!(
+        out,
+        "  {:>12} {:>7} {:>5} {:>7} {:>10} {:>12} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>10}",
+        "-d",
+        "-c",
+        "-P",
+        "threads",
+        "target rps",
+        "rps",
+        "avg msec",
+        "p50 msec",
+        "p99 msec",
+        "p99.9",
+        "MB/s out",
+        "MB/s in",
+        "cpu us",
+        "bottleneck"
+    )?;
+    for e in rows {
+        let s = &e.stats;
+        let h = &s.latency;
+        let step = e.step.as_ref();
+        let field =
+            |k: &str| step.and_then(|v| v.get(k)).map(|v| v.to_string().trim_matches('"').to_string());
+        let secs = s.duration_secs();
+        let mbps = |bytes: u64| if secs > 0.0 { bytes as f64 / secs / 1e6 } else { 0.0 };
+        writeln!(
+            out,
+            "  {:>12} {:>7} {:>5} {:>7} {:>10} {:>12.2} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>8.2} {:>8.2} {:>7.2} {:>10}",
+            field("datasize").unwrap_or_default(),
+            field("clients").unwrap_or_default(),
+            field("pipeline").unwrap_or_default(),
+            field("threads").unwrap_or_default(),
+            e.target_rps.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
+            finite(s.rps()),
+            mean(h) / 1000.0,
+            ms(value_at_percentile(h, 50.0)),
+            ms(value_at_percentile(h, 99.0)),
+            ms(value_at_percentile(h, 99.9)),
+            finite(mbps(s.bytes_sent)),
+            finite(mbps(s.bytes_received)),
+            finite(e.cpu.map_or(0.0, |c| c.per_request_us(s.requests))),
+            e.verdict.as_ref().map_or("", |v| v.side.name()),
+        )?;
+    }
+    write_spread(rows, out)?;
+    writeln!(out)
+}
+
+/// `--repeat`: for each combination run more than once, the mean of its runs and their spread
+/// (the sample standard deviation, as a share of the mean).
+fn write_spread(rows: &[Entry], out: &mut impl Write) -> io::Result<()> {
+    let mut groups: Vec<(String, Vec<&Entry>)> = Vec::new();
+    for e in rows {
+        let mut key = e.step.clone().unwrap_or_default();
+        if let Some(o) = key.as_object_mut() {
+            o.remove("run");
+        }
+        let key = format!("{key} {:?}", e.target_rps);
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.1.push(e),
+            None => groups.push((key, vec![e])),
+        }
+    }
+    for (_, runs) in groups.iter().filter(|g| g.1.len() > 1) {
+        let spread = |f: &dyn Fn(&Entry) -> f64| {
+            let v: Vec<f64> = runs.iter().map(|e| f(e)).collect();
+            let n = v.len() as f64;
+            let m = v.iter().sum::<f64>() / n;
+            let sd = (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            (finite(m), if m > 0.0 { finite(sd / m * 100.0) } else { 0.0 })
+        };
+        let (rps, rps_sd) = spread(&|e| e.stats.rps());
+        let (p50, p50_sd) = spread(&|e| ms(value_at_percentile(&e.stats.latency, 50.0)));
+        let (p99, p99_sd) = spread(&|e| ms(value_at_percentile(&e.stats.latency, 99.0)));
+        let step = runs[0].step.as_ref();
+        let field =
+            |k: &str| step.and_then(|v| v.get(k)).map(|v| v.to_string().trim_matches('"').to_string());
+        writeln!(
+            out,
+            "  mean of {} runs at -d {} -c {} -P {} --threads {}: {rps:.2} rps (± {rps_sd:.1}%), p50 {p50:.3} msec \
+             (± {p50_sd:.1}%), p99 {p99:.3} msec (± {p99_sd:.1}%)",
+            runs.len(),
+            field("datasize").unwrap_or_default(),
+            field("clients").unwrap_or_default(),
+            field("pipeline").unwrap_or_default(),
+            field("threads").unwrap_or_default(),
+        )?;
+    }
+    Ok(())
+}
+
 pub fn write_rate_table(steps: &[Entry], poisson: bool, out: &mut impl Write) -> io::Result<()> {
     let Some(first) = steps.iter().find(|e| e.target_rps.is_some()) else { return Ok(()) };
     writeln!(out, "{}: open loop, {} arrivals", first.name, arrivals(poisson))?;
@@ -380,8 +505,8 @@ pub fn live_line(title: &str, second: usize, s: &respbench_core::stats::Second) 
     format!(
         "{title}: second {second}: {} requests per second, p50={:.3} msec, p99={:.3} msec, errors {}",
         s.requests,
-        ms(value_at_percentile(&s.latency, 50.0)),
-        ms(value_at_percentile(&s.latency, 99.0)),
+        ms(s.p50),
+        ms(s.p99),
         s.errors
     )
 }
@@ -403,8 +528,8 @@ pub fn write_series(stats: &Stats, out: &mut impl Write) -> io::Result<()> {
             i,
             s.requests,
             s.requests as f64 / length,
-            ms(value_at_percentile(&s.latency, 50.0)),
-            ms(value_at_percentile(&s.latency, 99.0)),
+            ms(s.p50),
+            ms(s.p99),
             s.errors
         )?;
     }
@@ -534,6 +659,7 @@ mod tests {
             title,
             stats: s,
             cpu: None,
+            verdict: None,
             clients: 50,
             payload_bytes: 3,
             workload: Vec::new(),
@@ -610,6 +736,7 @@ Summary:
   latency summary (msec):
           avg       min       p50       p95       p99       max
         0.500     0.001     0.500     0.950     0.990     1.000
+  hits: 100.0% (0 nil replies: keys that did not exist)
 ";
         assert_eq!(verbose(&report("GET", &s)), expected);
     }
@@ -646,7 +773,10 @@ Summary:
         );
         assert!(text.contains(" milliseconds (cumulative count 5060)\n\nSummary:\n  throughput summary: "));
         assert!(text.ends_with("\n") && !text.ends_with("\n\n"));
-        assert_eq!(text.lines().last().unwrap().len(), 4 + 6 * 9 + 5);
+        // The summary table's last row, then respbench's own lines (hits).
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[lines.len() - 2].len(), 4 + 6 * 9 + 5);
+        assert_eq!(lines[lines.len() - 1], "  hits: 100.0% (0 nil replies: keys that did not exist)");
     }
 
     #[test]
@@ -676,7 +806,7 @@ Summary:
         write_quiet(&r, &mut out).unwrap();
         assert_eq!(out, b"GET: 1000.00 requests per second, p50=0.500 msec\n");
         let mut out = Vec::new();
-        write_csv_row(&report("MSET (10 keys) \"x\"", &s), None, &mut out).unwrap();
+        write_csv_row(&report("MSET (10 keys) \"x\"", &s), None, None, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "\"MSET (10 keys) \"\"x\"\"\",\"1000.00\",\"0.500\",\"0.001\",\"0.500\",\"0.950\",\"0.990\",\"1.000\"\n"
@@ -690,7 +820,7 @@ Summary:
         // percentiles its highest, the mean its median (checked against hdr_mean and friends).
         let s = stats([2049, 2049, 5001]);
         let mut out = Vec::new();
-        write_csv_row(&report("X", &s), None, &mut out).unwrap();
+        write_csv_row(&report("X", &s), None, None, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "\"X\",\"3.00\",\"3.033\",\"2.048\",\"2.049\",\"5.003\",\"5.003\",\"5.003\"\n"
@@ -712,7 +842,7 @@ Summary:
         write_quiet(&r, &mut out).unwrap();
         assert_eq!(out, b"GET: 0.00 requests per second, p50=0.000 msec\n");
         let mut out = Vec::new();
-        write_csv_row(&r, None, &mut out).unwrap();
+        write_csv_row(&r, None, None, &mut out).unwrap();
         assert_eq!(out, b"\"GET\",\"0.00\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\"\n");
     }
 

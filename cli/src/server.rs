@@ -31,6 +31,15 @@ pub struct ServerInfo {
 #[derive(Debug)]
 pub struct StartupError(pub String);
 
+/// The largest reply this connection reads: `CONFIG GET` and `INFO` replies are kilobytes.
+const MAX_REPLY: usize = 1 << 20;
+
+/// A connection's socket, a second handle on the same file.
+enum Raw {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
 trait Stream: Read + Write {}
 impl<T: Read + Write> Stream for T {}
 
@@ -38,6 +47,8 @@ impl<T: Read + Write> Stream for T {}
 /// INFO), over TLS with `--tls`; every connect, read and write waits at most its timeout.
 pub struct Conn {
     s: Box<dyn Stream>,
+    /// The socket under any TLS, to change its timeouts.
+    raw: Raw,
     buf: Vec<u8>,
     endpoint: Endpoint,
     timeout: Duration,
@@ -54,23 +65,26 @@ impl Conn {
         let timeout = cfg.timeout.unwrap_or(STARTUP_TIMEOUT);
         let fail = |e: io::Error| StartupError(IoFailure::new(IoOp::Connect, endpoint, &e).to_string());
         let target = respbench_driver::resolve(endpoint).map_err(|e| StartupError(e.to_string()))?;
-        let s: Box<dyn Stream> = match target {
+        let (s, raw): (Box<dyn Stream>, Raw) = match target {
             Target::Tcp(addr) => {
                 let s = TcpStream::connect_timeout(&addr, timeout).map_err(fail)?;
                 s.set_read_timeout(Some(timeout)).map_err(fail)?;
                 s.set_write_timeout(Some(timeout)).map_err(fail)?;
                 let _ = s.set_nodelay(true);
-                secure(s, cfg.tls.as_ref(), endpoint, timeout)?
+                let raw = Raw::Tcp(s.try_clone().map_err(fail)?);
+                (secure(s, cfg.tls.as_ref(), endpoint, timeout)?, raw)
             }
             Target::Unix(p) => {
                 let s = UnixStream::connect(p).map_err(fail)?;
                 s.set_read_timeout(Some(timeout)).map_err(fail)?;
                 s.set_write_timeout(Some(timeout)).map_err(fail)?;
-                secure(s, cfg.tls.as_ref(), endpoint, timeout)?
+                let raw = Raw::Unix(s.try_clone().map_err(fail)?);
+                (secure(s, cfg.tls.as_ref(), endpoint, timeout)?, raw)
             }
         };
         Ok(Conn {
             s,
+            raw,
             buf: Vec::new(),
             endpoint: endpoint.clone(),
             timeout,
@@ -90,6 +104,15 @@ impl Conn {
             }
         }
         Ok(c)
+    }
+
+    /// Waits at most `t` for each read and write from now on.
+    pub fn set_timeout(&mut self, t: Duration) {
+        let _ = match &self.raw {
+            Raw::Tcp(s) => s.set_read_timeout(Some(t)).and_then(|()| s.set_write_timeout(Some(t))),
+            Raw::Unix(s) => s.set_read_timeout(Some(t)).and_then(|()| s.set_write_timeout(Some(t))),
+        };
+        self.timeout = t;
     }
 
     /// Sends one command and reads its reply (an error reply is a reply, not an `Err`).
@@ -139,6 +162,13 @@ impl Conn {
                 Ok(n) => {
                     self.heard = true;
                     self.buf.extend_from_slice(&chunk[..n]);
+                    if self.buf.len() > MAX_REPLY {
+                        // Not a reply to CONFIG GET or INFO: not worth holding in memory.
+                        return Err(StartupError(format!(
+                            "{}: a reply of more than {} bytes to a command that never has one",
+                            self.endpoint, MAX_REPLY
+                        )));
+                    }
                 }
                 Err(e) => return Err(self.failure("no reply from", &e)),
             }
@@ -256,7 +286,7 @@ fn tls_failure(endpoint: &Endpoint, e: &io::Error) -> Option<String> {
     }
 }
 
-fn text(v: &[u8]) -> String {
+pub(crate) fn text(v: &[u8]) -> String {
     String::from_utf8_lossy(v).into_owned()
 }
 
@@ -284,7 +314,7 @@ fn config_value(v: &Value) -> Option<String> {
 /// why, and the run goes on, as redis-benchmark's does ("Could not fetch server CONFIG"). One
 /// exception: `NOAUTH` means the benchmark's connections would be refused too. Each step waits
 /// at most `--timeout`, or 5 s.
-pub fn startup(cfg: &Config) -> Result<ServerInfo, StartupError> {
+pub fn startup(cfg: &Config) -> Result<(ServerInfo, Option<Conn>), StartupError> {
     let mut c = Conn::authenticated(cfg)?;
     let mut info = ServerInfo::default();
     let mut why = None;
@@ -316,8 +346,11 @@ pub fn startup(cfg: &Config) -> Result<ServerInfo, StartupError> {
     if info.save.is_none() || info.appendonly.is_none() {
         let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
         eprintln!("WARNING: Could not fetch server CONFIG{why}");
+        return Ok((info, None));
     }
-    Ok(info)
+    // A server that answers its admin commands: the connection stays for the counters read
+    // around each test (verdict.rs).
+    Ok((info, Some(c)))
 }
 
 /// What the server spends on its clients, from `INFO clients` and `INFO memory`.

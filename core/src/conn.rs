@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use crate::plan::{Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Plan, Stop, Workload};
-use crate::resp::{ProtocolError, Reply, ReplyParser};
+use crate::resp::{Kind, ProtocolError, Reply, ReplyParser};
 use crate::rng::Rng;
 use crate::run::Endpoint;
 use crate::stats::Stats;
@@ -708,6 +708,9 @@ impl Connection {
         let start = if p.intended == Time::MAX { sent } else { p.intended.min(sent) };
         let error = if reply.is_error() { Some(self.parser.error_message()) } else { None };
         stats.record_request(p.part as usize, now.nanos_since(start), now.nanos_since(sent), error, now);
+        if reply.kind == Kind::Null {
+            stats.record_nil(p.part as usize);
+        }
     }
 
     /// Emits `Finished` or `Reconnect` when the connection has nothing left to do.

@@ -47,6 +47,7 @@ pub mod plan;
 pub mod resp;
 pub mod rng;
 pub mod run;
+pub mod series;
 #[cfg(any(test, feature = "testing"))]
 pub mod sim;
 pub mod stats;

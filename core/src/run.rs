@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::conn::{ConnError, Plan};
-use crate::stats::{Second, Stats};
+use crate::series::Collector;
+use crate::stats::Stats;
 use crate::Time;
 
 /// Where the server is. Host names are resolved by the backend (resolution is IO).
@@ -34,8 +35,8 @@ impl std::fmt::Display for Endpoint {
 }
 
 /// Live figures the event loops publish while a test runs (for the progress line and `--live`).
-/// Every field is updated with relaxed atomics a few times a second, not per request. Stopping a
-/// test is the plan's [`crate::plan::Stop`].
+/// Every field is updated a few times a second, not per request. Stopping a test is the plan's
+/// [`crate::plan::Stop`].
 #[derive(Debug, Default)]
 pub struct Progress {
     /// Requests completed so far, all loops together.
@@ -44,16 +45,29 @@ pub struct Progress {
     pub latency_sum_micros: AtomicU64,
     /// Connections whose handshake has completed and that are still open.
     pub live: AtomicU64,
-    /// The per-second series of every loop together, each second added once it has ended (see
-    /// [`Progress::publish_seconds`]): what a live view prints while the test runs.
-    pub seconds: Mutex<Vec<Second>>,
+    /// The test's per-second series, all loops together: each second summarised once every
+    /// loop has moved past it (what `--live` prints while the test runs, and the test's
+    /// [`Stats::series`] at its end).
+    pub series: Mutex<Collector>,
 }
 
 impl Progress {
-    /// Adds what one event loop recorded since its last call (`published` says how far it got)
-    /// to the live figures: completed requests, their latency sum, and the seconds of its series
-    /// that have ended by `now`. Loops call it a few times a second, not per request.
-    pub fn publish(&self, stats: &Stats, now: Time, published: &mut Published) {
+    /// Readies [`Progress::series`] for a test of `loops` event loops; before they start.
+    pub fn begin(&self, loops: usize) {
+        self.collector().begin(loops);
+    }
+
+    /// The series collector. A poisoned lock only means a loop panicked mid-add; the figures
+    /// are still counts.
+    pub fn collector(&self) -> std::sync::MutexGuard<'_, Collector> {
+        self.series.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds what event loop `part` recorded since its last call (`published` says how far it
+    /// got) to the live figures: completed requests, their latency sum, and the seconds of its
+    /// series that have ended by `now` (every second when `now` is `None`: the loop is done).
+    /// Loops call it a few times a second, not per request.
+    pub fn publish(&self, part: usize, stats: &mut Stats, now: Option<Time>, published: &mut Published) {
         let requests = stats.requests;
         let sum = (stats.latency.mean() * stats.latency.len() as f64) as u64;
         self.completed.fetch_add(requests.saturating_sub(published.requests), Ordering::Relaxed);
@@ -61,33 +75,9 @@ impl Progress {
             .fetch_add(sum.saturating_sub(published.latency_sum_micros), Ordering::Relaxed);
         published.requests = requests;
         published.latency_sum_micros = sum;
-        self.publish_seconds(stats, now, &mut published.seconds);
-    }
-
-    /// Adds the seconds of `stats`' series that have ended by `now` and that this loop has not
-    /// added yet (`*published` of them it has) to [`Progress::seconds`]; a second in which it
-    /// recorded nothing adds nothing.
-    fn publish_seconds(&self, stats: &Stats, now: Time, published: &mut usize) {
-        if !stats.keep_series {
-            return;
+        if stats.keep_series {
+            self.collector().publish(part, stats, now);
         }
-        let ended = (now.nanos_since(stats.start) / 1_000_000_000) as usize;
-        let upto = ended.min(stats.series.len());
-        if upto <= *published {
-            return;
-        }
-        // A poisoned lock only means another loop panicked mid-add; the figures are still counts.
-        let mut live = self.seconds.lock().unwrap_or_else(|e| e.into_inner());
-        if live.len() < upto {
-            live.resize_with(upto, Second::new);
-        }
-        for (mine, all) in stats.series[*published..upto].iter().zip(&mut live[*published..upto]) {
-            all.requests += mine.requests;
-            all.errors += mine.errors;
-            // Same bounds and precision on both sides: cannot fail.
-            let _ = all.latency.add(&mine.latency);
-        }
-        *published = upto;
     }
 }
 
@@ -98,8 +88,6 @@ pub struct Published {
     pub requests: u64,
     /// Their latency sum in microseconds.
     pub latency_sum_micros: u64,
-    /// Seconds of the series.
-    pub seconds: usize,
 }
 
 /// One test as a backend runs it.

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::conn::{Connection, Event, Plan};
+use crate::series::Collector;
 use crate::stats::Stats;
 use crate::Time;
 
@@ -137,6 +138,8 @@ fn run_inner(
     check: bool,
 ) -> Result<SimResult, String> {
     let mut stats = plan.new_stats(Time::ZERO, sigfig).expect("valid precision");
+    // One loop's series, handed to a collector as a backend's loop does.
+    let mut series = Collector::new(1);
     let mut conns: Vec<Connection> =
         (0..connections).map(|i| Connection::new(plan.clone(), i as u64)).collect();
     let mut links: Vec<Link> = (0..connections).map(|_| Link::default()).collect();
@@ -230,6 +233,7 @@ fn run_inner(
             break;
         }
         now = now.max(next);
+        series.publish(0, &mut stats, Some(now));
         for (c, l) in conns.iter_mut().zip(&mut links) {
             let mut bytes = Vec::new();
             while l.outbox.front().is_some_and(|r| r.0 <= now) {
@@ -242,6 +246,8 @@ fn run_inner(
             }
         }
     }
+    series.publish(0, &mut stats, None);
+    stats.series = series.seconds;
     Ok(SimResult { stats, events, requests_received, end: now })
 }
 

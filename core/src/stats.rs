@@ -7,6 +7,7 @@
 use hdrhistogram::Histogram;
 
 use crate::resp::error_prefix;
+pub use crate::series::{Collector, Interval, Recording, Second, SERIES_SIGFIG};
 use crate::Time;
 
 /// The lowest latency a histogram tells apart, in microseconds.
@@ -100,6 +101,9 @@ impl ErrorCounts {
 pub struct Stats {
     /// Requests whose reply arrived (error replies included).
     pub requests: u64,
+    /// Replies among them that were nil (`$-1`, `*-1`, RESP3 `_`): a read of a key that does
+    /// not exist.
+    pub nils: u64,
     /// Error replies by kind.
     pub errors: ErrorCounts,
     /// Bytes the kernel accepted for sending, handshakes included.
@@ -120,11 +124,15 @@ pub struct Stats {
     /// Service time per request in microseconds (reply − actual send), kept in open-loop runs only,
     /// where it differs from `latency`.
     pub service: Option<Histogram<u64>>,
-    /// A time series, one entry per second since `start` (time-based and open-loop runs); empty
-    /// when not kept.
+    /// A time series, one summary per second since `start` (time-based and open-loop runs,
+    /// `--hlog`): filled once the seconds have ended, by the run's [`Collector`] from every
+    /// loop's [`Stats::recording`]; empty when not kept.
     pub series: Vec<Second>,
     /// Whether `series` is kept.
     pub keep_series: bool,
+    /// The seconds this loop is still recording, each a small histogram until a [`Collector`]
+    /// takes it: what keeps a long run's memory flat.
+    pub recording: Recording,
     /// In a command mix, the stats of each command, in the mix's order (themselves without parts);
     /// empty otherwise.
     pub parts: Vec<Stats>,
@@ -218,45 +226,13 @@ impl Setup {
     }
 }
 
-/// The significant figures of the per-second histograms: 1% is plenty for a time series and
-/// keeps each second's histogram small.
-pub const SERIES_SIGFIG: u8 = 2;
-
-/// One second of a time series.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Second {
-    /// Replies parsed during this second.
-    pub requests: u64,
-    /// Error replies among them.
-    pub errors: u64,
-    /// Their latencies in microseconds ([`SERIES_SIGFIG`] significant figures).
-    pub latency: Histogram<u64>,
-}
-
-impl Second {
-    /// An empty second.
-    pub fn new() -> Second {
-        Second {
-            requests: 0,
-            errors: 0,
-            // Cannot fail: SERIES_SIGFIG is in range.
-            latency: new_histogram(SERIES_SIGFIG).unwrap_or_else(|_| Histogram::new(2).expect("sigfig 2")),
-        }
-    }
-}
-
-impl Default for Second {
-    fn default() -> Second {
-        Second::new()
-    }
-}
-
 impl Stats {
     /// Empty stats for a test starting at `start`, with histograms of `sigfig` significant figures;
     /// `open_loop` keeps the service-time histogram too.
     pub fn new(start: Time, sigfig: u8, open_loop: bool) -> Result<Stats, String> {
         Ok(Stats {
             requests: 0,
+            nils: 0,
             errors: ErrorCounts::default(),
             bytes_sent: 0,
             bytes_received: 0,
@@ -268,6 +244,7 @@ impl Stats {
             service: if open_loop { Some(new_histogram(sigfig)?) } else { None },
             series: Vec::new(),
             keep_series: false,
+            recording: Recording::default(),
             parts: Vec::new(),
             setup: Setup::new(sigfig)?,
             drops: 0,
@@ -306,12 +283,7 @@ impl Stats {
             self.errors.record(message);
         }
         if self.keep_series {
-            let second = (now.nanos_since(self.start) / 1_000_000_000) as usize;
-            if self.series.len() <= second {
-                // One allocation per second of the run, not per request.
-                self.series.resize_with(second + 1, Second::new);
-            }
-            let s = &mut self.series[second];
+            let s = self.recording.at(self.second_of(now));
             s.requests += 1;
             s.errors += u64::from(error.is_some());
             let _ = s.latency.record(micros(latency_nanos));
@@ -321,6 +293,23 @@ impl Stats {
             if let Some(message) = error {
                 p.errors.record(message);
             }
+        }
+    }
+
+    /// Counts the reply just recorded for command `part` of a mix as nil.
+    pub fn record_nil(&mut self, part: usize) {
+        self.nils += 1;
+        if let Some(p) = self.parts.get_mut(part) {
+            p.nils += 1;
+        }
+    }
+
+    /// The share of replies that were not nil (1 when there were none).
+    pub fn hit_share(&self) -> f64 {
+        if self.requests == 0 {
+            1.0
+        } else {
+            1.0 - self.nils as f64 / self.requests as f64
         }
     }
 
@@ -349,12 +338,14 @@ impl Stats {
         }
         self.errors.add(b"connection", lost);
         if self.keep_series && now >= self.start {
-            let second = (now.nanos_since(self.start) / 1_000_000_000) as usize;
-            if self.series.len() <= second {
-                self.series.resize_with(second + 1, Second::new);
-            }
-            self.series[second].errors += lost;
+            let second = self.second_of(now);
+            self.recording.at(second).errors += lost;
         }
+    }
+
+    /// The second of the test `now` falls in, counted from `start`.
+    fn second_of(&self, now: Time) -> usize {
+        (now.nanos_since(self.start) / 1_000_000_000) as usize
     }
 
     /// The test's length in seconds, from `start` to the last reply.
@@ -375,6 +366,7 @@ impl Stats {
     /// Adds `other` to `self`: counts and histograms add, the interval becomes the union.
     pub fn merge(&mut self, other: &Stats) -> Result<(), String> {
         self.requests += other.requests;
+        self.nils += other.nils;
         self.errors.merge(&other.errors);
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
@@ -393,15 +385,15 @@ impl Stats {
             (None, Some(b)) => self.service = Some(b.clone()),
             _ => {}
         }
-        // Seconds are counted from each side's own start; merged loops of one run start together.
+        // Seconds are counted from each side's own start. The loops of one run leave their
+        // series to the run's Collector (theirs are empty here); runs merged from their JSON add
+        // up summaries, whose percentiles then become bounds.
         self.keep_series |= other.keep_series;
         if self.series.len() < other.series.len() {
-            self.series.resize_with(other.series.len(), Second::new);
+            self.series.resize_with(other.series.len(), Second::default);
         }
         for (a, b) in self.series.iter_mut().zip(&other.series) {
-            a.requests += b.requests;
-            a.errors += b.errors;
-            a.latency.add(&b.latency).map_err(|e| format!("histograms differ: {e:?}"))?;
+            a.merge(b);
         }
         if self.parts.is_empty() {
             self.parts = other.parts.clone();
@@ -422,7 +414,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn series_counts_per_second_and_merges_exactly() {
+    fn series_counts_per_second_and_merges_runs_into_bounds() {
         let s = |t: u64| Time::from_micros(t);
         let mut a = Stats::new(s(1_000_000), 3, false).unwrap().with_series().with_parts(2).unwrap();
         // Seconds since start: 0, 0, 1, 3 (second 2 has nothing).
@@ -430,16 +422,22 @@ mod tests {
         a.record_request(1, 200_000, 0, Some(b"ERR x"), s(1_900_000));
         a.record_request(1, 300_000, 0, None, s(2_000_001));
         a.record_request(0, 400_000, 0, None, s(4_500_000));
+        let mut c = Collector::new(1);
+        c.publish(0, &mut a, None);
+        a.series = std::mem::take(&mut c.seconds);
         let counts: Vec<(u64, u64)> = a.series.iter().map(|x| (x.requests, x.errors)).collect();
         assert_eq!(counts, [(2, 1), (1, 0), (0, 0), (1, 0)]);
-        assert_eq!(a.series[1].latency.max(), a.series[1].latency.highest_equivalent(300));
+        assert!((300..=303).contains(&a.series[1].max));
         assert_eq!((a.parts[0].requests, a.parts[1].requests), (2, 2));
         assert_eq!(a.parts[1].errors.total(), 1);
         assert_eq!(a.errors.total(), 1);
+        // Two runs' JSON merged: counts add, percentiles become bounds.
         let mut b = a.clone();
         b.merge(&a).unwrap();
         let counts: Vec<u64> = b.series.iter().map(|x| x.requests).collect();
         assert_eq!(counts, [4, 2, 0, 2]);
+        assert!(b.series[0].bounds && !b.series[2].bounds);
+        assert_eq!(b.series[3].p50, a.series[3].p50);
         assert_eq!(b.parts[0].requests, 4);
         let other = Stats::new(s(0), 3, false).unwrap().with_parts(3).unwrap();
         assert!(b.merge(&other).is_err(), "mixes of different sizes do not merge");

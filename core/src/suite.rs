@@ -2,6 +2,7 @@
 //! `-t` selection, and custom commands.
 
 use crate::dist::ValueSize;
+use crate::resp::Value;
 use crate::template::{Arg, Template, Values};
 
 /// One test of a run: a title and the request every connection sends.
@@ -201,6 +202,25 @@ pub fn custom(args: &[Vec<u8>]) -> TestSpec {
     TestSpec { title, payload_bytes: template.len(), template, connection_per_request: false }
 }
 
+/// What `--preload` writes before a test whose request is `GET key`: `SET key VALUE`, the
+/// same key pattern with values from `values`, so that every key the test can read exists once
+/// it has run over the keyspace. `None` for any other request.
+pub fn preload(template: &Template, values: &ValueSize) -> Option<TestSpec> {
+    let (Value::Array(args), _) = Value::parse(template.as_bytes()).ok()?? else { return None };
+    let [Value::Bulk(command), Value::Bulk(key)] = args.as_slice() else { return None };
+    if !command.eq_ignore_ascii_case(b"GET") {
+        return None;
+    }
+    let template =
+        Template::with_values(&[Arg::Bytes(b"SET"), Arg::Bytes(key), Arg::Value], &Values::new(values));
+    Some(TestSpec {
+        title: format!("SET {}", String::from_utf8_lossy(key)),
+        template,
+        payload_bytes: values.max(),
+        connection_per_request: false,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,5 +333,23 @@ mod tests {
         let t = custom(&[b"script".to_vec(), b"load".to_vec(), b"redis.call('set','foo','bar')".to_vec()]);
         assert_eq!(t.title, "script load redis.call('set','foo','bar')");
         assert_eq!(t.payload_bytes, t.template.len());
+    }
+
+    #[test]
+    fn preload_writes_what_get_reads() {
+        let values = ValueSize::Fixed(5);
+        let suite = default_suite(&Selection::parse("get,set,lpush").unwrap(), &values, true, "app:");
+        let get = suite.iter().find(|t| t.title == "GET").unwrap();
+        let fill = preload(&get.template, &values).unwrap();
+        assert_eq!(fill.title, "SET app:key:__rand_int__");
+        // The same bytes as the suite's SET, at the same value size.
+        let set = suite.iter().find(|t| t.title == "SET").unwrap();
+        assert_eq!(fill.template.as_bytes(), set.template.as_bytes());
+        let custom_get = custom(&[b"get".to_vec(), b"user:__rand_int__".to_vec()]);
+        assert_eq!(preload(&custom_get.template, &values).unwrap().title, "SET user:__rand_int__");
+        for t in suite.iter().filter(|t| t.title != "GET") {
+            assert!(preload(&t.template, &values).is_none(), "{}", t.title);
+        }
+        assert!(preload(&Template::inline(b"PING\r\n"), &values).is_none());
     }
 }

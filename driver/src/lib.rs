@@ -71,17 +71,23 @@ where
     F: Fn(usize, Time) -> Result<Outcome, RunError> + Sync,
 {
     let start = Time::since(epoch, Instant::now());
+    run.progress.begin(run.loops());
     let each = &each;
     let results: Vec<Result<Outcome, RunError>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..run.loops()).map(|t| s.spawn(move || each(t, start))).collect();
         handles.into_iter().map(|h| h.join().unwrap_or(Err(RunError::Panicked))).collect()
     });
-    Outcome::merge_all(results)
+    let mut outcome = Outcome::merge_all(results)?;
+    // The loops' seconds went to the collector as they ended (their own are empty).
+    outcome.stats.series = std::mem::take(&mut run.progress.collector().seconds);
+    Ok(outcome)
 }
 
 /// What one event loop records, and the run it belongs to.
 pub struct Tally {
     run: TestRun,
+    /// Which of the run's loops this is.
+    part: usize,
     #[cfg_attr(not(feature = "tls"), allow(dead_code))]
     tls: Option<Tls>,
     epoch: Instant,
@@ -93,11 +99,18 @@ pub struct Tally {
 }
 
 impl Tally {
-    /// An empty tally for one loop of `run` (over `tls` when given), timed against `epoch`, from
-    /// `start`.
-    pub fn new(run: &TestRun, tls: Option<&Tls>, epoch: Instant, start: Time) -> Result<Tally, RunError> {
+    /// An empty tally for loop `part` of `run` (over `tls` when given), timed against `epoch`,
+    /// from `start`.
+    pub fn new(
+        run: &TestRun,
+        part: usize,
+        tls: Option<&Tls>,
+        epoch: Instant,
+        start: Time,
+    ) -> Result<Tally, RunError> {
         Ok(Tally {
             run: run.clone(),
+            part,
             tls: tls.cloned(),
             epoch,
             stats: run.plan.new_stats(start, run.sigfig).map_err(RunError::Setup)?,
@@ -125,12 +138,13 @@ impl Tally {
     /// Adds what this loop recorded since its last call to the run's live figures.
     pub fn publish(&mut self) {
         let now = self.now();
-        self.run.progress.publish(&self.stats, now, &mut self.published);
+        self.run.progress.publish(self.part, &mut self.stats, Some(now), &mut self.published);
     }
 
-    /// Publishes a last time and gives the loop's outcome.
+    /// Publishes a last time, every second of the series included, and gives the loop's
+    /// outcome.
     pub fn finish(mut self) -> Outcome {
-        self.publish();
+        self.run.progress.publish(self.part, &mut self.stats, None, &mut self.published);
         Outcome { stats: self.stats, failures: self.failures, drops: self.drops }
     }
 }

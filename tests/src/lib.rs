@@ -860,6 +860,27 @@ pub fn split_command_line(line: &str) -> Vec<String> {
 /// and says how to get one.
 pub fn check_json_independently(document: &Path) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+    python_check("check_json.py", &[&root.join("docs/respbench.schema.json"), document])
+}
+
+/// Reads an `--hlog` interval log with HdrHistogram's Python `HistogramLogReader` (the `hdrh`
+/// package; see [`check_json_independently`] for the interpreter) and gives each tag's summed
+/// count and its number of intervals.
+pub fn read_hlog_independently(log: &Path) -> Vec<(String, u64, u64)> {
+    let out = python_check("check_hlog.py", &[log]);
+    out.lines()
+        .map(|l| {
+            let mut f = l.rsplitn(3, ' ');
+            let intervals = f.next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{out}"));
+            let count = f.next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{out}"));
+            (f.next().unwrap_or_default().to_string(), count, intervals)
+        })
+        .collect()
+}
+
+/// Runs `tests/python/SCRIPT ARGS` and gives its stdout; fails the test when it exits non-zero.
+fn python_check(script: &str, args: &[&Path]) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
     // scripts/test's environment, when the variable is not set (a bare `cargo nextest run`).
     let made_by_scripts_test = root.join("target/pyenv/bin/python");
     let python = std::env::var_os("RESPBENCH_PYTHON")
@@ -871,16 +892,15 @@ pub fn check_json_independently(document: &Path) -> String {
             )
         });
     let out = Command::new(&python)
-        .arg(root.join("tests/python/check_json.py"))
-        .arg(root.join("docs/respbench.schema.json"))
-        .arg(document)
+        .arg(root.join("tests/python").join(script))
+        .args(args)
         .output()
         .unwrap_or_else(|e| panic!("running {}: {e}", Path::new(&python).display()));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
-        "check_json.py rejected {}:\n{stdout}{}",
-        document.display(),
+        "{script} rejected {:?}:\n{stdout}{}",
+        args,
         String::from_utf8_lossy(&out.stderr)
     );
     stdout

@@ -252,7 +252,8 @@ fn monitored_run(tool: &Tool, test: &str) -> BTreeMap<Shape, usize> {
     ok(&out, &format!("{} -t {test}", tool.name()));
     let mut counts = BTreeMap::new();
     for e in monitor.finish() {
-        if e.name() == "CONFIG" {
+        // The startup's CONFIG GET, and respbench's INFO readings around each test (verdict).
+        if e.name() == "CONFIG" || e.name() == "INFO" {
             continue;
         }
         *counts.entry(shape(&e)).or_insert(0) += 1;
@@ -513,7 +514,7 @@ fn json_output_and_merge(tool: Tool) {
     ok(&out, "run A");
     assert_eq!(parse_quiet(&out.stdout).len(), 2, "{}", out.dump());
     let doc_a = read_json(&std::fs::read_to_string(&a).unwrap(), "A");
-    assert_eq!(doc_a["schema"], "respbench/1");
+    assert_eq!(doc_a["schema"], "respbench/2");
     assert_eq!(doc_a["interrupted"], false);
     assert_eq!(doc_a["config"]["port"], server.port());
     assert_eq!(test_requests(&doc_a, "SET"), 1000);
@@ -533,7 +534,7 @@ fn json_output_and_merge(tool: Tool) {
     assert_eq!(lines.iter().map(|l| l.title.as_str()).collect::<Vec<_>>(), ["SET", "GET"], "{}", out.dump());
     assert!(lines.iter().all(|l| l.rps > 0.0), "{}", out.dump());
     let merged = read_json(&std::fs::read_to_string(&m).unwrap(), "merged");
-    assert_eq!(merged["schema"], "respbench/1");
+    assert_eq!(merged["schema"], "respbench/2");
     for name in ["SET", "GET"] {
         assert_eq!(test_requests(&merged, name), 1500, "{name}");
     }

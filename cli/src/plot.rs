@@ -1,0 +1,132 @@
+//! `respbench plot RESULT.json… -o FILE`: draws the results of `--json` runs as SVG charts
+//! stacked in one SVG document, or as one self-contained HTML report (a summary table and the
+//! same charts inline). Built with the default cargo feature `plot`.
+
+mod charts;
+mod data;
+mod html;
+mod svg;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use argh::FromArgs;
+
+use charts::Kind;
+
+/// respbench plot: draws the results of respbench --json runs (or respbench merge) as charts:
+/// latency by percentile, open-loop latency against target rate, per-second series and sweeps.
+#[derive(FromArgs, Debug)]
+#[argh(help_triggers("--help"))]
+struct PlotOpts {
+    /// the file to write: NAME.svg (the charts stacked in one SVG document; the default format,
+    /// also for a NAME without extension), NAME.html (a self-contained report: summary table and
+    /// charts), or - (SVG on stdout)
+    #[argh(option, short = 'o')]
+    output: Option<String>,
+    /// the charts to draw, comma separated: percentiles, rate, series, sweep (default: every one
+    /// the results allow)
+    #[argh(option)]
+    charts: Option<String>,
+    /// the documents to draw, written by respbench --json
+    #[argh(positional)]
+    files: Vec<String>,
+}
+
+/// What `-o` asks for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Format {
+    Svg,
+    Html,
+}
+
+/// Runs `respbench plot` with the arguments after `plot`.
+pub fn main(name: &str, args: &[&str]) -> ExitCode {
+    let opts: PlotOpts = match crate::parse_args(&[name, "plot"], args, "respbench plot --help") {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    match run(&opts) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("respbench plot: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(opts: &PlotOpts) -> Result<(), String> {
+    let output =
+        opts.output.as_deref().ok_or("no output file: give -o FILE.svg (charts) or -o FILE.html (report)")?;
+    let format = format_of(output)?;
+    let kinds = kinds(opts.charts.as_deref())?;
+    if opts.files.is_empty() {
+        return Err("no files to plot; usage: respbench plot RESULT.json… -o FILE.svg|FILE.html".into());
+    }
+    let inputs = data::read(&opts.files)?;
+    let mut charts = Vec::new();
+    for &kind in kinds.as_deref().unwrap_or(&Kind::ALL) {
+        let made = charts::build(kind, &inputs);
+        if made.is_empty() && kinds.is_some() {
+            return Err(format!("cannot draw the {} chart: {}", kind.name(), kind.missing()));
+        }
+        charts.extend(made);
+    }
+    if charts.is_empty() {
+        return Err(format!("nothing to plot: {}", Kind::Percentiles.missing()));
+    }
+    let text = match format {
+        Format::Svg => svg::document(&charts),
+        Format::Html => html::report(&inputs, &charts),
+    };
+    if output == "-" {
+        let mut o = std::io::stdout().lock();
+        o.write_all(text.as_bytes()).and_then(|_| o.flush()).map_err(|e| format!("cannot write the SVG: {e}"))
+    } else {
+        std::fs::write(output, text).map_err(|e| format!("cannot write {output}: {e}"))
+    }
+}
+
+/// The format `-o` names by its extension: SVG unless `.html`; another extension (`.png`) is
+/// refused rather than given SVG it does not expect.
+fn format_of(output: &str) -> Result<Format, String> {
+    let ext = std::path::Path::new(output).extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        None | Some("svg") => Ok(Format::Svg),
+        Some("html" | "htm") => Ok(Format::Html),
+        Some(_) => Err(format!(
+            "-o {output}: name a .svg file (charts) or a .html file (report), or - for SVG on stdout"
+        )),
+    }
+}
+
+/// The kinds `--charts` names, `None` without it.
+fn kinds(list: Option<&str>) -> Result<Option<Vec<Kind>>, String> {
+    let Some(list) = list else { return Ok(None) };
+    list.split(',')
+        .map(|name| {
+            Kind::ALL.into_iter().find(|k| k.name() == name.trim()).ok_or_else(|| {
+                let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+                format!("--charts: unknown chart '{name}'; the charts are {}", names.join(", "))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_and_kinds() {
+        assert_eq!(format_of("a.svg"), Ok(Format::Svg));
+        assert_eq!(format_of("-"), Ok(Format::Svg));
+        assert_eq!(format_of("out/latency"), Ok(Format::Svg));
+        assert_eq!(format_of("R.HTML"), Ok(Format::Html));
+        assert!(format_of("a.png").unwrap_err().contains(".svg"));
+        assert_eq!(kinds(Some("rate, series")), Ok(Some(vec![Kind::Rate, Kind::Series])));
+        assert!(kinds(Some("pie")).unwrap_err().contains("percentiles, rate, series, sweep"));
+        assert_eq!(kinds(None), Ok(None));
+    }
+}

@@ -1,0 +1,646 @@
+//! The charts `respbench plot` draws from the tests it read: latency by percentile, open-loop
+//! latency against the target rate, per-second series, and sweeps over a step parameter.
+
+use std::collections::BTreeSet;
+
+use hdrhistogram::Histogram;
+
+use super::data::{Input, Test, PARAMS};
+use super::svg::{Axis, Chart, Dash, Line};
+
+/// A kind of chart, as `--charts` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Latency against percentile on the "nines" axis, a line per test.
+    Percentiles,
+    /// Open loop: latency and achieved rate against the target rate (`--rps a,b,c`).
+    Rate,
+    /// Requests per second and p99 against time, a line per test with a `series`.
+    Series,
+    /// Requests per second and p99 against a parameter the runs differ in (`-d`, `-c`, `-P`,
+    /// `--threads`).
+    Sweep,
+}
+
+impl Kind {
+    /// Every kind, in the order they are drawn.
+    pub const ALL: [Kind; 4] = [Kind::Percentiles, Kind::Rate, Kind::Series, Kind::Sweep];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Percentiles => "percentiles",
+            Kind::Rate => "rate",
+            Kind::Series => "series",
+            Kind::Sweep => "sweep",
+        }
+    }
+
+    /// Why the results give no chart of this kind.
+    pub fn missing(self) -> &'static str {
+        match self {
+            Kind::Percentiles => "no test completed a request",
+            Kind::Rate => "no open-loop test ran at two target rates or more (--rps A,B)",
+            Kind::Series => {
+                "no test has a per-second series (runs with --duration, --rps, --series, --live or --hlog have one)"
+            }
+            Kind::Sweep => {
+                "no test ran at two values of -d, -c, -P or --threads with everything else the same \
+                 (give results of runs that differ in one of them; --rps steps are the rate chart)"
+            }
+        }
+    }
+}
+
+/// The charts of `kind` the inputs give (none when they lack the data).
+pub fn build(kind: Kind, inputs: &[Input]) -> Vec<Chart> {
+    let tests: Vec<&Test> = inputs.iter().flat_map(|i| &i.tests).collect();
+    let labels = Labels::new(inputs, &tests);
+    match kind {
+        Kind::Percentiles => percentiles(&tests, &labels).into_iter().collect(),
+        Kind::Rate => rate(&tests, &labels),
+        Kind::Series => series(&tests, &labels),
+        Kind::Sweep => sweeps(&tests, &labels),
+    }
+}
+
+/// How lines name tests: `FILE: ` when there are several inputs, the title, the backend when
+/// tests ran on several, the target rate, and the parameters that differ between tests of the
+/// same title in the same input (the steps of a sweep).
+struct Labels {
+    files: Vec<String>,
+    several_backends: bool,
+    /// For each input, the parameter indices that vary between its tests of one title.
+    varying: Vec<Vec<usize>>,
+}
+
+impl Labels {
+    fn new(inputs: &[Input], tests: &[&Test]) -> Labels {
+        let backends: BTreeSet<Option<&str>> = tests.iter().map(|t| t.backend.as_deref()).collect();
+        let varying = inputs
+            .iter()
+            .map(|input| {
+                (0..PARAMS.len())
+                    .filter(|&p| {
+                        input.tests.iter().any(|a| {
+                            input.tests.iter().any(|b| a.name == b.name && a.params[p] != b.params[p])
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let files =
+            if inputs.len() > 1 { inputs.iter().map(|i| i.label.clone()).collect() } else { Vec::new() };
+        Labels { files, several_backends: backends.len() > 1, varying }
+    }
+
+    /// The whole label of a test.
+    fn of(&self, t: &Test) -> String {
+        let mut s = match self.files.get(t.input) {
+            Some(f) => format!("{f}: {}", t.name),
+            None => t.name.clone(),
+        };
+        s.push_str(&self.step(t, &self.varying[t.input], true));
+        s
+    }
+
+    /// The backend, the rate (when `rate`) and the parameters `params` of a test: ` [mio] @ 5000
+    /// rps d=16`.
+    fn step(&self, t: &Test, params: &[usize], rate: bool) -> String {
+        let mut s = String::new();
+        if let (true, Some(b)) = (self.several_backends, &t.backend) {
+            s.push_str(&format!(" [{b}]"));
+        }
+        if let (true, Some(r)) = (rate, t.target_rps) {
+            s.push_str(&format!(" @ {r} rps"));
+        }
+        for &p in params {
+            if let Some(v) = t.params[p] {
+                s.push_str(&format!(" {}={v}", PARAMS[p].short));
+            }
+        }
+        s
+    }
+}
+
+const LATENCY: &str = "latency (ms)";
+const TIME: &str = "time from the test's start (s)";
+
+/// Latency by percentile, a line per test: x is `log10(1 / (1 − p))`.
+fn percentiles(tests: &[&Test], labels: &Labels) -> Option<Chart> {
+    let mut lines = Vec::new();
+    let mut nines: f64 = 0.0;
+    let (mut lo, mut hi) = (f64::INFINITY, 0.0_f64);
+    for t in tests.iter().filter(|t| !t.histogram.is_empty()) {
+        let points = percentile_points(&t.histogram);
+        for &(x, y) in &points {
+            nines = nines.max(x);
+            lo = lo.min(y);
+            hi = hi.max(y);
+        }
+        lines.push(Line {
+            label: labels.of(t),
+            points,
+            color: lines.len(),
+            dash: dash_for(lines.len()),
+            markers: false,
+        });
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    Some(Chart {
+        title: "Latency by percentile".into(),
+        x: Axis::nines("percentile", nines.ceil() as u32),
+        y: Axis::log(LATENCY, lo, hi),
+        lines,
+    })
+}
+
+/// Past ten lines the colours repeat: the dash tells them apart.
+fn dash_for(i: usize) -> Dash {
+    match (i / 10) % 3 {
+        0 => Dash::Solid,
+        1 => Dash::Dashed,
+        _ => Dash::Dotted,
+    }
+}
+
+/// Points of the percentile curve every 0.01 nines, up to `1 − 1/n` (the last percentile `n`
+/// values resolve), in milliseconds; runs of equal values keep only their ends. Values follow
+/// C hdr_histogram's `hdr_value_at_percentile` (the count rounded to nearest, the highest value
+/// equivalent to the bucket reaching it), as the text report's percentiles do.
+fn percentile_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+    const STEP: f64 = 0.01;
+    let n = h.len();
+    let top = (n as f64).log10();
+    let xs: Vec<f64> = (0..=(top / STEP).ceil() as usize).map(|i| (i as f64 * STEP).min(top)).collect();
+    let mut points = Vec::with_capacity(xs.len());
+    let mut iter = h.iter_recorded();
+    let mut cumulative = 0_u64;
+    let mut value = 0_u64;
+    for &x in &xs {
+        let p = 1.0 - 10f64.powf(-x);
+        let wanted = ((p * n as f64) + 0.5) as u64;
+        let wanted = wanted.clamp(1, n);
+        while cumulative < wanted {
+            match iter.next() {
+                Some(v) => {
+                    cumulative += v.count_since_last_iteration();
+                    value = h.highest_equivalent(v.value_iterated_to());
+                }
+                None => break,
+            }
+        }
+        // 1 µs is the histogram's floor: a log axis cannot show 0.
+        points.push((x, (value.max(1)) as f64 / 1000.0));
+    }
+    let keep = |i: usize| {
+        i == 0 || i + 1 == points.len() || points[i - 1].1 != points[i].1 || points[i + 1].1 != points[i].1
+    };
+    (0..points.len()).filter(|&i| keep(i)).map(|i| points[i]).collect()
+}
+
+/// Open-loop tests that ran at several target rates, grouped into lines: by title, backend and
+/// parameters; split by input when a rate repeats.
+fn rate_groups<'a>(tests: &[&'a Test]) -> Vec<Vec<&'a Test>> {
+    let open: Vec<&Test> = tests.iter().copied().filter(|t| t.target_rps.is_some()).collect();
+    let mut groups = group(&open, |a, b| a.name == b.name && a.backend == b.backend && a.params == b.params);
+    groups =
+        groups.into_iter().flat_map(|g| split_repeats(g, |t| t.target_rps.unwrap_or(0) as f64)).collect();
+    groups.retain(|g| distinct(g.iter().map(|t| t.target_rps.unwrap_or(0) as f64)) >= 2);
+    for g in &mut groups {
+        g.sort_by_key(|t| t.target_rps);
+    }
+    groups
+}
+
+/// Latency against the target rate, and the rate achieved against it.
+fn rate(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
+    let groups = rate_groups(tests);
+    if groups.is_empty() {
+        return Vec::new();
+    }
+    let targets: Vec<f64> = groups.iter().flatten().map(|t| t.target_rps.unwrap_or(0) as f64).collect();
+    let x = Axis::steps("target rate (requests per second)", &uniq(&targets));
+    let several = groups.len() > 1;
+    let mut lat = Vec::new();
+    type Stat = (&'static str, fn(&Test) -> Option<f64>, Dash);
+    let stats: [Stat; 4] = [
+        ("p50", |t| Some(t.latency.p50), Dash::Dotted),
+        ("p99", |t| Some(t.latency.p99), Dash::Solid),
+        ("p99.9", |t| Some(t.latency.p999), Dash::Dashed),
+        ("service p99", |t| t.service.map(|s| s.p99), Dash::Dashed),
+    ];
+    let names = group_labels(&groups, labels, None, false);
+    for (gi, (g, name)) in groups.iter().zip(&names).enumerate() {
+        for (si, (stat, value, dash)) in stats.iter().enumerate() {
+            // With several lines the service time would double the legend: the corrected
+            // figures are what the chart is for.
+            if several && si == 3 {
+                continue;
+            }
+            let points: Vec<(f64, f64)> =
+                g.iter().filter_map(|t| value(t).map(|v| (t.target_rps.unwrap_or(0) as f64, v))).collect();
+            if points.is_empty() {
+                continue;
+            }
+            let (label, color, dash) = if several {
+                (format!("{name} {stat}"), gi, *dash)
+            } else {
+                let dash = if si == 3 { Dash::Dashed } else { Dash::Solid };
+                (format!("{name} {stat}"), si, dash)
+            };
+            lat.push(Line { label, points, color, dash, markers: true });
+        }
+    }
+    let (lo, hi) = extent(&lat);
+    let latency = Chart {
+        title: "Open loop: latency against target rate".into(),
+        x: x.clone(),
+        y: Axis::log(LATENCY, lo, hi),
+        lines: lat,
+    };
+    let mut got = Vec::new();
+    for (gi, (g, name)) in groups.iter().zip(names).enumerate() {
+        let points = g.iter().map(|t| (t.target_rps.unwrap_or(0) as f64, t.rps)).collect();
+        got.push(Line { label: name, points, color: gi, dash: Dash::Solid, markers: true });
+    }
+    let (tlo, thi) = (x.min.max(0.0), x.max);
+    got.push(Line {
+        label: "target".into(),
+        points: vec![(tlo, tlo), (thi, thi)],
+        color: 7,
+        dash: Dash::Dashed,
+        markers: false,
+    });
+    let (_, hi) = extent(&got);
+    let achieved = Chart {
+        title: "Open loop: achieved rate against target rate".into(),
+        x,
+        y: Axis::linear("achieved (requests per second)", 0.0, hi),
+        lines: got,
+    };
+    vec![latency, achieved]
+}
+
+/// Labels of lines that are groups of steps: the title, the backend when tests ran on several,
+/// the rate (when `rate`) and the parameters, other than the one on the x axis (`x`), that differ
+/// between groups; prefixed with the input's file when two groups would read the same.
+fn group_labels(groups: &[Vec<&Test>], labels: &Labels, x: Option<usize>, rate: bool) -> Vec<String> {
+    let others: Vec<usize> = (0..PARAMS.len())
+        .filter(|&q| Some(q) != x && distinct(groups.iter().map(|g| g[0].params[q].unwrap_or(0) as f64)) > 1)
+        .collect();
+    let base: Vec<String> =
+        groups.iter().map(|g| format!("{}{}", g[0].name, labels.step(g[0], &others, rate))).collect();
+    base.iter()
+        .zip(groups)
+        .map(|(b, g)| {
+            let file = labels.files.get(g[0].input).filter(|_| g.iter().all(|t| t.input == g[0].input));
+            match file {
+                Some(f) if base.iter().filter(|o| *o == b).count() > 1 => format!("{f}: {b}"),
+                _ => b.clone(),
+            }
+        })
+        .collect()
+}
+
+/// Requests per second and p99 per second against time, a line per test with a series.
+fn series(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
+    let with: Vec<&Test> = tests.iter().copied().filter(|t| !t.series.is_empty()).collect();
+    if with.is_empty() {
+        return Vec::new();
+    }
+    let mut rps = Vec::new();
+    let mut p99 = Vec::new();
+    let mut last: f64 = 1.0;
+    for (i, t) in with.iter().enumerate() {
+        let label = labels.of(t);
+        let mut r = Vec::new();
+        let mut p = Vec::new();
+        for s in &t.series {
+            let at = s.second as f64 + 0.5;
+            // The last second of a test is partial: its rate counts the part that ran, and a
+            // sliver (under half a second: the replies still in flight at the end) is left out
+            // rather than drawn as a collapse of the rate and a p99 of a few replies. A test
+            // shorter than that keeps its one second, at the rate of the part that ran.
+            let covered = (t.duration_s - s.second as f64).clamp(0.0, 1.0);
+            if covered < 0.5 && s.second > 0 {
+                continue;
+            }
+            let covered = if covered > 0.0 { covered } else { 1.0 };
+            last = last.max(s.second as f64 + 1.0);
+            r.push((at, s.requests as f64 / covered));
+            p.push((at, if s.requests > 0 { s.p99 } else { f64::NAN }));
+        }
+        let dash = dash_for(i);
+        rps.push(Line { label: label.clone(), points: r, color: i, dash, markers: false });
+        p99.push(Line { label, points: p, color: i, dash, markers: false });
+    }
+    let (_, hi) = extent(&rps);
+    let (lo, phi) = extent(&p99);
+    let mut time = Axis::linear(TIME, 0.0, last);
+    // Whole seconds only: the series has one point per second.
+    time.ticks.retain(|t| t.at.fract() == 0.0);
+    vec![
+        Chart {
+            title: "Requests per second, second by second".into(),
+            x: time.clone(),
+            y: Axis::linear("requests per second", 0.0, hi),
+            lines: rps,
+        },
+        Chart {
+            title: "p99 latency, second by second".into(),
+            x: time,
+            y: Axis::log("p99 latency (ms)", lo, phi),
+            lines: p99,
+        },
+    ]
+}
+
+/// For each parameter the tests differ in (everything else equal): requests per second and p99
+/// against it.
+fn sweeps(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
+    let mut charts = Vec::new();
+    for (p, param) in PARAMS.iter().enumerate() {
+        let with: Vec<&Test> = tests.iter().copied().filter(|t| t.params[p].is_some()).collect();
+        let same_but_p = |a: &Test, b: &Test| {
+            a.name == b.name
+                && a.backend == b.backend
+                && a.target_rps == b.target_rps
+                && (0..PARAMS.len()).all(|q| q == p || a.params[q] == b.params[q])
+        };
+        let value = |t: &Test| t.params[p].unwrap_or(0) as f64;
+        let mut groups: Vec<Vec<&Test>> =
+            group(&with, same_but_p).into_iter().flat_map(|g| split_repeats(g, value)).collect();
+        groups.retain(|g| distinct(g.iter().map(|t| value(t))) >= 2);
+        if groups.is_empty() {
+            continue;
+        }
+        for g in &mut groups {
+            g.sort_by_key(|t| t.params[p]);
+        }
+        let xs: Vec<f64> = groups.iter().flatten().map(|t| value(t)).collect();
+        let x = Axis::steps(param.title, &uniq(&xs));
+        let mut qps = Vec::new();
+        let mut p99 = Vec::new();
+        let names = group_labels(&groups, labels, Some(p), true);
+        for (i, (g, label)) in groups.iter().zip(names).enumerate() {
+            let dash = dash_for(i);
+            qps.push(Line {
+                label: label.clone(),
+                points: g.iter().map(|t| (value(t), t.rps)).collect(),
+                color: i,
+                dash,
+                markers: true,
+            });
+            p99.push(Line {
+                label,
+                points: g.iter().map(|t| (value(t), t.latency.p99)).collect(),
+                color: i,
+                dash,
+                markers: true,
+            });
+        }
+        let (_, hi) = extent(&qps);
+        let (lo, phi) = extent(&p99);
+        let what = param.title.split(" (").next().unwrap_or(param.title);
+        charts.push(Chart {
+            title: format!("Requests per second against {what}"),
+            x: x.clone(),
+            y: Axis::linear("requests per second", 0.0, hi),
+            lines: qps,
+        });
+        charts.push(Chart {
+            title: format!("p99 latency against {what}"),
+            x,
+            y: Axis::log("p99 latency (ms)", lo, phi),
+            lines: p99,
+        });
+    }
+    charts
+}
+
+/// Tests grouped by `same`, in order of first appearance.
+fn group<'a>(tests: &[&'a Test], same: impl Fn(&Test, &Test) -> bool) -> Vec<Vec<&'a Test>> {
+    let mut groups: Vec<Vec<&Test>> = Vec::new();
+    for &t in tests {
+        match groups.iter_mut().find(|g| same(g[0], t)) {
+            Some(g) => g.push(t),
+            None => groups.push(vec![t]),
+        }
+    }
+    groups
+}
+
+/// A group whose x values repeat (the same step in two inputs) becomes one group per input.
+fn split_repeats(g: Vec<&Test>, x: impl Fn(&Test) -> f64) -> Vec<Vec<&Test>> {
+    let xs: Vec<f64> = g.iter().map(|t| x(t)).collect();
+    if distinct(xs.iter().copied()) == xs.len() {
+        return vec![g];
+    }
+    group(&g, |a, b| a.input == b.input)
+}
+
+fn distinct(values: impl Iterator<Item = f64>) -> usize {
+    uniq(&values.collect::<Vec<_>>()).len()
+}
+
+fn uniq(values: &[f64]) -> Vec<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    v
+}
+
+/// The lowest and highest finite y of the lines (positive ones for the lowest: log axes).
+fn extent(lines: &[Line]) -> (f64, f64) {
+    let ys = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).filter(|y| y.is_finite());
+    let (lo, hi) =
+        ys.fold((f64::INFINITY, 0.0_f64), |(lo, hi), y| (if y > 0.0 { lo.min(y) } else { lo }, hi.max(y)));
+    (if lo.is_finite() { lo } else { hi.max(1e-3) }, hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::data::{Latency, Second};
+    use super::*;
+    use crate::hdr;
+
+    fn hist(values: impl IntoIterator<Item = u64>) -> Histogram<u64> {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        for v in values {
+            h.record(v).unwrap();
+        }
+        h
+    }
+
+    /// A test of `input` with these parameters (d, c, P, threads) and figures.
+    fn test(input: usize, name: &str, params: [Option<u64>; 4], target: Option<u64>, rps: f64) -> Test {
+        Test {
+            input,
+            name: name.into(),
+            backend: Some("mio".into()),
+            target_rps: target,
+            params,
+            requests: 100,
+            errors: 0,
+            duration_s: 2.0,
+            rps,
+            latency: Latency { avg: 0.5, p50: 0.4, p99: rps / 1e5, p999: 2.0, max: 3.0 },
+            service: target.map(|_| Latency { avg: 0.3, p50: 0.2, p99: 0.9, p999: 1.0, max: 1.5 }),
+            histogram: hist(1..=100),
+            series: Vec::new(),
+        }
+    }
+
+    fn input(label: &str, tests: Vec<Test>) -> Input {
+        Input { path: format!("/x/{label}"), label: label.into(), tests }
+    }
+
+    fn labels(c: &Chart) -> Vec<&str> {
+        c.lines.iter().map(|l| l.label.as_str()).collect()
+    }
+
+    #[test]
+    fn percentile_curve_follows_the_text_reports_rule() {
+        let h = hist((1..=10_000).map(|i| i * 3));
+        let points = percentile_points(&h);
+        // Runs of equal values are thinned to their ends, so the value at x is the last point's
+        // at or before it.
+        let at = |x: f64| points.iter().take_while(|p| p.0 <= x + 1e-9).last().map(|p| p.1);
+        for (x, p) in [(0.0, 0.0), (1.0, 90.0), (2.0, 99.0), (3.0, 99.9)] {
+            let want = hdr::value_at_percentile(&h, p).max(1) as f64 / 1000.0;
+            let got = at(x).unwrap_or_else(|| panic!("no point at {x}"));
+            // p = 0 is the lowest value's bucket; the C rule gives its lowest equivalent there,
+            // the curve the highest: the same bucket.
+            assert_eq!(
+                h.highest_equivalent((got * 1000.0) as u64),
+                h.highest_equivalent((want * 1000.0) as u64)
+            );
+        }
+        // It ends at 1 − 1/n: four nines for 10,000 values.
+        assert!((points.last().unwrap().0 - 4.0).abs() < 1e-9);
+        assert!(points.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+        // One value: one point.
+        assert_eq!(percentile_points(&hist([5])).len(), 1);
+    }
+
+    /// A run whose steps carry their own parameters (a -d list in one document) gives a sweep
+    /// over the value size, and its percentile lines are named by step.
+    #[test]
+    fn steps_of_one_run_sweep_by_their_own_parameters() {
+        let d = |v| [Some(v), Some(50), Some(1), Some(0)];
+        let tests = vec![
+            test(0, "SET", d(16), None, 90_000.0),
+            test(0, "GET", d(16), None, 100_000.0),
+            test(0, "SET", d(1024), None, 80_000.0),
+            test(0, "GET", d(1024), None, 95_000.0),
+        ];
+        let inputs = [input("run.json", tests)];
+        let p = build(Kind::Percentiles, &inputs);
+        assert_eq!(labels(&p[0]), ["SET d=16", "GET d=16", "SET d=1024", "GET d=1024"]);
+        let s = build(Kind::Sweep, &inputs);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].title, "Requests per second against value size");
+        assert_eq!(s[0].x.title, "value size (bytes)");
+        assert_eq!(labels(&s[0]), ["SET", "GET"]);
+        assert_eq!(s[0].lines[1].points, [(16.0, 100_000.0), (1024.0, 95_000.0)]);
+        let ticks: Vec<&str> = s[0].x.ticks.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(ticks, ["16", "1024"]);
+        assert_eq!(s[1].title, "p99 latency against value size");
+        assert!(build(Kind::Rate, &inputs).is_empty());
+        assert!(build(Kind::Series, &inputs).is_empty());
+    }
+
+    /// Two parameters varied together: a line per value of the other one.
+    #[test]
+    fn a_grid_of_steps_gives_a_line_per_other_value() {
+        let mut tests = Vec::new();
+        for c in [10, 100] {
+            for d in [16, 256, 4096] {
+                tests.push(test(0, "GET", [Some(d), Some(c), Some(1), Some(0)], None, (c * 1000 + d) as f64));
+            }
+        }
+        let s = build(Kind::Sweep, &[input("grid.json", tests)]);
+        let titles: Vec<&str> = s.iter().map(|c| c.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            [
+                "Requests per second against value size",
+                "p99 latency against value size",
+                "Requests per second against connections",
+                "p99 latency against connections",
+            ]
+        );
+        assert_eq!(labels(&s[0]), ["GET c=10", "GET c=100"]);
+        assert_eq!(labels(&s[2]), ["GET d=16", "GET d=256", "GET d=4096"]);
+    }
+
+    /// Rates: lines per test; the same rates in two inputs stay two lines, named by file; the
+    /// achieved chart has the target line.
+    #[test]
+    fn rate_steps_from_two_inputs() {
+        let p = [Some(3), Some(20), Some(1), Some(0)];
+        let run = |i| {
+            vec![
+                test(i, "GET", p, Some(1000), 999.0),
+                test(i, "GET", p, Some(5000), 4990.0),
+                test(i, "GET", p, Some(9000), 7000.0),
+            ]
+        };
+        let inputs = [input("a.json", run(0)), input("b.json", run(1))];
+        let charts = build(Kind::Rate, &inputs);
+        assert_eq!(charts.len(), 2);
+        assert_eq!(
+            labels(&charts[0]),
+            [
+                "a.json: GET p50",
+                "a.json: GET p99",
+                "a.json: GET p99.9",
+                "b.json: GET p50",
+                "b.json: GET p99",
+                "b.json: GET p99.9"
+            ]
+        );
+        assert_eq!(labels(&charts[1]), ["a.json: GET", "b.json: GET", "target"]);
+        assert_eq!(charts[1].lines[0].points[2], (9000.0, 7000.0));
+        // One input alone: the service time joins, each statistic in its own colour.
+        let one = build(Kind::Rate, &inputs[..1]);
+        assert_eq!(labels(&one[0]), ["GET p50", "GET p99", "GET p99.9", "GET service p99"]);
+        let colors: Vec<usize> = one[0].lines.iter().map(|l| l.color).collect();
+        assert_eq!(colors, [0, 1, 2, 3]);
+        // Several inputs of the same rates are not a sweep over anything else.
+        assert!(build(Kind::Sweep, &inputs).is_empty());
+        let perc = build(Kind::Percentiles, &inputs);
+        assert_eq!(perc[0].lines[0].label, "a.json: GET @ 1000 rps");
+    }
+
+    /// Series: the rate of the last, partial second counts the part that ran; a sliver is left
+    /// out; a second without replies is a gap in p99; several backends are named.
+    #[test]
+    fn series_lines() {
+        let mut t = test(0, "GET", [None; 4], None, 1.0);
+        t.duration_s = 3.25;
+        let s = |second, requests, p99| Second { second, requests, errors: 0, p50: 0.1, p99 };
+        t.series = vec![s(0, 1000, 0.5), s(1, 0, 0.0), s(2, 1000, 0.7), s(3, 10, 0.9)];
+        let mut u = test(0, "GET", [None; 4], None, 1.0);
+        u.backend = Some("smol".into());
+        u.duration_s = 1.8;
+        u.series = vec![s(0, 500, 0.4), s(1, 400, 0.6)];
+        let mut short = test(0, "SET", [None; 4], None, 1.0);
+        short.duration_s = 0.25;
+        short.series = vec![s(0, 100, 0.3)];
+        let charts = build(Kind::Series, &[input("s.json", vec![t, u, short])]);
+        // A test of a quarter second keeps its second, at its rate.
+        assert_eq!(charts[0].lines[2].points, [(0.5, 400.0)]);
+        assert_eq!(labels(&charts[0]), ["GET [mio]", "GET [smol]", "SET [mio]"]);
+        // A quarter of second 3 ran: it is left out.
+        assert_eq!(charts[0].lines[0].points, [(0.5, 1000.0), (1.5, 0.0), (2.5, 1000.0)]);
+        assert_eq!(charts[0].lines[1].points[1], (1.5, 500.0));
+        let p99 = &charts[1].lines[0].points;
+        assert!(p99.len() == 3 && p99[1].1.is_nan() && p99[2].1 == 0.7, "{p99:?}");
+        let ticks: Vec<&str> = charts[0].x.ticks.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(ticks, ["0", "1", "2", "3"]);
+    }
+}

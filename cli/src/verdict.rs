@@ -1,0 +1,476 @@
+//! Who limited a test: the server, the client, or neither.
+//!
+//! The client's side is its own CPU time over the test ([`ClientCpu`]); on loopback that
+//! includes the kernel's network work done on its behalf, so a busy client alone does not say
+//! the client was the limit. The server's side comes from its own counters: `INFO cpu`, read
+//! before and after the test over the startup's connection (kept open when the server answered
+//! its `CONFIG GET`: no connection is added, and a server that does not answer admin commands
+//! is not asked). Redis 6.2 and later report the main
+//! thread's CPU apart (`used_cpu_sys_main_thread`), the thread every command runs on, so the
+//! figure holds with `io-threads` too. A server without them that says it runs several threads
+//! (Dragonfly, KeyDB) gets no claim about its saturation, only its CPU in cores.
+
+use std::time::Instant;
+
+use respbench_core::resp::Value;
+
+use crate::cpu::{ClientCpu, SATURATED};
+use crate::server::{text, Conn};
+
+/// One reading of the server's CPU counters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuReading {
+    /// When the reply came.
+    pub at: Instant,
+    /// `used_cpu_sys` + `used_cpu_user`: every thread of the server, in seconds.
+    pub total_s: f64,
+    /// `used_cpu_sys_main_thread` + `used_cpu_user_main_thread`, when the server reports them.
+    pub main_s: Option<f64>,
+    /// The time spent executing commands (`usec` of every `INFO commandstats` line), in
+    /// seconds: what a command that blocks the server without using CPU (`DEBUG SLEEP`, a slow
+    /// disk) shows in.
+    pub commands_s: Option<f64>,
+    /// A server on this machine: its main thread's time waiting for a CPU, in seconds
+    /// (`/proc/PID/schedstat`, PID from `INFO server`).
+    pub wait_s: Option<f64>,
+}
+
+/// What the server's CPU did during a test.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerCpu {
+    /// CPU seconds of every thread over wall seconds: 1.0 is one core.
+    pub cores: f64,
+    /// The main thread's CPU over wall time, when known: the share of the thread that runs
+    /// every command.
+    pub main_share: Option<f64>,
+    /// The time spent executing commands over wall time, when known.
+    pub command_share: Option<f64>,
+    /// A server on this machine: its main thread's time waiting for a CPU over wall time.
+    pub wait_share: Option<f64>,
+    /// Why the server counts as multi-threaded when its main thread is not reported apart
+    /// (`None`: single-threaded, as `redis-server` without `io-threads`).
+    pub threaded: Option<String>,
+}
+
+impl ServerCpu {
+    /// The change between two readings.
+    pub fn between(a: &CpuReading, b: &CpuReading, threaded: Option<&str>) -> Option<ServerCpu> {
+        let wall = b.at.checked_duration_since(a.at)?.as_secs_f64();
+        if wall <= 0.0 {
+            return None;
+        }
+        let share = |x: Option<f64>, y: Option<f64>| x.zip(y).map(|(x, y)| ((y - x) / wall).max(0.0));
+        let main_share = share(a.main_s, b.main_s);
+        Some(ServerCpu {
+            cores: ((b.total_s - a.total_s) / wall).max(0.0),
+            main_share,
+            command_share: share(a.commands_s, b.commands_s),
+            wait_share: share(a.wait_s, b.wait_s),
+            threaded: if main_share.is_some() { None } else { threaded.map(str::to_string) },
+        })
+    }
+
+    /// The main thread's CPU share: the main thread's, or the whole server's for a
+    /// single-threaded one; `None` when that cannot be told.
+    pub fn thread_share(&self) -> Option<f64> {
+        match (self.main_share, &self.threaded) {
+            (Some(s), _) => Some(s),
+            (None, None) => Some(self.cores),
+            (None, Some(_)) => None,
+        }
+    }
+
+    /// How busy the thread that runs the commands was: its CPU share, or the share of the time
+    /// it spent executing commands when that is larger (a command that waits without using
+    /// CPU); `None` when that cannot be told (several threads run commands).
+    pub fn serving_share(&self) -> Option<f64> {
+        let cpu = self.thread_share()?;
+        Some(self.command_share.map_or(cpu, |c| cpu.max(c)))
+    }
+}
+
+/// How long a reading of the server's counters may wait for each reply.
+pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Reads the server's CPU counters around each test, over the startup's connection.
+pub struct Probe {
+    conn: Option<Conn>,
+    /// A server on this machine: its process id, for its main thread's run delay.
+    local_pid: Option<String>,
+    /// Why the server is taken as multi-threaded, from `INFO server`.
+    threaded: Option<String>,
+    /// Why there are no figures, once known.
+    pub missing: Option<String>,
+}
+
+impl Probe {
+    /// A probe on `conn`, or one that knows why it has none. Each reading waits at most
+    /// [`PROBE_TIMEOUT`]: between tests the server has nothing else to do, and one that does
+    /// not answer in that time (stopped, or not Redis) is not asked again.
+    /// `local`: the server runs on this machine (loopback or a Unix socket), so its process
+    /// id from `INFO server` is one of this machine's.
+    pub fn new(conn: Result<Conn, String>, local: bool) -> Probe {
+        let mut p = match conn {
+            Ok(c) => Probe { conn: Some(c), local_pid: None, threaded: None, missing: None },
+            Err(e) => Probe { conn: None, local_pid: None, threaded: None, missing: Some(e) },
+        };
+        if let Some(c) = &mut p.conn {
+            c.set_timeout(PROBE_TIMEOUT);
+            match info(c, b"server") {
+                Ok(body) => {
+                    p.threaded = threaded(&body);
+                    p.local_pid =
+                        field(&body, "process_id").filter(|_| local).map(|pid| (pid as u64).to_string());
+                }
+                Err(e) => {
+                    p.conn = None;
+                    p.missing = Some(e);
+                }
+            }
+        }
+        p
+    }
+
+    /// Reads the counters; after the first failure (INFO refused, renamed, silent) it gives up
+    /// for the run and keeps the reason.
+    pub fn read(&mut self) -> Option<CpuReading> {
+        let c = self.conn.as_mut()?;
+        let reading = info(c, b"cpu").and_then(|body| {
+            let f = |k: &str| field(&body, k);
+            let total = f("used_cpu_sys").zip(f("used_cpu_user")).map(|(s, u)| s + u);
+            let main = f("used_cpu_sys_main_thread").zip(f("used_cpu_user_main_thread")).map(|(s, u)| s + u);
+            total
+                .map(|total_s| CpuReading {
+                    at: Instant::now(),
+                    total_s,
+                    main_s: main,
+                    commands_s: None,
+                    wait_s: None,
+                })
+                .ok_or_else(|| "INFO cpu has no used_cpu_sys and used_cpu_user".to_string())
+        });
+        // Optional: a server without commandstats still has its CPU figures.
+        let pid = self.local_pid.as_deref();
+        let reading = reading.map(|mut r| {
+            r.commands_s = info(c, b"commandstats").ok().map(|body| command_seconds(&body));
+            r.wait_s = pid.and_then(main_thread_delay).map(|ns| ns as f64 / 1e9);
+            r
+        });
+        match reading {
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.conn = None;
+                self.missing = Some(e);
+                None
+            }
+        }
+    }
+
+    /// The server's CPU between `before` and now.
+    pub fn since(&mut self, before: Option<CpuReading>) -> Option<ServerCpu> {
+        let before = before?;
+        let after = self.read()?;
+        ServerCpu::between(&before, &after, self.threaded.as_deref())
+    }
+}
+
+fn info(c: &mut Conn, section: &[u8]) -> Result<String, String> {
+    match c.command(&[b"INFO", section]).map_err(|e| e.0)? {
+        Value::Bulk(b) | Value::Verbatim { text: b, .. } => Ok(text(&b)),
+        Value::Error(e) | Value::BulkError(e) => Err(format!("INFO refused: {}", text(&e))),
+        other => Err(format!("INFO replied {other:?}")),
+    }
+}
+
+fn field(body: &str, name: &str) -> Option<f64> {
+    body.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse().ok())
+}
+
+/// The run delay of process `pid`'s main thread, in nanoseconds (`/proc/PID/schedstat`).
+fn main_thread_delay(pid: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The sum of `usec=` over the `cmdstat_*` lines of `INFO commandstats`, in seconds.
+fn command_seconds(body: &str) -> f64 {
+    let usec: u64 = body
+        .lines()
+        .filter(|l| l.starts_with("cmdstat_"))
+        .filter_map(|l| l.split(',').find_map(|kv| kv.strip_prefix("usec=")?.parse::<u64>().ok()))
+        .sum();
+    usec as f64 / 1e6
+}
+
+/// Why `INFO server` says the server runs commands on several threads.
+fn threaded(body: &str) -> Option<String> {
+    if body.lines().any(|l| l.starts_with("dragonfly_version:")) {
+        return Some("Dragonfly".into());
+    }
+    match field(body, "server_threads") {
+        Some(n) if n > 1.0 => return Some(format!("server_threads:{n}")),
+        _ => {}
+    }
+    None
+}
+
+/// The share of a test a process spent waiting for a CPU from which it counts as held back by
+/// the others on the machine.
+pub const WAITED: f64 = 0.2;
+
+/// Which side limited a test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The server's command thread was busy nearly all the time.
+    Server,
+    /// respbench's event loops were, and the server's was not.
+    Client,
+    /// Neither was: round trips (too few connections or pipelining), the network, or `--rps`.
+    Neither,
+    /// Neither was, but respbench or the server (on this machine) waited for a CPU a good part
+    /// of the time, or the client machine's CPUs were all busy: the processes competed for CPUs.
+    Machine,
+    /// Not enough is known to say.
+    Unknown,
+}
+
+impl Side {
+    /// The name JSON uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Server => "server",
+            Side::Client => "client",
+            Side::Neither => "neither",
+            Side::Machine => "machine",
+            Side::Unknown => "unknown",
+        }
+    }
+}
+
+/// The verdict on a test: the side, and a sentence that says it with both figures.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    /// Who limited it.
+    pub side: Side,
+    /// The sentence for the report.
+    pub text: String,
+    /// The share of all the client machine's CPUs that was busy, when read.
+    pub machine: Option<f64>,
+    /// The share of the test respbench's loops spent waiting for a CPU, when read.
+    pub client_wait: Option<f64>,
+}
+
+/// Decides who limited a test from both sides' CPU; `missing` says why the server's is unknown.
+/// `machine` is the share of all the client machine's CPUs that was busy; `in_flight` is
+/// `-c` × `-P`, the most requests that can wait at once.
+pub fn verdict(
+    client: Option<&ClientCpu>,
+    server: Option<&ServerCpu>,
+    missing: Option<&str>,
+    machine: Option<f64>,
+    client_wait: Option<f64>,
+    in_flight: u64,
+) -> Verdict {
+    let pct = |x: f64| format!("{:.0}%", x * 100.0);
+    let client_share = client.map_or(0.0, ClientCpu::core_share);
+    let client_text = client.map_or("respbench's CPU is unknown".into(), |c| {
+        let loops = if c.threads == 1 {
+            "event loop was".to_string()
+        } else {
+            format!("{} event loops were", c.threads)
+        };
+        format!("respbench's {loops} {} busy", pct(c.core_share()))
+    });
+    let serving = server.and_then(ServerCpu::serving_share);
+    let server_wait = server.and_then(|s| s.wait_share);
+    let server_text = match (server, serving) {
+        (Some(s), Some(share)) if share > s.thread_share().unwrap_or(0.0) => format!(
+            "the server's main thread spent {} of the time executing commands (INFO commandstats), with {} \
+             of a CPU",
+            pct(share),
+            pct(s.thread_share().unwrap_or(0.0))
+        ),
+        (Some(s), Some(share)) if s.main_share.is_some() => format!("the server's main thread was {} busy", pct(share)),
+        (Some(_), Some(share)) => format!("the server was {} busy", pct(share)),
+        (Some(s), None) => format!(
+            "the server used {:.2} cores; it runs several threads ({}), so whether it was saturated is not known",
+            s.cores,
+            s.threaded.as_deref().unwrap_or("")
+        ),
+        (None, _) => format!(
+            "the server's CPU is not known ({})",
+            missing.unwrap_or("no INFO cpu")
+        ),
+    };
+    let (side, text) = match serving {
+        Some(s) if s >= SATURATED => (
+            Side::Server,
+            format!("the server limited the run: {server_text}; {client_text}"),
+        ),
+        _ if client_share >= SATURATED => (
+            Side::Client,
+            format!(
+                "the client limited the run: {client_text} (its CPU time, the kernel's network work on its behalf \
+                 included) while {server_text}; more --threads, or another client machine, may raise the rate"
+            ),
+        ),
+        _ if machine.is_some_and(|m| m >= SATURATED)
+            || client_wait.is_some_and(|w| w >= WAITED)
+            || server_wait.is_some_and(|w| w >= WAITED) =>
+        {
+            let mut waits = Vec::new();
+            if let Some(w) = client_wait {
+                waits.push(format!("respbench's loops waited {} of the time for a CPU", pct(w)));
+            }
+            if let Some(w) = server_wait {
+                waits.push(format!("the server's main thread {}", pct(w)));
+            }
+            let machine = machine.map(|m| format!("; the machine's CPUs were {} busy", pct(m))).unwrap_or_default();
+            (
+                Side::Machine,
+                format!(
+                    "the processes on this machine competed for its CPUs: {server_text} and {client_text}, \
+                     and {} (/proc schedstat){machine}; the figures say as much about that as about the server",
+                    waits.join(" and ")
+                ),
+            )
+        }
+        Some(_) => (
+            Side::Neither,
+            format!(
+                "neither side was saturated: {server_text}, {client_text}; the rate was set by round trips \
+                 (at most {in_flight} requests in flight), the network or --rps"
+            ),
+        ),
+        None => (Side::Unknown, format!("who limited the run is not known: {server_text}; {client_text}")),
+    };
+    Verdict { side, text, machine, client_wait }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn client(share: f64, threads: usize) -> ClientCpu {
+        ClientCpu { user_s: share * threads as f64, sys_s: 0.0, wall_s: 1.0, threads, share_override: None }
+    }
+
+    fn server(main: Option<f64>, cores: f64, threaded: Option<&str>) -> ServerCpu {
+        ServerCpu {
+            cores,
+            main_share: main,
+            command_share: None,
+            wait_share: None,
+            threaded: threaded.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_saturated_server_is_named_even_when_the_client_is_busy_too() {
+        // The default run on 2 cores: the server at 98%, respbench's loop at 90%.
+        let v = verdict(Some(&client(0.90, 1)), Some(&server(Some(0.98), 1.0, None)), None, None, None, 50);
+        assert_eq!(v.side, Side::Server);
+        assert!(
+            v.text.contains("main thread was 98% busy") && v.text.contains("event loop was 90% busy"),
+            "{}",
+            v.text
+        );
+    }
+
+    #[test]
+    fn a_busy_client_with_an_idle_server_is_the_client() {
+        let v = verdict(Some(&client(0.97, 2)), Some(&server(Some(0.40), 0.45, None)), None, None, None, 50);
+        assert_eq!(v.side, Side::Client);
+        assert!(v.text.contains("2 event loops were 97% busy") && v.text.contains("40%"), "{}", v.text);
+    }
+
+    #[test]
+    fn neither_names_the_requests_in_flight() {
+        let v = verdict(Some(&client(0.2, 1)), Some(&server(None, 0.3, None)), None, None, None, 4);
+        assert_eq!(v.side, Side::Neither);
+        assert!(
+            v.text.contains("the server was 30% busy") && v.text.contains("at most 4 requests"),
+            "{}",
+            v.text
+        );
+    }
+
+    #[test]
+    fn no_claim_on_a_multi_threaded_server_or_without_info() {
+        let v =
+            verdict(Some(&client(0.5, 1)), Some(&server(None, 2.5, Some("Dragonfly"))), None, None, None, 50);
+        assert_eq!(v.side, Side::Unknown);
+        assert!(v.text.contains("2.50 cores") && v.text.contains("Dragonfly"), "{}", v.text);
+        // The client can still be named: it was saturated whatever the server did.
+        let v =
+            verdict(Some(&client(0.95, 1)), None, Some("INFO refused: ERR unknown command"), None, None, 50);
+        assert_eq!(v.side, Side::Client);
+        assert!(v.text.contains("INFO refused"), "{}", v.text);
+        let v = verdict(Some(&client(0.5, 1)), None, Some("INFO refused"), None, None, 50);
+        assert_eq!(v.side, Side::Unknown);
+    }
+
+    #[test]
+    fn a_machine_with_no_cpu_left_is_named_when_neither_process_is_busy() {
+        // Both processes starved: each busy a quarter of the time, the two CPUs all busy.
+        let v =
+            verdict(Some(&client(0.23, 1)), Some(&server(Some(0.17), 0.2, None)), None, Some(0.97), None, 50);
+        assert_eq!(v.side, Side::Machine);
+        assert!(v.text.contains("CPUs were 97% busy"), "{}", v.text);
+        // Or: the machine not all busy, but respbench's loop (pinned to a CPU others use)
+        // waited for it.
+        let v = verdict(
+            Some(&client(0.18, 1)),
+            Some(&server(Some(0.14), 0.2, None)),
+            None,
+            Some(0.85),
+            Some(0.6),
+            50,
+        );
+        assert_eq!(v.side, Side::Machine);
+        assert!(v.text.contains("respbench's loops waited 60% of the time for a CPU"), "{}", v.text);
+        let v = verdict(
+            Some(&client(0.18, 1)),
+            Some(&server(Some(0.14), 0.2, None)),
+            None,
+            Some(0.5),
+            Some(0.05),
+            50,
+        );
+        assert_eq!(v.side, Side::Neither);
+        // A saturated server is still the server.
+        let v =
+            verdict(Some(&client(0.5, 1)), Some(&server(Some(0.95), 1.0, None)), None, Some(1.0), None, 50);
+        assert_eq!(v.side, Side::Server);
+    }
+
+    #[test]
+    fn readings_make_shares() {
+        let t = Instant::now();
+        let a =
+            CpuReading { at: t, total_s: 10.0, main_s: Some(8.0), commands_s: Some(1.0), wait_s: Some(0.5) };
+        let b = CpuReading {
+            at: t + Duration::from_secs(2),
+            total_s: 12.0,
+            main_s: Some(9.8),
+            commands_s: Some(3.0),
+            wait_s: Some(1.3),
+        };
+        let s = ServerCpu::between(&a, &b, Some("server_threads:4")).unwrap();
+        assert!((s.cores - 1.0).abs() < 1e-9 && (s.main_share.unwrap() - 0.9).abs() < 1e-9);
+        assert!((s.wait_share.unwrap() - 0.4).abs() < 1e-9);
+        // The main thread reported apart: the threads don't matter.
+        assert_eq!(s.threaded, None);
+        // Two seconds of commands in two: a server asleep in DEBUG SLEEP uses no CPU but serves nothing else.
+        assert_eq!(s.serving_share(), Some(1.0));
+        let body = "# Commandstats\r\ncmdstat_get:calls=10,usec=1500,usec_per_call=150.00\r\n\
+                    cmdstat_debug:calls=2,usec=2000000,usec_per_call=1000000.00,rejected_calls=0\r\n";
+        assert!((command_seconds(body) - 2.0015).abs() < 1e-9);
+        assert_eq!(threaded("# Server\r\ndragonfly_version:df-v1.0\r\n").as_deref(), Some("Dragonfly"));
+        assert_eq!(
+            threaded("redis_version:7.0.15\r\nserver_threads:4\r\n").as_deref(),
+            Some("server_threads:4")
+        );
+        assert_eq!(threaded("redis_version:7.0.15\r\n"), None);
+    }
+}

@@ -1,0 +1,104 @@
+//! The bottleneck verdict against real servers, in both directions, on every backend: a server
+//! held up by its commands is named, a client held to one core against a server on another is
+//! named (or, on a machine whose CPUs were all busy, that is what is said), and a server that
+//! refuses INFO gets no claim.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use respbench_tests::{check_json_independently, json_path, RedisServer, Tool};
+
+const T: Duration = Duration::from_secs(120);
+
+respbench_tests::on_every_backend!(
+    a_server_busy_with_its_commands_is_the_bottleneck,
+    a_client_held_to_one_core_is_the_bottleneck,
+    a_server_that_refuses_info_gets_no_claim
+);
+
+fn read(path: &Path) -> serde_json::Value {
+    check_json_independently(path);
+    let text = std::fs::read_to_string(path).unwrap();
+    let _ = std::fs::remove_file(path);
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Runs respbench with `args` and `--json`, and gives the first test's entry.
+fn run(tool: &Tool, server: &RedisServer, args: &[&str]) -> serde_json::Value {
+    let json = json_path("bn", "run");
+    let port = server.port().to_string();
+    let mut all = vec!["-p", &port, "--json", json.to_str().unwrap()];
+    all.extend(args);
+    let out = tool.run(&all, T);
+    assert!(out.status.success(), "{}", out.dump());
+    read(&json)["tests"][0].clone()
+}
+
+fn pin(pid: u32, cpu: &str) {
+    let st =
+        Command::new("taskset").args(["-a", "-p", "-c", cpu, &pid.to_string()]).output().expect("taskset");
+    assert!(st.status.success(), "taskset: {}", String::from_utf8_lossy(&st.stderr));
+}
+
+/// `DEBUG SLEEP 0.005` on one connection: the server's one thread executes commands nearly all
+/// the time while using almost no CPU, and the client waits: "server", seen through
+/// `INFO commandstats`, whatever else the machine is doing.
+fn a_server_busy_with_its_commands_is_the_bottleneck(tool: Tool) {
+    let server = RedisServer::start_with(&[("enable-debug-command", "yes")]);
+    let t = run(&tool, &server, &["-c", "1", "-n", "100", "DEBUG", "SLEEP", "0.005"]);
+    let b = &t["bottleneck"];
+    assert_eq!(b["side"], "server", "{b}");
+    let share = t["server_cpu"]["command_share"].as_f64().unwrap();
+    assert!(share >= 0.9, "{t}");
+    assert!(b["text"].as_str().unwrap().contains("executing commands"), "{b}");
+    assert_eq!(server.command_calls("debug"), 100);
+}
+
+/// The client pinned to CPU 0 and the server to CPU 1, 50 connections of GET at -P 1: the debug
+/// build of respbench spends several times the server's CPU per request, so its loop is the one
+/// that is busy all the time: "client". When other work kept every CPU of the machine busy (the
+/// tests run in parallel on 2 CPUs), respbench's loop waits for its CPU (its run delay in
+/// /proc) and the verdict must say the machine instead; it must never blame the server or
+/// round trips.
+fn a_client_held_to_one_core_is_the_bottleneck(tool: Tool) {
+    let server = RedisServer::start();
+    pin(server.pid(), "1");
+    let json = json_path("bn", "client");
+    let port = server.port().to_string();
+    let run =
+        tool.spawn(&["-p", &port, "-t", "get", "-c", "50", "-n", "150000", "--json", json.to_str().unwrap()]);
+    pin(run.pid(), "0");
+    let out = run.wait(T);
+    assert!(out.status.success(), "{}", out.dump());
+    let t = read(&json)["tests"][0].clone();
+    let b = &t["bottleneck"];
+    let client = t["client_cpu"]["core_share"].as_f64().unwrap();
+    let machine = b["machine_cpu_busy"].as_f64().unwrap();
+    match b["side"].as_str().unwrap() {
+        "client" => {
+            assert!(client >= 0.9, "{t}");
+            assert!(t["server_cpu"]["main_thread_share"].as_f64().unwrap() < 0.9, "{t}");
+            assert!(out.stderr.contains("the client limited the run"), "{}", out.dump());
+        }
+        "machine" => {
+            let waited = |v: &serde_json::Value| v.as_f64().is_some_and(|w| w >= 0.2);
+            let held =
+                machine >= 0.9 || waited(&b["client_wait_share"]) || waited(&t["server_cpu"]["wait_share"]);
+            assert!(held && client < 0.9, "{t}");
+        }
+        other => panic!("a client held to one core was called '{other}': {t}"),
+    }
+}
+
+/// `rename-command INFO ""`: no server figures, and the verdict says it does not know rather
+/// than naming the server or round trips.
+fn a_server_that_refuses_info_gets_no_claim(tool: Tool) {
+    let server = RedisServer::start_with(&[("rename-command", "INFO \"\"")]);
+    let t = run(&tool, &server, &["-t", "get", "-c", "5", "-n", "5000", "-q"]);
+    assert!(t.get("server_cpu").is_none(), "{t}");
+    let b = &t["bottleneck"];
+    let text = b["text"].as_str().unwrap();
+    assert!(text.contains("the server's CPU is not known (INFO refused"), "{b}");
+    assert!(["unknown", "client", "machine"].contains(&b["side"].as_str().unwrap()), "{b}");
+}

@@ -1,0 +1,169 @@
+//! Long runs against a real redis-server, on every backend: the process's memory stays flat
+//! while a test runs on (the per-second series is summarised as the seconds end), the `--hlog`
+//! interval log holds every request of the JSON, read back by HdrHistogram's own Python reader,
+//! and Ctrl-C deep into a long run still writes both.
+
+use std::path::Path;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use respbench_tests::{check_json_independently, json_path, read_hlog_independently, RedisServer, Tool};
+
+respbench_tests::on_every_backend!(
+    memory_stays_flat_over_a_minute,
+    the_interval_log_adds_up_to_the_json,
+    ctrl_c_in_a_long_run_writes_the_series_and_the_log
+);
+
+fn read(path: &Path) -> serde_json::Value {
+    check_json_independently(path);
+    let text = std::fs::read_to_string(path).unwrap();
+    let _ = std::fs::remove_file(path);
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The resident set of process `pid` in KiB, from /proc.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Sums a test's series.
+fn series_requests(t: &serde_json::Value) -> u64 {
+    t["series"].as_array().unwrap().iter().map(|s| s["requests"].as_u64().unwrap()).sum()
+}
+
+/// A 60 s open-loop run on 3 event loops: between the 10th second and the last, the RSS grows by
+/// less than 1 MiB. Before the series was summarised as it went, each second kept a histogram per
+/// loop and one for the live view, 26 KB each: 4.7 MB over those 47 seconds.
+fn memory_stays_flat_over_a_minute(tool: Tool) {
+    let server = RedisServer::start();
+    let json = json_path("long", "flat");
+    let port = server.port().to_string();
+    let run = tool.spawn(&[
+        "-p",
+        &port,
+        "-t",
+        "get",
+        "-c",
+        "6",
+        "--threads",
+        "3",
+        "--rps",
+        "3000",
+        "--duration",
+        "60s",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let started = Instant::now();
+    let mut samples: Vec<(u64, u64)> = Vec::new();
+    while started.elapsed() < Duration::from_secs(58) {
+        thread::sleep(Duration::from_secs(1));
+        if let Some(kib) = rss_kib(run.pid()) {
+            samples.push((started.elapsed().as_secs(), kib));
+        }
+    }
+    let out = run.wait(Duration::from_secs(60));
+    assert!(out.status.success(), "{}", out.dump());
+    let at = |s: u64| samples.iter().find(|x| x.0 >= s).unwrap_or_else(|| panic!("{samples:?}")).1;
+    let (early, late) = (at(10), samples.last().unwrap().1);
+    eprintln!(
+        "{}: RSS {early} KiB at 10 s, {late} KiB at {} s: {samples:?}",
+        tool.name(),
+        samples.last().unwrap().0
+    );
+    assert!(late < early + 1024, "RSS grew from {early} to {late} KiB: {samples:?}");
+    let doc = read(&json);
+    let t = &doc["tests"][0];
+    let seconds = t["series"].as_array().unwrap().len();
+    assert!((60..=61).contains(&seconds), "{seconds} seconds in the series");
+    assert_eq!(series_requests(t), t["requests"].as_u64().unwrap());
+}
+
+/// Two tests with `--hlog`: HdrHistogram's Python `HistogramLogReader` reads one interval per
+/// second of each, tagged with the test's name, whose counts add up to the JSON's requests.
+fn the_interval_log_adds_up_to_the_json(tool: Tool) {
+    let server = RedisServer::start();
+    let json = json_path("long", "hlog");
+    let hlog = json.with_extension("hlog");
+    let port = server.port().to_string();
+    let out = tool.run(
+        &[
+            "-p",
+            &port,
+            "-t",
+            "set,get",
+            "-c",
+            "4",
+            "--rps",
+            "2000",
+            "--duration",
+            "2s",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+            "--hlog",
+            hlog.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let doc = read(&json);
+    let logged = read_hlog_independently(&hlog);
+    let _ = std::fs::remove_file(&hlog);
+    let want: Vec<(String, u64, u64)> = doc["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let seconds = t["series"].as_array().unwrap().len() as u64;
+            (t["name"].as_str().unwrap().to_string(), t["requests"].as_u64().unwrap(), seconds)
+        })
+        .collect();
+    assert_eq!(logged, want);
+    assert!(want.iter().all(|w| w.1 >= 3000), "{want:?}");
+    assert_eq!(server.command_calls("get"), want[1].1);
+}
+
+/// Ctrl-C 3 s into a one-hour run: exit 130, the JSON is written and marked interrupted, its
+/// series holds every request recorded, and the interval log was flushed with the same count.
+fn ctrl_c_in_a_long_run_writes_the_series_and_the_log(tool: Tool) {
+    let server = RedisServer::start();
+    let json = json_path("long", "ctrlc");
+    let hlog = json.with_extension("hlog");
+    let port = server.port().to_string();
+    let run = tool.spawn(&[
+        "-p",
+        &port,
+        "-t",
+        "get",
+        "-c",
+        "4",
+        "--rps",
+        "1000",
+        "--duration",
+        "1h",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+        "--hlog",
+        hlog.to_str().unwrap(),
+    ]);
+    thread::sleep(Duration::from_secs(3));
+    run.interrupt();
+    let out = run.wait(Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(130), "{}", out.dump());
+    let doc = read(&json);
+    assert_eq!(doc["interrupted"], true);
+    let t = &doc["tests"][0];
+    let requests = t["requests"].as_u64().unwrap();
+    assert!(requests >= 1000, "{t}");
+    assert_eq!(series_requests(t), requests);
+    let logged = read_hlog_independently(&hlog);
+    let _ = std::fs::remove_file(&hlog);
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert_eq!((logged[0].0.as_str(), logged[0].1), ("GET", requests));
+}

@@ -1,0 +1,86 @@
+//! `--preload` and hits against a real redis-server, on every backend: the server's own
+//! `keyspace_hits` and `keyspace_misses` agree with the nil replies respbench counted.
+
+use std::path::Path;
+use std::time::Duration;
+
+use respbench_tests::{check_json_independently, json_path, RedisServer, Tool};
+
+const T: Duration = Duration::from_secs(60);
+
+respbench_tests::on_every_backend!(preload_makes_every_get_hit, misses_are_counted_and_warned_about);
+
+fn read(path: &Path) -> serde_json::Value {
+    check_json_independently(path);
+    let text = std::fs::read_to_string(path).unwrap();
+    let _ = std::fs::remove_file(path);
+    serde_json::from_str(&text).unwrap()
+}
+
+fn stat(server: &RedisServer, field: &str) -> u64 {
+    server
+        .info_field("stats", field)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("INFO stats {field}"))
+}
+
+/// `-r 5000 -d 100 --preload`: 5000 keys of 100 bytes written first, then every GET hits, at
+/// the server and in respbench's count.
+fn preload_makes_every_get_hit(tool: Tool) {
+    let server = RedisServer::start();
+    let json = json_path("pre", "hit");
+    let port = server.port().to_string();
+    let out = tool.run(
+        &[
+            "-p",
+            &port,
+            "-t",
+            "get",
+            "-r",
+            "5000",
+            "-d",
+            "100",
+            "-n",
+            "20000",
+            "--preload",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        T,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(out.stderr.contains("preloaded 5000 keys"), "{}", out.dump());
+    assert!(!out.stderr.contains("were nil"), "{}", out.dump());
+    assert!(out.stdout.contains("hits: 100.0% (0 nil replies"), "{}", out.dump());
+    let t = read(&json)["tests"][0].clone();
+    assert_eq!((t["requests"].as_u64(), t["nil_replies"].as_u64()), (Some(20000), Some(0)));
+    assert_eq!(server.dbsize(0), 5000);
+    assert_eq!(server.command_calls("set"), 5000, "each key written once");
+    assert_eq!((stat(&server, "keyspace_hits"), stat(&server, "keyspace_misses")), (20000, 0));
+    assert_eq!(server.cli(&["STRLEN", "key:000000004999"]).trim(), "100");
+}
+
+/// Without it, GETs of keys never written are nil: counted, equal to the server's misses, and
+/// warned about.
+fn misses_are_counted_and_warned_about(tool: Tool) {
+    let server = RedisServer::start();
+    server.cli(&["SET", "key:000000000007", "x"]);
+    let json = json_path("pre", "miss");
+    let port = server.port().to_string();
+    let out = tool.run(
+        &["-p", &port, "-t", "get", "-r", "10", "-n", "2000", "-q", "--json", json.to_str().unwrap()],
+        T,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let t = read(&json)["tests"][0].clone();
+    let nils = t["nil_replies"].as_u64().unwrap();
+    assert_eq!(nils, stat(&server, "keyspace_misses"));
+    assert_eq!(2000 - nils, stat(&server, "keyspace_hits"));
+    // One key of ten exists: about 90% misses.
+    assert!((1600..=1990).contains(&nils), "{nils}");
+    assert!(
+        out.stderr.contains("of the replies were nil") && out.stderr.contains("--preload"),
+        "{}",
+        out.dump()
+    );
+}
