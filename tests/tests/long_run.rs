@@ -7,7 +7,7 @@ use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use respbench_tests::{check_json_independently, json_path, read_hlog_independently, RedisServer, Tool};
+use respbench_tests::{json_path, read_hlog_independently, take_document, RedisServer, Tool};
 
 respbench_tests::on_both_backends!(
     memory_stays_flat_over_a_minute,
@@ -17,10 +17,7 @@ respbench_tests::on_both_backends!(
 );
 
 fn read(path: &Path) -> serde_json::Value {
-    check_json_independently(path);
-    let text = std::fs::read_to_string(path).unwrap();
-    let _ = std::fs::remove_file(path);
-    serde_json::from_str(&text).unwrap()
+    serde_json::from_str(&take_document(path)).unwrap()
 }
 
 /// The resident set of process `pid` in KiB, from /proc.
