@@ -539,17 +539,7 @@ mod tests {
         };
         let mut s = Stats::new(Time::ZERO, 3, false).unwrap().with_series();
         s.series = vec![second; 86_400];
-        let e = Entry {
-            name: "GET".into(),
-            command: "GET".into(),
-            backend: None,
-            target_rps: None,
-            server_cpu: None,
-            verdict: None,
-            step: None,
-            cpu: None,
-            stats: s,
-        };
+        let e = entry("GET", s, None);
         let text = serde_json::to_string(&test(&e, 0).unwrap()).unwrap();
         assert!(text.len() < 12_000_000, "{} bytes", text.len());
         assert!(text.len() > 8_000_000, "{} bytes: every second is there", text.len());
@@ -571,17 +561,7 @@ mod tests {
         // respbench/2: the summary as written.
         let mut s = Stats::new(Time::ZERO, 3, false).unwrap().with_series();
         s.series = vec![want, Second { bounds: true, ..want }];
-        let e = Entry {
-            name: "GET".into(),
-            command: "GET".into(),
-            backend: None,
-            target_rps: None,
-            server_cpu: None,
-            verdict: None,
-            step: None,
-            cpu: None,
-            stats: s,
-        };
+        let e = entry("GET", s, None);
         let t = test(&e, 0).unwrap();
         assert_eq!(t["series"][1]["upper_bounds"], true);
         assert!(t["series"][0].get("upper_bounds").is_none() && t["series"][0].get("histogram").is_none());

@@ -482,6 +482,11 @@ impl<'a> Session<'a> {
                 if !(self.open_loop && self.cfg.output == Output::Quiet) {
                     let label = self.step.as_ref().map(|s| self.base.sweep.label(s));
                     print_test(&self.cfg, case, &self.info, e, label.as_deref(), &mut self.out)?;
+                } else if self.cfg.open.show_series {
+                    // -q in open loop: the rate table stands for the quiet lines; --series still
+                    // asked for each step's seconds.
+                    writeln!(self.out, "{} @ {} rps:", e.name, e.target_rps.unwrap_or(0))?;
+                    report::write_series(&e.stats, &mut self.out)?;
                 }
             }
         }

@@ -863,6 +863,15 @@ pub fn check_json_independently(document: &Path) -> String {
     python_check("check_json.py", &[&root.join("docs/respbench.schema.json"), document])
 }
 
+/// A `--json` document: checked with [`check_json_independently`], read, and removed (its
+/// text, for the test to parse).
+pub fn take_document(path: &Path) -> String {
+    check_json_independently(path);
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let _ = std::fs::remove_file(path);
+    text
+}
+
 /// Reads an `--hlog` interval log with HdrHistogram's Python `HistogramLogReader` (the `hdrh`
 /// package; see [`check_json_independently`] for the interpreter) and gives each tag's summed
 /// count and its number of intervals.

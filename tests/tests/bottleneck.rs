@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use respbench_tests::{check_json_independently, json_path, RedisServer, Tool};
+use respbench_tests::{json_path, take_document, RedisServer, Tool};
 
 const T: Duration = Duration::from_secs(120);
 
@@ -18,10 +18,7 @@ respbench_tests::on_every_backend!(
 );
 
 fn read(path: &Path) -> serde_json::Value {
-    check_json_independently(path);
-    let text = std::fs::read_to_string(path).unwrap();
-    let _ = std::fs::remove_file(path);
-    serde_json::from_str(&text).unwrap()
+    serde_json::from_str(&take_document(path)).unwrap()
 }
 
 /// Runs respbench with `args` and `--json`, and gives the first test's entry.

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use respbench_tests::{check_json_independently, json_path, parse_verbose, Output, RedisServer, Tool};
+use respbench_tests::{json_path, parse_verbose, take_document, Output, RedisServer, Tool};
 
 const T: Duration = Duration::from_secs(60);
 
@@ -20,10 +20,7 @@ fn ok(out: &Output) {
 }
 
 fn read(path: &Path) -> serde_json::Value {
-    check_json_independently(path);
-    let text = std::fs::read_to_string(path).unwrap();
-    let _ = std::fs::remove_file(path);
-    serde_json::from_str(&text).unwrap()
+    serde_json::from_str(&take_document(path)).unwrap()
 }
 
 fn connections_received(server: &RedisServer) -> u64 {

@@ -7,19 +7,17 @@ use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use respbench_tests::{check_json_independently, json_path, read_hlog_independently, RedisServer, Tool};
+use respbench_tests::{json_path, read_hlog_independently, take_document, RedisServer, Tool};
 
 respbench_tests::on_every_backend!(
     memory_stays_flat_over_a_minute,
     the_interval_log_adds_up_to_the_json,
-    ctrl_c_in_a_long_run_writes_the_series_and_the_log
+    ctrl_c_in_a_long_run_writes_the_series_and_the_log,
+    quiet_open_loop_prints_the_series_asked_for
 );
 
 fn read(path: &Path) -> serde_json::Value {
-    check_json_independently(path);
-    let text = std::fs::read_to_string(path).unwrap();
-    let _ = std::fs::remove_file(path);
-    serde_json::from_str(&text).unwrap()
+    serde_json::from_str(&take_document(path)).unwrap()
 }
 
 /// The resident set of process `pid` in KiB, from /proc.
@@ -166,4 +164,42 @@ fn ctrl_c_in_a_long_run_writes_the_series_and_the_log(tool: Tool) {
     let _ = std::fs::remove_file(&hlog);
     assert_eq!(logged.len(), 1, "{logged:?}");
     assert_eq!((logged[0].0.as_str(), logged[0].1), ("GET", requests));
+}
+
+/// `-q --rps --series`: the rate table replaces the quiet lines, and each step's seconds are
+/// still printed, one line per second, whose requests add up to the JSON's.
+fn quiet_open_loop_prints_the_series_asked_for(tool: Tool) {
+    let server = RedisServer::start();
+    let json = json_path("long", "series");
+    let port = server.port().to_string();
+    let out = tool.run(
+        &[
+            "-p",
+            &port,
+            "-t",
+            "get",
+            "-c",
+            "4",
+            "--rps",
+            "1000",
+            "--duration",
+            "2s",
+            "--series",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let t = read(&json)["tests"][0].clone();
+    assert!(out.stdout.contains("GET @ 1000 rps:\n  second   requests"), "{}", out.dump());
+    let printed: u64 = out
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("  second"))
+        .skip(1)
+        .map_while(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(printed, t["requests"].as_u64().unwrap(), "{}", out.dump());
 }

@@ -4,17 +4,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use respbench_tests::{check_json_independently, json_path, RedisServer, Tool};
+use respbench_tests::{json_path, take_document, RedisServer, Tool};
 
 const T: Duration = Duration::from_secs(60);
 
 respbench_tests::on_every_backend!(preload_makes_every_get_hit, misses_are_counted_and_warned_about);
 
 fn read(path: &Path) -> serde_json::Value {
-    check_json_independently(path);
-    let text = std::fs::read_to_string(path).unwrap();
-    let _ = std::fs::remove_file(path);
-    serde_json::from_str(&text).unwrap()
+    serde_json::from_str(&take_document(path)).unwrap()
 }
 
 fn stat(server: &RedisServer, field: &str) -> u64 {

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
-use respbench_tests::{check_json_independently, json_path, RedisServer, Tool};
+use respbench_tests::{json_path, take_document, RedisServer, Tool};
 
 const T: Duration = Duration::from_secs(60);
 
@@ -17,10 +17,7 @@ respbench_tests::on_every_backend!(
 );
 
 fn read(path: &Path) -> serde_json::Value {
-    check_json_independently(path);
-    let text = std::fs::read_to_string(path).unwrap();
-    let _ = std::fs::remove_file(path);
-    serde_json::from_str(&text).unwrap()
+    serde_json::from_str(&take_document(path)).unwrap()
 }
 
 /// Runs `extra` for 4 s against `server` with `--reconnect --json`, crashing the server 1 s in
