@@ -5,15 +5,15 @@
 //! state costs no `epoll_ctl` at all. A loop moves bytes and time between its sockets and their
 //! [`Link`]s (respbench-driver) and holds no protocol logic: the drain rule is the driver's.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpStream, UnixStream};
 use mio::{Events, Interest, Poll, Token};
 use respbench_core::{Outcome, RunError, TestRun, Time};
-use respbench_driver::{on_threads, resolve, Link, Next, Tally, Target, Tls, Watch, PUBLISH_EVERY, READ_BUF};
+use respbench_driver::{
+    on_threads, resolve, Link, Next, Tally, Target, Timers, Tls, Watch, PUBLISH_EVERY, READ_BUF,
+};
 
 mod timerfd;
 
@@ -98,8 +98,6 @@ struct Slot {
     sock: Option<Sock>,
     /// The connect has completed.
     connected: bool,
-    /// The time of this slot's entry in the timer heap (`Time::MAX`: none).
-    timer_at: Time,
 }
 
 struct Loop<'a> {
@@ -109,9 +107,8 @@ struct Loop<'a> {
     tally: Tally,
     /// Connections not yet ended.
     open: usize,
-    /// Connections' timeouts, earliest first; an entry whose time is no longer its slot's
-    /// `timer_at` is stale and skipped.
-    timers: BinaryHeap<Reverse<(Time, usize)>>,
+    /// Connections' timeouts.
+    timers: Timers,
     /// Sub-millisecond wake-ups (`None` if the kernel refused one: millisecond polls then).
     timerfd: Option<TimerFd>,
     watch: Watch,
@@ -131,7 +128,7 @@ impl<'a> Loop<'a> {
         let slots: Vec<Slot> = run
             .connections_of(t)
             .into_iter()
-            .map(|i| Slot { link: Link::new(&tally, i), sock: None, connected: false, timer_at: Time::MAX })
+            .map(|i| Slot { link: Link::new(&tally, i), sock: None, connected: false })
             .collect();
         // Only schedules and deadlines need a timer; closed-loop runs without --timeout or
         // --duration have none.
@@ -143,9 +140,9 @@ impl<'a> Loop<'a> {
             target,
             poll,
             open: slots.len(),
+            timers: Timers::new(slots.len()),
             slots,
             tally,
-            timers: BinaryHeap::new(),
             timerfd,
             watch: Watch::default(),
         })
@@ -193,7 +190,7 @@ impl<'a> Loop<'a> {
     /// How long poll may sleep: until the earliest timer (which the timerfd then signals to the
     /// microsecond), and never so long that the stop goes unseen.
     fn next_timeout(&mut self) -> Duration {
-        let Some(&Reverse((at, _))) = self.timers.peek() else { return PUBLISH_EVERY };
+        let Some(at) = self.timers.next() else { return PUBLISH_EVERY };
         let wait = at.saturating_since(self.tally.now());
         if wait.is_zero() || wait >= PUBLISH_EVERY {
             return wait.min(PUBLISH_EVERY);
@@ -207,40 +204,15 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// Puts slot `i`'s timeout in the heap, unless an entry at that time or earlier is there
-    /// already (a later one is found stale when it comes up, and rescheduled then).
+    /// Wakes slot `i` at its connection's timeout.
     fn schedule(&mut self, i: usize) {
-        let slot = &mut self.slots[i];
-        if let Some(t) = slot.link.timeout() {
-            if t < slot.timer_at {
-                slot.timer_at = t;
-                self.timers.push(Reverse((t, i)));
-                if self.timers.len() > 2 * self.slots.len() + 64 {
-                    // A superseded entry leaves only when its own time comes. Some are far
-                    // off: open loop at -P 1 supersedes the test's stop (the timeout while a
-                    // request is in flight) with the next arrival once per request, which would
-                    // keep 16 bytes per request until the stop. Dropping them here, after at
-                    // least `slots + 64` pushes since the last time, keeps the heap at about one
-                    // entry per connection for O(1) amortised.
-                    let slots = &self.slots;
-                    self.timers.retain(|Reverse((at, i))| slots[*i].timer_at == *at);
-                }
-            }
-        }
+        self.timers.schedule(i, self.slots[i].link.timeout());
     }
 
     /// Calls `on_timeout` on every connection whose time has come.
     fn fire_timers(&mut self) {
         let now = self.tally.now();
-        while let Some(&Reverse((at, i))) = self.timers.peek() {
-            if at > now {
-                break;
-            }
-            self.timers.pop();
-            if self.slots[i].timer_at != at {
-                continue; // superseded by an earlier entry, already handled
-            }
-            self.slots[i].timer_at = Time::MAX;
+        while let Some(i) = self.timers.pop_due(now) {
             if self.slots[i].link.timeout().is_some_and(|t| t <= now) {
                 self.slots[i].link.on_timeout(&mut self.tally);
                 self.drain(i);

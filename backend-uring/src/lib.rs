@@ -20,8 +20,6 @@
 //! The crate is empty on other systems: the command line says io_uring is not there.
 #![cfg(target_os = "linux")]
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -30,7 +28,9 @@ use std::time::{Duration, Instant};
 use io_uring::types::{Fd, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
 use respbench_core::{Outcome, RunError, TestRun, Time};
-use respbench_driver::{on_threads, resolve, Link, Next, Tally, Target, Tls, Watch, PUBLISH_EVERY, READ_BUF};
+use respbench_driver::{
+    on_threads, resolve, Link, Next, Tally, Target, Timers, Tls, Watch, PUBLISH_EVERY, READ_BUF,
+};
 
 mod setup;
 mod sock;
@@ -233,8 +233,6 @@ struct Slot {
     receiving: bool,
     /// The driver had more to write than the send buffer took.
     write_blocked: bool,
-    /// The time of this slot's entry in the timer heap (`Time::MAX`: none).
-    timer_at: Time,
 }
 
 struct Loop<'a> {
@@ -248,9 +246,8 @@ struct Loop<'a> {
     tally: Tally,
     /// Connections not yet ended.
     open: usize,
-    /// Connections' timeouts, earliest first; an entry whose time is no longer its slot's
-    /// `timer_at` is stale and skipped.
-    timers: BinaryHeap<Reverse<(Time, usize)>>,
+    /// Connections' timeouts.
+    timers: Timers,
     watch: Watch,
     /// Operations in the ring whose last completion has not come yet.
     in_ring: usize,
@@ -289,7 +286,6 @@ impl<'a> Loop<'a> {
                 send_queued: false,
                 receiving: false,
                 write_blocked: false,
-                timer_at: Time::MAX,
             })
             .collect();
         let n = slots.len();
@@ -306,7 +302,7 @@ impl<'a> Loop<'a> {
             open: n,
             slots,
             tally,
-            timers: BinaryHeap::new(),
+            timers: Timers::new(n),
             watch: Watch::default(),
             in_ring: 0,
             to_send: Vec::new(),
@@ -385,8 +381,8 @@ impl<'a> Loop<'a> {
     /// How long the wait may last: until the earliest timer, and never so long that the stop
     /// goes unseen.
     fn next_wait(&self) -> Duration {
-        match self.timers.peek() {
-            Some(&Reverse((at, _))) => at.saturating_since(self.tally.now()).min(PUBLISH_EVERY),
+        match self.timers.next() {
+            Some(at) => at.saturating_since(self.tally.now()).min(PUBLISH_EVERY),
             None => PUBLISH_EVERY,
         }
     }
@@ -552,39 +548,15 @@ impl<'a> Loop<'a> {
         self.drain(i);
     }
 
-    /// Puts slot `i`'s timeout in the heap, unless an entry at that time or earlier is there
-    /// already (a later one is found stale when it comes up, and rescheduled then).
+    /// Wakes slot `i` at its connection's timeout.
     fn schedule(&mut self, i: usize) {
-        let slot = &mut self.slots[i];
-        if let Some(t) = slot.link.timeout() {
-            if t < slot.timer_at {
-                slot.timer_at = t;
-                self.timers.push(Reverse((t, i)));
-                if self.timers.len() > 2 * self.slots.len() + 64 {
-                    // A superseded entry leaves only when its own time comes; open loop at -P 1
-                    // supersedes the test's stop with the next arrival once per request, which
-                    // would keep 16 bytes per request until the stop. Dropping them here, after
-                    // at least `slots + 64` pushes since the last time, keeps the heap at about
-                    // one entry per connection for O(1) amortised (as main's mio backend does).
-                    let slots = &self.slots;
-                    self.timers.retain(|Reverse((at, i))| slots[*i].timer_at == *at);
-                }
-            }
-        }
+        self.timers.schedule(i, self.slots[i].link.timeout());
     }
 
     /// Calls `on_timeout` on every connection whose time has come.
     fn fire_timers(&mut self) {
         let now = self.tally.now();
-        while let Some(&Reverse((at, i))) = self.timers.peek() {
-            if at > now {
-                break;
-            }
-            self.timers.pop();
-            if self.slots[i].timer_at != at {
-                continue; // superseded by an earlier entry, already handled
-            }
-            self.slots[i].timer_at = Time::MAX;
+        while let Some(i) = self.timers.pop_due(now) {
             if self.slots[i].link.timeout().is_some_and(|t| t <= now) {
                 self.slots[i].link.on_timeout(&mut self.tally);
                 self.drain(i);

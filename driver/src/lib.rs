@@ -10,7 +10,8 @@
 //! - [`on_threads`]: the thread frame (one scoped thread per event loop, outcomes merged);
 //! - [`resolve`] and [`Target`]: the endpoint resolved once per test;
 //! - [`Watch`]: tells a loop when the test's stop or budget changed under connections that wait
-//!   on timers taken earlier.
+//!   on timers taken earlier;
+//! - [`Timers`]: the connections' timeouts of a loop that keeps them itself (mio, uring).
 //!
 //! The byte layer ([`Link`]'s `Layer`) is the one place where bytes between the core and the
 //! socket are transformed: plain, or TLS (feature `tls`: rustls' `ClientConnection`, itself
@@ -27,8 +28,11 @@ use respbench_core::{
     ConnError, Connection, Endpoint, Event, IoFailure, IoOp, Outcome, Plan, RunError, Stats, TestRun, Time,
 };
 
+mod timers;
 #[cfg(feature = "tls")]
 mod tls;
+
+pub use timers::Timers;
 #[cfg(feature = "tls")]
 pub use tls::Tls;
 /// TLS settings: this build has none (it was built without the `tls` feature).
