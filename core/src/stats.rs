@@ -385,7 +385,7 @@ impl Stats {
         let shift = |s: Time| ((s.nanos_since(start) + SECOND_NANOS / 2) / SECOND_NANOS) as usize;
         let (mine, theirs) = (shift(self.start), shift(other.start));
         if mine > 0 && !self.series.is_empty() {
-            self.series.splice(0..0, std::iter::repeat_n(Second::default(), mine));
+            self.series.splice(0..0, (0..mine).map(|_| Second::default()));
         }
         self.start = start;
         self.end = self.end.max(other.end);
