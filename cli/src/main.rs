@@ -465,7 +465,8 @@ impl<'a> Session<'a> {
                 self.late_by_s = Some(late.as_secs_f64());
                 let before = if self.cfg.open.warmup.is_zero() { "" } else { " less the --warmup" };
                 eprintln!(
-                    "WARNING: --start-at {}: this process was ready {:.3} s after the instant{before} had                      passed, so its measured window begins late (late_by_s in the JSON)",
+                    "WARNING: --start-at {}: this process was ready {:.3} s after the instant{before} had \
+                     passed, so its measured window begins late (late_by_s in the JSON)",
                     at.text,
                     late.as_secs_f64()
                 );

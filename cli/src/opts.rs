@@ -803,6 +803,9 @@ impl Opts {
             None => Worker::from_env(|k| std::env::var(k).ok())?,
         };
         let start_at = self.start_at.as_deref().map(StartAt::parse).transpose()?;
+        if start_at.is_some() && self.idle {
+            return Err("--start-at and -I conflict: idle mode has no measured window to start".to_string());
+        }
         let mut c = Config {
             endpoint: match &self.socket {
                 Some(s) => Endpoint::Unix(s.into()),
@@ -1020,6 +1023,7 @@ mod tests {
         assert!(parse(&["--worker", "4/4"]).unwrap_err().contains("--worker"));
         assert!(parse(&["-I", "--worker", "0/2"]).unwrap_err().contains("-I"));
         assert!(parse(&["--start-at", "soon"]).unwrap_err().contains("--start-at"));
+        assert!(parse(&["-I", "--start-at", "10"]).unwrap_err().contains("-I"));
         assert_eq!(parse(&["--start-at", "10.5"]).unwrap().start_at.unwrap().unix_us, 10_500_000);
     }
 

@@ -335,3 +335,30 @@ fn dockerfile_builds_where_docker_runs() {
     let _ = Command::new("docker").args(["rmi", "-f", &tag]).output();
     assert!(String::from_utf8_lossy(&ran.stdout).starts_with("respbench "), "{ran:?}");
 }
+
+/// A worker whose `--start-at` has passed runs at once, says so on stderr and records by how
+/// much; merge names it.
+#[test]
+fn a_late_worker_says_so_and_records_by_how_much() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let past = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() - 5;
+    let json = json_path("workers", "late");
+    let args = ["-p", &port, "-t", "ping_mbulk", "-n", "100", "-c", "2", "--start-at", &past.to_string()];
+    let out =
+        respbench().run(&[&args[..], &["--worker", "0/1", "--json", json.to_str().unwrap()]].concat(), T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(
+        out.stderr.contains(&format!("WARNING: --start-at {past}: this process was ready ")),
+        "{}",
+        out.dump()
+    );
+    let late = read(&json)["late_by_s"].as_f64().unwrap();
+    assert!((4.0..60.0).contains(&late), "late_by_s {late}");
+    let (out, merged) = merge(&[json.clone()]);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(out.stderr.contains("worker 0/1 ("), "{}", out.dump());
+    assert!(out.stderr.contains("s after its --start-at"), "{}", out.dump());
+    assert_eq!(merged.unwrap()["late_by_s"].as_f64(), Some(late));
+    let _ = std::fs::remove_file(&json);
+}
