@@ -355,7 +355,7 @@ fn a_late_worker_says_so_and_records_by_how_much() {
     );
     let late = read(&json)["late_by_s"].as_f64().unwrap();
     assert!((4.0..60.0).contains(&late), "late_by_s {late}");
-    let (out, merged) = merge(&[json.clone()]);
+    let (out, merged) = merge(std::slice::from_ref(&json));
     assert!(out.status.success(), "{}", out.dump());
     assert!(out.stderr.contains("worker 0/1 ("), "{}", out.dump());
     assert!(out.stderr.contains("s after its --start-at"), "{}", out.dump());
