@@ -87,13 +87,36 @@ pub fn config(cfg: &Config) -> Value {
     if let Value::Object(m) = more {
         c.extend(m);
     }
+    if let Some(at) = &cfg.start_at {
+        c.insert("start_at_us".into(), json!(at.unix_us));
+    }
+    if let Some(split) = &cfg.split {
+        // The whole run's figures, the same on every worker; this worker's shares apart.
+        c.insert("requests".into(), json!(split.requests));
+        c.insert("clients".into(), json!(split.clients[0]));
+        c.insert("seed".into(), json!(split.seed));
+        if !split.rates.is_empty() {
+            c.insert("rps".into(), json!(split.rates));
+        }
+        c.insert(
+            "worker".into(),
+            json!({
+                "index": split.worker.index,
+                "count": split.worker.count,
+                "requests": cfg.requests,
+                "clients": cfg.sweep.clients,
+                "rps": if cfg.open.rates.is_empty() { Value::Null } else { json!(cfg.open.rates) },
+                "keys": split.keys.map(|(first, count)| json!({"first": first, "count": count})),
+            }),
+        );
+    }
     if cfg.sweep.is_sweep() {
         let s = &cfg.sweep;
         c.insert(
             "sweep".into(),
             json!({
                 "datasize": s.datasizes.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                "clients": s.clients,
+                "clients": cfg.split.as_ref().map_or(&s.clients, |w| &w.clients),
                 "pipeline": s.pipelines,
                 "threads": s.threads,
                 "repeat": s.repeat,

@@ -15,6 +15,7 @@ mod server;
 #[cfg(feature = "tls")]
 mod tls;
 mod verdict;
+mod workers;
 
 use argh::FromArgs;
 use std::io::{self, IsTerminal, Read, Write};
@@ -204,6 +205,12 @@ struct Session<'a> {
     rows: Vec<json::Entry>,
     /// The test and value size `--preload` last wrote.
     preloaded: Option<(u64, respbench_core::dist::ValueSize)>,
+    /// A worker's step: the whole run's `-c` at that step.
+    step_clients: Option<usize>,
+    /// `--start-at`, until the first measured test waits for it.
+    start_at: Option<workers::StartAt>,
+    /// `--start-at`: how late this process was ready for the instant, in seconds (0 on time).
+    late_by_s: Option<f64>,
 }
 
 impl<'a> Session<'a> {
@@ -244,6 +251,9 @@ impl<'a> Session<'a> {
             ),
             rows: Vec::new(),
             preloaded: None,
+            step_clients: None,
+            start_at: cfg.start_at.clone(),
+            late_by_s: None,
         };
         if let Some(path) = &cfg.open.hlog {
             s.hlog = Some(hlog::IntervalLog::create(path, s.epoch_us)?);
@@ -285,7 +295,12 @@ impl<'a> Session<'a> {
         // A sweep: every combination in turn, then one table of them all.
         let mut rows = Vec::new();
         let mut stop = None;
-        for step in base.sweep.steps() {
+        // Steps go -c value by -c value, each over every -P, --threads and run.
+        let s = &base.sweep;
+        let per_clients = s.pipelines.len() * s.threads.len() * s.repeat.max(1);
+        for (k, step) in base.sweep.steps().into_iter().enumerate() {
+            // A worker's entries name the whole run's -c, as its other workers' do, so they merge.
+            self.step_clients = base.split.as_ref().map(|w| w.clients[k / per_clients % w.clients.len()]);
             let cfg = base.at(&step);
             // The default suite's values are in its templates: made again at each -d.
             let rebuilt;
@@ -325,6 +340,11 @@ impl<'a> Session<'a> {
             if let Some(fill) = preload_case(&self.cfg, case).filter(|_| !done) {
                 self.preload(test_no, &fill)?;
                 self.preloaded = Some((test_no, self.cfg.values.clone()));
+            }
+        }
+        if let Some(at) = self.start_at.take() {
+            if let Some(code) = self.wait_for_start(&at) {
+                return Ok(Some(code));
             }
         }
         for rate in steps {
@@ -400,6 +420,9 @@ impl<'a> Session<'a> {
             let mut entries = case.entries(backend, cpu, rate, outcome.stats);
             for e in &mut entries {
                 e.step = self.step.as_ref().map(json::step);
+                if let (Some(step), Some(c)) = (&mut e.step, self.step_clients) {
+                    step["clients"] = c.into();
+                }
             }
             if let Some(total) = entries.last_mut() {
                 let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline);
@@ -432,11 +455,46 @@ impl<'a> Session<'a> {
         Ok(ran)
     }
 
+    /// `--start-at`: sleeps until the instant less the warmup, so that the first measured window
+    /// begins at it; says on stderr when that had passed already, and records by how much.
+    /// `Some(code)` when Ctrl-C came first.
+    fn wait_for_start(&mut self, at: &workers::StartAt) -> Option<ExitCode> {
+        let target = at.time().checked_sub(self.cfg.open.warmup).unwrap_or(SystemTime::UNIX_EPOCH);
+        let now = SystemTime::now();
+        match now.duration_since(target) {
+            Ok(late) => {
+                self.late_by_s = Some(late.as_secs_f64());
+                let before = if self.cfg.open.warmup.is_zero() { "" } else { " less the --warmup" };
+                eprintln!(
+                    "WARNING: --start-at {}: this process was ready {:.3} s after the instant{before} had \
+                     passed, so its measured window begins late (late_by_s in the JSON)",
+                    at.text,
+                    late.as_secs_f64()
+                );
+            }
+            Err(_) => {
+                self.late_by_s = Some(0.0);
+                // In short sleeps, so that Ctrl-C is heard.
+                while let Ok(left) = target.duration_since(SystemTime::now()) {
+                    if interrupted() {
+                        return Some(ExitCode::from(EXIT_INTERRUPTED));
+                    }
+                    std::thread::sleep(left.min(Duration::from_millis(100)));
+                }
+            }
+        }
+        None
+    }
+
     /// `--preload`: runs `fill` (SET over the whole keyspace, sequential keys, pipelined) on
     /// the first backend, unmeasured, and says on stderr what it wrote.
     fn preload(&mut self, test_no: u64, fill: &Case) -> Result<(), String> {
         let cfg = Arc::clone(&self.cfg);
-        let keys = cfg.keyspace.unwrap_or(1);
+        // A worker writes its own part of the keyspace.
+        let keys = match cfg.split.as_ref().and_then(|s| s.keys) {
+            Some((_, n)) => n,
+            None => cfg.keyspace.unwrap_or(1),
+        };
         let mut fill_cfg = (*cfg).clone();
         fill_cfg.requests = keys;
         fill_cfg.key_dist = respbench_core::dist::KeyDist::Sequential;
@@ -520,8 +578,11 @@ impl<'a> Session<'a> {
         let _ = self.out.flush();
         let interrupted = !matches!(&ended, Ended::Code(c) if *c == ExitCode::SUCCESS);
         if let Some(path) = &self.cfg.json {
-            let doc =
+            let mut doc =
                 json::document(json::config(self.base), json::server(&self.info), interrupted, self.done);
+            if let Some(late) = self.late_by_s {
+                doc["late_by_s"] = late.into();
+            }
             write_json(path, &doc)?;
         }
         match ended {
@@ -765,6 +826,11 @@ fn plan(
 ) -> Arc<Plan> {
     let keys = match cfg.keyspace {
         None => KeySpace::Literal,
+        // A worker's sequential keys go over its own part of the keyspace.
+        Some(_) if cfg.key_dist == respbench_core::dist::KeyDist::Sequential && cfg.split.is_some() => {
+            let (first, n) = cfg.split.as_ref().and_then(|s| s.keys).unwrap_or_default();
+            KeySpace::sequential_range(first, n)
+        }
         // Options::check refused a keyspace the distribution cannot take.
         Some(n) => cfg.key_dist.space(n).unwrap_or(KeySpace::Random { n }),
     };

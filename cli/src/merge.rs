@@ -47,10 +47,27 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
     let mut docs = Vec::new();
     for path in &opts.files {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{path} is not JSON: {e}"))?;
-        docs.push(doc);
+        docs.push(read_document(path, &text)?);
     }
-    let merged = merge(&docs).map_err(|(i, e)| format!("{}: {e}", opts.files[i]))?;
+    let workers = check_parts(&opts.files, &docs)?;
+    let mut merged = merge(&docs).map_err(|(i, e)| format!("{}: {e}", opts.files[i]))?;
+    if let Some(count) = workers {
+        // The merged document is the whole run: its config without one worker's part.
+        if let Value::Object(c) = &mut merged.config {
+            c.remove("worker");
+            c.insert("workers".into(), count.into());
+        }
+    }
+    for (path, doc) in opts.files.iter().zip(&docs) {
+        if let Some(late) = doc.get("late_by_s").and_then(Value::as_f64).filter(|&l| l > 0.0) {
+            let who = part_of(doc).map(|(i, n)| format!("worker {i}/{n} ({path})")).unwrap_or(path.clone());
+            eprintln!("respbench merge: {who} began {late:.3} s after its --start-at");
+        }
+        merged.late_by_s = match (merged.late_by_s, doc.get("late_by_s").and_then(Value::as_f64)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
     if opts.json.as_deref() != Some("-") {
         let mut out = io::stdout().lock();
         for e in &merged.tests {
@@ -81,10 +98,126 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
     }
     if let Some(path) = &opts.json {
         let mut doc = merged.document()?;
+        if let Some(late) = merged.late_by_s {
+            doc["late_by_s"] = late.into();
+        }
         doc["merged_from"] = serde_json::json!(opts.files);
         crate::write_json(path, &doc)?;
     }
     Ok(())
+}
+
+/// Reads a document: the whole text, or else the one that starts at a line holding only `{`
+/// among other lines (a pod's log from `kubectl logs`, which has stderr's lines around the
+/// JSON `--json -` wrote on stdout).
+fn read_document(path: &str, text: &str) -> Result<Value, String> {
+    let whole = match serde_json::from_str(text) {
+        Ok(doc) => return Ok(doc),
+        Err(e) => format!("{path} is not JSON: {e}"),
+    };
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim_end() == "{" {
+            let mut values = serde_json::Deserializer::from_str(&text[at..]).into_iter::<Value>();
+            if let Some(Ok(doc)) = values.next() {
+                if doc.get("schema").is_some() {
+                    return Ok(doc);
+                }
+            }
+        }
+        at += line.len();
+    }
+    Err(whole)
+}
+
+/// A split run's part: `config.worker`'s index and count.
+fn part_of(doc: &Value) -> Option<(u64, u64)> {
+    let w = doc.get("config")?.get("worker")?;
+    Some((w.get("index")?.as_u64()?, w.get("count")?.as_u64()?))
+}
+
+/// When the documents are parts of a split run (`--worker`), checks that they are all the parts
+/// of one run: each index from 0 to N-1 once, and the same `config` but for the worker's part
+/// and the seed (each worker's clock seeds its own without `--seed`). The count of workers, or
+/// `None` for whole runs.
+fn check_parts(files: &[String], docs: &[Value]) -> Result<Option<u64>, String> {
+    let parts: Vec<Option<(u64, u64)>> = docs.iter().map(part_of).collect();
+    let Some(first) = parts.iter().position(Option::is_some) else {
+        return Ok(None);
+    };
+    let (_, count) = parts[first].unwrap_or_default();
+    let name = |i: usize| match parts[i] {
+        Some((w, n)) => format!("{} (worker {w}/{n})", files[i]),
+        None => files[i].clone(),
+    };
+    let mut problems = Vec::new();
+    if let Some(whole) = parts.iter().position(Option::is_none) {
+        problems.push(format!(
+            "{} is a whole run (no config.worker) but {} is one worker's part of a split run",
+            files[whole],
+            name(first)
+        ));
+    }
+    let comparable = |doc: &Value| {
+        let mut c = doc.get("config").cloned().unwrap_or(Value::Null);
+        if let Value::Object(m) = &mut c {
+            m.remove("worker");
+            m.remove("seed");
+        }
+        c
+    };
+    let reference = comparable(&docs[first]);
+    let mut seen: Vec<Option<usize>> = vec![None; count as usize];
+    for (i, part) in parts.iter().enumerate() {
+        let Some((index, n)) = *part else { continue };
+        if n != count {
+            problems.push(format!("{} is one of {n} workers but {} one of {count}", name(i), name(first)));
+            continue;
+        }
+        match seen.get_mut(index as usize) {
+            Some(Some(before)) => problems
+                .push(format!("worker {index}/{count} appears twice: {} and {}", files[*before], files[i])),
+            Some(slot) => *slot = Some(i),
+            None => problems.push(format!("{}: index {index} is not below the count {count}", files[i])),
+        }
+        let differ = differences(&comparable(&docs[i]), &reference, &files[first]);
+        if !differ.is_empty() {
+            problems.push(format!("{} is not a part of the same run: {}", name(i), differ.join(", ")));
+        }
+    }
+    let missing: Vec<String> =
+        seen.iter().enumerate().filter(|(_, s)| s.is_none()).map(|(w, _)| w.to_string()).collect();
+    if !missing.is_empty() {
+        let have = count as usize - missing.len();
+        let plural = if missing.len() == 1 { "worker" } else { "workers" };
+        problems.push(format!(
+            "incomplete: {have} of the {count} parts of the run; missing {plural} {} (of --worker I/{count}, \
+             I from 0 to {})",
+            missing.join(", "),
+            count - 1
+        ));
+    }
+    if problems.is_empty() {
+        Ok(Some(count))
+    } else {
+        Err(format!("these are not the {count} parts of one split run:\n  {}", problems.join("\n  ")))
+    }
+}
+
+/// The `config` fields whose values differ between `a` and `b`, which file `b_name` holds:
+/// `key_dist "uniform" where b.json has "sequential"`.
+fn differences(a: &Value, b: &Value, b_name: &str) -> Vec<String> {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return if a == b { Vec::new() } else { vec![format!("config differs from {b_name}'s")] };
+    };
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let shown = |v: Option<&Value>| v.map_or_else(|| "absent".to_string(), Value::to_string);
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| format!("{k} {} where {b_name} has {}", shown(a.get(k)), shown(b.get(k))))
+        .collect()
 }
 
 /// What keeps merged tests apart: name, backend, target rate and a sweep's step (as JSON).
@@ -98,6 +231,8 @@ pub struct Merged {
     pub server: Value,
     /// Whether any run was interrupted.
     pub interrupted: bool,
+    /// `--start-at`: the latest any run began after it, in seconds.
+    pub late_by_s: Option<f64>,
     /// Each test (by name and backend) merged, in order of first appearance.
     pub tests: Vec<json::Entry>,
     /// What identifies each of `tests` in the inputs: name, backend and target rate as written
@@ -143,6 +278,7 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
             config: doc.get("config").cloned().unwrap_or(Value::Null),
             server: doc.get("server").cloned().unwrap_or(Value::Null),
             interrupted: false,
+            late_by_s: None,
             tests: Vec::new(),
             keys: Vec::new(),
         });
@@ -272,6 +408,55 @@ mod tests {
         old["schema"] = "respbench/1".into();
         assert!(merge(&[docs[0].clone(), old]).is_ok());
         assert!(merge(&[serde_json::json!({"x": 1})]).is_err());
+    }
+
+    /// A worker's document: `config` with `worker` and the given `key_dist`.
+    fn part(index: u64, count: u64, key_dist: &str) -> Value {
+        let mut d = json::document(Value::Null, Value::Null, false, Vec::new());
+        d["config"] = serde_json::json!({
+            "requests": 1000, "key_dist": key_dist, "seed": index * 77,
+            "worker": {"index": index, "count": count, "requests": 250},
+        });
+        d
+    }
+
+    #[test]
+    fn split_runs_merge_only_whole() {
+        let files: Vec<String> = (0..5).map(|i| format!("w{i}.json")).collect();
+        let all: Vec<Value> = (0..4).map(|i| part(i, 4, "sequential")).collect();
+        // In any order; seeds differ.
+        let shuffled = [all[2].clone(), all[0].clone(), all[3].clone(), all[1].clone()];
+        assert_eq!(check_parts(&files[..4], &shuffled), Ok(Some(4)));
+        let e = check_parts(&files[..3], &all[..3]).unwrap_err();
+        assert!(e.contains("incomplete: 3 of the 4 parts of the run; missing worker 3"), "{e}");
+        let e = check_parts(&files[..2], &[all[1].clone(), all[3].clone()]).unwrap_err();
+        assert!(e.contains("missing workers 0, 2"), "{e}");
+        let odd = [all[0].clone(), all[1].clone(), part(2, 4, "uniform"), all[3].clone()];
+        let e = check_parts(&files[..4], &odd).unwrap_err();
+        let says = "w2.json (worker 2/4) is not a part of the same run: key_dist \"uniform\" where w0.json has \"sequential\"";
+        assert!(e.contains(says), "{e}");
+        let twice = [all[0].clone(), all[1].clone(), all[1].clone(), all[3].clone()];
+        let e = check_parts(&files[..4], &twice).unwrap_err();
+        assert!(
+            e.contains("worker 1/4 appears twice: w1.json and w2.json") && e.contains("missing worker 2"),
+            "{e}"
+        );
+        let counts = [all[0].clone(), part(1, 3, "sequential")];
+        assert!(check_parts(&files[..2], &counts).unwrap_err().contains("one of 3 workers"));
+        let whole = json::document(Value::Null, Value::Null, false, Vec::new());
+        let e = check_parts(&files[..2], &[all[0].clone(), whole.clone()]).unwrap_err();
+        assert!(e.contains("w1.json is a whole run"), "{e}");
+        // Whole runs merge as before.
+        assert_eq!(check_parts(&files[..2], &[whole.clone(), whole]), Ok(None));
+    }
+
+    #[test]
+    fn a_pod_log_is_read_around_stderr_lines() {
+        let doc = serde_json::to_string_pretty(&part(0, 2, "uniform")).unwrap();
+        let log = format!("WARNING: something\n{doc}\nrespbench: a last line {{\n");
+        assert_eq!(read_document("pod.log", &log), Ok(part(0, 2, "uniform")));
+        let e = read_document("pod.log", "WARNING: only this\n{\n").unwrap_err();
+        assert!(e.starts_with("pod.log is not JSON"), "{e}");
     }
 
     #[test]

@@ -8,6 +8,8 @@ use argh::FromArgs;
 use respbench_core::dist::{KeyDist, ValueSize, Zipf};
 use respbench_core::Endpoint;
 
+use crate::workers::{Split, StartAt, Worker};
+
 /// respbench: a redis-benchmark compatible load generator for Redis and every RESP server.
 ///
 /// Runs redis-benchmark's default suite, or the command given after the options (with
@@ -197,6 +199,19 @@ pub struct Opts {
     /// HdrHistogram's interval log format (tagged with the test's name)
     #[argh(option)]
     pub hlog: Option<String>,
+    /// this process is worker I of N (0/4 .. 3/4) splitting the run: -n, -c and --rps are the
+    /// whole run's, divided among the workers (the first ones take the remainder), --key-dist
+    /// sequential gives each its own part of the -r keyspace, and --seed gives each its own
+    /// streams; without it, JOB_COMPLETION_INDEX (set by a Kubernetes Indexed Job) of
+    /// RESPBENCH_WORKERS is used when RESPBENCH_WORKERS is set; respbench merge checks it has
+    /// every part
+    #[argh(option)]
+    pub worker: Option<String>,
+    /// connect, then begin the measured window at this instant (after --warmup, which runs just
+    /// before it): RFC 3339 (2026-12-01T10:00:00Z, or with an offset such as +01:00) or Unix
+    /// seconds (1796119200.5); a worker that is late says so and records by how much
+    #[argh(option)]
+    pub start_at: Option<String>,
     /// the command to benchmark instead of the default suite, with its arguments
     #[argh(positional, greedy)]
     pub command: Vec<String>,
@@ -280,6 +295,10 @@ pub struct Config {
     pub reconnect: bool,
     /// Rate, time and mix options.
     pub open: OpenLoopConfig,
+    /// `--worker`: the whole run this process does a share of (`None`: all of it).
+    pub split: Option<Split>,
+    /// `--start-at`: when the measured window begins.
+    pub start_at: Option<StartAt>,
 }
 
 /// The values of the options that take lists: each combination is one step, run in order,
@@ -793,6 +812,14 @@ impl Opts {
             return Err("--json cannot be used with -I: idle mode records no results".to_string());
         }
         let seed = self.seed.unwrap_or_else(clock_seed);
+        let worker = match &self.worker {
+            Some(w) => Some(Worker::parse(w)?),
+            None => Worker::from_env(|k| std::env::var(k).ok())?,
+        };
+        let start_at = self.start_at.as_deref().map(StartAt::parse).transpose()?;
+        if start_at.is_some() && self.idle {
+            return Err("--start-at and -I conflict: idle mode has no measured window to start".to_string());
+        }
         let mut c = Config {
             endpoint: match &self.socket {
                 Some(s) => Endpoint::Unix(s.into()),
@@ -832,7 +859,15 @@ impl Opts {
             open,
             timeout,
             reconnect: self.reconnect,
+            split: None,
+            start_at,
         };
+        if let Some(w) = worker {
+            if c.idle {
+                return Err("--worker and -I conflict: idle mode measures nothing to split".to_string());
+            }
+            crate::workers::split(&mut c, w)?;
+        }
         let mut tls_by = self.tls.then_some("--tls");
         if let Some(uri) = &self.uri {
             if apply_uri(uri, &mut c)? {
@@ -976,6 +1011,41 @@ mod tests {
             let e = t(v).unwrap_err();
             assert!(e.contains("--timeout"), "{v}: {e}");
         }
+    }
+
+    #[test]
+    fn a_worker_does_its_share() {
+        let args = ["-n", "1003", "-c", "10,50", "--rps", "1001", "-r", "1000", "--key-dist", "sequential"];
+        let w = |i: &str| parse(&[&args[..], &["--seed", "7", "--worker", i]].concat()).unwrap();
+        let (first, last) = (w("0/4"), w("3/4"));
+        assert_eq!((first.requests, first.clients, first.open.rates.as_slice()), (251, 3, [251].as_slice()));
+        assert_eq!((last.requests, last.clients, last.open.rates.as_slice()), (250, 2, [250].as_slice()));
+        assert_eq!(
+            (first.sweep.clients.as_slice(), last.sweep.clients.as_slice()),
+            ([3, 13].as_slice(), [2, 12].as_slice())
+        );
+        let split = last.split.as_ref().unwrap();
+        assert_eq!((split.requests, split.clients.as_slice(), split.seed), (1003, [10, 50].as_slice(), 7));
+        assert_eq!(split.keys, Some((750, 250)));
+        assert_ne!(first.seed, last.seed);
+        assert!(first.split.as_ref().unwrap().keys == Some((0, 250)));
+        // Uniform keys are drawn from the whole keyspace by every worker (only --preload keeps
+        // to the share).
+        let u = parse(&["-r", "1000", "--worker", "1/4"]).unwrap();
+        assert_eq!((u.split.unwrap().keys, u.keyspace), (Some((250, 250)), Some(1000)));
+        assert!(parse(&["-r", "3", "--worker", "0/4"]).is_ok());
+        assert!(parse(&["-r", "3", "--preload", "--worker", "0/4"]).unwrap_err().contains("--preload"));
+        let e = parse(&["-c", "3", "--worker", "0/4"]).unwrap_err();
+        assert!(e.contains("-c 3 gives 4 workers fewer than one connection each"), "{e}");
+        let e = parse(&["--rps", "3", "--worker", "0/4"]).unwrap_err();
+        assert!(e.contains("--rps 3"), "{e}");
+        let e = parse(&["-r", "3", "--key-dist", "sequential", "--worker", "0/4"]).unwrap_err();
+        assert!(e.contains("-r 4 or more"), "{e}");
+        assert!(parse(&["--worker", "4/4"]).unwrap_err().contains("--worker"));
+        assert!(parse(&["-I", "--worker", "0/2"]).unwrap_err().contains("-I"));
+        assert!(parse(&["--start-at", "soon"]).unwrap_err().contains("--start-at"));
+        assert!(parse(&["-I", "--start-at", "10"]).unwrap_err().contains("-I"));
+        assert_eq!(parse(&["--start-at", "10.5"]).unwrap().start_at.unwrap().unix_us, 10_500_000);
     }
 
     #[test]

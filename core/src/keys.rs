@@ -29,10 +29,14 @@ pub enum KeySpace {
         /// The keyspace length N.
         n: u64,
     },
-    /// Sequential: 0, 1, 2, ... wrapping at n, from one counter shared by every connection of the
-    /// test (clones share it), so `-n N -r N` sends every key exactly once; n == 0 gives 0.
+    /// Sequential: first, first + 1, ... wrapping after n keys, from one counter shared by every
+    /// connection of the test (clones share it), so `-n N -r N` sends every key exactly once;
+    /// n == 0 gives `first`. A worker of several (`--worker`) covers its own share of the
+    /// keyspace: `first` is where it begins.
     Sequential {
-        /// The keyspace length at which the counter wraps to 0.
+        /// The first key.
+        first: u64,
+        /// How many keys, from `first`, before the counter wraps to `first`.
         n: u64,
         /// The next key, before reduction modulo n.
         next: SharedCounter,
@@ -49,7 +53,12 @@ pub enum KeySpace {
 impl KeySpace {
     /// Sequential keys over [0, n) from a fresh shared counter.
     pub fn sequential(n: u64) -> KeySpace {
-        KeySpace::Sequential { n, next: SharedCounter::default() }
+        KeySpace::sequential_range(0, n)
+    }
+
+    /// Sequential keys over [first, first + n) from a fresh shared counter.
+    pub fn sequential_range(first: u64, n: u64) -> KeySpace {
+        KeySpace::Sequential { first, n, next: SharedCounter::default() }
     }
 }
 
@@ -74,12 +83,12 @@ impl KeyGen {
         match self.space {
             KeySpace::Literal => 0,
             KeySpace::Random { n } => self.rng.below(n),
-            KeySpace::Sequential { n, ref next } => {
+            KeySpace::Sequential { first, n, ref next } => {
                 let k = next.0.fetch_add(1, Ordering::Relaxed);
                 if n == 0 {
-                    0
+                    first
                 } else {
-                    k % n
+                    first + k % n
                 }
             }
             KeySpace::Zipf(ref z) => z.sample(&mut self.rng),
@@ -113,6 +122,23 @@ mod tests {
         // A fresh space is a fresh counter.
         assert_eq!(KeyGen::new(KeySpace::sequential(1000), Rng::new(1)).next_key(), 0);
         assert_ne!(space, KeySpace::sequential(1000));
+    }
+
+    #[test]
+    fn sequential_ranges_cover_their_share_and_tile_the_keyspace() {
+        // Four workers' shares of 1003 keys (251, 251, 251, 250): each key exactly once in all.
+        let mut seen = vec![0u32; 1003];
+        let mut first = 0;
+        for len in [251, 251, 251, 250] {
+            let mut k = KeyGen::new(KeySpace::sequential_range(first, len), Rng::new(1));
+            for _ in 0..len {
+                seen[k.next_key() as usize] += 1;
+            }
+            // It wraps to its own first key, not to 0.
+            assert_eq!(k.next_key(), first);
+            first += len;
+        }
+        assert!(seen.iter().all(|&c| c == 1));
     }
 
     #[test]

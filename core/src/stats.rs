@@ -18,6 +18,8 @@ pub const HIGHEST_MICROS: u64 = 3_600_000_000;
 pub const DEFAULT_SIGFIG: u8 = 3;
 /// How many bytes of an error message are kept to show the user (`-e`).
 const MESSAGE_KEEP: usize = 128;
+/// Nanoseconds in a second: series are per second.
+const SECOND_NANOS: u64 = 1_000_000_000;
 
 /// Makes an empty latency histogram in microseconds, 1 µs to one hour, with `sigfig` significant
 /// figures (1 to 5).
@@ -376,7 +378,16 @@ impl Stats {
         self.lost += other.lost;
         self.downtime_micros += other.downtime_micros;
         self.abandoned += other.abandoned;
-        self.start = self.start.min(other.start);
+        let start = self.start.min(other.start);
+        // Seconds line up by the clock: second k of a run is the k-th second from its own start,
+        // so each side's series moves by the whole seconds its start lies after the union's
+        // (rounded to the nearest: runs started together within half a second share second 0).
+        let shift = |s: Time| ((s.nanos_since(start) + SECOND_NANOS / 2) / SECOND_NANOS) as usize;
+        let (mine, theirs) = (shift(self.start), shift(other.start));
+        if mine > 0 && !self.series.is_empty() {
+            self.series.splice(0..0, (0..mine).map(|_| Second::default()));
+        }
+        self.start = start;
         self.end = self.end.max(other.end);
         self.latency.add(&other.latency).map_err(|e| format!("histograms differ: {e:?}"))?;
         self.setup.merge(&other.setup)?;
@@ -385,15 +396,18 @@ impl Stats {
             (None, Some(b)) => self.service = Some(b.clone()),
             _ => {}
         }
-        // Seconds are counted from each side's own start. The loops of one run leave their
-        // series to the run's Collector (theirs are empty here); runs merged from their JSON add
-        // up summaries, whose percentiles then become bounds.
+        // The loops of one run leave their series to the run's Collector (theirs are empty
+        // here); runs merged from their JSON add up summaries, whose percentiles then become
+        // bounds.
         self.keep_series |= other.keep_series;
-        if self.series.len() < other.series.len() {
-            self.series.resize_with(other.series.len(), Second::default);
-        }
-        for (a, b) in self.series.iter_mut().zip(&other.series) {
-            a.merge(b);
+        if !other.series.is_empty() {
+            let len = theirs + other.series.len();
+            if self.series.len() < len {
+                self.series.resize_with(len, Second::default);
+            }
+            for (a, b) in self.series[theirs..].iter_mut().zip(&other.series) {
+                a.merge(b);
+            }
         }
         if self.parts.is_empty() {
             self.parts = other.parts.clone();
@@ -441,6 +455,31 @@ mod tests {
         assert_eq!(b.parts[0].requests, 4);
         let other = Stats::new(s(0), 3, false).unwrap().with_parts(3).unwrap();
         assert!(b.merge(&other).is_err(), "mixes of different sizes do not merge");
+    }
+
+    #[test]
+    fn merged_series_line_up_by_the_clock() {
+        let s = |t: u64| Time::from_micros(t);
+        let run = |start: u64, counts: &[u64]| {
+            let mut r = Stats::new(s(start), 3, false).unwrap().with_series();
+            r.series = counts.iter().map(|&n| Second { requests: n, ..Second::default() }).collect();
+            r
+        };
+        // Started 2.2 s after the first: its second 0 is the first's second 2. One started 0.3 s
+        // before the first shares its second 0.
+        let mut a = run(10_000_000, &[1, 2, 3]);
+        a.merge(&run(12_200_000, &[10, 20])).unwrap();
+        let counts: Vec<u64> = a.series.iter().map(|x| x.requests).collect();
+        assert_eq!(counts, [1, 2, 13, 20]);
+        a.merge(&run(9_700_000, &[100])).unwrap();
+        assert_eq!(a.start, s(9_700_000));
+        let counts: Vec<u64> = a.series.iter().map(|x| x.requests).collect();
+        assert_eq!(counts, [101, 2, 13, 20]);
+        // An earlier run by more than half a second moves the others later.
+        let mut b = run(5_000_000, &[1]);
+        b.merge(&run(3_000_000, &[7, 7, 7])).unwrap();
+        let counts: Vec<u64> = b.series.iter().map(|x| x.requests).collect();
+        assert_eq!(counts, [7, 7, 8]);
     }
 
     #[test]

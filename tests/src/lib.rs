@@ -887,6 +887,12 @@ pub fn read_hlog_independently(log: &Path) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
+/// Reads a YAML file with PyYAML's safe loader (the `pyyaml` package; see
+/// [`check_json_independently`] for the interpreter) and gives its documents as a JSON array.
+pub fn yaml_as_json(file: &Path) -> String {
+    python_check("yaml_to_json.py", &[file])
+}
+
 /// Runs `tests/python/SCRIPT ARGS` and gives its stdout; fails the test when it exits non-zero.
 fn python_check(script: &str, args: &[&Path]) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
