@@ -984,9 +984,11 @@ fn run_test(
             }
             if cfg.open.live {
                 // A second is summarised once every loop has moved past it (they publish every
-                // 50 ms); seconds count from the end of the warmup, like the series.
+                // 50 ms); seconds count from the end of the warmup, like the series. Only whole
+                // seconds: the one the test ends in closes with the loops and is partial.
+                let whole = Instant::now().saturating_duration_since(begin + warmup).as_secs() as usize;
                 let series = run.progress.collector();
-                while let Some(s) = series.seconds.get(live_printed) {
+                while let Some(s) = series.seconds.get(live_printed).filter(|_| live_printed < whole) {
                     eprintln!("{}", report::live_line(&spec.title, live_printed, s));
                     live_printed += 1;
                 }

@@ -38,12 +38,13 @@ fn pin(pid: u32, cpu: &str) {
     assert!(st.status.success(), "taskset: {}", String::from_utf8_lossy(&st.stderr));
 }
 
-/// `DEBUG SLEEP 0.005` on one connection: the server's one thread executes commands nearly all
-/// the time while using almost no CPU, and the client waits: "server", seen through
+/// `DEBUG SLEEP 0.005` on two connections (one always queued behind the one sleeping, so the
+/// client's own delays leave no gap): the server's one thread executes commands nearly all the
+/// time while using almost no CPU, and the client waits: "server", seen through
 /// `INFO commandstats`, whatever else the machine is doing.
 fn a_server_busy_with_its_commands_is_the_bottleneck(tool: Tool) {
     let server = RedisServer::start_with(&[("enable-debug-command", "yes")]);
-    let t = run(&tool, &server, &["-c", "1", "-n", "100", "DEBUG", "SLEEP", "0.005"]);
+    let t = run(&tool, &server, &["-c", "2", "-n", "100", "DEBUG", "SLEEP", "0.005"]);
     let b = &t["bottleneck"];
     assert_eq!(b["side"], "server", "{b}");
     let share = t["server_cpu"]["command_share"].as_f64().unwrap();

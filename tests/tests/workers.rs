@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use respbench_tests::{
-    check_json_independently, json_path, respbench, respbench_on, yaml_as_json, RedisServer, Tool,
-};
+use respbench_tests::{check_json_independently, json_path, respbench, yaml_as_json, RedisServer, Tool};
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(60);
@@ -20,15 +18,7 @@ const LEAD: Duration = Duration::from_secs(3);
 
 // The split is the command line's, the same whatever waits for the sockets: the four workers
 // run on two backends, named here rather than through the harness's backend macro.
-#[test]
-fn four_workers_do_what_one_command_says_on_mio() {
-    four_workers_do_what_one_command_says(respbench_on("mio"));
-}
-
-#[test]
-fn four_workers_do_what_one_command_says_on_smol() {
-    four_workers_do_what_one_command_says(respbench_on("smol"));
-}
+respbench_tests::on_every_backend!(four_workers_do_what_one_command_says);
 
 fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
