@@ -437,7 +437,8 @@ impl<'a> Session<'a> {
                 ));
                 total.server_cpu = server_cpu;
             }
-            report_cost_and_rate(&cfg, &entries[entries.len() - 1], backend, self.comparing);
+            let preloadable = preload_case(&cfg, case).is_some();
+            report_cost_and_rate(&cfg, &entries[entries.len() - 1], backend, self.comparing, preloadable);
             if self.step.is_some() {
                 self.rows.push(entries[entries.len() - 1].clone());
             }
@@ -597,7 +598,14 @@ impl<'a> Session<'a> {
 type Ran = (Vec<json::Entry>, Vec<(respbench_core::ConnError, u64)>);
 
 /// Warns on stderr when the client was saturated or an open-loop target was not reached.
-fn report_cost_and_rate(cfg: &Config, total: &json::Entry, backend: Backend, comparing: bool) {
+/// `preloadable`: `--preload` would write what the test reads (a GET).
+fn report_cost_and_rate(
+    cfg: &Config,
+    total: &json::Entry,
+    backend: Backend,
+    comparing: bool,
+    preloadable: bool,
+) {
     let on = if comparing { format!(" ({})", backend.name()) } else { String::new() };
     // The verdict is in the verbose report and the JSON; stderr only hears when the figures
     // measure respbench.
@@ -607,11 +615,11 @@ fn report_cost_and_rate(cfg: &Config, total: &json::Entry, backend: Backend, com
     let s = &total.stats;
     if s.requests > 0 && s.hit_share() < 0.5 {
         eprintln!(
-            "WARNING: {}{on}: {:.1}% of the replies were nil: the keys did not exist, so this measured \
-             misses{}",
+            "WARNING: {}{on}: {:.1}% of the replies were nil: what it read did not exist, so this \
+             measured misses{}",
             total.name,
             (1.0 - s.hit_share()) * 100.0,
-            if cfg.preload { "" } else { " (--preload writes them first)" }
+            if preloadable && !cfg.preload { " (--preload writes the keys first)" } else { "" }
         );
     }
     if let Some(target) = total.target_rps {
