@@ -14,6 +14,7 @@
 //! - [`conn`]: one connection's state machine: handshake, pipelining, reply matching, latency.
 //! - [`stats`]: per-test counts and HdrHistograms, mergeable across connections, threads and runs.
 //! - [`suite`]: redis-benchmark's default tests, byte for byte.
+//! - [`cluster`]: Redis Cluster's key slots (CRC16 and the hash-tag rule), for routing.
 //!
 //! # The drain rule
 //! A backend drives each [`Connection`] like this, reading the clock right after each system call
@@ -40,6 +41,7 @@
 //! `template::check_values`, which the fuzz targets call. This crate's unit tests always have them.
 #![warn(missing_docs)]
 
+pub mod cluster;
 pub mod conn;
 pub mod dist;
 pub mod keys;
