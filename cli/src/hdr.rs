@@ -28,20 +28,8 @@ pub(crate) fn mean(h: &Histogram<u64>) -> f64 {
     sum as f64 / total as f64
 }
 
-/// C's `hdr_value_at_percentile`: the count is rounded to nearest (the crate's
-/// `value_at_quantile` rounds up, which differs for some totals); 0 when empty.
-pub(crate) fn value_at_percentile(h: &Histogram<u64>, percentile: f64) -> u64 {
-    let p = percentile.min(100.0);
-    let wanted = (((p / 100.0) * h.len() as f64) + 0.5) as u64;
-    let wanted = wanted.max(1);
-    let mut c = Cursor::new(h);
-    while c.move_next() {
-        if c.cumulative >= wanted {
-            return if percentile == 0.0 { c.value } else { c.hev };
-        }
-    }
-    0
-}
+/// C's `hdr_value_at_percentile`, in the core: the per-second summaries use it too.
+pub(crate) use respbench_core::stats::value_at_percentile;
 
 /// One line of a distribution.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 use hdrhistogram::Histogram;
 
-use crate::stats::{new_histogram, Stats};
+use crate::stats::{new_histogram, value_at_percentile, Stats};
 use crate::Time;
 
 /// The significant figures of the per-second histograms: 1% is plenty for a time series and
@@ -46,7 +46,8 @@ pub struct Second {
 impl Second {
     /// The summary of a second's histogram and counts.
     pub fn of(s: &Interval) -> Second {
-        let at = |p: f64| if s.latency.is_empty() { 0 } else { s.latency.value_at_quantile(p / 100.0) };
+        // redis-benchmark's (C hdr_histogram's) rule, as the test's own percentiles.
+        let at = |p: f64| value_at_percentile(&s.latency, p);
         Second {
             requests: s.requests,
             errors: s.errors,

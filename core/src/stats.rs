@@ -30,6 +30,24 @@ pub fn new_histogram(sigfig: u8) -> Result<Histogram<u64>, String> {
     Histogram::new_with_bounds(LOWEST_MICROS, HIGHEST_MICROS, sigfig).map_err(|e| format!("{e:?}"))
 }
 
+/// The value at `percentile` (0 to 100) by C hdr_histogram's `hdr_value_at_percentile`, which
+/// redis-benchmark's figures use: the wanted count is rounded to nearest (the crate's
+/// `value_at_quantile` rounds up, which differs for some totals), and the answer is the highest
+/// value equivalent to the bucket that reaches it (its lowest at percentile 0); 0 when empty.
+pub fn value_at_percentile(h: &Histogram<u64>, percentile: f64) -> u64 {
+    let p = percentile.min(100.0);
+    let wanted = ((((p / 100.0) * h.len() as f64) + 0.5) as u64).max(1);
+    let mut cumulative = 0;
+    for v in h.iter_recorded() {
+        cumulative += v.count_at_value();
+        if cumulative >= wanted {
+            let at = v.value_iterated_to();
+            return if percentile == 0.0 { h.lowest_equivalent(at) } else { h.highest_equivalent(at) };
+        }
+    }
+    0
+}
+
 /// Nanoseconds to whole microseconds (rounded to nearest), clamped to the histogram's range.
 fn micros(nanos: u64) -> u64 {
     (nanos.saturating_add(500) / 1_000).min(HIGHEST_MICROS)
