@@ -410,17 +410,21 @@ pub fn idle_footprint(cfg: &Config, before: Footprint) -> String {
 
 /// One numeric field of `INFO section`.
 fn info_field(c: &mut Conn, section: &[u8], field: &str) -> Result<i64, String> {
-    let reply = c.command(&[b"INFO", section]).map_err(|e| e.0)?;
-    let body = match &reply {
-        Value::Bulk(b) | Value::Verbatim { text: b, .. } => text(b),
-        Value::Error(e) | Value::BulkError(e) => return Err(format!("INFO refused: {}", text(e))),
-        other => return Err(format!("INFO replied {other:?}")),
-    };
-    info_number(&body, field).ok_or_else(|| format!("INFO {} has no {field}", text(section)))
+    let body = info(c, section)?;
+    info_value(&body, field).ok_or_else(|| format!("INFO {} has no {field}", text(section)))
 }
 
-/// The number after `field:` on a line of an INFO reply.
-fn info_number(body: &str, field: &str) -> Option<i64> {
+/// The text of `INFO section`; `Err` says why there is none (refused, renamed, not a string).
+pub(crate) fn info(c: &mut Conn, section: &[u8]) -> Result<String, String> {
+    match c.command(&[b"INFO", section]).map_err(|e| e.0)? {
+        Value::Bulk(b) | Value::Verbatim { text: b, .. } => Ok(text(&b)),
+        Value::Error(e) | Value::BulkError(e) => Err(format!("INFO refused: {}", text(&e))),
+        other => Err(format!("INFO replied {other:?}")),
+    }
+}
+
+/// The value after `field:` on a line of an INFO reply, parsed.
+pub(crate) fn info_value<T: std::str::FromStr>(body: &str, field: &str) -> Option<T> {
     body.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')?.trim().parse().ok())
 }
 
@@ -440,8 +444,11 @@ mod tests {
     #[test]
     fn info_numbers_by_exact_field() {
         let body = "# Memory\r\nused_memory_human:1.2M\r\nused_memory:1234567\r\nused_memory_rss:999\r\n";
-        assert_eq!(info_number(body, "used_memory"), Some(1_234_567));
-        assert_eq!(info_number("# Clients\r\nconnected_clients:501\r\n", "connected_clients"), Some(501));
-        assert_eq!(info_number(body, "connected_clients"), None);
+        assert_eq!(info_value::<i64>(body, "used_memory"), Some(1_234_567));
+        assert_eq!(
+            info_value::<i64>("# Clients\r\nconnected_clients:501\r\n", "connected_clients"),
+            Some(501)
+        );
+        assert_eq!(info_value::<i64>(body, "connected_clients"), None);
     }
 }

@@ -12,10 +12,8 @@
 
 use std::time::Instant;
 
-use respbench_core::resp::Value;
-
 use crate::cpu::{ClientCpu, SATURATED};
-use crate::server::{text, Conn};
+use crate::server::{info, info_value, Conn};
 
 /// One reading of the server's CPU counters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -119,8 +117,9 @@ impl Probe {
             match info(c, b"server") {
                 Ok(body) => {
                     p.threaded = threaded(&body);
-                    p.local_pid =
-                        field(&body, "process_id").filter(|_| local).map(|pid| (pid as u64).to_string());
+                    p.local_pid = info_value::<f64>(&body, "process_id")
+                        .filter(|_| local)
+                        .map(|pid| (pid as u64).to_string());
                 }
                 Err(e) => {
                     p.conn = None;
@@ -136,7 +135,7 @@ impl Probe {
     pub fn read(&mut self) -> Option<CpuReading> {
         let c = self.conn.as_mut()?;
         let reading = info(c, b"cpu").and_then(|body| {
-            let f = |k: &str| field(&body, k);
+            let f = |k: &str| info_value::<f64>(&body, k);
             let total = f("used_cpu_sys").zip(f("used_cpu_user")).map(|(s, u)| s + u);
             let main = f("used_cpu_sys_main_thread").zip(f("used_cpu_user_main_thread")).map(|(s, u)| s + u);
             total
@@ -174,18 +173,6 @@ impl Probe {
     }
 }
 
-fn info(c: &mut Conn, section: &[u8]) -> Result<String, String> {
-    match c.command(&[b"INFO", section]).map_err(|e| e.0)? {
-        Value::Bulk(b) | Value::Verbatim { text: b, .. } => Ok(text(&b)),
-        Value::Error(e) | Value::BulkError(e) => Err(format!("INFO refused: {}", text(&e))),
-        other => Err(format!("INFO replied {other:?}")),
-    }
-}
-
-fn field(body: &str, name: &str) -> Option<f64> {
-    body.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse().ok())
-}
-
 /// The run delay of process `pid`'s main thread, in nanoseconds (`/proc/PID/schedstat`).
 fn main_thread_delay(pid: &str) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?.split_whitespace().nth(1)?.parse().ok()
@@ -206,7 +193,7 @@ fn threaded(body: &str) -> Option<String> {
     if body.lines().any(|l| l.starts_with("dragonfly_version:")) {
         return Some("Dragonfly".into());
     }
-    match field(body, "server_threads") {
+    match info_value::<f64>(body, "server_threads") {
         Some(n) if n > 1.0 => return Some(format!("server_threads:{n}")),
         _ => {}
     }
