@@ -12,7 +12,7 @@ use mio::net::{TcpStream, UnixStream};
 use mio::{Events, Interest, Poll, Token};
 use respbench_core::{Outcome, RunError, TestRun, Time};
 use respbench_driver::{
-    on_threads, resolve, Link, Next, Tally, Target, Timers, Tls, Watch, PUBLISH_EVERY, READ_BUF,
+    on_threads, resolve_all, Link, Next, Tally, Target, Timers, Tls, Watch, PUBLISH_EVERY, READ_BUF,
 };
 
 mod timerfd;
@@ -22,8 +22,8 @@ use timerfd::TimerFd;
 /// Runs one test on `run.loops()` event loops and merges what they recorded. `epoch` is the
 /// run's time origin: every loop converts its clock readings against it.
 pub fn run_test(run: &TestRun, tls: Option<&Tls>, epoch: Instant) -> Result<Outcome, RunError> {
-    let target = resolve(&run.endpoint)?;
-    on_threads(run, epoch, |t, start| Loop::new(run, tls, &target, t, epoch, start)?.run())
+    let targets = resolve_all(run)?;
+    on_threads(run, epoch, |t, start| Loop::new(run, tls, &targets, t, epoch, start)?.run())
 }
 
 /// A connected or connecting socket.
@@ -95,13 +95,19 @@ impl Write for Sock {
 
 struct Slot {
     link: Link,
+    /// Its connection's index in the test.
+    index: u64,
     sock: Option<Sock>,
     /// The connect has completed.
     connected: bool,
 }
 
 struct Loop<'a> {
-    target: &'a Target,
+    run: &'a TestRun,
+    /// Each node's address (one without several nodes).
+    targets: &'a [Target],
+    /// Slots to drain next: connections of a client whose router queued requests for them.
+    wakes: Vec<usize>,
     poll: Poll,
     slots: Vec<Slot>,
     tally: Tally,
@@ -116,9 +122,9 @@ struct Loop<'a> {
 
 impl<'a> Loop<'a> {
     fn new(
-        run: &TestRun,
+        run: &'a TestRun,
         tls: Option<&Tls>,
-        target: &'a Target,
+        targets: &'a [Target],
         t: usize,
         epoch: Instant,
         start: Time,
@@ -128,7 +134,7 @@ impl<'a> Loop<'a> {
         let slots: Vec<Slot> = run
             .connections_of(t)
             .into_iter()
-            .map(|i| Slot { link: Link::new(&tally, i), sock: None, connected: false })
+            .map(|i| Slot { link: Link::new(&tally, i), index: i, sock: None, connected: false })
             .collect();
         // Only schedules and deadlines need a timer; closed-loop runs without --timeout or
         // --duration have none.
@@ -137,7 +143,9 @@ impl<'a> Loop<'a> {
             plan.conn.open_loop.is_some() || plan.conn.request_timeout.is_some() || plan.stop.at().is_some();
         let timerfd = if timed { TimerFd::new(&poll).ok() } else { None };
         Ok(Loop {
-            target,
+            run,
+            targets,
+            wakes: Vec::new(),
             poll,
             open: slots.len(),
             timers: Timers::new(slots.len()),
@@ -227,7 +235,8 @@ impl<'a> Loop<'a> {
         let slot = &mut self.slots[i];
         slot.connected = false;
         slot.link.connecting(&self.tally);
-        let opened = Sock::connect(self.target).and_then(|mut sock| {
+        let target = &self.targets[slot.index as usize % self.targets.len()];
+        let opened = Sock::connect(target).and_then(|mut sock| {
             self.poll.registry().register(
                 sock.source(),
                 Token(i),
@@ -237,7 +246,7 @@ impl<'a> Loop<'a> {
         });
         match opened {
             Ok(sock) => slot.sock = Some(sock),
-            Err(e) => slot.link.connect_failed(&e, &self.tally),
+            Err(e) => slot.link.connect_failed(&e),
         }
         self.drain(i);
     }
@@ -256,7 +265,7 @@ impl<'a> Loop<'a> {
                     // that completed the connect; no new edge would tell us.
                 }
                 Ok(false) => return,
-                Err(e) => slot.link.connect_failed(&e, &self.tally),
+                Err(e) => slot.link.connect_failed(&e),
             }
         }
         if slot.connected && (readable || hangup) {
@@ -265,10 +274,22 @@ impl<'a> Loop<'a> {
         self.drain(i);
     }
 
-    /// The drain rule, and what the loop does about its outcome.
+    /// The drain rule on slot `i`, then on the slots of its client it woke.
     fn drain(&mut self, i: usize) {
+        self.drain_one(i);
+        while let Some(j) = self.wakes.pop() {
+            self.drain_one(j);
+        }
+    }
+
+    /// The drain rule, and what the loop does about its outcome.
+    fn drain_one(&mut self, i: usize) {
         let slot = &mut self.slots[i];
-        match slot.link.drain(slot.sock.as_mut(), &mut self.tally) {
+        let next = slot.link.drain(slot.sock.as_mut(), &mut self.tally);
+        for w in slot.link.take_wakes() {
+            self.wakes.push(self.run.position_of(w));
+        }
+        match next {
             Next::Wait { .. } => self.schedule(i),
             Next::Reconnect => {
                 self.close(i);

@@ -21,7 +21,9 @@ use std::task::{Poll, Waker};
 use std::time::Instant;
 
 use respbench_core::{Outcome, RunError, TestRun};
-use respbench_driver::{on_threads, resolve, Link, Next, Tally, Target, Tls, Watch, PUBLISH_EVERY, READ_BUF};
+use respbench_driver::{
+    on_threads, resolve_all, Link, Next, Tally, Target, Tls, Watch, PUBLISH_EVERY, READ_BUF,
+};
 use smol::{future, Async, Executor, Timer};
 
 /// What each executor thread keeps: its tally and one read buffer for whichever task it runs
@@ -43,14 +45,15 @@ fn local<T>(f: impl FnOnce(&mut Local) -> T) -> T {
 /// Runs one test on `run.loops()` executor threads and merges what they recorded. `epoch` is
 /// the run's time origin.
 pub fn run_test(run: &TestRun, tls: Option<&Tls>, epoch: Instant) -> Result<Outcome, RunError> {
-    let target = resolve(&run.endpoint)?;
-    let nudges: Vec<Nudge> = (0..run.clients).map(|_| Nudge::default()).collect();
+    let targets = resolve_all(run)?;
+    let nudges: Vec<Nudge> = (0..run.connections()).map(|_| Nudge::default()).collect();
     // After what its tasks borrow, so that it is dropped first.
     let ex = Executor::new();
     // Every task holds a sender; the channel closes, waking every thread, when the last ends.
     let (alive, all_ended) = smol::channel::bounded::<()>(1);
-    for (i, nudge) in nudges.iter().enumerate() {
-        ex.spawn(connection(&target, i as u64, nudge, alive.clone())).detach();
+    for i in 0..nudges.len() {
+        let target = &targets[i % targets.len()];
+        ex.spawn(connection(target, i as u64, &nudges, alive.clone())).detach();
     }
     drop(alive);
     let watch = Mutex::new(Watch::default());
@@ -149,7 +152,10 @@ enum Woke {
 }
 
 /// One connection's task: connect, then the drain rule until the connection ends.
-async fn connection(target: &Target, index: u64, nudge: &Nudge, _alive: smol::channel::Sender<()>) {
+/// Over several nodes, a client is one task per node; `nudges` wake the tasks of the client's
+/// other nodes when its router queued requests for them.
+async fn connection(target: &Target, index: u64, nudges: &[Nudge], _alive: smol::channel::Sender<()>) {
+    let nudge = &nudges[index as usize];
     let mut link = local(|l| Link::new(&l.tally, index));
     'socket: loop {
         local(|l| link.connecting(&l.tally));
@@ -159,13 +165,18 @@ async fn connection(target: &Target, index: u64, nudge: &Nudge, _alive: smol::ch
                 Some(s)
             }
             Err(e) => {
-                local(|l| link.connect_failed(&e, &l.tally));
+                link.connect_failed(&e);
                 None
             }
         };
         loop {
             let mut writer = sock.as_ref();
             let next = local(|l| link.drain(writer.as_mut(), &mut l.tally));
+            for w in link.take_wakes() {
+                if let Some(n) = nudges.get(w as usize) {
+                    n.nudge();
+                }
+            }
             let write_blocked = match next {
                 Next::Wait { write_blocked } => write_blocked,
                 Next::Reconnect => continue 'socket,

@@ -29,7 +29,7 @@ use io_uring::types::{Fd, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
 use respbench_core::{Outcome, RunError, TestRun, Time};
 use respbench_driver::{
-    on_threads, resolve, Link, Next, Tally, Target, Timers, Tls, Watch, PUBLISH_EVERY, READ_BUF,
+    on_threads, resolve_all, Link, Next, Tally, Target, Timers, Tls, Watch, PUBLISH_EVERY, READ_BUF,
 };
 
 mod setup;
@@ -114,8 +114,8 @@ pub fn run_test(
     uring: &Uring,
     epoch: Instant,
 ) -> Result<Outcome, RunError> {
-    let target = resolve(&run.endpoint)?;
-    on_threads(run, epoch, |t, start| Loop::new(run, tls, &target, uring, t, epoch, start)?.run())
+    let targets = resolve_all(run)?;
+    on_threads(run, epoch, |t, start| Loop::new(run, tls, &targets, uring, t, epoch, start)?.run())
 }
 
 /// The most a connection's send buffer holds (the core encodes 64 KiB ahead at most).
@@ -221,6 +221,8 @@ impl Read for Delivered<'_> {
 
 struct Slot {
     link: Link,
+    /// Its connection's index in the test.
+    index: u64,
     fd: Option<OwnedFd>,
     /// The ring's connect has completed.
     connected: bool,
@@ -240,8 +242,11 @@ struct Loop<'a> {
     ring: IoUring,
     bufs: setup::Bufs,
     uring: &'a Uring,
-    /// Where every socket connects (or why no socket can).
-    addr: Result<sock::Addr, (io::ErrorKind, String)>,
+    /// Where each node's sockets connect (or why none can); one without several nodes.
+    addrs: Vec<Result<sock::Addr, (io::ErrorKind, String)>>,
+    run: &'a TestRun,
+    /// Slots to drain next: connections of a client whose router queued requests for them.
+    wakes: Vec<usize>,
     slots: Vec<Slot>,
     tally: Tally,
     /// Connections not yet ended.
@@ -265,9 +270,9 @@ struct Loop<'a> {
 
 impl<'a> Loop<'a> {
     fn new(
-        run: &TestRun,
+        run: &'a TestRun,
         tls: Option<&Tls>,
-        target: &Target,
+        targets: &[Target],
         uring: &'a Uring,
         t: usize,
         epoch: Instant,
@@ -279,6 +284,7 @@ impl<'a> Loop<'a> {
             .into_iter()
             .map(|i| Slot {
                 link: Link::new(&tally, i),
+                index: i,
                 fd: None,
                 connected: false,
                 gen: 0,
@@ -298,7 +304,9 @@ impl<'a> Loop<'a> {
             ring,
             bufs,
             uring,
-            addr: sock::Addr::of(target).map_err(|e| (e.kind(), e.to_string())),
+            addrs: targets.iter().map(|t| sock::Addr::of(t).map_err(|e| (e.kind(), e.to_string()))).collect(),
+            run,
+            wakes: Vec::new(),
             open: n,
             slots,
             tally,
@@ -494,7 +502,7 @@ impl<'a> Loop<'a> {
             CONNECT => {
                 let slot = &mut self.slots[i];
                 if res < 0 {
-                    slot.link.connect_failed(&io::Error::from_raw_os_error(-res), &self.tally);
+                    slot.link.connect_failed(&io::Error::from_raw_os_error(-res));
                 } else {
                     slot.connected = true;
                     slot.link.connected(&mut self.tally);
@@ -528,7 +536,7 @@ impl<'a> Loop<'a> {
                 let out = &mut slot.out;
                 out.in_flight = 0;
                 if res < 0 {
-                    slot.link.write_failed(&io::Error::from_raw_os_error(-res), &self.tally);
+                    slot.link.write_failed(&io::Error::from_raw_os_error(-res));
                 } else {
                     out.done += res as usize;
                     if out.done == out.buf.len() {
@@ -572,7 +580,7 @@ impl<'a> Loop<'a> {
         let slot = &mut self.slots[i];
         slot.connected = false;
         slot.link.connecting(&self.tally);
-        let opened = match &self.addr {
+        let opened = match &self.addrs[slot.index as usize % self.addrs.len()] {
             Ok(addr) => addr.socket().map(|fd| (fd, addr.ptr(), addr.len())),
             Err((kind, msg)) => Err(io::Error::new(*kind, msg.clone())),
         };
@@ -584,13 +592,21 @@ impl<'a> Loop<'a> {
                 slot.fd = Some(fd);
                 self.push(e);
             }
-            Err(e) => slot.link.connect_failed(&e, &self.tally),
+            Err(e) => slot.link.connect_failed(&e),
         }
         self.drain(i);
     }
 
-    /// The drain rule, and what the loop does about its outcome.
+    /// The drain rule on slot `i`, then on the slots of its client it woke.
     fn drain(&mut self, i: usize) {
+        self.drain_one(i);
+        while let Some(j) = self.wakes.pop() {
+            self.drain_one(j);
+        }
+    }
+
+    /// The drain rule, and what the loop does about its outcome.
+    fn drain_one(&mut self, i: usize) {
         let slot = &mut self.slots[i];
         let next = if slot.connected {
             let mut outbox =
@@ -599,6 +615,9 @@ impl<'a> Loop<'a> {
         } else {
             slot.link.drain(None::<&mut Outbox>, &mut self.tally)
         };
+        for w in slot.link.take_wakes() {
+            self.wakes.push(self.run.position_of(w));
+        }
         match next {
             Next::Wait { write_blocked } => {
                 self.slots[i].write_blocked = write_blocked;

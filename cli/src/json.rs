@@ -415,6 +415,8 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
             .and_then(Value::as_f64)
             .map_or(0, |s| (s * 1e6).round() as u64),
         abandoned: t.get("abandoned_requests").and_then(Value::as_u64).unwrap_or(0),
+        nodes: Vec::new(),
+        redirects: Default::default(),
     };
     let backend = t.get("backend").and_then(Value::as_str).map(str::to_string);
     let target_rps = t.get("target_rps").and_then(Value::as_u64);

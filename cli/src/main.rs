@@ -11,6 +11,7 @@ mod opts;
 #[cfg(feature = "plot")]
 mod plot;
 mod report;
+mod routing;
 mod server;
 #[cfg(feature = "tls")]
 mod tls;
@@ -25,7 +26,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime};
 
 use respbench_core::suite::{custom, default_suite, Selection, TestSpec};
-use respbench_core::template::KeySpace;
+use respbench_core::template::{KeySpace, Template};
 use respbench_core::{
     Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Outcome, Plan, Progress, Stats, Stop, TestRun,
     Time, Workload,
@@ -155,6 +156,19 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
     // Bad test names and mixes are found before connecting.
     let cases = cases(cfg)?;
     let (info, counters) = server::startup(cfg).map_err(|e| e.0)?;
+    // Over several nodes: find them, and how each command is routed, before any test.
+    let mut with_nodes;
+    let cfg = if cfg.cluster || cfg.replicas != opts::Replicas::None {
+        with_nodes = cfg.clone();
+        let templates: Vec<&Template> = cases.iter().flat_map(Case::templates).collect();
+        with_nodes.multi = routing::prepare(cfg, &templates)?;
+        if let Some(m) = &with_nodes.multi {
+            limits::ensure_fds(cfg.clients * m.topology.nodes.len(), cfg.threads.clamp(1, cfg.clients))?;
+        }
+        &with_nodes
+    } else {
+        cfg
+    };
     if !cfg.keepalive {
         eprintln!(
             "WARNING: Keepalive disabled. You probably need 'echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse' \
@@ -669,6 +683,14 @@ struct Case {
 }
 
 impl Case {
+    /// The templates its requests are made from: the test's, or each command of its mix.
+    fn templates(&self) -> Vec<&Template> {
+        match &self.mix {
+            Some((m, _)) => m.templates().iter().collect(),
+            None => vec![&self.spec.template],
+        }
+    }
+
     /// Every title this case reports under.
     fn titles(&self) -> Vec<&str> {
         let mut t: Vec<&str> =
@@ -769,7 +791,7 @@ fn mix_case(cfg: &Config) -> Result<Case, String> {
             )
         })?;
         // A name that selects several tests (ping, lrange) stands for the last: the one it names.
-        let spec = default_suite(&selection, &cfg.values, cfg.keyspace.is_some(), &cfg.key_prefix)
+        let spec = suite(cfg, &selection)
             .pop()
             .ok_or_else(|| format!("invalid value for --mix: {name} selects no test"))?;
         parts.push((spec, *weight));
@@ -819,7 +841,18 @@ fn tests(cfg: &Config) -> Result<Vec<TestSpec>, String> {
         })?,
         None => Selection::all(),
     };
-    Ok(default_suite(&selection, &cfg.values, cfg.keyspace.is_some(), &cfg.key_prefix))
+    Ok(suite(cfg, &selection))
+}
+
+/// The default suite restricted to `selection`; in cluster mode MSET's keys share a hash tag.
+fn suite(cfg: &Config, selection: &Selection) -> Vec<TestSpec> {
+    let mut specs = default_suite(selection, &cfg.values, cfg.keyspace.is_some(), &cfg.key_prefix);
+    if cfg.cluster {
+        for s in specs.iter_mut().filter(|s| s.title.starts_with("MSET")) {
+            *s = respbench_core::suite::cluster_mset(&cfg.values, &cfg.key_prefix);
+        }
+    }
+    specs
 }
 
 /// What every connection of one test (one step) does.
@@ -869,6 +902,7 @@ fn plan(
         connections: cfg.clients as u64,
         measure_from,
         series: !idle && cfg.open.keeps_series(),
+        cluster: cfg.multi.as_ref().and_then(|m| m.cluster(cfg, &case.templates(), &handshake(cfg))),
     })
 }
 

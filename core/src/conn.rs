@@ -6,9 +6,10 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::cluster::{Redirect, Request, Router};
 pub use crate::plan::{Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Plan, Stop, Workload};
 use crate::resp::{Kind, ProtocolError, Reply, ReplyParser};
 use crate::rng::Rng;
@@ -20,6 +21,17 @@ use crate::Time;
 /// Past this many unwritten bytes a connection encodes no more requests until the socket takes
 /// some: deep pipelines of large values (`-P 1000 -d 100000`) stay bounded in memory.
 const OUT_SOFT_CAP: usize = 64 * 1024;
+
+/// The handshake of a socket on `node`: the test's, and `READONLY` for a cluster replica.
+fn handshake_of(plan: &Plan, node: Option<usize>) -> &Handshake {
+    match (&plan.cluster, node) {
+        (Some(c), Some(n)) => c.handshake(n, &plan.conn.handshake),
+        _ => &plan.conn.handshake,
+    }
+}
+
+/// `ASKING`, sent before a request that an `ASK` redirect sent to a slot's importing node.
+const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
 
 /// What makes a connection give up. Error replies (`-ERR …`) are not here: they are counted
 /// outcomes in [`Stats`].
@@ -229,6 +241,24 @@ struct Pending {
     queued: Time,
 }
 
+/// A connection of a client over several nodes: its requests come from the client's router.
+#[derive(Debug)]
+struct Feed {
+    router: Arc<Mutex<Router>>,
+    node: usize,
+    /// The client's first connection's index: node `n`'s is `base + n`.
+    base: u64,
+    /// The requests in flight, in `in_flight`'s order (`None` for an `ASKING`).
+    held: VecDeque<Option<Request>>,
+}
+
+impl Feed {
+    fn lock(&self) -> MutexGuard<'_, Router> {
+        // A poisoned router only means another connection's thread panicked mid-call.
+        self.router.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// One benchmark connection, without its socket.
 ///
 /// Inputs are `handle_*`, outputs `poll_*`; see the crate docs for the order to call them in.
@@ -276,6 +306,8 @@ pub struct Connection {
     backoff: Duration,
     /// The latest time an input brought (for the inputs that bring none).
     last_now: Time,
+    /// Over several nodes: the client's router, which draws this connection's requests.
+    feed: Option<Feed>,
 }
 
 impl fmt::Debug for Connection {
@@ -298,6 +330,12 @@ impl Connection {
         let mix_rng = Rng::for_stream(plan.seed ^ 0x0000_0000_3a1c_e5ed, index);
         let cap = plan.conn.pipeline as usize;
         let interval = plan.conn.open_loop.map_or(Duration::MAX, |ol| ol.interval(plan.connections));
+        let feed = plan.cluster.as_ref().and_then(|c| {
+            let nodes = c.len() as u64;
+            let client = index / nodes;
+            let router = c.router(&plan, client)?;
+            Some(Feed { router, node: (index % nodes) as usize, base: client * nodes, held: VecDeque::new() })
+        });
         Connection {
             plan,
             index,
@@ -326,6 +364,32 @@ impl Connection {
             down_until: Time::MAX,
             backoff: Duration::ZERO,
             last_now: Time::ZERO,
+            feed,
+        }
+    }
+
+    /// Over several nodes: the connections of this client that must be drained now (requests
+    /// were queued for their nodes, or the client is done), by index, this one left out.
+    pub fn take_wakes(&mut self) -> Vec<u64> {
+        let Some(feed) = &self.feed else { return Vec::new() };
+        let me = feed.node;
+        let base = feed.base;
+        let wakes = feed.lock().take_wakes();
+        wakes.into_iter().filter(|&n| n != me).map(|n| base + n as u64).collect()
+    }
+
+    /// Which node this connection is on (0 without several).
+    fn node(&self) -> Option<usize> {
+        self.feed.as_ref().map(|f| f.node)
+    }
+
+    /// The handshake went through at `now`.
+    fn ready(&mut self, now: Time) {
+        self.ready_at = now;
+        self.backoff = Duration::ZERO;
+        self.events.push_back(Event::Ready);
+        if let Some(f) = &self.feed {
+            f.lock().node_up(&self.plan, f.node, now);
         }
     }
 
@@ -368,17 +432,19 @@ impl Connection {
         self.connected_at = now;
         self.replies = 0;
         self.only_errors = true;
-        let hs = &self.plan.conn.handshake;
+        let plan = Arc::clone(&self.plan);
+        let hs = handshake_of(&plan, self.node());
         self.out.extend_from_slice(hs.bytes());
         self.encoded = hs.bytes().len() as u64;
         self.handshake_left = hs.len();
         self.ready_at = Time::MAX;
-        if self.handshake_left == 0 {
-            self.ready_at = now;
-            self.backoff = Duration::ZERO;
-            self.events.push_back(Event::Ready);
+        if let Some(f) = &mut self.feed {
+            f.held.clear();
         }
-        if self.plan.conn.open_loop.is_some() && self.next_due == Time::MAX {
+        if self.handshake_left == 0 {
+            self.ready(now);
+        }
+        if plan.conn.open_loop.is_some() && self.next_due == Time::MAX && self.feed.is_none() {
             // Spread the connections' first arrivals over one interval.
             let n = self.plan.connections.max(1);
             let interval = u64::try_from(self.interval.as_nanos()).unwrap_or(u64::MAX);
@@ -496,7 +562,10 @@ impl Connection {
             // Ended, failed or waiting for a new socket: what was unwritten is moot.
             return None;
         }
-        if !self.plan.conn.idle {
+        if self.plan.conn.idle {
+        } else if self.feed.is_some() {
+            self.fill_routed(now);
+        } else {
             self.fill(now);
         }
         if self.out_pos < self.out.len() {
@@ -534,6 +603,10 @@ impl Connection {
             earliest(stop.at());
         } else if self.busy() {
             earliest(stop.abandon_at());
+        }
+        if let (Some(feed), false) = (&self.feed, self.plan.conn.idle || self.stop_seen) {
+            earliest(feed.lock().timeout(&self.plan, feed.node));
+            return next;
         }
         if self.plan.conn.idle || self.plan.conn.open_loop.is_none() || self.stop_seen {
             return next;
@@ -669,16 +742,15 @@ impl Connection {
         self.replies += 1;
         self.only_errors &= reply.is_error();
         if self.handshake_left > 0 {
-            let hs = &self.plan.conn.handshake;
+            let plan = Arc::clone(&self.plan);
+            let hs = handshake_of(&plan, self.node());
             let command = hs.commands[hs.len() - self.handshake_left];
             self.handshake_left -= 1;
             if reply.is_error() {
                 let message = String::from_utf8_lossy(self.parser.error_message()).into_owned();
                 self.fail(ConnError::Handshake { command, message });
             } else if self.handshake_left == 0 {
-                self.ready_at = now;
-                self.backoff = Duration::ZERO;
-                self.events.push_back(Event::Ready);
+                self.ready(now);
             }
             return;
         }
@@ -701,6 +773,10 @@ impl Connection {
         } else {
             now
         };
+        if self.feed.is_some() {
+            self.on_routed_reply(p, sent, reply, now, stats);
+            return;
+        }
         if now < self.plan.measure_from {
             // Warmup: the request happened, its figures are discarded.
             return;
@@ -713,12 +789,111 @@ impl Connection {
         }
     }
 
+    /// The reply to a request of a client over several nodes: a redirect goes back to the
+    /// router; anything else completes the request, timed from its first send.
+    fn on_routed_reply(&mut self, p: Pending, sent: Time, reply: Reply, now: Time, stats: &mut Stats) {
+        let Some(feed) = &mut self.feed else { return };
+        let held = feed.held.pop_front().flatten();
+        let Some(mut req) = held else { return }; // ASKING's +OK
+        req.first_sent = req.first_sent.min(sent);
+        let node = feed.node;
+        let plan = Arc::clone(&self.plan);
+        let Some(cluster) = plan.cluster.as_ref() else { return };
+        let mut router = feed.lock();
+        let mut message = None;
+        if reply.is_error() {
+            let m = self.parser.error_message();
+            if let Some(kind) = Redirect::of(m) {
+                kind.count(&mut stats.redirects);
+                if let Some(n) = stats.nodes.get_mut(node) {
+                    kind.count(&mut n.redirects);
+                }
+                match router.redirect(cluster, node, req, kind, m, now) {
+                    Ok(()) => return,
+                    Err((r, _)) => req = r,
+                }
+            }
+            message = Some(self.parser.error_message());
+        }
+        if now >= plan.measure_from {
+            let first = req.first_sent;
+            let start = if p.intended == Time::MAX { first } else { p.intended.min(first) };
+            let (latency, service) = (now.nanos_since(start), now.nanos_since(first));
+            stats.record_request(p.part as usize, latency, service, message, now);
+            stats.record_node(node, latency, service, message, now);
+            if reply.kind == Kind::Null {
+                stats.record_nil(p.part as usize);
+                if let Some(n) = stats.nodes.get_mut(node) {
+                    n.nils += 1;
+                }
+            }
+        }
+        router.finish(req);
+    }
+
+    /// A client over several nodes: takes this node's requests from the router, which draws
+    /// the client's next ones first.
+    fn fill_routed(&mut self, now: Time) {
+        let plan = Arc::clone(&self.plan);
+        let stopped = self.see_stop(now);
+        let Some(feed) = &mut self.feed else { return };
+        let Some(cluster) = plan.cluster.as_ref() else { return };
+        let mut router = feed.router.lock().unwrap_or_else(|e| e.into_inner());
+        if stopped {
+            // Drawn and not yet sent: the test is over, they are not sent.
+            router.drop_queued();
+            router.wake_all();
+            return;
+        }
+        router.draw(&plan, cluster, now);
+        while self.out.len() - self.out_pos < OUT_SOFT_CAP {
+            let Some(req) = router.take(feed.node, now) else { break };
+            if self.out_pos > OUT_SOFT_CAP {
+                self.out.drain(..self.out_pos);
+                self.out_pos = 0;
+            }
+            if req.asking {
+                self.out.extend_from_slice(ASKING);
+                self.encoded += ASKING.len() as u64;
+                self.in_flight.push_back(Pending {
+                    end: self.encoded,
+                    sent: Time::MAX,
+                    intended: Time::MAX,
+                    part: 0,
+                    queued: now,
+                });
+                feed.held.push_back(None);
+            }
+            self.out.extend_from_slice(&req.bytes);
+            self.encoded += req.bytes.len() as u64;
+            self.in_flight.push_back(Pending {
+                end: self.encoded,
+                sent: Time::MAX,
+                intended: req.intended,
+                part: req.part,
+                queued: req.queued,
+            });
+            feed.held.push_back(Some(req));
+        }
+    }
+
     /// Emits `Finished` or `Reconnect` when the connection has nothing left to do.
     fn check_done(&mut self, now: Time) {
         if self.state != State::Open || self.busy() || self.credits > 0 {
             return;
         }
         let stopped = self.see_stop(now);
+        if let (Some(feed), false) = (&self.feed, self.plan.conn.idle) {
+            // Done only with the client: a request of another node may be redirected here.
+            let mut router = feed.lock();
+            if router.is_done(&self.plan, stopped) {
+                router.wake_all();
+                drop(router);
+                self.state = State::Finished;
+                self.events.push_back(Event::Finished);
+            }
+            return;
+        }
         if self.plan.conn.idle {
             // Idle connections only wait for the stop.
             if stopped {
@@ -745,6 +920,17 @@ impl Connection {
     fn fail(&mut self, e: ConnError) {
         // A refused handshake is the user's (a wrong password): it stays fatal.
         let recoverable = !matches!(e, ConnError::Handshake { .. });
+        if let Some(feed) = &mut self.feed {
+            // Its requests are lost (counted as they are without a cluster); the router sends
+            // what it queued for this node elsewhere.
+            let lost: Vec<Request> = feed.held.drain(..).flatten().collect();
+            let plan = Arc::clone(&self.plan);
+            if let Some(c) = plan.cluster.as_ref() {
+                let mut router = feed.router.lock().unwrap_or_else(|e| e.into_inner());
+                router.node_down(c, feed.node, lost.into_iter());
+                router.wake_all();
+            }
+        }
         if let (Some(b), true) = (self.plan.conn.reconnect, recoverable) {
             let lost = self.in_flight.len();
             self.in_flight.clear();
@@ -800,6 +986,7 @@ mod tests {
             connections: 1,
             measure_from: Time::ZERO,
             series: false,
+            cluster: None,
         };
         Connection::new(Arc::new(plan), 0)
     }
@@ -826,6 +1013,7 @@ mod tests {
             connections: 1,
             measure_from: Time::ZERO,
             series: false,
+            cluster: None,
         })
     }
 

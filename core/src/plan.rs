@@ -148,7 +148,7 @@ impl Handshake {
         h
     }
 
-    fn push(&mut self, name: &'static str, args: &[&[u8]]) {
+    pub(crate) fn push(&mut self, name: &'static str, args: &[&[u8]]) {
         encode_command(args, &mut self.bytes);
         self.commands.push(name);
     }
@@ -318,6 +318,9 @@ pub struct Plan {
     pub measure_from: Time,
     /// Keep a per-second time series (see [`Stats::series`]).
     pub series: bool,
+    /// Several nodes (`--cluster`, replicas): connection `i` is client `i / nodes` on node
+    /// `i % nodes`, and the client's router sends each request to its node.
+    pub cluster: Option<crate::cluster::Cluster>,
 }
 
 impl Plan {
@@ -332,6 +335,14 @@ impl Plan {
         if let Some(m) = &self.workload.mix {
             stats = stats.with_parts(m.len())?;
         }
+        if let Some(c) = &self.cluster {
+            stats = stats.with_nodes(c.len())?;
+        }
         Ok(stats)
+    }
+
+    /// How many connections each client opens: one per node, or one.
+    pub fn nodes(&self) -> usize {
+        self.cluster.as_ref().map_or(1, |c| c.len())
     }
 }

@@ -341,6 +341,7 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
         connections: 1,
         measure_from: Time::ZERO,
         series: false,
+        cluster: None,
     });
     // One significant figure: latencies are not checked here, and small histograms keep the
     // fuzzer fast (a 3-figure one is ~360 KB to allocate and zero per input).
@@ -512,6 +513,7 @@ mod tests {
             connections: 4,
             measure_from: Time::ZERO,
             series: false,
+            cluster: None,
         })
     }
 

@@ -4,6 +4,7 @@
 //! connection would cost ~150 KB each, too much at `-c 10000`). Loops and processes combine
 //! theirs with [`Stats::merge`], which is exact: histograms add bucket by bucket.
 
+use crate::cluster::Redirects;
 use hdrhistogram::Histogram;
 
 use crate::resp::error_prefix;
@@ -168,6 +169,13 @@ pub struct Stats {
     /// Requests still unanswered when the test's stop and its grace had passed: abandoned, so
     /// not in the latencies (which would otherwise hide the slowest requests).
     pub abandoned: u64,
+    /// Over several nodes (`--cluster`, replicas): the stats of each node, in the order of
+    /// [`crate::cluster::Cluster::nodes`] (themselves without nodes or parts); empty otherwise.
+    /// A request counts at the node that answered it.
+    pub nodes: Vec<Stats>,
+    /// Redirects and retries (`MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`), counted at the node
+    /// that sent them; not completed requests.
+    pub redirects: Redirects,
 }
 
 /// How long connections took to become usable, by phase, in microseconds: one value per
@@ -271,7 +279,35 @@ impl Stats {
             lost: 0,
             downtime_micros: 0,
             abandoned: 0,
+            nodes: Vec::new(),
+            redirects: Redirects::default(),
         })
+    }
+
+    /// Keeps separate stats for each of `n` nodes (each request also counted in the total).
+    pub fn with_nodes(mut self, n: usize) -> Result<Stats, String> {
+        let sigfig = self.latency.sigfig();
+        let open_loop = self.service.is_some();
+        self.nodes = (0..n).map(|_| Stats::new(self.start, sigfig, open_loop)).collect::<Result<_, _>>()?;
+        Ok(self)
+    }
+
+    /// Records a request of node `node` in its own stats (see [`Stats::record_request`]; the
+    /// total is recorded apart).
+    pub fn record_node(
+        &mut self,
+        node: usize,
+        latency_nanos: u64,
+        service_nanos: u64,
+        error: Option<&[u8]>,
+        now: Time,
+    ) {
+        if let Some(n) = self.nodes.get_mut(node) {
+            n.record(latency_nanos, service_nanos, now);
+            if let Some(message) = error {
+                n.errors.record(message);
+            }
+        }
     }
 
     /// Keeps a per-second time series from `start` on.
@@ -425,6 +461,21 @@ impl Stats {
             }
             for (a, b) in self.series[theirs..].iter_mut().zip(&other.series) {
                 a.merge(b);
+            }
+        }
+        self.redirects.merge(&other.redirects);
+        if self.nodes.is_empty() {
+            self.nodes = other.nodes.clone();
+        } else if !other.nodes.is_empty() {
+            if self.nodes.len() != other.nodes.len() {
+                return Err(format!(
+                    "node lists differ: {} nodes and {}",
+                    self.nodes.len(),
+                    other.nodes.len()
+                ));
+            }
+            for (a, b) in self.nodes.iter_mut().zip(&other.nodes) {
+                a.merge(b)?;
             }
         }
         if self.parts.is_empty() {

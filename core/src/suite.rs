@@ -193,6 +193,25 @@ pub fn default_suite(
     tests
 }
 
+/// The default suite's MSET for Redis Cluster: its ten keys are redis-benchmark's cluster
+/// names, `key:{tag}:__rand_int__`, so that one request's keys share a slot (the router fills
+/// the tag from the first key's slot; see [`crate::cluster`]).
+pub fn cluster_mset(values: &ValueSize, key_prefix: &str) -> TestSpec {
+    let shared = Values::new(values);
+    let key = [key_prefix.as_bytes(), b"key:{tag}:__rand_int__"].concat();
+    let mut args: Vec<Arg> = vec![Arg::Bytes(b"MSET")];
+    for _ in 0..10 {
+        args.push(Arg::Bytes(&key));
+        args.push(Arg::Value);
+    }
+    TestSpec {
+        title: "MSET (10 keys)".to_string(),
+        template: Template::with_values(&args, &shared),
+        payload_bytes: values.max(),
+        connection_per_request: false,
+    }
+}
+
 /// A custom command given after the options: its title is the arguments joined by spaces and its
 /// "bytes payload" the encoded request's length, as in redis-benchmark.
 pub fn custom(args: &[Vec<u8>]) -> TestSpec {

@@ -81,6 +81,7 @@ fn run(rate: f64, length: Duration) -> (sim::SimResult, isize) {
         connections: 2,
         measure_from: Time::ZERO,
         series: true,
+        cluster: None,
     });
     let server = FakeServer { parallel: true, ..FakeServer::new(b"$-1\r\n", Duration::from_micros(100)) };
     let before = reset_peak();

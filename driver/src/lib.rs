@@ -68,6 +68,15 @@ pub fn resolve(endpoint: &Endpoint) -> Result<Target, RunError> {
     }
 }
 
+/// Every node's address resolved once (one, [`TestRun::endpoint`], without several nodes):
+/// connection `i` goes to `targets[i % targets.len()]`.
+pub fn resolve_all(run: &TestRun) -> Result<Vec<Target>, RunError> {
+    match &run.plan.cluster {
+        Some(c) => c.nodes.iter().map(|n| resolve(&n.endpoint)).collect(),
+        None => Ok(vec![resolve(&run.endpoint)?]),
+    }
+}
+
 /// Runs `each` for every event loop of `run` on a thread of its own (`each(t, start)` for loop
 /// `t`; `start` is the test's start, the same for all) and merges what they recorded.
 pub fn on_threads<F>(run: &TestRun, epoch: Instant, each: F) -> Result<Outcome, RunError>
@@ -280,6 +289,8 @@ struct Phases {
 #[derive(Debug)]
 pub struct Link {
     conn: Connection,
+    /// Where the socket goes, for error messages.
+    endpoint: Endpoint,
     layer: Layer,
     /// Counted in the run's `Progress::live`.
     live: bool,
@@ -293,11 +304,18 @@ impl Link {
     pub fn new(tally: &Tally, index: u64) -> Link {
         Link {
             conn: Connection::new(tally.run.plan.clone(), index),
+            endpoint: tally.run.endpoint_of(index).clone(),
             layer: Layer::default(),
             live: false,
             up: false,
             phases: Phases { down: Time::MAX, ..Phases::default() },
         }
+    }
+
+    /// Over several nodes: the connections of this one's client that must be drained now, by
+    /// index (see [`Connection::take_wakes`]); none without.
+    pub fn take_wakes(&mut self) -> Vec<u64> {
+        self.conn.take_wakes()
     }
 
     /// A connect is about to start (its setup time counts from here).
@@ -314,7 +332,7 @@ impl Link {
         if let Some(t) = &tally.tls {
             match tls::Session::new(t) {
                 Ok(s) => self.layer = Layer::Tls(s),
-                Err(e) => self.conn.handle_io_error(IoFailure::new(IoOp::Tls, &tally.run.endpoint, &e)),
+                Err(e) => self.conn.handle_io_error(IoFailure::new(IoOp::Tls, &self.endpoint, &e)),
             }
             return;
         }
@@ -328,15 +346,15 @@ impl Link {
     }
 
     /// Opening the socket failed (resolving, connecting, registering it).
-    pub fn connect_failed(&mut self, e: &io::Error, tally: &Tally) {
+    pub fn connect_failed(&mut self, e: &io::Error) {
         self.up = false;
-        self.conn.handle_io_error(IoFailure::new(IoOp::Connect, &tally.run.endpoint, e));
+        self.conn.handle_io_error(IoFailure::new(IoOp::Connect, &self.endpoint, e));
     }
 
     /// A send that the socket had taken failed later: a completion-based backend accepts bytes
     /// into its own buffer and learns the outcome of the send when it completes.
-    pub fn write_failed(&mut self, e: &io::Error, tally: &Tally) {
-        self.conn.handle_io_error(IoFailure::new(IoOp::Write, &tally.run.endpoint, e));
+    pub fn write_failed(&mut self, e: &io::Error) {
+        self.conn.handle_io_error(IoFailure::new(IoOp::Write, &self.endpoint, e));
     }
 
     /// The socket is gone (closed for a reconnect).
@@ -361,7 +379,7 @@ impl Link {
                     } else {
                         let e =
                             io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection");
-                        self.conn.handle_io_error(IoFailure::new(IoOp::Tls, &tally.run.endpoint, &e));
+                        self.conn.handle_io_error(IoFailure::new(IoOp::Tls, &self.endpoint, &e));
                     }
                     return;
                 }
@@ -378,7 +396,7 @@ impl Link {
                 Err(e) => {
                     // The TLS handshake's, while the byte stream is not up yet.
                     let op = if self.up { IoOp::Read } else { IoOp::Tls };
-                    self.conn.handle_io_error(IoFailure::new(op, &tally.run.endpoint, &e));
+                    self.conn.handle_io_error(IoFailure::new(op, &self.endpoint, &e));
                     return;
                 }
             }
@@ -457,7 +475,7 @@ impl Link {
             Ok(true) => return true,
             Ok(false) => {}
             Err(e) => {
-                self.conn.handle_io_error(IoFailure::new(IoOp::Write, &tally.run.endpoint, &e));
+                self.conn.handle_io_error(IoFailure::new(IoOp::Write, &self.endpoint, &e));
                 return false;
             }
         }
@@ -481,7 +499,7 @@ impl Link {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.conn.handle_io_error(IoFailure::new(IoOp::Write, &tally.run.endpoint, &e));
+                    self.conn.handle_io_error(IoFailure::new(IoOp::Write, &self.endpoint, &e));
                     return false;
                 }
             }

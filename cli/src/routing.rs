@@ -1,0 +1,179 @@
+//! Requests over several nodes, as the command line sets them up: the topology found at startup
+//! (`topology.rs`), how each command is routed (respbench's table, else the server's
+//! `COMMAND INFO`), and the core's [`Cluster`] for each test.
+
+use std::sync::Arc;
+
+use respbench_core::cluster::{Cluster, Node, Reads, Route, TAG_PLACEHOLDER};
+use respbench_core::resp::Value;
+use respbench_core::template::Template;
+use respbench_core::{Endpoint, Handshake};
+
+use crate::opts::{Config, Rfr};
+use crate::server::Conn;
+use crate::topology::{self, Topology};
+
+/// What every test of a run over several nodes shares: the nodes and the routes of the
+/// commands the server had to be asked about.
+#[derive(Debug)]
+pub struct Multi {
+    /// The nodes found at startup.
+    pub topology: Topology,
+    /// Routes from `COMMAND INFO`, by upper-case command name.
+    routes: Vec<(Vec<u8>, Route)>,
+}
+
+impl Multi {
+    /// The route of `template`'s command.
+    fn route(&self, template: &Template) -> Route {
+        let Some((name, argc)) = Route::command_of(template.as_bytes()) else {
+            // Inline (PING_INLINE): no key.
+            return Route { keys: vec![], write: false };
+        };
+        let upper = name.to_ascii_uppercase();
+        Route::builtin(&upper, argc)
+            .or_else(|| self.routes.iter().find(|(n, _)| *n == upper).map(|(_, r)| r.clone()))
+            .unwrap_or(Route { keys: vec![], write: true })
+    }
+
+    /// The core's view of the nodes for one test of `clients` clients: connections to every
+    /// node, the slot map, where reads go, and the route of each of `templates`.
+    pub fn cluster(&self, cfg: &Config, templates: &[&Template], handshake: &Handshake) -> Option<Cluster> {
+        let nodes = self
+            .topology
+            .nodes
+            .iter()
+            .map(|n| Node { endpoint: n.endpoint.clone(), primary: n.primary, primary_index: n.primary_index })
+            .collect();
+        let reads = match cfg.rfr {
+            Rfr::No => Reads::Primary,
+            Rfr::Yes => Reads::Replicas,
+            Rfr::All => Reads::Both,
+        };
+        let routes = templates.iter().map(|t| self.route(t)).collect();
+        let owners = topology::slot_owners(&self.topology);
+        Cluster::new(nodes, owners, cfg.cluster, reads, routes, cfg.clients, handshake).ok()
+    }
+}
+
+/// Finds the nodes (`--cluster`: the cluster's; `--replicas`, `--replica`: the primary's
+/// replicas) and the routes of `templates`' commands; `None` for a run against one server.
+pub fn prepare(cfg: &Config, templates: &[&Template]) -> Result<Option<Arc<Multi>>, String> {
+    let topology = if cfg.cluster {
+        topology::discover_cluster(cfg).map_err(|e| e.0)?
+    } else if cfg.replicas != crate::opts::Replicas::None {
+        topology::discover_replicas(cfg).map_err(|e| e.0)?
+    } else {
+        return Ok(None);
+    };
+    topology::check_reachable(cfg, &topology).map_err(|e| e.0)?;
+    if cfg.rfr != Rfr::No && topology.nodes.iter().all(|n| n.primary) {
+        return Err(format!("--rfr {}: {} has no replicas", cfg.rfr.name(), cfg.endpoint));
+    }
+    let mut multi = Multi { topology, routes: Vec::new() };
+    let mut conn = None;
+    for t in templates {
+        let Some((name, argc)) = Route::command_of(t.as_bytes()) else { continue };
+        let upper = name.to_ascii_uppercase();
+        if Route::builtin(&upper, argc).is_some() || multi.routes.iter().any(|(n, _)| *n == upper) {
+            continue;
+        }
+        if conn.is_none() {
+            conn = Some(Conn::authenticated(cfg).map_err(|e| e.0)?);
+        }
+        let c = conn.as_mut().expect("set above");
+        let route = command_info(c, &name, argc)?;
+        multi.routes.push((upper, route));
+    }
+    for t in templates {
+        check_keys(&multi.route(t), t, cfg.cluster)?;
+    }
+    Ok(Some(Arc::new(multi)))
+}
+
+/// `COMMAND INFO name`: its key positions and whether it writes.
+fn command_info(c: &mut Conn, name: &[u8], argc: usize) -> Result<Route, String> {
+    let shown = String::from_utf8_lossy(name).into_owned();
+    let reply = c.command(&[b"COMMAND", b"INFO", name]).map_err(|e| e.0)?;
+    let fail = |why: &str| {
+        format!(
+            "cannot tell which arguments of {shown} are keys: {why}; respbench routes only commands \
+             whose keys it knows"
+        )
+    };
+    let entry = match reply {
+        Value::Array(mut a) if !a.is_empty() => a.swap_remove(0),
+        Value::Error(e) => return Err(fail(&format!("COMMAND INFO failed: {}", String::from_utf8_lossy(&e)))),
+        _ => return Err(fail("COMMAND INFO gave no answer")),
+    };
+    let Value::Array(fields) = entry else { return Err(fail("the server does not know the command")) };
+    let int = |i: usize| match fields.get(i) {
+        Some(Value::Integer(n)) => Some(*n),
+        _ => None,
+    };
+    let flags: Vec<Vec<u8>> = match fields.get(2) {
+        Some(Value::Array(f)) | Some(Value::Set(f)) => f
+            .iter()
+            .filter_map(|v| match v {
+                Value::Simple(s) | Value::Bulk(s) => Some(s.to_ascii_lowercase()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    if flags.iter().any(|f| f == b"movablekeys") {
+        return Err(fail("its keys move with its arguments (movablekeys)"));
+    }
+    let (Some(first), Some(last), Some(step)) = (int(3), int(4), int(5)) else {
+        return Err(fail("COMMAND INFO has no key positions"));
+    };
+    let write = flags.iter().any(|f| f == b"write");
+    Ok(Route::from_command_info(first, last, step, write, argc))
+}
+
+/// Refuses a command whose keys would span slots (CROSSSLOT at every request): several key
+/// arguments, one of them drawn (`__rand_int__`) with no hash tag, or literal keys in
+/// different slots.
+fn check_keys(route: &Route, t: &Template, cluster: bool) -> Result<(), String> {
+    if !cluster || route.keys.len() < 2 {
+        return Ok(());
+    }
+    let bytes = t.as_bytes();
+    let args: Vec<&[u8]> =
+        route.keys.iter().filter_map(|&k| respbench_core::cluster::resp_arg(bytes, k)).map(|r| &bytes[r]).collect();
+    let drawn = |a: &[u8]| a.windows(12).any(|w| w == b"__rand_int__");
+    let tagged = |a: &[u8]| a.windows(TAG_PLACEHOLDER.len()).any(|w| w == TAG_PLACEHOLDER) || {
+        let tag = respbench_core::cluster::hash_tag(a);
+        tag.len() < a.len() && !drawn(tag)
+    };
+    let name = Route::command_of(bytes).map(|(n, _)| String::from_utf8_lossy(&n).into_owned()).unwrap_or_default();
+    if args.iter().any(|a| drawn(a) && !tagged(a)) {
+        return Err(format!(
+            "{name}: its keys span slots (__rand_int__ in several keys, no hash tag), which a cluster \
+             refuses (CROSSSLOT): put the keys under one tag, e.g. key:{{tag}}:__rand_int__ (respbench \
+             fills {{tag}} with the slot of the first key) or {{user1}}:a"
+        ));
+    }
+    let slots: Vec<u16> = args
+        .iter()
+        .filter(|a| !drawn(a))
+        .map(|a| respbench_core::cluster::key_slot(a))
+        .collect();
+    if slots.windows(2).any(|w| w[0] != w[1]) {
+        return Err(format!(
+            "{name}: its keys are in different slots, which a cluster refuses (CROSSSLOT): put them \
+             under one hash tag, e.g. {{user1}}:a {{user1}}:b"
+        ));
+    }
+    Ok(())
+}
+
+/// Each node's line for the report header: address, role, slots.
+pub fn describe(multi: &Multi) -> String {
+    topology::describe(&multi.topology)
+}
+
+/// The address of a node as reports show it.
+pub fn address(e: &Endpoint) -> String {
+    e.to_string()
+}
