@@ -43,7 +43,11 @@ impl Multi {
             .topology
             .nodes
             .iter()
-            .map(|n| Node { endpoint: n.endpoint.clone(), primary: n.primary, primary_index: n.primary_index })
+            .map(|n| Node {
+                endpoint: n.endpoint.clone(),
+                primary: n.primary,
+                primary_index: n.primary_index,
+            })
             .collect();
         let reads = match cfg.rfr {
             Rfr::No => Reads::Primary,
@@ -103,7 +107,9 @@ fn command_info(c: &mut Conn, name: &[u8], argc: usize) -> Result<Route, String>
     };
     let entry = match reply {
         Value::Array(mut a) if !a.is_empty() => a.swap_remove(0),
-        Value::Error(e) => return Err(fail(&format!("COMMAND INFO failed: {}", String::from_utf8_lossy(&e)))),
+        Value::Error(e) => {
+            return Err(fail(&format!("COMMAND INFO failed: {}", String::from_utf8_lossy(&e))))
+        }
         _ => return Err(fail("COMMAND INFO gave no answer")),
     };
     let Value::Array(fields) = entry else { return Err(fail("the server does not know the command")) };
@@ -139,14 +145,21 @@ fn check_keys(route: &Route, t: &Template, cluster: bool) -> Result<(), String> 
         return Ok(());
     }
     let bytes = t.as_bytes();
-    let args: Vec<&[u8]> =
-        route.keys.iter().filter_map(|&k| respbench_core::cluster::resp_arg(bytes, k)).map(|r| &bytes[r]).collect();
+    let args: Vec<&[u8]> = route
+        .keys
+        .iter()
+        .filter_map(|&k| respbench_core::cluster::resp_arg(bytes, k))
+        .map(|r| &bytes[r])
+        .collect();
     let drawn = |a: &[u8]| a.windows(12).any(|w| w == b"__rand_int__");
-    let tagged = |a: &[u8]| a.windows(TAG_PLACEHOLDER.len()).any(|w| w == TAG_PLACEHOLDER) || {
-        let tag = respbench_core::cluster::hash_tag(a);
-        tag.len() < a.len() && !drawn(tag)
+    let tagged = |a: &[u8]| {
+        a.windows(TAG_PLACEHOLDER.len()).any(|w| w == TAG_PLACEHOLDER) || {
+            let tag = respbench_core::cluster::hash_tag(a);
+            tag.len() < a.len() && !drawn(tag)
+        }
     };
-    let name = Route::command_of(bytes).map(|(n, _)| String::from_utf8_lossy(&n).into_owned()).unwrap_or_default();
+    let name =
+        Route::command_of(bytes).map(|(n, _)| String::from_utf8_lossy(&n).into_owned()).unwrap_or_default();
     if args.iter().any(|a| drawn(a) && !tagged(a)) {
         return Err(format!(
             "{name}: its keys span slots (__rand_int__ in several keys, no hash tag), which a cluster \
@@ -154,11 +167,8 @@ fn check_keys(route: &Route, t: &Template, cluster: bool) -> Result<(), String> 
              fills {{tag}} with the slot of the first key) or {{user1}}:a"
         ));
     }
-    let slots: Vec<u16> = args
-        .iter()
-        .filter(|a| !drawn(a))
-        .map(|a| respbench_core::cluster::key_slot(a))
-        .collect();
+    let slots: Vec<u16> =
+        args.iter().filter(|a| !drawn(a)).map(|a| respbench_core::cluster::key_slot(a)).collect();
     if slots.windows(2).any(|w| w[0] != w[1]) {
         return Err(format!(
             "{name}: its keys are in different slots, which a cluster refuses (CROSSSLOT): put them \

@@ -875,3 +875,177 @@ mod tests {
         }
     }
 }
+
+/// Clients over two nodes driven by hand: routing by slot, `MOVED` and `ASK` followed, the
+/// budget exact, a redirected request timed from its first send.
+#[cfg(test)]
+mod routing_tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::conn::{Connection, Event};
+    use crate::plan::{Budget, ConnConfig, Stop, Workload};
+    use crate::stats::Stats;
+    use crate::template::{KeySpace, Template};
+
+    fn node(port: u16) -> Node {
+        Node {
+            endpoint: Endpoint::Tcp { host: "127.0.0.1".into(), port },
+            primary: true,
+            primary_index: None,
+        }
+    }
+
+    /// A test of `n` GETs of random keys by one client with window `pipeline`, node 0 owning
+    /// slots below 8192 and node 1 the rest.
+    fn plan(n: u64, pipeline: u32) -> Arc<Plan> {
+        let owners = (0..SLOTS).map(|s| u16::from(s >= 8192)).collect();
+        let routes = vec![Route { keys: vec![1], write: false }];
+        let hs = Handshake::default();
+        let cluster =
+            Cluster::new(vec![node(7000), node(7001)], owners, true, Reads::Primary, routes, 1, &hs).unwrap();
+        Arc::new(Plan {
+            conn: ConnConfig {
+                handshake: hs,
+                pipeline,
+                keepalive: true,
+                idle: false,
+                open_loop: None,
+                request_timeout: None,
+                reconnect: None,
+            },
+            workload: Workload {
+                template: Template::command(&[b"GET", b"key:__rand_int__"]),
+                keys: KeySpace::Random { n: 1000 },
+                mix: None,
+            },
+            budget: Budget::new(n),
+            stop: Stop::new(None, Duration::from_secs(2)),
+            seed: 7,
+            connections: 1,
+            measure_from: Time::ZERO,
+            series: false,
+            cluster: Some(cluster),
+        })
+    }
+
+    /// Runs the client until it finishes; `answer(node, key, nth_time_seen)` is each node's
+    /// reply. Returns the stats and how many requests each node was sent.
+    fn run(plan: &Arc<Plan>, mut answer: impl FnMut(usize, &[u8], u32) -> Vec<u8>) -> (Stats, [u64; 2]) {
+        let mut stats = plan.new_stats(Time::ZERO, 3).unwrap();
+        let mut conns = [Connection::new(Arc::clone(plan), 0), Connection::new(Arc::clone(plan), 1)];
+        let mut now = Time::from_micros(1);
+        for c in &mut conns {
+            c.handle_connected(now, &mut stats);
+        }
+        let mut seen: std::collections::HashMap<Vec<u8>, u32> = Default::default();
+        let mut sent = [0u64; 2];
+        let mut finished = [false; 2];
+        for _round in 0..10_000 {
+            now = now + Duration::from_micros(10);
+            let mut wrote = false;
+            for i in 0..2 {
+                let mut replies = Vec::new();
+                while let Some(bytes) = conns[i].poll_transmit(now) {
+                    let bytes = bytes.to_vec();
+                    conns[i].advance_transmit(bytes.len(), now, &mut stats);
+                    wrote = true;
+                    let mut rest = &bytes[..];
+                    while !rest.is_empty() {
+                        let name = resp_arg(rest, 0).unwrap();
+                        if &rest[name.clone()] == b"ASKING" {
+                            replies.extend_from_slice(b"+OK\r\n");
+                            rest = &rest[name.end + 2..];
+                            continue;
+                        }
+                        let k = resp_arg(rest, 1).unwrap();
+                        let key = rest[k.clone()].to_vec();
+                        let n = seen.entry(key.clone()).or_default();
+                        *n += 1;
+                        sent[i] += 1;
+                        replies.extend(answer(i, &key, *n));
+                        rest = &rest[k.end + 2..];
+                    }
+                }
+                if !replies.is_empty() {
+                    conns[i].handle_input(&replies, now + Duration::from_micros(5), &mut stats);
+                }
+                while let Some(ev) = conns[i].poll_event() {
+                    if ev == Event::Finished {
+                        finished[i] = true;
+                    }
+                    assert!(!matches!(ev, Event::Failed(_)), "{ev:?}");
+                }
+            }
+            if finished == [true, true] {
+                return (stats, sent);
+            }
+            if !wrote {
+                for (i, c) in conns.iter_mut().enumerate() {
+                    c.handle_timeout(now);
+                    while let Some(ev) = c.poll_event() {
+                        finished[i] |= ev == Event::Finished;
+                    }
+                }
+            }
+        }
+        panic!("the client did not finish: {finished:?}, {} requests", stats.requests);
+    }
+
+    fn owner(key: &[u8]) -> usize {
+        usize::from(key_slot(key) >= 8192)
+    }
+
+    #[test]
+    fn requests_go_to_the_node_of_their_slot() {
+        let plan = plan(500, 4);
+        let (stats, sent) = run(&plan, |node, key, _| {
+            assert_eq!(node, owner(key), "{}", String::from_utf8_lossy(key));
+            b"$1\r\nx\r\n".to_vec()
+        });
+        assert_eq!(stats.requests, 500);
+        assert_eq!(sent[0] + sent[1], 500);
+        assert_eq!(stats.nodes[0].requests + stats.nodes[1].requests, 500);
+        assert_eq!((stats.nodes[0].requests, stats.nodes[1].requests), (sent[0], sent[1]));
+        assert!(sent[0] > 150 && sent[1] > 150, "{sent:?}");
+        assert_eq!(stats.redirects.total(), 0);
+    }
+
+    #[test]
+    fn moved_and_ask_are_followed_and_counted_not_completed() {
+        let plan = plan(300, 2);
+        // Node 0 says every slot it owns has moved to node 1 (the first time it sees a key);
+        // node 1 answers ASK back to node 0 for keys ending in 7, once.
+        let (stats, sent) = run(&plan, |node, key, nth| {
+            let slot = key_slot(key);
+            if node == 0 && nth == 1 {
+                return format!("-MOVED {slot} 127.0.0.1:7001\r\n").into_bytes();
+            }
+            if node == 1 && key.ends_with(b"7") && nth <= 2 && owner(key) == 1 {
+                return format!("-ASK {slot} 127.0.0.1:7000\r\n").into_bytes();
+            }
+            b"+OK\r\n".to_vec()
+        });
+        assert_eq!(stats.requests, 300, "every request completed once");
+        assert_eq!(stats.errors.total(), 0);
+        assert!(stats.redirects.moved > 0 && stats.redirects.ask > 0, "{:?}", stats.redirects);
+        assert_eq!(sent[0] + sent[1], 300 + stats.redirects.total());
+        // MOVED changed the map: node 0 owns nothing now.
+        let c = plan.cluster.as_ref().unwrap();
+        assert!(c.slot_counts()[0] < 8192);
+        assert_eq!(stats.nodes[0].redirects.moved, stats.redirects.moved);
+    }
+
+    #[test]
+    fn a_request_redirected_forever_ends_as_an_error() {
+        let plan = plan(20, 1);
+        let (stats, _) = run(&plan, |node, key, _| {
+            let other = if node == 0 { 7001 } else { 7000 };
+            format!("-MOVED {} 127.0.0.1:{other}\r\n", key_slot(key)).into_bytes()
+        });
+        assert_eq!(stats.requests, 20);
+        assert_eq!(stats.errors.total(), 20);
+        assert_eq!(stats.redirects.moved, 20 * 16);
+    }
+}
