@@ -15,6 +15,7 @@ mod routing;
 mod server;
 #[cfg(feature = "tls")]
 mod tls;
+mod topology;
 mod verdict;
 mod workers;
 

@@ -57,7 +57,7 @@ pub struct Opts {
     /// each
     #[argh(option, default = "String::from(\"0\")")]
     pub threads: String,
-    /// enable cluster mode (not supported yet)
+    /// enable cluster mode: requests go to the node that owns their key's slot
     #[argh(switch)]
     pub cluster: bool,
     /// send CLIENT TRACKING on before starting benchmark
@@ -244,6 +244,41 @@ impl Backend {
     }
 }
 
+/// `--rfr`: where reads go.
+#[allow(dead_code)] // until --rfr is parsed
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rfr {
+    /// To the primaries.
+    No,
+    /// To the replicas only.
+    Yes,
+    /// To primaries and replicas.
+    All,
+}
+
+impl Rfr {
+    /// The option's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rfr::No => "no",
+            Rfr::Yes => "yes",
+            Rfr::All => "all",
+        }
+    }
+}
+
+/// The replicas of a standalone primary (`--replicas`, `--replica`).
+#[allow(dead_code)] // until --replicas is parsed
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Replicas {
+    /// None: one server.
+    None,
+    /// Found from the primary (`--replicas auto`).
+    Auto,
+    /// Named (`--replica HOST:PORT`).
+    Listed(Vec<Endpoint>),
+}
+
 /// The checked configuration of a run.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -299,6 +334,14 @@ pub struct Config {
     pub split: Option<Split>,
     /// `--start-at`: when the measured window begins.
     pub start_at: Option<StartAt>,
+    /// `--cluster`.
+    pub cluster: bool,
+    /// `--rfr`.
+    pub rfr: Rfr,
+    /// `--replicas`, `--replica`.
+    pub replicas: Replicas,
+    /// Over several nodes: the nodes found at startup and the commands' routes.
+    pub multi: Option<std::sync::Arc<crate::routing::Multi>>,
 }
 
 /// The values of the options that take lists: each combination is one step, run in order,
@@ -718,9 +761,6 @@ impl Opts {
 
     /// Checks every value and resolves defaults into a [`Config`].
     pub fn check(self) -> Result<Config, String> {
-        if self.cluster {
-            return Err("--cluster is not supported yet".to_string());
-        }
         let mut backends = Vec::new();
         for name in self.backend.split(',') {
             let b = match name.trim() {
@@ -861,6 +901,10 @@ impl Opts {
             reconnect: self.reconnect,
             split: None,
             start_at,
+            cluster: self.cluster,
+            rfr: Rfr::No,
+            replicas: Replicas::None,
+            multi: None,
         };
         if let Some(w) = worker {
             if c.idle {
@@ -979,7 +1023,6 @@ mod tests {
         assert!(parse(&["-c", "0"]).unwrap_err().contains("-c"));
         assert!(parse(&["-n", "-5"]).unwrap_err().contains("-n"));
         assert!(parse(&["-k", "2"]).unwrap_err().contains("-k"));
-        assert!(parse(&["--cluster"]).unwrap_err().contains("not supported yet"));
         assert!(parse(&["-n", "many"]).is_err());
         assert!(parse(&["--bogus"]).unwrap_err().contains("--bogus"));
         assert!(parse(&["--backend", "tokio"]).unwrap_err().contains("--backend"));

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use respbench_core::cluster::{Cluster, Node, Reads, Route, TAG_PLACEHOLDER};
 use respbench_core::resp::Value;
 use respbench_core::template::Template;
-use respbench_core::{Endpoint, Handshake};
+use respbench_core::Handshake;
 
 use crate::opts::{Config, Rfr};
 use crate::server::Conn;
@@ -176,14 +176,4 @@ fn check_keys(route: &Route, t: &Template, cluster: bool) -> Result<(), String> 
         ));
     }
     Ok(())
-}
-
-/// Each node's line for the report header: address, role, slots.
-pub fn describe(multi: &Multi) -> String {
-    topology::describe(&multi.topology)
-}
-
-/// The address of a node as reports show it.
-pub fn address(e: &Endpoint) -> String {
-    e.to_string()
 }

@@ -415,6 +415,9 @@ pub struct Router {
     woken: Vec<bool>,
     /// Whether each node's connection is up.
     up: Vec<bool>,
+    /// Whether each node's connection went down (not: is still connecting): its requests go
+    /// elsewhere meanwhile.
+    down: Vec<bool>,
     /// Buffers of finished requests, to be used again.
     pool: Vec<Vec<u8>>,
     /// Open loop: the intended time of the next request and the mean gap.
@@ -438,6 +441,7 @@ impl Router {
             wake: Vec::new(),
             woken: vec![false; n],
             up: vec![false; n],
+            down: vec![false; n],
             pool: Vec::new(),
             next_due: Time::MAX,
             interval,
@@ -454,6 +458,7 @@ impl Router {
     pub(crate) fn node_up(&mut self, plan: &Plan, node: usize, now: Time) {
         if let Some(u) = self.up.get_mut(node) {
             *u = true;
+            self.down[node] = false;
         }
         if plan.conn.open_loop.is_some() && self.next_due == Time::MAX {
             // Spread the clients' first arrivals over one interval.
@@ -468,6 +473,7 @@ impl Router {
     pub(crate) fn node_down(&mut self, cluster: &Cluster, node: usize, lost: impl Iterator<Item = Request>) {
         if let Some(u) = self.up.get_mut(node) {
             *u = false;
+            self.down[node] = true;
         }
         for r in lost {
             self.finish(r);
@@ -478,7 +484,7 @@ impl Router {
             let to = self.node_for(cluster, r.slot, r.write);
             self.queue(to, r);
         }
-        if self.up.iter().all(|&u| !u) {
+        if self.down.iter().all(|&d| d) {
             // Nobody left to send them: they are lost with the client.
             let stranded: usize = self.queues.iter().map(VecDeque::len).sum();
             self.queues.iter_mut().for_each(VecDeque::clear);
@@ -580,7 +586,7 @@ impl Router {
         let mut to = primary;
         if !write && cluster.reads != Reads::Primary {
             let replicas = cluster.nodes.iter().enumerate().filter(|(i, node)| {
-                node.primary_index == Some(primary) && self.up.get(*i).copied().unwrap_or(false)
+                node.primary_index == Some(primary) && !self.down.get(*i).copied().unwrap_or(true)
             });
             let count = replicas.clone().count() + usize::from(cluster.reads == Reads::Both);
             if count > 0 {
@@ -589,13 +595,14 @@ impl Router {
                 to = replicas.map(|(i, _)| i).nth(pick).unwrap_or(primary);
             }
         }
-        if self.up.get(to).copied().unwrap_or(false) || self.lead().is_none() {
+        if !self.down.get(to).copied().unwrap_or(false) {
+            // Up, or still connecting: its queue waits for it.
             return to;
         }
         // Down: any primary that is up, which redirects it (or answers, after a failover).
         (1..n)
             .map(|k| (to + k) % n)
-            .find(|&i| cluster.nodes[i].primary && self.up[i])
+            .find(|&i| cluster.nodes[i].primary && !self.down[i])
             .or_else(|| self.lead())
             .unwrap_or(to)
     }
@@ -943,7 +950,7 @@ mod routing_tests {
         let mut sent = [0u64; 2];
         let mut finished = [false; 2];
         for _round in 0..10_000 {
-            now = now + Duration::from_micros(10);
+            now += Duration::from_micros(10);
             let mut wrote = false;
             for i in 0..2 {
                 let mut replies = Vec::new();
