@@ -714,11 +714,18 @@ impl Router {
                 node
             }
             Redirect::TryAgain | Redirect::ClusterDown => {
-                let pause = cluster.retry_pause * (1u32 << r.attempts.min(7));
-                r.not_before = now + pause;
+                r.not_before = now + cluster.retry_pause * (1u32 << r.attempts.min(6));
                 self.node_for(cluster, r.slot, r.write)
             }
         };
+        if self.down.get(to).copied().unwrap_or(false) {
+            // Sent to a node that is down (a primary that failed, before its replica took
+            // over): wait, then ask a node that is up, which knows better by then.
+            r.not_before = now + cluster.retry_pause * (1u32 << r.attempts.min(6));
+            let to = self.node_for(cluster, r.slot, r.write);
+            self.queue(to, r);
+            return Ok(());
+        }
         self.queue(to, r);
         Ok(())
     }

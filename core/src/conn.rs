@@ -308,6 +308,8 @@ pub struct Connection {
     last_now: Time,
     /// Over several nodes: the client's router, which draws this connection's requests.
     feed: Option<Feed>,
+    /// Requests lost when the connection failed for good, not yet taken by the driver.
+    lost: u64,
 }
 
 impl fmt::Debug for Connection {
@@ -365,6 +367,7 @@ impl Connection {
             backoff: Duration::ZERO,
             last_now: Time::ZERO,
             feed,
+            lost: 0,
         }
     }
 
@@ -376,6 +379,12 @@ impl Connection {
         let base = feed.base;
         let wakes = feed.lock().take_wakes();
         wakes.into_iter().filter(|&n| n != me).map(|n| base + n as u64).collect()
+    }
+
+    /// Requests that were in flight when the connection failed for good ([`Event::Failed`]),
+    /// once: over several nodes they are counted as lost, as a `--reconnect` drop's are.
+    pub fn take_lost(&mut self) -> u64 {
+        std::mem::take(&mut self.lost)
     }
 
     /// Which node this connection is on (0 without several).
@@ -808,6 +817,12 @@ impl Connection {
                 if let Some(n) = stats.nodes.get_mut(node) {
                     kind.count(&mut n.redirects);
                 }
+                if self.stop_seen {
+                    // The test is over: not sent again, and not answered.
+                    stats.abandoned += 1;
+                    router.finish(req);
+                    return;
+                }
                 match router.redirect(cluster, node, req, kind, m, now) {
                     Ok(()) => return,
                     Err((r, _)) => req = r,
@@ -884,9 +899,10 @@ impl Connection {
         }
         let stopped = self.see_stop(now);
         if let (Some(feed), false) = (&self.feed, self.plan.conn.idle) {
-            // Done only with the client: a request of another node may be redirected here.
+            // Done only with the client, a request of another node may be redirected here;
+            // or at the stop, when nothing more is sent.
             let mut router = feed.lock();
-            if router.is_done(&self.plan, stopped) {
+            if stopped || router.is_done(&self.plan, stopped) {
                 router.wake_all();
                 drop(router);
                 self.state = State::Finished;
@@ -924,6 +940,9 @@ impl Connection {
             // Its requests are lost (counted as they are without a cluster); the router sends
             // what it queued for this node elsewhere.
             let lost: Vec<Request> = feed.held.drain(..).flatten().collect();
+            if !(recoverable && self.plan.conn.reconnect.is_some()) {
+                self.lost += lost.len() as u64;
+            }
             let plan = Arc::clone(&self.plan);
             if let Some(c) = plan.cluster.as_ref() {
                 let mut router = feed.router.lock().unwrap_or_else(|e| e.into_inner());

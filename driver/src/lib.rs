@@ -429,6 +429,11 @@ impl Link {
                 }
                 Event::Failed(e) => {
                     Outcome::add_failure(&mut tally.failures, e, 1);
+                    let lost = self.conn.take_lost();
+                    if lost > 0 {
+                        let now = tally.now();
+                        tally.stats.record_drop(false, lost, now);
+                    }
                     return self.ended(tally);
                 }
                 Event::Down { error, lost } => {
