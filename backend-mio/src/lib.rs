@@ -95,11 +95,11 @@ impl Write for Sock {
 
 struct Slot {
     link: Link,
-    /// Its connection's index in the test.
-    index: u64,
     sock: Option<Sock>,
     /// The connect has completed.
     connected: bool,
+    /// A socket was opened for it (a connection kept for a node that has not appeared waits).
+    started: bool,
 }
 
 struct Loop<'a> {
@@ -134,7 +134,7 @@ impl<'a> Loop<'a> {
         let slots: Vec<Slot> = run
             .connections_of(t)
             .into_iter()
-            .map(|i| Slot { link: Link::new(&tally, i), index: i, sock: None, connected: false })
+            .map(|i| Slot { link: Link::new(&tally, i), sock: None, connected: false, started: false })
             .collect();
         // Only schedules and deadlines need a timer; closed-loop runs without --timeout or
         // --duration have none.
@@ -147,7 +147,8 @@ impl<'a> Loop<'a> {
             targets,
             wakes: Vec::new(),
             poll,
-            open: slots.len(),
+            // Counted as they start.
+            open: 0,
             timers: Timers::new(slots.len()),
             slots,
             tally,
@@ -158,7 +159,9 @@ impl<'a> Loop<'a> {
 
     fn run(mut self) -> Result<Outcome, RunError> {
         for i in 0..self.slots.len() {
-            self.connect(i);
+            if !self.slots[i].link.is_dormant(&self.tally) {
+                self.start(i);
+            }
         }
         let mut events = Events::with_capacity(1024);
         let mut buf = vec![0u8; READ_BUF];
@@ -231,19 +234,27 @@ impl<'a> Loop<'a> {
         }
     }
 
+    /// Opens slot `i`'s first socket.
+    fn start(&mut self, i: usize) {
+        self.slots[i].started = true;
+        self.open += 1;
+        self.connect(i);
+    }
+
     fn connect(&mut self, i: usize) {
         let slot = &mut self.slots[i];
         slot.connected = false;
         slot.link.connecting(&self.tally);
-        let target = &self.targets[slot.index as usize % self.targets.len()];
-        let opened = Sock::connect(target).and_then(|mut sock| {
-            self.poll.registry().register(
-                sock.source(),
-                Token(i),
-                Interest::READABLE | Interest::WRITABLE,
-            )?;
-            Ok(sock)
-        });
+        let opened = slot.link.target(self.targets, &self.tally).and_then(|t| Sock::connect(&t)).and_then(
+            |mut sock| {
+                self.poll.registry().register(
+                    sock.source(),
+                    Token(i),
+                    Interest::READABLE | Interest::WRITABLE,
+                )?;
+                Ok(sock)
+            },
+        );
         match opened {
             Ok(sock) => slot.sock = Some(sock),
             Err(e) => slot.link.connect_failed(&e),
@@ -284,6 +295,13 @@ impl<'a> Loop<'a> {
 
     /// The drain rule, and what the loop does about its outcome.
     fn drain_one(&mut self, i: usize) {
+        if !self.slots[i].started {
+            // Kept for a node that has not appeared: woken when it has.
+            if !self.slots[i].link.is_dormant(&self.tally) {
+                self.start(i);
+            }
+            return;
+        }
         let slot = &mut self.slots[i];
         let next = slot.link.drain(slot.sock.as_mut(), &mut self.tally);
         for w in slot.link.take_wakes() {

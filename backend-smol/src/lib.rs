@@ -52,8 +52,7 @@ pub fn run_test(run: &TestRun, tls: Option<&Tls>, epoch: Instant) -> Result<Outc
     // Every task holds a sender; the channel closes, waking every thread, when the last ends.
     let (alive, all_ended) = smol::channel::bounded::<()>(1);
     for i in 0..nudges.len() {
-        let target = &targets[i % targets.len()];
-        ex.spawn(connection(target, i as u64, &nudges, alive.clone())).detach();
+        ex.spawn(connection(&targets, i as u64, &nudges, alive.clone())).detach();
     }
     drop(alive);
     let watch = Mutex::new(Watch::default());
@@ -154,12 +153,33 @@ enum Woke {
 /// One connection's task: connect, then the drain rule until the connection ends.
 /// Over several nodes, a client is one task per node; `nudges` wake the tasks of the client's
 /// other nodes when its router queued requests for them.
-async fn connection(target: &Target, index: u64, nudges: &[Nudge], _alive: smol::channel::Sender<()>) {
+async fn connection(targets: &[Target], index: u64, nudges: &[Nudge], alive: smol::channel::Sender<()>) {
     let nudge = &nudges[index as usize];
     let mut link = local(|l| Link::new(&l.tally, index));
+    let mut _alive = Some(alive);
+    if local(|l| link.is_dormant(&l.tally)) {
+        // Kept for a node that has not appeared: it does not hold the test open meanwhile.
+        let weak = _alive.take().map(|a| a.downgrade());
+        loop {
+            nudge.wait().await;
+            if !local(|l| link.is_dormant(&l.tally)) {
+                break;
+            }
+        }
+        // The connection that named the node is alive, so the test is.
+        match weak.and_then(|w| w.upgrade()) {
+            Some(a) => _alive = Some(a),
+            None => return,
+        }
+    }
     'socket: loop {
         local(|l| link.connecting(&l.tally));
-        let mut sock = match Sock::connect(target).await {
+        let target = local(|l| link.target(targets, &l.tally));
+        let connected = match target {
+            Ok(t) => Sock::connect(&t).await,
+            Err(e) => Err(e),
+        };
+        let mut sock = match connected {
             Ok(s) => {
                 local(|l| link.connected(&mut l.tally));
                 Some(s)

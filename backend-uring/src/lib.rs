@@ -221,8 +221,8 @@ impl Read for Delivered<'_> {
 
 struct Slot {
     link: Link,
-    /// Its connection's index in the test.
-    index: u64,
+    /// A socket was opened for it (a connection kept for a node that has not appeared waits).
+    started: bool,
     fd: Option<OwnedFd>,
     /// The ring's connect has completed.
     connected: bool,
@@ -242,8 +242,10 @@ struct Loop<'a> {
     ring: IoUring,
     bufs: setup::Bufs,
     uring: &'a Uring,
-    /// Where each node's sockets connect (or why none can); one without several nodes.
-    addrs: Vec<Result<sock::Addr, (io::ErrorKind, String)>>,
+    /// Each node's address (one without several nodes).
+    targets: &'a [Target],
+    /// Where each slot's socket connects (or why it cannot): kept while the ring may read it.
+    addrs: Vec<Option<Result<sock::Addr, (io::ErrorKind, String)>>>,
     run: &'a TestRun,
     /// Slots to drain next: connections of a client whose router queued requests for them.
     wakes: Vec<usize>,
@@ -272,7 +274,7 @@ impl<'a> Loop<'a> {
     fn new(
         run: &'a TestRun,
         tls: Option<&Tls>,
-        targets: &[Target],
+        targets: &'a [Target],
         uring: &'a Uring,
         t: usize,
         epoch: Instant,
@@ -284,7 +286,7 @@ impl<'a> Loop<'a> {
             .into_iter()
             .map(|i| Slot {
                 link: Link::new(&tally, i),
-                index: i,
+                started: false,
                 fd: None,
                 connected: false,
                 gen: 0,
@@ -304,10 +306,12 @@ impl<'a> Loop<'a> {
             ring,
             bufs,
             uring,
-            addrs: targets.iter().map(|t| sock::Addr::of(t).map_err(|e| (e.kind(), e.to_string()))).collect(),
+            targets,
+            addrs: (0..n).map(|_| None).collect(),
             run,
             wakes: Vec::new(),
-            open: n,
+            // Counted as they start.
+            open: 0,
             slots,
             tally,
             timers: Timers::new(n),
@@ -324,7 +328,9 @@ impl<'a> Loop<'a> {
 
     fn run(mut self) -> Result<Outcome, RunError> {
         for i in 0..self.slots.len() {
-            self.connect(i);
+            if !self.slots[i].link.is_dormant(&self.tally) {
+                self.start(i);
+            }
         }
         let mut last_publish = Instant::now();
         let result = loop {
@@ -575,12 +581,24 @@ impl<'a> Loop<'a> {
         }
     }
 
+    /// Opens slot `i`'s first socket.
+    fn start(&mut self, i: usize) {
+        self.slots[i].started = true;
+        self.open += 1;
+        self.connect(i);
+    }
+
     /// Opens a socket for slot `i` and submits its connect.
     fn connect(&mut self, i: usize) {
         let slot = &mut self.slots[i];
         slot.connected = false;
         slot.link.connecting(&self.tally);
-        let opened = match &self.addrs[slot.index as usize % self.addrs.len()] {
+        if self.addrs[i].is_none() {
+            let target = slot.link.target(self.targets, &self.tally);
+            self.addrs[i] =
+                Some(target.and_then(|t| sock::Addr::of(&t)).map_err(|e| (e.kind(), e.to_string())));
+        }
+        let opened = match self.addrs[i].as_ref().expect("set above") {
             Ok(addr) => addr.socket().map(|fd| (fd, addr.ptr(), addr.len())),
             Err((kind, msg)) => Err(io::Error::new(*kind, msg.clone())),
         };
@@ -607,6 +625,13 @@ impl<'a> Loop<'a> {
 
     /// The drain rule, and what the loop does about its outcome.
     fn drain_one(&mut self, i: usize) {
+        if !self.slots[i].started {
+            // Kept for a node that has not appeared: woken when it has.
+            if !self.slots[i].link.is_dormant(&self.tally) {
+                self.start(i);
+            }
+            return;
+        }
         let slot = &mut self.slots[i];
         let next = if slot.connected {
             let mut outbox =

@@ -95,6 +95,10 @@ fn slot_tags() -> &'static [[u8; 3]] {
     })
 }
 
+/// How many nodes may appear in a cluster during a test (each client keeps room for a
+/// connection to each, opened only when a redirect names the node).
+pub const SPARE_NODES: usize = 4;
+
 /// The placeholder a command can hold so that all its keys share a slot: redis-benchmark's
 /// cluster key names (`key:{tag}:__rand_int__`).
 pub const TAG_PLACEHOLDER: &[u8] = b"{tag}";
@@ -241,6 +245,11 @@ pub struct Cluster {
     replica_handshake: Handshake,
     /// One router per client, made by the first of its connections.
     routers: Vec<OnceLock<Arc<Mutex<Router>>>>,
+    /// Room for nodes that appear during the test (a new primary given slots): their
+    /// addresses, in the order redirects named them. Their connections wait, unopened, until
+    /// then.
+    spares: Mutex<Vec<Endpoint>>,
+    spare_room: usize,
 }
 
 impl Cluster {
@@ -266,8 +275,12 @@ impl Cluster {
         if redirects {
             replica_handshake.push("READONLY", &[b"READONLY"]);
         }
+        // Only a cluster's redirects can name a node found later.
+        let spare_room = if redirects { SPARE_NODES } else { 0 };
         Ok(Cluster {
             nodes,
+            spares: Mutex::new(Vec::new()),
+            spare_room,
             redirects,
             reads,
             routes,
@@ -279,9 +292,24 @@ impl Cluster {
         })
     }
 
-    /// How many nodes.
+    /// How many nodes a client has a connection for: the nodes found at the start, and room
+    /// for some that appear during the test.
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.nodes.len() + self.spare_room
+    }
+
+    /// Where node `i` is: `None` for room kept for a node that has not appeared (yet).
+    pub fn endpoint(&self, i: usize) -> Option<Endpoint> {
+        match self.nodes.get(i) {
+            Some(n) => Some(n.endpoint.clone()),
+            None => self.spares.lock().unwrap_or_else(|e| e.into_inner()).get(i - self.nodes.len()).cloned(),
+        }
+    }
+
+    /// Whether node `i` is a primary (a node that appeared during the test is one: a redirect
+    /// named it as a slot's owner).
+    fn is_primary(&self, i: usize) -> bool {
+        self.nodes.get(i).is_none_or(|n| n.primary)
     }
 
     /// Whether there are no nodes (never, once made).
@@ -297,7 +325,7 @@ impl Cluster {
 
     /// How many slots each node owns now.
     pub fn slot_counts(&self) -> Vec<u64> {
-        let mut counts = vec![0; self.nodes.len()];
+        let mut counts = vec![0; self.len()];
         let map = self.map.read().unwrap_or_else(|e| e.into_inner());
         for &o in map.iter() {
             if let Some(c) = counts.get_mut(usize::from(o)) {
@@ -307,17 +335,30 @@ impl Cluster {
         counts
     }
 
-    /// The node at `host:port`, as a redirect names it.
+    /// The node at `host:port`, as a redirect names it; a node not seen before takes the next
+    /// room kept for one, if any is left.
     fn node_at(&self, addr: &[u8]) -> Option<usize> {
         let addr = std::str::from_utf8(addr).ok()?;
         let (host, port) = addr.rsplit_once(':')?;
         let port: u16 = port.parse().ok()?;
-        self.nodes.iter().position(|n| match &n.endpoint {
+        let is = |e: &Endpoint| match e {
             // An empty or `?` host means the one we already know (Redis's preferred endpoint
             // "unknown"): match the port alone then.
             Endpoint::Tcp { host: h, port: p } => *p == port && (host.is_empty() || host == "?" || h == host),
             Endpoint::Unix(_) => false,
-        })
+        };
+        if let Some(i) = self.nodes.iter().position(|n| is(&n.endpoint)) {
+            return Some(i);
+        }
+        let mut spares = self.spares.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = spares.iter().position(is) {
+            return Some(self.nodes.len() + k);
+        }
+        if spares.len() >= self.spare_room || host.is_empty() || host == "?" {
+            return None;
+        }
+        spares.push(Endpoint::Tcp { host: host.to_string(), port });
+        Some(self.nodes.len() + spares.len() - 1)
     }
 
     fn set_owner(&self, slot: u16, node: usize) {
@@ -429,7 +470,7 @@ pub struct Router {
 
 impl Router {
     fn new(plan: &Plan, cluster: &Cluster, client: u64) -> Router {
-        let n = cluster.nodes.len();
+        let n = cluster.len();
         let interval = plan.conn.open_loop.map_or(Duration::MAX, |ol| ol.interval(plan.connections));
         Router {
             client,
@@ -580,7 +621,7 @@ impl Router {
     /// for a read when [`Reads`] says so; a node that is up when that one is not (the cluster
     /// redirects the request where it belongs).
     fn node_for(&mut self, cluster: &Cluster, slot: u16, write: bool) -> usize {
-        let n = cluster.nodes.len();
+        let n = cluster.len();
         let home = self.home(cluster);
         let primary = if slot == SLOTS { home } else { cluster.owner(slot).unwrap_or(home) };
         let mut to = primary;
@@ -602,7 +643,7 @@ impl Router {
         // Down: any primary that is up, which redirects it (or answers, after a failover).
         (1..n)
             .map(|k| (to + k) % n)
-            .find(|&i| cluster.nodes[i].primary && !self.down[i])
+            .find(|&i| cluster.is_primary(i) && cluster.endpoint(i).is_some() && !self.down[i])
             .or_else(|| self.lead())
             .unwrap_or(to)
     }

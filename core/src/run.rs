@@ -148,11 +148,12 @@ impl TestRun {
         self.clients * self.plan.nodes()
     }
 
-    /// Where connection `i` goes: its node's address over several nodes, else the endpoint.
-    pub fn endpoint_of(&self, i: u64) -> &Endpoint {
+    /// Where connection `i` goes: its node's address over several nodes, else the endpoint;
+    /// `None` for a connection kept for a node that has not appeared (yet).
+    pub fn endpoint_of(&self, i: u64) -> Option<Endpoint> {
         match &self.plan.cluster {
-            Some(c) => &c.nodes[(i % c.len() as u64) as usize].endpoint,
-            None => &self.endpoint,
+            Some(c) => c.endpoint((i % c.len() as u64) as usize),
+            None => Some(self.endpoint.clone()),
         }
     }
 }

@@ -70,6 +70,8 @@ pub fn resolve(endpoint: &Endpoint) -> Result<Target, RunError> {
 
 /// Every node's address resolved once (one, [`TestRun::endpoint`], without several nodes):
 /// connection `i` goes to `targets[i % targets.len()]`.
+/// Nodes that appear during the test are resolved when their connections open
+/// ([`Link::target`]).
 pub fn resolve_all(run: &TestRun) -> Result<Vec<Target>, RunError> {
     match &run.plan.cluster {
         Some(c) => c.nodes.iter().map(|n| resolve(&n.endpoint)).collect(),
@@ -289,6 +291,8 @@ struct Phases {
 #[derive(Debug)]
 pub struct Link {
     conn: Connection,
+    /// The connection's index in the test.
+    index: u64,
     /// Where the socket goes, for error messages.
     endpoint: Endpoint,
     layer: Layer,
@@ -304,7 +308,12 @@ impl Link {
     pub fn new(tally: &Tally, index: u64) -> Link {
         Link {
             conn: Connection::new(tally.run.plan.clone(), index),
-            endpoint: tally.run.endpoint_of(index).clone(),
+            index,
+            // A node that has not appeared yet: named when it does (Link::target).
+            endpoint: tally
+                .run
+                .endpoint_of(index)
+                .unwrap_or_else(|| Endpoint::Unix("(a node not seen yet)".into())),
             layer: Layer::default(),
             live: false,
             up: false,
@@ -316,6 +325,28 @@ impl Link {
     /// index (see [`Connection::take_wakes`]); none without.
     pub fn take_wakes(&mut self) -> Vec<u64> {
         self.conn.take_wakes()
+    }
+
+    /// Over several nodes, a connection kept for a node that has not appeared: the backend
+    /// opens no socket for it until it has (when a redirect names the node, the router queues
+    /// requests for it and wakes it, see [`Link::take_wakes`]).
+    pub fn is_dormant(&self, tally: &Tally) -> bool {
+        tally.run.endpoint_of(self.index).is_none()
+    }
+
+    /// Where this connection's socket goes: its node's of `targets` (resolved once per test,
+    /// [`resolve_all`]), or, for a node that appeared during the test, resolved now.
+    pub fn target(&mut self, targets: &[Target], tally: &Tally) -> io::Result<Target> {
+        let node = (self.index % tally.run.plan.nodes() as u64) as usize;
+        if let Some(t) = targets.get(node) {
+            return Ok(t.clone());
+        }
+        let endpoint = tally
+            .run
+            .endpoint_of(self.index)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the node has not appeared"))?;
+        self.endpoint = endpoint;
+        resolve(&self.endpoint).map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.to_string()))
     }
 
     /// A connect is about to start (its setup time counts from here).
