@@ -14,6 +14,7 @@ mod report;
 mod server;
 #[cfg(feature = "tls")]
 mod tls;
+mod topology;
 mod verdict;
 mod workers;
 
@@ -155,6 +156,9 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
     // Bad test names and mixes are found before connecting.
     let cases = cases(cfg)?;
     let (info, counters) = server::startup(cfg).map_err(|e| e.0)?;
+    // topology (branch topo): --cluster, --replicas and --replica are checked against the
+    // servers before the run; the routing that uses the topology is wired by the lead.
+    let _topology = topology::discover(cfg).map_err(|e| e.0)?;
     if !cfg.keepalive {
         eprintln!(
             "WARNING: Keepalive disabled. You probably need 'echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse' \
