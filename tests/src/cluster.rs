@@ -50,6 +50,11 @@ fn line_has_slot(line: &str, slot: u16) -> bool {
     })
 }
 
+/// Whether a `CLUSTER NODES` line's flags say `master`.
+fn is_primary(line: &str) -> bool {
+    line.split(' ').nth(2).is_some_and(|f| f.split(',').any(|x| x == "master"))
+}
+
 /// How many slots a `CLUSTER NODES` line's slot fields cover.
 fn line_slot_count(line: &str) -> usize {
     line.split(' ')
@@ -121,6 +126,8 @@ impl Cluster {
             ("cluster-node-timeout", &timeout),
             // Relative to the node's own --dir.
             ("cluster-config-file", "nodes.conf"),
+            // Replicas sync at once, not after the default 5 s wait for more of them.
+            ("repl-diskless-sync-delay", "0"),
         ])
     }
 
@@ -140,6 +147,29 @@ impl Cluster {
                         n.port(),
                         field(&info, "cluster_known_nodes")
                     ));
+                }
+            }
+            Ok(())
+        });
+        // Roles travel by gossip: a node can still list a new replica as a primary (of no
+        // slots) for a moment after `redis-cli --cluster create` is done.
+        wait_for("every node to agree on every node's role", SETTLE, || {
+            let own: Vec<(String, bool)> = self
+                .nodes
+                .iter()
+                .map(|n| {
+                    let line = self.own_line(n.port());
+                    (line.split(' ').next().unwrap_or_default().to_string(), is_primary(&line))
+                })
+                .collect();
+            for n in &self.nodes {
+                let view = self.nodes_view(n);
+                for line in view.lines() {
+                    let id = line.split(' ').next().unwrap_or_default();
+                    match own.iter().find(|(i, _)| i == id) {
+                        Some((_, primary)) if *primary == is_primary(line) => {}
+                        _ => return Err(format!("port {} sees {line}", n.port())),
+                    }
                 }
             }
             Ok(())
@@ -287,26 +317,20 @@ impl Cluster {
         port
     }
 
-    /// Makes the replica on `replica` its primary's primary with `CLUSTER FAILOVER`, and
-    /// waits until it says it is a primary and every node says `cluster_state:ok`.
+    /// Makes the replica on `replica` a primary in its primary's place with `CLUSTER
+    /// FAILOVER`, and waits until it says so and the cluster has settled again
+    /// ([`Cluster::wait_settled`]: the old primary is then its replica, linked).
     pub fn failover(&self, replica: u16) {
         run(self.node(replica), &["CLUSTER", "FAILOVER"]);
         wait_for(&format!("port {replica} to become a primary"), SETTLE, || {
             let line = self.own_line(replica);
-            match line.split(' ').nth(2) {
-                Some(f) if f.split(',').any(|x| x == "master") => Ok(()),
-                _ => Err(line),
+            if is_primary(&line) {
+                Ok(())
+            } else {
+                Err(line)
             }
         });
-        wait_for("every node in cluster_state:ok after the failover", SETTLE, || {
-            for n in &self.nodes {
-                let info = run(n, &["CLUSTER", "INFO"]);
-                if field(&info, "cluster_state") != Some("ok") {
-                    return Err(format!("port {}: {info}", n.port()));
-                }
-            }
-            Ok(())
-        });
+        self.wait_settled();
     }
 
     /// Kills the node on `port` (SIGKILL) and removes it; the others notice after
@@ -336,7 +360,10 @@ impl ReplicaSet {
     /// [`ReplicaSet::start`] with extra configuration of the primary, e.g. `("rename-command",
     /// "ROLE \"\"")`.
     pub fn start_with(n: usize, primary_config: &[(&str, &str)]) -> ReplicaSet {
-        let primary = RedisServer::start_with(primary_config);
+        // Replicas sync at once, not after the default 5 s wait for more of them.
+        let mut config = vec![("repl-diskless-sync-delay", "0")];
+        config.extend_from_slice(primary_config);
+        let primary = RedisServer::start_with(&config);
         let of = format!("127.0.0.1 {}", primary.port());
         let replicas: Vec<RedisServer> =
             (0..n).map(|_| RedisServer::start_with(&[("replicaof", of.as_str())])).collect();
