@@ -4,13 +4,15 @@
 //! node killed), and a standalone primary with replicas ([`ReplicaSet`]).
 //!
 //! Each node is a [`RedisServer`] in its own directory (its `nodes.conf` with it); every wait
-//! is bounded and panics with what it was waiting for.
+//! is bounded and panics with what it was waiting for. A cluster can also speak TLS only
+//! ([`ClusterConfig::tls`]): one CA for every node, TLS on the cluster bus and replication.
 
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::RedisServer;
+use crate::tls::TlsCerts;
+use crate::{free_port, unique_tmpdir, RedisServer};
 
 /// How long a fixture waits for the servers to agree before it panics.
 const SETTLE: Duration = Duration::from_secs(30);
@@ -18,14 +20,35 @@ const SETTLE: Duration = Duration::from_secs(30);
 /// `cluster-node-timeout` unless a test asks for another: short, so failovers are quick.
 pub const NODE_TIMEOUT: Duration = Duration::from_millis(2000);
 
+/// How [`Cluster::start_with`] configures the nodes.
+#[derive(Clone, Copy, Debug)]
+pub struct ClusterConfig {
+    /// `cluster-node-timeout`: a long one keeps a killed node from being marked failed while a
+    /// test looks ([`NODE_TIMEOUT`] by default).
+    pub node_timeout: Duration,
+    /// Every node also has a TLS port, with certificates of one CA ([`Cluster::certs`]), and
+    /// `tls-cluster yes` and `tls-replication yes`: the cluster announces its TLS ports.
+    pub tls: bool,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> ClusterConfig {
+        ClusterConfig { node_timeout: NODE_TIMEOUT, tls: false }
+    }
+}
+
 /// A Redis Cluster on loopback: primaries owning all 16384 slots, each with its replicas.
 /// Dropping it kills every node.
+///
+/// Nodes are named by their plain port ([`RedisServer::port`]), which [`RedisServer::cli`]
+/// uses, also in a TLS cluster ([`Cluster::tls_port`] gives a node's TLS port).
 pub struct Cluster {
     /// The running nodes, in the order started (primaries first, as `redis-cli --cluster
     /// create` was given them); [`Cluster::kill`] removes one.
     pub nodes: Vec<RedisServer>,
-    /// `cluster-node-timeout` of every node.
-    node_timeout: Duration,
+    config: ClusterConfig,
+    /// With TLS: the certificates, and each node's plain and TLS ports.
+    tls: Option<(TlsCerts, Vec<(u16, u16)>)>,
 }
 
 /// Runs one command on a node with `redis-cli` and returns its output; an error reply panics.
@@ -80,6 +103,31 @@ fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> Result<(), S
     }
 }
 
+/// Runs `cmd` to completion; panics with what it printed if it takes longer than `limit`
+/// (its output, a few kilobytes, fits in the pipes meanwhile).
+fn output_within(cmd: &mut Command, limit: Duration) -> std::process::Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("wait");
+            panic!(
+                "{cmd:?} did not finish within {limit:?}:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("wait")
+}
+
 /// A field of an INFO-style reply (`name:value` lines).
 fn field<'a>(body: &'a str, name: &str) -> Option<&'a str> {
     body.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':').map(str::trim))
@@ -90,23 +138,26 @@ impl Cluster {
     /// `replicas_each` replicas each, and waits until every node says `cluster_state:ok`,
     /// knows every other and every replica's link to its primary is up.
     pub fn start(primaries: usize, replicas_each: usize) -> Cluster {
-        Cluster::start_with_timeout(primaries, replicas_each, NODE_TIMEOUT)
+        Cluster::start_with(primaries, replicas_each, ClusterConfig::default())
     }
 
-    /// [`Cluster::start`] with another `cluster-node-timeout`: a long one keeps a killed node
-    /// from being marked failed during a test.
-    pub fn start_with_timeout(primaries: usize, replicas_each: usize, node_timeout: Duration) -> Cluster {
+    /// [`Cluster::start`] with another node timeout, or TLS.
+    pub fn start_with(primaries: usize, replicas_each: usize, config: ClusterConfig) -> Cluster {
         assert!(primaries >= 3, "redis-cli --cluster create needs at least 3 primaries, not {primaries}");
-        let mut c = Cluster { nodes: Vec::new(), node_timeout };
+        let tls = config.tls.then(|| (TlsCerts::make(&unique_tmpdir("rbclus")), Vec::new()));
+        let mut c = Cluster { nodes: Vec::new(), config, tls };
         for _ in 0..primaries * (1 + replicas_each) {
             let n = c.new_node();
             c.nodes.push(n);
         }
         let mut cmd = Command::new("redis-cli");
+        if let Some((certs, _)) = &c.tls {
+            cmd.arg("--tls").arg("--cacert").arg(&certs.ca);
+        }
         cmd.arg("--cluster").arg("create");
-        cmd.args(c.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())));
+        cmd.args(c.nodes.iter().map(|n| format!("127.0.0.1:{}", c.announced_port(n.port()))));
         cmd.args(["--cluster-replicas", &replicas_each.to_string(), "--cluster-yes"]);
-        let out = cmd.stdin(Stdio::null()).output().expect("running redis-cli --cluster create");
+        let out = output_within(&mut cmd, SETTLE);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && text.contains("All 16384 slots covered"),
@@ -119,16 +170,73 @@ impl Cluster {
     }
 
     /// A new cluster-enabled node, not yet part of anything.
-    fn new_node(&self) -> RedisServer {
-        let timeout = self.node_timeout.as_millis().to_string();
-        RedisServer::start_with(&[
+    fn new_node(&mut self) -> RedisServer {
+        let timeout = self.config.node_timeout.as_millis().to_string();
+        let mut config = vec![
             ("cluster-enabled", "yes"),
-            ("cluster-node-timeout", &timeout),
+            ("cluster-node-timeout", timeout.as_str()),
             // Relative to the node's own --dir.
             ("cluster-config-file", "nodes.conf"),
             // Replicas sync at once, not after the default 5 s wait for more of them.
             ("repl-diskless-sync-delay", "0"),
-        ])
+        ];
+        let Some((certs, ports)) = &mut self.tls else { return RedisServer::start_with(&config) };
+        // The cluster bus listens on the announced port + 10000.
+        let tls_port = loop {
+            let p = free_port();
+            if p < 55000 {
+                break p.to_string();
+            }
+        };
+        let paths = [&certs.server.cert, &certs.server.key, &certs.client.cert, &certs.client.key, &certs.ca]
+            .map(|p| p.to_str().expect("UTF-8 path"));
+        config.extend([
+            ("tls-port", tls_port.as_str()),
+            ("tls-cert-file", paths[0]),
+            ("tls-key-file", paths[1]),
+            // The bus and replication connect as clients, and the server certificate is for
+            // serverAuth only: without a client one, the peers refuse the handshake.
+            ("tls-client-cert-file", paths[2]),
+            ("tls-client-key-file", paths[3]),
+            ("tls-ca-cert-file", paths[4]),
+            ("tls-auth-clients", "no"),
+            ("tls-cluster", "yes"),
+            ("tls-replication", "yes"),
+        ]);
+        let n = RedisServer::start_with(&config);
+        ports.push((n.port(), tls_port.parse().expect("a port")));
+        n
+    }
+
+    /// The certificates of a TLS cluster ([`ClusterConfig::tls`]).
+    pub fn certs(&self) -> Option<&TlsCerts> {
+        self.tls.as_ref().map(|(certs, _)| certs)
+    }
+
+    /// The TLS port of the node on (plain) `port`; panics unless the cluster speaks TLS.
+    pub fn tls_port(&self, port: u16) -> u16 {
+        let (_, ports) =
+            self.tls.as_ref().expect("not a TLS cluster: start it with ClusterConfig { tls: true }");
+        ports.iter().find(|(p, _)| *p == port).map(|(_, t)| *t).unwrap_or_else(|| panic!("no node on {port}"))
+    }
+
+    /// The port the cluster announces for the node on (plain) `port`: its TLS port in a TLS
+    /// cluster.
+    fn announced_port(&self, port: u16) -> u16 {
+        if self.tls.is_some() {
+            self.tls_port(port)
+        } else {
+            port
+        }
+    }
+
+    /// The plain port of the node announced with `port` (which may be a plain port already:
+    /// the cluster tells plain clients plain ports).
+    fn plain_port(&self, port: u16) -> u16 {
+        match &self.tls {
+            Some((_, ports)) => ports.iter().find(|(_, t)| *t == port).map_or(port, |(p, _)| *p),
+            None => port,
+        }
     }
 
     /// Waits until every node says `cluster_state:ok` and knows all the others, and every
@@ -245,7 +353,10 @@ impl Cluster {
             .unwrap_or_else(|| panic!("port {asked}: no primary owns slot {slot}:\n{view}"));
         let addr = line.split(' ').nth(1).unwrap_or_default();
         let port = addr.split('@').next().and_then(|a| a.rsplit_once(':')).map(|(_, p)| p);
-        port.and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("unexpected CLUSTER NODES line {line:?}"))
+        let port = port
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected CLUSTER NODES line {line:?}"));
+        self.plain_port(port)
     }
 
     /// Starts moving `slot` from the primary on `from` to the one on `to`: `to` is IMPORTING
@@ -260,7 +371,8 @@ impl Cluster {
     /// [`Cluster::begin_migration`]); returns how many.
     pub fn move_keys(&self, slot: u16, from: u16, to: u16) -> usize {
         let s = slot.to_string();
-        let to_port = to.to_string();
+        // With tls-cluster, MIGRATE connects over TLS: the announced port.
+        let to_port = self.announced_port(to).to_string();
         let mut moved = 0;
         loop {
             let keys = run(self.node(from), &["CLUSTER", "GETKEYSINSLOT", &s, "100"]);
@@ -309,8 +421,8 @@ impl Cluster {
     pub fn add_primary(&mut self) -> u16 {
         let n = self.new_node();
         let port = n.port();
-        run(&self.nodes[0], &["CLUSTER", "MEET", "127.0.0.1", &port.to_string()]);
         self.nodes.push(n);
+        run(&self.nodes[0], &["CLUSTER", "MEET", "127.0.0.1", &self.announced_port(port).to_string()]);
         // The new node serves (a MIGRATE to it is refused with CLUSTERDOWN until then) once
         // it has learnt every slot's owner.
         self.wait_settled();
@@ -339,6 +451,15 @@ impl Cluster {
         let i =
             self.nodes.iter().position(|n| n.port() == port).unwrap_or_else(|| panic!("no node on {port}"));
         drop(self.nodes.remove(i));
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.nodes.clear();
+        if let Some((certs, _)) = &self.tls {
+            let _ = std::fs::remove_dir_all(&certs.dir);
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::time::{Duration, Instant};
 
 use respbench_core::cluster::key_slot;
-use respbench_tests::cluster::{Cluster, ReplicaSet};
+use respbench_tests::cluster::{Cluster, ClusterConfig, ReplicaSet};
 use respbench_tests::{encode_command, free_port, respbench, Output, RedisServer};
 
 #[test]
@@ -206,7 +206,8 @@ fn cluster_fixture_and_discovery() {
 #[test]
 fn cluster_node_down_is_named() {
     // A long node timeout: the killed replica is not marked failed while respbench looks.
-    let mut cluster = Cluster::start_with_timeout(3, 1, Duration::from_secs(60));
+    let config = ClusterConfig { node_timeout: Duration::from_secs(60), ..ClusterConfig::default() };
+    let mut cluster = Cluster::start_with(3, 1, config);
     let replica = cluster.replica_ports()[1];
     cluster.kill(replica);
     let seed = cluster.primary_ports()[0];
@@ -247,4 +248,26 @@ fn cluster_fixture_changes() {
     cluster.failover(replica);
     assert!(cluster.primary_ports().contains(&replica));
     assert!(cluster.replica_ports().contains(&to));
+}
+
+#[test]
+fn tls_cluster_discovery() {
+    let started = Instant::now();
+    let config = ClusterConfig { node_timeout: Duration::from_secs(60), tls: true };
+    let mut cluster = Cluster::start_with(3, 1, config);
+    eprintln!("a 3+3 TLS cluster settled in {:?}", started.elapsed());
+    let ca = cluster.certs().unwrap().ca.to_str().unwrap().to_string();
+    let primaries = cluster.primary_ports();
+    assert_eq!(primaries.iter().map(|&p| cluster.slots_of(p)).sum::<usize>(), 16384);
+    let seed = cluster.tls_port(primaries[0]);
+    // Every node reached over TLS, each checked against its own address.
+    let args = ["--tls", "--cacert", &ca, "--cluster", "-t", "ping", "-n", "10", "-c", "1", "-q"];
+    let out = run_at(seed, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+    // Discovery names the TLS port a TLS client is told.
+    let replica = cluster.replica_ports()[0];
+    let replica_tls = cluster.tls_port(replica);
+    cluster.kill(replica);
+    let out = run_at(seed, &args);
+    refused(&out, &format!("replica 127.0.0.1:{replica_tls} (CLUSTER SHARDS) cannot be reached: "));
 }
