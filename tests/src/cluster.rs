@@ -49,6 +49,8 @@ pub struct Cluster {
     config: ClusterConfig,
     /// With TLS: the certificates, and each node's plain and TLS ports.
     tls: Option<(TlsCerts, Vec<(u16, u16)>)>,
+    /// The ids of the nodes [`Cluster::kill`] killed, which the others still know (as failed).
+    killed: Vec<String>,
 }
 
 /// Runs one command on a node with `redis-cli` and returns its output; an error reply panics.
@@ -145,7 +147,7 @@ impl Cluster {
     pub fn start_with(primaries: usize, replicas_each: usize, config: ClusterConfig) -> Cluster {
         assert!(primaries >= 3, "redis-cli --cluster create needs at least 3 primaries, not {primaries}");
         let tls = config.tls.then(|| (TlsCerts::make(&unique_tmpdir("rbclus")), Vec::new()));
-        let mut c = Cluster { nodes: Vec::new(), config, tls };
+        let mut c = Cluster { nodes: Vec::new(), config, tls, killed: Vec::new() };
         for _ in 0..primaries * (1 + replicas_each) {
             let n = c.new_node();
             c.nodes.push(n);
@@ -239,10 +241,12 @@ impl Cluster {
         }
     }
 
-    /// Waits until every node says `cluster_state:ok` and knows all the others, and every
-    /// replica's link to its primary is up.
+    /// Waits until every node says `cluster_state:ok` and knows all the others (the killed ones
+    /// too, marked failed), every node agrees with each running node's own role, and every
+    /// replica's link to its primary is up. After killing a primary this waits for its replica
+    /// to take over (which takes `cluster-node-timeout` and more: with a long one, it panics).
     pub fn wait_settled(&self) {
-        let count = self.nodes.len().to_string();
+        let count = (self.nodes.len() + self.killed.len()).to_string();
         wait_for("every node in cluster_state:ok, knowing every other", SETTLE, || {
             for n in &self.nodes {
                 let info = run(n, &["CLUSTER", "INFO"]);
@@ -274,6 +278,15 @@ impl Cluster {
                 let view = self.nodes_view(n);
                 for line in view.lines() {
                     let id = line.split(' ').next().unwrap_or_default();
+                    if self.killed.iter().any(|k| k == id) {
+                        if line.split(' ').nth(2).is_some_and(|f| f.split(',').any(|x| x == "fail")) {
+                            continue;
+                        }
+                        return Err(format!(
+                            "port {} does not see a killed node as failed: {line}",
+                            n.port()
+                        ));
+                    }
                     match own.iter().find(|(i, _)| i == id) {
                         Some((_, primary)) if *primary == is_primary(line) => {}
                         _ => return Err(format!("port {} sees {line}", n.port())),
@@ -282,15 +295,15 @@ impl Cluster {
             }
             Ok(())
         });
-        for port in self.replica_ports() {
-            wait_for(&format!("replica {port}'s master_link_status:up"), SETTLE, || {
+        wait_for("every replica's master_link_status:up", SETTLE, || {
+            for port in self.replica_ports() {
                 let info = run(self.node(port), &["INFO", "replication"]);
-                match field(&info, "master_link_status") {
-                    Some("up") => Ok(()),
-                    _ => Err(info),
+                if field(&info, "master_link_status") != Some("up") {
+                    return Err(format!("port {port}: {info}"));
                 }
-            });
-        }
+            }
+            Ok(())
+        });
     }
 
     /// The node on `port`.
@@ -445,12 +458,15 @@ impl Cluster {
         self.wait_settled();
     }
 
-    /// Kills the node on `port` (SIGKILL) and removes it; the others notice after
-    /// `cluster-node-timeout`.
+    /// Kills the node on `port` (SIGKILL) and removes it; the others mark it failed after
+    /// `cluster-node-timeout` (and a killed primary's replica takes over: see
+    /// [`Cluster::wait_settled`]).
     pub fn kill(&mut self, port: u16) {
+        let id = self.node_id(port);
         let i =
             self.nodes.iter().position(|n| n.port() == port).unwrap_or_else(|| panic!("no node on {port}"));
         drop(self.nodes.remove(i));
+        self.killed.push(id);
     }
 }
 

@@ -248,6 +248,17 @@ fn cluster_fixture_changes() {
     cluster.failover(replica);
     assert!(cluster.primary_ports().contains(&replica));
     assert!(cluster.replica_ports().contains(&to));
+    // A killed primary's replica takes over once the others mark it failed.
+    let third = primaries[2];
+    let heir = cluster
+        .replica_ports()
+        .into_iter()
+        .find(|&r| cluster.node(r).cli(&["INFO", "replication"]).contains(&format!("master_port:{third}")))
+        .expect("a replica of the third primary");
+    cluster.kill(third);
+    cluster.wait_settled();
+    assert!(cluster.primary_ports().contains(&heir));
+    assert_eq!(cluster.primary_ports().iter().map(|&p| cluster.slots_of(p)).sum::<usize>(), 16384);
 }
 
 #[test]
