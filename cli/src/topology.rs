@@ -333,6 +333,14 @@ fn slot(v: &Value) -> Result<u16, String> {
         .ok_or_else(|| format!("slot {v:?}"))
 }
 
+/// A range of slots from its first and last, in order.
+fn slot_range(first: &Value, last: &Value) -> Result<(u16, u16), String> {
+    match (slot(first)?, slot(last)?) {
+        (a, b) if a <= b => Ok((a, b)),
+        (a, b) => Err(format!("the slot range {a}-{b}")),
+    }
+}
+
 /// Where a node announced with `endpoint` is: NULL or empty (`cluster-preferred-endpoint-type
 /// unknown-endpoint`, for nodes behind one address) means the address connected to,
 /// `seed_host`; `?` (no hostname known) means its `ip`, when there is one.
@@ -400,7 +408,7 @@ fn parse_shards(v: &Value, seed_host: &str, tls: bool) -> Result<Topology, Strin
             return Err("an odd number of slot bounds".to_string());
         }
         let ranges: Vec<(u16, u16)> =
-            bounds.chunks(2).map(|p| Ok((slot(&p[0])?, slot(&p[1])?))).collect::<Result<_, String>>()?;
+            bounds.chunks(2).map(|p| slot_range(&p[0], &p[1])).collect::<Result<_, String>>()?;
         let ranges = merge_ranges(ranges);
         let first = nodes.len();
         let mut primary = None;
@@ -439,7 +447,7 @@ fn parse_slots(v: &Value, seed_host: &str) -> Result<Topology, String> {
     let mut ranges: Vec<Vec<(u16, u16)>> = Vec::new();
     for entry in items(v).ok_or("not an array of slot ranges")? {
         let e = items(entry).filter(|e| e.len() >= 3).ok_or("a slot range is not an array")?;
-        let range = (slot(&e[0])?, slot(&e[1])?);
+        let range = slot_range(&e[0], &e[1])?;
         let mut primary = None;
         for (k, node) in e[2..].iter().enumerate() {
             let n = items(node).filter(|n| n.len() >= 2).ok_or("a node is not [host, port, ...]")?;
@@ -697,6 +705,8 @@ mod tests {
         let big = arr(vec![arr(vec![b("slots"), arr(vec![i(0), i(16384)]), b("nodes"), arr(vec![])])]);
         assert!(parse_shards(&big, "h", false).unwrap_err().contains("slot"));
         assert!(parse_slots(&arr(vec![arr(vec![i(0)])]), "h").is_err());
+        let backwards = arr(vec![arr(vec![i(9), i(3), arr(vec![b("h"), i(1), b("id")])])]);
+        assert!(parse_slots(&backwards, "h").unwrap_err().contains("9-3"));
         assert!(parse_role(&arr(vec![])).is_err());
     }
 
@@ -774,6 +784,32 @@ mod tests {
         assert!(parse_info_replication("role:master\r\nslave0:ip=h,state=online\r\n")
             .unwrap_err()
             .contains("port"));
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn each_node_is_checked_against_its_own_name() {
+        use argh::FromArgs;
+        use rustls::pki_types::ServerName;
+        let cfg =
+            |args: &[&str]| crate::opts::Opts::from_args(&["respbench"], args).unwrap().check().unwrap();
+        let name = |c: &Config| c.tls.as_ref().unwrap().server_name.clone();
+        let c = cfg(&["--tls", "--insecure", "-h", "10.0.0.1", "--cluster"]);
+        let n = node_config(&c, &tcp("10.0.0.2", 7001));
+        assert_eq!(
+            (n.endpoint.clone(), name(&n)),
+            (tcp("10.0.0.2", 7001), ServerName::try_from("10.0.0.2").unwrap())
+        );
+        assert_eq!(
+            name(&node_config(&c, &tcp("redis-2.example", 7001))),
+            ServerName::try_from("redis-2.example").unwrap()
+        );
+        // --sni names every node alike.
+        let c = cfg(&["--tls", "--insecure", "-h", "10.0.0.1", "--sni", "cache.example", "--cluster"]);
+        assert_eq!(
+            name(&node_config(&c, &tcp("10.0.0.2", 7001))),
+            ServerName::try_from("cache.example").unwrap()
+        );
     }
 
     #[test]
