@@ -210,7 +210,7 @@ pub fn check_reachable(cfg: &Config, topo: &Topology) -> Result<(), StartupError
         let role = if n.primary { "primary" } else { "replica" };
         if let Err(e) = Conn::authenticated(&node_config(cfg, &n.endpoint)) {
             return Err(StartupError(format!(
-                "{role} {} ({}) cannot be reached: {}",
+                "{role} {} (from {}) cannot be reached: {}",
                 n.endpoint, topo.source, e.0
             )));
         }
@@ -366,7 +366,7 @@ fn merge_ranges(mut r: Vec<(u16, u16)>) -> Vec<(u16, u16)> {
 }
 
 /// Orders nodes as [`Topology::nodes`] promises: primaries by their first slot (slot-less ones
-/// last), each followed by nothing; replicas after all primaries, their `primary_index` fixed.
+/// last), then the replicas in their primaries' order, with `primary_index` updated.
 /// `primary_of[i]` is the index in `nodes` of replica `i`'s primary.
 fn order(nodes: Vec<Node>, primary_of: Vec<Option<usize>>) -> Vec<Node> {
     let mut idx: Vec<usize> = (0..nodes.len()).collect();

@@ -144,7 +144,7 @@ fn a_named_replica_that_is_down() {
     let down = free_port();
     let out =
         run_at(server.port(), &["--replica", &format!("127.0.0.1:{down}"), "-t", "ping", "-n", "10", "-q"]);
-    refused(&out, &format!("replica 127.0.0.1:{down} (--replica) cannot be reached: "));
+    refused(&out, &format!("replica 127.0.0.1:{down} (from --replica) cannot be reached: "));
     assert!(out.stderr.contains("Connection refused"), "{}", out.dump());
 }
 
@@ -212,7 +212,7 @@ fn cluster_node_down_is_named() {
     cluster.kill(replica);
     let seed = cluster.primary_ports()[0];
     let out = run_at(seed, &["--cluster", "-t", "ping", "-n", "10", "-q"]);
-    refused(&out, &format!("replica 127.0.0.1:{replica} (CLUSTER SHARDS) cannot be reached: "));
+    refused(&out, &format!("replica 127.0.0.1:{replica} (from CLUSTER SHARDS) cannot be reached: "));
 }
 
 #[test]
@@ -280,5 +280,5 @@ fn tls_cluster_discovery() {
     let replica_tls = cluster.tls_port(replica);
     cluster.kill(replica);
     let out = run_at(seed, &args);
-    refused(&out, &format!("replica 127.0.0.1:{replica_tls} (CLUSTER SHARDS) cannot be reached: "));
+    refused(&out, &format!("replica 127.0.0.1:{replica_tls} (from CLUSTER SHARDS) cannot be reached: "));
 }
