@@ -164,7 +164,12 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
         let templates: Vec<&Template> = cases.iter().flat_map(Case::templates).collect();
         with_nodes.multi = routing::prepare(cfg, &templates)?;
         if let Some(m) = &with_nodes.multi {
+            // Nodes that appear later are opened then (an error names the open-file limit).
             limits::ensure_fds(cfg.clients * m.topology.nodes.len(), cfg.threads.clamp(1, cfg.clients))?;
+            if cfg.output == opts::Output::Verbose && cfg.json.as_deref() != Some("-") {
+                // As redis-benchmark opens a cluster run: the nodes it found.
+                println!("{}", topology::describe(&m.topology));
+            }
         }
         &with_nodes
     } else {

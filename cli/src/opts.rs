@@ -57,9 +57,22 @@ pub struct Opts {
     /// each
     #[argh(option, default = "String::from(\"0\")")]
     pub threads: String,
-    /// enable cluster mode: requests go to the node that owns their key's slot
+    /// enable cluster mode: find the nodes from the -h/-p node (CLUSTER SHARDS, or CLUSTER
+    /// SLOTS before Redis 7) and send each request to the primary owning its key's slot
     #[argh(switch)]
     pub cluster: bool,
+    /// read from replicas: no (default: the primaries only), yes (the replicas only) or all
+    /// (both); every request of the test goes to the chosen nodes, so use it for read tests;
+    /// needs --cluster, --replicas auto or --replica (with those two the default is yes)
+    #[argh(option)]
+    pub rfr: Option<String>,
+    /// auto: find the replicas of the standalone -h/-p primary (ROLE, else INFO replication)
+    #[argh(option)]
+    pub replicas: Option<String>,
+    /// a replica of the standalone -h/-p primary, HOST:PORT as reachable from here, instead of
+    /// the addresses the primary reports (repeatable)
+    #[argh(option)]
+    pub replica: Vec<String>,
     /// send CLIENT TRACKING on before starting benchmark
     #[argh(switch)]
     pub enable_tracking: bool,
@@ -244,20 +257,19 @@ impl Backend {
     }
 }
 
-/// `--rfr`: where reads go.
-#[allow(dead_code)] // until --rfr is parsed
+/// `--rfr`: which nodes serve the requests when there are replicas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rfr {
-    /// To the primaries.
+    /// The primaries only.
     No,
-    /// To the replicas only.
+    /// The replicas only.
     Yes,
-    /// To primaries and replicas.
+    /// Primaries and replicas.
     All,
 }
 
 impl Rfr {
-    /// The option's value.
+    /// The value `--rfr` takes.
     pub fn name(self) -> &'static str {
         match self {
             Rfr::No => "no",
@@ -267,15 +279,14 @@ impl Rfr {
     }
 }
 
-/// The replicas of a standalone primary (`--replicas`, `--replica`).
-#[allow(dead_code)] // until --replicas is parsed
+/// The replicas of a standalone primary: `--replicas auto` or `--replica HOST:PORT`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Replicas {
-    /// None: one server.
+    /// Neither option: no replicas (or, with `--cluster`, the cluster's own).
     None,
-    /// Found from the primary (`--replicas auto`).
+    /// `--replicas auto`: the ones the primary reports.
     Auto,
-    /// Named (`--replica HOST:PORT`).
+    /// `--replica`, each as given.
     Listed(Vec<Endpoint>),
 }
 
@@ -283,6 +294,12 @@ pub enum Replicas {
 #[derive(Clone, Debug)]
 pub struct Config {
     pub endpoint: Endpoint,
+    /// `--cluster`.
+    pub cluster: bool,
+    /// `--rfr`, or its default (yes with `--replicas`/`--replica`, else no).
+    pub rfr: Rfr,
+    /// `--replicas auto` or `--replica`.
+    pub replicas: Replicas,
     /// TLS settings (`--tls`), made once for every connection.
     pub tls: Option<respbench_driver::Tls>,
     pub user: Option<String>,
@@ -334,12 +351,6 @@ pub struct Config {
     pub split: Option<Split>,
     /// `--start-at`: when the measured window begins.
     pub start_at: Option<StartAt>,
-    /// `--cluster`.
-    pub cluster: bool,
-    /// `--rfr`.
-    pub rfr: Rfr,
-    /// `--replicas`, `--replica`.
-    pub replicas: Replicas,
     /// Over several nodes: the nodes found at startup and the commands' routes.
     pub multi: Option<std::sync::Arc<crate::routing::Multi>>,
 }
@@ -761,6 +772,7 @@ impl Opts {
 
     /// Checks every value and resolves defaults into a [`Config`].
     pub fn check(self) -> Result<Config, String> {
+        let (rfr, replicas) = self.read_from_replicas()?;
         let mut backends = Vec::new();
         for name in self.backend.split(',') {
             let b = match name.trim() {
@@ -865,6 +877,9 @@ impl Opts {
                 Some(s) => Endpoint::Unix(s.into()),
                 None => Endpoint::Tcp { host: self.host.clone(), port: self.port },
             },
+            cluster: self.cluster,
+            rfr,
+            replicas,
             tls: None,
             user: self.user,
             password: self.password,
@@ -901,9 +916,6 @@ impl Opts {
             reconnect: self.reconnect,
             split: None,
             start_at,
-            cluster: self.cluster,
-            rfr: Rfr::No,
-            replicas: Replicas::None,
             multi: None,
         };
         if let Some(w) = worker {
@@ -928,9 +940,89 @@ impl Opts {
             ciphers: self.tls_ciphers,
             ciphersuites: self.tls_ciphersuites,
         };
+        if c.cluster {
+            // After -u, which can set both.
+            if c.db != 0 {
+                return Err("SELECT is refused in cluster mode: drop --dbnum".to_string());
+            }
+            if matches!(c.endpoint, Endpoint::Unix(_)) {
+                return Err("--cluster needs a TCP address (-h/-p), not -s".to_string());
+            }
+        }
         c.tls = tls_config(tls_by.is_some(), tls_by.unwrap_or_default(), &tls, &c.endpoint)?;
         Ok(c)
     }
+
+    /// Checks `--rfr`, `--replicas` and `--replica` together (and with `--cluster`).
+    fn read_from_replicas(&self) -> Result<(Rfr, Replicas), String> {
+        let rfr = match self.rfr.as_deref() {
+            None => None,
+            Some("no") => Some(Rfr::No),
+            Some("yes") => Some(Rfr::Yes),
+            Some("all") => Some(Rfr::All),
+            Some(other) => return Err(bad("--rfr", other, "the choices are no, yes and all")),
+        };
+        let replicas =
+            match (&self.replicas, self.replica.is_empty()) {
+                (Some(v), _) if v != "auto" => {
+                    return Err(bad(
+                        "--replicas",
+                        v,
+                        "the only value is auto (name replicas with --replica HOST:PORT)",
+                    ))
+                }
+                (Some(_), false) => return Err(
+                    "--replicas auto and --replica conflict: name the replicas or let respbench find them"
+                        .to_string(),
+                ),
+                (Some(_), true) => Replicas::Auto,
+                (None, false) => Replicas::Listed(
+                    self.replica
+                        .iter()
+                        .map(|r| host_port(r).map_err(|why| bad("--replica", r, why)))
+                        .collect::<Result<_, _>>()?,
+                ),
+                (None, true) => Replicas::None,
+            };
+        if self.cluster && replicas != Replicas::None {
+            return Err(
+                "--replicas and --replica are for a standalone primary; in cluster mode the replicas \
+                        come from the cluster: use --rfr"
+                    .to_string(),
+            );
+        }
+        let rfr = match (rfr, &replicas) {
+            (Some(Rfr::Yes | Rfr::All), Replicas::None) if !self.cluster => {
+                return Err(
+                    "--rfr reads from replicas: add --cluster, --replicas auto or --replica HOST:PORT"
+                        .to_string(),
+                )
+            }
+            (Some(Rfr::No), Replicas::Listed(_)) => {
+                return Err("--rfr no sends no reads to the replicas you named".to_string())
+            }
+            (Some(Rfr::No), Replicas::Auto) => {
+                return Err("--rfr no sends no reads to the replicas --replicas auto finds".to_string())
+            }
+            (Some(r), _) => r,
+            (None, Replicas::None) => Rfr::No,
+            (None, _) => Rfr::Yes,
+        };
+        Ok((rfr, replicas))
+    }
+}
+
+/// Parses `HOST:PORT`, split at the last `:` (so `::1:6380` is host `::1`); brackets around
+/// the host (`[::1]:6380`) are dropped.
+fn host_port(text: &str) -> Result<Endpoint, &'static str> {
+    let why = "expected HOST:PORT";
+    let (host, port) = text.rsplit_once(':').ok_or(why)?;
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    if host.is_empty() {
+        return Err(why);
+    }
+    let port = port.parse::<u16>().ok().filter(|&p| p != 0).ok_or("the port must be 1 to 65535")?;
+    Ok(Endpoint::Tcp { host: host.to_string(), port })
 }
 
 /// A seed for runs without `--seed`: the clock and the process id, as redis-benchmark does.
@@ -1023,6 +1115,7 @@ mod tests {
         assert!(parse(&["-c", "0"]).unwrap_err().contains("-c"));
         assert!(parse(&["-n", "-5"]).unwrap_err().contains("-n"));
         assert!(parse(&["-k", "2"]).unwrap_err().contains("-k"));
+        assert!(parse(&["--cluster"]).unwrap().cluster);
         assert!(parse(&["-n", "many"]).is_err());
         assert!(parse(&["--bogus"]).unwrap_err().contains("--bogus"));
         assert!(parse(&["--backend", "tokio"]).unwrap_err().contains("--backend"));
@@ -1037,6 +1130,68 @@ mod tests {
         );
         assert!(parse(&["--uring-sqpoll", "--backend", "uring"]).unwrap().uring_sqpoll);
         assert!(parse(&["--uring-sqpoll"]).unwrap_err().contains("needs --backend uring"));
+    }
+
+    #[test]
+    fn cluster_and_replica_options() {
+        let c = parse(&[]).unwrap();
+        assert_eq!((c.cluster, c.rfr, &c.replicas), (false, Rfr::No, &Replicas::None));
+        let c = parse(&["--cluster", "--rfr", "all"]).unwrap();
+        assert_eq!((c.cluster, c.rfr), (true, Rfr::All));
+        assert_eq!(parse(&["--cluster", "--rfr", "no"]).unwrap().rfr, Rfr::No);
+        // Naming replicas sends the reads to them unless --rfr says otherwise.
+        let c = parse(&["--replicas", "auto"]).unwrap();
+        assert_eq!((c.rfr, &c.replicas), (Rfr::Yes, &Replicas::Auto));
+        let c = parse(&["--replica", "10.0.0.2:6380", "--replica", "[::1]:6381", "--replica", "::1:6382"])
+            .unwrap();
+        let tcp = |h: &str, port| Endpoint::Tcp { host: h.into(), port };
+        assert_eq!(
+            c.replicas,
+            Replicas::Listed(vec![tcp("10.0.0.2", 6380), tcp("::1", 6381), tcp("::1", 6382)])
+        );
+        assert_eq!(c.rfr, Rfr::Yes);
+        assert_eq!(parse(&["--replica", "r:1", "--rfr", "all"]).unwrap().rfr, Rfr::All);
+        // A primary on a unix socket may have replicas on TCP.
+        assert!(parse(&["-s", "/tmp/r.sock", "--replicas", "auto"]).is_ok());
+
+        let e = parse(&["--rfr", "maybe", "--cluster"]).unwrap_err();
+        assert_eq!(e, "invalid value 'maybe' for --rfr: the choices are no, yes and all");
+        let e = parse(&["--replicas", "all"]).unwrap_err();
+        assert!(e.starts_with("invalid value 'all' for --replicas: the only value is auto"), "{e}");
+        for (r, why) in [
+            ("host", "expected HOST:PORT"),
+            (":6380", "expected HOST:PORT"),
+            ("host:0", "the port must be 1 to 65535"),
+            ("host:65536", "the port must be 1 to 65535"),
+            ("host:x", "the port must be 1 to 65535"),
+        ] {
+            assert_eq!(
+                parse(&["--replica", r]).unwrap_err(),
+                format!("invalid value '{r}' for --replica: {why}")
+            );
+        }
+        let e = parse(&["--replicas", "auto", "--replica", "h:1"]).unwrap_err();
+        assert_eq!(e, "--replicas auto and --replica conflict: name the replicas or let respbench find them");
+        let in_cluster =
+            "--replicas and --replica are for a standalone primary; in cluster mode the replicas \
+                          come from the cluster: use --rfr";
+        assert_eq!(parse(&["--cluster", "--replicas", "auto"]).unwrap_err(), in_cluster);
+        assert_eq!(parse(&["--cluster", "--replica", "h:1"]).unwrap_err(), in_cluster);
+        let e = "SELECT is refused in cluster mode: drop --dbnum";
+        assert_eq!(parse(&["--cluster", "--dbnum", "2"]).unwrap_err(), e);
+        assert_eq!(parse(&["--cluster", "-u", "redis://h:7000/3"]).unwrap_err(), e);
+        assert!(parse(&["--cluster", "--dbnum", "0"]).is_ok());
+        let e = parse(&["--cluster", "-s", "/tmp/r.sock"]).unwrap_err();
+        assert_eq!(e, "--cluster needs a TCP address (-h/-p), not -s");
+        for rfr in ["yes", "all"] {
+            let e = parse(&["--rfr", rfr]).unwrap_err();
+            assert_eq!(e, "--rfr reads from replicas: add --cluster, --replicas auto or --replica HOST:PORT");
+        }
+        assert_eq!(parse(&["--rfr", "no"]).unwrap().rfr, Rfr::No);
+        let e = parse(&["--rfr", "no", "--replica", "h:1"]).unwrap_err();
+        assert_eq!(e, "--rfr no sends no reads to the replicas you named");
+        let e = parse(&["--rfr", "no", "--replicas", "auto"]).unwrap_err();
+        assert_eq!(e, "--rfr no sends no reads to the replicas --replicas auto finds");
     }
 
     #[test]

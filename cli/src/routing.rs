@@ -63,17 +63,8 @@ impl Multi {
 /// Finds the nodes (`--cluster`: the cluster's; `--replicas`, `--replica`: the primary's
 /// replicas) and the routes of `templates`' commands; `None` for a run against one server.
 pub fn prepare(cfg: &Config, templates: &[&Template]) -> Result<Option<Arc<Multi>>, String> {
-    let topology = if cfg.cluster {
-        topology::discover_cluster(cfg).map_err(|e| e.0)?
-    } else if cfg.replicas != crate::opts::Replicas::None {
-        topology::discover_replicas(cfg).map_err(|e| e.0)?
-    } else {
-        return Ok(None);
-    };
-    topology::check_reachable(cfg, &topology).map_err(|e| e.0)?;
-    if cfg.rfr != Rfr::No && topology.nodes.iter().all(|n| n.primary) {
-        return Err(format!("--rfr {}: {} has no replicas", cfg.rfr.name(), cfg.endpoint));
-    }
+    let Some(found) = topology::discover(cfg).map_err(|e| e.0)? else { return Ok(None) };
+    let topology = usable(found);
     let mut multi = Multi { topology, routes: Vec::new() };
     let mut conn = None;
     for t in templates {
@@ -93,6 +84,27 @@ pub fn prepare(cfg: &Config, templates: &[&Template]) -> Result<Option<Arc<Multi
         check_keys(&multi.route(t), t, cfg.cluster)?;
     }
     Ok(Some(Arc::new(multi)))
+}
+
+/// The topology without the nodes marked failed (a killed primary whose replica took over):
+/// nobody connects to those.
+fn usable(mut t: Topology) -> Topology {
+    let keep: Vec<bool> = t.nodes.iter().map(|n| n.usable()).collect();
+    let mut index = Vec::with_capacity(keep.len());
+    let mut next = 0;
+    for &k in &keep {
+        index.push(k.then_some(next));
+        next += usize::from(k);
+    }
+    let mut i = 0;
+    t.nodes.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
+    for n in &mut t.nodes {
+        n.primary_index = n.primary_index.and_then(|p| index.get(p).copied().flatten());
+    }
+    t
 }
 
 /// `COMMAND INFO name`: its key positions and whether it writes.

@@ -21,6 +21,7 @@ const REDIS_MISSING: &str =
 const REDIS_CLI_MISSING: &str =
     "redis-cli not found: install Debian's redis-tools package (apt-get install redis-server redis-tools)";
 
+pub mod cluster;
 pub mod fake;
 
 /// Instantiates each check, written once as `fn(Tool)`, for respbench on every backend (mio, smol, uring):
