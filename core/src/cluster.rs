@@ -466,6 +466,8 @@ pub struct Router {
     interval: Duration,
     /// Round robin over replicas.
     turn: usize,
+    /// The test's stop has been passed on to every connection of the client.
+    stop_told: bool,
 }
 
 impl Router {
@@ -487,6 +489,7 @@ impl Router {
             next_due: Time::MAX,
             interval,
             turn: 0,
+            stop_told: false,
         }
     }
 
@@ -711,8 +714,18 @@ impl Router {
         next
     }
 
+    /// The test stopped: drops what was drawn and not sent, and wakes every connection of the
+    /// client, once (a connection still waiting for replies comes back here on each drain).
+    pub(crate) fn stop(&mut self) {
+        if !self.stop_told {
+            self.stop_told = true;
+            self.drop_queued();
+            self.wake_all();
+        }
+    }
+
     /// Requests drawn and not sent when the test stopped: dropped.
-    pub(crate) fn drop_queued(&mut self) {
+    fn drop_queued(&mut self) {
         let queued: Vec<Request> = self.queues.iter_mut().flat_map(|q| q.drain(..)).collect();
         for r in queued {
             self.finish(r);
@@ -912,9 +925,20 @@ mod tests {
         .unwrap();
         assert_eq!(c.node_at(b"127.0.0.1:7001"), Some(1));
         assert_eq!(c.node_at(b":7001"), Some(1));
-        assert_eq!(c.node_at(b"10.0.0.1:7001"), None);
         assert_eq!(c.node_at(b"garbage"), None);
-        assert_eq!(c.slot_counts(), vec![u64::from(SLOTS), 0]);
+        // A node not seen before takes the room kept for one, as long as there is some.
+        assert_eq!(c.endpoint(2), None);
+        assert_eq!(c.node_at(b"10.0.0.1:7001"), Some(2));
+        assert_eq!(c.node_at(b"10.0.0.1:7001"), Some(2));
+        assert_eq!(c.endpoint(2), Some(Endpoint::Tcp { host: "10.0.0.1".into(), port: 7001 }));
+        for port in 1..SPARE_NODES as u16 {
+            assert_eq!(c.node_at(format!("10.0.0.2:{port}").as_bytes()), Some(2 + usize::from(port)));
+        }
+        assert_eq!(c.node_at(b"10.0.0.3:1"), None, "no room left");
+        assert_eq!(c.len(), 2 + SPARE_NODES);
+        let mut counts = vec![0; c.len()];
+        counts[0] = u64::from(SLOTS);
+        assert_eq!(c.slot_counts(), counts);
         c.set_owner(5, 1);
         assert_eq!(c.owner(5), Some(1));
     }

@@ -856,8 +856,7 @@ impl Connection {
         let mut router = feed.router.lock().unwrap_or_else(|e| e.into_inner());
         if stopped {
             // Drawn and not yet sent: the test is over, they are not sent.
-            router.drop_queued();
-            router.wake_all();
+            router.stop();
             return;
         }
         router.draw(&plan, cluster, now);

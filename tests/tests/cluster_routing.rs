@@ -1,0 +1,291 @@
+//! Requests over several nodes against real servers, on every backend: a 3-primary cluster with
+//! a replica each (routing by slot, a slot migrated mid-run, a failover, a primary killed, a
+//! node added and given a slot mid-run, reads from replicas) and a standalone primary with two
+//! replicas (the read/write split). Every count is checked against the servers' own
+//! `INFO commandstats`.
+
+use std::time::Duration;
+
+use respbench_core::cluster::key_slot;
+use respbench_tests::cluster::{Cluster, ReplicaSet};
+use respbench_tests::{on_every_backend, redis_benchmark, Output, Tool};
+
+/// The hard limit of a run that is expected to end on its own.
+const T: Duration = Duration::from_secs(60);
+
+fn run_at(tool: &Tool, port: u16, args: &[&str]) -> Output {
+    let mut all = vec!["-h".to_string(), "127.0.0.1".to_string(), "-p".to_string(), port.to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    tool.run(&all, T)
+}
+
+fn ok(out: &Output) {
+    assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+    assert!(!out.stderr.contains("panicked"), "{}", out.dump());
+}
+
+/// `calls` of `command` on each of `ports`.
+fn calls(cluster: &Cluster, ports: &[u16], command: &str) -> Vec<u64> {
+    ports.iter().map(|&p| cluster.node(p).command_calls(command)).collect()
+}
+
+/// `rejected_calls` of `command` at `port`: the requests it answered with a redirect.
+fn rejected(cluster: &Cluster, port: u16, command: &str) -> u64 {
+    cluster
+        .node(port)
+        .info_field("commandstats", &format!("cmdstat_{command}"))
+        .and_then(|v| v.split(',').find_map(|kv| kv.strip_prefix("rejected_calls=")?.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// A stable cluster: every request goes straight to its slot's primary, so the primaries
+/// execute exactly `-n` of each command between them, in proportion to their slots, and
+/// reject none (no redirect).
+fn requests_go_to_the_primary_of_their_slot(tool: Tool) {
+    let cluster = Cluster::start(3, 1);
+    let primaries = cluster.primary_ports();
+    let out = run_at(
+        &tool,
+        primaries[0],
+        &["--cluster", "-t", "set,get,mset", "-n", "30000", "-r", "100000", "-q"],
+    );
+    ok(&out);
+    for cmd in ["set", "get", "mset"] {
+        let per_node = calls(&cluster, &primaries, cmd);
+        assert_eq!(per_node.iter().sum::<u64>(), 30000, "{cmd}: {per_node:?}\n{}", out.dump());
+        for (&port, &n) in primaries.iter().zip(&per_node) {
+            let share = n as f64 / 30000.0;
+            let slots = cluster.slots_of(port) as f64 / 16384.0;
+            assert!(
+                (share - slots).abs() < 0.05,
+                "{cmd} at {port}: {share:.3} of the requests, {slots:.3} of the slots"
+            );
+            assert_eq!(rejected(&cluster, port, cmd), 0, "{cmd} at {port} was redirected");
+        }
+    }
+    // The replicas ran what their primaries replicated, and were sent nothing themselves.
+    assert_eq!(calls(&cluster, &cluster.replica_ports(), "get"), vec![0, 0, 0]);
+}
+
+/// A slot migrated while the run writes keys of that slot only: `ASK` while keys move, then
+/// `MOVED`; every request completes once (the two primaries execute exactly `-n` SETs between
+/// them), with the `ASKING`s the target saw.
+fn a_slot_migrated_mid_run(tool: Tool) {
+    let cluster = Cluster::start(3, 1);
+    let primaries = cluster.primary_ports();
+    let slot = key_slot(b"x");
+    let from = cluster.owner_of(slot, primaries[0]);
+    let to = *primaries.iter().find(|&&p| p != from).unwrap();
+    let mover = std::thread::scope(|s| {
+        let c = &cluster;
+        let mover = s.spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            c.begin_migration(slot, from, to);
+            let mut moved = 0;
+            for _ in 0..20 {
+                moved += c.move_keys(slot, from, to);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            c.finish_migration(slot, from, to);
+            moved
+        });
+        let out = run_at(
+            &tool,
+            primaries[0],
+            &["--cluster", "-c", "10", "-n", "150000", "-r", "5000", "SET", "{x}:__rand_int__", "v"],
+        );
+        ok(&out);
+        (mover.join().unwrap(), out)
+    });
+    let (moved, out) = mover;
+    assert!(moved > 0, "no key moved");
+    let sets = calls(&cluster, &[from, to], "set");
+    assert_eq!(sets.iter().sum::<u64>(), 150000, "{sets:?}\n{}", out.dump());
+    assert!(sets[1] > 0, "the target executed nothing: {sets:?}");
+    let asking = cluster.node(to).command_calls("asking");
+    assert!(asking > 0, "no ASK was followed");
+    // Each ASKING went before a SET that the source had answered with ASK; the source's other
+    // rejections are MOVED.
+    assert!(
+        rejected(&cluster, from, "set") >= asking,
+        "{} rejected, {asking} ASKING",
+        rejected(&cluster, from, "set")
+    );
+    assert_eq!(cluster.owner_of(slot, to), to);
+}
+
+/// A manual failover (`CLUSTER FAILOVER` on a replica) mid-run: the old primary answers
+/// `MOVED` to its replica, which every client is already connected to; nothing is lost.
+fn a_manual_failover_mid_run(tool: Tool) {
+    let cluster = Cluster::start(3, 1);
+    let primaries = cluster.primary_ports();
+    let replica = cluster.replica_ports()[0];
+    let out = std::thread::scope(|s| {
+        let c = &cluster;
+        s.spawn(move || {
+            std::thread::sleep(Duration::from_millis(700));
+            c.failover(replica);
+        });
+        run_at(
+            &tool,
+            primaries[0],
+            &["--cluster", "-c", "10", "--duration", "3s", "-r", "10000", "-t", "set"],
+        )
+    });
+    ok(&out);
+    assert!(!out.stderr.contains("failed"), "{}", out.dump());
+    assert!(cluster.node(replica).command_calls("set") > 0);
+}
+
+/// A primary killed mid-run (`--reconnect`): its requests in flight are lost and counted, the
+/// others wait for its replica to take over, and the run goes on to its end.
+fn a_killed_primary_mid_run(tool: Tool) {
+    let mut cluster = Cluster::start(3, 1);
+    let primaries = cluster.primary_ports();
+    let victim = primaries[2];
+    let running = {
+        let mut all: Vec<String> = ["-h", "127.0.0.1", "-p"].iter().map(|s| s.to_string()).collect();
+        all.push(primaries[0].to_string());
+        for a in [
+            "--cluster",
+            "--reconnect",
+            "-c",
+            "10",
+            "--duration",
+            "8s",
+            "-r",
+            "10000",
+            "-t",
+            "set",
+            "--series",
+        ] {
+            all.push(a.to_string());
+        }
+        tool.spawn(&all)
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    cluster.kill(victim);
+    cluster.wait_settled();
+    let out = running.wait(T);
+    // Connections to the dead node went down and did not come back: exit 1, said so.
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stdout.contains("second"), "{}", out.dump());
+    // The last seconds, after the takeover, ran at a rate again.
+    let series: Vec<u64> = out
+        .stdout
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("second"))
+        .skip(1)
+        .map_while(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .collect();
+    assert!(series.len() >= 9, "{series:?}\n{}", out.dump());
+    // Killed at 1.5 s; the replica takes over within a few seconds (node timeout 2 s).
+    assert!(
+        series[7..].iter().any(|&n| n > 100),
+        "no requests after the failover: {series:?}\n{}",
+        out.dump()
+    );
+    let promoted =
+        cluster.primary_ports().into_iter().find(|p| !primaries.contains(p)).expect("a replica took over");
+    assert!(cluster.node(promoted).command_calls("set") > 0);
+}
+
+/// A primary added to the cluster and given a slot mid-run: no client knew it at the start;
+/// the redirects name it and the clients connect to it.
+fn a_node_added_mid_run(tool: Tool) {
+    let mut cluster = Cluster::start(3, 0);
+    let primaries = cluster.primary_ports();
+    let slot = key_slot(b"x");
+    let from = cluster.owner_of(slot, primaries[0]);
+    let added = cluster.add_primary();
+    let out = std::thread::scope(|s| {
+        let c = &cluster;
+        s.spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            c.migrate_slot(slot, from, added);
+        });
+        run_at(
+            &tool,
+            primaries[0],
+            &["--cluster", "-c", "10", "-n", "100000", "-r", "5000", "SET", "{x}:__rand_int__", "v"],
+        )
+    });
+    ok(&out);
+    let sets = calls(&cluster, &[from, added], "set");
+    assert_eq!(sets.iter().sum::<u64>(), 100000, "{sets:?}\n{}", out.dump());
+    assert!(sets[1] > 0, "nothing reached the new node: {sets:?}\n{}", out.dump());
+}
+
+/// `--rfr yes` in a cluster: every GET at a replica of its slot's primary (`READONLY`), every
+/// SET at the primary.
+fn cluster_reads_from_replicas(tool: Tool) {
+    let cluster = Cluster::start(3, 1);
+    let primaries = cluster.primary_ports();
+    let replicas = cluster.replica_ports();
+    let out = run_at(
+        &tool,
+        primaries[0],
+        &["--cluster", "--rfr", "yes", "-t", "set,get", "-n", "20000", "-r", "10000", "-q"],
+    );
+    ok(&out);
+    assert_eq!(calls(&cluster, &primaries, "get"), vec![0, 0, 0]);
+    let gets = calls(&cluster, &replicas, "get");
+    assert_eq!(gets.iter().sum::<u64>(), 20000, "{gets:?}");
+    assert!(gets.iter().all(|&g| g > 4000), "{gets:?}");
+    assert_eq!(calls(&cluster, &primaries, "set").iter().sum::<u64>(), 20000);
+    assert!(replicas.iter().all(|&r| cluster.node(r).command_calls("readonly") > 0));
+}
+
+/// The guide's experiment: a primary and two replicas, SET at the primary, GET over both
+/// replicas (`--replicas auto`), counted at each server.
+fn the_read_write_split(tool: Tool) {
+    let set = ReplicaSet::start(2);
+    let out = run_at(
+        &tool,
+        set.primary.port(),
+        &["--replicas", "auto", "-t", "set,get", "-n", "20000", "-r", "10000", "-q"],
+    );
+    ok(&out);
+    assert_eq!(set.primary.command_calls("set"), 20000);
+    assert_eq!(set.primary.command_calls("get"), 0, "a read went to the primary");
+    let gets: Vec<u64> = set.replicas.iter().map(|r| r.command_calls("get")).collect();
+    assert_eq!(gets.iter().sum::<u64>(), 20000, "{gets:?}");
+    assert!(gets.iter().all(|&g| g > 6000), "reads not spread: {gets:?}");
+    // Standalone replicas refuse READONLY: it is not sent.
+    assert!(set.replicas.iter().all(|r| r.command_calls("readonly") == 0));
+}
+
+on_every_backend!(
+    requests_go_to_the_primary_of_their_slot,
+    a_slot_migrated_mid_run,
+    a_manual_failover_mid_run,
+    a_killed_primary_mid_run,
+    a_node_added_mid_run,
+    cluster_reads_from_replicas,
+    the_read_write_split,
+);
+
+/// redis-benchmark `--cluster` on the same cluster, the same command line: both send exactly
+/// `-n` SETs, and respbench's land on the primaries without a redirect.
+#[test]
+fn redis_benchmark_side_by_side() {
+    let cluster = Cluster::start(3, 0);
+    let primaries = cluster.primary_ports();
+    let args = ["--cluster", "-t", "set", "-n", "30000", "-r", "10000", "-q"];
+    let theirs = run_at(&redis_benchmark(), primaries[0], &args);
+    assert_eq!(theirs.status.code(), Some(0), "{}", theirs.dump());
+    let after_theirs = calls(&cluster, &primaries, "set").iter().sum::<u64>();
+    assert_eq!(after_theirs, 30000, "redis-benchmark");
+    let ours = run_at(&respbench_tests::respbench(), primaries[0], &args);
+    ok(&ours);
+    assert_eq!(calls(&cluster, &primaries, "set").iter().sum::<u64>() - after_theirs, 30000);
+    for &p in &primaries {
+        assert_eq!(rejected(&cluster, p, "set"), 0);
+    }
+    assert!(
+        ours.stdout.contains("SET: ") && theirs.stdout.contains("SET: "),
+        "{}\n{}",
+        ours.dump(),
+        theirs.dump()
+    );
+}
