@@ -1,12 +1,13 @@
 //! The per-node figures of a `--cluster` run against a real three-primary cluster: the nodes of
 //! the `--json` document add up to the test, each agrees with its server's own count of the
 //! command (`INFO commandstats`), the load follows the slots, a stable cluster sends no
-//! redirects, and the verbose report has a row per node.
+//! redirects, and the verbose report has a row per node. `respbench merge` of two runs' documents
+//! keeps the nodes.
 
 use std::thread;
 use std::time::{Duration, Instant};
 
-use respbench_tests::{json_path, respbench_on, take_document, RedisServer, Tool};
+use respbench_tests::{json_path, respbench, respbench_on, take_document, RedisServer, Tool};
 use serde_json::Value;
 
 /// The highest port a cluster node can have: its bus port is 10000 above.
@@ -135,4 +136,41 @@ fn per_node_figures_add_up_mio() {
 #[test]
 fn per_node_figures_add_up_smol() {
     per_node_figures_add_up(respbench_on("smol"));
+}
+
+/// Two load machines' documents (each found the cluster from another node) merge into one whose
+/// nodes hold both runs' requests: the servers' own counts.
+#[test]
+fn merged_documents_keep_the_nodes() {
+    let nodes = start_cluster();
+    let ports: Vec<u16> = nodes.iter().map(RedisServer::port).collect();
+    let tool = respbench_on("mio");
+    let paths = [json_path("cluster-report", "a"), json_path("cluster-report", "b")];
+    for (path, port) in paths.iter().zip([ports[0], ports[2]]) {
+        let args = ["-p", &port.to_string(), "--cluster", "-t", "set", "-n", "9000", "-r", "10000", "-q"];
+        let out =
+            tool.run(&[&args[..], &["--json", path.to_str().unwrap()]].concat(), Duration::from_secs(120));
+        assert!(out.status.success(), "{}", out.dump());
+    }
+    let merged = json_path("cluster-report", "merged");
+    let (a, b, m) = (paths[0].to_str().unwrap(), paths[1].to_str().unwrap(), merged.to_str().unwrap());
+    let out = respbench().run(&["merge", a, b, "--json", m], Duration::from_secs(60));
+    assert!(out.status.success(), "{}", out.dump());
+    for p in &paths {
+        let _ = std::fs::remove_file(p);
+    }
+    let doc: Value = serde_json::from_str(&take_document(&merged)).unwrap();
+    let t = &doc["tests"][0];
+    assert_eq!(t["requests"], 18000, "{t}");
+    let entries = t["nodes"].as_array().unwrap_or_else(|| panic!("no nodes: {t}"));
+    assert_eq!(entries.len(), 3, "{entries:?}");
+    for (s, port) in nodes.iter().zip(&ports) {
+        let address = format!("127.0.0.1:{port}");
+        let n = entries
+            .iter()
+            .find(|n| n["address"] == address.as_str())
+            .unwrap_or_else(|| panic!("no node {address} in {entries:?}"));
+        assert_eq!(n["requests"].as_u64().unwrap(), s.command_calls("set"), "{address}");
+    }
+    assert_eq!(t["redirects"]["moved"], 0);
 }
