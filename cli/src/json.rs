@@ -5,6 +5,7 @@
 
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
+use respbench_core::cluster::Redirects;
 use respbench_core::stats::{ErrorCounts, Interval, Second, Setup, HIGHEST_MICROS, LOWEST_MICROS};
 use respbench_core::{Endpoint, Stats, Time};
 use serde_json::{json, Map, Value};
@@ -152,6 +153,50 @@ pub struct Entry {
     pub step: Option<Value>,
     /// Counts, times and histograms.
     pub stats: Stats,
+    /// Over several nodes: each node of `stats.nodes`, in the same order; empty otherwise.
+    pub nodes: Vec<NodeInfo>,
+}
+
+/// One node of a test over several nodes (`--cluster`, replicas), as reports name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeInfo {
+    /// Where it is: `host:port`.
+    pub address: String,
+    /// A primary, else a replica.
+    pub primary: bool,
+    /// How many slots it serves (a replica: its primary's).
+    pub slots: u64,
+}
+
+impl NodeInfo {
+    /// The nodes of a run over several servers, in the order of its topology (the order of
+    /// [`Stats::nodes`]); empty for a run against one server.
+    pub fn list(multi: Option<&crate::routing::Multi>) -> Vec<NodeInfo> {
+        let Some(m) = multi else { return Vec::new() };
+        m.topology
+            .nodes
+            .iter()
+            .map(|n| NodeInfo {
+                address: n.endpoint.to_string(),
+                primary: n.primary,
+                slots: n.slots.iter().map(|&(a, b)| u64::from(b.saturating_sub(a)) + 1).sum(),
+            })
+            .collect()
+    }
+
+    /// `primary` or `replica`.
+    pub fn role(&self) -> &'static str {
+        if self.primary {
+            "primary"
+        } else {
+            "replica"
+        }
+    }
+
+    /// The description of node `i` of `nodes`, or a stand-in when there is none.
+    pub fn nth(nodes: &[NodeInfo], i: usize) -> NodeInfo {
+        nodes.get(i).cloned().unwrap_or(NodeInfo { address: format!("node {i}"), primary: true, slots: 0 })
+    }
 }
 
 /// A sweep step's parameters, as each of its entries records them.
@@ -174,10 +219,7 @@ pub fn command_text(template: &[u8]) -> String {
 /// `start_us`/`end_us` are wall-clock times comparable across processes and machines.
 pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
     let stats = &e.stats;
-    let mut errors = Map::new();
-    for k in stats.errors.kinds() {
-        errors.insert(k.prefix.clone(), json!(k.count));
-    }
+    let errors = errors_map(&stats.errors);
     let mut t = json!({
         "name": e.name,
         "command": e.command,
@@ -206,6 +248,17 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
     }
     if stats.setup.count() > 0 {
         t["connection_setup"] = setup(&stats.setup)?;
+    }
+    if !stats.nodes.is_empty() {
+        let duration = stats.duration_secs();
+        let nodes = stats
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| node(&NodeInfo::nth(&e.nodes, i), n, duration))
+            .collect::<Result<Vec<_>, _>>()?;
+        t["nodes"] = json!(nodes);
+        t["redirects"] = redirects(&stats.redirects);
     }
     if stats.abandoned > 0 {
         t["abandoned_requests"] = json!(stats.abandoned);
@@ -273,6 +326,99 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
         });
     }
     Ok(t)
+}
+
+/// Error replies by first word: `{"ERR": 10, "WRONGTYPE": 2}`.
+fn errors_map(errors: &ErrorCounts) -> Map<String, Value> {
+    errors.kinds().iter().map(|k| (k.prefix.clone(), json!(k.count))).collect()
+}
+
+/// Reads an `errors` object back (absent: none).
+fn read_errors(v: Option<&Value>, name: &str) -> Result<ErrorCounts, String> {
+    let mut errors = ErrorCounts::default();
+    if let Some(map) = v.and_then(Value::as_object) {
+        for (prefix, n) in map {
+            let n = n
+                .as_u64()
+                .ok_or_else(|| format!("test '{name}': error count of {prefix} is not a number"))?;
+            errors.add(prefix.as_bytes(), n);
+        }
+    }
+    Ok(errors)
+}
+
+/// The `redirects` object: counts by kind.
+fn redirects(r: &Redirects) -> Value {
+    Value::Object(r.kinds().iter().map(|&(k, n)| (k.to_string(), json!(n))).collect())
+}
+
+/// Reads a `redirects` object back (absent: none).
+fn read_redirects(v: Option<&Value>) -> Redirects {
+    let n = |k: &str| v.and_then(|r| r.get(k)).and_then(Value::as_u64).unwrap_or(0);
+    Redirects { moved: n("moved"), ask: n("ask"), tryagain: n("tryagain"), clusterdown: n("clusterdown") }
+}
+
+/// One entry of a test's `nodes`: who the node is and what it answered; its `rps` is over the
+/// test's `duration` (seconds), as the test's own.
+fn node(info: &NodeInfo, n: &Stats, duration: f64) -> Result<Value, String> {
+    let rps = if duration > 0.0 { n.requests as f64 / duration } else { 0.0 };
+    let mut v = json!({
+        "address": info.address,
+        "role": info.role(),
+        "slots": info.slots,
+        "requests": n.requests,
+        "rps": finite(rps),
+        "errors": errors_map(&n.errors),
+        "nil_replies": n.nils,
+        "redirects": redirects(&n.redirects),
+        "latency_ms": latency_ms(&n.latency),
+        "histogram": histogram(&n.latency)?,
+    });
+    if let Some(h) = &n.service {
+        v["service_latency_ms"] = latency_ms(h);
+        v["service_histogram"] = histogram(h)?;
+    }
+    Ok(v)
+}
+
+/// Reads a test's `nodes` back: each node's description and stats (over the test's interval,
+/// `start` to `end`, which a node's entry does not carry).
+fn read_nodes(t: &Value, name: &str, start: Time, end: Time) -> Result<(Vec<NodeInfo>, Vec<Stats>), String> {
+    let mut infos = Vec::new();
+    let mut stats = Vec::new();
+    for (i, n) in
+        t.get("nodes").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]).iter().enumerate()
+    {
+        let what = |k: &str| format!("test '{name}': nodes[{i}] without '{k}'");
+        let data = |k: &str| -> Result<Option<Histogram<u64>>, String> {
+            match n.get(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(h) => {
+                    let data =
+                        h.get("data").and_then(Value::as_str).ok_or_else(|| what(&format!("{k}.data")))?;
+                    decode_histogram(data)
+                        .map(Some)
+                        .map_err(|e| format!("test '{name}': nodes[{i}].{k}: {e}"))
+                }
+            }
+        };
+        let latency = data("histogram")?.ok_or_else(|| what("histogram"))?;
+        let mut s = Stats::new(start, latency.sigfig(), false)?;
+        s.end = end;
+        s.requests = n.get("requests").and_then(Value::as_u64).ok_or_else(|| what("requests"))?;
+        s.nils = n.get("nil_replies").and_then(Value::as_u64).unwrap_or(0);
+        s.errors = read_errors(n.get("errors"), name)?;
+        s.redirects = read_redirects(n.get("redirects"));
+        s.latency = latency;
+        s.service = data("service_histogram")?;
+        infos.push(NodeInfo {
+            address: n.get("address").and_then(Value::as_str).ok_or_else(|| what("address"))?.to_string(),
+            primary: n.get("role").and_then(Value::as_str) != Some("replica"),
+            slots: n.get("slots").and_then(Value::as_u64).unwrap_or(0),
+        });
+        stats.push(s);
+    }
+    Ok((infos, stats))
 }
 
 /// The `connection_setup` object: how many connections were set up, and each phase's
@@ -352,15 +498,7 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
     }
     let data = hist.get("data").and_then(Value::as_str).ok_or("histogram without 'data'")?;
     let latency = decode_histogram(data).map_err(|e| format!("test '{name}': {e}"))?;
-    let mut errors = ErrorCounts::default();
-    if let Some(map) = t.get("errors").and_then(Value::as_object) {
-        for (prefix, n) in map {
-            let n = n
-                .as_u64()
-                .ok_or_else(|| format!("test '{name}': error count of {prefix} is not a number"))?;
-            errors.add(prefix.as_bytes(), n);
-        }
-    }
+    let errors = read_errors(t.get("errors"), &name)?;
     let cpu = match t.get("client_cpu") {
         None | Some(Value::Null) => None,
         Some(c) => {
@@ -390,6 +528,8 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
         series.push(read_second(s).map_err(|e| format!("test '{name}': series: {e}"))?);
     }
     let setup = read_setup(t, &name, latency.sigfig())?;
+    let end = Time::from_micros(u64_field("end_us")?).max(start);
+    let (nodes, node_stats) = read_nodes(t, &name, start, end)?;
     let stats = Stats {
         requests: u64_field("requests")?,
         // Absent from documents written before it existed.
@@ -400,7 +540,7 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
         connections_opened: u64_field("connections_opened")?,
         push_messages: 0,
         start,
-        end: Time::from_micros(u64_field("end_us")?).max(start),
+        end,
         latency,
         service,
         series,
@@ -415,8 +555,8 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
             .and_then(Value::as_f64)
             .map_or(0, |s| (s * 1e6).round() as u64),
         abandoned: t.get("abandoned_requests").and_then(Value::as_u64).unwrap_or(0),
-        nodes: Vec::new(),
-        redirects: Default::default(),
+        nodes: node_stats,
+        redirects: read_redirects(t.get("redirects")),
     };
     let backend = t.get("backend").and_then(Value::as_str).map(str::to_string);
     let target_rps = t.get("target_rps").and_then(Value::as_u64);
@@ -429,7 +569,7 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
     });
     // The verdict is the run's own; merged runs are other loads, so it is not carried over.
     let step = t.get("step").filter(|v| v.is_object()).cloned();
-    Ok(Entry { name, command, backend, cpu, target_rps, server_cpu, verdict: None, step, stats })
+    Ok(Entry { name, command, backend, cpu, target_rps, server_cpu, verdict: None, step, stats, nodes })
 }
 
 /// One second of a `series`: its summary (`respbench/2`), or, in a `respbench/1` document, the
@@ -545,6 +685,7 @@ mod tests {
             verdict: None,
             step: None,
             stats,
+            nodes: Vec::new(),
         }
     }
 
@@ -658,6 +799,56 @@ mod tests {
         }
         // serde_json would write NaN as null; none here.
         assert!(!serde_json::to_string(&t).unwrap().contains("null"));
+    }
+
+    #[test]
+    fn nodes_and_redirects_round_trip() {
+        let mut s = Stats::new(Time::from_micros(0), 3, true).unwrap().with_nodes(2).unwrap();
+        let at = Time::from_micros(2_000_000);
+        for k in 0..40u64 {
+            let node = (k % 4 == 0) as usize;
+            let error: Option<&[u8]> = (k == 1).then_some(b"WRONGTYPE x");
+            s.record_request(0, 100_000 + k * 1000, 50_000, error, at);
+            s.record_node(node, 100_000 + k * 1000, 50_000, error, at);
+        }
+        s.nodes[1].nils = 3;
+        s.nils = 3;
+        s.redirects = Redirects { moved: 5, ask: 2, tryagain: 1, clusterdown: 0 };
+        s.nodes[0].redirects = Redirects { moved: 5, ask: 2, ..Redirects::default() };
+        s.nodes[1].redirects.tryagain = 1;
+        let mut e = entry("GET", s, None);
+        e.nodes = vec![
+            NodeInfo { address: "127.0.0.1:7000".into(), primary: true, slots: 16384 },
+            NodeInfo { address: "127.0.0.1:7001".into(), primary: false, slots: 16384 },
+        ];
+        let t = test(&e, 0).unwrap();
+        assert_eq!(t["redirects"], json!({"moved": 5, "ask": 2, "tryagain": 1, "clusterdown": 0}));
+        let n = &t["nodes"][1];
+        assert_eq!(n["address"], "127.0.0.1:7001");
+        assert_eq!(n["role"], "replica");
+        assert_eq!(n["slots"], 16384);
+        assert_eq!(n["requests"], 10);
+        // Over the test's two seconds, as the test's own rps.
+        assert_eq!(n["rps"], 5.0);
+        assert_eq!(n["nil_replies"], 3);
+        assert_eq!(n["redirects"]["tryagain"], 1);
+        assert_eq!(t["nodes"][0]["errors"], json!({"WRONGTYPE": 1}));
+        assert_eq!(n["latency_ms"]["p50"], 0.116);
+        assert!(n["histogram"]["data"].is_string() && n["service_histogram"]["data"].is_string());
+        let back = read_test(&t).unwrap();
+        assert_eq!(back.nodes, e.nodes);
+        assert_eq!(back.stats.redirects, e.stats.redirects);
+        for (a, b) in back.stats.nodes.iter().zip(&e.stats.nodes) {
+            assert_eq!((a.requests, a.nils, a.errors.total()), (b.requests, b.nils, b.errors.total()));
+            assert_eq!((&a.latency, &a.service, &a.redirects), (&b.latency, &b.service, &b.redirects));
+            assert_eq!((a.start, a.end), (back.stats.start, back.stats.end));
+        }
+        // A test against one server has neither field, and reads back without nodes.
+        let t = test(&entry("GET", sample(0, &[100]), None), 0).unwrap();
+        assert!(t.get("nodes").is_none() && t.get("redirects").is_none());
+        let back = read_test(&t).unwrap();
+        assert!(back.nodes.is_empty() && back.stats.nodes.is_empty());
+        assert_eq!(back.stats.redirects.total(), 0);
     }
 
     #[test]

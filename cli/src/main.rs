@@ -445,6 +445,7 @@ impl<'a> Session<'a> {
                 }
             }
             if let Some(total) = entries.last_mut() {
+                total.nodes = json::NodeInfo::list(cfg.multi.as_deref());
                 let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline);
                 let missing = self.probe.missing.as_deref();
                 total.verdict = Some(verdict::verdict(
@@ -726,6 +727,7 @@ impl Case {
                     verdict: None,
                     step: None,
                     stats: part,
+                    nodes: Vec::new(),
                 });
             }
         }
@@ -739,6 +741,7 @@ impl Case {
             verdict: None,
             step: None,
             stats,
+            nodes: Vec::new(),
         });
         out
     }
@@ -1156,6 +1159,7 @@ fn print_test(
         server_save: info.save.as_deref(),
         server_appendonly: info.appendonly.as_deref(),
         backend_note: backend_note(entry),
+        nodes: &entry.nodes,
     };
     match cfg.output {
         Output::Verbose => {

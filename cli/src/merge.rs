@@ -91,6 +91,7 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
                 server_save: None,
                 server_appendonly: None,
                 backend_note: None,
+                nodes: &e.nodes,
             };
             report::write_quiet(&r, &mut out).map_err(|e| e.to_string())?;
         }
@@ -293,23 +294,7 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
             match m.keys.iter().position(|k| *k == key) {
                 Some(at) => {
                     let acc = &mut m.tests[at];
-                    acc.stats.merge(&e.stats).map_err(|err| (i, format!("test '{}': {err}", e.name)))?;
-                    // Two machines each aiming at R give 2R together.
-                    acc.target_rps = acc.target_rps.zip(e.target_rps).map(|(a, b)| a + b);
-                    acc.cpu = match (acc.cpu, e.cpu) {
-                        (Some(mut a), Some(b)) => {
-                            a.merge(&b);
-                            Some(a)
-                        }
-                        // One run without the figure: the sum would be wrong.
-                        _ => None,
-                    };
-                    // Runs against the same server at the same time see the same server: the
-                    // busiest reading stands for it.
-                    acc.server_cpu = match (acc.server_cpu.take(), e.server_cpu) {
-                        (Some(a), Some(b)) => Some(if b.cores > a.cores { b } else { a }),
-                        (a, b) => a.or(b),
-                    };
+                    merge_entry(acc, e).map_err(|err| (i, err))?;
                 }
                 None => {
                     m.keys.push(key);
@@ -319,6 +304,45 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
         }
     }
     merged.ok_or((0, "no documents".to_string()))
+}
+
+/// Adds test `e` of another document to `acc`, the same test merged so far.
+fn merge_entry(acc: &mut json::Entry, mut e: json::Entry) -> Result<(), String> {
+    // Nodes are matched by address, not by position: each load machine lists the cluster's
+    // nodes in the order it found them.
+    let mine = std::mem::take(&mut acc.stats.nodes);
+    let theirs = std::mem::take(&mut e.stats.nodes);
+    acc.stats.merge(&e.stats).map_err(|err| format!("test '{}': {err}", e.name))?;
+    acc.stats.nodes = mine;
+    for (k, stats) in theirs.into_iter().enumerate() {
+        let info = json::NodeInfo::nth(&e.nodes, k);
+        match acc.nodes.iter().position(|n| n.address == info.address) {
+            Some(at) => acc.stats.nodes[at]
+                .merge(&stats)
+                .map_err(|err| format!("test '{}': node {}: {err}", e.name, info.address))?,
+            None => {
+                acc.nodes.push(info);
+                acc.stats.nodes.push(stats);
+            }
+        }
+    }
+    // Two machines each aiming at R give 2R together.
+    acc.target_rps = acc.target_rps.zip(e.target_rps).map(|(a, b)| a + b);
+    acc.cpu = match (acc.cpu, e.cpu) {
+        (Some(mut a), Some(b)) => {
+            a.merge(&b);
+            Some(a)
+        }
+        // One run without the figure: the sum would be wrong.
+        _ => None,
+    };
+    // Runs against the same server at the same time see the same server: the
+    // busiest reading stands for it.
+    acc.server_cpu = match (acc.server_cpu.take(), e.server_cpu) {
+        (Some(a), Some(b)) => Some(if b.cores > a.cores { b } else { a }),
+        (a, b) => a.or(b),
+    };
+    Ok(())
 }
 
 #[cfg(test)]
@@ -348,6 +372,7 @@ mod tests {
             verdict: None,
             step: None,
             stats,
+            nodes: Vec::new(),
         }
     }
 
@@ -390,6 +415,54 @@ mod tests {
             let d = m.document().unwrap();
             prop_assert_eq!(&d["tests"][0]["requests"], &serde_json::json!(whole.requests));
         }
+    }
+
+    /// A cluster run's document: `GET` over `nodes` (address, requests at 1 ms, moved redirects).
+    fn cluster_doc(nodes: &[(&str, u64, u64)]) -> Value {
+        let mut s = Stats::new(Time::ZERO, 3, false).unwrap().with_nodes(nodes.len()).unwrap();
+        for (i, &(_, requests, moved)) in nodes.iter().enumerate() {
+            for _ in 0..requests {
+                s.record_request(0, 1_000_000, 0, None, Time::from_micros(1_000_000));
+                s.record_node(i, 1_000_000, 0, None, Time::from_micros(1_000_000));
+            }
+            s.nodes[i].redirects.moved = moved;
+            s.redirects.moved += moved;
+        }
+        let mut e = entry("GET", None, s);
+        e.nodes = nodes
+            .iter()
+            .map(|&(a, _, _)| json::NodeInfo { address: a.into(), primary: true, slots: 5461 })
+            .collect();
+        json::document(Value::Null, Value::Null, false, vec![json::test(&e, 0).unwrap()])
+    }
+
+    #[test]
+    fn nodes_are_matched_by_address() {
+        // Two load machines found the nodes in different orders; the second did not see node c.
+        let a = cluster_doc(&[("a:1", 10, 1), ("b:2", 20, 0), ("c:3", 30, 2)]);
+        let b = cluster_doc(&[("b:2", 200, 4), ("a:1", 100, 0), ("d:4", 5, 0)]);
+        let m = merge(&[a, b]).unwrap();
+        let t = &m.tests[0];
+        let got: Vec<(&str, u64, u64)> = t
+            .nodes
+            .iter()
+            .zip(&t.stats.nodes)
+            .map(|(n, s)| (n.address.as_str(), s.requests, s.redirects.moved))
+            .collect();
+        assert_eq!(got, [("a:1", 110, 1), ("b:2", 220, 4), ("c:3", 30, 2), ("d:4", 5, 0)]);
+        assert_eq!(t.stats.requests, 365);
+        assert_eq!(t.stats.redirects.moved, 7);
+        assert_eq!(t.stats.nodes.iter().map(|n| n.latency.len()).sum::<u64>(), 365);
+        // Written again, read again: the same.
+        let d = m.document().unwrap();
+        assert_eq!(d["tests"][0]["nodes"][1]["address"], "b:2");
+        assert_eq!(d["tests"][0]["nodes"][1]["requests"], 220);
+        assert_eq!(d["tests"][0]["redirects"]["moved"], 7);
+        // Merging a document with nodes and one without keeps the nodes.
+        let plain = doc_of(&[("GET", &Stats::new(Time::ZERO, 3, false).unwrap())]);
+        let m = merge(&[plain, cluster_doc(&[("a:1", 10, 1)])]).unwrap();
+        assert_eq!(m.tests[0].nodes.len(), 1);
+        assert_eq!(m.tests[0].stats.nodes[0].requests, 10);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 use respbench_core::Stats;
 
 use crate::cpu::ClientCpu;
-use crate::json::Entry;
+use crate::json::{Entry, NodeInfo};
 use crate::verdict::{Side, Verdict};
 
 use crate::hdr::{linear_steps, percentile_steps, write_steps};
@@ -48,6 +48,8 @@ pub struct TestReport<'a> {
     /// How the backend worked, when it has something to say (io_uring's receives and SQPOLL),
     /// after the client cpu line.
     pub backend_note: Option<String>,
+    /// Over several nodes: each node of `stats.nodes`, in the same order; empty otherwise.
+    pub nodes: &'a [NodeInfo],
 }
 
 /// The verbose report's lines about what respbench adds to redis-benchmark's load: `value
@@ -151,7 +153,44 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
             s.downtime_micros as f64 / 1e6
         )?;
     }
-    Ok(())
+    write_nodes(s, r.nodes, out)
+}
+
+/// respbench's per-node table of a test over several nodes (`--cluster`, replicas): a row per
+/// node, those that served nothing too (where the reads went), then the redirects by kind.
+/// Nothing for a test against one server.
+pub fn write_nodes(s: &Stats, nodes: &[NodeInfo], out: &mut impl Write) -> io::Result<()> {
+    if s.nodes.is_empty() {
+        return Ok(());
+    }
+    let infos: Vec<NodeInfo> = (0..s.nodes.len()).map(|i| NodeInfo::nth(nodes, i)).collect();
+    let width = infos.iter().map(|n| n.address.len()).max().unwrap_or(0).max("address".len());
+    // The test's own length, as its rps: a node's share of the throughput.
+    let duration = s.duration_secs();
+    writeln!(out, "  nodes (requests by the node that answered them):")?;
+    writeln!(
+        out,
+        "    {:width$} {:7} {:>5} {:>10} {:>12} {:>9} {:>9} {:>8} {:>9}",
+        "address", "role", "slots", "requests", "rps", "p50 msec", "p99 msec", "errors", "redirects"
+    )?;
+    for (info, n) in infos.iter().zip(&s.nodes) {
+        let rps = if duration > 0.0 { n.requests as f64 / duration } else { 0.0 };
+        writeln!(
+            out,
+            "    {:width$} {:7} {:>5} {:>10} {:>12.2} {:>9.3} {:>9.3} {:>8} {:>9}",
+            info.address,
+            info.role(),
+            info.slots,
+            n.requests,
+            finite(rps),
+            ms(value_at_percentile(&n.latency, 50.0)),
+            ms(value_at_percentile(&n.latency, 99.0)),
+            n.errors.total(),
+            n.redirects.total()
+        )?;
+    }
+    let kinds: Vec<String> = s.redirects.kinds().iter().map(|(k, n)| format!("{n} {k}")).collect();
+    writeln!(out, "  redirects: {} (not counted as requests)", kinds.join(", "))
 }
 
 /// respbench's connection set-up block, after the summary: how many connections were opened
@@ -668,6 +707,7 @@ mod tests {
             server_save: Some(""),
             server_appendonly: Some("no"),
             backend_note: None,
+            nodes: &[],
         }
     }
 
@@ -844,6 +884,60 @@ Summary:
         let mut out = Vec::new();
         write_csv_row(&r, None, None, &mut out).unwrap();
         assert_eq!(out, b"\"GET\",\"0.00\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\"\n");
+    }
+
+    /// Three nodes, a replica among them that served nothing: one second long.
+    fn cluster_stats() -> (Stats, Vec<NodeInfo>) {
+        let mut s = Stats::new(Time::ZERO, 3, false).unwrap().with_nodes(3).unwrap();
+        let at = Time::from_micros(1_000_000);
+        // 300 requests at node 0 (100 µs each), 100 at node 2 (2 ms each, one an error).
+        for (node, count, micros) in [(0, 300, 100), (2, 100, 2000)] {
+            for k in 0..count {
+                let error: Option<&[u8]> = (node == 2 && k == 0).then_some(b"ERR x");
+                s.record_request(0, micros * 1000, 0, error, at);
+                s.record_node(node, micros * 1000, 0, error, at);
+            }
+        }
+        s.redirects.moved = 12;
+        s.redirects.ask = 3;
+        s.nodes[0].redirects.moved = 12;
+        s.nodes[2].redirects.ask = 3;
+        let node = |a: &str, primary, slots| NodeInfo { address: a.into(), primary, slots };
+        let nodes = vec![
+            node("127.0.0.1:7000", true, 8192),
+            node("127.0.0.1:7001", false, 8192),
+            node("10.0.0.12:7002", true, 8192),
+        ];
+        (s, nodes)
+    }
+
+    #[test]
+    fn nodes_table_after_the_summary() {
+        let (s, nodes) = cluster_stats();
+        let mut r = report("GET", &s);
+        r.nodes = &nodes;
+        let text = verbose(&r);
+        let expected = "\
+  nodes (requests by the node that answered them):
+    address        role    slots   requests          rps  p50 msec  p99 msec   errors redirects
+    127.0.0.1:7000 primary  8192        300       300.00     0.100     0.100        0        12
+    127.0.0.1:7001 replica  8192          0         0.00     0.000     0.000        0         0
+    10.0.0.12:7002 primary  8192        100       100.00     2.000     2.000        1         3
+  redirects: 12 moved, 3 ask, 0 tryagain, 0 clusterdown (not counted as requests)
+";
+        assert!(text.ends_with(expected), "{text}");
+        assert!(text.contains("  hits: 100.0% "), "the table comes after the summary: {text}");
+        // Quiet and CSV lines are redis-benchmark's, nodes or not.
+        let plain = stats(std::iter::repeat_n(100, 300).chain(std::iter::repeat_n(2000, 100)));
+        let lines = |r: &TestReport| {
+            let (mut quiet, mut csv) = (Vec::new(), Vec::new());
+            write_quiet(r, &mut quiet).unwrap();
+            write_csv_row(r, None, None, &mut csv).unwrap();
+            (quiet, csv)
+        };
+        assert_eq!(lines(&r), lines(&report("GET", &plain)));
+        // Without nodes, nothing.
+        assert!(!verbose(&report("GET", &plain)).contains("nodes"));
     }
 
     #[test]

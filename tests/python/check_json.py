@@ -4,7 +4,9 @@ Usage: check_json.py SCHEMA DOCUMENT
 
 - validates DOCUMENT against the JSON Schema SCHEMA (draft 2020-12, the `jsonschema` package);
 - decodes every test's histogram with HdrHistogram's Python implementation (the `hdrhistogram`
-  package) and checks that its count, min, max and percentiles are the ones respbench reported.
+  package) and checks that its count, min, max and percentiles are the ones respbench reported;
+  likewise each node's of a test over several nodes, whose requests add up to at most the
+  test's and whose redirects add up to the test's.
 
 Prints one line per test and exits non-zero on the first mismatch.
 """
@@ -41,6 +43,24 @@ def close(a, b):
     return abs(a - b) <= 1e-9 + 1e-9 * abs(b)
 
 
+def check_histogram(name, t):
+    """Checks that `t`'s histogram (a test's or a node's) has `requests` values and gives the
+    figures of its `latency_ms`; False when it is empty."""
+    h = HdrHistogram.decode(t["histogram"]["data"])
+    if h.get_total_count() != t["requests"]:
+        fail(f"{name}: histogram count {h.get_total_count()} != requests {t['requests']}")
+    if t["requests"] == 0:
+        return False
+    lat = t["latency_ms"]
+    checks = {k: value_at_percentile(h, p) / 1000.0 for k, p in PERCENTILES.items()}
+    checks["min"] = h.get_min_value() / 1000.0
+    checks["max"] = h.get_max_value() / 1000.0
+    for k, want in checks.items():
+        if not close(lat[k], want):
+            fail(f"{name}: latency_ms.{k} is {lat[k]} but the decoded histogram says {want}")
+    return True
+
+
 def main():
     if len(sys.argv) != 3:
         fail("usage: check_json.py SCHEMA DOCUMENT")
@@ -54,21 +74,26 @@ def main():
     if errors:
         fail("schema: " + "; ".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]))
     for t in doc["tests"]:
-        h = HdrHistogram.decode(t["histogram"]["data"])
         name = t["name"]
-        if h.get_total_count() != t["requests"]:
-            fail(f"{name}: histogram count {h.get_total_count()} != requests {t['requests']}")
-        lat = t["latency_ms"]
-        if t["requests"] == 0:
+        if not check_histogram(name, t):
             print(f"{name}: empty")
             continue
-        checks = {k: value_at_percentile(h, p) / 1000.0 for k, p in PERCENTILES.items()}
-        checks["min"] = h.get_min_value() / 1000.0
-        checks["max"] = h.get_max_value() / 1000.0
-        for k, want in checks.items():
-            if not close(lat[k], want):
-                fail(f"{name}: latency_ms.{k} is {lat[k]} but the decoded histogram says {want}")
-        print(f"{name}: {t['requests']} requests, p50 {lat['p50']} ms, p99 {lat['p99']} ms: agree")
+        lat = t["latency_ms"]
+        nodes = t.get("nodes", [])
+        for n in nodes:
+            check_histogram(f"{name}: node {n['address']}", n)
+        if nodes:
+            # Each request counts at the node that answered it; a merge may add a document
+            # without nodes, so the nodes' sum is at most the test's.
+            served = sum(n["requests"] for n in nodes)
+            if served > t["requests"]:
+                fail(f"{name}: the nodes answered {served} requests, more than the test's {t['requests']}")
+            for kind, count in t["redirects"].items():
+                sent = sum(n["redirects"][kind] for n in nodes)
+                if sent != count:
+                    fail(f"{name}: the nodes sent {sent} {kind} redirects but the test counts {count}")
+        on = f", {len(nodes)} nodes" if nodes else ""
+        print(f"{name}: {t['requests']} requests, p50 {lat['p50']} ms, p99 {lat['p99']} ms{on}: agree")
 
 
 if __name__ == "__main__":

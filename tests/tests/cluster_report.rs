@@ -1,0 +1,176 @@
+//! The per-node figures of a `--cluster` run against a real three-primary cluster: the nodes of
+//! the `--json` document add up to the test, each agrees with its server's own count of the
+//! command (`INFO commandstats`), the load follows the slots, a stable cluster sends no
+//! redirects, and the verbose report has a row per node. `respbench merge` of two runs' documents
+//! keeps the nodes.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use respbench_tests::{json_path, respbench, respbench_on, take_document, RedisServer, Tool};
+use serde_json::Value;
+
+/// The highest port a cluster node can have: its bus port is 10000 above.
+const MAX_CLUSTER_PORT: u16 = 55535;
+
+/// Three cluster-enabled servers made one cluster, each primary over a third of the slots, once
+/// every node says `cluster_state:ok`.
+fn start_cluster() -> Vec<RedisServer> {
+    let mut nodes = Vec::new();
+    while nodes.len() < 3 {
+        // A free port above 55535 has no bus port: the server refuses it, so another is drawn.
+        let s = RedisServer::start_with(&[("cluster-enabled", "yes"), ("cluster-node-timeout", "5000")]);
+        if s.port() <= MAX_CLUSTER_PORT {
+            nodes.push(s);
+        }
+    }
+    let addresses: Vec<String> = nodes.iter().map(|s| format!("127.0.0.1:{}", s.port())).collect();
+    let mut args = vec!["--cluster", "create"];
+    args.extend(addresses.iter().map(String::as_str));
+    args.push("--cluster-yes");
+    nodes[0].cli(&args);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for s in &nodes {
+        loop {
+            let info = s.cli(&["CLUSTER", "INFO"]);
+            let ok = info.contains("cluster_state:ok")
+                && info.contains("cluster_slots_ok:16384")
+                && info.contains("cluster_known_nodes:3");
+            if ok {
+                break;
+            }
+            assert!(Instant::now() < deadline, "port {}: the cluster did not form:\n{info}", s.port());
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+    nodes
+}
+
+fn per_node_figures_add_up(tool: Tool) {
+    let nodes = start_cluster();
+    let ports: Vec<u16> = nodes.iter().map(RedisServer::port).collect();
+    let path = json_path("cluster-report", "nodes");
+    let out = tool.run(
+        &[
+            "-p",
+            &ports[0].to_string(),
+            "--cluster",
+            "-t",
+            "set,get",
+            "-n",
+            "30000",
+            "-r",
+            "10000",
+            "--json",
+            path.to_str().unwrap(),
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: Value = serde_json::from_str(&take_document(&path)).unwrap();
+    let tests = doc["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 2, "{doc}");
+    for (t, command) in tests.iter().zip(["set", "get"]) {
+        let name = t["name"].as_str().unwrap();
+        let total = t["requests"].as_u64().unwrap();
+        assert_eq!(total, 30000, "{name}");
+        let entries = t["nodes"].as_array().unwrap_or_else(|| panic!("{name}: no nodes: {t}"));
+        assert_eq!(entries.len(), 3, "{name}: {entries:?}");
+        let mut sum = 0;
+        for port in &ports {
+            let address = format!("127.0.0.1:{port}");
+            let n = entries
+                .iter()
+                .find(|n| n["address"] == address.as_str())
+                .unwrap_or_else(|| panic!("{name}: no node {address} in {entries:?}"));
+            assert_eq!(n["role"], "primary");
+            let requests = n["requests"].as_u64().unwrap();
+            sum += requests;
+            // ~1/3 of the slots each: a third of the keys, give or take.
+            let share = requests as f64 / total as f64;
+            assert!((0.25..=0.42).contains(&share), "{name}: {address} served {share:.3} of the requests");
+            let slots = n["slots"].as_u64().unwrap();
+            assert!((5000..=5600).contains(&slots), "{name}: {address} has {slots} slots");
+            assert_eq!(n["redirects"]["moved"], 0, "{name}: {address}");
+            assert_eq!(n["errors"], serde_json::json!({}), "{name}: {address}");
+        }
+        assert_eq!(sum, total, "{name}: the nodes' requests add up to the test's");
+        for (kind, count) in t["redirects"].as_object().unwrap() {
+            assert_eq!(count, 0, "{name}: {kind} redirects in a stable cluster");
+        }
+        // Each node's count is its server's own: the requests it answered, no more, no fewer.
+        for (s, port) in nodes.iter().zip(&ports) {
+            let address = format!("127.0.0.1:{port}");
+            let n = entries.iter().find(|n| n["address"] == address.as_str()).unwrap();
+            assert_eq!(n["requests"].as_u64().unwrap(), s.command_calls(command), "{name}: {address}");
+        }
+    }
+    // The verbose report: a row per node after each test's summary, and the redirects line.
+    for block in out.stdout.split("====== ").skip(1) {
+        let table: Vec<&str> = block
+            .lines()
+            .skip_while(|l| !l.starts_with("  nodes (requests by the node that answered them):"))
+            .collect();
+        assert!(table.len() >= 6, "no node table:\n{block}");
+        for port in &ports {
+            let row = table
+                .iter()
+                .find(|l| l.trim_start().starts_with(&format!("127.0.0.1:{port} ")))
+                .unwrap_or_else(|| panic!("no row for port {port}:\n{block}"));
+            assert!(row.contains(" primary "), "{row}");
+        }
+        assert!(
+            table.contains(
+                &"  redirects: 0 moved, 0 ask, 0 tryagain, 0 clusterdown (not counted as requests)"
+            ),
+            "{block}"
+        );
+    }
+}
+
+#[test]
+fn per_node_figures_add_up_mio() {
+    per_node_figures_add_up(respbench_on("mio"));
+}
+
+#[test]
+fn per_node_figures_add_up_smol() {
+    per_node_figures_add_up(respbench_on("smol"));
+}
+
+/// Two load machines' documents (each found the cluster from another node) merge into one whose
+/// nodes hold both runs' requests: the servers' own counts.
+#[test]
+fn merged_documents_keep_the_nodes() {
+    let nodes = start_cluster();
+    let ports: Vec<u16> = nodes.iter().map(RedisServer::port).collect();
+    let tool = respbench_on("mio");
+    let paths = [json_path("cluster-report", "a"), json_path("cluster-report", "b")];
+    for (path, port) in paths.iter().zip([ports[0], ports[2]]) {
+        let args = ["-p", &port.to_string(), "--cluster", "-t", "set", "-n", "9000", "-r", "10000", "-q"];
+        let out =
+            tool.run(&[&args[..], &["--json", path.to_str().unwrap()]].concat(), Duration::from_secs(120));
+        assert!(out.status.success(), "{}", out.dump());
+    }
+    let merged = json_path("cluster-report", "merged");
+    let (a, b, m) = (paths[0].to_str().unwrap(), paths[1].to_str().unwrap(), merged.to_str().unwrap());
+    let out = respbench().run(&["merge", a, b, "--json", m], Duration::from_secs(60));
+    assert!(out.status.success(), "{}", out.dump());
+    for p in &paths {
+        let _ = std::fs::remove_file(p);
+    }
+    let doc: Value = serde_json::from_str(&take_document(&merged)).unwrap();
+    let t = &doc["tests"][0];
+    assert_eq!(t["requests"], 18000, "{t}");
+    let entries = t["nodes"].as_array().unwrap_or_else(|| panic!("no nodes: {t}"));
+    assert_eq!(entries.len(), 3, "{entries:?}");
+    for (s, port) in nodes.iter().zip(&ports) {
+        let address = format!("127.0.0.1:{port}");
+        let n = entries
+            .iter()
+            .find(|n| n["address"] == address.as_str())
+            .unwrap_or_else(|| panic!("no node {address} in {entries:?}"));
+        assert_eq!(n["requests"].as_u64().unwrap(), s.command_calls("set"), "{address}");
+    }
+    assert_eq!(t["redirects"]["moved"], 0);
+}
