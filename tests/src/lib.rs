@@ -98,7 +98,9 @@ impl RedisServer {
         // The ports are free when picked but another process may take them before redis binds them.
         for _attempt in 0..5 {
             let dir = unique_tmpdir("rbe2e");
-            let port = free_port();
+            // A cluster node's bus listens on its port + 10000, which must be a port too.
+            let cluster = config.iter().any(|&(k, v)| k == "cluster-enabled" && v == "yes");
+            let port = std::iter::repeat_with(free_port).find(|&p| !cluster || p <= 55535).expect("a port");
             let tls_port = tls.as_ref().map(|_| free_port());
             let mut cmd = Command::new("redis-server");
             cmd.args(["--save", "", "--appendonly", "no", "--bind", "127.0.0.1", "--unixsocketperm", "700"])
