@@ -169,17 +169,27 @@ pub struct NodeInfo {
 }
 
 impl NodeInfo {
-    /// The nodes of a run over several servers, in the order of its topology (the order of
-    /// [`Stats::nodes`]); empty for a run against one server.
-    pub fn list(multi: Option<&crate::routing::Multi>) -> Vec<NodeInfo> {
-        let Some(m) = multi else { return Vec::new() };
-        m.topology
-            .nodes
-            .iter()
-            .map(|n| NodeInfo {
-                address: n.endpoint.to_string(),
-                primary: n.primary,
-                slots: n.slots.iter().map(|&(a, b)| u64::from(b.saturating_sub(a)) + 1).sum(),
+    /// The nodes of a test over several nodes as it ended: the nodes found at the start and
+    /// those that appeared during it (a redirect named them); a node that owns slots at the
+    /// end is a primary (a replica promoted by a failover), and a replica serves its primary's
+    /// slots.
+    pub fn at_end(
+        cluster: &respbench_core::cluster::Cluster,
+        multi: &crate::routing::Multi,
+    ) -> Vec<NodeInfo> {
+        let counts = cluster.slot_counts();
+        let found = &multi.topology.nodes;
+        (0..cluster.appeared())
+            .filter_map(|i| {
+                let address = cluster.endpoint(i)?.to_string();
+                let owned = counts.get(i).copied().unwrap_or(0);
+                let node = found.get(i);
+                let primary = owned > 0 || node.is_none_or(|n| n.primary);
+                let slots = match node.and_then(|n| n.primary_index) {
+                    Some(p) if !primary => counts.get(p).copied().unwrap_or(0),
+                    _ => owned,
+                };
+                Some(NodeInfo { address, primary, slots })
             })
             .collect()
     }

@@ -408,7 +408,7 @@ impl<'a> Session<'a> {
             }
             let hlog = self.hlog.as_mut().map(|l| (l, tag.as_str()));
             let before = self.probe.read();
-            let (outcome, cpu, (machine, waited)) =
+            let (outcome, cpu, (machine, waited), nodes) =
                 run_test(&cfg, backend, case, test_no, rate, self.epoch, hlog)?;
             let server_cpu = self.probe.since(before);
             if !outcome.drops.is_empty() {
@@ -445,7 +445,7 @@ impl<'a> Session<'a> {
                 }
             }
             if let Some(total) = entries.last_mut() {
-                total.nodes = json::NodeInfo::list(cfg.multi.as_deref());
+                total.nodes = nodes;
                 let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline);
                 let missing = self.probe.missing.as_deref();
                 total.verdict = Some(verdict::verdict(
@@ -523,7 +523,7 @@ impl<'a> Session<'a> {
         fill_cfg.pipeline = cfg.pipeline.max(PRELOAD_PIPELINE);
         fill_cfg.open = opts::OpenLoopConfig::default();
         let began = Instant::now();
-        let (outcome, _, _) = run_test(&fill_cfg, cfg.backends[0], fill, test_no, None, self.epoch, None)?;
+        let (outcome, _, _, _) = run_test(&fill_cfg, cfg.backends[0], fill, test_no, None, self.epoch, None)?;
         let s = &outcome.stats;
         if let Some((e, n)) = outcome.failures.first() {
             return Err(format!("--preload: {n} connection(s) failed: {e}"));
@@ -929,7 +929,7 @@ fn run_test(
     rate: Option<u64>,
     epoch: Instant,
     mut hlog: Option<(&mut hlog::IntervalLog, &str)>,
-) -> Result<(Outcome, cpu::ClientCpu, Contention), String> {
+) -> Result<(Outcome, cpu::ClientCpu, Contention, Vec<json::NodeInfo>), String> {
     let begin = Instant::now();
     let warmup = cfg.open.warmup;
     let measure_from = if warmup.is_zero() { Time::ZERO } else { Time::since(epoch, begin + warmup) };
@@ -1007,9 +1007,18 @@ fn run_test(
                             0.0
                         }
                     });
-                    let o = result?;
+                    let mut o = result?;
                     log_ended(Some(o.stats.end))?;
-                    return Ok((o, cpu, (machine, waited)));
+                    // Over several nodes: the nodes as the test ended, without the room kept
+                    // for nodes that never appeared.
+                    let nodes = match (&run.plan.cluster, cfg.multi.as_deref()) {
+                        (Some(c), Some(m)) => {
+                            o.stats.nodes.truncate(c.appeared());
+                            json::NodeInfo::at_end(c, m)
+                        }
+                        _ => Vec::new(),
+                    };
+                    return Ok((o, cpu, (machine, waited), nodes));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the event loops stopped".into()),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}

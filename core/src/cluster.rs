@@ -306,6 +306,12 @@ impl Cluster {
         }
     }
 
+    /// How many nodes a client connected to, or may have: the nodes found at the start and
+    /// those that appeared since (node `i` for `i` below this has an [`Cluster::endpoint`]).
+    pub fn appeared(&self) -> usize {
+        self.nodes.len() + self.spares.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
     /// Whether node `i` is a primary (a node that appeared during the test is one: a redirect
     /// named it as a slot's owner).
     fn is_primary(&self, i: usize) -> bool {

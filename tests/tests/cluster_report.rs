@@ -4,50 +4,15 @@
 //! redirects, and the verbose report has a row per node. `respbench merge` of two runs' documents
 //! keeps the nodes.
 
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use respbench_tests::cluster::Cluster;
 use respbench_tests::{json_path, respbench, respbench_on, take_document, RedisServer, Tool};
 use serde_json::Value;
 
-/// The highest port a cluster node can have: its bus port is 10000 above.
-const MAX_CLUSTER_PORT: u16 = 55535;
-
-/// Three cluster-enabled servers made one cluster, each primary over a third of the slots, once
-/// every node says `cluster_state:ok`.
-fn start_cluster() -> Vec<RedisServer> {
-    let mut nodes = Vec::new();
-    while nodes.len() < 3 {
-        // A free port above 55535 has no bus port: the server refuses it, so another is drawn.
-        let s = RedisServer::start_with(&[("cluster-enabled", "yes"), ("cluster-node-timeout", "5000")]);
-        if s.port() <= MAX_CLUSTER_PORT {
-            nodes.push(s);
-        }
-    }
-    let addresses: Vec<String> = nodes.iter().map(|s| format!("127.0.0.1:{}", s.port())).collect();
-    let mut args = vec!["--cluster", "create"];
-    args.extend(addresses.iter().map(String::as_str));
-    args.push("--cluster-yes");
-    nodes[0].cli(&args);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    for s in &nodes {
-        loop {
-            let info = s.cli(&["CLUSTER", "INFO"]);
-            let ok = info.contains("cluster_state:ok")
-                && info.contains("cluster_slots_ok:16384")
-                && info.contains("cluster_known_nodes:3");
-            if ok {
-                break;
-            }
-            assert!(Instant::now() < deadline, "port {}: the cluster did not form:\n{info}", s.port());
-            thread::sleep(Duration::from_millis(100));
-        }
-    }
-    nodes
-}
-
 fn per_node_figures_add_up(tool: Tool) {
-    let nodes = start_cluster();
+    let cluster = Cluster::start(3, 0);
+    let nodes = &cluster.nodes;
     let ports: Vec<u16> = nodes.iter().map(RedisServer::port).collect();
     let path = json_path("cluster-report", "nodes");
     let out = tool.run(
@@ -142,7 +107,8 @@ fn per_node_figures_add_up_smol() {
 /// nodes hold both runs' requests: the servers' own counts.
 #[test]
 fn merged_documents_keep_the_nodes() {
-    let nodes = start_cluster();
+    let cluster = Cluster::start(3, 0);
+    let nodes = &cluster.nodes;
     let ports: Vec<u16> = nodes.iter().map(RedisServer::port).collect();
     let tool = respbench_on("mio");
     let paths = [json_path("cluster-report", "a"), json_path("cluster-report", "b")];
