@@ -156,6 +156,22 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
     }
     // Bad test names and mixes are found before connecting.
     let cases = cases(cfg)?;
+    if cfg.cluster || cfg.replicas != opts::Replicas::None {
+        // A client over several nodes keeps its connections; one per request batch is not
+        // built for it.
+        if !cfg.keepalive {
+            return Err(
+                "-k 0 (a new connection per request batch) is not supported with --cluster or replicas"
+                    .into(),
+            );
+        }
+        if let Some(c) = cases.iter().find(|c| c.spec.connection_per_request) {
+            return Err(format!(
+                "the {} test (a new connection per request) is not supported with --cluster or replicas",
+                c.spec.title
+            ));
+        }
+    }
     let (info, counters) = server::startup(cfg).map_err(|e| e.0)?;
     // Over several nodes: find them, and how each command is routed, before any test.
     let mut with_nodes;
@@ -169,6 +185,7 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
             if cfg.output == opts::Output::Verbose && cfg.json.as_deref() != Some("-") {
                 // As redis-benchmark opens a cluster run: the nodes it found.
                 println!("{}", topology::describe(&m.topology));
+                println!("{}\n", m.describe_keys());
             }
         }
         &with_nodes
@@ -266,7 +283,15 @@ impl<'a> Session<'a> {
             dropped: false,
             hlog: None,
             probe: verdict::Probe::new(
-                counters.ok_or_else(|| "the server did not answer CONFIG GET at startup".to_string()),
+                match counters {
+                    // One node's counters would speak for a cluster or replica set: they are
+                    // not read (the per-node table shows where the requests went).
+                    Some(_) if cfg.multi.is_some() => {
+                        Err("the run is over several servers and their counters are not read".to_string())
+                    }
+                    Some(c) => Ok(c),
+                    None => Err("the server did not answer CONFIG GET at startup".to_string()),
+                },
                 is_local(&cfg.endpoint),
             ),
             rows: Vec::new(),

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use respbench_core::cluster::{Cluster, Node, Reads, Route, TAG_PLACEHOLDER};
+use respbench_core::cluster::{resp_arg, Cluster, Node, Reads, Route, TAG_PLACEHOLDER};
 use respbench_core::resp::Value;
 use respbench_core::template::Template;
 use respbench_core::Handshake;
@@ -19,8 +19,9 @@ use crate::topology::{self, Topology};
 pub struct Multi {
     /// The nodes found at startup.
     pub topology: Topology,
-    /// Routes from `COMMAND INFO`, by upper-case command name.
-    routes: Vec<(Vec<u8>, Route)>,
+    /// The route of each command of the run, by upper-case name and argument count, and where
+    /// it came from: respbench's table, `COMMAND INFO` or `COMMAND GETKEYS`.
+    routes: Vec<(Vec<u8>, usize, Route, &'static str)>,
 }
 
 impl Multi {
@@ -31,9 +32,34 @@ impl Multi {
             return Route { keys: vec![], write: false };
         };
         let upper = name.to_ascii_uppercase();
-        Route::builtin(&upper, argc)
-            .or_else(|| self.routes.iter().find(|(n, _)| *n == upper).map(|(_, r)| r.clone()))
+        self.routes
+            .iter()
+            .find(|(n, a, _, _)| *n == upper && *a == argc)
+            .map(|(_, _, r, _)| r.clone())
+            .or_else(|| Route::builtin(&upper, argc))
             .unwrap_or(Route { keys: vec![], write: true })
+    }
+
+    /// Which arguments of each command are keys, and who said so: for the report's header.
+    pub fn describe_keys(&self) -> String {
+        let parts: Vec<String> = self
+            .routes
+            .iter()
+            .map(|(name, _, r, source)| {
+                let name = String::from_utf8_lossy(name);
+                let at = match r.keys.as_slice() {
+                    [] => "no key".to_string(),
+                    [k] => format!("key at argument {k}"),
+                    ks => format!(
+                        "keys at arguments {}",
+                        ks.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(",")
+                    ),
+                };
+                let rw = if r.write { "write" } else { "read" };
+                format!("{name}: {at}, a {rw} ({source})")
+            })
+            .collect();
+        format!("Routing: {}", parts.join("; "))
     }
 
     /// The core's view of the nodes for one test of `clients` clients: connections to every
@@ -70,15 +96,19 @@ pub fn prepare(cfg: &Config, templates: &[&Template]) -> Result<Option<Arc<Multi
     for t in templates {
         let Some((name, argc)) = Route::command_of(t.as_bytes()) else { continue };
         let upper = name.to_ascii_uppercase();
-        if Route::builtin(&upper, argc).is_some() || multi.routes.iter().any(|(n, _)| *n == upper) {
+        if multi.routes.iter().any(|(n, a, _, _)| *n == upper && *a == argc) {
+            continue;
+        }
+        if let Some(r) = Route::builtin(&upper, argc) {
+            multi.routes.push((upper, argc, r, "respbench's table"));
             continue;
         }
         if conn.is_none() {
             conn = Some(Conn::authenticated(cfg).map_err(|e| e.0)?);
         }
         let c = conn.as_mut().expect("set above");
-        let route = command_info(c, &name, argc)?;
-        multi.routes.push((upper, route));
+        let (route, source) = command_info(c, &name, t.as_bytes())?;
+        multi.routes.push((upper, argc, route, source));
     }
     for t in templates {
         check_keys(&multi.route(t), t, cfg.cluster)?;
@@ -107,8 +137,11 @@ fn usable(mut t: Topology) -> Topology {
     t
 }
 
-/// `COMMAND INFO name`: its key positions and whether it writes.
-fn command_info(c: &mut Conn, name: &[u8], argc: usize) -> Result<Route, String> {
+/// `COMMAND INFO name`: its key positions and whether it writes; for a command whose keys move
+/// with its arguments (`EVAL script numkeys key…`), `COMMAND GETKEYS` on the command as given
+/// (`bytes`, its encoding) says which arguments are keys.
+fn command_info(c: &mut Conn, name: &[u8], bytes: &[u8]) -> Result<(Route, &'static str), String> {
+    let argc = Route::command_of(bytes).map_or(0, |(_, n)| n);
     let shown = String::from_utf8_lossy(name).into_owned();
     let reply = c.command(&[b"COMMAND", b"INFO", name]).map_err(|e| e.0)?;
     let fail = |why: &str| {
@@ -139,14 +172,33 @@ fn command_info(c: &mut Conn, name: &[u8], argc: usize) -> Result<Route, String>
             .collect(),
         _ => Vec::new(),
     };
+    // Only a command the server flags `readonly` is a read: EVAL, which may write, has
+    // neither flag, and goes to the primary.
+    let write = !flags.iter().any(|f| f == b"readonly");
     if flags.iter().any(|f| f == b"movablekeys") {
-        return Err(fail("its keys move with its arguments (movablekeys)"));
+        let args: Vec<&[u8]> = (0..argc).filter_map(|i| resp_arg(bytes, i)).map(|r| &bytes[r]).collect();
+        let mut request: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS"];
+        request.extend(&args);
+        let keys = match c.command(&request).map_err(|e| e.0)? {
+            Value::Array(k) => k,
+            Value::Error(e) => {
+                return Err(fail(&format!("COMMAND GETKEYS failed: {}", String::from_utf8_lossy(&e))))
+            }
+            other => return Err(fail(&format!("COMMAND GETKEYS gave {other:?}"))),
+        };
+        // Each key the server names is the first argument equal to it not taken yet.
+        let mut positions = Vec::new();
+        for k in keys {
+            let (Value::Bulk(k) | Value::Simple(k)) = k else { continue };
+            let at = (1..args.len()).find(|i| args[*i] == k.as_slice() && !positions.contains(i));
+            positions.extend(at);
+        }
+        return Ok((Route { keys: positions, write }, "COMMAND GETKEYS"));
     }
     let (Some(first), Some(last), Some(step)) = (int(3), int(4), int(5)) else {
         return Err(fail("COMMAND INFO has no key positions"));
     };
-    let write = flags.iter().any(|f| f == b"write");
-    Ok(Route::from_command_info(first, last, step, write, argc))
+    Ok((Route::from_command_info(first, last, step, write, argc), "COMMAND INFO"))
 }
 
 /// Refuses a command whose keys would span slots (CROSSSLOT at every request): several key
@@ -157,12 +209,7 @@ fn check_keys(route: &Route, t: &Template, cluster: bool) -> Result<(), String> 
         return Ok(());
     }
     let bytes = t.as_bytes();
-    let args: Vec<&[u8]> = route
-        .keys
-        .iter()
-        .filter_map(|&k| respbench_core::cluster::resp_arg(bytes, k))
-        .map(|r| &bytes[r])
-        .collect();
+    let args: Vec<&[u8]> = route.keys.iter().filter_map(|&k| resp_arg(bytes, k)).map(|r| &bytes[r]).collect();
     let drawn = |a: &[u8]| a.windows(12).any(|w| w == b"__rand_int__");
     let tagged = |a: &[u8]| {
         a.windows(TAG_PLACEHOLDER.len()).any(|w| w == TAG_PLACEHOLDER) || {

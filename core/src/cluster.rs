@@ -474,6 +474,8 @@ pub struct Router {
     turn: usize,
     /// The test's stop has been passed on to every connection of the client.
     stop_told: bool,
+    /// The test has an open-loop schedule, which the lead connection keeps.
+    open_loop: bool,
 }
 
 impl Router {
@@ -496,6 +498,7 @@ impl Router {
             interval,
             turn: 0,
             stop_told: false,
+            open_loop: plan.conn.open_loop.is_some(),
         }
     }
 
@@ -545,6 +548,11 @@ impl Router {
     /// A request is over (its reply recorded, or lost).
     pub(crate) fn finish(&mut self, mut r: Request) {
         self.outstanding -= 1;
+        if let Some(lead) = self.lead().filter(|_| self.open_loop) {
+            // The window has room again: the lead must look at the schedule (its timer was
+            // not set while the window was full).
+            self.wake_node(lead);
+        }
         r.bytes.clear();
         if self.pool.len() < 64 {
             self.pool.push(r.bytes);
@@ -667,12 +675,16 @@ impl Router {
     fn queue(&mut self, node: usize, r: Request) {
         if let Some(q) = self.queues.get_mut(node) {
             q.push_back(r);
-            if !self.woken[node] {
-                self.woken[node] = true;
-                self.wake.push(node);
-            }
+            self.wake_node(node);
         } else {
             self.outstanding -= 1;
+        }
+    }
+
+    fn wake_node(&mut self, node: usize) {
+        if !self.woken[node] {
+            self.woken[node] = true;
+            self.wake.push(node);
         }
     }
 

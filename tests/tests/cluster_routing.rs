@@ -301,6 +301,7 @@ on_every_backend!(
     a_node_added_mid_run,
     cluster_reads_from_replicas,
     the_read_write_split,
+    an_open_loop_rate_over_a_cluster,
 );
 
 /// redis-benchmark `--cluster` on the same cluster, the same command line: both send exactly
@@ -326,4 +327,114 @@ fn redis_benchmark_side_by_side() {
         ours.dump(),
         theirs.dump()
     );
+}
+
+/// An open-loop rate over a cluster: the client's schedule is kept whatever node its requests
+/// go to, and the primaries execute exactly what respbench counted.
+fn an_open_loop_rate_over_a_cluster(tool: Tool) {
+    let cluster = Cluster::start(3, 0);
+    let primaries = cluster.primary_ports();
+    let path = json_path("cluster-routing", "open-loop");
+    let out = run_at(
+        &tool,
+        primaries[0],
+        &[
+            "--cluster",
+            "-t",
+            "get",
+            "-r",
+            "10000",
+            "-c",
+            "20",
+            "--rps",
+            "5000",
+            "--duration",
+            "2s",
+            "--json",
+            path.to_str().unwrap(),
+        ],
+    );
+    ok(&out);
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&path)).unwrap();
+    let requests = doc["tests"][0]["requests"].as_u64().unwrap();
+    assert!((9000..=10500).contains(&requests), "{requests} requests at 5000 rps for 2 s\n{}", out.dump());
+    assert_eq!(calls(&cluster, &primaries, "get").iter().sum::<u64>(), requests);
+}
+
+/// Over TLS: discovery gives the nodes' TLS ports, and every connection to every node speaks
+/// TLS; the counts are exact.
+#[test]
+fn a_cluster_over_tls() {
+    let config = respbench_tests::cluster::ClusterConfig { tls: true, ..Default::default() };
+    let cluster = Cluster::start_with(3, 1, config);
+    let ca = cluster.certs().unwrap().ca.to_str().unwrap().to_string();
+    let primaries = cluster.primary_ports();
+    let seed = cluster.tls_port(primaries[0]);
+    let out = run_at(
+        &respbench_tests::respbench(),
+        seed,
+        &["--tls", "--cacert", &ca, "--cluster", "-t", "set,get", "-n", "20000", "-r", "10000", "-q"],
+    );
+    ok(&out);
+    for cmd in ["set", "get"] {
+        assert_eq!(calls(&cluster, &primaries, cmd).iter().sum::<u64>(), 20000, "{cmd}");
+    }
+}
+
+/// Commands outside respbench's table: keys from `COMMAND INFO` (HINCRBYFLOAT) or, for keys
+/// that move with the arguments, `COMMAND GETKEYS` (EVAL … numkeys key); the header says which,
+/// and no request is redirected.
+#[test]
+fn custom_commands_route_by_the_keys_the_server_names() {
+    let cluster = Cluster::start(3, 0);
+    let primaries = cluster.primary_ports();
+    let tool = respbench_tests::respbench();
+    let script = "return redis.call('SET', KEYS[1], ARGV[1])";
+    let out = run_at(
+        &tool,
+        primaries[0],
+        &["--cluster", "-n", "9000", "-r", "10000", "EVAL", script, "1", "k:__rand_int__", "v"],
+    );
+    ok(&out);
+    assert!(
+        out.stdout.contains("Routing: EVAL: key at argument 3, a write (COMMAND GETKEYS)"),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(calls(&cluster, &primaries, "eval").iter().sum::<u64>(), 9000);
+    assert!(primaries.iter().all(|&p| rejected(&cluster, p, "eval") == 0));
+    let out = run_at(
+        &tool,
+        primaries[0],
+        &["--cluster", "-n", "9000", "-r", "10000", "HINCRBYFLOAT", "h:__rand_int__", "f", "1.5"],
+    );
+    ok(&out);
+    assert!(
+        out.stdout.contains("Routing: HINCRBYFLOAT: key at argument 1, a write (COMMAND INFO)"),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(calls(&cluster, &primaries, "hincrbyfloat").iter().sum::<u64>(), 9000);
+    assert!(primaries.iter().all(|&p| rejected(&cluster, p, "hincrbyfloat") == 0));
+}
+
+/// What a cluster cannot run is refused before the run, with exit 1 and a reason.
+#[test]
+fn refused_before_the_run() {
+    let cluster = Cluster::start(3, 0);
+    let port = cluster.primary_ports()[0];
+    let tool = respbench_tests::respbench();
+    for (args, message) in [
+        (&["--cluster", "-k", "0", "-t", "get"][..], "-k 0"),
+        (&["--cluster", "-t", "connect"][..], "CONNECT"),
+        (&["--cluster", "MSET", "a:__rand_int__", "v", "b:__rand_int__", "v"][..], "CROSSSLOT"),
+        (&["--cluster", "MSET", "a", "v", "b", "v"][..], "different slots"),
+        (&["--cluster", "NOSUCHCOMMAND", "x"][..], "cannot tell which arguments of NOSUCHCOMMAND are keys"),
+    ] {
+        let out = run_at(&tool, port, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}\n{}", out.dump());
+        assert!(out.stderr.contains(message), "{args:?}: expected {message:?}\n{}", out.dump());
+        assert!(!out.stdout.contains("requests completed"), "{args:?} ran\n{}", out.dump());
+    }
+    assert_eq!(calls(&cluster, &cluster.primary_ports(), "mset"), vec![0, 0, 0]);
 }
