@@ -537,7 +537,7 @@ impl Router {
             let to = self.node_for(cluster, r.slot, r.write);
             self.queue(to, r);
         }
-        if self.down.iter().all(|&d| d) {
+        if (0..self.down.len()).filter(|&i| cluster.endpoint(i).is_some()).all(|i| self.down[i]) {
             // Nobody left to send them: they are lost with the client.
             let stranded: usize = self.queues.iter().map(VecDeque::len).sum();
             self.queues.iter_mut().for_each(VecDeque::clear);
