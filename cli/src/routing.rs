@@ -81,7 +81,12 @@ impl Multi {
             Rfr::All => Reads::Both,
         };
         let routes = templates.iter().map(|t| self.route(t)).collect();
-        let owners = topology::slot_owners(&self.topology);
+        let owners = if cfg.cluster {
+            topology::slot_owners(&self.topology)
+        } else {
+            // A standalone primary serves every key: node 0 owns every slot.
+            vec![0; usize::from(respbench_core::cluster::SLOTS)]
+        };
         Cluster::new(nodes, owners, cfg.cluster, reads, routes, cfg.clients, handshake).ok()
     }
 }
