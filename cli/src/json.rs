@@ -67,6 +67,13 @@ pub fn config(cfg: &Config) -> Value {
         "resp3": cfg.resp3,
         "tracking": cfg.tracking,
         "tls": cfg.tls.is_some(),
+        "cluster": cfg.cluster,
+        "rfr": cfg.rfr.name(),
+        "replicas": match &cfg.replicas {
+            crate::opts::Replicas::None => Value::Null,
+            crate::opts::Replicas::Auto => json!("auto"),
+            crate::opts::Replicas::Listed(l) => json!(l.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
+        },
         "backend": cfg.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
         "precision": cfg.precision,
         "loop": cfg.repeat,
