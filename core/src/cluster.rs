@@ -750,22 +750,20 @@ impl Router {
         }
     }
 
-    /// A reply redirected request `r`, sent to node `from`: route it again. `Err` gives it back
-    /// with the error to record when it cannot go on (out of attempts, an unknown node).
+    /// A reply redirected request `r`: routes it again. `Err` gives it back when it cannot go
+    /// on (out of attempts, a node not known and no room for one, a run without redirects): it
+    /// completes as the error it got.
     pub(crate) fn redirect(
         &mut self,
         cluster: &Cluster,
-        from: usize,
         mut r: Request,
         kind: Redirect,
         message: &[u8],
         now: Time,
-    ) -> Result<(), (Request, String)> {
-        let _ = from;
-        let text = || String::from_utf8_lossy(message).into_owned();
+    ) -> Result<(), Request> {
         r.attempts = r.attempts.saturating_add(1);
         if !cluster.redirects || r.attempts >= cluster.max_attempts {
-            return Err((r, text()));
+            return Err(r);
         }
         r.asking = false;
         let to = match kind {
@@ -774,7 +772,7 @@ impl Router {
                 let mut words = message.split(|&b| b == b' ').skip(1);
                 let slot = words.next().and_then(|s| std::str::from_utf8(s).ok()?.parse::<u16>().ok());
                 let Some(node) = words.next().and_then(|a| cluster.node_at(a)) else {
-                    return Err((r, text()));
+                    return Err(r);
                 };
                 if kind == Redirect::Moved {
                     if let Some(slot) = slot {

@@ -387,7 +387,7 @@ impl Connection {
         std::mem::take(&mut self.lost)
     }
 
-    /// Which node this connection is on (0 without several).
+    /// Which node this connection is on (`None` against one server).
     fn node(&self) -> Option<usize> {
         self.feed.as_ref().map(|f| f.node)
     }
@@ -571,11 +571,12 @@ impl Connection {
             // Ended, failed or waiting for a new socket: what was unwritten is moot.
             return None;
         }
-        if self.plan.conn.idle {
-        } else if self.feed.is_some() {
-            self.fill_routed(now);
-        } else {
-            self.fill(now);
+        if !self.plan.conn.idle {
+            if self.feed.is_some() {
+                self.fill_routed(now);
+            } else {
+                self.fill(now);
+            }
         }
         if self.out_pos < self.out.len() {
             Some(&self.out[self.out_pos..])
@@ -823,9 +824,9 @@ impl Connection {
                     router.finish(req);
                     return;
                 }
-                match router.redirect(cluster, node, req, kind, m, now) {
+                match router.redirect(cluster, req, kind, m, now) {
                     Ok(()) => return,
-                    Err((r, _)) => req = r,
+                    Err(r) => req = r,
                 }
             }
             message = Some(self.parser.error_message());

@@ -69,9 +69,8 @@ pub fn resolve(endpoint: &Endpoint) -> Result<Target, RunError> {
 }
 
 /// Every node's address resolved once (one, [`TestRun::endpoint`], without several nodes):
-/// connection `i` goes to `targets[i % targets.len()]`.
-/// Nodes that appear during the test are resolved when their connections open
-/// ([`Link::target`]).
+/// node `n`'s connections go to `targets[n]` ([`Link::target`]); nodes that appear during the
+/// test are resolved when their connections open.
 pub fn resolve_all(run: &TestRun) -> Result<Vec<Target>, RunError> {
     match &run.plan.cluster {
         Some(c) => c.nodes.iter().map(|n| resolve(&n.endpoint)).collect(),
