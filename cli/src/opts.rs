@@ -73,6 +73,10 @@ pub struct Opts {
     /// the addresses the primary reports (repeatable)
     #[argh(option)]
     pub replica: Vec<String>,
+    /// with --cluster or replicas: which arguments of the custom command are keys, counted from
+    /// 1 after its name (e.g. 1 or 1,3), where the server's COMMAND INFO is refused or renamed
+    #[argh(option)]
+    pub key_args: Option<String>,
     /// send CLIENT TRACKING on before starting benchmark
     #[argh(switch)]
     pub enable_tracking: bool,
@@ -351,6 +355,8 @@ pub struct Config {
     pub split: Option<Split>,
     /// `--start-at`: when the measured window begins.
     pub start_at: Option<StartAt>,
+    /// `--key-args`: the custom command's key arguments (1 is the first after its name).
+    pub key_args: Option<Vec<usize>>,
     /// Over several nodes: the nodes found at startup and the commands' routes.
     pub multi: Option<std::sync::Arc<crate::routing::Multi>>,
 }
@@ -773,6 +779,32 @@ impl Opts {
     /// Checks every value and resolves defaults into a [`Config`].
     pub fn check(self) -> Result<Config, String> {
         let (rfr, replicas) = self.read_from_replicas()?;
+        let key_args = match &self.key_args {
+            None => None,
+            Some(list) => {
+                if !self.cluster && self.replicas.is_none() && self.replica.is_empty() {
+                    return Err("--key-args routes a custom command over several nodes: add --cluster, \
+                                --replicas auto or --replica HOST:PORT"
+                        .to_string());
+                }
+                if self.command.is_empty() && self.mix_command.is_empty() {
+                    return Err("--key-args is for a custom command (after the options, or --mix-command)"
+                        .to_string());
+                }
+                let parsed: Result<Vec<usize>, _> =
+                    list.split(',').map(|k| k.trim().parse::<usize>()).collect();
+                match parsed {
+                    Ok(k) if !k.is_empty() && k.iter().all(|&k| k >= 1) => Some(k),
+                    _ => {
+                        return Err(bad(
+                            "--key-args",
+                            list,
+                            "argument positions from 1, comma separated: 1 or 1,3",
+                        ))
+                    }
+                }
+            }
+        };
         let mut backends = Vec::new();
         for name in self.backend.split(',') {
             let b = match name.trim() {
@@ -917,6 +949,7 @@ impl Opts {
             split: None,
             start_at,
             multi: None,
+            key_args,
         };
         if let Some(w) = worker {
             if c.idle {
@@ -1117,6 +1150,14 @@ mod tests {
         assert!(parse(&["-k", "2"]).unwrap_err().contains("-k"));
         assert!(parse(&["--cluster"]).unwrap().cluster);
         assert!(parse(&["-n", "many"]).is_err());
+        assert!(parse(&["--key-args", "1", "GET", "k"]).unwrap_err().contains("add --cluster"));
+        assert!(parse(&["--cluster", "--key-args", "1"]).unwrap_err().contains("for a custom command"));
+        assert!(parse(&["--cluster", "--key-args", "0", "GET", "k"]).unwrap_err().contains("--key-args"));
+        assert!(parse(&["--cluster", "--key-args", "1,x", "GET", "k"]).unwrap_err().contains("--key-args"));
+        assert_eq!(
+            parse(&["--cluster", "--key-args", "1,3", "MSET", "a", "1", "b", "2"]).unwrap().key_args,
+            Some(vec![1, 3])
+        );
         assert!(parse(&["--bogus"]).unwrap_err().contains("--bogus"));
         assert!(parse(&["--backend", "tokio"]).unwrap_err().contains("--backend"));
         assert!(parse(&["-I", "--json", "r.json"]).unwrap_err().contains("--json cannot be used with -I"));

@@ -108,6 +108,16 @@ pub fn prepare(cfg: &Config, templates: &[&Template]) -> Result<Option<Arc<Multi
             multi.routes.push((upper, argc, r, "respbench's table"));
             continue;
         }
+        if let Some(keys) = &cfg.key_args {
+            if let Some(&k) = keys.iter().find(|&&k| k >= argc) {
+                let shown = String::from_utf8_lossy(&name);
+                return Err(format!("--key-args: {shown} has no argument {k} (it has {})", argc - 1));
+            }
+            // Nothing says it only reads: it goes to the primary.
+            let route = Route { keys: keys.clone(), write: true };
+            multi.routes.push((upper, argc, route, "--key-args"));
+            continue;
+        }
         if conn.is_none() {
             conn = Some(Conn::authenticated(cfg).map_err(|e| e.0)?);
         }
@@ -151,8 +161,8 @@ fn command_info(c: &mut Conn, name: &[u8], bytes: &[u8]) -> Result<(Route, &'sta
     let reply = c.command(&[b"COMMAND", b"INFO", name]).map_err(|e| e.0)?;
     let fail = |why: &str| {
         format!(
-            "cannot tell which arguments of {shown} are keys: {why}; respbench routes only commands \
-             whose keys it knows"
+            "cannot tell which arguments of {shown} are keys: {why}; name them with --key-args \
+             (1 is the first argument after the name)"
         )
     };
     let entry = match reply {

@@ -21,7 +21,7 @@ const SETTLE: Duration = Duration::from_secs(30);
 pub const NODE_TIMEOUT: Duration = Duration::from_millis(2000);
 
 /// How [`Cluster::start_with`] configures the nodes.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct ClusterConfig {
     /// `cluster-node-timeout`: a long one keeps a killed node from being marked failed while a
     /// test looks ([`NODE_TIMEOUT`] by default).
@@ -29,11 +29,14 @@ pub struct ClusterConfig {
     /// Every node also has a TLS port, with certificates of one CA ([`Cluster::certs`]), and
     /// `tls-cluster yes` and `tls-replication yes`: the cluster announces its TLS ports.
     pub tls: bool,
+    /// More configuration for every node, as [`RedisServer::start_with`] takes it (a managed
+    /// service's renamed commands: `("rename-command", "COMMAND \"\"")`).
+    pub extra: Vec<(&'static str, &'static str)>,
 }
 
 impl Default for ClusterConfig {
     fn default() -> ClusterConfig {
-        ClusterConfig { node_timeout: NODE_TIMEOUT, tls: false }
+        ClusterConfig { node_timeout: NODE_TIMEOUT, tls: false, extra: Vec::new() }
     }
 }
 
@@ -182,6 +185,7 @@ impl Cluster {
             // Replicas sync at once, not after the default 5 s wait for more of them.
             ("repl-diskless-sync-delay", "0"),
         ];
+        config.extend(self.config.extra.iter().copied());
         let Some((certs, ports)) = &mut self.tls else { return RedisServer::start_with(&config) };
         // The cluster bus listens on the announced port + 10000.
         let tls_port = loop {

@@ -264,7 +264,8 @@ fn cluster_fixture_changes() {
 #[test]
 fn tls_cluster_discovery() {
     let started = Instant::now();
-    let config = ClusterConfig { node_timeout: Duration::from_secs(60), tls: true };
+    let config =
+        ClusterConfig { node_timeout: Duration::from_secs(60), tls: true, ..ClusterConfig::default() };
     let mut cluster = Cluster::start_with(3, 1, config);
     eprintln!("a 3+3 TLS cluster settled in {:?}", started.elapsed());
     let ca = cluster.certs().unwrap().ca.to_str().unwrap().to_string();

@@ -438,3 +438,39 @@ fn refused_before_the_run() {
     }
     assert_eq!(calls(&cluster, &cluster.primary_ports(), "mset"), vec![0, 0, 0]);
 }
+
+/// A cluster whose `COMMAND` is renamed away, as managed services do: a custom command's keys
+/// cannot be asked for, the run says to name them, and `--key-args` does.
+#[test]
+fn key_arguments_named_where_command_is_refused() {
+    let config = respbench_tests::cluster::ClusterConfig {
+        extra: vec![("rename-command", "COMMAND \"\"")],
+        ..Default::default()
+    };
+    let cluster = Cluster::start_with(3, 0, config);
+    let primaries = cluster.primary_ports();
+    let tool = respbench_tests::respbench();
+    let command = ["HINCRBYFLOAT", "h:__rand_int__", "f", "1.5"];
+    let mut args = vec!["--cluster", "-n", "9000", "-r", "10000"];
+    args.extend(command);
+    let out = run_at(&tool, primaries[0], &args);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("name them with --key-args"), "{}", out.dump());
+    let mut args = vec!["--cluster", "--key-args", "1", "-n", "9000", "-r", "10000"];
+    args.extend(command);
+    let out = run_at(&tool, primaries[0], &args);
+    ok(&out);
+    assert!(
+        out.stdout.contains("Routing: HINCRBYFLOAT: key at argument 1, a write (--key-args)"),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(calls(&cluster, &primaries, "hincrbyfloat").iter().sum::<u64>(), 9000);
+    assert!(primaries.iter().all(|&p| rejected(&cluster, p, "hincrbyfloat") == 0));
+    // A position the command does not have.
+    let mut args = vec!["--cluster", "--key-args", "4", "-n", "10"];
+    args.extend(command);
+    let out = run_at(&tool, primaries[0], &args);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("--key-args: HINCRBYFLOAT has no argument 4 (it has 3)"), "{}", out.dump());
+}
