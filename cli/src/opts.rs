@@ -58,12 +58,12 @@ pub struct Opts {
     #[argh(option, default = "String::from(\"0\")")]
     pub threads: String,
     /// enable cluster mode: find the nodes from the -h/-p node (CLUSTER SHARDS, or CLUSTER
-    /// SLOTS before Redis 7) and send each request to the primary owning its key's slot
+    /// SLOTS before Redis 7) and send each request to the node owning its key's slot
     #[argh(switch)]
     pub cluster: bool,
-    /// read from replicas: no (default: the primaries only), yes (the replicas only) or all
-    /// (both); every request of the test goes to the chosen nodes, so use it for read tests;
-    /// needs --cluster, --replicas auto or --replica (with those two the default is yes)
+    /// read from replicas: no (default: reads at the primaries), yes (at the replicas) or all
+    /// (both); writes always go to the primary; needs --cluster, --replicas auto or --replica
+    /// (with those two the default is yes)
     #[argh(option)]
     pub rfr: Option<String>,
     /// auto: find the replicas of the standalone -h/-p primary (ROLE, else INFO replication)
