@@ -341,6 +341,12 @@ impl Cluster {
         counts
     }
 
+    /// How long a request waits before its retry number `attempts`: [`Cluster::retry_pause`],
+    /// doubling with each attempt up to 64 times it.
+    fn pause(&self, attempts: u8) -> Duration {
+        self.retry_pause * (1u32 << attempts.min(6))
+    }
+
     /// The node at `host:port`, as a redirect names it; a node not seen before takes the next
     /// room kept for one, if any is left.
     fn node_at(&self, addr: &[u8]) -> Option<usize> {
@@ -476,6 +482,8 @@ pub struct Router {
     stop_told: bool,
     /// The test has an open-loop schedule, which the lead connection keeps.
     open_loop: bool,
+    /// A key without its `{tag}`, while its slot is computed.
+    scratch: Vec<u8>,
 }
 
 impl Router {
@@ -499,6 +507,7 @@ impl Router {
             turn: 0,
             stop_told: false,
             open_loop: plan.conn.open_loop.is_some(),
+            scratch: Vec::new(),
         }
     }
 
@@ -614,7 +623,7 @@ impl Router {
         template.write(&mut bytes, &mut self.keys);
         let route = cluster.routes.get(part).or(cluster.routes.first());
         let (slot, write) = match route {
-            Some(r) => (request_slot(&mut bytes, &r.keys), r.write),
+            Some(r) => (request_slot(&mut bytes, &r.keys, &mut self.scratch), r.write),
             None => (SLOTS, true),
         };
         let r = Request {
@@ -784,14 +793,14 @@ impl Router {
                 node
             }
             Redirect::TryAgain | Redirect::ClusterDown => {
-                r.not_before = now + cluster.retry_pause * (1u32 << r.attempts.min(6));
+                r.not_before = now + cluster.pause(r.attempts);
                 self.node_for(cluster, r.slot, r.write)
             }
         };
         if self.down.get(to).copied().unwrap_or(false) {
             // Sent to a node that is down (a primary that failed, before its replica took
             // over): wait, then ask a node that is up, which knows better by then.
-            r.not_before = now + cluster.retry_pause * (1u32 << r.attempts.min(6));
+            r.not_before = now + cluster.pause(r.attempts);
             let to = self.node_for(cluster, r.slot, r.write);
             self.queue(to, r);
             return Ok(());
@@ -804,13 +813,18 @@ impl Router {
 /// The slot of a request's key (`SLOTS` when it has none), from its encoded bytes; a `{tag}` in
 /// the request is filled first with the tag of the slot its first key has without it, so that
 /// every key of the request shares that slot and the slots follow the keys drawn.
-fn request_slot(bytes: &mut [u8], keys: &[usize]) -> u16 {
+/// `scratch` holds the key without its `{tag}` (a buffer kept by the caller, so that nothing is
+/// allocated per request).
+fn request_slot(bytes: &mut [u8], keys: &[usize], scratch: &mut Vec<u8>) -> u16 {
     let Some(&first) = keys.first() else { return SLOTS };
     let Some(range) = resp_arg(bytes, first) else { return SLOTS };
     let key = &bytes[range];
     let Some(at) = find(key, TAG_PLACEHOLDER) else { return key_slot(key) };
     // The key without its `{tag}`: what decides the slot.
-    let slot = crc16_parts(&[&key[..at], &key[at + TAG_PLACEHOLDER.len()..]]) & (SLOTS - 1);
+    scratch.clear();
+    scratch.extend_from_slice(&key[..at]);
+    scratch.extend_from_slice(&key[at + TAG_PLACEHOLDER.len()..]);
+    let slot = key_slot(scratch);
     let tag = slot_tags()[usize::from(slot)];
     let mut from = 0;
     while let Some(i) = find(&bytes[from..], TAG_PLACEHOLDER) {
@@ -819,12 +833,6 @@ fn request_slot(bytes: &mut [u8], keys: &[usize]) -> u16 {
         from = i + TAG_PLACEHOLDER.len();
     }
     slot
-}
-
-/// CRC16 of the pieces one after the other, then Redis's slot rule on the joined bytes.
-fn crc16_parts(parts: &[&[u8]]) -> u16 {
-    let joined: Vec<u8> = parts.concat();
-    crc16(hash_tag(&joined))
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -894,8 +902,8 @@ mod tests {
         let mut req = Vec::new();
         crate::resp::encode_command(&[b"SET", b"key:000000000042", b"xxx"], &mut req);
         assert_eq!(resp_arg(&req, 1).map(|r| &req[r]), Some(&b"key:000000000042"[..]));
-        assert_eq!(request_slot(&mut req, &[1]), key_slot(b"key:000000000042"));
-        assert_eq!(request_slot(&mut req, &[]), SLOTS);
+        assert_eq!(request_slot(&mut req, &[1], &mut Vec::new()), key_slot(b"key:000000000042"));
+        assert_eq!(request_slot(&mut req, &[], &mut Vec::new()), SLOTS);
         assert_eq!(resp_arg(&req, 3), None);
         // MSET with redis-benchmark's cluster keys: one slot for all, the one the key has
         // without its tag.
@@ -904,7 +912,7 @@ mod tests {
             &[b"MSET", b"key:{tag}:000000000007", b"v", b"key:{tag}:000000000099", b"v"],
             &mut req,
         );
-        let slot = request_slot(&mut req, &[1, 3]);
+        let slot = request_slot(&mut req, &[1, 3], &mut Vec::new());
         assert_eq!(slot, key_slot(b"key::000000000007"));
         let a = resp_arg(&req, 1).unwrap();
         let b = resp_arg(&req, 3).unwrap();

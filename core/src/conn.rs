@@ -22,6 +22,15 @@ use crate::Time;
 /// some: deep pipelines of large values (`-P 1000 -d 100000`) stay bounded in memory.
 const OUT_SOFT_CAP: usize = 64 * 1024;
 
+/// Drops the written part of `out` (`..out_pos`) once it passes [`OUT_SOFT_CAP`], before
+/// more is encoded: the buffer does not grow behind a slow socket.
+fn compact(out: &mut Vec<u8>, out_pos: &mut usize) {
+    if *out_pos > OUT_SOFT_CAP {
+        out.drain(..*out_pos);
+        *out_pos = 0;
+    }
+}
+
 /// The handshake of a socket on `node`: the test's, and `READONLY` for a cluster replica.
 fn handshake_of(plan: &Plan, node: Option<usize>) -> &Handshake {
     match (&plan.cluster, node) {
@@ -721,11 +730,7 @@ impl Connection {
                 (&m.templates[i], i)
             }
         };
-        if self.out_pos > OUT_SOFT_CAP {
-            // Keep the buffer from growing behind a slow socket.
-            self.out.drain(..self.out_pos);
-            self.out_pos = 0;
-        }
+        compact(&mut self.out, &mut self.out_pos);
         let before = self.out.len();
         template.write(&mut self.out, &mut self.keys);
         self.encoded += (self.out.len() - before) as u64;
@@ -863,10 +868,7 @@ impl Connection {
         router.draw(&plan, cluster, now);
         while self.out.len() - self.out_pos < OUT_SOFT_CAP {
             let Some(req) = router.take(feed.node, now) else { break };
-            if self.out_pos > OUT_SOFT_CAP {
-                self.out.drain(..self.out_pos);
-                self.out_pos = 0;
-            }
+            compact(&mut self.out, &mut self.out_pos);
             if req.asking {
                 self.out.extend_from_slice(ASKING);
                 self.encoded += ASKING.len() as u64;
