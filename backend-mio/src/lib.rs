@@ -93,8 +93,8 @@ impl Write for Sock {
     }
 }
 
+/// One socket of a client: slot `c * nodes + n` is node `n` of the loop's client `c`.
 struct Slot {
-    link: Link,
     sock: Option<Sock>,
     /// The connect has completed.
     connected: bool,
@@ -103,12 +103,15 @@ struct Slot {
 }
 
 struct Loop<'a> {
-    run: &'a TestRun,
     /// Each node's address (one without several nodes).
     targets: &'a [Target],
-    /// Slots to drain next: connections of a client whose router queued requests for them.
+    /// Slots to drain next: connections of a client that queued requests for them.
     wakes: Vec<usize>,
     poll: Poll,
+    /// The loop's clients.
+    links: Vec<Link>,
+    /// Sockets per client.
+    nodes: usize,
     slots: Vec<Slot>,
     tally: Tally,
     /// Connections not yet ended.
@@ -131,11 +134,10 @@ impl<'a> Loop<'a> {
     ) -> Result<Self, RunError> {
         let poll = Poll::new().map_err(|e| RunError::Setup(e.to_string()))?;
         let tally = Tally::new(run, t, tls, epoch, start)?;
-        let slots: Vec<Slot> = run
-            .connections_of(t)
-            .into_iter()
-            .map(|i| Slot { link: Link::new(&tally, i), sock: None, connected: false, started: false })
-            .collect();
+        let links: Vec<Link> = run.clients_of(t).into_iter().map(|c| Link::new(&tally, c)).collect();
+        let nodes = run.plan.nodes();
+        let slots: Vec<Slot> =
+            (0..links.len() * nodes).map(|_| Slot { sock: None, connected: false, started: false }).collect();
         // Only schedules and deadlines need a timer; closed-loop runs without --timeout or
         // --duration have none.
         let plan = &run.plan;
@@ -143,13 +145,14 @@ impl<'a> Loop<'a> {
             plan.conn.open_loop.is_some() || plan.conn.request_timeout.is_some() || plan.stop.at().is_some();
         let timerfd = if timed { TimerFd::new(&poll).ok() } else { None };
         Ok(Loop {
-            run,
             targets,
             wakes: Vec::new(),
             poll,
             // Counted as they start.
             open: 0,
             timers: Timers::new(slots.len()),
+            links,
+            nodes,
             slots,
             tally,
             timerfd,
@@ -159,7 +162,8 @@ impl<'a> Loop<'a> {
 
     fn run(mut self) -> Result<Outcome, RunError> {
         for i in 0..self.slots.len() {
-            if !self.slots[i].link.is_dormant(&self.tally) {
+            let (c, n) = self.at(i);
+            if !self.links[c].is_dormant(n) {
                 self.start(i);
             }
         }
@@ -215,17 +219,24 @@ impl<'a> Loop<'a> {
         }
     }
 
+    /// The client and node of slot `i`.
+    fn at(&self, i: usize) -> (usize, usize) {
+        (i / self.nodes, i % self.nodes)
+    }
+
     /// Wakes slot `i` at its connection's timeout.
     fn schedule(&mut self, i: usize) {
-        self.timers.schedule(i, self.slots[i].link.timeout());
+        let (c, n) = self.at(i);
+        self.timers.schedule(i, self.links[c].timeout(n));
     }
 
     /// Calls `on_timeout` on every connection whose time has come.
     fn fire_timers(&mut self) {
         let now = self.tally.now();
         while let Some(i) = self.timers.pop_due(now) {
-            if self.slots[i].link.timeout().is_some_and(|t| t <= now) {
-                self.slots[i].link.on_timeout(&mut self.tally);
+            let (c, n) = self.at(i);
+            if self.links[c].timeout(n).is_some_and(|t| t <= now) {
+                self.links[c].on_timeout(n, &mut self.tally);
                 self.drain(i);
             } else {
                 // Moved later since (a reply arrived, a request went out): wait for the new time.
@@ -242,10 +253,12 @@ impl<'a> Loop<'a> {
     }
 
     fn connect(&mut self, i: usize) {
+        let (c, n) = self.at(i);
+        let link = &mut self.links[c];
         let slot = &mut self.slots[i];
         slot.connected = false;
-        slot.link.connecting(&self.tally);
-        let opened = slot.link.target(self.targets, &self.tally).and_then(|t| Sock::connect(&t)).and_then(
+        link.connecting(n, &self.tally);
+        let opened = link.target(n, self.targets).and_then(|t| Sock::connect(&t)).and_then(
             |mut sock| {
                 self.poll.registry().register(
                     sock.source(),
@@ -257,7 +270,7 @@ impl<'a> Loop<'a> {
         );
         match opened {
             Ok(sock) => slot.sock = Some(sock),
-            Err(e) => slot.link.connect_failed(&e),
+            Err(e) => link.connect_failed(n, &e),
         }
         self.drain(i);
     }
@@ -265,22 +278,24 @@ impl<'a> Loop<'a> {
     /// Acts on readiness of slot `i`; `hangup` when the event also said the peer closed or the
     /// socket failed, so that reading must go on to the end of the stream.
     fn on_ready(&mut self, i: usize, buf: &mut [u8], readable: bool, hangup: bool) {
+        let (c, n) = self.at(i);
+        let link = &mut self.links[c];
         let slot = &mut self.slots[i];
         let Some(sock) = slot.sock.as_mut() else { return };
         if !slot.connected {
             match sock.finish_connect() {
                 Ok(true) => {
                     slot.connected = true;
-                    slot.link.connected(&mut self.tally);
+                    link.connected(n, &mut self.tally);
                     // The server may have spoken (or closed: Redis at maxclients) in the edge
                     // that completed the connect; no new edge would tell us.
                 }
                 Ok(false) => return,
-                Err(e) => slot.link.connect_failed(&e),
+                Err(e) => link.connect_failed(n, &e),
             }
         }
         if slot.connected && (readable || hangup) {
-            slot.link.read(sock, buf, hangup, &mut self.tally);
+            link.read(n, sock, buf, hangup, &mut self.tally);
         }
         self.drain(i);
     }
@@ -295,17 +310,18 @@ impl<'a> Loop<'a> {
 
     /// The drain rule, and what the loop does about its outcome.
     fn drain_one(&mut self, i: usize) {
+        let (c, n) = self.at(i);
         if !self.slots[i].started {
             // Kept for a node that has not appeared: woken when it has.
-            if !self.slots[i].link.is_dormant(&self.tally) {
+            if !self.links[c].is_dormant(n) {
                 self.start(i);
             }
             return;
         }
-        let slot = &mut self.slots[i];
-        let next = slot.link.drain(slot.sock.as_mut(), &mut self.tally);
-        for w in slot.link.take_wakes() {
-            self.wakes.push(self.run.position_of(w));
+        let link = &mut self.links[c];
+        let next = link.drain(n, self.slots[i].sock.as_mut(), &mut self.tally);
+        while let Some(w) = link.poll_wake() {
+            self.wakes.push(c * self.nodes + w);
         }
         match next {
             Next::Wait { .. } => self.schedule(i),
@@ -326,11 +342,12 @@ impl<'a> Loop<'a> {
     }
 
     fn close(&mut self, i: usize) {
+        let (c, n) = self.at(i);
         let slot = &mut self.slots[i];
         if let Some(mut sock) = slot.sock.take() {
             let _ = self.poll.registry().deregister(sock.source());
         }
         slot.connected = false;
-        slot.link.disconnected();
+        self.links[c].disconnected(n);
     }
 }

@@ -1,6 +1,7 @@
 //! respbench-smol: drives respbench connections as smol tasks, on smol's own runtime.
 //!
-//! This is the strategy a smol user writes: one task per connection on a multi-threaded
+//! This is the strategy a smol user writes: one task per client (its one socket, or one per node)
+//! on a multi-threaded
 //! [`Executor`] (`--threads N`: N threads run it and steal each other's tasks), sockets in
 //! [`Async`], which async-io's reactor wakes (one epoll set for the process, one-shot
 //! registrations), and [`Timer`]s for open-loop arrivals, `--timeout` and the test's stop. The
@@ -17,7 +18,9 @@ use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::task::{Poll, Waker};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use respbench_core::{Outcome, RunError, TestRun};
@@ -46,13 +49,18 @@ fn local<T>(f: impl FnOnce(&mut Local) -> T) -> T {
 /// the run's time origin.
 pub fn run_test(run: &TestRun, tls: Option<&Tls>, epoch: Instant) -> Result<Outcome, RunError> {
     let targets = resolve_all(run)?;
-    let nudges: Vec<Nudge> = (0..run.connections()).map(|_| Nudge::default()).collect();
+    let nudges: Vec<Nudge> = (0..run.clients).map(|_| Nudge::default()).collect();
     // After what its tasks borrow, so that it is dropped first.
     let ex = Executor::new();
     // Every task holds a sender; the channel closes, waking every thread, when the last ends.
     let (alive, all_ended) = smol::channel::bounded::<()>(1);
-    for i in 0..nudges.len() {
-        ex.spawn(connection(&targets, i as u64, &nudges, alive.clone())).detach();
+    for (i, nudge) in nudges.iter().enumerate() {
+        let (targets, alive) = (&targets, alive.clone());
+        ex.spawn(async move {
+            client(targets, i as u64, nudge).await;
+            drop(alive);
+        })
+        .detach();
     }
     drop(alive);
     let watch = Mutex::new(Watch::default());
@@ -103,17 +111,17 @@ impl Sock {
         })
     }
 
-    async fn readable(&self) -> io::Result<()> {
+    fn poll_readable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
-            Sock::Tcp(s) => s.readable().await,
-            Sock::Unix(s) => s.readable().await,
+            Sock::Tcp(s) => s.poll_readable(cx),
+            Sock::Unix(s) => s.poll_readable(cx),
         }
     }
 
-    async fn writable(&self) -> io::Result<()> {
+    fn poll_writable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
-            Sock::Tcp(s) => s.writable().await,
-            Sock::Unix(s) => s.writable().await,
+            Sock::Tcp(s) => s.poll_writable(cx),
+            Sock::Unix(s) => s.poll_writable(cx),
         }
     }
 }
@@ -141,125 +149,150 @@ impl Write for &Sock {
     }
 }
 
+/// One client's task: connect its sockets (one per node; one against a single server), then the
+/// drain rule on each until every one has ended. It waits for any of its sockets to become
+/// readable, or writable while bytes wait, for its earliest timer, or for a nudge (the test's
+/// stop), as a smol program selects over its sockets.
+async fn client(targets: &[Target], index: u64, nudge: &Nudge) {
+    let mut link = local(|l| Link::new(&l.tally, index));
+    let nodes = link.nodes();
+    let mut socks: Vec<Option<Sock>> = (0..nodes).map(|_| None).collect();
+    let mut started = vec![false; nodes];
+    let mut ended = vec![false; nodes];
+    let mut blocked = vec![false; nodes];
+    // Nodes that need a new socket, and nodes to drain.
+    let mut to_connect: Vec<usize> = (0..nodes).filter(|&n| !link.is_dormant(n)).collect();
+    let mut dirty: Vec<usize> = Vec::new();
+    loop {
+        while let Some(n) = to_connect.pop() {
+            started[n] = true;
+            local(|l| link.connecting(n, &l.tally));
+            let connected = match link.target(n, targets) {
+                Ok(t) => Sock::connect(&t).await,
+                Err(e) => Err(e),
+            };
+            match connected {
+                Ok(s) => {
+                    local(|l| link.connected(n, &mut l.tally));
+                    socks[n] = Some(s);
+                }
+                Err(e) => link.connect_failed(n, &e),
+            }
+            dirty.push(n);
+        }
+        while let Some(n) = dirty.pop() {
+            if !started[n] {
+                // Kept for a node that has not appeared: opened once it has.
+                if !link.is_dormant(n) {
+                    to_connect.push(n);
+                }
+                continue;
+            }
+            if ended[n] {
+                continue;
+            }
+            let mut writer = socks[n].as_ref();
+            let next = local(|l| link.drain(n, writer.as_mut(), &mut l.tally));
+            while let Some(w) = link.poll_wake() {
+                dirty.push(w);
+            }
+            match next {
+                Next::Wait { write_blocked } => blocked[n] = write_blocked,
+                Next::Reconnect => {
+                    socks[n] = None;
+                    to_connect.push(n);
+                }
+                Next::Ended => {
+                    socks[n] = None;
+                    ended[n] = true;
+                }
+                // --reconnect: no socket until the connection asks for one again.
+                Next::Down => {
+                    socks[n] = None;
+                    blocked[n] = false;
+                }
+            }
+        }
+        if !to_connect.is_empty() {
+            continue;
+        }
+        if (0..nodes).all(|n| !started[n] || ended[n]) {
+            return;
+        }
+        // The stop and abandon times come from the publisher's nudge, not a timer per wait.
+        let (now, due, timer) = local(|l| {
+            let plan = l.tally.plan();
+            let live = (0..nodes).filter(|&n| started[n] && !ended[n]);
+            let due = live.clone().filter_map(|n| link.timeout(n)).min();
+            let timer = live.filter_map(|n| link.timer(n, plan)).min();
+            (l.tally.now(), due, timer.map(|t| l.tally.instant(t)))
+        });
+        let woke = if due.is_some_and(|t| t <= now) {
+            Woke::Timer
+        } else {
+            wait(&socks, &blocked, timer, nudge).await
+        };
+        match woke {
+            Woke::Timer => {
+                // A time of one node, or a nudge (the test's stop) for them all: each looks at
+                // its own times.
+                for n in (0..nodes).filter(|&n| started[n] && !ended[n]) {
+                    local(|l| link.on_timeout(n, &mut l.tally));
+                    dirty.push(n);
+                }
+            }
+            Woke::Readable(n) => {
+                if let Some(sock) = &socks[n] {
+                    local(|l| {
+                        let Local { tally, buf } = l;
+                        // Level-triggered readiness: a FIN left unread raises the next wait at
+                        // once.
+                        link.read(n, &mut &*sock, buf, false, tally);
+                    });
+                }
+                dirty.push(n);
+            }
+            Woke::Writable(n) => dirty.push(n),
+        }
+    }
+}
+
 /// What ended a task's wait.
 enum Woke {
-    Readable,
-    /// Writable: drain again.
-    Writable,
+    /// Node `n`'s socket is readable.
+    Readable(usize),
+    /// Node `n`'s socket is writable: drain it again.
+    Writable(usize),
     /// A time has come: the task's own timer, or a nudge (the test's stop).
     Timer,
 }
 
-/// One connection's task: connect, then the drain rule until the connection ends.
-/// Over several nodes, a client is one task per node; `nudges` wake the tasks of the client's
-/// other nodes when its router queued requests for them.
-async fn connection(targets: &[Target], index: u64, nudges: &[Nudge], alive: smol::channel::Sender<()>) {
-    let nudge = &nudges[index as usize];
-    let mut link = local(|l| Link::new(&l.tally, index));
-    let mut _alive = Some(alive);
-    if local(|l| link.is_dormant(&l.tally)) {
-        // Kept for a node that has not appeared: it does not hold the test open meanwhile.
-        let weak = _alive.take().map(|a| a.downgrade());
-        loop {
-            nudge.wait().await;
-            if !local(|l| link.is_dormant(&l.tally)) {
-                break;
+/// Waits until a socket is readable, or writable while bytes wait for it, or the timer fires
+/// at `timer`, or the task is nudged.
+async fn wait(socks: &[Option<Sock>], blocked: &[bool], timer: Option<Instant>, nudge: &Nudge) -> Woke {
+    let mut timer = timer.map(Timer::at);
+    future::poll_fn(move |cx| {
+        for (n, sock) in socks.iter().enumerate() {
+            let Some(sock) = sock else { continue };
+            // An error shows in the read that follows.
+            if sock.poll_readable(cx).is_ready() {
+                return Poll::Ready(Woke::Readable(n));
+            }
+            if blocked[n] && sock.poll_writable(cx).is_ready() {
+                return Poll::Ready(Woke::Writable(n));
             }
         }
-        // The connection that named the node is alive, so the test is.
-        match weak.and_then(|w| w.upgrade()) {
-            Some(a) => _alive = Some(a),
-            None => return,
+        if nudge.poll(cx) {
+            return Poll::Ready(Woke::Timer);
         }
-    }
-    'socket: loop {
-        local(|l| link.connecting(&l.tally));
-        let target = local(|l| link.target(targets, &l.tally));
-        let connected = match target {
-            Ok(t) => Sock::connect(&t).await,
-            Err(e) => Err(e),
-        };
-        let mut sock = match connected {
-            Ok(s) => {
-                local(|l| link.connected(&mut l.tally));
-                Some(s)
-            }
-            Err(e) => {
-                link.connect_failed(&e);
-                None
-            }
-        };
-        loop {
-            let mut writer = sock.as_ref();
-            let next = local(|l| link.drain(writer.as_mut(), &mut l.tally));
-            for w in link.take_wakes() {
-                if let Some(n) = nudges.get(w as usize) {
-                    n.nudge();
-                }
-            }
-            let write_blocked = match next {
-                Next::Wait { write_blocked } => write_blocked,
-                Next::Reconnect => continue 'socket,
-                Next::Ended => break 'socket,
-                // --reconnect: no socket until the connection asks for one again.
-                Next::Down => {
-                    sock = None;
-                    false
-                }
-            };
-            // The stop and abandon times come from the publisher's nudge, not a timer per wait.
-            let (now, due, timer) = local(|l| (l.tally.now(), link.timeout(), link.timer(l.tally.plan())));
-            let timer = async {
-                match timer {
-                    Some(t) => Timer::at(local(|l| l.tally.instant(t))).await,
-                    None => future::pending().await,
-                };
-                Woke::Timer
-            };
-            let woke = match &sock {
-                _ if due.is_some_and(|t| t <= now) => Woke::Timer,
-                Some(sock) => future::or(wait(sock, write_blocked, nudge), timer).await,
-                None => {
-                    let nudged = async {
-                        nudge.wait().await;
-                        Woke::Timer
-                    };
-                    future::or(nudged, timer).await
-                }
-            };
-            match (woke, &sock) {
-                (Woke::Timer, _) => local(|l| link.on_timeout(&mut l.tally)),
-                (Woke::Readable, Some(sock)) => local(|l| {
-                    let Local { tally, buf } = l;
-                    // Level-triggered readiness: a FIN left unread raises the next wait at once.
-                    link.read(&mut &*sock, buf, false, tally);
-                }),
-                _ => {}
+        if let Some(t) = timer.as_mut() {
+            if Pin::new(t).poll(cx).is_ready() {
+                return Poll::Ready(Woke::Timer);
             }
         }
-    }
-}
-
-/// Waits until the socket is readable, or writable while bytes wait, or the task is nudged.
-async fn wait(sock: &Sock, write_blocked: bool, nudge: &Nudge) -> Woke {
-    let readable = async {
-        // An error shows in the read that follows.
-        let _ = sock.readable().await;
-        Woke::Readable
-    };
-    let writable = async {
-        if write_blocked {
-            let _ = sock.writable().await;
-            Woke::Writable
-        } else {
-            future::pending().await
-        }
-    };
-    let nudged = async {
-        nudge.wait().await;
-        Woke::Timer
-    };
-    future::or(readable, future::or(writable, nudged)).await
+        Poll::Pending
+    })
+    .await
 }
 
 /// Wakes a waiting task from another thread: set, then wake the waker the task left.
@@ -277,21 +310,21 @@ impl Nudge {
         }
     }
 
-    /// Resolves once after each [`Nudge::nudge`].
-    fn wait(&self) -> impl std::future::Future<Output = ()> + '_ {
-        future::poll_fn(move |cx| {
-            {
-                let mut w = self.waker.lock().unwrap_or_else(|e| e.into_inner());
-                if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    *w = Some(cx.waker().clone());
-                }
+    /// Whether the task was nudged since it last looked (and forgets it); else leaves the
+    /// task's waker to be woken by the next nudge.
+    fn poll(&self, cx: &mut Context<'_>) -> bool {
+        {
+            let mut w = self.waker.lock().unwrap_or_else(|e| e.into_inner());
+            if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *w = Some(cx.waker().clone());
             }
-            // Looked at after the waker is left, so a nudge in between is not lost.
-            if self.set.swap(false, Ordering::SeqCst) {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
+        }
+        // Looked at after the waker is left, so a nudge in between is not lost.
+        self.take()
+    }
+
+    /// Whether the task was nudged since it last looked; forgets it.
+    fn take(&self) -> bool {
+        self.set.swap(false, Ordering::SeqCst)
     }
 }

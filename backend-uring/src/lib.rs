@@ -219,8 +219,8 @@ impl Read for Delivered<'_> {
     }
 }
 
+/// One socket of a client: slot `c * nodes + n` is node `n` of the loop's client `c`.
 struct Slot {
-    link: Link,
     /// A socket was opened for it (a connection kept for a node that has not appeared waits).
     started: bool,
     fd: Option<OwnedFd>,
@@ -246,9 +246,12 @@ struct Loop<'a> {
     targets: &'a [Target],
     /// Where each slot's socket connects (or why it cannot): kept while the ring may read it.
     addrs: Vec<Option<Result<sock::Addr, (io::ErrorKind, String)>>>,
-    run: &'a TestRun,
-    /// Slots to drain next: connections of a client whose router queued requests for them.
+    /// Slots to drain next: connections of a client that queued requests for them.
     wakes: Vec<usize>,
+    /// The loop's clients.
+    links: Vec<Link>,
+    /// Sockets per client.
+    nodes: usize,
     slots: Vec<Slot>,
     tally: Tally,
     /// Connections not yet ended.
@@ -281,11 +284,10 @@ impl<'a> Loop<'a> {
         start: Time,
     ) -> Result<Self, RunError> {
         let tally = Tally::new(run, t, tls, epoch, start)?;
-        let slots: Vec<Slot> = run
-            .connections_of(t)
-            .into_iter()
-            .map(|i| Slot {
-                link: Link::new(&tally, i),
+        let links: Vec<Link> = run.clients_of(t).into_iter().map(|c| Link::new(&tally, c)).collect();
+        let nodes = run.plan.nodes();
+        let slots: Vec<Slot> = (0..links.len() * nodes)
+            .map(|_| Slot {
                 started: false,
                 fd: None,
                 connected: false,
@@ -308,10 +310,11 @@ impl<'a> Loop<'a> {
             uring,
             targets,
             addrs: (0..n).map(|_| None).collect(),
-            run,
             wakes: Vec::new(),
             // Counted as they start.
             open: 0,
+            links,
+            nodes,
             slots,
             tally,
             timers: Timers::new(n),
@@ -328,7 +331,8 @@ impl<'a> Loop<'a> {
 
     fn run(mut self) -> Result<Outcome, RunError> {
         for i in 0..self.slots.len() {
-            if !self.slots[i].link.is_dormant(&self.tally) {
+            let (c, n) = self.at(i);
+            if !self.links[c].is_dormant(n) {
                 self.start(i);
             }
         }
@@ -504,14 +508,16 @@ impl<'a> Loop<'a> {
             }
             return;
         }
+        let (c, n) = self.at(i);
+        let link = &mut self.links[c];
         match op {
             CONNECT => {
                 let slot = &mut self.slots[i];
                 if res < 0 {
-                    slot.link.connect_failed(&io::Error::from_raw_os_error(-res));
+                    link.connect_failed(n, &io::Error::from_raw_os_error(-res));
                 } else {
                     slot.connected = true;
-                    slot.link.connected(&mut self.tally);
+                    link.connected(n, &mut self.tally);
                     self.arm(i);
                 }
             }
@@ -524,13 +530,13 @@ impl<'a> Loop<'a> {
                 match bid {
                     Some(bid) if res > 0 => {
                         let bytes = self.bufs.get(bid, res as usize);
-                        slot.link.read(&mut Delivered::Bytes(bytes), buf, false, tally);
+                        link.read(n, &mut Delivered::Bytes(bytes), buf, false, tally);
                         self.bufs.recycle(bid);
                     }
-                    _ if res == 0 => slot.link.read(&mut Delivered::End, buf, false, tally),
+                    _ if res == 0 => link.read(n, &mut Delivered::End, buf, false, tally),
                     // No buffer was free: armed again once this round gave them back.
                     _ if res == -libc::ENOBUFS => {}
-                    _ if res < 0 => slot.link.read(&mut Delivered::Failed(-res), buf, false, tally),
+                    _ if res < 0 => link.read(n, &mut Delivered::Failed(-res), buf, false, tally),
                     _ => {}
                 }
                 if !more && (res > 0 || res == -libc::ENOBUFS) {
@@ -542,7 +548,7 @@ impl<'a> Loop<'a> {
                 let out = &mut slot.out;
                 out.in_flight = 0;
                 if res < 0 {
-                    slot.link.write_failed(&io::Error::from_raw_os_error(-res));
+                    link.write_failed(n, &io::Error::from_raw_os_error(-res));
                 } else {
                     out.done += res as usize;
                     if out.done == out.buf.len() {
@@ -562,17 +568,24 @@ impl<'a> Loop<'a> {
         self.drain(i);
     }
 
+    /// The client and node of slot `i`.
+    fn at(&self, i: usize) -> (usize, usize) {
+        (i / self.nodes, i % self.nodes)
+    }
+
     /// Wakes slot `i` at its connection's timeout.
     fn schedule(&mut self, i: usize) {
-        self.timers.schedule(i, self.slots[i].link.timeout());
+        let (c, n) = self.at(i);
+        self.timers.schedule(i, self.links[c].timeout(n));
     }
 
     /// Calls `on_timeout` on every connection whose time has come.
     fn fire_timers(&mut self) {
         let now = self.tally.now();
         while let Some(i) = self.timers.pop_due(now) {
-            if self.slots[i].link.timeout().is_some_and(|t| t <= now) {
-                self.slots[i].link.on_timeout(&mut self.tally);
+            let (c, n) = self.at(i);
+            if self.links[c].timeout(n).is_some_and(|t| t <= now) {
+                self.links[c].on_timeout(n, &mut self.tally);
                 self.drain(i);
             } else {
                 // Moved later since (a reply arrived, a request went out): wait for the new time.
@@ -590,11 +603,13 @@ impl<'a> Loop<'a> {
 
     /// Opens a socket for slot `i` and submits its connect.
     fn connect(&mut self, i: usize) {
+        let (c, n) = self.at(i);
+        let link = &mut self.links[c];
         let slot = &mut self.slots[i];
         slot.connected = false;
-        slot.link.connecting(&self.tally);
+        link.connecting(n, &self.tally);
         if self.addrs[i].is_none() {
-            let target = slot.link.target(self.targets, &self.tally);
+            let target = link.target(n, self.targets);
             self.addrs[i] =
                 Some(target.and_then(|t| sock::Addr::of(&t)).map_err(|e| (e.kind(), e.to_string())));
         }
@@ -610,7 +625,7 @@ impl<'a> Loop<'a> {
                 slot.fd = Some(fd);
                 self.push(e);
             }
-            Err(e) => slot.link.connect_failed(&e),
+            Err(e) => link.connect_failed(n, &e),
         }
         self.drain(i);
     }
@@ -625,23 +640,25 @@ impl<'a> Loop<'a> {
 
     /// The drain rule, and what the loop does about its outcome.
     fn drain_one(&mut self, i: usize) {
+        let (c, n) = self.at(i);
         if !self.slots[i].started {
             // Kept for a node that has not appeared: woken when it has.
-            if !self.slots[i].link.is_dormant(&self.tally) {
+            if !self.links[c].is_dormant(n) {
                 self.start(i);
             }
             return;
         }
+        let link = &mut self.links[c];
         let slot = &mut self.slots[i];
         let next = if slot.connected {
             let mut outbox =
                 Outbox { out: &mut slot.out, queued: &mut slot.send_queued, queue: &mut self.to_send, i };
-            slot.link.drain(Some(&mut outbox), &mut self.tally)
+            link.drain(n, Some(&mut outbox), &mut self.tally)
         } else {
-            slot.link.drain(None::<&mut Outbox>, &mut self.tally)
+            link.drain(n, None::<&mut Outbox>, &mut self.tally)
         };
-        for w in slot.link.take_wakes() {
-            self.wakes.push(self.run.position_of(w));
+        while let Some(w) = link.poll_wake() {
+            self.wakes.push(c * self.nodes + w);
         }
         match next {
             Next::Wait { write_blocked } => {
@@ -682,7 +699,8 @@ impl<'a> Loop<'a> {
         slot.connected = false;
         slot.receiving = false;
         slot.write_blocked = false;
-        slot.link.disconnected();
+        let (c, n) = self.at(i);
+        self.links[c].disconnected(n);
     }
 
     /// After the test: waits for what is still in the ring (every socket is shut down, so it

@@ -183,12 +183,15 @@ impl NodeInfo {
     pub fn at_end(
         cluster: &respbench_core::cluster::Cluster,
         multi: &crate::routing::Multi,
+        stats: &Stats,
     ) -> Vec<NodeInfo> {
-        let counts = cluster.slot_counts();
+        let (endpoints, counts) = cluster.at_end(stats);
         let found = &multi.topology.nodes;
-        (0..cluster.appeared())
-            .filter_map(|i| {
-                let address = cluster.endpoint(i)?.to_string();
+        endpoints
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let address = e.to_string();
                 let owned = counts.get(i).copied().unwrap_or(0);
                 let node = found.get(i);
                 let primary = owned > 0 || node.is_none_or(|n| n.primary);
@@ -196,7 +199,7 @@ impl NodeInfo {
                     Some(p) if !primary => counts.get(p).copied().unwrap_or(0),
                     _ => owned,
                 };
-                Some(NodeInfo { address, primary, slots })
+                NodeInfo { address, primary, slots }
             })
             .collect()
     }
@@ -547,7 +550,11 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
     let setup = read_setup(t, &name, latency.sigfig())?;
     let end = Time::from_micros(u64_field("end_us")?).max(start);
     let (nodes, node_stats) = read_nodes(t, &name, start, end)?;
+    let found = node_stats.len();
     let stats = Stats {
+        appeared: Vec::new(),
+        moved: Default::default(),
+        found,
         requests: u64_field("requests")?,
         // Absent from documents written before it existed.
         nils: t.get("nil_replies").and_then(Value::as_u64).unwrap_or(0),
@@ -820,7 +827,7 @@ mod tests {
 
     #[test]
     fn nodes_and_redirects_round_trip() {
-        let mut s = Stats::new(Time::from_micros(0), 3, true).unwrap().with_nodes(2).unwrap();
+        let mut s = Stats::new(Time::from_micros(0), 3, true).unwrap().with_nodes(2, 0).unwrap();
         let at = Time::from_micros(2_000_000);
         for k in 0..40u64 {
             let node = (k % 4 == 0) as usize;

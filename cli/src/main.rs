@@ -1038,8 +1038,8 @@ fn run_test(
                     // for nodes that never appeared.
                     let nodes = match (&run.plan.cluster, cfg.multi.as_deref()) {
                         (Some(c), Some(m)) => {
-                            o.stats.nodes.truncate(c.appeared());
-                            json::NodeInfo::at_end(c, m)
+                            o.stats.nodes.truncate(c.nodes.len() + o.stats.appeared.len());
+                            json::NodeInfo::at_end(c, m, &o.stats)
                         }
                         _ => Vec::new(),
                     };

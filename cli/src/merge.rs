@@ -419,7 +419,7 @@ mod tests {
 
     /// A cluster run's document: `GET` over `nodes` (address, requests at 1 ms, moved redirects).
     fn cluster_doc(nodes: &[(&str, u64, u64)]) -> Value {
-        let mut s = Stats::new(Time::ZERO, 3, false).unwrap().with_nodes(nodes.len()).unwrap();
+        let mut s = Stats::new(Time::ZERO, 3, false).unwrap().with_nodes(nodes.len(), 0).unwrap();
         for (i, &(_, requests, moved)) in nodes.iter().enumerate() {
             for _ in 0..requests {
                 s.record_request(0, 1_000_000, 0, None, Time::from_micros(1_000_000));

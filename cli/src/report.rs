@@ -888,7 +888,7 @@ Summary:
 
     /// Three nodes, a replica among them that served nothing: one second long.
     fn cluster_stats() -> (Stats, Vec<NodeInfo>) {
-        let mut s = Stats::new(Time::ZERO, 3, false).unwrap().with_nodes(3).unwrap();
+        let mut s = Stats::new(Time::ZERO, 3, false).unwrap().with_nodes(3, 0).unwrap();
         let at = Time::from_micros(1_000_000);
         // 300 requests at node 0 (100 µs each), 100 at node 2 (2 ms each, one an error).
         for (node, count, micros) in [(0, 300, 100), (2, 100, 2000)] {

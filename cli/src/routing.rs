@@ -87,7 +87,7 @@ impl Multi {
             // A standalone primary serves every key: node 0 owns every slot.
             vec![0; usize::from(respbench_core::cluster::SLOTS)]
         };
-        Cluster::new(nodes, owners, cfg.cluster, reads, routes, cfg.clients, handshake).ok()
+        Cluster::new(nodes, owners, cfg.cluster, reads, routes, handshake).ok()
     }
 }
 

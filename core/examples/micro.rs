@@ -1,4 +1,4 @@
-//! Micro-benchmark of the core's hot path: requests through one `Connection` against an
+//! Micro-benchmark of the core's hot path: requests through one `Client` (one node) against an
 //! in-memory reply stream, no sockets and no simulated clock.
 //!
 //! Each round encodes a window of `-P` requests (`poll_transmit` + `advance_transmit`), then feeds
@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use respbench_core::dist::{ValueSize, Zipf};
 use respbench_core::template::{Arg, KeySpace, Template, Values};
-use respbench_core::{Budget, ConnConfig, Connection, Handshake, Plan, Stats, Stop, Time, Workload};
+use respbench_core::{Budget, Client, ConnConfig, Handshake, Plan, Stats, Stop, Time, Workload};
 
 fn plan(args: &[&[u8]], pipeline: u32) -> Arc<Plan> {
     // `-r 100000`: every request pays for its key substitution.
@@ -46,20 +46,20 @@ fn push(plan: &Arc<Plan>, reply: &[u8], requests: u64) -> u64 {
     let pipeline = plan.conn.pipeline as usize;
     let replies = reply.repeat(pipeline);
     let mut stats = Stats::new(Time::ZERO, 3, false).expect("valid precision");
-    let mut conn = Connection::new(Arc::clone(plan), 0);
+    let mut conn = Client::new(Arc::clone(plan), 0);
     let mut now = 0u64;
-    conn.handle_connected(Time::from_nanos(now), &mut stats);
-    while conn.poll_event().is_some() {}
+    conn.handle_connected(0, Time::from_nanos(now), &mut stats);
+    while conn.poll_event(0).is_some() {}
     while stats.requests < requests {
         now += 1;
-        while let Some(bytes) = conn.poll_transmit(Time::from_nanos(now)) {
+        while let Some(bytes) = conn.poll_transmit(0, Time::from_nanos(now)) {
             let n = black_box(bytes).len();
-            conn.advance_transmit(n, Time::from_nanos(now), &mut stats);
+            conn.advance_transmit(0, n, Time::from_nanos(now), &mut stats);
         }
         now += 1;
-        conn.handle_input(&replies, Time::from_nanos(now), &mut stats);
+        conn.handle_input(0, &replies, Time::from_nanos(now), &mut stats);
     }
-    assert_eq!(conn.in_flight(), 0, "the reply buffer must answer exactly one window");
+    assert_eq!(conn.in_flight(0), 0, "the reply buffer must answer exactly one window");
     stats.requests
 }
 

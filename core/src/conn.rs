@@ -1,26 +1,23 @@
-//! One benchmark connection as a state machine: handshake, pipelined requests, reply matching,
-//! per-request latency.
+//! One socket's protocol as a state machine: handshake, pipelined requests, reply matching.
 //!
-//! A [`Connection`] owns no socket. The backend moves bytes and time in and out of it, following
+//! A [`Connection`] owns no socket and draws no requests: its [`crate::Client`] queues them and
+//! records the replies. The backend moves bytes and time in and out through the client, following
 //! the drain rule in the crate docs.
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cluster::{Redirect, Request, Router};
 pub use crate::plan::{Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Plan, Stop, Workload};
 use crate::resp::{Kind, ProtocolError, Reply, ReplyParser};
-use crate::rng::Rng;
 use crate::run::Endpoint;
 use crate::stats::Stats;
-use crate::template::KeyGen;
 use crate::Time;
 
 /// Past this many unwritten bytes a connection encodes no more requests until the socket takes
 /// some: deep pipelines of large values (`-P 1000 -d 100000`) stay bounded in memory.
-const OUT_SOFT_CAP: usize = 64 * 1024;
+pub(crate) const OUT_SOFT_CAP: usize = 64 * 1024;
 
 /// Drops the written part of `out` (`..out_pos`) once it passes [`OUT_SOFT_CAP`], before
 /// more is encoded: the buffer does not grow behind a slow socket.
@@ -30,17 +27,6 @@ fn compact(out: &mut Vec<u8>, out_pos: &mut usize) {
         *out_pos = 0;
     }
 }
-
-/// The handshake of a socket on `node`: the test's, and `READONLY` for a cluster replica.
-fn handshake_of(plan: &Plan, node: Option<usize>) -> &Handshake {
-    match (&plan.cluster, node) {
-        (Some(c), Some(n)) => c.handshake(n, &plan.conn.handshake),
-        _ => &plan.conn.handshake,
-    }
-}
-
-/// `ASKING`, sent before a request that an `ASK` redirect sent to a slot's importing node.
-const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
 
 /// What makes a connection give up. Error replies (`-ERR …`) are not here: they are counted
 /// outcomes in [`Stats`].
@@ -193,13 +179,16 @@ fn io_reason(e: &std::io::Error) -> String {
     format!("{}{hint}", os_words(e))
 }
 
-/// What a connection asks of its backend.
+/// What a connection asks of its backend, through [`crate::Client::poll_event`].
+///
+/// Not `#[non_exhaustive]`: the driver matches every event without a catch-all arm, so a new
+/// one fails its build instead of being dropped.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
+#[must_use]
 pub enum Event {
     /// Every handshake reply arrived and none was an error.
     Ready,
-    /// `-k 0`: close this socket, open a new one, then call [`Connection::handle_connected`].
+    /// `-k 0`: close this socket, open a new one, then call [`crate::Client::handle_connected`].
     Reconnect,
     /// The budget is spent (or the test stopped) and nothing is in flight: close the socket.
     Finished,
@@ -209,11 +198,18 @@ pub enum Event {
         /// Requests sent and not answered.
         in_flight: usize,
     },
-    /// The connection failed; close the socket. Nothing more will happen on it.
-    Failed(ConnError),
+    /// The connection failed; close the socket. Nothing more will happen on it. Over several
+    /// nodes, the requests it had in flight are lost (`lost`; the client goes on with its other
+    /// nodes); against one server the failure itself is what is counted, and `lost` is 0.
+    Failed {
+        /// Why.
+        error: ConnError,
+        /// Requests in flight that went with it, to be counted as lost.
+        lost: usize,
+    },
     /// `--reconnect`: the connection failed and comes back: close the socket and wait for
-    /// [`Connection::poll_timeout`]; [`Connection::handle_timeout`] then asks for a new socket
-    /// ([`Event::Reconnect`]). The requests it had in flight are lost.
+    /// [`crate::Client::poll_timeout`]; [`crate::Client::handle_timeout`] then asks for a new
+    /// socket ([`Event::Reconnect`]). The requests it had in flight are lost.
     Down {
         /// Why.
         error: ConnError,
@@ -235,48 +231,59 @@ enum State {
     Failed,
 }
 
+/// No request of the client's router: the request was encoded straight into the connection.
+pub(crate) const DIRECT: u32 = u32::MAX;
+/// An `ASKING` the connection sent before a redirected request.
+pub(crate) const ASKING_REQ: u32 = u32::MAX - 1;
+
 /// A request written into the output buffer and not answered yet.
 #[derive(Clone, Copy, Debug)]
-struct Pending {
+pub(crate) struct Pending {
     /// Stream offset just past its last byte.
     end: u64,
     /// When the write that took its last byte began; `Time::MAX` until then.
     sent: Time,
     /// Its intended send time (open loop); `Time::MAX` in closed loop.
-    intended: Time,
+    pub(crate) intended: Time,
     /// Which command of the mix it is (0 without a mix).
-    part: u16,
-    /// When it was encoded: its `--timeout` deadline counts from here.
+    pub(crate) part: u16,
+    /// When it was drawn: its `--timeout` deadline counts from here.
     queued: Time,
+    /// The client's request it carries ([`DIRECT`] when none, [`ASKING_REQ`] for an `ASKING`).
+    pub(crate) req: u32,
 }
 
-/// A connection of a client over several nodes: its requests come from the client's router.
-#[derive(Debug)]
-struct Feed {
-    router: Arc<Mutex<Router>>,
-    node: usize,
-    /// The client's first connection's index: node `n`'s is `base + n`.
-    base: u64,
-    /// The requests in flight, in `in_flight`'s order (`None` for an `ASKING`).
-    held: VecDeque<Option<Request>>,
-}
-
-impl Feed {
-    fn lock(&self) -> MutexGuard<'_, Router> {
-        // A poisoned router only means another connection's thread panicked mid-call.
-        self.router.lock().unwrap_or_else(|e| e.into_inner())
+impl Pending {
+    /// A request to be encoded at `now`.
+    pub(crate) fn new(intended: Time, part: u16, queued: Time, req: u32) -> Pending {
+        Pending { end: 0, sent: Time::MAX, intended, part, queued, req }
     }
 }
 
-/// One benchmark connection, without its socket.
-///
-/// Inputs are `handle_*`, outputs `poll_*`; see the crate docs for the order to call them in.
+/// A request answered: what the client records or routes again.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Answered<'a> {
+    /// The request as it was queued.
+    pub(crate) pending: Pending,
+    /// When the write that carried it began (or the reply's time, for a reply that came first).
+    pub(crate) sent: Time,
+    /// The error message, for an error reply.
+    pub(crate) error: Option<&'a [u8]>,
+    /// A nil reply.
+    pub(crate) nil: bool,
+    /// When the reply was parsed.
+    pub(crate) now: Time,
+}
+
+/// One socket's protocol: the handshake, the output buffer, the requests in flight and the
+/// replies matched to them. A [`crate::Client`] owns one per node and decides what goes in;
+/// the connection owns no socket and draws no requests.
 pub struct Connection {
     plan: Arc<Plan>,
-    index: u64,
     state: State,
-    keys: KeyGen,
     parser: ReplyParser,
+    /// What this socket sends before its first request.
+    handshake: Handshake,
     /// Encoded bytes; `out[out_pos..]` is not written yet.
     out: Vec<u8>,
     out_pos: usize,
@@ -295,16 +302,6 @@ pub struct Connection {
     /// Replies on this socket so far, and whether every one of them was an error.
     replies: u64,
     only_errors: bool,
-    /// Requests granted by the budget and not yet encoded.
-    credits: u64,
-    /// `-k 0`: this socket's batch has been taken; no more requests on it.
-    batch_taken: bool,
-    /// Open loop: the intended time of the next request, the mean gap, and the gap generator.
-    next_due: Time,
-    interval: Duration,
-    schedule_rng: Rng,
-    /// Draws the command of each request in a mix.
-    mix_rng: Rng,
     events: VecDeque<Event>,
     /// The test's stop has come (seen by an input at or after it): `poll_timeout` now waits
     /// for the abandon time, not for the stop.
@@ -315,16 +312,21 @@ pub struct Connection {
     backoff: Duration,
     /// The latest time an input brought (for the inputs that bring none).
     last_now: Time,
-    /// Over several nodes: the client's router, which draws this connection's requests.
-    feed: Option<Feed>,
-    /// Requests lost when the connection failed for good, not yet taken by the driver.
-    lost: u64,
+    /// Count the requests in flight as lost when the connection fails for good (a client over
+    /// several nodes, which goes on without it).
+    count_lost: bool,
+    /// The socket failed: the client must take its requests back ([`Connection::orphans`],
+    /// [`Connection::dropped`]).
+    pub(crate) went_down: bool,
+    /// The router's requests that were in flight when it failed, for the client to take back.
+    pub(crate) orphans: Vec<u32>,
+    /// How many requests were in flight when it failed.
+    pub(crate) dropped: usize,
 }
 
 impl fmt::Debug for Connection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Connection")
-            .field("index", &self.index)
             .field("state", &self.state)
             .field("in_flight", &self.in_flight.len())
             .field("unwritten", &(self.out.len() - self.out_pos))
@@ -333,26 +335,15 @@ impl fmt::Debug for Connection {
 }
 
 impl Connection {
-    /// A connection numbered `index` (0-based, unique within the test) following `plan`.
-    pub fn new(plan: Arc<Plan>, index: u64) -> Connection {
-        let keys = KeyGen::new(plan.workload.keys.clone(), Rng::for_stream(plan.seed, index));
-        // Its own stream for arrival gaps, so the keys drawn do not depend on the schedule.
-        let schedule_rng = Rng::for_stream(plan.seed ^ 0x5eed_5c4e_d01e_0000, index);
-        let mix_rng = Rng::for_stream(plan.seed ^ 0x0000_0000_3a1c_e5ed, index);
+    /// A connection following `plan` that opens each socket with `handshake`; `count_lost`
+    /// when its client goes on without it if it fails (over several nodes).
+    pub(crate) fn new(plan: Arc<Plan>, handshake: Handshake, count_lost: bool) -> Connection {
         let cap = plan.conn.pipeline as usize;
-        let interval = plan.conn.open_loop.map_or(Duration::MAX, |ol| ol.interval(plan.connections));
-        let feed = plan.cluster.as_ref().and_then(|c| {
-            let nodes = c.len() as u64;
-            let client = index / nodes;
-            let router = c.router(&plan, client)?;
-            Some(Feed { router, node: (index % nodes) as usize, base: client * nodes, held: VecDeque::new() })
-        });
         Connection {
             plan,
-            index,
             state: State::Disconnected,
-            keys,
             parser: ReplyParser::new(),
+            handshake,
             out: Vec::new(),
             out_pos: 0,
             encoded: 0,
@@ -364,41 +355,16 @@ impl Connection {
             ready_at: Time::MAX,
             replies: 0,
             only_errors: true,
-            credits: 0,
-            batch_taken: false,
-            next_due: Time::MAX,
-            interval,
-            schedule_rng,
-            mix_rng,
             events: VecDeque::new(),
             stop_seen: false,
             down_until: Time::MAX,
             backoff: Duration::ZERO,
             last_now: Time::ZERO,
-            feed,
-            lost: 0,
+            count_lost,
+            went_down: false,
+            orphans: Vec::new(),
+            dropped: 0,
         }
-    }
-
-    /// Over several nodes: the connections of this client that must be drained now (requests
-    /// were queued for their nodes, or the client is done), by index, this one left out.
-    pub fn take_wakes(&mut self) -> Vec<u64> {
-        let Some(feed) = &self.feed else { return Vec::new() };
-        let me = feed.node;
-        let base = feed.base;
-        let wakes = feed.lock().take_wakes();
-        wakes.into_iter().filter(|&n| n != me).map(|n| base + n as u64).collect()
-    }
-
-    /// Requests that were in flight when the connection failed for good ([`Event::Failed`]),
-    /// once: over several nodes they are counted as lost, as a `--reconnect` drop's are.
-    pub fn take_lost(&mut self) -> u64 {
-        std::mem::take(&mut self.lost)
-    }
-
-    /// Which node this connection is on (`None` against one server).
-    fn node(&self) -> Option<usize> {
-        self.feed.as_ref().map(|f| f.node)
     }
 
     /// The handshake went through at `now`.
@@ -406,9 +372,6 @@ impl Connection {
         self.ready_at = now;
         self.backoff = Duration::ZERO;
         self.events.push_back(Event::Ready);
-        if let Some(f) = &self.feed {
-            f.lock().node_up(&self.plan, f.node, now);
-        }
     }
 
     // ---- getters ----
@@ -428,11 +391,44 @@ impl Connection {
         matches!(self.state, State::Finished | State::Failed)
     }
 
+    /// Whether the socket is up and past its handshake's start: requests may be queued on it.
+    pub(crate) fn is_open(&self) -> bool {
+        self.state == State::Open
+    }
+
+    /// Bytes encoded and not yet written.
+    pub(crate) fn unwritten(&self) -> usize {
+        self.out.len() - self.out_pos
+    }
+
+    /// Whether it may take more requests now: open, and the output buffer below its cap.
+    pub(crate) fn has_room(&self) -> bool {
+        self.state == State::Open && self.unwritten() < OUT_SOFT_CAP
+    }
+
+    /// Whether requests or handshake replies are still awaited.
+    pub(crate) fn busy(&self) -> bool {
+        !self.in_flight.is_empty() || self.handshake_left > 0
+    }
+
+    /// Whether the test's stop has come by `now`; remembers it when it has.
+    pub(crate) fn see_stop(&mut self, now: Time) -> bool {
+        if !self.stop_seen && self.plan.stop.is_due(now) {
+            self.stop_seen = true;
+        }
+        self.stop_seen
+    }
+
+    /// Whether the test's stop has been seen.
+    pub(crate) fn stop_seen(&self) -> bool {
+        self.stop_seen
+    }
+
     // ---- inputs ----
 
     /// A new socket is connected (the first one, or one opened for [`Event::Reconnect`]):
     /// queues the handshake and counts the connection.
-    pub fn handle_connected(&mut self, now: Time, stats: &mut Stats) {
+    pub(crate) fn handle_connected(&mut self, now: Time, stats: &mut Stats) {
         if self.is_closed() {
             return;
         }
@@ -442,38 +438,30 @@ impl Connection {
         self.parser.reset();
         self.out.clear();
         self.out_pos = 0;
-        self.encoded = 0;
         self.written = 0;
         self.in_flight.clear();
         self.sent = 0;
-        self.batch_taken = false;
         self.connected_at = now;
         self.replies = 0;
         self.only_errors = true;
-        let plan = Arc::clone(&self.plan);
-        let hs = handshake_of(&plan, self.node());
-        self.out.extend_from_slice(hs.bytes());
-        self.encoded = hs.bytes().len() as u64;
-        self.handshake_left = hs.len();
+        self.out.extend_from_slice(self.handshake.bytes());
+        self.encoded = self.handshake.bytes().len() as u64;
+        self.handshake_left = self.handshake.len();
         self.ready_at = Time::MAX;
-        if let Some(f) = &mut self.feed {
-            f.held.clear();
-        }
         if self.handshake_left == 0 {
             self.ready(now);
         }
-        if plan.conn.open_loop.is_some() && self.next_due == Time::MAX && self.feed.is_none() {
-            // Spread the connections' first arrivals over one interval.
-            let n = self.plan.connections.max(1);
-            let interval = u64::try_from(self.interval.as_nanos()).unwrap_or(u64::MAX);
-            let offset = interval / n * (self.index % n);
-            self.next_due = now + Duration::from_nanos(offset);
-        }
     }
 
-    /// Bytes read from the socket at `now`. Completed replies are matched to requests in order
-    /// and recorded in `stats`.
-    pub fn handle_input(&mut self, mut data: &[u8], now: Time, stats: &mut Stats) {
+    /// Bytes read from the socket at `now`. Completed replies are matched to requests in order;
+    /// each answered request goes to `answered`, which records it.
+    pub(crate) fn handle_input(
+        &mut self,
+        mut data: &[u8],
+        now: Time,
+        stats: &mut Stats,
+        answered: &mut impl FnMut(Answered<'_>, &mut Stats),
+    ) {
         if self.state != State::Open {
             return;
         }
@@ -484,18 +472,17 @@ impl Connection {
                 Ok(crate::resp::Parsed::Partial) => break,
                 Ok(crate::resp::Parsed::Complete { consumed, reply }) => {
                     data = &data[consumed..];
-                    self.on_reply(reply, now, stats);
+                    self.on_reply(reply, now, stats, answered);
                 }
                 Err(e) => self.fail(ConnError::Protocol(e)),
             }
         }
-        self.check_done(now);
     }
 
     /// `written` bytes of what [`Connection::poll_transmit`] returned were accepted by a write
     /// that began at `now` (read the clock before the write, not after it): requests whose last
     /// byte is among them count as sent at `now`.
-    pub fn advance_transmit(&mut self, written: usize, now: Time, stats: &mut Stats) {
+    pub(crate) fn advance_transmit(&mut self, written: usize, now: Time, stats: &mut Stats) {
         let written = written.min(self.out.len() - self.out_pos);
         self.out_pos += written;
         self.written += written as u64;
@@ -514,7 +501,7 @@ impl Connection {
     }
 
     /// The server closed the connection (a read returned 0).
-    pub fn handle_closed(&mut self, now: Time) {
+    pub(crate) fn handle_closed(&mut self, now: Time) {
         self.last_now = self.last_now.max(now);
         match self.state {
             State::Finished | State::Failed | State::Reconnecting | State::Down => {}
@@ -527,7 +514,7 @@ impl Connection {
     }
 
     /// A socket error (connect, read or write).
-    pub fn handle_io_error(&mut self, failure: IoFailure) {
+    pub(crate) fn handle_io_error(&mut self, failure: IoFailure) {
         if !self.is_closed() && self.state != State::Down {
             let e = self.refused().unwrap_or(ConnError::Io(failure));
             self.fail(e);
@@ -536,16 +523,14 @@ impl Connection {
 
     /// The time from [`Connection::poll_timeout`] has come: fails the connection when a request
     /// or the handshake has waited longer than [`ConnConfig::request_timeout`]; at the test's
-    /// [`Stop`], finishes a connection with nothing in flight, and abandons one whose requests are
-    /// still unanswered when the grace has passed. (A due open-loop request needs nothing here:
-    /// the drain's [`Connection::poll_transmit`] sends it.)
-    pub fn handle_timeout(&mut self, now: Time) {
+    /// [`Stop`], abandons a connection whose requests are still unanswered when the grace has
+    /// passed; a connection that is down asks for a new socket when its backoff is over, or
+    /// finishes when nothing is left to come back for (`spent`).
+    pub(crate) fn handle_timeout(&mut self, now: Time, spent: bool) {
         self.last_now = self.last_now.max(now);
         if self.state == State::Down {
-            if self.see_stop(now) || self.plan.budget.is_exhausted() {
-                // Nothing left to come back for.
-                self.state = State::Finished;
-                self.events.push_back(Event::Finished);
+            if self.see_stop(now) || spent {
+                self.finish();
             } else if now >= self.down_until {
                 self.state = State::Reconnecting;
                 self.events.push_back(Event::Reconnect);
@@ -564,46 +549,48 @@ impl Connection {
         if self.see_stop(now) && self.busy() && self.plan.stop.abandon_at().is_some_and(|t| t <= now) {
             self.state = State::Finished;
             self.events.push_back(Event::Abandoned { in_flight: self.in_flight.len() });
-            return;
         }
-        // An open-loop connection whose budget others spent finishes here (see poll_timeout).
-        self.check_done(now);
+    }
+
+    /// Nothing more for it to do: it finishes.
+    pub(crate) fn finish(&mut self) {
+        self.state = State::Finished;
+        self.events.push_back(Event::Finished);
+    }
+
+    /// `-k 0`: its batch is answered and another is reserved: a new socket.
+    pub(crate) fn reconnect(&mut self) {
+        self.state = State::Reconnecting;
+        self.events.push_back(Event::Reconnect);
+    }
+
+    /// Queues a request: `write` appends its bytes to the output buffer.
+    pub(crate) fn push(&mut self, mut pending: Pending, write: impl FnOnce(&mut Vec<u8>)) {
+        compact(&mut self.out, &mut self.out_pos);
+        let before = self.out.len();
+        write(&mut self.out);
+        self.encoded += (self.out.len() - before) as u64;
+        pending.end = self.encoded;
+        self.in_flight.push_back(pending);
     }
 
     // ---- outputs ----
 
     /// Bytes to write now, if any. Call [`Connection::advance_transmit`] with how many the socket
     /// took, then call this again until it returns `None` or the socket would block.
-    pub fn poll_transmit(&mut self, now: Time) -> Option<&[u8]> {
-        self.last_now = self.last_now.max(now);
-        if self.state != State::Open {
+    pub(crate) fn poll_transmit(&mut self) -> Option<&[u8]> {
+        if self.state != State::Open || self.out_pos == self.out.len() {
             // Ended, failed or waiting for a new socket: what was unwritten is moot.
             return None;
         }
-        if !self.plan.conn.idle {
-            if self.feed.is_some() {
-                self.fill_routed(now);
-            } else {
-                self.fill(now);
-            }
-        }
-        if self.out_pos < self.out.len() {
-            Some(&self.out[self.out_pos..])
-        } else {
-            // Nothing to send: perhaps nothing left to do (an empty budget, or one others spent).
-            self.check_done(now);
-            None
-        }
+        Some(&self.out[self.out_pos..])
     }
 
     /// When the connection next wants [`Connection::handle_timeout`] called though no bytes
-    /// arrived, whichever is first: the next intended send time of an open-loop schedule; the
-    /// `--timeout` deadline of the oldest unanswered request or of the handshake; the test's
-    /// [`Stop`], and once it has come, the time its unanswered requests are abandoned.
-    ///
-    /// A stop asked for while the connection waits ([`Stop::request`]) changes this: a backend
-    /// that keeps these times asks again when [`Stop::generation`] changes.
-    pub fn poll_timeout(&self) -> Option<Time> {
+    /// arrived, for its own sake: the `--timeout` deadline of the oldest unanswered request or
+    /// of the handshake; the test's [`Stop`], and once it has come, the time its unanswered
+    /// requests are abandoned; a connection that is down, the end of its backoff.
+    pub(crate) fn poll_timeout(&self) -> Option<Time> {
         if self.state == State::Down {
             let stop = if self.stop_seen { None } else { self.plan.stop.at() };
             return Some(stop.map_or(self.down_until, |t| t.min(self.down_until)));
@@ -611,38 +598,19 @@ impl Connection {
         if self.state != State::Open {
             return None;
         }
-        let mut next = self.deadline();
-        let mut earliest = |t: Option<Time>| {
-            if let Some(t) = t {
-                next = Some(next.map_or(t, |n| n.min(t)));
-            }
-        };
         let stop = &self.plan.stop;
-        if !self.stop_seen {
-            earliest(stop.at());
+        let at = if !self.stop_seen {
+            stop.at()
         } else if self.busy() {
-            earliest(stop.abandon_at());
-        }
-        if let (Some(feed), false) = (&self.feed, self.plan.conn.idle || self.stop_seen) {
-            earliest(feed.lock().timeout(&self.plan, feed.node));
-            return next;
-        }
-        if self.plan.conn.idle || self.plan.conn.open_loop.is_none() || self.stop_seen {
-            return next;
-        }
-        if self.plan.budget.is_exhausted() && self.in_flight.is_empty() {
-            // Spent by other connections while this one waited for its next arrival: it is
-            // done, and must be called now to say so.
-            return Some(Time::ZERO);
-        }
-        if self.in_flight.len() < self.plan.conn.pipeline as usize && !self.plan.budget.is_exhausted() {
-            earliest(Some(self.next_due));
-        }
-        next
+            stop.abandon_at()
+        } else {
+            None
+        };
+        earliest(self.deadline(), at)
     }
 
     /// The next thing the backend must act on.
-    pub fn poll_event(&mut self) -> Option<Event> {
+    pub(crate) fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
 
@@ -656,19 +624,6 @@ impl Connection {
         Some(since + after)
     }
 
-    /// Whether requests or handshake replies are still awaited.
-    fn busy(&self) -> bool {
-        !self.in_flight.is_empty() || self.handshake_left > 0
-    }
-
-    /// Whether the test's stop has come by `now`; remembers it when it has.
-    fn see_stop(&mut self, now: Time) -> bool {
-        if !self.stop_seen && self.plan.stop.is_due(now) {
-            self.stop_seen = true;
-        }
-        self.stop_seen
-    }
-
     /// A socket whose only reply was an error and that then closed: the error says why (Redis
     /// at `maxclients` answers the first request with one and closes).
     fn refused(&self) -> Option<ConnError> {
@@ -679,77 +634,13 @@ impl Connection {
         Some(ConnError::Refused { message })
     }
 
-    /// Encodes as many requests as the window, the budget, the schedule and the buffer cap allow.
-    fn fill(&mut self, now: Time) {
-        let plan = Arc::clone(&self.plan);
-        let window = plan.conn.pipeline.max(1) as usize;
-        let workload = &plan.workload;
-        if self.see_stop(now) {
-            // Granted and not yet encoded: the test is over, they are not sent.
-            self.credits = 0;
-            return;
-        }
-        if let Some(ol) = plan.conn.open_loop {
-            while self.in_flight.len() < window
-                && self.next_due <= now
-                && self.out.len() - self.out_pos < OUT_SOFT_CAP
-            {
-                if plan.budget.take(1) == 0 {
-                    break;
-                }
-                let intended = self.next_due;
-                self.encode(workload, intended, now);
-                self.next_due = intended + self.gap(ol);
-            }
-            return;
-        }
-        if !plan.conn.keepalive {
-            if !self.batch_taken {
-                self.batch_taken = true;
-                if self.credits == 0 {
-                    self.credits = plan.budget.take(window as u64);
-                }
-            }
-        } else {
-            let want = (window - self.in_flight.len()) as u64;
-            if self.credits < want {
-                self.credits += plan.budget.take(want - self.credits);
-            }
-        }
-        while self.credits > 0 && self.out.len() - self.out_pos < OUT_SOFT_CAP {
-            self.credits -= 1;
-            self.encode(workload, Time::MAX, now);
-        }
-    }
-
-    fn encode(&mut self, workload: &Workload, intended: Time, now: Time) {
-        let (template, part) = match &workload.mix {
-            None => (&workload.template, 0),
-            Some(m) => {
-                let i = m.pick(&mut self.mix_rng);
-                (&m.templates[i], i)
-            }
-        };
-        compact(&mut self.out, &mut self.out_pos);
-        let before = self.out.len();
-        template.write(&mut self.out, &mut self.keys);
-        self.encoded += (self.out.len() - before) as u64;
-        // Mixes are checked to a few commands by the command line; u16 holds any real one.
-        let part = part.min(u16::MAX as usize) as u16;
-        self.in_flight.push_back(Pending { end: self.encoded, sent: Time::MAX, intended, part, queued: now });
-    }
-
-    fn gap(&mut self, ol: OpenLoop) -> Duration {
-        if !ol.poisson {
-            return self.interval;
-        }
-        // Inverse transform of an exponential with the given mean; 1 - u is in (0, 1].
-        let u = self.schedule_rng.next_f64();
-        let nanos = -(1.0 - u).ln() * self.interval.as_nanos() as f64;
-        Duration::from_nanos(nanos.min(u64::MAX as f64 / 2.0) as u64)
-    }
-
-    fn on_reply(&mut self, reply: Reply, now: Time, stats: &mut Stats) {
+    fn on_reply(
+        &mut self,
+        reply: Reply,
+        now: Time,
+        stats: &mut Stats,
+        answered: &mut impl FnMut(Answered<'_>, &mut Stats),
+    ) {
         if reply.is_push() {
             stats.push_messages += 1;
             return;
@@ -757,9 +648,7 @@ impl Connection {
         self.replies += 1;
         self.only_errors &= reply.is_error();
         if self.handshake_left > 0 {
-            let plan = Arc::clone(&self.plan);
-            let hs = handshake_of(&plan, self.node());
-            let command = hs.commands[hs.len() - self.handshake_left];
+            let command = self.handshake.commands[self.handshake.len() - self.handshake_left];
             self.handshake_left -= 1;
             if reply.is_error() {
                 let message = String::from_utf8_lossy(self.parser.error_message()).into_owned();
@@ -788,177 +677,23 @@ impl Connection {
         } else {
             now
         };
-        if self.feed.is_some() {
-            self.on_routed_reply(p, sent, reply, now, stats);
-            return;
-        }
-        if now < self.plan.measure_from {
-            // Warmup: the request happened, its figures are discarded.
-            return;
-        }
-        let start = if p.intended == Time::MAX { sent } else { p.intended.min(sent) };
-        let error = if reply.is_error() { Some(self.parser.error_message()) } else { None };
-        stats.record_request(p.part as usize, now.nanos_since(start), now.nanos_since(sent), error, now);
-        if reply.kind == Kind::Null {
-            stats.record_nil(p.part as usize);
-        }
-    }
-
-    /// The reply to a request of a client over several nodes: a redirect goes back to the
-    /// router; anything else completes the request, timed from its first send.
-    fn on_routed_reply(&mut self, p: Pending, sent: Time, reply: Reply, now: Time, stats: &mut Stats) {
-        let Some(feed) = &mut self.feed else { return };
-        let held = feed.held.pop_front().flatten();
-        let Some(mut req) = held else { return }; // ASKING's +OK
-        req.first_sent = req.first_sent.min(sent);
-        let node = feed.node;
-        let plan = Arc::clone(&self.plan);
-        let Some(cluster) = plan.cluster.as_ref() else { return };
-        let mut router = feed.lock();
-        let mut message = None;
-        if reply.is_error() {
-            let m = self.parser.error_message();
-            if let Some(kind) = Redirect::of(m) {
-                kind.count(&mut stats.redirects);
-                if let Some(n) = stats.nodes.get_mut(node) {
-                    kind.count(&mut n.redirects);
-                }
-                if self.stop_seen {
-                    // The test is over: not sent again, and not answered.
-                    stats.abandoned += 1;
-                    router.finish(req);
-                    return;
-                }
-                match router.redirect(cluster, req, kind, m, now) {
-                    Ok(()) => return,
-                    Err(r) => req = r,
-                }
-            }
-            message = Some(self.parser.error_message());
-        }
-        if now >= plan.measure_from {
-            let first = req.first_sent;
-            let start = if p.intended == Time::MAX { first } else { p.intended.min(first) };
-            let (latency, service) = (now.nanos_since(start), now.nanos_since(first));
-            stats.record_request(p.part as usize, latency, service, message, now);
-            stats.record_node(node, latency, service, message, now);
-            if reply.kind == Kind::Null {
-                stats.record_nil(p.part as usize);
-                if let Some(n) = stats.nodes.get_mut(node) {
-                    n.nils += 1;
-                }
-            }
-        }
-        router.finish(req);
-    }
-
-    /// A client over several nodes: takes this node's requests from the router, which draws
-    /// the client's next ones first.
-    fn fill_routed(&mut self, now: Time) {
-        let plan = Arc::clone(&self.plan);
-        let stopped = self.see_stop(now);
-        let Some(feed) = &mut self.feed else { return };
-        let Some(cluster) = plan.cluster.as_ref() else { return };
-        let mut router = feed.router.lock().unwrap_or_else(|e| e.into_inner());
-        if stopped {
-            // Drawn and not yet sent: the test is over, they are not sent.
-            router.stop();
-            return;
-        }
-        router.draw(&plan, cluster, now);
-        while self.out.len() - self.out_pos < OUT_SOFT_CAP {
-            let Some(req) = router.take(feed.node, now) else { break };
-            compact(&mut self.out, &mut self.out_pos);
-            if req.asking {
-                self.out.extend_from_slice(ASKING);
-                self.encoded += ASKING.len() as u64;
-                self.in_flight.push_back(Pending {
-                    end: self.encoded,
-                    sent: Time::MAX,
-                    intended: Time::MAX,
-                    part: 0,
-                    queued: now,
-                });
-                feed.held.push_back(None);
-            }
-            self.out.extend_from_slice(&req.bytes);
-            self.encoded += req.bytes.len() as u64;
-            self.in_flight.push_back(Pending {
-                end: self.encoded,
-                sent: Time::MAX,
-                intended: req.intended,
-                part: req.part,
-                queued: req.queued,
-            });
-            feed.held.push_back(Some(req));
-        }
-    }
-
-    /// Emits `Finished` or `Reconnect` when the connection has nothing left to do.
-    fn check_done(&mut self, now: Time) {
-        if self.state != State::Open || self.busy() || self.credits > 0 {
-            return;
-        }
-        let stopped = self.see_stop(now);
-        if let (Some(feed), false) = (&self.feed, self.plan.conn.idle) {
-            // Done only with the client, a request of another node may be redirected here;
-            // or at the stop, when nothing more is sent.
-            let mut router = feed.lock();
-            if stopped || router.is_done(&self.plan, stopped) {
-                router.wake_all();
-                drop(router);
-                self.state = State::Finished;
-                self.events.push_back(Event::Finished);
-            }
-            return;
-        }
-        if self.plan.conn.idle {
-            // Idle connections only wait for the stop.
-            if stopped {
-                self.state = State::Finished;
-                self.events.push_back(Event::Finished);
-            }
-            return;
-        }
-        if !self.plan.conn.keepalive && self.batch_taken && !stopped {
-            // Reserve the next batch before asking for a new socket, so no socket opens for nothing.
-            self.credits = self.plan.budget.take(self.plan.conn.pipeline.max(1) as u64);
-            if self.credits > 0 {
-                self.state = State::Reconnecting;
-                self.events.push_back(Event::Reconnect);
-                return;
-            }
-        }
-        if stopped || self.plan.budget.is_exhausted() {
-            self.state = State::Finished;
-            self.events.push_back(Event::Finished);
-        }
+        let error = reply.is_error().then(|| self.parser.error_message());
+        answered(Answered { pending: p, sent, error, nil: reply.kind == Kind::Null, now }, stats);
     }
 
     fn fail(&mut self, e: ConnError) {
         // A refused handshake is the user's (a wrong password): it stays fatal.
         let recoverable = !matches!(e, ConnError::Handshake { .. });
-        if let Some(feed) = &mut self.feed {
-            // Its requests are lost (counted as they are without a cluster); the router sends
-            // what it queued for this node elsewhere.
-            let lost: Vec<Request> = feed.held.drain(..).flatten().collect();
-            if !(recoverable && self.plan.conn.reconnect.is_some()) {
-                self.lost += lost.len() as u64;
-            }
-            let plan = Arc::clone(&self.plan);
-            if let Some(c) = plan.cluster.as_ref() {
-                let mut router = feed.router.lock().unwrap_or_else(|e| e.into_inner());
-                router.node_down(c, feed.node, lost.into_iter());
-                router.wake_all();
-            }
-        }
+        let requests = self.in_flight.iter().filter(|p| p.req != ASKING_REQ);
+        self.orphans.extend(requests.clone().map(|p| p.req).filter(|&r| r != DIRECT));
+        let lost = requests.count();
+        self.went_down = true;
+        self.dropped += lost;
         if let (Some(b), true) = (self.plan.conn.reconnect, recoverable) {
-            let lost = self.in_flight.len();
             self.in_flight.clear();
             self.sent = 0;
             self.out.clear();
             self.out_pos = 0;
-            self.credits = 0;
             self.handshake_left = 0;
             self.backoff = if self.backoff.is_zero() { b.first } else { (self.backoff * 2).min(b.max) };
             self.down_until = self.last_now + self.backoff;
@@ -967,16 +702,72 @@ impl Connection {
             return;
         }
         self.state = State::Failed;
-        self.events.push_back(Event::Failed(e));
+        let lost = if self.count_lost { lost } else { 0 };
+        self.events.push_back(Event::Failed { error: e, lost });
+    }
+}
+
+/// The earlier of two optional times.
+pub(crate) fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::Client;
     use crate::template::{KeySpace, Template};
 
-    fn conn(timeout: Option<Duration>, handshake: Handshake, pipeline: u32) -> Connection {
+    /// A client against one server, driven as its only connection.
+    struct C(Client);
+
+    impl C {
+        fn new(plan: Arc<Plan>, index: u64) -> C {
+            C(Client::new(plan, index))
+        }
+        fn pending(&self) -> &VecDeque<Pending> {
+            &self.0.connection(0).in_flight
+        }
+        fn in_flight(&self) -> usize {
+            self.0.in_flight(0)
+        }
+        fn is_closed(&self) -> bool {
+            self.0.is_closed(0)
+        }
+        fn handle_connected(&mut self, now: Time, st: &mut Stats) {
+            self.0.handle_connected(0, now, st)
+        }
+        fn handle_input(&mut self, b: &[u8], now: Time, st: &mut Stats) {
+            self.0.handle_input(0, b, now, st)
+        }
+        fn handle_closed(&mut self, now: Time) {
+            self.0.handle_closed(0, now)
+        }
+        fn handle_io_error(&mut self, f: IoFailure) {
+            self.0.handle_io_error(0, f)
+        }
+        fn handle_timeout(&mut self, now: Time) {
+            self.0.handle_timeout(0, now)
+        }
+        fn poll_timeout(&self) -> Option<Time> {
+            self.0.poll_timeout(0)
+        }
+        fn poll_event(&mut self) -> Option<Event> {
+            self.0.poll_event(0)
+        }
+        fn poll_transmit(&mut self, now: Time) -> Option<&[u8]> {
+            self.0.poll_transmit(0, now)
+        }
+        fn advance_transmit(&mut self, n: usize, now: Time, st: &mut Stats) {
+            self.0.advance_transmit(0, n, now, st)
+        }
+    }
+
+    fn conn(timeout: Option<Duration>, handshake: Handshake, pipeline: u32) -> C {
         conn_with(timeout, handshake, pipeline, None)
     }
 
@@ -985,7 +776,7 @@ mod tests {
         handshake: Handshake,
         pipeline: u32,
         reconnect: Option<Backoff>,
-    ) -> Connection {
+    ) -> C {
         let plan = Plan {
             conn: ConnConfig {
                 handshake,
@@ -1009,7 +800,7 @@ mod tests {
             series: false,
             cluster: None,
         };
-        Connection::new(Arc::new(plan), 0)
+        C::new(Arc::new(plan), 0)
     }
 
     fn stats() -> Stats {
@@ -1041,14 +832,14 @@ mod tests {
     /// The intended send times of `n` requests on one connection whose window never fills: the
     /// backend calls in at each `poll_timeout`, as a real one would.
     fn schedule(ol: OpenLoop, n: u64) -> Vec<Time> {
-        let mut c = Connection::new(open_plan(ol, n, n as u32, None), 0);
+        let mut c = C::new(open_plan(ol, n, n as u32, None), 0);
         let mut st = stats();
         c.handle_connected(Time::ZERO, &mut st);
         while let Some(t) = c.poll_timeout() {
             c.handle_timeout(t);
             flush(&mut c, t, &mut st);
         }
-        c.in_flight.iter().map(|p| p.intended).collect()
+        c.pending().iter().map(|p| p.intended).collect()
     }
 
     #[test]
@@ -1086,7 +877,7 @@ mod tests {
         // slot in the schedule (k × 100 µs), its latency counts from there, and nothing is
         // skipped or bunched to catch up beyond the window.
         let ol = OpenLoop::per_connection(Duration::from_micros(100), 1, false);
-        let mut c = Connection::new(open_plan(ol, 50, 1, None), 0);
+        let mut c = C::new(open_plan(ol, 50, 1, None), 0);
         let mut st = Stats::new(Time::ZERO, 3, true).unwrap();
         c.handle_connected(Time::ZERO, &mut st);
         let mut now = Time::ZERO;
@@ -1095,8 +886,8 @@ mod tests {
                 now = now.max(t);
             }
             flush(&mut c, now, &mut st);
-            assert_eq!(c.in_flight.len(), 1);
-            assert_eq!(c.in_flight[0].intended.as_nanos(), k * 100_000, "request {k} lost its slot");
+            assert_eq!(c.pending().len(), 1);
+            assert_eq!(c.pending()[0].intended.as_nanos(), k * 100_000, "request {k} lost its slot");
             now += Duration::from_millis(1);
             c.handle_input(b"+PONG\r\n", now, &mut st);
         }
@@ -1116,15 +907,15 @@ mod tests {
         let mix = Mix::new(vec![(set, 1), (get, 3)]).unwrap();
         assert_eq!((mix.weight(0), mix.weight(1), mix.len()), (1, 3, 2));
         let ol = OpenLoop::per_connection(Duration::from_micros(1), 1, false);
-        let mut c = Connection::new(open_plan(ol, 40_000, 40_000, Some(mix)), 0);
+        let mut c = C::new(open_plan(ol, 40_000, 40_000, Some(mix)), 0);
         let mut st = stats();
         c.handle_connected(Time::ZERO, &mut st);
         while let Some(t) = c.poll_timeout() {
             c.handle_timeout(t);
             flush(&mut c, t, &mut st);
         }
-        let firsts = c.in_flight.iter().filter(|p| p.part == 0).count() as f64;
-        let share = firsts / c.in_flight.len() as f64;
+        let firsts = c.pending().iter().filter(|p| p.part == 0).count() as f64;
+        let share = firsts / c.pending().len() as f64;
         assert!((share - 0.25).abs() < 0.01, "share {share}");
         assert!(Mix::new(vec![]).is_err());
         assert!(Mix::new(vec![(Template::command(&[b"GET"]), 0)]).is_err());
@@ -1142,7 +933,7 @@ mod tests {
         let plan = Arc::new(plan);
         let mut st = plan.new_stats(Time::ZERO, 3).unwrap();
         assert_eq!(st.start, Time::from_micros(550), "the measured interval starts after the warmup");
-        let mut c = Connection::new(plan, 0);
+        let mut c = C::new(plan, 0);
         c.handle_connected(Time::ZERO, &mut st);
         for k in 0..10u64 {
             let t = Time::from_micros(k * 100);
@@ -1154,16 +945,16 @@ mod tests {
     }
 
     /// Sends everything the connection has at `now`.
-    fn flush(c: &mut Connection, now: Time, st: &mut Stats) {
+    fn flush(c: &mut C, now: Time, st: &mut Stats) {
         while let Some(b) = c.poll_transmit(now) {
             let n = b.len();
             c.advance_transmit(n, now, st);
         }
     }
 
-    fn failure(c: &mut Connection) -> Option<ConnError> {
+    fn failure(c: &mut C) -> Option<ConnError> {
         std::iter::from_fn(|| c.poll_event()).find_map(|e| match e {
-            Event::Failed(e) => Some(e),
+            Event::Failed { error, .. } => Some(error),
             _ => None,
         })
     }
@@ -1215,7 +1006,7 @@ mod tests {
         assert!(matches!(c.poll_event(), Some(Event::Down { .. })));
         assert_eq!(c.poll_timeout(), Some(ms(80)));
         // The test stops while it is down: it finishes instead of coming back.
-        c.plan.stop.request(ms(75));
+        c.0.plan().stop.request(ms(75));
         assert_eq!(c.poll_timeout(), Some(ms(75)));
         c.handle_timeout(ms(75));
         assert_eq!(c.poll_event(), Some(Event::Finished));

@@ -41,6 +41,7 @@
 //! `template::check_values`, which the fuzz targets call. This crate's unit tests always have them.
 #![warn(missing_docs)]
 
+pub mod client;
 pub mod cluster;
 pub mod conn;
 pub mod dist;
@@ -57,6 +58,7 @@ pub mod suite;
 pub mod template;
 pub mod time;
 
+pub use client::Client;
 pub use conn::{ConnError, Connection, Event, IoFailure, IoOp};
 pub use plan::{Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Plan, Stop, Workload};
 pub use run::{Endpoint, Outcome, Progress, RunError, TestRun};

@@ -336,7 +336,7 @@ impl Plan {
             stats = stats.with_parts(m.len())?;
         }
         if let Some(c) = &self.cluster {
-            stats = stats.with_nodes(c.len())?;
+            stats = stats.with_nodes(c.nodes.len(), c.len() - c.nodes.len())?;
         }
         Ok(stats)
     }

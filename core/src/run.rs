@@ -125,36 +125,15 @@ impl TestRun {
         self.threads.clamp(1, self.clients.max(1))
     }
 
-    /// The connections loop `t` drives: every index `i` with `i % loops() == t`; over several
-    /// nodes, every connection of each such client (client `c`'s are `c * nodes ..`, one per
-    /// node), so that a client's connections share a loop.
-    pub fn connections_of(&self, t: usize) -> Vec<u64> {
-        let nodes = self.plan.nodes() as u64;
-        (t..self.clients)
-            .step_by(self.loops())
-            .flat_map(|c| (0..nodes).map(move |n| c as u64 * nodes + n))
-            .collect()
-    }
-
-    /// Where connection `i` is in [`TestRun::connections_of`] of its loop.
-    pub fn position_of(&self, i: u64) -> usize {
-        let nodes = self.plan.nodes() as u64;
-        let client = i / nodes;
-        ((client / self.loops() as u64) * nodes + i % nodes) as usize
+    /// The clients loop `t` drives: every index `c` with `c % loops() == t`. A client's
+    /// connections (one per node) share its loop.
+    pub fn clients_of(&self, t: usize) -> Vec<u64> {
+        (t..self.clients).step_by(self.loops()).map(|c| c as u64).collect()
     }
 
     /// How many connections the test opens: one per client and node.
     pub fn connections(&self) -> usize {
         self.clients * self.plan.nodes()
-    }
-
-    /// Where connection `i` goes: its node's address over several nodes, else the endpoint;
-    /// `None` for a connection kept for a node that has not appeared (yet).
-    pub fn endpoint_of(&self, i: u64) -> Option<Endpoint> {
-        match &self.plan.cluster {
-            Some(c) => c.endpoint((i % c.len() as u64) as usize),
-            None => Some(self.endpoint.clone()),
-        }
     }
 }
 

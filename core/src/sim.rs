@@ -9,7 +9,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::conn::{Connection, Event, Plan};
+use crate::client::Client;
+use crate::conn::{Event, Plan};
 use crate::series::Collector;
 use crate::stats::Stats;
 use crate::Time;
@@ -140,8 +141,7 @@ fn run_inner(
     let mut stats = plan.new_stats(Time::ZERO, sigfig).expect("valid precision");
     // One loop's series, handed to a collector as a backend's loop does.
     let mut series = Collector::new(1);
-    let mut conns: Vec<Connection> =
-        (0..connections).map(|i| Connection::new(plan.clone(), i as u64)).collect();
+    let mut conns: Vec<Client> = (0..connections).map(|i| Client::new(plan.clone(), i as u64)).collect();
     let mut links: Vec<Link> = (0..connections).map(|_| Link::default()).collect();
     let mut events = Vec::new();
     let mut requests_received = 0;
@@ -149,7 +149,7 @@ fn run_inner(
     let mut now = Time::ZERO;
     let deadline = Time::ZERO + limit;
     for (c, l) in conns.iter_mut().zip(&mut links) {
-        c.handle_connected(now, &mut stats);
+        c.handle_connected(0, now, &mut stats);
         l.open = true;
     }
     loop {
@@ -157,25 +157,25 @@ fn run_inner(
             plan.stop.request(deadline);
         }
         for c in &mut conns {
-            if c.poll_timeout().is_some_and(|t| t <= now) {
-                c.handle_timeout(now);
+            if c.poll_timeout(0).is_some_and(|t| t <= now) {
+                c.handle_timeout(0, now);
             }
         }
         // Drain every connection's outputs (the drain rule).
         for (i, (c, l)) in conns.iter_mut().zip(&mut links).enumerate() {
             loop {
-                while let Some(bytes) = c.poll_transmit(now) {
+                while let Some(bytes) = c.poll_transmit(0, now) {
                     let n = bytes.len();
                     l.inbox.extend_from_slice(bytes);
-                    c.advance_transmit(n, now, &mut stats);
+                    c.advance_transmit(0, n, now, &mut stats);
                 }
-                let Some(ev) = c.poll_event() else { break };
+                let Some(ev) = c.poll_event(0) else { break };
                 match ev {
                     Event::Reconnect => {
                         *l = Link { open: true, ..Link::default() };
-                        c.handle_connected(now, &mut stats);
+                        c.handle_connected(0, now, &mut stats);
                     }
-                    Event::Finished | Event::Failed(_) | Event::Abandoned { .. } => l.open = false,
+                    Event::Finished | Event::Failed { .. } | Event::Abandoned { .. } => l.open = false,
                     _ => {}
                 }
                 events.push((i, ev));
@@ -202,7 +202,7 @@ fn run_inner(
             }
         }
         if check {
-            let in_flight: usize = conns.iter().map(Connection::in_flight).sum();
+            let in_flight: usize = conns.iter().map(|c| c.in_flight(0)).sum();
             if requests_received != stats.requests + in_flight as u64 {
                 return Err(format!(
                     "at {now:?}: server received {requests_received}, client completed {} + {in_flight} in flight",
@@ -210,16 +210,16 @@ fn run_inner(
                 ));
             }
             let window = plan.conn.pipeline.max(1) as usize;
-            if let Some((i, c)) = conns.iter().enumerate().find(|(_, c)| c.in_flight() > window) {
+            if let Some((i, c)) = conns.iter().enumerate().find(|(_, c)| c.in_flight(0) > window) {
                 return Err(format!(
                     "at {now:?}: connection {i} has {} in flight, -P {window}",
-                    c.in_flight()
+                    c.in_flight(0)
                 ));
             }
         }
         // The next moment anything happens.
         let next_reply = links.iter().filter(|l| l.open).filter_map(|l| l.outbox.front().map(|r| r.0)).min();
-        let next_timer = conns.iter().filter_map(|c| c.poll_timeout()).min();
+        let next_timer = conns.iter().filter_map(|c| c.poll_timeout(0)).min();
         // The limit is a moment too: the stop asked for then.
         let stops_later = match plan.stop.at() {
             Some(t) => t > deadline,
@@ -242,7 +242,7 @@ fn run_inner(
                 }
             }
             if !bytes.is_empty() && l.open {
-                c.handle_input(&bytes, now, &mut stats);
+                c.handle_input(0, &bytes, now, &mut stats);
             }
         }
     }
@@ -273,7 +273,7 @@ impl<'a> Script<'a> {
     }
 }
 
-/// Fuzz entry: drives one [`Connection`] through a script decoded from `data` and checks its
+/// Fuzz entry: drives one [`Client`] through a script decoded from `data` and checks its
 /// invariants; `Err` describes the first violation. Never panics unless the connection does.
 ///
 /// Layout: byte 0 picks `-P` (1..=64); byte 1 is flags (bit 0 keepalive, bit 1 open loop,
@@ -346,7 +346,7 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
     // One significant figure: latencies are not checked here, and small histograms keep the
     // fuzzer fast (a 3-figure one is ~360 KB to allocate and zero per input).
     let mut stats = Stats::new(Time::ZERO, 1, open_loop.is_some()).map_err(|e| format!("stats: {e}"))?;
-    let mut conn = Connection::new(plan, 0);
+    let mut conn = Client::new(plan, 0);
     let mut now = Time::ZERO;
 
     // What this socket's connection offered for sending, in order (`written` of it is written).
@@ -359,25 +359,25 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
     let mut reconnect_pending = false;
     let mut ended: Option<(Event, u64)> = None;
 
-    conn.handle_connected(now, &mut stats);
+    conn.handle_connected(0, now, &mut stats);
     for step in 0usize.. {
         if script.0.is_empty() {
             break;
         }
         now += Duration::from_nanos(u64::from(script.u16()));
-        if conn.poll_timeout().is_some_and(|t| t <= now) {
-            conn.handle_timeout(now);
+        if conn.poll_timeout(0).is_some_and(|t| t <= now) {
+            conn.handle_timeout(0, now);
         }
         let op = script.byte();
         let what = match op & 3 {
             0 => {
                 let input = script.take(1 + usize::from(op >> 2));
-                conn.handle_input(input, now, &mut stats);
+                conn.handle_input(0, input, now, &mut stats);
                 "handle_input"
             }
             1 => {
                 let amount = usize::from(script.u16());
-                if let Some(bytes) = conn.poll_transmit(now) {
+                if let Some(bytes) = conn.poll_transmit(0, now) {
                     if let Some((ev, _)) = &ended {
                         return Err(format!(
                             "step {step}: poll_transmit offered {} bytes after {ev:?}",
@@ -403,12 +403,12 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
                     stream.extend_from_slice(&fresh);
                     written += n;
                     advanced += n as u64;
-                    conn.advance_transmit(n, now, &mut stats);
+                    conn.advance_transmit(0, n, now, &mut stats);
                 }
                 "poll_transmit"
             }
             2 => {
-                conn.handle_closed(now);
+                conn.handle_closed(0, now);
                 "handle_closed"
             }
             _ => {
@@ -417,18 +417,18 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
                     stream.clear();
                     written = 0;
                     counted = 0;
-                    conn.handle_connected(now, &mut stats);
+                    conn.handle_connected(0, now, &mut stats);
                 }
                 "handle_connected"
             }
         };
-        while let Some(ev) = conn.poll_event() {
+        while let Some(ev) = conn.poll_event(0) {
             if let Some((end, _)) = &ended {
                 return Err(format!("step {step} ({what}): event {ev:?} after {end:?}"));
             }
             match ev {
                 Event::Reconnect => reconnect_pending = true,
-                Event::Finished | Event::Failed(_) => ended = Some((ev, stats.requests)),
+                Event::Finished | Event::Failed { .. } => ended = Some((ev, stats.requests)),
                 Event::Ready => {}
                 // Future events: nothing to check.
                 #[allow(unreachable_patterns)]
@@ -447,8 +447,8 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
             }
         }
         let context = || format!("step {step} ({what}) at {now:?}");
-        if conn.in_flight() > pipeline as usize {
-            return Err(format!("{}: {} in flight, -P {pipeline}", context(), conn.in_flight()));
+        if conn.in_flight(0) > pipeline as usize {
+            return Err(format!("{}: {} in flight, -P {pipeline}", context(), conn.in_flight(0)));
         }
         // Requests are encoded only inside `poll_transmit`, which offers them at once: `stream`
         // holds every one.
@@ -533,7 +533,7 @@ mod tests {
         let timeouts = r
             .events
             .iter()
-            .filter(|e| matches!(e.1, Event::Failed(ConnError::Timeout { handshake: false, .. })))
+            .filter(|e| matches!(e.1, Event::Failed { error: ConnError::Timeout { handshake: false, .. }, .. }))
             .count();
         assert_eq!(timeouts, 3, "{:?}", r.events);
         assert!(r.end < Time::from_micros(52_000), "ended at {:?}", r.end);
@@ -575,7 +575,7 @@ mod tests {
         let r = run(plan(10, 1, true, hs, None), 1, &bad, 3, Duration::from_secs(1));
         assert_eq!(r.stats.requests, 0);
         match &r.events[0].1 {
-            Event::Failed(ConnError::Handshake { command, message }) => {
+            Event::Failed { error: ConnError::Handshake { command, message }, .. } => {
                 assert_eq!(*command, "AUTH");
                 assert!(message.starts_with("WRONGPASS"), "{message}");
             }
@@ -675,7 +675,7 @@ mod tests {
         (
             count(|e| *e == Event::Finished),
             count(|e| matches!(e, Event::Abandoned { .. })),
-            count(|e| matches!(e, Event::Failed(_))),
+            count(|e| matches!(e, Event::Failed { .. })),
         )
     }
 

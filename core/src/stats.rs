@@ -171,8 +171,17 @@ pub struct Stats {
     pub abandoned: u64,
     /// Over several nodes (`--cluster`, replicas): the stats of each node, in the order of
     /// [`crate::cluster::Cluster::nodes`] (themselves without nodes or parts); empty otherwise.
-    /// A request counts at the node that answered it.
+    /// A request counts at the node that answered it. Past the nodes found at the start come
+    /// the nodes that appeared during the test, in the order of [`Stats::appeared`].
     pub nodes: Vec<Stats>,
+    /// The nodes that appeared during the test (a redirect named them), by address: their
+    /// stats follow the found nodes' in [`Stats::nodes`].
+    pub appeared: Vec<crate::run::Endpoint>,
+    /// Slots whose owner changed during the test, as `MOVED` said: the latest owner each
+    /// client met, with when.
+    pub moved: std::collections::BTreeMap<u16, (Time, crate::run::Endpoint)>,
+    /// How many of [`Stats::nodes`] are nodes found at the start.
+    pub found: usize,
     /// Redirects and retries (`MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`), counted at the node
     /// that sent them; not completed requests.
     pub redirects: Redirects,
@@ -280,15 +289,21 @@ impl Stats {
             downtime_micros: 0,
             abandoned: 0,
             nodes: Vec::new(),
+            appeared: Vec::new(),
+            moved: std::collections::BTreeMap::new(),
+            found: 0,
             redirects: Redirects::default(),
         })
     }
 
-    /// Keeps separate stats for each of `n` nodes (each request also counted in the total).
-    pub fn with_nodes(mut self, n: usize) -> Result<Stats, String> {
+    /// Keeps separate stats for each of `found` nodes and room for `room` that may appear (each
+    /// request also counted in the total).
+    pub fn with_nodes(mut self, found: usize, room: usize) -> Result<Stats, String> {
         let sigfig = self.latency.sigfig();
         let open_loop = self.service.is_some();
-        self.nodes = (0..n).map(|_| Stats::new(self.start, sigfig, open_loop)).collect::<Result<_, _>>()?;
+        self.nodes =
+            (0..found + room).map(|_| Stats::new(self.start, sigfig, open_loop)).collect::<Result<_, _>>()?;
+        self.found = found;
         Ok(self)
     }
 
@@ -308,6 +323,20 @@ impl Stats {
                 n.errors.record(message);
             }
         }
+    }
+
+    /// The index in [`Stats::nodes`] of a node that appeared during the test at `endpoint`, made
+    /// when it is new and room is left (`found` nodes were found at the start).
+    pub fn appeared_index(&mut self, found: usize, endpoint: &crate::run::Endpoint) -> Option<usize> {
+        let k = match self.appeared.iter().position(|e| e == endpoint) {
+            Some(k) => k,
+            None if found + self.appeared.len() < self.nodes.len() => {
+                self.appeared.push(endpoint.clone());
+                self.appeared.len() - 1
+            }
+            None => return None,
+        };
+        Some(found + k)
     }
 
     /// Keeps a per-second time series from `start` on.
@@ -464,8 +493,14 @@ impl Stats {
             }
         }
         self.redirects.merge(&other.redirects);
+        for (&slot, (t, to)) in &other.moved {
+            if self.moved.get(&slot).is_none_or(|(mine, _)| mine < t) {
+                self.moved.insert(slot, (*t, to.clone()));
+            }
+        }
         if self.nodes.is_empty() {
             self.nodes = other.nodes.clone();
+            self.appeared = other.appeared.clone();
         } else if !other.nodes.is_empty() {
             if self.nodes.len() != other.nodes.len() {
                 return Err(format!(
@@ -474,8 +509,16 @@ impl Stats {
                     other.nodes.len()
                 ));
             }
-            for (a, b) in self.nodes.iter_mut().zip(&other.nodes) {
-                a.merge(b)?;
+            // The found nodes line up; nodes that appeared line up by address.
+            let found = self.found.max(other.found);
+            for (i, b) in other.nodes.iter().enumerate() {
+                let to = match i.checked_sub(found) {
+                    None => Some(i),
+                    Some(k) => other.appeared.get(k).and_then(|e| self.appeared_index(found, e)),
+                };
+                if let Some(a) = to.and_then(|t| self.nodes.get_mut(t)) {
+                    a.merge(b)?;
+                }
             }
         }
         if self.parts.is_empty() {

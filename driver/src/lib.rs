@@ -1,8 +1,8 @@
 //! respbench-driver: what every backend of respbench shares, written once.
 //!
 //! A backend owns its sockets and its way of waiting (mio's edge-triggered epoll set, smol's
-//! reactor and executor). Everything between a socket and the core's [`Connection`] is here:
-//! - [`Link`]: one connection and its byte layer, driven by the core's drain rule (write what
+//! reactor and executor). Everything between a socket and the core's [`Client`] is here:
+//! - [`Link`]: one client and the byte layer of each of its sockets, driven by the core's drain rule (write what
 //!   the socket takes, reading the clock before each write; read until the socket is empty, to the
 //!   end of the stream after a hang-up; act on the connection's events);
 //! - [`Tally`]: what one event loop records (stats, failures, abandoned requests, `--reconnect`'s
@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use respbench_core::run::Published;
 use respbench_core::{
-    ConnError, Connection, Endpoint, Event, IoFailure, IoOp, Outcome, Plan, RunError, Stats, TestRun, Time,
+    Client, ConnError, Endpoint, Event, IoFailure, IoOp, Outcome, Plan, RunError, Stats, TestRun, Time,
 };
 
 mod timers;
@@ -284,140 +284,161 @@ struct Phases {
     up: Time,
 }
 
-/// One connection of a backend: the core's [`Connection`] and the byte layer to its socket.
-/// The backend owns the socket and passes it in; a `Link` holds no protocol logic of its own, it
-/// follows the core's drain rule.
+/// One socket of a [`Link`]: the byte layer to it and its setup timing.
 #[derive(Debug)]
-pub struct Link {
-    conn: Connection,
-    /// The connection's index in the test.
-    index: u64,
+struct Socket {
     /// Where the socket goes, for error messages.
     endpoint: Endpoint,
     layer: Layer,
     /// Counted in the run's `Progress::live`.
     live: bool,
-    /// The byte stream is up: the core was told [`Connection::handle_connected`].
+    /// The byte stream is up: the core was told [`Client::handle_connected`].
     up: bool,
     phases: Phases,
 }
 
+/// One client of a backend: the core's [`Client`] and the byte layer to each of its sockets
+/// (one per node; one against a single server). The backend owns the sockets and passes them
+/// in by node; a `Link` holds no protocol logic of its own, it follows the core's drain rule.
+#[derive(Debug)]
+pub struct Link {
+    client: Client,
+    sockets: Vec<Socket>,
+}
+
 impl Link {
-    /// Connection `index` of the test in `tally`.
+    /// Client `index` of the test in `tally`.
     pub fn new(tally: &Tally, index: u64) -> Link {
-        Link {
-            conn: Connection::new(tally.run.plan.clone(), index),
-            index,
-            // A node that has not appeared yet: named when it does (Link::target).
-            endpoint: tally
-                .run
-                .endpoint_of(index)
-                .unwrap_or_else(|| Endpoint::Unix("(a node not seen yet)".into())),
-            layer: Layer::default(),
-            live: false,
-            up: false,
-            phases: Phases { down: Time::MAX, ..Phases::default() },
-        }
+        let client = Client::new(tally.run.plan.clone(), index);
+        let sockets = (0..client.nodes())
+            .map(|n| Socket {
+                // A node that has not appeared yet: named when it does (Link::target).
+                endpoint: match &tally.run.plan.cluster {
+                    None => tally.run.endpoint.clone(),
+                    Some(_) => {
+                        client.endpoint(n).unwrap_or_else(|| Endpoint::Unix("(a node not seen yet)".into()))
+                    }
+                },
+                layer: Layer::default(),
+                live: false,
+                up: false,
+                phases: Phases { down: Time::MAX, ..Phases::default() },
+            })
+            .collect();
+        Link { client, sockets }
     }
 
-    /// Over several nodes: the connections of this one's client that must be drained now, by
-    /// index (see [`Connection::take_wakes`]); none without.
-    pub fn take_wakes(&mut self) -> Vec<u64> {
-        self.conn.take_wakes()
+    /// How many sockets the client has: one per node (one against a single server).
+    pub fn nodes(&self) -> usize {
+        self.sockets.len()
     }
 
-    /// Over several nodes, a connection kept for a node that has not appeared: the backend
-    /// opens no socket for it until it has (when a redirect names the node, the router queues
-    /// requests for it and wakes it, see [`Link::take_wakes`]).
-    pub fn is_dormant(&self, tally: &Tally) -> bool {
-        tally.run.endpoint_of(self.index).is_none()
+    /// A node whose socket must be drained now: the client queued requests for it, a node
+    /// appeared (see [`Link::is_dormant`]), or the client is done; `None` when there is none.
+    #[must_use]
+    pub fn poll_wake(&mut self) -> Option<usize> {
+        self.client.poll_wake()
     }
 
-    /// Where this connection's socket goes: its node's of `targets` (resolved once per test,
+    /// Over several nodes, a socket kept for a node that has not appeared: the backend opens
+    /// none for it until it has (when a redirect names the node, the client queues requests for
+    /// it and [`Link::poll_wake`] names it).
+    pub fn is_dormant(&self, node: usize) -> bool {
+        self.client.is_dormant(node)
+    }
+
+    /// Where node `node`'s socket goes: its node's of `targets` (resolved once per test,
     /// [`resolve_all`]), or, for a node that appeared during the test, resolved now.
-    pub fn target(&mut self, targets: &[Target], tally: &Tally) -> io::Result<Target> {
-        let node = (self.index % tally.run.plan.nodes() as u64) as usize;
+    pub fn target(&mut self, node: usize, targets: &[Target]) -> io::Result<Target> {
         if let Some(t) = targets.get(node) {
             return Ok(t.clone());
         }
-        let endpoint = tally
-            .run
-            .endpoint_of(self.index)
+        let endpoint = self
+            .client
+            .endpoint(node)
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the node has not appeared"))?;
-        self.endpoint = endpoint;
-        resolve(&self.endpoint).map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.to_string()))
+        self.sockets[node].endpoint = endpoint;
+        resolve(&self.sockets[node].endpoint).map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.to_string()))
     }
 
-    /// A connect is about to start (its setup time counts from here).
-    pub fn connecting(&mut self, tally: &Tally) {
-        self.phases.started = tally.now();
+    /// A connect of node `node` is about to start (its setup time counts from here).
+    pub fn connecting(&mut self, node: usize, tally: &Tally) {
+        self.sockets[node].phases.started = tally.now();
     }
 
-    /// The socket connected: the byte stream is up, or the TLS handshake begins.
-    pub fn connected(&mut self, tally: &mut Tally) {
+    /// Node `node`'s socket connected: the byte stream is up, or the TLS handshake begins.
+    pub fn connected(&mut self, node: usize, tally: &mut Tally) {
         let now = tally.now();
-        self.phases.socket = now;
-        self.layer = Layer::Plain;
+        let s = &mut self.sockets[node];
+        s.phases.socket = now;
+        s.layer = Layer::Plain;
         #[cfg(feature = "tls")]
         if let Some(t) = &tally.tls {
             match tls::Session::new(t) {
-                Ok(s) => self.layer = Layer::Tls(s),
-                Err(e) => self.conn.handle_io_error(IoFailure::new(IoOp::Tls, &self.endpoint, &e)),
+                Ok(session) => s.layer = Layer::Tls(session),
+                Err(e) => self.client.handle_io_error(node, IoFailure::new(IoOp::Tls, &s.endpoint, &e)),
             }
             return;
         }
-        self.byte_stream_up(now, tally);
+        self.byte_stream_up(node, now, tally);
     }
 
-    fn byte_stream_up(&mut self, now: Time, tally: &mut Tally) {
-        self.up = true;
-        self.phases.up = now;
-        self.conn.handle_connected(now, &mut tally.stats);
+    fn byte_stream_up(&mut self, node: usize, now: Time, tally: &mut Tally) {
+        let s = &mut self.sockets[node];
+        s.up = true;
+        s.phases.up = now;
+        self.client.handle_connected(node, now, &mut tally.stats);
     }
 
-    /// Opening the socket failed (resolving, connecting, registering it).
-    pub fn connect_failed(&mut self, e: &io::Error) {
-        self.up = false;
-        self.conn.handle_io_error(IoFailure::new(IoOp::Connect, &self.endpoint, e));
+    /// Opening node `node`'s socket failed (resolving, connecting, registering it).
+    pub fn connect_failed(&mut self, node: usize, e: &io::Error) {
+        let s = &mut self.sockets[node];
+        s.up = false;
+        self.client.handle_io_error(node, IoFailure::new(IoOp::Connect, &s.endpoint, e));
     }
 
-    /// A send that the socket had taken failed later: a completion-based backend accepts bytes
-    /// into its own buffer and learns the outcome of the send when it completes.
-    pub fn write_failed(&mut self, e: &io::Error) {
-        self.conn.handle_io_error(IoFailure::new(IoOp::Write, &self.endpoint, e));
+    /// A send that node `node`'s socket had taken failed later: a completion-based backend
+    /// accepts bytes into its own buffer and learns the outcome of the send when it completes.
+    pub fn write_failed(&mut self, node: usize, e: &io::Error) {
+        let s = &self.sockets[node];
+        self.client.handle_io_error(node, IoFailure::new(IoOp::Write, &s.endpoint, e));
     }
 
-    /// The socket is gone (closed for a reconnect).
-    pub fn disconnected(&mut self) {
-        self.up = false;
-        self.layer = Layer::Plain;
+    /// Node `node`'s socket is gone (closed for a reconnect).
+    pub fn disconnected(&mut self, node: usize) {
+        let s = &mut self.sockets[node];
+        s.up = false;
+        s.layer = Layer::Plain;
     }
 
-    /// Reads what the socket has: until it would block, until a short read showed it empty
-    /// (the next byte raises a new edge or readiness), or, after a `hangup` (the peer's FIN or a
-    /// socket error came with the event), to the end of the stream, since no edge follows it.
-    pub fn read(&mut self, sock: &mut impl Read, buf: &mut [u8], hangup: bool, tally: &mut Tally) {
+    /// Reads what node `node`'s socket has: until it would block, until a short read showed
+    /// it empty (the next byte raises a new edge or readiness), or, after a `hangup` (the peer's
+    /// FIN or a socket error came with the event), to the end of the stream, since no edge
+    /// follows it.
+    pub fn read(&mut self, node: usize, sock: &mut impl Read, buf: &mut [u8], hangup: bool, tally: &mut Tally) {
         loop {
-            let result = self.layer.read(sock, buf);
-            if !self.up && !self.layer.is_handshaking() && !self.conn.is_closed() {
-                self.byte_stream_up(tally.now(), tally);
+            let s = &mut self.sockets[node];
+            let result = s.layer.read(sock, buf);
+            if !s.up && !s.layer.is_handshaking() && !self.client.is_closed(node) {
+                self.byte_stream_up(node, tally.now(), tally);
             }
+            let s = &self.sockets[node];
             match result {
                 Ok(0) => {
-                    if self.up {
-                        self.conn.handle_closed(tally.now());
+                    if s.up {
+                        self.client.handle_closed(node, tally.now());
                     } else {
                         let e =
                             io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection");
-                        self.conn.handle_io_error(IoFailure::new(IoOp::Tls, &self.endpoint, &e));
+                        self.client.handle_io_error(node, IoFailure::new(IoOp::Tls, &s.endpoint, &e));
                     }
                     return;
                 }
                 Ok(n) => {
+                    let empty = n < buf.len() && !hangup && s.layer.short_read_empties();
                     let now = tally.now();
-                    self.conn.handle_input(&buf[..n], now, &mut tally.stats);
-                    let empty = n < buf.len() && !hangup && self.layer.short_read_empties();
-                    if empty || self.conn.is_closed() {
+                    self.client.handle_input(node, &buf[..n], now, &mut tally.stats);
+                    if empty || self.client.is_closed(node) {
                         return;
                     }
                 }
@@ -425,76 +446,79 @@ impl Link {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     // The TLS handshake's, while the byte stream is not up yet.
-                    let op = if self.up { IoOp::Read } else { IoOp::Tls };
-                    self.conn.handle_io_error(IoFailure::new(op, &self.endpoint, &e));
+                    let op = if s.up { IoOp::Read } else { IoOp::Tls };
+                    self.client.handle_io_error(node, IoFailure::new(op, &s.endpoint, &e));
                     return;
                 }
             }
         }
     }
 
-    /// The drain rule: writes what the layer and the connection have to `sock` until the socket
-    /// is full (nothing while the socket is not connected), then acts on the connection's events
-    /// and says what the backend does next.
-    pub fn drain<S: Write>(&mut self, sock: Option<&mut S>, tally: &mut Tally) -> Next {
+    /// The drain rule on node `node`: writes what the layer and the client have to `sock`
+    /// until the socket is full (nothing while the socket is not connected), then acts on the
+    /// connection's events and says what the backend does next. Drain the nodes
+    /// [`Link::poll_wake`] names after it.
+    pub fn drain<S: Write>(&mut self, node: usize, sock: Option<&mut S>, tally: &mut Tally) -> Next {
         let mut write_blocked = false;
         if let Some(sock) = sock {
-            write_blocked = self.write(sock, tally);
+            write_blocked = self.write(node, sock, tally);
         }
-        while let Some(ev) = self.conn.poll_event() {
+        while let Some(ev) = self.client.poll_event(node) {
             match ev {
-                Event::Ready if !self.live => {
-                    self.live = true;
-                    tally.run.progress.live.fetch_add(1, Ordering::Relaxed);
-                    self.record_setup(tally);
+                Event::Ready => {
+                    let s = &mut self.sockets[node];
+                    if !s.live {
+                        s.live = true;
+                        tally.run.progress.live.fetch_add(1, Ordering::Relaxed);
+                    }
+                    self.record_setup(node, tally);
                 }
                 Event::Reconnect => {
-                    self.up = false;
+                    self.sockets[node].up = false;
                     return Next::Reconnect;
                 }
-                Event::Finished => return self.ended(tally),
+                Event::Finished => return self.ended(node, tally),
                 Event::Abandoned { in_flight } => {
                     tally.stats.abandoned += in_flight as u64;
-                    return self.ended(tally);
+                    return self.ended(node, tally);
                 }
-                Event::Failed(e) => {
-                    Outcome::add_failure(&mut tally.failures, e, 1);
-                    let lost = self.conn.take_lost();
+                Event::Failed { error, lost } => {
+                    Outcome::add_failure(&mut tally.failures, error, 1);
                     if lost > 0 {
                         let now = tally.now();
-                        tally.stats.record_drop(false, lost, now);
+                        tally.stats.record_drop(false, lost as u64, now);
                     }
-                    return self.ended(tally);
+                    return self.ended(node, tally);
                 }
                 Event::Down { error, lost } => {
                     let now = tally.now();
-                    let first = self.phases.down == Time::MAX;
+                    let s = &mut self.sockets[node];
+                    let first = s.phases.down == Time::MAX;
                     tally.stats.record_drop(first, lost as u64, now);
                     Outcome::add_failure(&mut tally.drops, error, 1);
                     if first {
-                        self.phases.down = now;
+                        s.phases.down = now;
                     }
-                    self.leave_live(tally);
-                    self.up = false;
+                    s.up = false;
+                    self.leave_live(node, tally);
                     return Next::Down;
                 }
-                Event::Ready => self.record_setup(tally),
-                _ => {}
             }
         }
         Next::Wait { write_blocked }
     }
 
-    /// The connection is ready for requests: its setup phases go into the stats.
-    fn record_setup(&mut self, tally: &mut Tally) {
-        let now = self.conn.ready_at().unwrap_or_else(|| tally.now());
-        if self.phases.down != Time::MAX {
+    /// Node `node`'s connection is ready for requests: its setup phases go into the stats.
+    fn record_setup(&mut self, node: usize, tally: &mut Tally) {
+        let now = self.client.ready_at(node).unwrap_or_else(|| tally.now());
+        let s = &mut self.sockets[node];
+        if s.phases.down != Time::MAX {
             // Back after --reconnect: the time it was down.
-            tally.stats.downtime_micros += now.nanos_since(self.phases.down) / 1_000;
-            self.phases.down = Time::MAX;
+            tally.stats.downtime_micros += now.nanos_since(s.phases.down) / 1_000;
+            s.phases.down = Time::MAX;
         }
-        let p = self.phases;
-        let tls = (!matches!(self.layer, Layer::Plain)).then(|| p.up.nanos_since(p.socket));
+        let p = s.phases;
+        let tls = (!matches!(s.layer, Layer::Plain)).then(|| p.up.nanos_since(p.socket));
         tally.stats.setup.record(
             p.socket.nanos_since(p.started),
             tls,
@@ -503,18 +527,19 @@ impl Link {
         );
     }
 
-    /// Writes until the layer and the connection have nothing or the socket is full; `true`
-    /// when full.
-    fn write(&mut self, sock: &mut impl Write, tally: &mut Tally) -> bool {
-        match self.layer.flush(sock) {
+    /// Writes until the layer and the client have nothing for node `node` or the socket is
+    /// full; `true` when full.
+    fn write(&mut self, node: usize, sock: &mut impl Write, tally: &mut Tally) -> bool {
+        let s = &mut self.sockets[node];
+        match s.layer.flush(sock) {
             Ok(true) => return true,
             Ok(false) => {}
             Err(e) => {
-                self.conn.handle_io_error(IoFailure::new(IoOp::Write, &self.endpoint, &e));
+                self.client.handle_io_error(node, IoFailure::new(IoOp::Write, &s.endpoint, &e));
                 return false;
             }
         }
-        if !self.up {
+        if !s.up {
             return false;
         }
         loop {
@@ -522,11 +547,12 @@ impl Link {
             // send syscall is still returning, and a reading after it would leave that part of
             // the round trip out of the latency.
             let now = tally.now();
-            let Some(bytes) = self.conn.poll_transmit(now) else { return false };
+            let Some(bytes) = self.client.poll_transmit(node, now) else { return false };
             let len = bytes.len();
-            match self.layer.write(sock, bytes) {
+            let s = &mut self.sockets[node];
+            match s.layer.write(sock, bytes) {
                 Ok(n) => {
-                    self.conn.advance_transmit(n, now, &mut tally.stats);
+                    self.client.advance_transmit(node, n, now, &mut tally.stats);
                     if n < len {
                         return true;
                     }
@@ -534,42 +560,43 @@ impl Link {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.conn.handle_io_error(IoFailure::new(IoOp::Write, &self.endpoint, &e));
+                    self.client.handle_io_error(node, IoFailure::new(IoOp::Write, &s.endpoint, &e));
                     return false;
                 }
             }
         }
     }
 
-    fn ended(&mut self, tally: &mut Tally) -> Next {
-        self.leave_live(tally);
-        self.up = false;
+    fn ended(&mut self, node: usize, tally: &mut Tally) -> Next {
+        self.leave_live(node, tally);
+        self.sockets[node].up = false;
         Next::Ended
     }
 
-    fn leave_live(&mut self, tally: &mut Tally) {
-        if self.live {
-            self.live = false;
+    fn leave_live(&mut self, node: usize, tally: &mut Tally) {
+        let s = &mut self.sockets[node];
+        if s.live {
+            s.live = false;
             tally.run.progress.live.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
-    /// When to call [`Link::on_timeout`] if nothing else happens: the connection's
+    /// When to call [`Link::on_timeout`] for node `node` if nothing else happens: the client's
     /// `poll_timeout` (open-loop arrivals, `--timeout` deadlines, the test's stop).
-    pub fn timeout(&self) -> Option<Time> {
-        self.conn.poll_timeout()
+    pub fn timeout(&self, node: usize) -> Option<Time> {
+        self.client.poll_timeout(node)
     }
 
     /// [`Link::timeout`] unless it is the test's stop or abandon time, which a backend may
     /// signal to every connection at once (with [`Watch`]) rather than give each wait a timer of
     /// its own: what a task waits for with a timer of its own (open-loop arrivals, `--timeout`).
-    pub fn timer(&self, plan: &Plan) -> Option<Time> {
-        self.timeout().filter(|&t| Some(t) != plan.stop.at() && Some(t) != plan.stop.abandon_at())
+    pub fn timer(&self, node: usize, plan: &Plan) -> Option<Time> {
+        self.timeout(node).filter(|&t| Some(t) != plan.stop.at() && Some(t) != plan.stop.abandon_at())
     }
 
-    /// The time from [`Link::timeout`] has come; drain next.
-    pub fn on_timeout(&mut self, tally: &mut Tally) {
+    /// The time from [`Link::timeout`] of node `node` has come; drain next.
+    pub fn on_timeout(&mut self, node: usize, tally: &mut Tally) {
         let now = tally.now();
-        self.conn.handle_timeout(now);
+        self.client.handle_timeout(node, now);
     }
 }

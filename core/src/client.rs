@@ -1,0 +1,631 @@
+//! One client of a test as a state machine: its connections (one per node: one against a single
+//! server), its request source and its router.
+//!
+//! A [`Client`] owns everything one client of the benchmark has, and shares nothing mutable with
+//! other clients (the test's [`crate::Budget`] and [`crate::Stop`] are atomics in the plan). Its
+//! parts talk by calls inside one state machine: the request source draws the client's requests
+//! (budget, open-loop schedule, mix, keys, gaps: written once, here), the router says which node
+//! each goes to and takes back the ones a cluster redirects, and each [`Connection`] speaks the
+//! protocol of one socket. The backend talks to the client by node: inputs are `handle_*(node,
+//! …)`, outputs are `poll_transmit(node)`, `poll_event(node)`, `poll_timeout(node)` and
+//! [`Client::poll_wake`], which names the nodes whose connections must be drained because the
+//! client queued requests for them or is done. One server is the one-node case of the same path.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cluster::{Redirect, Request, Router, SLOTS};
+use crate::conn::{earliest, Answered, Connection, Event, IoFailure, Pending, ASKING_REQ, DIRECT};
+use crate::plan::{OpenLoop, Plan, Workload};
+use crate::rng::Rng;
+use crate::run::Endpoint;
+use crate::stats::Stats;
+use crate::template::{KeyGen, Template};
+use crate::Time;
+
+/// `ASKING`, sent before a request that an `ASK` redirect sent to a slot's importing node.
+const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
+
+/// Where one client's requests come from: the budget it draws from, its open-loop schedule,
+/// the mix, the keys and the arrival gaps, each from its own stream of the run's seed.
+#[derive(Debug)]
+pub(crate) struct Source {
+    stream: u64,
+    keys: KeyGen,
+    /// Draws the command of each request in a mix.
+    mix_rng: Rng,
+    /// Its own stream for arrival gaps, so the keys drawn do not depend on the schedule.
+    schedule_rng: Rng,
+    /// Open loop: the intended time of the next request (`Time::MAX` before the schedule
+    /// starts), and the mean gap.
+    next_due: Time,
+    interval: Duration,
+}
+
+impl Source {
+    /// The source of client `stream` of `plan`.
+    pub(crate) fn new(plan: &Plan, stream: u64) -> Source {
+        Source {
+            stream,
+            keys: KeyGen::new(plan.workload.keys.clone(), Rng::for_stream(plan.seed, stream)),
+            mix_rng: Rng::for_stream(plan.seed ^ 0x0000_0000_3a1c_e5ed, stream),
+            schedule_rng: Rng::for_stream(plan.seed ^ 0x5eed_5c4e_d01e_0000, stream),
+            next_due: Time::MAX,
+            interval: plan.conn.open_loop.map_or(Duration::MAX, |ol| ol.interval(plan.connections)),
+        }
+    }
+
+    /// Starts the open-loop schedule at `now`, once: the clients' first arrivals spread over one
+    /// interval.
+    fn start(&mut self, plan: &Plan, now: Time) {
+        if plan.conn.open_loop.is_some() && self.next_due == Time::MAX {
+            let n = plan.connections.max(1);
+            let interval = u64::try_from(self.interval.as_nanos()).unwrap_or(u64::MAX);
+            self.next_due = now + Duration::from_nanos(interval / n * (self.stream % n));
+        }
+    }
+
+    /// The intended time of the next arrival.
+    fn due(&self) -> Time {
+        self.next_due
+    }
+
+    /// Takes the arrival that is due: its intended time; the next one follows a gap later.
+    fn arrive(&mut self, ol: OpenLoop) -> Time {
+        let intended = self.next_due;
+        self.next_due = intended + self.gap(ol);
+        intended
+    }
+
+    fn gap(&mut self, ol: OpenLoop) -> Duration {
+        if !ol.poisson {
+            return self.interval;
+        }
+        // Inverse transform of an exponential with the given mean; 1 - u is in (0, 1].
+        let u = self.schedule_rng.next_f64();
+        let nanos = -(1.0 - u).ln() * self.interval.as_nanos() as f64;
+        Duration::from_nanos(nanos.min(u64::MAX as f64 / 2.0) as u64)
+    }
+
+    /// The command of the next request: the template and its index in the mix (0 without).
+    fn pick<'w>(&mut self, workload: &'w Workload) -> (&'w Template, u16) {
+        match &workload.mix {
+            None => (&workload.template, 0),
+            Some(m) => {
+                let i = m.pick(&mut self.mix_rng);
+                // Mixes are checked to a few commands by the command line; u16 holds any real one.
+                (&m.templates[i], i.min(usize::from(u16::MAX)) as u16)
+            }
+        }
+    }
+}
+
+/// One client of a test, without its sockets: its connection to each node, its request source
+/// and its router.
+///
+/// Inputs are `handle_*`, outputs `poll_*`, each for one node's connection (node 0 against one
+/// server); see the crate docs for the order to call them in. After the outputs of a node,
+/// drain [`Client::poll_wake`]: the other nodes whose connections have something to do.
+#[derive(Debug)]
+pub struct Client {
+    plan: Arc<Plan>,
+    conns: Vec<Connection>,
+    source: Source,
+    router: Router,
+    /// Requests drawn and not finished: on the wire, queued, or waiting to retry. The window
+    /// (`-P`) spans the client's nodes.
+    outstanding: usize,
+    /// Closed loop: requests granted by the budget and not yet drawn (the output buffer was
+    /// full).
+    credits: u64,
+    /// `-k 0`: this socket's batch has been taken; no more requests on it.
+    batch_taken: bool,
+    /// The nodes whose connections must be drained, once each.
+    wake: Vec<usize>,
+    woken: Vec<bool>,
+    /// The test's stop has been passed on (what was queued dropped, every node woken).
+    stop_told: bool,
+}
+
+impl Client {
+    /// Client `index` (0-based, unique within the test) following `plan`: one connection per
+    /// node of the plan (one against a single server).
+    pub fn new(plan: Arc<Plan>, index: u64) -> Client {
+        let nodes = plan.nodes();
+        let conns = (0..nodes)
+            .map(|n| {
+                let handshake = match &plan.cluster {
+                    Some(c) => c.handshake(n, &plan.conn.handshake),
+                    None => plan.conn.handshake.clone(),
+                };
+                Connection::new(Arc::clone(&plan), handshake, nodes > 1)
+            })
+            .collect();
+        Client {
+            source: Source::new(&plan, index),
+            router: Router::new(index, nodes),
+            plan,
+            conns,
+            outstanding: 0,
+            credits: 0,
+            batch_taken: false,
+            wake: Vec::new(),
+            woken: vec![false; nodes],
+            stop_told: false,
+        }
+    }
+
+    // ---- getters ----
+
+    /// How many connections the client has: one per node, and room for nodes that may appear.
+    pub fn nodes(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Where node `node`'s connection goes over several nodes; `None` against one server (the
+    /// test's endpoint) and for room kept for a node that has not appeared.
+    pub fn endpoint(&self, node: usize) -> Option<Endpoint> {
+        self.router.endpoint(self.plan.cluster.as_ref(), node)
+    }
+
+    /// Whether node `node` is room kept for a node that has not appeared: the backend opens no
+    /// socket for it until it has ([`Client::poll_wake`] names it then).
+    pub fn is_dormant(&self, node: usize) -> bool {
+        self.plan.cluster.is_some() && self.endpoint(node).is_none()
+    }
+
+    /// Requests sent or being sent on node `node`'s connection and not yet answered.
+    pub fn in_flight(&self, node: usize) -> usize {
+        self.conns.get(node).map_or(0, Connection::in_flight)
+    }
+
+    /// When node `node`'s current socket's handshake completed (its [`Event::Ready`]).
+    pub fn ready_at(&self, node: usize) -> Option<Time> {
+        self.conns.get(node)?.ready_at()
+    }
+
+    /// Whether node `node`'s connection has finished or failed: the backend can drop it.
+    pub fn is_closed(&self, node: usize) -> bool {
+        self.conns.get(node).is_none_or(Connection::is_closed)
+    }
+
+    /// Node `node`'s connection, for tests.
+    #[cfg(test)]
+    pub(crate) fn connection(&self, node: usize) -> &Connection {
+        &self.conns[node]
+    }
+
+    /// The plan the client follows.
+    pub fn plan(&self) -> &Arc<Plan> {
+        &self.plan
+    }
+
+    // ---- inputs ----
+
+    /// A new socket of node `node` is connected (the first one, or one opened for
+    /// [`Event::Reconnect`]): queues the handshake and counts the connection.
+    pub fn handle_connected(&mut self, node: usize, now: Time, stats: &mut Stats) {
+        self.conns[node].handle_connected(now, stats);
+        if self.conns[node].is_open() {
+            self.batch_taken = false;
+            self.router.down[node] = false;
+            self.source.start(&self.plan, now);
+        }
+        self.sync(node, now);
+    }
+
+    /// Bytes read from node `node`'s socket at `now`. Completed replies are matched to requests
+    /// in order and recorded in `stats`; redirected ones go to the node the reply names.
+    pub fn handle_input(&mut self, node: usize, data: &[u8], now: Time, stats: &mut Stats) {
+        let lead = self.lead();
+        let Client { plan, conns, router, outstanding, wake, woken, .. } = self;
+        let multi = conns.len() > 1;
+        let mut books = Books { plan, router, outstanding, wake, woken, node, lead, multi };
+        let stopped = conns[node].stop_seen();
+        conns[node].handle_input(data, now, stats, &mut |a, stats| books.answered(a, stopped, stats));
+        self.sync(node, now);
+        if !self.conns[node].busy() {
+            // Nothing more will come on it: perhaps nothing is left to do.
+            self.check_done(node, now);
+        }
+    }
+
+    /// `written` bytes of what [`Client::poll_transmit`] returned for node `node` were accepted
+    /// by a write that began at `now` (read the clock before the write, not after it): requests
+    /// whose last byte is among them count as sent at `now`.
+    pub fn advance_transmit(&mut self, node: usize, written: usize, now: Time, stats: &mut Stats) {
+        self.conns[node].advance_transmit(written, now, stats);
+    }
+
+    /// The server closed node `node`'s connection (a read returned 0).
+    pub fn handle_closed(&mut self, node: usize, now: Time) {
+        self.conns[node].handle_closed(now);
+        self.sync(node, now);
+    }
+
+    /// A socket error on node `node` (connect, read or write).
+    pub fn handle_io_error(&mut self, node: usize, failure: IoFailure) {
+        self.conns[node].handle_io_error(failure);
+        self.sync(node, Time::ZERO);
+    }
+
+    /// The time from [`Client::poll_timeout`] of node `node` has come: fails its connection
+    /// when a request or the handshake has waited longer than
+    /// [`crate::ConnConfig::request_timeout`]; at the test's [`crate::Stop`], finishes a
+    /// connection with nothing in flight, and abandons one whose requests are still unanswered
+    /// when the grace has passed. (A due open-loop request needs nothing here: the drain's
+    /// [`Client::poll_transmit`] sends it.)
+    pub fn handle_timeout(&mut self, node: usize, now: Time) {
+        let spent = self.plan.budget.is_exhausted();
+        self.conns[node].handle_timeout(now, spent);
+        self.sync(node, now);
+        // An open-loop connection whose budget others spent finishes here (see poll_timeout).
+        self.check_done(node, now);
+    }
+
+    // ---- outputs ----
+
+    /// Bytes to write on node `node`'s socket now, if any. Call [`Client::advance_transmit`]
+    /// with how many the socket took, then call this again until it returns `None` or the
+    /// socket would block.
+    pub fn poll_transmit(&mut self, node: usize, now: Time) -> Option<&[u8]> {
+        if !self.conns[node].is_open() {
+            return None;
+        }
+        if !self.plan.conn.idle {
+            if self.conns[node].see_stop(now) {
+                // Granted and not yet drawn, or drawn and not sent: the test is over.
+                self.credits = 0;
+                self.stop();
+            } else {
+                self.draw(now);
+                self.fill(node, now);
+            }
+        }
+        if self.conns[node].unwritten() == 0 {
+            // Nothing to send: perhaps nothing left to do (an empty budget, or one others spent).
+            self.check_done(node, now);
+            return None;
+        }
+        self.conns[node].poll_transmit()
+    }
+
+    /// What node `node`'s connection asks of the backend next.
+    #[must_use]
+    pub fn poll_event(&mut self, node: usize) -> Option<Event> {
+        self.conns[node].poll_event()
+    }
+
+    /// When node `node`'s connection next wants [`Client::handle_timeout`] called though no
+    /// bytes arrived, whichever is first: the next intended send time of the client's open-loop
+    /// schedule (kept by its first open node); a queued retry's pause; the `--timeout` deadline
+    /// of the oldest unanswered request or of the handshake; the test's [`crate::Stop`], and
+    /// once it has come, the time its unanswered requests are abandoned.
+    ///
+    /// A stop asked for while the connection waits ([`crate::Stop::request`]) changes this: a
+    /// backend that keeps these times asks again when [`crate::Stop::generation`] changes.
+    #[must_use]
+    pub fn poll_timeout(&self, node: usize) -> Option<Time> {
+        let c = &self.conns[node];
+        let mut next = c.poll_timeout();
+        if !c.is_open() || self.plan.conn.idle || c.stop_seen() {
+            return next;
+        }
+        if self.plan.conn.open_loop.is_some() {
+            let exhausted = self.plan.budget.is_exhausted();
+            if exhausted && self.outstanding == 0 && !c.busy() {
+                // Spent by other clients while this one waited for its next arrival: it is
+                // done, and must be called now to say so.
+                return Some(Time::ZERO);
+            }
+            if self.lead() == Some(node) && self.outstanding < self.window() && !exhausted {
+                next = earliest(next, Some(self.source.due()));
+            }
+        }
+        earliest(next, self.router.queued_at(node))
+    }
+
+    /// A node whose connection must be drained now (the client queued requests for it, a
+    /// node appeared, or the client is done), once each; `None` when there is none.
+    #[must_use]
+    pub fn poll_wake(&mut self) -> Option<usize> {
+        let n = self.wake.pop()?;
+        self.woken[n] = false;
+        Some(n)
+    }
+
+    // ---- internals ----
+
+    fn window(&self) -> usize {
+        self.plan.conn.pipeline.max(1) as usize
+    }
+
+    /// The node that keeps the client's open-loop schedule: the first that is open.
+    fn lead(&self) -> Option<usize> {
+        self.conns.iter().position(Connection::is_open)
+    }
+
+    /// Draws new requests while the client's window, the budget or the schedule, and room in
+    /// the output allow.
+    fn draw(&mut self, now: Time) {
+        let plan = Arc::clone(&self.plan);
+        let window = self.window();
+        if let Some(ol) = plan.conn.open_loop {
+            let Some(lead) = self.lead() else { return };
+            while self.outstanding < window && self.source.due() <= now && self.has_room() {
+                if plan.budget.take(1) == 0 {
+                    break;
+                }
+                let intended = self.source.arrive(ol);
+                self.draw_one(&plan, intended, now, Some(lead));
+            }
+            return;
+        }
+        if !plan.conn.keepalive {
+            if !self.batch_taken {
+                self.batch_taken = true;
+                if self.credits == 0 {
+                    self.credits = plan.budget.take(window as u64);
+                }
+            }
+        } else {
+            let want = window.saturating_sub(self.outstanding) as u64;
+            if self.credits < want {
+                self.credits += plan.budget.take(want - self.credits);
+            }
+        }
+        let lead = self.lead();
+        while self.credits > 0 && self.has_room() {
+            self.credits -= 1;
+            self.draw_one(&plan, Time::MAX, now, lead);
+        }
+    }
+
+    /// Whether a request drawn now has somewhere to go: over a cluster its node's queue, else
+    /// the connection's output buffer while it is below its cap.
+    fn has_room(&self) -> bool {
+        match &self.plan.cluster {
+            Some(_) => true,
+            None => self.conns[0].has_room(),
+        }
+    }
+
+    /// Draws one request and puts it on its way: against one server straight into the
+    /// connection's output; over several nodes into the queue of the node it goes to, its bytes
+    /// kept until its reply (a redirect sends them again).
+    fn draw_one(&mut self, plan: &Plan, intended: Time, now: Time, lead: Option<usize>) {
+        let (template, part) = self.source.pick(&plan.workload);
+        self.outstanding += 1;
+        let Some(cluster) = &plan.cluster else {
+            let keys = &mut self.source.keys;
+            self.conns[0].push(Pending::new(intended, part, now, DIRECT), |out| template.write(out, keys));
+            return;
+        };
+        let mut bytes = self.router.buffer();
+        template.write(&mut bytes, &mut self.source.keys);
+        let (slot, write) = if cluster.redirects {
+            self.router.slot_of(cluster, usize::from(part), &mut bytes)
+        } else {
+            let route = cluster.routes.get(usize::from(part)).or(cluster.routes.first());
+            (SLOTS, route.is_none_or(|r| r.write))
+        };
+        let to = self.router.node_for(cluster, slot, write, lead);
+        self.router.queue(to, Request::new(bytes, intended, part, slot, write, now));
+        self.wake_node(to);
+    }
+
+    /// Moves node `node`'s queued requests into its connection while it has room.
+    fn fill(&mut self, node: usize, now: Time) {
+        while self.conns[node].has_room() {
+            let Some(r) = self.router.take(node, now) else { break };
+            let conn = &mut self.conns[node];
+            if r.asking {
+                conn.push(Pending::new(Time::MAX, 0, now, ASKING_REQ), |out| out.extend_from_slice(ASKING));
+            }
+            let (intended, part, queued) = (r.intended, r.part, r.queued);
+            let id = self.router.hold(r);
+            let bytes = self.router.bytes(id);
+            conn.push(Pending::new(intended, part, queued, id), |out| out.extend_from_slice(bytes));
+        }
+    }
+
+    /// The test stopped: drops what was drawn and not sent, and wakes every connection of the
+    /// client, once (a connection still waiting for replies comes back here on each drain).
+    fn stop(&mut self) {
+        if self.stop_told {
+            return;
+        }
+        self.stop_told = true;
+        for r in self.router.drain_queues() {
+            self.outstanding -= 1;
+            self.router.recycle(r);
+        }
+        self.wake_all();
+    }
+
+    /// Acts on what changed in node `node`'s connection: a connection that went down takes its
+    /// requests with it, and what was queued for it goes elsewhere.
+    fn sync(&mut self, node: usize, now: Time) {
+        let conn = &mut self.conns[node];
+        if !std::mem::take(&mut conn.went_down) {
+            return;
+        }
+        self.outstanding -= std::mem::take(&mut conn.dropped);
+        for id in std::mem::take(&mut conn.orphans) {
+            if let Some(r) = self.router.release(id) {
+                self.router.recycle(r);
+            }
+        }
+        self.router.down[node] = true;
+        let plan = Arc::clone(&self.plan);
+        let Some(cluster) = &plan.cluster else { return };
+        let lead = self.lead();
+        for r in self.router.drain_queue(node) {
+            let to = self.router.node_for(cluster, r.slot, r.write, lead);
+            self.router.queue(to, r);
+            self.wake_node(to);
+        }
+        let known = cluster.nodes.len() + self.router.appeared.len();
+        if (0..known).all(|i| self.router.down[i]) {
+            // Nobody left to send them: they are lost with the client.
+            for r in self.router.drain_queues() {
+                self.outstanding -= 1;
+                self.router.recycle(r);
+            }
+        }
+        self.wake_all();
+        let _ = now;
+    }
+
+    /// Finishes node `node`'s connection (or, `-k 0`, asks for its next socket) when it has
+    /// nothing left to do.
+    fn check_done(&mut self, node: usize, now: Time) {
+        let plan = Arc::clone(&self.plan);
+        let conn = &mut self.conns[node];
+        if !conn.is_open() || conn.busy() || self.credits > 0 {
+            return;
+        }
+        let stopped = conn.see_stop(now);
+        if plan.conn.idle {
+            // Idle connections only wait for the stop.
+            if stopped {
+                conn.finish();
+            }
+            return;
+        }
+        if !plan.conn.keepalive && self.batch_taken && !stopped {
+            // Reserve the next batch before asking for a new socket, so no socket opens for
+            // nothing.
+            self.credits = plan.budget.take(self.window() as u64);
+            if self.credits > 0 {
+                self.conns[node].reconnect();
+                return;
+            }
+        }
+        if stopped || (plan.budget.is_exhausted() && self.outstanding == 0) {
+            self.conns[node].finish();
+            // A request of another node may be redirected here no more: the client's other
+            // connections finish too.
+            self.wake_all();
+        }
+    }
+
+    fn wake_node(&mut self, node: usize) {
+        if self.conns.len() > 1 && !self.woken[node] {
+            self.woken[node] = true;
+            self.wake.push(node);
+        }
+    }
+
+    fn wake_all(&mut self) {
+        for n in 0..self.conns.len() {
+            self.wake_node(n);
+        }
+    }
+}
+
+/// What the reply handling of one node's input touches: the client's books, apart from its
+/// connections (one of which is parsing).
+struct Books<'a> {
+    plan: &'a Plan,
+    router: &'a mut Router,
+    outstanding: &'a mut usize,
+    wake: &'a mut Vec<usize>,
+    woken: &'a mut Vec<bool>,
+    node: usize,
+    lead: Option<usize>,
+    multi: bool,
+}
+
+impl Books<'_> {
+    /// A request answered on this node: a redirect sends it on; anything else completes it,
+    /// timed from its first send (or, open loop, from its intended time).
+    fn answered(&mut self, a: Answered<'_>, stopped: bool, stats: &mut Stats) {
+        let p = a.pending;
+        if p.req == ASKING_REQ {
+            return; // ASKING's +OK
+        }
+        let mut first = a.sent;
+        let error = a.error;
+        let node = self.node_index(stats);
+        if p.req != DIRECT {
+            let Some(mut r) = self.router.release(p.req) else { return };
+            r.first_sent = r.first_sent.min(a.sent);
+            first = r.first_sent;
+            if let (Some(m), Some(cluster)) = (a.error, &self.plan.cluster) {
+                if let Some(kind) = Redirect::of(m) {
+                    kind.count(&mut stats.redirects);
+                    if let Some(n) = node.and_then(|n| stats.nodes.get_mut(n)) {
+                        kind.count(&mut n.redirects);
+                    }
+                    if stopped {
+                        // The test is over: not sent again, and not answered.
+                        stats.abandoned += 1;
+                        *self.outstanding -= 1;
+                        self.router.recycle(r);
+                        return;
+                    }
+                    match self.router.redirect(cluster, r, kind, m, a.now, self.lead) {
+                        Ok((to, moved)) => {
+                            if let Some((slot, owner)) = moved {
+                                if let Some(e) = self.router.endpoint(Some(cluster), owner) {
+                                    stats.moved.insert(slot, (a.now, e));
+                                }
+                            }
+                            self.wake(to);
+                            return;
+                        }
+                        Err(back) => r = back,
+                    }
+                }
+            }
+            self.router.recycle(r);
+        }
+        *self.outstanding -= 1;
+        if self.multi && self.plan.conn.open_loop.is_some() {
+            if let Some(lead) = self.lead {
+                // The window has room again: the lead must look at the schedule (its timer was
+                // not set while the window was full).
+                self.wake(lead);
+            }
+        }
+        if a.now < self.plan.measure_from {
+            // Warmup: the request happened, its figures are discarded.
+            return;
+        }
+        let start = if p.intended == Time::MAX { first } else { p.intended.min(first) };
+        let (latency, service) = (a.now.nanos_since(start), a.now.nanos_since(first));
+        let part = usize::from(p.part);
+        stats.record_request(part, latency, service, error, a.now);
+        if a.nil {
+            stats.record_nil(part);
+        }
+        if let Some(n) = node {
+            stats.record_node(n, latency, service, error, a.now);
+            if a.nil {
+                if let Some(s) = stats.nodes.get_mut(n) {
+                    s.nils += 1;
+                }
+            }
+        }
+    }
+
+    /// Where this node's figures go in `stats.nodes`: found nodes by index, nodes that appeared
+    /// by address; `None` against one server.
+    fn node_index(&self, stats: &mut Stats) -> Option<usize> {
+        let cluster = self.plan.cluster.as_ref()?;
+        let found = cluster.nodes.len();
+        if self.node < found {
+            return Some(self.node);
+        }
+        let endpoint = self.router.endpoint(Some(cluster), self.node)?;
+        stats.appeared_index(found, &endpoint)
+    }
+
+    fn wake(&mut self, node: usize) {
+        if self.multi && !self.woken[node] {
+            self.woken[node] = true;
+            self.wake.push(node);
+        }
+    }
+}
