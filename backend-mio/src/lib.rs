@@ -12,7 +12,7 @@ use mio::net::{TcpStream, UnixStream};
 use mio::{Events, Interest, Poll, Token};
 use respbench_core::{Outcome, RunError, TestRun, Time};
 use respbench_driver::{
-    on_threads, resolve_all, Link, Next, Tally, Target, Timers, Tls, Watch, PUBLISH_EVERY, READ_BUF,
+    on_threads, resolve_all, Link, Next, Table, Tally, Target, Tls, PUBLISH_EVERY, READ_BUF,
 };
 
 mod timerfd;
@@ -98,29 +98,42 @@ struct Slot {
     sock: Option<Sock>,
     /// The connect has completed.
     connected: bool,
-    /// A socket was opened for it (a connection kept for a node that has not appeared waits).
-    started: bool,
+}
+
+/// The loop's sockets, registered once with its poll.
+struct Sockets {
+    poll: Poll,
+    slots: Vec<Slot>,
+}
+
+impl respbench_driver::Sockets for Sockets {
+    fn open(&mut self, i: usize, target: io::Result<Target>) -> io::Result<()> {
+        let slot = &mut self.slots[i];
+        slot.connected = false;
+        let mut sock = Sock::connect(&target?)?;
+        self.poll.registry().register(sock.source(), Token(i), Interest::READABLE | Interest::WRITABLE)?;
+        slot.sock = Some(sock);
+        Ok(())
+    }
+
+    fn drain(&mut self, i: usize, link: &mut Link, node: usize, tally: &mut Tally) -> Next {
+        link.drain(node, self.slots[i].sock.as_mut(), tally)
+    }
+
+    fn close(&mut self, i: usize) {
+        let slot = &mut self.slots[i];
+        if let Some(mut sock) = slot.sock.take() {
+            let _ = self.poll.registry().deregister(sock.source());
+        }
+        slot.connected = false;
+    }
 }
 
 struct Loop<'a> {
-    /// Each node's address (one without several nodes).
-    targets: &'a [Target],
-    /// Slots to drain next: connections of a client that queued requests for them.
-    wakes: Vec<usize>,
-    poll: Poll,
-    /// The loop's clients.
-    links: Vec<Link>,
-    /// Sockets per client.
-    nodes: usize,
-    slots: Vec<Slot>,
-    tally: Tally,
-    /// Connections not yet ended.
-    open: usize,
-    /// Connections' timeouts.
-    timers: Timers,
+    table: Table<'a>,
+    io: Sockets,
     /// Sub-millisecond wake-ups (`None` if the kernel refused one: millisecond polls then).
     timerfd: Option<TimerFd>,
-    watch: Watch,
 }
 
 impl<'a> Loop<'a> {
@@ -134,79 +147,46 @@ impl<'a> Loop<'a> {
     ) -> Result<Self, RunError> {
         let poll = Poll::new().map_err(|e| RunError::Setup(e.to_string()))?;
         let tally = Tally::new(run, t, tls, epoch, start)?;
-        let links: Vec<Link> = run.clients_of(t).into_iter().map(|c| Link::new(&tally, c)).collect();
-        let nodes = run.plan.nodes();
-        let slots: Vec<Slot> =
-            (0..links.len() * nodes).map(|_| Slot { sock: None, connected: false, started: false }).collect();
+        let table = Table::new(run, t, tally, targets);
+        let slots = (0..table.slots()).map(|_| Slot { sock: None, connected: false }).collect();
         // Only schedules and deadlines need a timer; closed-loop runs without --timeout or
         // --duration have none.
         let plan = &run.plan;
         let timed =
             plan.conn.open_loop.is_some() || plan.conn.request_timeout.is_some() || plan.stop.at().is_some();
         let timerfd = if timed { TimerFd::new(&poll).ok() } else { None };
-        Ok(Loop {
-            targets,
-            wakes: Vec::new(),
-            poll,
-            // Counted as they start.
-            open: 0,
-            timers: Timers::new(slots.len()),
-            links,
-            nodes,
-            slots,
-            tally,
-            timerfd,
-            watch: Watch::default(),
-        })
+        Ok(Loop { table, io: Sockets { poll, slots }, timerfd })
     }
 
     fn run(mut self) -> Result<Outcome, RunError> {
-        for i in 0..self.slots.len() {
-            let (c, n) = self.at(i);
-            if !self.links[c].is_dormant(n) {
-                self.start(i);
-            }
-        }
+        self.table.start(&mut self.io);
         let mut events = Events::with_capacity(1024);
         let mut buf = vec![0u8; READ_BUF];
-        let mut last_publish = Instant::now();
-        while self.open > 0 {
+        while self.table.is_open() {
             let timeout = self.next_timeout();
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+            if let Err(e) = self.io.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     return Err(RunError::EventLoop(e.to_string()));
                 }
             }
             for ev in events.iter() {
                 let i = ev.token().0;
-                if i < self.slots.len() {
+                if i < self.io.slots.len() {
                     // A peer's FIN (or an error) may come in the same edge as its last bytes.
                     let hangup = ev.is_read_closed() || ev.is_error();
                     self.on_ready(i, &mut buf, ev.is_readable(), hangup);
                 }
             }
-            let now = self.tally.now();
-            if self.watch.changed(self.tally.plan(), now) {
-                // A stop asked for, or the budget spent: timeouts taken earlier are out of date.
-                for i in 0..self.slots.len() {
-                    self.schedule(i);
-                }
-            }
-            // Schedules and deadlines are due whether or not a socket woke us.
-            self.fire_timers();
-            if last_publish.elapsed() >= PUBLISH_EVERY {
-                last_publish = Instant::now();
-                self.tally.publish();
-            }
+            self.table.after_wait(&mut self.io);
         }
-        Ok(self.tally.finish())
+        Ok(self.table.finish(&mut self.io))
     }
 
     /// How long poll may sleep: until the earliest timer (which the timerfd then signals to the
     /// microsecond), and never so long that the stop goes unseen.
     fn next_timeout(&mut self) -> Duration {
-        let Some(at) = self.timers.next() else { return PUBLISH_EVERY };
-        let wait = at.saturating_since(self.tally.now());
+        let Some(at) = self.table.next_timer() else { return PUBLISH_EVERY };
+        let wait = at.saturating_since(self.table.tally.now());
         if wait.is_zero() || wait >= PUBLISH_EVERY {
             return wait.min(PUBLISH_EVERY);
         }
@@ -219,74 +199,17 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// The client and node of slot `i`.
-    fn at(&self, i: usize) -> (usize, usize) {
-        (i / self.nodes, i % self.nodes)
-    }
-
-    /// Wakes slot `i` at its connection's timeout.
-    fn schedule(&mut self, i: usize) {
-        let (c, n) = self.at(i);
-        self.timers.schedule(i, self.links[c].timeout(n));
-    }
-
-    /// Calls `on_timeout` on every connection whose time has come.
-    fn fire_timers(&mut self) {
-        let now = self.tally.now();
-        while let Some(i) = self.timers.pop_due(now) {
-            let (c, n) = self.at(i);
-            if self.links[c].timeout(n).is_some_and(|t| t <= now) {
-                self.links[c].on_timeout(n, &mut self.tally);
-                self.drain(i);
-            } else {
-                // Moved later since (a reply arrived, a request went out): wait for the new time.
-                self.schedule(i);
-            }
-        }
-    }
-
-    /// Opens slot `i`'s first socket.
-    fn start(&mut self, i: usize) {
-        self.slots[i].started = true;
-        self.open += 1;
-        self.connect(i);
-    }
-
-    fn connect(&mut self, i: usize) {
-        let (c, n) = self.at(i);
-        let link = &mut self.links[c];
-        let slot = &mut self.slots[i];
-        slot.connected = false;
-        link.connecting(n, &self.tally);
-        let opened = link.target(n, self.targets).and_then(|t| Sock::connect(&t)).and_then(
-            |mut sock| {
-                self.poll.registry().register(
-                    sock.source(),
-                    Token(i),
-                    Interest::READABLE | Interest::WRITABLE,
-                )?;
-                Ok(sock)
-            },
-        );
-        match opened {
-            Ok(sock) => slot.sock = Some(sock),
-            Err(e) => link.connect_failed(n, &e),
-        }
-        self.drain(i);
-    }
-
     /// Acts on readiness of slot `i`; `hangup` when the event also said the peer closed or the
     /// socket failed, so that reading must go on to the end of the stream.
     fn on_ready(&mut self, i: usize, buf: &mut [u8], readable: bool, hangup: bool) {
-        let (c, n) = self.at(i);
-        let link = &mut self.links[c];
-        let slot = &mut self.slots[i];
+        let (link, n, tally) = self.table.link(i);
+        let slot = &mut self.io.slots[i];
         let Some(sock) = slot.sock.as_mut() else { return };
         if !slot.connected {
             match sock.finish_connect() {
                 Ok(true) => {
                     slot.connected = true;
-                    link.connected(n, &mut self.tally);
+                    link.connected(n, tally);
                     // The server may have spoken (or closed: Redis at maxclients) in the edge
                     // that completed the connect; no new edge would tell us.
                 }
@@ -295,59 +218,8 @@ impl<'a> Loop<'a> {
             }
         }
         if slot.connected && (readable || hangup) {
-            link.read(n, sock, buf, hangup, &mut self.tally);
+            link.read(n, sock, buf, hangup, tally);
         }
-        self.drain(i);
-    }
-
-    /// The drain rule on slot `i`, then on the slots of its client it woke.
-    fn drain(&mut self, i: usize) {
-        self.drain_one(i);
-        while let Some(j) = self.wakes.pop() {
-            self.drain_one(j);
-        }
-    }
-
-    /// The drain rule, and what the loop does about its outcome.
-    fn drain_one(&mut self, i: usize) {
-        let (c, n) = self.at(i);
-        if !self.slots[i].started {
-            // Kept for a node that has not appeared: woken when it has.
-            if !self.links[c].is_dormant(n) {
-                self.start(i);
-            }
-            return;
-        }
-        let link = &mut self.links[c];
-        let next = link.drain(n, self.slots[i].sock.as_mut(), &mut self.tally);
-        while let Some(w) = link.poll_wake() {
-            self.wakes.push(c * self.nodes + w);
-        }
-        match next {
-            Next::Wait { .. } => self.schedule(i),
-            Next::Reconnect => {
-                self.close(i);
-                self.connect(i); // drains the new socket
-            }
-            Next::Ended => {
-                self.close(i);
-                self.open -= 1;
-            }
-            // --reconnect: the socket goes; the timer brings the connection back.
-            Next::Down => {
-                self.close(i);
-                self.schedule(i);
-            }
-        }
-    }
-
-    fn close(&mut self, i: usize) {
-        let (c, n) = self.at(i);
-        let slot = &mut self.slots[i];
-        if let Some(mut sock) = slot.sock.take() {
-            let _ = self.poll.registry().deregister(sock.source());
-        }
-        slot.connected = false;
-        self.links[c].disconnected(n);
+        self.table.drain(i, &mut self.io);
     }
 }

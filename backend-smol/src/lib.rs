@@ -13,13 +13,13 @@
 //! ([`Link`]); each executor thread records into a [`Tally`] of its own, whichever task it runs.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::future::Future;
-use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 

@@ -29,7 +29,7 @@ use io_uring::types::{Fd, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
 use respbench_core::{Outcome, RunError, TestRun, Time};
 use respbench_driver::{
-    on_threads, resolve_all, Link, Next, Tally, Target, Timers, Tls, Watch, PUBLISH_EVERY, READ_BUF,
+    on_threads, resolve_all, Link, Next, Table, Tally, Target, Tls, PUBLISH_EVERY, READ_BUF,
 };
 
 mod setup;
@@ -221,8 +221,6 @@ impl Read for Delivered<'_> {
 
 /// One socket of a client: slot `c * nodes + n` is node `n` of the loop's client `c`.
 struct Slot {
-    /// A socket was opened for it (a connection kept for a node that has not appeared waits).
-    started: bool,
     fd: Option<OwnedFd>,
     /// The ring's connect has completed.
     connected: bool,
@@ -237,28 +235,15 @@ struct Slot {
     write_blocked: bool,
 }
 
-struct Loop<'a> {
+/// The loop's ring, its buffers and the sockets' state in it.
+struct Io<'a> {
     /// Declared before the buffers it reads into and writes from, so dropped first.
     ring: IoUring,
     bufs: setup::Bufs,
     uring: &'a Uring,
-    /// Each node's address (one without several nodes).
-    targets: &'a [Target],
     /// Where each slot's socket connects (or why it cannot): kept while the ring may read it.
     addrs: Vec<Option<Result<sock::Addr, (io::ErrorKind, String)>>>,
-    /// Slots to drain next: connections of a client that queued requests for them.
-    wakes: Vec<usize>,
-    /// The loop's clients.
-    links: Vec<Link>,
-    /// Sockets per client.
-    nodes: usize,
     slots: Vec<Slot>,
-    tally: Tally,
-    /// Connections not yet ended.
-    open: usize,
-    /// Connections' timeouts.
-    timers: Timers,
-    watch: Watch,
     /// Operations in the ring whose last completion has not come yet.
     in_ring: usize,
     /// Slots with bytes to send.
@@ -273,6 +258,11 @@ struct Loop<'a> {
     buf: Vec<u8>,
 }
 
+struct Loop<'a> {
+    table: Table<'a>,
+    io: Io<'a>,
+}
+
 impl<'a> Loop<'a> {
     fn new(
         run: &'a TestRun,
@@ -284,11 +274,10 @@ impl<'a> Loop<'a> {
         start: Time,
     ) -> Result<Self, RunError> {
         let tally = Tally::new(run, t, tls, epoch, start)?;
-        let links: Vec<Link> = run.clients_of(t).into_iter().map(|c| Link::new(&tally, c)).collect();
-        let nodes = run.plan.nodes();
-        let slots: Vec<Slot> = (0..links.len() * nodes)
+        let table = Table::new(run, t, tally, targets);
+        let n = table.slots();
+        let slots: Vec<Slot> = (0..n)
             .map(|_| Slot {
-                started: false,
                 fd: None,
                 connected: false,
                 gen: 0,
@@ -298,27 +287,17 @@ impl<'a> Loop<'a> {
                 write_blocked: false,
             })
             .collect();
-        let n = slots.len();
         let entries = (2 * n + 8).clamp(64, 4096).next_power_of_two() as u32;
         let (ring, _) =
             setup::ring(&uring.opts, entries).map_err(|e| RunError::Setup(format!("io_uring_setup: {e}")))?;
         let mut bufs = setup::Bufs::new(n.clamp(64, 2048).next_power_of_two() as u16, RECV_BUF);
         bufs.register(&ring).map_err(|e| RunError::Setup(setup::buf_ring_reason(&e)))?;
-        Ok(Loop {
+        let io = Io {
             ring,
             bufs,
             uring,
-            targets,
             addrs: (0..n).map(|_| None).collect(),
-            wakes: Vec::new(),
-            // Counted as they start.
-            open: 0,
-            links,
-            nodes,
             slots,
-            tally,
-            timers: Timers::new(n),
-            watch: Watch::default(),
             in_ring: 0,
             to_send: Vec::new(),
             sends: 0,
@@ -326,48 +305,128 @@ impl<'a> Loop<'a> {
             retired: Vec::new(),
             cqes: Vec::new(),
             buf: vec![0u8; READ_BUF],
-        })
+        };
+        Ok(Loop { table, io })
     }
 
     fn run(mut self) -> Result<Outcome, RunError> {
-        for i in 0..self.slots.len() {
-            let (c, n) = self.at(i);
-            if !self.links[c].is_dormant(n) {
-                self.start(i);
-            }
-        }
-        let mut last_publish = Instant::now();
+        self.table.start(&mut self.io);
         let result = loop {
-            if self.open == 0 {
+            if !self.table.is_open() {
                 break Ok(());
             }
-            self.flush();
+            self.io.flush();
             let wait = self.next_wait();
-            if let Err(e) = self.enter(wait) {
+            if let Err(e) = self.io.enter(wait) {
                 break Err(e);
             }
             self.complete();
-            let now = self.tally.now();
-            if self.watch.changed(self.tally.plan(), now) {
-                // A stop asked for, or the budget spent: timeouts taken earlier are out of date.
-                for i in 0..self.slots.len() {
-                    self.schedule(i);
-                }
-            }
-            // Schedules and deadlines are due whether or not a completion woke us.
-            self.fire_timers();
-            if last_publish.elapsed() >= PUBLISH_EVERY {
-                last_publish = Instant::now();
-                self.tally.publish();
-            }
+            self.table.after_wait(&mut self.io);
         };
-        for i in 0..self.slots.len() {
-            self.close(i);
-        }
-        self.settle();
-        result.map(|()| self.tally.finish())
+        let outcome = self.table.finish(&mut self.io);
+        self.io.settle();
+        result.map(|()| outcome)
     }
 
+    /// How long the wait may last: until the earliest timer, and never so long that the stop
+    /// goes unseen.
+    fn next_wait(&self) -> Duration {
+        match self.table.next_timer() {
+            Some(at) => at.saturating_since(self.table.tally.now()).min(PUBLISH_EVERY),
+            None => PUBLISH_EVERY,
+        }
+    }
+
+    /// Hands every completion that came to its connection.
+    fn complete(&mut self) {
+        let mut cqes = std::mem::take(&mut self.io.cqes);
+        cqes.extend(self.io.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+        for &(ud, res, flags) in &cqes {
+            self.on_completion(ud, res, flags);
+        }
+        cqes.clear();
+        self.io.cqes = cqes;
+    }
+
+    fn on_completion(&mut self, ud: u64, res: i32, flags: u32) {
+        let (op, gen, i) = decode(ud);
+        let more = cqueue::more(flags);
+        if !more {
+            self.io.in_ring = self.io.in_ring.saturating_sub(1);
+        }
+        let bid = cqueue::buffer_select(flags);
+        let current = self.io.slots.get(i).is_some_and(|s| s.gen == gen && s.fd.is_some());
+        if !current {
+            // A socket closed since: give its buffers back.
+            if let Some(bid) = bid {
+                self.io.bufs.recycle(bid);
+            }
+            if op == SEND {
+                self.io.retired.retain(|(u, _)| *u != ud);
+            }
+            return;
+        }
+        let (link, n, tally) = self.table.link(i);
+        match op {
+            CONNECT => {
+                let slot = &mut self.io.slots[i];
+                if res < 0 {
+                    link.connect_failed(n, &io::Error::from_raw_os_error(-res));
+                } else {
+                    slot.connected = true;
+                    link.connected(n, tally);
+                    self.io.arm(i);
+                }
+            }
+            RECV => {
+                let slot = &mut self.io.slots[i];
+                if !more {
+                    slot.receiving = false;
+                }
+                let buf = &mut self.io.buf[..];
+                match bid {
+                    Some(bid) if res > 0 => {
+                        let bytes = self.io.bufs.get(bid, res as usize);
+                        link.read(n, &mut Delivered::Bytes(bytes), buf, false, tally);
+                        self.io.bufs.recycle(bid);
+                    }
+                    _ if res == 0 => link.read(n, &mut Delivered::End, buf, false, tally),
+                    // No buffer was free: armed again once this round gave them back.
+                    _ if res == -libc::ENOBUFS => {}
+                    _ if res < 0 => link.read(n, &mut Delivered::Failed(-res), buf, false, tally),
+                    _ => {}
+                }
+                if !more && (res > 0 || res == -libc::ENOBUFS) {
+                    self.io.to_arm.push(i);
+                }
+            }
+            SEND => {
+                let slot = &mut self.io.slots[i];
+                let out = &mut slot.out;
+                out.in_flight = 0;
+                if res < 0 {
+                    link.write_failed(n, &io::Error::from_raw_os_error(-res));
+                } else {
+                    out.done += res as usize;
+                    if out.done == out.buf.len() {
+                        out.buf.clear();
+                        out.done = 0;
+                    } else {
+                        // A partial send: the rest goes next.
+                        self.io.send(i);
+                    }
+                    if !self.io.slots[i].write_blocked {
+                        return;
+                    }
+                }
+            }
+            _ => return,
+        }
+        self.table.drain(i, &mut self.io);
+    }
+}
+
+impl Io<'_> {
     /// Submits what this round queued and waits, up to `wait`, for a completion: the loop's one
     /// system call (none with SQPOLL while completions are waiting and the thread is awake).
     fn enter(&mut self, wait: Duration) -> Result<(), RunError> {
@@ -393,15 +452,6 @@ impl<'a> Loop<'a> {
                 Ok(())
             }
             Err(e) => Err(RunError::EventLoop(format!("io_uring_enter: {e}"))),
-        }
-    }
-
-    /// How long the wait may last: until the earliest timer, and never so long that the stop
-    /// goes unseen.
-    fn next_wait(&self) -> Duration {
-        match self.timers.next() {
-            Some(at) => at.saturating_since(self.tally.now()).min(PUBLISH_EVERY),
-            None => PUBLISH_EVERY,
         }
     }
 
@@ -479,206 +529,78 @@ impl<'a> Loop<'a> {
         self.push(e);
     }
 
-    /// Hands every completion that came to its connection.
-    fn complete(&mut self) {
-        let mut cqes = std::mem::take(&mut self.cqes);
-        cqes.extend(self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
-        for &(ud, res, flags) in &cqes {
-            self.on_completion(ud, res, flags);
-        }
-        cqes.clear();
-        self.cqes = cqes;
-    }
-
-    fn on_completion(&mut self, ud: u64, res: i32, flags: u32) {
-        let (op, gen, i) = decode(ud);
-        let more = cqueue::more(flags);
-        if !more {
-            self.in_ring = self.in_ring.saturating_sub(1);
-        }
-        let bid = cqueue::buffer_select(flags);
-        let current = self.slots.get(i).is_some_and(|s| s.gen == gen && s.fd.is_some());
-        if !current {
-            // A socket closed since: give its buffers back.
-            if let Some(bid) = bid {
+    /// The completions of sockets already closed: their receive buffers go back to the ring and
+    /// their send buffers are let go.
+    fn drop_completions(&mut self) {
+        let cqes: Vec<(u64, u32)> = self.ring.completion().map(|c| (c.user_data(), c.flags())).collect();
+        for (ud, flags) in cqes {
+            if !cqueue::more(flags) {
+                self.in_ring = self.in_ring.saturating_sub(1);
+            }
+            if let Some(bid) = cqueue::buffer_select(flags) {
                 self.bufs.recycle(bid);
             }
-            if op == SEND {
+            if decode(ud).0 == SEND {
                 self.retired.retain(|(u, _)| *u != ud);
             }
-            return;
-        }
-        let (c, n) = self.at(i);
-        let link = &mut self.links[c];
-        match op {
-            CONNECT => {
-                let slot = &mut self.slots[i];
-                if res < 0 {
-                    link.connect_failed(n, &io::Error::from_raw_os_error(-res));
-                } else {
-                    slot.connected = true;
-                    link.connected(n, &mut self.tally);
-                    self.arm(i);
-                }
-            }
-            RECV => {
-                let slot = &mut self.slots[i];
-                if !more {
-                    slot.receiving = false;
-                }
-                let (tally, buf) = (&mut self.tally, &mut self.buf[..]);
-                match bid {
-                    Some(bid) if res > 0 => {
-                        let bytes = self.bufs.get(bid, res as usize);
-                        link.read(n, &mut Delivered::Bytes(bytes), buf, false, tally);
-                        self.bufs.recycle(bid);
-                    }
-                    _ if res == 0 => link.read(n, &mut Delivered::End, buf, false, tally),
-                    // No buffer was free: armed again once this round gave them back.
-                    _ if res == -libc::ENOBUFS => {}
-                    _ if res < 0 => link.read(n, &mut Delivered::Failed(-res), buf, false, tally),
-                    _ => {}
-                }
-                if !more && (res > 0 || res == -libc::ENOBUFS) {
-                    self.to_arm.push(i);
-                }
-            }
-            SEND => {
-                let slot = &mut self.slots[i];
-                let out = &mut slot.out;
-                out.in_flight = 0;
-                if res < 0 {
-                    link.write_failed(n, &io::Error::from_raw_os_error(-res));
-                } else {
-                    out.done += res as usize;
-                    if out.done == out.buf.len() {
-                        out.buf.clear();
-                        out.done = 0;
-                    } else {
-                        // A partial send: the rest goes next.
-                        self.send(i);
-                    }
-                    if !self.slots[i].write_blocked {
-                        return;
-                    }
-                }
-            }
-            _ => return,
-        }
-        self.drain(i);
-    }
-
-    /// The client and node of slot `i`.
-    fn at(&self, i: usize) -> (usize, usize) {
-        (i / self.nodes, i % self.nodes)
-    }
-
-    /// Wakes slot `i` at its connection's timeout.
-    fn schedule(&mut self, i: usize) {
-        let (c, n) = self.at(i);
-        self.timers.schedule(i, self.links[c].timeout(n));
-    }
-
-    /// Calls `on_timeout` on every connection whose time has come.
-    fn fire_timers(&mut self) {
-        let now = self.tally.now();
-        while let Some(i) = self.timers.pop_due(now) {
-            let (c, n) = self.at(i);
-            if self.links[c].timeout(n).is_some_and(|t| t <= now) {
-                self.links[c].on_timeout(n, &mut self.tally);
-                self.drain(i);
-            } else {
-                // Moved later since (a reply arrived, a request went out): wait for the new time.
-                self.schedule(i);
-            }
         }
     }
 
-    /// Opens slot `i`'s first socket.
-    fn start(&mut self, i: usize) {
-        self.slots[i].started = true;
-        self.open += 1;
-        self.connect(i);
+    /// After the test: waits for what is still in the ring (every socket is shut down, so it
+    /// ends at once) before its buffers go.
+    fn settle(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while self.in_ring > 0 && Instant::now() < deadline {
+            if self.enter(Duration::from_millis(100)).is_err() {
+                break;
+            }
+            self.drop_completions();
+        }
+        self.bufs.unregister(&self.ring);
+        if self.in_ring > 0 {
+            // Never seen: the kernel may still write to these; leak them rather than free them.
+            self.bufs.leak();
+            std::mem::forget(std::mem::take(&mut self.retired));
+            for s in &mut self.slots {
+                std::mem::forget(std::mem::take(&mut s.out.buf));
+            }
+        }
     }
+}
 
-    /// Opens a socket for slot `i` and submits its connect.
-    fn connect(&mut self, i: usize) {
-        let (c, n) = self.at(i);
-        let link = &mut self.links[c];
+impl respbench_driver::Sockets for Io<'_> {
+    fn open(&mut self, i: usize, target: io::Result<Target>) -> io::Result<()> {
         let slot = &mut self.slots[i];
         slot.connected = false;
-        link.connecting(n, &self.tally);
         if self.addrs[i].is_none() {
-            let target = link.target(n, self.targets);
             self.addrs[i] =
                 Some(target.and_then(|t| sock::Addr::of(&t)).map_err(|e| (e.kind(), e.to_string())));
         }
-        let opened = match self.addrs[i].as_ref().expect("set above") {
-            Ok(addr) => addr.socket().map(|fd| (fd, addr.ptr(), addr.len())),
-            Err((kind, msg)) => Err(io::Error::new(*kind, msg.clone())),
+        let (fd, addr, len) = match self.addrs[i].as_ref().expect("set above") {
+            Ok(addr) => addr.socket().map(|fd| (fd, addr.ptr(), addr.len()))?,
+            Err((kind, msg)) => return Err(io::Error::new(*kind, msg.clone())),
         };
-        match opened {
-            Ok((fd, addr, len)) => {
-                let e = opcode::Connect::new(Fd(fd.as_raw_fd()), addr, len)
-                    .build()
-                    .user_data(user_data(CONNECT, slot.gen, i));
-                slot.fd = Some(fd);
-                self.push(e);
-            }
-            Err(e) => link.connect_failed(n, &e),
-        }
-        self.drain(i);
+        let e = opcode::Connect::new(Fd(fd.as_raw_fd()), addr, len)
+            .build()
+            .user_data(user_data(CONNECT, slot.gen, i));
+        slot.fd = Some(fd);
+        self.push(e);
+        Ok(())
     }
 
-    /// The drain rule on slot `i`, then on the slots of its client it woke.
-    fn drain(&mut self, i: usize) {
-        self.drain_one(i);
-        while let Some(j) = self.wakes.pop() {
-            self.drain_one(j);
-        }
-    }
-
-    /// The drain rule, and what the loop does about its outcome.
-    fn drain_one(&mut self, i: usize) {
-        let (c, n) = self.at(i);
-        if !self.slots[i].started {
-            // Kept for a node that has not appeared: woken when it has.
-            if !self.links[c].is_dormant(n) {
-                self.start(i);
-            }
-            return;
-        }
-        let link = &mut self.links[c];
+    fn drain(&mut self, i: usize, link: &mut Link, node: usize, tally: &mut Tally) -> Next {
         let slot = &mut self.slots[i];
         let next = if slot.connected {
             let mut outbox =
                 Outbox { out: &mut slot.out, queued: &mut slot.send_queued, queue: &mut self.to_send, i };
-            link.drain(n, Some(&mut outbox), &mut self.tally)
+            link.drain(node, Some(&mut outbox), tally)
         } else {
-            link.drain(n, None::<&mut Outbox>, &mut self.tally)
+            link.drain(node, None::<&mut Outbox>, tally)
         };
-        while let Some(w) = link.poll_wake() {
-            self.wakes.push(c * self.nodes + w);
+        if let Next::Wait { write_blocked } = next {
+            self.slots[i].write_blocked = write_blocked;
         }
-        match next {
-            Next::Wait { write_blocked } => {
-                self.slots[i].write_blocked = write_blocked;
-                self.schedule(i);
-            }
-            Next::Reconnect => {
-                self.close(i);
-                self.connect(i); // drains the new socket
-            }
-            Next::Ended => {
-                self.close(i);
-                self.open -= 1;
-            }
-            // --reconnect: the socket goes; the timer brings the connection back.
-            Next::Down => {
-                self.close(i);
-                self.schedule(i);
-            }
-        }
+        next
     }
 
     /// Closes slot `i`'s socket; what the ring still does on it ends, and its completions are
@@ -699,29 +621,6 @@ impl<'a> Loop<'a> {
         slot.connected = false;
         slot.receiving = false;
         slot.write_blocked = false;
-        let (c, n) = self.at(i);
-        self.links[c].disconnected(n);
-    }
-
-    /// After the test: waits for what is still in the ring (every socket is shut down, so it
-    /// ends at once) before its buffers go.
-    fn settle(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while self.in_ring > 0 && Instant::now() < deadline {
-            if self.enter(Duration::from_millis(100)).is_err() {
-                break;
-            }
-            self.complete();
-        }
-        self.bufs.unregister(&self.ring);
-        if self.in_ring > 0 {
-            // Never seen: the kernel may still write to these; leak them rather than free them.
-            self.bufs.leak();
-            std::mem::forget(std::mem::take(&mut self.retired));
-            for s in &mut self.slots {
-                std::mem::forget(std::mem::take(&mut s.out.buf));
-            }
-        }
     }
 }
 

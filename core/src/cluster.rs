@@ -312,7 +312,9 @@ impl Cluster {
         endpoints.extend(stats.appeared.iter().cloned());
         let mut owners: Vec<usize> = self.owners.iter().map(|&o| usize::from(o)).collect();
         for (&slot, (_, to)) in &stats.moved {
-            if let (Some(o), Some(i)) = (owners.get_mut(usize::from(slot)), endpoints.iter().position(|e| e == to)) {
+            if let (Some(o), Some(i)) =
+                (owners.get_mut(usize::from(slot)), endpoints.iter().position(|e| e == to))
+            {
                 *o = i;
             }
         }
@@ -397,7 +399,14 @@ pub(crate) struct Request {
 
 impl Request {
     /// A request drawn at `now`.
-    pub(crate) fn new(bytes: Vec<u8>, intended: Time, part: u16, slot: u16, write: bool, now: Time) -> Request {
+    pub(crate) fn new(
+        bytes: Vec<u8>,
+        intended: Time,
+        part: u16,
+        slot: u16,
+        write: bool,
+        now: Time,
+    ) -> Request {
         Request {
             bytes,
             first_sent: Time::MAX,
@@ -504,7 +513,13 @@ impl Router {
     /// The node a request for `slot` goes to: the slot's primary for a write, a replica of it
     /// for a read when [`Reads`] says so; a node that is up when that one is not (the cluster
     /// redirects the request where it belongs). `lead` is the client's first node that is up.
-    pub(crate) fn node_for(&mut self, cluster: &Cluster, slot: u16, write: bool, lead: Option<usize>) -> usize {
+    pub(crate) fn node_for(
+        &mut self,
+        cluster: &Cluster,
+        slot: u16,
+        write: bool,
+        lead: Option<usize>,
+    ) -> usize {
         let n = self.queues.len();
         let home = self.home(cluster);
         let primary = if slot == SLOTS { home } else { self.owner(cluster, slot).unwrap_or(home) };
@@ -786,7 +801,10 @@ mod tests {
         let mut req = Vec::new();
         crate::resp::encode_command(&[b"SET", b"key:000000000042", b"xxx"], &mut req);
         assert_eq!(resp_arg(&req, 1).map(|r| &req[r]), Some(&b"key:000000000042"[..]));
-        assert_eq!(request_slot(&mut req, &[1], &mut Vec::new(), &slot_tags()), key_slot(b"key:000000000042"));
+        assert_eq!(
+            request_slot(&mut req, &[1], &mut Vec::new(), &slot_tags()),
+            key_slot(b"key:000000000042")
+        );
         assert_eq!(request_slot(&mut req, &[], &mut Vec::new(), &slot_tags()), SLOTS);
         assert_eq!(resp_arg(&req, 3), None);
         // MSET with redis-benchmark's cluster keys: one slot for all, the one the key has

@@ -533,7 +533,9 @@ mod tests {
         let timeouts = r
             .events
             .iter()
-            .filter(|e| matches!(e.1, Event::Failed { error: ConnError::Timeout { handshake: false, .. }, .. }))
+            .filter(|e| {
+                matches!(e.1, Event::Failed { error: ConnError::Timeout { handshake: false, .. }, .. })
+            })
             .count();
         assert_eq!(timeouts, 3, "{:?}", r.events);
         assert!(r.end < Time::from_micros(52_000), "ended at {:?}", r.end);

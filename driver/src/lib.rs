@@ -11,7 +11,9 @@
 //! - [`resolve`] and [`Target`]: the endpoint resolved once per test;
 //! - [`Watch`]: tells a loop when the test's stop or budget changed under connections that wait
 //!   on timers taken earlier;
-//! - [`Timers`]: the connections' timeouts of a loop that keeps them itself (mio, uring).
+//! - [`Timers`]: the connections' timeouts of a loop that keeps them itself (mio, uring);
+//! - [`Table`]: the loop skeleton of those two (slots, start, connect, drain, timers, close),
+//!   over the backend's [`Sockets`].
 //!
 //! The byte layer ([`Link`]'s `Layer`) is the one place where bytes between the core and the
 //! socket are transformed: plain, or TLS (feature `tls`: rustls' `ClientConnection`, itself
@@ -28,10 +30,12 @@ use respbench_core::{
     Client, ConnError, Endpoint, Event, IoFailure, IoOp, Outcome, Plan, RunError, Stats, TestRun, Time,
 };
 
+mod table;
 mod timers;
 #[cfg(feature = "tls")]
 mod tls;
 
+pub use table::{Sockets, Table};
 pub use timers::Timers;
 #[cfg(feature = "tls")]
 pub use tls::Tls;
@@ -358,7 +362,8 @@ impl Link {
             .endpoint(node)
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the node has not appeared"))?;
         self.sockets[node].endpoint = endpoint;
-        resolve(&self.sockets[node].endpoint).map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.to_string()))
+        resolve(&self.sockets[node].endpoint)
+            .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.to_string()))
     }
 
     /// A connect of node `node` is about to start (its setup time counts from here).
@@ -415,7 +420,14 @@ impl Link {
     /// it empty (the next byte raises a new edge or readiness), or, after a `hangup` (the peer's
     /// FIN or a socket error came with the event), to the end of the stream, since no edge
     /// follows it.
-    pub fn read(&mut self, node: usize, sock: &mut impl Read, buf: &mut [u8], hangup: bool, tally: &mut Tally) {
+    pub fn read(
+        &mut self,
+        node: usize,
+        sock: &mut impl Read,
+        buf: &mut [u8],
+        hangup: bool,
+        tally: &mut Tally,
+    ) {
         loop {
             let s = &mut self.sockets[node];
             let result = s.layer.read(sock, buf);
