@@ -31,6 +31,8 @@ use respbench_core::{
 };
 
 mod clock;
+#[cfg(feature = "sim")]
+pub mod sim;
 mod timers;
 #[cfg(feature = "tls")]
 mod tls;

@@ -1,0 +1,1 @@
+//! A scripted server of several nodes for the simulation.

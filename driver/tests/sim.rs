@@ -1,0 +1,488 @@
+//! The real driver (`Link`'s drain and read rules, timeouts, `Next`, `--reconnect`) on virtual
+//! time against the simulation's scripted server: the fake-server faults, `--timeout`, the stop
+//! and its grace, `--reconnect`'s backoff and the open-loop schedule, each checked exactly (counts
+//! and virtual times), with no sleeps. The e2e tests in tests/ run the same checks against real
+//! sockets on every backend, with wall-clock bounds.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use respbench_core::template::{KeySpace, Template};
+use respbench_core::{
+    Backoff, Budget, ConnConfig, ConnError, Handshake, IoOp, OpenLoop, Plan, Stop, Time, Workload,
+};
+use respbench_driver::sim::{test_run, Action, Happening, Server, Sim, SimResult, SocketConfig};
+
+const GRACE: Duration = Duration::from_secs(2);
+/// The command line's `--reconnect` backoff.
+const BACKOFF: Backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_secs(1) };
+
+fn us(n: u64) -> Duration {
+    Duration::from_micros(n)
+}
+
+fn at_us(n: u64) -> Time {
+    Time::from_micros(n)
+}
+
+fn at_ms(n: u64) -> Time {
+    Time::from_micros(n * 1_000)
+}
+
+/// The options of a test, as the command line would set them.
+#[derive(Clone)]
+struct Opts {
+    /// `-n`; `None` with `--duration` or `-I`.
+    n: Option<u64>,
+    clients: usize,
+    pipeline: u32,
+    keepalive: bool,
+    handshake: Handshake,
+    timeout: Option<Duration>,
+    reconnect: bool,
+    rps: Option<f64>,
+    duration: Option<Duration>,
+    series: bool,
+}
+
+impl Default for Opts {
+    fn default() -> Opts {
+        Opts {
+            n: Some(5),
+            clients: 1,
+            pipeline: 1,
+            keepalive: true,
+            handshake: Handshake::default(),
+            timeout: None,
+            reconnect: false,
+            rps: None,
+            duration: None,
+            series: false,
+        }
+    }
+}
+
+impl Opts {
+    fn plan(&self) -> Arc<Plan> {
+        Arc::new(Plan {
+            conn: ConnConfig {
+                handshake: self.handshake.clone(),
+                pipeline: self.pipeline,
+                keepalive: self.keepalive,
+                idle: false,
+                open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: false }),
+                request_timeout: self.timeout,
+                reconnect: self.reconnect.then_some(BACKOFF),
+            },
+            workload: Workload {
+                template: Template::command(&[b"PING"]),
+                keys: KeySpace::Literal,
+                mix: None,
+            },
+            budget: self.n.map_or_else(Budget::unlimited, Budget::new),
+            stop: Stop::new(self.duration.map(|d| Time::ZERO + d), GRACE),
+            seed: 1,
+            connections: self.clients as u64,
+            measure_from: Time::ZERO,
+            series: self.series,
+            cluster: None,
+        })
+    }
+
+    fn sim(&self, server: Server) -> Sim {
+        Sim::new(test_run(self.plan(), self.clients), server)
+    }
+
+    fn run(&self, server: Server) -> SimResult {
+        let r = self.sim(server).run().expect("the simulated run");
+        assert_eq!(r.stuck, 0, "connections left waiting for what never comes: {r:?}");
+        r
+    }
+}
+
+/// The one kind of failure of a run, and how many connections failed so.
+fn only_failure(r: &SimResult) -> (&ConnError, u64) {
+    match r.outcome.failures.as_slice() {
+        [(e, n)] => (e, *n),
+        other => panic!("expected one kind of failure, got {other:?}"),
+    }
+}
+
+// ---- the fake server's faults (tests/tests/faults.rs: `-c 1 -n 5 ping`) ----
+
+#[test]
+fn garbage_reply_fails_the_connection() {
+    let r = Opts::default().run(Server::replying(b"hello\r\n", us(10)));
+    let (e, n) = only_failure(&r);
+    assert_eq!(n, 1);
+    assert_eq!(e.to_string(), "protocol error at byte 0: unknown reply type byte 0x68 ('h')");
+    assert_eq!(r.outcome.stats.requests, 0);
+    assert_eq!(r.end, at_us(10));
+}
+
+#[test]
+fn a_truncated_reply_and_close_leaves_one_unanswered() {
+    // The last bytes and the FIN arrive in one read edge: the read rule reads on to the end of
+    // the stream (the edge says hang-up), whatever the buffer's size.
+    for read_buf in [1, 3, 8, 64 * 1024] {
+        let server = Server::new(us(10), |_| Action::ReplyAndClose(b"$10\r\nabc".to_vec()));
+        let r = Opts::default().sim(server).read_buf(read_buf).run().unwrap();
+        assert_eq!(r.stuck, 0, "read_buf {read_buf}");
+        let (e, _) = only_failure(&r);
+        assert_eq!(*e, ConnError::Closed { in_flight: 1 }, "read_buf {read_buf}");
+        assert_eq!(e.to_string(), "server closed the connection with 1 requests unanswered");
+        assert_eq!(r.end, at_us(10));
+    }
+}
+
+#[test]
+fn an_unsolicited_reply_is_a_protocol_error() {
+    let r = Opts::default().run(Server::replying(b"+PONG\r\n+PONG\r\n", us(10)));
+    let (e, _) = only_failure(&r);
+    assert_eq!(e.to_string(), "protocol error at byte 14: a reply arrived with no request waiting for it");
+    assert_eq!(r.outcome.stats.requests, 1);
+}
+
+#[test]
+fn a_reply_stalled_at_byte_three_times_out_exactly() {
+    // Three answers 10 µs apart, then half of one: --timeout 300ms counts from when the fourth
+    // request was queued (30 µs), and it counts as unanswered.
+    let server = Server::new(us(10), |c| {
+        Action::Reply(if c.global < 3 { b"+PONG\r\n".to_vec() } else { b"$5\r\nPO".to_vec() })
+    });
+    let opts = Opts { n: Some(10), timeout: Some(Duration::from_millis(300)), ..Opts::default() };
+    let r = opts.run(server);
+    let (e, n) = only_failure(&r);
+    assert_eq!((e, n), (&ConnError::Timeout { after: Duration::from_millis(300), handshake: false }, 1));
+    assert_eq!(e.to_string(), "request timed out after 300ms (--timeout)");
+    assert_eq!(r.outcome.stats.requests, 3);
+    assert_eq!(r.end, at_us(300_030));
+}
+
+#[test]
+fn a_lone_error_then_close_is_a_refusal() {
+    // maxclients 4: the server answers the fifth socket on and later with an error and closes it,
+    // before any command (Redis writes it on accept). The error is taken as the reply to the
+    // request that socket wrote at once, and the connection failed as refused.
+    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    server.on_accept = Some(Arc::new(|conn| {
+        (conn >= 4).then(|| Action::ReplyAndClose(b"-ERR max number of clients reached\r\n".to_vec()))
+    }));
+    let opts = Opts { n: Some(2000), clients: 10, ..Opts::default() };
+    let r = opts.run(server);
+    let (e, n) = only_failure(&r);
+    assert_eq!(n, 6);
+    assert_eq!(e.to_string(), "the server refused the connection: ERR max number of clients reached");
+    assert_eq!(r.count(Happening::Ended), 10);
+    // The four served connections did the whole budget but the six refused requests, which were
+    // answered (with the error) and counted as such.
+    assert_eq!(r.outcome.stats.requests, 2000);
+    assert_eq!(r.outcome.stats.errors.total(), 6);
+}
+
+#[test]
+fn a_reset_mid_reply_fails_with_the_os_words() {
+    let server = Server::new(us(10), |c| {
+        if c.global < 3 {
+            Action::Reply(b"+PONG\r\n".to_vec())
+        } else {
+            Action::ReplyAndReset(b"$5\r\nPO".to_vec())
+        }
+    });
+    let r = Opts::default().run(server);
+    let (e, _) = only_failure(&r);
+    let ConnError::Io(io) = e else { panic!("{e:?}") };
+    assert_eq!(io.op, IoOp::Read);
+    assert_eq!(io.kind, std::io::ErrorKind::ConnectionReset);
+    assert!(e.to_string().starts_with("read from 127.0.0.1:6379: "), "{e}");
+    assert_eq!(r.outcome.stats.requests, 3);
+    assert_eq!(r.end, at_us(40));
+}
+
+#[test]
+fn error_replies_are_counted_not_fatal() {
+    // loading_counted, moved_counted: against one server, every reply an error, all counted.
+    for (reply, prefix) in [
+        (&b"-LOADING Redis is loading the dataset in memory\r\n"[..], "LOADING"),
+        (b"-MOVED 3999 127.0.0.1:6381\r\n", "MOVED"),
+    ] {
+        let r = Opts { n: Some(300), ..Opts::default() }.run(Server::replying(reply, us(10)));
+        assert!(r.outcome.failures.is_empty(), "{:?}", r.outcome.failures);
+        assert_eq!(r.outcome.stats.requests, 300);
+        assert_eq!(r.outcome.stats.errors.total(), 300);
+        assert_eq!(r.outcome.stats.errors.kinds()[0].prefix, prefix);
+    }
+}
+
+// ---- the drain rule over short writes and a full socket ----
+
+#[test]
+fn short_writes_and_a_full_socket_lose_nothing() {
+    // -P 16 on 3 connections: every write takes at most 7 bytes and the socket holds 20 unread,
+    // so every drain ends on a full socket and goes on at the server's read (the write edge).
+    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    server.socket = SocketConfig { write_max: 7, send_buffer: 20 };
+    let opts = Opts { n: Some(1000), clients: 3, pipeline: 16, ..Opts::default() };
+    for read_buf in [1, 5, 64 * 1024] {
+        let r = opts.sim(server.clone()).read_buf(read_buf).run().unwrap();
+        assert_eq!(r.stuck, 0);
+        assert!(r.outcome.failures.is_empty());
+        assert_eq!((r.outcome.stats.requests, r.commands), (1000, 1000));
+        assert_eq!(r.outcome.stats.bytes_sent, 1000 * b"*1\r\n$4\r\nPING\r\n".len() as u64);
+        assert_eq!(r.count(Happening::Ended), 3);
+    }
+}
+
+#[test]
+fn no_keepalive_opens_a_socket_per_batch() {
+    let opts = Opts { n: Some(20), pipeline: 4, keepalive: false, ..Opts::default() };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(5)));
+    assert_eq!(r.outcome.stats.requests, 20);
+    assert_eq!((r.accepted, r.count(Happening::Reconnect)), (5, 4));
+    assert_eq!(r.outcome.stats.connections_opened, 5);
+}
+
+// ---- --timeout ----
+
+#[test]
+fn the_handshake_times_out_from_the_connect() {
+    let server = Server::new(us(10), |c| {
+        if c.is_handshake() {
+            Action::Stall
+        } else {
+            Action::Reply(b"+OK\r\n".to_vec())
+        }
+    });
+    let opts = Opts {
+        handshake: Handshake::new(None, Some("pw"), false, 0, false),
+        clients: 2,
+        timeout: Some(Duration::from_millis(500)),
+        ..Opts::default()
+    };
+    let r = opts.run(server);
+    let (e, n) = only_failure(&r);
+    assert_eq!(n, 2);
+    assert_eq!(e.to_string(), "connection handshake timed out after 500ms (--timeout)");
+    assert_eq!(r.end, at_ms(500));
+}
+
+#[test]
+fn a_stopped_server_trips_the_request_timeout_exactly() {
+    // server_stopped_times_out: requests 10 µs apart; the server stops at 1 ms for a minute.
+    // The request queued at 1 ms waits; --timeout 50ms fails the connection at 51 ms.
+    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    server.stalls.push((at_ms(1), at_ms(60_000)));
+    let opts = Opts { n: None, timeout: Some(Duration::from_millis(50)), ..Opts::default() };
+    let r = opts.run(server);
+    let (e, _) = only_failure(&r);
+    assert_eq!(*e, ConnError::Timeout { after: Duration::from_millis(50), handshake: false });
+    assert_eq!(r.outcome.stats.requests, 100);
+    assert_eq!(r.end, at_ms(51));
+}
+
+// ---- the stop and its grace ----
+
+#[test]
+fn a_duration_stop_drains_what_is_in_flight() {
+    // --duration 1s, -c 3 -P 4 on one queue of 100 µs: one reply per 100 µs, the 10 000th at
+    // 1 s exactly; then no request is handed out, and the 11 still in flight are answered by
+    // 1.0011 s. Every connection finishes; nothing is abandoned.
+    let opts =
+        Opts { n: None, clients: 3, pipeline: 4, duration: Some(Duration::from_secs(1)), ..Opts::default() };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(100)));
+    assert!(r.outcome.failures.is_empty());
+    assert_eq!(r.count(Happening::Ended), 3);
+    assert_eq!(r.outcome.stats.requests, 10_011);
+    assert_eq!(r.commands, 10_011);
+    assert_eq!(r.outcome.stats.abandoned, 0);
+    assert_eq!(r.end, at_us(1_001_100));
+}
+
+#[test]
+fn a_stop_asked_for_mid_run_abandons_exactly_after_the_grace() {
+    // server_stopped_then_sigint: the server stops at 0.5 s for good, Ctrl-C at 1 s: nothing
+    // drains; at 3 s (the grace) the 12 requests in flight (-P 4 on 3 connections) are abandoned.
+    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    server.stalls.push((at_ms(500), Time::MAX));
+    let opts = Opts { n: None, clients: 3, pipeline: 4, ..Opts::default() };
+    let r = opts.sim(server).interrupt_at(at_ms(1_000)).run().unwrap();
+    assert_eq!(r.stuck, 0);
+    assert!(r.outcome.failures.is_empty());
+    assert_eq!(r.outcome.stats.abandoned, 12);
+    assert_eq!(r.times(0, Happening::Ended), [at_ms(3_000)]);
+    assert_eq!(r.end, at_ms(3_000));
+    assert_eq!(r.commands, r.outcome.stats.requests + 12);
+}
+
+#[test]
+fn a_stop_that_drains_in_the_grace_abandons_nothing() {
+    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    server.stalls.push((at_ms(500), at_ms(2_000)));
+    let opts = Opts { n: None, clients: 2, pipeline: 2, ..Opts::default() };
+    let r = opts.sim(server).interrupt_at(at_ms(1_000)).run().unwrap();
+    assert_eq!(r.outcome.stats.abandoned, 0);
+    assert_eq!(r.count(Happening::Ended), 2);
+    // The 4 in flight are served one after another once the stall ends.
+    assert_eq!(r.end, at_us(2_000_040));
+    assert_eq!(r.commands, r.outcome.stats.requests);
+}
+
+#[test]
+fn a_timed_run_whose_server_stops_abandons_at_stop_plus_grace() {
+    // server_stopped_at_the_end_of_a_timed_run: -c 4 -P 2 --duration 2s, the server stops 1 s
+    // in; closed and open loop (--rps 2000). At 4 s exactly, 8 requests are abandoned.
+    for rps in [None, Some(2000.0)] {
+        let mut server = Server::replying(b"+PONG\r\n", us(10));
+        server.stalls.push((at_ms(1_000), Time::MAX));
+        let opts = Opts {
+            n: None,
+            clients: 4,
+            pipeline: 2,
+            rps,
+            duration: Some(Duration::from_secs(2)),
+            ..Opts::default()
+        };
+        let r = opts.run(server);
+        assert!(r.outcome.failures.is_empty(), "{rps:?}");
+        assert_eq!(r.outcome.stats.abandoned, 8, "{rps:?}");
+        assert_eq!(r.end, at_ms(4_000), "{rps:?}");
+        assert_eq!(r.count(Happening::Ended), 4);
+    }
+}
+
+// ---- --reconnect ----
+
+/// The gaps between connection 0's connect attempts, in µs.
+fn gaps(r: &SimResult) -> Vec<u64> {
+    let t = r.times(0, Happening::Connect);
+    t.windows(2).map(|w| w[1].nanos_since(w[0]) / 1_000).collect()
+}
+
+#[test]
+fn reconnect_backs_off_doubling_capped_and_resets_after_a_handshake() {
+    // Killed at 1 s, back at 4 s; killed again at 6 s, back at 6.5 s. Attempts 10 ms after the
+    // drop, then doubling to the 1 s cap; after a handshake went through, from 10 ms again.
+    // A socket error carries no time (`handle_io_error` takes none), so the first wait counts
+    // from the connection's last input: the write of the request at 999.99 ms, whose answer
+    // (due at 1 s) the kill took.
+    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    server.outages = vec![(at_ms(1_000), at_ms(4_000)), (at_ms(6_000), at_ms(6_500))];
+    let opts = Opts { n: None, reconnect: true, duration: Some(Duration::from_secs(8)), ..Opts::default() };
+    let r = opts.run(server);
+    let ms = 1_000;
+    let mut want = vec![1_009_990, 20 * ms, 40 * ms, 80 * ms, 160 * ms, 320 * ms, 640 * ms, 1_000 * ms];
+    // Up at 4.26999 s; down at 6 s (its last input: the write at 5.99999 s), first try 10 ms on.
+    want.extend([1_000 * ms, 1_740 * ms, 20 * ms, 40 * ms, 80 * ms, 160 * ms, 320 * ms]);
+    assert_eq!(gaps(&r), want);
+    assert_eq!(r.times(0, Happening::Down).len(), 2 + 13, "two drops and each refused attempt");
+    assert_eq!(r.count(Happening::Refused), 8 + 5);
+    let s = &r.outcome.stats;
+    assert_eq!(s.drops, 2, "one per outage");
+    // Down from 1 s to 4.26999 s and from 6 s to 6.62999 s.
+    assert_eq!(s.downtime_micros, 3_269_990 + 629_990);
+    assert!(r.outcome.failures.is_empty());
+    assert_eq!(r.count(Happening::Ended), 1);
+    assert!(r.outcome.drops.iter().any(|(e, _)| matches!(e, ConnError::Io(io) if io.op == IoOp::Connect)));
+}
+
+#[test]
+fn the_open_loop_schedule_runs_on_through_an_outage() {
+    // --rps 1000 on one connection for 3 s, the server down from 1 s to 1.8 s: back at 2.26901 s
+    // (the backoff, from the last input at 0.99901 s), the requests due meanwhile go then; none is
+    // lost (none was in flight at 1 s), the whole schedule is sent, and latency counts from the
+    // intended time.
+    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    server.outages = vec![(at_ms(1_000), at_ms(1_800))];
+    let opts = Opts {
+        n: None,
+        pipeline: 2000,
+        reconnect: true,
+        rps: Some(1000.0),
+        duration: Some(Duration::from_secs(3)),
+        ..Opts::default()
+    };
+    let r = opts.run(server);
+    let s = &r.outcome.stats;
+    assert_eq!(s.requests, 3000);
+    assert_eq!(s.lost, 0);
+    assert_eq!(r.times(0, Happening::Connect).last(), Some(&at_us(2_269_010)));
+    // The request due at 1 s, sent at 2.26901 s and served first.
+    assert_eq!(s.latency.max(), s.latency.highest_equivalent(1_269_020));
+    // Its service time is 10 µs; the backlog's last (1270 were due from 1 s to 2.269 s) is
+    // served 12.7 ms after they all went.
+    let service = s.service.as_ref().unwrap();
+    assert_eq!(service.max(), service.highest_equivalent(1_270 * 10));
+}
+
+#[test]
+fn without_reconnect_k0_refused_reconnects_end_the_run() {
+    // server_killed_mid_run_k0: -k 0 -P 1 on 2 connections; the server dies at 1 ms for good.
+    // Each connection fails then: reset mid-request, or refused on its next socket.
+    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    server.outages = vec![(at_ms(1), Time::MAX)];
+    let opts = Opts {
+        n: None,
+        clients: 2,
+        keepalive: false,
+        duration: Some(Duration::from_secs(10)),
+        ..Opts::default()
+    };
+    let r = opts.run(server);
+    let failed: u64 = r.outcome.failures.iter().map(|(_, n)| n).sum();
+    assert_eq!(failed, 2, "{:?}", r.outcome.failures);
+    assert_eq!(r.end, at_ms(1));
+    for (e, _) in &r.outcome.failures {
+        let s = e.to_string();
+        assert!(
+            s == "Could not connect to Redis at 127.0.0.1:6379: Connection refused"
+                || s.starts_with("read from 127.0.0.1:6379: "),
+            "{s}"
+        );
+    }
+}
+
+// ---- the open-loop schedule ----
+
+#[test]
+fn the_open_loop_sends_the_exact_count_over_a_duration() {
+    // --rps 1000 over 10 connections for 3 s: each sends every 10 ms; 1000 in each second.
+    let opts = Opts {
+        n: None,
+        clients: 10,
+        rps: Some(1000.0),
+        duration: Some(Duration::from_secs(3)),
+        series: true,
+        ..Opts::default()
+    };
+    let mut server = Server::replying(b"+PONG\r\n", us(50));
+    server.parallel = true;
+    let r = opts.run(server);
+    let s = &r.outcome.stats;
+    assert_eq!(s.requests, 3000);
+    assert_eq!(s.series.iter().map(|x| x.requests).collect::<Vec<_>>(), [1000, 1000, 1000]);
+    assert_eq!(s.latency.max(), 50, "every request on time, 50 µs each");
+}
+
+#[test]
+fn first_arrivals_are_spread_over_one_interval() {
+    // --rps 4 over 4 connections: each sends once a second, the first ones 250 ms apart.
+    let firsts = Arc::new(Mutex::new(Vec::new()));
+    let seen = firsts.clone();
+    let server = Server::new(us(10), move |c| {
+        if c.index == 0 {
+            seen.lock().unwrap().push((c.conn, c.at));
+        }
+        Action::Reply(b"+PONG\r\n".to_vec())
+    });
+    let opts = Opts {
+        n: None,
+        clients: 4,
+        rps: Some(4.0),
+        duration: Some(Duration::from_secs(2)),
+        ..Opts::default()
+    };
+    let r = opts.run(server);
+    assert_eq!(r.outcome.stats.requests, 8);
+    let firsts = firsts.lock().unwrap().clone();
+    assert_eq!(firsts, [(0, at_ms(0)), (1, at_ms(250)), (2, at_ms(500)), (3, at_ms(750))]);
+}
