@@ -7,10 +7,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use proptest::prelude::*;
+
 use respbench_core::template::{KeySpace, Template};
 use respbench_core::{
     Backoff, Budget, ConnConfig, ConnError, Handshake, IoOp, OpenLoop, Plan, Stop, Time, Workload,
 };
+use respbench_driver::sim::cluster::ClusterServer;
 use respbench_driver::sim::{test_run, Action, Happening, Server, Sim, SimResult, SocketConfig};
 
 const GRACE: Duration = Duration::from_secs(2);
@@ -43,6 +46,10 @@ struct Opts {
     rps: Option<f64>,
     duration: Option<Duration>,
     series: bool,
+    /// `-I`.
+    idle: bool,
+    /// `GET key:__rand_int__` over 1000 keys, not `PING`.
+    get: bool,
 }
 
 impl Default for Opts {
@@ -58,6 +65,8 @@ impl Default for Opts {
             rps: None,
             duration: None,
             series: false,
+            idle: false,
+            get: false,
         }
     }
 }
@@ -69,15 +78,19 @@ impl Opts {
                 handshake: self.handshake.clone(),
                 pipeline: self.pipeline,
                 keepalive: self.keepalive,
-                idle: false,
+                idle: self.idle,
                 open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: false }),
                 request_timeout: self.timeout,
                 reconnect: self.reconnect.then_some(BACKOFF),
             },
-            workload: Workload {
-                template: Template::command(&[b"PING"]),
-                keys: KeySpace::Literal,
-                mix: None,
+            workload: if self.get {
+                Workload {
+                    template: Template::command(&[b"GET", b"key:__rand_int__"]),
+                    keys: KeySpace::Random { n: 1000 },
+                    mix: None,
+                }
+            } else {
+                Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None }
             },
             budget: self.n.map_or_else(Budget::unlimited, Budget::new),
             stop: Stop::new(self.duration.map(|d| Time::ZERO + d), GRACE),
@@ -485,4 +498,151 @@ fn first_arrivals_are_spread_over_one_interval() {
     assert_eq!(r.outcome.stats.requests, 8);
     let firsts = firsts.lock().unwrap().clone();
     assert_eq!(firsts, [(0, at_ms(0)), (1, at_ms(250)), (2, at_ms(500)), (3, at_ms(750))]);
+}
+
+// ---- the connection-level scenarios of core's simulation, through the driver ----
+
+#[test]
+fn exact_budget_with_pipelining() {
+    let opts = Opts { n: Some(100), clients: 3, pipeline: 16, ..Opts::default() };
+    let r = opts.run(Server::replying(b"$3\r\nVXK\r\n", us(10)));
+    assert_eq!((r.outcome.stats.requests, r.commands), (100, 100));
+    assert_eq!(r.count(Happening::Ended), 3);
+    assert!(r.outcome.failures.is_empty());
+}
+
+#[test]
+fn latency_is_per_request_not_per_batch() {
+    // A batch of 4 served one after another: answers 10, 20, 30, 40 µs after it was written.
+    let opts = Opts { n: Some(4), pipeline: 4, ..Opts::default() };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(10)));
+    let l = &r.outcome.stats.latency;
+    assert_eq!((l.len(), l.min(), l.max(), l.mean()), (4, 10, 40, 25.0));
+}
+
+#[test]
+fn the_handshake_is_sent_and_checked() {
+    let hs = Handshake::new(Some("bench"), Some("secret"), false, 2, true);
+    let opts = Opts { n: Some(10), handshake: hs, ..Opts::default() };
+    let r = opts.run(Server::replying(b"+OK\r\n", us(5)));
+    assert_eq!(r.outcome.stats.requests, 10);
+    assert_eq!(r.commands, 13, "AUTH, SELECT, HELLO and 10 requests");
+    assert_eq!(r.outcome.stats.setup.count(), 1);
+    let bad = Server::new(us(5), |c| {
+        Action::Reply(if c.name() == "AUTH" {
+            b"-WRONGPASS invalid username-password pair or user is disabled.\r\n".to_vec()
+        } else {
+            b"+OK\r\n".to_vec()
+        })
+    });
+    let r = opts.run(bad);
+    let (e, _) = only_failure(&r);
+    assert!(matches!(e, ConnError::Handshake { command: "AUTH", .. }), "{e:?}");
+    assert_eq!(r.outcome.stats.requests, 0);
+}
+
+#[test]
+fn an_open_loop_stall_shows_in_corrected_latency_only() {
+    // 10 000 requests/s for 2 s on one connection, 10 µs each, the server stalled 100 ms at 1 s.
+    let mut server = Server::replying(b"+OK\r\n", us(10));
+    server.stalls.push((at_ms(1_000), at_ms(1_100)));
+    let opts = Opts { n: Some(20_000), pipeline: 10_000, rps: Some(10_000.0), ..Opts::default() };
+    let r = opts.run(server);
+    let s = &r.outcome.stats;
+    assert_eq!(s.requests, 20_000);
+    // The request due at 1 s waits the whole stall; those due during it wait less.
+    assert_eq!(s.latency.max(), s.latency.highest_equivalent(100_010));
+    assert!(s.latency.value_at_quantile(0.99) > 50_000);
+    let service = s.service.as_ref().unwrap();
+    // Sent on time (the window is wide): their service time includes the stall as well…
+    assert_eq!(service.max(), service.highest_equivalent(100_010));
+    // …but those sent after it do not.
+    assert!(service.value_at_quantile(0.50) <= 20);
+}
+
+#[test]
+fn a_stop_reaches_connections_waiting_for_their_next_arrival() {
+    // One request per connection every 10 s; Ctrl-C at 1 s ends the test then, not at the next
+    // arrival; first arrivals at 0, 2.5, 5, 7.5 s: only the first came.
+    let opts = Opts { n: None, clients: 4, rps: Some(0.4), ..Opts::default() };
+    let r = opts.sim(Server::replying(b"+OK\r\n", us(10))).interrupt_at(at_ms(1_000)).run().unwrap();
+    assert_eq!(r.count(Happening::Ended), 4);
+    assert_eq!(r.end, at_ms(1_000));
+    assert_eq!(r.outcome.stats.requests, 1);
+}
+
+#[test]
+fn idle_connections_wait_for_the_stop() {
+    let opts = Opts {
+        n: None,
+        clients: 3,
+        idle: true,
+        handshake: Handshake::new(None, Some("pw"), false, 0, false),
+        ..Opts::default()
+    };
+    let r = opts.sim(Server::replying(b"+OK\r\n", us(10))).interrupt_at(at_ms(5_000)).run().unwrap();
+    assert_eq!(r.times(2, Happening::Ended), [at_ms(5_000)]);
+    assert_eq!(r.count(Happening::Ended), 3);
+    assert_eq!((r.outcome.stats.requests, r.commands), (0, 3));
+}
+
+// ---- the scripted cluster as one node's server ----
+
+#[test]
+fn one_node_of_a_cluster_serves_its_slots_and_redirects_the_rest() {
+    // A client of node 0 only (no --cluster): keys of node 0's slots served, the others
+    // answered MOVED, each counted as an error reply; then node 0 dies and resets the socket.
+    let cluster = Arc::new(Mutex::new(ClusterServer::new(&["127.0.0.1:6379", "127.0.0.1:6380"])));
+    let script = ClusterServer::script(&cluster, 0);
+    let server = Server::new(us(10), move |c| script(c));
+    let opts = Opts { n: Some(1000), pipeline: 8, get: true, ..Opts::default() };
+    let r = opts.run(server.clone());
+    let node = cluster.lock().unwrap().nodes()[0].clone();
+    let s = &r.outcome.stats;
+    assert_eq!((s.requests, node.calls), (1000, 1000));
+    assert_eq!(s.errors.total(), node.moved);
+    assert!(node.moved > 300 && node.moved < 700, "about half: {}", node.moved);
+    assert_eq!(s.errors.kinds()[0].prefix, "MOVED");
+
+    cluster.lock().unwrap().kill(0);
+    let r = opts.run(server);
+    let (e, _) = only_failure(&r);
+    assert!(e.to_string().starts_with("read from 127.0.0.1:6379: "), "{e}");
+    assert_eq!(r.outcome.stats.requests, 0);
+}
+
+// ---- the drain and read rules over any socket limits ----
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Whatever the socket takes per write, holds unread and the loop reads at once, every
+    /// request of the budget is sent once and answered, with the keep-alive or without, over one
+    /// queue or none.
+    #[test]
+    fn every_request_goes_and_comes_back_over_any_socket(
+        n in 0u64..300,
+        pipeline in 1u32..20,
+        clients in 1usize..4,
+        keepalive in any::<bool>(),
+        write_max in 1usize..64,
+        send_buffer in 1usize..128,
+        read_buf in 1usize..32,
+        service_us in 0u64..50,
+        parallel in any::<bool>(),
+    ) {
+        let mut server = Server::replying(b"$3\r\nVXK\r\n", us(service_us));
+        server.parallel = parallel;
+        server.socket = SocketConfig { write_max, send_buffer };
+        let opts = Opts { n: Some(n), clients, pipeline, keepalive, ..Opts::default() };
+        let r = opts.sim(server).read_buf(read_buf).run().unwrap();
+        prop_assert_eq!(r.stuck, 0);
+        prop_assert!(r.outcome.failures.is_empty(), "{:?}", r.outcome.failures);
+        prop_assert_eq!((r.outcome.stats.requests, r.commands), (n, n));
+        prop_assert_eq!(r.outcome.stats.bytes_sent, n * b"*1\r\n$4\r\nPING\r\n".len() as u64);
+        prop_assert_eq!(r.count(Happening::Ended), clients);
+        if parallel && n > 0 && service_us > 0 {
+            prop_assert_eq!(r.outcome.stats.latency.max(), service_us);
+        }
+    }
 }
