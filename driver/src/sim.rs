@@ -87,6 +87,9 @@ pub struct Server {
     pub outages: Vec<(Time, Time)>,
     /// What the client's sockets take.
     pub socket: SocketConfig,
+    /// Each answer arrives in pieces of this many bytes, this far apart (segments of a slow
+    /// network): replies split over reads and read edges. `None`: each answer at once.
+    pub segments: Option<(usize, Duration)>,
     /// What the server does when it accepts socket `conn` (numbered as [`Command::conn`]),
     /// before any command: Redis at `maxclients` answers an error and closes.
     pub on_accept: Option<Arc<dyn Fn(u64) -> Option<Action> + Send + Sync>>,
@@ -100,6 +103,7 @@ impl std::fmt::Debug for Server {
             .field("stalls", &self.stalls)
             .field("outages", &self.outages)
             .field("socket", &self.socket)
+            .field("segments", &self.segments)
             .finish_non_exhaustive()
     }
 }
@@ -114,6 +118,7 @@ impl Server {
             stalls: Vec::new(),
             outages: Vec::new(),
             socket: SocketConfig::default(),
+            segments: None,
             on_accept: None,
         }
     }
@@ -298,7 +303,7 @@ struct Peer {
 impl Peer {
     /// Queues what `action` sends, to arrive at `at`; `true` when the server is done with the
     /// socket.
-    fn act(&mut self, action: Action, at: Time) -> bool {
+    fn act(&mut self, action: Action, at: Time, segments: Option<(usize, Duration)>) -> bool {
         let (bytes, end) = match action {
             Action::Reply(b) => (b, None),
             Action::ReplyAndClose(b) => (b, Some(Chunk::Fin)),
@@ -309,8 +314,18 @@ impl Peer {
                 return true;
             }
         };
-        if !bytes.is_empty() {
-            self.outbox.push_back((at, Chunk::Bytes(bytes)));
+        let mut at = at.max(self.outbox.back().map_or(Time::ZERO, |(t, _)| *t));
+        match segments {
+            Some((size, gap)) if size > 0 => {
+                for (k, piece) in bytes.chunks(size).enumerate() {
+                    if k > 0 {
+                        at += gap;
+                    }
+                    self.outbox.push_back((at, Chunk::Bytes(piece.to_vec())));
+                }
+            }
+            _ if !bytes.is_empty() => self.outbox.push_back((at, Chunk::Bytes(bytes))),
+            _ => {}
         }
         if let Some(end) = end {
             self.outbox.push_back((at, end));
@@ -360,6 +375,9 @@ pub struct SimResult {
     pub accepted: u64,
     /// Connections still open when nothing more could happen (a stuck loop: a bug).
     pub stuck: usize,
+    /// The run's live figures at the end ([`Progress::live`] is 0 when every connection that
+    /// went live left).
+    pub progress: Arc<Progress>,
 }
 
 impl SimResult {
@@ -434,7 +452,8 @@ impl Sim {
         })?;
         let (log, commands, accepted, stuck) =
             extra.into_inner().unwrap_or_else(|e| e.into_inner()).unwrap_or_default();
-        Ok(SimResult { outcome, end: self.clock.now(), log, commands, accepted, stuck })
+        let progress = Arc::clone(&self.run.progress);
+        Ok(SimResult { outcome, end: self.clock.now(), log, commands, accepted, stuck, progress })
     }
 }
 
@@ -632,7 +651,7 @@ impl<'a> Loop<'a> {
             if !server.parallel {
                 self.server_free = done;
             }
-            if peer.act(action, done) {
+            if peer.act(action, done, server.segments) {
                 break;
             }
         }
@@ -658,7 +677,7 @@ impl<'a> Loop<'a> {
         } else {
             let mut peer = Peer { conn: self.accepted, ..Peer::default() };
             if let Some(greet) = self.sim.server.on_accept.as_ref().and_then(|f| f(self.accepted)) {
-                peer.act(greet, now);
+                peer.act(greet, now, None);
             }
             self.accepted += 1;
             slot.sock = Some((Socket::new(self.sim.server.socket), peer));
