@@ -341,6 +341,24 @@ struct Slot {
     sock: Option<(Socket, Peer)>,
     /// The last drain said the socket was full: the server reading from it is a write edge.
     write_blocked: bool,
+    /// [`Next::Ended`]: nothing more happens to it.
+    ended: bool,
+}
+
+/// Which backend's way of waiting the loop follows: the same [`Link`]s must give the same test
+/// under both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Shape {
+    /// mio's (and uring's): edge-triggered readiness, a read edge when bytes, a FIN or a reset
+    /// arrive (with the hang-up flag for the last two); every connection's [`Link::timeout`] in
+    /// one [`Timers`] heap, asked again when the [`Watch`] changes.
+    #[default]
+    Mio,
+    /// smol's: level-triggered readiness (readable while bytes or an end are unread; no hang-up
+    /// flag), a timer per connection for [`Link::timer`] only; the test's stop and abandon times
+    /// and the budget's end are seen by one publisher (every [`PUBLISH_EVERY`] and at those
+    /// times) that nudges every connection ([`Link::on_timeout`]).
+    Smol,
 }
 
 /// One thing that happened to a connection, for tests to check order and time.
@@ -402,6 +420,7 @@ pub struct Sim {
     interrupt_at: Option<Time>,
     read_buf: usize,
     give_up_at: Time,
+    shape: Shape,
 }
 
 impl Sim {
@@ -414,7 +433,14 @@ impl Sim {
             interrupt_at: None,
             read_buf: READ_BUF,
             give_up_at: Time::MAX,
+            shape: Shape::Mio,
         }
+    }
+
+    /// Follows `shape`'s way of waiting (mio's by default).
+    pub fn shape(mut self, shape: Shape) -> Sim {
+        self.shape = shape;
+        self
     }
 
     /// A stop asked for at `t` (a Ctrl-C: [`respbench_core::Stop::request`]).
@@ -475,6 +501,8 @@ struct Loop<'a> {
     /// Outages whose start has been acted on.
     outages_begun: usize,
     interrupted: bool,
+    /// [`Shape::Smol`]: when the publisher looks next.
+    next_publish: Time,
 }
 
 impl<'a> Loop<'a> {
@@ -482,7 +510,7 @@ impl<'a> Loop<'a> {
         let indices = sim.run.connections_of(0);
         let slots: Vec<Slot> = indices
             .iter()
-            .map(|&i| Slot { link: Link::new(&tally, i), sock: None, write_blocked: false })
+            .map(|&i| Slot { link: Link::new(&tally, i), sock: None, write_blocked: false, ended: false })
             .collect();
         Loop {
             sim,
@@ -499,6 +527,7 @@ impl<'a> Loop<'a> {
             server_free: Time::ZERO,
             outages_begun: 0,
             interrupted: false,
+            next_publish: Time::ZERO,
         }
     }
 
@@ -517,6 +546,7 @@ impl<'a> Loop<'a> {
             self.connect(i);
         }
         let mut last_publish = self.now();
+        self.next_publish = self.publisher_wakes();
         while self.open > 0 {
             // Everything that can happen at this instant, until nothing more does; a loop that
             // never runs out of work at one instant is a busy loop on a real backend too.
@@ -533,7 +563,9 @@ impl<'a> Loop<'a> {
                 break;
             }
             self.sim.clock.advance_to(next);
-            if self.now().nanos_since(last_publish) >= PUBLISH_EVERY.as_nanos() as u64 {
+            if self.sim.shape == Shape::Mio
+                && self.now().nanos_since(last_publish) >= PUBLISH_EVERY.as_nanos() as u64
+            {
                 last_publish = self.now();
                 self.tally.publish();
             }
@@ -576,9 +608,12 @@ impl<'a> Loop<'a> {
                 }
                 arrived = true;
             }
-            if arrived {
+            let (read, hangup) = match self.sim.shape {
+                Shape::Mio => (arrived, sock.hung_up()),
+                Shape::Smol => (sock.unread() > 0 || sock.hung_up(), false),
+            };
+            if read {
                 any = true;
-                let hangup = sock.hung_up();
                 slot.link.read(sock, &mut self.buf, hangup, &mut self.tally);
                 self.drain(i);
             }
@@ -592,11 +627,30 @@ impl<'a> Loop<'a> {
                 }
             }
         }
-        if self.watch.changed(self.tally.plan(), now) {
-            // A stop asked for, or the budget spent: timeouts taken earlier are out of date.
-            for i in 0..self.slots.len() {
-                self.schedule(i);
+        match self.sim.shape {
+            Shape::Mio => {
+                if self.watch.changed(self.tally.plan(), now) {
+                    // A stop asked for, or the budget spent: timeouts taken earlier are out of date.
+                    for i in 0..self.slots.len() {
+                        self.schedule(i);
+                    }
+                }
             }
+            Shape::Smol if now >= self.next_publish => {
+                self.tally.publish();
+                if self.watch.changed(self.tally.plan(), now) {
+                    any = true;
+                    // The nudge: every waiting connection looks again.
+                    for i in 0..self.slots.len() {
+                        if !self.slots[i].ended {
+                            self.slots[i].link.on_timeout(&mut self.tally);
+                            self.drain(i);
+                        }
+                    }
+                }
+                self.next_publish = self.publisher_wakes();
+            }
+            Shape::Smol => {}
         }
         while let Some(i) = self.timers.pop_due(now) {
             any = true;
@@ -616,13 +670,25 @@ impl<'a> Loop<'a> {
         let replies = self.slots.iter().filter_map(|s| s.sock.as_ref()?.1.outbox.front().map(|(t, _)| *t));
         let outage = self.sim.server.outages.get(self.outages_begun).map(|o| o.0);
         let interrupt = self.sim.interrupt_at.filter(|_| !self.interrupted);
+        let watch = match self.sim.shape {
+            Shape::Mio => Watch::next_event(self.tally.plan(), now),
+            Shape::Smol => Some(self.next_publish),
+        };
         replies
             .chain(self.timers.next())
             .chain(outage)
             .chain(interrupt)
-            .chain(Watch::next_event(self.tally.plan(), now))
+            .chain(watch)
             .map(|t| t.max(now))
             .min()
+    }
+
+    /// [`Shape::Smol`]: when the publisher wakes next, from now: in [`PUBLISH_EVERY`], or at
+    /// the test's stop or abandon time if sooner.
+    fn publisher_wakes(&self) -> Time {
+        let now = self.now();
+        let tick = now + PUBLISH_EVERY;
+        Watch::next_event(self.tally.plan(), now).map_or(tick, |t| t.min(tick))
     }
 
     /// The server reads socket `i`'s bytes and queues its answers; `true` if it read any.
@@ -659,7 +725,21 @@ impl<'a> Loop<'a> {
     }
 
     fn schedule(&mut self, i: usize) {
-        self.timers.schedule(i, self.slots[i].link.timeout());
+        let link = &self.slots[i].link;
+        let at = match self.sim.shape {
+            Shape::Mio => link.timeout(),
+            // A task looks at its timeout after each drain; it sleeps on a timer only for
+            // what `timer` keeps (the stop comes with the publisher's nudge).
+            Shape::Smol => {
+                let now = self.now();
+                if link.timeout().is_some_and(|t| t <= now) {
+                    Some(now)
+                } else {
+                    link.timer(self.tally.plan())
+                }
+            }
+        };
+        self.timers.schedule(i, at);
     }
 
     fn connect(&mut self, i: usize) {
@@ -701,6 +781,7 @@ impl<'a> Loop<'a> {
                 self.connect(i);
             }
             Next::Ended => {
+                self.slots[i].ended = true;
                 self.note(i, Happening::Ended);
                 self.close(i);
                 self.open -= 1;
