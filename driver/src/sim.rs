@@ -249,6 +249,41 @@ impl Write for Socket {
     }
 }
 
+/// The receive buffers of the uring backend (`Shape::Uring` splits what arrives into them).
+const URING_RECV: usize = 8 * 1024;
+
+/// One receive completion as a `Read`, as the uring backend hands it to its `Link`: the bytes,
+/// then `WouldBlock`; the end of the stream; or the error, once.
+#[derive(Debug)]
+enum Delivered<'a> {
+    Bytes(&'a [u8]),
+    End,
+    Failed,
+    Spent,
+}
+
+impl Read for Delivered<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Delivered::Bytes(b) => {
+                let n = b.len().min(buf.len());
+                buf[..n].copy_from_slice(&b[..n]);
+                *b = &b[n..];
+                if b.is_empty() {
+                    *self = Delivered::Spent;
+                }
+                Ok(n)
+            }
+            Delivered::End => Ok(0),
+            Delivered::Failed => {
+                *self = Delivered::Spent;
+                Err(reset_error())
+            }
+            Delivered::Spent => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+}
+
 /// Parses one command from the front of `buf`: a RESP array of bulk strings or an inline
 /// command (`PING\r\n`); its arguments and how many bytes it took, or `None` when incomplete.
 pub fn parse_command(buf: &[u8]) -> Option<(Vec<Vec<u8>>, usize)> {
@@ -354,6 +389,10 @@ pub enum Shape {
     /// one [`Timers`] heap, asked again when the [`Watch`] changes.
     #[default]
     Mio,
+    /// io_uring's: mio's timers, and receives as completions: each buffer, the end of the stream
+    /// and an error handed to the connection on its own, with no hang-up flag, a drain after
+    /// each.
+    Uring,
     /// smol's: level-triggered readiness (readable while bytes or an end are unread; no hang-up
     /// flag), a timer per connection for [`Link::timer`] only; the test's stop and abandon times
     /// and the budget's end are seen by one publisher (every [`PUBLISH_EVERY`] and at those
@@ -563,7 +602,7 @@ impl<'a> Loop<'a> {
                 break;
             }
             self.sim.clock.advance_to(next);
-            if self.sim.shape == Shape::Mio
+            if self.sim.shape != Shape::Smol
                 && self.now().nanos_since(last_publish) >= PUBLISH_EVERY.as_nanos() as u64
             {
                 last_publish = self.now();
@@ -596,6 +635,10 @@ impl<'a> Loop<'a> {
         }
         // Read edges: what arrived by now.
         for i in 0..self.slots.len() {
+            if self.sim.shape == Shape::Uring {
+                any |= self.complete(i, now);
+                continue;
+            }
             let slot = &mut self.slots[i];
             let Some((sock, peer)) = &mut slot.sock else { continue };
             let mut arrived = false;
@@ -609,8 +652,8 @@ impl<'a> Loop<'a> {
                 arrived = true;
             }
             let (read, hangup) = match self.sim.shape {
-                Shape::Mio => (arrived, sock.hung_up()),
                 Shape::Smol => (sock.unread() > 0 || sock.hung_up(), false),
+                _ => (arrived, sock.hung_up()),
             };
             if read {
                 any = true;
@@ -628,7 +671,7 @@ impl<'a> Loop<'a> {
             }
         }
         match self.sim.shape {
-            Shape::Mio => {
+            Shape::Mio | Shape::Uring => {
                 if self.watch.changed(self.tally.plan(), now) {
                     // A stop asked for, or the budget spent: timeouts taken earlier are out of date.
                     for i in 0..self.slots.len() {
@@ -664,6 +707,40 @@ impl<'a> Loop<'a> {
         any
     }
 
+    /// [`Shape::Uring`]: what arrived on slot `i` by `now`, as receive completions, each
+    /// handed to the connection on its own (a buffer of at most [`URING_RECV`] bytes, the end
+    /// of the stream, an error) and drained after; `true` if any came.
+    fn complete(&mut self, i: usize, now: Time) -> bool {
+        let Some((_, peer)) = &mut self.slots[i].sock else { return false };
+        let conn = peer.conn;
+        let mut due = Vec::new();
+        while peer.outbox.front().is_some_and(|(t, _)| *t <= now) {
+            due.extend(peer.outbox.pop_front().map(|(_, c)| c));
+        }
+        let any = !due.is_empty();
+        for chunk in due {
+            let pieces: Vec<Delivered> = match &chunk {
+                Chunk::Bytes(b) => b.chunks(URING_RECV).map(Delivered::Bytes).collect(),
+                Chunk::Fin => vec![Delivered::End],
+                Chunk::Reset => vec![Delivered::Failed],
+            };
+            for mut d in pieces {
+                let slot = &mut self.slots[i];
+                // Completions of a socket closed meanwhile only give their buffers back.
+                let Some((sock, peer)) = &mut slot.sock else { return any };
+                if peer.conn != conn {
+                    return any;
+                }
+                if matches!(d, Delivered::Failed) {
+                    sock.deliver_reset();
+                }
+                slot.link.read(&mut d, &mut self.buf, false, &mut self.tally);
+                self.drain(i);
+            }
+        }
+        any
+    }
+
     /// The next time anything happens.
     fn next_time(&self) -> Option<Time> {
         let now = self.now();
@@ -671,7 +748,7 @@ impl<'a> Loop<'a> {
         let outage = self.sim.server.outages.get(self.outages_begun).map(|o| o.0);
         let interrupt = self.sim.interrupt_at.filter(|_| !self.interrupted);
         let watch = match self.sim.shape {
-            Shape::Mio => Watch::next_event(self.tally.plan(), now),
+            Shape::Mio | Shape::Uring => Watch::next_event(self.tally.plan(), now),
             Shape::Smol => Some(self.next_publish),
         };
         replies
@@ -727,7 +804,7 @@ impl<'a> Loop<'a> {
     fn schedule(&mut self, i: usize) {
         let link = &self.slots[i].link;
         let at = match self.sim.shape {
-            Shape::Mio => link.timeout(),
+            Shape::Mio | Shape::Uring => link.timeout(),
             // A task looks at its timeout after each drain; it sleeps on a timer only for
             // what `timer` keeps (the stop comes with the publisher's nudge).
             Shape::Smol => {

@@ -125,12 +125,14 @@ impl Opts {
         r
     }
 
-    /// The test on mio's and on smol's way of waiting: the same connections, counts, times and
-    /// outcome on both. Gives mio's.
+    /// The test on mio's, smol's and uring's ways of waiting: the same connections, counts,
+    /// times and outcome on each. Gives mio's.
     fn run(&self, server: Server) -> SimResult {
         let mio = self.run_on(server.clone(), Shape::Mio);
-        let smol = self.run_on(server, Shape::Smol);
-        assert_eq!(Summary::of(&mio), Summary::of(&smol), "the mio and smol shapes differ");
+        for shape in [Shape::Smol, Shape::Uring] {
+            let other = self.run_on(server.clone(), shape);
+            assert_eq!(Summary::of(&mio), Summary::of(&other), "the mio and {shape:?} shapes differ");
+        }
         mio
     }
 }
@@ -240,9 +242,10 @@ fn a_lone_error_then_close_is_a_refusal() {
     let opts = Opts { n: Some(2000), clients: 10, ..Opts::default() };
     // The error and the FIN arrive together. mio's edge says hang-up, so the read goes on to the
     // FIN before the drain: the four served connections do the rest of the budget. smol reads
-    // to the short read, drains (a second request goes out, taken from the budget) and then
-    // reads the FIN: that request is lost with the connection, six in all.
-    for (shape, completed) in [(Shape::Mio, 2000), (Shape::Smol, 1994)] {
+    // to the short read, and uring gets the bytes and the end as two completions: each drains
+    // in between (a second request goes out, taken from the budget) and then reads the FIN:
+    // that request is lost with the connection, six in all.
+    for (shape, completed) in [(Shape::Mio, 2000), (Shape::Smol, 1994), (Shape::Uring, 1994)] {
         let r = opts.run_on(server.clone(), shape);
         let (e, n) = only_failure(&r);
         assert_eq!(n, 6);
@@ -376,7 +379,7 @@ fn a_duration_stop_drains_what_is_in_flight() {
 fn a_stop_asked_for_mid_run_abandons_exactly_after_the_grace() {
     // server_stopped_then_sigint: the server stops at 0.5 s for good, Ctrl-C at 1 s: nothing
     // drains; at 3 s (the grace) the 12 requests in flight (-P 4 on 3 connections) are abandoned.
-    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
     server.stalls.push((at_ms(500), Time::MAX));
     let opts = Opts { n: None, clients: 3, pipeline: 4, ..Opts::default() };
     let r = Opts { interrupt: Some(at_ms(1_000)), ..opts.clone() }.run(server);
@@ -390,14 +393,14 @@ fn a_stop_asked_for_mid_run_abandons_exactly_after_the_grace() {
 
 #[test]
 fn a_stop_that_drains_in_the_grace_abandons_nothing() {
-    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
     server.stalls.push((at_ms(500), at_ms(2_000)));
     let opts = Opts { n: None, clients: 2, pipeline: 2, ..Opts::default() };
     let r = Opts { interrupt: Some(at_ms(1_000)), ..opts.clone() }.run(server);
     assert_eq!(r.outcome.stats.abandoned, 0);
     assert_eq!(r.count(Happening::Ended), 2);
     // The 4 in flight are served one after another once the stall ends.
-    assert_eq!(r.end, at_us(2_000_040));
+    assert_eq!(r.end, at_us(2_000_400));
     assert_eq!(r.commands, r.outcome.stats.requests);
 }
 
@@ -580,7 +583,7 @@ fn the_open_loop_sends_the_exact_count_over_a_duration() {
 
 #[test]
 fn first_arrivals_are_spread_over_one_interval() {
-    for shape in [Shape::Mio, Shape::Smol] {
+    for shape in [Shape::Mio, Shape::Smol, Shape::Uring] {
         first_arrivals_on(shape);
     }
 }
@@ -698,7 +701,7 @@ fn idle_connections_wait_for_the_stop() {
 
 #[test]
 fn one_node_of_a_cluster_serves_its_slots_and_redirects_the_rest() {
-    for shape in [Shape::Mio, Shape::Smol] {
+    for shape in [Shape::Mio, Shape::Smol, Shape::Uring] {
         one_node_of_a_cluster_on(shape);
     }
 }
@@ -767,12 +770,14 @@ proptest! {
 fn an_open_loop_budget_spent_by_others_ends_the_waiting_connections() {
     // -n 10 --rps 100 on 4 connections: one every 40 ms each, first ones at 0, 10, 20, 30 ms;
     // the tenth request goes at 90 ms (connection 1), answered 10 µs later. The three others wait
-    // for arrivals that will not come. mio's loop sees the budget's end (the Watch) at once and
-    // ends them at 90 ms; smol's publisher sees it at its next look (100 ms) and nudges them
+    // for arrivals that will not come. mio's and uring's loops see the budget's end (the Watch)
+    // at once and end them at 90 ms; smol's publisher sees it at its next look (100 ms) and nudges them
     // (connection 2's own timer is due then too). The figures are the same: the last reply.
     let opts = Opts { n: Some(10), clients: 4, rps: Some(100.0), ..Opts::default() };
     let server = || Server::replying(b"+PONG\r\n", us(10));
-    for (shape, waiting_end) in [(Shape::Mio, at_ms(90)), (Shape::Smol, at_ms(100))] {
+    for (shape, waiting_end) in
+        [(Shape::Mio, at_ms(90)), (Shape::Uring, at_ms(90)), (Shape::Smol, at_ms(100))]
+    {
         let r = opts.run_on(server(), shape);
         assert_eq!(r.outcome.stats.requests, 10);
         assert_eq!(r.outcome.stats.end, at_us(90_010), "{shape:?}");
