@@ -3,11 +3,11 @@
 //! [`VirtualClock`]. One thread, no sleeps: when nothing can run, the clock jumps to the next
 //! thing that happens (a reply's arrival, a connection's timeout, an outage, an interrupt).
 //!
-//! The loop has the mio backend's shape (sockets edge-triggered: a read edge when bytes, a FIN
-//! or a reset arrive, a write edge when the server has read what filled the socket's buffer
-//! and the last drain said it was full; timeouts in [`Timers`], a [`Watch`] for the stop and the
-//! budget), so what it checks is what the backends run. Over several nodes, see
-//! [`crate::sim::cluster`]'s scripted server.
+//! The loop waits as a backend does ([`Shape`]): mio's by default (sockets edge-triggered: a read
+//! edge when bytes, a FIN or a reset arrive, a write edge when the server has read what filled
+//! the socket's buffer and the last drain said it was full; timeouts in [`Timers`], a [`Watch`]
+//! for the stop and the budget), smol's or uring's, so what it checks is what the backends run.
+//! Over several nodes, see [`crate::sim::cluster`]'s scripted server.
 //!
 //! The server is one queue, like Redis' one thread: a command read at `t` starts when the server
 //! is free (and not in a stall window) and its answer leaves `service` later; a [`Script`]

@@ -46,6 +46,8 @@ struct Opts {
     timeout: Option<Duration>,
     reconnect: bool,
     rps: Option<f64>,
+    /// `--arrival poisson`.
+    poisson: bool,
     duration: Option<Duration>,
     series: bool,
     /// `-I`.
@@ -69,6 +71,7 @@ impl Default for Opts {
             timeout: None,
             reconnect: false,
             rps: None,
+            poisson: false,
             duration: None,
             series: false,
             idle: false,
@@ -87,7 +90,7 @@ impl Opts {
                 pipeline: self.pipeline,
                 keepalive: self.keepalive,
                 idle: self.idle,
-                open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: false }),
+                open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: self.poisson }),
                 request_timeout: self.timeout,
                 reconnect: self.reconnect.then_some(BACKOFF),
             },
@@ -669,6 +672,34 @@ fn an_open_loop_stall_shows_in_corrected_latency_only() {
     assert_eq!(service.max(), service.highest_equivalent(100_010));
     // …but those sent after it do not.
     assert!(service.value_at_quantile(0.50) <= 20);
+}
+
+#[test]
+fn open_loop_late_sends_keep_intended_time() {
+    // -P 1 at 10 000 requests/s, the server stalled 100 ms at 0.5 s: the window is the
+    // bottleneck, requests go late. Service time counts from the late send (only the request in
+    // flight at the stall waited it out), latency from the schedule.
+    let mut server = Server::replying(b"+OK\r\n", us(10));
+    server.stalls.push((at_ms(500), at_ms(600)));
+    let opts = Opts { n: Some(10_000), rps: Some(10_000.0), ..Opts::default() };
+    let r = opts.run(server);
+    let s = &r.outcome.stats;
+    assert_eq!(s.requests, 10_000);
+    let service = s.service.as_ref().unwrap();
+    assert_eq!(service.max(), service.highest_equivalent(100_010));
+    assert!(service.value_at_quantile(0.99) <= 20, "{}", service.value_at_quantile(0.99));
+    assert!(s.latency.value_at_quantile(0.99) > 20_000);
+    assert_eq!(s.latency.max(), s.latency.highest_equivalent(100_010));
+}
+
+#[test]
+fn a_poisson_schedule_has_the_requested_mean() {
+    // 20 000 exponential gaps of mean 100 µs: about 2 s (the seed fixes the draw).
+    let opts = Opts { n: Some(20_000), pipeline: 64, rps: Some(10_000.0), poisson: true, ..Opts::default() };
+    let r = opts.run(Server::replying(b"+OK\r\n", us(1)));
+    assert_eq!(r.outcome.stats.requests, 20_000);
+    let secs = r.end.as_nanos() as f64 / 1e9;
+    assert!((1.9..2.1).contains(&secs), "{secs}");
 }
 
 #[test]
