@@ -87,6 +87,8 @@ pub struct Server {
     pub outages: Vec<(Time, Time)>,
     /// What the client's sockets take.
     pub socket: SocketConfig,
+    /// How long a connect takes (refused or accepted as the server is at its end).
+    pub connect_delay: Duration,
     /// Each answer arrives in pieces of this many bytes, this far apart (segments of a slow
     /// network): replies split over reads and read edges. `None`: each answer at once.
     pub segments: Option<(usize, Duration)>,
@@ -103,6 +105,7 @@ impl std::fmt::Debug for Server {
             .field("stalls", &self.stalls)
             .field("outages", &self.outages)
             .field("socket", &self.socket)
+            .field("connect_delay", &self.connect_delay)
             .field("segments", &self.segments)
             .finish_non_exhaustive()
     }
@@ -118,6 +121,7 @@ impl Server {
             stalls: Vec::new(),
             outages: Vec::new(),
             socket: SocketConfig::default(),
+            connect_delay: Duration::ZERO,
             segments: None,
             on_accept: None,
         }
@@ -378,6 +382,8 @@ struct Slot {
     write_blocked: bool,
     /// [`Next::Ended`]: nothing more happens to it.
     ended: bool,
+    /// A connect under way, and when it completes.
+    connecting: Option<Time>,
 }
 
 /// Which backend's way of waiting the loop follows: the same [`Link`]s must give the same test
@@ -549,7 +555,13 @@ impl<'a> Loop<'a> {
         let indices = sim.run.connections_of(0);
         let slots: Vec<Slot> = indices
             .iter()
-            .map(|&i| Slot { link: Link::new(&tally, i), sock: None, write_blocked: false, ended: false })
+            .map(|&i| Slot {
+                link: Link::new(&tally, i),
+                sock: None,
+                write_blocked: false,
+                ended: false,
+                connecting: None,
+            })
             .collect();
         Loop {
             sim,
@@ -632,6 +644,12 @@ impl<'a> Loop<'a> {
                 }
             }
             any = true;
+        }
+        for i in 0..self.slots.len() {
+            if self.slots[i].connecting.is_some_and(|t| t <= now) {
+                any = true;
+                self.connect_done(i);
+            }
         }
         // Read edges: what arrived by now.
         for i in 0..self.slots.len() {
@@ -745,6 +763,7 @@ impl<'a> Loop<'a> {
     fn next_time(&self) -> Option<Time> {
         let now = self.now();
         let replies = self.slots.iter().filter_map(|s| s.sock.as_ref()?.1.outbox.front().map(|(t, _)| *t));
+        let connects = self.slots.iter().filter_map(|s| s.connecting);
         let outage = self.sim.server.outages.get(self.outages_begun).map(|o| o.0);
         let interrupt = self.sim.interrupt_at.filter(|_| !self.interrupted);
         let watch = match self.sim.shape {
@@ -752,6 +771,7 @@ impl<'a> Loop<'a> {
             Shape::Smol => Some(self.next_publish),
         };
         replies
+            .chain(connects)
             .chain(self.timers.next())
             .chain(outage)
             .chain(interrupt)
@@ -819,16 +839,32 @@ impl<'a> Loop<'a> {
         self.timers.schedule(i, at);
     }
 
+    /// Starts a connect of slot `i`: it completes [`Server::connect_delay`] later.
     fn connect(&mut self, i: usize) {
         let now = self.now();
         self.note(i, Happening::Connect);
+        let slot = &mut self.slots[i];
+        slot.write_blocked = false;
+        slot.link.connecting(&self.tally);
+        let delay = self.sim.server.connect_delay;
+        if delay.is_zero() {
+            self.connect_done(i);
+        } else {
+            slot.connecting = Some(now + delay);
+            // The drain a backend makes after starting a connect: nothing to write yet.
+            self.drain(i);
+        }
+    }
+
+    /// Slot `i`'s connect completes now: refused while the server is down, else connected.
+    fn connect_done(&mut self, i: usize) {
+        let now = self.now();
+        self.slots[i].connecting = None;
         let refused = self.sim.server.outages.iter().any(|&(from, to)| from <= now && now < to);
         if refused {
             self.note(i, Happening::Refused);
         }
         let slot = &mut self.slots[i];
-        slot.write_blocked = false;
-        slot.link.connecting(&self.tally);
         if refused {
             slot.link.connect_failed(&io::ErrorKind::ConnectionRefused.into());
         } else {
@@ -875,6 +911,7 @@ impl<'a> Loop<'a> {
         let slot = &mut self.slots[i];
         slot.sock = None;
         slot.write_blocked = false;
+        slot.connecting = None;
         slot.link.disconnected();
     }
 }

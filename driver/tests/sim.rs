@@ -818,3 +818,53 @@ fn an_open_loop_budget_spent_by_others_ends_the_waiting_connections() {
         }
     }
 }
+
+// ---- connection set-up ----
+
+#[test]
+fn connection_setup_is_timed_by_phase() {
+    // tests/tests/connections.rs on virtual time: connects take 200 µs; AUTH and SELECT on one
+    // queue of 10 µs, each connection's first request written behind them, so connection 0's
+    // handshake replies come at 210 and 220 µs, connection 1's at 240 and 250 µs. With -k 0
+    // every socket counts.
+    let hs = Handshake::new(None, Some("pw"), false, 3, false);
+    for (keepalive, sockets) in [(true, 2), (false, 10)] {
+        let mut server = Server::replying(b"+OK\r\n", us(10));
+        server.connect_delay = us(200);
+        let opts = Opts { n: Some(10), clients: 2, keepalive, handshake: hs.clone(), ..Opts::default() };
+        let r = opts.run(server);
+        let setup = &r.outcome.stats.setup;
+        assert_eq!(setup.count(), sockets);
+        assert_eq!(r.outcome.stats.connections_opened, sockets);
+        assert_eq!((setup.connect.min(), setup.connect.max()), (200, 200));
+        assert_eq!(setup.tls.len(), 0);
+        if keepalive {
+            assert_eq!((setup.commands.min(), setup.commands.max()), (20, 50));
+            assert_eq!((setup.total.min(), setup.total.max()), (220, 250));
+        }
+        assert_eq!(r.times(1, Happening::Connect)[0], Time::ZERO);
+    }
+}
+
+#[test]
+fn a_refused_connect_is_known_when_it_completes() {
+    // The server is down for good from 1 s; connects take 5 ms: with --reconnect the attempts
+    // are refused 5 ms after each starts. A socket error carries no time (`handle_io_error`
+    // takes none), so each wait counts from the connection's last input, the attempt's start:
+    // attempts start 20, 40, 80 ms apart whatever the connect takes.
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    server.connect_delay = Duration::from_millis(5);
+    server.outages = vec![(at_ms(1_000), Time::MAX)];
+    let opts =
+        Opts { n: None, reconnect: true, duration: Some(Duration::from_millis(1_200)), ..Opts::default() };
+    let r = opts.run(server);
+    let starts = r.times(0, Happening::Connect);
+    let refused = r.times(0, Happening::Refused);
+    assert_eq!(starts.len(), refused.len() + 1);
+    for (s, f) in starts[1..].iter().zip(&refused) {
+        assert_eq!(f.nanos_since(*s), 5_000_000);
+    }
+    let gaps: Vec<u64> = starts[1..].windows(2).map(|w| w[1].nanos_since(w[0]) / 1_000_000).collect();
+    assert_eq!(gaps, [20, 40, 80]);
+    assert_eq!(r.times(0, Happening::Ended), [at_ms(1_200)]);
+}
