@@ -52,6 +52,8 @@ struct Opts {
     series: bool,
     /// `-I`.
     idle: bool,
+    /// `--warmup`: the test's figures start then, and `--duration` counts from it.
+    warmup: Option<Duration>,
     /// `GET key:__rand_int__` over 1000 keys, not `PING`.
     get: bool,
     /// A Ctrl-C then.
@@ -75,6 +77,7 @@ impl Default for Opts {
             duration: None,
             series: false,
             idle: false,
+            warmup: None,
             get: false,
             interrupt: None,
             read_buf: READ_BUF,
@@ -104,10 +107,10 @@ impl Opts {
                 Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None }
             },
             budget: self.n.map_or_else(Budget::unlimited, Budget::new),
-            stop: Stop::new(self.duration.map(|d| Time::ZERO + d), GRACE),
+            stop: Stop::new(self.duration.map(|d| Time::ZERO + self.warmup.unwrap_or_default() + d), GRACE),
             seed: 1,
             connections: self.clients as u64,
-            measure_from: Time::ZERO,
+            measure_from: Time::ZERO + self.warmup.unwrap_or_default(),
             series: self.series,
             cluster: None,
         })
@@ -197,15 +200,19 @@ fn garbage_reply_fails_the_connection() {
 #[test]
 fn a_truncated_reply_and_close_leaves_one_unanswered() {
     // The last bytes and the FIN arrive in one read edge: the read rule reads on to the end of
-    // the stream (the edge says hang-up), whatever the buffer's size.
-    for read_buf in [1, 3, 8, 64 * 1024] {
-        let server = Server::new(us(10), |_| Action::ReplyAndClose(b"$10\r\nabc".to_vec()));
-        let r = Opts { read_buf, ..Opts::default() }.run(server);
-        assert_eq!(r.stuck, 0, "read_buf {read_buf}");
-        let (e, _) = only_failure(&r);
-        assert_eq!(*e, ConnError::Closed { in_flight: 1 }, "read_buf {read_buf}");
-        assert_eq!(e.to_string(), "server closed the connection with 1 requests unanswered");
-        assert_eq!(r.end, at_us(10));
+    // the stream (the edge says hang-up), whatever the buffer's size. Or the bytes come in
+    // pieces 1 ms apart, the FIN with the last.
+    for segments in [None, Some((3, Duration::from_millis(1)))] {
+        for read_buf in [1, 3, 8, 64 * 1024] {
+            let mut server = Server::new(us(10), |_| Action::ReplyAndClose(b"$10\r\nabc".to_vec()));
+            server.segments = segments;
+            let r = Opts { read_buf, ..Opts::default() }.run(server);
+            let (e, _) = only_failure(&r);
+            assert_eq!(*e, ConnError::Closed { in_flight: 1 }, "read_buf {read_buf}");
+            assert_eq!(e.to_string(), "server closed the connection with 1 requests unanswered");
+            let end = if segments.is_some() { at_us(2_010) } else { at_us(10) };
+            assert_eq!(r.end, end);
+        }
     }
 }
 
@@ -215,6 +222,20 @@ fn an_unsolicited_reply_is_a_protocol_error() {
     let (e, _) = only_failure(&r);
     assert_eq!(e.to_string(), "protocol error at byte 14: a reply arrived with no request waiting for it");
     assert_eq!(r.outcome.stats.requests, 1);
+}
+
+#[test]
+fn an_absurd_bulk_length_and_a_nesting_bomb_are_protocol_errors() {
+    let r = Opts::default().run(Server::replying(b"$99999999999999999\r\n", us(10)));
+    let (e, _) = only_failure(&r);
+    assert!(
+        e.to_string().starts_with("protocol error at byte 1: bulk length 99999999999999999 exceeds"),
+        "{e}"
+    );
+    // The 65th header starts at byte 64 * 4.
+    let r = Opts::default().run(Server::replying(&b"*1\r\n".repeat(100_000), us(10)));
+    let (e, _) = only_failure(&r);
+    assert_eq!(e.to_string(), "protocol error at byte 256: aggregates nested deeper than 64 levels");
 }
 
 #[test]
@@ -376,6 +397,28 @@ fn a_duration_stop_drains_what_is_in_flight() {
     assert_eq!(r.commands, 10_011);
     assert_eq!(r.outcome.stats.abandoned, 0);
     assert_eq!(r.end, at_us(1_001_100));
+}
+
+#[test]
+fn a_warmup_is_sent_but_not_recorded() {
+    // duration_and_warmup: --duration 1s --warmup 1s, -c 4 on one queue of 100 µs: the server
+    // answers 10 000 a second throughout; the first second's are not in the figures, the
+    // second's are, in one second of the series, and the test's figures start at 1 s.
+    let opts = Opts {
+        n: None,
+        clients: 4,
+        duration: Some(Duration::from_secs(1)),
+        warmup: Some(Duration::from_secs(1)),
+        series: true,
+        ..Opts::default()
+    };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(100)));
+    let s = &r.outcome.stats;
+    assert_eq!(s.start, at_ms(1_000));
+    // Replies at 100 µs steps: from 1 s to 2 s (both counted), then the 3 still in flight.
+    assert_eq!(s.requests, 10_001 + 3);
+    assert_eq!(r.commands, 20_003);
+    assert_eq!(s.series.iter().map(|x| x.requests).collect::<Vec<_>>(), [10_000, 4]);
 }
 
 #[test]
@@ -660,10 +703,16 @@ fn an_open_loop_stall_shows_in_corrected_latency_only() {
     // 10 000 requests/s for 2 s on one connection, 10 µs each, the server stalled 100 ms at 1 s.
     let mut server = Server::replying(b"+OK\r\n", us(10));
     server.stalls.push((at_ms(1_000), at_ms(1_100)));
-    let opts = Opts { n: Some(20_000), pipeline: 10_000, rps: Some(10_000.0), ..Opts::default() };
+    let opts =
+        Opts { n: Some(20_000), pipeline: 10_000, rps: Some(10_000.0), series: true, ..Opts::default() };
     let r = opts.run(server);
     let s = &r.outcome.stats;
     assert_eq!(s.requests, 20_000);
+    // The schedule went on: 10 000 replies in each second; the stall shows in the second second.
+    assert_eq!(s.series.iter().map(|x| x.requests).collect::<Vec<_>>(), [10_000, 10_000]);
+    assert!(s.series[0].max < 100, "{:?}", s.series[0]);
+    let second = respbench_core::stats::new_histogram(respbench_core::stats::SERIES_SIGFIG).unwrap();
+    assert_eq!(s.series[1].max, second.highest_equivalent(100_010));
     // The request due at 1 s waits the whole stall; those due during it wait less.
     assert_eq!(s.latency.max(), s.latency.highest_equivalent(100_010));
     assert!(s.latency.value_at_quantile(0.99) > 50_000);
