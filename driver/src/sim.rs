@@ -386,11 +386,11 @@ struct Slot {
     connecting: Option<Time>,
 }
 
-/// Which backend's way of waiting the loop follows: the same [`Link`]s must give the same test
-/// under both.
+/// Which backend's way of waiting the loop follows: the same [`Link`]s should give the same test
+/// under each (where they do not, the difference is the backend's).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Shape {
-    /// mio's (and uring's): edge-triggered readiness, a read edge when bytes, a FIN or a reset
+    /// mio's: edge-triggered readiness, a read edge when bytes, a FIN or a reset
     /// arrive (with the hang-up flag for the last two); every connection's [`Link::timeout`] in
     /// one [`Timers`] heap, asked again when the [`Watch`] changes.
     #[default]
