@@ -509,6 +509,28 @@ fn reconnect_backs_off_doubling_capped_and_resets_after_a_handshake() {
 }
 
 #[test]
+fn the_backoff_counts_from_the_last_input_not_the_error() {
+    // A server that answers three requests, says nothing for 30 s and is then killed (restarted
+    // 1 ms later). A socket error carries no time (`Connection::handle_io_error` takes none), so
+    // the first wait counts from the connection's last input (the write at 30 µs), long past:
+    // the first attempt goes at once, and is refused; the next waits 20 ms. (When the error
+    // brings its time, the first attempt moves to 30.01 s and this test with it.)
+    let mut server =
+        Server::new(
+            us(10),
+            |c| if c.global == 3 { Action::Stall } else { Action::Reply(b"+PONG\r\n".to_vec()) },
+        );
+    server.outages = vec![(at_ms(30_000), at_ms(30_001))];
+    let opts =
+        Opts { n: None, reconnect: true, duration: Some(Duration::from_millis(30_100)), ..Opts::default() };
+    let r = opts.run(server);
+    assert_eq!(r.times(0, Happening::Connect), [Time::ZERO, at_ms(30_000), at_ms(30_020)]);
+    assert_eq!(r.times(0, Happening::Refused), [at_ms(30_000)]);
+    // Three before the silence, one every 10 µs from 30.02 s to the stop at 30.1 s.
+    assert_eq!(r.outcome.stats.requests, 3 + 8_000);
+}
+
+#[test]
 fn the_open_loop_schedule_runs_on_through_an_outage() {
     // --rps 1000 on one connection for 3 s, the server down from 1 s to 1.8 s: back at 2.26901 s
     // (the backoff, from the last input at 0.99901 s), the requests due meanwhile go then; none is
