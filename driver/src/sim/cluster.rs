@@ -3,7 +3,8 @@
 //! node, `ASK` from a slot's owner while the slot migrates (and served by the importing node
 //! after `ASKING`), `TRYAGAIN` while a slot is scripted to refuse, `CLUSTERDOWN` for a slot no
 //! node serves. Nodes die (their sockets reset, their connects refused) and appear (a new address
-//! that slots then move to).
+//! that slots then move to). A replica serves its primary's reads on a socket that sent
+//! `READONLY` and redirects the rest; a failover swaps a replica and its primary.
 //!
 //! It is one shared state (`Arc<Mutex<ClusterServer>>`, since every node's sockets see the same
 //! slot map) and a [`Script`] per node ([`ClusterServer::script`]) for the simulation's
@@ -37,6 +38,10 @@ pub struct SimNode {
     pub clusterdown: u64,
     /// `ASKING` commands it read.
     pub asking: u64,
+    /// A replica's primary; `None` for a primary.
+    pub replica_of: Option<usize>,
+    /// Reads it served as a replica.
+    pub replica_reads: u64,
 }
 
 /// How a node answers one command.
@@ -60,6 +65,8 @@ pub struct ClusterServer {
     tryagain: HashMap<u16, u64>,
     /// Sockets (by the simulation's connection number) whose next command follows `ASKING`.
     asking: HashSet<(usize, u64)>,
+    /// Sockets that sent `READONLY`.
+    readonly: HashSet<(usize, u64)>,
     /// What a served command is answered.
     reply: Vec<u8>,
 }
@@ -76,6 +83,7 @@ impl ClusterServer {
             migrating: HashMap::new(),
             tryagain: HashMap::new(),
             asking: HashSet::new(),
+            readonly: HashSet::new(),
             reply: b"+OK\r\n".to_vec(),
         }
     }
@@ -100,6 +108,28 @@ impl ClusterServer {
     pub fn add_node(&mut self, addr: &str) -> usize {
         self.nodes.push(SimNode { addr: addr.to_string(), ..SimNode::default() });
         self.nodes.len() - 1
+    }
+
+    /// A replica of `primary` appears at `addr`; its index.
+    pub fn add_replica(&mut self, addr: &str, primary: usize) -> usize {
+        let i = self.add_node(addr);
+        self.nodes[i].replica_of = Some(primary);
+        i
+    }
+
+    /// A failover: `replica` takes its primary's slots and becomes a primary; the old primary
+    /// (and its other replicas) follow it. Nothing when `replica` is not one.
+    pub fn failover(&mut self, replica: usize) {
+        let Some(old) = self.nodes.get(replica).and_then(|n| n.replica_of) else { return };
+        for o in self.owner.iter_mut().filter(|o| **o == Some(old)) {
+            *o = Some(replica);
+        }
+        for (i, n) in self.nodes.iter_mut().enumerate() {
+            if i == old || (i != replica && n.replica_of == Some(old)) {
+                n.replica_of = Some(replica);
+            }
+        }
+        self.nodes[replica].replica_of = None;
     }
 
     /// Slots `from..=to` now belong to `node` (a finished migration, a failover): their old
@@ -134,14 +164,15 @@ impl ClusterServer {
         self.nodes[node].dead = false;
     }
 
-    /// The slot of a command's keys: `Ok(None)` for a command without keys, `Err` when they
-    /// span slots.
-    fn slot_of(args: &[Vec<u8>]) -> Result<Option<u16>, ()> {
+    /// The slot of a command's keys (`Ok(None)` for a command without keys, `Err` when they
+    /// span slots), and whether it writes (a command respbench's table does not know: its
+    /// first argument is the key, and it writes).
+    fn slot_of(args: &[Vec<u8>]) -> Result<(Option<u16>, bool), ()> {
         let name = args.first().map(|a| a.as_slice()).unwrap_or_default();
-        let keys = match Route::builtin(name, args.len()) {
-            Some(r) => r.keys,
-            None if args.len() > 1 => vec![1],
-            None => vec![],
+        let (keys, write) = match Route::builtin(name, args.len()) {
+            Some(r) => (r.keys, r.write),
+            None if args.len() > 1 => (vec![1], true),
+            None => (vec![], true),
         };
         let mut slot = None;
         for k in keys {
@@ -152,7 +183,7 @@ impl ClusterServer {
             }
             slot = Some(s);
         }
-        Ok(slot)
+        Ok((slot, write))
     }
 
     /// How `node` answers `args` read on socket `conn`.
@@ -170,14 +201,16 @@ impl ClusterServer {
                 self.asking.insert((node, conn));
                 return Answer::Reply(b"+OK\r\n".to_vec());
             }
-            b"AUTH" | b"SELECT" | b"HELLO" | b"CLIENT" | b"READONLY" => {
-                return Answer::Reply(b"+OK\r\n".to_vec())
+            b"READONLY" => {
+                self.readonly.insert((node, conn));
+                return Answer::Reply(b"+OK\r\n".to_vec());
             }
+            b"AUTH" | b"SELECT" | b"HELLO" | b"CLIENT" => return Answer::Reply(b"+OK\r\n".to_vec()),
             _ => {}
         }
-        let slot = match ClusterServer::slot_of(args) {
-            Ok(Some(s)) => s,
-            Ok(None) => return Answer::Reply(self.reply.clone()),
+        let (slot, write) = match ClusterServer::slot_of(args) {
+            Ok((Some(s), write)) => (s, write),
+            Ok((None, _)) => return Answer::Reply(self.reply.clone()),
             Err(()) => {
                 return Answer::Reply(b"-CROSSSLOT Keys in request don't hash to the same slot\r\n".to_vec())
             }
@@ -201,6 +234,10 @@ impl ClusterServer {
             return Answer::Reply(self.reply.clone());
         }
         if importing == Some(node) && asking {
+            return Answer::Reply(self.reply.clone());
+        }
+        if node_stats.replica_of == Some(owner) && !write && self.readonly.contains(&(node, conn)) {
+            node_stats.replica_reads += 1;
             return Answer::Reply(self.reply.clone());
         }
         node_stats.moved += 1;
@@ -308,5 +345,35 @@ mod tests {
         c.revive(2);
         assert_eq!(reply(c.answer(2, 0, &cmd(&["GET", "foo"]))), "-MOVED 12182 127.0.0.1:7003\r\n");
         assert_eq!(c.nodes()[2].calls, 1, "a dead node counts nothing");
+    }
+
+    #[test]
+    fn a_replica_serves_reads_after_readonly_and_a_failover_swaps_it_in() {
+        // One primary (every slot) and its replica; `foo` is in slot 12182.
+        let mut c = ClusterServer::new(&["127.0.0.1:7000"]);
+        let r = c.add_replica("127.0.0.1:7001", 0);
+        let moved = "-MOVED 12182 127.0.0.1:7000\r\n";
+        assert_eq!(reply(c.answer(r, 1, &cmd(&["GET", "foo"]))), moved, "no READONLY yet");
+        assert_eq!(reply(c.answer(r, 1, &cmd(&["READONLY"]))), "+OK\r\n");
+        assert_eq!(reply(c.answer(r, 1, &cmd(&["GET", "foo"]))), "+OK\r\n");
+        assert_eq!(reply(c.answer(r, 1, &cmd(&["GET", "foo"]))), "+OK\r\n", "READONLY stays");
+        assert_eq!(reply(c.answer(r, 1, &cmd(&["SET", "foo", "x"]))), moved, "writes go to the primary");
+        assert_eq!(reply(c.answer(r, 2, &cmd(&["GET", "foo"]))), moved, "another socket");
+        assert_eq!(c.nodes()[r].replica_reads, 2);
+
+        c.failover(r);
+        assert_eq!((c.nodes()[r].replica_of, c.nodes()[0].replica_of), (None, Some(r)));
+        assert_eq!(c.owner(12182), Some(r));
+        assert_eq!(reply(c.answer(r, 1, &cmd(&["SET", "foo", "x"]))), "+OK\r\n");
+        assert_eq!(reply(c.answer(0, 3, &cmd(&["SET", "foo", "x"]))), "-MOVED 12182 127.0.0.1:7001\r\n");
+        c.answer(0, 3, &cmd(&["READONLY"]));
+        assert_eq!(
+            reply(c.answer(0, 3, &cmd(&["GET", "foo"]))),
+            "+OK\r\n",
+            "the old primary is a replica now"
+        );
+        // A node that is not a replica: no failover.
+        c.failover(r);
+        assert_eq!(c.owner(12182), Some(r));
     }
 }
