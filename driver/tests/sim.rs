@@ -368,6 +368,28 @@ fn the_handshake_times_out_from_the_connect() {
 }
 
 #[test]
+fn a_server_that_stops_reading_times_out_a_blocked_writer() {
+    // The server reads once and then nothing (the socket's 64 bytes fill up): -P 16 with
+    // --timeout 100ms, the requests queued behind a full socket still count from when they were
+    // queued, and the connection fails at 100 ms.
+    let mut server =
+        Server::new(
+            us(10),
+            |c| if c.index == 0 { Action::Stall } else { Action::Reply(b"+OK\r\n".to_vec()) },
+        );
+    server.socket = SocketConfig { write_max: usize::MAX, send_buffer: 64 };
+    let opts = Opts { n: None, pipeline: 16, timeout: Some(Duration::from_millis(100)), ..Opts::default() };
+    let r = opts.run(server);
+    let (e, _) = only_failure(&r);
+    assert_eq!(*e, ConnError::Timeout { after: Duration::from_millis(100), handshake: false });
+    assert_eq!(r.end, at_ms(100));
+    assert_eq!(r.outcome.stats.requests, 0);
+    // The server read the first 64 bytes (it stalled at their first command); the next 64
+    // filled the socket, and nothing more went.
+    assert_eq!(r.outcome.stats.bytes_sent, 128);
+}
+
+#[test]
 fn a_stopped_server_trips_the_request_timeout_exactly() {
     // server_stopped_times_out: requests 10 µs apart; the server stops at 1 ms for a minute.
     // The request queued at 1 ms waits; --timeout 50ms fails the connection at 51 ms.
