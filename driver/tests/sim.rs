@@ -1,8 +1,10 @@
 //! The real driver (`Link`'s drain and read rules, timeouts, `Next`, `--reconnect`) on virtual
 //! time against the simulation's scripted server: the fake-server faults, `--timeout`, the stop
 //! and its grace, `--reconnect`'s backoff and the open-loop schedule, each checked exactly (counts
-//! and virtual times), with no sleeps. The e2e tests in tests/ run the same checks against real
-//! sockets on every backend, with wall-clock bounds.
+//! and virtual times), with no sleeps. Each runs on mio's, smol's and uring's ways of waiting
+//! (`Shape`), which must agree (`Opts::run`); the two places where they differ by design say so.
+//! The e2e tests in tests/ run the same checks against real sockets on every backend, with
+//! wall-clock bounds.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
