@@ -159,6 +159,11 @@ struct Summary {
 impl Summary {
     fn of(r: &SimResult) -> Summary {
         let s = &r.outcome.stats;
+        // What happens to different connections at one instant may come in another order (a
+        // backend drains them in the order their events came); each connection's own order
+        // stays.
+        let mut log = r.log.clone();
+        log.sort_by_key(|(t, c, _)| (*t, *c));
         Summary {
             failures: format!("{:?}", r.outcome.failures),
             drops: format!("{:?}", r.outcome.drops),
@@ -174,7 +179,7 @@ impl Summary {
             ],
             latency: (s.latency.len(), s.latency.min(), s.latency.max()),
             end: r.end,
-            log: r.log.clone(),
+            log,
         }
     }
 }
