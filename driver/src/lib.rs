@@ -14,6 +14,9 @@
 //! - [`Timers`]: the connections' timeouts of a loop that keeps them itself (mio, uring);
 //! - [`Table`]: the loop skeleton of those two (slots, start, connect, drain, timers, close),
 //!   over the backend's [`Sockets`].
+//! - [`Clock`]: where a loop's `now` comes from: the real clock from the run's epoch, or a
+//!   [`VirtualClock`] that a simulation moves (feature `sim`: module `sim`, the real `Link`s over
+//!   in-memory sockets and scripted servers on virtual time).
 //!
 //! The byte layer ([`Link`]'s `Layer`) is the one place where bytes between the core and the
 //! socket are transformed: plain, or TLS (feature `tls`: rustls' `ClientConnection`, itself
@@ -23,18 +26,21 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use respbench_core::run::Published;
 use respbench_core::{
     Client, ConnError, Endpoint, Event, IoFailure, IoOp, Outcome, Plan, RunError, Stats, TestRun, Time,
 };
 
+mod clock;
+#[cfg(feature = "sim")]
+pub mod sim;
 mod table;
 mod timers;
 #[cfg(feature = "tls")]
 mod tls;
 
+pub use clock::{Clock, VirtualClock};
 pub use table::{Sockets, Table};
 pub use timers::Timers;
 #[cfg(feature = "tls")]
@@ -83,12 +89,12 @@ pub fn resolve_all(run: &TestRun) -> Result<Vec<Target>, RunError> {
 }
 
 /// Runs `each` for every event loop of `run` on a thread of its own (`each(t, start)` for loop
-/// `t`; `start` is the test's start, the same for all) and merges what they recorded.
-pub fn on_threads<F>(run: &TestRun, epoch: Instant, each: F) -> Result<Outcome, RunError>
+/// `t`; `start` is the test's start on `clock`, the same for all) and merges what they recorded.
+pub fn on_threads<F>(run: &TestRun, clock: impl Into<Clock>, each: F) -> Result<Outcome, RunError>
 where
     F: Fn(usize, Time) -> Result<Outcome, RunError> + Sync,
 {
-    let start = Time::since(epoch, Instant::now());
+    let start = clock.into().now();
     run.progress.begin(run.loops());
     let each = &each;
     let results: Vec<Result<Outcome, RunError>> = std::thread::scope(|s| {
@@ -108,7 +114,7 @@ pub struct Tally {
     part: usize,
     #[cfg_attr(not(feature = "tls"), allow(dead_code))]
     tls: Option<Tls>,
-    epoch: Instant,
+    clock: Clock,
     /// The loop's counts and histograms.
     pub stats: Stats,
     failures: Vec<(ConnError, u64)>,
@@ -117,20 +123,20 @@ pub struct Tally {
 }
 
 impl Tally {
-    /// An empty tally for loop `part` of `run` (over `tls` when given), timed against `epoch`,
-    /// from `start`.
+    /// An empty tally for loop `part` of `run` (over `tls` when given), timed on `clock` (the
+    /// run's epoch as an `Instant` for the real clock), from `start`.
     pub fn new(
         run: &TestRun,
         part: usize,
         tls: Option<&Tls>,
-        epoch: Instant,
+        clock: impl Into<Clock>,
         start: Time,
     ) -> Result<Tally, RunError> {
         Ok(Tally {
             run: run.clone(),
             part,
             tls: tls.cloned(),
-            epoch,
+            clock: clock.into(),
             stats: run.plan.new_stats(start, run.sigfig).map_err(RunError::Setup)?,
             failures: Vec::new(),
             drops: Vec::new(),
@@ -140,12 +146,18 @@ impl Tally {
 
     /// The clock, as the core counts time.
     pub fn now(&self) -> Time {
-        Time::since(self.epoch, Instant::now())
+        self.clock.now()
     }
 
-    /// The run's epoch as an `Instant`, for a backend that sleeps until a [`Time`].
-    pub fn instant(&self, t: Time) -> Instant {
-        self.epoch + t.as_duration()
+    /// `t` as an `Instant` (the run's epoch plus `t`), for a backend that sleeps until a
+    /// [`Time`] on the real clock (see [`Clock::instant`]).
+    pub fn instant(&self, t: Time) -> std::time::Instant {
+        self.clock.instant(t)
+    }
+
+    /// The loop's clock.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// The test's plan.

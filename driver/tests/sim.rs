@@ -1,0 +1,970 @@
+//! The real driver (`Link`'s drain and read rules, timeouts, `Next`, `--reconnect`) on virtual
+//! time against the simulation's scripted server: the fake-server faults, `--timeout`, the stop
+//! and its grace, `--reconnect`'s backoff and the open-loop schedule, each checked exactly (counts
+//! and virtual times), with no sleeps. Each runs on mio's, smol's and uring's ways of waiting
+//! (`Shape`), which must agree (`Opts::run`); the two places where they differ by design say so.
+//! The e2e tests in tests/ run the same checks against real sockets on every backend, with
+//! wall-clock bounds.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use respbench_core::template::{KeySpace, Template};
+use respbench_core::{
+    Backoff, Budget, ConnConfig, ConnError, Handshake, IoOp, OpenLoop, Plan, Stop, Time, Workload,
+};
+use respbench_driver::sim::cluster::ClusterServer;
+use respbench_driver::sim::{test_run, Action, Happening, Server, Shape, Sim, SimResult, SocketConfig};
+use respbench_driver::READ_BUF;
+
+const GRACE: Duration = Duration::from_secs(2);
+/// The command line's `--reconnect` backoff.
+const BACKOFF: Backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_secs(1) };
+
+fn us(n: u64) -> Duration {
+    Duration::from_micros(n)
+}
+
+fn at_us(n: u64) -> Time {
+    Time::from_micros(n)
+}
+
+fn at_ms(n: u64) -> Time {
+    Time::from_micros(n * 1_000)
+}
+
+/// The options of a test, as the command line would set them.
+#[derive(Clone)]
+struct Opts {
+    /// `-n`; `None` with `--duration` or `-I`.
+    n: Option<u64>,
+    clients: usize,
+    pipeline: u32,
+    keepalive: bool,
+    handshake: Handshake,
+    timeout: Option<Duration>,
+    reconnect: bool,
+    rps: Option<f64>,
+    /// `--arrival poisson`.
+    poisson: bool,
+    duration: Option<Duration>,
+    series: bool,
+    /// `-I`.
+    idle: bool,
+    /// `--warmup`: the test's figures start then, and `--duration` counts from it.
+    warmup: Option<Duration>,
+    /// `GET key:__rand_int__` over 1000 keys, not `PING`.
+    get: bool,
+    /// A Ctrl-C then.
+    interrupt: Option<Time>,
+    /// The loop's read buffer.
+    read_buf: usize,
+}
+
+impl Default for Opts {
+    fn default() -> Opts {
+        Opts {
+            n: Some(5),
+            clients: 1,
+            pipeline: 1,
+            keepalive: true,
+            handshake: Handshake::default(),
+            timeout: None,
+            reconnect: false,
+            rps: None,
+            poisson: false,
+            duration: None,
+            series: false,
+            idle: false,
+            warmup: None,
+            get: false,
+            interrupt: None,
+            read_buf: READ_BUF,
+        }
+    }
+}
+
+impl Opts {
+    fn plan(&self) -> Arc<Plan> {
+        Arc::new(Plan {
+            conn: ConnConfig {
+                handshake: self.handshake.clone(),
+                pipeline: self.pipeline,
+                keepalive: self.keepalive,
+                idle: self.idle,
+                open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: self.poisson }),
+                request_timeout: self.timeout,
+                reconnect: self.reconnect.then_some(BACKOFF),
+            },
+            workload: if self.get {
+                Workload {
+                    template: Template::command(&[b"GET", b"key:__rand_int__"]),
+                    keys: KeySpace::Random { n: 1000 },
+                    mix: None,
+                }
+            } else {
+                Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None }
+            },
+            budget: self.n.map_or_else(Budget::unlimited, Budget::new),
+            stop: Stop::new(self.duration.map(|d| Time::ZERO + self.warmup.unwrap_or_default() + d), GRACE),
+            seed: 1,
+            connections: self.clients as u64,
+            measure_from: Time::ZERO + self.warmup.unwrap_or_default(),
+            series: self.series,
+            cluster: None,
+        })
+    }
+
+    /// The test on `shape`'s way of waiting, checked for what every run must end with.
+    fn run_on(&self, server: Server, shape: Shape) -> SimResult {
+        let mut sim =
+            Sim::new(test_run(self.plan(), self.clients), server).shape(shape).read_buf(self.read_buf);
+        if let Some(t) = self.interrupt {
+            sim = sim.interrupt_at(t);
+        }
+        let r = sim.run().expect("the simulated run");
+        assert_eq!(r.stuck, 0, "{shape:?}: connections left waiting for what never comes: {r:?}");
+        // Every connection that went live left; the live figures got every request.
+        assert_eq!(r.progress.live.load(Ordering::Relaxed), 0, "{shape:?}");
+        assert_eq!(r.progress.completed.load(Ordering::Relaxed), r.outcome.stats.requests, "{shape:?}");
+        r
+    }
+
+    /// The test on mio's, smol's and uring's ways of waiting: the same connections, counts,
+    /// times and outcome on each. Gives mio's.
+    fn run(&self, server: Server) -> SimResult {
+        let mio = self.run_on(server.clone(), Shape::Mio);
+        for shape in [Shape::Smol, Shape::Uring] {
+            let other = self.run_on(server.clone(), shape);
+            assert_eq!(Summary::of(&mio), Summary::of(&other), "the mio and {shape:?} shapes differ");
+        }
+        mio
+    }
+}
+
+/// What must not depend on how a backend waits.
+#[derive(Debug, PartialEq)]
+struct Summary {
+    failures: String,
+    drops: String,
+    counts: [u64; 8],
+    latency: (u64, u64, u64),
+    end: Time,
+    log: Vec<(Time, u64, Happening)>,
+}
+
+impl Summary {
+    fn of(r: &SimResult) -> Summary {
+        let s = &r.outcome.stats;
+        // What happens to different connections at one instant may come in another order (a
+        // backend drains them in the order their events came); each connection's own order
+        // stays.
+        let mut log = r.log.clone();
+        log.sort_by_key(|(t, c, _)| (*t, *c));
+        Summary {
+            failures: format!("{:?}", r.outcome.failures),
+            drops: format!("{:?}", r.outcome.drops),
+            counts: [
+                s.requests,
+                s.abandoned,
+                s.errors.total(),
+                s.drops,
+                s.lost,
+                s.downtime_micros,
+                r.commands,
+                r.accepted,
+            ],
+            latency: (s.latency.len(), s.latency.min(), s.latency.max()),
+            end: r.end,
+            log,
+        }
+    }
+}
+
+/// The one kind of failure of a run, and how many connections failed so.
+fn only_failure(r: &SimResult) -> (&ConnError, u64) {
+    match r.outcome.failures.as_slice() {
+        [(e, n)] => (e, *n),
+        other => panic!("expected one kind of failure, got {other:?}"),
+    }
+}
+
+// ---- the fake server's faults (tests/tests/faults.rs: `-c 1 -n 5 ping`) ----
+
+#[test]
+fn garbage_reply_fails_the_connection() {
+    let r = Opts::default().run(Server::replying(b"hello\r\n", us(10)));
+    let (e, n) = only_failure(&r);
+    assert_eq!(n, 1);
+    assert_eq!(e.to_string(), "protocol error at byte 0: unknown reply type byte 0x68 ('h')");
+    assert_eq!(r.outcome.stats.requests, 0);
+    assert_eq!(r.end, at_us(10));
+}
+
+#[test]
+fn a_truncated_reply_and_close_leaves_one_unanswered() {
+    // The last bytes and the FIN arrive in one read edge: the read rule reads on to the end of
+    // the stream (the edge says hang-up), whatever the buffer's size. Or the bytes come in
+    // pieces 1 ms apart, the FIN with the last.
+    for segments in [None, Some((3, Duration::from_millis(1)))] {
+        for read_buf in [1, 3, 8, 64 * 1024] {
+            let mut server = Server::new(us(10), |_| Action::ReplyAndClose(b"$10\r\nabc".to_vec()));
+            server.segments = segments;
+            let r = Opts { read_buf, ..Opts::default() }.run(server);
+            let (e, _) = only_failure(&r);
+            assert_eq!(*e, ConnError::Closed { in_flight: 1 }, "read_buf {read_buf}");
+            assert_eq!(e.to_string(), "server closed the connection with 1 requests unanswered");
+            let end = if segments.is_some() { at_us(2_010) } else { at_us(10) };
+            assert_eq!(r.end, end);
+        }
+    }
+}
+
+#[test]
+fn an_unsolicited_reply_is_a_protocol_error() {
+    let r = Opts::default().run(Server::replying(b"+PONG\r\n+PONG\r\n", us(10)));
+    let (e, _) = only_failure(&r);
+    assert_eq!(e.to_string(), "protocol error at byte 14: a reply arrived with no request waiting for it");
+    assert_eq!(r.outcome.stats.requests, 1);
+}
+
+#[test]
+fn an_absurd_bulk_length_and_a_nesting_bomb_are_protocol_errors() {
+    let r = Opts::default().run(Server::replying(b"$99999999999999999\r\n", us(10)));
+    let (e, _) = only_failure(&r);
+    assert!(
+        e.to_string().starts_with("protocol error at byte 1: bulk length 99999999999999999 exceeds"),
+        "{e}"
+    );
+    // The 65th header starts at byte 64 * 4.
+    let r = Opts::default().run(Server::replying(&b"*1\r\n".repeat(100_000), us(10)));
+    let (e, _) = only_failure(&r);
+    assert_eq!(e.to_string(), "protocol error at byte 256: aggregates nested deeper than 64 levels");
+}
+
+#[test]
+fn a_reply_stalled_at_byte_three_times_out_exactly() {
+    // Three answers 10 µs apart, then half of one: --timeout 300ms counts from when the fourth
+    // request was queued (30 µs), and it counts as unanswered.
+    let server = Server::new(us(10), |c| {
+        Action::Reply(if c.global < 3 { b"+PONG\r\n".to_vec() } else { b"$5\r\nPO".to_vec() })
+    });
+    let opts = Opts { n: Some(10), timeout: Some(Duration::from_millis(300)), ..Opts::default() };
+    let r = opts.run(server);
+    let (e, n) = only_failure(&r);
+    assert_eq!((e, n), (&ConnError::Timeout { after: Duration::from_millis(300), handshake: false }, 1));
+    assert_eq!(e.to_string(), "request timed out after 300ms (--timeout)");
+    assert_eq!(r.outcome.stats.requests, 3);
+    assert_eq!(r.end, at_us(300_030));
+}
+
+#[test]
+fn a_lone_error_then_close_is_a_refusal() {
+    // maxclients 4: the server answers the fifth socket on and later with an error and closes it,
+    // before any command (Redis writes it on accept). The error is taken as the reply to the
+    // request that socket wrote at once, and the connection failed as refused.
+    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    server.on_accept = Some(Arc::new(|conn| {
+        (conn >= 4).then(|| Action::ReplyAndClose(b"-ERR max number of clients reached\r\n".to_vec()))
+    }));
+    let opts = Opts { n: Some(2000), clients: 10, ..Opts::default() };
+    // The error and the FIN arrive together. mio's edge says hang-up, so the read goes on to the
+    // FIN before the drain: the four served connections do the rest of the budget. smol reads
+    // to the short read, and uring gets the bytes and the end as two completions: each drains
+    // in between (a second request goes out, taken from the budget) and then reads the FIN:
+    // that request is lost with the connection, six in all.
+    for (shape, completed) in [(Shape::Mio, 2000), (Shape::Smol, 1994), (Shape::Uring, 1994)] {
+        let r = opts.run_on(server.clone(), shape);
+        let (e, n) = only_failure(&r);
+        assert_eq!(n, 6);
+        assert_eq!(e.to_string(), "the server refused the connection: ERR max number of clients reached");
+        assert_eq!(r.count(Happening::Ended), 10);
+        assert_eq!(r.times(9, Happening::Ended), [Time::ZERO]);
+        assert_eq!(r.outcome.stats.requests, completed, "{shape:?}");
+        assert_eq!(r.outcome.stats.errors.total(), 6, "{shape:?}");
+    }
+}
+
+#[test]
+fn a_reset_mid_reply_fails_with_the_os_words() {
+    let server = Server::new(us(10), |c| {
+        if c.global < 3 {
+            Action::Reply(b"+PONG\r\n".to_vec())
+        } else {
+            Action::ReplyAndReset(b"$5\r\nPO".to_vec())
+        }
+    });
+    let r = Opts::default().run(server);
+    let (e, _) = only_failure(&r);
+    let ConnError::Io(io) = e else { panic!("{e:?}") };
+    assert_eq!(io.op, IoOp::Read);
+    assert_eq!(io.kind, std::io::ErrorKind::ConnectionReset);
+    assert!(e.to_string().starts_with("read from 127.0.0.1:6379: "), "{e}");
+    assert_eq!(r.outcome.stats.requests, 3);
+    assert_eq!(r.end, at_us(40));
+}
+
+#[test]
+fn error_replies_are_counted_not_fatal() {
+    // loading_counted, moved_counted: against one server, every reply an error, all counted.
+    for (reply, prefix) in [
+        (&b"-LOADING Redis is loading the dataset in memory\r\n"[..], "LOADING"),
+        (b"-MOVED 3999 127.0.0.1:6381\r\n", "MOVED"),
+    ] {
+        let r = Opts { n: Some(300), ..Opts::default() }.run(Server::replying(reply, us(10)));
+        assert!(r.outcome.failures.is_empty(), "{:?}", r.outcome.failures);
+        assert_eq!(r.outcome.stats.requests, 300);
+        assert_eq!(r.outcome.stats.errors.total(), 300);
+        assert_eq!(r.outcome.stats.errors.kinds()[0].prefix, prefix);
+    }
+}
+
+// ---- the drain rule over short writes and a full socket ----
+
+#[test]
+fn short_writes_and_a_full_socket_lose_nothing() {
+    // -P 16 on 3 connections: every write takes at most 7 bytes and the socket holds 20 unread,
+    // so every drain ends on a full socket and goes on at the server's read (the write edge).
+    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    server.socket = SocketConfig { write_max: 7, send_buffer: 20 };
+    let opts = Opts { n: Some(1000), clients: 3, pipeline: 16, ..Opts::default() };
+    for read_buf in [1, 5, 64 * 1024] {
+        let r = Opts { read_buf, ..opts.clone() }.run(server.clone());
+        assert_eq!(r.stuck, 0);
+        assert!(r.outcome.failures.is_empty());
+        assert_eq!((r.outcome.stats.requests, r.commands), (1000, 1000));
+        assert_eq!(r.outcome.stats.bytes_sent, 1000 * b"*1\r\n$4\r\nPING\r\n".len() as u64);
+        assert_eq!(r.count(Happening::Ended), 3);
+    }
+}
+
+#[test]
+fn no_keepalive_opens_a_socket_per_batch() {
+    let opts = Opts { n: Some(20), pipeline: 4, keepalive: false, ..Opts::default() };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(5)));
+    assert_eq!(r.outcome.stats.requests, 20);
+    assert_eq!((r.accepted, r.count(Happening::Reconnect)), (5, 4));
+    assert_eq!(r.outcome.stats.connections_opened, 5);
+}
+
+// ---- --timeout ----
+
+#[test]
+fn the_handshake_times_out_from_the_connect() {
+    let server = Server::new(us(10), |c| {
+        if c.is_handshake() {
+            Action::Stall
+        } else {
+            Action::Reply(b"+OK\r\n".to_vec())
+        }
+    });
+    let opts = Opts {
+        handshake: Handshake::new(None, Some("pw"), false, 0, false),
+        clients: 2,
+        timeout: Some(Duration::from_millis(500)),
+        ..Opts::default()
+    };
+    let r = opts.run(server);
+    let (e, n) = only_failure(&r);
+    assert_eq!(n, 2);
+    assert_eq!(e.to_string(), "connection handshake timed out after 500ms (--timeout)");
+    assert_eq!(r.end, at_ms(500));
+}
+
+#[test]
+fn a_server_that_stops_reading_times_out_a_blocked_writer() {
+    // The server reads once and then nothing (the socket's 64 bytes fill up): -P 16 with
+    // --timeout 100ms, the requests queued behind a full socket still count from when they were
+    // queued, and the connection fails at 100 ms.
+    let mut server =
+        Server::new(
+            us(10),
+            |c| if c.index == 0 { Action::Stall } else { Action::Reply(b"+OK\r\n".to_vec()) },
+        );
+    server.socket = SocketConfig { write_max: usize::MAX, send_buffer: 64 };
+    let opts = Opts { n: None, pipeline: 16, timeout: Some(Duration::from_millis(100)), ..Opts::default() };
+    let r = opts.run(server);
+    let (e, _) = only_failure(&r);
+    assert_eq!(*e, ConnError::Timeout { after: Duration::from_millis(100), handshake: false });
+    assert_eq!(r.end, at_ms(100));
+    assert_eq!(r.outcome.stats.requests, 0);
+    // The server read the first 64 bytes (it stalled at their first command); the next 64
+    // filled the socket, and nothing more went.
+    assert_eq!(r.outcome.stats.bytes_sent, 128);
+}
+
+#[test]
+fn a_stopped_server_trips_the_request_timeout_exactly() {
+    // server_stopped_times_out: requests 10 µs apart; the server stops at 1 ms for a minute.
+    // The request queued at 1 ms waits; --timeout 50ms fails the connection at 51 ms.
+    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    server.stalls.push((at_ms(1), at_ms(60_000)));
+    let opts = Opts { n: None, timeout: Some(Duration::from_millis(50)), ..Opts::default() };
+    let r = opts.run(server);
+    let (e, _) = only_failure(&r);
+    assert_eq!(*e, ConnError::Timeout { after: Duration::from_millis(50), handshake: false });
+    assert_eq!(r.outcome.stats.requests, 100);
+    assert_eq!(r.end, at_ms(51));
+}
+
+// ---- the stop and its grace ----
+
+#[test]
+fn a_duration_stop_drains_what_is_in_flight() {
+    // --duration 1s, -c 3 -P 4 on one queue of 100 µs: one reply per 100 µs, the 10 000th at
+    // 1 s exactly; then no request is handed out, and the 11 still in flight are answered by
+    // 1.0011 s. Every connection finishes; nothing is abandoned.
+    let opts =
+        Opts { n: None, clients: 3, pipeline: 4, duration: Some(Duration::from_secs(1)), ..Opts::default() };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(100)));
+    assert!(r.outcome.failures.is_empty());
+    assert_eq!(r.count(Happening::Ended), 3);
+    assert_eq!(r.outcome.stats.requests, 10_011);
+    assert_eq!(r.commands, 10_011);
+    assert_eq!(r.outcome.stats.abandoned, 0);
+    assert_eq!(r.end, at_us(1_001_100));
+}
+
+#[test]
+fn a_warmup_is_sent_but_not_recorded() {
+    // duration_and_warmup: --duration 1s --warmup 1s, -c 4 on one queue of 100 µs: the server
+    // answers 10 000 a second throughout; the first second's are not in the figures, the
+    // second's are, in one second of the series, and the test's figures start at 1 s.
+    let opts = Opts {
+        n: None,
+        clients: 4,
+        duration: Some(Duration::from_secs(1)),
+        warmup: Some(Duration::from_secs(1)),
+        series: true,
+        ..Opts::default()
+    };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(100)));
+    let s = &r.outcome.stats;
+    assert_eq!(s.start, at_ms(1_000));
+    // Replies at 100 µs steps: from 1 s to 2 s (both counted), then the 3 still in flight.
+    assert_eq!(s.requests, 10_001 + 3);
+    assert_eq!(r.commands, 20_003);
+    assert_eq!(s.series.iter().map(|x| x.requests).collect::<Vec<_>>(), [10_000, 4]);
+}
+
+#[test]
+fn a_stop_asked_for_mid_run_abandons_exactly_after_the_grace() {
+    // server_stopped_then_sigint: the server stops at 0.5 s for good, Ctrl-C at 1 s: nothing
+    // drains; at 3 s (the grace) the 12 requests in flight (-P 4 on 3 connections) are abandoned.
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    server.stalls.push((at_ms(500), Time::MAX));
+    let opts = Opts { n: None, clients: 3, pipeline: 4, ..Opts::default() };
+    let r = Opts { interrupt: Some(at_ms(1_000)), ..opts.clone() }.run(server);
+    assert_eq!(r.stuck, 0);
+    assert!(r.outcome.failures.is_empty());
+    assert_eq!(r.outcome.stats.abandoned, 12);
+    assert_eq!(r.times(0, Happening::Ended), [at_ms(3_000)]);
+    assert_eq!(r.end, at_ms(3_000));
+    assert_eq!(r.commands, r.outcome.stats.requests + 12);
+}
+
+#[test]
+fn a_stop_that_drains_in_the_grace_abandons_nothing() {
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    server.stalls.push((at_ms(500), at_ms(2_000)));
+    let opts = Opts { n: None, clients: 2, pipeline: 2, ..Opts::default() };
+    let r = Opts { interrupt: Some(at_ms(1_000)), ..opts.clone() }.run(server);
+    assert_eq!(r.outcome.stats.abandoned, 0);
+    assert_eq!(r.count(Happening::Ended), 2);
+    // The 4 in flight are served one after another once the stall ends.
+    assert_eq!(r.end, at_us(2_000_400));
+    assert_eq!(r.commands, r.outcome.stats.requests);
+}
+
+#[test]
+fn a_timed_run_whose_server_stops_abandons_at_stop_plus_grace() {
+    // server_stopped_at_the_end_of_a_timed_run: -c 4 -P 2 --duration 2s, the server stops 1 s
+    // in; closed and open loop (--rps 2000). At 4 s exactly, 8 requests are abandoned.
+    for rps in [None, Some(2000.0)] {
+        let mut server = Server::replying(b"+PONG\r\n", us(100));
+        server.stalls.push((at_ms(1_000), Time::MAX));
+        let opts = Opts {
+            n: None,
+            clients: 4,
+            pipeline: 2,
+            rps,
+            duration: Some(Duration::from_secs(2)),
+            ..Opts::default()
+        };
+        let r = opts.run(server);
+        assert!(r.outcome.failures.is_empty(), "{rps:?}");
+        assert_eq!(r.outcome.stats.abandoned, 8, "{rps:?}");
+        assert_eq!(r.end, at_ms(4_000), "{rps:?}");
+        assert_eq!(r.count(Happening::Ended), 4);
+    }
+}
+
+// ---- --reconnect ----
+
+/// The gaps between connection 0's connect attempts, in µs.
+fn gaps(r: &SimResult) -> Vec<u64> {
+    let t = r.times(0, Happening::Connect);
+    t.windows(2).map(|w| w[1].nanos_since(w[0]) / 1_000).collect()
+}
+
+#[test]
+fn reconnect_backs_off_doubling_capped_and_resets_after_a_handshake() {
+    // Killed at 1 s, back at 4 s; killed again at 6 s, back at 6.5 s. Attempts 10 ms after the
+    // drop, then doubling to the 1 s cap; after a handshake went through, from 10 ms again.
+    // A socket error carries no time (`handle_io_error` takes none), so the first wait counts
+    // from the connection's last input: the write of the request at 999.9 ms, whose answer
+    // (due at 1 s) the kill took.
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    server.outages = vec![(at_ms(1_000), at_ms(4_000)), (at_ms(6_000), at_ms(6_500))];
+    let opts = Opts { n: None, reconnect: true, duration: Some(Duration::from_secs(8)), ..Opts::default() };
+    let r = opts.run(server);
+    let ms = 1_000;
+    let mut want = vec![1_009_900, 20 * ms, 40 * ms, 80 * ms, 160 * ms, 320 * ms, 640 * ms, 1_000 * ms];
+    // Up at 4.2699 s; down at 6 s (its last input: the write at 5.9999 s), first try 10 ms on.
+    want.extend([1_000 * ms, 1_740 * ms, 20 * ms, 40 * ms, 80 * ms, 160 * ms, 320 * ms]);
+    assert_eq!(gaps(&r), want);
+    assert_eq!(r.times(0, Happening::Down).len(), 2 + 13, "two drops and each refused attempt");
+    assert_eq!(r.count(Happening::Refused), 8 + 5);
+    let s = &r.outcome.stats;
+    assert_eq!(s.drops, 2, "one per outage");
+    // Down from 1 s to 4.2699 s and from 6 s to 6.6299 s.
+    assert_eq!(s.downtime_micros, 3_269_900 + 629_900);
+    assert!(r.outcome.failures.is_empty());
+    assert_eq!(r.count(Happening::Ended), 1);
+    assert!(r.outcome.drops.iter().any(|(e, _)| matches!(e, ConnError::Io(io) if io.op == IoOp::Connect)));
+}
+
+#[test]
+fn the_backoff_counts_from_the_last_input_not_the_error() {
+    // A server that answers three requests, says nothing for 30 s and is then killed (restarted
+    // 1 ms later). A socket error carries no time (`Connection::handle_io_error` takes none), so
+    // the first wait counts from the connection's last input (the write at 30 µs), long past:
+    // the first attempt goes at once, and is refused; the next waits 20 ms. (When the error
+    // brings its time, the first attempt moves to 30.01 s and this test with it.)
+    let mut server =
+        Server::new(
+            us(10),
+            |c| if c.global == 3 { Action::Stall } else { Action::Reply(b"+PONG\r\n".to_vec()) },
+        );
+    server.outages = vec![(at_ms(30_000), at_ms(30_001))];
+    let opts =
+        Opts { n: None, reconnect: true, duration: Some(Duration::from_millis(30_100)), ..Opts::default() };
+    let r = opts.run(server);
+    assert_eq!(r.times(0, Happening::Connect), [Time::ZERO, at_ms(30_000), at_ms(30_020)]);
+    assert_eq!(r.times(0, Happening::Refused), [at_ms(30_000)]);
+    // Three before the silence, one every 10 µs from 30.02 s to the stop at 30.1 s.
+    assert_eq!(r.outcome.stats.requests, 3 + 8_000);
+}
+
+#[test]
+fn the_open_loop_schedule_runs_on_through_an_outage() {
+    // --rps 1000 on one connection for 3 s, the server down from 1 s to 1.8 s: back at 2.26901 s
+    // (the backoff, from the last input at 0.99901 s), the requests due meanwhile go then; none is
+    // lost (none was in flight at 1 s), the whole schedule is sent, and latency counts from the
+    // intended time.
+    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    server.outages = vec![(at_ms(1_000), at_ms(1_800))];
+    let opts = Opts {
+        n: None,
+        pipeline: 2000,
+        reconnect: true,
+        rps: Some(1000.0),
+        duration: Some(Duration::from_secs(3)),
+        ..Opts::default()
+    };
+    let r = opts.run(server);
+    let s = &r.outcome.stats;
+    assert_eq!(s.requests, 3000);
+    assert_eq!(s.lost, 0);
+    assert_eq!(r.times(0, Happening::Connect).last(), Some(&at_us(2_269_010)));
+    // The request due at 1 s, sent at 2.26901 s and served first.
+    assert_eq!(s.latency.max(), s.latency.highest_equivalent(1_269_020));
+    // Its service time is 10 µs; the backlog's last (1270 were due from 1 s to 2.269 s) is
+    // served 12.7 ms after they all went.
+    let service = s.service.as_ref().unwrap();
+    assert_eq!(service.max(), service.highest_equivalent(1_270 * 10));
+}
+
+#[test]
+fn a_closed_loop_rides_out_a_crash() {
+    // closed_loop_rides_out_a_crash: -c 10 on one queue of 100 µs (10 000 replies a second),
+    // killed at 1 s and back at 1.8 s, --duration 4s. Every connection drops once and loses the
+    // request it had in flight (counted as a `connection` error); the second of the crash has no
+    // replies (the connections are back at 2.27 s), the others the whole rate.
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    server.outages = vec![(at_ms(1_000), at_ms(1_800))];
+    let opts = Opts {
+        n: None,
+        clients: 10,
+        reconnect: true,
+        duration: Some(Duration::from_secs(4)),
+        series: true,
+        ..Opts::default()
+    };
+    let r = opts.run(server);
+    let s = &r.outcome.stats;
+    assert_eq!((s.drops, s.lost), (10, 10));
+    assert_eq!(s.errors.kinds()[0].prefix, "connection");
+    assert_eq!(s.errors.total(), 10);
+    assert!(r.outcome.failures.is_empty());
+    let series: Vec<u64> = s.series.iter().map(|x| x.requests).collect();
+    assert_eq!(series[1], 0, "{series:?}");
+    assert_eq!(series[3], 10_000, "{series:?}");
+    assert_eq!(r.count(Happening::Ended), 10);
+}
+
+#[test]
+fn without_reconnect_a_crash_ends_the_run() {
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    server.outages = vec![(at_ms(1_000), at_ms(1_200))];
+    let opts = Opts { n: None, clients: 10, duration: Some(Duration::from_secs(4)), ..Opts::default() };
+    let r = opts.run(server);
+    let (e, n) = only_failure(&r);
+    assert_eq!(n, 10);
+    assert!(e.to_string().starts_with("read from 127.0.0.1:6379: "), "{e}");
+    assert_eq!(r.end, at_ms(1_000));
+    assert!(r.outcome.drops.is_empty());
+}
+
+#[test]
+fn without_reconnect_k0_refused_reconnects_end_the_run() {
+    // server_killed_mid_run_k0: -k 0 -P 1 on 2 connections; the server dies at 1 ms for good.
+    // Each connection fails then: reset mid-request, or refused on its next socket.
+    let mut server = Server::replying(b"+PONG\r\n", us(10));
+    server.outages = vec![(at_ms(1), Time::MAX)];
+    let opts = Opts {
+        n: None,
+        clients: 2,
+        keepalive: false,
+        duration: Some(Duration::from_secs(10)),
+        ..Opts::default()
+    };
+    let r = opts.run(server);
+    let failed: u64 = r.outcome.failures.iter().map(|(_, n)| n).sum();
+    assert_eq!(failed, 2, "{:?}", r.outcome.failures);
+    assert_eq!(r.end, at_ms(1));
+    for (e, _) in &r.outcome.failures {
+        let s = e.to_string();
+        assert!(
+            s == "Could not connect to Redis at 127.0.0.1:6379: Connection refused"
+                || s.starts_with("read from 127.0.0.1:6379: "),
+            "{s}"
+        );
+    }
+}
+
+// ---- the open-loop schedule ----
+
+#[test]
+fn the_open_loop_sends_the_exact_count_over_a_duration() {
+    // --rps 1000 over 10 connections for 3 s: each sends every 10 ms; 1000 in each second.
+    let opts = Opts {
+        n: None,
+        clients: 10,
+        rps: Some(1000.0),
+        duration: Some(Duration::from_secs(3)),
+        series: true,
+        ..Opts::default()
+    };
+    let mut server = Server::replying(b"+PONG\r\n", us(50));
+    server.parallel = true;
+    let r = opts.run(server);
+    let s = &r.outcome.stats;
+    assert_eq!(s.requests, 3000);
+    assert_eq!(s.series.iter().map(|x| x.requests).collect::<Vec<_>>(), [1000, 1000, 1000]);
+    assert_eq!(s.latency.max(), 50, "every request on time, 50 µs each");
+}
+
+#[test]
+fn first_arrivals_are_spread_over_one_interval() {
+    for shape in [Shape::Mio, Shape::Smol, Shape::Uring] {
+        first_arrivals_on(shape);
+    }
+}
+
+fn first_arrivals_on(shape: Shape) {
+    // --rps 4 over 4 connections: each sends once a second, the first ones 250 ms apart.
+    let firsts = Arc::new(Mutex::new(Vec::new()));
+    let seen = firsts.clone();
+    let server = Server::new(us(10), move |c| {
+        if c.index == 0 {
+            seen.lock().unwrap().push((c.conn, c.at));
+        }
+        Action::Reply(b"+PONG\r\n".to_vec())
+    });
+    let opts = Opts {
+        n: None,
+        clients: 4,
+        rps: Some(4.0),
+        duration: Some(Duration::from_secs(2)),
+        ..Opts::default()
+    };
+    let r = opts.run_on(server, shape);
+    assert_eq!(r.outcome.stats.requests, 8);
+    let firsts = firsts.lock().unwrap().clone();
+    assert_eq!(firsts, [(0, at_ms(0)), (1, at_ms(250)), (2, at_ms(500)), (3, at_ms(750))]);
+}
+
+// ---- the connection-level scenarios of core's simulation, through the driver ----
+
+#[test]
+fn exact_budget_with_pipelining() {
+    let opts = Opts { n: Some(100), clients: 3, pipeline: 16, ..Opts::default() };
+    let r = opts.run(Server::replying(b"$3\r\nVXK\r\n", us(10)));
+    assert_eq!((r.outcome.stats.requests, r.commands), (100, 100));
+    assert_eq!(r.count(Happening::Ended), 3);
+    assert!(r.outcome.failures.is_empty());
+}
+
+#[test]
+fn latency_is_per_request_not_per_batch() {
+    // A batch of 4 served one after another: answers 10, 20, 30, 40 µs after it was written.
+    let opts = Opts { n: Some(4), pipeline: 4, ..Opts::default() };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(10)));
+    let l = &r.outcome.stats.latency;
+    assert_eq!((l.len(), l.min(), l.max(), l.mean()), (4, 10, 40, 25.0));
+}
+
+#[test]
+fn the_handshake_is_sent_and_checked() {
+    let hs = Handshake::new(Some("bench"), Some("secret"), false, 2, true);
+    let opts = Opts { n: Some(10), handshake: hs, ..Opts::default() };
+    let r = opts.run(Server::replying(b"+OK\r\n", us(5)));
+    assert_eq!(r.outcome.stats.requests, 10);
+    assert_eq!(r.commands, 13, "AUTH, SELECT, HELLO and 10 requests");
+    assert_eq!(r.outcome.stats.setup.count(), 1);
+    let bad = Server::new(us(5), |c| {
+        Action::Reply(if c.name() == "AUTH" {
+            b"-WRONGPASS invalid username-password pair or user is disabled.\r\n".to_vec()
+        } else {
+            b"+OK\r\n".to_vec()
+        })
+    });
+    let r = opts.run(bad);
+    let (e, _) = only_failure(&r);
+    assert!(matches!(e, ConnError::Handshake { command: "AUTH", .. }), "{e:?}");
+    assert_eq!(r.outcome.stats.requests, 0);
+}
+
+#[test]
+fn an_open_loop_stall_shows_in_corrected_latency_only() {
+    // 10 000 requests/s for 2 s on one connection, 10 µs each, the server stalled 100 ms at 1 s.
+    let mut server = Server::replying(b"+OK\r\n", us(10));
+    server.stalls.push((at_ms(1_000), at_ms(1_100)));
+    let opts =
+        Opts { n: Some(20_000), pipeline: 10_000, rps: Some(10_000.0), series: true, ..Opts::default() };
+    let r = opts.run(server);
+    let s = &r.outcome.stats;
+    assert_eq!(s.requests, 20_000);
+    // The schedule went on: 10 000 replies in each second; the stall shows in the second second.
+    assert_eq!(s.series.iter().map(|x| x.requests).collect::<Vec<_>>(), [10_000, 10_000]);
+    assert!(s.series[0].max < 100, "{:?}", s.series[0]);
+    let second = respbench_core::stats::new_histogram(respbench_core::stats::SERIES_SIGFIG).unwrap();
+    assert_eq!(s.series[1].max, second.highest_equivalent(100_010));
+    // The request due at 1 s waits the whole stall; those due during it wait less.
+    assert_eq!(s.latency.max(), s.latency.highest_equivalent(100_010));
+    assert!(s.latency.value_at_quantile(0.99) > 50_000);
+    let service = s.service.as_ref().unwrap();
+    // Sent on time (the window is wide): their service time includes the stall as well…
+    assert_eq!(service.max(), service.highest_equivalent(100_010));
+    // …but those sent after it do not.
+    assert!(service.value_at_quantile(0.50) <= 20);
+}
+
+#[test]
+fn open_loop_late_sends_keep_intended_time() {
+    // -P 1 at 10 000 requests/s, the server stalled 100 ms at 0.5 s: the window is the
+    // bottleneck, requests go late. Service time counts from the late send (only the request in
+    // flight at the stall waited it out), latency from the schedule.
+    let mut server = Server::replying(b"+OK\r\n", us(10));
+    server.stalls.push((at_ms(500), at_ms(600)));
+    let opts = Opts { n: Some(10_000), rps: Some(10_000.0), ..Opts::default() };
+    let r = opts.run(server);
+    let s = &r.outcome.stats;
+    assert_eq!(s.requests, 10_000);
+    let service = s.service.as_ref().unwrap();
+    assert_eq!(service.max(), service.highest_equivalent(100_010));
+    assert!(service.value_at_quantile(0.99) <= 20, "{}", service.value_at_quantile(0.99));
+    assert!(s.latency.value_at_quantile(0.99) > 20_000);
+    assert_eq!(s.latency.max(), s.latency.highest_equivalent(100_010));
+}
+
+#[test]
+fn a_poisson_schedule_has_the_requested_mean() {
+    // 20 000 exponential gaps of mean 100 µs: about 2 s (the seed fixes the draw).
+    let opts = Opts { n: Some(20_000), pipeline: 64, rps: Some(10_000.0), poisson: true, ..Opts::default() };
+    let r = opts.run(Server::replying(b"+OK\r\n", us(1)));
+    assert_eq!(r.outcome.stats.requests, 20_000);
+    let secs = r.end.as_nanos() as f64 / 1e9;
+    assert!((1.9..2.1).contains(&secs), "{secs}");
+}
+
+#[test]
+fn a_stop_reaches_connections_waiting_for_their_next_arrival() {
+    // One request per connection every 10 s; Ctrl-C at 1 s ends the test then, not at the next
+    // arrival; first arrivals at 0, 2.5, 5, 7.5 s: only the first came.
+    let opts = Opts { n: None, clients: 4, rps: Some(0.4), ..Opts::default() };
+    let r = Opts { interrupt: Some(at_ms(1_000)), ..opts.clone() }.run(Server::replying(b"+OK\r\n", us(10)));
+    assert_eq!(r.count(Happening::Ended), 4);
+    assert_eq!(r.end, at_ms(1_000));
+    assert_eq!(r.outcome.stats.requests, 1);
+}
+
+#[test]
+fn idle_connections_wait_for_the_stop() {
+    let opts = Opts {
+        n: None,
+        clients: 3,
+        idle: true,
+        handshake: Handshake::new(None, Some("pw"), false, 0, false),
+        ..Opts::default()
+    };
+    let r = Opts { interrupt: Some(at_ms(5_000)), ..opts.clone() }.run(Server::replying(b"+OK\r\n", us(10)));
+    assert_eq!(r.times(2, Happening::Ended), [at_ms(5_000)]);
+    assert_eq!(r.count(Happening::Ended), 3);
+    assert_eq!((r.outcome.stats.requests, r.commands), (0, 3));
+}
+
+// ---- the scripted cluster as one node's server ----
+
+#[test]
+fn one_node_of_a_cluster_serves_its_slots_and_redirects_the_rest() {
+    for shape in [Shape::Mio, Shape::Smol, Shape::Uring] {
+        one_node_of_a_cluster_on(shape);
+    }
+}
+
+fn one_node_of_a_cluster_on(shape: Shape) {
+    // A client of node 0 only (no --cluster): keys of node 0's slots served, the others
+    // answered MOVED, each counted as an error reply; then node 0 dies and resets the socket.
+    let cluster = Arc::new(Mutex::new(ClusterServer::new(&["127.0.0.1:6379", "127.0.0.1:6380"])));
+    let script = ClusterServer::script(&cluster, 0);
+    let server = Server::new(us(10), move |c| script(c));
+    let opts = Opts { n: Some(1000), pipeline: 8, get: true, ..Opts::default() };
+    let r = opts.run_on(server.clone(), shape);
+    let node = cluster.lock().unwrap().nodes()[0].clone();
+    let s = &r.outcome.stats;
+    assert_eq!((s.requests, node.calls), (1000, 1000));
+    assert_eq!(s.errors.total(), node.moved);
+    assert!(node.moved > 300 && node.moved < 700, "about half: {}", node.moved);
+    assert_eq!(s.errors.kinds()[0].prefix, "MOVED");
+
+    cluster.lock().unwrap().kill(0);
+    let r = opts.run_on(server, shape);
+    let (e, _) = only_failure(&r);
+    assert!(e.to_string().starts_with("read from 127.0.0.1:6379: "), "{e}");
+    assert_eq!(r.outcome.stats.requests, 0);
+}
+
+// ---- the drain and read rules over any socket limits ----
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Whatever the socket takes per write, holds unread and the loop reads at once, every
+    /// request of the budget is sent once and answered, with the keep-alive or without, over one
+    /// queue or none.
+    #[test]
+    fn every_request_goes_and_comes_back_over_any_socket(
+        n in 0u64..300,
+        pipeline in 1u32..20,
+        clients in 1usize..4,
+        keepalive in any::<bool>(),
+        write_max in 1usize..64,
+        send_buffer in 1usize..128,
+        read_buf in 1usize..32,
+        service_us in 0u64..50,
+        parallel in any::<bool>(),
+        segments in proptest::option::of((1usize..16, 0u64..20)),
+    ) {
+        let mut server = Server::replying(b"$3\r\nVXK\r\n", us(service_us));
+        server.parallel = parallel;
+        server.socket = SocketConfig { write_max, send_buffer };
+        server.segments = segments.map(|(size, gap)| (size, us(gap)));
+        let opts = Opts { n: Some(n), clients, pipeline, keepalive, ..Opts::default() };
+        let r = Opts { read_buf, ..opts }.run(server);
+        prop_assert_eq!(r.stuck, 0);
+        prop_assert!(r.outcome.failures.is_empty(), "{:?}", r.outcome.failures);
+        prop_assert_eq!((r.outcome.stats.requests, r.commands), (n, n));
+        prop_assert_eq!(r.outcome.stats.bytes_sent, n * b"*1\r\n$4\r\nPING\r\n".len() as u64);
+        prop_assert_eq!(r.count(Happening::Ended), clients);
+        if parallel && n > 0 && service_us > 0 && segments.is_none() {
+            prop_assert_eq!(r.outcome.stats.latency.max(), service_us);
+        }
+    }
+}
+
+#[test]
+fn an_open_loop_budget_spent_by_others_ends_the_waiting_connections() {
+    // -n 10 --rps 100 on 4 connections: one every 40 ms each, first ones at 0, 10, 20, 30 ms;
+    // the tenth request goes at 90 ms (connection 1), answered 10 µs later. The three others wait
+    // for arrivals that will not come. mio's and uring's loops see the budget's end (the Watch)
+    // at once and end them at 90 ms; smol's publisher sees it at its next look (100 ms) and nudges them
+    // (connection 2's own timer is due then too). The figures are the same: the last reply.
+    let opts = Opts { n: Some(10), clients: 4, rps: Some(100.0), ..Opts::default() };
+    let server = || Server::replying(b"+PONG\r\n", us(10));
+    for (shape, waiting_end) in
+        [(Shape::Mio, at_ms(90)), (Shape::Uring, at_ms(90)), (Shape::Smol, at_ms(100))]
+    {
+        let r = opts.run_on(server(), shape);
+        assert_eq!(r.outcome.stats.requests, 10);
+        assert_eq!(r.outcome.stats.end, at_us(90_010), "{shape:?}");
+        assert_eq!(r.times(1, Happening::Ended), [at_us(90_010)], "{shape:?}");
+        for c in [0, 2, 3] {
+            assert_eq!(r.times(c, Happening::Ended), [waiting_end], "{shape:?} connection {c}");
+        }
+    }
+}
+
+// ---- connection set-up ----
+
+#[test]
+fn connection_setup_is_timed_by_phase() {
+    // tests/tests/connections.rs on virtual time: connects take 200 µs; AUTH and SELECT on one
+    // queue of 10 µs, each connection's first request written behind them, so connection 0's
+    // handshake replies come at 210 and 220 µs, connection 1's at 240 and 250 µs. With -k 0
+    // every socket counts.
+    let hs = Handshake::new(None, Some("pw"), false, 3, false);
+    for (keepalive, sockets) in [(true, 2), (false, 10)] {
+        let mut server = Server::replying(b"+OK\r\n", us(10));
+        server.connect_delay = us(200);
+        let opts = Opts { n: Some(10), clients: 2, keepalive, handshake: hs.clone(), ..Opts::default() };
+        let r = opts.run(server);
+        let setup = &r.outcome.stats.setup;
+        assert_eq!(setup.count(), sockets);
+        assert_eq!(r.outcome.stats.connections_opened, sockets);
+        assert_eq!((setup.connect.min(), setup.connect.max()), (200, 200));
+        assert_eq!(setup.tls.len(), 0);
+        if keepalive {
+            assert_eq!((setup.commands.min(), setup.commands.max()), (20, 50));
+            assert_eq!((setup.total.min(), setup.total.max()), (220, 250));
+        }
+        assert_eq!(r.times(1, Happening::Connect)[0], Time::ZERO);
+    }
+}
+
+#[test]
+fn a_refused_connect_is_known_when_it_completes() {
+    // The server is down for good from 1 s; connects take 5 ms: with --reconnect the attempts
+    // are refused 5 ms after each starts. A socket error carries no time (`handle_io_error`
+    // takes none), so each wait counts from the connection's last input, the attempt's start:
+    // attempts start 20, 40, 80 ms apart whatever the connect takes.
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    server.connect_delay = Duration::from_millis(5);
+    server.outages = vec![(at_ms(1_000), Time::MAX)];
+    let opts =
+        Opts { n: None, reconnect: true, duration: Some(Duration::from_millis(1_200)), ..Opts::default() };
+    let r = opts.run(server);
+    let starts = r.times(0, Happening::Connect);
+    let refused = r.times(0, Happening::Refused);
+    assert_eq!(starts.len(), refused.len() + 1);
+    for (s, f) in starts[1..].iter().zip(&refused) {
+        assert_eq!(f.nanos_since(*s), 5_000_000);
+    }
+    let gaps: Vec<u64> = starts[1..].windows(2).map(|w| w[1].nanos_since(w[0]) / 1_000_000).collect();
+    assert_eq!(gaps, [20, 40, 80]);
+    assert_eq!(r.times(0, Happening::Ended), [at_ms(1_200)]);
+}
