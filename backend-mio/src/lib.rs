@@ -214,7 +214,7 @@ impl<'a> Loop<'a> {
                     // that completed the connect; no new edge would tell us.
                 }
                 Ok(false) => return,
-                Err(e) => link.connect_failed(n, &e),
+                Err(e) => link.connect_failed(n, &e, tally),
             }
         }
         if slot.connected && (readable || hangup) {

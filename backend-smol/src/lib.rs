@@ -176,7 +176,7 @@ async fn client(targets: &[Target], index: u64, nudge: &Nudge) {
                     local(|l| link.connected(n, &mut l.tally));
                     socks[n] = Some(s);
                 }
-                Err(e) => link.connect_failed(n, &e),
+                Err(e) => local(|l| link.connect_failed(n, &e, &l.tally)),
             }
             dirty.push(n);
         }

@@ -371,7 +371,7 @@ impl<'a> Loop<'a> {
             CONNECT => {
                 let slot = &mut self.io.slots[i];
                 if res < 0 {
-                    link.connect_failed(n, &io::Error::from_raw_os_error(-res));
+                    link.connect_failed(n, &io::Error::from_raw_os_error(-res), tally);
                 } else {
                     slot.connected = true;
                     link.connected(n, tally);
@@ -405,7 +405,7 @@ impl<'a> Loop<'a> {
                 let out = &mut slot.out;
                 out.in_flight = 0;
                 if res < 0 {
-                    link.write_failed(n, &io::Error::from_raw_os_error(-res));
+                    link.write_failed(n, &io::Error::from_raw_os_error(-res), tally);
                 } else {
                     out.done += res as usize;
                     if out.done == out.buf.len() {

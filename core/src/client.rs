@@ -243,10 +243,10 @@ impl Client {
         self.sync(node, now);
     }
 
-    /// A socket error on node `node` (connect, read or write).
-    pub fn handle_io_error(&mut self, node: usize, failure: IoFailure) {
-        self.conns[node].handle_io_error(failure);
-        self.sync(node, Time::ZERO);
+    /// A socket error on node `node` (connect, read or write), seen at `now`.
+    pub fn handle_io_error(&mut self, node: usize, failure: IoFailure, now: Time) {
+        self.conns[node].handle_io_error(failure, now);
+        self.sync(node, now);
     }
 
     /// The time from [`Client::poll_timeout`] of node `node` has come: fails its connection

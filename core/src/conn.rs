@@ -513,8 +513,10 @@ impl Connection {
         }
     }
 
-    /// A socket error (connect, read or write).
-    pub(crate) fn handle_io_error(&mut self, failure: IoFailure) {
+    /// A socket error (connect, read or write), seen at `now`: a `--reconnect` backoff counts
+    /// from here.
+    pub(crate) fn handle_io_error(&mut self, failure: IoFailure, now: Time) {
+        self.last_now = self.last_now.max(now);
         if !self.is_closed() && self.state != State::Down {
             let e = self.refused().unwrap_or(ConnError::Io(failure));
             self.fail(e);
@@ -747,8 +749,8 @@ mod tests {
         fn handle_closed(&mut self, now: Time) {
             self.0.handle_closed(0, now)
         }
-        fn handle_io_error(&mut self, f: IoFailure) {
-            self.0.handle_io_error(0, f)
+        fn handle_io_error(&mut self, f: IoFailure, now: Time) {
+            self.0.handle_io_error(0, f, now)
         }
         fn handle_timeout(&mut self, now: Time) {
             self.0.handle_timeout(0, now)
@@ -986,12 +988,12 @@ mod tests {
         // The new connect fails: twice the wait; again: the longest.
         let ep = Endpoint::Tcp { host: "x".into(), port: 1 };
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
-        c.handle_io_error(IoFailure::new(IoOp::Connect, &ep, &refused));
+        c.handle_io_error(IoFailure::new(IoOp::Connect, &ep, &refused), ms(15));
         assert!(matches!(c.poll_event(), Some(Event::Down { lost: 0, .. })));
         assert_eq!(c.poll_timeout(), Some(ms(35)));
         c.handle_timeout(ms(35));
         assert_eq!(c.poll_event(), Some(Event::Reconnect));
-        c.handle_io_error(IoFailure::new(IoOp::Connect, &ep, &refused));
+        c.handle_io_error(IoFailure::new(IoOp::Connect, &ep, &refused), ms(35));
         assert!(matches!(c.poll_event(), Some(Event::Down { .. })));
         assert_eq!(c.poll_timeout(), Some(ms(60)), "at most 25 ms");
         c.handle_timeout(ms(60));
@@ -1084,7 +1086,10 @@ mod tests {
                 c.handle_closed(Time::ZERO);
             } else {
                 let ep = Endpoint::Tcp { host: "x".into(), port: 1 };
-                c.handle_io_error(IoFailure::new(IoOp::Write, &ep, &std::io::Error::from_raw_os_error(32)));
+                c.handle_io_error(
+                    IoFailure::new(IoOp::Write, &ep, &std::io::Error::from_raw_os_error(32)),
+                    Time::ZERO,
+                );
             }
             let e = failure(&mut c).expect("a failure");
             assert_eq!(e.to_string(), "the server refused the connection: ERR max number of clients reached");

@@ -393,7 +393,7 @@ impl Link {
         if let Some(t) = &tally.tls {
             match tls::Session::new(t) {
                 Ok(session) => s.layer = Layer::Tls(session),
-                Err(e) => self.client.handle_io_error(node, IoFailure::new(IoOp::Tls, &s.endpoint, &e)),
+                Err(e) => self.client.handle_io_error(node, IoFailure::new(IoOp::Tls, &s.endpoint, &e), now),
             }
             return;
         }
@@ -408,17 +408,17 @@ impl Link {
     }
 
     /// Opening node `node`'s socket failed (resolving, connecting, registering it).
-    pub fn connect_failed(&mut self, node: usize, e: &io::Error) {
+    pub fn connect_failed(&mut self, node: usize, e: &io::Error, tally: &Tally) {
         let s = &mut self.sockets[node];
         s.up = false;
-        self.client.handle_io_error(node, IoFailure::new(IoOp::Connect, &s.endpoint, e));
+        self.client.handle_io_error(node, IoFailure::new(IoOp::Connect, &s.endpoint, e), tally.now());
     }
 
     /// A send that node `node`'s socket had taken failed later: a completion-based backend
     /// accepts bytes into its own buffer and learns the outcome of the send when it completes.
-    pub fn write_failed(&mut self, node: usize, e: &io::Error) {
+    pub fn write_failed(&mut self, node: usize, e: &io::Error, tally: &Tally) {
         let s = &self.sockets[node];
-        self.client.handle_io_error(node, IoFailure::new(IoOp::Write, &s.endpoint, e));
+        self.client.handle_io_error(node, IoFailure::new(IoOp::Write, &s.endpoint, e), tally.now());
     }
 
     /// Node `node`'s socket is gone (closed for a reconnect).
@@ -454,7 +454,11 @@ impl Link {
                     } else {
                         let e =
                             io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection");
-                        self.client.handle_io_error(node, IoFailure::new(IoOp::Tls, &s.endpoint, &e));
+                        self.client.handle_io_error(
+                            node,
+                            IoFailure::new(IoOp::Tls, &s.endpoint, &e),
+                            tally.now(),
+                        );
                     }
                     return;
                 }
@@ -471,7 +475,7 @@ impl Link {
                 Err(e) => {
                     // The TLS handshake's, while the byte stream is not up yet.
                     let op = if s.up { IoOp::Read } else { IoOp::Tls };
-                    self.client.handle_io_error(node, IoFailure::new(op, &s.endpoint, &e));
+                    self.client.handle_io_error(node, IoFailure::new(op, &s.endpoint, &e), tally.now());
                     return;
                 }
             }
@@ -559,7 +563,7 @@ impl Link {
             Ok(true) => return true,
             Ok(false) => {}
             Err(e) => {
-                self.client.handle_io_error(node, IoFailure::new(IoOp::Write, &s.endpoint, &e));
+                self.client.handle_io_error(node, IoFailure::new(IoOp::Write, &s.endpoint, &e), tally.now());
                 return false;
             }
         }
@@ -584,7 +588,11 @@ impl Link {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.client.handle_io_error(node, IoFailure::new(IoOp::Write, &s.endpoint, &e));
+                    self.client.handle_io_error(
+                        node,
+                        IoFailure::new(IoOp::Write, &s.endpoint, &e),
+                        tally.now(),
+                    );
                     return false;
                 }
             }

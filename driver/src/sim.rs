@@ -866,7 +866,7 @@ impl<'a> Loop<'a> {
         }
         let slot = &mut self.slots[i];
         if refused {
-            slot.link.connect_failed(0, &io::ErrorKind::ConnectionRefused.into());
+            slot.link.connect_failed(0, &io::ErrorKind::ConnectionRefused.into(), &self.tally);
         } else {
             let mut peer = Peer { conn: self.accepted, ..Peer::default() };
             if let Some(greet) = self.sim.server.on_accept.as_ref().and_then(|f| f(self.accepted)) {

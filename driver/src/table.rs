@@ -109,8 +109,8 @@ impl<'a> Table<'a> {
         link.connecting(n, tally);
         let target = link.target(n, targets);
         if let Err(e) = io.open(i, target) {
-            let (link, n, _) = self.link(i);
-            link.connect_failed(n, &e);
+            let (link, n, tally) = self.link(i);
+            link.connect_failed(n, &e, tally);
         }
         self.drain(i, io);
     }

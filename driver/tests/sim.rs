@@ -513,37 +513,34 @@ fn gaps(r: &SimResult) -> Vec<u64> {
 #[test]
 fn reconnect_backs_off_doubling_capped_and_resets_after_a_handshake() {
     // Killed at 1 s, back at 4 s; killed again at 6 s, back at 6.5 s. Attempts 10 ms after the
-    // drop, then doubling to the 1 s cap; after a handshake went through, from 10 ms again.
-    // A socket error carries no time (`handle_io_error` takes none), so the first wait counts
-    // from the connection's last input: the write of the request at 999.9 ms, whose answer
-    // (due at 1 s) the kill took.
+    // drop (the socket error brings its time), then doubling to the 1 s cap; after a handshake
+    // went through, from 10 ms again.
     let mut server = Server::replying(b"+PONG\r\n", us(100));
     server.outages = vec![(at_ms(1_000), at_ms(4_000)), (at_ms(6_000), at_ms(6_500))];
     let opts = Opts { n: None, reconnect: true, duration: Some(Duration::from_secs(8)), ..Opts::default() };
     let r = opts.run(server);
     let ms = 1_000;
-    let mut want = vec![1_009_900, 20 * ms, 40 * ms, 80 * ms, 160 * ms, 320 * ms, 640 * ms, 1_000 * ms];
-    // Up at 4.2699 s; down at 6 s (its last input: the write at 5.9999 s), first try 10 ms on.
+    let mut want = vec![1_010 * ms, 20 * ms, 40 * ms, 80 * ms, 160 * ms, 320 * ms, 640 * ms, 1_000 * ms];
+    // Up at 4.27 s; down at 6 s, first try 10 ms on.
     want.extend([1_000 * ms, 1_740 * ms, 20 * ms, 40 * ms, 80 * ms, 160 * ms, 320 * ms]);
     assert_eq!(gaps(&r), want);
     assert_eq!(r.times(0, Happening::Down).len(), 2 + 13, "two drops and each refused attempt");
     assert_eq!(r.count(Happening::Refused), 8 + 5);
     let s = &r.outcome.stats;
     assert_eq!(s.drops, 2, "one per outage");
-    // Down from 1 s to 4.2699 s and from 6 s to 6.6299 s.
-    assert_eq!(s.downtime_micros, 3_269_900 + 629_900);
+    // Down from 1 s to 4.27 s and from 6 s to 6.63 s.
+    assert_eq!(s.downtime_micros, 3_270_000 + 630_000);
     assert!(r.outcome.failures.is_empty());
     assert_eq!(r.count(Happening::Ended), 1);
     assert!(r.outcome.drops.iter().any(|(e, _)| matches!(e, ConnError::Io(io) if io.op == IoOp::Connect)));
 }
 
 #[test]
-fn the_backoff_counts_from_the_last_input_not_the_error() {
+fn the_backoff_counts_from_the_error() {
     // A server that answers three requests, says nothing for 30 s and is then killed (restarted
-    // 1 ms later). A socket error carries no time (`Connection::handle_io_error` takes none), so
-    // the first wait counts from the connection's last input (the write at 30 µs), long past:
-    // the first attempt goes at once, and is refused; the next waits 20 ms. (When the error
-    // brings its time, the first attempt moves to 30.01 s and this test with it.)
+    // 1 ms later). The socket error brings its time: the first wait (10 ms) counts from it, not
+    // from the connection's last input (the write at 30 µs), so the one attempt goes at 30.01 s,
+    // when the server is back.
     let mut server =
         Server::new(
             us(10),
@@ -553,16 +550,16 @@ fn the_backoff_counts_from_the_last_input_not_the_error() {
     let opts =
         Opts { n: None, reconnect: true, duration: Some(Duration::from_millis(30_100)), ..Opts::default() };
     let r = opts.run(server);
-    assert_eq!(r.times(0, Happening::Connect), [Time::ZERO, at_ms(30_000), at_ms(30_020)]);
-    assert_eq!(r.times(0, Happening::Refused), [at_ms(30_000)]);
-    // Three before the silence, one every 10 µs from 30.02 s to the stop at 30.1 s.
-    assert_eq!(r.outcome.stats.requests, 3 + 8_000);
+    assert_eq!(r.times(0, Happening::Connect), [Time::ZERO, at_ms(30_010)]);
+    assert!(r.times(0, Happening::Refused).is_empty());
+    // Three before the silence, one every 10 µs from 30.01 s to the stop at 30.1 s.
+    assert_eq!(r.outcome.stats.requests, 3 + 9_000);
 }
 
 #[test]
 fn the_open_loop_schedule_runs_on_through_an_outage() {
-    // --rps 1000 on one connection for 3 s, the server down from 1 s to 1.8 s: back at 2.26901 s
-    // (the backoff, from the last input at 0.99901 s), the requests due meanwhile go then; none is
+    // --rps 1000 on one connection for 3 s, the server down from 1 s to 1.8 s: back at 2.27 s
+    // (the backoff, from the reset at 1 s), the requests due meanwhile go then; none is
     // lost (none was in flight at 1 s), the whole schedule is sent, and latency counts from the
     // intended time.
     let mut server = Server::replying(b"+PONG\r\n", us(10));
@@ -579,13 +576,13 @@ fn the_open_loop_schedule_runs_on_through_an_outage() {
     let s = &r.outcome.stats;
     assert_eq!(s.requests, 3000);
     assert_eq!(s.lost, 0);
-    assert_eq!(r.times(0, Happening::Connect).last(), Some(&at_us(2_269_010)));
-    // The request due at 1 s, sent at 2.26901 s and served first.
-    assert_eq!(s.latency.max(), s.latency.highest_equivalent(1_269_020));
-    // Its service time is 10 µs; the backlog's last (1270 were due from 1 s to 2.269 s) is
-    // served 12.7 ms after they all went.
+    assert_eq!(r.times(0, Happening::Connect).last(), Some(&at_us(2_270_000)));
+    // The request due at 1 s, sent at 2.27 s and served first.
+    assert_eq!(s.latency.max(), s.latency.highest_equivalent(1_270_010));
+    // Its service time is 10 µs; the backlog's last (1271 were due from 1 s to 2.27 s) is
+    // served 12.71 ms after they all went.
     let service = s.service.as_ref().unwrap();
-    assert_eq!(service.max(), service.highest_equivalent(1_270 * 10));
+    assert_eq!(service.max(), service.highest_equivalent(1_271 * 10));
 }
 
 #[test]
@@ -949,9 +946,8 @@ fn connection_setup_is_timed_by_phase() {
 #[test]
 fn a_refused_connect_is_known_when_it_completes() {
     // The server is down for good from 1 s; connects take 5 ms: with --reconnect the attempts
-    // are refused 5 ms after each starts. A socket error carries no time (`handle_io_error`
-    // takes none), so each wait counts from the connection's last input, the attempt's start:
-    // attempts start 20, 40, 80 ms apart whatever the connect takes.
+    // are refused 5 ms after each starts, and each wait (20, 40, 80 ms) counts from the
+    // refusal: attempts start 25, 45, 85 ms apart.
     let mut server = Server::replying(b"+PONG\r\n", us(100));
     server.connect_delay = Duration::from_millis(5);
     server.outages = vec![(at_ms(1_000), Time::MAX)];
@@ -965,6 +961,6 @@ fn a_refused_connect_is_known_when_it_completes() {
         assert_eq!(f.nanos_since(*s), 5_000_000);
     }
     let gaps: Vec<u64> = starts[1..].windows(2).map(|w| w[1].nanos_since(w[0]) / 1_000_000).collect();
-    assert_eq!(gaps, [20, 40, 80]);
+    assert_eq!(gaps, [25, 45, 85]);
     assert_eq!(r.times(0, Happening::Ended), [at_ms(1_200)]);
 }
