@@ -24,20 +24,35 @@ const REDIS_CLI_MISSING: &str =
 pub mod cluster;
 pub mod fake;
 
-/// Instantiates each check, written once as `fn(Tool)`, for respbench on every backend (mio, smol, uring):
-/// `mio::NAME` and `smol::NAME`.
+/// Instantiates checks written once as `fn(Tool)` for respbench: the `every` list on every
+/// backend (`mio::NAME`, `smol::NAME`, `uring::NAME`), the `mio` list once, on mio (`mio::NAME`).
+///
+/// A check goes on every backend only when what it checks is the backend's: how it moves bytes
+/// and time (a refused connect, a FIN mid-reply, a reset, partial writes under a deep pipeline,
+/// TLS, a deadline or a Ctrl-C waking the loop, running out of descriptors, a node woken
+/// mid-run). Options, reports, documents and routing are the command line's and the core's,
+/// the same whatever waits for the sockets: they run once.
+#[macro_export]
+macro_rules! backend_tests {
+    (every: [$($every:ident),* $(,)?], mio: [$($once:ident),* $(,)?] $(,)?) => {
+        mod mio {
+            $(#[test] fn $every() { super::$every($crate::respbench_on("mio")); })*
+            $(#[test] fn $once() { super::$once($crate::respbench_on("mio")); })*
+        }
+        mod smol {
+            $(#[test] fn $every() { super::$every($crate::respbench_on("smol")); })*
+        }
+        mod uring {
+            $(#[test] fn $every() { super::$every($crate::respbench_on("uring")); })*
+        }
+    };
+}
+
+/// Every check on every backend: [`backend_tests!`] with an empty `mio` list.
 #[macro_export]
 macro_rules! on_every_backend {
     ($($name:ident),* $(,)?) => {
-        mod mio {
-            $(#[test] fn $name() { super::$name($crate::respbench_on("mio")); })*
-        }
-        mod smol {
-            $(#[test] fn $name() { super::$name($crate::respbench_on("smol")); })*
-        }
-        mod uring {
-            $(#[test] fn $name() { super::$name($crate::respbench_on("uring")); })*
-        }
+        $crate::backend_tests!(every: [$($name),*], mio: []);
     };
 }
 
@@ -59,6 +74,17 @@ fn unique_tmpdir(prefix: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("{prefix}-{}-{n}-{nanos:x}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
     dir
+}
+
+/// Polls `ready` every 10 ms until it holds; panics naming `what` after `limit`. For waiting
+/// on what a test can observe (a server's count, a process's state) instead of sleeping for a
+/// time it hopes is long enough.
+pub fn wait_until(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Returns a loopback port that was free a moment ago (bind port 0, read it, release it).
@@ -273,6 +299,13 @@ impl RedisServer {
             .find_map(|kv| kv.strip_prefix("calls="))
             .and_then(|c| c.parse().ok())
             .unwrap_or_else(|| panic!("unexpected commandstats line {v:?}"))
+    }
+
+    /// Waits (up to 30 s) until the server has executed `command` at least `n` times: a run
+    /// under test is under way.
+    pub fn wait_for_calls(&self, command: &str, n: u64) {
+        let what = format!("port {}: {n} calls of {command}", self.port);
+        wait_until(&what, Duration::from_secs(30), || self.command_calls(command) >= n);
     }
 
     /// A TCP connection authenticated like [`RedisServer::cli`].
