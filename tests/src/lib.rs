@@ -166,15 +166,11 @@ impl RedisServer {
                 // certificates' or the configuration's, which another attempt would not fix.
                 if let Err(e) = setup.wait_ready(tls_port, Duration::from_secs(10)) {
                     let log = std::fs::read_to_string(server.dir.join("redis.log")).unwrap_or_default();
-                    let _ = std::fs::remove_dir_all(&setup.certs.dir);
                     panic!("redis-server's TLS port {tls_port} does not answer: {e}\nlog:\n{log}");
                 }
                 server.tls = Some(setup.into_listener(tls_port));
             }
             return server;
-        }
-        if let Some(setup) = &tls {
-            let _ = std::fs::remove_dir_all(&setup.certs.dir);
         }
         panic!("redis-server did not start: {last_err}");
     }
@@ -325,10 +321,8 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // The certificates are the test binary's (tls::TlsCerts::shared): they stay.
         let _ = std::fs::remove_dir_all(&self.dir);
-        if let Some(tls) = &self.tls {
-            let _ = std::fs::remove_dir_all(&tls.certs.dir);
-        }
     }
 }
 
