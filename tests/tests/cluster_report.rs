@@ -93,14 +93,10 @@ fn per_node_figures_add_up(tool: Tool) {
     }
 }
 
+/// The report is the command line's: once, on mio.
 #[test]
 fn per_node_figures_add_up_mio() {
     per_node_figures_add_up(respbench_on("mio"));
-}
-
-#[test]
-fn per_node_figures_add_up_smol() {
-    per_node_figures_add_up(respbench_on("smol"));
 }
 
 /// Two load machines' documents (each found the cluster from another node) merge into one whose
