@@ -31,6 +31,17 @@ fn calls(cluster: &Cluster, ports: &[u16], command: &str) -> Vec<u64> {
     ports.iter().map(|&p| cluster.node(p).command_calls(command)).collect()
 }
 
+/// What each of `ports` executed of `command` since `before` (its [`calls`] then): the checks
+/// that share a cluster count their own run only.
+fn calls_since(cluster: &Cluster, ports: &[u16], command: &str, before: &[u64]) -> Vec<u64> {
+    calls(cluster, ports, command).iter().zip(before).map(|(now, then)| now - then).collect()
+}
+
+/// `rejected_calls` of `command` on each of `ports`.
+fn rejections(cluster: &Cluster, ports: &[u16], command: &str) -> Vec<u64> {
+    ports.iter().map(|&p| rejected(cluster, p, command)).collect()
+}
+
 /// `rejected_calls` of `command` at `port`: the requests it answered with a redirect.
 fn rejected(cluster: &Cluster, port: u16, command: &str) -> u64 {
     cluster
@@ -40,20 +51,36 @@ fn rejected(cluster: &Cluster, port: u16, command: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The checks that only read the servers' counts share one cluster (3 primaries, a replica
+/// each): starting one takes seconds, and nextest runs each test in a process of its own, so
+/// they run in turn in one test, each counting the servers' calls of its own run (deltas).
+/// Checks that change the topology start their own.
+#[test]
+fn read_only_checks_on_one_cluster() {
+    let cluster = Cluster::start(3, 1);
+    let tool = respbench_tests::respbench_on("mio");
+    requests_go_to_the_primary_of_their_slot(&tool, &cluster);
+    cluster_reads_from_replicas(&tool, &cluster);
+    an_open_loop_rate_over_a_cluster(&tool, &cluster);
+    redis_benchmark_side_by_side(&cluster);
+    custom_commands_route_by_the_keys_the_server_names(&cluster);
+    refused_before_the_run(&cluster);
+}
+
 /// A stable cluster: every request goes straight to its slot's primary, so the primaries
 /// execute exactly `-n` of each command between them, in proportion to their slots, and
 /// reject none (no redirect).
-fn requests_go_to_the_primary_of_their_slot(tool: Tool) {
-    let cluster = Cluster::start(3, 1);
+fn requests_go_to_the_primary_of_their_slot(tool: &Tool, cluster: &Cluster) {
     let primaries = cluster.primary_ports();
-    let out = run_at(
-        &tool,
-        primaries[0],
-        &["--cluster", "-t", "set,get,mset", "-n", "30000", "-r", "100000", "-q"],
-    );
+    let replicas = cluster.replica_ports();
+    let commands = ["set", "get", "mset"];
+    let before = commands.map(|cmd| (calls(cluster, &primaries, cmd), rejections(cluster, &primaries, cmd)));
+    let replica_gets = calls(cluster, &replicas, "get");
+    let out =
+        run_at(tool, primaries[0], &["--cluster", "-t", "set,get,mset", "-n", "30000", "-r", "100000", "-q"]);
     ok(&out);
-    for cmd in ["set", "get", "mset"] {
-        let per_node = calls(&cluster, &primaries, cmd);
+    for (cmd, (calls_before, rejected_before)) in commands.iter().zip(&before) {
+        let per_node = calls_since(cluster, &primaries, cmd, calls_before);
         assert_eq!(per_node.iter().sum::<u64>(), 30000, "{cmd}: {per_node:?}\n{}", out.dump());
         for (&port, &n) in primaries.iter().zip(&per_node) {
             let share = n as f64 / 30000.0;
@@ -62,11 +89,11 @@ fn requests_go_to_the_primary_of_their_slot(tool: Tool) {
                 (share - slots).abs() < 0.05,
                 "{cmd} at {port}: {share:.3} of the requests, {slots:.3} of the slots"
             );
-            assert_eq!(rejected(&cluster, port, cmd), 0, "{cmd} at {port} was redirected");
         }
+        assert_eq!(&rejections(cluster, &primaries, cmd), rejected_before, "{cmd} was redirected");
     }
     // The replicas ran what their primaries replicated, and were sent nothing themselves.
-    assert_eq!(calls(&cluster, &cluster.replica_ports(), "get"), vec![0, 0, 0]);
+    assert_eq!(calls_since(cluster, &replicas, "get", &replica_gets), vec![0, 0, 0]);
 }
 
 /// A slot migrated while the run writes keys of that slot only: `ASK` while keys move, then
@@ -248,22 +275,24 @@ fn a_node_added_mid_run(tool: Tool) {
 
 /// `--rfr yes` in a cluster: every GET at a replica of its slot's primary (`READONLY`), every
 /// SET at the primary.
-fn cluster_reads_from_replicas(tool: Tool) {
-    let cluster = Cluster::start(3, 1);
+fn cluster_reads_from_replicas(tool: &Tool, cluster: &Cluster) {
     let primaries = cluster.primary_ports();
     let replicas = cluster.replica_ports();
+    let before = |ports: &[u16], cmd: &str| calls(cluster, ports, cmd);
+    let (primary_gets, replica_gets) = (before(&primaries, "get"), before(&replicas, "get"));
+    let (sets, readonly) = (before(&primaries, "set"), before(&replicas, "readonly"));
     let out = run_at(
-        &tool,
+        tool,
         primaries[0],
         &["--cluster", "--rfr", "yes", "-t", "set,get", "-n", "20000", "-r", "10000", "-q"],
     );
     ok(&out);
-    assert_eq!(calls(&cluster, &primaries, "get"), vec![0, 0, 0]);
-    let gets = calls(&cluster, &replicas, "get");
+    assert_eq!(calls_since(cluster, &primaries, "get", &primary_gets), vec![0, 0, 0]);
+    let gets = calls_since(cluster, &replicas, "get", &replica_gets);
     assert_eq!(gets.iter().sum::<u64>(), 20000, "{gets:?}");
     assert!(gets.iter().all(|&g| g > 4000), "{gets:?}");
-    assert_eq!(calls(&cluster, &primaries, "set").iter().sum::<u64>(), 20000);
-    assert!(replicas.iter().all(|&r| cluster.node(r).command_calls("readonly") > 0));
+    assert_eq!(calls_since(cluster, &primaries, "set", &sets).iter().sum::<u64>(), 20000);
+    assert!(calls_since(cluster, &replicas, "readonly", &readonly).iter().all(|&n| n > 0));
 }
 
 /// The guide's experiment: a primary and two replicas, SET at the primary, GET over both
@@ -288,33 +317,32 @@ fn the_read_write_split(tool: Tool) {
 respbench_tests::backend_tests!(
     every: [a_node_added_mid_run],
     mio: [
-        requests_go_to_the_primary_of_their_slot,
         a_slot_migrated_mid_run,
         a_manual_failover_mid_run,
         a_killed_primary_mid_run,
-        cluster_reads_from_replicas,
         the_read_write_split,
-        an_open_loop_rate_over_a_cluster,
     ],
 );
 
 /// redis-benchmark `--cluster` on the same cluster, the same command line: both send exactly
 /// `-n` SETs, and respbench's land on the primaries without a redirect.
-#[test]
-fn redis_benchmark_side_by_side() {
-    let cluster = Cluster::start(3, 0);
+fn redis_benchmark_side_by_side(cluster: &Cluster) {
     let primaries = cluster.primary_ports();
+    let total = || calls(cluster, &primaries, "set").iter().sum::<u64>();
+    let rejected_before = rejections(cluster, &primaries, "set");
     let args = ["--cluster", "-t", "set", "-n", "30000", "-r", "10000", "-q"];
+    let before = total();
     let theirs = run_at(&redis_benchmark(), primaries[0], &args);
     assert_eq!(theirs.status.code(), Some(0), "{}", theirs.dump());
-    let after_theirs = calls(&cluster, &primaries, "set").iter().sum::<u64>();
-    assert_eq!(after_theirs, 30000, "redis-benchmark");
+    let after_theirs = total();
+    assert_eq!(after_theirs - before, 30000, "redis-benchmark");
+    let rejected_theirs = rejections(cluster, &primaries, "set");
     let ours = run_at(&respbench_tests::respbench(), primaries[0], &args);
     ok(&ours);
-    assert_eq!(calls(&cluster, &primaries, "set").iter().sum::<u64>() - after_theirs, 30000);
-    for &p in &primaries {
-        assert_eq!(rejected(&cluster, p, "set"), 0);
-    }
+    assert_eq!(total() - after_theirs, 30000);
+    // Neither was redirected.
+    assert_eq!(rejected_theirs, rejected_before);
+    assert_eq!(rejections(cluster, &primaries, "set"), rejected_before);
     assert!(
         ours.stdout.contains("SET: ") && theirs.stdout.contains("SET: "),
         "{}\n{}",
@@ -328,12 +356,12 @@ fn redis_benchmark_side_by_side() {
 /// how much of the schedule a loaded machine kept (at the stop, what is not sent is not sent);
 /// the schedule bounds it: 20 connections, each sending every 4 ms for 2 s, at most 501 each.
 /// (`-n` would make it exact, but `--cluster --rps … -n …` does not end: a bug of its own.)
-fn an_open_loop_rate_over_a_cluster(tool: Tool) {
-    let cluster = Cluster::start(3, 0);
+fn an_open_loop_rate_over_a_cluster(tool: &Tool, cluster: &Cluster) {
     let primaries = cluster.primary_ports();
+    let gets = calls(cluster, &primaries, "get");
     let path = json_path("cluster-routing", "open-loop");
     let out = run_at(
-        &tool,
+        tool,
         primaries[0],
         &[
             "--cluster",
@@ -357,7 +385,7 @@ fn an_open_loop_rate_over_a_cluster(tool: Tool) {
     assert_eq!(test["target_rps"], 5000, "{test}");
     let requests = test["requests"].as_u64().unwrap();
     assert!((1..=20 * 501).contains(&requests), "{requests} requests at 5000 rps for 2 s\n{}", out.dump());
-    assert_eq!(calls(&cluster, &primaries, "get").iter().sum::<u64>(), requests);
+    assert_eq!(calls_since(cluster, &primaries, "get", &gets).iter().sum::<u64>(), requests);
 }
 
 /// Over TLS: discovery gives the nodes' TLS ports, and every connection to every node speaks
@@ -383,11 +411,12 @@ fn a_cluster_over_tls() {
 /// Commands outside respbench's table: keys from `COMMAND INFO` (HINCRBYFLOAT) or, for keys
 /// that move with the arguments, `COMMAND GETKEYS` (EVAL … numkeys key); the header says which,
 /// and no request is redirected.
-#[test]
-fn custom_commands_route_by_the_keys_the_server_names() {
-    let cluster = Cluster::start(3, 0);
+fn custom_commands_route_by_the_keys_the_server_names(cluster: &Cluster) {
     let primaries = cluster.primary_ports();
     let tool = respbench_tests::respbench();
+    let before = |cmd: &str| (calls(cluster, &primaries, cmd), rejections(cluster, &primaries, cmd));
+    let (evals, eval_rejected) = before("eval");
+    let (hincrs, hincr_rejected) = before("hincrbyfloat");
     let script = "return redis.call('SET', KEYS[1], ARGV[1])";
     let out = run_at(
         &tool,
@@ -400,8 +429,8 @@ fn custom_commands_route_by_the_keys_the_server_names() {
         "{}",
         out.dump()
     );
-    assert_eq!(calls(&cluster, &primaries, "eval").iter().sum::<u64>(), 9000);
-    assert!(primaries.iter().all(|&p| rejected(&cluster, p, "eval") == 0));
+    assert_eq!(calls_since(cluster, &primaries, "eval", &evals).iter().sum::<u64>(), 9000);
+    assert_eq!(rejections(cluster, &primaries, "eval"), eval_rejected);
     let out = run_at(
         &tool,
         primaries[0],
@@ -413,15 +442,14 @@ fn custom_commands_route_by_the_keys_the_server_names() {
         "{}",
         out.dump()
     );
-    assert_eq!(calls(&cluster, &primaries, "hincrbyfloat").iter().sum::<u64>(), 9000);
-    assert!(primaries.iter().all(|&p| rejected(&cluster, p, "hincrbyfloat") == 0));
+    assert_eq!(calls_since(cluster, &primaries, "hincrbyfloat", &hincrs).iter().sum::<u64>(), 9000);
+    assert_eq!(rejections(cluster, &primaries, "hincrbyfloat"), hincr_rejected);
 }
 
 /// What a cluster cannot run is refused before the run, with exit 1 and a reason.
-#[test]
-fn refused_before_the_run() {
-    let cluster = Cluster::start(3, 0);
+fn refused_before_the_run(cluster: &Cluster) {
     let port = cluster.primary_ports()[0];
+    let msets = calls(cluster, &cluster.primary_ports(), "mset");
     let tool = respbench_tests::respbench();
     for (args, message) in [
         (&["--cluster", "-k", "0", "-t", "get"][..], "-k 0"),
@@ -435,7 +463,7 @@ fn refused_before_the_run() {
         assert!(out.stderr.contains(message), "{args:?}: expected {message:?}\n{}", out.dump());
         assert!(!out.stdout.contains("requests completed"), "{args:?} ran\n{}", out.dump());
     }
-    assert_eq!(calls(&cluster, &cluster.primary_ports(), "mset"), vec![0, 0, 0]);
+    assert_eq!(calls_since(cluster, &cluster.primary_ports(), "mset", &msets), vec![0, 0, 0]);
 }
 
 /// A cluster whose `COMMAND` is renamed away, as managed services do: a custom command's keys
