@@ -90,7 +90,7 @@ fn a_client_held_to_one_core_is_the_bottleneck(tool: Tool) {
     let json = json_path("bn", "client");
     let port = server.port().to_string();
     let out = pinned(&tool, "0")
-        .run(&["-p", &port, "-t", "get", "-c", "50", "-n", "150000", "--json", json.to_str().unwrap()], T);
+        .run(&["-p", &port, "-t", "get", "-c", "50", "-n", "60000", "--json", json.to_str().unwrap()], T);
     assert!(out.status.success(), "{}", out.dump());
     let t = read(&json)["tests"][0].clone();
     let b = &t["bottleneck"];
