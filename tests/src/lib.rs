@@ -601,8 +601,23 @@ impl Output {
 pub struct Running {
     child: Child,
     stdout: Option<JoinHandle<Vec<u8>>>,
+    /// What the process has written to stdout so far.
+    printed: Arc<Mutex<Vec<u8>>>,
     stderr: Option<JoinHandle<Vec<u8>>>,
     started: Instant,
+}
+
+/// Reads `r` to its end on a thread, keeping what came so far in `so_far`.
+fn drain_into<R: Read + Send + 'static>(mut r: R, so_far: Arc<Mutex<Vec<u8>>>) -> JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match r.read(&mut chunk) {
+                Ok(0) | Err(_) => return std::mem::take(&mut *so_far.lock().unwrap()),
+                Ok(n) => so_far.lock().unwrap().extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
 }
 
 fn drain<R: Read + Send + 'static>(mut r: R) -> JoinHandle<Vec<u8>> {
@@ -617,6 +632,18 @@ impl Running {
     /// OS process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Waits (up to 30 s) until the process has printed `text` on stdout; panics with what it
+    /// printed otherwise. For acting on a run once it says it has got somewhere.
+    pub fn wait_for_stdout(&self, text: &str) {
+        let limit = Duration::from_secs(30);
+        let printed = || String::from_utf8_lossy(&self.printed.lock().unwrap()).into_owned();
+        let deadline = Instant::now() + limit;
+        while !printed().contains(text) {
+            assert!(Instant::now() < deadline, "no {text:?} on stdout within {limit:?}:\n{}", printed());
+            thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Time since spawn.
@@ -709,9 +736,10 @@ impl Tool {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("spawning {}: {e}", self.path.display()));
-        let stdout = child.stdout.take().map(drain);
+        let printed = Arc::new(Mutex::new(Vec::new()));
+        let stdout = child.stdout.take().map(|r| drain_into(r, Arc::clone(&printed)));
         let stderr = child.stderr.take().map(drain);
-        Running { child, stdout, stderr, started: Instant::now() }
+        Running { child, stdout, printed, stderr, started: Instant::now() }
     }
 
     /// Runs to completion; past `timeout` the process is killed and the call panics with its output.

@@ -355,7 +355,7 @@ fn idle_mode_signals(tool: Tool) {
     let server = RedisServer::start();
     for signal in ["INT", "TERM"] {
         let run = tool.spawn(&with(server.port(), &["-I", "-c", "5"]));
-        clients_connected(&server, 5);
+        run.wait_for_stdout("clients: 5");
         run.signal(signal);
         let out = run.wait_lenient(T);
         exit_code(&out, 130);
@@ -363,19 +363,11 @@ fn idle_mode_signals(tool: Tool) {
     }
     // A server that goes away ends idle mode too, with the reason and status 1.
     let run = tool.spawn(&with(server.port(), &["-I", "-c", "5"]));
-    clients_connected(&server, 5);
+    run.wait_for_stdout("clients: 5");
     server.signal("KILL");
     let out = run.wait_lenient(T);
     exit_code(&out, 1);
     assert!(out.stderr.contains("5 connections failed: server closed the connection"), "{}", out.dump());
-}
-
-/// Waits until `n` clients besides the `redis-cli` asking are connected to `server`, and (so
-/// that idle mode has printed what they cost) a moment for the summary line.
-fn clients_connected(server: &RedisServer, n: u64) {
-    respbench_tests::wait_until("the idle connections", T, || {
-        server.info_field("clients", "connected_clients").and_then(|c| c.parse::<u64>().ok()) == Some(n + 1)
-    });
 }
 
 fn sigterm_prints_and_writes_json(tool: Tool) {
