@@ -355,7 +355,8 @@ fn redis_benchmark_side_by_side(cluster: &Cluster) {
 /// go to, and the primaries execute exactly what respbench counted. How many that is depends on
 /// how much of the schedule a loaded machine kept (at the stop, what is not sent is not sent);
 /// the schedule bounds it: 20 connections, each sending every 4 ms for 2 s, at most 501 each.
-/// (`-n` would make it exact, but `--cluster --rps … -n …` does not end: a bug of its own.)
+/// (`-n` would make it exact, but `--cluster --rps R -n N` with `-c 3` or more does not end on
+/// mio and uring, as of this writing: a bug of its own.)
 fn an_open_loop_rate_over_a_cluster(tool: &Tool, cluster: &Cluster) {
     let primaries = cluster.primary_ports();
     let gets = calls(cluster, &primaries, "get");
