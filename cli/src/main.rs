@@ -41,10 +41,6 @@ use server::ServerInfo;
 const EXIT_INTERRUPTED: u8 = 130;
 /// How often the progress line is redrawn, as in redis-benchmark.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
-/// After the first Ctrl-C, how long in-flight requests may take to drain before the loops are
-/// abandoned.
-const DRAIN_GRACE: Duration = Duration::from_secs(2);
-
 /// `--reconnect`'s backoff: the first wait, doubling up to the longest.
 const RECONNECT_FIRST: Duration = Duration::from_millis(10);
 const RECONNECT_MAX: Duration = Duration::from_secs(1);
@@ -456,10 +452,10 @@ impl<'a> Session<'a> {
             if outcome.stats.abandoned > 0 {
                 let on = if self.comparing { format!(" ({})", backend.name()) } else { String::new() };
                 eprintln!(
-                    "{}{on}: {} requests were still unanswered {}s after the stop and were abandoned",
+                    "{}{on}: {} requests were still unanswered {} after the stop and were abandoned",
                     case.spec.title,
                     outcome.stats.abandoned,
-                    DRAIN_GRACE.as_secs()
+                    respbench_core::conn::format_duration(cfg.drain_grace)
                 );
             }
             let mut entries = case.entries(backend, cpu, rate, outcome.stats);
@@ -930,7 +926,7 @@ fn plan(
             mix: case.mix.as_ref().map(|(m, _)| m.clone()),
         },
         budget,
-        stop: Stop::new(stop_at, DRAIN_GRACE),
+        stop: Stop::new(stop_at, cfg.drain_grace),
         // Each test its own streams, all reproducible from --seed.
         seed: cfg.seed.wrapping_add(test_no.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
         connections: cfg.clients as u64,

@@ -138,6 +138,11 @@ pub struct Opts {
     /// 1 hour (default: wait forever)
     #[argh(option)]
     pub timeout: Option<String>,
+    /// after a test's stop (the end of --duration, Ctrl-C), how long the requests still in
+    /// flight may take to be answered before they are abandoned (counted as such, not in the
+    /// latencies); '2s', '100ms' or plain seconds, up to 1 hour (default: 2s)
+    #[argh(option)]
+    pub drain_grace: Option<String>,
     /// a connection that fails mid-run (reset, closed, timed out, protocol error) reconnects
     /// after a backoff (10 ms, doubling up to 1 s) and the test goes on; its requests in flight
     /// count as errors of kind 'connection', and the run exits 1 (default: a failed connection
@@ -347,6 +352,8 @@ pub struct Config {
     pub json: Option<String>,
     /// `--timeout`: how long a request may wait for its reply; `None` is forever.
     pub timeout: Option<Duration>,
+    /// `--drain-grace`: after a test's stop, how long requests in flight may take to be answered.
+    pub drain_grace: Duration,
     /// `--reconnect`: failed connections come back.
     pub reconnect: bool,
     /// Rate, time and mix options.
@@ -546,8 +553,17 @@ fn bad(option: &str, value: impl std::fmt::Display, why: &str) -> String {
 /// The longest `--timeout`: as long as the latency histograms record.
 const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 
+/// `--drain-grace` when not given.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
 /// Parses a `--timeout` value: `5s`, `500ms`, or plain (possibly fractional) seconds.
 fn parse_timeout(v: &str) -> Result<Duration, String> {
+    parse_bounded_duration("--timeout", v, "leave --timeout out to wait forever")
+}
+
+/// Parses an option's duration like `--timeout`'s: 1 ms to 1 hour; `zero` says what to do
+/// instead of a zero.
+fn parse_bounded_duration(option: &str, v: &str, zero: &str) -> Result<Duration, String> {
     let (number, scale) = if let Some(n) = v.strip_suffix("ms") {
         (n, 1e-3)
     } else if let Some(n) = v.strip_suffix('s') {
@@ -558,15 +574,15 @@ fn parse_timeout(v: &str) -> Result<Duration, String> {
     let why = "expected a duration such as 5s, 500ms or 1.5 (seconds)";
     let x: f64 = match number.trim().parse() {
         Ok(x) if number.bytes().all(|b| b.is_ascii_digit() || b == b'.') => x,
-        _ => return Err(bad("--timeout", v, why)),
+        _ => return Err(bad(option, v, why)),
     };
     let secs = x * scale;
     if !secs.is_finite() || secs > MAX_TIMEOUT.as_secs_f64() {
-        return Err(bad("--timeout", v, "the longest timeout is 1 hour"));
+        return Err(bad(option, v, "the longest is 1 hour"));
     }
     let d = Duration::from_secs_f64(secs);
     if d < Duration::from_millis(1) {
-        return Err(bad("--timeout", v, "must be at least 1ms (leave --timeout out to wait forever)"));
+        return Err(bad(option, v, &format!("must be at least 1ms ({zero})")));
     }
     Ok(d)
 }
@@ -891,6 +907,10 @@ impl Opts {
             Output::Verbose
         };
         let timeout = self.timeout.as_deref().map(parse_timeout).transpose()?;
+        let drain_grace = match self.drain_grace.as_deref() {
+            Some(v) => parse_bounded_duration("--drain-grace", v, "leave --drain-grace out for 2s")?,
+            None => DRAIN_GRACE,
+        };
         if self.idle && self.json.is_some() {
             // Idle mode measures nothing: a document would be empty, so say so before it starts.
             return Err("--json cannot be used with -I: idle mode records no results".to_string());
@@ -945,6 +965,7 @@ impl Opts {
             json: self.json,
             open,
             timeout,
+            drain_grace,
             reconnect: self.reconnect,
             split: None,
             start_at,
@@ -1249,6 +1270,18 @@ mod tests {
         {
             let e = t(v).unwrap_err();
             assert!(e.contains("--timeout"), "{v}: {e}");
+        }
+    }
+
+    #[test]
+    fn drain_grace_is_a_duration_like_timeout() {
+        let g = |v: &str| parse(&["--drain-grace", v]).map(|c| c.drain_grace);
+        assert_eq!(parse(&[]).unwrap().drain_grace, Duration::from_secs(2));
+        assert_eq!(g("100ms"), Ok(Duration::from_millis(100)));
+        assert_eq!(g("5"), Ok(Duration::from_secs(5)));
+        for v in ["0", "-1", "x", "3601"] {
+            let e = g(v).unwrap_err();
+            assert!(e.contains("--drain-grace"), "{v}: {e}");
         }
     }
 

@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::tls::TlsCerts;
-use crate::{free_port, unique_tmpdir, RedisServer};
+use crate::{free_port, RedisServer};
 
 /// How long a fixture waits for the servers to agree before it panics.
 const SETTLE: Duration = Duration::from_secs(30);
@@ -149,7 +149,7 @@ impl Cluster {
     /// [`Cluster::start`] with another node timeout, or TLS.
     pub fn start_with(primaries: usize, replicas_each: usize, config: ClusterConfig) -> Cluster {
         assert!(primaries >= 3, "redis-cli --cluster create needs at least 3 primaries, not {primaries}");
-        let tls = config.tls.then(|| (TlsCerts::make(&unique_tmpdir("rbclus")), Vec::new()));
+        let tls = config.tls.then(|| (TlsCerts::shared(), Vec::new()));
         let mut c = Cluster { nodes: Vec::new(), config, tls, killed: Vec::new() };
         for _ in 0..primaries * (1 + replicas_each) {
             let n = c.new_node();
@@ -476,10 +476,8 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        // The certificates are the test binary's (TlsCerts::shared): they stay.
         self.nodes.clear();
-        if let Some((certs, _)) = &self.tls {
-            let _ = std::fs::remove_dir_all(&certs.dir);
-        }
     }
 }
 

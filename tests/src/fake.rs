@@ -55,6 +55,7 @@ pub struct FakeServer {
     port: u16,
     stop: Arc<AtomicBool>,
     commands: Arc<AtomicU64>,
+    written: Arc<AtomicU64>,
 }
 
 /// The reply of a real server to `CONFIG GET save` / `CONFIG GET appendonly`.
@@ -88,16 +89,21 @@ impl FakeServer {
         listener.set_nonblocking(true).expect("nonblocking listener");
         let stop = Arc::new(AtomicBool::new(false));
         let commands = Arc::new(AtomicU64::new(0));
-        let (stop2, commands2) = (stop.clone(), commands.clone());
+        let written = Arc::new(AtomicU64::new(0));
+        let (stop2, commands2, written2) = (stop.clone(), commands.clone(), written.clone());
         thread::spawn(move || {
             let mut conn = 0u64;
             while !stop2.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((s, _)) => {
-                        let (script, stop, commands) = (script.clone(), stop2.clone(), commands2.clone());
+                        let (script, stop) = (script.clone(), stop2.clone());
+                        let (commands, written) = (commands2.clone(), written2.clone());
                         let n = conn;
                         conn += 1;
-                        thread::spawn(move || serve(s, n, &*script, answer_config, &stop, &commands));
+                        thread::spawn(move || {
+                            let counts = Counts { commands: &commands, written: &written };
+                            serve(s, n, &*script, answer_config, &stop, counts)
+                        });
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                         thread::sleep(Duration::from_millis(5))
@@ -106,7 +112,7 @@ impl FakeServer {
                 }
             }
         });
-        FakeServer { port, stop, commands }
+        FakeServer { port, stop, commands, written }
     }
 
     /// Starts a server that replies `reply` to every benchmark command.
@@ -124,12 +130,24 @@ impl FakeServer {
     pub fn commands(&self) -> u64 {
         self.commands.load(Ordering::Relaxed)
     }
+
+    /// Bytes of replies the kernel has taken so far, on all connections (a reply counts once
+    /// all of it is written: the client has read all but what the socket buffers hold).
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
 }
 
 impl Drop for FakeServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
+}
+
+/// What a connection counts for the server: commands received, reply bytes written.
+struct Counts<'a> {
+    commands: &'a AtomicU64,
+    written: &'a AtomicU64,
 }
 
 /// Serves one connection until the script closes it, the peer leaves, or the server stops.
@@ -139,7 +157,7 @@ fn serve(
     script: &dyn Fn(&Command) -> Action,
     answer_config: bool,
     stop: &AtomicBool,
-    commands: &AtomicU64,
+    counts: Counts,
 ) {
     let _ = s.set_read_timeout(Some(Duration::from_millis(50)));
     let _ = s.set_nodelay(true);
@@ -168,7 +186,7 @@ fn serve(
             } else if config {
                 script(&Command { conn, index, global: u64::MAX, args: &args })
             } else {
-                let global = commands.fetch_add(1, Ordering::Relaxed);
+                let global = counts.commands.fetch_add(1, Ordering::Relaxed);
                 script(&Command { conn, index, global, args: &args })
             };
             index += 1;
@@ -185,8 +203,11 @@ fn serve(
                 break;
             }
         }
-        if !out.is_empty() && s.write_all(&out).is_err() {
-            return;
+        if !out.is_empty() {
+            if s.write_all(&out).is_err() {
+                return;
+            }
+            counts.written.fetch_add(out.len() as u64, Ordering::Relaxed);
         }
         if close {
             let _ = s.shutdown(Shutdown::Both);

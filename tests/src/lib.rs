@@ -24,20 +24,35 @@ const REDIS_CLI_MISSING: &str =
 pub mod cluster;
 pub mod fake;
 
-/// Instantiates each check, written once as `fn(Tool)`, for respbench on every backend (mio, smol, uring):
-/// `mio::NAME` and `smol::NAME`.
+/// Instantiates checks written once as `fn(Tool)` for respbench: the `every` list on every
+/// backend (`mio::NAME`, `smol::NAME`, `uring::NAME`), the `mio` list once, on mio (`mio::NAME`).
+///
+/// A check goes on every backend only when what it checks is the backend's: how it moves bytes
+/// and time (a refused connect, a FIN mid-reply, a reset, partial writes under a deep pipeline,
+/// TLS, a deadline or a Ctrl-C waking the loop, running out of descriptors, a node woken
+/// mid-run). Options, reports, documents and routing are the command line's and the core's,
+/// the same whatever waits for the sockets: they run once.
+#[macro_export]
+macro_rules! backend_tests {
+    (every: [$($every:ident),* $(,)?], mio: [$($once:ident),* $(,)?] $(,)?) => {
+        mod mio {
+            $(#[test] fn $every() { super::$every($crate::respbench_on("mio")); })*
+            $(#[test] fn $once() { super::$once($crate::respbench_on("mio")); })*
+        }
+        mod smol {
+            $(#[test] fn $every() { super::$every($crate::respbench_on("smol")); })*
+        }
+        mod uring {
+            $(#[test] fn $every() { super::$every($crate::respbench_on("uring")); })*
+        }
+    };
+}
+
+/// Every check on every backend: [`backend_tests!`] with an empty `mio` list.
 #[macro_export]
 macro_rules! on_every_backend {
     ($($name:ident),* $(,)?) => {
-        mod mio {
-            $(#[test] fn $name() { super::$name($crate::respbench_on("mio")); })*
-        }
-        mod smol {
-            $(#[test] fn $name() { super::$name($crate::respbench_on("smol")); })*
-        }
-        mod uring {
-            $(#[test] fn $name() { super::$name($crate::respbench_on("uring")); })*
-        }
+        $crate::backend_tests!(every: [$($name),*], mio: []);
     };
 }
 
@@ -59,6 +74,17 @@ fn unique_tmpdir(prefix: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("{prefix}-{}-{n}-{nanos:x}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
     dir
+}
+
+/// Polls `ready` every 10 ms until it holds; panics naming `what` after `limit`. For waiting
+/// on what a test can observe (a server's count, a process's state) instead of sleeping for a
+/// time it hopes is long enough.
+pub fn wait_until(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Returns a loopback port that was free a moment ago (bind port 0, read it, release it).
@@ -140,15 +166,11 @@ impl RedisServer {
                 // certificates' or the configuration's, which another attempt would not fix.
                 if let Err(e) = setup.wait_ready(tls_port, Duration::from_secs(10)) {
                     let log = std::fs::read_to_string(server.dir.join("redis.log")).unwrap_or_default();
-                    let _ = std::fs::remove_dir_all(&setup.certs.dir);
                     panic!("redis-server's TLS port {tls_port} does not answer: {e}\nlog:\n{log}");
                 }
                 server.tls = Some(setup.into_listener(tls_port));
             }
             return server;
-        }
-        if let Some(setup) = &tls {
-            let _ = std::fs::remove_dir_all(&setup.certs.dir);
         }
         panic!("redis-server did not start: {last_err}");
     }
@@ -275,6 +297,13 @@ impl RedisServer {
             .unwrap_or_else(|| panic!("unexpected commandstats line {v:?}"))
     }
 
+    /// Waits (up to 30 s) until the server has executed `command` at least `n` times: a run
+    /// under test is under way.
+    pub fn wait_for_calls(&self, command: &str, n: u64) {
+        let what = format!("port {}: {n} calls of {command}", self.port);
+        wait_until(&what, Duration::from_secs(30), || self.command_calls(command) >= n);
+    }
+
     /// A TCP connection authenticated like [`RedisServer::cli`].
     pub fn connect(&self) -> TcpStream {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connecting to redis-server");
@@ -292,10 +321,8 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // The certificates are the test binary's (tls::TlsCerts::shared): they stay.
         let _ = std::fs::remove_dir_all(&self.dir);
-        if let Some(tls) = &self.tls {
-            let _ = std::fs::remove_dir_all(&tls.certs.dir);
-        }
     }
 }
 
@@ -574,8 +601,23 @@ impl Output {
 pub struct Running {
     child: Child,
     stdout: Option<JoinHandle<Vec<u8>>>,
+    /// What the process has written to stdout so far.
+    printed: Arc<Mutex<Vec<u8>>>,
     stderr: Option<JoinHandle<Vec<u8>>>,
     started: Instant,
+}
+
+/// Reads `r` to its end on a thread, keeping what came so far in `so_far`.
+fn drain_into<R: Read + Send + 'static>(mut r: R, so_far: Arc<Mutex<Vec<u8>>>) -> JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match r.read(&mut chunk) {
+                Ok(0) | Err(_) => return std::mem::take(&mut *so_far.lock().unwrap()),
+                Ok(n) => so_far.lock().unwrap().extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
 }
 
 fn drain<R: Read + Send + 'static>(mut r: R) -> JoinHandle<Vec<u8>> {
@@ -590,6 +632,18 @@ impl Running {
     /// OS process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Waits (up to 30 s) until the process has printed `text` on stdout; panics with what it
+    /// printed otherwise. For acting on a run once it says it has got somewhere.
+    pub fn wait_for_stdout(&self, text: &str) {
+        let limit = Duration::from_secs(30);
+        let printed = || String::from_utf8_lossy(&self.printed.lock().unwrap()).into_owned();
+        let deadline = Instant::now() + limit;
+        while !printed().contains(text) {
+            assert!(Instant::now() < deadline, "no {text:?} on stdout within {limit:?}:\n{}", printed());
+            thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Time since spawn.
@@ -682,9 +736,10 @@ impl Tool {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("spawning {}: {e}", self.path.display()));
-        let stdout = child.stdout.take().map(drain);
+        let printed = Arc::new(Mutex::new(Vec::new()));
+        let stdout = child.stdout.take().map(|r| drain_into(r, Arc::clone(&printed)));
         let stderr = child.stderr.take().map(drain);
-        Running { child, stdout, stderr, started: Instant::now() }
+        Running { child, stdout, printed, stderr, started: Instant::now() }
     }
 
     /// Runs to completion; past `timeout` the process is killed and the call panics with its output.

@@ -11,11 +11,11 @@ use std::io::{self, Read};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::{unique_tmpdir, RedisServer};
+use crate::RedisServer;
 
 const OPENSSL_MISSING: &str = "openssl not found: install Debian's openssl package (apt-get install openssl)";
 
@@ -91,6 +91,57 @@ impl TlsCerts {
     /// Makes a CA, the server, client and wrong-CA certificates and the CA directory in `dir`
     /// (which must exist) with the `openssl` command line. Takes about a third of a second.
     pub fn make(dir: &Path) -> TlsCerts {
+        TlsCerts::generate(dir);
+        TlsCerts::at(dir)
+    }
+
+    /// The certificates every TLS server and cluster of this test binary uses, made once: the
+    /// first test to ask makes them under `<target>/tmp` in a directory named after the binary
+    /// and its build time, and every later one, in this process or another (nextest runs each
+    /// test in a process of its own), reads them from there. Nothing writes to them after that,
+    /// and they are valid for ten years, so sharing them changes no test.
+    pub fn shared() -> TlsCerts {
+        static SHARED: OnceLock<TlsCerts> = OnceLock::new();
+        SHARED.get_or_init(TlsCerts::made_once).clone()
+    }
+
+    fn made_once() -> TlsCerts {
+        let exe = std::env::current_exe().expect("current_exe");
+        let built = std::fs::metadata(&exe)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        // <target>/<profile>/deps/<test binary>
+        let tmp = exe
+            .ancestors()
+            .nth(3)
+            .map(|target| target.join("tmp"))
+            .filter(|t| std::fs::create_dir_all(t).is_ok())
+            .unwrap_or_else(std::env::temp_dir);
+        let name = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let dir = tmp.join(format!("respbench-tls-{name}-{built:x}"));
+        // Only a complete set is ever renamed into place, so one that is there is whole.
+        if !dir.join("made").is_file() {
+            let fresh = tmp.join(format!(
+                "respbench-tls-{name}-{built:x}.{}.{}",
+                std::process::id(),
+                crate::UNIQUE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&fresh).unwrap_or_else(|e| panic!("creating {}: {e}", fresh.display()));
+            TlsCerts::generate(&fresh);
+            write(&fresh.join("made"), "");
+            // Another process may have put its set there first: then ours goes.
+            if std::fs::rename(&fresh, &dir).is_err() {
+                let _ = std::fs::remove_dir_all(&fresh);
+            }
+            assert!(dir.join("made").is_file(), "no certificates in {}", dir.display());
+        }
+        TlsCerts::at(&dir)
+    }
+
+    /// Makes the files [`TlsCerts::at`] names in `dir`.
+    fn generate(dir: &Path) {
         let p = |name: &str| dir.join(name);
         for (name, cn) in [("ca", "respbench test CA"), ("wrong-ca", "respbench wrong CA")] {
             let (key, crt, subj) = (format!("{name}.key"), format!("{name}.crt"), format!("/CN={cn}"));
@@ -185,6 +236,12 @@ impl TlsCerts {
             .filter_map(Result::ok)
             .any(|e| e.file_name().to_string_lossy().ends_with(".0"));
         assert!(linked, "openssl rehash made no <hash>.0 link in {}", ca_dir.display());
+    }
+
+    /// The certificates [`TlsCerts::generate`] made in `dir`.
+    fn at(dir: &Path) -> TlsCerts {
+        let p = |name: &str| dir.join(name);
+        let ca_dir = p("cadir");
         let pair = |cert: &str, key: &str| CertKey { cert: p(cert), key: p(key) };
         TlsCerts {
             dir: dir.to_path_buf(),
@@ -315,8 +372,8 @@ fn output_within(cmd: &mut Command, timeout: Duration) -> Result<Output, String>
 
 impl RedisServer {
     /// Starts a server with a plain port (for [`RedisServer::cli`] and `INFO`) and a TLS port
-    /// ([`RedisServer::tls_port`]) configured by `options`, with fresh certificates
-    /// ([`RedisServer::certs`]) in a directory of their own, removed with the server.
+    /// ([`RedisServer::tls_port`]) configured by `options`, with the test binary's certificates
+    /// ([`RedisServer::certs`], [`TlsCerts::shared`]).
     pub fn start_tls(options: TlsOptions) -> RedisServer {
         RedisServer::start_tls_with(options, &[])
     }
@@ -324,9 +381,7 @@ impl RedisServer {
     /// [`RedisServer::start_tls`] with extra configuration, as in [`RedisServer::start_with`]
     /// (`[("tls-protocols", "TLSv1.3")]`, say).
     pub fn start_tls_with(options: TlsOptions, config: &[(&str, &str)]) -> RedisServer {
-        let dir = unique_tmpdir("rbtls");
-        let certs = TlsCerts::make(&dir);
-        RedisServer::launch(config, Some(TlsSetup { certs, options }))
+        RedisServer::launch(config, Some(TlsSetup { certs: TlsCerts::shared(), options }))
     }
 
     /// The TLS port on 127.0.0.1; panics unless started by [`RedisServer::start_tls`].
@@ -487,6 +542,7 @@ pub fn client_hello_sni(hello: &[u8]) -> Result<Option<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::unique_tmpdir;
 
     /// A ClientHello body with `extensions` (type, data) appended, as a handshake message.
     fn hello_with(extensions: &[(u16, Vec<u8>)]) -> Vec<u8> {

@@ -2,7 +2,8 @@
 //! the `--json` document add up to the test, each agrees with its server's own count of the
 //! command (`INFO commandstats`), the load follows the slots, a stable cluster sends no
 //! redirects, and the verbose report has a row per node. `respbench merge` of two runs' documents
-//! keeps the nodes.
+//! keeps the nodes. Both checks read counts only: they run in turn on one cluster, each counting
+//! its own run's calls.
 
 use std::time::Duration;
 
@@ -10,10 +11,24 @@ use respbench_tests::cluster::Cluster;
 use respbench_tests::{json_path, respbench, respbench_on, take_document, RedisServer, Tool};
 use serde_json::Value;
 
-fn per_node_figures_add_up(tool: Tool) {
+/// What each node has executed of `command` so far.
+fn calls(nodes: &[RedisServer], command: &str) -> Vec<u64> {
+    nodes.iter().map(|n| n.command_calls(command)).collect()
+}
+
+/// One cluster (3 primaries) for both report checks; respbench on mio (the report is the
+/// command line's).
+#[test]
+fn reports_of_one_cluster() {
     let cluster = Cluster::start(3, 0);
+    per_node_figures_add_up(respbench_on("mio"), &cluster);
+    merged_documents_keep_the_nodes(&cluster);
+}
+
+fn per_node_figures_add_up(tool: Tool, cluster: &Cluster) {
     let nodes = &cluster.nodes;
     let ports: Vec<u16> = nodes.iter().map(RedisServer::port).collect();
+    let before = [calls(nodes, "set"), calls(nodes, "get")];
     let path = json_path("cluster-report", "nodes");
     let out = tool.run(
         &[
@@ -35,7 +50,7 @@ fn per_node_figures_add_up(tool: Tool) {
     let doc: Value = serde_json::from_str(&take_document(&path)).unwrap();
     let tests = doc["tests"].as_array().unwrap();
     assert_eq!(tests.len(), 2, "{doc}");
-    for (t, command) in tests.iter().zip(["set", "get"]) {
+    for ((t, command), before) in tests.iter().zip(["set", "get"]).zip(&before) {
         let name = t["name"].as_str().unwrap();
         let total = t["requests"].as_u64().unwrap();
         assert_eq!(total, 30000, "{name}");
@@ -64,10 +79,11 @@ fn per_node_figures_add_up(tool: Tool) {
             assert_eq!(count, 0, "{name}: {kind} redirects in a stable cluster");
         }
         // Each node's count is its server's own: the requests it answered, no more, no fewer.
-        for (s, port) in nodes.iter().zip(&ports) {
+        for ((s, port), before) in nodes.iter().zip(&ports).zip(before) {
             let address = format!("127.0.0.1:{port}");
             let n = entries.iter().find(|n| n["address"] == address.as_str()).unwrap();
-            assert_eq!(n["requests"].as_u64().unwrap(), s.command_calls(command), "{name}: {address}");
+            let served = s.command_calls(command) - before;
+            assert_eq!(n["requests"].as_u64().unwrap(), served, "{name}: {address}");
         }
     }
     // The verbose report: a row per node after each test's summary, and the redirects line.
@@ -93,23 +109,12 @@ fn per_node_figures_add_up(tool: Tool) {
     }
 }
 
-#[test]
-fn per_node_figures_add_up_mio() {
-    per_node_figures_add_up(respbench_on("mio"));
-}
-
-#[test]
-fn per_node_figures_add_up_smol() {
-    per_node_figures_add_up(respbench_on("smol"));
-}
-
 /// Two load machines' documents (each found the cluster from another node) merge into one whose
 /// nodes hold both runs' requests: the servers' own counts.
-#[test]
-fn merged_documents_keep_the_nodes() {
-    let cluster = Cluster::start(3, 0);
+fn merged_documents_keep_the_nodes(cluster: &Cluster) {
     let nodes = &cluster.nodes;
     let ports: Vec<u16> = nodes.iter().map(RedisServer::port).collect();
+    let before = calls(nodes, "set");
     let tool = respbench_on("mio");
     let paths = [json_path("cluster-report", "a"), json_path("cluster-report", "b")];
     for (path, port) in paths.iter().zip([ports[0], ports[2]]) {
@@ -130,13 +135,13 @@ fn merged_documents_keep_the_nodes() {
     assert_eq!(t["requests"], 18000, "{t}");
     let entries = t["nodes"].as_array().unwrap_or_else(|| panic!("no nodes: {t}"));
     assert_eq!(entries.len(), 3, "{entries:?}");
-    for (s, port) in nodes.iter().zip(&ports) {
+    for ((s, port), before) in nodes.iter().zip(&ports).zip(&before) {
         let address = format!("127.0.0.1:{port}");
         let n = entries
             .iter()
             .find(|n| n["address"] == address.as_str())
             .unwrap_or_else(|| panic!("no node {address} in {entries:?}"));
-        assert_eq!(n["requests"].as_u64().unwrap(), s.command_calls("set"), "{address}");
+        assert_eq!(n["requests"].as_u64().unwrap(), s.command_calls("set") - before, "{address}");
     }
     assert_eq!(t["redirects"]["moved"], 0);
 }

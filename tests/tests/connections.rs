@@ -1,6 +1,8 @@
-//! The cost of connecting, against a real redis-server on every backend: the connection set-up
-//! figures (verbose block, JSON `connection_setup`) checked against the server's own count of
-//! connections (`INFO stats` `total_connections_received`) and its command counts.
+//! The cost of connecting, against a real redis-server: the connection set-up figures (verbose
+//! block, JSON `connection_setup`) checked against the server's own count of connections
+//! (`INFO stats` `total_connections_received`) and its command counts. Each backend opens the
+//! sockets and says when a connect starts, so the timed set-up and a socket per batch (`-k 0`)
+//! run on every backend; `-t connect` is the suite's, once on mio.
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,10 +11,9 @@ use respbench_tests::{json_path, parse_verbose, take_document, Output, RedisServ
 
 const T: Duration = Duration::from_secs(60);
 
-respbench_tests::on_every_backend!(
-    setup_is_timed_per_connection,
-    no_keepalive_counts_every_reconnect,
-    connect_test,
+respbench_tests::backend_tests!(
+    every: [setup_is_timed_per_connection, no_keepalive_counts_every_reconnect],
+    mio: [connect_test],
 );
 
 fn ok(out: &Output) {

@@ -1,4 +1,5 @@
-//! `--preload` and hits against a real redis-server, on every backend: the server's own
+//! `--preload` and hits against a real redis-server, on mio (the preload and the counts are the
+//! command line's and the core's): the server's own
 //! `keyspace_hits` and `keyspace_misses` agree with the nil replies respbench counted.
 
 use std::path::Path;
@@ -8,7 +9,10 @@ use respbench_tests::{json_path, take_document, RedisServer, Tool};
 
 const T: Duration = Duration::from_secs(60);
 
-respbench_tests::on_every_backend!(preload_makes_every_get_hit, misses_are_counted_and_warned_about);
+respbench_tests::backend_tests!(
+    every: [],
+    mio: [preload_makes_every_get_hit, misses_are_counted_and_warned_about],
+);
 
 fn read(path: &Path) -> serde_json::Value {
     serde_json::from_str(&take_document(path)).unwrap()

@@ -1,6 +1,6 @@
 //! Sweeps (`-d`, `-c`, `-P`, `--threads` lists) and `--repeat` against a real redis-server, on
-//! every backend: each step is a whole test of its own, checked against the server's counts and
-//! against a separate single run's shape.
+//! mio (the steps are the command line's, the same on every backend): each step is a whole test
+//! of its own, checked against the server's counts and against a separate single run's shape.
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,10 +9,9 @@ use respbench_tests::{json_path, take_document, RedisServer, Tool};
 
 const T: Duration = Duration::from_secs(120);
 
-respbench_tests::on_every_backend!(
-    each_step_is_a_test_of_its_own,
-    a_white_paper_table_in_one_command,
-    repeats_report_their_spread
+respbench_tests::backend_tests!(
+    every: [],
+    mio: [each_step_is_a_test_of_its_own, a_white_paper_table_in_one_command, repeats_report_their_spread],
 );
 
 fn read(path: &Path) -> serde_json::Value {
