@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use mio::net::{TcpStream, UnixStream};
 use mio::{Events, Interest, Poll, Token};
-use respbench_core::{Outcome, RunError, TestRun, Time};
+use respbench_core::{Outcome, RunError, Time};
 use respbench_driver::{
-    on_threads, resolve_all, Link, Next, Table, Tally, Target, Tls, PUBLISH_EVERY, READ_BUF,
+    on_threads, resolve_all, Link, Next, Table, Tally, Target, TestRun, Tls, PUBLISH_EVERY, READ_BUF,
 };
 
 mod timerfd;

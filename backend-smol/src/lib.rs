@@ -23,9 +23,9 @@ use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use respbench_core::{Outcome, RunError, TestRun};
+use respbench_core::{Outcome, RunError};
 use respbench_driver::{
-    on_threads, resolve_all, Link, Next, Tally, Target, Tls, Watch, PUBLISH_EVERY, READ_BUF,
+    on_threads, resolve_all, Link, Next, Tally, Target, TestRun, Tls, Watch, PUBLISH_EVERY, READ_BUF,
 };
 use smol::{future, Async, Executor, Timer};
 

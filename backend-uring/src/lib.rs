@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 
 use io_uring::types::{Fd, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
-use respbench_core::{Outcome, RunError, TestRun, Time};
+use respbench_core::{Outcome, RunError, Time};
 use respbench_driver::{
-    on_threads, resolve_all, Link, Next, Table, Tally, Target, Tls, PUBLISH_EVERY, READ_BUF,
+    on_threads, resolve_all, Link, Next, Table, Tally, Target, TestRun, Tls, PUBLISH_EVERY, READ_BUF,
 };
 
 mod setup;

@@ -29,9 +29,9 @@ use std::time::{Duration, Instant, SystemTime};
 use respbench_core::suite::{custom, default_suite, Selection, TestSpec};
 use respbench_core::template::{KeySpace, Template};
 use respbench_core::{
-    Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Outcome, Plan, Progress, Stats, Stop, TestRun,
-    Time, Workload,
+    Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Outcome, Plan, Stats, Stop, Time, Workload,
 };
+use respbench_driver::{Progress, TestRun};
 
 use opts::{Backend, Config, Opts, Output};
 use report::TestReport;

@@ -268,6 +268,7 @@ impl Client {
     /// Bytes to write on node `node`'s socket now, if any. Call [`Client::advance_transmit`]
     /// with how many the socket took, then call this again until it returns `None` or the
     /// socket would block.
+    #[must_use]
     pub fn poll_transmit(&mut self, node: usize, now: Time) -> Option<&[u8]> {
         if !self.conns[node].is_open() {
             return None;

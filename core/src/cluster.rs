@@ -222,7 +222,7 @@ impl Route {
 
 /// What a test over several nodes shares: the nodes found at its start, the slot map then, and
 /// how requests are routed. Read-only: each client keeps its own view of what changed since
-/// (its [`Router`]), as a cluster client library does.
+/// (its router), as a cluster client library does.
 #[derive(Debug)]
 pub struct Cluster {
     /// Every node, primaries and replicas: a client opens a connection to each, so that a

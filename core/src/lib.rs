@@ -1,33 +1,40 @@
 //! respbench-core: the sans-io heart of respbench.
 //!
-//! Everything here is a pure state machine: no sockets, no threads, no clock reads. Time comes in
-//! as a [`Time`] parameter; bytes come in and go out as slices. The backends (`respbench-mio`,
-//! `respbench-smol`, through `respbench-driver`) own the sockets and the clock and move bytes and
-//! time between them and a [`Connection`] per socket.
+//! Everything here is a pure state machine: no sockets, no threads, no locks, no clock reads.
+//! Time comes in as a [`Time`] parameter; bytes come in and go out as slices. The backends
+//! (`respbench-mio`, `respbench-smol`, `respbench-uring`, through `respbench-driver`) own the
+//! sockets and the clock and move bytes and time between them and a [`Client`] per client of the
+//! test: its connections, one per node (one against a single server), by node index.
 //!
 //! # Parts
 //! - [`template`]: requests pre-encoded once; each request is a copy plus 12 digits per
 //!   `__rand_int__` placeholder overwritten in place. [`keys`] draws the keys (with [`rng`]).
 //! - [`resp`]: an incremental, allocation-free RESP2/RESP3 reply parser.
-//! - [`plan`]: what a test's connections share: handshake, pipeline, open-loop schedule, workload,
+//! - [`plan`]: what a test's clients share: handshake, pipeline, open-loop schedule, workload,
 //!   the exact request budget and the run control ([`Stop`]: `--duration`, Ctrl-C, drain grace).
-//! - [`conn`]: one connection's state machine: handshake, pipelining, reply matching, latency.
-//! - [`stats`]: per-test counts and HdrHistograms, mergeable across connections, threads and runs.
+//! - [`client`]: one client's state machine: its request source (budget, schedule, mix, keys,
+//!   gaps), its router over the nodes, and its connections; events out to the backend.
+//! - [`conn`]: one socket's protocol: handshake, pipelining, reply matching.
+//! - [`stats`]: per-test counts and HdrHistograms, mergeable across clients, threads and runs.
 //! - [`suite`]: redis-benchmark's default tests, byte for byte.
-//! - [`cluster`]: Redis Cluster's key slots (CRC16 and the hash-tag rule), for routing.
+//! - [`cluster`]: Redis Cluster's key slots (CRC16 and the hash-tag rule), routes and the
+//!   per-client router.
 //!
 //! # The drain rule
-//! A backend drives each [`Connection`] like this, reading the clock right after each system call
-//! returns and passing that reading as `now`:
-//! 1. When the socket connects: [`Connection::handle_connected`].
-//! 2. After every input ([`Connection::handle_connected`], [`Connection::handle_input`] with the
-//!    bytes of each read, [`Connection::handle_closed`], [`Connection::handle_io_error`], or
-//!    [`Connection::handle_timeout`] when the time from [`Connection::poll_timeout`] has come),
-//!    drain the outputs:
-//!    - [`Connection::poll_transmit`] until it returns `None` or the socket would block, calling
-//!      [`Connection::advance_transmit`] with what each write took;
-//!    - [`Connection::poll_event`] until `None`, acting on each event (reconnect, close);
-//!    - [`Connection::poll_timeout`]: when to wake up if no bytes arrive.
+//! A backend drives each node's socket of a [`Client`] like this, reading the clock right after
+//! each system call returns and passing that reading as `now`:
+//! 1. When the socket connects: [`Client::handle_connected`].
+//! 2. After every input ([`Client::handle_connected`], [`Client::handle_input`] with the bytes
+//!    of each read, [`Client::handle_closed`], [`Client::handle_io_error`], or
+//!    [`Client::handle_timeout`] when the time from [`Client::poll_timeout`] has come), drain
+//!    the outputs of that node:
+//!    - [`Client::poll_transmit`] until it returns `None` or the socket would block, calling
+//!      [`Client::advance_transmit`] with what each write took;
+//!    - [`Client::poll_event`] until `None`, acting on each event (reconnect, close);
+//!    - [`Client::poll_timeout`]: when to wake up if no bytes arrive;
+//!
+//!    then [`Client::poll_wake`] until `None`, and drain each node it names the same way: the
+//!    client queued requests for it, a node appeared, or the client is done.
 //!
 //! Latency is per request: from the start of the write that handed the request's last byte to
 //! the kernel (the `now` of the `advance_transmit` that covered it: backends read the clock
@@ -61,6 +68,6 @@ pub mod time;
 pub use client::Client;
 pub use conn::{ConnError, Connection, Event, IoFailure, IoOp};
 pub use plan::{Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Plan, Stop, Workload};
-pub use run::{Endpoint, Outcome, Progress, RunError, TestRun};
+pub use run::{Endpoint, Outcome, RunError};
 pub use stats::Stats;
 pub use time::Time;

@@ -55,7 +55,7 @@ impl Budget {
 /// request is handed out and connections finish when their requests in flight are answered;
 /// those still unanswered `grace` later are abandoned ([`crate::Event::Abandoned`]).
 ///
-/// Connections see the stop through [`crate::Connection::poll_timeout`]: a backend that learns of
+/// Connections see the stop through [`crate::Client::poll_timeout`]: a backend that learns of
 /// a stop asked for while it waits (see [`Stop::generation`]) asks every connection again.
 #[derive(Debug)]
 pub struct Stop {
@@ -214,7 +214,7 @@ pub struct ConnConfig {
     /// comes back after a backoff instead of ending; `None` ends it.
     pub reconnect: Option<Backoff>,
     /// `--timeout`: how long a request (counted from when it was queued) or the handshake may
-    /// wait for its reply before the connection fails with [`ConnError::Timeout`]; `None` waits
+    /// wait for its reply before the connection fails with [`crate::ConnError::Timeout`]; `None` waits
     /// forever.
     pub request_timeout: Option<Duration>,
 }

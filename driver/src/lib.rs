@@ -27,12 +27,12 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-use respbench_core::run::Published;
 use respbench_core::{
-    Client, ConnError, Endpoint, Event, IoFailure, IoOp, Outcome, Plan, RunError, Stats, TestRun, Time,
+    Client, ConnError, Endpoint, Event, IoFailure, IoOp, Outcome, Plan, RunError, Stats, Time,
 };
 
 mod clock;
+mod run;
 #[cfg(feature = "sim")]
 pub mod sim;
 mod table;
@@ -41,6 +41,7 @@ mod timers;
 mod tls;
 
 pub use clock::{Clock, VirtualClock};
+pub use run::{Progress, Published, TestRun};
 pub use table::{Sockets, Table};
 pub use timers::Timers;
 #[cfg(feature = "tls")]

@@ -20,7 +20,8 @@ use std::io::{self, Read, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use respbench_core::{Endpoint, Outcome, Progress, RunError, TestRun, Time};
+use crate::{Progress, TestRun};
+use respbench_core::{Endpoint, Outcome, RunError, Time};
 
 use crate::{on_threads, Link, Next, Tally, Timers, VirtualClock, Watch, PUBLISH_EVERY, READ_BUF};
 

@@ -6,9 +6,9 @@
 
 use std::io;
 
-use respbench_core::{Outcome, TestRun, Time};
+use respbench_core::{Outcome, Time};
 
-use crate::{Link, Next, Tally, Target, Timers, Watch, PUBLISH_EVERY};
+use crate::{Link, Next, Tally, Target, TestRun, Timers, Watch, PUBLISH_EVERY};
 
 /// What a loop does with the socket of one slot: the part of [`Table`]'s loop that is the
 /// backend's own.

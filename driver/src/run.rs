@@ -1,0 +1,100 @@
+//! What a backend needs to run one test: the plan, where to connect, how many clients and loops,
+//! and the live figures the loops share while it runs ([`Progress`]). Threads and locks live
+//! here, in the driver, not in the core.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use respbench_core::series::Collector;
+use respbench_core::{Endpoint, Plan, Stats, Time};
+
+/// Live figures the event loops publish while a test runs (for the progress line and `--live`).
+/// Every field is updated a few times a second, not per request. Stopping a test is the plan's
+/// [`respbench_core::Stop`].
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Requests completed so far, all loops together.
+    pub completed: AtomicU64,
+    /// Sum of their latencies in microseconds.
+    pub latency_sum_micros: AtomicU64,
+    /// Connections whose handshake has completed and that are still open.
+    pub live: AtomicU64,
+    /// The test's per-second series, all loops together: each second summarised once every
+    /// loop has moved past it (what `--live` prints while the test runs, and the test's
+    /// [`Stats::series`] at its end).
+    pub series: Mutex<Collector>,
+}
+
+impl Progress {
+    /// Readies [`Progress::series`] for a test of `loops` event loops; before they start.
+    pub fn begin(&self, loops: usize) {
+        self.collector().begin(loops);
+    }
+
+    /// The series collector. A poisoned lock only means a loop panicked mid-add; the figures
+    /// are still counts.
+    pub fn collector(&self) -> std::sync::MutexGuard<'_, Collector> {
+        self.series.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds what event loop `part` recorded since its last call (`published` says how far it
+    /// got) to the live figures: completed requests, their latency sum, and the seconds of its
+    /// series that have ended by `now` (every second when `now` is `None`: the loop is done).
+    /// Loops call it a few times a second, not per request.
+    pub fn publish(&self, part: usize, stats: &mut Stats, now: Option<Time>, published: &mut Published) {
+        let requests = stats.requests;
+        let sum = (stats.latency.mean() * stats.latency.len() as f64) as u64;
+        self.completed.fetch_add(requests.saturating_sub(published.requests), Ordering::Relaxed);
+        self.latency_sum_micros
+            .fetch_add(sum.saturating_sub(published.latency_sum_micros), Ordering::Relaxed);
+        published.requests = requests;
+        published.latency_sum_micros = sum;
+        if stats.keep_series {
+            self.collector().publish(part, stats, now);
+        }
+    }
+}
+
+/// How much of its figures one event loop has added to [`Progress`] so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Published {
+    /// Completed requests.
+    pub requests: u64,
+    /// Their latency sum in microseconds.
+    pub latency_sum_micros: u64,
+}
+
+/// One test as a backend runs it.
+#[derive(Clone, Debug)]
+pub struct TestRun {
+    /// What every connection does.
+    pub plan: Arc<Plan>,
+    /// Where to connect.
+    pub endpoint: Endpoint,
+    /// How many connections (`-c`).
+    pub clients: usize,
+    /// How many event loops (threads); connection `i` runs on loop `i % threads`.
+    pub threads: usize,
+    /// Significant figures of the histograms.
+    pub sigfig: u8,
+    /// Shared live figures and stop controls.
+    pub progress: Arc<Progress>,
+}
+
+impl TestRun {
+    /// How many event loops the test runs on: `threads`, at least one, at most one per client.
+    pub fn loops(&self) -> usize {
+        self.threads.clamp(1, self.clients.max(1))
+    }
+
+    /// The clients loop `t` drives: every index `c` with `c % loops() == t`. A client's
+    /// connections (one per node) share its loop.
+    pub fn clients_of(&self, t: usize) -> Vec<u64> {
+        (t..self.clients).step_by(self.loops()).map(|c| c as u64).collect()
+    }
+
+    /// How many connections the test opens: one per client and node.
+    pub fn connections(&self) -> usize {
+        self.clients * self.plan.nodes()
+    }
+}
