@@ -975,8 +975,9 @@ impl<'a> Waits<'a> for TableLoop<'a> {
     }
 }
 
-/// [`Shape::Smol`]: a task per connection that waits on its own timer for [`Link::timer`],
-/// and a publisher that nudges them all.
+/// [`Shape::Smol`]: a task per client that waits on one timer of its own for the earliest
+/// [`Link::timer`] of its nodes (and then has every node look at its times), and a publisher
+/// that nudges them all.
 struct SmolLoop<'a> {
     net: Net<'a>,
     links: Vec<Link>,
@@ -999,7 +1000,7 @@ impl<'a> SmolLoop<'a> {
         let nodes = sim.run.plan.nodes();
         let net = Net::new(sim);
         SmolLoop {
-            timers: Timers::new(net.slots.len()),
+            timers: Timers::new(links.len()),
             net,
             links,
             nodes,
@@ -1020,17 +1021,38 @@ impl<'a> SmolLoop<'a> {
         Watch::next_event(self.tally.plan(), now).map_or(tick, |t| t.min(tick))
     }
 
-    /// A task looks at its timeout after each drain; it sleeps on a timer only for what
-    /// `timer` keeps (the stop comes with the publisher's nudge).
+    /// The nodes of client `c` with a socket that has not ended.
+    fn live(&self, c: usize) -> impl Iterator<Item = usize> + '_ {
+        (0..self.nodes).filter(move |&n| {
+            let s = &self.net.slots[c * self.nodes + n];
+            s.started && !s.ended
+        })
+    }
+
+    /// A task looks at its nodes' timeouts after each drain; it sleeps on a timer only for
+    /// what `timer` keeps (the stop comes with the publisher's nudge).
     fn schedule(&mut self, i: usize) {
-        let (link, n) = (&self.links[i / self.nodes], i % self.nodes);
-        let now = self.tally.now();
-        let at = if link.timeout(n).is_some_and(|t| t <= now) {
+        let c = i / self.nodes;
+        let (link, now) = (&self.links[c], self.tally.now());
+        let due = self.live(c).filter_map(|n| link.timeout(n)).min();
+        let at = if due.is_some_and(|t| t <= now) {
             Some(now)
         } else {
-            link.timer(n, self.tally.plan())
+            self.live(c).filter_map(|n| link.timer(n, self.tally.plan())).min()
         };
-        self.timers.schedule(i, at);
+        self.timers.schedule(c, at);
+    }
+
+    /// Client `c`'s timer fired or it was nudged: each of its nodes looks at its own times,
+    /// then each is drained (the last first, as the task's stack of nodes to drain has it).
+    fn on_timer(&mut self, c: usize) {
+        let live: Vec<usize> = self.live(c).collect();
+        for &n in &live {
+            self.links[c].on_timeout(n, &mut self.tally);
+        }
+        for &n in live.iter().rev() {
+            self.drain(c * self.nodes + n);
+        }
     }
 
     fn start_one(&mut self, i: usize) {
@@ -1108,25 +1130,21 @@ impl<'a> Waits<'a> for SmolLoop<'a> {
             self.tally.publish();
             if self.watch.changed(self.tally.plan(), now) {
                 any = true;
-                // The nudge: every waiting connection looks again.
-                for i in 0..self.net.slots.len() {
-                    let s = &self.net.slots[i];
-                    if s.started && !s.ended {
-                        self.links[i / self.nodes].on_timeout(i % self.nodes, &mut self.tally);
-                        self.drain(i);
-                    }
+                // The nudge: every waiting task looks again.
+                for c in 0..self.links.len() {
+                    self.on_timer(c);
                 }
             }
             self.next_publish = self.publisher_wakes();
         }
-        while let Some(i) = self.timers.pop_due(now) {
+        while let Some(c) = self.timers.pop_due(now) {
             any = true;
-            let (link, n) = (&mut self.links[i / self.nodes], i % self.nodes);
-            if link.timeout(n).is_some_and(|t| t <= now) {
-                link.on_timeout(n, &mut self.tally);
-                self.drain(i);
+            let link = &self.links[c];
+            if self.live(c).any(|n| link.timeout(n).is_some_and(|t| t <= now)) {
+                self.on_timer(c);
             } else {
-                self.schedule(i);
+                // Moved later since: wait for the new time.
+                self.schedule(c * self.nodes);
             }
         }
         any
