@@ -534,3 +534,58 @@ fn a_standalone_primary_with_replicas_splits_reads_and_writes() {
         }
     }
 }
+
+/// Three primaries and a replica of each (nodes 3, 4, 5 of 0, 1, 2).
+fn six() -> ClusterServer {
+    let mut c = three();
+    for p in 0..3 {
+        c.add_replica(&format!("127.0.0.1:{}", 7003 + p), p);
+    }
+    c
+}
+
+/// The e2e `cluster_reads_from_replicas`: with reads to replicas, a cluster replica serves its
+/// primary's reads after the `READONLY` of its handshake; writes go to the primaries.
+#[test]
+fn cluster_reads_go_to_replicas_after_readonly() {
+    for write in [false, true] {
+        let command: Vec<&'static [u8]> =
+            if write { vec![b"SET", b"key:__rand_int__", b"x"] } else { vec![b"GET", b"key:__rand_int__"] };
+        let opts = Opts { command, reads: Reads::Replicas, ..Opts::default() };
+        let (r, nodes) = opts.run(&six(), &six);
+        let s = &r.outcome.stats;
+        assert_eq!((s.requests, s.redirects.total(), s.errors.total()), (3000, 0, 0));
+        // Each replica read the READONLY of each of the four clients.
+        served_is_counted(&r, &nodes, &[0, 0, 0, 4, 4, 4]);
+        let primaries: u64 = s.nodes[..3].iter().map(|n| n.requests).sum();
+        let replicas: Vec<u64> = nodes[3..].iter().map(|n| n.replica_reads).collect();
+        if write {
+            assert_eq!((primaries, replicas), (3000, vec![0, 0, 0]));
+        } else {
+            assert_eq!((primaries, replicas.iter().sum::<u64>()), (0, 3000));
+            assert!(replicas.iter().all(|&n| n > 800), "{replicas:?}");
+        }
+    }
+}
+
+/// The e2e `a_manual_failover_mid_run`: node 5 takes over node 2's slots at 5 ms, node 2
+/// following it; node 2 then answers its old slots' writes `MOVED`, and the run completes with
+/// no error.
+#[test]
+fn a_manual_failover_moves_the_writes_to_the_promoted_replica() {
+    let make = || {
+        let mut c = six();
+        c.at(at_ms(5), |c| c.failover(5));
+        c
+    };
+    let opts = Opts { n: Some(20_000), command: vec![b"SET", b"key:__rand_int__", b"x"], ..Opts::default() };
+    let (r, nodes) = opts.run(&six(), &make);
+    let s = &r.outcome.stats;
+    assert_eq!((s.requests, s.errors.total()), (20_000, 0));
+    assert!(r.outcome.failures.is_empty(), "{:?}", r.outcome.failures);
+    assert!(s.redirects.moved > 0 && s.nodes[5].requests > 0);
+    assert_eq!(s.redirects.moved, nodes[2].moved);
+    served_is_counted(&r, &nodes, &[0, 0, 0, 4, 4, 4]);
+    let to = endpoint("127.0.0.1:7005");
+    assert!(s.moved.values().all(|(_, e)| *e == to));
+}
