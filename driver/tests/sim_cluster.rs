@@ -589,3 +589,35 @@ fn a_manual_failover_moves_the_writes_to_the_promoted_replica() {
     let to = endpoint("127.0.0.1:7005");
     assert!(s.moved.values().all(|(_, e)| *e == to));
 }
+
+/// A primary that dies with no replica to take over: its requests in flight are lost, and each
+/// later request for its slots goes to a live primary, which sends it to the dead node; after
+/// 16 attempts it completes as the `MOVED` error. The other slots' requests complete.
+#[test]
+fn a_primary_that_dies_with_no_replica_ends_its_slots_requests_as_errors() {
+    let make = || {
+        let mut c = three();
+        c.at(at_ms(5), |c| c.kill(2));
+        c
+    };
+    let outage = |s: &mut Vec<(String, Server)>| s[2].1.outages = vec![(at_ms(5), Time::MAX)];
+    let opts = Opts { n: Some(2000), clients: 2, pipeline: 4, ..Opts::default() };
+    let (r, nodes) = opts.run_with(&three(), &make, &outage);
+    let s = &r.outcome.stats;
+    let errors = |prefix: &str| s.errors.kinds().iter().find(|k| k.prefix == prefix).map_or(0, |k| k.count);
+    let moved = errors("MOVED");
+    assert!(s.lost > 0 && moved > 0, "{:?}", s.errors);
+    assert_eq!(errors("connection"), s.lost);
+    assert_eq!(s.errors.total(), s.lost + moved);
+    assert_eq!(s.requests + s.lost, 2000);
+    // Each such request was sent away 16 times, by the live primaries only.
+    assert_eq!(s.redirects.moved, 16 * moved);
+    assert_eq!(nodes[0].moved + nodes[1].moved, 16 * moved);
+    // A live primary's calls: served, or answered MOVED; the last MOVED of a request also
+    // completes it, as its error.
+    let calls = nodes[0].calls + nodes[1].calls;
+    assert_eq!(calls + moved, s.nodes[0].requests + s.nodes[1].requests + s.redirects.moved);
+    assert_eq!(nodes[2].moved, 0);
+    let pauses: Duration = (1..16).map(pause).sum();
+    assert!(r.end > at_ms(5) + pauses);
+}
