@@ -835,6 +835,7 @@ impl Sockets for Net<'_> {
 
 /// What the shared parts of a simulated loop need of the loop that waits as a backend does.
 trait Waits<'a> {
+    /// The network and the servers.
     fn net(&mut self) -> &mut Net<'a>;
     /// The network, slot `i`'s client and node, and the tally.
     fn parts(&mut self, i: usize) -> (&mut Net<'a>, &mut Link, usize, &mut Tally);
