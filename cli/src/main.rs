@@ -1,23 +1,17 @@
 //! respbench: the command line. Parses redis-benchmark's options, runs each test on a backend and
 //! renders the results in redis-benchmark's formats.
 
-mod cpu;
 mod hdr;
 mod hlog;
 mod json;
-mod limits;
 mod merge;
 mod opts;
 #[cfg(feature = "plot")]
 mod plot;
 mod report;
-mod routing;
-mod server;
-#[cfg(feature = "tls")]
-mod tls;
-mod topology;
-mod verdict;
 mod workers;
+
+use respbench_session::{cpu, limits, routing, server, topology, verdict};
 
 use argh::FromArgs;
 use std::io::{self, IsTerminal, Read, Write};
@@ -169,6 +163,7 @@ fn run(cfg: &Config) -> Result<ExitCode, String> {
         }
     }
     let (info, counters) = server::startup(cfg).map_err(|e| e.0)?;
+    let counters = counters.map_err(|why| eprintln!("WARNING: Could not fetch server CONFIG{why}")).ok();
     // Over several nodes: find them, and how each command is routed, before any test.
     let mut with_nodes;
     let cfg = if cfg.cluster || cfg.replicas != opts::Replicas::None {
@@ -241,7 +236,7 @@ struct Session<'a> {
     /// A worker's step: the whole run's `-c` at that step.
     step_clients: Option<usize>,
     /// `--start-at`, until the first measured test waits for it.
-    start_at: Option<workers::StartAt>,
+    start_at: Option<respbench_session::workers::StartAt>,
     /// `--start-at`: how late this process was ready for the instant, in seconds (0 on time).
     late_by_s: Option<f64>,
 }
@@ -501,7 +496,7 @@ impl<'a> Session<'a> {
     /// `--start-at`: sleeps until the instant less the warmup, so that the first measured window
     /// begins at it; says on stderr when that had passed already, and records by how much.
     /// `Some(code)` when Ctrl-C came first.
-    fn wait_for_start(&mut self, at: &workers::StartAt) -> Option<ExitCode> {
+    fn wait_for_start(&mut self, at: &respbench_session::workers::StartAt) -> Option<ExitCode> {
         let target = at.time().checked_sub(self.cfg.open.warmup).unwrap_or(SystemTime::UNIX_EPOCH);
         let now = SystemTime::now();
         match now.duration_since(target) {

@@ -10,7 +10,7 @@ use respbench_core::cluster::SLOTS;
 use respbench_core::resp::Value;
 use respbench_core::Endpoint;
 
-use crate::opts::{Config, Replicas, Rfr};
+use crate::config::{Config, Replicas, Rfr};
 use crate::server::{text, Conn, StartupError};
 
 /// One server of the topology.
@@ -780,32 +780,6 @@ mod tests {
         assert!(parse_info_replication("role:master\r\nslave0:ip=h,state=online\r\n")
             .unwrap_err()
             .contains("port"));
-    }
-
-    #[cfg(feature = "tls")]
-    #[test]
-    fn each_node_is_checked_against_its_own_name() {
-        use argh::FromArgs;
-        use rustls::pki_types::ServerName;
-        let cfg =
-            |args: &[&str]| crate::opts::Opts::from_args(&["respbench"], args).unwrap().check().unwrap();
-        let name = |c: &Config| c.tls.as_ref().unwrap().server_name.clone();
-        let c = cfg(&["--tls", "--insecure", "-h", "10.0.0.1", "--cluster"]);
-        let n = node_config(&c, &tcp("10.0.0.2", 7001));
-        assert_eq!(
-            (n.endpoint.clone(), name(&n)),
-            (tcp("10.0.0.2", 7001), ServerName::try_from("10.0.0.2").unwrap())
-        );
-        assert_eq!(
-            name(&node_config(&c, &tcp("redis-2.example", 7001))),
-            ServerName::try_from("redis-2.example").unwrap()
-        );
-        // --sni names every node alike.
-        let c = cfg(&["--tls", "--insecure", "-h", "10.0.0.1", "--sni", "cache.example", "--cluster"]);
-        assert_eq!(
-            name(&node_config(&c, &tcp("10.0.0.2", 7001))),
-            ServerName::try_from("cache.example").unwrap()
-        );
     }
 
     #[test]

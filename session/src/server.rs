@@ -13,7 +13,7 @@ use respbench_core::{Endpoint, Handshake};
 use respbench_core::{IoFailure, IoOp};
 use respbench_driver::Target;
 
-use crate::opts::Config;
+use crate::config::Config;
 
 /// How long the startup connection waits for the server before giving up, without `--timeout`.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -310,11 +310,14 @@ fn config_value(v: &Value) -> Option<String> {
 /// The connection (TCP, TLS) and the `AUTH` the user asked for are the benchmark's own: when
 /// they fail the run must not start. `CONFIG GET` is respbench asking for its report only:
 /// a server that refuses it, does not know it (a hosted Redis, a proxy, another server), closes
-/// the connection on it or never answers gives empty settings and a warning on stderr saying
-/// why, and the run goes on, as redis-benchmark's does ("Could not fetch server CONFIG"). One
+/// the connection on it or never answers gives empty settings and why, for a warning, and the
+/// run goes on, as redis-benchmark's does ("Could not fetch server CONFIG"). One
 /// exception: `NOAUTH` means the benchmark's connections would be refused too. Each step waits
 /// at most `--timeout`, or 5 s.
-pub fn startup(cfg: &Config) -> Result<(ServerInfo, Option<Conn>), StartupError> {
+///
+/// The connection comes back when the server answered `CONFIG GET`; otherwise why it did not,
+/// for the warning.
+pub fn startup(cfg: &Config) -> Result<(ServerInfo, Result<Conn, String>), StartupError> {
     let mut c = Conn::authenticated(cfg)?;
     let mut info = ServerInfo::default();
     let mut why = None;
@@ -345,12 +348,11 @@ pub fn startup(cfg: &Config) -> Result<(ServerInfo, Option<Conn>), StartupError>
     }
     if info.save.is_none() || info.appendonly.is_none() {
         let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
-        eprintln!("WARNING: Could not fetch server CONFIG{why}");
-        return Ok((info, None));
+        return Ok((info, Err(why)));
     }
     // A server that answers its admin commands: the connection stays for the counters read
     // around each test (verdict.rs).
-    Ok((info, Some(c)))
+    Ok((info, Ok(c)))
 }
 
 /// What the server spends on its clients, from `INFO clients` and `INFO memory`.

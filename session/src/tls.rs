@@ -25,7 +25,7 @@ use rustls::{
     SignatureScheme, SupportedCipherSuite, SupportedProtocolVersion,
 };
 
-use crate::opts::TlsOptions;
+use crate::config::TlsOptions;
 use respbench_core::conn::os_words;
 
 /// Makes the TLS settings of a run to `endpoint`. Every error names the option (and the file)

@@ -9,7 +9,7 @@ use respbench_core::resp::Value;
 use respbench_core::template::Template;
 use respbench_core::Handshake;
 
-use crate::opts::{Config, Rfr};
+use crate::config::{Config, Rfr};
 use crate::server::Conn;
 use crate::topology::{self, Topology};
 
