@@ -11,9 +11,9 @@ mod plot;
 mod report;
 mod workers;
 
+use respbench_session::result::{command_text, NodeInfo, StepValues, TestResult};
 use respbench_session::{cpu, limits, routing, server, topology, verdict};
 
-use argh::FromArgs;
 use std::io::{self, IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -75,7 +75,7 @@ fn main() -> ExitCode {
     if rest.first() == Some(&"plot") {
         return plot(name, &rest[1..]);
     }
-    let opts: Opts = match parse_args(&[name], &rest, "respbench --help") {
+    let opts: Opts = match opts::parse_args(&[name], &rest, "respbench --help") {
         Ok(o) => o,
         Err(code) => return code,
     };
@@ -114,20 +114,6 @@ fn plot(_: &str, _: &[&str]) -> ExitCode {
          rebuild without --no-default-features"
     );
     ExitCode::from(1)
-}
-
-/// Parses `args` with argh: `--help` prints the usage and exits 0; an error names the bad
-/// argument, points at `help` and exits 1.
-pub(crate) fn parse_args<T: FromArgs>(command: &[&str], args: &[&str], help: &str) -> Result<T, ExitCode> {
-    T::from_args(command, args).map_err(|e| {
-        if e.status.is_ok() {
-            print!("{}", e.output);
-            ExitCode::SUCCESS
-        } else {
-            eprintln!("{}\nRun '{help}' for the options.", e.output.trim_end());
-            ExitCode::from(1)
-        }
-    })
 }
 
 fn handshake(cfg: &Config) -> Handshake {
@@ -230,7 +216,7 @@ struct Session<'a> {
     /// Reads the server's CPU around each test.
     probe: verdict::Probe,
     /// The total entries of the sweep's steps so far, for its table.
-    rows: Vec<json::Entry>,
+    rows: Vec<TestResult>,
     /// The test and value size `--preload` last wrote.
     preloaded: Option<(u64, respbench_core::dist::ValueSize)>,
     /// A worker's step: the whole run's `-c` at that step.
@@ -368,7 +354,7 @@ impl<'a> Session<'a> {
         let steps: Vec<Option<u64>> =
             if self.open_loop { self.cfg.open.rates.iter().copied().map(Some).collect() } else { vec![None] };
         // One row per step for the throughput-latency table.
-        let mut table: Vec<json::Entry> = Vec::new();
+        let mut table: Vec<TestResult> = Vec::new();
         let mut stop = None;
         if self.cfg.preload {
             // Once per test and value size: a sweep's other parameters leave the keys as they are.
@@ -455,9 +441,9 @@ impl<'a> Session<'a> {
             }
             let mut entries = case.entries(backend, cpu, rate, outcome.stats);
             for e in &mut entries {
-                e.step = self.step.as_ref().map(json::step);
+                e.step = self.step.as_ref().map(StepValues::of);
                 if let (Some(step), Some(c)) = (&mut e.step, self.step_clients) {
-                    step["clients"] = c.into();
+                    step.clients = c as u64;
                 }
             }
             if let Some(total) = entries.last_mut() {
@@ -561,7 +547,7 @@ impl<'a> Session<'a> {
     /// Prints a step: side by side, or each entry in the chosen format.
     fn print_step(&mut self, case: &Case, ran: &[Ran]) -> io::Result<()> {
         if self.comparing {
-            let mut rows: Vec<Vec<&json::Entry>> = Vec::new();
+            let mut rows: Vec<Vec<&TestResult>> = Vec::new();
             for (entries, _) in ran {
                 for (k, e) in entries.iter().enumerate() {
                     if rows.len() <= k {
@@ -621,7 +607,7 @@ impl<'a> Session<'a> {
             if let Some(late) = self.late_by_s {
                 doc["late_by_s"] = late.into();
             }
-            write_json(path, &doc)?;
+            json::write_json(path, &doc)?;
         }
         match ended {
             Ended::Code(code) if code == ExitCode::SUCCESS && self.dropped => Ok(ExitCode::from(1)),
@@ -632,13 +618,13 @@ impl<'a> Session<'a> {
 }
 
 /// What one backend reported for one step: its entries, and its connection failures.
-type Ran = (Vec<json::Entry>, Vec<(respbench_core::ConnError, u64)>);
+type Ran = (Vec<TestResult>, Vec<(respbench_core::ConnError, u64)>);
 
 /// Warns on stderr when the client was saturated or an open-loop target was not reached.
 /// `preloadable`: `--preload` would write what the test reads (a GET).
 fn report_cost_and_rate(
     cfg: &Config,
-    total: &json::Entry,
+    total: &TestResult,
     backend: Backend,
     comparing: bool,
     preloadable: bool,
@@ -684,20 +670,6 @@ fn unix_micros(t: SystemTime) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
 }
 
-/// Writes a JSON document, pretty-printed, to `path` or to stdout for `-`.
-pub(crate) fn write_json(path: &str, doc: &serde_json::Value) -> Result<(), String> {
-    let mut text = serde_json::to_string_pretty(doc).map_err(|e| format!("cannot encode the JSON: {e}"))?;
-    text.push('\n');
-    if path == "-" {
-        let mut o = io::stdout().lock();
-        o.write_all(text.as_bytes())
-            .and_then(|_| o.flush())
-            .map_err(|e| format!("cannot write the JSON: {e}"))
-    } else {
-        std::fs::write(path, text).map_err(|e| format!("--json: cannot write {path}: {e}"))
-    }
-}
-
 /// One test of the run: a request (or a mix of them) and how it is titled.
 struct Case {
     spec: TestSpec,
@@ -729,13 +701,13 @@ impl Case {
         cpu: cpu::ClientCpu,
         rate: Option<u64>,
         mut stats: Stats,
-    ) -> Vec<json::Entry> {
+    ) -> Vec<TestResult> {
         let mut out = Vec::new();
         if let Some((mix, titles)) = &self.mix {
             for ((part, title), template) in stats.parts.drain(..).zip(titles).zip(mix.templates()) {
-                out.push(json::Entry {
+                out.push(TestResult {
                     name: title.clone(),
-                    command: json::command_text(&template.display()),
+                    command: command_text(&template.display()),
                     backend: Some(backend.name().to_string()),
                     cpu: None,
                     target_rps: None,
@@ -747,9 +719,9 @@ impl Case {
                 });
             }
         }
-        out.push(json::Entry {
+        out.push(TestResult {
             name: self.spec.title.clone(),
-            command: json::command_text(&self.spec.template.display()),
+            command: command_text(&self.spec.template.display()),
             backend: Some(backend.name().to_string()),
             cpu: Some(cpu),
             target_rps: rate,
@@ -945,7 +917,7 @@ fn run_test(
     rate: Option<u64>,
     epoch: Instant,
     mut hlog: Option<(&mut hlog::IntervalLog, &str)>,
-) -> Result<(Outcome, cpu::ClientCpu, Contention, Vec<json::NodeInfo>), String> {
+) -> Result<(Outcome, cpu::ClientCpu, Contention, Vec<NodeInfo>), String> {
     let begin = Instant::now();
     let warmup = cfg.open.warmup;
     let measure_from = if warmup.is_zero() { Time::ZERO } else { Time::since(epoch, begin + warmup) };
@@ -1030,7 +1002,7 @@ fn run_test(
                     let nodes = match (&run.plan.cluster, cfg.multi.as_deref()) {
                         (Some(c), Some(m)) => {
                             o.stats.nodes.truncate(c.nodes.len() + o.stats.appeared.len());
-                            json::NodeInfo::at_end(c, m, &o.stats)
+                            NodeInfo::at_end(c, m, &o.stats)
                         }
                         _ => Vec::new(),
                     };
@@ -1147,7 +1119,7 @@ fn no_uring() -> String {
 }
 
 /// The verbose report's line about how the backend works, where it has one to say.
-fn backend_note(entry: &json::Entry) -> Option<String> {
+fn backend_note(entry: &TestResult) -> Option<String> {
     #[cfg(all(feature = "uring", target_os = "linux"))]
     if entry.backend.as_deref() == Some("uring") {
         return URING.get().map(|u| u.describe());
@@ -1161,7 +1133,7 @@ fn print_test(
     cfg: &Config,
     case: &Case,
     info: &ServerInfo,
-    entry: &json::Entry,
+    entry: &TestResult,
     label: Option<&str>,
     out: &mut impl Write,
 ) -> io::Result<()> {

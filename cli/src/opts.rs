@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::process::ExitCode;
+
 use argh::FromArgs;
 use respbench_core::dist::{KeyDist, ValueSize, Zipf};
 use respbench_core::Endpoint;
@@ -782,6 +784,20 @@ fn host_port(text: &str) -> Result<Endpoint, &'static str> {
     }
     let port = port.parse::<u16>().ok().filter(|&p| p != 0).ok_or("the port must be 1 to 65535")?;
     Ok(Endpoint::Tcp { host: host.to_string(), port })
+}
+
+/// Parses `args` with argh: `--help` prints the usage and exits 0; an error names the bad
+/// argument, points at `help` and exits 1.
+pub(crate) fn parse_args<T: FromArgs>(command: &[&str], args: &[&str], help: &str) -> Result<T, ExitCode> {
+    T::from_args(command, args).map_err(|e| {
+        if e.status.is_ok() {
+            print!("{}", e.output);
+            ExitCode::SUCCESS
+        } else {
+            eprintln!("{}\nRun '{help}' for the options.", e.output.trim_end());
+            ExitCode::from(1)
+        }
+    })
 }
 
 /// A seed for runs without `--seed`: the clock and the process id, as redis-benchmark does.

@@ -6,6 +6,7 @@
 pub mod config;
 pub mod cpu;
 pub mod limits;
+pub mod result;
 pub mod routing;
 pub mod server;
 #[cfg(feature = "tls")]
