@@ -11,7 +11,7 @@ use respbench_core::dist::{KeyDist, ValueSize, Zipf};
 use respbench_core::Endpoint;
 
 pub use respbench_session::config::{
-    Backend, Config, OpenLoopConfig, Output, Replicas, Rfr, Step, Sweep, TlsOptions,
+    Backend, Config, OpenLoopConfig, Output, Replicas, Rfr, Sweep, TlsOptions,
 };
 
 /// respbench: a redis-benchmark compatible load generator for Redis and every RESP server.
