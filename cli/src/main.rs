@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
+use respbench_driver::Tls;
 use respbench_session::{Ended, Session, StopHandle};
 
 use opts::{Config, Opts};
@@ -78,8 +79,17 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // The TLS client configuration is made once, here, so that a certificate that cannot be
+    // read is an error in the options.
+    let tls = match respbench_session::tls_client(&cfg) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{e}\nRun 'respbench --help' for the options.");
+            return ExitCode::from(1);
+        }
+    };
     let stop = install_signal_handlers();
-    match run(&cfg, stop) {
+    match run(&cfg, tls, stop) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("{e}");
@@ -104,12 +114,12 @@ fn plot(_: &str, _: &[&str]) -> ExitCode {
     ExitCode::from(1)
 }
 
-fn run(cfg: &Config, stop: StopHandle) -> Result<ExitCode, String> {
+fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, String> {
     respbench_session::check_machine(cfg).map_err(|e| e.to_string())?;
     let mut presenter = Presenter::new(cfg);
     if cfg.idle {
         println!("Creating {} idle connections and waiting forever (Ctrl+C when done)", cfg.clients);
-        let failures = respbench_session::idle(cfg, &mut presenter, &stop);
+        let failures = respbench_session::idle(cfg, tls, &mut presenter, &stop);
         println!();
         let failures = failures.map_err(|e| e.to_string())?;
         for (msg, n) in &failures {
@@ -128,7 +138,7 @@ fn run(cfg: &Config, stop: StopHandle) -> Result<ExitCode, String> {
         // Find out now, not after a long run whose results would then be lost.
         std::fs::File::create(path).map_err(|e| format!("--json: cannot write {path}: {e}"))?;
     }
-    let session = Session::new(cfg, &mut presenter, stop).map_err(|e| e.to_string())?;
+    let session = Session::new(cfg, tls, &mut presenter, stop).map_err(|e| e.to_string())?;
     presenter.begin(&session)?;
     let base = session.config().clone();
     let epoch_us = session.epoch_us();

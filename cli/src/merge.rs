@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::json;
 use crate::report::{self, TestReport};
-use respbench_session::result::{NodeInfo, StepValues, TestResult};
+use respbench_session::result::{StepValues, TestResult};
 
 /// respbench merge: combines the JSON documents of several runs test by test (tests with the
 /// same name add up) and prints one quiet line per test.
@@ -294,7 +294,7 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
             match m.keys.iter().position(|k| *k == key) {
                 Some(at) => {
                     let acc = &mut m.tests[at];
-                    merge_entry(acc, e).map_err(|err| (i, err))?;
+                    acc.merge(e).map_err(|err| (i, err))?;
                 }
                 None => {
                     m.keys.push(key);
@@ -304,45 +304,6 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
         }
     }
     merged.ok_or((0, "no documents".to_string()))
-}
-
-/// Adds test `e` of another document to `acc`, the same test merged so far.
-fn merge_entry(acc: &mut TestResult, mut e: TestResult) -> Result<(), String> {
-    // Nodes are matched by address, not by position: each load machine lists the cluster's
-    // nodes in the order it found them.
-    let mine = std::mem::take(&mut acc.stats.nodes);
-    let theirs = std::mem::take(&mut e.stats.nodes);
-    acc.stats.merge(&e.stats).map_err(|err| format!("test '{}': {err}", e.name))?;
-    acc.stats.nodes = mine;
-    for (k, stats) in theirs.into_iter().enumerate() {
-        let info = NodeInfo::nth(&e.nodes, k);
-        match acc.nodes.iter().position(|n| n.address == info.address) {
-            Some(at) => acc.stats.nodes[at]
-                .merge(&stats)
-                .map_err(|err| format!("test '{}': node {}: {err}", e.name, info.address))?,
-            None => {
-                acc.nodes.push(info);
-                acc.stats.nodes.push(stats);
-            }
-        }
-    }
-    // Two machines each aiming at R give 2R together.
-    acc.target_rps = acc.target_rps.zip(e.target_rps).map(|(a, b)| a + b);
-    acc.cpu = match (acc.cpu, e.cpu) {
-        (Some(mut a), Some(b)) => {
-            a.merge(&b);
-            Some(a)
-        }
-        // One run without the figure: the sum would be wrong.
-        _ => None,
-    };
-    // Runs against the same server at the same time see the same server: the
-    // busiest reading stands for it.
-    acc.server_cpu = match (acc.server_cpu.take(), e.server_cpu) {
-        (Some(a), Some(b)) => Some(if b.cores > a.cores { b } else { a }),
-        (a, b) => a.or(b),
-    };
-    Ok(())
 }
 
 #[cfg(test)]
@@ -431,7 +392,11 @@ mod tests {
         let mut e = entry("GET", None, s);
         e.nodes = nodes
             .iter()
-            .map(|&(a, _, _)| NodeInfo { address: a.into(), primary: true, slots: 5461 })
+            .map(|&(a, _, _)| respbench_session::result::NodeInfo {
+                address: a.into(),
+                primary: true,
+                slots: 5461,
+            })
             .collect();
         json::document(Value::Null, Value::Null, false, vec![json::test(&e, 0).unwrap()])
     }

@@ -371,15 +371,10 @@ fn apply_uri(uri: &str, c: &mut Config) -> Result<bool, String> {
     Ok(secure.is_some())
 }
 
-/// The TLS settings of a run: `None` unless `on` (`--tls`, or `asked_by` a `rediss://` URI).
+/// The TLS options of a run: `None` unless `on` (`--tls`, or `asked_by` a `rediss://` URI).
 /// The other TLS options without TLS are ignored, as redis-benchmark ignores them, with a
 /// warning, since they show that TLS was meant.
-fn tls_config(
-    on: bool,
-    asked_by: &str,
-    o: &TlsOptions,
-    endpoint: &Endpoint,
-) -> Result<Option<respbench_driver::Tls>, String> {
+fn tls_config(on: bool, asked_by: &str, o: TlsOptions) -> Result<Option<TlsOptions>, String> {
     if !on {
         let given = o.given();
         if !given.is_empty() {
@@ -390,11 +385,10 @@ fn tls_config(
     #[cfg(feature = "tls")]
     {
         let _ = asked_by;
-        respbench_session::tls::client(o, endpoint).map(Some)
+        Ok(Some(o))
     }
     #[cfg(not(feature = "tls"))]
     {
-        let _ = endpoint;
         Err(format!("{asked_by}: {NO_TLS}"))
     }
 }
@@ -676,7 +670,6 @@ impl Opts {
             reconnect: self.reconnect,
             split: None,
             start_at,
-            multi: None,
             key_args,
         };
         if let Some(w) = worker {
@@ -710,7 +703,7 @@ impl Opts {
                 return Err("--cluster needs a TCP address (-h/-p), not -s".to_string());
             }
         }
-        c.tls = tls_config(tls_by.is_some(), tls_by.unwrap_or_default(), &tls, &c.endpoint)?;
+        c.tls = tls_config(tls_by.is_some(), tls_by.unwrap_or_default(), tls)?;
         Ok(c)
     }
 
@@ -1081,17 +1074,22 @@ mod tests {
         assert!(parse(&["-u", "redis://h"]).unwrap().tls.is_none());
     }
 
+    /// The TLS settings `args` make, as the session makes them.
+    #[cfg(feature = "tls")]
+    fn tls_of(args: &[&str]) -> Result<respbench_driver::Tls, String> {
+        let c = parse(args)?;
+        respbench_session::tls_client(&c).map(|t| t.expect("TLS on")).map_err(|e| e.to_string())
+    }
+
     #[cfg(feature = "tls")]
     #[test]
     fn tls_from_the_switch_or_the_uri() {
-        let c = parse(&["--tls", "--insecure", "-h", "10.0.0.1"]).unwrap();
-        let tls = c.tls.unwrap();
+        let tls = tls_of(&["--tls", "--insecure", "-h", "10.0.0.1"]).unwrap();
         assert_eq!(tls.server_name, rustls::pki_types::ServerName::try_from("10.0.0.1").unwrap());
         assert!(!tls.config.enable_sni);
-        let c = parse(&["-u", "rediss://bench:pw@example.com:6390", "--insecure", "--sni", "cache.example"])
-            .unwrap();
-        assert_eq!(c.endpoint, Endpoint::Tcp { host: "example.com".into(), port: 6390 });
-        let tls = c.tls.unwrap();
+        let args = ["-u", "rediss://bench:pw@example.com:6390", "--insecure", "--sni", "cache.example"];
+        assert_eq!(parse(&args).unwrap().endpoint, Endpoint::Tcp { host: "example.com".into(), port: 6390 });
+        let tls = tls_of(&args).unwrap();
         assert_eq!(tls.server_name, rustls::pki_types::ServerName::try_from("cache.example").unwrap());
         assert!(tls.config.enable_sni);
         // Without --tls the TLS options are ignored, as redis-benchmark ignores them.
@@ -1101,18 +1099,18 @@ mod tests {
     #[cfg(feature = "tls")]
     #[test]
     fn bad_tls_options_name_the_option_and_the_file() {
-        let e = parse(&["--tls", "--cacert", "/nonexistent/ca.crt"]).unwrap_err();
+        let e = tls_of(&["--tls", "--cacert", "/nonexistent/ca.crt"]).unwrap_err();
         assert!(e.contains("--cacert /nonexistent/ca.crt: No such file or directory"), "{e}");
         // As in redis-benchmark, a CA file given must load even when nothing is verified.
-        let e = parse(&["--tls", "--insecure", "--cacertdir", "/nonexistent"]).unwrap_err();
+        let e = tls_of(&["--tls", "--insecure", "--cacertdir", "/nonexistent"]).unwrap_err();
         assert!(e.contains("--cacertdir /nonexistent"), "{e}");
-        let e = parse(&["--tls", "--insecure", "--cert", "/nonexistent/c.crt"]).unwrap_err();
+        let e = tls_of(&["--tls", "--insecure", "--cert", "/nonexistent/c.crt"]).unwrap_err();
         assert!(e.contains("--cert needs --key"), "{e}");
-        let e = parse(&["--tls", "--insecure", "--key", "/nonexistent/c.key"]).unwrap_err();
+        let e = tls_of(&["--tls", "--insecure", "--key", "/nonexistent/c.key"]).unwrap_err();
         assert!(e.contains("--key needs --cert"), "{e}");
-        let e = parse(&["--tls", "--insecure", "--sni", "not a name"]).unwrap_err();
+        let e = tls_of(&["--tls", "--insecure", "--sni", "not a name"]).unwrap_err();
         assert!(e.contains("--sni"), "{e}");
-        let e = parse(&["--tls", "--insecure", "--tls-ciphers", "HIGH"]).unwrap_err();
+        let e = tls_of(&["--tls", "--insecure", "--tls-ciphers", "HIGH"]).unwrap_err();
         assert!(e.contains("--tls-ciphers"), "{e}");
     }
 
@@ -1129,25 +1127,23 @@ mod tests {
     #[cfg(feature = "tls")]
     #[test]
     fn each_node_is_checked_against_its_own_name() {
+        use respbench_session::server::Server;
         use rustls::pki_types::ServerName;
         let tcp = |host: &str, port: u16| Endpoint::Tcp { host: host.into(), port };
-        let cfg = |args: &[&str]| Opts::from_args(&["respbench"], args).unwrap().check().unwrap();
-        let name = |c: &Config| c.tls.as_ref().unwrap().server_name.clone();
-        let c = cfg(&["--tls", "--insecure", "-h", "10.0.0.1", "--cluster"]);
-        let n = respbench_session::topology::node_config(&c, &tcp("10.0.0.2", 7001));
+        let server = |args: &[&str]| Server::new(&parse(args).unwrap(), Some(tls_of(args).unwrap()));
+        let name = |s: &Server| s.tls.as_ref().unwrap().server_name.clone();
+        let s = server(&["--tls", "--insecure", "-h", "10.0.0.1", "--cluster"]);
+        let n = s.node(&tcp("10.0.0.2", 7001));
         assert_eq!(
             (n.endpoint.clone(), name(&n)),
             (tcp("10.0.0.2", 7001), ServerName::try_from("10.0.0.2").unwrap())
         );
         assert_eq!(
-            name(&respbench_session::topology::node_config(&c, &tcp("redis-2.example", 7001))),
+            name(&s.node(&tcp("redis-2.example", 7001))),
             ServerName::try_from("redis-2.example").unwrap()
         );
         // --sni names every node alike.
-        let c = cfg(&["--tls", "--insecure", "-h", "10.0.0.1", "--sni", "cache.example", "--cluster"]);
-        assert_eq!(
-            name(&respbench_session::topology::node_config(&c, &tcp("10.0.0.2", 7001))),
-            ServerName::try_from("cache.example").unwrap()
-        );
+        let s = server(&["--tls", "--insecure", "-h", "10.0.0.1", "--sni", "cache.example", "--cluster"]);
+        assert_eq!(name(&s.node(&tcp("10.0.0.2", 7001))), ServerName::try_from("cache.example").unwrap());
     }
 }

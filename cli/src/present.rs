@@ -9,11 +9,11 @@ use respbench_core::stats::{Interval, Second};
 use respbench_core::Time;
 use respbench_session::case::Case;
 use respbench_session::config::{Config, Output};
-use respbench_session::observer::{StepDone, Tested, Tick};
+use respbench_session::observer::{StepDone, Tick};
 use respbench_session::result::TestResult;
 use respbench_session::routing::Multi;
 use respbench_session::server::ServerInfo;
-use respbench_session::{topology, verdict, Error, Observer, Session};
+use respbench_session::{topology, Error, Observer, Session};
 
 use crate::report::{self, TestReport};
 use crate::{hlog, json};
@@ -234,34 +234,6 @@ impl Observer for Presenter {
         Ok(())
     }
 
-    fn tested(&mut self, t: &Tested<'_>) {
-        let on = if t.comparing { format!(" ({})", t.backend.name()) } else { String::new() };
-        let title = &t.case.spec.title;
-        let total = &t.results[t.results.len() - 1];
-        let s = &total.stats;
-        if !t.drops.is_empty() {
-            // --reconnect: the test went on; the run's status will say it had errors.
-            eprintln!(
-                "{title}{on}: connections went down {} times and reconnected (--reconnect): {} requests \
-                 lost, {:.3} s down in all",
-                s.drops,
-                s.lost,
-                s.downtime_micros as f64 / 1e6
-            );
-            for (e, n) in t.drops {
-                eprintln!("{title}{on}:   {n} × {e}");
-            }
-        }
-        if s.abandoned > 0 {
-            eprintln!(
-                "{title}{on}: {} requests were still unanswered {} after the stop and were abandoned",
-                s.abandoned,
-                respbench_core::conn::format_duration(t.cfg.drain_grace)
-            );
-        }
-        report_cost_and_rate(t.cfg, total, &on, t.preloadable);
-    }
-
     fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
         self.print_step(s).map_err(output)?;
         // How many connections failed, and why.
@@ -302,41 +274,6 @@ impl Observer for Presenter {
     fn idle_footprint(&mut self, text: &str) {
         println!();
         println!("{text}");
-    }
-}
-
-/// Warns on stderr when the client was saturated or an open-loop target was not reached.
-/// `on` names the backend when comparing; `preloadable`: `--preload` would write what the test
-/// reads (a GET).
-fn report_cost_and_rate(cfg: &Config, total: &TestResult, on: &str, preloadable: bool) {
-    // The verdict is in the verbose report and the JSON; stderr only hears when the figures
-    // measure respbench.
-    if let Some(v) = total.verdict.as_ref().filter(|v| v.side == verdict::Side::Client) {
-        eprintln!("WARNING: {}{on}: {}", total.name, v.text);
-    }
-    let s = &total.stats;
-    if s.requests > 0 && s.hit_share() < 0.5 {
-        eprintln!(
-            "WARNING: {}{on}: {:.1}% of the replies were nil: what it read did not exist, so this \
-             measured misses{}",
-            total.name,
-            (1.0 - s.hit_share()) * 100.0,
-            if preloadable && !cfg.preload { " (--preload writes the keys first)" } else { "" }
-        );
-    }
-    if let Some(target) = total.target_rps {
-        let achieved = total.stats.rps();
-        if total.stats.requests > 0 && achieved < 0.95 * target as f64 {
-            let window = cfg.clients as u64 * u64::from(cfg.pipeline);
-            eprintln!(
-                "WARNING: {}{on}: target {target} rps not met, achieved {achieved:.0} rps: at most {window} \
-                 requests can be in flight (-c {} × -P {}); more connections or a deeper pipeline may help{}",
-                total.name,
-                cfg.clients,
-                cfg.pipeline,
-                if total.cpu.is_some_and(|c| c.saturated()) { ", and the client is saturated" } else { "" }
-            );
-        }
     }
 }
 

@@ -1,4 +1,6 @@
-//! A run's configuration: plain data, checked once from the options by the command line.
+//! A run's configuration: plain data, checked once from the options by the command line. What
+//! is made or found from it later (the TLS client configuration, the nodes of a cluster) is the
+//! session's.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -78,8 +80,9 @@ pub struct Config {
     pub rfr: Rfr,
     /// `--replicas auto` or `--replica`.
     pub replicas: Replicas,
-    /// TLS settings (`--tls`), made once for every connection.
-    pub tls: Option<respbench_driver::Tls>,
+    /// `--tls` (or a `rediss://` URI): the TLS options; the session makes the client
+    /// configuration from them once ([`crate::tls_client`]).
+    pub tls: Option<TlsOptions>,
     pub user: Option<String>,
     pub password: Option<String>,
     pub db: u32,
@@ -133,8 +136,6 @@ pub struct Config {
     pub start_at: Option<StartAt>,
     /// `--key-args`: the custom command's key arguments (1 is the first after its name).
     pub key_args: Option<Vec<usize>>,
-    /// Over several nodes: the nodes found at startup and the commands' routes.
-    pub multi: Option<std::sync::Arc<crate::routing::Multi>>,
 }
 
 /// The values of the options that take lists: each combination is one step, run in order,

@@ -6,13 +6,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use respbench_core::template::Template;
+use respbench_driver::Tls;
 
 use crate::case::{cases, preload_case, Case, PRELOAD_PIPELINE};
 use crate::config::{Config, OpenLoopConfig, Replicas, Step};
-use crate::observer::{BackendRun, Observer, StepDone, StopHandle, Tested};
+use crate::observer::{BackendRun, Observer, StepDone, StopHandle};
 use crate::result::{StepValues, TestResult};
-use crate::run::run_test;
-use crate::server::{self, ServerInfo};
+use crate::routing::Multi;
+use crate::run::{run_test, Against};
+use crate::server::{self, Server, ServerInfo};
 use crate::workers::StartAt;
 use crate::{backend, limits, routing, verdict, Error};
 
@@ -40,6 +42,18 @@ pub struct Finished {
     pub results: Vec<TestResult>,
 }
 
+/// The TLS settings every connection of the run uses, made once from `cfg.tls` (`None` without
+/// TLS).
+pub fn tls_client(cfg: &Config) -> Result<Option<Tls>, Error> {
+    match &cfg.tls {
+        None => Ok(None),
+        #[cfg(feature = "tls")]
+        Some(o) => crate::tls::client(o, &cfg.endpoint).map(Some).map_err(Error::Tls),
+        #[cfg(not(feature = "tls"))]
+        Some(_) => Err(Error::Tls("this respbench was built without TLS (cargo feature `tls`)".into())),
+    }
+}
+
 /// The checks that need no server: the open-file limit for `-c` (raised where it can be), and
 /// io_uring where `--backend uring` asks for it.
 pub fn check_machine(cfg: &Config) -> Result<(), Error> {
@@ -49,8 +63,12 @@ pub fn check_machine(cfg: &Config) -> Result<(), Error> {
 
 /// One run of the suite: its tests, the server it found, and what it has recorded.
 pub struct Session {
-    /// The options as given (with the nodes found over several).
+    /// The options as given.
     base: Config,
+    /// The `-h/-p` server, with the run's TLS settings.
+    server: Server,
+    /// Over several nodes: the nodes found at startup and the commands' routes.
+    multi: Option<Arc<Multi>>,
     /// The options of the step running (the base at one combination of a sweep).
     cfg: Arc<Config>,
     /// That step's parameters (a sweep only).
@@ -84,7 +102,14 @@ pub struct Session {
 impl Session {
     /// Finds the tests (bad names and mixes before connecting), makes the startup connection,
     /// and over several nodes finds them and how each command is routed.
-    pub fn new(cfg: &Config, obs: &mut dyn Observer, stop: StopHandle) -> Result<Session, Error> {
+    /// `tls`: from [`tls_client`].
+    pub fn new(
+        cfg: &Config,
+        tls: Option<Tls>,
+        obs: &mut dyn Observer,
+        stop: StopHandle,
+    ) -> Result<Session, Error> {
+        let server = Server::new(cfg, tls);
         let cases = cases(cfg, obs)?;
         let multi = cfg.cluster || cfg.replicas != Replicas::None;
         if multi {
@@ -97,14 +122,14 @@ impl Session {
                 return Err(Error::ConnectionPerRequestOverNodes { test: c.spec.title.clone() });
             }
         }
-        let (info, counters) = server::startup(cfg)?;
+        let (info, counters) = server::startup(&server)?;
         let counters =
             counters.map_err(|why| obs.message(&format!("WARNING: Could not fetch server CONFIG{why}"))).ok();
-        let mut base = cfg.clone();
+        let mut nodes = None;
         if multi {
             let templates: Vec<&Template> = cases.iter().flat_map(Case::templates).collect();
-            base.multi = routing::prepare(cfg, &templates)?;
-            if let Some(m) = &base.multi {
+            nodes = routing::prepare(cfg, &server, &templates)?;
+            if let Some(m) = &nodes {
                 // Nodes that appear later are opened then (an error names the open-file limit).
                 limits::ensure_fds(cfg.clients * m.topology.nodes.len(), cfg.threads.clamp(1, cfg.clients))?;
                 obs.nodes(m);
@@ -120,7 +145,7 @@ impl Session {
             match counters {
                 // One node's counters would speak for a cluster or replica set: they are
                 // not read (the per-node table shows where the requests went).
-                Some(_) if base.multi.is_some() => {
+                Some(_) if nodes.is_some() => {
                     Err("the run is over several servers and their counters are not read".to_string())
                 }
                 Some(c) => Ok(c),
@@ -129,7 +154,7 @@ impl Session {
             is_local(&cfg.endpoint),
         );
         Ok(Session {
-            cfg: Arc::new(base.clone()),
+            cfg: Arc::new(cfg.clone()),
             step: None,
             cases,
             info,
@@ -146,7 +171,9 @@ impl Session {
             start_at: cfg.start_at.clone(),
             late_by_s: None,
             stop,
-            base,
+            base: cfg.clone(),
+            server,
+            multi: nodes,
         })
     }
 
@@ -160,7 +187,7 @@ impl Session {
         &self.info
     }
 
-    /// The run's configuration (with the nodes found, over several).
+    /// The run's configuration.
     pub fn config(&self) -> &Config {
         &self.base
     }
@@ -317,9 +344,10 @@ impl Session {
                 tag += &format!(" ({})", backend.name());
             }
             let before = self.probe.read();
+            let against = Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref() };
             let (outcome, cpu, (machine, waited), nodes) = run_test(
                 &cfg,
-                cfg.tls.as_ref(),
+                against,
                 backend,
                 case,
                 test_no,
@@ -330,9 +358,29 @@ impl Session {
                 &self.stop,
             )?;
             let server_cpu = self.probe.since(before);
+            let on = if self.comparing { format!(" ({})", backend.name()) } else { String::new() };
+            let title = &case.spec.title;
+            let s = &outcome.stats;
             if !outcome.drops.is_empty() {
                 // --reconnect: the test went on; the run's status will say it had errors.
                 self.dropped = true;
+                obs.message(&format!(
+                    "{title}{on}: connections went down {} times and reconnected (--reconnect): {} requests \
+                     lost, {:.3} s down in all",
+                    s.drops,
+                    s.lost,
+                    s.downtime_micros as f64 / 1e6
+                ));
+                for (e, n) in &outcome.drops {
+                    obs.message(&format!("{title}{on}:   {n} × {e}"));
+                }
+            }
+            if s.abandoned > 0 {
+                obs.message(&format!(
+                    "{title}{on}: {} requests were still unanswered {} after the stop and were abandoned",
+                    s.abandoned,
+                    respbench_core::conn::format_duration(cfg.drain_grace)
+                ));
             }
             let mut results = case.entries(backend, cpu, rate, outcome.stats);
             for e in &mut results {
@@ -355,15 +403,8 @@ impl Session {
                 ));
                 total.server_cpu = server_cpu;
             }
-            obs.tested(&Tested {
-                cfg: &cfg,
-                case,
-                backend,
-                comparing: self.comparing,
-                results: &results,
-                drops: &outcome.drops,
-                preloadable: preload_case(&cfg, case).is_some(),
-            });
+            let preloadable = preload_case(&cfg, case).is_some();
+            cost_and_rate(&cfg, &results[results.len() - 1], &on, preloadable, obs);
             if self.step.is_some() {
                 self.rows.push(results[results.len() - 1].clone());
             }
@@ -425,9 +466,10 @@ impl Session {
         fill_cfg.pipeline = cfg.pipeline.max(PRELOAD_PIPELINE);
         fill_cfg.open = OpenLoopConfig::default();
         let began = Instant::now();
+        let against = Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref() };
         let (outcome, _, _, _) = run_test(
             &fill_cfg,
-            cfg.tls.as_ref(),
+            against,
             cfg.backends[0],
             fill,
             test_no,
@@ -456,6 +498,41 @@ impl Session {
             began.elapsed().as_secs_f64()
         ));
         Ok(())
+    }
+}
+
+/// Warns when the client was saturated, when most replies were nil, or when an open-loop target
+/// was not reached. `on` names the backend when comparing; `preloadable`: `--preload` would write
+/// what the test reads (a GET).
+fn cost_and_rate(cfg: &Config, total: &TestResult, on: &str, preloadable: bool, obs: &mut dyn Observer) {
+    // The verdict is in the verbose report and the JSON; stderr only hears when the figures
+    // measure respbench.
+    if let Some(v) = total.verdict.as_ref().filter(|v| v.side == verdict::Side::Client) {
+        obs.message(&format!("WARNING: {}{on}: {}", total.name, v.text));
+    }
+    let s = &total.stats;
+    if s.requests > 0 && s.hit_share() < 0.5 {
+        obs.message(&format!(
+            "WARNING: {}{on}: {:.1}% of the replies were nil: what it read did not exist, so this \
+             measured misses{}",
+            total.name,
+            (1.0 - s.hit_share()) * 100.0,
+            if preloadable && !cfg.preload { " (--preload writes the keys first)" } else { "" }
+        ));
+    }
+    if let Some(target) = total.target_rps {
+        let achieved = total.stats.rps();
+        if total.stats.requests > 0 && achieved < 0.95 * target as f64 {
+            let window = cfg.clients as u64 * u64::from(cfg.pipeline);
+            obs.message(&format!(
+                "WARNING: {}{on}: target {target} rps not met, achieved {achieved:.0} rps: at most {window} \
+                 requests can be in flight (-c {} × -P {}); more connections or a deeper pipeline may help{}",
+                total.name,
+                cfg.clients,
+                cfg.pipeline,
+                if total.cpu.is_some_and(|c| c.saturated()) { ", and the client is saturated" } else { "" }
+            ));
+        }
     }
 }
 

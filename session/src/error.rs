@@ -50,6 +50,9 @@ pub enum Error {
         /// The first failure.
         error: ConnError,
     },
+    /// The TLS settings cannot be made (a certificate or key that cannot be read or used, an
+    /// unknown cipher suite).
+    Tls(String),
     /// The observer could not present a result (a write failed).
     Output(String),
 }
@@ -75,7 +78,9 @@ impl fmt::Display for Error {
             Error::Preload { failed, error } => {
                 write!(f, "--preload: {failed} connection(s) failed: {error}")
             }
-            Error::Uring(s) | Error::Tests(s) | Error::Routing(s) | Error::Output(s) => f.write_str(s),
+            Error::Uring(s) | Error::Tests(s) | Error::Routing(s) | Error::Tls(s) | Error::Output(s) => {
+                f.write_str(s)
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use respbench_core::stats::{Interval, Second};
 use respbench_core::{ConnError, Time};
 
 use crate::case::Case;
-use crate::config::{Backend, Config, Step};
+use crate::config::{Config, Step};
 use crate::result::TestResult;
 use crate::routing::Multi;
 use crate::Error;
@@ -48,24 +48,6 @@ pub struct Tick<'a> {
     pub completed: u64,
     /// Their latencies summed, in microseconds.
     pub latency_sum_micros: u64,
-}
-
-/// One backend ran one step of a test.
-pub struct Tested<'a> {
-    /// The configuration of the step.
-    pub cfg: &'a Config,
-    /// The test.
-    pub case: &'a Case,
-    /// The backend.
-    pub backend: Backend,
-    /// Several backends run side by side.
-    pub comparing: bool,
-    /// Its results: each command of a mix, then the total.
-    pub results: &'a [TestResult],
-    /// `--reconnect`: why connections went down and came back, with how often.
-    pub drops: &'a [(ConnError, u64)],
-    /// `--preload` would write what the test reads (a GET).
-    pub preloadable: bool,
 }
 
 /// What one backend reported for one step: its results, and its connection failures.
@@ -124,9 +106,6 @@ pub trait Observer {
     ) -> Result<(), Error> {
         Ok(())
     }
-
-    /// One backend ran one step.
-    fn tested(&mut self, _t: &Tested<'_>) {}
 
     /// A step ran on every backend. An error ends the run.
     fn step_done(&mut self, _s: &StepDone<'_>) -> Result<(), Error> {

@@ -38,6 +38,50 @@ pub struct TestResult {
     pub nodes: Vec<NodeInfo>,
 }
 
+impl TestResult {
+    /// Adds `e`, the same test run elsewhere at the same time (another load machine, another
+    /// worker), to this one: counts and histograms add up, nodes by address, target rates and
+    /// client CPU sum, and the busiest server CPU reading stands.
+    pub fn merge(&mut self, mut e: TestResult) -> Result<(), String> {
+        let acc = self;
+        // Nodes are matched by address, not by position: each load machine lists the cluster's
+        // nodes in the order it found them.
+        let mine = std::mem::take(&mut acc.stats.nodes);
+        let theirs = std::mem::take(&mut e.stats.nodes);
+        acc.stats.merge(&e.stats).map_err(|err| format!("test '{}': {err}", e.name))?;
+        acc.stats.nodes = mine;
+        for (k, stats) in theirs.into_iter().enumerate() {
+            let info = NodeInfo::nth(&e.nodes, k);
+            match acc.nodes.iter().position(|n| n.address == info.address) {
+                Some(at) => acc.stats.nodes[at]
+                    .merge(&stats)
+                    .map_err(|err| format!("test '{}': node {}: {err}", e.name, info.address))?,
+                None => {
+                    acc.nodes.push(info);
+                    acc.stats.nodes.push(stats);
+                }
+            }
+        }
+        // Two machines each aiming at R give 2R together.
+        acc.target_rps = acc.target_rps.zip(e.target_rps).map(|(a, b)| a + b);
+        acc.cpu = match (acc.cpu, e.cpu) {
+            (Some(mut a), Some(b)) => {
+                a.merge(&b);
+                Some(a)
+            }
+            // One run without the figure: the sum would be wrong.
+            _ => None,
+        };
+        // Runs against the same server at the same time see the same server: the
+        // busiest reading stands for it.
+        acc.server_cpu = match (acc.server_cpu.take(), e.server_cpu) {
+            (Some(a), Some(b)) => Some(if b.cores > a.cores { b } else { a }),
+            (a, b) => a.or(b),
+        };
+        Ok(())
+    }
+}
+
 /// The values of the swept options at one step of a sweep, as each of its results records them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StepValues {

@@ -10,7 +10,7 @@ use respbench_core::template::Template;
 use respbench_core::Handshake;
 
 use crate::config::{Config, Rfr};
-use crate::server::Conn;
+use crate::server::{Conn, Server};
 use crate::topology::{self, Topology};
 use crate::Error;
 
@@ -94,8 +94,8 @@ impl Multi {
 
 /// Finds the nodes (`--cluster`: the cluster's; `--replicas`, `--replica`: the primary's
 /// replicas) and the routes of `templates`' commands; `None` for a run against one server.
-pub fn prepare(cfg: &Config, templates: &[&Template]) -> Result<Option<Arc<Multi>>, Error> {
-    let Some(found) = topology::discover(cfg)? else { return Ok(None) };
+pub fn prepare(cfg: &Config, server: &Server, templates: &[&Template]) -> Result<Option<Arc<Multi>>, Error> {
+    let Some(found) = topology::discover(cfg, server)? else { return Ok(None) };
     let topology = usable(found);
     let mut multi = Multi { topology, routes: Vec::new() };
     let mut conn = None;
@@ -123,7 +123,7 @@ pub fn prepare(cfg: &Config, templates: &[&Template]) -> Result<Option<Arc<Multi
             continue;
         }
         if conn.is_none() {
-            conn = Some(Conn::authenticated(cfg)?);
+            conn = Some(Conn::authenticated(server)?);
         }
         let c = conn.as_mut().expect("set above");
         let (route, source) = command_info(c, &name, t.as_bytes()).map_err(Error::Routing)?;

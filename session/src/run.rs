@@ -18,6 +18,7 @@ use crate::config::{Backend, Config};
 use crate::cpu::ClientCpu;
 use crate::observer::{Observer, StopHandle, Tick};
 use crate::result::NodeInfo;
+use crate::routing::Multi;
 use crate::{server, Error};
 
 /// How often `-I` looks at its connections.
@@ -35,13 +36,23 @@ pub(crate) type Contention = (Option<f64>, Option<f64>);
 /// stands for the test (their threads end with it, and their counts with them).
 const WAIT_READ_EVERY: Duration = Duration::from_millis(100);
 
+/// What a test runs against, made or found before the first: the TLS settings and, over
+/// several nodes, the nodes and routes.
+#[derive(Clone, Copy)]
+pub(crate) struct Against<'a> {
+    pub tls: Option<&'a Tls>,
+    pub multi: Option<&'a Multi>,
+}
+
 pub(crate) fn handshake(cfg: &Config) -> Handshake {
     Handshake::new(cfg.user.as_deref(), cfg.password.as_deref(), cfg.tracking, cfg.db, cfg.resp3)
 }
 
 /// What every connection of one test (one step) does.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn plan(
     cfg: &Config,
+    multi: Option<&Multi>,
     case: &Case,
     test_no: u64,
     idle: bool,
@@ -86,7 +97,7 @@ pub(crate) fn plan(
         connections: cfg.clients as u64,
         measure_from,
         series: !idle && cfg.open.keeps_series(),
-        cluster: cfg.multi.as_ref().and_then(|m| m.cluster(cfg, &case.templates(), &handshake(cfg))),
+        cluster: multi.and_then(|m| m.cluster(cfg, &case.templates(), &handshake(cfg))),
     })
 }
 
@@ -96,7 +107,7 @@ pub(crate) fn plan(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_test(
     cfg: &Config,
-    tls: Option<&Tls>,
+    against: Against<'_>,
     backend: Backend,
     case: &Case,
     test_no: u64,
@@ -114,7 +125,7 @@ pub(crate) fn run_test(
     let stop_at = cfg.open.duration.map(|d| Time::since(epoch, begin + warmup + d));
     let spec = &case.spec;
     let run = TestRun {
-        plan: plan(cfg, case, test_no, false, rate, measure_from, stop_at),
+        plan: plan(cfg, against.multi, case, test_no, false, rate, measure_from, stop_at),
         endpoint: cfg.endpoint.clone(),
         clients: cfg.clients,
         threads: cfg.threads.max(1),
@@ -151,7 +162,7 @@ pub(crate) fn run_test(
     std::thread::scope(|s| {
         let run = &run;
         s.spawn(move || {
-            let _ = tx.send(run_backend(backend, run, tls, epoch));
+            let _ = tx.send(run_backend(backend, run, against.tls, epoch));
         });
         let mut stop_asked = false;
         loop {
@@ -177,7 +188,7 @@ pub(crate) fn run_test(
                     log_ended(obs, Some(o.stats.end))?;
                     // Over several nodes: the nodes as the test ended, without the room kept
                     // for nodes that never appeared.
-                    let nodes = match (&run.plan.cluster, cfg.multi.as_deref()) {
+                    let nodes = match (&run.plan.cluster, against.multi) {
                         (Some(c), Some(m)) => {
                             o.stats.nodes.truncate(c.nodes.len() + o.stats.appeared.len());
                             NodeInfo::at_end(c, m, &o.stats)
@@ -231,8 +242,14 @@ pub(crate) fn run_test(
 
 /// `-I`: opens the connections, tells how many are up and what they cost the server, and waits
 /// for a stop. The connections that failed, with how many failed that way.
-pub fn idle(cfg: &Config, obs: &mut dyn Observer, stop: &StopHandle) -> Result<Vec<(ConnError, u64)>, Error> {
-    let mut before = server::Footprint::read(&mut server::Conn::authenticated(cfg)?)
+pub fn idle(
+    cfg: &Config,
+    tls: Option<Tls>,
+    obs: &mut dyn Observer,
+    stop: &StopHandle,
+) -> Result<Vec<(ConnError, u64)>, Error> {
+    let server = server::Server::new(cfg, tls);
+    let mut before = server::Footprint::read(&mut server::Conn::authenticated(&server)?)
         .map_err(|e| {
             obs.message(&format!(
                 "WARNING: Could not read the server's INFO ({e}): no figures per connection"
@@ -241,7 +258,7 @@ pub fn idle(cfg: &Config, obs: &mut dyn Observer, stop: &StopHandle) -> Result<V
         .ok();
     let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None };
     let run = TestRun {
-        plan: plan(cfg, &case, 0, true, None, Time::ZERO, None),
+        plan: plan(cfg, None, &case, 0, true, None, Time::ZERO, None),
         endpoint: cfg.endpoint.clone(),
         clients: cfg.clients,
         threads: cfg.threads.max(1),
@@ -251,9 +268,9 @@ pub fn idle(cfg: &Config, obs: &mut dyn Observer, stop: &StopHandle) -> Result<V
     let (tx, rx) = mpsc::channel();
     let epoch = Instant::now();
     let result = std::thread::scope(|s| {
-        let run = &run;
+        let (run, tls) = (&run, server.tls.as_ref());
         s.spawn(move || {
-            let _ = tx.send(run_backend(cfg.backends[0], run, cfg.tls.as_ref(), epoch));
+            let _ = tx.send(run_backend(cfg.backends[0], run, tls, epoch));
         });
         loop {
             match rx.recv_timeout(IDLE_EVERY) {
@@ -265,7 +282,7 @@ pub fn idle(cfg: &Config, obs: &mut dyn Observer, stop: &StopHandle) -> Result<V
             obs.idle_clients(live);
             if live == cfg.clients as u64 {
                 if let Some(before) = before.take() {
-                    obs.idle_footprint(&server::idle_footprint(cfg, before));
+                    obs.idle_footprint(&server::idle_footprint(&server, cfg.clients, before));
                 }
             }
             if stop.requested() {
