@@ -1,5 +1,5 @@
-//! respbench: the command line. Parses redis-benchmark's options, runs each test on a backend and
-//! renders the results in redis-benchmark's formats.
+//! respbench: the command line over `respbench-session`. Parses redis-benchmark's options, runs
+//! a session of tests and renders the results in redis-benchmark's formats.
 
 mod hdr;
 mod hlog;
@@ -44,7 +44,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 fn install_signal_handlers() -> StopHandle {
     let stop = STOP.get_or_init(StopHandle::new).clone();
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only touches an atomic and calls _exit, both async-signal-safe.
+    // SAFETY: the handler only touches atomics and calls _exit, all async-signal-safe.
     unsafe {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
@@ -72,17 +72,12 @@ fn main() -> ExitCode {
         println!("respbench {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
-    let cfg = match opts.check() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("{e}\nRun 'respbench --help' for the options.");
-            return ExitCode::from(1);
-        }
-    };
     // The TLS client configuration is made once, here, so that a certificate that cannot be
     // read is an error in the options.
-    let tls = match respbench_session::tls_client(&cfg) {
-        Ok(t) => t,
+    let checked =
+        opts.check().and_then(|c| Ok((respbench_session::tls_client(&c).map_err(|e| e.to_string())?, c)));
+    let (tls, cfg) = match checked {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("{e}\nRun 'respbench --help' for the options.");
             return ExitCode::from(1);

@@ -1,13 +1,14 @@
-//! Load from many machines: one run split over N workers (`--worker I/N`, or the environment a
-//! Kubernetes Indexed Job sets), and a common instant for their measured windows
-//! (`--start-at`).
+//! The options of a run split over machines: `--worker I/N` (or the environment a Kubernetes
+//! Indexed Job sets) and `--start-at`, the common instant of the workers' measured windows. What
+//! a worker's share is, is the session's (`respbench_session::workers`).
 
-use respbench_session::workers::{StartAt, Worker};
+use respbench_session::config::{StartAt, Worker};
 
 /// The worker index a Kubernetes Indexed Job gives each pod.
 pub const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 /// How many workers share the run, when `--worker` is not given.
 pub const COUNT_ENV: &str = "RESPBENCH_WORKERS";
+
 /// Parses `I/N` (0 ≤ I < N).
 pub fn parse_worker(text: &str) -> Result<Worker, String> {
     let why = "expected INDEX/COUNT with 0 <= INDEX < COUNT, such as 0/4";

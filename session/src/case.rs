@@ -9,7 +9,6 @@ use respbench_core::{Mix, Stats};
 
 use crate::config::{Backend, Config};
 use crate::cpu::ClientCpu;
-use crate::observer::Observer;
 use crate::result::{command_text, TestResult};
 use crate::Error;
 
@@ -94,11 +93,12 @@ pub fn preload_case(cfg: &Config, case: &Case) -> Option<Case> {
 }
 
 /// The tests to run: a mix, the custom command, or the default suite restricted by `-t`.
-pub fn cases(cfg: &Config, obs: &mut dyn Observer) -> Result<Vec<Case>, Error> {
+/// `warn` hears what is ignored.
+pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
     if cfg.open.has_mix() {
         return Ok(vec![mix_case(cfg)?]);
     }
-    Ok(tests(cfg, obs)?.into_iter().map(|spec| Case { spec, mix: None }).collect())
+    Ok(tests(cfg, warn)?.into_iter().map(|spec| Case { spec, mix: None }).collect())
 }
 
 /// `--mix set:1,get:10 --mix-command '2 HSET h f v'`: one case whose requests are drawn by weight.
@@ -141,10 +141,10 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
 }
 
 /// The tests to run: the custom command, or the default suite restricted by `-t`.
-fn tests(cfg: &Config, obs: &mut dyn Observer) -> Result<Vec<TestSpec>, Error> {
+fn tests(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<TestSpec>, Error> {
     if !cfg.command.is_empty() {
         if cfg.tests.is_some() {
-            obs.message("WARNING: Option -t is ignored.");
+            warn("WARNING: Option -t is ignored.");
         }
         let mut args: Vec<Vec<u8>> = cfg.command.iter().map(|a| a.as_bytes().to_vec()).collect();
         if cfg.stdin_arg {

@@ -8,8 +8,6 @@ use std::time::Duration;
 use respbench_core::dist::{KeyDist, ValueSize};
 use respbench_core::Endpoint;
 
-use crate::workers::{Split, StartAt};
-
 /// Output style.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Output {
@@ -303,4 +301,42 @@ impl TlsOptions {
         .filter_map(|(name, given)| given.then_some(name))
         .collect()
     }
+}
+
+/// One worker of several: its index (from 0) and how many there are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Worker {
+    /// This worker, from 0.
+    pub index: u64,
+    /// How many workers share the run.
+    pub count: u64,
+}
+
+/// What the whole run was, of which a worker does its share: the JSON's `config` records these,
+/// the same on every worker, and the shares under `worker`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Split {
+    /// This worker.
+    pub worker: Worker,
+    /// `-n` of the whole run.
+    pub requests: u64,
+    /// `-c` of the whole run (a list when it sweeps).
+    pub clients: Vec<usize>,
+    /// `--rps` of the whole run.
+    pub rates: Vec<u64>,
+    /// `--seed` of the whole run (or the clock's).
+    pub seed: u64,
+    /// This worker's part of the `-r` keyspace, the first key and how many: what
+    /// `--key-dist sequential` and `--preload` go over.
+    pub keys: Option<(u64, u64)>,
+}
+
+/// `--start-at`: when the measured window begins, in microseconds since the Unix epoch, and the
+/// text given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartAt {
+    /// Microseconds since the Unix epoch.
+    pub unix_us: u64,
+    /// As given.
+    pub text: String,
 }

@@ -9,13 +9,13 @@ use respbench_core::template::Template;
 use respbench_driver::Tls;
 
 use crate::case::{cases, preload_case, Case, PRELOAD_PIPELINE};
+use crate::config::StartAt;
 use crate::config::{Config, OpenLoopConfig, Replicas, Step};
 use crate::observer::{BackendRun, Observer, StepDone, StopHandle};
 use crate::result::{StepValues, TestResult};
 use crate::routing::Multi;
 use crate::run::{run_test, Against};
 use crate::server::{self, Server, ServerInfo};
-use crate::workers::StartAt;
 use crate::{backend, limits, routing, verdict, Error};
 
 /// How a run of the suite ended.
@@ -110,7 +110,7 @@ impl Session {
         stop: StopHandle,
     ) -> Result<Session, Error> {
         let server = Server::new(cfg, tls);
-        let cases = cases(cfg, obs)?;
+        let cases = cases(cfg, &mut |w| obs.message(w))?;
         let multi = cfg.cluster || cfg.replicas != Replicas::None;
         if multi {
             // A client over several nodes keeps its connections; one per request batch is not
@@ -244,7 +244,7 @@ impl Session {
             // The default suite's values are in its templates: made again at each -d.
             let rebuilt;
             let case = if self.base.sweep.datasizes.len() > 1 && self.base.command.is_empty() {
-                rebuilt = cases(&cfg, obs)?
+                rebuilt = cases(&cfg, &mut |w| obs.message(w))?
                     .into_iter()
                     .nth(test_no as usize)
                     .ok_or(Error::Tests("a sweep lost a test".into()))?;

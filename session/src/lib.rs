@@ -1,7 +1,9 @@
-//! respbench's run engine, below the command line: the startup connection and discovery of a
-//! cluster's or replica set's nodes, the routes of commands over them, the CPU readings around
-//! each test and who limited it, a run split over workers, and the checked configuration the
-//! command line derives from its options. It never prints: the command line presents.
+//! respbench's run engine, below the command line. A [`Session`] runs the tests of a
+//! [`config::Config`] (the options, checked by the command line) on the backends: it makes the
+//! startup connection, finds a cluster's or replica set's nodes and the routes of commands over
+//! them, runs each test at each sweep step, rate and backend with the CPU readings around it, and
+//! tells an [`Observer`] how it goes, with typed results ([`result::TestResult`]) and errors
+//! ([`Error`]). It never prints: the command line presents.
 
 mod backend;
 pub mod case;

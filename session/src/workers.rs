@@ -7,19 +7,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use respbench_core::dist::KeyDist;
 use respbench_core::rng::Rng;
 
-use crate::config::Config;
+use crate::config::{Config, Split, StartAt, Worker};
 
 /// The most workers one run may be split over.
 const MAX_WORKERS: u64 = 100_000;
-
-/// One worker of several: its index (from 0) and how many there are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Worker {
-    /// This worker, from 0.
-    pub index: u64,
-    /// How many workers share the run.
-    pub count: u64,
-}
 
 impl Worker {
     /// Worker `index` of `count`, checked.
@@ -49,25 +40,6 @@ impl Worker {
 
 /// Keeps the workers' seeds apart from the connections' streams of the same seed.
 const WORKER_SEED_TAG: u64 = 0x5745_524b_4552_5321;
-
-/// What the whole run was, of which a worker does its share: the JSON's `config` records these,
-/// the same on every worker, and the shares under `worker`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Split {
-    /// This worker.
-    pub worker: Worker,
-    /// `-n` of the whole run.
-    pub requests: u64,
-    /// `-c` of the whole run (a list when it sweeps).
-    pub clients: Vec<usize>,
-    /// `--rps` of the whole run.
-    pub rates: Vec<u64>,
-    /// `--seed` of the whole run (or the clock's).
-    pub seed: u64,
-    /// This worker's part of the `-r` keyspace, the first key and how many: what
-    /// `--key-dist sequential` and `--preload` go over.
-    pub keys: Option<(u64, u64)>,
-}
 
 /// Makes `cfg`, the whole run, this worker's share of it.
 pub fn split(cfg: &mut Config, worker: Worker) -> Result<(), String> {
@@ -119,16 +91,6 @@ pub fn split(cfg: &mut Config, worker: Worker) -> Result<(), String> {
     cfg.seed = worker.seed(cfg.seed);
     cfg.split = Some(Split { keys, ..whole });
     Ok(())
-}
-
-/// `--start-at`: when the measured window begins, in microseconds since the Unix epoch, and the
-/// text given.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StartAt {
-    /// Microseconds since the Unix epoch.
-    pub unix_us: u64,
-    /// As given.
-    pub text: String,
 }
 
 impl StartAt {
