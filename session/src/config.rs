@@ -11,16 +11,22 @@ use respbench_core::Endpoint;
 /// Output style.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Output {
+    /// The full report, as redis-benchmark prints it.
     Verbose,
+    /// `-q`: one line per test.
     Quiet,
+    /// `--csv`.
     Csv,
 }
 
 /// Which backend drives the connections.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
+    /// mio event loops (`--backend mio`, the default).
     Mio,
+    /// smol tasks.
     Smol,
+    /// io_uring (Linux).
     Uring,
 }
 
@@ -71,6 +77,7 @@ pub enum Replicas {
 /// The checked configuration of a run.
 #[derive(Clone, Debug)]
 pub struct Config {
+    /// `-h`/`-p`, or `-s`.
     pub endpoint: Endpoint,
     /// `--cluster`.
     pub cluster: bool,
@@ -81,10 +88,15 @@ pub struct Config {
     /// `--tls` (or a `rediss://` URI): the TLS options; the session makes the client
     /// configuration from them once ([`crate::tls_client`]).
     pub tls: Option<TlsOptions>,
+    /// `--user`.
     pub user: Option<String>,
+    /// `-a`.
     pub password: Option<String>,
+    /// `--dbnum`.
     pub db: u32,
+    /// `-c`: connections.
     pub clients: usize,
+    /// `-n`: requests per test.
     pub requests: u64,
     /// `-d`'s fixed size, or the largest size of a range or list.
     pub datasize: usize,
@@ -94,24 +106,39 @@ pub struct Config {
     pub key_dist: KeyDist,
     /// `--key-prefix` (empty without it).
     pub key_prefix: String,
+    /// `-3`: RESP3 (`HELLO 3`).
     pub resp3: bool,
+    /// `--threads`: event loops (0: one).
     pub threads: usize,
+    /// `--enable-tracking`.
     pub tracking: bool,
+    /// `-k`: keep connections alive.
     pub keepalive: bool,
+    /// `-r`: the keyspace (`None`: literal keys).
     pub keyspace: Option<u64>,
+    /// `-P`: requests in flight per connection.
     pub pipeline: u32,
+    /// The report's format.
     pub output: Output,
+    /// `--precision`: significant figures of the histograms.
     pub precision: u8,
+    /// `-l`: run the suite forever.
     pub repeat: bool,
     /// `--preload`: write the keys a read test reads first.
     pub preload: bool,
     /// The steps of a sweep (`-d`, `-c`, `-P`, `--threads` lists); one value each without.
     pub sweep: Sweep,
+    /// `-t`, as given.
     pub tests: Option<String>,
+    /// `-I`: idle connections.
     pub idle: bool,
+    /// `-x`: the last argument from standard input.
     pub stdin_arg: bool,
+    /// `--seed` (or the clock's).
     pub seed: u64,
+    /// `-e`: print the server's error replies.
     pub show_errors: bool,
+    /// The custom command and its arguments (empty: the default suite).
     pub command: Vec<String>,
     /// The backends to run each test on, in order (one, unless comparing).
     pub backends: Vec<Backend>,
@@ -272,11 +299,17 @@ impl OpenLoopConfig {
 /// The TLS options as given, used when `--tls` or a `rediss://` URI turns TLS on.
 #[derive(Clone, Debug, Default)]
 pub struct TlsOptions {
+    /// `--sni`.
     pub sni: Option<String>,
+    /// `--cacert`.
     pub cacert: Option<PathBuf>,
+    /// `--cacertdir`.
     pub cacertdir: Option<PathBuf>,
+    /// `--insecure`: no certificate check.
     pub insecure: bool,
+    /// `--cert`.
     pub cert: Option<PathBuf>,
+    /// `--key`.
     pub key: Option<PathBuf>,
     /// `--tls-ciphers` (TLS 1.2).
     pub ciphers: Option<String>,

@@ -5,6 +5,8 @@
 //! tells an [`Observer`] how it goes, with typed results ([`result::TestResult`]) and errors
 //! ([`Error`]). It never prints: the command line presents.
 
+#![warn(missing_docs)]
+
 mod backend;
 pub mod case;
 pub mod config;
