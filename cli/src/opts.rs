@@ -1105,27 +1105,4 @@ mod tests {
         assert!(e.starts_with("-u rediss://: this respbench was built without TLS"), "{e}");
         assert!(parse(&["--cacert", "ca.crt"]).unwrap().tls.is_none());
     }
-
-    #[cfg(feature = "tls")]
-    #[test]
-    fn each_node_is_checked_against_its_own_name() {
-        use respbench_session::server::Server;
-        use rustls::pki_types::ServerName;
-        let tcp = |host: &str, port: u16| Endpoint::Tcp { host: host.into(), port };
-        let server = |args: &[&str]| Server::new(&parse(args).unwrap(), Some(tls_of(args).unwrap()));
-        let name = |s: &Server| s.tls.as_ref().unwrap().server_name.clone();
-        let s = server(&["--tls", "--insecure", "-h", "10.0.0.1", "--cluster"]);
-        let n = s.node(&tcp("10.0.0.2", 7001));
-        assert_eq!(
-            (n.endpoint.clone(), name(&n)),
-            (tcp("10.0.0.2", 7001), ServerName::try_from("10.0.0.2").unwrap())
-        );
-        assert_eq!(
-            name(&s.node(&tcp("redis-2.example", 7001))),
-            ServerName::try_from("redis-2.example").unwrap()
-        );
-        // --sni names every node alike.
-        let s = server(&["--tls", "--insecure", "-h", "10.0.0.1", "--sni", "cache.example", "--cluster"]);
-        assert_eq!(name(&s.node(&tcp("10.0.0.2", 7001))), ServerName::try_from("cache.example").unwrap());
-    }
 }

@@ -480,6 +480,31 @@ pub(crate) fn info_value<T: std::str::FromStr>(body: &str, field: &str) -> Optio
 mod tests {
     use super::*;
 
+    #[cfg(feature = "tls")]
+    #[test]
+    fn each_node_is_checked_against_its_own_name() {
+        use crate::config::TlsOptions;
+        use rustls::pki_types::ServerName;
+        let tcp = |host: &str, port: u16| Endpoint::Tcp { host: host.into(), port };
+        let server = |sni: Option<&str>| {
+            let o = TlsOptions { insecure: true, sni: sni.map(str::to_string), ..TlsOptions::default() };
+            let at = tcp("10.0.0.1", 6379);
+            let tls = crate::tls::client(&o, &at).unwrap();
+            Server { endpoint: at, tls: Some(tls), user: None, password: None, timeout: None }
+        };
+        let name = |s: &Server| s.tls.as_ref().unwrap().server_name.clone();
+        let n = server(None).node(&tcp("10.0.0.2", 7001));
+        assert_eq!(
+            (n.endpoint.clone(), name(&n)),
+            (tcp("10.0.0.2", 7001), ServerName::try_from("10.0.0.2").unwrap())
+        );
+        let n = server(None).node(&tcp("redis-2.example", 7001));
+        assert_eq!(name(&n), ServerName::try_from("redis-2.example").unwrap());
+        // --sni names every node alike.
+        let n = server(Some("cache.example")).node(&tcp("10.0.0.2", 7001));
+        assert_eq!(name(&n), ServerName::try_from("cache.example").unwrap());
+    }
+
     #[test]
     fn config_values_in_resp2_and_resp3() {
         let v = Value::Array(vec![Value::Bulk(b"save".to_vec()), Value::Bulk(b"3600 1".to_vec())]);
