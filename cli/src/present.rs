@@ -42,6 +42,10 @@ pub struct Presenter {
     last_draw: Instant,
     last: (u64, u64),
     drawn: usize,
+    /// Whether stderr is a terminal: only then does it show what the run noticed.
+    stderr_tty: bool,
+    /// The session's notices (`Observer::message`), for the JSON document.
+    notices: Vec<String>,
 }
 
 /// A write that failed, as the run's error.
@@ -78,6 +82,8 @@ impl Presenter {
             last_draw: Instant::now(),
             last: (0, 0),
             drawn: 0,
+            stderr_tty: io::stderr().is_terminal(),
+            notices: Vec::new(),
         }
     }
 
@@ -123,6 +129,9 @@ impl Presenter {
         if let Some(path) = &cfg.json {
             let tests = results.iter().map(|e| json::test(e, epoch_us)).collect::<Result<Vec<_>, _>>()?;
             let mut doc = json::document(json::config(cfg), json::server(&self.info), interrupted, tests);
+            if !self.notices.is_empty() {
+                doc["warnings"] = json::notices(&self.notices);
+            }
             if let Some(late) = late_by_s {
                 doc["late_by_s"] = late.into();
             }
@@ -165,6 +174,17 @@ impl Presenter {
 
 impl Observer for Presenter {
     fn message(&mut self, line: &str) {
+        // stderr is for errors: what was noticed shows on a terminal, else in the verbose
+        // report (as redis-benchmark prints its own warnings, on stdout) and the JSON.
+        if self.stderr_tty {
+            eprintln!("{line}");
+        } else if self.verbose_stdout {
+            let _ = writeln!(self.out, "{line}");
+        }
+        self.notices.push(line.to_string());
+    }
+
+    fn error(&mut self, line: &str) {
         eprintln!("{line}");
     }
 
@@ -236,6 +256,19 @@ impl Observer for Presenter {
 
     fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
         self.print_step(s).map_err(output)?;
+        if self.stderr_tty {
+            for run in s.runs {
+                for e in &run.results {
+                    let on = match (&e.backend, self.comparing) {
+                        (Some(b), true) => format!(" ({b})"),
+                        _ => String::new(),
+                    };
+                    for w in &e.warnings {
+                        eprintln!("WARNING: {}{on}", w.text);
+                    }
+                }
+            }
+        }
         // How many connections failed, and why.
         for run in s.runs {
             let last = &run.results[run.results.len() - 1];
@@ -312,6 +345,9 @@ fn print_test(
             report::write_verbose(&r, out)?;
             report::write_open_loop(entry, cfg.open.poisson, out)?;
             report::write_errors(&r, false, out)?;
+            for w in &entry.warnings {
+                writeln!(out, "  WARNING: {}", w.text)?;
+            }
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
             }

@@ -59,6 +59,7 @@ impl Case {
                     step: None,
                     stats: part,
                     nodes: Vec::new(),
+                    warnings: Vec::new(),
                 });
             }
         }
@@ -73,6 +74,7 @@ impl Case {
             step: None,
             stats,
             nodes: Vec::new(),
+            warnings: Vec::new(),
         });
         out
     }

@@ -12,7 +12,7 @@ use crate::case::{cases, preload_case, Case, PRELOAD_PIPELINE};
 use crate::config::StartAt;
 use crate::config::{Config, OpenLoopConfig, Replicas, Step};
 use crate::observer::{BackendRun, Observer, StepDone, StopHandle};
-use crate::result::{StepValues, TestResult};
+use crate::result::{StepValues, TestResult, Warning, WarningKind};
 use crate::routing::Multi;
 use crate::run::{run_test, Against};
 use crate::server::{self, Server, ServerInfo};
@@ -364,7 +364,7 @@ impl Session {
             if !outcome.drops.is_empty() {
                 // --reconnect: the test went on; the run's status will say it had errors.
                 self.dropped = true;
-                obs.message(&format!(
+                obs.error(&format!(
                     "{title}{on}: connections went down {} times and reconnected (--reconnect): {} requests \
                      lost, {:.3} s down in all",
                     s.drops,
@@ -372,16 +372,18 @@ impl Session {
                     s.downtime_micros as f64 / 1e6
                 ));
                 for (e, n) in &outcome.drops {
-                    obs.message(&format!("{title}{on}:   {n} × {e}"));
+                    obs.error(&format!("{title}{on}:   {n} × {e}"));
                 }
             }
-            if s.abandoned > 0 {
-                obs.message(&format!(
-                    "{title}{on}: {} requests were still unanswered {} after the stop and were abandoned",
+            let abandoned = (s.abandoned > 0).then(|| Warning {
+                kind: WarningKind::Abandoned,
+                text: format!(
+                    "{title}: {} requests were still unanswered {} after the stop and were abandoned",
                     s.abandoned,
                     respbench_core::conn::format_duration(cfg.drain_grace)
-                ));
-            }
+                ),
+                figures: vec![("abandoned_requests", s.abandoned as f64)],
+            });
             let mut results = case.entries(backend, cpu, rate, outcome.stats);
             for e in &mut results {
                 e.step = self.step.as_ref().map(StepValues::of);
@@ -404,7 +406,10 @@ impl Session {
                 total.server_cpu = server_cpu;
             }
             let preloadable = preload_case(&cfg, case).is_some();
-            cost_and_rate(&cfg, &results[results.len() - 1], &on, preloadable, obs);
+            if let Some(total) = results.last_mut() {
+                total.warnings = findings(&cfg, total, preloadable);
+                total.warnings.extend(abandoned);
+            }
             if self.step.is_some() {
                 self.rows.push(results[results.len() - 1].clone());
             }
@@ -501,39 +506,64 @@ impl Session {
     }
 }
 
-/// Warns when the client was saturated, when most replies were nil, or when an open-loop target
-/// was not reached. `on` names the backend when comparing; `preloadable`: `--preload` would write
-/// what the test reads (a GET).
-fn cost_and_rate(cfg: &Config, total: &TestResult, on: &str, preloadable: bool, obs: &mut dyn Observer) {
-    // The verdict is in the verbose report and the JSON; stderr only hears when the figures
+/// What the figures of `total` suggest: the client was saturated, most replies were nil, an
+/// open-loop target was not reached. `preloadable`: `--preload` would write what the test reads
+/// (a GET).
+fn findings(cfg: &Config, total: &TestResult, preloadable: bool) -> Vec<Warning> {
+    let mut out = Vec::new();
+    let name = &total.name;
+    // The verdict is in the verbose report and the JSON; a finding only when the figures
     // measure respbench.
     if let Some(v) = total.verdict.as_ref().filter(|v| v.side == verdict::Side::Client) {
-        obs.message(&format!("WARNING: {}{on}: {}", total.name, v.text));
+        let mut figures = Vec::new();
+        if let Some(c) = &total.cpu {
+            figures.push(("client_core_share", c.core_share()));
+        }
+        out.push(Warning { kind: WarningKind::ClientLimited, text: format!("{name}: {}", v.text), figures });
     }
     let s = &total.stats;
-    if s.requests > 0 && s.hit_share() < 0.5 {
-        obs.message(&format!(
-            "WARNING: {}{on}: {:.1}% of the replies were nil: what it read did not exist, so this \
-             measured misses{}",
-            total.name,
-            (1.0 - s.hit_share()) * 100.0,
-            if preloadable && !cfg.preload { " (--preload writes the keys first)" } else { "" }
-        ));
+    // The default suite pops what its own pushes filled, as redis-benchmark's does: by design,
+    // not a finding.
+    let suite_pop = cfg.command.is_empty() && matches!(name.as_str(), "SPOP" | "LPOP" | "RPOP");
+    if s.requests > 0 && s.hit_share() < 0.5 && !suite_pop {
+        let nil_share = 1.0 - s.hit_share();
+        out.push(Warning {
+            kind: WarningKind::NilReplies,
+            text: format!(
+                "{name}: {:.1}% of the replies were nil: what it read did not exist, so this measured misses{}",
+                nil_share * 100.0,
+                if preloadable && !cfg.preload { " (--preload writes the keys first)" } else { "" }
+            ),
+            figures: vec![("nil_share", nil_share)],
+        });
     }
     if let Some(target) = total.target_rps {
         let achieved = total.stats.rps();
         if total.stats.requests > 0 && achieved < 0.95 * target as f64 {
             let window = cfg.clients as u64 * u64::from(cfg.pipeline);
-            obs.message(&format!(
-                "WARNING: {}{on}: target {target} rps not met, achieved {achieved:.0} rps: at most {window} \
-                 requests can be in flight (-c {} × -P {}); more connections or a deeper pipeline may help{}",
-                total.name,
-                cfg.clients,
-                cfg.pipeline,
-                if total.cpu.is_some_and(|c| c.saturated()) { ", and the client is saturated" } else { "" }
-            ));
+            out.push(Warning {
+                kind: WarningKind::RateNotMet,
+                text: format!(
+                    "{name}: target {target} rps not met, achieved {achieved:.0} rps: at most {window} \
+                     requests can be in flight (-c {} × -P {}); more connections or a deeper pipeline may \
+                     help{}",
+                    cfg.clients,
+                    cfg.pipeline,
+                    if total.cpu.is_some_and(|c| c.saturated()) {
+                        ", and the client is saturated"
+                    } else {
+                        ""
+                    }
+                ),
+                figures: vec![
+                    ("target_rps", target as f64),
+                    ("achieved_rps", achieved),
+                    ("in_flight", window as f64),
+                ],
+            });
         }
     }
+    out
 }
 
 /// Microseconds since the Unix epoch (0 for a clock set before it).
