@@ -12,6 +12,7 @@ mod present;
 mod report;
 mod workers;
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -69,7 +70,7 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     if opts.version {
-        println!("respbench {}", env!("CARGO_PKG_VERSION"));
+        let _ = writeln!(std::io::stdout(), "respbench {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
     // The TLS client configuration is made once, here, so that a certificate that cannot be
@@ -113,13 +114,21 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
     respbench_session::check_machine(cfg).map_err(|e| e.to_string())?;
     let mut presenter = Presenter::new(cfg);
     if cfg.idle {
-        println!("Creating {} idle connections and waiting forever (Ctrl+C when done)", cfg.clients);
+        // A closed stdout stops none of this: the connections are what -I is for.
+        let _ = writeln!(
+            std::io::stdout(),
+            "Creating {} idle connections and waiting forever (Ctrl+C when done)",
+            cfg.clients
+        );
         let failures = respbench_session::idle(cfg, tls, &mut presenter, &stop);
-        println!();
+        let _ = writeln!(std::io::stdout());
         let failures = failures.map_err(|e| e.to_string())?;
         for (msg, n) in &failures {
             let plural = if *n == 1 { "" } else { "s" };
             eprintln!("{n} connection{plural} failed: {msg}");
+        }
+        if let Some(refused) = failures.iter().find_map(|(e, _)| respbench_session::refusal(e)) {
+            eprintln!("Error from server: {}", refused.message);
         }
         return Ok(if !failures.is_empty() {
             ExitCode::from(1)
@@ -140,8 +149,17 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
     let done = session.run(&mut presenter);
     let interrupted = !matches!(done.ended, Ok(Ended::Completed));
     presenter.finish(&base, interrupted, done.late_by_s, &done.results, epoch_us)?;
+    // After every result, in the peers' words: their callers check the status and this line.
+    // `-e` printed each error reply's message already.
+    if let Some(e) = done.first_error.as_ref().filter(|e| !(e.reply && base.show_errors)) {
+        eprintln!("Error from server: {}", e.message);
+    }
+    if let Some(test) = &done.empty_window {
+        eprintln!("{test}: no request completed in the measured window");
+    }
+    let failed = done.dropped || done.first_error.is_some() || done.empty_window.is_some();
     match done.ended {
-        Ok(Ended::Completed) if done.dropped => Ok(ExitCode::from(1)),
+        Ok(Ended::Completed) if failed => Ok(ExitCode::from(1)),
         Ok(Ended::Completed) => Ok(ExitCode::SUCCESS),
         Ok(Ended::ConnectionsFailed) => Ok(ExitCode::from(1)),
         Ok(Ended::Interrupted) => Ok(ExitCode::from(EXIT_INTERRUPTED)),

@@ -784,7 +784,7 @@ fn host_port(text: &str) -> Result<Endpoint, &'static str> {
 pub(crate) fn parse_args<T: FromArgs>(command: &[&str], args: &[&str], help: &str) -> Result<T, ExitCode> {
     T::from_args(command, args).map_err(|e| {
         if e.status.is_ok() {
-            print!("{}", e.output);
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), e.output.as_bytes());
             ExitCode::SUCCESS
         } else {
             eprintln!("{}\nRun '{help}' for the options.", e.output.trim_end());

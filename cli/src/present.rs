@@ -191,8 +191,8 @@ impl Observer for Presenter {
     fn nodes(&mut self, m: &Multi) {
         if self.verbose_stdout {
             // As redis-benchmark opens a cluster run: the nodes it found.
-            println!("{}", topology::describe(&m.topology));
-            println!("{}\n", m.describe_keys());
+            let _ = writeln!(self.out, "{}", topology::describe(&m.topology));
+            let _ = writeln!(self.out, "{}\n", m.describe_keys());
         }
     }
 
@@ -220,15 +220,15 @@ impl Observer for Presenter {
             avg(sum - last_sum, done - last_done),
             avg(sum, done),
         );
-        print!("{}{line}", report::clear_progress(self.drawn));
+        let mut o = io::stdout();
+        let _ = write!(o, "{}{line}", report::clear_progress(self.drawn)).and_then(|_| o.flush());
         self.drawn = line.len();
-        let _ = io::stdout().flush();
         self.last = (done, sum);
     }
 
     fn progress_end(&mut self) {
         if self.drawn > 0 {
-            print!("{}", report::clear_progress(self.drawn));
+            let _ = write!(io::stdout(), "{}", report::clear_progress(self.drawn));
             self.drawn = 0;
         }
         self.drawn_for = None;
@@ -300,13 +300,13 @@ impl Observer for Presenter {
     }
 
     fn idle_clients(&mut self, live: u64) {
-        print!("clients: {live}\r");
-        let _ = io::stdout().flush();
+        // A closed stdout (a reader gone) must not end -I's connections, nor panic.
+        let mut o = io::stdout();
+        let _ = write!(o, "clients: {live}\r").and_then(|_| o.flush());
     }
 
     fn idle_footprint(&mut self, text: &str) {
-        println!();
-        println!("{text}");
+        let _ = writeln!(io::stdout(), "\n{text}");
     }
 }
 

@@ -40,6 +40,20 @@ pub struct Finished {
     pub late_by_s: Option<f64>,
     /// With `--json`: every result, in order.
     pub results: Vec<TestResult>,
+    /// The server's words for the first error the run met: an error reply, or a connection it
+    /// refused (maxclients, `AUTH`). The run then exits 1, as the peers' do.
+    pub first_error: Option<FirstError>,
+    /// The first test whose measured window completed no request (the run then exits 1).
+    pub empty_window: Option<String>,
+}
+
+/// The first error of a run, in the server's words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FirstError {
+    /// The server's message (`ERR max number of clients reached`).
+    pub message: String,
+    /// An error reply to a request (else a connection the server refused).
+    pub reply: bool,
 }
 
 /// The TLS settings every connection of the run uses, made once from `cfg.tls` (`None` without
@@ -97,6 +111,10 @@ pub struct Session {
     /// `--start-at`: how late this process was ready for the instant, in seconds (0 on time).
     late_by_s: Option<f64>,
     stop: StopHandle,
+    /// See [`Finished::first_error`].
+    first_error: Option<FirstError>,
+    /// See [`Finished::empty_window`].
+    empty_window: Option<String>,
 }
 
 impl Session {
@@ -171,6 +189,8 @@ impl Session {
             start_at: cfg.start_at.clone(),
             late_by_s: None,
             stop,
+            first_error: None,
+            empty_window: None,
             base: cfg.clone(),
             server,
             multi: nodes,
@@ -200,7 +220,14 @@ impl Session {
     /// Runs every case (forever with `-l`) until one stops the run.
     pub fn run(mut self, obs: &mut dyn Observer) -> Finished {
         let ended = self.run_suite(obs);
-        Finished { ended, dropped: self.dropped, late_by_s: self.late_by_s, results: self.done }
+        Finished {
+            ended,
+            dropped: self.dropped,
+            late_by_s: self.late_by_s,
+            results: self.done,
+            first_error: self.first_error,
+            empty_window: self.empty_window,
+        }
     }
 
     fn run_suite(&mut self, obs: &mut dyn Observer) -> Result<Ended, Error> {
@@ -361,6 +388,17 @@ impl Session {
             let on = if self.comparing { format!(" ({})", backend.name()) } else { String::new() };
             let title = &case.spec.title;
             let s = &outcome.stats;
+            if self.first_error.is_none() {
+                self.first_error = s
+                    .errors
+                    .kinds()
+                    .first()
+                    .map(|k| FirstError { message: k.first_message.clone(), reply: true })
+                    .or_else(|| outcome.failures.iter().find_map(|(e, _)| refusal(e)));
+            }
+            if s.requests == 0 && outcome.failures.is_empty() && !self.stop.requested() {
+                self.empty_window.get_or_insert_with(|| tag.clone());
+            }
             if !outcome.drops.is_empty() {
                 // --reconnect: the test went on; the run's status will say it had errors.
                 self.dropped = true;
@@ -564,6 +602,17 @@ fn findings(cfg: &Config, total: &TestResult, preloadable: bool) -> Vec<Warning>
         }
     }
     out
+}
+
+/// A connection failure in the server's words: what it refused (maxclients, a handshake).
+pub fn refusal(e: &respbench_core::ConnError) -> Option<FirstError> {
+    match e {
+        respbench_core::ConnError::Refused { message }
+        | respbench_core::ConnError::Handshake { message, .. } => {
+            Some(FirstError { message: message.clone(), reply: false })
+        }
+        _ => None,
+    }
 }
 
 /// Microseconds since the Unix epoch (0 for a clock set before it).

@@ -285,7 +285,9 @@ pub fn idle(
                     obs.idle_footprint(&server::idle_footprint(&server, cfg.clients, before));
                 }
             }
-            if stop.requested() {
+            // A connection the server refused (maxclients, AUTH) ends `-I` at once, as the
+            // peers' does, instead of waiting on the connections it got.
+            if stop.requested() || run.progress.failed.load(Ordering::Relaxed) > 0 {
                 run.plan.stop.request(Time::since(epoch, Instant::now()));
             }
         }

@@ -509,34 +509,39 @@ fn wrongtype_counted(tool: Tool) {
     let server = RedisServer::start();
     server.cli(&["SET", "mylist", "string"]);
     let out = tool.run(&with(server.port(), &["-t", "lpush", "-n", "500", "-q", "-e"]), T);
-    exit_code(&out, 0);
+    // Counted, every result printed, and then the peers' status and words (once: -e said it).
+    exit_code(&out, 1);
     assert!(error_summary(&out).ends_with("LPUSH: errors: 500 (WRONGTYPE: 500)"), "{}", out.dump());
     assert!(
-        out.stderr.contains("WRONGTYPE Operation against a key holding the wrong kind"),
+        out.stderr.contains("Error from server: WRONGTYPE Operation against a key holding the wrong kind"),
         "{}",
         out.dump()
     );
+    assert_eq!(out.stderr.matches("Error from server").count(), 1, "{}", out.dump());
 }
 
 fn oom_counted(tool: Tool) {
     let server = RedisServer::start_with(&[("maxmemory", "1"), ("maxmemory-policy", "noeviction")]);
     let out = tool.run(&with(server.port(), &["-t", "set", "-n", "500", "-q"]), T);
-    exit_code(&out, 0);
+    exit_code(&out, 1);
     assert!(error_summary(&out).ends_with("SET: errors: 500 (OOM: 500)"), "{}", out.dump());
+    assert!(out.stderr.starts_with("Error from server: OOM command not allowed"), "{}", out.dump());
 }
 
 fn loading_counted(tool: Tool) {
     let server = FakeServer::replying(b"-LOADING Redis is loading the dataset in memory\r\n");
     let out = tool.run(&with(server.port(), &["-n", "300", "-q", "ping"]), T);
-    exit_code(&out, 0);
+    exit_code(&out, 1);
     assert!(error_summary(&out).ends_with("errors: 300 (LOADING: 300)"), "{}", out.dump());
+    assert!(out.stderr.contains("Error from server: LOADING Redis is loading"), "{}", out.dump());
 }
 
 fn moved_counted(tool: Tool) {
     let server = FakeServer::replying(b"-MOVED 3999 127.0.0.1:6381\r\n");
     let out = tool.run(&with(server.port(), &["-n", "300", "-q", "ping"]), T);
-    exit_code(&out, 0);
+    exit_code(&out, 1);
     assert!(error_summary(&out).ends_with("errors: 300 (MOVED: 300)"), "{}", out.dump());
+    assert!(out.stderr.contains("Error from server: MOVED 3999 127.0.0.1:6381"), "{}", out.dump());
 }
 
 fn max_clients(tool: Tool) {
@@ -551,6 +556,7 @@ fn max_clients(tool: Tool) {
         "{}",
         out.dump()
     );
+    assert!(out.stderr.contains("\nError from server: ERR max number of clients reached"), "{}", out.dump());
 }
 
 fn noauth_stops_before_the_first_test(tool: Tool) {
