@@ -79,7 +79,12 @@ pub fn config(cfg: &Config) -> Value {
         "precision": cfg.precision,
         "loop": cfg.repeat,
         "tests": cfg.tests,
-        "command": if cfg.command.is_empty() { Value::Null } else { json!(cfg.command) },
+        "command": if cfg.command.is_empty() {
+            Value::Null
+        } else {
+            // Lossy: JSON strings are UTF-8 (the template in each test is lossy too).
+            json!(cfg.command.iter().map(|a| String::from_utf8_lossy(a)).collect::<Vec<_>>())
+        },
         "timeout_ms": cfg.timeout.map(|t| t.as_secs_f64() * 1e3),
         "rps": if cfg.open.rates.is_empty() { Value::Null } else { json!(cfg.open.rates) },
         "arrival": if cfg.open.poisson { "poisson" } else { "constant" },

@@ -1,6 +1,7 @@
 //! respbench: the command line over `respbench-session`. Parses redis-benchmark's options, runs
 //! a session of tests and renders the results in redis-benchmark's formats.
 
+mod args;
 mod hdr;
 mod hlog;
 mod json;
@@ -54,16 +55,17 @@ fn install_signal_handlers() -> StopHandle {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
+    let args = args::collect();
     let name = args.first().map(|s| s.as_str()).unwrap_or("respbench");
     let rest: Vec<&str> = args.iter().skip(1).map(|s| s.as_str()).collect();
     // `merge` is detected before argh: a subcommand does not fit the flat redis-benchmark
     // options, whose positional arguments are a command to benchmark.
-    if rest.first() == Some(&"merge") {
-        return merge::main(name, &rest[1..]);
-    }
-    if rest.first() == Some(&"plot") {
-        return plot(name, &rest[1..]);
+    if rest.first() == Some(&"merge") || rest.first() == Some(&"plot") {
+        if let Err(e) = args::all_text(&rest) {
+            eprintln!("respbench {}: {e}", rest[0]);
+            return ExitCode::from(1);
+        }
+        return if rest[0] == "merge" { merge::main(name, &rest[1..]) } else { plot(name, &rest[1..]) };
     }
     let opts: Opts = match opts::parse_args(&[name], &rest, "respbench --help") {
         Ok(o) => o,
@@ -75,8 +77,11 @@ fn main() -> ExitCode {
     }
     // The TLS client configuration is made once, here, so that a certificate that cannot be
     // read is an error in the options.
-    let checked =
-        opts.check().and_then(|c| Ok((respbench_session::tls_client(&c).map_err(|e| e.to_string())?, c)));
+    let checked = opts.check().and_then(|mut c| {
+        // The command's arguments are bytes; any other value must be text.
+        c.command = args::command_bytes(&rest, std::mem::take(&mut c.command))?;
+        Ok((respbench_session::tls_client(&c).map_err(|e| e.to_string())?, c))
+    });
     let (tls, cfg) = match checked {
         Ok(c) => c,
         Err(e) => {

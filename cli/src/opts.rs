@@ -660,7 +660,7 @@ impl Opts {
             stdin_arg: self.stdin_arg,
             seed,
             show_errors: self.show_errors,
-            command: self.command,
+            command: self.command.into_iter().map(String::into_bytes).collect(),
             backends,
             uring_sqpoll: self.uring_sqpoll,
             json: self.json,
@@ -787,7 +787,7 @@ pub(crate) fn parse_args<T: FromArgs>(command: &[&str], args: &[&str], help: &st
             let _ = std::io::Write::write_all(&mut std::io::stdout(), e.output.as_bytes());
             ExitCode::SUCCESS
         } else {
-            eprintln!("{}\nRun '{help}' for the options.", e.output.trim_end());
+            eprintln!("{}\nRun '{help}' for the options.", crate::args::shown(e.output.trim_end()));
             ExitCode::from(1)
         }
     })
@@ -843,14 +843,14 @@ mod tests {
         assert_eq!(c.password.as_deref(), Some("testaccount:Rp829dlwa"));
         assert_eq!((c.threads, c.clients, c.keyspace), (16, 256, Some(10_000_000)));
         let c = parse(&["-n", "100000", "-q", "script", "load", "redis.call('set','foo','bar')"]).unwrap();
-        assert_eq!(c.command, ["script", "load", "redis.call('set','foo','bar')"]);
+        assert_eq!(c.command, [&b"script"[..], b"load", b"redis.call('set','foo','bar')"]);
         assert_eq!(c.output, Output::Quiet);
     }
 
     #[test]
     fn command_arguments_may_look_like_options() {
         let c = parse(&["-q", "zadd", "key", "-1", "member"]).unwrap();
-        assert_eq!(c.command, ["zadd", "key", "-1", "member"]);
+        assert_eq!(c.command, [&b"zadd"[..], b"key", b"-1", b"member"]);
     }
 
     #[test]

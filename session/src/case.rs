@@ -148,7 +148,7 @@ fn tests(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<TestSpec>, Erro
         if cfg.tests.is_some() {
             warn("WARNING: Option -t is ignored.");
         }
-        let mut args: Vec<Vec<u8>> = cfg.command.iter().map(|a| a.as_bytes().to_vec()).collect();
+        let mut args: Vec<Vec<u8>> = cfg.command.clone();
         if cfg.stdin_arg {
             let mut last = Vec::new();
             std::io::stdin()

@@ -138,8 +138,9 @@ pub struct Config {
     pub seed: u64,
     /// `-e`: print the server's error replies.
     pub show_errors: bool,
-    /// The custom command and its arguments (empty: the default suite).
-    pub command: Vec<String>,
+    /// The custom command and its arguments, as bytes: an argument need not be UTF-8 (empty:
+    /// the default suite).
+    pub command: Vec<Vec<u8>>,
     /// The backends to run each test on, in order (one, unless comparing).
     pub backends: Vec<Backend>,
     /// `--uring-sqpoll`: the io_uring backend's rings have a submission-polling kernel thread.

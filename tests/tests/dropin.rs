@@ -2,6 +2,9 @@
 //! respbench unchanged: stderr is for errors, the exit status and the words their callers
 //! check. The behaviours are the command line's and the session's: once, on mio.
 
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStringExt;
 use std::time::Duration;
 
 use respbench_tests::fake::{Action, FakeServer};
@@ -19,6 +22,8 @@ respbench_tests::backend_tests!(
         idle_at_maxclients_exits_1_at_once,
         idle_with_a_closed_stdout_does_not_panic,
         a_closed_stdout_never_panics,
+        a_binary_argument_is_sent_as_its_bytes,
+        a_binary_option_value_is_a_clear_error,
     ],
 );
 
@@ -147,8 +152,11 @@ fn idle_with_a_closed_stdout_does_not_panic(tool: Tool) {
 fn with_closed_stdout(tool: &Tool, args: &[&str]) -> (Option<i32>, String) {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
+    // A subcommand comes first, before any --backend.
+    let sub = matches!(args.first(), Some(&"merge" | &"plot"));
+    let pre: &[String] = if sub { &[] } else { &tool.pre_args };
     let out = std::process::Command::new(&tool.path)
-        .args(&tool.pre_args)
+        .args(pre)
         .args(args)
         .stdout(writer)
         .stderr(std::process::Stdio::piped())
@@ -176,7 +184,74 @@ fn a_closed_stdout_never_panics(tool: Tool) {
     for args in runs {
         let (code, stderr) = with_closed_stdout(&tool, args);
         assert!(!stderr.contains("panicked") && code != Some(101), "{args:?}: {code:?} {stderr}");
+        // What it could not write is said (--help has nothing to say but its text).
+        if args != ["--help"] {
+            assert!(stderr.contains("Broken pipe"), "{args:?}: {code:?} {stderr}");
+        }
         assert!(code.is_some(), "{args:?}: killed by a signal: {stderr}");
     }
     let _ = std::fs::remove_file(&json);
+}
+
+/// The value stored at `key`, as bytes (redis-cli would quote them).
+fn get_bytes(server: &RedisServer, key: &[u8]) -> Vec<u8> {
+    let mut c = server.connect();
+    c.write_all(&respbench_tests::encode_command(&[b"GET", key])).unwrap();
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 256];
+    // `$N\r\n` + N bytes + `\r\n`, or `$-1\r\n`.
+    while !(reply.ends_with(b"\r\n") && reply.iter().filter(|&&b| b == b'\n').count() >= 2
+        || reply == b"$-1\r\n")
+    {
+        let n = c.read(&mut buf).unwrap();
+        assert!(n > 0, "closed after {reply:?}");
+        reply.extend_from_slice(&buf[..n]);
+    }
+    let head = reply.iter().position(|&b| b == b'\n').unwrap() + 1;
+    reply[head..reply.len() - 2].to_vec()
+}
+
+/// `SET k $'\xff\xfe'`: redis-benchmark sends binary values; respbench stores the same bytes.
+fn a_binary_argument_is_sent_as_its_bytes(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let value = OsString::from_vec(vec![0xff, 0xfe, b'x', 0x80]);
+    let args: Vec<OsString> = vec![
+        "-p".into(),
+        port.into(),
+        "-n".into(),
+        "10".into(),
+        "-q".into(),
+        "SET".into(),
+        "k".into(),
+        value,
+    ];
+    let out = tool.run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(out.stderr, "", "{}", out.dump());
+    assert_eq!(get_bytes(&server, b"k"), [0xff, 0xfe, b'x', 0x80]);
+    assert_eq!(server.command_calls("set"), 10);
+    // redis-benchmark stores the same.
+    server.cli(&["DEL", "k"]);
+    let out = redis_benchmark().run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(get_bytes(&server, b"k"), [0xff, 0xfe, b'x', 0x80]);
+}
+
+/// An option's value that is not UTF-8: an error naming the option, status 1, no panic.
+fn a_binary_option_value_is_a_clear_error(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let pings = server.command_calls("ping");
+    let args: Vec<OsString> =
+        vec!["-p".into(), port.into(), "--key-prefix".into(), OsString::from_vec(vec![0xff]), "ping".into()];
+    let out = tool.run(&args, T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.starts_with("--key-prefix: the value \"\u{fffd}\" is not UTF-8"), "{}", out.dump());
+    assert_eq!(server.command_calls("ping"), pings, "nothing sent");
+    // `merge` comes first, before any --backend.
+    let out =
+        respbench_tests::respbench().run(&[OsString::from("merge"), OsString::from_vec(vec![b'a', 0xff])], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("is not UTF-8"), "{}", out.dump());
 }
