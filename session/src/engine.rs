@@ -396,7 +396,9 @@ impl Session {
                     .map(|k| FirstError { message: k.first_message.clone(), reply: true })
                     .or_else(|| outcome.failures.iter().find_map(|(e, _)| refusal(e)));
             }
-            if s.requests == 0 && outcome.failures.is_empty() && !self.stop.requested() {
+            // `-n 0` asked for none.
+            let asked = cfg.open.duration.is_some() || cfg.requests > 0;
+            if s.requests == 0 && asked && outcome.failures.is_empty() && !self.stop.requested() {
                 self.empty_window.get_or_insert_with(|| tag.clone());
             }
             if !outcome.drops.is_empty() {
