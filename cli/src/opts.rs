@@ -198,7 +198,8 @@ pub struct Opts {
     /// run each test for this long (30s, 500ms, 2m; a plain number is seconds) instead of -n
     #[argh(option)]
     pub duration: Option<String>,
-    /// run this long first and discard its results (same units as --duration)
+    /// before each test, send its workload this long, unmeasured: those requests are extra,
+    /// before the measured -n or --duration (same units as --duration; valkey-benchmark 8.1+)
     #[argh(option)]
     pub warmup: Option<String>,
     /// one test mixing default tests by weight, e.g. set:1,get:10

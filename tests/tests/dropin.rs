@@ -24,6 +24,7 @@ respbench_tests::backend_tests!(
         a_closed_stdout_never_panics,
         a_binary_argument_is_sent_as_its_bytes,
         a_binary_option_value_is_a_clear_error,
+        the_warmup_is_extra_and_every_test_has_one,
     ],
 );
 
@@ -254,4 +255,24 @@ fn a_binary_option_value_is_a_clear_error(tool: Tool) {
         respbench_tests::respbench().run(&[OsString::from("merge"), OsString::from_vec(vec![b'a', 0xff])], T);
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     assert!(out.stderr.contains("is not UTF-8"), "{}", out.dump());
+}
+
+/// `-r 5 --warmup 0.3 -n 100 -t set,get`: as valkey-benchmark's, the warm-up's requests come
+/// before the measured 100 of each test, not out of them (it left `0 requests completed` once).
+fn the_warmup_is_extra_and_every_test_has_one(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let json = json_path("dropin", "warmup");
+    let args = ["-p", &port, "-r", "5", "--warmup", "0.3", "-n", "100", "-t", "set,get", "-q"];
+    let out = tool.run(&[&args[..], &["--json", json.to_str().unwrap()]].concat(), T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(out.stderr, "", "{}", out.dump());
+    let doc = read(&json);
+    for (t, name) in doc["tests"].as_array().unwrap().iter().zip(["SET", "GET"]) {
+        assert_eq!(t["name"], name);
+        assert_eq!(t["requests"], 100, "{name}: {}", t["requests"]);
+        // Each test warmed up: the server saw its 100 and more.
+        let calls = server.command_calls(&name.to_lowercase());
+        assert!(calls > 100, "{name}: {calls} calls: no warm-up");
+    }
 }
