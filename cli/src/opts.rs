@@ -199,7 +199,7 @@ pub struct Opts {
     #[argh(option)]
     pub duration: Option<String>,
     /// before each test, send its workload this long, unmeasured: those requests are extra,
-    /// before the measured -n or --duration (same units as --duration; valkey-benchmark 8.1+)
+    /// before the measured -n or --duration (same units as --duration; valkey-benchmark 9)
     #[argh(option)]
     pub warmup: Option<String>,
     /// one test mixing default tests by weight, e.g. set:1,get:10
