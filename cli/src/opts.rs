@@ -95,6 +95,10 @@ pub struct Opts {
     /// ... over all connections), zipf:THETA (e.g. zipf:0.99) or gaussian (mean N/2, sd N/6)
     #[argh(option)]
     pub key_dist: Option<String>,
+    /// valkey-benchmark 9's spelling of --key-dist sequential: placeholders take 0, 1, 2, ...
+    /// over all connections instead of random keys (needs -r)
+    #[argh(switch)]
+    pub sequential: bool,
     /// put this before every key name of the default tests (key:, counter:, mylist, ...)
     #[argh(option)]
     pub key_prefix: Option<String>,
@@ -584,10 +588,17 @@ impl Opts {
         let values = datasizes[0].clone();
         let key_dist = match &self.key_dist {
             Some(d) => KeyDist::parse(d).map_err(|why| bad("--key-dist", d, &why))?,
+            None if self.sequential => KeyDist::Sequential,
             None => KeyDist::Uniform,
         };
+        if self.sequential && key_dist != KeyDist::Sequential {
+            return Err("--sequential and --key-dist conflict: give one of them".to_string());
+        }
         match (key_dist, keyspace) {
             (KeyDist::Uniform, _) => {}
+            (_, None) if self.sequential => {
+                return Err("--sequential needs -r <keyspacelen>: keys go over [0, keyspacelen)".to_string());
+            }
             (_, None) => {
                 let d = self.key_dist.as_deref().unwrap_or_default();
                 return Err(bad(

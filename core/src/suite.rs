@@ -221,6 +221,41 @@ pub fn custom(args: &[Vec<u8>]) -> TestSpec {
     TestSpec { title, payload_bytes: template.len(), template, connection_per_request: false }
 }
 
+/// valkey-benchmark 9's placeholder for a value of `-d` bytes.
+pub const DATA: &[u8] = b"__data__";
+
+/// [`custom`] with valkey-benchmark 9's `__data__` filled from `values` (`-d`): an argument
+/// that is `__data__` is a value of a size drawn per request (`-d 16-1024`), and `__data__`
+/// inside an argument becomes a value of the largest size.
+pub fn custom_with_data(args: &[Vec<u8>], values: &ValueSize) -> TestSpec {
+    if !args.iter().any(|a| a.windows(DATA.len()).any(|w| w == DATA)) {
+        return custom(args);
+    }
+    let shared = Values::new(values);
+    let inlined: Vec<Vec<u8>> = args
+        .iter()
+        .map(|a| {
+            let mut out = Vec::with_capacity(a.len());
+            let mut rest = &a[..];
+            while let Some(at) = rest.windows(DATA.len()).position(|w| w == DATA) {
+                out.extend_from_slice(&rest[..at]);
+                out.extend_from_slice(shared.largest());
+                rest = &rest[at + DATA.len()..];
+            }
+            out.extend_from_slice(rest);
+            out
+        })
+        .collect();
+    let parts: Vec<Arg> = args
+        .iter()
+        .zip(&inlined)
+        .map(|(a, inlined)| if a == DATA { Arg::Value } else { Arg::Bytes(inlined) })
+        .collect();
+    let template = Template::with_values(&parts, &shared);
+    let title = args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ");
+    TestSpec { title, payload_bytes: template.len(), template, connection_per_request: false }
+}
+
 /// What `--preload` writes before a test whose request is `GET key`: `SET key VALUE`, the
 /// same key pattern with values from `values`, so that every key the test can read exists once
 /// it has run over the keyspace. `None` for any other request.

@@ -3,7 +3,7 @@
 
 use std::io::Read;
 
-use respbench_core::suite::{custom, default_suite, Selection, TestSpec};
+use respbench_core::suite::{custom_with_data, default_suite, Selection, TestSpec};
 use respbench_core::template::Template;
 use respbench_core::{Mix, Stats};
 
@@ -124,7 +124,7 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
     }
     for (args, weight) in &cfg.open.mix_commands {
         let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
-        let spec = custom(&args);
+        let spec = custom_with_data(&args, &cfg.values);
         described.push(format!("'{}':{weight}", spec.title));
         parts.push((spec, *weight));
     }
@@ -156,7 +156,7 @@ fn tests(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<TestSpec>, Erro
                 .map_err(|e| Error::Tests(format!("-x: cannot read standard input: {e}")))?;
             args.push(last);
         }
-        return Ok(vec![custom(&args)]);
+        return Ok(vec![custom_with_data(&args, &cfg.values)]);
     }
     let selection = match &cfg.tests {
         Some(list) => Selection::parse(list).map_err(|unknown| {
@@ -173,7 +173,11 @@ fn tests(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<TestSpec>, Erro
 
 /// The default suite restricted to `selection`; in cluster mode MSET's keys share a hash tag.
 fn suite(cfg: &Config, selection: &Selection) -> Vec<TestSpec> {
-    let mut specs = default_suite(selection, &cfg.values, cfg.keyspace.is_some(), &cfg.key_prefix);
+    // Sequential keys (--sequential) leave ZADD's score fixed: each ZADD then takes one value,
+    // so `-r 50 -n 50 --sequential -t zadd` adds 50 members, as valkey-benchmark 9's own test
+    // has it.
+    let random_keys = cfg.keyspace.is_some() && cfg.key_dist != respbench_core::dist::KeyDist::Sequential;
+    let mut specs = default_suite(selection, &cfg.values, random_keys, &cfg.key_prefix);
     if cfg.cluster {
         for s in specs.iter_mut().filter(|s| s.title.starts_with("MSET")) {
             *s = respbench_core::suite::cluster_mset(&cfg.values, &cfg.key_prefix);

@@ -25,6 +25,9 @@ respbench_tests::backend_tests!(
         a_binary_argument_is_sent_as_its_bytes,
         a_binary_option_value_is_a_clear_error,
         the_warmup_is_extra_and_every_test_has_one,
+        valkeys_sequential_cases_leave_its_keyspace,
+        data_placeholder_is_a_value_of_d_bytes,
+        shared_placeholders_repeat_in_a_command,
     ],
 );
 
@@ -275,4 +278,135 @@ fn the_warmup_is_extra_and_every_test_has_one(tool: Tool) {
         let calls = server.command_calls(&name.to_lowercase());
         assert!(calls > 100, "{name}: {calls} calls: no warm-up");
     }
+}
+
+/// valkey-benchmark 9's own `--sequential` cases (tests/integration/valkey-benchmark.tcl), with
+/// the keyspace each leaves; `--key-dist sequential` is the same.
+fn valkeys_sequential_cases_leave_its_keyspace(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let run = |args: &[&str]| {
+        server.cli(&["FLUSHALL"]);
+        let out = tool.run(&[&["-p", &port, "-q"][..], args].concat(), T);
+        assert!(out.status.success(), "{args:?}\n{}", out.dump());
+        assert_eq!(out.stderr, "", "{args:?}\n{}", out.dump());
+    };
+    for spelling in [&["--sequential"][..], &["--key-dist", "sequential"]] {
+        run(&[&["-r", "50", "-n", "50", "-t", "zadd"][..], spelling].concat());
+        assert_eq!(server.cli(&["ZCARD", "myzset"]).trim(), "50", "{spelling:?}");
+    }
+    // Each command takes two consecutive values: 50 keys.
+    run(&["-r", "100", "-n", "100", "--sequential", "--", "set", "rain__rand_int__", "rain__rand_int__"]);
+    assert_eq!(server.dbsize(0), 50);
+    assert_eq!(server.cli(&["GET", "rain000000000000"]).trim(), "rain000000000001");
+    // One value per command, pipelined: 100 keys, each equal to its value.
+    run(&[
+        "-r",
+        "100",
+        "-n",
+        "100",
+        "-P",
+        "5",
+        "--sequential",
+        "--",
+        "set",
+        "rain__rand_1st__",
+        "rain__rand_1st__",
+    ]);
+    assert_eq!(server.dbsize(0), 100);
+    for k in [0, 42, 99] {
+        let key = format!("rain{k:012}");
+        assert_eq!(server.cli(&["GET", &key]).trim(), key);
+    }
+    // It needs a keyspace, and one spelling.
+    let out = tool.run(&["-p", &port, "-n", "1", "--sequential", "ping"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("--sequential needs -r"), "{}", out.dump());
+    let out = tool.run(&["-p", &port, "-r", "5", "--sequential", "--key-dist", "zipf:0.9", "ping"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+}
+
+/// `__data__` is a value of `-d` bytes, the suite's own (`-d 4` gives `VXKe`); inside an
+/// argument too.
+fn data_placeholder_is_a_value_of_d_bytes(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let out = tool.run(&["-p", &port, "-n", "10", "-d", "7", "-q", "--", "set", "k", "__data__"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.cli(&["GET", "k"]).trim(), "VXKeHog");
+    let out = tool.run(&["-p", &port, "-n", "10", "-d", "4", "-q", "--", "set", "k2", "<__data__>"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.cli(&["GET", "k2"]).trim(), "<VXKe>");
+    // A size range draws each value's size, as -d does for the suite.
+    let out = tool.run(
+        &[
+            "-p",
+            &port,
+            "-n",
+            "200",
+            "-d",
+            "10-20",
+            "-r",
+            "1000",
+            "-q",
+            "--",
+            "set",
+            "v:__rand_int__",
+            "__data__",
+        ],
+        T,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let keys = server.cli(&["KEYS", "v:*"]);
+    let sizes: Vec<u64> =
+        keys.lines().take(50).map(|k| server.cli(&["STRLEN", k.trim()]).trim().parse().unwrap()).collect();
+    assert!(sizes.iter().all(|s| (10..=20).contains(s)), "{sizes:?}");
+    assert!(sizes.iter().any(|&s| s != sizes[0]), "one size: {sizes:?}");
+}
+
+/// `__rand_1st__` … `__rand_9th__`: every occurrence of one in a command shares a value; each
+/// `__rand_int__` is drawn on its own.
+fn shared_placeholders_repeat_in_a_command(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let args = [
+        "-p",
+        &port,
+        "-n",
+        "300",
+        "-r",
+        "1000000",
+        "-q",
+        "--",
+        "hset",
+        "h:__rand_1st__",
+        "a",
+        "__rand_1st__",
+        "b",
+        "__rand_9th__",
+        "c",
+        "__rand_9th__",
+        "d",
+        "__rand_int__",
+        "e",
+        "__rand_int__",
+    ];
+    let out = tool.run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    let keys = server.cli(&["KEYS", "h:*"]);
+    let keys: Vec<&str> = keys.lines().map(str::trim).collect();
+    assert!(keys.len() > 250, "{} keys", keys.len());
+    let (mut same_int, mut same_1st_9th) = (0, 0);
+    for k in keys.iter().take(60) {
+        let fields = server.cli(&["HMGET", k, "a", "b", "c", "d", "e"]);
+        let [a, b, c, d, e] = fields.lines().map(str::trim).collect::<Vec<_>>()[..] else {
+            panic!("{fields}")
+        };
+        assert_eq!(format!("h:{a}"), *k);
+        assert_eq!(b, c, "{k}");
+        same_int += usize::from(d == e);
+        same_1st_9th += usize::from(a == b);
+    }
+    // Independent draws from a million agree about never.
+    assert!(same_int <= 2 && same_1st_9th <= 2, "{same_int} {same_1st_9th}");
 }
