@@ -185,8 +185,9 @@ pub struct Opts {
     /// private key (PEM) of the client certificate; needs --cert
     #[argh(option)]
     pub key: Option<String>,
-    /// TLS 1.2 cipher suites to offer, colon separated, by name (ECDHE-RSA-AES128-GCM-SHA256 or
-    /// TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256; no OpenSSL keywords such as HIGH)
+    /// TLS 1.2 cipher suites to offer: an OpenSSL cipher-list string (DEFAULT:-AES128-SHA256,
+    /// HIGH:!aNULL, ECDHE+AESGCM) evaluated over the suites rustls has, or exact names
+    /// (ECDHE-RSA-AES128-GCM-SHA256, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)
     #[argh(option)]
     pub tls_ciphers: Option<String>,
     /// TLS 1.3 cipher suites to offer, colon separated (TLS_AES_128_GCM_SHA256:...)

@@ -5,8 +5,9 @@
 //!   system's roots, but not the name it was issued for (OpenSSL's `SSL_VERIFY_PEER` without a
 //!   host name, as redis-benchmark sets it up); `--insecure` accepts any certificate;
 //! - SNI is sent only with `--sni`;
-//! - `--tls-ciphers` (TLS 1.2) and `--tls-ciphersuites` (TLS 1.3) take exact suite names, in
-//!   OpenSSL's or IANA's spelling, each restricting its own protocol version only;
+//! - `--tls-ciphers` (TLS 1.2) is an OpenSSL cipher-list string evaluated over the suites rustls
+//!   has (exact names, in OpenSSL's or IANA's spelling, among its rules), `--tls-ciphersuites`
+//!   (TLS 1.3) exact names; each restricts its own protocol version only;
 //! - no session resumption: every connection makes a full handshake, as redis-benchmark's do.
 
 use std::path::{Path, PathBuf};
@@ -356,6 +357,8 @@ fn cipher_suites(
     ] {
         let chosen: Vec<&Suite> = match list {
             None => table.iter().collect(),
+            // OpenSSL's cipher-list language (`DEFAULT:-AES128-SHA256`, `HIGH:!aNULL`).
+            Some(list) if option == "--tls-ciphers" => cipher_list(list)?,
             Some(list) => parse_suites(option, list, table, other)?,
         };
         for s in chosen {
@@ -414,6 +417,99 @@ fn is_keyword(name: &str) -> bool {
     name.starts_with(['!', '-', '+', '@']) || name.contains('+') || !name.contains(['-', '_'])
 }
 
+/// The OpenSSL aliases that `s` (a TLS 1.2 suite rustls has) belongs to, and its strength in
+/// bits for `@STRENGTH`. Every such suite is ECDHE with AEAD encryption, so it is in `ALL`,
+/// `DEFAULT` and `HIGH`; aliases for what rustls lacks (`kRSA`, `DHE`, `PSK`, `CBC` ciphers,
+/// `MEDIUM`, `LOW`, `eNULL`, `aNULL`, `COMPLEMENTOFDEFAULT`, …) match none of them.
+fn aliases(s: &Suite) -> (Vec<&'static str>, u32) {
+    let mut a = vec![
+        "ALL", "DEFAULT", "HIGH", "FIPS", "TLSv1.2", "AEAD", "ECDHE", "EECDH", "kECDHE", "kEECDH", "ECDH",
+        "kECDH",
+    ];
+    a.push(if s.openssl.contains("ECDSA") { "aECDSA" } else { "aRSA" });
+    if s.openssl.contains("ECDSA") {
+        a.push("ECDSA");
+    }
+    let strength = if s.openssl.contains("AES128") { 128 } else { 256 };
+    if s.openssl.contains("CHACHA20") {
+        a.extend(["CHACHA20", "SHA256"]);
+    } else {
+        a.extend(["AES", "AESGCM", if strength == 128 { "AES128" } else { "AES256" }]);
+        a.push(if strength == 128 { "SHA256" } else { "SHA384" });
+    }
+    (a, strength)
+}
+
+/// Whether one term of a rule (`ECDHE`, `AESGCM`, a suite's name) matches `s`.
+fn term_matches(term: &str, s: &Suite) -> bool {
+    s.openssl.eq_ignore_ascii_case(term) || s.iana.eq_ignore_ascii_case(term) || aliases(s).0.contains(&term)
+}
+
+/// `--tls-ciphers` evaluated as OpenSSL evaluates a cipher list, over the TLS 1.2 suites rustls
+/// has: rules separated by `:`, `,` or spaces; each a suite name or aliases joined by `+` (all
+/// of them must match); a rule adds what it matches (at the end, keeping what is there), `-`
+/// removes it, `!` removes it for good, `+` moves it to the end; `@STRENGTH` sorts by key
+/// length. A rule that matches nothing is no error, as in OpenSSL: only a list that leaves no
+/// suite is refused, saying what each rule matched.
+fn cipher_list(list: &str) -> Result<Vec<&'static Suite>, String> {
+    // An empty list turns TLS 1.2 off, as with --tls-ciphersuites.
+    if list.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut chosen: Vec<usize> = Vec::new();
+    let mut killed = vec![false; TLS12_SUITES.len()];
+    let mut said = Vec::new();
+    for rule in list.split([':', ',', ' ']).map(str::trim).filter(|r| !r.is_empty()) {
+        if rule.starts_with('@') {
+            if rule.eq_ignore_ascii_case("@STRENGTH") {
+                chosen.sort_by_key(|&i| std::cmp::Reverse(aliases(&TLS12_SUITES[i]).1));
+            }
+            continue;
+        }
+        let (op, body) = match rule.as_bytes()[0] {
+            b @ (b'!' | b'-' | b'+') => (b, &rule[1..]),
+            _ => (0, rule),
+        };
+        let matched: Vec<usize> = (0..TLS12_SUITES.len())
+            .filter(|&i| body.split('+').all(|t| !t.is_empty() && term_matches(t, &TLS12_SUITES[i])))
+            .collect();
+        said.push(format!("{rule} matched {}", matched.len()));
+        match op {
+            b'!' => {
+                chosen.retain(|i| !matched.contains(i));
+                matched.iter().for_each(|&i| killed[i] = true);
+            }
+            b'-' => chosen.retain(|i| !matched.contains(i)),
+            b'+' => {
+                let (moved, kept): (Vec<usize>, Vec<usize>) =
+                    chosen.iter().partition(|i| matched.contains(i));
+                chosen = kept.into_iter().chain(moved).collect();
+            }
+            _ => {
+                for i in matched {
+                    if !killed[i] && !chosen.contains(&i) {
+                        chosen.push(i);
+                    }
+                }
+            }
+        }
+    }
+    if chosen.is_empty() {
+        let tls13 = list
+            .split([':', ',', ' '])
+            .filter(|n| TLS13_SUITES.iter().any(|s| s.iana.eq_ignore_ascii_case(n.trim())))
+            .map(|n| format!("; '{}' is a TLS 1.3 suite: give it to --tls-ciphersuites", n.trim()))
+            .collect::<String>();
+        return Err(format!(
+            "invalid value '{list}' for --tls-ciphers: it leaves no TLS 1.2 suite ({}){tls13}; the TLS 1.2 suites \
+             rustls has (no CBC or CCM suites, no RSA key exchange, nothing before TLS 1.2) are: {}",
+            said.join(", "),
+            suite_names(TLS12_SUITES)
+        ));
+    }
+    Ok(chosen.into_iter().map(|i| &TLS12_SUITES[i]).collect())
+}
+
 /// `A (B), C (D)`: OpenSSL's name with IANA's where they differ.
 fn suite_names(table: &[Suite]) -> String {
     let names: Vec<String> = table
@@ -443,7 +539,7 @@ mod tests {
         assert!(e.contains("--key needs --cert"), "{e}");
         let e = err(TlsOptions { sni: Some("not a name".into()), ..insecure.clone() });
         assert!(e.contains("--sni"), "{e}");
-        let e = err(TlsOptions { ciphers: Some("HIGH".into()), ..insecure });
+        let e = err(TlsOptions { ciphers: Some("MEDIUM".into()), ..insecure });
         assert!(e.contains("--tls-ciphers"), "{e}");
     }
 
@@ -689,16 +785,18 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
 
     #[test]
     fn bad_names_say_why_and_list_the_suites() {
-        let e = cipher_suites(Some("HIGH:!aNULL"), None).unwrap_err();
-        assert!(e.contains("--tls-ciphers") && e.contains("'HIGH' is an OpenSSL cipher-list keyword"), "{e}");
+        // A list that leaves nothing names what each rule matched and the suites there are.
+        let e = cipher_suites(Some("HIGH:!aRSA:!ECDSA"), None).unwrap_err();
+        assert!(
+            e.contains("--tls-ciphers") && e.contains("HIGH matched 6, !aRSA matched 3, !ECDSA matched 3"),
+            "{e}"
+        );
         assert!(e.contains("ECDHE-RSA-AES128-GCM-SHA256 (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)"), "{e}");
-        for kw in ["!aNULL", "@STRENGTH", "DEFAULT", "ALL", "ECDHE+AESGCM", "-RC4"] {
-            let e = cipher_suites(Some(kw), None).unwrap_err();
-            assert!(e.contains("keyword"), "{kw}: {e}");
-        }
-        for name in ["ECDHE-RSA-AES128-SHA", "AES128-GCM-SHA256", "TLS_RSA_WITH_AES_128_CBC_SHA"] {
+        for name in
+            ["ECDHE-RSA-AES128-SHA", "AES128-GCM-SHA256", "TLS_RSA_WITH_AES_128_CBC_SHA", "MEDIUM", "kRSA"]
+        {
             let e = cipher_suites(Some(name), None).unwrap_err();
-            assert!(e.contains("not a suite rustls has"), "{name}: {e}");
+            assert!(e.contains(&format!("{name} matched 0")) && e.contains("no CBC or CCM"), "{name}: {e}");
         }
         let e = cipher_suites(None, Some("TLS_AES_128_CCM_SHA256")).unwrap_err();
         assert!(e.contains("--tls-ciphersuites") && e.contains("not a suite rustls has"), "{e}");
@@ -707,5 +805,49 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
         assert!(e.contains("is a TLS 1.3 suite: give it to --tls-ciphersuites"), "{e}");
         let e = cipher_suites(None, Some("ECDHE-RSA-AES128-GCM-SHA256")).unwrap_err();
         assert!(e.contains("is a TLS 1.2 suite: give it to --tls-ciphers"), "{e}");
+    }
+
+    /// The TLS 1.2 suites `list` leaves, by OpenSSL name, in order.
+    fn tls12(list: &str) -> Vec<&'static str> {
+        cipher_list(list).unwrap().iter().map(|s| s.openssl).collect()
+    }
+
+    #[test]
+    fn cipher_lists_are_evaluated_as_openssl_does() {
+        let all: Vec<&str> = TLS12_SUITES.iter().map(|s| s.openssl).collect();
+        for list in [
+            "DEFAULT",
+            "ALL",
+            "HIGH",
+            "DEFAULT:-AES128-SHA256",
+            "HIGH:!aNULL:!MD5",
+            "ALL:COMPLEMENTOFDEFAULT",
+        ] {
+            assert_eq!(tls12(list), all, "{list}");
+        }
+        assert_eq!(
+            tls12("ECDHE+AESGCM+aRSA"),
+            ["ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-RSA-AES128-GCM-SHA256"]
+        );
+        assert_eq!(tls12("CHACHA20"), ["ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305"]);
+        // `-` removes, and a later rule may add back; `!` is for good.
+        assert_eq!(tls12("AES128:-aRSA:ECDHE-RSA-AES128-GCM-SHA256").len(), 2);
+        assert_eq!(tls12("AES128:!aRSA:ECDHE-RSA-AES128-GCM-SHA256"), ["ECDHE-ECDSA-AES128-GCM-SHA256"]);
+        // `+` moves to the end; @STRENGTH sorts by key length, stable.
+        assert_eq!(
+            tls12("AESGCM:+AES256"),
+            [
+                "ECDHE-ECDSA-AES128-GCM-SHA256",
+                "ECDHE-RSA-AES128-GCM-SHA256",
+                "ECDHE-ECDSA-AES256-GCM-SHA384",
+                "ECDHE-RSA-AES256-GCM-SHA384"
+            ]
+        );
+        assert_eq!(
+            tls12("AES128, CHACHA20 @STRENGTH")[..2],
+            ["ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305"]
+        );
+        // Exact names still work, in either spelling and any case.
+        assert_eq!(tls12("tls_ecdhe_rsa_with_aes_128_gcm_sha256"), ["ECDHE-RSA-AES128-GCM-SHA256"]);
     }
 }
