@@ -193,6 +193,11 @@ pub struct Opts {
     /// TLS 1.3 cipher suites to offer, colon separated (TLS_AES_128_GCM_SHA256:...)
     #[argh(option)]
     pub tls_ciphersuites: Option<String>,
+    /// TLS key exchange groups to offer, in order, colon separated, in OpenSSL's names
+    /// (X25519:P-256:P-384, also secp256r1/prime256v1, secp384r1; '?' before a name skips it
+    /// where rustls lacks it), as OpenSSL's groups lists
+    #[argh(option)]
+    pub tls_groups: Option<String>,
     /// open loop: send at this total rate (requests per second), latency counted from each
     /// request's intended send time; a list (10000,20000,40000) runs one step per rate
     #[argh(option)]
@@ -706,6 +711,7 @@ impl Opts {
             key: self.key.map(PathBuf::from),
             ciphers: self.tls_ciphers,
             ciphersuites: self.tls_ciphersuites,
+            groups: self.tls_groups,
         };
         if c.cluster {
             // After -u, which can set both.

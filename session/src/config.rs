@@ -316,6 +316,8 @@ pub struct TlsOptions {
     pub ciphers: Option<String>,
     /// `--tls-ciphersuites` (TLS 1.3).
     pub ciphersuites: Option<String>,
+    /// `--tls-groups`: the key exchange groups, in OpenSSL's list syntax.
+    pub groups: Option<String>,
 }
 
 impl TlsOptions {
@@ -330,6 +332,7 @@ impl TlsOptions {
             ("--key", self.key.is_some()),
             ("--tls-ciphers", self.ciphers.is_some()),
             ("--tls-ciphersuites", self.ciphersuites.is_some()),
+            ("--tls-groups", self.groups.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, given)| given.then_some(name))

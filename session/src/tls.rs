@@ -32,9 +32,15 @@ use respbench_core::conn::os_words;
 /// Makes the TLS settings of a run to `endpoint`. Every error names the option (and the file)
 /// at fault.
 pub fn client(o: &TlsOptions, endpoint: &Endpoint) -> Result<Tls, String> {
+    let base = ring::default_provider();
+    let kx_groups = match o.groups.as_deref() {
+        Some(list) => kx_groups(list)?,
+        None => base.kx_groups.clone(),
+    };
     let provider = Arc::new(CryptoProvider {
         cipher_suites: cipher_suites(o.ciphers.as_deref(), o.ciphersuites.as_deref())?,
-        ..ring::default_provider()
+        kx_groups,
+        ..base
     });
     // Offering a version with no suite would let a server pick it and fail the handshake.
     let versions: Vec<&'static SupportedProtocolVersion> = [&TLS13, &TLS12]
@@ -510,6 +516,51 @@ fn cipher_list(list: &str) -> Result<Vec<&'static Suite>, String> {
     Ok(chosen.into_iter().map(|i| &TLS12_SUITES[i]).collect())
 }
 
+/// The key exchange groups rustls (ring) has, by OpenSSL's names for them.
+const GROUPS: &[(&[&str], rustls::NamedGroup)] = &[
+    (&["X25519", "x25519"], rustls::NamedGroup::X25519),
+    (&["P-256", "secp256r1", "prime256v1"], rustls::NamedGroup::secp256r1),
+    (&["P-384", "secp384r1"], rustls::NamedGroup::secp384r1),
+];
+
+/// `--tls-groups`: OpenSSL's groups list (names separated by `:`, in order of preference; a name
+/// after `?` is skipped where it is unknown) over the groups rustls has.
+fn kx_groups(list: &str) -> Result<Vec<&'static dyn rustls::crypto::SupportedKxGroup>, String> {
+    let known = || GROUPS.iter().map(|(names, _)| names.join("/")).collect::<Vec<_>>().join(", ");
+    let mut out: Vec<&'static dyn rustls::crypto::SupportedKxGroup> = Vec::new();
+    for name in list.split(':').map(str::trim).filter(|n| !n.is_empty()) {
+        let (optional, name) = match name.strip_prefix('?') {
+            Some(n) => (true, n),
+            None => (false, name),
+        };
+        let group = GROUPS.iter().find(|(names, _)| names.iter().any(|n| n.eq_ignore_ascii_case(name)));
+        let Some((_, id)) = group else {
+            if optional {
+                continue;
+            }
+            return Err(format!(
+                "invalid value '{list}' for --tls-groups: '{name}' is not a group rustls has (put '?' before it to \
+                 skip it); the groups are: {}",
+                known()
+            ));
+        };
+        let kx = ring::ALL_KX_GROUPS
+            .iter()
+            .find(|g| g.name() == *id)
+            .expect("the table lists the provider's groups");
+        if !out.iter().any(|g| g.name() == *id) {
+            out.push(*kx);
+        }
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "invalid value '{list}' for --tls-groups: it leaves no group; the groups are: {}",
+            known()
+        ));
+    }
+    Ok(out)
+}
+
 /// `A (B), C (D)`: OpenSSL's name with IANA's where they differ.
 fn suite_names(table: &[Suite]) -> String {
     let names: Vec<String> = table
@@ -805,6 +856,19 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
         assert!(e.contains("is a TLS 1.3 suite: give it to --tls-ciphersuites"), "{e}");
         let e = cipher_suites(None, Some("ECDHE-RSA-AES128-GCM-SHA256")).unwrap_err();
         assert!(e.contains("is a TLS 1.2 suite: give it to --tls-ciphers"), "{e}");
+    }
+
+    #[test]
+    fn groups_follow_openssls_list() {
+        let names = |l: &str| kx_groups(l).unwrap().iter().map(|g| g.name()).collect::<Vec<_>>();
+        assert_eq!(names("P-256:X25519"), [rustls::NamedGroup::secp256r1, rustls::NamedGroup::X25519]);
+        assert_eq!(
+            names("prime256v1:secp384r1:?X448"),
+            [rustls::NamedGroup::secp256r1, rustls::NamedGroup::secp384r1]
+        );
+        let e = kx_groups("X448").unwrap_err();
+        assert!(e.contains("'X448' is not a group rustls has") && e.contains("X25519/x25519, P-256"), "{e}");
+        assert!(kx_groups("?X448").unwrap_err().contains("leaves no group"));
     }
 
     /// The TLS 1.2 suites `list` leaves, by OpenSSL name, in order.

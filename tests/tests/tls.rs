@@ -68,6 +68,7 @@ tls_tests!(
     ],
     respbench_only: [
         ciphers_restrict_and_keywords_are_refused,
+        tls_groups,
         wrong_ca,
         expired_certificate,
         client_certificate_missing,
@@ -215,6 +216,25 @@ fn openssl_cipher_lists(tool: Tool) {
         set_get_2000(&server, &out, list);
         assert_eq!(out.stderr, "", "{list}\n{}", out.dump());
     }
+}
+
+/// RESPBENCH-ONLY (redis-benchmark 7 has no such option): `--tls-groups` in OpenSSL's names, `?` skipping one rustls
+/// lacks; a list that names a group rustls lacks is refused before the run, naming those it has.
+fn tls_groups(tool: Tool) {
+    let server = tls_server(ServerCert::Good, false);
+    let ca = s(&server.certs().ca);
+    let out = tool.run(
+        &tls_args(&server, &[&["--cacert", &ca, "--tls-groups", "P-384:?X448"][..], &SET_GET_2000].concat()),
+        T,
+    );
+    set_get_2000(&server, &out, "--tls-groups P-384:?X448");
+    assert_eq!(out.stderr, "", "{}", out.dump());
+    let out =
+        fault_run(&tool, &tls_args(&server, &["--cacert", &ca, "--tls-groups", "X448", "-n", "10", "-q"]));
+    failed(&out);
+    stderr_has(&out, "'X448' is not a group rustls has");
+    stderr_has(&out, "X25519/x25519, P-256/secp256r1/prime256v1, P-384/secp384r1");
+    assert!(out.stdout.trim().is_empty(), "refused before any test\n{}", out.dump());
 }
 
 /// RESPBENCH-ONLY: the cipher options restrict what is offered: a suite the server does not take
