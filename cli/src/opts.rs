@@ -132,6 +132,10 @@ pub struct Opts {
     /// show the first error message of each kind the server replied with
     #[argh(switch, short = 'e')]
     pub show_errors: bool,
+    /// send the server no INFO of respbench's own (the bottleneck verdict's reading at each
+    /// test's start and end): only redis-benchmark's CONFIG GET and the benchmark reach it
+    #[argh(switch)]
+    pub no_server_probe: bool,
     /// event loop backend: mio (default, one mio event loop per thread), smol (one async task
     /// per connection) or uring (one io_uring per thread, Linux); a list (mio,smol,uring) runs
     /// every test on each and prints them side by side
@@ -678,6 +682,7 @@ impl Opts {
             stdin_arg: self.stdin_arg,
             seed,
             show_errors: self.show_errors,
+            no_server_probe: self.no_server_probe,
             command: self.command.into_iter().map(String::into_bytes).collect(),
             backends,
             uring_sqpoll: self.uring_sqpoll,

@@ -138,6 +138,9 @@ pub struct Config {
     pub seed: u64,
     /// `-e`: print the server's error replies.
     pub show_errors: bool,
+    /// `--no-server-probe`: respbench reads none of the server's counters (no `INFO`), so the
+    /// verdict goes without the server's side.
+    pub no_server_probe: bool,
     /// The custom command and its arguments, as bytes: an argument need not be UTF-8 (empty:
     /// the default suite).
     pub command: Vec<Vec<u8>>,

@@ -140,9 +140,10 @@ impl Session {
                 return Err(Error::ConnectionPerRequestOverNodes { test: c.spec.title.clone() });
             }
         }
-        let (info, counters) = server::startup(&server)?;
-        let counters =
-            counters.map_err(|why| obs.message(&format!("WARNING: Could not fetch server CONFIG{why}"))).ok();
+        let (info, refused, counters) = server::startup(&server)?;
+        if let Some(why) = refused {
+            obs.message(&format!("WARNING: Could not fetch server CONFIG{why}"));
+        }
         let mut nodes = None;
         if multi {
             let templates: Vec<&Template> = cases.iter().flat_map(Case::templates).collect();
@@ -161,13 +162,16 @@ impl Session {
         }
         let probe = verdict::Probe::new(
             match counters {
+                _ if cfg.no_server_probe => {
+                    Err("--no-server-probe: the server's counters are not read".to_string())
+                }
                 // One node's counters would speak for a cluster or replica set: they are
                 // not read (the per-node table shows where the requests went).
-                Some(_) if nodes.is_some() => {
+                Ok(_) if nodes.is_some() => {
                     Err("the run is over several servers and their counters are not read".to_string())
                 }
-                Some(c) => Ok(c),
-                None => Err("the server did not answer CONFIG GET at startup".to_string()),
+                Ok(c) => Ok(c),
+                Err(why) => Err(format!("the startup connection was of no more use{why}")),
             },
             is_local(&cfg.endpoint),
         );

@@ -28,6 +28,7 @@ respbench_tests::backend_tests!(
         valkeys_sequential_cases_leave_its_keyspace,
         data_placeholder_is_a_value_of_d_bytes,
         shared_placeholders_repeat_in_a_command,
+        what_reaches_the_server_is_what_was_asked,
     ],
 );
 
@@ -409,4 +410,43 @@ fn shared_placeholders_repeat_in_a_command(tool: Tool) {
     }
     // Independent draws from a million agree about never.
     assert!(same_int <= 2 && same_1st_9th <= 2, "{same_int} {same_1st_9th}");
+}
+
+/// The INFO calls a server has counted since `CONFIG RESETSTAT` (this reading's own is counted
+/// after it).
+fn info_calls(server: &RedisServer) -> u64 {
+    server.command_calls("info")
+}
+
+/// The verdict reads the server once at each test's start and end (`INFO cpu commandstats`),
+/// plus `INFO server` once; `--no-server-probe` sends none; a server that refuses `CONFIG`
+/// (managed services) is still read.
+fn what_reaches_the_server_is_what_was_asked(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    server.cli(&["CONFIG", "RESETSTAT"]);
+    let out = tool.run(&["-p", &port, "-c", "10", "-n", "100", "-q"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    // 21 tests, two readings each, and INFO server: it was 85 (two commands a reading).
+    assert_eq!(info_calls(&server), 1 + 2 * 21);
+    server.cli(&["CONFIG", "RESETSTAT"]);
+    let out = tool.run(&["-p", &port, "-c", "10", "-n", "100", "-q", "--no-server-probe"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(info_calls(&server), 0);
+    // What redis-benchmark sends at startup, and the benchmark: nothing else.
+    let config_get = server.info_field("commandstats", "cmdstat_config|get").unwrap_or_default();
+    assert!(config_get.starts_with("calls=2,"), "{config_get}");
+
+    let renamed = RedisServer::start_with(&[("rename-command", "CONFIG \"\"")]);
+    let json = json_path("dropin", "renamed");
+    let rport = renamed.port().to_string();
+    let out = tool.run(&["-p", &rport, "-t", "get", "-n", "1000", "-q", "--json", json.to_str().unwrap()], T);
+    assert!(out.status.success(), "{}", out.dump());
+    let doc = read(&json);
+    let t = &doc["tests"][0];
+    assert!(
+        t["server_cpu"]["cores"].as_f64().is_some(),
+        "INFO read where CONFIG is refused: {}",
+        t["bottleneck"]
+    );
 }
