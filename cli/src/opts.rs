@@ -136,6 +136,12 @@ pub struct Opts {
     /// test's start and end): only redis-benchmark's CONFIG GET and the benchmark reach it
     #[argh(switch)]
     pub no_server_probe: bool,
+    /// functions in the Lua library -t function_load loads (valkey-benchmark 9; default 10)
+    #[argh(option, default = "10")]
+    pub num_functions: u32,
+    /// keys passed to FCALL by -t fcall (valkey-benchmark 9; default 1)
+    #[argh(option, default = "1")]
+    pub num_keys_in_fcall: u32,
     /// event loop backend: mio (default, one mio event loop per thread), smol (one async task
     /// per connection) or uring (one io_uring per thread, Linux); a list (mio,smol,uring) runs
     /// every test on each and prints them side by side
@@ -683,6 +689,8 @@ impl Opts {
             seed,
             show_errors: self.show_errors,
             no_server_probe: self.no_server_probe,
+            num_functions: self.num_functions,
+            num_keys_in_fcall: self.num_keys_in_fcall,
             command: self.command.into_iter().map(String::into_bytes).collect(),
             backends,
             uring_sqpoll: self.uring_sqpoll,

@@ -183,5 +183,6 @@ fn suite(cfg: &Config, selection: &Selection) -> Vec<TestSpec> {
             *s = respbench_core::suite::cluster_mset(&cfg.values, &cfg.key_prefix);
         }
     }
+    specs.extend(respbench_core::suite::function_tests(selection, cfg.num_functions, cfg.num_keys_in_fcall));
     specs
 }

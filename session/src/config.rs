@@ -141,6 +141,10 @@ pub struct Config {
     /// `--no-server-probe`: respbench reads none of the server's counters (no `INFO`), so the
     /// verdict goes without the server's side.
     pub no_server_probe: bool,
+    /// `--num-functions`: the functions of the library `-t function_load` loads.
+    pub num_functions: u32,
+    /// `--num-keys-in-fcall`: the keys `-t fcall` passes.
+    pub num_keys_in_fcall: u32,
     /// The custom command and its arguments, as bytes: an argument need not be UTF-8 (empty:
     /// the default suite).
     pub command: Vec<Vec<u8>>,

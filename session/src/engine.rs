@@ -320,6 +320,10 @@ impl Session {
                 self.preloaded = Some((test_no, self.cfg.values.clone()));
             }
         }
+        if case.spec.title == respbench_core::suite::FCALL_TITLE && self.base.command.is_empty() {
+            // valkey-benchmark's fcall test calls foo1 of a library it loads first.
+            server::load_library(&self.server, &respbench_core::suite::function_library(1, true))?;
+        }
         if let Some(at) = self.start_at.take() {
             if let Some(end) = self.wait_for_start(&at, obs) {
                 return Ok(Some(end));

@@ -405,6 +405,17 @@ pub fn startup(server: &Server) -> Result<Startup, StartupError> {
     Ok((info, refused, Ok(c)))
 }
 
+/// `FUNCTION LOAD REPLACE lib` on a connection of its own (`-t fcall`'s library).
+pub fn load_library(server: &Server, lib: &[u8]) -> Result<(), crate::Error> {
+    let refused =
+        |why: String| crate::Error::Tests(format!("-t fcall: FUNCTION LOAD of its library failed: {why}"));
+    let mut c = Conn::authenticated(server).map_err(|e| refused(e.0))?;
+    match c.command(&[b"FUNCTION", b"LOAD", b"REPLACE", lib]).map_err(|e| refused(e.0))? {
+        Value::Error(e) | Value::BulkError(e) => Err(refused(text(&e))),
+        _ => Ok(()),
+    }
+}
+
 /// What the server spends on its clients, from `INFO clients` and `INFO memory`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Footprint {

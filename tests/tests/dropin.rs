@@ -29,6 +29,7 @@ respbench_tests::backend_tests!(
         data_placeholder_is_a_value_of_d_bytes,
         shared_placeholders_repeat_in_a_command,
         what_reaches_the_server_is_what_was_asked,
+        function_load_and_fcall,
     ],
 );
 
@@ -449,4 +450,37 @@ fn what_reaches_the_server_is_what_was_asked(tool: Tool) {
         "INFO read where CONFIG is refused: {}",
         t["bottleneck"]
     );
+}
+
+/// valkey-benchmark 9's `-t function_load,fcall` with `--num-functions` and
+/// `--num-keys-in-fcall`: the loads and calls reach the server, and fcall's library (one
+/// function, loaded first) is what remains.
+fn function_load_and_fcall(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let args = [
+        "-p",
+        &port,
+        "-t",
+        "function_load,fcall",
+        "-n",
+        "100",
+        "--num-functions",
+        "5",
+        "--num-keys-in-fcall",
+        "2",
+        "-q",
+    ];
+    let out = tool.run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(out.stderr, "", "{}", out.dump());
+    let titles: Vec<String> = parse_quiet(&out.stdout).into_iter().map(|l| l.title).collect();
+    assert_eq!(titles, ["FUNCTION LOAD", "FCALL"], "{}", out.dump());
+    let calls = |c: &str| server.info_field("commandstats", c).unwrap_or_default();
+    // 100 measured loads and fcall's own.
+    assert!(calls("cmdstat_function|load").starts_with("calls=101,"), "{}", calls("cmdstat_function|load"));
+    assert!(calls("cmdstat_fcall").starts_with("calls=100,"), "{}", calls("cmdstat_fcall"));
+    assert!(calls("cmdstat_fcall").contains("failed_calls=0"), "{}", calls("cmdstat_fcall"));
+    let list = server.cli(&["FUNCTION", "LIST"]);
+    assert!(list.contains("benchlib") && list.contains("foo1") && !list.contains("foo2"), "{list}");
 }
