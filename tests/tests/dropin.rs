@@ -30,6 +30,7 @@ respbench_tests::backend_tests!(
         shared_placeholders_repeat_in_a_command,
         what_reaches_the_server_is_what_was_asked,
         function_load_and_fcall,
+        valkeys_own_cases,
     ],
 );
 
@@ -483,4 +484,73 @@ fn function_load_and_fcall(tool: Tool) {
     assert!(calls("cmdstat_fcall").contains("failed_calls=0"), "{}", calls("cmdstat_fcall"));
     let list = server.cli(&["FUNCTION", "LIST"]);
     assert!(list.contains("benchlib") && list.contains("foo1") && !list.contains("foo2"), "{list}");
+}
+
+/// The cases of valkey's own `tests/integration/valkey-benchmark.tcl` (8.0's, without TLS: the
+/// cipher cases are in tls.rs), run with respbench in valkey-benchmark's place: each command's
+/// calls and the keys left, from `INFO commandstats` and `INFO keyspace`.
+fn valkeys_own_cases(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let calls = |c: &str| server.command_calls(c);
+    let keys = || server.dbsize(0);
+    let run = |args: &str| {
+        server.cli(&["FLUSHALL"]);
+        server.cli(&["CONFIG", "RESETSTAT"]);
+        let mut a = vec!["-p", port.as_str(), "-q"];
+        a.extend(args.split(' '));
+        let out = tool.run(&a, T);
+        assert!(out.status.success(), "{args}\n{}", out.dump());
+        assert_eq!(out.stderr, "", "{args}\n{}", out.dump());
+    };
+    run("-c 5 -n 10 -t set,get");
+    assert_eq!((calls("set"), calls("get"), calls("lrange")), (10, 10, 0));
+    run("-c 10 -n 100");
+    let full = [
+        ("ping", 200),
+        ("set", 100),
+        ("get", 100),
+        ("incr", 100),
+        ("lpush", 200),
+        ("rpush", 100),
+        ("lpop", 100),
+        ("rpop", 100),
+        ("sadd", 100),
+        ("hset", 100),
+        ("spop", 100),
+        ("zadd", 100),
+        ("zpopmin", 100),
+        ("lrange", 400),
+        ("mset", 100),
+        ("rpoplpush", 0),
+    ];
+    for (c, n) in full {
+        assert_eq!(calls(c), n, "{c}");
+    }
+    run("--threads 10 -c 5 -n 10 -t set,get");
+    assert_eq!((calls("set"), calls("get"), keys()), (10, 10, 1));
+    run("-P 5 -c 10 -n 10010 -t set,get");
+    assert_eq!((calls("set"), calls("get"), calls("lrange"), keys()), (10010, 10010, 0, 1));
+    run("-c 5 -n 150 INCRBYFLOAT mykey 10.0");
+    assert_eq!((calls("incrbyfloat"), calls("get"), keys()), (150, 0, 1));
+    run("-r 50 -t set -n 1000");
+    assert_eq!((calls("set"), calls("get"), keys()), (1000, 0, 50));
+    // Idle mode at maxclients: an error, at once.
+    server.cli(&["CONFIG", "SET", "maxclients", "5"]);
+    let out = tool.run_lenient(&["-p", &port, "-c", "10", "-I"], T);
+    server.cli(&["CONFIG", "SET", "maxclients", "10000"]);
+    assert!(!out.timed_out && out.status.code() == Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("Error"), "{}", out.dump());
+    // -x: the last argument from stdin.
+    server.cli(&["FLUSHALL"]);
+    let mut child = std::process::Command::new(&tool.path)
+        .args(&tool.pre_args)
+        .args(["-p", &port, "-q", "-x", "-n", "10", "set", "key"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"arg").unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(server.cli(&["GET", "key"]).trim(), "arg");
 }
