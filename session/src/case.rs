@@ -100,7 +100,45 @@ pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Erro
     if cfg.open.has_mix() {
         return Ok(vec![mix_case(cfg)?]);
     }
+    if cfg.command.iter().any(|a| a == b";") {
+        if cfg.tests.is_some() {
+            warn("WARNING: Option -t is ignored.");
+        }
+        return Ok(vec![sequence_case(cfg)?]);
+    }
     Ok(tests(cfg, warn)?.into_iter().map(|spec| Case { spec, mix: None }).collect())
+}
+
+/// valkey-benchmark 9's command sequence, `incr foo ; 3 incr bar`: commands separated by `;`
+/// arguments, each with an optional repeat count first. Its requests take the commands in turn,
+/// so `-n` counts commands and each reports its own latency; the test reports as one, titled
+/// by the whole line, as valkey-benchmark's does.
+fn sequence_case(cfg: &Config) -> Result<Case, Error> {
+    let mut templates = Vec::new();
+    for part in cfg.command.split(|a| a == b";") {
+        let (repeat, args) = match part.split_first() {
+            Some((n, rest)) if !rest.is_empty() && !n.is_empty() && n.iter().all(u8::is_ascii_digit) => {
+                let n: usize = std::str::from_utf8(n).ok().and_then(|n| n.parse().ok()).unwrap_or(0);
+                (n, rest)
+            }
+            _ => (1, part),
+        };
+        if args.is_empty() || repeat == 0 {
+            return Err(Error::Tests("a command sequence has an empty command: 'cmd ; [N] cmd ...'".into()));
+        }
+        let spec = custom_with_data(args, &cfg.values);
+        templates.extend(std::iter::repeat_n(spec.template, repeat.min(1_000_000)));
+    }
+    let title =
+        cfg.command.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ");
+    let first = templates[0].clone();
+    let payload_bytes = templates.iter().map(Template::len).max().unwrap_or(0);
+    let mix = Mix::sequence(templates).map_err(Error::Tests)?;
+    // No titles: the commands are not reported one by one.
+    Ok(Case {
+        spec: TestSpec { title, template: first, payload_bytes, connection_per_request: false },
+        mix: Some((mix, Vec::new())),
+    })
 }
 
 /// `--mix set:1,get:10 --mix-command '2 HSET h f v'`: one case whose requests are drawn by weight.

@@ -31,6 +31,7 @@ respbench_tests::backend_tests!(
         what_reaches_the_server_is_what_was_asked,
         function_load_and_fcall,
         valkeys_own_cases,
+        command_sequences_with_repeats,
     ],
 );
 
@@ -553,4 +554,48 @@ fn valkeys_own_cases(tool: Tool) {
     child.stdin.take().unwrap().write_all(b"arg").unwrap();
     assert!(child.wait().unwrap().success());
     assert_eq!(server.cli(&["GET", "key"]).trim(), "arg");
+}
+
+/// valkey-benchmark 9's `;` sequences with `N cmd` repeats: `-n 12 -- incr foo ; 3 incr bar`
+/// is three sequences of four commands (not one command with `;` among its arguments): one
+/// line, 12 requests, foo 3 and bar 9.
+fn command_sequences_with_repeats(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let json = json_path("dropin", "sequence");
+    let out = tool.run(
+        &[
+            "-p",
+            &port,
+            "-n",
+            "12",
+            "-c",
+            "2",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+            "--",
+            "incr",
+            "foo",
+            ";",
+            "3",
+            "incr",
+            "bar",
+        ],
+        T,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(out.stderr, "", "{}", out.dump());
+    let lines = parse_quiet(&out.stdout);
+    assert_eq!(lines.len(), 1, "{}", out.dump());
+    assert_eq!(lines[0].title, "incr foo ; 3 incr bar");
+    assert_eq!((server.cli(&["GET", "foo"]).trim(), server.cli(&["GET", "bar"]).trim()), ("3", "9"));
+    assert_eq!(server.command_calls("incr"), 12);
+    let doc = read(&json);
+    assert_eq!(doc["tests"].as_array().unwrap().len(), 1);
+    assert_eq!(doc["tests"][0]["requests"], 12);
+    // An empty command in a sequence is an error.
+    let out = tool.run(&["-p", &port, "-n", "10", "--", "get", "a", ";"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("empty command"), "{}", out.dump());
 }
