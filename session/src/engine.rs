@@ -397,10 +397,12 @@ impl Session {
             let title = &case.spec.title;
             let s = &outcome.stats;
             if self.first_error.is_none() {
+                // `connection` counts the requests --reconnect lost, not a reply: said apart.
                 self.first_error = s
                     .errors
                     .kinds()
-                    .first()
+                    .iter()
+                    .find(|k| k.prefix != "connection")
                     .map(|k| FirstError { message: k.first_message.clone(), reply: true })
                     .or_else(|| outcome.failures.iter().find_map(|(e, _)| refusal(e)));
             }
