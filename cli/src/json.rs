@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use respbench_session::config::Config;
 use respbench_session::cpu::ClientCpu;
-use respbench_session::result::{NodeInfo, StepValues, TestResult};
+use respbench_session::result::{NodeInfo, StepValues, TestResult, Warning};
 use respbench_session::server::ServerInfo;
 use respbench_session::verdict::ServerCpu;
 
@@ -79,7 +79,12 @@ pub fn config(cfg: &Config) -> Value {
         "precision": cfg.precision,
         "loop": cfg.repeat,
         "tests": cfg.tests,
-        "command": if cfg.command.is_empty() { Value::Null } else { json!(cfg.command) },
+        "command": if cfg.command.is_empty() {
+            Value::Null
+        } else {
+            // Lossy: JSON strings are UTF-8 (the template in each test is lossy too).
+            json!(cfg.command.iter().map(|a| String::from_utf8_lossy(a)).collect::<Vec<_>>())
+        },
         "timeout_ms": cfg.timeout.map(|t| t.as_secs_f64() * 1e3),
         "rps": if cfg.open.rates.is_empty() { Value::Null } else { json!(cfg.open.rates) },
         "arrival": if cfg.open.poisson { "poisson" } else { "constant" },
@@ -167,6 +172,19 @@ fn read_step(v: &Value, name: &str) -> Result<StepValues, String> {
     })
 }
 
+/// A test's finding: `{"kind", "text", "figures": {name: value}}`.
+fn warning(w: &Warning) -> Value {
+    let figures: serde_json::Map<String, Value> =
+        w.figures.iter().map(|(k, v)| (k.to_string(), finite(*v).into())).collect();
+    json!({ "kind": w.kind.name(), "text": w.text, "figures": figures })
+}
+
+/// The session's notices (`--preload`'s line, a missing server CONFIG): the document's
+/// `warnings`, each `{"kind": "notice", "text"}`.
+pub fn notices(lines: &[String]) -> Value {
+    lines.iter().map(|l| json!({ "kind": "notice", "text": l })).collect()
+}
+
 /// One entry of `tests`. `epoch_us` is the run's epoch in microseconds since the Unix epoch, so
 /// `start_us`/`end_us` are wall-clock times comparable across processes and machines.
 pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
@@ -211,6 +229,9 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
             .collect::<Result<Vec<_>, _>>()?;
         t["nodes"] = json!(nodes);
         t["redirects"] = redirects(&stats.redirects);
+    }
+    if !e.warnings.is_empty() {
+        t["warnings"] = e.warnings.iter().map(warning).collect();
     }
     if stats.abandoned > 0 {
         t["abandoned_requests"] = json!(stats.abandoned);
@@ -525,7 +546,19 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
     });
     // The verdict is the run's own; merged runs are other loads, so it is not carried over.
     let step = t.get("step").filter(|v| v.is_object()).map(|v| read_step(v, &name)).transpose()?;
-    Ok(TestResult { name, command, backend, cpu, target_rps, server_cpu, verdict: None, step, stats, nodes })
+    Ok(TestResult {
+        name,
+        command,
+        backend,
+        cpu,
+        target_rps,
+        server_cpu,
+        verdict: None,
+        step,
+        stats,
+        nodes,
+        warnings: Vec::new(),
+    })
 }
 
 /// One second of a `series`: its summary (`respbench/2`), or, in a `respbench/1` document, the
@@ -656,6 +689,7 @@ mod tests {
             step: None,
             stats,
             nodes: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 

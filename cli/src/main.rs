@@ -1,6 +1,7 @@
 //! respbench: the command line over `respbench-session`. Parses redis-benchmark's options, runs
 //! a session of tests and renders the results in redis-benchmark's formats.
 
+mod args;
 mod hdr;
 mod hlog;
 mod json;
@@ -12,6 +13,7 @@ mod present;
 mod report;
 mod workers;
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -53,29 +55,33 @@ fn install_signal_handlers() -> StopHandle {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
+    let args = args::collect();
     let name = args.first().map(|s| s.as_str()).unwrap_or("respbench");
     let rest: Vec<&str> = args.iter().skip(1).map(|s| s.as_str()).collect();
     // `merge` is detected before argh: a subcommand does not fit the flat redis-benchmark
     // options, whose positional arguments are a command to benchmark.
-    if rest.first() == Some(&"merge") {
-        return merge::main(name, &rest[1..]);
-    }
-    if rest.first() == Some(&"plot") {
-        return plot(name, &rest[1..]);
+    if rest.first() == Some(&"merge") || rest.first() == Some(&"plot") {
+        if let Err(e) = args::all_text(&rest) {
+            eprintln!("respbench {}: {e}", rest[0]);
+            return ExitCode::from(1);
+        }
+        return if rest[0] == "merge" { merge::main(name, &rest[1..]) } else { plot(name, &rest[1..]) };
     }
     let opts: Opts = match opts::parse_args(&[name], &rest, "respbench --help") {
         Ok(o) => o,
         Err(code) => return code,
     };
     if opts.version {
-        println!("respbench {}", env!("CARGO_PKG_VERSION"));
+        let _ = writeln!(std::io::stdout(), "respbench {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
     // The TLS client configuration is made once, here, so that a certificate that cannot be
     // read is an error in the options.
-    let checked =
-        opts.check().and_then(|c| Ok((respbench_session::tls_client(&c).map_err(|e| e.to_string())?, c)));
+    let checked = opts.check().and_then(|mut c| {
+        // The command's arguments are bytes; any other value must be text.
+        c.command = args::command_bytes(&rest, std::mem::take(&mut c.command))?;
+        Ok((respbench_session::tls_client(&c).map_err(|e| e.to_string())?, c))
+    });
     let (tls, cfg) = match checked {
         Ok(c) => c,
         Err(e) => {
@@ -113,13 +119,21 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
     respbench_session::check_machine(cfg).map_err(|e| e.to_string())?;
     let mut presenter = Presenter::new(cfg);
     if cfg.idle {
-        println!("Creating {} idle connections and waiting forever (Ctrl+C when done)", cfg.clients);
+        // A closed stdout stops none of this: the connections are what -I is for.
+        let _ = writeln!(
+            std::io::stdout(),
+            "Creating {} idle connections and waiting forever (Ctrl+C when done)",
+            cfg.clients
+        );
         let failures = respbench_session::idle(cfg, tls, &mut presenter, &stop);
-        println!();
+        let _ = writeln!(std::io::stdout());
         let failures = failures.map_err(|e| e.to_string())?;
         for (msg, n) in &failures {
             let plural = if *n == 1 { "" } else { "s" };
             eprintln!("{n} connection{plural} failed: {msg}");
+        }
+        if let Some(refused) = failures.iter().find_map(|(e, _)| respbench_session::refusal(e)) {
+            eprintln!("Error from server: {}", refused.message);
         }
         return Ok(if !failures.is_empty() {
             ExitCode::from(1)
@@ -140,8 +154,17 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
     let done = session.run(&mut presenter);
     let interrupted = !matches!(done.ended, Ok(Ended::Completed));
     presenter.finish(&base, interrupted, done.late_by_s, &done.results, epoch_us)?;
+    // After every result, in the peers' words: their callers check the status and this line.
+    // `-e` printed each error reply's message already.
+    if let Some(e) = done.first_error.as_ref().filter(|e| !(e.reply && base.show_errors)) {
+        eprintln!("Error from server: {}", e.message);
+    }
+    if let Some(test) = &done.empty_window {
+        eprintln!("{test}: no request completed in the measured window");
+    }
+    let failed = done.dropped || done.first_error.is_some() || done.empty_window.is_some();
     match done.ended {
-        Ok(Ended::Completed) if done.dropped => Ok(ExitCode::from(1)),
+        Ok(Ended::Completed) if failed => Ok(ExitCode::from(1)),
         Ok(Ended::Completed) => Ok(ExitCode::SUCCESS),
         Ok(Ended::ConnectionsFailed) => Ok(ExitCode::from(1)),
         Ok(Ended::Interrupted) => Ok(ExitCode::from(EXIT_INTERRUPTED)),

@@ -334,6 +334,7 @@ mod tests {
             step: None,
             stats,
             nodes: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 

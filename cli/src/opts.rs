@@ -95,6 +95,10 @@ pub struct Opts {
     /// ... over all connections), zipf:THETA (e.g. zipf:0.99) or gaussian (mean N/2, sd N/6)
     #[argh(option)]
     pub key_dist: Option<String>,
+    /// valkey-benchmark 9's spelling of --key-dist sequential: placeholders take 0, 1, 2, ...
+    /// over all connections instead of random keys (needs -r)
+    #[argh(switch)]
+    pub sequential: bool,
     /// put this before every key name of the default tests (key:, counter:, mylist, ...)
     #[argh(option)]
     pub key_prefix: Option<String>,
@@ -128,6 +132,16 @@ pub struct Opts {
     /// show the first error message of each kind the server replied with
     #[argh(switch, short = 'e')]
     pub show_errors: bool,
+    /// send the server no INFO of respbench's own (the bottleneck verdict's reading at each
+    /// test's start and end): only redis-benchmark's CONFIG GET and the benchmark reach it
+    #[argh(switch)]
+    pub no_server_probe: bool,
+    /// functions in the Lua library -t function_load loads (valkey-benchmark 9; default 10)
+    #[argh(option, default = "10")]
+    pub num_functions: u32,
+    /// keys passed to FCALL by -t fcall (valkey-benchmark 9; default 1)
+    #[argh(option, default = "1")]
+    pub num_keys_in_fcall: u32,
     /// event loop backend: mio (default, one mio event loop per thread), smol (one async task
     /// per connection) or uring (one io_uring per thread, Linux); a list (mio,smol,uring) runs
     /// every test on each and prints them side by side
@@ -181,13 +195,19 @@ pub struct Opts {
     /// private key (PEM) of the client certificate; needs --cert
     #[argh(option)]
     pub key: Option<String>,
-    /// TLS 1.2 cipher suites to offer, colon separated, by name (ECDHE-RSA-AES128-GCM-SHA256 or
-    /// TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256; no OpenSSL keywords such as HIGH)
+    /// TLS 1.2 cipher suites to offer: an OpenSSL cipher-list string (DEFAULT:-AES128-SHA256,
+    /// HIGH:!aNULL, ECDHE+AESGCM) evaluated over the suites rustls has, or exact names
+    /// (ECDHE-RSA-AES128-GCM-SHA256, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)
     #[argh(option)]
     pub tls_ciphers: Option<String>,
     /// TLS 1.3 cipher suites to offer, colon separated (TLS_AES_128_GCM_SHA256:...)
     #[argh(option)]
     pub tls_ciphersuites: Option<String>,
+    /// TLS key exchange groups to offer, in order, colon separated, in OpenSSL's names
+    /// (X25519:P-256:P-384, also secp256r1/prime256v1, secp384r1; '?' before a name skips it
+    /// where rustls lacks it), as OpenSSL's groups lists
+    #[argh(option)]
+    pub tls_groups: Option<String>,
     /// open loop: send at this total rate (requests per second), latency counted from each
     /// request's intended send time; a list (10000,20000,40000) runs one step per rate
     #[argh(option)]
@@ -198,7 +218,8 @@ pub struct Opts {
     /// run each test for this long (30s, 500ms, 2m; a plain number is seconds) instead of -n
     #[argh(option)]
     pub duration: Option<String>,
-    /// run this long first and discard its results (same units as --duration)
+    /// before each test, send its workload this long, unmeasured: those requests are extra,
+    /// before the measured -n or --duration (same units as --duration; valkey-benchmark 9)
     #[argh(option)]
     pub warmup: Option<String>,
     /// one test mixing default tests by weight, e.g. set:1,get:10
@@ -583,10 +604,17 @@ impl Opts {
         let values = datasizes[0].clone();
         let key_dist = match &self.key_dist {
             Some(d) => KeyDist::parse(d).map_err(|why| bad("--key-dist", d, &why))?,
+            None if self.sequential => KeyDist::Sequential,
             None => KeyDist::Uniform,
         };
+        if self.sequential && key_dist != KeyDist::Sequential {
+            return Err("--sequential and --key-dist conflict: give one of them".to_string());
+        }
         match (key_dist, keyspace) {
             (KeyDist::Uniform, _) => {}
+            (_, None) if self.sequential => {
+                return Err("--sequential needs -r <keyspacelen>: keys go over [0, keyspacelen)".to_string());
+            }
             (_, None) => {
                 let d = self.key_dist.as_deref().unwrap_or_default();
                 return Err(bad(
@@ -660,7 +688,10 @@ impl Opts {
             stdin_arg: self.stdin_arg,
             seed,
             show_errors: self.show_errors,
-            command: self.command,
+            no_server_probe: self.no_server_probe,
+            num_functions: self.num_functions,
+            num_keys_in_fcall: self.num_keys_in_fcall,
+            command: self.command.into_iter().map(String::into_bytes).collect(),
             backends,
             uring_sqpoll: self.uring_sqpoll,
             json: self.json,
@@ -693,6 +724,7 @@ impl Opts {
             key: self.key.map(PathBuf::from),
             ciphers: self.tls_ciphers,
             ciphersuites: self.tls_ciphersuites,
+            groups: self.tls_groups,
         };
         if c.cluster {
             // After -u, which can set both.
@@ -784,10 +816,10 @@ fn host_port(text: &str) -> Result<Endpoint, &'static str> {
 pub(crate) fn parse_args<T: FromArgs>(command: &[&str], args: &[&str], help: &str) -> Result<T, ExitCode> {
     T::from_args(command, args).map_err(|e| {
         if e.status.is_ok() {
-            print!("{}", e.output);
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), e.output.as_bytes());
             ExitCode::SUCCESS
         } else {
-            eprintln!("{}\nRun '{help}' for the options.", e.output.trim_end());
+            eprintln!("{}\nRun '{help}' for the options.", crate::args::shown(e.output.trim_end()));
             ExitCode::from(1)
         }
     })
@@ -843,14 +875,14 @@ mod tests {
         assert_eq!(c.password.as_deref(), Some("testaccount:Rp829dlwa"));
         assert_eq!((c.threads, c.clients, c.keyspace), (16, 256, Some(10_000_000)));
         let c = parse(&["-n", "100000", "-q", "script", "load", "redis.call('set','foo','bar')"]).unwrap();
-        assert_eq!(c.command, ["script", "load", "redis.call('set','foo','bar')"]);
+        assert_eq!(c.command, [&b"script"[..], b"load", b"redis.call('set','foo','bar')"]);
         assert_eq!(c.output, Output::Quiet);
     }
 
     #[test]
     fn command_arguments_may_look_like_options() {
         let c = parse(&["-q", "zadd", "key", "-1", "member"]).unwrap();
-        assert_eq!(c.command, ["zadd", "key", "-1", "member"]);
+        assert_eq!(c.command, [&b"zadd"[..], b"key", b"-1", b"member"]);
     }
 
     #[test]

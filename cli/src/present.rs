@@ -42,6 +42,10 @@ pub struct Presenter {
     last_draw: Instant,
     last: (u64, u64),
     drawn: usize,
+    /// Whether stderr is a terminal: only then does it show what the run noticed.
+    stderr_tty: bool,
+    /// The session's notices (`Observer::message`), for the JSON document.
+    notices: Vec<String>,
 }
 
 /// A write that failed, as the run's error.
@@ -78,6 +82,8 @@ impl Presenter {
             last_draw: Instant::now(),
             last: (0, 0),
             drawn: 0,
+            stderr_tty: io::stderr().is_terminal(),
+            notices: Vec::new(),
         }
     }
 
@@ -123,6 +129,9 @@ impl Presenter {
         if let Some(path) = &cfg.json {
             let tests = results.iter().map(|e| json::test(e, epoch_us)).collect::<Result<Vec<_>, _>>()?;
             let mut doc = json::document(json::config(cfg), json::server(&self.info), interrupted, tests);
+            if !self.notices.is_empty() {
+                doc["warnings"] = json::notices(&self.notices);
+            }
             if let Some(late) = late_by_s {
                 doc["late_by_s"] = late.into();
             }
@@ -165,14 +174,25 @@ impl Presenter {
 
 impl Observer for Presenter {
     fn message(&mut self, line: &str) {
+        // stderr is for errors: what was noticed shows on a terminal, else in the verbose
+        // report (as redis-benchmark prints its own warnings, on stdout) and the JSON.
+        if self.stderr_tty {
+            eprintln!("{line}");
+        } else if self.verbose_stdout {
+            let _ = writeln!(self.out, "{line}");
+        }
+        self.notices.push(line.to_string());
+    }
+
+    fn error(&mut self, line: &str) {
         eprintln!("{line}");
     }
 
     fn nodes(&mut self, m: &Multi) {
         if self.verbose_stdout {
             // As redis-benchmark opens a cluster run: the nodes it found.
-            println!("{}", topology::describe(&m.topology));
-            println!("{}\n", m.describe_keys());
+            let _ = writeln!(self.out, "{}", topology::describe(&m.topology));
+            let _ = writeln!(self.out, "{}\n", m.describe_keys());
         }
     }
 
@@ -200,15 +220,15 @@ impl Observer for Presenter {
             avg(sum - last_sum, done - last_done),
             avg(sum, done),
         );
-        print!("{}{line}", report::clear_progress(self.drawn));
+        let mut o = io::stdout();
+        let _ = write!(o, "{}{line}", report::clear_progress(self.drawn)).and_then(|_| o.flush());
         self.drawn = line.len();
-        let _ = io::stdout().flush();
         self.last = (done, sum);
     }
 
     fn progress_end(&mut self) {
         if self.drawn > 0 {
-            print!("{}", report::clear_progress(self.drawn));
+            let _ = write!(io::stdout(), "{}", report::clear_progress(self.drawn));
             self.drawn = 0;
         }
         self.drawn_for = None;
@@ -236,6 +256,19 @@ impl Observer for Presenter {
 
     fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
         self.print_step(s).map_err(output)?;
+        if self.stderr_tty {
+            for run in s.runs {
+                for e in &run.results {
+                    let on = match (&e.backend, self.comparing) {
+                        (Some(b), true) => format!(" ({b})"),
+                        _ => String::new(),
+                    };
+                    for w in &e.warnings {
+                        eprintln!("WARNING: {}{on}", w.text);
+                    }
+                }
+            }
+        }
         // How many connections failed, and why.
         for run in s.runs {
             let last = &run.results[run.results.len() - 1];
@@ -267,13 +300,13 @@ impl Observer for Presenter {
     }
 
     fn idle_clients(&mut self, live: u64) {
-        print!("clients: {live}\r");
-        let _ = io::stdout().flush();
+        // A closed stdout (a reader gone) must not end -I's connections, nor panic.
+        let mut o = io::stdout();
+        let _ = write!(o, "clients: {live}\r").and_then(|_| o.flush());
     }
 
     fn idle_footprint(&mut self, text: &str) {
-        println!();
-        println!("{text}");
+        let _ = writeln!(io::stdout(), "\n{text}");
     }
 }
 
@@ -312,6 +345,9 @@ fn print_test(
             report::write_verbose(&r, out)?;
             report::write_open_loop(entry, cfg.open.poisson, out)?;
             report::write_errors(&r, false, out)?;
+            for w in &entry.warnings {
+                writeln!(out, "  WARNING: {}", w.text)?;
+            }
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
             }

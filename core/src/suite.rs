@@ -45,10 +45,13 @@ pub const TEST_NAMES: &[&str] = &[
     "mset",
     "xadd",
     "connect",
+    "function_load",
+    "fcall",
 ];
 
-/// Tests that only an explicit `-t` selects: not part of redis-benchmark's default suite.
-const EXPLICIT_ONLY: &[&str] = &["connect"];
+/// Tests that only an explicit `-t` selects: not part of redis-benchmark's default suite
+/// (`function_load` and `fcall` are valkey-benchmark 9's, for servers with FUNCTION).
+const EXPLICIT_ONLY: &[&str] = &["connect", "function_load", "fcall"];
 
 /// Which tests `-t` selected: a comma-separated, case-insensitive list, as redis-benchmark reads
 /// it. `None` selects every test.
@@ -193,6 +196,52 @@ pub fn default_suite(
     tests
 }
 
+/// The title of valkey-benchmark 9's `fcall` test, whose library must be loaded first
+/// ([`function_library`] with one function).
+pub const FCALL_TITLE: &str = "FCALL";
+
+/// A Lua library for `FUNCTION LOAD` (`benchlib`) of `functions` functions, `foo1` to
+/// `fooN`; each returns its first key `with_keys`, else 0.
+pub fn function_library(functions: u32, with_keys: bool) -> Vec<u8> {
+    let body = if with_keys { "return keys[1]" } else { "return 0" };
+    let mut lib = String::from("#!lua name=benchlib\n");
+    for n in 1..=functions {
+        lib += &format!("redis.register_function('foo{n}', function(keys, args) {body} end)\n");
+    }
+    lib.into_bytes()
+}
+
+/// valkey-benchmark 9's function tests that `selection` names: `function_load` (`FUNCTION LOAD
+/// REPLACE` of a library of `functions` functions, `--num-functions`) and `fcall` (`FCALL foo1`
+/// with `keys` keys, `key1` …, `--num-keys-in-fcall`).
+pub fn function_tests(selection: &Selection, functions: u32, keys: u32) -> Vec<TestSpec> {
+    let mut tests = Vec::new();
+    if selection.has("function_load") {
+        let lib = function_library(functions, false);
+        let t = Template::command(&[b"FUNCTION", b"LOAD", b"REPLACE", &lib]);
+        tests.push(TestSpec {
+            title: "FUNCTION LOAD".into(),
+            payload_bytes: t.len(),
+            template: t,
+            connection_per_request: false,
+        });
+    }
+    if selection.has("fcall") {
+        let names: Vec<Vec<u8>> = (1..=keys).map(|i| format!("key{i}").into_bytes()).collect();
+        let n = keys.to_string();
+        let mut args: Vec<&[u8]> = vec![b"FCALL", b"foo1", n.as_bytes()];
+        args.extend(names.iter().map(Vec::as_slice));
+        let t = Template::command(&args);
+        tests.push(TestSpec {
+            title: FCALL_TITLE.into(),
+            payload_bytes: t.len(),
+            template: t,
+            connection_per_request: false,
+        });
+    }
+    tests
+}
+
 /// The default suite's MSET for Redis Cluster: its ten keys are redis-benchmark's cluster
 /// names, `key:{tag}:__rand_int__`, so that one request's keys share a slot (the router fills
 /// the tag from the first key's slot; see [`crate::cluster`]).
@@ -217,6 +266,41 @@ pub fn cluster_mset(values: &ValueSize, key_prefix: &str) -> TestSpec {
 pub fn custom(args: &[Vec<u8>]) -> TestSpec {
     let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
     let template = Template::command(&refs);
+    let title = args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ");
+    TestSpec { title, payload_bytes: template.len(), template, connection_per_request: false }
+}
+
+/// valkey-benchmark 9's placeholder for a value of `-d` bytes.
+pub const DATA: &[u8] = b"__data__";
+
+/// [`custom`] with valkey-benchmark 9's `__data__` filled from `values` (`-d`): an argument
+/// that is `__data__` is a value of a size drawn per request (`-d 16-1024`), and `__data__`
+/// inside an argument becomes a value of the largest size.
+pub fn custom_with_data(args: &[Vec<u8>], values: &ValueSize) -> TestSpec {
+    if !args.iter().any(|a| a.windows(DATA.len()).any(|w| w == DATA)) {
+        return custom(args);
+    }
+    let shared = Values::new(values);
+    let inlined: Vec<Vec<u8>> = args
+        .iter()
+        .map(|a| {
+            let mut out = Vec::with_capacity(a.len());
+            let mut rest = &a[..];
+            while let Some(at) = rest.windows(DATA.len()).position(|w| w == DATA) {
+                out.extend_from_slice(&rest[..at]);
+                out.extend_from_slice(shared.largest());
+                rest = &rest[at + DATA.len()..];
+            }
+            out.extend_from_slice(rest);
+            out
+        })
+        .collect();
+    let parts: Vec<Arg> = args
+        .iter()
+        .zip(&inlined)
+        .map(|(a, inlined)| if a == DATA { Arg::Value } else { Arg::Bytes(inlined) })
+        .collect();
+    let template = Template::with_values(&parts, &shared);
     let title = args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ");
     TestSpec { title, payload_bytes: template.len(), template, connection_per_request: false }
 }

@@ -22,6 +22,30 @@ pub use crate::keys::{KeyGen, KeySpace, SharedCounter};
 /// The placeholder text redis-benchmark substitutes.
 const PLACEHOLDER: &[u8; 12] = b"__rand_int__";
 
+/// valkey-benchmark 9's shared placeholders: every occurrence of one of them in a request gets
+/// the same value (each `__rand_int__` draws its own). Kind `k` (1 to 9) is `SHARED[k - 1]`.
+const SHARED: [&[u8; 12]; 9] = [
+    b"__rand_1st__",
+    b"__rand_2nd__",
+    b"__rand_3rd__",
+    b"__rand_4th__",
+    b"__rand_5th__",
+    b"__rand_6th__",
+    b"__rand_7th__",
+    b"__rand_8th__",
+    b"__rand_9th__",
+];
+
+/// The kind of the placeholder that starts `at`: 0 for `__rand_int__`, 1 to 9 for
+/// `__rand_1st__` to `__rand_9th__`, `None` for none.
+fn placeholder_kind(at: &[u8]) -> Option<u8> {
+    let field = at.get(..WIDTH)?;
+    if field == PLACEHOLDER {
+        return Some(0);
+    }
+    SHARED.iter().position(|p| field == &p[..]).map(|k| k as u8 + 1)
+}
+
 /// Width of the placeholder and of the digits that replace it.
 const WIDTH: usize = 12;
 
@@ -34,6 +58,8 @@ pub struct Template {
     bytes: Vec<u8>,
     /// Start offset in `bytes` of every placeholder, ascending, non-overlapping.
     placeholders: Vec<usize>,
+    /// The kind of each placeholder (see `placeholder_kind`), empty when all are `__rand_int__`.
+    kinds: Vec<u8>,
     /// Offsets in `bytes` where a value element is spliced in, ascending (empty for fixed sizes).
     slots: Vec<usize>,
     /// The sizes and the payload the slots draw from (`None` without slots).
@@ -104,20 +130,42 @@ fn push_value(out: &mut Vec<u8>, payload: &[u8], len: usize) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// Appends the start of every non-overlapping `__rand_int__` in `hay`, scanning left to right, plus `base`.
+/// Appends the start of every non-overlapping placeholder (`__rand_int__`, `__rand_1st__` …
+/// `__rand_9th__`) in `hay`, scanning left to right, plus `base`.
 ///
 /// Non-overlapping and left to right matches redis-benchmark, which advances 12 bytes past
 /// each `strstr` hit. Unlike `strstr`, a NUL byte does not end the search.
 fn find_placeholders(hay: &[u8], base: usize, found: &mut Vec<usize>) {
     let mut i = 0;
     while i + WIDTH <= hay.len() {
-        if hay[i..].starts_with(PLACEHOLDER) {
+        if placeholder_kind(&hay[i..]).is_some() {
             found.push(base + i);
             i += WIDTH;
         } else {
             i += 1;
         }
     }
+}
+
+/// The kind of each placeholder at `offsets` in `bytes`; empty when every one is `__rand_int__`
+/// (the common case, whose requests then draw one key per placeholder as before).
+fn kinds_of(bytes: &[u8], offsets: &[usize]) -> Vec<u8> {
+    let kinds: Vec<u8> = offsets.iter().map(|&o| placeholder_kind(&bytes[o..]).unwrap_or(0)).collect();
+    if kinds.iter().all(|&k| k == 0) {
+        Vec::new()
+    } else {
+        kinds
+    }
+}
+
+/// The value of the placeholder of kind `kind` in the request being written: a fresh key for
+/// `__rand_int__`, else the one its kind drew first in this request.
+#[inline]
+fn draw(kind: u8, shared: &mut [Option<u64>; 10], keys: &mut KeyGen) -> u64 {
+    if kind == 0 {
+        return keys.next_key() % MODULUS;
+    }
+    *shared[usize::from(kind)].get_or_insert_with(|| keys.next_key() % MODULUS)
 }
 
 /// Appends the decimal form of `n` to `out`.
@@ -185,7 +233,8 @@ impl Template {
             }
         }
         let values = if slots.is_empty() { None } else { values.map(Arc::clone) };
-        Template { bytes, placeholders, slots, values }
+        let kinds = kinds_of(&bytes, &placeholders);
+        Template { bytes, placeholders, kinds, slots, values }
     }
 
     /// Like [`Template::command`], with [`Arg::Value`] arguments sized from `values` per request.
@@ -217,7 +266,8 @@ impl Template {
     pub fn inline(raw: &[u8]) -> Template {
         let mut placeholders = Vec::new();
         find_placeholders(raw, 0, &mut placeholders);
-        Template { bytes: raw.to_vec(), placeholders, slots: Vec::new(), values: None }
+        let kinds = kinds_of(raw, &placeholders);
+        Template { bytes: raw.to_vec(), placeholders, kinds, slots: Vec::new(), values: None }
     }
 
     /// The encoded length in bytes of one request; with value slots, of one whose values are
@@ -273,7 +323,8 @@ impl Template {
 
     /// Appends one request to `out`, each placeholder overwritten with `keys.next_key() % 10^12` as 12 digits unless keys is Literal.
     ///
-    /// Every occurrence draws its own key, as redis-benchmark does. Allocates nothing when
+    /// Every `__rand_int__` draws its own key, as redis-benchmark does; every occurrence of one of
+    /// `__rand_1st__` … `__rand_9th__` gets the key its first occurrence drew (valkey-benchmark 9). Allocates nothing when
     /// `out` has room for `self.len()` more bytes.
     #[inline]
     pub fn write(&self, out: &mut Vec<u8>, keys: &mut KeyGen) {
@@ -287,8 +338,9 @@ impl Template {
             return;
         }
         let fresh = &mut out[start..];
-        for &off in &self.placeholders {
-            let key = keys.next_key() % MODULUS;
+        let mut shared = [None; 10];
+        for (k, &off) in self.placeholders.iter().enumerate() {
+            let key = draw(self.kinds.get(k).copied().unwrap_or(0), &mut shared, keys);
             // Offsets come from `find_placeholders` on these very bytes, so the field always
             // exists; `get_mut` + `try_into` keeps that invariant from ever becoming a panic.
             if let Some(field) =
@@ -304,16 +356,17 @@ impl Template {
     fn write_with_slots(&self, out: &mut Vec<u8>, keys: &mut KeyGen) {
         let Some(values) = self.values.as_deref() else { return };
         let substitutes = keys.substitutes();
-        let mut placeholders = self.placeholders.iter().copied().peekable();
+        let mut placeholders = self.placeholders.iter().copied().enumerate().peekable();
+        let mut shared = [None; 10];
         let mut prev = 0;
         for (i, &at) in self.slots.iter().chain(std::iter::once(&self.bytes.len())).enumerate() {
             let start = out.len();
             out.extend_from_slice(&self.bytes[prev..at]);
-            while let Some(off) = placeholders.next_if(|&off| off < at) {
+            while let Some((k, off)) = placeholders.next_if(|&(_, off)| off < at) {
                 if !substitutes {
                     continue;
                 }
-                let key = keys.next_key() % MODULUS;
+                let key = draw(self.kinds.get(k).copied().unwrap_or(0), &mut shared, keys);
                 let at_out = start + off - prev;
                 if let Some(field) =
                     out.get_mut(at_out..at_out + WIDTH).and_then(|s| <&mut [u8; WIDTH]>::try_from(s).ok())
@@ -609,6 +662,27 @@ mod tests {
               $24\r\n000000000003000000000004\r\n$13\r\n_000000000005\r\n\
               $11\r\n__rand_int_\r\n$14\r\nx\x00000000000006\r\n"
         );
+    }
+
+    #[test]
+    fn shared_placeholders_repeat_their_first_draw_in_a_request() {
+        // valkey-benchmark 9: `__rand_1st__` twice is one value; each `__rand_int__` its own.
+        let t = Template::command(&[
+            b"SET",
+            b"k__rand_1st__:__rand_int__",
+            b"__rand_1st____rand_2nd____rand_int__",
+        ]);
+        assert_eq!(t.placeholders.len(), 5);
+        let mut k = keys(KeySpace::sequential(100));
+        assert_eq!(
+            one(&t, &mut k),
+            b"*3\r\n$3\r\nSET\r\n$26\r\nk000000000000:000000000001\r\n\
+              $36\r\n000000000000000000000002000000000003\r\n"
+        );
+        // The next request draws afresh.
+        assert!(one(&t, &mut k).starts_with(b"*3\r\n$3\r\nSET\r\n$26\r\nk000000000004:000000000005"));
+        // Unknown ordinals are text.
+        assert!(Template::command(&[b"__rand_0th__", b"__rand_10th__"]).placeholders.is_empty());
     }
 
     #[test]

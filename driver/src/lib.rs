@@ -515,6 +515,7 @@ impl Link {
                 }
                 Event::Failed { error, lost } => {
                     Outcome::add_failure(&mut tally.failures, error, 1);
+                    tally.run.progress.failed.fetch_add(1, Ordering::Relaxed);
                     if lost > 0 {
                         let now = tally.now();
                         tally.stats.record_drop(false, lost as u64, now);

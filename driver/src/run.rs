@@ -19,6 +19,8 @@ pub struct Progress {
     pub latency_sum_micros: AtomicU64,
     /// Connections whose handshake has completed and that are still open.
     pub live: AtomicU64,
+    /// Connections that failed so far (`-I` ends at the first, as the peers do).
+    pub failed: AtomicU64,
     /// The test's per-second series, all loops together: each second summarised once every
     /// loop has moved past it (what `--live` prints while the test runs, and the test's
     /// [`Stats::series`] at its end).

@@ -3,7 +3,7 @@
 
 use std::io::Read;
 
-use respbench_core::suite::{custom, default_suite, Selection, TestSpec};
+use respbench_core::suite::{custom_with_data, default_suite, Selection, TestSpec};
 use respbench_core::template::Template;
 use respbench_core::{Mix, Stats};
 
@@ -59,6 +59,7 @@ impl Case {
                     step: None,
                     stats: part,
                     nodes: Vec::new(),
+                    warnings: Vec::new(),
                 });
             }
         }
@@ -73,6 +74,7 @@ impl Case {
             step: None,
             stats,
             nodes: Vec::new(),
+            warnings: Vec::new(),
         });
         out
     }
@@ -98,7 +100,45 @@ pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Erro
     if cfg.open.has_mix() {
         return Ok(vec![mix_case(cfg)?]);
     }
+    if cfg.command.iter().any(|a| a == b";") {
+        if cfg.tests.is_some() {
+            warn("WARNING: Option -t is ignored.");
+        }
+        return Ok(vec![sequence_case(cfg)?]);
+    }
     Ok(tests(cfg, warn)?.into_iter().map(|spec| Case { spec, mix: None }).collect())
+}
+
+/// valkey-benchmark 9's command sequence, `incr foo ; 3 incr bar`: commands separated by `;`
+/// arguments, each with an optional repeat count first. Its requests take the commands in turn,
+/// so `-n` counts commands and each reports its own latency; the test reports as one, titled
+/// by the whole line, as valkey-benchmark's does.
+fn sequence_case(cfg: &Config) -> Result<Case, Error> {
+    let mut templates = Vec::new();
+    for part in cfg.command.split(|a| a == b";") {
+        let (repeat, args) = match part.split_first() {
+            Some((n, rest)) if !rest.is_empty() && !n.is_empty() && n.iter().all(u8::is_ascii_digit) => {
+                let n: usize = std::str::from_utf8(n).ok().and_then(|n| n.parse().ok()).unwrap_or(0);
+                (n, rest)
+            }
+            _ => (1, part),
+        };
+        if args.is_empty() || repeat == 0 {
+            return Err(Error::Tests("a command sequence has an empty command: 'cmd ; [N] cmd ...'".into()));
+        }
+        let spec = custom_with_data(args, &cfg.values);
+        templates.extend(std::iter::repeat_n(spec.template, repeat.min(1_000_000)));
+    }
+    let title =
+        cfg.command.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ");
+    let first = templates[0].clone();
+    let payload_bytes = templates.iter().map(Template::len).max().unwrap_or(0);
+    let mix = Mix::sequence(templates).map_err(Error::Tests)?;
+    // No titles: the commands are not reported one by one.
+    Ok(Case {
+        spec: TestSpec { title, template: first, payload_bytes, connection_per_request: false },
+        mix: Some((mix, Vec::new())),
+    })
 }
 
 /// `--mix set:1,get:10 --mix-command '2 HSET h f v'`: one case whose requests are drawn by weight.
@@ -122,7 +162,7 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
     }
     for (args, weight) in &cfg.open.mix_commands {
         let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
-        let spec = custom(&args);
+        let spec = custom_with_data(&args, &cfg.values);
         described.push(format!("'{}':{weight}", spec.title));
         parts.push((spec, *weight));
     }
@@ -146,7 +186,7 @@ fn tests(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<TestSpec>, Erro
         if cfg.tests.is_some() {
             warn("WARNING: Option -t is ignored.");
         }
-        let mut args: Vec<Vec<u8>> = cfg.command.iter().map(|a| a.as_bytes().to_vec()).collect();
+        let mut args: Vec<Vec<u8>> = cfg.command.clone();
         if cfg.stdin_arg {
             let mut last = Vec::new();
             std::io::stdin()
@@ -154,7 +194,7 @@ fn tests(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<TestSpec>, Erro
                 .map_err(|e| Error::Tests(format!("-x: cannot read standard input: {e}")))?;
             args.push(last);
         }
-        return Ok(vec![custom(&args)]);
+        return Ok(vec![custom_with_data(&args, &cfg.values)]);
     }
     let selection = match &cfg.tests {
         Some(list) => Selection::parse(list).map_err(|unknown| {
@@ -171,11 +211,16 @@ fn tests(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<TestSpec>, Erro
 
 /// The default suite restricted to `selection`; in cluster mode MSET's keys share a hash tag.
 fn suite(cfg: &Config, selection: &Selection) -> Vec<TestSpec> {
-    let mut specs = default_suite(selection, &cfg.values, cfg.keyspace.is_some(), &cfg.key_prefix);
+    // Sequential keys (--sequential) leave ZADD's score fixed: each ZADD then takes one value,
+    // so `-r 50 -n 50 --sequential -t zadd` adds 50 members, as valkey-benchmark 9's own test
+    // has it.
+    let random_keys = cfg.keyspace.is_some() && cfg.key_dist != respbench_core::dist::KeyDist::Sequential;
+    let mut specs = default_suite(selection, &cfg.values, random_keys, &cfg.key_prefix);
     if cfg.cluster {
         for s in specs.iter_mut().filter(|s| s.title.starts_with("MSET")) {
             *s = respbench_core::suite::cluster_mset(&cfg.values, &cfg.key_prefix);
         }
     }
+    specs.extend(respbench_core::suite::function_tests(selection, cfg.num_functions, cfg.num_keys_in_fcall));
     specs
 }

@@ -138,8 +138,16 @@ pub struct Config {
     pub seed: u64,
     /// `-e`: print the server's error replies.
     pub show_errors: bool,
-    /// The custom command and its arguments (empty: the default suite).
-    pub command: Vec<String>,
+    /// `--no-server-probe`: respbench reads none of the server's counters (no `INFO`), so the
+    /// verdict goes without the server's side.
+    pub no_server_probe: bool,
+    /// `--num-functions`: the functions of the library `-t function_load` loads.
+    pub num_functions: u32,
+    /// `--num-keys-in-fcall`: the keys `-t fcall` passes.
+    pub num_keys_in_fcall: u32,
+    /// The custom command and its arguments, as bytes: an argument need not be UTF-8 (empty:
+    /// the default suite).
+    pub command: Vec<Vec<u8>>,
     /// The backends to run each test on, in order (one, unless comparing).
     pub backends: Vec<Backend>,
     /// `--uring-sqpoll`: the io_uring backend's rings have a submission-polling kernel thread.
@@ -315,6 +323,8 @@ pub struct TlsOptions {
     pub ciphers: Option<String>,
     /// `--tls-ciphersuites` (TLS 1.3).
     pub ciphersuites: Option<String>,
+    /// `--tls-groups`: the key exchange groups, in OpenSSL's list syntax.
+    pub groups: Option<String>,
 }
 
 impl TlsOptions {
@@ -329,6 +339,7 @@ impl TlsOptions {
             ("--key", self.key.is_some()),
             ("--tls-ciphers", self.ciphers.is_some()),
             ("--tls-ciphersuites", self.ciphersuites.is_some()),
+            ("--tls-groups", self.groups.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, given)| given.then_some(name))

@@ -12,7 +12,7 @@ use crate::case::{cases, preload_case, Case, PRELOAD_PIPELINE};
 use crate::config::StartAt;
 use crate::config::{Config, OpenLoopConfig, Replicas, Step};
 use crate::observer::{BackendRun, Observer, StepDone, StopHandle};
-use crate::result::{StepValues, TestResult};
+use crate::result::{StepValues, TestResult, Warning, WarningKind};
 use crate::routing::Multi;
 use crate::run::{run_test, Against};
 use crate::server::{self, Server, ServerInfo};
@@ -40,6 +40,20 @@ pub struct Finished {
     pub late_by_s: Option<f64>,
     /// With `--json`: every result, in order.
     pub results: Vec<TestResult>,
+    /// The server's words for the first error the run met: an error reply, or a connection it
+    /// refused (maxclients, `AUTH`). The run then exits 1, as the peers' do.
+    pub first_error: Option<FirstError>,
+    /// The first test whose measured window completed no request (the run then exits 1).
+    pub empty_window: Option<String>,
+}
+
+/// The first error of a run, in the server's words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FirstError {
+    /// The server's message (`ERR max number of clients reached`).
+    pub message: String,
+    /// An error reply to a request (else a connection the server refused).
+    pub reply: bool,
 }
 
 /// The TLS settings every connection of the run uses, made once from `cfg.tls` (`None` without
@@ -97,6 +111,10 @@ pub struct Session {
     /// `--start-at`: how late this process was ready for the instant, in seconds (0 on time).
     late_by_s: Option<f64>,
     stop: StopHandle,
+    /// See [`Finished::first_error`].
+    first_error: Option<FirstError>,
+    /// See [`Finished::empty_window`].
+    empty_window: Option<String>,
 }
 
 impl Session {
@@ -122,9 +140,10 @@ impl Session {
                 return Err(Error::ConnectionPerRequestOverNodes { test: c.spec.title.clone() });
             }
         }
-        let (info, counters) = server::startup(&server)?;
-        let counters =
-            counters.map_err(|why| obs.message(&format!("WARNING: Could not fetch server CONFIG{why}"))).ok();
+        let (info, refused, counters) = server::startup(&server)?;
+        if let Some(why) = refused {
+            obs.message(&format!("WARNING: Could not fetch server CONFIG{why}"));
+        }
         let mut nodes = None;
         if multi {
             let templates: Vec<&Template> = cases.iter().flat_map(Case::templates).collect();
@@ -143,13 +162,16 @@ impl Session {
         }
         let probe = verdict::Probe::new(
             match counters {
+                _ if cfg.no_server_probe => {
+                    Err("--no-server-probe: the server's counters are not read".to_string())
+                }
                 // One node's counters would speak for a cluster or replica set: they are
                 // not read (the per-node table shows where the requests went).
-                Some(_) if nodes.is_some() => {
+                Ok(_) if nodes.is_some() => {
                     Err("the run is over several servers and their counters are not read".to_string())
                 }
-                Some(c) => Ok(c),
-                None => Err("the server did not answer CONFIG GET at startup".to_string()),
+                Ok(c) => Ok(c),
+                Err(why) => Err(format!("the startup connection was of no more use{why}")),
             },
             is_local(&cfg.endpoint),
         );
@@ -171,6 +193,8 @@ impl Session {
             start_at: cfg.start_at.clone(),
             late_by_s: None,
             stop,
+            first_error: None,
+            empty_window: None,
             base: cfg.clone(),
             server,
             multi: nodes,
@@ -200,7 +224,14 @@ impl Session {
     /// Runs every case (forever with `-l`) until one stops the run.
     pub fn run(mut self, obs: &mut dyn Observer) -> Finished {
         let ended = self.run_suite(obs);
-        Finished { ended, dropped: self.dropped, late_by_s: self.late_by_s, results: self.done }
+        Finished {
+            ended,
+            dropped: self.dropped,
+            late_by_s: self.late_by_s,
+            results: self.done,
+            first_error: self.first_error,
+            empty_window: self.empty_window,
+        }
     }
 
     fn run_suite(&mut self, obs: &mut dyn Observer) -> Result<Ended, Error> {
@@ -289,6 +320,10 @@ impl Session {
                 self.preloaded = Some((test_no, self.cfg.values.clone()));
             }
         }
+        if case.spec.title == respbench_core::suite::FCALL_TITLE && self.base.command.is_empty() {
+            // valkey-benchmark's fcall test calls foo1 of a library it loads first.
+            server::load_library(&self.server, &respbench_core::suite::function_library(1, true))?;
+        }
         if let Some(at) = self.start_at.take() {
             if let Some(end) = self.wait_for_start(&at, obs) {
                 return Ok(Some(end));
@@ -361,10 +396,25 @@ impl Session {
             let on = if self.comparing { format!(" ({})", backend.name()) } else { String::new() };
             let title = &case.spec.title;
             let s = &outcome.stats;
+            if self.first_error.is_none() {
+                // `connection` counts the requests --reconnect lost, not a reply: said apart.
+                self.first_error = s
+                    .errors
+                    .kinds()
+                    .iter()
+                    .find(|k| k.prefix != "connection")
+                    .map(|k| FirstError { message: k.first_message.clone(), reply: true })
+                    .or_else(|| outcome.failures.iter().find_map(|(e, _)| refusal(e)));
+            }
+            // `-n 0` asked for none.
+            let asked = cfg.open.duration.is_some() || cfg.requests > 0;
+            if s.requests == 0 && asked && outcome.failures.is_empty() && !self.stop.requested() {
+                self.empty_window.get_or_insert_with(|| tag.clone());
+            }
             if !outcome.drops.is_empty() {
                 // --reconnect: the test went on; the run's status will say it had errors.
                 self.dropped = true;
-                obs.message(&format!(
+                obs.error(&format!(
                     "{title}{on}: connections went down {} times and reconnected (--reconnect): {} requests \
                      lost, {:.3} s down in all",
                     s.drops,
@@ -372,16 +422,18 @@ impl Session {
                     s.downtime_micros as f64 / 1e6
                 ));
                 for (e, n) in &outcome.drops {
-                    obs.message(&format!("{title}{on}:   {n} × {e}"));
+                    obs.error(&format!("{title}{on}:   {n} × {e}"));
                 }
             }
-            if s.abandoned > 0 {
-                obs.message(&format!(
-                    "{title}{on}: {} requests were still unanswered {} after the stop and were abandoned",
+            let abandoned = (s.abandoned > 0).then(|| Warning {
+                kind: WarningKind::Abandoned,
+                text: format!(
+                    "{title}: {} requests were still unanswered {} after the stop and were abandoned",
                     s.abandoned,
                     respbench_core::conn::format_duration(cfg.drain_grace)
-                ));
-            }
+                ),
+                figures: vec![("abandoned_requests", s.abandoned as f64)],
+            });
             let mut results = case.entries(backend, cpu, rate, outcome.stats);
             for e in &mut results {
                 e.step = self.step.as_ref().map(StepValues::of);
@@ -404,7 +456,10 @@ impl Session {
                 total.server_cpu = server_cpu;
             }
             let preloadable = preload_case(&cfg, case).is_some();
-            cost_and_rate(&cfg, &results[results.len() - 1], &on, preloadable, obs);
+            if let Some(total) = results.last_mut() {
+                total.warnings = findings(&cfg, total, preloadable);
+                total.warnings.extend(abandoned);
+            }
             if self.step.is_some() {
                 self.rows.push(results[results.len() - 1].clone());
             }
@@ -501,38 +556,74 @@ impl Session {
     }
 }
 
-/// Warns when the client was saturated, when most replies were nil, or when an open-loop target
-/// was not reached. `on` names the backend when comparing; `preloadable`: `--preload` would write
-/// what the test reads (a GET).
-fn cost_and_rate(cfg: &Config, total: &TestResult, on: &str, preloadable: bool, obs: &mut dyn Observer) {
-    // The verdict is in the verbose report and the JSON; stderr only hears when the figures
+/// What the figures of `total` suggest: the client was saturated, most replies were nil, an
+/// open-loop target was not reached. `preloadable`: `--preload` would write what the test reads
+/// (a GET).
+fn findings(cfg: &Config, total: &TestResult, preloadable: bool) -> Vec<Warning> {
+    let mut out = Vec::new();
+    let name = &total.name;
+    // The verdict is in the verbose report and the JSON; a finding only when the figures
     // measure respbench.
     if let Some(v) = total.verdict.as_ref().filter(|v| v.side == verdict::Side::Client) {
-        obs.message(&format!("WARNING: {}{on}: {}", total.name, v.text));
+        let mut figures = Vec::new();
+        if let Some(c) = &total.cpu {
+            figures.push(("client_core_share", c.core_share()));
+        }
+        out.push(Warning { kind: WarningKind::ClientLimited, text: format!("{name}: {}", v.text), figures });
     }
     let s = &total.stats;
-    if s.requests > 0 && s.hit_share() < 0.5 {
-        obs.message(&format!(
-            "WARNING: {}{on}: {:.1}% of the replies were nil: what it read did not exist, so this \
-             measured misses{}",
-            total.name,
-            (1.0 - s.hit_share()) * 100.0,
-            if preloadable && !cfg.preload { " (--preload writes the keys first)" } else { "" }
-        ));
+    // The default suite pops what its own pushes filled, as redis-benchmark's does: by design,
+    // not a finding.
+    let suite_pop = cfg.command.is_empty() && matches!(name.as_str(), "SPOP" | "LPOP" | "RPOP");
+    if s.requests > 0 && s.hit_share() < 0.5 && !suite_pop {
+        let nil_share = 1.0 - s.hit_share();
+        out.push(Warning {
+            kind: WarningKind::NilReplies,
+            text: format!(
+                "{name}: {:.1}% of the replies were nil: what it read did not exist, so this measured misses{}",
+                nil_share * 100.0,
+                if preloadable && !cfg.preload { " (--preload writes the keys first)" } else { "" }
+            ),
+            figures: vec![("nil_share", nil_share)],
+        });
     }
     if let Some(target) = total.target_rps {
         let achieved = total.stats.rps();
         if total.stats.requests > 0 && achieved < 0.95 * target as f64 {
             let window = cfg.clients as u64 * u64::from(cfg.pipeline);
-            obs.message(&format!(
-                "WARNING: {}{on}: target {target} rps not met, achieved {achieved:.0} rps: at most {window} \
-                 requests can be in flight (-c {} × -P {}); more connections or a deeper pipeline may help{}",
-                total.name,
-                cfg.clients,
-                cfg.pipeline,
-                if total.cpu.is_some_and(|c| c.saturated()) { ", and the client is saturated" } else { "" }
-            ));
+            out.push(Warning {
+                kind: WarningKind::RateNotMet,
+                text: format!(
+                    "{name}: target {target} rps not met, achieved {achieved:.0} rps: at most {window} \
+                     requests can be in flight (-c {} × -P {}); more connections or a deeper pipeline may \
+                     help{}",
+                    cfg.clients,
+                    cfg.pipeline,
+                    if total.cpu.is_some_and(|c| c.saturated()) {
+                        ", and the client is saturated"
+                    } else {
+                        ""
+                    }
+                ),
+                figures: vec![
+                    ("target_rps", target as f64),
+                    ("achieved_rps", achieved),
+                    ("in_flight", window as f64),
+                ],
+            });
         }
+    }
+    out
+}
+
+/// A connection failure in the server's words: what it refused (maxclients, a handshake).
+pub fn refusal(e: &respbench_core::ConnError) -> Option<FirstError> {
+    match e {
+        respbench_core::ConnError::Refused { message }
+        | respbench_core::ConnError::Handshake { message, .. } => {
+            Some(FirstError { message: message.clone(), reply: false })
+        }
+        _ => None,
     }
 }
 

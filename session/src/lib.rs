@@ -26,7 +26,7 @@ pub mod verdict;
 pub mod workers;
 
 pub use backend::note as backend_note;
-pub use engine::{check_machine, tls_client, Ended, Finished, Session};
+pub use engine::{check_machine, refusal, tls_client, Ended, Finished, FirstError, Session};
 pub use error::Error;
 pub use observer::{Observer, StopHandle};
 pub use run::idle;

@@ -76,8 +76,13 @@ pub struct StepDone<'a> {
 /// Hears what a session does. The session never prints: an implementation presents (the
 /// command line's progress line, reports and warnings on stderr).
 pub trait Observer {
-    /// A line for stderr that the run goes on after (`WARNING: …`, `preloaded …`).
+    /// A line for the reader that the run goes on after (`WARNING: …`, `preloaded …`): not an
+    /// error, so the command line shows it on a terminal's stderr and keeps it in the JSON.
     fn message(&mut self, line: &str);
+
+    /// A line about an error the run went on after (connections that went down and
+    /// reconnected): stderr's, always.
+    fn error(&mut self, line: &str);
 
     /// Over several nodes, before the first test: the nodes found and how commands route.
     fn nodes(&mut self, _multi: &Multi) {}

@@ -36,6 +36,46 @@ pub struct TestResult {
     pub stats: Stats,
     /// Over several nodes: each node of `stats.nodes`, in the same order; empty otherwise.
     pub nodes: Vec<NodeInfo>,
+    /// What the session noticed about the test (not errors): the verbose report's block and the
+    /// JSON carry them; stderr only when it is a terminal.
+    pub warnings: Vec<Warning>,
+}
+
+/// What a test's figures suggest measuring again differently: a finding, not an error.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Warning {
+    /// What was noticed.
+    pub kind: WarningKind,
+    /// The sentence for a reader (`GET: 99.0% of the replies were nil: …`).
+    pub text: String,
+    /// The figures behind it, by name (`nil_share`, `target_rps`, …).
+    pub figures: Vec<(&'static str, f64)>,
+}
+
+/// The kinds of [`Warning`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WarningKind {
+    /// respbench's own CPU limited the test: the figures measure the client.
+    ClientLimited,
+    /// Most replies were nil: the test measured misses.
+    NilReplies,
+    /// An open-loop target rate was not reached.
+    RateNotMet,
+    /// Requests still unanswered after the stop's grace were abandoned.
+    Abandoned,
+}
+
+impl WarningKind {
+    /// The kind's name in the JSON document.
+    pub fn name(self) -> &'static str {
+        match self {
+            WarningKind::ClientLimited => "client_limited",
+            WarningKind::NilReplies => "nil_replies",
+            WarningKind::RateNotMet => "rate_not_met",
+            WarningKind::Abandoned => "abandoned",
+        }
+    }
 }
 
 impl TestResult {

@@ -117,15 +117,29 @@ pub(crate) fn run_test(
     obs: &mut dyn Observer,
     stop: &StopHandle,
 ) -> Result<(Outcome, ClientCpu, Contention, Vec<NodeInfo>), Error> {
+    if !cfg.open.warmup.is_zero() {
+        // valkey-benchmark's --warmup: its requests are extra, sent for that long before the
+        // measured -n (or --duration), and not recorded.
+        let mut warm = cfg.clone();
+        warm.open.warmup = Duration::ZERO;
+        warm.open.duration = Some(cfg.open.warmup);
+        warm.open.live = false;
+        warm.open.show_series = false;
+        let warmed = run_test(&warm, against, backend, case, test_no, rate, epoch, None, obs, stop)?;
+        if !warmed.0.failures.is_empty() || stop.requested() {
+            return Ok(warmed);
+        }
+        let mut measured = cfg.clone();
+        measured.open.warmup = Duration::ZERO;
+        return run_test(&measured, against, backend, case, test_no, rate, epoch, hlog, obs, stop);
+    }
     let begin = Instant::now();
-    let warmup = cfg.open.warmup;
-    let measure_from = if warmup.is_zero() { Time::ZERO } else { Time::since(epoch, begin + warmup) };
     // A time-based run stops handing out requests at its end; in-flight ones drain (the core's
     // run control).
-    let stop_at = cfg.open.duration.map(|d| Time::since(epoch, begin + warmup + d));
+    let stop_at = cfg.open.duration.map(|d| Time::since(epoch, begin + d));
     let spec = &case.spec;
     let run = TestRun {
-        plan: plan(cfg, against.multi, case, test_no, false, rate, measure_from, stop_at),
+        plan: plan(cfg, against.multi, case, test_no, false, rate, Time::ZERO, stop_at),
         endpoint: cfg.endpoint.clone(),
         clients: cfg.clients,
         threads: cfg.threads.max(1),
@@ -149,15 +163,13 @@ pub(crate) fn run_test(
     };
     let mut live_told = 0usize;
     let started = Instant::now();
-    // The client's cost counts from the end of the warmup, like the requests it is divided by.
-    let mut cpu_before = crate::cpu::process_cpu();
-    let mut machine_before = crate::cpu::machine_ticks();
+    let cpu_before = crate::cpu::process_cpu();
+    let machine_before = crate::cpu::machine_ticks();
     // The loops' time waiting for a CPU: read while they run (a thread's count goes with it).
-    let mut wait_before = crate::cpu::run_delay_ns("self");
+    let wait_before = crate::cpu::run_delay_ns("self");
     let mut wait_last = wait_before;
     let mut wait_read = Instant::now();
-    let mut cpu_from = started;
-    let mut warm = warmup.is_zero();
+    let cpu_from = started;
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|s| {
         let run = &run;
@@ -206,13 +218,6 @@ pub(crate) fn run_test(
                 wait_read = Instant::now();
                 wait_last = crate::cpu::run_delay_ns("self").or(wait_last);
             }
-            if !warm && Instant::now() >= begin + warmup {
-                warm = true;
-                cpu_before = crate::cpu::process_cpu();
-                machine_before = crate::cpu::machine_ticks();
-                wait_before = crate::cpu::run_delay_ns("self");
-                cpu_from = Instant::now();
-            }
             if !stop_asked && stop.requested() {
                 // Ctrl-C: the core stops handing out requests and abandons what is still
                 // unanswered after the grace.
@@ -221,9 +226,9 @@ pub(crate) fn run_test(
             }
             if cfg.open.live {
                 // A second is summarised once every loop has moved past it (they publish every
-                // 50 ms); seconds count from the end of the warmup, like the series. Only whole
-                // seconds: the one the test ends in closes with the loops and is partial.
-                let whole = Instant::now().saturating_duration_since(begin + warmup).as_secs() as usize;
+                // 50 ms). Only whole seconds: the one the test ends in closes with the loops and
+                // is partial.
+                let whole = begin.elapsed().as_secs() as usize;
                 let series = run.progress.collector();
                 while let Some(s) = series.seconds.get(live_told).filter(|_| live_told < whole) {
                     obs.second(&spec.title, live_told, s);
@@ -285,7 +290,9 @@ pub fn idle(
                     obs.idle_footprint(&server::idle_footprint(&server, cfg.clients, before));
                 }
             }
-            if stop.requested() {
+            // A connection the server refused (maxclients, AUTH) ends `-I` at once, as the
+            // peers' does, instead of waiting on the connections it got.
+            if stop.requested() || run.progress.failed.load(Ordering::Relaxed) > 0 {
                 run.plan.stop.request(Time::since(epoch, Instant::now()));
             }
         }

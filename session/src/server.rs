@@ -352,6 +352,11 @@ fn config_value(v: &Value) -> Option<String> {
     }
 }
 
+/// The startup connection's readings: the server's settings, why `CONFIG GET` gave none (a
+/// managed service refuses it), and the connection, kept for the counters read around each
+/// test unless it is of no more use (closed, silent, garbled: why).
+pub type Startup = (ServerInfo, Option<String>, Result<Conn, String>);
+
 /// Connects, authenticates with `AUTH` when a password is set, and reads the server's settings.
 ///
 /// The connection (TCP, TLS) and the `AUTH` the user asked for are the benchmark's own: when
@@ -362,9 +367,9 @@ fn config_value(v: &Value) -> Option<String> {
 /// exception: `NOAUTH` means the benchmark's connections would be refused too. Each step waits
 /// at most `--timeout`, or 5 s.
 ///
-/// The connection comes back when the server answered `CONFIG GET`; otherwise why it did not,
-/// for the warning.
-pub fn startup(server: &Server) -> Result<(ServerInfo, Result<Conn, String>), StartupError> {
+/// The connection comes back unless it is of no more use (closed, silent, garbled: then why),
+/// a server that refused `CONFIG` included: it may still answer `INFO`.
+pub fn startup(server: &Server) -> Result<Startup, StartupError> {
     let mut c = Conn::authenticated(server)?;
     let mut info = ServerInfo::default();
     let mut why = None;
@@ -388,18 +393,27 @@ pub fn startup(server: &Server) -> Result<(ServerInfo, Result<Conn, String>), St
             }
             // Closed, silent or garbled: the connection is of no more use.
             Err(e) => {
-                why = Some(e.0);
-                break;
+                let why = format!(" ({})", e.0);
+                return Ok((info, Some(why.clone()), Err(why)));
             }
         }
     }
-    if info.save.is_none() || info.appendonly.is_none() {
-        let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
-        return Ok((info, Err(why)));
+    let refused = (info.save.is_none() || info.appendonly.is_none())
+        .then(|| why.map(|w| format!(" ({w})")).unwrap_or_default());
+    // The connection stays for the counters read around each test (verdict.rs): a server that
+    // refuses CONFIG (managed services do) may still answer INFO.
+    Ok((info, refused, Ok(c)))
+}
+
+/// `FUNCTION LOAD REPLACE lib` on a connection of its own (`-t fcall`'s library).
+pub fn load_library(server: &Server, lib: &[u8]) -> Result<(), crate::Error> {
+    let refused =
+        |why: String| crate::Error::Tests(format!("-t fcall: FUNCTION LOAD of its library failed: {why}"));
+    let mut c = Conn::authenticated(server).map_err(|e| refused(e.0))?;
+    match c.command(&[b"FUNCTION", b"LOAD", b"REPLACE", lib]).map_err(|e| refused(e.0))? {
+        Value::Error(e) | Value::BulkError(e) => Err(refused(text(&e))),
+        _ => Ok(()),
     }
-    // A server that answers its admin commands: the connection stays for the counters read
-    // around each test (verdict.rs).
-    Ok((info, Ok(c)))
 }
 
 /// What the server spends on its clients, from `INFO clients` and `INFO memory`.
@@ -465,6 +479,18 @@ fn info_field(c: &mut Conn, section: &[u8], field: &str) -> Result<i64, String> 
 /// The text of `INFO section`; `Err` says why there is none (refused, renamed, not a string).
 pub(crate) fn info(c: &mut Conn, section: &[u8]) -> Result<String, String> {
     match c.command(&[b"INFO", section]).map_err(|e| e.0)? {
+        Value::Bulk(b) | Value::Verbatim { text: b, .. } => Ok(text(&b)),
+        Value::Error(e) | Value::BulkError(e) => Err(format!("INFO refused: {}", text(&e))),
+        other => Err(format!("INFO replied {other:?}")),
+    }
+}
+
+/// The text of `INFO` for several sections at once (Redis 7 and later; an older server refuses
+/// it, and the caller asks section by section).
+pub(crate) fn info_sections(c: &mut Conn, sections: &[&[u8]]) -> Result<String, String> {
+    let mut args: Vec<&[u8]> = vec![b"INFO"];
+    args.extend_from_slice(sections);
+    match c.command(&args).map_err(|e| e.0)? {
         Value::Bulk(b) | Value::Verbatim { text: b, .. } => Ok(text(&b)),
         Value::Error(e) | Value::BulkError(e) => Err(format!("INFO refused: {}", text(&e))),
         other => Err(format!("INFO replied {other:?}")),

@@ -5,8 +5,9 @@
 //!   system's roots, but not the name it was issued for (OpenSSL's `SSL_VERIFY_PEER` without a
 //!   host name, as redis-benchmark sets it up); `--insecure` accepts any certificate;
 //! - SNI is sent only with `--sni`;
-//! - `--tls-ciphers` (TLS 1.2) and `--tls-ciphersuites` (TLS 1.3) take exact suite names, in
-//!   OpenSSL's or IANA's spelling, each restricting its own protocol version only;
+//! - `--tls-ciphers` (TLS 1.2) is an OpenSSL cipher-list string evaluated over the suites rustls
+//!   has (exact names, in OpenSSL's or IANA's spelling, among its rules), `--tls-ciphersuites`
+//!   (TLS 1.3) exact names; each restricts its own protocol version only;
 //! - no session resumption: every connection makes a full handshake, as redis-benchmark's do.
 
 use std::path::{Path, PathBuf};
@@ -31,9 +32,15 @@ use respbench_core::conn::os_words;
 /// Makes the TLS settings of a run to `endpoint`. Every error names the option (and the file)
 /// at fault.
 pub fn client(o: &TlsOptions, endpoint: &Endpoint) -> Result<Tls, String> {
+    let base = ring::default_provider();
+    let kx_groups = match o.groups.as_deref() {
+        Some(list) => kx_groups(list)?,
+        None => base.kx_groups.clone(),
+    };
     let provider = Arc::new(CryptoProvider {
         cipher_suites: cipher_suites(o.ciphers.as_deref(), o.ciphersuites.as_deref())?,
-        ..ring::default_provider()
+        kx_groups,
+        ..base
     });
     // Offering a version with no suite would let a server pick it and fail the handshake.
     let versions: Vec<&'static SupportedProtocolVersion> = [&TLS13, &TLS12]
@@ -356,6 +363,8 @@ fn cipher_suites(
     ] {
         let chosen: Vec<&Suite> = match list {
             None => table.iter().collect(),
+            // OpenSSL's cipher-list language (`DEFAULT:-AES128-SHA256`, `HIGH:!aNULL`).
+            Some(list) if option == "--tls-ciphers" => cipher_list(list)?,
             Some(list) => parse_suites(option, list, table, other)?,
         };
         for s in chosen {
@@ -414,6 +423,144 @@ fn is_keyword(name: &str) -> bool {
     name.starts_with(['!', '-', '+', '@']) || name.contains('+') || !name.contains(['-', '_'])
 }
 
+/// The OpenSSL aliases that `s` (a TLS 1.2 suite rustls has) belongs to, and its strength in
+/// bits for `@STRENGTH`. Every such suite is ECDHE with AEAD encryption, so it is in `ALL`,
+/// `DEFAULT` and `HIGH`; aliases for what rustls lacks (`kRSA`, `DHE`, `PSK`, `CBC` ciphers,
+/// `MEDIUM`, `LOW`, `eNULL`, `aNULL`, `COMPLEMENTOFDEFAULT`, …) match none of them.
+fn aliases(s: &Suite) -> (Vec<&'static str>, u32) {
+    let mut a = vec![
+        "ALL", "DEFAULT", "HIGH", "FIPS", "TLSv1.2", "AEAD", "ECDHE", "EECDH", "kECDHE", "kEECDH", "ECDH",
+        "kECDH",
+    ];
+    a.push(if s.openssl.contains("ECDSA") { "aECDSA" } else { "aRSA" });
+    if s.openssl.contains("ECDSA") {
+        a.push("ECDSA");
+    }
+    let strength = if s.openssl.contains("AES128") { 128 } else { 256 };
+    if s.openssl.contains("CHACHA20") {
+        a.extend(["CHACHA20", "SHA256"]);
+    } else {
+        a.extend(["AES", "AESGCM", if strength == 128 { "AES128" } else { "AES256" }]);
+        a.push(if strength == 128 { "SHA256" } else { "SHA384" });
+    }
+    (a, strength)
+}
+
+/// Whether one term of a rule (`ECDHE`, `AESGCM`, a suite's name) matches `s`.
+fn term_matches(term: &str, s: &Suite) -> bool {
+    s.openssl.eq_ignore_ascii_case(term) || s.iana.eq_ignore_ascii_case(term) || aliases(s).0.contains(&term)
+}
+
+/// `--tls-ciphers` evaluated as OpenSSL evaluates a cipher list, over the TLS 1.2 suites rustls
+/// has: rules separated by `:`, `,` or spaces; each a suite name or aliases joined by `+` (all
+/// of them must match); a rule adds what it matches (at the end, keeping what is there), `-`
+/// removes it, `!` removes it for good, `+` moves it to the end; `@STRENGTH` sorts by key
+/// length. A rule that matches nothing is no error, as in OpenSSL: only a list that leaves no
+/// suite is refused, saying what each rule matched.
+fn cipher_list(list: &str) -> Result<Vec<&'static Suite>, String> {
+    // An empty list turns TLS 1.2 off, as with --tls-ciphersuites.
+    if list.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut chosen: Vec<usize> = Vec::new();
+    let mut killed = vec![false; TLS12_SUITES.len()];
+    let mut said = Vec::new();
+    for rule in list.split([':', ',', ' ']).map(str::trim).filter(|r| !r.is_empty()) {
+        if rule.starts_with('@') {
+            if rule.eq_ignore_ascii_case("@STRENGTH") {
+                chosen.sort_by_key(|&i| std::cmp::Reverse(aliases(&TLS12_SUITES[i]).1));
+            }
+            continue;
+        }
+        let (op, body) = match rule.as_bytes()[0] {
+            b @ (b'!' | b'-' | b'+') => (b, &rule[1..]),
+            _ => (0, rule),
+        };
+        let matched: Vec<usize> = (0..TLS12_SUITES.len())
+            .filter(|&i| body.split('+').all(|t| !t.is_empty() && term_matches(t, &TLS12_SUITES[i])))
+            .collect();
+        said.push(format!("{rule} matched {}", matched.len()));
+        match op {
+            b'!' => {
+                chosen.retain(|i| !matched.contains(i));
+                matched.iter().for_each(|&i| killed[i] = true);
+            }
+            b'-' => chosen.retain(|i| !matched.contains(i)),
+            b'+' => {
+                let (moved, kept): (Vec<usize>, Vec<usize>) =
+                    chosen.iter().partition(|i| matched.contains(i));
+                chosen = kept.into_iter().chain(moved).collect();
+            }
+            _ => {
+                for i in matched {
+                    if !killed[i] && !chosen.contains(&i) {
+                        chosen.push(i);
+                    }
+                }
+            }
+        }
+    }
+    if chosen.is_empty() {
+        let tls13 = list
+            .split([':', ',', ' '])
+            .filter(|n| TLS13_SUITES.iter().any(|s| s.iana.eq_ignore_ascii_case(n.trim())))
+            .map(|n| format!("; '{}' is a TLS 1.3 suite: give it to --tls-ciphersuites", n.trim()))
+            .collect::<String>();
+        return Err(format!(
+            "invalid value '{list}' for --tls-ciphers: it leaves no TLS 1.2 suite ({}){tls13}; the TLS 1.2 suites \
+             rustls has (no CBC or CCM suites, no RSA key exchange, nothing before TLS 1.2) are: {}",
+            said.join(", "),
+            suite_names(TLS12_SUITES)
+        ));
+    }
+    Ok(chosen.into_iter().map(|i| &TLS12_SUITES[i]).collect())
+}
+
+/// The key exchange groups rustls (ring) has, by OpenSSL's names for them.
+const GROUPS: &[(&[&str], rustls::NamedGroup)] = &[
+    (&["X25519", "x25519"], rustls::NamedGroup::X25519),
+    (&["P-256", "secp256r1", "prime256v1"], rustls::NamedGroup::secp256r1),
+    (&["P-384", "secp384r1"], rustls::NamedGroup::secp384r1),
+];
+
+/// `--tls-groups`: OpenSSL's groups list (names separated by `:`, in order of preference; a name
+/// after `?` is skipped where it is unknown) over the groups rustls has.
+fn kx_groups(list: &str) -> Result<Vec<&'static dyn rustls::crypto::SupportedKxGroup>, String> {
+    let known = || GROUPS.iter().map(|(names, _)| names.join("/")).collect::<Vec<_>>().join(", ");
+    let mut out: Vec<&'static dyn rustls::crypto::SupportedKxGroup> = Vec::new();
+    for name in list.split(':').map(str::trim).filter(|n| !n.is_empty()) {
+        let (optional, name) = match name.strip_prefix('?') {
+            Some(n) => (true, n),
+            None => (false, name),
+        };
+        let group = GROUPS.iter().find(|(names, _)| names.iter().any(|n| n.eq_ignore_ascii_case(name)));
+        let Some((_, id)) = group else {
+            if optional {
+                continue;
+            }
+            return Err(format!(
+                "invalid value '{list}' for --tls-groups: '{name}' is not a group rustls has (put '?' before it to \
+                 skip it); the groups are: {}",
+                known()
+            ));
+        };
+        let kx = ring::ALL_KX_GROUPS
+            .iter()
+            .find(|g| g.name() == *id)
+            .expect("the table lists the provider's groups");
+        if !out.iter().any(|g| g.name() == *id) {
+            out.push(*kx);
+        }
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "invalid value '{list}' for --tls-groups: it leaves no group; the groups are: {}",
+            known()
+        ));
+    }
+    Ok(out)
+}
+
 /// `A (B), C (D)`: OpenSSL's name with IANA's where they differ.
 fn suite_names(table: &[Suite]) -> String {
     let names: Vec<String> = table
@@ -443,7 +590,7 @@ mod tests {
         assert!(e.contains("--key needs --cert"), "{e}");
         let e = err(TlsOptions { sni: Some("not a name".into()), ..insecure.clone() });
         assert!(e.contains("--sni"), "{e}");
-        let e = err(TlsOptions { ciphers: Some("HIGH".into()), ..insecure });
+        let e = err(TlsOptions { ciphers: Some("MEDIUM".into()), ..insecure });
         assert!(e.contains("--tls-ciphers"), "{e}");
     }
 
@@ -689,16 +836,18 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
 
     #[test]
     fn bad_names_say_why_and_list_the_suites() {
-        let e = cipher_suites(Some("HIGH:!aNULL"), None).unwrap_err();
-        assert!(e.contains("--tls-ciphers") && e.contains("'HIGH' is an OpenSSL cipher-list keyword"), "{e}");
+        // A list that leaves nothing names what each rule matched and the suites there are.
+        let e = cipher_suites(Some("HIGH:!aRSA:!ECDSA"), None).unwrap_err();
+        assert!(
+            e.contains("--tls-ciphers") && e.contains("HIGH matched 6, !aRSA matched 3, !ECDSA matched 3"),
+            "{e}"
+        );
         assert!(e.contains("ECDHE-RSA-AES128-GCM-SHA256 (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)"), "{e}");
-        for kw in ["!aNULL", "@STRENGTH", "DEFAULT", "ALL", "ECDHE+AESGCM", "-RC4"] {
-            let e = cipher_suites(Some(kw), None).unwrap_err();
-            assert!(e.contains("keyword"), "{kw}: {e}");
-        }
-        for name in ["ECDHE-RSA-AES128-SHA", "AES128-GCM-SHA256", "TLS_RSA_WITH_AES_128_CBC_SHA"] {
+        for name in
+            ["ECDHE-RSA-AES128-SHA", "AES128-GCM-SHA256", "TLS_RSA_WITH_AES_128_CBC_SHA", "MEDIUM", "kRSA"]
+        {
             let e = cipher_suites(Some(name), None).unwrap_err();
-            assert!(e.contains("not a suite rustls has"), "{name}: {e}");
+            assert!(e.contains(&format!("{name} matched 0")) && e.contains("no CBC or CCM"), "{name}: {e}");
         }
         let e = cipher_suites(None, Some("TLS_AES_128_CCM_SHA256")).unwrap_err();
         assert!(e.contains("--tls-ciphersuites") && e.contains("not a suite rustls has"), "{e}");
@@ -707,5 +856,62 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
         assert!(e.contains("is a TLS 1.3 suite: give it to --tls-ciphersuites"), "{e}");
         let e = cipher_suites(None, Some("ECDHE-RSA-AES128-GCM-SHA256")).unwrap_err();
         assert!(e.contains("is a TLS 1.2 suite: give it to --tls-ciphers"), "{e}");
+    }
+
+    #[test]
+    fn groups_follow_openssls_list() {
+        let names = |l: &str| kx_groups(l).unwrap().iter().map(|g| g.name()).collect::<Vec<_>>();
+        assert_eq!(names("P-256:X25519"), [rustls::NamedGroup::secp256r1, rustls::NamedGroup::X25519]);
+        assert_eq!(
+            names("prime256v1:secp384r1:?X448"),
+            [rustls::NamedGroup::secp256r1, rustls::NamedGroup::secp384r1]
+        );
+        let e = kx_groups("X448").unwrap_err();
+        assert!(e.contains("'X448' is not a group rustls has") && e.contains("X25519/x25519, P-256"), "{e}");
+        assert!(kx_groups("?X448").unwrap_err().contains("leaves no group"));
+    }
+
+    /// The TLS 1.2 suites `list` leaves, by OpenSSL name, in order.
+    fn tls12(list: &str) -> Vec<&'static str> {
+        cipher_list(list).unwrap().iter().map(|s| s.openssl).collect()
+    }
+
+    #[test]
+    fn cipher_lists_are_evaluated_as_openssl_does() {
+        let all: Vec<&str> = TLS12_SUITES.iter().map(|s| s.openssl).collect();
+        for list in [
+            "DEFAULT",
+            "ALL",
+            "HIGH",
+            "DEFAULT:-AES128-SHA256",
+            "HIGH:!aNULL:!MD5",
+            "ALL:COMPLEMENTOFDEFAULT",
+        ] {
+            assert_eq!(tls12(list), all, "{list}");
+        }
+        assert_eq!(
+            tls12("ECDHE+AESGCM+aRSA"),
+            ["ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-RSA-AES128-GCM-SHA256"]
+        );
+        assert_eq!(tls12("CHACHA20"), ["ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305"]);
+        // `-` removes, and a later rule may add back; `!` is for good.
+        assert_eq!(tls12("AES128:-aRSA:ECDHE-RSA-AES128-GCM-SHA256").len(), 2);
+        assert_eq!(tls12("AES128:!aRSA:ECDHE-RSA-AES128-GCM-SHA256"), ["ECDHE-ECDSA-AES128-GCM-SHA256"]);
+        // `+` moves to the end; @STRENGTH sorts by key length, stable.
+        assert_eq!(
+            tls12("AESGCM:+AES256"),
+            [
+                "ECDHE-ECDSA-AES128-GCM-SHA256",
+                "ECDHE-RSA-AES128-GCM-SHA256",
+                "ECDHE-ECDSA-AES256-GCM-SHA384",
+                "ECDHE-RSA-AES256-GCM-SHA384"
+            ]
+        );
+        assert_eq!(
+            tls12("AES128, CHACHA20 @STRENGTH")[..2],
+            ["ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305"]
+        );
+        // Exact names still work, in either spelling and any case.
+        assert_eq!(tls12("tls_ecdhe_rsa_with_aes_128_gcm_sha256"), ["ECDHE-RSA-AES128-GCM-SHA256"]);
     }
 }

@@ -13,7 +13,7 @@
 use std::time::Instant;
 
 use crate::cpu::{ClientCpu, SATURATED};
-use crate::server::{info, info_value, Conn};
+use crate::server::{info, info_sections, info_value, Conn};
 
 /// One reading of the server's CPU counters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -99,6 +99,8 @@ pub struct Probe {
     threaded: Option<String>,
     /// Why there are no figures, once known.
     pub missing: Option<String>,
+    /// Whether one `INFO cpu commandstats` reads both (Redis 7+), else one command each.
+    combined: bool,
 }
 
 impl Probe {
@@ -109,8 +111,8 @@ impl Probe {
     /// id from `INFO server` is one of this machine's.
     pub fn new(conn: Result<Conn, String>, local: bool) -> Probe {
         let mut p = match conn {
-            Ok(c) => Probe { conn: Some(c), local_pid: None, threaded: None, missing: None },
-            Err(e) => Probe { conn: None, local_pid: None, threaded: None, missing: Some(e) },
+            Ok(c) => Probe { conn: Some(c), local_pid: None, threaded: None, missing: None, combined: true },
+            Err(e) => Probe { conn: None, local_pid: None, threaded: None, missing: Some(e), combined: true },
         };
         if let Some(c) = &mut p.conn {
             c.set_timeout(PROBE_TIMEOUT);
@@ -134,7 +136,19 @@ impl Probe {
     /// for the run and keeps the reason.
     pub fn read(&mut self) -> Option<CpuReading> {
         let c = self.conn.as_mut()?;
-        let reading = info(c, b"cpu").and_then(|body| {
+        // One command per reading where the server takes several sections at once.
+        let mut both = None;
+        if self.combined {
+            match info_sections(c, &[b"cpu", b"commandstats"]) {
+                Ok(body) if body.contains("used_cpu_sys") => both = Some(body),
+                _ => self.combined = false,
+            }
+        }
+        let cpu = match &both {
+            Some(body) => Ok(body.clone()),
+            None => info(c, b"cpu"),
+        };
+        let reading = cpu.and_then(|body| {
             let f = |k: &str| info_value::<f64>(&body, k);
             let total = f("used_cpu_sys").zip(f("used_cpu_user")).map(|(s, u)| s + u);
             let main = f("used_cpu_sys_main_thread").zip(f("used_cpu_user_main_thread")).map(|(s, u)| s + u);
@@ -151,7 +165,11 @@ impl Probe {
         // Optional: a server without commandstats still has its CPU figures.
         let pid = self.local_pid.as_deref();
         let reading = reading.map(|mut r| {
-            r.commands_s = info(c, b"commandstats").ok().map(|body| command_seconds(&body));
+            let stats = match both {
+                Some(body) => Some(body),
+                None => info(c, b"commandstats").ok(),
+            };
+            r.commands_s = stats.map(|body| command_seconds(&body));
             r.wait_s = pid.and_then(main_thread_delay).map(|ns| ns as f64 / 1e9);
             r
         });

@@ -100,7 +100,10 @@ fn a_client_held_to_one_core_is_the_bottleneck(tool: Tool) {
         "client" => {
             assert!(client >= 0.9, "{t}");
             assert!(t["server_cpu"]["main_thread_share"].as_f64().unwrap() < 0.9, "{t}");
-            assert!(out.stderr.contains("the client limited the run"), "{}", out.dump());
+            // A finding, not an error: in the JSON, and not on stderr (not a terminal here).
+            assert!(warnings(&read(&json)).contains("the client limited the run"), "{t}");
+            assert!(t["warnings"][0]["kind"] == "client_limited", "{t}");
+            assert_eq!(out.stderr, "", "{}", out.dump());
         }
         "machine" => {
             let waited = |v: &serde_json::Value| v.as_f64().is_some_and(|w| w >= 0.2);
@@ -122,4 +125,10 @@ fn a_server_that_refuses_info_gets_no_claim(tool: Tool) {
     let text = b["text"].as_str().unwrap();
     assert!(text.contains("the server's CPU is not known (INFO refused"), "{b}");
     assert!(["unknown", "client", "machine"].contains(&b["side"].as_str().unwrap()), "{b}");
+}
+
+/// A `--json` document's warnings, the session's and each test's, as JSON text.
+fn warnings(doc: &serde_json::Value) -> String {
+    let tests = doc["tests"].as_array().into_iter().flatten();
+    tests.fold(doc["warnings"].to_string(), |all, t| all + &t["warnings"].to_string())
 }

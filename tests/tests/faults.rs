@@ -110,14 +110,16 @@ fn unresolvable_host(tool: Tool) {
 fn server_stopped_before_the_run(tool: Tool) {
     let server = RedisServer::start();
     server.signal("STOP");
-    let out = tool.run_lenient(&with(server.port(), &["-n", "10", "-q", "--timeout", "500ms", "ping"]), T);
+    let out = tool.run_lenient(&with(server.port(), &["-n", "10", "--timeout", "500ms", "ping"]), T);
     server.signal("CONT");
     exit_code(&out, 1);
     let msg = format!(
         "WARNING: Could not fetch server CONFIG (127.0.0.1:{}: no reply from the server within 500ms)",
         server.port()
     );
-    assert!(out.stderr.contains(&msg), "{}", out.dump());
+    // Not an error: the verbose report has it, stderr (not a terminal) does not.
+    assert!(out.stdout.contains(&msg), "{}", out.dump());
+    assert!(!out.stderr.contains("WARNING"), "{}", out.dump());
     assert!(out.stderr.contains("request timed out after 500ms (--timeout)"), "{}", out.dump());
 }
 
@@ -127,13 +129,17 @@ fn server_stopped_before_the_run(tool: Tool) {
 /// a warning with the server's words, and the run goes on, every request made.
 fn config_renamed_away(tool: Tool) {
     let server = RedisServer::start_with(&[("rename-command", "CONFIG \"\"")]);
-    let out = tool.run(&with(server.port(), &["-t", "get", "-n", "1000", "-q"]), T);
+    let json = json_path("renamed");
+    let out = tool
+        .run(&with(server.port(), &["-t", "get", "-n", "1000", "-q", "--json", json.to_str().unwrap()]), T);
     exit_code(&out, 0);
+    let doc = read_json(&json, &out);
     assert!(
-        out.stderr.contains("WARNING: Could not fetch server CONFIG (ERR unknown command 'CONFIG'"),
-        "{}",
-        out.dump()
+        warnings(&doc).contains("WARNING: Could not fetch server CONFIG (ERR unknown command 'CONFIG'"),
+        "{doc}"
     );
+    assert_eq!(doc["warnings"][0]["kind"], "notice", "{doc}");
+    assert_eq!(out.stderr, "", "{}", out.dump());
     assert_eq!(server.command_calls("get"), 1000);
     assert_eq!(parse_quiet(&out.stdout).len(), 1, "{}", out.dump());
 }
@@ -148,10 +154,14 @@ fn closes_after_an_unknown_command(tool: Tool) {
             Action::Reply(b"+PONG\r\n".to_vec())
         }
     });
-    let out = tool.run(&with(server.port(), &["-n", "100", "-q", "ping"]), T);
+    let json = json_path("closes");
+    let out =
+        tool.run(&with(server.port(), &["-n", "100", "-q", "--json", json.to_str().unwrap(), "ping"]), T);
     exit_code(&out, 0);
-    assert!(out.stderr.contains("WARNING: Could not fetch server CONFIG ("), "{}", out.dump());
-    assert!(out.stderr.contains("the server closed the connection"), "{}", out.dump());
+    let warned = warnings(&read_json(&json, &out));
+    assert!(warned.contains("WARNING: Could not fetch server CONFIG ("), "{warned}");
+    assert!(warned.contains("the server closed the connection"), "{warned}");
+    assert_eq!(out.stderr, "", "{}", out.dump());
     assert_eq!(server.commands(), 100);
     assert_eq!(parse_quiet(&out.stdout).len(), 1, "{}", out.dump());
 }
@@ -167,7 +177,7 @@ fn never_answers_config(tool: Tool) {
                 Action::Reply(b"+PONG\r\n".to_vec())
             }
         });
-        let mut args = vec!["-n", "100", "-q"];
+        let mut args = vec!["-n", "100"];
         if let Some(t) = timeout {
             args.extend(["--timeout", t]);
         }
@@ -178,7 +188,9 @@ fn never_answers_config(tool: Tool) {
         exit_code(&out, 0);
         assert!(took >= waits, "took {took:?}, should have waited {waits:?} for CONFIG");
         let after = timeout.unwrap_or("5s");
-        assert!(out.stderr.contains(&format!("no reply from the server within {after})")), "{}", out.dump());
+        // A notice, not an error: in the verbose report, not on stderr (not a terminal here).
+        assert!(out.stdout.contains(&format!("no reply from the server within {after})")), "{}", out.dump());
+        assert_eq!(out.stderr, "", "{}", out.dump());
         assert_eq!(server.commands(), 100);
     }
 }
@@ -271,12 +283,12 @@ fn server_stopped_then_sigint(tool: Tool) {
     assert!(sent.elapsed() >= Duration::from_millis(200), "ended {:?} after SIGINT", sent.elapsed());
     exit_code(&out, 130);
     assert_eq!(parse_quiet(&out.stdout).len(), 1, "{}", out.dump());
+    let doc = read_json(&json, &out);
     assert!(
-        out.stderr.contains("requests were still unanswered 200ms after the stop and were abandoned"),
-        "{}",
-        out.dump()
+        warnings(&doc).contains("requests were still unanswered 200ms after the stop and were abandoned"),
+        "{doc}"
     );
-    assert_eq!(read_json(&json, &out)["interrupted"], true);
+    assert_eq!(doc["interrupted"], true);
 }
 
 /// `--duration 2s`, closed and open loop, and the server stops once the run is under way: the
@@ -316,16 +328,21 @@ fn server_stopped_at_the_end_of_a_timed_run(tool: Tool) {
         // Not before the duration and the grace.
         assert!(started.elapsed() >= Duration::from_millis(2200), "took {:?}", started.elapsed());
         exit_code(&out, 0);
-        assert!(
-            out.stderr
-                .contains("GET: 8 requests were still unanswered 200ms after the stop and were abandoned"),
-            "{}",
-            out.dump()
-        );
         assert!(out.stdout.contains("GET"), "{}", out.dump());
-        // The JSON says so too: the slowest requests are not silently missing from it.
+        // The JSON says so: the slowest requests are not silently missing from it.
         respbench_tests::check_json_independently(&json);
         let doc = read_json(&json, &out);
+        let warnings = doc["tests"][0]["warnings"].as_array().unwrap();
+        let w = warnings.iter().find(|w| w["kind"] == "abandoned").unwrap();
+        assert_eq!(w["figures"]["abandoned_requests"], 8.0, "{doc}");
+        assert!(
+            w["text"]
+                .as_str()
+                .unwrap()
+                .contains("GET: 8 requests were still unanswered 200ms after the stop and were abandoned"),
+            "{doc}"
+        );
+        assert_eq!(out.stderr, "", "{}", out.dump());
         assert_eq!(doc["tests"][0]["abandoned_requests"], 8, "{doc}");
     }
 }
@@ -452,8 +469,7 @@ fn huge_bulk_in_bounded_memory(tool: Tool) {
     reply.resize(reply.len() + 64 * 1024 * 1024, b'x');
     let size = reply.len() as u64;
     let server = FakeServer::start(move |_| Action::Reply(reply.clone()));
-    let run =
-        tool.spawn(&with(server.port(), &["-c", "1", "-n", "1", "-q", "--drain-grace", "100ms", "ping"]));
+    let run = tool.spawn(&with(server.port(), &["-c", "1", "-n", "1", "--drain-grace", "100ms", "ping"]));
     respbench_tests::wait_until("the 64 MB written", T, || server.written() >= size);
     let status =
         std::fs::read_to_string(format!("/proc/{}/status", run.pid())).expect("reading /proc/PID/status");
@@ -465,7 +481,12 @@ fn huge_bulk_in_bounded_memory(tool: Tool) {
     run.interrupt();
     let out = run.wait_lenient(T);
     exit_code(&out, 130);
-    assert!(out.stderr.contains("1 requests were still unanswered 100ms after the stop"), "{}", out.dump());
+    // In the test's verbose block (stderr is not a terminal here).
+    assert!(
+        out.stdout.contains("  WARNING: ping: 1 requests were still unanswered 100ms after the stop"),
+        "{}",
+        out.dump()
+    );
     assert!(peak_kb < 32 * 1024, "peak RSS {peak_kb} kB while skipping a 64 MB payload");
 }
 
@@ -494,34 +515,39 @@ fn wrongtype_counted(tool: Tool) {
     let server = RedisServer::start();
     server.cli(&["SET", "mylist", "string"]);
     let out = tool.run(&with(server.port(), &["-t", "lpush", "-n", "500", "-q", "-e"]), T);
-    exit_code(&out, 0);
+    // Counted, every result printed, and then the peers' status and words (once: -e said it).
+    exit_code(&out, 1);
     assert!(error_summary(&out).ends_with("LPUSH: errors: 500 (WRONGTYPE: 500)"), "{}", out.dump());
     assert!(
-        out.stderr.contains("WRONGTYPE Operation against a key holding the wrong kind"),
+        out.stderr.contains("Error from server: WRONGTYPE Operation against a key holding the wrong kind"),
         "{}",
         out.dump()
     );
+    assert_eq!(out.stderr.matches("Error from server").count(), 1, "{}", out.dump());
 }
 
 fn oom_counted(tool: Tool) {
     let server = RedisServer::start_with(&[("maxmemory", "1"), ("maxmemory-policy", "noeviction")]);
     let out = tool.run(&with(server.port(), &["-t", "set", "-n", "500", "-q"]), T);
-    exit_code(&out, 0);
+    exit_code(&out, 1);
     assert!(error_summary(&out).ends_with("SET: errors: 500 (OOM: 500)"), "{}", out.dump());
+    assert!(out.stderr.starts_with("Error from server: OOM command not allowed"), "{}", out.dump());
 }
 
 fn loading_counted(tool: Tool) {
     let server = FakeServer::replying(b"-LOADING Redis is loading the dataset in memory\r\n");
     let out = tool.run(&with(server.port(), &["-n", "300", "-q", "ping"]), T);
-    exit_code(&out, 0);
+    exit_code(&out, 1);
     assert!(error_summary(&out).ends_with("errors: 300 (LOADING: 300)"), "{}", out.dump());
+    assert!(out.stderr.contains("Error from server: LOADING Redis is loading"), "{}", out.dump());
 }
 
 fn moved_counted(tool: Tool) {
     let server = FakeServer::replying(b"-MOVED 3999 127.0.0.1:6381\r\n");
     let out = tool.run(&with(server.port(), &["-n", "300", "-q", "ping"]), T);
-    exit_code(&out, 0);
+    exit_code(&out, 1);
     assert!(error_summary(&out).ends_with("errors: 300 (MOVED: 300)"), "{}", out.dump());
+    assert!(out.stderr.contains("Error from server: MOVED 3999 127.0.0.1:6381"), "{}", out.dump());
 }
 
 fn max_clients(tool: Tool) {
@@ -536,6 +562,7 @@ fn max_clients(tool: Tool) {
         "{}",
         out.dump()
     );
+    assert!(out.stderr.contains("\nError from server: ERR max number of clients reached"), "{}", out.dump());
 }
 
 fn noauth_stops_before_the_first_test(tool: Tool) {
@@ -721,4 +748,10 @@ fn clamped_numeric_options_run() {
         let out = tool.run(&a, T);
         assert_eq!(out.status.code(), Some(0), "{extra:?}\n{}", out.dump());
     }
+}
+
+/// A `--json` document's warnings, the session's and each test's, as JSON text.
+fn warnings(doc: &serde_json::Value) -> String {
+    let tests = doc["tests"].as_array().into_iter().flatten();
+    tests.fold(doc["warnings"].to_string(), |all, t| all + &t["warnings"].to_string())
 }

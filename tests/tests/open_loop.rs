@@ -199,9 +199,13 @@ fn an_unreachable_target_is_reported() {
     let out = respbench()
         .run(&args(&server, &["-t", "get", "-c", "1", "--rps", "1000000", "-n", "5000", "-q"], &json), T);
     ok(&out);
-    assert!(out.stderr.contains("target 1000000 rps not met, achieved"), "{}", out.dump());
-    assert!(out.stderr.contains("-c 1 × -P 1"), "{}", out.dump());
     let doc = read(&json);
+    let warned = warnings(&doc);
+    assert!(warned.contains("target 1000000 rps not met, achieved"), "{warned}");
+    assert!(warned.contains("-c 1 × -P 1"), "{warned}");
+    let kinds = doc["tests"][0]["warnings"].as_array().unwrap().iter().map(|w| w["kind"].clone());
+    assert!(kinds.collect::<Vec<_>>().contains(&"rate_not_met".into()), "{doc}");
+    assert_eq!(out.stderr, "", "{}", out.dump());
     let t = &doc["tests"][0];
     // The warning's threshold is 95% of the target; the JSON carries the same rate.
     assert!(ms(&t["rps"]) < 950_000.0, "{t}");
@@ -252,4 +256,10 @@ fn open_loop_csv_rows_have_every_column() {
     assert!(rows.iter().all(|r| r.len() == 11), "{}", out.dump());
     assert_eq!(rows[3][0], "MIX (set:1,get:1)");
     assert_eq!(rows[3][8], "2000");
+}
+
+/// A `--json` document's warnings, the session's and each test's, as JSON text.
+fn warnings(doc: &serde_json::Value) -> String {
+    let tests = doc["tests"].as_array().into_iter().flatten();
+    tests.fold(doc["warnings"].to_string(), |all, t| all + &t["warnings"].to_string())
 }

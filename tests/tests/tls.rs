@@ -64,9 +64,11 @@ tls_tests!(
         plain_client_on_the_tls_port,
         unreadable_key,
         ciphersuites,
+        openssl_cipher_lists,
     ],
     respbench_only: [
         ciphers_restrict_and_keywords_are_refused,
+        tls_groups,
         wrong_ca,
         expired_certificate,
         client_certificate_missing,
@@ -200,9 +202,44 @@ fn chacha_only_server() -> RedisServer {
     )
 }
 
+/// `--tls-ciphers` takes OpenSSL's cipher-list strings, as peers' TLS tests and guides give
+/// them (`DEFAULT:-AES128-SHA256`), with both tools; a harness that fails on stderr passes.
+fn openssl_cipher_lists(tool: Tool) {
+    let server = tls_server(ServerCert::Good, false);
+    let ca = s(&server.certs().ca);
+    for list in ["DEFAULT:-AES128-SHA256", "HIGH:!aNULL:!MD5", "ECDHE+AESGCM"] {
+        server.cli(&["CONFIG", "RESETSTAT"]);
+        let out = tool.run(
+            &tls_args(&server, &[&["--cacert", &ca, "--tls-ciphers", list][..], &SET_GET_2000].concat()),
+            T,
+        );
+        set_get_2000(&server, &out, list);
+        assert_eq!(out.stderr, "", "{list}\n{}", out.dump());
+    }
+}
+
+/// RESPBENCH-ONLY (redis-benchmark 7 has no such option): `--tls-groups` in OpenSSL's names, `?` skipping one rustls
+/// lacks; a list that names a group rustls lacks is refused before the run, naming those it has.
+fn tls_groups(tool: Tool) {
+    let server = tls_server(ServerCert::Good, false);
+    let ca = s(&server.certs().ca);
+    let out = tool.run(
+        &tls_args(&server, &[&["--cacert", &ca, "--tls-groups", "P-384:?X448"][..], &SET_GET_2000].concat()),
+        T,
+    );
+    set_get_2000(&server, &out, "--tls-groups P-384:?X448");
+    assert_eq!(out.stderr, "", "{}", out.dump());
+    let out =
+        fault_run(&tool, &tls_args(&server, &["--cacert", &ca, "--tls-groups", "X448", "-n", "10", "-q"]));
+    failed(&out);
+    stderr_has(&out, "'X448' is not a group rustls has");
+    stderr_has(&out, "X25519/x25519, P-256/secp256r1/prime256v1, P-384/secp384r1");
+    assert!(out.stdout.trim().is_empty(), "refused before any test\n{}", out.dump());
+}
+
 /// RESPBENCH-ONLY: the cipher options restrict what is offered: a suite the server does not take
-/// fails the handshake, in one line, status 1; OpenSSL's keyword lists are refused with the names
-/// that are taken.
+/// fails the handshake, in one line, status 1; a cipher list that leaves no suite is refused with
+/// what each rule matched and the names that are taken.
 fn ciphers_restrict_and_keywords_are_refused(tool: Tool) {
     let server = chacha_only_server();
     let ca = s(&server.certs().ca);
@@ -217,9 +254,10 @@ fn ciphers_restrict_and_keywords_are_refused(tool: Tool) {
     stderr_has(&out, "HandshakeFailure");
     let out = fault_run(
         &tool,
-        &tls_args(&server, &["--cacert", &ca, "--tls-ciphers", "HIGH:!aNULL", "-n", "10", "-q"]),
+        &tls_args(&server, &["--cacert", &ca, "--tls-ciphers", "MEDIUM:!aNULL", "-n", "10", "-q"]),
     );
     failed(&out);
+    stderr_has(&out, "MEDIUM matched 0, !aNULL matched 0");
     stderr_has(&out, "ECDHE-RSA-AES128-GCM-SHA256");
     assert!(out.stdout.trim().is_empty(), "refused before any test\n{}", out.dump());
 }

@@ -338,7 +338,7 @@ fn dockerfile_builds_where_docker_runs() {
     assert!(String::from_utf8_lossy(&ran.stdout).starts_with("respbench "), "{ran:?}");
 }
 
-/// A worker whose `--start-at` has passed runs at once, says so on stderr and records by how
+/// A worker whose `--start-at` has passed runs at once, says so (in the JSON) and records by how
 /// much; merge names it.
 #[test]
 fn a_late_worker_says_so_and_records_by_how_much() {
@@ -350,11 +350,8 @@ fn a_late_worker_says_so_and_records_by_how_much() {
     let out =
         respbench().run(&[&args[..], &["--worker", "0/1", "--json", json.to_str().unwrap()]].concat(), T);
     assert!(out.status.success(), "{}", out.dump());
-    assert!(
-        out.stderr.contains(&format!("WARNING: --start-at {past}: this process was ready ")),
-        "{}",
-        out.dump()
-    );
+    let warned = warnings(&read(&json));
+    assert!(warned.contains(&format!("WARNING: --start-at {past}: this process was ready ")), "{warned}");
     let late = read(&json)["late_by_s"].as_f64().unwrap();
     assert!((4.0..60.0).contains(&late), "late_by_s {late}");
     let (out, merged) = merge(std::slice::from_ref(&json));
@@ -363,4 +360,10 @@ fn a_late_worker_says_so_and_records_by_how_much() {
     assert!(out.stderr.contains("s after its --start-at"), "{}", out.dump());
     assert_eq!(merged.unwrap()["late_by_s"].as_f64(), Some(late));
     let _ = std::fs::remove_file(&json);
+}
+
+/// A `--json` document's warnings, the session's and each test's, as JSON text.
+fn warnings(doc: &serde_json::Value) -> String {
+    let tests = doc["tests"].as_array().into_iter().flatten();
+    tests.fold(doc["warnings"].to_string(), |all, t| all + &t["warnings"].to_string())
 }
