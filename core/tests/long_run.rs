@@ -64,6 +64,7 @@ fn run(rate: f64, length: Duration) -> (sim::SimResult, isize) {
         conn: ConnConfig {
             handshake: Handshake::default(),
             pipeline: 1,
+            pipeline_mode: respbench_core::PipelineMode::default(),
             keepalive: true,
             idle: false,
             open_loop: Some(OpenLoop { rate, poisson: false }),
