@@ -11,8 +11,6 @@ use std::io::{self, Write};
 
 use hdrhistogram::Histogram;
 
-use crate::report::ms;
-
 /// C's `hdr_mean`: each bucket counts at its median equivalent value, summed in integers.
 /// The crate's `mean()` sums in floating point and can differ in the last digit.
 pub(crate) fn mean(h: &Histogram<u64>) -> f64 {
@@ -30,6 +28,20 @@ pub(crate) fn mean(h: &Histogram<u64>) -> f64 {
 
 /// C's `hdr_value_at_percentile`, in the core: the per-second summaries use it too.
 pub(crate) use respbench_core::stats::value_at_percentile;
+
+/// `x`, or 0 when it is NaN or infinite (an empty or instant test).
+pub(crate) fn finite(x: f64) -> f64 {
+    if x.is_finite() {
+        x
+    } else {
+        0.0
+    }
+}
+
+/// Microseconds to milliseconds.
+pub(crate) fn ms(micros: u64) -> f64 {
+    micros as f64 / 1000.0
+}
 
 /// One line of a distribution.
 #[derive(Clone, Copy, Debug, PartialEq)]

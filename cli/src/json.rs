@@ -3,6 +3,8 @@
 //!
 //! Histograms travel as HdrHistogram V2 deflate encodings in base64, so a merge adds them exactly.
 
+use std::io::{self, Write};
+
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use respbench_core::cluster::Redirects;
@@ -10,11 +12,13 @@ use respbench_core::stats::{ErrorCounts, Interval, Second, Setup, HIGHEST_MICROS
 use respbench_core::{Endpoint, Stats, Time};
 use serde_json::{json, Map, Value};
 
-use crate::cpu::ClientCpu;
-use crate::opts::{Config, Step};
-use crate::report::{finite, mean, ms, value_at_percentile};
-use crate::server::ServerInfo;
-use crate::verdict::{ServerCpu, Verdict};
+use respbench_session::config::Config;
+use respbench_session::cpu::ClientCpu;
+use respbench_session::result::{NodeInfo, StepValues, TestResult};
+use respbench_session::server::ServerInfo;
+use respbench_session::verdict::ServerCpu;
+
+use crate::hdr::{finite, mean, ms, value_at_percentile};
 
 /// The document's `schema`; a change that breaks readers bumps the number.
 pub const SCHEMA: &str = "respbench/2";
@@ -22,9 +26,6 @@ pub const SCHEMA: &str = "respbench/2";
 pub const READS_ALSO: &[&str] = &["respbench/1"];
 /// The histogram's `encoding`.
 const ENCODING: &str = "hdrhistogram-v2-deflate-base64";
-/// How much of a request template `command` keeps: `-d 1000000` would otherwise put a megabyte
-/// of `x` in every test.
-const COMMAND_KEEP: usize = 4096;
 
 /// The whole document of a run (or of a merge).
 pub fn document(config: Value, server: Value, interrupted: bool, tests: Vec<Value>) -> Value {
@@ -59,6 +60,7 @@ pub fn config(cfg: &Config) -> Value {
         "key_dist": cfg.key_dist.to_string(),
         "key_prefix": cfg.key_prefix,
         "pipeline": cfg.pipeline,
+        "pipeline_mode": cfg.pipeline_mode.name(),
         "keepalive": cfg.keepalive,
         "threads": cfg.threads,
         "keyspace": cfg.keyspace,
@@ -139,90 +141,10 @@ pub fn server(info: &ServerInfo) -> Value {
     json!({ "save": info.save, "appendonly": info.appendonly })
 }
 
-/// One test's results as the document carries them.
-#[derive(Clone, Debug)]
-pub struct Entry {
-    /// The title, as in the text report.
-    pub name: String,
-    /// The request template (see [`command_text`]).
-    pub command: String,
-    /// The backend that ran it (`None` in documents written before the field existed).
-    pub backend: Option<String>,
-    /// The client's CPU during the test (`None` likewise).
-    pub cpu: Option<ClientCpu>,
-    /// The open-loop target rate of this test (step), if any.
-    pub target_rps: Option<u64>,
-    /// The server's CPU during the test (`INFO cpu`), when it could be read.
-    pub server_cpu: Option<ServerCpu>,
-    /// Who limited the test.
-    pub verdict: Option<Verdict>,
-    /// A sweep's step: `{"datasize", "clients", "pipeline", "threads"}` (see [`step`]).
-    pub step: Option<Value>,
-    /// Counts, times and histograms.
-    pub stats: Stats,
-    /// Over several nodes: each node of `stats.nodes`, in the same order; empty otherwise.
-    pub nodes: Vec<NodeInfo>,
-}
-
-/// One node of a test over several nodes (`--cluster`, replicas), as reports name it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeInfo {
-    /// Where it is: `host:port`.
-    pub address: String,
-    /// A primary, else a replica.
-    pub primary: bool,
-    /// How many slots it serves (a replica: its primary's).
-    pub slots: u64,
-}
-
-impl NodeInfo {
-    /// The nodes of a test over several nodes as it ended: the nodes found at the start and
-    /// those that appeared during it (a redirect named them); a node that owns slots at the
-    /// end is a primary (a replica promoted by a failover), and a replica serves its primary's
-    /// slots.
-    pub fn at_end(
-        cluster: &respbench_core::cluster::Cluster,
-        multi: &crate::routing::Multi,
-        stats: &Stats,
-    ) -> Vec<NodeInfo> {
-        let (endpoints, counts) = cluster.at_end(stats);
-        let found = &multi.topology.nodes;
-        endpoints
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let address = e.to_string();
-                let owned = counts.get(i).copied().unwrap_or(0);
-                let node = found.get(i);
-                let primary = owned > 0 || node.is_none_or(|n| n.primary);
-                let slots = match node.and_then(|n| n.primary_index) {
-                    Some(p) if !primary => counts.get(p).copied().unwrap_or(0),
-                    _ => owned,
-                };
-                NodeInfo { address, primary, slots }
-            })
-            .collect()
-    }
-
-    /// `primary` or `replica`.
-    pub fn role(&self) -> &'static str {
-        if self.primary {
-            "primary"
-        } else {
-            "replica"
-        }
-    }
-
-    /// The description of node `i` of `nodes`, or a stand-in when there is none.
-    pub fn nth(nodes: &[NodeInfo], i: usize) -> NodeInfo {
-        nodes.get(i).cloned().unwrap_or(NodeInfo { address: format!("node {i}"), primary: true, slots: 0 })
-    }
-}
-
-/// A sweep step's parameters, as each of its entries records them.
-pub fn step(s: &Step) -> Value {
+/// A sweep step's values as each of its entries records them.
+fn step(s: &StepValues) -> Value {
     json!({
-        "datasize": s.values.to_string(),
+        "datasize": s.datasize,
         "clients": s.clients,
         "pipeline": s.pipeline,
         "threads": s.threads,
@@ -230,14 +152,25 @@ pub fn step(s: &Step) -> Value {
     })
 }
 
-/// A request template as `command` shows it: lossy UTF-8, cut at 4096 bytes.
-pub fn command_text(template: &[u8]) -> String {
-    String::from_utf8_lossy(&template[..template.len().min(COMMAND_KEEP)]).into_owned()
+/// Reads a test's `step` back.
+fn read_step(v: &Value, name: &str) -> Result<StepValues, String> {
+    let n = |k: &str| v.get(k).and_then(Value::as_u64).ok_or_else(|| format!("test '{name}': step.{k}"));
+    Ok(StepValues {
+        datasize: v
+            .get("datasize")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("test '{name}': step.datasize"))?
+            .to_string(),
+        clients: n("clients")?,
+        pipeline: n("pipeline")?,
+        threads: n("threads")?,
+        run: n("run")?,
+    })
 }
 
 /// One entry of `tests`. `epoch_us` is the run's epoch in microseconds since the Unix epoch, so
 /// `start_us`/`end_us` are wall-clock times comparable across processes and machines.
-pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
+pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
     let stats = &e.stats;
     let errors = errors_map(&stats.errors);
     let mut t = json!({
@@ -334,8 +267,8 @@ pub fn test(e: &Entry, epoch_us: u64) -> Result<Value, String> {
             "threaded": c.threaded,
         });
     }
-    if let Some(step) = &e.step {
-        t["step"] = step.clone();
+    if let Some(s) = &e.step {
+        t["step"] = step(s);
     }
     if let Some(v) = &e.verdict {
         t["bottleneck"] = json!({
@@ -503,7 +436,7 @@ fn histogram(h: &Histogram<u64>) -> Result<Value, String> {
 }
 
 /// Reads a `tests` entry back (times are `start_us`/`end_us` as [`Time`]s since the Unix epoch).
-pub fn read_test(t: &Value) -> Result<Entry, String> {
+pub fn read_test(t: &Value) -> Result<TestResult, String> {
     let str_field =
         |k: &str| t.get(k).and_then(Value::as_str).ok_or_else(|| format!("test without a string '{k}'"));
     let u64_field =
@@ -592,8 +525,8 @@ pub fn read_test(t: &Value) -> Result<Entry, String> {
         threaded: c.get("threaded").and_then(Value::as_str).map(str::to_string),
     });
     // The verdict is the run's own; merged runs are other loads, so it is not carried over.
-    let step = t.get("step").filter(|v| v.is_object()).cloned();
-    Ok(Entry { name, command, backend, cpu, target_rps, server_cpu, verdict: None, step, stats, nodes })
+    let step = t.get("step").filter(|v| v.is_object()).map(|v| read_step(v, &name)).transpose()?;
+    Ok(TestResult { name, command, backend, cpu, target_rps, server_cpu, verdict: None, step, stats, nodes })
 }
 
 /// One second of a `series`: its summary (`respbench/2`), or, in a `respbench/1` document, the
@@ -684,6 +617,20 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Writes a JSON document, pretty-printed, to `path` or to stdout for `-`.
+pub(crate) fn write_json(path: &str, doc: &serde_json::Value) -> Result<(), String> {
+    let mut text = serde_json::to_string_pretty(doc).map_err(|e| format!("cannot encode the JSON: {e}"))?;
+    text.push('\n');
+    if path == "-" {
+        let mut o = io::stdout().lock();
+        o.write_all(text.as_bytes())
+            .and_then(|_| o.flush())
+            .map_err(|e| format!("cannot write the JSON: {e}"))
+    } else {
+        std::fs::write(path, text).map_err(|e| format!("--json: cannot write {path}: {e}"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -698,8 +645,8 @@ mod tests {
         s
     }
 
-    fn entry(name: &str, stats: Stats, cpu: Option<ClientCpu>) -> Entry {
-        Entry {
+    fn entry(name: &str, stats: Stats, cpu: Option<ClientCpu>) -> TestResult {
+        TestResult {
             name: name.into(),
             command: name.into(),
             backend: Some("mio".into()),

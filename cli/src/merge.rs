@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::json;
 use crate::report::{self, TestReport};
+use respbench_session::result::{StepValues, TestResult};
 
 /// respbench merge: combines the JSON documents of several runs test by test (tests with the
 /// same name add up) and prints one quiet line per test.
@@ -27,7 +28,7 @@ struct MergeOpts {
 
 /// Runs `respbench merge` with the arguments after `merge`.
 pub fn main(name: &str, args: &[&str]) -> ExitCode {
-    let opts: MergeOpts = match crate::parse_args(&[name, "merge"], args, "respbench merge --help") {
+    let opts: MergeOpts = match crate::opts::parse_args(&[name, "merge"], args, "respbench merge --help") {
         Ok(o) => o,
         Err(code) => return code,
     };
@@ -103,7 +104,7 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
             doc["late_by_s"] = late.into();
         }
         doc["merged_from"] = serde_json::json!(opts.files);
-        crate::write_json(path, &doc)?;
+        crate::json::write_json(path, &doc)?;
     }
     Ok(())
 }
@@ -222,7 +223,7 @@ fn differences(a: &Value, b: &Value, b_name: &str) -> Vec<String> {
 }
 
 /// What keeps merged tests apart: name, backend, target rate and a sweep's step (as JSON).
-type Key = (String, Option<String>, Option<u64>, Option<String>);
+type Key = (String, Option<String>, Option<u64>, Option<StepValues>);
 
 /// Several documents combined.
 pub struct Merged {
@@ -235,7 +236,7 @@ pub struct Merged {
     /// `--start-at`: the latest any run began after it, in seconds.
     pub late_by_s: Option<f64>,
     /// Each test (by name and backend) merged, in order of first appearance.
-    pub tests: Vec<json::Entry>,
+    pub tests: Vec<TestResult>,
     /// What identifies each of `tests` in the inputs: name, backend and target rate as written
     /// (the merged target is the sum).
     keys: Vec<Key>,
@@ -265,10 +266,27 @@ impl Merged {
     }
 }
 
+/// The `config.pipeline_mode` a document ran with: `window` in documents written before the
+/// option existed, which is how they pipelined.
+fn pipeline_mode(doc: &Value) -> &str {
+    doc.get("config").and_then(|c| c.get("pipeline_mode")).and_then(Value::as_str).unwrap_or("window")
+}
+
 /// Merges documents; an error names the index of the document at fault.
 pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
     let mut merged: Option<Merged> = None;
     for (i, doc) in docs.iter().enumerate() {
+        let (mode, first) = (pipeline_mode(doc), docs.first().map_or("window", pipeline_mode));
+        if mode != first {
+            // A batch and a window put different loads on the server: their sums mean nothing.
+            return Err((
+                i,
+                format!(
+                    "ran -P in {mode} mode and the first document in {first} mode (--pipeline-mode): \
+                     documents of different pipeline modes do not merge"
+                ),
+            ));
+        }
         let schema = doc.get("schema").and_then(Value::as_str);
         if !schema.is_some_and(|s| s == json::SCHEMA || json::READS_ALSO.contains(&s)) {
             let found = schema.map_or_else(|| "missing".to_string(), |s| format!("'{s}'"));
@@ -289,12 +307,11 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
             // A run comparing backends has each test once per backend, a run with several rates
             // once per rate: those stay apart.
             // A sweep's steps stay apart, like backends and rates.
-            let key =
-                (e.name.clone(), e.backend.clone(), e.target_rps, e.step.as_ref().map(Value::to_string));
+            let key = (e.name.clone(), e.backend.clone(), e.target_rps, e.step.clone());
             match m.keys.iter().position(|k| *k == key) {
                 Some(at) => {
                     let acc = &mut m.tests[at];
-                    merge_entry(acc, e).map_err(|err| (i, err))?;
+                    acc.merge(e).map_err(|err| (i, err))?;
                 }
                 None => {
                     m.keys.push(key);
@@ -306,51 +323,12 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
     merged.ok_or((0, "no documents".to_string()))
 }
 
-/// Adds test `e` of another document to `acc`, the same test merged so far.
-fn merge_entry(acc: &mut json::Entry, mut e: json::Entry) -> Result<(), String> {
-    // Nodes are matched by address, not by position: each load machine lists the cluster's
-    // nodes in the order it found them.
-    let mine = std::mem::take(&mut acc.stats.nodes);
-    let theirs = std::mem::take(&mut e.stats.nodes);
-    acc.stats.merge(&e.stats).map_err(|err| format!("test '{}': {err}", e.name))?;
-    acc.stats.nodes = mine;
-    for (k, stats) in theirs.into_iter().enumerate() {
-        let info = json::NodeInfo::nth(&e.nodes, k);
-        match acc.nodes.iter().position(|n| n.address == info.address) {
-            Some(at) => acc.stats.nodes[at]
-                .merge(&stats)
-                .map_err(|err| format!("test '{}': node {}: {err}", e.name, info.address))?,
-            None => {
-                acc.nodes.push(info);
-                acc.stats.nodes.push(stats);
-            }
-        }
-    }
-    // Two machines each aiming at R give 2R together.
-    acc.target_rps = acc.target_rps.zip(e.target_rps).map(|(a, b)| a + b);
-    acc.cpu = match (acc.cpu, e.cpu) {
-        (Some(mut a), Some(b)) => {
-            a.merge(&b);
-            Some(a)
-        }
-        // One run without the figure: the sum would be wrong.
-        _ => None,
-    };
-    // Runs against the same server at the same time see the same server: the
-    // busiest reading stands for it.
-    acc.server_cpu = match (acc.server_cpu.take(), e.server_cpu) {
-        (Some(a), Some(b)) => Some(if b.cores > a.cores { b } else { a }),
-        (a, b) => a.or(b),
-    };
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::ClientCpu;
     use proptest::prelude::*;
     use respbench_core::{Stats, Time};
+    use respbench_session::cpu::ClientCpu;
 
     fn doc_of(tests: &[(&str, &Stats)]) -> Value {
         let tests = tests
@@ -360,9 +338,9 @@ mod tests {
         json::document(Value::Null, Value::Null, false, tests.unwrap())
     }
 
-    fn entry(name: &str, backend: Option<&str>, stats: Stats) -> json::Entry {
+    fn entry(name: &str, backend: Option<&str>, stats: Stats) -> TestResult {
         let cpu = ClientCpu { user_s: 0.5, sys_s: 0.25, wall_s: 1.0, threads: 1, share_override: None };
-        json::Entry {
+        TestResult {
             name: name.into(),
             command: name.into(),
             backend: backend.map(Into::into),
@@ -431,7 +409,11 @@ mod tests {
         let mut e = entry("GET", None, s);
         e.nodes = nodes
             .iter()
-            .map(|&(a, _, _)| json::NodeInfo { address: a.into(), primary: true, slots: 5461 })
+            .map(|&(a, _, _)| respbench_session::result::NodeInfo {
+                address: a.into(),
+                primary: true,
+                slots: 5461,
+            })
             .collect();
         json::document(Value::Null, Value::Null, false, vec![json::test(&e, 0).unwrap()])
     }
@@ -481,6 +463,27 @@ mod tests {
         old["schema"] = "respbench/1".into();
         assert!(merge(&[docs[0].clone(), old]).is_ok());
         assert!(merge(&[serde_json::json!({"x": 1})]).is_err());
+    }
+
+    #[test]
+    fn pipeline_modes_do_not_mix() {
+        let a = Stats::new(Time::ZERO, 3, false).unwrap();
+        let with = |mode: Option<&str>| {
+            let mut d = doc_of(&[("GET", &a)]);
+            d["config"] = match mode {
+                Some(m) => serde_json::json!({"pipeline": 16, "pipeline_mode": m}),
+                None => serde_json::json!({"pipeline": 16}),
+            };
+            d
+        };
+        let (batch, window, before) = (with(Some("batch")), with(Some("window")), with(None));
+        assert_eq!(merge(&[batch.clone(), batch.clone()]).unwrap().config["pipeline_mode"], "batch");
+        let (i, e) = merge(&[batch.clone(), window.clone()]).err().unwrap();
+        assert_eq!(i, 1);
+        assert!(e.contains("window mode and the first document in batch mode"), "{e}");
+        // A document from before the option pipelined as a window.
+        assert!(merge(&[window.clone(), before.clone()]).is_ok());
+        assert_eq!(merge(&[before, batch]).err().unwrap().0, 1);
     }
 
     /// A worker's document: `config` with `worker` and the given `key_dist`.

@@ -4,11 +4,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::process::ExitCode;
+
 use argh::FromArgs;
 use respbench_core::dist::{KeyDist, ValueSize, Zipf};
-use respbench_core::Endpoint;
+use respbench_core::{Endpoint, PipelineMode};
 
-use crate::workers::{Split, StartAt, Worker};
+pub use respbench_session::config::{
+    Backend, Config, OpenLoopConfig, Output, Replicas, Rfr, Sweep, TlsOptions,
+};
 
 /// respbench: a redis-benchmark compatible load generator for Redis and every RESP server.
 ///
@@ -97,6 +101,10 @@ pub struct Opts {
     /// pipeline N requests (default 1: no pipeline); a list 1,16,64 runs a step for each
     #[argh(option, short = 'P', default = "String::from(\"1\")")]
     pub pipeline: String,
+    /// how -P keeps its N requests going: batch (default, redis-benchmark's -P: send N, wait
+    /// for the N replies, send the next N) or window (N in flight, one sent as each reply lands)
+    #[argh(option, default = "PipelineMode::Batch")]
+    pub pipeline_mode: PipelineMode,
     /// quiet: just show query/sec values
     #[argh(switch, short = 'q')]
     pub quiet: bool,
@@ -238,230 +246,6 @@ pub struct Opts {
     #[argh(positional, greedy)]
     pub command: Vec<String>,
 }
-
-/// Output style.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Output {
-    Verbose,
-    Quiet,
-    Csv,
-}
-
-/// Which backend drives the connections.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    Mio,
-    Smol,
-    Uring,
-}
-
-impl Backend {
-    /// The name `--backend` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Mio => "mio",
-            Backend::Smol => "smol",
-            Backend::Uring => "uring",
-        }
-    }
-}
-
-/// `--rfr`: which nodes serve the requests when there are replicas.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rfr {
-    /// The primaries only.
-    No,
-    /// The replicas only.
-    Yes,
-    /// Primaries and replicas.
-    All,
-}
-
-impl Rfr {
-    /// The value `--rfr` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            Rfr::No => "no",
-            Rfr::Yes => "yes",
-            Rfr::All => "all",
-        }
-    }
-}
-
-/// The replicas of a standalone primary: `--replicas auto` or `--replica HOST:PORT`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Replicas {
-    /// Neither option: no replicas (or, with `--cluster`, the cluster's own).
-    None,
-    /// `--replicas auto`: the ones the primary reports.
-    Auto,
-    /// `--replica`, each as given.
-    Listed(Vec<Endpoint>),
-}
-
-/// The checked configuration of a run.
-#[derive(Clone, Debug)]
-pub struct Config {
-    pub endpoint: Endpoint,
-    /// `--cluster`.
-    pub cluster: bool,
-    /// `--rfr`, or its default (yes with `--replicas`/`--replica`, else no).
-    pub rfr: Rfr,
-    /// `--replicas auto` or `--replica`.
-    pub replicas: Replicas,
-    /// TLS settings (`--tls`), made once for every connection.
-    pub tls: Option<respbench_driver::Tls>,
-    pub user: Option<String>,
-    pub password: Option<String>,
-    pub db: u32,
-    pub clients: usize,
-    pub requests: u64,
-    /// `-d`'s fixed size, or the largest size of a range or list.
-    pub datasize: usize,
-    /// `-d` as given: fixed, a range or a weighted list.
-    pub values: ValueSize,
-    /// `--key-dist` (uniform without it).
-    pub key_dist: KeyDist,
-    /// `--key-prefix` (empty without it).
-    pub key_prefix: String,
-    pub resp3: bool,
-    pub threads: usize,
-    pub tracking: bool,
-    pub keepalive: bool,
-    pub keyspace: Option<u64>,
-    pub pipeline: u32,
-    pub output: Output,
-    pub precision: u8,
-    pub repeat: bool,
-    /// `--preload`: write the keys a read test reads first.
-    pub preload: bool,
-    /// The steps of a sweep (`-d`, `-c`, `-P`, `--threads` lists); one value each without.
-    pub sweep: Sweep,
-    pub tests: Option<String>,
-    pub idle: bool,
-    pub stdin_arg: bool,
-    pub seed: u64,
-    pub show_errors: bool,
-    pub command: Vec<String>,
-    /// The backends to run each test on, in order (one, unless comparing).
-    pub backends: Vec<Backend>,
-    /// `--uring-sqpoll`: the io_uring backend's rings have a submission-polling kernel thread.
-    #[cfg_attr(not(all(feature = "uring", target_os = "linux")), allow(dead_code))]
-    pub uring_sqpoll: bool,
-    /// `--json`: where to write the JSON document; `-` is stdout.
-    pub json: Option<String>,
-    /// `--timeout`: how long a request may wait for its reply; `None` is forever.
-    pub timeout: Option<Duration>,
-    /// `--drain-grace`: after a test's stop, how long requests in flight may take to be answered.
-    pub drain_grace: Duration,
-    /// `--reconnect`: failed connections come back.
-    pub reconnect: bool,
-    /// Rate, time and mix options.
-    pub open: OpenLoopConfig,
-    /// `--worker`: the whole run this process does a share of (`None`: all of it).
-    pub split: Option<Split>,
-    /// `--start-at`: when the measured window begins.
-    pub start_at: Option<StartAt>,
-    /// `--key-args`: the custom command's key arguments (1 is the first after its name).
-    pub key_args: Option<Vec<usize>>,
-    /// Over several nodes: the nodes found at startup and the commands' routes.
-    pub multi: Option<std::sync::Arc<crate::routing::Multi>>,
-}
-
-/// The values of the options that take lists: each combination is one step, run in order,
-/// `--threads` varying fastest, then `-P`, `-c` and `-d`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Sweep {
-    /// `-d`: each a value size (fixed, range or weighted).
-    pub datasizes: Vec<ValueSize>,
-    /// `-c`.
-    pub clients: Vec<usize>,
-    /// `-P`, at least 1 each.
-    pub pipelines: Vec<u32>,
-    /// `--threads`.
-    pub threads: Vec<usize>,
-    /// `--repeat`: runs of each combination.
-    pub repeat: usize,
-}
-
-/// One combination of a [`Sweep`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct Step {
-    /// `-d`.
-    pub values: ValueSize,
-    /// `-c`.
-    pub clients: usize,
-    /// `-P`.
-    pub pipeline: u32,
-    /// `--threads`.
-    pub threads: usize,
-    /// Which run of the combination (`--repeat`), from 0.
-    pub run: usize,
-}
-
-impl Sweep {
-    /// Whether any option took more than one value, or runs repeat.
-    pub fn is_sweep(&self) -> bool {
-        self.datasizes.len() > 1
-            || self.clients.len() > 1
-            || self.pipelines.len() > 1
-            || self.threads.len() > 1
-            || self.repeat > 1
-    }
-
-    /// What tells `step` apart from the sweep's other steps: the options that take several
-    /// values, as given (`-d 128 -c 100`).
-    pub fn label(&self, step: &Step) -> String {
-        let mut parts = Vec::new();
-        if self.datasizes.len() > 1 {
-            parts.push(format!("-d {}", step.values));
-        }
-        if self.clients.len() > 1 {
-            parts.push(format!("-c {}", step.clients));
-        }
-        if self.pipelines.len() > 1 {
-            parts.push(format!("-P {}", step.pipeline));
-        }
-        if self.threads.len() > 1 {
-            parts.push(format!("--threads {}", step.threads));
-        }
-        if self.repeat > 1 {
-            parts.push(format!("run {}/{}", step.run + 1, self.repeat));
-        }
-        parts.join(" ")
-    }
-
-    /// Every combination, in order.
-    pub fn steps(&self) -> Vec<Step> {
-        let mut out = Vec::new();
-        for values in &self.datasizes {
-            for &clients in &self.clients {
-                for &pipeline in &self.pipelines {
-                    for &threads in &self.threads {
-                        for run in 0..self.repeat.max(1) {
-                            out.push(Step { values: values.clone(), clients, pipeline, threads, run });
-                        }
-                    }
-                }
-            }
-        }
-        out
-    }
-}
-
-impl Config {
-    /// This configuration at `step`.
-    pub fn at(&self, step: &Step) -> Config {
-        let mut c = self.clone();
-        c.datasize = step.values.max();
-        c.values = step.values.clone();
-        c.clients = step.clients;
-        c.pipeline = step.pipeline;
-        c.threads = step.threads;
-        c
-    }
-}
-
 /// Parses an option that takes a number or a comma-separated list of them, each checked by
 /// `each`.
 fn numbers<T>(
@@ -482,45 +266,6 @@ fn numbers<T>(
 
 /// `-n` when not given, as in redis-benchmark.
 const DEFAULT_REQUESTS: i64 = 100_000;
-
-/// The options beyond redis-benchmark's: target rates, time-based runs, warmup, mixes.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct OpenLoopConfig {
-    /// `--rps`: one step per rate; empty is closed loop.
-    pub rates: Vec<u64>,
-    /// `--arrival poisson`.
-    pub poisson: bool,
-    /// `--duration`: each test (each step) runs this long; `None` counts `-n` requests.
-    pub duration: Option<Duration>,
-    /// `--warmup`: results of this first stretch are discarded.
-    pub warmup: Duration,
-    /// `--mix` test names with weights, in order.
-    pub mix: Vec<(String, u64)>,
-    /// `--mix-command`: custom commands (arguments) with weights.
-    pub mix_commands: Vec<(Vec<String>, u64)>,
-    /// `--series`: print each test's time series.
-    pub show_series: bool,
-    /// `--live`: print each second on stderr while a test runs.
-    pub live: bool,
-    /// `--hlog`: the interval log's path.
-    pub hlog: Option<String>,
-}
-
-impl OpenLoopConfig {
-    /// Whether a mix replaces the suite.
-    pub fn has_mix(&self) -> bool {
-        !self.mix.is_empty() || !self.mix_commands.is_empty()
-    }
-
-    /// Whether per-second series are kept (time-based or open-loop runs, or asked for).
-    pub fn keeps_series(&self) -> bool {
-        self.duration.is_some()
-            || !self.rates.is_empty()
-            || self.show_series
-            || self.live
-            || self.hlog.is_some()
-    }
-}
 
 /// Parses a length of time: `30s`, `500ms`, `2m`, `1h`, `250us`, or a plain number of seconds
 /// (fractions allowed).
@@ -630,49 +375,10 @@ fn apply_uri(uri: &str, c: &mut Config) -> Result<bool, String> {
     Ok(secure.is_some())
 }
 
-/// The TLS options as given, used when `--tls` or a `rediss://` URI turns TLS on.
-#[derive(Clone, Debug, Default)]
-pub struct TlsOptions {
-    pub sni: Option<String>,
-    pub cacert: Option<PathBuf>,
-    pub cacertdir: Option<PathBuf>,
-    pub insecure: bool,
-    pub cert: Option<PathBuf>,
-    pub key: Option<PathBuf>,
-    /// `--tls-ciphers` (TLS 1.2).
-    pub ciphers: Option<String>,
-    /// `--tls-ciphersuites` (TLS 1.3).
-    pub ciphersuites: Option<String>,
-}
-
-impl TlsOptions {
-    /// The names of the options given.
-    fn given(&self) -> Vec<&'static str> {
-        [
-            ("--sni", self.sni.is_some()),
-            ("--cacert", self.cacert.is_some()),
-            ("--cacertdir", self.cacertdir.is_some()),
-            ("--insecure", self.insecure),
-            ("--cert", self.cert.is_some()),
-            ("--key", self.key.is_some()),
-            ("--tls-ciphers", self.ciphers.is_some()),
-            ("--tls-ciphersuites", self.ciphersuites.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(name, given)| given.then_some(name))
-        .collect()
-    }
-}
-
-/// The TLS settings of a run: `None` unless `on` (`--tls`, or `asked_by` a `rediss://` URI).
+/// The TLS options of a run: `None` unless `on` (`--tls`, or `asked_by` a `rediss://` URI).
 /// The other TLS options without TLS are ignored, as redis-benchmark ignores them, with a
 /// warning, since they show that TLS was meant.
-fn tls_config(
-    on: bool,
-    asked_by: &str,
-    o: &TlsOptions,
-    endpoint: &Endpoint,
-) -> Result<Option<respbench_driver::Tls>, String> {
+fn tls_config(on: bool, asked_by: &str, o: TlsOptions) -> Result<Option<TlsOptions>, String> {
     if !on {
         let given = o.given();
         if !given.is_empty() {
@@ -683,11 +389,10 @@ fn tls_config(
     #[cfg(feature = "tls")]
     {
         let _ = asked_by;
-        crate::tls::client(o, endpoint).map(Some)
+        Ok(Some(o))
     }
     #[cfg(not(feature = "tls"))]
     {
-        let _ = endpoint;
         Err(format!("{asked_by}: {NO_TLS}"))
     }
 }
@@ -917,10 +622,10 @@ impl Opts {
         }
         let seed = self.seed.unwrap_or_else(clock_seed);
         let worker = match &self.worker {
-            Some(w) => Some(Worker::parse(w)?),
-            None => Worker::from_env(|k| std::env::var(k).ok())?,
+            Some(w) => Some(crate::workers::parse_worker(w)?),
+            None => crate::workers::worker_from_env(|k| std::env::var(k).ok())?,
         };
-        let start_at = self.start_at.as_deref().map(StartAt::parse).transpose()?;
+        let start_at = self.start_at.as_deref().map(crate::workers::parse_start_at).transpose()?;
         if start_at.is_some() && self.idle {
             return Err("--start-at and -I conflict: idle mode has no measured window to start".to_string());
         }
@@ -949,6 +654,7 @@ impl Opts {
             keepalive: self.keepalive == 1,
             keyspace,
             pipeline: pipelines[0],
+            pipeline_mode: self.pipeline_mode,
             output,
             precision: self.precision as u8,
             repeat: self.r#loop,
@@ -969,14 +675,13 @@ impl Opts {
             reconnect: self.reconnect,
             split: None,
             start_at,
-            multi: None,
             key_args,
         };
         if let Some(w) = worker {
             if c.idle {
                 return Err("--worker and -I conflict: idle mode measures nothing to split".to_string());
             }
-            crate::workers::split(&mut c, w)?;
+            respbench_session::workers::split(&mut c, w)?;
         }
         let mut tls_by = self.tls.then_some("--tls");
         if let Some(uri) = &self.uri {
@@ -1003,7 +708,7 @@ impl Opts {
                 return Err("--cluster needs a TCP address (-h/-p), not -s".to_string());
             }
         }
-        c.tls = tls_config(tls_by.is_some(), tls_by.unwrap_or_default(), &tls, &c.endpoint)?;
+        c.tls = tls_config(tls_by.is_some(), tls_by.unwrap_or_default(), tls)?;
         Ok(c)
     }
 
@@ -1077,6 +782,20 @@ fn host_port(text: &str) -> Result<Endpoint, &'static str> {
     }
     let port = port.parse::<u16>().ok().filter(|&p| p != 0).ok_or("the port must be 1 to 65535")?;
     Ok(Endpoint::Tcp { host: host.to_string(), port })
+}
+
+/// Parses `args` with argh: `--help` prints the usage and exits 0; an error names the bad
+/// argument, points at `help` and exits 1.
+pub(crate) fn parse_args<T: FromArgs>(command: &[&str], args: &[&str], help: &str) -> Result<T, ExitCode> {
+    T::from_args(command, args).map_err(|e| {
+        if e.status.is_ok() {
+            print!("{}", e.output);
+            ExitCode::SUCCESS
+        } else {
+            eprintln!("{}\nRun '{help}' for the options.", e.output.trim_end());
+            ExitCode::from(1)
+        }
+    })
 }
 
 /// A seed for runs without `--seed`: the clock and the process id, as redis-benchmark does.
@@ -1321,6 +1040,15 @@ mod tests {
     }
 
     #[test]
+    fn pipeline_mode_is_redis_benchmarks_batch_unless_asked() {
+        assert_eq!(parse(&["-P", "16"]).unwrap().pipeline_mode, PipelineMode::Batch);
+        let c = parse(&["-P", "16", "--pipeline-mode", "window"]).unwrap();
+        assert_eq!((c.pipeline, c.pipeline_mode), (16, PipelineMode::Window));
+        assert_eq!(parse(&["--pipeline-mode", "batch"]).unwrap().pipeline_mode, PipelineMode::Batch);
+        assert!(parse(&["--pipeline-mode", "deep"]).is_err());
+    }
+
+    #[test]
     fn pipeline_and_datasize_clamp_like_redis_benchmark() {
         let c = parse(&["-P", "0", "-d", "0"]).unwrap();
         assert_eq!((c.pipeline, c.datasize), (1, 1));
@@ -1360,39 +1088,26 @@ mod tests {
         assert!(parse(&["-u", "redis://h"]).unwrap().tls.is_none());
     }
 
+    /// The TLS settings `args` make, as the session makes them.
     #[cfg(feature = "tls")]
-    #[test]
-    fn tls_from_the_switch_or_the_uri() {
-        let c = parse(&["--tls", "--insecure", "-h", "10.0.0.1"]).unwrap();
-        let tls = c.tls.unwrap();
-        assert_eq!(tls.server_name, rustls::pki_types::ServerName::try_from("10.0.0.1").unwrap());
-        assert!(!tls.config.enable_sni);
-        let c = parse(&["-u", "rediss://bench:pw@example.com:6390", "--insecure", "--sni", "cache.example"])
-            .unwrap();
-        assert_eq!(c.endpoint, Endpoint::Tcp { host: "example.com".into(), port: 6390 });
-        let tls = c.tls.unwrap();
-        assert_eq!(tls.server_name, rustls::pki_types::ServerName::try_from("cache.example").unwrap());
-        assert!(tls.config.enable_sni);
-        // Without --tls the TLS options are ignored, as redis-benchmark ignores them.
-        assert!(parse(&["--cacert", "/nonexistent/ca.crt", "--insecure"]).unwrap().tls.is_none());
+    fn tls_of(args: &[&str]) -> Result<respbench_driver::Tls, String> {
+        let c = parse(args)?;
+        respbench_session::tls_client(&c).map(|t| t.expect("TLS on")).map_err(|e| e.to_string())
     }
 
     #[cfg(feature = "tls")]
     #[test]
-    fn bad_tls_options_name_the_option_and_the_file() {
-        let e = parse(&["--tls", "--cacert", "/nonexistent/ca.crt"]).unwrap_err();
-        assert!(e.contains("--cacert /nonexistent/ca.crt: No such file or directory"), "{e}");
-        // As in redis-benchmark, a CA file given must load even when nothing is verified.
-        let e = parse(&["--tls", "--insecure", "--cacertdir", "/nonexistent"]).unwrap_err();
-        assert!(e.contains("--cacertdir /nonexistent"), "{e}");
-        let e = parse(&["--tls", "--insecure", "--cert", "/nonexistent/c.crt"]).unwrap_err();
-        assert!(e.contains("--cert needs --key"), "{e}");
-        let e = parse(&["--tls", "--insecure", "--key", "/nonexistent/c.key"]).unwrap_err();
-        assert!(e.contains("--key needs --cert"), "{e}");
-        let e = parse(&["--tls", "--insecure", "--sni", "not a name"]).unwrap_err();
-        assert!(e.contains("--sni"), "{e}");
-        let e = parse(&["--tls", "--insecure", "--tls-ciphers", "HIGH"]).unwrap_err();
-        assert!(e.contains("--tls-ciphers"), "{e}");
+    fn tls_from_the_switch_or_the_uri() {
+        let tls = tls_of(&["--tls", "--insecure", "-h", "10.0.0.1"]).unwrap();
+        assert_eq!(tls.server_name, rustls::pki_types::ServerName::try_from("10.0.0.1").unwrap());
+        assert!(!tls.config.enable_sni);
+        let args = ["-u", "rediss://bench:pw@example.com:6390", "--insecure", "--sni", "cache.example"];
+        assert_eq!(parse(&args).unwrap().endpoint, Endpoint::Tcp { host: "example.com".into(), port: 6390 });
+        let tls = tls_of(&args).unwrap();
+        assert_eq!(tls.server_name, rustls::pki_types::ServerName::try_from("cache.example").unwrap());
+        assert!(tls.config.enable_sni);
+        // Without --tls the TLS options are ignored, as redis-benchmark ignores them.
+        assert!(parse(&["--cacert", "/nonexistent/ca.crt", "--insecure"]).unwrap().tls.is_none());
     }
 
     #[cfg(not(feature = "tls"))]

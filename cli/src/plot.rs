@@ -42,7 +42,7 @@ enum Format {
 
 /// Runs `respbench plot` with the arguments after `plot`.
 pub fn main(name: &str, args: &[&str]) -> ExitCode {
-    let opts: PlotOpts = match crate::parse_args(&[name, "plot"], args, "respbench plot --help") {
+    let opts: PlotOpts = match crate::opts::parse_args(&[name, "plot"], args, "respbench plot --help") {
         Ok(o) => o,
         Err(code) => return code,
     };

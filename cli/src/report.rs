@@ -10,13 +10,13 @@ use std::io::{self, Write};
 use hdrhistogram::Histogram;
 use respbench_core::Stats;
 
-use crate::cpu::ClientCpu;
-use crate::json::{Entry, NodeInfo};
-use crate::verdict::{Side, Verdict};
+use respbench_session::cpu::ClientCpu;
+use respbench_session::result::{NodeInfo, StepValues, TestResult};
+use respbench_session::verdict::{Side, Verdict};
 
 use crate::hdr::{linear_steps, percentile_steps, write_steps};
 // json.rs reaches `mean` and `value_at_percentile` through report.
-pub(crate) use crate::hdr::{mean, value_at_percentile};
+pub(crate) use crate::hdr::{finite, mean, ms, value_at_percentile};
 
 /// What a report needs besides the stats.
 pub struct TestReport<'a> {
@@ -257,7 +257,12 @@ pub fn write_compare_header(
 }
 
 /// One test on every backend: a row of the side-by-side table, or one CSV row per backend.
-pub fn write_compare_row(csv: bool, runs: &[&Entry], width: usize, out: &mut impl Write) -> io::Result<()> {
+pub fn write_compare_row(
+    csv: bool,
+    runs: &[&TestResult],
+    width: usize,
+    out: &mut impl Write,
+) -> io::Result<()> {
     let Some(first) = runs.first() else { return Ok(()) };
     if csv {
         for e in runs {
@@ -331,8 +336,8 @@ pub const CSV_SWEEP_COLUMNS: &str = ",\"datasize\",\"clients\",\"pipeline\",\"th
 /// [`CSV_OPEN_LOOP_COLUMNS`].
 pub fn write_csv_row(
     r: &TestReport,
-    open_loop: Option<&Entry>,
-    step: Option<&serde_json::Value>,
+    open_loop: Option<&TestResult>,
+    step: Option<&StepValues>,
     out: &mut impl Write,
 ) -> io::Result<()> {
     let sum = Summary::of(&r.stats.latency);
@@ -356,8 +361,7 @@ pub fn write_csv_row(
     }
     if let Some(step) = step {
         for k in ["datasize", "clients", "pipeline", "threads"] {
-            let v = step.get(k).map(|v| v.to_string()).unwrap_or_default();
-            write!(out, ",\"{}\"", v.trim_matches('"'))?;
+            write!(out, ",\"{}\"", step.get(k).unwrap_or_default())?;
         }
     }
     writeln!(out)
@@ -381,7 +385,7 @@ fn arrivals(poisson: bool) -> &'static str {
 
 /// respbench's lines after an open-loop test's verbose report: target and achieved rates, and the
 /// service-time summary beside the corrected latencies above it.
-pub fn write_open_loop(e: &Entry, poisson: bool, out: &mut impl Write) -> io::Result<()> {
+pub fn write_open_loop(e: &TestResult, poisson: bool, out: &mut impl Write) -> io::Result<()> {
     let (Some(target), Some(h)) = (e.target_rps, &e.stats.service) else { return Ok(()) };
     writeln!(
         out,
@@ -410,7 +414,7 @@ fn write_summary_table(sum: &Summary, out: &mut impl Write) -> io::Result<()> {
 /// The throughput–latency table of an open-loop run: one row per step (target rate).
 /// A sweep's table for one test: a row per step (and per `--rps` rate), with the step's
 /// parameters, throughput, latency, bytes on the wire each way and the client's CPU per request.
-pub fn write_sweep_table(rows: &[Entry], out: &mut impl Write) -> io::Result<()> {
+pub fn write_sweep_table(rows: &[TestResult], out: &mut impl Write) -> io::Result<()> {
     let Some(first) = rows.first() else { return Ok(()) };
     writeln!(out, "{}: sweep of {} steps", first.name, rows.len())?;
     writeln!(
@@ -435,8 +439,7 @@ pub fn write_sweep_table(rows: &[Entry], out: &mut impl Write) -> io::Result<()>
         let s = &e.stats;
         let h = &s.latency;
         let step = e.step.as_ref();
-        let field =
-            |k: &str| step.and_then(|v| v.get(k)).map(|v| v.to_string().trim_matches('"').to_string());
+        let field = |k: &str| step.and_then(|v| v.get(k));
         let secs = s.duration_secs();
         let mbps = |bytes: u64| if secs > 0.0 { bytes as f64 / secs / 1e6 } else { 0.0 };
         writeln!(
@@ -464,21 +467,19 @@ pub fn write_sweep_table(rows: &[Entry], out: &mut impl Write) -> io::Result<()>
 
 /// `--repeat`: for each combination run more than once, the mean of its runs and their spread
 /// (the sample standard deviation, as a share of the mean).
-fn write_spread(rows: &[Entry], out: &mut impl Write) -> io::Result<()> {
-    let mut groups: Vec<(String, Vec<&Entry>)> = Vec::new();
+fn write_spread(rows: &[TestResult], out: &mut impl Write) -> io::Result<()> {
+    let mut groups: Vec<(String, Vec<&TestResult>)> = Vec::new();
     for e in rows {
-        let mut key = e.step.clone().unwrap_or_default();
-        if let Some(o) = key.as_object_mut() {
-            o.remove("run");
-        }
-        let key = format!("{key} {:?}", e.target_rps);
+        // The runs of one combination differ in `run` only.
+        let key = e.step.as_ref().map(|s| StepValues { run: 0, ..s.clone() });
+        let key = format!("{key:?} {:?}", e.target_rps);
         match groups.iter_mut().find(|g| g.0 == key) {
             Some(g) => g.1.push(e),
             None => groups.push((key, vec![e])),
         }
     }
     for (_, runs) in groups.iter().filter(|g| g.1.len() > 1) {
-        let spread = |f: &dyn Fn(&Entry) -> f64| {
+        let spread = |f: &dyn Fn(&TestResult) -> f64| {
             let v: Vec<f64> = runs.iter().map(|e| f(e)).collect();
             let n = v.len() as f64;
             let m = v.iter().sum::<f64>() / n;
@@ -489,8 +490,7 @@ fn write_spread(rows: &[Entry], out: &mut impl Write) -> io::Result<()> {
         let (p50, p50_sd) = spread(&|e| ms(value_at_percentile(&e.stats.latency, 50.0)));
         let (p99, p99_sd) = spread(&|e| ms(value_at_percentile(&e.stats.latency, 99.0)));
         let step = runs[0].step.as_ref();
-        let field =
-            |k: &str| step.and_then(|v| v.get(k)).map(|v| v.to_string().trim_matches('"').to_string());
+        let field = |k: &str| step.and_then(|v| v.get(k));
         writeln!(
             out,
             "  mean of {} runs at -d {} -c {} -P {} --threads {}: {rps:.2} rps (± {rps_sd:.1}%), p50 {p50:.3} msec \
@@ -505,7 +505,7 @@ fn write_spread(rows: &[Entry], out: &mut impl Write) -> io::Result<()> {
     Ok(())
 }
 
-pub fn write_rate_table(steps: &[Entry], poisson: bool, out: &mut impl Write) -> io::Result<()> {
+pub fn write_rate_table(steps: &[TestResult], poisson: bool, out: &mut impl Write) -> io::Result<()> {
     let Some(first) = steps.iter().find(|e| e.target_rps.is_some()) else { return Ok(()) };
     writeln!(out, "{}: open loop, {} arrivals", first.name, arrivals(poisson))?;
     writeln!(
@@ -618,20 +618,6 @@ pub fn write_errors(r: &TestReport, quiet: bool, out: &mut impl Write) -> io::Re
         write!(out, "{sep}{}: {}", k.prefix, k.count)?;
     }
     writeln!(out, ")")
-}
-
-/// `x`, or 0 when it is NaN or infinite (an empty or instant test).
-pub(crate) fn finite(x: f64) -> f64 {
-    if x.is_finite() {
-        x
-    } else {
-        0.0
-    }
-}
-
-/// Microseconds to milliseconds.
-pub(crate) fn ms(micros: u64) -> f64 {
-    micros as f64 / 1000.0
 }
 
 /// The summary figures in milliseconds, as redis-benchmark computes them.

@@ -1,206 +1,73 @@
-//! Load from many machines: one run split over N workers (`--worker I/N`, or the environment a
-//! Kubernetes Indexed Job sets), and a common instant for their measured windows
-//! (`--start-at`).
+//! The options of a run split over machines: `--worker I/N` (or the environment a Kubernetes
+//! Indexed Job sets) and `--start-at`, the common instant of the workers' measured windows. What
+//! a worker's share is, is the session's (`respbench_session::workers`).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use respbench_core::dist::KeyDist;
-use respbench_core::rng::Rng;
-
-use crate::opts::Config;
+use respbench_session::config::{StartAt, Worker};
 
 /// The worker index a Kubernetes Indexed Job gives each pod.
 pub const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 /// How many workers share the run, when `--worker` is not given.
 pub const COUNT_ENV: &str = "RESPBENCH_WORKERS";
-/// The most workers one run may be split over.
-const MAX_WORKERS: u64 = 100_000;
 
-/// One worker of several: its index (from 0) and how many there are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Worker {
-    /// This worker, from 0.
-    pub index: u64,
-    /// How many workers share the run.
-    pub count: u64,
+/// Parses `I/N` (0 ≤ I < N).
+pub fn parse_worker(text: &str) -> Result<Worker, String> {
+    let why = "expected INDEX/COUNT with 0 <= INDEX < COUNT, such as 0/4";
+    let bad = |why: &str| format!("invalid value '{text}' for --worker: {why}");
+    let (i, n) = text.split_once('/').ok_or_else(|| bad(why))?;
+    let number = |s: &str| s.trim().parse::<u64>().map_err(|_| bad(why));
+    Worker::new(number(i)?, number(n)?).map_err(|e| bad(&e))
 }
 
-impl Worker {
-    /// Parses `I/N` (0 ≤ I < N).
-    pub fn parse(text: &str) -> Result<Worker, String> {
-        let why = "expected INDEX/COUNT with 0 <= INDEX < COUNT, such as 0/4";
-        let bad = |why: &str| format!("invalid value '{text}' for --worker: {why}");
-        let (i, n) = text.split_once('/').ok_or_else(|| bad(why))?;
-        let number = |s: &str| s.trim().parse::<u64>().map_err(|_| bad(why));
-        Worker::new(number(i)?, number(n)?).map_err(|e| bad(&e))
-    }
-
-    /// Worker `index` of `count`, checked.
-    fn new(index: u64, count: u64) -> Result<Worker, String> {
-        if count == 0 || count > MAX_WORKERS {
-            return Err(format!("the count of workers must be 1 to {MAX_WORKERS}"));
-        }
-        if index >= count {
-            return Err(format!("the index counts from 0, so worker {index} of {count} does not exist"));
-        }
-        Ok(Worker { index, count })
-    }
-
-    /// The worker the environment names when `--worker` is absent: `JOB_COMPLETION_INDEX` (set
-    /// by a Kubernetes Indexed Job) of `RESPBENCH_WORKERS`. `None` without `RESPBENCH_WORKERS`
-    /// (an index alone splits nothing: a warning says so).
-    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<Option<Worker>, String> {
-        let index = var(INDEX_ENV);
-        let Some(count) = var(COUNT_ENV) else {
-            if let Some(i) = index {
-                eprintln!(
-                    "WARNING: {INDEX_ENV}={i} but {COUNT_ENV} is not set: this process runs the whole load \
+/// The worker the environment names when `--worker` is absent: `JOB_COMPLETION_INDEX` (set
+/// by a Kubernetes Indexed Job) of `RESPBENCH_WORKERS`. `None` without `RESPBENCH_WORKERS`
+/// (an index alone splits nothing: a warning says so).
+pub fn worker_from_env(var: impl Fn(&str) -> Option<String>) -> Result<Option<Worker>, String> {
+    let index = var(INDEX_ENV);
+    let Some(count) = var(COUNT_ENV) else {
+        if let Some(i) = index {
+            eprintln!(
+                "WARNING: {INDEX_ENV}={i} but {COUNT_ENV} is not set: this process runs the whole load \
                      (set {COUNT_ENV}=N, or --worker I/N, to split it)"
-                );
-            }
-            return Ok(None);
-        };
-        let count: u64 = count
-            .trim()
-            .parse()
-            .map_err(|_| format!("invalid value '{count}' in {COUNT_ENV}: expected the number of workers"))?;
-        let Some(index) = index else {
-            return Err(format!(
-                "{COUNT_ENV}={count} but {INDEX_ENV} is not set: say which worker this is with --worker \
-                 I/{count} or {INDEX_ENV}=I"
-            ));
-        };
-        let i: u64 = index
-            .trim()
-            .parse()
-            .map_err(|_| format!("invalid value '{index}' in {INDEX_ENV}: expected a worker index from 0"))?;
-        Worker::new(i, count).map(Some).map_err(|e| format!("{INDEX_ENV}={i}, {COUNT_ENV}={count}: {e}"))
-    }
-
-    /// This worker's share of `total`: where it begins and how many. Shares are as equal as
-    /// can be, the remainder going one each to the first workers, and they tile `[0, total)`.
-    pub fn share(&self, total: u64) -> (u64, u64) {
-        let (q, r) = (total / self.count, total % self.count);
-        let len = q + u64::from(self.index < r);
-        (self.index * q + self.index.min(r), len)
-    }
-
-    /// This worker's seed, from the run's: different for each index, reproducible.
-    pub fn seed(&self, seed: u64) -> u64 {
-        Rng::for_stream(seed ^ WORKER_SEED_TAG, self.index).next_u64()
-    }
-}
-
-/// Keeps the workers' seeds apart from the connections' streams of the same seed.
-const WORKER_SEED_TAG: u64 = 0x5745_524b_4552_5321;
-
-/// What the whole run was, of which a worker does its share: the JSON's `config` records these,
-/// the same on every worker, and the shares under `worker`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Split {
-    /// This worker.
-    pub worker: Worker,
-    /// `-n` of the whole run.
-    pub requests: u64,
-    /// `-c` of the whole run (a list when it sweeps).
-    pub clients: Vec<usize>,
-    /// `--rps` of the whole run.
-    pub rates: Vec<u64>,
-    /// `--seed` of the whole run (or the clock's).
-    pub seed: u64,
-    /// This worker's part of the `-r` keyspace, the first key and how many: what
-    /// `--key-dist sequential` and `--preload` go over.
-    pub keys: Option<(u64, u64)>,
-}
-
-/// Makes `cfg`, the whole run, this worker's share of it.
-pub fn split(cfg: &mut Config, worker: Worker) -> Result<(), String> {
-    let Worker { index, count } = worker;
-    let who = format!("--worker {index}/{count}");
-    let whole = Split {
-        worker,
-        requests: cfg.requests,
-        clients: cfg.sweep.clients.clone(),
-        rates: cfg.open.rates.clone(),
-        seed: cfg.seed,
-        keys: None,
+            );
+        }
+        return Ok(None);
     };
-    let mut clients = Vec::new();
-    for &c in &cfg.sweep.clients {
-        if (c as u64) < count {
-            return Err(format!(
-                "{who}: -c {c} gives {count} workers fewer than one connection each; give -c {count} or more \
-                 (-c is the whole run's, divided among the workers)"
-            ));
-        }
-        clients.push(worker.share(c as u64).1 as usize);
-    }
-    let mut rates = Vec::new();
-    for &r in &cfg.open.rates {
-        if r < count {
-            return Err(format!(
-                "{who}: --rps {r} gives {count} workers less than one request per second each (--rps is the \
-                 whole run's, divided among the workers)"
-            ));
-        }
-        rates.push(worker.share(r).1);
-    }
-    if let Some(n) = cfg.keyspace.filter(|&n| n < count) {
-        let by = if cfg.preload { Some("--preload") } else { None };
-        if let Some(by) = by.or((cfg.key_dist == KeyDist::Sequential).then_some("--key-dist sequential")) {
-            return Err(format!(
-                "{who}: {by} over -r {n} keys leaves some of {count} workers no key; give -r {count} or more"
-            ));
-        }
-    }
-    // Sequential keys and --preload go over this share only; other distributions draw from the
-    // whole keyspace.
-    let keys = cfg.keyspace.map(|n| worker.share(n));
-    cfg.requests = worker.share(cfg.requests).1;
-    cfg.sweep.clients = clients;
-    cfg.clients = cfg.sweep.clients[0];
-    cfg.open.rates = rates;
-    cfg.seed = worker.seed(cfg.seed);
-    cfg.split = Some(Split { keys, ..whole });
-    Ok(())
+    let count: u64 = count
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid value '{count}' in {COUNT_ENV}: expected the number of workers"))?;
+    let Some(index) = index else {
+        return Err(format!(
+            "{COUNT_ENV}={count} but {INDEX_ENV} is not set: say which worker this is with --worker \
+                 I/{count} or {INDEX_ENV}=I"
+        ));
+    };
+    let i: u64 = index
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid value '{index}' in {INDEX_ENV}: expected a worker index from 0"))?;
+    Worker::new(i, count).map(Some).map_err(|e| format!("{INDEX_ENV}={i}, {COUNT_ENV}={count}: {e}"))
 }
 
-/// `--start-at`: when the measured window begins, in microseconds since the Unix epoch, and the
-/// text given.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StartAt {
-    /// Microseconds since the Unix epoch.
-    pub unix_us: u64,
-    /// As given.
-    pub text: String,
-}
-
-impl StartAt {
-    /// Parses RFC 3339 (`2026-12-01T10:00:00Z`, `2026-12-01T11:00:00.5+01:00`) or Unix seconds
-    /// (`1796119200`, fractions allowed).
-    pub fn parse(text: &str) -> Result<StartAt, String> {
-        let bad = |why: &str| format!("invalid value '{text}' for --start-at: {why}");
-        let t = text.trim();
-        let unix_us = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-            let (secs, frac) = t.split_once('.').unwrap_or((t, ""));
-            let secs: u64 = secs.parse().map_err(|_| bad("expected Unix seconds such as 1796119200.5"))?;
-            if frac.contains('.') {
-                return Err(bad("expected Unix seconds such as 1796119200.5"));
-            }
-            secs.checked_mul(1_000_000)
-                .and_then(|us| us.checked_add(fraction_micros(frac)))
-                .filter(|&us| us <= LATEST_US)
-                .ok_or_else(|| bad("too far in the future"))?
-        } else {
-            rfc3339_micros(t).map_err(|why| bad(&why))?
-        };
-        Ok(StartAt { unix_us, text: t.to_string() })
-    }
-
-    /// The instant as a `SystemTime`.
-    pub fn time(&self) -> SystemTime {
-        UNIX_EPOCH + Duration::from_micros(self.unix_us)
-    }
+/// Parses RFC 3339 (`2026-12-01T10:00:00Z`, `2026-12-01T11:00:00.5+01:00`) or Unix seconds
+/// (`1796119200`, fractions allowed).
+pub fn parse_start_at(text: &str) -> Result<StartAt, String> {
+    let bad = |why: &str| format!("invalid value '{text}' for --start-at: {why}");
+    let t = text.trim();
+    let unix_us = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let (secs, frac) = t.split_once('.').unwrap_or((t, ""));
+        let secs: u64 = secs.parse().map_err(|_| bad("expected Unix seconds such as 1796119200.5"))?;
+        if frac.contains('.') {
+            return Err(bad("expected Unix seconds such as 1796119200.5"));
+        }
+        secs.checked_mul(1_000_000)
+            .and_then(|us| us.checked_add(fraction_micros(frac)))
+            .filter(|&us| us <= LATEST_US)
+            .ok_or_else(|| bad("too far in the future"))?
+    } else {
+        rfc3339_micros(t).map_err(|why| bad(&why))?
+    };
+    Ok(StartAt { unix_us, text: t.to_string() })
 }
 
 /// The latest instant `--start-at` takes: the end of the year 9999.
@@ -308,13 +175,13 @@ mod tests {
 
     #[test]
     fn worker_parses_and_refuses() {
-        assert_eq!(Worker::parse("0/4"), Ok(Worker { index: 0, count: 4 }));
-        assert_eq!(Worker::parse("3/4"), Ok(Worker { index: 3, count: 4 }));
+        assert_eq!(parse_worker("0/4"), Ok(Worker { index: 0, count: 4 }));
+        assert_eq!(parse_worker("3/4"), Ok(Worker { index: 3, count: 4 }));
         for bad in ["4/4", "1/0", "-1/4", "1", "a/b", "1/4/5", "", "0/100001"] {
-            let e = Worker::parse(bad).unwrap_err();
+            let e = parse_worker(bad).unwrap_err();
             assert!(e.contains("--worker"), "{bad}: {e}");
         }
-        assert!(Worker::parse("4/4").unwrap_err().contains("counts from 0"));
+        assert!(parse_worker("4/4").unwrap_err().contains("counts from 0"));
     }
 
     #[test]
@@ -323,50 +190,20 @@ mod tests {
             move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
         }
         let both = [(INDEX_ENV, "2"), (COUNT_ENV, "5")];
-        assert_eq!(Worker::from_env(env(&both)), Ok(Some(Worker { index: 2, count: 5 })));
-        assert_eq!(Worker::from_env(env(&[])), Ok(None));
-        assert_eq!(Worker::from_env(env(&[(INDEX_ENV, "2")])), Ok(None));
-        let e = Worker::from_env(env(&[(COUNT_ENV, "5")])).unwrap_err();
+        assert_eq!(worker_from_env(env(&both)), Ok(Some(Worker { index: 2, count: 5 })));
+        assert_eq!(worker_from_env(env(&[])), Ok(None));
+        assert_eq!(worker_from_env(env(&[(INDEX_ENV, "2")])), Ok(None));
+        let e = worker_from_env(env(&[(COUNT_ENV, "5")])).unwrap_err();
         assert!(e.contains(INDEX_ENV), "{e}");
-        let e = Worker::from_env(env(&[(INDEX_ENV, "5"), (COUNT_ENV, "5")])).unwrap_err();
+        let e = worker_from_env(env(&[(INDEX_ENV, "5"), (COUNT_ENV, "5")])).unwrap_err();
         assert!(e.contains("JOB_COMPLETION_INDEX=5, RESPBENCH_WORKERS=5"), "{e}");
-        assert!(Worker::from_env(env(&[(INDEX_ENV, "x"), (COUNT_ENV, "5")])).is_err());
-        assert!(Worker::from_env(env(&[(INDEX_ENV, "0"), (COUNT_ENV, "five")])).is_err());
-    }
-
-    proptest! {
-        /// The shares tile [0, total) in order, and differ by at most one.
-        #[test]
-        fn shares_tile_the_total(total in 0u64..1_000_000_000_000, count in 1u64..300) {
-            let mut next = 0;
-            let mut sizes = Vec::new();
-            for index in 0..count {
-                let (first, len) = Worker { index, count }.share(total);
-                prop_assert_eq!(first, next);
-                next += len;
-                sizes.push(len);
-            }
-            prop_assert_eq!(next, total);
-            prop_assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1);
-            // The extra ones go to the first workers.
-            prop_assert!(sizes.windows(2).all(|w| w[0] >= w[1]));
-        }
-    }
-
-    #[test]
-    fn seeds_differ_per_worker_and_repeat() {
-        let seeds: Vec<u64> = (0..100).map(|i| Worker { index: i, count: 100 }.seed(42)).collect();
-        let mut distinct = seeds.clone();
-        distinct.sort_unstable();
-        distinct.dedup();
-        assert_eq!(distinct.len(), 100);
-        assert_eq!(Worker { index: 7, count: 100 }.seed(42), seeds[7]);
-        assert_ne!(Worker { index: 7, count: 100 }.seed(43), seeds[7]);
+        assert!(worker_from_env(env(&[(INDEX_ENV, "x"), (COUNT_ENV, "5")])).is_err());
+        assert!(worker_from_env(env(&[(INDEX_ENV, "0"), (COUNT_ENV, "five")])).is_err());
     }
 
     #[test]
     fn start_at_reads_rfc3339_and_unix_seconds() {
-        let us = |t: &str| StartAt::parse(t).map(|s| s.unix_us);
+        let us = |t: &str| parse_start_at(t).map(|s| s.unix_us);
         // `date -d 2026-12-01T10:00:00Z +%s` is 1796119200.
         assert_eq!(us("2026-12-01T10:00:00Z"), Ok(1_796_119_200_000_000));
         assert_eq!(us("2026-12-01t10:00:00z"), Ok(1_796_119_200_000_000));
@@ -406,7 +243,7 @@ mod tests {
             "99999999999999999999",
             "+1796119200",
         ] {
-            let e = StartAt::parse(bad).unwrap_err();
+            let e = parse_start_at(bad).unwrap_err();
             assert!(e.starts_with(&format!("invalid value '{bad}' for --start-at")), "{bad}: {e}");
         }
     }
@@ -429,7 +266,7 @@ mod tests {
                 offset.abs() / 60,
                 offset.abs() % 60
             );
-            prop_assert_eq!(StartAt::parse(&text).map(|s| s.unix_us), Ok(secs * 1_000_000), "{}", text);
+            prop_assert_eq!(parse_start_at(&text).map(|s| s.unix_us), Ok(secs * 1_000_000), "{}", text);
         }
     }
 

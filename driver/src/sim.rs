@@ -1,17 +1,24 @@
 //! Simulation (feature `sim`): the real [`Link`]s of a test, with their drain rule, read rule,
-//! timeouts and `--reconnect`, driven over in-memory sockets against a scripted server on a
+//! timeouts and `--reconnect`, driven over in-memory sockets against scripted servers on a
 //! [`VirtualClock`]. One thread, no sleeps: when nothing can run, the clock jumps to the next
 //! thing that happens (a reply's arrival, a connection's timeout, an outage, an interrupt).
 //!
-//! The loop waits as a backend does ([`Shape`]): mio's by default (sockets edge-triggered: a read
-//! edge when bytes, a FIN or a reset arrive, a write edge when the server has read what filled
-//! the socket's buffer and the last drain said it was full; timeouts in [`Timers`], a [`Watch`]
-//! for the stop and the budget), smol's or uring's, so what it checks is what the backends run.
-//! Over several nodes, see [`crate::sim::cluster`]'s scripted server.
+//! The loop waits as a backend does ([`Shape`]). mio's and uring's run on the backends' own loop
+//! skeleton, [`Table`], with the in-memory sockets as its [`Sockets`] (the simulation adds only
+//! what the kernel does: mio's edges, a read edge when bytes, a FIN or a reset arrive, a write
+//! edge when the server has read what filled the socket's buffer and the last drain said it was
+//! full, and a connect that completes later; uring's receive completions, each on its own).
+//! smol's way (a task per connection with a timer of its own, a publisher that nudges) is the
+//! simulation's own loop. So what it checks is what the backends run.
 //!
-//! The server is one queue, like Redis' one thread: a command read at `t` starts when the server
-//! is free (and not in a stall window) and its answer leaves `service` later; a [`Script`]
-//! decides each answer ([`Action`], as the e2e tests' fake TCP server does).
+//! A client has a socket per node over several nodes ([`Sim::nodes`]: a server per address,
+//! [`cluster::ClusterServer`]'s nodes); a node that has not appeared gets a socket only when the
+//! client names it, and the nodes the client wakes are drained after each drain, as the backends
+//! do.
+//!
+//! Each server is one queue, like Redis' one thread: a command read at `t` starts when the
+//! server is free (and not in a stall window) and its answer leaves `service` later; a
+//! [`Script`] decides each answer ([`Action`], as the e2e tests' fake TCP server does).
 
 pub mod cluster;
 
@@ -23,7 +30,10 @@ use std::time::Duration;
 use crate::{Progress, TestRun};
 use respbench_core::{Endpoint, Outcome, RunError, Time};
 
-use crate::{on_threads, Link, Next, Tally, Timers, VirtualClock, Watch, PUBLISH_EVERY, READ_BUF};
+use crate::{
+    on_threads, resolve_all, Link, Next, Sockets, Table, Tally, Target, Timers, VirtualClock, Watch,
+    PUBLISH_EVERY, READ_BUF,
+};
 
 /// What the server does with one command.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -375,18 +385,6 @@ impl Peer {
     }
 }
 
-/// One connection of the simulated loop.
-struct Slot {
-    link: Link,
-    sock: Option<(Socket, Peer)>,
-    /// The last drain said the socket was full: the server reading from it is a write edge.
-    write_blocked: bool,
-    /// [`Next::Ended`]: nothing more happens to it.
-    ended: bool,
-    /// A connect under way, and when it completes.
-    connecting: Option<Time>,
-}
-
 /// Which backend's way of waiting the loop follows: the same [`Link`]s should give the same test
 /// under each (where they do not, the difference is the backend's).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -442,6 +440,8 @@ pub struct SimResult {
     /// The run's live figures at the end ([`Progress::live`] is 0 when every connection that
     /// went live left).
     pub progress: Arc<Progress>,
+    /// Commands each server read, handshakes included, in the order the servers were given.
+    pub per_server: Vec<u64>,
 }
 
 impl SimResult {
@@ -456,13 +456,14 @@ impl SimResult {
     }
 }
 
-/// A simulated test: `run`'s connections against `server`.
+/// A simulated test: `run`'s clients against one server, or against a server per node.
 #[derive(Debug)]
 pub struct Sim {
     /// The clock every [`Tally`] of the test reads.
     pub clock: VirtualClock,
     run: TestRun,
-    server: Server,
+    /// The servers, by the address a connect goes to (`None`: any address, the one server).
+    servers: Vec<(Option<String>, Server)>,
     interrupt_at: Option<Time>,
     read_buf: usize,
     give_up_at: Time,
@@ -472,10 +473,21 @@ pub struct Sim {
 impl Sim {
     /// `run` (one event loop: `threads` 1; one node) against `server`, from virtual time zero.
     pub fn new(run: TestRun, server: Server) -> Sim {
+        Sim::with_servers(run, vec![(None, server)])
+    }
+
+    /// `run` over several nodes (its plan's [`respbench_core::cluster::Cluster`]) against a
+    /// server per address (`host:port`, as the nodes' endpoints and the redirects name them):
+    /// a connect to an address none has is refused.
+    pub fn nodes(run: TestRun, servers: Vec<(String, Server)>) -> Sim {
+        Sim::with_servers(run, servers.into_iter().map(|(a, s)| (Some(a), s)).collect())
+    }
+
+    fn with_servers(run: TestRun, servers: Vec<(Option<String>, Server)>) -> Sim {
         Sim {
             clock: VirtualClock::new(),
             run,
-            server,
+            servers,
             interrupt_at: None,
             read_buf: READ_BUF,
             give_up_at: Time::MAX,
@@ -509,77 +521,109 @@ impl Sim {
         self
     }
 
+    /// The server a connect to `target` reaches.
+    fn server_at(&self, target: &Target) -> Option<usize> {
+        let addr = match target {
+            Target::Tcp(a) => a.to_string(),
+            Target::Unix(p) => p.display().to_string(),
+        };
+        self.servers.iter().position(|(a, _)| a.as_ref().is_none_or(|a| *a == addr))
+    }
+
     /// Runs the test to its end.
     pub fn run(self) -> Result<SimResult, RunError> {
         assert_eq!(self.run.loops(), 1, "the simulation runs one event loop");
-        assert!(self.run.plan.cluster.is_none(), "the simulation runs one node");
+        let targets = resolve_all(&self.run)?;
         let extra = Mutex::new(None);
         let outcome = on_threads(&self.run, &self.clock, |t, start| {
             let tally = Tally::new(&self.run, t, None, &self.clock, start)?;
-            let mut l = Loop::new(&self, tally);
-            l.run();
-            let Loop { tally, log, commands, accepted, open, .. } = l;
-            *extra.lock().unwrap_or_else(|e| e.into_inner()) = Some((log, commands, accepted, open));
-            Ok(tally.finish())
+            let (net, outcome) = match self.shape {
+                Shape::Mio | Shape::Uring => {
+                    let mut l =
+                        TableLoop { table: Table::new(&self.run, t, tally, &targets), net: Net::new(&self) };
+                    run_loop(&mut l);
+                    let TableLoop { table, mut net } = l;
+                    let outcome = table.finish(&mut net);
+                    (net, outcome)
+                }
+                Shape::Smol => {
+                    let mut l = SmolLoop::new(&self, tally, &targets);
+                    run_loop(&mut l);
+                    let SmolLoop { tally, net, .. } = l;
+                    (net, tally.finish())
+                }
+            };
+            let stuck = net.slots.iter().filter(|s| s.started && !s.ended).count();
+            *extra.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some((net.log, net.commands, net.accepted, stuck, net.per_server));
+            Ok(outcome)
         })?;
-        let (log, commands, accepted, stuck) =
+        let (log, commands, accepted, stuck, per_server) =
             extra.into_inner().unwrap_or_else(|e| e.into_inner()).unwrap_or_default();
         let progress = Arc::clone(&self.run.progress);
-        Ok(SimResult { outcome, end: self.clock.now(), log, commands, accepted, stuck, progress })
+        Ok(SimResult { outcome, end: self.clock.now(), log, commands, accepted, stuck, progress, per_server })
     }
 }
 
-struct Loop<'a> {
+/// A socket the server accepted, and which server.
+struct Conn {
+    sock: Socket,
+    peer: Peer,
+    server: usize,
+}
+
+/// One slot of the loop: node `n` of the loop's client `c` is slot `c * nodes + n`.
+#[derive(Default)]
+struct Slot {
+    conn: Option<Conn>,
+    /// A connect under way: when it completes, and to which server (`None`: refused then).
+    connecting: Option<(Time, Option<usize>)>,
+    /// The last drain said the socket was full: the server reading from it is a write edge.
+    write_blocked: bool,
+    /// A socket was opened for it (a node that has not appeared waits).
+    started: bool,
+    /// [`Next::Ended`]: nothing more happens to it.
+    ended: bool,
+}
+
+/// The network and the servers' side of a simulated loop: the in-memory sockets of every
+/// slot and what each server does with them. As the loop's [`Sockets`], what [`Table`] opens,
+/// drains and closes.
+struct Net<'a> {
     sim: &'a Sim,
-    tally: Tally,
     slots: Vec<Slot>,
+    /// Each slot's connection number for the log: client `c`'s node `n` is `c * nodes + n`.
     indices: Vec<u64>,
-    timers: Timers,
-    watch: Watch,
-    /// Connections not yet ended.
-    open: usize,
     buf: Vec<u8>,
     log: Vec<(Time, u64, Happening)>,
     commands: u64,
     accepted: u64,
-    /// When the server is free again (one queue).
-    server_free: Time,
-    /// Outages whose start has been acted on.
-    outages_begun: usize,
+    per_server: Vec<u64>,
+    /// When each server is free again (one queue each).
+    server_free: Vec<Time>,
+    /// Each server's outages whose start has been acted on.
+    outages_begun: Vec<usize>,
     interrupted: bool,
-    /// [`Shape::Smol`]: when the publisher looks next.
-    next_publish: Time,
 }
 
-impl<'a> Loop<'a> {
-    fn new(sim: &'a Sim, tally: Tally) -> Loop<'a> {
-        let indices = sim.run.clients_of(0);
-        let slots: Vec<Slot> = indices
-            .iter()
-            .map(|&i| Slot {
-                link: Link::new(&tally, i),
-                sock: None,
-                write_blocked: false,
-                ended: false,
-                connecting: None,
-            })
-            .collect();
-        Loop {
+impl<'a> Net<'a> {
+    fn new(sim: &'a Sim) -> Net<'a> {
+        let nodes = sim.run.plan.nodes() as u64;
+        let indices: Vec<u64> =
+            sim.run.clients_of(0).iter().flat_map(|&c| (0..nodes).map(move |n| c * nodes + n)).collect();
+        let servers = sim.servers.len();
+        Net {
             sim,
-            tally,
-            timers: Timers::new(slots.len()),
-            slots,
+            slots: indices.iter().map(|_| Slot::default()).collect(),
             indices,
-            watch: Watch::default(),
-            open: 0,
             buf: vec![0; sim.read_buf],
             log: Vec::new(),
             commands: 0,
             accepted: 0,
-            server_free: Time::ZERO,
-            outages_begun: 0,
+            per_server: vec![0; servers],
+            server_free: vec![Time::ZERO; servers],
+            outages_begun: vec![0; servers],
             interrupted: false,
-            next_publish: Time::ZERO,
         }
     }
 
@@ -592,208 +636,131 @@ impl<'a> Loop<'a> {
         self.log.push((now, self.indices[i], what));
     }
 
-    fn run(&mut self) {
-        for i in 0..self.slots.len() {
-            self.open += 1;
-            self.connect(i);
-        }
-        let mut last_publish = self.now();
-        self.next_publish = self.publisher_wakes();
-        while self.open > 0 {
-            // Everything that can happen at this instant, until nothing more does; a loop that
-            // never runs out of work at one instant is a busy loop on a real backend too.
-            let mut passes = 0u32;
-            while self.step() {
-                passes += 1;
-                assert!(passes < 1_000_000, "busy loop at {:?}", self.now());
-            }
-            if self.open == 0 {
-                break;
-            }
-            let Some(next) = self.next_time() else { break };
-            if next >= self.sim.give_up_at {
-                break;
-            }
-            self.sim.clock.advance_to(next);
-            if self.sim.shape != Shape::Smol
-                && self.now().nanos_since(last_publish) >= PUBLISH_EVERY.as_nanos() as u64
-            {
-                last_publish = self.now();
-                self.tally.publish();
-            }
-        }
-    }
-
-    /// One pass over what is due now; `true` if anything happened.
-    fn step(&mut self) -> bool {
-        let now = self.now();
+    /// The interrupt and the servers' outages due by now; `true` if any was.
+    fn events(&mut self, now: Time) -> bool {
         let mut any = false;
         if let Some(t) = self.sim.interrupt_at.filter(|&t| t <= now && !self.interrupted) {
             self.interrupted = true;
-            self.tally.plan().stop.request(t);
+            self.sim.run.plan.stop.request(t);
             any = true;
         }
-        let outages = &self.sim.server.outages;
-        while self.outages_begun < outages.len() && outages[self.outages_begun].0 <= now {
-            self.outages_begun += 1;
-            // Killed: every open socket is reset; what it had not sent is gone.
-            for s in &mut self.slots {
-                if let Some((_, peer)) = &mut s.sock {
-                    peer.done = true;
-                    peer.outbox.clear();
-                    peer.outbox.push_back((now, Chunk::Reset));
+        for (s, (_, server)) in self.sim.servers.iter().enumerate() {
+            while self.outages_begun[s] < server.outages.len()
+                && server.outages[self.outages_begun[s]].0 <= now
+            {
+                self.outages_begun[s] += 1;
+                // Killed: every open socket is reset; what it had not sent is gone.
+                for c in self.slots.iter_mut().filter_map(|s| s.conn.as_mut()).filter(|c| c.server == s) {
+                    c.peer.done = true;
+                    c.peer.outbox.clear();
+                    c.peer.outbox.push_back((now, Chunk::Reset));
                 }
-            }
-            any = true;
-        }
-        for i in 0..self.slots.len() {
-            if self.slots[i].connecting.is_some_and(|t| t <= now) {
                 any = true;
-                self.connect_done(i);
-            }
-        }
-        // Read edges: what arrived by now.
-        for i in 0..self.slots.len() {
-            if self.sim.shape == Shape::Uring {
-                any |= self.complete(i, now);
-                continue;
-            }
-            let slot = &mut self.slots[i];
-            let Some((sock, peer)) = &mut slot.sock else { continue };
-            let mut arrived = false;
-            while peer.outbox.front().is_some_and(|(t, _)| *t <= now) {
-                let Some((_, chunk)) = peer.outbox.pop_front() else { break };
-                match chunk {
-                    Chunk::Bytes(b) => sock.deliver(&b),
-                    Chunk::Fin => sock.deliver_fin(),
-                    Chunk::Reset => sock.deliver_reset(),
-                }
-                arrived = true;
-            }
-            let (read, hangup) = match self.sim.shape {
-                Shape::Smol => (sock.unread() > 0 || sock.hung_up(), false),
-                _ => (arrived, sock.hung_up()),
-            };
-            if read {
-                any = true;
-                slot.link.read(0, sock, &mut self.buf, hangup, &mut self.tally);
-                self.drain(i);
-            }
-        }
-        // The server reads what was written; a socket that was full gets its write edge.
-        for i in 0..self.slots.len() {
-            if self.serve(i) {
-                any = true;
-                if self.slots[i].write_blocked {
-                    self.drain(i);
-                }
-            }
-        }
-        match self.sim.shape {
-            Shape::Mio | Shape::Uring => {
-                if self.watch.changed(self.tally.plan(), now) {
-                    // A stop asked for, or the budget spent: timeouts taken earlier are out of date.
-                    for i in 0..self.slots.len() {
-                        self.schedule(i);
-                    }
-                }
-            }
-            Shape::Smol if now >= self.next_publish => {
-                self.tally.publish();
-                if self.watch.changed(self.tally.plan(), now) {
-                    any = true;
-                    // The nudge: every waiting connection looks again.
-                    for i in 0..self.slots.len() {
-                        if !self.slots[i].ended {
-                            self.slots[i].link.on_timeout(0, &mut self.tally);
-                            self.drain(i);
-                        }
-                    }
-                }
-                self.next_publish = self.publisher_wakes();
-            }
-            Shape::Smol => {}
-        }
-        while let Some(i) = self.timers.pop_due(now) {
-            any = true;
-            if self.slots[i].link.timeout(0).is_some_and(|t| t <= now) {
-                self.slots[i].link.on_timeout(0, &mut self.tally);
-                self.drain(i);
-            } else {
-                self.schedule(i);
             }
         }
         any
     }
 
-    /// [`Shape::Uring`]: what arrived on slot `i` by `now`, as receive completions, each
-    /// handed to the connection on its own (a buffer of at most [`URING_RECV`] bytes, the end
-    /// of the stream, an error) and drained after; `true` if any came.
-    fn complete(&mut self, i: usize, now: Time) -> bool {
-        let Some((_, peer)) = &mut self.slots[i].sock else { return false };
-        let conn = peer.conn;
-        let mut due = Vec::new();
-        while peer.outbox.front().is_some_and(|(t, _)| *t <= now) {
-            due.extend(peer.outbox.pop_front().map(|(_, c)| c));
-        }
-        let any = !due.is_empty();
-        for chunk in due {
-            let pieces: Vec<Delivered> = match &chunk {
-                Chunk::Bytes(b) => b.chunks(URING_RECV).map(Delivered::Bytes).collect(),
-                Chunk::Fin => vec![Delivered::End],
-                Chunk::Reset => vec![Delivered::Failed],
-            };
-            for mut d in pieces {
-                let slot = &mut self.slots[i];
-                // Completions of a socket closed meanwhile only give their buffers back.
-                let Some((sock, peer)) = &mut slot.sock else { return any };
-                if peer.conn != conn {
-                    return any;
-                }
-                if matches!(d, Delivered::Failed) {
-                    sock.deliver_reset();
-                }
-                slot.link.read(0, &mut d, &mut self.buf, false, &mut self.tally);
-                self.drain(i);
-            }
-        }
-        any
+    /// Whether slot `i`'s connect completes by `now`.
+    fn connect_due(&self, i: usize, now: Time) -> bool {
+        self.slots[i].connecting.is_some_and(|(t, _)| t <= now)
     }
 
-    /// The next time anything happens.
-    fn next_time(&self) -> Option<Time> {
+    /// Slot `i`'s connect completes now: refused while its server is down (or when no server
+    /// has its address), else accepted.
+    fn finish_connect(&mut self, i: usize) -> io::Result<()> {
         let now = self.now();
-        let replies = self.slots.iter().filter_map(|s| s.sock.as_ref()?.1.outbox.front().map(|(t, _)| *t));
-        let connects = self.slots.iter().filter_map(|s| s.connecting);
-        let outage = self.sim.server.outages.get(self.outages_begun).map(|o| o.0);
-        let interrupt = self.sim.interrupt_at.filter(|_| !self.interrupted);
-        let watch = match self.sim.shape {
-            Shape::Mio | Shape::Uring => Watch::next_event(self.tally.plan(), now),
-            Shape::Smol => Some(self.next_publish),
+        let Some((_, to)) = self.slots[i].connecting.take() else { return Ok(()) };
+        let server = to.map(|s| (s, &self.sim.servers[s].1));
+        let up = server.filter(|(_, srv)| !srv.outages.iter().any(|&(from, to)| from <= now && now < to));
+        let Some((s, srv)) = up else {
+            self.note(i, Happening::Refused);
+            return Err(io::ErrorKind::ConnectionRefused.into());
         };
-        replies
-            .chain(connects)
-            .chain(self.timers.next())
-            .chain(outage)
-            .chain(interrupt)
-            .chain(watch)
-            .map(|t| t.max(now))
-            .min()
+        let mut peer = Peer { conn: self.accepted, ..Peer::default() };
+        if let Some(greet) = srv.on_accept.as_ref().and_then(|f| f(self.accepted)) {
+            peer.act(greet, now, None);
+        }
+        self.accepted += 1;
+        self.slots[i].conn = Some(Conn { sock: Socket::new(srv.socket), peer, server: s });
+        Ok(())
     }
 
-    /// [`Shape::Smol`]: when the publisher wakes next, from now: in [`PUBLISH_EVERY`], or at
-    /// the test's stop or abandon time if sooner.
-    fn publisher_wakes(&self) -> Time {
-        let now = self.now();
-        let tick = now + PUBLISH_EVERY;
-        Watch::next_event(self.tally.plan(), now).map_or(tick, |t| t.min(tick))
+    /// [`Shape::Mio`], [`Shape::Smol`]: what arrived on slot `i` by `now` reaches its socket,
+    /// and the connection reads it if the shape's readiness says so; `true` if it did.
+    fn read_ready(&mut self, i: usize, now: Time, link: &mut Link, node: usize, tally: &mut Tally) -> bool {
+        let Some(c) = &mut self.slots[i].conn else { return false };
+        let mut arrived = false;
+        while c.peer.outbox.front().is_some_and(|(t, _)| *t <= now) {
+            let Some((_, chunk)) = c.peer.outbox.pop_front() else { break };
+            match chunk {
+                Chunk::Bytes(b) => c.sock.deliver(&b),
+                Chunk::Fin => c.sock.deliver_fin(),
+                Chunk::Reset => c.sock.deliver_reset(),
+            }
+            arrived = true;
+        }
+        let (read, hangup) = match self.sim.shape {
+            Shape::Smol => (c.sock.unread() > 0 || c.sock.hung_up(), false),
+            _ => (arrived, c.sock.hung_up()),
+        };
+        if read {
+            link.read(node, &mut c.sock, &mut self.buf, hangup, tally);
+        }
+        read
     }
 
-    /// The server reads socket `i`'s bytes and queues its answers; `true` if it read any.
+    /// [`Shape::Uring`]: what arrived on slot `i` by `now`, as receive completions (a buffer of
+    /// at most [`URING_RECV`] bytes, the end of the stream, an error), with the socket's number.
+    fn completions(&mut self, i: usize, now: Time) -> (u64, Vec<Chunk>) {
+        let Some(c) = &mut self.slots[i].conn else { return (0, Vec::new()) };
+        let mut due = Vec::new();
+        while c.peer.outbox.front().is_some_and(|(t, _)| *t <= now) {
+            due.extend(c.peer.outbox.pop_front().map(|(_, c)| c));
+        }
+        (c.peer.conn, due)
+    }
+
+    /// Hands one receive completion of socket `conn` to slot `i`'s connection; `false` when
+    /// the socket was closed meanwhile (its late completions only give their buffers back).
+    fn complete(
+        &mut self,
+        i: usize,
+        conn: u64,
+        d: &mut Delivered,
+        link: &mut Link,
+        node: usize,
+        tally: &mut Tally,
+    ) -> bool {
+        let Some(c) = self.slots[i].conn.as_mut().filter(|c| c.peer.conn == conn) else { return false };
+        if matches!(d, Delivered::Failed) {
+            c.sock.deliver_reset();
+        }
+        link.read(node, d, &mut self.buf, false, tally);
+        true
+    }
+
+    /// The next time anything on the network happens: a reply's arrival, a connect's end, an
+    /// outage, the interrupt.
+    fn next_time(&self) -> Option<Time> {
+        let replies = self.slots.iter().filter_map(|s| s.conn.as_ref()?.peer.outbox.front().map(|(t, _)| *t));
+        let connects = self.slots.iter().filter_map(|s| s.connecting.map(|(t, _)| t));
+        let outages = self
+            .sim
+            .servers
+            .iter()
+            .zip(&self.outages_begun)
+            .filter_map(|((_, s), &k)| s.outages.get(k).map(|o| o.0));
+        let interrupt = self.sim.interrupt_at.filter(|_| !self.interrupted);
+        replies.chain(connects).chain(outages).chain(interrupt).min()
+    }
+
+    /// Slot `i`'s server reads its socket's bytes and queues its answers; `true` if it read any.
     fn serve(&mut self, i: usize) -> bool {
         let now = self.now();
-        let server = &self.sim.server;
-        let Some((sock, peer)) = &mut self.slots[i].sock else { return false };
+        let Some(c) = &mut self.slots[i].conn else { return false };
+        let server = &self.sim.servers[c.server].1;
+        let (sock, peer) = (&mut c.sock, &mut c.peer);
         if peer.done || sock.sent.is_empty() {
             return false;
         }
@@ -805,7 +772,9 @@ impl<'a> Loop<'a> {
             let action = (server.script)(&cmd);
             peer.index += 1;
             self.commands += 1;
-            let mut start = if server.parallel { now } else { now.max(self.server_free) };
+            self.per_server[c.server] += 1;
+            let free = &mut self.server_free[c.server];
+            let mut start = if server.parallel { now } else { now.max(*free) };
             for &(from, to) in &server.stalls {
                 if start >= from && start < to {
                     start = to;
@@ -813,7 +782,7 @@ impl<'a> Loop<'a> {
             }
             let done = start + server.service;
             if !server.parallel {
-                self.server_free = done;
+                *free = done;
             }
             if peer.act(action, done, server.segments) {
                 break;
@@ -822,86 +791,313 @@ impl<'a> Loop<'a> {
         true
     }
 
-    fn schedule(&mut self, i: usize) {
-        let link = &self.slots[i].link;
-        let at = match self.sim.shape {
-            Shape::Mio | Shape::Uring => link.timeout(0),
-            // A task looks at its timeout after each drain; it sleeps on a timer only for
-            // what `timer` keeps (the stop comes with the publisher's nudge).
-            Shape::Smol => {
-                let now = self.now();
-                if link.timeout(0).is_some_and(|t| t <= now) {
-                    Some(now)
-                } else {
-                    link.timer(0, self.tally.plan())
-                }
+    /// What the loop learns from a drain of slot `i`.
+    fn drained(&mut self, i: usize, next: Next) {
+        match next {
+            Next::Wait { write_blocked } => self.slots[i].write_blocked = write_blocked,
+            Next::Reconnect => self.note(i, Happening::Reconnect),
+            Next::Ended => {
+                self.slots[i].ended = true;
+                self.note(i, Happening::Ended);
             }
-        };
-        self.timers.schedule(i, at);
+            Next::Down => self.note(i, Happening::Down),
+        }
     }
+}
 
-    /// Starts a connect of slot `i`: it completes [`Server::connect_delay`] later.
-    fn connect(&mut self, i: usize) {
-        let now = self.now();
+impl Sockets for Net<'_> {
+    /// Starts a connect of slot `i`: it completes [`Server::connect_delay`] later (at once:
+    /// in the loop's next pass at this instant).
+    fn open(&mut self, i: usize, target: io::Result<Target>) -> io::Result<()> {
         self.note(i, Happening::Connect);
+        self.slots[i].started = true;
+        let server = self.sim.server_at(&target?);
+        let delay = server.map_or(Duration::ZERO, |s| self.sim.servers[s].1.connect_delay);
+        let now = self.now();
         let slot = &mut self.slots[i];
         slot.write_blocked = false;
-        slot.link.connecting(0, &self.tally);
-        let delay = self.sim.server.connect_delay;
-        if delay.is_zero() {
-            self.connect_done(i);
-        } else {
-            slot.connecting = Some(now + delay);
-            // The drain a backend makes after starting a connect: nothing to write yet.
-            self.drain(i);
-        }
+        slot.connecting = Some((now + delay, server));
+        Ok(())
     }
 
-    /// Slot `i`'s connect completes now: refused while the server is down, else connected.
-    fn connect_done(&mut self, i: usize) {
-        let now = self.now();
-        self.slots[i].connecting = None;
-        let refused = self.sim.server.outages.iter().any(|&(from, to)| from <= now && now < to);
-        if refused {
-            self.note(i, Happening::Refused);
-        }
+    fn drain(&mut self, i: usize, link: &mut Link, node: usize, tally: &mut Tally) -> Next {
+        let next = link.drain(node, self.slots[i].conn.as_mut().map(|c| &mut c.sock), tally);
+        self.drained(i, next);
+        next
+    }
+
+    fn close(&mut self, i: usize) {
         let slot = &mut self.slots[i];
-        if refused {
-            slot.link.connect_failed(0, &io::ErrorKind::ConnectionRefused.into(), &self.tally);
-        } else {
-            let mut peer = Peer { conn: self.accepted, ..Peer::default() };
-            if let Some(greet) = self.sim.server.on_accept.as_ref().and_then(|f| f(self.accepted)) {
-                peer.act(greet, now, None);
-            }
-            self.accepted += 1;
-            slot.sock = Some((Socket::new(self.sim.server.socket), peer));
-            slot.link.connected(0, &mut self.tally);
+        slot.conn = None;
+        slot.write_blocked = false;
+        slot.connecting = None;
+    }
+}
+
+/// What the shared parts of a simulated loop need of the loop that waits as a backend does.
+trait Waits<'a> {
+    /// The network and the servers.
+    fn net(&mut self) -> &mut Net<'a>;
+    /// The network, slot `i`'s client and node, and the tally.
+    fn parts(&mut self, i: usize) -> (&mut Net<'a>, &mut Link, usize, &mut Tally);
+    /// The drain rule on slot `i` and what the loop does about its outcome, then on the slots
+    /// of its client it woke.
+    fn drain(&mut self, i: usize);
+    /// The backend's own part of one pass at `now` (timers, the stop); `true` if anything
+    /// happened.
+    fn wake(&mut self, now: Time) -> bool;
+    /// The earliest of the loop's own times (timers, the watch).
+    fn next_own(&self, now: Time) -> Option<Time>;
+    /// Starts the loop: opens the sockets of the known nodes.
+    fn start(&mut self);
+    /// Whether a slot has not ended yet.
+    fn is_open(&self) -> bool;
+}
+
+/// Runs a loop until every connection ended or nothing more can happen.
+fn run_loop<'a>(l: &mut impl Waits<'a>) {
+    l.start();
+    while l.is_open() {
+        // Everything that can happen at this instant, until nothing more does; a loop that
+        // never runs out of work at one instant is a busy loop on a real backend too.
+        let mut passes = 0u32;
+        while step(l) {
+            passes += 1;
+            assert!(passes < 1_000_000, "busy loop at {:?}", l.net().now());
         }
-        self.drain(i);
+        if !l.is_open() {
+            break;
+        }
+        let now = l.net().now();
+        let Some(next) = l.net().next_time().into_iter().chain(l.next_own(now)).map(|t| t.max(now)).min()
+        else {
+            break;
+        };
+        if next >= l.net().sim.give_up_at {
+            break;
+        }
+        l.net().sim.clock.advance_to(next);
+    }
+}
+
+/// One pass over what is due now; `true` if anything happened.
+fn step<'a>(l: &mut impl Waits<'a>) -> bool {
+    let now = l.net().now();
+    let mut any = l.net().events(now);
+    let slots = l.net().slots.len();
+    for i in 0..slots {
+        if l.net().connect_due(i, now) {
+            any = true;
+            let done = l.net().finish_connect(i);
+            let (_, link, n, tally) = l.parts(i);
+            match done {
+                Ok(()) => link.connected(n, tally),
+                Err(e) => link.connect_failed(n, &e, tally),
+            }
+            l.drain(i);
+        }
+    }
+    // Read edges (or completions): what arrived by now.
+    let uring = l.net().sim.shape == Shape::Uring;
+    for i in 0..slots {
+        if uring {
+            let (conn, due) = l.net().completions(i, now);
+            any |= !due.is_empty();
+            'socket: for chunk in &due {
+                let pieces: Vec<Delivered> = match chunk {
+                    Chunk::Bytes(b) => b.chunks(URING_RECV).map(Delivered::Bytes).collect(),
+                    Chunk::Fin => vec![Delivered::End],
+                    Chunk::Reset => vec![Delivered::Failed],
+                };
+                for mut d in pieces {
+                    let (net, link, n, tally) = l.parts(i);
+                    if !net.complete(i, conn, &mut d, link, n, tally) {
+                        break 'socket;
+                    }
+                    l.drain(i);
+                }
+            }
+            continue;
+        }
+        let (net, link, n, tally) = l.parts(i);
+        if net.read_ready(i, now, link, n, tally) {
+            any = true;
+            l.drain(i);
+        }
+    }
+    // The servers read what was written; a socket that was full gets its write edge.
+    for i in 0..slots {
+        if l.net().serve(i) {
+            any = true;
+            if l.net().slots[i].write_blocked {
+                l.drain(i);
+            }
+        }
+    }
+    l.wake(now) | any
+}
+
+/// [`Shape::Mio`] and [`Shape::Uring`]: the backends' own loop skeleton, [`Table`], over the
+/// in-memory sockets.
+struct TableLoop<'a> {
+    table: Table<'a>,
+    net: Net<'a>,
+}
+
+impl<'a> Waits<'a> for TableLoop<'a> {
+    fn net(&mut self) -> &mut Net<'a> {
+        &mut self.net
     }
 
-    /// The drain rule, and what the loop does about its outcome.
+    fn parts(&mut self, i: usize) -> (&mut Net<'a>, &mut Link, usize, &mut Tally) {
+        let (link, n, tally) = self.table.link(i);
+        (&mut self.net, link, n, tally)
+    }
+
     fn drain(&mut self, i: usize) {
-        let slot = &mut self.slots[i];
-        let next = slot.link.drain(0, slot.sock.as_mut().map(|(s, _)| s), &mut self.tally);
-        match next {
-            Next::Wait { write_blocked } => {
-                self.slots[i].write_blocked = write_blocked;
-                self.schedule(i);
+        self.table.drain(i, &mut self.net);
+    }
+
+    fn wake(&mut self, now: Time) -> bool {
+        let due = self.table.next_timer().is_some_and(|t| t <= now);
+        self.table.after_wait(&mut self.net);
+        due
+    }
+
+    fn next_own(&self, now: Time) -> Option<Time> {
+        self.table.next_timer().into_iter().chain(Watch::next_event(self.table.tally.plan(), now)).min()
+    }
+
+    fn start(&mut self) {
+        self.table.start(&mut self.net);
+    }
+
+    fn is_open(&self) -> bool {
+        self.table.is_open()
+    }
+}
+
+/// [`Shape::Smol`]: a task per client that waits on one timer of its own for the earliest
+/// [`Link::timer`] of its nodes (and then has every node look at its times), and a publisher
+/// that nudges them all.
+struct SmolLoop<'a> {
+    net: Net<'a>,
+    links: Vec<Link>,
+    nodes: usize,
+    targets: &'a [Target],
+    tally: Tally,
+    timers: Timers,
+    watch: Watch,
+    /// Slots to drain next: nodes of a client that queued requests for them.
+    wakes: Vec<usize>,
+    /// Slots not yet ended.
+    open: usize,
+    /// When the publisher looks next.
+    next_publish: Time,
+}
+
+impl<'a> SmolLoop<'a> {
+    fn new(sim: &'a Sim, tally: Tally, targets: &'a [Target]) -> SmolLoop<'a> {
+        let links: Vec<Link> = sim.run.clients_of(0).into_iter().map(|c| Link::new(&tally, c)).collect();
+        let nodes = sim.run.plan.nodes();
+        let net = Net::new(sim);
+        SmolLoop {
+            timers: Timers::new(links.len()),
+            net,
+            links,
+            nodes,
+            targets,
+            tally,
+            watch: Watch::default(),
+            wakes: Vec::new(),
+            open: 0,
+            next_publish: Time::ZERO,
+        }
+    }
+
+    /// When the publisher wakes next, from now: in [`PUBLISH_EVERY`], or at the test's stop
+    /// or abandon time if sooner.
+    fn publisher_wakes(&self) -> Time {
+        let now = self.tally.now();
+        let tick = now + PUBLISH_EVERY;
+        Watch::next_event(self.tally.plan(), now).map_or(tick, |t| t.min(tick))
+    }
+
+    /// The nodes of client `c` with a socket that has not ended.
+    fn live(&self, c: usize) -> impl Iterator<Item = usize> + '_ {
+        (0..self.nodes).filter(move |&n| {
+            let s = &self.net.slots[c * self.nodes + n];
+            s.started && !s.ended
+        })
+    }
+
+    /// A task looks at its nodes' timeouts after each drain; it sleeps on a timer only for
+    /// what `timer` keeps (the stop comes with the publisher's nudge).
+    fn schedule(&mut self, i: usize) {
+        let c = i / self.nodes;
+        let (link, now) = (&self.links[c], self.tally.now());
+        let due = self.live(c).filter_map(|n| link.timeout(n)).min();
+        let at = if due.is_some_and(|t| t <= now) {
+            Some(now)
+        } else {
+            self.live(c).filter_map(|n| link.timer(n, self.tally.plan())).min()
+        };
+        self.timers.schedule(c, at);
+    }
+
+    /// Client `c`'s timer fired or it was nudged: each of its nodes looks at its own times,
+    /// then each is drained (the last first, as the task's stack of nodes to drain has it).
+    fn on_timer(&mut self, c: usize) {
+        let live: Vec<usize> = self.live(c).collect();
+        for &n in &live {
+            self.links[c].on_timeout(n, &mut self.tally);
+        }
+        for &n in live.iter().rev() {
+            self.drain(c * self.nodes + n);
+        }
+    }
+
+    fn start_one(&mut self, i: usize) {
+        self.open += 1;
+        self.connect(i);
+    }
+
+    fn connect(&mut self, i: usize) {
+        let (link, n) = (&mut self.links[i / self.nodes], i % self.nodes);
+        link.connecting(n, &self.tally);
+        let target = link.target(n, self.targets);
+        if let Err(e) = self.net.open(i, target) {
+            link.connect_failed(n, &e, &self.tally);
+        }
+        // The drain a backend makes after starting a connect: nothing to write yet.
+        self.drain_one(i);
+    }
+
+    fn drain_one(&mut self, i: usize) {
+        let (c, n) = (i / self.nodes, i % self.nodes);
+        if !self.net.slots[i].started {
+            // Kept for a node that has not appeared: opened once it has.
+            if !self.links[c].is_dormant(n) {
+                self.start_one(i);
             }
+            return;
+        }
+        let link = &mut self.links[c];
+        let next = self.net.drain(i, link, n, &mut self.tally);
+        while let Some(w) = link.poll_wake() {
+            self.wakes.push(c * self.nodes + w);
+        }
+        match next {
+            Next::Wait { .. } => self.schedule(i),
             Next::Reconnect => {
-                self.note(i, Happening::Reconnect);
                 self.close(i);
                 self.connect(i);
             }
             Next::Ended => {
-                self.slots[i].ended = true;
-                self.note(i, Happening::Ended);
                 self.close(i);
                 self.open -= 1;
             }
             Next::Down => {
-                self.note(i, Happening::Down);
                 self.close(i);
                 self.schedule(i);
             }
@@ -909,11 +1105,68 @@ impl<'a> Loop<'a> {
     }
 
     fn close(&mut self, i: usize) {
-        let slot = &mut self.slots[i];
-        slot.sock = None;
-        slot.write_blocked = false;
-        slot.connecting = None;
-        slot.link.disconnected(0);
+        self.net.close(i);
+        self.links[i / self.nodes].disconnected(i % self.nodes);
+    }
+}
+
+impl<'a> Waits<'a> for SmolLoop<'a> {
+    fn net(&mut self) -> &mut Net<'a> {
+        &mut self.net
+    }
+
+    fn parts(&mut self, i: usize) -> (&mut Net<'a>, &mut Link, usize, &mut Tally) {
+        (&mut self.net, &mut self.links[i / self.nodes], i % self.nodes, &mut self.tally)
+    }
+
+    fn drain(&mut self, i: usize) {
+        self.drain_one(i);
+        while let Some(j) = self.wakes.pop() {
+            self.drain_one(j);
+        }
+    }
+
+    fn wake(&mut self, now: Time) -> bool {
+        let mut any = false;
+        if now >= self.next_publish {
+            self.tally.publish();
+            if self.watch.changed(self.tally.plan(), now) {
+                any = true;
+                // The nudge: every waiting task looks again.
+                for c in 0..self.links.len() {
+                    self.on_timer(c);
+                }
+            }
+            self.next_publish = self.publisher_wakes();
+        }
+        while let Some(c) = self.timers.pop_due(now) {
+            any = true;
+            let link = &self.links[c];
+            if self.live(c).any(|n| link.timeout(n).is_some_and(|t| t <= now)) {
+                self.on_timer(c);
+            } else {
+                // Moved later since: wait for the new time.
+                self.schedule(c * self.nodes);
+            }
+        }
+        any
+    }
+
+    fn next_own(&self, _now: Time) -> Option<Time> {
+        self.timers.next().into_iter().chain(Some(self.next_publish)).min()
+    }
+
+    fn start(&mut self) {
+        for i in 0..self.net.slots.len() {
+            if !self.links[i / self.nodes].is_dormant(i % self.nodes) {
+                self.start_one(i);
+            }
+        }
+        self.next_publish = self.publisher_wakes();
+    }
+
+    fn is_open(&self) -> bool {
+        self.open > 0
     }
 }
 

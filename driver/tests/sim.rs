@@ -14,7 +14,8 @@ use proptest::prelude::*;
 
 use respbench_core::template::{KeySpace, Template};
 use respbench_core::{
-    Backoff, Budget, ConnConfig, ConnError, Handshake, IoOp, OpenLoop, Plan, Stop, Time, Workload,
+    Backoff, Budget, ConnConfig, ConnError, Handshake, IoOp, OpenLoop, PipelineMode, Plan, Stop, Time,
+    Workload,
 };
 use respbench_driver::sim::cluster::ClusterServer;
 use respbench_driver::sim::{test_run, Action, Happening, Server, Shape, Sim, SimResult, SocketConfig};
@@ -43,6 +44,8 @@ struct Opts {
     n: Option<u64>,
     clients: usize,
     pipeline: u32,
+    /// `--pipeline-mode`.
+    mode: PipelineMode,
     keepalive: bool,
     handshake: Handshake,
     timeout: Option<Duration>,
@@ -70,6 +73,7 @@ impl Default for Opts {
             n: Some(5),
             clients: 1,
             pipeline: 1,
+            mode: PipelineMode::Window,
             keepalive: true,
             handshake: Handshake::default(),
             timeout: None,
@@ -93,6 +97,7 @@ impl Opts {
             conn: ConnConfig {
                 handshake: self.handshake.clone(),
                 pipeline: self.pipeline,
+                pipeline_mode: self.mode,
                 keepalive: self.keepalive,
                 idle: self.idle,
                 open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: self.poisson }),

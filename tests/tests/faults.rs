@@ -240,8 +240,8 @@ fn server_stopped_times_out(tool: Tool) {
     server.signal("STOP");
     let out = run.wait_lenient(T);
     server.signal("CONT");
-    // The timeout itself is the core's, exact on virtual time
-    // (core sim::tests::a_stalled_server_trips_the_request_timeout); here that it ends the run.
+    // The timeout itself is exact on virtual time (driver/tests/sim.rs
+    // a_stopped_server_trips_the_request_timeout_exactly); here that it ends the run.
     exit_code(&out, 1);
     assert!(out.stderr.contains("request timed out after 1s"), "{}", out.dump());
     assert_eq!(parse_quiet(&out.stdout).len(), 1, "{}", out.dump());
@@ -266,8 +266,8 @@ fn server_stopped_then_sigint(tool: Tool) {
     let out = run.wait_lenient(T);
     server.signal("CONT");
     // Nothing can drain from a stopped server: the run waits out the grace and abandons what is
-    // in flight (exact on virtual time: core sim::tests::a_stop_asked_for_abandons_what_is_
-    // unanswered_after_the_grace); here, not before the grace.
+    // in flight (exact on virtual time: driver/tests/sim.rs
+    // a_stop_asked_for_mid_run_abandons_exactly_after_the_grace); here, not before the grace.
     assert!(sent.elapsed() >= Duration::from_millis(200), "ended {:?} after SIGINT", sent.elapsed());
     exit_code(&out, 130);
     assert_eq!(parse_quiet(&out.stdout).len(), 1, "{}", out.dump());
@@ -282,8 +282,8 @@ fn server_stopped_then_sigint(tool: Tool) {
 /// `--duration 2s`, closed and open loop, and the server stops once the run is under way: the
 /// test's stop comes at 2 s, nothing can drain, and `--drain-grace` (200ms) later the requests
 /// in flight are abandoned: the
-/// run ends by itself, says how many, and reports what completed (exact on virtual time: core
-/// sim::tests::a_stop_asked_for_abandons_what_is_unanswered_after_the_grace).
+/// run ends by itself, says how many, and reports what completed (exact on virtual time:
+/// driver/tests/sim.rs a_timed_run_whose_server_stops_abandons_at_stop_plus_grace).
 fn server_stopped_at_the_end_of_a_timed_run(tool: Tool) {
     for open_loop in [false, true] {
         let server = RedisServer::start();

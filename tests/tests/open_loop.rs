@@ -62,8 +62,8 @@ fn stall_shows_in_corrected_latency_only(tool: Tool) {
     // Relative, so that a loaded machine's own delays, which both include, cannot fail it.
     assert!(service < corrected / 4.0, "service p99 {service} ms shows the stall\n{}", out.dump());
     assert!(ms(&t["service_latency_ms"]["max"]) >= 800.0, "the requests in flight waited through it");
-    // The schedule kept going: every request was sent (on virtual time, at its time too: core
-    // sim::tests::open_loop_stall_shows_in_corrected_latency_only).
+    // The schedule kept going: every request was sent (on virtual time, at its time too:
+    // driver/tests/sim.rs an_open_loop_stall_shows_in_corrected_latency_only).
     assert_eq!(t["requests"], 20000, "{t}");
     assert_eq!(server.command_calls("get"), 20000);
     // The time series shows the second of the stall: a second with far fewer replies or a high p99.
@@ -92,8 +92,8 @@ fn duration_and_warmup(tool: Tool) {
     assert_eq!(doc["config"]["duration_s"], 1.0);
     assert_eq!(doc["config"]["warmup_s"], 1.0);
     let t = &doc["tests"][0];
-    // The stop itself is the core's, exact on virtual time
-    // (core sim::tests::a_duration_stop_ends_a_closed_loop_test_at_its_time).
+    // The stop itself is exact on virtual time
+    // (driver/tests/sim.rs a_duration_stop_drains_what_is_in_flight).
     // Up to the stop and the drain after it, which the grace bounds (and a second for the loops
     // to notice).
     let d = ms(&t["duration_s"]);
@@ -149,8 +149,9 @@ fn rate_steps(tool: Tool) {
     assert_eq!(rows.len(), 2, "{}", out.dump());
     for (row, target) in rows.iter().zip([1000.0, 3000.0]) {
         assert_eq!(row[0], target);
-        // The shared rate is exact on virtual time (core sim::tests::the_total_rate_is_shared_by_
-        // the_connections); a loaded machine may fall behind, but no schedule sends ahead.
+        // The shared rate is exact on virtual time (driver/tests/sim.rs
+        // the_open_loop_sends_the_exact_count_over_a_duration); a loaded machine may fall
+        // behind, but no schedule sends ahead.
         assert!(row[1] > 0.0 && row[1] <= target * 1.05, "achieved {} for {target}", row[1]);
         assert!(row[6] <= row[3].max(row[6]), "service p99 is at most the corrected p99: {row:?}");
     }

@@ -9,14 +9,28 @@
 //! It is one shared state (`Arc<Mutex<ClusterServer>>`, since every node's sockets see the same
 //! slot map) and a [`Script`] per node ([`ClusterServer::script`]) for the simulation's
 //! [`super::Server`], which hands it each command with its socket's number (`ASKING` holds for
-//! the next command on that socket only).
+//! the next command on that socket only) and the time it was read: changes scheduled for a time
+//! ([`ClusterServer::at`]: a migration's end, a failover) apply before the first command read
+//! then or later. [`ClusterServer::servers`] gives the simulation a server per node.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use respbench_core::cluster::{key_slot, Route, SLOTS};
+use std::time::Duration;
 
-use super::{Action, Command, Script};
+use respbench_core::cluster::{key_slot, Route, SLOTS};
+use respbench_core::Time;
+
+use super::{Action, Command, Script, Server};
+
+/// A change of the cluster at a time ([`ClusterServer::at`]).
+struct Change(Time, Box<dyn FnOnce(&mut ClusterServer) + Send>);
+
+impl std::fmt::Debug for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Change at {:?}", self.0)
+    }
+}
 
 /// One node of the scripted cluster.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -69,6 +83,8 @@ pub struct ClusterServer {
     readonly: HashSet<(usize, u64)>,
     /// What a served command is answered.
     reply: Vec<u8>,
+    /// Changes still to come, in the order they were scheduled.
+    changes: Vec<Change>,
 }
 
 impl ClusterServer {
@@ -85,6 +101,7 @@ impl ClusterServer {
             asking: HashSet::new(),
             readonly: HashSet::new(),
             reply: b"+OK\r\n".to_vec(),
+            changes: Vec::new(),
         }
     }
 
@@ -157,6 +174,34 @@ impl ClusterServer {
     /// brings it back.
     pub fn kill(&mut self, node: usize) {
         self.nodes[node].dead = true;
+    }
+
+    /// `change` happens at `t`: before the first command any node reads at `t` or later.
+    pub fn at(&mut self, t: Time, change: impl FnOnce(&mut ClusterServer) + Send + 'static) {
+        self.changes.push(Change(t, Box::new(change)));
+    }
+
+    /// Applies the changes due by `now`, in the order they were scheduled.
+    fn apply_due(&mut self, now: Time) {
+        while let Some(k) = self.changes.iter().position(|c| c.0 <= now) {
+            let Change(_, change) = self.changes.remove(k);
+            change(self);
+        }
+    }
+
+    /// A simulation's server per node of `shared`, as (`host:port`, server), each serving a
+    /// command in `service`.
+    pub fn servers(shared: &Arc<Mutex<ClusterServer>>, service: Duration) -> Vec<(String, Server)> {
+        let addrs: Vec<String> =
+            shared.lock().unwrap_or_else(|e| e.into_inner()).nodes.iter().map(|n| n.addr.clone()).collect();
+        addrs
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let script = ClusterServer::script(shared, i);
+                (a, Server::new(service, move |c| script(c)))
+            })
+            .collect()
     }
 
     /// `node` is up again.
@@ -249,6 +294,7 @@ impl ClusterServer {
         let shared = Arc::clone(shared);
         Arc::new(move |c: &Command| {
             let mut cluster = shared.lock().unwrap_or_else(|e| e.into_inner());
+            cluster.apply_due(c.at);
             match cluster.answer(node, c.conn, c.args) {
                 Answer::Reply(b) => Action::Reply(b),
                 Answer::Dead => Action::ReplyAndReset(Vec::new()),

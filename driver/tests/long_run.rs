@@ -1,32 +1,27 @@
-//! A day-long run on virtual time keeps bounded memory: the per-second series is summarised as
-//! the seconds end (core/src/series.rs), so what grows is 64 bytes a second, not a histogram.
+//! A day-long run of the real driver on virtual time keeps bounded memory: the per-second series
+//! is summarised as the seconds end (core/src/series.rs), so what grows is 64 bytes a second,
+//! not a histogram.
 //!
-//! Measured with a counting allocator: live bytes allocated by this test's own thread (the
-//! simulation is single-threaded), so tests running alongside in the same process don't count.
+//! Measured with a counting allocator over the whole process: the simulation's loop runs on a
+//! thread of its own, and this file holds one test, so nothing else allocates meanwhile.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use respbench_core::sim::{self, FakeServer};
 use respbench_core::template::{KeySpace, Template};
 use respbench_core::{Budget, ConnConfig, Handshake, OpenLoop, Plan, Stop, Time, Workload};
+use respbench_driver::sim::{test_run, Server, Sim, SimResult};
 
 struct Counting;
 
-thread_local! {
-    static LIVE: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-}
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
 
 fn add(n: isize) {
-    // `try_with`: nothing to count while the thread's locals are being torn down.
-    let _ = LIVE.try_with(|l| {
-        let v = l.get() + n;
-        l.set(v);
-        let _ = PEAK.try_with(|p| p.set(p.get().max(v)));
-    });
+    let v = LIVE.fetch_add(n, Ordering::Relaxed) + n;
+    PEAK.fetch_max(v, Ordering::Relaxed);
 }
 
 unsafe impl GlobalAlloc for Counting {
@@ -47,19 +42,19 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-/// Live bytes of this thread now, and the most since the last reset.
+/// Live bytes now; the most since then is [`peak`].
 fn reset_peak() -> isize {
-    let live = LIVE.with(Cell::get);
-    PEAK.with(|p| p.set(live));
+    let live = LIVE.load(Ordering::Relaxed);
+    PEAK.store(live, Ordering::Relaxed);
     live
 }
 
 fn peak() -> isize {
-    PEAK.with(Cell::get)
+    PEAK.load(Ordering::Relaxed)
 }
 
 /// An open-loop `GET` at `rate` per second over 2 connections for `length`, with a series.
-fn run(rate: f64, length: Duration) -> (sim::SimResult, isize) {
+fn run(rate: f64, length: Duration) -> (SimResult, isize) {
     let plan = Arc::new(Plan {
         conn: ConnConfig {
             handshake: Handshake::default(),
@@ -84,9 +79,12 @@ fn run(rate: f64, length: Duration) -> (sim::SimResult, isize) {
         series: true,
         cluster: None,
     });
-    let server = FakeServer { parallel: true, ..FakeServer::new(b"$-1\r\n", Duration::from_micros(100)) };
+    let mut server = Server::replying(b"$-1\r\n", Duration::from_micros(100));
+    server.parallel = true;
     let before = reset_peak();
-    let r = sim::run(plan, 2, &server, 3, length + Duration::from_secs(60));
+    let r =
+        Sim::new(test_run(plan, 2), server).give_up_at(Time::ZERO + length + Duration::from_secs(60)).run();
+    let r = r.expect("the simulated run");
     (r, peak() - before)
 }
 
@@ -94,13 +92,13 @@ fn run(rate: f64, length: Duration) -> (sim::SimResult, isize) {
 fn a_simulated_day_stays_under_its_memory_bound() {
     const DAY: u64 = 86_400;
     let (r, day_peak) = run(4.0, Duration::from_secs(DAY));
-    assert_eq!(r.stats.requests, 4 * DAY);
-    assert_eq!(r.stats.series.len() as u64, DAY);
+    assert_eq!(r.outcome.stats.requests, 4 * DAY);
+    assert_eq!(r.outcome.stats.series.len() as u64, DAY);
     assert!(
-        r.stats.series.iter().all(|s| s.requests == 4 && s.p50 == 100),
+        r.outcome.stats.series.iter().all(|s| s.requests == 4 && s.p50 == 100),
         "every second: 4 requests of 100 µs"
     );
-    assert!(r.stats.recording.is_empty(), "every second was handed to the collector");
+    assert!(r.outcome.stats.recording.is_empty(), "every second was handed to the collector");
     // What a day keeps: its summaries (64 bytes a second: 5.5 MB, in a vector that may have
     // doubled past them), one latency histogram of the test at 3 significant figures, and the
     // few seconds still open. The series of before (a 2-figure histogram each second) would
@@ -113,7 +111,7 @@ fn a_simulated_day_stays_under_its_memory_bound() {
 
     // Ten times the rate for an hour: the memory per second does not follow the rate.
     let (r, hour_peak) = run(40.0, Duration::from_secs(3600));
-    assert_eq!(r.stats.series.len(), 3600);
+    assert_eq!(r.outcome.stats.series.len(), 3600);
     eprintln!("a simulated hour at 40 requests per second: peak {hour_peak} bytes");
     assert!(hour_peak < 2 << 20, "peak {hour_peak} bytes over a simulated hour");
 }

@@ -1,5 +1,7 @@
 //! The open-file limit: `-c 10000` needs 10000 sockets, more than the usual soft limit of 1024.
 
+use crate::Error;
+
 /// File descriptors a run needs besides its connections and event loops: stdio, the startup
 /// connection, smol's reactor, a `--json` file, and some left for whatever else is open.
 const RESERVE: u64 = 64;
@@ -7,7 +9,7 @@ const RESERVE: u64 = 64;
 /// Raises the soft open-file limit to what `clients` connections on `loops` event loops (an
 /// epoll instance each) need, up to the hard limit. When even the hard limit is too low, says
 /// how many connections fit instead of failing with "Too many open files" mid-run.
-pub fn ensure_fds(clients: usize, loops: usize) -> Result<(), String> {
+pub fn ensure_fds(clients: usize, loops: usize) -> Result<(), Error> {
     let overhead = loops as u64 + RESERVE;
     let need = clients as u64 + overhead;
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
@@ -27,8 +29,5 @@ pub fn ensure_fds(clients: usize, loops: usize) -> Result<(), String> {
         }
     }
     let fit = hard.saturating_sub(overhead);
-    Err(format!(
-        "-c {clients} needs about {need} open files, but the limit is {soft} (hard limit {hard}), \
-         enough for {fit} connections: lower -c, or raise the limit (ulimit -n {need})"
-    ))
+    Err(Error::OpenFiles { clients, need, soft, hard, fit })
 }

@@ -10,8 +10,8 @@ use respbench_core::cluster::SLOTS;
 use respbench_core::resp::Value;
 use respbench_core::Endpoint;
 
-use crate::opts::{Config, Replicas, Rfr};
-use crate::server::{text, Conn, StartupError};
+use crate::config::{Config, Replicas, Rfr};
+use crate::server::{text, Conn, Server, StartupError};
 
 /// One server of the topology.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,45 +55,29 @@ pub struct Topology {
 
 /// The topology the options ask for, checked: every node that may serve was reached and
 /// authenticated. `None` without `--cluster`, `--replicas` and `--replica`.
-pub fn discover(cfg: &Config) -> Result<Option<Topology>, StartupError> {
+pub fn discover(cfg: &Config, server: &Server) -> Result<Option<Topology>, StartupError> {
     let topo = if cfg.cluster {
-        discover_cluster(cfg)?
+        discover_cluster(server)?
     } else if cfg.replicas != Replicas::None {
-        discover_replicas(cfg)?
+        discover_replicas(cfg, server)?
     } else {
         return Ok(None);
     };
-    check_reachable(cfg, &topo)?;
+    check_reachable(server, &topo)?;
     Ok(Some(topo))
-}
-
-/// `cfg` with another node's address: the same AUTH and TLS settings, and, without `--sni`,
-/// the node's host as the name its certificate is checked against.
-pub fn node_config(cfg: &Config, endpoint: &Endpoint) -> Config {
-    let mut c = cfg.clone();
-    c.endpoint = endpoint.clone();
-    #[cfg(feature = "tls")]
-    if let (Some(tls), Endpoint::Tcp { host, .. }) = (&mut c.tls, endpoint) {
-        if !tls.config.enable_sni {
-            if let Ok(name) = rustls::pki_types::ServerName::try_from(host.clone()) {
-                tls.server_name = name;
-            }
-        }
-    }
-    c
 }
 
 /// Reads the cluster's nodes from the `-h/-p` node: `CLUSTER SHARDS`, or `CLUSTER SLOTS` when
 /// the server does not know it (Redis 6). Errors: cluster support disabled, a reply that is
 /// not a topology, slots without a primary that is up.
-pub fn discover_cluster(cfg: &Config) -> Result<Topology, StartupError> {
-    let seed = &cfg.endpoint;
-    let mut c = Conn::authenticated(cfg)?;
+pub fn discover_cluster(server: &Server) -> Result<Topology, StartupError> {
+    let seed = &server.endpoint;
+    let mut c = Conn::authenticated(server)?;
     let host = match seed {
         Endpoint::Tcp { host, .. } => host.as_str(),
         Endpoint::Unix(_) => "127.0.0.1",
     };
-    let tls = cfg.tls.is_some();
+    let tls = server.tls.is_some();
     let refused = |e: &[u8], shards: &str| {
         let e = text(e);
         StartupError(if e.contains("cluster support disabled") {
@@ -134,9 +118,9 @@ pub fn discover_cluster(cfg: &Config) -> Result<Topology, StartupError> {
 /// `ROLE` is refused (renamed on managed services). With `--replica`, those addresses replace
 /// the reported ones (which NAT or containers can make unreachable), and the primary's role is
 /// checked when the server tells it. `nodes[0]` is the primary.
-pub fn discover_replicas(cfg: &Config) -> Result<Topology, StartupError> {
-    let at = &cfg.endpoint;
-    let mut c = Conn::authenticated(cfg)?;
+pub fn discover_replicas(cfg: &Config, server: &Server) -> Result<Topology, StartupError> {
+    let at = &server.endpoint;
+    let mut c = Conn::authenticated(server)?;
     let role = match c.command(&[b"ROLE"])? {
         Value::Error(e) | Value::BulkError(e) if e.starts_with(b"NOAUTH") => {
             return Err(StartupError(format!("{} (use -a to give a password)", text(&e))))
@@ -201,10 +185,10 @@ pub fn discover_replicas(cfg: &Config) -> Result<Topology, StartupError> {
 
 /// Connects to and authenticates with every node that may serve (not the failed ones); the
 /// first that fails is named in the error.
-pub fn check_reachable(cfg: &Config, topo: &Topology) -> Result<(), StartupError> {
+pub fn check_reachable(server: &Server, topo: &Topology) -> Result<(), StartupError> {
     for n in topo.nodes.iter().filter(|n| n.usable()) {
         let role = if n.primary { "primary" } else { "replica" };
-        if let Err(e) = Conn::authenticated(&node_config(cfg, &n.endpoint)) {
+        if let Err(e) = Conn::authenticated(&server.node(&n.endpoint)) {
             return Err(StartupError(format!(
                 "{role} {} (from {}) cannot be reached: {}",
                 n.endpoint, topo.source, e.0
@@ -780,32 +764,6 @@ mod tests {
         assert!(parse_info_replication("role:master\r\nslave0:ip=h,state=online\r\n")
             .unwrap_err()
             .contains("port"));
-    }
-
-    #[cfg(feature = "tls")]
-    #[test]
-    fn each_node_is_checked_against_its_own_name() {
-        use argh::FromArgs;
-        use rustls::pki_types::ServerName;
-        let cfg =
-            |args: &[&str]| crate::opts::Opts::from_args(&["respbench"], args).unwrap().check().unwrap();
-        let name = |c: &Config| c.tls.as_ref().unwrap().server_name.clone();
-        let c = cfg(&["--tls", "--insecure", "-h", "10.0.0.1", "--cluster"]);
-        let n = node_config(&c, &tcp("10.0.0.2", 7001));
-        assert_eq!(
-            (n.endpoint.clone(), name(&n)),
-            (tcp("10.0.0.2", 7001), ServerName::try_from("10.0.0.2").unwrap())
-        );
-        assert_eq!(
-            name(&node_config(&c, &tcp("redis-2.example", 7001))),
-            ServerName::try_from("redis-2.example").unwrap()
-        );
-        // --sni names every node alike.
-        let c = cfg(&["--tls", "--insecure", "-h", "10.0.0.1", "--sni", "cache.example", "--cluster"]);
-        assert_eq!(
-            name(&node_config(&c, &tcp("10.0.0.2", 7001))),
-            ServerName::try_from("cache.example").unwrap()
-        );
     }
 
     #[test]

@@ -9,9 +9,10 @@ use respbench_core::resp::Value;
 use respbench_core::template::Template;
 use respbench_core::Handshake;
 
-use crate::opts::{Config, Rfr};
-use crate::server::Conn;
+use crate::config::{Config, Rfr};
+use crate::server::{Conn, Server};
 use crate::topology::{self, Topology};
+use crate::Error;
 
 /// What every test of a run over several nodes shares: the nodes and the routes of the
 /// commands the server had to be asked about.
@@ -93,8 +94,8 @@ impl Multi {
 
 /// Finds the nodes (`--cluster`: the cluster's; `--replicas`, `--replica`: the primary's
 /// replicas) and the routes of `templates`' commands; `None` for a run against one server.
-pub fn prepare(cfg: &Config, templates: &[&Template]) -> Result<Option<Arc<Multi>>, String> {
-    let Some(found) = topology::discover(cfg).map_err(|e| e.0)? else { return Ok(None) };
+pub fn prepare(cfg: &Config, server: &Server, templates: &[&Template]) -> Result<Option<Arc<Multi>>, Error> {
+    let Some(found) = topology::discover(cfg, server)? else { return Ok(None) };
     let topology = usable(found);
     let mut multi = Multi { topology, routes: Vec::new() };
     let mut conn = None;
@@ -111,7 +112,10 @@ pub fn prepare(cfg: &Config, templates: &[&Template]) -> Result<Option<Arc<Multi
         if let Some(keys) = &cfg.key_args {
             if let Some(&k) = keys.iter().find(|&&k| k >= argc) {
                 let shown = String::from_utf8_lossy(&name);
-                return Err(format!("--key-args: {shown} has no argument {k} (it has {})", argc - 1));
+                return Err(Error::Routing(format!(
+                    "--key-args: {shown} has no argument {k} (it has {})",
+                    argc - 1
+                )));
             }
             // Nothing says it only reads: it goes to the primary.
             let route = Route { keys: keys.clone(), write: true };
@@ -119,14 +123,14 @@ pub fn prepare(cfg: &Config, templates: &[&Template]) -> Result<Option<Arc<Multi
             continue;
         }
         if conn.is_none() {
-            conn = Some(Conn::authenticated(cfg).map_err(|e| e.0)?);
+            conn = Some(Conn::authenticated(server)?);
         }
         let c = conn.as_mut().expect("set above");
-        let (route, source) = command_info(c, &name, t.as_bytes())?;
+        let (route, source) = command_info(c, &name, t.as_bytes()).map_err(Error::Routing)?;
         multi.routes.push((upper, argc, route, source));
     }
     for t in templates {
-        check_keys(&multi.route(t), t, cfg.cluster)?;
+        check_keys(&multi.route(t), t, cfg.cluster).map_err(Error::Routing)?;
     }
     Ok(Some(Arc::new(multi)))
 }

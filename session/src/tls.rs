@@ -25,7 +25,7 @@ use rustls::{
     SignatureScheme, SupportedCipherSuite, SupportedProtocolVersion,
 };
 
-use crate::opts::TlsOptions;
+use crate::config::TlsOptions;
 use respbench_core::conn::os_words;
 
 /// Makes the TLS settings of a run to `endpoint`. Every error names the option (and the file)
@@ -426,6 +426,26 @@ fn suite_names(table: &[Suite]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bad_options_name_the_option_and_the_file() {
+        let at = Endpoint::Tcp { host: "10.0.0.1".into(), port: 6379 };
+        let err = |o: TlsOptions| client(&o, &at).unwrap_err();
+        let e = err(TlsOptions { cacert: Some("/nonexistent/ca.crt".into()), ..TlsOptions::default() });
+        assert!(e.contains("--cacert /nonexistent/ca.crt: No such file or directory"), "{e}");
+        // As in redis-benchmark, a CA file given must load even when nothing is verified.
+        let insecure = TlsOptions { insecure: true, ..TlsOptions::default() };
+        let e = err(TlsOptions { cacertdir: Some("/nonexistent".into()), ..insecure.clone() });
+        assert!(e.contains("--cacertdir /nonexistent"), "{e}");
+        let e = err(TlsOptions { cert: Some("/nonexistent/c.crt".into()), ..insecure.clone() });
+        assert!(e.contains("--cert needs --key"), "{e}");
+        let e = err(TlsOptions { key: Some("/nonexistent/c.key".into()), ..insecure.clone() });
+        assert!(e.contains("--key needs --cert"), "{e}");
+        let e = err(TlsOptions { sni: Some("not a name".into()), ..insecure.clone() });
+        assert!(e.contains("--sni"), "{e}");
+        let e = err(TlsOptions { ciphers: Some("HIGH".into()), ..insecure });
+        assert!(e.contains("--tls-ciphers"), "{e}");
+    }
 
     /// An EC CA and a server certificate it signed for `server.test` (valid 2026-2126), the
     /// server's key (PKCS#8), and another CA with its key (SEC1): openssl ecparam prime256v1,

@@ -13,7 +13,9 @@ use respbench_core::{Endpoint, Handshake};
 use respbench_core::{IoFailure, IoOp};
 use respbench_driver::Target;
 
-use crate::opts::Config;
+use respbench_driver::Tls;
+
+use crate::config::Config;
 
 /// How long the startup connection waits for the server before giving up, without `--timeout`.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -43,6 +45,51 @@ enum Raw {
 trait Stream: Read + Write {}
 impl<T: Read + Write> Stream for T {}
 
+/// A server the blocking connection goes to: where it is, the TLS to speak, the `AUTH` to send
+/// and how long to wait; what [`Conn`] needs of the configuration.
+#[derive(Clone, Debug)]
+pub struct Server {
+    /// Where it is.
+    pub endpoint: Endpoint,
+    /// The TLS settings (`--tls`), made once for every connection.
+    pub tls: Option<Tls>,
+    /// `--user`.
+    pub user: Option<String>,
+    /// `-a`.
+    pub password: Option<String>,
+    /// `--timeout`; each step waits 5 s without it.
+    pub timeout: Option<Duration>,
+}
+
+impl Server {
+    /// The `-h/-p` (or `-s`) server of `cfg`, over `tls`.
+    pub fn new(cfg: &Config, tls: Option<Tls>) -> Server {
+        Server {
+            endpoint: cfg.endpoint.clone(),
+            tls,
+            user: cfg.user.clone(),
+            password: cfg.password.clone(),
+            timeout: cfg.timeout,
+        }
+    }
+
+    /// Another node at `endpoint`: the same AUTH and TLS settings, and, without `--sni`, the
+    /// node's host as the name its certificate is checked against.
+    pub fn node(&self, endpoint: &Endpoint) -> Server {
+        let mut s = self.clone();
+        s.endpoint = endpoint.clone();
+        #[cfg(feature = "tls")]
+        if let (Some(tls), Endpoint::Tcp { host, .. }) = (&mut s.tls, endpoint) {
+            if !tls.config.enable_sni {
+                if let Ok(name) = rustls::pki_types::ServerName::try_from(host.clone()) {
+                    tls.server_name = name;
+                }
+            }
+        }
+        s
+    }
+}
+
 /// A blocking connection to the server for a few commands (the startup checks, idle mode's
 /// INFO), over TLS with `--tls`; every connect, read and write waits at most its timeout.
 pub struct Conn {
@@ -58,11 +105,11 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// Connects (and makes the TLS handshake with `cfg.tls`), waiting at most `--timeout` or
+    /// Connects (and makes the TLS handshake with `server.tls`), waiting at most `--timeout` or
     /// 5 s for each step.
-    pub fn connect(cfg: &Config) -> Result<Conn, StartupError> {
-        let endpoint = &cfg.endpoint;
-        let timeout = cfg.timeout.unwrap_or(STARTUP_TIMEOUT);
+    pub fn connect(server: &Server) -> Result<Conn, StartupError> {
+        let endpoint = &server.endpoint;
+        let timeout = server.timeout.unwrap_or(STARTUP_TIMEOUT);
         let fail = |e: io::Error| StartupError(IoFailure::new(IoOp::Connect, endpoint, &e).to_string());
         let target = respbench_driver::resolve(endpoint).map_err(|e| StartupError(e.to_string()))?;
         let (s, raw): (Box<dyn Stream>, Raw) = match target {
@@ -72,14 +119,14 @@ impl Conn {
                 s.set_write_timeout(Some(timeout)).map_err(fail)?;
                 let _ = s.set_nodelay(true);
                 let raw = Raw::Tcp(s.try_clone().map_err(fail)?);
-                (secure(s, cfg.tls.as_ref(), endpoint, timeout)?, raw)
+                (secure(s, server.tls.as_ref(), endpoint, timeout)?, raw)
             }
             Target::Unix(p) => {
                 let s = UnixStream::connect(p).map_err(fail)?;
                 s.set_read_timeout(Some(timeout)).map_err(fail)?;
                 s.set_write_timeout(Some(timeout)).map_err(fail)?;
                 let raw = Raw::Unix(s.try_clone().map_err(fail)?);
-                (secure(s, cfg.tls.as_ref(), endpoint, timeout)?, raw)
+                (secure(s, server.tls.as_ref(), endpoint, timeout)?, raw)
             }
         };
         Ok(Conn {
@@ -88,15 +135,15 @@ impl Conn {
             buf: Vec::new(),
             endpoint: endpoint.clone(),
             timeout,
-            tls: cfg.tls.is_some(),
+            tls: server.tls.is_some(),
             heard: false,
         })
     }
 
-    /// [`Conn::connect`], then `AUTH` when `cfg` has a password.
-    pub fn authenticated(cfg: &Config) -> Result<Conn, StartupError> {
-        let mut c = Conn::connect(cfg)?;
-        let hs = Handshake::new(cfg.user.as_deref(), cfg.password.as_deref(), false, 0, false);
+    /// [`Conn::connect`], then `AUTH` when `server` has a password.
+    pub fn authenticated(server: &Server) -> Result<Conn, StartupError> {
+        let mut c = Conn::connect(server)?;
+        let hs = Handshake::new(server.user.as_deref(), server.password.as_deref(), false, 0, false);
         if !hs.is_empty() {
             c.send(hs.bytes())?;
             if let Value::Error(e) = c.read()? {
@@ -310,12 +357,15 @@ fn config_value(v: &Value) -> Option<String> {
 /// The connection (TCP, TLS) and the `AUTH` the user asked for are the benchmark's own: when
 /// they fail the run must not start. `CONFIG GET` is respbench asking for its report only:
 /// a server that refuses it, does not know it (a hosted Redis, a proxy, another server), closes
-/// the connection on it or never answers gives empty settings and a warning on stderr saying
-/// why, and the run goes on, as redis-benchmark's does ("Could not fetch server CONFIG"). One
+/// the connection on it or never answers gives empty settings and why, for a warning, and the
+/// run goes on, as redis-benchmark's does ("Could not fetch server CONFIG"). One
 /// exception: `NOAUTH` means the benchmark's connections would be refused too. Each step waits
 /// at most `--timeout`, or 5 s.
-pub fn startup(cfg: &Config) -> Result<(ServerInfo, Option<Conn>), StartupError> {
-    let mut c = Conn::authenticated(cfg)?;
+///
+/// The connection comes back when the server answered `CONFIG GET`; otherwise why it did not,
+/// for the warning.
+pub fn startup(server: &Server) -> Result<(ServerInfo, Result<Conn, String>), StartupError> {
+    let mut c = Conn::authenticated(server)?;
     let mut info = ServerInfo::default();
     let mut why = None;
     for name in ["save", "appendonly"] {
@@ -345,12 +395,11 @@ pub fn startup(cfg: &Config) -> Result<(ServerInfo, Option<Conn>), StartupError>
     }
     if info.save.is_none() || info.appendonly.is_none() {
         let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
-        eprintln!("WARNING: Could not fetch server CONFIG{why}");
-        return Ok((info, None));
+        return Ok((info, Err(why)));
     }
     // A server that answers its admin commands: the connection stays for the counters read
     // around each test (verdict.rs).
-    Ok((info, Some(c)))
+    Ok((info, Ok(c)))
 }
 
 /// What the server spends on its clients, from `INFO clients` and `INFO memory`.
@@ -377,11 +426,10 @@ impl Footprint {
 /// server connected_clients +500, used_memory +10245120 bytes (20490 bytes per connection)".
 /// The server may count the last connections a moment after they are up, so its figures are read
 /// again while they fall short, for up to a second.
-pub fn idle_footprint(cfg: &Config, before: Footprint) -> String {
-    let clients = cfg.clients;
+pub fn idle_footprint(server: &Server, clients: usize, before: Footprint) -> String {
     let plural = if clients == 1 { "" } else { "s" };
     let read = || {
-        let mut c = Conn::authenticated(cfg).map_err(|e| e.0)?;
+        let mut c = Conn::authenticated(server).map_err(|e| e.0)?;
         let mut now = Footprint::read(&mut c);
         for _ in 0..10 {
             match &now {
@@ -431,6 +479,31 @@ pub(crate) fn info_value<T: std::str::FromStr>(body: &str, field: &str) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn each_node_is_checked_against_its_own_name() {
+        use crate::config::TlsOptions;
+        use rustls::pki_types::ServerName;
+        let tcp = |host: &str, port: u16| Endpoint::Tcp { host: host.into(), port };
+        let server = |sni: Option<&str>| {
+            let o = TlsOptions { insecure: true, sni: sni.map(str::to_string), ..TlsOptions::default() };
+            let at = tcp("10.0.0.1", 6379);
+            let tls = crate::tls::client(&o, &at).unwrap();
+            Server { endpoint: at, tls: Some(tls), user: None, password: None, timeout: None }
+        };
+        let name = |s: &Server| s.tls.as_ref().unwrap().server_name.clone();
+        let n = server(None).node(&tcp("10.0.0.2", 7001));
+        assert_eq!(
+            (n.endpoint.clone(), name(&n)),
+            (tcp("10.0.0.2", 7001), ServerName::try_from("10.0.0.2").unwrap())
+        );
+        let n = server(None).node(&tcp("redis-2.example", 7001));
+        assert_eq!(name(&n), ServerName::try_from("redis-2.example").unwrap());
+        // --sni names every node alike.
+        let n = server(Some("cache.example")).node(&tcp("10.0.0.2", 7001));
+        assert_eq!(name(&n), ServerName::try_from("cache.example").unwrap());
+    }
 
     #[test]
     fn config_values_in_resp2_and_resp3() {

@@ -1,0 +1,345 @@
+//! The terminal side of a run: the session's [`Observer`], which draws the progress line, prints
+//! each step's results in the chosen format and the session's warnings on stderr, writes the
+//! `--hlog` log and, at the end, the `--json` document.
+
+use std::io::{self, IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use respbench_core::stats::{Interval, Second};
+use respbench_core::Time;
+use respbench_session::case::Case;
+use respbench_session::config::{Config, Output};
+use respbench_session::observer::{StepDone, Tick};
+use respbench_session::result::TestResult;
+use respbench_session::routing::Multi;
+use respbench_session::server::ServerInfo;
+use respbench_session::{topology, Error, Observer, Session};
+
+use crate::report::{self, TestReport};
+use crate::{hlog, json};
+
+/// How often the progress line is redrawn, as in redis-benchmark.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// Where a run's output goes, and what the progress line last showed.
+pub struct Presenter {
+    out: Box<dyn Write>,
+    /// Several backends side by side.
+    comparing: bool,
+    open_loop: bool,
+    csv: bool,
+    /// The width of the test-name column in side-by-side tables.
+    width: usize,
+    /// Nodes' descriptions and the progress line are for a reader of stdout.
+    verbose_stdout: bool,
+    show_progress: bool,
+    /// The server's settings, for the report's header.
+    info: ServerInfo,
+    /// `--hlog`: the interval log.
+    hlog: Option<hlog::IntervalLog>,
+    /// The progress line: the test it is of, when it was drawn, what it showed and its width.
+    drawn_for: Option<Instant>,
+    last_draw: Instant,
+    last: (u64, u64),
+    drawn: usize,
+}
+
+/// A write that failed, as the run's error.
+fn output(e: io::Error) -> Error {
+    Error::Output(e.to_string())
+}
+
+/// Whether the JSON document goes to stdout, which then carries it only.
+fn json_on_stdout(cfg: &Config) -> bool {
+    cfg.json.as_deref() == Some("-")
+}
+
+impl Presenter {
+    /// Before the session: warnings and the nodes found go out as they come.
+    pub fn new(cfg: &Config) -> Presenter {
+        // With `--json -` stdout carries the document only.
+        let out: Box<dyn Write> =
+            if json_on_stdout(cfg) { Box::new(io::sink()) } else { Box::new(io::stdout()) };
+        Presenter {
+            out,
+            comparing: cfg.backends.len() > 1,
+            open_loop: !cfg.open.rates.is_empty(),
+            csv: cfg.output == Output::Csv,
+            width: 0,
+            verbose_stdout: cfg.output == Output::Verbose && !json_on_stdout(cfg),
+            // The live view replaces the progress line.
+            show_progress: cfg.output != Output::Csv
+                && !json_on_stdout(cfg)
+                && io::stdout().is_terminal()
+                && !cfg.open.live,
+            info: ServerInfo::default(),
+            hlog: None,
+            drawn_for: None,
+            last_draw: Instant::now(),
+            last: (0, 0),
+            drawn: 0,
+        }
+    }
+
+    /// Opens the interval log and writes the header (CSV, side-by-side) for `session`'s tests.
+    pub fn begin(&mut self, session: &Session) -> Result<(), String> {
+        let cfg = session.config();
+        self.info = session.server_info().clone();
+        // Side by side, an open-loop row is titled `GET @ 20000 rps`.
+        let rate_suffix = cfg.open.rates.iter().map(|r| format!(" @ {r} rps").len()).max().unwrap_or(0);
+        self.width =
+            session.cases().iter().flat_map(Case::titles).map(|t| t.len() + rate_suffix).max().unwrap_or(0);
+        if let Some(path) = &cfg.open.hlog {
+            self.hlog = Some(hlog::IntervalLog::create(path, session.epoch_us())?);
+        }
+        if self.comparing {
+            let names: Vec<&str> = cfg.backends.iter().map(|b| b.name()).collect();
+            report::write_compare_header(self.csv, &names, self.width, &mut self.out)
+                .map_err(|e| e.to_string())?;
+        } else if self.csv {
+            let extra = if self.open_loop { report::CSV_OPEN_LOOP_COLUMNS } else { "" };
+            let sweep = if cfg.sweep.is_sweep() { report::CSV_SWEEP_COLUMNS } else { "" };
+            writeln!(self.out, "{}{extra}{sweep}", report::CSV_HEADER).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Closes the output and writes the JSON document. `interrupted`: the run did not complete.
+    pub fn finish(
+        &mut self,
+        cfg: &Config,
+        interrupted: bool,
+        late_by_s: Option<f64>,
+        results: &[TestResult],
+        epoch_us: u64,
+    ) -> Result<(), String> {
+        if self.comparing && !self.csv {
+            let _ = report::write_compare_footer(&mut self.out);
+        }
+        if cfg.output == Output::Quiet && !self.comparing && !self.open_loop {
+            let _ = writeln!(self.out);
+        }
+        let _ = self.out.flush();
+        if let Some(path) = &cfg.json {
+            let tests = results.iter().map(|e| json::test(e, epoch_us)).collect::<Result<Vec<_>, _>>()?;
+            let mut doc = json::document(json::config(cfg), json::server(&self.info), interrupted, tests);
+            if let Some(late) = late_by_s {
+                doc["late_by_s"] = late.into();
+            }
+            json::write_json(path, &doc)?;
+        }
+        Ok(())
+    }
+
+    /// Prints a step: side by side, or each result in the chosen format.
+    fn print_step(&mut self, s: &StepDone<'_>) -> io::Result<()> {
+        if self.comparing {
+            let mut rows: Vec<Vec<&TestResult>> = Vec::new();
+            for run in s.runs {
+                for (k, e) in run.results.iter().enumerate() {
+                    if rows.len() <= k {
+                        rows.push(Vec::new());
+                    }
+                    rows[k].push(e);
+                }
+            }
+            for row in rows {
+                report::write_compare_row(self.csv, &row, self.width, &mut self.out)?;
+            }
+        } else if let Some(run) = s.runs.first() {
+            for e in &run.results {
+                if !(self.open_loop && s.cfg.output == Output::Quiet) {
+                    let label = s.step.map(|st| s.base.sweep.label(st));
+                    print_test(s.cfg, s.case, &self.info, e, label.as_deref(), &mut self.out)?;
+                } else if s.cfg.open.show_series {
+                    // -q in open loop: the rate table stands for the quiet lines; --series still
+                    // asked for each step's seconds.
+                    writeln!(self.out, "{} @ {} rps:", e.name, e.target_rps.unwrap_or(0))?;
+                    report::write_series(&e.stats, &mut self.out)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Observer for Presenter {
+    fn message(&mut self, line: &str) {
+        eprintln!("{line}");
+    }
+
+    fn nodes(&mut self, m: &Multi) {
+        if self.verbose_stdout {
+            // As redis-benchmark opens a cluster run: the nodes it found.
+            println!("{}", topology::describe(&m.topology));
+            println!("{}\n", m.describe_keys());
+        }
+    }
+
+    fn progress(&mut self, t: &Tick<'_>) {
+        if !self.show_progress {
+            return;
+        }
+        if self.drawn_for != Some(t.started) {
+            self.drawn_for = Some(t.started);
+            self.last_draw = t.started;
+            self.last = (0, 0);
+        }
+        if self.last_draw.elapsed() < PROGRESS_EVERY {
+            return;
+        }
+        let dt = self.last_draw.elapsed().as_secs_f64();
+        self.last_draw = Instant::now();
+        let (done, sum) = (t.completed, t.latency_sum_micros);
+        let (last_done, last_sum) = self.last;
+        let avg = |s: u64, n: u64| if n == 0 { 0.0 } else { s as f64 / n as f64 / 1000.0 };
+        let line = report::progress_line(
+            t.title,
+            (done - last_done) as f64 / dt,
+            done as f64 / t.started.elapsed().as_secs_f64(),
+            avg(sum - last_sum, done - last_done),
+            avg(sum, done),
+        );
+        print!("{}{line}", report::clear_progress(self.drawn));
+        self.drawn = line.len();
+        let _ = io::stdout().flush();
+        self.last = (done, sum);
+    }
+
+    fn progress_end(&mut self) {
+        if self.drawn > 0 {
+            print!("{}", report::clear_progress(self.drawn));
+            self.drawn = 0;
+        }
+        self.drawn_for = None;
+    }
+
+    fn second(&mut self, title: &str, n: usize, s: &Second) {
+        eprintln!("{}", report::live_line(title, n, s));
+    }
+
+    fn keeps_intervals(&self) -> bool {
+        self.hlog.is_some()
+    }
+
+    fn intervals(&mut self, tag: &str, ended: &[(Time, Interval)], end: Option<Time>) -> Result<(), Error> {
+        if let Some(log) = &mut self.hlog {
+            for (start, s) in ended {
+                log.write(tag, *start, end, s).map_err(Error::Output)?;
+            }
+            if end.is_some() {
+                log.flush().map_err(Error::Output)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
+        self.print_step(s).map_err(output)?;
+        // How many connections failed, and why.
+        for run in s.runs {
+            let last = &run.results[run.results.len() - 1];
+            for (e, n) in &run.failures {
+                let plural = if *n == 1 { "" } else { "s" };
+                let on = if self.comparing {
+                    format!(" ({})", last.backend.as_deref().unwrap_or(""))
+                } else {
+                    String::new()
+                };
+                eprintln!("{}{on}: {n} connection{plural} failed: {e}", last.name);
+            }
+        }
+        Ok(())
+    }
+
+    fn rates_done(&mut self, cfg: &Config, steps: &[TestResult]) -> Result<(), Error> {
+        if self.csv {
+            return Ok(());
+        }
+        report::write_rate_table(steps, cfg.open.poisson, &mut self.out).map_err(output)
+    }
+
+    fn sweep_done(&mut self, rows: &[TestResult]) -> Result<(), Error> {
+        if self.csv {
+            return Ok(());
+        }
+        report::write_sweep_table(rows, &mut self.out).map_err(output)
+    }
+
+    fn idle_clients(&mut self, live: u64) {
+        print!("clients: {live}\r");
+        let _ = io::stdout().flush();
+    }
+
+    fn idle_footprint(&mut self, text: &str) {
+        println!();
+        println!("{text}");
+    }
+}
+
+/// Prints one result in the chosen format; `label` names a sweep's step (`-d 128 -c 100`).
+fn print_test(
+    cfg: &Config,
+    case: &Case,
+    info: &ServerInfo,
+    entry: &TestResult,
+    label: Option<&str>,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let spec = &case.spec;
+    // CSV has the step in columns of its own.
+    let title = match label.filter(|_| cfg.output != Output::Csv) {
+        Some(l) => format!("{} ({l})", entry.name),
+        None => entry.name.clone(),
+    };
+    let r = TestReport {
+        title: &title,
+        stats: &entry.stats,
+        cpu: entry.cpu.as_ref(),
+        verdict: entry.verdict.as_ref(),
+        clients: cfg.clients,
+        payload_bytes: spec.payload_bytes,
+        workload: report::workload_lines(&cfg.values, cfg.key_dist, cfg.keyspace, &cfg.key_prefix),
+        keepalive: cfg.keepalive && !spec.connection_per_request,
+        threads: cfg.threads,
+        server_save: info.save.as_deref(),
+        server_appendonly: info.appendonly.as_deref(),
+        backend_note: respbench_session::backend_note(entry.backend.as_deref()),
+        nodes: &entry.nodes,
+    };
+    match cfg.output {
+        Output::Verbose => {
+            report::write_verbose(&r, out)?;
+            report::write_open_loop(entry, cfg.open.poisson, out)?;
+            report::write_errors(&r, false, out)?;
+            if cfg.open.show_series {
+                report::write_series(&entry.stats, out)?;
+            }
+            writeln!(out)?;
+        }
+        Output::Quiet => {
+            report::write_quiet(&r, out)?;
+            report::write_errors(&r, true, out)?;
+            if cfg.open.show_series {
+                report::write_series(&entry.stats, out)?;
+            }
+        }
+        Output::Csv => {
+            // Every row of an open-loop run has the extra columns, a mix's commands too.
+            report::write_csv_row(
+                &r,
+                (!cfg.open.rates.is_empty()).then_some(entry),
+                entry.step.as_ref(),
+                out,
+            )?;
+            // stdout carries CSV only.
+            report::write_errors(&r, true, &mut io::stderr())?;
+        }
+    }
+    if cfg.show_errors {
+        for k in entry.stats.errors.kinds() {
+            eprintln!("Error from server: {}", k.first_message);
+        }
+    }
+    out.flush()
+}

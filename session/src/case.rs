@@ -1,0 +1,181 @@
+//! The tests of a run: the default suite restricted by `-t`, a custom command or a mix, and what
+//! `--preload` writes before each.
+
+use std::io::Read;
+
+use respbench_core::suite::{custom, default_suite, Selection, TestSpec};
+use respbench_core::template::Template;
+use respbench_core::{Mix, Stats};
+
+use crate::config::{Backend, Config};
+use crate::cpu::ClientCpu;
+use crate::result::{command_text, TestResult};
+use crate::Error;
+
+/// One test of the run: a request (or a mix of them) and how it is titled.
+pub struct Case {
+    /// The test.
+    pub spec: TestSpec,
+    /// A mix: its commands, their titles and the text of the mix.
+    pub mix: Option<(Mix, Vec<String>)>,
+}
+
+impl Case {
+    /// The templates its requests are made from: the test's, or each command of its mix.
+    pub fn templates(&self) -> Vec<&Template> {
+        match &self.mix {
+            Some((m, _)) => m.templates().iter().collect(),
+            None => vec![&self.spec.template],
+        }
+    }
+
+    /// Every title this case reports under.
+    pub fn titles(&self) -> Vec<&str> {
+        let mut t: Vec<&str> =
+            self.mix.iter().flat_map(|(_, titles)| titles.iter().map(String::as_str)).collect();
+        t.push(&self.spec.title);
+        t
+    }
+
+    /// The entries a run of this case reports: each command of a mix on its own, then the total.
+    pub(crate) fn entries(
+        &self,
+        backend: Backend,
+        cpu: ClientCpu,
+        rate: Option<u64>,
+        mut stats: Stats,
+    ) -> Vec<TestResult> {
+        let mut out = Vec::new();
+        if let Some((mix, titles)) = &self.mix {
+            for ((part, title), template) in stats.parts.drain(..).zip(titles).zip(mix.templates()) {
+                out.push(TestResult {
+                    name: title.clone(),
+                    command: command_text(&template.display()),
+                    backend: Some(backend.name().to_string()),
+                    cpu: None,
+                    target_rps: None,
+                    server_cpu: None,
+                    verdict: None,
+                    step: None,
+                    stats: part,
+                    nodes: Vec::new(),
+                });
+            }
+        }
+        out.push(TestResult {
+            name: self.spec.title.clone(),
+            command: command_text(&self.spec.template.display()),
+            backend: Some(backend.name().to_string()),
+            cpu: Some(cpu),
+            target_rps: rate,
+            server_cpu: None,
+            verdict: None,
+            step: None,
+            stats,
+            nodes: Vec::new(),
+        });
+        out
+    }
+}
+
+/// How many writes `--preload` keeps in flight per connection (more when `-P` says so).
+pub(crate) const PRELOAD_PIPELINE: u32 = 64;
+
+/// What `--preload` writes before `case`: SET of the key pattern a `GET` reads, with the `-d`
+/// values, for the suite's GET, a custom `GET key`, or a mix holding one; `None` for a test
+/// that reads no string key.
+pub fn preload_case(cfg: &Config, case: &Case) -> Option<Case> {
+    let spec = match &case.mix {
+        Some((mix, _)) => mix.templates().iter().find_map(|t| respbench_core::suite::preload(t, &cfg.values)),
+        None => respbench_core::suite::preload(&case.spec.template, &cfg.values),
+    }?;
+    Some(Case { spec, mix: None })
+}
+
+/// The tests to run: a mix, the custom command, or the default suite restricted by `-t`.
+/// `warn` hears what is ignored.
+pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
+    if cfg.open.has_mix() {
+        return Ok(vec![mix_case(cfg)?]);
+    }
+    Ok(tests(cfg, warn)?.into_iter().map(|spec| Case { spec, mix: None }).collect())
+}
+
+/// `--mix set:1,get:10 --mix-command '2 HSET h f v'`: one case whose requests are drawn by weight.
+fn mix_case(cfg: &Config) -> Result<Case, Error> {
+    let mut parts = Vec::new();
+    let mut described = Vec::new();
+    for (name, weight) in &cfg.open.mix {
+        let selection = Selection::parse(name).map_err(|unknown| {
+            Error::Tests(format!(
+                "invalid value for --mix: unknown test {}; the tests are: {}",
+                unknown.join(", "),
+                respbench_core::suite::TEST_NAMES.join(",")
+            ))
+        })?;
+        // A name that selects several tests (ping, lrange) stands for the last: the one it names.
+        let spec = suite(cfg, &selection)
+            .pop()
+            .ok_or_else(|| Error::Tests(format!("invalid value for --mix: {name} selects no test")))?;
+        parts.push((spec, *weight));
+        described.push(format!("{name}:{weight}"));
+    }
+    for (args, weight) in &cfg.open.mix_commands {
+        let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        let spec = custom(&args);
+        described.push(format!("'{}':{weight}", spec.title));
+        parts.push((spec, *weight));
+    }
+    let total: u64 = parts.iter().map(|(_, w)| w).sum();
+    let titles = parts.iter().map(|(s, w)| format!("{} (mix {w}/{total})", s.title)).collect();
+    let payload_bytes = parts.iter().map(|(s, _)| s.payload_bytes).max().unwrap_or(0);
+    let first = parts[0].0.template.clone();
+    let mix = Mix::new(parts.into_iter().map(|(s, w)| (s.template, w)).collect()).map_err(Error::Tests)?;
+    let spec = TestSpec {
+        title: format!("MIX ({})", described.join(",")),
+        template: first,
+        payload_bytes,
+        connection_per_request: false,
+    };
+    Ok(Case { spec, mix: Some((mix, titles)) })
+}
+
+/// The tests to run: the custom command, or the default suite restricted by `-t`.
+fn tests(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<TestSpec>, Error> {
+    if !cfg.command.is_empty() {
+        if cfg.tests.is_some() {
+            warn("WARNING: Option -t is ignored.");
+        }
+        let mut args: Vec<Vec<u8>> = cfg.command.iter().map(|a| a.as_bytes().to_vec()).collect();
+        if cfg.stdin_arg {
+            let mut last = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut last)
+                .map_err(|e| Error::Tests(format!("-x: cannot read standard input: {e}")))?;
+            args.push(last);
+        }
+        return Ok(vec![custom(&args)]);
+    }
+    let selection = match &cfg.tests {
+        Some(list) => Selection::parse(list).map_err(|unknown| {
+            Error::Tests(format!(
+                "invalid value '{list}' for -t: unknown test {}; the tests are: {}",
+                unknown.join(", "),
+                respbench_core::suite::TEST_NAMES.join(",")
+            ))
+        })?,
+        None => Selection::all(),
+    };
+    Ok(suite(cfg, &selection))
+}
+
+/// The default suite restricted to `selection`; in cluster mode MSET's keys share a hash tag.
+fn suite(cfg: &Config, selection: &Selection) -> Vec<TestSpec> {
+    let mut specs = default_suite(selection, &cfg.values, cfg.keyspace.is_some(), &cfg.key_prefix);
+    if cfg.cluster {
+        for s in specs.iter_mut().filter(|s| s.title.starts_with("MSET")) {
+            *s = respbench_core::suite::cluster_mset(&cfg.values, &cfg.key_prefix);
+        }
+    }
+    specs
+}

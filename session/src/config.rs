@@ -1,0 +1,377 @@
+//! A run's configuration: plain data, checked once from the options by the command line. What
+//! is made or found from it later (the TLS client configuration, the nodes of a cluster) is the
+//! session's.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use respbench_core::dist::{KeyDist, ValueSize};
+use respbench_core::Endpoint;
+
+/// Output style.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// The full report, as redis-benchmark prints it.
+    Verbose,
+    /// `-q`: one line per test.
+    Quiet,
+    /// `--csv`.
+    Csv,
+}
+
+/// Which backend drives the connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// mio event loops (`--backend mio`, the default).
+    Mio,
+    /// smol tasks.
+    Smol,
+    /// io_uring (Linux).
+    Uring,
+}
+
+impl Backend {
+    /// The name `--backend` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Mio => "mio",
+            Backend::Smol => "smol",
+            Backend::Uring => "uring",
+        }
+    }
+}
+
+/// `--rfr`: which nodes serve the requests when there are replicas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rfr {
+    /// The primaries only.
+    No,
+    /// The replicas only.
+    Yes,
+    /// Primaries and replicas.
+    All,
+}
+
+impl Rfr {
+    /// The value `--rfr` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rfr::No => "no",
+            Rfr::Yes => "yes",
+            Rfr::All => "all",
+        }
+    }
+}
+
+/// The replicas of a standalone primary: `--replicas auto` or `--replica HOST:PORT`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Replicas {
+    /// Neither option: no replicas (or, with `--cluster`, the cluster's own).
+    None,
+    /// `--replicas auto`: the ones the primary reports.
+    Auto,
+    /// `--replica`, each as given.
+    Listed(Vec<Endpoint>),
+}
+
+/// The checked configuration of a run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `-h`/`-p`, or `-s`.
+    pub endpoint: Endpoint,
+    /// `--cluster`.
+    pub cluster: bool,
+    /// `--rfr`, or its default (yes with `--replicas`/`--replica`, else no).
+    pub rfr: Rfr,
+    /// `--replicas auto` or `--replica`.
+    pub replicas: Replicas,
+    /// `--tls` (or a `rediss://` URI): the TLS options; the session makes the client
+    /// configuration from them once ([`crate::tls_client`]).
+    pub tls: Option<TlsOptions>,
+    /// `--user`.
+    pub user: Option<String>,
+    /// `-a`.
+    pub password: Option<String>,
+    /// `--dbnum`.
+    pub db: u32,
+    /// `-c`: connections.
+    pub clients: usize,
+    /// `-n`: requests per test.
+    pub requests: u64,
+    /// `-d`'s fixed size, or the largest size of a range or list.
+    pub datasize: usize,
+    /// `-d` as given: fixed, a range or a weighted list.
+    pub values: ValueSize,
+    /// `--key-dist` (uniform without it).
+    pub key_dist: KeyDist,
+    /// `--key-prefix` (empty without it).
+    pub key_prefix: String,
+    /// `-3`: RESP3 (`HELLO 3`).
+    pub resp3: bool,
+    /// `--threads`: event loops (0: one).
+    pub threads: usize,
+    /// `--enable-tracking`.
+    pub tracking: bool,
+    /// `-k`: keep connections alive.
+    pub keepalive: bool,
+    /// `-r`: the keyspace (`None`: literal keys).
+    pub keyspace: Option<u64>,
+    /// `-P`: requests in flight per client.
+    pub pipeline: u32,
+    /// `--pipeline-mode`: `-P`'s requests in batches (redis-benchmark's) or as a window.
+    pub pipeline_mode: respbench_core::PipelineMode,
+    /// The report's format.
+    pub output: Output,
+    /// `--precision`: significant figures of the histograms.
+    pub precision: u8,
+    /// `-l`: run the suite forever.
+    pub repeat: bool,
+    /// `--preload`: write the keys a read test reads first.
+    pub preload: bool,
+    /// The steps of a sweep (`-d`, `-c`, `-P`, `--threads` lists); one value each without.
+    pub sweep: Sweep,
+    /// `-t`, as given.
+    pub tests: Option<String>,
+    /// `-I`: idle connections.
+    pub idle: bool,
+    /// `-x`: the last argument from standard input.
+    pub stdin_arg: bool,
+    /// `--seed` (or the clock's).
+    pub seed: u64,
+    /// `-e`: print the server's error replies.
+    pub show_errors: bool,
+    /// The custom command and its arguments (empty: the default suite).
+    pub command: Vec<String>,
+    /// The backends to run each test on, in order (one, unless comparing).
+    pub backends: Vec<Backend>,
+    /// `--uring-sqpoll`: the io_uring backend's rings have a submission-polling kernel thread.
+    #[cfg_attr(not(all(feature = "uring", target_os = "linux")), allow(dead_code))]
+    pub uring_sqpoll: bool,
+    /// `--json`: where to write the JSON document; `-` is stdout.
+    pub json: Option<String>,
+    /// `--timeout`: how long a request may wait for its reply; `None` is forever.
+    pub timeout: Option<Duration>,
+    /// `--drain-grace`: after a test's stop, how long requests in flight may take to be answered.
+    pub drain_grace: Duration,
+    /// `--reconnect`: failed connections come back.
+    pub reconnect: bool,
+    /// Rate, time and mix options.
+    pub open: OpenLoopConfig,
+    /// `--worker`: the whole run this process does a share of (`None`: all of it).
+    pub split: Option<Split>,
+    /// `--start-at`: when the measured window begins.
+    pub start_at: Option<StartAt>,
+    /// `--key-args`: the custom command's key arguments (1 is the first after its name).
+    pub key_args: Option<Vec<usize>>,
+}
+
+/// The values of the options that take lists: each combination is one step, run in order,
+/// `--threads` varying fastest, then `-P`, `-c` and `-d`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// `-d`: each a value size (fixed, range or weighted).
+    pub datasizes: Vec<ValueSize>,
+    /// `-c`.
+    pub clients: Vec<usize>,
+    /// `-P`, at least 1 each.
+    pub pipelines: Vec<u32>,
+    /// `--threads`.
+    pub threads: Vec<usize>,
+    /// `--repeat`: runs of each combination.
+    pub repeat: usize,
+}
+
+/// One combination of a [`Sweep`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// `-d`.
+    pub values: ValueSize,
+    /// `-c`.
+    pub clients: usize,
+    /// `-P`.
+    pub pipeline: u32,
+    /// `--threads`.
+    pub threads: usize,
+    /// Which run of the combination (`--repeat`), from 0.
+    pub run: usize,
+}
+
+impl Sweep {
+    /// Whether any option took more than one value, or runs repeat.
+    pub fn is_sweep(&self) -> bool {
+        self.datasizes.len() > 1
+            || self.clients.len() > 1
+            || self.pipelines.len() > 1
+            || self.threads.len() > 1
+            || self.repeat > 1
+    }
+
+    /// What tells `step` apart from the sweep's other steps: the options that take several
+    /// values, as given (`-d 128 -c 100`).
+    pub fn label(&self, step: &Step) -> String {
+        let mut parts = Vec::new();
+        if self.datasizes.len() > 1 {
+            parts.push(format!("-d {}", step.values));
+        }
+        if self.clients.len() > 1 {
+            parts.push(format!("-c {}", step.clients));
+        }
+        if self.pipelines.len() > 1 {
+            parts.push(format!("-P {}", step.pipeline));
+        }
+        if self.threads.len() > 1 {
+            parts.push(format!("--threads {}", step.threads));
+        }
+        if self.repeat > 1 {
+            parts.push(format!("run {}/{}", step.run + 1, self.repeat));
+        }
+        parts.join(" ")
+    }
+
+    /// Every combination, in order.
+    pub fn steps(&self) -> Vec<Step> {
+        let mut out = Vec::new();
+        for values in &self.datasizes {
+            for &clients in &self.clients {
+                for &pipeline in &self.pipelines {
+                    for &threads in &self.threads {
+                        for run in 0..self.repeat.max(1) {
+                            out.push(Step { values: values.clone(), clients, pipeline, threads, run });
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Config {
+    /// This configuration at `step`.
+    pub fn at(&self, step: &Step) -> Config {
+        let mut c = self.clone();
+        c.datasize = step.values.max();
+        c.values = step.values.clone();
+        c.clients = step.clients;
+        c.pipeline = step.pipeline;
+        c.threads = step.threads;
+        c
+    }
+}
+
+/// The options beyond redis-benchmark's: target rates, time-based runs, warmup, mixes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpenLoopConfig {
+    /// `--rps`: one step per rate; empty is closed loop.
+    pub rates: Vec<u64>,
+    /// `--arrival poisson`.
+    pub poisson: bool,
+    /// `--duration`: each test (each step) runs this long; `None` counts `-n` requests.
+    pub duration: Option<Duration>,
+    /// `--warmup`: results of this first stretch are discarded.
+    pub warmup: Duration,
+    /// `--mix` test names with weights, in order.
+    pub mix: Vec<(String, u64)>,
+    /// `--mix-command`: custom commands (arguments) with weights.
+    pub mix_commands: Vec<(Vec<String>, u64)>,
+    /// `--series`: print each test's time series.
+    pub show_series: bool,
+    /// `--live`: print each second on stderr while a test runs.
+    pub live: bool,
+    /// `--hlog`: the interval log's path.
+    pub hlog: Option<String>,
+}
+
+impl OpenLoopConfig {
+    /// Whether a mix replaces the suite.
+    pub fn has_mix(&self) -> bool {
+        !self.mix.is_empty() || !self.mix_commands.is_empty()
+    }
+
+    /// Whether per-second series are kept (time-based or open-loop runs, or asked for).
+    pub fn keeps_series(&self) -> bool {
+        self.duration.is_some()
+            || !self.rates.is_empty()
+            || self.show_series
+            || self.live
+            || self.hlog.is_some()
+    }
+}
+
+/// The TLS options as given, used when `--tls` or a `rediss://` URI turns TLS on.
+#[derive(Clone, Debug, Default)]
+pub struct TlsOptions {
+    /// `--sni`.
+    pub sni: Option<String>,
+    /// `--cacert`.
+    pub cacert: Option<PathBuf>,
+    /// `--cacertdir`.
+    pub cacertdir: Option<PathBuf>,
+    /// `--insecure`: no certificate check.
+    pub insecure: bool,
+    /// `--cert`.
+    pub cert: Option<PathBuf>,
+    /// `--key`.
+    pub key: Option<PathBuf>,
+    /// `--tls-ciphers` (TLS 1.2).
+    pub ciphers: Option<String>,
+    /// `--tls-ciphersuites` (TLS 1.3).
+    pub ciphersuites: Option<String>,
+}
+
+impl TlsOptions {
+    /// The names of the options given.
+    pub fn given(&self) -> Vec<&'static str> {
+        [
+            ("--sni", self.sni.is_some()),
+            ("--cacert", self.cacert.is_some()),
+            ("--cacertdir", self.cacertdir.is_some()),
+            ("--insecure", self.insecure),
+            ("--cert", self.cert.is_some()),
+            ("--key", self.key.is_some()),
+            ("--tls-ciphers", self.ciphers.is_some()),
+            ("--tls-ciphersuites", self.ciphersuites.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect()
+    }
+}
+
+/// One worker of several: its index (from 0) and how many there are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Worker {
+    /// This worker, from 0.
+    pub index: u64,
+    /// How many workers share the run.
+    pub count: u64,
+}
+
+/// What the whole run was, of which a worker does its share: the JSON's `config` records these,
+/// the same on every worker, and the shares under `worker`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Split {
+    /// This worker.
+    pub worker: Worker,
+    /// `-n` of the whole run.
+    pub requests: u64,
+    /// `-c` of the whole run (a list when it sweeps).
+    pub clients: Vec<usize>,
+    /// `--rps` of the whole run.
+    pub rates: Vec<u64>,
+    /// `--seed` of the whole run (or the clock's).
+    pub seed: u64,
+    /// This worker's part of the `-r` keyspace, the first key and how many: what
+    /// `--key-dist sequential` and `--preload` go over.
+    pub keys: Option<(u64, u64)>,
+}
+
+/// `--start-at`: when the measured window begins, in microseconds since the Unix epoch, and the
+/// text given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartAt {
+    /// Microseconds since the Unix epoch.
+    pub unix_us: u64,
+    /// As given.
+    pub text: String,
+}

@@ -1,0 +1,552 @@
+//! A run of the suite: the checks before connecting, the startup connection and discovery, then
+//! each test at each step of a sweep, each `--rps` rate and each backend, with `--preload` and
+//! `--start-at` before the first measured test.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use respbench_core::template::Template;
+use respbench_driver::Tls;
+
+use crate::case::{cases, preload_case, Case, PRELOAD_PIPELINE};
+use crate::config::StartAt;
+use crate::config::{Config, OpenLoopConfig, Replicas, Step};
+use crate::observer::{BackendRun, Observer, StepDone, StopHandle};
+use crate::result::{StepValues, TestResult};
+use crate::routing::Multi;
+use crate::run::{run_test, Against};
+use crate::server::{self, Server, ServerInfo};
+use crate::{backend, limits, routing, verdict, Error};
+
+/// How a run of the suite ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Every test ran.
+    Completed,
+    /// A test's connections failed: what completed is reported.
+    ConnectionsFailed,
+    /// The run was stopped ([`StopHandle`]): what completed is reported.
+    Interrupted,
+}
+
+/// What a finished run leaves for its report.
+#[derive(Debug)]
+pub struct Finished {
+    /// How it ended; an error when a backend could not run a test at all.
+    pub ended: Result<Ended, Error>,
+    /// `--reconnect`: some connection went down and came back (the run then exits 1).
+    pub dropped: bool,
+    /// `--start-at`: how late this process was ready for the instant, in seconds (0 on time).
+    pub late_by_s: Option<f64>,
+    /// With `--json`: every result, in order.
+    pub results: Vec<TestResult>,
+}
+
+/// The TLS settings every connection of the run uses, made once from `cfg.tls` (`None` without
+/// TLS).
+pub fn tls_client(cfg: &Config) -> Result<Option<Tls>, Error> {
+    match &cfg.tls {
+        None => Ok(None),
+        #[cfg(feature = "tls")]
+        Some(o) => crate::tls::client(o, &cfg.endpoint).map(Some).map_err(Error::Tls),
+        #[cfg(not(feature = "tls"))]
+        Some(_) => Err(Error::Tls("this respbench was built without TLS (cargo feature `tls`)".into())),
+    }
+}
+
+/// The checks that need no server: the open-file limit for `-c` (raised where it can be), and
+/// io_uring where `--backend uring` asks for it.
+pub fn check_machine(cfg: &Config) -> Result<(), Error> {
+    limits::ensure_fds(cfg.clients, cfg.threads.clamp(1, cfg.clients))?;
+    backend::check_uring(cfg)
+}
+
+/// One run of the suite: its tests, the server it found, and what it has recorded.
+pub struct Session {
+    /// The options as given.
+    base: Config,
+    /// The `-h/-p` server, with the run's TLS settings.
+    server: Server,
+    /// Over several nodes: the nodes found at startup and the commands' routes.
+    multi: Option<Arc<Multi>>,
+    /// The options of the step running (the base at one combination of a sweep).
+    cfg: Arc<Config>,
+    /// That step's parameters (a sweep only).
+    step: Option<Step>,
+    cases: Vec<Case>,
+    info: ServerInfo,
+    /// Several backends side by side.
+    comparing: bool,
+    open_loop: bool,
+    epoch: Instant,
+    epoch_us: u64,
+    /// With `--json`: the results of the tests run so far.
+    done: Vec<TestResult>,
+    /// `--reconnect`: some connection went down and came back.
+    dropped: bool,
+    /// Reads the server's CPU around each test.
+    probe: verdict::Probe,
+    /// The totals of the sweep's steps so far, for its table.
+    rows: Vec<TestResult>,
+    /// The test and value size `--preload` last wrote.
+    preloaded: Option<(u64, respbench_core::dist::ValueSize)>,
+    /// A worker's step: the whole run's `-c` at that step.
+    step_clients: Option<usize>,
+    /// `--start-at`, until the first measured test waits for it.
+    start_at: Option<StartAt>,
+    /// `--start-at`: how late this process was ready for the instant, in seconds (0 on time).
+    late_by_s: Option<f64>,
+    stop: StopHandle,
+}
+
+impl Session {
+    /// Finds the tests (bad names and mixes before connecting), makes the startup connection,
+    /// and over several nodes finds them and how each command is routed.
+    /// `tls`: from [`tls_client`].
+    pub fn new(
+        cfg: &Config,
+        tls: Option<Tls>,
+        obs: &mut dyn Observer,
+        stop: StopHandle,
+    ) -> Result<Session, Error> {
+        let server = Server::new(cfg, tls);
+        let cases = cases(cfg, &mut |w| obs.message(w))?;
+        let multi = cfg.cluster || cfg.replicas != Replicas::None;
+        if multi {
+            // A client over several nodes keeps its connections; one per request batch is not
+            // built for it.
+            if !cfg.keepalive {
+                return Err(Error::NoKeepaliveOverNodes);
+            }
+            if let Some(c) = cases.iter().find(|c| c.spec.connection_per_request) {
+                return Err(Error::ConnectionPerRequestOverNodes { test: c.spec.title.clone() });
+            }
+        }
+        let (info, counters) = server::startup(&server)?;
+        let counters =
+            counters.map_err(|why| obs.message(&format!("WARNING: Could not fetch server CONFIG{why}"))).ok();
+        let mut nodes = None;
+        if multi {
+            let templates: Vec<&Template> = cases.iter().flat_map(Case::templates).collect();
+            nodes = routing::prepare(cfg, &server, &templates)?;
+            if let Some(m) = &nodes {
+                // Nodes that appear later are opened then (an error names the open-file limit).
+                limits::ensure_fds(cfg.clients * m.topology.nodes.len(), cfg.threads.clamp(1, cfg.clients))?;
+                obs.nodes(m);
+            }
+        }
+        if !cfg.keepalive {
+            obs.message(
+                "WARNING: Keepalive disabled. You probably need 'echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse' \
+                 for Linux in order to use a lot of clients/requests",
+            );
+        }
+        let probe = verdict::Probe::new(
+            match counters {
+                // One node's counters would speak for a cluster or replica set: they are
+                // not read (the per-node table shows where the requests went).
+                Some(_) if nodes.is_some() => {
+                    Err("the run is over several servers and their counters are not read".to_string())
+                }
+                Some(c) => Ok(c),
+                None => Err("the server did not answer CONFIG GET at startup".to_string()),
+            },
+            is_local(&cfg.endpoint),
+        );
+        Ok(Session {
+            cfg: Arc::new(cfg.clone()),
+            step: None,
+            cases,
+            info,
+            comparing: cfg.backends.len() > 1,
+            open_loop: !cfg.open.rates.is_empty(),
+            epoch: Instant::now(),
+            epoch_us: unix_micros(SystemTime::now()),
+            done: Vec::new(),
+            dropped: false,
+            probe,
+            rows: Vec::new(),
+            preloaded: None,
+            step_clients: None,
+            start_at: cfg.start_at.clone(),
+            late_by_s: None,
+            stop,
+            base: cfg.clone(),
+            server,
+            multi: nodes,
+        })
+    }
+
+    /// The tests the run goes through.
+    pub fn cases(&self) -> &[Case] {
+        &self.cases
+    }
+
+    /// What the startup connection read from the server.
+    pub fn server_info(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    /// The run's configuration.
+    pub fn config(&self) -> &Config {
+        &self.base
+    }
+
+    /// The run's epoch in microseconds since the Unix epoch: results' times count from it.
+    pub fn epoch_us(&self) -> u64 {
+        self.epoch_us
+    }
+
+    /// Runs every case (forever with `-l`) until one stops the run.
+    pub fn run(mut self, obs: &mut dyn Observer) -> Finished {
+        let ended = self.run_suite(obs);
+        Finished { ended, dropped: self.dropped, late_by_s: self.late_by_s, results: self.done }
+    }
+
+    fn run_suite(&mut self, obs: &mut dyn Observer) -> Result<Ended, Error> {
+        let cases = std::mem::take(&mut self.cases);
+        let ended = (|| loop {
+            for (i, case) in cases.iter().enumerate() {
+                if let Some(end) = self.run_case(i as u64, case, obs)? {
+                    return Ok(end);
+                }
+            }
+            if !self.cfg.repeat {
+                return Ok(Ended::Completed);
+            }
+        })();
+        self.cases = cases;
+        ended
+    }
+
+    /// Runs one case: each rate step on each backend. `Some(end)` when the run must stop here
+    /// (failed connections, a stop).
+    fn run_case(
+        &mut self,
+        test_no: u64,
+        case: &Case,
+        obs: &mut dyn Observer,
+    ) -> Result<Option<Ended>, Error> {
+        if !self.base.sweep.is_sweep() {
+            return self.run_rates(test_no, case, obs);
+        }
+        // A sweep: every combination in turn, then one table of them all.
+        let mut rows = Vec::new();
+        let mut stop = None;
+        // Steps go -c value by -c value, each over every -P, --threads and run.
+        let s = &self.base.sweep;
+        let per_clients = s.pipelines.len() * s.threads.len() * s.repeat.max(1);
+        for (k, step) in self.base.sweep.steps().into_iter().enumerate() {
+            // A worker's results name the whole run's -c, as its other workers' do, so they merge.
+            self.step_clients =
+                self.base.split.as_ref().map(|w| w.clients[k / per_clients % w.clients.len()]);
+            let cfg = self.base.at(&step);
+            // The default suite's values are in its templates: made again at each -d.
+            let rebuilt;
+            let case = if self.base.sweep.datasizes.len() > 1 && self.base.command.is_empty() {
+                rebuilt = cases(&cfg, &mut |w| obs.message(w))?
+                    .into_iter()
+                    .nth(test_no as usize)
+                    .ok_or(Error::Tests("a sweep lost a test".into()))?;
+                &rebuilt
+            } else {
+                case
+            };
+            self.cfg = Arc::new(cfg);
+            self.step = Some(step);
+            let done_before = self.rows.len();
+            stop = self.run_rates(test_no, case, obs)?;
+            rows.extend(self.rows.drain(done_before..));
+            if stop.is_some() {
+                break;
+            }
+        }
+        if !self.comparing {
+            obs.sweep_done(&rows)?;
+        }
+        self.cfg = Arc::new(self.base.clone());
+        self.step = None;
+        Ok(stop)
+    }
+
+    /// Runs one case at the current step: each rate step on each backend.
+    fn run_rates(
+        &mut self,
+        test_no: u64,
+        case: &Case,
+        obs: &mut dyn Observer,
+    ) -> Result<Option<Ended>, Error> {
+        let steps: Vec<Option<u64>> =
+            if self.open_loop { self.cfg.open.rates.iter().copied().map(Some).collect() } else { vec![None] };
+        // One row per step for the throughput-latency table.
+        let mut table: Vec<TestResult> = Vec::new();
+        let mut stop = None;
+        if self.cfg.preload {
+            // Once per test and value size: a sweep's other parameters leave the keys as they are.
+            let done = self.preloaded.as_ref().is_some_and(|(t, v)| *t == test_no && *v == self.cfg.values);
+            if let Some(fill) = preload_case(&self.cfg, case).filter(|_| !done) {
+                self.preload(test_no, &fill, obs)?;
+                self.preloaded = Some((test_no, self.cfg.values.clone()));
+            }
+        }
+        if let Some(at) = self.start_at.take() {
+            if let Some(end) = self.wait_for_start(&at, obs) {
+                return Ok(Some(end));
+            }
+        }
+        for rate in steps {
+            let ran = self.run_step(test_no, case, rate, obs)?;
+            obs.step_done(&StepDone {
+                cfg: &self.cfg,
+                base: &self.base,
+                case,
+                step: self.step.as_ref(),
+                runs: &ran,
+            })?;
+            let failed = ran.iter().any(|r| !r.failures.is_empty());
+            if !self.comparing {
+                table.extend(ran.into_iter().flat_map(|r| r.results));
+            }
+            if failed {
+                stop = Some(Ended::ConnectionsFailed);
+            } else if self.stop.requested() {
+                stop = Some(Ended::Interrupted);
+            }
+            if stop.is_some() {
+                break;
+            }
+        }
+        if self.open_loop && !self.comparing {
+            obs.rates_done(&self.cfg, &table)?;
+        }
+        Ok(stop)
+    }
+
+    /// Runs one step of a case on each backend in turn (stopping at the first that failed or
+    /// was interrupted).
+    fn run_step(
+        &mut self,
+        test_no: u64,
+        case: &Case,
+        rate: Option<u64>,
+        obs: &mut dyn Observer,
+    ) -> Result<Vec<BackendRun>, Error> {
+        let cfg = Arc::clone(&self.cfg);
+        let mut ran = Vec::new();
+        for &backend in &cfg.backends {
+            // The test's name, as in the JSON; what tells steps and backends apart, when
+            // there are several.
+            let mut tag = case.spec.title.clone();
+            if let Some(r) = rate.filter(|_| cfg.open.rates.len() > 1) {
+                tag += &format!(" @ {r} rps");
+            }
+            if self.comparing {
+                tag += &format!(" ({})", backend.name());
+            }
+            let before = self.probe.read();
+            let against = Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref() };
+            let (outcome, cpu, (machine, waited), nodes) = run_test(
+                &cfg,
+                against,
+                backend,
+                case,
+                test_no,
+                rate,
+                self.epoch,
+                Some(&tag),
+                obs,
+                &self.stop,
+            )?;
+            let server_cpu = self.probe.since(before);
+            let on = if self.comparing { format!(" ({})", backend.name()) } else { String::new() };
+            let title = &case.spec.title;
+            let s = &outcome.stats;
+            if !outcome.drops.is_empty() {
+                // --reconnect: the test went on; the run's status will say it had errors.
+                self.dropped = true;
+                obs.message(&format!(
+                    "{title}{on}: connections went down {} times and reconnected (--reconnect): {} requests \
+                     lost, {:.3} s down in all",
+                    s.drops,
+                    s.lost,
+                    s.downtime_micros as f64 / 1e6
+                ));
+                for (e, n) in &outcome.drops {
+                    obs.message(&format!("{title}{on}:   {n} × {e}"));
+                }
+            }
+            if s.abandoned > 0 {
+                obs.message(&format!(
+                    "{title}{on}: {} requests were still unanswered {} after the stop and were abandoned",
+                    s.abandoned,
+                    respbench_core::conn::format_duration(cfg.drain_grace)
+                ));
+            }
+            let mut results = case.entries(backend, cpu, rate, outcome.stats);
+            for e in &mut results {
+                e.step = self.step.as_ref().map(StepValues::of);
+                if let (Some(step), Some(c)) = (&mut e.step, self.step_clients) {
+                    step.clients = c as u64;
+                }
+            }
+            if let Some(total) = results.last_mut() {
+                total.nodes = nodes;
+                let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline);
+                let missing = self.probe.missing.as_deref();
+                total.verdict = Some(verdict::verdict(
+                    Some(&cpu),
+                    server_cpu.as_ref(),
+                    missing,
+                    machine,
+                    waited,
+                    in_flight,
+                ));
+                total.server_cpu = server_cpu;
+            }
+            let preloadable = preload_case(&cfg, case).is_some();
+            cost_and_rate(&cfg, &results[results.len() - 1], &on, preloadable, obs);
+            if self.step.is_some() {
+                self.rows.push(results[results.len() - 1].clone());
+            }
+            if cfg.json.is_some() {
+                self.done.extend(results.iter().cloned());
+            }
+            let stop = !outcome.failures.is_empty() || self.stop.requested();
+            ran.push(BackendRun { results, failures: outcome.failures });
+            if stop {
+                break;
+            }
+        }
+        Ok(ran)
+    }
+
+    /// `--start-at`: sleeps until the instant less the warmup, so that the first measured window
+    /// begins at it; warns when that had passed already, and records by how much.
+    /// `Some(Interrupted)` when a stop came first.
+    fn wait_for_start(&mut self, at: &StartAt, obs: &mut dyn Observer) -> Option<Ended> {
+        let target = at.time().checked_sub(self.cfg.open.warmup).unwrap_or(SystemTime::UNIX_EPOCH);
+        let now = SystemTime::now();
+        match now.duration_since(target) {
+            Ok(late) => {
+                self.late_by_s = Some(late.as_secs_f64());
+                let before = if self.cfg.open.warmup.is_zero() { "" } else { " less the --warmup" };
+                obs.message(&format!(
+                    "WARNING: --start-at {}: this process was ready {:.3} s after the instant{before} had \
+                     passed, so its measured window begins late (late_by_s in the JSON)",
+                    at.text,
+                    late.as_secs_f64()
+                ));
+            }
+            Err(_) => {
+                self.late_by_s = Some(0.0);
+                // In short sleeps, so that a stop is heard.
+                while let Ok(left) = target.duration_since(SystemTime::now()) {
+                    if self.stop.requested() {
+                        return Some(Ended::Interrupted);
+                    }
+                    std::thread::sleep(left.min(Duration::from_millis(100)));
+                }
+            }
+        }
+        None
+    }
+
+    /// `--preload`: runs `fill` (SET over the whole keyspace, sequential keys, pipelined) on
+    /// the first backend, unmeasured, and says what it wrote.
+    fn preload(&mut self, test_no: u64, fill: &Case, obs: &mut dyn Observer) -> Result<(), Error> {
+        let cfg = Arc::clone(&self.cfg);
+        // A worker writes its own part of the keyspace.
+        let keys = match cfg.split.as_ref().and_then(|s| s.keys) {
+            Some((_, n)) => n,
+            None => cfg.keyspace.unwrap_or(1),
+        };
+        let mut fill_cfg = (*cfg).clone();
+        fill_cfg.requests = keys;
+        fill_cfg.key_dist = respbench_core::dist::KeyDist::Sequential;
+        fill_cfg.pipeline = cfg.pipeline.max(PRELOAD_PIPELINE);
+        fill_cfg.open = OpenLoopConfig::default();
+        let began = Instant::now();
+        let against = Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref() };
+        let (outcome, _, _, _) = run_test(
+            &fill_cfg,
+            against,
+            cfg.backends[0],
+            fill,
+            test_no,
+            None,
+            self.epoch,
+            None,
+            obs,
+            &self.stop,
+        )?;
+        let s = &outcome.stats;
+        if let Some((e, n)) = outcome.failures.first() {
+            return Err(Error::Preload { failed: *n, error: e.clone() });
+        }
+        if s.errors.total() > 0 {
+            let first = &s.errors.kinds()[0].first_message;
+            obs.message(&format!(
+                "WARNING: --preload: {} of {keys} writes failed: {first}",
+                s.errors.total()
+            ));
+        }
+        obs.message(&format!(
+            "preloaded {} keys ({}, {} in flight per connection) in {:.2} s, not measured",
+            s.requests,
+            fill.spec.title,
+            fill_cfg.pipeline,
+            began.elapsed().as_secs_f64()
+        ));
+        Ok(())
+    }
+}
+
+/// Warns when the client was saturated, when most replies were nil, or when an open-loop target
+/// was not reached. `on` names the backend when comparing; `preloadable`: `--preload` would write
+/// what the test reads (a GET).
+fn cost_and_rate(cfg: &Config, total: &TestResult, on: &str, preloadable: bool, obs: &mut dyn Observer) {
+    // The verdict is in the verbose report and the JSON; stderr only hears when the figures
+    // measure respbench.
+    if let Some(v) = total.verdict.as_ref().filter(|v| v.side == verdict::Side::Client) {
+        obs.message(&format!("WARNING: {}{on}: {}", total.name, v.text));
+    }
+    let s = &total.stats;
+    if s.requests > 0 && s.hit_share() < 0.5 {
+        obs.message(&format!(
+            "WARNING: {}{on}: {:.1}% of the replies were nil: what it read did not exist, so this \
+             measured misses{}",
+            total.name,
+            (1.0 - s.hit_share()) * 100.0,
+            if preloadable && !cfg.preload { " (--preload writes the keys first)" } else { "" }
+        ));
+    }
+    if let Some(target) = total.target_rps {
+        let achieved = total.stats.rps();
+        if total.stats.requests > 0 && achieved < 0.95 * target as f64 {
+            let window = cfg.clients as u64 * u64::from(cfg.pipeline);
+            obs.message(&format!(
+                "WARNING: {}{on}: target {target} rps not met, achieved {achieved:.0} rps: at most {window} \
+                 requests can be in flight (-c {} × -P {}); more connections or a deeper pipeline may help{}",
+                total.name,
+                cfg.clients,
+                cfg.pipeline,
+                if total.cpu.is_some_and(|c| c.saturated()) { ", and the client is saturated" } else { "" }
+            ));
+        }
+    }
+}
+
+/// Microseconds since the Unix epoch (0 for a clock set before it).
+fn unix_micros(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+/// Whether the server runs on this machine: a Unix socket, or a loopback address.
+fn is_local(endpoint: &respbench_core::Endpoint) -> bool {
+    match endpoint {
+        respbench_core::Endpoint::Unix(_) => true,
+        respbench_core::Endpoint::Tcp { host, .. } => {
+            host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback())
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Why a session could not start or go on. The messages are the ones the command line prints.
+
+use std::fmt;
+
+use respbench_core::{ConnError, RunError};
+
+use crate::server::StartupError;
+
+/// Why a session could not start, or a run had to end before its tests did.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// `-c` needs more open files than the hard limit allows.
+    OpenFiles {
+        /// The connections asked for.
+        clients: usize,
+        /// The open files they need with the run's own.
+        need: u64,
+        /// The soft limit.
+        soft: u64,
+        /// The hard limit.
+        hard: u64,
+        /// How many connections fit under the hard limit.
+        fit: u64,
+    },
+    /// `--backend uring`, but io_uring cannot be used here (the reason).
+    Uring(String),
+    /// The tests asked for do not exist (`-t`, `--mix`), or `-x` could not read standard input.
+    Tests(String),
+    /// `-k 0` (a new connection per request batch) over several nodes.
+    NoKeepaliveOverNodes,
+    /// A test that opens a connection per request, over several nodes.
+    ConnectionPerRequestOverNodes {
+        /// The test's title.
+        test: String,
+    },
+    /// The startup connection, or one that discovery made, failed (connect, TLS, `AUTH`, a
+    /// topology that cannot be read): the run must not start.
+    Startup(StartupError),
+    /// Over several nodes: a command's keys cannot be found or routed.
+    Routing(String),
+    /// A backend could not run a test at all.
+    Backend(RunError),
+    /// A backend's event loops ended without a result.
+    LoopsStopped,
+    /// `--preload`'s connections failed.
+    Preload {
+        /// How many connections failed that way.
+        failed: u64,
+        /// The first failure.
+        error: ConnError,
+    },
+    /// The TLS settings cannot be made (a certificate or key that cannot be read or used, an
+    /// unknown cipher suite).
+    Tls(String),
+    /// The observer could not present a result (a write failed).
+    Output(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::OpenFiles { clients, need, soft, hard, fit } => write!(
+                f,
+                "-c {clients} needs about {need} open files, but the limit is {soft} (hard limit {hard}), \
+                 enough for {fit} connections: lower -c, or raise the limit (ulimit -n {need})"
+            ),
+            Error::NoKeepaliveOverNodes => f.write_str(
+                "-k 0 (a new connection per request batch) is not supported with --cluster or replicas",
+            ),
+            Error::ConnectionPerRequestOverNodes { test } => write!(
+                f,
+                "the {test} test (a new connection per request) is not supported with --cluster or replicas"
+            ),
+            Error::Startup(e) => f.write_str(&e.0),
+            Error::Backend(e) => e.fmt(f),
+            Error::LoopsStopped => f.write_str("the event loops stopped"),
+            Error::Preload { failed, error } => {
+                write!(f, "--preload: {failed} connection(s) failed: {error}")
+            }
+            Error::Uring(s) | Error::Tests(s) | Error::Routing(s) | Error::Tls(s) | Error::Output(s) => {
+                f.write_str(s)
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<StartupError> for Error {
+    fn from(e: StartupError) -> Error {
+        Error::Startup(e)
+    }
+}
+
+impl From<RunError> for Error {
+    fn from(e: RunError) -> Error {
+        Error::Backend(e)
+    }
+}

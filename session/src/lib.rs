@@ -1,0 +1,32 @@
+//! respbench's run engine, below the command line. A [`Session`] runs the tests of a
+//! [`config::Config`] (the options, checked by the command line) on the backends: it makes the
+//! startup connection, finds a cluster's or replica set's nodes and the routes of commands over
+//! them, runs each test at each sweep step, rate and backend with the CPU readings around it, and
+//! tells an [`Observer`] how it goes, with typed results ([`result::TestResult`]) and errors
+//! ([`Error`]). It never prints: the command line presents.
+
+#![warn(missing_docs)]
+
+mod backend;
+pub mod case;
+pub mod config;
+pub mod cpu;
+mod engine;
+mod error;
+pub mod limits;
+pub mod observer;
+pub mod result;
+pub mod routing;
+mod run;
+pub mod server;
+#[cfg(feature = "tls")]
+pub mod tls;
+pub mod topology;
+pub mod verdict;
+pub mod workers;
+
+pub use backend::note as backend_note;
+pub use engine::{check_machine, tls_client, Ended, Finished, Session};
+pub use error::Error;
+pub use observer::{Observer, StopHandle};
+pub use run::idle;

@@ -1,0 +1,130 @@
+//! What a running session tells the command line: progress, the seconds that closed, warnings
+//! and each step's results, through [`Observer`]; and how the command line stops it
+//! ([`StopHandle`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use respbench_core::stats::{Interval, Second};
+use respbench_core::{ConnError, Time};
+
+use crate::case::Case;
+use crate::config::{Config, Step};
+use crate::result::TestResult;
+use crate::routing::Multi;
+use crate::Error;
+
+/// Asks a running session to stop (Ctrl-C): the test running drains and ends, and no other
+/// begins. Cheap to clone; setting it is one atomic store, so a signal handler may.
+#[derive(Clone, Debug, Default)]
+pub struct StopHandle(Arc<AtomicBool>);
+
+impl StopHandle {
+    /// A handle nobody has pulled yet.
+    pub fn new() -> StopHandle {
+        StopHandle::default()
+    }
+
+    /// Asks the run to stop.
+    pub fn request(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a stop was asked for.
+    pub fn requested(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// The live figures of the test running, as often as the session looks (every 20 ms).
+#[derive(Clone, Copy, Debug)]
+pub struct Tick<'a> {
+    /// The test's title.
+    pub title: &'a str,
+    /// When the test began (a new instant: a new test).
+    pub started: Instant,
+    /// Requests completed so far.
+    pub completed: u64,
+    /// Their latencies summed, in microseconds.
+    pub latency_sum_micros: u64,
+}
+
+/// What one backend reported for one step: its results, and its connection failures.
+#[derive(Debug)]
+pub struct BackendRun {
+    /// Each command of a mix, then the total.
+    pub results: Vec<TestResult>,
+    /// Connection failures, with how many connections failed that way.
+    pub failures: Vec<(ConnError, u64)>,
+}
+
+/// A step of a test ran on each backend (up to the first that failed or was interrupted).
+pub struct StepDone<'a> {
+    /// The configuration of the step.
+    pub cfg: &'a Config,
+    /// The configuration of the run.
+    pub base: &'a Config,
+    /// The test.
+    pub case: &'a Case,
+    /// A sweep's step.
+    pub step: Option<&'a Step>,
+    /// Each backend's results.
+    pub runs: &'a [BackendRun],
+}
+
+/// Hears what a session does. The session never prints: an implementation presents (the
+/// command line's progress line, reports and warnings on stderr).
+pub trait Observer {
+    /// A line for stderr that the run goes on after (`WARNING: …`, `preloaded …`).
+    fn message(&mut self, line: &str);
+
+    /// Over several nodes, before the first test: the nodes found and how commands route.
+    fn nodes(&mut self, _multi: &Multi) {}
+
+    /// While a test runs: its live figures.
+    fn progress(&mut self, _tick: &Tick<'_>) {}
+
+    /// The test's loops have ended (the progress line goes).
+    fn progress_end(&mut self) {}
+
+    /// `--live`: second `n` of the test titled `title`, once every loop has moved past it.
+    fn second(&mut self, _title: &str, _n: usize, _second: &Second) {}
+
+    /// Whether the seconds the loops have closed are wanted ([`Observer::intervals`]).
+    fn keeps_intervals(&self) -> bool {
+        false
+    }
+
+    /// The seconds every loop has moved past, of the test tagged `tag`; `end` once the test is
+    /// over, to cut its last second short. An error ends the run like a failed test.
+    fn intervals(
+        &mut self,
+        _tag: &str,
+        _ended: &[(Time, Interval)],
+        _end: Option<Time>,
+    ) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// A step ran on every backend. An error ends the run.
+    fn step_done(&mut self, _s: &StepDone<'_>) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// An open-loop test ran every `--rps` step: its totals, one per step.
+    fn rates_done(&mut self, _cfg: &Config, _steps: &[TestResult]) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// A sweep ran every step of a test: its totals, one per step (and rate).
+    fn sweep_done(&mut self, _rows: &[TestResult]) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// `-I`: how many connections are up.
+    fn idle_clients(&mut self, _live: u64) {}
+
+    /// `-I`: every connection is up; what they cost the server.
+    fn idle_footprint(&mut self, _text: &str) {}
+}

@@ -1,0 +1,295 @@
+//! One test on a backend: its plan, the run on a second thread while this one samples the
+//! client's CPU and tells the observer how it goes, and `-I`'s idle connections.
+
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use respbench_core::suite::custom;
+use respbench_core::template::KeySpace;
+use respbench_core::{
+    Backoff, Budget, ConnConfig, ConnError, Handshake, OpenLoop, Outcome, Plan, Stop, Time, Workload,
+};
+use respbench_driver::{Progress, TestRun, Tls};
+
+use crate::backend::run_backend;
+use crate::case::Case;
+use crate::config::{Backend, Config};
+use crate::cpu::ClientCpu;
+use crate::observer::{Observer, StopHandle, Tick};
+use crate::result::NodeInfo;
+use crate::routing::Multi;
+use crate::{server, Error};
+
+/// How often `-I` looks at its connections.
+const IDLE_EVERY: Duration = Duration::from_millis(250);
+
+/// `--reconnect`'s backoff: the first wait, doubling up to the longest.
+const RECONNECT_FIRST: Duration = Duration::from_millis(10);
+const RECONNECT_MAX: Duration = Duration::from_secs(1);
+
+/// What else ran on the client machine during a test: the share of all its CPUs that was busy,
+/// and the share of the test respbench's loops waited for a CPU.
+pub(crate) type Contention = (Option<f64>, Option<f64>);
+
+/// How often the loops' run delay is read while a test runs: the last reading before the end
+/// stands for the test (their threads end with it, and their counts with them).
+const WAIT_READ_EVERY: Duration = Duration::from_millis(100);
+
+/// What a test runs against, made or found before the first: the TLS settings and, over
+/// several nodes, the nodes and routes.
+#[derive(Clone, Copy)]
+pub(crate) struct Against<'a> {
+    pub tls: Option<&'a Tls>,
+    pub multi: Option<&'a Multi>,
+}
+
+pub(crate) fn handshake(cfg: &Config) -> Handshake {
+    Handshake::new(cfg.user.as_deref(), cfg.password.as_deref(), cfg.tracking, cfg.db, cfg.resp3)
+}
+
+/// What every connection of one test (one step) does.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn plan(
+    cfg: &Config,
+    multi: Option<&Multi>,
+    case: &Case,
+    test_no: u64,
+    idle: bool,
+    rate: Option<u64>,
+    measure_from: Time,
+    stop_at: Option<Time>,
+) -> Arc<Plan> {
+    let keys = match cfg.keyspace {
+        None => KeySpace::Literal,
+        // A worker's sequential keys go over its own part of the keyspace.
+        Some(_) if cfg.key_dist == respbench_core::dist::KeyDist::Sequential && cfg.split.is_some() => {
+            let (first, n) = cfg.split.as_ref().and_then(|s| s.keys).unwrap_or_default();
+            KeySpace::sequential_range(first, n)
+        }
+        // Options::check refused a keyspace the distribution cannot take.
+        Some(n) => cfg.key_dist.space(n).unwrap_or(KeySpace::Random { n }),
+    };
+    // The core shares the total rate evenly over the connections.
+    let open_loop = rate.map(|r| OpenLoop { rate: r as f64, poisson: cfg.open.poisson });
+    let budget =
+        if idle || cfg.open.duration.is_some() { Budget::unlimited() } else { Budget::new(cfg.requests) };
+    Arc::new(Plan {
+        conn: ConnConfig {
+            handshake: handshake(cfg),
+            // The connect test: one request per connection.
+            pipeline: if case.spec.connection_per_request { 1 } else { cfg.pipeline },
+            pipeline_mode: cfg.pipeline_mode,
+            keepalive: cfg.keepalive && !case.spec.connection_per_request,
+            idle,
+            open_loop,
+            request_timeout: cfg.timeout,
+            reconnect: cfg.reconnect.then_some(Backoff { first: RECONNECT_FIRST, max: RECONNECT_MAX }),
+        },
+        workload: Workload {
+            template: case.spec.template.clone(),
+            keys,
+            mix: case.mix.as_ref().map(|(m, _)| m.clone()),
+        },
+        budget,
+        stop: Stop::new(stop_at, cfg.drain_grace),
+        // Each test its own streams, all reproducible from --seed.
+        seed: cfg.seed.wrapping_add(test_no.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        connections: cfg.clients as u64,
+        measure_from,
+        series: !idle && cfg.open.keeps_series(),
+        cluster: multi.and_then(|m| m.cluster(cfg, &case.templates(), &handshake(cfg))),
+    })
+}
+
+/// Runs one test on `backend` while this thread tells `obs` how it goes and watches for a stop;
+/// measures the process's CPU meanwhile. `hlog`: the tag the seconds the loops close are told
+/// under, when the observer keeps them.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_test(
+    cfg: &Config,
+    against: Against<'_>,
+    backend: Backend,
+    case: &Case,
+    test_no: u64,
+    rate: Option<u64>,
+    epoch: Instant,
+    hlog: Option<&str>,
+    obs: &mut dyn Observer,
+    stop: &StopHandle,
+) -> Result<(Outcome, ClientCpu, Contention, Vec<NodeInfo>), Error> {
+    let begin = Instant::now();
+    let warmup = cfg.open.warmup;
+    let measure_from = if warmup.is_zero() { Time::ZERO } else { Time::since(epoch, begin + warmup) };
+    // A time-based run stops handing out requests at its end; in-flight ones drain (the core's
+    // run control).
+    let stop_at = cfg.open.duration.map(|d| Time::since(epoch, begin + warmup + d));
+    let spec = &case.spec;
+    let run = TestRun {
+        plan: plan(cfg, against.multi, case, test_no, false, rate, measure_from, stop_at),
+        endpoint: cfg.endpoint.clone(),
+        clients: cfg.clients,
+        threads: cfg.threads.max(1),
+        sigfig: cfg.precision,
+        progress: Arc::new(Progress::default()),
+    };
+    let hlog = hlog.filter(|_| obs.keeps_intervals());
+    if hlog.is_some() {
+        run.progress.collector().keep_ended();
+    }
+    // Tells the seconds every loop has moved past; `end` once the test is over, to cut its
+    // last second short.
+    let log_ended = |obs: &mut dyn Observer, end: Option<Time>| -> Result<(), Error> {
+        match hlog {
+            Some(tag) => {
+                let ended = run.progress.collector().take_ended();
+                obs.intervals(tag, &ended, end)
+            }
+            None => Ok(()),
+        }
+    };
+    let mut live_told = 0usize;
+    let started = Instant::now();
+    // The client's cost counts from the end of the warmup, like the requests it is divided by.
+    let mut cpu_before = crate::cpu::process_cpu();
+    let mut machine_before = crate::cpu::machine_ticks();
+    // The loops' time waiting for a CPU: read while they run (a thread's count goes with it).
+    let mut wait_before = crate::cpu::run_delay_ns("self");
+    let mut wait_last = wait_before;
+    let mut wait_read = Instant::now();
+    let mut cpu_from = started;
+    let mut warm = warmup.is_zero();
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|s| {
+        let run = &run;
+        s.spawn(move || {
+            let _ = tx.send(run_backend(backend, run, against.tls, epoch));
+        });
+        let mut stop_asked = false;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(result) => {
+                    let cpu = ClientCpu::between(
+                        cpu_before,
+                        crate::cpu::process_cpu(),
+                        cpu_from.elapsed(),
+                        run.loops(),
+                    );
+                    obs.progress_end();
+                    let machine = crate::cpu::machine_busy(machine_before, crate::cpu::machine_ticks());
+                    let waited = wait_before.zip(wait_last).map(|(a, b)| {
+                        let capacity = cpu.wall_s * run.loops() as f64;
+                        if capacity > 0.0 {
+                            b.saturating_sub(a) as f64 / 1e9 / capacity
+                        } else {
+                            0.0
+                        }
+                    });
+                    let mut o = result?;
+                    log_ended(obs, Some(o.stats.end))?;
+                    // Over several nodes: the nodes as the test ended, without the room kept
+                    // for nodes that never appeared.
+                    let nodes = match (&run.plan.cluster, against.multi) {
+                        (Some(c), Some(m)) => {
+                            o.stats.nodes.truncate(c.nodes.len() + o.stats.appeared.len());
+                            NodeInfo::at_end(c, m, &o.stats)
+                        }
+                        _ => Vec::new(),
+                    };
+                    return Ok((o, cpu, (machine, waited), nodes));
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::LoopsStopped),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            // A file that cannot be written ends the run like a failed test, keeping its results.
+            log_ended(obs, None)?;
+            if wait_read.elapsed() >= WAIT_READ_EVERY {
+                wait_read = Instant::now();
+                wait_last = crate::cpu::run_delay_ns("self").or(wait_last);
+            }
+            if !warm && Instant::now() >= begin + warmup {
+                warm = true;
+                cpu_before = crate::cpu::process_cpu();
+                machine_before = crate::cpu::machine_ticks();
+                wait_before = crate::cpu::run_delay_ns("self");
+                cpu_from = Instant::now();
+            }
+            if !stop_asked && stop.requested() {
+                // Ctrl-C: the core stops handing out requests and abandons what is still
+                // unanswered after the grace.
+                run.plan.stop.request(Time::since(epoch, Instant::now()));
+                stop_asked = true;
+            }
+            if cfg.open.live {
+                // A second is summarised once every loop has moved past it (they publish every
+                // 50 ms); seconds count from the end of the warmup, like the series. Only whole
+                // seconds: the one the test ends in closes with the loops and is partial.
+                let whole = Instant::now().saturating_duration_since(begin + warmup).as_secs() as usize;
+                let series = run.progress.collector();
+                while let Some(s) = series.seconds.get(live_told).filter(|_| live_told < whole) {
+                    obs.second(&spec.title, live_told, s);
+                    live_told += 1;
+                }
+            }
+            obs.progress(&Tick {
+                title: &spec.title,
+                started,
+                completed: run.progress.completed.load(Ordering::Relaxed),
+                latency_sum_micros: run.progress.latency_sum_micros.load(Ordering::Relaxed),
+            });
+        }
+    })
+}
+
+/// `-I`: opens the connections, tells how many are up and what they cost the server, and waits
+/// for a stop. The connections that failed, with how many failed that way.
+pub fn idle(
+    cfg: &Config,
+    tls: Option<Tls>,
+    obs: &mut dyn Observer,
+    stop: &StopHandle,
+) -> Result<Vec<(ConnError, u64)>, Error> {
+    let server = server::Server::new(cfg, tls);
+    let mut before = server::Footprint::read(&mut server::Conn::authenticated(&server)?)
+        .map_err(|e| {
+            obs.message(&format!(
+                "WARNING: Could not read the server's INFO ({e}): no figures per connection"
+            ))
+        })
+        .ok();
+    let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None };
+    let run = TestRun {
+        plan: plan(cfg, None, &case, 0, true, None, Time::ZERO, None),
+        endpoint: cfg.endpoint.clone(),
+        clients: cfg.clients,
+        threads: cfg.threads.max(1),
+        sigfig: cfg.precision,
+        progress: Arc::new(Progress::default()),
+    };
+    let (tx, rx) = mpsc::channel();
+    let epoch = Instant::now();
+    let result = std::thread::scope(|s| {
+        let (run, tls) = (&run, server.tls.as_ref());
+        s.spawn(move || {
+            let _ = tx.send(run_backend(cfg.backends[0], run, tls, epoch));
+        });
+        loop {
+            match rx.recv_timeout(IDLE_EVERY) {
+                Ok(r) => return r,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::LoopsStopped),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            let live = run.progress.live.load(Ordering::Relaxed);
+            obs.idle_clients(live);
+            if live == cfg.clients as u64 {
+                if let Some(before) = before.take() {
+                    obs.idle_footprint(&server::idle_footprint(&server, cfg.clients, before));
+                }
+            }
+            if stop.requested() {
+                run.plan.stop.request(Time::since(epoch, Instant::now()));
+            }
+        }
+    });
+    Ok(result?.failures)
+}
