@@ -20,12 +20,14 @@ use crate::fake::parse_command;
 /// The most one read takes: a chunk is what one read returned.
 const CHUNK: usize = 256 * 1024;
 
+/// What each connection's client sent, chunk by chunk, by connection in accept order.
+type Sent = Arc<Mutex<Vec<Vec<Vec<u8>>>>>;
+
 /// A running relay from a port of its own to `127.0.0.1:upstream`; it stops when dropped.
 pub struct Relay {
     port: u16,
     stop: Arc<AtomicBool>,
-    /// What each connection's client sent, chunk by chunk, by connection in accept order.
-    sent: Arc<Mutex<Vec<Vec<Vec<u8>>>>>,
+    sent: Sent,
 }
 
 impl Relay {
@@ -40,7 +42,7 @@ impl Relay {
         let port = listener.local_addr().expect("local_addr").port();
         listener.set_nonblocking(true).expect("nonblocking listener");
         let stop = Arc::new(AtomicBool::new(false));
-        let sent: Arc<Mutex<Vec<Vec<Vec<u8>>>>> = Arc::default();
+        let sent: Sent = Arc::default();
         let (stop2, sent2) = (Arc::clone(&stop), Arc::clone(&sent));
         thread::spawn(move || {
             while !stop2.load(Ordering::Relaxed) {
@@ -109,7 +111,7 @@ fn splice(
     client: TcpStream,
     server: TcpStream,
     delay: Duration,
-    record: Option<(Arc<Mutex<Vec<Vec<Vec<u8>>>>>, usize)>,
+    record: Option<(Sent, usize)>,
 ) -> io::Result<()> {
     client.set_nonblocking(false)?;
     client.set_nodelay(true)?;
@@ -120,12 +122,7 @@ fn splice(
 }
 
 /// One direction: a reader that stamps each chunk, and a writer that sends it when it is due.
-fn pump(
-    mut from: TcpStream,
-    mut to: TcpStream,
-    delay: Duration,
-    record: Option<(Arc<Mutex<Vec<Vec<Vec<u8>>>>>, usize)>,
-) {
+fn pump(mut from: TcpStream, mut to: TcpStream, delay: Duration, record: Option<(Sent, usize)>) {
     let (tx, rx) = mpsc::channel::<(Instant, Option<Vec<u8>>)>();
     thread::spawn(move || {
         let mut buf = vec![0u8; CHUNK];
