@@ -455,16 +455,28 @@ pub struct SimResult {
     pub progress: Arc<Progress>,
     /// Commands each server read, handshakes included, in the order the servers were given.
     pub per_server: Vec<u64>,
-    /// With [`Sim::record_writes`], each write of the client that a server read, in order: the server (as in
-    /// [`SimResult::per_server`]), the socket (numbered as [`Command::conn`]) and how many commands
-    /// ended in it (a command split over short writes counts in the write with its last byte).
-    pub writes: Vec<(usize, u64, u64)>,
+    /// With [`Sim::record_writes`], each write of the client that a server read, in order.
+    pub writes: Vec<Written>,
+}
+
+/// One write of the client, as the server read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// When the server read it (the simulated server reads at the instant of the write).
+    pub at: Time,
+    /// Which server, as in [`SimResult::per_server`].
+    pub server: usize,
+    /// Which socket, numbered as [`Command::conn`].
+    pub conn: u64,
+    /// How many commands ended in it (a command split over short writes counts in the write
+    /// with its last byte).
+    pub commands: u64,
 }
 
 impl SimResult {
     /// How many commands each write carried, in order, over all sockets and servers.
     pub fn commands_per_write(&self) -> Vec<u64> {
-        self.writes.iter().map(|&(_, _, n)| n).collect()
+        self.writes.iter().map(|w| w.commands).collect()
     }
 
     /// The times of `what` for connection `conn`.
@@ -632,7 +644,7 @@ struct Net<'a> {
     accepted: u64,
     per_server: Vec<u64>,
     /// See [`SimResult::writes`].
-    writes: Vec<(usize, u64, u64)>,
+    writes: Vec<Written>,
     /// When each server is free again (one queue each).
     server_free: Vec<Time>,
     /// Each server's outages whose start has been acted on.
@@ -811,7 +823,7 @@ impl<'a> Net<'a> {
             while peer.writes.front().is_some_and(|(end, _)| *end <= parsed) {
                 let Some((_, n)) = peer.writes.pop_front() else { break };
                 if self.sim.record_writes {
-                    self.writes.push((c.server, peer.conn, n));
+                    self.writes.push(Written { at: now, server: c.server, conn: peer.conn, commands: n });
                 }
             }
             let cmd =

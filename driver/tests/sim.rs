@@ -796,7 +796,7 @@ fn no_keepalive_sends_a_batch_per_socket_in_either_mode() {
         let opts = Opts { n: Some(18), pipeline: 4, keepalive: false, mode, ..Opts::default() };
         let (r, writes) = per_write(&opts, &Server::replying(b"+PONG\r\n", us(5)));
         assert_eq!(writes, [4, 4, 4, 4, 2], "{mode:?}");
-        let sockets: Vec<u64> = r.writes.iter().map(|&(_, conn, _)| conn).collect();
+        let sockets: Vec<u64> = r.writes.iter().map(|w| w.conn).collect();
         assert_eq!(sockets, [0, 1, 2, 3, 4], "{mode:?}");
     }
 }
