@@ -5,6 +5,10 @@
 //! apart. It records what it carried from each client, chunk by chunk, so a test can count the
 //! commands each segment held: what a server's `read` calls see.
 //!
+//! A rate ([`Relay::start_on`]) paces each direction of each connection like a link of that
+//! speed: a chunk leaves when the link is free and arrives in pieces of [`PIECE`] bytes, each
+//! `delay` after it was sent, so a large reply trickles in as it would over a real path.
+//!
 //! The `delay-relay` binary (src/bin/delay-relay.rs) runs one for `bench/pipeline`.
 
 use std::io::{self, Read, Write};
@@ -19,6 +23,8 @@ use crate::fake::parse_command;
 
 /// The most one read takes: a chunk is what one read returned.
 const CHUNK: usize = 256 * 1024;
+/// With a rate, a chunk is written in pieces of this many bytes, each when it is due.
+pub const PIECE: usize = 16 * 1024;
 
 /// What each connection's client sent, chunk by chunk, by connection in accept order.
 type Sent = Arc<Mutex<Vec<Vec<Vec<u8>>>>>;
@@ -33,11 +39,12 @@ pub struct Relay {
 impl Relay {
     /// Starts a relay to `127.0.0.1:upstream` that holds each chunk `delay` each way.
     pub fn start(upstream: u16, delay: Duration) -> Relay {
-        Relay::start_on(0, upstream, delay, true)
+        Relay::start_on(0, upstream, delay, 0, true)
     }
 
-    /// [`Relay::start`] on `port` (0: a free one); `record` keeps the client's chunks.
-    pub fn start_on(port: u16, upstream: u16, delay: Duration, record: bool) -> Relay {
+    /// [`Relay::start`] on `port` (0: a free one), each direction of each connection paced at
+    /// `bytes_per_sec` (0: no limit); `record` keeps the client's chunks.
+    pub fn start_on(port: u16, upstream: u16, delay: Duration, bytes_per_sec: u64, record: bool) -> Relay {
         let listener = TcpListener::bind(("127.0.0.1", port)).expect("binding the relay");
         let port = listener.local_addr().expect("local_addr").port();
         listener.set_nonblocking(true).expect("nonblocking listener");
@@ -56,7 +63,7 @@ impl Relay {
                             all.push(Vec::new());
                             (Arc::clone(&sent2), all.len() - 1)
                         });
-                        let _ = splice(client, server, delay, record);
+                        let _ = splice(client, server, (delay, bytes_per_sec), record);
                     }
                     Err(_) => thread::sleep(Duration::from_millis(1)),
                 }
@@ -106,23 +113,22 @@ impl Drop for Relay {
     }
 }
 
-/// Relays both ways between `client` and `server`, each chunk `delay` late.
-fn splice(
-    client: TcpStream,
-    server: TcpStream,
-    delay: Duration,
-    record: Option<(Sent, usize)>,
-) -> io::Result<()> {
+/// A path's one-way delay and rate in bytes per second (0: no limit).
+type Path = (Duration, u64);
+
+/// Relays both ways between `client` and `server` over `path`.
+fn splice(client: TcpStream, server: TcpStream, path: Path, record: Option<(Sent, usize)>) -> io::Result<()> {
     client.set_nonblocking(false)?;
     client.set_nodelay(true)?;
     server.set_nodelay(true)?;
-    pump(client.try_clone()?, server.try_clone()?, delay, record);
-    pump(server, client, delay, None);
+    pump(client.try_clone()?, server.try_clone()?, path, record);
+    pump(server, client, path, None);
     Ok(())
 }
 
-/// One direction: a reader that stamps each chunk, and a writer that sends it when it is due.
-fn pump(mut from: TcpStream, mut to: TcpStream, delay: Duration, record: Option<(Sent, usize)>) {
+/// One direction: a reader that stamps each chunk with when it was read, and a writer that
+/// sends it when it is due.
+fn pump(mut from: TcpStream, mut to: TcpStream, (delay, rate): Path, record: Option<(Sent, usize)>) {
     let (tx, rx) = mpsc::channel::<(Instant, Option<Vec<u8>>)>();
     thread::spawn(move || {
         let mut buf = vec![0u8; CHUNK];
@@ -131,32 +137,54 @@ fn pump(mut from: TcpStream, mut to: TcpStream, delay: Duration, record: Option<
                 Ok(0) | Err(_) => 0,
                 Ok(n) => n,
             };
-            let due = Instant::now() + delay;
+            let read_at = Instant::now();
             if n == 0 {
-                let _ = tx.send((due, None));
+                let _ = tx.send((read_at, None));
                 return;
             }
             if let Some((sent, i)) = &record {
                 sent.lock().unwrap_or_else(|e| e.into_inner())[*i].push(buf[..n].to_vec());
             }
-            if tx.send((due, Some(buf[..n].to_vec()))).is_err() {
+            if tx.send((read_at, Some(buf[..n].to_vec()))).is_err() {
                 return;
             }
         }
     });
     thread::spawn(move || {
-        while let Ok((due, chunk)) = rx.recv() {
+        let sleep_until = |t: Instant| {
             let now = Instant::now();
-            if due > now {
-                thread::sleep(due - now);
+            if t > now {
+                thread::sleep(t - now);
             }
-            match chunk {
-                Some(bytes) if to.write_all(&bytes).is_ok() => {}
-                _ => {
+        };
+        let on_wire =
+            |bytes: usize| Duration::from_nanos((bytes as u128 * 1_000_000_000 / u128::from(rate)) as u64);
+        // When the link is free to send the next byte.
+        let mut free = Instant::now();
+        while let Ok((read_at, chunk)) = rx.recv() {
+            let Some(bytes) = chunk else {
+                sleep_until(read_at.max(free) + delay);
+                break;
+            };
+            if rate == 0 {
+                sleep_until(read_at + delay);
+                if to.write_all(&bytes).is_err() {
+                    break;
+                }
+                continue;
+            }
+            // Absolute times: a late wake-up sends what is due at once, and the rate holds.
+            let depart = read_at.max(free);
+            let mut sent = 0;
+            for piece in bytes.chunks(PIECE) {
+                sent += piece.len();
+                sleep_until(depart + on_wire(sent) + delay);
+                if to.write_all(piece).is_err() {
                     let _ = to.shutdown(Shutdown::Write);
                     return;
                 }
             }
+            free = depart + on_wire(sent);
         }
         let _ = to.shutdown(Shutdown::Write);
     });
