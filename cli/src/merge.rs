@@ -276,6 +276,12 @@ fn pipeline_mode(doc: &Value) -> &str {
 pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
     let mut merged: Option<Merged> = None;
     for (i, doc) in docs.iter().enumerate() {
+        let schema = doc.get("schema").and_then(Value::as_str);
+        if !schema.is_some_and(|s| s == json::SCHEMA || json::READS_ALSO.contains(&s)) {
+            let found = schema.map_or_else(|| "missing".to_string(), |s| format!("'{s}'"));
+            return Err((i, format!("schema is {found}; this respbench reads '{}'", json::SCHEMA)));
+        }
+        let tests = doc.get("tests").and_then(Value::as_array).ok_or((i, "no 'tests' array".to_string()))?;
         let (mode, first) = (pipeline_mode(doc), docs.first().map_or("window", pipeline_mode));
         if mode != first {
             // A batch and a window put different loads on the server: their sums mean nothing.
@@ -287,12 +293,6 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
                 ),
             ));
         }
-        let schema = doc.get("schema").and_then(Value::as_str);
-        if !schema.is_some_and(|s| s == json::SCHEMA || json::READS_ALSO.contains(&s)) {
-            let found = schema.map_or_else(|| "missing".to_string(), |s| format!("'{s}'"));
-            return Err((i, format!("schema is {found}; this respbench reads '{}'", json::SCHEMA)));
-        }
-        let tests = doc.get("tests").and_then(Value::as_array).ok_or((i, "no 'tests' array".to_string()))?;
         let m = merged.get_or_insert_with(|| Merged {
             config: doc.get("config").cloned().unwrap_or(Value::Null),
             server: doc.get("server").cloned().unwrap_or(Value::Null),

@@ -355,7 +355,8 @@ impl Client {
         self.conns.iter().position(Connection::is_open)
     }
 
-    /// Draws new requests while the client's window, the budget or the schedule, and room in
+    /// Draws new requests while the pipeline (`-P`: a batch once the last is answered, or a
+    /// window topped up; see [`crate::PipelineMode`]), the budget or the schedule, and room in
     /// the output allow.
     fn draw(&mut self, now: Time) {
         let plan = Arc::clone(&self.plan);
