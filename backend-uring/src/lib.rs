@@ -21,7 +21,7 @@
 #![cfg(target_os = "linux")]
 
 use std::fmt;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
@@ -29,7 +29,8 @@ use io_uring::types::{Fd, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
 use respbench_core::{Outcome, RunError, Time};
 use respbench_driver::{
-    on_threads, resolve_all, Link, Next, Table, Tally, Target, TestRun, Tls, PUBLISH_EVERY, READ_BUF,
+    on_threads, resolve_all, Delivered, Link, Next, Table, Tally, Target, TestRun, Tls, PUBLISH_EVERY,
+    READ_BUF,
 };
 
 mod setup;
@@ -184,38 +185,6 @@ impl Write for Outbox<'_> {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
-    }
-}
-
-/// What one receive completion delivered, as the driver reads it: its bytes, then `WouldBlock`
-/// (or the end of the stream, or the receive's error).
-enum Delivered<'a> {
-    Bytes(&'a [u8]),
-    End,
-    Failed(i32),
-    Spent,
-}
-
-impl Read for Delivered<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Delivered::Bytes(b) => {
-                let n = b.len().min(buf.len());
-                buf[..n].copy_from_slice(&b[..n]);
-                *b = &b[n..];
-                if b.is_empty() {
-                    *self = Delivered::Spent;
-                }
-                Ok(n)
-            }
-            Delivered::End => Ok(0),
-            Delivered::Failed(errno) => {
-                let e = io::Error::from_raw_os_error(*errno);
-                *self = Delivered::Spent;
-                Err(e)
-            }
-            Delivered::Spent => Err(io::ErrorKind::WouldBlock.into()),
-        }
     }
 }
 
@@ -645,20 +614,6 @@ mod tests {
         }
         // The generation wraps within its bits.
         assert_eq!(decode(user_data(SEND, GEN_MASK + 1, 5)), (SEND, 0, 5));
-    }
-
-    #[test]
-    fn delivered_bytes_then_would_block() {
-        let mut buf = [0u8; 4];
-        let mut d = Delivered::Bytes(b"hello");
-        assert_eq!(d.read(&mut buf).unwrap(), 4);
-        assert_eq!(&buf, b"hell");
-        assert_eq!(d.read(&mut buf).unwrap(), 1);
-        assert_eq!(d.read(&mut buf).unwrap_err().kind(), io::ErrorKind::WouldBlock);
-        assert_eq!(Delivered::End.read(&mut buf).unwrap(), 0);
-        let mut f = Delivered::Failed(libc::ECONNRESET);
-        assert_eq!(f.read(&mut buf).unwrap_err().kind(), io::ErrorKind::ConnectionReset);
-        assert_eq!(f.read(&mut buf).unwrap_err().kind(), io::ErrorKind::WouldBlock);
     }
 
     #[test]

@@ -327,10 +327,11 @@ impl Cluster {
         (endpoints, counts)
     }
 
-    /// How long a request waits before its retry number `attempts`: [`Cluster::retry_pause`],
-    /// doubling with each attempt up to 64 times it.
+    /// How long a request waits before its retry number `attempts` (from 1):
+    /// [`Cluster::retry_pause`], doubling with each attempt up to 64 times it (10 ms, 20 ms, …,
+    /// 640 ms).
     fn pause(&self, attempts: u8) -> Duration {
-        self.retry_pause * (1u32 << attempts.min(6))
+        self.retry_pause * (1u32 << attempts.saturating_sub(1).min(6))
     }
 
     /// The handshake of node `node`'s connections.

@@ -32,6 +32,7 @@ use respbench_core::{
 };
 
 mod clock;
+mod delivered;
 mod run;
 #[cfg(feature = "sim")]
 pub mod sim;
@@ -41,6 +42,7 @@ mod timers;
 mod tls;
 
 pub use clock::{Clock, VirtualClock};
+pub use delivered::Delivered;
 pub use run::{Progress, Published, TestRun};
 pub use table::{Sockets, Table};
 pub use timers::Timers;

@@ -31,8 +31,8 @@ use crate::{Progress, TestRun};
 use respbench_core::{Endpoint, Outcome, RunError, Time};
 
 use crate::{
-    on_threads, resolve_all, Link, Next, Sockets, Table, Tally, Target, Timers, VirtualClock, Watch,
-    PUBLISH_EVERY, READ_BUF,
+    on_threads, resolve_all, Delivered, Link, Next, Sockets, Table, Tally, Target, Timers, VirtualClock,
+    Watch, PUBLISH_EVERY, READ_BUF,
 };
 
 /// What the server does with one command.
@@ -162,6 +162,9 @@ impl Default for SocketConfig {
     }
 }
 
+/// `ECONNRESET`'s number, as a completion reports it.
+const RESET: i32 = if cfg!(target_os = "linux") { 104 } else { 54 };
+
 /// The ECONNRESET a read or write of a reset socket fails with.
 fn reset_error() -> io::Error {
     #[cfg(target_os = "linux")]
@@ -274,38 +277,6 @@ impl Write for Socket {
 
 /// The receive buffers of the uring backend (`Shape::Uring` splits what arrives into them).
 const URING_RECV: usize = 8 * 1024;
-
-/// One receive completion as a `Read`, as the uring backend hands it to its `Link`: the bytes,
-/// then `WouldBlock`; the end of the stream; or the error, once.
-#[derive(Debug)]
-enum Delivered<'a> {
-    Bytes(&'a [u8]),
-    End,
-    Failed,
-    Spent,
-}
-
-impl Read for Delivered<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Delivered::Bytes(b) => {
-                let n = b.len().min(buf.len());
-                buf[..n].copy_from_slice(&b[..n]);
-                *b = &b[n..];
-                if b.is_empty() {
-                    *self = Delivered::Spent;
-                }
-                Ok(n)
-            }
-            Delivered::End => Ok(0),
-            Delivered::Failed => {
-                *self = Delivered::Spent;
-                Err(reset_error())
-            }
-            Delivered::Spent => Err(io::ErrorKind::WouldBlock.into()),
-        }
-    }
-}
 
 /// Parses one command from the front of `buf`: a RESP array of bulk strings or an inline
 /// command (`PING\r\n`); its arguments and how many bytes it took, or `None` when incomplete.
@@ -780,7 +751,7 @@ impl<'a> Net<'a> {
         tally: &mut Tally,
     ) -> bool {
         let Some(c) = self.slots[i].conn.as_mut().filter(|c| c.peer.conn == conn) else { return false };
-        if matches!(d, Delivered::Failed) {
+        if matches!(d, Delivered::Failed(_)) {
             c.sock.deliver_reset();
         }
         link.read(node, d, &mut self.buf, false, tally);
@@ -966,7 +937,7 @@ fn step<'a>(l: &mut impl Waits<'a>) -> bool {
                 let pieces: Vec<Delivered> = match chunk {
                     Chunk::Bytes(b) => b.chunks(URING_RECV).map(Delivered::Bytes).collect(),
                     Chunk::Fin => vec![Delivered::End],
-                    Chunk::Reset => vec![Delivered::Failed],
+                    Chunk::Reset => vec![Delivered::Failed(RESET)],
                 };
                 for mut d in pieces {
                     let (net, link, n, tally) = l.parts(i);

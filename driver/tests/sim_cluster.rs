@@ -334,11 +334,10 @@ fn ask_is_followed_with_asking_then_moved_when_the_migration_ends() {
     assert_eq!(counts, [5462, 5462, 5460]);
 }
 
-/// The core's pause before retry number `k` (from 1): `Cluster::retry_pause` (10 ms) doubled `k`
-/// times, at most 64 times it; so the first retry waits 20 ms (`Cluster::pause` doubles the
-/// attempt count the redirect has already raised).
+/// The core's pause before retry number `k` (from 1): `Cluster::retry_pause` (10 ms) doubled
+/// `k - 1` times, at most 64 times it: 10 ms, 20 ms, …, 640 ms.
 fn pause(k: u32) -> Duration {
-    PAUSE * (1 << k.min(6))
+    PAUSE * (1 << (k - 1).min(6))
 }
 
 /// `TRYAGAIN` three times, then served: the request waits the three pauses; counted as
