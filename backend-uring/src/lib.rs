@@ -219,6 +219,9 @@ struct Io<'a> {
     to_send: Vec<usize>,
     /// Sends pushed since the last wait: they complete during the submission, mostly.
     sends: usize,
+    /// How many of them are of connections with more to write than their buffer took: those
+    /// connections write again only once the send's completion is handled.
+    blocked_sends: usize,
     /// Slots whose receive ended and must be armed again.
     to_arm: Vec<usize>,
     /// Send buffers of closed sockets whose send is still in the ring, by its user data.
@@ -270,6 +273,7 @@ impl<'a> Loop<'a> {
             in_ring: 0,
             to_send: Vec::new(),
             sends: 0,
+            blocked_sends: 0,
             to_arm: Vec::new(),
             retired: Vec::new(),
             cqes: Vec::new(),
@@ -406,8 +410,11 @@ impl Io<'_> {
             return Ok(());
         }
         let ts = Timespec::from(wait);
-        // The sends of this round complete during the submission, mostly: wait for one more.
-        let want = 1 + std::mem::take(&mut self.sends);
+        // The sends of this round complete during the submission, mostly: wait for one more,
+        // unless a connection waits for its send to write the rest (a request larger than the
+        // send buffer): the reply that would be the one more needs that rest first.
+        let sends = std::mem::take(&mut self.sends);
+        let want = if std::mem::take(&mut self.blocked_sends) > 0 { sends } else { 1 + sends };
         let args = SubmitArgs::new().timespec(&ts);
         match self.ring.submitter().submit_with_args(want, &args) {
             Ok(_) => Ok(()),
@@ -477,6 +484,9 @@ impl Io<'_> {
             .build()
             .user_data(user_data(SEND, slot.gen, i));
         self.sends += 1;
+        if slot.write_blocked {
+            self.blocked_sends += 1;
+        }
         self.push(e);
     }
 

@@ -60,6 +60,7 @@ pub fn config(cfg: &Config) -> Value {
         "key_dist": cfg.key_dist.to_string(),
         "key_prefix": cfg.key_prefix,
         "pipeline": cfg.pipeline,
+        "pipeline_mode": cfg.pipeline_mode.name(),
         "keepalive": cfg.keepalive,
         "threads": cfg.threads,
         "keyspace": cfg.keyspace,

@@ -266,6 +266,12 @@ impl Merged {
     }
 }
 
+/// The `config.pipeline_mode` a document ran with: `window` in documents written before the
+/// option existed, which is how they pipelined.
+fn pipeline_mode(doc: &Value) -> &str {
+    doc.get("config").and_then(|c| c.get("pipeline_mode")).and_then(Value::as_str).unwrap_or("window")
+}
+
 /// Merges documents; an error names the index of the document at fault.
 pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
     let mut merged: Option<Merged> = None;
@@ -276,6 +282,17 @@ pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
             return Err((i, format!("schema is {found}; this respbench reads '{}'", json::SCHEMA)));
         }
         let tests = doc.get("tests").and_then(Value::as_array).ok_or((i, "no 'tests' array".to_string()))?;
+        let (mode, first) = (pipeline_mode(doc), docs.first().map_or("window", pipeline_mode));
+        if mode != first {
+            // A batch and a window put different loads on the server: their sums mean nothing.
+            return Err((
+                i,
+                format!(
+                    "ran -P in {mode} mode and the first document in {first} mode (--pipeline-mode): \
+                     documents of different pipeline modes do not merge"
+                ),
+            ));
+        }
         let m = merged.get_or_insert_with(|| Merged {
             config: doc.get("config").cloned().unwrap_or(Value::Null),
             server: doc.get("server").cloned().unwrap_or(Value::Null),
@@ -447,6 +464,27 @@ mod tests {
         old["schema"] = "respbench/1".into();
         assert!(merge(&[docs[0].clone(), old]).is_ok());
         assert!(merge(&[serde_json::json!({"x": 1})]).is_err());
+    }
+
+    #[test]
+    fn pipeline_modes_do_not_mix() {
+        let a = Stats::new(Time::ZERO, 3, false).unwrap();
+        let with = |mode: Option<&str>| {
+            let mut d = doc_of(&[("GET", &a)]);
+            d["config"] = match mode {
+                Some(m) => serde_json::json!({"pipeline": 16, "pipeline_mode": m}),
+                None => serde_json::json!({"pipeline": 16}),
+            };
+            d
+        };
+        let (batch, window, before) = (with(Some("batch")), with(Some("window")), with(None));
+        assert_eq!(merge(&[batch.clone(), batch.clone()]).unwrap().config["pipeline_mode"], "batch");
+        let (i, e) = merge(&[batch.clone(), window.clone()]).err().unwrap();
+        assert_eq!(i, 1);
+        assert!(e.contains("window mode and the first document in batch mode"), "{e}");
+        // A document from before the option pipelined as a window.
+        assert!(merge(&[window.clone(), before.clone()]).is_ok());
+        assert_eq!(merge(&[before, batch]).err().unwrap().0, 1);
     }
 
     /// A worker's document: `config` with `worker` and the given `key_dist`.

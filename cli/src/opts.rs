@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use argh::FromArgs;
 use respbench_core::dist::{KeyDist, ValueSize, Zipf};
-use respbench_core::Endpoint;
+use respbench_core::{Endpoint, PipelineMode};
 
 pub use respbench_session::config::{
     Backend, Config, OpenLoopConfig, Output, Replicas, Rfr, Sweep, TlsOptions,
@@ -105,6 +105,10 @@ pub struct Opts {
     /// pipeline N requests (default 1: no pipeline); a list 1,16,64 runs a step for each
     #[argh(option, short = 'P', default = "String::from(\"1\")")]
     pub pipeline: String,
+    /// how -P keeps its N requests going: batch (default, redis-benchmark's -P: send N, wait
+    /// for the N replies, send the next N) or window (N in flight, one sent as each reply lands)
+    #[argh(option, default = "PipelineMode::Batch")]
+    pub pipeline_mode: PipelineMode,
     /// quiet: just show query/sec values
     #[argh(switch, short = 'q')]
     pub quiet: bool,
@@ -678,6 +682,7 @@ impl Opts {
             keepalive: self.keepalive == 1,
             keyspace,
             pipeline: pipelines[0],
+            pipeline_mode: self.pipeline_mode,
             output,
             precision: self.precision as u8,
             repeat: self.r#loop,
@@ -1064,6 +1069,15 @@ mod tests {
         assert!(parse(&["--start-at", "soon"]).unwrap_err().contains("--start-at"));
         assert!(parse(&["-I", "--start-at", "10"]).unwrap_err().contains("-I"));
         assert_eq!(parse(&["--start-at", "10.5"]).unwrap().start_at.unwrap().unix_us, 10_500_000);
+    }
+
+    #[test]
+    fn pipeline_mode_is_redis_benchmarks_batch_unless_asked() {
+        assert_eq!(parse(&["-P", "16"]).unwrap().pipeline_mode, PipelineMode::Batch);
+        let c = parse(&["-P", "16", "--pipeline-mode", "window"]).unwrap();
+        assert_eq!((c.pipeline, c.pipeline_mode), (16, PipelineMode::Window));
+        assert_eq!(parse(&["--pipeline-mode", "batch"]).unwrap().pipeline_mode, PipelineMode::Batch);
+        assert!(parse(&["--pipeline-mode", "deep"]).is_err());
     }
 
     #[test]

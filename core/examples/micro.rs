@@ -24,6 +24,7 @@ fn with(template: Template, keys: KeySpace, pipeline: u32) -> Arc<Plan> {
         conn: ConnConfig {
             handshake: Handshake::default(),
             pipeline,
+            pipeline_mode: respbench_core::PipelineMode::Window,
             keepalive: true,
             idle: false,
             open_loop: None,

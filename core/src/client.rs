@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::cluster::{Redirect, Request, Router, SLOTS};
 use crate::conn::{earliest, Answered, Connection, Event, IoFailure, Pending, ASKING_REQ, DIRECT};
-use crate::plan::{OpenLoop, Plan, Workload};
+use crate::plan::{OpenLoop, PipelineMode, Plan, Workload};
 use crate::rng::Rng;
 use crate::run::Endpoint;
 use crate::stats::Stats;
@@ -113,10 +113,10 @@ pub struct Client {
     source: Source,
     router: Router,
     /// Requests drawn and not finished: on the wire, queued, or waiting to retry. The window
-    /// (`-P`) spans the client's nodes.
+    /// or batch (`-P`) spans the client's nodes.
     outstanding: usize,
     /// Closed loop: requests granted by the budget and not yet drawn (the output buffer was
-    /// full).
+    /// full). In batch mode, what is left of the batch being drawn.
     credits: u64,
     /// `-k 0`: this socket's batch has been taken; no more requests on it.
     batch_taken: bool,
@@ -319,7 +319,7 @@ impl Client {
                 // done, and must be called now to say so.
                 return Some(Time::ZERO);
             }
-            if self.lead() == Some(node) && self.outstanding < self.window() && !exhausted {
+            if self.lead() == Some(node) && self.may_draw() && !exhausted {
                 next = earliest(next, Some(self.source.due()));
             }
         }
@@ -341,18 +341,33 @@ impl Client {
         self.plan.conn.pipeline.max(1) as usize
     }
 
+    /// Whether the pipeline lets the client draw another request now: in window mode while
+    /// fewer than `-P` are outstanding, in batch mode once the last batch is all answered.
+    fn may_draw(&self) -> bool {
+        match self.plan.conn.pipeline_mode {
+            PipelineMode::Window => self.outstanding < self.window(),
+            PipelineMode::Batch => self.outstanding == 0,
+        }
+    }
+
     /// The node that keeps the client's open-loop schedule: the first that is open.
     fn lead(&self) -> Option<usize> {
         self.conns.iter().position(Connection::is_open)
     }
 
-    /// Draws new requests while the client's window, the budget or the schedule, and room in
+    /// Draws new requests while the pipeline (`-P`: a batch once the last is answered, or a
+    /// window topped up; see [`crate::PipelineMode`]), the budget or the schedule, and room in
     /// the output allow.
     fn draw(&mut self, now: Time) {
         let plan = Arc::clone(&self.plan);
         let window = self.window();
         if let Some(ol) = plan.conn.open_loop {
             let Some(lead) = self.lead() else { return };
+            if !self.may_draw() {
+                return;
+            }
+            // Batch mode: what is due now, up to `window`, goes as one batch; the next waits
+            // until all of it is answered (`may_draw` above).
             while self.outstanding < window && self.source.due() <= now && self.has_room() {
                 if plan.budget.take(1) == 0 {
                     break;
@@ -368,6 +383,12 @@ impl Client {
                 if self.credits == 0 {
                     self.credits = plan.budget.take(window as u64);
                 }
+            }
+        } else if plan.conn.pipeline_mode == PipelineMode::Batch {
+            // The next batch once the last is answered and drawn; the budget's last grant is
+            // smaller, so `-n` stays exact.
+            if self.outstanding == 0 && self.credits == 0 {
+                self.credits = plan.budget.take(window as u64);
             }
         } else {
             let want = window.saturating_sub(self.outstanding) as u64;
@@ -583,10 +604,14 @@ impl Books<'_> {
             self.router.recycle(r);
         }
         *self.outstanding -= 1;
-        if self.multi && self.plan.conn.open_loop.is_some() {
+        let room = match self.plan.conn.pipeline_mode {
+            PipelineMode::Window => true,
+            PipelineMode::Batch => *self.outstanding == 0,
+        };
+        if self.multi && self.plan.conn.open_loop.is_some() && room {
             if let Some(lead) = self.lead {
-                // The window has room again: the lead must look at the schedule (its timer was
-                // not set while the window was full).
+                // The window has room again (a batch is all answered): the lead must look at
+                // the schedule (its timer was not set while it was full).
                 self.wake(lead);
             }
         }

@@ -909,6 +909,11 @@ mod routing_tests {
     /// A test of `n` GETs of random keys by one client with window `pipeline`, node 0 owning
     /// slots below 8192 and node 1 the rest.
     fn plan(n: u64, pipeline: u32) -> Arc<Plan> {
+        plan_in(n, pipeline, crate::plan::PipelineMode::Window)
+    }
+
+    /// [`plan`] with the pipeline kept going in `mode`.
+    fn plan_in(n: u64, pipeline: u32, mode: crate::plan::PipelineMode) -> Arc<Plan> {
         let owners = (0..SLOTS).map(|s| u16::from(s >= 8192)).collect();
         let routes = vec![Route { keys: vec![1], write: false }];
         let hs = Handshake::default();
@@ -918,6 +923,7 @@ mod routing_tests {
             conn: ConnConfig {
                 handshake: hs,
                 pipeline,
+                pipeline_mode: mode,
                 keepalive: true,
                 idle: false,
                 open_loop: None,
@@ -941,7 +947,17 @@ mod routing_tests {
 
     /// Runs the client until it finishes; `answer(node, key, nth_time_seen)` is each node's
     /// reply. Returns the stats and how many requests each node was sent.
-    fn run(plan: &Arc<Plan>, mut answer: impl FnMut(usize, &[u8], u32) -> Vec<u8>) -> (Stats, [u64; 2]) {
+    fn run(plan: &Arc<Plan>, answer: impl FnMut(usize, &[u8], u32) -> Vec<u8>) -> (Stats, [u64; 2]) {
+        let (stats, sent, _) = run_rounds(plan, answer);
+        (stats, sent)
+    }
+
+    /// [`run`], and how many requests each round wrote to both nodes together (rounds that
+    /// wrote none left out).
+    fn run_rounds(
+        plan: &Arc<Plan>,
+        mut answer: impl FnMut(usize, &[u8], u32) -> Vec<u8>,
+    ) -> (Stats, [u64; 2], Vec<u64>) {
         let mut stats = plan.new_stats(Time::ZERO, 3).unwrap();
         let mut client = Client::new(Arc::clone(plan), 0);
         let mut now = Time::from_micros(1);
@@ -951,7 +967,9 @@ mod routing_tests {
         let mut seen: std::collections::HashMap<Vec<u8>, u32> = Default::default();
         let mut sent = [0u64; 2];
         let mut finished = [false; 2];
+        let mut rounds = Vec::new();
         for _round in 0..10_000 {
+            let before = sent[0] + sent[1];
             now += Duration::from_micros(10);
             let mut wrote = false;
             for i in 0..2 {
@@ -988,8 +1006,11 @@ mod routing_tests {
                 }
             }
             while client.poll_wake().is_some() {}
+            if sent[0] + sent[1] > before {
+                rounds.push(sent[0] + sent[1] - before);
+            }
             if finished == [true, true] {
-                return (stats, sent);
+                return (stats, sent, rounds);
             }
             if !wrote {
                 for (i, f) in finished.iter_mut().enumerate() {
@@ -1020,6 +1041,23 @@ mod routing_tests {
         assert_eq!((stats.nodes[0].requests, stats.nodes[1].requests), (sent[0], sent[1]));
         assert!(sent[0] > 150 && sent[1] > 150, "{sent:?}");
         assert_eq!(stats.redirects.total(), 0);
+    }
+
+    #[test]
+    fn a_batch_spans_the_nodes_and_the_next_waits_for_all_of_it() {
+        use crate::plan::PipelineMode;
+        let reply = |_: usize, _: &[u8], _: u32| b"$1\r\nx\r\n".to_vec();
+        // Node 0 answers within its round, node 1 within the same round after it: a batch of
+        // 16 split over both is answered in one round, and the next is drawn only then.
+        let (stats, sent, rounds) = run_rounds(&plan_in(100, 16, PipelineMode::Batch), reply);
+        assert_eq!(stats.requests, 100);
+        assert_eq!(sent[0] + sent[1], 100);
+        assert_eq!(rounds, [16, 16, 16, 16, 16, 16, 4], "-n 100 -P 16: six batches and a last of 4");
+        // The window refills from node 0's replies as node 1's part is still out, so a round
+        // writes more than 16 (and the run takes fewer rounds).
+        let (stats, _, window) = run_rounds(&plan_in(100, 16, PipelineMode::Window), reply);
+        assert_eq!(stats.requests, 100);
+        assert!(window.len() < rounds.len() && window.iter().any(|&n| n > 16), "{window:?}");
     }
 
     #[test]

@@ -783,6 +783,7 @@ mod tests {
             conn: ConnConfig {
                 handshake,
                 pipeline,
+                pipeline_mode: crate::plan::PipelineMode::Window,
                 keepalive: true,
                 idle: false,
                 open_loop: None,
@@ -814,6 +815,7 @@ mod tests {
             conn: ConnConfig {
                 handshake: Handshake::default(),
                 pipeline,
+                pipeline_mode: crate::plan::PipelineMode::Window,
                 keepalive: true,
                 idle: false,
                 open_loop: Some(ol),

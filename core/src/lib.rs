@@ -67,7 +67,7 @@ pub mod time;
 
 pub use client::Client;
 pub use conn::{ConnError, Connection, Event, IoFailure, IoOp};
-pub use plan::{Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Plan, Stop, Workload};
+pub use plan::{Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, PipelineMode, Plan, Stop, Workload};
 pub use run::{Endpoint, Outcome, RunError};
 pub use stats::Stats;
 pub use time::Time;

@@ -202,8 +202,12 @@ impl OpenLoop {
 pub struct ConnConfig {
     /// Sent first on every new socket.
     pub handshake: Handshake,
-    /// Most requests in flight on one connection (`-P`), at least 1.
+    /// Most requests in flight for one client (`-P`), at least 1; over several nodes it spans
+    /// the client's connections.
     pub pipeline: u32,
+    /// How the `pipeline` requests are kept going: in batches (redis-benchmark's `-P`) or as a
+    /// window refilled per reply (`--pipeline-mode`).
+    pub pipeline_mode: PipelineMode,
     /// `false` (`-k 0`): a new socket for every batch of `pipeline` requests.
     pub keepalive: bool,
     /// Idle mode (`-I`): handshake only, then wait.
@@ -217,6 +221,60 @@ pub struct ConnConfig {
     /// wait for its reply before the connection fails with [`crate::ConnError::Timeout`]; `None` waits
     /// forever.
     pub request_timeout: Option<Duration>,
+}
+
+/// How a client keeps its `-P N` requests going (`--pipeline-mode`).
+///
+/// - Closed loop: [`PipelineMode::Batch`] sends N requests, waits until all N are answered and
+///   sends the next N (the last batch smaller, so `-n` stays exact); [`PipelineMode::Window`]
+///   keeps N in flight and sends one more as each reply lands.
+/// - Open loop (`--rps`): requests are drawn when they are due, at most N outstanding. In batch
+///   mode nothing is drawn while any request of the last batch is unanswered: the arrivals that
+///   came due meanwhile (up to N) go together in one write when it is, and their latency counts
+///   from their intended times. When a reply comes back before the next arrival, both modes send
+///   one request per write.
+/// - `-k 0`: the same in both modes: a new socket for every batch of N.
+/// - Several nodes: the N span the client's connections; a batch is answered when every node's
+///   part (and any request redirected meanwhile) is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PipelineMode {
+    /// redis-benchmark's and valkey-benchmark's `-P`: send N, wait for the N replies, send the
+    /// next N. A client that pipelines in rounds (a batch job, a page that needs N keys).
+    #[default]
+    Batch,
+    /// N requests in flight at all times, one sent as each reply lands: an async client that
+    /// many independent callers share (a connection pool's multiplexed connection).
+    Window,
+}
+
+impl PipelineMode {
+    /// Both modes, in the order the help lists them.
+    pub const ALL: [PipelineMode; 2] = [PipelineMode::Batch, PipelineMode::Window];
+
+    /// The name the command line and the JSON use: `batch` or `window`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PipelineMode::Batch => "batch",
+            PipelineMode::Window => "window",
+        }
+    }
+}
+
+impl std::fmt::Display for PipelineMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for PipelineMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<PipelineMode, String> {
+        PipelineMode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("unknown pipeline mode '{s}': expected batch or window"))
+    }
 }
 
 /// How a failed connection comes back (`--reconnect`): it waits `first` before its first attempt,

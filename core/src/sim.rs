@@ -66,7 +66,8 @@ impl<'a> Script<'a> {
 /// Fuzz entry: drives one [`Client`] through a script decoded from `data` and checks its
 /// invariants; `Err` describes the first violation. Never panics unless the connection does.
 ///
-/// Layout: byte 0 picks `-P` (1..=64); byte 1 is flags (bit 0 keepalive, bit 1 open loop,
+/// Layout: byte 0 picks `-P` (1..=64: its low 6 bits) and, in bit 6, batch mode (else the
+/// window); byte 1 is flags (bit 0 keepalive, bit 1 open loop,
 /// bit 2 Poisson gaps, bits 3-4 handshake: none, `AUTH`, `AUTH`+`SELECT`, `AUTH`+`CLIENT
 /// TRACKING`+`SELECT`+`HELLO`; bits 5-6 request: `GET key`, `SET key val`, inline `PING`;
 /// bit 7 a `--timeout` of 64 open-loop intervals, with `handle_timeout` called whenever
@@ -92,10 +93,13 @@ pub fn drive_arbitrary(data: &[u8]) -> Result<(), String> {
 /// [`drive_arbitrary`], returning the stats so tests can see what a script did.
 fn drive(data: &[u8]) -> Result<Stats, String> {
     use crate::conn::{Backoff, Budget, ConnConfig, Handshake, OpenLoop, Stop, Workload};
+    use crate::plan::PipelineMode;
     use crate::template::{KeySpace, Template};
 
     let mut script = Script(data);
-    let pipeline = u32::from(script.byte() % 64) + 1;
+    let byte0 = script.byte();
+    let pipeline = u32::from(byte0 % 64) + 1;
+    let pipeline_mode = if byte0 & 0x40 != 0 { PipelineMode::Batch } else { PipelineMode::Window };
     let flags = script.byte();
     let budget = u64::from(script.byte()) % 201;
     let byte3 = script.byte();
@@ -118,6 +122,7 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
         conn: ConnConfig {
             handshake,
             pipeline,
+            pipeline_mode,
             keepalive: flags & 1 != 0,
             idle: false,
             open_loop,

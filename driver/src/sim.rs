@@ -190,6 +190,10 @@ pub struct Socket {
     pub reads: u64,
     /// See [`Socket::writes`].
     pub would_block: u64,
+    /// Where each write that took bytes ended, in bytes since the socket opened.
+    ends: VecDeque<u64>,
+    /// Bytes written since the socket opened.
+    total: u64,
 }
 
 impl Socket {
@@ -259,6 +263,10 @@ impl Write for Socket {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         self.sent.extend_from_slice(&bytes[..n]);
+        if n > 0 {
+            self.total += n as u64;
+            self.ends.push_back(self.total);
+        }
         Ok(n)
     }
 
@@ -317,6 +325,11 @@ struct Peer {
     outbox: VecDeque<(Time, Chunk)>,
     /// Commands read on it.
     index: u64,
+    /// Bytes of the stream parsed into commands.
+    parsed: u64,
+    /// The client's writes not yet wholly parsed: where each ends in the stream, and how many
+    /// commands ended in it so far.
+    writes: VecDeque<(u64, u64)>,
     /// No more reading or answering (a stall, or closed by the script).
     done: bool,
 }
@@ -413,9 +426,30 @@ pub struct SimResult {
     pub progress: Arc<Progress>,
     /// Commands each server read, handshakes included, in the order the servers were given.
     pub per_server: Vec<u64>,
+    /// With [`Sim::record_writes`], each write of the client that a server read, in order.
+    pub writes: Vec<Written>,
+}
+
+/// One write of the client, as the server read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// When the server read it (the simulated server reads at the instant of the write).
+    pub at: Time,
+    /// Which server, as in [`SimResult::per_server`].
+    pub server: usize,
+    /// Which socket, numbered as [`Command::conn`].
+    pub conn: u64,
+    /// How many commands ended in it (a command split over short writes counts in the write
+    /// with its last byte).
+    pub commands: u64,
 }
 
 impl SimResult {
+    /// How many commands each write carried, in order, over all sockets and servers.
+    pub fn commands_per_write(&self) -> Vec<u64> {
+        self.writes.iter().map(|w| w.commands).collect()
+    }
+
     /// The times of `what` for connection `conn`.
     pub fn times(&self, conn: u64, what: Happening) -> Vec<Time> {
         self.log.iter().filter(|(_, c, h)| *c == conn && *h == what).map(|(t, _, _)| *t).collect()
@@ -439,6 +473,7 @@ pub struct Sim {
     read_buf: usize,
     give_up_at: Time,
     shape: Shape,
+    record_writes: bool,
 }
 
 impl Sim {
@@ -463,12 +498,20 @@ impl Sim {
             read_buf: READ_BUF,
             give_up_at: Time::MAX,
             shape: Shape::Mio,
+            record_writes: false,
         }
     }
 
     /// Follows `shape`'s way of waiting (mio's by default).
     pub fn shape(mut self, shape: Shape) -> Sim {
         self.shape = shape;
+        self
+    }
+
+    /// Records every write the servers read in [`SimResult::writes`] (a list that grows with
+    /// the run: not for long ones).
+    pub fn record_writes(mut self) -> Sim {
+        self.record_writes = true;
         self
     }
 
@@ -526,13 +569,14 @@ impl Sim {
             };
             let stuck = net.slots.iter().filter(|s| s.started && !s.ended).count();
             *extra.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some((net.log, net.commands, net.accepted, stuck, net.per_server));
+                Some((net.log, net.commands, net.accepted, stuck, net.per_server, net.writes));
             Ok(outcome)
         })?;
-        let (log, commands, accepted, stuck, per_server) =
+        let (log, commands, accepted, stuck, per_server, writes) =
             extra.into_inner().unwrap_or_else(|e| e.into_inner()).unwrap_or_default();
         let progress = Arc::clone(&self.run.progress);
-        Ok(SimResult { outcome, end: self.clock.now(), log, commands, accepted, stuck, progress, per_server })
+        let end = self.clock.now();
+        Ok(SimResult { outcome, end, log, commands, accepted, stuck, progress, per_server, writes })
     }
 }
 
@@ -570,6 +614,8 @@ struct Net<'a> {
     commands: u64,
     accepted: u64,
     per_server: Vec<u64>,
+    /// See [`SimResult::writes`].
+    writes: Vec<Written>,
     /// When each server is free again (one queue each).
     server_free: Vec<Time>,
     /// Each server's outages whose start has been acted on.
@@ -592,6 +638,7 @@ impl<'a> Net<'a> {
             commands: 0,
             accepted: 0,
             per_server: vec![0; servers],
+            writes: Vec::new(),
             server_free: vec![Time::ZERO; servers],
             outages_begun: vec![0; servers],
             interrupted: false,
@@ -736,8 +783,20 @@ impl<'a> Net<'a> {
             return false;
         }
         peer.inbox.append(&mut sock.sent);
+        peer.writes.extend(sock.ends.drain(..).map(|end| (end, 0)));
         while let Some((args, used)) = parse_command(&peer.inbox) {
             peer.inbox.drain(..used);
+            peer.parsed += used as u64;
+            let parsed = peer.parsed;
+            if let Some(w) = peer.writes.iter_mut().find(|(end, _)| *end >= parsed) {
+                w.1 += 1;
+            }
+            while peer.writes.front().is_some_and(|(end, _)| *end <= parsed) {
+                let Some((_, n)) = peer.writes.pop_front() else { break };
+                if self.sim.record_writes {
+                    self.writes.push(Written { at: now, server: c.server, conn: peer.conn, commands: n });
+                }
+            }
             let cmd =
                 Command { conn: peer.conn, index: peer.index, global: self.commands, at: now, args: &args };
             let action = (server.script)(&cmd);

@@ -59,6 +59,7 @@ fn run(rate: f64, length: Duration) -> (SimResult, isize) {
         conn: ConnConfig {
             handshake: Handshake::default(),
             pipeline: 1,
+            pipeline_mode: respbench_core::PipelineMode::default(),
             keepalive: true,
             idle: false,
             open_loop: Some(OpenLoop { rate, poisson: false }),

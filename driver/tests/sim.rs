@@ -14,7 +14,8 @@ use proptest::prelude::*;
 
 use respbench_core::template::{KeySpace, Template};
 use respbench_core::{
-    Backoff, Budget, ConnConfig, ConnError, Handshake, IoOp, OpenLoop, Plan, Stop, Time, Workload,
+    Backoff, Budget, ConnConfig, ConnError, Handshake, IoOp, OpenLoop, PipelineMode, Plan, Stop, Time,
+    Workload,
 };
 use respbench_driver::sim::cluster::ClusterServer;
 use respbench_driver::sim::{test_run, Action, Happening, Server, Shape, Sim, SimResult, SocketConfig};
@@ -43,6 +44,8 @@ struct Opts {
     n: Option<u64>,
     clients: usize,
     pipeline: u32,
+    /// `--pipeline-mode`.
+    mode: PipelineMode,
     keepalive: bool,
     handshake: Handshake,
     timeout: Option<Duration>,
@@ -70,6 +73,7 @@ impl Default for Opts {
             n: Some(5),
             clients: 1,
             pipeline: 1,
+            mode: PipelineMode::Batch,
             keepalive: true,
             handshake: Handshake::default(),
             timeout: None,
@@ -93,6 +97,7 @@ impl Opts {
             conn: ConnConfig {
                 handshake: self.handshake.clone(),
                 pipeline: self.pipeline,
+                pipeline_mode: self.mode,
                 keepalive: self.keepalive,
                 idle: self.idle,
                 open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: self.poisson }),
@@ -120,8 +125,10 @@ impl Opts {
 
     /// The test on `shape`'s way of waiting, checked for what every run must end with.
     fn run_on(&self, server: Server, shape: Shape) -> SimResult {
-        let mut sim =
-            Sim::new(test_run(self.plan(), self.clients), server).shape(shape).read_buf(self.read_buf);
+        let mut sim = Sim::new(test_run(self.plan(), self.clients), server)
+            .shape(shape)
+            .read_buf(self.read_buf)
+            .record_writes();
         if let Some(t) = self.interrupt {
             sim = sim.interrupt_at(t);
         }
@@ -417,8 +424,15 @@ fn a_duration_stop_drains_what_is_in_flight() {
     // --duration 1s, -c 3 -P 4 on one queue of 100 µs: one reply per 100 µs, the 10 000th at
     // 1 s exactly; then no request is handed out, and the 11 still in flight are answered by
     // 1.0011 s. Every connection finishes; nothing is abandoned.
-    let opts =
-        Opts { n: None, clients: 3, pipeline: 4, duration: Some(Duration::from_secs(1)), ..Opts::default() };
+    // (A window: each reply frees a slot the next request takes at once.)
+    let opts = Opts {
+        n: None,
+        clients: 3,
+        pipeline: 4,
+        mode: PipelineMode::Window,
+        duration: Some(Duration::from_secs(1)),
+        ..Opts::default()
+    };
     let r = opts.run(Server::replying(b"+PONG\r\n", us(100)));
     assert!(r.outcome.failures.is_empty());
     assert_eq!(r.count(Happening::Ended), 3);
@@ -482,7 +496,8 @@ fn a_stop_that_drains_in_the_grace_abandons_nothing() {
 #[test]
 fn a_timed_run_whose_server_stops_abandons_at_stop_plus_grace() {
     // server_stopped_at_the_end_of_a_timed_run: -c 4 -P 2 --duration 2s, the server stops 1 s
-    // in; closed and open loop (--rps 2000). At 4 s exactly, 8 requests are abandoned.
+    // in; closed and open loop (--rps 2000). At 4 s exactly, 8 requests are abandoned: the
+    // window of each client is full when the server stops (a batch may be half answered).
     for rps in [None, Some(2000.0)] {
         let mut server = Server::replying(b"+PONG\r\n", us(100));
         server.stalls.push((at_ms(1_000), Time::MAX));
@@ -490,6 +505,7 @@ fn a_timed_run_whose_server_stops_abandons_at_stop_plus_grace() {
             n: None,
             clients: 4,
             pipeline: 2,
+            mode: PipelineMode::Window,
             rps,
             duration: Some(Duration::from_secs(2)),
             ..Opts::default()
@@ -714,6 +730,96 @@ fn exact_budget_with_pipelining() {
     assert_eq!((r.outcome.stats.requests, r.commands), (100, 100));
     assert_eq!(r.count(Happening::Ended), 3);
     assert!(r.outcome.failures.is_empty());
+}
+
+// ---- -P: batches (redis-benchmark's) and the window ----
+
+/// How many commands each write carried, the same on mio's, smol's and uring's shapes.
+fn per_write(opts: &Opts, server: &Server) -> (SimResult, Vec<u64>) {
+    let mio = opts.run(server.clone());
+    let writes = mio.commands_per_write();
+    for shape in [Shape::Smol, Shape::Uring] {
+        let other = opts.run_on(server.clone(), shape);
+        assert_eq!(other.commands_per_write(), writes, "{shape:?} writes otherwise than mio");
+    }
+    (mio, writes)
+}
+
+#[test]
+fn a_batch_is_one_write_and_the_next_waits_for_all_its_replies() {
+    // -n 20 -P 8 on one queue of 10 µs: the replies come one by one, 10 µs apart. A batch
+    // waits for all 8, then sends the next 8 in one write; the last is the 4 left. The window
+    // sends one request per reply after its first 8.
+    let server = Server::replying(b"+PONG\r\n", us(10));
+    let batch = Opts { n: Some(20), pipeline: 8, ..Opts::default() };
+    let (r, writes) = per_write(&batch, &server);
+    assert_eq!(writes, [8, 8, 4]);
+    assert_eq!((r.outcome.stats.requests, r.commands), (20, 20));
+    // Each batch is answered 80 µs after it was written (the last one 40). With no delay on
+    // the path the queue is never idle in either mode, so both end at 200 µs.
+    assert_eq!(r.end, at_us(80 + 80 + 40));
+    let window = Opts { mode: PipelineMode::Window, ..batch };
+    let (r, writes) = per_write(&window, &server);
+    assert_eq!(writes, [8].into_iter().chain([1; 12]).collect::<Vec<_>>());
+    assert_eq!(r.outcome.stats.requests, 20);
+    assert_eq!(r.end, at_us(200));
+}
+
+#[test]
+fn batches_keep_the_budget_exact_over_clients() {
+    // -c 3 -n 100 -P 16: the budget hands out batches of 16 to whichever client asks, and the
+    // last one the 4 left: every write is one whole batch.
+    let server = Server::replying(b"$3\r\nVXK\r\n", us(10));
+    let opts = Opts { n: Some(100), clients: 3, pipeline: 16, ..Opts::default() };
+    let (r, mut writes) = per_write(&opts, &server);
+    assert_eq!((r.outcome.stats.requests, r.commands), (100, 100));
+    writes.sort_unstable();
+    assert_eq!(writes, [4, 16, 16, 16, 16, 16, 16]);
+}
+
+#[test]
+fn latency_in_a_batch_is_per_request_from_its_write() {
+    // Two batches of 4 served one after another: each request is timed from the write that
+    // carried it, 10, 20, 30, 40 µs; the second batch's write starts when the first's last
+    // reply lands.
+    let opts = Opts { n: Some(8), pipeline: 4, ..Opts::default() };
+    let (r, writes) = per_write(&opts, &Server::replying(b"+PONG\r\n", us(10)));
+    assert_eq!(writes, [4, 4]);
+    let l = &r.outcome.stats.latency;
+    assert_eq!((l.len(), l.min(), l.max(), l.mean()), (8, 10, 40, 25.0));
+}
+
+#[test]
+fn no_keepalive_sends_a_batch_per_socket_in_either_mode() {
+    // -k 0 -P 4 -n 18: a new socket for every batch of 4 (the last of 2), whatever the mode.
+    for mode in [PipelineMode::Batch, PipelineMode::Window] {
+        let opts = Opts { n: Some(18), pipeline: 4, keepalive: false, mode, ..Opts::default() };
+        let (r, writes) = per_write(&opts, &Server::replying(b"+PONG\r\n", us(5)));
+        assert_eq!(writes, [4, 4, 4, 4, 2], "{mode:?}");
+        let sockets: Vec<u64> = r.writes.iter().map(|w| w.conn).collect();
+        assert_eq!(sockets, [0, 1, 2, 3, 4], "{mode:?}");
+    }
+}
+
+#[test]
+fn an_open_loop_batch_takes_what_came_due_while_the_last_was_out() {
+    // --rps 10000 (one every 100 µs) -P 8 -n 40 on a queue of 250 µs: the first request goes
+    // alone at 0; its reply at 250 µs finds the arrivals of 100 and 200 µs due, which go as
+    // one batch; its last reply (750 µs) finds 300..700 due, five; and so on, up to 8 a batch.
+    // The window sends each arrival on its own write as long as fewer than 8 are out.
+    let server = Server::replying(b"+PONG\r\n", us(250));
+    let batch = Opts { n: Some(40), pipeline: 8, rps: Some(10_000.0), ..Opts::default() };
+    let (r, writes) = per_write(&batch, &server);
+    assert_eq!(&writes[..3], [1, 2, 5]);
+    assert!(writes.iter().all(|&n| n <= 8), "{writes:?}");
+    assert_eq!((r.outcome.stats.requests, writes.iter().sum::<u64>()), (40, 40));
+    // Latency counts from the intended times: the arrival of 100 µs, sent at 250 and answered
+    // at 500, waited 400 µs.
+    assert!(r.outcome.stats.latency.max() > r.outcome.stats.service.as_ref().unwrap().max());
+    let window = Opts { mode: PipelineMode::Window, ..batch };
+    let (r, writes) = per_write(&window, &server);
+    assert_eq!(&writes[..3], [1, 1, 1]);
+    assert_eq!(r.outcome.stats.requests, 40);
 }
 
 #[test]

@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use respbench_core::cluster::{key_slot, Cluster, Node, Reads, Route, SLOTS};
 use respbench_core::template::{KeySpace, Template};
-use respbench_core::{Budget, ConnConfig, Endpoint, Handshake, OpenLoop, Plan, Stop, Time, Workload};
+use respbench_core::{
+    Budget, ConnConfig, Endpoint, Handshake, OpenLoop, PipelineMode, Plan, Stop, Time, Workload,
+};
 use respbench_driver::sim::cluster::{ClusterServer, SimNode};
 use respbench_driver::sim::{test_run, Action, Happening, Server, Shape, Sim, SimResult};
 
@@ -54,6 +56,8 @@ struct Opts {
     n: Option<u64>,
     clients: usize,
     pipeline: u32,
+    /// `--pipeline-mode`.
+    mode: PipelineMode,
     /// The command, its keys from `keys`.
     command: Vec<&'static [u8]>,
     keys: KeySpace,
@@ -72,6 +76,7 @@ impl Default for Opts {
             n: Some(3000),
             clients: 4,
             pipeline: 2,
+            mode: PipelineMode::Window,
             command: vec![b"GET", b"key:__rand_int__"],
             keys: KeySpace::Random { n: 1000 },
             rps: None,
@@ -113,6 +118,7 @@ impl Opts {
             conn: ConnConfig {
                 handshake: hs,
                 pipeline: self.pipeline,
+                pipeline_mode: self.mode,
                 keepalive: true,
                 idle: false,
                 open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: false }),
@@ -143,8 +149,8 @@ impl Opts {
         let shared = Arc::new(Mutex::new(make()));
         let mut nodes = ClusterServer::servers(&shared, SERVICE);
         servers(&mut nodes);
-        let r =
-            Sim::nodes(test_run(self.plan(view), self.clients), nodes).shape(shape).run().expect("the run");
+        let r = Sim::nodes(test_run(self.plan(view), self.clients), nodes).shape(shape).record_writes().run();
+        let r = r.expect("the run");
         assert_eq!(r.stuck, 0, "{shape:?}: connections left waiting: {r:?}");
         assert_eq!(r.progress.live.load(Ordering::Relaxed), 0, "{shape:?}");
         assert_eq!(r.progress.completed.load(Ordering::Relaxed), r.outcome.stats.requests, "{shape:?}");
@@ -240,6 +246,33 @@ fn requests_go_to_the_node_of_their_slot() {
     // opened nothing.
     assert_eq!(r.accepted, 12);
     assert!(s.appeared.is_empty() && s.moved.is_empty());
+}
+
+/// `-P 16` in batch mode spans a client's nodes: a batch goes out at one instant, a write per
+/// node, and the next only when every node has answered its part; `-n` stays exact with a last
+/// batch of 4. A window refills each node as its own replies land.
+#[test]
+fn a_batch_spans_the_nodes_and_waits_for_all_of_them() {
+    let batch = Opts { n: Some(100), clients: 1, pipeline: 16, mode: PipelineMode::Batch, ..Opts::default() };
+    let (r, _) = batch.run(&three(), &three);
+    assert_eq!(r.outcome.stats.requests, 100);
+    let mut rounds: Vec<(Time, u64, usize)> = Vec::new();
+    for w in &r.writes {
+        match rounds.last_mut() {
+            Some((at, n, writes)) if *at == w.at => {
+                *n += w.commands;
+                *writes += 1;
+            }
+            _ => rounds.push((w.at, w.commands, 1)),
+        }
+    }
+    let sizes: Vec<u64> = rounds.iter().map(|r| r.1).collect();
+    assert_eq!(sizes, [16, 16, 16, 16, 16, 16, 4], "{:?}", r.writes);
+    assert!(rounds.iter().all(|r| r.2 <= 3), "at most a write per node a batch: {rounds:?}");
+    let window = Opts { mode: PipelineMode::Window, ..batch };
+    let (r, _) = window.run(&three(), &three);
+    assert_eq!(r.outcome.stats.requests, 100);
+    assert!(r.writes.len() > 7 * 3, "a window writes more often: {:?}", r.writes);
 }
 
 /// The e2e `a_slot_migrated_mid_run` (its `MOVED` part), and core's `routing_tests`: a client

@@ -116,8 +116,10 @@ pub struct Config {
     pub keepalive: bool,
     /// `-r`: the keyspace (`None`: literal keys).
     pub keyspace: Option<u64>,
-    /// `-P`: requests in flight per connection.
+    /// `-P`: requests in flight per client.
     pub pipeline: u32,
+    /// `--pipeline-mode`: `-P`'s requests in batches (redis-benchmark's) or as a window.
+    pub pipeline_mode: respbench_core::PipelineMode,
     /// The report's format.
     pub output: Output,
     /// `--precision`: significant figures of the histograms.

@@ -79,6 +79,7 @@ pub(crate) fn plan(
             handshake: handshake(cfg),
             // The connect test: one request per connection.
             pipeline: if case.spec.connection_per_request { 1 } else { cfg.pipeline },
+            pipeline_mode: cfg.pipeline_mode,
             keepalive: cfg.keepalive && !case.spec.connection_per_request,
             idle,
             open_loop,

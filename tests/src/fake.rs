@@ -218,7 +218,7 @@ fn serve(
 
 /// Parses one RESP command (an array of bulk strings) from the front of `buf`: its arguments and
 /// how many bytes it took, or `None` when incomplete.
-fn parse_command(buf: &[u8]) -> Option<(Vec<Vec<u8>>, usize)> {
+pub(crate) fn parse_command(buf: &[u8]) -> Option<(Vec<Vec<u8>>, usize)> {
     fn line(buf: &[u8], at: usize) -> Option<(&[u8], usize)> {
         let end = at + buf.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
         Some((&buf[at..end], end + 2))
