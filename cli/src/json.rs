@@ -187,6 +187,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
         "connections_opened": stats.connections_opened,
         "start_us": epoch_us.saturating_add(stats.start.as_micros()),
         "end_us": epoch_us.saturating_add(stats.end.as_micros()),
+        "last_reply_us": epoch_us.saturating_add(stats.last_reply.as_micros()),
     });
     if let Some(b) = &e.backend {
         t["backend"] = json!(b);
@@ -481,6 +482,8 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
     }
     let setup = read_setup(t, &name, latency.sigfig())?;
     let end = Time::from_micros(u64_field("end_us")?).max(start);
+    // Absent from documents written before it existed, whose end was the last reply.
+    let last_reply = t.get("last_reply_us").and_then(Value::as_u64).map_or(end, Time::from_micros).max(start);
     let (nodes, node_stats) = read_nodes(t, &name, start, end)?;
     let found = node_stats.len();
     let stats = Stats {
@@ -497,6 +500,7 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
         push_messages: 0,
         start,
         end,
+        last_reply,
         latency,
         service,
         series,

@@ -137,8 +137,12 @@ pub struct Stats {
     pub push_messages: u64,
     /// When the test started (the driver's clock), the earliest of the merged ones.
     pub start: Time,
-    /// When the last reply arrived, the latest of the merged ones; `start` when none did.
+    /// When the test ended, the latest of the merged ones: its `-n` budget spent and answered,
+    /// its `--duration` stop, a Ctrl-C, or the end of the drain grace; in short, when the last
+    /// connection ended (see [`Stats::end_at`]). Never earlier than the last reply.
     pub end: Time,
+    /// When the last reply arrived, the latest of the merged ones; `start` when none did.
+    pub last_reply: Time,
     /// Latency per request in microseconds: reply parsed − request sent, or − intended send time
     /// in an open-loop run (coordinated omission corrected).
     pub latency: Histogram<u64>,
@@ -277,6 +281,7 @@ impl Stats {
             push_messages: 0,
             start,
             end: start,
+            last_reply: start,
             latency: new_histogram(sigfig)?,
             service: if open_loop { Some(new_histogram(sigfig)?) } else { None },
             series: Vec::new(),
@@ -407,8 +412,26 @@ impl Stats {
         if let Some(s) = &mut self.service {
             let _ = s.record(micros(service_nanos));
         }
+        if now > self.last_reply {
+            self.last_reply = now;
+        }
+        self.end_at(now);
+    }
+
+    /// The test has lasted until `now` at least (a connection ended then, or a reply came): the
+    /// test's [`Stats::end`] moves there, in every command's and node's stats too.
+    pub fn end_at(&mut self, now: Time) {
         if now > self.end {
             self.end = now;
+        }
+    }
+
+    /// Gives every command's and node's stats the test's end: their rates are over the test's
+    /// length, not from the first to their own last reply.
+    pub fn spread_end(&mut self) {
+        let end = self.end;
+        for s in self.parts.iter_mut().chain(self.nodes.iter_mut()) {
+            s.end = s.end.max(end);
         }
     }
 
@@ -433,7 +456,8 @@ impl Stats {
         (now.nanos_since(self.start) / 1_000_000_000) as usize
     }
 
-    /// The test's length in seconds, from `start` to the last reply.
+    /// The test's length in seconds, from its measured `start` to its [`Stats::end`] (not to
+    /// the last reply: a stall that lasts to the end of the test is part of it).
     pub fn duration_secs(&self) -> f64 {
         self.end.nanos_since(self.start) as f64 / 1e9
     }
@@ -472,6 +496,7 @@ impl Stats {
         }
         self.start = start;
         self.end = self.end.max(other.end);
+        self.last_reply = self.last_reply.max(other.last_reply);
         self.latency.add(&other.latency).map_err(|e| format!("histograms differ: {e:?}"))?;
         self.setup.merge(&other.setup)?;
         match (&mut self.service, &other.service) {
@@ -612,6 +637,25 @@ mod tests {
         assert_eq!(s.latency.min(), 1);
         assert!(s.latency.max() >= HIGHEST_MICROS);
         assert_eq!(s.end, Time::from_micros(10));
+        assert_eq!(s.last_reply, Time::from_micros(10));
+    }
+
+    #[test]
+    fn the_length_runs_to_the_end_not_to_the_last_reply() {
+        // Replies for 1 s of a 4 s test, then nothing: the rate is over 4 s.
+        let mut s = Stats::new(Time::ZERO, 3, true).unwrap().with_parts(1).unwrap();
+        for i in 1..=100u64 {
+            s.record_request(0, 1_000, 1_000, None, Time::from_micros(i * 10_000));
+        }
+        s.end_at(Time::from_micros(4_000_000));
+        s.spread_end();
+        assert_eq!(s.last_reply, Time::from_micros(1_000_000));
+        assert_eq!(s.duration_secs(), 4.0);
+        assert_eq!(s.rps(), 25.0);
+        assert_eq!(s.parts[0].rps(), 25.0);
+        // A connection that ended earlier does not move the end back.
+        s.end_at(Time::from_micros(2_000_000));
+        assert_eq!(s.duration_secs(), 4.0);
     }
 
     #[test]

@@ -177,6 +177,7 @@ impl Tally {
     /// Publishes a last time, every second of the series included, and gives the loop's
     /// outcome.
     pub fn finish(mut self) -> Outcome {
+        self.stats.spread_end();
         self.run.progress.publish(self.part, &mut self.stats, None, &mut self.published);
         Outcome { stats: self.stats, failures: self.failures, drops: self.drops }
     }
@@ -508,12 +509,27 @@ impl Link {
                     self.sockets[node].up = false;
                     return Next::Reconnect;
                 }
-                Event::Finished => return self.ended(node, tally),
+                Event::Finished => {
+                    // After the stop, the test lasted to the stop at least (its last replies,
+                    // if later, are its end); otherwise the budget ended it, at its last reply.
+                    let now = tally.now();
+                    if let Some(stop) = tally.run.plan.stop.at().filter(|&t| t <= now) {
+                        tally.stats.end_at(stop);
+                    }
+                    return self.ended(node, tally);
+                }
                 Event::Abandoned { in_flight } => {
                     tally.stats.abandoned += in_flight as u64;
+                    // The end of the grace.
+                    let now = tally.now();
+                    tally.stats.end_at(now);
                     return self.ended(node, tally);
                 }
                 Event::Failed { error, lost } => {
+                    // A failure ends the test no earlier than it happened: the wait for a reply
+                    // that never came is part of it.
+                    let now = tally.now();
+                    tally.stats.end_at(now);
                     Outcome::add_failure(&mut tally.failures, error, 1);
                     if lost > 0 {
                         let now = tally.now();

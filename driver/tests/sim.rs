@@ -408,6 +408,8 @@ fn a_stopped_server_trips_the_request_timeout_exactly() {
     assert_eq!(*e, ConnError::Timeout { after: Duration::from_millis(50), handshake: false });
     assert_eq!(r.outcome.stats.requests, 100);
     assert_eq!(r.end, at_ms(51));
+    // -n with the path dead: the wait until the failure is in the test's length.
+    assert_eq!(r.outcome.stats.end, at_ms(51));
 }
 
 // ---- the stop and its grace ----
@@ -426,6 +428,7 @@ fn a_duration_stop_drains_what_is_in_flight() {
     assert_eq!(r.commands, 10_011);
     assert_eq!(r.outcome.stats.abandoned, 0);
     assert_eq!(r.end, at_us(1_001_100));
+    assert_eq!(r.outcome.stats.end, at_us(1_001_100));
 }
 
 #[test]
@@ -498,6 +501,13 @@ fn a_timed_run_whose_server_stops_abandons_at_stop_plus_grace() {
         assert!(r.outcome.failures.is_empty(), "{rps:?}");
         assert_eq!(r.outcome.stats.abandoned, 8, "{rps:?}");
         assert_eq!(r.end, at_ms(4_000), "{rps:?}");
+        // The test lasted to the end of the grace, not to its last reply (1 s): the stall is
+        // in its length and its rate.
+        let s = &r.outcome.stats;
+        assert_eq!(s.end, at_ms(4_000), "{rps:?}");
+        assert!(s.last_reply > at_ms(999) && s.last_reply < at_ms(1_001), "{rps:?}: {:?}", s.last_reply);
+        assert_eq!(s.duration_secs(), 4.0, "{rps:?}");
+        assert_eq!(s.rps(), s.requests as f64 / 4.0, "{rps:?}");
         assert_eq!(r.count(Happening::Ended), 4);
     }
 }
@@ -808,6 +818,9 @@ fn a_stop_reaches_connections_waiting_for_their_next_arrival() {
     assert_eq!(r.count(Happening::Ended), 4);
     assert_eq!(r.end, at_ms(1_000));
     assert_eq!(r.outcome.stats.requests, 1);
+    // The test ended at the Ctrl-C, not at its one reply.
+    assert_eq!(r.outcome.stats.end, at_ms(1_000));
+    assert_eq!(r.outcome.stats.last_reply, at_us(10));
 }
 
 #[test]

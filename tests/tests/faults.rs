@@ -327,6 +327,15 @@ fn server_stopped_at_the_end_of_a_timed_run(tool: Tool) {
         respbench_tests::check_json_independently(&json);
         let doc = read_json(&json, &out);
         assert_eq!(doc["tests"][0]["abandoned_requests"], 8, "{doc}");
+        // The test lasted to the end of the grace, not to its last reply before the stall: no
+        // reply came in the grace, so its end is at least that long after the last one.
+        let t = &doc["tests"][0];
+        let (end, last) = (t["end_us"].as_u64().unwrap(), t["last_reply_us"].as_u64().unwrap());
+        assert!(end >= last + 200_000, "{doc}");
+        let duration = t["duration_s"].as_f64().unwrap();
+        assert!(duration > 2.0, "{doc}");
+        let rps = t["requests"].as_f64().unwrap() / duration;
+        assert!((t["rps"].as_f64().unwrap() - rps).abs() < 0.01, "{doc}");
     }
 }
 
