@@ -216,6 +216,22 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
     if stats.abandoned > 0 {
         t["abandoned_requests"] = json!(stats.abandoned);
     }
+    if stats.unsent > 0 {
+        t["unsent_requests"] = json!(stats.unsent);
+    }
+    if stats.lower_bounds > 0 {
+        t["latency_lower_bounds"] = json!(stats.lower_bounds);
+    }
+    if stats.service.is_some() {
+        t["arrivals"] = json!({
+            "due": stats.arrivals(),
+            "completed": stats.requests.saturating_sub(stats.error_replies()),
+            "error_replies": stats.error_replies(),
+            "lost": stats.lost,
+            "abandoned": stats.abandoned,
+            "unsent": stats.unsent,
+        });
+    }
     if stats.drops > 0 {
         t["reconnects"] = json!({
             "drops": stats.drops,
@@ -510,6 +526,8 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
         setup,
         drops: t.pointer("/reconnects/drops").and_then(Value::as_u64).unwrap_or(0),
         lost: t.pointer("/reconnects/lost_requests").and_then(Value::as_u64).unwrap_or(0),
+        unsent: t.get("unsent_requests").and_then(Value::as_u64).unwrap_or(0),
+        lower_bounds: t.get("latency_lower_bounds").and_then(Value::as_u64).unwrap_or(0),
         downtime_micros: t
             .pointer("/reconnects/downtime_s")
             .and_then(Value::as_f64)

@@ -141,7 +141,7 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
     let interrupted = !matches!(done.ended, Ok(Ended::Completed));
     presenter.finish(&base, interrupted, done.late_by_s, &done.results, epoch_us)?;
     match done.ended {
-        Ok(Ended::Completed) if done.dropped => Ok(ExitCode::from(1)),
+        Ok(Ended::Completed) if done.dropped || done.unfinished => Ok(ExitCode::from(1)),
         Ok(Ended::Completed) => Ok(ExitCode::SUCCESS),
         Ok(Ended::ConnectionsFailed) => Ok(ExitCode::from(1)),
         Ok(Ended::Interrupted) => Ok(ExitCode::from(EXIT_INTERRUPTED)),

@@ -99,7 +99,8 @@ impl Presenter {
         } else if self.csv {
             let extra = if self.open_loop { report::CSV_OPEN_LOOP_COLUMNS } else { "" };
             let sweep = if cfg.sweep.is_sweep() { report::CSV_SWEEP_COLUMNS } else { "" };
-            writeln!(self.out, "{}{extra}{sweep}", report::CSV_HEADER).map_err(|e| e.to_string())?;
+            writeln!(self.out, "{}{extra}{sweep}{}", report::CSV_HEADER, report::CSV_ACCOUNT_COLUMNS)
+                .map_err(|e| e.to_string())?;
         }
         Ok(())
     }

@@ -65,6 +65,18 @@ impl Source {
         }
     }
 
+    /// The arrivals of the schedule still to come before `until`, each taken from `plan`'s
+    /// budget: their intended times, in order.
+    fn remaining<'a>(&'a mut self, plan: &'a Plan, until: Time) -> impl Iterator<Item = Time> + 'a {
+        std::iter::from_fn(move || {
+            let ol = plan.conn.open_loop?;
+            if self.next_due >= until || plan.budget.take(1) == 0 {
+                return None;
+            }
+            Some(self.arrive(ol))
+        })
+    }
+
     /// The intended time of the next arrival.
     fn due(&self) -> Time {
         self.next_due
@@ -261,6 +273,38 @@ impl Client {
         self.sync(node, now);
         // An open-loop connection whose budget others spent finishes here (see poll_timeout).
         self.check_done(node, now);
+    }
+
+    /// Node `node`'s connection ended at `now` ([`Event::Finished`], [`Event::Abandoned`] or
+    /// [`Event::Failed`]): what it leaves unanswered is accounted for in `stats` (against one
+    /// server, the requests of a failed connection count as lost). Call it when
+    /// such an event comes, before the next. The requests it abandoned count with their time so
+    /// far (from their intended time in an open loop, else from their send) as lower bounds in
+    /// the latency histogram; once the client has no connection left, the open-loop arrivals
+    /// due before the test's stop that it never sent (its window or its connection was blocked)
+    /// count as unsent, each with the time from when it was due to `now` (to the stop for those
+    /// due after `now`), likewise a lower bound.
+    pub fn settle(&mut self, node: usize, abandoned: bool, now: Time, stats: &mut Stats) {
+        if abandoned {
+            for since in self.conns[node].unanswered() {
+                stats.record_unfinished(now.nanos_since(since));
+            }
+        }
+        // Lost with their connection: no reply will come for them.
+        stats.lost += self.conns[node].lost_uncounted() as u64;
+        if self.plan.conn.open_loop.is_none() || !self.conns.iter().all(Connection::is_closed) {
+            return;
+        }
+        let Some(stop) = self.plan.stop.at() else { return };
+        let plan = Arc::clone(&self.plan);
+        let end = now.max(stop);
+        let from = plan.measure_from;
+        for due in self.source.remaining(&plan, stop) {
+            if due >= from {
+                stats.unsent += 1;
+                stats.record_unfinished(end.nanos_since(due));
+            }
+        }
     }
 
     // ---- outputs ----

@@ -173,6 +173,14 @@ pub struct Stats {
     /// Requests still unanswered when the test's stop and its grace had passed: abandoned, so
     /// not in the latencies (which would otherwise hide the slowest requests).
     pub abandoned: u64,
+    /// Open loop: arrivals of the schedule that were due before the test's stop and never sent,
+    /// because the client's window (`-P`) was full or its connection was down or blocked until
+    /// the end. With `requests` (error replies among them), `lost` and `abandoned` they add up
+    /// to the schedule's arrivals.
+    pub unsent: u64,
+    /// How many of the latencies in `latency` are lower bounds: requests abandoned or never
+    /// sent, each recorded with the time from when it was due (or sent) to the test's end.
+    pub lower_bounds: u64,
     /// Over several nodes (`--cluster`, replicas): the stats of each node, in the order of
     /// [`crate::cluster::Cluster::nodes`] (themselves without nodes or parts); empty otherwise.
     /// A request counts at the node that answered it. Past the nodes found at the start come
@@ -293,6 +301,8 @@ impl Stats {
             lost: 0,
             downtime_micros: 0,
             abandoned: 0,
+            unsent: 0,
+            lower_bounds: 0,
             nodes: Vec::new(),
             appeared: Vec::new(),
             moved: std::collections::BTreeMap::new(),
@@ -418,6 +428,26 @@ impl Stats {
         self.end_at(now);
     }
 
+    /// Records the latency so far of a request that was never answered (abandoned at the end, or
+    /// never sent): a lower bound, in the latency histogram so that a stall to the end of the
+    /// test shows in its percentiles as a stall in the middle does; not a completed request.
+    pub fn record_unfinished(&mut self, latency_nanos: u64) {
+        let _ = self.latency.record(micros(latency_nanos));
+        self.lower_bounds += 1;
+    }
+
+    /// Error replies among `requests` (the errors of kind `connection` are requests lost with
+    /// their connection, not replies).
+    pub fn error_replies(&self) -> u64 {
+        self.errors.kinds().iter().filter(|k| k.prefix != "connection").map(|k| k.count).sum()
+    }
+
+    /// Open loop: arrivals of the schedule accounted for: completed (error replies among them),
+    /// lost with a connection, abandoned at the end, or never sent.
+    pub fn arrivals(&self) -> u64 {
+        self.requests + self.lost + self.abandoned + self.unsent
+    }
+
     /// The test has lasted until `now` at least (a connection ended then, or a reply came): the
     /// test's [`Stats::end`] moves there, in every command's and node's stats too.
     pub fn end_at(&mut self, now: Time) {
@@ -485,6 +515,8 @@ impl Stats {
         self.lost += other.lost;
         self.downtime_micros += other.downtime_micros;
         self.abandoned += other.abandoned;
+        self.unsent += other.unsent;
+        self.lower_bounds += other.lower_bounds;
         let start = self.start.min(other.start);
         // Seconds line up by the clock: second k of a run is the k-th second from its own start,
         // so each side's series moves by the whole seconds its start lies after the union's

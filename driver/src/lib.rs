@@ -516,6 +516,7 @@ impl Link {
                     if let Some(stop) = tally.run.plan.stop.at().filter(|&t| t <= now) {
                         tally.stats.end_at(stop);
                     }
+                    self.client.settle(node, false, now, &mut tally.stats);
                     return self.ended(node, tally);
                 }
                 Event::Abandoned { in_flight } => {
@@ -523,6 +524,7 @@ impl Link {
                     // The end of the grace.
                     let now = tally.now();
                     tally.stats.end_at(now);
+                    self.client.settle(node, true, now, &mut tally.stats);
                     return self.ended(node, tally);
                 }
                 Event::Failed { error, lost } => {
@@ -530,6 +532,7 @@ impl Link {
                     // that never came is part of it.
                     let now = tally.now();
                     tally.stats.end_at(now);
+                    self.client.settle(node, false, now, &mut tally.stats);
                     Outcome::add_failure(&mut tally.failures, error, 1);
                     if lost > 0 {
                         let now = tally.now();

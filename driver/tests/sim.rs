@@ -977,3 +977,79 @@ fn a_refused_connect_is_known_when_it_completes() {
     assert_eq!(gaps, [25, 45, 85]);
     assert_eq!(r.times(0, Happening::Ended), [at_ms(1_200)]);
 }
+
+// ---- every arrival accounted for (issue #24) ----
+
+/// `--rps 1000 --duration 2s -c 2 -P 4`: 2000 arrivals, the server's path dead from 0.5 s
+/// for good, by `fault`. Checks that every arrival is completed, lost, abandoned or unsent,
+/// exactly, and gives the result.
+fn dead_path_from_half_a_second(fault: &str) -> SimResult {
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    match fault {
+        "stall" => server.stalls.push((at_ms(500), Time::MAX)),
+        _ => server.outages.push((at_ms(500), Time::MAX)),
+    }
+    let opts = Opts {
+        n: None,
+        clients: 2,
+        pipeline: 4,
+        rps: Some(1000.0),
+        duration: Some(Duration::from_secs(2)),
+        reconnect: fault == "outage, --reconnect",
+        ..Opts::default()
+    };
+    let r = opts.run(server);
+    let s = &r.outcome.stats;
+    assert_eq!(s.arrivals(), 2000, "{fault}: {s:?}");
+    assert_eq!(s.requests + s.lost + s.abandoned + s.unsent, 2000, "{fault}");
+    // Every unanswered one is in the histogram, a lower bound.
+    assert_eq!(s.lower_bounds, s.abandoned + s.unsent, "{fault}");
+    assert_eq!(s.latency.len(), s.requests + s.abandoned + s.unsent, "{fault}");
+    // What went before the fault was answered: one every millisecond.
+    assert!((499..=501).contains(&s.requests), "{fault}: {}", s.requests);
+    r
+}
+
+#[test]
+fn a_stall_to_the_end_leaves_no_arrival_unaccounted() {
+    let r = dead_path_from_half_a_second("stall");
+    let s = &r.outcome.stats;
+    // The window's 8 are abandoned at the end of the grace (4 s); the rest were never sent.
+    assert_eq!((s.abandoned, s.lost), (8, 0));
+    assert_eq!(s.unsent, 2000 - s.requests - 8);
+    assert_eq!(s.end, at_ms(4_000));
+    // The stall shows in the corrected latencies as a stall in the middle would: the request
+    // due at 0.5 s waited at least to the end (3.5 s); most waited 2 s or more.
+    assert!(s.latency.max() >= 3_499_000, "{}", s.latency.max());
+    assert!(s.latency.value_at_quantile(0.5) >= 2_000_000, "{}", s.latency.value_at_quantile(0.5));
+    // The service times are of completed requests only.
+    assert_eq!(s.service.as_ref().unwrap().len(), s.requests);
+}
+
+#[test]
+fn an_outage_to_the_end_leaves_no_arrival_unaccounted() {
+    // The sockets are reset at 0.5 s: without --reconnect each connection fails, its 0 or 1
+    // in flight lost and its later arrivals unsent; with it, it stays down to the end.
+    for fault in ["outage", "outage, --reconnect"] {
+        let r = dead_path_from_half_a_second(fault);
+        let s = &r.outcome.stats;
+        assert_eq!(s.abandoned, 0, "{fault}");
+        assert!(s.lost <= 2, "{fault}: {}", s.lost);
+        assert!(s.unsent >= 1490, "{fault}: {}", s.unsent);
+    }
+}
+
+#[test]
+fn an_open_loop_that_keeps_up_has_nothing_unsent() {
+    let opts = Opts {
+        n: None,
+        clients: 2,
+        rps: Some(1000.0),
+        duration: Some(Duration::from_secs(1)),
+        ..Opts::default()
+    };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(100)));
+    let s = &r.outcome.stats;
+    assert_eq!((s.requests, s.abandoned, s.unsent, s.lower_bounds), (1000, 0, 0, 0));
+    assert_eq!(s.arrivals(), 1000);
+}

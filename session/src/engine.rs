@@ -36,6 +36,8 @@ pub struct Finished {
     pub ended: Result<Ended, Error>,
     /// `--reconnect`: some connection went down and came back (the run then exits 1).
     pub dropped: bool,
+    /// Some test abandoned requests or never sent some that were due (the run then exits 1).
+    pub unfinished: bool,
     /// `--start-at`: how late this process was ready for the instant, in seconds (0 on time).
     pub late_by_s: Option<f64>,
     /// With `--json`: every result, in order.
@@ -84,6 +86,8 @@ pub struct Session {
     done: Vec<TestResult>,
     /// `--reconnect`: some connection went down and came back.
     dropped: bool,
+    /// Some test abandoned requests or never sent some that were due.
+    unfinished: bool,
     /// Reads the server's CPU around each test.
     probe: verdict::Probe,
     /// The totals of the sweep's steps so far, for its table.
@@ -164,6 +168,7 @@ impl Session {
             epoch_us: unix_micros(SystemTime::now()),
             done: Vec::new(),
             dropped: false,
+            unfinished: false,
             probe,
             rows: Vec::new(),
             preloaded: None,
@@ -200,7 +205,13 @@ impl Session {
     /// Runs every case (forever with `-l`) until one stops the run.
     pub fn run(mut self, obs: &mut dyn Observer) -> Finished {
         let ended = self.run_suite(obs);
-        Finished { ended, dropped: self.dropped, late_by_s: self.late_by_s, results: self.done }
+        Finished {
+            ended,
+            dropped: self.dropped,
+            unfinished: self.unfinished,
+            late_by_s: self.late_by_s,
+            results: self.done,
+        }
     }
 
     fn run_suite(&mut self, obs: &mut dyn Observer) -> Result<Ended, Error> {
@@ -375,12 +386,18 @@ impl Session {
                     obs.message(&format!("{title}{on}:   {n} × {e}"));
                 }
             }
-            if s.abandoned > 0 {
-                obs.message(&format!(
-                    "{title}{on}: {} requests were still unanswered {} after the stop and were abandoned",
-                    s.abandoned,
-                    respbench_core::conn::format_duration(cfg.drain_grace)
-                ));
+            if s.abandoned > 0 || s.unsent > 0 {
+                // Requests the test did not finish: the run says so in one line, and exits 1.
+                self.unfinished = true;
+                let grace = respbench_core::conn::format_duration(cfg.drain_grace);
+                let unsent = format!("{} requests due were never sent", s.unsent);
+                obs.message(&match (s.abandoned, s.unsent) {
+                    (0, _) => format!("{title}{on}: {unsent} (the connection or the window was blocked to the end)"),
+                    (a, 0) => format!("{title}{on}: {a} requests were still unanswered {grace} after the stop and were abandoned"),
+                    (a, _) => format!(
+                        "{title}{on}: {a} requests were still unanswered {grace} after the stop and were abandoned; {unsent}"
+                    ),
+                });
             }
             let mut results = case.entries(backend, cpu, rate, outcome.stats);
             for e in &mut results {

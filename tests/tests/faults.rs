@@ -315,7 +315,8 @@ fn server_stopped_at_the_end_of_a_timed_run(tool: Tool) {
         server.signal("CONT");
         // Not before the duration and the grace.
         assert!(started.elapsed() >= Duration::from_millis(2200), "took {:?}", started.elapsed());
-        exit_code(&out, 0);
+        // Requests the test did not finish: it says so (below) and exits 1.
+        exit_code(&out, 1);
         assert!(
             out.stderr
                 .contains("GET: 8 requests were still unanswered 200ms after the stop and were abandoned"),
@@ -336,6 +337,28 @@ fn server_stopped_at_the_end_of_a_timed_run(tool: Tool) {
         assert!(duration > 2.0, "{doc}");
         let rps = t["requests"].as_f64().unwrap() / duration;
         assert!((t["rps"].as_f64().unwrap() - rps).abs() < 0.01, "{doc}");
+        let completed = t["requests"].as_u64().unwrap();
+        if open_loop {
+            // Every arrival accounted for: those due while the server was stopped were never
+            // sent (the window of 2 per connection was full); 2 s at 2000/s is 4000 at most.
+            let a = &t["arrivals"];
+            let (due, unsent) = (a["due"].as_u64().unwrap(), a["unsent"].as_u64().unwrap());
+            assert_eq!(due, completed + a["lost"].as_u64().unwrap() + 8 + unsent, "{doc}");
+            assert!(due <= 4000 && unsent > 0, "{doc}");
+            assert_eq!(t["unsent_requests"], unsent, "{doc}");
+            assert!(
+                out.stderr.contains(&format!("; {unsent} requests due were never sent")),
+                "{}",
+                out.dump()
+            );
+            // In the latencies as lower bounds: the stall to the end shows in the maximum.
+            assert_eq!(t["latency_lower_bounds"], 8 + unsent, "{doc}");
+            assert!(t["latency_ms"]["max"].as_f64().unwrap() >= 200.0, "{doc}");
+        }
+        // The server's own count, once it runs again: what was answered, and the 8 abandoned
+        // in its socket buffers; nothing counted as never sent reached it.
+        server.wait_for_calls("get", completed + 8);
+        assert_eq!(server.command_calls("get"), completed + 8, "{doc}");
     }
 }
 
