@@ -143,8 +143,9 @@ pub struct Opts {
     #[argh(option)]
     pub timeout: Option<String>,
     /// after a test's stop (the end of --duration, Ctrl-C), how long the requests still in
-    /// flight may take to be answered before they are abandoned (counted as such, not in the
-    /// latencies); '2s', '100ms' or plain seconds, up to 1 hour (default: 2s)
+    /// flight (with --rps, and those due before the stop) may take to be answered before they
+    /// are abandoned (counted as such, in the latencies as lower bounds; the run exits 1);
+    /// '2s', '100ms' or plain seconds, up to 1 hour (default: 2s)
     #[argh(option)]
     pub drain_grace: Option<String>,
     /// a connection that fails mid-run (reset, closed, timed out, protocol error) reconnects

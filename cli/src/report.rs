@@ -140,6 +140,9 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     if s.abandoned > 0 {
         writeln!(out, "  abandoned: {} requests unanswered after the stop's grace", s.abandoned)?;
     }
+    if s.abandoned + s.unsent > 0 {
+        writeln!(out, "  {}", silence(s))?;
+    }
     if s.service.is_some() {
         // Open loop: every arrival of the schedule, accounted for.
         writeln!(out, "  arrivals: {}", accounting(s))?;
@@ -332,9 +335,15 @@ pub fn write_quiet(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "{}: {:.2} requests per second, p50={:.3} msec", r.title, finite(s.rps()), p50)?;
     if s.abandoned + s.unsent + s.lost > 0 {
         // A line of its own, so redis-benchmark's line stays whole for its parsers.
-        writeln!(out, "{}: {}", r.title, accounting(s))?;
+        let silent = if s.abandoned + s.unsent > 0 { format!("; {}", silence(s)) } else { String::new() };
+        writeln!(out, "{}: {}{silent}", r.title, accounting(s))?;
     }
     Ok(())
+}
+
+/// When replies stopped: `no reply for the last 16.0 s of 20.0 s`.
+pub fn silence(s: &Stats) -> String {
+    format!("no reply for the last {:.1} s of {:.1} s", finite(s.silent_secs()), finite(s.duration_secs()))
 }
 
 /// Where a test's requests went: `2000 due = 500 completed + 0 error replies + 0 lost + 8
@@ -935,12 +944,14 @@ Summary:
             "{text}"
         );
         assert!(text.contains("  the latencies include 1500 lower bounds"), "{text}");
+        assert!(text.contains("  no reply for the last 3.5 s of 4.0 s\n"), "{text}");
         let mut out = Vec::new();
         write_quiet(&r, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "PING: 125.00 requests per second, p50=2000.895 msec\n\
-             PING: 2000 due = 500 completed + 0 error replies + 0 lost + 8 abandoned + 1492 unsent\n"
+             PING: 2000 due = 500 completed + 0 error replies + 0 lost + 8 abandoned + 1492 unsent; \
+             no reply for the last 3.5 s of 4.0 s\n"
         );
         let mut out = Vec::new();
         write_csv_row(&r, None, None, &mut out).unwrap();

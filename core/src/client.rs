@@ -322,6 +322,10 @@ impl Client {
                 // Granted and not yet drawn, or drawn and not sent: the test is over.
                 self.credits = 0;
                 self.stop();
+                // Open loop: arrivals due before the stop are part of the test; those its window
+                // held back go in the grace.
+                self.draw_owed(now);
+                self.fill(node, now);
             } else {
                 self.draw(now);
                 self.fill(node, now);
@@ -424,6 +428,29 @@ impl Client {
             self.credits -= 1;
             self.draw_one(&plan, Time::MAX, now, lead);
         }
+    }
+
+    /// Open loop, after the stop: draws the arrivals due before it that the window held back,
+    /// while the window has room again.
+    fn draw_owed(&mut self, now: Time) {
+        let plan = Arc::clone(&self.plan);
+        let (Some(ol), Some(lead)) = (plan.conn.open_loop, self.lead()) else { return };
+        while self.owed() && self.source.due() <= now && self.has_room() {
+            if plan.budget.take(1) == 0 {
+                break;
+            }
+            let intended = self.source.arrive(ol);
+            self.draw_one(&plan, intended, now, Some(lead));
+        }
+    }
+
+    /// Open loop: whether an arrival due before the test's stop is still to be drawn and the
+    /// window has room for it.
+    fn owed(&self) -> bool {
+        self.plan.conn.open_loop.is_some()
+            && self.outstanding < self.window()
+            && self.plan.stop.at().is_some_and(|stop| self.source.due() < stop)
+            && !self.plan.budget.is_exhausted()
     }
 
     /// Whether a request drawn now has somewhere to go: over a cluster its node's queue, else
@@ -546,6 +573,11 @@ impl Client {
                 self.conns[node].reconnect();
                 return;
             }
+        }
+        if stopped && self.owed() && self.lead() == Some(node) {
+            // Arrivals due before the stop are still to go (poll_transmit sends them).
+            self.wake_node(node);
+            return;
         }
         if stopped || (plan.budget.is_exhausted() && self.outstanding == 0) {
             self.conns[node].finish();

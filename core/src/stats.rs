@@ -492,6 +492,12 @@ impl Stats {
         self.end.nanos_since(self.start) as f64 / 1e9
     }
 
+    /// How long the test went on with no reply, in seconds: from its last reply (its start
+    /// when none came) to its end. A stall that lasts to the end shows here.
+    pub fn silent_secs(&self) -> f64 {
+        self.end.nanos_since(self.last_reply.max(self.start)) as f64 / 1e9
+    }
+
     /// Requests per second over the test's length; 0 when nothing completed.
     pub fn rps(&self) -> f64 {
         let d = self.duration_secs();

@@ -508,6 +508,11 @@ fn a_timed_run_whose_server_stops_abandons_at_stop_plus_grace() {
         assert!(s.last_reply > at_ms(999) && s.last_reply < at_ms(1_001), "{rps:?}: {:?}", s.last_reply);
         assert_eq!(s.duration_secs(), 4.0, "{rps:?}");
         assert_eq!(s.rps(), s.requests as f64 / 4.0, "{rps:?}");
+        // No reply for the last 3 s of 4 s; the 8 abandoned are in the latencies with their time
+        // so far (sent by 1 s, abandoned at 4 s: 3 s at least), as lower bounds.
+        assert!((s.silent_secs() - 3.0).abs() < 0.001, "{rps:?}: {}", s.silent_secs());
+        assert_eq!(s.lower_bounds, 8 + s.unsent, "{rps:?}");
+        assert!(s.latency.max() >= 2_999_000, "{rps:?}: {}", s.latency.max());
         assert_eq!(r.count(Happening::Ended), 4);
     }
 }
@@ -1052,4 +1057,20 @@ fn an_open_loop_that_keeps_up_has_nothing_unsent() {
     let s = &r.outcome.stats;
     assert_eq!((s.requests, s.abandoned, s.unsent, s.lower_bounds), (1000, 0, 0, 0));
     assert_eq!(s.arrivals(), 1000);
+}
+
+#[test]
+fn arrivals_due_before_the_stop_go_in_the_grace() {
+    // -P 1 at 10 000/s on a server that takes 150 µs a request: the window is full when each
+    // arrival comes due, and a third of them are still waiting for it at the 1 s stop; they are
+    // part of the test and go in the grace (0.5 s of them), answered: nothing is unsent or
+    // abandoned.
+    let opts =
+        Opts { n: None, rps: Some(10_000.0), duration: Some(Duration::from_secs(1)), ..Opts::default() };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(150)));
+    let s = &r.outcome.stats;
+    assert_eq!((s.abandoned, s.unsent, s.lost), (0, 0, 0));
+    assert_eq!((s.requests, s.arrivals()), (10_000, 10_000));
+    assert_eq!(s.end, s.last_reply);
+    assert!(s.end > at_ms(1_400), "{:?}", s.end);
 }

@@ -390,14 +390,20 @@ impl Session {
                 // Requests the test did not finish: the run says so in one line, and exits 1.
                 self.unfinished = true;
                 let grace = respbench_core::conn::format_duration(cfg.drain_grace);
+                let silent = format!(
+                    " (no reply for the last {:.1} s of {:.1} s)",
+                    s.silent_secs(),
+                    s.duration_secs()
+                );
                 let unsent = format!("{} requests due were never sent", s.unsent);
-                obs.message(&match (s.abandoned, s.unsent) {
+                let line = match (s.abandoned, s.unsent) {
                     (0, _) => format!("{title}{on}: {unsent} (the connection or the window was blocked to the end)"),
                     (a, 0) => format!("{title}{on}: {a} requests were still unanswered {grace} after the stop and were abandoned"),
                     (a, _) => format!(
                         "{title}{on}: {a} requests were still unanswered {grace} after the stop and were abandoned; {unsent}"
                     ),
-                });
+                };
+                obs.message(&format!("{line}{silent}"));
             }
             let mut results = case.entries(backend, cpu, rate, outcome.stats);
             for e in &mut results {

@@ -355,6 +355,11 @@ fn server_stopped_at_the_end_of_a_timed_run(tool: Tool) {
             assert_eq!(t["latency_lower_bounds"], 8 + unsent, "{doc}");
             assert!(t["latency_ms"]["max"].as_f64().unwrap() >= 200.0, "{doc}");
         }
+        // When replies stopped: some time before the stop, so well over the grace of the 2.2 s.
+        let silent =
+            out.stderr.split("(no reply for the last ").nth(1).and_then(|r| r.split(" s of ").next());
+        let silent: f64 = silent.and_then(|x| x.parse().ok()).unwrap_or_else(|| panic!("{}", out.dump()));
+        assert!(silent >= 0.2, "{}", out.dump());
         // The server's own count, once it runs again: what was answered, and the 8 abandoned
         // in its socket buffers; nothing counted as never sent reached it.
         server.wait_for_calls("get", completed + 8);
