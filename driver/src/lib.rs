@@ -312,6 +312,9 @@ struct Socket {
     layer: Layer,
     /// Counted in the run's `Progress::live`.
     live: bool,
+    /// Requests went unanswered with this socket (abandoned, failed, lost): close it with a
+    /// reset, so that the kernel does not deliver them later.
+    reset: bool,
     /// The byte stream is up: the core was told [`Client::handle_connected`].
     up: bool,
     phases: Phases,
@@ -341,6 +344,7 @@ impl Link {
                 },
                 layer: Layer::default(),
                 live: false,
+                reset: false,
                 up: false,
                 phases: Phases { down: Time::MAX, ..Phases::default() },
             })
@@ -385,6 +389,7 @@ impl Link {
     /// A connect of node `node` is about to start (its setup time counts from here).
     pub fn connecting(&mut self, node: usize, tally: &Tally) {
         self.sockets[node].phases.started = tally.now();
+        self.sockets[node].reset = false;
     }
 
     /// Node `node`'s socket connected: the byte stream is up, or the TLS handshake begins.
@@ -423,6 +428,13 @@ impl Link {
     pub fn write_failed(&mut self, node: usize, e: &io::Error, tally: &Tally) {
         let s = &self.sockets[node];
         self.client.handle_io_error(node, IoFailure::new(IoOp::Write, &s.endpoint, e), tally.now());
+    }
+
+    /// Whether node `node`'s socket must be closed with a reset (`SO_LINGER` 0) rather than a
+    /// FIN: requests it carried were counted as abandoned or lost, and a normal close would
+    /// leave the kernel retransmitting them to a server that may yet run them.
+    pub fn must_reset(&self, node: usize) -> bool {
+        self.sockets[node].reset
     }
 
     /// Node `node`'s socket is gone (closed for a reconnect).
@@ -521,6 +533,7 @@ impl Link {
                 }
                 Event::Abandoned { in_flight } => {
                     tally.stats.abandoned += in_flight as u64;
+                    self.sockets[node].reset = in_flight > 0;
                     // The end of the grace.
                     let now = tally.now();
                     tally.stats.end_at(now);
@@ -532,6 +545,7 @@ impl Link {
                     // that never came is part of it.
                     let now = tally.now();
                     tally.stats.end_at(now);
+                    self.sockets[node].reset = lost > 0 || self.client.in_flight(node) > 0;
                     self.client.settle(node, false, now, &mut tally.stats);
                     Outcome::add_failure(&mut tally.failures, error, 1);
                     if lost > 0 {
@@ -544,6 +558,7 @@ impl Link {
                     let now = tally.now();
                     let s = &mut self.sockets[node];
                     let first = s.phases.down == Time::MAX;
+                    s.reset = lost > 0;
                     tally.stats.record_drop(first, lost as u64, now);
                     Outcome::add_failure(&mut tally.drops, error, 1);
                     if first {
