@@ -648,8 +648,23 @@ pub(crate) fn write_json(path: &str, doc: &serde_json::Value) -> Result<(), Stri
             .and_then(|_| o.flush())
             .map_err(|e| format!("cannot write the JSON: {e}"))
     } else {
-        std::fs::write(path, text).map_err(|e| format!("--json: cannot write {path}: {e}"))
+        // A temporary file beside it, renamed over it once whole: a failed write leaves no
+        // truncated or empty document behind.
+        let tmp = temp_path(path);
+        let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+        written.map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("--json: cannot write {path}: {e}")
+        })
     }
+}
+
+/// Where the document for `path` is written before it is renamed to `path`: beside it, so the
+/// rename stays on one filesystem.
+pub(crate) fn temp_path(path: &str) -> std::path::PathBuf {
+    let p = std::path::Path::new(path);
+    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    p.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
 #[cfg(test)]
