@@ -115,6 +115,11 @@ impl Session {
     ) -> Result<Session, Error> {
         let server = Server::new(cfg, tls);
         let cases = cases(cfg, &mut |w| obs.message(w))?;
+        // A value too large for memory is refused before connecting, with what it would need.
+        let largest = cases.iter().flat_map(Case::templates).map(|t| t.len() as u64).max().unwrap_or(0);
+        let most_clients =
+            cfg.sweep.clients.iter().copied().chain([cfg.clients]).max().unwrap_or(cfg.clients);
+        crate::limits::ensure_memory(largest, most_clients)?;
         let multi = cfg.cluster || cfg.replicas != Replicas::None;
         if multi {
             // A client over several nodes keeps its connections; one per request batch is not
