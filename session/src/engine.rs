@@ -431,7 +431,7 @@ impl Session {
                 ));
                 total.server_cpu = server_cpu;
             }
-            let preloadable = preload_case(&cfg, case).is_some();
+            let preloadable = crate::case::preloadable(case);
             cost_and_rate(&cfg, &results[results.len() - 1], &on, preloadable, obs);
             if self.step.is_some() {
                 self.rows.push(results[results.len() - 1].clone());

@@ -29,3 +29,33 @@ fn a_value_too_large_for_memory_is_refused_before_connecting() {
     // The INFO reads of this test are connections too: one each, and the startup connection.
     assert!(after - before <= 2, "{before} → {after}: {}", out.dump());
 }
+
+extern "C" {
+    fn getrusage(who: i32, usage: *mut [i64; 18]) -> i32;
+}
+const RUSAGE_CHILDREN: i32 = -1;
+
+/// The peak resident size of the children this test process has waited for, in KiB.
+fn children_peak_kib() -> i64 {
+    let mut usage = [0i64; 18];
+    // SAFETY: getrusage fills a struct rusage: two timevals then fourteen longs, ru_maxrss
+    // the first of them.
+    assert_eq!(unsafe { getrusage(RUSAGE_CHILDREN, &mut usage) }, 0);
+    usage[4]
+}
+
+/// `-d 1073741824 -t get,ping`: no request carries a value, so none is made (it was 2.1 GB
+/// resident, and built again after every test to ask whether `--preload` applied).
+#[test]
+fn tests_that_carry_no_value_allocate_none() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let out = respbench().run(
+        &["-p", &port, "-t", "get,ping", "-d", "1073741824", "-n", "1000", "-q"],
+        Duration::from_secs(120),
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(respbench_tests::parse_quiet(&out.stdout).len(), 3, "{}", out.dump());
+    let peak = children_peak_kib();
+    assert!(peak < 200_000, "respbench peaked at {peak} KiB for requests of a few bytes");
+}
