@@ -6,6 +6,7 @@
 //! [`Link`]s (respbench-driver) and holds no protocol logic: the drain rule is the driver's.
 
 use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpStream, UnixStream};
@@ -120,10 +121,13 @@ impl respbench_driver::Sockets for Sockets {
         link.drain(node, self.slots[i].sock.as_mut(), tally)
     }
 
-    fn close(&mut self, i: usize) {
+    fn close(&mut self, i: usize, reset: bool) {
         let slot = &mut self.slots[i];
         if let Some(mut sock) = slot.sock.take() {
             let _ = self.poll.registry().deregister(sock.source());
+            if let (true, Sock::Tcp(s)) = (reset, &sock) {
+                linger_zero(s.as_raw_fd());
+            }
         }
         slot.connected = false;
     }
@@ -222,4 +226,21 @@ impl<'a> Loop<'a> {
         }
         self.table.drain(i, &mut self.io);
     }
+}
+
+/// Makes closing `fd` reset the connection (`SO_LINGER` 0): what it carried is dropped by both
+/// kernels instead of being retransmitted to a server that would run it later.
+fn linger_zero(fd: std::os::fd::RawFd) {
+    let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY: a valid socket and a linger struct of the size given; a failure leaves a normal
+    // close.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
 }

@@ -100,6 +100,25 @@ enum Sock {
 }
 
 impl Sock {
+    /// Makes closing the socket reset the connection (`SO_LINGER` 0): what it carried is
+    /// dropped by both kernels instead of being retransmitted to a server that would run it
+    /// later.
+    fn reset_on_close(&self) {
+        let Sock::Tcp(s) = self else { return };
+        let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+        // SAFETY: a valid socket and a linger struct of the size given; a failure leaves a
+        // normal close.
+        unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(s.get_ref()),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+    }
+
     async fn connect(target: &Target) -> io::Result<Sock> {
         Ok(match target {
             Target::Tcp(a) => {
@@ -195,6 +214,11 @@ async fn client(targets: &[Target], index: u64, nudge: &Nudge) {
             let next = local(|l| link.drain(n, writer.as_mut(), &mut l.tally));
             while let Some(w) = link.poll_wake() {
                 dirty.push(w);
+            }
+            if link.must_reset(n) && !matches!(next, Next::Wait { .. }) {
+                if let Some(s) = &socks[n] {
+                    s.reset_on_close();
+                }
             }
             match next {
                 Next::Wait { write_blocked } => blocked[n] = write_blocked,

@@ -584,10 +584,10 @@ impl respbench_driver::Sockets for Io<'_> {
 
     /// Closes slot `i`'s socket; what the ring still does on it ends, and its completions are
     /// dropped when they come (a new generation).
-    fn close(&mut self, i: usize) {
+    fn close(&mut self, i: usize, reset: bool) {
         let slot = &mut self.slots[i];
         let Some(fd) = slot.fd.take() else { return };
-        sock::close(fd);
+        sock::close(fd, reset);
         if slot.out.in_flight > 0 {
             // The ring still reads from it.
             let buf = std::mem::take(&mut slot.out.buf);

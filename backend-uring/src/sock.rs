@@ -103,7 +103,25 @@ impl Addr {
 
 /// Shuts both directions of `fd` down, so that the receive and send still in the ring end
 /// (they hold the socket open even once its descriptor is closed), and closes it.
-pub fn close(fd: OwnedFd) {
+pub fn close(fd: OwnedFd, reset: bool) {
+    if reset {
+        // A reset (SO_LINGER 0) rather than a FIN: what the socket carried is dropped by both
+        // kernels instead of being retransmitted to a server that would run it later.
+        let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+        // SAFETY: a valid socket and a linger struct of the size given; a failure leaves a
+        // normal close.
+        unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        drop(fd);
+        return;
+    }
     // SAFETY: a valid socket; an error (not connected yet) changes nothing.
     unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR) };
     drop(fd);

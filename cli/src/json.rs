@@ -206,6 +206,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
         "connections_opened": stats.connections_opened,
         "start_us": epoch_us.saturating_add(stats.start.as_micros()),
         "end_us": epoch_us.saturating_add(stats.end.as_micros()),
+        "last_reply_us": epoch_us.saturating_add(stats.last_reply.as_micros()),
     });
     if let Some(b) = &e.backend {
         t["backend"] = json!(b);
@@ -236,6 +237,22 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
     }
     if stats.abandoned > 0 {
         t["abandoned_requests"] = json!(stats.abandoned);
+    }
+    if stats.unsent > 0 {
+        t["unsent_requests"] = json!(stats.unsent);
+    }
+    if stats.lower_bounds > 0 {
+        t["latency_lower_bounds"] = json!(stats.lower_bounds);
+    }
+    if stats.service.is_some() {
+        t["arrivals"] = json!({
+            "due": stats.arrivals(),
+            "completed": stats.requests.saturating_sub(stats.error_replies()),
+            "error_replies": stats.error_replies(),
+            "lost": stats.lost,
+            "abandoned": stats.abandoned,
+            "unsent": stats.unsent,
+        });
     }
     if stats.drops > 0 {
         t["reconnects"] = json!({
@@ -503,6 +520,8 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
     }
     let setup = read_setup(t, &name, latency.sigfig())?;
     let end = Time::from_micros(u64_field("end_us")?).max(start);
+    // Absent from documents written before it existed, whose end was the last reply.
+    let last_reply = t.get("last_reply_us").and_then(Value::as_u64).map_or(end, Time::from_micros).max(start);
     let (nodes, node_stats) = read_nodes(t, &name, start, end)?;
     let found = node_stats.len();
     let stats = Stats {
@@ -519,6 +538,7 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
         push_messages: 0,
         start,
         end,
+        last_reply,
         latency,
         service,
         series,
@@ -528,6 +548,8 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
         setup,
         drops: t.pointer("/reconnects/drops").and_then(Value::as_u64).unwrap_or(0),
         lost: t.pointer("/reconnects/lost_requests").and_then(Value::as_u64).unwrap_or(0),
+        unsent: t.get("unsent_requests").and_then(Value::as_u64).unwrap_or(0),
+        lower_bounds: t.get("latency_lower_bounds").and_then(Value::as_u64).unwrap_or(0),
         downtime_micros: t
             .pointer("/reconnects/downtime_s")
             .and_then(Value::as_f64)
@@ -660,8 +682,23 @@ pub(crate) fn write_json(path: &str, doc: &serde_json::Value) -> Result<(), Stri
             .and_then(|_| o.flush())
             .map_err(|e| format!("cannot write the JSON: {e}"))
     } else {
-        std::fs::write(path, text).map_err(|e| format!("--json: cannot write {path}: {e}"))
+        // A temporary file beside it, renamed over it once whole: a failed write leaves no
+        // truncated or empty document behind.
+        let tmp = temp_path(path);
+        let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+        written.map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("--json: cannot write {path}: {e}")
+        })
     }
+}
+
+/// Where the document for `path` is written before it is renamed to `path`: beside it, so the
+/// rename stays on one filesystem.
+pub(crate) fn temp_path(path: &str) -> std::path::PathBuf {
+    let p = std::path::Path::new(path);
+    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    p.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
 #[cfg(test)]

@@ -144,8 +144,11 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
         });
     }
     if let Some(path) = cfg.json.as_deref().filter(|p| *p != "-") {
-        // Find out now, not after a long run whose results would then be lost.
-        std::fs::File::create(path).map_err(|e| format!("--json: cannot write {path}: {e}"))?;
+        // Find out now, not after a long run, whether the directory takes the document (its
+        // temporary file), leaving no empty file behind.
+        let tmp = json::temp_path(path);
+        std::fs::File::create(&tmp).map_err(|e| format!("--json: cannot write {path}: {e}"))?;
+        let _ = std::fs::remove_file(&tmp);
     }
     let session = Session::new(cfg, tls, &mut presenter, stop).map_err(|e| e.to_string())?;
     presenter.begin(&session)?;
@@ -164,7 +167,7 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
     }
     let failed = done.dropped || done.first_error.is_some() || done.empty_window.is_some();
     match done.ended {
-        Ok(Ended::Completed) if failed => Ok(ExitCode::from(1)),
+        Ok(Ended::Completed) if failed || done.unfinished => Ok(ExitCode::from(1)),
         Ok(Ended::Completed) => Ok(ExitCode::SUCCESS),
         Ok(Ended::ConnectionsFailed) => Ok(ExitCode::from(1)),
         Ok(Ended::Interrupted) => Ok(ExitCode::from(EXIT_INTERRUPTED)),

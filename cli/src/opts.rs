@@ -161,8 +161,9 @@ pub struct Opts {
     #[argh(option)]
     pub timeout: Option<String>,
     /// after a test's stop (the end of --duration, Ctrl-C), how long the requests still in
-    /// flight may take to be answered before they are abandoned (counted as such, not in the
-    /// latencies); '2s', '100ms' or plain seconds, up to 1 hour (default: 2s)
+    /// flight (with --rps, and those due before the stop) may take to be answered before they
+    /// are abandoned (counted as such, in the latencies as lower bounds; the run exits 1);
+    /// '2s', '100ms' or plain seconds, up to 1 hour (default: 2s)
     #[argh(option)]
     pub drain_grace: Option<String>,
     /// a connection that fails mid-run (reset, closed, timed out, protocol error) reconnects
@@ -366,14 +367,16 @@ fn apply_uri(uri: &str, c: &mut Config) -> Result<bool, String> {
         None => (None, rest),
     };
     if let Some(a) = auth {
+        // The user and password are percent-encoded in a URI (`%40` for `@`, `%3A` for `:`).
+        let decode = |s: &str| percent_decode(s).map_err(|why| bad("-u", uri, &why));
         match a.split_once(':') {
             Some((u, p)) => {
                 if !u.is_empty() {
-                    c.user = Some(u.to_string());
+                    c.user = Some(decode(u)?);
                 }
-                c.password = Some(p.to_string());
+                c.password = Some(decode(p)?);
             }
-            None => c.password = Some(a.to_string()),
+            None => c.password = Some(decode(a)?),
         }
     }
     let (hostport, db) = match hostpart.split_once('/') {
@@ -394,6 +397,31 @@ fn apply_uri(uri: &str, c: &mut Config) -> Result<bool, String> {
         c.endpoint = Endpoint::Tcp { host: host.to_string(), port };
     }
     Ok(secure.is_some())
+}
+
+/// Decodes the `%XX` escapes of a URI's part; a `%` not followed by two hex digits, or bytes
+/// that are not UTF-8, are refused (said how).
+fn percent_decode(s: &str) -> Result<String, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'%' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            Some(v) if hex.is_some_and(|h| h.bytes().all(|c| c.is_ascii_hexdigit())) => out.push(v),
+            _ => {
+                let at = &s[i..s.len().min(i + 3)];
+                return Err(format!("'{at}' is not a percent-encoded byte (write '%25' for a '%')"));
+            }
+        }
+        i += 3;
+    }
+    String::from_utf8(out).map_err(|_| "the user or password decodes to bytes that are not UTF-8".into())
 }
 
 /// The TLS options of a run: `None` unless `on` (`--tls`, or `asked_by` a `rediss://` URI).
@@ -1118,6 +1146,20 @@ mod tests {
         assert_eq!(c.endpoint, Endpoint::Tcp { host: "example.com".into(), port: 6390 });
         assert_eq!((c.user.as_deref(), c.password.as_deref(), c.db), (Some("bench"), Some("pw"), 4));
         assert!(parse(&["-u", "redis://h"]).unwrap().tls.is_none());
+    }
+
+    #[test]
+    fn uri_user_and_password_are_percent_decoded() {
+        let c = parse(&["-u", "redis://b%40nch:p%3Aw%25d%2F@example.com/2"]).unwrap();
+        assert_eq!((c.user.as_deref(), c.password.as_deref(), c.db), (Some("b@nch"), Some("p:w%d/"), 2));
+        assert_eq!(parse(&["-u", "redis://%C3%A9t%C3%A9@h"]).unwrap().password.as_deref(), Some("été"));
+        for bad in ["redis://:%zz@h", "redis://:abc%4@h", "redis://:%@h", "redis://:%ff@h"] {
+            let e = parse(&["-u", bad]).unwrap_err();
+            assert!(e.contains("-u"), "{bad}: {e}");
+        }
+        assert!(parse(&["-u", "redis://:%zz@h"])
+            .unwrap_err()
+            .contains("'%zz' is not a percent-encoded byte"));
     }
 
     /// The TLS settings `args` make, as the session makes them.

@@ -35,8 +35,11 @@ pub struct Presenter {
     show_progress: bool,
     /// The server's settings, for the report's header.
     info: ServerInfo,
-    /// `--hlog`: the interval log.
+    /// `--hlog`: the interval log (dropped once it failed).
     hlog: Option<hlog::IntervalLog>,
+    /// Outputs that failed (the report on stdout, `--hlog`), with their path and error: the
+    /// others go on, and the run ends with them listed and status 1.
+    failed: Vec<String>,
     /// The progress line: the test it is of, when it was drawn, what it showed and its width.
     drawn_for: Option<Instant>,
     last_draw: Instant,
@@ -46,11 +49,6 @@ pub struct Presenter {
     stderr_tty: bool,
     /// The session's notices (`Observer::message`), for the JSON document.
     notices: Vec<String>,
-}
-
-/// A write that failed, as the run's error.
-fn output(e: io::Error) -> Error {
-    Error::Output(e.to_string())
 }
 
 /// Whether the JSON document goes to stdout, which then carries it only.
@@ -78,6 +76,7 @@ impl Presenter {
                 && !cfg.open.live,
             info: ServerInfo::default(),
             hlog: None,
+            failed: Vec::new(),
             drawn_for: None,
             last_draw: Instant::now(),
             last: (0, 0),
@@ -105,7 +104,8 @@ impl Presenter {
         } else if self.csv {
             let extra = if self.open_loop { report::CSV_OPEN_LOOP_COLUMNS } else { "" };
             let sweep = if cfg.sweep.is_sweep() { report::CSV_SWEEP_COLUMNS } else { "" };
-            writeln!(self.out, "{}{extra}{sweep}", report::CSV_HEADER).map_err(|e| e.to_string())?;
+            writeln!(self.out, "{}{extra}{sweep}{}", report::CSV_HEADER, report::CSV_ACCOUNT_COLUMNS)
+                .map_err(|e| e.to_string())?;
         }
         Ok(())
     }
@@ -125,19 +125,46 @@ impl Presenter {
         if cfg.output == Output::Quiet && !self.comparing && !self.open_loop {
             let _ = writeln!(self.out);
         }
-        let _ = self.out.flush();
-        if let Some(path) = &cfg.json {
-            let tests = results.iter().map(|e| json::test(e, epoch_us)).collect::<Result<Vec<_>, _>>()?;
-            let mut doc = json::document(json::config(cfg), json::server(&self.info), interrupted, tests);
-            if !self.notices.is_empty() {
-                doc["warnings"] = json::notices(&self.notices);
-            }
-            if let Some(late) = late_by_s {
-                doc["late_by_s"] = late.into();
-            }
-            json::write_json(path, &doc)?;
+        if let Err(e) = self.out.flush() {
+            self.report_failed(&e);
         }
-        Ok(())
+        if let Some(log) = &mut self.hlog {
+            if let Err(e) = log.flush() {
+                self.failed.push(e);
+            }
+        }
+        if let Some(path) = &cfg.json {
+            // Written whatever happened to the other outputs: each is independent.
+            let written =
+                results.iter().map(|e| json::test(e, epoch_us)).collect::<Result<Vec<_>, _>>().and_then(
+                    |tests| {
+                        let mut doc =
+                            json::document(json::config(cfg), json::server(&self.info), interrupted, tests);
+                        if !self.notices.is_empty() {
+                            doc["warnings"] = json::notices(&self.notices);
+                        }
+                        if let Some(late) = late_by_s {
+                            doc["late_by_s"] = late.into();
+                        }
+                        json::write_json(path, &doc)
+                    },
+                );
+            if let Err(e) = written {
+                self.failed.push(e);
+            }
+        }
+        if self.failed.is_empty() {
+            Ok(())
+        } else {
+            Err(self.failed.join("\n"))
+        }
+    }
+
+    /// The report could not be written to stdout: said at the end, and the rest of it goes
+    /// nowhere (the other outputs go on).
+    fn report_failed(&mut self, e: &io::Error) {
+        self.failed.push(format!("the report (stdout): cannot write: {e}"));
+        self.out = Box::new(io::sink());
     }
 
     /// Prints a step: side by side, or each result in the chosen format.
@@ -244,18 +271,20 @@ impl Observer for Presenter {
 
     fn intervals(&mut self, tag: &str, ended: &[(Time, Interval)], end: Option<Time>) -> Result<(), Error> {
         if let Some(log) = &mut self.hlog {
-            for (start, s) in ended {
-                log.write(tag, *start, end, s).map_err(Error::Output)?;
-            }
-            if end.is_some() {
-                log.flush().map_err(Error::Output)?;
+            let written = ended.iter().try_for_each(|(start, s)| log.write(tag, *start, end, s));
+            if let Err(e) = written.and_then(|()| if end.is_some() { log.flush() } else { Ok(()) }) {
+                // The results are kept for the other outputs; the log is said at the end.
+                self.failed.push(e);
+                self.hlog = None;
             }
         }
         Ok(())
     }
 
     fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
-        self.print_step(s).map_err(output)?;
+        if let Err(e) = self.print_step(s) {
+            self.report_failed(&e);
+        }
         if self.stderr_tty {
             for run in s.runs {
                 for e in &run.results {
@@ -289,14 +318,20 @@ impl Observer for Presenter {
         if self.csv {
             return Ok(());
         }
-        report::write_rate_table(steps, cfg.open.poisson, &mut self.out).map_err(output)
+        if let Err(e) = report::write_rate_table(steps, cfg.open.poisson, &mut self.out) {
+            self.report_failed(&e);
+        }
+        Ok(())
     }
 
     fn sweep_done(&mut self, rows: &[TestResult]) -> Result<(), Error> {
         if self.csv {
             return Ok(());
         }
-        report::write_sweep_table(rows, &mut self.out).map_err(output)
+        if let Err(e) = report::write_sweep_table(rows, &mut self.out) {
+            self.report_failed(&e);
+        }
+        Ok(())
     }
 
     fn idle_clients(&mut self, live: u64) {

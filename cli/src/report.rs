@@ -138,10 +138,20 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     }
     write_setup(s, r.keepalive, out)?;
     if s.abandoned > 0 {
+        writeln!(out, "  abandoned: {} requests unanswered after the stop's grace", s.abandoned)?;
+    }
+    if s.abandoned + s.unsent > 0 {
+        writeln!(out, "  {}", silence(s))?;
+    }
+    if s.service.is_some() {
+        // Open loop: every arrival of the schedule, accounted for.
+        writeln!(out, "  arrivals: {}", accounting(s))?;
+    }
+    if s.lower_bounds > 0 {
         writeln!(
             out,
-            "  abandoned: {} requests unanswered after the stop's grace (not in the latencies)",
-            s.abandoned
+            "  the latencies include {} lower bounds: requests never answered, timed to the test's end",
+            s.lower_bounds
         )?;
     }
     if s.drops > 0 {
@@ -320,16 +330,50 @@ pub fn write_compare_footer(out: &mut impl Write) -> io::Result<()> {
 
 /// Writes a test's one-line report, as with `-q`.
 pub fn write_quiet(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
-    let p50 = ms(value_at_percentile(&r.stats.latency, 50.0));
-    writeln!(out, "{}: {:.2} requests per second, p50={:.3} msec", r.title, finite(r.stats.rps()), p50)
+    let s = r.stats;
+    let p50 = ms(value_at_percentile(&s.latency, 50.0));
+    writeln!(out, "{}: {:.2} requests per second, p50={:.3} msec", r.title, finite(s.rps()), p50)?;
+    if s.abandoned + s.unsent + s.lost > 0 {
+        // A line of its own, so redis-benchmark's line stays whole for its parsers.
+        let silent = if s.abandoned + s.unsent > 0 { format!("; {}", silence(s)) } else { String::new() };
+        writeln!(out, "{}: {}{silent}", r.title, accounting(s))?;
+    }
+    Ok(())
+}
+
+/// When replies stopped: `no reply for the last 16.0 s of 20.0 s`.
+pub fn silence(s: &Stats) -> String {
+    format!("no reply for the last {:.1} s of {:.1} s", finite(s.silent_secs()), finite(s.duration_secs()))
+}
+
+/// Where a test's requests went: `2000 due = 500 completed + 0 error replies + 0 lost + 8
+/// abandoned + 1492 unsent` in an open loop; the same without the arrivals in a closed one.
+pub fn accounting(s: &Stats) -> String {
+    let errors = s.error_replies();
+    let parts = format!(
+        "{} completed + {errors} error replies + {} lost + {} abandoned",
+        s.requests.saturating_sub(errors),
+        s.lost,
+        s.abandoned
+    );
+    if s.service.is_some() {
+        format!("{} due = {parts} + {} unsent", s.arrivals(), s.unsent)
+    } else {
+        parts
+    }
 }
 
 /// The columns `--rps` adds to [`CSV_HEADER`].
 pub const CSV_OPEN_LOOP_COLUMNS: &str =
     ",\"target_rps\",\"service_p50_latency_ms\",\"service_p99_latency_ms\"";
 
-/// The columns a sweep (`-d`, `-c`, `-P` or `--threads` lists) adds, after any others.
+/// The columns a sweep (`-d`, `-c`, `-P` or `--threads` lists) adds, after the open loop's.
 pub const CSV_SWEEP_COLUMNS: &str = ",\"datasize\",\"clients\",\"pipeline\",\"threads\"";
+
+/// The columns every row ends with, after any others (so redis-benchmark's and the others keep
+/// their places): failed requests (error replies and requests lost with a connection),
+/// requests abandoned at the end, and open-loop arrivals never sent.
+pub const CSV_ACCOUNT_COLUMNS: &str = ",\"errors\",\"abandoned\",\"unsent\"";
 
 /// Writes a test's CSV row (after [`CSV_HEADER`]); a `"` in the title is doubled, so the row stays
 /// valid CSV (redis-benchmark leaves it as is). An open-loop step adds the
@@ -364,7 +408,8 @@ pub fn write_csv_row(
             write!(out, ",\"{}\"", step.get(k).unwrap_or_default())?;
         }
     }
-    writeln!(out)
+    let s = r.stats;
+    writeln!(out, ",\"{}\",\"{}\",\"{}\"", s.error_replies() + s.lost, s.abandoned, s.unsent)
 }
 
 /// Service-time p50 and p99 in milliseconds (0 without a service histogram).
@@ -835,7 +880,7 @@ Summary:
         write_csv_row(&report("MSET (10 keys) \"x\"", &s), None, None, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "\"MSET (10 keys) \"\"x\"\"\",\"1000.00\",\"0.500\",\"0.001\",\"0.500\",\"0.950\",\"0.990\",\"1.000\"\n"
+            "\"MSET (10 keys) \"\"x\"\"\",\"1000.00\",\"0.500\",\"0.001\",\"0.500\",\"0.950\",\"0.990\",\"1.000\",\"0\",\"0\",\"0\"\n"
         );
         assert_eq!(CSV_HEADER.split(',').count(), 8);
     }
@@ -849,7 +894,7 @@ Summary:
         write_csv_row(&report("X", &s), None, None, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "\"X\",\"3.00\",\"3.033\",\"2.048\",\"2.049\",\"5.003\",\"5.003\",\"5.003\"\n"
+            "\"X\",\"3.00\",\"3.033\",\"2.048\",\"2.049\",\"5.003\",\"5.003\",\"5.003\",\"0\",\"0\",\"0\"\n"
         );
     }
 
@@ -869,7 +914,48 @@ Summary:
         assert_eq!(out, b"GET: 0.00 requests per second, p50=0.000 msec\n");
         let mut out = Vec::new();
         write_csv_row(&r, None, None, &mut out).unwrap();
-        assert_eq!(out, b"\"GET\",\"0.00\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\"\n");
+        assert_eq!(
+            out,
+            b"\"GET\",\"0.00\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0\",\"0\",\"0\"\n"
+        );
+    }
+
+    #[test]
+    fn unfinished_requests_are_counted_in_every_form() {
+        // An open loop whose server stopped answering: 500 answered, 8 abandoned, 1492 never sent.
+        let mut s = Stats::new(Time::ZERO, 3, true).unwrap();
+        for i in 0..500u64 {
+            s.record(1_000_000, 1_000_000, Time::from_micros(i * 1_000));
+        }
+        s.end_at(Time::from_micros(4_000_000));
+        s.abandoned = 8;
+        s.unsent = 1492;
+        for _ in 0..1500 {
+            s.record_unfinished(2_000_000_000);
+        }
+        let r = report("PING", &s);
+        let text = verbose(&r);
+        assert!(text.contains("  500 requests completed in 4.00 seconds\n"), "{text}");
+        assert!(text.contains("  throughput summary: 125.00 requests per second\n"), "{text}");
+        assert!(
+            text.contains(
+                "  arrivals: 2000 due = 500 completed + 0 error replies + 0 lost + 8 abandoned + 1492 unsent\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("  the latencies include 1500 lower bounds"), "{text}");
+        assert!(text.contains("  no reply for the last 3.5 s of 4.0 s\n"), "{text}");
+        let mut out = Vec::new();
+        write_quiet(&r, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "PING: 125.00 requests per second, p50=2000.895 msec\n\
+             PING: 2000 due = 500 completed + 0 error replies + 0 lost + 8 abandoned + 1492 unsent; \
+             no reply for the last 3.5 s of 4.0 s\n"
+        );
+        let mut out = Vec::new();
+        write_csv_row(&r, None, None, &mut out).unwrap();
+        assert!(String::from_utf8(out).unwrap().ends_with(",\"0\",\"8\",\"1492\"\n"));
     }
 
     /// Three nodes, a replica among them that served nothing: one second long.
@@ -914,7 +1000,8 @@ Summary:
         assert!(text.ends_with(expected), "{text}");
         assert!(text.contains("  hits: 100.0% "), "the table comes after the summary: {text}");
         // Quiet and CSV lines are redis-benchmark's, nodes or not.
-        let plain = stats(std::iter::repeat_n(100, 300).chain(std::iter::repeat_n(2000, 100)));
+        let mut plain = stats(std::iter::repeat_n(100, 300).chain(std::iter::repeat_n(2000, 100)));
+        plain.errors = s.errors.clone();
         let lines = |r: &TestReport| {
             let (mut quiet, mut csv) = (Vec::new(), Vec::new());
             write_quiet(r, &mut quiet).unwrap();

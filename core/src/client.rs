@@ -65,6 +65,18 @@ impl Source {
         }
     }
 
+    /// The arrivals of the schedule still to come before `until`, each taken from `plan`'s
+    /// budget: their intended times, in order.
+    fn remaining<'a>(&'a mut self, plan: &'a Plan, until: Time) -> impl Iterator<Item = Time> + 'a {
+        std::iter::from_fn(move || {
+            let ol = plan.conn.open_loop?;
+            if self.next_due >= until || plan.budget.take(1) == 0 {
+                return None;
+            }
+            Some(self.arrive(ol))
+        })
+    }
+
     /// The intended time of the next arrival.
     fn due(&self) -> Time {
         self.next_due
@@ -263,6 +275,38 @@ impl Client {
         self.check_done(node, now);
     }
 
+    /// Node `node`'s connection ended at `now` ([`Event::Finished`], [`Event::Abandoned`] or
+    /// [`Event::Failed`]): what it leaves unanswered is accounted for in `stats` (against one
+    /// server, the requests of a failed connection count as lost). Call it when
+    /// such an event comes, before the next. The requests it abandoned count with their time so
+    /// far (from their intended time in an open loop, else from their send) as lower bounds in
+    /// the latency histogram; once the client has no connection left, the open-loop arrivals
+    /// due before the test's stop that it never sent (its window or its connection was blocked)
+    /// count as unsent, each with the time from when it was due to `now` (to the stop for those
+    /// due after `now`), likewise a lower bound.
+    pub fn settle(&mut self, node: usize, abandoned: bool, now: Time, stats: &mut Stats) {
+        if abandoned {
+            for since in self.conns[node].unanswered() {
+                stats.record_unfinished(now.nanos_since(since));
+            }
+        }
+        // Lost with their connection: no reply will come for them.
+        stats.lost += self.conns[node].lost_uncounted() as u64;
+        if self.plan.conn.open_loop.is_none() || !self.conns.iter().all(Connection::is_closed) {
+            return;
+        }
+        let Some(stop) = self.plan.stop.at() else { return };
+        let plan = Arc::clone(&self.plan);
+        let end = now.max(stop);
+        let from = plan.measure_from;
+        for due in self.source.remaining(&plan, stop) {
+            if due >= from {
+                stats.unsent += 1;
+                stats.record_unfinished(end.nanos_since(due));
+            }
+        }
+    }
+
     // ---- outputs ----
 
     /// Bytes to write on node `node`'s socket now, if any. Call [`Client::advance_transmit`]
@@ -278,6 +322,10 @@ impl Client {
                 // Granted and not yet drawn, or drawn and not sent: the test is over.
                 self.credits = 0;
                 self.stop();
+                // Open loop: arrivals due before the stop are part of the test; those its window
+                // held back go in the grace.
+                self.draw_owed(now);
+                self.fill(node, now);
             } else {
                 self.draw(now);
                 self.fill(node, now);
@@ -403,6 +451,29 @@ impl Client {
         }
     }
 
+    /// Open loop, after the stop: draws the arrivals due before it that the window held back,
+    /// while the window has room again.
+    fn draw_owed(&mut self, now: Time) {
+        let plan = Arc::clone(&self.plan);
+        let (Some(ol), Some(lead)) = (plan.conn.open_loop, self.lead()) else { return };
+        while self.owed() && self.source.due() <= now && self.has_room() {
+            if plan.budget.take(1) == 0 {
+                break;
+            }
+            let intended = self.source.arrive(ol);
+            self.draw_one(&plan, intended, now, Some(lead));
+        }
+    }
+
+    /// Open loop: whether an arrival due before the test's stop is still to be drawn and the
+    /// window has room for it.
+    fn owed(&self) -> bool {
+        self.plan.conn.open_loop.is_some()
+            && self.outstanding < self.window()
+            && self.plan.stop.at().is_some_and(|stop| self.source.due() < stop)
+            && !self.plan.budget.is_exhausted()
+    }
+
     /// Whether a request drawn now has somewhere to go: over a cluster its node's queue, else
     /// the connection's output buffer while it is below its cap.
     fn has_room(&self) -> bool {
@@ -523,6 +594,11 @@ impl Client {
                 self.conns[node].reconnect();
                 return;
             }
+        }
+        if stopped && self.owed() && self.lead() == Some(node) {
+            // Arrivals due before the stop are still to go (poll_transmit sends them).
+            self.wake_node(node);
+            return;
         }
         if stopped || (plan.budget.is_exhausted() && self.outstanding == 0) {
             self.conns[node].finish();

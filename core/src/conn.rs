@@ -386,6 +386,30 @@ impl Connection {
         (self.ready_at != Time::MAX).then_some(self.ready_at)
     }
 
+    /// The requests still unanswered, by when each started to wait: its intended time in an
+    /// open loop, else when it was sent (or queued, if never sent). For the requests a stop
+    /// abandoned: their latency so far.
+    pub(crate) fn unanswered(&self) -> impl Iterator<Item = Time> + '_ {
+        self.in_flight.iter().filter(|p| p.req != ASKING_REQ).map(|p| {
+            let since = if p.sent == Time::MAX { p.queued } else { p.sent };
+            if p.intended == Time::MAX {
+                since
+            } else {
+                p.intended.min(since)
+            }
+        })
+    }
+
+    /// Against one server, the requests a failed connection had in flight (its
+    /// [`Event::Failed`] counts the failure, not them); 0 otherwise.
+    pub(crate) fn lost_uncounted(&self) -> usize {
+        if self.state == State::Failed && !self.count_lost {
+            self.unanswered().count()
+        } else {
+            0
+        }
+    }
+
     /// Whether the connection has finished or failed: the backend can drop it.
     pub fn is_closed(&self) -> bool {
         matches!(self.state, State::Finished | State::Failed)

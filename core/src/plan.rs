@@ -53,7 +53,10 @@ impl Budget {
 /// When a test stops before its budget is spent: the end of `--duration`, known when the plan is
 /// made, or a stop asked for while it runs (Ctrl-C), whichever is first. From that time on no
 /// request is handed out and connections finish when their requests in flight are answered;
-/// those still unanswered `grace` later are abandoned ([`crate::Event::Abandoned`]).
+/// those still unanswered `grace` later are abandoned ([`crate::Event::Abandoned`]). In an open
+/// loop, arrivals due before the stop that the window held back are still handed out in the
+/// grace (they are part of the test); those never sent count as unsent
+/// ([`crate::Client::settle`]).
 ///
 /// Connections see the stop through [`crate::Client::poll_timeout`]: a backend that learns of
 /// a stop asked for while it waits (see [`Stop::generation`]) asks every connection again.

@@ -137,8 +137,12 @@ pub struct Stats {
     pub push_messages: u64,
     /// When the test started (the driver's clock), the earliest of the merged ones.
     pub start: Time,
-    /// When the last reply arrived, the latest of the merged ones; `start` when none did.
+    /// When the test ended, the latest of the merged ones: its `-n` budget spent and answered,
+    /// its `--duration` stop, a Ctrl-C, or the end of the drain grace; in short, when the last
+    /// connection ended (see [`Stats::end_at`]). Never earlier than the last reply.
     pub end: Time,
+    /// When the last reply arrived, the latest of the merged ones; `start` when none did.
+    pub last_reply: Time,
     /// Latency per request in microseconds: reply parsed − request sent, or − intended send time
     /// in an open-loop run (coordinated omission corrected).
     pub latency: Histogram<u64>,
@@ -169,6 +173,14 @@ pub struct Stats {
     /// Requests still unanswered when the test's stop and its grace had passed: abandoned, so
     /// not in the latencies (which would otherwise hide the slowest requests).
     pub abandoned: u64,
+    /// Open loop: arrivals of the schedule that were due before the test's stop and never sent,
+    /// because the client's window (`-P`) was full or its connection was down or blocked until
+    /// the end. With `requests` (error replies among them), `lost` and `abandoned` they add up
+    /// to the schedule's arrivals.
+    pub unsent: u64,
+    /// How many of the latencies in `latency` are lower bounds: requests abandoned or never
+    /// sent, each recorded with the time from when it was due (or sent) to the test's end.
+    pub lower_bounds: u64,
     /// Over several nodes (`--cluster`, replicas): the stats of each node, in the order of
     /// [`crate::cluster::Cluster::nodes`] (themselves without nodes or parts); empty otherwise.
     /// A request counts at the node that answered it. Past the nodes found at the start come
@@ -277,6 +289,7 @@ impl Stats {
             push_messages: 0,
             start,
             end: start,
+            last_reply: start,
             latency: new_histogram(sigfig)?,
             service: if open_loop { Some(new_histogram(sigfig)?) } else { None },
             series: Vec::new(),
@@ -288,6 +301,8 @@ impl Stats {
             lost: 0,
             downtime_micros: 0,
             abandoned: 0,
+            unsent: 0,
+            lower_bounds: 0,
             nodes: Vec::new(),
             appeared: Vec::new(),
             moved: std::collections::BTreeMap::new(),
@@ -407,8 +422,46 @@ impl Stats {
         if let Some(s) = &mut self.service {
             let _ = s.record(micros(service_nanos));
         }
+        if now > self.last_reply {
+            self.last_reply = now;
+        }
+        self.end_at(now);
+    }
+
+    /// Records the latency so far of a request that was never answered (abandoned at the end, or
+    /// never sent): a lower bound, in the latency histogram so that a stall to the end of the
+    /// test shows in its percentiles as a stall in the middle does; not a completed request.
+    pub fn record_unfinished(&mut self, latency_nanos: u64) {
+        let _ = self.latency.record(micros(latency_nanos));
+        self.lower_bounds += 1;
+    }
+
+    /// Error replies among `requests` (the errors of kind `connection` are requests lost with
+    /// their connection, not replies).
+    pub fn error_replies(&self) -> u64 {
+        self.errors.kinds().iter().filter(|k| k.prefix != "connection").map(|k| k.count).sum()
+    }
+
+    /// Open loop: arrivals of the schedule accounted for: completed (error replies among them),
+    /// lost with a connection, abandoned at the end, or never sent.
+    pub fn arrivals(&self) -> u64 {
+        self.requests + self.lost + self.abandoned + self.unsent
+    }
+
+    /// The test has lasted until `now` at least (a connection ended then, or a reply came): the
+    /// test's [`Stats::end`] moves there, in every command's and node's stats too.
+    pub fn end_at(&mut self, now: Time) {
         if now > self.end {
             self.end = now;
+        }
+    }
+
+    /// Gives every command's and node's stats the test's end: their rates are over the test's
+    /// length, not from the first to their own last reply.
+    pub fn spread_end(&mut self) {
+        let end = self.end;
+        for s in self.parts.iter_mut().chain(self.nodes.iter_mut()) {
+            s.end = s.end.max(end);
         }
     }
 
@@ -433,9 +486,16 @@ impl Stats {
         (now.nanos_since(self.start) / 1_000_000_000) as usize
     }
 
-    /// The test's length in seconds, from `start` to the last reply.
+    /// The test's length in seconds, from its measured `start` to its [`Stats::end`] (not to
+    /// the last reply: a stall that lasts to the end of the test is part of it).
     pub fn duration_secs(&self) -> f64 {
         self.end.nanos_since(self.start) as f64 / 1e9
+    }
+
+    /// How long the test went on with no reply, in seconds: from its last reply (its start
+    /// when none came) to its end. A stall that lasts to the end shows here.
+    pub fn silent_secs(&self) -> f64 {
+        self.end.nanos_since(self.last_reply.max(self.start)) as f64 / 1e9
     }
 
     /// Requests per second over the test's length; 0 when nothing completed.
@@ -461,6 +521,8 @@ impl Stats {
         self.lost += other.lost;
         self.downtime_micros += other.downtime_micros;
         self.abandoned += other.abandoned;
+        self.unsent += other.unsent;
+        self.lower_bounds += other.lower_bounds;
         let start = self.start.min(other.start);
         // Seconds line up by the clock: second k of a run is the k-th second from its own start,
         // so each side's series moves by the whole seconds its start lies after the union's
@@ -472,6 +534,7 @@ impl Stats {
         }
         self.start = start;
         self.end = self.end.max(other.end);
+        self.last_reply = self.last_reply.max(other.last_reply);
         self.latency.add(&other.latency).map_err(|e| format!("histograms differ: {e:?}"))?;
         self.setup.merge(&other.setup)?;
         match (&mut self.service, &other.service) {
@@ -612,6 +675,25 @@ mod tests {
         assert_eq!(s.latency.min(), 1);
         assert!(s.latency.max() >= HIGHEST_MICROS);
         assert_eq!(s.end, Time::from_micros(10));
+        assert_eq!(s.last_reply, Time::from_micros(10));
+    }
+
+    #[test]
+    fn the_length_runs_to_the_end_not_to_the_last_reply() {
+        // Replies for 1 s of a 4 s test, then nothing: the rate is over 4 s.
+        let mut s = Stats::new(Time::ZERO, 3, true).unwrap().with_parts(1).unwrap();
+        for i in 1..=100u64 {
+            s.record_request(0, 1_000, 1_000, None, Time::from_micros(i * 10_000));
+        }
+        s.end_at(Time::from_micros(4_000_000));
+        s.spread_end();
+        assert_eq!(s.last_reply, Time::from_micros(1_000_000));
+        assert_eq!(s.duration_secs(), 4.0);
+        assert_eq!(s.rps(), 25.0);
+        assert_eq!(s.parts[0].rps(), 25.0);
+        // A connection that ended earlier does not move the end back.
+        s.end_at(Time::from_micros(2_000_000));
+        assert_eq!(s.duration_secs(), 4.0);
     }
 
     #[test]

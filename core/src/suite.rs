@@ -98,7 +98,10 @@ pub fn default_suite(
     random_keys: bool,
     key_prefix: &str,
 ) -> Vec<TestSpec> {
-    let shared = Values::new(values);
+    // Made when the first test that carries a value is: a run of GET or PING with a large -d
+    // allocates none.
+    let shared = std::cell::LazyCell::new(|| Values::new(values));
+    let no_values = Values::new(&ValueSize::Fixed(0));
     let payload_bytes = values.max();
     let name = |n: &str| [key_prefix.as_bytes(), n.as_bytes()].concat();
     let (key, counter) = (name("key:__rand_int__"), name("counter:__rand_int__"));
@@ -118,7 +121,10 @@ pub fn default_suite(
     if s.has("ping_inline") || s.has("ping") {
         push("PING_INLINE", Template::inline(b"PING\r\n"));
     }
-    let mut add = |title: &str, args: &[Arg]| push(title, Template::with_values(args, &shared));
+    let mut add = |title: &str, args: &[Arg]| {
+        let carries = args.iter().any(|a| matches!(a, Arg::Value));
+        push(title, Template::with_values(args, if carries { &shared } else { &no_values }))
+    };
     if s.has("ping_mbulk") || s.has("ping") {
         add("PING_MBULK", &[B(b"PING")]);
     }
@@ -305,19 +311,28 @@ pub fn custom_with_data(args: &[Vec<u8>], values: &ValueSize) -> TestSpec {
     TestSpec { title, payload_bytes: template.len(), template, connection_per_request: false }
 }
 
+/// The key pattern of a `GET key` request; `None` for any other.
+fn get_key(template: &Template) -> Option<Vec<u8>> {
+    let (Value::Array(args), _) = Value::parse(template.as_bytes()).ok()?? else { return None };
+    let [Value::Bulk(command), Value::Bulk(key)] = args.as_slice() else { return None };
+    command.eq_ignore_ascii_case(b"GET").then(|| key.to_vec())
+}
+
+/// Whether `--preload` has something to write before a test of `template` ([`preload`]),
+/// without making its values (which may be a gigabyte).
+pub fn preloadable(template: &Template) -> bool {
+    get_key(template).is_some()
+}
+
 /// What `--preload` writes before a test whose request is `GET key`: `SET key VALUE`, the
 /// same key pattern with values from `values`, so that every key the test can read exists once
 /// it has run over the keyspace. `None` for any other request.
 pub fn preload(template: &Template, values: &ValueSize) -> Option<TestSpec> {
-    let (Value::Array(args), _) = Value::parse(template.as_bytes()).ok()?? else { return None };
-    let [Value::Bulk(command), Value::Bulk(key)] = args.as_slice() else { return None };
-    if !command.eq_ignore_ascii_case(b"GET") {
-        return None;
-    }
+    let key = get_key(template)?;
     let template =
-        Template::with_values(&[Arg::Bytes(b"SET"), Arg::Bytes(key), Arg::Value], &Values::new(values));
+        Template::with_values(&[Arg::Bytes(b"SET"), Arg::Bytes(&key), Arg::Value], &Values::new(values));
     Some(TestSpec {
-        title: format!("SET {}", String::from_utf8_lossy(key)),
+        title: format!("SET {}", String::from_utf8_lossy(&key)),
         template,
         payload_bytes: values.max(),
         connection_per_request: false,
@@ -419,6 +434,24 @@ mod tests {
     }
 
     #[test]
+    fn a_test_without_a_value_shares_no_payload() {
+        // -d 100000 -t get,ping: the requests carry no value, so none is made.
+        let values = ValueSize::Fixed(100_000);
+        let suite = default_suite(&Selection::parse("get,ping").unwrap(), &values, true, "");
+        assert!(
+            suite.iter().all(|t| t.template.len() < 100),
+            "{:?}",
+            suite.iter().map(|t| t.template.len()).collect::<Vec<_>>()
+        );
+        let with_set = default_suite(&Selection::parse("get,set").unwrap(), &values, true, "");
+        let set = with_set.iter().find(|t| t.title == "SET").unwrap();
+        assert!(set.template.len() > 100_000);
+        // GET's bytes are the same whatever -d is.
+        let small = default_suite(&Selection::parse("get").unwrap(), &ValueSize::Fixed(3), true, "");
+        assert_eq!(small[0].template.len(), suite.iter().find(|t| t.title == "GET").unwrap().template.len());
+    }
+
+    #[test]
     fn variable_sizes_make_value_slots() {
         let spec = ValueSize::Range { lo: 16, hi: 1024 };
         let s = default_suite(&Selection::all(), &spec, false, "");
@@ -454,5 +487,6 @@ mod tests {
             assert!(preload(&t.template, &values).is_none(), "{}", t.title);
         }
         assert!(preload(&Template::inline(b"PING\r\n"), &values).is_none());
+        assert!(preloadable(&get.template) && !preloadable(&Template::inline(b"PING\r\n")));
     }
 }

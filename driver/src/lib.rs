@@ -177,6 +177,7 @@ impl Tally {
     /// Publishes a last time, every second of the series included, and gives the loop's
     /// outcome.
     pub fn finish(mut self) -> Outcome {
+        self.stats.spread_end();
         self.run.progress.publish(self.part, &mut self.stats, None, &mut self.published);
         Outcome { stats: self.stats, failures: self.failures, drops: self.drops }
     }
@@ -311,6 +312,9 @@ struct Socket {
     layer: Layer,
     /// Counted in the run's `Progress::live`.
     live: bool,
+    /// Requests went unanswered with this socket (abandoned, failed, lost): close it with a
+    /// reset, so that the kernel does not deliver them later.
+    reset: bool,
     /// The byte stream is up: the core was told [`Client::handle_connected`].
     up: bool,
     phases: Phases,
@@ -340,6 +344,7 @@ impl Link {
                 },
                 layer: Layer::default(),
                 live: false,
+                reset: false,
                 up: false,
                 phases: Phases { down: Time::MAX, ..Phases::default() },
             })
@@ -384,6 +389,7 @@ impl Link {
     /// A connect of node `node` is about to start (its setup time counts from here).
     pub fn connecting(&mut self, node: usize, tally: &Tally) {
         self.sockets[node].phases.started = tally.now();
+        self.sockets[node].reset = false;
     }
 
     /// Node `node`'s socket connected: the byte stream is up, or the TLS handshake begins.
@@ -422,6 +428,13 @@ impl Link {
     pub fn write_failed(&mut self, node: usize, e: &io::Error, tally: &Tally) {
         let s = &self.sockets[node];
         self.client.handle_io_error(node, IoFailure::new(IoOp::Write, &s.endpoint, e), tally.now());
+    }
+
+    /// Whether node `node`'s socket must be closed with a reset (`SO_LINGER` 0) rather than a
+    /// FIN: requests it carried were counted as abandoned or lost, and a normal close would
+    /// leave the kernel retransmitting them to a server that may yet run them.
+    pub fn must_reset(&self, node: usize) -> bool {
+        self.sockets[node].reset
     }
 
     /// Node `node`'s socket is gone (closed for a reconnect).
@@ -508,12 +521,32 @@ impl Link {
                     self.sockets[node].up = false;
                     return Next::Reconnect;
                 }
-                Event::Finished => return self.ended(node, tally),
+                Event::Finished => {
+                    // After the stop, the test lasted to the stop at least (its last replies,
+                    // if later, are its end); otherwise the budget ended it, at its last reply.
+                    let now = tally.now();
+                    if let Some(stop) = tally.run.plan.stop.at().filter(|&t| t <= now) {
+                        tally.stats.end_at(stop);
+                    }
+                    self.client.settle(node, false, now, &mut tally.stats);
+                    return self.ended(node, tally);
+                }
                 Event::Abandoned { in_flight } => {
                     tally.stats.abandoned += in_flight as u64;
+                    self.sockets[node].reset = in_flight > 0;
+                    // The end of the grace.
+                    let now = tally.now();
+                    tally.stats.end_at(now);
+                    self.client.settle(node, true, now, &mut tally.stats);
                     return self.ended(node, tally);
                 }
                 Event::Failed { error, lost } => {
+                    // A failure ends the test no earlier than it happened: the wait for a reply
+                    // that never came is part of it.
+                    let now = tally.now();
+                    tally.stats.end_at(now);
+                    self.sockets[node].reset = lost > 0 || self.client.in_flight(node) > 0;
+                    self.client.settle(node, false, now, &mut tally.stats);
                     Outcome::add_failure(&mut tally.failures, error, 1);
                     tally.run.progress.failed.fetch_add(1, Ordering::Relaxed);
                     if lost > 0 {
@@ -526,6 +559,7 @@ impl Link {
                     let now = tally.now();
                     let s = &mut self.sockets[node];
                     let first = s.phases.down == Time::MAX;
+                    s.reset = lost > 0;
                     tally.stats.record_drop(first, lost as u64, now);
                     Outcome::add_failure(&mut tally.drops, error, 1);
                     if first {

@@ -856,7 +856,7 @@ impl Sockets for Net<'_> {
         next
     }
 
-    fn close(&mut self, i: usize) {
+    fn close(&mut self, i: usize, _reset: bool) {
         let slot = &mut self.slots[i];
         slot.conn = None;
         slot.write_blocked = false;
@@ -1135,7 +1135,8 @@ impl<'a> SmolLoop<'a> {
     }
 
     fn close(&mut self, i: usize) {
-        self.net.close(i);
+        let reset = self.links[i / self.nodes].must_reset(i % self.nodes);
+        self.net.close(i, reset);
         self.links[i / self.nodes].disconnected(i % self.nodes);
     }
 }

@@ -21,8 +21,9 @@ pub trait Sockets {
     /// it is not connected).
     fn drain(&mut self, i: usize, link: &mut Link, node: usize, tally: &mut Tally) -> Next;
 
-    /// Closes slot `i`'s socket, if it has one.
-    fn close(&mut self, i: usize);
+    /// Closes slot `i`'s socket, if it has one; with a reset (`SO_LINGER` 0) when `reset`
+    /// ([`Link::must_reset`]).
+    fn close(&mut self, i: usize, reset: bool);
 }
 
 /// One loop's clients and the slots of their sockets: slot `c * nodes + n` is node `n` of the
@@ -192,7 +193,9 @@ impl<'a> Table<'a> {
 
     /// Closes slot `i`'s socket.
     pub fn close(&mut self, i: usize, io: &mut impl Sockets) {
-        io.close(i);
+        let (link, n, _) = self.link(i);
+        let reset = link.must_reset(n);
+        io.close(i, reset);
         let (link, n, _) = self.link(i);
         link.disconnected(n);
     }

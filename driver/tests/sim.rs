@@ -415,6 +415,8 @@ fn a_stopped_server_trips_the_request_timeout_exactly() {
     assert_eq!(*e, ConnError::Timeout { after: Duration::from_millis(50), handshake: false });
     assert_eq!(r.outcome.stats.requests, 100);
     assert_eq!(r.end, at_ms(51));
+    // -n with the path dead: the wait until the failure is in the test's length.
+    assert_eq!(r.outcome.stats.end, at_ms(51));
 }
 
 // ---- the stop and its grace ----
@@ -440,6 +442,7 @@ fn a_duration_stop_drains_what_is_in_flight() {
     assert_eq!(r.commands, 10_011);
     assert_eq!(r.outcome.stats.abandoned, 0);
     assert_eq!(r.end, at_us(1_001_100));
+    assert_eq!(r.outcome.stats.end, at_us(1_001_100));
 }
 
 #[test]
@@ -514,6 +517,18 @@ fn a_timed_run_whose_server_stops_abandons_at_stop_plus_grace() {
         assert!(r.outcome.failures.is_empty(), "{rps:?}");
         assert_eq!(r.outcome.stats.abandoned, 8, "{rps:?}");
         assert_eq!(r.end, at_ms(4_000), "{rps:?}");
+        // The test lasted to the end of the grace, not to its last reply (1 s): the stall is
+        // in its length and its rate.
+        let s = &r.outcome.stats;
+        assert_eq!(s.end, at_ms(4_000), "{rps:?}");
+        assert!(s.last_reply > at_ms(999) && s.last_reply < at_ms(1_001), "{rps:?}: {:?}", s.last_reply);
+        assert_eq!(s.duration_secs(), 4.0, "{rps:?}");
+        assert_eq!(s.rps(), s.requests as f64 / 4.0, "{rps:?}");
+        // No reply for the last 3 s of 4 s; the 8 abandoned are in the latencies with their time
+        // so far (sent by 1 s, abandoned at 4 s: 3 s at least), as lower bounds.
+        assert!((s.silent_secs() - 3.0).abs() < 0.001, "{rps:?}: {}", s.silent_secs());
+        assert_eq!(s.lower_bounds, 8 + s.unsent, "{rps:?}");
+        assert!(s.latency.max() >= 2_999_000, "{rps:?}: {}", s.latency.max());
         assert_eq!(r.count(Happening::Ended), 4);
     }
 }
@@ -914,6 +929,9 @@ fn a_stop_reaches_connections_waiting_for_their_next_arrival() {
     assert_eq!(r.count(Happening::Ended), 4);
     assert_eq!(r.end, at_ms(1_000));
     assert_eq!(r.outcome.stats.requests, 1);
+    // The test ended at the Ctrl-C, not at its one reply.
+    assert_eq!(r.outcome.stats.end, at_ms(1_000));
+    assert_eq!(r.outcome.stats.last_reply, at_us(10));
 }
 
 #[test]
@@ -1069,4 +1087,96 @@ fn a_refused_connect_is_known_when_it_completes() {
     let gaps: Vec<u64> = starts[1..].windows(2).map(|w| w[1].nanos_since(w[0]) / 1_000_000).collect();
     assert_eq!(gaps, [25, 45, 85]);
     assert_eq!(r.times(0, Happening::Ended), [at_ms(1_200)]);
+}
+
+// ---- every arrival accounted for (issue #24) ----
+
+/// `--rps 1000 --duration 2s -c 2 -P 4`: 2000 arrivals, the server's path dead from 0.5 s
+/// for good, by `fault`. Checks that every arrival is completed, lost, abandoned or unsent,
+/// exactly, and gives the result.
+fn dead_path_from_half_a_second(fault: &str) -> SimResult {
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    match fault {
+        "stall" => server.stalls.push((at_ms(500), Time::MAX)),
+        _ => server.outages.push((at_ms(500), Time::MAX)),
+    }
+    let opts = Opts {
+        n: None,
+        clients: 2,
+        pipeline: 4,
+        rps: Some(1000.0),
+        duration: Some(Duration::from_secs(2)),
+        reconnect: fault == "outage, --reconnect",
+        ..Opts::default()
+    };
+    let r = opts.run(server);
+    let s = &r.outcome.stats;
+    assert_eq!(s.arrivals(), 2000, "{fault}: {s:?}");
+    assert_eq!(s.requests + s.lost + s.abandoned + s.unsent, 2000, "{fault}");
+    // Every unanswered one is in the histogram, a lower bound.
+    assert_eq!(s.lower_bounds, s.abandoned + s.unsent, "{fault}");
+    assert_eq!(s.latency.len(), s.requests + s.abandoned + s.unsent, "{fault}");
+    // What went before the fault was answered: one every millisecond.
+    assert!((499..=501).contains(&s.requests), "{fault}: {}", s.requests);
+    r
+}
+
+#[test]
+fn a_stall_to_the_end_leaves_no_arrival_unaccounted() {
+    let r = dead_path_from_half_a_second("stall");
+    let s = &r.outcome.stats;
+    // The window's 8 are abandoned at the end of the grace (4 s); the rest were never sent.
+    assert_eq!((s.abandoned, s.lost), (8, 0));
+    assert_eq!(s.unsent, 2000 - s.requests - 8);
+    assert_eq!(s.end, at_ms(4_000));
+    // The stall shows in the corrected latencies as a stall in the middle would: the request
+    // due at 0.5 s waited at least to the end (3.5 s); most waited 2 s or more.
+    assert!(s.latency.max() >= 3_499_000, "{}", s.latency.max());
+    assert!(s.latency.value_at_quantile(0.5) >= 2_000_000, "{}", s.latency.value_at_quantile(0.5));
+    // The service times are of completed requests only.
+    assert_eq!(s.service.as_ref().unwrap().len(), s.requests);
+}
+
+#[test]
+fn an_outage_to_the_end_leaves_no_arrival_unaccounted() {
+    // The sockets are reset at 0.5 s: without --reconnect each connection fails, its 0 or 1
+    // in flight lost and its later arrivals unsent; with it, it stays down to the end.
+    for fault in ["outage", "outage, --reconnect"] {
+        let r = dead_path_from_half_a_second(fault);
+        let s = &r.outcome.stats;
+        assert_eq!(s.abandoned, 0, "{fault}");
+        assert!(s.lost <= 2, "{fault}: {}", s.lost);
+        assert!(s.unsent >= 1490, "{fault}: {}", s.unsent);
+    }
+}
+
+#[test]
+fn an_open_loop_that_keeps_up_has_nothing_unsent() {
+    let opts = Opts {
+        n: None,
+        clients: 2,
+        rps: Some(1000.0),
+        duration: Some(Duration::from_secs(1)),
+        ..Opts::default()
+    };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(100)));
+    let s = &r.outcome.stats;
+    assert_eq!((s.requests, s.abandoned, s.unsent, s.lower_bounds), (1000, 0, 0, 0));
+    assert_eq!(s.arrivals(), 1000);
+}
+
+#[test]
+fn arrivals_due_before_the_stop_go_in_the_grace() {
+    // -P 1 at 10 000/s on a server that takes 150 µs a request: the window is full when each
+    // arrival comes due, and a third of them are still waiting for it at the 1 s stop; they are
+    // part of the test and go in the grace (0.5 s of them), answered: nothing is unsent or
+    // abandoned.
+    let opts =
+        Opts { n: None, rps: Some(10_000.0), duration: Some(Duration::from_secs(1)), ..Opts::default() };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(150)));
+    let s = &r.outcome.stats;
+    assert_eq!((s.abandoned, s.unsent, s.lost), (0, 0, 0));
+    assert_eq!((s.requests, s.arrivals()), (10_000, 10_000));
+    assert_eq!(s.end, s.last_reply);
+    assert!(s.end > at_ms(1_400), "{:?}", s.end);
 }

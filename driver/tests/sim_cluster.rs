@@ -519,6 +519,8 @@ fn an_open_loop_rate_over_several_nodes_is_exact() {
     let (r, nodes) = opts.run(&three(), &three);
     let s = &r.outcome.stats;
     assert_eq!(s.requests, 2000);
+    // Every arrival of the schedule completed: none abandoned, none unsent.
+    assert_eq!((s.abandoned, s.unsent, s.lower_bounds, s.arrivals()), (0, 0, 0, 2000));
     assert_eq!(nodes.iter().map(|n| n.calls).sum::<u64>(), 2000);
     served_is_counted(&r, &nodes, &[]);
     assert_eq!(s.redirects.total(), 0);

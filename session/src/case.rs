@@ -94,6 +94,14 @@ pub fn preload_case(cfg: &Config, case: &Case) -> Option<Case> {
     Some(Case { spec, mix: None })
 }
 
+/// Whether [`preload_case`] has something for `case`, without making its values.
+pub fn preloadable(case: &Case) -> bool {
+    match &case.mix {
+        Some((mix, _)) => mix.templates().iter().any(respbench_core::suite::preloadable),
+        None => respbench_core::suite::preloadable(&case.spec.template),
+    }
+}
+
 /// The tests to run: a mix, the custom command, or the default suite restricted by `-t`.
 /// `warn` hears what is ignored.
 pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {

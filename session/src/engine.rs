@@ -36,6 +36,8 @@ pub struct Finished {
     pub ended: Result<Ended, Error>,
     /// `--reconnect`: some connection went down and came back (the run then exits 1).
     pub dropped: bool,
+    /// Some test abandoned requests or never sent some that were due (the run then exits 1).
+    pub unfinished: bool,
     /// `--start-at`: how late this process was ready for the instant, in seconds (0 on time).
     pub late_by_s: Option<f64>,
     /// With `--json`: every result, in order.
@@ -98,6 +100,8 @@ pub struct Session {
     done: Vec<TestResult>,
     /// `--reconnect`: some connection went down and came back.
     dropped: bool,
+    /// Some test abandoned requests or never sent some that were due.
+    unfinished: bool,
     /// Reads the server's CPU around each test.
     probe: verdict::Probe,
     /// The totals of the sweep's steps so far, for its table.
@@ -129,6 +133,11 @@ impl Session {
     ) -> Result<Session, Error> {
         let server = Server::new(cfg, tls);
         let cases = cases(cfg, &mut |w| obs.message(w))?;
+        // A value too large for memory is refused before connecting, with what it would need.
+        let largest = cases.iter().flat_map(Case::templates).map(|t| t.len() as u64).max().unwrap_or(0);
+        let most_clients =
+            cfg.sweep.clients.iter().copied().chain([cfg.clients]).max().unwrap_or(cfg.clients);
+        crate::limits::ensure_memory(largest, most_clients)?;
         let multi = cfg.cluster || cfg.replicas != Replicas::None;
         if multi {
             // A client over several nodes keeps its connections; one per request batch is not
@@ -186,6 +195,7 @@ impl Session {
             epoch_us: unix_micros(SystemTime::now()),
             done: Vec::new(),
             dropped: false,
+            unfinished: false,
             probe,
             rows: Vec::new(),
             preloaded: None,
@@ -227,6 +237,7 @@ impl Session {
         Finished {
             ended,
             dropped: self.dropped,
+            unfinished: self.unfinished,
             late_by_s: self.late_by_s,
             results: self.done,
             first_error: self.first_error,
@@ -434,6 +445,25 @@ impl Session {
                 ),
                 figures: vec![("abandoned_requests", s.abandoned as f64)],
             });
+            if s.abandoned > 0 || s.unsent > 0 {
+                // Requests the test did not finish: the run says so in one line, and exits 1.
+                self.unfinished = true;
+                let grace = respbench_core::conn::format_duration(cfg.drain_grace);
+                let silent = format!(
+                    " (no reply for the last {:.1} s of {:.1} s)",
+                    s.silent_secs(),
+                    s.duration_secs()
+                );
+                let unsent = format!("{} requests due were never sent", s.unsent);
+                let line = match (s.abandoned, s.unsent) {
+                    (0, _) => format!("{title}{on}: {unsent} (the connection or the window was blocked to the end)"),
+                    (a, 0) => format!("{title}{on}: {a} requests were still unanswered {grace} after the stop and were abandoned"),
+                    (a, _) => format!(
+                        "{title}{on}: {a} requests were still unanswered {grace} after the stop and were abandoned; {unsent}"
+                    ),
+                };
+                obs.error(&format!("{line}{silent}"));
+            }
             let mut results = case.entries(backend, cpu, rate, outcome.stats);
             for e in &mut results {
                 e.step = self.step.as_ref().map(StepValues::of);
@@ -455,7 +485,7 @@ impl Session {
                 ));
                 total.server_cpu = server_cpu;
             }
-            let preloadable = preload_case(&cfg, case).is_some();
+            let preloadable = crate::case::preloadable(case);
             if let Some(total) = results.last_mut() {
                 total.warnings = findings(&cfg, total, preloadable);
                 total.warnings.extend(abandoned);

@@ -10,6 +10,18 @@ use crate::server::StartupError;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
+    /// A request is so large (`-d`) that the connections' copies of it would not fit in the
+    /// machine's memory.
+    Memory {
+        /// Bytes of the largest request.
+        request: u64,
+        /// The connections asked for.
+        clients: usize,
+        /// Bytes the run would need.
+        need: u64,
+        /// Bytes the machine has available (`MemAvailable` and free swap).
+        available: u64,
+    },
     /// `-c` needs more open files than the hard limit allows.
     OpenFiles {
         /// The connections asked for.
@@ -60,6 +72,15 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Error::Memory { request, clients, need, available } => write!(
+                f,
+                "a request of {} (-d) on -c {clients} connections needs about {} of memory (each \
+                 connection holds a whole request while it sends it), more than the {} available: \
+                 lower -d or -c",
+                crate::limits::human_bytes(*request),
+                crate::limits::human_bytes(*need),
+                crate::limits::human_bytes(*available)
+            ),
             Error::OpenFiles { clients, need, soft, hard, fit } => write!(
                 f,
                 "-c {clients} needs about {need} open files, but the limit is {soft} (hard limit {hard}), \

@@ -1,4 +1,5 @@
-//! The open-file limit: `-c 10000` needs 10000 sockets, more than the usual soft limit of 1024.
+//! The machine's limits a run is checked against before it connects: open files (`-c 10000`
+//! needs 10000 sockets, more than the usual soft limit of 1024) and memory (`-d` × `-c`).
 
 use crate::Error;
 
@@ -30,4 +31,70 @@ pub fn ensure_fds(clients: usize, loops: usize) -> Result<(), Error> {
     }
     let fit = hard.saturating_sub(overhead);
     Err(Error::OpenFiles { clients, need, soft, hard, fit })
+}
+
+/// Requests below this size are not checked against the machine's memory.
+const CHECKED_FROM: u64 = 1 << 20;
+
+/// Refuses, before connecting, a request of `request` bytes that `clients` connections cannot
+/// hold in the memory the machine has: each connection's output holds at least one whole
+/// request while it sends it, and the test's template one more.
+pub fn ensure_memory(request: u64, clients: usize) -> Result<(), Error> {
+    if request < CHECKED_FROM {
+        return Ok(());
+    }
+    let Some(available) = available_memory() else { return Ok(()) };
+    let need = request.saturating_mul(clients as u64 + 1);
+    if need > available {
+        return Err(Error::Memory { request, clients, need, available });
+    }
+    Ok(())
+}
+
+/// `MemAvailable` and `SwapFree` of `/proc/meminfo`, in bytes; `None` when it cannot be read.
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = info.lines().find(|l| l.starts_with(name))?;
+        let kb: u64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kb * 1024)
+    };
+    Some(field("MemAvailable:")? + field("SwapFree:").unwrap_or(0))
+}
+
+/// Bytes for a reader: `52.0 GiB`, `1.5 MiB`, `900 B`.
+pub(crate) fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = UNITS[0];
+    for u in &UNITS[1..] {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = u;
+    }
+    format!("{v:.1} {unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_too_large_for_memory_is_refused_with_the_need() {
+        assert!(ensure_memory(1000, 1_000_000).is_ok(), "small requests are not checked");
+        let e = ensure_memory(1 << 40, 50).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.starts_with("a request of 1.0 TiB (-d) on -c 50 connections needs about 51.0 TiB"),
+            "{text}"
+        );
+        assert!(ensure_memory(1 << 20, 1).is_ok());
+        assert_eq!(human_bytes(900), "900 B");
+        assert_eq!(human_bytes(3 << 29), "1.5 GiB");
+    }
 }

@@ -4,7 +4,8 @@ Usage: check_json.py SCHEMA DOCUMENT
 
 - validates DOCUMENT against the JSON Schema SCHEMA (draft 2020-12, the `jsonschema` package);
 - decodes every test's histogram with HdrHistogram's Python implementation (the `hdrhistogram`
-  package) and checks that its count, min, max and percentiles are the ones respbench reported;
+  package) and checks that its count (requests and lower bounds), min, max and percentiles are
+  the ones respbench reported, and that an open loop's arrivals add up;
   likewise each node's of a test over several nodes, whose requests add up to at most the
   test's and whose redirects add up to the test's.
 
@@ -47,8 +48,17 @@ def check_histogram(name, t):
     """Checks that `t`'s histogram (a test's or a node's) has `requests` values and gives the
     figures of its `latency_ms`; False when it is empty."""
     h = HdrHistogram.decode(t["histogram"]["data"])
-    if h.get_total_count() != t["requests"]:
-        fail(f"{name}: histogram count {h.get_total_count()} != requests {t['requests']}")
+    # Requests never answered (abandoned, never sent) are in it too, as lower bounds.
+    count = t["requests"] + t.get("latency_lower_bounds", 0)
+    if h.get_total_count() != count:
+        fail(f"{name}: histogram count {h.get_total_count()} != requests and lower bounds {count}")
+    arrivals = t.get("arrivals")
+    if arrivals is not None:
+        parts = ["completed", "error_replies", "lost", "abandoned", "unsent"]
+        if arrivals["due"] != sum(arrivals[k] for k in parts):
+            fail(f"{name}: arrivals {arrivals} do not add up")
+        if arrivals["completed"] + arrivals["error_replies"] != t["requests"]:
+            fail(f"{name}: arrivals {arrivals} are not the requests {t['requests']}")
     if t["requests"] == 0:
         return False
     lat = t["latency_ms"]

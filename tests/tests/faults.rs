@@ -331,7 +331,14 @@ fn server_stopped_at_the_end_of_a_timed_run(tool: Tool) {
         server.signal("CONT");
         // Not before the duration and the grace.
         assert!(started.elapsed() >= Duration::from_millis(2200), "took {:?}", started.elapsed());
-        exit_code(&out, 0);
+        // Requests the test did not finish: it says so (below) and exits 1.
+        exit_code(&out, 1);
+        assert!(
+            out.stderr
+                .contains("GET: 8 requests were still unanswered 200ms after the stop and were abandoned"),
+            "{}",
+            out.dump()
+        );
         assert!(out.stdout.contains("GET"), "{}", out.dump());
         // The JSON says so: the slowest requests are not silently missing from it.
         respbench_tests::check_json_independently(&json);
@@ -348,6 +355,42 @@ fn server_stopped_at_the_end_of_a_timed_run(tool: Tool) {
         );
         assert_eq!(out.stderr, "", "{}", out.dump());
         assert_eq!(doc["tests"][0]["abandoned_requests"], 8, "{doc}");
+        // The test lasted to the end of the grace, not to its last reply before the stall: no
+        // reply came in the grace, so its end is at least that long after the last one.
+        let t = &doc["tests"][0];
+        let (end, last) = (t["end_us"].as_u64().unwrap(), t["last_reply_us"].as_u64().unwrap());
+        assert!(end >= last + 200_000, "{doc}");
+        let duration = t["duration_s"].as_f64().unwrap();
+        assert!(duration > 2.0, "{doc}");
+        let rps = t["requests"].as_f64().unwrap() / duration;
+        assert!((t["rps"].as_f64().unwrap() - rps).abs() < 0.01, "{doc}");
+        let completed = t["requests"].as_u64().unwrap();
+        if open_loop {
+            // Every arrival accounted for: those due while the server was stopped were never
+            // sent (the window of 2 per connection was full); 2 s at 2000/s is 4000 at most.
+            let a = &t["arrivals"];
+            let (due, unsent) = (a["due"].as_u64().unwrap(), a["unsent"].as_u64().unwrap());
+            assert_eq!(due, completed + a["lost"].as_u64().unwrap() + 8 + unsent, "{doc}");
+            assert!(due <= 4000 && unsent > 0, "{doc}");
+            assert_eq!(t["unsent_requests"], unsent, "{doc}");
+            assert!(
+                out.stderr.contains(&format!("; {unsent} requests due were never sent")),
+                "{}",
+                out.dump()
+            );
+            // In the latencies as lower bounds: the stall to the end shows in the maximum.
+            assert_eq!(t["latency_lower_bounds"], 8 + unsent, "{doc}");
+            assert!(t["latency_ms"]["max"].as_f64().unwrap() >= 200.0, "{doc}");
+        }
+        // When replies stopped: some time before the stop, so well over the grace of the 2.2 s.
+        let silent =
+            out.stderr.split("(no reply for the last ").nth(1).and_then(|r| r.split(" s of ").next());
+        let silent: f64 = silent.and_then(|x| x.parse().ok()).unwrap_or_else(|| panic!("{}", out.dump()));
+        assert!(silent >= 0.2, "{}", out.dump());
+        // The server's own count, once it runs again: what was answered, and the 8 abandoned
+        // in its socket buffers; nothing counted as never sent reached it.
+        server.wait_for_calls("get", completed + 8);
+        assert_eq!(server.command_calls("get"), completed + 8, "{doc}");
     }
 }
 

@@ -242,7 +242,8 @@ fn live_view(tool: Tool) {
     }
 }
 
-/// With `--rps` and `--csv`, every row (a mix's commands too) has the three open-loop columns.
+/// With `--rps` and `--csv`, every row (a mix's commands too) has the three open-loop columns,
+/// then the three every row ends with.
 #[test]
 fn open_loop_csv_rows_have_every_column() {
     let server = RedisServer::start();
@@ -252,8 +253,11 @@ fn open_loop_csv_rows_have_every_column() {
     ok(&out);
     let rows = respbench_tests::parse_csv(&out.stdout);
     assert_eq!(rows.len(), 4, "{}", out.dump());
-    assert_eq!(rows[0][8..], ["target_rps", "service_p50_latency_ms", "service_p99_latency_ms"]);
-    assert!(rows.iter().all(|r| r.len() == 11), "{}", out.dump());
+    assert_eq!(rows[0][8..11], ["target_rps", "service_p50_latency_ms", "service_p99_latency_ms"]);
+    // Every row ends with where its requests went: none failed, none was left.
+    assert_eq!(rows[0][11..], ["errors", "abandoned", "unsent"]);
+    assert!(rows.iter().all(|r| r.len() == 14), "{}", out.dump());
+    assert!(rows[1..].iter().all(|r| r[11..] == ["0", "0", "0"]), "{}", out.dump());
     assert_eq!(rows[3][0], "MIX (set:1,get:1)");
     assert_eq!(rows[3][8], "2000");
 }

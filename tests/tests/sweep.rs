@@ -86,12 +86,18 @@ fn a_white_paper_table_in_one_command(tool: Tool) {
     );
     assert!(out.status.success(), "{}", out.dump());
     let lines: Vec<&str> = out.stdout.lines().collect();
-    assert!(lines[0].ends_with(",\"datasize\",\"clients\",\"pipeline\",\"threads\""), "{}", lines[0]);
+    assert!(
+        lines[0].ends_with(
+            ",\"datasize\",\"clients\",\"pipeline\",\"threads\",\"errors\",\"abandoned\",\"unsent\""
+        ),
+        "{}",
+        lines[0]
+    );
     let rows: Vec<(String, String)> = lines[1..]
         .iter()
         .map(|l| {
             let f: Vec<&str> = l.split("\",\"").collect();
-            assert_eq!(f.len(), 12, "{l}");
+            assert_eq!(f.len(), 15, "{l}");
             (f[0].trim_matches('"').to_string(), f[8].to_string())
         })
         .collect();

@@ -1,0 +1,87 @@
+//! No result is lost to an output that fails (issue #24): `--hlog`, `--json` and the report are
+//! independent. A file that cannot grow (a full disk, here `RLIMIT_FSIZE` with `SIGXFSZ`
+//! ignored, which makes writes past the limit fail with `EFBIG` as a full disk makes them fail
+//! with `ENOSPC`) is said at the end with its path and the OS error; the other outputs are
+//! written; the status is 1; a JSON document is never left truncated or empty.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use respbench_tests::{respbench, RedisServer, Tool};
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(30);
+
+extern "C" {
+    fn setrlimit(resource: i32, limit: *const [u64; 2]) -> i32;
+    fn signal(signum: i32, handler: usize) -> usize;
+}
+const RLIMIT_FSIZE: i32 = 1;
+const SIGXFSZ: i32 = 25;
+const SIG_IGN: usize = 1;
+
+/// Files the child writes cannot grow past `BYTES`.
+fn limit_files<const BYTES: u64>() -> std::io::Result<()> {
+    // SAFETY: plain system calls on this (child) process.
+    unsafe {
+        signal(SIGXFSZ, SIG_IGN);
+        if setrlimit(RLIMIT_FSIZE, &[BYTES, BYTES]) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("respbench-outputs-{}-{name}", std::process::id()))
+}
+
+/// The header of an interval log fits in 1000 bytes, its first second does not: the log fails
+/// after the first test. Both tests run, and the JSON (on stdout, which the limit does not
+/// touch) holds both.
+#[test]
+fn a_failing_hlog_loses_no_result() {
+    let server = RedisServer::start();
+    let hlog = path("full.hlog");
+    let tool = Tool { pre_exec: Some(limit_files::<1000>), ..respbench() };
+    let port = server.port().to_string();
+    let out = tool.run(
+        &["-p", &port, "-t", "get,set", "-n", "2000", "--hlog", hlog.to_str().unwrap(), "--json", "-"],
+        T,
+    );
+    let _ = std::fs::remove_file(&hlog);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.dump()));
+    let names: Vec<&str> =
+        doc["tests"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["SET", "GET"], "{}", out.dump());
+    let want = format!("--hlog {}: cannot write: File too large", hlog.display());
+    assert!(out.stderr.contains(&want), "wanted {want:?}\n{}", out.dump());
+    assert_eq!(server.command_calls("get"), 2000);
+}
+
+/// The JSON document does not fit in 4000 bytes: the report is printed whole, the failure is
+/// said with the path, and no partial document is left (nor its temporary file).
+#[test]
+fn a_failing_json_leaves_no_partial_file_and_keeps_the_report() {
+    let server = RedisServer::start();
+    let json = path("full.json");
+    let tool = Tool { pre_exec: Some(limit_files::<4000>), ..respbench() };
+    let port = server.port().to_string();
+    let out =
+        tool.run(&["-p", &port, "-t", "get,set", "-n", "2000", "-q", "--json", json.to_str().unwrap()], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    let quiet = respbench_tests::parse_quiet(&out.stdout);
+    assert_eq!(quiet.iter().map(|q| q.title.as_str()).collect::<Vec<_>>(), ["SET", "GET"], "{}", out.dump());
+    let want = format!("--json: cannot write {}: File too large", json.display());
+    assert!(out.stderr.contains(&want), "wanted {want:?}\n{}", out.dump());
+    assert!(!json.exists(), "a partial document was left at {}", json.display());
+    let dir = json.parent().unwrap();
+    let prefix = format!(".{}", json.file_name().unwrap().to_string_lossy());
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
