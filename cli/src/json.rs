@@ -18,7 +18,7 @@ use respbench_session::result::{NodeInfo, StepValues, TestResult, Warning};
 use respbench_session::server::ServerInfo;
 use respbench_session::verdict::ServerCpu;
 
-use crate::hdr::{finite, mean, ms, value_at_percentile};
+use respbench_session::hdr::{finite, mean, ms, value_at_percentile};
 
 /// The document's `schema`; a change that breaks readers bumps the number.
 pub const SCHEMA: &str = "respbench/2";

@@ -2,7 +2,6 @@
 //! a session of tests and renders the results in redis-benchmark's formats.
 
 mod args;
-mod hdr;
 mod hlog;
 mod json;
 mod merge;

@@ -678,10 +678,11 @@ impl Opts {
         }
         let seed = self.seed.unwrap_or_else(clock_seed);
         let worker = match &self.worker {
-            Some(w) => Some(crate::workers::parse_worker(w)?),
+            Some(w) => Some(respbench_session::workers::parse_worker(w)?),
             None => crate::workers::worker_from_env(|k| std::env::var(k).ok())?,
         };
-        let start_at = self.start_at.as_deref().map(crate::workers::parse_start_at).transpose()?;
+        let start_at =
+            self.start_at.as_deref().map(respbench_session::workers::parse_start_at).transpose()?;
         if start_at.is_some() && self.idle {
             return Err("--start-at and -I conflict: idle mode has no measured window to start".to_string());
         }

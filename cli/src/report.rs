@@ -14,9 +14,9 @@ use respbench_session::cpu::ClientCpu;
 use respbench_session::result::{NodeInfo, StepValues, TestResult};
 use respbench_session::verdict::{Side, Verdict};
 
-use crate::hdr::{linear_steps, percentile_steps, write_steps};
+use respbench_session::hdr::{linear_steps, percentile_steps, write_steps};
 // json.rs reaches `mean` and `value_at_percentile` through report.
-pub(crate) use crate::hdr::{finite, mean, ms, value_at_percentile};
+pub(crate) use respbench_session::hdr::{finite, mean, ms, value_at_percentile};
 
 /// What a report needs besides the stats.
 pub struct TestReport<'a> {

@@ -93,6 +93,134 @@ pub fn split(cfg: &mut Config, worker: Worker) -> Result<(), String> {
     Ok(())
 }
 
+/// Parses `I/N` (0 ≤ I < N).
+pub fn parse_worker(text: &str) -> Result<Worker, String> {
+    let why = "expected INDEX/COUNT with 0 <= INDEX < COUNT, such as 0/4";
+    let bad = |why: &str| format!("invalid value '{text}' for --worker: {why}");
+    let (i, n) = text.split_once('/').ok_or_else(|| bad(why))?;
+    let number = |s: &str| s.trim().parse::<u64>().map_err(|_| bad(why));
+    Worker::new(number(i)?, number(n)?).map_err(|e| bad(&e))
+}
+
+/// Parses RFC 3339 (`2026-12-01T10:00:00Z`, `2026-12-01T11:00:00.5+01:00`) or Unix seconds
+/// (`1796119200`, fractions allowed).
+pub fn parse_start_at(text: &str) -> Result<StartAt, String> {
+    let bad = |why: &str| format!("invalid value '{text}' for --start-at: {why}");
+    let t = text.trim();
+    let unix_us = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let (secs, frac) = t.split_once('.').unwrap_or((t, ""));
+        let secs: u64 = secs.parse().map_err(|_| bad("expected Unix seconds such as 1796119200.5"))?;
+        if frac.contains('.') {
+            return Err(bad("expected Unix seconds such as 1796119200.5"));
+        }
+        secs.checked_mul(1_000_000)
+            .and_then(|us| us.checked_add(fraction_micros(frac)))
+            .filter(|&us| us <= LATEST_US)
+            .ok_or_else(|| bad("too far in the future"))?
+    } else {
+        rfc3339_micros(t).map_err(|why| bad(&why))?
+    };
+    Ok(StartAt { unix_us, text: t.to_string() })
+}
+
+/// The latest instant `--start-at` takes: the end of the year 9999.
+const LATEST_US: u64 = 253_402_300_799_999_999;
+
+/// Microseconds of a decimal fraction's digits (`"5"` is 500000); digits past the sixth are
+/// dropped.
+fn fraction_micros(digits: &str) -> u64 {
+    digits.bytes().take(6).chain(std::iter::repeat(b'0')).take(6).fold(0, |n, d| n * 10 + u64::from(d - b'0'))
+}
+
+/// Parses RFC 3339's `date-time` (`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`; `t`, `z` and a
+/// space for `T` allowed) into microseconds since the Unix epoch.
+fn rfc3339_micros(t: &str) -> Result<u64, String> {
+    let form = "expected RFC 3339 such as 2026-12-01T10:00:00Z (or +01:00 for an offset), or Unix seconds";
+    let b = t.as_bytes();
+    let digits = |from: usize, len: usize| -> Result<u64, String> {
+        let s = b.get(from..from + len).ok_or(form)?;
+        if !s.iter().all(u8::is_ascii_digit) {
+            return Err(form.to_string());
+        }
+        Ok(s.iter().fold(0, |n, d| n * 10 + u64::from(d - b'0')))
+    };
+    let at = |i: usize, c: &[u8]| b.get(i).is_some_and(|x| c.contains(x));
+    if !(at(4, b"-") && at(7, b"-") && at(10, b"Tt ") && at(13, b":") && at(16, b":")) {
+        return Err(form.to_string());
+    }
+    let (year, month, day) = (digits(0, 4)?, digits(5, 2)?, digits(8, 2)?);
+    let (hour, minute, second) = (digits(11, 2)?, digits(14, 2)?, digits(17, 2)?);
+    let mut i = 19;
+    let mut micros = 0;
+    if at(i, b".") {
+        let n = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if n == 0 {
+            return Err(form.to_string());
+        }
+        micros = fraction_micros(&t[i + 1..i + 1 + n]);
+        i += 1 + n;
+    }
+    let offset_s: i64 = match b.get(i) {
+        Some(b'Z' | b'z') if i + 1 == b.len() => 0,
+        Some(&sign @ (b'+' | b'-')) if i + 6 == b.len() && at(i + 3, b":") => {
+            let (h, m) = (digits(i + 1, 2)?, digits(i + 4, 2)?);
+            if h > 23 || m > 59 {
+                return Err("the offset must be -23:59 to +23:59".to_string());
+            }
+            let s = (h * 3600 + m * 60) as i64;
+            if sign == b'-' {
+                -s
+            } else {
+                s
+            }
+        }
+        _ => return Err(form.to_string()),
+    };
+    if !(1..=12).contains(&month) {
+        return Err("the month must be 01 to 12".to_string());
+    }
+    if day < 1 || day > days_in_month(year, month) {
+        return Err(format!("{year:04}-{month:02} has no day {day:02}"));
+    }
+    // 60 is a leap second: it counts as the next second's start, as POSIX time has no leap seconds.
+    if hour > 23 || minute > 59 || second > 60 {
+        return Err("the time must be 00:00:00 to 23:59:60".to_string());
+    }
+    let days = days_from_civil(year as i64, month, day);
+    let local = days * 86_400 + (hour * 3600 + minute * 60 + second) as i64;
+    let utc = local - offset_s;
+    if utc < 0 {
+        return Err("before 1970 (the Unix epoch)".to_string());
+    }
+    Ok(utc as u64 * 1_000_000 + micros)
+}
+
+/// Days in `month` (1–12) of `year`, by the Gregorian calendar.
+fn days_in_month(year: u64, month: u64) -> u64 {
+    // Remainders matched, not compared (`% 4 == 0` trips clippy's `is_multiple_of`, which is
+    // newer than the MSRV): every 4th year leaps, but of the centuries only every 4th.
+    let leap = matches!((year % 4, year % 100, year % 400), (0, 1.., _) | (0, 0, 0));
+    match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days from 1970-01-01 to a Gregorian date (negative before it). Counts in 400-year eras
+/// that begin on 1 March, so the leap day falls at the end of each year of the era.
+fn days_from_civil(year: i64, month: u64, day: u64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let m = month as i64;
+    let day_of_year = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day as i64 - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    // 719468 days from 0000-03-01 to 1970-01-01.
+    era * 146_097 + day_of_era - 719_468
+}
+
 impl StartAt {
     /// The instant as a `SystemTime`.
     pub fn time(&self) -> SystemTime {
@@ -104,6 +232,106 @@ impl StartAt {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn worker_parses_and_refuses() {
+        assert_eq!(parse_worker("0/4"), Ok(Worker { index: 0, count: 4 }));
+        assert_eq!(parse_worker("3/4"), Ok(Worker { index: 3, count: 4 }));
+        for bad in ["4/4", "1/0", "-1/4", "1", "a/b", "1/4/5", "", "0/100001"] {
+            let e = parse_worker(bad).unwrap_err();
+            assert!(e.contains("--worker"), "{bad}: {e}");
+        }
+        assert!(parse_worker("4/4").unwrap_err().contains("counts from 0"));
+    }
+
+    #[test]
+    fn start_at_reads_rfc3339_and_unix_seconds() {
+        let us = |t: &str| parse_start_at(t).map(|s| s.unix_us);
+        // `date -d 2026-12-01T10:00:00Z +%s` is 1796119200.
+        assert_eq!(us("2026-12-01T10:00:00Z"), Ok(1_796_119_200_000_000));
+        assert_eq!(us("2026-12-01t10:00:00z"), Ok(1_796_119_200_000_000));
+        assert_eq!(us("2026-12-01 11:30:00+01:30"), Ok(1_796_119_200_000_000));
+        assert_eq!(us("2026-12-01T05:00:00-05:00"), Ok(1_796_119_200_000_000));
+        assert_eq!(us("2026-12-01T10:00:00.25Z"), Ok(1_796_119_200_250_000));
+        assert_eq!(us("2026-12-01T10:00:00.1234567Z"), Ok(1_796_119_200_123_456));
+        assert_eq!(us("1796119200"), Ok(1_796_119_200_000_000));
+        assert_eq!(us("1796119200.5"), Ok(1_796_119_200_500_000));
+        assert_eq!(us("1970-01-01T00:00:00Z"), Ok(0));
+        // Leap days and the Gregorian rules: 2000 leap, 2100 not; 9999 the last year.
+        assert_eq!(us("2000-02-29T00:00:00Z"), Ok(951_782_400_000_000));
+        assert_eq!(us("2024-03-01T00:00:00Z"), Ok(1_709_251_200_000_000));
+        assert_eq!(us("9999-12-31T23:59:59Z"), Ok(253_402_300_799_000_000));
+        assert_eq!(us("2016-12-31T23:59:60Z"), Ok(1_483_228_800_000_000));
+        for bad in [
+            "",
+            "tomorrow",
+            "2026-12-01",
+            "2026-12-01T10:00:00",
+            "2026-12-01T10:00Z",
+            "2026-13-01T10:00:00Z",
+            "2026-02-29T10:00:00Z",
+            "2100-02-29T10:00:00Z",
+            "2026-04-31T10:00:00Z",
+            "2026-12-00T10:00:00Z",
+            "2026-12-01T24:00:00Z",
+            "2026-12-01T10:60:00Z",
+            "2026-12-01T10:00:61Z",
+            "2026-12-01T10:00:00.Z",
+            "2026-12-01T10:00:00+0100",
+            "2026-12-01T10:00:00+24:00",
+            "2026-12-01T10:00:00Zjunk",
+            "1969-12-31T23:59:59Z",
+            "1970-01-01T00:30:00+01:00",
+            "1.2.3",
+            "99999999999999999999",
+            "+1796119200",
+        ] {
+            let e = parse_start_at(bad).unwrap_err();
+            assert!(e.starts_with(&format!("invalid value '{bad}' for --start-at")), "{bad}: {e}");
+        }
+    }
+
+    proptest! {
+        /// Any Unix second written out as RFC 3339 (by civil-from-days, the inverse) reads back.
+        #[test]
+        fn rfc3339_round_trips(secs in 0u64..253_402_300_800, offset in -1439i64..1440) {
+            let local = secs as i64 + offset * 60;
+            prop_assume!(local >= 0);
+            let (days, rest) = (local.div_euclid(86_400), local.rem_euclid(86_400));
+            let (y, m, d) = civil_from_days(days);
+            prop_assume!((1970..=9999).contains(&y));
+            let sign = if offset < 0 { '-' } else { '+' };
+            let text = format!(
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}{sign}{:02}:{:02}",
+                rest / 3600,
+                rest / 60 % 60,
+                rest % 60,
+                offset.abs() / 60,
+                offset.abs() % 60
+            );
+            prop_assert_eq!(parse_start_at(&text).map(|s| s.unix_us), Ok(secs * 1_000_000), "{}", text);
+        }
+    }
+
+    /// The Gregorian date of a day number (days since 1970-01-01), by counting whole years and
+    /// months: slow, and independent of [`days_from_civil`]'s era arithmetic.
+    fn civil_from_days(mut days: i64) -> (i64, u64, u64) {
+        let mut year = 1970;
+        loop {
+            let len = if days_in_month(year as u64, 2) == 29 { 366 } else { 365 };
+            if days < len {
+                break;
+            }
+            days -= len;
+            year += 1;
+        }
+        let mut month = 1;
+        while days >= days_in_month(year as u64, month) as i64 {
+            days -= days_in_month(year as u64, month) as i64;
+            month += 1;
+        }
+        (year, month, days as u64 + 1)
+    }
 
     proptest! {
         /// The shares tile [0, total) in order, and differ by at most one.

@@ -13,7 +13,7 @@ use hdrhistogram::Histogram;
 
 /// C's `hdr_mean`: each bucket counts at its median equivalent value, summed in integers.
 /// The crate's `mean()` sums in floating point and can differ in the last digit.
-pub(crate) fn mean(h: &Histogram<u64>) -> f64 {
+pub fn mean(h: &Histogram<u64>) -> f64 {
     let total = h.len();
     if total == 0 {
         return 0.0;
@@ -27,10 +27,10 @@ pub(crate) fn mean(h: &Histogram<u64>) -> f64 {
 }
 
 /// C's `hdr_value_at_percentile`, in the core: the per-second summaries use it too.
-pub(crate) use respbench_core::stats::value_at_percentile;
+pub use respbench_core::stats::value_at_percentile;
 
 /// `x`, or 0 when it is NaN or infinite (an empty or instant test).
-pub(crate) fn finite(x: f64) -> f64 {
+pub fn finite(x: f64) -> f64 {
     if x.is_finite() {
         x
     } else {
@@ -39,13 +39,13 @@ pub(crate) fn finite(x: f64) -> f64 {
 }
 
 /// Microseconds to milliseconds.
-pub(crate) fn ms(micros: u64) -> f64 {
+pub fn ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
 }
 
 /// One line of a distribution.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Step {
+pub struct Step {
     /// The percentile, 0 to 100.
     percentile: f64,
     /// The highest value equivalent to the bucket the step stopped at, in microseconds.
@@ -56,7 +56,7 @@ pub(crate) struct Step {
 
 /// Writes redis-benchmark's distribution lines: a step is shown when its cumulative count
 /// differs from the previous step's, or when it is the total.
-pub(crate) fn write_steps(steps: &[Step], total: u64, out: &mut impl Write) -> io::Result<()> {
+pub fn write_steps(steps: &[Step], total: u64, out: &mut impl Write) -> io::Result<()> {
     let mut previous = None;
     for s in steps {
         if previous != Some(s.cumulative) || s.cumulative == total {
@@ -143,7 +143,7 @@ impl<'a> Cursor<'a> {
 /// The steps of C's percentile iterator with `ticks` ticks per half distance: percentile levels
 /// 0, 50, 75, 87.5, … each stopping at the first bucket that reaches it, then a last step at
 /// 100% with the total.
-pub(crate) fn percentile_steps(h: &Histogram<u64>, ticks: u32) -> Vec<Step> {
+pub fn percentile_steps(h: &Histogram<u64>, ticks: u32) -> Vec<Step> {
     let mut c = Cursor::new(h);
     let mut steps = Vec::new();
     let mut level = 0.0_f64;
@@ -184,7 +184,7 @@ pub(crate) fn percentile_steps(h: &Histogram<u64>, ticks: u32) -> Vec<Step> {
 /// The steps of C's linear iterator as redis-benchmark drives it: 100 µs apart, and 1000 µs apart
 /// once a step's bucket ends above 2 ms. Each step stops at the first bucket starting at or above
 /// the level, so its value is that bucket's highest equivalent value.
-pub(crate) fn linear_steps(h: &Histogram<u64>) -> Vec<Step> {
+pub fn linear_steps(h: &Histogram<u64>) -> Vec<Step> {
     let mut c = Cursor::new(h);
     let mut steps = Vec::new();
     let mut units = 100_u64;
