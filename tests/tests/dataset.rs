@@ -129,5 +129,23 @@ fn bad_datasets_exit_1_before_connecting(tool: Tool) {
         assert!(out.stderr.contains(words), "{words}: {}", out.dump());
         assert!(out.stdout.is_empty(), "{}", out.dump());
     }
+    // Over several nodes the routing would not see a row's arguments: refused.
+    let good = file("good2.csv", CSV);
+    let args = [
+        "-p",
+        &port,
+        "-n",
+        "3",
+        "--cluster",
+        "--dataset",
+        good.to_str().unwrap(),
+        "--",
+        "SET",
+        "__field:id__",
+        "v",
+    ];
+    let out = tool.run(&args, T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("not with --cluster or --replicas"), "{}", out.dump());
     assert_eq!(server.command_calls("set"), sets, "nothing sent");
 }
