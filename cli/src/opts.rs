@@ -146,6 +146,14 @@ pub struct Opts {
     /// keys passed to FCALL by -t fcall (valkey-benchmark 9; default 1)
     #[argh(option, default = "1")]
     pub num_keys_in_fcall: u32,
+    /// a CSV file (TSV when its name has .tsv) whose header row names the fields: each request
+    /// of the custom command takes the next row for its __field:NAME__ placeholders, cycling
+    /// (valkey-benchmark 9)
+    #[argh(option)]
+    pub dataset: Option<String>,
+    /// read at most N rows of --dataset (valkey-benchmark 9; default 0: all)
+    #[argh(option, default = "0")]
+    pub maxdocs: usize,
     /// event loop backend: mio (default, one mio event loop per thread), smol (one async task
     /// per connection) or uring (one io_uring per thread, Linux); a list (mio,smol,uring) runs
     /// every test on each and prints them side by side
@@ -725,6 +733,8 @@ impl Opts {
             no_server_probe: self.no_server_probe,
             num_functions: self.num_functions,
             num_keys_in_fcall: self.num_keys_in_fcall,
+            dataset: self.dataset,
+            maxdocs: self.maxdocs,
             command: self.command.into_iter().map(String::into_bytes).collect(),
             backends,
             uring_sqpoll: self.uring_sqpoll,

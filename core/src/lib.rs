@@ -51,6 +51,7 @@
 pub mod client;
 pub mod cluster;
 pub mod conn;
+pub mod dataset;
 pub mod dist;
 pub mod keys;
 pub mod plan;

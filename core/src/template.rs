@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+use crate::dataset::{Dataset, Piece};
 use crate::dist::{SizeSampler, ValueSize};
 #[cfg(any(test, feature = "testing"))]
 use crate::rng::Rng;
@@ -64,6 +65,19 @@ pub struct Template {
     slots: Vec<usize>,
     /// The sizes and the payload the slots draw from (`None` without slots).
     values: Option<Arc<Values>>,
+    /// `--dataset`'s arguments, filled from a row per request (`None` without a dataset).
+    rows: Option<Arc<Rows>>,
+}
+
+/// The arguments of a template that take their bytes from a dataset row (`__field:NAME__`).
+#[derive(Debug, PartialEq, Eq)]
+struct Rows {
+    dataset: Arc<Dataset>,
+    /// Per argument: its offset in the template's bytes (where it is spliced in), its pieces,
+    /// and the argument as given (for display).
+    args: Vec<(usize, Vec<Piece>, Vec<u8>)>,
+    /// The encoded length of the longest request's field arguments, all together.
+    largest: usize,
 }
 
 /// Value sizes and the one payload every variable-size value is a prefix of.
@@ -112,6 +126,14 @@ pub enum Arg<'a> {
 /// beyond `out`'s growth.
 #[inline]
 fn push_value(out: &mut Vec<u8>, payload: &[u8], len: usize) {
+    push_bulk_len(out, len);
+    out.extend_from_slice(&payload[..len.min(payload.len())]);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends a bulk string's header, `$len\r\n`, without allocating beyond `out`'s growth.
+#[inline]
+fn push_bulk_len(out: &mut Vec<u8>, len: usize) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     let mut v = len;
@@ -126,8 +148,14 @@ fn push_value(out: &mut Vec<u8>, payload: &[u8], len: usize) {
     out.push(b'$');
     out.extend_from_slice(&digits[i..]);
     out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(&payload[..len.min(payload.len())]);
-    out.extend_from_slice(b"\r\n");
+}
+
+/// Overwrites the 12 bytes at `at` in `out` with `key`'s digits (nothing when out of range).
+#[inline]
+fn fill(out: &mut [u8], at: usize, key: u64) {
+    if let Some(field) = out.get_mut(at..at + WIDTH).and_then(|s| <&mut [u8; WIDTH]>::try_from(s).ok()) {
+        write_digits(field, key);
+    }
 }
 
 /// Appends the start of every non-overlapping placeholder (`__rand_int__`, `__rand_1st__` …
@@ -234,7 +262,54 @@ impl Template {
         }
         let values = if slots.is_empty() { None } else { values.map(Arc::clone) };
         let kinds = kinds_of(&bytes, &placeholders);
-        Template { bytes, placeholders, kinds, slots, values }
+        Template { bytes, placeholders, kinds, slots, values, rows: None }
+    }
+
+    /// [`Template::command`] for `--dataset`: an argument with `__field:NAME__` placeholders
+    /// takes its bytes from a row of `dataset` per request, the rows taken in turn
+    /// ([`Dataset::next_row`]). `__rand_int__` and the other placeholders are substituted
+    /// everywhere, in a row's bytes too (valkey-benchmark 9 fills them after the fields).
+    ///
+    /// A placeholder naming no field of the dataset is an error that lists its fields.
+    pub fn with_dataset(args: &[&[u8]], dataset: &Arc<Dataset>) -> Result<Template, String> {
+        let mut bytes = Vec::new();
+        let mut placeholders = Vec::new();
+        let mut fields = Vec::new();
+        bytes.push(b'*');
+        push_decimal(&mut bytes, args.len());
+        bytes.extend_from_slice(b"\r\n");
+        for arg in args {
+            match crate::dataset::pieces(arg, dataset)? {
+                Some(pieces) => fields.push((bytes.len(), pieces, arg.to_vec())),
+                None => {
+                    bytes.push(b'$');
+                    push_decimal(&mut bytes, arg.len());
+                    bytes.extend_from_slice(b"\r\n");
+                    find_placeholders(arg, bytes.len(), &mut placeholders);
+                    bytes.extend_from_slice(arg);
+                    bytes.extend_from_slice(b"\r\n");
+                }
+            }
+        }
+        let kinds = kinds_of(&bytes, &placeholders);
+        if fields.is_empty() {
+            return Ok(Template { bytes, placeholders, kinds, slots: Vec::new(), values: None, rows: None });
+        }
+        let largest = (0..dataset.rows())
+            .map(|row| fields.iter().map(|(_, p, _)| field_len(dataset, row, p) + 24).sum::<usize>())
+            .max()
+            .unwrap_or(0);
+        let rows = Rows { dataset: Arc::clone(dataset), args: fields, largest };
+        // Shared placeholders may sit in a row's bytes, so kinds are always kept here.
+        let kinds = if kinds.is_empty() { vec![0; placeholders.len()] } else { kinds };
+        Ok(Template {
+            bytes,
+            placeholders,
+            kinds,
+            slots: Vec::new(),
+            values: None,
+            rows: Some(Arc::new(rows)),
+        })
     }
 
     /// Like [`Template::command`], with [`Arg::Value`] arguments sized from `values` per request.
@@ -267,7 +342,7 @@ impl Template {
         let mut placeholders = Vec::new();
         find_placeholders(raw, 0, &mut placeholders);
         let kinds = kinds_of(raw, &placeholders);
-        Template { bytes: raw.to_vec(), placeholders, kinds, slots: Vec::new(), values: None }
+        Template { bytes: raw.to_vec(), placeholders, kinds, slots: Vec::new(), values: None, rows: None }
     }
 
     /// The encoded length in bytes of one request; with value slots, of one whose values are
@@ -278,7 +353,7 @@ impl Template {
             let n = v.payload.len();
             n + n.to_string().len() + 5
         });
-        self.bytes.len() + self.slots.len() * largest
+        self.bytes.len() + self.slots.len() * largest + self.rows.as_ref().map_or(0, |r| r.largest)
     }
 
     /// Whether one request is zero bytes long (only an empty inline template is).
@@ -290,6 +365,19 @@ impl Template {
     /// The template for display: [`Template::as_bytes`] with each value slot shown as
     /// `$<sizes>\r\n<value>\r\n` (e.g. `$16-1024`), so reports can show its shape.
     pub fn display(&self) -> Vec<u8> {
+        if let Some(rows) = &self.rows {
+            let mut out = Vec::with_capacity(self.bytes.len() + rows.largest);
+            let mut prev = 0;
+            for (at, _, arg) in &rows.args {
+                out.extend_from_slice(&self.bytes[prev..*at]);
+                push_bulk_len(&mut out, arg.len());
+                out.extend_from_slice(arg);
+                out.extend_from_slice(b"\r\n");
+                prev = *at;
+            }
+            out.extend_from_slice(&self.bytes[prev..]);
+            return out;
+        }
         let Some(values) = &self.values else { return self.bytes.clone() };
         let mut out = Vec::with_capacity(self.bytes.len() + self.slots.len() * 24);
         let mut prev = 0;
@@ -328,6 +416,10 @@ impl Template {
     /// `out` has room for `self.len()` more bytes.
     #[inline]
     pub fn write(&self, out: &mut Vec<u8>, keys: &mut KeyGen) {
+        if let Some(rows) = &self.rows {
+            self.write_with_rows(out, keys, rows);
+            return;
+        }
         if !self.slots.is_empty() {
             self.write_with_slots(out, keys);
             return;
@@ -381,6 +473,67 @@ impl Template {
             prev = at;
         }
     }
+}
+
+impl Template {
+    /// [`Template::write`] for `--dataset` templates: the fixed pieces are copied and their
+    /// placeholders filled, and each field argument gets the next row's cells, its length
+    /// prefix computed from them, then its own placeholders filled.
+    fn write_with_rows(&self, out: &mut Vec<u8>, keys: &mut KeyGen, rows: &Rows) {
+        let dataset = &rows.dataset;
+        let row = dataset.next_row();
+        let substitutes = keys.substitutes();
+        let mut placeholders = self.placeholders.iter().copied().enumerate().peekable();
+        let mut shared = [None; 10];
+        let mut prev = 0;
+        let ends = rows.args.iter().map(|(at, _, _)| *at).chain(std::iter::once(self.bytes.len()));
+        for (i, at) in ends.enumerate() {
+            let start = out.len();
+            out.extend_from_slice(&self.bytes[prev..at]);
+            while let Some((k, off)) = placeholders.next_if(|&(_, off)| off < at) {
+                if substitutes {
+                    let key = draw(self.kinds.get(k).copied().unwrap_or(0), &mut shared, keys);
+                    fill(out, start + off - prev, key);
+                }
+            }
+            if let Some((_, pieces, _)) = rows.args.get(i) {
+                push_bulk_len(out, field_len(dataset, row, pieces));
+                let body = out.len();
+                for piece in pieces {
+                    match piece {
+                        Piece::Text(t) => out.extend_from_slice(t),
+                        Piece::Field(c) => out.extend_from_slice(dataset.cell(row, *c)),
+                    }
+                }
+                if substitutes {
+                    let mut j = body;
+                    while j + WIDTH <= out.len() {
+                        match placeholder_kind(&out[j..]) {
+                            Some(kind) => {
+                                let key = draw(kind, &mut shared, keys);
+                                fill(out, j, key);
+                                j += WIDTH;
+                            }
+                            None => j += 1,
+                        }
+                    }
+                }
+                out.extend_from_slice(b"\r\n");
+            }
+            prev = at;
+        }
+    }
+}
+
+/// The length of a field argument made of `pieces` with the cells of `row`.
+fn field_len(dataset: &Dataset, row: usize, pieces: &[Piece]) -> usize {
+    pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Text(t) => t.len(),
+            Piece::Field(c) => dataset.cell(row, *c).len(),
+        })
+        .sum()
 }
 
 /// redis-benchmark's `-d` payload: LCG from 1234, byte = '0' + ((state >> 16) & 63); byte-identical to redis-benchmark's.
@@ -683,6 +836,31 @@ mod tests {
         assert!(one(&t, &mut k).starts_with(b"*3\r\n$3\r\nSET\r\n$26\r\nk000000000004:000000000005"));
         // Unknown ordinals are text.
         assert!(Template::command(&[b"__rand_0th__", b"__rand_10th__"]).placeholders.is_empty());
+    }
+
+    #[test]
+    fn dataset_rows_fill_field_arguments_in_turn() {
+        let d = Arc::new(Dataset::parse("d.csv", b"id,name\n1,ab\n22,__rand_1st__\n", b',', 0).unwrap());
+        let t = Template::with_dataset(&[b"SET", b"key:__field:id__:__rand_1st__", b"__field:name__"], &d)
+            .unwrap();
+        assert_eq!(
+            t.display(),
+            b"*3\r\n$3\r\nSET\r\n$29\r\nkey:__field:id__:__rand_1st__\r\n$14\r\n__field:name__\r\n"
+        );
+        let mut k = keys(KeySpace::sequential(100));
+        let first = one(&t, &mut k);
+        assert_eq!(first, b"*3\r\n$3\r\nSET\r\n$18\r\nkey:1:000000000000\r\n$2\r\nab\r\n");
+        // A row's bytes get placeholders too; `__rand_1st__` is one value across the request.
+        assert_eq!(
+            one(&t, &mut k),
+            b"*3\r\n$3\r\nSET\r\n$19\r\nkey:22:000000000001\r\n$12\r\n000000000001\r\n"
+        );
+        assert!(t.len() >= first.len());
+        // Round the rows again.
+        assert!(one(&t, &mut k).starts_with(b"*3\r\n$3\r\nSET\r\n$18\r\nkey:1:"));
+        // Without field placeholders it is `Template::command`.
+        assert_eq!(Template::with_dataset(&[b"GET", b"k"], &d).unwrap(), Template::command(&[b"GET", b"k"]));
+        assert!(Template::with_dataset(&[b"GET", b"__field:x__"], &d).unwrap_err().contains("id, name"));
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! `--preload` writes before each.
 
 use std::io::Read;
+use std::sync::Arc;
 
-use respbench_core::suite::{custom_with_data, default_suite, Selection, TestSpec};
+use respbench_core::dataset::{delimiter_for, has_fields, Dataset};
+use respbench_core::suite::{custom_with_data, default_suite, Selection, TestSpec, DATA};
 use respbench_core::template::Template;
 use respbench_core::{Mix, Stats};
 
@@ -105,23 +107,80 @@ pub fn preloadable(case: &Case) -> bool {
 /// The tests to run: a mix, the custom command, or the default suite restricted by `-t`.
 /// `warn` hears what is ignored.
 pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
+    let dataset = dataset(cfg)?;
     if cfg.open.has_mix() {
+        if dataset.is_some() {
+            return Err(Error::Tests("--dataset fills a custom command, not a --mix".into()));
+        }
         return Ok(vec![mix_case(cfg)?]);
     }
     if cfg.command.iter().any(|a| a == b";") {
         if cfg.tests.is_some() {
             warn("WARNING: Option -t is ignored.");
         }
-        return Ok(vec![sequence_case(cfg)?]);
+        return Ok(vec![sequence_case(cfg, dataset.as_ref())?]);
     }
-    Ok(tests(cfg, warn)?.into_iter().map(|spec| Case { spec, mix: None }).collect())
+    Ok(tests(cfg, dataset.as_ref(), warn)?.into_iter().map(|spec| Case { spec, mix: None }).collect())
+}
+
+/// `--dataset FILE`'s rows (at most `--maxdocs`), read before anything connects; `None`
+/// without the option.
+fn dataset(cfg: &Config) -> Result<Option<Arc<Dataset>>, Error> {
+    let Some(path) = &cfg.dataset else { return Ok(None) };
+    if cfg.command.is_empty() {
+        return Err(Error::Tests(
+            "--dataset fills the __field:NAME__ placeholders of a custom command: give one after the options"
+                .into(),
+        ));
+    }
+    if cfg.cluster || cfg.replicas != crate::config::Replicas::None {
+        // The routing reads a command's key positions from its template, which leaves a
+        // row's arguments out.
+        return Err(Error::Tests(
+            "--dataset runs against one server: not with --cluster or --replicas".into(),
+        ));
+    }
+    let text =
+        std::fs::read(path).map_err(|e| Error::Tests(format!("--dataset {path}: cannot read it: {e}")))?;
+    Dataset::parse(path, &text, delimiter_for(path), cfg.maxdocs)
+        .map(|d| Some(Arc::new(d)))
+        .map_err(Error::Tests)
+}
+
+/// The test of one custom command: [`custom_with_data`], or with `--dataset` and
+/// `__field:NAME__` placeholders a template that takes a row per request (`__data__` in it is
+/// a value of `-d`'s largest size).
+fn command_spec(args: &[Vec<u8>], cfg: &Config, dataset: Option<&Arc<Dataset>>) -> Result<TestSpec, Error> {
+    let Some(dataset) = dataset.filter(|_| args.iter().any(|a| has_fields(a))) else {
+        return Ok(custom_with_data(args, &cfg.values));
+    };
+    let has_data = args.iter().any(|a| a.windows(DATA.len()).any(|w| w == DATA));
+    let largest = if has_data { respbench_core::template::payload(cfg.values.max()) } else { Vec::new() };
+    let inlined: Vec<Vec<u8>> = args
+        .iter()
+        .map(|a| {
+            let mut out = Vec::with_capacity(a.len());
+            let mut rest = &a[..];
+            while let Some(at) = rest.windows(DATA.len()).position(|w| w == DATA).filter(|_| has_data) {
+                out.extend_from_slice(&rest[..at]);
+                out.extend_from_slice(&largest);
+                rest = &rest[at + DATA.len()..];
+            }
+            out.extend_from_slice(rest);
+            out
+        })
+        .collect();
+    let refs: Vec<&[u8]> = inlined.iter().map(Vec::as_slice).collect();
+    let template = Template::with_dataset(&refs, dataset).map_err(Error::Tests)?;
+    let title = args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ");
+    Ok(TestSpec { title, payload_bytes: template.len(), template, connection_per_request: false })
 }
 
 /// valkey-benchmark 9's command sequence, `incr foo ; 3 incr bar`: commands separated by `;`
 /// arguments, each with an optional repeat count first. Its requests take the commands in turn,
 /// so `-n` counts commands and each reports its own latency; the test reports as one, titled
 /// by the whole line, as valkey-benchmark's does.
-fn sequence_case(cfg: &Config) -> Result<Case, Error> {
+fn sequence_case(cfg: &Config, dataset: Option<&Arc<Dataset>>) -> Result<Case, Error> {
     let mut templates = Vec::new();
     for part in cfg.command.split(|a| a == b";") {
         let (repeat, args) = match part.split_first() {
@@ -134,7 +193,7 @@ fn sequence_case(cfg: &Config) -> Result<Case, Error> {
         if args.is_empty() || repeat == 0 {
             return Err(Error::Tests("a command sequence has an empty command: 'cmd ; [N] cmd ...'".into()));
         }
-        let spec = custom_with_data(args, &cfg.values);
+        let spec = command_spec(args, cfg, dataset)?;
         templates.extend(std::iter::repeat_n(spec.template, repeat.min(1_000_000)));
     }
     let title =
@@ -189,7 +248,11 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
 }
 
 /// The tests to run: the custom command, or the default suite restricted by `-t`.
-fn tests(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<TestSpec>, Error> {
+fn tests(
+    cfg: &Config,
+    dataset: Option<&Arc<Dataset>>,
+    warn: &mut dyn FnMut(&str),
+) -> Result<Vec<TestSpec>, Error> {
     if !cfg.command.is_empty() {
         if cfg.tests.is_some() {
             warn("WARNING: Option -t is ignored.");
@@ -202,7 +265,7 @@ fn tests(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<TestSpec>, Erro
                 .map_err(|e| Error::Tests(format!("-x: cannot read standard input: {e}")))?;
             args.push(last);
         }
-        return Ok(vec![custom_with_data(&args, &cfg.values)]);
+        return Ok(vec![command_spec(&args, cfg, dataset)?]);
     }
     let selection = match &cfg.tests {
         Some(list) => Selection::parse(list).map_err(|unknown| {

@@ -1,0 +1,280 @@
+//! valkey-benchmark 9's `--dataset FILE`: rows of a CSV or TSV file whose header names the
+//! fields, filling `__field:NAME__` placeholders of a custom command, one row per request.
+//!
+//! The rows are parsed once into one byte buffer; a request copies its row's cells into the
+//! encoded request ([`crate::template::Template::write`]), so nothing is allocated per request.
+//! The rows are taken in turn by every client of the run together, cycling from the first
+//! again after the last, so `-n 6` over three rows uses each twice.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The start of a field placeholder: `__field:NAME__`.
+pub const FIELD_PREFIX: &[u8] = b"__field:";
+/// The end of a field placeholder.
+pub const FIELD_SUFFIX: &[u8] = b"__";
+
+/// The rows of a dataset file and the turn of the next request.
+pub struct Dataset {
+    /// The header's field names, in column order.
+    names: Vec<String>,
+    /// Every cell's bytes, row after row.
+    data: Vec<u8>,
+    /// The cells of each row (`names.len()` of them), row-major, as ranges of `data`.
+    cells: Vec<Range<usize>>,
+    /// The requests that took a row so far (the next takes row `next % rows`).
+    next: AtomicU64,
+}
+
+impl std::fmt::Debug for Dataset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Dataset({} fields, {} rows)", self.names.len(), self.rows())
+    }
+}
+
+impl PartialEq for Dataset {
+    fn eq(&self, other: &Dataset) -> bool {
+        self.names == other.names && self.data == other.data && self.cells == other.cells
+    }
+}
+
+impl Eq for Dataset {}
+
+/// The field separator of a dataset file: a tab when the name says `.tsv`, else a comma (as
+/// valkey-benchmark 9 decides).
+pub fn delimiter_for(path: &str) -> u8 {
+    if path.to_ascii_lowercase().contains(".tsv") {
+        b'\t'
+    } else {
+        b','
+    }
+}
+
+/// Splits one line into its fields. A field that starts with `"` is quoted: it ends at the next
+/// lone `"`, a doubled `""` in it stands for one `"`, and the delimiter inside it is text.
+fn split_line(line: &str, delimiter: u8, out: &mut Vec<Vec<u8>>) -> Result<(), String> {
+    out.clear();
+    let bytes = line.as_bytes();
+    let mut i = 0;
+    loop {
+        let mut field = Vec::new();
+        if bytes.get(i) == Some(&b'"') {
+            i += 1;
+            loop {
+                match bytes.get(i) {
+                    None => return Err("a quoted field has no closing quote".into()),
+                    Some(b'"') if bytes.get(i + 1) == Some(&b'"') => {
+                        field.push(b'"');
+                        i += 2;
+                    }
+                    Some(b'"') => {
+                        i += 1;
+                        break;
+                    }
+                    Some(&c) => {
+                        field.push(c);
+                        i += 1;
+                    }
+                }
+            }
+            match bytes.get(i) {
+                None => {}
+                Some(&c) if c == delimiter => {}
+                Some(_) => return Err("text follows a quoted field's closing quote".into()),
+            }
+        } else {
+            while let Some(&c) = bytes.get(i) {
+                if c == delimiter {
+                    break;
+                }
+                field.push(c);
+                i += 1;
+            }
+        }
+        out.push(field);
+        if i >= bytes.len() {
+            return Ok(());
+        }
+        i += 1; // the delimiter
+    }
+}
+
+impl Dataset {
+    /// Parses `text`, the contents of `path`: a header row naming the fields, then one row per
+    /// line with as many fields (empty lines are skipped, `\r\n` ends a line too). At most
+    /// `max_rows` rows are read when it is not 0 (`--maxdocs`); lines after those are not
+    /// looked at. `delimiter` is `,` or a tab ([`delimiter_for`]).
+    ///
+    /// Errors name the file and line: a file that is not UTF-8, is empty, has no row after the
+    /// header, or has a row whose field count differs from the header's.
+    pub fn parse(path: &str, text: &[u8], delimiter: u8, max_rows: usize) -> Result<Dataset, String> {
+        let mut names = Vec::new();
+        let mut data = Vec::new();
+        let mut cells = Vec::new();
+        let mut fields = Vec::new();
+        let mut rows = 0usize;
+        for (n, line) in text.split(|&b| b == b'\n').enumerate() {
+            if max_rows != 0 && rows >= max_rows {
+                break;
+            }
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let line = std::str::from_utf8(line)
+                .map_err(|_| format!("--dataset {path}: line {} is not UTF-8", n + 1))?;
+            if line.is_empty() {
+                continue;
+            }
+            split_line(line, delimiter, &mut fields)
+                .map_err(|e| format!("--dataset {path}: line {}: {e}", n + 1))?;
+            if names.is_empty() {
+                names = fields.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
+                continue;
+            }
+            if fields.len() != names.len() {
+                return Err(format!(
+                    "--dataset {path}: line {} has {} fields, the header has {}",
+                    n + 1,
+                    fields.len(),
+                    names.len()
+                ));
+            }
+            for f in &fields {
+                cells.push(data.len()..data.len() + f.len());
+                data.extend_from_slice(f);
+            }
+            rows += 1;
+        }
+        if names.is_empty() {
+            return Err(format!(
+                "--dataset {path}: the file is empty (it needs a header row naming the fields)"
+            ));
+        }
+        if rows == 0 {
+            return Err(format!("--dataset {path}: the file has a header but no rows"));
+        }
+        Ok(Dataset { names, data, cells, next: AtomicU64::new(0) })
+    }
+
+    /// The header's field names.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// How many rows were read.
+    pub fn rows(&self) -> usize {
+        self.cells.len() / self.names.len().max(1)
+    }
+
+    /// The column of the field `name`, if the header has it.
+    pub fn column(&self, name: &[u8]) -> Option<usize> {
+        self.names.iter().position(|n| n.as_bytes() == name)
+    }
+
+    /// The row the next request takes, in turn over every request of the run.
+    #[inline]
+    pub fn next_row(&self) -> usize {
+        (self.next.fetch_add(1, Ordering::Relaxed) % self.rows() as u64) as usize
+    }
+
+    /// The bytes of `column` in `row`.
+    #[inline]
+    pub fn cell(&self, row: usize, column: usize) -> &[u8] {
+        self.cells.get(row * self.names.len() + column).map_or(&[][..], |r| &self.data[r.clone()])
+    }
+}
+
+/// One piece of an argument with field placeholders.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// These bytes, as they are.
+    Text(Vec<u8>),
+    /// The cell of this column in the request's row.
+    Field(usize),
+}
+
+/// Splits `arg` at its `__field:NAME__` placeholders; `None` when it has none. A placeholder
+/// naming no field of `dataset` is an error that lists the fields.
+pub fn pieces(arg: &[u8], dataset: &Dataset) -> Result<Option<Vec<Piece>>, String> {
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    let mut out = Vec::new();
+    let mut rest = arg;
+    while let Some(at) = find(rest, FIELD_PREFIX) {
+        let after = &rest[at + FIELD_PREFIX.len()..];
+        let Some(end) = find(after, FIELD_SUFFIX) else { break };
+        let name = &after[..end];
+        let column = dataset.column(name).ok_or_else(|| {
+            format!(
+                "--dataset: the placeholder __field:{}__ names no field of the dataset (its fields: {})",
+                String::from_utf8_lossy(name),
+                dataset.names().join(", ")
+            )
+        })?;
+        if at > 0 {
+            out.push(Piece::Text(rest[..at].to_vec()));
+        }
+        out.push(Piece::Field(column));
+        rest = &after[end + FIELD_SUFFIX.len()..];
+    }
+    if out.is_empty() {
+        return Ok(None);
+    }
+    if !rest.is_empty() {
+        out.push(Piece::Text(rest.to_vec()));
+    }
+    Ok(Some(out))
+}
+
+/// Whether `arg` has a `__field:` placeholder.
+pub fn has_fields(arg: &[u8]) -> bool {
+    arg.windows(FIELD_PREFIX.len()).any(|w| w == FIELD_PREFIX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(d: &Dataset) -> Vec<Vec<String>> {
+        (0..d.rows())
+            .map(|r| {
+                (0..d.names().len()).map(|c| String::from_utf8_lossy(d.cell(r, c)).into_owned()).collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn csv_rows_with_quotes_and_crlf() {
+        let d = Dataset::parse("x.csv", b"id,name\r\n1,\"a, \"\"b\"\"\"\r\n\r\n2,c\n", b',', 0).unwrap();
+        assert_eq!(d.names(), ["id", "name"]);
+        assert_eq!(rows(&d), [vec!["1", "a, \"b\""], vec!["2", "c"]]);
+        assert_eq!((d.next_row(), d.next_row(), d.next_row()), (0, 1, 0));
+    }
+
+    #[test]
+    fn tsv_and_maxdocs() {
+        assert_eq!(delimiter_for("data.TSV"), b'\t');
+        assert_eq!(delimiter_for("data.txt"), b',');
+        let d = Dataset::parse("x.tsv", b"a\tb\n1\t2\n3\t4\n5\n", b'\t', 2).unwrap();
+        assert_eq!(rows(&d), [vec!["1", "2"], vec!["3", "4"]]);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = |t: &[u8]| Dataset::parse("f.csv", t, b',', 0).unwrap_err();
+        assert!(e(b"").contains("empty"), "{}", e(b""));
+        assert!(e(b"a,b\n").contains("no rows"));
+        assert!(e(b"a,b\n1,2\n3\n").contains("line 3 has 1 fields, the header has 2"));
+        assert!(e(b"a\n\xff\n").contains("line 2 is not UTF-8"));
+        assert!(e(b"a\n\"x\n").contains("no closing quote"));
+    }
+
+    #[test]
+    fn pieces_split_at_placeholders() {
+        let d = Dataset::parse("f.csv", b"id,name\n1,x\n", b',', 0).unwrap();
+        assert_eq!(pieces(b"plain", &d).unwrap(), None);
+        assert_eq!(
+            pieces(b"k:__field:id__:__field:name__", &d).unwrap().unwrap(),
+            [Piece::Text(b"k:".to_vec()), Piece::Field(0), Piece::Text(b":".to_vec()), Piece::Field(1)]
+        );
+        let e = pieces(b"__field:nope__", &d).unwrap_err();
+        assert!(e.contains("__field:nope__") && e.contains("id, name"), "{e}");
+    }
+}

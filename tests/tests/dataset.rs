@@ -1,0 +1,151 @@
+//! Issue 23, valkey-benchmark 9's `--dataset FILE` and `--maxdocs N`: the rows of a CSV or TSV
+//! file fill a custom command's `__field:NAME__` placeholders, one row per request in turn.
+//! The behaviour is the session's: once, on mio.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use respbench_tests::{RedisServer, Tool};
+
+const T: Duration = Duration::from_secs(60);
+
+respbench_tests::backend_tests!(
+    every: [],
+    mio: [rows_fill_the_fields_in_turn, maxdocs_caps_the_rows_read, a_tsv_file_works, bad_datasets_exit_1_before_connecting],
+);
+
+/// A file named `name` (its extension picks the format) in the temp directory holding `text`.
+fn file(name: &str, text: &[u8]) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("respbench-dataset-{}-{name}", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const CSV: &[u8] = b"id,name\n1,alice\n2,\"bob, jr\"\n3,carol\n";
+
+/// `-n 6` over three rows takes each twice: exactly the three keys, with their values.
+fn rows_fill_the_fields_in_turn(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let csv = file("people.csv", CSV);
+    let out = tool.run(
+        &[
+            "-p",
+            &port,
+            "-n",
+            "6",
+            "-c",
+            "2",
+            "-q",
+            "--dataset",
+            csv.to_str().unwrap(),
+            "--",
+            "SET",
+            "key:__field:id__",
+            "__field:name__",
+        ],
+        T,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.dbsize(0), 3);
+    assert_eq!(server.cli(&["MGET", "key:1", "key:2", "key:3"]).trim(), "alice\nbob, jr\ncarol");
+    assert_eq!(server.command_calls("set"), 6);
+}
+
+/// `--maxdocs 2` reads the first two rows only.
+fn maxdocs_caps_the_rows_read(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    // A third row that would be an error, were it read.
+    let csv = file("capped.csv", b"id,name\n1,alice\n2,bob\n3\n");
+    let path = csv.to_str().unwrap();
+    let args = [
+        "-p",
+        &port,
+        "-n",
+        "6",
+        "-q",
+        "--maxdocs",
+        "2",
+        "--dataset",
+        path,
+        "--",
+        "SET",
+        "key:__field:id__",
+        "__field:name__",
+    ];
+    let out = tool.run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.dbsize(0), 2);
+    assert_eq!(server.cli(&["MGET", "key:1", "key:2"]).trim(), "alice\nbob");
+}
+
+/// A `.tsv` file's fields are separated by tabs; a comma is text there.
+fn a_tsv_file_works(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let tsv = file("people.tsv", b"id\tname\n7\tx, y\n8\tz\n");
+    let out = tool.run(
+        &[
+            "-p",
+            &port,
+            "-n",
+            "4",
+            "-q",
+            "--dataset",
+            tsv.to_str().unwrap(),
+            "--",
+            "HSET",
+            "h",
+            "f__field:id__",
+            "__field:name__",
+        ],
+        T,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.cli(&["HMGET", "h", "f7", "f8"]).trim(), "x, y\nz");
+}
+
+/// A missing file, a placeholder naming no field, an empty file, a non-UTF-8 or ragged row:
+/// exit 1 with a message naming what is wrong, and nothing reaches the server.
+fn bad_datasets_exit_1_before_connecting(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let good = file("good.csv", CSV);
+    let cases: [(PathBuf, &str, &str); 5] = [
+        (std::env::temp_dir().join("respbench-dataset-none.csv"), "__field:id__", "cannot read it"),
+        (good, "__field:age__", "__field:age__ names no field of the dataset (its fields: id, name)"),
+        (file("empty.csv", b""), "__field:id__", "the file is empty"),
+        (file("latin1.csv", b"id\n\xe9t\xe9\n"), "__field:id__", "line 2 is not UTF-8"),
+        (file("ragged.csv", b"id,name\n1,a\n2\n"), "__field:id__", "line 3 has 1 fields, the header has 2"),
+    ];
+    let sets = server.command_calls("set");
+    for (path, arg, words) in &cases {
+        let out = tool.run(
+            &["-p", &port, "-n", "3", "-q", "--dataset", path.to_str().unwrap(), "--", "SET", arg, "v"],
+            T,
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+        assert!(out.stderr.contains(words), "{words}: {}", out.dump());
+        assert!(out.stdout.is_empty(), "{}", out.dump());
+    }
+    // Over several nodes the routing would not see a row's arguments: refused.
+    let good = file("good2.csv", CSV);
+    let args = [
+        "-p",
+        &port,
+        "-n",
+        "3",
+        "--cluster",
+        "--dataset",
+        good.to_str().unwrap(),
+        "--",
+        "SET",
+        "__field:id__",
+        "v",
+    ];
+    let out = tool.run(&args, T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("not with --cluster or --replicas"), "{}", out.dump());
+    assert_eq!(server.command_calls("set"), sets, "nothing sent");
+}
