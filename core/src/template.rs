@@ -567,10 +567,11 @@ fn reference_encoding(args: &[&[u8]]) -> Vec<u8> {
 /// Fuzz helper: writes `count` requests from `Template::command(args)` with keys from `seed` over Random `n`, checking each.
 ///
 /// Checks that the template bytes are the RESP encoding of `args`; that its placeholder
-/// fields are exactly the non-overlapping `__rand_int__` occurrences inside the arguments;
-/// and that every written request (appended after existing bytes, which stay untouched)
-/// equals the template except in those fields, each being 12 ASCII digits of a value < n
-/// (0 when n == 0). Returns `Err(description)` on the first violation; never panics.
+/// fields are exactly the non-overlapping `__rand_int__` and `__rand_1st__` … `__rand_9th__`
+/// occurrences inside the arguments; and that every written request (appended after existing
+/// bytes, which stay untouched) equals the template except in those fields, each being 12 ASCII
+/// digits of a value < n (0 when n == 0), every occurrence of one shared kind with the same
+/// value. Returns `Err(description)` on the first violation; never panics.
 #[cfg(any(test, feature = "testing"))]
 pub fn check_substitution(args: &[&[u8]], seed: u64, n: u64, count: usize) -> Result<(), String> {
     let template = Template::command(args);
@@ -583,15 +584,19 @@ pub fn check_substitution(args: &[&[u8]], seed: u64, n: u64, count: usize) -> Re
         ));
     }
 
-    // Expected placeholder fields, found with a different search (windows) per argument.
+    // Expected placeholder fields, found with a different search (windows) per argument, and
+    // the shared kind of each (`None` for `__rand_int__`).
     let mut fields = Vec::new();
+    let mut kinds: Vec<Option<usize>> = Vec::new();
     let mut pos = format!("*{}\r\n", args.len()).len();
     for arg in args {
         pos += format!("${}\r\n", arg.len()).len();
         let mut i = 0;
-        while let Some(hit) = arg.get(i..).and_then(|rest| rest.windows(WIDTH).position(|w| w == PLACEHOLDER))
-        {
+        // Any of the placeholders: `__rand_int__`, or valkey-benchmark 9's shared ones.
+        let any = |w: &[u8]| w == PLACEHOLDER || SHARED.iter().any(|p| w == &p[..]);
+        while let Some(hit) = arg.get(i..).and_then(|rest| rest.windows(WIDTH).position(any)) {
             fields.push(pos + i + hit);
+            kinds.push(SHARED.iter().position(|p| arg[i + hit..i + hit + WIDTH] == p[..]));
             i += hit + WIDTH;
         }
         pos += arg.len() + 2;
@@ -617,11 +622,13 @@ pub fn check_substitution(args: &[&[u8]], seed: u64, n: u64, count: usize) -> Re
         if got.len() != expected.len() {
             return Err(format!("request {req}: length {}, want {}", got.len(), expected.len()));
         }
-        let mut next_field = fields.iter().peekable();
+        let mut next_field = fields.iter().zip(&kinds).peekable();
+        // The value each shared kind took in this request: every occurrence must repeat it.
+        let mut shared: [Option<u64>; 9] = [None; 9];
         let mut i = 0;
         while i < got.len() {
-            if next_field.peek() == Some(&&i) {
-                next_field.next();
+            if next_field.peek().is_some_and(|(f, _)| **f == i) {
+                let kind = next_field.next().and_then(|(_, k)| *k);
                 let digits = &got[i..i + WIDTH];
                 if !digits.iter().all(u8::is_ascii_digit) {
                     return Err(format!(
@@ -633,6 +640,17 @@ pub fn check_substitution(args: &[&[u8]], seed: u64, n: u64, count: usize) -> Re
                 let ok = if n == 0 { value == 0 } else { value < n };
                 if !ok {
                     return Err(format!("request {req}: field at {i} has value {value}, keyspace {n}"));
+                }
+                if let Some(k) = kind {
+                    match shared[k] {
+                        Some(first) if first != value => {
+                            return Err(format!(
+                                "request {req}: {} at {i} is {value}, its first occurrence {first}",
+                                String::from_utf8_lossy(SHARED[k])
+                            ));
+                        }
+                        _ => shared[k] = Some(value),
+                    }
                 }
                 i += WIDTH;
             } else {
