@@ -147,6 +147,12 @@ mod tests {
         assert_eq!(sin.sin_addr.s_addr.to_ne_bytes(), [127, 0, 0, 1]);
         let a = Addr::of(&Target::Tcp("[::1]:7000".parse().unwrap())).unwrap();
         assert_eq!(a.len() as usize, size_of::<libc::sockaddr_in6>());
+        assert_eq!(a.proto, 0);
+        let a = Addr::of(&Target::Mptcp("[::1]:7000".parse().unwrap())).unwrap();
+        assert_eq!(
+            (a.len() as usize, a.domain, a.proto),
+            (size_of::<libc::sockaddr_in6>(), libc::AF_INET6, 262)
+        );
         let a = Addr::of(&Target::Unix("/tmp/r.sock".into())).unwrap();
         assert_eq!(a.len() as usize, 2 + "/tmp/r.sock".len() + 1);
         let long = "/".repeat(200);

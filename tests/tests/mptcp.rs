@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use respbench_tests::{RedisServer, Tool};
+use respbench_tests::{json_path, take_document, RedisServer, Tool};
 
 const T: Duration = Duration::from_secs(60);
 
@@ -46,7 +46,8 @@ fn the_connections_are_mptcp_sockets(tool: Tool) {
 }
 
 /// Against redis-server (plain TCP) the kernel falls back: the run is the same as without
-/// `--mptcp`, every request answered, nothing on stderr, and `-k 0`'s reconnects.
+/// `--mptcp`, every request answered, nothing on stderr (the JSON's config says `mptcp`), and
+/// `-k 0`'s reconnects.
 fn a_run_falls_back_to_tcp_against_redis(tool: Tool) {
     if mptcp_syns_sent().is_none() {
         eprintln!("skipped: this kernel has no MPTCP, or net.mptcp.enabled is 0");
@@ -54,9 +55,26 @@ fn a_run_falls_back_to_tcp_against_redis(tool: Tool) {
     }
     let server = RedisServer::start();
     let port = server.port().to_string();
-    let out = tool.run(&["-p", &port, "--mptcp", "-c", "10", "-n", "1000", "-t", "set,get", "-q"], T);
+    let json = json_path("mptcp", "fallback");
+    let args = [
+        "-p",
+        &port,
+        "--mptcp",
+        "-c",
+        "10",
+        "-n",
+        "1000",
+        "-t",
+        "set,get",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let out = tool.run(&args, T);
     assert!(out.status.success(), "{}", out.dump());
     assert_eq!(out.stderr, "", "{}", out.dump());
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+    assert_eq!(doc["config"]["mptcp"], true, "{doc}");
     assert_eq!((server.command_calls("set"), server.command_calls("get")), (1000, 1000), "{}", out.dump());
     let before = mptcp_syns_sent().expect("the counter");
     let out = tool.run(&["-p", &port, "--mptcp", "-c", "2", "-n", "20", "-k", "0", "-t", "ping", "-q"], T);
