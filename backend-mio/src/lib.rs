@@ -63,7 +63,7 @@ impl Sock {
         match peer {
             Ok(()) => {
                 if let Sock::Tcp(s) = self {
-                    s.set_nodelay(true)?;
+                    s.set_nodelay(true).or_else(respbench_driver::nodelay_unsupported)?;
                 }
                 Ok(true)
             }

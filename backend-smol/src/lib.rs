@@ -133,7 +133,7 @@ impl Sock {
                 if let Some(e) = s.get_ref().take_error()? {
                     return Err(e);
                 }
-                s.get_ref().set_nodelay(true)?;
+                s.get_ref().set_nodelay(true).or_else(respbench_driver::nodelay_unsupported)?;
                 Sock::Tcp(s)
             }
             Target::Unix(p) => Sock::Unix(Async::<UnixStream>::connect(p).await?),

@@ -100,7 +100,7 @@ impl Addr {
                 )
             };
             if r != 0 {
-                return Err(io::Error::last_os_error());
+                respbench_driver::nodelay_unsupported(io::Error::last_os_error())?;
             }
         }
         Ok(fd)

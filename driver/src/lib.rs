@@ -46,7 +46,10 @@ mod tls;
 pub use clock::{Clock, VirtualClock};
 pub use delivered::Delivered;
 pub use run::{Progress, Published, TestRun};
-pub use sock::{connect_tcp, connect_tcp_timeout, mptcp_check, mptcp_refusal, mptcp_refused, IPPROTO_MPTCP};
+pub use sock::{
+    connect_tcp, connect_tcp_timeout, mptcp_check, mptcp_refusal, mptcp_refused, nodelay_unsupported,
+    IPPROTO_MPTCP,
+};
 pub use table::{Sockets, Table};
 pub use timers::Timers;
 #[cfg(feature = "tls")]

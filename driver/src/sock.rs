@@ -92,6 +92,16 @@ pub fn mptcp_refusal(e: &io::Error, enabled: Option<&str>) -> Option<String> {
     Some(format!("--mptcp: the kernel refuses MPTCP sockets ({e}): {why}"))
 }
 
+/// For `set_nodelay(true).or_else(nodelay_unsupported)`: MPTCP sockets before Linux 5.17 refuse
+/// `TCP_NODELAY` with `EOPNOTSUPP` (a TCP socket never does); such a socket runs without it
+/// rather than failing its connection.
+pub fn nodelay_unsupported(e: io::Error) -> io::Result<()> {
+    match e.raw_os_error() {
+        Some(libc::EOPNOTSUPP) => Ok(()),
+        _ => Err(e),
+    }
+}
+
 /// A new stream socket of `addr`'s family, close-on-exec, with `flags` (`SOCK_NONBLOCK`).
 fn socket(addr: SocketAddr, mptcp: bool, flags: libc::c_int) -> io::Result<OwnedFd> {
     let domain = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
@@ -160,6 +170,12 @@ mod tests {
     fn other_failures_are_not_refusals() {
         assert_eq!(mptcp_refusal(&io::Error::from_raw_os_error(libc::EMFILE), Some("0")), None);
         assert_eq!(mptcp_refusal(&io::Error::other("x"), Some("0")), None);
+    }
+
+    #[test]
+    fn only_eopnotsupp_of_nodelay_is_ignored() {
+        assert!(nodelay_unsupported(io::Error::from_raw_os_error(libc::EOPNOTSUPP)).is_ok());
+        assert!(nodelay_unsupported(io::Error::from_raw_os_error(libc::EBADF)).is_err());
     }
 
     #[test]
