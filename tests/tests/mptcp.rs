@@ -46,8 +46,8 @@ fn the_connections_are_mptcp_sockets(tool: Tool) {
 }
 
 /// Against redis-server (plain TCP) the kernel falls back: the run is the same as without
-/// `--mptcp`, every request answered, nothing on stderr (the JSON's config says `mptcp`), and
-/// `-k 0`'s reconnects.
+/// `--mptcp`, every request answered, nothing on stderr (the JSON's config says `mptcp`); `-k 0`'s
+/// reconnects and `-I`'s connections are MPTCP sockets too.
 fn a_run_falls_back_to_tcp_against_redis(tool: Tool) {
     if mptcp_syns_sent().is_none() {
         eprintln!("skipped: this kernel has no MPTCP, or net.mptcp.enabled is 0");
@@ -81,6 +81,14 @@ fn a_run_falls_back_to_tcp_against_redis(tool: Tool) {
     assert!(out.status.success(), "{}", out.dump());
     // A new connection for each of PING_INLINE's and PING_MBULK's 20 requests.
     assert!(mptcp_syns_sent().expect("the counter") - before >= 40, "-k 0's connections are not MPTCP");
+    // -I's idle connections: three, and the startup one.
+    let before = mptcp_syns_sent().expect("the counter");
+    let run = tool.spawn(&["-p", &port, "--mptcp", "-I", "-c", "3"]);
+    run.wait_for_stdout("3 idle connections");
+    let idle = mptcp_syns_sent().expect("the counter") - before;
+    run.interrupt();
+    let out = run.wait(T);
+    assert!(idle >= 4, "{idle} MPTCP SYNs for -I's 3 connections and the startup one\n{}", out.dump());
 }
 
 /// Installs a seccomp filter in the child that fails `socket(…, IPPROTO_MPTCP)` with
