@@ -39,6 +39,7 @@ impl Sock {
     fn connect(target: &Target) -> io::Result<Sock> {
         Ok(match target {
             Target::Tcp(a) => Sock::Tcp(TcpStream::connect(*a)?),
+            Target::Mptcp(a) => Sock::Tcp(TcpStream::from_std(respbench_driver::connect_tcp(*a, true)?)),
             Target::Unix(p) => Sock::Unix(UnixStream::connect(p)?),
         })
     }
@@ -62,7 +63,7 @@ impl Sock {
         match peer {
             Ok(()) => {
                 if let Sock::Tcp(s) = self {
-                    s.set_nodelay(true)?;
+                    s.set_nodelay(true).or_else(respbench_driver::nodelay_unsupported)?;
                 }
                 Ok(true)
             }

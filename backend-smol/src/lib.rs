@@ -126,6 +126,16 @@ impl Sock {
                 s.get_ref().set_nodelay(true)?;
                 Sock::Tcp(s)
             }
+            Target::Mptcp(a) => {
+                // As Async::connect does for a TCP socket: wait until writable, then SO_ERROR.
+                let s = Async::new(respbench_driver::connect_tcp(*a, true)?)?;
+                s.writable().await?;
+                if let Some(e) = s.get_ref().take_error()? {
+                    return Err(e);
+                }
+                s.get_ref().set_nodelay(true).or_else(respbench_driver::nodelay_unsupported)?;
+                Sock::Tcp(s)
+            }
             Target::Unix(p) => Sock::Unix(Async::<UnixStream>::connect(p).await?),
         })
     }

@@ -14,6 +14,8 @@ pub struct Addr {
     storage: libc::sockaddr_storage,
     len: libc::socklen_t,
     domain: libc::c_int,
+    /// `socket(2)`'s protocol: 0, or `IPPROTO_MPTCP` for a [`Target::Mptcp`].
+    proto: libc::c_int,
 }
 
 impl Addr {
@@ -22,8 +24,12 @@ impl Addr {
     pub fn of(target: &Target) -> io::Result<Addr> {
         // SAFETY: sockaddr_storage is plain old data; all zeroes is a valid (empty) address.
         let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
+        let proto = match target {
+            Target::Mptcp(_) => respbench_driver::IPPROTO_MPTCP,
+            Target::Tcp(_) | Target::Unix(_) => 0,
+        };
         let (len, domain) = match target {
-            Target::Tcp(SocketAddr::V4(a)) => {
+            Target::Tcp(SocketAddr::V4(a)) | Target::Mptcp(SocketAddr::V4(a)) => {
                 // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
                 let sin = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_in) };
                 sin.sin_family = libc::AF_INET as libc::sa_family_t;
@@ -31,7 +37,7 @@ impl Addr {
                 sin.sin_addr = libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) };
                 (size_of::<libc::sockaddr_in>(), libc::AF_INET)
             }
-            Target::Tcp(SocketAddr::V6(a)) => {
+            Target::Tcp(SocketAddr::V6(a)) | Target::Mptcp(SocketAddr::V6(a)) => {
                 // SAFETY: as above, for sockaddr_in6.
                 let sin6 = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_in6) };
                 sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
@@ -60,7 +66,7 @@ impl Addr {
                 (path_offset + bytes.len() + 1, libc::AF_UNIX)
             }
         };
-        Ok(Addr { storage, len: len as libc::socklen_t, domain })
+        Ok(Addr { storage, len: len as libc::socklen_t, domain, proto })
     }
 
     pub fn ptr(&self) -> *const libc::sockaddr {
@@ -75,7 +81,7 @@ impl Addr {
     /// with `TCP_NODELAY` for TCP.
     pub fn socket(&self) -> io::Result<OwnedFd> {
         // SAFETY: plain system call; the descriptor it returns is owned from here on.
-        let fd = unsafe { libc::socket(self.domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        let fd = unsafe { libc::socket(self.domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, self.proto) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -94,7 +100,7 @@ impl Addr {
                 )
             };
             if r != 0 {
-                return Err(io::Error::last_os_error());
+                respbench_driver::nodelay_unsupported(io::Error::last_os_error())?;
             }
         }
         Ok(fd)
@@ -141,6 +147,12 @@ mod tests {
         assert_eq!(sin.sin_addr.s_addr.to_ne_bytes(), [127, 0, 0, 1]);
         let a = Addr::of(&Target::Tcp("[::1]:7000".parse().unwrap())).unwrap();
         assert_eq!(a.len() as usize, size_of::<libc::sockaddr_in6>());
+        assert_eq!(a.proto, 0);
+        let a = Addr::of(&Target::Mptcp("[::1]:7000".parse().unwrap())).unwrap();
+        assert_eq!(
+            (a.len() as usize, a.domain, a.proto),
+            (size_of::<libc::sockaddr_in6>(), libc::AF_INET6, 262)
+        );
         let a = Addr::of(&Target::Unix("/tmp/r.sock".into())).unwrap();
         assert_eq!(a.len() as usize, 2 + "/tmp/r.sock".len() + 1);
         let long = "/".repeat(200);

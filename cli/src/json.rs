@@ -105,6 +105,9 @@ pub fn config(cfg: &Config) -> Value {
     if let Some(at) = &cfg.start_at {
         c.insert("start_at_us".into(), json!(at.unix_us));
     }
+    if cfg.mptcp {
+        c.insert("mptcp".into(), json!(true));
+    }
     if let Some(split) = &cfg.split {
         // The whole run's figures, the same on every worker; this worker's shares apart.
         c.insert("requests".into(), json!(split.requests));

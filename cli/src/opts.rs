@@ -61,6 +61,10 @@ pub struct Opts {
     /// each
     #[argh(option, default = "String::from(\"0\")")]
     pub threads: String,
+    /// every TCP connection (the startup one too) is a Linux MPTCP socket, falling back to TCP
+    /// where the server does not speak MPTCP (valkey-benchmark 9)
+    #[argh(switch)]
+    pub mptcp: bool,
     /// enable cluster mode: find the nodes from the -h/-p node (CLUSTER SHARDS, or CLUSTER
     /// SLOTS before Redis 7) and send each request to the node owning its key's slot
     #[argh(switch)]
@@ -715,6 +719,7 @@ impl Opts {
             key_prefix: self.key_prefix.unwrap_or_default(),
             resp3: self.resp3,
             threads: threads[0],
+            mptcp: self.mptcp,
             tracking: self.enable_tracking,
             keepalive: self.keepalive == 1,
             keyspace,

@@ -8,7 +8,8 @@
 //! - [`Tally`]: what one event loop records (stats, failures, abandoned requests, `--reconnect`'s
 //!   outages), published to the run's live figures;
 //! - [`on_threads`]: the thread frame (one scoped thread per event loop, outcomes merged);
-//! - [`resolve`] and [`Target`]: the endpoint resolved once per test;
+//! - [`resolve`] and [`Target`]: the endpoint resolved once per test; [`connect_tcp`]: the
+//!   sockets of `--mptcp` (module `sock`, the one place that makes sockets with libc);
 //! - [`Watch`]: tells a loop when the test's stop or budget changed under connections that wait
 //!   on timers taken earlier;
 //! - [`Timers`]: the connections' timeouts of a loop that keeps them itself (mio, uring);
@@ -36,6 +37,7 @@ mod delivered;
 mod run;
 #[cfg(feature = "sim")]
 pub mod sim;
+mod sock;
 mod table;
 mod timers;
 #[cfg(feature = "tls")]
@@ -44,6 +46,10 @@ mod tls;
 pub use clock::{Clock, VirtualClock};
 pub use delivered::Delivered;
 pub use run::{Progress, Published, TestRun};
+pub use sock::{
+    connect_tcp, connect_tcp_timeout, mptcp_check, mptcp_refusal, mptcp_refused, nodelay_unsupported,
+    IPPROTO_MPTCP,
+};
 pub use table::{Sockets, Table};
 pub use timers::Timers;
 #[cfg(feature = "tls")]
@@ -63,12 +69,15 @@ pub const PUBLISH_EVERY: std::time::Duration = std::time::Duration::from_millis(
 pub enum Target {
     /// A resolved TCP address.
     Tcp(SocketAddr),
+    /// A resolved TCP address that `--mptcp` connects to with an MPTCP socket ([`connect_tcp`]).
+    Mptcp(SocketAddr),
     /// A Unix socket path.
     Unix(PathBuf),
 }
 
-/// Resolves the endpoint once, with redis-benchmark's message when it fails.
-pub fn resolve(endpoint: &Endpoint) -> Result<Target, RunError> {
+/// Resolves the endpoint once, with redis-benchmark's message when it fails; a TCP one is a
+/// [`Target::Mptcp`] with `mptcp` (`--mptcp`).
+pub fn resolve(endpoint: &Endpoint, mptcp: bool) -> Result<Target, RunError> {
     let fail = |reason: String| RunError::Resolve { endpoint: endpoint.to_string(), reason };
     match endpoint {
         Endpoint::Unix(p) => Ok(Target::Unix(p.clone())),
@@ -76,7 +85,7 @@ pub fn resolve(endpoint: &Endpoint) -> Result<Target, RunError> {
             .to_socket_addrs()
             .map_err(|e| fail(e.to_string()))?
             .next()
-            .map(Target::Tcp)
+            .map(if mptcp { Target::Mptcp } else { Target::Tcp })
             .ok_or_else(|| fail("no address".into())),
     }
 }
@@ -86,8 +95,8 @@ pub fn resolve(endpoint: &Endpoint) -> Result<Target, RunError> {
 /// test are resolved when their connections open.
 pub fn resolve_all(run: &TestRun) -> Result<Vec<Target>, RunError> {
     match &run.plan.cluster {
-        Some(c) => c.nodes.iter().map(|n| resolve(&n.endpoint)).collect(),
-        None => Ok(vec![resolve(&run.endpoint)?]),
+        Some(c) => c.nodes.iter().map(|n| resolve(&n.endpoint, run.mptcp)).collect(),
+        None => Ok(vec![resolve(&run.endpoint, run.mptcp)?]),
     }
 }
 
@@ -372,7 +381,8 @@ impl Link {
     }
 
     /// Where node `node`'s socket goes: its node's of `targets` (resolved once per test,
-    /// [`resolve_all`]), or, for a node that appeared during the test, resolved now.
+    /// [`resolve_all`]), or, for a node that appeared during the test, resolved now (an MPTCP
+    /// target when the test's first one is).
     pub fn target(&mut self, node: usize, targets: &[Target]) -> io::Result<Target> {
         if let Some(t) = targets.get(node) {
             return Ok(t.clone());
@@ -382,7 +392,8 @@ impl Link {
             .endpoint(node)
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the node has not appeared"))?;
         self.sockets[node].endpoint = endpoint;
-        resolve(&self.sockets[node].endpoint)
+        let mptcp = matches!(targets.first(), Some(Target::Mptcp(_)));
+        resolve(&self.sockets[node].endpoint, mptcp)
             .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.to_string()))
     }
 

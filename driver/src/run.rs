@@ -79,6 +79,8 @@ pub struct TestRun {
     pub threads: usize,
     /// Significant figures of the histograms.
     pub sigfig: u8,
+    /// `--mptcp`: TCP connections are MPTCP sockets ([`crate::Target::Mptcp`]).
+    pub mptcp: bool,
     /// Shared live figures and stop controls.
     pub progress: Arc<Progress>,
 }

@@ -538,7 +538,7 @@ impl Sim {
     /// The server a connect to `target` reaches.
     fn server_at(&self, target: &Target) -> Option<usize> {
         let addr = match target {
-            Target::Tcp(a) => a.to_string(),
+            Target::Tcp(a) | Target::Mptcp(a) => a.to_string(),
             Target::Unix(p) => p.display().to_string(),
         };
         self.servers.iter().position(|(a, _)| a.as_ref().is_none_or(|a| *a == addr))
@@ -1209,6 +1209,7 @@ pub fn test_run(plan: Arc<respbench_core::Plan>, clients: usize) -> TestRun {
         clients,
         threads: 1,
         sigfig: 3,
+        mptcp: false,
         progress: Arc::new(Progress::default()),
     }
 }

@@ -110,6 +110,9 @@ pub struct Config {
     pub resp3: bool,
     /// `--threads`: event loops (0: one).
     pub threads: usize,
+    /// `--mptcp` (valkey-benchmark 9): every TCP connection, the startup one too, is a Linux
+    /// MPTCP socket.
+    pub mptcp: bool,
     /// `--enable-tracking`.
     pub tracking: bool,
     /// `-k`: keep connections alive.

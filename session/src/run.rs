@@ -145,6 +145,7 @@ pub(crate) fn run_test(
         clients: cfg.clients,
         threads: cfg.threads.max(1),
         sigfig: cfg.precision,
+        mptcp: cfg.mptcp,
         progress: Arc::new(Progress::default()),
     };
     let hlog = hlog.filter(|_| obs.keeps_intervals());
@@ -269,6 +270,7 @@ pub fn idle(
         clients: cfg.clients,
         threads: cfg.threads.max(1),
         sigfig: cfg.precision,
+        mptcp: cfg.mptcp,
         progress: Arc::new(Progress::default()),
     };
     let (tx, rx) = mpsc::channel();

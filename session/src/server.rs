@@ -59,6 +59,9 @@ pub struct Server {
     pub password: Option<String>,
     /// `--timeout`; each step waits 5 s without it.
     pub timeout: Option<Duration>,
+    /// `--mptcp`: the startup connection is an MPTCP socket too, as every connection of
+    /// valkey-benchmark's is; a kernel that refuses them is found here, before the run.
+    pub mptcp: bool,
 }
 
 impl Server {
@@ -70,6 +73,7 @@ impl Server {
             user: cfg.user.clone(),
             password: cfg.password.clone(),
             timeout: cfg.timeout,
+            mptcp: cfg.mptcp,
         }
     }
 
@@ -111,10 +115,17 @@ impl Conn {
         let endpoint = &server.endpoint;
         let timeout = server.timeout.unwrap_or(STARTUP_TIMEOUT);
         let fail = |e: io::Error| StartupError(IoFailure::new(IoOp::Connect, endpoint, &e).to_string());
-        let target = respbench_driver::resolve(endpoint).map_err(|e| StartupError(e.to_string()))?;
+        let target =
+            respbench_driver::resolve(endpoint, server.mptcp).map_err(|e| StartupError(e.to_string()))?;
+        let mptcp = matches!(target, Target::Mptcp(_));
         let (s, raw): (Box<dyn Stream>, Raw) = match target {
-            Target::Tcp(addr) => {
-                let s = TcpStream::connect_timeout(&addr, timeout).map_err(fail)?;
+            Target::Tcp(addr) | Target::Mptcp(addr) => {
+                let s = respbench_driver::connect_tcp_timeout(addr, mptcp, timeout).map_err(|e| {
+                    match respbench_driver::mptcp_refused(&e).filter(|_| mptcp) {
+                        Some(m) => StartupError(m),
+                        None => fail(e),
+                    }
+                })?;
                 s.set_read_timeout(Some(timeout)).map_err(fail)?;
                 s.set_write_timeout(Some(timeout)).map_err(fail)?;
                 let _ = s.set_nodelay(true);
@@ -516,7 +527,7 @@ mod tests {
             let o = TlsOptions { insecure: true, sni: sni.map(str::to_string), ..TlsOptions::default() };
             let at = tcp("10.0.0.1", 6379);
             let tls = crate::tls::client(&o, &at).unwrap();
-            Server { endpoint: at, tls: Some(tls), user: None, password: None, timeout: None }
+            Server { endpoint: at, tls: Some(tls), user: None, password: None, timeout: None, mptcp: false }
         };
         let name = |s: &Server| s.tls.as_ref().unwrap().server_name.clone();
         let n = server(None).node(&tcp("10.0.0.2", 7001));
