@@ -3,7 +3,6 @@
 
 use std::io;
 use std::mem::{size_of, zeroed};
-use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 
@@ -29,23 +28,10 @@ impl Addr {
             Target::Tcp(_) | Target::Unix(_) => 0,
         };
         let (len, domain) = match target {
-            Target::Tcp(SocketAddr::V4(a)) | Target::Mptcp(SocketAddr::V4(a)) => {
-                // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
-                let sin = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_in) };
-                sin.sin_family = libc::AF_INET as libc::sa_family_t;
-                sin.sin_port = a.port().to_be();
-                sin.sin_addr = libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) };
-                (size_of::<libc::sockaddr_in>(), libc::AF_INET)
-            }
-            Target::Tcp(SocketAddr::V6(a)) | Target::Mptcp(SocketAddr::V6(a)) => {
-                // SAFETY: as above, for sockaddr_in6.
-                let sin6 = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_in6) };
-                sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
-                sin6.sin6_port = a.port().to_be();
-                sin6.sin6_flowinfo = a.flowinfo();
-                sin6.sin6_addr = libc::in6_addr { s6_addr: a.ip().octets() };
-                sin6.sin6_scope_id = a.scope_id();
-                (size_of::<libc::sockaddr_in6>(), libc::AF_INET6)
+            Target::Tcp(a) | Target::Mptcp(a) => {
+                let len;
+                (storage, len) = respbench_driver::sockaddr(*a);
+                (len as usize, if a.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 })
             }
             Target::Unix(path) => {
                 // SAFETY: as above, for sockaddr_un.

@@ -48,7 +48,7 @@ pub use delivered::Delivered;
 pub use run::{Progress, Published, TestRun};
 pub use sock::{
     connect_tcp, connect_tcp_timeout, mptcp_check, mptcp_refusal, mptcp_refused, nodelay_unsupported,
-    IPPROTO_MPTCP,
+    sockaddr, IPPROTO_MPTCP,
 };
 pub use table::{Sockets, Table};
 pub use timers::Timers;

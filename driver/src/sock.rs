@@ -123,8 +123,9 @@ fn raw_of(s: &TcpStream) -> libc::c_int {
     std::os::fd::AsRawFd::as_raw_fd(s)
 }
 
-/// `addr` in the kernel's layout.
-fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+/// `addr` in the kernel's layout, and its length: what `connect(2)` takes (the uring backend's
+/// ring connect too).
+pub fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: sockaddr_storage is plain old data; all zeroes is a valid (empty) address.
     let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
     let len = match addr {
