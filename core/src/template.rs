@@ -53,6 +53,16 @@ const WIDTH: usize = 12;
 /// Substituted values are reduced modulo 10^12 so they fit 12 digits.
 const MODULUS: u64 = 1_000_000_000_000;
 
+/// Appends `arg` as a RESP bulk string, recording where its placeholders start.
+fn push_bulk(bytes: &mut Vec<u8>, arg: &[u8], placeholders: &mut Vec<usize>) {
+    bytes.push(b'$');
+    push_decimal(bytes, arg.len());
+    bytes.extend_from_slice(b"\r\n");
+    find_placeholders(arg, bytes.len(), placeholders);
+    bytes.extend_from_slice(arg);
+    bytes.extend_from_slice(b"\r\n");
+}
+
 /// A request pre-encoded once; producing it is a copy plus overwriting 12 digits per placeholder in place.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Template {
@@ -249,14 +259,7 @@ impl Template {
         bytes.extend_from_slice(b"\r\n");
         for arg in args {
             match arg {
-                Arg::Bytes(arg) => {
-                    bytes.push(b'$');
-                    push_decimal(&mut bytes, arg.len());
-                    bytes.extend_from_slice(b"\r\n");
-                    find_placeholders(arg, bytes.len(), &mut placeholders);
-                    bytes.extend_from_slice(arg);
-                    bytes.extend_from_slice(b"\r\n");
-                }
+                Arg::Bytes(arg) => push_bulk(&mut bytes, arg, &mut placeholders),
                 Arg::Value => slots.push(bytes.len()),
             }
         }
@@ -281,14 +284,7 @@ impl Template {
         for arg in args {
             match crate::dataset::pieces(arg, dataset)? {
                 Some(pieces) => fields.push((bytes.len(), pieces, arg.to_vec())),
-                None => {
-                    bytes.push(b'$');
-                    push_decimal(&mut bytes, arg.len());
-                    bytes.extend_from_slice(b"\r\n");
-                    find_placeholders(arg, bytes.len(), &mut placeholders);
-                    bytes.extend_from_slice(arg);
-                    bytes.extend_from_slice(b"\r\n");
-                }
+                None => push_bulk(&mut bytes, arg, &mut placeholders),
             }
         }
         let kinds = kinds_of(&bytes, &placeholders);
