@@ -24,6 +24,7 @@ const REDIS_CLI_MISSING: &str =
 pub mod cluster;
 pub mod fake;
 pub mod relay;
+pub mod seccomp;
 
 /// Instantiates checks written once as `fn(Tool)` for respbench: the `every` list on every
 /// backend (`mio::NAME`, `smol::NAME`, `uring::NAME`), the `mio` list once, on mio (`mio::NAME`).

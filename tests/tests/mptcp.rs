@@ -94,53 +94,22 @@ fn a_run_falls_back_to_tcp_against_redis(tool: Tool) {
 /// Installs a seccomp filter in the child that fails `socket(…, IPPROTO_MPTCP)` with
 /// EPROTONOSUPPORT, as a kernel without MPTCP does.
 fn deny_mptcp_sockets() -> std::io::Result<()> {
-    #[repr(C)]
-    struct SockFilter {
-        code: u16,
-        jt: u8,
-        jf: u8,
-        k: u32,
-    }
-    #[repr(C)]
-    struct SockFprog {
-        len: u16,
-        filter: *const SockFilter,
-    }
-    extern "C" {
-        fn prctl(option: i32, ...) -> i32;
-    }
-    const PR_SET_NO_NEW_PRIVS: i32 = 38;
-    const PR_SET_SECCOMP: i32 = 22;
-    const SECCOMP_MODE_FILTER: u64 = 2;
+    use respbench_tests::seccomp::{fail, if_eq, install, load_arg, ALLOW, LOAD_NR};
     #[cfg(target_arch = "x86_64")]
     const SYS_SOCKET: u32 = 41;
     #[cfg(target_arch = "aarch64")]
     const SYS_SOCKET: u32 = 198;
     const EPROTONOSUPPORT: u32 = 93;
-    let filter = [
-        // A = seccomp_data.nr
-        SockFilter { code: 0x20, jt: 0, jf: 0, k: 0 },
-        // if A == socket, fall through, else jump to allow
-        SockFilter { code: 0x15, jt: 0, jf: 3, k: SYS_SOCKET },
-        // A = the low half of seccomp_data.args[2] (the protocol; little-endian)
-        SockFilter { code: 0x20, jt: 0, jf: 0, k: 32 },
-        // if A == IPPROTO_MPTCP, fall through, else skip one
-        SockFilter { code: 0x15, jt: 0, jf: 1, k: 262 },
-        // return SECCOMP_RET_ERRNO | EPROTONOSUPPORT
-        SockFilter { code: 0x06, jt: 0, jf: 0, k: 0x0005_0000 | EPROTONOSUPPORT },
-        // return SECCOMP_RET_ALLOW
-        SockFilter { code: 0x06, jt: 0, jf: 0, k: 0x7fff_0000 },
-    ];
-    let prog = SockFprog { len: filter.len() as u16, filter: filter.as_ptr() };
-    // SAFETY: plain system calls on this (child) process; `prog` outlives them.
-    unsafe {
-        if prctl(PR_SET_NO_NEW_PRIVS, 1u64, 0u64, 0u64, 0u64) != 0
-            || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog as *const SockFprog) != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
+    install(&[
+        LOAD_NR,
+        // socket(2): look at its protocol; any other call is allowed.
+        if_eq(SYS_SOCKET, 3),
+        load_arg(2),
+        // IPPROTO_MPTCP fails.
+        if_eq(262, 1),
+        fail(EPROTONOSUPPORT),
+        ALLOW,
+    ])
 }
 
 /// Where the kernel refuses MPTCP sockets, `--mptcp` is one clear error before the run, exit 1,

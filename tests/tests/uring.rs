@@ -57,46 +57,10 @@ fn sqpoll_needs_the_uring_backend() {
 
 /// Installs a seccomp filter in the child that fails `io_uring_setup` with `errno`.
 fn deny_io_uring_setup(errno: u32) -> std::io::Result<()> {
-    #[repr(C)]
-    struct SockFilter {
-        code: u16,
-        jt: u8,
-        jf: u8,
-        k: u32,
-    }
-    #[repr(C)]
-    struct SockFprog {
-        len: u16,
-        filter: *const SockFilter,
-    }
-    extern "C" {
-        fn prctl(option: i32, ...) -> i32;
-    }
-    const PR_SET_NO_NEW_PRIVS: i32 = 38;
-    const PR_SET_SECCOMP: i32 = 22;
-    const SECCOMP_MODE_FILTER: u64 = 2;
+    use respbench_tests::seccomp::{fail, if_eq, install, ALLOW, LOAD_NR};
     // io_uring_setup is 425 on every architecture (the numbers after 403 are shared).
     const IO_URING_SETUP: u32 = 425;
-    let filter = [
-        // A = seccomp_data.nr
-        SockFilter { code: 0x20, jt: 0, jf: 0, k: 0 },
-        // if A == io_uring_setup, fall through, else skip one
-        SockFilter { code: 0x15, jt: 0, jf: 1, k: IO_URING_SETUP },
-        // return SECCOMP_RET_ERRNO | errno
-        SockFilter { code: 0x06, jt: 0, jf: 0, k: 0x0005_0000 | errno },
-        // return SECCOMP_RET_ALLOW
-        SockFilter { code: 0x06, jt: 0, jf: 0, k: 0x7fff_0000 },
-    ];
-    let prog = SockFprog { len: filter.len() as u16, filter: filter.as_ptr() };
-    // SAFETY: plain system calls on this (child) process; `prog` outlives them.
-    unsafe {
-        if prctl(PR_SET_NO_NEW_PRIVS, 1u64, 0u64, 0u64, 0u64) != 0
-            || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog as *const SockFprog) != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
+    install(&[LOAD_NR, if_eq(IO_URING_SETUP, 1), fail(errno), ALLOW])
 }
 
 /// A refusal ends the run before the first test, with status 1 and the reason.
