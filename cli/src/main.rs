@@ -66,6 +66,7 @@ fn main() -> ExitCode {
         }
         return if rest[0] == "merge" { merge::main(name, &rest[1..]) } else { plot(name, &rest[1..]) };
     }
+    json::keep_command_line(&rest);
     let opts: Opts = match opts::parse_args(&[name], &rest, "respbench --help") {
         Ok(o) => o,
         Err(code) => return code,
