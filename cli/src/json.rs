@@ -648,7 +648,7 @@ fn read_second(s: &Value) -> Result<Second, String> {
     let (requests, errors) = (n("requests")?, n("errors")?);
     if let Some(data) = s.get("histogram").and_then(Value::as_str) {
         let latency = decode_histogram(data)?;
-        return Ok(Second::of(&Interval { requests, errors, latency }));
+        return Ok(Second::of(&Interval { requests, errors, latency, service: None }));
     }
     let us = |k: &str| {
         s.get(k)

@@ -947,6 +947,60 @@ pub fn read_hlog_independently(log: &Path) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
+/// What HdrHistogram's own `HistogramLogProcessor` (Java, Debian's `libhdrhistogram-java`) makes
+/// of an `--hlog` log with its defaults (no `-tag`: the untagged lines; values divided by 10^6,
+/// so nanoseconds print as milliseconds), or of the lines tagged `tag`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JavaHlog {
+    /// The percentile distribution's total count.
+    pub count: u64,
+    /// The value at the 50th percentile, as it printed it (milliseconds).
+    pub p50_ms: f64,
+    /// The largest value, as it printed it.
+    pub max_ms: f64,
+    /// What it printed.
+    pub output: String,
+}
+
+/// Runs `HistogramLogProcessor -i LOG [-tag TAG]` from the jar at `$RESPBENCH_HDRHISTOGRAM_JAR`,
+/// else Debian's `/usr/share/java/hdrhistogram.jar`; fails the test when java or the jar is
+/// missing (scripts/ensure-renderers installs them) or when the tool fails.
+pub fn read_hlog_with_java(log: &Path, tag: Option<&str>) -> JavaHlog {
+    let jar = std::env::var("RESPBENCH_HDRHISTOGRAM_JAR")
+        .unwrap_or_else(|_| "/usr/share/java/hdrhistogram.jar".into());
+    assert!(
+        Path::new(&jar).is_file(),
+        "{jar} is missing: install Debian's libhdrhistogram-java and a JRE (scripts/ensure-renderers does)"
+    );
+    let mut cmd = Command::new("java");
+    cmd.args(["-cp", &jar, "org.HdrHistogram.HistogramLogProcessor", "-i"]).arg(log);
+    if let Some(t) = tag {
+        cmd.args(["-tag", t]);
+    }
+    let out = cmd.output().unwrap_or_else(|e| panic!("java: {e}: install a JRE (default-jre-headless)"));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.trim().is_empty(),
+        "HistogramLogProcessor failed on {log:?}:\n{text}{err}"
+    );
+    let fields = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let p50_ms = text
+        .lines()
+        .map(fields)
+        .find(|f| f.len() >= 3 && f[1] == "0.500000000000")
+        .and_then(|f| f[0].parse().ok())
+        .unwrap_or_else(|| panic!("no 50% line in\n{text}"));
+    // #[Max     =        11.14, Total count    =         1997]
+    let footer =
+        text.lines().find(|l| l.starts_with("#[Max")).unwrap_or_else(|| panic!("no #[Max in\n{text}"));
+    let number = |after: &str| -> f64 {
+        let rest = &footer[footer.find(after).unwrap_or_else(|| panic!("{footer}")) + after.len()..];
+        rest.trim_start_matches([' ', '=']).split([',', ']']).next().unwrap().trim().parse().unwrap()
+    };
+    JavaHlog { count: number("Total count") as u64, p50_ms, max_ms: number("#[Max"), output: text }
+}
+
 /// Reads a YAML file with PyYAML's safe loader (the `pyyaml` package; see
 /// [`check_json_independently`] for the interpreter) and gives its documents as a JSON array.
 pub fn yaml_as_json(file: &Path) -> String {
