@@ -121,7 +121,7 @@ fn in_nanos(us: &Histogram<u64>) -> Result<Histogram<u64>, String> {
 /// A test's title as a tag: HdrHistogram's Java reader splits a line at spaces and commas (its
 /// scanner's delimiters), and a line ends at a newline, so each of those becomes `_`:
 /// `GET_@_2000_rps`.
-fn tag_of(name: &str) -> String {
+pub fn tag_of(name: &str) -> String {
     name.chars().map(|c| if c == ',' || c.is_whitespace() || c.is_control() { '_' } else { c }).collect()
 }
 

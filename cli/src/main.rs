@@ -2,6 +2,7 @@
 //! a session of tests and renders the results in redis-benchmark's formats.
 
 mod args;
+mod hgrm;
 mod hlog;
 mod json;
 mod merge;

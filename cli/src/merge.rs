@@ -138,6 +138,7 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
                 server_appendonly: None,
                 backend_note: None,
                 nodes: &e.nodes,
+                percentiles: &[],
             };
             report::write_quiet(&r, &mut out).map_err(|e| e.to_string())?;
         }

@@ -1001,6 +1001,41 @@ pub fn read_hlog_with_java(log: &Path, tag: Option<&str>) -> JavaHlog {
     JavaHlog { count: number("Total count") as u64, p50_ms, max_ms: number("#[Max"), output: text }
 }
 
+/// Java HdrHistogram's own percentile distribution (`outputPercentileDistribution`, as
+/// `HistogramLogProcessor -o` writes it to its `.hgrm`) of a histogram of microseconds in
+/// milliseconds: `data` (a `--json` histogram's V2 deflate base64) goes into a one-interval log
+/// beside `scratch`, which the Java tool reads with
+/// `-outputValueUnitRatio 1000`. The lines about the log's time range are left out.
+pub fn java_hgrm_of(data: &str, scratch: &Path) -> String {
+    let jar = std::env::var("RESPBENCH_HDRHISTOGRAM_JAR")
+        .unwrap_or_else(|_| "/usr/share/java/hdrhistogram.jar".into());
+    assert!(Path::new(&jar).is_file(), "{jar} is missing: install Debian's libhdrhistogram-java and a JRE");
+    let log = scratch.with_extension("hlog");
+    std::fs::write(
+        &log,
+        format!("#[StartTime: 0.000 (seconds since epoch)]\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n0.000,1.000,0.0,{data}\n"),
+    )
+    .unwrap();
+    let out = Command::new("java")
+        .args(["-cp", &jar, "org.HdrHistogram.HistogramLogProcessor", "-outputValueUnitRatio", "1000", "-i"])
+        .arg(&log)
+        .arg("-o")
+        .arg(scratch)
+        .output()
+        .unwrap_or_else(|e| panic!("java: {e}: install a JRE (default-jre-headless)"));
+    assert!(out.status.success(), "HistogramLogProcessor: {}", String::from_utf8_lossy(&out.stderr));
+    // The tool appends `.hgrm` to the -o name.
+    let hgrm = std::path::PathBuf::from(format!("{}.hgrm", scratch.display()));
+    let text = std::fs::read_to_string(&hgrm).unwrap();
+    for p in [&log, &hgrm, &scratch.to_path_buf()] {
+        let _ = std::fs::remove_file(p);
+    }
+    text.lines()
+        .filter(|l| !l.starts_with("#[Overall") && !l.starts_with("#[StartTime"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 /// Reads a YAML file with PyYAML's safe loader (the `pyyaml` package; see
 /// [`check_json_independently`] for the interpreter) and gives its documents as a JSON array.
 pub fn yaml_as_json(file: &Path) -> String {

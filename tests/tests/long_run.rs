@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use respbench_tests::{
-    json_path, read_hlog_independently, read_hlog_with_java, take_document, RedisServer, Tool,
+    java_hgrm_of, json_path, read_hlog_independently, read_hlog_with_java, take_document, RedisServer, Tool,
 };
 
 respbench_tests::backend_tests!(
@@ -17,6 +17,7 @@ respbench_tests::backend_tests!(
     mio: [
         memory_stays_flat_over_half_a_minute,
         the_interval_log_adds_up_to_the_json,
+        hgrm_files_and_chosen_percentiles,
         ctrl_c_in_a_long_run_writes_the_series_and_the_log,
         quiet_open_loop_prints_the_series_asked_for,
     ],
@@ -161,6 +162,65 @@ fn the_interval_log_adds_up_to_the_json(tool: Tool) {
         );
     }
     let _ = std::fs::remove_file(&hlog);
+}
+
+/// `--hgrm PREFIX` in an open loop of two tests: a file per test and per service time, byte for
+/// byte what HdrHistogram's Java `HistogramLogProcessor` writes for the JSON's histogram (so its
+/// plotter reads them), whose last line counts the requests. `--print-percentiles
+/// 50,99.9,99.99`: the `-q` lines show the chosen percentiles, the JSON's.
+fn hgrm_files_and_chosen_percentiles(tool: Tool) {
+    let server = RedisServer::start();
+    let json = json_path("long", "hgrm");
+    let prefix = format!("{}-", json.with_extension("").display());
+    let port = server.port().to_string();
+    let run = |extra: &[&str]| {
+        let mut a = vec!["-p", &port, "-t", "set,get", "-c", "4", "-n", "3000", "-q", "--json"];
+        a.push(json.to_str().unwrap());
+        a.extend(extra);
+        let out = tool.run(&a, Duration::from_secs(60));
+        assert!(out.status.success(), "{}", out.dump());
+        out
+    };
+    run(&["--rps", "2000", "--hgrm", &prefix]);
+    let doc = read(&json);
+    for t in doc["tests"].as_array().unwrap() {
+        let name = t["name"].as_str().unwrap();
+        for (file, field) in [
+            (format!("{prefix}{name}.hgrm"), "histogram"),
+            (format!("{prefix}{name}.service.hgrm"), "service_histogram"),
+        ] {
+            let ours = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let _ = std::fs::remove_file(&file);
+            let java = java_hgrm_of(t[field]["data"].as_str().unwrap(), &json.with_extension(field));
+            assert_eq!(ours, java, "{file} is not what the Java tool writes");
+            // The plotter's rule: lines of four numbers; the 100% line has three, the count.
+            let last: Vec<&str> =
+                ours.lines().rev().find(|l| !l.starts_with('#')).unwrap().split_whitespace().collect();
+            assert_eq!(last[1..], ["1.000000000000", "3000"], "{ours}");
+            let rows =
+                ours.lines().filter(|l| !l.starts_with('#') && l.split_whitespace().count() == 4).count();
+            assert!(rows > 20, "{ours}");
+        }
+    }
+    let out = run(&["--print-percentiles", "50,99.9,99.99"]);
+    let doc = read(&json);
+    let quiet = out.stdout.lines().filter(|l| l.contains("requests per second")).count();
+    assert_eq!(quiet, 2, "{}", out.dump());
+    for (line, t) in
+        out.stdout.lines().filter(|l| l.contains("requests per second")).zip(doc["tests"].as_array().unwrap())
+    {
+        let l = &t["latency_ms"];
+        let want = format!(
+            "{}: {:.2} requests per second, p50={:.3} msec, p99.9={:.3} msec, p99.99={:.3} msec",
+            t["name"].as_str().unwrap(),
+            t["rps"].as_f64().unwrap(),
+            l["p50"].as_f64().unwrap(),
+            l["p99_9"].as_f64().unwrap(),
+            l["p99_99"].as_f64().unwrap()
+        );
+        assert_eq!(line, want, "{}", out.dump());
+    }
+    let _ = std::fs::remove_file(&json);
 }
 
 /// Ctrl-C a few seconds into a one-hour run (once the server has answered 2500 requests at 1000
