@@ -1042,6 +1042,13 @@ pub fn yaml_as_json(file: &Path) -> String {
     python_check("yaml_to_json.py", &[file])
 }
 
+/// Validates Kubernetes manifests offline and strictly (unknown fields are errors) against the
+/// API's schemas, with the `kubernetes-validate` package (see [`check_json_independently`] for
+/// the interpreter); fails the test with its findings.
+pub fn kubernetes_validate(file: &Path) -> String {
+    python_check("validate_kubernetes.py", &[file])
+}
+
 /// Runs `tests/python/SCRIPT ARGS` and gives its stdout; fails the test when it exits non-zero.
 fn python_check(script: &str, args: &[&Path]) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
