@@ -126,7 +126,7 @@ pub fn tag_of(name: &str) -> String {
 }
 
 /// Seconds since the Unix epoch as an ISO 8601 UTC date and time (the header's readable date).
-fn utc(secs: u64) -> String {
+pub fn utc(secs: u64) -> String {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Days to a civil date (Howard Hinnant's algorithm), for dates from 1970 on.
     let z = days as i64 + 719_468;
