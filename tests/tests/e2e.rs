@@ -575,6 +575,17 @@ fn json_output_and_merge(tool: Tool) {
     let out = merge.run(&["merge", a_str, d.to_str().unwrap()], T);
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     assert!(out.stderr.contains(&format!("tests GET where {a_str} has SET, GET")), "{}", out.dump());
+    // Another server (another redis-server on another port) is another configuration.
+    let other = RedisServer::start();
+    let e = dir.join("e.json");
+    ok(
+        &tool.run(&args(&other, &["-t", "set,get", "-n", "1000", "-q", "--json", e.to_str().unwrap()]), T),
+        "run E",
+    );
+    let out = merge.run(&["merge", a_str, e.to_str().unwrap()], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    let says = format!("-p {} where {a_str} has -p {}", other.port(), server.port());
+    assert!(out.stderr.contains(&says), "{says}: {}", out.dump());
     // --force adds them up and says so in every output.
     let out = merge.run(&["merge", "--force", a_str, c_str, "--json", m.to_str().unwrap()], T);
     ok(&out, "merge --force");

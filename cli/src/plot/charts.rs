@@ -902,6 +902,59 @@ mod tests {
         assert_eq!(perc[0].lines[0].label, "a.json: GET @ 1000 rps");
     }
 
+    /// Repeats: a step's runs give its mean and its lowest and highest; backends: a bar line
+    /// per backend over the tests; service: two lines per open-loop test; and the notes carry
+    /// each test's verdict, in red when the server was not the limit.
+    #[test]
+    fn repeats_backends_service_and_notes() {
+        let p = [Some(3), Some(50), Some(1), Some(0)];
+        let mut tests = Vec::new();
+        for (run, rps) in [(0, 900.0), (1, 1000.0), (2, 1400.0)] {
+            let mut t = test(0, "GET", p, None, rps);
+            t.run = run;
+            t.verdict = Some(if run == 2 { "client" } else { "server" }.into());
+            tests.push(t);
+        }
+        let inputs = [input("rep.json", tests)];
+        let r = build(Kind::Repeat, &inputs);
+        assert_eq!(r.len(), 2);
+        let line = &r[0].lines[0];
+        assert_eq!(line.points, [(0.0, 1100.0)]);
+        assert_eq!(line.bars, [Some((900.0, 1400.0))]);
+        assert_eq!(line.flags, [true]);
+        assert_eq!(r[0].x.ticks[0].label, "GET");
+        // The notes: the context, then a line per test naming its run.
+        let notes: Vec<(&str, bool)> = r[0].notes.iter().map(|n| (n.text.as_str(), n.warn)).collect();
+        assert_eq!(notes[0], ("command line not recorded · server not identified", false));
+        assert_eq!(notes[1], ("GET run 1: server-limited", false));
+        assert_eq!(notes[3], ("GET run 3: NOT server-limited (client was the limit)", true));
+        assert!(build(Kind::Backends, &inputs).is_empty());
+
+        let mut tests = Vec::new();
+        for (b, rps, cpu) in [("mio", 1000.0, 5.0), ("smol", 800.0, 9.0)] {
+            for name in ["SET", "GET"] {
+                let mut t = test(0, name, p, None, rps);
+                t.backend = Some(b.into());
+                t.cpu_us = Some(cpu);
+                tests.push(t);
+            }
+        }
+        let b = build(Kind::Backends, &[input("be.json", tests)]);
+        assert_eq!(b.len(), 2);
+        assert_eq!(labels(&b[0]), ["mio", "smol"]);
+        assert!(b[0].lines.iter().all(|l| l.mark == Mark::Bars));
+        assert_eq!(b[0].lines[1].points, [(0.0, 800.0), (1.0, 800.0)]);
+        assert_eq!(b[1].lines[0].points, [(0.0, 5.0), (1.0, 5.0)]);
+        let ticks: Vec<&str> = b[0].x.ticks.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(ticks, ["SET", "GET"]);
+
+        let mut t = test(0, "GET", p, Some(2000), 2000.0);
+        t.service_histogram = Some(hist(1..=50));
+        let s = build(Kind::Service, &[input("ol.json", vec![t, test(0, "SET", p, None, 1.0)])]);
+        assert_eq!(labels(&s[0]), ["GET @ 2000 rps corrected", "GET @ 2000 rps service"]);
+        assert_eq!(s[0].lines[1].dash, Dash::Dashed);
+    }
+
     /// Series: the rate of the last, partial second counts the part that ran; a sliver is left
     /// out; a second without replies is a gap in p99; several backends are named.
     #[test]
