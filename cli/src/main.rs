@@ -151,6 +151,13 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
         std::fs::File::create(&tmp).map_err(|e| format!("--json: cannot write {path}: {e}"))?;
         let _ = std::fs::remove_file(&tmp);
     }
+    if let Some(prefix) = &cfg.open.hgrm {
+        // Likewise for the percentile files, written after the run.
+        let probe = format!("{prefix}.{}.tmp", std::process::id());
+        std::fs::File::create(&probe)
+            .map_err(|e| format!("--hgrm: cannot write files named {prefix}TEST.hgrm: {e}"))?;
+        let _ = std::fs::remove_file(&probe);
+    }
     let session = Session::new(cfg, tls, &mut presenter, stop).map_err(|e| e.to_string())?;
     presenter.begin(&session)?;
     let base = session.config().clone();

@@ -181,6 +181,18 @@ fn hgrm_files_and_chosen_percentiles(tool: Tool) {
         assert!(out.status.success(), "{}", out.dump());
         out
     };
+    // A prefix in a directory that is not there is refused before the run.
+    let out = tool.run(
+        &["-p", &port, "-t", "get", "-n", "100000000", "--hgrm", "/nonexistent-dir/r-"],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(
+        out.stderr.contains("--hgrm: cannot write files named /nonexistent-dir/r-TEST.hgrm"),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("get"), 0, "the run started anyway");
     run(&["--rps", "2000", "--hgrm", &prefix]);
     let doc = read(&json);
     for t in doc["tests"].as_array().unwrap() {
