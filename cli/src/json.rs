@@ -27,16 +27,64 @@ pub const READS_ALSO: &[&str] = &["respbench/1"];
 /// The histogram's `encoding`.
 const ENCODING: &str = "hdrhistogram-v2-deflate-base64";
 
+/// The command line of this process, its password hidden: the document's `command_line`.
+static COMMAND_LINE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Keeps the process's arguments (after the program's name) for the document, each password
+/// (`-a`, `--password`, a URI's) replaced by `***`.
+pub fn keep_command_line(args: &[&str]) {
+    let _ = COMMAND_LINE.set(redact(args));
+}
+
+/// `args` with the values of `-a`/`--password` and the password of a `-u`/`--uri` URI hidden.
+fn redact(args: &[&str]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut next: Option<&str> = None;
+    for &a in args {
+        if let Some(option) = next.take() {
+            out.push(if option == "-u" || option == "--uri" { redact_uri(a) } else { "***".into() });
+            continue;
+        }
+        match a.split_once('=') {
+            Some((o @ ("-a" | "--password"), _)) => out.push(format!("{o}=***")),
+            Some((o @ ("-u" | "--uri"), uri)) => out.push(format!("{o}={}", redact_uri(uri))),
+            _ => {
+                if matches!(a, "-a" | "--password" | "-u" | "--uri") {
+                    next = Some(a);
+                }
+                out.push(a.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// `redis://user:secret@host` as `redis://user:***@host`; a URI without a password as it is.
+fn redact_uri(uri: &str) -> String {
+    let Some((scheme, rest)) = uri.split_once("://") else { return uri.to_string() };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else { return uri.to_string() };
+    let hidden = match userinfo.split_once(':') {
+        Some((user, _)) => format!("{user}:***"),
+        // redis://secret@host: a password alone.
+        None => "***".to_string(),
+    };
+    format!("{scheme}://{hidden}@{host}")
+}
+
 /// The whole document of a run (or of a merge).
 pub fn document(config: Value, server: Value, interrupted: bool, tests: Vec<Value>) -> Value {
-    json!({
+    let mut doc = json!({
         "schema": SCHEMA,
         "tool": { "name": "respbench", "version": env!("CARGO_PKG_VERSION") },
         "config": config,
         "server": server,
         "interrupted": interrupted,
         "tests": tests,
-    })
+    });
+    if let Some(line) = COMMAND_LINE.get() {
+        doc["command_line"] = json!(line);
+    }
+    doc
 }
 
 /// The `config` object: every option that shapes the load (no password).
@@ -146,7 +194,13 @@ pub fn config(cfg: &Config) -> Value {
 
 /// The `server` object: what the startup connection read from `CONFIG GET` (null when refused).
 pub fn server(info: &ServerInfo) -> Value {
-    json!({ "save": info.save, "appendonly": info.appendonly })
+    json!({
+        "save": info.save,
+        "appendonly": info.appendonly,
+        "name": info.name,
+        "version": info.version,
+        "mode": info.mode,
+    })
 }
 
 /// A sweep step's values as each of its entries records them.
@@ -594,7 +648,7 @@ fn read_second(s: &Value) -> Result<Second, String> {
     let (requests, errors) = (n("requests")?, n("errors")?);
     if let Some(data) = s.get("histogram").and_then(Value::as_str) {
         let latency = decode_histogram(data)?;
-        return Ok(Second::of(&Interval { requests, errors, latency }));
+        return Ok(Second::of(&Interval { requests, errors, latency, service: None }));
     }
     let us = |k: &str| {
         s.get(k)
@@ -782,6 +836,25 @@ mod tests {
         assert!(read_second(&json!({"requests": 1, "errors": 0, "p50_ms": 1.0}))
             .unwrap_err()
             .contains("p90_ms"));
+    }
+
+    #[test]
+    fn passwords_stay_out_of_the_command_line() {
+        let got = redact(&[
+            "-a",
+            "s3cret",
+            "--password=x",
+            "-u",
+            "redis://bench:pw@h:1",
+            "--uri=redis://pw@h",
+            "-c",
+            "5",
+        ]);
+        assert_eq!(
+            got,
+            ["-a", "***", "--password=***", "-u", "redis://bench:***@h:1", "--uri=redis://***@h", "-c", "5"]
+        );
+        assert_eq!(redact_uri("redis://h:6379/0"), "redis://h:6379/0");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! a session of tests and renders the results in redis-benchmark's formats.
 
 mod args;
+mod hgrm;
 mod hlog;
 mod json;
 mod merge;
@@ -66,6 +67,7 @@ fn main() -> ExitCode {
         }
         return if rest[0] == "merge" { merge::main(name, &rest[1..]) } else { plot(name, &rest[1..]) };
     }
+    json::keep_command_line(&rest);
     let opts: Opts = match opts::parse_args(&[name], &rest, "respbench --help") {
         Ok(o) => o,
         Err(code) => return code,
@@ -148,6 +150,13 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
         let tmp = json::temp_path(path);
         std::fs::File::create(&tmp).map_err(|e| format!("--json: cannot write {path}: {e}"))?;
         let _ = std::fs::remove_file(&tmp);
+    }
+    if let Some(prefix) = &cfg.open.hgrm {
+        // Likewise for the percentile files, written after the run.
+        let probe = format!("{prefix}.{}.tmp", std::process::id());
+        std::fs::File::create(&probe)
+            .map_err(|e| format!("--hgrm: cannot write files named {prefix}TEST.hgrm: {e}"))?;
+        let _ = std::fs::remove_file(&probe);
     }
     let session = Session::new(cfg, tls, &mut presenter, stop).map_err(|e| e.to_string())?;
     presenter.begin(&session)?;

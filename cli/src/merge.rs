@@ -1,6 +1,12 @@
 //! `respbench merge A.json B.json … [--json OUT]`: combines the `--json` documents of several runs
 //! (one per client machine or process) test by test, exactly: histograms add bucket by bucket,
 //! counts add, and the interval is the union of the runs' intervals.
+//!
+//! Only sums that mean something are made: the documents must be the parts of one split run
+//! (`--worker I/N`: the same configuration and `--start-at`, each part once) or repeats of one
+//! configuration (the same options but for the seed and `--start-at`, the same tests, the same
+//! server). Anything else is refused with what differs, unless `--force`, which marks the result
+//! as a mixture: `mixture` in the document and a `MIXTURE:` line in the text.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -21,6 +27,10 @@ struct MergeOpts {
     /// printed)
     #[argh(option)]
     json: Option<String>,
+    /// merge documents that are neither the parts of one split run nor repeats of one
+    /// configuration; the result is marked as a mixture
+    #[argh(switch)]
+    force: bool,
     /// the documents to merge, written by respbench --json
     #[argh(positional)]
     files: Vec<String>,
@@ -48,10 +58,38 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
     let mut docs = Vec::new();
     for path in &opts.files {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        docs.push(read_document(path, &text)?);
+        let doc = read_document(path, &text)?;
+        // A document of another kind is refused as that, before its differences are listed.
+        check_schema(&doc).map_err(|e| format!("{path}: {e}"))?;
+        docs.push(doc);
     }
-    let workers = check_parts(&opts.files, &docs)?;
-    let mut merged = merge(&docs).map_err(|(i, e)| format!("{}: {e}", opts.files[i]))?;
+    let mut mixture = Vec::new();
+    let force_hint = "\n(respbench merge --force adds them up anyway and marks the result as a mixture)";
+    let workers = match check_parts(&opts.files, &docs) {
+        Ok(w) => w,
+        Err(e) if opts.force => {
+            mixture.push(e);
+            None
+        }
+        Err(e) => return Err(format!("{e}{force_hint}")),
+    };
+    if workers.is_none() && mixture.is_empty() {
+        let differ = check_repeats(&opts.files, &docs);
+        if !differ.is_empty() {
+            let e = format!(
+                "these runs are not repeats of one configuration (nor the parts of one --worker run):\n  {}",
+                differ.join("\n  ")
+            );
+            if !opts.force {
+                return Err(format!("{e}{force_hint}"));
+            }
+            mixture.push(e);
+        }
+    }
+    let mut merged = merge(&docs, !mixture.is_empty()).map_err(|(i, e)| format!("{}: {e}", opts.files[i]))?;
+    if !mixture.is_empty() {
+        eprintln!("respbench merge: --force: {}", mixture.join("\n"));
+    }
     if let Some(count) = workers {
         // The merged document is the whole run: its config without one worker's part.
         if let Value::Object(c) = &mut merged.config {
@@ -71,6 +109,13 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
     }
     if opts.json.as_deref() != Some("-") {
         let mut out = io::stdout().lock();
+        if !mixture.is_empty() {
+            writeln!(
+                out,
+                "MIXTURE: the sums below add up runs of different configurations (--force); see stderr for what differs"
+            )
+            .map_err(|e| e.to_string())?;
+        }
         for e in &merged.tests {
             let mut title = match &e.backend {
                 Some(b) if merged.backends() > 1 => format!("{} [{b}]", e.name),
@@ -93,6 +138,7 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
                 server_appendonly: None,
                 backend_note: None,
                 nodes: &e.nodes,
+                percentiles: &[],
             };
             report::write_quiet(&r, &mut out).map_err(|e| e.to_string())?;
         }
@@ -104,6 +150,12 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
             doc["late_by_s"] = late.into();
         }
         doc["merged_from"] = serde_json::json!(opts.files);
+        if let Some(line) = docs.first().and_then(|d| d.get("command_line")).filter(|_| mixture.is_empty()) {
+            doc["command_line"] = line.clone();
+        }
+        if !mixture.is_empty() {
+            doc["mixture"] = serde_json::json!(mixture);
+        }
         crate::json::write_json(path, &doc)?;
     }
     Ok(())
@@ -215,11 +267,129 @@ fn differences(a: &Value, b: &Value, b_name: &str) -> Vec<String> {
     let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
     keys.sort();
     keys.dedup();
-    let shown = |v: Option<&Value>| v.map_or_else(|| "absent".to_string(), Value::to_string);
+    let shown = |v: Option<&Value>| match v {
+        None => "absent".to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+    };
     keys.into_iter()
         .filter(|k| a.get(*k) != b.get(*k))
-        .map(|k| format!("{k} {} where {b_name} has {}", shown(a.get(k)), shown(b.get(k))))
+        .map(|k| match option_of(k) {
+            Some(o) => format!("{o} {} where {b_name} has {o} {}", shown(a.get(k)), shown(b.get(k))),
+            None => {
+                let json = |v: Option<&Value>| v.map_or_else(|| "absent".to_string(), Value::to_string);
+                format!("{k} {} where {b_name} has {}", json(a.get(k)), json(b.get(k)))
+            }
+        })
         .collect()
+}
+
+/// The config fields that may differ between repeats of one configuration: the seed (each run
+/// draws its own without `--seed`) and when it began.
+const REPEAT_FREE: &[&str] = &["seed", "start_at_us"];
+
+/// What makes whole runs other than repeats of one configuration: each document's differences
+/// from the first in its options (as `-c 10 where a.json has -c 50`), its tests and its server.
+/// Empty when they are repeats.
+fn check_repeats(files: &[String], docs: &[Value]) -> Vec<String> {
+    let cluster = |doc: &Value| doc.pointer("/config/cluster").and_then(Value::as_bool).unwrap_or(false);
+    let comparable = |doc: &Value, drop_address: bool| {
+        let mut c = doc.get("config").cloned().unwrap_or(Value::Null);
+        if let Value::Object(m) = &mut c {
+            for k in REPEAT_FREE {
+                m.remove(*k);
+            }
+            if drop_address {
+                // A cluster is found from any of its nodes: the seed node may differ.
+                m.remove("host");
+                m.remove("port");
+            }
+        }
+        c
+    };
+    let tests = |doc: &Value| -> Vec<String> {
+        let list = doc.get("tests").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+        let mut names: Vec<String> = list
+            .iter()
+            .map(|t| {
+                let mut n = t.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
+                let several =
+                    doc.pointer("/config/backend").and_then(Value::as_str).is_some_and(|b| b.contains(','));
+                if let Some(b) = t.get("backend").and_then(Value::as_str).filter(|_| several) {
+                    n.push_str(&format!(" [{b}]"));
+                }
+                if let Some(r) = t.get("target_rps").and_then(Value::as_u64) {
+                    n.push_str(&format!(" @ {r} rps"));
+                }
+                if let Some(s) = t.get("step").filter(|s| s.is_object()) {
+                    n.push_str(&format!(" {s}"));
+                }
+                n
+            })
+            .collect();
+        names.dedup();
+        names
+    };
+    let nodes = |doc: &Value| -> Vec<String> {
+        let list = doc.get("tests").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+        list.iter()
+            .flat_map(|t| t.get("nodes").and_then(Value::as_array).into_iter().flatten())
+            .filter_map(|n| n.get("address").and_then(Value::as_str).map(str::to_string))
+            .collect()
+    };
+    let mut problems = Vec::new();
+    let Some(first) = docs.first() else { return problems };
+    for (i, doc) in docs.iter().enumerate().skip(1) {
+        let both_cluster = cluster(doc) && cluster(first);
+        let mut differ =
+            differences(&comparable(doc, both_cluster), &comparable(first, both_cluster), &files[0]);
+        if both_cluster {
+            let (a, b) = (nodes(doc), nodes(first));
+            if !a.is_empty() && !b.is_empty() && !a.iter().any(|n| b.contains(n)) {
+                differ.push(format!(
+                    "a cluster of nodes {} where {} has {}",
+                    a.join(" "),
+                    files[0],
+                    b.join(" ")
+                ));
+            }
+        }
+        let (a, b) = (tests(doc), tests(first));
+        if a != b {
+            differ.push(format!("tests {} where {} has {}", a.join(", "), files[0], b.join(", ")));
+        }
+        let (a, b) = (doc.get("server"), first.get("server"));
+        if a != b {
+            let shown = |v: Option<&Value>| v.map_or_else(|| "none".to_string(), Value::to_string);
+            differ.push(format!("server {} where {} has {}", shown(a), files[0], shown(b)));
+        }
+        if !differ.is_empty() {
+            problems.push(format!("{}: {}", files[i], differ.join("; ")));
+        }
+    }
+    problems
+}
+
+/// How a message names a `config` field: its option where it has one (`-c`), else its name.
+fn option_of(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "host" => "-h",
+        "port" => "-p",
+        "socket" => "-s",
+        "clients" => "-c",
+        "requests" => "-n",
+        "datasize" => "-d",
+        "pipeline" => "-P",
+        "keyspace" => "-r",
+        "threads" => "--threads",
+        "tests" => "-t",
+        "rps" => "--rps",
+        "duration_s" => "--duration",
+        "backend" => "--backend",
+        "dbnum" => "--dbnum",
+        "loop" => "-l",
+        _ => return None,
+    })
 }
 
 /// What keeps merged tests apart: name, backend, target rate and a sweep's step (as JSON).
@@ -272,18 +442,25 @@ fn pipeline_mode(doc: &Value) -> &str {
     doc.get("config").and_then(|c| c.get("pipeline_mode")).and_then(Value::as_str).unwrap_or("window")
 }
 
-/// Merges documents; an error names the index of the document at fault.
-pub fn merge(docs: &[Value]) -> Result<Merged, (usize, String)> {
+/// Whether this respbench reads the document's `schema`.
+fn check_schema(doc: &Value) -> Result<(), String> {
+    let schema = doc.get("schema").and_then(Value::as_str);
+    if !schema.is_some_and(|s| s == json::SCHEMA || json::READS_ALSO.contains(&s)) {
+        let found = schema.map_or_else(|| "missing".to_string(), |s| format!("'{s}'"));
+        return Err(format!("schema is {found}; this respbench reads '{}'", json::SCHEMA));
+    }
+    Ok(())
+}
+
+/// Merges documents; an error names the index of the document at fault. `mixed` (`--force`):
+/// documents of different pipeline modes are added too.
+pub fn merge(docs: &[Value], mixed: bool) -> Result<Merged, (usize, String)> {
     let mut merged: Option<Merged> = None;
     for (i, doc) in docs.iter().enumerate() {
-        let schema = doc.get("schema").and_then(Value::as_str);
-        if !schema.is_some_and(|s| s == json::SCHEMA || json::READS_ALSO.contains(&s)) {
-            let found = schema.map_or_else(|| "missing".to_string(), |s| format!("'{s}'"));
-            return Err((i, format!("schema is {found}; this respbench reads '{}'", json::SCHEMA)));
-        }
+        check_schema(doc).map_err(|e| (i, e))?;
         let tests = doc.get("tests").and_then(Value::as_array).ok_or((i, "no 'tests' array".to_string()))?;
         let (mode, first) = (pipeline_mode(doc), docs.first().map_or("window", pipeline_mode));
-        if mode != first {
+        if mode != first && !mixed {
             // A batch and a window put different loads on the server: their sums mean nothing.
             return Err((
                 i,
@@ -329,6 +506,10 @@ mod tests {
     use proptest::prelude::*;
     use respbench_core::{Stats, Time};
     use respbench_session::cpu::ClientCpu;
+
+    fn merge_all(docs: &[Value]) -> Result<Merged, (usize, String)> {
+        merge(docs, false)
+    }
 
     fn doc_of(tests: &[(&str, &Stats)]) -> Value {
         let tests = tests
@@ -377,7 +558,7 @@ mod tests {
                 }
             }
             let docs: Vec<Value> = parts.iter().map(|p| doc_of(&[("GET", p)])).collect();
-            let m = merge(&docs).unwrap();
+            let m = merge(&docs, false).unwrap();
             prop_assert_eq!(m.tests.len(), 1);
             let got = &m.tests[0].stats;
             let cpu = m.tests[0].cpu.unwrap();
@@ -424,7 +605,7 @@ mod tests {
         // Two load machines found the nodes in different orders; the second did not see node c.
         let a = cluster_doc(&[("a:1", 10, 1), ("b:2", 20, 0), ("c:3", 30, 2)]);
         let b = cluster_doc(&[("b:2", 200, 4), ("a:1", 100, 0), ("d:4", 5, 0)]);
-        let m = merge(&[a, b]).unwrap();
+        let m = merge_all(&[a, b]).unwrap();
         let t = &m.tests[0];
         let got: Vec<(&str, u64, u64)> = t
             .nodes
@@ -443,7 +624,7 @@ mod tests {
         assert_eq!(d["tests"][0]["redirects"]["moved"], 7);
         // Merging a document with nodes and one without keeps the nodes.
         let plain = doc_of(&[("GET", &Stats::new(Time::ZERO, 3, false).unwrap())]);
-        let m = merge(&[plain, cluster_doc(&[("a:1", 10, 1)])]).unwrap();
+        let m = merge_all(&[plain, cluster_doc(&[("a:1", 10, 1)])]).unwrap();
         assert_eq!(m.tests[0].nodes.len(), 1);
         assert_eq!(m.tests[0].stats.nodes[0].requests, 10);
     }
@@ -452,18 +633,18 @@ mod tests {
     fn tests_by_name_and_schema_checked() {
         let a = Stats::new(Time::ZERO, 3, false).unwrap();
         let docs = [doc_of(&[("SET", &a), ("GET", &a)]), doc_of(&[("GET", &a), ("LPUSH", &a)])];
-        let names: Vec<String> = merge(&docs).unwrap().tests.into_iter().map(|t| t.name).collect();
+        let names: Vec<String> = merge(&docs, false).unwrap().tests.into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["SET", "GET", "LPUSH"]);
         let mut bad = docs[1].clone();
         bad["schema"] = "respbench/3".into();
-        let (i, e) = merge(&[docs[0].clone(), bad]).err().unwrap();
+        let (i, e) = merge_all(&[docs[0].clone(), bad]).err().unwrap();
         assert_eq!(i, 1);
         assert!(e.contains("respbench/3") && e.contains("reads 'respbench/2'"), "{e}");
         // The version before, whose seconds carried histograms, still merges.
         let mut old = docs[1].clone();
         old["schema"] = "respbench/1".into();
-        assert!(merge(&[docs[0].clone(), old]).is_ok());
-        assert!(merge(&[serde_json::json!({"x": 1})]).is_err());
+        assert!(merge_all(&[docs[0].clone(), old]).is_ok());
+        assert!(merge_all(&[serde_json::json!({"x": 1})]).is_err());
     }
 
     #[test]
@@ -478,13 +659,13 @@ mod tests {
             d
         };
         let (batch, window, before) = (with(Some("batch")), with(Some("window")), with(None));
-        assert_eq!(merge(&[batch.clone(), batch.clone()]).unwrap().config["pipeline_mode"], "batch");
-        let (i, e) = merge(&[batch.clone(), window.clone()]).err().unwrap();
+        assert_eq!(merge_all(&[batch.clone(), batch.clone()]).unwrap().config["pipeline_mode"], "batch");
+        let (i, e) = merge_all(&[batch.clone(), window.clone()]).err().unwrap();
         assert_eq!(i, 1);
         assert!(e.contains("window mode and the first document in batch mode"), "{e}");
         // A document from before the option pipelined as a window.
-        assert!(merge(&[window.clone(), before.clone()]).is_ok());
-        assert_eq!(merge(&[before, batch]).err().unwrap().0, 1);
+        assert!(merge_all(&[window.clone(), before.clone()]).is_ok());
+        assert_eq!(merge_all(&[before, batch]).err().unwrap().0, 1);
     }
 
     /// A worker's document: `config` with `worker` and the given `key_dist`.
@@ -543,10 +724,62 @@ mod tests {
             let tests = b.iter().map(|b| json::test(&entry("GET", Some(b), a.clone()), 0).unwrap()).collect();
             json::document(Value::Null, Value::Null, false, tests)
         };
-        let m = merge(&[doc(&["mio", "smol"]), doc(&["mio", "smol"])]).unwrap();
+        let m = merge_all(&[doc(&["mio", "smol"]), doc(&["mio", "smol"])]).unwrap();
         let got: Vec<_> =
             m.tests.iter().map(|t| (t.backend.as_deref().unwrap(), t.cpu.unwrap().threads)).collect();
         assert_eq!(got, [("mio", 2), ("smol", 2)]);
         assert_eq!(m.backends(), 2);
+    }
+
+    /// A whole run's document: `config` with these fields over a base, tests by name.
+    fn run_doc(config: Value, tests: &[&str], server: Value) -> Value {
+        let a = Stats::new(Time::ZERO, 3, false).unwrap();
+        let mut d = doc_of(&tests.iter().map(|t| (*t, &a)).collect::<Vec<_>>());
+        let mut c = serde_json::json!({"host": "127.0.0.1", "port": 6379, "clients": 50, "requests": 1000,
+            "pipeline": 1, "seed": 1, "tests": "set,get", "cluster": false});
+        for (k, v) in config.as_object().unwrap() {
+            c[k] = v.clone();
+        }
+        d["config"] = c;
+        d["server"] = server;
+        d
+    }
+
+    #[test]
+    fn repeats_of_one_configuration_and_what_differs() {
+        let files: Vec<String> = ["a.json", "b.json", "c.json"].iter().map(|s| s.to_string()).collect();
+        let server = serde_json::json!({"name": "redis", "version": "7.0.15", "mode": "standalone"});
+        let base = run_doc(serde_json::json!({}), &["SET", "GET"], server.clone());
+        // Seeds and start times may differ between repeats.
+        let again =
+            run_doc(serde_json::json!({"seed": 99, "start_at_us": 5}), &["SET", "GET"], server.clone());
+        assert!(check_repeats(&files, &[base.clone(), again.clone(), base.clone()]).is_empty());
+        let fewer = run_doc(serde_json::json!({"clients": 10}), &["SET", "GET"], server.clone());
+        let got = check_repeats(&files, &[base.clone(), fewer]);
+        assert_eq!(got, ["b.json: -c 10 where a.json has -c 50"]);
+        let other = run_doc(serde_json::json!({"tests": "get"}), &["GET"], server.clone());
+        let got = check_repeats(&files, &[base.clone(), again, other]);
+        assert_eq!(got, ["c.json: -t get where a.json has -t set,get; tests GET where a.json has SET, GET"]);
+        let valkey = serde_json::json!({"name": "valkey", "version": "8.0.1", "mode": "standalone"});
+        let elsewhere = run_doc(serde_json::json!({"port": 6380}), &["SET", "GET"], valkey);
+        let got = check_repeats(&files, &[base.clone(), elsewhere]);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].starts_with("b.json: -p 6380 where a.json has -p 6379; server {"), "{got:?}");
+        assert!(got[0].contains(r#""name":"valkey""#) && got[0].contains(r#""version":"7.0.15""#), "{got:?}");
+        // A cluster found from two of its nodes is one server.
+        let seeded =
+            |port: u64| run_doc(serde_json::json!({"cluster": true, "port": port}), &["SET"], server.clone());
+        assert!(check_repeats(&files, &[seeded(7000), seeded(7002)]).is_empty());
+    }
+
+    #[test]
+    fn a_forced_mixture_adds_other_pipeline_modes() {
+        let a = Stats::new(Time::ZERO, 3, false).unwrap();
+        let mut batch = doc_of(&[("GET", &a)]);
+        batch["config"] = serde_json::json!({"pipeline_mode": "batch"});
+        let mut window = doc_of(&[("GET", &a)]);
+        window["config"] = serde_json::json!({"pipeline_mode": "window"});
+        assert!(merge(&[batch.clone(), window.clone()], false).is_err());
+        assert!(merge(&[batch, window], true).is_ok());
     }
 }

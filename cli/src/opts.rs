@@ -263,6 +263,15 @@ pub struct Opts {
     /// HdrHistogram's interval log format (tagged with the test's name)
     #[argh(option)]
     pub hlog: Option<String>,
+    /// write each test's latency distribution to PREFIXTEST.hgrm (and an open loop's service
+    /// time to PREFIXTEST.service.hgrm): HdrHistogram's percentile-distribution text, as wrk2
+    /// prints it and HdrHistogram's plotter reads it
+    #[argh(option)]
+    pub hgrm: Option<String>,
+    /// the latency percentiles the report shows, as memtier_benchmark's option: 50,99,99.9,99.99
+    /// (verbose summary columns and -q lines; CSV keeps redis-benchmark's columns)
+    #[argh(option)]
+    pub print_percentiles: Option<String>,
     /// this process is worker I of N (0/4 .. 3/4) splitting the run: -n, -c and --rps are the
     /// whole run's, divided among the workers (the first ones take the remainder), --key-dist
     /// sequential gives each its own part of the -r keyspace, and --seed gives each its own
@@ -463,6 +472,20 @@ fn tls_config(on: bool, asked_by: &str, o: TlsOptions) -> Result<Option<TlsOptio
 const NO_TLS: &str =
     "this respbench was built without TLS (cargo feature `tls`, on by default): rebuild without --no-default-features";
 
+/// `--print-percentiles 50,99,99.9`: each a percentile from 0 to 100.
+fn percentiles(list: &str) -> Result<Vec<f64>, String> {
+    list.split(',')
+        .map(|p| match p.trim().parse::<f64>() {
+            Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+            _ => Err(bad(
+                "--print-percentiles",
+                list,
+                "expected percentiles from 0 to 100, like 50,99,99.9,99.99",
+            )),
+        })
+        .collect()
+}
+
 impl Opts {
     /// Checks the rate, time and mix options.
     fn open_loop(&self) -> Result<OpenLoopConfig, String> {
@@ -470,6 +493,11 @@ impl Opts {
             show_series: self.series,
             live: self.live,
             hlog: self.hlog.clone(),
+            hgrm: self.hgrm.clone(),
+            percentiles: match &self.print_percentiles {
+                Some(list) => percentiles(list)?,
+                None => Vec::new(),
+            },
             ..OpenLoopConfig::default()
         };
         if let Some(list) = &self.rps {

@@ -15,7 +15,9 @@ use argh::FromArgs;
 use charts::Kind;
 
 /// respbench plot: draws the results of respbench --json runs (or respbench merge) as charts:
-/// latency by percentile, open-loop latency against target rate, per-second series and sweeps.
+/// latency by percentile, open-loop latency against target rate and its service time,
+/// per-second series, sweeps, repeats with their spread and backends side by side; under each,
+/// the command line, server, date, backend and each test's verdict and client CPU.
 #[derive(FromArgs, Debug)]
 #[argh(help_triggers("--help"))]
 struct PlotOpts {
@@ -24,8 +26,8 @@ struct PlotOpts {
     /// charts), or - (SVG on stdout)
     #[argh(option, short = 'o')]
     output: Option<String>,
-    /// the charts to draw, comma separated: percentiles, rate, series, sweep (default: every one
-    /// the results allow)
+    /// the charts to draw, comma separated: percentiles, service, rate, series, sweep, repeat,
+    /// backends (default: every one the results allow)
     #[argh(option)]
     charts: Option<String>,
     /// the documents to draw, written by respbench --json
@@ -126,7 +128,9 @@ mod tests {
         assert_eq!(format_of("R.HTML"), Ok(Format::Html));
         assert!(format_of("a.png").unwrap_err().contains(".svg"));
         assert_eq!(kinds(Some("rate, series")), Ok(Some(vec![Kind::Rate, Kind::Series])));
-        assert!(kinds(Some("pie")).unwrap_err().contains("percentiles, rate, series, sweep"));
+        assert!(kinds(Some("pie"))
+            .unwrap_err()
+            .contains("percentiles, service, rate, series, sweep, repeat, backends"));
         assert_eq!(kinds(None), Ok(None));
     }
 }

@@ -133,6 +133,11 @@ impl Presenter {
                 self.failed.push(e);
             }
         }
+        if let Some(prefix) = &cfg.open.hgrm {
+            if let Err(e) = crate::hgrm::write_all(prefix, results, self.comparing) {
+                self.failed.push(e);
+            }
+        }
         if let Some(path) = &cfg.json {
             // Written whatever happened to the other outputs: each is independent.
             let written =
@@ -374,6 +379,7 @@ fn print_test(
         server_appendonly: info.appendonly.as_deref(),
         backend_note: respbench_session::backend_note(entry.backend.as_deref()),
         nodes: &entry.nodes,
+        percentiles: &cfg.open.percentiles,
     };
     match cfg.output {
         Output::Verbose => {

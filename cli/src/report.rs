@@ -50,6 +50,9 @@ pub struct TestReport<'a> {
     pub backend_note: Option<String>,
     /// Over several nodes: each node of `stats.nodes`, in the same order; empty otherwise.
     pub nodes: &'a [NodeInfo],
+    /// `--print-percentiles`: the percentiles the summary and the `-q` line show instead of
+    /// redis-benchmark's (p50, p95, p99 and p50); empty keeps those.
+    pub percentiles: &'a [f64],
 }
 
 /// The verbose report's lines about what respbench adds to redis-benchmark's load: `value
@@ -110,7 +113,11 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "Summary:")?;
     writeln!(out, "  throughput summary: {:.2} requests per second", finite(s.rps()))?;
     writeln!(out, "  latency summary (msec):")?;
-    write_summary_table(&sum, out)?;
+    if r.percentiles.is_empty() {
+        write_summary_table(&sum, out)?;
+    } else {
+        write_chosen_table(h, r.percentiles, out)?;
+    }
     if let Some(c) = r.cpu {
         // respbench's own line, after redis-benchmark's summary so parsers of that stay whole.
         writeln!(
@@ -331,8 +338,17 @@ pub fn write_compare_footer(out: &mut impl Write) -> io::Result<()> {
 /// Writes a test's one-line report, as with `-q`.
 pub fn write_quiet(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     let s = r.stats;
-    let p50 = ms(value_at_percentile(&s.latency, 50.0));
-    writeln!(out, "{}: {:.2} requests per second, p50={:.3} msec", r.title, finite(s.rps()), p50)?;
+    if r.percentiles.is_empty() {
+        let p50 = ms(value_at_percentile(&s.latency, 50.0));
+        writeln!(out, "{}: {:.2} requests per second, p50={:.3} msec", r.title, finite(s.rps()), p50)?;
+    } else {
+        let chosen: Vec<String> = r
+            .percentiles
+            .iter()
+            .map(|&p| format!("{}={:.3} msec", percentile_name(p), ms(value_at_percentile(&s.latency, p))))
+            .collect();
+        writeln!(out, "{}: {:.2} requests per second, {}", r.title, finite(s.rps()), chosen.join(", "))?;
+    }
     if s.abandoned + s.unsent + s.lost > 0 {
         // A line of its own, so redis-benchmark's line stays whole for its parsers.
         let silent = if s.abandoned + s.unsent > 0 { format!("; {}", silence(s)) } else { String::new() };
@@ -444,6 +460,27 @@ pub fn write_open_loop(e: &TestResult, poisson: bool, out: &mut impl Write) -> i
     )?;
     writeln!(out, "  service time summary (msec, from the actual send):")?;
     write_summary_table(&Summary::of(h), out)
+}
+
+/// `p50`, `p99.9`, `p99.99`: a percentile's name as memtier_benchmark gives it (up to three
+/// decimals, none trailing).
+pub fn percentile_name(p: f64) -> String {
+    let s = format!("{p:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("p{s}")
+}
+
+/// The latency summary with the `--print-percentiles` columns: avg, min, the chosen ones, max.
+fn write_chosen_table(h: &Histogram<u64>, chosen: &[f64], out: &mut impl Write) -> io::Result<()> {
+    let sum = Summary::of(h);
+    let mut head = format!("    {:>9} {:>9}", "avg", "min");
+    let mut row = format!("    {:9.3} {:9.3}", sum.avg, sum.min);
+    for &p in chosen {
+        head += &format!(" {:>9}", percentile_name(p));
+        row += &format!(" {:9.3}", ms(value_at_percentile(h, p)));
+    }
+    writeln!(out, "{head} {:>9}", "max")?;
+    writeln!(out, "{row} {:9.3}", sum.max)
 }
 
 /// The two lines of redis-benchmark's latency summary: column names, then figures in msec.
@@ -728,6 +765,7 @@ mod tests {
         TestReport {
             title,
             stats: s,
+            percentiles: &[],
             cpu: None,
             verdict: None,
             clients: 50,
@@ -867,6 +905,38 @@ Summary:
         assert!(verbose(&r).contains(
             "  host configuration \"save\": 3600 1 300 100 60 10000\n  host configuration \"appendonly\": \n  multi-thread: no\n\n"
         ));
+    }
+
+    /// `--print-percentiles`: the -q line and the summary's columns show the chosen ones, named
+    /// as memtier names them, with the values of the C rule the rest of the report uses.
+    #[test]
+    fn chosen_percentiles() {
+        let names: Vec<String> =
+            [50.0, 99.0, 99.9, 99.99, 99.999, 0.5].iter().map(|p| percentile_name(*p)).collect();
+        assert_eq!(names, ["p50", "p99", "p99.9", "p99.99", "p99.999", "p0.5"]);
+        let s = stats((1..=10_000).map(|v| v * 10));
+        let mut r = report("GET", &s);
+        let chosen = [50.0, 99.9, 99.99];
+        r.percentiles = &chosen;
+        let mut out = Vec::new();
+        write_quiet(&r, &mut out).unwrap();
+        let at = |p: f64| ms(value_at_percentile(&s.latency, p));
+        let want = format!(
+            "GET: {:.2} requests per second, p50={:.3} msec, p99.9={:.3} msec, p99.99={:.3} msec\n",
+            s.rps(),
+            at(50.0),
+            at(99.9),
+            at(99.99)
+        );
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+        assert!(at(99.99) > at(99.9) && at(99.9) > at(50.0));
+        let text = verbose(&r);
+        let head = format!(
+            "    {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+            "avg", "min", "p50", "p99.9", "p99.99", "max"
+        );
+        assert!(text.contains(&head), "{text}");
+        assert!(text.contains(&format!(" {:9.3} {:9.3} ", at(99.9), at(99.99))), "{text}");
     }
 
     #[test]

@@ -96,6 +96,8 @@ pub struct Interval {
     pub errors: u64,
     /// Their latencies.
     pub latency: Histogram<u64>,
+    /// Open loop: their service times (from the actual send), once one was recorded.
+    pub service: Option<Histogram<u64>>,
 }
 
 impl Interval {
@@ -105,7 +107,8 @@ impl Interval {
             requests: 0,
             errors: 0,
             // Cannot fail: SERIES_SIGFIG is in range.
-            latency: new_histogram(SERIES_SIGFIG).unwrap_or_else(|_| Histogram::new(2).expect("sigfig 2")),
+            latency: series_histogram(),
+            service: None,
         }
     }
 
@@ -115,7 +118,21 @@ impl Interval {
         self.errors += other.errors;
         // Same bounds and precision on both sides: cannot fail.
         let _ = self.latency.add(&other.latency);
+        if let Some(o) = &other.service {
+            let _ = self.service.get_or_insert_with(series_histogram).add(o);
+        }
     }
+
+    /// Records a service time in microseconds (open loop).
+    pub fn record_service(&mut self, micros: u64) {
+        let _ = self.service.get_or_insert_with(series_histogram).record(micros);
+    }
+}
+
+/// An empty histogram of a second ([`SERIES_SIGFIG`], the test's bounds).
+fn series_histogram() -> Histogram<u64> {
+    // Cannot fail: SERIES_SIGFIG is in range.
+    new_histogram(SERIES_SIGFIG).unwrap_or_else(|_| Histogram::new(2).expect("sigfig 2"))
 }
 
 impl Default for Interval {

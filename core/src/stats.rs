@@ -387,6 +387,9 @@ impl Stats {
             s.requests += 1;
             s.errors += u64::from(error.is_some());
             let _ = s.latency.record(micros(latency_nanos));
+            if self.service.is_some() {
+                s.record_service(micros(service_nanos));
+            }
         }
         if let Some(p) = self.parts.get_mut(part) {
             p.record(latency_nanos, service_nanos, now);

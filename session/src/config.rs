@@ -296,6 +296,11 @@ pub struct OpenLoopConfig {
     pub live: bool,
     /// `--hlog`: the interval log's path.
     pub hlog: Option<String>,
+    /// `--hgrm`: the prefix of each test's percentile-distribution file.
+    pub hgrm: Option<String>,
+    /// `--print-percentiles`: the percentiles the report shows instead of its own (empty: its
+    /// own).
+    pub percentiles: Vec<f64>,
 }
 
 impl OpenLoopConfig {

@@ -149,7 +149,7 @@ impl Session {
                 return Err(Error::ConnectionPerRequestOverNodes { test: c.spec.title.clone() });
             }
         }
-        let (info, refused, counters) = server::startup(&server)?;
+        let (mut info, refused, counters) = server::startup(&server)?;
         if let Some(why) = refused {
             obs.message(&format!("WARNING: Could not fetch server CONFIG{why}"));
         }
@@ -184,6 +184,12 @@ impl Session {
             },
             is_local(&cfg.endpoint),
         );
+        if let Some(body) = &probe.server_text {
+            info.identify(body);
+        }
+        if info.mode.is_none() && nodes.is_some() {
+            info.mode = Some(if cfg.cluster { "cluster" } else { "replicas" }.to_string());
+        }
         Ok(Session {
             cfg: Arc::new(cfg.clone()),
             step: None,

@@ -27,6 +27,30 @@ pub struct ServerInfo {
     pub save: Option<String>,
     /// `CONFIG GET appendonly`, likewise.
     pub appendonly: Option<String>,
+    /// The server's name from `INFO server` (`server_name`: valkey; `redis` for a server that
+    /// has a `redis_version` only), when it answered.
+    pub name: Option<String>,
+    /// Its version (`valkey_version`, else `redis_version`).
+    pub version: Option<String>,
+    /// `redis_mode`/`server_mode`: standalone, cluster or sentinel.
+    pub mode: Option<String>,
+}
+
+impl ServerInfo {
+    /// Reads the name, version and mode from the text of `INFO server`.
+    pub fn identify(&mut self, body: &str) {
+        let field = |k: &str| info_value::<String>(body, k).filter(|v| !v.is_empty());
+        self.version = field("valkey_version").or_else(|| field("redis_version"));
+        self.name = field("server_name").or_else(|| field("redis_version").map(|_| "redis".to_string()));
+        self.mode = field("server_mode").or_else(|| field("redis_mode"));
+    }
+
+    /// `redis 7.0.15 standalone`, or what of it is known; `None` when nothing is.
+    pub fn describe(&self) -> Option<String> {
+        let parts: Vec<&str> =
+            [&self.name, &self.version, &self.mode].into_iter().flatten().map(String::as_str).collect();
+        (!parts.is_empty()).then(|| parts.join(" "))
+    }
 }
 
 /// Why the startup connection failed; the run must not start.
@@ -516,6 +540,19 @@ pub(crate) fn info_value<T: std::str::FromStr>(body: &str, field: &str) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_server_is_named_from_info() {
+        let mut i = ServerInfo::default();
+        i.identify("# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\nprocess_id:1\r\n");
+        assert_eq!(i.describe().as_deref(), Some("redis 7.0.15 standalone"));
+        let mut v = ServerInfo::default();
+        v.identify(
+            "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\nredis_mode:cluster\r\n",
+        );
+        assert_eq!(v.describe().as_deref(), Some("valkey 8.0.1 cluster"));
+        assert_eq!(ServerInfo::default().describe(), None);
+    }
 
     #[cfg(feature = "tls")]
     #[test]

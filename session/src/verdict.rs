@@ -101,6 +101,8 @@ pub struct Probe {
     pub missing: Option<String>,
     /// Whether one `INFO cpu commandstats` reads both (Redis 7+), else one command each.
     combined: bool,
+    /// The text of `INFO server` read at the start, for the server's name and version.
+    pub server_text: Option<String>,
 }
 
 impl Probe {
@@ -111,8 +113,22 @@ impl Probe {
     /// id from `INFO server` is one of this machine's.
     pub fn new(conn: Result<Conn, String>, local: bool) -> Probe {
         let mut p = match conn {
-            Ok(c) => Probe { conn: Some(c), local_pid: None, threaded: None, missing: None, combined: true },
-            Err(e) => Probe { conn: None, local_pid: None, threaded: None, missing: Some(e), combined: true },
+            Ok(c) => Probe {
+                conn: Some(c),
+                local_pid: None,
+                threaded: None,
+                missing: None,
+                combined: true,
+                server_text: None,
+            },
+            Err(e) => Probe {
+                conn: None,
+                local_pid: None,
+                threaded: None,
+                missing: Some(e),
+                combined: true,
+                server_text: None,
+            },
         };
         if let Some(c) = &mut p.conn {
             c.set_timeout(PROBE_TIMEOUT);
@@ -122,6 +138,7 @@ impl Probe {
                     p.local_pid = info_value::<f64>(&body, "process_id")
                         .filter(|_| local)
                         .map(|pid| (pid as u64).to_string());
+                    p.server_text = Some(body);
                 }
                 Err(e) => {
                     p.conn = None;

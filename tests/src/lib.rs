@@ -947,10 +947,106 @@ pub fn read_hlog_independently(log: &Path) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
+/// What HdrHistogram's own `HistogramLogProcessor` (Java, Debian's `libhdrhistogram-java`) makes
+/// of an `--hlog` log with its defaults (no `-tag`: the untagged lines; values divided by 10^6,
+/// so nanoseconds print as milliseconds), or of the lines tagged `tag`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JavaHlog {
+    /// The percentile distribution's total count.
+    pub count: u64,
+    /// The value at the 50th percentile, as it printed it (milliseconds).
+    pub p50_ms: f64,
+    /// The largest value, as it printed it.
+    pub max_ms: f64,
+    /// What it printed.
+    pub output: String,
+}
+
+/// Runs `HistogramLogProcessor -i LOG [-tag TAG]` from the jar at `$RESPBENCH_HDRHISTOGRAM_JAR`,
+/// else Debian's `/usr/share/java/hdrhistogram.jar`; fails the test when java or the jar is
+/// missing (scripts/ensure-renderers installs them) or when the tool fails.
+pub fn read_hlog_with_java(log: &Path, tag: Option<&str>) -> JavaHlog {
+    let jar = std::env::var("RESPBENCH_HDRHISTOGRAM_JAR")
+        .unwrap_or_else(|_| "/usr/share/java/hdrhistogram.jar".into());
+    assert!(
+        Path::new(&jar).is_file(),
+        "{jar} is missing: install Debian's libhdrhistogram-java and a JRE (scripts/ensure-renderers does)"
+    );
+    let mut cmd = Command::new("java");
+    cmd.args(["-cp", &jar, "org.HdrHistogram.HistogramLogProcessor", "-i"]).arg(log);
+    if let Some(t) = tag {
+        cmd.args(["-tag", t]);
+    }
+    let out = cmd.output().unwrap_or_else(|e| panic!("java: {e}: install a JRE (default-jre-headless)"));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.trim().is_empty(),
+        "HistogramLogProcessor failed on {log:?}:\n{text}{err}"
+    );
+    let fields = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let p50_ms = text
+        .lines()
+        .map(fields)
+        .find(|f| f.len() >= 3 && f[1] == "0.500000000000")
+        .and_then(|f| f[0].parse().ok())
+        .unwrap_or_else(|| panic!("no 50% line in\n{text}"));
+    // #[Max     =        11.14, Total count    =         1997]
+    let footer =
+        text.lines().find(|l| l.starts_with("#[Max")).unwrap_or_else(|| panic!("no #[Max in\n{text}"));
+    let number = |after: &str| -> f64 {
+        let rest = &footer[footer.find(after).unwrap_or_else(|| panic!("{footer}")) + after.len()..];
+        rest.trim_start_matches([' ', '=']).split([',', ']']).next().unwrap().trim().parse().unwrap()
+    };
+    JavaHlog { count: number("Total count") as u64, p50_ms, max_ms: number("#[Max"), output: text }
+}
+
+/// Java HdrHistogram's own percentile distribution (`outputPercentileDistribution`, as
+/// `HistogramLogProcessor -o` writes it to its `.hgrm`) of a histogram of microseconds in
+/// milliseconds: `data` (a `--json` histogram's V2 deflate base64) goes into a one-interval log
+/// beside `scratch`, which the Java tool reads with
+/// `-outputValueUnitRatio 1000`. The lines about the log's time range are left out.
+pub fn java_hgrm_of(data: &str, scratch: &Path) -> String {
+    let jar = std::env::var("RESPBENCH_HDRHISTOGRAM_JAR")
+        .unwrap_or_else(|_| "/usr/share/java/hdrhistogram.jar".into());
+    assert!(Path::new(&jar).is_file(), "{jar} is missing: install Debian's libhdrhistogram-java and a JRE");
+    let log = scratch.with_extension("hlog");
+    std::fs::write(
+        &log,
+        format!("#[StartTime: 0.000 (seconds since epoch)]\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n0.000,1.000,0.0,{data}\n"),
+    )
+    .unwrap();
+    let out = Command::new("java")
+        .args(["-cp", &jar, "org.HdrHistogram.HistogramLogProcessor", "-outputValueUnitRatio", "1000", "-i"])
+        .arg(&log)
+        .arg("-o")
+        .arg(scratch)
+        .output()
+        .unwrap_or_else(|e| panic!("java: {e}: install a JRE (default-jre-headless)"));
+    assert!(out.status.success(), "HistogramLogProcessor: {}", String::from_utf8_lossy(&out.stderr));
+    // The tool appends `.hgrm` to the -o name.
+    let hgrm = std::path::PathBuf::from(format!("{}.hgrm", scratch.display()));
+    let text = std::fs::read_to_string(&hgrm).unwrap();
+    for p in [&log, &hgrm, &scratch.to_path_buf()] {
+        let _ = std::fs::remove_file(p);
+    }
+    text.lines()
+        .filter(|l| !l.starts_with("#[Overall") && !l.starts_with("#[StartTime"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 /// Reads a YAML file with PyYAML's safe loader (the `pyyaml` package; see
 /// [`check_json_independently`] for the interpreter) and gives its documents as a JSON array.
 pub fn yaml_as_json(file: &Path) -> String {
     python_check("yaml_to_json.py", &[file])
+}
+
+/// Validates Kubernetes manifests offline and strictly (unknown fields are errors) against the
+/// API's schemas, with the `kubernetes-validate` package (see [`check_json_independently`] for
+/// the interpreter); fails the test with its findings.
+pub fn kubernetes_validate(file: &Path) -> String {
+    python_check("validate_kubernetes.py", &[file])
 }
 
 /// Runs `tests/python/SCRIPT ARGS` and gives its stdout; fails the test when it exits non-zero.

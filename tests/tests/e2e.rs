@@ -499,7 +499,9 @@ fn test_requests(doc: &serde_json::Value, name: &str) -> u64 {
     t["requests"].as_u64().expect("requests")
 }
 
-/// Two runs write `--json` (one to a file, one to stdout), and `respbench merge` adds them up.
+/// Two runs of one configuration write `--json` (one to a file, one to stdout), and `respbench
+/// merge` adds them up; a run of another configuration is refused, saying what differs, unless
+/// `--force`, which marks the result as a mixture.
 fn json_output_and_merge(tool: Tool) {
     let server = RedisServer::start();
     let dir = std::env::temp_dir().join(format!("respbench-json-{}-{}", std::process::id(), server.port()));
@@ -515,13 +517,19 @@ fn json_output_and_merge(tool: Tool) {
     assert_eq!(doc_a["interrupted"], false);
     assert_eq!(doc_a["config"]["port"], server.port());
     assert_eq!(test_requests(&doc_a, "SET"), 1000);
+    // What the pictures name: the server and the command line.
+    assert_eq!(doc_a["server"]["name"], "redis", "{}", doc_a["server"]);
+    assert_eq!(doc_a["server"]["mode"], "standalone", "{}", doc_a["server"]);
+    assert!(doc_a["server"]["version"].as_str().is_some_and(|v| v.starts_with(char::is_numeric)));
+    let line: Vec<&str> =
+        doc_a["command_line"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert!(line.windows(2).any(|w| w == ["-n", "1000"]), "{line:?}");
 
     // With `--json -`, stdout is the document and nothing else.
-    let out =
-        tool.run(&args(&server, &["-t", "set,get", "-n", "500", "-c", "5", "-P", "4", "--json", "-"]), T);
+    let out = tool.run(&args(&server, &["-t", "set,get", "-n", "1000", "--json", "-"]), T);
     ok(&out, "run B");
     let doc_b = read_json(&out.stdout, "B's stdout");
-    assert_eq!(test_requests(&doc_b, "GET"), 500);
+    assert_eq!(test_requests(&doc_b, "GET"), 1000);
     std::fs::write(&b, &out.stdout).unwrap();
 
     let merge = respbench_tests::respbench();
@@ -532,9 +540,62 @@ fn json_output_and_merge(tool: Tool) {
     assert!(lines.iter().all(|l| l.rps > 0.0), "{}", out.dump());
     let merged = read_json(&std::fs::read_to_string(&m).unwrap(), "merged");
     assert_eq!(merged["schema"], "respbench/2");
+    assert!(merged.get("mixture").is_none(), "{merged}");
     for name in ["SET", "GET"] {
-        assert_eq!(test_requests(&merged, name), 1500, "{name}");
+        assert_eq!(test_requests(&merged, name), 2000, "{name}");
     }
+
+    // Another configuration, made one after the other: refused, with what differs.
+    let c = dir.join("c.json");
+    let out = tool.run(
+        &args(&server, &["-t", "set,get", "-n", "500", "-c", "5", "-P", "4", "--json", c.to_str().unwrap()]),
+        T,
+    );
+    ok(&out, "run C");
+    let c_str = c.to_str().unwrap();
+    let _ = std::fs::remove_file(&m);
+    let out = merge.run(&["merge", a_str, c_str, "--json", m.to_str().unwrap()], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    for want in [
+        "not repeats of one configuration",
+        &format!("{c_str}: -c 5 where {a_str} has -c 50"),
+        &format!("-n 500 where {a_str} has -n 1000"),
+        "-P 4 where",
+        "--force",
+    ] {
+        assert!(out.stderr.contains(want), "{want}: {}", out.dump());
+    }
+    assert!(!m.exists() && out.stdout.is_empty(), "{}", out.dump());
+    // Different tests are named too.
+    let d = dir.join("d.json");
+    ok(
+        &tool.run(&args(&server, &["-t", "get", "-n", "1000", "-q", "--json", d.to_str().unwrap()]), T),
+        "run D",
+    );
+    let out = merge.run(&["merge", a_str, d.to_str().unwrap()], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains(&format!("tests GET where {a_str} has SET, GET")), "{}", out.dump());
+    // Another server (another redis-server on another port) is another configuration.
+    let other = RedisServer::start();
+    let e = dir.join("e.json");
+    ok(
+        &tool.run(&args(&other, &["-t", "set,get", "-n", "1000", "-q", "--json", e.to_str().unwrap()]), T),
+        "run E",
+    );
+    let out = merge.run(&["merge", a_str, e.to_str().unwrap()], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    let says = format!("-p {} where {a_str} has -p {}", other.port(), server.port());
+    assert!(out.stderr.contains(&says), "{says}: {}", out.dump());
+    // --force adds them up and says so in every output.
+    let out = merge.run(&["merge", "--force", a_str, c_str, "--json", m.to_str().unwrap()], T);
+    ok(&out, "merge --force");
+    assert!(out.stdout.starts_with("MIXTURE: "), "{}", out.dump());
+    assert!(out.stderr.contains("-c 5 where"), "{}", out.dump());
+    let mixed = read_json(&std::fs::read_to_string(&m).unwrap(), "mixture");
+    let why = mixed["mixture"].as_array().unwrap_or_else(|| panic!("no mixture: {mixed}"));
+    assert!(why[0].as_str().unwrap().contains("-c 5 where"), "{why:?}");
+    assert_eq!(test_requests(&mixed, "GET"), 1500);
+    respbench_tests::check_json_independently(&m);
 
     // A file that is not a respbench document is refused with a message and status 1.
     std::fs::write(&b, "{\"schema\": \"other/9\"}").unwrap();

@@ -172,7 +172,13 @@ fn percentile_chart_of_one_run() {
         assert!(text.contains(want), "{want} is missing from\n{text}");
     }
     // One input: labels carry no file name; no other chart applies.
-    assert!(!text.contains(".json"), "{text}");
+    assert!(!text.contains(".json: "), "{text}");
+    // Under the chart, what was measured around it: the command line, the server, the date, the
+    // backend, and each test's verdict and client CPU.
+    let args = format!("respbench -p {} -q -t set,get -n 20000 --json {}", server.port(), json.display());
+    for want in [args.as_str(), "server redis ", " standalone", "backend mio", "SET: ", "µs/request"] {
+        assert!(text.contains(want), "{want} is missing from\n{text}");
+    }
     assert!(!text.contains("Open loop") && !text.contains("second by second"), "{text}");
     assert_eq!(text.matches("<svg").count(), 2, "one chart in one document");
     let pic = decode(&rsvg(&svg));
@@ -213,6 +219,9 @@ fn every_chart_and_the_html_report() {
         "Open loop: latency against target rate".into(),
         ">target rate (requests per second)<".into(),
         "Open loop: achieved rate against target rate".into(),
+        "Open loop: corrected latency (from the intended send) and service time (from the actual send)"
+            .into(),
+        "GET @ 1000 rps service<".into(),
         "Requests per second, second by second".into(),
         "p99 latency, second by second".into(),
         ">time from the test&#39;s start (s)<".into(),
@@ -233,7 +242,7 @@ fn every_chart_and_the_html_report() {
     for want in &wants {
         assert!(text.contains(want.as_str()), "{want} is missing from\n{text}");
     }
-    assert_eq!(text.matches("<svg").count(), 1 + 7, "seven charts stacked in one document");
+    assert_eq!(text.matches("<svg").count(), 1 + 8, "eight charts stacked in one document");
     decode(&rsvg(&svg)).assert_drawn("all charts", &[BLUE, ORANGE, GREEN]);
 
     // --charts picks charts; a chart the results cannot give is an error.
@@ -253,11 +262,21 @@ fn every_chart_and_the_html_report() {
     self_contained(&page);
     // The summary table: a row per test of every input (3 rates, 2 tests × 3 runs).
     assert!(page.contains("<table>") && page.contains("<th>p99</th>"), "{page}");
-    assert_eq!(page.matches("<tr>").count(), 1 + 3 + 6, "{page}");
+    assert_eq!(page.matches("<tr").count(), 1 + 3 + 6, "{page}");
+    // What ran, and each test's verdict and client CPU.
+    for want in [
+        "<h2>What ran</h2>",
+        "command: <code>respbench -p ",
+        "server: redis ",
+        "<th>limited by</th>",
+        "<th>client µs/req</th>",
+    ] {
+        assert!(page.contains(want), "{want} is missing from the report");
+    }
     assert!(page.contains(&format!("<td>{}</td>", file(&sweep[2]))), "{page}");
     // The charts, inline.
     let charts = inline_svgs(&page);
-    assert_eq!(charts.len(), 7);
+    assert_eq!(charts.len(), 8);
     for (i, c) in charts.iter().enumerate() {
         let path = tmp(&format!("chart{i}.svg"));
         std::fs::write(&path, c).unwrap();
@@ -272,6 +291,87 @@ fn every_chart_and_the_html_report() {
     for p in [&ol, &svg, &only, &html, &shot].into_iter().chain(&sweep) {
         let _ = std::fs::remove_file(p);
         let _ = std::fs::remove_file(p.with_extension("png"));
+    }
+}
+
+/// The new charts from real results: `--repeat 3` (means with the runs' spread), `--backend
+/// mio,smol,uring` (bars of requests per second and client CPU per request side by side) and an
+/// open loop's corrected and service percentiles on one chart. Each renders with its colours,
+/// and carries the run's context under it; a test the verdict says was not server-limited is
+/// ringed in red and named in red.
+#[test]
+fn repeats_backends_and_service_charts() {
+    let server = RedisServer::start();
+    let rep = results(&server, "repeat", &["-t", "set,get", "-n", "5000", "--repeat", "3"]);
+    let be = results(&server, "backends", &["-t", "set,get", "-n", "10000", "--backend", "mio,smol,uring"]);
+    let ol = results(&server, "service", &["-t", "get", "-c", "4", "--rps", "2000", "--duration", "2s"]);
+    let draw = |input: &Path, charts: &str, name: &str, wants: &[&str], colors: &[[u8; 3]]| {
+        let svg = tmp(name);
+        plot_ok(&[input.as_os_str(), "--charts".as_ref(), charts.as_ref(), "-o".as_ref(), svg.as_os_str()]);
+        let text = std::fs::read_to_string(&svg).unwrap();
+        for want in wants.iter().chain(&["standalone", "respbench -p ", "µs/request"]) {
+            assert!(text.contains(want), "{want} is missing from\n{text}");
+        }
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(input).unwrap()).unwrap();
+        let flagged =
+            doc["tests"].as_array().unwrap().iter().filter(|t| t["bottleneck"]["side"] != "server").count();
+        // Every test not limited by the server is named so, in red, under each chart.
+        let red_notes = text.matches(r##"fill="#b00020">"##).count();
+        let charts = text.matches("<svg").count() - 1;
+        assert_eq!(red_notes, flagged * charts, "{text}");
+        let pic = decode(&rsvg(&svg));
+        pic.assert_drawn(name, colors);
+        for p in [&svg, &svg.with_extension("png")] {
+            let _ = std::fs::remove_file(p);
+        }
+        text
+    };
+    let text = draw(
+        &rep,
+        "repeat",
+        "repeat.svg",
+        &[
+            "Requests per second: mean of 3 runs with lowest and highest (--repeat)",
+            "p99 latency: mean of 3 runs",
+            ">SET<",
+            ">GET<",
+        ],
+        &[BLUE],
+    );
+    // A spread bar per step on each chart.
+    assert_eq!(text.matches("<path d=\"M").count(), 2 * 2, "{text}");
+    let text = draw(
+        &be,
+        "backends",
+        "backends.svg",
+        &[
+            "Requests per second by backend",
+            "Client CPU per request by backend",
+            ">mio<",
+            ">smol<",
+            ">uring<",
+        ],
+        &[BLUE, ORANGE, GREEN],
+    );
+    // Two tests × three backends, on two charts.
+    assert_eq!(
+        text.matches("<rect x=").count() - text.matches(r#"height="10""#).count(),
+        2 * 2 * 3 + 2 * 2,
+        "{text}"
+    );
+    draw(
+        &ol,
+        "service",
+        "service.svg",
+        &[
+            "Open loop: corrected latency (from the intended send) and service time (from the actual send)",
+            ">GET @ 2000 rps corrected<",
+            ">GET @ 2000 rps service<",
+        ],
+        &[BLUE],
+    );
+    for p in [&rep, &be, &ol] {
+        let _ = std::fs::remove_file(p);
     }
 }
 

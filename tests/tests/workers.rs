@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use respbench_tests::{check_json_independently, json_path, respbench, yaml_as_json, RedisServer, Tool};
+use respbench_tests::{
+    check_json_independently, json_path, kubernetes_validate, respbench, yaml_as_json, RedisServer, Tool,
+};
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(60);
@@ -282,14 +284,19 @@ fn merge_refuses_what_is_not_one_whole_run() {
 }
 
 /// The Kubernetes manifest, read by PyYAML: an Indexed Job whose completions and parallelism
-/// are the worker count given to respbench, pods that are not restarted, `--json -`, a
-/// `--start-at`, and no `--worker` (the index comes from JOB_COMPLETION_INDEX).
+/// are the worker count given to respbench, pods that are not restarted, a `--start-at`,
+/// `--preload`, and no `--worker` (the index comes from JOB_COMPLETION_INDEX). Its results go to
+/// a file on a volume (a claim the collecting pod mounts too), not to the logs. Every pod passes
+/// Pod Security "restricted". And kubernetes-validate, offline and strict, accepts every object.
 #[test]
 fn kubernetes_manifest_is_an_indexed_job_of_workers() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let docs: Value =
-        serde_json::from_str(&yaml_as_json(&root.join("deploy/kubernetes/respbench-job.yaml"))).unwrap();
-    let job = docs.as_array().unwrap().iter().find(|d| d["kind"] == "Job").expect("a Job");
+    let manifest = root.join("deploy/kubernetes/respbench-job.yaml");
+    let said = kubernetes_validate(&manifest);
+    assert!(!said.contains("ERROR") && !said.contains("WARN"), "{said}");
+    let docs: Value = serde_json::from_str(&yaml_as_json(&manifest)).unwrap();
+    let docs = docs.as_array().unwrap();
+    let job = docs.iter().find(|d| d["kind"] == "Job").expect("a Job");
     assert_eq!(job["apiVersion"], "batch/v1");
     let spec = &job["spec"];
     assert_eq!(spec["completionMode"], "Indexed");
@@ -302,10 +309,48 @@ fn kubernetes_manifest_is_an_indexed_job_of_workers() {
     let env = c["env"].as_array().unwrap();
     let workers = env.iter().find(|e| e["name"] == "RESPBENCH_WORKERS").expect("RESPBENCH_WORKERS");
     assert_eq!(workers["value"].as_str(), Some(n.to_string().as_str()));
+    let index = env.iter().find(|e| e["name"] == "JOB_COMPLETION_INDEX").expect("JOB_COMPLETION_INDEX");
+    assert_eq!(
+        index["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    );
     let args: Vec<&str> = c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
-    assert!(args.windows(2).any(|w| w == ["--json", "-"]), "{args:?}");
     assert!(args.contains(&"--start-at"), "{args:?}");
+    assert!(args.contains(&"--preload") && args.contains(&"-r"), "a GET of hits: {args:?}");
     assert!(!args.contains(&"--worker"), "{args:?}");
+    // The document goes to a file per worker on the volume, not to stdout (the log rotates).
+    let json = args[args.iter().position(|a| *a == "--json").expect("--json") + 1];
+    assert_eq!(json, "/results/respbench-$(JOB_COMPLETION_INDEX).json");
+    let claim = docs.iter().find(|d| d["kind"] == "PersistentVolumeClaim").expect("a claim");
+    let claim_name = claim["metadata"]["name"].as_str().unwrap();
+    let mounts_claim = |pod: &Value, container: &Value| {
+        let mount =
+            container["volumeMounts"].as_array().unwrap().iter().find(|m| m["mountPath"] == "/results");
+        let volume = mount.and_then(|m| pod["volumes"].as_array()?.iter().find(|v| v["name"] == m["name"]));
+        volume.is_some_and(|v| v["persistentVolumeClaim"]["claimName"] == claim_name)
+    };
+    assert!(mounts_claim(pod, c), "{pod}");
+    let collector = docs.iter().find(|d| d["kind"] == "Pod").expect("the collecting pod");
+    let collecting = &collector["spec"];
+    assert!(mounts_claim(collecting, &collecting["containers"][0]), "{collector}");
+    // Pod Security "restricted", on every pod and container.
+    for pod in [pod, collecting] {
+        let sc = &pod["securityContext"];
+        assert_eq!(sc["runAsNonRoot"], true, "{pod}");
+        // A number: the kubelet cannot check runAsNonRoot against the image's user name.
+        assert!(sc["runAsUser"].as_u64().is_some_and(|u| u > 0), "{pod}");
+        assert_eq!(sc["seccompProfile"]["type"], "RuntimeDefault", "{pod}");
+        for c in pod["containers"].as_array().unwrap() {
+            let sc = &c["securityContext"];
+            assert_eq!(sc["allowPrivilegeEscalation"], false, "{c}");
+            assert_eq!(sc["readOnlyRootFilesystem"], true, "{c}");
+            assert_eq!(sc["capabilities"]["drop"], serde_json::json!(["ALL"]), "{c}");
+            assert!(sc["capabilities"].get("add").is_none() && sc.get("privileged").is_none(), "{c}");
+        }
+        assert!(pod.get("hostNetwork").is_none() && pod.get("hostPID").is_none(), "{pod}");
+        let volumes = pod["volumes"].as_array().unwrap();
+        assert!(volumes.iter().all(|v| v.get("hostPath").is_none()), "{pod}");
+    }
     // The arguments are respbench's options (argh knows each; --help stops before values are
     // checked against a server that is not here).
     let at = args.iter().position(|a| *a == "--start-at").unwrap() + 1;

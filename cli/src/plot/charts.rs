@@ -1,12 +1,16 @@
 //! The charts `respbench plot` draws from the tests it read: latency by percentile, open-loop
-//! latency against the target rate, per-second series, and sweeps over a step parameter.
+//! latency against the target rate, an open loop's corrected and service percentiles together,
+//! per-second series, sweeps over a step parameter, repeats with their spread, and backends side
+//! by side. Every chart carries, under it, what was measured around it: each input's command
+//! line, server, date and backend, and each test's verdict and client CPU; points measured when
+//! the server was not the limit are ringed in red.
 
 use std::collections::BTreeSet;
 
 use hdrhistogram::Histogram;
 
 use super::data::{Input, Test, PARAMS};
-use super::svg::{Axis, Chart, Dash, Line};
+use super::svg::{Axis, Chart, Dash, Line, Mark, Note};
 
 /// A kind of chart, as `--charts` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,11 +24,27 @@ pub enum Kind {
     /// Requests per second and p99 against a parameter the runs differ in (`-d`, `-c`, `-P`,
     /// `--threads`).
     Sweep,
+    /// Open loop: latency from the intended send (corrected) and service time from the actual
+    /// send, by percentile, on one chart.
+    Service,
+    /// `--repeat`: each step's mean requests per second and p99 with the runs' min and max.
+    Repeat,
+    /// Several backends (`--backend mio,smol,uring`): requests per second and client CPU per
+    /// request, bars side by side.
+    Backends,
 }
 
 impl Kind {
     /// Every kind, in the order they are drawn.
-    pub const ALL: [Kind; 4] = [Kind::Percentiles, Kind::Rate, Kind::Series, Kind::Sweep];
+    pub const ALL: [Kind; 7] = [
+        Kind::Percentiles,
+        Kind::Service,
+        Kind::Rate,
+        Kind::Series,
+        Kind::Sweep,
+        Kind::Repeat,
+        Kind::Backends,
+    ];
 
     /// Its name on the command line.
     pub fn name(self) -> &'static str {
@@ -33,6 +53,9 @@ impl Kind {
             Kind::Rate => "rate",
             Kind::Series => "series",
             Kind::Sweep => "sweep",
+            Kind::Service => "service",
+            Kind::Repeat => "repeat",
+            Kind::Backends => "backends",
         }
     }
 
@@ -48,6 +71,9 @@ impl Kind {
                 "no test ran at two values of -d, -c, -P or --threads with everything else the same \
                  (give results of runs that differ in one of them; --rps steps are the rate chart)"
             }
+            Kind::Service => "no open-loop test (--rps) has a service-time histogram",
+            Kind::Repeat => "no test ran more than once (--repeat N)",
+            Kind::Backends => "no test ran on two backends or more (--backend mio,smol,uring)",
         }
     }
 }
@@ -56,22 +82,81 @@ impl Kind {
 pub fn build(kind: Kind, inputs: &[Input]) -> Vec<Chart> {
     let tests: Vec<&Test> = inputs.iter().flat_map(|i| &i.tests).collect();
     let labels = Labels::new(inputs, &tests);
-    match kind {
+    let mut charts = match kind {
         Kind::Percentiles => percentiles(&tests, &labels).into_iter().collect(),
         Kind::Rate => rate(&tests, &labels),
         Kind::Series => series(&tests, &labels),
         Kind::Sweep => sweeps(&tests, &labels),
+        Kind::Service => service(&tests, &labels).into_iter().collect(),
+        Kind::Repeat => repeats(&tests, &labels),
+        Kind::Backends => backends(&tests, &labels),
+    };
+    let notes = notes(inputs, &tests, &labels);
+    for c in &mut charts {
+        c.notes = notes.clone();
     }
+    charts
+}
+
+/// Most tests a chart's notes list one by one (the HTML report's table has them all).
+const NOTED_TESTS: usize = 24;
+
+/// What every chart of `inputs` carries under it: per input, its command line, server, date and
+/// backend (and a mixture's warning); per test, its verdict and client CPU, in red when the
+/// server was not the limit.
+pub fn notes(inputs: &[Input], tests: &[&Test], labels: &Labels) -> Vec<Note> {
+    let mut notes = Vec::new();
+    for input in inputs {
+        let c = &input.context;
+        let file = if inputs.len() > 1 { format!("{}: ", input.label) } else { String::new() };
+        let mut facts = vec![c.command_line.clone().unwrap_or_else(|| "command line not recorded".into())];
+        facts.push(format!("server {}", c.server.as_deref().unwrap_or("not identified")));
+        if let Some(d) = &c.date {
+            facts.push(d.clone());
+        }
+        if let Some(b) = &c.backend {
+            facts.push(format!("backend {b}"));
+        }
+        notes.push(Note { text: format!("{file}{}", facts.join(" · ")), warn: false });
+        if c.mixture {
+            notes.push(Note {
+                text: format!(
+                    "{file}a MIXTURE (respbench merge --force): its runs had different configurations"
+                ),
+                warn: true,
+            });
+        }
+    }
+    for t in tests.iter().take(NOTED_TESTS) {
+        notes.push(Note {
+            text: format!("{}: {}", labels.of(t), t.verdict_line()),
+            warn: t.not_server_limited(),
+        });
+    }
+    if tests.len() > NOTED_TESTS {
+        let flagged = tests[NOTED_TESTS..].iter().filter(|t| t.not_server_limited()).count();
+        notes.push(Note {
+            text: format!(
+                "… {} more tests, {flagged} of them not server-limited (respbench plot -o REPORT.html lists every one)",
+                tests.len() - NOTED_TESTS
+            ),
+            warn: flagged > 0,
+        });
+    }
+    notes
 }
 
 /// How lines name tests: `FILE: ` when there are several inputs, the title, the backend when
 /// tests ran on several, the target rate, and the parameters that differ between tests of the
 /// same title in the same input (the steps of a sweep).
-struct Labels {
+#[derive(Clone)]
+pub struct Labels {
     files: Vec<String>,
     several_backends: bool,
     /// For each input, the parameter indices that vary between its tests of one title.
     varying: Vec<Vec<usize>>,
+    /// For each input, whether it repeated its tests (`--repeat`): labels then name the run.
+    repeated: Vec<bool>,
 }
 
 impl Labels {
@@ -91,7 +176,8 @@ impl Labels {
             .collect();
         let files =
             if inputs.len() > 1 { inputs.iter().map(|i| i.label.clone()).collect() } else { Vec::new() };
-        Labels { files, several_backends: backends.len() > 1, varying }
+        let repeated = inputs.iter().map(|i| i.tests.iter().any(|t| t.run > 0)).collect();
+        Labels { files, several_backends: backends.len() > 1, varying, repeated }
     }
 
     /// The whole label of a test.
@@ -101,6 +187,9 @@ impl Labels {
             None => t.name.clone(),
         };
         s.push_str(&self.step(t, &self.varying[t.input], true));
+        if self.repeated.get(t.input).copied().unwrap_or(false) {
+            s.push_str(&format!(" run {}", t.run + 1));
+        }
         s
     }
 
@@ -144,6 +233,7 @@ fn percentiles(tests: &[&Test], labels: &Labels) -> Option<Chart> {
             color: lines.len(),
             dash: dash_for(lines.len()),
             markers: false,
+            ..Line::default()
         });
     }
     if lines.is_empty() {
@@ -154,6 +244,7 @@ fn percentiles(tests: &[&Test], labels: &Labels) -> Option<Chart> {
         x: Axis::nines("percentile", nines.ceil() as u32),
         y: Axis::log(LATENCY, lo, hi),
         lines,
+        ..Chart::default()
     })
 }
 
@@ -240,8 +331,10 @@ fn rate(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
             if several && si == 3 {
                 continue;
             }
+            let with: Vec<(&&Test, f64)> = g.iter().filter_map(|t| value(t).map(|v| (t, v))).collect();
             let points: Vec<(f64, f64)> =
-                g.iter().filter_map(|t| value(t).map(|v| (t.target_rps.unwrap_or(0) as f64, v))).collect();
+                with.iter().map(|(t, v)| (t.target_rps.unwrap_or(0) as f64, *v)).collect();
+            let flags: Vec<bool> = with.iter().map(|(t, _)| t.not_server_limited()).collect();
             if points.is_empty() {
                 continue;
             }
@@ -251,7 +344,7 @@ fn rate(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
                 let dash = if si == 3 { Dash::Dashed } else { Dash::Solid };
                 (format!("{name} {stat}"), si, dash)
             };
-            lat.push(Line { label, points, color, dash, markers: true });
+            lat.push(Line { label, points, color, dash, markers: true, flags, ..Line::default() });
         }
     }
     let (lo, hi) = extent(&lat);
@@ -260,11 +353,21 @@ fn rate(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
         x: x.clone(),
         y: Axis::log(LATENCY, lo, hi),
         lines: lat,
+        ..Chart::default()
     };
     let mut got = Vec::new();
     for (gi, (g, name)) in groups.iter().zip(names).enumerate() {
         let points = g.iter().map(|t| (t.target_rps.unwrap_or(0) as f64, t.rps)).collect();
-        got.push(Line { label: name, points, color: gi, dash: Dash::Solid, markers: true });
+        let flags = g.iter().map(|t| t.not_server_limited()).collect();
+        got.push(Line {
+            label: name,
+            points,
+            color: gi,
+            dash: Dash::Solid,
+            markers: true,
+            flags,
+            ..Line::default()
+        });
     }
     let (tlo, thi) = (x.min.max(0.0), x.max);
     got.push(Line {
@@ -273,6 +376,7 @@ fn rate(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
         color: 7,
         dash: Dash::Dashed,
         markers: false,
+        ..Line::default()
     });
     let (_, hi) = extent(&got);
     let achieved = Chart {
@@ -280,6 +384,7 @@ fn rate(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
         x,
         y: Axis::linear("achieved (requests per second)", 0.0, hi),
         lines: got,
+        ..Chart::default()
     };
     vec![latency, achieved]
 }
@@ -334,8 +439,8 @@ fn series(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
             p.push((at, if s.requests > 0 { s.p99 } else { f64::NAN }));
         }
         let dash = dash_for(i);
-        rps.push(Line { label: label.clone(), points: r, color: i, dash, markers: false });
-        p99.push(Line { label, points: p, color: i, dash, markers: false });
+        rps.push(Line { label: label.clone(), points: r, color: i, dash, markers: false, ..Line::default() });
+        p99.push(Line { label, points: p, color: i, dash, markers: false, ..Line::default() });
     }
     let (_, hi) = extent(&rps);
     let (lo, phi) = extent(&p99);
@@ -348,12 +453,14 @@ fn series(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
             x: time.clone(),
             y: Axis::linear("requests per second", 0.0, hi),
             lines: rps,
+            ..Chart::default()
         },
         Chart {
             title: "p99 latency, second by second".into(),
             x: time,
             y: Axis::log("p99 latency (ms)", lo, phi),
             lines: p99,
+            ..Chart::default()
         },
     ]
 }
@@ -393,6 +500,8 @@ fn sweeps(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
                 color: i,
                 dash,
                 markers: true,
+                flags: g.iter().map(|t| t.not_server_limited()).collect(),
+                ..Line::default()
             });
             p99.push(Line {
                 label,
@@ -400,6 +509,8 @@ fn sweeps(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
                 color: i,
                 dash,
                 markers: true,
+                flags: g.iter().map(|t| t.not_server_limited()).collect(),
+                ..Line::default()
             });
         }
         let (_, hi) = extent(&qps);
@@ -410,12 +521,181 @@ fn sweeps(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
             x: x.clone(),
             y: Axis::linear("requests per second", 0.0, hi),
             lines: qps,
+            ..Chart::default()
         });
         charts.push(Chart {
             title: format!("p99 latency against {what}"),
             x,
             y: Axis::log("p99 latency (ms)", lo, phi),
             lines: p99,
+            ..Chart::default()
+        });
+    }
+    charts
+}
+
+/// Open loop: for each test with a service-time histogram, its corrected latency (from the
+/// intended send, solid) and its service time (from the actual send, dashed, the same colour) by
+/// percentile.
+fn service(tests: &[&Test], labels: &Labels) -> Option<Chart> {
+    let mut lines = Vec::new();
+    let (mut nines, mut lo, mut hi) = (0.0_f64, f64::INFINITY, 0.0_f64);
+    let with: Vec<&&Test> =
+        tests.iter().filter(|t| t.service_histogram.as_ref().is_some_and(|h| !h.is_empty())).collect();
+    for (i, t) in with.iter().enumerate() {
+        let label = labels.of(t);
+        let service = t.service_histogram.as_ref().map(percentile_points).unwrap_or_default();
+        for (what, points, dash) in
+            [("corrected", percentile_points(&t.histogram), Dash::Solid), ("service", service, Dash::Dashed)]
+        {
+            for &(x, y) in &points {
+                nines = nines.max(x);
+                lo = lo.min(y);
+                hi = hi.max(y);
+            }
+            lines.push(Line { label: format!("{label} {what}"), points, color: i, dash, ..Line::default() });
+        }
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    Some(Chart {
+        title:
+            "Open loop: corrected latency (from the intended send) and service time (from the actual send)"
+                .into(),
+        x: Axis::nines("percentile", nines.ceil() as u32),
+        y: Axis::log(LATENCY, lo, hi),
+        lines,
+        ..Chart::default()
+    })
+}
+
+/// `--repeat`: groups of runs of one step (same input, title, backend, rate and parameters,
+/// different `step.run`): requests per second and p99, each step's mean with the runs' lowest
+/// and highest as a bar.
+fn repeats(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
+    let same = |a: &Test, b: &Test| {
+        a.input == b.input
+            && a.name == b.name
+            && a.backend == b.backend
+            && a.target_rps == b.target_rps
+            && a.params == b.params
+    };
+    let mut groups = group(tests, same);
+    groups.retain(|g| {
+        let mut runs: Vec<u64> = g.iter().map(|t| t.run).collect();
+        runs.sort_unstable();
+        runs.dedup();
+        runs.len() >= 2
+    });
+    if groups.is_empty() {
+        return Vec::new();
+    }
+    let plain = Labels { repeated: Vec::new(), ..labels.clone() };
+    let names: Vec<String> = groups.iter().map(|g| plain.of(g[0])).collect();
+    let x = Axis::categories("step", &names);
+    let spread = |f: fn(&Test) -> f64, title: &str, y_title: &str, log: bool| -> Chart {
+        let mut line = Line {
+            label: "mean of the runs, bar: lowest to highest".into(),
+            markers: true,
+            ..Line::default()
+        };
+        for (i, g) in groups.iter().enumerate() {
+            let values: Vec<f64> = g.iter().map(|t| f(t)).collect();
+            let mean = values.iter().sum::<f64>() / values.len() as f64;
+            let (lo, hi) =
+                values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
+            line.points.push((i as f64, mean));
+            line.bars.push(Some((lo, hi)));
+            line.flags.push(g.iter().any(|t| t.not_server_limited()));
+        }
+        let lo = line.bars.iter().flatten().map(|b| b.0).fold(f64::INFINITY, f64::min);
+        let hi = line.bars.iter().flatten().map(|b| b.1).fold(0.0, f64::max);
+        let runs = groups.iter().map(Vec::len).max().unwrap_or(0);
+        Chart {
+            title: format!("{title}: mean of {runs} runs with lowest and highest (--repeat)"),
+            x: x.clone(),
+            y: if log { Axis::log(y_title, lo, hi) } else { Axis::linear(y_title, 0.0, hi) },
+            lines: vec![line],
+            ..Chart::default()
+        }
+    };
+    vec![
+        spread(|t| t.rps, "Requests per second", "requests per second", false),
+        spread(|t| t.latency.p99, "p99 latency", "p99 latency (ms)", true),
+    ]
+}
+
+/// Several backends: for each test that ran on two or more (same input, title, rate, parameters
+/// and run), bars side by side of requests per second and of the client's CPU per request.
+fn backends(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
+    let same = |a: &Test, b: &Test| {
+        a.input == b.input
+            && a.name == b.name
+            && a.target_rps == b.target_rps
+            && a.params == b.params
+            && a.run == b.run
+    };
+    let mut groups = group(tests, same);
+    groups.retain(|g| {
+        let b: BTreeSet<Option<&str>> = g.iter().map(|t| t.backend.as_deref()).collect();
+        b.len() >= 2
+    });
+    if groups.is_empty() {
+        return Vec::new();
+    }
+    let mut backends: Vec<String> = Vec::new();
+    for t in groups.iter().flatten() {
+        let b = t.backend.clone().unwrap_or_else(|| "?".into());
+        if !backends.contains(&b) {
+            backends.push(b);
+        }
+    }
+    let plain = Labels { several_backends: false, repeated: Vec::new(), ..labels.clone() };
+    let names: Vec<String> = groups.iter().map(|g| plain.of(g[0])).collect();
+    let x = Axis::categories("test", &names);
+    let bars = |f: &dyn Fn(&Test) -> Option<f64>| -> Vec<Line> {
+        backends
+            .iter()
+            .enumerate()
+            .map(|(k, b)| {
+                let on: Vec<(f64, &Test)> = groups
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, g)| {
+                        g.iter().find(|t| t.backend.as_deref() == Some(b)).map(|t| (i as f64, *t))
+                    })
+                    .collect();
+                let mut line = Line { label: b.clone(), color: k, mark: Mark::Bars, ..Line::default() };
+                for (i, t) in on {
+                    if let Some(v) = f(t) {
+                        line.points.push((i, v));
+                        line.flags.push(t.not_server_limited());
+                    }
+                }
+                line
+            })
+            .collect()
+    };
+    let mut charts = Vec::new();
+    let rps = bars(&|t| Some(t.rps));
+    let (_, hi) = extent(&rps);
+    charts.push(Chart {
+        title: "Requests per second by backend".into(),
+        x: x.clone(),
+        y: Axis::linear("requests per second", 0.0, hi),
+        lines: rps,
+        ..Chart::default()
+    });
+    let cpu = bars(&|t| t.cpu_us);
+    if cpu.iter().any(|l| !l.points.is_empty()) {
+        let (_, hi) = extent(&cpu);
+        charts.push(Chart {
+            title: "Client CPU per request by backend (lower is cheaper)".into(),
+            x,
+            y: Axis::linear("client CPU per request (µs)", 0.0, hi),
+            lines: cpu,
+            ..Chart::default()
         });
     }
     charts
@@ -491,11 +771,17 @@ mod tests {
             service: target.map(|_| Latency { avg: 0.3, p50: 0.2, p99: 0.9, p999: 1.0, max: 1.5 }),
             histogram: hist(1..=100),
             series: Vec::new(),
+            start_us: 0,
+            service_histogram: None,
+            verdict: None,
+            cpu_us: None,
+            core_share: None,
+            run: 0,
         }
     }
 
     fn input(label: &str, tests: Vec<Test>) -> Input {
-        Input { path: format!("/x/{label}"), label: label.into(), tests }
+        Input { path: format!("/x/{label}"), label: label.into(), tests, context: Default::default() }
     }
 
     fn labels(c: &Chart) -> Vec<&str> {
@@ -614,6 +900,59 @@ mod tests {
         assert!(build(Kind::Sweep, &inputs).is_empty());
         let perc = build(Kind::Percentiles, &inputs);
         assert_eq!(perc[0].lines[0].label, "a.json: GET @ 1000 rps");
+    }
+
+    /// Repeats: a step's runs give its mean and its lowest and highest; backends: a bar line
+    /// per backend over the tests; service: two lines per open-loop test; and the notes carry
+    /// each test's verdict, in red when the server was not the limit.
+    #[test]
+    fn repeats_backends_service_and_notes() {
+        let p = [Some(3), Some(50), Some(1), Some(0)];
+        let mut tests = Vec::new();
+        for (run, rps) in [(0, 900.0), (1, 1000.0), (2, 1400.0)] {
+            let mut t = test(0, "GET", p, None, rps);
+            t.run = run;
+            t.verdict = Some(if run == 2 { "client" } else { "server" }.into());
+            tests.push(t);
+        }
+        let inputs = [input("rep.json", tests)];
+        let r = build(Kind::Repeat, &inputs);
+        assert_eq!(r.len(), 2);
+        let line = &r[0].lines[0];
+        assert_eq!(line.points, [(0.0, 1100.0)]);
+        assert_eq!(line.bars, [Some((900.0, 1400.0))]);
+        assert_eq!(line.flags, [true]);
+        assert_eq!(r[0].x.ticks[0].label, "GET");
+        // The notes: the context, then a line per test naming its run.
+        let notes: Vec<(&str, bool)> = r[0].notes.iter().map(|n| (n.text.as_str(), n.warn)).collect();
+        assert_eq!(notes[0], ("command line not recorded · server not identified", false));
+        assert_eq!(notes[1], ("GET run 1: server-limited", false));
+        assert_eq!(notes[3], ("GET run 3: NOT server-limited (client was the limit)", true));
+        assert!(build(Kind::Backends, &inputs).is_empty());
+
+        let mut tests = Vec::new();
+        for (b, rps, cpu) in [("mio", 1000.0, 5.0), ("smol", 800.0, 9.0)] {
+            for name in ["SET", "GET"] {
+                let mut t = test(0, name, p, None, rps);
+                t.backend = Some(b.into());
+                t.cpu_us = Some(cpu);
+                tests.push(t);
+            }
+        }
+        let b = build(Kind::Backends, &[input("be.json", tests)]);
+        assert_eq!(b.len(), 2);
+        assert_eq!(labels(&b[0]), ["mio", "smol"]);
+        assert!(b[0].lines.iter().all(|l| l.mark == Mark::Bars));
+        assert_eq!(b[0].lines[1].points, [(0.0, 800.0), (1.0, 800.0)]);
+        assert_eq!(b[1].lines[0].points, [(0.0, 5.0), (1.0, 5.0)]);
+        let ticks: Vec<&str> = b[0].x.ticks.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(ticks, ["SET", "GET"]);
+
+        let mut t = test(0, "GET", p, Some(2000), 2000.0);
+        t.service_histogram = Some(hist(1..=50));
+        let s = build(Kind::Service, &[input("ol.json", vec![t, test(0, "SET", p, None, 1.0)])]);
+        assert_eq!(labels(&s[0]), ["GET @ 2000 rps corrected", "GET @ 2000 rps service"]);
+        assert_eq!(s[0].lines[1].dash, Dash::Dashed);
     }
 
     /// Series: the rate of the last, partial second counts the part that ran; a sliver is left

@@ -42,6 +42,23 @@ pub struct Input {
     pub label: String,
     /// Its tests, in order.
     pub tests: Vec<Test>,
+    /// What was measured around the tests, for the captions.
+    pub context: Context,
+}
+
+/// What a document says about the run around its tests: what pictures of it must carry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Context {
+    /// `respbench ARGS` as it ran (passwords hidden), when the document has `command_line`.
+    pub command_line: Option<String>,
+    /// `redis 7.0.15 standalone`, when the document names the server.
+    pub server: Option<String>,
+    /// The first test's start, in UTC (`2026-12-01T12:07:44Z`).
+    pub date: Option<String>,
+    /// `config.backend`: `mio`, or the list compared.
+    pub backend: Option<String>,
+    /// `respbench merge --force`: the inputs were not one configuration.
+    pub mixture: bool,
 }
 
 /// Latency figures in milliseconds, as `latency_ms` has them.
@@ -81,6 +98,8 @@ pub struct Test {
     pub input: usize,
     /// The title (`GET`).
     pub name: String,
+    /// When it began, microseconds since the Unix epoch (0 when the document lacks it).
+    pub start_us: u64,
     /// The backend that ran it, when the document says.
     pub backend: Option<String>,
     /// The open-loop target rate.
@@ -103,6 +122,42 @@ pub struct Test {
     pub histogram: Histogram<u64>,
     /// Per-second summaries (empty when the test has no series).
     pub series: Vec<Second>,
+    /// Open loop: the whole test's service-time histogram (µs).
+    pub service_histogram: Option<Histogram<u64>>,
+    /// Who limited the test (`bottleneck.side`: server, client, machine, network…), when judged.
+    pub verdict: Option<String>,
+    /// The client's CPU per request in microseconds, when measured.
+    pub cpu_us: Option<f64>,
+    /// The client's share of its cores, when measured.
+    pub core_share: Option<f64>,
+    /// The repetition (`step.run`, `--repeat`), 0 without.
+    pub run: u64,
+}
+
+impl Test {
+    /// Whether the test is known to have been limited by something other than the server (the
+    /// client, the machine): its figures say less about the server than they seem to.
+    pub fn not_server_limited(&self) -> bool {
+        self.verdict.as_deref().is_some_and(|v| v != "server")
+    }
+
+    /// `server-limited, client 3.1 µs/request, 45% of its cores`: the verdict and client CPU.
+    pub fn verdict_line(&self) -> String {
+        let mut parts = Vec::new();
+        parts.push(match self.verdict.as_deref() {
+            Some("server") => "server-limited".to_string(),
+            Some(v) => format!("NOT server-limited ({v} was the limit)"),
+            None => "limit not judged".to_string(),
+        });
+        if let Some(us) = self.cpu_us {
+            let mut c = format!("client {us:.1} µs/request");
+            if let Some(share) = self.core_share {
+                c.push_str(&format!(", {:.0}% of its cores", share * 100.0));
+            }
+            parts.push(c);
+        }
+        parts.join(", ")
+    }
 }
 
 /// Reads the documents at `paths`; an error names the file and what is wrong with it.
@@ -112,7 +167,8 @@ pub fn read(paths: &[String]) -> Result<Vec<Input>, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
         let doc: Value = serde_json::from_slice(&bytes).map_err(|e| format!("{path} is not JSON: {e}"))?;
         let tests = read_doc(&doc, i).map_err(|e| format!("{path}: {e}"))?;
-        inputs.push(Input { path: path.clone(), label: String::new(), tests });
+        let context = context(&doc, &tests);
+        inputs.push(Input { path: path.clone(), label: String::new(), tests, context });
     }
     let names: Vec<String> = inputs.iter().map(|i| file_name(&i.path)).collect();
     for (k, input) in inputs.iter_mut().enumerate() {
@@ -120,6 +176,38 @@ pub fn read(paths: &[String]) -> Result<Vec<Input>, String> {
         input.label = if unique { names[k].clone() } else { input.path.clone() };
     }
     Ok(inputs)
+}
+
+/// The document's context: its command line, server, first test's date and backend.
+fn context(doc: &Value, tests: &[Test]) -> Context {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    let command_line = doc.get("command_line").and_then(Value::as_array).map(|args| {
+        let args: Vec<String> =
+            args.iter()
+                .filter_map(Value::as_str)
+                .map(|a| {
+                    if a.is_empty() || a.contains([' ', '"', '\'']) {
+                        format!("'{a}'")
+                    } else {
+                        a.to_string()
+                    }
+                })
+                .collect();
+        format!("respbench {}", args.join(" "))
+    });
+    let server = doc.get("server").and_then(|s| {
+        let parts: Vec<String> = ["name", "version", "mode"].iter().filter_map(|k| text(s.get(*k))).collect();
+        (!parts.is_empty()).then(|| parts.join(" "))
+    });
+    let date =
+        tests.first().map(|t| t.start_us).filter(|&us| us > 0).map(|us| crate::hlog::utc(us / 1_000_000));
+    Context {
+        command_line,
+        server,
+        date,
+        backend: text(doc.pointer("/config/backend")),
+        mixture: doc.get("mixture").is_some(),
+    }
 }
 
 fn file_name(path: &str) -> String {
@@ -191,8 +279,18 @@ fn read_test(t: &Value, config: &Value, input: usize) -> Result<Test, String> {
             .or_else(|| t.get(p.key).and_then(num))
             .or_else(|| config.get(p.key).and_then(Value::as_u64))
     });
+    let service_histogram = match t.pointer("/service_histogram/data").and_then(Value::as_str) {
+        Some(d) => Some(json::decode_histogram(d).map_err(|e| at(format!("service_histogram: {e}")))?),
+        None => None,
+    };
     Ok(Test {
         input,
+        start_us: t.get("start_us").and_then(Value::as_u64).unwrap_or(0),
+        service_histogram,
+        verdict: t.pointer("/bottleneck/side").and_then(Value::as_str).map(str::to_string),
+        cpu_us: t.pointer("/client_cpu/us_per_request").and_then(Value::as_f64),
+        core_share: t.pointer("/client_cpu/core_share").and_then(Value::as_f64),
+        run: t.pointer("/step/run").and_then(Value::as_u64).unwrap_or(0),
         backend: t.get("backend").and_then(Value::as_str).map(str::to_string),
         target_rps: t.get("target_rps").and_then(Value::as_u64),
         params,

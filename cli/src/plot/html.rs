@@ -11,7 +11,9 @@ h1{font-size:22px}h2{font-size:18px;margin-top:28px}\
 table{border-collapse:collapse;font-size:13px}\
 th,td{border:1px solid #ccc;padding:3px 8px;white-space:nowrap}\
 th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums}\
-.wide{overflow-x:auto}figure{margin:16px 0}svg{display:block;max-width:100%;height:auto}";
+.wide{overflow-x:auto}figure{margin:16px 0}svg{display:block;max-width:100%;height:auto}\
+tr.warn td{background:#fdecee}.warn{color:#b00020}dl{font-size:13px}dt{font-weight:bold;margin-top:8px}\
+dd{margin-left:16px}code{white-space:pre-wrap}";
 
 /// The report for `inputs` with `charts`.
 pub fn report(inputs: &[Input], charts: &[Chart]) -> String {
@@ -27,7 +29,35 @@ pub fn report(inputs: &[Input], charts: &[Chart]) -> String {
         })
         .collect();
     out.push_str(&files.join(", "));
-    out.push_str(". Latencies in milliseconds.</p>\n<h2>Summary</h2>\n");
+    out.push_str(". Latencies in milliseconds.</p>\n<h2>What ran</h2>\n<dl>\n");
+    for i in inputs {
+        let c = &i.context;
+        let _ = writeln!(out, "<dt><code>{}</code></dt>", escape(&i.label));
+        let line = c.command_line.as_deref().unwrap_or("(the document has no command line)");
+        let _ = writeln!(out, "<dd>command: <code>{}</code></dd>", escape(line));
+        let _ = writeln!(out, "<dd>server: {}</dd>", escape(c.server.as_deref().unwrap_or("not identified")));
+        if let Some(d) = &c.date {
+            let _ = writeln!(out, "<dd>date: {}</dd>", escape(d));
+        }
+        if let Some(b) = &c.backend {
+            let _ = writeln!(out, "<dd>backend: {}</dd>", escape(b));
+        }
+        if c.mixture {
+            out.push_str(
+                "<dd class=\"warn\">a MIXTURE (respbench merge --force): its runs had different configurations</dd>\n",
+            );
+        }
+    }
+    out.push_str("</dl>\n<h2>Summary</h2>\n");
+    let flagged = inputs.iter().flat_map(|i| &i.tests).filter(|t| t.not_server_limited()).count();
+    if flagged > 0 {
+        let _ = writeln!(
+            out,
+            "<p class=\"warn\">{flagged} {} not limited by the server (red rows, red rings on the charts): \
+             their figures are the client's or the machine's limit, not the server's.</p>",
+            if flagged == 1 { "test was" } else { "tests were" }
+        );
+    }
     table(inputs, &mut out);
     if !charts.is_empty() {
         out.push_str("<h2>Charts</h2>\n");
@@ -116,6 +146,21 @@ fn table(inputs: &[Input], out: &mut String) {
         cols.push(col("service p50", true, s(|l| l.p50)));
         cols.push(col("service p99", true, s(|l| l.p99)));
     }
+    if tests().any(|(_, t)| t.verdict.is_some()) {
+        cols.push(col("limited by", false, Box::new(|_, t| t.verdict.clone().unwrap_or_default())));
+    }
+    if tests().any(|(_, t)| t.cpu_us.is_some()) {
+        cols.push(col(
+            "client µs/req",
+            true,
+            Box::new(|_, t| t.cpu_us.map(|v| format!("{v:.2}")).unwrap_or_default()),
+        ));
+        cols.push(col(
+            "client cores",
+            true,
+            Box::new(|_, t| t.core_share.map(|v| format!("{:.0}%", v * 100.0)).unwrap_or_default()),
+        ));
+    }
     if !shared.is_empty() {
         let _ = writeln!(out, "<p>Every test ran with {}.</p>", escape(&shared.join(", ")));
     }
@@ -125,7 +170,7 @@ fn table(inputs: &[Input], out: &mut String) {
     }
     out.push_str("</tr></thead>\n<tbody>\n");
     for (i, t) in tests() {
-        out.push_str("<tr>");
+        out.push_str(if t.not_server_limited() { "<tr class=\"warn\">" } else { "<tr>" });
         for c in &cols {
             let class = if c.numeric { " class=\"n\"" } else { "" };
             let _ = write!(out, "<td{class}>{}</td>", escape(&(c.cell)(i, t)));
@@ -156,6 +201,12 @@ mod tests {
             service: None,
             histogram: Histogram::new(3).unwrap(),
             series: Vec::new(),
+            start_us: 0,
+            service_histogram: None,
+            verdict: None,
+            cpu_us: None,
+            core_share: None,
+            run: 0,
         }
     }
 
@@ -165,6 +216,7 @@ mod tests {
             path: "r<1>.json".into(),
             label: "r<1>.json".into(),
             tests: vec![test("SET", 5, "mio"), test("GET", 50, "mio")],
+            context: Default::default(),
         }];
         let page = report(&inputs, &[]);
         assert!(page.contains("<p>Every test ran with backend mio, -d 3, -P 1, --threads 0.</p>"), "{page}");

@@ -72,7 +72,19 @@ pub struct Axis {
     pub ticks: Vec<Tick>,
 }
 
+impl Default for Axis {
+    fn default() -> Axis {
+        Axis::linear("", 0.0, 1.0)
+    }
+}
+
 impl Axis {
+    /// An axis of named categories at 0, 1, 2…: a tick under each, half a step of margin.
+    pub fn categories(title: &str, names: &[String]) -> Axis {
+        let ticks = names.iter().enumerate().map(|(i, n)| Tick { at: i as f64, label: n.clone() }).collect();
+        Axis { title: title.into(), scale: Scale::Linear, min: -0.5, max: names.len() as f64 - 0.5, ticks }
+    }
+
     /// A linear axis over `[lo, hi]` widened to round ticks (about six of them).
     pub fn linear(title: &str, lo: f64, hi: f64) -> Axis {
         let (lo, hi) = if hi > lo { (lo, hi) } else { (lo, lo + lo.abs().max(1.0)) };
@@ -198,10 +210,61 @@ pub struct Line {
     pub dash: Dash,
     /// Whether each point gets a dot (for a few measured steps rather than a curve).
     pub markers: bool,
+    /// Points (by index) that are flagged: measured when the server was not the limit; each
+    /// gets a red ring and the legend says what it means.
+    pub flags: Vec<bool>,
+    /// Spread of each point (by index): a vertical bar from the lowest to the highest value.
+    pub bars: Vec<Option<(f64, f64)>>,
+    /// Drawn as a line, or as bars over a category axis.
+    pub mark: Mark,
 }
 
+impl Default for Line {
+    fn default() -> Line {
+        Line {
+            label: String::new(),
+            points: Vec::new(),
+            color: 0,
+            dash: Dash::Solid,
+            markers: false,
+            flags: Vec::new(),
+            bars: Vec::new(),
+            mark: Mark::Line,
+        }
+    }
+}
+
+/// How a line's points are drawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Mark {
+    /// Joined by a polyline.
+    #[default]
+    Line,
+    /// A bar from the axis to each point; the bar lines of a chart stand side by side in each
+    /// category.
+    Bars,
+}
+
+/// A line of text under a chart: what was measured around it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Note {
+    /// The text.
+    pub text: String,
+    /// A warning (drawn in red): a step not limited by the server, a mixture.
+    pub warn: bool,
+}
+
+/// The red of flagged points and warning notes.
+const WARN: &str = "#b00020";
+/// Font size of the notes under a chart.
+const NOTE_FONT: f64 = 11.0;
+/// Height of a note's line.
+const NOTE_ROW: f64 = 14.0;
+/// Longest note line, in characters, before it wraps.
+const NOTE_MAX: usize = 130;
+
 /// A line chart: a title, two axes and lines, drawn with a legend on the right.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Chart {
     /// Printed above the plot area.
     pub title: String,
@@ -211,20 +274,68 @@ pub struct Chart {
     pub y: Axis,
     /// The lines, drawn in order, listed in the legend in order.
     pub lines: Vec<Line>,
+    /// The context under the chart: command line, server, date, backend, each step's verdict.
+    pub notes: Vec<Note>,
+}
+
+/// `text` cut into lines of at most [`NOTE_MAX`] characters at spaces.
+fn wrap(text: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    for word in text.split(' ') {
+        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > NOTE_MAX {
+            lines.push(std::mem::take(&mut cur));
+            cur.push_str("    ");
+        } else if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
 
 impl Chart {
-    /// Width of the drawing in pixels, legend included.
+    /// Width of the drawing in pixels, legend and notes included.
     pub fn width(&self) -> f64 {
-        let longest = self.lines.iter().map(|l| text_width(&legend_label(&l.label))).fold(0.0, f64::max);
+        let longest = self.legend().iter().map(|(l, _)| text_width(&legend_label(l))).fold(0.0, f64::max);
         let title = text_width(&self.title) * 14.0 / FONT + 10.0;
-        (LEFT + PLOT_W + GAP + SWATCH + 6.0 + longest + GAP).max(title)
+        let notes =
+            self.note_lines().iter().map(|(t, _)| text_width(t) * NOTE_FONT / FONT).fold(0.0, f64::max);
+        (LEFT + PLOT_W + GAP + SWATCH + 6.0 + longest + GAP).max(title).max(18.0 + notes + 10.0)
     }
 
-    /// Height of the drawing in pixels (a long legend makes it taller than the plot).
+    /// Height of the drawing in pixels (a long legend makes it taller than the plot; the notes
+    /// go under it).
     pub fn height(&self) -> f64 {
-        let legend = TOP + 8.0 + ROW * self.lines.len() as f64;
-        (TOP + PLOT_H + BOTTOM).max(legend)
+        let legend = TOP + 8.0 + ROW * self.legend().len() as f64;
+        (TOP + PLOT_H + BOTTOM).max(legend) + self.notes_height()
+    }
+
+    /// The legend's entries: each line's label, then what a flagged point means when there is one.
+    fn legend(&self) -> Vec<(String, Option<&Line>)> {
+        let mut l: Vec<(String, Option<&Line>)> =
+            self.lines.iter().map(|l| (l.label.clone(), Some(l))).collect();
+        if self.lines.iter().any(|l| l.flags.iter().any(|f| *f)) {
+            l.push(("red ring: not server-limited".into(), None));
+        }
+        l
+    }
+
+    /// The notes, wrapped.
+    fn note_lines(&self) -> Vec<(String, bool)> {
+        self.notes.iter().flat_map(|n| wrap(&n.text).into_iter().map(move |t| (t, n.warn))).collect()
+    }
+
+    fn notes_height(&self) -> f64 {
+        let n = self.note_lines().len();
+        if n == 0 {
+            0.0
+        } else {
+            NOTE_ROW * n as f64 + 8.0
+        }
     }
 
     /// Writes the chart as an `<svg>` element at (`x`, `y`) of its parent. `id` makes the clip
@@ -251,6 +362,10 @@ impl Chart {
         );
         self.write_grid(out);
         let _ = writeln!(out, r#"<g clip-path="url(#{id}-clip)" fill="none" stroke-width="1.8">"#);
+        let bar_lines: Vec<&Line> = self.lines.iter().filter(|l| l.mark == Mark::Bars).collect();
+        for (k, line) in bar_lines.iter().enumerate() {
+            self.write_bars(out, line, k, bar_lines.len());
+        }
         for line in &self.lines {
             self.write_line(out, line);
         }
@@ -260,7 +375,28 @@ impl Chart {
             r##"<rect x="{LEFT}" y="{TOP}" width="{PLOT_W}" height="{PLOT_H}" fill="none" stroke="#444"/>"##
         );
         self.write_legend(out);
+        self.write_notes(out);
         out.push_str("</svg>\n");
+    }
+
+    /// The notes under the plot (and the legend, when it is longer).
+    fn write_notes(&self, out: &mut String) {
+        let lines = self.note_lines();
+        if lines.is_empty() {
+            return;
+        }
+        let top = self.height() - self.notes_height();
+        let _ = writeln!(out, r#"<g font-size="{NOTE_FONT}">"#);
+        for (i, (text, warn)) in lines.iter().enumerate() {
+            let color = if *warn { WARN } else { "#444" };
+            let _ = writeln!(
+                out,
+                r#"<text x="18" y="{:.1}" fill="{color}">{}</text>"#,
+                top + NOTE_ROW * (i as f64 + 1.0),
+                escape(text)
+            );
+        }
+        out.push_str("</g>\n");
     }
 
     fn px(&self, v: f64) -> f64 {
@@ -327,9 +463,71 @@ impl Chart {
         out.push_str("</g>\n");
     }
 
+    /// Bars of `line`, the `k`th of `n` bar lines, side by side in each category.
+    fn write_bars(&self, out: &mut String, line: &Line, k: usize, n: usize) {
+        let color = COLORS[line.color % COLORS.len()];
+        let step = PLOT_W / (self.x.max - self.x.min).max(1.0);
+        let w = step * 0.8 / n.max(1) as f64;
+        let base = self.py(self.y.min.max(if self.y.scale == Scale::Log { self.y.min } else { 0.0 }));
+        for (i, &(x, y)) in line.points.iter().enumerate() {
+            if !self.plottable(x, y) {
+                continue;
+            }
+            let left = self.px(x) - step * 0.4 + w * k as f64;
+            let top = self.py(y);
+            let _ = writeln!(
+                out,
+                r#"<rect x="{left:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="{color}" stroke="none"/>"#,
+                (w - 2.0).max(1.0),
+                (base - top).max(0.0)
+            );
+            if line.flags.get(i).copied().unwrap_or(false) {
+                let _ = writeln!(
+                    out,
+                    r#"<circle cx="{:.1}" cy="{top:.1}" r="6.5" fill="white" stroke="{WARN}" stroke-width="1.8"/>"#,
+                    left + (w - 2.0).max(1.0) / 2.0
+                );
+            }
+        }
+    }
+
+    /// A point's spread: a vertical bar with caps.
+    fn write_spread(&self, out: &mut String, color: &str, x: f64, (lo, hi): (f64, f64)) {
+        if !(self.plottable(x, lo) && self.plottable(x, hi)) {
+            return;
+        }
+        let (px, top, bottom) = (self.px(x), self.py(hi), self.py(lo));
+        let _ = writeln!(
+            out,
+            r#"<path d="M{px:.1},{top:.1}V{bottom:.1}M{:.1},{top:.1}h10M{:.1},{bottom:.1}h10" stroke="{color}" stroke-width="1.6"/>"#,
+            px - 5.0,
+            px - 5.0
+        );
+    }
+
     /// One line: polylines between gaps, and markers.
     fn write_line(&self, out: &mut String, line: &Line) {
         let color = COLORS[line.color % COLORS.len()];
+        for (i, &(x, _)) in line.points.iter().enumerate() {
+            if let Some(Some(range)) = line.bars.get(i) {
+                self.write_spread(out, color, x, *range);
+            }
+        }
+        for (i, &(x, y)) in line.points.iter().enumerate() {
+            // A bar's ring is drawn with the bar (write_bars), over its own place in the group.
+            if line.mark == Mark::Line && line.flags.get(i).copied().unwrap_or(false) && self.plottable(x, y)
+            {
+                let _ = writeln!(
+                    out,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="6.5" fill="none" stroke="{WARN}" stroke-width="1.8"/>"#,
+                    self.px(x),
+                    self.py(y)
+                );
+            }
+        }
+        if line.mark == Mark::Bars {
+            return;
+        }
         let dash = dasharray(line.dash);
         let mut run: Vec<(f64, f64)> = Vec::new();
         let flush = |run: &mut Vec<(f64, f64)>, out: &mut String| {
@@ -375,25 +573,49 @@ impl Chart {
     fn write_legend(&self, out: &mut String) {
         let x0 = LEFT + PLOT_W + GAP;
         out.push_str("<g>\n");
-        for (i, line) in self.lines.iter().enumerate() {
+        for (i, (label, line)) in self.legend().iter().enumerate() {
             let y = TOP + 8.0 + ROW * i as f64;
-            let color = COLORS[line.color % COLORS.len()];
-            let _ = writeln!(
-                out,
-                r#"<line x1="{x0}" y1="{y}" x2="{}" y2="{y}" stroke="{color}" stroke-width="2.2"{}/>"#,
-                x0 + SWATCH,
-                dasharray(line.dash)
-            );
-            if line.markers {
-                let _ =
-                    writeln!(out, r#"<circle cx="{}" cy="{y}" r="3.2" fill="{color}"/>"#, x0 + SWATCH / 2.0);
+            match line {
+                Some(line) if line.mark == Mark::Bars => {
+                    let color = COLORS[line.color % COLORS.len()];
+                    let _ = writeln!(
+                        out,
+                        r#"<rect x="{}" y="{}" width="{}" height="10" fill="{color}"/>"#,
+                        x0 + 6.0,
+                        y - 5.0,
+                        SWATCH - 12.0
+                    );
+                }
+                Some(line) => {
+                    let color = COLORS[line.color % COLORS.len()];
+                    let _ = writeln!(
+                        out,
+                        r#"<line x1="{x0}" y1="{y}" x2="{}" y2="{y}" stroke="{color}" stroke-width="2.2"{}/>"#,
+                        x0 + SWATCH,
+                        dasharray(line.dash)
+                    );
+                    if line.markers {
+                        let _ = writeln!(
+                            out,
+                            r#"<circle cx="{}" cy="{y}" r="3.2" fill="{color}"/>"#,
+                            x0 + SWATCH / 2.0
+                        );
+                    }
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        r#"<circle cx="{}" cy="{y}" r="6.5" fill="none" stroke="{WARN}" stroke-width="1.8"/>"#,
+                        x0 + SWATCH / 2.0
+                    );
+                }
             }
             let _ = writeln!(
                 out,
                 r##"<text x="{}" y="{}" fill="#222">{}</text>"##,
                 x0 + SWATCH + 6.0,
                 y + 4.0,
-                escape(&legend_label(&line.label))
+                escape(&legend_label(label))
             );
         }
         out.push_str("</g>\n");
@@ -590,6 +812,7 @@ mod tests {
             x: Axis::nines("p", 9),
             y: Axis::log("y", 1.0, 10.0),
             lines: Vec::new(),
+            ..Chart::default()
         };
         let svg = document(std::slice::from_ref(&chart));
         assert!(svg.contains(">0%<") && svg.contains(">99.9%<"), "{svg}");
@@ -613,7 +836,9 @@ mod tests {
                 color: 0,
                 dash: Dash::Solid,
                 markers: false,
+                ..Line::default()
             }],
+            ..Chart::default()
         };
         let svg = document(std::slice::from_ref(&chart));
         assert_eq!(svg.matches("<polyline").count(), 1, "{svg}");
