@@ -15,6 +15,11 @@
 use std::fmt;
 use std::time::Duration;
 
+use respbench_core::stats::value_at_percentile;
+
+use crate::result::TestResult;
+use crate::verdict::{Side, Verdict};
+
 /// How far the achieved rate may be from the target for a step to count: 2%.
 pub const RATE_TOLERANCE: f64 = 0.02;
 
@@ -603,6 +608,166 @@ pub fn evaluate_ladder(steps: &[StepRecord]) -> Conclusion {
 fn trim_number(v: f64) -> String {
     let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The closed-loop probe's length.
+pub const PROBE: Duration = Duration::from_secs(2);
+
+/// The search's settings from the options (`--slo`, `--slo-resolution`, `--slo-steps`, `--rps
+/// LOW-HIGH`), checked against the rest of the run's configuration: what a search cannot run
+/// with is refused with the reason.
+pub fn settings(
+    slo: &str,
+    resolution: Option<&str>,
+    steps: Option<u32>,
+    rps: Option<&str>,
+    cfg: &crate::config::Config,
+) -> Result<Settings, String> {
+    let objectives = parse_objectives(slo)?;
+    let resolution = resolution.map(parse_resolution).transpose()?.unwrap_or(DEFAULT_RESOLUTION);
+    let max_steps = steps.unwrap_or(DEFAULT_STEPS);
+    if !(1..=100).contains(&max_steps) {
+        return Err(format!("invalid value '{max_steps}' for --slo-steps: must be 1 to 100 steps"));
+    }
+    let range = rps.map(parse_range).transpose()?;
+    let refuse = |what: &str, why: &str| Err(format!("--slo and {what} conflict: {why}"));
+    if cfg.repeat {
+        return refuse("-l", "a search ends with its answer");
+    }
+    if cfg.idle {
+        return refuse("-I", "idle connections measure no latency");
+    }
+    if cfg.backends.len() > 1 {
+        return refuse("several --backend", "run one search per backend and plot them together");
+    }
+    if cfg.sweep.is_sweep() {
+        return refuse(
+            "a sweep (lists of -d, -c, -P, --threads, or --repeat)",
+            "run one search per value and plot them together",
+        );
+    }
+    let ladder = cfg.split.is_some();
+    if ladder {
+        // The workers cannot agree on the next rate of a bisection without talking: each runs
+        // the same ladder of rates at the same instants, and merge judges the fleet.
+        if range.is_none() {
+            return refuse(
+                "--worker without --rps LOW-HIGH",
+                "each worker's probe would find its own ceiling; give the fleet's range",
+            );
+        }
+        if cfg.start_at.is_none() {
+            return refuse(
+                "--worker without --start-at",
+                "the workers' steps start together at instants derived from --start-at",
+            );
+        }
+        if let (Some((lo, _)), Some(s)) = (range, &cfg.split) {
+            if lo < s.worker.count {
+                return Err(format!(
+                    "--slo --rps {lo}-…: {} workers get less than one request per second each",
+                    s.worker.count
+                ));
+            }
+        }
+    }
+    Ok(Settings { objectives, resolution, range, max_steps, probe: PROBE, ladder })
+}
+
+/// `--rps LOW-HIGH` with `--slo`.
+fn parse_range(text: &str) -> Result<(u64, u64), String> {
+    let bad = |why: &str| format!("invalid value '{text}' for --rps: {why}");
+    let (lo, hi) = text
+        .split_once('-')
+        .ok_or_else(|| bad("with --slo, --rps is the range to search, LOW-HIGH (10000-50000)"))?;
+    let n = |s: &str| s.trim().parse::<u64>().map_err(|_| bad("expected LOW-HIGH in requests per second"));
+    let (lo, hi) = (n(lo)?, n(hi)?);
+    if lo == 0 || hi > 100_000_000 || lo >= hi {
+        return Err(bad("LOW must be at least 1 and below HIGH, at most 100000000"));
+    }
+    Ok((lo, hi))
+}
+
+/// A search as the session ran it: the test, what the search found, and each step's result
+/// (the total of the test, with its histograms), in the order of [`Capacity::steps`].
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// The test's title.
+    pub test: String,
+    /// The search's steps and answer.
+    pub capacity: Capacity,
+    /// Each step's result, in step order.
+    pub results: Vec<TestResult>,
+    /// The closed-loop probe's result, when there was one.
+    pub probe: Option<TestResult>,
+    /// `--worker`: this process's part of the fleet.
+    pub worker: Option<crate::config::Worker>,
+}
+
+impl Found {
+    /// The verdict of the step above the answer (else of the lowest step), when the client or
+    /// the machine, not the server, limited it: the ceiling the client set.
+    pub fn client_ceiling(&self) -> Option<&Verdict> {
+        let at = match self.capacity.conclusion {
+            Conclusion::Met { above, .. } => above?,
+            Conclusion::Unreachable { lowest } => lowest,
+            Conclusion::NotRun => return None,
+        };
+        self.results.get(at)?.verdict.as_ref().filter(|v| matches!(v.side, Side::Client | Side::Machine))
+    }
+}
+
+/// What a step costs besides its warmup and duration: connecting, the drain, the server's CPU
+/// readings around it (500 ms each at most). A ladder's steps start this far apart at least.
+pub const STEP_OVERHEAD: Duration = Duration::from_secs(3);
+
+/// Each objective's value in `r`, in microseconds: corrected latency, or the service time (the
+/// latency where no service time was kept, as in a closed loop).
+pub fn objective_values(objectives: &[Objective], r: &TestResult) -> Vec<f64> {
+    objectives
+        .iter()
+        .map(|o| {
+            let h = match o.metric {
+                Metric::Service => r.stats.service.as_ref().unwrap_or(&r.stats.latency),
+                Metric::Corrected => &r.stats.latency,
+            };
+            value_at_percentile(h, o.percentile) as f64
+        })
+        .collect()
+}
+
+/// One step's length, warmup and duration with what it costs besides: how far apart a
+/// ladder's steps start.
+pub fn step_slot(warmup: Duration, duration: Duration, drain_grace: Duration) -> Duration {
+    warmup + duration + drain_grace + STEP_OVERHEAD
+}
+
+/// What a step record's miss says in a line: `p99 1.8 ms > 1ms`, `achieved 4100 of 5000 rps`.
+pub fn miss_text(objectives: &[Objective], s: &StepRecord) -> String {
+    match &s.miss {
+        None => "met".to_string(),
+        Some(Miss::Objective { index }) => {
+            let o = &objectives[*index];
+            format!(
+                "{} {} > {}",
+                o.label(),
+                format_us(s.measured.values_us[*index]),
+                o.text.rsplit("<=").next().unwrap_or("")
+            )
+        }
+        Some(Miss::Rate) => format!("achieved {:.0} of {} rps", s.measured.achieved, s.rate),
+    }
+}
+
+/// Microseconds for a reader: `940 us`, `1.80 ms`, `2.5 s`.
+pub fn format_us(us: f64) -> String {
+    if us < 1_000.0 {
+        format!("{us:.0} us")
+    } else if us < 1_000_000.0 {
+        format!("{:.2} ms", us / 1_000.0)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
 }
 
 #[cfg(test)]
