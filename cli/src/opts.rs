@@ -1146,6 +1146,42 @@ mod tests {
     }
 
     #[test]
+    fn slo_takes_objectives_a_range_and_refuses_what_a_search_cannot_run_with() {
+        let c = parse(&["--slo", "p99<=1ms,service:p99.9<=5ms"]).unwrap();
+        let s = c.capacity.unwrap();
+        assert_eq!(s.objectives.len(), 2);
+        assert_eq!((s.range, s.max_steps, s.ladder), (None, 12, false));
+        // Timed steps, with defaults that give a stable answer in a few minutes.
+        assert_eq!(c.open.duration, Some(Duration::from_secs(5)));
+        assert_eq!(c.open.warmup, Duration::from_secs(1));
+        let c =
+            parse(&["--slo", "p99<=1ms", "--rps", "1000-5000", "--duration", "2s", "--warmup", "0"]).unwrap();
+        assert_eq!(c.capacity.unwrap().range, Some((1000, 5000)));
+        assert_eq!((c.open.duration, c.open.warmup), (Some(Duration::from_secs(2)), Duration::ZERO));
+        assert!(c.open.rates.is_empty());
+        let s = parse(&["--slo", "p99<=1ms", "--slo-resolution", "500", "--slo-steps", "20"]).unwrap();
+        let s = s.capacity.unwrap();
+        assert_eq!((s.resolution, s.max_steps), (respbench_session::capacity::Resolution::Rps(500), 20));
+        let err = |args: &[&str]| parse(args).unwrap_err();
+        assert!(err(&["--slo", "p99<1ms"]).contains("--slo"));
+        assert!(err(&["--slo", "p99<=1ms", "--rps", "5000"]).contains("LOW-HIGH"));
+        assert!(err(&["--slo", "p99<=1ms", "--rps", "5000-100"]).contains("below HIGH"));
+        assert!(err(&["--slo", "p99<=1ms", "-n", "1000"]).contains("-n and --slo"));
+        assert!(err(&["--slo", "p99<=1ms", "-c", "10,20"]).contains("sweep"));
+        assert!(err(&["--slo", "p99<=1ms", "-l"]).contains("-l"));
+        assert!(err(&["--slo", "p99<=1ms", "--backend", "mio,smol"]).contains("--backend"));
+        assert!(err(&["--slo", "p99<=1ms", "--slo-steps", "0"]).contains("--slo-steps"));
+        assert!(err(&["--slo-steps", "3"]).contains("give --slo"));
+        // A split search is a ladder over the fleet's range, at instants from --start-at.
+        assert!(err(&["--slo", "p99<=1ms", "--worker", "0/2", "--start-at", "10"]).contains("--rps LOW-HIGH"));
+        assert!(err(&["--slo", "p99<=1ms", "--rps", "10-20", "--worker", "0/2"]).contains("--start-at"));
+        let w =
+            parse(&["--slo", "p99<=1ms", "--rps", "100-200", "--worker", "1/2", "--start-at", "10"]).unwrap();
+        let s = w.capacity.unwrap();
+        assert!(s.ladder && s.range == Some((100, 200)));
+    }
+
+    #[test]
     fn a_worker_does_its_share() {
         let args = ["-n", "1003", "-c", "10,50", "--rps", "1001", "-r", "1000", "--key-dist", "sequential"];
         let w = |i: &str| parse(&[&args[..], &["--seed", "7", "--worker", i]].concat()).unwrap();

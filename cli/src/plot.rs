@@ -71,6 +71,10 @@ fn run(opts: &PlotOpts) -> Result<(), String> {
     let inputs = data::read(&opts.files)?;
     let mut charts = Vec::new();
     for &kind in kinds.as_deref().unwrap_or(&Kind::ALL) {
+        // By default the capacity chart is a search's; `--rps` steps get it when asked for.
+        if kind == Kind::Capacity && kinds.is_none() && inputs.iter().all(|i| i.capacity.is_empty()) {
+            continue;
+        }
         let made = charts::build(kind, &inputs);
         if made.is_empty() && kinds.is_some() {
             return Err(format!("cannot draw the {} chart: {}", kind.name(), kind.missing()));

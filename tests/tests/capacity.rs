@@ -16,7 +16,12 @@ const T: Duration = Duration::from_secs(180);
 // The search is the session's, the same whatever waits for the sockets: once, on mio.
 respbench_tests::backend_tests!(
     every: [],
-    mio: [a_search_brackets_the_answer, an_unreachable_objective_exits_1, workers_search_a_ladder_in_lockstep],
+    mio: [
+        a_search_brackets_the_answer,
+        an_unreachable_objective_exits_1,
+        workers_search_a_ladder_in_lockstep,
+        plain_rate_steps_plot_against_the_achieved_rate,
+    ],
 );
 
 fn read(path: &Path) -> Value {
@@ -105,6 +110,64 @@ fn a_search_brackets_the_answer(tool: Tool) {
     );
     assert!(out.stdout.contains(line), "{}", out.stdout);
     assert!(out.stdout.contains("  step     role  target rps"), "{}", out.stdout);
+    // The curve: latency against the achieved rate, the objective, the answer, the failures.
+    let svg = plot(&json, &[]);
+    for want in [
+        ">Capacity: latency against achieved throughput<",
+        ">achieved throughput (requests per second)<",
+        ">objective p99&lt;=50ms<",
+        &format!(">answer {rps} rps<"),
+        ">failed steps",
+        ">DEBUG SLEEP 0.001 service p99<",
+    ] {
+        assert!(svg.contains(want), "{want} is missing from\n{svg}");
+    }
+}
+
+/// `respbench plot FILE --charts capacity` (and `extra`): the SVG, checked to render.
+fn plot(json: &Path, extra: &[&str]) -> String {
+    let svg = json.with_extension("svg");
+    let mut args = vec!["plot", json.to_str().unwrap(), "--charts", "capacity", "-o", svg.to_str().unwrap()];
+    args.extend(extra);
+    let out = respbench().run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    let png = json.with_extension("png");
+    let rendered = std::process::Command::new("rsvg-convert")
+        .args([svg.as_os_str(), "-o".as_ref(), png.as_os_str()])
+        .status()
+        .expect("rsvg-convert (librsvg2-bin) renders the chart");
+    assert!(rendered.success());
+    assert!(std::fs::metadata(&png).unwrap().len() > 0);
+    std::fs::read_to_string(&svg).unwrap()
+}
+
+/// A plain `--rps a,b,c` run draws on the same chart, against the achieved rate.
+fn plain_rate_steps_plot_against_the_achieved_rate(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let json = json_path("capacity", "steps");
+    let out = tool.run(
+        &[
+            "-p",
+            &port,
+            "-t",
+            "get",
+            "-c",
+            "4",
+            "--rps",
+            "200,400,800",
+            "--duration",
+            "300ms",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        T,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let svg = plot(&json, &[]);
+    assert!(svg.contains(">Open loop: latency against achieved throughput<"), "{svg}");
+    assert!(svg.contains(">GET p99<") && svg.contains(">GET service p99<"), "{svg}");
+    assert!(!svg.contains("objective"), "{svg}");
 }
 
 fn thousands(n: u64) -> String {

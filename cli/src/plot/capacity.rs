@@ -179,7 +179,7 @@ pub fn charts(inputs: &[Input], rate_groups: &[Vec<&Test>]) -> Vec<Chart> {
             lines.push(Line {
                 label: format!("{who}answer {rate} rps"),
                 points: vec![(achieved, y.min), (achieved, y.max)],
-                color: if several { ci } else { 2 },
+                color: if several { ci } else { 4 },
                 dash: Dash::Dotted,
                 markers: false,
                 ..Line::default()
@@ -210,7 +210,7 @@ pub fn charts(inputs: &[Input], rate_groups: &[Vec<&Test>]) -> Vec<Chart> {
         lines.push(Line {
             label: why,
             points,
-            color: 3 + 2 * k,
+            color: [3, 6, 8, 9][k % 4],
             dash: Dash::Solid,
             markers: true,
             ..Line::default()
@@ -248,7 +248,13 @@ mod tests {
         // Sorted by achieved rate.
         assert_eq!(c[0].points[0].ms, [0.1, 0.8, 0.95, 0.2]);
         assert!(!c[0].points[1].passed);
-        let input = Input { path: "a.json".into(), label: "a.json".into(), tests: Vec::new(), capacity: c };
+        let input = Input {
+            path: "a.json".into(),
+            label: "a.json".into(),
+            tests: Vec::new(),
+            context: Default::default(),
+            capacity: c,
+        };
         let charts = charts(&[input], &[]);
         assert_eq!(charts.len(), 1);
         let labels: Vec<&str> = charts[0].lines.iter().map(|l| l.label.as_str()).collect();
