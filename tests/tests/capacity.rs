@@ -216,6 +216,36 @@ fn an_unreachable_objective_exits_1(tool: Tool) {
     let rates: Vec<u64> =
         c["steps"].as_array().unwrap().iter().map(|s| s["target_rps"].as_u64().unwrap()).collect();
     assert_eq!(rates, [800, 400, 200]);
+    // --csv: the header and one row per step, the same steps.
+    let csv = tool.run(
+        &[
+            "-p",
+            &port,
+            "-c",
+            "2",
+            "--slo",
+            "p99<=1us",
+            "--rps",
+            "200-800",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0",
+            "--csv",
+            "PING",
+        ],
+        T,
+    );
+    assert_eq!(csv.status.code(), Some(1), "{}", csv.dump());
+    let lines: Vec<&str> = csv.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("\"test\",\"step\",\"role\",\"target_rps\",\"achieved_rps\""),
+        "{}",
+        csv.stdout
+    );
+    assert_eq!(lines.len(), 4, "{}", csv.stdout);
+    assert!(lines[1].starts_with("\"PING\",\"1\",\"bracket\",\"800\","), "{}", csv.stdout);
+    assert!(lines[3].ends_with(",\"false\",\"false\""), "{}", csv.stdout);
 }
 
 /// Unix seconds `lead` from now, with a fraction.
