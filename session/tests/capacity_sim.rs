@@ -118,11 +118,11 @@ fn the_answer_for_a_loose_objective_lies_below_a_known_capacity() {
     let widened = c.steps.iter().any(|s| s.role == Role::Confirm && !s.passed);
     let width = Resolution::Share(0.02).width(rate) * if widened { 2 } else { 1 };
     assert!(above.rate - rate <= width, "{} vs {rate}", above.rate);
-    // M/D/1 at the answer: the mean wait is rho / (2 mu (1 - rho)); p99 <= 1 ms needs a mean
-    // wait well under it, so the answer's rho is below where that mean alone reaches 1 ms.
-    let rho = share;
-    let mean_wait_us = rho / (2.0 * CAPACITY * (1.0 - rho)) * 1e6;
-    assert!(mean_wait_us < 1_000.0, "{mean_wait_us}");
+    // Queueing theory as a second measure: with Poisson arrivals and a fixed service time S
+    // (M/D/1), the p99 of the time in the system reaches 10 S at a utilisation of about 0.78
+    // (Lindley's recursion over 400,000 customers: 0.75 gives 8.9 S, 0.80 gives 11.1 S). The
+    // search's answer is there, give or take what 2 s steps and 20 connections add.
+    assert!((0.70..=0.85).contains(&share), "answer {rate} is {share:.2} of the capacity; M/D/1 says 0.78");
 }
 
 #[test]
