@@ -6,8 +6,8 @@ use std::io::{self, Write};
 
 use respbench_core::stats::value_at_percentile;
 use respbench_session::capacity::{
-    evaluate_ladder, format_us, judge, miss_text, objective_values, parse_objectives, Capacity, Conclusion,
-    Found, Measured, Metric, Role, StepRecord,
+    evaluate_ladder, format_us, judge, measure, miss_text, parse_objectives, Capacity, Conclusion, Found,
+    Metric, Role, StepRecord,
 };
 use respbench_session::result::TestResult;
 use serde_json::{json, Value};
@@ -318,14 +318,15 @@ pub fn merge(docs: &[Value]) -> Result<Vec<Found>, String> {
             }
         }
     }
+    let poisson =
+        docs.iter().any(|d| d.pointer("/config/arrival").and_then(Value::as_str) == Some("poisson"));
     let mut out = Vec::new();
     for (test, slo, steps) in merged {
         let objectives = parse_objectives(&slo)?;
         let mut records = Vec::new();
         let mut results = Vec::new();
         for s in steps {
-            let measured =
-                Measured { achieved: s.test.stats.rps(), values_us: objective_values(&objectives, &s.test) };
+            let measured = measure(&objectives, &s.test.stats, poisson, 1.0);
             let miss = judge(&objectives, s.rate, &measured);
             records.push(StepRecord { rate: s.rate, role: s.role, passed: miss.is_none(), miss, measured });
             results.push(s.test);

@@ -223,6 +223,11 @@ pub enum Next {
 pub struct Measured {
     /// The achieved rate.
     pub achieved: f64,
+    /// Poisson arrivals: the rate the schedule offered in this step (its arrivals over the same
+    /// interval as `achieved`), which the achieved rate is held to instead of the target: a
+    /// Poisson schedule offers the target only on average (3 s at 100 per second is 300 ± 17
+    /// arrivals). `None`: constant arrivals, which offer the target exactly.
+    pub offered: Option<f64>,
     /// Each objective's percentile, in microseconds, in the order of [`Settings::objectives`].
     pub values_us: Vec<f64>,
 }
@@ -254,12 +259,13 @@ pub enum Miss {
     Rate,
 }
 
-/// Judges one step: every objective holds and the achieved rate is within 2% of the target.
+/// Judges one step: every objective holds and the achieved rate is within 2% of the target (of
+/// what a Poisson schedule offered, [`Measured::offered`]).
 pub fn judge(objectives: &[Objective], rate: u64, m: &Measured) -> Option<Miss> {
     if let Some(index) = objectives.iter().zip(&m.values_us).position(|(o, v)| *v > o.limit_us) {
         return Some(Miss::Objective { index });
     }
-    let target = rate as f64;
+    let target = m.offered.unwrap_or(rate as f64);
     if (m.achieved - target).abs() > RATE_TOLERANCE * target {
         return Some(Miss::Rate);
     }
@@ -724,12 +730,31 @@ pub const STEP_OVERHEAD: Duration = Duration::from_secs(3);
 /// Each objective's value in `r`, in microseconds: corrected latency, or the service time (the
 /// latency where no service time was kept, as in a closed loop).
 pub fn objective_values(objectives: &[Objective], r: &TestResult) -> Vec<f64> {
+    values_of(objectives, &r.stats)
+}
+
+/// What a step's stats measured against `objectives`. `poisson`: the schedule's arrivals were
+/// Poisson, so the achieved rate is held to what it offered. `scale`: a worker's share stands
+/// for the fleet's (the fleet's rate over the worker's; 1 otherwise).
+pub fn measure(
+    objectives: &[Objective],
+    stats: &respbench_core::Stats,
+    poisson: bool,
+    scale: f64,
+) -> Measured {
+    let secs = stats.duration_secs();
+    let offered = (poisson && secs > 0.0).then(|| stats.arrivals() as f64 / secs * scale);
+    Measured { achieved: stats.rps() * scale, offered, values_us: values_of(objectives, stats) }
+}
+
+/// Each objective's value in `stats`, in microseconds.
+fn values_of(objectives: &[Objective], stats: &respbench_core::Stats) -> Vec<f64> {
     objectives
         .iter()
         .map(|o| {
             let h = match o.metric {
-                Metric::Service => r.stats.service.as_ref().unwrap_or(&r.stats.latency),
-                Metric::Corrected => &r.stats.latency,
+                Metric::Service => stats.service.as_ref().unwrap_or(&stats.latency),
+                Metric::Corrected => &stats.latency,
             };
             value_at_percentile(h, o.percentile) as f64
         })
@@ -755,7 +780,10 @@ pub fn miss_text(objectives: &[Objective], s: &StepRecord) -> String {
                 o.text.rsplit("<=").next().unwrap_or("")
             )
         }
-        Some(Miss::Rate) => format!("achieved {:.0} of {} rps", s.measured.achieved, s.rate),
+        Some(Miss::Rate) => match s.measured.offered {
+            Some(o) => format!("achieved {:.0} of {o:.0} rps offered", s.measured.achieved),
+            None => format!("achieved {:.0} of {} rps", s.measured.achieved, s.rate),
+        },
     }
 }
 
@@ -790,6 +818,7 @@ mod tests {
     fn knee(knee: u64, ceiling: f64) -> impl FnMut(u64, Role) -> Measured {
         move |rate, _| Measured {
             achieved: (rate as f64).min(ceiling),
+            offered: None,
             values_us: vec![if rate <= knee { 100.0 } else { 10_000.0 }],
         }
     }
@@ -882,7 +911,7 @@ mod tests {
         let c = drive(Search::new(settings("p99<=1ms", None, 20)), 10_000.0, |rate, role| {
             if role == Role::Confirm && noisy_once {
                 noisy_once = false;
-                return Measured { achieved: rate as f64, values_us: vec![5_000.0] };
+                return Measured { achieved: rate as f64, offered: None, values_us: vec![5_000.0] };
             }
             steady(rate, role)
         });
@@ -940,12 +969,21 @@ mod tests {
     #[test]
     fn every_objective_must_hold() {
         let objectives = parse_objectives("p99<=1ms, p99.9<=5ms, service:p50<=200us").unwrap();
-        let m = |v: [f64; 3]| Measured { achieved: 1000.0, values_us: v.to_vec() };
+        let m = |v: [f64; 3]| Measured { achieved: 1000.0, offered: None, values_us: v.to_vec() };
         assert_eq!(judge(&objectives, 1000, &m([900.0, 4_000.0, 150.0])), None);
         assert_eq!(judge(&objectives, 1000, &m([900.0, 5_001.0, 150.0])), Some(Miss::Objective { index: 1 }));
         assert_eq!(judge(&objectives, 1000, &m([900.0, 4_000.0, 201.0])), Some(Miss::Objective { index: 2 }));
         assert_eq!(judge(&objectives, 1030, &m([900.0, 4_000.0, 150.0])), Some(Miss::Rate));
         assert_eq!(judge(&objectives, 1015, &m([900.0, 4_000.0, 150.0])), None);
+        // Poisson arrivals: the achieved rate is held to what the schedule offered, not to
+        // the target it offers on average.
+        let poisson = |achieved: f64, offered: f64| Measured {
+            achieved,
+            offered: Some(offered),
+            values_us: vec![900.0, 4_000.0, 150.0],
+        };
+        assert_eq!(judge(&objectives, 1000, &poisson(1_060.0, 1_065.0)), None);
+        assert_eq!(judge(&objectives, 1000, &poisson(1_000.0, 1_065.0)), Some(Miss::Rate));
     }
 
     #[test]

@@ -6,12 +6,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use respbench_core::stats::value_at_percentile;
 use respbench_core::template::{KeySpace, Template};
 use respbench_core::{Budget, ConnConfig, Handshake, OpenLoop, PipelineMode, Plan, Stop, Time, Workload};
 use respbench_driver::sim::{test_run, Server, Sim};
 use respbench_session::capacity::{
-    parse_objectives, Conclusion, Measured, Metric, Next, Resolution, Role, Search, Settings,
+    measure, parse_objectives, Conclusion, Next, Resolution, Role, Search, Settings,
 };
 
 /// 100 µs per request: the server's capacity is exactly 10,000 per second.
@@ -77,17 +76,7 @@ fn search(
             Next::Step { rate, .. } => {
                 seed += 1;
                 let stats = run(Some(rate), poisson, seed);
-                let values_us = objectives
-                    .iter()
-                    .map(|o| {
-                        let h = match o.metric {
-                            Metric::Service => stats.service.as_ref().unwrap(),
-                            Metric::Corrected => &stats.latency,
-                        };
-                        value_at_percentile(h, o.percentile) as f64
-                    })
-                    .collect();
-                s.handle_step(Measured { achieved: stats.rps(), values_us });
+                s.handle_step(measure(&objectives, &stats, poisson, 1.0));
             }
             Next::Done => {
                 let n = s.steps().len();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Ended, Session};
-use crate::capacity::{objective_values, step_slot, Found, Measured, Next, Search};
+use crate::capacity::{measure, step_slot, Found, Next, Search};
 use crate::case::Case;
 use crate::config::StartAt;
 use crate::observer::{Observer, StepDone};
@@ -112,9 +112,13 @@ impl Session {
                 (Some(rate), Some(run_rate)) => {
                     // A worker's achieved rate stands for the fleet's in its own judgement; merge
                     // judges the fleet's from the merged histograms.
-                    let achieved = total.stats.rps() * rate as f64 / run_rate as f64;
-                    let values_us = objective_values(&settings.objectives, &total);
-                    search.handle_step(Measured { achieved, values_us });
+                    let scale = rate as f64 / run_rate as f64;
+                    search.handle_step(measure(
+                        &settings.objectives,
+                        &total.stats,
+                        self.base.open.poisson,
+                        scale,
+                    ));
                     let record = search.steps().last().expect("the step just judged");
                     obs.capacity_step(title, search.steps().len(), most, record, &total);
                     results.push(total);
