@@ -166,6 +166,13 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
         }
         crate::json::write_json(path, &doc)?;
     }
+    // As a whole run's search does: an objective the fleet met at no rate is a failure.
+    if let Some(f) = searches
+        .iter()
+        .find(|f| !matches!(f.capacity.conclusion, respbench_session::capacity::Conclusion::Met { .. }))
+    {
+        return Err(crate::capacity::answer_line(f));
+    }
     Ok(())
 }
 

@@ -539,9 +539,16 @@ impl Search {
                     above: self.lowest_failed_above(rate),
                     confirmed: self.confirmed,
                 },
-                None => match lowest_step(&self.steps) {
-                    Some(lowest) => Conclusion::Unreachable { lowest },
-                    None => Conclusion::NotRun,
+                // No rate passes since the bracket last widened (a confirmation failed and the
+                // budget ran out): the highest rate that passed below every failure, unconfirmed.
+                None => match evaluate_ladder(&self.steps) {
+                    Conclusion::Met { rate, step, .. } => Conclusion::Met {
+                        rate,
+                        step,
+                        above: self.lowest_failed_above(rate),
+                        confirmed: false,
+                    },
+                    other => other,
                 },
             }
         };
@@ -928,6 +935,25 @@ mod tests {
         assert!(rate < failed.rate && rate as f64 >= failed.rate as f64 * 0.9, "{rate}");
         assert_eq!(c.steps.last().unwrap().role, Role::Confirm);
         assert!(c.steps.last().unwrap().passed);
+        // The budget ends at the failed confirmation: the answer is the highest rate that passed
+        // below it, unconfirmed, not "no rate met".
+        let mut noisy_once = true;
+        let mut steady = knee(7_300, 1e9);
+        let budget = first_confirm as u32 + 1;
+        let c = drive(Search::new(settings("p99<=1ms", None, budget)), 10_000.0, |rate, role| {
+            if role == Role::Confirm && noisy_once {
+                noisy_once = false;
+                return Measured { achieved: rate as f64, offered: None, values_us: vec![5_000.0] };
+            }
+            steady(rate, role)
+        });
+        assert!(c.out_of_steps);
+        let (rate, above, confirmed) = met(&c);
+        assert!(!confirmed);
+        assert_eq!(c.steps[above.unwrap()].role, Role::Confirm);
+        let best_below =
+            c.steps.iter().filter(|s| s.passed && s.rate < failed.rate).map(|s| s.rate).max().unwrap();
+        assert_eq!(rate, best_below);
     }
 
     #[test]
