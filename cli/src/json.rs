@@ -150,6 +150,19 @@ pub fn config(cfg: &Config) -> Value {
     if let Value::Object(m) = more {
         c.extend(m);
     }
+    if let Some(s) = &cfg.capacity {
+        // --slo: what the search was asked (every worker of a split run the same).
+        c.insert(
+            "slo".into(),
+            json!({
+                "objectives": s.objectives.iter().map(|o| o.text.clone()).collect::<Vec<_>>(),
+                "resolution": s.resolution.to_string(),
+                "range_rps": s.range.map(|(lo, hi)| [lo, hi]),
+                "max_steps": s.max_steps,
+                "ladder": s.ladder,
+            }),
+        );
+    }
     if let Some(at) = &cfg.start_at {
         c.insert("start_at_us".into(), json!(at.unix_us));
     }

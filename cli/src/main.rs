@@ -2,6 +2,7 @@
 //! a session of tests and renders the results in redis-benchmark's formats.
 
 mod args;
+mod capacity;
 mod hgrm;
 mod hlog;
 mod json;
@@ -173,7 +174,16 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
     if let Some(test) = &done.empty_window {
         eprintln!("{test}: no request completed in the measured window");
     }
-    let failed = done.dropped || done.first_error.is_some() || done.empty_window.is_some();
+    // An objective no rate met is the search's failure: said on stderr, exit 1.
+    let mut unreachable = false;
+    // A worker's ladder is judged by `respbench merge` on the fleet's histograms, not by its part.
+    for f in done.searches.iter().filter(|f| f.worker.is_none()) {
+        if !matches!(f.capacity.conclusion, respbench_session::capacity::Conclusion::Met { .. }) {
+            eprintln!("{}", capacity::answer_line(f));
+            unreachable = true;
+        }
+    }
+    let failed = done.dropped || done.first_error.is_some() || done.empty_window.is_some() || unreachable;
     match done.ended {
         Ok(Ended::Completed) if failed || done.unfinished => Ok(ExitCode::from(1)),
         Ok(Ended::Completed) => Ok(ExitCode::SUCCESS),

@@ -90,6 +90,8 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
     if !mixture.is_empty() {
         eprintln!("respbench merge: --force: {}", mixture.join("\n"));
     }
+    // A split run's capacity ladder: judged again on the merged steps.
+    let searches = crate::capacity::merge(&docs)?;
     if let Some(count) = workers {
         // The merged document is the whole run: its config without one worker's part.
         if let Value::Object(c) = &mut merged.config {
@@ -142,10 +144,16 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
             };
             report::write_quiet(&r, &mut out).map_err(|e| e.to_string())?;
         }
+        for f in &searches {
+            writeln!(out, "{}", crate::capacity::answer_line(f)).map_err(|e| e.to_string())?;
+        }
         out.flush().map_err(|e| e.to_string())?;
     }
     if let Some(path) = &opts.json {
         let mut doc = merged.document()?;
+        if !searches.is_empty() {
+            doc["capacity"] = crate::capacity::to_json(&searches, 0)?;
+        }
         if let Some(late) = merged.late_by_s {
             doc["late_by_s"] = late.into();
         }
@@ -157,6 +165,13 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
             doc["mixture"] = serde_json::json!(mixture);
         }
         crate::json::write_json(path, &doc)?;
+    }
+    // As a whole run's search does: an objective the fleet met at no rate is a failure.
+    if let Some(f) = searches
+        .iter()
+        .find(|f| !matches!(f.capacity.conclusion, respbench_session::capacity::Conclusion::Met { .. }))
+    {
+        return Err(crate::capacity::answer_line(f));
     }
     Ok(())
 }

@@ -229,6 +229,20 @@ pub struct Opts {
     /// request's intended send time; a list (10000,20000,40000) runs one step per rate
     #[argh(option)]
     pub rps: Option<String>,
+    /// capacity search: find the highest --rps whose steps meet these latency objectives on the
+    /// corrected latency, comma separated (p99<=1ms,p99.9<=5ms; service:p99<=500us for the
+    /// service time); with --rps LOW-HIGH inside that range, else below a short closed-loop
+    /// probe's ceiling; each step is an open-loop test of --duration (default 5s) after --warmup
+    /// (default 1s)
+    #[argh(option)]
+    pub slo: Option<String>,
+    /// with --slo: stop bisecting when the bracket is this narrow: a share of the answer (2%, the
+    /// default) or requests per second (500)
+    #[argh(option)]
+    pub slo_resolution: Option<String>,
+    /// with --slo: the most open-loop steps the search runs (default 12; the probe is extra)
+    #[argh(option)]
+    pub slo_steps: Option<u32>,
     /// open-loop arrivals: constant (default) or poisson
     #[argh(option, default = "String::from(\"constant\")")]
     pub arrival: String,
@@ -500,7 +514,7 @@ impl Opts {
             },
             ..OpenLoopConfig::default()
         };
-        if let Some(list) = &self.rps {
+        if let Some(list) = self.rps.as_ref().filter(|_| self.slo.is_none()) {
             for r in list.split(',') {
                 let rate: u64 = r.trim().parse().map_err(|_| {
                     bad("--rps", list, "expected requests per second, or a list like 1000,2000")
@@ -521,7 +535,7 @@ impl Opts {
                 "-k 0 and --rps conflict: an open-loop schedule keeps its connections open".to_string()
             );
         }
-        if o.poisson && o.rates.is_empty() {
+        if o.poisson && o.rates.is_empty() && self.slo.is_none() {
             return Err("--arrival poisson needs a target rate (--rps)".to_string());
         }
         if let Some(d) = &self.duration {
@@ -542,6 +556,16 @@ impl Opts {
         }
         if let Some(w) = &self.warmup {
             o.warmup = parse_duration("--warmup", w)?;
+        }
+        if self.slo.is_some() {
+            // A search's steps are timed: defaults that give a stable answer in a few minutes.
+            if self.requests.is_some() {
+                return Err("-n and --slo conflict: a search's steps are timed (--duration)".to_string());
+            }
+            o.duration = o.duration.or(Some(Duration::from_secs(5)));
+            if self.warmup.is_none() {
+                o.warmup = Duration::from_secs(1);
+            }
         }
         if let Some(spec) = &self.mix {
             for part in spec.split(',') {
@@ -779,12 +803,25 @@ impl Opts {
             split: None,
             start_at,
             key_args,
+            capacity: None,
         };
         if let Some(w) = worker {
             if c.idle {
                 return Err("--worker and -I conflict: idle mode measures nothing to split".to_string());
             }
             respbench_session::workers::split(&mut c, w)?;
+        }
+        if self.slo.is_none() && (self.slo_resolution.is_some() || self.slo_steps.is_some()) {
+            return Err("--slo-resolution and --slo-steps are the capacity search's: give --slo".to_string());
+        }
+        if let Some(slo) = &self.slo {
+            c.capacity = Some(respbench_session::capacity::settings(
+                slo,
+                self.slo_resolution.as_deref(),
+                self.slo_steps,
+                self.rps.as_deref(),
+                &c,
+            )?);
         }
         let mut tls_by = self.tls.then_some("--tls");
         if let Some(uri) = &self.uri {
@@ -1106,6 +1143,42 @@ mod tests {
             let e = g(v).unwrap_err();
             assert!(e.contains("--drain-grace"), "{v}: {e}");
         }
+    }
+
+    #[test]
+    fn slo_takes_objectives_a_range_and_refuses_what_a_search_cannot_run_with() {
+        let c = parse(&["--slo", "p99<=1ms,service:p99.9<=5ms"]).unwrap();
+        let s = c.capacity.unwrap();
+        assert_eq!(s.objectives.len(), 2);
+        assert_eq!((s.range, s.max_steps, s.ladder), (None, 12, false));
+        // Timed steps, with defaults that give a stable answer in a few minutes.
+        assert_eq!(c.open.duration, Some(Duration::from_secs(5)));
+        assert_eq!(c.open.warmup, Duration::from_secs(1));
+        let c =
+            parse(&["--slo", "p99<=1ms", "--rps", "1000-5000", "--duration", "2s", "--warmup", "0"]).unwrap();
+        assert_eq!(c.capacity.unwrap().range, Some((1000, 5000)));
+        assert_eq!((c.open.duration, c.open.warmup), (Some(Duration::from_secs(2)), Duration::ZERO));
+        assert!(c.open.rates.is_empty());
+        let s = parse(&["--slo", "p99<=1ms", "--slo-resolution", "500", "--slo-steps", "20"]).unwrap();
+        let s = s.capacity.unwrap();
+        assert_eq!((s.resolution, s.max_steps), (respbench_session::capacity::Resolution::Rps(500), 20));
+        let err = |args: &[&str]| parse(args).unwrap_err();
+        assert!(err(&["--slo", "p99<1ms"]).contains("--slo"));
+        assert!(err(&["--slo", "p99<=1ms", "--rps", "5000"]).contains("LOW-HIGH"));
+        assert!(err(&["--slo", "p99<=1ms", "--rps", "5000-100"]).contains("below HIGH"));
+        assert!(err(&["--slo", "p99<=1ms", "-n", "1000"]).contains("-n and --slo"));
+        assert!(err(&["--slo", "p99<=1ms", "-c", "10,20"]).contains("sweep"));
+        assert!(err(&["--slo", "p99<=1ms", "-l"]).contains("-l"));
+        assert!(err(&["--slo", "p99<=1ms", "--backend", "mio,smol"]).contains("--backend"));
+        assert!(err(&["--slo", "p99<=1ms", "--slo-steps", "0"]).contains("--slo-steps"));
+        assert!(err(&["--slo-steps", "3"]).contains("give --slo"));
+        // A split search is a ladder over the fleet's range, at instants from --start-at.
+        assert!(err(&["--slo", "p99<=1ms", "--worker", "0/2", "--start-at", "10"]).contains("--rps LOW-HIGH"));
+        assert!(err(&["--slo", "p99<=1ms", "--rps", "10-20", "--worker", "0/2"]).contains("--start-at"));
+        let w =
+            parse(&["--slo", "p99<=1ms", "--rps", "100-200", "--worker", "1/2", "--start-at", "10"]).unwrap();
+        let s = w.capacity.unwrap();
+        assert!(s.ladder && s.range == Some((100, 200)));
     }
 
     #[test]

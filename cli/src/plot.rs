@@ -2,6 +2,7 @@
 //! stacked in one SVG document, or as one self-contained HTML report (a summary table and the
 //! same charts inline). Built with the default cargo feature `plot`.
 
+mod capacity;
 mod charts;
 mod data;
 mod html;
@@ -17,7 +18,8 @@ use charts::Kind;
 /// respbench plot: draws the results of respbench --json runs (or respbench merge) as charts:
 /// latency by percentile, open-loop latency against target rate and its service time,
 /// per-second series, sweeps, repeats with their spread and backends side by side; under each,
-/// the command line, server, date, backend and each test's verdict and client CPU.
+/// the command line, server, date, backend and each test's verdict and client CPU; and capacity
+/// (latency against achieved throughput).
 #[derive(FromArgs, Debug)]
 #[argh(help_triggers("--help"))]
 struct PlotOpts {
@@ -27,7 +29,8 @@ struct PlotOpts {
     #[argh(option, short = 'o')]
     output: Option<String>,
     /// the charts to draw, comma separated: percentiles, service, rate, series, sweep, repeat,
-    /// backends (default: every one the results allow)
+    /// backends, capacity (latency against achieved throughput: a --slo search, or --rps steps
+    /// when named) (default: every one the results allow)
     #[argh(option)]
     charts: Option<String>,
     /// the documents to draw, written by respbench --json
@@ -68,6 +71,10 @@ fn run(opts: &PlotOpts) -> Result<(), String> {
     let inputs = data::read(&opts.files)?;
     let mut charts = Vec::new();
     for &kind in kinds.as_deref().unwrap_or(&Kind::ALL) {
+        // By default the capacity chart is a search's; `--rps` steps get it when asked for.
+        if kind == Kind::Capacity && kinds.is_none() && inputs.iter().all(|i| i.capacity.is_empty()) {
+            continue;
+        }
         let made = charts::build(kind, &inputs);
         if made.is_empty() && kinds.is_some() {
             return Err(format!("cannot draw the {} chart: {}", kind.name(), kind.missing()));

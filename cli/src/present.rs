@@ -16,7 +16,7 @@ use respbench_session::server::ServerInfo;
 use respbench_session::{topology, Error, Observer, Session};
 
 use crate::report::{self, TestReport};
-use crate::{hlog, json};
+use crate::{capacity, hlog, json};
 
 /// How often the progress line is redrawn, as in redis-benchmark.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
@@ -49,6 +49,10 @@ pub struct Presenter {
     stderr_tty: bool,
     /// The session's notices (`Observer::message`), for the JSON document.
     notices: Vec<String>,
+    /// `--slo`: each test's search, for the JSON document.
+    searches: Vec<respbench_session::capacity::Found>,
+    /// `--slo`: the objectives, for the progress lines.
+    searching: Option<respbench_session::capacity::Capacity>,
 }
 
 /// Whether the JSON document goes to stdout, which then carries it only.
@@ -83,6 +87,16 @@ impl Presenter {
             drawn: 0,
             stderr_tty: io::stderr().is_terminal(),
             notices: Vec::new(),
+            searches: Vec::new(),
+            searching: cfg.capacity.as_ref().map(|s| respbench_session::capacity::Capacity {
+                objectives: s.objectives.clone(),
+                resolution: s.resolution,
+                ceiling: None,
+                bounds: (0, 0),
+                steps: Vec::new(),
+                conclusion: respbench_session::capacity::Conclusion::NotRun,
+                out_of_steps: false,
+            }),
         }
     }
 
@@ -101,6 +115,8 @@ impl Presenter {
             let names: Vec<&str> = cfg.backends.iter().map(|b| b.name()).collect();
             report::write_compare_header(self.csv, &names, self.width, &mut self.out)
                 .map_err(|e| e.to_string())?;
+        } else if self.csv && cfg.capacity.is_some() {
+            writeln!(self.out, "{}", capacity::CSV_HEADER).map_err(|e| e.to_string())?;
         } else if self.csv {
             let extra = if self.open_loop { report::CSV_OPEN_LOOP_COLUMNS } else { "" };
             let sweep = if cfg.sweep.is_sweep() { report::CSV_SWEEP_COLUMNS } else { "" };
@@ -150,6 +166,9 @@ impl Presenter {
                         }
                         if let Some(late) = late_by_s {
                             doc["late_by_s"] = late.into();
+                        }
+                        if cfg.capacity.is_some() {
+                            doc["capacity"] = capacity::to_json(&self.searches, epoch_us)?;
                         }
                         json::write_json(path, &doc)
                     },
@@ -336,6 +355,47 @@ impl Observer for Presenter {
         if let Err(e) = report::write_sweep_table(rows, &mut self.out) {
             self.report_failed(&e);
         }
+        Ok(())
+    }
+
+    fn capacity_probe(&mut self, test: &str, probe: &TestResult) {
+        if self.stderr_tty {
+            eprintln!("{test}: closed-loop probe: {:.0} rps, the top of the search", probe.stats.rps());
+        }
+    }
+
+    fn capacity_step(
+        &mut self,
+        test: &str,
+        n: usize,
+        most: u32,
+        step: &respbench_session::capacity::StepRecord,
+        _result: &TestResult,
+    ) {
+        // As the progress line: for a reader at a terminal; a run to a file or pipe keeps
+        // stderr for errors (the steps are in the table and the JSON).
+        if let (true, Some(c)) = (self.stderr_tty, &self.searching) {
+            eprintln!("{}", capacity::step_line(test, n, most, c, step));
+        }
+    }
+
+    fn capacity_done(&mut self, found: &respbench_session::capacity::Found) -> Result<(), Error> {
+        let written = if self.csv {
+            capacity::write_csv(found, &mut self.out)
+        } else {
+            (|| {
+                capacity::write_table(found, &mut self.out)?;
+                writeln!(self.out, "{}", capacity::answer_line(found))?;
+                if let Some(line) = capacity::ceiling_line(found) {
+                    writeln!(self.out, "{line}")?;
+                }
+                self.out.flush()
+            })()
+        };
+        if let Err(e) = written {
+            self.report_failed(&e);
+        }
+        self.searches.push(found.clone());
         Ok(())
     }
 

@@ -138,6 +138,13 @@ impl Server {
         }
     }
 
+    /// A server of known capacity: every command takes `service` of its one thread, served one
+    /// at a time in the order read, so it serves exactly `1 / service` commands per second;
+    /// each is answered `reply` (the handshake's `+OK`).
+    pub fn fixed_service(reply: &[u8], service: Duration) -> Server {
+        Server::replying(reply, service)
+    }
+
     /// A server that answers the handshake's commands `+OK` and every other with `reply`.
     pub fn replying(reply: &[u8], service: Duration) -> Server {
         let reply = reply.to_vec();

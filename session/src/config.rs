@@ -179,6 +179,8 @@ pub struct Config {
     pub start_at: Option<StartAt>,
     /// `--key-args`: the custom command's key arguments (1 is the first after its name).
     pub key_args: Option<Vec<usize>>,
+    /// `--slo`: a capacity search instead of the `--rps` steps.
+    pub capacity: Option<crate::capacity::Settings>,
 }
 
 /// The values of the options that take lists: each combination is one step, run in order,

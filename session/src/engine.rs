@@ -18,6 +18,8 @@ use crate::run::{run_test, Against};
 use crate::server::{self, Server, ServerInfo};
 use crate::{backend, limits, routing, verdict, Error};
 
+mod search;
+
 /// How a run of the suite ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ended {
@@ -47,6 +49,8 @@ pub struct Finished {
     pub first_error: Option<FirstError>,
     /// The first test whose measured window completed no request (the run then exits 1).
     pub empty_window: Option<String>,
+    /// `--slo`: each test's capacity search.
+    pub searches: Vec<crate::capacity::Found>,
 }
 
 /// The first error of a run, in the server's words.
@@ -119,6 +123,11 @@ pub struct Session {
     first_error: Option<FirstError>,
     /// See [`Finished::empty_window`].
     empty_window: Option<String>,
+    /// `--slo`: the searches run so far.
+    searches: Vec<crate::capacity::Found>,
+    /// A search's step is running: a step that could not keep its schedule fails the step, not
+    /// the run.
+    searching: bool,
 }
 
 impl Session {
@@ -211,6 +220,8 @@ impl Session {
             stop,
             first_error: None,
             empty_window: None,
+            searches: Vec::new(),
+            searching: false,
             base: cfg.clone(),
             server,
             multi: nodes,
@@ -248,6 +259,7 @@ impl Session {
             results: self.done,
             first_error: self.first_error,
             empty_window: self.empty_window,
+            searches: self.searches,
         }
     }
 
@@ -275,6 +287,9 @@ impl Session {
         case: &Case,
         obs: &mut dyn Observer,
     ) -> Result<Option<Ended>, Error> {
+        if self.base.capacity.is_some() {
+            return self.run_search(test_no, case, obs);
+        }
         if !self.base.sweep.is_sweep() {
             return self.run_rates(test_no, case, obs);
         }
@@ -329,18 +344,7 @@ impl Session {
         // One row per step for the throughput-latency table.
         let mut table: Vec<TestResult> = Vec::new();
         let mut stop = None;
-        if self.cfg.preload {
-            // Once per test and value size: a sweep's other parameters leave the keys as they are.
-            let done = self.preloaded.as_ref().is_some_and(|(t, v)| *t == test_no && *v == self.cfg.values);
-            if let Some(fill) = preload_case(&self.cfg, case).filter(|_| !done) {
-                self.preload(test_no, &fill, obs)?;
-                self.preloaded = Some((test_no, self.cfg.values.clone()));
-            }
-        }
-        if case.spec.title == respbench_core::suite::FCALL_TITLE && self.base.command.is_empty() {
-            // valkey-benchmark's fcall test calls foo1 of a library it loads first.
-            server::load_library(&self.server, &respbench_core::suite::function_library(1, true))?;
-        }
+        self.prepare(test_no, case, obs)?;
         if let Some(at) = self.start_at.take() {
             if let Some(end) = self.wait_for_start(&at, obs) {
                 return Ok(Some(end));
@@ -374,6 +378,23 @@ impl Session {
         Ok(stop)
     }
 
+    /// What a case needs before its first step: `--preload`'s writes, the library `fcall` calls.
+    fn prepare(&mut self, test_no: u64, case: &Case, obs: &mut dyn Observer) -> Result<(), Error> {
+        if self.cfg.preload {
+            // Once per test and value size: a sweep's other parameters leave the keys as they are.
+            let done = self.preloaded.as_ref().is_some_and(|(t, v)| *t == test_no && *v == self.cfg.values);
+            if let Some(fill) = preload_case(&self.cfg, case).filter(|_| !done) {
+                self.preload(test_no, &fill, obs)?;
+                self.preloaded = Some((test_no, self.cfg.values.clone()));
+            }
+        }
+        if case.spec.title == respbench_core::suite::FCALL_TITLE && self.base.command.is_empty() {
+            // valkey-benchmark's fcall test calls foo1 of a library it loads first.
+            server::load_library(&self.server, &respbench_core::suite::function_library(1, true))?;
+        }
+        Ok(())
+    }
+
     /// Runs one step of a case on each backend in turn (stopping at the first that failed or
     /// was interrupted).
     fn run_step(
@@ -389,7 +410,7 @@ impl Session {
             // The test's name, as in the JSON; what tells steps and backends apart, when
             // there are several.
             let mut tag = case.spec.title.clone();
-            if let Some(r) = rate.filter(|_| cfg.open.rates.len() > 1) {
+            if let Some(r) = rate.filter(|_| cfg.open.rates.len() > 1 || cfg.capacity.is_some()) {
                 tag += &format!(" @ {r} rps");
             }
             if self.comparing {
@@ -451,7 +472,9 @@ impl Session {
                 ),
                 figures: vec![("abandoned_requests", s.abandoned as f64)],
             });
-            if s.abandoned > 0 || s.unsent > 0 {
+            // A search's step that could not keep its schedule fails as a step (its verdict and
+            // warnings say why); the run goes on.
+            if (s.abandoned > 0 || s.unsent > 0) && !self.searching {
                 // Requests the test did not finish: the run says so in one line, and exits 1.
                 self.unfinished = true;
                 let grace = respbench_core::conn::format_duration(cfg.drain_grace);
@@ -519,7 +542,7 @@ impl Session {
         let now = SystemTime::now();
         match now.duration_since(target) {
             Ok(late) => {
-                self.late_by_s = Some(late.as_secs_f64());
+                self.late_by_s = Some(self.late_by_s.unwrap_or(0.0).max(late.as_secs_f64()));
                 let before = if self.cfg.open.warmup.is_zero() { "" } else { " less the --warmup" };
                 obs.message(&format!(
                     "WARNING: --start-at {}: this process was ready {:.3} s after the instant{before} had \
@@ -529,7 +552,7 @@ impl Session {
                 ));
             }
             Err(_) => {
-                self.late_by_s = Some(0.0);
+                self.late_by_s = Some(self.late_by_s.unwrap_or(0.0));
                 // In short sleeps, so that a stop is heard.
                 while let Ok(left) = target.duration_since(SystemTime::now()) {
                     if self.stop.requested() {

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+pub mod capacity;
 pub mod case;
 pub mod config;
 pub mod cpu;

@@ -127,6 +127,26 @@ pub trait Observer {
         Ok(())
     }
 
+    /// `--slo`: the search's closed-loop probe ran (its achieved rate is the ceiling).
+    fn capacity_probe(&mut self, _test: &str, _probe: &TestResult) {}
+
+    /// `--slo`: step `n` (from 1) of at most `most` of the search ran and was judged.
+    fn capacity_step(
+        &mut self,
+        _test: &str,
+        _n: usize,
+        _most: u32,
+        _step: &crate::capacity::StepRecord,
+        _result: &TestResult,
+    ) {
+    }
+
+    /// `--slo`: a test's search is over (its answer, steps and their results). An error ends
+    /// the run.
+    fn capacity_done(&mut self, _found: &crate::capacity::Found) -> Result<(), Error> {
+        Ok(())
+    }
+
     /// `-I`: how many connections are up.
     fn idle_clients(&mut self, _live: u64) {}
 

@@ -32,11 +32,14 @@ pub enum Kind {
     /// Several backends (`--backend mio,smol,uring`): requests per second and client CPU per
     /// request, bars side by side.
     Backends,
+    /// Latency percentiles against the achieved rate: a `--slo` search (its objectives, answer
+    /// and failed steps) or `--rps` steps (plot/capacity.rs).
+    Capacity,
 }
 
 impl Kind {
     /// Every kind, in the order they are drawn.
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Percentiles,
         Kind::Service,
         Kind::Rate,
@@ -44,6 +47,7 @@ impl Kind {
         Kind::Sweep,
         Kind::Repeat,
         Kind::Backends,
+        Kind::Capacity,
     ];
 
     /// Its name on the command line.
@@ -56,6 +60,7 @@ impl Kind {
             Kind::Service => "service",
             Kind::Repeat => "repeat",
             Kind::Backends => "backends",
+            Kind::Capacity => "capacity",
         }
     }
 
@@ -74,6 +79,7 @@ impl Kind {
             Kind::Service => "no open-loop test (--rps) has a service-time histogram",
             Kind::Repeat => "no test ran more than once (--repeat N)",
             Kind::Backends => "no test ran on two backends or more (--backend mio,smol,uring)",
+            Kind::Capacity => "no --slo search and no open-loop test at two target rates or more (--rps A,B)",
         }
     }
 }
@@ -90,6 +96,7 @@ pub fn build(kind: Kind, inputs: &[Input]) -> Vec<Chart> {
         Kind::Service => service(&tests, &labels).into_iter().collect(),
         Kind::Repeat => repeats(&tests, &labels),
         Kind::Backends => backends(&tests, &labels),
+        Kind::Capacity => super::capacity::charts(inputs, &rate_groups(&tests)),
     };
     let notes = notes(inputs, &tests, &labels);
     for c in &mut charts {
@@ -781,7 +788,13 @@ mod tests {
     }
 
     fn input(label: &str, tests: Vec<Test>) -> Input {
-        Input { path: format!("/x/{label}"), label: label.into(), tests, context: Default::default() }
+        Input {
+            path: format!("/x/{label}"),
+            label: label.into(),
+            tests,
+            context: Default::default(),
+            capacity: Vec::new(),
+        }
     }
 
     fn labels(c: &Chart) -> Vec<&str> {

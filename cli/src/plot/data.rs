@@ -44,6 +44,8 @@ pub struct Input {
     pub tests: Vec<Test>,
     /// What was measured around the tests, for the captions.
     pub context: Context,
+    /// `--slo`: its searches, as the capacity chart draws them.
+    pub capacity: Vec<super::capacity::Curve>,
 }
 
 /// What a document says about the run around its tests: what pictures of it must carry.
@@ -168,7 +170,8 @@ pub fn read(paths: &[String]) -> Result<Vec<Input>, String> {
         let doc: Value = serde_json::from_slice(&bytes).map_err(|e| format!("{path} is not JSON: {e}"))?;
         let tests = read_doc(&doc, i).map_err(|e| format!("{path}: {e}"))?;
         let context = context(&doc, &tests);
-        inputs.push(Input { path: path.clone(), label: String::new(), tests, context });
+        let capacity = super::capacity::read(&doc, i).map_err(|e| format!("{path}: {e}"))?;
+        inputs.push(Input { path: path.clone(), label: String::new(), tests, context, capacity });
     }
     let names: Vec<String> = inputs.iter().map(|i| file_name(&i.path)).collect();
     for (k, input) in inputs.iter_mut().enumerate() {

@@ -1,0 +1,392 @@
+//! `--slo`'s presentation: the progress line of each step, the answer line, the table of steps,
+//! CSV rows, the JSON document's `capacity` and reading it back (for `respbench merge`, which
+//! judges a fleet's ladder again from the merged histograms).
+
+use std::io::{self, Write};
+
+use respbench_core::stats::value_at_percentile;
+use respbench_session::capacity::{
+    evaluate_ladder, format_us, judge, measure, miss_text, parse_objectives, Capacity, Conclusion, Found,
+    Metric, Role, StepRecord,
+};
+use respbench_session::result::TestResult;
+use serde_json::{json, Value};
+
+use crate::json;
+
+/// `87300` as `87,300`.
+pub fn thousands(n: u64) -> String {
+    let digits: Vec<char> = n.to_string().chars().collect();
+    let groups: Vec<String> = digits.rchunks(3).rev().map(|g| g.iter().collect()).collect();
+    groups.join(",")
+}
+
+/// The percentiles the table and the chart show of a step: corrected p50, p99, p99.9 and the
+/// service p99 (the corrected latency where no service time was kept), in microseconds.
+pub fn percentiles(r: &TestResult) -> [u64; 4] {
+    let h = &r.stats.latency;
+    let s = r.stats.service.as_ref().unwrap_or(h);
+    [
+        value_at_percentile(h, 50.0),
+        value_at_percentile(h, 99.0),
+        value_at_percentile(h, 99.9),
+        value_at_percentile(s, 99.0),
+    ]
+}
+
+/// The objectives' values of a step: `p99 0.94 ms, p99.9 2.10 ms`.
+fn values_text(c: &Capacity, s: &StepRecord) -> String {
+    c.objectives
+        .iter()
+        .zip(&s.measured.values_us)
+        .map(|(o, v)| format!("{} {}", o.label(), format_us(*v)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The progress line of one step (stderr, on a terminal).
+pub fn step_line(test: &str, n: usize, most: u32, c_objectives: &Capacity, s: &StepRecord) -> String {
+    format!(
+        "{test}: step {n}/{most} ({}): {} rps, achieved {:.0}: {}: {}",
+        s.role.name(),
+        thousands(s.rate),
+        s.measured.achieved,
+        values_text(c_objectives, s),
+        if s.passed {
+            "pass".to_string()
+        } else {
+            format!("fail ({})", miss_text(&c_objectives.objectives, s))
+        }
+    )
+}
+
+/// The answer line: `GET: 87,300 requests per second meet p99<=1ms (p99 0.94 ms); 91,000 did
+/// not (p99 1.80 ms)`, or that no rate did.
+pub fn answer_line(f: &Found) -> String {
+    let c = &f.capacity;
+    let slo: Vec<&str> = c.objectives.iter().map(|o| o.text.as_str()).collect();
+    let slo = slo.join(",");
+    let test = &f.test;
+    match c.conclusion {
+        Conclusion::Met { rate, step, above, confirmed } => {
+            let s = &c.steps[step];
+            let mut line =
+                format!("{test}: {} requests per second meet {slo} ({})", thousands(rate), values_text(c, s));
+            match above.map(|a| &c.steps[a]) {
+                Some(a) => {
+                    line += &format!("; {} did not ({})", thousands(a.rate), miss_text(&c.objectives, a))
+                }
+                None => line += "; no higher rate was tried (the top of the search met it)",
+            }
+            if !confirmed && !c.steps.iter().all(|s| s.role == Role::Ladder) {
+                line += "; not confirmed: the step budget ran out (--slo-steps)";
+            }
+            line
+        }
+        Conclusion::Unreachable { lowest } => {
+            let s = &c.steps[lowest];
+            format!(
+                "{test}: no rate tried meets {slo}: the lowest, {} rps, had {}{}",
+                thousands(s.rate),
+                values_text(c, s),
+                if c.out_of_steps { " (the step budget ran out, --slo-steps)" } else { "" }
+            )
+        }
+        Conclusion::NotRun => format!("{test}: the capacity search ran no step"),
+    }
+}
+
+/// The sentence when the client or the machine, not the server, limited the step above the
+/// answer.
+pub fn ceiling_line(f: &Found) -> Option<String> {
+    let what = match f.capacity.conclusion {
+        Conclusion::Met { .. } => "this ceiling was set by",
+        _ => "the lowest step was limited by",
+    };
+    f.client_ceiling()
+        .map(|v| format!("{}: {what} the {}, not the server: {}", f.test, v.side.name(), v.text))
+}
+
+/// The table of steps, in the order they ran.
+pub fn write_table(f: &Found, out: &mut impl Write) -> io::Result<()> {
+    let c = &f.capacity;
+    if let Some(ceiling) = c.ceiling {
+        writeln!(out, "{}: closed-loop probe: {:.0} rps", f.test, ceiling)?;
+    }
+    writeln!(
+        out,
+        "  {:>4} {:>8} {:>11} {:>11} {:>9} {:>9} {:>10} {:>11} {:>8} {:<6} why",
+        "step",
+        "role",
+        "target rps",
+        "achieved",
+        "p50 msec",
+        "p99 msec",
+        "p99.9 msec",
+        "service p99",
+        "verdict",
+        "result",
+    )?;
+    let ms = |us: u64| us as f64 / 1000.0;
+    for (k, (s, r)) in c.steps.iter().zip(&f.results).enumerate() {
+        let [p50, p99, p999, s99] = percentiles(r);
+        writeln!(
+            out,
+            "  {:>4} {:>8} {:>11} {:>11.0} {:>9.3} {:>9.3} {:>10.3} {:>11.3} {:>8} {:<6} {}",
+            k + 1,
+            s.role.name(),
+            s.rate,
+            s.measured.achieved,
+            ms(p50),
+            ms(p99),
+            ms(p999),
+            ms(s99),
+            r.verdict.as_ref().map_or("-", |v| v.side.name()),
+            if s.passed { "pass" } else { "fail" },
+            if s.passed { String::new() } else { miss_text(&c.objectives, s) }
+        )?;
+    }
+    writeln!(out)
+}
+
+/// CSV's header for a search: one row per step.
+pub const CSV_HEADER: &str = "\"test\",\"step\",\"role\",\"target_rps\",\"achieved_rps\",\"p50_latency_ms\",\"p99_latency_ms\",\"p99_9_latency_ms\",\"service_p99_ms\",\"verdict\",\"passed\",\"answer\"";
+
+/// A search's rows.
+pub fn write_csv(f: &Found, out: &mut impl Write) -> io::Result<()> {
+    let answer = match f.capacity.conclusion {
+        Conclusion::Met { step, .. } => Some(step),
+        _ => None,
+    };
+    for (k, (s, r)) in f.capacity.steps.iter().zip(&f.results).enumerate() {
+        let [p50, p99, p999, s99] = percentiles(r);
+        let ms = |us: u64| format!("{:.3}", us as f64 / 1000.0);
+        writeln!(
+            out,
+            "\"{}\",\"{}\",\"{}\",\"{}\",\"{:.2}\",\"{}\",\"{}\",\"{}\",\"{}\",\"{}\",\"{}\",\"{}\"",
+            f.test.replace('"', "\"\""),
+            k + 1,
+            s.role.name(),
+            s.rate,
+            s.measured.achieved,
+            ms(p50),
+            ms(p99),
+            ms(p999),
+            ms(s99),
+            r.verdict.as_ref().map_or("", |v| v.side.name()),
+            s.passed,
+            answer == Some(k)
+        )?;
+    }
+    Ok(())
+}
+
+/// The JSON document's `capacity`: one entry per test searched.
+pub fn to_json(searches: &[Found], epoch_us: u64) -> Result<Value, String> {
+    searches.iter().map(|f| search_json(f, epoch_us)).collect::<Result<Vec<_>, _>>().map(Value::Array)
+}
+
+fn search_json(f: &Found, epoch_us: u64) -> Result<Value, String> {
+    let c = &f.capacity;
+    let objectives: Vec<Value> = c
+        .objectives
+        .iter()
+        .map(|o| {
+            json!({
+                "text": o.text,
+                "metric": match o.metric { Metric::Corrected => "latency", Metric::Service => "service" },
+                "percentile": o.percentile,
+                "limit_us": o.limit_us,
+            })
+        })
+        .collect();
+    let mut steps = Vec::new();
+    for (s, r) in c.steps.iter().zip(&f.results) {
+        let [p50, p99, p999, s99] = percentiles(r);
+        steps.push(json!({
+            "target_rps": s.rate,
+            "role": s.role.name(),
+            "achieved_rps": finite(s.measured.achieved),
+            "passed": s.passed,
+            "miss": if s.passed { Value::Null } else { json!(miss_text(&c.objectives, s)) },
+            "values_us": s.measured.values_us,
+            "latency_us": {"p50": p50, "p99": p99, "p99_9": p999},
+            "service_p99_us": s99,
+            "bottleneck": r.verdict.as_ref().map(|v| v.side.name()),
+            "test": json::test(r, epoch_us)?,
+        }));
+    }
+    let (answer, unreachable) = match c.conclusion {
+        Conclusion::Met { rate, step, above, confirmed } => (
+            json!({"rps": rate, "step": step, "above_step": above, "above_rps": above.map(|a| c.steps[a].rate), "confirmed": confirmed}),
+            Value::Null,
+        ),
+        Conclusion::Unreachable { lowest } => {
+            (Value::Null, json!({"lowest_step": lowest, "lowest_rps": c.steps[lowest].rate}))
+        }
+        Conclusion::NotRun => (Value::Null, Value::Null),
+    };
+    Ok(json!({
+        "test": f.test,
+        "objectives": objectives,
+        "resolution": c.resolution.to_string(),
+        "ceiling_rps": c.ceiling.map(finite),
+        "bounds_rps": [c.bounds.0, c.bounds.1],
+        "ladder": c.steps.first().is_some_and(|s| s.role == Role::Ladder),
+        "out_of_steps": c.out_of_steps,
+        "answer": answer,
+        "unreachable": unreachable,
+        "client_ceiling": f.client_ceiling().map(|v| json!({"side": v.side.name(), "text": v.text})),
+        "line": answer_line(f),
+        "steps": steps,
+        "probe": f.probe.as_ref().map(|p| json::test(p, epoch_us)).transpose()?,
+    }))
+}
+
+fn finite(v: f64) -> f64 {
+    if v.is_finite() {
+        v
+    } else {
+        0.0
+    }
+}
+
+/// One step of a document's search, read back: its fleet rate and role, and its test.
+struct ReadStep {
+    rate: u64,
+    role: Role,
+    test: TestResult,
+}
+
+/// A document's searches read back, enough to merge: the objectives' text, the test, the steps.
+fn read_search(v: &Value) -> Result<(String, String, Vec<ReadStep>), String> {
+    let test = v.get("test").and_then(Value::as_str).ok_or("a capacity entry without 'test'")?;
+    let slo: Vec<&str> = v
+        .get("objectives")
+        .and_then(Value::as_array)
+        .ok_or("a capacity entry without 'objectives'")?
+        .iter()
+        .filter_map(|o| o.get("text").and_then(Value::as_str))
+        .collect();
+    let mut steps = Vec::new();
+    for s in v.get("steps").and_then(Value::as_array).ok_or("a capacity entry without 'steps'")? {
+        let role = match s.get("role").and_then(Value::as_str) {
+            Some("bracket") => Role::Bracket,
+            Some("bisect") => Role::Bisect,
+            Some("confirm") => Role::Confirm,
+            _ => Role::Ladder,
+        };
+        steps.push(ReadStep {
+            rate: s.get("target_rps").and_then(Value::as_u64).ok_or("a step without 'target_rps'")?,
+            role,
+            test: json::read_test(s.get("test").ok_or("a step without 'test'")?)?,
+        });
+    }
+    Ok((test.to_string(), slo.join(","), steps))
+}
+
+/// `respbench merge` of a split run's searches: each ladder step's tests add up across the
+/// parts, each step is judged again on the merged histograms and the fleet's rate, and the
+/// ladder's answer is found from those. Empty when no document has a search.
+pub fn merge(docs: &[Value]) -> Result<Vec<Found>, String> {
+    let entries: Vec<&Vec<Value>> = docs.iter().filter_map(|d| d.get("capacity")?.as_array()).collect();
+    if entries.is_empty() {
+        return Ok(Vec::new());
+    }
+    if entries.len() != docs.len() {
+        return Err("some documents have a capacity search and others not".into());
+    }
+    let mut merged: Vec<(String, String, Vec<ReadStep>)> = Vec::new();
+    for list in entries {
+        for v in list {
+            let (test, slo, steps) = read_search(v)?;
+            match merged.iter_mut().find(|(t, s, _)| *t == test && *s == slo) {
+                None => merged.push((test, slo, steps)),
+                Some((_, _, acc)) => {
+                    if acc.len() != steps.len()
+                        || acc.iter().zip(&steps).any(|(a, b)| a.rate != b.rate || a.role != b.role)
+                    {
+                        return Err(format!(
+                            "{test}: the parts' searches ran different steps: only a ladder (--worker with \
+                             --rps LOW-HIGH) merges"
+                        ));
+                    }
+                    for (a, b) in acc.iter_mut().zip(steps) {
+                        a.test.merge(b.test)?;
+                    }
+                }
+            }
+        }
+    }
+    let poisson =
+        docs.iter().any(|d| d.pointer("/config/arrival").and_then(Value::as_str) == Some("poisson"));
+    let mut out = Vec::new();
+    for (test, slo, steps) in merged {
+        let objectives = parse_objectives(&slo)?;
+        let mut records = Vec::new();
+        let mut results = Vec::new();
+        for s in steps {
+            let measured = measure(&objectives, &s.test.stats, poisson, 1.0);
+            let miss = judge(&objectives, s.rate, &measured);
+            records.push(StepRecord { rate: s.rate, role: s.role, passed: miss.is_none(), miss, measured });
+            results.push(s.test);
+        }
+        let conclusion = if records.iter().all(|r| r.role == Role::Ladder) {
+            evaluate_ladder(&records)
+        } else {
+            // Whole runs of the same search (the same steps, so the same server at the same
+            // time from several machines): the highest rate that passed, judged again.
+            evaluate_whole(&records)
+        };
+        let lo = records.iter().map(|r| r.rate).min().unwrap_or(0);
+        let hi = records.iter().map(|r| r.rate).max().unwrap_or(0);
+        let found = Found {
+            test,
+            capacity: Capacity {
+                objectives,
+                resolution: respbench_session::capacity::DEFAULT_RESOLUTION,
+                ceiling: None,
+                bounds: (lo, hi),
+                steps: records,
+                conclusion,
+                out_of_steps: false,
+            },
+            results,
+            probe: None,
+            worker: None,
+        };
+        out.push(found);
+    }
+    Ok(out)
+}
+
+/// A whole run's search judged again: the highest rate that passed below every failure above
+/// it, as the search concluded.
+fn evaluate_whole(records: &[StepRecord]) -> Conclusion {
+    let best = records.iter().enumerate().filter(|(_, s)| s.passed).max_by_key(|(i, s)| (s.rate, *i));
+    match best {
+        Some((step, s)) => {
+            let above = records
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| !a.passed && a.rate > s.rate)
+                .min_by_key(|(_, a)| a.rate)
+                .map(|(i, _)| i);
+            Conclusion::Met { rate: s.rate, step, above, confirmed: false }
+        }
+        None => evaluate_ladder(records),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_are_grouped_by_thousands() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(87_300), "87,300");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+}
