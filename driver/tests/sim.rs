@@ -65,6 +65,8 @@ struct Opts {
     interrupt: Option<Time>,
     /// The loop's read buffer.
     read_buf: usize,
+    /// The open loop's wake-up grid ([`OpenLoop::slack`]); zero wakes at each intended time.
+    slack: Duration,
 }
 
 impl Default for Opts {
@@ -87,6 +89,7 @@ impl Default for Opts {
             get: false,
             interrupt: None,
             read_buf: READ_BUF,
+            slack: Duration::ZERO,
         }
     }
 }
@@ -100,7 +103,7 @@ impl Opts {
                 pipeline_mode: self.mode,
                 keepalive: self.keepalive,
                 idle: self.idle,
-                open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: self.poisson }),
+                open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: self.poisson, slack: self.slack }),
                 request_timeout: self.timeout,
                 reconnect: self.reconnect.then_some(BACKOFF),
             },
