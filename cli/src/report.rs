@@ -8,10 +8,10 @@
 use std::io::{self, Write};
 
 use hdrhistogram::Histogram;
-use respbench_core::Stats;
+use respbench_core::{OpenLoop, Stats};
 
 use respbench_session::cpu::ClientCpu;
-use respbench_session::result::{NodeInfo, StepValues, TestResult};
+use respbench_session::result::{NodeInfo, Schedule, StepValues, TestResult};
 use respbench_session::verdict::{Side, Verdict};
 
 use respbench_session::hdr::{linear_steps, percentile_steps, write_steps};
@@ -459,7 +459,37 @@ pub fn write_open_loop(e: &TestResult, poisson: bool, out: &mut impl Write) -> i
         "  latencies above count from each request's intended send time (coordinated omission corrected)"
     )?;
     writeln!(out, "  service time summary (msec, from the actual send):")?;
-    write_summary_table(&Summary::of(h), out)
+    write_summary_table(&Summary::of(h), out)?;
+    if let Some(late) = &e.stats.lateness {
+        let (p50, p99) = (value_at_percentile(late, 50.0), value_at_percentile(late, 99.0));
+        writeln!(
+            out,
+            "  send lateness (msec, actual send - intended, on a {:.3} msec wake-up grid): p50 {:.3}, p99 {:.3}, max {:.3}",
+            OpenLoop::DEFAULT_SLACK.as_secs_f64() * 1000.0,
+            ms(p50),
+            ms(p99),
+            ms(late.max())
+        )?;
+    }
+    Ok(())
+}
+
+/// `-q` after an open-loop run's rate table: a line for each step that did not keep its
+/// schedule (nothing when every step did).
+pub fn write_schedules_not_kept(steps: &[TestResult], out: &mut impl Write) -> io::Result<()> {
+    for e in steps {
+        if let Some(s) = Schedule::of(e).filter(|s| !s.kept()) {
+            writeln!(
+                out,
+                "{} @ {} rps: schedule not kept: achieved {:.2}, {}",
+                e.name,
+                e.target_rps.unwrap_or(0),
+                finite(s.achieved_rps),
+                s.describe()
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// `p50`, `p99.9`, `p99.99`: a percentile's name as memtier_benchmark gives it (up to three
