@@ -339,25 +339,6 @@ pub fn verdict(
                  included) while {server_text}; more --threads, or another client machine, may raise the rate"
             ),
         ),
-        _ if schedule.is_some_and(Schedule::client_made_latency) => {
-            let sch = schedule.expect("checked above");
-            let ms = |us: u64| us as f64 / 1000.0;
-            let waited = client_wait
-                .filter(|&w| w >= WAITED)
-                .map(|w| format!("; its loops waited {} of the time for a CPU", pct(w)))
-                .unwrap_or_default();
-            (
-                Side::Client,
-                format!(
-                    "the client limited the run: it sent its requests late ({}) against a service p99 of \
-                     {:.3} msec, so the corrected latency is mostly its own lateness, not the server's \
-                     ({client_text} while {server_text}{waited}); its window of {in_flight} requests in \
-                     flight, its CPU or the machine held the sends back",
-                    sch.describe(),
-                    ms(sch.service_p99_us)
-                ),
-            )
-        }
         _ if machine.is_some_and(|m| m >= SATURATED)
             || client_wait.is_some_and(|w| w >= WAITED)
             || server_wait.is_some_and(|w| w >= WAITED) =>
@@ -370,12 +351,33 @@ pub fn verdict(
                 waits.push(format!("the server's main thread {}", pct(w)));
             }
             let machine = machine.map(|m| format!("; the machine's CPUs were {} busy", pct(m))).unwrap_or_default();
+            // Late sends then came from the wait for a CPU: the corrected latency is the
+            // machine's more than the server's.
+            let late = schedule
+                .filter(|s| s.client_made_latency())
+                .map(|s| format!("; respbench sent its requests late ({}), which made the corrected latency", s.describe()))
+                .unwrap_or_default();
             (
                 Side::Machine,
                 format!(
                     "the processes on this machine competed for its CPUs: {server_text} and {client_text}, \
-                     and {} (/proc schedstat){machine}; the figures say as much about that as about the server",
+                     and {} (/proc schedstat){machine}{late}; the figures say as much about that as about the \
+                     server",
                     waits.join(" and ")
+                ),
+            )
+        }
+        _ if schedule.is_some_and(Schedule::client_made_latency) => {
+            let sch = schedule.expect("checked above");
+            (
+                Side::Client,
+                format!(
+                    "the client limited the run: it sent its requests late ({}) against a service p99 of \
+                     {:.3} msec, so the corrected latency is mostly its own lateness, not the server's \
+                     ({client_text} while {server_text}); its window of {in_flight} requests in flight or \
+                     its event loop held the sends back",
+                    sch.describe(),
+                    sch.service_p99_us as f64 / 1000.0
                 ),
             )
         }
@@ -567,6 +569,10 @@ mod tests {
         // A saturated server is still the server.
         let v = verdict(Some(&c), Some(&server(Some(0.97), 1.0, None)), None, None, None, 50, Some(&late));
         assert_eq!(v.side, Side::Server);
+        // Late because its loop waited for a CPU: the machine, and the lateness said.
+        let v = verdict(Some(&c), Some(&s), None, Some(0.99), Some(0.3), 50, Some(&late));
+        assert_eq!(v.side, Side::Machine);
+        assert!(v.text.contains("sent its requests late (send lateness p50 2.000, p99 8.000"), "{}", v.text);
     }
 
     #[test]
