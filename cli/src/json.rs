@@ -288,7 +288,8 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
         t["service_latency_ms"] = latency_ms(h);
         t["service_histogram"] = histogram(h)?;
     }
-    if let Some(h) = &stats.lateness {
+    // A mix's commands record none of their own: the total has it.
+    if let Some(h) = stats.lateness.as_ref().filter(|h| !h.is_empty()) {
         t["lateness"] = json!({ "ms": latency_ms(h), "histogram": histogram(h)? });
     }
     if stats.setup.count() > 0 {
