@@ -6,9 +6,10 @@
 //! lines are the ones redis-benchmark prints.
 
 use std::io::{self, Write};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use respbench_core::{OpenLoop, Stats};
+use respbench_core::Stats;
 
 use respbench_session::cpu::ClientCpu;
 use respbench_session::result::{NodeInfo, Schedule, StepValues, TestResult};
@@ -446,7 +447,12 @@ fn arrivals(poisson: bool) -> &'static str {
 
 /// respbench's lines after an open-loop test's verbose report: target and achieved rates, and the
 /// service-time summary beside the corrected latencies above it.
-pub fn write_open_loop(e: &TestResult, poisson: bool, out: &mut impl Write) -> io::Result<()> {
+pub fn write_open_loop(
+    e: &TestResult,
+    poisson: bool,
+    slack: Duration,
+    out: &mut impl Write,
+) -> io::Result<()> {
     let (Some(target), Some(h)) = (e.target_rps, &e.stats.service) else { return Ok(()) };
     writeln!(
         out,
@@ -465,7 +471,7 @@ pub fn write_open_loop(e: &TestResult, poisson: bool, out: &mut impl Write) -> i
         writeln!(
             out,
             "  send lateness (msec, actual send - intended, on a {:.3} msec wake-up grid): p50 {:.3}, p99 {:.3}, max {:.3}",
-            OpenLoop::DEFAULT_SLACK.as_secs_f64() * 1000.0,
+            slack.as_secs_f64() * 1000.0,
             ms(p50),
             ms(p99),
             ms(late.max())

@@ -284,6 +284,8 @@ pub struct OpenLoopConfig {
     pub rates: Vec<u64>,
     /// `--arrival poisson`.
     pub poisson: bool,
+    /// `--rps-slack`: the schedule's wake-up grid; `None` is [`respbench_core::OpenLoop::DEFAULT_SLACK`].
+    pub slack: Option<Duration>,
     /// `--duration`: each test (each step) runs this long; `None` counts `-n` requests.
     pub duration: Option<Duration>,
     /// `--warmup`: results of this first stretch are discarded.
@@ -306,6 +308,11 @@ pub struct OpenLoopConfig {
 }
 
 impl OpenLoopConfig {
+    /// The schedule's wake-up grid ([`respbench_core::OpenLoop::slack`]).
+    pub fn slack(&self) -> Duration {
+        self.slack.unwrap_or(respbench_core::OpenLoop::DEFAULT_SLACK)
+    }
+
     /// Whether a mix replaces the suite.
     pub fn has_mix(&self) -> bool {
         !self.mix.is_empty() || !self.mix_commands.is_empty()
