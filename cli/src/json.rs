@@ -137,10 +137,10 @@ pub fn config(cfg: &Config) -> Value {
         "timeout_ms": cfg.timeout.map(|t| t.as_secs_f64() * 1e3),
         "rps": if cfg.open.rates.is_empty() { Value::Null } else { json!(cfg.open.rates) },
         "arrival": if cfg.open.poisson { "poisson" } else { "constant" },
-        "rps_slack_us": if cfg.open.rates.is_empty() {
+        "rps_slack_us": if cfg.open.rates.is_empty() && cfg.capacity.is_none() {
             Value::Null
         } else {
-            json!(cfg.open.slack().as_micros() as u64)
+            json!(cfg.open_slack().as_micros() as u64)
         },
         "duration_s": cfg.open.duration.map(|d| d.as_secs_f64()),
         "warmup_s": cfg.open.warmup.as_secs_f64(),

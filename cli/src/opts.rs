@@ -549,8 +549,10 @@ impl Opts {
             if slack > Duration::from_millis(100) {
                 return Err(bad("--rps-slack", s, "must be at most 100ms"));
             }
-            if o.rates.is_empty() {
-                return Err("--rps-slack needs a target rate (--rps)".to_string());
+            if o.rates.is_empty() && self.slo.is_none() {
+                return Err(
+                    "--rps-slack needs a target rate (--rps) or a capacity search (--slo)".to_string()
+                );
             }
             o.slack = Some(slack);
         }

@@ -210,7 +210,7 @@ fn conflicting_and_bad_rate_options_exit_1() {
         (&["--rps", "10", "--arrival", "bursty"][..], "--arrival"),
         (&["--rps", "10", "--rps-slack", "soon"][..], "--rps-slack"),
         (&["--rps", "10", "--rps-slack", "1s"][..], "at most 100ms"),
-        (&["--rps-slack", "1ms"][..], "needs a target rate (--rps)"),
+        (&["--rps-slack", "1ms"][..], "needs a target rate (--rps) or a capacity search (--slo)"),
         (&["--duration", "soon"][..], "--duration"),
         (&["--duration", "0"][..], "--duration"),
         (&["--warmup", "-1s"][..], "--warmup"),
