@@ -192,6 +192,11 @@ async fn client(targets: &[Target], index: u64, nudge: &Nudge) {
     // Nodes that need a new socket, and nodes to drain.
     let mut to_connect: Vec<usize> = (0..nodes).filter(|&n| !link.is_dormant(n)).collect();
     let mut dirty: Vec<usize> = Vec::new();
+    // One timer for the task's life, moved only when its time changes: a wait after a reply
+    // mostly keeps the same time (the next arrival, on the slack's grid), and a new timer per
+    // wait would be registered with the reactor, and the reactor woken to see it, each time.
+    let mut timer = Timer::never();
+    let mut timer_at: Option<Instant> = None;
     loop {
         while let Some(n) = to_connect.pop() {
             started[n] = true;
@@ -254,20 +259,29 @@ async fn client(targets: &[Target], index: u64, nudge: &Nudge) {
             return;
         }
         // The stop and abandon times come from the publisher's nudge, not a timer per wait.
-        let (now, due, timer) = local(|l| {
+        let (now, due, at) = local(|l| {
             let plan = l.tally.plan();
             let live = (0..nodes).filter(|&n| started[n] && !ended[n]);
             let due = live.clone().filter_map(|n| link.timeout(n)).min();
             let timer = live.filter_map(|n| link.timer(n, plan)).min();
             (l.tally.now(), due, timer.map(|t| l.tally.instant(t)))
         });
+        if timer_at != at {
+            match at {
+                Some(t) => timer.set_at(t),
+                None => timer = Timer::never(),
+            }
+            timer_at = at;
+        }
         let woke = if due.is_some_and(|t| t <= now) {
             Woke::Timer
         } else {
-            wait(&socks, &blocked, timer, nudge).await
+            wait(&socks, &blocked, timer_at.is_some().then_some(&mut timer), nudge).await
         };
         match woke {
             Woke::Timer => {
+                // A timer that fired is spent: set again next time, even for the same time.
+                timer_at = None;
                 // A time of one node, or a nudge (the test's stop) for them all: each looks at
                 // its own times.
                 for n in (0..nodes).filter(|&n| started[n] && !ended[n]) {
@@ -301,10 +315,14 @@ enum Woke {
     Timer,
 }
 
-/// Waits until a socket is readable, or writable while bytes wait for it, or the timer fires
-/// at `timer`, or the task is nudged.
-async fn wait(socks: &[Option<Sock>], blocked: &[bool], timer: Option<Instant>, nudge: &Nudge) -> Woke {
-    let mut timer = timer.map(Timer::at);
+/// Waits until a socket is readable, or writable while bytes wait for it, or `timer` fires, or
+/// the task is nudged.
+async fn wait(
+    socks: &[Option<Sock>],
+    blocked: &[bool],
+    mut timer: Option<&mut Timer>,
+    nudge: &Nudge,
+) -> Woke {
     future::poll_fn(move |cx| {
         for (n, sock) in socks.iter().enumerate() {
             let Some(sock) = sock else { continue };
@@ -319,7 +337,7 @@ async fn wait(socks: &[Option<Sock>], blocked: &[bool], timer: Option<Instant>, 
         if nudge.poll(cx) {
             return Poll::Ready(Woke::Timer);
         }
-        if let Some(t) = timer.as_mut() {
+        if let Some(t) = timer.as_deref_mut() {
             if Pin::new(t).poll(cx).is_ready() {
                 return Poll::Ready(Woke::Timer);
             }

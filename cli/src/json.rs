@@ -137,6 +137,11 @@ pub fn config(cfg: &Config) -> Value {
         "timeout_ms": cfg.timeout.map(|t| t.as_secs_f64() * 1e3),
         "rps": if cfg.open.rates.is_empty() { Value::Null } else { json!(cfg.open.rates) },
         "arrival": if cfg.open.poisson { "poisson" } else { "constant" },
+        "rps_slack_us": if cfg.open.rates.is_empty() && cfg.capacity.is_none() {
+            Value::Null
+        } else {
+            json!(cfg.open_slack().as_micros() as u64)
+        },
         "duration_s": cfg.open.duration.map(|d| d.as_secs_f64()),
         "warmup_s": cfg.open.warmup.as_secs_f64(),
         "mix": if cfg.open.has_mix() {
@@ -287,6 +292,10 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
     if let Some(h) = &stats.service {
         t["service_latency_ms"] = latency_ms(h);
         t["service_histogram"] = histogram(h)?;
+    }
+    // A mix's commands record none of their own: the total has it.
+    if let Some(h) = stats.lateness.as_ref().filter(|h| !h.is_empty()) {
+        t["lateness"] = json!({ "ms": latency_ms(h), "histogram": histogram(h)? });
     }
     if stats.setup.count() > 0 {
         t["connection_setup"] = setup(&stats.setup)?;
@@ -583,6 +592,14 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
             Some(decode_histogram(data).map_err(|e| format!("test '{name}': service: {e}"))?)
         }
     };
+    // Absent from documents written before it existed.
+    let lateness = match t.pointer("/lateness/histogram") {
+        None | Some(Value::Null) => None,
+        Some(h) => {
+            let data = h.get("data").and_then(Value::as_str).ok_or("lateness.histogram without 'data'")?;
+            Some(decode_histogram(data).map_err(|e| format!("test '{name}': lateness: {e}"))?)
+        }
+    };
     let mut series = Vec::new();
     let keep_series = t.get("series").is_some_and(Value::is_array);
     for s in t.get("series").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]) {
@@ -611,6 +628,7 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
         last_reply,
         latency,
         service,
+        lateness,
         series,
         keep_series,
         recording: Default::default(),
@@ -947,6 +965,9 @@ mod tests {
         s.redirects = Redirects { moved: 5, ask: 2, tryagain: 1, clusterdown: 0 };
         s.nodes[0].redirects = Redirects { moved: 5, ask: 2, ..Redirects::default() };
         s.nodes[1].redirects.tryagain = 1;
+        for late in [0, 40_000, 90_000, 2_500_000] {
+            s.record_lateness(late);
+        }
         let mut e = entry("GET", s, None);
         e.nodes = vec![
             NodeInfo { address: "127.0.0.1:7000".into(), primary: true, slots: 16384 },
@@ -966,7 +987,10 @@ mod tests {
         assert_eq!(t["nodes"][0]["errors"], json!({"WRONGTYPE": 1}));
         assert_eq!(n["latency_ms"]["p50"], 0.116);
         assert!(n["histogram"]["data"].is_string() && n["service_histogram"]["data"].is_string());
+        assert_eq!(t["lateness"]["ms"]["max"], 2.501, "2.5 ms within 3 significant figures");
+        assert_eq!(t["lateness"]["ms"]["p50"], 0.04);
         let back = read_test(&t).unwrap();
+        assert_eq!(back.stats.lateness, e.stats.lateness);
         assert_eq!(back.nodes, e.nodes);
         assert_eq!(back.stats.redirects, e.stats.redirects);
         for (a, b) in back.stats.nodes.iter().zip(&e.stats.nodes) {

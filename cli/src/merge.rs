@@ -400,6 +400,7 @@ fn option_of(key: &str) -> Option<&'static str> {
         "tests" => "-t",
         "rps" => "--rps",
         "duration_s" => "--duration",
+        "rps_slack_us" => "--rps-slack",
         "backend" => "--backend",
         "dbnum" => "--dbnum",
         "loop" => "-l",

@@ -246,6 +246,12 @@ pub struct Opts {
     /// open-loop arrivals: constant (default) or poisson
     #[argh(option, default = "String::from(\"constant\")")]
     pub arrival: String,
+    /// open loop: the event loops wake on a grid of this length and send every request due by
+    /// then, so a request goes out up to this late (its lateness is reported and counts in its
+    /// latency); 0 wakes at each request's intended time (default 250us, same units as
+    /// --duration)
+    #[argh(option)]
+    pub rps_slack: Option<String>,
     /// run each test for this long (30s, 500ms, 2m; a plain number is seconds) instead of -n
     #[argh(option)]
     pub duration: Option<String>,
@@ -537,6 +543,18 @@ impl Opts {
         }
         if o.poisson && o.rates.is_empty() && self.slo.is_none() {
             return Err("--arrival poisson needs a target rate (--rps)".to_string());
+        }
+        if let Some(s) = &self.rps_slack {
+            let slack = parse_duration("--rps-slack", s)?;
+            if slack > Duration::from_millis(100) {
+                return Err(bad("--rps-slack", s, "must be at most 100ms"));
+            }
+            if o.rates.is_empty() && self.slo.is_none() {
+                return Err(
+                    "--rps-slack needs a target rate (--rps) or a capacity search (--slo)".to_string()
+                );
+            }
+            o.slack = Some(slack);
         }
         if let Some(d) = &self.duration {
             let d = parse_duration("--duration", d)?;

@@ -342,7 +342,12 @@ impl Observer for Presenter {
         if self.csv {
             return Ok(());
         }
-        if let Err(e) = report::write_rate_table(steps, cfg.open.poisson, &mut self.out) {
+        let mut written = report::write_rate_table(steps, cfg.open.poisson, &mut self.out);
+        if cfg.output == Output::Quiet {
+            // -q shows only the table: the steps that did not keep their schedule say so.
+            written = written.and_then(|()| report::write_schedules_not_kept(steps, &mut self.out));
+        }
+        if let Err(e) = written {
             self.report_failed(&e);
         }
         Ok(())
@@ -444,7 +449,7 @@ fn print_test(
     match cfg.output {
         Output::Verbose => {
             report::write_verbose(&r, out)?;
-            report::write_open_loop(entry, cfg.open.poisson, out)?;
+            report::write_open_loop(entry, cfg.open.poisson, cfg.open_slack(), out)?;
             report::write_errors(&r, false, out)?;
             for w in &entry.warnings {
                 writeln!(out, "  WARNING: {}", w.text)?;

@@ -6,12 +6,13 @@
 //! lines are the ones redis-benchmark prints.
 
 use std::io::{self, Write};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use respbench_core::Stats;
 
 use respbench_session::cpu::ClientCpu;
-use respbench_session::result::{NodeInfo, StepValues, TestResult};
+use respbench_session::result::{NodeInfo, Schedule, StepValues, TestResult};
 use respbench_session::verdict::{Side, Verdict};
 
 use respbench_session::hdr::{linear_steps, percentile_steps, write_steps};
@@ -446,7 +447,12 @@ fn arrivals(poisson: bool) -> &'static str {
 
 /// respbench's lines after an open-loop test's verbose report: target and achieved rates, and the
 /// service-time summary beside the corrected latencies above it.
-pub fn write_open_loop(e: &TestResult, poisson: bool, out: &mut impl Write) -> io::Result<()> {
+pub fn write_open_loop(
+    e: &TestResult,
+    poisson: bool,
+    slack: Duration,
+    out: &mut impl Write,
+) -> io::Result<()> {
     let (Some(target), Some(h)) = (e.target_rps, &e.stats.service) else { return Ok(()) };
     writeln!(
         out,
@@ -459,7 +465,37 @@ pub fn write_open_loop(e: &TestResult, poisson: bool, out: &mut impl Write) -> i
         "  latencies above count from each request's intended send time (coordinated omission corrected)"
     )?;
     writeln!(out, "  service time summary (msec, from the actual send):")?;
-    write_summary_table(&Summary::of(h), out)
+    write_summary_table(&Summary::of(h), out)?;
+    if let Some(late) = &e.stats.lateness {
+        let (p50, p99) = (value_at_percentile(late, 50.0), value_at_percentile(late, 99.0));
+        writeln!(
+            out,
+            "  send lateness (msec, actual send - intended, on a {:.3} msec wake-up grid): p50 {:.3}, p99 {:.3}, max {:.3}",
+            slack.as_secs_f64() * 1000.0,
+            ms(p50),
+            ms(p99),
+            ms(late.max())
+        )?;
+    }
+    Ok(())
+}
+
+/// `-q` after an open-loop run's rate table: a line for each step that did not keep its
+/// schedule (nothing when every step did).
+pub fn write_schedules_not_kept(steps: &[TestResult], out: &mut impl Write) -> io::Result<()> {
+    for e in steps {
+        if let Some(s) = Schedule::of(e).filter(|s| !s.kept()) {
+            writeln!(
+                out,
+                "{} @ {} rps: schedule not kept: achieved {:.2}, {}",
+                e.name,
+                e.target_rps.unwrap_or(0),
+                finite(s.achieved_rps),
+                s.describe()
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// `p50`, `p99.9`, `p99.99`: a percentile's name as memtier_benchmark gives it (up to three

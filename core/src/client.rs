@@ -360,7 +360,7 @@ impl Client {
         if !c.is_open() || self.plan.conn.idle || c.stop_seen() {
             return next;
         }
-        if self.plan.conn.open_loop.is_some() {
+        if let Some(ol) = self.plan.conn.open_loop {
             let exhausted = self.plan.budget.is_exhausted();
             if exhausted && self.outstanding == 0 && !c.busy() {
                 // Spent by other clients while this one waited for its next arrival: it is
@@ -368,7 +368,8 @@ impl Client {
                 return Some(Time::ZERO);
             }
             if self.lead() == Some(node) && self.may_draw() && !exhausted {
-                next = earliest(next, Some(self.source.due()));
+                // On the slack's grid: the loop sends what is due then, for every client.
+                next = earliest(next, Some(ol.wake_at(self.source.due())));
             }
         }
         earliest(next, self.router.queued_at(node))
@@ -516,9 +517,12 @@ impl Client {
                 conn.push(Pending::new(Time::MAX, 0, now, ASKING_REQ), |out| out.extend_from_slice(ASKING));
             }
             let (intended, part, queued) = (r.intended, r.part, r.queued);
+            let resent = r.first_sent != Time::MAX;
             let id = self.router.hold(r);
             let bytes = self.router.bytes(id);
-            conn.push(Pending::new(intended, part, queued, id), |out| out.extend_from_slice(bytes));
+            let mut pending = Pending::new(intended, part, queued, id);
+            pending.resent = resent;
+            conn.push(pending, |out| out.extend_from_slice(bytes));
         }
     }
 

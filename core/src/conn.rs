@@ -251,12 +251,14 @@ pub(crate) struct Pending {
     queued: Time,
     /// The client's request it carries ([`DIRECT`] when none, [`ASKING_REQ`] for an `ASKING`).
     pub(crate) req: u32,
+    /// Sent before (a redirected request): its lateness was recorded at its first send.
+    pub(crate) resent: bool,
 }
 
 impl Pending {
     /// A request to be encoded at `now`.
     pub(crate) fn new(intended: Time, part: u16, queued: Time, req: u32) -> Pending {
-        Pending { end: 0, sent: Time::MAX, intended, part, queued, req }
+        Pending { end: 0, sent: Time::MAX, intended, part, queued, req, resent: false }
     }
 }
 
@@ -517,6 +519,8 @@ impl Connection {
             }
             p.sent = now;
             self.sent += 1;
+            let p = *p;
+            self.record_lateness(&p, now, stats);
         }
         if self.out_pos == self.out.len() {
             self.out.clear();
@@ -701,10 +705,19 @@ impl Connection {
             self.sent -= 1;
             p.sent
         } else {
+            self.record_lateness(&p, now, stats);
             now
         };
         let error = reply.is_error().then(|| self.parser.error_message());
         answered(Answered { pending: p, sent, error, nil: reply.kind == Kind::Null, now }, stats);
+    }
+
+    /// An open-loop request `p` counts as sent at `now`: how late, once (at its first send).
+    fn record_lateness(&self, p: &Pending, now: Time, stats: &mut Stats) {
+        if p.intended != Time::MAX && !p.resent && now >= self.plan.measure_from {
+            // Never negative: the client draws a request only once it is due.
+            stats.record_lateness(now.nanos_since(p.intended));
+        }
     }
 
     fn fail(&mut self, e: ConnError) {
@@ -877,6 +890,86 @@ mod tests {
         assert_eq!(times.len(), 1000);
         for (k, t) in times.iter().enumerate() {
             assert_eq!(t.as_nanos(), k as u64 * 250_000, "request {k}");
+        }
+    }
+
+    #[test]
+    fn a_slack_wakes_on_its_grid_and_records_the_lateness() {
+        // One request every 300 µs, woken on a 250 µs grid: due at 0, 300, 600, 900, 1200 µs,
+        // sent at 0, 500, 750, 1000, 1250 µs: 0, 200, 150, 100 and 50 µs late, then again from
+        // 1500 µs.
+        let ol = OpenLoop {
+            slack: Duration::from_micros(250),
+            ..OpenLoop::per_connection(Duration::from_micros(300), 1, false)
+        };
+        assert_eq!(ol.wake_at(Time::from_micros(300)), Time::from_micros(500));
+        assert_eq!(ol.wake_at(Time::from_micros(1500)), Time::from_micros(1500));
+        assert_eq!(ol.wake_at(Time::MAX), Time::MAX);
+        let mut c = C::new(open_plan(ol, 10, 10, None), 0);
+        let mut st = Stats::new(Time::ZERO, 3, true).unwrap();
+        c.handle_connected(Time::ZERO, &mut st);
+        let mut wakes = Vec::new();
+        while let Some(t) = c.poll_timeout() {
+            wakes.push(t.as_micros());
+            c.handle_timeout(t);
+            flush(&mut c, t, &mut st);
+        }
+        assert_eq!(&wakes[..10], &[0, 500, 750, 1000, 1250, 1500, 2000, 2250, 2500, 2750]);
+        for (k, p) in c.pending().iter().enumerate() {
+            assert_eq!(p.intended.as_micros(), k as u64 * 300);
+            assert_eq!(p.sent.as_micros(), wakes[k]);
+        }
+        let late = st.lateness.as_ref().unwrap();
+        assert_eq!((late.len(), late.min(), late.max()), (10, 0, 200));
+        assert!((late.mean() - 100.0).abs() < 1.0, "mean {}", late.mean());
+    }
+
+    proptest::proptest! {
+        /// Whatever the schedule (rate, constant or Poisson gaps, slack, window) and however the
+        /// backend wakes (on time, late, or early because a reply came), no request is sent
+        /// before its intended time, and each sent request records its lateness once.
+        #[test]
+        fn no_request_is_sent_before_its_intended_time(
+            interval_us in 1u64..2_000,
+            slack_us in 0u64..1_000,
+            poisson in proptest::bool::ANY,
+            window in 1u32..8,
+            wakes in proptest::collection::vec((0u8..3, 0u64..3_000), 1..300),
+        ) {
+            let ol = OpenLoop {
+                slack: Duration::from_micros(slack_us),
+                ..OpenLoop::per_connection(Duration::from_micros(interval_us), 1, poisson)
+            };
+            let mut c = C::new(open_plan(ol, 200, window, None), 0);
+            let mut st = Stats::new(Time::ZERO, 3, true).unwrap();
+            let mut now = Time::from_micros(7);
+            c.handle_connected(now, &mut st);
+            let mut sent = 0u64;
+            for (how, us) in wakes {
+                let wake = match (how, c.poll_timeout()) {
+                    // On time, or late by up to 3 ms.
+                    (0, Some(t)) => t,
+                    (1, Some(t)) => t + Duration::from_micros(us),
+                    // Early: a reply (or anything else) woke the loop.
+                    _ => now + Duration::from_micros(us / 10),
+                };
+                now = now.max(wake);
+                c.handle_timeout(now);
+                flush(&mut c, now, &mut st);
+                for p in c.pending() {
+                    proptest::prop_assert!(p.sent >= p.intended, "sent {:?} before {:?}", p.sent, p.intended);
+                }
+                // The server answers everything at once, now or not yet.
+                if us % 2 == 0 {
+                    let n = c.in_flight();
+                    sent += n as u64;
+                    c.handle_input(&b"+PONG\r\n".repeat(n), now, &mut st);
+                }
+            }
+            sent += c.in_flight() as u64;
+            let late = st.lateness.as_ref().unwrap();
+            proptest::prop_assert_eq!(late.len(), sent);
+            proptest::prop_assert_eq!(st.requests + c.in_flight() as u64, sent);
         }
     }
 

@@ -175,18 +175,58 @@ impl Handshake {
 /// An open-loop arrival schedule: requests are due at intended times whatever the server does,
 /// and latency counts from the intended time. The total rate is shared evenly by the test's
 /// connections ([`Plan::connections`]).
+///
+/// A request is never sent before its intended time. A loop that woke for every arrival on its
+/// own would pay a sleep, a wake-up and a timer per request (and the server a wake-up per
+/// request as well), which at tens of thousands of requests a second costs more than the
+/// requests themselves; so the schedule asks to be woken on a grid of `slack`
+/// ([`OpenLoop::wake_at`]): every loop wakes at the same multiples of `slack` on the run's
+/// clock and sends every request due by then, one write per connection. A request is thus sent
+/// up to `slack` after its intended time when nothing else woke its loop earlier; that lateness
+/// is recorded per request ([`crate::Stats::lateness`]) and is part of the latency, which
+/// counts from the intended time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OpenLoop {
     /// Requests per second, all connections together (`--rps`).
     pub rate: f64,
     /// Exponential gaps (a Poisson process) instead of constant ones.
     pub poisson: bool,
+    /// The grid the loops wake on for arrivals; zero wakes exactly at each intended time.
+    pub slack: Duration,
 }
 
 impl OpenLoop {
-    /// The schedule at which each of `connections` connections sends every `interval`.
+    /// The slack of a schedule unless said otherwise: 250 µs. At 50,000 requests a second a
+    /// wake-up sends about twelve requests (five at 20,000); a request waits 125 µs for its
+    /// send on average, at most 250 µs when its loop was on time. Measured on two cores (GET,
+    /// `-c 50`, mio): 0 µs costs 14.4 µs of client CPU per request at 50,000/s and 33.5 µs at
+    /// 20,000/s, 100 µs 12.9 and 29.9, 250 µs 10.5 and 17.1 (the closed loop 6.4).
+    pub const DEFAULT_SLACK: Duration = Duration::from_micros(250);
+
+    /// `rate` requests a second over all connections, with the default slack.
+    pub fn new(rate: f64, poisson: bool) -> OpenLoop {
+        OpenLoop { rate, poisson, slack: OpenLoop::DEFAULT_SLACK }
+    }
+
+    /// The schedule at which each of `connections` connections sends every `interval`, woken
+    /// exactly at each intended time (no slack).
     pub fn per_connection(interval: Duration, connections: u64, poisson: bool) -> OpenLoop {
-        OpenLoop { rate: connections.max(1) as f64 / interval.as_secs_f64(), poisson }
+        OpenLoop { rate: connections.max(1) as f64 / interval.as_secs_f64(), poisson, slack: Duration::ZERO }
+    }
+
+    /// When a loop should wake for an arrival due at `due`: the first multiple of the slack at
+    /// or after it (`due` itself without slack), so that the arrivals of every connection due
+    /// within one slack are sent on one wake-up.
+    pub fn wake_at(&self, due: Time) -> Time {
+        let slack = u64::try_from(self.slack.as_nanos()).unwrap_or(u64::MAX);
+        if slack <= 1 || due == Time::MAX {
+            return due;
+        }
+        let t = due.as_nanos();
+        match t.div_ceil(slack).checked_mul(slack) {
+            Some(at) => Time::from_nanos(at),
+            None => due,
+        }
     }
 
     /// The mean time between two requests of one of `connections` connections sharing the rate.

@@ -149,6 +149,12 @@ pub struct Stats {
     /// Service time per request in microseconds (reply − actual send), kept in open-loop runs only,
     /// where it differs from `latency`.
     pub service: Option<Histogram<u64>>,
+    /// Open loop: how late each request was sent, in microseconds: the time the write that
+    /// took its last byte began minus its intended time (never negative: a request is never
+    /// sent early), once per request (a redirected request at its first send). Kept in
+    /// open-loop runs only; the test's figure (a mix's commands and a cluster's nodes keep
+    /// none of their own).
+    pub lateness: Option<Histogram<u64>>,
     /// A time series, one summary per second since `start` (time-based and open-loop runs,
     /// `--hlog`): filled once the seconds have ended, by the run's [`Collector`] from every
     /// loop's [`Stats::recording`]; empty when not kept.
@@ -292,6 +298,7 @@ impl Stats {
             last_reply: start,
             latency: new_histogram(sigfig)?,
             service: if open_loop { Some(new_histogram(sigfig)?) } else { None },
+            lateness: if open_loop { Some(new_histogram(sigfig)?) } else { None },
             series: Vec::new(),
             keep_series: false,
             recording: Recording::default(),
@@ -431,6 +438,13 @@ impl Stats {
         self.end_at(now);
     }
 
+    /// Records how late an open-loop request was sent: `nanos` after its intended time.
+    pub fn record_lateness(&mut self, nanos: u64) {
+        if let Some(h) = &mut self.lateness {
+            let _ = h.record(micros(nanos));
+        }
+    }
+
     /// Records the latency so far of a request that was never answered (abandoned at the end, or
     /// never sent): a lower bound, in the latency histogram so that a stall to the end of the
     /// test shows in its percentiles as a stall in the middle does; not a completed request.
@@ -543,6 +557,11 @@ impl Stats {
         match (&mut self.service, &other.service) {
             (Some(a), Some(b)) => a.add(b).map_err(|e| format!("histograms differ: {e:?}"))?,
             (None, Some(b)) => self.service = Some(b.clone()),
+            _ => {}
+        }
+        match (&mut self.lateness, &other.lateness) {
+            (Some(a), Some(b)) => a.add(b).map_err(|e| format!("histograms differ: {e:?}"))?,
+            (None, Some(b)) => self.lateness = Some(b.clone()),
             _ => {}
         }
         // The loops of one run leave their series to the run's Collector (theirs are empty

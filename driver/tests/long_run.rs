@@ -62,7 +62,7 @@ fn run(rate: f64, length: Duration) -> (SimResult, isize) {
             pipeline_mode: respbench_core::PipelineMode::default(),
             keepalive: true,
             idle: false,
-            open_loop: Some(OpenLoop { rate, poisson: false }),
+            open_loop: Some(OpenLoop { rate, poisson: false, slack: Duration::ZERO }),
             request_timeout: None,
             reconnect: None,
         },

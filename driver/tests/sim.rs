@@ -65,6 +65,8 @@ struct Opts {
     interrupt: Option<Time>,
     /// The loop's read buffer.
     read_buf: usize,
+    /// The open loop's wake-up grid ([`OpenLoop::slack`]); zero wakes at each intended time.
+    slack: Duration,
 }
 
 impl Default for Opts {
@@ -87,6 +89,7 @@ impl Default for Opts {
             get: false,
             interrupt: None,
             read_buf: READ_BUF,
+            slack: Duration::ZERO,
         }
     }
 }
@@ -100,7 +103,7 @@ impl Opts {
                 pipeline_mode: self.mode,
                 keepalive: self.keepalive,
                 idle: self.idle,
-                open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: self.poisson }),
+                open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: self.poisson, slack: self.slack }),
                 request_timeout: self.timeout,
                 reconnect: self.reconnect.then_some(BACKOFF),
             },
@@ -734,6 +737,126 @@ fn first_arrivals_on(shape: Shape) {
     assert_eq!(r.outcome.stats.requests, 8);
     let firsts = firsts.lock().unwrap().clone();
     assert_eq!(firsts, [(0, at_ms(0)), (1, at_ms(250)), (2, at_ms(500)), (3, at_ms(750))]);
+}
+
+// ---- the slack: sends wait for the wake-up grid, and their lateness is recorded ----
+
+/// The commands a server read: (socket, index on it, time).
+type Reads = Arc<Mutex<Vec<(u64, u64, Time)>>>;
+
+/// A server that answers `+PONG` after `service` (each on its own) and notes when it read each
+/// command.
+fn noting_server(service: Duration) -> (Server, Reads) {
+    let reads = Arc::new(Mutex::new(Vec::new()));
+    let seen = reads.clone();
+    let mut server = Server::new(service, move |c| {
+        seen.lock().unwrap().push((c.conn, c.index, c.at));
+        Action::Reply(b"+PONG\r\n".to_vec())
+    });
+    server.parallel = true;
+    (server, reads)
+}
+
+/// The intended time of request `k` of client `c` of `opts` (constant arrivals, connected at
+/// zero), as the core spaces them.
+fn intended(opts: &Opts, c: u64, k: u64) -> Time {
+    let ol = OpenLoop::new(opts.rps.unwrap(), false);
+    let interval = ol.interval(opts.clients as u64).as_nanos() as u64;
+    let n = opts.clients as u64;
+    Time::from_nanos(interval / n * c + k * interval)
+}
+
+#[test]
+fn a_loop_on_the_slack_sends_late_by_its_grid_and_records_it() {
+    // One request every 400 µs on a 250 µs grid: due at 0, 400, 800, 1200, 1600 µs, sent at 0,
+    // 500, 1000, 1250, 1750 µs: 0, 100, 200, 50, 150 µs late, then the same from 2000 µs.
+    for shape in [Shape::Mio, Shape::Smol, Shape::Uring] {
+        let opts = Opts { n: Some(20), rps: Some(2500.0), slack: us(250), ..Opts::default() };
+        let (server, reads) = noting_server(us(10));
+        let r = opts.run_on(server, shape);
+        let sent: Vec<u64> = reads.lock().unwrap().iter().map(|&(_, _, t)| t.as_micros()).collect();
+        assert_eq!(&sent[..6], [0, 500, 1000, 1250, 1750, 2000], "{shape:?}");
+        let s = &r.outcome.stats;
+        let late = s.lateness.as_ref().unwrap();
+        assert_eq!((late.len(), late.min(), late.max(), late.mean()), (20, 0, 200, 100.0), "{shape:?}");
+        // The latency counts from the intended time: the lateness and the 10 µs of service.
+        assert_eq!((s.latency.min(), s.latency.max()), (10, 210), "{shape:?}");
+        assert_eq!(s.service.as_ref().unwrap().max(), 10, "{shape:?}");
+    }
+}
+
+#[test]
+fn every_client_due_within_one_slack_goes_on_one_wake_up() {
+    // 10 clients at 20,000/s: each every 500 µs, their first arrivals 50 µs apart; on a 250 µs
+    // grid, whatever came due in a slack is written at its end, each client's in one write.
+    for shape in [Shape::Mio, Shape::Smol, Shape::Uring] {
+        let opts = Opts {
+            n: None,
+            clients: 10,
+            rps: Some(20_000.0),
+            duration: Some(Duration::from_millis(20)),
+            slack: us(250),
+            ..Opts::default()
+        };
+        let (server, reads) = noting_server(us(10));
+        let r = opts.run_on(server, shape);
+        let reads = reads.lock().unwrap().clone();
+        assert_eq!(reads.len() as u64, r.outcome.stats.requests);
+        assert_eq!(r.outcome.stats.requests, 400, "{shape:?}");
+        for &(c, k, at) in &reads {
+            assert_eq!(at.as_nanos() % 250_000, 0, "{shape:?}: client {c} sent request {k} off the grid");
+            let due = intended(&opts, c, k);
+            assert!(at >= due && at.nanos_since(due) < 250_000, "{shape:?}: {c}/{k} due {due:?} sent {at:?}");
+        }
+        // One write a request, on 81 wake-ups: client 0's first at 0, then five clients on each
+        // grid point to the stop at 20 ms (arrivals due before it still go).
+        assert_eq!(r.writes.len(), 400, "{shape:?}");
+        let mut instants: Vec<Time> = r.writes.iter().map(|w| w.at).collect();
+        instants.dedup();
+        assert_eq!(instants.len(), 81, "{shape:?}");
+        assert_eq!(*instants.last().unwrap(), at_ms(20), "{shape:?}");
+        assert_eq!(r.outcome.stats.lateness.as_ref().unwrap().max(), 200, "{shape:?}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Whatever the rate, the clients, the slack, the window and the server's speed, on every
+    /// backend's way of waiting no request reaches the server before its intended time, and
+    /// every request sent records its lateness: the counts add up.
+    #[test]
+    fn no_request_is_sent_before_its_intended_time(
+        clients in 1usize..6,
+        rps in 200.0f64..200_000.0,
+        slack_us in 0u64..600,
+        pipeline in 1u32..4,
+        window in any::<bool>(),
+        service_us in 0u64..400,
+        parallel in any::<bool>(),
+    ) {
+        for shape in [Shape::Mio, Shape::Smol, Shape::Uring] {
+            let opts = Opts {
+                n: Some(60),
+                clients,
+                pipeline,
+                mode: if window { PipelineMode::Window } else { PipelineMode::Batch },
+                rps: Some(rps),
+                slack: us(slack_us),
+                ..Opts::default()
+            };
+            let (mut server, reads) = noting_server(us(service_us));
+            server.parallel = parallel;
+            let r = opts.run_on(server, shape);
+            let s = &r.outcome.stats;
+            prop_assert_eq!(s.requests, 60);
+            prop_assert_eq!(s.lateness.as_ref().unwrap().len(), 60);
+            for &(c, k, at) in reads.lock().unwrap().iter() {
+                let due = intended(&opts, c, k);
+                prop_assert!(at >= due, "{:?}: client {} request {} due {:?} read {:?}", shape, c, k, due, at);
+            }
+        }
+    }
 }
 
 // ---- the connection-level scenarios of core's simulation, through the driver ----

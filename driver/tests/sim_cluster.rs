@@ -121,7 +121,7 @@ impl Opts {
                 pipeline_mode: self.mode,
                 keepalive: true,
                 idle: false,
-                open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: false }),
+                open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: false, slack: Duration::ZERO }),
                 request_timeout: None,
                 reconnect: None,
             },

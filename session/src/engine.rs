@@ -504,6 +504,7 @@ impl Session {
                 total.nodes = nodes;
                 let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline);
                 let missing = self.probe.missing.as_deref();
+                let schedule = crate::result::Schedule::of(total);
                 total.verdict = Some(verdict::verdict(
                     Some(&cpu),
                     server_cpu.as_ref(),
@@ -511,6 +512,7 @@ impl Session {
                     machine,
                     waited,
                     in_flight,
+                    schedule.as_ref(),
                 ));
                 total.server_cpu = server_cpu;
             }
@@ -623,7 +625,9 @@ fn findings(cfg: &Config, total: &TestResult, preloadable: bool) -> Vec<Warning>
     let name = &total.name;
     // The verdict is in the verbose report and the JSON; a finding only when the figures
     // measure respbench.
-    if let Some(v) = total.verdict.as_ref().filter(|v| v.side == verdict::Side::Client) {
+    // A client named for its late sends, not its CPU, is the schedule's finding below.
+    let saturated = total.cpu.is_some_and(|c| c.saturated());
+    if let Some(v) = total.verdict.as_ref().filter(|v| v.side == verdict::Side::Client && saturated) {
         let mut figures = Vec::new();
         if let Some(c) = &total.cpu {
             figures.push(("client_core_share", c.core_share()));
@@ -671,6 +675,29 @@ fn findings(cfg: &Config, total: &TestResult, preloadable: bool) -> Vec<Warning>
                 ],
             });
         }
+    }
+    if let Some(sch) = crate::result::Schedule::of(total).filter(|s| !s.kept()) {
+        let why = if sch.late() {
+            format!("sent late ({} above {:.3} msec)", sch.describe(), sch.threshold_us() as f64 / 1000.0)
+        } else {
+            format!("achieved below 99% of the target ({})", sch.describe())
+        };
+        out.push(Warning {
+            kind: WarningKind::ScheduleNotKept,
+            text: format!(
+                "{name}: the schedule of {} rps was not kept: {why}, achieved {:.0} rps; the corrected latency \
+                 counts from the intended times",
+                sch.target_rps, sch.achieved_rps
+            ),
+            figures: vec![
+                ("target_rps", sch.target_rps),
+                ("achieved_rps", sch.achieved_rps),
+                ("lateness_p50_ms", sch.lateness_p50_us as f64 / 1000.0),
+                ("lateness_p99_ms", sch.lateness_p99_us as f64 / 1000.0),
+                ("lateness_max_ms", sch.lateness_max_us as f64 / 1000.0),
+                ("threshold_ms", sch.threshold_us() as f64 / 1000.0),
+            ],
+        });
     }
     out
 }

@@ -71,7 +71,8 @@ pub(crate) fn plan(
         Some(n) => cfg.key_dist.space(n).unwrap_or(KeySpace::Random { n }),
     };
     // The core shares the total rate evenly over the connections.
-    let open_loop = rate.map(|r| OpenLoop { rate: r as f64, poisson: cfg.open.poisson });
+    let open_loop =
+        rate.map(|r| OpenLoop { slack: cfg.open_slack(), ..OpenLoop::new(r as f64, cfg.open.poisson) });
     let budget =
         if idle || cfg.open.duration.is_some() { Budget::unlimited() } else { Budget::new(cfg.requests) };
     Arc::new(Plan {

@@ -13,6 +13,7 @@
 use std::time::Instant;
 
 use crate::cpu::{ClientCpu, SATURATED};
+use crate::result::Schedule;
 use crate::server::{info, info_sections, info_value, Conn};
 
 /// One reading of the server's CPU counters.
@@ -283,7 +284,9 @@ pub struct Verdict {
 
 /// Decides who limited a test from both sides' CPU; `missing` says why the server's is unknown.
 /// `machine` is the share of all the client machine's CPUs that was busy; `in_flight` is
-/// `-c` × `-P`, the most requests that can wait at once.
+/// `-c` × `-P`, the most requests that can wait at once. In an open loop, `schedule` says how
+/// late the requests were sent: when that lateness, not the server, made the corrected latency
+/// ([`Schedule::client_made_latency`]), the client is named though its CPU was not saturated.
 pub fn verdict(
     client: Option<&ClientCpu>,
     server: Option<&ServerCpu>,
@@ -291,6 +294,7 @@ pub fn verdict(
     machine: Option<f64>,
     client_wait: Option<f64>,
     in_flight: u64,
+    schedule: Option<&Schedule>,
 ) -> Verdict {
     let pct = |x: f64| format!("{:.0}%", x * 100.0);
     let client_share = client.map_or(0.0, ClientCpu::core_share);
@@ -347,12 +351,33 @@ pub fn verdict(
                 waits.push(format!("the server's main thread {}", pct(w)));
             }
             let machine = machine.map(|m| format!("; the machine's CPUs were {} busy", pct(m))).unwrap_or_default();
+            // Late sends then came from the wait for a CPU: the corrected latency is the
+            // machine's more than the server's.
+            let late = schedule
+                .filter(|s| s.client_made_latency())
+                .map(|s| format!("; respbench sent its requests late ({}), which made the corrected latency", s.describe()))
+                .unwrap_or_default();
             (
                 Side::Machine,
                 format!(
                     "the processes on this machine competed for its CPUs: {server_text} and {client_text}, \
-                     and {} (/proc schedstat){machine}; the figures say as much about that as about the server",
+                     and {} (/proc schedstat){machine}{late}; the figures say as much about that as about the \
+                     server",
                     waits.join(" and ")
+                ),
+            )
+        }
+        _ if schedule.is_some_and(Schedule::client_made_latency) => {
+            let sch = schedule.expect("checked above");
+            (
+                Side::Client,
+                format!(
+                    "the client limited the run: it sent its requests late ({}) against a service p99 of \
+                     {:.3} msec, so the corrected latency is mostly its own lateness, not the server's \
+                     ({client_text} while {server_text}); its window of {in_flight} requests in flight or \
+                     its event loop held the sends back",
+                    sch.describe(),
+                    sch.service_p99_us as f64 / 1000.0
                 ),
             )
         }
@@ -390,7 +415,8 @@ mod tests {
     #[test]
     fn a_saturated_server_is_named_even_when_the_client_is_busy_too() {
         // The default run on 2 cores: the server at 98%, respbench's loop at 90%.
-        let v = verdict(Some(&client(0.90, 1)), Some(&server(Some(0.98), 1.0, None)), None, None, None, 50);
+        let v =
+            verdict(Some(&client(0.90, 1)), Some(&server(Some(0.98), 1.0, None)), None, None, None, 50, None);
         assert_eq!(v.side, Side::Server);
         assert!(
             v.text.contains("main thread was 98% busy") && v.text.contains("event loop was 90% busy"),
@@ -401,14 +427,22 @@ mod tests {
 
     #[test]
     fn a_busy_client_with_an_idle_server_is_the_client() {
-        let v = verdict(Some(&client(0.97, 2)), Some(&server(Some(0.40), 0.45, None)), None, None, None, 50);
+        let v = verdict(
+            Some(&client(0.97, 2)),
+            Some(&server(Some(0.40), 0.45, None)),
+            None,
+            None,
+            None,
+            50,
+            None,
+        );
         assert_eq!(v.side, Side::Client);
         assert!(v.text.contains("2 event loops were 97% busy") && v.text.contains("40%"), "{}", v.text);
     }
 
     #[test]
     fn neither_names_the_requests_in_flight() {
-        let v = verdict(Some(&client(0.2, 1)), Some(&server(None, 0.3, None)), None, None, None, 4);
+        let v = verdict(Some(&client(0.2, 1)), Some(&server(None, 0.3, None)), None, None, None, 4, None);
         assert_eq!(v.side, Side::Neither);
         assert!(
             v.text.contains("the server was 30% busy") && v.text.contains("at most 4 requests"),
@@ -419,24 +453,45 @@ mod tests {
 
     #[test]
     fn no_claim_on_a_multi_threaded_server_or_without_info() {
-        let v =
-            verdict(Some(&client(0.5, 1)), Some(&server(None, 2.5, Some("Dragonfly"))), None, None, None, 50);
+        let v = verdict(
+            Some(&client(0.5, 1)),
+            Some(&server(None, 2.5, Some("Dragonfly"))),
+            None,
+            None,
+            None,
+            50,
+            None,
+        );
         assert_eq!(v.side, Side::Unknown);
         assert!(v.text.contains("2.50 cores") && v.text.contains("Dragonfly"), "{}", v.text);
         // The client can still be named: it was saturated whatever the server did.
-        let v =
-            verdict(Some(&client(0.95, 1)), None, Some("INFO refused: ERR unknown command"), None, None, 50);
+        let v = verdict(
+            Some(&client(0.95, 1)),
+            None,
+            Some("INFO refused: ERR unknown command"),
+            None,
+            None,
+            50,
+            None,
+        );
         assert_eq!(v.side, Side::Client);
         assert!(v.text.contains("INFO refused"), "{}", v.text);
-        let v = verdict(Some(&client(0.5, 1)), None, Some("INFO refused"), None, None, 50);
+        let v = verdict(Some(&client(0.5, 1)), None, Some("INFO refused"), None, None, 50, None);
         assert_eq!(v.side, Side::Unknown);
     }
 
     #[test]
     fn a_machine_with_no_cpu_left_is_named_when_neither_process_is_busy() {
         // Both processes starved: each busy a quarter of the time, the two CPUs all busy.
-        let v =
-            verdict(Some(&client(0.23, 1)), Some(&server(Some(0.17), 0.2, None)), None, Some(0.97), None, 50);
+        let v = verdict(
+            Some(&client(0.23, 1)),
+            Some(&server(Some(0.17), 0.2, None)),
+            None,
+            Some(0.97),
+            None,
+            50,
+            None,
+        );
         assert_eq!(v.side, Side::Machine);
         assert!(v.text.contains("CPUs were 97% busy"), "{}", v.text);
         // Or: the machine not all busy, but respbench's loop (pinned to a CPU others use)
@@ -448,6 +503,7 @@ mod tests {
             Some(0.85),
             Some(0.6),
             50,
+            None,
         );
         assert_eq!(v.side, Side::Machine);
         assert!(v.text.contains("respbench's loops waited 60% of the time for a CPU"), "{}", v.text);
@@ -458,12 +514,65 @@ mod tests {
             Some(0.5),
             Some(0.05),
             50,
+            None,
         );
         assert_eq!(v.side, Side::Neither);
         // A saturated server is still the server.
-        let v =
-            verdict(Some(&client(0.5, 1)), Some(&server(Some(0.95), 1.0, None)), None, Some(1.0), None, 50);
+        let v = verdict(
+            Some(&client(0.5, 1)),
+            Some(&server(Some(0.95), 1.0, None)),
+            None,
+            Some(1.0),
+            None,
+            50,
+            None,
+        );
         assert_eq!(v.side, Side::Server);
+    }
+
+    fn schedule(lateness_p99_us: u64, latency_p99_us: u64, service_p99_us: u64) -> Schedule {
+        Schedule {
+            target_rps: 50_000.0,
+            achieved_rps: 49_990.0,
+            lateness_p50_us: lateness_p99_us / 4,
+            lateness_p99_us,
+            lateness_max_us: 2 * lateness_p99_us,
+            latency_p99_us,
+            service_p99_us,
+        }
+    }
+
+    #[test]
+    fn the_client_is_named_when_its_lateness_made_the_corrected_latency() {
+        let (c, s) = (client(0.45, 1), server(Some(0.40), 0.45, None));
+        // 8 ms late at p99 against a 0.3 ms service p99: the corrected p99 of 8.3 ms is the
+        // client's.
+        let late = schedule(8_000, 8_300, 300);
+        assert!(late.late() && !late.kept() && late.client_made_latency());
+        let v = verdict(Some(&c), Some(&s), None, None, None, 50, Some(&late));
+        assert_eq!(v.side, Side::Client);
+        assert!(v.text.contains("p99 8.000") && v.text.contains("service p99 of 0.300 msec"), "{}", v.text);
+        // Late, but the server took longer still: not the client's.
+        let slow = schedule(8_000, 60_000, 50_000);
+        assert!(slow.late() && !slow.client_made_latency());
+        let v = verdict(Some(&c), Some(&s), None, None, None, 50, Some(&slow));
+        assert_eq!(v.side, Side::Neither);
+        // On time (within the 1 ms threshold, or a tenth of a long corrected p99): not late.
+        for kept in [schedule(900, 1_200, 300), schedule(4_000, 100_000, 1_000)] {
+            assert!(kept.kept() && !kept.client_made_latency(), "{kept:?}");
+            let v = verdict(Some(&c), Some(&s), None, None, None, 50, Some(&kept));
+            assert_eq!(v.side, Side::Neither);
+        }
+        // Below 99% of the target: not kept, whatever the lateness.
+        let short = Schedule { achieved_rps: 49_000.0, ..schedule(300, 1_000, 300) };
+        assert!(!short.kept() && !short.late());
+        // A saturated server is still the server.
+        let v = verdict(Some(&c), Some(&server(Some(0.97), 1.0, None)), None, None, None, 50, Some(&late));
+        assert_eq!(v.side, Side::Server);
+        // Late because its loop waited for a CPU: the machine, and the lateness said.
+        let v = verdict(Some(&c), Some(&s), None, Some(0.99), Some(0.3), 50, Some(&late));
+        assert_eq!(v.side, Side::Machine);
+        assert!(v.text.contains("sent its requests late (send lateness p50 2.000, p99 8.000"), "{}", v.text);
     }
 
     #[test]

@@ -28,7 +28,9 @@ fn plan(rate: Option<u64>, poisson: bool, seed: u64) -> Arc<Plan> {
             pipeline_mode: PipelineMode::Batch,
             keepalive: true,
             idle: false,
-            open_loop: rate.map(|r| OpenLoop { rate: r as f64, poisson }),
+            // With the wake-up grid a search for p99<=1ms runs on (Config::open_slack: 50 µs).
+            open_loop: rate
+                .map(|r| OpenLoop { slack: Duration::from_micros(50), ..OpenLoop::new(r as f64, poisson) }),
             request_timeout: None,
             reconnect: None,
         },

@@ -5,7 +5,9 @@ Usage: check_json.py SCHEMA DOCUMENT
 - validates DOCUMENT against the JSON Schema SCHEMA (draft 2020-12, the `jsonschema` package);
 - decodes every test's histogram with HdrHistogram's Python implementation (the `hdrhistogram`
   package) and checks that its count (requests and lower bounds), min, max and percentiles are
-  the ones respbench reported, and that an open loop's arrivals add up;
+  the ones respbench reported, and that an open loop's arrivals add up; likewise an open loop's
+  lateness histogram, whose count is the requests sent (the answered ones at least, with the
+  lost and abandoned at most);
   likewise each node's of a test over several nodes, whose requests add up to at most the
   test's and whose redirects add up to the test's.
 
@@ -61,14 +63,28 @@ def check_histogram(name, t):
             fail(f"{name}: arrivals {arrivals} are not the requests {t['requests']}")
     if t["requests"] == 0:
         return False
-    lat = t["latency_ms"]
+    check_figures(name, "latency_ms", t["latency_ms"], h)
+    late = t.get("lateness")
+    if late is not None:
+        # Every request sent records its lateness once: the answered ones at least, at most
+        # those and the ones that went unanswered (lost, abandoned).
+        lh = HdrHistogram.decode(late["histogram"]["data"])
+        sent_at_least = t["requests"]
+        sent_at_most = t["requests"] + t.get("abandoned_requests", 0) + (arrivals or {}).get("lost", 0)
+        if not sent_at_least <= lh.get_total_count() <= sent_at_most:
+            fail(f"{name}: lateness count {lh.get_total_count()} is not within [{sent_at_least}, {sent_at_most}]")
+        check_figures(name, "lateness.ms", late["ms"], lh)
+    return True
+
+
+def check_figures(name, field, lat, h):
+    """Checks that the figures `lat` (a `latency_ms` object) are those of histogram `h`."""
     checks = {k: value_at_percentile(h, p) / 1000.0 for k, p in PERCENTILES.items()}
     checks["min"] = h.get_min_value() / 1000.0
     checks["max"] = h.get_max_value() / 1000.0
     for k, want in checks.items():
         if not close(lat[k], want):
-            fail(f"{name}: latency_ms.{k} is {lat[k]} but the decoded histogram says {want}")
-    return True
+            fail(f"{name}: {field}.{k} is {lat[k]} but the decoded histogram says {want}")
 
 
 def main():

@@ -13,7 +13,13 @@ const T: Duration = Duration::from_secs(60);
 
 respbench_tests::backend_tests!(
     every: [rate_steps],
-    mio: [stall_shows_in_corrected_latency_only, duration_and_warmup, mix_follows_the_weights, live_view],
+    mio: [
+        stall_shows_in_corrected_latency_only,
+        duration_and_warmup,
+        mix_follows_the_weights,
+        live_view,
+        the_slack_is_reported_and_can_be_zero
+    ],
 );
 
 fn args(server: &RedisServer, extra: &[&str], json: &Path) -> Vec<String> {
@@ -159,7 +165,38 @@ fn rate_steps(tool: Tool) {
     let targets: Vec<u64> =
         doc["tests"].as_array().unwrap().iter().map(|t| t["target_rps"].as_u64().unwrap()).collect();
     assert_eq!(targets, [1000, 3000]);
+    assert_eq!(doc["config"]["rps_slack_us"], 250);
     assert_eq!(server.command_calls("set"), 3000);
+}
+
+/// `--rps-slack`: the wake-up grid is in the JSON's config and the verbose report's lateness
+/// line; each test's lateness is there (its count and figures are checked by check_json.py).
+fn the_slack_is_reported_and_can_be_zero(tool: Tool) {
+    let server = RedisServer::start();
+    for (slack, us, grid) in
+        [("0", 0, "on a 0.000 msec wake-up grid"), ("2ms", 2000, "on a 2.000 msec wake-up grid")]
+    {
+        let json = json_path("ol", "slack");
+        let out = tool.run(
+            &args(
+                &server,
+                &["-t", "set", "-c", "4", "--rps", "2000", "-n", "400", "--rps-slack", slack],
+                &json,
+            ),
+            T,
+        );
+        ok(&out);
+        assert!(
+            out.stdout.contains(&format!("send lateness (msec, actual send - intended, {grid})")),
+            "{}",
+            out.dump()
+        );
+        let doc = read(&json);
+        assert_eq!(doc["config"]["rps_slack_us"], us);
+        let late = &doc["tests"][0]["lateness"]["ms"];
+        assert!(ms(&late["min"]) >= 0.0 && ms(&late["max"]) >= ms(&late["p50"]), "{late}");
+    }
+    assert_eq!(server.command_calls("set"), 800);
 }
 
 #[test]
@@ -171,6 +208,9 @@ fn conflicting_and_bad_rate_options_exit_1() {
         (&["--rps", "fast"][..], "--rps"),
         (&["--arrival", "poisson"][..], "--rps"),
         (&["--rps", "10", "--arrival", "bursty"][..], "--arrival"),
+        (&["--rps", "10", "--rps-slack", "soon"][..], "--rps-slack"),
+        (&["--rps", "10", "--rps-slack", "1s"][..], "at most 100ms"),
+        (&["--rps-slack", "1ms"][..], "needs a target rate (--rps) or a capacity search (--slo)"),
         (&["--duration", "soon"][..], "--duration"),
         (&["--duration", "0"][..], "--duration"),
         (&["--warmup", "-1s"][..], "--warmup"),
