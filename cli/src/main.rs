@@ -120,6 +120,7 @@ fn plot(_: &str, _: &[&str]) -> ExitCode {
 fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, String> {
     respbench_session::check_machine(cfg).map_err(|e| e.to_string())?;
     let mut presenter = Presenter::new(cfg);
+    presenter.watch_stop(&stop);
     if cfg.idle {
         // A closed stdout stops none of this: the connections are what -I is for.
         let _ = writeln!(

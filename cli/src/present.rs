@@ -13,7 +13,7 @@ use respbench_session::observer::{StepDone, Tick};
 use respbench_session::result::TestResult;
 use respbench_session::routing::Multi;
 use respbench_session::server::ServerInfo;
-use respbench_session::{topology, Error, Observer, Session};
+use respbench_session::{topology, Error, Observer, Session, StopHandle};
 
 use crate::report::{self, TestReport};
 use crate::{capacity, hlog, json};
@@ -53,6 +53,9 @@ pub struct Presenter {
     searches: Vec<respbench_session::capacity::Found>,
     /// `--slo`: the objectives, for the progress lines.
     searching: Option<respbench_session::capacity::Capacity>,
+    /// The run's Ctrl-C: a test that ended with it pulled and fewer requests than asked is
+    /// marked partial in `-q`.
+    stop: Option<StopHandle>,
 }
 
 /// Whether the JSON document goes to stdout, which then carries it only.
@@ -97,6 +100,31 @@ impl Presenter {
                 conclusion: respbench_session::capacity::Conclusion::NotRun,
                 out_of_steps: false,
             }),
+            stop: None,
+        }
+    }
+
+    /// Watches `stop` to mark what a Ctrl-C cut short.
+    pub fn watch_stop(&mut self, stop: &StopHandle) {
+        self.stop = Some(stop.clone());
+    }
+
+    /// Why `entry`, of a test run under `cfg`, is incomplete: a Ctrl-C came before its `-n` or
+    /// `--duration` was done.
+    fn partial(&self, cfg: &Config, entry: &TestResult) -> Option<String> {
+        if !self.stop.as_ref().is_some_and(StopHandle::requested) {
+            return None;
+        }
+        let s = &entry.stats;
+        match cfg.open.duration {
+            Some(d) if s.duration_secs() < d.as_secs_f64() => {
+                Some(format!("interrupted after {:.1} s of {:.1} s", s.duration_secs(), d.as_secs_f64()))
+            }
+            Some(_) => None,
+            None if s.requests < cfg.requests => {
+                Some(format!("interrupted after {} of {} requests", s.requests, cfg.requests))
+            }
+            None => None,
         }
     }
 
@@ -210,7 +238,16 @@ impl Presenter {
             for e in &run.results {
                 if !(self.open_loop && s.cfg.output == Output::Quiet) {
                     let label = s.step.map(|st| s.base.sweep.label(st));
-                    print_test(s.cfg, s.case, &self.info, e, label.as_deref(), &mut self.out)?;
+                    let partial = self.partial(s.cfg, e);
+                    print_test(
+                        s.cfg,
+                        s.case,
+                        &self.info,
+                        e,
+                        label.as_deref(),
+                        partial.as_deref(),
+                        &mut self.out,
+                    )?;
                 } else if s.cfg.open.show_series {
                     // -q in open loop: the rate table stands for the quiet lines; --series still
                     // asked for each step's seconds.
@@ -410,13 +447,15 @@ impl Observer for Presenter {
     }
 }
 
-/// Prints one result in the chosen format; `label` names a sweep's step (`-d 128 -c 100`).
+/// Prints one result in the chosen format; `label` names a sweep's step (`-d 128 -c 100`);
+/// `partial` why the test is incomplete.
 fn print_test(
     cfg: &Config,
     case: &Case,
     info: &ServerInfo,
     entry: &TestResult,
     label: Option<&str>,
+    partial: Option<&str>,
     out: &mut impl Write,
 ) -> io::Result<()> {
     let spec = &case.spec;
@@ -455,7 +494,7 @@ fn print_test(
             writeln!(out)?;
         }
         Output::Quiet => {
-            report::write_quiet(&r, out)?;
+            report::write_quiet_marked(&r, partial, out)?;
             report::write_errors(&r, true, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;

@@ -14,7 +14,11 @@ use respbench_session::cpu::ClientCpu;
 use respbench_session::result::{NodeInfo, StepValues, TestResult};
 use respbench_session::verdict::{Side, Verdict};
 
-use respbench_session::hdr::{linear_steps, percentile_steps, write_steps};
+use respbench_session::hdr::{bounded, linear_steps, percentile_steps, write_steps};
+
+/// In an open loop's verbose report, the rows of the cumulative distribution kept as they are
+/// before the rest is thinned (see [`bounded`]).
+const OPEN_LOOP_FINE_ROWS: usize = 30;
 // json.rs reaches `mean` and `value_at_percentile` through report.
 pub(crate) use respbench_session::hdr::{finite, mean, ms, value_at_percentile};
 
@@ -80,6 +84,16 @@ pub fn workload_lines(
 /// The header of CSV output, printed once before the rows.
 pub const CSV_HEADER: &str = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"";
 
+/// Whether the test titled `title` reads keys: its first word (`GET`, `LRANGE_100 (first 100
+/// elements)`, a custom command's name) is a read with a key in respbench's command table.
+pub fn reads(title: &str) -> bool {
+    let word = title.split_whitespace().next().unwrap_or("");
+    // The suite's LRANGE_100 is LRANGE.
+    let name = word.split('_').next().unwrap_or(word);
+    respbench_core::cluster::Route::builtin(name.as_bytes(), 2)
+        .is_some_and(|r| !r.write && !r.keys.is_empty())
+}
+
 /// Writes a test's full report as redis-benchmark prints it without `-q` or `--csv`.
 pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     let s = r.stats;
@@ -106,8 +120,28 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "Latency by percentile distribution:")?;
     write_steps(&percentile_steps(h, 1), h.len(), out)?;
     writeln!(out)?;
-    writeln!(out, "Cumulative distribution of latencies:")?;
-    write_steps(&linear_steps(h), h.len(), out)?;
+    let linear = linear_steps(h);
+    if s.service.is_some() {
+        // Open-loop latencies include queueing, and may span seconds: redis-benchmark's 1 ms
+        // rows would be thousands of lines.
+        match bounded(&linear, h.len(), OPEN_LOOP_FINE_ROWS) {
+            (rows, Some(from)) => {
+                writeln!(
+                    out,
+                    "Cumulative distribution of latencies (above {:.3} milliseconds, a row where the latency has doubled):",
+                    ms(from)
+                )?;
+                write_steps(&rows, h.len(), out)?;
+            }
+            (rows, None) => {
+                writeln!(out, "Cumulative distribution of latencies:")?;
+                write_steps(&rows, h.len(), out)?;
+            }
+        }
+    } else {
+        writeln!(out, "Cumulative distribution of latencies:")?;
+        write_steps(&linear, h.len(), out)?;
+    }
     writeln!(out)?;
     let sum = Summary::of(h);
     writeln!(out, "Summary:")?;
@@ -132,7 +166,8 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     if let Some(v) = r.verdict {
         writeln!(out, "  bottleneck: {}", v.text)?;
     }
-    if s.requests > 0 {
+    // Hits mean something for reads; a write that replied nil (SET NX) is said too.
+    if s.requests > 0 && (reads(r.title) || s.nils > 0) {
         writeln!(
             out,
             "  hits: {:.1}% ({} nil replies: keys that did not exist)",
@@ -257,7 +292,7 @@ pub fn write_compare_header(
     if csv {
         return writeln!(
             out,
-            "\"test\",\"backend\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\",\"cpu_us_per_request\",\"cpu_core_share\""
+            "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\",\"cpu_us_per_request\",\"cpu_core_share\",\"bottleneck\",\"backend\""
         );
     }
     let width = width.max("test".len());
@@ -287,9 +322,8 @@ pub fn write_compare_row(
             let cpu = e.cpu.unwrap_or_default();
             writeln!(
                 out,
-                "\"{}\",\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.2}\",\"{:.3}\"",
+                "\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.2}\",\"{:.3}\",\"{}\",\"{}\"",
                 e.name.replace('"', "\"\""),
-                e.backend.as_deref().unwrap_or(""),
                 finite(e.stats.rps()),
                 sum.avg,
                 sum.min,
@@ -299,6 +333,8 @@ pub fn write_compare_row(
                 sum.max,
                 finite(cpu.per_request_us(e.stats.requests)),
                 finite(cpu.core_share()),
+                e.verdict.as_ref().map_or("", |v| v.side.name()),
+                e.backend.as_deref().unwrap_or(""),
             )?;
         }
         return Ok(());
@@ -337,17 +373,38 @@ pub fn write_compare_footer(out: &mut impl Write) -> io::Result<()> {
 
 /// Writes a test's one-line report, as with `-q`.
 pub fn write_quiet(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
+    write_quiet_marked(r, None, out)
+}
+
+/// The `-q` line's trailing fields, after redis-benchmark's `p50=… msec`: the verdict when it is
+/// not "server" (`, bottleneck: client`), and `partial` says why the test has fewer requests
+/// than asked (`, partial: interrupted after 5000 of 100000 requests`). Nothing when the server
+/// limited a whole test: the line is then redis-benchmark's exactly.
+fn quiet_trailer(r: &TestReport, partial: Option<&str>) -> String {
+    let mut t = String::new();
+    if let Some(v) = r.verdict.filter(|v| v.side != Side::Server) {
+        t.push_str(&format!(", bottleneck: {}", v.side.name()));
+    }
+    if let Some(p) = partial {
+        t.push_str(&format!(", partial: {p}"));
+    }
+    t
+}
+
+/// [`write_quiet`], with `partial` saying why the test is incomplete (a Ctrl-C), when it is.
+pub fn write_quiet_marked(r: &TestReport, partial: Option<&str>, out: &mut impl Write) -> io::Result<()> {
     let s = r.stats;
+    let trailer = quiet_trailer(r, partial);
     if r.percentiles.is_empty() {
         let p50 = ms(value_at_percentile(&s.latency, 50.0));
-        writeln!(out, "{}: {:.2} requests per second, p50={:.3} msec", r.title, finite(s.rps()), p50)?;
+        writeln!(out, "{}: {:.2} requests per second, p50={:.3} msec{trailer}", r.title, finite(s.rps()), p50)?;
     } else {
         let chosen: Vec<String> = r
             .percentiles
             .iter()
             .map(|&p| format!("{}={:.3} msec", percentile_name(p), ms(value_at_percentile(&s.latency, p))))
             .collect();
-        writeln!(out, "{}: {:.2} requests per second, {}", r.title, finite(s.rps()), chosen.join(", "))?;
+        writeln!(out, "{}: {:.2} requests per second, {}{trailer}", r.title, finite(s.rps()), chosen.join(", "))?;
     }
     if s.abandoned + s.unsent + s.lost > 0 {
         // A line of its own, so redis-benchmark's line stays whole for its parsers.
@@ -388,8 +445,9 @@ pub const CSV_SWEEP_COLUMNS: &str = ",\"datasize\",\"clients\",\"pipeline\",\"th
 
 /// The columns every row ends with, after any others (so redis-benchmark's and the others keep
 /// their places): failed requests (error replies and requests lost with a connection),
-/// requests abandoned at the end, and open-loop arrivals never sent.
-pub const CSV_ACCOUNT_COLUMNS: &str = ",\"errors\",\"abandoned\",\"unsent\"";
+/// requests abandoned at the end, open-loop arrivals never sent, and the verdict (`server`,
+/// `client`, `neither`, `machine`, `unknown`; empty on a mix's command rows, judged in total).
+pub const CSV_ACCOUNT_COLUMNS: &str = ",\"errors\",\"abandoned\",\"unsent\",\"bottleneck\"";
 
 /// Writes a test's CSV row (after [`CSV_HEADER`]); a `"` in the title is doubled, so the row stays
 /// valid CSV (redis-benchmark leaves it as is). An open-loop step adds the
@@ -425,7 +483,8 @@ pub fn write_csv_row(
         }
     }
     let s = r.stats;
-    writeln!(out, ",\"{}\",\"{}\",\"{}\"", s.error_replies() + s.lost, s.abandoned, s.unsent)
+    let side = r.verdict.map_or("", |v| v.side.name());
+    writeln!(out, ",\"{}\",\"{}\",\"{}\",\"{side}\"", s.error_replies() + s.lost, s.abandoned, s.unsent)
 }
 
 /// Service-time p50 and p99 in milliseconds (0 without a service histogram).
@@ -501,7 +560,7 @@ pub fn write_sweep_table(rows: &[TestResult], out: &mut impl Write) -> io::Resul
     writeln!(out, "{}: sweep of {} steps", first.name, rows.len())?;
     writeln!(
         out,
-        "  {:>12} {:>7} {:>5} {:>7} {:>10} {:>12} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>10}",
+        "  {:>12} {:>7} {:>5} {:>7} {:>10} {:>12} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8} {:>7} {:>10}",
         "-d",
         "-c",
         "-P",
@@ -511,7 +570,7 @@ pub fn write_sweep_table(rows: &[TestResult], out: &mut impl Write) -> io::Resul
         "avg msec",
         "p50 msec",
         "p99 msec",
-        "p99.9",
+        "p99.9 msec",
         "MB/s out",
         "MB/s in",
         "cpu us",
@@ -526,11 +585,11 @@ pub fn write_sweep_table(rows: &[TestResult], out: &mut impl Write) -> io::Resul
         let mbps = |bytes: u64| if secs > 0.0 { bytes as f64 / secs / 1e6 } else { 0.0 };
         writeln!(
             out,
-            "  {:>12} {:>7} {:>5} {:>7} {:>10} {:>12.2} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>8.2} {:>8.2} {:>7.2} {:>10}",
+            "  {:>12} {:>7} {:>5} {:>7} {:>10} {:>12.2} {:>9.3} {:>9.3} {:>9.3} {:>10.3} {:>8.2} {:>8.2} {:>7.2} {:>10}",
             field("datasize").unwrap_or_default(),
             field("clients").unwrap_or_default(),
             field("pipeline").unwrap_or_default(),
-            field("threads").unwrap_or_default(),
+            threads_shown(field("threads")),
             e.target_rps.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
             finite(s.rps()),
             mean(h) / 1000.0,
@@ -545,6 +604,11 @@ pub fn write_sweep_table(rows: &[TestResult], out: &mut impl Write) -> io::Resul
     }
     write_spread(rows, out)?;
     writeln!(out)
+}
+
+/// A sweep table's `threads` cell: `-` for 0, redis-benchmark's "no --threads" (one loop).
+fn threads_shown(threads: Option<String>) -> String {
+    threads.filter(|t| t != "0").unwrap_or_else(|| "-".into())
 }
 
 /// `--repeat`: for each combination run more than once, the mean of its runs and their spread
@@ -573,15 +637,17 @@ fn write_spread(rows: &[TestResult], out: &mut impl Write) -> io::Result<()> {
         let (p99, p99_sd) = spread(&|e| ms(value_at_percentile(&e.stats.latency, 99.0)));
         let step = runs[0].step.as_ref();
         let field = |k: &str| step.and_then(|v| v.get(k));
+        // `--threads 0` is no option given (one loop): left out.
+        let threads =
+            field("threads").filter(|t| t != "0").map(|t| format!(" --threads {t}")).unwrap_or_default();
         writeln!(
             out,
-            "  mean of {} runs at -d {} -c {} -P {} --threads {}: {rps:.2} rps (± {rps_sd:.1}%), p50 {p50:.3} msec \
+            "  mean of {} runs at -d {} -c {} -P {}{threads}: {rps:.2} rps (± {rps_sd:.1}%), p50 {p50:.3} msec \
              (± {p50_sd:.1}%), p99 {p99:.3} msec (± {p99_sd:.1}%)",
             runs.len(),
             field("datasize").unwrap_or_default(),
             field("clients").unwrap_or_default(),
             field("pipeline").unwrap_or_default(),
-            field("threads").unwrap_or_default(),
         )?;
     }
     Ok(())
@@ -856,7 +922,7 @@ Summary:
         let values = (0..5000u64).map(|i| 50 + (i * i * 7919) % 900).chain((0..60).map(|i| 1500 + i * 650));
         let s = stats(values);
         let total = s.requests;
-        let text = verbose(&report("SET", &s));
+        let text = verbose(&report("GET", &s));
         for header in ["Latency by percentile distribution:", "Cumulative distribution of latencies:"] {
             let lines: Vec<_> = section(&text, header).into_iter().map(parse).collect();
             assert!(lines.len() > 3, "{header}");
@@ -950,9 +1016,142 @@ Summary:
         write_csv_row(&report("MSET (10 keys) \"x\"", &s), None, None, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "\"MSET (10 keys) \"\"x\"\"\",\"1000.00\",\"0.500\",\"0.001\",\"0.500\",\"0.950\",\"0.990\",\"1.000\",\"0\",\"0\",\"0\"\n"
+            "\"MSET (10 keys) \"\"x\"\"\",\"1000.00\",\"0.500\",\"0.001\",\"0.500\",\"0.950\",\"0.990\",\"1.000\",\"0\",\"0\",\"0\",\"\"\n"
         );
         assert_eq!(CSV_HEADER.split(',').count(), 8);
+    }
+
+    fn verdict(side: Side) -> Verdict {
+        Verdict { side, text: String::new(), machine: None, client_wait: None }
+    }
+
+    #[test]
+    fn quiet_and_csv_carry_a_verdict_that_is_not_the_server() {
+        let s = stats(1..=1000);
+        let line = |side: Option<Side>, partial: Option<&str>| {
+            let v = side.map(verdict);
+            let mut r = report("GET", &s);
+            r.verdict = v.as_ref();
+            let mut out = Vec::new();
+            write_quiet_marked(&r, partial, &mut out).unwrap();
+            let mut csv = Vec::new();
+            write_csv_row(&r, None, None, &mut csv).unwrap();
+            (String::from_utf8(out).unwrap(), String::from_utf8(csv).unwrap())
+        };
+        // The server limited it: redis-benchmark's line exactly; CSV names it.
+        let (q, c) = line(Some(Side::Server), None);
+        assert_eq!(q, "GET: 1000.00 requests per second, p50=0.500 msec\n");
+        assert!(c.ends_with(",\"0\",\"0\",\"0\",\"server\"\n"), "{c}");
+        let (q, c) = line(Some(Side::Machine), None);
+        assert_eq!(q, "GET: 1000.00 requests per second, p50=0.500 msec, bottleneck: machine\n");
+        assert!(c.ends_with(",\"machine\"\n"), "{c}");
+        let (q, _) = line(Some(Side::Client), Some("interrupted after 1000 of 100000 requests"));
+        assert_eq!(
+            q,
+            "GET: 1000.00 requests per second, p50=0.500 msec, bottleneck: client, partial: interrupted after \
+             1000 of 100000 requests\n"
+        );
+        assert_eq!(CSV_ACCOUNT_COLUMNS, ",\"errors\",\"abandoned\",\"unsent\",\"bottleneck\"");
+    }
+
+    #[test]
+    fn side_by_side_csv_keeps_the_peers_columns_and_ends_with_verdict_and_backend() {
+        let e = TestResult {
+            name: "GET".into(),
+            command: String::new(),
+            backend: Some("smol".into()),
+            cpu: None,
+            target_rps: None,
+            server_cpu: None,
+            verdict: Some(verdict(Side::Neither)),
+            step: None,
+            stats: stats(1..=1000),
+            nodes: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let mut out = Vec::new();
+        write_compare_header(true, &["smol"], 3, &mut out).unwrap();
+        write_compare_row(true, &[&e], 3, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with(CSV_HEADER), "{text}");
+        assert!(lines[0].ends_with(",\"cpu_us_per_request\",\"cpu_core_share\",\"bottleneck\",\"backend\""));
+        assert!(lines[1].starts_with("\"GET\",\"1000.00\",\"0.500\","), "{text}");
+        assert!(lines[1].ends_with(",\"neither\",\"smol\""), "{text}");
+        assert_eq!(lines[0].split(',').count(), lines[1].split(',').count());
+    }
+
+    #[test]
+    fn hits_are_said_for_reads_only() {
+        let s = stats(1..=10);
+        for (title, shown) in
+            [("GET", true), ("LRANGE_100 (first 100 elements)", true), ("SET", false), ("PING_MBULK", false)]
+        {
+            assert_eq!(verbose(&report(title, &s)).contains("  hits: "), shown, "{title}");
+        }
+        assert!(
+            reads("hget h f") && reads("GET (-d 16)") && !reads("script load x") && !reads("MSET (10 keys)")
+        );
+        // A write that replied nil (SET NX on a key that exists) is said.
+        let mut s = stats(1..=10);
+        s.nils = 4;
+        assert!(verbose(&report("SET", &s)).contains("  hits: 60.0% (4 nil replies"));
+    }
+
+    #[test]
+    fn an_open_loop_distribution_stays_a_few_dozen_lines() {
+        // Corrected latencies from 100 µs to 3 s (a backlog): 1 ms rows would be thousands.
+        let mut s = Stats::new(Time::ZERO, 3, true).unwrap();
+        for i in 0..30_000u64 {
+            s.record((100 + i * 100) * 1000, 100_000, Time::from_micros(1_000_000));
+        }
+        let text = verbose(&report("GET", &s));
+        let header = text.lines().find(|l| l.starts_with("Cumulative distribution of latencies")).unwrap();
+        assert!(header.contains("a row where the latency has doubled"), "{header}");
+        let rows: Vec<_> = section(&text, header).into_iter().map(parse).collect();
+        assert!(rows.len() <= OPEN_LOOP_FINE_ROWS + 20, "{} rows", rows.len());
+        assert_eq!(rows.last().map(|r| (r.0, r.2)), Some((100.0, 30_000)));
+        for w in rows.windows(2) {
+            assert!(w[0].1 < w[1].1 && w[0].2 < w[1].2, "{w:?}");
+        }
+        for w in rows[OPEN_LOOP_FINE_ROWS..rows.len() - 1].windows(2) {
+            assert!(w[1].1 >= 2.0 * w[0].1 * 0.999, "{w:?}");
+        }
+        // A closed loop keeps redis-benchmark's rows, however many.
+        let mut c = stats([]);
+        for i in 0..3000u64 {
+            c.record((100 + i * 1000) * 1000, 0, Time::from_micros(1_000_000));
+        }
+        let text = verbose(&report("GET", &c));
+        assert!(section(&text, "Cumulative distribution of latencies:").len() > 1000);
+    }
+
+    #[test]
+    fn sweep_table_units_and_no_threads_zero() {
+        let mut rows = Vec::new();
+        for run in 0..2 {
+            rows.push(TestResult {
+                name: "GET".into(),
+                command: String::new(),
+                backend: None,
+                cpu: None,
+                target_rps: None,
+                server_cpu: None,
+                verdict: None,
+                step: Some(StepValues { datasize: "3".into(), clients: 50, pipeline: 1, threads: 0, run }),
+                stats: stats(1..=100),
+                nodes: Vec::new(),
+                warnings: Vec::new(),
+            });
+        }
+        let mut out = Vec::new();
+        write_sweep_table(&rows, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains(" p99 msec p99.9 msec "), "{text}");
+        assert!(text.contains("mean of 2 runs at -d 3 -c 50 -P 1: "), "{text}");
+        assert!(!text.contains("threads 0"), "{text}");
+        let row = text.lines().nth(2).unwrap();
+        assert_eq!(row.split_whitespace().nth(3), Some("-"), "{text}");
     }
 
     #[test]
@@ -964,7 +1163,7 @@ Summary:
         write_csv_row(&report("X", &s), None, None, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "\"X\",\"3.00\",\"3.033\",\"2.048\",\"2.049\",\"5.003\",\"5.003\",\"5.003\",\"0\",\"0\",\"0\"\n"
+            "\"X\",\"3.00\",\"3.033\",\"2.048\",\"2.049\",\"5.003\",\"5.003\",\"5.003\",\"0\",\"0\",\"0\",\"\"\n"
         );
     }
 
@@ -986,7 +1185,7 @@ Summary:
         write_csv_row(&r, None, None, &mut out).unwrap();
         assert_eq!(
             out,
-            b"\"GET\",\"0.00\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0\",\"0\",\"0\"\n"
+            b"\"GET\",\"0.00\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0\",\"0\",\"0\",\"\"\n"
         );
     }
 
@@ -1025,7 +1224,7 @@ Summary:
         );
         let mut out = Vec::new();
         write_csv_row(&r, None, None, &mut out).unwrap();
-        assert!(String::from_utf8(out).unwrap().ends_with(",\"0\",\"8\",\"1492\"\n"));
+        assert!(String::from_utf8(out).unwrap().ends_with(",\"0\",\"8\",\"1492\",\"\"\n"));
     }
 
     /// Three nodes, a replica among them that served nothing: one second long.

@@ -605,8 +605,9 @@ impl Session {
             ));
         }
         obs.message(&format!(
-            "preloaded {} keys ({}, {} in flight per connection) in {:.2} s, not measured",
+            "preloaded {} key{} ({}, {} in flight per connection) in {:.2} s, not measured",
             s.requests,
+            if s.requests == 1 { "" } else { "s" },
             fill.spec.title,
             fill_cfg.pipeline,
             began.elapsed().as_secs_f64()
@@ -650,20 +651,34 @@ fn findings(cfg: &Config, total: &TestResult, preloadable: bool) -> Vec<Warning>
         let achieved = total.stats.rps();
         if total.stats.requests > 0 && achieved < 0.95 * target as f64 {
             let window = cfg.clients as u64 * u64::from(cfg.pipeline);
+            let in_flight =
+                format!("at most {window} requests in flight (-c {} × -P {})", cfg.clients, cfg.pipeline);
+            // The cause the verdict measured: more in flight helps only when neither side was
+            // saturated.
+            let cause = match total.verdict.as_ref().map(|v| v.side) {
+                Some(verdict::Side::Server) => format!(
+                    "the server was saturated (bottleneck: server), so more connections would not help ({in_flight})"
+                ),
+                Some(verdict::Side::Client) => format!(
+                    "the client was saturated (bottleneck: client): more --threads, or another client machine, \
+                     may help ({in_flight})"
+                ),
+                Some(verdict::Side::Machine) => format!(
+                    "the processes on this machine competed for its CPUs (bottleneck: machine): a client on \
+                     another machine may help, more connections would not ({in_flight})"
+                ),
+                Some(verdict::Side::Neither) => format!(
+                    "neither side was saturated (bottleneck: neither), so the window limited it: {in_flight}; \
+                     more connections or a deeper pipeline may help"
+                ),
+                Some(verdict::Side::Unknown) | None => format!(
+                    "{in_flight}; more connections or a deeper pipeline may help{}",
+                    if total.cpu.is_some_and(|c| c.saturated()) { ", and the client is saturated" } else { "" }
+                ),
+            };
             out.push(Warning {
                 kind: WarningKind::RateNotMet,
-                text: format!(
-                    "{name}: target {target} rps not met, achieved {achieved:.0} rps: at most {window} \
-                     requests can be in flight (-c {} × -P {}); more connections or a deeper pipeline may \
-                     help{}",
-                    cfg.clients,
-                    cfg.pipeline,
-                    if total.cpu.is_some_and(|c| c.saturated()) {
-                        ", and the client is saturated"
-                    } else {
-                        ""
-                    }
-                ),
+                text: format!("{name}: target {target} rps not met, achieved {achieved:.0} rps: {cause}"),
                 figures: vec![
                     ("target_rps", target as f64),
                     ("achieved_rps", achieved),
