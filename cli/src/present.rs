@@ -40,7 +40,8 @@ pub struct Presenter {
     /// Outputs that failed (the report on stdout, `--hlog`), with their path and error: the
     /// others go on, and the run ends with them listed and status 1.
     failed: Vec<String>,
-    /// The progress line: the test it is of, when it was drawn, what it showed and its width.
+    /// The progress line (stderr): the test it is of, when it was drawn, what it showed and its
+    /// width.
     drawn_for: Option<Instant>,
     last_draw: Instant,
     last: (u64, u64),
@@ -76,11 +77,9 @@ impl Presenter {
             csv: cfg.output == Output::Csv,
             width: 0,
             verbose_stdout: cfg.output == Output::Verbose && !json_on_stdout(cfg),
-            // The live view replaces the progress line.
-            show_progress: cfg.output != Output::Csv
-                && !json_on_stdout(cfg)
-                && io::stdout().is_terminal()
-                && !cfg.open.live,
+            // On a terminal's stderr only (stdout carries the results, whatever reads them);
+            // the live view replaces it.
+            show_progress: io::stderr().is_terminal() && !cfg.open.live,
             info: ServerInfo::default(),
             hlog: None,
             failed: Vec::new(),
@@ -101,6 +100,14 @@ impl Presenter {
                 out_of_steps: false,
             }),
             stop: None,
+        }
+    }
+
+    /// Takes the progress line off the terminal, before anything else is written there.
+    fn clear_progress(&mut self) {
+        if self.drawn > 0 {
+            let _ = write!(io::stderr(), "{}", report::clear_progress(self.drawn));
+            self.drawn = 0;
         }
     }
 
@@ -262,6 +269,7 @@ impl Presenter {
 
 impl Observer for Presenter {
     fn message(&mut self, line: &str) {
+        self.clear_progress();
         // stderr is for errors: what was noticed shows on a terminal, else in the verbose
         // report (as redis-benchmark prints its own warnings, on stdout) and the JSON.
         if self.stderr_tty {
@@ -273,6 +281,7 @@ impl Observer for Presenter {
     }
 
     fn error(&mut self, line: &str) {
+        self.clear_progress();
         eprintln!("{line}");
     }
 
@@ -298,27 +307,26 @@ impl Observer for Presenter {
         }
         let dt = self.last_draw.elapsed().as_secs_f64();
         self.last_draw = Instant::now();
-        let (done, sum) = (t.completed, t.latency_sum_micros);
-        let (last_done, last_sum) = self.last;
-        let avg = |s: u64, n: u64| if n == 0 { 0.0 } else { s as f64 / n as f64 / 1000.0 };
-        let line = report::progress_line(
-            t.title,
-            (done - last_done) as f64 / dt,
-            done as f64 / t.started.elapsed().as_secs_f64(),
-            avg(sum - last_sum, done - last_done),
-            avg(sum, done),
-        );
-        let mut o = io::stdout();
-        let _ = write!(o, "{}{line}", report::clear_progress(self.drawn)).and_then(|_| o.flush());
+        let done = t.completed;
+        let (last_done, _) = self.last;
+        let elapsed_s = t.started.elapsed().as_secs_f64();
+        let line = report::progress_line(&report::Progressed {
+            title: t.title,
+            elapsed_s,
+            goal: t.goal,
+            completed: done,
+            rps_now: done.saturating_sub(last_done) as f64 / dt,
+            rps_overall: done as f64 / elapsed_s,
+            p99_ms: t.p99_micros.map(|v| v as f64 / 1000.0),
+        });
+        let mut e = io::stderr();
+        let _ = write!(e, "{}{line}", report::clear_progress(self.drawn)).and_then(|_| e.flush());
         self.drawn = line.len();
-        self.last = (done, sum);
+        self.last = (done, t.latency_sum_micros);
     }
 
     fn progress_end(&mut self) {
-        if self.drawn > 0 {
-            let _ = write!(io::stdout(), "{}", report::clear_progress(self.drawn));
-            self.drawn = 0;
-        }
+        self.clear_progress();
         self.drawn_for = None;
     }
 

@@ -723,20 +723,57 @@ pub fn write_series(stats: &Stats, out: &mut impl Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The progress line (terminal only), ending in `\r` so the next one overwrites it.
-pub fn progress_line(
-    title: &str,
-    rps_now: f64,
-    rps_overall: f64,
-    avg_ms_now: f64,
-    avg_ms_overall: f64,
-) -> String {
+/// What the progress line shows of a running test.
+#[derive(Clone, Copy, Debug)]
+pub struct Progressed<'a> {
+    /// The test (and step) running.
+    pub title: &'a str,
+    /// Seconds since it began.
+    pub elapsed_s: f64,
+    /// What it runs to.
+    pub goal: respbench_session::observer::Goal,
+    /// Requests completed so far.
+    pub completed: u64,
+    /// Requests per second since the line was last drawn, and since the test began.
+    pub rps_now: f64,
+    /// Requests per second since the test began.
+    pub rps_overall: f64,
+    /// The p99 of every request so far, in milliseconds.
+    pub p99_ms: Option<f64>,
+}
+
+/// The progress line (a terminal's stderr only), ending in `\r` so the next one overwrites it,
+/// as memtier_benchmark's `[RUN #1 9%, 1 secs]`: `[GET: 41%, 1.2 s elapsed, 1.7 s left] 34123
+/// rps (now 35010), p99 1.234 msec (41000 of 100000 requests)`. The share is of `-n` or of
+/// `--duration`; the time left is the duration's rest, or, for `-n`, the rest at the rate so
+/// far (after the duration's end, the requests still in flight drain).
+pub fn progress_line(p: &Progressed) -> String {
+    use respbench_session::observer::Goal;
+    let (share, left, of) = match p.goal {
+        Goal::Requests(n) => {
+            let share = if n == 0 { 1.0 } else { (p.completed as f64 / n as f64).min(1.0) };
+            let left = (p.rps_overall > 0.0).then(|| n.saturating_sub(p.completed) as f64 / p.rps_overall);
+            (share, left, format!("{} of {n} requests", p.completed))
+        }
+        Goal::Duration(d) => {
+            let d = d.as_secs_f64();
+            let share = if d > 0.0 { (p.elapsed_s / d).min(1.0) } else { 1.0 };
+            (share, Some((d - p.elapsed_s).max(0.0)), format!("{} requests of {d:.1} s", p.completed))
+        }
+    };
+    let left = match left {
+        Some(l) if share >= 1.0 && matches!(p.goal, Goal::Duration(_)) && l == 0.0 => "draining".to_string(),
+        Some(l) => format!("{:.1} s left", finite(l)),
+        None => "? s left".to_string(),
+    };
+    let p99 = p.p99_ms.map_or("-".to_string(), |v| format!("{:.3}", finite(v)));
     format!(
-        "{title}: rps={:.1} (overall: {:.1}) avg_msec={:.3} (overall: {:.3})\r",
-        finite(rps_now),
-        finite(rps_overall),
-        finite(avg_ms_now),
-        finite(avg_ms_overall)
+        "[{}: {:.0}%, {:.1} s elapsed, {left}] {:.0} rps (now {:.0}), p99 {p99} msec ({of})\r",
+        p.title,
+        finite(share * 100.0).floor(),
+        finite(p.elapsed_s),
+        finite(p.rps_overall),
+        finite(p.rps_now),
     )
 }
 
@@ -1284,10 +1321,31 @@ Summary:
 
     #[test]
     fn progress_line_format() {
+        use respbench_session::observer::Goal;
+        let mut p = Progressed {
+            title: "SET (-d 128)",
+            elapsed_s: 1.25,
+            goal: Goal::Requests(100_000),
+            completed: 41_000,
+            rps_now: 35_010.4,
+            rps_overall: 32_800.0,
+            p99_ms: Some(1.2345),
+        };
+        // 59000 requests left at 32800 rps: 1.8 s.
         assert_eq!(
-            progress_line("SET", 41234.56, 40000.0, 1.2345, f64::NAN),
-            "SET: rps=41234.6 (overall: 40000.0) avg_msec=1.234 (overall: 0.000)\r"
+            progress_line(&p),
+            "[SET (-d 128): 41%, 1.2 s elapsed, 1.8 s left] 32800 rps (now 35010), p99 1.234 msec (41000 of 100000 \
+             requests)\r"
         );
+        p.goal = Goal::Duration(std::time::Duration::from_secs(10));
+        p.p99_ms = None;
+        p.rps_overall = f64::NAN;
+        assert_eq!(
+            progress_line(&p),
+            "[SET (-d 128): 12%, 1.2 s elapsed, 8.8 s left] 0 rps (now 35010), p99 - msec (41000 requests of 10.0 s)\r"
+        );
+        p.elapsed_s = 10.4;
+        assert!(progress_line(&p).starts_with("[SET (-d 128): 100%, 10.4 s elapsed, draining] "));
         assert_eq!(clear_progress(3), "   \r");
     }
 

@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use hdrhistogram::Histogram;
 use respbench_core::series::Collector;
 use respbench_core::{Endpoint, Plan, Stats, Time};
 
@@ -25,6 +26,9 @@ pub struct Progress {
     /// loop has moved past it (what `--live` prints while the test runs, and the test's
     /// [`Stats::series`] at its end).
     pub series: Mutex<Collector>,
+    /// Each loop's latency histogram as it last published it, by loop (the progress line's
+    /// percentiles so far: [`Progress::latency_percentile`]).
+    latency: Mutex<Vec<Option<Histogram<u64>>>>,
 }
 
 impl Progress {
@@ -51,9 +55,43 @@ impl Progress {
             .fetch_add(sum.saturating_sub(published.latency_sum_micros), Ordering::Relaxed);
         published.requests = requests;
         published.latency_sum_micros = sum;
+        {
+            let mut parts = self.latency.lock().unwrap_or_else(|e| e.into_inner());
+            if parts.len() <= part {
+                parts.resize(part + 1, None);
+            }
+            // A copy of the loop's histogram, kept in place (no allocation after the first).
+            match &mut parts[part] {
+                Some(h) => {
+                    h.reset();
+                    // Same bounds and precision: the add cannot fail.
+                    let _ = h.add(&stats.latency);
+                }
+                slot => *slot = Some(stats.latency.clone()),
+            }
+        }
         if stats.keep_series {
             self.collector().publish(part, stats, now);
         }
+    }
+}
+
+impl Progress {
+    /// The latency at `percentile` (0 to 100) of every request completed so far, all loops
+    /// together, in microseconds; `None` before the first. Merges the loops' histograms: for a
+    /// reader a few times a second, not per request.
+    pub fn latency_percentile(&self, percentile: f64) -> Option<u64> {
+        let parts = self.latency.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all: Option<Histogram<u64>> = None;
+        for h in parts.iter().flatten() {
+            match &mut all {
+                Some(a) => {
+                    let _ = a.add(h);
+                }
+                None => all = Some(h.clone()),
+            }
+        }
+        all.filter(|h| !h.is_empty()).map(|h| h.value_at_percentile(percentile))
     }
 }
 

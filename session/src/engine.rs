@@ -11,7 +11,7 @@ use respbench_driver::Tls;
 use crate::case::{cases, preload_case, Case, PRELOAD_PIPELINE};
 use crate::config::StartAt;
 use crate::config::{Config, OpenLoopConfig, Replicas, Step};
-use crate::observer::{BackendRun, Observer, StepDone, StopHandle};
+use crate::observer::{BackendRun, Observer, Retitled, StepDone, StopHandle};
 use crate::result::{StepValues, TestResult, Warning, WarningKind};
 use crate::routing::Multi;
 use crate::run::{run_test, Against};
@@ -418,6 +418,13 @@ impl Session {
             }
             let before = self.probe.read();
             let against = Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref() };
+            // The progress line names the step too: `GET (-d 128 -c 100) @ 2000 rps`.
+            let shown = match self.step.as_ref().map(|st| self.base.sweep.label(st)).filter(|l| !l.is_empty())
+            {
+                Some(label) => format!("{} ({label}){}", case.spec.title, &tag[case.spec.title.len()..]),
+                None => tag.clone(),
+            };
+            let mut titled = Retitled { obs: &mut *obs, title: &shown };
             let (outcome, cpu, (machine, waited), nodes) = run_test(
                 &cfg,
                 against,
@@ -427,7 +434,7 @@ impl Session {
                 rate,
                 self.epoch,
                 Some(&tag),
-                obs,
+                &mut titled,
                 &self.stop,
             )?;
             let server_cpu = self.probe.since(before);
@@ -581,6 +588,8 @@ impl Session {
         fill_cfg.open = OpenLoopConfig::default();
         let began = Instant::now();
         let against = Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref() };
+        let shown = format!("--preload {}", fill.spec.title);
+        let mut titled = Retitled { obs: &mut *obs, title: &shown };
         let (outcome, _, _, _) = run_test(
             &fill_cfg,
             against,
@@ -590,7 +599,7 @@ impl Session {
             None,
             self.epoch,
             None,
-            obs,
+            &mut titled,
             &self.stop,
         )?;
         let s = &outcome.stats;

@@ -48,6 +48,19 @@ pub struct Tick<'a> {
     pub completed: u64,
     /// Their latencies summed, in microseconds.
     pub latency_sum_micros: u64,
+    /// Their p99 so far in microseconds (refreshed a few times a second), once any completed.
+    pub p99_micros: Option<u64>,
+    /// What the test runs to: `-n` (requests), or `--duration`.
+    pub goal: Goal,
+}
+
+/// What a running test ends at, for its share done and time left.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Goal {
+    /// This many requests (`-n`; `--preload`'s keys).
+    Requests(u64),
+    /// This long (`--duration`, `--warmup`).
+    Duration(std::time::Duration),
 }
 
 /// What one backend reported for one step: its results, and its connection failures.
@@ -152,4 +165,55 @@ pub trait Observer {
 
     /// `-I`: every connection is up; what they cost the server.
     fn idle_footprint(&mut self, _text: &str) {}
+}
+
+/// An observer whose progress lines carry another title (a sweep's step, a rate, a backend,
+/// `--preload`, the warm-up); everything else goes to `obs` as it is.
+pub(crate) struct Retitled<'a> {
+    /// Where everything goes.
+    pub obs: &'a mut dyn Observer,
+    /// The progress line's title.
+    pub title: &'a str,
+}
+
+impl Observer for Retitled<'_> {
+    fn message(&mut self, line: &str) {
+        self.obs.message(line);
+    }
+    fn error(&mut self, line: &str) {
+        self.obs.error(line);
+    }
+    fn nodes(&mut self, multi: &Multi) {
+        self.obs.nodes(multi);
+    }
+    fn progress(&mut self, tick: &Tick<'_>) {
+        self.obs.progress(&Tick { title: self.title, ..*tick });
+    }
+    fn progress_end(&mut self) {
+        self.obs.progress_end();
+    }
+    fn second(&mut self, title: &str, n: usize, second: &Second) {
+        self.obs.second(title, n, second);
+    }
+    fn keeps_intervals(&self) -> bool {
+        self.obs.keeps_intervals()
+    }
+    fn intervals(&mut self, tag: &str, ended: &[(Time, Interval)], end: Option<Time>) -> Result<(), Error> {
+        self.obs.intervals(tag, ended, end)
+    }
+    fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
+        self.obs.step_done(s)
+    }
+    fn rates_done(&mut self, cfg: &Config, steps: &[TestResult]) -> Result<(), Error> {
+        self.obs.rates_done(cfg, steps)
+    }
+    fn sweep_done(&mut self, rows: &[TestResult]) -> Result<(), Error> {
+        self.obs.sweep_done(rows)
+    }
+    fn idle_clients(&mut self, live: u64) {
+        self.obs.idle_clients(live);
+    }
+    fn idle_footprint(&mut self, text: &str) {
+        self.obs.idle_footprint(text);
+    }
 }
