@@ -325,6 +325,10 @@ impl Observer for Presenter {
         self.last = (done, t.latency_sum_micros);
     }
 
+    fn shows_progress(&self) -> bool {
+        self.show_progress
+    }
+
     fn progress_end(&mut self) {
         self.clear_progress();
         self.drawn_for = None;

@@ -103,6 +103,12 @@ pub trait Observer {
     /// While a test runs: its live figures.
     fn progress(&mut self, _tick: &Tick<'_>) {}
 
+    /// Whether [`Observer::progress`] shows the ticks (a terminal): only then do the loops keep
+    /// what the p99 so far needs.
+    fn shows_progress(&self) -> bool {
+        false
+    }
+
     /// The test's loops have ended (the progress line goes).
     fn progress_end(&mut self) {}
 
@@ -188,6 +194,9 @@ impl Observer for Retitled<'_> {
     }
     fn progress(&mut self, tick: &Tick<'_>) {
         self.obs.progress(&Tick { title: self.title, ..*tick });
+    }
+    fn shows_progress(&self) -> bool {
+        self.obs.shows_progress()
     }
     fn progress_end(&mut self) {
         self.obs.progress_end();

@@ -153,6 +153,8 @@ pub(crate) fn run_test(
         mptcp: cfg.mptcp,
         progress: Arc::new(Progress::default()),
     };
+    // The p99 so far, for a progress line that shows it.
+    run.progress.keep_latency.store(obs.shows_progress(), Ordering::Relaxed);
     let hlog = hlog.filter(|_| obs.keeps_intervals());
     if hlog.is_some() {
         run.progress.collector().keep_ended();
