@@ -128,7 +128,7 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
             (rows, Some(from)) => {
                 writeln!(
                     out,
-                    "Cumulative distribution of latencies (above {:.3} milliseconds, a row where the latency has doubled):",
+                    "Cumulative distribution of latencies (above {:.3} milliseconds, a row where the latency has doubled or 5% more requests are counted):",
                     ms(from)
                 )?;
                 write_steps(&rows, h.len(), out)?;
@@ -1144,15 +1144,15 @@ Summary:
         }
         let text = verbose(&report("GET", &s));
         let header = text.lines().find(|l| l.starts_with("Cumulative distribution of latencies")).unwrap();
-        assert!(header.contains("a row where the latency has doubled"), "{header}");
+        assert!(header.contains("a row where the latency has doubled or 5% more"), "{header}");
         let rows: Vec<_> = section(&text, header).into_iter().map(parse).collect();
-        assert!(rows.len() <= OPEN_LOOP_FINE_ROWS + 20, "{} rows", rows.len());
+        assert!(rows.len() <= OPEN_LOOP_FINE_ROWS + 20 + 12, "{} rows", rows.len());
         assert_eq!(rows.last().map(|r| (r.0, r.2)), Some((100.0, 30_000)));
         for w in rows.windows(2) {
             assert!(w[0].1 < w[1].1 && w[0].2 < w[1].2, "{w:?}");
         }
         for w in rows[OPEN_LOOP_FINE_ROWS..rows.len() - 1].windows(2) {
-            assert!(w[1].1 >= 2.0 * w[0].1 * 0.999, "{w:?}");
+            assert!(w[1].1 >= 2.0 * w[0].1 * 0.999 || w[1].2 - w[0].2 >= 30_000 / 20, "{w:?}");
         }
         // A closed loop keeps redis-benchmark's rows, however many.
         let mut c = stats([]);

@@ -74,8 +74,9 @@ pub fn write_steps(steps: &[Step], total: u64, out: &mut impl Write) -> io::Resu
 }
 
 /// `steps` as [`write_steps`] shows them (each count change, and the total), bounded: the first
-/// `fine` rows as they are, then only rows whose value is at least twice the last row kept, and
-/// the last row. For distributions that span a wide range (open-loop latencies that queued for
+/// `fine` rows as they are, then only a row whose value is at least twice the last row kept's,
+/// or that counts 5% of the total more, and the last row (at most about `fine` + 20 + the
+/// doublings). For distributions that span a wide range (open-loop latencies that queued for
 /// seconds), where redis-benchmark's 1 ms steps would make thousands of lines; each row kept
 /// is still exact. The value above which rows are coarser, when any were left out.
 pub fn bounded(steps: &[Step], total: u64, fine: usize) -> (Vec<Step>, Option<u64>) {
@@ -92,7 +93,9 @@ pub fn bounded(steps: &[Step], total: u64, fine: usize) -> (Vec<Step>, Option<u6
     let last = shown[shown.len() - 1];
     let mut kept: Vec<Step> = shown[..fine].to_vec();
     for s in &shown[fine..shown.len() - 1] {
-        if s.value >= kept[kept.len() - 1].value.saturating_mul(2) {
+        let last_kept = kept[kept.len() - 1];
+        if s.value >= last_kept.value.saturating_mul(2) || (s.cumulative - last_kept.cumulative) * 20 >= total
+        {
             kept.push(*s);
         }
     }
