@@ -658,7 +658,7 @@ pub fn write_rate_table(steps: &[TestResult], poisson: bool, out: &mut impl Writ
     writeln!(out, "{}: open loop, {} arrivals", first.name, arrivals(poisson))?;
     writeln!(
         out,
-        "  {:>12} {:>12} {:>9} {:>9} {:>10} {:>11} {:>11} {:>8}",
+        "  {:>12} {:>12} {:>9} {:>9} {:>10} {:>11} {:>11} {:>8} {:>10}",
         "target rps",
         "achieved",
         "p50 msec",
@@ -666,14 +666,15 @@ pub fn write_rate_table(steps: &[TestResult], poisson: bool, out: &mut impl Writ
         "p99.9 msec",
         "service p50",
         "service p99",
-        "errors"
+        "errors",
+        "bottleneck"
     )?;
     for e in steps.iter().filter(|e| e.target_rps.is_some()) {
         let h = &e.stats.latency;
         let (s50, s99) = service(&e.stats);
         writeln!(
             out,
-            "  {:>12} {:>12.2} {:>9.3} {:>9.3} {:>10.3} {:>11.3} {:>11.3} {:>8}",
+            "  {:>12} {:>12.2} {:>9.3} {:>9.3} {:>10.3} {:>11.3} {:>11.3} {:>8} {:>10}",
             e.target_rps.unwrap_or(0),
             finite(e.stats.rps()),
             ms(value_at_percentile(h, 50.0)),
@@ -681,7 +682,8 @@ pub fn write_rate_table(steps: &[TestResult], poisson: bool, out: &mut impl Writ
             ms(value_at_percentile(h, 99.9)),
             s50,
             s99,
-            e.stats.errors.total()
+            e.stats.errors.total(),
+            e.verdict.as_ref().map_or("", |v| v.side.name()),
         )?;
     }
     writeln!(out)

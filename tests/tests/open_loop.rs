@@ -140,11 +140,14 @@ fn rate_steps(tool: Tool) {
         .run(&args(&server, &["-t", "set", "-c", "10", "--rps", "1000,3000", "-n", "1500", "-q"], &json), T);
     ok(&out);
     assert!(out.stdout.contains("SET: open loop, constant arrivals"), "{}", out.dump());
+    // The table's rows: eight figures, then the step's verdict.
+    let sides = ["server", "client", "neither", "machine", "unknown"];
     let rows: Vec<Vec<f64>> = out
         .stdout
         .lines()
-        .filter_map(|l| l.split_whitespace().map(|w| w.parse::<f64>()).collect::<Result<Vec<_>, _>>().ok())
-        .filter(|r| r.len() == 8)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() == 9 && sides.contains(&w[8]))
+        .filter_map(|w| w[..8].iter().map(|x| x.parse::<f64>()).collect::<Result<Vec<_>, _>>().ok())
         .collect();
     assert_eq!(rows.len(), 2, "{}", out.dump());
     for (row, target) in rows.iter().zip([1000.0, 3000.0]) {
