@@ -59,6 +59,14 @@ pub struct Presenter {
     stop: Option<StopHandle>,
 }
 
+/// The width of the terminal on stderr (`TIOCGWINSZ`), when it says.
+fn stderr_columns() -> Option<usize> {
+    // SAFETY: TIOCGWINSZ writes a winsize into the struct given, and nothing else.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(size.ws_col as usize)
+}
+
 /// Whether the JSON document goes to stdout, which then carries it only.
 fn json_on_stdout(cfg: &Config) -> bool {
     cfg.json.as_deref() == Some("-")
@@ -319,9 +327,11 @@ impl Observer for Presenter {
             rps_overall: done as f64 / elapsed_s,
             p99_ms: t.p99_micros.map(|v| v as f64 / 1000.0),
         });
+        // A line wider than the terminal would wrap, and `\r` would redraw only its last row.
+        let line = report::fit_progress(&line, stderr_columns());
         let mut e = io::stderr();
         let _ = write!(e, "{}{line}", report::clear_progress(self.drawn)).and_then(|_| e.flush());
-        self.drawn = line.len();
+        self.drawn = line.chars().count();
         self.last = (done, t.latency_sum_micros);
     }
 

@@ -745,8 +745,8 @@ pub struct Progressed<'a> {
 }
 
 /// The progress line (a terminal's stderr only), ending in `\r` so the next one overwrites it,
-/// as memtier_benchmark's `[RUN #1 9%, 1 secs]`: `[GET: 41%, 1.2 s elapsed, 1.7 s left] 34123
-/// rps (now 35010), p99 1.234 msec (41000 of 100000 requests)`. The share is of `-n` or of
+/// as memtier_benchmark's `[RUN #1 9%, 1 secs]`: `[GET: 41%, 1.2 s, 1.7 s left] 34123 rps (now
+/// 35010), p99 1.234 msec, 41000 of 100000 requests` (the share done, the time elapsed and left). The share is of `-n` or of
 /// `--duration`; the time left is the duration's rest, or, for `-n`, the rest at the rate so
 /// far (after the duration's end, the requests still in flight drain).
 pub fn progress_line(p: &Progressed) -> String {
@@ -770,13 +770,26 @@ pub fn progress_line(p: &Progressed) -> String {
     };
     let p99 = p.p99_ms.map_or("-".to_string(), |v| format!("{:.3}", finite(v)));
     format!(
-        "[{}: {:.0}%, {:.1} s elapsed, {left}] {:.0} rps (now {:.0}), p99 {p99} msec ({of})\r",
+        "[{}: {:.0}%, {:.1} s, {left}] {:.0} rps (now {:.0}), p99 {p99} msec, {of}\r",
         p.title,
         finite(share * 100.0).floor(),
         finite(p.elapsed_s),
         finite(p.rps_overall),
         finite(p.rps_now),
     )
+}
+
+/// `line` (a progress line ending in `\r`) cut to fit `columns` (a terminal's width; one column
+/// is kept free, where a terminal would wrap), `…` marking the cut.
+pub fn fit_progress(line: &str, columns: Option<usize>) -> String {
+    let text = line.strip_suffix('\r').unwrap_or(line);
+    match columns {
+        Some(c) if c > 1 && text.chars().count() > c - 1 => {
+            let kept: String = text.chars().take(c.saturating_sub(2)).collect();
+            format!("{kept}…\r")
+        }
+        _ => line.to_string(),
+    }
 }
 
 /// Spaces over the last `width` bytes of progress, then `\r`: what redis-benchmark prints before
@@ -1336,19 +1349,23 @@ Summary:
         // 59000 requests left at 32800 rps: 1.8 s.
         assert_eq!(
             progress_line(&p),
-            "[SET (-d 128): 41%, 1.2 s elapsed, 1.8 s left] 32800 rps (now 35010), p99 1.234 msec (41000 of 100000 \
-             requests)\r"
+            "[SET (-d 128): 41%, 1.2 s, 1.8 s left] 32800 rps (now 35010), p99 1.234 msec, 41000 of 100000 \
+             requests\r"
         );
         p.goal = Goal::Duration(std::time::Duration::from_secs(10));
         p.p99_ms = None;
         p.rps_overall = f64::NAN;
         assert_eq!(
             progress_line(&p),
-            "[SET (-d 128): 12%, 1.2 s elapsed, 8.8 s left] 0 rps (now 35010), p99 - msec (41000 requests of 10.0 s)\r"
+            "[SET (-d 128): 12%, 1.2 s, 8.8 s left] 0 rps (now 35010), p99 - msec, 41000 requests of 10.0 s\r"
         );
         p.elapsed_s = 10.4;
-        assert!(progress_line(&p).starts_with("[SET (-d 128): 100%, 10.4 s elapsed, draining] "));
+        assert!(progress_line(&p).starts_with("[SET (-d 128): 100%, 10.4 s, draining] "));
         assert_eq!(clear_progress(3), "   \r");
+        // Cut to a terminal's width, one column free.
+        assert_eq!(fit_progress("[GET: 5%] 10 rps\r", Some(10)), "[GET: 5%…\r");
+        assert_eq!(fit_progress("[GET: 5%] 10 rps\r", Some(80)), "[GET: 5%] 10 rps\r");
+        assert_eq!(fit_progress("[GET: 5%] 10 rps\r", None), "[GET: 5%] 10 rps\r");
     }
 
     #[test]

@@ -10,10 +10,12 @@ use respbench_tests::{respbench, RedisServer};
 
 const T: Duration = Duration::from_secs(60);
 
-/// Runs respbench with `args` under a pseudo-terminal (stdout and stderr both on it): its exit
-/// status and what the terminal showed, each `\r`-redrawn line on a line of its own.
+/// Runs respbench with `args` under a pseudo-terminal 250 columns wide (stdout and stderr both
+/// on it): its exit status and what the terminal showed, each `\r`-redrawn line on a line of its
+/// own.
 fn on_a_terminal(args: &[&str]) -> (Option<i32>, Vec<String>) {
-    let command = std::iter::once(respbench().path.display().to_string())
+    // A terminal wide enough for every line (a narrower one cuts them to its width).
+    let command = std::iter::once(format!("stty cols 250 rows 50; {}", respbench().path.display()))
         .chain(args.iter().map(|a| format!("'{a}'")))
         .collect::<Vec<_>>()
         .join(" ");
@@ -38,16 +40,16 @@ fn check_fields(line: &str, of: &str) {
     assert_eq!(fields.len(), 3, "{line}");
     let share: u32 = fields[0].strip_suffix('%').unwrap().parse().unwrap();
     assert!(share <= 100, "{line}");
-    let elapsed: f64 = fields[1].strip_suffix(" s elapsed").unwrap().parse().unwrap();
+    let elapsed: f64 = fields[1].strip_suffix(" s").unwrap().parse().unwrap();
     assert!(elapsed > 0.0, "{line}");
     assert!(fields[2].ends_with(" s left") || fields[2] == "draining", "{line}");
     let (rps, rest) = tail.split_once(" rps (now ").unwrap_or_else(|| panic!("{line}"));
     rps.parse::<f64>().unwrap();
     let (now, rest) = rest.split_once("), p99 ").unwrap_or_else(|| panic!("{line}"));
     now.parse::<f64>().unwrap();
-    let (p99, rest) = rest.split_once(" msec (").unwrap_or_else(|| panic!("{line}"));
+    let (p99, rest) = rest.split_once(" msec, ").unwrap_or_else(|| panic!("{line}"));
     assert!(p99 == "-" || p99.parse::<f64>().is_ok(), "{line}");
-    assert!(rest.ends_with(&format!("{of})")), "{line}: not of {of}");
+    assert!(rest.ends_with(of), "{line}: not of {of}");
 }
 
 /// A sweep of two steps, each a second long: each step's line names it and counts to 1.0 s;
@@ -99,4 +101,24 @@ fn no_progress_when_stderr_is_not_a_terminal() {
     assert!(out.status.success(), "{}", out.dump());
     assert_eq!(out.stderr, "", "{}", out.dump());
     assert!(!out.stdout.contains('[') && !out.stdout.contains('\r'), "{}", out.dump());
+}
+
+/// An 80-column terminal: every line fits in 79 columns (a wider one would wrap, and each redraw
+/// would leave a row behind).
+#[test]
+fn a_narrow_terminal_gets_lines_that_fit() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let command = format!(
+        "stty cols 80 rows 24; {} -p {port} -t get -d 16,64 --duration 1s -q",
+        respbench().path.display()
+    );
+    let out = Command::new("timeout")
+        .args([&T.as_secs().to_string(), "script", "-qec", &command, "/dev/null"])
+        .output()
+        .expect("script (util-linux) runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let shown: Vec<&str> = text.split(['\r', '\n']).filter(|l| l.starts_with("[GET (-d ")).collect();
+    assert!(!shown.is_empty(), "{text}");
+    assert!(shown.iter().all(|l| l.chars().count() <= 79 && l.ends_with('…')), "{shown:#?}");
 }
