@@ -8,7 +8,7 @@ respbench: a redis-benchmark compatible load generator for Redis and every RESP 
 
 Usage: respbench [options] [command [arg...]]     (default: redis-benchmark's suite)
        respbench plot <file.json>... -o <out.svg|out.html> [--charts <list>]
-       respbench merge <file.json>... [--json <out.json>]
+       respbench merge <file.json>... [--json <out.json>] [--force]
 
 Connection     -h <host> (127.0.0.1)  -p <port> (6379)  -s <socket>  -u <redis://user:pw@host:port>
                -a <password>  --user <name> (ACL)  --dbnum <n>  -3 (RESP3)  -k <0|1>
@@ -22,8 +22,8 @@ Load shape     -c <clients> (50)  -P <pipeline> (1)  --pipeline-mode <batch|wind
                --arrival <poisson>  --duration <30s>  --warmup <5s>  --drain-grace <2s>
                --repeat <n>  --slo <p99<=1ms> (capacity search: the highest rate that meets it)
                a list sweeps: -c 10,50,100  -d 16,128,1024  -P 1,16  --threads 1,2  --rps 1000,2000
-Output         -q  --csv  --json <file|->  --series  --live  --hlog <file>  --precision <1-5>
-               --no-server-probe
+Output         -q  --csv  --json <file|->  --series  --live  --hlog <file>  --hgrm <prefix>
+               --print-percentiles <50,99,99.9>  --precision <1-5>  --no-server-probe
 Cluster / TLS  --cluster  --rfr <no|yes|all>  --replicas auto  --replica <host:port>
                --key-args <n,...>  --tls  --sni <host>  --cacert <file>  --cacertdir <dir>
                --cert <file> --key <file>  --insecure  --tls-ciphers  --tls-ciphersuites
@@ -112,7 +112,7 @@ mod tests {
         // The short help is written by hand: each --name it shows must be a real option (or a
         // subcommand's, or one that lands with the capacity search).
         let o = Options::of::<crate::opts::Opts>(&["respbench"]);
-        let extra = ["--help-all", "--charts", "--slo"];
+        let extra = ["--help-all", "--charts", "--force", "--slo"];
         for word in SHORT.split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == ',' || c == '/') {
             let word = word.split('=').next().unwrap_or(word).trim_end_matches(['.', ':']);
             if word.starts_with("--") && word.len() > 2 {

@@ -397,14 +397,26 @@ pub fn write_quiet_marked(r: &TestReport, partial: Option<&str>, out: &mut impl 
     let trailer = quiet_trailer(r, partial);
     if r.percentiles.is_empty() {
         let p50 = ms(value_at_percentile(&s.latency, 50.0));
-        writeln!(out, "{}: {:.2} requests per second, p50={:.3} msec{trailer}", r.title, finite(s.rps()), p50)?;
+        writeln!(
+            out,
+            "{}: {:.2} requests per second, p50={:.3} msec{trailer}",
+            r.title,
+            finite(s.rps()),
+            p50
+        )?;
     } else {
         let chosen: Vec<String> = r
             .percentiles
             .iter()
             .map(|&p| format!("{}={:.3} msec", percentile_name(p), ms(value_at_percentile(&s.latency, p))))
             .collect();
-        writeln!(out, "{}: {:.2} requests per second, {}{trailer}", r.title, finite(s.rps()), chosen.join(", "))?;
+        writeln!(
+            out,
+            "{}: {:.2} requests per second, {}{trailer}",
+            r.title,
+            finite(s.rps()),
+            chosen.join(", ")
+        )?;
     }
     if s.abandoned + s.unsent + s.lost > 0 {
         // A line of its own, so redis-benchmark's line stays whole for its parsers.
