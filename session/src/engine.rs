@@ -424,7 +424,7 @@ impl Session {
                 Some(label) => format!("{} ({label}){}", case.spec.title, &tag[case.spec.title.len()..]),
                 None => tag.clone(),
             };
-            let mut titled = Retitled { obs: &mut *obs, title: &shown };
+            let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &case.spec.title };
             let (outcome, cpu, (machine, waited), nodes) = run_test(
                 &cfg,
                 against,
@@ -589,7 +589,7 @@ impl Session {
         let began = Instant::now();
         let against = Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref() };
         let shown = format!("--preload {}", fill.spec.title);
-        let mut titled = Retitled { obs: &mut *obs, title: &shown };
+        let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &fill.spec.title };
         let (outcome, _, _, _) = run_test(
             &fill_cfg,
             against,

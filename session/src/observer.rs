@@ -174,12 +174,16 @@ pub trait Observer {
 }
 
 /// An observer whose progress lines carry another title (a sweep's step, a rate, a backend,
-/// `--preload`, the warm-up); everything else goes to `obs` as it is.
+/// `--preload`, the warm-up); everything else goes to `obs` as it is (every method forwarded:
+/// a new one of [`Observer`] must be added here too).
 pub(crate) struct Retitled<'a> {
     /// Where everything goes.
     pub obs: &'a mut dyn Observer,
-    /// The progress line's title.
+    /// The progress line's title, in place of `base`.
     pub title: &'a str,
+    /// The test's own title: what a tick's title says after it (` (warmup)`, from an inner
+    /// `Retitled`) is kept after `title`.
+    pub base: &'a str,
 }
 
 impl Observer for Retitled<'_> {
@@ -193,7 +197,11 @@ impl Observer for Retitled<'_> {
         self.obs.nodes(multi);
     }
     fn progress(&mut self, tick: &Tick<'_>) {
-        self.obs.progress(&Tick { title: self.title, ..*tick });
+        let title = match tick.title.strip_prefix(self.base) {
+            Some(rest) if !rest.is_empty() => format!("{}{rest}", self.title),
+            _ => self.title.to_string(),
+        };
+        self.obs.progress(&Tick { title: &title, ..*tick });
     }
     fn shows_progress(&self) -> bool {
         self.obs.shows_progress()
@@ -219,10 +227,64 @@ impl Observer for Retitled<'_> {
     fn sweep_done(&mut self, rows: &[TestResult]) -> Result<(), Error> {
         self.obs.sweep_done(rows)
     }
+    fn capacity_probe(&mut self, test: &str, probe: &TestResult) {
+        self.obs.capacity_probe(test, probe);
+    }
+    fn capacity_step(
+        &mut self,
+        test: &str,
+        n: usize,
+        most: u32,
+        step: &crate::capacity::StepRecord,
+        result: &TestResult,
+    ) {
+        self.obs.capacity_step(test, n, most, step, result);
+    }
+    fn capacity_done(&mut self, found: &crate::capacity::Found) -> Result<(), Error> {
+        self.obs.capacity_done(found)
+    }
     fn idle_clients(&mut self, live: u64) {
         self.obs.idle_clients(live);
     }
     fn idle_footprint(&mut self, text: &str) {
         self.obs.idle_footprint(text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keeps the progress titles it hears.
+    #[derive(Default)]
+    struct Titles(Vec<String>);
+
+    impl Observer for Titles {
+        fn message(&mut self, _: &str) {}
+        fn error(&mut self, _: &str) {}
+        fn progress(&mut self, tick: &Tick<'_>) {
+            self.0.push(tick.title.to_string());
+        }
+    }
+
+    #[test]
+    fn retitled_observers_nest() {
+        let tick = Tick {
+            title: "GET",
+            started: Instant::now(),
+            completed: 0,
+            latency_sum_micros: 0,
+            p99_micros: None,
+            goal: Goal::Requests(10),
+        };
+        let mut seen = Titles::default();
+        {
+            // A step's title around the warm-up's: both said.
+            let mut step = Retitled { obs: &mut seen, title: "GET (-d 16) @ 500 rps", base: "GET" };
+            step.progress(&tick);
+            let mut warm = Retitled { obs: &mut step, title: "GET (warmup)", base: "GET" };
+            warm.progress(&tick);
+        }
+        assert_eq!(seen.0, ["GET (-d 16) @ 500 rps", "GET (-d 16) @ 500 rps (warmup)"]);
     }
 }
