@@ -77,3 +77,185 @@ fn not_text(args: &[&str], k: usize) -> String {
         None => format!("the argument {value} is not UTF-8, and only a command's arguments may be bytes"),
     }
 }
+
+/// The options of an argh parser, read from the help argh generates for it: which names take a
+/// value (`-h`, `--host`, `--replica`), and every long name, for `--opt=value` and for
+/// suggestions. Read from the help so that it cannot drift from the options themselves.
+#[derive(Debug, Default)]
+pub struct Options {
+    /// Names (short and long) that take a value.
+    pub values: Vec<String>,
+    /// Every long name (`--host`), switches too.
+    pub long: Vec<String>,
+}
+
+impl Options {
+    /// The options of `T`, whose help is asked for by `--help` or `--help-all`.
+    pub fn of<T: argh::FromArgs>(command: &[&str]) -> Options {
+        let help = ["--help", "--help-all"]
+            .iter()
+            .find_map(|t| T::from_args(command, &[t]).err().filter(|e| e.status.is_ok()).map(|e| e.output));
+        Options::from_help(&help.unwrap_or_default())
+    }
+
+    /// Reads argh's help text: the usage line's `[-h <host>]` groups say which take a value,
+    /// the option list's `-h, --host` lines pair short names with long ones.
+    fn from_help(help: &str) -> Options {
+        let mut o = Options::default();
+        let mut pairs = Vec::new();
+        // An option's line is indented by two (its description's next lines by more):
+        // `  -h, --host  server hostname` or `  --user  used to send ...`.
+        for line in help.lines().filter(|l| l.starts_with("  -")) {
+            let mut words = line.split_whitespace();
+            let first = words.next().unwrap_or("");
+            match first.strip_suffix(',') {
+                Some(short) => {
+                    if let Some(long) = words.next().filter(|l| l.starts_with("--")) {
+                        o.long.push(long.to_string());
+                        pairs.push((short.to_string(), long.to_string()));
+                    }
+                }
+                None if first.starts_with("--") => o.long.push(first.to_string()),
+                None => {}
+            }
+        }
+        let usage = help.lines().find(|l| l.starts_with("Usage:")).unwrap_or("");
+        for group in usage.split('[').skip(1) {
+            let group = group.split(']').next().unwrap_or("");
+            if let Some((name, _)) = group.split_once(" <").filter(|(n, _)| n.starts_with('-')) {
+                o.values.push(name.to_string());
+                if let Some((_, long)) = pairs.iter().find(|(s, _)| s == name) {
+                    o.values.push(long.clone());
+                }
+            }
+        }
+        o
+    }
+
+    /// How many of `args` are options and their values: the rest (after a `--`, or from the
+    /// first argument that is neither) is the command and its arguments.
+    pub fn options_end(&self, args: &[String]) -> usize {
+        let mut i = 0;
+        while i < args.len() {
+            let a = args[i].as_str();
+            if a == "--" || !a.starts_with('-') || a == "-" {
+                return i;
+            }
+            i += if self.values.iter().any(|v| v == a) { 2 } else { 1 };
+        }
+        args.len()
+    }
+
+    /// `args` with each `--opt=value` among the options split into `--opt value`, as
+    /// memtier_benchmark and GNU tools take them (argh takes only the second form). Only a long
+    /// option that takes a value is split, at its first `=`; a value (`-a p=w`), anything after a
+    /// `--`, and the command's own arguments are left exactly as they are.
+    pub fn split_equals(&self, args: &[String]) -> Vec<String> {
+        let mut out = Vec::with_capacity(args.len() + 2);
+        let mut i = 0;
+        while i < args.len() {
+            let a = args[i].as_str();
+            if a == "--" || !a.starts_with('-') || a == "-" {
+                break;
+            }
+            match a
+                .split_once('=')
+                .filter(|(name, _)| name.starts_with("--") && self.values.iter().any(|v| v == name))
+            {
+                Some((name, value)) => {
+                    out.push(name.to_string());
+                    out.push(value.to_string());
+                    i += 1;
+                }
+                None if self.values.iter().any(|v| v == a) => {
+                    out.extend(args[i..(i + 2).min(args.len())].iter().cloned());
+                    i += 2;
+                }
+                None => {
+                    out.push(a.to_string());
+                    i += 1;
+                }
+            }
+        }
+        out.extend(args[i.min(args.len())..].iter().cloned());
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn opts() -> Options {
+        Options::of::<crate::opts::Opts>(&["respbench"])
+    }
+
+    #[test]
+    fn every_option_of_the_parser_is_known() {
+        let o = opts();
+        for v in [
+            "-h",
+            "--host",
+            "-p",
+            "--port",
+            "-P",
+            "--pipeline",
+            "--replica",
+            "--mix-command",
+            "--rps",
+            "--json",
+        ] {
+            assert!(o.values.iter().any(|x| x == v), "{v} takes a value: {o:?}");
+        }
+        for s in ["-q", "--quiet", "--csv", "--tls", "--cluster", "-3", "--preload"] {
+            assert!(!o.values.iter().any(|x| x == s), "{s} is a switch");
+        }
+        assert!(o.long.iter().any(|l| l == "--csv") && o.long.iter().any(|l| l == "--pipeline"));
+        assert!(o.long.len() > 60, "{}", o.long.len());
+    }
+
+    #[test]
+    fn opt_equals_value_is_split_among_the_options_only() {
+        let o = opts();
+        let got = o.split_equals(&strings(&[
+            "--pipeline=16",
+            "-a",
+            "--x=y",
+            "--mix-command=2 HSET h f=v",
+            "--csv",
+            "--key-prefix=a=b",
+            "set",
+            "--pipeline=4",
+            "k=v",
+        ]));
+        assert_eq!(
+            got,
+            strings(&[
+                "--pipeline",
+                "16",
+                "-a",
+                "--x=y",
+                "--mix-command",
+                "2 HSET h f=v",
+                "--csv",
+                "--key-prefix",
+                "a=b",
+                "set",
+                "--pipeline=4",
+                "k=v"
+            ])
+        );
+        // After `--`, nothing is touched; a switch with `=` is left for argh to refuse.
+        let got = o.split_equals(&strings(&["--rps=100", "--", "--rps=5", "x"]));
+        assert_eq!(got, strings(&["--rps", "100", "--", "--rps=5", "x"]));
+        assert_eq!(o.split_equals(&strings(&["--tls=yes"])), strings(&["--tls=yes"]));
+        // Split twice is split once.
+        let once = o.split_equals(&strings(&["--json=-", "-n", "5", "get", "a=b"]));
+        assert_eq!(o.split_equals(&once), once);
+        assert_eq!(o.options_end(&once), 4);
+    }
+}

@@ -3,6 +3,7 @@
 
 mod args;
 mod capacity;
+mod help;
 mod hgrm;
 mod hlog;
 mod json;
@@ -16,6 +17,8 @@ mod workers;
 
 use std::io::Write;
 use std::process::ExitCode;
+
+use argh::FromArgs;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -69,6 +72,33 @@ fn main() -> ExitCode {
         return if rest[0] == "merge" { merge::main(name, &rest[1..]) } else { plot(name, &rest[1..]) };
     }
     json::keep_command_line(&rest);
+    // `--opt=value` is `--opt value`: the command's arguments below are counted after it.
+    let options = args::Options::of::<Opts>(&[name]);
+    let split = options.split_equals(&args[1..]);
+    let rest: Vec<&str> = split.iter().map(String::as_str).collect();
+    // The short help; argh's list of every option is --help-all. The options before it are
+    // still checked by argh (as its own --help does), so an unknown one is an error.
+    let end = options.options_end(&split);
+    let short_help = rest[..end].contains(&"--help");
+    let parsed: Vec<&str> = rest
+        .iter()
+        .enumerate()
+        .map(|(i, a)| if i < end && *a == "--help" { "--help-all" } else { a })
+        .collect();
+    if short_help {
+        if let Err(e) = Opts::from_args(&[name], &parsed).map(drop).or_else(|e| {
+            if e.status.is_ok() {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        }) {
+            eprintln!("{}\nRun 'respbench --help' for the options.", args::shown(e.output.trim_end()));
+            return ExitCode::from(1);
+        }
+        let _ = std::io::stdout().write_all(help::SHORT.as_bytes());
+        return ExitCode::SUCCESS;
+    }
     let opts: Opts = match opts::parse_args(&[name], &rest, "respbench --help") {
         Ok(o) => o,
         Err(code) => return code,
@@ -96,9 +126,27 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("{e}");
+            if let Some(hint) = refused_hint(&e) {
+                eprintln!("{hint}");
+            }
             ExitCode::from(1)
         }
     }
+}
+
+/// After redis-benchmark's `Could not connect to Redis at HOST:PORT: Connection refused`: where
+/// respbench looked, and how to point it elsewhere (the commonest first-run mistake: no server
+/// there, or another port).
+fn refused_hint(error: &str) -> Option<String> {
+    let at = error.strip_prefix("Could not connect to Redis at ")?;
+    let (address, why) = at.split_once(": ")?;
+    if !why.starts_with("Connection refused") {
+        return None;
+    }
+    Some(format!(
+        "Nothing accepts connections at {address}: start a server there (redis-server --port PORT), \
+         or point respbench at yours with -h HOST -p PORT (or -s SOCKET, or -u redis://HOST:PORT)."
+    ))
 }
 
 /// `respbench plot`.
@@ -120,6 +168,7 @@ fn plot(_: &str, _: &[&str]) -> ExitCode {
 fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, String> {
     respbench_session::check_machine(cfg).map_err(|e| e.to_string())?;
     let mut presenter = Presenter::new(cfg);
+    presenter.watch_stop(&stop);
     if cfg.idle {
         // A closed stdout stops none of this: the connections are what -I is for.
         let _ = writeln!(

@@ -20,7 +20,7 @@ pub use respbench_session::config::{
 /// __rand_int__ placeholders filled from the -r keyspace), and reports throughput and
 /// per-request latency.
 #[derive(FromArgs, Debug)]
-#[argh(help_triggers("--help"))]
+#[argh(help_triggers("--help-all"))]
 pub struct Opts {
     /// server hostname (default 127.0.0.1)
     #[argh(option, short = 'h', default = "String::from(\"127.0.0.1\")")]
@@ -943,15 +943,27 @@ fn host_port(text: &str) -> Result<Endpoint, &'static str> {
     Ok(Endpoint::Tcp { host: host.to_string(), port })
 }
 
-/// Parses `args` with argh: `--help` prints the usage and exits 0; an error names the bad
-/// argument, points at `help` and exits 1.
+/// Parses `args` with argh, each `--opt=value` among the options taken as `--opt value`
+/// ([`crate::args::Options::split_equals`]): a help trigger prints the usage and exits 0; an
+/// error names the bad argument, suggests the fix where it can (another tool's spelling, a
+/// typo), points at `help` and exits 1.
 pub(crate) fn parse_args<T: FromArgs>(command: &[&str], args: &[&str], help: &str) -> Result<T, ExitCode> {
-    T::from_args(command, args).map_err(|e| {
+    let options = crate::args::Options::of::<T>(command);
+    let owned: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let split = options.split_equals(&owned);
+    let args: Vec<&str> = split.iter().map(String::as_str).collect();
+    T::from_args(command, &args).map_err(|e| {
         if e.status.is_ok() {
             let _ = std::io::Write::write_all(&mut std::io::stdout(), e.output.as_bytes());
             ExitCode::SUCCESS
         } else {
-            eprintln!("{}\nRun '{help}' for the options.", crate::args::shown(e.output.trim_end()));
+            let said = e.output.trim_end();
+            let hint = said
+                .strip_prefix("Unrecognized argument: ")
+                .and_then(|arg| crate::help::suggest(arg.trim(), &options.long))
+                .map(|h| format!("\n{h}"))
+                .unwrap_or_default();
+            eprintln!("{}{hint}\nRun '{help}' for the options.", crate::args::shown(said));
             ExitCode::from(1)
         }
     })

@@ -13,7 +13,7 @@ use respbench_session::observer::{StepDone, Tick};
 use respbench_session::result::TestResult;
 use respbench_session::routing::Multi;
 use respbench_session::server::ServerInfo;
-use respbench_session::{topology, Error, Observer, Session};
+use respbench_session::{topology, Error, Observer, Session, StopHandle};
 
 use crate::report::{self, TestReport};
 use crate::{capacity, hlog, json};
@@ -40,7 +40,8 @@ pub struct Presenter {
     /// Outputs that failed (the report on stdout, `--hlog`), with their path and error: the
     /// others go on, and the run ends with them listed and status 1.
     failed: Vec<String>,
-    /// The progress line: the test it is of, when it was drawn, what it showed and its width.
+    /// The progress line (stderr): the test it is of, when it was drawn, what it showed and its
+    /// width.
     drawn_for: Option<Instant>,
     last_draw: Instant,
     last: (u64, u64),
@@ -53,6 +54,17 @@ pub struct Presenter {
     searches: Vec<respbench_session::capacity::Found>,
     /// `--slo`: the objectives, for the progress lines.
     searching: Option<respbench_session::capacity::Capacity>,
+    /// The run's Ctrl-C: a test that ended with it pulled and fewer requests than asked is
+    /// marked partial in `-q`.
+    stop: Option<StopHandle>,
+}
+
+/// The width of the terminal on stderr (`TIOCGWINSZ`), when it says.
+fn stderr_columns() -> Option<usize> {
+    // SAFETY: TIOCGWINSZ writes a winsize into the struct given, and nothing else.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(size.ws_col as usize)
 }
 
 /// Whether the JSON document goes to stdout, which then carries it only.
@@ -73,11 +85,9 @@ impl Presenter {
             csv: cfg.output == Output::Csv,
             width: 0,
             verbose_stdout: cfg.output == Output::Verbose && !json_on_stdout(cfg),
-            // The live view replaces the progress line.
-            show_progress: cfg.output != Output::Csv
-                && !json_on_stdout(cfg)
-                && io::stdout().is_terminal()
-                && !cfg.open.live,
+            // On a terminal's stderr only (stdout carries the results, whatever reads them);
+            // the live view replaces it.
+            show_progress: io::stderr().is_terminal() && !cfg.open.live,
             info: ServerInfo::default(),
             hlog: None,
             failed: Vec::new(),
@@ -97,6 +107,39 @@ impl Presenter {
                 conclusion: respbench_session::capacity::Conclusion::NotRun,
                 out_of_steps: false,
             }),
+            stop: None,
+        }
+    }
+
+    /// Takes the progress line off the terminal, before anything else is written there.
+    fn clear_progress(&mut self) {
+        if self.drawn > 0 {
+            let _ = write!(io::stderr(), "{}", report::clear_progress(self.drawn));
+            self.drawn = 0;
+        }
+    }
+
+    /// Watches `stop` to mark what a Ctrl-C cut short.
+    pub fn watch_stop(&mut self, stop: &StopHandle) {
+        self.stop = Some(stop.clone());
+    }
+
+    /// Why `entry`, of a test run under `cfg`, is incomplete: a Ctrl-C came before its `-n` or
+    /// `--duration` was done.
+    fn partial(&self, cfg: &Config, entry: &TestResult) -> Option<String> {
+        if !self.stop.as_ref().is_some_and(StopHandle::requested) {
+            return None;
+        }
+        let s = &entry.stats;
+        match cfg.open.duration {
+            Some(d) if s.duration_secs() < d.as_secs_f64() => {
+                Some(format!("interrupted after {:.1} s of {:.1} s", s.duration_secs(), d.as_secs_f64()))
+            }
+            Some(_) => None,
+            None if s.requests < cfg.requests => {
+                Some(format!("interrupted after {} of {} requests", s.requests, cfg.requests))
+            }
+            None => None,
         }
     }
 
@@ -210,7 +253,16 @@ impl Presenter {
             for e in &run.results {
                 if !(self.open_loop && s.cfg.output == Output::Quiet) {
                     let label = s.step.map(|st| s.base.sweep.label(st));
-                    print_test(s.cfg, s.case, &self.info, e, label.as_deref(), &mut self.out)?;
+                    let partial = self.partial(s.cfg, e);
+                    print_test(
+                        s.cfg,
+                        s.case,
+                        &self.info,
+                        e,
+                        label.as_deref(),
+                        partial.as_deref(),
+                        &mut self.out,
+                    )?;
                 } else if s.cfg.open.show_series {
                     // -q in open loop: the rate table stands for the quiet lines; --series still
                     // asked for each step's seconds.
@@ -225,6 +277,7 @@ impl Presenter {
 
 impl Observer for Presenter {
     fn message(&mut self, line: &str) {
+        self.clear_progress();
         // stderr is for errors: what was noticed shows on a terminal, else in the verbose
         // report (as redis-benchmark prints its own warnings, on stdout) and the JSON.
         if self.stderr_tty {
@@ -236,6 +289,7 @@ impl Observer for Presenter {
     }
 
     fn error(&mut self, line: &str) {
+        self.clear_progress();
         eprintln!("{line}");
     }
 
@@ -261,27 +315,32 @@ impl Observer for Presenter {
         }
         let dt = self.last_draw.elapsed().as_secs_f64();
         self.last_draw = Instant::now();
-        let (done, sum) = (t.completed, t.latency_sum_micros);
-        let (last_done, last_sum) = self.last;
-        let avg = |s: u64, n: u64| if n == 0 { 0.0 } else { s as f64 / n as f64 / 1000.0 };
-        let line = report::progress_line(
-            t.title,
-            (done - last_done) as f64 / dt,
-            done as f64 / t.started.elapsed().as_secs_f64(),
-            avg(sum - last_sum, done - last_done),
-            avg(sum, done),
-        );
-        let mut o = io::stdout();
-        let _ = write!(o, "{}{line}", report::clear_progress(self.drawn)).and_then(|_| o.flush());
-        self.drawn = line.len();
-        self.last = (done, sum);
+        let done = t.completed;
+        let (last_done, _) = self.last;
+        let elapsed_s = t.started.elapsed().as_secs_f64();
+        let line = report::progress_line(&report::Progressed {
+            title: t.title,
+            elapsed_s,
+            goal: t.goal,
+            completed: done,
+            rps_now: done.saturating_sub(last_done) as f64 / dt,
+            rps_overall: done as f64 / elapsed_s,
+            p99_ms: t.p99_micros.map(|v| v as f64 / 1000.0),
+        });
+        // A line wider than the terminal would wrap, and `\r` would redraw only its last row.
+        let line = report::fit_progress(&line, stderr_columns());
+        let mut e = io::stderr();
+        let _ = write!(e, "{}{line}", report::clear_progress(self.drawn)).and_then(|_| e.flush());
+        self.drawn = line.chars().count();
+        self.last = (done, t.latency_sum_micros);
+    }
+
+    fn shows_progress(&self) -> bool {
+        self.show_progress
     }
 
     fn progress_end(&mut self) {
-        if self.drawn > 0 {
-            let _ = write!(io::stdout(), "{}", report::clear_progress(self.drawn));
-            self.drawn = 0;
-        }
+        self.clear_progress();
         self.drawn_for = None;
     }
 
@@ -415,13 +474,15 @@ impl Observer for Presenter {
     }
 }
 
-/// Prints one result in the chosen format; `label` names a sweep's step (`-d 128 -c 100`).
+/// Prints one result in the chosen format; `label` names a sweep's step (`-d 128 -c 100`);
+/// `partial` why the test is incomplete.
 fn print_test(
     cfg: &Config,
     case: &Case,
     info: &ServerInfo,
     entry: &TestResult,
     label: Option<&str>,
+    partial: Option<&str>,
     out: &mut impl Write,
 ) -> io::Result<()> {
     let spec = &case.spec;
@@ -460,7 +521,7 @@ fn print_test(
             writeln!(out)?;
         }
         Output::Quiet => {
-            report::write_quiet(&r, out)?;
+            report::write_quiet_marked(&r, partial, out)?;
             report::write_errors(&r, true, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;

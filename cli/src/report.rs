@@ -15,7 +15,11 @@ use respbench_session::cpu::ClientCpu;
 use respbench_session::result::{NodeInfo, Schedule, StepValues, TestResult};
 use respbench_session::verdict::{Side, Verdict};
 
-use respbench_session::hdr::{linear_steps, percentile_steps, write_steps};
+use respbench_session::hdr::{bounded, linear_steps, percentile_steps, write_steps};
+
+/// In an open loop's verbose report, the rows of the cumulative distribution kept as they are
+/// before the rest is thinned (see [`bounded`]).
+const OPEN_LOOP_FINE_ROWS: usize = 30;
 // json.rs reaches `mean` and `value_at_percentile` through report.
 pub(crate) use respbench_session::hdr::{finite, mean, ms, value_at_percentile};
 
@@ -81,6 +85,16 @@ pub fn workload_lines(
 /// The header of CSV output, printed once before the rows.
 pub const CSV_HEADER: &str = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"";
 
+/// Whether the test titled `title` reads keys: its first word (`GET`, `LRANGE_100 (first 100
+/// elements)`, a custom command's name) is a read with a key in respbench's command table.
+pub fn reads(title: &str) -> bool {
+    let word = title.split_whitespace().next().unwrap_or("");
+    // The suite's LRANGE_100 is LRANGE.
+    let name = word.split('_').next().unwrap_or(word);
+    respbench_core::cluster::Route::builtin(name.as_bytes(), 2)
+        .is_some_and(|r| !r.write && !r.keys.is_empty())
+}
+
 /// Writes a test's full report as redis-benchmark prints it without `-q` or `--csv`.
 pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     let s = r.stats;
@@ -107,8 +121,28 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "Latency by percentile distribution:")?;
     write_steps(&percentile_steps(h, 1), h.len(), out)?;
     writeln!(out)?;
-    writeln!(out, "Cumulative distribution of latencies:")?;
-    write_steps(&linear_steps(h), h.len(), out)?;
+    let linear = linear_steps(h);
+    if s.service.is_some() {
+        // Open-loop latencies include queueing, and may span seconds: redis-benchmark's 1 ms
+        // rows would be thousands of lines.
+        match bounded(&linear, h.len(), OPEN_LOOP_FINE_ROWS) {
+            (rows, Some(from)) => {
+                writeln!(
+                    out,
+                    "Cumulative distribution of latencies (above {:.3} milliseconds, a row where the latency has doubled or 5% more requests are counted):",
+                    ms(from)
+                )?;
+                write_steps(&rows, h.len(), out)?;
+            }
+            (rows, None) => {
+                writeln!(out, "Cumulative distribution of latencies:")?;
+                write_steps(&rows, h.len(), out)?;
+            }
+        }
+    } else {
+        writeln!(out, "Cumulative distribution of latencies:")?;
+        write_steps(&linear, h.len(), out)?;
+    }
     writeln!(out)?;
     let sum = Summary::of(h);
     writeln!(out, "Summary:")?;
@@ -133,7 +167,8 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     if let Some(v) = r.verdict {
         writeln!(out, "  bottleneck: {}", v.text)?;
     }
-    if s.requests > 0 {
+    // Hits mean something for reads; a write that replied nil (SET NX) is said too.
+    if s.requests > 0 && (reads(r.title) || s.nils > 0) {
         writeln!(
             out,
             "  hits: {:.1}% ({} nil replies: keys that did not exist)",
@@ -258,7 +293,7 @@ pub fn write_compare_header(
     if csv {
         return writeln!(
             out,
-            "\"test\",\"backend\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\",\"cpu_us_per_request\",\"cpu_core_share\""
+            "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\",\"cpu_us_per_request\",\"cpu_core_share\",\"bottleneck\",\"backend\""
         );
     }
     let width = width.max("test".len());
@@ -288,9 +323,8 @@ pub fn write_compare_row(
             let cpu = e.cpu.unwrap_or_default();
             writeln!(
                 out,
-                "\"{}\",\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.2}\",\"{:.3}\"",
+                "\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.2}\",\"{:.3}\",\"{}\",\"{}\"",
                 e.name.replace('"', "\"\""),
-                e.backend.as_deref().unwrap_or(""),
                 finite(e.stats.rps()),
                 sum.avg,
                 sum.min,
@@ -300,6 +334,8 @@ pub fn write_compare_row(
                 sum.max,
                 finite(cpu.per_request_us(e.stats.requests)),
                 finite(cpu.core_share()),
+                e.verdict.as_ref().map_or("", |v| v.side.name()),
+                e.backend.as_deref().unwrap_or(""),
             )?;
         }
         return Ok(());
@@ -338,17 +374,50 @@ pub fn write_compare_footer(out: &mut impl Write) -> io::Result<()> {
 
 /// Writes a test's one-line report, as with `-q`.
 pub fn write_quiet(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
+    write_quiet_marked(r, None, out)
+}
+
+/// The `-q` line's trailing fields, after redis-benchmark's `p50=… msec`: the verdict when it is
+/// not "server" (`, bottleneck: client`), and `partial` says why the test has fewer requests
+/// than asked (`, partial: interrupted after 5000 of 100000 requests`). Nothing when the server
+/// limited a whole test: the line is then redis-benchmark's exactly.
+fn quiet_trailer(r: &TestReport, partial: Option<&str>) -> String {
+    let mut t = String::new();
+    if let Some(v) = r.verdict.filter(|v| v.side != Side::Server) {
+        t.push_str(&format!(", bottleneck: {}", v.side.name()));
+    }
+    if let Some(p) = partial {
+        t.push_str(&format!(", partial: {p}"));
+    }
+    t
+}
+
+/// [`write_quiet`], with `partial` saying why the test is incomplete (a Ctrl-C), when it is.
+pub fn write_quiet_marked(r: &TestReport, partial: Option<&str>, out: &mut impl Write) -> io::Result<()> {
     let s = r.stats;
+    let trailer = quiet_trailer(r, partial);
     if r.percentiles.is_empty() {
         let p50 = ms(value_at_percentile(&s.latency, 50.0));
-        writeln!(out, "{}: {:.2} requests per second, p50={:.3} msec", r.title, finite(s.rps()), p50)?;
+        writeln!(
+            out,
+            "{}: {:.2} requests per second, p50={:.3} msec{trailer}",
+            r.title,
+            finite(s.rps()),
+            p50
+        )?;
     } else {
         let chosen: Vec<String> = r
             .percentiles
             .iter()
             .map(|&p| format!("{}={:.3} msec", percentile_name(p), ms(value_at_percentile(&s.latency, p))))
             .collect();
-        writeln!(out, "{}: {:.2} requests per second, {}", r.title, finite(s.rps()), chosen.join(", "))?;
+        writeln!(
+            out,
+            "{}: {:.2} requests per second, {}{trailer}",
+            r.title,
+            finite(s.rps()),
+            chosen.join(", ")
+        )?;
     }
     if s.abandoned + s.unsent + s.lost > 0 {
         // A line of its own, so redis-benchmark's line stays whole for its parsers.
@@ -389,8 +458,9 @@ pub const CSV_SWEEP_COLUMNS: &str = ",\"datasize\",\"clients\",\"pipeline\",\"th
 
 /// The columns every row ends with, after any others (so redis-benchmark's and the others keep
 /// their places): failed requests (error replies and requests lost with a connection),
-/// requests abandoned at the end, and open-loop arrivals never sent.
-pub const CSV_ACCOUNT_COLUMNS: &str = ",\"errors\",\"abandoned\",\"unsent\"";
+/// requests abandoned at the end, open-loop arrivals never sent, and the verdict (`server`,
+/// `client`, `neither`, `machine`, `unknown`; empty on a mix's command rows, judged in total).
+pub const CSV_ACCOUNT_COLUMNS: &str = ",\"errors\",\"abandoned\",\"unsent\",\"bottleneck\"";
 
 /// Writes a test's CSV row (after [`CSV_HEADER`]); a `"` in the title is doubled, so the row stays
 /// valid CSV (redis-benchmark leaves it as is). An open-loop step adds the
@@ -426,7 +496,8 @@ pub fn write_csv_row(
         }
     }
     let s = r.stats;
-    writeln!(out, ",\"{}\",\"{}\",\"{}\"", s.error_replies() + s.lost, s.abandoned, s.unsent)
+    let side = r.verdict.map_or("", |v| v.side.name());
+    writeln!(out, ",\"{}\",\"{}\",\"{}\",\"{side}\"", s.error_replies() + s.lost, s.abandoned, s.unsent)
 }
 
 /// Service-time p50 and p99 in milliseconds (0 without a service histogram).
@@ -537,7 +608,7 @@ pub fn write_sweep_table(rows: &[TestResult], out: &mut impl Write) -> io::Resul
     writeln!(out, "{}: sweep of {} steps", first.name, rows.len())?;
     writeln!(
         out,
-        "  {:>12} {:>7} {:>5} {:>7} {:>10} {:>12} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>10}",
+        "  {:>12} {:>7} {:>5} {:>7} {:>10} {:>12} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8} {:>7} {:>10}",
         "-d",
         "-c",
         "-P",
@@ -547,7 +618,7 @@ pub fn write_sweep_table(rows: &[TestResult], out: &mut impl Write) -> io::Resul
         "avg msec",
         "p50 msec",
         "p99 msec",
-        "p99.9",
+        "p99.9 msec",
         "MB/s out",
         "MB/s in",
         "cpu us",
@@ -562,11 +633,11 @@ pub fn write_sweep_table(rows: &[TestResult], out: &mut impl Write) -> io::Resul
         let mbps = |bytes: u64| if secs > 0.0 { bytes as f64 / secs / 1e6 } else { 0.0 };
         writeln!(
             out,
-            "  {:>12} {:>7} {:>5} {:>7} {:>10} {:>12.2} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>8.2} {:>8.2} {:>7.2} {:>10}",
+            "  {:>12} {:>7} {:>5} {:>7} {:>10} {:>12.2} {:>9.3} {:>9.3} {:>9.3} {:>10.3} {:>8.2} {:>8.2} {:>7.2} {:>10}",
             field("datasize").unwrap_or_default(),
             field("clients").unwrap_or_default(),
             field("pipeline").unwrap_or_default(),
-            field("threads").unwrap_or_default(),
+            threads_shown(field("threads")),
             e.target_rps.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
             finite(s.rps()),
             mean(h) / 1000.0,
@@ -581,6 +652,11 @@ pub fn write_sweep_table(rows: &[TestResult], out: &mut impl Write) -> io::Resul
     }
     write_spread(rows, out)?;
     writeln!(out)
+}
+
+/// A sweep table's `threads` cell: `-` for 0, redis-benchmark's "no --threads" (one loop).
+fn threads_shown(threads: Option<String>) -> String {
+    threads.filter(|t| t != "0").unwrap_or_else(|| "-".into())
 }
 
 /// `--repeat`: for each combination run more than once, the mean of its runs and their spread
@@ -609,15 +685,17 @@ fn write_spread(rows: &[TestResult], out: &mut impl Write) -> io::Result<()> {
         let (p99, p99_sd) = spread(&|e| ms(value_at_percentile(&e.stats.latency, 99.0)));
         let step = runs[0].step.as_ref();
         let field = |k: &str| step.and_then(|v| v.get(k));
+        // `--threads 0` is no option given (one loop): left out.
+        let threads =
+            field("threads").filter(|t| t != "0").map(|t| format!(" --threads {t}")).unwrap_or_default();
         writeln!(
             out,
-            "  mean of {} runs at -d {} -c {} -P {} --threads {}: {rps:.2} rps (± {rps_sd:.1}%), p50 {p50:.3} msec \
+            "  mean of {} runs at -d {} -c {} -P {}{threads}: {rps:.2} rps (± {rps_sd:.1}%), p50 {p50:.3} msec \
              (± {p50_sd:.1}%), p99 {p99:.3} msec (± {p99_sd:.1}%)",
             runs.len(),
             field("datasize").unwrap_or_default(),
             field("clients").unwrap_or_default(),
             field("pipeline").unwrap_or_default(),
-            field("threads").unwrap_or_default(),
         )?;
     }
     Ok(())
@@ -628,7 +706,7 @@ pub fn write_rate_table(steps: &[TestResult], poisson: bool, out: &mut impl Writ
     writeln!(out, "{}: open loop, {} arrivals", first.name, arrivals(poisson))?;
     writeln!(
         out,
-        "  {:>12} {:>12} {:>9} {:>9} {:>10} {:>11} {:>11} {:>8}",
+        "  {:>12} {:>12} {:>9} {:>9} {:>10} {:>11} {:>11} {:>8} {:>10}",
         "target rps",
         "achieved",
         "p50 msec",
@@ -636,14 +714,15 @@ pub fn write_rate_table(steps: &[TestResult], poisson: bool, out: &mut impl Writ
         "p99.9 msec",
         "service p50",
         "service p99",
-        "errors"
+        "errors",
+        "bottleneck"
     )?;
     for e in steps.iter().filter(|e| e.target_rps.is_some()) {
         let h = &e.stats.latency;
         let (s50, s99) = service(&e.stats);
         writeln!(
             out,
-            "  {:>12} {:>12.2} {:>9.3} {:>9.3} {:>10.3} {:>11.3} {:>11.3} {:>8}",
+            "  {:>12} {:>12.2} {:>9.3} {:>9.3} {:>10.3} {:>11.3} {:>11.3} {:>8} {:>10}",
             e.target_rps.unwrap_or(0),
             finite(e.stats.rps()),
             ms(value_at_percentile(h, 50.0)),
@@ -651,7 +730,8 @@ pub fn write_rate_table(steps: &[TestResult], poisson: bool, out: &mut impl Writ
             ms(value_at_percentile(h, 99.9)),
             s50,
             s99,
-            e.stats.errors.total()
+            e.stats.errors.total(),
+            e.verdict.as_ref().map_or("", |v| v.side.name()),
         )?;
     }
     writeln!(out)
@@ -693,21 +773,71 @@ pub fn write_series(stats: &Stats, out: &mut impl Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The progress line (terminal only), ending in `\r` so the next one overwrites it.
-pub fn progress_line(
-    title: &str,
-    rps_now: f64,
-    rps_overall: f64,
-    avg_ms_now: f64,
-    avg_ms_overall: f64,
-) -> String {
+/// What the progress line shows of a running test.
+#[derive(Clone, Copy, Debug)]
+pub struct Progressed<'a> {
+    /// The test (and step) running.
+    pub title: &'a str,
+    /// Seconds since it began.
+    pub elapsed_s: f64,
+    /// What it runs to.
+    pub goal: respbench_session::observer::Goal,
+    /// Requests completed so far.
+    pub completed: u64,
+    /// Requests per second since the line was last drawn, and since the test began.
+    pub rps_now: f64,
+    /// Requests per second since the test began.
+    pub rps_overall: f64,
+    /// The p99 of every request so far, in milliseconds.
+    pub p99_ms: Option<f64>,
+}
+
+/// The progress line (a terminal's stderr only), ending in `\r` so the next one overwrites it,
+/// as memtier_benchmark's `[RUN #1 9%, 1 secs]`: `[GET: 41%, 1.2 s, 1.7 s left] 34123 rps (now
+/// 35010), p99 1.234 msec, 41000 of 100000 requests` (the share done, the time elapsed and left). The share is of `-n` or of
+/// `--duration`; the time left is the duration's rest, or, for `-n`, the rest at the rate so
+/// far (after the duration's end, the requests still in flight drain).
+pub fn progress_line(p: &Progressed) -> String {
+    use respbench_session::observer::Goal;
+    let (share, left, of) = match p.goal {
+        Goal::Requests(n) => {
+            let share = if n == 0 { 1.0 } else { (p.completed as f64 / n as f64).min(1.0) };
+            let left = (p.rps_overall > 0.0).then(|| n.saturating_sub(p.completed) as f64 / p.rps_overall);
+            (share, left, format!("{} of {n} requests", p.completed))
+        }
+        Goal::Duration(d) => {
+            let d = d.as_secs_f64();
+            let share = if d > 0.0 { (p.elapsed_s / d).min(1.0) } else { 1.0 };
+            (share, Some((d - p.elapsed_s).max(0.0)), format!("{} requests of {d:.1} s", p.completed))
+        }
+    };
+    let left = match left {
+        Some(l) if share >= 1.0 && matches!(p.goal, Goal::Duration(_)) && l == 0.0 => "draining".to_string(),
+        Some(l) => format!("{:.1} s left", finite(l)),
+        None => "? s left".to_string(),
+    };
+    let p99 = p.p99_ms.map_or("-".to_string(), |v| format!("{:.3}", finite(v)));
     format!(
-        "{title}: rps={:.1} (overall: {:.1}) avg_msec={:.3} (overall: {:.3})\r",
-        finite(rps_now),
-        finite(rps_overall),
-        finite(avg_ms_now),
-        finite(avg_ms_overall)
+        "[{}: {:.0}%, {:.1} s, {left}] {:.0} rps (now {:.0}), p99 {p99} msec, {of}\r",
+        p.title,
+        finite(share * 100.0).floor(),
+        finite(p.elapsed_s),
+        finite(p.rps_overall),
+        finite(p.rps_now),
     )
+}
+
+/// `line` (a progress line ending in `\r`) cut to fit `columns` (a terminal's width; one column
+/// is kept free, where a terminal would wrap), `…` marking the cut.
+pub fn fit_progress(line: &str, columns: Option<usize>) -> String {
+    let text = line.strip_suffix('\r').unwrap_or(line);
+    match columns {
+        Some(c) if c > 1 && text.chars().count() > c - 1 => {
+            let kept: String = text.chars().take(c.saturating_sub(2)).collect();
+            format!("{kept}…\r")
+        }
+        _ => line.to_string(),
+    }
 }
 
 /// Spaces over the last `width` bytes of progress, then `\r`: what redis-benchmark prints before
@@ -892,7 +1022,7 @@ Summary:
         let values = (0..5000u64).map(|i| 50 + (i * i * 7919) % 900).chain((0..60).map(|i| 1500 + i * 650));
         let s = stats(values);
         let total = s.requests;
-        let text = verbose(&report("SET", &s));
+        let text = verbose(&report("GET", &s));
         for header in ["Latency by percentile distribution:", "Cumulative distribution of latencies:"] {
             let lines: Vec<_> = section(&text, header).into_iter().map(parse).collect();
             assert!(lines.len() > 3, "{header}");
@@ -986,9 +1116,142 @@ Summary:
         write_csv_row(&report("MSET (10 keys) \"x\"", &s), None, None, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "\"MSET (10 keys) \"\"x\"\"\",\"1000.00\",\"0.500\",\"0.001\",\"0.500\",\"0.950\",\"0.990\",\"1.000\",\"0\",\"0\",\"0\"\n"
+            "\"MSET (10 keys) \"\"x\"\"\",\"1000.00\",\"0.500\",\"0.001\",\"0.500\",\"0.950\",\"0.990\",\"1.000\",\"0\",\"0\",\"0\",\"\"\n"
         );
         assert_eq!(CSV_HEADER.split(',').count(), 8);
+    }
+
+    fn verdict(side: Side) -> Verdict {
+        Verdict { side, text: String::new(), machine: None, client_wait: None }
+    }
+
+    #[test]
+    fn quiet_and_csv_carry_a_verdict_that_is_not_the_server() {
+        let s = stats(1..=1000);
+        let line = |side: Option<Side>, partial: Option<&str>| {
+            let v = side.map(verdict);
+            let mut r = report("GET", &s);
+            r.verdict = v.as_ref();
+            let mut out = Vec::new();
+            write_quiet_marked(&r, partial, &mut out).unwrap();
+            let mut csv = Vec::new();
+            write_csv_row(&r, None, None, &mut csv).unwrap();
+            (String::from_utf8(out).unwrap(), String::from_utf8(csv).unwrap())
+        };
+        // The server limited it: redis-benchmark's line exactly; CSV names it.
+        let (q, c) = line(Some(Side::Server), None);
+        assert_eq!(q, "GET: 1000.00 requests per second, p50=0.500 msec\n");
+        assert!(c.ends_with(",\"0\",\"0\",\"0\",\"server\"\n"), "{c}");
+        let (q, c) = line(Some(Side::Machine), None);
+        assert_eq!(q, "GET: 1000.00 requests per second, p50=0.500 msec, bottleneck: machine\n");
+        assert!(c.ends_with(",\"machine\"\n"), "{c}");
+        let (q, _) = line(Some(Side::Client), Some("interrupted after 1000 of 100000 requests"));
+        assert_eq!(
+            q,
+            "GET: 1000.00 requests per second, p50=0.500 msec, bottleneck: client, partial: interrupted after \
+             1000 of 100000 requests\n"
+        );
+        assert_eq!(CSV_ACCOUNT_COLUMNS, ",\"errors\",\"abandoned\",\"unsent\",\"bottleneck\"");
+    }
+
+    #[test]
+    fn side_by_side_csv_keeps_the_peers_columns_and_ends_with_verdict_and_backend() {
+        let e = TestResult {
+            name: "GET".into(),
+            command: String::new(),
+            backend: Some("smol".into()),
+            cpu: None,
+            target_rps: None,
+            server_cpu: None,
+            verdict: Some(verdict(Side::Neither)),
+            step: None,
+            stats: stats(1..=1000),
+            nodes: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let mut out = Vec::new();
+        write_compare_header(true, &["smol"], 3, &mut out).unwrap();
+        write_compare_row(true, &[&e], 3, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with(CSV_HEADER), "{text}");
+        assert!(lines[0].ends_with(",\"cpu_us_per_request\",\"cpu_core_share\",\"bottleneck\",\"backend\""));
+        assert!(lines[1].starts_with("\"GET\",\"1000.00\",\"0.500\","), "{text}");
+        assert!(lines[1].ends_with(",\"neither\",\"smol\""), "{text}");
+        assert_eq!(lines[0].split(',').count(), lines[1].split(',').count());
+    }
+
+    #[test]
+    fn hits_are_said_for_reads_only() {
+        let s = stats(1..=10);
+        for (title, shown) in
+            [("GET", true), ("LRANGE_100 (first 100 elements)", true), ("SET", false), ("PING_MBULK", false)]
+        {
+            assert_eq!(verbose(&report(title, &s)).contains("  hits: "), shown, "{title}");
+        }
+        assert!(
+            reads("hget h f") && reads("GET (-d 16)") && !reads("script load x") && !reads("MSET (10 keys)")
+        );
+        // A write that replied nil (SET NX on a key that exists) is said.
+        let mut s = stats(1..=10);
+        s.nils = 4;
+        assert!(verbose(&report("SET", &s)).contains("  hits: 60.0% (4 nil replies"));
+    }
+
+    #[test]
+    fn an_open_loop_distribution_stays_a_few_dozen_lines() {
+        // Corrected latencies from 100 µs to 3 s (a backlog): 1 ms rows would be thousands.
+        let mut s = Stats::new(Time::ZERO, 3, true).unwrap();
+        for i in 0..30_000u64 {
+            s.record((100 + i * 100) * 1000, 100_000, Time::from_micros(1_000_000));
+        }
+        let text = verbose(&report("GET", &s));
+        let header = text.lines().find(|l| l.starts_with("Cumulative distribution of latencies")).unwrap();
+        assert!(header.contains("a row where the latency has doubled or 5% more"), "{header}");
+        let rows: Vec<_> = section(&text, header).into_iter().map(parse).collect();
+        assert!(rows.len() <= OPEN_LOOP_FINE_ROWS + 20 + 12, "{} rows", rows.len());
+        assert_eq!(rows.last().map(|r| (r.0, r.2)), Some((100.0, 30_000)));
+        for w in rows.windows(2) {
+            assert!(w[0].1 < w[1].1 && w[0].2 < w[1].2, "{w:?}");
+        }
+        for w in rows[OPEN_LOOP_FINE_ROWS..rows.len() - 1].windows(2) {
+            assert!(w[1].1 >= 2.0 * w[0].1 * 0.999 || w[1].2 - w[0].2 >= 30_000 / 20, "{w:?}");
+        }
+        // A closed loop keeps redis-benchmark's rows, however many.
+        let mut c = stats([]);
+        for i in 0..3000u64 {
+            c.record((100 + i * 1000) * 1000, 0, Time::from_micros(1_000_000));
+        }
+        let text = verbose(&report("GET", &c));
+        assert!(section(&text, "Cumulative distribution of latencies:").len() > 1000);
+    }
+
+    #[test]
+    fn sweep_table_units_and_no_threads_zero() {
+        let mut rows = Vec::new();
+        for run in 0..2 {
+            rows.push(TestResult {
+                name: "GET".into(),
+                command: String::new(),
+                backend: None,
+                cpu: None,
+                target_rps: None,
+                server_cpu: None,
+                verdict: None,
+                step: Some(StepValues { datasize: "3".into(), clients: 50, pipeline: 1, threads: 0, run }),
+                stats: stats(1..=100),
+                nodes: Vec::new(),
+                warnings: Vec::new(),
+            });
+        }
+        let mut out = Vec::new();
+        write_sweep_table(&rows, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains(" p99 msec p99.9 msec "), "{text}");
+        assert!(text.contains("mean of 2 runs at -d 3 -c 50 -P 1: "), "{text}");
+        assert!(!text.contains("threads 0"), "{text}");
+        let row = text.lines().nth(2).unwrap();
+        assert_eq!(row.split_whitespace().nth(3), Some("-"), "{text}");
     }
 
     #[test]
@@ -1000,7 +1263,7 @@ Summary:
         write_csv_row(&report("X", &s), None, None, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "\"X\",\"3.00\",\"3.033\",\"2.048\",\"2.049\",\"5.003\",\"5.003\",\"5.003\",\"0\",\"0\",\"0\"\n"
+            "\"X\",\"3.00\",\"3.033\",\"2.048\",\"2.049\",\"5.003\",\"5.003\",\"5.003\",\"0\",\"0\",\"0\",\"\"\n"
         );
     }
 
@@ -1022,7 +1285,7 @@ Summary:
         write_csv_row(&r, None, None, &mut out).unwrap();
         assert_eq!(
             out,
-            b"\"GET\",\"0.00\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0\",\"0\",\"0\"\n"
+            b"\"GET\",\"0.00\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0\",\"0\",\"0\",\"\"\n"
         );
     }
 
@@ -1061,7 +1324,7 @@ Summary:
         );
         let mut out = Vec::new();
         write_csv_row(&r, None, None, &mut out).unwrap();
-        assert!(String::from_utf8(out).unwrap().ends_with(",\"0\",\"8\",\"1492\"\n"));
+        assert!(String::from_utf8(out).unwrap().ends_with(",\"0\",\"8\",\"1492\",\"\"\n"));
     }
 
     /// Three nodes, a replica among them that served nothing: one second long.
@@ -1121,11 +1384,36 @@ Summary:
 
     #[test]
     fn progress_line_format() {
+        use respbench_session::observer::Goal;
+        let mut p = Progressed {
+            title: "SET (-d 128)",
+            elapsed_s: 1.25,
+            goal: Goal::Requests(100_000),
+            completed: 41_000,
+            rps_now: 35_010.4,
+            rps_overall: 32_800.0,
+            p99_ms: Some(1.2345),
+        };
+        // 59000 requests left at 32800 rps: 1.8 s.
         assert_eq!(
-            progress_line("SET", 41234.56, 40000.0, 1.2345, f64::NAN),
-            "SET: rps=41234.6 (overall: 40000.0) avg_msec=1.234 (overall: 0.000)\r"
+            progress_line(&p),
+            "[SET (-d 128): 41%, 1.2 s, 1.8 s left] 32800 rps (now 35010), p99 1.234 msec, 41000 of 100000 \
+             requests\r"
         );
+        p.goal = Goal::Duration(std::time::Duration::from_secs(10));
+        p.p99_ms = None;
+        p.rps_overall = f64::NAN;
+        assert_eq!(
+            progress_line(&p),
+            "[SET (-d 128): 12%, 1.2 s, 8.8 s left] 0 rps (now 35010), p99 - msec, 41000 requests of 10.0 s\r"
+        );
+        p.elapsed_s = 10.4;
+        assert!(progress_line(&p).starts_with("[SET (-d 128): 100%, 10.4 s, draining] "));
         assert_eq!(clear_progress(3), "   \r");
+        // Cut to a terminal's width, one column free.
+        assert_eq!(fit_progress("[GET: 5%] 10 rps\r", Some(10)), "[GET: 5%…\r");
+        assert_eq!(fit_progress("[GET: 5%] 10 rps\r", Some(80)), "[GET: 5%] 10 rps\r");
+        assert_eq!(fit_progress("[GET: 5%] 10 rps\r", None), "[GET: 5%] 10 rps\r");
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //! and the live figures the loops share while it runs ([`Progress`]). Threads and locks live
 //! here, in the driver, not in the core.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use hdrhistogram::Histogram;
 use respbench_core::series::Collector;
 use respbench_core::{Endpoint, Plan, Stats, Time};
 
@@ -25,6 +26,13 @@ pub struct Progress {
     /// loop has moved past it (what `--live` prints while the test runs, and the test's
     /// [`Stats::series`] at its end).
     pub series: Mutex<Collector>,
+    /// Whether the loops keep a copy of their latency histograms here when they publish (a
+    /// progress line shows the p99 so far): set before they start; off, publishing costs
+    /// nothing more.
+    pub keep_latency: AtomicBool,
+    /// Each loop's latency histogram as it last published it, by loop (the progress line's
+    /// percentiles so far: [`Progress::latency_percentile`]).
+    latency: Mutex<Vec<Option<Histogram<u64>>>>,
 }
 
 impl Progress {
@@ -51,9 +59,43 @@ impl Progress {
             .fetch_add(sum.saturating_sub(published.latency_sum_micros), Ordering::Relaxed);
         published.requests = requests;
         published.latency_sum_micros = sum;
+        if self.keep_latency.load(Ordering::Relaxed) {
+            let mut parts = self.latency.lock().unwrap_or_else(|e| e.into_inner());
+            if parts.len() <= part {
+                parts.resize(part + 1, None);
+            }
+            // A copy of the loop's histogram, kept in place (no allocation after the first).
+            match &mut parts[part] {
+                Some(h) => {
+                    h.reset();
+                    // Same bounds and precision: the add cannot fail.
+                    let _ = h.add(&stats.latency);
+                }
+                slot => *slot = Some(stats.latency.clone()),
+            }
+        }
         if stats.keep_series {
             self.collector().publish(part, stats, now);
         }
+    }
+}
+
+impl Progress {
+    /// The latency at `percentile` (0 to 100) of every request completed so far, all loops
+    /// together, in microseconds; `None` before the first. Merges the loops' histograms: for a
+    /// reader a few times a second, not per request.
+    pub fn latency_percentile(&self, percentile: f64) -> Option<u64> {
+        let parts = self.latency.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all: Option<Histogram<u64>> = None;
+        for h in parts.iter().flatten() {
+            match &mut all {
+                Some(a) => {
+                    let _ = a.add(h);
+                }
+                None => all = Some(h.clone()),
+            }
+        }
+        all.filter(|h| !h.is_empty()).map(|h| h.value_at_percentile(percentile))
     }
 }
 
@@ -100,5 +142,42 @@ impl TestRun {
     /// How many connections the test opens: one per client and node.
     pub fn connections(&self) -> usize {
         self.clients * self.plan.nodes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stats of `count` requests of `micros` each.
+    fn stats(count: u64, micros: u64) -> Stats {
+        let mut s = Stats::new(Time::ZERO, 3, false).unwrap();
+        for _ in 0..count {
+            s.record(micros * 1000, 0, Time::from_micros(1000));
+        }
+        s
+    }
+
+    #[test]
+    fn the_p99_so_far_merges_every_loops_latest_histogram() {
+        let p = Progress::default();
+        let (mut a, mut b) = (stats(98, 100), stats(2, 5000));
+        let (mut pa, mut pb) = (Published::default(), Published::default());
+        // Not kept unless a progress line shows it.
+        p.publish(0, &mut a, None, &mut pa);
+        assert_eq!(p.latency_percentile(99.0), None);
+        p.keep_latency.store(true, Ordering::Relaxed);
+        p.publish(0, &mut a, None, &mut pa);
+        assert_eq!(p.latency_percentile(99.0), Some(100));
+        // Loop 1's two slow requests are the top 2%: the p99 is theirs.
+        p.publish(1, &mut b, None, &mut pb);
+        assert_eq!(p.latency_percentile(99.0), Some(b.latency.highest_equivalent(5000)));
+        // A loop's later publication replaces its earlier one (its histogram is cumulative).
+        for _ in 0..9900 {
+            a.record(100_000, 0, Time::from_micros(2000));
+        }
+        p.publish(0, &mut a, None, &mut pa);
+        assert_eq!(p.latency_percentile(99.0), Some(100));
+        assert_eq!(p.completed.load(Ordering::Relaxed), 10_000);
     }
 }

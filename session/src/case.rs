@@ -270,14 +270,78 @@ fn tests(
     let selection = match &cfg.tests {
         Some(list) => Selection::parse(list).map_err(|unknown| {
             Error::Tests(format!(
-                "invalid value '{list}' for -t: unknown test {}; the tests are: {}",
+                "invalid value '{list}' for -t: unknown test {}; the tests are: {}{}",
                 unknown.join(", "),
-                respbench_core::suite::TEST_NAMES.join(",")
+                respbench_core::suite::TEST_NAMES.join(","),
+                unknown_tests_hint(&unknown)
             ))
         })?,
         None => Selection::all(),
     };
     Ok(suite(cfg, &selection))
+}
+
+/// What to say after `-t`'s unknown names: the test each was likely meant to be (`gte` is `get`,
+/// `lrange100` is `lrange_100`), or, for a name no test is near (`hget`, `del`), how to benchmark
+/// a command of one's own.
+fn unknown_tests_hint(unknown: &[String]) -> String {
+    let tests = respbench_core::suite::TEST_NAMES;
+    let mut meant = Vec::new();
+    let mut others = Vec::new();
+    for name in unknown {
+        let folded = name.replace('-', "_");
+        // A command respbench knows (HGET, DEL) is one to give after the options, not a typo.
+        let command = respbench_core::cluster::Route::builtin(name.as_bytes(), 2).is_some();
+        let within = if folded.len() < 5 { 1 } else { 2 };
+        match nearest(&folded, tests, within).filter(|_| !command) {
+            Some(t) => meant.push(format!("{t} for {name}")),
+            None => others.push(name.as_str()),
+        }
+    }
+    let mut hint = String::new();
+    if !meant.is_empty() {
+        hint.push_str(&format!("\ndid you mean {}?", meant.join(", ")));
+    }
+    if !others.is_empty() {
+        let known = |n: &&&str| respbench_core::cluster::Route::builtin(n.as_bytes(), 2).is_some();
+        let example = others.iter().find(known).map_or("GET".to_string(), |n| n.to_ascii_uppercase());
+        hint.push_str(&format!(
+            "\n{} {}: to benchmark a command, give it after the options (respbench -n 100000 {example} \
+             key:__rand_int__)",
+            others.join(", "),
+            if others.len() == 1 { "is not a test of the suite" } else { "are not tests of the suite" },
+        ));
+    }
+    hint
+}
+
+/// The candidate nearest to `word` by edit distance (Levenshtein), if it is at most `within`
+/// edits away (and closer than the word is long).
+pub fn nearest<'a>(word: &str, candidates: &[&'a str], within: usize) -> Option<&'a str> {
+    // Optimal string alignment: an insertion, deletion, substitution or swap of two
+    // neighbours is one edit (`gte` is one from `get`).
+    let distance = |a: &str, b: &str| {
+        let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+        let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+        for (i, row) in d.iter_mut().enumerate() {
+            row[0] = i;
+        }
+        for (j, cell) in d[0].iter_mut().enumerate() {
+            *cell = j;
+        }
+        for i in 1..=a.len() {
+            for j in 1..=b.len() {
+                let cost = usize::from(a[i - 1] != b[j - 1]);
+                d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                    d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+                }
+            }
+        }
+        d[a.len()][b.len()]
+    };
+    let (best, d) = candidates.iter().map(|c| (*c, distance(word, c))).min_by_key(|(_, d)| *d)?;
+    (d <= within && d < word.chars().count()).then_some(best)
 }
 
 /// The default suite restricted to `selection`; in cluster mode MSET's keys share a hash tag.

@@ -11,7 +11,7 @@ use respbench_driver::Tls;
 use crate::case::{cases, preload_case, Case, PRELOAD_PIPELINE};
 use crate::config::StartAt;
 use crate::config::{Config, OpenLoopConfig, Replicas, Step};
-use crate::observer::{BackendRun, Observer, StepDone, StopHandle};
+use crate::observer::{BackendRun, Observer, Retitled, StepDone, StopHandle};
 use crate::result::{StepValues, TestResult, Warning, WarningKind};
 use crate::routing::Multi;
 use crate::run::{run_test, Against};
@@ -418,6 +418,13 @@ impl Session {
             }
             let before = self.probe.read();
             let against = Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref() };
+            // The progress line names the step too: `GET (-d 128 -c 100) @ 2000 rps`.
+            let shown = match self.step.as_ref().map(|st| self.base.sweep.label(st)).filter(|l| !l.is_empty())
+            {
+                Some(label) => format!("{} ({label}){}", case.spec.title, &tag[case.spec.title.len()..]),
+                None => tag.clone(),
+            };
+            let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &case.spec.title };
             let (outcome, cpu, (machine, waited), nodes) = run_test(
                 &cfg,
                 against,
@@ -427,7 +434,7 @@ impl Session {
                 rate,
                 self.epoch,
                 Some(&tag),
-                obs,
+                &mut titled,
                 &self.stop,
             )?;
             let server_cpu = self.probe.since(before);
@@ -583,6 +590,8 @@ impl Session {
         fill_cfg.open = OpenLoopConfig::default();
         let began = Instant::now();
         let against = Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref() };
+        let shown = format!("--preload {}", fill.spec.title);
+        let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &fill.spec.title };
         let (outcome, _, _, _) = run_test(
             &fill_cfg,
             against,
@@ -592,7 +601,7 @@ impl Session {
             None,
             self.epoch,
             None,
-            obs,
+            &mut titled,
             &self.stop,
         )?;
         let s = &outcome.stats;
@@ -607,8 +616,9 @@ impl Session {
             ));
         }
         obs.message(&format!(
-            "preloaded {} keys ({}, {} in flight per connection) in {:.2} s, not measured",
+            "preloaded {} key{} ({}, {} in flight per connection) in {:.2} s, not measured",
             s.requests,
+            if s.requests == 1 { "" } else { "s" },
             fill.spec.title,
             fill_cfg.pipeline,
             began.elapsed().as_secs_f64()
@@ -654,20 +664,34 @@ fn findings(cfg: &Config, total: &TestResult, preloadable: bool) -> Vec<Warning>
         let achieved = total.stats.rps();
         if total.stats.requests > 0 && achieved < 0.95 * target as f64 {
             let window = cfg.clients as u64 * u64::from(cfg.pipeline);
+            let in_flight =
+                format!("at most {window} requests in flight (-c {} × -P {})", cfg.clients, cfg.pipeline);
+            // The cause the verdict measured: more in flight helps only when neither side was
+            // saturated.
+            let cause = match total.verdict.as_ref().map(|v| v.side) {
+                Some(verdict::Side::Server) => format!(
+                    "the server was saturated (bottleneck: server), so more connections would not help ({in_flight})"
+                ),
+                Some(verdict::Side::Client) => format!(
+                    "the client was saturated (bottleneck: client): more --threads, or another client machine, \
+                     may help ({in_flight})"
+                ),
+                Some(verdict::Side::Machine) => format!(
+                    "the processes on this machine competed for its CPUs (bottleneck: machine): a client on \
+                     another machine may help, more connections would not ({in_flight})"
+                ),
+                Some(verdict::Side::Neither) => format!(
+                    "neither side was saturated (bottleneck: neither), so the window limited it: {in_flight}; \
+                     more connections or a deeper pipeline may help"
+                ),
+                Some(verdict::Side::Unknown) | None => format!(
+                    "{in_flight}; more connections or a deeper pipeline may help{}",
+                    if total.cpu.is_some_and(|c| c.saturated()) { ", and the client is saturated" } else { "" }
+                ),
+            };
             out.push(Warning {
                 kind: WarningKind::RateNotMet,
-                text: format!(
-                    "{name}: target {target} rps not met, achieved {achieved:.0} rps: at most {window} \
-                     requests can be in flight (-c {} × -P {}); more connections or a deeper pipeline may \
-                     help{}",
-                    cfg.clients,
-                    cfg.pipeline,
-                    if total.cpu.is_some_and(|c| c.saturated()) {
-                        ", and the client is saturated"
-                    } else {
-                        ""
-                    }
-                ),
+                text: format!("{name}: target {target} rps not met, achieved {achieved:.0} rps: {cause}"),
                 figures: vec![
                     ("target_rps", target as f64),
                     ("achieved_rps", achieved),

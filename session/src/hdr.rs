@@ -73,6 +73,36 @@ pub fn write_steps(steps: &[Step], total: u64, out: &mut impl Write) -> io::Resu
     Ok(())
 }
 
+/// `steps` as [`write_steps`] shows them (each count change, and the total), bounded: the first
+/// `fine` rows as they are, then only a row whose value is at least twice the last row kept's,
+/// or that counts 5% of the total more, and the last row (at most about `fine` + 20 + the
+/// doublings). For distributions that span a wide range (open-loop latencies that queued for
+/// seconds), where redis-benchmark's 1 ms steps would make thousands of lines; each row kept
+/// is still exact. The value above which rows are coarser, when any were left out.
+pub fn bounded(steps: &[Step], total: u64, fine: usize) -> (Vec<Step>, Option<u64>) {
+    let mut shown: Vec<Step> = Vec::new();
+    for s in steps {
+        if shown.last().map(|p| p.cumulative) != Some(s.cumulative) || s.cumulative == total {
+            shown.push(*s);
+        }
+    }
+    if shown.len() <= fine {
+        return (shown, None);
+    }
+    let from = shown[fine - 1].value;
+    let last = shown[shown.len() - 1];
+    let mut kept: Vec<Step> = shown[..fine].to_vec();
+    for s in &shown[fine..shown.len() - 1] {
+        let last_kept = kept[kept.len() - 1];
+        if s.value >= last_kept.value.saturating_mul(2) || (s.cumulative - last_kept.cumulative) * 20 >= total
+        {
+            kept.push(*s);
+        }
+    }
+    kept.push(last);
+    (kept, Some(from))
+}
+
 /// The state of C's `struct hdr_iter`: a position among the histogram's buckets and the count
 /// so far.
 struct Cursor<'a> {

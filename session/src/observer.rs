@@ -48,6 +48,19 @@ pub struct Tick<'a> {
     pub completed: u64,
     /// Their latencies summed, in microseconds.
     pub latency_sum_micros: u64,
+    /// Their p99 so far in microseconds (refreshed a few times a second), once any completed.
+    pub p99_micros: Option<u64>,
+    /// What the test runs to: `-n` (requests), or `--duration`.
+    pub goal: Goal,
+}
+
+/// What a running test ends at, for its share done and time left.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Goal {
+    /// This many requests (`-n`; `--preload`'s keys).
+    Requests(u64),
+    /// This long (`--duration`, `--warmup`).
+    Duration(std::time::Duration),
 }
 
 /// What one backend reported for one step: its results, and its connection failures.
@@ -89,6 +102,12 @@ pub trait Observer {
 
     /// While a test runs: its live figures.
     fn progress(&mut self, _tick: &Tick<'_>) {}
+
+    /// Whether [`Observer::progress`] shows the ticks (a terminal): only then do the loops keep
+    /// what the p99 so far needs.
+    fn shows_progress(&self) -> bool {
+        false
+    }
 
     /// The test's loops have ended (the progress line goes).
     fn progress_end(&mut self) {}
@@ -152,4 +171,120 @@ pub trait Observer {
 
     /// `-I`: every connection is up; what they cost the server.
     fn idle_footprint(&mut self, _text: &str) {}
+}
+
+/// An observer whose progress lines carry another title (a sweep's step, a rate, a backend,
+/// `--preload`, the warm-up); everything else goes to `obs` as it is (every method forwarded:
+/// a new one of [`Observer`] must be added here too).
+pub(crate) struct Retitled<'a> {
+    /// Where everything goes.
+    pub obs: &'a mut dyn Observer,
+    /// The progress line's title, in place of `base`.
+    pub title: &'a str,
+    /// The test's own title: what a tick's title says after it (` (warmup)`, from an inner
+    /// `Retitled`) is kept after `title`.
+    pub base: &'a str,
+}
+
+impl Observer for Retitled<'_> {
+    fn message(&mut self, line: &str) {
+        self.obs.message(line);
+    }
+    fn error(&mut self, line: &str) {
+        self.obs.error(line);
+    }
+    fn nodes(&mut self, multi: &Multi) {
+        self.obs.nodes(multi);
+    }
+    fn progress(&mut self, tick: &Tick<'_>) {
+        let title = match tick.title.strip_prefix(self.base) {
+            Some(rest) if !rest.is_empty() => format!("{}{rest}", self.title),
+            _ => self.title.to_string(),
+        };
+        self.obs.progress(&Tick { title: &title, ..*tick });
+    }
+    fn shows_progress(&self) -> bool {
+        self.obs.shows_progress()
+    }
+    fn progress_end(&mut self) {
+        self.obs.progress_end();
+    }
+    fn second(&mut self, title: &str, n: usize, second: &Second) {
+        self.obs.second(title, n, second);
+    }
+    fn keeps_intervals(&self) -> bool {
+        self.obs.keeps_intervals()
+    }
+    fn intervals(&mut self, tag: &str, ended: &[(Time, Interval)], end: Option<Time>) -> Result<(), Error> {
+        self.obs.intervals(tag, ended, end)
+    }
+    fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
+        self.obs.step_done(s)
+    }
+    fn rates_done(&mut self, cfg: &Config, steps: &[TestResult]) -> Result<(), Error> {
+        self.obs.rates_done(cfg, steps)
+    }
+    fn sweep_done(&mut self, rows: &[TestResult]) -> Result<(), Error> {
+        self.obs.sweep_done(rows)
+    }
+    fn capacity_probe(&mut self, test: &str, probe: &TestResult) {
+        self.obs.capacity_probe(test, probe);
+    }
+    fn capacity_step(
+        &mut self,
+        test: &str,
+        n: usize,
+        most: u32,
+        step: &crate::capacity::StepRecord,
+        result: &TestResult,
+    ) {
+        self.obs.capacity_step(test, n, most, step, result);
+    }
+    fn capacity_done(&mut self, found: &crate::capacity::Found) -> Result<(), Error> {
+        self.obs.capacity_done(found)
+    }
+    fn idle_clients(&mut self, live: u64) {
+        self.obs.idle_clients(live);
+    }
+    fn idle_footprint(&mut self, text: &str) {
+        self.obs.idle_footprint(text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keeps the progress titles it hears.
+    #[derive(Default)]
+    struct Titles(Vec<String>);
+
+    impl Observer for Titles {
+        fn message(&mut self, _: &str) {}
+        fn error(&mut self, _: &str) {}
+        fn progress(&mut self, tick: &Tick<'_>) {
+            self.0.push(tick.title.to_string());
+        }
+    }
+
+    #[test]
+    fn retitled_observers_nest() {
+        let tick = Tick {
+            title: "GET",
+            started: Instant::now(),
+            completed: 0,
+            latency_sum_micros: 0,
+            p99_micros: None,
+            goal: Goal::Requests(10),
+        };
+        let mut seen = Titles::default();
+        {
+            // A step's title around the warm-up's: both said.
+            let mut step = Retitled { obs: &mut seen, title: "GET (-d 16) @ 500 rps", base: "GET" };
+            step.progress(&tick);
+            let mut warm = Retitled { obs: &mut step, title: "GET (warmup)", base: "GET" };
+            warm.progress(&tick);
+        }
+        assert_eq!(seen.0, ["GET (-d 16) @ 500 rps", "GET (-d 16) @ 500 rps (warmup)"]);
+    }
 }

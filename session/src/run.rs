@@ -16,7 +16,7 @@ use crate::backend::run_backend;
 use crate::case::Case;
 use crate::config::{Backend, Config};
 use crate::cpu::ClientCpu;
-use crate::observer::{Observer, StopHandle, Tick};
+use crate::observer::{Goal, Observer, Retitled, StopHandle, Tick};
 use crate::result::NodeInfo;
 use crate::routing::Multi;
 use crate::{server, Error};
@@ -35,6 +35,8 @@ pub(crate) type Contention = (Option<f64>, Option<f64>);
 /// How often the loops' run delay is read while a test runs: the last reading before the end
 /// stands for the test (their threads end with it, and their counts with them).
 const WAIT_READ_EVERY: Duration = Duration::from_millis(100);
+/// How often the progress line's p99 so far is read (the loops' histograms merged).
+const P99_READ_EVERY: Duration = Duration::from_millis(250);
 
 /// What a test runs against, made or found before the first: the TLS settings and, over
 /// several nodes, the nodes and routes.
@@ -127,7 +129,10 @@ pub(crate) fn run_test(
         warm.open.duration = Some(cfg.open.warmup);
         warm.open.live = false;
         warm.open.show_series = false;
-        let warmed = run_test(&warm, against, backend, case, test_no, rate, epoch, None, obs, stop)?;
+        // Its progress line says it is the warm-up.
+        let title = format!("{} (warmup)", case.spec.title);
+        let mut warming = Retitled { obs: &mut *obs, title: &title, base: &case.spec.title };
+        let warmed = run_test(&warm, against, backend, case, test_no, rate, epoch, None, &mut warming, stop)?;
         if !warmed.0.failures.is_empty() || stop.requested() {
             return Ok(warmed);
         }
@@ -149,6 +154,8 @@ pub(crate) fn run_test(
         mptcp: cfg.mptcp,
         progress: Arc::new(Progress::default()),
     };
+    // The p99 so far, for a progress line that shows it.
+    run.progress.keep_latency.store(obs.shows_progress(), Ordering::Relaxed);
     let hlog = hlog.filter(|_| obs.keeps_intervals());
     if hlog.is_some() {
         run.progress.collector().keep_ended();
@@ -166,6 +173,11 @@ pub(crate) fn run_test(
     };
     let mut live_told = 0usize;
     let started = Instant::now();
+    let goal = match cfg.open.duration {
+        Some(d) => Goal::Duration(d),
+        None => Goal::Requests(cfg.requests),
+    };
+    let (mut p99, mut p99_read) = (None, started);
     let cpu_before = crate::cpu::process_cpu();
     let machine_before = crate::cpu::machine_ticks();
     // The loops' time waiting for a CPU: read while they run (a thread's count goes with it).
@@ -238,11 +250,17 @@ pub(crate) fn run_test(
                     live_told += 1;
                 }
             }
+            if p99_read.elapsed() >= P99_READ_EVERY {
+                p99_read = Instant::now();
+                p99 = run.progress.latency_percentile(99.0);
+            }
             obs.progress(&Tick {
                 title: &spec.title,
                 started,
                 completed: run.progress.completed.load(Ordering::Relaxed),
                 latency_sum_micros: run.progress.latency_sum_micros.load(Ordering::Relaxed),
+                p99_micros: p99,
+                goal,
             });
         }
     })

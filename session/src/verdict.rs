@@ -343,14 +343,19 @@ pub fn verdict(
             || client_wait.is_some_and(|w| w >= WAITED)
             || server_wait.is_some_and(|w| w >= WAITED) =>
         {
+            // What the machine's scheduler measured, each clause a whole one.
             let mut waits = Vec::new();
             if let Some(w) = client_wait {
                 waits.push(format!("respbench's loops waited {} of the time for a CPU", pct(w)));
             }
             if let Some(w) = server_wait {
-                waits.push(format!("the server's main thread {}", pct(w)));
+                waits.push(format!("the server's main thread waited {} of the time for a CPU", pct(w)));
             }
-            let machine = machine.map(|m| format!("; the machine's CPUs were {} busy", pct(m))).unwrap_or_default();
+            let mut measured = if waits.is_empty() { String::new() } else { format!("{} (/proc schedstat)", waits.join(" and ")) };
+            if let Some(m) = machine {
+                let busy = format!("the machine's CPUs were {} busy", pct(m));
+                measured = if measured.is_empty() { busy } else { format!("{measured}, and {busy}") };
+            }
             // Late sends then came from the wait for a CPU: the corrected latency is the
             // machine's more than the server's.
             let late = schedule
@@ -360,10 +365,8 @@ pub fn verdict(
             (
                 Side::Machine,
                 format!(
-                    "the processes on this machine competed for its CPUs: {server_text} and {client_text}, \
-                     and {} (/proc schedstat){machine}{late}; the figures say as much about that as about the \
-                     server",
-                    waits.join(" and ")
+                    "the processes on this machine competed for its CPUs: {measured}; meanwhile {server_text}, and \
+                     {client_text}{late}; the figures say as much about that as about the server"
                 ),
             )
         }
@@ -410,6 +413,33 @@ mod tests {
             wait_share: None,
             threaded: threaded.map(str::to_string),
         }
+    }
+
+    #[test]
+    fn the_machine_sentence_reads_as_one() {
+        // Both processes waited for a CPU, and the machine was all busy: every clause whole.
+        let mut srv = server(Some(0.3), 0.35, None);
+        srv.wait_share = Some(0.4);
+        let v = verdict(Some(&client(0.5, 1)), Some(&srv), None, Some(0.97), Some(0.6), 50, None);
+        assert_eq!(v.side, Side::Machine);
+        assert_eq!(
+            v.text,
+            "the processes on this machine competed for its CPUs: respbench's loops waited 60% of the time \
+             for a CPU and the server's main thread waited 40% of the time for a CPU (/proc schedstat), and \
+             the machine's CPUs were 97% busy; meanwhile the server's main thread was 30% busy, and \
+             respbench's event loop was 50% busy; the figures say as much about that as about the server"
+        );
+        // Only the machine's share read.
+        let v = verdict(
+            Some(&client(0.5, 1)),
+            Some(&server(Some(0.3), 0.35, None)),
+            None,
+            Some(0.97),
+            None,
+            50,
+            None,
+        );
+        assert!(v.text.starts_with("the processes on this machine competed for its CPUs: the machine's CPUs were 97% busy; meanwhile "), "{}", v.text);
     }
 
     #[test]

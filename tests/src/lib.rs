@@ -772,14 +772,18 @@ pub struct QuietLine {
     pub p50: f64,
 }
 
-/// Parses `TITLE: 12345.67 requests per second, p50=0.123 msec` lines; other lines are ignored.
+/// Parses `TITLE: 12345.67 requests per second, p50=0.123 msec` lines, with or without
+/// respbench's trailing fields (`, bottleneck: client`, `, partial: …`); other lines are ignored.
 pub fn parse_quiet(out: &str) -> Vec<QuietLine> {
     display_lines(out)
         .into_iter()
         .filter_map(|line| {
             let (head, tail) = line.split_once(" requests per second, p50=")?;
             let (title, rps) = head.rsplit_once(": ")?;
-            let p50 = tail.strip_suffix(" msec")?;
+            let (p50, rest) = tail.split_once(" msec")?;
+            if !(rest.is_empty() || rest.starts_with(", ")) {
+                return None;
+            }
             Some(QuietLine {
                 title: title.to_string(),
                 rps: rps.trim().parse().ok()?,

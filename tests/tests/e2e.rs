@@ -437,6 +437,9 @@ fn loop_sigint(tool: Tool) {
     if tool.is_respbench() {
         // RESPBENCH-ONLY: on SIGINT it prints what completed.
         assert!(!parse_quiet(&out.stdout).is_empty(), "no result line after SIGINT\n{}", out.dump());
+        // The round it cut short says so, in a trailing field of its -q line.
+        assert!(out.stdout.contains(", partial: interrupted after "), "{}", out.dump());
+        assert!(out.stdout.contains(" of 100000 requests"), "{}", out.dump());
     }
 }
 

@@ -222,8 +222,11 @@ fn hgrm_files_and_chosen_percentiles(tool: Tool) {
         out.stdout.lines().filter(|l| l.contains("requests per second")).zip(doc["tests"].as_array().unwrap())
     {
         let l = &t["latency_ms"];
+        // The verdict trails the line when the server was not the limit.
+        let side = t["bottleneck"]["side"].as_str().unwrap();
+        let trailer = if side == "server" { String::new() } else { format!(", bottleneck: {side}") };
         let want = format!(
-            "{}: {:.2} requests per second, p50={:.3} msec, p99.9={:.3} msec, p99.99={:.3} msec",
+            "{}: {:.2} requests per second, p50={:.3} msec, p99.9={:.3} msec, p99.99={:.3} msec{trailer}",
             t["name"].as_str().unwrap(),
             t["rps"].as_f64().unwrap(),
             l["p50"].as_f64().unwrap(),

@@ -146,11 +146,14 @@ fn rate_steps(tool: Tool) {
         .run(&args(&server, &["-t", "set", "-c", "10", "--rps", "1000,3000", "-n", "1500", "-q"], &json), T);
     ok(&out);
     assert!(out.stdout.contains("SET: open loop, constant arrivals"), "{}", out.dump());
+    // The table's rows: eight figures, then the step's verdict.
+    let sides = ["server", "client", "neither", "machine", "unknown"];
     let rows: Vec<Vec<f64>> = out
         .stdout
         .lines()
-        .filter_map(|l| l.split_whitespace().map(|w| w.parse::<f64>()).collect::<Result<Vec<_>, _>>().ok())
-        .filter(|r| r.len() == 8)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() == 9 && sides.contains(&w[8]))
+        .filter_map(|w| w[..8].iter().map(|x| x.parse::<f64>()).collect::<Result<Vec<_>, _>>().ok())
         .collect();
     assert_eq!(rows.len(), 2, "{}", out.dump());
     for (row, target) in rows.iter().zip([1000.0, 3000.0]) {
@@ -243,6 +246,11 @@ fn an_unreachable_target_is_reported() {
     let warned = warnings(&doc);
     assert!(warned.contains("target 1000000 rps not met, achieved"), "{warned}");
     assert!(warned.contains("-c 1 × -P 1"), "{warned}");
+    // The cause named is the one the verdict measured (on a busy machine not always the window).
+    let side = doc["tests"][0]["bottleneck"]["side"].as_str().unwrap().to_string();
+    if side != "unknown" {
+        assert!(warned.contains(&format!("(bottleneck: {side})")), "{side}: {warned}");
+    }
     let kinds = doc["tests"][0]["warnings"].as_array().unwrap().iter().map(|w| w["kind"].clone());
     assert!(kinds.collect::<Vec<_>>().contains(&"rate_not_met".into()), "{doc}");
     assert_eq!(out.stderr, "", "{}", out.dump());
@@ -283,7 +291,7 @@ fn live_view(tool: Tool) {
 }
 
 /// With `--rps` and `--csv`, every row (a mix's commands too) has the three open-loop columns,
-/// then the three every row ends with.
+/// then the four every row ends with (the verdict last, on the total's row).
 #[test]
 fn open_loop_csv_rows_have_every_column() {
     let server = RedisServer::start();
@@ -295,9 +303,11 @@ fn open_loop_csv_rows_have_every_column() {
     assert_eq!(rows.len(), 4, "{}", out.dump());
     assert_eq!(rows[0][8..11], ["target_rps", "service_p50_latency_ms", "service_p99_latency_ms"]);
     // Every row ends with where its requests went: none failed, none was left.
-    assert_eq!(rows[0][11..], ["errors", "abandoned", "unsent"]);
-    assert!(rows.iter().all(|r| r.len() == 14), "{}", out.dump());
-    assert!(rows[1..].iter().all(|r| r[11..] == ["0", "0", "0"]), "{}", out.dump());
+    assert_eq!(rows[0][11..], ["errors", "abandoned", "unsent", "bottleneck"]);
+    assert!(rows.iter().all(|r| r.len() == 15), "{}", out.dump());
+    assert!(rows[1..].iter().all(|r| r[11..14] == ["0", "0", "0"]), "{}", out.dump());
+    // A mix is judged as a whole: its commands' rows leave the verdict empty.
+    assert!(rows[1..3].iter().all(|r| r[14].is_empty()) && !rows[3][14].is_empty(), "{}", out.dump());
     assert_eq!(rows[3][0], "MIX (set:1,get:1)");
     assert_eq!(rows[3][8], "2000");
 }

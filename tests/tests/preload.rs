@@ -11,8 +11,23 @@ const T: Duration = Duration::from_secs(60);
 
 respbench_tests::backend_tests!(
     every: [],
-    mio: [preload_makes_every_get_hit, misses_are_counted_and_warned_about],
+    mio: [preload_makes_every_get_hit, misses_are_counted_and_warned_about, one_key_is_one_key],
 );
+
+/// `-r 1 --preload`: "preloaded 1 key", and the verbose report of the GET says its hits; the
+/// SET and PING reports say none (hits mean something for reads only).
+fn one_key_is_one_key(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let out = tool.run(&["-p", &port, "-t", "get", "-r", "1", "-n", "100", "--preload"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(out.stdout.contains("preloaded 1 key (SET key:__rand_int__, "), "{}", out.dump());
+    assert!(out.stdout.contains("  hits: 100.0% (0 nil replies"), "{}", out.dump());
+    assert_eq!(server.command_calls("set"), 1);
+    let out = tool.run(&["-p", &port, "-t", "set,ping_mbulk", "-n", "100"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(out.stdout.contains("====== SET ======") && !out.stdout.contains("hits:"), "{}", out.dump());
+}
 
 fn read(path: &Path) -> serde_json::Value {
     serde_json::from_str(&take_document(path)).unwrap()

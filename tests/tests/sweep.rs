@@ -88,7 +88,7 @@ fn a_white_paper_table_in_one_command(tool: Tool) {
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert!(
         lines[0].ends_with(
-            ",\"datasize\",\"clients\",\"pipeline\",\"threads\",\"errors\",\"abandoned\",\"unsent\""
+            ",\"datasize\",\"clients\",\"pipeline\",\"threads\",\"errors\",\"abandoned\",\"unsent\",\"bottleneck\""
         ),
         "{}",
         lines[0]
@@ -97,7 +97,7 @@ fn a_white_paper_table_in_one_command(tool: Tool) {
         .iter()
         .map(|l| {
             let f: Vec<&str> = l.split("\",\"").collect();
-            assert_eq!(f.len(), 15, "{l}");
+            assert_eq!(f.len(), 16, "{l}");
             (f[0].trim_matches('"').to_string(), f[8].to_string())
         })
         .collect();
@@ -120,7 +120,7 @@ fn repeats_report_their_spread(tool: Tool) {
     let runs: Vec<u64> =
         doc["tests"].as_array().unwrap().iter().map(|t| t["step"]["run"].as_u64().unwrap()).collect();
     assert_eq!(runs, [0, 1, 2]);
-    assert!(stdout.contains("mean of 3 runs at -d 3 -c 4 -P 1 --threads 0: "), "{stdout}");
+    assert!(stdout.contains("mean of 3 runs at -d 3 -c 4 -P 1: "), "{stdout}");
     assert!(stdout.contains("PING_MBULK (run 2/3): "), "{stdout}");
     assert_eq!(server.command_calls("ping") - before, 6000);
 }
