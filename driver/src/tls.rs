@@ -5,6 +5,12 @@
 //! [`Session::read`] hands out what rustls holds before it reads more from the socket; and TLS
 //! records wait in a send buffer (64 KiB), so [`Session::write`] flushes it before it encrypts
 //! more, and reports the socket full only when the socket would block.
+//!
+//! Reads follow the plain socket's rule: a socket read shorter than rustls asked for emptied the
+//! socket at that moment (the next byte raises a new edge), so once rustls has handed out all it
+//! holds after such a read, [`Session::read`] says `WouldBlock` without asking the socket again
+//! and [`Session::drained`] tells the caller not to read again; without it every reply cost a
+//! second `recvfrom` that returned `EAGAIN`.
 
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -25,11 +31,29 @@ pub struct Tls {
 }
 
 /// One connection's TLS session.
-pub(crate) struct Session(Box<ClientConnection>);
+pub(crate) struct Session {
+    conn: Box<ClientConnection>,
+    /// The last socket read was shorter than rustls asked for: the socket was empty then.
+    short: bool,
+}
+
+/// A socket that remembers whether its last read was short.
+struct Short<'a, R> {
+    sock: &'a mut R,
+    short: bool,
+}
+
+impl<R: Read> Read for Short<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.sock.read(buf)?;
+        self.short = n < buf.len();
+        Ok(n)
+    }
+}
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("handshaking", &self.0.is_handshaking()).finish()
+        f.debug_struct("Session").field("handshaking", &self.conn.is_handshaking()).finish()
     }
 }
 
@@ -37,31 +61,49 @@ impl Session {
     pub(crate) fn new(tls: &Tls) -> io::Result<Session> {
         let conn =
             ClientConnection::new(tls.config.clone(), tls.server_name.clone()).map_err(io::Error::other)?;
-        Ok(Session(Box::new(conn)))
+        Ok(Session { conn: Box::new(conn), short: false })
     }
 
     pub(crate) fn is_handshaking(&self) -> bool {
-        self.0.is_handshaking()
+        self.conn.is_handshaking()
     }
 
     /// Plaintext the server sent: what rustls holds, reading and decrypting more from `sock` while
     /// it holds none. `Ok(0)` when the server closed (with or without `close_notify`);
-    /// `WouldBlock` when the socket is empty.
-    pub(crate) fn read(&mut self, sock: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    /// `WouldBlock` when the socket is empty, or, unless `to_end`, when rustls holds nothing to
+    /// hand out and its last read from the socket was short (the socket was empty then).
+    pub(crate) fn read(&mut self, sock: &mut impl Read, buf: &mut [u8], to_end: bool) -> io::Result<usize> {
+        let mut fresh = false;
         loop {
-            match self.0.reader().read(buf) {
+            match self.conn.reader().read(buf) {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
                 Err(e) => return Err(e),
             }
-            if self.0.read_tls(sock)? == 0 {
+            // Only after a read of this call: a short read of an earlier call says nothing of
+            // what came since (the caller was woken for it).
+            if fresh && self.short && !to_end {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let mut rd = Short { sock: &mut *sock, short: false };
+            let n = self.conn.read_tls(&mut rd)?;
+            self.short = rd.short;
+            fresh = true;
+            if n == 0 {
                 return Ok(0);
             }
-            if let Err(e) = self.0.process_new_packets() {
+            if let Err(e) = self.conn.process_new_packets() {
                 return Err(io::Error::new(io::ErrorKind::InvalidData, e));
             }
         }
+    }
+
+    /// Whether the socket is empty once the plaintext just handed out is consumed: the last
+    /// socket read was short and rustls holds no more plaintext (the caller knows the latter
+    /// when [`Session::read`] filled less than its buffer).
+    pub(crate) fn drained(&self) -> bool {
+        self.short
     }
 
     /// Encrypts `bytes` and writes the records to `sock`, flushing what waits first; `Ok(n)` with
@@ -77,7 +119,7 @@ impl Session {
             if taken == bytes.len() {
                 return Ok(taken);
             }
-            match self.0.writer().write(&bytes[taken..])? {
+            match self.conn.writer().write(&bytes[taken..])? {
                 // Cannot happen with the record buffer just flushed; never spin on it.
                 0 => return Err(io::ErrorKind::WriteZero.into()),
                 n => taken += n,
@@ -87,8 +129,8 @@ impl Session {
 
     /// Writes the TLS records that wait (handshake messages, alerts, encrypted requests).
     pub(crate) fn flush(&mut self, sock: &mut impl Write) -> io::Result<()> {
-        while self.0.wants_write() {
-            if self.0.write_tls(sock)? == 0 {
+        while self.conn.wants_write() {
+            if self.conn.write_tls(sock)? == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
         }
