@@ -253,11 +253,18 @@ enum Layer {
 }
 
 impl Layer {
-    fn read(&mut self, sock: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    /// Reads bytes the server sent; `to_end` (after a hang-up) reads on to the end of the stream
+    /// where a short read would otherwise end the drain.
+    fn read(
+        &mut self,
+        sock: &mut impl Read,
+        buf: &mut [u8],
+        #[allow(unused_variables)] to_end: bool,
+    ) -> io::Result<usize> {
         match self {
             Layer::Plain => sock.read(buf),
             #[cfg(feature = "tls")]
-            Layer::Tls(t) => t.read(sock, buf),
+            Layer::Tls(t) => t.read(sock, buf, to_end),
         }
     }
 
@@ -294,10 +301,15 @@ impl Layer {
         }
     }
 
-    /// Whether a read shorter than the buffer shows the socket empty (plain sockets; TLS may
-    /// have read more from the socket than it hands out at once).
+    /// Whether a read shorter than the buffer shows the socket empty: always on a plain socket;
+    /// over TLS, which may have read more from the socket than it hands out at once, when its
+    /// last socket read was short too (the plaintext it handed out was all it held).
     fn short_read_empties(&self) -> bool {
-        matches!(self, Layer::Plain)
+        match self {
+            Layer::Plain => true,
+            #[cfg(feature = "tls")]
+            Layer::Tls(t) => t.drained(),
+        }
     }
 }
 
@@ -469,7 +481,7 @@ impl Link {
     ) {
         loop {
             let s = &mut self.sockets[node];
-            let result = s.layer.read(sock, buf);
+            let result = s.layer.read(sock, buf, hangup);
             if !s.up && !s.layer.is_handshaking() && !self.client.is_closed(node) {
                 self.byte_stream_up(node, tally.now(), tally);
             }

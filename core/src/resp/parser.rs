@@ -219,6 +219,18 @@ impl ReplyParser {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
+        if self.state == State::Type && self.depth == 0 && !self.kind_known {
+            if let Some((consumed, kind)) = whole_simple_reply(input) {
+                // What the state machine would leave after the same reply.
+                self.type_at = self.offset;
+                self.offset += consumed as u64;
+                self.kind = kind;
+                self.is_top = true;
+                self.capture = false;
+                self.line_len = 0;
+                return Ok(Parsed::Complete { consumed, reply: Reply { kind } });
+            }
+        }
         match self.run(input) {
             Ok(Some(consumed)) => {
                 self.offset += consumed as u64;
@@ -586,6 +598,34 @@ impl ReplyParser {
     }
 }
 
+/// The replies of a pipelined GET or SET when one is whole at the start of `input`: a bulk string
+/// with a length of 1 to 6 digits (no leading zero) and its CRLF, or `+OK`. Returns its length
+/// and kind; `None` sends the input through the state machine, which accepts all this does with
+/// the same result (a pipeline's replies mostly arrive whole: this skips the machine's states).
+#[inline]
+fn whole_simple_reply(input: &[u8]) -> Option<(usize, Kind)> {
+    match *input.first()? {
+        b'+' => (input.get(..5)? == b"+OK\r\n").then_some((5, Kind::SimpleString)),
+        b'$' => {
+            let mut len = 0usize;
+            let mut i = 1;
+            while let Some(&b) = input.get(i).filter(|b| b.is_ascii_digit()) {
+                if i > 6 || (i == 2 && len == 0) {
+                    return None;
+                }
+                len = len * 10 + usize::from(b - b'0');
+                i += 1;
+            }
+            if i == 1 || input.get(i..i + 2)? != b"\r\n" {
+                return None;
+            }
+            let end = i + 2 + len;
+            (input.get(end..end + 2)? == b"\r\n").then_some((end + 2, Kind::Bulk))
+        }
+        _ => None,
+    }
+}
+
 /// Feeds `input` to a fresh [`ReplyParser`] in chunks of the given sizes (cycling; a 0 size means 1; no sizes means one chunk), collecting the completed replies; stops at the first error. Never panics.
 #[cfg(any(test, feature = "testing"))]
 pub fn parse_chunked(input: &[u8], chunk_sizes: &[u8]) -> (Vec<Reply>, Option<ProtocolError>) {
@@ -669,6 +709,90 @@ mod tests {
 
     fn parse_whole(input: &[u8]) -> Result<Parsed, ProtocolError> {
         ReplyParser::new().parse(input)
+    }
+
+    /// The state machine alone on `input`: its first byte goes in by itself, so the whole-reply
+    /// shortcut never applies; then the rest, reply by reply.
+    fn machine_only(input: &[u8]) -> (Vec<Result<Parsed, ProtocolError>>, u64) {
+        let mut p = ReplyParser::new();
+        let mut out = Vec::new();
+        let mut rest = input;
+        while !rest.is_empty() {
+            let r = match p.parse(&rest[..1]) {
+                Ok(Parsed::Partial) => p.run(&rest[1..]).map(|done| match done {
+                    Some(n) => {
+                        p.offset += n as u64;
+                        let reply = Reply { kind: p.kind };
+                        p.kind_known = false;
+                        p.kind_depth = 0;
+                        Parsed::Complete { consumed: n + 1, reply }
+                    }
+                    None => {
+                        p.offset += (rest.len() - 1) as u64;
+                        Parsed::Partial
+                    }
+                }),
+                other => other,
+            };
+            let go = match &r {
+                Ok(Parsed::Complete { consumed, .. }) => *consumed,
+                _ => rest.len(),
+            };
+            out.push(r);
+            rest = &rest[go..];
+            if out.last().is_some_and(|r| r.is_err()) {
+                break;
+            }
+        }
+        (out, p.offset)
+    }
+
+    #[test]
+    fn the_whole_reply_shortcut_agrees_with_the_state_machine() {
+        let big = [b"$999999\r\n".as_slice(), &[b'v'; 999_999], b"\r\n"].concat();
+        let cases: &[&[u8]] = &[
+            b"$3\r\nxxx\r\n",
+            b"$0\r\n\r\n",
+            b"$03\r\nxxx\r\n",
+            b"$00\r\n\r\n",
+            b"$4\r\na\r\nb\r\n",
+            b"$3\r\nxxxx\r\n",
+            b"$3\r\nxx",
+            b"$-1\r\n",
+            b"$1000000\r\n",
+            b"$\r\n",
+            b"+OK\r\n",
+            b"+OKAY\r\n",
+            b"+OK\rx",
+            b"-ERR x\r\n",
+            &big,
+        ];
+        for &case in cases {
+            // Each case twice, then a bulk and an +OK: the state after each must be the same.
+            let input = [case, case, b"$1\r\nz\r\n+OK\r\n"].concat();
+            let mut p = ReplyParser::new();
+            let mut fast = Vec::new();
+            let mut rest = &input[..];
+            while !rest.is_empty() {
+                let r = p.parse(rest);
+                let go = match &r {
+                    Ok(Parsed::Complete { consumed, .. }) => *consumed,
+                    _ => rest.len(),
+                };
+                fast.push(r);
+                rest = &rest[go..];
+                if fast.last().is_some_and(|r| r.is_err()) {
+                    break;
+                }
+            }
+            let name = String::from_utf8_lossy(&case[..case.len().min(20)]);
+            let (slow, offset) = machine_only(&input);
+            // After an error the offset says how the input was split, not what was consumed.
+            if slow.iter().all(|r| r.is_ok()) {
+                assert_eq!(p.offset, offset, "{name}");
+            }
+            assert_eq!(fast, slow, "{name}");
+        }
     }
 
     #[test]
