@@ -13,20 +13,12 @@ pub use crate::plan::{Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Pla
 use crate::resp::{Kind, ProtocolError, Reply, ReplyParser};
 use crate::run::Endpoint;
 use crate::stats::Stats;
+use crate::wire::Wire;
 use crate::Time;
 
 /// Past this many unwritten bytes a connection encodes no more requests until the socket takes
 /// some: deep pipelines of large values (`-P 1000 -d 100000`) stay bounded in memory.
-pub(crate) const OUT_SOFT_CAP: usize = 64 * 1024;
-
-/// Drops the written part of `out` (`..out_pos`) once it passes [`OUT_SOFT_CAP`], before
-/// more is encoded: the buffer does not grow behind a slow socket.
-fn compact(out: &mut Vec<u8>, out_pos: &mut usize) {
-    if *out_pos > OUT_SOFT_CAP {
-        out.drain(..*out_pos);
-        *out_pos = 0;
-    }
-}
+pub const OUT_SOFT_CAP: usize = 64 * 1024;
 
 /// What makes a connection give up. Error replies (`-ERR …`) are not here: they are counted
 /// outcomes in [`Stats`].
@@ -286,9 +278,8 @@ pub struct Connection {
     parser: ReplyParser,
     /// What this socket sends before its first request.
     handshake: Handshake,
-    /// Encoded bytes; `out[out_pos..]` is not written yet.
-    out: Vec<u8>,
-    out_pos: usize,
+    /// Encoded bytes not written yet (large values by reference).
+    out: Wire,
     /// Bytes appended to / accepted from `out` since the socket opened.
     encoded: u64,
     written: u64,
@@ -331,7 +322,7 @@ impl fmt::Debug for Connection {
         f.debug_struct("Connection")
             .field("state", &self.state)
             .field("in_flight", &self.in_flight.len())
-            .field("unwritten", &(self.out.len() - self.out_pos))
+            .field("unwritten", &self.out.unwritten())
             .finish_non_exhaustive()
     }
 }
@@ -346,8 +337,7 @@ impl Connection {
             state: State::Disconnected,
             parser: ReplyParser::new(),
             handshake,
-            out: Vec::new(),
-            out_pos: 0,
+            out: Wire::default(),
             encoded: 0,
             written: 0,
             in_flight: VecDeque::with_capacity(cap.min(4096)),
@@ -424,7 +414,7 @@ impl Connection {
 
     /// Bytes encoded and not yet written.
     pub(crate) fn unwritten(&self) -> usize {
-        self.out.len() - self.out_pos
+        self.out.unwritten()
     }
 
     /// Whether it may take more requests now: open, and the output buffer below its cap.
@@ -463,7 +453,6 @@ impl Connection {
         self.state = State::Open;
         self.parser.reset();
         self.out.clear();
-        self.out_pos = 0;
         self.written = 0;
         self.in_flight.clear();
         self.sent = 0;
@@ -509,8 +498,7 @@ impl Connection {
     /// that began at `now` (read the clock before the write, not after it): requests whose last
     /// byte is among them count as sent at `now`.
     pub(crate) fn advance_transmit(&mut self, written: usize, now: Time, stats: &mut Stats) {
-        let written = written.min(self.out.len() - self.out_pos);
-        self.out_pos += written;
+        let written = self.out.advance(written);
         self.written += written as u64;
         stats.bytes_sent += written as u64;
         while let Some(p) = self.in_flight.get_mut(self.sent) {
@@ -521,10 +509,6 @@ impl Connection {
             self.sent += 1;
             let p = *p;
             self.record_lateness(&p, now, stats);
-        }
-        if self.out_pos == self.out.len() {
-            self.out.clear();
-            self.out_pos = 0;
         }
     }
 
@@ -595,11 +579,13 @@ impl Connection {
     }
 
     /// Queues a request: `write` appends its bytes to the output buffer.
-    pub(crate) fn push(&mut self, mut pending: Pending, write: impl FnOnce(&mut Vec<u8>)) {
-        compact(&mut self.out, &mut self.out_pos);
-        let before = self.out.len();
+    pub(crate) fn push(&mut self, mut pending: Pending, write: impl FnOnce(&mut Wire)) {
+        // The written part goes before more is encoded: the buffer does not grow behind a slow
+        // socket.
+        self.out.compact(OUT_SOFT_CAP);
+        let before = self.out.appended();
         write(&mut self.out);
-        self.encoded += (self.out.len() - before) as u64;
+        self.encoded += self.out.appended() - before;
         pending.end = self.encoded;
         self.in_flight.push_back(pending);
     }
@@ -609,11 +595,11 @@ impl Connection {
     /// Bytes to write now, if any. Call [`Connection::advance_transmit`] with how many the socket
     /// took, then call this again until it returns `None` or the socket would block.
     pub(crate) fn poll_transmit(&mut self) -> Option<&[u8]> {
-        if self.state != State::Open || self.out_pos == self.out.len() {
+        if self.state != State::Open {
             // Ended, failed or waiting for a new socket: what was unwritten is moot.
             return None;
         }
-        Some(&self.out[self.out_pos..])
+        self.out.chunk()
     }
 
     /// When the connection next wants [`Connection::handle_timeout`] called though no bytes
@@ -732,7 +718,6 @@ impl Connection {
             self.in_flight.clear();
             self.sent = 0;
             self.out.clear();
-            self.out_pos = 0;
             self.handshake_left = 0;
             self.backoff = if self.backoff.is_zero() { b.first } else { (self.backoff * 2).min(b.max) };
             self.down_until = self.last_now + self.backoff;
