@@ -60,6 +60,13 @@ pub enum ConnError {
         /// The server's error message.
         message: String,
     },
+    /// The server's only reply on the socket was an error to a request, and then it closed
+    /// the socket: it rejected that request (Redis closes after `ERR Protocol error: invalid
+    /// bulk length`), not the connection.
+    Rejected {
+        /// The server's error message.
+        message: String,
+    },
 }
 
 /// `1s`, `1.5s`, `500ms`, `250us`: a timeout as a user would write it.
@@ -92,6 +99,9 @@ impl fmt::Display for ConnError {
                 write!(f, "{what} timed out after {} (--timeout)", format_duration(*after))
             }
             ConnError::Refused { message } => write!(f, "the server refused the connection: {message}"),
+            ConnError::Rejected { message } => {
+                write!(f, "the server rejected a request and closed the connection: {message}")
+            }
         }
     }
 }
@@ -640,14 +650,20 @@ impl Connection {
         Some(since + after)
     }
 
-    /// A socket whose only reply was an error and that then closed: the error says why (Redis
-    /// at `maxclients` answers the first request with one and closes).
+    /// A socket whose only reply was an error and that then closed: the error says why. The
+    /// error came where the first request's reply was due, so its words tell a server turning
+    /// the connection away (Redis at `maxclients` or in protected mode, which says so as it
+    /// accepts, before it reads anything) from one rejecting the request (a protocol error).
     fn refused(&self) -> Option<ConnError> {
         if self.replies != 1 || !self.only_errors {
             return None;
         }
         let message = String::from_utf8_lossy(self.parser.error_message()).into_owned();
-        Some(ConnError::Refused { message })
+        Some(if turns_away(&message) {
+            ConnError::Refused { message }
+        } else {
+            ConnError::Rejected { message }
+        })
     }
 
     fn on_reply(
@@ -729,6 +745,13 @@ impl Connection {
         let lost = if self.count_lost { lost } else { 0 };
         self.events.push_back(Event::Failed { error: e, lost });
     }
+}
+
+/// Whether an error is a server's refusal of the connection itself: Redis's and Valkey's
+/// words at `maxclients` (`ERR max number of clients reached`) and in protected mode
+/// (`DENIED …`), which they send on accepting, before reading a request.
+fn turns_away(message: &str) -> bool {
+    message.starts_with("DENIED") || message.contains("max number of clients reached")
 }
 
 /// The earlier of two optional times.
@@ -1214,6 +1237,30 @@ mod tests {
         c.handle_input(b"+PONG\r\n-ERR x\r\n", Time::ZERO, &mut st);
         c.handle_closed(Time::ZERO);
         assert_eq!(failure(&mut c), Some(ConnError::Closed { in_flight: 2 }));
+    }
+
+    #[test]
+    fn a_request_rejected_before_a_close_is_not_a_refused_connection() {
+        for (reply, want) in [
+            (
+                &b"-ERR Protocol error: invalid bulk length\r\n"[..],
+                "the server rejected a request and closed the connection: ERR Protocol error: invalid bulk length",
+            ),
+            (
+                b"-DENIED Redis is running in protected mode\r\n",
+                "the server refused the connection: DENIED Redis is running in protected mode",
+            ),
+        ] {
+            let mut c = conn(None, Handshake::default(), 4);
+            let mut st = stats();
+            c.handle_connected(Time::ZERO, &mut st);
+            flush(&mut c, Time::ZERO, &mut st);
+            c.handle_input(reply, Time::ZERO, &mut st);
+            c.handle_closed(Time::ZERO);
+            let e = failure(&mut c).expect("a failure");
+            assert_eq!(e.to_string(), want);
+            assert_eq!(st.errors.total(), 1, "the error reply is counted once");
+        }
     }
 
     #[test]

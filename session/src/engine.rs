@@ -734,6 +734,23 @@ fn findings(cfg: &Config, total: &TestResult, preloadable: bool) -> Vec<Warning>
     out
 }
 
+/// Of a test's connection failures, how many connections never ran a request: those the server
+/// turned away (maxclients, protected mode, a refused handshake) and those that could not
+/// connect at all.
+pub fn never_ran(failures: &[(respbench_core::ConnError, u64)]) -> (u64, u64) {
+    use respbench_core::{ConnError, IoOp};
+    let mut turned_away = 0;
+    let mut unreachable = 0;
+    for (e, n) in failures {
+        match e {
+            ConnError::Refused { .. } | ConnError::Handshake { .. } => turned_away += n,
+            ConnError::Io(f) if f.op == IoOp::Connect => unreachable += n,
+            _ => {}
+        }
+    }
+    (turned_away, unreachable)
+}
+
 /// A connection failure in the server's words: what it refused (maxclients, a handshake).
 pub fn refusal(e: &respbench_core::ConnError) -> Option<FirstError> {
     match e {
