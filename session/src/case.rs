@@ -177,9 +177,10 @@ fn command_spec(args: &[Vec<u8>], cfg: &Config, dataset: Option<&Arc<Dataset>>) 
 }
 
 /// valkey-benchmark 9's command sequence, `incr foo ; 3 incr bar`: commands separated by `;`
-/// arguments, each with an optional repeat count first. Its requests take the commands in turn,
-/// so `-n` counts commands and each reports its own latency; the test reports as one, titled
-/// by the whole line, as valkey-benchmark's does.
+/// arguments, each with an optional repeat count first. Each connection sends whole sequences
+/// ([`Mix::sequence`]), so `-n` counts commands (rounded up to whole sequences) and each
+/// reports its own latency; the test reports as one, titled by the whole line, as
+/// valkey-benchmark's does.
 fn sequence_case(cfg: &Config, dataset: Option<&Arc<Dataset>>) -> Result<Case, Error> {
     let mut templates = Vec::new();
     for part in cfg.command.split(|a| a == b";") {
