@@ -101,12 +101,13 @@ fn split_line(line: &str, delimiter: u8, out: &mut Vec<Vec<u8>>) -> Result<(), S
 
 impl Dataset {
     /// Parses `text`, the contents of `path`: a header row naming the fields, then one row per
-    /// line with as many fields (empty lines are skipped, `\r\n` ends a line too). At most
-    /// `max_rows` rows are read when it is not 0 (`--maxdocs`); lines after those are not
-    /// looked at. `delimiter` is `,` or a tab ([`delimiter_for`]).
+    /// line (empty lines are skipped, `\r\n` ends a line too). As in valkey-benchmark 9, a row
+    /// with fewer fields than the header has the missing ones empty, and fields past the
+    /// header's are ignored. At most `max_rows` rows are read when it is not 0 (`--maxdocs`);
+    /// lines after those are not looked at. `delimiter` is `,` or a tab ([`delimiter_for`]).
     ///
     /// Errors name the file and line: a file that is not UTF-8, is empty, has no row after the
-    /// header, or has a row whose field count differs from the header's.
+    /// header, or a quoted field that does not close.
     pub fn parse(path: &str, text: &[u8], delimiter: u8, max_rows: usize) -> Result<Dataset, String> {
         let mut names = Vec::new();
         let mut data = Vec::new();
@@ -129,14 +130,8 @@ impl Dataset {
                 names = fields.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
                 continue;
             }
-            if fields.len() != names.len() {
-                return Err(format!(
-                    "--dataset {path}: line {} has {} fields, the header has {}",
-                    n + 1,
-                    fields.len(),
-                    names.len()
-                ));
-            }
+            // A ragged row: missing fields are empty, extra ones are dropped.
+            fields.resize(names.len(), Vec::new());
             for f in &fields {
                 cells.push(data.len()..data.len() + f.len());
                 data.extend_from_slice(f);
@@ -257,11 +252,19 @@ mod tests {
     }
 
     #[test]
+    fn ragged_rows_are_filled_and_cut_as_valkey_does() {
+        let d = Dataset::parse("f.csv", b"a,b,c\n1,2,3\n4\n5,6,7,8\n,9\n", b',', 0).unwrap();
+        assert_eq!(
+            rows(&d),
+            [vec!["1", "2", "3"], vec!["4", "", ""], vec!["5", "6", "7"], vec!["", "9", ""]]
+        );
+    }
+
+    #[test]
     fn errors_name_the_line() {
         let e = |t: &[u8]| Dataset::parse("f.csv", t, b',', 0).unwrap_err();
         assert!(e(b"").contains("empty"), "{}", e(b""));
         assert!(e(b"a,b\n").contains("no rows"));
-        assert!(e(b"a,b\n1,2\n3\n").contains("line 3 has 1 fields, the header has 2"));
         assert!(e(b"a\n\xff\n").contains("line 2 is not UTF-8"));
         assert!(e(b"a\n\"x\n").contains("no closing quote"));
     }

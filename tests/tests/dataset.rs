@@ -11,7 +11,13 @@ const T: Duration = Duration::from_secs(60);
 
 respbench_tests::backend_tests!(
     every: [],
-    mio: [rows_fill_the_fields_in_turn, maxdocs_caps_the_rows_read, a_tsv_file_works, bad_datasets_exit_1_before_connecting],
+    mio: [
+        rows_fill_the_fields_in_turn,
+        maxdocs_caps_the_rows_read,
+        a_tsv_file_works,
+        ragged_rows_fill_empty_fields,
+        bad_datasets_exit_1_before_connecting,
+    ],
 );
 
 /// A file named `name` (its extension picks the format) in the temp directory holding `text`.
@@ -50,6 +56,32 @@ fn rows_fill_the_fields_in_turn(tool: Tool) {
     assert_eq!(server.dbsize(0), 3);
     assert_eq!(server.cli(&["MGET", "key:1", "key:2", "key:3"]).trim(), "alice\nbob, jr\ncarol");
     assert_eq!(server.command_calls("set"), 6);
+}
+
+/// As valkey-benchmark 9 reads them: a row with fewer fields than the header has the missing
+/// ones empty, and fields past the header's are dropped.
+fn ragged_rows_fill_empty_fields(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let csv = file("ragged.csv", b"id,name,city\n1,alice\n2\n3,carol,rome,extra\n");
+    let args = [
+        "-p",
+        &port,
+        "-c",
+        "1",
+        "-n",
+        "3",
+        "-q",
+        "--dataset",
+        csv.to_str().unwrap(),
+        "--",
+        "RPUSH",
+        "l",
+        "__field:id__:__field:name__:__field:city__",
+    ];
+    let out = tool.run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.cli(&["LRANGE", "l", "0", "-1"]).trim(), "1:alice:\n2::\n3:carol:rome");
 }
 
 /// `--maxdocs 2` reads the first two rows only.
@@ -106,18 +138,17 @@ fn a_tsv_file_works(tool: Tool) {
     assert_eq!(server.cli(&["HMGET", "h", "f7", "f8"]).trim(), "x, y\nz");
 }
 
-/// A missing file, a placeholder naming no field, an empty file, a non-UTF-8 or ragged row:
-/// exit 1 with a message naming what is wrong, and nothing reaches the server.
+/// A missing file, a placeholder naming no field, an empty file, a non-UTF-8 row: exit 1 with a
+/// message naming what is wrong, and nothing reaches the server.
 fn bad_datasets_exit_1_before_connecting(tool: Tool) {
     let server = RedisServer::start();
     let port = server.port().to_string();
     let good = file("good.csv", CSV);
-    let cases: [(PathBuf, &str, &str); 5] = [
+    let cases: [(PathBuf, &str, &str); 4] = [
         (std::env::temp_dir().join("respbench-dataset-none.csv"), "__field:id__", "cannot read it"),
         (good, "__field:age__", "__field:age__ names no field of the dataset (its fields: id, name)"),
         (file("empty.csv", b""), "__field:id__", "the file is empty"),
         (file("latin1.csv", b"id\n\xe9t\xe9\n"), "__field:id__", "line 2 is not UTF-8"),
-        (file("ragged.csv", b"id,name\n1,a\n2\n"), "__field:id__", "line 3 has 1 fields, the header has 2"),
     ];
     let sets = server.command_calls("set");
     for (path, arg, words) in &cases {
