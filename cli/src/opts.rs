@@ -808,6 +808,7 @@ impl Opts {
             no_server_probe: self.no_server_probe,
             num_functions: self.num_functions,
             num_keys_in_fcall: self.num_keys_in_fcall,
+            valkey_suite: false,
             dataset: self.dataset,
             maxdocs: self.maxdocs,
             command: self.command.into_iter().map(String::into_bytes).collect(),

@@ -277,6 +277,7 @@ fn tests(
                 unknown_tests_hint(&unknown)
             ))
         })?,
+        None if cfg.valkey_suite => Selection::valkey_default(),
         None => Selection::all(),
     };
     Ok(suite(cfg, &selection))
