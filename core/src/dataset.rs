@@ -1,5 +1,6 @@
 //! valkey-benchmark 9's `--dataset FILE`: rows of a CSV or TSV file whose header names the
-//! fields, filling `__field:NAME__` placeholders of a custom command, one row per request.
+//! fields (or the documents of an XML file), filling `__field:NAME__` placeholders of a custom
+//! command, one row per request.
 //!
 //! The rows are parsed once into one byte buffer; a request copies its row's cells into the
 //! encoded request ([`crate::template::Template::write`]), so nothing is allocated per request.
@@ -149,6 +150,76 @@ impl Dataset {
         Ok(Dataset { names, data, cells, next: AtomicU64::new(0) })
     }
 
+    /// Parses `text`, the contents of the XML file `path`, as valkey-benchmark 9 reads one with
+    /// `--xml-root-element ROOT`: a document runs from each `<ROOT` to the next `</ROOT>`; the
+    /// fields are the tags met in the first document (but `<ROOT>`, closing tags and `<!…>`),
+    /// named up to a space, a tab or the `>`, each once, in order; a field's value in a
+    /// document is the text between the first tag starting `<NAME` and the next `</NAME>`
+    /// after it (empty when there is none, or when that tag ends `/>`), as it is, with no
+    /// entity decoded. At most `max_rows` documents are read when it is not 0 (`--maxdocs`).
+    pub fn parse_xml(path: &str, text: &[u8], root: &str, max_rows: usize) -> Result<Dataset, String> {
+        let open = format!("<{root}");
+        let (start_tag, end_tag) = (format!("<{root}>"), format!("</{root}>"));
+        let find = |hay: &[u8], needle: &[u8], from: usize| {
+            hay.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|i| i + from)
+        };
+        let mut docs = Vec::new();
+        let mut at = 0;
+        while max_rows == 0 || docs.len() < max_rows {
+            let Some(start) = find(text, open.as_bytes(), at) else { break };
+            let Some(gt) = find(text, b">", start + 1) else { break };
+            let Some(end) = find(text, end_tag.as_bytes(), gt) else { break };
+            let end = end + end_tag.len();
+            docs.push(&text[start..end]);
+            at = end;
+        }
+        let Some(first) = docs.first() else {
+            return Err(format!("--dataset {path}: no <{root}> document in the file (--xml-root-element)"));
+        };
+        let mut names: Vec<String> = Vec::new();
+        let mut i = 0;
+        while let Some(lt) = find(first, b"<", i) {
+            let tag = &first[lt..];
+            if matches!(tag.get(1), Some(b'/' | b'!'))
+                || tag.starts_with(start_tag.as_bytes())
+                || tag.starts_with(end_tag.as_bytes())
+            {
+                i = lt + 1;
+                continue;
+            }
+            let Some(gt) = find(first, b">", lt) else { break };
+            let inner = &first[lt + 1..gt];
+            let name = &inner[..inner.iter().position(|&c| c == b' ' || c == b'\t').unwrap_or(inner.len())];
+            let name = String::from_utf8_lossy(name).into_owned();
+            if !name.is_empty() && !names.contains(&name) {
+                names.push(name);
+            }
+            i = gt + 1;
+        }
+        if names.is_empty() {
+            return Err(format!("--dataset {path}: the first <{root}> document has no fields"));
+        }
+        let mut data = Vec::new();
+        let mut cells = Vec::new();
+        for doc in &docs {
+            for name in &names {
+                let value = (|| {
+                    let start = find(doc, format!("<{name}").as_bytes(), 0)?;
+                    let gt = find(doc, b">", start)?;
+                    if doc[gt - 1] == b'/' {
+                        return None;
+                    }
+                    let close = find(doc, format!("</{name}>").as_bytes(), gt + 1)?;
+                    Some(&doc[gt + 1..close])
+                })()
+                .unwrap_or(b"");
+                cells.push(data.len()..data.len() + value.len());
+                data.extend_from_slice(value);
+            }
+        }
+        Ok(Dataset { names, data, cells, next: AtomicU64::new(0) })
+    }
+
     /// The header's field names.
     pub fn names(&self) -> &[String] {
         &self.names
@@ -258,6 +329,18 @@ mod tests {
             rows(&d),
             [vec!["1", "2", "3"], vec!["4", "", ""], vec!["5", "6", "7"], vec!["", "9", ""]]
         );
+    }
+
+    #[test]
+    fn xml_documents_as_valkey_reads_them() {
+        let xml = b"<?xml version=\"1.0\"?>\n<dataset>\n<doc><id>1</id><title>A &amp; B</title><tags/></doc>\n\
+                    <doc><title>only</title></doc>\n<doc><id>3</id><title>c</title><tags>x</tags></doc>\n</dataset>\n";
+        let d = Dataset::parse_xml("f.xml", xml, "doc", 0).unwrap();
+        assert_eq!(d.names(), ["id", "title", "tags/"]);
+        assert_eq!(rows(&d), [vec!["1", "A &amp; B", ""], vec!["", "only", ""], vec!["3", "c", ""]]);
+        assert_eq!(Dataset::parse_xml("f.xml", xml, "doc", 2).unwrap().rows(), 2);
+        let e = Dataset::parse_xml("f.xml", xml, "item", 0).unwrap_err();
+        assert!(e.contains("no <item> document"), "{e}");
     }
 
     #[test]

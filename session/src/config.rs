@@ -159,6 +159,8 @@ pub struct Config {
     pub dataset: Option<String>,
     /// `--maxdocs N`: read at most N rows of the dataset (0: all).
     pub maxdocs: usize,
+    /// `--xml-root-element NAME`: an XML dataset's document element.
+    pub xml_root_element: Option<String>,
     /// The custom command and its arguments, as bytes: an argument need not be UTF-8 (empty:
     /// the default suite).
     pub command: Vec<Vec<u8>>,

@@ -16,6 +16,7 @@ respbench_tests::backend_tests!(
         maxdocs_caps_the_rows_read,
         a_tsv_file_works,
         ragged_rows_fill_empty_fields,
+        an_xml_file_with_its_root_element,
         bad_datasets_exit_1_before_connecting,
     ],
 );
@@ -82,6 +83,37 @@ fn ragged_rows_fill_empty_fields(tool: Tool) {
     let out = tool.run(&args, T);
     assert!(out.status.success(), "{}", out.dump());
     assert_eq!(server.cli(&["LRANGE", "l", "0", "-1"]).trim(), "1:alice:\n2::\n3:carol:rome");
+}
+
+/// An XML dataset (valkey-benchmark 9): each `<doc>` is a row, its child tags the fields; the
+/// root element must be given.
+fn an_xml_file_with_its_root_element(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let xml = file(
+        "books.xml",
+        b"<?xml version=\"1.0\"?>\n<library>\n  <doc>\n    <id>1</id>\n    <title>Dune</title>\n  </doc>\n  \
+          <doc>\n    <id>2</id>\n    <title>Emma, a novel</title>\n  </doc>\n</library>\n",
+    );
+    let path = xml.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let args = [
+            &["-p", &port, "-c", "1", "-n", "2", "-q", "--dataset", path][..],
+            extra,
+            &["--", "HSET", "book:__field:id__", "title", "__field:title__"],
+        ]
+        .concat();
+        tool.run(&args, T)
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("needs --xml-root-element"), "{}", out.dump());
+    assert_eq!(server.command_calls("hset"), 0);
+    let out = run(&["--xml-root-element", "doc"]);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.cli(&["HGET", "book:1", "title"]).trim(), "Dune");
+    assert_eq!(server.cli(&["HGET", "book:2", "title"]).trim(), "Emma, a novel");
+    assert_eq!(server.command_calls("hset"), 2);
 }
 
 /// `--maxdocs 2` reads the first two rows only.
