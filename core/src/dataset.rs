@@ -255,6 +255,70 @@ pub enum Piece {
     Text(Vec<u8>),
     /// The cell of this column in the request's row.
     Field(usize),
+    /// The cell of this column in the request's row, decoded from base64
+    /// (`__field:NAME:base64__`).
+    Base64(usize),
+}
+
+/// The suffix of a field placeholder's name that decodes the field from base64.
+const BASE64_SUFFIX: &[u8] = b":base64";
+
+/// The value of a base64 digit (the standard alphabet), `None` for any other byte.
+fn digit(c: u8) -> Option<u32> {
+    match c {
+        b'A'..=b'Z' => Some(u32::from(c - b'A')),
+        b'a'..=b'z' => Some(u32::from(c - b'a') + 26),
+        b'0'..=b'9' => Some(u32::from(c - b'0') + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    }
+}
+
+/// Appends `input` decoded from base64 to `out`, as valkey-benchmark 9 decodes a
+/// `__field:NAME:base64__`: a length that is a multiple of 4, `=` padding only at the end
+/// (one or two), no other byte outside the standard alphabet, and canonical padding bits; an
+/// empty input is empty. On an error `out` is as it was.
+pub fn base64_decode(input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    if !input.len().is_multiple_of(4) {
+        return Err(format!("its length {} is not a multiple of 4", input.len()));
+    }
+    let start = out.len();
+    let padding = input.iter().rev().take(2).take_while(|&&c| c == b'=').count();
+    let chunks = input.len() / 4;
+    for (i, quad) in input.chunks_exact(4).enumerate() {
+        let last = i + 1 == chunks;
+        let mut v = 0u32;
+        for (k, &c) in quad.iter().enumerate() {
+            let d = if c == b'=' && last && k >= 4 - padding {
+                0
+            } else if let Some(d) = digit(c) {
+                d
+            } else {
+                out.truncate(start);
+                return Err(if c == b'=' {
+                    "a misplaced '=' padding".into()
+                } else {
+                    format!("the byte {c:#04x}")
+                });
+            };
+            v = v << 6 | d;
+        }
+        let bytes = [(v >> 16) as u8, (v >> 8) as u8, v as u8];
+        let keep = if last { 3 - padding } else { 3 };
+        if last && padding > 0 && (v & ((1 << (8 * padding)) - 1)) != 0 {
+            out.truncate(start);
+            return Err("non-canonical padding bits".into());
+        }
+        out.extend_from_slice(&bytes[..keep]);
+    }
+    Ok(())
+}
+
+/// The length of `input` decoded from base64 (it must decode: see [`base64_decode`]).
+pub fn base64_len(input: &[u8]) -> usize {
+    let padding = input.iter().rev().take(2).take_while(|&&c| c == b'=').count();
+    (input.len() / 4 * 3).saturating_sub(padding)
 }
 
 /// Splits `arg` at its `__field:NAME__` placeholders; `None` when it has none. A placeholder
@@ -267,6 +331,11 @@ pub fn pieces(arg: &[u8], dataset: &Dataset) -> Result<Option<Vec<Piece>>, Strin
         let after = &rest[at + FIELD_PREFIX.len()..];
         let Some(end) = find(after, FIELD_SUFFIX) else { break };
         let name = &after[..end];
+        // `__field:NAME:base64__` decodes the field, as valkey-benchmark 9 does.
+        let (name, base64) = match name.strip_suffix(BASE64_SUFFIX) {
+            Some(n) if !n.is_empty() => (n, true),
+            _ => (name, false),
+        };
         let column = dataset.column(name).ok_or_else(|| {
             format!(
                 "--dataset: the placeholder __field:{}__ names no field of the dataset (its fields: {})",
@@ -277,7 +346,25 @@ pub fn pieces(arg: &[u8], dataset: &Dataset) -> Result<Option<Vec<Piece>>, Strin
         if at > 0 {
             out.push(Piece::Text(rest[..at].to_vec()));
         }
-        out.push(Piece::Field(column));
+        if base64 {
+            // Checked once here, not per request: valkey-benchmark warns on each request and
+            // sends the field empty.
+            let mut scratch = Vec::new();
+            for row in 0..dataset.rows() {
+                scratch.clear();
+                base64_decode(dataset.cell(row, column), &mut scratch).map_err(|why| {
+                    format!(
+                        "--dataset: row {} of field {} is not base64 for __field:{}:base64__ ({why})",
+                        row + 1,
+                        String::from_utf8_lossy(name),
+                        String::from_utf8_lossy(name)
+                    )
+                })?;
+            }
+            out.push(Piece::Base64(column));
+        } else {
+            out.push(Piece::Field(column));
+        }
         rest = &after[end + FIELD_SUFFIX.len()..];
     }
     if out.is_empty() {
@@ -341,6 +428,31 @@ mod tests {
         assert_eq!(Dataset::parse_xml("f.xml", xml, "doc", 2).unwrap().rows(), 2);
         let e = Dataset::parse_xml("f.xml", xml, "item", 0).unwrap_err();
         assert!(e.contains("no <item> document"), "{e}");
+    }
+
+    #[test]
+    fn base64_decodes_as_valkey_does() {
+        let d = |s: &[u8]| {
+            let mut out = b"x".to_vec();
+            base64_decode(s, &mut out).map(|()| out[1..].to_vec())
+        };
+        assert_eq!(d(b"").unwrap(), b"");
+        assert_eq!(d(b"aGVsbG8=").unwrap(), b"hello");
+        assert_eq!(d(b"aGk=").unwrap(), b"hi");
+        assert_eq!(d(b"aA==").unwrap(), b"h");
+        assert_eq!(d(b"AP8A").unwrap(), [0, 255, 0]);
+        assert_eq!(base64_len(b"aGVsbG8="), 5);
+        assert!(d(b"aGk").unwrap_err().contains("multiple of 4"));
+        assert!(d(b"a=Gk").unwrap_err().contains("'='"));
+        assert!(d(b"aG-k").unwrap_err().contains("0x2d"));
+        assert!(d(b"aGl=").unwrap_err().contains("non-canonical"));
+        let ds = Dataset::parse("f.csv", b"id,blob\n1,aGk=\n2,no!e\n", b',', 0).unwrap();
+        assert_eq!(
+            pieces(b"__field:blob:base64__", &ds).unwrap_err(),
+            "--dataset: row 2 of field blob is not base64 for __field:blob:base64__ (the byte 0x21)"
+        );
+        let ds = Dataset::parse("f.csv", b"id,blob\n1,aGk=\n", b',', 0).unwrap();
+        assert_eq!(pieces(b"v:__field:blob:base64__", &ds).unwrap().unwrap()[1], Piece::Base64(1));
     }
 
     #[test]

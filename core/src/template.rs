@@ -543,6 +543,10 @@ impl Template {
                     match piece {
                         Piece::Text(t) => out.extend_from_slice(t),
                         Piece::Field(c) => out.extend_from_slice(dataset.cell(row, *c)),
+                        // Checked when the template was made: it decodes.
+                        Piece::Base64(c) => {
+                            let _ = crate::dataset::base64_decode(dataset.cell(row, *c), out);
+                        }
                     }
                 }
                 if substitutes {
@@ -572,6 +576,7 @@ fn field_len(dataset: &Dataset, row: usize, pieces: &[Piece]) -> usize {
         .map(|p| match p {
             Piece::Text(t) => t.len(),
             Piece::Field(c) => dataset.cell(row, *c).len(),
+            Piece::Base64(c) => crate::dataset::base64_len(dataset.cell(row, *c)),
         })
         .sum()
 }

@@ -17,6 +17,7 @@ respbench_tests::backend_tests!(
         a_tsv_file_works,
         ragged_rows_fill_empty_fields,
         an_xml_file_with_its_root_element,
+        a_base64_field_is_sent_decoded,
         bad_datasets_exit_1_before_connecting,
     ],
 );
@@ -114,6 +115,56 @@ fn an_xml_file_with_its_root_element(tool: Tool) {
     assert_eq!(server.cli(&["HGET", "book:1", "title"]).trim(), "Dune");
     assert_eq!(server.cli(&["HGET", "book:2", "title"]).trim(), "Emma, a novel");
     assert_eq!(server.command_calls("hset"), 2);
+}
+
+/// `__field:NAME:base64__` (valkey-benchmark 9) sends the field decoded: binary bytes reach
+/// the server as they are; a row that is not base64 is an error before anything is sent.
+fn a_base64_field_is_sent_decoded(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    // "AP8KDQ==" is the bytes 0x00 0xff \n \r.
+    let csv = file("blobs.csv", b"id,blob\n1,AP8KDQ==\n2,aGk=\n");
+    let args = [
+        "-p",
+        &port,
+        "-c",
+        "1",
+        "-n",
+        "2",
+        "-q",
+        "--dataset",
+        csv.to_str().unwrap(),
+        "--",
+        "SET",
+        "b:__field:id__",
+        "__field:blob:base64__",
+    ];
+    let out = tool.run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    let mut s = server.connect();
+    std::io::Write::write_all(&mut s, b"*2\r\n$3\r\nGET\r\n$3\r\nb:1\r\n").unwrap();
+    let mut reply = [0u8; 10];
+    std::io::Read::read_exact(&mut s, &mut reply).unwrap();
+    assert_eq!(&reply, b"$4\r\n\x00\xff\n\r\r\n");
+    assert_eq!(server.cli(&["GET", "b:2"]).trim(), "hi");
+    let bad = file("badblob.csv", b"id,blob\n1,no!e\n");
+    let args = [
+        "-p",
+        &port,
+        "-n",
+        "2",
+        "-q",
+        "--dataset",
+        bad.to_str().unwrap(),
+        "--",
+        "SET",
+        "k",
+        "__field:blob:base64__",
+    ];
+    let out = tool.run(&args, T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("row 1 of field blob is not base64"), "{}", out.dump());
+    assert_eq!(server.command_calls("set"), 2, "nothing more sent");
 }
 
 /// `--maxdocs 2` reads the first two rows only.
