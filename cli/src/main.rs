@@ -112,6 +112,10 @@ fn main() -> ExitCode {
     let checked = opts.check().and_then(|mut c| {
         // The command's arguments are bytes; any other value must be text.
         c.command = args::command_bytes(&rest, std::mem::take(&mut c.command))?;
+        // Installed as valkey-benchmark (a link of that name), the default suite is valkey's.
+        c.valkey_suite = std::path::Path::new(name)
+            .file_name()
+            .is_some_and(|f| f.to_string_lossy().starts_with("valkey-benchmark"));
         Ok((respbench_session::tls_client(&c).map_err(|e| e.to_string())?, c))
     });
     let (tls, cfg) = match checked {

@@ -132,6 +132,7 @@ fn run(opts: &MergeOpts) -> Result<(), String> {
                 cpu: e.cpu.as_ref(),
                 verdict: e.verdict.as_ref(),
                 clients: 0,
+                never_ran: (0, 0),
                 payload_bytes: 0,
                 workload: Vec::new(),
                 keepalive: true,

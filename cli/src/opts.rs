@@ -158,6 +158,10 @@ pub struct Opts {
     /// read at most N rows of --dataset (valkey-benchmark 9; default 0: all)
     #[argh(option, default = "0")]
     pub maxdocs: usize,
+    /// the element each document of an XML --dataset (a name with .xml) is, whose child tags
+    /// are its fields (valkey-benchmark 9)
+    #[argh(option)]
+    pub xml_root_element: Option<String>,
     /// event loop backend: mio (default, one mio event loop per thread), smol (one async task
     /// per connection) or uring (one io_uring per thread, Linux); a list (mio,smol,uring) runs
     /// every test on each and prints them side by side
@@ -808,8 +812,10 @@ impl Opts {
             no_server_probe: self.no_server_probe,
             num_functions: self.num_functions,
             num_keys_in_fcall: self.num_keys_in_fcall,
+            valkey_suite: false,
             dataset: self.dataset,
             maxdocs: self.maxdocs,
+            xml_root_element: self.xml_root_element,
             command: self.command.into_iter().map(String::into_bytes).collect(),
             backends,
             uring_sqpoll: self.uring_sqpoll,

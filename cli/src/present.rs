@@ -254,11 +254,13 @@ impl Presenter {
                 if !(self.open_loop && s.cfg.output == Output::Quiet) {
                     let label = s.step.map(|st| s.base.sweep.label(st));
                     let partial = self.partial(s.cfg, e);
+                    let never_ran = respbench_session::never_ran(&run.failures);
                     print_test(
                         s.cfg,
                         s.case,
                         &self.info,
                         e,
+                        never_ran,
                         label.as_deref(),
                         partial.as_deref(),
                         &mut self.out,
@@ -474,13 +476,16 @@ impl Observer for Presenter {
     }
 }
 
-/// Prints one result in the chosen format; `label` names a sweep's step (`-d 128 -c 100`);
-/// `partial` why the test is incomplete.
+/// Prints one result in the chosen format; `never_ran` the connections the server turned away
+/// and those that could not connect; `label` names a sweep's step (`-d 128 -c 100`); `partial`
+/// why the test is incomplete.
+#[allow(clippy::too_many_arguments)] // each is one piece of what one report line needs
 fn print_test(
     cfg: &Config,
     case: &Case,
     info: &ServerInfo,
     entry: &TestResult,
+    never_ran: (u64, u64),
     label: Option<&str>,
     partial: Option<&str>,
     out: &mut impl Write,
@@ -497,6 +502,7 @@ fn print_test(
         cpu: entry.cpu.as_ref(),
         verdict: entry.verdict.as_ref(),
         clients: cfg.clients,
+        never_ran,
         payload_bytes: spec.payload_bytes,
         workload: report::workload_lines(&cfg.values, cfg.key_dist, cfg.keyspace, &cfg.key_prefix),
         keepalive: cfg.keepalive && !spec.connection_per_request,

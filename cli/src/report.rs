@@ -35,6 +35,9 @@ pub struct TestReport<'a> {
     pub verdict: Option<&'a Verdict>,
     /// Parallel clients (`-c`).
     pub clients: usize,
+    /// Of those, the connections the server turned away (maxclients, a refused handshake) and
+    /// those that could not connect: the report counts the clients that ran.
+    pub never_ran: (u64, u64),
     /// Payload size in bytes (`-d`, or the RESP length of a custom command).
     pub payload_bytes: usize,
     /// Lines describing value sizes and keys when they differ from redis-benchmark's (a `-d`
@@ -82,6 +85,23 @@ pub fn workload_lines(
     lines
 }
 
+/// `50 parallel clients`, or, when some never ran, how many did and why the others did not:
+/// `9 parallel clients (of -c 15: 6 refused by the server)`.
+fn clients_line(clients: usize, (turned_away, unreachable): (u64, u64)) -> String {
+    if turned_away + unreachable == 0 {
+        return format!("{clients} parallel clients");
+    }
+    let ran = (clients as u64).saturating_sub(turned_away + unreachable);
+    let mut why = Vec::new();
+    if turned_away > 0 {
+        why.push(format!("{turned_away} refused by the server"));
+    }
+    if unreachable > 0 {
+        why.push(format!("{unreachable} could not connect"));
+    }
+    format!("{ran} parallel clients (of -c {clients}: {})", why.join(", "))
+}
+
 /// The header of CSV output, printed once before the rows.
 pub const CSV_HEADER: &str = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"";
 
@@ -101,7 +121,7 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     let h = &s.latency;
     writeln!(out, "====== {} ======", r.title)?;
     writeln!(out, "  {} requests completed in {:.2} seconds", s.requests, finite(s.duration_secs()))?;
-    writeln!(out, "  {} parallel clients", r.clients)?;
+    writeln!(out, "  {}", clients_line(r.clients, r.never_ran))?;
     writeln!(out, "  {} bytes payload", r.payload_bytes)?;
     for line in &r.workload {
         writeln!(out, "  {line}")?;
@@ -935,6 +955,7 @@ mod tests {
             cpu: None,
             verdict: None,
             clients: 50,
+            never_ran: (0, 0),
             payload_bytes: 3,
             workload: Vec::new(),
             keepalive: true,

@@ -40,6 +40,10 @@ pub(crate) struct Source {
     /// starts), and the mean gap.
     next_due: Time,
     interval: Duration,
+    /// A sequence: the commands this client has drawn, and those of the sequence it started
+    /// that the budget gave it and it has not yet been granted ([`Source::take`]).
+    seq_drawn: u64,
+    seq_left: u64,
 }
 
 impl Source {
@@ -52,7 +56,37 @@ impl Source {
             schedule_rng: Rng::for_stream(plan.seed ^ 0x5eed_5c4e_d01e_0000, stream),
             next_due: Time::MAX,
             interval: plan.conn.open_loop.map_or(Duration::MAX, |ol| ol.interval(plan.connections)),
+            seq_drawn: 0,
+            seq_left: 0,
         }
+    }
+
+    /// Takes up to `want` requests from `plan`'s budget. In a sequence a client takes a whole
+    /// sequence from the budget when it starts one, and its commands are granted from that, so
+    /// no sequence is cut: the budget's last grant, smaller than a sequence, still gives one.
+    fn take(&mut self, plan: &Plan, want: u64) -> u64 {
+        let Some(len) = plan.workload.mix.as_ref().and_then(crate::Mix::sequence_len) else {
+            return plan.budget.take(want);
+        };
+        let mut got = 0;
+        while got < want {
+            if self.seq_left == 0 {
+                if plan.budget.take(len) == 0 {
+                    break;
+                }
+                self.seq_left = len;
+            }
+            let k = self.seq_left.min(want - got);
+            self.seq_left -= k;
+            got += k;
+        }
+        got
+    }
+
+    /// Whether every request has been handed out: the budget is exhausted, and so is the
+    /// sequence this client started.
+    fn spent(&self, plan: &Plan) -> bool {
+        plan.budget.is_exhausted() && self.seq_left == 0
     }
 
     /// Starts the open-loop schedule at `now`, once: the clients' first arrivals spread over one
@@ -70,7 +104,7 @@ impl Source {
     fn remaining<'a>(&'a mut self, plan: &'a Plan, until: Time) -> impl Iterator<Item = Time> + 'a {
         std::iter::from_fn(move || {
             let ol = plan.conn.open_loop?;
-            if self.next_due >= until || plan.budget.take(1) == 0 {
+            if self.next_due >= until || self.take(plan, 1) == 0 {
                 return None;
             }
             Some(self.arrive(ol))
@@ -103,6 +137,12 @@ impl Source {
     fn pick<'w>(&mut self, workload: &'w Workload) -> (&'w Template, u16) {
         match &workload.mix {
             None => (&workload.template, 0),
+            Some(m) if m.sequence_len().is_some() => {
+                // The client's own place in the sequence: its commands go in turn on its connection.
+                let i = (self.seq_drawn % m.templates.len() as u64) as usize;
+                self.seq_drawn += 1;
+                (&m.templates[i], i.min(usize::from(u16::MAX)) as u16)
+            }
             Some(m) => {
                 let i = m.pick(&mut self.mix_rng);
                 // Mixes are checked to a few commands by the command line; u16 holds any real one.
@@ -268,7 +308,7 @@ impl Client {
     /// when the grace has passed. (A due open-loop request needs nothing here: the drain's
     /// [`Client::poll_transmit`] sends it.)
     pub fn handle_timeout(&mut self, node: usize, now: Time) {
-        let spent = self.plan.budget.is_exhausted();
+        let spent = self.source.spent(&self.plan);
         self.conns[node].handle_timeout(now, spent);
         self.sync(node, now);
         // An open-loop connection whose budget others spent finishes here (see poll_timeout).
@@ -361,7 +401,7 @@ impl Client {
             return next;
         }
         if let Some(ol) = self.plan.conn.open_loop {
-            let exhausted = self.plan.budget.is_exhausted();
+            let exhausted = self.source.spent(&self.plan);
             if exhausted && self.outstanding == 0 && !c.busy() {
                 // Spent by other clients while this one waited for its next arrival: it is
                 // done, and must be called now to say so.
@@ -386,8 +426,11 @@ impl Client {
 
     // ---- internals ----
 
+    /// `-P`: requests per batch or in the window; in a sequence, whole sequences (valkey-benchmark's
+    /// `-P 5` of a 4-command sequence sends 20 commands at once, and `-P 1` a whole sequence).
     fn window(&self) -> usize {
-        self.plan.conn.pipeline.max(1) as usize
+        let len = self.plan.workload.mix.as_ref().and_then(crate::Mix::sequence_len).unwrap_or(1);
+        self.plan.conn.pipeline.max(1) as usize * len as usize
     }
 
     /// Whether the pipeline lets the client draw another request now: in window mode while
@@ -418,7 +461,7 @@ impl Client {
             // Batch mode: what is due now, up to `window`, goes as one batch; the next waits
             // until all of it is answered (`may_draw` above).
             while self.outstanding < window && self.source.due() <= now && self.has_room() {
-                if plan.budget.take(1) == 0 {
+                if self.source.take(&plan, 1) == 0 {
                     break;
                 }
                 let intended = self.source.arrive(ol);
@@ -430,19 +473,19 @@ impl Client {
             if !self.batch_taken {
                 self.batch_taken = true;
                 if self.credits == 0 {
-                    self.credits = plan.budget.take(window as u64);
+                    self.credits = self.source.take(&plan, window as u64);
                 }
             }
         } else if plan.conn.pipeline_mode == PipelineMode::Batch {
             // The next batch once the last is answered and drawn; the budget's last grant is
             // smaller, so `-n` stays exact.
             if self.outstanding == 0 && self.credits == 0 {
-                self.credits = plan.budget.take(window as u64);
+                self.credits = self.source.take(&plan, window as u64);
             }
         } else {
             let want = window.saturating_sub(self.outstanding) as u64;
             if self.credits < want {
-                self.credits += plan.budget.take(want - self.credits);
+                self.credits += self.source.take(&plan, want - self.credits);
             }
         }
         let lead = self.lead();
@@ -458,7 +501,7 @@ impl Client {
         let plan = Arc::clone(&self.plan);
         let (Some(ol), Some(lead)) = (plan.conn.open_loop, self.lead()) else { return };
         while self.owed() && self.source.due() <= now && self.has_room() {
-            if plan.budget.take(1) == 0 {
+            if self.source.take(&plan, 1) == 0 {
                 break;
             }
             let intended = self.source.arrive(ol);
@@ -472,7 +515,7 @@ impl Client {
         self.plan.conn.open_loop.is_some()
             && self.outstanding < self.window()
             && self.plan.stop.at().is_some_and(|stop| self.source.due() < stop)
-            && !self.plan.budget.is_exhausted()
+            && !self.source.spent(&self.plan)
     }
 
     /// Whether a request drawn now has somewhere to go: over a cluster its node's queue, else
@@ -593,7 +636,7 @@ impl Client {
         if !plan.conn.keepalive && self.batch_taken && !stopped {
             // Reserve the next batch before asking for a new socket, so no socket opens for
             // nothing.
-            self.credits = plan.budget.take(self.window() as u64);
+            self.credits = self.source.take(&plan, self.window() as u64);
             if self.credits > 0 {
                 self.conns[node].reconnect();
                 return;
@@ -604,7 +647,7 @@ impl Client {
             self.wake_node(node);
             return;
         }
-        if stopped || (plan.budget.is_exhausted() && self.outstanding == 0) {
+        if stopped || (self.source.spent(&plan) && self.outstanding == 0) {
             self.conns[node].finish();
             // A request of another node may be redirected here no more: the client's other
             // connections finish too.
@@ -733,5 +776,66 @@ impl Books<'_> {
             self.woken[node] = true;
             self.wake.push(node);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Budget, ConnConfig, Handshake, Mix, Stop};
+    use crate::template::KeySpace;
+
+    /// Two clients of a sequence `A ; B ; B` (3 commands) under `-n 7`: each takes whole
+    /// sequences, in order, from the one budget, and the last is not cut: 9 commands in all.
+    #[test]
+    fn a_sequence_goes_whole_and_in_order_on_each_client() {
+        let seq = Mix::sequence(vec![
+            Template::command(&[b"A"]),
+            Template::command(&[b"B"]),
+            Template::command(&[b"B"]),
+        ])
+        .unwrap();
+        let plan = Arc::new(Plan {
+            conn: ConnConfig {
+                handshake: Handshake::default(),
+                pipeline: 1,
+                pipeline_mode: PipelineMode::Batch,
+                keepalive: true,
+                idle: false,
+                open_loop: None,
+                request_timeout: None,
+                reconnect: None,
+            },
+            workload: Workload {
+                template: Template::command(&[b"A"]),
+                keys: KeySpace::Literal,
+                mix: Some(seq),
+            },
+            budget: Budget::new(7),
+            stop: Stop::new(None, Duration::from_secs(2)),
+            seed: 1,
+            connections: 2,
+            measure_from: Time::ZERO,
+            series: false,
+            cluster: None,
+        });
+        let mut sources = [Source::new(&plan, 0), Source::new(&plan, 1)];
+        let mut sent: [Vec<u16>; 2] = [Vec::new(), Vec::new()];
+        // The clients take turns, one command at a time, as two connections would.
+        loop {
+            let mut any = false;
+            for (s, out) in sources.iter_mut().zip(&mut sent) {
+                if s.take(&plan, 1) == 1 {
+                    out.push(s.pick(&plan.workload).1);
+                    any = true;
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+        assert_eq!(sent[0], [0, 1, 2, 0, 1, 2], "client 0 took two whole sequences");
+        assert_eq!(sent[1], [0, 1, 2], "client 1 took the third, the budget's last 1 rounded up");
+        assert!(sources.iter().all(|s| s.spent(&plan)));
     }
 }

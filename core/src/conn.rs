@@ -13,20 +13,12 @@ pub use crate::plan::{Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Pla
 use crate::resp::{Kind, ProtocolError, Reply, ReplyParser};
 use crate::run::Endpoint;
 use crate::stats::Stats;
+use crate::wire::Wire;
 use crate::Time;
 
 /// Past this many unwritten bytes a connection encodes no more requests until the socket takes
 /// some: deep pipelines of large values (`-P 1000 -d 100000`) stay bounded in memory.
-pub(crate) const OUT_SOFT_CAP: usize = 64 * 1024;
-
-/// Drops the written part of `out` (`..out_pos`) once it passes [`OUT_SOFT_CAP`], before
-/// more is encoded: the buffer does not grow behind a slow socket.
-fn compact(out: &mut Vec<u8>, out_pos: &mut usize) {
-    if *out_pos > OUT_SOFT_CAP {
-        out.drain(..*out_pos);
-        *out_pos = 0;
-    }
-}
+pub const OUT_SOFT_CAP: usize = 64 * 1024;
 
 /// What makes a connection give up. Error replies (`-ERR …`) are not here: they are counted
 /// outcomes in [`Stats`].
@@ -68,6 +60,13 @@ pub enum ConnError {
         /// The server's error message.
         message: String,
     },
+    /// The server's only reply on the socket was an error to a request, and then it closed
+    /// the socket: it rejected that request (Redis closes after `ERR Protocol error: invalid
+    /// bulk length`), not the connection.
+    Rejected {
+        /// The server's error message.
+        message: String,
+    },
 }
 
 /// `1s`, `1.5s`, `500ms`, `250us`: a timeout as a user would write it.
@@ -100,6 +99,9 @@ impl fmt::Display for ConnError {
                 write!(f, "{what} timed out after {} (--timeout)", format_duration(*after))
             }
             ConnError::Refused { message } => write!(f, "the server refused the connection: {message}"),
+            ConnError::Rejected { message } => {
+                write!(f, "the server rejected a request and closed the connection: {message}")
+            }
         }
     }
 }
@@ -286,9 +288,8 @@ pub struct Connection {
     parser: ReplyParser,
     /// What this socket sends before its first request.
     handshake: Handshake,
-    /// Encoded bytes; `out[out_pos..]` is not written yet.
-    out: Vec<u8>,
-    out_pos: usize,
+    /// Encoded bytes not written yet (large values by reference).
+    out: Wire,
     /// Bytes appended to / accepted from `out` since the socket opened.
     encoded: u64,
     written: u64,
@@ -331,7 +332,7 @@ impl fmt::Debug for Connection {
         f.debug_struct("Connection")
             .field("state", &self.state)
             .field("in_flight", &self.in_flight.len())
-            .field("unwritten", &(self.out.len() - self.out_pos))
+            .field("unwritten", &self.out.unwritten())
             .finish_non_exhaustive()
     }
 }
@@ -346,8 +347,7 @@ impl Connection {
             state: State::Disconnected,
             parser: ReplyParser::new(),
             handshake,
-            out: Vec::new(),
-            out_pos: 0,
+            out: Wire::default(),
             encoded: 0,
             written: 0,
             in_flight: VecDeque::with_capacity(cap.min(4096)),
@@ -424,7 +424,7 @@ impl Connection {
 
     /// Bytes encoded and not yet written.
     pub(crate) fn unwritten(&self) -> usize {
-        self.out.len() - self.out_pos
+        self.out.unwritten()
     }
 
     /// Whether it may take more requests now: open, and the output buffer below its cap.
@@ -463,7 +463,6 @@ impl Connection {
         self.state = State::Open;
         self.parser.reset();
         self.out.clear();
-        self.out_pos = 0;
         self.written = 0;
         self.in_flight.clear();
         self.sent = 0;
@@ -509,8 +508,7 @@ impl Connection {
     /// that began at `now` (read the clock before the write, not after it): requests whose last
     /// byte is among them count as sent at `now`.
     pub(crate) fn advance_transmit(&mut self, written: usize, now: Time, stats: &mut Stats) {
-        let written = written.min(self.out.len() - self.out_pos);
-        self.out_pos += written;
+        let written = self.out.advance(written);
         self.written += written as u64;
         stats.bytes_sent += written as u64;
         while let Some(p) = self.in_flight.get_mut(self.sent) {
@@ -521,10 +519,6 @@ impl Connection {
             self.sent += 1;
             let p = *p;
             self.record_lateness(&p, now, stats);
-        }
-        if self.out_pos == self.out.len() {
-            self.out.clear();
-            self.out_pos = 0;
         }
     }
 
@@ -595,11 +589,13 @@ impl Connection {
     }
 
     /// Queues a request: `write` appends its bytes to the output buffer.
-    pub(crate) fn push(&mut self, mut pending: Pending, write: impl FnOnce(&mut Vec<u8>)) {
-        compact(&mut self.out, &mut self.out_pos);
-        let before = self.out.len();
+    pub(crate) fn push(&mut self, mut pending: Pending, write: impl FnOnce(&mut Wire)) {
+        // The written part goes before more is encoded: the buffer does not grow behind a slow
+        // socket.
+        self.out.compact(OUT_SOFT_CAP);
+        let before = self.out.appended();
         write(&mut self.out);
-        self.encoded += (self.out.len() - before) as u64;
+        self.encoded += self.out.appended() - before;
         pending.end = self.encoded;
         self.in_flight.push_back(pending);
     }
@@ -609,11 +605,11 @@ impl Connection {
     /// Bytes to write now, if any. Call [`Connection::advance_transmit`] with how many the socket
     /// took, then call this again until it returns `None` or the socket would block.
     pub(crate) fn poll_transmit(&mut self) -> Option<&[u8]> {
-        if self.state != State::Open || self.out_pos == self.out.len() {
+        if self.state != State::Open {
             // Ended, failed or waiting for a new socket: what was unwritten is moot.
             return None;
         }
-        Some(&self.out[self.out_pos..])
+        self.out.chunk()
     }
 
     /// When the connection next wants [`Connection::handle_timeout`] called though no bytes
@@ -654,14 +650,20 @@ impl Connection {
         Some(since + after)
     }
 
-    /// A socket whose only reply was an error and that then closed: the error says why (Redis
-    /// at `maxclients` answers the first request with one and closes).
+    /// A socket whose only reply was an error and that then closed: the error says why. The
+    /// error came where the first request's reply was due, so its words tell a server turning
+    /// the connection away (Redis at `maxclients` or in protected mode, which says so as it
+    /// accepts, before it reads anything) from one rejecting the request (a protocol error).
     fn refused(&self) -> Option<ConnError> {
         if self.replies != 1 || !self.only_errors {
             return None;
         }
         let message = String::from_utf8_lossy(self.parser.error_message()).into_owned();
-        Some(ConnError::Refused { message })
+        Some(if turns_away(&message) {
+            ConnError::Refused { message }
+        } else {
+            ConnError::Rejected { message }
+        })
     }
 
     fn on_reply(
@@ -732,7 +734,6 @@ impl Connection {
             self.in_flight.clear();
             self.sent = 0;
             self.out.clear();
-            self.out_pos = 0;
             self.handshake_left = 0;
             self.backoff = if self.backoff.is_zero() { b.first } else { (self.backoff * 2).min(b.max) };
             self.down_until = self.last_now + self.backoff;
@@ -744,6 +745,13 @@ impl Connection {
         let lost = if self.count_lost { lost } else { 0 };
         self.events.push_back(Event::Failed { error: e, lost });
     }
+}
+
+/// Whether an error is a server's refusal of the connection itself: Redis's and Valkey's
+/// words at `maxclients` (`ERR max number of clients reached`) and in protected mode
+/// (`DENIED …`), which they send on accepting, before reading a request.
+fn turns_away(message: &str) -> bool {
+    message.starts_with("DENIED") || message.contains("max number of clients reached")
 }
 
 /// The earlier of two optional times.
@@ -1229,6 +1237,30 @@ mod tests {
         c.handle_input(b"+PONG\r\n-ERR x\r\n", Time::ZERO, &mut st);
         c.handle_closed(Time::ZERO);
         assert_eq!(failure(&mut c), Some(ConnError::Closed { in_flight: 2 }));
+    }
+
+    #[test]
+    fn a_request_rejected_before_a_close_is_not_a_refused_connection() {
+        for (reply, want) in [
+            (
+                &b"-ERR Protocol error: invalid bulk length\r\n"[..],
+                "the server rejected a request and closed the connection: ERR Protocol error: invalid bulk length",
+            ),
+            (
+                b"-DENIED Redis is running in protected mode\r\n",
+                "the server refused the connection: DENIED Redis is running in protected mode",
+            ),
+        ] {
+            let mut c = conn(None, Handshake::default(), 4);
+            let mut st = stats();
+            c.handle_connected(Time::ZERO, &mut st);
+            flush(&mut c, Time::ZERO, &mut st);
+            c.handle_input(reply, Time::ZERO, &mut st);
+            c.handle_closed(Time::ZERO);
+            let e = failure(&mut c).expect("a failure");
+            assert_eq!(e.to_string(), want);
+            assert_eq!(st.errors.total(), 1, "the error reply is counted once");
+        }
     }
 
     #[test]

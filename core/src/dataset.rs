@@ -1,5 +1,6 @@
 //! valkey-benchmark 9's `--dataset FILE`: rows of a CSV or TSV file whose header names the
-//! fields, filling `__field:NAME__` placeholders of a custom command, one row per request.
+//! fields (or the documents of an XML file), filling `__field:NAME__` placeholders of a custom
+//! command, one row per request.
 //!
 //! The rows are parsed once into one byte buffer; a request copies its row's cells into the
 //! encoded request ([`crate::template::Template::write`]), so nothing is allocated per request.
@@ -101,12 +102,13 @@ fn split_line(line: &str, delimiter: u8, out: &mut Vec<Vec<u8>>) -> Result<(), S
 
 impl Dataset {
     /// Parses `text`, the contents of `path`: a header row naming the fields, then one row per
-    /// line with as many fields (empty lines are skipped, `\r\n` ends a line too). At most
-    /// `max_rows` rows are read when it is not 0 (`--maxdocs`); lines after those are not
-    /// looked at. `delimiter` is `,` or a tab ([`delimiter_for`]).
+    /// line (empty lines are skipped, `\r\n` ends a line too). As in valkey-benchmark 9, a row
+    /// with fewer fields than the header has the missing ones empty, and fields past the
+    /// header's are ignored. At most `max_rows` rows are read when it is not 0 (`--maxdocs`);
+    /// lines after those are not looked at. `delimiter` is `,` or a tab ([`delimiter_for`]).
     ///
     /// Errors name the file and line: a file that is not UTF-8, is empty, has no row after the
-    /// header, or has a row whose field count differs from the header's.
+    /// header, or a quoted field that does not close.
     pub fn parse(path: &str, text: &[u8], delimiter: u8, max_rows: usize) -> Result<Dataset, String> {
         let mut names = Vec::new();
         let mut data = Vec::new();
@@ -129,14 +131,8 @@ impl Dataset {
                 names = fields.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
                 continue;
             }
-            if fields.len() != names.len() {
-                return Err(format!(
-                    "--dataset {path}: line {} has {} fields, the header has {}",
-                    n + 1,
-                    fields.len(),
-                    names.len()
-                ));
-            }
+            // A ragged row: missing fields are empty, extra ones are dropped.
+            fields.resize(names.len(), Vec::new());
             for f in &fields {
                 cells.push(data.len()..data.len() + f.len());
                 data.extend_from_slice(f);
@@ -150,6 +146,76 @@ impl Dataset {
         }
         if rows == 0 {
             return Err(format!("--dataset {path}: the file has a header but no rows"));
+        }
+        Ok(Dataset { names, data, cells, next: AtomicU64::new(0) })
+    }
+
+    /// Parses `text`, the contents of the XML file `path`, as valkey-benchmark 9 reads one with
+    /// `--xml-root-element ROOT`: a document runs from each `<ROOT` to the next `</ROOT>`; the
+    /// fields are the tags met in the first document (but `<ROOT>`, closing tags and `<!…>`),
+    /// named up to a space, a tab or the `>`, each once, in order; a field's value in a
+    /// document is the text between the first tag starting `<NAME` and the next `</NAME>`
+    /// after it (empty when there is none, or when that tag ends `/>`), as it is, with no
+    /// entity decoded. At most `max_rows` documents are read when it is not 0 (`--maxdocs`).
+    pub fn parse_xml(path: &str, text: &[u8], root: &str, max_rows: usize) -> Result<Dataset, String> {
+        let open = format!("<{root}");
+        let (start_tag, end_tag) = (format!("<{root}>"), format!("</{root}>"));
+        let find = |hay: &[u8], needle: &[u8], from: usize| {
+            hay.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|i| i + from)
+        };
+        let mut docs = Vec::new();
+        let mut at = 0;
+        while max_rows == 0 || docs.len() < max_rows {
+            let Some(start) = find(text, open.as_bytes(), at) else { break };
+            let Some(gt) = find(text, b">", start + 1) else { break };
+            let Some(end) = find(text, end_tag.as_bytes(), gt) else { break };
+            let end = end + end_tag.len();
+            docs.push(&text[start..end]);
+            at = end;
+        }
+        let Some(first) = docs.first() else {
+            return Err(format!("--dataset {path}: no <{root}> document in the file (--xml-root-element)"));
+        };
+        let mut names: Vec<String> = Vec::new();
+        let mut i = 0;
+        while let Some(lt) = find(first, b"<", i) {
+            let tag = &first[lt..];
+            if matches!(tag.get(1), Some(b'/' | b'!'))
+                || tag.starts_with(start_tag.as_bytes())
+                || tag.starts_with(end_tag.as_bytes())
+            {
+                i = lt + 1;
+                continue;
+            }
+            let Some(gt) = find(first, b">", lt) else { break };
+            let inner = &first[lt + 1..gt];
+            let name = &inner[..inner.iter().position(|&c| c == b' ' || c == b'\t').unwrap_or(inner.len())];
+            let name = String::from_utf8_lossy(name).into_owned();
+            if !name.is_empty() && !names.contains(&name) {
+                names.push(name);
+            }
+            i = gt + 1;
+        }
+        if names.is_empty() {
+            return Err(format!("--dataset {path}: the first <{root}> document has no fields"));
+        }
+        let mut data = Vec::new();
+        let mut cells = Vec::new();
+        for doc in &docs {
+            for name in &names {
+                let value = (|| {
+                    let start = find(doc, format!("<{name}").as_bytes(), 0)?;
+                    let gt = find(doc, b">", start)?;
+                    if doc[gt - 1] == b'/' {
+                        return None;
+                    }
+                    let close = find(doc, format!("</{name}>").as_bytes(), gt + 1)?;
+                    Some(&doc[gt + 1..close])
+                })()
+                .unwrap_or(b"");
+                cells.push(data.len()..data.len() + value.len());
+                data.extend_from_slice(value);
+            }
         }
         Ok(Dataset { names, data, cells, next: AtomicU64::new(0) })
     }
@@ -189,6 +255,70 @@ pub enum Piece {
     Text(Vec<u8>),
     /// The cell of this column in the request's row.
     Field(usize),
+    /// The cell of this column in the request's row, decoded from base64
+    /// (`__field:NAME:base64__`).
+    Base64(usize),
+}
+
+/// The suffix of a field placeholder's name that decodes the field from base64.
+const BASE64_SUFFIX: &[u8] = b":base64";
+
+/// The value of a base64 digit (the standard alphabet), `None` for any other byte.
+fn digit(c: u8) -> Option<u32> {
+    match c {
+        b'A'..=b'Z' => Some(u32::from(c - b'A')),
+        b'a'..=b'z' => Some(u32::from(c - b'a') + 26),
+        b'0'..=b'9' => Some(u32::from(c - b'0') + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    }
+}
+
+/// Appends `input` decoded from base64 to `out`, as valkey-benchmark 9 decodes a
+/// `__field:NAME:base64__`: a length that is a multiple of 4, `=` padding only at the end
+/// (one or two), no other byte outside the standard alphabet, and canonical padding bits; an
+/// empty input is empty. On an error `out` is as it was.
+pub fn base64_decode(input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    if !input.len().is_multiple_of(4) {
+        return Err(format!("its length {} is not a multiple of 4", input.len()));
+    }
+    let start = out.len();
+    let padding = input.iter().rev().take(2).take_while(|&&c| c == b'=').count();
+    let chunks = input.len() / 4;
+    for (i, quad) in input.chunks_exact(4).enumerate() {
+        let last = i + 1 == chunks;
+        let mut v = 0u32;
+        for (k, &c) in quad.iter().enumerate() {
+            let d = if c == b'=' && last && k >= 4 - padding {
+                0
+            } else if let Some(d) = digit(c) {
+                d
+            } else {
+                out.truncate(start);
+                return Err(if c == b'=' {
+                    "a misplaced '=' padding".into()
+                } else {
+                    format!("the byte {c:#04x}")
+                });
+            };
+            v = v << 6 | d;
+        }
+        let bytes = [(v >> 16) as u8, (v >> 8) as u8, v as u8];
+        let keep = if last { 3 - padding } else { 3 };
+        if last && padding > 0 && (v & ((1 << (8 * padding)) - 1)) != 0 {
+            out.truncate(start);
+            return Err("non-canonical padding bits".into());
+        }
+        out.extend_from_slice(&bytes[..keep]);
+    }
+    Ok(())
+}
+
+/// The length of `input` decoded from base64 (it must decode: see [`base64_decode`]).
+pub fn base64_len(input: &[u8]) -> usize {
+    let padding = input.iter().rev().take(2).take_while(|&&c| c == b'=').count();
+    (input.len() / 4 * 3).saturating_sub(padding)
 }
 
 /// Splits `arg` at its `__field:NAME__` placeholders; `None` when it has none. A placeholder
@@ -201,6 +331,11 @@ pub fn pieces(arg: &[u8], dataset: &Dataset) -> Result<Option<Vec<Piece>>, Strin
         let after = &rest[at + FIELD_PREFIX.len()..];
         let Some(end) = find(after, FIELD_SUFFIX) else { break };
         let name = &after[..end];
+        // `__field:NAME:base64__` decodes the field, as valkey-benchmark 9 does.
+        let (name, base64) = match name.strip_suffix(BASE64_SUFFIX) {
+            Some(n) if !n.is_empty() => (n, true),
+            _ => (name, false),
+        };
         let column = dataset.column(name).ok_or_else(|| {
             format!(
                 "--dataset: the placeholder __field:{}__ names no field of the dataset (its fields: {})",
@@ -211,7 +346,25 @@ pub fn pieces(arg: &[u8], dataset: &Dataset) -> Result<Option<Vec<Piece>>, Strin
         if at > 0 {
             out.push(Piece::Text(rest[..at].to_vec()));
         }
-        out.push(Piece::Field(column));
+        if base64 {
+            // Checked once here, not per request: valkey-benchmark warns on each request and
+            // sends the field empty.
+            let mut scratch = Vec::new();
+            for row in 0..dataset.rows() {
+                scratch.clear();
+                base64_decode(dataset.cell(row, column), &mut scratch).map_err(|why| {
+                    format!(
+                        "--dataset: row {} of field {} is not base64 for __field:{}:base64__ ({why})",
+                        row + 1,
+                        String::from_utf8_lossy(name),
+                        String::from_utf8_lossy(name)
+                    )
+                })?;
+            }
+            out.push(Piece::Base64(column));
+        } else {
+            out.push(Piece::Field(column));
+        }
         rest = &after[end + FIELD_SUFFIX.len()..];
     }
     if out.is_empty() {
@@ -257,11 +410,56 @@ mod tests {
     }
 
     #[test]
+    fn ragged_rows_are_filled_and_cut_as_valkey_does() {
+        let d = Dataset::parse("f.csv", b"a,b,c\n1,2,3\n4\n5,6,7,8\n,9\n", b',', 0).unwrap();
+        assert_eq!(
+            rows(&d),
+            [vec!["1", "2", "3"], vec!["4", "", ""], vec!["5", "6", "7"], vec!["", "9", ""]]
+        );
+    }
+
+    #[test]
+    fn xml_documents_as_valkey_reads_them() {
+        let xml = b"<?xml version=\"1.0\"?>\n<dataset>\n<doc><id>1</id><title>A &amp; B</title><tags/></doc>\n\
+                    <doc><title>only</title></doc>\n<doc><id>3</id><title>c</title><tags>x</tags></doc>\n</dataset>\n";
+        let d = Dataset::parse_xml("f.xml", xml, "doc", 0).unwrap();
+        assert_eq!(d.names(), ["id", "title", "tags/"]);
+        assert_eq!(rows(&d), [vec!["1", "A &amp; B", ""], vec!["", "only", ""], vec!["3", "c", ""]]);
+        assert_eq!(Dataset::parse_xml("f.xml", xml, "doc", 2).unwrap().rows(), 2);
+        let e = Dataset::parse_xml("f.xml", xml, "item", 0).unwrap_err();
+        assert!(e.contains("no <item> document"), "{e}");
+    }
+
+    #[test]
+    fn base64_decodes_as_valkey_does() {
+        let d = |s: &[u8]| {
+            let mut out = b"x".to_vec();
+            base64_decode(s, &mut out).map(|()| out[1..].to_vec())
+        };
+        assert_eq!(d(b"").unwrap(), b"");
+        assert_eq!(d(b"aGVsbG8=").unwrap(), b"hello");
+        assert_eq!(d(b"aGk=").unwrap(), b"hi");
+        assert_eq!(d(b"aA==").unwrap(), b"h");
+        assert_eq!(d(b"AP8A").unwrap(), [0, 255, 0]);
+        assert_eq!(base64_len(b"aGVsbG8="), 5);
+        assert!(d(b"aGk").unwrap_err().contains("multiple of 4"));
+        assert!(d(b"a=Gk").unwrap_err().contains("'='"));
+        assert!(d(b"aG-k").unwrap_err().contains("0x2d"));
+        assert!(d(b"aGl=").unwrap_err().contains("non-canonical"));
+        let ds = Dataset::parse("f.csv", b"id,blob\n1,aGk=\n2,no!e\n", b',', 0).unwrap();
+        assert_eq!(
+            pieces(b"__field:blob:base64__", &ds).unwrap_err(),
+            "--dataset: row 2 of field blob is not base64 for __field:blob:base64__ (the byte 0x21)"
+        );
+        let ds = Dataset::parse("f.csv", b"id,blob\n1,aGk=\n", b',', 0).unwrap();
+        assert_eq!(pieces(b"v:__field:blob:base64__", &ds).unwrap().unwrap()[1], Piece::Base64(1));
+    }
+
+    #[test]
     fn errors_name_the_line() {
         let e = |t: &[u8]| Dataset::parse("f.csv", t, b',', 0).unwrap_err();
         assert!(e(b"").contains("empty"), "{}", e(b""));
         assert!(e(b"a,b\n").contains("no rows"));
-        assert!(e(b"a,b\n1,2\n3\n").contains("line 3 has 1 fields, the header has 2"));
         assert!(e(b"a\n\xff\n").contains("line 2 is not UTF-8"));
         assert!(e(b"a\n\"x\n").contains("no closing quote"));
     }

@@ -9,6 +9,7 @@
 //! # Parts
 //! - [`template`]: requests pre-encoded once; each request is a copy plus 12 digits per
 //!   `__rand_int__` placeholder overwritten in place. [`keys`] draws the keys (with [`rng`]).
+//!   [`wire`]: a connection's output, which takes a large value by reference to the one copy.
 //! - [`resp`]: an incremental, allocation-free RESP2/RESP3 reply parser.
 //! - [`plan`]: what a test's clients share: handshake, pipeline, open-loop schedule, workload,
 //!   the exact request budget and the run control ([`Stop`]: `--duration`, Ctrl-C, drain grace).
@@ -65,6 +66,7 @@ pub mod stats;
 pub mod suite;
 pub mod template;
 pub mod time;
+pub mod wire;
 
 pub use client::Client;
 pub use conn::{ConnError, Connection, Event, IoFailure, IoOp};

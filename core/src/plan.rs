@@ -344,25 +344,14 @@ pub struct Workload {
 
 /// Several commands in one test: each request is one of them, drawn by weight, or, for a
 /// sequence, the next one in turn.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Mix {
     pub(crate) templates: Vec<Template>,
     /// Running sums of the weights; the last is the total.
     cumulative: Vec<u64>,
-    /// A sequence (valkey-benchmark 9's `cmd ; 3 cmd`): how many requests every connection of
-    /// the test has taken so far, so that the commands go in turn and `-n` of them give each
-    /// its exact count. A clone (the next test's plan) starts again from the first command.
-    cycle: Option<std::sync::atomic::AtomicU64>,
-}
-
-impl Clone for Mix {
-    fn clone(&self) -> Mix {
-        Mix {
-            templates: self.templates.clone(),
-            cumulative: self.cumulative.clone(),
-            cycle: self.cycle.as_ref().map(|_| std::sync::atomic::AtomicU64::new(0)),
-        }
-    }
+    /// A sequence (valkey-benchmark 9's `cmd ; 3 cmd`): each client sends the commands in
+    /// turn, whole sequences on its connection (see [`Mix::sequence`]).
+    sequence: bool,
 }
 
 impl Mix {
@@ -383,15 +372,22 @@ impl Mix {
             templates.push(t);
             cumulative.push(total);
         }
-        Ok(Mix { templates, cumulative, cycle: None })
+        Ok(Mix { templates, cumulative, sequence: false })
     }
 
-    /// A sequence: the requests of the test's connections, together, take `templates` in turn
-    /// (a command repeated N times is there N times).
+    /// A sequence (a command repeated N times is there N times): as valkey-benchmark sends
+    /// one, each client sends the commands in turn on its connection, whole sequences only:
+    /// a client takes a sequence's commands from the budget when it starts one, so `-n` counts
+    /// commands and is rounded up to whole sequences (`MULTI ; SET k v ; EXEC` is never cut).
     pub fn sequence(templates: Vec<Template>) -> Result<Mix, String> {
         let mut m = Mix::new(templates.into_iter().map(|t| (t, 1)).collect())?;
-        m.cycle = Some(std::sync::atomic::AtomicU64::new(0));
+        m.sequence = true;
         Ok(m)
+    }
+
+    /// The length of a sequence; `None` for a mix drawn by weight.
+    pub fn sequence_len(&self) -> Option<u64> {
+        self.sequence.then_some(self.templates.len() as u64)
     }
 
     /// The commands, in the order given.
@@ -417,10 +413,6 @@ impl Mix {
 
     /// Draws a command index with probability weight / total.
     pub(crate) fn pick(&self, rng: &mut Rng) -> usize {
-        if let Some(next) = &self.cycle {
-            let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            return (n % self.templates.len() as u64) as usize;
-        }
         let total = *self.cumulative.last().unwrap_or(&1);
         let x = rng.below(total);
         self.cumulative.partition_point(|&c| c <= x)

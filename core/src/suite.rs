@@ -58,6 +58,8 @@ const EXPLICIT_ONLY: &[&str] = &["connect", "function_load", "fcall"];
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
     names: Option<Vec<String>>,
+    /// Without names: valkey-benchmark 9's default, which runs `function_load` and `fcall` too.
+    valkey: bool,
 }
 
 impl Selection {
@@ -71,16 +73,23 @@ impl Selection {
         if !unknown.is_empty() || names.is_empty() {
             return Err(if names.is_empty() { vec![list.to_string()] } else { unknown });
         }
-        Ok(Selection { names: Some(names) })
+        Ok(Selection { names: Some(names), valkey: false })
     }
 
-    /// Every test.
+    /// Every test of redis-benchmark 7's default run.
     pub fn all() -> Selection {
-        Selection { names: None }
+        Selection { names: None, valkey: false }
+    }
+
+    /// Every test of valkey-benchmark 9's default run: redis-benchmark's, then `function_load`
+    /// and `fcall` (which it runs whatever the server).
+    pub fn valkey_default() -> Selection {
+        Selection { names: None, valkey: true }
     }
 
     fn has(&self, name: &str) -> bool {
         match &self.names {
+            None if self.valkey => name != "connect",
             None => !EXPLICIT_ONLY.contains(&name),
             Some(names) => names.iter().any(|n| n == name),
         }
@@ -431,6 +440,21 @@ mod tests {
         // An empty prefix is redis-benchmark's names.
         let plain = default_suite(&Selection::all(), &ValueSize::Fixed(3), true, "");
         assert!(plain.iter().all(|t| !String::from_utf8_lossy(t.template.as_bytes()).contains('{')));
+    }
+
+    #[test]
+    fn valkeys_default_adds_the_function_tests_and_redis_benchmarks_does_not() {
+        let v = ValueSize::Fixed(3);
+        let titles = |s: &Selection| {
+            let mut t: Vec<String> = default_suite(s, &v, false, "").into_iter().map(|t| t.title).collect();
+            t.extend(function_tests(s, 10, 0).into_iter().map(|t| t.title));
+            t
+        };
+        let redis = titles(&Selection::all());
+        let valkey = titles(&Selection::valkey_default());
+        assert_eq!(redis.len(), 21);
+        assert_eq!(valkey[..21], redis[..]);
+        assert_eq!(valkey[21..], ["FUNCTION LOAD", "FCALL"]);
     }
 
     #[test]

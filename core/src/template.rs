@@ -95,6 +95,8 @@ struct Rows {
 pub struct Values {
     spec: ValueSize,
     sizes: SizeSampler,
+    /// The one size when every value has it: a slot then draws nothing from the rng.
+    fixed: Option<usize>,
     /// `payload(spec.max())`: its first `len` bytes are redis-benchmark's `-d len` value.
     payload: Vec<u8>,
 }
@@ -109,7 +111,19 @@ impl std::fmt::Debug for Values {
 impl Values {
     /// The sizes of `spec` with a payload of its largest size, shared by every template using it.
     pub fn new(spec: &ValueSize) -> Arc<Values> {
-        Arc::new(Values { spec: spec.clone(), sizes: spec.sampler(), payload: payload(spec.max()) })
+        let sizes = spec.sampler();
+        let fixed = spec.is_fixed().then(|| match sizes {
+            SizeSampler::Fixed(n) => n,
+            SizeSampler::Range { lo, .. } => lo,
+            SizeSampler::Weighted { ref cumulative, .. } => cumulative.first().map_or(0, |&(_, s)| s),
+        });
+        Arc::new(Values { spec: spec.clone(), sizes, fixed, payload: payload(spec.max()) })
+    }
+
+    /// The size of the next value: the fixed one, or one drawn from `rng`.
+    #[inline]
+    fn next_size(&self, rng: &mut crate::rng::Rng) -> usize {
+        self.fixed.unwrap_or_else(|| self.sizes.sample(rng))
     }
 
     /// The size spec.
@@ -132,18 +146,36 @@ pub enum Arg<'a> {
     Value,
 }
 
-/// Appends `$len\r\n`, the first `len` bytes of `payload` and `\r\n`, without allocating
-/// beyond `out`'s growth.
-#[inline]
-fn push_value(out: &mut Vec<u8>, payload: &[u8], len: usize) {
-    push_bulk_len(out, len);
-    out.extend_from_slice(&payload[..len.min(payload.len())]);
-    out.extend_from_slice(b"\r\n");
+/// Where [`Template::write`] puts a request: a `Vec<u8>` (every byte copied), or a
+/// connection's output ([`crate::wire::Wire`]), which takes a large value by reference.
+pub trait Sink {
+    /// The owned bytes, to append to (placeholders are filled in them in place).
+    fn bytes(&mut self) -> &mut Vec<u8>;
+
+    /// Appends a value: `$len\r\n`, the first `len` bytes of `values`' payload and `\r\n`.
+    fn value(&mut self, values: &Arc<Values>, len: usize);
+}
+
+impl Sink for Vec<u8> {
+    #[inline]
+    fn bytes(&mut self) -> &mut Vec<u8> {
+        self
+    }
+
+    /// Copies the value, allocating nothing beyond the vector's growth.
+    #[inline]
+    fn value(&mut self, values: &Arc<Values>, len: usize) {
+        let payload = values.largest();
+        let len = len.min(payload.len());
+        push_bulk_len(self, len);
+        self.extend_from_slice(&payload[..len]);
+        self.extend_from_slice(b"\r\n");
+    }
 }
 
 /// Appends a bulk string's header, `$len\r\n`, without allocating beyond `out`'s growth.
 #[inline]
-fn push_bulk_len(out: &mut Vec<u8>, len: usize) {
+pub(crate) fn push_bulk_len(out: &mut Vec<u8>, len: usize) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     let mut v = len;
@@ -310,16 +342,13 @@ impl Template {
 
     /// Like [`Template::command`], with [`Arg::Value`] arguments sized from `values` per request.
     ///
-    /// When every size is the same the value is encoded into the template like any argument
-    /// (so `-d 3` gives [`Template::command`]'s bytes exactly); otherwise each value becomes a
-    /// slot filled by [`Template::write`].
+    /// When every size is the same and smaller than [`crate::wire::SPLICE_FROM`] the value is
+    /// encoded into the template like any argument (so `-d 3` gives [`Template::command`]'s
+    /// bytes exactly); otherwise each value becomes a slot filled by [`Template::write`], whose
+    /// bytes are the same, so a large value is kept once, in `values`, and a connection's
+    /// output takes it by reference.
     pub fn with_values(args: &[Arg], values: &Arc<Values>) -> Template {
-        if values.spec.is_fixed() {
-            let size = match values.sizes {
-                SizeSampler::Fixed(n) => n,
-                SizeSampler::Range { lo, .. } => lo,
-                SizeSampler::Weighted { ref cumulative, .. } => cumulative.first().map_or(0, |&(_, s)| s),
-            };
+        if let Some(size) = values.fixed.filter(|&n| n < crate::wire::SPLICE_FROM) {
             let v = &values.payload[..size];
             let refs: Vec<&[u8]> = args
                 .iter()
@@ -350,6 +379,19 @@ impl Template {
             n + n.to_string().len() + 5
         });
         self.bytes.len() + self.slots.len() * largest + self.rows.as_ref().map_or(0, |r| r.largest)
+    }
+
+    /// The bytes of one request (of the largest size) that a connection's output copies: all
+    /// but its values of at least [`crate::wire::SPLICE_FROM`] bytes, which it takes by
+    /// reference to the one payload.
+    pub fn copied_len(&self) -> usize {
+        let copied = self.values.as_ref().map_or(0, |v| {
+            // The largest copied value: below the splice size, or none when all are above it.
+            let n = v.payload.len().min(crate::wire::SPLICE_FROM - 1);
+            let n = if v.fixed.is_some_and(|f| f >= crate::wire::SPLICE_FROM) { 0 } else { n };
+            n + 25
+        });
+        self.bytes.len() + self.slots.len() * copied + self.rows.as_ref().map_or(0, |r| r.largest)
     }
 
     /// Whether one request is zero bytes long (only an empty inline template is).
@@ -411,15 +453,16 @@ impl Template {
     /// `__rand_1st__` … `__rand_9th__` gets the key its first occurrence drew (valkey-benchmark 9). Allocates nothing when
     /// `out` has room for `self.len()` more bytes.
     #[inline]
-    pub fn write(&self, out: &mut Vec<u8>, keys: &mut KeyGen) {
+    pub fn write<S: Sink>(&self, sink: &mut S, keys: &mut KeyGen) {
         if let Some(rows) = &self.rows {
-            self.write_with_rows(out, keys, rows);
+            self.write_with_rows(sink.bytes(), keys, rows);
             return;
         }
         if !self.slots.is_empty() {
-            self.write_with_slots(out, keys);
+            self.write_with_slots(sink, keys);
             return;
         }
+        let out = sink.bytes();
         let start = out.len();
         out.extend_from_slice(&self.bytes);
         if self.placeholders.is_empty() || !keys.substitutes() {
@@ -441,13 +484,14 @@ impl Template {
 
     /// [`Template::write`] for templates with value slots: the fixed pieces between slots are
     /// copied and their placeholders filled, and each slot gets a value of a freshly drawn size.
-    fn write_with_slots(&self, out: &mut Vec<u8>, keys: &mut KeyGen) {
-        let Some(values) = self.values.as_deref() else { return };
+    fn write_with_slots<S: Sink>(&self, sink: &mut S, keys: &mut KeyGen) {
+        let Some(values) = self.values.as_ref() else { return };
         let substitutes = keys.substitutes();
         let mut placeholders = self.placeholders.iter().copied().enumerate().peekable();
         let mut shared = [None; 10];
         let mut prev = 0;
         for (i, &at) in self.slots.iter().chain(std::iter::once(&self.bytes.len())).enumerate() {
+            let out = sink.bytes();
             let start = out.len();
             out.extend_from_slice(&self.bytes[prev..at]);
             while let Some((k, off)) = placeholders.next_if(|&(_, off)| off < at) {
@@ -463,8 +507,8 @@ impl Template {
                 }
             }
             if i < self.slots.len() {
-                let len = values.sizes.sample(&mut keys.rng);
-                push_value(out, &values.payload, len);
+                let len = values.next_size(&mut keys.rng);
+                sink.value(values, len);
             }
             prev = at;
         }
@@ -499,6 +543,10 @@ impl Template {
                     match piece {
                         Piece::Text(t) => out.extend_from_slice(t),
                         Piece::Field(c) => out.extend_from_slice(dataset.cell(row, *c)),
+                        // Checked when the template was made: it decodes.
+                        Piece::Base64(c) => {
+                            let _ = crate::dataset::base64_decode(dataset.cell(row, *c), out);
+                        }
                     }
                 }
                 if substitutes {
@@ -528,6 +576,7 @@ fn field_len(dataset: &Dataset, row: usize, pieces: &[Piece]) -> usize {
         .map(|p| match p {
             Piece::Text(t) => t.len(),
             Piece::Field(c) => dataset.cell(row, *c).len(),
+            Piece::Base64(c) => crate::dataset::base64_len(dataset.cell(row, *c)),
         })
         .sum()
 }
@@ -1089,6 +1138,37 @@ mod tests {
             let t = Template::with_values(&[Arg::Bytes(b"SET"), Arg::Value], &Values::new(&spec));
             assert!(!t.has_value_slots());
             assert_eq!(t, Template::command(&[b"SET", &payload(size)]), "{spec}");
+        }
+    }
+
+    #[test]
+    fn a_large_fixed_value_is_kept_once_and_sends_the_same_bytes() {
+        use crate::wire::{Wire, SPLICE_FROM};
+        let size = SPLICE_FROM + 3;
+        let values = Values::new(&ValueSize::Fixed(size));
+        let args =
+            [Arg::Bytes(b"MSET"), Arg::Bytes(b"k:__rand_int__"), Arg::Value, Arg::Bytes(b"j"), Arg::Value];
+        let t = Template::with_values(&args, &values);
+        assert!(t.as_bytes().len() < 100, "the template holds no copy of the value");
+        let want = Template::command(&[b"MSET", b"k:__rand_int__", &payload(size), b"j", &payload(size)]);
+        assert_eq!(t.len(), want.len());
+        assert!(t.copied_len() < 200, "{}", t.copied_len());
+        // The same bytes and the same keys as the template with the value inlined, into a
+        // vector and out of a connection's output.
+        let (mut a, mut b) = (keys(KeySpace::Random { n: 1000 }), keys(KeySpace::Random { n: 1000 }));
+        let mut c = keys(KeySpace::Random { n: 1000 });
+        for _ in 0..3 {
+            let mut wire = Wire::default();
+            t.write(&mut wire, &mut c);
+            let mut sent = Vec::new();
+            while let Some(chunk) = wire.chunk() {
+                sent.extend_from_slice(chunk);
+                let n = chunk.len();
+                wire.advance(n);
+            }
+            let inlined = one(&want, &mut b);
+            assert_eq!(one(&t, &mut a), inlined);
+            assert!(sent == inlined, "the output sends the inlined bytes");
         }
     }
 

@@ -142,9 +142,22 @@ fn dataset(cfg: &Config) -> Result<Option<Arc<Dataset>>, Error> {
     }
     let text =
         std::fs::read(path).map_err(|e| Error::Tests(format!("--dataset {path}: cannot read it: {e}")))?;
-    Dataset::parse(path, &text, delimiter_for(path), cfg.maxdocs)
-        .map(|d| Some(Arc::new(d)))
-        .map_err(Error::Tests)
+    // As valkey-benchmark 9 decides: a name with `.xml` needs the root element, and is an XML
+    // file unless it also says `.csv` or `.tsv`.
+    let lower = path.to_ascii_lowercase();
+    if lower.contains(".xml") && cfg.xml_root_element.is_none() {
+        return Err(Error::Tests(format!(
+            "--dataset {path}: an XML dataset needs --xml-root-element (the element each document is)"
+        )));
+    }
+    let parsed = if let (Some(root), false) =
+        (&cfg.xml_root_element, !lower.contains(".xml") || lower.contains(".csv") || lower.contains(".tsv"))
+    {
+        Dataset::parse_xml(path, &text, root, cfg.maxdocs)
+    } else {
+        Dataset::parse(path, &text, delimiter_for(path), cfg.maxdocs)
+    };
+    parsed.map(|d| Some(Arc::new(d))).map_err(Error::Tests)
 }
 
 /// The test of one custom command: [`custom_with_data`], or with `--dataset` and
@@ -177,9 +190,10 @@ fn command_spec(args: &[Vec<u8>], cfg: &Config, dataset: Option<&Arc<Dataset>>) 
 }
 
 /// valkey-benchmark 9's command sequence, `incr foo ; 3 incr bar`: commands separated by `;`
-/// arguments, each with an optional repeat count first. Its requests take the commands in turn,
-/// so `-n` counts commands and each reports its own latency; the test reports as one, titled
-/// by the whole line, as valkey-benchmark's does.
+/// arguments, each with an optional repeat count first. Each connection sends whole sequences
+/// ([`Mix::sequence`]), so `-n` counts commands (rounded up to whole sequences) and each
+/// reports its own latency; the test reports as one, titled by the whole line, as
+/// valkey-benchmark's does.
 fn sequence_case(cfg: &Config, dataset: Option<&Arc<Dataset>>) -> Result<Case, Error> {
     let mut templates = Vec::new();
     for part in cfg.command.split(|a| a == b";") {
@@ -276,6 +290,7 @@ fn tests(
                 unknown_tests_hint(&unknown)
             ))
         })?,
+        None if cfg.valkey_suite => Selection::valkey_default(),
         None => Selection::all(),
     };
     Ok(suite(cfg, &selection))

@@ -150,11 +150,17 @@ pub struct Config {
     pub num_functions: u32,
     /// `--num-keys-in-fcall`: the keys `-t fcall` passes.
     pub num_keys_in_fcall: u32,
+    /// The default suite (no `-t`) is valkey-benchmark 9's, which ends with `function_load` and
+    /// `fcall`: respbench runs under the name `valkey-benchmark`. Otherwise it is
+    /// redis-benchmark 7's.
+    pub valkey_suite: bool,
     /// `--dataset FILE` (valkey-benchmark 9): a CSV or TSV file whose rows fill the custom
     /// command's `__field:NAME__` placeholders, one row per request.
     pub dataset: Option<String>,
     /// `--maxdocs N`: read at most N rows of the dataset (0: all).
     pub maxdocs: usize,
+    /// `--xml-root-element NAME`: an XML dataset's document element.
+    pub xml_root_element: Option<String>,
     /// The custom command and its arguments, as bytes: an argument need not be UTF-8 (empty:
     /// the default suite).
     pub command: Vec<Vec<u8>>,

@@ -141,13 +141,21 @@ impl Session {
         stop: StopHandle,
     ) -> Result<Session, Error> {
         let server = Server::new(cfg, tls);
-        let cases = cases(cfg, &mut |w| obs.message(w))?;
-        // A value too large for memory is refused before connecting, with what it would need.
-        let largest = cases.iter().flat_map(Case::templates).map(|t| t.len() as u64).max().unwrap_or(0);
         let most_clients =
             cfg.sweep.clients.iter().copied().chain([cfg.clients]).max().unwrap_or(cfg.clients);
-        crate::limits::ensure_memory(largest, most_clients)?;
         let multi = cfg.cluster || cfg.replicas != Replicas::None;
+        // A value too large for memory is refused before it is made: over several nodes a
+        // client keeps each request's bytes whole for a redirect; against one server the
+        // connections share the value.
+        let value =
+            cfg.sweep.datasizes.iter().chain([&cfg.values]).map(|v| v.max() as u64).max().unwrap_or(0);
+        crate::limits::ensure_memory(value, if multi { value } else { 0 }, most_clients)?;
+        let cases = cases(cfg, &mut |w| obs.message(w))?;
+        // The requests as made (several values, a command around them), before connecting.
+        let largest = cases.iter().flat_map(Case::templates).map(|t| t.len() as u64).max().unwrap_or(0);
+        let copied = cases.iter().flat_map(Case::templates).map(|t| t.copied_len() as u64).max().unwrap_or(0);
+        let copied = if multi { largest } else { copied };
+        crate::limits::ensure_memory(largest, copied, most_clients)?;
         if multi {
             // A client over several nodes keeps its connections; one per request batch is not
             // built for it.
@@ -724,6 +732,23 @@ fn findings(cfg: &Config, total: &TestResult, preloadable: bool) -> Vec<Warning>
         });
     }
     out
+}
+
+/// Of a test's connection failures, how many connections never ran a request: those the server
+/// turned away (maxclients, protected mode, a refused handshake) and those that could not
+/// connect at all.
+pub fn never_ran(failures: &[(respbench_core::ConnError, u64)]) -> (u64, u64) {
+    use respbench_core::{ConnError, IoOp};
+    let mut turned_away = 0;
+    let mut unreachable = 0;
+    for (e, n) in failures {
+        match e {
+            ConnError::Refused { .. } | ConnError::Handshake { .. } => turned_away += n,
+            ConnError::Io(f) if f.op == IoOp::Connect => unreachable += n,
+            _ => {}
+        }
+    }
+    (turned_away, unreachable)
 }
 
 /// A connection failure in the server's words: what it refused (maxclients, a handshake).

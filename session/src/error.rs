@@ -21,6 +21,9 @@ pub enum Error {
         need: u64,
         /// Bytes the machine has available (`MemAvailable` and free swap).
         available: u64,
+        /// Each connection holds a whole request (over several nodes), not a reference to
+        /// the one value.
+        whole: bool,
     },
     /// `-c` needs more open files than the hard limit allows.
     OpenFiles {
@@ -72,14 +75,19 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Memory { request, clients, need, available } => write!(
+            Error::Memory { request, clients, need, available, whole } => write!(
                 f,
-                "a request of {} (-d) on -c {clients} connections needs about {} of memory (each \
-                 connection holds a whole request while it sends it), more than the {} available: \
-                 lower -d or -c",
+                "a request of {} (-d) on -c {clients} connections needs about {} of memory ({}), \
+                 more than the {} available: lower -d{}",
                 crate::limits::human_bytes(*request),
                 crate::limits::human_bytes(*need),
-                crate::limits::human_bytes(*available)
+                if *whole {
+                    "each connection holds a whole request while it sends it"
+                } else {
+                    "the value is held once, and each connection's output beside it"
+                },
+                crate::limits::human_bytes(*available),
+                if *whole { " or -c" } else { "" }
             ),
             Error::OpenFiles { clients, need, soft, hard, fit } => write!(
                 f,

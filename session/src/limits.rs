@@ -36,17 +36,24 @@ pub fn ensure_fds(clients: usize, loops: usize) -> Result<(), Error> {
 /// Requests below this size are not checked against the machine's memory.
 const CHECKED_FROM: u64 = 1 << 20;
 
+/// What a connection's output holds besides the request it is encoding: up to its soft cap
+/// unwritten, and as much again written and not yet compacted.
+const OUTPUT: u64 = 2 * respbench_core::conn::OUT_SOFT_CAP as u64;
+
 /// Refuses, before connecting, a request of `request` bytes that `clients` connections cannot
-/// hold in the memory the machine has: each connection's output holds at least one whole
-/// request while it sends it, and the test's template one more.
-pub fn ensure_memory(request: u64, clients: usize) -> Result<(), Error> {
+/// hold in the memory the machine has. The test's values are held once, and each
+/// connection's output holds the `copied` bytes of a request it encodes (large values are
+/// taken by reference; over several nodes `copied` is the whole request) besides its buffer.
+pub fn ensure_memory(request: u64, copied: u64, clients: usize) -> Result<(), Error> {
     if request < CHECKED_FROM {
         return Ok(());
     }
     let Some(available) = available_memory() else { return Ok(()) };
-    let need = request.saturating_mul(clients as u64 + 1);
+    let per_connection = copied.saturating_add(OUTPUT).min(request.saturating_add(OUTPUT));
+    let need = request.saturating_add(per_connection.saturating_mul(clients as u64));
     if need > available {
-        return Err(Error::Memory { request, clients, need, available });
+        let whole = copied >= request;
+        return Err(Error::Memory { request, clients, need, available, whole });
     }
     Ok(())
 }
@@ -86,14 +93,20 @@ mod tests {
 
     #[test]
     fn a_request_too_large_for_memory_is_refused_with_the_need() {
-        assert!(ensure_memory(1000, 1_000_000).is_ok(), "small requests are not checked");
-        let e = ensure_memory(1 << 40, 50).unwrap_err();
+        assert!(ensure_memory(1000, 1000, 1_000_000).is_ok(), "small requests are not checked");
+        let e = ensure_memory(1 << 40, 1 << 40, 50).unwrap_err();
         let text = e.to_string();
         assert!(
             text.starts_with("a request of 1.0 TiB (-d) on -c 50 connections needs about 51.0 TiB"),
             "{text}"
         );
-        assert!(ensure_memory(1 << 20, 1).is_ok());
+        assert!(text.contains("each connection holds a whole request"), "{text}");
+        // A value taken by reference is held once: 1 TiB and 50 small buffers.
+        let e = ensure_memory(1 << 40, 100, 50).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("needs about 1.0 TiB"), "{text}");
+        assert!(text.contains("the value is held once"), "{text}");
+        assert!(ensure_memory(1 << 20, 1 << 20, 1).is_ok());
         assert_eq!(human_bytes(900), "900 B");
         assert_eq!(human_bytes(3 << 29), "1.5 GiB");
     }

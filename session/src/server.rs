@@ -130,6 +130,9 @@ pub struct Conn {
     tls: bool,
     /// Whether the server sent anything yet.
     heard: bool,
+    /// The server's TCP address (none over a Unix socket): a plain connection that the server
+    /// closes without a word is probed there for TLS.
+    addr: Option<std::net::SocketAddr>,
 }
 
 impl Conn {
@@ -142,6 +145,10 @@ impl Conn {
         let target =
             respbench_driver::resolve(endpoint, server.mptcp).map_err(|e| StartupError(e.to_string()))?;
         let mptcp = matches!(target, Target::Mptcp(_));
+        let addr = match &target {
+            Target::Tcp(a) | Target::Mptcp(a) => Some(*a),
+            Target::Unix(_) => None,
+        };
         let (s, raw): (Box<dyn Stream>, Raw) = match target {
             Target::Tcp(addr) | Target::Mptcp(addr) => {
                 let s = respbench_driver::connect_tcp_timeout(addr, mptcp, timeout).map_err(|e| {
@@ -172,6 +179,7 @@ impl Conn {
             timeout,
             tls: server.tls.is_some(),
             heard: false,
+            addr,
         })
     }
 
@@ -230,12 +238,10 @@ impl Conn {
             }
             match self.s.read(&mut chunk) {
                 Ok(0) => {
-                    // A TLS server closes on a plain client's first bytes, often without a word.
-                    let hint = if self.tls || self.heard {
-                        ""
-                    } else {
-                        " (if it speaks TLS on this port, add --tls)"
-                    };
+                    // A TLS server closes on a plain client's first bytes, often without a word;
+                    // so does a proxy with no server behind it: the hint only if it is TLS.
+                    let hint =
+                        if self.speaks_tls() { " (it speaks TLS on this port: add --tls)" } else { "" };
                     return Err(StartupError(format!(
                         "{}: the server closed the connection{hint}",
                         self.endpoint
@@ -257,6 +263,15 @@ impl Conn {
         }
     }
 
+    /// Whether a plain connection that the server ended before it said anything was to a TLS
+    /// port: a TLS client hello sent to the same address gets a TLS record back.
+    fn speaks_tls(&self) -> bool {
+        match self.addr {
+            Some(addr) if !self.tls && !self.heard => tls_answers(addr, self.timeout.min(TLS_PROBE_WAIT)),
+            _ => false,
+        }
+    }
+
     /// What went wrong reading or writing, in a user's words.
     fn failure(&self, doing: &str, e: &io::Error) -> StartupError {
         let endpoint = &self.endpoint;
@@ -271,14 +286,53 @@ impl Conn {
             // rustls' word for a server that closed without close_notify.
             io::ErrorKind::UnexpectedEof => format!("{endpoint}: the server closed the connection"),
             // A TLS server resets a plain client that sent it RESP.
-            io::ErrorKind::ConnectionReset if !self.tls && !self.heard => {
+            io::ErrorKind::ConnectionReset if self.speaks_tls() => {
                 format!(
-                    "{endpoint}: {doing} the server: {} (if it speaks TLS on this port, add --tls)",
+                    "{endpoint}: {doing} the server: {} (it speaks TLS on this port: add --tls)",
                     os_words(e)
                 )
             }
             _ => format!("{endpoint}: {doing} the server: {}", os_words(e)),
         })
+    }
+}
+
+/// How long [`tls_answers`] waits for a TLS server's first record.
+const TLS_PROBE_WAIT: Duration = Duration::from_secs(2);
+
+/// Whether the server at `addr` answers a TLS client hello with a TLS record (a server hello
+/// or an alert), within `wait` for the connect and for the answer.
+fn tls_answers(addr: std::net::SocketAddr, wait: Duration) -> bool {
+    #[cfg(feature = "tls")]
+    {
+        use rustls::pki_types::ServerName;
+        use rustls::{ClientConfig, ClientConnection, RootCertStore};
+        let Ok(mut sock) = TcpStream::connect_timeout(&addr, wait) else { return false };
+        let _ = sock.set_read_timeout(Some(wait));
+        let _ = sock.set_write_timeout(Some(wait));
+        // Nothing is verified: the hello is all that is sent, and the first record back all
+        // that is read.
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let Ok(builder) = ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions()
+        else {
+            return false;
+        };
+        let config = builder.with_root_certificates(RootCertStore::empty()).with_no_client_auth();
+        let name = ServerName::IpAddress(addr.ip().into());
+        let Ok(mut conn) = ClientConnection::new(std::sync::Arc::new(config), name) else { return false };
+        while conn.wants_write() {
+            if conn.write_tls(&mut sock).is_err() {
+                return false;
+            }
+        }
+        let mut head = [0u8; 2];
+        // A handshake record (22) or an alert (21), of TLS's major version 3.
+        sock.read_exact(&mut head).is_ok() && matches!(head, [22 | 21, 3])
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = (addr, wait);
+        false
     }
 }
 

@@ -32,6 +32,8 @@ respbench_tests::backend_tests!(
         function_load_and_fcall,
         valkeys_own_cases,
         command_sequences_with_repeats,
+        a_sequence_goes_whole_on_one_connection,
+        named_valkey_benchmark_the_default_suite_is_valkeys,
     ],
 );
 
@@ -598,4 +600,93 @@ fn command_sequences_with_repeats(tool: Tool) {
     let out = tool.run(&["-p", &port, "-n", "10", "--", "get", "a", ";"], T);
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     assert!(out.stderr.contains("empty command"), "{}", out.dump());
+}
+
+/// valkey-benchmark sends a whole sequence on one connection, so `MULTI ; SET ; EXEC` is a
+/// transaction on each (taken in turn across connections, EXEC came without its MULTI); and
+/// `-n` rounds up to whole sequences: `-n 10` of a 4-command sequence sends 3 of them.
+fn a_sequence_goes_whole_on_one_connection(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let args = [
+        "-p",
+        &port,
+        "-c",
+        "10",
+        "-n",
+        "300",
+        "-r",
+        "1000",
+        "-q",
+        "--",
+        "multi",
+        ";",
+        "set",
+        "k__rand_int__",
+        "v",
+        ";",
+        "exec",
+    ];
+    let out = tool.run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(out.stderr, "", "{}", out.dump());
+    assert_eq!((server.command_calls("multi"), server.command_calls("exec")), (100, 100), "{}", out.dump());
+    assert_eq!(server.command_calls("set"), 100, "{}", out.dump());
+    let stats = server.cli(&["INFO", "errorstats"]);
+    assert!(!stats.contains("errorstat_"), "the server answered errors: {stats}");
+
+    server.cli(&["FLUSHALL"]);
+    server.cli(&["CONFIG", "RESETSTAT"]);
+    let json = json_path("dropin", "sequence-round");
+    let args = [
+        "-p",
+        &port,
+        "-c",
+        "3",
+        "-n",
+        "10",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+        "--",
+        "incr",
+        "foo",
+        ";",
+        "3",
+        "incr",
+        "bar",
+    ];
+    let out = tool.run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!((server.cli(&["GET", "foo"]).trim(), server.cli(&["GET", "bar"]).trim()), ("3", "9"));
+    assert_eq!(server.command_calls("incr"), 12);
+    assert_eq!(read(&json)["tests"][0]["requests"], 12);
+}
+
+/// Run under the name `valkey-benchmark` (a link, as a drop-in is installed), the default suite
+/// is valkey-benchmark 9's: redis-benchmark 7's, then FUNCTION LOAD and FCALL. Under any other
+/// name it stays redis-benchmark 7's.
+fn named_valkey_benchmark_the_default_suite_is_valkeys(tool: Tool) {
+    if !tool.is_respbench() {
+        return;
+    }
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let dir = std::env::temp_dir().join(format!("respbench-dropin-valkey-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("valkey-benchmark");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&tool.path, &link).unwrap();
+    let valkey = Tool { path: link, ..tool.clone() };
+    let out = valkey.run(&["-p", &port, "-c", "2", "-n", "20", "-q"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    let titles: Vec<String> = parse_quiet(&out.stdout).into_iter().map(|l| l.title).collect();
+    assert_eq!(titles.len(), 23, "{}", out.dump());
+    assert_eq!(titles[21..], ["FUNCTION LOAD", "FCALL"], "{}", out.dump());
+    assert_eq!(server.command_calls("fcall"), 20);
+    let out = tool.run(&["-p", &port, "-c", "2", "-n", "20", "-q"], T);
+    let titles: Vec<String> = parse_quiet(&out.stdout).into_iter().map(|l| l.title).collect();
+    assert_eq!(titles.len(), 21, "{}", out.dump());
+    assert_eq!(server.command_calls("fcall"), 20, "no FCALL under respbench's own name");
+    let _ = std::fs::remove_dir_all(&dir);
 }

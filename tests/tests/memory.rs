@@ -1,29 +1,31 @@
-//! A value too large for memory is refused before the benchmark connects (issue #24), with the
-//! size it would need, instead of aborting mid-run when an allocation fails.
+//! Memory does not grow with `-c × -d` (issue #24): the connections share one copy of a value,
+//! a test without one allocates none, and a value too large for memory is refused before the
+//! benchmark connects, with the size it would need, instead of aborting mid-run.
 
 use std::time::Duration;
 
 use respbench_tests::{respbench, RedisServer};
 
-/// `-d 100000000 -c 5000`: each connection holds a whole 100 MB request while it sends it, about
-/// 500 GB in all, more than a test machine has. Refused with status 1, and the server saw no
-/// benchmark connection (the startup connection only).
+/// `--cluster -d 1073741824 -c 50`: over several nodes each connection holds a whole 1 GiB
+/// request while it sends it (a redirect sends it again), about 51 GiB in all, more than a
+/// test machine has. Refused with status 1 before connecting: the server saw no benchmark
+/// connection. (Against one server the value is held once: see the last test.)
 #[test]
 fn a_value_too_large_for_memory_is_refused_before_connecting() {
     let server = RedisServer::start();
     let before: u64 = server.info_field("stats", "total_connections_received").unwrap().parse().unwrap();
     let port = server.port().to_string();
     let out = respbench().run(
-        &["-p", &port, "-t", "set", "-d", "100000000", "-c", "5000", "-n", "10"],
+        &["-p", &port, "--cluster", "-t", "set", "-d", "1073741824", "-c", "50", "-n", "10"],
         Duration::from_secs(120),
     );
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     assert!(
-        out.stderr
-            .contains("a request of 95.4 MiB (-d) on -c 5000 connections needs about 465.8 GiB of memory"),
+        out.stderr.contains("a request of 1.0 GiB (-d) on -c 50 connections needs about 51.0 GiB of memory"),
         "{}",
         out.dump()
     );
+    assert!(out.stderr.contains("each connection holds a whole request"), "{}", out.dump());
     assert!(out.stderr.contains("lower -d or -c"), "{}", out.dump());
     let after: u64 = server.info_field("stats", "total_connections_received").unwrap().parse().unwrap();
     // The INFO reads of this test are connections too: one each, and the startup connection.
@@ -58,4 +60,23 @@ fn tests_that_carry_no_value_allocate_none() {
     assert_eq!(respbench_tests::parse_quiet(&out.stdout).len(), 3, "{}", out.dump());
     let peak = children_peak_kib();
     assert!(peak < 200_000, "respbench peaked at {peak} KiB for requests of a few bytes");
+}
+
+/// `-t set -d 100000000 -c 8 -n 8`: every connection sends from the one 100 MB value (it was
+/// a copy in the template, one in the payload and one per connection sending: about 1 GB), and
+/// the server stored eight such SETs.
+#[test]
+fn connections_share_one_copy_of_a_large_value() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let out = respbench().run(
+        &["-p", &port, "-t", "set", "-d", "100000000", "-c", "8", "-n", "8", "-q"],
+        Duration::from_secs(120),
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("set"), 8, "{}", out.dump());
+    let stored: u64 = server.info_field("memory", "used_memory").unwrap().parse().unwrap();
+    assert!(stored > 100_000_000, "the server holds the value: {stored}");
+    let peak = children_peak_kib();
+    assert!(peak < 250_000, "respbench peaked at {peak} KiB for one 100 MB value on 8 connections");
 }

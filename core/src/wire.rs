@@ -1,0 +1,218 @@
+//! A connection's output: encoded bytes with large values spliced in by reference.
+//!
+//! A value of at least [`SPLICE_FROM`] bytes is not copied into a connection's output: the
+//! output records where it goes and hands out the shared payload's bytes when the socket gets
+//! there ([`Wire::chunk`]). So every connection of a test sends from the one payload of the
+//! test's [`Values`], and `-c 50 -d 100000000` holds one 100 MB value, not fifty. Smaller
+//! values are copied, so a batch of small requests still goes in one write.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crate::template::{Sink, Values};
+
+/// Values at least this large are spliced in by reference instead of copied: at this size a
+/// write or two more per request costs less than copying the value into every connection.
+pub const SPLICE_FROM: usize = 64 * 1024;
+
+/// A value spliced into the output: the first `len` bytes of `values`' payload, of which
+/// `done` are written, going in before `buf[at]`.
+struct Splice {
+    at: usize,
+    values: Arc<Values>,
+    len: usize,
+    done: usize,
+}
+
+/// The bytes a connection has encoded and not yet written: owned bytes, with large values
+/// spliced in by reference (see the module docs). Written in order, one contiguous chunk at a
+/// time.
+#[derive(Default)]
+pub struct Wire {
+    /// The owned bytes; `buf[pos..]` is not written yet.
+    buf: Vec<u8>,
+    pos: usize,
+    /// The splices not fully written yet, in stream order (`at` ascending, at or after `pos`).
+    splices: VecDeque<Splice>,
+    /// The spliced bytes not written yet.
+    spliced: usize,
+    /// Bytes appended since the last [`Wire::clear`].
+    appended: u64,
+}
+
+impl Wire {
+    /// Drops everything, written or not.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.pos = 0;
+        self.splices.clear();
+        self.spliced = 0;
+        self.appended = 0;
+    }
+
+    /// Bytes appended and not yet written.
+    pub fn unwritten(&self) -> usize {
+        self.buf.len() - self.pos + self.spliced
+    }
+
+    /// Bytes appended since the output was cleared.
+    pub fn appended(&self) -> u64 {
+        self.appended + self.buf.len() as u64
+    }
+
+    /// Appends `bytes` (copied).
+    pub fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Drops the written part of the owned bytes once it passes `cap`, before more is
+    /// appended: the buffer does not grow behind a slow socket.
+    pub fn compact(&mut self, cap: usize) {
+        if self.pos > cap {
+            self.buf.drain(..self.pos);
+            self.appended += self.pos as u64;
+            for s in &mut self.splices {
+                s.at -= self.pos;
+            }
+            self.pos = 0;
+        }
+    }
+
+    /// The next bytes to write, if any: owned bytes up to the next splice, or what is left of
+    /// the splice the output has reached.
+    pub fn chunk(&self) -> Option<&[u8]> {
+        match self.splices.front() {
+            Some(s) if s.at == self.pos => Some(&s.values.largest()[s.done..s.len]),
+            Some(s) => Some(&self.buf[self.pos..s.at]),
+            None if self.pos < self.buf.len() => Some(&self.buf[self.pos..]),
+            None => None,
+        }
+    }
+
+    /// `n` bytes of the last [`Wire::chunk`] were written; returns how many of them counted
+    /// (at most the chunk's length).
+    pub fn advance(&mut self, n: usize) -> usize {
+        let taken = match self.splices.front_mut() {
+            Some(s) if s.at == self.pos => {
+                let taken = n.min(s.len - s.done);
+                s.done += taken;
+                self.spliced -= taken;
+                if s.done == s.len {
+                    self.splices.pop_front();
+                }
+                taken
+            }
+            Some(s) => {
+                let taken = n.min(s.at - self.pos);
+                self.pos += taken;
+                taken
+            }
+            None => {
+                let taken = n.min(self.buf.len() - self.pos);
+                self.pos += taken;
+                taken
+            }
+        };
+        if self.pos == self.buf.len() && self.splices.is_empty() {
+            self.appended += self.buf.len() as u64;
+            self.buf.clear();
+            self.pos = 0;
+        }
+        taken
+    }
+}
+
+impl Sink for Wire {
+    #[inline]
+    fn bytes(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    fn value(&mut self, values: &Arc<Values>, len: usize) {
+        let len = len.min(values.largest().len());
+        if len < SPLICE_FROM {
+            self.buf.value(values, len);
+            return;
+        }
+        crate::template::push_bulk_len(&mut self.buf, len);
+        self.splices.push_back(Splice { at: self.buf.len(), values: Arc::clone(values), len, done: 0 });
+        self.spliced += len;
+        self.appended += len as u64;
+        self.buf.extend_from_slice(b"\r\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist::ValueSize;
+
+    /// Writes everything out of `w` in chunks of at most `step` bytes.
+    fn drain(w: &mut Wire, step: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        while let Some(c) = w.chunk() {
+            let n = c.len().min(step);
+            out.extend_from_slice(&c[..n]);
+            assert_eq!(w.advance(n), n);
+        }
+        out
+    }
+
+    #[test]
+    fn a_large_value_is_spliced_and_written_in_place() {
+        let values = Values::new(&ValueSize::Fixed(SPLICE_FROM + 5));
+        let mut w = Wire::default();
+        w.extend_from_slice(b"head");
+        w.value(&values, SPLICE_FROM + 5);
+        w.extend_from_slice(b"tail");
+        let mut want = b"head".to_vec();
+        want.value(&values, SPLICE_FROM + 5);
+        want.extend_from_slice(b"tail");
+        assert_eq!(w.unwritten(), want.len());
+        assert_eq!(w.appended(), want.len() as u64);
+        assert!(w.buf.len() < 64, "the value is not copied: {} bytes owned", w.buf.len());
+        assert_eq!(drain(&mut w, 7000), want);
+        assert_eq!(w.unwritten(), 0);
+        assert_eq!(w.appended(), want.len() as u64);
+    }
+
+    #[test]
+    fn a_small_value_is_copied() {
+        let values = Values::new(&ValueSize::Fixed(100));
+        let mut w = Wire::default();
+        w.value(&values, 100);
+        assert!(w.splices.is_empty());
+        let mut want = Vec::new();
+        want.value(&values, 100);
+        assert_eq!(drain(&mut w, usize::MAX), want);
+    }
+
+    #[test]
+    fn compacting_keeps_the_splices_in_place() {
+        let values = Values::new(&ValueSize::Fixed(SPLICE_FROM));
+        let mut w = Wire::default();
+        let mut want = Vec::new();
+        w.extend_from_slice(&[b'x'; 100]);
+        want.extend_from_slice(&[b'x'; 100]);
+        let first = w.chunk().map(<[u8]>::len);
+        assert_eq!(first, Some(100));
+        w.advance(60);
+        w.value(&values, SPLICE_FROM);
+        w.compact(10);
+        w.value(&values, SPLICE_FROM);
+        want.value(&values, SPLICE_FROM);
+        want.value(&values, SPLICE_FROM);
+        assert_eq!(w.appended(), want.len() as u64);
+        assert_eq!(drain(&mut w, 1000), want[60..]);
+        assert_eq!(w.appended(), want.len() as u64);
+    }
+
+    #[test]
+    fn advance_counts_no_more_than_the_chunk() {
+        let mut w = Wire::default();
+        w.extend_from_slice(b"abc");
+        assert_eq!(w.advance(10), 3);
+        assert_eq!(w.chunk(), None);
+        assert_eq!(w.unwritten(), 0);
+    }
+}
