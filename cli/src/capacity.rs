@@ -85,12 +85,26 @@ pub fn answer_line(f: &Found) -> String {
         }
         Conclusion::Unreachable { lowest } => {
             let s = &c.steps[lowest];
-            format!(
-                "{test}: no rate tried meets {slo}: the lowest, {} rps, had {}{}",
-                thousands(s.rate),
-                values_text(c, s),
-                if c.out_of_steps { " (the step budget ran out, --slo-steps)" } else { "" }
-            )
+            let budget = if c.out_of_steps { " (the step budget ran out, --slo-steps)" } else { "" };
+            let passed = c.steps.iter().filter(|s| s.passed).count();
+            if passed == 0 {
+                format!(
+                    "{test}: no rate tried meets {slo}: the lowest, {} rps, had {}{budget}",
+                    thousands(s.rate),
+                    values_text(c, s)
+                )
+            } else {
+                // Steps passed, but each had a failure at or below its rate: the steps were noisy,
+                // and saying that no rate met the objective would not be true.
+                format!(
+                    "{test}: no rate held {slo} in every step: {passed} of {} steps passed, but a step at or \
+                     below each of them failed; the lowest, {} rps, had {}{budget} (noisy steps: a longer \
+                     --duration steadies them)",
+                    c.steps.len(),
+                    thousands(s.rate),
+                    values_text(c, s)
+                )
+            }
         }
         Conclusion::NotRun => format!("{test}: the capacity search ran no step"),
     }
@@ -388,5 +402,51 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(87_300), "87,300");
         assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+
+    /// An unreachable objective says "no rate tried meets" only when no step passed; when steps
+    /// passed and failed again at or below their rate, it says the steps were noisy instead.
+    #[test]
+    fn an_unreachable_answer_is_true_to_its_steps() {
+        let objectives = respbench_session::capacity::parse_objectives("p99<=1ms").unwrap();
+        let step = |rate, role, p99: f64| StepRecord {
+            rate,
+            role,
+            measured: respbench_session::capacity::Measured {
+                achieved: rate as f64,
+                offered: None,
+                values_us: vec![p99],
+            },
+            passed: p99 <= 1000.0,
+            miss: (p99 > 1000.0).then_some(respbench_session::capacity::Miss::Objective { index: 0 }),
+        };
+        let found = |steps: Vec<StepRecord>| Found {
+            test: "GET".into(),
+            capacity: Capacity {
+                objectives: objectives.clone(),
+                resolution: respbench_session::capacity::DEFAULT_RESOLUTION,
+                ceiling: None,
+                bounds: (100, 400),
+                conclusion: Conclusion::Unreachable { lowest: steps.len() - 1 },
+                steps,
+                out_of_steps: true,
+            },
+            results: Vec::new(),
+            probe: None,
+            worker: None,
+        };
+        let none =
+            answer_line(&found(vec![step(400, Role::Bracket, 3000.0), step(200, Role::Bracket, 2000.0)]));
+        assert!(none.starts_with("GET: no rate tried meets p99<=1ms: the lowest, 200 rps"), "{none}");
+        let noisy = answer_line(&found(vec![
+            step(400, Role::Bracket, 3000.0),
+            step(200, Role::Bracket, 800.0),
+            step(200, Role::Confirm, 1500.0),
+        ]));
+        assert!(
+            noisy.starts_with("GET: no rate held p99<=1ms in every step: 1 of 3 steps passed"),
+            "{noisy}"
+        );
+        assert!(!noisy.contains("no rate tried meets"), "{noisy}");
     }
 }
