@@ -177,6 +177,11 @@ pub struct Client {
     woken: Vec<bool>,
     /// The test's stop has been passed on (what was queued dropped, every node woken).
     stop_told: bool,
+    /// Open loop: the intended times of the measured requests that were drawn and queued for a
+    /// node but never sent when the test stopped; [`Client::settle`] counts them as unsent.
+    queued_at_stop: Vec<Time>,
+    /// The unsent arrivals have been counted ([`Client::settle`]).
+    unsent_counted: bool,
 }
 
 impl Client {
@@ -204,6 +209,8 @@ impl Client {
             wake: Vec::new(),
             woken: vec![false; nodes],
             stop_told: false,
+            queued_at_stop: Vec::new(),
+            unsent_counted: false,
         }
     }
 
@@ -332,13 +339,23 @@ impl Client {
         }
         // Lost with their connection: no reply will come for them.
         stats.lost += self.conns[node].lost_uncounted() as u64;
-        if self.plan.conn.open_loop.is_none() || !self.conns.iter().all(Connection::is_closed) {
+        // Once no connection is live (closed, or a node's that never opened), once.
+        if self.plan.conn.open_loop.is_none()
+            || self.unsent_counted
+            || self.conns.iter().any(Connection::is_live)
+        {
             return;
         }
+        self.unsent_counted = true;
         let Some(stop) = self.plan.stop.at() else { return };
         let plan = Arc::clone(&self.plan);
         let end = now.max(stop);
         let from = plan.measure_from;
+        // Drawn for a node and queued behind its connection when the test stopped: never sent.
+        for due in std::mem::take(&mut self.queued_at_stop) {
+            stats.unsent += 1;
+            stats.record_unfinished(end.nanos_since(due));
+        }
         for due in self.source.remaining(&plan, stop) {
             if due >= from {
                 stats.unsent += 1;
@@ -576,7 +593,12 @@ impl Client {
             return;
         }
         self.stop_told = true;
+        let open_loop = self.plan.conn.open_loop.is_some();
+        let from = self.plan.measure_from;
         for r in self.router.drain_queues() {
+            if open_loop && r.intended != Time::MAX && r.intended >= from {
+                self.queued_at_stop.push(r.intended);
+            }
             self.outstanding -= 1;
             self.router.recycle(r);
         }

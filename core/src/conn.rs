@@ -417,6 +417,12 @@ impl Connection {
         matches!(self.state, State::Finished | State::Failed)
     }
 
+    /// Whether the connection is up, or will come back (`--reconnect`): it is neither closed nor
+    /// waiting for a socket the backend may never open (a node no request went to).
+    pub(crate) fn is_live(&self) -> bool {
+        matches!(self.state, State::Open | State::Reconnecting | State::Down)
+    }
+
     /// Whether the socket is up and past its handshake's start: requests may be queued on it.
     pub(crate) fn is_open(&self) -> bool {
         self.state == State::Open

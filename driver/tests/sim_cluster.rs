@@ -526,6 +526,33 @@ fn an_open_loop_rate_over_several_nodes_is_exact() {
     assert_eq!(s.redirects.total(), 0);
 }
 
+/// Issue #24 over a cluster: `--rps 1000` over six clients and three nodes for 2 s, node 1's
+/// path dead from 0.5 s to the end. The requests for its slots that queued in the clients
+/// behind the dead connection were never sent: every arrival is completed, abandoned or
+/// unsent, exactly, and the unanswered ones are in the histogram as lower bounds.
+#[test]
+fn a_node_stalled_to_the_end_leaves_no_arrival_unaccounted() {
+    let stall = |s: &mut Vec<(String, Server)>| s[1].1.stalls = vec![(at_ms(500), Time::MAX)];
+    let opts = Opts {
+        n: None,
+        clients: 6,
+        pipeline: 1,
+        rps: Some(1000.0),
+        duration: Some(Duration::from_secs(2)),
+        ..Opts::default()
+    };
+    let (r, _) = opts.run_with(&three(), &three, &stall);
+    let s = &r.outcome.stats;
+    let counts = (s.requests, s.lost, s.abandoned, s.unsent, s.lower_bounds);
+    assert_eq!(s.arrivals(), 2000, "{counts:?}");
+    assert_eq!(s.requests + s.lost + s.abandoned + s.unsent, 2000, "{counts:?}");
+    assert_eq!(s.lower_bounds, s.abandoned + s.unsent);
+    assert_eq!(s.latency.len(), s.requests + s.abandoned + s.unsent);
+    // What went before 0.5 s was answered; after it, each client waited on node 1 (one request
+    // in flight each) and most of the schedule was never sent.
+    assert!((490..=510).contains(&s.requests) && s.unsent > 1400, "{counts:?}");
+}
+
 /// The e2e `the_read_write_split`: a standalone primary and two replicas, no redirects; reads go
 /// round robin to the replicas, writes to the primary.
 #[test]
