@@ -504,18 +504,25 @@ fn the_stop_abandons_the_redirects_outstanding() {
     assert_eq!(s.errors.total(), 0);
 }
 
+impl Opts {
+    /// `--rps 1000 --duration 2s -c 6 -P 1`: 2000 arrivals over the nodes.
+    fn rps_1000_over_six() -> Opts {
+        Opts {
+            n: None,
+            clients: 6,
+            pipeline: 1,
+            rps: Some(1000.0),
+            duration: Some(Duration::from_secs(2)),
+            ..Opts::default()
+        }
+    }
+}
+
 /// The e2e `an_open_loop_rate_over_a_cluster`: `--rps 1000` over six clients and three nodes
 /// for 2 s sends exactly 2000, each node's count what its server read.
 #[test]
 fn an_open_loop_rate_over_several_nodes_is_exact() {
-    let opts = Opts {
-        n: None,
-        clients: 6,
-        pipeline: 1,
-        rps: Some(1000.0),
-        duration: Some(Duration::from_secs(2)),
-        ..Opts::default()
-    };
+    let opts = Opts::rps_1000_over_six();
     let (r, nodes) = opts.run(&three(), &three);
     let s = &r.outcome.stats;
     assert_eq!(s.requests, 2000);
@@ -533,14 +540,7 @@ fn an_open_loop_rate_over_several_nodes_is_exact() {
 #[test]
 fn a_node_stalled_to_the_end_leaves_no_arrival_unaccounted() {
     let stall = |s: &mut Vec<(String, Server)>| s[1].1.stalls = vec![(at_ms(500), Time::MAX)];
-    let opts = Opts {
-        n: None,
-        clients: 6,
-        pipeline: 1,
-        rps: Some(1000.0),
-        duration: Some(Duration::from_secs(2)),
-        ..Opts::default()
-    };
+    let opts = Opts::rps_1000_over_six();
     let (r, _) = opts.run_with(&three(), &three, &stall);
     let s = &r.outcome.stats;
     let counts = (s.requests, s.lost, s.abandoned, s.unsent, s.lower_bounds);
