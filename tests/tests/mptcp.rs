@@ -84,7 +84,9 @@ fn a_run_falls_back_to_tcp_against_redis(tool: Tool) {
     // -I's idle connections: three, and the startup one.
     let before = mptcp_syns_sent().expect("the counter");
     let run = tool.spawn(&["-p", &port, "--mptcp", "-I", "-c", "3"]);
-    run.wait_for_stdout("3 idle connections");
+    // The footprint line, printed once the connections are up ("Creating 3 idle connections …"
+    // comes before any of them).
+    run.wait_for_stdout("3 idle connections: ");
     let idle = mptcp_syns_sent().expect("the counter") - before;
     run.interrupt();
     let out = run.wait(T);
