@@ -5,7 +5,8 @@
 //! [`Search::handle_step`]) and says what to run next ([`Search::poll`]): a closed-loop probe
 //! for the ceiling (without `--rps LOW-HIGH`), then open-loop steps that bracket the answer,
 //! bisect the bracket down to the resolution and run the answer once more to confirm it. A
-//! confirmation that fails (a noisy step) widens the bracket downwards and the search goes on;
+//! confirmation that fails (a noisy step) widens the bracket downwards, by doubling widths, not
+//! halving, so the steps that passed just below it are not thrown away, and the search goes on;
 //! the step budget bounds it all. With `--worker I/N` the workers cannot agree on the next
 //! rate without talking, so the search is a ladder instead: the same rates on every worker, in
 //! order, and the answer is found from the steps' (merged) results ([`Search::ladder`],
@@ -352,6 +353,10 @@ pub struct Search {
     pending: Option<(u64, Role)>,
     /// After a failed confirmation: the widened bracket's lower end, tried next.
     widen_to: Option<u64>,
+    /// While the widened bracket has no rate that passed: how far below the last failure the
+    /// next step goes, doubled at each failure (0: not widening). Halving instead would throw
+    /// away the steps that passed just below the noisy one.
+    widen_by: u64,
     confirmed: bool,
     out_of_steps: bool,
 }
@@ -375,6 +380,7 @@ impl Search {
             steps: Vec::new(),
             pending: None,
             widen_to: None,
+            widen_by: 0,
             confirmed: false,
             out_of_steps: false,
         }
@@ -430,8 +436,14 @@ impl Search {
             Phase::Bracket | Phase::Bisect => {
                 if passed {
                     self.pass = Some((rate, index));
+                    self.widen_by = 0;
                 } else {
                     self.fail = Some((rate, index));
+                    if self.widen_by > 0 {
+                        // Still no pass below the noisy step: go down twice as far again.
+                        self.widen_by = self.widen_by.saturating_mul(2);
+                        self.widen_to = Some(rate.saturating_sub(self.widen_by).max(self.floor));
+                    }
                 }
                 if passed && self.fail.is_none() {
                     // The top itself passed: nothing above it may be tried.
@@ -450,13 +462,15 @@ impl Search {
                     self.phase = Phase::Done;
                 } else {
                     // A noisy step: the rate that passed once did not again. It is the new
-                    // upper end, and the lower end moves down by twice the bracket's width.
+                    // upper end, and the lower end moves down by twice the bracket's width,
+                    // then by twice as far at each failure until a rate passes.
                     let old_fail = self.fail.map_or(rate, |(f, _)| f);
                     let width = old_fail.saturating_sub(rate).max(self.resolution_at(rate));
                     self.fail = Some((rate, index));
                     self.pass = None;
                     self.phase = if rate <= self.floor { Phase::Done } else { Phase::Bracket };
-                    self.widen_to = Some(rate.saturating_sub(2 * width).max(self.floor));
+                    self.widen_by = 2 * width;
+                    self.widen_to = Some(rate.saturating_sub(self.widen_by).max(self.floor));
                 }
             }
             Phase::Ladder(k) => self.phase = Phase::Ladder(k + 1),
@@ -570,7 +584,7 @@ impl Search {
     }
 
     /// The next rate of the bracket: the top first, then halving down to the floor (after a
-    /// failed confirmation, the widened lower end).
+    /// failed confirmation, the widened lower end, going down by doubling widths).
     fn bracket_rate(&mut self) -> u64 {
         if let Some(r) = self.widen_to.take() {
             return r;
@@ -954,6 +968,30 @@ mod tests {
         let best_below =
             c.steps.iter().filter(|s| s.passed && s.rate < failed.rate).map(|s| s.rate).max().unwrap();
         assert_eq!(rate, best_below);
+    }
+
+    #[test]
+    fn a_widened_bracket_that_fails_again_steps_down_by_doubling_widths_not_halving() {
+        // The confirmation fails, and so does the first step of the widened bracket, as on a VM
+        // whose pauses fail a step now and then; after that the server is steady.
+        let mut noise = 2;
+        let mut steady = knee(7_300, 1e9);
+        let c = drive(Search::new(settings("p99<=1ms", None, 20)), 10_000.0, |rate, role| {
+            let noisy = noise > 0 && (role == Role::Confirm || noise == 1);
+            if noisy {
+                noise -= 1;
+                return Measured { achieved: rate as f64, offered: None, values_us: vec![5_000.0] };
+            }
+            steady(rate, role)
+        });
+        let first_confirm = c.steps.iter().position(|s| s.role == Role::Confirm).unwrap();
+        let [confirm, widened, next] = [0, 1, 2].map(|k| &c.steps[first_confirm + k]);
+        assert!(!confirm.passed && !widened.passed, "{:?}", &c.steps[first_confirm..]);
+        let first_drop = confirm.rate - widened.rate;
+        // Twice as far below the widened step as it was below the confirmation, not half of it.
+        assert_eq!(widened.rate - next.rate, 2 * first_drop, "{:?}", &c.steps[first_confirm..]);
+        let (rate, _, confirmed) = met(&c);
+        assert!(confirmed && rate <= 7_300 && rate as f64 >= 7_300.0 * 0.9, "{rate}");
     }
 
     #[test]
