@@ -88,14 +88,20 @@ fn main() {
     for _ in 0..600 {
         lrange_reply.extend_from_slice(b"$3\r\nxxx\r\n");
     }
-    let cases: [Case; 5] = [
+    let cases: [Case; 6] = [
         ("GET", get, b"$3\r\nxxx\r\n", 1, 2_000_000),
         ("GET", get, b"$3\r\nxxx\r\n", 16, 4_000_000),
+        ("GET", get, b"$3\r\nxxx\r\n", 128, 8_000_000),
         ("SET", set, b"+OK\r\n", 1, 2_000_000),
         ("SET", set, b"+OK\r\n", 16, 4_000_000),
         ("LRANGE_600", lrange, &lrange_reply, 1, 20_000),
     ];
+    // MICRO=NAME runs only the cases whose label starts with NAME (for a profile of one).
+    let only = std::env::var("MICRO").unwrap_or_default();
     for (name, args, reply, pipeline, requests) in cases {
+        if !format!("{name} -P {pipeline}").starts_with(&only) {
+            continue;
+        }
         let ns = time(&plan(args, pipeline), reply, requests);
         println!("{name:<14} -P {pipeline:<3} {ns:>9.1} ns/request");
     }
@@ -110,6 +116,9 @@ fn main() {
     ];
     for (name, template, keys, reply) in extra {
         for pipeline in [1, 16] {
+            if !format!("{name} -P {pipeline}").starts_with(&only) {
+                continue;
+            }
             let ns = time(&with(template.clone(), keys.clone(), pipeline), reply, 2_000_000);
             println!("{name:<14} -P {pipeline:<3} {ns:>9.1} ns/request");
         }
