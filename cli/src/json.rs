@@ -137,11 +137,8 @@ pub fn config(cfg: &Config) -> Value {
         "timeout_ms": cfg.timeout.map(|t| t.as_secs_f64() * 1e3),
         "rps": if cfg.open.rates.is_empty() { Value::Null } else { json!(cfg.open.rates) },
         "arrival": if cfg.open.poisson { "poisson" } else { "constant" },
-        "rps_slack_us": if cfg.open.rates.is_empty() && cfg.capacity.is_none() {
-            Value::Null
-        } else {
-            json!(cfg.open_slack().as_micros() as u64)
-        },
+        // Set, or automatic (null): each open-loop test has its own `rps_slack_us`.
+        "rps_slack_us": cfg.open.slack.map(|s| s.as_micros() as u64),
         "duration_s": cfg.open.duration.map(|d| d.as_secs_f64()),
         "warmup_s": cfg.open.warmup.as_secs_f64(),
         "mix": if cfg.open.has_mix() {
@@ -288,6 +285,9 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
     }
     if let Some(r) = e.target_rps {
         t["target_rps"] = json!(r);
+    }
+    if let Some(s) = e.slack {
+        t["rps_slack_us"] = json!(s.as_micros() as u64);
     }
     if let Some(h) = &stats.service {
         t["service_latency_ms"] = latency_ms(h);
@@ -648,6 +648,7 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
     };
     let backend = t.get("backend").and_then(Value::as_str).map(str::to_string);
     let target_rps = t.get("target_rps").and_then(Value::as_u64);
+    let slack = t.get("rps_slack_us").and_then(Value::as_u64).map(std::time::Duration::from_micros);
     let server_cpu = t.get("server_cpu").filter(|v| !v.is_null()).map(|c| ServerCpu {
         cores: c.get("cores").and_then(Value::as_f64).unwrap_or(0.0),
         main_share: c.get("main_thread_share").and_then(Value::as_f64),
@@ -663,6 +664,7 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
         backend,
         cpu,
         target_rps,
+        slack,
         server_cpu,
         verdict: None,
         step,
@@ -810,6 +812,7 @@ mod tests {
             backend: Some("mio".into()),
             cpu,
             target_rps: None,
+            slack: None,
             server_cpu: None,
             verdict: None,
             step: None,

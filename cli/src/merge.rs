@@ -544,6 +544,7 @@ mod tests {
             backend: backend.map(Into::into),
             cpu: Some(cpu),
             target_rps: None,
+            slack: None,
             server_cpu: None,
             verdict: None,
             step: None,

@@ -252,8 +252,8 @@ pub struct Opts {
     pub arrival: String,
     /// open loop: the event loops wake on a grid of this length and send every request due by
     /// then, so a request goes out up to this late (its lateness is reported and counts in its
-    /// latency); 0 wakes at each request's intended time (default 250us, same units as
-    /// --duration)
+    /// latency); 0 wakes at each request's intended time (default: 0 while each loop's share
+    /// is at most 4000 a second, 250us above; same units as --duration)
     #[argh(option)]
     pub rps_slack: Option<String>,
     /// run each test for this long (30s, 500ms, 2m; a plain number is seconds) instead of -n
@@ -1179,6 +1179,22 @@ mod tests {
             let e = g(v).unwrap_err();
             assert!(e.contains("--drain-grace"), "{v}: {e}");
         }
+    }
+
+    #[test]
+    fn the_default_slack_is_none_up_to_4000_a_second_per_loop_and_250us_above() {
+        let us = |args: &[&str], rate: u64| parse(args).unwrap().open_slack(rate).as_micros();
+        let ol = ["--rps", "1000"];
+        assert_eq!([us(&ol, 1_000), us(&ol, 4_000), us(&ol, 4_001), us(&ol, 50_000)], [0, 0, 250, 250]);
+        // Each loop's share counts: two loops at 8,000 a second are 4,000 each.
+        let two = ["--rps", "1000", "--threads", "2"];
+        assert_eq!([us(&two, 8_000), us(&two, 8_002)], [0, 250]);
+        // ... and a loop has one client at least.
+        assert_eq!(us(&["--rps", "1000", "--threads", "4", "-c", "1"], 8_000), 250);
+        // --rps-slack is taken as given; --slo caps the default above the threshold only.
+        assert_eq!(us(&["--rps", "1000", "--rps-slack", "1ms"], 100), 1_000);
+        let slo = ["--slo", "p99<=1ms"];
+        assert_eq!([us(&slo, 1_000), us(&slo, 50_000)], [0, 50]);
     }
 
     #[test]

@@ -516,7 +516,7 @@ fn print_test(
     match cfg.output {
         Output::Verbose => {
             report::write_verbose(&r, out)?;
-            report::write_open_loop(entry, cfg.open.poisson, cfg.open_slack(), out)?;
+            report::write_open_loop(entry, cfg.open.poisson, out)?;
             report::write_errors(&r, false, out)?;
             for w in &entry.warnings {
                 writeln!(out, "  WARNING: {}", w.text)?;

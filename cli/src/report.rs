@@ -6,7 +6,6 @@
 //! lines are the ones redis-benchmark prints.
 
 use std::io::{self, Write};
-use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use respbench_core::Stats;
@@ -538,12 +537,8 @@ fn arrivals(poisson: bool) -> &'static str {
 
 /// respbench's lines after an open-loop test's verbose report: target and achieved rates, and the
 /// service-time summary beside the corrected latencies above it.
-pub fn write_open_loop(
-    e: &TestResult,
-    poisson: bool,
-    slack: Duration,
-    out: &mut impl Write,
-) -> io::Result<()> {
+pub fn write_open_loop(e: &TestResult, poisson: bool, out: &mut impl Write) -> io::Result<()> {
+    let slack = e.slack.unwrap_or_default();
     let (Some(target), Some(h)) = (e.target_rps, &e.stats.service) else { return Ok(()) };
     writeln!(
         out,
@@ -1183,6 +1178,7 @@ Summary:
             backend: Some("smol".into()),
             cpu: None,
             target_rps: None,
+            slack: None,
             server_cpu: None,
             verdict: Some(verdict(Side::Neither)),
             step: None,
@@ -1257,6 +1253,7 @@ Summary:
                 backend: None,
                 cpu: None,
                 target_rps: None,
+                slack: None,
                 server_cpu: None,
                 verdict: None,
                 step: Some(StepValues { datasize: "3".into(), clients: 50, pipeline: 1, threads: 0, run }),

@@ -203,6 +203,14 @@ impl OpenLoop {
     /// 20,000/s, 100 µs 12.9 and 29.9, 250 µs 10.5 and 17.1 (the closed loop 6.4).
     pub const DEFAULT_SLACK: Duration = Duration::from_micros(250);
 
+    /// Up to this many arrivals a second per event loop (one per [`OpenLoop::DEFAULT_SLACK`]),
+    /// the grid would put hardly two requests on one wake-up, so it saves no wake-ups and only
+    /// delays sends: the session's default slack there is zero. Measured on two cores (GET,
+    /// `-c 50`, mio, two rounds): at 1,000–4,000 per second the grid cost the same CPU per
+    /// request (±10%) and added 0.03–0.23 ms to the corrected p50 (0.12–0.15 ms without it);
+    /// at 8,000 per second it saved a third of the CPU.
+    pub const EXACT_UP_TO: u64 = 4_000;
+
     /// `rate` requests a second over all connections, with the default slack.
     pub fn new(rate: f64, poisson: bool) -> OpenLoop {
         OpenLoop { rate, poisson, slack: OpenLoop::DEFAULT_SLACK }

@@ -45,6 +45,7 @@ impl Case {
         backend: Backend,
         cpu: ClientCpu,
         rate: Option<u64>,
+        slack: Option<std::time::Duration>,
         mut stats: Stats,
     ) -> Vec<TestResult> {
         let mut out = Vec::new();
@@ -56,6 +57,7 @@ impl Case {
                     backend: Some(backend.name().to_string()),
                     cpu: None,
                     target_rps: None,
+                    slack: None,
                     server_cpu: None,
                     verdict: None,
                     step: None,
@@ -71,6 +73,7 @@ impl Case {
             backend: Some(backend.name().to_string()),
             cpu: Some(cpu),
             target_rps: rate,
+            slack,
             server_cpu: None,
             verdict: None,
             step: None,

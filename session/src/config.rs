@@ -271,14 +271,21 @@ impl Sweep {
 }
 
 impl Config {
-    /// The open loop's wake-up grid: `--rps-slack`, else [`respbench_core::OpenLoop::DEFAULT_SLACK`],
-    /// or a twentieth of the tightest latency objective of a capacity search (`--slo`) when that
-    /// is less: a step's requests may go out up to this late, and that lateness is in the
-    /// latency an objective judges (250 µs against `p99<=1ms` moved the simulated M/D/1 answer
-    /// from 0.78 to 0.68 of the capacity).
-    pub fn open_slack(&self) -> Duration {
+    /// The open loop's wake-up grid at `rate` requests a second (all loops together):
+    /// `--rps-slack`; else none while each event loop's share is at most
+    /// [`respbench_core::OpenLoop::EXACT_UP_TO`] a second (the grid would save no wake-ups),
+    /// and above that [`respbench_core::OpenLoop::DEFAULT_SLACK`], or a twentieth of the
+    /// tightest latency objective of a capacity search (`--slo`) when that is less: a step's
+    /// requests may go out up to this late, and that lateness is in the latency an objective
+    /// judges (250 µs against `p99<=1ms` moved the simulated M/D/1 answer from 0.78 to 0.68 of
+    /// the capacity).
+    pub fn open_slack(&self, rate: u64) -> Duration {
         if let Some(s) = self.open.slack {
             return s;
+        }
+        let loops = self.threads.clamp(1, self.clients.max(1)) as u64;
+        if rate / loops <= respbench_core::OpenLoop::EXACT_UP_TO {
+            return Duration::ZERO;
         }
         let tightest =
             self.capacity.iter().flat_map(|c| &c.objectives).map(|o| o.limit_us).fold(f64::MAX, f64::min);

@@ -508,7 +508,8 @@ impl Session {
                 };
                 obs.error(&format!("{line}{silent}"));
             }
-            let mut results = case.entries(backend, cpu, rate, outcome.stats);
+            let mut results =
+                case.entries(backend, cpu, rate, rate.map(|r| cfg.open_slack(r)), outcome.stats);
             for e in &mut results {
                 e.step = self.step.as_ref().map(StepValues::of);
                 if let (Some(step), Some(c)) = (&mut e.step, self.step_clients) {

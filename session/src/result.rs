@@ -27,6 +27,8 @@ pub struct TestResult {
     pub cpu: Option<ClientCpu>,
     /// The open-loop target rate of this test (step), if any.
     pub target_rps: Option<u64>,
+    /// The open loop's wake-up grid for this test ([`crate::Config::open_slack`]), if any.
+    pub slack: Option<std::time::Duration>,
     /// The server's CPU during the test (`INFO cpu`), when it could be read.
     pub server_cpu: Option<ServerCpu>,
     /// Who limited the test.

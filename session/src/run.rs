@@ -74,7 +74,7 @@ pub(crate) fn plan(
     };
     // The core shares the total rate evenly over the connections.
     let open_loop =
-        rate.map(|r| OpenLoop { slack: cfg.open_slack(), ..OpenLoop::new(r as f64, cfg.open.poisson) });
+        rate.map(|r| OpenLoop { slack: cfg.open_slack(r), ..OpenLoop::new(r as f64, cfg.open.poisson) });
     let budget =
         if idle || cfg.open.duration.is_some() { Budget::unlimited() } else { Budget::new(cfg.requests) };
     Arc::new(Plan {

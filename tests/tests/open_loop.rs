@@ -168,7 +168,11 @@ fn rate_steps(tool: Tool) {
     let targets: Vec<u64> =
         doc["tests"].as_array().unwrap().iter().map(|t| t["target_rps"].as_u64().unwrap()).collect();
     assert_eq!(targets, [1000, 3000]);
-    assert_eq!(doc["config"]["rps_slack_us"], 250);
+    // No --rps-slack: automatic, and at most 4,000 a second per loop wakes exactly on time.
+    assert_eq!(doc["config"]["rps_slack_us"], serde_json::Value::Null);
+    let slacks: Vec<u64> =
+        doc["tests"].as_array().unwrap().iter().map(|t| t["rps_slack_us"].as_u64().unwrap()).collect();
+    assert_eq!(slacks, [0, 0]);
     assert_eq!(server.command_calls("set"), 3000);
 }
 
@@ -196,6 +200,7 @@ fn the_slack_is_reported_and_can_be_zero(tool: Tool) {
         );
         let doc = read(&json);
         assert_eq!(doc["config"]["rps_slack_us"], us);
+        assert_eq!(doc["tests"][0]["rps_slack_us"], us);
         let late = &doc["tests"][0]["lateness"]["ms"];
         assert!(ms(&late["min"]) >= 0.0 && ms(&late["max"]) >= ms(&late["p50"]), "{late}");
     }
