@@ -289,6 +289,9 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
     if let Some(s) = e.slack {
         t["rps_slack_us"] = json!(s.as_micros() as u64);
     }
+    if e.never_ran != (0, 0) {
+        t["clients_never_ran"] = json!({"refused": e.never_ran.0, "unreachable": e.never_ran.1});
+    }
     if let Some(h) = &stats.service {
         t["service_latency_ms"] = latency_ms(h);
         t["service_histogram"] = histogram(h)?;
@@ -649,6 +652,10 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
     let backend = t.get("backend").and_then(Value::as_str).map(str::to_string);
     let target_rps = t.get("target_rps").and_then(Value::as_u64);
     let slack = t.get("rps_slack_us").and_then(Value::as_u64).map(std::time::Duration::from_micros);
+    let never_ran = t.get("clients_never_ran").map_or((0, 0), |c| {
+        let n = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
+        (n("refused"), n("unreachable"))
+    });
     let server_cpu = t.get("server_cpu").filter(|v| !v.is_null()).map(|c| ServerCpu {
         cores: c.get("cores").and_then(Value::as_f64).unwrap_or(0.0),
         main_share: c.get("main_thread_share").and_then(Value::as_f64),
@@ -665,6 +672,7 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
         cpu,
         target_rps,
         slack,
+        never_ran,
         server_cpu,
         verdict: None,
         step,
@@ -813,6 +821,7 @@ mod tests {
             cpu,
             target_rps: None,
             slack: None,
+            never_ran: (0, 0),
             server_cpu: None,
             verdict: None,
             step: None,

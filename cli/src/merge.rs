@@ -545,6 +545,7 @@ mod tests {
             cpu: Some(cpu),
             target_rps: None,
             slack: None,
+            never_ran: (0, 0),
             server_cpu: None,
             verdict: None,
             step: None,

@@ -518,6 +518,7 @@ impl Session {
             }
             if let Some(total) = results.last_mut() {
                 total.nodes = nodes;
+                total.never_ran = never_ran(&outcome.failures);
                 let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline);
                 let missing = self.probe.missing.as_deref();
                 let schedule = crate::result::Schedule::of(total);

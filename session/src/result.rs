@@ -29,6 +29,9 @@ pub struct TestResult {
     pub target_rps: Option<u64>,
     /// The open loop's wake-up grid for this test ([`crate::Config::open_slack`]), if any.
     pub slack: Option<std::time::Duration>,
+    /// Of the test's clients, how many never ran a request: turned away by the server
+    /// (maxclients, a refused handshake) and unable to connect ([`crate::never_ran`]).
+    pub never_ran: (u64, u64),
     /// The server's CPU during the test (`INFO cpu`), when it could be read.
     pub server_cpu: Option<ServerCpu>,
     /// Who limited the test.
@@ -108,6 +111,7 @@ impl TestResult {
                 }
             }
         }
+        acc.never_ran = (acc.never_ran.0 + e.never_ran.0, acc.never_ran.1 + e.never_ran.1);
         // Two machines each aiming at R give 2R together.
         acc.target_rps = acc.target_rps.zip(e.target_rps).map(|(a, b)| a + b);
         acc.cpu = match (acc.cpu, e.cpu) {

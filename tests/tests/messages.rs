@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use respbench_tests::fake::{Action, FakeServer};
 use respbench_tests::tls::{ServerCert, TlsOptions};
-use respbench_tests::{respbench, RedisServer};
+use respbench_tests::{json_path, respbench, RedisServer};
 
 const T: Duration = Duration::from_secs(60);
 
@@ -15,13 +15,16 @@ fn rejected(server: &RedisServer) -> u64 {
 }
 
 /// `-c 10` against `maxclients 4`: the report says how many clients ran and how many the
-/// server refused, and the refused count is the server's own `rejected_connections`.
+/// server refused, and the refused count is the server's own `rejected_connections`; the JSON
+/// has the same count.
 #[test]
 fn the_report_counts_the_clients_that_ran_beside_the_refused() {
     let server = RedisServer::start_with(&[("maxclients", "4")]);
     let before = rejected(&server);
     let port = server.port().to_string();
-    let out = respbench().run(&["-p", &port, "-c", "10", "-t", "get", "-n", "2000"], T);
+    let json = json_path("messages", "refused");
+    let json_arg = json.to_str().unwrap();
+    let out = respbench().run(&["-p", &port, "-c", "10", "-t", "get", "-n", "2000", "--json", json_arg], T);
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     let refused = rejected(&server) - before;
     let line = out
@@ -33,6 +36,13 @@ fn the_report_counts_the_clients_that_ran_beside_the_refused() {
     assert!(refused >= 6, "the startup connection and three clients fit: {refused}\n{}", out.dump());
     assert_eq!(line, format!("  {ran} parallel clients (of -c 10: {refused} refused by the server)"));
     assert!(!out.stdout.contains("10 parallel clients"), "{}", out.dump());
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let never = &doc["tests"][0]["clients_never_ran"];
+    assert_eq!(
+        (never["refused"].as_u64(), never["unreachable"].as_u64()),
+        (Some(refused), Some(0)),
+        "{never}"
+    );
 }
 
 /// Every client connected: the line is redis-benchmark's.
