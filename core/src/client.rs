@@ -40,6 +40,11 @@ pub(crate) struct Source {
     /// starts), and the mean gap.
     next_due: Time,
     interval: Duration,
+    /// Open loop over a sequence: a sequence arrives whole, its `seq_len` commands at one
+    /// intended time, and the next a sequence's gap later (`interval` is that gap: the rate
+    /// still counts commands); `seq_arrived` of the current one have arrived. 1 and 0 otherwise.
+    seq_len: u64,
+    seq_arrived: u64,
     /// A sequence: the commands this client has drawn, and those of the sequence it started
     /// that the budget gave it and it has not yet been granted ([`Source::take`]).
     seq_drawn: u64,
@@ -49,13 +54,19 @@ pub(crate) struct Source {
 impl Source {
     /// The source of client `stream` of `plan`.
     pub(crate) fn new(plan: &Plan, stream: u64) -> Source {
+        let seq_len = plan.workload.mix.as_ref().and_then(crate::Mix::sequence_len).unwrap_or(1).max(1);
+        let per_command = plan.conn.open_loop.map_or(Duration::MAX, |ol| ol.interval(plan.connections));
         Source {
             stream,
             keys: KeyGen::new(plan.workload.keys.clone(), Rng::for_stream(plan.seed, stream)),
             mix_rng: Rng::for_stream(plan.seed ^ 0x0000_0000_3a1c_e5ed, stream),
             schedule_rng: Rng::for_stream(plan.seed ^ 0x5eed_5c4e_d01e_0000, stream),
             next_due: Time::MAX,
-            interval: plan.conn.open_loop.map_or(Duration::MAX, |ol| ol.interval(plan.connections)),
+            interval: per_command
+                .checked_mul(u32::try_from(seq_len).unwrap_or(u32::MAX))
+                .unwrap_or(Duration::MAX),
+            seq_len,
+            seq_arrived: 0,
             seq_drawn: 0,
             seq_left: 0,
         }
@@ -116,10 +127,15 @@ impl Source {
         self.next_due
     }
 
-    /// Takes the arrival that is due: its intended time; the next one follows a gap later.
+    /// Takes the arrival that is due: its intended time; the next one follows a gap later (in a
+    /// sequence, after its last command).
     fn arrive(&mut self, ol: OpenLoop) -> Time {
         let intended = self.next_due;
-        self.next_due = intended + self.gap(ol);
+        self.seq_arrived += 1;
+        if self.seq_arrived >= self.seq_len {
+            self.seq_arrived = 0;
+            self.next_due = intended + self.gap(ol);
+        }
         intended
     }
 
@@ -859,5 +875,59 @@ mod tests {
         assert_eq!(sent[0], [0, 1, 2, 0, 1, 2], "client 0 took two whole sequences");
         assert_eq!(sent[1], [0, 1, 2], "client 1 took the third, the budget's last 1 rounded up");
         assert!(sources.iter().all(|s| s.spent(&plan)));
+    }
+
+    /// Open loop over a sequence `A ; B ; B` at 1,000 commands a second on two clients: each
+    /// sequence arrives whole (its three commands at one intended time, in order), the next a
+    /// sequence's gap later (6 ms: the rate counts commands), and the clients' first arrivals
+    /// spread over that gap.
+    #[test]
+    fn an_open_loop_sequence_arrives_whole_and_the_rate_counts_its_commands() {
+        let seq = Mix::sequence(vec![
+            Template::command(&[b"A"]),
+            Template::command(&[b"B"]),
+            Template::command(&[b"B"]),
+        ])
+        .unwrap();
+        let ol = crate::OpenLoop { rate: 1000.0, poisson: false, slack: Duration::ZERO };
+        let plan = Plan {
+            conn: ConnConfig {
+                handshake: Handshake::default(),
+                pipeline: 1,
+                pipeline_mode: PipelineMode::Batch,
+                keepalive: true,
+                idle: false,
+                open_loop: Some(ol),
+                request_timeout: None,
+                reconnect: None,
+            },
+            workload: Workload {
+                template: Template::command(&[b"A"]),
+                keys: KeySpace::Literal,
+                mix: Some(seq),
+            },
+            budget: Budget::unlimited(),
+            stop: Stop::new(None, Duration::from_secs(2)),
+            seed: 1,
+            connections: 2,
+            measure_from: Time::ZERO,
+            series: false,
+            cluster: None,
+        };
+        let ms = |t: Time| t.as_micros() as f64 / 1000.0;
+        for (client, first) in [(0u64, 0.0), (1, 3.0)] {
+            let mut s = Source::new(&plan, client);
+            s.start(&plan, Time::ZERO);
+            let drawn: Vec<(f64, u16)> = (0..9)
+                .map(|_| {
+                    assert_eq!(s.take(&plan, 1), 1);
+                    let at = ms(s.arrive(ol));
+                    (at, s.pick(&plan.workload).1)
+                })
+                .collect();
+            let want: Vec<(f64, u16)> =
+                (0..3).flat_map(|k| (0..3).map(move |c| (first + 6.0 * k as f64, c as u16))).collect();
+            assert_eq!(drawn, want, "client {client}");
+        }
     }
 }

@@ -519,7 +519,9 @@ impl Session {
             if let Some(total) = results.last_mut() {
                 total.nodes = nodes;
                 total.never_ran = never_ran(&outcome.failures);
-                let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline);
+                // In a sequence, -P counts whole sequences.
+                let seq_len = case.mix.as_ref().and_then(|(m, _)| m.sequence_len()).unwrap_or(1);
+                let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline) * seq_len;
                 let missing = self.probe.missing.as_deref();
                 let schedule = crate::result::Schedule::of(total);
                 total.verdict = Some(verdict::verdict(

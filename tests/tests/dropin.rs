@@ -634,6 +634,18 @@ fn a_sequence_goes_whole_on_one_connection(tool: Tool) {
     assert_eq!(server.command_calls("set"), 100, "{}", out.dump());
     let stats = server.cli(&["INFO", "errorstats"]);
     assert!(!stats.contains("errorstat_"), "the server answered errors: {stats}");
+    // An open loop runs whole transactions too (each sequence arrives whole: core/src/client.rs
+    // an_open_loop_sequence_arrives_whole_and_the_rate_counts_its_commands); the rate and -n
+    // count commands, 60 of them are 20 transactions.
+    server.cli(&["CONFIG", "RESETSTAT"]);
+    let mut open = args.to_vec();
+    open.splice(2..6, ["-c", "2", "-n", "60", "--rps", "600"]);
+    let out = tool.run(&open, T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!((server.command_calls("multi"), server.command_calls("exec")), (20, 20), "{}", out.dump());
+    assert_eq!(server.command_calls("set"), 20, "{}", out.dump());
+    let stats = server.cli(&["INFO", "errorstats"]);
+    assert!(!stats.contains("errorstat_"), "the server answered errors: {stats}");
 
     server.cli(&["FLUSHALL"]);
     server.cli(&["CONFIG", "RESETSTAT"]);
