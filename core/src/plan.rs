@@ -206,9 +206,9 @@ impl OpenLoop {
     /// Up to this many arrivals a second per event loop (one per [`OpenLoop::DEFAULT_SLACK`]),
     /// the grid would put hardly two requests on one wake-up, so it saves no wake-ups and only
     /// delays sends: the session's default slack there is zero. Measured on two cores (GET,
-    /// `-c 50`, mio, two rounds): at 1,000–4,000 per second the grid cost the same CPU per
-    /// request (±10%) and added 0.03–0.23 ms to the corrected p50 (0.12–0.15 ms without it);
-    /// at 8,000 per second it saved a third of the CPU.
+    /// `-c 50`, mio, two rounds): at 1,000–4,000 per second the grid made no consistent
+    /// difference to the CPU per request (50–81 µs either way) and added 0.03–0.23 ms to the
+    /// corrected p50 (0.12–0.15 ms without it); at 8,000 per second it saved a third of the CPU.
     pub const EXACT_UP_TO: u64 = 4_000;
 
     /// `rate` requests a second over all connections, with the default slack.
