@@ -291,7 +291,21 @@ fn differences(a: &Value, b: &Value, b_name: &str) -> Vec<String> {
     keys.into_iter()
         .filter(|k| a.get(*k) != b.get(*k))
         .map(|k| match option_of(k) {
-            Some(o) => format!("{o} {} where {b_name} has {o} {}", shown(a.get(k)), shown(b.get(k))),
+            Some(o) => {
+                // As it was given: `--rps-slack 250us`, or `no --rps-slack` where it was not.
+                let unit = if k.ends_with("_us") {
+                    "us"
+                } else if k.ends_with("_s") {
+                    "s"
+                } else {
+                    ""
+                };
+                let given = |v: Option<&Value>| match v {
+                    None | Some(Value::Null) => format!("no {o}"),
+                    v => format!("{o} {}{unit}", shown(v)),
+                };
+                format!("{} where {b_name} has {}", given(a.get(k)), given(b.get(k)))
+            }
             None => {
                 let json = |v: Option<&Value>| v.map_or_else(|| "absent".to_string(), Value::to_string);
                 format!("{k} {} where {b_name} has {}", json(a.get(k)), json(b.get(k)))
@@ -776,6 +790,11 @@ mod tests {
         let fewer = run_doc(serde_json::json!({"clients": 10}), &["SET", "GET"], server.clone());
         let got = check_repeats(&files, &[base.clone(), fewer]);
         assert_eq!(got, ["b.json: -c 10 where a.json has -c 50"]);
+        // An option given in one run and not in the other, in the units it was given in.
+        let slack = run_doc(serde_json::json!({"rps_slack_us": 250}), &["SET", "GET"], server.clone());
+        let auto = run_doc(serde_json::json!({"rps_slack_us": null}), &["SET", "GET"], server.clone());
+        let got = check_repeats(&files, &[auto, slack]);
+        assert_eq!(got, ["b.json: --rps-slack 250us where a.json has no --rps-slack"]);
         let other = run_doc(serde_json::json!({"tests": "get"}), &["GET"], server.clone());
         let got = check_repeats(&files, &[base.clone(), again, other]);
         assert_eq!(got, ["c.json: -t get where a.json has -t set,get; tests GET where a.json has SET, GET"]);
