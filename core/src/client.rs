@@ -823,24 +823,23 @@ mod tests {
     use crate::plan::{Budget, ConnConfig, Handshake, Mix, Stop};
     use crate::template::KeySpace;
 
-    /// Two clients of a sequence `A ; B ; B` (3 commands) under `-n 7`: each takes whole
-    /// sequences, in order, from the one budget, and the last is not cut: 9 commands in all.
-    #[test]
-    fn a_sequence_goes_whole_and_in_order_on_each_client() {
+    /// Two clients of the sequence `A ; B ; B` (3 commands), `-P 1`, with this budget and
+    /// schedule.
+    fn sequence_plan(budget: Budget, open_loop: Option<crate::OpenLoop>) -> Plan {
         let seq = Mix::sequence(vec![
             Template::command(&[b"A"]),
             Template::command(&[b"B"]),
             Template::command(&[b"B"]),
         ])
         .unwrap();
-        let plan = Arc::new(Plan {
+        Plan {
             conn: ConnConfig {
                 handshake: Handshake::default(),
                 pipeline: 1,
                 pipeline_mode: PipelineMode::Batch,
                 keepalive: true,
                 idle: false,
-                open_loop: None,
+                open_loop,
                 request_timeout: None,
                 reconnect: None,
             },
@@ -849,14 +848,21 @@ mod tests {
                 keys: KeySpace::Literal,
                 mix: Some(seq),
             },
-            budget: Budget::new(7),
+            budget,
             stop: Stop::new(None, Duration::from_secs(2)),
             seed: 1,
             connections: 2,
             measure_from: Time::ZERO,
             series: false,
             cluster: None,
-        });
+        }
+    }
+
+    /// Two clients of a sequence `A ; B ; B` (3 commands) under `-n 7`: each takes whole
+    /// sequences, in order, from the one budget, and the last is not cut: 9 commands in all.
+    #[test]
+    fn a_sequence_goes_whole_and_in_order_on_each_client() {
+        let plan = Arc::new(sequence_plan(Budget::new(7), None));
         let mut sources = [Source::new(&plan, 0), Source::new(&plan, 1)];
         let mut sent: [Vec<u16>; 2] = [Vec::new(), Vec::new()];
         // The clients take turns, one command at a time, as two connections would.
@@ -883,37 +889,8 @@ mod tests {
     /// spread over that gap.
     #[test]
     fn an_open_loop_sequence_arrives_whole_and_the_rate_counts_its_commands() {
-        let seq = Mix::sequence(vec![
-            Template::command(&[b"A"]),
-            Template::command(&[b"B"]),
-            Template::command(&[b"B"]),
-        ])
-        .unwrap();
         let ol = crate::OpenLoop { rate: 1000.0, poisson: false, slack: Duration::ZERO };
-        let plan = Plan {
-            conn: ConnConfig {
-                handshake: Handshake::default(),
-                pipeline: 1,
-                pipeline_mode: PipelineMode::Batch,
-                keepalive: true,
-                idle: false,
-                open_loop: Some(ol),
-                request_timeout: None,
-                reconnect: None,
-            },
-            workload: Workload {
-                template: Template::command(&[b"A"]),
-                keys: KeySpace::Literal,
-                mix: Some(seq),
-            },
-            budget: Budget::unlimited(),
-            stop: Stop::new(None, Duration::from_secs(2)),
-            seed: 1,
-            connections: 2,
-            measure_from: Time::ZERO,
-            series: false,
-            cluster: None,
-        };
+        let plan = sequence_plan(Budget::unlimited(), Some(ol));
         let ms = |t: Time| t.as_micros() as f64 / 1000.0;
         for (client, first) in [(0u64, 0.0), (1, 3.0)] {
             let mut s = Source::new(&plan, client);
