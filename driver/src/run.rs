@@ -127,10 +127,16 @@ pub struct TestRun {
     pub progress: Arc<Progress>,
 }
 
+/// How many event loops a test of `clients` clients on `threads` threads runs on: `threads`, at
+/// least one, at most one per client.
+pub fn loops(threads: usize, clients: usize) -> usize {
+    threads.clamp(1, clients.max(1))
+}
+
 impl TestRun {
-    /// How many event loops the test runs on: `threads`, at least one, at most one per client.
+    /// How many event loops the test runs on ([`loops`]).
     pub fn loops(&self) -> usize {
-        self.threads.clamp(1, self.clients.max(1))
+        loops(self.threads, self.clients)
     }
 
     /// The clients loop `t` drives: every index `c` with `c % loops() == t`. A client's

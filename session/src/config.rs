@@ -283,7 +283,7 @@ impl Config {
         if let Some(s) = self.open.slack {
             return s;
         }
-        let loops = self.threads.clamp(1, self.clients.max(1)) as u64;
+        let loops = respbench_driver::loops(self.threads, self.clients) as u64;
         if rate / loops <= respbench_core::OpenLoop::EXACT_UP_TO {
             return Duration::ZERO;
         }

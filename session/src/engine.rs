@@ -77,7 +77,7 @@ pub fn tls_client(cfg: &Config) -> Result<Option<Tls>, Error> {
 /// The checks that need no server: the open-file limit for `-c` (raised where it can be), and
 /// io_uring where `--backend uring` asks for it.
 pub fn check_machine(cfg: &Config) -> Result<(), Error> {
-    limits::ensure_fds(cfg.clients, cfg.threads.clamp(1, cfg.clients))?;
+    limits::ensure_fds(cfg.clients, respbench_driver::loops(cfg.threads, cfg.clients))?;
     backend::check_uring(cfg)
 }
 
@@ -176,7 +176,10 @@ impl Session {
             nodes = routing::prepare(cfg, &server, &templates)?;
             if let Some(m) = &nodes {
                 // Nodes that appear later are opened then (an error names the open-file limit).
-                limits::ensure_fds(cfg.clients * m.topology.nodes.len(), cfg.threads.clamp(1, cfg.clients))?;
+                limits::ensure_fds(
+                    cfg.clients * m.topology.nodes.len(),
+                    respbench_driver::loops(cfg.threads, cfg.clients),
+                )?;
                 obs.nodes(m);
             }
         }
