@@ -40,9 +40,10 @@ pub(crate) struct Source {
     /// starts), and the mean gap.
     next_due: Time,
     interval: Duration,
-    /// Open loop over a sequence: a sequence arrives whole, its `seq_len` commands at one
-    /// intended time, and the next a sequence's gap later (`interval` is that gap: the rate
-    /// still counts commands); `seq_arrived` of the current one have arrived. 1 and 0 otherwise.
+    /// A sequence's length (1 without one). In an open loop a sequence arrives whole, its
+    /// `seq_len` commands at one intended time, and the next a sequence's gap later
+    /// (`interval` is that gap: the rate still counts commands); `seq_arrived` of the current
+    /// one have arrived.
     seq_len: u64,
     seq_arrived: u64,
     /// A sequence: the commands this client has drawn, and those of the sequence it started
@@ -76,9 +77,11 @@ impl Source {
     /// sequence from the budget when it starts one, and its commands are granted from that, so
     /// no sequence is cut: the budget's last grant, smaller than a sequence, still gives one.
     fn take(&mut self, plan: &Plan, want: u64) -> u64 {
-        let Some(len) = plan.workload.mix.as_ref().and_then(crate::Mix::sequence_len) else {
+        let len = self.seq_len;
+        if len == 1 {
+            // No sequence (or one of a single command, which is the same).
             return plan.budget.take(want);
-        };
+        }
         let mut got = 0;
         while got < want {
             if self.seq_left == 0 {
@@ -462,8 +465,7 @@ impl Client {
     /// `-P`: requests per batch or in the window; in a sequence, whole sequences (valkey-benchmark's
     /// `-P 5` of a 4-command sequence sends 20 commands at once, and `-P 1` a whole sequence).
     fn window(&self) -> usize {
-        let len = self.plan.workload.mix.as_ref().and_then(crate::Mix::sequence_len).unwrap_or(1);
-        self.plan.conn.pipeline.max(1) as usize * len as usize
+        self.plan.conn.pipeline.max(1) as usize * self.source.seq_len as usize
     }
 
     /// Whether the pipeline lets the client draw another request now: in window mode while
