@@ -814,21 +814,7 @@ mod tests {
     }
 
     fn entry(name: &str, stats: Stats, cpu: Option<ClientCpu>) -> TestResult {
-        TestResult {
-            name: name.into(),
-            command: name.into(),
-            backend: Some("mio".into()),
-            cpu,
-            target_rps: None,
-            slack: None,
-            never_ran: (0, 0),
-            server_cpu: None,
-            verdict: None,
-            step: None,
-            stats,
-            nodes: Vec::new(),
-            warnings: Vec::new(),
-        }
+        TestResult { backend: Some("mio".into()), cpu, ..TestResult::new(name.into(), name.into(), stats) }
     }
 
     #[test]

@@ -553,19 +553,9 @@ mod tests {
     fn entry(name: &str, backend: Option<&str>, stats: Stats) -> TestResult {
         let cpu = ClientCpu { user_s: 0.5, sys_s: 0.25, wall_s: 1.0, threads: 1, share_override: None };
         TestResult {
-            name: name.into(),
-            command: name.into(),
             backend: backend.map(Into::into),
             cpu: Some(cpu),
-            target_rps: None,
-            slack: None,
-            never_ran: (0, 0),
-            server_cpu: None,
-            verdict: None,
-            step: None,
-            stats,
-            nodes: Vec::new(),
-            warnings: Vec::new(),
+            ..TestResult::new(name.into(), name.into(), stats)
         }
     }
 

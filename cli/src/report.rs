@@ -1173,19 +1173,9 @@ Summary:
     #[test]
     fn side_by_side_csv_keeps_the_peers_columns_and_ends_with_verdict_and_backend() {
         let e = TestResult {
-            name: "GET".into(),
-            command: String::new(),
             backend: Some("smol".into()),
-            cpu: None,
-            target_rps: None,
-            slack: None,
-            never_ran: (0, 0),
-            server_cpu: None,
             verdict: Some(verdict(Side::Neither)),
-            step: None,
-            stats: stats(1..=1000),
-            nodes: Vec::new(),
-            warnings: Vec::new(),
+            ..TestResult::new("GET".into(), String::new(), stats(1..=1000))
         };
         let mut out = Vec::new();
         write_compare_header(true, &["smol"], 3, &mut out).unwrap();
@@ -1249,19 +1239,8 @@ Summary:
         let mut rows = Vec::new();
         for run in 0..2 {
             rows.push(TestResult {
-                name: "GET".into(),
-                command: String::new(),
-                backend: None,
-                cpu: None,
-                target_rps: None,
-                slack: None,
-                never_ran: (0, 0),
-                server_cpu: None,
-                verdict: None,
                 step: Some(StepValues { datasize: "3".into(), clients: 50, pipeline: 1, threads: 0, run }),
-                stats: stats(1..=100),
-                nodes: Vec::new(),
-                warnings: Vec::new(),
+                ..TestResult::new("GET".into(), String::new(), stats(1..=100))
             });
         }
         let mut out = Vec::new();

@@ -52,36 +52,17 @@ impl Case {
         if let Some((mix, titles)) = &self.mix {
             for ((part, title), template) in stats.parts.drain(..).zip(titles).zip(mix.templates()) {
                 out.push(TestResult {
-                    name: title.clone(),
-                    command: command_text(&template.display()),
                     backend: Some(backend.name().to_string()),
-                    cpu: None,
-                    target_rps: None,
-                    slack: None,
-                    never_ran: (0, 0),
-                    server_cpu: None,
-                    verdict: None,
-                    step: None,
-                    stats: part,
-                    nodes: Vec::new(),
-                    warnings: Vec::new(),
+                    ..TestResult::new(title.clone(), command_text(&template.display()), part)
                 });
             }
         }
         out.push(TestResult {
-            name: self.spec.title.clone(),
-            command: command_text(&self.spec.template.display()),
             backend: Some(backend.name().to_string()),
             cpu: Some(cpu),
             target_rps: rate,
             slack,
-            never_ran: (0, 0),
-            server_cpu: None,
-            verdict: None,
-            step: None,
-            stats,
-            nodes: Vec::new(),
-            warnings: Vec::new(),
+            ..TestResult::new(self.spec.title.clone(), command_text(&self.spec.template.display()), stats)
         });
         out
     }

@@ -88,6 +88,26 @@ impl WarningKind {
 }
 
 impl TestResult {
+    /// The test `name` of request template `command` with its `stats`, and nothing else known
+    /// yet: no backend, CPU, rate, verdict, step, nodes or warnings.
+    pub fn new(name: String, command: String, stats: Stats) -> TestResult {
+        TestResult {
+            name,
+            command,
+            backend: None,
+            cpu: None,
+            target_rps: None,
+            slack: None,
+            never_ran: (0, 0),
+            server_cpu: None,
+            verdict: None,
+            step: None,
+            stats,
+            nodes: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
     /// Adds `e`, the same test run elsewhere at the same time (another load machine, another
     /// worker), to this one: counts and histograms add up, nodes by address, target rates and
     /// client CPU sum, and the busiest server CPU reading stands.
