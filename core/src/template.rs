@@ -243,30 +243,38 @@ fn push_decimal(out: &mut Vec<u8>, n: usize) {
     out.extend_from_slice(n.to_string().as_bytes());
 }
 
-/// "00" through "99", so digits are written two at a time.
-const PAIRS: &[u8; 200] = b"\
-0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
+/// The 8 ASCII digits of `n` (< 10^8, zero-padded), most significant first in memory order.
+///
+/// All eight digits are found at once in the lanes of one `u64`: the number is split into two
+/// 4-digit halves (32-bit lanes), each half into two 2-digit quarters (16-bit lanes), each
+/// quarter into two digits (8-bit lanes). Each split divides every lane at once by multiplying
+/// with a fixed-point reciprocal, exact for the lane's range: 10486 / 2^20 for a quotient by 100
+/// of a value below 10^4, and 103 / 2^10 for a quotient by 10 of a value below 100. No lane's
+/// product carries into the next. The lowest lane is the first in memory, so the most
+/// significant digit goes there.
+#[inline(always)]
+fn digits8(n: u32) -> [u8; 8] {
+    let n = u64::from(n);
+    let x = (n / 10_000) | ((n % 10_000) << 32);
+    let q = ((x * 10_486) >> 20) & 0x0000_007F_0000_007F;
+    let x = q | ((x - q * 100) << 16);
+    let q = ((x * 103) >> 10) & 0x000F_000F_000F_000F;
+    let x = q | ((x - q * 10) << 8);
+    (x | 0x3030_3030_3030_3030).to_le_bytes()
+}
 
 /// Writes `v` (< 10^12) as 12 zero-padded ASCII digits.
 #[inline(always)]
 fn write_digits(dst: &mut [u8; WIDTH], v: u64) {
-    // Split into three 4-digit groups so the divisions are on small numbers.
-    let hi = (v / 100_000_000) as usize; // < 10^4
-    let lo = (v % 100_000_000) as u32;
-    let mid = (lo / 10_000) as usize;
-    let low = (lo % 10_000) as usize;
-    for (chunk, group) in dst.chunks_exact_mut(4).zip([hi, mid, low]) {
-        let a = (group / 100) % 100 * 2;
-        let b = group % 100 * 2;
-        chunk[0] = PAIRS[a];
-        chunk[1] = PAIRS[a + 1];
-        chunk[2] = PAIRS[b];
-        chunk[3] = PAIRS[b + 1];
+    let (hi, lo) = ((v / 100_000_000) as u32, (v % 100_000_000) as u32);
+    let (head, tail) = dst.split_at_mut(4);
+    // Keyspaces up to 10^8 keys (nearly all) never need the top four digits' arithmetic.
+    if hi == 0 {
+        head.copy_from_slice(b"0000");
+    } else {
+        head.copy_from_slice(&digits8(hi)[4..]);
     }
+    tail.copy_from_slice(&digits8(lo));
 }
 
 impl Template {
@@ -987,6 +995,24 @@ mod tests {
             differ |= a != b;
         }
         assert!(differ, "every occurrence must draw its own key");
+    }
+
+    #[test]
+    fn digits_match_decimal_formatting() {
+        let check = |v: u64| {
+            let mut d = [0u8; 12];
+            write_digits(&mut d, v);
+            assert_eq!(std::str::from_utf8(&d).unwrap(), format!("{v:012}"), "{v}");
+        };
+        // Every value of the low lanes' ranges, every power of ten and its neighbours, and a
+        // spread of the rest (a stride prime to every power of ten).
+        (0..200_000).for_each(check);
+        for p in 0..12 {
+            let t = 10u64.pow(p);
+            [t - 1, t, t + 1, 9 * t, 99 * t / 10].into_iter().filter(|&v| v < MODULUS).for_each(check);
+        }
+        (0..MODULUS).step_by(999_983_777).for_each(check);
+        (0..100_000_000).step_by(9_973).for_each(check);
     }
 
     #[test]
