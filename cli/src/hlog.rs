@@ -163,7 +163,7 @@ mod tests {
             s.latency.record(v).unwrap();
         }
         log.write("SET, then GET", Time::from_micros(2_000_000), None, &s).unwrap();
-        s.record_service(50);
+        s.record_service(50, 1);
         log.write("GET", Time::from_micros(3_000_000), Some(Time::from_micros(3_250_000)), &s).unwrap();
         log.write("SET, then GET", Time::from_micros(4_000_000), None, &s).unwrap();
         log.flush().unwrap();

@@ -123,9 +123,9 @@ impl Interval {
         }
     }
 
-    /// Records a service time in microseconds (open loop).
-    pub fn record_service(&mut self, micros: u64) {
-        let _ = self.service.get_or_insert_with(series_histogram).record(micros);
+    /// Records `n` service times of `micros` microseconds (open loop).
+    pub fn record_service(&mut self, micros: u64, n: u64) {
+        let _ = self.service.get_or_insert_with(series_histogram).record_n(micros, n);
     }
 }
 

@@ -385,24 +385,45 @@ impl Stats {
         error: Option<&[u8]>,
         now: Time,
     ) {
-        self.record(latency_nanos, service_nanos, now);
+        self.record_requests(part, latency_nanos, service_nanos, now, 1);
         if let Some(message) = error {
             self.errors.record(message);
+            if self.keep_series {
+                self.recording.at(self.second_of(now)).errors += 1;
+            }
+            if let Some(p) = self.parts.get_mut(part) {
+                p.errors.record(message);
+            }
         }
+    }
+
+    /// Records `n` completed requests of command `part` that were not errors and are alike in
+    /// all that is kept of them: the same latency and service time (to the microsecond: the
+    /// nanoseconds given are those of any one of them) and the same `now`. The same as `n` calls
+    /// of [`Stats::record_request`]; a pipeline's replies read together are recorded at once.
+    pub fn record_requests(
+        &mut self,
+        part: usize,
+        latency_nanos: u64,
+        service_nanos: u64,
+        now: Time,
+        n: u64,
+    ) {
+        if n == 0 {
+            return;
+        }
+        let (latency, service) = (micros(latency_nanos), micros(service_nanos));
+        self.record_n(latency, service, now, n);
         if self.keep_series {
             let s = self.recording.at(self.second_of(now));
-            s.requests += 1;
-            s.errors += u64::from(error.is_some());
-            let _ = s.latency.record(micros(latency_nanos));
+            s.requests += n;
+            let _ = s.latency.record_n(latency, n);
             if self.service.is_some() {
-                s.record_service(micros(service_nanos));
+                s.record_service(service, n);
             }
         }
         if let Some(p) = self.parts.get_mut(part) {
-            p.record(latency_nanos, service_nanos, now);
-            if let Some(message) = error {
-                p.errors.record(message);
-            }
+            p.record_n(latency, service, now, n);
         }
     }
 
@@ -426,11 +447,16 @@ impl Stats {
     /// Records one completed request: its latency and, in open loop, its service time, both in
     /// nanoseconds; `now` is when its reply was parsed.
     pub fn record(&mut self, latency_nanos: u64, service_nanos: u64, now: Time) {
-        self.requests += 1;
+        self.record_n(micros(latency_nanos), micros(service_nanos), now, 1);
+    }
+
+    /// [`Stats::record`] of `n` requests alike, their times already in microseconds.
+    fn record_n(&mut self, latency_micros: u64, service_micros: u64, now: Time, n: u64) {
+        self.requests += n;
         // Cannot fail: the value is clamped into the histogram's range.
-        let _ = self.latency.record(micros(latency_nanos));
+        let _ = self.latency.record_n(latency_micros, n);
         if let Some(s) = &mut self.service {
-            let _ = s.record(micros(service_nanos));
+            let _ = s.record_n(service_micros, n);
         }
         if now > self.last_reply {
             self.last_reply = now;
