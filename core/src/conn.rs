@@ -595,6 +595,7 @@ impl Connection {
     }
 
     /// Queues a request: `write` appends its bytes to the output buffer.
+    #[inline]
     pub(crate) fn push(&mut self, mut pending: Pending, write: impl FnOnce(&mut Wire)) {
         // The written part goes before more is encoded: the buffer does not grow behind a slow
         // socket.

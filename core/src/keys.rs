@@ -80,6 +80,16 @@ impl KeyGen {
     /// The next key in [0, n) as the space says (always 0 for Literal or n == 0).
     #[inline]
     pub fn next_key(&mut self) -> u64 {
+        // `-r N`, the common case, is inlined into the request's encoding; the rest is not.
+        if let KeySpace::Random { n } = self.space {
+            return self.rng.below(n);
+        }
+        self.next_key_other()
+    }
+
+    /// [`KeyGen::next_key`] of the spaces other than `Random`.
+    #[inline(never)]
+    fn next_key_other(&mut self) -> u64 {
         match self.space {
             KeySpace::Literal => 0,
             KeySpace::Random { n } => self.rng.below(n),

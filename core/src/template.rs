@@ -192,8 +192,10 @@ pub(crate) fn push_bulk_len(out: &mut Vec<u8>, len: usize) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// Overwrites the 12 bytes at `at` in `out` with `key`'s digits (nothing when out of range).
-#[inline]
+/// Overwrites the 12 bytes at `at` in `out` with `key`'s digits (nothing when out of range:
+/// offsets come from `find_placeholders` on the same bytes, so the field always exists, and
+/// `get_mut` + `try_into` keeps that invariant from ever becoming a panic).
+#[inline(always)]
 fn fill(out: &mut [u8], at: usize, key: u64) {
     if let Some(field) = out.get_mut(at..at + WIDTH).and_then(|s| <&mut [u8; WIDTH]>::try_from(s).ok()) {
         write_digits(field, key);
@@ -477,16 +479,16 @@ impl Template {
             return;
         }
         let fresh = &mut out[start..];
+        if self.kinds.is_empty() {
+            // Only `__rand_int__`: a fresh key each (the common case, kept apart for its speed).
+            for &off in &self.placeholders {
+                fill(fresh, off, keys.next_key() % MODULUS);
+            }
+            return;
+        }
         let mut shared = [None; 10];
         for (k, &off) in self.placeholders.iter().enumerate() {
-            let key = draw(self.kinds.get(k).copied().unwrap_or(0), &mut shared, keys);
-            // Offsets come from `find_placeholders` on these very bytes, so the field always
-            // exists; `get_mut` + `try_into` keeps that invariant from ever becoming a panic.
-            if let Some(field) =
-                fresh.get_mut(off..off + WIDTH).and_then(|s| <&mut [u8; WIDTH]>::try_from(s).ok())
-            {
-                write_digits(field, key);
-            }
+            fill(fresh, off, draw(self.kinds.get(k).copied().unwrap_or(0), &mut shared, keys));
         }
     }
 
@@ -507,12 +509,7 @@ impl Template {
                     continue;
                 }
                 let key = draw(self.kinds.get(k).copied().unwrap_or(0), &mut shared, keys);
-                let at_out = start + off - prev;
-                if let Some(field) =
-                    out.get_mut(at_out..at_out + WIDTH).and_then(|s| <&mut [u8; WIDTH]>::try_from(s).ok())
-                {
-                    write_digits(field, key);
-                }
+                fill(out, start + off - prev, key);
             }
             if i < self.slots.len() {
                 let len = values.next_size(&mut keys.rng);

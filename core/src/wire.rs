@@ -67,15 +67,23 @@ impl Wire {
 
     /// Drops the written part of the owned bytes once it passes `cap`, before more is
     /// appended: the buffer does not grow behind a slow socket.
+    #[inline]
     pub fn compact(&mut self, cap: usize) {
         if self.pos > cap {
-            self.buf.drain(..self.pos);
-            self.appended += self.pos as u64;
-            for s in &mut self.splices {
-                s.at -= self.pos;
-            }
-            self.pos = 0;
+            self.drop_written();
         }
+    }
+
+    /// Drops the written part of the owned bytes (rare: a socket that took less than was due).
+    #[cold]
+    #[inline(never)]
+    fn drop_written(&mut self) {
+        self.buf.drain(..self.pos);
+        self.appended += self.pos as u64;
+        for s in &mut self.splices {
+            s.at -= self.pos;
+        }
+        self.pos = 0;
     }
 
     /// The next bytes to write, if any: owned bytes up to the next splice, or what is left of

@@ -215,11 +215,11 @@ impl ReplyParser {
     }
 
     /// Parses at most one top-level reply from `input`, resuming where the previous call stopped.
+    #[inline]
     pub fn parse(&mut self, input: &[u8]) -> Result<Parsed, ProtocolError> {
-        if let Some(e) = &self.error {
-            return Err(e.clone());
-        }
-        if self.state == State::Type && self.depth == 0 && !self.kind_known {
+        // The common case, a whole simple reply or bulk string at the start of `input`, is
+        // inlined into the caller's loop; the rest is not.
+        if self.error.is_none() && self.state == State::Type && self.depth == 0 && !self.kind_known {
             if let Some((consumed, kind)) = whole_simple_reply(input) {
                 // What the state machine would leave after the same reply.
                 self.type_at = self.offset;
@@ -230,6 +230,15 @@ impl ReplyParser {
                 self.line_len = 0;
                 return Ok(Parsed::Complete { consumed, reply: Reply { kind } });
             }
+        }
+        self.parse_slow(input)
+    }
+
+    /// [`ReplyParser::parse`] by the state machine.
+    #[inline(never)]
+    fn parse_slow(&mut self, input: &[u8]) -> Result<Parsed, ProtocolError> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
         }
         match self.run(input) {
             Ok(Some(consumed)) => {
