@@ -8,13 +8,19 @@
 //! place and answered by copies of the reply taken from a buffer that repeats it. On SIGUSR1 it
 //! writes its report (requests answered, connections, its own CPU from `getrusage`, CPU per
 //! request); on SIGTERM or SIGINT it writes it and exits.
+//!
+//! With `--spin` a loop never sleeps: it polls without a timeout and counts the time of the polls
+//! that found nothing as idle. A sleeping server makes its clients pay for waking it (on a send,
+//! the kernel wakes the server's thread in the client's system call, which in a VM is an exit):
+//! that cost is the server's, not the client's, so `bench/ceiling` spins. The report then also
+//! gives the idle time, and the CPU per request leaves it out.
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
@@ -24,12 +30,13 @@ mod count;
 use count::Counter;
 
 const USAGE: &str = "\
-usage: respbench-null [--bind ADDR] [--port PORT] [--threads N] [--bulk N] [--report FILE]
+usage: respbench-null [--bind ADDR] [--port PORT] [--threads N] [--bulk N] [--spin] [--report FILE]
 
   --bind ADDR    IPv4 address to listen on (default 127.0.0.1)
   --port PORT    port (default 6379; 0: a free one); the first line on stdout names it
   --threads N    event loops, each on its own SO_REUSEPORT listener (default 1)
   --bulk N       answer with a bulk string of N bytes (as GET does) instead of +OK
+  --spin         never sleep: poll without waiting, and report the time of empty polls as idle
   --report FILE  where SIGUSR1, SIGTERM and SIGINT write the report (default: stderr)";
 
 struct Opts {
@@ -37,16 +44,22 @@ struct Opts {
     port: u16,
     threads: usize,
     bulk: Option<usize>,
+    spin: bool,
     report: Option<String>,
 }
 
 fn opts() -> Result<Opts, String> {
-    let mut o = Opts { bind: Ipv4Addr::LOCALHOST, port: 6379, threads: 1, bulk: None, report: None };
+    let mut o =
+        Opts { bind: Ipv4Addr::LOCALHOST, port: 6379, threads: 1, bulk: None, spin: false, report: None };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         if a == "-h" || a == "--help" {
             println!("{USAGE}");
             std::process::exit(0);
+        }
+        if a == "--spin" {
+            o.spin = true;
+            continue;
         }
         let v = args.next().ok_or_else(|| format!("{a} needs a value"))?;
         let bad = |e: &dyn std::fmt::Display| format!("{a} {v}: {e}");
@@ -70,6 +83,8 @@ fn opts() -> Result<Opts, String> {
 struct Counts {
     requests: AtomicU64,
     connections: AtomicU64,
+    /// Nanoseconds spent in polls that found nothing (with `--spin`).
+    idle_nanos: AtomicU64,
     stop: AtomicBool,
 }
 
@@ -121,9 +136,9 @@ fn main() {
         .into_iter()
         .map(|l| {
             let (counts, replies) = (counts.clone(), replies.clone());
-            let len = reply.len();
+            let (len, spin) = (reply.len(), o.spin);
             std::thread::spawn(move || {
-                if let Err(e) = serve(l, &replies, len, &counts) {
+                if let Err(e) = serve(l, &replies, len, spin, &counts) {
                     eprintln!("respbench-null: {e}");
                     std::process::exit(1);
                 }
@@ -197,19 +212,39 @@ struct Conn {
 const LISTENER: Token = Token(usize::MAX);
 
 /// One event loop: accepts on `listener`, answers each request with a reply (`replies` holds
-/// copies of it, each `len` bytes), until `counts.stop`.
-fn serve(mut listener: TcpListener, replies: &[u8], len: usize, counts: &Counts) -> io::Result<()> {
+/// copies of it, each `len` bytes), until `counts.stop`; with `spin` it never waits in a poll.
+fn serve(
+    mut listener: TcpListener,
+    replies: &[u8],
+    len: usize,
+    spin: bool,
+    counts: &Counts,
+) -> io::Result<()> {
     let mut poll = Poll::new()?;
     poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
     let mut events = Events::with_capacity(1024);
     let mut conns: Vec<Option<Conn>> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
+    let timeout = Duration::from_millis(if spin { 0 } else { 100 });
+    // Idle time is added to `counts` now and then, not on every empty poll.
+    let (mut idle, mut empty_polls) = (0u64, 0u32);
     while !counts.stop.load(Ordering::Relaxed) {
-        match poll.poll(&mut events, Some(Duration::from_millis(100))) {
+        let started = spin.then(Instant::now);
+        match poll.poll(&mut events, Some(timeout)) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
+        }
+        if let Some(t) = started {
+            if events.is_empty() {
+                idle += u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                empty_polls += 1;
+            }
+            if empty_polls >= 1024 || !events.is_empty() && idle > 0 {
+                counts.idle_nanos.fetch_add(std::mem::take(&mut idle), Ordering::Relaxed);
+                empty_polls = 0;
+            }
         }
         for ev in events.iter() {
             if ev.token() == LISTENER {
@@ -294,8 +329,8 @@ fn answer(c: &mut Conn, buf: &mut [u8], replies: &[u8], len: usize, counts: &Cou
     true
 }
 
-/// Writes the report: requests answered, connections accepted, the process's CPU (`getrusage`)
-/// and its CPU per request.
+/// Writes the report: requests answered, connections accepted, the process's CPU (`getrusage`),
+/// the time of empty polls (`--spin`) and the CPU per request without it.
 fn report(o: &Opts, counts: &Counts) {
     // SAFETY: getrusage fills the struct it is given.
     let ru = unsafe {
@@ -306,9 +341,12 @@ fn report(o: &Opts, counts: &Counts) {
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let (user, sys) = (secs(ru.ru_utime), secs(ru.ru_stime));
     let requests = counts.requests.load(Ordering::Relaxed);
-    let per = if requests > 0 { (user + sys) * 1e9 / requests as f64 } else { 0.0 };
+    let idle = counts.idle_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+    // The busy part of the CPU: with --spin, the empty polls are the wait a sleeping server does.
+    let busy = (user + sys - idle).max(0.0);
+    let per = if requests > 0 { busy * 1e9 / requests as f64 } else { 0.0 };
     let text = format!(
-        "requests {requests}\nconnections {}\ncpu_user_s {user:.3}\ncpu_sys_s {sys:.3}\ncpu_ns_per_request {per:.1}\n",
+        "requests {requests}\nconnections {}\ncpu_user_s {user:.3}\ncpu_sys_s {sys:.3}\nidle_s {idle:.3}\ncpu_ns_per_request {per:.1}\n",
         counts.connections.load(Ordering::Relaxed)
     );
     match &o.report {
