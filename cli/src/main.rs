@@ -2,17 +2,9 @@
 //! a session of tests and renders the results in redis-benchmark's formats.
 
 mod args;
-mod capacity;
 mod help;
-mod hgrm;
-mod hlog;
-mod json;
-mod merge;
 mod opts;
-#[cfg(feature = "plot")]
-mod plot;
-mod present;
-mod report;
+mod subcommands;
 mod workers;
 
 use std::io::Write;
@@ -26,7 +18,8 @@ use respbench_driver::Tls;
 use respbench_session::{Ended, Session, StopHandle};
 
 use opts::{Config, Opts};
-use present::Presenter;
+use respbench_report::present::Presenter;
+use respbench_report::{capacity, json};
 
 /// Exit status for an interrupted run (128 + SIGINT), after printing what completed.
 const EXIT_INTERRUPTED: u8 = 130;
@@ -69,7 +62,11 @@ fn main() -> ExitCode {
             eprintln!("respbench {}: {e}", rest[0]);
             return ExitCode::from(1);
         }
-        return if rest[0] == "merge" { merge::main(name, &rest[1..]) } else { plot(name, &rest[1..]) };
+        return if rest[0] == "merge" {
+            subcommands::merge(name, &rest[1..])
+        } else {
+            subcommands::plot(name, &rest[1..])
+        };
     }
     json::keep_command_line(&rest);
     // `--opt=value` is `--opt value`: the command's arguments below are counted after it.
@@ -153,22 +150,6 @@ fn refused_hint(error: &str) -> Option<String> {
     ))
 }
 
-/// `respbench plot`.
-#[cfg(feature = "plot")]
-fn plot(name: &str, args: &[&str]) -> ExitCode {
-    plot::main(name, args)
-}
-
-/// `respbench plot` in a build without the `plot` feature.
-#[cfg(not(feature = "plot"))]
-fn plot(_: &str, _: &[&str]) -> ExitCode {
-    eprintln!(
-        "respbench plot: this respbench was built without plotting (cargo feature `plot`, on by default): \
-         rebuild without --no-default-features"
-    );
-    ExitCode::from(1)
-}
-
 fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, String> {
     respbench_session::check_machine(cfg).map_err(|e| e.to_string())?;
     let mut presenter = Presenter::new(cfg);
@@ -198,20 +179,8 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
             ExitCode::SUCCESS
         });
     }
-    if let Some(path) = cfg.json.as_deref().filter(|p| *p != "-") {
-        // Find out now, not after a long run, whether the directory takes the document (its
-        // temporary file), leaving no empty file behind.
-        let tmp = json::temp_path(path);
-        std::fs::File::create(&tmp).map_err(|e| format!("--json: cannot write {path}: {e}"))?;
-        let _ = std::fs::remove_file(&tmp);
-    }
-    if let Some(prefix) = &cfg.open.hgrm {
-        // Likewise for the percentile files, written after the run.
-        let probe = format!("{prefix}.{}.tmp", std::process::id());
-        std::fs::File::create(&probe)
-            .map_err(|e| format!("--hgrm: cannot write files named {prefix}TEST.hgrm: {e}"))?;
-        let _ = std::fs::remove_file(&probe);
-    }
+    // Find out now, not after a long run, whether the outputs' directories take their files.
+    respbench_report::present::check_outputs(cfg)?;
     let session = Session::new(cfg, tls, &mut presenter, stop).map_err(|e| e.to_string())?;
     presenter.begin(&session)?;
     let base = session.config().clone();

@@ -984,6 +984,11 @@ fn clock_seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use respbench_core::{Stats, Time};
+    use respbench_report::json;
+    use respbench_session::cpu::ClientCpu;
+    use respbench_session::result::TestResult;
+    use respbench_session::server::ServerInfo;
 
     fn parse(args: &[&str]) -> Result<Config, String> {
         let o = Opts::from_args(&["respbench"], args).map_err(|e| e.output)?;
@@ -1361,5 +1366,49 @@ mod tests {
         let e = parse(&["-u", "rediss://h"]).unwrap_err();
         assert!(e.starts_with("-u rediss://: this respbench was built without TLS"), "{e}");
         assert!(parse(&["--cacert", "ca.crt"]).unwrap().tls.is_none());
+    }
+    /// The document's config and a test's fields, from options as parsed.
+    #[test]
+    fn document_has_the_schema_shape() {
+        let mut s = {
+            let mut s = Stats::new(Time::from_micros(0), 3, false).unwrap();
+            for (i, v) in [100u64, 200, 300, 5000].into_iter().enumerate() {
+                s.record(v * 1000, 0, Time::from_micros(10 + i as u64));
+            }
+            s
+        };
+        s.errors.record(b"ERR unknown command");
+        s.bytes_sent = 10;
+        let cfg =
+            Opts::from_args(&["respbench"], &["-n", "4", "-q", "--seed", "7"]).unwrap().check().unwrap();
+        let cpu = ClientCpu { user_s: 0.25, sys_s: 0.25, wall_s: 1.0, threads: 1, share_override: None };
+        let e = TestResult {
+            backend: Some("mio".into()),
+            cpu: Some(cpu),
+            ..TestResult::new("PING".into(), "PING".into(), s)
+        };
+        let t = json::test(&e, 1_000_000).unwrap();
+        let doc = json::document(json::config(&cfg), json::server(&ServerInfo::default()), false, vec![t]);
+        assert_eq!(doc["schema"], "respbench/2");
+        assert_eq!(doc["config"]["port"], 6379);
+        assert_eq!(doc["config"]["seed"], 7);
+        assert!(doc["config"].get("password").is_none());
+        let t = &doc["tests"][0];
+        assert_eq!(t["requests"], 4);
+        assert_eq!(t["errors"]["ERR"], 1);
+        assert_eq!(t["start_us"], 1_000_000);
+        assert_eq!(t["end_us"], 1_000_013);
+        assert_eq!(t["latency_ms"]["min"], 0.1);
+        assert_eq!(t["histogram"]["sigfig"], 3);
+        assert_eq!(t["backend"], "mio");
+        assert_eq!(t["client_cpu"]["us_per_request"], 125_000.0);
+        assert_eq!(t["client_cpu"]["core_share"], 0.5);
+        assert_eq!(t["client_cpu"]["saturated"], false);
+        for k in ["avg", "min", "p50", "p90", "p95", "p99", "p99_9", "p99_99", "max"] {
+            assert!(t["latency_ms"][k].is_f64(), "{k}");
+        }
+        // Serialized and parsed again, nothing changes.
+        let text = serde_json::to_string(&doc).unwrap();
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), doc);
     }
 }

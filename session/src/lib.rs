@@ -14,7 +14,6 @@ pub mod config;
 pub mod cpu;
 mod engine;
 mod error;
-pub mod hdr;
 pub mod limits;
 pub mod observer;
 pub mod result;

@@ -14,13 +14,13 @@ use respbench_session::cpu::ClientCpu;
 use respbench_session::result::{NodeInfo, Schedule, StepValues, TestResult};
 use respbench_session::verdict::{Side, Verdict};
 
-use respbench_session::hdr::{bounded, linear_steps, percentile_steps, write_steps};
+use crate::hdr::{bounded, linear_steps, percentile_steps, write_steps};
 
 /// In an open loop's verbose report, the rows of the cumulative distribution kept as they are
 /// before the rest is thinned (see [`bounded`]).
 const OPEN_LOOP_FINE_ROWS: usize = 30;
 // json.rs reaches `mean` and `value_at_percentile` through report.
-pub(crate) use respbench_session::hdr::{finite, mean, ms, value_at_percentile};
+pub(crate) use crate::hdr::{finite, mean, ms, value_at_percentile};
 
 /// What a report needs besides the stats.
 pub struct TestReport<'a> {

@@ -9,49 +9,27 @@
 //! as a mixture: `mixture` in the document and a `MIXTURE:` line in the text.
 
 use std::io::{self, Write};
-use std::process::ExitCode;
 
-use argh::FromArgs;
 use serde_json::Value;
 
 use crate::json;
-use crate::report::{self, TestReport};
+use crate::text::{self as report, TestReport};
 use respbench_session::result::{StepValues, TestResult};
 
-/// respbench merge: combines the JSON documents of several runs test by test (tests with the
-/// same name add up) and prints one quiet line per test.
-#[derive(FromArgs, Debug)]
-#[argh(help_triggers("--help"))]
-struct MergeOpts {
-    /// write the merged document to this file, or to stdout with '-' (the lines are then not
-    /// printed)
-    #[argh(option)]
-    json: Option<String>,
-    /// merge documents that are neither the parts of one split run nor repeats of one
-    /// configuration; the result is marked as a mixture
-    #[argh(switch)]
-    force: bool,
-    /// the documents to merge, written by respbench --json
-    #[argh(positional)]
-    files: Vec<String>,
+/// What `respbench merge` was asked to do: its options as plain data (the binary parses them).
+#[derive(Clone, Debug, Default)]
+pub struct MergeArgs {
+    /// `--json`: where the merged document goes (`-`: stdout, and the lines are not printed).
+    pub json: Option<String>,
+    /// `--force`: merge documents that are not parts or repeats of one run, marked a mixture.
+    pub force: bool,
+    /// The documents to merge.
+    pub files: Vec<String>,
 }
 
-/// Runs `respbench merge` with the arguments after `merge`.
-pub fn main(name: &str, args: &[&str]) -> ExitCode {
-    let opts: MergeOpts = match crate::opts::parse_args(&[name, "merge"], args, "respbench merge --help") {
-        Ok(o) => o,
-        Err(code) => return code,
-    };
-    match run(&opts) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("respbench merge: {e}");
-            ExitCode::from(1)
-        }
-    }
-}
-
-fn run(opts: &MergeOpts) -> Result<(), String> {
+/// Runs `respbench merge`: reads, checks and merges the documents, prints a line per test and
+/// writes `--json`. The error is the message for stderr.
+pub fn run(opts: &MergeArgs) -> Result<(), String> {
     if opts.files.is_empty() {
         return Err("no files to merge; usage: respbench merge A.json B.json … [--json OUT]".into());
     }

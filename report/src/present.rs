@@ -15,8 +15,8 @@ use respbench_session::routing::Multi;
 use respbench_session::server::ServerInfo;
 use respbench_session::{topology, Error, Observer, Session, StopHandle};
 
-use crate::report::{self, TestReport};
-use crate::{capacity, hlog, json};
+use crate::text::{self as report, TestReport};
+use crate::{capacity, files, hlog, json};
 
 /// How often the progress line is redrawn, as in redis-benchmark.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
@@ -65,6 +65,21 @@ fn stderr_columns() -> Option<usize> {
     let mut size: libc::winsize = unsafe { std::mem::zeroed() };
     let ok = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
     (ok && size.ws_col > 0).then_some(size.ws_col as usize)
+}
+
+/// Whether the files the run will write (`--json`, `--hgrm`) can be written where they are
+/// named, found out before a long run by creating and removing a temporary file beside each, as
+/// the writes will. `--hlog` is opened when the run begins.
+pub fn check_outputs(cfg: &Config) -> Result<(), String> {
+    if let Some(path) = cfg.json.as_deref().filter(|p| *p != "-") {
+        files::probe_writable(std::path::Path::new(path))
+            .map_err(|e| format!("--json: cannot write {path}: {e}"))?;
+    }
+    if let Some(prefix) = &cfg.open.hgrm {
+        files::probe_writable(std::path::Path::new(&format!("{prefix}TEST.hgrm")))
+            .map_err(|e| format!("--hgrm: cannot write files named {prefix}TEST.hgrm: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Whether the JSON document goes to stdout, which then carries it only.

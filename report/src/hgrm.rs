@@ -46,7 +46,7 @@ pub fn write_all(prefix: &str, results: &[TestResult], comparing: bool) -> Resul
             files.push((format!("{prefix}{base}.service.hgrm"), s));
         }
         for (path, h) in files {
-            std::fs::write(&path, distribution(h))
+            crate::files::write_atomically(std::path::Path::new(&path), distribution(h).as_bytes())
                 .map_err(|err| format!("--hgrm: cannot write {path}: {err}"))?;
             written.push(path);
         }

@@ -9,33 +9,18 @@ mod html;
 mod svg;
 
 use std::io::Write;
-use std::process::ExitCode;
-
-use argh::FromArgs;
 
 use charts::Kind;
 
-/// respbench plot: draws the results of respbench --json runs (or respbench merge) as charts:
-/// latency by percentile, open-loop latency against target rate and its service time,
-/// per-second series, sweeps, repeats with their spread and backends side by side; under each,
-/// the command line, server, date, backend and each test's verdict and client CPU; and capacity
-/// (latency against achieved throughput).
-#[derive(FromArgs, Debug)]
-#[argh(help_triggers("--help"))]
-struct PlotOpts {
-    /// the file to write: NAME.svg (the charts stacked in one SVG document; the default format,
-    /// also for a NAME without extension), NAME.html (a self-contained report: summary table and
-    /// charts), or - (SVG on stdout)
-    #[argh(option, short = 'o')]
-    output: Option<String>,
-    /// the charts to draw, comma separated: percentiles, service, rate, series, sweep, repeat,
-    /// backends, capacity (latency against achieved throughput: a --slo search, or --rps steps
-    /// when named) (default: every one the results allow)
-    #[argh(option)]
-    charts: Option<String>,
-    /// the documents to draw, written by respbench --json
-    #[argh(positional)]
-    files: Vec<String>,
+/// What `respbench plot` was asked to do: its options as plain data (the binary parses them).
+#[derive(Clone, Debug, Default)]
+pub struct PlotArgs {
+    /// `-o`: NAME.svg, NAME.html or `-` (SVG on stdout).
+    pub output: Option<String>,
+    /// `--charts`: the charts to draw, comma separated.
+    pub charts: Option<String>,
+    /// The documents to draw.
+    pub files: Vec<String>,
 }
 
 /// What `-o` asks for.
@@ -45,22 +30,9 @@ enum Format {
     Html,
 }
 
-/// Runs `respbench plot` with the arguments after `plot`.
-pub fn main(name: &str, args: &[&str]) -> ExitCode {
-    let opts: PlotOpts = match crate::opts::parse_args(&[name, "plot"], args, "respbench plot --help") {
-        Ok(o) => o,
-        Err(code) => return code,
-    };
-    match run(&opts) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("respbench plot: {e}");
-            ExitCode::from(1)
-        }
-    }
-}
-
-fn run(opts: &PlotOpts) -> Result<(), String> {
+/// Runs `respbench plot`: reads the documents and writes the charts or the report. The error is
+/// the message for stderr.
+pub fn run(opts: &PlotArgs) -> Result<(), String> {
     let output =
         opts.output.as_deref().ok_or("no output file: give -o FILE.svg (charts) or -o FILE.html (report)")?;
     let format = format_of(output)?;
@@ -92,7 +64,8 @@ fn run(opts: &PlotOpts) -> Result<(), String> {
         let mut o = std::io::stdout().lock();
         o.write_all(text.as_bytes()).and_then(|_| o.flush()).map_err(|e| format!("cannot write the SVG: {e}"))
     } else {
-        std::fs::write(output, text).map_err(|e| format!("cannot write {output}: {e}"))
+        crate::files::write_atomically(std::path::Path::new(output), text.as_bytes())
+            .map_err(|e| format!("cannot write {output}: {e}"))
     }
 }
 

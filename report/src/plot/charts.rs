@@ -752,7 +752,7 @@ fn extent(lines: &[Line]) -> (f64, f64) {
 mod tests {
     use super::super::data::{Latency, Second};
     use super::*;
-    use respbench_session::hdr;
+    use crate::hdr;
 
     fn hist(values: impl IntoIterator<Item = u64>) -> Histogram<u64> {
         let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();

@@ -18,7 +18,7 @@ use respbench_session::result::{NodeInfo, StepValues, TestResult, Warning};
 use respbench_session::server::ServerInfo;
 use respbench_session::verdict::ServerCpu;
 
-use respbench_session::hdr::{finite, mean, ms, value_at_percentile};
+use crate::hdr::{finite, mean, ms, value_at_percentile};
 
 /// The document's `schema`; a change that breaks readers bumps the number.
 pub const SCHEMA: &str = "respbench/2";
@@ -120,9 +120,9 @@ pub fn config(cfg: &Config) -> Value {
         "cluster": cfg.cluster,
         "rfr": cfg.rfr.name(),
         "replicas": match &cfg.replicas {
-            crate::opts::Replicas::None => Value::Null,
-            crate::opts::Replicas::Auto => json!("auto"),
-            crate::opts::Replicas::Listed(l) => json!(l.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
+            respbench_session::config::Replicas::None => Value::Null,
+            respbench_session::config::Replicas::Auto => json!("auto"),
+            respbench_session::config::Replicas::Listed(l) => json!(l.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
         },
         "backend": cfg.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
         "precision": cfg.precision,
@@ -771,7 +771,7 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
 }
 
 /// Writes a JSON document, pretty-printed, to `path` or to stdout for `-`.
-pub(crate) fn write_json(path: &str, doc: &serde_json::Value) -> Result<(), String> {
+pub fn write_json(path: &str, doc: &serde_json::Value) -> Result<(), String> {
     let mut text = serde_json::to_string_pretty(doc).map_err(|e| format!("cannot encode the JSON: {e}"))?;
     text.push('\n');
     if path == "-" {
@@ -780,30 +780,15 @@ pub(crate) fn write_json(path: &str, doc: &serde_json::Value) -> Result<(), Stri
             .and_then(|_| o.flush())
             .map_err(|e| format!("cannot write the JSON: {e}"))
     } else {
-        // A temporary file beside it, renamed over it once whole: a failed write leaves no
-        // truncated or empty document behind.
-        let tmp = temp_path(path);
-        let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
-        written.map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            format!("--json: cannot write {path}: {e}")
-        })
+        // Whole or not at all: see `files`.
+        crate::files::write_atomically(std::path::Path::new(path), text.as_bytes())
+            .map_err(|e| format!("--json: cannot write {path}: {e}"))
     }
-}
-
-/// Where the document for `path` is written before it is renamed to `path`: beside it, so the
-/// rename stays on one filesystem.
-pub(crate) fn temp_path(path: &str) -> std::path::PathBuf {
-    let p = std::path::Path::new(path);
-    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    p.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::opts::Opts;
-    use argh::FromArgs;
 
     fn sample(start_us: u64, values: &[u64]) -> Stats {
         let mut s = Stats::new(Time::from_micros(start_us), 3, false).unwrap();
@@ -899,40 +884,6 @@ mod tests {
         assert!(base64_decode("Z===").is_none());
         assert!(base64_decode("Zm8=Zm8=").is_none());
         assert!(base64_decode("Zm!=").is_none());
-    }
-
-    #[test]
-    fn document_has_the_schema_shape() {
-        let mut s = sample(0, &[100, 200, 300, 5000]);
-        s.errors.record(b"ERR unknown command");
-        s.bytes_sent = 10;
-        let cfg =
-            Opts::from_args(&["respbench"], &["-n", "4", "-q", "--seed", "7"]).unwrap().check().unwrap();
-        let cpu = ClientCpu { user_s: 0.25, sys_s: 0.25, wall_s: 1.0, threads: 1, share_override: None };
-        let e = entry("PING", s, Some(cpu));
-        let t = test(&e, 1_000_000).unwrap();
-        let doc = document(config(&cfg), server(&ServerInfo::default()), false, vec![t]);
-        assert_eq!(doc["schema"], "respbench/2");
-        assert_eq!(doc["config"]["port"], 6379);
-        assert_eq!(doc["config"]["seed"], 7);
-        assert!(doc["config"].get("password").is_none());
-        let t = &doc["tests"][0];
-        assert_eq!(t["requests"], 4);
-        assert_eq!(t["errors"]["ERR"], 1);
-        assert_eq!(t["start_us"], 1_000_000);
-        assert_eq!(t["end_us"], 1_000_013);
-        assert_eq!(t["latency_ms"]["min"], 0.1);
-        assert_eq!(t["histogram"]["sigfig"], 3);
-        assert_eq!(t["backend"], "mio");
-        assert_eq!(t["client_cpu"]["us_per_request"], 125_000.0);
-        assert_eq!(t["client_cpu"]["core_share"], 0.5);
-        assert_eq!(t["client_cpu"]["saturated"], false);
-        for k in ["avg", "min", "p50", "p90", "p95", "p99", "p99_9", "p99_99", "max"] {
-            assert!(t["latency_ms"][k].is_f64(), "{k}");
-        }
-        // Serialized and parsed again, nothing changes.
-        let text = serde_json::to_string(&doc).unwrap();
-        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), doc);
     }
 
     #[test]

@@ -1,0 +1,93 @@
+//! `respbench merge` and `respbench plot`: their options (argh), handed to the outputs library
+//! as plain data.
+
+use std::process::ExitCode;
+
+use argh::FromArgs;
+use respbench_report::merge::MergeArgs;
+
+/// respbench merge: combines the JSON documents of several runs test by test (tests with the
+/// same name add up) and prints one quiet line per test.
+#[derive(FromArgs, Debug)]
+#[argh(help_triggers("--help"))]
+struct MergeOpts {
+    /// write the merged document to this file, or to stdout with '-' (the lines are then not
+    /// printed)
+    #[argh(option)]
+    json: Option<String>,
+    /// merge documents that are neither the parts of one split run nor repeats of one
+    /// configuration; the result is marked as a mixture
+    #[argh(switch)]
+    force: bool,
+    /// the documents to merge, written by respbench --json
+    #[argh(positional)]
+    files: Vec<String>,
+}
+
+/// Runs `respbench merge` with the arguments after `merge`.
+pub fn merge(name: &str, args: &[&str]) -> ExitCode {
+    let opts: MergeOpts = match crate::opts::parse_args(&[name, "merge"], args, "respbench merge --help") {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let args = MergeArgs { json: opts.json, force: opts.force, files: opts.files };
+    match respbench_report::merge::run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("respbench merge: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// respbench plot: draws the results of respbench --json runs (or respbench merge) as charts:
+/// latency by percentile, open-loop latency against target rate and its service time,
+/// per-second series, sweeps, repeats with their spread and backends side by side; under each,
+/// the command line, server, date, backend and each test's verdict and client CPU; and capacity
+/// (latency against achieved throughput).
+#[cfg(feature = "plot")]
+#[derive(FromArgs, Debug)]
+#[argh(help_triggers("--help"))]
+struct PlotOpts {
+    /// the file to write: NAME.svg (the charts stacked in one SVG document; the default format,
+    /// also for a NAME without extension), NAME.html (a self-contained report: summary table and
+    /// charts), or - (SVG on stdout)
+    #[argh(option, short = 'o')]
+    output: Option<String>,
+    /// the charts to draw, comma separated: percentiles, service, rate, series, sweep, repeat,
+    /// backends, capacity (latency against achieved throughput: a --slo search, or --rps steps
+    /// when named) (default: every one the results allow)
+    #[argh(option)]
+    charts: Option<String>,
+    /// the documents to draw, written by respbench --json
+    #[argh(positional)]
+    files: Vec<String>,
+}
+
+/// Runs `respbench plot` with the arguments after `plot`.
+#[cfg(feature = "plot")]
+pub fn plot(name: &str, args: &[&str]) -> ExitCode {
+    let opts: PlotOpts = match crate::opts::parse_args(&[name, "plot"], args, "respbench plot --help") {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let args =
+        respbench_report::plot::PlotArgs { output: opts.output, charts: opts.charts, files: opts.files };
+    match respbench_report::plot::run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("respbench plot: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `respbench plot` in a build without the `plot` feature.
+#[cfg(not(feature = "plot"))]
+pub fn plot(_: &str, _: &[&str]) -> ExitCode {
+    eprintln!(
+        "respbench plot: this respbench was built without plotting (cargo feature `plot`, on by default): \
+         rebuild without --no-default-features"
+    );
+    ExitCode::from(1)
+}
