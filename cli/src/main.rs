@@ -187,7 +187,7 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
     let epoch_us = session.epoch_us();
     let done = session.run(&mut presenter);
     let interrupted = !matches!(done.ended, Ok(Ended::Completed));
-    presenter.finish(&base, interrupted, done.late_by_s, &done.results, epoch_us)?;
+    presenter.finish(&base, interrupted, done.late_by_s, epoch_us)?;
     // After every result, in the peers' words: their callers check the status and this line.
     // `-e` printed each error reply's message already.
     if let Some(e) = done.first_error.as_ref().filter(|e| !(e.reply && base.show_errors)) {

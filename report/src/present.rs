@@ -48,6 +48,9 @@ pub struct Presenter {
     drawn: usize,
     /// Whether stderr is a terminal: only then does it show what the run noticed.
     stderr_tty: bool,
+    /// Every result of the run, kept for the outputs written at the end (`--json`, `--hgrm`)
+    /// when one is asked for.
+    kept: Option<Vec<TestResult>>,
     /// The session's notices (`Observer::message`), for the JSON document.
     notices: Vec<String>,
     /// `--slo`: each test's search, for the JSON document.
@@ -111,6 +114,7 @@ impl Presenter {
             last: (0, 0),
             drawn: 0,
             stderr_tty: io::stderr().is_terminal(),
+            kept: (cfg.json.is_some() || cfg.open.hgrm.is_some()).then(Vec::new),
             notices: Vec::new(),
             searches: Vec::new(),
             searching: cfg.capacity.as_ref().map(|s| respbench_session::capacity::Capacity {
@@ -190,9 +194,10 @@ impl Presenter {
         cfg: &Config,
         interrupted: bool,
         late_by_s: Option<f64>,
-        results: &[TestResult],
         epoch_us: u64,
     ) -> Result<(), String> {
+        let results = self.kept.take().unwrap_or_default();
+        let results = results.as_slice();
         if self.comparing && !self.csv {
             let _ = report::write_compare_footer(&mut self.out);
         }
@@ -379,6 +384,12 @@ impl Observer for Presenter {
             }
         }
         Ok(())
+    }
+
+    fn results(&mut self, results: &[TestResult]) {
+        if let Some(kept) = &mut self.kept {
+            kept.extend(results.iter().cloned());
+        }
     }
 
     fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {

@@ -42,8 +42,6 @@ pub struct Finished {
     pub unfinished: bool,
     /// `--start-at`: how late this process was ready for the instant, in seconds (0 on time).
     pub late_by_s: Option<f64>,
-    /// With `--json`: every result, in order.
-    pub results: Vec<TestResult>,
     /// The server's words for the first error the run met: an error reply, or a connection it
     /// refused (maxclients, `AUTH`). The run then exits 1, as the peers' do.
     pub first_error: Option<FirstError>,
@@ -100,8 +98,6 @@ pub struct Session {
     open_loop: bool,
     epoch: Instant,
     epoch_us: u64,
-    /// With `--json`: the results of the tests run so far.
-    done: Vec<TestResult>,
     /// `--reconnect`: some connection went down and came back.
     dropped: bool,
     /// Some test abandoned requests or never sent some that were due.
@@ -219,7 +215,6 @@ impl Session {
             open_loop: !cfg.open.rates.is_empty(),
             epoch: Instant::now(),
             epoch_us: unix_micros(SystemTime::now()),
-            done: Vec::new(),
             dropped: false,
             unfinished: false,
             probe,
@@ -267,7 +262,6 @@ impl Session {
             dropped: self.dropped,
             unfinished: self.unfinished,
             late_by_s: self.late_by_s,
-            results: self.done,
             first_error: self.first_error,
             empty_window: self.empty_window,
             searches: self.searches,
@@ -546,9 +540,7 @@ impl Session {
             if self.step.is_some() {
                 self.rows.push(results[results.len() - 1].clone());
             }
-            if cfg.json.is_some() {
-                self.done.extend(results.iter().cloned());
-            }
+            obs.results(&results);
             let stop = !outcome.failures.is_empty() || self.stop.requested();
             ran.push(BackendRun { results, failures: outcome.failures });
             if stop {

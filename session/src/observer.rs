@@ -131,6 +131,12 @@ pub trait Observer {
         Ok(())
     }
 
+    /// A step ran on one backend: its results (a mix's commands, then its total), in the order
+    /// the run makes them, for every step (a capacity search's and its probe too), before the
+    /// step's [`Observer::step_done`]. What the outputs that keep the whole run (`--json`,
+    /// `--hgrm`) record; the session keeps nothing for them.
+    fn results(&mut self, _results: &[TestResult]) {}
+
     /// A step ran on every backend. An error ends the run.
     fn step_done(&mut self, _s: &StepDone<'_>) -> Result<(), Error> {
         Ok(())
@@ -217,6 +223,9 @@ impl Observer for Retitled<'_> {
     }
     fn intervals(&mut self, tag: &str, ended: &[(Time, Interval)], end: Option<Time>) -> Result<(), Error> {
         self.obs.intervals(tag, ended, end)
+    }
+    fn results(&mut self, results: &[TestResult]) {
+        self.obs.results(results);
     }
     fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
         self.obs.step_done(s)

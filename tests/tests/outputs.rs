@@ -85,3 +85,70 @@ fn a_failing_json_leaves_no_partial_file_and_keeps_the_report() {
         .collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }
+
+/// The files under `dir`, sorted.
+fn files_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Each output works alone and beside any other (issue #34): `--hgrm` without `--json` writes
+/// its files (it wrote none before, as the session kept results only for `--json`), and each
+/// of `-q`, `--csv`, `--json`, `--hgrm`, `--hlog` writes the same things alone as together.
+#[test]
+fn each_output_alone_and_together() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let dir = path("alone");
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = |name: &str, extra: &[&str]| {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        let owned: Vec<String> = extra.iter().map(|a| a.replace("DIR", d.to_str().unwrap())).collect();
+        let mut args = vec!["-p", &port, "-t", "get,set", "-n", "2000", "--seed", "1"];
+        args.extend(owned.iter().map(String::as_str));
+        let out = respbench().run(&args, T);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", out.dump());
+        assert_eq!(out.stderr, "", "{name}: a successful run leaves stderr empty\n{}", out.dump());
+        (files_in(&d), out.stdout)
+    };
+    let (files, stdout) = run("hgrm", &["-q", "--hgrm", "DIR/r-"]);
+    assert_eq!(files, ["r-GET.hgrm", "r-SET.hgrm"], "{stdout}");
+    let (files, _) = run("json", &["-q", "--json", "DIR/r.json"]);
+    assert_eq!(files, ["r.json"]);
+    let (files, _) = run("hlog", &["-q", "--hlog", "DIR/r.hlog"]);
+    assert_eq!(files, ["r.hlog"]);
+    let (files, quiet) = run("quiet", &["-q"]);
+    assert!(files.is_empty());
+    let titles =
+        |text: &str| respbench_tests::parse_quiet(text).into_iter().map(|q| q.title).collect::<Vec<_>>();
+    assert_eq!(titles(&quiet), ["SET", "GET"], "{quiet}");
+    let (_, csv) = run("csv", &["--csv"]);
+    assert_eq!(
+        csv.lines().filter(|l| l.starts_with("\"SET\"") || l.starts_with("\"GET\"")).count(),
+        2,
+        "{csv}"
+    );
+    let (files, together) =
+        run("all", &["-q", "--json", "DIR/r.json", "--hgrm", "DIR/r-", "--hlog", "DIR/r.hlog"]);
+    assert_eq!(files, ["r-GET.hgrm", "r-SET.hgrm", "r.hlog", "r.json"]);
+    assert_eq!(titles(&together), ["SET", "GET"], "{together}");
+    let (files, csv_too) = run("csv-json", &["--csv", "--json", "DIR/r.json", "--hgrm", "DIR/r-"]);
+    assert_eq!(files, ["r-GET.hgrm", "r-SET.hgrm", "r.json"]);
+    assert_eq!(csv_too.lines().next(), csv.lines().next(), "the CSV header");
+    // The hgrm of a run alone and of one with every output are of the same tests, each whole.
+    for name in ["hgrm", "all"] {
+        for test in ["GET", "SET"] {
+            let text = std::fs::read_to_string(dir.join(name).join(format!("r-{test}.hgrm"))).unwrap();
+            assert!(text.contains("#[Buckets"), "{name}/{test}: {text}");
+            assert!(text.contains("1.000000000000") && text.contains("2000"), "{name}/{test}: {text}");
+        }
+    }
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("all/r.json")).unwrap()).unwrap();
+    assert_eq!(doc["tests"].as_array().unwrap().len(), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
