@@ -120,12 +120,14 @@ impl Redirects {
         self.moved + self.ask + self.tryagain + self.clusterdown
     }
 
-    /// Adds `other`'s counts.
-    pub fn merge(&mut self, other: &Redirects) {
-        self.moved += other.moved;
-        self.ask += other.ask;
-        self.tryagain += other.tryagain;
-        self.clusterdown += other.clusterdown;
+    /// Adds `other`'s counts; an error names the kind whose sum overflows (counts read from a
+    /// hostile document).
+    pub fn merge(&mut self, other: &Redirects) -> Result<(), String> {
+        use crate::stats::add_count;
+        add_count(&mut self.moved, other.moved, "redirects.moved")?;
+        add_count(&mut self.ask, other.ask, "redirects.ask")?;
+        add_count(&mut self.tryagain, other.tryagain, "redirects.tryagain")?;
+        add_count(&mut self.clusterdown, other.clusterdown, "redirects.clusterdown")
     }
 
     /// The kinds by the names reports use, with their counts.

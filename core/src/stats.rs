@@ -105,16 +105,25 @@ impl ErrorCounts {
         self.kinds.iter().map(|k| k.count).sum()
     }
 
-    /// Adds another set of counts to this one.
-    pub fn merge(&mut self, other: &ErrorCounts) {
+    /// Adds another set of counts to this one; an error names the kind whose sum overflows
+    /// (counts read from a hostile document).
+    pub fn merge(&mut self, other: &ErrorCounts) -> Result<(), String> {
         for k in &other.kinds {
             if let Some(mine) = self.kinds.iter_mut().find(|m| m.prefix == k.prefix) {
-                mine.count += k.count;
+                add_count(&mut mine.count, k.count, &format!("errors.{}", k.prefix))?;
             } else {
                 self.kinds.push(k.clone());
             }
         }
+        Ok(())
     }
+}
+
+/// `*a += b`, or an error naming `what` when the sum does not fit in a `u64`: counts added
+/// from documents (`respbench merge`) are checked, never wrapped.
+pub fn add_count(a: &mut u64, b: u64, what: &str) -> Result<(), String> {
+    *a = a.checked_add(b).ok_or_else(|| format!("{what}: the sum overflows (it exceeds 2^64 - 1)"))?;
+    Ok(())
 }
 
 /// What one test did, as seen by one event loop (or, merged, by a whole run).
@@ -552,20 +561,21 @@ impl Stats {
     }
 
     /// Adds `other` to `self`: counts and histograms add, the interval becomes the union.
+    /// Every count is added with an overflow check: an error names the field.
     pub fn merge(&mut self, other: &Stats) -> Result<(), String> {
-        self.requests += other.requests;
-        self.nils += other.nils;
-        self.errors.merge(&other.errors);
-        self.bytes_sent += other.bytes_sent;
-        self.bytes_received += other.bytes_received;
-        self.connections_opened += other.connections_opened;
-        self.push_messages += other.push_messages;
-        self.drops += other.drops;
-        self.lost += other.lost;
-        self.downtime_micros += other.downtime_micros;
-        self.abandoned += other.abandoned;
-        self.unsent += other.unsent;
-        self.lower_bounds += other.lower_bounds;
+        add_count(&mut self.requests, other.requests, "requests")?;
+        add_count(&mut self.nils, other.nils, "nil_replies")?;
+        self.errors.merge(&other.errors)?;
+        add_count(&mut self.bytes_sent, other.bytes_sent, "bytes_sent")?;
+        add_count(&mut self.bytes_received, other.bytes_received, "bytes_received")?;
+        add_count(&mut self.connections_opened, other.connections_opened, "connections_opened")?;
+        add_count(&mut self.push_messages, other.push_messages, "push_messages")?;
+        add_count(&mut self.drops, other.drops, "reconnects.drops")?;
+        add_count(&mut self.lost, other.lost, "reconnects.lost_requests")?;
+        add_count(&mut self.downtime_micros, other.downtime_micros, "reconnects.downtime_s")?;
+        add_count(&mut self.abandoned, other.abandoned, "abandoned_requests")?;
+        add_count(&mut self.unsent, other.unsent, "unsent_requests")?;
+        add_count(&mut self.lower_bounds, other.lower_bounds, "latency_lower_bounds")?;
         let start = self.start.min(other.start);
         // Seconds line up by the clock: second k of a run is the k-th second from its own start,
         // so each side's series moves by the whole seconds its start lies after the union's
@@ -603,7 +613,7 @@ impl Stats {
                 a.merge(b);
             }
         }
-        self.redirects.merge(&other.redirects);
+        self.redirects.merge(&other.redirects)?;
         for (&slot, (t, to)) in &other.moved {
             if self.moved.get(&slot).is_none_or(|(mine, _)| mine < t) {
                 self.moved.insert(slot, (*t, to.clone()));
@@ -745,6 +755,28 @@ mod tests {
     }
 
     #[test]
+    fn merged_counts_that_overflow_are_an_error_naming_the_field() {
+        let mut a = Stats::new(Time::from_micros(0), 3, false).unwrap();
+        let mut b = a.clone();
+        a.requests = u64::MAX;
+        b.requests = 20_000;
+        assert_eq!(a.merge(&b).unwrap_err(), "requests: the sum overflows (it exceeds 2^64 - 1)");
+        let (mut a, mut b) = (Stats::new(Time::from_micros(0), 3, false).unwrap(), a.clone());
+        b.requests = 0;
+        a.errors.add(b"ERR x", u64::MAX);
+        b.errors.add(b"ERR y", 1);
+        assert!(a.merge(&b).unwrap_err().starts_with("errors.ERR: "));
+        let mut r = Redirects { moved: u64::MAX, ..Redirects::default() };
+        assert!(r
+            .merge(&Redirects { moved: 1, ..Redirects::default() })
+            .unwrap_err()
+            .starts_with("redirects.moved"));
+        let mut n = 5;
+        add_count(&mut n, 7, "x").unwrap();
+        assert_eq!(n, 12);
+    }
+
+    #[test]
     fn errors_group_by_prefix() {
         let mut e = ErrorCounts::default();
         e.record(b"ERR unknown command");
@@ -757,7 +789,7 @@ mod tests {
         let mut f = ErrorCounts::default();
         f.record(b"MOVED 3999 127.0.0.1:6381");
         f.record(b"ERR x");
-        e.merge(&f);
+        e.merge(&f).unwrap();
         assert_eq!(e.total(), 5);
         assert_eq!(e.kinds().len(), 3);
     }

@@ -649,6 +649,7 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
         nodes: node_stats,
         redirects: read_redirects(t.get("redirects")),
     };
+    check_totals(&name, &stats)?;
     let backend = t.get("backend").and_then(Value::as_str).map(str::to_string);
     let target_rps = t.get("target_rps").and_then(Value::as_u64);
     let slack = t.get("rps_slack_us").and_then(Value::as_u64).map(std::time::Duration::from_micros);
@@ -680,6 +681,38 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
         nodes,
         warnings: Vec::new(),
     })
+}
+
+/// A test read back must hold what its counts say: its latency histogram one value per reply
+/// and per lower bound (`requests` + `latency_lower_bounds`), its service-time histogram one per
+/// reply, each node's histogram one per reply of that node. A document whose histograms and
+/// counts disagree (edited, or made up) is refused rather than merged into figures that mean
+/// nothing.
+pub fn check_totals(name: &str, s: &Stats) -> Result<(), String> {
+    let want = s
+        .requests
+        .checked_add(s.lower_bounds)
+        .ok_or_else(|| format!("test '{name}': requests + latency_lower_bounds overflows"))?;
+    let disagree = |what: &str, held: u64, counts: &str, want: u64| {
+        format!("test '{name}': its {what} holds {held} values where {counts} say {want}")
+    };
+    if s.latency.len() != want {
+        return Err(disagree("histogram", s.latency.len(), "requests + latency_lower_bounds", want));
+    }
+    if let Some(h) = s.service.as_ref().filter(|h| h.len() != s.requests) {
+        return Err(disagree("service_histogram", h.len(), "its requests", s.requests));
+    }
+    for (i, n) in s.nodes.iter().enumerate() {
+        if n.latency.len() != n.requests {
+            return Err(disagree(
+                &format!("nodes[{i}].histogram"),
+                n.latency.len(),
+                "the node's requests",
+                n.requests,
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// One second of a `series`: its summary (`respbench/2`), or, in a `respbench/1` document, the
@@ -719,12 +752,76 @@ pub fn encode_histogram(h: &Histogram<u64>) -> Result<String, String> {
     Ok(base64_encode(&bytes))
 }
 
-/// Reads a histogram written by [`encode_histogram`].
+/// The V2 encoding's cookies (HdrHistogram's `V2EncodingCookieBase` with the word size, 0x10;
+/// the compressed one wraps a zlib stream of the other).
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9314;
+/// The uncompressed V2 header: cookie, payload length, normalizing offset, significant digits,
+/// lowest, highest, integer-to-double ratio.
+const V2_HEADER: usize = 40;
+
+/// Reads a histogram written by [`encode_histogram`]. The encoding is hostile until checked:
+/// its declared lengths are checked against the bytes present, and its bounds against the
+/// document's (at most [`HIGHEST_MICROS`], at most 5 significant figures), before anything is
+/// allocated from them, so a small document cannot make respbench allocate gigabytes.
 pub fn decode_histogram(data: &str) -> Result<Histogram<u64>, String> {
+    decode_histogram_within(data, HIGHEST_MICROS)
+}
+
+/// [`decode_histogram`] of a histogram whose highest trackable value may be up to `highest`
+/// (an `--hlog` line's, in nanoseconds).
+pub fn decode_histogram_within(data: &str, highest: u64) -> Result<Histogram<u64>, String> {
+    use std::io::Read;
     let bytes = base64_decode(data).ok_or("histogram data is not base64")?;
-    Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("histogram data is not an HdrHistogram V2 encoding: {e:?}"))
+    let not_v2 = |why: &str| format!("histogram data is not an HdrHistogram V2 encoding: {why}");
+    let word = |b: &[u8], at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
+    };
+    let long = |b: &[u8], at: usize| -> Option<u64> {
+        Some(u64::from_be_bytes(b.get(at..at.checked_add(8)?)?.try_into().ok()?))
+    };
+    if word(&bytes, 0) != Some(V2_COMPRESSED_COOKIE) {
+        return Err(not_v2("no V2 deflate cookie"));
+    }
+    let compressed = word(&bytes, 4).ok_or_else(|| not_v2("cut short"))? as usize;
+    let stream =
+        bytes.get(8..).filter(|rest| rest.len() >= compressed).map(|rest| &rest[..compressed]).ok_or_else(
+            || not_v2(&format!("it says {compressed} compressed bytes, {} are there", bytes.len() - 8)),
+        )?;
+    // The header first, inflated alone: its payload length bounds what is inflated next.
+    let mut inflate = flate2::read::ZlibDecoder::new(stream);
+    let mut header = [0u8; V2_HEADER];
+    inflate.read_exact(&mut header).map_err(|e| not_v2(&format!("its header: {e}")))?;
+    if word(&header, 0) != Some(V2_COOKIE) {
+        return Err(not_v2("no V2 cookie inside"));
+    }
+    let payload = word(&header, 4).unwrap_or(0) as usize;
+    let digits = word(&header, 12).unwrap_or(u32::MAX);
+    let (low, high) = (long(&header, 16).unwrap_or(0), long(&header, 24).unwrap_or(u64::MAX));
+    if digits > 5 || low < 1 || high > highest || low > high {
+        return Err(format!(
+            "histogram bounds {low}..{high} with {digits} significant figures are not a respbench \
+             histogram's (1..{highest}, at most 5)"
+        ));
+    }
+    // Each count is at most 9 bytes of LEB128: a histogram of these bounds needs no more.
+    let counts = Histogram::<u64>::new_with_bounds(low, high, digits as u8)
+        .map_err(|e| format!("histogram bounds: {e:?}"))?
+        .distinct_values();
+    if payload > counts.saturating_mul(9) {
+        return Err(not_v2(&format!("it says {payload} payload bytes for {counts} counts")));
+    }
+    // Inflated no further than the payload said (a zlib bomb stops there), into a buffer that
+    // grows with what really arrives.
+    let mut whole = header.to_vec();
+    (&mut inflate).take(payload as u64).read_to_end(&mut whole).map_err(|e| not_v2(&e.to_string()))?;
+    if whole.len() != V2_HEADER + payload {
+        return Err(not_v2(&format!(
+            "it says {payload} payload bytes, {} are there",
+            whole.len() - V2_HEADER
+        )));
+    }
+    Deserializer::new().deserialize(&mut whole.as_slice()).map_err(|e| not_v2(&format!("{e:?}")))
 }
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -884,6 +981,44 @@ mod tests {
         assert!(base64_decode("Z===").is_none());
         assert!(base64_decode("Zm8=Zm8=").is_none());
         assert!(base64_decode("Zm!=").is_none());
+    }
+
+    /// A histogram whose encoding declares more than it holds is refused before anything is
+    /// allocated from its lengths (issue #35: an 8.5 KB document whose payload length said
+    /// 2^31 - 1 allocated 2.1 GB).
+    #[test]
+    fn hostile_histogram_lengths_are_refused() {
+        use std::io::{Read, Write};
+        let mut h = Histogram::<u64>::new_with_bounds(LOWEST_MICROS, HIGHEST_MICROS, 3).unwrap();
+        h.record_n(250, 7).unwrap();
+        let good = base64_decode(&encode_histogram(&h).unwrap()).unwrap();
+        let mut inner = Vec::new();
+        flate2::read::ZlibDecoder::new(&good[8..]).read_to_end(&mut inner).unwrap();
+        let wrap = |inner: &[u8]| {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            z.write_all(inner).unwrap();
+            let z = z.finish().unwrap();
+            let mut out = V2_COMPRESSED_COOKIE.to_be_bytes().to_vec();
+            out.extend_from_slice(&(z.len() as u32).to_be_bytes());
+            out.extend_from_slice(&z);
+            base64_encode(&out)
+        };
+        assert_eq!(decode_histogram(&wrap(&inner)).unwrap(), h, "the rewrapped encoding reads");
+        let mut long = inner.clone();
+        long[4..8].copy_from_slice(&0x7fff_ffffu32.to_be_bytes());
+        let e = decode_histogram(&wrap(&long)).unwrap_err();
+        assert!(e.contains("it says 2147483647 payload bytes for"), "{e}");
+        let mut short = inner.clone();
+        short[4..8].copy_from_slice(&(inner.len() as u32 - 40 + 5).to_be_bytes());
+        let e = decode_histogram(&wrap(&short)).unwrap_err();
+        assert!(e.contains("payload bytes,") && e.contains("are there"), "{e}");
+        let mut wide = inner.clone();
+        wide[24..32].copy_from_slice(&u64::MAX.to_be_bytes());
+        assert!(decode_histogram(&wrap(&wide)).unwrap_err().contains("not a respbench histogram's"));
+        let mut cut = good.clone();
+        cut[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(decode_histogram(&base64_encode(&cut)).unwrap_err().contains("compressed bytes"));
+        assert!(decode_histogram(&base64_encode(&good[..6])).is_err());
     }
 
     #[test]

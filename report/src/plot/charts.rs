@@ -227,8 +227,8 @@ fn percentiles(tests: &[&Test], labels: &Labels) -> Option<Chart> {
     let mut lines = Vec::new();
     let mut nines: f64 = 0.0;
     let (mut lo, mut hi) = (f64::INFINITY, 0.0_f64);
-    for t in tests.iter().filter(|t| !t.histogram.is_empty()) {
-        let points = percentile_points(&t.histogram);
+    for t in tests.iter().filter(|t| !t.curve.is_empty()) {
+        let points = t.curve.clone();
         for &(x, y) in &points {
             nines = nines.max(x);
             lo = lo.min(y);
@@ -268,8 +268,11 @@ fn dash_for(i: usize) -> Dash {
 /// values resolve), in milliseconds; runs of equal values keep only their ends. Values follow
 /// C hdr_histogram's `hdr_value_at_percentile` (the count rounded to nearest, the highest value
 /// equivalent to the bucket reaching it), as the text report's percentiles do.
-fn percentile_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+pub(super) fn percentile_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
     const STEP: f64 = 0.01;
+    if h.is_empty() {
+        return Vec::new();
+    }
     let n = h.len();
     let top = (n as f64).log10();
     let xs: Vec<f64> = (0..=(top / STEP).ceil() as usize).map(|i| (i as f64 * STEP).min(top)).collect();
@@ -548,12 +551,12 @@ fn service(tests: &[&Test], labels: &Labels) -> Option<Chart> {
     let mut lines = Vec::new();
     let (mut nines, mut lo, mut hi) = (0.0_f64, f64::INFINITY, 0.0_f64);
     let with: Vec<&&Test> =
-        tests.iter().filter(|t| t.service_histogram.as_ref().is_some_and(|h| !h.is_empty())).collect();
+        tests.iter().filter(|t| t.service_curve.as_ref().is_some_and(|c| !c.is_empty())).collect();
     for (i, t) in with.iter().enumerate() {
         let label = labels.of(t);
-        let service = t.service_histogram.as_ref().map(percentile_points).unwrap_or_default();
+        let service = t.service_curve.clone().unwrap_or_default();
         for (what, points, dash) in
-            [("corrected", percentile_points(&t.histogram), Dash::Solid), ("service", service, Dash::Dashed)]
+            [("corrected", t.curve.clone(), Dash::Solid), ("service", service, Dash::Dashed)]
         {
             for &(x, y) in &points {
                 nines = nines.max(x);
@@ -776,10 +779,10 @@ mod tests {
             rps,
             latency: Latency { avg: 0.5, p50: 0.4, p99: rps / 1e5, p999: 2.0, max: 3.0 },
             service: target.map(|_| Latency { avg: 0.3, p50: 0.2, p99: 0.9, p999: 1.0, max: 1.5 }),
-            histogram: hist(1..=100),
+            curve: percentile_points(&hist(1..=100)),
             series: Vec::new(),
             start_us: 0,
-            service_histogram: None,
+            service_curve: None,
             verdict: None,
             cpu_us: None,
             core_share: None,
@@ -962,7 +965,7 @@ mod tests {
         assert_eq!(ticks, ["SET", "GET"]);
 
         let mut t = test(0, "GET", p, Some(2000), 2000.0);
-        t.service_histogram = Some(hist(1..=50));
+        t.service_curve = Some(percentile_points(&hist(1..=50)));
         let s = build(Kind::Service, &[input("ol.json", vec![t, test(0, "SET", p, None, 1.0)])]);
         assert_eq!(labels(&s[0]), ["GET @ 2000 rps corrected", "GET @ 2000 rps service"]);
         assert_eq!(s[0].lines[1].dash, Dash::Dashed);

@@ -6,7 +6,6 @@
 //! summary fields (`second`, `requests`, `errors`, `p50_ms`, `p90_ms`, `p99_ms`, `p999_ms`,
 //! `max_ms`, the optional ones may be missing), never its histogram.
 
-use hdrhistogram::Histogram;
 use serde_json::Value;
 
 use crate::json;
@@ -120,12 +119,14 @@ pub struct Test {
     pub latency: Latency,
     /// Open loop: the service-time summary.
     pub service: Option<Latency>,
-    /// The whole test's latency histogram (µs).
-    pub histogram: Histogram<u64>,
+    /// The whole test's latency by percentile, as the charts draw it: (nines, ms) points from
+    /// its histogram, which is not kept (a long `-l` run's tens of thousands of tests would
+    /// otherwise hold a 190 KB histogram each); empty when nothing was recorded.
+    pub curve: Vec<(f64, f64)>,
     /// Per-second summaries (empty when the test has no series).
     pub series: Vec<Second>,
-    /// Open loop: the whole test's service-time histogram (µs).
-    pub service_histogram: Option<Histogram<u64>>,
+    /// Open loop: the service time by percentile, as [`Test::curve`].
+    pub service_curve: Option<Vec<(f64, f64)>>,
     /// Who limited the test (`bottleneck.side`: server, client, machine, network…), when judged.
     pub verdict: Option<String>,
     /// The client's CPU per request in microseconds, when measured.
@@ -266,6 +267,17 @@ fn read_test(t: &Value, config: &Value, input: usize) -> Result<Test, String> {
         .and_then(Value::as_str)
         .ok_or_else(|| at("no 'histogram' with 'data'".into()))?;
     let histogram = json::decode_histogram(data).map_err(|e| at(format!("histogram: {e}")))?;
+    // As `respbench merge` checks them: the histograms hold what the counts say.
+    let lower_bounds = t.get("latency_lower_bounds").and_then(Value::as_u64).unwrap_or(0);
+    let want = requests
+        .checked_add(lower_bounds)
+        .ok_or_else(|| at("requests + latency_lower_bounds overflows".into()))?;
+    if histogram.len() != want {
+        return Err(at(format!(
+            "its histogram holds {} values where requests + latency_lower_bounds say {want}",
+            histogram.len()
+        )));
+    }
     let series = match t.get("series") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a.iter().map(second).collect::<Result<_, _>>().map_err(at)?,
@@ -282,14 +294,23 @@ fn read_test(t: &Value, config: &Value, input: usize) -> Result<Test, String> {
             .or_else(|| t.get(p.key).and_then(num))
             .or_else(|| config.get(p.key).and_then(Value::as_u64))
     });
-    let service_histogram = match t.pointer("/service_histogram/data").and_then(Value::as_str) {
-        Some(d) => Some(json::decode_histogram(d).map_err(|e| at(format!("service_histogram: {e}")))?),
+    let service_curve = match t.pointer("/service_histogram/data").and_then(Value::as_str) {
+        Some(d) => {
+            let h = json::decode_histogram(d).map_err(|e| at(format!("service_histogram: {e}")))?;
+            if h.len() != requests {
+                return Err(at(format!(
+                    "its service_histogram holds {} values where requests say {requests}",
+                    h.len()
+                )));
+            }
+            Some(super::charts::percentile_points(&h))
+        }
         None => None,
     };
     Ok(Test {
         input,
         start_us: t.get("start_us").and_then(Value::as_u64).unwrap_or(0),
-        service_histogram,
+        service_curve,
         verdict: t.pointer("/bottleneck/side").and_then(Value::as_str).map(str::to_string),
         cpu_us: t.pointer("/client_cpu/us_per_request").and_then(Value::as_f64),
         core_share: t.pointer("/client_cpu/core_share").and_then(Value::as_f64),
@@ -303,7 +324,7 @@ fn read_test(t: &Value, config: &Value, input: usize) -> Result<Test, String> {
         rps: f("rps")?,
         latency,
         service,
-        histogram,
+        curve: super::charts::percentile_points(&histogram),
         series,
         name,
     })
@@ -334,6 +355,7 @@ fn second(s: &Value) -> Result<Second, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hdrhistogram::Histogram;
     use serde_json::json;
 
     fn hist_data() -> String {
@@ -361,7 +383,7 @@ mod tests {
         let tests = read_doc(&doc, 0).unwrap();
         let t = &tests[0];
         assert_eq!(t.errors, 2);
-        assert_eq!(t.histogram.len(), 1);
+        assert_eq!(t.curve, [(0.0, 0.25)]);
         assert_eq!(t.series.len(), 1);
         assert_eq!(t.series[0].p99, 0.25);
         // The step's own values win over the config's; the pipeline comes from the config.
@@ -393,5 +415,16 @@ mod tests {
         t["series"][0].as_object_mut().unwrap().remove("p99_ms");
         let e = read_doc(&json!({"schema": json::SCHEMA, "tests": [t]}), 0).unwrap_err();
         assert!(e.contains("no 'p99_ms'"), "{e}");
+        // Counts that the histogram does not hold (an edited document) are refused.
+        let mut t = test_entry();
+        t["requests"] = json!(2);
+        let e = read_doc(&json!({"schema": json::SCHEMA, "tests": [t.clone()]}), 0).unwrap_err();
+        assert!(
+            e.contains("'GET': its histogram holds 1 values where requests + latency_lower_bounds say 2"),
+            "{e}"
+        );
+        t["latency_lower_bounds"] = json!(u64::MAX);
+        let e = read_doc(&json!({"schema": json::SCHEMA, "tests": [t]}), 0).unwrap_err();
+        assert!(e.contains("overflows"), "{e}");
     }
 }

@@ -184,7 +184,6 @@ fn table(inputs: &[Input], out: &mut String) {
 mod tests {
     use super::super::data::Latency;
     use super::*;
-    use hdrhistogram::Histogram;
 
     fn test(name: &str, clients: u64, backend: &str) -> Test {
         Test {
@@ -199,10 +198,10 @@ mod tests {
             rps: 20.0,
             latency: Latency { avg: 0.5, p50: 0.25, p99: 1.0, p999: 2.0, max: 3.0 },
             service: None,
-            histogram: Histogram::new(3).unwrap(),
+            curve: Vec::new(),
             series: Vec::new(),
             start_us: 0,
-            service_histogram: None,
+            service_curve: None,
             verdict: None,
             cpu_us: None,
             core_share: None,
