@@ -205,7 +205,11 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
             unreachable = true;
         }
     }
-    let failed = done.dropped || done.first_error.is_some() || done.empty_window.is_some() || unreachable;
+    let failed = done.dropped
+        || done.first_error.is_some()
+        || done.empty_window.is_some()
+        || unreachable
+        || presenter.none_succeeded();
     match done.ended {
         Ok(Ended::Completed) if failed || done.unfinished => Ok(ExitCode::from(1)),
         Ok(Ended::Completed) => Ok(ExitCode::SUCCESS),

@@ -280,6 +280,12 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
         "end_us": epoch_us.saturating_add(stats.end.as_micros()),
         "last_reply_us": epoch_us.saturating_add(stats.last_reply.as_micros()),
     });
+    if crate::text::none_succeeded(stats) {
+        // No rate and no latency: they would be the errors' (or nothing's), as the text says.
+        t["rps"] = Value::Null;
+        t["latency_ms"] = Value::Null;
+        t["no_request_succeeded"] = json!(true);
+    }
     if let Some(b) = &e.backend {
         t["backend"] = json!(b);
     }
@@ -1021,17 +1027,18 @@ mod tests {
         assert!(decode_histogram(&base64_encode(&good[..6])).is_err());
     }
 
+    /// A test with no reply has no rate and no latency (null, and `no_request_succeeded`), and
+    /// no NaN anywhere.
     #[test]
-    fn no_requests_gives_zeros() {
+    fn no_requests_gives_no_figures() {
         let s = sample(5, &[]);
         let t = test(&entry("GET", s, None), 0).unwrap();
-        assert_eq!(t["rps"], 0.0);
+        assert!(t["rps"].is_null() && t["latency_ms"].is_null(), "{t}");
+        assert_eq!(t["no_request_succeeded"], true);
         assert_eq!(t["duration_s"], 0.0);
-        for (_, v) in t["latency_ms"].as_object().unwrap() {
-            assert_eq!(v.as_f64(), Some(0.0));
-        }
-        // serde_json would write NaN as null; none here.
-        assert!(!serde_json::to_string(&t).unwrap().contains("null"));
+        assert!(!serde_json::to_string(&t).unwrap().contains("NaN"));
+        let t = test(&entry("GET", sample(5, &[3]), None), 0).unwrap();
+        assert!(t.get("no_request_succeeded").is_none() && t["rps"].is_f64(), "{t}");
     }
 
     #[test]

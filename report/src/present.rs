@@ -48,6 +48,8 @@ pub struct Presenter {
     drawn: usize,
     /// Whether stderr is a terminal: only then does it show what the run noticed.
     stderr_tty: bool,
+    /// Some test had no request succeed (the run then exits 1).
+    none_succeeded: bool,
     /// Every result of the run, kept for the outputs written at the end (`--json`, `--hgrm`)
     /// when one is asked for.
     kept: Option<Vec<TestResult>>,
@@ -114,6 +116,7 @@ impl Presenter {
             last: (0, 0),
             drawn: 0,
             stderr_tty: io::stderr().is_terminal(),
+            none_succeeded: false,
             kept: (cfg.json.is_some() || cfg.open.hgrm.is_some()).then(Vec::new),
             notices: Vec::new(),
             searches: Vec::new(),
@@ -128,6 +131,12 @@ impl Presenter {
             }),
             stop: None,
         }
+    }
+
+    /// Whether some test the run reported had no request succeed: every reply an error, or none
+    /// (the run exits 1).
+    pub fn none_succeeded(&self) -> bool {
+        self.none_succeeded
     }
 
     /// Takes the progress line off the terminal, before anything else is written there.
@@ -393,6 +402,8 @@ impl Observer for Presenter {
     }
 
     fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
+        self.none_succeeded |=
+            s.runs.iter().flat_map(|r| &r.results).any(|e| report::none_succeeded(&e.stats));
         if let Err(e) = self.print_step(s) {
             self.report_failed(&e);
         }

@@ -119,6 +119,13 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     let s = r.stats;
     let h = &s.latency;
     writeln!(out, "====== {} ======", r.title)?;
+    if none_succeeded(s) {
+        // No rate, hit ratio or latency: they would be the errors' (or nothing's).
+        writeln!(out, "  {}", no_success(s))?;
+        writeln!(out, "  {}", clients_line(r.clients, r.never_ran))?;
+        writeln!(out, "  {} bytes payload", r.payload_bytes)?;
+        return Ok(());
+    }
     writeln!(out, "  {} requests completed in {:.2} seconds", s.requests, finite(s.duration_secs()))?;
     writeln!(out, "  {}", clients_line(r.clients, r.never_ran))?;
     writeln!(out, "  {} bytes payload", r.payload_bytes)?;
@@ -338,6 +345,16 @@ pub fn write_compare_row(
     let Some(first) = runs.first() else { return Ok(()) };
     if csv {
         for e in runs {
+            if none_succeeded(&e.stats) {
+                writeln!(
+                    out,
+                    "\"{}\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"{}\",\"{}\"",
+                    e.name.replace('"', "\"\""),
+                    e.verdict.as_ref().map_or("", |v| v.side.name()),
+                    e.backend.as_deref().unwrap_or(""),
+                )?;
+                continue;
+            }
             let sum = Summary::of(&e.stats.latency);
             let cpu = e.cpu.unwrap_or_default();
             writeln!(
@@ -366,6 +383,10 @@ pub fn write_compare_row(
     };
     let mut line = format!("{name:width$}");
     for e in runs {
+        if none_succeeded(&e.stats) {
+            line.push_str(&format!("  {:>51}", "no request succeeded"));
+            continue;
+        }
         let h = &e.stats.latency;
         let cpu = e.cpu.unwrap_or_default();
         line.push_str(&format!(
@@ -411,10 +432,36 @@ fn quiet_trailer(r: &TestReport, partial: Option<&str>) -> String {
     t
 }
 
+/// Whether no request of the test succeeded: every reply was an error reply, or none came (a
+/// server that refused or closed every connection, a `SELECT` that failed). Its rate, hit
+/// ratio and latencies would be those of the errors, or of nothing, so no format prints them.
+pub fn none_succeeded(s: &Stats) -> bool {
+    s.requests <= s.error_replies()
+}
+
+/// `no request succeeded: 49 replies in 0.02 s, every one an error reply`, or the same for a
+/// test that received no reply at all.
+pub fn no_success(s: &Stats) -> String {
+    let lost =
+        if s.lost > 0 { format!(", {} requests lost with their connections", s.lost) } else { String::new() };
+    if s.requests == 0 {
+        format!("no request succeeded: no reply in {:.2} seconds{lost}", finite(s.duration_secs()))
+    } else {
+        format!(
+            "no request succeeded: {} replies in {:.2} seconds, every one an error reply{lost}",
+            s.requests,
+            finite(s.duration_secs())
+        )
+    }
+}
+
 /// [`write_quiet`], with `partial` saying why the test is incomplete (a Ctrl-C), when it is.
 pub fn write_quiet_marked(r: &TestReport, partial: Option<&str>, out: &mut impl Write) -> io::Result<()> {
     let s = r.stats;
     let trailer = quiet_trailer(r, partial);
+    if none_succeeded(s) {
+        return writeln!(out, "{}: {}{trailer}", r.title, no_success(s));
+    }
     if r.percentiles.is_empty() {
         let p50 = ms(value_at_percentile(&s.latency, 50.0));
         writeln!(
@@ -491,18 +538,23 @@ pub fn write_csv_row(
     out: &mut impl Write,
 ) -> io::Result<()> {
     let sum = Summary::of(&r.stats.latency);
-    write!(
-        out,
-        "\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\"",
-        r.title.replace('"', "\"\""),
-        finite(r.stats.rps()),
-        sum.avg,
-        sum.min,
-        sum.p50,
-        sum.p95,
-        sum.p99,
-        sum.max
-    )?;
+    if none_succeeded(r.stats) {
+        // Empty rate and latency fields: no request succeeded (the errors column says why).
+        write!(out, "\"{}\",\"\",\"\",\"\",\"\",\"\",\"\",\"\"", r.title.replace('"', "\"\""))?;
+    } else {
+        write!(
+            out,
+            "\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\"",
+            r.title.replace('"', "\"\""),
+            finite(r.stats.rps()),
+            sum.avg,
+            sum.min,
+            sum.p50,
+            sum.p95,
+            sum.p99,
+            sum.max
+        )?;
+    }
     if let Some(e) = open_loop {
         let (p50, p99) = service(&e.stats);
         // A mix's commands share the total's target, shown on its row only.
@@ -1266,25 +1318,41 @@ Summary:
         );
     }
 
+    /// A test in which nothing succeeded prints no rate, hit ratio or latency in any format
+    /// (issue #35), and no NaN: golden lines for a test with no reply and one of error replies.
     #[test]
-    fn empty_test_prints_zeros() {
+    fn no_success_prints_no_figures() {
         let s = Stats::new(Time::ZERO, 3, false).unwrap();
         let r = report("GET", &s);
         let text = verbose(&r);
         assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
-        assert!(text.contains("  0 requests completed in 0.00 seconds\n"));
-        assert!(text.contains(
-            "Latency by percentile distribution:\n100.000% <= 0.000 milliseconds (cumulative count 0)\n\nCumulative distribution of latencies:\n\nSummary:\n  throughput summary: 0.00 requests per second\n"
-        ));
-        assert!(text.ends_with("        0.000     0.000     0.000     0.000     0.000     0.000\n"));
+        assert!(
+            text.starts_with("====== GET ======\n  no request succeeded: no reply in 0.00 seconds\n"),
+            "{text}"
+        );
+        for figure in ["throughput", "Latency by percentile", "hits:", "latency summary"] {
+            assert!(!text.contains(figure), "{figure}: {text}");
+        }
         let mut out = Vec::new();
         write_quiet(&r, &mut out).unwrap();
-        assert_eq!(out, b"GET: 0.00 requests per second, p50=0.000 msec\n");
+        assert_eq!(String::from_utf8(out).unwrap(), "GET: no request succeeded: no reply in 0.00 seconds\n");
         let mut out = Vec::new();
         write_csv_row(&r, None, None, &mut out).unwrap();
         assert_eq!(
-            out,
-            b"\"GET\",\"0.00\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0.000\",\"0\",\"0\",\"0\",\"\"\n"
+            String::from_utf8(out).unwrap(),
+            "\"GET\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"0\",\"0\",\"0\",\"\"\n"
+        );
+        let mut s = stats([100, 200]);
+        s.errors.add(b"DENIED protected mode", 2);
+        s.lost = 3;
+        let r = report("GET", &s);
+        let mut out = Vec::new();
+        write_quiet(&r, &mut out).unwrap();
+        write_errors(&r, true, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "GET: no request succeeded: 2 replies in 1.00 seconds, every one an error reply, 3 requests lost with \
+             their connections\nGET: errors: 2 (DENIED: 2)\n"
         );
     }
 

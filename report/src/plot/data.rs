@@ -239,9 +239,11 @@ fn read_doc(doc: &Value, input: usize) -> Result<Vec<Test>, String> {
         return Err("no tests in the document (the run ended before its first test)".into());
     }
     let config = doc.get("config").unwrap_or(&Value::Null);
+    // A test in which no request succeeded has no figures to draw.
     tests
         .iter()
         .enumerate()
+        .filter(|(_, t)| t.get("no_request_succeeded").and_then(Value::as_bool) != Some(true))
         .map(|(k, t)| read_test(t, config, input).map_err(|e| format!("test {}: {e}", k + 1)))
         .collect()
 }
