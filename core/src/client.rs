@@ -199,8 +199,9 @@ pub struct Client {
     /// Open loop: the intended times of the measured requests that were drawn and queued for a
     /// node but never sent when the test stopped; [`Client::settle`] counts them as unsent.
     queued_at_stop: Vec<Time>,
-    /// The unsent arrivals have been counted ([`Client::settle`]).
-    unsent_counted: bool,
+    /// The client's end has been accounted for ([`Client::settle`]): its unsent arrivals, and
+    /// whether its connections all failed.
+    settled: bool,
 }
 
 impl Client {
@@ -229,7 +230,7 @@ impl Client {
             woken: vec![false; nodes],
             stop_told: false,
             queued_at_stop: Vec::new(),
-            unsent_counted: false,
+            settled: false,
         }
     }
 
@@ -351,7 +352,10 @@ impl Client {
     /// the latency histogram; once the client has no connection left, the open-loop arrivals
     /// due before the test's stop that it never sent (its window or its connection was blocked)
     /// count as unsent, each with the time from when it was due to `now` (to the stop for those
-    /// due after `now`), likewise a lower bound.
+    /// due after `now`), likewise a lower bound. A client whose last connection failed before
+    /// the stop counts in [`Stats::failed_clients`], and only the time to its failure is
+    /// measured: its arrivals due from `now` on count as unsent without a latency (nothing was
+    /// waiting for the server then: there was no connection to send them on).
     pub fn settle(&mut self, node: usize, abandoned: bool, now: Time, stats: &mut Stats) {
         if abandoned {
             for since in self.conns[node].unanswered() {
@@ -361,16 +365,25 @@ impl Client {
         // Lost with their connection: no reply will come for them.
         stats.lost += self.conns[node].lost_uncounted() as u64;
         // Once no connection is live (closed, or a node's that never opened), once.
-        if self.plan.conn.open_loop.is_none()
-            || self.unsent_counted
-            || self.conns.iter().any(Connection::is_live)
-        {
+        if self.settled || self.conns.iter().any(Connection::is_live) {
             return;
         }
-        self.unsent_counted = true;
-        let Some(stop) = self.plan.stop.at() else { return };
+        self.settled = true;
+        let stop = self.plan.stop.at();
+        // The last connection failed before the stop (before any stop came, in a run without
+        // one): the client's test ended then.
+        let failed = self.conns[node].is_failed() && stop.is_none_or(|s| now < s);
+        if failed {
+            stats.failed_clients = stats.failed_clients.saturating_add(1);
+        }
+        if self.plan.conn.open_loop.is_none() {
+            return;
+        }
+        let Some(stop) = stop else { return };
         let plan = Arc::clone(&self.plan);
-        let end = now.max(stop);
+        // A stall to the end (a live connection the server never answered, a window held back)
+        // waited to the stop at least; a client with no connection left measured only to then.
+        let end = if failed { now } else { now.max(stop) };
         let from = plan.measure_from;
         // Drawn for a node and queued behind its connection when the test stopped: never sent.
         for due in std::mem::take(&mut self.queued_at_stop) {
@@ -380,7 +393,10 @@ impl Client {
         for due in self.source.remaining(&plan, stop) {
             if due >= from {
                 stats.unsent += 1;
-                stats.record_unfinished(end.nanos_since(due));
+                // Due after a failure: not a wait for the server, so no latency of it.
+                if due < end {
+                    stats.record_unfinished(end.nanos_since(due));
+                }
             }
         }
     }

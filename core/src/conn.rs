@@ -417,6 +417,11 @@ impl Connection {
         matches!(self.state, State::Finished | State::Failed)
     }
 
+    /// Whether the connection failed for good (no `--reconnect`, or a refused handshake).
+    pub(crate) fn is_failed(&self) -> bool {
+        self.state == State::Failed
+    }
+
     /// Whether the connection is up, or will come back (`--reconnect`): it is neither closed nor
     /// waiting for a socket the backend may never open (a node no request went to).
     pub(crate) fn is_live(&self) -> bool {

@@ -190,12 +190,19 @@ pub struct Stats {
     pub abandoned: u64,
     /// Open loop: arrivals of the schedule that were due before the test's stop and never sent,
     /// because the client's window (`-P`) was full or its connection was down or blocked until
-    /// the end. With `requests` (error replies among them), `lost` and `abandoned` they add up
+    /// the end, or its connections had all failed ([`Stats::failed_clients`]). With `requests` (error replies among them), `lost` and `abandoned` they add up
     /// to the schedule's arrivals.
     pub unsent: u64,
     /// How many of the latencies in `latency` are lower bounds: requests abandoned or never
-    /// sent, each recorded with the time from when it was due (or sent) to the test's end.
+    /// sent, each recorded with the time from when it was due (or sent) to the test's end (for
+    /// a client whose connections all failed, to the failure; see [`Stats::failed_clients`]).
     pub lower_bounds: u64,
+    /// Clients whose every connection had failed before the test's stop (none came back: no
+    /// `--reconnect`, or a refused handshake). Such a client measures nothing after its
+    /// failure: in an open loop its arrivals due from then on count as `unsent` without a
+    /// latency. When it is every client of the test, the test failed at [`Stats::end`] and its
+    /// figures are what it measured before that.
+    pub failed_clients: u64,
     /// Over several nodes (`--cluster`, replicas): the stats of each node, in the order of
     /// [`crate::cluster::Cluster::nodes`] (themselves without nodes or parts); empty otherwise.
     /// A request counts at the node that answered it. Past the nodes found at the start come
@@ -319,6 +326,7 @@ impl Stats {
             abandoned: 0,
             unsent: 0,
             lower_bounds: 0,
+            failed_clients: 0,
             nodes: Vec::new(),
             appeared: Vec::new(),
             moved: std::collections::BTreeMap::new(),
@@ -494,6 +502,13 @@ impl Stats {
         self.errors.kinds().iter().filter(|k| k.prefix != "connection").map(|k| k.count).sum()
     }
 
+    /// When the test failed: every one of its `clients` had lost all its connections before
+    /// the stop ([`Stats::failed_clients`]), the last of them at the test's end, which is
+    /// returned. `None` while a client was left.
+    pub fn failed_at(&self, clients: u64) -> Option<Time> {
+        (self.failed_clients > 0 && self.failed_clients >= clients).then_some(self.end)
+    }
+
     /// Open loop: arrivals of the schedule accounted for: completed (error replies among them),
     /// lost with a connection, abandoned at the end, or never sent.
     pub fn arrivals(&self) -> u64 {
@@ -576,6 +591,7 @@ impl Stats {
         add_count(&mut self.abandoned, other.abandoned, "abandoned_requests")?;
         add_count(&mut self.unsent, other.unsent, "unsent_requests")?;
         add_count(&mut self.lower_bounds, other.lower_bounds, "latency_lower_bounds")?;
+        add_count(&mut self.failed_clients, other.failed_clients, "failed_clients")?;
         let start = self.start.min(other.start);
         // Seconds line up by the clock: second k of a run is the k-th second from its own start,
         // so each side's series moves by the whole seconds its start lies after the union's

@@ -160,7 +160,7 @@ impl Opts {
 struct Summary {
     failures: String,
     drops: String,
-    counts: [u64; 8],
+    counts: [u64; 11],
     latency: (u64, u64, u64),
     end: Time,
     log: Vec<(Time, u64, Happening)>,
@@ -186,6 +186,9 @@ impl Summary {
                 s.downtime_micros,
                 r.commands,
                 r.accepted,
+                s.unsent,
+                s.lower_bounds,
+                s.failed_clients,
             ],
             latency: (s.latency.len(), s.latency.min(), s.latency.max()),
             end: r.end,
@@ -1236,9 +1239,9 @@ fn dead_path_from_half_a_second(fault: &str) -> SimResult {
     let s = &r.outcome.stats;
     assert_eq!(s.arrivals(), 2000, "{fault}: {s:?}");
     assert_eq!(s.requests + s.lost + s.abandoned + s.unsent, 2000, "{fault}");
-    // Every unanswered one is in the histogram, a lower bound.
-    assert_eq!(s.lower_bounds, s.abandoned + s.unsent, "{fault}");
-    assert_eq!(s.latency.len(), s.requests + s.abandoned + s.unsent, "{fault}");
+    // The histogram holds the completed and the lower bounds.
+    assert_eq!(s.latency.len(), s.requests + s.lower_bounds, "{fault}");
+    assert!(s.lower_bounds <= s.abandoned + s.unsent, "{fault}");
     // What went before the fault was answered: one every millisecond.
     assert!((499..=501).contains(&s.requests), "{fault}: {}", s.requests);
     r
@@ -1249,7 +1252,9 @@ fn a_stall_to_the_end_leaves_no_arrival_unaccounted() {
     let r = dead_path_from_half_a_second("stall");
     let s = &r.outcome.stats;
     // The window's 8 are abandoned at the end of the grace (4 s); the rest were never sent.
-    assert_eq!((s.abandoned, s.lost), (8, 0));
+    assert_eq!((s.abandoned, s.lost, s.failed_clients), (8, 0, 0));
+    // Every unanswered one is in the histogram, a lower bound.
+    assert_eq!(s.lower_bounds, s.abandoned + s.unsent);
     assert_eq!(s.unsent, 2000 - s.requests - 8);
     assert_eq!(s.end, at_ms(4_000));
     // The stall shows in the corrected latencies as a stall in the middle would: the request
@@ -1271,6 +1276,90 @@ fn an_outage_to_the_end_leaves_no_arrival_unaccounted() {
         assert!(s.lost <= 2, "{fault}: {}", s.lost);
         assert!(s.unsent >= 1490, "{fault}: {}", s.unsent);
     }
+    // Failed for good, the clients measured to 0.5 s: nothing was waiting for the server
+    // after it, so the arrivals due then are unsent without a latency (issue #35).
+    let s = dead_path_from_half_a_second("outage").outcome.stats;
+    assert_eq!((s.failed_clients, s.lower_bounds, s.end), (2, 0, at_ms(500)));
+    // --reconnect waits for the server to come back: the outage is in the latencies to the end.
+    let s = dead_path_from_half_a_second("outage, --reconnect").outcome.stats;
+    assert_eq!((s.failed_clients, s.lower_bounds), (0, s.unsent));
+    assert_eq!(s.end, at_ms(2_000));
+    assert!(s.latency.max() >= 1_499_000, "{}", s.latency.max());
+}
+
+/// Issue #35: `--rps 1000 --duration 10s -c 2 -P 4` against a server that, by `fault`, is
+/// killed at 3 s (`kill`: every socket reset, the clients' connections failed for good), stops
+/// answering at 2.5 s and is killed at 3 s (`stall, kill`), or stops answering at 3 s with its
+/// sockets up to the end (`stall`). Every arrival is accounted for either way.
+fn dead_from_three_seconds_of_ten(fault: &str) -> respbench_core::Stats {
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    match fault {
+        "kill" => server.outages.push((at_ms(3_000), Time::MAX)),
+        "stall, kill" => {
+            server.stalls.push((at_ms(2_500), Time::MAX));
+            server.outages.push((at_ms(3_000), Time::MAX));
+        }
+        _ => server.stalls.push((at_ms(3_000), Time::MAX)),
+    }
+    let opts = Opts {
+        n: None,
+        clients: 2,
+        pipeline: 4,
+        rps: Some(1000.0),
+        duration: Some(Duration::from_secs(10)),
+        ..Opts::default()
+    };
+    let s = opts.run(server).outcome.stats;
+    assert_eq!(s.arrivals(), 10_000, "{fault}: {s:?}");
+    assert_eq!(s.latency.len(), s.requests + s.lower_bounds, "{fault}");
+    s
+}
+
+#[test]
+fn a_server_killed_mid_open_loop_is_measured_to_its_failure() {
+    // Before the failure every arrival was sent and answered in 100 µs; in flight at 3 s, 0 or 1
+    // each, lost; the 7000 arrivals due after it were never sent, and waited for nothing: they
+    // count as unsent, not as latencies up to the planned end (7 s for the first).
+    let s = dead_from_three_seconds_of_ten("kill");
+    assert_eq!(s.failed_clients, 2);
+    assert_eq!(s.end, at_ms(3_000));
+    assert!((2_999..=3_001).contains(&s.requests), "{}", s.requests);
+    assert!(s.lost <= 2, "{}", s.lost);
+    assert_eq!(s.abandoned, 0);
+    assert_eq!(s.unsent, 10_000 - s.requests - s.lost);
+    assert_eq!(s.lower_bounds, 0);
+    assert!(s.latency.max() < 1_000, "{} us", s.latency.max());
+}
+
+#[test]
+fn arrivals_held_back_before_a_failure_wait_to_it() {
+    // Silent from 2.5 s, killed at 3 s: the one request each client had sent at 2.5 s is lost
+    // at 3 s; the 498 other arrivals due in between, held back behind it (-P 4 in batch mode
+    // sends the next batch once the last is answered), never went, and waited for the server
+    // from when they were due to the failure (up to 0.5 s); those due after it count only as
+    // unsent.
+    let s = dead_from_three_seconds_of_ten("stall, kill");
+    assert_eq!((s.failed_clients, s.requests, s.lost, s.abandoned), (2, 2_500, 2, 0));
+    assert_eq!(s.end, at_ms(3_000));
+    assert_eq!(s.unsent, 10_000 - 2_500 - 2);
+    assert_eq!(s.lower_bounds, 500 - 2);
+    // The longest wait is bounded by the failure, 0.5 s after the stall began.
+    let max = s.latency.max();
+    assert!((495_000..=500_000).contains(&max), "{max} us");
+}
+
+#[test]
+fn a_server_silent_to_the_end_still_stalls_the_open_loop_to_its_end() {
+    // The sockets stay up and the server reads but never answers: the clients wait to the stop
+    // (10 s) and its grace (12 s), and the stall counts to the end as before: the arrival due at
+    // 3 s waited 9 s at least, and the arrivals never sent are lower bounds up to the stop.
+    let s = dead_from_three_seconds_of_ten("stall");
+    assert_eq!((s.failed_clients, s.lost, s.abandoned), (0, 0, 8));
+    assert_eq!(s.end, at_ms(12_000));
+    assert_eq!(s.unsent, 10_000 - s.requests - 8);
+    assert_eq!(s.lower_bounds, s.abandoned + s.unsent);
+    assert!(s.latency.max() >= 8_999_000, "{} us", s.latency.max());
+    assert!(s.latency.value_at_quantile(0.5) >= 2_000_000, "{}", s.latency.value_at_quantile(0.5));
 }
 
 #[test]

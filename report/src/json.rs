@@ -332,6 +332,9 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
     if stats.lower_bounds > 0 {
         t["latency_lower_bounds"] = json!(stats.lower_bounds);
     }
+    if stats.failed_clients > 0 {
+        t["failed_clients"] = json!(stats.failed_clients);
+    }
     if stats.service.is_some() {
         t["arrivals"] = json!({
             "due": stats.arrivals(),
@@ -647,6 +650,7 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
         lost: t.pointer("/reconnects/lost_requests").and_then(Value::as_u64).unwrap_or(0),
         unsent: t.get("unsent_requests").and_then(Value::as_u64).unwrap_or(0),
         lower_bounds: t.get("latency_lower_bounds").and_then(Value::as_u64).unwrap_or(0),
+        failed_clients: t.get("failed_clients").and_then(Value::as_u64).unwrap_or(0),
         downtime_micros: t
             .pointer("/reconnects/downtime_s")
             .and_then(Value::as_f64)
