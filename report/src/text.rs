@@ -209,8 +209,8 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     if s.abandoned > 0 {
         writeln!(out, "  abandoned: {} requests unanswered after the stop's grace", s.abandoned)?;
     }
-    if s.abandoned + s.unsent > 0 {
-        writeln!(out, "  {}", silence(s))?;
+    if let Some(line) = ending(r) {
+        writeln!(out, "  {line}")?;
     }
     if s.service.is_some() {
         // Open loop: every arrival of the schedule, accounted for.
@@ -487,10 +487,25 @@ pub fn write_quiet_marked(r: &TestReport, partial: Option<&str>, out: &mut impl 
     }
     if s.abandoned + s.unsent + s.lost > 0 {
         // A line of its own, so redis-benchmark's line stays whole for its parsers.
-        let silent = if s.abandoned + s.unsent > 0 { format!("; {}", silence(s)) } else { String::new() };
+        let silent = ending(r).map(|l| format!("; {l}")).unwrap_or_default();
         writeln!(out, "{}: {}{silent}", r.title, accounting(s))?;
     }
     Ok(())
+}
+
+/// How a test ended, when that needs saying: `all connections failed at 3.00 s …` when every
+/// client lost its connections before the stop, else, when requests were left unanswered or
+/// unsent, when replies stopped ([`silence`]); `None` otherwise.
+fn ending(r: &TestReport) -> Option<String> {
+    let s = r.stats;
+    if s.failed_at(r.clients as u64).is_some() {
+        Some(format!(
+            "all connections failed at {:.2} s: the figures are what it measured before",
+            finite(s.duration_secs())
+        ))
+    } else {
+        (s.abandoned + s.unsent > 0).then(|| silence(s))
+    }
 }
 
 /// When replies stopped: `no reply for the last 16.0 s of 20.0 s`.

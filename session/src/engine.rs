@@ -490,13 +490,17 @@ impl Session {
                 // Requests the test did not finish: the run says so in one line, and exits 1.
                 self.unfinished = true;
                 let grace = respbench_core::conn::format_duration(cfg.drain_grace);
-                let silent = format!(
-                    " (no reply for the last {:.1} s of {:.1} s)",
-                    s.silent_secs(),
-                    s.duration_secs()
-                );
+                let failed = s.failed_at(cfg.clients as u64).is_some();
+                let silent = if failed {
+                    String::new()
+                } else {
+                    format!(" (no reply for the last {:.1} s of {:.1} s)", s.silent_secs(), s.duration_secs())
+                };
                 let unsent = format!("{} requests due were never sent", s.unsent);
                 let line = match (s.abandoned, s.unsent) {
+                    (0, _) if failed => {
+                        format!("{title}{on}: {unsent} (all connections failed at {:.2} s)", s.duration_secs())
+                    }
                     (0, _) => format!("{title}{on}: {unsent} (the connection or the window was blocked to the end)"),
                     (a, 0) => format!("{title}{on}: {a} requests were still unanswered {grace} after the stop and were abandoned"),
                     (a, _) => format!(

@@ -2,7 +2,7 @@
 //! port mid-run: the run goes on to its end, the outage shows in the errors, the per-second
 //! series and the downtime, and the exit status says errors happened. A new socket for a
 //! connection that went down is each backend's, so the closed-loop crash runs on every backend;
-//! the open loop and the run without `--reconnect` once, on mio.
+//! the open loop and the runs without `--reconnect` once, on mio.
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,7 +13,11 @@ const T: Duration = Duration::from_secs(60);
 
 respbench_tests::backend_tests!(
     every: [closed_loop_rides_out_a_crash],
-    mio: [open_loop_keeps_its_schedule_through_a_crash, without_reconnect_a_crash_ends_the_run],
+    mio: [
+        open_loop_keeps_its_schedule_through_a_crash,
+        without_reconnect_a_crash_ends_the_run,
+        without_reconnect_an_open_loop_is_measured_to_the_crash,
+    ],
 );
 
 fn read(path: &Path) -> serde_json::Value {
@@ -100,4 +104,38 @@ fn without_reconnect_a_crash_ends_the_run(tool: Tool) {
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     assert!(out.stderr.contains("connections failed: "), "{}", out.dump());
     assert!(!out.stderr.contains("--reconnect"), "{}", out.dump());
+}
+
+/// Issue #35: without `--reconnect`, a crash (SIGKILL, no restart) 0.5 s into a 10 s open loop
+/// ends the test at the failure, and the arrivals due after it are unsent without a latency:
+/// no latency exceeds the time to the failure (before, the first arrival after it counted as
+/// a wait to the planned end, 9.5 s). The report says when the connections failed.
+fn without_reconnect_an_open_loop_is_measured_to_the_crash(tool: Tool) {
+    let server = RedisServer::start();
+    let json = json_path("rc", "kill");
+    let port = server.port().to_string();
+    let mut args: Vec<String> =
+        ["-p", &port, "-t", "get", "-c", "10", "--rps", "2000", "--duration", "10s", "--json"]
+            .map(String::from)
+            .to_vec();
+    args.push(json.to_string_lossy().into_owned());
+    let run = tool.spawn(&args);
+    server.wait_for_calls("get", 1000);
+    server.signal("KILL");
+    let out = run.wait(T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    let t = read(&json)["tests"][0].clone();
+    assert_eq!(t["failed_clients"], 10, "{t}");
+    // The test's length is the time to the failure, and bounds every latency it measured
+    // (the histogram's 3 significant figures aside).
+    let failed_at_ms = t["duration_s"].as_f64().unwrap() * 1000.0;
+    let max = t["latency_ms"]["max"].as_f64().unwrap();
+    assert!(max <= failed_at_ms * 1.001, "max {max} ms, failed at {failed_at_ms} ms\n{}", out.dump());
+    // The schedule's arrivals after the failure were counted, unsent.
+    let unsent = t["unsent_requests"].as_u64().unwrap();
+    assert!(unsent > t["requests"].as_u64().unwrap(), "{t}");
+    assert!(t.get("latency_lower_bounds").and_then(|v| v.as_u64()).unwrap_or(0) < unsent, "{t}");
+    let said = format!("all connections failed at {:.2} s", failed_at_ms / 1000.0);
+    assert!(out.stdout.contains(&said), "{said}: {}", out.dump());
+    assert!(out.stderr.contains(&said), "{said}: {}", out.dump());
 }
