@@ -2,8 +2,11 @@
 //! fields (or the documents of an XML file), filling `__field:NAME__` placeholders of a custom
 //! command, one row per request.
 //!
-//! The rows are parsed once into one byte buffer; a request copies its row's cells into the
-//! encoded request ([`crate::template::Template::write`]), so nothing is allocated per request.
+//! The rows are parsed once into one byte buffer, shared by every connection of the test; a
+//! request copies its row's cells into the encoded request ([`crate::template::Template::write`]),
+//! so nothing is allocated per request, except a cell of at least [`crate::wire::SPLICE_FROM`]
+//! bytes, which a connection's output takes by reference to the one buffer, as it does `-d`'s
+//! large values: `-c 50` holds one copy of a 100 MB field, not fifty.
 //! The rows are taken in turn by every client of the run together, cycling from the first
 //! again after the last, so `-n 6` over three rows uses each twice.
 
@@ -244,7 +247,25 @@ impl Dataset {
     /// The bytes of `column` in `row`.
     #[inline]
     pub fn cell(&self, row: usize, column: usize) -> &[u8] {
-        self.cells.get(row * self.names.len() + column).map_or(&[][..], |r| &self.data[r.clone()])
+        self.bytes(self.cell_range(row, column))
+    }
+
+    /// Where the bytes of `column` in `row` are in the dataset's one buffer (empty when there
+    /// is no such cell): what a connection's output takes by reference ([`crate::wire::Wire`]).
+    #[inline]
+    pub fn cell_range(&self, row: usize, column: usize) -> Range<usize> {
+        row.checked_mul(self.names.len())
+            .and_then(|i| i.checked_add(column))
+            .and_then(|i| self.cells.get(i))
+            .map_or(0..0, Range::clone)
+    }
+
+    /// The bytes of `range` of the dataset's one buffer ([`Dataset::cell_range`]); what of it
+    /// lies past the buffer is left out.
+    #[inline]
+    pub fn bytes(&self, range: Range<usize>) -> &[u8] {
+        let end = range.end.min(self.data.len());
+        self.data.get(range.start.min(end)..end).unwrap_or(&[])
     }
 }
 

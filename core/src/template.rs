@@ -88,6 +88,67 @@ struct Rows {
     args: Vec<(usize, Vec<Piece>, Vec<u8>)>,
     /// The encoded length of the longest request's field arguments, all together.
     largest: usize,
+    /// Of those, the bytes a connection's output copies: all but the cells it splices.
+    copied: usize,
+    /// The cells taken by reference (see [`spliceable`]), as indices into the dataset's cells
+    /// (`row * fields + column`), ascending.
+    spliced: Vec<usize>,
+}
+
+impl Rows {
+    /// Whether `column`'s cell in `row` goes by reference (see [`spliceable`]).
+    #[inline]
+    fn splices(&self, row: usize, column: usize) -> bool {
+        let fields = self.dataset.names().len();
+        !self.spliced.is_empty()
+            && row
+                .checked_mul(fields)
+                .and_then(|i| i.checked_add(column))
+                .is_some_and(|i| self.spliced.binary_search(&i).is_ok())
+    }
+}
+
+/// Whether a `--dataset` cell is taken by reference to the dataset's one buffer instead of
+/// copied into each request: it is at least [`crate::wire::SPLICE_FROM`] bytes (what `-d`
+/// splices), and no placeholder can be in it or across its edges, since its bytes are sent as
+/// they are. (A placeholder across an edge would start in the last 11 bytes or end in the first
+/// 11; the placeholders around it, if any, are filled in the copied bytes.) The check runs once,
+/// when the template is made.
+fn spliceable(cell: &[u8]) -> bool {
+    if cell.len() < crate::wire::SPLICE_FROM {
+        return false;
+    }
+    let patterns = || std::iter::once(PLACEHOLDER).chain(SHARED.iter().copied());
+    for k in 1..WIDTH {
+        let (head, tail) = (&cell[..k], &cell[cell.len() - k..]);
+        if patterns().any(|p| &p[WIDTH - k..] == head || &p[..k] == tail) {
+            return false;
+        }
+    }
+    !holds_placeholder(cell)
+}
+
+/// Whether a placeholder starts anywhere in `bytes`. Every one starts with `_`, so the bytes
+/// are looked at eight at a time for one (a 100 MB field is checked in a blink, in a debug
+/// build too), and only where there is one for a placeholder.
+fn holds_placeholder(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let underscores = u64::from_ne_bytes([b'_'; 8]);
+    let at = |i: usize| bytes.get(i..).and_then(placeholder_kind).is_some();
+    let chunks = bytes.chunks_exact(8);
+    let tail = bytes.len() - chunks.remainder().len();
+    for (k, chunk) in chunks.enumerate() {
+        // A zero byte of `w` is a `_` of the chunk (the exact test for one: no false negatives).
+        let has = <[u8; 8]>::try_from(chunk).map_or(true, |c| {
+            let w = u64::from_ne_bytes(c) ^ underscores;
+            w.wrapping_sub(ONES) & !w & HIGH != 0
+        });
+        if has && (k * 8..k * 8 + 8).any(at) {
+            return true;
+        }
+    }
+    (tail..bytes.len()).any(at)
 }
 
 /// Value sizes and the one payload every variable-size value is a prefix of.
@@ -154,6 +215,10 @@ pub trait Sink {
 
     /// Appends a value: `$len\r\n`, the first `len` bytes of `values`' payload and `\r\n`.
     fn value(&mut self, values: &Arc<Values>, len: usize);
+
+    /// Appends the bytes of `range` of `dataset`'s buffer (a cell, [`Dataset::cell_range`]),
+    /// as they are: no header.
+    fn cell(&mut self, dataset: &Arc<Dataset>, range: std::ops::Range<usize>);
 }
 
 impl Sink for Vec<u8> {
@@ -170,6 +235,12 @@ impl Sink for Vec<u8> {
         push_bulk_len(self, len);
         self.extend_from_slice(&payload[..len]);
         self.extend_from_slice(b"\r\n");
+    }
+
+    /// Copies the cell.
+    #[inline]
+    fn cell(&mut self, dataset: &Arc<Dataset>, range: std::ops::Range<usize>) {
+        self.extend_from_slice(dataset.bytes(range));
     }
 }
 
@@ -333,11 +404,36 @@ impl Template {
         if fields.is_empty() {
             return Ok(Template { bytes, placeholders, kinds, slots: Vec::new(), values: None, rows: None });
         }
-        let largest = (0..dataset.rows())
-            .map(|row| fields.iter().map(|(_, p, _)| field_len(dataset, row, p) + 24).sum::<usize>())
-            .max()
-            .unwrap_or(0);
-        let rows = Rows { dataset: Arc::clone(dataset), args: fields, largest };
+        let columns: Vec<usize> = fields
+            .iter()
+            .flat_map(|(_, p, _)| p.iter())
+            .filter_map(|p| if let Piece::Field(c) = p { Some(*c) } else { None })
+            .collect();
+        let mut spliced: Vec<usize> = (0..dataset.rows())
+            .flat_map(|row| columns.iter().map(move |&c| (row, c)))
+            .filter(|&(row, c)| spliceable(dataset.cell(row, c)))
+            .filter_map(|(row, c)| row.checked_mul(dataset.names().len())?.checked_add(c))
+            .collect();
+        spliced.sort_unstable();
+        spliced.dedup();
+        let mut rows = Rows { dataset: Arc::clone(dataset), args: fields, largest: 0, copied: 0, spliced };
+        for row in 0..dataset.rows() {
+            let (mut all, mut copied) = (0usize, 0usize);
+            for (_, pieces, _) in &rows.args {
+                let len = field_len(dataset, row, pieces);
+                let by_reference: usize = pieces
+                    .iter()
+                    .filter_map(|p| match p {
+                        Piece::Field(c) if rows.splices(row, *c) => Some(dataset.cell(row, *c).len()),
+                        _ => None,
+                    })
+                    .sum();
+                all = all.saturating_add(len + 24);
+                copied = copied.saturating_add(len.saturating_sub(by_reference) + 24);
+            }
+            rows.largest = rows.largest.max(all);
+            rows.copied = rows.copied.max(copied);
+        }
         // Shared placeholders may sit in a row's bytes, so kinds are always kept here.
         let kinds = if kinds.is_empty() { vec![0; placeholders.len()] } else { kinds };
         Ok(Template {
@@ -401,7 +497,7 @@ impl Template {
             let n = if v.fixed.is_some_and(|f| f >= crate::wire::SPLICE_FROM) { 0 } else { n };
             n + 25
         });
-        self.bytes.len() + self.slots.len() * copied + self.rows.as_ref().map_or(0, |r| r.largest)
+        self.bytes.len() + self.slots.len() * copied + self.rows.as_ref().map_or(0, |r| r.copied)
     }
 
     /// Whether one request is zero bytes long (only an empty inline template is).
@@ -465,7 +561,7 @@ impl Template {
     #[inline]
     pub fn write<S: Sink>(&self, sink: &mut S, keys: &mut KeyGen) {
         if let Some(rows) = &self.rows {
-            self.write_with_rows(sink.bytes(), keys, rows);
+            self.write_with_rows(sink, keys, rows);
             return;
         }
         if !self.slots.is_empty() {
@@ -523,8 +619,11 @@ impl Template {
 impl Template {
     /// [`Template::write`] for `--dataset` templates: the fixed pieces are copied and their
     /// placeholders filled, and each field argument gets the next row's cells, its length
-    /// prefix computed from them, then its own placeholders filled.
-    fn write_with_rows(&self, out: &mut Vec<u8>, keys: &mut KeyGen, rows: &Rows) {
+    /// prefix computed from them, then its own placeholders filled. A large cell that can hold
+    /// no placeholder ([`spliceable`]) goes by reference ([`Sink::cell`]): the placeholders
+    /// are filled in the copied bytes on either side of it, which is the same as filling the
+    /// whole argument since none can be in it or across its edges.
+    fn write_with_rows<S: Sink>(&self, sink: &mut S, keys: &mut KeyGen, rows: &Rows) {
         let dataset = &rows.dataset;
         let row = dataset.next_row();
         let substitutes = keys.substitutes();
@@ -533,6 +632,7 @@ impl Template {
         let mut prev = 0;
         let ends = rows.args.iter().map(|(at, _, _)| *at).chain(std::iter::once(self.bytes.len()));
         for (i, at) in ends.enumerate() {
+            let out = sink.bytes();
             let start = out.len();
             out.extend_from_slice(&self.bytes[prev..at]);
             while let Some((k, off)) = placeholders.next_if(|&(_, off)| off < at) {
@@ -543,10 +643,19 @@ impl Template {
             }
             if let Some((_, pieces, _)) = rows.args.get(i) {
                 push_bulk_len(out, field_len(dataset, row, pieces));
-                let body = out.len();
+                // The copied bytes since the last cell taken by reference.
+                let mut from = out.len();
                 for piece in pieces {
+                    let out = sink.bytes();
                     match piece {
                         Piece::Text(t) => out.extend_from_slice(t),
+                        Piece::Field(c) if rows.splices(row, *c) => {
+                            if substitutes {
+                                fill_found(out, from, &mut shared, keys);
+                            }
+                            sink.cell(dataset, dataset.cell_range(row, *c));
+                            from = sink.bytes().len();
+                        }
                         Piece::Field(c) => out.extend_from_slice(dataset.cell(row, *c)),
                         // Checked when the template was made: it decodes.
                         Piece::Base64(c) => {
@@ -554,22 +663,29 @@ impl Template {
                         }
                     }
                 }
+                let out = sink.bytes();
                 if substitutes {
-                    let mut j = body;
-                    while j + WIDTH <= out.len() {
-                        match placeholder_kind(&out[j..]) {
-                            Some(kind) => {
-                                let key = draw(kind, &mut shared, keys);
-                                fill(out, j, key);
-                                j += WIDTH;
-                            }
-                            None => j += 1,
-                        }
-                    }
+                    fill_found(out, from, &mut shared, keys);
                 }
                 out.extend_from_slice(b"\r\n");
             }
             prev = at;
+        }
+    }
+}
+
+/// Fills the placeholders found in `out[from..]`, left to right, not overlapping (a row's
+/// bytes, which the template could not locate in advance).
+fn fill_found(out: &mut [u8], from: usize, shared: &mut [Option<u64>; 10], keys: &mut KeyGen) {
+    let mut j = from;
+    while j + WIDTH <= out.len() {
+        match placeholder_kind(&out[j..]) {
+            Some(kind) => {
+                let key = draw(kind, shared, keys);
+                fill(out, j, key);
+                j += WIDTH;
+            }
+            None => j += 1,
         }
     }
 }
@@ -929,6 +1045,91 @@ mod tests {
         // Without field placeholders it is `Template::command`.
         assert_eq!(Template::with_dataset(&[b"GET", b"k"], &d).unwrap(), Template::command(&[b"GET", b"k"]));
         assert!(Template::with_dataset(&[b"GET", b"__field:x__"], &d).unwrap_err().contains("id, name"));
+    }
+
+    #[test]
+    fn a_large_dataset_cell_is_spliced_unless_a_placeholder_may_touch_it() {
+        use crate::wire::{Wire, SPLICE_FROM};
+        let n = SPLICE_FROM + 7;
+        let (a, half) = (vec![b'x'; n], vec![b'y'; n / 2]);
+        // b holds a placeholder; c ends with one's start, which its argument's text completes.
+        let b = [&half[..], b"__rand_int__", &half[..]].concat();
+        let c = [&vec![b'z'; n][..], b"__ra"].concat();
+        let csv = [&b"a,b,c\n"[..], &a, b",", &b, b",", &c, b"\n"].concat();
+        let d = Arc::new(Dataset::parse("d.csv", &csv, b',', 0).unwrap());
+        let args: [&[u8]; 6] = [
+            b"SET",
+            b"k:__rand_int__",
+            b"__field:a__",
+            b"__field:b__",
+            b"__field:c__nd_int__",
+            b"p__field:a__q",
+        ];
+        let t = Template::with_dataset(&args, &d).unwrap();
+        let bulk = |body: &[u8]| [format!("${}\r\n", body.len()).as_bytes(), body, b"\r\n"].concat();
+        let filled_b = [&half[..], b"000000000001", &half[..]].concat();
+        let filled_c = [&vec![b'z'; n][..], b"000000000002"].concat();
+        let want = [
+            &b"*6\r\n"[..],
+            &bulk(b"SET"),
+            &bulk(b"k:000000000000"),
+            &bulk(&a),
+            &bulk(&filled_b),
+            &bulk(&filled_c),
+            &bulk(&[&b"p"[..], &a, b"q"].concat()),
+        ]
+        .concat();
+        // (Compared without printing: the arguments are 64 KiB each.)
+        let copied = one(&t, &mut keys(KeySpace::sequential(1000)));
+        assert!(
+            copied == want,
+            "the copied request differs at byte {:?}",
+            copied.iter().zip(&want).position(|(x, y)| x != y)
+        );
+        // Out of a connection's output: the same bytes, a's two cells not copied; b and c are.
+        let mut wire = Wire::default();
+        t.write(&mut wire, &mut keys(KeySpace::sequential(1000)));
+        let owned = wire.owned();
+        assert!(owned < want.len() - 2 * n + 200 && owned > 2 * n, "{owned} of {}", want.len());
+        let mut sent = Vec::new();
+        while let Some(chunk) = wire.chunk() {
+            sent.extend_from_slice(chunk);
+            let len = chunk.len();
+            assert_eq!(wire.advance(len), len);
+        }
+        assert!(sent == want, "the output sends the copied bytes");
+        assert!(t.len() >= want.len());
+        assert_eq!(t.copied_len(), t.len() - 2 * n);
+        // Without -r the placeholders stay as they are, in the copied cells too.
+        let literal = one(&t, &mut keys(KeySpace::Literal));
+        assert!(literal.windows(b.len()).any(|w| w == b), "b as it is");
+    }
+
+    #[test]
+    fn spliceable_cells_are_large_and_touch_no_placeholder() {
+        let n = crate::wire::SPLICE_FROM;
+        let plain = vec![b'x'; n];
+        assert!(spliceable(&plain));
+        assert!(!spliceable(&plain[1..]), "smaller than a spliced value");
+        let with = |head: &[u8], tail: &[u8]| [head, &plain[..], tail].concat();
+        for edge in [&b"_"[..], b"__", b"__rand_", b"__rand_9t", b"__rand_int_"] {
+            assert!(!spliceable(&with(b"", edge)), "ends with {:?}", String::from_utf8_lossy(edge));
+        }
+        for edge in [&b"_"[..], b"t__", b"nd_int__", b"_rand_2nd__"] {
+            assert!(!spliceable(&with(edge, b"")), "starts with {:?}", String::from_utf8_lossy(edge));
+        }
+        assert!(!spliceable(&with(b"", b"__rand_5th__x")), "holds a placeholder");
+        // Wherever it starts in a word of eight, and at the very end.
+        for shift in 0..9 {
+            let mut cell = plain.clone();
+            cell[100 + shift..112 + shift].copy_from_slice(b"__rand_int__");
+            assert!(!spliceable(&cell), "a placeholder at {}", 100 + shift);
+            assert!(holds_placeholder(&[&vec![b'x'; shift][..], b"__rand_1st__"].concat()), "{shift}");
+        }
+        assert!(!holds_placeholder(b"__rand_int_"), "not a whole one");
+        // Underscores that can start or end none: `__rand_int` then not `_`, `_` then not `_`.
+        assert!(spliceable(&with(b"x_x", b"__rand_intx")));
+        assert!(spliceable(&with(b"x_", b"")));
     }
 
     #[test]

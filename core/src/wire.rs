@@ -3,25 +3,58 @@
 //! A value of at least [`SPLICE_FROM`] bytes is not copied into a connection's output: the
 //! output records where it goes and hands out the shared payload's bytes when the socket gets
 //! there ([`Wire::chunk`]). So every connection of a test sends from the one payload of the
-//! test's [`Values`], and `-c 50 -d 100000000` holds one 100 MB value, not fifty. Smaller
+//! test's [`Values`], and `-c 50 -d 100000000` holds one 100 MB value, not fifty; a
+//! `--dataset` cell that large is taken from the test's one [`Dataset`] likewise. Smaller
 //! values are copied, so a batch of small requests still goes in one write.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::Arc;
 
+use crate::dataset::Dataset;
 use crate::template::{Sink, Values};
 
 /// Values at least this large are spliced in by reference instead of copied: at this size a
 /// write or two more per request costs less than copying the value into every connection.
 pub const SPLICE_FROM: usize = 64 * 1024;
 
-/// A value spliced into the output: the first `len` bytes of `values`' payload, of which
-/// `done` are written, going in before `buf[at]`.
+/// The shared bytes a splice takes its bytes from.
+enum Shared {
+    /// `-d`'s payload ([`Values::largest`]).
+    Payload(Arc<Values>),
+    /// `--dataset`'s cells ([`Dataset::bytes`]).
+    Cells(Arc<Dataset>),
+}
+
+impl Shared {
+    /// The bytes of `range` (clamped to what there is).
+    fn bytes(&self, range: Range<usize>) -> &[u8] {
+        match self {
+            Shared::Payload(v) => {
+                let all = v.largest();
+                let end = range.end.min(all.len());
+                all.get(range.start.min(end)..end).unwrap_or(&[])
+            }
+            Shared::Cells(d) => d.bytes(range),
+        }
+    }
+}
+
+/// Bytes spliced into the output: `len` bytes of `shared` from `start`, of which `done` are
+/// written, going in before `buf[at]`.
 struct Splice {
     at: usize,
-    values: Arc<Values>,
+    shared: Shared,
+    start: usize,
     len: usize,
     done: usize,
+}
+
+impl Splice {
+    /// What is left to write.
+    fn rest(&self) -> &[u8] {
+        self.shared.bytes(self.start + self.done..self.start + self.len)
+    }
 }
 
 /// The bytes a connection has encoded and not yet written: owned bytes, with large values
@@ -90,7 +123,7 @@ impl Wire {
     /// the splice the output has reached.
     pub fn chunk(&self) -> Option<&[u8]> {
         match self.splices.front() {
-            Some(s) if s.at == self.pos => Some(&s.values.largest()[s.done..s.len]),
+            Some(s) if s.at == self.pos => Some(s.rest()),
             Some(s) => Some(&self.buf[self.pos..s.at]),
             None if self.pos < self.buf.len() => Some(&self.buf[self.pos..]),
             None => None,
@@ -143,10 +176,33 @@ impl Sink for Wire {
             return;
         }
         crate::template::push_bulk_len(&mut self.buf, len);
-        self.splices.push_back(Splice { at: self.buf.len(), values: Arc::clone(values), len, done: 0 });
+        self.splice(Shared::Payload(Arc::clone(values)), 0..len);
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    fn cell(&mut self, dataset: &Arc<Dataset>, range: Range<usize>) {
+        let len = dataset.bytes(range.clone()).len();
+        if len < SPLICE_FROM {
+            self.buf.cell(dataset, range);
+            return;
+        }
+        self.splice(Shared::Cells(Arc::clone(dataset)), range.start..range.start + len);
+    }
+}
+
+impl Wire {
+    /// The owned bytes held, written or not (what is not spliced), for tests.
+    #[cfg(test)]
+    pub(crate) fn owned(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Appends `range` of `shared` by reference (its bytes must be there: the callers clamp it).
+    fn splice(&mut self, shared: Shared, range: Range<usize>) {
+        let len = range.len();
+        self.splices.push_back(Splice { at: self.buf.len(), shared, start: range.start, len, done: 0 });
         self.spliced += len;
         self.appended += len as u64;
-        self.buf.extend_from_slice(b"\r\n");
     }
 }
 

@@ -80,3 +80,34 @@ fn connections_share_one_copy_of_a_large_value() {
     let peak = children_peak_kib();
     assert!(peak < 250_000, "respbench peaked at {peak} KiB for one 100 MB value on 8 connections");
 }
+
+/// `--dataset` with a 100 MB field, `SET key:__field:id__ __field:blob__` at `-c 1` then at
+/// `-c 10`, one request per connection: every connection sends from the dataset's one copy of
+/// the field, as `-d` does (it was a copy per connection sending: 297 MB at `-c 1`, 2.55 GB at
+/// `-c 50`). The peak of both runs is within 1.2 times the first's (the children's peak is the
+/// largest child's, so the second run can only raise it above its own).
+#[test]
+fn connections_share_one_copy_of_a_large_dataset_field() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let path = std::env::temp_dir().join(format!("respbench-memory-{}-big.csv", std::process::id()));
+    let mut csv = b"id,blob\n1,".to_vec();
+    csv.resize(csv.len() + 100_000_000, b'a');
+    csv.push(b'\n');
+    std::fs::write(&path, &csv).unwrap();
+    drop(csv);
+    let run = |clients: &str| {
+        let args = ["-p", &port, "-c", clients, "-n", clients, "-q", "--dataset", path.to_str().unwrap()];
+        let command = ["--", "SET", "key:__field:id__", "__field:blob__"];
+        let out = respbench().run(&[&args[..], &command[..]].concat(), Duration::from_secs(300));
+        assert!(out.status.success(), "{}", out.dump());
+        children_peak_kib()
+    };
+    let one = run("1");
+    let ten = run("10");
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(server.command_calls("set"), 11);
+    assert_eq!(server.cli(&["STRLEN", "key:1"]), "100000000", "the whole field was stored");
+    assert!(one > 100_000, "the field is in memory once at least: {one} KiB");
+    assert!(ten * 10 <= one * 12, "-c 1 peaked at {one} KiB, -c 10 at {ten} KiB");
+}
