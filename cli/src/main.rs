@@ -4,6 +4,7 @@
 mod args;
 mod help;
 mod opts;
+mod signals;
 mod subcommands;
 mod workers;
 
@@ -11,8 +12,6 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use argh::FromArgs;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
 
 use respbench_driver::Tls;
 use respbench_session::{Ended, Session, StopHandle};
@@ -20,36 +19,7 @@ use respbench_session::{Ended, Session, StopHandle};
 use opts::{Config, Opts};
 use respbench_report::present::Presenter;
 use respbench_report::{capacity, json};
-
-/// Exit status for an interrupted run (128 + SIGINT), after printing what completed.
-const EXIT_INTERRUPTED: u8 = 130;
-/// SIGINT and SIGTERM received so far.
-static SIGNALS: AtomicUsize = AtomicUsize::new(0);
-/// What the first signal pulls: the session stops handing out requests and drains.
-static STOP: OnceLock<StopHandle> = OnceLock::new();
-
-extern "C" fn on_signal(_: libc::c_int) {
-    // A second signal ends the process at once; the first lets the run stop and print.
-    if SIGNALS.fetch_add(1, Ordering::SeqCst) >= 1 {
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(EXIT_INTERRUPTED as libc::c_int) };
-    }
-    // An atomic load and an atomic store: no lock, no allocation.
-    if let Some(stop) = STOP.get() {
-        stop.request();
-    }
-}
-
-fn install_signal_handlers() -> StopHandle {
-    let stop = STOP.get_or_init(StopHandle::new).clone();
-    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only touches atomics and calls _exit, all async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, handler);
-        libc::signal(libc::SIGTERM, handler);
-    }
-    stop
-}
+use signals::EXIT_INTERRUPTED;
 
 fn main() -> ExitCode {
     let args = args::collect();
@@ -122,7 +92,13 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let stop = install_signal_handlers();
+    let stop = match signals::install(written_at_end(&cfg)) {
+        Ok(stop) => stop,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
     match run(&cfg, tls, stop) {
         Ok(code) => code,
         Err(e) => {
@@ -133,6 +109,14 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The files written once the run is over (`--json out.json and --hgrm run`), which a late signal
+/// cuts.
+fn written_at_end(cfg: &Config) -> String {
+    let json = cfg.json.as_deref().map(|p| format!("--json {p}"));
+    let hgrm = cfg.open.hgrm.as_deref().map(|p| format!("--hgrm {p}"));
+    json.into_iter().chain(hgrm).collect::<Vec<_>>().join(" and ")
 }
 
 /// After redis-benchmark's `Could not connect to Redis at HOST:PORT: Connection refused`: where
@@ -187,6 +171,7 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
     let epoch_us = session.epoch_us();
     let done = session.run(&mut presenter);
     let interrupted = !matches!(done.ended, Ok(Ended::Completed));
+    signals::writing_outputs();
     presenter.finish(&base, interrupted, done.late_by_s, epoch_us)?;
     // After every result, in the peers' words: their callers check the status and this line.
     // `-e` printed each error reply's message already.

@@ -14,10 +14,32 @@ use std::io::{self, Write};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// How many random names are tried before giving up (each taken one is a collision of 64
 /// random bits, or names planted by someone guessing them).
 const ATTEMPTS: usize = 16;
+
+/// The temporary files made and not yet renamed or removed, for [`remove_unfinished`].
+static UNFINISHED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn unfinished() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    UNFINISHED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Removes the temporary files of writes still under way: for a process about to end without
+/// finishing them (a late signal), so that it leaves none behind. Held only for a push or a
+/// removal, the lock never waits on a write.
+pub fn remove_unfinished() {
+    for tmp in unfinished().drain(..) {
+        let _ = std::fs::remove_file(tmp);
+    }
+}
+
+/// `tmp` is renamed or removed: no longer [`remove_unfinished`]'s.
+fn finished(tmp: &Path) {
+    unfinished().retain(|t| t != tmp);
+}
 
 /// Eight random bytes from the kernel, as 16 hex digits.
 fn random_hex() -> io::Result<String> {
@@ -55,7 +77,10 @@ pub fn create_temp_beside(target: &Path) -> io::Result<(PathBuf, File)> {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&tmp)
         {
-            Ok(f) => return Ok((tmp, f)),
+            Ok(f) => {
+                unfinished().push(tmp.clone());
+                return Ok((tmp, f));
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(e),
         }
@@ -91,6 +116,7 @@ pub fn write_atomically(target: &Path, bytes: &[u8]) -> io::Result<()> {
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
+    finished(&tmp);
     written
 }
 
@@ -100,7 +126,9 @@ pub fn write_atomically(target: &Path, bytes: &[u8]) -> io::Result<()> {
 pub fn probe_writable(target: &Path) -> io::Result<()> {
     let (tmp, file) = create_temp_beside(target)?;
     drop(file);
-    std::fs::remove_file(&tmp)
+    let removed = std::fs::remove_file(&tmp);
+    finished(&tmp);
+    removed
 }
 
 #[cfg(test)]

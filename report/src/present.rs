@@ -385,8 +385,12 @@ impl Observer for Presenter {
 
     fn intervals(&mut self, tag: &str, ended: &[(Time, Interval)], end: Option<Time>) -> Result<(), Error> {
         if let Some(log) = &mut self.hlog {
+            // Flushed each time (about once a second): a process ended at once by a late signal
+            // leaves every interval already closed in the file.
             let written = ended.iter().try_for_each(|(start, s)| log.write(tag, *start, end, s));
-            if let Err(e) = written.and_then(|()| if end.is_some() { log.flush() } else { Ok(()) }) {
+            if let Err(e) =
+                written.and_then(|()| if ended.is_empty() && end.is_none() { Ok(()) } else { log.flush() })
+            {
                 // The results are kept for the other outputs; the log is said at the end.
                 self.failed.push(e);
                 self.hlog = None;
