@@ -11,8 +11,8 @@ Usage: respbench [options] [command [arg...]]     (default: redis-benchmark's su
        respbench merge <file.json>... [--json <out.json>] [--force]
 
 Connection     -h <host> (127.0.0.1)  -p <port> (6379)  -s <socket>  -u <redis://user:pw@host:port>
-               -a <password>  --user <name> (ACL)  --dbnum <n>  -3 (RESP3)  -k <0|1>
-               --timeout <5s>  --reconnect  --mptcp
+               -a <password> (or REDISCLI_AUTH, or --askpass)  --user <name> (ACL)  --dbnum <n>
+               -3 (RESP3)  -k <0|1>  --timeout <5s>  --reconnect  --mptcp
 Workload       -t <tests> (all: set,get,lpush,...)  -n <requests> (100000)  -d <bytes> (3)
                -r <keyspace>  --key-dist <uniform|sequential|zipf:0.99|gaussian>
                --key-prefix <p>  --preload  --mix <set:1,get:10>  --mix-command <'w CMD args'>

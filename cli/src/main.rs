@@ -4,6 +4,7 @@
 mod args;
 mod help;
 mod opts;
+mod secret;
 mod signals;
 mod subcommands;
 mod workers;
@@ -70,6 +71,9 @@ fn main() -> ExitCode {
         Ok(o) => o,
         Err(code) => return code,
     };
+    // Read: off `ps` from here on.
+    secret::scrub(&args, &options.values);
+    let askpass = opts.askpass;
     if opts.version {
         let _ = writeln!(std::io::stdout(), "respbench {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
@@ -83,6 +87,9 @@ fn main() -> ExitCode {
         c.valkey_suite = std::path::Path::new(name)
             .file_name()
             .is_some_and(|f| f.to_string_lossy().starts_with("valkey-benchmark"));
+        if askpass {
+            c.password = Some(respbench_session::secret::read_password(&mut std::io::stderr())?);
+        }
         Ok((respbench_session::tls_client(&c).map_err(|e| e.to_string())?, c))
     });
     let (tls, cfg) = match checked {

@@ -31,10 +31,15 @@ pub struct Opts {
     /// server socket (overrides host and port)
     #[argh(option, short = 's')]
     pub socket: Option<String>,
-    /// password for Redis Auth
+    /// password for Redis Auth (else $REDISCLI_AUTH); hidden from ps once read, but
+    /// REDISCLI_AUTH or --askpass keep it off the command line
     #[argh(option, short = 'a')]
     pub password: Option<String>,
-    /// used to send ACL style 'AUTH username pass'; needs -a
+    /// read the password from the terminal without echo (or one line of stdin when it is not
+    /// a terminal); -a and REDISCLI_AUTH are then ignored
+    #[argh(switch)]
+    pub askpass: bool,
+    /// used to send ACL style 'AUTH username pass'; needs a password (-a, REDISCLI_AUTH, --askpass)
     #[argh(option)]
     pub user: Option<String>,
     /// server URI: redis://[user:password@]host[:port][/db]; rediss:// turns TLS on
@@ -852,6 +857,10 @@ impl Opts {
             if apply_uri(uri, &mut c)? {
                 tls_by = tls_by.or(Some("-u rediss://"));
             }
+        }
+        // redis-cli's variable, when neither -a nor -u gave one (--askpass, later, wins over all).
+        if c.password.is_none() {
+            c.password = std::env::var("REDISCLI_AUTH").ok().filter(|p| !p.is_empty());
         }
         let tls = TlsOptions {
             sni: self.sni,

@@ -19,6 +19,7 @@ pub mod observer;
 pub mod result;
 pub mod routing;
 mod run;
+pub mod secret;
 pub mod server;
 #[cfg(feature = "tls")]
 pub mod tls;
