@@ -110,7 +110,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("{e}");
-            if let Some(hint) = refused_hint(&e) {
+            if let Some(hint) = respbench_report::text::refused_hint(&e) {
                 eprintln!("{hint}");
             }
             ExitCode::from(1)
@@ -124,21 +124,6 @@ fn written_at_end(cfg: &Config) -> String {
     let json = cfg.json.as_deref().map(|p| format!("--json {p}"));
     let hgrm = cfg.open.hgrm.as_deref().map(|p| format!("--hgrm {p}"));
     json.into_iter().chain(hgrm).collect::<Vec<_>>().join(" and ")
-}
-
-/// After redis-benchmark's `Could not connect to Redis at HOST:PORT: Connection refused`: where
-/// respbench looked, and how to point it elsewhere (the commonest first-run mistake: no server
-/// there, or another port).
-fn refused_hint(error: &str) -> Option<String> {
-    let at = error.strip_prefix("Could not connect to Redis at ")?;
-    let (address, why) = at.split_once(": ")?;
-    if !why.starts_with("Connection refused") {
-        return None;
-    }
-    Some(format!(
-        "Nothing accepts connections at {address}: start a server there (redis-server --port PORT), \
-         or point respbench at yours with -h HOST -p PORT (or -s SOCKET, or -u redis://HOST:PORT)."
-    ))
 }
 
 fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, String> {

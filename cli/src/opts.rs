@@ -1398,6 +1398,7 @@ mod tests {
         };
         let t = json::test(&e, 1_000_000).unwrap();
         let doc = json::document(json::config(&cfg), json::server(&ServerInfo::default()), false, vec![t]);
+        let doc = serde_json::to_value(doc).unwrap();
         assert_eq!(doc["schema"], "respbench/2");
         assert_eq!(doc["config"]["port"], 6379);
         assert_eq!(doc["config"]["seed"], 7);

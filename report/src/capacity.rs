@@ -10,8 +10,8 @@ use respbench_session::capacity::{
     Metric, Role, StepRecord,
 };
 use respbench_session::result::TestResult;
-use serde_json::{json, Value};
 
+use crate::doc::{self, Document};
 use crate::json;
 
 /// `87300` as `87,300`.
@@ -196,65 +196,75 @@ pub fn write_csv(f: &Found, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// The JSON document's `capacity`: one entry per test searched.
-pub fn to_json(searches: &[Found], epoch_us: u64) -> Result<Value, String> {
-    searches.iter().map(|f| search_json(f, epoch_us)).collect::<Result<Vec<_>, _>>().map(Value::Array)
+pub fn to_json(searches: &[Found], epoch_us: u64) -> Result<Vec<doc::Search>, String> {
+    searches.iter().map(|f| search_json(f, epoch_us)).collect()
 }
 
-fn search_json(f: &Found, epoch_us: u64) -> Result<Value, String> {
+fn search_json(f: &Found, epoch_us: u64) -> Result<doc::Search, String> {
     let c = &f.capacity;
-    let objectives: Vec<Value> = c
+    let objectives = c
         .objectives
         .iter()
-        .map(|o| {
-            json!({
-                "text": o.text,
-                "metric": match o.metric { Metric::Corrected => "latency", Metric::Service => "service" },
-                "percentile": o.percentile,
-                "limit_us": o.limit_us,
-            })
+        .map(|o| doc::Objective {
+            text: o.text.clone(),
+            metric: match o.metric {
+                Metric::Corrected => "latency",
+                Metric::Service => "service",
+            }
+            .into(),
+            percentile: o.percentile,
+            limit_us: o.limit_us,
         })
         .collect();
     let mut steps = Vec::new();
     for (s, r) in c.steps.iter().zip(&f.results) {
         let [p50, p99, p999, s99] = percentiles(r);
-        steps.push(json!({
-            "target_rps": s.rate,
-            "role": s.role.name(),
-            "achieved_rps": finite(s.measured.achieved),
-            "passed": s.passed,
-            "miss": if s.passed { Value::Null } else { json!(miss_text(&c.objectives, s)) },
-            "values_us": s.measured.values_us,
-            "latency_us": {"p50": p50, "p99": p99, "p99_9": p999},
-            "service_p99_us": s99,
-            "bottleneck": r.verdict.as_ref().map(|v| v.side.name()),
-            "test": json::test(r, epoch_us)?,
-        }));
+        steps.push(doc::SearchStep {
+            target_rps: s.rate,
+            role: s.role.name().into(),
+            achieved_rps: finite(s.measured.achieved),
+            passed: s.passed,
+            miss: (!s.passed).then(|| miss_text(&c.objectives, s)),
+            values_us: s.measured.values_us.clone(),
+            latency_us: doc::StepLatency { p50, p99, p99_9: p999 },
+            service_p99_us: s99,
+            bottleneck: r.verdict.as_ref().map(|v| v.side.name().to_string()),
+            test: json::test(r, epoch_us)?,
+        });
     }
     let (answer, unreachable) = match c.conclusion {
         Conclusion::Met { rate, step, above, confirmed } => (
-            json!({"rps": rate, "step": step, "above_step": above, "above_rps": above.map(|a| c.steps[a].rate), "confirmed": confirmed}),
-            Value::Null,
+            Some(doc::Answer {
+                rps: rate,
+                step: step as u64,
+                above_step: above.map(|a| a as u64),
+                above_rps: above.map(|a| c.steps[a].rate),
+                confirmed,
+            }),
+            None,
         ),
         Conclusion::Unreachable { lowest } => {
-            (Value::Null, json!({"lowest_step": lowest, "lowest_rps": c.steps[lowest].rate}))
+            (None, Some(doc::Unreachable { lowest_step: lowest as u64, lowest_rps: c.steps[lowest].rate }))
         }
-        Conclusion::NotRun => (Value::Null, Value::Null),
+        Conclusion::NotRun => (None, None),
     };
-    Ok(json!({
-        "test": f.test,
-        "objectives": objectives,
-        "resolution": c.resolution.to_string(),
-        "ceiling_rps": c.ceiling.map(finite),
-        "bounds_rps": [c.bounds.0, c.bounds.1],
-        "ladder": c.steps.first().is_some_and(|s| s.role == Role::Ladder),
-        "out_of_steps": c.out_of_steps,
-        "answer": answer,
-        "unreachable": unreachable,
-        "client_ceiling": f.client_ceiling().map(|v| json!({"side": v.side.name(), "text": v.text})),
-        "line": answer_line(f),
-        "steps": steps,
-        "probe": f.probe.as_ref().map(|p| json::test(p, epoch_us)).transpose()?,
-    }))
+    Ok(doc::Search {
+        test: f.test.clone(),
+        objectives,
+        resolution: c.resolution.to_string(),
+        ceiling_rps: c.ceiling.map(finite),
+        bounds_rps: [c.bounds.0, c.bounds.1],
+        ladder: c.steps.first().is_some_and(|s| s.role == Role::Ladder),
+        out_of_steps: c.out_of_steps,
+        answer,
+        unreachable,
+        client_ceiling: f
+            .client_ceiling()
+            .map(|v| doc::Verdict { side: v.side.name().into(), text: v.text.clone() }),
+        line: answer_line(f),
+        steps,
+        probe: f.probe.as_ref().map(|p| json::test(p, epoch_us)).transpose()?,
+    })
 }
 
 fn finite(v: f64) -> f64 {
@@ -273,37 +283,26 @@ struct ReadStep {
 }
 
 /// A document's searches read back, enough to merge: the objectives' text, the test, the steps.
-fn read_search(v: &Value) -> Result<(String, String, Vec<ReadStep>), String> {
-    let test = v.get("test").and_then(Value::as_str).ok_or("a capacity entry without 'test'")?;
-    let slo: Vec<&str> = v
-        .get("objectives")
-        .and_then(Value::as_array)
-        .ok_or("a capacity entry without 'objectives'")?
-        .iter()
-        .filter_map(|o| o.get("text").and_then(Value::as_str))
-        .collect();
+fn read_search(v: &doc::Search) -> Result<(String, String, Vec<ReadStep>), String> {
+    let slo: Vec<&str> = v.objectives.iter().map(|o| o.text.as_str()).collect();
     let mut steps = Vec::new();
-    for s in v.get("steps").and_then(Value::as_array).ok_or("a capacity entry without 'steps'")? {
-        let role = match s.get("role").and_then(Value::as_str) {
-            Some("bracket") => Role::Bracket,
-            Some("bisect") => Role::Bisect,
-            Some("confirm") => Role::Confirm,
+    for s in &v.steps {
+        let role = match s.role.as_str() {
+            "bracket" => Role::Bracket,
+            "bisect" => Role::Bisect,
+            "confirm" => Role::Confirm,
             _ => Role::Ladder,
         };
-        steps.push(ReadStep {
-            rate: s.get("target_rps").and_then(Value::as_u64).ok_or("a step without 'target_rps'")?,
-            role,
-            test: json::read_test(s.get("test").ok_or("a step without 'test'")?)?,
-        });
+        steps.push(ReadStep { rate: s.target_rps, role, test: json::read_test(&s.test)? });
     }
-    Ok((test.to_string(), slo.join(","), steps))
+    Ok((v.test.clone(), slo.join(","), steps))
 }
 
 /// `respbench merge` of a split run's searches: each ladder step's tests add up across the
 /// parts, each step is judged again on the merged histograms and the fleet's rate, and the
 /// ladder's answer is found from those. Empty when no document has a search.
-pub fn merge(docs: &[Value]) -> Result<Vec<Found>, String> {
-    let entries: Vec<&Vec<Value>> = docs.iter().filter_map(|d| d.get("capacity")?.as_array()).collect();
+pub fn merge(docs: &[Document]) -> Result<Vec<Found>, String> {
+    let entries: Vec<&Vec<doc::Search>> = docs.iter().filter_map(|d| d.capacity.as_ref()).collect();
     if entries.is_empty() {
         return Ok(Vec::new());
     }
@@ -332,8 +331,7 @@ pub fn merge(docs: &[Value]) -> Result<Vec<Found>, String> {
             }
         }
     }
-    let poisson =
-        docs.iter().any(|d| d.pointer("/config/arrival").and_then(Value::as_str) == Some("poisson"));
+    let poisson = docs.iter().any(|d| d.config.arrival == "poisson");
     let mut out = Vec::new();
     for (test, slo, steps) in merged {
         let objectives = parse_objectives(&slo)?;

@@ -3,6 +3,7 @@
 //!
 //! Histograms travel as HdrHistogram V2 deflate encodings in base64, so a merge adds them exactly.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
@@ -10,14 +11,15 @@ use hdrhistogram::Histogram;
 use respbench_core::cluster::Redirects;
 use respbench_core::stats::{ErrorCounts, Interval, Second, Setup, HIGHEST_MICROS, LOWEST_MICROS};
 use respbench_core::{Endpoint, Stats, Time};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
-use respbench_session::config::Config;
+use respbench_session::config::{Config, Replicas};
 use respbench_session::cpu::ClientCpu;
 use respbench_session::result::{NodeInfo, StepValues, TestResult, Warning};
 use respbench_session::server::ServerInfo;
 use respbench_session::verdict::ServerCpu;
 
+use crate::doc::{self, Document};
 use crate::hdr::{finite, mean, ms, value_at_percentile};
 
 /// The document's `schema`; a change that breaks readers bumps the number.
@@ -72,242 +74,231 @@ fn redact_uri(uri: &str) -> String {
 }
 
 /// The whole document of a run (or of a merge).
-pub fn document(config: Value, server: Value, interrupted: bool, tests: Vec<Value>) -> Value {
-    let mut doc = json!({
-        "schema": SCHEMA,
-        "tool": { "name": "respbench", "version": env!("CARGO_PKG_VERSION") },
-        "config": config,
-        "server": server,
-        "interrupted": interrupted,
-        "tests": tests,
-    });
-    if let Some(line) = COMMAND_LINE.get() {
-        doc["command_line"] = json!(line);
+pub fn document(
+    config: doc::RunConfig,
+    server: doc::Server,
+    interrupted: bool,
+    tests: Vec<doc::Test>,
+) -> Document {
+    Document {
+        schema: SCHEMA.into(),
+        tool: doc::Tool { name: "respbench".into(), version: env!("CARGO_PKG_VERSION").into() },
+        command_line: COMMAND_LINE.get().cloned(),
+        config,
+        server,
+        interrupted,
+        tests,
+        ..Document::default()
     }
-    doc
 }
 
 /// The `config` object: every option that shapes the load (no password).
-pub fn config(cfg: &Config) -> Value {
-    let mut c = Map::new();
-    match &cfg.endpoint {
-        Endpoint::Tcp { host, port } => {
-            c.insert("host".into(), json!(host));
-            c.insert("port".into(), json!(port));
-        }
-        Endpoint::Unix(path) => {
-            c.insert("socket".into(), json!(path.to_string_lossy()));
-        }
-    }
-    let more = json!({
-        "user": cfg.user,
-        "clients": cfg.clients,
-        "requests": cfg.requests,
-        "datasize": cfg.datasize,
-        "datasize_spec": cfg.values.to_string(),
-        "key_dist": cfg.key_dist.to_string(),
-        "key_prefix": cfg.key_prefix,
-        "pipeline": cfg.pipeline,
-        "pipeline_mode": cfg.pipeline_mode.name(),
-        "keepalive": cfg.keepalive,
-        "threads": cfg.threads,
-        "keyspace": cfg.keyspace,
-        "seed": cfg.seed,
-        "dbnum": cfg.db,
-        "resp3": cfg.resp3,
-        "tracking": cfg.tracking,
-        "tls": cfg.tls.is_some(),
-        "cluster": cfg.cluster,
-        "rfr": cfg.rfr.name(),
-        "replicas": match &cfg.replicas {
-            respbench_session::config::Replicas::None => Value::Null,
-            respbench_session::config::Replicas::Auto => json!("auto"),
-            respbench_session::config::Replicas::Listed(l) => json!(l.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
+pub fn config(cfg: &Config) -> doc::RunConfig {
+    let (host, port, socket) = match &cfg.endpoint {
+        Endpoint::Tcp { host, port } => (Some(host.clone()), Some(*port), None),
+        Endpoint::Unix(path) => (None, None, Some(path.to_string_lossy().into_owned())),
+    };
+    let rates = |r: &[u64]| (!r.is_empty()).then(|| r.to_vec());
+    let mut c = doc::RunConfig {
+        host,
+        port,
+        socket,
+        user: cfg.user.clone(),
+        clients: cfg.clients as u64,
+        requests: cfg.requests,
+        datasize: cfg.datasize as u64,
+        datasize_spec: cfg.values.to_string(),
+        key_dist: cfg.key_dist.to_string(),
+        key_prefix: cfg.key_prefix.clone(),
+        pipeline: u64::from(cfg.pipeline),
+        pipeline_mode: Some(cfg.pipeline_mode.name().into()),
+        keepalive: cfg.keepalive,
+        threads: cfg.threads as u64,
+        keyspace: cfg.keyspace,
+        seed: cfg.seed,
+        dbnum: u64::from(cfg.db),
+        resp3: cfg.resp3,
+        tracking: cfg.tracking,
+        tls: cfg.tls.is_some(),
+        cluster: cfg.cluster,
+        rfr: cfg.rfr.name().into(),
+        replicas: match &cfg.replicas {
+            Replicas::None => Value::Null,
+            Replicas::Auto => Value::from("auto"),
+            Replicas::Listed(l) => Value::from(l.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
         },
-        "backend": cfg.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
-        "precision": cfg.precision,
-        "loop": cfg.repeat,
-        "tests": cfg.tests,
-        "command": if cfg.command.is_empty() {
-            Value::Null
-        } else {
-            // Lossy: JSON strings are UTF-8 (the template in each test is lossy too).
-            json!(cfg.command.iter().map(|a| String::from_utf8_lossy(a)).collect::<Vec<_>>())
-        },
-        "timeout_ms": cfg.timeout.map(|t| t.as_secs_f64() * 1e3),
-        "rps": if cfg.open.rates.is_empty() { Value::Null } else { json!(cfg.open.rates) },
-        "arrival": if cfg.open.poisson { "poisson" } else { "constant" },
+        backend: cfg.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
+        precision: u64::from(cfg.precision),
+        repeat: cfg.repeat,
+        tests: cfg.tests.clone(),
+        // Lossy: JSON strings are UTF-8 (the template in each test is lossy too).
+        command: (!cfg.command.is_empty())
+            .then(|| cfg.command.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()),
+        timeout_ms: cfg.timeout.map(|t| t.as_secs_f64() * 1e3),
+        rps: rates(&cfg.open.rates),
+        arrival: if cfg.open.poisson { "poisson" } else { "constant" }.into(),
         // Set, or automatic (null): each open-loop test has its own `rps_slack_us`.
-        "rps_slack_us": cfg.open.slack.map(|s| s.as_micros() as u64),
-        "duration_s": cfg.open.duration.map(|d| d.as_secs_f64()),
-        "warmup_s": cfg.open.warmup.as_secs_f64(),
-        "mix": if cfg.open.has_mix() {
-            let named = cfg.open.mix.iter().map(|(n, w)| json!({"command": n, "weight": w}));
-            let custom = cfg.open.mix_commands.iter().map(|(a, w)| json!({"command": a.join(" "), "weight": w}));
-            json!(named.chain(custom).collect::<Vec<_>>())
-        } else {
-            Value::Null
-        },
-    });
-    if let Value::Object(m) = more {
-        c.extend(m);
-    }
-    if let Some(s) = &cfg.capacity {
+        rps_slack_us: cfg.open.slack.map(|s| s.as_micros() as u64),
+        duration_s: cfg.open.duration.map(|d| d.as_secs_f64()),
+        warmup_s: cfg.open.warmup.as_secs_f64(),
+        mix: cfg.open.has_mix().then(|| {
+            let named = cfg.open.mix.iter().map(|(n, w)| doc::MixEntry { command: n.clone(), weight: *w });
+            let custom =
+                cfg.open.mix_commands.iter().map(|(a, w)| doc::MixEntry { command: a.join(" "), weight: *w });
+            named.chain(custom).collect()
+        }),
         // --slo: what the search was asked (every worker of a split run the same).
-        c.insert(
-            "slo".into(),
-            json!({
-                "objectives": s.objectives.iter().map(|o| o.text.clone()).collect::<Vec<_>>(),
-                "resolution": s.resolution.to_string(),
-                "range_rps": s.range.map(|(lo, hi)| [lo, hi]),
-                "max_steps": s.max_steps,
-                "ladder": s.ladder,
-            }),
-        );
-    }
-    if let Some(at) = &cfg.start_at {
-        c.insert("start_at_us".into(), json!(at.unix_us));
-    }
-    if cfg.mptcp {
-        c.insert("mptcp".into(), json!(true));
-    }
+        slo: cfg.capacity.as_ref().map(|s| doc::Slo {
+            objectives: s.objectives.iter().map(|o| o.text.clone()).collect(),
+            resolution: s.resolution.to_string(),
+            range_rps: s.range.map(|(lo, hi)| [lo, hi]),
+            max_steps: u64::from(s.max_steps),
+            ladder: s.ladder,
+        }),
+        start_at_us: cfg.start_at.as_ref().map(|at| at.unix_us),
+        mptcp: cfg.mptcp.then_some(true),
+        ..doc::RunConfig::default()
+    };
     if let Some(split) = &cfg.split {
         // The whole run's figures, the same on every worker; this worker's shares apart.
-        c.insert("requests".into(), json!(split.requests));
-        c.insert("clients".into(), json!(split.clients[0]));
-        c.insert("seed".into(), json!(split.seed));
+        c.requests = split.requests;
+        c.clients = split.clients[0] as u64;
+        c.seed = split.seed;
         if !split.rates.is_empty() {
-            c.insert("rps".into(), json!(split.rates));
+            c.rps = Some(split.rates.clone());
         }
-        c.insert(
-            "worker".into(),
-            json!({
-                "index": split.worker.index,
-                "count": split.worker.count,
-                "requests": cfg.requests,
-                "clients": cfg.sweep.clients,
-                "rps": if cfg.open.rates.is_empty() { Value::Null } else { json!(cfg.open.rates) },
-                "keys": split.keys.map(|(first, count)| json!({"first": first, "count": count})),
-            }),
-        );
+        c.worker = Some(doc::WorkerPart {
+            index: split.worker.index,
+            count: split.worker.count,
+            requests: cfg.requests,
+            clients: cfg.sweep.clients.iter().map(|&n| n as u64).collect(),
+            rps: rates(&cfg.open.rates),
+            keys: split.keys.map(|(first, count)| doc::KeyRange { first, count }),
+        });
     }
     if cfg.sweep.is_sweep() {
         let s = &cfg.sweep;
-        c.insert(
-            "sweep".into(),
-            json!({
-                "datasize": s.datasizes.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                "clients": cfg.split.as_ref().map_or(&s.clients, |w| &w.clients),
-                "pipeline": s.pipelines,
-                "threads": s.threads,
-                "repeat": s.repeat,
-            }),
-        );
+        c.sweep = Some(doc::SweepLists {
+            datasize: s.datasizes.iter().map(ToString::to_string).collect(),
+            clients: cfg
+                .split
+                .as_ref()
+                .map_or(&s.clients, |w| &w.clients)
+                .iter()
+                .map(|&n| n as u64)
+                .collect(),
+            pipeline: s.pipelines.iter().map(|&p| u64::from(p)).collect(),
+            threads: s.threads.iter().map(|&t| t as u64).collect(),
+            repeat: s.repeat as u64,
+        });
     }
-    Value::Object(c)
+    c
 }
 
 /// The `server` object: what the startup connection read from `CONFIG GET` (null when refused).
-pub fn server(info: &ServerInfo) -> Value {
-    json!({
-        "save": info.save,
-        "appendonly": info.appendonly,
-        "name": info.name,
-        "version": info.version,
-        "mode": info.mode,
-    })
+pub fn server(info: &ServerInfo) -> doc::Server {
+    doc::Server {
+        save: info.save.clone(),
+        appendonly: info.appendonly.clone(),
+        name: info.name.clone(),
+        version: info.version.clone(),
+        mode: info.mode.clone(),
+    }
 }
 
 /// A sweep step's values as each of its entries records them.
-fn step(s: &StepValues) -> Value {
-    json!({
-        "datasize": s.datasize,
-        "clients": s.clients,
-        "pipeline": s.pipeline,
-        "threads": s.threads,
-        "run": s.run,
-    })
+fn step(s: &StepValues) -> doc::Step {
+    doc::Step {
+        datasize: s.datasize.clone(),
+        clients: s.clients,
+        pipeline: s.pipeline,
+        threads: s.threads,
+        run: s.run,
+    }
 }
 
 /// Reads a test's `step` back.
-fn read_step(v: &Value, name: &str) -> Result<StepValues, String> {
-    let n = |k: &str| v.get(k).and_then(Value::as_u64).ok_or_else(|| format!("test '{name}': step.{k}"));
-    Ok(StepValues {
-        datasize: v
-            .get("datasize")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("test '{name}': step.datasize"))?
-            .to_string(),
-        clients: n("clients")?,
-        pipeline: n("pipeline")?,
-        threads: n("threads")?,
-        run: n("run")?,
-    })
+fn read_step(s: &doc::Step) -> StepValues {
+    StepValues {
+        datasize: s.datasize.clone(),
+        clients: s.clients,
+        pipeline: s.pipeline,
+        threads: s.threads,
+        run: s.run,
+    }
 }
 
 /// A test's finding: `{"kind", "text", "figures": {name: value}}`.
-fn warning(w: &Warning) -> Value {
-    let figures: serde_json::Map<String, Value> =
-        w.figures.iter().map(|(k, v)| (k.to_string(), finite(*v).into())).collect();
-    json!({ "kind": w.kind.name(), "text": w.text, "figures": figures })
+fn warning(w: &Warning) -> doc::Finding {
+    doc::Finding {
+        kind: w.kind.name().into(),
+        text: w.text.clone(),
+        figures: w.figures.iter().map(|(k, v)| (k.to_string(), finite(*v))).collect(),
+    }
 }
 
 /// The session's notices (`--preload`'s line, a missing server CONFIG): the document's
 /// `warnings`, each `{"kind": "notice", "text"}`.
-pub fn notices(lines: &[String]) -> Value {
-    lines.iter().map(|l| json!({ "kind": "notice", "text": l })).collect()
+pub fn notices(lines: &[String]) -> Vec<doc::Notice> {
+    lines.iter().map(|l| doc::Notice { kind: "notice".into(), text: l.clone() }).collect()
 }
 
 /// One entry of `tests`. `epoch_us` is the run's epoch in microseconds since the Unix epoch, so
 /// `start_us`/`end_us` are wall-clock times comparable across processes and machines.
-pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
+pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
     let stats = &e.stats;
-    let errors = errors_map(&stats.errors);
-    let mut t = json!({
-        "name": e.name,
-        "command": e.command,
-        "requests": stats.requests,
-        "nil_replies": stats.nils,
-        "errors": errors,
-        "duration_s": finite(stats.duration_secs()),
-        "rps": finite(stats.rps()),
-        "latency_ms": latency_ms(&stats.latency),
-        "histogram": histogram(&stats.latency)?,
-        "bytes_sent": stats.bytes_sent,
-        "bytes_received": stats.bytes_received,
-        "connections_opened": stats.connections_opened,
-        "start_us": epoch_us.saturating_add(stats.start.as_micros()),
-        "end_us": epoch_us.saturating_add(stats.end.as_micros()),
-        "last_reply_us": epoch_us.saturating_add(stats.last_reply.as_micros()),
-    });
-    if crate::text::none_succeeded(stats) {
-        // No rate and no latency: they would be the errors' (or nothing's), as the text says.
-        t["rps"] = Value::Null;
-        t["latency_ms"] = Value::Null;
-        t["no_request_succeeded"] = json!(true);
-    }
-    if let Some(b) = &e.backend {
-        t["backend"] = json!(b);
-    }
-    if let Some(r) = e.target_rps {
-        t["target_rps"] = json!(r);
-    }
-    if let Some(s) = e.slack {
-        t["rps_slack_us"] = json!(s.as_micros() as u64);
-    }
-    if e.never_ran != (0, 0) {
-        t["clients_never_ran"] = json!({"refused": e.never_ran.0, "unreachable": e.never_ran.1});
-    }
+    let none = crate::text::none_succeeded(stats);
+    let count = |n: u64| (n > 0).then_some(n);
+    let mut t = doc::Test {
+        name: e.name.clone(),
+        command: e.command.clone(),
+        requests: stats.requests,
+        nil_replies: stats.nils,
+        errors: errors_map(&stats.errors),
+        duration_s: finite(stats.duration_secs()),
+        // No rate and no latency where no request succeeded: they would be the errors' (or
+        // nothing's), as the text says.
+        rps: (!none).then(|| finite(stats.rps())),
+        latency_ms: (!none).then(|| latency_ms(&stats.latency)),
+        no_request_succeeded: none.then_some(true),
+        histogram: histogram(&stats.latency)?,
+        bytes_sent: stats.bytes_sent,
+        bytes_received: stats.bytes_received,
+        connections_opened: stats.connections_opened,
+        start_us: epoch_us.saturating_add(stats.start.as_micros()),
+        end_us: epoch_us.saturating_add(stats.end.as_micros()),
+        last_reply_us: Some(epoch_us.saturating_add(stats.last_reply.as_micros())),
+        backend: e.backend.clone(),
+        target_rps: e.target_rps,
+        rps_slack_us: e.slack.map(|s| s.as_micros() as u64),
+        clients_never_ran: (e.never_ran != (0, 0))
+            .then_some(doc::NeverRan { refused: e.never_ran.0, unreachable: e.never_ran.1 }),
+        failed_clients: count(stats.failed_clients),
+        abandoned_requests: count(stats.abandoned),
+        unsent_requests: count(stats.unsent),
+        latency_lower_bounds: count(stats.lower_bounds),
+        warnings: (!e.warnings.is_empty()).then(|| e.warnings.iter().map(warning).collect()),
+        step: e.step.as_ref().map(step),
+        ..doc::Test::default()
+    };
     if let Some(h) = &stats.service {
-        t["service_latency_ms"] = latency_ms(h);
-        t["service_histogram"] = histogram(h)?;
+        t.service_latency_ms = Some(latency_ms(h));
+        t.service_histogram = Some(histogram(h)?);
+        t.arrivals = Some(doc::Arrivals {
+            due: stats.arrivals(),
+            completed: stats.requests.saturating_sub(stats.error_replies()),
+            error_replies: stats.error_replies(),
+            lost: stats.lost,
+            abandoned: stats.abandoned,
+            unsent: stats.unsent,
+        });
     }
     // A mix's commands record none of their own: the total has it.
     if let Some(h) = stats.lateness.as_ref().filter(|h| !h.is_empty()) {
-        t["lateness"] = json!({ "ms": latency_ms(h), "histogram": histogram(h)? });
+        t.lateness = Some(doc::Distribution { ms: latency_ms(h), histogram: histogram(h)? });
     }
     if stats.setup.count() > 0 {
-        t["connection_setup"] = setup(&stats.setup)?;
+        t.connection_setup = Some(setup(&stats.setup)?);
     }
     if !stats.nodes.is_empty() {
         let duration = stats.duration_secs();
@@ -317,39 +308,14 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
             .enumerate()
             .map(|(i, n)| node(&NodeInfo::nth(&e.nodes, i), n, duration))
             .collect::<Result<Vec<_>, _>>()?;
-        t["nodes"] = json!(nodes);
-        t["redirects"] = redirects(&stats.redirects);
-    }
-    if !e.warnings.is_empty() {
-        t["warnings"] = e.warnings.iter().map(warning).collect();
-    }
-    if stats.abandoned > 0 {
-        t["abandoned_requests"] = json!(stats.abandoned);
-    }
-    if stats.unsent > 0 {
-        t["unsent_requests"] = json!(stats.unsent);
-    }
-    if stats.lower_bounds > 0 {
-        t["latency_lower_bounds"] = json!(stats.lower_bounds);
-    }
-    if stats.failed_clients > 0 {
-        t["failed_clients"] = json!(stats.failed_clients);
-    }
-    if stats.service.is_some() {
-        t["arrivals"] = json!({
-            "due": stats.arrivals(),
-            "completed": stats.requests.saturating_sub(stats.error_replies()),
-            "error_replies": stats.error_replies(),
-            "lost": stats.lost,
-            "abandoned": stats.abandoned,
-            "unsent": stats.unsent,
-        });
+        t.nodes = Some(nodes);
+        t.redirects = Some(redirects(&stats.redirects));
     }
     if stats.drops > 0 {
-        t["reconnects"] = json!({
-            "drops": stats.drops,
-            "lost_requests": stats.lost,
-            "downtime_s": stats.downtime_micros as f64 / 1e6,
+        t.reconnects = Some(doc::Reconnects {
+            drops: stats.drops,
+            lost_requests: stats.lost,
+            downtime_s: stats.downtime_micros as f64 / 1e6,
         });
     }
     if stats.keep_series {
@@ -357,147 +323,120 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<Value, String> {
             .series
             .iter()
             .enumerate()
-            .map(|(i, s)| {
-                let mut e = json!({
-                    "second": i,
-                    "requests": s.requests,
-                    "errors": s.errors,
-                    "p50_ms": ms(s.p50),
-                    "p90_ms": ms(s.p90),
-                    "p99_ms": ms(s.p99),
-                    "p999_ms": ms(s.p999),
-                    "max_ms": ms(s.max),
-                });
-                if s.bounds {
-                    e["upper_bounds"] = json!(true);
-                }
-                e
+            .map(|(i, s)| doc::SecondEntry {
+                second: i as u64,
+                requests: s.requests,
+                errors: s.errors,
+                p50_ms: Some(ms(s.p50)),
+                p90_ms: Some(ms(s.p90)),
+                p99_ms: Some(ms(s.p99)),
+                p999_ms: Some(ms(s.p999)),
+                max_ms: Some(ms(s.max)),
+                upper_bounds: s.bounds.then_some(true),
+                histogram: None,
             })
-            .collect::<Vec<_>>();
-        t["series"] = json!(series);
+            .collect();
+        t.series = Some(series);
     }
     if let Some(c) = &e.cpu {
-        t["client_cpu"] = json!({
-            "user_s": finite(c.user_s),
-            "sys_s": finite(c.sys_s),
-            "wall_s": finite(c.wall_s),
-            "threads": c.threads,
-            "us_per_request": finite(c.per_request_us(stats.requests)),
-            "core_share": finite(c.core_share()),
-            "saturated": c.saturated(),
+        t.client_cpu = Some(doc::ClientCpu {
+            user_s: finite(c.user_s),
+            sys_s: finite(c.sys_s),
+            wall_s: finite(c.wall_s),
+            threads: c.threads as u64,
+            us_per_request: finite(c.per_request_us(stats.requests)),
+            core_share: finite(c.core_share()),
+            saturated: c.saturated(),
         });
     }
     if let Some(c) = &e.server_cpu {
-        t["server_cpu"] = json!({
-            "cores": finite(c.cores),
-            "main_thread_share": c.main_share.map(finite),
-            "command_share": c.command_share.map(finite),
-            "wait_share": c.wait_share.map(finite),
-            "threaded": c.threaded,
+        t.server_cpu = Some(doc::ServerCpu {
+            cores: finite(c.cores),
+            main_thread_share: c.main_share.map(finite),
+            command_share: c.command_share.map(finite),
+            wait_share: c.wait_share.map(finite),
+            threaded: c.threaded.clone(),
         });
     }
-    if let Some(s) = &e.step {
-        t["step"] = step(s);
-    }
     if let Some(v) = &e.verdict {
-        t["bottleneck"] = json!({
-            "side": v.side.name(),
-            "text": v.text,
-            "machine_cpu_busy": v.machine.map(finite),
-            "client_wait_share": v.client_wait.map(finite),
+        t.bottleneck = Some(doc::Bottleneck {
+            side: v.side.name().into(),
+            text: v.text.clone(),
+            machine_cpu_busy: v.machine.map(finite),
+            client_wait_share: v.client_wait.map(finite),
         });
     }
     Ok(t)
 }
 
 /// Error replies by first word: `{"ERR": 10, "WRONGTYPE": 2}`.
-fn errors_map(errors: &ErrorCounts) -> Map<String, Value> {
-    errors.kinds().iter().map(|k| (k.prefix.clone(), json!(k.count))).collect()
+fn errors_map(errors: &ErrorCounts) -> BTreeMap<String, u64> {
+    errors.kinds().iter().map(|k| (k.prefix.clone(), k.count)).collect()
 }
 
-/// Reads an `errors` object back (absent: none).
-fn read_errors(v: Option<&Value>, name: &str) -> Result<ErrorCounts, String> {
+/// Reads an `errors` object back.
+fn read_errors(map: &BTreeMap<String, u64>) -> ErrorCounts {
     let mut errors = ErrorCounts::default();
-    if let Some(map) = v.and_then(Value::as_object) {
-        for (prefix, n) in map {
-            let n = n
-                .as_u64()
-                .ok_or_else(|| format!("test '{name}': error count of {prefix} is not a number"))?;
-            errors.add(prefix.as_bytes(), n);
-        }
+    for (prefix, &n) in map {
+        errors.add(prefix.as_bytes(), n);
     }
-    Ok(errors)
+    errors
 }
 
 /// The `redirects` object: counts by kind.
-fn redirects(r: &Redirects) -> Value {
-    Value::Object(r.kinds().iter().map(|&(k, n)| (k.to_string(), json!(n))).collect())
+fn redirects(r: &Redirects) -> doc::Redirects {
+    doc::Redirects { moved: r.moved, ask: r.ask, tryagain: r.tryagain, clusterdown: r.clusterdown }
 }
 
-/// Reads a `redirects` object back (absent: none).
-fn read_redirects(v: Option<&Value>) -> Redirects {
-    let n = |k: &str| v.and_then(|r| r.get(k)).and_then(Value::as_u64).unwrap_or(0);
-    Redirects { moved: n("moved"), ask: n("ask"), tryagain: n("tryagain"), clusterdown: n("clusterdown") }
+/// Reads a `redirects` object back.
+fn read_redirects(r: &doc::Redirects) -> Redirects {
+    Redirects { moved: r.moved, ask: r.ask, tryagain: r.tryagain, clusterdown: r.clusterdown }
 }
 
 /// One entry of a test's `nodes`: who the node is and what it answered; its `rps` is over the
 /// test's `duration` (seconds), as the test's own.
-fn node(info: &NodeInfo, n: &Stats, duration: f64) -> Result<Value, String> {
+fn node(info: &NodeInfo, n: &Stats, duration: f64) -> Result<doc::Node, String> {
     let rps = if duration > 0.0 { n.requests as f64 / duration } else { 0.0 };
-    let mut v = json!({
-        "address": info.address,
-        "role": info.role(),
-        "slots": info.slots,
-        "requests": n.requests,
-        "rps": finite(rps),
-        "errors": errors_map(&n.errors),
-        "nil_replies": n.nils,
-        "redirects": redirects(&n.redirects),
-        "latency_ms": latency_ms(&n.latency),
-        "histogram": histogram(&n.latency)?,
-    });
-    if let Some(h) = &n.service {
-        v["service_latency_ms"] = latency_ms(h);
-        v["service_histogram"] = histogram(h)?;
-    }
-    Ok(v)
+    Ok(doc::Node {
+        address: info.address.clone(),
+        role: info.role().into(),
+        slots: info.slots,
+        requests: n.requests,
+        rps: finite(rps),
+        errors: errors_map(&n.errors),
+        nil_replies: n.nils,
+        redirects: redirects(&n.redirects),
+        latency_ms: latency_ms(&n.latency),
+        histogram: histogram(&n.latency)?,
+        service_latency_ms: n.service.as_ref().map(latency_ms),
+        service_histogram: n.service.as_ref().map(histogram).transpose()?,
+    })
 }
 
 /// Reads a test's `nodes` back: each node's description and stats (over the test's interval,
 /// `start` to `end`, which a node's entry does not carry).
-fn read_nodes(t: &Value, name: &str, start: Time, end: Time) -> Result<(Vec<NodeInfo>, Vec<Stats>), String> {
+fn read_nodes(
+    nodes: &[doc::Node],
+    name: &str,
+    start: Time,
+    end: Time,
+) -> Result<(Vec<NodeInfo>, Vec<Stats>), String> {
     let mut infos = Vec::new();
     let mut stats = Vec::new();
-    for (i, n) in
-        t.get("nodes").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]).iter().enumerate()
-    {
-        let what = |k: &str| format!("test '{name}': nodes[{i}] without '{k}'");
-        let data = |k: &str| -> Result<Option<Histogram<u64>>, String> {
-            match n.get(k) {
-                None | Some(Value::Null) => Ok(None),
-                Some(h) => {
-                    let data =
-                        h.get("data").and_then(Value::as_str).ok_or_else(|| what(&format!("{k}.data")))?;
-                    decode_histogram(data)
-                        .map(Some)
-                        .map_err(|e| format!("test '{name}': nodes[{i}].{k}: {e}"))
-                }
-            }
+    for (i, n) in nodes.iter().enumerate() {
+        let decode = |k: &str, h: &doc::HistogramData| {
+            decode_histogram(&h.data).map_err(|e| format!("test '{name}': nodes[{i}].{k}: {e}"))
         };
-        let latency = data("histogram")?.ok_or_else(|| what("histogram"))?;
+        let latency = decode("histogram", &n.histogram)?;
         let mut s = Stats::new(start, latency.sigfig(), false)?;
         s.end = end;
-        s.requests = n.get("requests").and_then(Value::as_u64).ok_or_else(|| what("requests"))?;
-        s.nils = n.get("nil_replies").and_then(Value::as_u64).unwrap_or(0);
-        s.errors = read_errors(n.get("errors"), name)?;
-        s.redirects = read_redirects(n.get("redirects"));
+        s.requests = n.requests;
+        s.nils = n.nil_replies;
+        s.errors = read_errors(&n.errors);
+        s.redirects = read_redirects(&n.redirects);
         s.latency = latency;
-        s.service = data("service_histogram")?;
-        infos.push(NodeInfo {
-            address: n.get("address").and_then(Value::as_str).ok_or_else(|| what("address"))?.to_string(),
-            primary: n.get("role").and_then(Value::as_str) != Some("replica"),
-            slots: n.get("slots").and_then(Value::as_u64).unwrap_or(0),
-        });
+        s.service = n.service_histogram.as_ref().map(|h| decode("service_histogram", h)).transpose()?;
+        infos.push(NodeInfo { address: n.address.clone(), primary: n.role != "replica", slots: n.slots });
         stats.push(s);
     }
     Ok((infos, stats))
@@ -505,135 +444,102 @@ fn read_nodes(t: &Value, name: &str, start: Time, end: Time) -> Result<(Vec<Node
 
 /// The `connection_setup` object: how many connections were set up, and each phase's
 /// distribution (`tls` only when used).
-fn setup(s: &Setup) -> Result<Value, String> {
-    let mut phases = Map::new();
+fn setup(s: &Setup) -> Result<doc::ConnectionSetup, String> {
+    let mut phases = BTreeMap::new();
     for (name, h) in s.phases() {
         if name == "tls" && h.is_empty() {
             continue;
         }
-        phases.insert(name.into(), json!({ "latency_ms": latency_ms(h), "histogram": histogram(h)? }));
+        phases.insert(name.to_string(), doc::Phase { latency_ms: latency_ms(h), histogram: histogram(h)? });
     }
-    Ok(json!({ "connections": s.count(), "phases": phases }))
+    Ok(doc::ConnectionSetup { connections: s.count(), phases })
 }
 
 /// Reads `connection_setup` back (empty histograms of `sigfig` when the test has none).
-fn read_setup(t: &Value, name: &str, sigfig: u8) -> Result<Setup, String> {
+fn read_setup(c: Option<&doc::ConnectionSetup>, name: &str, sigfig: u8) -> Result<Setup, String> {
     let mut s = Setup::new(sigfig)?;
-    let Some(phases) = t.get("connection_setup").and_then(|c| c.get("phases")) else { return Ok(s) };
-    let read = |phase: &str| -> Result<Option<Histogram<u64>>, String> {
-        let Some(p) = phases.get(phase) else { return Ok(None) };
-        let data = p
-            .get("histogram")
-            .and_then(|h| h.get("data"))
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("test '{name}': connection_setup.{phase} without a histogram"))?;
-        decode_histogram(data).map(Some).map_err(|e| format!("test '{name}': connection_setup.{phase}: {e}"))
-    };
+    let Some(c) = c else { return Ok(s) };
     for (phase, slot) in s.phases_mut() {
-        if let Some(h) = read(phase)? {
-            *slot = h;
+        if let Some(p) = c.phases.get(phase) {
+            *slot = decode_histogram(&p.histogram.data)
+                .map_err(|e| format!("test '{name}': connection_setup.{phase}: {e}"))?;
         }
     }
     Ok(s)
 }
 
 /// The `latency_ms` summary of a histogram.
-fn latency_ms(h: &Histogram<u64>) -> Value {
-    json!({
-        "avg": finite(mean(h) / 1000.0),
-        "min": ms(h.min()),
-        "p50": ms(value_at_percentile(h, 50.0)),
-        "p90": ms(value_at_percentile(h, 90.0)),
-        "p95": ms(value_at_percentile(h, 95.0)),
-        "p99": ms(value_at_percentile(h, 99.0)),
-        "p99_9": ms(value_at_percentile(h, 99.9)),
-        "p99_99": ms(value_at_percentile(h, 99.99)),
-        "max": ms(h.max()),
-    })
+fn latency_ms(h: &Histogram<u64>) -> doc::Latency {
+    doc::Latency {
+        avg: finite(mean(h) / 1000.0),
+        min: ms(h.min()),
+        p50: ms(value_at_percentile(h, 50.0)),
+        p90: ms(value_at_percentile(h, 90.0)),
+        p95: ms(value_at_percentile(h, 95.0)),
+        p99: ms(value_at_percentile(h, 99.0)),
+        p99_9: ms(value_at_percentile(h, 99.9)),
+        p99_99: ms(value_at_percentile(h, 99.99)),
+        max: ms(h.max()),
+    }
 }
 
 /// The `histogram` object: the whole distribution, encoded.
-fn histogram(h: &Histogram<u64>) -> Result<Value, String> {
-    Ok(json!({
-        "unit": "us",
-        "lowest": LOWEST_MICROS,
-        "highest": HIGHEST_MICROS,
-        "sigfig": h.sigfig(),
-        "encoding": ENCODING,
-        "data": encode_histogram(h)?,
-    }))
+fn histogram(h: &Histogram<u64>) -> Result<doc::HistogramData, String> {
+    Ok(doc::HistogramData {
+        unit: "us".into(),
+        lowest: LOWEST_MICROS,
+        highest: HIGHEST_MICROS,
+        sigfig: h.sigfig(),
+        encoding: ENCODING.into(),
+        data: encode_histogram(h)?,
+    })
 }
 
 /// Reads a `tests` entry back (times are `start_us`/`end_us` as [`Time`]s since the Unix epoch).
-pub fn read_test(t: &Value) -> Result<TestResult, String> {
-    let str_field =
-        |k: &str| t.get(k).and_then(Value::as_str).ok_or_else(|| format!("test without a string '{k}'"));
-    let u64_field =
-        |k: &str| t.get(k).and_then(Value::as_u64).ok_or_else(|| format!("test without a number '{k}'"));
-    let name = str_field("name")?.to_string();
-    let command = str_field("command")?.to_string();
-    let hist = t.get("histogram").ok_or("test without 'histogram'")?;
-    if hist.get("encoding").and_then(Value::as_str) != Some(ENCODING)
-        || hist.get("unit").and_then(Value::as_str) != Some("us")
-    {
+pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
+    let name = t.name.clone();
+    if t.histogram.encoding != ENCODING || t.histogram.unit != "us" {
         return Err(format!("test '{name}': histogram is not {ENCODING} in us"));
     }
-    let data = hist.get("data").and_then(Value::as_str).ok_or("histogram without 'data'")?;
-    let latency = decode_histogram(data).map_err(|e| format!("test '{name}': {e}"))?;
-    let errors = read_errors(t.get("errors"), &name)?;
-    let cpu = match t.get("client_cpu") {
-        None | Some(Value::Null) => None,
-        Some(c) => {
-            let f = |k: &str| {
-                c.get(k).and_then(Value::as_f64).ok_or_else(|| format!("test '{name}': client_cpu.{k}"))
-            };
-            Some(ClientCpu {
-                user_s: f("user_s")?,
-                sys_s: f("sys_s")?,
-                wall_s: f("wall_s")?,
-                threads: c.get("threads").and_then(Value::as_u64).unwrap_or(1) as usize,
-                share_override: Some(f("core_share")?),
-            })
-        }
+    let decode = |what: &str, h: &doc::HistogramData| {
+        decode_histogram(&h.data).map_err(|e| format!("test '{name}': {what}{e}"))
     };
-    let start = Time::from_micros(u64_field("start_us")?);
-    let service = match t.get("service_histogram") {
-        None | Some(Value::Null) => None,
-        Some(h) => {
-            let data = h.get("data").and_then(Value::as_str).ok_or("service_histogram without 'data'")?;
-            Some(decode_histogram(data).map_err(|e| format!("test '{name}': service: {e}"))?)
-        }
-    };
+    let latency = decode("", &t.histogram)?;
+    let cpu = t.client_cpu.map(|c| ClientCpu {
+        user_s: c.user_s,
+        sys_s: c.sys_s,
+        wall_s: c.wall_s,
+        threads: c.threads as usize,
+        share_override: Some(c.core_share),
+    });
+    let start = Time::from_micros(t.start_us);
+    let service = t.service_histogram.as_ref().map(|h| decode("service: ", h)).transpose()?;
     // Absent from documents written before it existed.
-    let lateness = match t.pointer("/lateness/histogram") {
-        None | Some(Value::Null) => None,
-        Some(h) => {
-            let data = h.get("data").and_then(Value::as_str).ok_or("lateness.histogram without 'data'")?;
-            Some(decode_histogram(data).map_err(|e| format!("test '{name}': lateness: {e}"))?)
-        }
+    let lateness = t.lateness.as_ref().map(|l| decode("lateness: ", &l.histogram)).transpose()?;
+    let series = match &t.series {
+        Some(list) => list
+            .iter()
+            .map(read_second)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("test '{name}': series: {e}"))?,
+        None => Vec::new(),
     };
-    let mut series = Vec::new();
-    let keep_series = t.get("series").is_some_and(Value::is_array);
-    for s in t.get("series").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]) {
-        series.push(read_second(s).map_err(|e| format!("test '{name}': series: {e}"))?);
-    }
-    let setup = read_setup(t, &name, latency.sigfig())?;
-    let end = Time::from_micros(u64_field("end_us")?).max(start);
+    let setup = read_setup(t.connection_setup.as_ref(), &name, latency.sigfig())?;
+    let end = Time::from_micros(t.end_us).max(start);
     // Absent from documents written before it existed, whose end was the last reply.
-    let last_reply = t.get("last_reply_us").and_then(Value::as_u64).map_or(end, Time::from_micros).max(start);
-    let (nodes, node_stats) = read_nodes(t, &name, start, end)?;
-    let found = node_stats.len();
+    let last_reply = t.last_reply_us.map_or(end, Time::from_micros).max(start);
+    let (nodes, node_stats) = read_nodes(t.nodes.as_deref().unwrap_or(&[]), &name, start, end)?;
+    let reconnects = t.reconnects.unwrap_or_default();
     let stats = Stats {
         appeared: Vec::new(),
         moved: Default::default(),
-        found,
-        requests: u64_field("requests")?,
-        // Absent from documents written before it existed.
-        nils: t.get("nil_replies").and_then(Value::as_u64).unwrap_or(0),
-        errors,
-        bytes_sent: u64_field("bytes_sent")?,
-        bytes_received: u64_field("bytes_received")?,
-        connections_opened: u64_field("connections_opened")?,
+        found: node_stats.len(),
+        requests: t.requests,
+        nils: t.nil_replies,
+        errors: read_errors(&t.errors),
+        bytes_sent: t.bytes_sent,
+        bytes_received: t.bytes_received,
+        connections_opened: t.connections_opened,
         push_messages: 0,
         start,
         end,
@@ -642,51 +548,40 @@ pub fn read_test(t: &Value) -> Result<TestResult, String> {
         service,
         lateness,
         series,
-        keep_series,
+        keep_series: t.series.is_some(),
         recording: Default::default(),
         parts: Vec::new(),
         setup,
-        drops: t.pointer("/reconnects/drops").and_then(Value::as_u64).unwrap_or(0),
-        lost: t.pointer("/reconnects/lost_requests").and_then(Value::as_u64).unwrap_or(0),
-        unsent: t.get("unsent_requests").and_then(Value::as_u64).unwrap_or(0),
-        lower_bounds: t.get("latency_lower_bounds").and_then(Value::as_u64).unwrap_or(0),
-        failed_clients: t.get("failed_clients").and_then(Value::as_u64).unwrap_or(0),
-        downtime_micros: t
-            .pointer("/reconnects/downtime_s")
-            .and_then(Value::as_f64)
-            .map_or(0, |s| (s * 1e6).round() as u64),
-        abandoned: t.get("abandoned_requests").and_then(Value::as_u64).unwrap_or(0),
+        drops: reconnects.drops,
+        lost: reconnects.lost_requests,
+        unsent: t.unsent_requests.unwrap_or(0),
+        lower_bounds: t.latency_lower_bounds.unwrap_or(0),
+        failed_clients: t.failed_clients.unwrap_or(0),
+        downtime_micros: (reconnects.downtime_s * 1e6).round() as u64,
+        abandoned: t.abandoned_requests.unwrap_or(0),
         nodes: node_stats,
-        redirects: read_redirects(t.get("redirects")),
+        redirects: t.redirects.as_ref().map(read_redirects).unwrap_or_default(),
     };
     check_totals(&name, &stats)?;
-    let backend = t.get("backend").and_then(Value::as_str).map(str::to_string);
-    let target_rps = t.get("target_rps").and_then(Value::as_u64);
-    let slack = t.get("rps_slack_us").and_then(Value::as_u64).map(std::time::Duration::from_micros);
-    let never_ran = t.get("clients_never_ran").map_or((0, 0), |c| {
-        let n = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
-        (n("refused"), n("unreachable"))
-    });
-    let server_cpu = t.get("server_cpu").filter(|v| !v.is_null()).map(|c| ServerCpu {
-        cores: c.get("cores").and_then(Value::as_f64).unwrap_or(0.0),
-        main_share: c.get("main_thread_share").and_then(Value::as_f64),
-        command_share: c.get("command_share").and_then(Value::as_f64),
-        wait_share: c.get("wait_share").and_then(Value::as_f64),
-        threaded: c.get("threaded").and_then(Value::as_str).map(str::to_string),
+    let server_cpu = t.server_cpu.as_ref().map(|c| ServerCpu {
+        cores: c.cores,
+        main_share: c.main_thread_share,
+        command_share: c.command_share,
+        wait_share: c.wait_share,
+        threaded: c.threaded.clone(),
     });
     // The verdict is the run's own; merged runs are other loads, so it is not carried over.
-    let step = t.get("step").filter(|v| v.is_object()).map(|v| read_step(v, &name)).transpose()?;
     Ok(TestResult {
         name,
-        command,
-        backend,
+        command: t.command.clone(),
+        backend: t.backend.clone(),
         cpu,
-        target_rps,
-        slack,
-        never_ran,
+        target_rps: t.target_rps,
+        slack: t.rps_slack_us.map(std::time::Duration::from_micros),
+        never_ran: t.clients_never_ran.map_or((0, 0), |c| (c.refused, c.unreachable)),
         server_cpu,
         verdict: None,
-        step,
+        step: t.step.as_ref().map(read_step),
         stats,
         nodes,
         warnings: Vec::new(),
@@ -727,29 +622,27 @@ pub fn check_totals(name: &str, s: &Stats) -> Result<(), String> {
 
 /// One second of a `series`: its summary (`respbench/2`), or, in a `respbench/1` document, the
 /// summary of the histogram it carried.
-fn read_second(s: &Value) -> Result<Second, String> {
-    let n = |k: &str| s.get(k).and_then(Value::as_u64).ok_or_else(|| format!("a second without '{k}'"));
-    let (requests, errors) = (n("requests")?, n("errors")?);
-    if let Some(data) = s.get("histogram").and_then(Value::as_str) {
+fn read_second(s: &doc::SecondEntry) -> Result<Second, String> {
+    if let Some(h) = &s.histogram {
+        let data =
+            h.as_str().or_else(|| h.get("data")?.as_str()).ok_or("a second's histogram without data")?;
         let latency = decode_histogram(data)?;
-        return Ok(Second::of(&Interval { requests, errors, latency, service: None }));
+        return Ok(Second::of(&Interval { requests: s.requests, errors: s.errors, latency, service: None }));
     }
-    let us = |k: &str| {
-        s.get(k)
-            .and_then(Value::as_f64)
-            .filter(|v| v.is_finite() && *v >= 0.0)
+    let us = |v: Option<f64>, k: &str| {
+        v.filter(|v| v.is_finite() && *v >= 0.0)
             .map(|v| (v * 1000.0).round() as u64)
             .ok_or_else(|| format!("a second without '{k}'"))
     };
     Ok(Second {
-        requests,
-        errors,
-        p50: us("p50_ms")?,
-        p90: us("p90_ms")?,
-        p99: us("p99_ms")?,
-        p999: us("p999_ms")?,
-        max: us("max_ms")?,
-        bounds: s.get("upper_bounds").and_then(Value::as_bool).unwrap_or(false),
+        requests: s.requests,
+        errors: s.errors,
+        p50: us(s.p50_ms, "p50_ms")?,
+        p90: us(s.p90_ms, "p90_ms")?,
+        p99: us(s.p99_ms, "p99_ms")?,
+        p999: us(s.p999_ms, "p999_ms")?,
+        max: us(s.max_ms, "max_ms")?,
+        bounds: s.upper_bounds.unwrap_or(false),
     })
 }
 
@@ -877,10 +770,9 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Writes a JSON document, pretty-printed, to `path` or to stdout for `-`.
-pub fn write_json(path: &str, doc: &serde_json::Value) -> Result<(), String> {
-    let mut text = serde_json::to_string_pretty(doc).map_err(|e| format!("cannot encode the JSON: {e}"))?;
-    text.push('\n');
+/// Writes a document, pretty-printed, to `path` or to stdout for `-`.
+pub fn write_json(path: &str, doc: &Document) -> Result<(), String> {
+    let text = doc.to_text()?;
     if path == "-" {
         let mut o = io::stdout().lock();
         o.write_all(text.as_bytes())
@@ -893,9 +785,37 @@ pub fn write_json(path: &str, doc: &serde_json::Value) -> Result<(), String> {
     }
 }
 
+/// Reads a document from its text, checking its `schema` first (a document of another kind is
+/// refused as that, before its fields are).
+pub fn read_document(text: &str) -> Result<Document, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    document_of(value)
+}
+
+/// A parsed JSON value as a document, its `schema` checked first.
+pub fn document_of(value: Value) -> Result<Document, String> {
+    let schema = value.get("schema").and_then(Value::as_str);
+    if !schema.is_some_and(|s| s == SCHEMA || READS_ALSO.contains(&s)) {
+        let found = schema.map_or_else(|| "missing".to_string(), |s| format!("'{s}'"));
+        let mut known = vec![SCHEMA];
+        known.extend(READS_ALSO);
+        return Err(format!(
+            "schema is {found}; this respbench reads documents written by respbench --json ('{}')",
+            known.join("', '")
+        ));
+    }
+    serde_json::from_value(value).map_err(|e| format!("not a respbench document: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// A test entry as the JSON it is written as.
+    fn value(t: &doc::Test) -> Value {
+        serde_json::to_value(t).unwrap()
+    }
 
     fn sample(start_us: u64, values: &[u64]) -> Stats {
         let mut s = Stats::new(Time::from_micros(start_us), 3, false).unwrap();
@@ -943,20 +863,19 @@ mod tests {
         // respbench/1: the second's histogram, summarised on reading.
         let v1 = json!({"second": 0, "requests": 100, "errors": 2, "p50_ms": 0.5, "p99_ms": 0.99,
             "max_ms": 1.0, "histogram": encode_histogram(&i.latency).unwrap()});
-        assert_eq!(read_second(&v1).unwrap(), want);
+        assert_eq!(read_second(&serde_json::from_value(v1).unwrap()).unwrap(), want);
         // respbench/2: the summary as written.
         let mut s = Stats::new(Time::ZERO, 3, false).unwrap().with_series();
         s.series = vec![want, Second { bounds: true, ..want }];
         let e = entry("GET", s, None);
-        let t = test(&e, 0).unwrap();
+        let typed = test(&e, 0).unwrap();
+        let t = value(&typed);
         assert_eq!(t["series"][1]["upper_bounds"], true);
         assert!(t["series"][0].get("upper_bounds").is_none() && t["series"][0].get("histogram").is_none());
-        let back: Vec<Second> =
-            t["series"].as_array().unwrap().iter().map(|v| read_second(v).unwrap()).collect();
+        let back: Vec<Second> = typed.series.unwrap().iter().map(|v| read_second(v).unwrap()).collect();
         assert_eq!(back, [want, Second { bounds: true, ..want }]);
-        assert!(read_second(&json!({"requests": 1, "errors": 0, "p50_ms": 1.0}))
-            .unwrap_err()
-            .contains("p90_ms"));
+        let cut = json!({"second": 0, "requests": 1, "errors": 0, "p50_ms": 1.0});
+        assert!(read_second(&serde_json::from_value(cut).unwrap()).unwrap_err().contains("p90_ms"));
     }
 
     #[test]
@@ -1035,13 +954,16 @@ mod tests {
     /// no NaN anywhere.
     #[test]
     fn no_requests_gives_no_figures() {
-        let s = sample(5, &[]);
-        let t = test(&entry("GET", s, None), 0).unwrap();
+        let mut s = sample(5, &[]);
+        // A test that asked for nothing (`-n 0`) failed at nothing: its zeros stay.
+        assert!(value(&test(&entry("GET", s.clone(), None), 0).unwrap())["rps"].is_f64());
+        s.lost = 2;
+        let t = value(&test(&entry("GET", s, None), 0).unwrap());
         assert!(t["rps"].is_null() && t["latency_ms"].is_null(), "{t}");
         assert_eq!(t["no_request_succeeded"], true);
         assert_eq!(t["duration_s"], 0.0);
         assert!(!serde_json::to_string(&t).unwrap().contains("NaN"));
-        let t = test(&entry("GET", sample(5, &[3]), None), 0).unwrap();
+        let t = value(&test(&entry("GET", sample(5, &[3]), None), 0).unwrap());
         assert!(t.get("no_request_succeeded").is_none() && t["rps"].is_f64(), "{t}");
     }
 
@@ -1068,7 +990,8 @@ mod tests {
             NodeInfo { address: "127.0.0.1:7000".into(), primary: true, slots: 16384 },
             NodeInfo { address: "127.0.0.1:7001".into(), primary: false, slots: 16384 },
         ];
-        let t = test(&e, 0).unwrap();
+        let typed = test(&e, 0).unwrap();
+        let t = value(&typed);
         assert_eq!(t["redirects"], json!({"moved": 5, "ask": 2, "tryagain": 1, "clusterdown": 0}));
         let n = &t["nodes"][1];
         assert_eq!(n["address"], "127.0.0.1:7001");
@@ -1084,7 +1007,7 @@ mod tests {
         assert!(n["histogram"]["data"].is_string() && n["service_histogram"]["data"].is_string());
         assert_eq!(t["lateness"]["ms"]["max"], 2.501, "2.5 ms within 3 significant figures");
         assert_eq!(t["lateness"]["ms"]["p50"], 0.04);
-        let back = read_test(&t).unwrap();
+        let back = read_test(&typed).unwrap();
         assert_eq!(back.stats.lateness, e.stats.lateness);
         assert_eq!(back.nodes, e.nodes);
         assert_eq!(back.stats.redirects, e.stats.redirects);
@@ -1094,9 +1017,10 @@ mod tests {
             assert_eq!((a.start, a.end), (back.stats.start, back.stats.end));
         }
         // A test against one server has neither field, and reads back without nodes.
-        let t = test(&entry("GET", sample(0, &[100]), None), 0).unwrap();
+        let typed = test(&entry("GET", sample(0, &[100]), None), 0).unwrap();
+        let t = value(&typed);
         assert!(t.get("nodes").is_none() && t.get("redirects").is_none());
-        let back = read_test(&t).unwrap();
+        let back = read_test(&typed).unwrap();
         assert!(back.nodes.is_empty() && back.stats.nodes.is_empty());
         assert_eq!(back.stats.redirects.total(), 0);
     }

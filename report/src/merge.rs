@@ -12,6 +12,7 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
+use crate::doc::{self, Document};
 use crate::json;
 use crate::text::{self as report, TestReport};
 use respbench_session::result::{StepValues, TestResult};
@@ -36,10 +37,8 @@ pub fn run(opts: &MergeArgs) -> Result<(), String> {
     let mut docs = Vec::new();
     for path in &opts.files {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        let doc = read_document(path, &text)?;
         // A document of another kind is refused as that, before its differences are listed.
-        check_schema(&doc).map_err(|e| format!("{path}: {e}"))?;
-        docs.push(doc);
+        docs.push(read_document(path, &text)?);
     }
     let mut mixture = Vec::new();
     let force_hint = "\n(respbench merge --force adds them up anyway and marks the result as a mixture)";
@@ -72,17 +71,15 @@ pub fn run(opts: &MergeArgs) -> Result<(), String> {
     let searches = crate::capacity::merge(&docs)?;
     if let Some(count) = workers {
         // The merged document is the whole run: its config without one worker's part.
-        if let Value::Object(c) = &mut merged.config {
-            c.remove("worker");
-            c.insert("workers".into(), count.into());
-        }
+        merged.config.worker = None;
+        merged.config.workers = Some(count);
     }
     for (path, doc) in opts.files.iter().zip(&docs) {
-        if let Some(late) = doc.get("late_by_s").and_then(Value::as_f64).filter(|&l| l > 0.0) {
+        if let Some(late) = doc.late_by_s.filter(|&l| l > 0.0) {
             let who = part_of(doc).map(|(i, n)| format!("worker {i}/{n} ({path})")).unwrap_or(path.clone());
             eprintln!("respbench merge: {who} began {late:.3} s after its --start-at");
         }
-        merged.late_by_s = match (merged.late_by_s, doc.get("late_by_s").and_then(Value::as_f64)) {
+        merged.late_by_s = match (merged.late_by_s, doc.late_by_s) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
@@ -131,18 +128,14 @@ pub fn run(opts: &MergeArgs) -> Result<(), String> {
     if let Some(path) = &opts.json {
         let mut doc = merged.document()?;
         if !searches.is_empty() {
-            doc["capacity"] = crate::capacity::to_json(&searches, 0)?;
+            doc.capacity = Some(crate::capacity::to_json(&searches, 0)?);
         }
-        if let Some(late) = merged.late_by_s {
-            doc["late_by_s"] = late.into();
+        doc.late_by_s = merged.late_by_s;
+        doc.merged_from = Some(opts.files.clone());
+        if let Some(line) = docs.first().and_then(|d| d.command_line.clone()).filter(|_| mixture.is_empty()) {
+            doc.command_line = Some(line);
         }
-        doc["merged_from"] = serde_json::json!(opts.files);
-        if let Some(line) = docs.first().and_then(|d| d.get("command_line")).filter(|_| mixture.is_empty()) {
-            doc["command_line"] = line.clone();
-        }
-        if !mixture.is_empty() {
-            doc["mixture"] = serde_json::json!(mixture);
-        }
+        doc.mixture = (!mixture.is_empty()).then_some(mixture);
         crate::json::write_json(path, &doc)?;
     }
     // As a whole run's search does: an objective the fleet met at no rate is a failure.
@@ -158,18 +151,18 @@ pub fn run(opts: &MergeArgs) -> Result<(), String> {
 /// Reads a document: the whole text, or else the one that starts at a line holding only `{`
 /// among other lines (a pod's log from `kubectl logs`, which has stderr's lines around the
 /// JSON `--json -` wrote on stdout).
-fn read_document(path: &str, text: &str) -> Result<Value, String> {
-    let whole = match serde_json::from_str(text) {
-        Ok(doc) => return Ok(doc),
+fn read_document(path: &str, text: &str) -> Result<Document, String> {
+    let whole = match serde_json::from_str::<Value>(text) {
+        Ok(value) => return json::document_of(value).map_err(|e| format!("{path}: {e}")),
         Err(e) => format!("{path} is not JSON: {e}"),
     };
     let mut at = 0;
     for line in text.split_inclusive('\n') {
         if line.trim_end() == "{" {
             let mut values = serde_json::Deserializer::from_str(&text[at..]).into_iter::<Value>();
-            if let Some(Ok(doc)) = values.next() {
-                if doc.get("schema").is_some() {
-                    return Ok(doc);
+            if let Some(Ok(value)) = values.next() {
+                if value.get("schema").is_some() {
+                    return json::document_of(value).map_err(|e| format!("{path}: {e}"));
                 }
             }
         }
@@ -179,16 +172,20 @@ fn read_document(path: &str, text: &str) -> Result<Value, String> {
 }
 
 /// A split run's part: `config.worker`'s index and count.
-fn part_of(doc: &Value) -> Option<(u64, u64)> {
-    let w = doc.get("config")?.get("worker")?;
-    Some((w.get("index")?.as_u64()?, w.get("count")?.as_u64()?))
+fn part_of(doc: &Document) -> Option<(u64, u64)> {
+    doc.config.worker.as_ref().map(|w| (w.index, w.count))
+}
+
+/// A document's `config` as JSON, for listing what differs field by field.
+fn config_value(doc: &Document) -> Value {
+    serde_json::to_value(&doc.config).unwrap_or(Value::Null)
 }
 
 /// When the documents are parts of a split run (`--worker`), checks that they are all the parts
 /// of one run: each index from 0 to N-1 once, and the same `config` but for the worker's part
 /// and the seed (each worker's clock seeds its own without `--seed`). The count of workers, or
 /// `None` for whole runs.
-fn check_parts(files: &[String], docs: &[Value]) -> Result<Option<u64>, String> {
+fn check_parts(files: &[String], docs: &[Document]) -> Result<Option<u64>, String> {
     let parts: Vec<Option<(u64, u64)>> = docs.iter().map(part_of).collect();
     let Some(first) = parts.iter().position(Option::is_some) else {
         return Ok(None);
@@ -206,8 +203,8 @@ fn check_parts(files: &[String], docs: &[Value]) -> Result<Option<u64>, String> 
             name(first)
         ));
     }
-    let comparable = |doc: &Value| {
-        let mut c = doc.get("config").cloned().unwrap_or(Value::Null);
+    let comparable = |doc: &Document| {
+        let mut c = config_value(doc);
         if let Value::Object(m) = &mut c {
             m.remove("worker");
             m.remove("seed");
@@ -299,10 +296,10 @@ const REPEAT_FREE: &[&str] = &["seed", "start_at_us"];
 /// What makes whole runs other than repeats of one configuration: each document's differences
 /// from the first in its options (as `-c 10 where a.json has -c 50`), its tests and its server.
 /// Empty when they are repeats.
-fn check_repeats(files: &[String], docs: &[Value]) -> Vec<String> {
-    let cluster = |doc: &Value| doc.pointer("/config/cluster").and_then(Value::as_bool).unwrap_or(false);
-    let comparable = |doc: &Value, drop_address: bool| {
-        let mut c = doc.get("config").cloned().unwrap_or(Value::Null);
+fn check_repeats(files: &[String], docs: &[Document]) -> Vec<String> {
+    let cluster = |doc: &Document| doc.config.cluster;
+    let comparable = |doc: &Document, drop_address: bool| {
+        let mut c = config_value(doc);
         if let Value::Object(m) = &mut c {
             for k in REPEAT_FREE {
                 m.remove(*k);
@@ -315,22 +312,21 @@ fn check_repeats(files: &[String], docs: &[Value]) -> Vec<String> {
         }
         c
     };
-    let tests = |doc: &Value| -> Vec<String> {
-        let list = doc.get("tests").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
-        let mut names: Vec<String> = list
+    let tests = |doc: &Document| -> Vec<String> {
+        let several = doc.config.backend.contains(',');
+        let mut names: Vec<String> = doc
+            .tests
             .iter()
             .map(|t| {
-                let mut n = t.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
-                let several =
-                    doc.pointer("/config/backend").and_then(Value::as_str).is_some_and(|b| b.contains(','));
-                if let Some(b) = t.get("backend").and_then(Value::as_str).filter(|_| several) {
+                let mut n = t.name.clone();
+                if let Some(b) = t.backend.as_ref().filter(|_| several) {
                     n.push_str(&format!(" [{b}]"));
                 }
-                if let Some(r) = t.get("target_rps").and_then(Value::as_u64) {
+                if let Some(r) = t.target_rps {
                     n.push_str(&format!(" @ {r} rps"));
                 }
-                if let Some(s) = t.get("step").filter(|s| s.is_object()) {
-                    n.push_str(&format!(" {s}"));
+                if let Some(s) = &t.step {
+                    n.push_str(&format!(" {}", serde_json::to_value(s).unwrap_or(Value::Null)));
                 }
                 n
             })
@@ -338,12 +334,8 @@ fn check_repeats(files: &[String], docs: &[Value]) -> Vec<String> {
         names.dedup();
         names
     };
-    let nodes = |doc: &Value| -> Vec<String> {
-        let list = doc.get("tests").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
-        list.iter()
-            .flat_map(|t| t.get("nodes").and_then(Value::as_array).into_iter().flatten())
-            .filter_map(|n| n.get("address").and_then(Value::as_str).map(str::to_string))
-            .collect()
+    let nodes = |doc: &Document| -> Vec<String> {
+        doc.tests.iter().flat_map(|t| t.nodes.iter().flatten()).map(|n| n.address.clone()).collect()
     };
     let mut problems = Vec::new();
     let Some(first) = docs.first() else { return problems };
@@ -366,10 +358,15 @@ fn check_repeats(files: &[String], docs: &[Value]) -> Vec<String> {
         if a != b {
             differ.push(format!("tests {} where {} has {}", a.join(", "), files[0], b.join(", ")));
         }
-        let (a, b) = (doc.get("server"), first.get("server"));
-        if a != b {
-            let shown = |v: Option<&Value>| v.map_or_else(|| "none".to_string(), Value::to_string);
-            differ.push(format!("server {} where {} has {}", shown(a), files[0], shown(b)));
+        if doc.server != first.server {
+            let shown =
+                |s: &doc::Server| serde_json::to_value(s).map_or_else(|_| "none".into(), |v| v.to_string());
+            differ.push(format!(
+                "server {} where {} has {}",
+                shown(&doc.server),
+                files[0],
+                shown(&first.server)
+            ));
         }
         if !differ.is_empty() {
             problems.push(format!("{}: {}", files[i], differ.join("; ")));
@@ -407,9 +404,9 @@ type Key = (String, Option<String>, Option<u64>, Option<StepValues>);
 /// Several documents combined.
 pub struct Merged {
     /// The first document's `config` (the runs are expected to share it).
-    pub config: Value,
+    pub config: doc::RunConfig,
     /// The first document's `server`.
-    pub server: Value,
+    pub server: doc::Server,
     /// Whether any run was interrupted.
     pub interrupted: bool,
     /// `--start-at`: the latest any run began after it, in seconds.
@@ -423,7 +420,7 @@ pub struct Merged {
 
 impl Merged {
     /// The merged document, in the same schema as a run's.
-    pub fn document(&self) -> Result<Value, String> {
+    pub fn document(&self) -> Result<Document, String> {
         let tests = self
             .tests
             .iter()
@@ -447,27 +444,16 @@ impl Merged {
 
 /// The `config.pipeline_mode` a document ran with: `window` in documents written before the
 /// option existed, which is how they pipelined.
-fn pipeline_mode(doc: &Value) -> &str {
-    doc.get("config").and_then(|c| c.get("pipeline_mode")).and_then(Value::as_str).unwrap_or("window")
-}
-
-/// Whether this respbench reads the document's `schema`.
-fn check_schema(doc: &Value) -> Result<(), String> {
-    let schema = doc.get("schema").and_then(Value::as_str);
-    if !schema.is_some_and(|s| s == json::SCHEMA || json::READS_ALSO.contains(&s)) {
-        let found = schema.map_or_else(|| "missing".to_string(), |s| format!("'{s}'"));
-        return Err(format!("schema is {found}; this respbench reads '{}'", json::SCHEMA));
-    }
-    Ok(())
+fn pipeline_mode(doc: &Document) -> &str {
+    doc.config.pipeline_mode.as_deref().unwrap_or("window")
 }
 
 /// Merges documents; an error names the index of the document at fault. `mixed` (`--force`):
 /// documents of different pipeline modes are added too.
-pub fn merge(docs: &[Value], mixed: bool) -> Result<Merged, (usize, String)> {
+pub fn merge(docs: &[Document], mixed: bool) -> Result<Merged, (usize, String)> {
     let mut merged: Option<Merged> = None;
     for (i, doc) in docs.iter().enumerate() {
-        check_schema(doc).map_err(|e| (i, e))?;
-        let tests = doc.get("tests").and_then(Value::as_array).ok_or((i, "no 'tests' array".to_string()))?;
+        let tests = &doc.tests;
         let (mode, first) = (pipeline_mode(doc), docs.first().map_or("window", pipeline_mode));
         if mode != first && !mixed {
             // A batch and a window put different loads on the server: their sums mean nothing.
@@ -480,14 +466,14 @@ pub fn merge(docs: &[Value], mixed: bool) -> Result<Merged, (usize, String)> {
             ));
         }
         let m = merged.get_or_insert_with(|| Merged {
-            config: doc.get("config").cloned().unwrap_or(Value::Null),
-            server: doc.get("server").cloned().unwrap_or(Value::Null),
+            config: doc.config.clone(),
+            server: doc.server.clone(),
             interrupted: false,
             late_by_s: None,
             tests: Vec::new(),
             keys: Vec::new(),
         });
-        m.interrupted |= doc.get("interrupted").and_then(Value::as_bool).unwrap_or(false);
+        m.interrupted |= doc.interrupted;
         for t in tests {
             let e = json::read_test(t).map_err(|e| (i, e))?;
             // A run comparing backends has each test once per backend, a run with several rates
@@ -516,8 +502,34 @@ mod tests {
     use respbench_core::{Stats, Time};
     use respbench_session::cpu::ClientCpu;
 
+    /// The tests build documents as JSON values (to edit them freely) and read them as a
+    /// merge does.
+    fn typed(docs: &[Value]) -> Result<Vec<Document>, (usize, String)> {
+        docs.iter().enumerate().map(|(i, d)| json::document_of(d.clone()).map_err(|e| (i, e))).collect()
+    }
+
+    fn merge_values(docs: &[Value], mixed: bool) -> Result<Merged, (usize, String)> {
+        merge(&typed(docs)?, mixed)
+    }
+
     fn merge_all(docs: &[Value]) -> Result<Merged, (usize, String)> {
-        merge(docs, false)
+        merge_values(docs, false)
+    }
+
+    fn check_parts_v(files: &[String], docs: &[Value]) -> Result<Option<u64>, String> {
+        check_parts(files, &typed(docs).unwrap())
+    }
+
+    fn check_repeats_v(files: &[String], docs: &[Value]) -> Vec<String> {
+        check_repeats(files, &typed(docs).unwrap())
+    }
+
+    fn empty_doc(tests: Vec<doc::Test>) -> Value {
+        as_value(&json::document(doc::RunConfig::default(), doc::Server::default(), false, tests))
+    }
+
+    fn as_value(d: &Document) -> Value {
+        serde_json::to_value(d).unwrap()
     }
 
     fn doc_of(tests: &[(&str, &Stats)]) -> Value {
@@ -525,7 +537,7 @@ mod tests {
             .iter()
             .map(|(n, s)| json::test(&entry(n, None, (*s).clone()), 1_000))
             .collect::<Result<Vec<_>, _>>();
-        json::document(Value::Null, Value::Null, false, tests.unwrap())
+        as_value(&json::document(doc::RunConfig::default(), doc::Server::default(), false, tests.unwrap()))
     }
 
     fn entry(name: &str, backend: Option<&str>, stats: Stats) -> TestResult {
@@ -587,7 +599,7 @@ mod tests {
                 }
             }
             let docs: Vec<Value> = parts.iter().map(|p| doc_of(&[("GET", p)])).collect();
-            let m = merge(&docs, false).unwrap();
+            let m = merge_values(&docs, false).unwrap();
             prop_assert_eq!(m.tests.len(), 1);
             let got = &m.tests[0].stats;
             let cpu = m.tests[0].cpu.unwrap();
@@ -601,7 +613,7 @@ mod tests {
             // A run that completed nothing still spans [start, start]: the union includes it.
             let end = parts.iter().map(|p| p.end).max().unwrap();
             prop_assert_eq!(got.end.as_micros(), 1_000 + end.as_micros());
-            let d = m.document().unwrap();
+            let d = as_value(&m.document().unwrap());
             prop_assert_eq!(&d["tests"][0]["requests"], &serde_json::json!(whole.requests));
         }
     }
@@ -626,7 +638,12 @@ mod tests {
                 slots: 5461,
             })
             .collect();
-        json::document(Value::Null, Value::Null, false, vec![json::test(&e, 0).unwrap()])
+        as_value(&json::document(
+            doc::RunConfig::default(),
+            doc::Server::default(),
+            false,
+            vec![json::test(&e, 0).unwrap()],
+        ))
     }
 
     #[test]
@@ -647,7 +664,7 @@ mod tests {
         assert_eq!(t.stats.redirects.moved, 7);
         assert_eq!(t.stats.nodes.iter().map(|n| n.latency.len()).sum::<u64>(), 365);
         // Written again, read again: the same.
-        let d = m.document().unwrap();
+        let d = as_value(&m.document().unwrap());
         assert_eq!(d["tests"][0]["nodes"][1]["address"], "b:2");
         assert_eq!(d["tests"][0]["nodes"][1]["requests"], 220);
         assert_eq!(d["tests"][0]["redirects"]["moved"], 7);
@@ -662,13 +679,18 @@ mod tests {
     fn tests_by_name_and_schema_checked() {
         let a = Stats::new(Time::ZERO, 3, false).unwrap();
         let docs = [doc_of(&[("SET", &a), ("GET", &a)]), doc_of(&[("GET", &a), ("LPUSH", &a)])];
-        let names: Vec<String> = merge(&docs, false).unwrap().tests.into_iter().map(|t| t.name).collect();
+        let names: Vec<String> =
+            merge_values(&docs, false).unwrap().tests.into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["SET", "GET", "LPUSH"]);
         let mut bad = docs[1].clone();
         bad["schema"] = "respbench/3".into();
         let (i, e) = merge_all(&[docs[0].clone(), bad]).err().unwrap();
         assert_eq!(i, 1);
-        assert!(e.contains("respbench/3") && e.contains("reads 'respbench/2'"), "{e}");
+        assert!(
+            e.contains("respbench/3")
+                && e.contains("reads documents written by respbench --json ('respbench/2'"),
+            "{e}"
+        );
         // The version before, whose seconds carried histograms, still merges.
         let mut old = docs[1].clone();
         old["schema"] = "respbench/1".into();
@@ -688,7 +710,10 @@ mod tests {
             d
         };
         let (batch, window, before) = (with(Some("batch")), with(Some("window")), with(None));
-        assert_eq!(merge_all(&[batch.clone(), batch.clone()]).unwrap().config["pipeline_mode"], "batch");
+        assert_eq!(
+            merge_all(&[batch.clone(), batch.clone()]).unwrap().config.pipeline_mode.as_deref(),
+            Some("batch")
+        );
         let (i, e) = merge_all(&[batch.clone(), window.clone()]).err().unwrap();
         assert_eq!(i, 1);
         assert!(e.contains("window mode and the first document in batch mode"), "{e}");
@@ -699,7 +724,8 @@ mod tests {
 
     /// A worker's document: `config` with `worker` and the given `key_dist`.
     fn part(index: u64, count: u64, key_dist: &str) -> Value {
-        let mut d = json::document(Value::Null, Value::Null, false, Vec::new());
+        let mut d =
+            as_value(&json::document(doc::RunConfig::default(), doc::Server::default(), false, Vec::new()));
         d["config"] = serde_json::json!({
             "requests": 1000, "key_dist": key_dist, "seed": index * 77,
             "worker": {"index": index, "count": count, "requests": 250},
@@ -713,35 +739,38 @@ mod tests {
         let all: Vec<Value> = (0..4).map(|i| part(i, 4, "sequential")).collect();
         // In any order; seeds differ.
         let shuffled = [all[2].clone(), all[0].clone(), all[3].clone(), all[1].clone()];
-        assert_eq!(check_parts(&files[..4], &shuffled), Ok(Some(4)));
-        let e = check_parts(&files[..3], &all[..3]).unwrap_err();
+        assert_eq!(check_parts_v(&files[..4], &shuffled), Ok(Some(4)));
+        let e = check_parts_v(&files[..3], &all[..3]).unwrap_err();
         assert!(e.contains("incomplete: 3 of the 4 parts of the run; missing worker 3"), "{e}");
-        let e = check_parts(&files[..2], &[all[1].clone(), all[3].clone()]).unwrap_err();
+        let e = check_parts_v(&files[..2], &[all[1].clone(), all[3].clone()]).unwrap_err();
         assert!(e.contains("missing workers 0, 2"), "{e}");
         let odd = [all[0].clone(), all[1].clone(), part(2, 4, "uniform"), all[3].clone()];
-        let e = check_parts(&files[..4], &odd).unwrap_err();
+        let e = check_parts_v(&files[..4], &odd).unwrap_err();
         let says = "w2.json (worker 2/4) is not a part of the same run: key_dist \"uniform\" where w0.json has \"sequential\"";
         assert!(e.contains(says), "{e}");
         let twice = [all[0].clone(), all[1].clone(), all[1].clone(), all[3].clone()];
-        let e = check_parts(&files[..4], &twice).unwrap_err();
+        let e = check_parts_v(&files[..4], &twice).unwrap_err();
         assert!(
             e.contains("worker 1/4 appears twice: w1.json and w2.json") && e.contains("missing worker 2"),
             "{e}"
         );
         let counts = [all[0].clone(), part(1, 3, "sequential")];
-        assert!(check_parts(&files[..2], &counts).unwrap_err().contains("one of 3 workers"));
-        let whole = json::document(Value::Null, Value::Null, false, Vec::new());
-        let e = check_parts(&files[..2], &[all[0].clone(), whole.clone()]).unwrap_err();
+        assert!(check_parts_v(&files[..2], &counts).unwrap_err().contains("one of 3 workers"));
+        let whole = empty_doc(Vec::new());
+        let e = check_parts_v(&files[..2], &[all[0].clone(), whole.clone()]).unwrap_err();
         assert!(e.contains("w1.json is a whole run"), "{e}");
         // Whole runs merge as before.
-        assert_eq!(check_parts(&files[..2], &[whole.clone(), whole]), Ok(None));
+        assert_eq!(check_parts_v(&files[..2], &[whole.clone(), whole]), Ok(None));
     }
 
     #[test]
     fn a_pod_log_is_read_around_stderr_lines() {
         let doc = serde_json::to_string_pretty(&part(0, 2, "uniform")).unwrap();
         let log = format!("WARNING: something\n{doc}\nrespbench: a last line {{\n");
-        assert_eq!(read_document("pod.log", &log), Ok(part(0, 2, "uniform")));
+        assert_eq!(
+            read_document("pod.log", &log),
+            typed(&[part(0, 2, "uniform")]).map(|d| d[0].clone()).map_err(|e| format!("pod.log: {}", e.1))
+        );
         let e = read_document("pod.log", "WARNING: only this\n{\n").unwrap_err();
         assert!(e.starts_with("pod.log is not JSON"), "{e}");
     }
@@ -751,7 +780,7 @@ mod tests {
         let a = Stats::new(Time::ZERO, 3, false).unwrap();
         let doc = |b: &[&str]| {
             let tests = b.iter().map(|b| json::test(&entry("GET", Some(b), a.clone()), 0).unwrap()).collect();
-            json::document(Value::Null, Value::Null, false, tests)
+            empty_doc(tests)
         };
         let m = merge_all(&[doc(&["mio", "smol"]), doc(&["mio", "smol"])]).unwrap();
         let got: Vec<_> =
@@ -782,28 +811,28 @@ mod tests {
         // Seeds and start times may differ between repeats.
         let again =
             run_doc(serde_json::json!({"seed": 99, "start_at_us": 5}), &["SET", "GET"], server.clone());
-        assert!(check_repeats(&files, &[base.clone(), again.clone(), base.clone()]).is_empty());
+        assert!(check_repeats_v(&files, &[base.clone(), again.clone(), base.clone()]).is_empty());
         let fewer = run_doc(serde_json::json!({"clients": 10}), &["SET", "GET"], server.clone());
-        let got = check_repeats(&files, &[base.clone(), fewer]);
+        let got = check_repeats_v(&files, &[base.clone(), fewer]);
         assert_eq!(got, ["b.json: -c 10 where a.json has -c 50"]);
         // An option given in one run and not in the other, in the units it was given in.
         let slack = run_doc(serde_json::json!({"rps_slack_us": 250}), &["SET", "GET"], server.clone());
         let auto = run_doc(serde_json::json!({"rps_slack_us": null}), &["SET", "GET"], server.clone());
-        let got = check_repeats(&files, &[auto, slack]);
+        let got = check_repeats_v(&files, &[auto, slack]);
         assert_eq!(got, ["b.json: --rps-slack 250us where a.json has no --rps-slack"]);
         let other = run_doc(serde_json::json!({"tests": "get"}), &["GET"], server.clone());
-        let got = check_repeats(&files, &[base.clone(), again, other]);
+        let got = check_repeats_v(&files, &[base.clone(), again, other]);
         assert_eq!(got, ["c.json: -t get where a.json has -t set,get; tests GET where a.json has SET, GET"]);
         let valkey = serde_json::json!({"name": "valkey", "version": "8.0.1", "mode": "standalone"});
         let elsewhere = run_doc(serde_json::json!({"port": 6380}), &["SET", "GET"], valkey);
-        let got = check_repeats(&files, &[base.clone(), elsewhere]);
+        let got = check_repeats_v(&files, &[base.clone(), elsewhere]);
         assert_eq!(got.len(), 1);
         assert!(got[0].starts_with("b.json: -p 6380 where a.json has -p 6379; server {"), "{got:?}");
         assert!(got[0].contains(r#""name":"valkey""#) && got[0].contains(r#""version":"7.0.15""#), "{got:?}");
         // A cluster found from two of its nodes is one server.
         let seeded =
             |port: u64| run_doc(serde_json::json!({"cluster": true, "port": port}), &["SET"], server.clone());
-        assert!(check_repeats(&files, &[seeded(7000), seeded(7002)]).is_empty());
+        assert!(check_repeats_v(&files, &[seeded(7000), seeded(7002)]).is_empty());
     }
 
     #[test]
@@ -813,7 +842,7 @@ mod tests {
         batch["config"] = serde_json::json!({"pipeline_mode": "batch"});
         let mut window = doc_of(&[("GET", &a)]);
         window["config"] = serde_json::json!({"pipeline_mode": "window"});
-        assert!(merge(&[batch.clone(), window.clone()], false).is_err());
-        assert!(merge(&[batch, window], true).is_ok());
+        assert!(merge_values(&[batch.clone(), window.clone()], false).is_err());
+        assert!(merge_values(&[batch, window], true).is_ok());
     }
 }

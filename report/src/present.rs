@@ -233,14 +233,10 @@ impl Presenter {
                     |tests| {
                         let mut doc =
                             json::document(json::config(cfg), json::server(&self.info), interrupted, tests);
-                        if !self.notices.is_empty() {
-                            doc["warnings"] = json::notices(&self.notices);
-                        }
-                        if let Some(late) = late_by_s {
-                            doc["late_by_s"] = late.into();
-                        }
+                        doc.warnings = (!self.notices.is_empty()).then(|| json::notices(&self.notices));
+                        doc.late_by_s = late_by_s;
                         if cfg.capacity.is_some() {
-                            doc["capacity"] = capacity::to_json(&self.searches, epoch_us)?;
+                            doc.capacity = Some(capacity::to_json(&self.searches, epoch_us)?);
                         }
                         json::write_json(path, &doc)
                     },

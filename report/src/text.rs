@@ -432,11 +432,14 @@ fn quiet_trailer(r: &TestReport, partial: Option<&str>) -> String {
     t
 }
 
-/// Whether no request of the test succeeded: every reply was an error reply, or none came (a
-/// server that refused or closed every connection, a `SELECT` that failed). Its rate, hit
+/// Whether no request of the test succeeded: every reply was an error reply, or none came while
+/// requests were made (a server that refused or closed every connection, a `SELECT` that
+/// failed). Its rate, hit
 /// ratio and latencies would be those of the errors, or of nothing, so no format prints them.
 pub fn none_succeeded(s: &Stats) -> bool {
-    s.requests <= s.error_replies()
+    // A test that asked for nothing (`-n 0`) failed at nothing: it has no failure to report.
+    let attempted = s.requests > 0 || s.lost > 0 || s.abandoned > 0 || s.unsent > 0 || s.failed_clients > 0;
+    attempted && s.requests <= s.error_replies()
 }
 
 /// `no request succeeded: 49 replies in 0.02 s, every one an error reply`, or the same for a
@@ -975,6 +978,21 @@ impl Summary {
     }
 }
 
+/// After redis-benchmark's `Could not connect to Redis at HOST:PORT: Connection refused`: where
+/// respbench looked, and how to point it elsewhere (the commonest first-run mistake: no server
+/// there, or another port).
+pub fn refused_hint(error: &str) -> Option<String> {
+    let at = error.strip_prefix("Could not connect to Redis at ")?;
+    let (address, why) = at.split_once(": ")?;
+    if !why.starts_with("Connection refused") {
+        return None;
+    }
+    Some(format!(
+        "Nothing accepts connections at {address}: start a server there (redis-server --port PORT), \
+         or point respbench at yours with -h HOST -p PORT (or -s SOCKET, or -u redis://HOST:PORT)."
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1337,7 +1355,10 @@ Summary:
     /// (issue #35), and no NaN: golden lines for a test with no reply and one of error replies.
     #[test]
     fn no_success_prints_no_figures() {
-        let s = Stats::new(Time::ZERO, 3, false).unwrap();
+        let mut s = Stats::new(Time::ZERO, 3, false).unwrap();
+        // A test that asked for nothing (`-n 0`) failed at nothing: its zeros stay.
+        assert!(!none_succeeded(&s));
+        s.failed_clients = 1;
         let r = report("GET", &s);
         let text = verbose(&r);
         assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");

@@ -5,7 +5,7 @@
 //! plain `--rps a,b,c` run, where a step fails when it did not keep its schedule (achieved more
 //! than 2% from the target). Several runs go on one chart, a colour each.
 
-use serde_json::Value;
+use crate::doc::Document;
 
 use super::data::{Input, Test};
 use super::svg::{Axis, Chart, Dash, Line};
@@ -43,47 +43,26 @@ pub struct Curve {
 }
 
 /// The curves of a document's `capacity` (none without a search).
-pub fn read(doc: &Value, input: usize) -> Result<Vec<Curve>, String> {
-    let Some(list) = doc.get("capacity").and_then(Value::as_array) else { return Ok(Vec::new()) };
+pub fn read(doc: &Document, input: usize) -> Vec<Curve> {
     let mut out = Vec::new();
-    for c in list {
-        let test = c.get("test").and_then(Value::as_str).ok_or("a capacity entry without 'test'")?;
-        let objectives = c
-            .get("objectives")
-            .and_then(Value::as_array)
-            .ok_or("a capacity entry without 'objectives'")?
+    for c in doc.capacity.iter().flatten() {
+        let objectives = c.objectives.iter().map(|o| (o.text.clone(), o.limit_us / 1000.0)).collect();
+        let mut points: Vec<Point> = c
+            .steps
             .iter()
-            .filter_map(|o| {
-                Some((o.get("text")?.as_str()?.to_string(), o.get("limit_us")?.as_f64()? / 1000.0))
+            .map(|s| Point {
+                achieved: s.achieved_rps,
+                ms: [s.latency_us.p50, s.latency_us.p99, s.latency_us.p99_9, s.service_p99_us]
+                    .map(|us| us as f64 / 1000.0),
+                passed: s.passed,
+                bottleneck: s.bottleneck.clone(),
             })
             .collect();
-        let steps = c.get("steps").and_then(Value::as_array).ok_or("a capacity entry without 'steps'")?;
-        let mut points = Vec::new();
-        for s in steps {
-            let f = |p: &str| s.pointer(p).and_then(Value::as_f64).map_or(f64::NAN, |v| v / 1000.0);
-            points.push(Point {
-                achieved: s
-                    .get("achieved_rps")
-                    .and_then(Value::as_f64)
-                    .ok_or("a step without 'achieved_rps'")?,
-                ms: [
-                    f("/latency_us/p50"),
-                    f("/latency_us/p99"),
-                    f("/latency_us/p99_9"),
-                    f("/service_p99_us"),
-                ],
-                passed: s.get("passed").and_then(Value::as_bool).ok_or("a step without 'passed'")?,
-                bottleneck: s.get("bottleneck").and_then(Value::as_str).map(str::to_string),
-            });
-        }
-        let answer = c.get("answer").filter(|a| a.is_object()).and_then(|a| {
-            let step = a.get("step")?.as_u64()? as usize;
-            Some((points.get(step)?.achieved, a.get("rps")?.as_u64()?))
-        });
+        let answer = c.answer.and_then(|a| Some((points.get(a.step as usize)?.achieved, a.rps)));
         points.sort_by(|a, b| a.achieved.total_cmp(&b.achieved));
-        out.push(Curve { input, test: test.to_string(), objectives, answer, points });
+        out.push(Curve { input, test: c.test.clone(), objectives, answer, points });
     }
-    Ok(out)
+    out
 }
 
 /// The curve of one test's plain `--rps` steps (two target rates or more).
@@ -230,18 +209,28 @@ mod tests {
 
     #[test]
     fn a_search_reads_into_a_curve_with_its_answer_and_failures() {
-        let doc = serde_json::json!({"capacity": [{
-            "test": "GET",
-            "objectives": [{"text": "p99<=1ms", "limit_us": 1000.0}],
-            "answer": {"rps": 5000, "step": 1},
-            "steps": [
-                {"achieved_rps": 9000.0, "passed": false, "bottleneck": "server",
-                 "latency_us": {"p50": 900, "p99": 5000, "p99_9": 8000}, "service_p99_us": 300},
-                {"achieved_rps": 5001.0, "passed": true, "bottleneck": "neither",
-                 "latency_us": {"p50": 100, "p99": 800, "p99_9": 950}, "service_p99_us": 200},
+        use crate::doc::{Answer, Objective, Search, SearchStep, StepLatency};
+        let step =
+            |achieved_rps, passed, side: &str, [p50, p99, p99_9, service_p99_us]: [u64; 4]| SearchStep {
+                achieved_rps,
+                passed,
+                bottleneck: Some(side.into()),
+                latency_us: StepLatency { p50, p99, p99_9 },
+                service_p99_us,
+                ..SearchStep::default()
+            };
+        let search = Search {
+            test: "GET".into(),
+            objectives: vec![Objective { text: "p99<=1ms".into(), limit_us: 1000.0, ..Objective::default() }],
+            answer: Some(Answer { rps: 5000, step: 1, ..Answer::default() }),
+            steps: vec![
+                step(9000.0, false, "server", [900, 5000, 8000, 300]),
+                step(5001.0, true, "neither", [100, 800, 950, 200]),
             ],
-        }]});
-        let c = read(&doc, 0).unwrap();
+            ..Search::default()
+        };
+        let doc = Document { capacity: Some(vec![search]), ..Document::default() };
+        let c = read(&doc, 0);
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].answer, Some((5001.0, 5000)));
         assert_eq!(c[0].objectives, [("p99<=1ms".to_string(), 1.0)]);

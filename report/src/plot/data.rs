@@ -1,13 +1,11 @@
 //! What `respbench plot` reads from `--json` documents: each test's summary figures, its
 //! whole-test histogram, its step parameters and its per-second summaries.
 //!
-//! The documents are read as `serde_json::Value` here rather than through `json::read_test`, so
-//! that only the fields the charts use are required: a per-second entry is read through its
-//! summary fields (`second`, `requests`, `errors`, `p50_ms`, `p90_ms`, `p99_ms`, `p999_ms`,
-//! `max_ms`, the optional ones may be missing), never its histogram.
+//! The documents are read as [`crate::doc::Document`]s, and only what the charts draw is kept: a
+//! test's percentile curves (not its histograms) and its per-second summaries (never a second's
+//! histogram).
 
-use serde_json::Value;
-
+use crate::doc::{self, Document};
 use crate::json;
 
 /// The options a step of a sweep may differ in, with their names in the JSON (`config` and, for
@@ -168,10 +166,11 @@ pub fn read(paths: &[String]) -> Result<Vec<Input>, String> {
     let mut inputs = Vec::new();
     for (i, path) in paths.iter().enumerate() {
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        let doc: Value = serde_json::from_slice(&bytes).map_err(|e| format!("{path} is not JSON: {e}"))?;
+        let value = serde_json::from_slice(&bytes).map_err(|e| format!("{path} is not JSON: {e}"))?;
+        let doc = json::document_of(value).map_err(|e| format!("{path}: {e}"))?;
         let tests = read_doc(&doc, i).map_err(|e| format!("{path}: {e}"))?;
         let context = context(&doc, &tests);
-        let capacity = super::capacity::read(&doc, i).map_err(|e| format!("{path}: {e}"))?;
+        let capacity = super::capacity::read(&doc, i);
         inputs.push(Input { path: path.clone(), label: String::new(), tests, context, capacity });
     }
     let names: Vec<String> = inputs.iter().map(|i| file_name(&i.path)).collect();
@@ -183,34 +182,25 @@ pub fn read(paths: &[String]) -> Result<Vec<Input>, String> {
 }
 
 /// The document's context: its command line, server, first test's date and backend.
-fn context(doc: &Value, tests: &[Test]) -> Context {
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
-    let command_line = doc.get("command_line").and_then(Value::as_array).map(|args| {
-        let args: Vec<String> =
-            args.iter()
-                .filter_map(Value::as_str)
-                .map(|a| {
-                    if a.is_empty() || a.contains([' ', '"', '\'']) {
-                        format!("'{a}'")
-                    } else {
-                        a.to_string()
-                    }
-                })
-                .collect();
+fn context(doc: &Document, tests: &[Test]) -> Context {
+    let command_line = doc.command_line.as_ref().map(|args| {
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| if a.is_empty() || a.contains([' ', '"', '\'']) { format!("'{a}'") } else { a.clone() })
+            .collect();
         format!("respbench {}", args.join(" "))
     });
-    let server = doc.get("server").and_then(|s| {
-        let parts: Vec<String> = ["name", "version", "mode"].iter().filter_map(|k| text(s.get(*k))).collect();
-        (!parts.is_empty()).then(|| parts.join(" "))
-    });
+    let s = &doc.server;
+    let parts: Vec<String> = [&s.name, &s.version, &s.mode].into_iter().flatten().cloned().collect();
+    let server = (!parts.is_empty()).then(|| parts.join(" "));
     let date =
         tests.first().map(|t| t.start_us).filter(|&us| us > 0).map(|us| crate::hlog::utc(us / 1_000_000));
     Context {
         command_line,
         server,
         date,
-        backend: text(doc.pointer("/config/backend")),
-        mixture: doc.get("mixture").is_some(),
+        backend: Some(doc.config.backend.clone()).filter(|b| !b.is_empty()),
+        mixture: doc.mixture.is_some(),
     }
 }
 
@@ -220,57 +210,36 @@ fn file_name(path: &str) -> String {
         .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-/// The tests of one document.
-fn read_doc(doc: &Value, input: usize) -> Result<Vec<Test>, String> {
-    let schema = doc.get("schema").and_then(Value::as_str);
-    // Every schema reads alike here: version 1 differs only in its seconds' histograms, which
-    // plot never reads.
-    if !schema.is_some_and(|s| s == json::SCHEMA || json::READS_ALSO.contains(&s)) {
-        let found = schema.map_or_else(|| "missing".to_string(), |s| format!("'{s}'"));
-        let mut known = vec![json::SCHEMA];
-        known.extend(json::READS_ALSO);
-        return Err(format!(
-            "schema is {found}; respbench plot reads documents written by respbench --json ('{}')",
-            known.join("', '")
-        ));
-    }
-    let tests = doc.get("tests").and_then(Value::as_array).ok_or("no 'tests' array")?;
-    if tests.is_empty() {
+/// The tests of one document (its `schema` was checked as it was read: every schema reads alike
+/// here, version 1 differing only in its seconds' histograms, which plot never reads).
+fn read_doc(doc: &Document, input: usize) -> Result<Vec<Test>, String> {
+    if doc.tests.is_empty() {
         return Err("no tests in the document (the run ended before its first test)".into());
     }
-    let config = doc.get("config").unwrap_or(&Value::Null);
     // A test in which no request succeeded has no figures to draw.
-    tests
+    doc.tests
         .iter()
         .enumerate()
-        .filter(|(_, t)| t.get("no_request_succeeded").and_then(Value::as_bool) != Some(true))
-        .map(|(k, t)| read_test(t, config, input).map_err(|e| format!("test {}: {e}", k + 1)))
+        .filter(|(_, t)| t.no_request_succeeded != Some(true))
+        .map(|(k, t)| read_test(t, &doc.config, input).map_err(|e| format!("test {}: {e}", k + 1)))
         .collect()
 }
 
-fn read_test(t: &Value, config: &Value, input: usize) -> Result<Test, String> {
-    let name = t.get("name").and_then(Value::as_str).ok_or("no 'name'")?.to_string();
+fn read_test(t: &doc::Test, config: &doc::RunConfig, input: usize) -> Result<Test, String> {
+    let name = t.name.clone();
     let at = |e: String| format!("'{name}': {e}");
-    let u = |k: &str| t.get(k).and_then(Value::as_u64).ok_or_else(|| at(format!("no '{k}' count")));
-    let f = |k: &str| t.get(k).and_then(Value::as_f64).ok_or_else(|| at(format!("no '{k}' number")));
-    let requests = u("requests")?;
-    let errors = match t.get("errors") {
-        Some(Value::Object(m)) => m.values().filter_map(Value::as_u64).sum(),
-        None => 0,
-        Some(_) => return Err(at("'errors' is not an object".into())),
-    };
-    let latency = latency(t.get("latency_ms")).map_err(|e| at(format!("latency_ms: {e}")))?;
-    let service = match t.get("service_latency_ms") {
-        Some(v) => Some(latency_of(v).map_err(|e| at(format!("service_latency_ms: {e}")))?),
-        None => None,
-    };
-    let data = t
-        .pointer("/histogram/data")
-        .and_then(Value::as_str)
-        .ok_or_else(|| at("no 'histogram' with 'data'".into()))?;
-    let histogram = json::decode_histogram(data).map_err(|e| at(format!("histogram: {e}")))?;
+    let requests = t.requests;
+    let errors = t.errors.values().fold(0u64, |a, &n| a.saturating_add(n));
+    let latency = latency_of(t.latency_ms.as_ref()).map_err(|e| at(format!("latency_ms: {e}")))?;
+    let service = t
+        .service_latency_ms
+        .as_ref()
+        .map(|l| latency_of(Some(l)))
+        .transpose()
+        .map_err(|e| at(format!("service_latency_ms: {e}")))?;
+    let histogram = json::decode_histogram(&t.histogram.data).map_err(|e| at(format!("histogram: {e}")))?;
     // As `respbench merge` checks them: the histograms hold what the counts say.
-    let lower_bounds = t.get("latency_lower_bounds").and_then(Value::as_u64).unwrap_or(0);
+    let lower_bounds = t.latency_lower_bounds.unwrap_or(0);
     let want = requests
         .checked_add(lower_bounds)
         .ok_or_else(|| at("requests + latency_lower_bounds overflows".into()))?;
@@ -280,25 +249,36 @@ fn read_test(t: &Value, config: &Value, input: usize) -> Result<Test, String> {
             histogram.len()
         )));
     }
-    let series = match t.get("series") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(a)) => a.iter().map(second).collect::<Result<_, _>>().map_err(at)?,
-        Some(_) => return Err(at("'series' is not an array".into())),
+    let series = match &t.series {
+        None => Vec::new(),
+        Some(list) => list.iter().map(second).collect::<Result<_, _>>().map_err(at)?,
     };
     // A step's own parameters come first: a sweep writes each step's in its entry's `step`
     // (`datasize` as -d gives it, so "16" is 16 and a range is not a number); the document's
     // config holds what all steps share.
-    let num = |v: &Value| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok()));
-    let params = PARAMS.map(|p| {
-        t.get("step")
-            .and_then(|s| s.get(p.key))
-            .and_then(num)
-            .or_else(|| t.get(p.key).and_then(num))
-            .or_else(|| config.get(p.key).and_then(Value::as_u64))
-    });
-    let service_curve = match t.pointer("/service_histogram/data").and_then(Value::as_str) {
+    let from_step = |k: &str| -> Option<u64> {
+        let s = t.step.as_ref()?;
+        match k {
+            "datasize" => s.datasize.parse().ok(),
+            "clients" => Some(s.clients),
+            "pipeline" => Some(s.pipeline),
+            "threads" => Some(s.threads),
+            _ => None,
+        }
+    };
+    let from_config = |k: &str| -> Option<u64> {
+        Some(match k {
+            "datasize" => config.datasize,
+            "clients" => config.clients,
+            "pipeline" => config.pipeline,
+            "threads" => config.threads,
+            _ => return None,
+        })
+    };
+    let params = PARAMS.map(|p| from_step(p.key).or_else(|| from_config(p.key)));
+    let service_curve = match &t.service_histogram {
         Some(d) => {
-            let h = json::decode_histogram(d).map_err(|e| at(format!("service_histogram: {e}")))?;
+            let h = json::decode_histogram(&d.data).map_err(|e| at(format!("service_histogram: {e}")))?;
             if h.len() != requests {
                 return Err(at(format!(
                     "its service_histogram holds {} values where requests say {requests}",
@@ -311,19 +291,19 @@ fn read_test(t: &Value, config: &Value, input: usize) -> Result<Test, String> {
     };
     Ok(Test {
         input,
-        start_us: t.get("start_us").and_then(Value::as_u64).unwrap_or(0),
+        start_us: t.start_us,
         service_curve,
-        verdict: t.pointer("/bottleneck/side").and_then(Value::as_str).map(str::to_string),
-        cpu_us: t.pointer("/client_cpu/us_per_request").and_then(Value::as_f64),
-        core_share: t.pointer("/client_cpu/core_share").and_then(Value::as_f64),
-        run: t.pointer("/step/run").and_then(Value::as_u64).unwrap_or(0),
-        backend: t.get("backend").and_then(Value::as_str).map(str::to_string),
-        target_rps: t.get("target_rps").and_then(Value::as_u64),
+        verdict: t.bottleneck.as_ref().map(|b| b.side.clone()),
+        cpu_us: t.client_cpu.map(|c| c.us_per_request),
+        core_share: t.client_cpu.map(|c| c.core_share),
+        run: t.step.as_ref().map_or(0, |s| s.run),
+        backend: t.backend.clone(),
+        target_rps: t.target_rps,
         params,
         requests,
         errors,
-        duration_s: f("duration_s")?,
-        rps: f("rps")?,
+        duration_s: t.duration_s,
+        rps: t.rps.ok_or_else(|| at("no 'rps' number".into()))?,
         latency,
         service,
         curve: super::charts::percentile_points(&histogram),
@@ -332,25 +312,20 @@ fn read_test(t: &Value, config: &Value, input: usize) -> Result<Test, String> {
     })
 }
 
-fn latency(v: Option<&Value>) -> Result<Latency, String> {
-    latency_of(v.ok_or("missing")?)
-}
-
-fn latency_of(v: &Value) -> Result<Latency, String> {
-    let g = |k: &str| v.get(k).and_then(Value::as_f64).ok_or_else(|| format!("no '{k}'"));
-    Ok(Latency { avg: g("avg")?, p50: g("p50")?, p99: g("p99")?, p999: g("p99_9")?, max: g("max")? })
+fn latency_of(v: Option<&doc::Latency>) -> Result<Latency, String> {
+    let v = v.ok_or("missing")?;
+    Ok(Latency { avg: v.avg, p50: v.p50, p99: v.p99, p999: v.p99_9, max: v.max })
 }
 
 /// One per-second entry, through its summary fields.
-fn second(s: &Value) -> Result<Second, String> {
-    let u = |k: &str| s.get(k).and_then(Value::as_u64).ok_or_else(|| format!("a series entry has no '{k}'"));
-    let f = |k: &str| s.get(k).and_then(Value::as_f64).ok_or_else(|| format!("a series entry has no '{k}'"));
+fn second(s: &doc::SecondEntry) -> Result<Second, String> {
+    let f = |v: Option<f64>, k: &str| v.ok_or_else(|| format!("a series entry has no '{k}'"));
     Ok(Second {
-        second: u("second")?,
-        requests: u("requests")?,
-        errors: s.get("errors").and_then(Value::as_u64).unwrap_or(0),
-        p50: f("p50_ms")?,
-        p99: f("p99_ms")?,
+        second: s.second,
+        requests: s.requests,
+        errors: s.errors,
+        p50: f(s.p50_ms, "p50_ms")?,
+        p99: f(s.p99_ms, "p99_ms")?,
     })
 }
 
@@ -358,7 +333,12 @@ fn second(s: &Value) -> Result<Second, String> {
 mod tests {
     use super::*;
     use hdrhistogram::Histogram;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    /// A document written as JSON, read as plot reads it.
+    fn read_doc(v: &Value, input: usize) -> Result<Vec<Test>, String> {
+        super::read_doc(&json::document_of(v.clone())?, input)
+    }
 
     fn hist_data() -> String {
         let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
@@ -379,17 +359,17 @@ mod tests {
     #[test]
     fn reads_summaries_and_step_parameters() {
         let mut t = test_entry();
-        t["step"] = json!({"datasize": "128", "clients": 7, "pipeline": 1, "threads": 0, "run": 0});
-        t["step"].as_object_mut().unwrap().remove("pipeline");
-        let doc = json!({"schema": json::SCHEMA, "config": {"clients": 50, "pipeline": 16}, "tests": [t]});
+        t["step"] = json!({"datasize": "16-64", "clients": 7, "pipeline": 1, "threads": 0, "run": 0});
+        let doc = json!({"schema": json::SCHEMA, "config": {"clients": 50, "pipeline": 16, "datasize": 128}, "tests": [t]});
         let tests = read_doc(&doc, 0).unwrap();
         let t = &tests[0];
         assert_eq!(t.errors, 2);
         assert_eq!(t.curve, [(0.0, 0.25)]);
         assert_eq!(t.series.len(), 1);
         assert_eq!(t.series[0].p99, 0.25);
-        // The step's own values win over the config's; the pipeline comes from the config.
-        assert_eq!(t.params, [Some(128), Some(7), Some(16), Some(0)]);
+        // The step's own values win over the config's; a value size that is not a number (a
+        // range) comes from the config.
+        assert_eq!(t.params, [Some(128), Some(7), Some(1), Some(0)]);
     }
 
     /// Version 1 documents, whose seconds carried a histogram, read alike.

@@ -1,0 +1,1180 @@
+//! The `--json` result document (schema `respbench/2`) as Rust types: what a run writes, what
+//! `respbench merge` reads and writes, what `respbench plot` reads. docs/json.md describes each
+//! field; docs/respbench.schema.json is checked against these types by the tests (every field
+//! they write is in the schema, and documents the schema allows read back).
+//!
+//! The types only carry data: [`crate::json`] fills them from the session's results and reads
+//! tests back into results, checking what a document cannot be trusted with (histogram lengths,
+//! totals). Every optional field is `#[serde(default)]`, so documents written before a field
+//! existed still read; unknown fields are ignored (a newer respbench's additions), except in
+//! `config`, where they are kept ([`RunConfig::other`]) so a merge passes them on.
+//!
+//! A document is written through `serde_json::Value`, whose maps sort their keys: the order of
+//! the fields here does not matter, and a document's bytes are those of the values alone.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One run's document, or a merge of several.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Document {
+    /// `respbench/2` (see [`crate::json::SCHEMA`]).
+    pub schema: String,
+    /// The program that wrote it.
+    pub tool: Tool,
+    /// The command line, each password replaced by `***`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_line: Option<Vec<String>>,
+    /// Every option that shapes the load.
+    pub config: RunConfig,
+    /// What the startup connection read from the server.
+    pub server: Server,
+    /// The run was stopped before it completed (Ctrl-C, a failure).
+    pub interrupted: bool,
+    /// Each test, sweep step, rate step and backend, in order.
+    pub tests: Vec<Test>,
+    /// The session's notices (`--preload`'s line, a missing server CONFIG).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<Notice>>,
+    /// `--start-at`: how late this process was ready, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_by_s: Option<f64>,
+    /// `--slo`: each test's capacity search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Vec<Search>>,
+    /// `respbench merge`: the documents merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_from: Option<Vec<String>>,
+    /// `respbench merge --force`: what differed between the runs added up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixture: Option<Vec<String>>,
+}
+
+/// `tool`: the program and its version.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Tool {
+    /// `respbench`.
+    pub name: String,
+    /// Its cargo version.
+    pub version: String,
+}
+
+/// `server`: the server's settings and identity, null where it did not say.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Server {
+    /// `CONFIG GET save`.
+    #[serde(default)]
+    pub save: Option<String>,
+    /// `CONFIG GET appendonly`.
+    #[serde(default)]
+    pub appendonly: Option<String>,
+    /// `redis`, `valkey`, …
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Its version.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// `standalone`, `cluster`, …
+    #[serde(default)]
+    pub mode: Option<String>,
+}
+
+/// A notice of the session: `{"kind": "notice", "text"}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Notice {
+    /// Always `notice`.
+    pub kind: String,
+    /// The line as stderr would show it.
+    pub text: String,
+}
+
+/// `config`: every option that shapes the load (no password). The fields a run writes are
+/// typed; any others (a newer respbench's) are kept in [`RunConfig::other`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunConfig {
+    /// `-h`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// `-p`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// `-s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<String>,
+    /// `--user`.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// `-c` (a split run's whole).
+    #[serde(default)]
+    pub clients: u64,
+    /// `-n` (a split run's whole).
+    #[serde(default)]
+    pub requests: u64,
+    /// `-d` in bytes.
+    #[serde(default)]
+    pub datasize: u64,
+    /// `-d` as given (a range, a list).
+    #[serde(default)]
+    pub datasize_spec: String,
+    /// `--key-dist`.
+    #[serde(default)]
+    pub key_dist: String,
+    /// `--key-prefix`.
+    #[serde(default)]
+    pub key_prefix: String,
+    /// `-P`.
+    #[serde(default)]
+    pub pipeline: u64,
+    /// `--pipeline-mode` (absent before it existed: `window`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_mode: Option<String>,
+    /// `-k`.
+    #[serde(default)]
+    pub keepalive: bool,
+    /// `--threads`.
+    #[serde(default)]
+    pub threads: u64,
+    /// `-r`.
+    #[serde(default)]
+    pub keyspace: Option<u64>,
+    /// `--seed` (a split run's whole).
+    #[serde(default)]
+    pub seed: u64,
+    /// `--dbnum`.
+    #[serde(default)]
+    pub dbnum: u64,
+    /// `-3`.
+    #[serde(default)]
+    pub resp3: bool,
+    /// `-C` / client tracking.
+    #[serde(default)]
+    pub tracking: bool,
+    /// `--tls`.
+    #[serde(default)]
+    pub tls: bool,
+    /// `--cluster`.
+    #[serde(default)]
+    pub cluster: bool,
+    /// `--rfr`.
+    #[serde(default)]
+    pub rfr: String,
+    /// `--replicas`: null, `"auto"` or the addresses listed.
+    #[serde(default)]
+    pub replicas: Value,
+    /// `--backend`, comma separated.
+    #[serde(default)]
+    pub backend: String,
+    /// `--precision`.
+    #[serde(default)]
+    pub precision: u64,
+    /// `-l`.
+    #[serde(default, rename = "loop")]
+    pub repeat: bool,
+    /// `-t`.
+    #[serde(default)]
+    pub tests: Option<String>,
+    /// A custom command's arguments (lossy UTF-8).
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// `--timeout` in milliseconds.
+    #[serde(default)]
+    pub timeout_ms: Option<f64>,
+    /// `--rps` (a split run's whole).
+    #[serde(default)]
+    pub rps: Option<Vec<u64>>,
+    /// `constant` or `poisson`.
+    #[serde(default)]
+    pub arrival: String,
+    /// `--rps-slack` in microseconds, null for automatic.
+    #[serde(default)]
+    pub rps_slack_us: Option<u64>,
+    /// `--duration` in seconds.
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    /// `--warmup` in seconds.
+    #[serde(default)]
+    pub warmup_s: f64,
+    /// `--mix`: each command and its weight.
+    #[serde(default)]
+    pub mix: Option<Vec<MixEntry>>,
+    /// `--slo`: what the search was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<Slo>,
+    /// `--start-at` in microseconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at_us: Option<u64>,
+    /// `--mptcp` (only when given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mptcp: Option<bool>,
+    /// `--worker I/N`: this worker's part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<WorkerPart>,
+    /// A merged split run: how many workers it had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<u64>,
+    /// A sweep's lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepLists>,
+    /// Fields this respbench does not know, kept as they were.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// One command of `--mix` and its weight.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MixEntry {
+    /// The command (a named test, or a custom command's words).
+    pub command: String,
+    /// Its weight.
+    pub weight: u64,
+}
+
+/// `config.slo`: the capacity search's objectives and limits.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Slo {
+    /// Each objective as given (`p99<=1ms`).
+    pub objectives: Vec<String>,
+    /// `--resolution`.
+    pub resolution: String,
+    /// `--rps LOW-HIGH`.
+    #[serde(default)]
+    pub range_rps: Option<[u64; 2]>,
+    /// `--max-steps`.
+    pub max_steps: u64,
+    /// A ladder of fixed steps (a split run's search).
+    pub ladder: bool,
+}
+
+/// `config.worker`: one worker's part of a split run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorkerPart {
+    /// `I` of `--worker I/N`.
+    pub index: u64,
+    /// `N`.
+    pub count: u64,
+    /// This worker's `-n`.
+    pub requests: u64,
+    /// This worker's `-c` at each sweep step.
+    pub clients: Vec<u64>,
+    /// This worker's `--rps`.
+    #[serde(default)]
+    pub rps: Option<Vec<u64>>,
+    /// Its part of the keyspace for sequential keys.
+    #[serde(default)]
+    pub keys: Option<KeyRange>,
+}
+
+/// A worker's keys: `count` keys from `first`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct KeyRange {
+    /// The first key.
+    pub first: u64,
+    /// How many.
+    pub count: u64,
+}
+
+/// `config.sweep`: the lists a sweep's steps combine.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SweepLists {
+    /// `-d` values as given.
+    pub datasize: Vec<String>,
+    /// `-c` values (a split run's whole).
+    pub clients: Vec<u64>,
+    /// `-P` values.
+    pub pipeline: Vec<u64>,
+    /// `--threads` values.
+    pub threads: Vec<u64>,
+    /// `--repeat`.
+    pub repeat: u64,
+}
+
+/// One entry of `tests`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Test {
+    /// The title (`GET`).
+    pub name: String,
+    /// The request template (lossy UTF-8, cut at 4096 bytes).
+    #[serde(default)]
+    pub command: String,
+    /// Replies received (error replies included).
+    pub requests: u64,
+    /// Nil replies among them.
+    #[serde(default)]
+    pub nil_replies: u64,
+    /// Error replies by first word.
+    #[serde(default)]
+    pub errors: BTreeMap<String, u64>,
+    /// From the measured start to the test's end, in seconds.
+    pub duration_s: f64,
+    /// Replies per second; null when no request succeeded.
+    #[serde(default)]
+    pub rps: Option<f64>,
+    /// The latency summary in milliseconds; null when no request succeeded.
+    #[serde(default)]
+    pub latency_ms: Option<Latency>,
+    /// Every reply an error reply, or none came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_request_succeeded: Option<bool>,
+    /// The whole latency distribution.
+    pub histogram: HistogramData,
+    /// Bytes written to the server.
+    #[serde(default)]
+    pub bytes_sent: u64,
+    /// Bytes read from it.
+    #[serde(default)]
+    pub bytes_received: u64,
+    /// Connections opened.
+    #[serde(default)]
+    pub connections_opened: u64,
+    /// The measured start, microseconds since the Unix epoch.
+    #[serde(default)]
+    pub start_us: u64,
+    /// The test's end.
+    #[serde(default)]
+    pub end_us: u64,
+    /// The last reply (absent before it existed: the end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reply_us: Option<u64>,
+    /// The backend that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// `--rps`: this step's target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_rps: Option<u64>,
+    /// The open loop's wake-up grid, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rps_slack_us: Option<u64>,
+    /// Clients refused by the server or unreachable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients_never_ran: Option<NeverRan>,
+    /// Clients whose every connection failed before the stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_clients: Option<u64>,
+    /// Open loop: the service time's summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_latency_ms: Option<Latency>,
+    /// Open loop: the service time's distribution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_histogram: Option<HistogramData>,
+    /// Open loop: how late requests were sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lateness: Option<Distribution>,
+    /// How long connections took to become usable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_setup: Option<ConnectionSetup>,
+    /// Over several nodes: each node's figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<Node>>,
+    /// Over several nodes: the redirects met.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirects: Option<Redirects>,
+    /// What the figures suggest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<Finding>>,
+    /// Requests unanswered after the stop's grace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abandoned_requests: Option<u64>,
+    /// Open-loop arrivals never sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsent_requests: Option<u64>,
+    /// How many of the histogram's values are lower bounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_lower_bounds: Option<u64>,
+    /// Open loop: every arrival of the schedule, accounted for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<Arrivals>,
+    /// `--reconnect`: outages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconnects: Option<Reconnects>,
+    /// Per-second summaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<Vec<SecondEntry>>,
+    /// The client's CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu: Option<ClientCpu>,
+    /// The server's CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu: Option<ServerCpu>,
+    /// A sweep's step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<Step>,
+    /// Who limited the test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<Bottleneck>,
+}
+
+/// A latency summary in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Latency {
+    /// Mean.
+    pub avg: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p99_9: f64,
+    /// 99.99th percentile.
+    pub p99_99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+/// An encoded histogram: HdrHistogram V2 deflate in base64, in microseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistogramData {
+    /// `us`.
+    #[serde(default)]
+    pub unit: String,
+    /// The lowest discernible value.
+    #[serde(default)]
+    pub lowest: u64,
+    /// The highest trackable value.
+    #[serde(default)]
+    pub highest: u64,
+    /// Significant figures.
+    #[serde(default)]
+    pub sigfig: u8,
+    /// `hdrhistogram-v2-deflate-base64`.
+    #[serde(default)]
+    pub encoding: String,
+    /// The encoding.
+    pub data: String,
+}
+
+/// A summary and its histogram (`lateness`, a setup phase).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Distribution {
+    /// The summary in milliseconds.
+    pub ms: Latency,
+    /// The histogram.
+    pub histogram: HistogramData,
+}
+
+/// `clients_never_ran`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NeverRan {
+    /// Refused by the server.
+    #[serde(default)]
+    pub refused: u64,
+    /// Could not connect.
+    #[serde(default)]
+    pub unreachable: u64,
+}
+
+/// `connection_setup`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConnectionSetup {
+    /// How many connections were set up.
+    pub connections: u64,
+    /// `connect`, `tls`, `handshake`, `total`.
+    pub phases: BTreeMap<String, Phase>,
+}
+
+/// A setup phase: its summary and histogram.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Phase {
+    /// The summary in milliseconds.
+    pub latency_ms: Latency,
+    /// The histogram.
+    pub histogram: HistogramData,
+}
+
+/// One node of a test over several nodes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Node {
+    /// `HOST:PORT`.
+    pub address: String,
+    /// `primary` or `replica`.
+    #[serde(default)]
+    pub role: String,
+    /// Slots it served at the start.
+    #[serde(default)]
+    pub slots: u64,
+    /// Replies it sent.
+    pub requests: u64,
+    /// Over the test's duration.
+    #[serde(default)]
+    pub rps: f64,
+    /// Error replies by first word.
+    #[serde(default)]
+    pub errors: BTreeMap<String, u64>,
+    /// Nil replies.
+    #[serde(default)]
+    pub nil_replies: u64,
+    /// Redirects it answered with.
+    #[serde(default)]
+    pub redirects: Redirects,
+    /// Its latency summary.
+    #[serde(default)]
+    pub latency_ms: Latency,
+    /// Its latency distribution.
+    pub histogram: HistogramData,
+    /// Open loop: its service time's summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_latency_ms: Option<Latency>,
+    /// Open loop: its service time's distribution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_histogram: Option<HistogramData>,
+}
+
+/// Redirects by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Redirects {
+    /// `MOVED`.
+    #[serde(default)]
+    pub moved: u64,
+    /// `ASK`.
+    #[serde(default)]
+    pub ask: u64,
+    /// `TRYAGAIN`.
+    #[serde(default)]
+    pub tryagain: u64,
+    /// `CLUSTERDOWN`.
+    #[serde(default)]
+    pub clusterdown: u64,
+}
+
+/// A test's finding: `{"kind", "text", "figures"}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Finding {
+    /// `client_limited`, `schedule_not_kept`, …
+    pub kind: String,
+    /// The line the report prints.
+    pub text: String,
+    /// Its figures by name.
+    #[serde(default)]
+    pub figures: BTreeMap<String, f64>,
+}
+
+/// `arrivals`: the schedule's arrivals, accounted for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Arrivals {
+    /// Due before the stop.
+    pub due: u64,
+    /// Completed without an error reply.
+    pub completed: u64,
+    /// Answered with an error.
+    pub error_replies: u64,
+    /// Lost with their connection.
+    pub lost: u64,
+    /// Unanswered after the grace.
+    pub abandoned: u64,
+    /// Never sent.
+    pub unsent: u64,
+}
+
+/// `reconnects`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reconnects {
+    /// Outages.
+    #[serde(default)]
+    pub drops: u64,
+    /// Requests lost with the connections.
+    #[serde(default)]
+    pub lost_requests: u64,
+    /// Time down in all, seconds.
+    #[serde(default)]
+    pub downtime_s: f64,
+}
+
+/// One second of a `series`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SecondEntry {
+    /// Seconds from the test's start.
+    pub second: u64,
+    /// Replies in it.
+    pub requests: u64,
+    /// Error replies in it.
+    #[serde(default)]
+    pub errors: u64,
+    /// Median, ms (absent in `respbench/1`, which carried [`SecondEntry::histogram`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ms: Option<f64>,
+    /// 90th percentile, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90_ms: Option<f64>,
+    /// 99th percentile, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ms: Option<f64>,
+    /// 99.9th percentile, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999_ms: Option<f64>,
+    /// Largest, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ms: Option<f64>,
+    /// Merged seconds: the percentiles are upper bounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upper_bounds: Option<bool>,
+    /// `respbench/1` only: the second's histogram, encoded (a string, or `{"data"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<Value>,
+}
+
+/// `client_cpu`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClientCpu {
+    /// User CPU seconds.
+    pub user_s: f64,
+    /// System CPU seconds.
+    pub sys_s: f64,
+    /// Wall seconds.
+    pub wall_s: f64,
+    /// Event loops.
+    #[serde(default = "one")]
+    pub threads: u64,
+    /// CPU microseconds per request.
+    #[serde(default)]
+    pub us_per_request: f64,
+    /// The share of its cores used.
+    pub core_share: f64,
+    /// Whether a loop was saturated.
+    #[serde(default)]
+    pub saturated: bool,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// `server_cpu`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerCpu {
+    /// Cores the server used.
+    #[serde(default)]
+    pub cores: f64,
+    /// Its main thread's share of a core.
+    #[serde(default)]
+    pub main_thread_share: Option<f64>,
+    /// The commands' share of its CPU.
+    #[serde(default)]
+    pub command_share: Option<f64>,
+    /// Its main thread's share waiting to run.
+    #[serde(default)]
+    pub wait_share: Option<f64>,
+    /// io-threads, when threaded.
+    #[serde(default)]
+    pub threaded: Option<String>,
+}
+
+/// A sweep step's values.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// `-d` as given.
+    pub datasize: String,
+    /// `-c`.
+    pub clients: u64,
+    /// `-P`.
+    pub pipeline: u64,
+    /// `--threads`.
+    pub threads: u64,
+    /// `--repeat`'s run.
+    pub run: u64,
+}
+
+/// `bottleneck`: who limited the test.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Bottleneck {
+    /// `server`, `client`, `machine`, `neither`, `unknown`.
+    pub side: String,
+    /// The report's line.
+    pub text: String,
+    /// The machine's CPUs' busy share.
+    #[serde(default)]
+    pub machine_cpu_busy: Option<f64>,
+    /// The client's share of waiting to run.
+    #[serde(default)]
+    pub client_wait_share: Option<f64>,
+}
+
+/// One entry of `capacity`: a test's search.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Search {
+    /// The test searched.
+    pub test: String,
+    /// The objectives.
+    pub objectives: Vec<Objective>,
+    /// `--resolution`.
+    pub resolution: String,
+    /// The closed-loop probe's rate.
+    #[serde(default)]
+    pub ceiling_rps: Option<f64>,
+    /// The search's bounds.
+    #[serde(default)]
+    pub bounds_rps: [u64; 2],
+    /// A ladder of fixed steps.
+    #[serde(default)]
+    pub ladder: bool,
+    /// `--max-steps` ran out.
+    #[serde(default)]
+    pub out_of_steps: bool,
+    /// The rate found.
+    #[serde(default)]
+    pub answer: Option<Answer>,
+    /// No rate met the objectives.
+    #[serde(default)]
+    pub unreachable: Option<Unreachable>,
+    /// When the client, not the server, limited the steps.
+    #[serde(default)]
+    pub client_ceiling: Option<Verdict>,
+    /// The answer line.
+    #[serde(default)]
+    pub line: String,
+    /// Each step.
+    pub steps: Vec<SearchStep>,
+    /// The closed-loop probe's test.
+    #[serde(default)]
+    pub probe: Option<Test>,
+}
+
+/// A latency objective of `--slo`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Objective {
+    /// As given.
+    pub text: String,
+    /// `latency` (corrected) or `service`.
+    pub metric: String,
+    /// The percentile.
+    pub percentile: f64,
+    /// The limit in microseconds.
+    pub limit_us: f64,
+}
+
+/// `capacity[].answer`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Answer {
+    /// The rate.
+    pub rps: u64,
+    /// Its step.
+    pub step: u64,
+    /// The step above it that failed.
+    #[serde(default)]
+    pub above_step: Option<u64>,
+    /// That step's rate.
+    #[serde(default)]
+    pub above_rps: Option<u64>,
+    /// Confirmed by a repeat.
+    #[serde(default)]
+    pub confirmed: bool,
+}
+
+/// `capacity[].unreachable`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Unreachable {
+    /// The lowest step tried.
+    pub lowest_step: u64,
+    /// Its rate.
+    pub lowest_rps: u64,
+}
+
+/// A verdict: side and text.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Verdict {
+    /// Who limited.
+    pub side: String,
+    /// The line.
+    pub text: String,
+}
+
+/// One step of a search.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SearchStep {
+    /// Its target rate.
+    pub target_rps: u64,
+    /// `ladder`, `bracket`, `bisect`, `confirm`.
+    #[serde(default)]
+    pub role: String,
+    /// The rate achieved.
+    pub achieved_rps: f64,
+    /// Whether it met every objective.
+    pub passed: bool,
+    /// What it missed.
+    #[serde(default)]
+    pub miss: Option<String>,
+    /// Each objective's measured value, µs.
+    #[serde(default)]
+    pub values_us: Vec<f64>,
+    /// Its latency percentiles, µs.
+    #[serde(default)]
+    pub latency_us: StepLatency,
+    /// Its service time's p99 (the latency's in a closed loop), µs.
+    #[serde(default)]
+    pub service_p99_us: u64,
+    /// Who limited it.
+    #[serde(default)]
+    pub bottleneck: Option<String>,
+    /// Its test.
+    pub test: Test,
+}
+
+/// A search step's latency percentiles in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepLatency {
+    /// Median.
+    pub p50: u64,
+    /// 99th.
+    pub p99: u64,
+    /// 99.9th.
+    pub p99_9: u64,
+}
+
+impl Document {
+    /// The document as JSON text, pretty-printed with its keys sorted, as every respbench since
+    /// `respbench/1` has written it.
+    pub fn to_text(&self) -> Result<String, String> {
+        let value = serde_json::to_value(self).map_err(|e| format!("cannot encode the JSON: {e}"))?;
+        let mut text =
+            serde_json::to_string_pretty(&value).map_err(|e| format!("cannot encode the JSON: {e}"))?;
+        text.push('\n');
+        Ok(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! docs/respbench.schema.json against the types, both ways: every field the types write is
+    //! in the schema (and every field the schema describes is one the types write), and a
+    //! document made of what the schema requires reads back.
+
+    use super::*;
+
+    fn schema() -> Value {
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/respbench.schema.json"))
+                .expect("docs/respbench.schema.json");
+        serde_json::from_str(&text).expect("the schema is JSON")
+    }
+
+    /// `s` with its `$ref` followed (within the schema document).
+    fn resolve<'a>(root: &'a Value, s: &'a Value) -> &'a Value {
+        match s.get("$ref").and_then(Value::as_str) {
+            Some(r) => {
+                resolve(root, root.pointer(r.trim_start_matches('#')).unwrap_or_else(|| panic!("{r}")))
+            }
+            None => s,
+        }
+    }
+
+    /// The schemas `s` stands for: itself, or each of its `oneOf`/`anyOf` alternatives.
+    fn alternatives<'a>(root: &'a Value, s: &'a Value) -> Vec<&'a Value> {
+        let s = resolve(root, s);
+        let mut out: Vec<&Value> = ["oneOf", "anyOf"]
+            .iter()
+            .filter_map(|k| s.get(*k).and_then(Value::as_array))
+            .flatten()
+            .map(|a| resolve(root, a))
+            .collect();
+        if out.is_empty() || s.get("properties").is_some() {
+            out.push(s);
+        }
+        out
+    }
+
+    /// Walks the value `v` the types wrote beside the schema `s`: each object key must be a
+    /// property the schema names (or fall under a schema of `additionalProperties`), and each
+    /// property the schema names must be in `v` (`v` is a document with every field filled).
+    fn walk(
+        root: &Value,
+        s: &Value,
+        v: &Value,
+        path: &str,
+        missing: &mut Vec<String>,
+        unknown: &mut Vec<String>,
+    ) {
+        let alts = alternatives(root, s);
+        match v {
+            Value::Object(m) => {
+                let objects: Vec<&Value> = alts
+                    .iter()
+                    .copied()
+                    .filter(|a| a.get("properties").is_some() || a.get("additionalProperties").is_some())
+                    .collect();
+                if objects.is_empty() {
+                    return;
+                }
+                for (k, x) in m {
+                    let at = format!("{path}/{k}");
+                    let prop = objects.iter().find_map(|a| a.get("properties").and_then(|p| p.get(k)));
+                    let extra =
+                        objects.iter().find_map(|a| a.get("additionalProperties").filter(|x| x.is_object()));
+                    match prop.or(extra) {
+                        Some(ps) => walk(root, ps, x, &at, missing, unknown),
+                        None => unknown.push(at),
+                    }
+                }
+                for a in &objects {
+                    for k in a.get("properties").and_then(Value::as_object).into_iter().flat_map(|p| p.keys())
+                    {
+                        if !m.contains_key(k) {
+                            missing.push(format!("{path}/{k}"));
+                        }
+                    }
+                }
+            }
+            Value::Array(list) => {
+                if let Some(items) = alts.iter().find_map(|a| a.get("items")) {
+                    for (i, x) in list.iter().enumerate() {
+                        walk(root, items, x, &format!("{path}[{i}]"), missing, unknown);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A value of what the schema `s` requires, and nothing more.
+    fn required(root: &Value, s: &Value) -> Value {
+        let s = alternatives(root, s)[0];
+        if let Some(c) = s.get("const") {
+            return c.clone();
+        }
+        if let Some(e) = s.get("enum").and_then(Value::as_array) {
+            return e[0].clone();
+        }
+        let ty = match s.get("type") {
+            Some(Value::String(t)) => t.as_str(),
+            Some(Value::Array(ts)) => {
+                ts.iter().filter_map(Value::as_str).find(|t| *t != "null").unwrap_or("null")
+            }
+            _ if s.get("properties").is_some() => "object",
+            _ => "null",
+        };
+        match ty {
+            "object" => {
+                let props = s.get("properties");
+                let mut m = Map::new();
+                for k in s
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                {
+                    let p = props.and_then(|p| p.get(k)).cloned().unwrap_or(Value::Null);
+                    m.insert(k.to_string(), required(root, &p));
+                }
+                Value::Object(m)
+            }
+            "array" => Value::Array(Vec::new()),
+            "string" => Value::from("x"),
+            "integer" => Value::from(1),
+            "number" => Value::from(1.5),
+            "boolean" => Value::from(false),
+            _ => Value::Null,
+        }
+    }
+
+    fn hist() -> HistogramData {
+        HistogramData {
+            unit: "us".into(),
+            lowest: 1,
+            highest: 2,
+            sigfig: 3,
+            encoding: "e".into(),
+            data: "d".into(),
+        }
+    }
+
+    /// A test entry with every field there is.
+    fn full_test() -> Test {
+        let lat = Latency::default();
+        let figures: BTreeMap<String, f64> = [("x".to_string(), 1.0)].into();
+        Test {
+            name: "GET".into(),
+            command: "GET k".into(),
+            requests: 1,
+            nil_replies: 0,
+            errors: [("ERR".to_string(), 1)].into(),
+            duration_s: 1.0,
+            rps: Some(1.0),
+            latency_ms: Some(lat),
+            no_request_succeeded: Some(true),
+            histogram: hist(),
+            bytes_sent: 1,
+            bytes_received: 1,
+            connections_opened: 1,
+            start_us: 1,
+            end_us: 2,
+            last_reply_us: Some(2),
+            backend: Some("mio".into()),
+            target_rps: Some(1),
+            rps_slack_us: Some(250),
+            clients_never_ran: Some(NeverRan::default()),
+            failed_clients: Some(1),
+            service_latency_ms: Some(lat),
+            service_histogram: Some(hist()),
+            lateness: Some(Distribution { ms: lat, histogram: hist() }),
+            connection_setup: Some(ConnectionSetup {
+                connections: 1,
+                phases: ["connect", "tls", "handshake", "total"]
+                    .map(|p| (p.to_string(), Phase { latency_ms: lat, histogram: hist() }))
+                    .into(),
+            }),
+            nodes: Some(vec![Node {
+                address: "a:1".into(),
+                role: "primary".into(),
+                service_latency_ms: Some(lat),
+                service_histogram: Some(hist()),
+                histogram: hist(),
+                errors: [("ERR".to_string(), 1)].into(),
+                ..Node::default()
+            }]),
+            redirects: Some(Redirects::default()),
+            warnings: Some(vec![Finding { kind: "client_limited".into(), text: "t".into(), figures }]),
+            abandoned_requests: Some(1),
+            unsent_requests: Some(1),
+            latency_lower_bounds: Some(1),
+            arrivals: Some(Arrivals::default()),
+            reconnects: Some(Reconnects::default()),
+            series: Some(vec![SecondEntry {
+                p50_ms: Some(1.0),
+                p90_ms: Some(1.0),
+                p99_ms: Some(1.0),
+                p999_ms: Some(1.0),
+                max_ms: Some(1.0),
+                upper_bounds: Some(true),
+                // respbench/1's second histograms are read, never written.
+                histogram: None,
+                ..SecondEntry::default()
+            }]),
+            client_cpu: Some(ClientCpu::default()),
+            server_cpu: Some(ServerCpu {
+                main_thread_share: Some(0.5),
+                command_share: Some(0.5),
+                wait_share: Some(0.1),
+                threaded: Some("4".into()),
+                ..ServerCpu::default()
+            }),
+            step: Some(Step::default()),
+            bottleneck: Some(Bottleneck {
+                machine_cpu_busy: Some(0.5),
+                client_wait_share: Some(0.1),
+                ..Bottleneck::default()
+            }),
+        }
+    }
+
+    /// A document with every field there is.
+    fn full_document() -> Document {
+        let step = SearchStep {
+            miss: Some("m".into()),
+            bottleneck: Some("server".into()),
+            test: full_test(),
+            ..SearchStep::default()
+        };
+        Document {
+            schema: "respbench/2".into(),
+            tool: Tool { name: "respbench".into(), version: "0".into() },
+            command_line: Some(vec!["-q".into()]),
+            config: RunConfig {
+                host: Some("h".into()),
+                port: Some(1),
+                socket: Some("/s".into()),
+                user: Some("u".into()),
+                pipeline_mode: Some("window".into()),
+                keyspace: Some(1),
+                replicas: Value::from("auto"),
+                tests: Some("get".into()),
+                command: Some(vec!["GET".into()]),
+                timeout_ms: Some(1.0),
+                rps: Some(vec![1]),
+                rps_slack_us: Some(1),
+                duration_s: Some(1.0),
+                mix: Some(vec![MixEntry { command: "get".into(), weight: 1 }]),
+                slo: Some(Slo { range_rps: Some([1, 2]), ..Slo::default() }),
+                start_at_us: Some(1),
+                mptcp: Some(true),
+                worker: Some(WorkerPart {
+                    rps: Some(vec![1]),
+                    keys: Some(KeyRange::default()),
+                    ..WorkerPart::default()
+                }),
+                workers: Some(2),
+                sweep: Some(SweepLists::default()),
+                ..RunConfig::default()
+            },
+            server: Server {
+                save: Some("".into()),
+                appendonly: Some("no".into()),
+                name: Some("redis".into()),
+                version: Some("7".into()),
+                mode: Some("standalone".into()),
+            },
+            interrupted: false,
+            tests: vec![full_test()],
+            warnings: Some(vec![Notice { kind: "notice".into(), text: "t".into() }]),
+            late_by_s: Some(0.0),
+            capacity: Some(vec![Search {
+                objectives: vec![Objective::default()],
+                ceiling_rps: Some(1.0),
+                answer: Some(Answer { above_step: Some(1), above_rps: Some(2), ..Answer::default() }),
+                unreachable: Some(Unreachable::default()),
+                client_ceiling: Some(Verdict::default()),
+                steps: vec![step],
+                probe: Some(full_test()),
+                ..Search::default()
+            }]),
+            merged_from: Some(vec!["a.json".into()]),
+            mixture: Some(vec!["m".into()]),
+        }
+    }
+
+    #[test]
+    fn the_schema_and_the_types_name_the_same_fields() {
+        let root = schema();
+        let v = serde_json::to_value(full_document()).unwrap();
+        let (mut missing, mut unknown) = (Vec::new(), Vec::new());
+        walk(&root, &root, &v, "", &mut missing, &mut unknown);
+        assert!(unknown.is_empty(), "fields the types write that the schema does not describe: {unknown:?}");
+        assert!(missing.is_empty(), "fields the schema describes that the types never write: {missing:?}");
+    }
+
+    #[test]
+    fn a_document_of_what_the_schema_requires_reads_back() {
+        let root = schema();
+        let minimal = required(&root, &root);
+        let doc: Document = serde_json::from_value(minimal.clone())
+            .unwrap_or_else(|e| panic!("{e}: a document the schema allows does not read: {minimal:#}"));
+        assert_eq!(doc.schema, minimal["schema"].as_str().unwrap());
+        // With a test of what the schema requires of one.
+        let mut with_test = minimal.clone();
+        with_test["tests"] = Value::Array(vec![required(&root, &root["$defs"]["test"])]);
+        let doc: Document = serde_json::from_value(with_test.clone())
+            .unwrap_or_else(|e| panic!("{e}: a test the schema allows does not read: {with_test:#}"));
+        assert_eq!(doc.tests.len(), 1);
+        // And the full document reads back as it was written.
+        let full = full_document();
+        let back: Document = serde_json::from_value(serde_json::to_value(&full).unwrap()).unwrap();
+        assert_eq!(back, full);
+    }
+}
