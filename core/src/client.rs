@@ -18,7 +18,7 @@ use crate::cluster::{Redirect, Request, Router, SLOTS};
 use crate::conn::{earliest, Answered, Connection, Event, IoFailure, Pending, ASKING_REQ, DIRECT};
 use crate::plan::{OpenLoop, PipelineMode, Plan, Workload};
 use crate::rng::Rng;
-use crate::run::Endpoint;
+use crate::shared::Endpoint;
 use crate::stats::Stats;
 use crate::template::{KeyGen, Template};
 use crate::Time;
@@ -872,7 +872,8 @@ impl Books<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Budget, ConnConfig, Handshake, Mix, Stop};
+    use crate::handshake::Handshake;
+    use crate::plan::{Budget, ConnConfig, Mix, Stop};
     use crate::template::KeySpace;
 
     /// Two clients of the sequence `A ; B ; B` (3 commands), `-P 1`, with this budget and

@@ -17,8 +17,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
-use crate::plan::Handshake;
-use crate::run::Endpoint;
+use crate::handshake::Handshake;
+use crate::shared::Endpoint;
+/// The redirect counts, at their old path (they are the stats': [`crate::stats::Redirects`]).
+pub use crate::stats::Redirects;
 use crate::stats::Stats;
 use crate::Time;
 
@@ -100,46 +102,6 @@ pub const SPARE_NODES: usize = 4;
 /// The placeholder a command can hold so that all its keys share a slot: redis-benchmark's
 /// cluster key names (`key:{tag}:__rand_int__`).
 pub const TAG_PLACEHOLDER: &[u8] = b"{tag}";
-
-/// How many redirects and retries a test met, by kind. None of them is a completed request.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Redirects {
-    /// `MOVED`: the slot has a new owner; the slot map changed and the request went there.
-    pub moved: u64,
-    /// `ASK`: the slot is migrating; the request went to the target after `ASKING`.
-    pub ask: u64,
-    /// `TRYAGAIN`: a multi-key request during a migration; retried after a pause.
-    pub tryagain: u64,
-    /// `CLUSTERDOWN`: the cluster could not serve the slot; retried after a pause.
-    pub clusterdown: u64,
-}
-
-impl Redirects {
-    /// All kinds together.
-    pub fn total(&self) -> u64 {
-        self.moved + self.ask + self.tryagain + self.clusterdown
-    }
-
-    /// Adds `other`'s counts; an error names the kind whose sum overflows (counts read from a
-    /// hostile document).
-    pub fn merge(&mut self, other: &Redirects) -> Result<(), String> {
-        use crate::stats::add_count;
-        add_count(&mut self.moved, other.moved, "redirects.moved")?;
-        add_count(&mut self.ask, other.ask, "redirects.ask")?;
-        add_count(&mut self.tryagain, other.tryagain, "redirects.tryagain")?;
-        add_count(&mut self.clusterdown, other.clusterdown, "redirects.clusterdown")
-    }
-
-    /// The kinds by the names reports use, with their counts.
-    pub fn kinds(&self) -> [(&'static str, u64); 4] {
-        [
-            ("moved", self.moved),
-            ("ask", self.ask),
-            ("tryagain", self.tryagain),
-            ("clusterdown", self.clusterdown),
-        ]
-    }
-}
 
 /// Where reads go (`--rfr`; with `--replicas` or `--replica`, replicas).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

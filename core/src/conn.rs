@@ -9,9 +9,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use crate::plan::{Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, Plan, Stop, Workload};
+pub use crate::handshake::Handshake;
+pub use crate::plan::{Backoff, Budget, ConnConfig, Mix, OpenLoop, Plan, Stop, Workload};
 use crate::resp::{Kind, ProtocolError, Reply, ReplyParser};
-use crate::run::Endpoint;
+use crate::shared::Endpoint;
 use crate::stats::Stats;
 use crate::wire::Wire;
 use crate::Time;
@@ -1281,5 +1282,28 @@ mod tests {
         assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
         assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
         assert_eq!(format_duration(Duration::from_micros(1500)), "1500us");
+    }
+
+    #[test]
+    fn io_errors_read_like_the_os_and_say_what_to_do() {
+        let ep = Endpoint::Tcp { host: "127.0.0.1".into(), port: 6379 };
+        let reset = std::io::Error::from_raw_os_error(104);
+        assert_eq!(
+            IoFailure::new(IoOp::Read, &ep, &reset).to_string(),
+            "read from 127.0.0.1:6379: Connection reset by peer"
+        );
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(
+            IoFailure::new(IoOp::Connect, &ep, &refused).to_string(),
+            "Could not connect to Redis at 127.0.0.1:6379: Connection refused"
+        );
+        let emfile = IoFailure::new(IoOp::Connect, &ep, &std::io::Error::from_raw_os_error(24));
+        assert_eq!(emfile.os_code, Some(24));
+        let emfile = emfile.to_string();
+        assert!(
+            emfile.starts_with("Could not connect to Redis at 127.0.0.1:6379: Too many open files ("),
+            "{emfile}"
+        );
+        assert!(emfile.contains("ulimit -n"), "{emfile}");
     }
 }

@@ -189,17 +189,6 @@ impl KeyDist {
             },
         }
     }
-
-    /// The key space of this distribution over [0, n); `None` for Zipf beyond [`Zipf::MAX_N`].
-    pub fn space(self, n: u64) -> Option<crate::template::KeySpace> {
-        use crate::template::KeySpace;
-        Some(match self {
-            KeyDist::Uniform => KeySpace::Random { n },
-            KeyDist::Sequential => KeySpace::sequential(n),
-            KeyDist::Zipf(theta) => KeySpace::Zipf(Zipf::new(n, theta)?),
-            KeyDist::Gaussian => KeySpace::Gaussian { n },
-        })
-    }
 }
 
 impl std::fmt::Display for KeyDist {

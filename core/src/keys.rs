@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::dist::{gaussian, Zipf};
+use crate::dist::{gaussian, KeyDist, Zipf};
 use crate::rng::Rng;
 
 /// A counter shared by every connection of one test (cloning shares it), for sequential keys.
@@ -110,6 +110,20 @@ impl KeyGen {
     #[inline]
     pub fn substitutes(&self) -> bool {
         !matches!(self.space, KeySpace::Literal)
+    }
+}
+
+// The key space of a `--key-dist` choice is made here, with the key spaces, so that `dist` (the
+// distributions themselves) needs nothing from this module.
+impl KeyDist {
+    /// The key space of this distribution over [0, n); `None` for Zipf beyond [`Zipf::MAX_N`].
+    pub fn space(self, n: u64) -> Option<KeySpace> {
+        Some(match self {
+            KeyDist::Uniform => KeySpace::Random { n },
+            KeyDist::Sequential => KeySpace::sequential(n),
+            KeyDist::Zipf(theta) => KeySpace::Zipf(Zipf::new(n, theta)?),
+            KeyDist::Gaussian => KeySpace::Gaussian { n },
+        })
     }
 }
 

@@ -16,7 +16,10 @@
 //! - [`client`]: one client's state machine: its request source (budget, schedule, mix, keys,
 //!   gaps), its router over the nodes, and its connections; events out to the backend.
 //! - [`conn`]: one socket's protocol: handshake, pipelining, reply matching.
-//! - [`stats`]: per-test counts and HdrHistograms, mergeable across clients, threads and runs.
+//! - [`stats`]: per-test counts and HdrHistograms, mergeable across clients, threads and runs;
+//!   [`collector`]: a test's per-second series from every loop.
+//! - [`shared`]: the leaf types every module may use: [`Endpoint`], the histogram helpers, the
+//!   per-second records. [`handshake`]: what a connection sends first.
 //! - [`suite`]: redis-benchmark's default tests, byte for byte.
 //! - [`cluster`]: Redis Cluster's key slots (CRC16 and the hash-tag rule), routes and the
 //!   per-client router.
@@ -51,15 +54,17 @@
 
 pub mod client;
 pub mod cluster;
+pub mod collector;
 pub mod conn;
 pub mod dataset;
 pub mod dist;
+pub mod handshake;
 pub mod keys;
 pub mod plan;
 pub mod resp;
 pub mod rng;
 pub mod run;
-pub mod series;
+pub mod shared;
 #[cfg(any(test, feature = "testing"))]
 pub mod sim;
 pub mod stats;
@@ -70,7 +75,9 @@ pub mod wire;
 
 pub use client::Client;
 pub use conn::{ConnError, Connection, Event, IoFailure, IoOp};
-pub use plan::{Backoff, Budget, ConnConfig, Handshake, Mix, OpenLoop, PipelineMode, Plan, Stop, Workload};
-pub use run::{Endpoint, Outcome, RunError};
+pub use handshake::Handshake;
+pub use plan::{Backoff, Budget, ConnConfig, Mix, OpenLoop, PipelineMode, Plan, Stop, Workload};
+pub use run::{Outcome, RunError};
+pub use shared::Endpoint;
 pub use stats::Stats;
 pub use time::Time;

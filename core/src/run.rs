@@ -1,35 +1,11 @@
-//! What a backend gives back for one test, and where the server is: shared by the backends and
-//! the command line, so that they cannot drift apart. (What a backend needs to run a test, with
+//! What a backend gives back for one test: shared by the backends and the command line, so that
+//! they cannot drift apart (where the server is, [`crate::Endpoint`], is in [`crate::shared`]). (What a backend needs to run a test, with
 //! the live figures its threads share, is the driver's `TestRun`.)
 
 use std::fmt;
-use std::path::PathBuf;
 
 use crate::conn::ConnError;
 use crate::stats::Stats;
-
-/// Where the server is. Host names are resolved by the backend (resolution is IO).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Endpoint {
-    /// A TCP host name or address and port.
-    Tcp {
-        /// Host name or IP address.
-        host: String,
-        /// TCP port.
-        port: u16,
-    },
-    /// A Unix domain socket path (`-s`).
-    Unix(PathBuf),
-}
-
-impl std::fmt::Display for Endpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Endpoint::Tcp { host, port } => write!(f, "{host}:{port}"),
-            Endpoint::Unix(p) => write!(f, "{}", p.display()),
-        }
-    }
-}
 
 /// What a backend gives back for one test.
 #[derive(Debug)]
@@ -114,32 +90,3 @@ impl fmt::Display for RunError {
 }
 
 impl std::error::Error for RunError {}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::conn::{IoFailure, IoOp};
-
-    #[test]
-    fn io_errors_read_like_the_os_and_say_what_to_do() {
-        let ep = Endpoint::Tcp { host: "127.0.0.1".into(), port: 6379 };
-        let reset = std::io::Error::from_raw_os_error(104);
-        assert_eq!(
-            IoFailure::new(IoOp::Read, &ep, &reset).to_string(),
-            "read from 127.0.0.1:6379: Connection reset by peer"
-        );
-        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
-        assert_eq!(
-            IoFailure::new(IoOp::Connect, &ep, &refused).to_string(),
-            "Could not connect to Redis at 127.0.0.1:6379: Connection refused"
-        );
-        let emfile = IoFailure::new(IoOp::Connect, &ep, &std::io::Error::from_raw_os_error(24));
-        assert_eq!(emfile.os_code, Some(24));
-        let emfile = emfile.to_string();
-        assert!(
-            emfile.starts_with("Could not connect to Redis at 127.0.0.1:6379: Too many open files ("),
-            "{emfile}"
-        );
-        assert!(emfile.contains("ulimit -n"), "{emfile}");
-    }
-}

@@ -4,50 +4,22 @@
 //! connection would cost ~150 KB each, too much at `-c 10000`). Loops and processes combine
 //! theirs with [`Stats::merge`], which is exact: histograms add bucket by bucket.
 
-use crate::cluster::Redirects;
 use hdrhistogram::Histogram;
 
 use crate::resp::error_prefix;
-pub use crate::series::{Collector, Interval, Recording, Second, SERIES_SIGFIG};
+use crate::shared::Endpoint;
+/// The histogram helpers and per-second records, at their old paths (they live in
+/// [`crate::shared`]).
+pub use crate::shared::{
+    new_histogram, value_at_percentile, Interval, Recording, Second, DEFAULT_SIGFIG, HIGHEST_MICROS,
+    LOWEST_MICROS, SERIES_SIGFIG,
+};
 use crate::Time;
 
-/// The lowest latency a histogram tells apart, in microseconds.
-pub const LOWEST_MICROS: u64 = 1;
-/// The highest latency a histogram records, in microseconds (one hour); longer ones are clamped to it.
-pub const HIGHEST_MICROS: u64 = 3_600_000_000;
-/// The default number of significant figures of the latency histograms (redis-benchmark's `--precision`).
-pub const DEFAULT_SIGFIG: u8 = 3;
 /// How many bytes of an error message are kept to show the user (`-e`).
 const MESSAGE_KEEP: usize = 128;
 /// Nanoseconds in a second: series are per second.
 const SECOND_NANOS: u64 = 1_000_000_000;
-
-/// Makes an empty latency histogram in microseconds, 1 µs to one hour, with `sigfig` significant
-/// figures (1 to 5).
-pub fn new_histogram(sigfig: u8) -> Result<Histogram<u64>, String> {
-    if !(1..=5).contains(&sigfig) {
-        return Err(format!("precision must be 1 to 5 significant figures, not {sigfig}"));
-    }
-    Histogram::new_with_bounds(LOWEST_MICROS, HIGHEST_MICROS, sigfig).map_err(|e| format!("{e:?}"))
-}
-
-/// The value at `percentile` (0 to 100) by C hdr_histogram's `hdr_value_at_percentile`, which
-/// redis-benchmark's figures use: the wanted count is rounded to nearest (the crate's
-/// `value_at_quantile` rounds up, which differs for some totals), and the answer is the highest
-/// value equivalent to the bucket that reaches it (its lowest at percentile 0); 0 when empty.
-pub fn value_at_percentile(h: &Histogram<u64>, percentile: f64) -> u64 {
-    let p = percentile.min(100.0);
-    let wanted = ((((p / 100.0) * h.len() as f64) + 0.5) as u64).max(1);
-    let mut cumulative = 0;
-    for v in h.iter_recorded() {
-        cumulative += v.count_at_value();
-        if cumulative >= wanted {
-            let at = v.value_iterated_to();
-            return if percentile == 0.0 { h.lowest_equivalent(at) } else { h.highest_equivalent(at) };
-        }
-    }
-    0
-}
 
 /// Nanoseconds to whole microseconds (rounded to nearest), clamped to the histogram's range.
 fn micros(nanos: u64) -> u64 {
@@ -126,6 +98,45 @@ pub fn add_count(a: &mut u64, b: u64, what: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// How many redirects and retries a test met, by kind. None of them is a completed request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Redirects {
+    /// `MOVED`: the slot has a new owner; the slot map changed and the request went there.
+    pub moved: u64,
+    /// `ASK`: the slot is migrating; the request went to the target after `ASKING`.
+    pub ask: u64,
+    /// `TRYAGAIN`: a multi-key request during a migration; retried after a pause.
+    pub tryagain: u64,
+    /// `CLUSTERDOWN`: the cluster could not serve the slot; retried after a pause.
+    pub clusterdown: u64,
+}
+
+impl Redirects {
+    /// All kinds together.
+    pub fn total(&self) -> u64 {
+        self.moved + self.ask + self.tryagain + self.clusterdown
+    }
+
+    /// Adds `other`'s counts; an error names the kind whose sum overflows (counts read from a
+    /// hostile document).
+    pub fn merge(&mut self, other: &Redirects) -> Result<(), String> {
+        add_count(&mut self.moved, other.moved, "redirects.moved")?;
+        add_count(&mut self.ask, other.ask, "redirects.ask")?;
+        add_count(&mut self.tryagain, other.tryagain, "redirects.tryagain")?;
+        add_count(&mut self.clusterdown, other.clusterdown, "redirects.clusterdown")
+    }
+
+    /// The kinds by the names reports use, with their counts.
+    pub fn kinds(&self) -> [(&'static str, u64); 4] {
+        [
+            ("moved", self.moved),
+            ("ask", self.ask),
+            ("tryagain", self.tryagain),
+            ("clusterdown", self.clusterdown),
+        ]
+    }
+}
+
 /// What one test did, as seen by one event loop (or, merged, by a whole run).
 #[derive(Clone, Debug)]
 pub struct Stats {
@@ -165,12 +176,12 @@ pub struct Stats {
     /// none of their own).
     pub lateness: Option<Histogram<u64>>,
     /// A time series, one summary per second since `start` (time-based and open-loop runs,
-    /// `--hlog`): filled once the seconds have ended, by the run's [`Collector`] from every
+    /// `--hlog`): filled once the seconds have ended, by the run's [`crate::collector::Collector`] from every
     /// loop's [`Stats::recording`]; empty when not kept.
     pub series: Vec<Second>,
     /// Whether `series` is kept.
     pub keep_series: bool,
-    /// The seconds this loop is still recording, each a small histogram until a [`Collector`]
+    /// The seconds this loop is still recording, each a small histogram until a [`crate::collector::Collector`]
     /// takes it: what keeps a long run's memory flat.
     pub recording: Recording,
     /// In a command mix, the stats of each command, in the mix's order (themselves without parts);
@@ -210,10 +221,10 @@ pub struct Stats {
     pub nodes: Vec<Stats>,
     /// The nodes that appeared during the test (a redirect named them), by address: their
     /// stats follow the found nodes' in [`Stats::nodes`].
-    pub appeared: Vec<crate::run::Endpoint>,
+    pub appeared: Vec<Endpoint>,
     /// Slots whose owner changed during the test, as `MOVED` said: the latest owner each
     /// client met, with when.
-    pub moved: std::collections::BTreeMap<u16, (Time, crate::run::Endpoint)>,
+    pub moved: std::collections::BTreeMap<u16, (Time, Endpoint)>,
     /// How many of [`Stats::nodes`] are nodes found at the start.
     pub found: usize,
     /// Redirects and retries (`MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`), counted at the node
@@ -366,7 +377,7 @@ impl Stats {
 
     /// The index in [`Stats::nodes`] of a node that appeared during the test at `endpoint`, made
     /// when it is new and room is left (`found` nodes were found at the start).
-    pub fn appeared_index(&mut self, found: usize, endpoint: &crate::run::Endpoint) -> Option<usize> {
+    pub fn appeared_index(&mut self, found: usize, endpoint: &Endpoint) -> Option<usize> {
         let k = match self.appeared.iter().position(|e| e == endpoint) {
             Some(k) => k,
             None if found + self.appeared.len() < self.nodes.len() => {
@@ -675,6 +686,7 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collector::Collector;
 
     #[test]
     fn series_counts_per_second_and_merges_runs_into_bounds() {

@@ -20,6 +20,11 @@ use crate::rng::Rng;
 // Key generation lives in `crate::keys`; re-exported so the `template::` paths still work.
 pub use crate::keys::{KeyGen, KeySpace, SharedCounter};
 
+/// Values at least this large are spliced in by reference instead of copied: at this size a
+/// write or two more per request costs less than copying the value into every connection. A
+/// connection's output ([`crate::wire::Wire`]) splices them; the templates decide what is spliced.
+pub const SPLICE_FROM: usize = 64 * 1024;
+
 /// The placeholder text redis-benchmark substitutes.
 const PLACEHOLDER: &[u8; 12] = b"__rand_int__";
 
@@ -109,13 +114,13 @@ impl Rows {
 }
 
 /// Whether a `--dataset` cell is taken by reference to the dataset's one buffer instead of
-/// copied into each request: it is at least [`crate::wire::SPLICE_FROM`] bytes (what `-d`
+/// copied into each request: it is at least [`SPLICE_FROM`] bytes (what `-d`
 /// splices), and no placeholder can be in it or across its edges, since its bytes are sent as
 /// they are. (A placeholder across an edge would start in the last 11 bytes or end in the first
 /// 11; the placeholders around it, if any, are filled in the copied bytes.) The check runs once,
 /// when the template is made.
 fn spliceable(cell: &[u8]) -> bool {
-    if cell.len() < crate::wire::SPLICE_FROM {
+    if cell.len() < SPLICE_FROM {
         return false;
     }
     let patterns = || std::iter::once(PLACEHOLDER).chain(SHARED.iter().copied());
@@ -448,13 +453,13 @@ impl Template {
 
     /// Like [`Template::command`], with [`Arg::Value`] arguments sized from `values` per request.
     ///
-    /// When every size is the same and smaller than [`crate::wire::SPLICE_FROM`] the value is
+    /// When every size is the same and smaller than [`SPLICE_FROM`] the value is
     /// encoded into the template like any argument (so `-d 3` gives [`Template::command`]'s
     /// bytes exactly); otherwise each value becomes a slot filled by [`Template::write`], whose
     /// bytes are the same, so a large value is kept once, in `values`, and a connection's
     /// output takes it by reference.
     pub fn with_values(args: &[Arg], values: &Arc<Values>) -> Template {
-        if let Some(size) = values.fixed.filter(|&n| n < crate::wire::SPLICE_FROM) {
+        if let Some(size) = values.fixed.filter(|&n| n < SPLICE_FROM) {
             let v = &values.payload[..size];
             let refs: Vec<&[u8]> = args
                 .iter()
@@ -488,13 +493,13 @@ impl Template {
     }
 
     /// The bytes of one request (of the largest size) that a connection's output copies: all
-    /// but its values of at least [`crate::wire::SPLICE_FROM`] bytes, which it takes by
+    /// but its values of at least [`SPLICE_FROM`] bytes, which it takes by
     /// reference to the one payload.
     pub fn copied_len(&self) -> usize {
         let copied = self.values.as_ref().map_or(0, |v| {
             // The largest copied value: below the splice size, or none when all are above it.
-            let n = v.payload.len().min(crate::wire::SPLICE_FROM - 1);
-            let n = if v.fixed.is_some_and(|f| f >= crate::wire::SPLICE_FROM) { 0 } else { n };
+            let n = v.payload.len().min(SPLICE_FROM - 1);
+            let n = if v.fixed.is_some_and(|f| f >= SPLICE_FROM) { 0 } else { n };
             n + 25
         });
         self.bytes.len() + self.slots.len() * copied + self.rows.as_ref().map_or(0, |r| r.copied)

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use crate::dataset::Dataset;
 use crate::template::{Sink, Values};
 
-/// Values at least this large are spliced in by reference instead of copied: at this size a
-/// write or two more per request costs less than copying the value into every connection.
-pub const SPLICE_FROM: usize = 64 * 1024;
+/// The size from which a value is spliced in, at its old path (the templates decide what is
+/// spliced: [`crate::template::SPLICE_FROM`]).
+pub use crate::template::SPLICE_FROM;
 
 /// The shared bytes a splice takes its bytes from.
 enum Shared {

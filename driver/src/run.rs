@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hdrhistogram::Histogram;
-use respbench_core::series::Collector;
+use respbench_core::collector::Collector;
 use respbench_core::{Endpoint, Plan, Stats, Time};
 
 /// Live figures the event loops publish while a test runs (for the progress line and `--live`).

@@ -1,25 +1,73 @@
-//! Per-second time series in bounded memory.
-//!
-//! Each event loop records the seconds it is in ([`Recording`]: a small histogram per second
-//! still open). A [`Collector`] adds up the seconds of every loop of a test and, once every loop
-//! has moved past a second, summarises it ([`Second`]: counts and a few percentiles, 64 bytes) and
-//! lets its histogram go. A test keeps one summary per second of its length plus the few seconds
-//! still open, whatever its rate and its number of loops: a day is 5.5 MB. The full histograms of
-//! ended seconds are handed out once, when asked for ([`Collector::take_ended`]), for an
-//! interval log that streams them to a file.
+//! The leaf types the rest of the core stands on: where the server is ([`Endpoint`]), the latency
+//! histograms' bounds and helpers ([`new_histogram`], [`value_at_percentile`]), and the
+//! per-second records a loop's stats keep ([`Recording`] of [`Interval`]s) and a test's series is
+//! made of ([`Second`]). This module imports nothing from the crate, so every other module may
+//! use it, as quinn-proto's `shared.rs`.
 
 use std::collections::VecDeque;
+use std::path::PathBuf;
 
 use hdrhistogram::Histogram;
 
-use crate::stats::{new_histogram, value_at_percentile, Stats};
-use crate::Time;
+/// Where the server is. Host names are resolved by the backend (resolution is IO).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A TCP host name or address and port.
+    Tcp {
+        /// Host name or IP address.
+        host: String,
+        /// TCP port.
+        port: u16,
+    },
+    /// A Unix domain socket path (`-s`).
+    Unix(PathBuf),
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Tcp { host, port } => write!(f, "{host}:{port}"),
+            Endpoint::Unix(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// The lowest latency a histogram tells apart, in microseconds.
+pub const LOWEST_MICROS: u64 = 1;
+/// The highest latency a histogram records, in microseconds (one hour); longer ones are clamped to it.
+pub const HIGHEST_MICROS: u64 = 3_600_000_000;
+/// The default number of significant figures of the latency histograms (redis-benchmark's `--precision`).
+pub const DEFAULT_SIGFIG: u8 = 3;
+/// Makes an empty latency histogram in microseconds, 1 µs to one hour, with `sigfig` significant
+/// figures (1 to 5).
+pub fn new_histogram(sigfig: u8) -> Result<Histogram<u64>, String> {
+    if !(1..=5).contains(&sigfig) {
+        return Err(format!("precision must be 1 to 5 significant figures, not {sigfig}"));
+    }
+    Histogram::new_with_bounds(LOWEST_MICROS, HIGHEST_MICROS, sigfig).map_err(|e| format!("{e:?}"))
+}
+
+/// The value at `percentile` (0 to 100) by C hdr_histogram's `hdr_value_at_percentile`, which
+/// redis-benchmark's figures use: the wanted count is rounded to nearest (the crate's
+/// `value_at_quantile` rounds up, which differs for some totals), and the answer is the highest
+/// value equivalent to the bucket that reaches it (its lowest at percentile 0); 0 when empty.
+pub fn value_at_percentile(h: &Histogram<u64>, percentile: f64) -> u64 {
+    let p = percentile.min(100.0);
+    let wanted = ((((p / 100.0) * h.len() as f64) + 0.5) as u64).max(1);
+    let mut cumulative = 0;
+    for v in h.iter_recorded() {
+        cumulative += v.count_at_value();
+        if cumulative >= wanted {
+            let at = v.value_iterated_to();
+            return if percentile == 0.0 { h.lowest_equivalent(at) } else { h.highest_equivalent(at) };
+        }
+    }
+    0
+}
 
 /// The significant figures of the per-second histograms: 1% is plenty for a time series and
 /// keeps each open second's histogram small.
 pub const SERIES_SIGFIG: u8 = 2;
-
-const SECOND: u64 = 1_000_000_000;
 
 /// One ended second of a series, summarised: what a test keeps of it. Latencies in microseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -142,7 +190,7 @@ impl Default for Interval {
 }
 
 /// The seconds one event loop is still recording: from second `first` of the test on, one
-/// [`Interval`] each. [`Collector::publish`] takes those that have ended.
+/// [`Interval`] each. [`crate::collector::Collector::publish`] takes those that have ended.
 #[derive(Clone, Debug, Default)]
 pub struct Recording {
     first: usize,
@@ -172,7 +220,7 @@ impl Recording {
     }
 
     /// Takes the seconds before `upto`: the index of the first, and their intervals.
-    fn take_before(&mut self, upto: usize) -> (usize, Vec<Interval>) {
+    pub(crate) fn take_before(&mut self, upto: usize) -> (usize, Vec<Interval>) {
         let first = self.first;
         let n = upto.saturating_sub(first).min(self.open.len());
         let taken: Vec<Interval> = self.open.drain(..n).collect();
@@ -181,154 +229,9 @@ impl Recording {
     }
 }
 
-/// Adds up the seconds the loops of one test record and summarises each second once every loop
-/// has moved past it.
-#[derive(Debug, Default)]
-pub struct Collector {
-    /// The ended seconds, summarised, from the test's start on.
-    pub seconds: Vec<Second>,
-    /// Seconds some loop has not moved past yet, from `seconds.len()` on.
-    pending: VecDeque<Interval>,
-    /// For each loop: every second before this one has been added.
-    marks: Vec<usize>,
-    /// When the test's seconds start (the loops' `Stats::start`).
-    start: Option<Time>,
-    /// Keep the ended seconds' histograms for [`Collector::take_ended`].
-    keep_ended: bool,
-    ended: VecDeque<(Time, Interval)>,
-}
-
-impl Collector {
-    /// A collector for a test of `loops` event loops.
-    pub fn new(loops: usize) -> Collector {
-        Collector { marks: vec![0; loops], ..Collector::default() }
-    }
-
-    /// Starts over for a test of `loops` event loops, keeping [`Collector::keep_ended`].
-    pub fn begin(&mut self, loops: usize) {
-        let keep = self.keep_ended;
-        *self = Collector::new(loops);
-        self.keep_ended = keep;
-    }
-
-    /// Keeps each ended second's full histogram until [`Collector::take_ended`] takes it.
-    pub fn keep_ended(&mut self) {
-        self.keep_ended = true;
-    }
-
-    /// Adds what loop `part` recorded in the seconds that have ended by `now` (all of them when
-    /// `now` is `None`: the loop is done) and summarises every second all loops have passed.
-    pub fn publish(&mut self, part: usize, stats: &mut Stats, now: Option<Time>) {
-        if !stats.keep_series {
-            return;
-        }
-        self.start.get_or_insert(stats.start);
-        let upto = match now {
-            Some(now) if now >= stats.start => (now.nanos_since(stats.start) / SECOND) as usize,
-            Some(_) => 0,
-            None => usize::MAX,
-        };
-        let (first, taken) = stats.recording.take_before(upto);
-        let done = self.seconds.len();
-        for (i, s) in taken.iter().enumerate() {
-            let at = first + i;
-            if at < done {
-                // Can't happen with one clock: every loop has moved past `at` already.
-                continue;
-            }
-            let j = at - done;
-            if self.pending.len() <= j {
-                self.pending.resize_with(j + 1, Interval::new);
-            }
-            self.pending[j].add(s);
-        }
-        if let Some(m) = self.marks.get_mut(part) {
-            *m = (*m).max(upto);
-        }
-        self.close();
-    }
-
-    /// Summarises the pending seconds that every loop has passed.
-    fn close(&mut self) {
-        let passed = self.marks.iter().copied().min().unwrap_or(usize::MAX);
-        while self.seconds.len() < passed {
-            let Some(s) = self.pending.pop_front() else { break };
-            self.seconds.push(Second::of(&s));
-            if self.keep_ended {
-                let start = self.start.unwrap_or(Time::ZERO);
-                let at = start + std::time::Duration::from_secs((self.seconds.len() - 1) as u64);
-                self.ended.push_back((at, s));
-            }
-        }
-    }
-
-    /// The full histograms of the seconds ended since the last call, with when each began (only
-    /// with [`Collector::keep_ended`]).
-    pub fn take_ended(&mut self) -> Vec<(Time, Interval)> {
-        self.ended.drain(..).collect()
-    }
-
-    /// Seconds not yet summarised: what the collector holds beyond the summaries.
-    pub fn pending(&self) -> usize {
-        self.pending.len()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn t(ms: u64) -> Time {
-        Time::from_micros(ms * 1000)
-    }
-
-    fn stats() -> Stats {
-        Stats::new(t(1000), 3, false).unwrap().with_series()
-    }
-
-    #[test]
-    fn a_second_closes_once_every_loop_has_passed_it() {
-        let (mut a, mut b) = (stats(), stats());
-        let mut c = Collector::new(2);
-        a.record_request(0, 100_000, 0, None, t(1100));
-        b.record_request(0, 300_000, 0, Some(b"ERR x"), t(1200));
-        a.record_request(0, 200_000, 0, None, t(2100));
-        c.publish(0, &mut a, Some(t(2500)));
-        // Loop b has not published: second 0 stays open.
-        assert_eq!(c.seconds.len(), 0);
-        assert_eq!(a.recording.len(), 1);
-        c.publish(1, &mut b, Some(t(2500)));
-        assert_eq!(c.seconds.len(), 1);
-        let s = c.seconds[0];
-        assert_eq!((s.requests, s.errors), (2, 1));
-        assert!((300..=303).contains(&s.max), "{s:?}");
-        assert!(s.p50 >= 99 && s.p50 <= 101, "{s:?}");
-        c.publish(0, &mut a, None);
-        c.publish(1, &mut b, None);
-        assert_eq!(c.seconds.len(), 2);
-        assert_eq!(c.seconds[1].requests, 1);
-        assert_eq!(c.pending(), 0);
-        assert!(a.recording.is_empty() && b.recording.is_empty());
-    }
-
-    #[test]
-    fn ended_histograms_are_handed_out_once_with_their_start() {
-        let mut a = stats();
-        let mut c = Collector::new(1);
-        c.keep_ended();
-        a.record_request(0, 1_000_000, 0, None, t(1500));
-        a.record_request(0, 2_000_000, 0, None, t(3500));
-        c.publish(0, &mut a, Some(t(3600)));
-        let ended = c.take_ended();
-        // Seconds 0 and 1 (empty) ended; second 2 is open.
-        assert_eq!(
-            ended.iter().map(|e| (e.0, e.1.requests)).collect::<Vec<_>>(),
-            [(t(1000), 1), (t(2000), 0)]
-        );
-        assert!(c.take_ended().is_empty());
-        c.publish(0, &mut a, None);
-        assert_eq!(c.take_ended().iter().map(|e| e.0).collect::<Vec<_>>(), [t(3000)]);
-    }
 
     #[test]
     fn summaries_merge_into_bounds() {
