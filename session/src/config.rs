@@ -186,7 +186,7 @@ pub struct Config {
     /// `--key-args`: the custom command's key arguments (1 is the first after its name).
     pub key_args: Option<Vec<usize>>,
     /// `--slo`: a capacity search instead of the `--rps` steps.
-    pub capacity: Option<crate::capacity::Settings>,
+    pub capacity: Option<crate::slo::Settings>,
 }
 
 /// The values of the options that take lists: each combination is one step, run in order,

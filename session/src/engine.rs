@@ -16,7 +16,7 @@ use crate::result::{StepValues, TestResult, Warning, WarningKind};
 use crate::routing::Multi;
 use crate::run::{run_test, Against};
 use crate::server::{self, Server, ServerInfo};
-use crate::{backend, limits, routing, verdict, Error};
+use crate::{backend, limits, probe, routing, verdict, Error};
 
 mod search;
 
@@ -103,7 +103,7 @@ pub struct Session {
     /// Some test abandoned requests or never sent some that were due.
     unfinished: bool,
     /// Reads the server's CPU around each test.
-    probe: verdict::Probe,
+    probe: probe::Probe,
     /// The totals of the sweep's steps so far, for its table.
     rows: Vec<TestResult>,
     /// The test and value size `--preload` last wrote.
@@ -185,7 +185,7 @@ impl Session {
                  for Linux in order to use a lot of clients/requests",
             );
         }
-        let probe = verdict::Probe::new(
+        let probe = probe::Probe::new(
             match counters {
                 _ if cfg.no_server_probe => {
                     Err("--no-server-probe: the server's counters are not read".to_string())

@@ -4,7 +4,9 @@ use std::fmt;
 
 use respbench_core::{ConnError, RunError};
 
-use crate::server::StartupError;
+/// Why the startup connection failed; the run must not start.
+#[derive(Debug)]
+pub struct StartupError(pub String);
 
 /// Why a session could not start, or a run had to end before its tests did.
 #[derive(Debug)]
@@ -79,14 +81,14 @@ impl fmt::Display for Error {
                 f,
                 "a request of {} (-d) on -c {clients} connections needs about {} of memory ({}), \
                  more than the {} available: lower -d{}",
-                crate::limits::human_bytes(*request),
-                crate::limits::human_bytes(*need),
+                human_bytes(*request),
+                human_bytes(*need),
                 if *whole {
                     "each connection holds a whole request while it sends it"
                 } else {
                     "the value is held once, and each connection's output beside it"
                 },
-                crate::limits::human_bytes(*available),
+                human_bytes(*available),
                 if *whole { " or -c" } else { "" }
             ),
             Error::OpenFiles { clients, need, soft, hard, fit } => write!(
@@ -126,4 +128,22 @@ impl From<RunError> for Error {
     fn from(e: RunError) -> Error {
         Error::Backend(e)
     }
+}
+
+/// Bytes for a reader: `52.0 GiB`, `1.5 MiB`, `900 B`.
+pub(crate) fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = UNITS[0];
+    for u in &UNITS[1..] {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = u;
+    }
+    format!("{v:.1} {unit}")
 }

@@ -16,11 +16,13 @@ mod engine;
 mod error;
 pub mod limits;
 pub mod observer;
+pub mod probe;
 pub mod result;
 pub mod routing;
 mod run;
 pub mod secret;
 pub mod server;
+pub mod slo;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod topology;

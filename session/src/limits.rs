@@ -69,27 +69,10 @@ fn available_memory() -> Option<u64> {
     Some(field("MemAvailable:")? + field("SwapFree:").unwrap_or(0))
 }
 
-/// Bytes for a reader: `52.0 GiB`, `1.5 MiB`, `900 B`.
-pub(crate) fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut v = n as f64 / 1024.0;
-    let mut unit = UNITS[0];
-    for u in &UNITS[1..] {
-        if v < 1024.0 {
-            break;
-        }
-        v /= 1024.0;
-        unit = u;
-    }
-    format!("{v:.1} {unit}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::human_bytes;
 
     #[test]
     fn a_request_too_large_for_memory_is_refused_with_the_need() {

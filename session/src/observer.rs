@@ -161,7 +161,7 @@ pub trait Observer {
         _test: &str,
         _n: usize,
         _most: u32,
-        _step: &crate::capacity::StepRecord,
+        _step: &crate::slo::StepRecord,
         _result: &TestResult,
     ) {
     }
@@ -244,7 +244,7 @@ impl Observer for Retitled<'_> {
         test: &str,
         n: usize,
         most: u32,
-        step: &crate::capacity::StepRecord,
+        step: &crate::slo::StepRecord,
         result: &TestResult,
     ) {
         self.obs.capacity_step(test, n, most, step, result);

@@ -2,11 +2,13 @@
 //! the nodes it went over and a sweep's step. The command line renders them (text, CSV, the
 //! `--json` document) and `respbench merge` reads documents back into them.
 
-use respbench_core::stats::value_at_percentile;
 use respbench_core::Stats;
 
 use crate::config::Step;
 use crate::cpu::ClientCpu;
+/// The open-loop schedule's figures, at their old path (they are the verdict's input:
+/// [`crate::verdict::Schedule`]).
+pub use crate::verdict::{Schedule, LATENESS_KEPT_MICROS};
 use crate::verdict::{ServerCpu, Verdict};
 
 /// How much of a request template `command` keeps: `-d 1000000` would otherwise put a megabyte
@@ -152,83 +154,11 @@ impl TestResult {
     }
 }
 
-/// The least send lateness (p99) that counts as a schedule not kept: 1 ms, or a tenth of the
-/// corrected p99 when that is more (a client 5 ms late does not change what a 100 ms p99 says).
-pub const LATENESS_KEPT_MICROS: u64 = 1_000;
-
-/// How well an open-loop test kept its schedule: the achieved rate against the target, and how
-/// late the requests were sent (actual send minus intended time, [`Stats::lateness`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Schedule {
-    /// The target rate (`--rps`).
-    pub target_rps: f64,
-    /// What the test achieved.
-    pub achieved_rps: f64,
-    /// Send lateness percentiles and maximum, in microseconds.
-    pub lateness_p50_us: u64,
-    /// p99 of the send lateness.
-    pub lateness_p99_us: u64,
-    /// The latest send.
-    pub lateness_max_us: u64,
-    /// The p99 of the corrected latency (from the intended time) and of the service time
-    /// (from the actual send), in microseconds.
-    pub latency_p99_us: u64,
-    /// p99 of the service time.
-    pub service_p99_us: u64,
-}
-
 impl Schedule {
     /// The schedule of an open-loop test's result; `None` for a closed-loop test, a mix's
     /// command (the total has the figures) or a test that sent nothing.
     pub fn of(e: &TestResult) -> Option<Schedule> {
-        let s = &e.stats;
-        let (target, late, service) = (e.target_rps?, s.lateness.as_ref()?, s.service.as_ref()?);
-        if late.is_empty() {
-            return None;
-        }
-        Some(Schedule {
-            target_rps: target as f64,
-            achieved_rps: s.rps(),
-            lateness_p50_us: value_at_percentile(late, 50.0),
-            lateness_p99_us: value_at_percentile(late, 99.0),
-            lateness_max_us: late.max(),
-            latency_p99_us: value_at_percentile(&s.latency, 99.0),
-            service_p99_us: value_at_percentile(service, 99.0),
-        })
-    }
-
-    /// The lateness p99 above which the schedule was not kept: [`LATENESS_KEPT_MICROS`], or a
-    /// tenth of the corrected p99 when that is more.
-    pub fn threshold_us(&self) -> u64 {
-        LATENESS_KEPT_MICROS.max(self.latency_p99_us / 10)
-    }
-
-    /// Whether the requests were sent late: lateness p99 above [`Schedule::threshold_us`].
-    pub fn late(&self) -> bool {
-        self.lateness_p99_us > self.threshold_us()
-    }
-
-    /// Whether the test kept its schedule: it achieved 99% of the target rate at least and its
-    /// requests were not sent late.
-    pub fn kept(&self) -> bool {
-        self.achieved_rps >= 0.99 * self.target_rps && !self.late()
-    }
-
-    /// Whether the lateness, rather than the server, made the corrected latency: the requests
-    /// were sent late, and later (p99) than the server took to answer them.
-    pub fn client_made_latency(&self) -> bool {
-        self.late() && self.lateness_p99_us >= self.service_p99_us
-    }
-
-    /// `send lateness p50 0.120, p99 0.245, max 1.020 msec`.
-    pub fn describe(&self) -> String {
-        let ms = |us: u64| us as f64 / 1000.0;
-        format!(
-            "send lateness p50 {:.3}, p99 {:.3}, max {:.3} msec",
-            ms(self.lateness_p50_us),
-            ms(self.lateness_p99_us),
-            ms(self.lateness_max_us)
-        )
+        Schedule::of_stats(e.target_rps?, &e.stats)
     }
 }
 
@@ -285,34 +215,6 @@ pub struct NodeInfo {
 }
 
 impl NodeInfo {
-    /// The nodes of a test over several nodes as it ended: the nodes found at the start and
-    /// those that appeared during it (a redirect named them); a node that owns slots at the
-    /// end is a primary (a replica promoted by a failover), and a replica serves its primary's
-    /// slots.
-    pub fn at_end(
-        cluster: &respbench_core::cluster::Cluster,
-        multi: &crate::routing::Multi,
-        stats: &Stats,
-    ) -> Vec<NodeInfo> {
-        let (endpoints, counts) = cluster.at_end(stats);
-        let found = &multi.topology.nodes;
-        endpoints
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let address = e.to_string();
-                let owned = counts.get(i).copied().unwrap_or(0);
-                let node = found.get(i);
-                let primary = owned > 0 || node.is_none_or(|n| n.primary);
-                let slots = match node.and_then(|n| n.primary_index) {
-                    Some(p) if !primary => counts.get(p).copied().unwrap_or(0),
-                    _ => owned,
-                };
-                NodeInfo { address, primary, slots }
-            })
-            .collect()
-    }
-
     /// `primary` or `replica`.
     pub fn role(&self) -> &'static str {
         if self.primary {

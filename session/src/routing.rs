@@ -7,9 +7,10 @@ use std::sync::Arc;
 use respbench_core::cluster::{resp_arg, Cluster, Node, Reads, Route, TAG_PLACEHOLDER};
 use respbench_core::resp::Value;
 use respbench_core::template::Template;
-use respbench_core::Handshake;
+use respbench_core::{Handshake, Stats};
 
 use crate::config::{Config, Rfr};
+use crate::result::NodeInfo;
 use crate::server::{Conn, Server};
 use crate::topology::{self, Topology};
 use crate::Error;
@@ -26,6 +27,30 @@ pub struct Multi {
 }
 
 impl Multi {
+    /// The nodes of a test over several nodes as it ended, as reports name them: the nodes found
+    /// at the start and those that appeared during it (a redirect named them); a node that owns
+    /// slots at the end is a primary (a replica promoted by a failover), and a replica serves its
+    /// primary's slots.
+    pub fn nodes_at_end(&self, cluster: &Cluster, stats: &Stats) -> Vec<NodeInfo> {
+        let (endpoints, counts) = cluster.at_end(stats);
+        let found = &self.topology.nodes;
+        endpoints
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let address = e.to_string();
+                let owned = counts.get(i).copied().unwrap_or(0);
+                let node = found.get(i);
+                let primary = owned > 0 || node.is_none_or(|n| n.primary);
+                let slots = match node.and_then(|n| n.primary_index) {
+                    Some(p) if !primary => counts.get(p).copied().unwrap_or(0),
+                    _ => owned,
+                };
+                NodeInfo { address, primary, slots }
+            })
+            .collect()
+    }
+
     /// The route of `template`'s command.
     fn route(&self, template: &Template) -> Route {
         let Some((name, argc)) = Route::command_of(template.as_bytes()) else {

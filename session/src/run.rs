@@ -218,7 +218,7 @@ pub(crate) fn run_test(
                     let nodes = match (&run.plan.cluster, against.multi) {
                         (Some(c), Some(m)) => {
                             o.stats.nodes.truncate(c.nodes.len() + o.stats.appeared.len());
-                            NodeInfo::at_end(c, m, &o.stats)
+                            m.nodes_at_end(c, &o.stats)
                         }
                         _ => Vec::new(),
                     };

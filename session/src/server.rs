@@ -16,6 +16,9 @@ use respbench_driver::Target;
 use respbench_driver::Tls;
 
 use crate::config::Config;
+/// Why the startup connection failed: defined beside the session's [`crate::Error`], which wraps
+/// it, and named here, where the connection that fails with it is.
+pub use crate::error::StartupError;
 
 /// How long the startup connection waits for the server before giving up, without `--timeout`.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -52,10 +55,6 @@ impl ServerInfo {
         (!parts.is_empty()).then(|| parts.join(" "))
     }
 }
-
-/// Why the startup connection failed; the run must not start.
-#[derive(Debug)]
-pub struct StartupError(pub String);
 
 /// The largest reply this connection reads: `CONFIG GET` and `INFO` replies are kilobytes.
 const MAX_REPLY: usize = 1 << 20;

@@ -11,7 +11,8 @@ use respbench_core::resp::Value;
 use respbench_core::Endpoint;
 
 use crate::config::{Config, Replicas, Rfr};
-use crate::server::{text, Conn, Server, StartupError};
+use crate::error::StartupError;
+use crate::server::{text, Conn, Server};
 
 /// One server of the topology.
 #[derive(Clone, Debug, PartialEq, Eq)]

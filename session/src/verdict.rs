@@ -3,7 +3,7 @@
 //! The client's side is its own CPU time over the test ([`ClientCpu`]); on loopback that
 //! includes the kernel's network work done on its behalf, so a busy client alone does not say
 //! the client was the limit. The server's side comes from its own counters: `INFO cpu`, read
-//! before and after the test over the startup's connection (kept open when the server answered
+//! ([`crate::probe::Probe`]) before and after the test over the startup's connection (kept open when the server answered
 //! its `CONFIG GET`: no connection is added, and a server that does not answer admin commands
 //! is not asked). Redis 6.2 and later report the main
 //! thread's CPU apart (`used_cpu_sys_main_thread`), the thread every command runs on, so the
@@ -12,9 +12,10 @@
 
 use std::time::Instant;
 
+use respbench_core::stats::value_at_percentile;
+use respbench_core::Stats;
+
 use crate::cpu::{ClientCpu, SATURATED};
-use crate::result::Schedule;
-use crate::server::{info, info_sections, info_value, Conn};
 
 /// One reading of the server's CPU counters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -88,152 +89,84 @@ impl ServerCpu {
     }
 }
 
-/// How long a reading of the server's counters may wait for each reply.
-pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+/// The least send lateness (p99) that counts as a schedule not kept: 1 ms, or a tenth of the
+/// corrected p99 when that is more (a client 5 ms late does not change what a 100 ms p99 says).
+pub const LATENESS_KEPT_MICROS: u64 = 1_000;
 
-/// Reads the server's CPU counters around each test, over the startup's connection.
-pub struct Probe {
-    conn: Option<Conn>,
-    /// A server on this machine: its process id, for its main thread's run delay.
-    local_pid: Option<String>,
-    /// Why the server is taken as multi-threaded, from `INFO server`.
-    threaded: Option<String>,
-    /// Why there are no figures, once known.
-    pub missing: Option<String>,
-    /// Whether one `INFO cpu commandstats` reads both (Redis 7+), else one command each.
-    combined: bool,
-    /// The text of `INFO server` read at the start, for the server's name and version.
-    pub server_text: Option<String>,
+/// How well an open-loop test kept its schedule: the achieved rate against the target, and how
+/// late the requests were sent (actual send minus intended time, [`Stats::lateness`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Schedule {
+    /// The target rate (`--rps`).
+    pub target_rps: f64,
+    /// What the test achieved.
+    pub achieved_rps: f64,
+    /// Send lateness percentiles and maximum, in microseconds.
+    pub lateness_p50_us: u64,
+    /// p99 of the send lateness.
+    pub lateness_p99_us: u64,
+    /// The latest send.
+    pub lateness_max_us: u64,
+    /// The p99 of the corrected latency (from the intended time) and of the service time
+    /// (from the actual send), in microseconds.
+    pub latency_p99_us: u64,
+    /// p99 of the service time.
+    pub service_p99_us: u64,
 }
 
-impl Probe {
-    /// A probe on `conn`, or one that knows why it has none. Each reading waits at most
-    /// [`PROBE_TIMEOUT`]: between tests the server has nothing else to do, and one that does
-    /// not answer in that time (stopped, or not Redis) is not asked again.
-    /// `local`: the server runs on this machine (loopback or a Unix socket), so its process
-    /// id from `INFO server` is one of this machine's.
-    pub fn new(conn: Result<Conn, String>, local: bool) -> Probe {
-        let mut p = match conn {
-            Ok(c) => Probe {
-                conn: Some(c),
-                local_pid: None,
-                threaded: None,
-                missing: None,
-                combined: true,
-                server_text: None,
-            },
-            Err(e) => Probe {
-                conn: None,
-                local_pid: None,
-                threaded: None,
-                missing: Some(e),
-                combined: true,
-                server_text: None,
-            },
-        };
-        if let Some(c) = &mut p.conn {
-            c.set_timeout(PROBE_TIMEOUT);
-            match info(c, b"server") {
-                Ok(body) => {
-                    p.threaded = threaded(&body);
-                    p.local_pid = info_value::<f64>(&body, "process_id")
-                        .filter(|_| local)
-                        .map(|pid| (pid as u64).to_string());
-                    p.server_text = Some(body);
-                }
-                Err(e) => {
-                    p.conn = None;
-                    p.missing = Some(e);
-                }
-            }
+impl Schedule {
+    /// The schedule of an open-loop test at `target_rps` whose stats are `s`; `None` for a test
+    /// that kept no lateness (a closed loop, a mix's command: the total has the figures) or sent
+    /// nothing. A result's is [`crate::result::TestResult`]'s `Schedule::of`.
+    pub fn of_stats(target_rps: u64, s: &Stats) -> Option<Schedule> {
+        let (target, late, service) = (target_rps, s.lateness.as_ref()?, s.service.as_ref()?);
+        if late.is_empty() {
+            return None;
         }
-        p
+        Some(Schedule {
+            target_rps: target as f64,
+            achieved_rps: s.rps(),
+            lateness_p50_us: value_at_percentile(late, 50.0),
+            lateness_p99_us: value_at_percentile(late, 99.0),
+            lateness_max_us: late.max(),
+            latency_p99_us: value_at_percentile(&s.latency, 99.0),
+            service_p99_us: value_at_percentile(service, 99.0),
+        })
     }
 
-    /// Reads the counters; after the first failure (INFO refused, renamed, silent) it gives up
-    /// for the run and keeps the reason.
-    pub fn read(&mut self) -> Option<CpuReading> {
-        let c = self.conn.as_mut()?;
-        // One command per reading where the server takes several sections at once.
-        let mut both = None;
-        if self.combined {
-            match info_sections(c, &[b"cpu", b"commandstats"]) {
-                Ok(body) if body.contains("used_cpu_sys") => both = Some(body),
-                _ => self.combined = false,
-            }
-        }
-        let cpu = match &both {
-            Some(body) => Ok(body.clone()),
-            None => info(c, b"cpu"),
-        };
-        let reading = cpu.and_then(|body| {
-            let f = |k: &str| info_value::<f64>(&body, k);
-            let total = f("used_cpu_sys").zip(f("used_cpu_user")).map(|(s, u)| s + u);
-            let main = f("used_cpu_sys_main_thread").zip(f("used_cpu_user_main_thread")).map(|(s, u)| s + u);
-            total
-                .map(|total_s| CpuReading {
-                    at: Instant::now(),
-                    total_s,
-                    main_s: main,
-                    commands_s: None,
-                    wait_s: None,
-                })
-                .ok_or_else(|| "INFO cpu has no used_cpu_sys and used_cpu_user".to_string())
-        });
-        // Optional: a server without commandstats still has its CPU figures.
-        let pid = self.local_pid.as_deref();
-        let reading = reading.map(|mut r| {
-            let stats = match both {
-                Some(body) => Some(body),
-                None => info(c, b"commandstats").ok(),
-            };
-            r.commands_s = stats.map(|body| command_seconds(&body));
-            r.wait_s = pid.and_then(main_thread_delay).map(|ns| ns as f64 / 1e9);
-            r
-        });
-        match reading {
-            Ok(r) => Some(r),
-            Err(e) => {
-                self.conn = None;
-                self.missing = Some(e);
-                None
-            }
-        }
+    /// The lateness p99 above which the schedule was not kept: [`LATENESS_KEPT_MICROS`], or a
+    /// tenth of the corrected p99 when that is more.
+    pub fn threshold_us(&self) -> u64 {
+        LATENESS_KEPT_MICROS.max(self.latency_p99_us / 10)
     }
 
-    /// The server's CPU between `before` and now.
-    pub fn since(&mut self, before: Option<CpuReading>) -> Option<ServerCpu> {
-        let before = before?;
-        let after = self.read()?;
-        ServerCpu::between(&before, &after, self.threaded.as_deref())
+    /// Whether the requests were sent late: lateness p99 above [`Schedule::threshold_us`].
+    pub fn late(&self) -> bool {
+        self.lateness_p99_us > self.threshold_us()
     }
-}
 
-/// The run delay of process `pid`'s main thread, in nanoseconds (`/proc/PID/schedstat`).
-fn main_thread_delay(pid: &str) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// The sum of `usec=` over the `cmdstat_*` lines of `INFO commandstats`, in seconds.
-fn command_seconds(body: &str) -> f64 {
-    let usec: u64 = body
-        .lines()
-        .filter(|l| l.starts_with("cmdstat_"))
-        .filter_map(|l| l.split(',').find_map(|kv| kv.strip_prefix("usec=")?.parse::<u64>().ok()))
-        .sum();
-    usec as f64 / 1e6
-}
-
-/// Why `INFO server` says the server runs commands on several threads.
-fn threaded(body: &str) -> Option<String> {
-    if body.lines().any(|l| l.starts_with("dragonfly_version:")) {
-        return Some("Dragonfly".into());
+    /// Whether the test kept its schedule: it achieved 99% of the target rate at least and its
+    /// requests were not sent late.
+    pub fn kept(&self) -> bool {
+        self.achieved_rps >= 0.99 * self.target_rps && !self.late()
     }
-    match info_value::<f64>(body, "server_threads") {
-        Some(n) if n > 1.0 => return Some(format!("server_threads:{n}")),
-        _ => {}
+
+    /// Whether the lateness, rather than the server, made the corrected latency: the requests
+    /// were sent late, and later (p99) than the server took to answer them.
+    pub fn client_made_latency(&self) -> bool {
+        self.late() && self.lateness_p99_us >= self.service_p99_us
     }
-    None
+
+    /// `send lateness p50 0.120, p99 0.245, max 1.020 msec`.
+    pub fn describe(&self) -> String {
+        let ms = |us: u64| us as f64 / 1000.0;
+        format!(
+            "send lateness p50 {:.3}, p99 {:.3}, max {:.3} msec",
+            ms(self.lateness_p50_us),
+            ms(self.lateness_p99_us),
+            ms(self.lateness_max_us)
+        )
+    }
 }
 
 /// The share of a test a process spent waiting for a CPU from which it counts as held back by
@@ -399,7 +332,6 @@ pub fn verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn client(share: f64, threads: usize) -> ClientCpu {
         ClientCpu { user_s: share * threads as f64, sys_s: 0.0, wall_s: 1.0, threads, share_override: None }
@@ -603,35 +535,5 @@ mod tests {
         let v = verdict(Some(&c), Some(&s), None, Some(0.99), Some(0.3), 50, Some(&late));
         assert_eq!(v.side, Side::Machine);
         assert!(v.text.contains("sent its requests late (send lateness p50 2.000, p99 8.000"), "{}", v.text);
-    }
-
-    #[test]
-    fn readings_make_shares() {
-        let t = Instant::now();
-        let a =
-            CpuReading { at: t, total_s: 10.0, main_s: Some(8.0), commands_s: Some(1.0), wait_s: Some(0.5) };
-        let b = CpuReading {
-            at: t + Duration::from_secs(2),
-            total_s: 12.0,
-            main_s: Some(9.8),
-            commands_s: Some(3.0),
-            wait_s: Some(1.3),
-        };
-        let s = ServerCpu::between(&a, &b, Some("server_threads:4")).unwrap();
-        assert!((s.cores - 1.0).abs() < 1e-9 && (s.main_share.unwrap() - 0.9).abs() < 1e-9);
-        assert!((s.wait_share.unwrap() - 0.4).abs() < 1e-9);
-        // The main thread reported apart: the threads don't matter.
-        assert_eq!(s.threaded, None);
-        // Two seconds of commands in two: a server asleep in DEBUG SLEEP uses no CPU but serves nothing else.
-        assert_eq!(s.serving_share(), Some(1.0));
-        let body = "# Commandstats\r\ncmdstat_get:calls=10,usec=1500,usec_per_call=150.00\r\n\
-                    cmdstat_debug:calls=2,usec=2000000,usec_per_call=1000000.00,rejected_calls=0\r\n";
-        assert!((command_seconds(body) - 2.0015).abs() < 1e-9);
-        assert_eq!(threaded("# Server\r\ndragonfly_version:df-v1.0\r\n").as_deref(), Some("Dragonfly"));
-        assert_eq!(
-            threaded("redis_version:7.0.15\r\nserver_threads:4\r\n").as_deref(),
-            Some("server_threads:4")
-        );
-        assert_eq!(threaded("redis_version:7.0.15\r\n"), None);
     }
 }

@@ -1,4 +1,4 @@
-//! `--slo`: runs a case's capacity search ([`crate::capacity::Search`]) step by step, each step
+//! `--slo`: runs a case's capacity search ([`crate::slo::Search`]) step by step, each step
 //! a whole open-loop test of `--duration` after `--warmup`, and tells the observer each step
 //! and the answer.
 
@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Ended, Session};
-use crate::capacity::{measure, step_slot, Found, Next, Search};
+use crate::capacity::Found;
 use crate::case::Case;
 use crate::config::StartAt;
 use crate::observer::{Observer, StepDone};
 use crate::result::TestResult;
+use crate::slo::{measure, step_slot, Next, Search};
 use crate::Error;
 
 impl Session {

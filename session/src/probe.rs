@@ -1,0 +1,193 @@
+//! The server's side of the verdict, read: `INFO cpu` and `INFO commandstats` before and after
+//! each test over the startup's connection ([`Probe`], 500 ms per reading, given up at the first
+//! failure), and the main thread's run delay when the server is on this machine. What the
+//! readings mean is [`crate::verdict`]'s ([`ServerCpu::between`]).
+
+use std::time::Instant;
+
+use crate::server::{info, info_sections, info_value, Conn};
+use crate::verdict::{CpuReading, ServerCpu};
+
+/// How long a reading of the server's counters may wait for each reply.
+pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Reads the server's CPU counters around each test, over the startup's connection.
+pub struct Probe {
+    conn: Option<Conn>,
+    /// A server on this machine: its process id, for its main thread's run delay.
+    local_pid: Option<String>,
+    /// Why the server is taken as multi-threaded, from `INFO server`.
+    threaded: Option<String>,
+    /// Why there are no figures, once known.
+    pub missing: Option<String>,
+    /// Whether one `INFO cpu commandstats` reads both (Redis 7+), else one command each.
+    combined: bool,
+    /// The text of `INFO server` read at the start, for the server's name and version.
+    pub server_text: Option<String>,
+}
+
+impl Probe {
+    /// A probe on `conn`, or one that knows why it has none. Each reading waits at most
+    /// [`PROBE_TIMEOUT`]: between tests the server has nothing else to do, and one that does
+    /// not answer in that time (stopped, or not Redis) is not asked again.
+    /// `local`: the server runs on this machine (loopback or a Unix socket), so its process
+    /// id from `INFO server` is one of this machine's.
+    pub fn new(conn: Result<Conn, String>, local: bool) -> Probe {
+        let mut p = match conn {
+            Ok(c) => Probe {
+                conn: Some(c),
+                local_pid: None,
+                threaded: None,
+                missing: None,
+                combined: true,
+                server_text: None,
+            },
+            Err(e) => Probe {
+                conn: None,
+                local_pid: None,
+                threaded: None,
+                missing: Some(e),
+                combined: true,
+                server_text: None,
+            },
+        };
+        if let Some(c) = &mut p.conn {
+            c.set_timeout(PROBE_TIMEOUT);
+            match info(c, b"server") {
+                Ok(body) => {
+                    p.threaded = threaded(&body);
+                    p.local_pid = info_value::<f64>(&body, "process_id")
+                        .filter(|_| local)
+                        .map(|pid| (pid as u64).to_string());
+                    p.server_text = Some(body);
+                }
+                Err(e) => {
+                    p.conn = None;
+                    p.missing = Some(e);
+                }
+            }
+        }
+        p
+    }
+
+    /// Reads the counters; after the first failure (INFO refused, renamed, silent) it gives up
+    /// for the run and keeps the reason.
+    pub fn read(&mut self) -> Option<CpuReading> {
+        let c = self.conn.as_mut()?;
+        // One command per reading where the server takes several sections at once.
+        let mut both = None;
+        if self.combined {
+            match info_sections(c, &[b"cpu", b"commandstats"]) {
+                Ok(body) if body.contains("used_cpu_sys") => both = Some(body),
+                _ => self.combined = false,
+            }
+        }
+        let cpu = match &both {
+            Some(body) => Ok(body.clone()),
+            None => info(c, b"cpu"),
+        };
+        let reading = cpu.and_then(|body| {
+            let f = |k: &str| info_value::<f64>(&body, k);
+            let total = f("used_cpu_sys").zip(f("used_cpu_user")).map(|(s, u)| s + u);
+            let main = f("used_cpu_sys_main_thread").zip(f("used_cpu_user_main_thread")).map(|(s, u)| s + u);
+            total
+                .map(|total_s| CpuReading {
+                    at: Instant::now(),
+                    total_s,
+                    main_s: main,
+                    commands_s: None,
+                    wait_s: None,
+                })
+                .ok_or_else(|| "INFO cpu has no used_cpu_sys and used_cpu_user".to_string())
+        });
+        // Optional: a server without commandstats still has its CPU figures.
+        let pid = self.local_pid.as_deref();
+        let reading = reading.map(|mut r| {
+            let stats = match both {
+                Some(body) => Some(body),
+                None => info(c, b"commandstats").ok(),
+            };
+            r.commands_s = stats.map(|body| command_seconds(&body));
+            r.wait_s = pid.and_then(main_thread_delay).map(|ns| ns as f64 / 1e9);
+            r
+        });
+        match reading {
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.conn = None;
+                self.missing = Some(e);
+                None
+            }
+        }
+    }
+
+    /// The server's CPU between `before` and now.
+    pub fn since(&mut self, before: Option<CpuReading>) -> Option<ServerCpu> {
+        let before = before?;
+        let after = self.read()?;
+        ServerCpu::between(&before, &after, self.threaded.as_deref())
+    }
+}
+
+/// The run delay of process `pid`'s main thread, in nanoseconds (`/proc/PID/schedstat`).
+fn main_thread_delay(pid: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The sum of `usec=` over the `cmdstat_*` lines of `INFO commandstats`, in seconds.
+fn command_seconds(body: &str) -> f64 {
+    let usec: u64 = body
+        .lines()
+        .filter(|l| l.starts_with("cmdstat_"))
+        .filter_map(|l| l.split(',').find_map(|kv| kv.strip_prefix("usec=")?.parse::<u64>().ok()))
+        .sum();
+    usec as f64 / 1e6
+}
+
+/// Why `INFO server` says the server runs commands on several threads.
+fn threaded(body: &str) -> Option<String> {
+    if body.lines().any(|l| l.starts_with("dragonfly_version:")) {
+        return Some("Dragonfly".into());
+    }
+    match info_value::<f64>(body, "server_threads") {
+        Some(n) if n > 1.0 => return Some(format!("server_threads:{n}")),
+        _ => {}
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn readings_make_shares() {
+        let t = Instant::now();
+        let a =
+            CpuReading { at: t, total_s: 10.0, main_s: Some(8.0), commands_s: Some(1.0), wait_s: Some(0.5) };
+        let b = CpuReading {
+            at: t + Duration::from_secs(2),
+            total_s: 12.0,
+            main_s: Some(9.8),
+            commands_s: Some(3.0),
+            wait_s: Some(1.3),
+        };
+        let s = ServerCpu::between(&a, &b, Some("server_threads:4")).unwrap();
+        assert!((s.cores - 1.0).abs() < 1e-9 && (s.main_share.unwrap() - 0.9).abs() < 1e-9);
+        assert!((s.wait_share.unwrap() - 0.4).abs() < 1e-9);
+        // The main thread reported apart: the threads don't matter.
+        assert_eq!(s.threaded, None);
+        // Two seconds of commands in two: a server asleep in DEBUG SLEEP uses no CPU but serves nothing else.
+        assert_eq!(s.serving_share(), Some(1.0));
+        let body = "# Commandstats\r\ncmdstat_get:calls=10,usec=1500,usec_per_call=150.00\r\n\
+                    cmdstat_debug:calls=2,usec=2000000,usec_per_call=1000000.00,rejected_calls=0\r\n";
+        assert!((command_seconds(body) - 2.0015).abs() < 1e-9);
+        assert_eq!(threaded("# Server\r\ndragonfly_version:df-v1.0\r\n").as_deref(), Some("Dragonfly"));
+        assert_eq!(
+            threaded("redis_version:7.0.15\r\nserver_threads:4\r\n").as_deref(),
+            Some("server_threads:4")
+        );
+        assert_eq!(threaded("redis_version:7.0.15\r\n"), None);
+    }
+}
