@@ -29,6 +29,16 @@ pub const MAX_DEPTH: usize = 64;
 pub const MAX_BULK_LEN: u64 = 512 * 1024 * 1024;
 /// Longest header, integer, double, big number or boolean line accepted, excluding type byte and CRLF.
 pub const MAX_LINE_LEN: usize = 64;
+/// Longest `+` simple string or `-` simple error line accepted, excluding type byte and CRLF:
+/// 1 MiB. These lines carry no length, so without a limit a server that sends a line that
+/// never ends is waited on for as long as it keeps sending, or forever once it stops (without
+/// `--timeout`). The parser streams them and keeps no bytes, so the limit is not about memory:
+/// it is about noticing. 1 MiB is 16 times Redis' own limits on a line it reads
+/// (`PROTO_INLINE_MAX_SIZE`, 64 KiB, for inline requests and multibulk headers) and far above
+/// any status or error Redis makes (tens to hundreds of bytes), so that only a broken server,
+/// or a script's deliberately huge `error_reply`, reaches it; a bulk string's 512 MiB
+/// ([`MAX_BULK_LEN`]) would let a runaway line run for half a gigabyte before it was noticed.
+pub const MAX_SIMPLE_LEN: usize = 1024 * 1024;
 /// How many leading bytes of a top-level error message [`ReplyParser::error_message`] keeps.
 pub const ERROR_MESSAGE_CAPACITY: usize = 128;
 /// How many bytes [`error_prefix`] returns at most.
@@ -71,6 +81,8 @@ pub enum ProtocolErrorKind {
     ExpectedCrlf,
     /// A header or scalar line was longer than [`MAX_LINE_LEN`] bytes.
     LineTooLong,
+    /// A `+` simple string or `-` simple error ran past [`MAX_SIMPLE_LEN`] bytes without its CRLF.
+    SimpleTooLong,
     /// A `.` end marker appeared outside a streamed aggregate.
     UnexpectedStreamEnd,
     /// A streamed string continued with a byte other than `;`.
@@ -115,6 +127,12 @@ impl fmt::Display for ProtocolError {
             ProtocolErrorKind::LineTooLong => {
                 write!(f, "header line longer than {MAX_LINE_LEN} bytes")
             }
+            ProtocolErrorKind::SimpleTooLong => write!(
+                f,
+                "a simple string or error reply ran past {MAX_SIMPLE_LEN} bytes without ending \
+                 (no CRLF): the server sent a line that does not end, and respbench closed the \
+                 connection"
+            ),
             ProtocolErrorKind::UnexpectedStreamEnd => {
                 f.write_str("'.' end marker outside a streamed aggregate")
             }

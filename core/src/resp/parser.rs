@@ -3,7 +3,7 @@
 
 use super::{
     check_big_number, check_boolean, check_double, err, parse_bulk_len, parse_count, parse_integer,
-    ProtocolError, ProtocolErrorKind, ERROR_MESSAGE_CAPACITY, MAX_DEPTH, MAX_LINE_LEN,
+    ProtocolError, ProtocolErrorKind, ERROR_MESSAGE_CAPACITY, MAX_DEPTH, MAX_LINE_LEN, MAX_SIMPLE_LEN,
 };
 
 /// The type of a top-level reply.
@@ -102,8 +102,9 @@ enum State {
     Line { ty: u8 },
     /// Saw the `\r` ending the line after `ty`; expecting `\n`.
     LineLf { ty: u8 },
-    /// Streaming a simple string or simple error line of any length.
-    Simple,
+    /// Streaming a simple string or simple error line, `len` bytes of it seen so far (at most
+    /// [`MAX_SIMPLE_LEN`]).
+    Simple { len: usize },
     /// Saw the `\r` ending a simple string or error; expecting `\n`.
     SimpleLf,
     /// Skipping a payload of `len` bytes (`ty` is `$`, `!`, `=` or `;` for a stream chunk).
@@ -273,9 +274,13 @@ impl ReplyParser {
                     i += 1;
                     self.start_value(ty)?;
                 }
-                State::Simple => {
+                State::Simple { len } => {
                     let rest = &input[i..];
-                    match rest.iter().position(|&b| b == b'\r') {
+                    // The line may hold `room` more bytes: a CR among the next `room + 1` ends
+                    // it in time, and `room + 1` bytes without one are too many.
+                    let room = MAX_SIMPLE_LEN.saturating_sub(len);
+                    let window = &rest[..rest.len().min(room.saturating_add(1))];
+                    match window.iter().position(|&b| b == b'\r') {
                         Some(p) => {
                             self.capture_message(&rest[..p]);
                             i += p + 1;
@@ -293,8 +298,13 @@ impl ReplyParser {
                                 }
                             }
                         }
+                        None if window.len() > room => {
+                            return Err(err(base + (i + room) as u64, ProtocolErrorKind::SimpleTooLong))
+                        }
                         None => {
                             self.capture_message(rest);
+                            // rest.len() <= room, so this stays at most MAX_SIMPLE_LEN.
+                            self.state = State::Simple { len: len + rest.len() };
                             return Ok(None);
                         }
                     }
@@ -441,7 +451,7 @@ impl ReplyParser {
         match ty {
             b'+' | b'-' => {
                 self.begin_capture(ty == b'-');
-                self.state = State::Simple;
+                self.state = State::Simple { len: 0 };
             }
             b'$' | b'!' | b'=' | b'*' | b'%' | b'~' | b'>' | b':' | b'#' | b',' | b'(' | b'_' => {
                 self.line_len = 0;
@@ -928,12 +938,62 @@ mod tests {
         // An endless length line fails without buffering it.
         let endless = [&b"$"[..], &[b'7'; 100_000]].concat();
         assert_eq!(first_error(&endless).map(|e| e.kind), Some(E::LineTooLong));
-        // Simple strings and errors have no length limit.
+        // Long simple strings and errors stream through, their message captured in part.
         let long = [&b"-"[..], &[b'x'; 100_000], b"\r\n"].concat();
         let mut parser = ReplyParser::new();
         let reply = Reply { kind: Kind::Error };
         assert_eq!(parser.parse(&long), Ok(Parsed::Complete { consumed: long.len(), reply }));
         assert_eq!(parser.error_message(), &[b'x'; ERROR_MESSAGE_CAPACITY][..]);
+    }
+
+    /// A simple string or error of exactly [`MAX_SIMPLE_LEN`] bytes is a reply, fed whole or in
+    /// pieces; one byte more without a CR is an error at that byte, whole, bytewise or split,
+    /// and so in `Value::parse`.
+    #[test]
+    fn simple_lines_at_and_over_the_limit() {
+        for (ty, kind) in [(b'+', Kind::SimpleString), (b'-', Kind::Error)] {
+            let at_limit = [&[ty][..], &vec![b'x'; MAX_SIMPLE_LEN], b"\r\n"].concat();
+            for sizes in [&[][..], &[7], &[255, 1]] {
+                assert_eq!(parse_chunked(&at_limit, sizes), (vec![Reply { kind }], None), "{sizes:?}");
+            }
+            assert!(matches!(Value::parse(&at_limit), Ok(Some((_, n))) if n == at_limit.len()));
+            let over = [&[ty][..], &vec![b'x'; MAX_SIMPLE_LEN + 1]].concat();
+            let want = ProtocolError { offset: 1 + MAX_SIMPLE_LEN as u64, kind: E::SimpleTooLong };
+            for sizes in [&[][..], &[7], &[255, 1]] {
+                assert_eq!(parse_chunked(&over, sizes), (vec![], Some(want.clone())), "{sizes:?}");
+            }
+            assert_eq!(Value::parse(&over), Err(want.clone()));
+            // The CR itself just past the limit is too late as well.
+            let late_cr = [&over[..], b"\r\n"].concat();
+            assert_eq!(parse_chunked(&late_cr, &[]).1, Some(want.clone()));
+        }
+        let e = ProtocolError { offset: 1_048_577, kind: E::SimpleTooLong };
+        assert_eq!(
+            e.to_string(),
+            "protocol error at byte 1048577: a simple string or error reply ran past 1048576 bytes \
+             without ending (no CRLF): the server sent a line that does not end, and respbench closed \
+             the connection"
+        );
+    }
+
+    /// Every prefix of a line up to the limit is `Partial` (fed a byte at a time, and each length
+    /// at the edges fed whole to a new parser); the byte past the limit is the error.
+    #[test]
+    fn every_prefix_below_the_simple_limit_is_partial() {
+        let mut parser = ReplyParser::new();
+        assert_eq!(parser.parse(b"+"), Ok(Parsed::Partial));
+        for n in 1..=MAX_SIMPLE_LEN {
+            assert_eq!(parser.parse(b"x"), Ok(Parsed::Partial), "after {n} bytes");
+        }
+        let want = ProtocolError { offset: 1 + MAX_SIMPLE_LEN as u64, kind: E::SimpleTooLong };
+        assert_eq!(parser.parse(b"x"), Err(want.clone()));
+        let line = [&b"-"[..], &vec![b'x'; MAX_SIMPLE_LEN + 1]].concat();
+        for n in (0..=16).chain(MAX_SIMPLE_LEN - 16..=MAX_SIMPLE_LEN) {
+            let mut parser = ReplyParser::new();
+            assert_eq!(parser.parse(&line[..1 + n]), Ok(Parsed::Partial), "{n} bytes whole");
+            assert_eq!(Value::parse(&line[..1 + n]), Ok(None), "{n} bytes, Value::parse");
+        }
+        assert_eq!(ReplyParser::new().parse(&line), Err(want));
     }
 
     #[test]

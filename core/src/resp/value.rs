@@ -3,7 +3,7 @@
 
 use super::{
     check_big_number, check_boolean, check_double, err, parse_bulk_len, parse_count, parse_integer,
-    ProtocolError, ProtocolErrorKind, MAX_DEPTH, MAX_LINE_LEN,
+    ProtocolError, ProtocolErrorKind, MAX_DEPTH, MAX_LINE_LEN, MAX_SIMPLE_LEN,
 };
 
 /// A whole RESP value with its contents, for handshake checks, `CONFIG GET` and tests (allocates).
@@ -195,11 +195,17 @@ impl<'a> Cursor<'a> {
         Ok(Some(()))
     }
 
-    /// Reads a line ending in CRLF; `bounded` lines may hold at most [`MAX_LINE_LEN`] bytes.
+    /// Reads a line ending in CRLF; `bounded` lines (headers and scalars) may hold at most
+    /// [`MAX_LINE_LEN`] bytes, the others (simple strings and errors) [`MAX_SIMPLE_LEN`].
     fn line(&mut self, bounded: bool) -> Step<&'a [u8]> {
         let input: &'a [u8] = self.input;
         let rest = &input[self.pos..];
-        let window = if bounded { &rest[..rest.len().min(MAX_LINE_LEN + 1)] } else { rest };
+        let (limit, too_long) = if bounded {
+            (MAX_LINE_LEN, ProtocolErrorKind::LineTooLong)
+        } else {
+            (MAX_SIMPLE_LEN, ProtocolErrorKind::SimpleTooLong)
+        };
+        let window = &rest[..rest.len().min(limit + 1)];
         match window.iter().position(|&b| b == b'\r') {
             Some(p) => {
                 ready!(self.crlf(self.pos + p));
@@ -207,9 +213,7 @@ impl<'a> Cursor<'a> {
                 self.pos += p + 2;
                 Ok(Some(line))
             }
-            None if bounded && window.len() > MAX_LINE_LEN => {
-                Err(err(self.at(self.pos + MAX_LINE_LEN), ProtocolErrorKind::LineTooLong))
-            }
+            None if window.len() > limit => Err(err(self.at(self.pos + limit), too_long)),
             None => Ok(None),
         }
     }
