@@ -144,8 +144,11 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
             let plural = if *n == 1 { "" } else { "s" };
             eprintln!("{n} connection{plural} failed: {msg}");
         }
+        // One line in the peers' words: the server's, else respbench's reason after `Error:`.
         if let Some(refused) = failures.iter().find_map(|(e, _)| respbench_session::refusal(e)) {
             eprintln!("Error from server: {}", refused.message);
+        } else if let Some((e, _)) = failures.first() {
+            eprintln!("Error: {}", respbench_session::failure_words(e, false));
         }
         return Ok(if !failures.is_empty() {
             ExitCode::from(1)
@@ -169,6 +172,10 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
     // `-e` printed each error reply's message already.
     if let Some(e) = done.first_error.as_ref().filter(|e| !(e.reply && base.show_errors)) {
         eprintln!("Error from server: {}", e.message);
+    } else if let Some(why) = done.first_failure.as_ref().filter(|_| done.first_error.is_none()) {
+        // A connection that failed otherwise (reset, closed, TLS, protocol, --timeout): the
+        // word redis-benchmark prints before its reason, which scripts look for.
+        eprintln!("Error: {why}");
     }
     if let Some(test) = &done.empty_window {
         eprintln!("{test}: no request completed in the measured window");

@@ -49,6 +49,12 @@ pub struct Finished {
     pub empty_window: Option<String>,
     /// `--slo`: each test's capacity search.
     pub searches: Vec<crate::capacity::Found>,
+    /// The first connection failure of the run that is not in the server's words (those are in
+    /// `first_error`): a reset, a close, a TLS handshake that failed, a protocol error, a
+    /// timeout, in respbench's words, with the hint `(it speaks TLS on this port: add --tls)`
+    /// when the startup connection found a plain connection to a TLS port. The command line
+    /// prints it as `Error: …`, as redis-benchmark prints its connections' failures.
+    pub first_failure: Option<String>,
 }
 
 /// The first error of a run, in the server's words.
@@ -119,6 +125,10 @@ pub struct Session {
     first_error: Option<FirstError>,
     /// See [`Finished::empty_window`].
     empty_window: Option<String>,
+    /// See [`Finished::first_failure`].
+    first_failure: Option<String>,
+    /// A plain connection to a TLS port: the startup connection's TLS probe said so.
+    plain_to_tls: bool,
     /// `--slo`: the searches run so far.
     searches: Vec<crate::capacity::Found>,
     /// A search's step is running: a step that could not keep its schedule fails the step, not
@@ -163,6 +173,8 @@ impl Session {
             }
         }
         let (mut info, refused, counters) = server::startup(&server)?;
+        let plain_to_tls =
+            cfg.tls.is_none() && counters.as_ref().err().is_some_and(|why| why.contains(server::ADD_TLS));
         if let Some(why) = refused {
             obs.message(&format!("WARNING: Could not fetch server CONFIG{why}"));
         }
@@ -226,6 +238,8 @@ impl Session {
             stop,
             first_error: None,
             empty_window: None,
+            first_failure: None,
+            plain_to_tls,
             searches: Vec::new(),
             searching: false,
             base: cfg.clone(),
@@ -265,6 +279,7 @@ impl Session {
             first_error: self.first_error,
             empty_window: self.empty_window,
             searches: self.searches,
+            first_failure: self.first_failure,
         }
     }
 
@@ -455,6 +470,13 @@ impl Session {
                     .find(|k| k.prefix != "connection")
                     .map(|k| FirstError { message: k.first_message.clone(), reply: true })
                     .or_else(|| outcome.failures.iter().find_map(|(e, _)| refusal(e)));
+            }
+            if self.first_failure.is_none() {
+                self.first_failure = outcome
+                    .failures
+                    .iter()
+                    .find(|(e, _)| refusal(e).is_none())
+                    .map(|(e, _)| failure_words(e, self.plain_to_tls));
             }
             // `-n 0` asked for none.
             let asked = cfg.open.duration.is_some() || cfg.requests > 0;
@@ -763,6 +785,14 @@ pub fn refusal(e: &respbench_core::ConnError) -> Option<FirstError> {
         }
         _ => None,
     }
+}
+
+/// A connection failure in respbench's words, for the `Error:` line: with `plain_to_tls` (a
+/// plain connection to a port that answered a TLS hello), a reset or close says to add `--tls`.
+pub fn failure_words(e: &respbench_core::ConnError, plain_to_tls: bool) -> String {
+    use respbench_core::ConnError;
+    let hint = plain_to_tls && matches!(e, ConnError::Io(_) | ConnError::Closed { .. });
+    format!("{e}{}", if hint { server::TLS_HINT } else { "" })
 }
 
 /// Microseconds since the Unix epoch (0 for a clock set before it).

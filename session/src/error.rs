@@ -6,7 +6,28 @@ use respbench_core::{ConnError, RunError};
 
 /// Why the startup connection failed; the run must not start.
 #[derive(Debug)]
-pub struct StartupError(pub String);
+pub struct StartupError {
+    /// What went wrong, in a user's words.
+    pub message: String,
+    /// The connection itself failed once it was open (its TLS handshake, a reset, a close, a
+    /// timeout, a reply that cannot be read), as opposed to what the server said or a connect
+    /// that failed (`Could not connect to Redis at …`, redis-benchmark's own words): the command
+    /// line prints it after `Error: `, as redis-benchmark prints its connections' failures.
+    pub connection: bool,
+}
+
+impl StartupError {
+    /// A failure that is not the connection's own (the server's words, an option, a topology).
+    pub fn new(message: impl Into<String>) -> StartupError {
+        StartupError { message: message.into(), connection: false }
+    }
+
+    /// The open connection failed (see [`StartupError::connection`]).
+    pub fn connection(message: impl Into<String>) -> StartupError {
+        StartupError { message: message.into(), connection: true }
+    }
+}
+
 
 /// Why a session could not start, or a run had to end before its tests did.
 #[derive(Debug)]
@@ -103,7 +124,9 @@ impl fmt::Display for Error {
                 f,
                 "the {test} test (a new connection per request) is not supported with --cluster or replicas"
             ),
-            Error::Startup(e) => f.write_str(&e.0),
+            // The peers' word for a connection that failed, with respbench's reason after it.
+            Error::Startup(e) if e.connection => write!(f, "Error: {}", e.message),
+            Error::Startup(e) => f.write_str(&e.message),
             Error::Backend(e) => e.fmt(f),
             Error::LoopsStopped => f.write_str("the event loops stopped"),
             Error::Preload { failed, error } => {

@@ -30,7 +30,9 @@ pub mod verdict;
 pub mod workers;
 
 pub use backend::note as backend_note;
-pub use engine::{check_machine, never_ran, refusal, tls_client, Ended, Finished, FirstError, Session};
+pub use engine::{
+    check_machine, failure_words, never_ran, refusal, tls_client, Ended, Finished, FirstError, Session,
+};
 pub use error::Error;
 pub use observer::{Observer, StopHandle};
 pub use run::idle;

@@ -187,7 +187,7 @@ fn usable(mut t: Topology) -> Topology {
 fn command_info(c: &mut Conn, name: &[u8], bytes: &[u8]) -> Result<(Route, &'static str), String> {
     let argc = Route::command_of(bytes).map_or(0, |(_, n)| n);
     let shown = String::from_utf8_lossy(name).into_owned();
-    let reply = c.command(&[b"COMMAND", b"INFO", name]).map_err(|e| e.0)?;
+    let reply = c.command(&[b"COMMAND", b"INFO", name]).map_err(|e| e.message)?;
     let fail = |why: &str| {
         format!(
             "cannot tell which arguments of {shown} are keys: {why}; name them with --key-args \
@@ -223,7 +223,7 @@ fn command_info(c: &mut Conn, name: &[u8], bytes: &[u8]) -> Result<(Route, &'sta
         let args: Vec<&[u8]> = (0..argc).filter_map(|i| resp_arg(bytes, i)).map(|r| &bytes[r]).collect();
         let mut request: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS"];
         request.extend(&args);
-        let keys = match c.command(&request).map_err(|e| e.0)? {
+        let keys = match c.command(&request).map_err(|e| e.message)? {
             Value::Array(k) => k,
             Value::Error(e) => {
                 return Err(fail(&format!("COMMAND GETKEYS failed: {}", String::from_utf8_lossy(&e))))

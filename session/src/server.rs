@@ -56,6 +56,13 @@ impl ServerInfo {
     }
 }
 
+/// What a plain connection's failure adds when the port answered a TLS hello: the hint the
+/// command line's `Error:` line carries too.
+pub(crate) const TLS_HINT: &str = " (it speaks TLS on this port: add --tls)";
+
+/// The words every message of a plain connection to a TLS port ends with.
+pub(crate) const ADD_TLS: &str = "on this port: add --tls";
+
 /// The largest reply this connection reads: `CONFIG GET` and `INFO` replies are kilobytes.
 const MAX_REPLY: usize = 1 << 20;
 
@@ -140,9 +147,9 @@ impl Conn {
     pub fn connect(server: &Server) -> Result<Conn, StartupError> {
         let endpoint = &server.endpoint;
         let timeout = server.timeout.unwrap_or(STARTUP_TIMEOUT);
-        let fail = |e: io::Error| StartupError(IoFailure::new(IoOp::Connect, endpoint, &e).to_string());
-        let target =
-            respbench_driver::resolve(endpoint, server.mptcp).map_err(|e| StartupError(e.to_string()))?;
+        let fail = |e: io::Error| StartupError::new(IoFailure::new(IoOp::Connect, endpoint, &e).to_string());
+        let target = respbench_driver::resolve(endpoint, server.mptcp)
+            .map_err(|e| StartupError::new(e.to_string()))?;
         let mptcp = matches!(target, Target::Mptcp(_));
         let addr = match &target {
             Target::Tcp(a) | Target::Mptcp(a) => Some(*a),
@@ -152,7 +159,7 @@ impl Conn {
             Target::Tcp(addr) | Target::Mptcp(addr) => {
                 let s = respbench_driver::connect_tcp_timeout(addr, mptcp, timeout).map_err(|e| {
                     match respbench_driver::mptcp_refused(&e).filter(|_| mptcp) {
-                        Some(m) => StartupError(m),
+                        Some(m) => StartupError::new(m),
                         None => fail(e),
                     }
                 })?;
@@ -189,7 +196,7 @@ impl Conn {
         if !hs.is_empty() {
             c.send(hs.bytes())?;
             if let Value::Error(e) = c.read()? {
-                return Err(StartupError(format!("AUTH failed: {}", text(&e))));
+                return Err(StartupError::new(format!("AUTH failed: {}", text(&e))));
             }
         }
         Ok(c)
@@ -228,20 +235,19 @@ impl Conn {
                 Ok(None) => {}
                 // A TLS alert record: the server wanted a handshake.
                 Err(_) if !self.tls && self.buf.starts_with(&[0x15, 0x03]) => {
-                    return Err(StartupError(format!(
-                        "{}: the server speaks TLS on this port: add --tls",
+                    return Err(StartupError::connection(format!(
+                        "{}: the server speaks TLS {ADD_TLS}",
                         self.endpoint
                     )))
                 }
-                Err(e) => return Err(StartupError(format!("{}: {e}", self.endpoint))),
+                Err(e) => return Err(StartupError::connection(format!("{}: {e}", self.endpoint))),
             }
             match self.s.read(&mut chunk) {
                 Ok(0) => {
                     // A TLS server closes on a plain client's first bytes, often without a word;
                     // so does a proxy with no server behind it: the hint only if it is TLS.
-                    let hint =
-                        if self.speaks_tls() { " (it speaks TLS on this port: add --tls)" } else { "" };
-                    return Err(StartupError(format!(
+                    let hint = if self.speaks_tls() { TLS_HINT } else { "" };
+                    return Err(StartupError::connection(format!(
                         "{}: the server closed the connection{hint}",
                         self.endpoint
                     )));
@@ -251,7 +257,7 @@ impl Conn {
                     self.buf.extend_from_slice(&chunk[..n]);
                     if self.buf.len() > MAX_REPLY {
                         // Not a reply to CONFIG GET or INFO: not worth holding in memory.
-                        return Err(StartupError(format!(
+                        return Err(StartupError::connection(format!(
                             "{}: a reply of more than {} bytes to a command that never has one",
                             self.endpoint, MAX_REPLY
                         )));
@@ -275,9 +281,9 @@ impl Conn {
     fn failure(&self, doing: &str, e: &io::Error) -> StartupError {
         let endpoint = &self.endpoint;
         if let Some(m) = tls_failure(endpoint, e) {
-            return StartupError(m);
+            return StartupError::connection(m);
         }
-        StartupError(match e.kind() {
+        StartupError::connection(match e.kind() {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
                 let after = respbench_core::conn::format_duration(self.timeout);
                 format!("{endpoint}: no reply from the server within {after}")
@@ -286,10 +292,7 @@ impl Conn {
             io::ErrorKind::UnexpectedEof => format!("{endpoint}: the server closed the connection"),
             // A TLS server resets a plain client that sent it RESP.
             io::ErrorKind::ConnectionReset if self.speaks_tls() => {
-                format!(
-                    "{endpoint}: {doing} the server: {} (it speaks TLS on this port: add --tls)",
-                    os_words(e)
-                )
+                format!("{endpoint}: {doing} the server: {}{TLS_HINT}", os_words(e))
             }
             _ => format!("{endpoint}: {doing} the server: {}", os_words(e)),
         })
@@ -348,10 +351,10 @@ fn secure<S: Read + Write + 'static>(
         use rustls::{ClientConnection, StreamOwned};
         let mut sock = sock;
         let mut conn = ClientConnection::new(tls.config.clone(), tls.server_name.clone())
-            .map_err(|e| StartupError(format!("TLS with {endpoint}: {e}")))?;
+            .map_err(|e| StartupError::new(format!("TLS with {endpoint}: {e}")))?;
         while conn.is_handshaking() {
             if let Err(e) = conn.complete_io(&mut sock) {
-                return Err(StartupError(tls_failure(endpoint, &e).unwrap_or_else(|| match e.kind() {
+                return Err(StartupError::connection(tls_failure(endpoint, &e).unwrap_or_else(|| match e.kind() {
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
                         "TLS with {endpoint}: no handshake reply within {} (is the server speaking TLS on this port?)",
                         respbench_core::conn::format_duration(timeout)
@@ -464,7 +467,7 @@ pub fn startup(server: &Server) -> Result<Startup, StartupError> {
     for name in ["save", "appendonly"] {
         match c.command(&[b"CONFIG", b"GET", name.as_bytes()]) {
             Ok(Value::Error(e)) if e.starts_with(b"NOAUTH") => {
-                return Err(StartupError(format!("{} (use -a to give a password)", text(&e))));
+                return Err(StartupError::new(format!("{} (use -a to give a password)", text(&e))));
             }
             Ok(v) => {
                 let value = config_value(&v);
@@ -481,7 +484,7 @@ pub fn startup(server: &Server) -> Result<Startup, StartupError> {
             }
             // Closed, silent or garbled: the connection is of no more use.
             Err(e) => {
-                let why = format!(" ({})", e.0);
+                let why = format!(" ({})", e.message);
                 return Ok((info, Some(why.clone()), Err(why)));
             }
         }
@@ -497,8 +500,8 @@ pub fn startup(server: &Server) -> Result<Startup, StartupError> {
 pub fn load_library(server: &Server, lib: &[u8]) -> Result<(), crate::Error> {
     let refused =
         |why: String| crate::Error::Tests(format!("-t fcall: FUNCTION LOAD of its library failed: {why}"));
-    let mut c = Conn::authenticated(server).map_err(|e| refused(e.0))?;
-    match c.command(&[b"FUNCTION", b"LOAD", b"REPLACE", lib]).map_err(|e| refused(e.0))? {
+    let mut c = Conn::authenticated(server).map_err(|e| refused(e.message))?;
+    match c.command(&[b"FUNCTION", b"LOAD", b"REPLACE", lib]).map_err(|e| refused(e.message))? {
         Value::Error(e) | Value::BulkError(e) => Err(refused(text(&e))),
         _ => Ok(()),
     }
@@ -531,7 +534,7 @@ impl Footprint {
 pub fn idle_footprint(server: &Server, clients: usize, before: Footprint) -> String {
     let plural = if clients == 1 { "" } else { "s" };
     let read = || {
-        let mut c = Conn::authenticated(server).map_err(|e| e.0)?;
+        let mut c = Conn::authenticated(server).map_err(|e| e.message)?;
         let mut now = Footprint::read(&mut c);
         for _ in 0..10 {
             match &now {
@@ -566,7 +569,7 @@ fn info_field(c: &mut Conn, section: &[u8], field: &str) -> Result<i64, String> 
 
 /// The text of `INFO section`; `Err` says why there is none (refused, renamed, not a string).
 pub(crate) fn info(c: &mut Conn, section: &[u8]) -> Result<String, String> {
-    match c.command(&[b"INFO", section]).map_err(|e| e.0)? {
+    match c.command(&[b"INFO", section]).map_err(|e| e.message)? {
         Value::Bulk(b) | Value::Verbatim { text: b, .. } => Ok(text(&b)),
         Value::Error(e) | Value::BulkError(e) => Err(format!("INFO refused: {}", text(&e))),
         other => Err(format!("INFO replied {other:?}")),
@@ -578,7 +581,7 @@ pub(crate) fn info(c: &mut Conn, section: &[u8]) -> Result<String, String> {
 pub(crate) fn info_sections(c: &mut Conn, sections: &[&[u8]]) -> Result<String, String> {
     let mut args: Vec<&[u8]> = vec![b"INFO"];
     args.extend_from_slice(sections);
-    match c.command(&args).map_err(|e| e.0)? {
+    match c.command(&args).map_err(|e| e.message)? {
         Value::Bulk(b) | Value::Verbatim { text: b, .. } => Ok(text(&b)),
         Value::Error(e) | Value::BulkError(e) => Err(format!("INFO refused: {}", text(&e))),
         other => Err(format!("INFO replied {other:?}")),

@@ -81,7 +81,7 @@ pub fn discover_cluster(server: &Server) -> Result<Topology, StartupError> {
     let tls = server.tls.is_some();
     let refused = |e: &[u8], shards: &str| {
         let e = text(e);
-        StartupError(if e.contains("cluster support disabled") {
+        StartupError::new(if e.contains("cluster support disabled") {
             format!("--cluster: {seed} has cluster support disabled (cluster-enabled no): drop --cluster")
         } else if e.starts_with("NOAUTH") {
             format!("{e} (use -a to give a password)")
@@ -103,10 +103,12 @@ pub fn discover_cluster(server: &Server) -> Result<Topology, StartupError> {
         },
         v => parse_shards(&v, host, tls),
     }
-    .map_err(|why| StartupError(format!("--cluster: {seed}'s reply is not a cluster topology: {why}")))?;
+    .map_err(|why| {
+        StartupError::new(format!("--cluster: {seed}'s reply is not a cluster topology: {why}"))
+    })?;
     let unowned = slot_owners(&topo).iter().filter(|&&o| o == u16::MAX).count();
     if unowned > 0 {
-        return Err(StartupError(format!(
+        return Err(StartupError::new(format!(
             "--cluster: {unowned} of {SLOTS} slots have no primary that is up in the cluster of {seed} \
              (the cluster refuses requests until every slot is served: see CLUSTER INFO, \
              redis-cli --cluster check)"
@@ -124,7 +126,7 @@ pub fn discover_replicas(cfg: &Config, server: &Server) -> Result<Topology, Star
     let mut c = Conn::authenticated(server)?;
     let role = match c.command(&[b"ROLE"])? {
         Value::Error(e) | Value::BulkError(e) if e.starts_with(b"NOAUTH") => {
-            return Err(StartupError(format!("{} (use -a to give a password)", text(&e))))
+            return Err(StartupError::new(format!("{} (use -a to give a password)", text(&e))))
         }
         Value::Error(role_err) | Value::BulkError(role_err) => {
             match crate::server::info(&mut c, b"replication") {
@@ -152,14 +154,14 @@ pub fn discover_replicas(cfg: &Config, server: &Server) -> Result<Topology, Star
     };
     let (reported, source) = match role {
         Ok((Role::Replica { of }, _)) => {
-            return Err(StartupError(format!("-h/-p must be the primary: {at} is a replica of {of}")))
+            return Err(StartupError::new(format!("-h/-p must be the primary: {at} is a replica of {of}")))
         }
         Ok((Role::Primary(r), source)) => (Some(r), source),
         Err(why) => match &cfg.replicas {
             // A proxy that answers neither may still front the named replicas.
             Replicas::Listed(_) => (None, "--replica"),
             _ => {
-                return Err(StartupError(format!(
+                return Err(StartupError::new(format!(
                     "--replicas auto: cannot read the replicas of {at}: {why}; name them with --replica HOST:PORT"
                 )))
             }
@@ -179,7 +181,7 @@ pub fn discover_replicas(cfg: &Config, server: &Server) -> Result<Topology, Star
     if nodes.len() == 1 {
         // --rfr no with replicas is refused by the options.
         let rfr = if cfg.rfr == Rfr::No { Rfr::Yes } else { cfg.rfr };
-        return Err(StartupError(format!("--rfr {}: {at} has no replicas", rfr.name())));
+        return Err(StartupError::new(format!("--rfr {}: {at} has no replicas", rfr.name())));
     }
     Ok(Topology { nodes, source })
 }
@@ -190,9 +192,9 @@ pub fn check_reachable(server: &Server, topo: &Topology) -> Result<(), StartupEr
     for n in topo.nodes.iter().filter(|n| n.usable()) {
         let role = if n.primary { "primary" } else { "replica" };
         if let Err(e) = Conn::authenticated(&server.node(&n.endpoint)) {
-            return Err(StartupError(format!(
+            return Err(StartupError::new(format!(
                 "{role} {} (from {}) cannot be reached: {}",
-                n.endpoint, topo.source, e.0
+                n.endpoint, topo.source, e.message
             )));
         }
     }

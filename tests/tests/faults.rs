@@ -41,6 +41,7 @@ respbench_tests::backend_tests!(
         unsolicited_reply,
         absurd_bulk_length,
         nesting_bomb,
+        endless_simple_line,
         garbage_at_startup,
         huge_bulk_in_bounded_memory,
         wrongtype_counted,
@@ -48,6 +49,7 @@ respbench_tests::backend_tests!(
         loading_counted,
         moved_counted,
         max_clients,
+        max_clients_unix,
         noauth_stops_before_the_first_test,
         wrongpass_stops_before_the_first_test,
         many_clients,
@@ -489,6 +491,28 @@ fn nesting_bomb(tool: Tool) {
     );
 }
 
+/// A simple string, then an error, one byte longer than respbench's limit and never ended (no
+/// CRLF; the server then keeps the connection open and says nothing more): without `--timeout`
+/// the connection fails at the byte past the limit, with the peers' `Error:` line, rather than
+/// waiting forever. The fixture sends exactly limit + 1 bytes of the line, so a client without
+/// the limit waits for the rest until the harness's hard timeout fails the test.
+fn endless_simple_line(tool: Tool) {
+    use respbench_core::resp::MAX_SIMPLE_LEN;
+    for ty in [b'+', b'-'] {
+        let mut line = vec![ty];
+        line.resize(1 + MAX_SIMPLE_LEN + 1, b'x');
+        let server = FakeServer::replying(&line);
+        let at = 1 + MAX_SIMPLE_LEN;
+        let why = format!(
+            "protocol error at byte {at}: a simple string or error reply ran past {MAX_SIMPLE_LEN} bytes \
+             without ending (no CRLF): the server sent a line that does not end, and respbench closed the \
+             connection"
+        );
+        let out = expect_conn_failure(&tool, &server, &format!("ping: 1 connection failed: {why}"));
+        assert!(out.stderr.contains(&format!("\nError: {why}")), "{}", out.dump());
+    }
+}
+
 /// A reply stalled halfway: `--timeout` ends the run; the request that got half a reply counts
 /// as unanswered.
 fn stall_mid_reply(tool: Tool) {
@@ -601,6 +625,23 @@ fn moved_counted(tool: Tool) {
 fn max_clients(tool: Tool) {
     let server = RedisServer::start_with(&[("maxclients", "4")]);
     let out = tool.run_lenient(&with(server.port(), &["-c", "10", "-t", "get", "-n", "2000", "-q"]), T);
+    exit_code(&out, 1);
+    no_panic(&out);
+    assert!(
+        out.stderr.contains(
+            "connections failed: the server refused the connection: ERR max number of clients reached"
+        ),
+        "{}",
+        out.dump()
+    );
+    assert!(out.stderr.contains("\nError from server: ERR max number of clients reached"), "{}", out.dump());
+}
+
+/// The same over the server's Unix socket: the refusal in the server's words, after `Error`.
+fn max_clients_unix(tool: Tool) {
+    let server = RedisServer::start_with(&[("maxclients", "4")]);
+    let socket = server.socket_path().to_str().expect("a UTF-8 path").to_string();
+    let out = tool.run_lenient(&["-s", &socket, "-c", "10", "-t", "get", "-n", "2000", "-q"], T);
     exit_code(&out, 1);
     no_panic(&out);
     assert!(

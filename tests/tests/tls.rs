@@ -74,6 +74,7 @@ tls_tests!(
         client_certificate_missing,
         tls_on_a_plain_port,
         no_ca_without_insecure,
+        maxclients_over_tls,
     ],
 );
 
@@ -445,7 +446,64 @@ fn plain_client_on_the_tls_port(tool: Tool) {
     assert_eq!(server.command_calls("set"), 0, "{}", out.dump());
     if tool.is_respbench() {
         stderr_has(&out, &format!("127.0.0.1:{port}"));
+        // Under -q too, the line that says what failed says what to do (as the verbose
+        // report's notes did alone before).
+        let error = out.stderr.lines().find(|l| l.starts_with("Error: ")).unwrap_or_default();
+        assert!(error.ends_with("(it speaks TLS on this port: add --tls)"), "{}", out.dump());
     }
+}
+
+/// The `Error: …` line after the results: `Error: ` and the reason a test's connections
+/// failed, as its `N connections failed: REASON` line gives it.
+fn error_line_names_the_failure(out: &Output) -> String {
+    let reason = out
+        .stderr
+        .lines()
+        .find_map(|l| l.split_once("connections failed: ").map(|(_, r)| r.to_string()))
+        .unwrap_or_else(|| panic!("no failed connections\n{}", out.dump()));
+    assert!(out.stderr.lines().any(|l| l == format!("Error: {reason}")), "{}", out.dump());
+    reason
+}
+
+/// Holds `n` plain connections to `server` open (each answered a PING, so the server counts it).
+fn hold(server: &RedisServer, n: usize) -> Vec<std::net::TcpStream> {
+    use std::io::{Read, Write};
+    (0..n)
+        .map(|_| {
+            let mut c = server.connect();
+            c.write_all(b"PING\r\n").expect("PING");
+            let mut reply = [0u8; 7];
+            c.read_exact(&mut reply).expect("PONG");
+            assert_eq!(&reply, b"+PONG\r\n", "held connection {n} refused");
+            c
+        })
+        .collect()
+}
+
+/// At `maxclients` a TLS connection gets no `-ERR max number of clients reached` (Redis refuses
+/// it before its handshake, so the words cannot go out): it is closed or reset in the handshake.
+/// respbench says so with the peers' `Error:` and its reason, for the benchmark's connections
+/// (`-c 10` where 2 fit) and for the startup connection (every slot held already).
+fn maxclients_over_tls(tool: Tool) {
+    let server = RedisServer::start_tls_with(TlsOptions::default(), &[("maxclients", "3")]);
+    let ca = s(&server.certs().ca);
+    let port = server.tls_port();
+    let out =
+        fault_run(&tool, &tls_args(&server, &["--cacert", &ca, "-c", "10", "-t", "get", "-n", "2000", "-q"]));
+    ended_with_1(&out);
+    let reason = error_line_names_the_failure(&out);
+    assert!(reason.starts_with(&format!("TLS with 127.0.0.1:{port}: ")), "{}", out.dump());
+    let _held = hold(&server, 3);
+    let out = fault_run(&tool, &tls_args(&server, &["--cacert", &ca, "-t", "get", "-n", "200", "-q"]));
+    ended_with_1(&out);
+    assert!(
+        out.stderr
+            .starts_with(&format!("Error: TLS with 127.0.0.1:{port}: the server closed the connection"))
+            || out.stderr.starts_with(&format!("Error: TLS with 127.0.0.1:{port}: Connection reset by peer")),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("get"), 0, "{}", out.dump());
 }
 
 /// `--key` that cannot be read: refused before the run (redis-benchmark: "Invalid private key").
