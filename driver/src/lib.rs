@@ -423,7 +423,7 @@ impl Link {
         s.layer = Layer::Plain;
         #[cfg(feature = "tls")]
         if let Some(t) = &tally.tls {
-            match tls::Session::new(t) {
+            match tls::Session::new(t, &s.endpoint) {
                 Ok(session) => s.layer = Layer::Tls(session),
                 Err(e) => self.client.handle_io_error(node, IoFailure::new(IoOp::Tls, &s.endpoint, &e), now),
             }

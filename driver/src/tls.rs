@@ -30,6 +30,21 @@ pub struct Tls {
     pub server_name: ServerName<'static>,
 }
 
+impl Tls {
+    /// The name a connection to `endpoint` is checked against: [`Tls::server_name`] with `--sni`
+    /// (SNI on), else the endpoint's own host, so that each node of a cluster is checked for its
+    /// own address or name; [`Tls::server_name`] where the endpoint has no host that is one (a
+    /// Unix socket).
+    pub fn name_for(&self, endpoint: &respbench_core::Endpoint) -> ServerName<'static> {
+        match endpoint {
+            respbench_core::Endpoint::Tcp { host, .. } if !self.config.enable_sni => {
+                ServerName::try_from(host.clone()).unwrap_or_else(|_| self.server_name.clone())
+            }
+            _ => self.server_name.clone(),
+        }
+    }
+}
+
 /// One connection's TLS session.
 pub(crate) struct Session {
     conn: Box<ClientConnection>,
@@ -58,9 +73,10 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    pub(crate) fn new(tls: &Tls) -> io::Result<Session> {
+    /// A session with the server at `endpoint` (checked for its name: [`Tls::name_for`]).
+    pub(crate) fn new(tls: &Tls, endpoint: &respbench_core::Endpoint) -> io::Result<Session> {
         let conn =
-            ClientConnection::new(tls.config.clone(), tls.server_name.clone()).map_err(io::Error::other)?;
+            ClientConnection::new(tls.config.clone(), tls.name_for(endpoint)).map_err(io::Error::other)?;
         Ok(Session { conn: Box::new(conn), short: false })
     }
 
@@ -243,7 +259,7 @@ mod tests {
         let server = ServerConfig::builder().with_no_client_auth().with_single_cert(chain, key).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         let tls = Tls { config: Arc::new(client), server_name: ServerName::try_from("localhost").unwrap() };
-        let mut session = Session::new(&tls).unwrap();
+        let mut session = Session::new(&tls, &respbench_core::Endpoint::Unix("/none".into())).unwrap();
         let mut server = ServerConnection::new(Arc::new(server)).unwrap();
         let (mut up, mut down) = (Wire::default(), Wire::default());
         let mut buf = [0u8; 1024];

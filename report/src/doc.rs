@@ -82,6 +82,9 @@ pub struct Server {
     /// `standalone`, `cluster`, …
     #[serde(default)]
     pub mode: Option<String>,
+    /// Over TLS: whether the certificate was checked for the server's name; null without TLS.
+    #[serde(default)]
+    pub tls_name_checked: Option<bool>,
 }
 
 /// A notice of the session: `{"kind": "notice", "text"}`.
@@ -1129,6 +1132,7 @@ mod tests {
                 name: Some("redis".into()),
                 version: Some("7".into()),
                 mode: Some("standalone".into()),
+                tls_name_checked: Some(true),
             },
             interrupted: false,
             tests: vec![full_test()],

@@ -203,6 +203,9 @@ pub fn server(info: &ServerInfo) -> doc::Server {
         name: info.name.clone(),
         version: info.version.clone(),
         mode: info.mode.clone(),
+        // Over TLS: whether the certificate was checked for the server's name (null without TLS);
+        // the document's warnings say why not.
+        tls_name_checked: info.tls_name.as_ref().map(|c| *c == respbench_session::server::NameCheck::Checked),
     }
 }
 

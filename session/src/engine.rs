@@ -175,6 +175,15 @@ impl Session {
         let (mut info, refused, counters) = server::startup(&server)?;
         let plain_to_tls =
             cfg.tls.is_none() && counters.as_ref().err().is_some_and(|why| why.contains(server::ADD_TLS));
+        if cfg.tls.as_ref().is_some_and(|t| t.insecure) {
+            info.tls_name = Some(server::NameCheck::Skipped("--insecure: nothing was checked".into()));
+        } else if let Some(server::NameCheck::Skipped(why)) = &info.tls_name {
+            // Not an error (the chain was checked, and nothing was there to match): a notice, in
+            // the verbose report and the JSON.
+            obs.message(&format!(
+                "NOTE: TLS: the server's name was not checked against its certificate (the chain was): {why}"
+            ));
+        }
         if let Some(why) = refused {
             obs.message(&format!("WARNING: Could not fetch server CONFIG{why}"));
         }

@@ -37,6 +37,20 @@ pub struct ServerInfo {
     pub version: Option<String>,
     /// `redis_mode`/`server_mode`: standalone, cluster or sentinel.
     pub mode: Option<String>,
+    /// Over TLS: whether the startup connection's handshake checked the server's name against
+    /// its certificate (`None` without TLS).
+    pub tls_name: Option<NameCheck>,
+}
+
+/// Whether a TLS handshake checked the server's name against its certificate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NameCheck {
+    /// The certificate is for the name, or the IP address, the server was given by.
+    Checked,
+    /// Not checked, and why: `--insecure`, a certificate with no IP address reached by IP, a Unix
+    /// socket without `--sni`.
+    Skipped(String),
 }
 
 impl ServerInfo {
@@ -113,12 +127,8 @@ impl Server {
         let mut s = self.clone();
         s.endpoint = endpoint.clone();
         #[cfg(feature = "tls")]
-        if let (Some(tls), Endpoint::Tcp { host, .. }) = (&mut s.tls, endpoint) {
-            if !tls.config.enable_sni {
-                if let Ok(name) = rustls::pki_types::ServerName::try_from(host.clone()) {
-                    tls.server_name = name;
-                }
-            }
+        if let Some(tls) = &mut s.tls {
+            tls.server_name = tls.name_for(endpoint);
         }
         s
     }
@@ -139,6 +149,8 @@ pub struct Conn {
     /// The server's TCP address (none over a Unix socket): a plain connection that the server
     /// closes without a word is probed there for TLS.
     addr: Option<std::net::SocketAddr>,
+    /// Over TLS: whether the handshake checked the server's name.
+    tls_name: Option<NameCheck>,
 }
 
 impl Conn {
@@ -155,7 +167,7 @@ impl Conn {
             Target::Tcp(a) | Target::Mptcp(a) => Some(*a),
             Target::Unix(_) => None,
         };
-        let (s, raw): (Box<dyn Stream>, Raw) = match target {
+        let ((s, tls_name), raw): ((Box<dyn Stream>, Option<NameCheck>), Raw) = match target {
             Target::Tcp(addr) | Target::Mptcp(addr) => {
                 let s = respbench_driver::connect_tcp_timeout(addr, mptcp, timeout).map_err(|e| {
                     match respbench_driver::mptcp_refused(&e).filter(|_| mptcp) {
@@ -186,6 +198,7 @@ impl Conn {
             tls: server.tls.is_some(),
             heard: false,
             addr,
+            tls_name,
         })
     }
 
@@ -338,14 +351,15 @@ fn tls_answers(addr: std::net::SocketAddr, wait: Duration) -> bool {
     }
 }
 
-/// With `tls`, makes the TLS handshake over `sock` and gives the encrypted stream; else `sock`.
+/// With `tls`, makes the TLS handshake over `sock` and gives the encrypted stream and whether
+/// the server's name was checked; else `sock`.
 fn secure<S: Read + Write + 'static>(
     sock: S,
     tls: Option<&respbench_driver::Tls>,
     endpoint: &Endpoint,
     timeout: Duration,
-) -> Result<Box<dyn Stream>, StartupError> {
-    let Some(tls) = tls else { return Ok(Box::new(sock)) };
+) -> Result<(Box<dyn Stream>, Option<NameCheck>), StartupError> {
+    let Some(tls) = tls else { return Ok((Box::new(sock), None)) };
     #[cfg(feature = "tls")]
     {
         use rustls::{ClientConnection, StreamOwned};
@@ -366,7 +380,14 @@ fn secure<S: Read + Write + 'static>(
                 })));
             }
         }
-        Ok(Box::new(StreamOwned::new(conn, sock)))
+        // The verifier accepted the certificate; the same rule says whether it checked the name.
+        let unnamed = matches!(endpoint, Endpoint::Unix(_)) && !tls.config.enable_sni;
+        let unchecked = conn
+            .peer_certificates()
+            .and_then(|c| c.first())
+            .and_then(|cert| crate::tls::name_unchecked(cert, &tls.server_name, unnamed));
+        let check = unchecked.map_or(NameCheck::Checked, NameCheck::Skipped);
+        Ok((Box::new(StreamOwned::new(conn, sock)), Some(check)))
     }
     #[cfg(not(feature = "tls"))]
     {
@@ -389,6 +410,12 @@ fn tls_failure(endpoint: &Endpoint, e: &io::Error) -> Option<String> {
                 return Some(format!(
                     "TLS with {endpoint}: the server is not speaking TLS (is this its plain port?)"
                 ));
+            }
+            Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            ) => {
+                " (the certificate is not for the name or address the server was given by, -h or \
+                 --sni: give a name it was issued for with --sni NAME, or --insecure to skip the checks)"
             }
             Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
                 " (no CA of --cacert, --cacertdir or the system's roots signed the server's certificate; \
@@ -462,7 +489,7 @@ pub type Startup = (ServerInfo, Option<String>, Result<Conn, String>);
 /// a server that refused `CONFIG` included: it may still answer `INFO`.
 pub fn startup(server: &Server) -> Result<Startup, StartupError> {
     let mut c = Conn::authenticated(server)?;
-    let mut info = ServerInfo::default();
+    let mut info = ServerInfo { tls_name: c.tls_name.clone(), ..ServerInfo::default() };
     let mut why = None;
     for name in ["save", "appendonly"] {
         match c.command(&[b"CONFIG", b"GET", name.as_bytes()]) {

@@ -2,8 +2,15 @@
 //! (feature `tls`), with redis-benchmark's meanings:
 //!
 //! - the server's certificate chain is verified against `--cacert`/`--cacertdir`, else the
-//!   system's roots, but not the name it was issued for (OpenSSL's `SSL_VERIFY_PEER` without a
-//!   host name, as redis-benchmark sets it up); `--insecure` accepts any certificate;
+//!   system's roots (OpenSSL's `SSL_VERIFY_PEER`, as redis-benchmark sets it up); `--insecure`
+//!   accepts any certificate;
+//! - unlike redis-benchmark, which checks no name (it never calls `SSL_set1_host`), the
+//!   certificate must match the name the server was given by, `--sni NAME` or `-h NAME`, as
+//!   every TLS client checks it; a server reached by IP address must be named by one of the
+//!   certificate's IP addresses (subjectAltName), where it has any. A certificate with no IP
+//!   address reached by IP, or a Unix socket without `--sni`, has nothing to match: its name is
+//!   not checked (what [`name_unchecked`] says, which the session notes in the verbose report
+//!   and the JSON);
 //! - SNI is sent only with `--sni`;
 //! - `--tls-ciphers` (TLS 1.2) is an OpenSSL cipher-list string evaluated over the suites rustls
 //!   has (exact names, in OpenSSL's or IANA's spelling, among its rules), `--tls-ciphersuites`
@@ -50,6 +57,7 @@ pub fn client(o: &TlsOptions, endpoint: &Endpoint) -> Result<Tls, String> {
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions)
         .map_err(|e| format!("TLS: {e}"))?;
+    let server_name = server_name(o.sni.as_deref(), endpoint, o.insecure)?;
     let verifier = {
         let (roots, given) = roots(o)?;
         let chain = if o.insecure {
@@ -60,7 +68,8 @@ pub fn client(o: &TlsOptions, endpoint: &Endpoint) -> Result<Tls, String> {
                 .map_err(|e| format!("TLS: {e}"))?;
             Some(webpki)
         };
-        Arc::new(Verifier { chain, given, algorithms: provider.signature_verification_algorithms })
+        let unnamed = unnamed(o.sni.as_deref(), endpoint).then(|| server_name.clone());
+        Arc::new(Verifier { chain, given, unnamed, algorithms: provider.signature_verification_algorithms })
     };
     let builder = builder.dangerous().with_custom_certificate_verifier(verifier);
     let mut config = match (&o.cert, &o.key) {
@@ -89,23 +98,135 @@ pub fn client(o: &TlsOptions, endpoint: &Endpoint) -> Result<Tls, String> {
     };
     config.enable_sni = o.sni.is_some();
     config.resumption = Resumption::disabled();
-    Ok(Tls { config: Arc::new(config), server_name: server_name(o.sni.as_deref(), endpoint)? })
+    Ok(Tls { config: Arc::new(config), server_name })
 }
 
-/// The name the server is asked for: `--sni`, else the host (a Unix socket has none:
-/// `localhost`). Names are not checked against the certificate, so a host that is neither an IP
-/// address nor a valid DNS name (an alias from /etc/hosts with an underscore, say) stands as
-/// `localhost` too.
-fn server_name(sni: Option<&str>, endpoint: &Endpoint) -> Result<ServerName<'static>, String> {
+/// The name the server is checked against (and asked for, with `--sni`): `--sni`, else the host.
+/// A Unix socket has none (`localhost` stands in, and is not checked: see [`unnamed`]). A host
+/// that is neither an IP address nor a DNS name cannot be checked: an error, unless `--insecure`
+/// checks nothing anyway.
+fn server_name(
+    sni: Option<&str>,
+    endpoint: &Endpoint,
+    insecure: bool,
+) -> Result<ServerName<'static>, String> {
     let localhost = || ServerName::try_from("localhost").expect("a valid name");
     match (sni, endpoint) {
         (Some(name), _) => ServerName::try_from(name.to_string())
             .map_err(|_| format!("invalid value '{name}' for --sni: not a DNS name")),
-        (None, Endpoint::Tcp { host, .. }) => {
-            Ok(ServerName::try_from(host.clone()).unwrap_or_else(|_| localhost()))
-        }
+        (None, Endpoint::Tcp { host, .. }) => match ServerName::try_from(host.clone()) {
+            Ok(name) => Ok(name),
+            Err(_) if insecure => Ok(localhost()),
+            Err(_) => Err(format!(
+                "--tls: the host '{host}' is neither a DNS name nor an IP address, so the server's \
+                 certificate cannot be checked against it: give --sni NAME (a name in the certificate), \
+                 or --insecure to check nothing"
+            )),
+        },
         (None, Endpoint::Unix(_)) => Ok(localhost()),
     }
+}
+
+/// Whether the server is reached by no name at all: a Unix socket without `--sni`.
+fn unnamed(sni: Option<&str>, endpoint: &Endpoint) -> bool {
+    sni.is_none() && matches!(endpoint, Endpoint::Unix(_))
+}
+
+/// Why the name of a server reached as `server_name` cannot be checked against its certificate
+/// `end_entity`, or `None` when it is checked: a Unix socket without `--sni` (`unnamed`) has no
+/// name; an IP address has nothing to match in a certificate that names no IP address
+/// (subjectAltName `IP:`), as a certificate made for DNS names only. A certificate whose names
+/// cannot be read is checked (and refused by the check), never passed.
+pub(crate) fn name_unchecked(
+    end_entity: &CertificateDer<'_>,
+    server_name: &ServerName<'_>,
+    unnamed: bool,
+) -> Option<String> {
+    if unnamed {
+        return Some(
+            "the server was reached over a Unix socket, by no name: give --sni NAME to check one".into(),
+        );
+    }
+    match server_name {
+        ServerName::IpAddress(ip) if names_an_ip_address(end_entity) == Some(false) => {
+            let ip = std::net::IpAddr::from(*ip);
+            Some(format!(
+                "the server's certificate names no IP address (subjectAltName) and the server was \
+                 reached by IP address ({ip}): give -h NAME or --sni NAME, a name in the certificate, \
+                 to check one"
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Whether a DER certificate's subjectAltName holds an IP address (`iPAddress`, tag [7]); `None`
+/// when the certificate cannot be read this far. Certificate ::= SEQUENCE { tbsCertificate
+/// SEQUENCE { [0] version, serial, signature, issuer, validity, subject, spki, [1], [2],
+/// [3] extensions }, … }; the extension 2.5.29.17 holds GeneralNames in an OCTET STRING.
+fn names_an_ip_address(cert: &[u8]) -> Option<bool> {
+    const SUBJECT_ALT_NAME: &[u8] = &[0x55, 0x1d, 0x11];
+    let (_, cert, _) = der_item(cert, 0x30)?;
+    let (_, mut tbs, _) = der_item(cert, 0x30)?;
+    while !tbs.is_empty() {
+        let (tag, body, rest) = der_any(tbs)?;
+        tbs = rest;
+        if tag != 0xa3 {
+            continue;
+        }
+        let (_, mut extensions, _) = der_item(body, 0x30)?;
+        while !extensions.is_empty() {
+            let (_, extension, rest) = der_item(extensions, 0x30)?;
+            extensions = rest;
+            let (_, oid, mut fields) = der_item(extension, 0x06)?;
+            if oid != SUBJECT_ALT_NAME {
+                continue;
+            }
+            if fields.first() == Some(&0x01) {
+                fields = der_item(fields, 0x01)?.2; // critical
+            }
+            let (_, value, _) = der_item(fields, 0x04)?;
+            let (_, mut names, _) = der_item(value, 0x30)?;
+            while !names.is_empty() {
+                let (tag, _, rest) = der_any(names)?;
+                if tag == 0x87 {
+                    return Some(true);
+                }
+                names = rest;
+            }
+            return Some(false);
+        }
+        return Some(false);
+    }
+    // No extensions: no subjectAltName.
+    Some(false)
+}
+
+/// The DER item at the start of `input` if its tag is `tag`: (tag, contents, the bytes after it).
+fn der_item(input: &[u8], tag: u8) -> Option<(u8, &[u8], &[u8])> {
+    der_any(input).filter(|(t, _, _)| *t == tag)
+}
+
+/// The DER item at the start of `input` (single-byte tags, definite lengths of up to 4 bytes):
+/// (tag, contents, the bytes after it); `None` when it is cut short or malformed.
+fn der_any(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&tag, rest) = input.split_first()?;
+    let (&first, rest) = rest.split_first()?;
+    let (len, rest) = if first < 0x80 {
+        (usize::from(first), rest)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 || rest.len() < n {
+            return None;
+        }
+        let len = rest[..n].iter().fold(0usize, |l, &b| (l << 8) | usize::from(b));
+        (len, &rest[n..])
+    };
+    if rest.len() < len {
+        return None;
+    }
+    let (body, after) = rest.split_at(len);
+    Some((tag, body, after))
 }
 
 /// The roots that verify the server: `--cacert` and `--cacertdir`, else the system's. A bad file
@@ -219,16 +340,18 @@ fn pem_error(e: rustls::pki_types::pem::Error, none: &str) -> String {
     }
 }
 
-/// Verifies the server's certificate as redis-benchmark does: a chain to a trusted root, in
-/// date, for a server; the name it was issued for is not checked (OpenSSL does that only when
-/// asked with `SSL_set1_host`, which redis-benchmark does not call). rustls checks the name
-/// last, after the chain, so accepting its name errors accepts nothing else.
+/// Verifies the server's certificate: a chain to a trusted root, in date, for a server, as
+/// redis-benchmark does, and for the name the server was given by (rustls' check, which
+/// redis-benchmark does not make: OpenSSL checks a name only when asked with `SSL_set1_host`),
+/// except where [`name_unchecked`] finds nothing to match. rustls checks the name last, after
+/// the chain, so accepting its name error in those cases accepts nothing else.
 ///
 /// A server whose certificate is itself one of the CA certificates given (`--cacert`,
 /// `--cacertdir`: a self-signed certificate made with `openssl req -x509` and handed to both
 /// sides) is accepted too, as OpenSSL does: webpki refuses a CA certificate as a server's
 /// (`CaUsedAsEndEntity`), a check it makes after the dates, so such a certificate is in date
-/// and exactly the one the user trusts; its handshake signature is still verified.
+/// and exactly the one the user trusts; its handshake signature is still verified, and its name
+/// checked as any other's.
 ///
 /// `--insecure` (no chain): any certificate is accepted. Either way the handshake's signatures
 /// are checked against the key in the certificate, so the server must hold that key
@@ -239,6 +362,8 @@ struct Verifier {
     chain: Option<Arc<WebPkiServerVerifier>>,
     /// The CA certificates given (`--cacert`, `--cacertdir`).
     given: Vec<CertificateDer<'static>>,
+    /// A Unix socket without `--sni`: the stand-in name, which is not checked.
+    unnamed: Option<ServerName<'static>>,
     algorithms: WebPkiSupportedAlgorithms,
 }
 
@@ -252,14 +377,21 @@ impl ServerCertVerifier for Verifier {
         now: UnixTime,
     ) -> Result<ServerCertVerified, Error> {
         let Some(chain) = &self.chain else { return Ok(ServerCertVerified::assertion()) };
+        let unnamed = self.unnamed.as_ref() == Some(&server_name.to_owned());
+        let unchecked = || name_unchecked(end_entity, server_name, unnamed).is_some();
         match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
+            )) if unchecked() => Ok(ServerCertVerified::assertion()),
             Err(Error::InvalidCertificate(CertificateError::Other(e)))
                 if format!("{e:?}").contains("CaUsedAsEndEntity")
                     && self.given.iter().any(|c| c.as_ref() == end_entity.as_ref()) =>
             {
+                // webpki stopped before the name: it is checked here.
+                if !unchecked() {
+                    let cert = rustls::server::ParsedCertificate::try_from(end_entity)?;
+                    rustls::client::verify_server_name(&cert, server_name)?;
+                }
                 Ok(ServerCertVerified::assertion())
             }
             other => other,
@@ -668,16 +800,46 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
                 WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider).build().unwrap(),
             ),
             given: vec![der(roots_pem)],
+            unnamed: None,
         }
     }
 
+    fn not_for_the_name(r: &Result<ServerCertVerified, Error>) -> bool {
+        matches!(
+            r,
+            Err(Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. }
+            ))
+        )
+    }
+
+    /// The chain, and the name where the certificate has one to match: SERVER names only
+    /// `DNS:server.test`, so by IP address there is nothing to match and it passes on its chain.
     #[test]
-    fn the_chain_is_verified_and_the_name_is_not() {
+    fn the_chain_and_the_name_are_verified() {
         let v = chain_only(CA);
         let name = |n: &'static str| ServerName::try_from(n).unwrap();
-        for n in ["server.test", "other.example", "127.0.0.1", "localhost"] {
+        for n in ["server.test", "127.0.0.1", "::1"] {
             assert!(v.verify_server_cert(&der(SERVER), &[], &name(n), &[], in_2030()).is_ok(), "{n}");
         }
+        for n in ["other.example", "localhost", "test"] {
+            let r = v.verify_server_cert(&der(SERVER), &[], &name(n), &[], in_2030());
+            assert!(not_for_the_name(&r), "{n}: {r:?}");
+        }
+        assert_eq!(names_an_ip_address(der(SERVER).as_ref()), Some(false));
+        assert!(name_unchecked(&der(SERVER), &name("127.0.0.1"), false).is_some());
+        assert_eq!(name_unchecked(&der(SERVER), &name("server.test"), false), None);
+        // A certificate that cannot be read this far is checked, never passed.
+        for bad in [&b""[..], b"\x30\x03\x30\x01", b"\x30\x84\xff\xff\xff\xff", b"\x04\x00"] {
+            let bad = CertificateDer::from(bad.to_vec());
+            assert_eq!(names_an_ip_address(bad.as_ref()), None);
+            assert_eq!(name_unchecked(&bad, &name("127.0.0.1"), false), None);
+        }
+        // A Unix socket without --sni: the stand-in name is not checked.
+        let unix = Verifier { unnamed: Some(name("localhost")), ..chain_only(CA) };
+        assert!(unix.verify_server_cert(&der(SERVER), &[], &name("localhost"), &[], in_2030()).is_ok());
+        let r = unix.verify_server_cert(&der(SERVER), &[], &name("other.example"), &[], in_2030());
+        assert!(not_for_the_name(&r));
         let e =
             chain_only(OTHER_CA).verify_server_cert(&der(SERVER), &[], &name("server.test"), &[], in_2030());
         assert_eq!(e.unwrap_err(), Error::InvalidCertificate(CertificateError::UnknownIssuer));
@@ -685,8 +847,10 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
         let e = v.verify_server_cert(&der(SERVER), &[], &name("other.example"), &[], in_2200).unwrap_err();
         assert!(matches!(e, Error::InvalidCertificate(CertificateError::ExpiredContext { .. })), "{e:?}");
         // A CA certificate given as a root, used as the server's own (self-signed servers): taken
-        // when it is the very certificate given and in date, refused otherwise.
-        assert!(v.verify_server_cert(&der(CA), &[], &name("x.example"), &[], in_2030()).is_ok());
+        // when it is the very certificate given and in date, refused otherwise; its name is
+        // checked as any other's (CA names none: by IP address it passes, by name it does not).
+        assert!(v.verify_server_cert(&der(CA), &[], &name("127.0.0.1"), &[], in_2030()).is_ok());
+        assert!(not_for_the_name(&v.verify_server_cert(&der(CA), &[], &name("x.example"), &[], in_2030())));
         let other =
             chain_only(OTHER_CA).verify_server_cert(&der(CA), &[], &name("x.example"), &[], in_2030());
         assert!(other.is_err(), "{other:?}");
@@ -699,6 +863,7 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
         let any = Verifier {
             chain: None,
             given: Vec::new(),
+            unnamed: None,
             algorithms: ring::default_provider().signature_verification_algorithms,
         };
         assert!(any.verify_server_cert(&der(SERVER), &[], &name("x.example"), &[], in_2200).is_ok());
@@ -759,17 +924,30 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
     #[test]
     fn sni_and_the_server_name() {
         let tcp = |h: &str| Endpoint::Tcp { host: h.into(), port: 6379 };
-        let name = |sni, e| server_name(sni, &e).unwrap();
+        let name = |sni, e| server_name(sni, &e, false).unwrap();
         assert_eq!(name(None, tcp("10.0.0.1")), ServerName::try_from("10.0.0.1").unwrap());
         assert_eq!(name(None, tcp("::1")), ServerName::try_from("::1").unwrap());
         assert_eq!(name(None, tcp("cache.example")), ServerName::try_from("cache.example").unwrap());
-        assert_eq!(name(None, tcp("bad host")), ServerName::try_from("localhost").unwrap());
+        // A host that cannot be checked is an error, unless nothing is checked.
+        let e = server_name(None, &tcp("bad host"), false).unwrap_err();
+        assert!(e.contains("'bad host'") && e.contains("--sni NAME") && e.contains("--insecure"), "{e}");
+        assert_eq!(
+            server_name(None, &tcp("bad host"), true).unwrap(),
+            ServerName::try_from("localhost").unwrap()
+        );
+        assert_eq!(
+            name(None, tcp("under_score.example")),
+            ServerName::try_from("under_score.example").unwrap()
+        );
         assert_eq!(
             name(None, Endpoint::Unix("/tmp/r.sock".into())),
             ServerName::try_from("localhost").unwrap()
         );
         assert_eq!(name(Some("sni.example"), tcp("10.0.0.1")), ServerName::try_from("sni.example").unwrap());
-        assert!(server_name(Some("not a name"), &tcp("h")).unwrap_err().contains("--sni"));
+        assert!(server_name(Some("not a name"), &tcp("h"), true).unwrap_err().contains("--sni"));
+        assert!(unnamed(None, &Endpoint::Unix("/tmp/r.sock".into())));
+        assert!(!unnamed(Some("sni.example"), &Endpoint::Unix("/tmp/r.sock".into())));
+        assert!(!unnamed(None, &tcp("10.0.0.1")));
     }
 
     fn names(suites: &[SupportedCipherSuite]) -> Vec<CipherSuite> {

@@ -44,6 +44,9 @@ pub struct TlsCerts {
     pub server: CertKey,
     /// A server certificate naming only `DNS:redis.example` (neither the address nor `localhost`).
     pub other_name: CertKey,
+    /// A server certificate naming `IP:192.0.2.1` (another address, TEST-NET-1) and
+    /// `DNS:localhost`.
+    pub other_ip: CertKey,
     /// A server certificate like `server` (same names, same key) valid only on 2020-01-01.
     pub expired: CertKey,
     /// A client certificate (extended key usage `clientAuth`) for `--tls-auth-clients yes`.
@@ -160,6 +163,7 @@ impl TlsCerts {
         let leaves = [
             ("server", "respbench test server", server_ext("IP:127.0.0.1,DNS:localhost")),
             ("other-name", "respbench other-name server", server_ext("DNS:redis.example")),
+            ("other-ip", "respbench other-ip server", server_ext("IP:192.0.2.1,DNS:localhost")),
             (
                 "client",
                 "respbench test client",
@@ -250,6 +254,7 @@ impl TlsCerts {
             wrong_ca: p("wrong-ca.crt"),
             server: pair("server.crt", "server.key"),
             other_name: pair("other-name.crt", "other-name.key"),
+            other_ip: pair("other-ip.crt", "other-ip.key"),
             expired: pair("expired.crt", "server.key"),
             client: pair("client.crt", "client.key"),
         }
@@ -264,6 +269,8 @@ pub enum ServerCert {
     Good,
     /// [`TlsCerts::other_name`]: names neither.
     OtherName,
+    /// [`TlsCerts::other_ip`]: names another address, and localhost.
+    OtherIp,
     /// [`TlsCerts::expired`].
     Expired,
 }
@@ -294,6 +301,7 @@ impl TlsSetup {
         match self.options.cert {
             ServerCert::Good => &self.certs.server,
             ServerCert::OtherName => &self.certs.other_name,
+            ServerCert::OtherIp => &self.certs.other_ip,
             ServerCert::Expired => &self.certs.expired,
         }
     }

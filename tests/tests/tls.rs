@@ -12,8 +12,10 @@
 //! is the faults redis-benchmark cannot be run on: when verification fails in the handshake of
 //! its benchmark connections it hangs (documented by `redis_benchmark_hangs_on_a_failed_handshake`).
 //!
-//! Like redis-benchmark, respbench verifies the certificate chain but not the host name, and
-//! sends a server name only with `--sni`.
+//! Like redis-benchmark, respbench verifies the certificate chain and sends a server name only
+//! with `--sni`; unlike it (it checks no name), respbench checks the certificate for the name
+//! the server was given by (`-h NAME`, `--sni NAME`) or its IP address, where the certificate
+//! names any IP address (`names_*` below).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -75,6 +77,10 @@ tls_tests!(
         tls_on_a_plain_port,
         no_ca_without_insecure,
         maxclients_over_tls,
+        names_match_or_are_refused,
+        ip_addresses_match_or_are_refused,
+        no_ip_address_to_match_is_noted,
+        insecure_checks_no_name,
     ],
 );
 
@@ -312,8 +318,9 @@ fn sni_sent_only_when_asked(tool: Tool) {
     assert_eq!(sent_server_name(&tool, "localhost", &[]), None);
 }
 
-/// A certificate that names neither 127.0.0.1 nor localhost: the host name is not checked
-/// (redis-benchmark's behaviour), only the chain.
+/// A certificate that names neither 127.0.0.1 nor localhost, reached by IP address: it names no
+/// IP address, so there is nothing to match and only the chain is checked (redis-benchmark checks
+/// no name at all). What respbench says about it: `no_ip_address_to_match_is_noted`.
 fn certificate_without_the_address(tool: Tool) {
     let server = tls_server(ServerCert::OtherName, false);
     let ca = s(&server.certs().ca);
@@ -504,6 +511,119 @@ fn maxclients_over_tls(tool: Tool) {
         out.dump()
     );
     assert_eq!(server.command_calls("get"), 0, "{}", out.dump());
+}
+
+/// Runs `-t get -n 200 -q` with `--cacert` and `extra` against `server`, writing `--json` to
+/// `json`.
+fn name_run(tool: &Tool, server: &RedisServer, extra: &[&str], json: &Path) -> Output {
+    let ca = s(&server.certs().ca);
+    let json = s(json);
+    let args = [&["--cacert", &ca, "-t", "get", "-n", "200", "--json", &json][..], extra].concat();
+    fault_run(tool, &tls_args(server, &args))
+}
+
+/// The document's `server.tls_name_checked` and its notices.
+fn name_checked(json: &Path) -> (serde_json::Value, String) {
+    let text = std::fs::read_to_string(json).unwrap_or_else(|e| panic!("no JSON at {}: {e}", json.display()));
+    let _ = std::fs::remove_file(json);
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON: {e}"));
+    (doc["server"]["tls_name_checked"].clone(), doc["warnings"].to_string())
+}
+
+/// Runs [`name_run`] and expects `name` refused: before the first test, status 1, in one line
+/// after `Error:` that says what the certificate is for and what to do.
+fn refused_for_the_name(tool: &Tool, server: &RedisServer, extra: &[&str], name: &str) {
+    let before = server.command_calls("get");
+    let out = name_run(tool, server, extra, &json_path("refused"));
+    failed(&out);
+    let port = server.tls_port();
+    let words = format!(
+        "Error: TLS with 127.0.0.1:{port}: invalid peer certificate: certificate not valid for name \"{name}\""
+    );
+    assert!(out.stderr.starts_with(&words), "{}", out.dump());
+    stderr_has(&out, "(the certificate is not for the name or address the server was given by, -h or --sni");
+    assert_eq!(server.command_calls("get"), before, "{}", out.dump());
+}
+
+/// Named by `--sni` or `-h`, the server's certificate must be for that name, as every TLS
+/// client has it: `localhost` passes the certificate for 127.0.0.1 and localhost, `redis.example`
+/// does not; the certificate for redis.example only passes `--sni redis.example`, not localhost.
+fn names_match_or_are_refused(tool: Tool) {
+    let good = tls_server(ServerCert::Good, false);
+    let json = json_path("name-match");
+    let out = name_run(&tool, &good, &["-q", "--sni", "localhost"], &json);
+    ok(&out, "--sni localhost");
+    assert_eq!(name_checked(&json).0, true, "{}", out.dump());
+    let port = good.tls_port().to_string();
+    let by_host = [
+        "-h",
+        "localhost",
+        "-p",
+        &port,
+        "--tls",
+        "--cacert",
+        &s(&good.certs().ca),
+        "-t",
+        "get",
+        "-n",
+        "200",
+        "-q",
+    ];
+    ok(&tool.run(&by_host, T), "-h localhost");
+    refused_for_the_name(&tool, &good, &["-q", "--sni", "redis.example"], "redis.example");
+    let other = tls_server(ServerCert::OtherName, false);
+    let out = name_run(&tool, &other, &["-q", "--sni", "redis.example"], &json_path("other-match"));
+    ok(&out, "--sni redis.example");
+    refused_for_the_name(&tool, &other, &["-q", "--sni", "localhost"], "localhost");
+}
+
+/// Reached by IP address, a certificate that names IP addresses must name that one: the one for
+/// 127.0.0.1 passes, the one for 192.0.2.1 (and localhost) does not, unless named `localhost`.
+fn ip_addresses_match_or_are_refused(tool: Tool) {
+    let good = tls_server(ServerCert::Good, false);
+    let json = json_path("ip-match");
+    let out = name_run(&tool, &good, &["-q"], &json);
+    ok(&out, "IP:127.0.0.1 by 127.0.0.1");
+    assert_eq!(out.stderr, "", "{}", out.dump());
+    assert_eq!(name_checked(&json).0, true, "{}", out.dump());
+    let other = tls_server(ServerCert::OtherIp, false);
+    refused_for_the_name(&tool, &other, &["-q"], "127.0.0.1");
+    let out = name_run(&tool, &other, &["-q", "--sni", "localhost"], &json_path("ip-by-name"));
+    ok(&out, "IP:192.0.2.1,DNS:localhost by --sni localhost");
+}
+
+/// Reached by IP address, a certificate that names no IP address (DNS:redis.example only) has
+/// nothing to match: it passes on its chain, and the verbose report and the JSON say that its
+/// name was not checked; stderr stays empty (it is not an error), under -q too.
+fn no_ip_address_to_match_is_noted(tool: Tool) {
+    let other = tls_server(ServerCert::OtherName, false);
+    let json = json_path("no-ip");
+    let out = name_run(&tool, &other, &[], &json);
+    ok(&out, "DNS:redis.example by 127.0.0.1");
+    assert_eq!(out.stderr, "", "{}", out.dump());
+    let note = "NOTE: TLS: the server's name was not checked against its certificate (the chain was): the \
+                server's certificate names no IP address (subjectAltName) and the server was reached by IP \
+                address (127.0.0.1): give -h NAME or --sni NAME, a name in the certificate, to check one";
+    assert!(out.stdout.lines().any(|l| l == note), "{}", out.dump());
+    let (checked, notices) = name_checked(&json);
+    assert_eq!(checked, false, "{}", out.dump());
+    assert!(notices.contains("names no IP address (subjectAltName)"), "{notices}");
+    let out = name_run(&tool, &other, &["-q"], &json_path("no-ip-q"));
+    ok(&out, "-q");
+    assert_eq!(out.stderr, "", "{}", out.dump());
+}
+
+/// `--insecure` checks nothing: neither a name nor an address that the certificate is not for.
+fn insecure_checks_no_name(tool: Tool) {
+    let other = tls_server(ServerCert::OtherIp, false);
+    let json = json_path("insecure-ip");
+    let out = name_run(&tool, &other, &["-q", "--insecure"], &json);
+    ok(&out, "--insecure, IP:192.0.2.1 by 127.0.0.1");
+    assert_eq!(out.stderr, "", "{}", out.dump());
+    assert_eq!(name_checked(&json).0, false, "{}", out.dump());
+    let out =
+        name_run(&tool, &other, &["-q", "--insecure", "--sni", "wrong.example"], &json_path("insecure-name"));
+    ok(&out, "--insecure --sni wrong.example");
 }
 
 /// `--key` that cannot be read: refused before the run (redis-benchmark: "Invalid private key").
