@@ -28,7 +28,6 @@ impl StartupError {
     }
 }
 
-
 /// Why a session could not start, or a run had to end before its tests did.
 #[derive(Debug)]
 #[non_exhaustive]

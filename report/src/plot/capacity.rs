@@ -5,65 +5,12 @@
 //! plain `--rps a,b,c` run, where a step fails when it did not keep its schedule (achieved more
 //! than 2% from the target). Several runs go on one chart, a colour each.
 
-use crate::doc::Document;
-
-use super::data::{Input, Test};
+use super::data::{Curve, Input, Point, Test};
 use super::svg::{Axis, Chart, Dash, Line};
 
 /// How far the achieved rate may be from the target for a plain `--rps` step to have kept its
 /// schedule: the search's own rule.
 const KEPT: f64 = respbench_session::capacity::RATE_TOLERANCE;
-
-/// One step drawn: its achieved rate, its percentiles in ms, and whether it passed.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Point {
-    /// Replies per second achieved.
-    pub achieved: f64,
-    /// Corrected p50, p99, p99.9 and the service p99, in ms (`NaN` where unknown).
-    pub ms: [f64; 4],
-    /// Whether the step passed (a search's verdict, or a schedule kept).
-    pub passed: bool,
-    /// Who limited it (`server`, `client`, …), when the document says.
-    pub bottleneck: Option<String>,
-}
-
-/// One run's curve: a search of one test, or one test's `--rps` steps.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Curve {
-    /// Index of its input.
-    pub input: usize,
-    /// The test's title.
-    pub test: String,
-    /// The objectives: their text and limit in ms (a search only).
-    pub objectives: Vec<(String, f64)>,
-    /// The answer: the achieved rate of its step and its target (a search that met it).
-    pub answer: Option<(f64, u64)>,
-    /// The steps, by achieved rate.
-    pub points: Vec<Point>,
-}
-
-/// The curves of a document's `capacity` (none without a search).
-pub fn read(doc: &Document, input: usize) -> Vec<Curve> {
-    let mut out = Vec::new();
-    for c in doc.capacity.iter().flatten() {
-        let objectives = c.objectives.iter().map(|o| (o.text.clone(), o.limit_us / 1000.0)).collect();
-        let mut points: Vec<Point> = c
-            .steps
-            .iter()
-            .map(|s| Point {
-                achieved: s.achieved_rps,
-                ms: [s.latency_us.p50, s.latency_us.p99, s.latency_us.p99_9, s.service_p99_us]
-                    .map(|us| us as f64 / 1000.0),
-                passed: s.passed,
-                bottleneck: s.bottleneck.clone(),
-            })
-            .collect();
-        let answer = c.answer.and_then(|a| Some((points.get(a.step as usize)?.achieved, a.rps)));
-        points.sort_by(|a, b| a.achieved.total_cmp(&b.achieved));
-        out.push(Curve { input, test: c.test.clone(), objectives, answer, points });
-    }
-    out
-}
 
 /// The curve of one test's plain `--rps` steps (two target rates or more).
 fn from_steps(steps: &[&Test]) -> Curve {
@@ -206,6 +153,8 @@ pub fn charts(inputs: &[Input], rate_groups: &[Vec<&Test>]) -> Vec<Chart> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::doc::Document;
+    use crate::plot::data::read_capacity as read;
 
     #[test]
     fn a_search_reads_into_a_curve_with_its_answer_and_failures() {

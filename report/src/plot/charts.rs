@@ -7,8 +7,6 @@
 
 use std::collections::BTreeSet;
 
-use hdrhistogram::Histogram;
-
 use super::data::{Input, Test, PARAMS};
 use super::svg::{Axis, Chart, Dash, Line, Mark, Note};
 
@@ -262,44 +260,6 @@ fn dash_for(i: usize) -> Dash {
         1 => Dash::Dashed,
         _ => Dash::Dotted,
     }
-}
-
-/// Points of the percentile curve every 0.01 nines, up to `1 − 1/n` (the last percentile `n`
-/// values resolve), in milliseconds; runs of equal values keep only their ends. Values follow
-/// C hdr_histogram's `hdr_value_at_percentile` (the count rounded to nearest, the highest value
-/// equivalent to the bucket reaching it), as the text report's percentiles do.
-pub(super) fn percentile_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
-    const STEP: f64 = 0.01;
-    if h.is_empty() {
-        return Vec::new();
-    }
-    let n = h.len();
-    let top = (n as f64).log10();
-    let xs: Vec<f64> = (0..=(top / STEP).ceil() as usize).map(|i| (i as f64 * STEP).min(top)).collect();
-    let mut points = Vec::with_capacity(xs.len());
-    let mut iter = h.iter_recorded();
-    let mut cumulative = 0_u64;
-    let mut value = 0_u64;
-    for &x in &xs {
-        let p = 1.0 - 10f64.powf(-x);
-        let wanted = ((p * n as f64) + 0.5) as u64;
-        let wanted = wanted.clamp(1, n);
-        while cumulative < wanted {
-            match iter.next() {
-                Some(v) => {
-                    cumulative += v.count_since_last_iteration();
-                    value = h.highest_equivalent(v.value_iterated_to());
-                }
-                None => break,
-            }
-        }
-        // 1 µs is the histogram's floor: a log axis cannot show 0.
-        points.push((x, (value.max(1)) as f64 / 1000.0));
-    }
-    let keep = |i: usize| {
-        i == 0 || i + 1 == points.len() || points[i - 1].1 != points[i].1 || points[i + 1].1 != points[i].1
-    };
-    (0..points.len()).filter(|&i| keep(i)).map(|i| points[i]).collect()
 }
 
 /// Open-loop tests that ran at several target rates, grouped into lines: by title, backend and
@@ -753,9 +713,11 @@ fn extent(lines: &[Line]) -> (f64, f64) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::data::percentile_points;
     use super::super::data::{Latency, Second};
     use super::*;
     use crate::hdr;
+    use hdrhistogram::Histogram;
 
     fn hist(values: impl IntoIterator<Item = u64>) -> Histogram<u64> {
         let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();

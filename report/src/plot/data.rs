@@ -5,6 +5,8 @@
 //! test's percentile curves (not its histograms) and its per-second summaries (never a second's
 //! histogram).
 
+use hdrhistogram::Histogram;
+
 use crate::doc::{self, Document};
 use crate::json;
 
@@ -42,7 +44,7 @@ pub struct Input {
     /// What was measured around the tests, for the captions.
     pub context: Context,
     /// `--slo`: its searches, as the capacity chart draws them.
-    pub capacity: Vec<super::capacity::Curve>,
+    pub capacity: Vec<Curve>,
 }
 
 /// What a document says about the run around its tests: what pictures of it must carry.
@@ -170,7 +172,7 @@ pub fn read(paths: &[String]) -> Result<Vec<Input>, String> {
         let doc = json::document_of(value).map_err(|e| format!("{path}: {e}"))?;
         let tests = read_doc(&doc, i).map_err(|e| format!("{path}: {e}"))?;
         let context = context(&doc, &tests);
-        let capacity = super::capacity::read(&doc, i);
+        let capacity = read_capacity(&doc, i);
         inputs.push(Input { path: path.clone(), label: String::new(), tests, context, capacity });
     }
     let names: Vec<String> = inputs.iter().map(|i| file_name(&i.path)).collect();
@@ -285,7 +287,7 @@ fn read_test(t: &doc::Test, config: &doc::RunConfig, input: usize) -> Result<Tes
                     h.len()
                 )));
             }
-            Some(super::charts::percentile_points(&h))
+            Some(percentile_points(&h))
         }
         None => None,
     };
@@ -306,7 +308,7 @@ fn read_test(t: &doc::Test, config: &doc::RunConfig, input: usize) -> Result<Tes
         rps: t.rps.ok_or_else(|| at("no 'rps' number".into()))?,
         latency,
         service,
-        curve: super::charts::percentile_points(&histogram),
+        curve: percentile_points(&histogram),
         series,
         name,
     })
@@ -329,10 +331,98 @@ fn second(s: &doc::SecondEntry) -> Result<Second, String> {
     })
 }
 
+/// One step drawn: its achieved rate, its percentiles in ms, and whether it passed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// Replies per second achieved.
+    pub achieved: f64,
+    /// Corrected p50, p99, p99.9 and the service p99, in ms (`NaN` where unknown).
+    pub ms: [f64; 4],
+    /// Whether the step passed (a search's verdict, or a schedule kept).
+    pub passed: bool,
+    /// Who limited it (`server`, `client`, …), when the document says.
+    pub bottleneck: Option<String>,
+}
+
+/// One run's curve: a search of one test, or one test's `--rps` steps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Curve {
+    /// Index of its input.
+    pub input: usize,
+    /// The test's title.
+    pub test: String,
+    /// The objectives: their text and limit in ms (a search only).
+    pub objectives: Vec<(String, f64)>,
+    /// The answer: the achieved rate of its step and its target (a search that met it).
+    pub answer: Option<(f64, u64)>,
+    /// The steps, by achieved rate.
+    pub points: Vec<Point>,
+}
+
+/// The curves of a document's `capacity` (none without a search).
+pub fn read_capacity(doc: &Document, input: usize) -> Vec<Curve> {
+    let mut out = Vec::new();
+    for c in doc.capacity.iter().flatten() {
+        let objectives = c.objectives.iter().map(|o| (o.text.clone(), o.limit_us / 1000.0)).collect();
+        let mut points: Vec<Point> = c
+            .steps
+            .iter()
+            .map(|s| Point {
+                achieved: s.achieved_rps,
+                ms: [s.latency_us.p50, s.latency_us.p99, s.latency_us.p99_9, s.service_p99_us]
+                    .map(|us| us as f64 / 1000.0),
+                passed: s.passed,
+                bottleneck: s.bottleneck.clone(),
+            })
+            .collect();
+        let answer = c.answer.and_then(|a| Some((points.get(a.step as usize)?.achieved, a.rps)));
+        points.sort_by(|a, b| a.achieved.total_cmp(&b.achieved));
+        out.push(Curve { input, test: c.test.clone(), objectives, answer, points });
+    }
+    out
+}
+
+/// Points of the percentile curve every 0.01 nines, up to `1 − 1/n` (the last percentile `n`
+/// values resolve), in milliseconds; runs of equal values keep only their ends. Values follow
+/// C hdr_histogram's `hdr_value_at_percentile` (the count rounded to nearest, the highest value
+/// equivalent to the bucket reaching it), as the text report's percentiles do.
+pub fn percentile_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+    const STEP: f64 = 0.01;
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let n = h.len();
+    let top = (n as f64).log10();
+    let xs: Vec<f64> = (0..=(top / STEP).ceil() as usize).map(|i| (i as f64 * STEP).min(top)).collect();
+    let mut points = Vec::with_capacity(xs.len());
+    let mut iter = h.iter_recorded();
+    let mut cumulative = 0_u64;
+    let mut value = 0_u64;
+    for &x in &xs {
+        let p = 1.0 - 10f64.powf(-x);
+        let wanted = ((p * n as f64) + 0.5) as u64;
+        let wanted = wanted.clamp(1, n);
+        while cumulative < wanted {
+            match iter.next() {
+                Some(v) => {
+                    cumulative += v.count_since_last_iteration();
+                    value = h.highest_equivalent(v.value_iterated_to());
+                }
+                None => break,
+            }
+        }
+        // 1 µs is the histogram's floor: a log axis cannot show 0.
+        points.push((x, (value.max(1)) as f64 / 1000.0));
+    }
+    let keep = |i: usize| {
+        i == 0 || i + 1 == points.len() || points[i - 1].1 != points[i].1 || points[i + 1].1 != points[i].1
+    };
+    (0..points.len()).filter(|&i| keep(i)).map(|i| points[i]).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hdrhistogram::Histogram;
     use serde_json::{json, Value};
 
     /// A document written as JSON, read as plot reads it.
