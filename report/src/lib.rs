@@ -19,3 +19,54 @@ pub mod merge;
 pub mod plot;
 pub mod present;
 pub mod text;
+
+/// Reads `bytes` as a result document the way `respbench merge` and `respbench plot` do: the
+/// document, each of its tests back into a result, a merge of it with itself (forced, so that
+/// every sum is made), its capacity searches merged, and the charts drawn. The fuzz target
+/// (fuzz/fuzz_targets/document.rs) calls it; whatever the bytes, it returns (an error is an
+/// answer), never panics, and allocates in proportion to its input.
+pub fn read_untrusted(bytes: &[u8]) -> Result<(), String> {
+    #[cfg(feature = "plot")]
+    let drawn = plot::draw_untrusted(bytes).map(drop);
+    #[cfg(not(feature = "plot"))]
+    let drawn: Result<(), String> = Ok(());
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    let doc = json::document_of(value)?;
+    let merged = merge::merge(&[doc.clone(), doc.clone()], true).map_err(|e| e.1)?;
+    merged.document()?.to_text()?;
+    capacity::merge(&[doc.clone(), doc])?;
+    drawn
+}
+
+#[cfg(test)]
+mod tests {
+    /// The fuzz target's function on a real document, an edited one and garbage.
+    #[test]
+    fn untrusted_documents_are_read_or_refused() {
+        let mut s = respbench_core::Stats::new(respbench_core::Time::ZERO, 3, false).unwrap();
+        for i in 0..100u64 {
+            s.record(1_000 * (i + 1), 0, respbench_core::Time::from_micros(1_000 + i));
+        }
+        let e = respbench_session::result::TestResult::new("GET".into(), "GET".into(), s);
+        let doc = crate::json::document(
+            Default::default(),
+            Default::default(),
+            false,
+            vec![crate::json::test(&e, 0).unwrap()],
+        );
+        let text = doc.to_text().unwrap();
+        assert_eq!(super::read_untrusted(text.as_bytes()), Ok(()));
+        let edited = text.replace("\"requests\": 100", "\"requests\": 18446744073709551615");
+        assert!(super::read_untrusted(edited.as_bytes()).unwrap_err().contains("histogram holds 100 values"));
+        for garbage in [
+            &b""[..],
+            b"{",
+            b"[]",
+            b"{\"schema\": \"respbench/2\"}",
+            b"\xff\xfe",
+            b"{\"schema\": \"respbench/2\", \"tests\": [1]}",
+        ] {
+            assert!(super::read_untrusted(garbage).is_err());
+        }
+    }
+}

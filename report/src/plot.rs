@@ -41,21 +41,7 @@ pub fn run(opts: &PlotArgs) -> Result<(), String> {
         return Err("no files to plot; usage: respbench plot RESULT.json… -o FILE.svg|FILE.html".into());
     }
     let inputs = data::read(&opts.files)?;
-    let mut charts = Vec::new();
-    for &kind in kinds.as_deref().unwrap_or(&Kind::ALL) {
-        // By default the capacity chart is a search's; `--rps` steps get it when asked for.
-        if kind == Kind::Capacity && kinds.is_none() && inputs.iter().all(|i| i.capacity.is_empty()) {
-            continue;
-        }
-        let made = charts::build(kind, &inputs);
-        if made.is_empty() && kinds.is_some() {
-            return Err(format!("cannot draw the {} chart: {}", kind.name(), kind.missing()));
-        }
-        charts.extend(made);
-    }
-    if charts.is_empty() {
-        return Err(format!("nothing to plot: {}", Kind::Percentiles.missing()));
-    }
+    let charts = draw(&inputs, kinds.as_deref())?;
     let text = match format {
         Format::Svg => svg::document(&charts),
         Format::Html => html::report(&inputs, &charts),
@@ -67,6 +53,34 @@ pub fn run(opts: &PlotArgs) -> Result<(), String> {
         crate::files::write_atomically(std::path::Path::new(output), text.as_bytes())
             .map_err(|e| format!("cannot write {output}: {e}"))
     }
+}
+
+/// The charts of `kinds` (every one the inputs allow, by default) drawn from `inputs`.
+fn draw(inputs: &[data::Input], kinds: Option<&[Kind]>) -> Result<Vec<svg::Chart>, String> {
+    let mut charts = Vec::new();
+    for &kind in kinds.unwrap_or(&Kind::ALL) {
+        // By default the capacity chart is a search's; `--rps` steps get it when asked for.
+        if kind == Kind::Capacity && kinds.is_none() && inputs.iter().all(|i| i.capacity.is_empty()) {
+            continue;
+        }
+        let made = charts::build(kind, inputs);
+        if made.is_empty() && kinds.is_some() {
+            return Err(format!("cannot draw the {} chart: {}", kind.name(), kind.missing()));
+        }
+        charts.extend(made);
+    }
+    if charts.is_empty() {
+        return Err(format!("nothing to plot: {}", Kind::Percentiles.missing()));
+    }
+    Ok(charts)
+}
+
+/// `respbench plot` of a document given as bytes, to SVG and to HTML, as the fuzz target drives
+/// it (fuzz/fuzz_targets/document.rs): any bytes give the drawings or an error, never a panic.
+pub fn draw_untrusted(bytes: &[u8]) -> Result<(String, String), String> {
+    let inputs = vec![data::input_of("input", 0, bytes)?];
+    let charts = draw(&inputs, None)?;
+    Ok((svg::document(&charts), html::report(&inputs, &charts)))
 }
 
 /// The format `-o` names by its extension: SVG unless `.html`; another extension (`.png`) is

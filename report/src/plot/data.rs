@@ -168,12 +168,7 @@ pub fn read(paths: &[String]) -> Result<Vec<Input>, String> {
     let mut inputs = Vec::new();
     for (i, path) in paths.iter().enumerate() {
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        let value = serde_json::from_slice(&bytes).map_err(|e| format!("{path} is not JSON: {e}"))?;
-        let doc = json::document_of(value).map_err(|e| format!("{path}: {e}"))?;
-        let tests = read_doc(&doc, i).map_err(|e| format!("{path}: {e}"))?;
-        let context = context(&doc, &tests);
-        let capacity = read_capacity(&doc, i);
-        inputs.push(Input { path: path.clone(), label: String::new(), tests, context, capacity });
+        inputs.push(input_of(path, i, &bytes)?);
     }
     let names: Vec<String> = inputs.iter().map(|i| file_name(&i.path)).collect();
     for (k, input) in inputs.iter_mut().enumerate() {
@@ -181,6 +176,17 @@ pub fn read(paths: &[String]) -> Result<Vec<Input>, String> {
         input.label = if unique { names[k].clone() } else { input.path.clone() };
     }
     Ok(inputs)
+}
+
+/// The document `bytes` (read from `path`, input number `i`) as plot keeps it; an error names
+/// the path and what is wrong.
+pub fn input_of(path: &str, i: usize, bytes: &[u8]) -> Result<Input, String> {
+    let value = serde_json::from_slice(bytes).map_err(|e| format!("{path} is not JSON: {e}"))?;
+    let doc = json::document_of(value).map_err(|e| format!("{path}: {e}"))?;
+    let tests = read_doc(&doc, i).map_err(|e| format!("{path}: {e}"))?;
+    let context = context(&doc, &tests);
+    let capacity = read_capacity(&doc, i);
+    Ok(Input { path: path.to_string(), label: file_name(path), tests, context, capacity })
 }
 
 /// The document's context: its command line, server, first test's date and backend.
