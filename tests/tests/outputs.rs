@@ -98,7 +98,8 @@ fn files_in(dir: &std::path::Path) -> Vec<String> {
 
 /// Each output works alone and beside any other (issue #34): `--hgrm` without `--json` writes
 /// its files (it wrote none before, as the session kept results only for `--json`), and each
-/// of `-q`, `--csv`, `--json`, `--hgrm`, `--hlog` writes the same things alone as together.
+/// of `-q`, `--csv`, `--json`, `--hgrm`, `--hlog`, `--series` and `--print-percentiles` writes
+/// the same things alone as together.
 #[test]
 fn each_output_alone_and_together() {
     let server = RedisServer::start();
@@ -150,5 +151,31 @@ fn each_output_alone_and_together() {
     }
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("all/r.json")).unwrap()).unwrap();
     assert_eq!(doc["tests"].as_array().unwrap().len(), 2);
+    // --print-percentiles alone names its percentiles on each -q line; with --json and --series
+    // beside it, the same lines, the seconds after each, and the document.
+    let (_, chosen) = run("pct", &["-q", "--print-percentiles", "50,99.9"]);
+    let lines: Vec<&str> = chosen.lines().filter(|l| l.contains("requests per second")).collect();
+    assert_eq!(lines.len(), 2, "{chosen}");
+    assert!(lines.iter().all(|l| l.contains("p50=") && l.contains("p99.9=")), "{chosen}");
+    let (files, series) =
+        run("pct-series-json", &["-q", "--print-percentiles", "50,99.9", "--series", "--json", "DIR/r.json"]);
+    assert_eq!(files, ["r.json"]);
+    let with: Vec<&str> = series.lines().filter(|l| l.contains("requests per second")).collect();
+    assert_eq!(with.len(), 2, "{series}");
+    assert!(with.iter().all(|l| l.contains("p50=") && l.contains("p99.9=")), "{series}");
+    // Each test's table of seconds, whose rows add up to its requests, alone and with the others.
+    let (_, series_alone) = run("series", &["-q", "--series"]);
+    for text in [&series, &series_alone] {
+        let headers = text.lines().filter(|l| l.trim_start().starts_with("second")).count();
+        assert_eq!(headers, 2, "a table per test:\n{text}");
+        let rows: u64 = text
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() == 6 && f[0].parse::<u64>().is_ok()).then(|| f[1].parse::<u64>().unwrap())
+            })
+            .sum();
+        assert_eq!(rows, 4000, "the seconds hold every request:\n{text}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
