@@ -72,9 +72,9 @@ pub fn tls_client(cfg: &Config) -> Result<Option<Tls>, Error> {
     match &cfg.tls {
         None => Ok(None),
         #[cfg(feature = "tls")]
-        Some(o) => crate::tls::client(o, &cfg.endpoint).map(Some).map_err(Error::Tls),
+        Some(o) => Ok(Some(crate::tls::client(o, &cfg.endpoint)?)),
         #[cfg(not(feature = "tls"))]
-        Some(_) => Err(Error::Tls("this respbench was built without TLS (cargo feature `tls`)".into())),
+        Some(_) => Err(Error::NoTls),
     }
 }
 

@@ -89,7 +89,10 @@ pub enum Error {
     },
     /// The TLS settings cannot be made (a certificate or key that cannot be read or used, an
     /// unknown cipher suite).
-    Tls(String),
+    #[cfg(feature = "tls")]
+    Tls(crate::tls::TlsConfigError),
+    /// TLS was asked for, but this build has none (cargo feature `tls`).
+    NoTls,
     /// The observer could not present a result (a write failed).
     Output(String),
 }
@@ -131,9 +134,10 @@ impl fmt::Display for Error {
             Error::Preload { failed, error } => {
                 write!(f, "--preload: {failed} connection(s) failed: {error}")
             }
-            Error::Uring(s) | Error::Tests(s) | Error::Routing(s) | Error::Tls(s) | Error::Output(s) => {
-                f.write_str(s)
-            }
+            #[cfg(feature = "tls")]
+            Error::Tls(e) => e.fmt(f),
+            Error::NoTls => f.write_str("this respbench was built without TLS (cargo feature `tls`)"),
+            Error::Uring(s) | Error::Tests(s) | Error::Routing(s) | Error::Output(s) => f.write_str(s),
         }
     }
 }
@@ -143,6 +147,13 @@ impl std::error::Error for Error {}
 impl From<StartupError> for Error {
     fn from(e: StartupError) -> Error {
         Error::Startup(e)
+    }
+}
+
+#[cfg(feature = "tls")]
+impl From<crate::tls::TlsConfigError> for Error {
+    fn from(e: crate::tls::TlsConfigError) -> Error {
+        Error::Tls(e)
     }
 }
 

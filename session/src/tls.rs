@@ -17,15 +17,16 @@
 //!   (TLS 1.3) exact names; each restricts its own protocol version only;
 //! - no session resumption: every connection makes a full handshake, as redis-benchmark's do.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use respbench_core::Endpoint;
 use respbench_driver::Tls;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{Resumption, WebPkiServerVerifier};
+use rustls::client::{Resumption, VerifierBuilderError, WebPkiServerVerifier};
 use rustls::crypto::{ring, CryptoProvider, WebPkiSupportedAlgorithms};
-use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::version::{TLS12, TLS13};
 use rustls::{
@@ -36,9 +37,153 @@ use rustls::{
 use crate::config::TlsOptions;
 use respbench_core::conn::os_words;
 
+/// Why the TLS settings cannot be made from the options; each names the option (and the file) at
+/// fault, in the words the command line prints.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TlsConfigError {
+    /// A value an option does not take (`--sni`, `--tls-ciphers`, `--tls-ciphersuites`,
+    /// `--tls-groups`).
+    Invalid {
+        /// The option.
+        option: &'static str,
+        /// The value given.
+        value: String,
+        /// Why it is refused, and what the option takes.
+        why: String,
+    },
+    /// A file or directory an option names cannot be used (`--cacert`, `--cacertdir`, `--cert`,
+    /// `--key`).
+    File {
+        /// The option.
+        option: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: FileError,
+    },
+    /// `--cert` without `--key`.
+    CertWithoutKey,
+    /// `--key` without `--cert`.
+    KeyWithoutCert,
+    /// `--key` is not the private key of `--cert`.
+    NotTheKey {
+        /// `--key`.
+        key: PathBuf,
+        /// `--cert`.
+        cert: PathBuf,
+    },
+    /// rustls refused the client certificate and its key.
+    ClientCert {
+        /// `--cert`.
+        cert: PathBuf,
+        /// `--key`.
+        key: PathBuf,
+        /// rustls' reason.
+        error: Error,
+    },
+    /// The host is neither a DNS name nor an IP address, so no certificate can be checked
+    /// against it (without `--sni` or `--insecure`).
+    UncheckableHost(String),
+    /// No CA certificate in the system's roots; what was looked at.
+    NoSystemRoots(Vec<String>),
+    /// None of the CA certificates given can be used as a root.
+    NoUsableRoot,
+    /// `--tls-ciphers` and `--tls-ciphersuites` leave no cipher suite at all.
+    NoSuites,
+    /// rustls refused the protocol versions or the suites.
+    Rustls(Error),
+    /// The certificate verifier cannot be made from the roots.
+    Verifier(VerifierBuilderError),
+}
+
+impl fmt::Display for TlsConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TlsConfigError::Invalid { option, value, why } => {
+                write!(f, "invalid value '{value}' for {option}: {why}")
+            }
+            TlsConfigError::File { option, path, why } => write!(f, "{option} {}: {why}", path.display()),
+            TlsConfigError::CertWithoutKey => {
+                f.write_str("--cert needs --key (the client certificate's private key)")
+            }
+            TlsConfigError::KeyWithoutCert => f.write_str("--key needs --cert (the client certificate)"),
+            TlsConfigError::NotTheKey { key, cert } => {
+                write!(f, "--key {} is not the private key of --cert {}", key.display(), cert.display())
+            }
+            TlsConfigError::ClientCert { cert, key, error } => {
+                write!(f, "--cert {} with --key {}: {error}", cert.display(), key.display())
+            }
+            TlsConfigError::UncheckableHost(host) => write!(
+                f,
+                "--tls: the host '{host}' is neither a DNS name nor an IP address, so the server's \
+                 certificate cannot be checked against it: give --sni NAME (a name in the certificate), \
+                 or --insecure to check nothing"
+            ),
+            TlsConfigError::NoSystemRoots(tried) => write!(
+                f,
+                "--tls: no CA certificate found in the system's roots (tried {}): give --cacert or \
+                 --cacertdir, or --insecure to skip verification",
+                tried.join(", ")
+            ),
+            TlsConfigError::NoUsableRoot => f.write_str(
+                "--tls: none of the CA certificates given (--cacert, --cacertdir) can be used as a root",
+            ),
+            TlsConfigError::NoSuites => {
+                f.write_str("--tls-ciphers and --tls-ciphersuites leave no cipher suite to offer")
+            }
+            TlsConfigError::Rustls(e) => write!(f, "TLS: {e}"),
+            TlsConfigError::Verifier(e) => write!(f, "TLS: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for TlsConfigError {}
+
+/// What is wrong with a file (or directory) a TLS option names.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum FileError {
+    /// It cannot be read.
+    Io(std::io::Error),
+    /// It is not PEM.
+    Pem(pem::Error),
+    /// The file holds no certificate.
+    NoCertificate,
+    /// No file of the directory holds a certificate.
+    NoCertificateInDir,
+    /// The file holds no private key that can be read.
+    NoKey,
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FileError::Io(e) => f.write_str(&os_words(e)),
+            FileError::Pem(e) => write!(f, "not a valid PEM file: {e}"),
+            FileError::NoCertificate => f.write_str("no certificate (PEM) in the file"),
+            FileError::NoCertificateInDir => f.write_str("no certificate (PEM) in any file of the directory"),
+            FileError::NoKey => {
+                f.write_str("no private key (PEM: PKCS#8, PKCS#1 or SEC1; encrypted keys are not read)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FileError {}
+
+impl From<pem::Error> for FileError {
+    fn from(e: pem::Error) -> FileError {
+        match e {
+            pem::Error::Io(e) => FileError::Io(e),
+            e => FileError::Pem(e),
+        }
+    }
+}
+
 /// Makes the TLS settings of a run to `endpoint`. Every error names the option (and the file)
 /// at fault.
-pub fn client(o: &TlsOptions, endpoint: &Endpoint) -> Result<Tls, String> {
+pub fn client(o: &TlsOptions, endpoint: &Endpoint) -> Result<Tls, TlsConfigError> {
     let base = ring::default_provider();
     let kx_groups = match o.groups.as_deref() {
         Some(list) => kx_groups(list)?,
@@ -56,7 +201,7 @@ pub fn client(o: &TlsOptions, endpoint: &Endpoint) -> Result<Tls, String> {
         .collect();
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions)
-        .map_err(|e| format!("TLS: {e}"))?;
+        .map_err(TlsConfigError::Rustls)?;
     let server_name = server_name(o.sni.as_deref(), endpoint, o.insecure)?;
     let verifier = {
         let (roots, given) = roots(o)?;
@@ -65,7 +210,7 @@ pub fn client(o: &TlsOptions, endpoint: &Endpoint) -> Result<Tls, String> {
         } else {
             let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                 .build()
-                .map_err(|e| format!("TLS: {e}"))?;
+                .map_err(TlsConfigError::Verifier)?;
             Some(webpki)
         };
         let unnamed = unnamed(o.sni.as_deref(), endpoint).then(|| server_name.clone());
@@ -74,25 +219,22 @@ pub fn client(o: &TlsOptions, endpoint: &Endpoint) -> Result<Tls, String> {
     let builder = builder.dangerous().with_custom_certificate_verifier(verifier);
     let mut config = match (&o.cert, &o.key) {
         (None, None) => builder.with_no_client_auth(),
-        (Some(_), None) => return Err("--cert needs --key (the client certificate's private key)".into()),
-        (None, Some(_)) => return Err("--key needs --cert (the client certificate)".into()),
+        (Some(_), None) => return Err(TlsConfigError::CertWithoutKey),
+        (None, Some(_)) => return Err(TlsConfigError::KeyWithoutCert),
         (Some(cert), Some(key)) => {
-            let chain = certs_in(cert).map_err(|e| format!("--cert {}: {e}", cert.display()))?;
+            let file = |option, path: &Path, why| TlsConfigError::File { option, path: path.into(), why };
+            let chain = certs_in(cert).map_err(|why| file("--cert", cert, why))?;
             if chain.is_empty() {
-                return Err(format!("--cert {}: no certificate (PEM) in the file", cert.display()));
+                return Err(file("--cert", cert, FileError::NoCertificate));
             }
-            let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| {
-                format!(
-                    "--key {}: {}",
-                    key.display(),
-                    pem_error(e, "no private key (PEM: PKCS#8, PKCS#1 or SEC1; encrypted keys are not read)")
-                )
+            let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| match e {
+                pem::Error::NoItemsFound => file("--key", key, FileError::NoKey),
+                e => file("--key", key, e.into()),
             })?;
-            builder.with_client_auth_cert(chain, key_der).map_err(|e| match e {
-                Error::InconsistentKeys(_) => {
-                    format!("--key {} is not the private key of --cert {}", key.display(), cert.display())
-                }
-                e => format!("--cert {} with --key {}: {e}", cert.display(), key.display()),
+            let (cert, key) = (cert.clone(), key.clone());
+            builder.with_client_auth_cert(chain, key_der).map_err(|error| match error {
+                Error::InconsistentKeys(_) => TlsConfigError::NotTheKey { key, cert },
+                error => TlsConfigError::ClientCert { cert, key, error },
             })?
         }
     };
@@ -109,19 +251,18 @@ fn server_name(
     sni: Option<&str>,
     endpoint: &Endpoint,
     insecure: bool,
-) -> Result<ServerName<'static>, String> {
+) -> Result<ServerName<'static>, TlsConfigError> {
     let localhost = || ServerName::try_from("localhost").expect("a valid name");
     match (sni, endpoint) {
-        (Some(name), _) => ServerName::try_from(name.to_string())
-            .map_err(|_| format!("invalid value '{name}' for --sni: not a DNS name")),
+        (Some(name), _) => ServerName::try_from(name.to_string()).map_err(|_| TlsConfigError::Invalid {
+            option: "--sni",
+            value: name.to_string(),
+            why: "not a DNS name".into(),
+        }),
         (None, Endpoint::Tcp { host, .. }) => match ServerName::try_from(host.clone()) {
             Ok(name) => Ok(name),
             Err(_) if insecure => Ok(localhost()),
-            Err(_) => Err(format!(
-                "--tls: the host '{host}' is neither a DNS name nor an IP address, so the server's \
-                 certificate cannot be checked against it: give --sni NAME (a name in the certificate), \
-                 or --insecure to check nothing"
-            )),
+            Err(_) => Err(TlsConfigError::UncheckableHost(host.clone())),
         },
         (None, Endpoint::Unix(_)) => Ok(localhost()),
     }
@@ -232,22 +373,20 @@ fn der_any(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
 /// The roots that verify the server: `--cacert` and `--cacertdir`, else the system's. A bad file
 /// given is an error even with `--insecure` (as in redis-benchmark); finding no system root is
 /// one only when certificates are verified.
-fn roots(o: &TlsOptions) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), String> {
+fn roots(o: &TlsOptions) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), TlsConfigError> {
+    let file = |option, path: &Path, why| TlsConfigError::File { option, path: path.into(), why };
     let mut certs = Vec::new();
-    if let Some(file) = &o.cacert {
-        let found = certs_in(file).map_err(|e| format!("--cacert {}: {e}", file.display()))?;
+    if let Some(path) = &o.cacert {
+        let found = certs_in(path).map_err(|why| file("--cacert", path, why))?;
         if found.is_empty() {
-            return Err(format!("--cacert {}: no certificate (PEM) in the file", file.display()));
+            return Err(file("--cacert", path, FileError::NoCertificate));
         }
         certs.extend(found);
     }
     if let Some(dir) = &o.cacertdir {
-        let found = certs_in_dir(dir).map_err(|e| format!("--cacertdir {}: {e}", dir.display()))?;
+        let found = certs_in_dir(dir).map_err(|why| file("--cacertdir", dir, why))?;
         if found.is_empty() {
-            return Err(format!(
-                "--cacertdir {}: no certificate (PEM) in any file of the directory",
-                dir.display()
-            ));
+            return Err(file("--cacertdir", dir, FileError::NoCertificateInDir));
         }
         certs.extend(found);
     }
@@ -264,13 +403,9 @@ fn roots(o: &TlsOptions) -> Result<(RootCertStore, Vec<CertificateDer<'static>>)
     let (_added, _unusable) = store.add_parsable_certificates(certs);
     if store.is_empty() && !o.insecure {
         return Err(if from_system {
-            format!(
-                "--tls: no CA certificate found in the system's roots (tried {}): give --cacert or \
-                 --cacertdir, or --insecure to skip verification",
-                tried.join(", ")
-            )
+            TlsConfigError::NoSystemRoots(tried)
         } else {
-            "--tls: none of the CA certificates given (--cacert, --cacertdir) can be used as a root".into()
+            TlsConfigError::NoUsableRoot
         });
     }
     Ok((store, given))
@@ -313,31 +448,18 @@ fn system_roots(tried: &mut Vec<String>) -> Vec<CertificateDer<'static>> {
 }
 
 /// Every certificate in a PEM file (none when it holds no `CERTIFICATE` section).
-fn certs_in(file: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    CertificateDer::pem_file_iter(file)
-        .map_err(|e| pem_error(e, ""))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| pem_error(e, ""))
+fn certs_in(file: &Path) -> Result<Vec<CertificateDer<'static>>, FileError> {
+    Ok(CertificateDer::pem_file_iter(file)?.collect::<Result<Vec<_>, _>>()?)
 }
 
 /// Every certificate in the PEM files of a directory, following symbolic links; files that are
 /// not PEM, or hold no certificate, are passed over (a hashed directory holds CRLs too).
-fn certs_in_dir(dir: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| os_words(&e))?;
+fn certs_in_dir(dir: &Path) -> Result<Vec<CertificateDer<'static>>, FileError> {
+    let entries = std::fs::read_dir(dir).map_err(FileError::Io)?;
     let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     files.sort();
     // `is_file` follows links.
     Ok(files.iter().filter(|p| p.is_file()).flat_map(|p| certs_in(p).unwrap_or_default()).collect())
-}
-
-/// A PEM error in a user's words; `none` replaces "no items found" when given.
-fn pem_error(e: rustls::pki_types::pem::Error, none: &str) -> String {
-    use rustls::pki_types::pem::Error as Pem;
-    match e {
-        Pem::Io(e) => os_words(&e),
-        Pem::NoItemsFound if !none.is_empty() => none.to_string(),
-        e => format!("not a valid PEM file: {e}"),
-    }
 }
 
 /// Verifies the server's certificate: a chain to a trusted root, in date, for a server, as
@@ -486,7 +608,7 @@ const TLS12_SUITES: &[Suite] = &[
 fn cipher_suites(
     ciphers: Option<&str>,
     ciphersuites: Option<&str>,
-) -> Result<Vec<SupportedCipherSuite>, String> {
+) -> Result<Vec<SupportedCipherSuite>, TlsConfigError> {
     let all = ring::ALL_CIPHER_SUITES;
     let mut out = Vec::new();
     for (option, list, table, other) in [
@@ -508,7 +630,7 @@ fn cipher_suites(
         }
     }
     if out.is_empty() {
-        return Err("--tls-ciphers and --tls-ciphersuites leave no cipher suite to offer".into());
+        return Err(TlsConfigError::NoSuites);
     }
     Ok(out)
 }
@@ -516,11 +638,11 @@ fn cipher_suites(
 /// The suites named in one option's list (colons; `--tls-ciphers` also takes commas and spaces,
 /// as OpenSSL's cipher lists do).
 fn parse_suites(
-    option: &str,
+    option: &'static str,
     list: &str,
     table: &'static [Suite],
     (other_version, other_option, other_table): (&str, &str, &'static [Suite]),
-) -> Result<Vec<&'static Suite>, String> {
+) -> Result<Vec<&'static Suite>, TlsConfigError> {
     let separators: &[char] = if option == "--tls-ciphers" { &[':', ',', ' '] } else { &[':'] };
     let mut chosen = Vec::new();
     for name in list.split(separators).map(str::trim).filter(|n| !n.is_empty()) {
@@ -541,10 +663,8 @@ fn parse_suites(
                  TLS 1.2)"
             )
         };
-        return Err(format!(
-            "invalid value '{list}' for {option}: {why}; the suites are: {}",
-            suite_names(table)
-        ));
+        let why = format!("{why}; the suites are: {}", suite_names(table));
+        return Err(TlsConfigError::Invalid { option, value: list.to_string(), why });
     }
     Ok(chosen)
 }
@@ -589,7 +709,7 @@ fn term_matches(term: &str, s: &Suite) -> bool {
 /// removes it, `!` removes it for good, `+` moves it to the end; `@STRENGTH` sorts by key
 /// length. A rule that matches nothing is no error, as in OpenSSL: only a list that leaves no
 /// suite is refused, saying what each rule matched.
-fn cipher_list(list: &str) -> Result<Vec<&'static Suite>, String> {
+fn cipher_list(list: &str) -> Result<Vec<&'static Suite>, TlsConfigError> {
     // An empty list turns TLS 1.2 off, as with --tls-ciphersuites.
     if list.trim().is_empty() {
         return Ok(Vec::new());
@@ -638,12 +758,13 @@ fn cipher_list(list: &str) -> Result<Vec<&'static Suite>, String> {
             .filter(|n| TLS13_SUITES.iter().any(|s| s.iana.eq_ignore_ascii_case(n.trim())))
             .map(|n| format!("; '{}' is a TLS 1.3 suite: give it to --tls-ciphersuites", n.trim()))
             .collect::<String>();
-        return Err(format!(
-            "invalid value '{list}' for --tls-ciphers: it leaves no TLS 1.2 suite ({}){tls13}; the TLS 1.2 suites \
-             rustls has (no CBC or CCM suites, no RSA key exchange, nothing before TLS 1.2) are: {}",
+        let why = format!(
+            "it leaves no TLS 1.2 suite ({}){tls13}; the TLS 1.2 suites rustls has (no CBC or CCM suites, no \
+             RSA key exchange, nothing before TLS 1.2) are: {}",
             said.join(", "),
             suite_names(TLS12_SUITES)
-        ));
+        );
+        return Err(TlsConfigError::Invalid { option: "--tls-ciphers", value: list.to_string(), why });
     }
     Ok(chosen.into_iter().map(|i| &TLS12_SUITES[i]).collect())
 }
@@ -657,8 +778,9 @@ const GROUPS: &[(&[&str], rustls::NamedGroup)] = &[
 
 /// `--tls-groups`: OpenSSL's groups list (names separated by `:`, in order of preference; a name
 /// after `?` is skipped where it is unknown) over the groups rustls has.
-fn kx_groups(list: &str) -> Result<Vec<&'static dyn rustls::crypto::SupportedKxGroup>, String> {
+fn kx_groups(list: &str) -> Result<Vec<&'static dyn rustls::crypto::SupportedKxGroup>, TlsConfigError> {
     let known = || GROUPS.iter().map(|(names, _)| names.join("/")).collect::<Vec<_>>().join(", ");
+    let invalid = |why| TlsConfigError::Invalid { option: "--tls-groups", value: list.to_string(), why };
     let mut out: Vec<&'static dyn rustls::crypto::SupportedKxGroup> = Vec::new();
     for name in list.split(':').map(str::trim).filter(|n| !n.is_empty()) {
         let (optional, name) = match name.strip_prefix('?') {
@@ -670,11 +792,10 @@ fn kx_groups(list: &str) -> Result<Vec<&'static dyn rustls::crypto::SupportedKxG
             if optional {
                 continue;
             }
-            return Err(format!(
-                "invalid value '{list}' for --tls-groups: '{name}' is not a group rustls has (put '?' before it to \
-                 skip it); the groups are: {}",
+            return Err(invalid(format!(
+                "'{name}' is not a group rustls has (put '?' before it to skip it); the groups are: {}",
                 known()
-            ));
+            )));
         };
         let kx = ring::ALL_KX_GROUPS
             .iter()
@@ -685,10 +806,7 @@ fn kx_groups(list: &str) -> Result<Vec<&'static dyn rustls::crypto::SupportedKxG
         }
     }
     if out.is_empty() {
-        return Err(format!(
-            "invalid value '{list}' for --tls-groups: it leaves no group; the groups are: {}",
-            known()
-        ));
+        return Err(invalid(format!("it leaves no group; the groups are: {}", known())));
     }
     Ok(out)
 }
@@ -709,7 +827,7 @@ mod tests {
     #[test]
     fn bad_options_name_the_option_and_the_file() {
         let at = Endpoint::Tcp { host: "10.0.0.1".into(), port: 6379 };
-        let err = |o: TlsOptions| client(&o, &at).unwrap_err();
+        let err = |o: TlsOptions| client(&o, &at).unwrap_err().to_string();
         let e = err(TlsOptions { cacert: Some("/nonexistent/ca.crt".into()), ..TlsOptions::default() });
         assert!(e.contains("--cacert /nonexistent/ca.crt: No such file or directory"), "{e}");
         // As in redis-benchmark, a CA file given must load even when nothing is verified.
@@ -890,11 +1008,11 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
         assert_eq!(roots(&o(None, Some("certs"))).unwrap().0.len(), 2);
         assert_eq!(roots(&o(Some("both.pem"), Some("certs"))).unwrap().0.len(), 2);
         std::fs::write(dir.join("key.pem"), SERVER_KEY).unwrap();
-        let e = roots(&o(Some("key.pem"), None)).unwrap_err();
+        let e = roots(&o(Some("key.pem"), None)).unwrap_err().to_string();
         assert!(e.contains("--cacert") && e.contains("key.pem: no certificate"), "{e}");
-        let e = roots(&o(None, Some("certs/sub"))).unwrap_err();
+        let e = roots(&o(None, Some("certs/sub"))).unwrap_err().to_string();
         assert!(e.contains("sub: no certificate (PEM) in any file"), "{e}");
-        let e = roots(&o(Some("missing.pem"), None)).unwrap_err();
+        let e = roots(&o(Some("missing.pem"), None)).unwrap_err().to_string();
         assert!(e.ends_with("missing.pem: No such file or directory"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -914,9 +1032,9 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
         };
         let tls = client(&o("k.pem"), &endpoint).unwrap();
         assert!(tls.config.client_auth_cert_resolver.has_certs());
-        let e = client(&o("other.pem"), &endpoint).unwrap_err();
+        let e = client(&o("other.pem"), &endpoint).unwrap_err().to_string();
         assert!(e.contains("other.pem is not the private key of --cert"), "{e}");
-        let e = client(&o("c.pem"), &endpoint).unwrap_err();
+        let e = client(&o("c.pem"), &endpoint).unwrap_err().to_string();
         assert!(e.contains("c.pem: no private key"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -929,7 +1047,7 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
         assert_eq!(name(None, tcp("::1")), ServerName::try_from("::1").unwrap());
         assert_eq!(name(None, tcp("cache.example")), ServerName::try_from("cache.example").unwrap());
         // A host that cannot be checked is an error, unless nothing is checked.
-        let e = server_name(None, &tcp("bad host"), false).unwrap_err();
+        let e = server_name(None, &tcp("bad host"), false).unwrap_err().to_string();
         assert!(e.contains("'bad host'") && e.contains("--sni NAME") && e.contains("--insecure"), "{e}");
         assert_eq!(
             server_name(None, &tcp("bad host"), true).unwrap(),
@@ -944,7 +1062,7 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
             ServerName::try_from("localhost").unwrap()
         );
         assert_eq!(name(Some("sni.example"), tcp("10.0.0.1")), ServerName::try_from("sni.example").unwrap());
-        assert!(server_name(Some("not a name"), &tcp("h"), true).unwrap_err().contains("--sni"));
+        assert!(server_name(Some("not a name"), &tcp("h"), true).unwrap_err().to_string().contains("--sni"));
         assert!(unnamed(None, &Endpoint::Unix("/tmp/r.sock".into())));
         assert!(!unnamed(Some("sni.example"), &Endpoint::Unix("/tmp/r.sock".into())));
         assert!(!unnamed(None, &tcp("10.0.0.1")));
@@ -1009,13 +1127,13 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
         // An empty list turns TLS 1.3 off, as in OpenSSL; both empty leave nothing.
         let s = cipher_suites(None, Some("")).unwrap();
         assert!(s.iter().all(|s| s.version() == &TLS12));
-        assert!(cipher_suites(Some(""), Some("")).unwrap_err().contains("no cipher suite"));
+        assert!(cipher_suites(Some(""), Some("")).unwrap_err().to_string().contains("no cipher suite"));
     }
 
     #[test]
     fn bad_names_say_why_and_list_the_suites() {
         // A list that leaves nothing names what each rule matched and the suites there are.
-        let e = cipher_suites(Some("HIGH:!aRSA:!ECDSA"), None).unwrap_err();
+        let e = cipher_suites(Some("HIGH:!aRSA:!ECDSA"), None).unwrap_err().to_string();
         assert!(
             e.contains("--tls-ciphers") && e.contains("HIGH matched 6, !aRSA matched 3, !ECDSA matched 3"),
             "{e}"
@@ -1024,15 +1142,15 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
         for name in
             ["ECDHE-RSA-AES128-SHA", "AES128-GCM-SHA256", "TLS_RSA_WITH_AES_128_CBC_SHA", "MEDIUM", "kRSA"]
         {
-            let e = cipher_suites(Some(name), None).unwrap_err();
+            let e = cipher_suites(Some(name), None).unwrap_err().to_string();
             assert!(e.contains(&format!("{name} matched 0")) && e.contains("no CBC or CCM"), "{name}: {e}");
         }
-        let e = cipher_suites(None, Some("TLS_AES_128_CCM_SHA256")).unwrap_err();
+        let e = cipher_suites(None, Some("TLS_AES_128_CCM_SHA256")).unwrap_err().to_string();
         assert!(e.contains("--tls-ciphersuites") && e.contains("not a suite rustls has"), "{e}");
         assert!(e.contains("TLS_AES_128_GCM_SHA256, TLS_CHACHA20"), "{e}");
-        let e = cipher_suites(Some("TLS_AES_128_GCM_SHA256"), None).unwrap_err();
+        let e = cipher_suites(Some("TLS_AES_128_GCM_SHA256"), None).unwrap_err().to_string();
         assert!(e.contains("is a TLS 1.3 suite: give it to --tls-ciphersuites"), "{e}");
-        let e = cipher_suites(None, Some("ECDHE-RSA-AES128-GCM-SHA256")).unwrap_err();
+        let e = cipher_suites(None, Some("ECDHE-RSA-AES128-GCM-SHA256")).unwrap_err().to_string();
         assert!(e.contains("is a TLS 1.2 suite: give it to --tls-ciphers"), "{e}");
     }
 
@@ -1044,9 +1162,9 @@ W5lq9lYxsojzyIZB1Bd9j9vw1jK3bQ3vCw==
             names("prime256v1:secp384r1:?X448"),
             [rustls::NamedGroup::secp256r1, rustls::NamedGroup::secp384r1]
         );
-        let e = kx_groups("X448").unwrap_err();
+        let e = kx_groups("X448").unwrap_err().to_string();
         assert!(e.contains("'X448' is not a group rustls has") && e.contains("X25519/x25519, P-256"), "{e}");
-        assert!(kx_groups("?X448").unwrap_err().contains("leaves no group"));
+        assert!(kx_groups("?X448").unwrap_err().to_string().contains("leaves no group"));
     }
 
     /// The TLS 1.2 suites `list` leaves, by OpenSSL name, in order.
