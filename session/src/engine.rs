@@ -174,7 +174,7 @@ impl Session {
         }
         let (mut info, refused, counters) = server::startup(&server)?;
         let plain_to_tls =
-            cfg.tls.is_none() && counters.as_ref().err().is_some_and(|why| why.contains(server::ADD_TLS));
+            cfg.tls.is_none() && counters.as_ref().err().is_some_and(|e| e.message.contains(server::ADD_TLS));
         if cfg.tls.as_ref().is_some_and(|t| t.insecure) {
             info.tls_name = Some(server::NameCheck::Skipped("--insecure: nothing was checked".into()));
         } else if let Some(server::NameCheck::Skipped(why)) = &info.tls_name {
@@ -208,16 +208,12 @@ impl Session {
         }
         let probe = probe::Probe::new(
             match counters {
-                _ if cfg.no_server_probe => {
-                    Err("--no-server-probe: the server's counters are not read".to_string())
-                }
+                _ if cfg.no_server_probe => Err(probe::ProbeError::NotAsked),
                 // One node's counters would speak for a cluster or replica set: they are
                 // not read (the per-node table shows where the requests went).
-                Ok(_) if nodes.is_some() => {
-                    Err("the run is over several servers and their counters are not read".to_string())
-                }
+                Ok(_) if nodes.is_some() => Err(probe::ProbeError::SeveralServers),
                 Ok(c) => Ok(c),
-                Err(why) => Err(format!("the startup connection was of no more use{why}")),
+                Err(e) => Err(probe::ProbeError::Spent(e)),
             },
             is_local(&cfg.endpoint),
         );
@@ -554,12 +550,12 @@ impl Session {
                 // In a sequence, -P counts whole sequences.
                 let seq_len = case.mix.as_ref().and_then(|(m, _)| m.sequence_len()).unwrap_or(1);
                 let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline) * seq_len;
-                let missing = self.probe.missing.as_deref();
+                let missing = self.probe.missing.as_ref().map(ToString::to_string);
                 let schedule = crate::result::Schedule::of(total);
                 total.verdict = Some(verdict::verdict(
                     Some(&cpu),
                     server_cpu.as_ref(),
-                    missing,
+                    missing.as_deref(),
                     machine,
                     waited,
                     in_flight,

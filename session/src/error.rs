@@ -5,7 +5,7 @@ use std::fmt;
 use respbench_core::{ConnError, RunError};
 
 /// Why the startup connection failed; the run must not start.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct StartupError {
     /// What went wrong, in a user's words.
     pub message: String,

@@ -5,8 +5,40 @@
 
 use std::time::Instant;
 
-use crate::server::{info, info_sections, info_value, Conn};
+use crate::server::{info, info_sections, info_value, Conn, InfoError, StartupError};
 use crate::verdict::{CpuReading, ServerCpu};
+
+/// Why the server's counters are not read (for the verdict, which says so).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ProbeError {
+    /// `--no-server-probe`.
+    NotAsked,
+    /// The run is over several servers, and one node's counters would not speak for them.
+    SeveralServers,
+    /// The startup connection failed before the run (closed, silent, garbled).
+    Spent(StartupError),
+    /// `INFO` cannot be read over it.
+    Info(InfoError),
+    /// `INFO cpu` has no CPU figures.
+    NoCpuFigures,
+}
+
+impl std::fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProbeError::NotAsked => f.write_str("--no-server-probe: the server's counters are not read"),
+            ProbeError::SeveralServers => {
+                f.write_str("the run is over several servers and their counters are not read")
+            }
+            ProbeError::Spent(e) => write!(f, "the startup connection was of no more use ({})", e.message),
+            ProbeError::Info(e) => e.fmt(f),
+            ProbeError::NoCpuFigures => f.write_str("INFO cpu has no used_cpu_sys and used_cpu_user"),
+        }
+    }
+}
+
+impl std::error::Error for ProbeError {}
 
 /// How long a reading of the server's counters may wait for each reply.
 pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
@@ -19,7 +51,7 @@ pub struct Probe {
     /// Why the server is taken as multi-threaded, from `INFO server`.
     threaded: Option<String>,
     /// Why there are no figures, once known.
-    pub missing: Option<String>,
+    pub missing: Option<ProbeError>,
     /// Whether one `INFO cpu commandstats` reads both (Redis 7+), else one command each.
     combined: bool,
     /// The text of `INFO server` read at the start, for the server's name and version.
@@ -32,7 +64,7 @@ impl Probe {
     /// not answer in that time (stopped, or not Redis) is not asked again.
     /// `local`: the server runs on this machine (loopback or a Unix socket), so its process
     /// id from `INFO server` is one of this machine's.
-    pub fn new(conn: Result<Conn, String>, local: bool) -> Probe {
+    pub fn new(conn: Result<Conn, ProbeError>, local: bool) -> Probe {
         let mut p = match conn {
             Ok(c) => Probe {
                 conn: Some(c),
@@ -63,7 +95,7 @@ impl Probe {
                 }
                 Err(e) => {
                     p.conn = None;
-                    p.missing = Some(e);
+                    p.missing = Some(ProbeError::Info(e));
                 }
             }
         }
@@ -84,7 +116,7 @@ impl Probe {
         }
         let cpu = match &both {
             Some(body) => Ok(body.clone()),
-            None => info(c, b"cpu"),
+            None => info(c, b"cpu").map_err(ProbeError::Info),
         };
         let reading = cpu.and_then(|body| {
             let f = |k: &str| info_value::<f64>(&body, k);
@@ -98,7 +130,7 @@ impl Probe {
                     commands_s: None,
                     wait_s: None,
                 })
-                .ok_or_else(|| "INFO cpu has no used_cpu_sys and used_cpu_user".to_string())
+                .ok_or(ProbeError::NoCpuFigures)
         });
         // Optional: a server without commandstats still has its CPU figures.
         let pid = self.local_pid.as_deref();

@@ -20,6 +20,38 @@ use crate::config::Config;
 /// it, and named here, where the connection that fails with it is.
 pub use crate::error::StartupError;
 
+/// Why the text of `INFO`, or a figure in it, cannot be had over a [`Conn`].
+#[derive(Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InfoError {
+    /// The connection failed (closed, silent, garbled).
+    Connection(StartupError),
+    /// The server refused `INFO` (refused or renamed, as managed services do): its words.
+    Refused(String),
+    /// A reply that is not `INFO`'s text.
+    Reply(Value),
+    /// A section without the field asked for.
+    NoField {
+        /// The section (`clients`).
+        section: String,
+        /// The field (`connected_clients`).
+        field: String,
+    },
+}
+
+impl std::fmt::Display for InfoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InfoError::Connection(e) => f.write_str(&e.message),
+            InfoError::Refused(e) => write!(f, "INFO refused: {e}"),
+            InfoError::Reply(v) => write!(f, "INFO replied {v:?}"),
+            InfoError::NoField { section, field } => write!(f, "INFO {section} has no {field}"),
+        }
+    }
+}
+
+impl std::error::Error for InfoError {}
+
 /// How long the startup connection waits for the server before giving up, without `--timeout`.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -472,8 +504,8 @@ fn config_value(v: &Value) -> Option<String> {
 
 /// The startup connection's readings: the server's settings, why `CONFIG GET` gave none (a
 /// managed service refuses it), and the connection, kept for the counters read around each
-/// test unless it is of no more use (closed, silent, garbled: why).
-pub type Startup = (ServerInfo, Option<String>, Result<Conn, String>);
+/// test unless it is of no more use (closed, silent, garbled: how it failed).
+pub type Startup = (ServerInfo, Option<String>, Result<Conn, StartupError>);
 
 /// Connects, authenticates with `AUTH` when a password is set, and reads the server's settings.
 ///
@@ -510,10 +542,7 @@ pub fn startup(server: &Server) -> Result<Startup, StartupError> {
                 }
             }
             // Closed, silent or garbled: the connection is of no more use.
-            Err(e) => {
-                let why = format!(" ({})", e.message);
-                return Ok((info, Some(why.clone()), Err(why)));
-            }
+            Err(e) => return Ok((info, Some(format!(" ({})", e.message)), Err(e))),
         }
     }
     let refused = (info.save.is_none() || info.appendonly.is_none())
@@ -546,7 +575,7 @@ pub struct Footprint {
 impl Footprint {
     /// Reads the server's figures over `c`; `Err` says why they are missing (INFO refused or
     /// renamed, as managed services do).
-    pub fn read(c: &mut Conn) -> Result<Footprint, String> {
+    pub fn read(c: &mut Conn) -> Result<Footprint, InfoError> {
         let clients = info_field(c, b"clients", "connected_clients")?;
         let memory = info_field(c, b"memory", "used_memory")?;
         Ok(Footprint { clients, memory })
@@ -561,7 +590,7 @@ impl Footprint {
 pub fn idle_footprint(server: &Server, clients: usize, before: Footprint) -> String {
     let plural = if clients == 1 { "" } else { "s" };
     let read = || {
-        let mut c = Conn::authenticated(server).map_err(|e| e.message)?;
+        let mut c = Conn::authenticated(server).map_err(InfoError::Connection)?;
         let mut now = Footprint::read(&mut c);
         for _ in 0..10 {
             match &now {
@@ -589,29 +618,25 @@ pub fn idle_footprint(server: &Server, clients: usize, before: Footprint) -> Str
 }
 
 /// One numeric field of `INFO section`.
-fn info_field(c: &mut Conn, section: &[u8], field: &str) -> Result<i64, String> {
+fn info_field(c: &mut Conn, section: &[u8], field: &str) -> Result<i64, InfoError> {
     let body = info(c, section)?;
-    info_value(&body, field).ok_or_else(|| format!("INFO {} has no {field}", text(section)))
+    info_value(&body, field).ok_or_else(|| InfoError::NoField { section: text(section), field: field.into() })
 }
 
 /// The text of `INFO section`; `Err` says why there is none (refused, renamed, not a string).
-pub(crate) fn info(c: &mut Conn, section: &[u8]) -> Result<String, String> {
-    match c.command(&[b"INFO", section]).map_err(|e| e.message)? {
-        Value::Bulk(b) | Value::Verbatim { text: b, .. } => Ok(text(&b)),
-        Value::Error(e) | Value::BulkError(e) => Err(format!("INFO refused: {}", text(&e))),
-        other => Err(format!("INFO replied {other:?}")),
-    }
+pub(crate) fn info(c: &mut Conn, section: &[u8]) -> Result<String, InfoError> {
+    info_sections(c, &[section])
 }
 
 /// The text of `INFO` for several sections at once (Redis 7 and later; an older server refuses
 /// it, and the caller asks section by section).
-pub(crate) fn info_sections(c: &mut Conn, sections: &[&[u8]]) -> Result<String, String> {
+pub(crate) fn info_sections(c: &mut Conn, sections: &[&[u8]]) -> Result<String, InfoError> {
     let mut args: Vec<&[u8]> = vec![b"INFO"];
     args.extend_from_slice(sections);
-    match c.command(&args).map_err(|e| e.message)? {
+    match c.command(&args).map_err(InfoError::Connection)? {
         Value::Bulk(b) | Value::Verbatim { text: b, .. } => Ok(text(&b)),
-        Value::Error(e) | Value::BulkError(e) => Err(format!("INFO refused: {}", text(&e))),
-        other => Err(format!("INFO replied {other:?}")),
+        Value::Error(e) | Value::BulkError(e) => Err(InfoError::Refused(text(&e))),
+        other => Err(InfoError::Reply(other)),
     }
 }
 
