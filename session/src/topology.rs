@@ -12,7 +12,60 @@ use respbench_core::Endpoint;
 
 use crate::config::{Config, Replicas, Rfr};
 use crate::error::StartupError;
-use crate::server::{text, Conn, Server};
+use crate::server::{text, Conn, InfoError, Server};
+
+/// Why a reply is not a topology (`CLUSTER SHARDS`, `CLUSTER SLOTS`, `ROLE`, `INFO
+/// replication`), or why none could be read.
+#[derive(Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TopologyError {
+    /// A part of the reply is missing or not of its type: which (`a shard without slots`).
+    Malformed(&'static str),
+    /// A slot number out of range, as read.
+    Slot(Value),
+    /// A slot range that ends before it begins.
+    SlotRange(u16, u16),
+    /// A replica of `INFO replication` (`slave0`) without a field (`ip`, `port`).
+    ReplicaField {
+        /// The replica's line (`slave0`).
+        replica: String,
+        /// The field missing.
+        field: &'static str,
+    },
+    /// `ROLE` names a role that is neither a primary's nor a replica's (`sentinel`).
+    Role(String),
+    /// `INFO replication` does so (`role:sentinel`).
+    InfoRole(String),
+    /// `ROLE` was refused (the server's words), and `INFO replication` could not be read.
+    Refused {
+        /// The server's reply to `ROLE`.
+        role: String,
+        /// Why `INFO replication` could not be read.
+        info: InfoError,
+    },
+}
+
+impl std::fmt::Display for TopologyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TopologyError::Malformed(what) => f.write_str(what),
+            TopologyError::Slot(v) => write!(f, "slot {v:?}"),
+            TopologyError::SlotRange(a, b) => write!(f, "the slot range {a}-{b}"),
+            TopologyError::ReplicaField { replica, field } => write!(f, "{replica} without {field}="),
+            TopologyError::Role(role) => write!(f, "ROLE says {role}, not a primary"),
+            TopologyError::InfoRole(role) => write!(f, "INFO replication says role:{role}"),
+            TopologyError::Refused { role, info } => write!(f, "ROLE refused ({role}), {info}"),
+        }
+    }
+}
+
+impl std::error::Error for TopologyError {}
+
+impl From<&'static str> for TopologyError {
+    fn from(what: &'static str) -> TopologyError {
+        TopologyError::Malformed(what)
+    }
+}
 
 /// One server of the topology.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -131,7 +184,7 @@ pub fn discover_replicas(cfg: &Config, server: &Server) -> Result<Topology, Star
         Value::Error(role_err) | Value::BulkError(role_err) => {
             match crate::server::info(&mut c, b"replication") {
                 Ok(body) => parse_info_replication(&body).map(|r| (r, "INFO replication")),
-                Err(info_err) => Err(format!("ROLE refused ({}), {info_err}", text(&role_err))),
+                Err(info) => Err(TopologyError::Refused { role: text(&role_err), info }),
             }
         }
         v => parse_role(&v).map(|r| (r, "ROLE")),
@@ -309,18 +362,18 @@ fn items(v: &Value) -> Option<&[Value]> {
 }
 
 /// A slot number in range.
-fn slot(v: &Value) -> Result<u16, String> {
+fn slot(v: &Value) -> Result<u16, TopologyError> {
     int(v)
         .filter(|s| (0..i64::from(SLOTS)).contains(s))
         .map(|s| s as u16)
-        .ok_or_else(|| format!("slot {v:?}"))
+        .ok_or_else(|| TopologyError::Slot(v.clone()))
 }
 
 /// A range of slots from its first and last, in order.
-fn slot_range(first: &Value, last: &Value) -> Result<(u16, u16), String> {
+fn slot_range(first: &Value, last: &Value) -> Result<(u16, u16), TopologyError> {
     match (slot(first)?, slot(last)?) {
         (a, b) if a <= b => Ok((a, b)),
-        (a, b) => Err(format!("the slot range {a}-{b}")),
+        (a, b) => Err(TopologyError::SlotRange(a, b)),
     }
 }
 
@@ -380,7 +433,7 @@ fn order(nodes: Vec<Node>, primary_of: Vec<Option<usize>>) -> Vec<Node> {
 /// and `nodes` (each with `id`, `endpoint`/`ip`, `port`/`tls-port`, `role`, `health`), as RESP2
 /// flat arrays or RESP3 maps. With `tls`, a node's `tls-port` is used when given. An unknown
 /// endpoint is found by [`node_host`].
-fn parse_shards(v: &Value, seed_host: &str, tls: bool) -> Result<Topology, String> {
+fn parse_shards(v: &Value, seed_host: &str, tls: bool) -> Result<Topology, TopologyError> {
     let mut nodes = Vec::new();
     let mut primary_of = Vec::new();
     for shard in items(v).ok_or("not an array of shards")? {
@@ -388,10 +441,10 @@ fn parse_shards(v: &Value, seed_host: &str, tls: bool) -> Result<Topology, Strin
         let get = |name: &str| shard.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
         let bounds = items(get("slots").ok_or("a shard without slots")?).ok_or("slots are not an array")?;
         if bounds.len() % 2 != 0 {
-            return Err("an odd number of slot bounds".to_string());
+            return Err("an odd number of slot bounds".into());
         }
         let ranges: Vec<(u16, u16)> =
-            bounds.chunks(2).map(|p| slot_range(&p[0], &p[1])).collect::<Result<_, String>>()?;
+            bounds.chunks(2).map(|p| slot_range(&p[0], &p[1])).collect::<Result<_, _>>()?;
         let ranges = merge_ranges(ranges);
         let first = nodes.len();
         let mut primary = None;
@@ -424,7 +477,7 @@ fn parse_shards(v: &Value, seed_host: &str, tls: bool) -> Result<Topology, Strin
 /// node's ranges merged by its id; an unknown host is found by [`node_host`] (with the `ip` of
 /// the node's metadata, Redis 7). Every node is taken as online:
 /// the reply leaves failed replicas out.
-fn parse_slots(v: &Value, seed_host: &str) -> Result<Topology, String> {
+fn parse_slots(v: &Value, seed_host: &str) -> Result<Topology, TopologyError> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut primary_of: Vec<Option<usize>> = Vec::new();
     let mut ranges: Vec<Vec<(u16, u16)>> = Vec::new();
@@ -472,7 +525,7 @@ fn parse_slots(v: &Value, seed_host: &str) -> Result<Topology, String> {
 
 /// Parses `ROLE`: `["master", offset, [[ip, port, offset]...]]` or `["slave", host, port,
 /// state, offset]` (`replica` too). `ROLE` gives no replica state: each is taken as online.
-fn parse_role(v: &Value) -> Result<Role, String> {
+fn parse_role(v: &Value) -> Result<Role, TopologyError> {
     let e = items(v).filter(|e| !e.is_empty()).ok_or("ROLE replied with no array")?;
     match string(&e[0]).as_deref() {
         Some("master") => {
@@ -492,14 +545,14 @@ fn parse_role(v: &Value) -> Result<Role, String> {
             let port = e.get(2).and_then(int).unwrap_or_default();
             Ok(Role::Replica { of: format!("{host}:{port}") })
         }
-        Some(other) => Err(format!("ROLE says {other}, not a primary")),
-        None => Err("ROLE replied with no role".to_string()),
+        Some(other) => Err(TopologyError::Role(other.to_string())),
+        None => Err("ROLE replied with no role".into()),
     }
 }
 
 /// Parses `INFO replication`: `role:master` with `slaveN:ip=...,port=...,state=...` lines, or
 /// `role:slave` with `master_host` and `master_port`.
-fn parse_info_replication(body: &str) -> Result<Role, String> {
+fn parse_info_replication(body: &str) -> Result<Role, TopologyError> {
     let field = |name: &str| {
         body.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':').map(|v| v.trim().to_string()))
     };
@@ -515,11 +568,12 @@ fn parse_info_replication(body: &str) -> Result<Role, String> {
                     continue;
                 }
                 let get = |k: &str| kv.split(',').find_map(|p| p.trim().strip_prefix(k)?.strip_prefix('='));
-                let host = get("ip").ok_or_else(|| format!("{name} without ip="))?;
+                let missing = |field| TopologyError::ReplicaField { replica: name.to_string(), field };
+                let host = get("ip").ok_or_else(|| missing("ip"))?;
                 let port = get("port")
                     .and_then(|p| p.parse::<u16>().ok())
                     .filter(|&p| p != 0)
-                    .ok_or_else(|| format!("{name} without port="))?;
+                    .ok_or_else(|| missing("port"))?;
                 let state = get("state").unwrap_or("online");
                 out.push((Endpoint::Tcp { host: host.to_string(), port }, state.to_string()));
             }
@@ -530,8 +584,8 @@ fn parse_info_replication(body: &str) -> Result<Role, String> {
             let port = field("master_port").unwrap_or_default();
             Ok(Role::Replica { of: format!("{host}:{port}") })
         }
-        Some(other) => Err(format!("INFO replication says role:{other}")),
-        None => Err("INFO replication has no role".to_string()),
+        Some(other) => Err(TopologyError::InfoRole(other.to_string())),
+        None => Err("INFO replication has no role".into()),
     }
 }
 
@@ -684,12 +738,12 @@ mod tests {
     fn malformed_topologies_say_why() {
         assert!(parse_shards(&b("x"), "h", false).is_err());
         let odd = arr(vec![arr(vec![b("slots"), arr(vec![i(0)]), b("nodes"), arr(vec![])])]);
-        assert!(parse_shards(&odd, "h", false).unwrap_err().contains("odd"));
+        assert!(parse_shards(&odd, "h", false).unwrap_err().to_string().contains("odd"));
         let big = arr(vec![arr(vec![b("slots"), arr(vec![i(0), i(16384)]), b("nodes"), arr(vec![])])]);
-        assert!(parse_shards(&big, "h", false).unwrap_err().contains("slot"));
+        assert!(parse_shards(&big, "h", false).unwrap_err().to_string().contains("slot"));
         assert!(parse_slots(&arr(vec![arr(vec![i(0)])]), "h").is_err());
         let backwards = arr(vec![arr(vec![i(9), i(3), arr(vec![b("h"), i(1), b("id")])])]);
-        assert!(parse_slots(&backwards, "h").unwrap_err().contains("9-3"));
+        assert!(parse_slots(&backwards, "h").unwrap_err().to_string().contains("9-3"));
         assert!(parse_role(&arr(vec![])).is_err());
     }
 
@@ -745,7 +799,10 @@ mod tests {
         assert_eq!(parse_role(&arr(vec![b("master"), i(0), arr(vec![])])), Ok(Role::Primary(vec![])));
         let v = arr(vec![b("slave"), b("127.0.0.1"), i(9000), b("connected"), i(3167038)]);
         assert_eq!(parse_role(&v), Ok(Role::Replica { of: "127.0.0.1:9000".into() }));
-        assert!(parse_role(&arr(vec![b("sentinel"), arr(vec![])])).unwrap_err().contains("sentinel"));
+        assert!(parse_role(&arr(vec![b("sentinel"), arr(vec![])]))
+            .unwrap_err()
+            .to_string()
+            .contains("sentinel"));
     }
 
     #[test]
@@ -766,6 +823,7 @@ mod tests {
         assert!(parse_info_replication("# Replication\r\n").is_err());
         assert!(parse_info_replication("role:master\r\nslave0:ip=h,state=online\r\n")
             .unwrap_err()
+            .to_string()
             .contains("port"));
     }
 
