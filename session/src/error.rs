@@ -27,6 +27,64 @@ impl StartupError {
         StartupError { message: message.into(), connection: true }
     }
 }
+/// Why the commands of a run over several nodes cannot be routed: defined here, beside the
+/// [`Error`] that wraps it, and named in `routing`, where the routes are found.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RoutingError {
+    /// `--key-args` names an argument the command does not have.
+    NoSuchArgument {
+        /// The command's name.
+        command: String,
+        /// The argument named.
+        argument: usize,
+        /// How many arguments it has.
+        has: usize,
+    },
+    /// Which of a command's arguments are keys cannot be told (`COMMAND INFO`, `COMMAND GETKEYS`).
+    UnknownKeys {
+        /// The command's name.
+        command: String,
+        /// Why not.
+        why: String,
+    },
+    /// The connection that asks the server failed (in its words, without `Error: `).
+    Connection(StartupError),
+    /// A command's keys are drawn (`__rand_int__`) in several keys without a hash tag: they
+    /// would span slots.
+    DrawnKeysSpanSlots(String),
+    /// A command's literal keys are in different slots.
+    KeysInDifferentSlots(String),
+}
+
+impl fmt::Display for RoutingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RoutingError::NoSuchArgument { command, argument, has } => {
+                write!(f, "--key-args: {command} has no argument {argument} (it has {has})")
+            }
+            RoutingError::UnknownKeys { command, why } => write!(
+                f,
+                "cannot tell which arguments of {command} are keys: {why}; name them with --key-args \
+                 (1 is the first argument after the name)"
+            ),
+            RoutingError::Connection(e) => f.write_str(&e.message),
+            RoutingError::DrawnKeysSpanSlots(command) => write!(
+                f,
+                "{command}: its keys span slots (__rand_int__ in several keys, no hash tag), which a cluster \
+                 refuses (CROSSSLOT): put the keys under one tag, e.g. key:{{tag}}:__rand_int__ (respbench \
+                 fills {{tag}} with the slot of the first key) or {{user1}}:a"
+            ),
+            RoutingError::KeysInDifferentSlots(command) => write!(
+                f,
+                "{command}: its keys are in different slots, which a cluster refuses (CROSSSLOT): put them \
+                 under one hash tag, e.g. {{user1}}:a {{user1}}:b"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RoutingError {}
 
 /// Why a session could not start, or a run had to end before its tests did.
 #[derive(Debug)]
@@ -75,7 +133,7 @@ pub enum Error {
     /// topology that cannot be read): the run must not start.
     Startup(StartupError),
     /// Over several nodes: a command's keys cannot be found or routed.
-    Routing(String),
+    Routing(RoutingError),
     /// A backend could not run a test at all.
     Backend(RunError),
     /// A backend's event loops ended without a result.
@@ -137,7 +195,8 @@ impl fmt::Display for Error {
             #[cfg(feature = "tls")]
             Error::Tls(e) => e.fmt(f),
             Error::NoTls => f.write_str("this respbench was built without TLS (cargo feature `tls`)"),
-            Error::Uring(s) | Error::Tests(s) | Error::Routing(s) | Error::Output(s) => f.write_str(s),
+            Error::Routing(e) => e.fmt(f),
+            Error::Uring(s) | Error::Tests(s) | Error::Output(s) => f.write_str(s),
         }
     }
 }
@@ -154,6 +213,12 @@ impl From<StartupError> for Error {
 impl From<crate::tls::TlsConfigError> for Error {
     fn from(e: crate::tls::TlsConfigError) -> Error {
         Error::Tls(e)
+    }
+}
+
+impl From<RoutingError> for Error {
+    fn from(e: RoutingError) -> Error {
+        Error::Routing(e)
     }
 }
 

@@ -10,6 +10,9 @@ use respbench_core::template::Template;
 use respbench_core::{Handshake, Stats};
 
 use crate::config::{Config, Rfr};
+/// Why commands cannot be routed over the nodes: defined beside the session's [`Error`], which
+/// wraps it, and named here, where the routes are found.
+pub use crate::error::RoutingError;
 use crate::result::NodeInfo;
 use crate::server::{Conn, Server};
 use crate::topology::{self, Topology};
@@ -136,11 +139,8 @@ pub fn prepare(cfg: &Config, server: &Server, templates: &[&Template]) -> Result
         }
         if let Some(keys) = &cfg.key_args {
             if let Some(&k) = keys.iter().find(|&&k| k >= argc) {
-                let shown = String::from_utf8_lossy(&name);
-                return Err(Error::Routing(format!(
-                    "--key-args: {shown} has no argument {k} (it has {})",
-                    argc - 1
-                )));
+                let command = String::from_utf8_lossy(&name).into_owned();
+                return Err(RoutingError::NoSuchArgument { command, argument: k, has: argc - 1 }.into());
             }
             // Nothing says it only reads: it goes to the primary.
             let route = Route { keys: keys.clone(), write: true };
@@ -151,11 +151,11 @@ pub fn prepare(cfg: &Config, server: &Server, templates: &[&Template]) -> Result
             conn = Some(Conn::authenticated(server)?);
         }
         let c = conn.as_mut().expect("set above");
-        let (route, source) = command_info(c, &name, t.as_bytes()).map_err(Error::Routing)?;
+        let (route, source) = command_info(c, &name, t.as_bytes())?;
         multi.routes.push((upper, argc, route, source));
     }
     for t in templates {
-        check_keys(&multi.route(t), t, cfg.cluster).map_err(Error::Routing)?;
+        check_keys(&multi.route(t), t, cfg.cluster)?;
     }
     Ok(Some(Arc::new(multi)))
 }
@@ -184,16 +184,11 @@ fn usable(mut t: Topology) -> Topology {
 /// `COMMAND INFO name`: its key positions and whether it writes; for a command whose keys move
 /// with its arguments (`EVAL script numkeys key…`), `COMMAND GETKEYS` on the command as given
 /// (`bytes`, its encoding) says which arguments are keys.
-fn command_info(c: &mut Conn, name: &[u8], bytes: &[u8]) -> Result<(Route, &'static str), String> {
+fn command_info(c: &mut Conn, name: &[u8], bytes: &[u8]) -> Result<(Route, &'static str), RoutingError> {
     let argc = Route::command_of(bytes).map_or(0, |(_, n)| n);
     let shown = String::from_utf8_lossy(name).into_owned();
-    let reply = c.command(&[b"COMMAND", b"INFO", name]).map_err(|e| e.message)?;
-    let fail = |why: &str| {
-        format!(
-            "cannot tell which arguments of {shown} are keys: {why}; name them with --key-args \
-             (1 is the first argument after the name)"
-        )
-    };
+    let reply = c.command(&[b"COMMAND", b"INFO", name]).map_err(RoutingError::Connection)?;
+    let fail = |why: &str| RoutingError::UnknownKeys { command: shown.clone(), why: why.to_string() };
     let entry = match reply {
         Value::Array(mut a) if !a.is_empty() => a.swap_remove(0),
         Value::Error(e) => {
@@ -223,7 +218,7 @@ fn command_info(c: &mut Conn, name: &[u8], bytes: &[u8]) -> Result<(Route, &'sta
         let args: Vec<&[u8]> = (0..argc).filter_map(|i| resp_arg(bytes, i)).map(|r| &bytes[r]).collect();
         let mut request: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS"];
         request.extend(&args);
-        let keys = match c.command(&request).map_err(|e| e.message)? {
+        let keys = match c.command(&request).map_err(RoutingError::Connection)? {
             Value::Array(k) => k,
             Value::Error(e) => {
                 return Err(fail(&format!("COMMAND GETKEYS failed: {}", String::from_utf8_lossy(&e))))
@@ -248,7 +243,7 @@ fn command_info(c: &mut Conn, name: &[u8], bytes: &[u8]) -> Result<(Route, &'sta
 /// Refuses a command whose keys would span slots (CROSSSLOT at every request): several key
 /// arguments, one of them drawn (`__rand_int__`) with no hash tag, or literal keys in
 /// different slots.
-fn check_keys(route: &Route, t: &Template, cluster: bool) -> Result<(), String> {
+fn check_keys(route: &Route, t: &Template, cluster: bool) -> Result<(), RoutingError> {
     if !cluster || route.keys.len() < 2 {
         return Ok(());
     }
@@ -264,19 +259,12 @@ fn check_keys(route: &Route, t: &Template, cluster: bool) -> Result<(), String> 
     let name =
         Route::command_of(bytes).map(|(n, _)| String::from_utf8_lossy(&n).into_owned()).unwrap_or_default();
     if args.iter().any(|a| drawn(a) && !tagged(a)) {
-        return Err(format!(
-            "{name}: its keys span slots (__rand_int__ in several keys, no hash tag), which a cluster \
-             refuses (CROSSSLOT): put the keys under one tag, e.g. key:{{tag}}:__rand_int__ (respbench \
-             fills {{tag}} with the slot of the first key) or {{user1}}:a"
-        ));
+        return Err(RoutingError::DrawnKeysSpanSlots(name));
     }
     let slots: Vec<u16> =
         args.iter().filter(|a| !drawn(a)).map(|a| respbench_core::cluster::key_slot(a)).collect();
     if slots.windows(2).any(|w| w[0] != w[1]) {
-        return Err(format!(
-            "{name}: its keys are in different slots, which a cluster refuses (CROSSSLOT): put them \
-             under one hash tag, e.g. {{user1}}:a {{user1}}:b"
-        ));
+        return Err(RoutingError::KeysInDifferentSlots(name));
     }
     Ok(())
 }
