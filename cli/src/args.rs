@@ -6,6 +6,8 @@
 use std::os::unix::ffi::OsStringExt;
 use std::sync::OnceLock;
 
+use respbench_session::config::OptionError;
+
 /// Round the index of a non-UTF-8 argument: a noncharacter, which no argument typed as text
 /// holds.
 const MARK: char = '\u{FDD0}';
@@ -47,7 +49,7 @@ pub fn shown(text: &str) -> String {
 /// The command's arguments with their bytes back. The command is the last arguments (argh's
 /// greedy positional); an argument before it that was not UTF-8 is the value of an option,
 /// which takes text.
-pub fn command_bytes(args: &[&str], command: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, String> {
+pub fn command_bytes(args: &[&str], command: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, OptionError> {
     let options = args.len().saturating_sub(command.len());
     if let Some(k) = args[..options].iter().position(|a| raw_of(a).is_some()) {
         return Err(not_text(args, k));
@@ -62,7 +64,7 @@ pub fn command_bytes(args: &[&str], command: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>
 }
 
 /// Every argument is text (`merge`, `plot`: file names and options).
-pub fn all_text(args: &[&str]) -> Result<(), String> {
+pub fn all_text(args: &[&str]) -> Result<(), OptionError> {
     match args.iter().position(|a| raw_of(a).is_some()) {
         Some(k) => Err(not_text(args, k)),
         None => Ok(()),
@@ -70,12 +72,9 @@ pub fn all_text(args: &[&str]) -> Result<(), String> {
 }
 
 /// The error for argument `k`, which is not UTF-8 where text is needed.
-fn not_text(args: &[&str], k: usize) -> String {
-    let value = shown(args[k]);
-    match k.checked_sub(1).map(|p| args[p]).filter(|p| p.starts_with('-')) {
-        Some(option) => format!("{option}: the value {value} is not UTF-8, and {option} takes text"),
-        None => format!("the argument {value} is not UTF-8, and only a command's arguments may be bytes"),
-    }
+fn not_text(args: &[&str], k: usize) -> OptionError {
+    let option = k.checked_sub(1).map(|p| args[p]).filter(|p| p.starts_with('-')).map(str::to_string);
+    OptionError::NotText { option, value: shown(args[k]) }
 }
 
 /// The options of an argh parser, read from the help argh generates for it: which names take a

@@ -11,8 +11,9 @@ use respbench_core::dist::{KeyDist, ValueSize, Zipf};
 use respbench_core::{Endpoint, PipelineMode};
 
 pub use respbench_session::config::{
-    Backend, Config, OpenLoopConfig, Output, Replicas, Rfr, Sweep, TlsOptions,
+    Backend, Config, OpenLoopConfig, OptionError, Output, Replicas, Rfr, Sweep, TlsOptions,
 };
+use OptionError::Conflict;
 
 /// respbench: a redis-benchmark compatible load generator for Redis and every RESP server.
 ///
@@ -322,9 +323,9 @@ pub struct Opts {
 /// `each`.
 fn numbers<T>(
     text: &str,
-    option: &str,
+    option: &'static str,
     each: impl Fn(i64) -> Result<T, &'static str>,
-) -> Result<Vec<T>, String> {
+) -> Result<Vec<T>, OptionError> {
     text.split(',')
         .map(|item| {
             let n: i64 = item
@@ -341,7 +342,7 @@ const DEFAULT_REQUESTS: i64 = 100_000;
 
 /// Parses a length of time: `30s`, `500ms`, `2m`, `1h`, `250us`, or a plain number of seconds
 /// (fractions allowed).
-pub fn parse_duration(option: &str, text: &str) -> Result<Duration, String> {
+pub fn parse_duration(option: &'static str, text: &str) -> Result<Duration, OptionError> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -363,8 +364,8 @@ pub fn parse_duration(option: &str, text: &str) -> Result<Duration, String> {
 }
 
 /// A bad value: the message names the option.
-fn bad(option: &str, value: impl std::fmt::Display, why: &str) -> String {
-    format!("invalid value '{value}' for {option}: {why}")
+fn bad(option: &'static str, value: impl std::fmt::Display, why: &str) -> OptionError {
+    OptionError::Invalid { option, value: value.to_string(), why: why.into() }
 }
 
 /// The longest `--timeout`: as long as the latency histograms record.
@@ -374,13 +375,13 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 /// Parses a `--timeout` value: `5s`, `500ms`, or plain (possibly fractional) seconds.
-fn parse_timeout(v: &str) -> Result<Duration, String> {
+fn parse_timeout(v: &str) -> Result<Duration, OptionError> {
     parse_bounded_duration("--timeout", v, "leave --timeout out to wait forever")
 }
 
 /// Parses an option's duration like `--timeout`'s: 1 ms to 1 hour; `zero` says what to do
 /// instead of a zero.
-fn parse_bounded_duration(option: &str, v: &str, zero: &str) -> Result<Duration, String> {
+fn parse_bounded_duration(option: &'static str, v: &str, zero: &str) -> Result<Duration, OptionError> {
     let (number, scale) = if let Some(n) = v.strip_suffix("ms") {
         (n, 1e-3)
     } else if let Some(n) = v.strip_suffix('s') {
@@ -406,7 +407,7 @@ fn parse_bounded_duration(option: &str, v: &str, zero: &str) -> Result<Duration,
 
 /// Parses `redis://[user[:password]@]host[:port][/db]`; `true` for `rediss://`, which asks for
 /// TLS.
-fn apply_uri(uri: &str, c: &mut Config) -> Result<bool, String> {
+fn apply_uri(uri: &str, c: &mut Config) -> Result<bool, OptionError> {
     let plain = uri.strip_prefix("redis://").or_else(|| uri.strip_prefix("valkey://"));
     let secure = uri.strip_prefix("rediss://").or_else(|| uri.strip_prefix("valkeys://"));
     let Some(rest) = plain.or(secure) else {
@@ -418,7 +419,7 @@ fn apply_uri(uri: &str, c: &mut Config) -> Result<bool, String> {
     };
     if let Some(a) = auth {
         // The user and password are percent-encoded in a URI (`%40` for `@`, `%3A` for `:`).
-        let decode = |s: &str| percent_decode(s).map_err(|why| bad("-u", uri, &why));
+        let decode = |s: &str| percent_decode(s, uri);
         match a.split_once(':') {
             Some((u, p)) => {
                 if !u.is_empty() {
@@ -451,7 +452,8 @@ fn apply_uri(uri: &str, c: &mut Config) -> Result<bool, String> {
 
 /// Decodes the `%XX` escapes of a URI's part; a `%` not followed by two hex digits, or bytes
 /// that are not UTF-8, are refused (said how).
-fn percent_decode(s: &str) -> Result<String, String> {
+fn percent_decode(s: &str, uri: &str) -> Result<String, OptionError> {
+    let invalid = |why: &str| bad("-u", uri, why);
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -466,18 +468,20 @@ fn percent_decode(s: &str) -> Result<String, String> {
             Some(v) if hex.is_some_and(|h| h.bytes().all(|c| c.is_ascii_hexdigit())) => out.push(v),
             _ => {
                 let at = &s[i..s.len().min(i + 3)];
-                return Err(format!("'{at}' is not a percent-encoded byte (write '%25' for a '%')"));
+                return Err(invalid(&format!(
+                    "'{at}' is not a percent-encoded byte (write '%25' for a '%')"
+                )));
             }
         }
         i += 3;
     }
-    String::from_utf8(out).map_err(|_| "the user or password decodes to bytes that are not UTF-8".into())
+    String::from_utf8(out).map_err(|_| invalid("the user or password decodes to bytes that are not UTF-8"))
 }
 
 /// The TLS options of a run: `None` unless `on` (`--tls`, or `asked_by` a `rediss://` URI).
 /// The other TLS options without TLS are ignored, as redis-benchmark ignores them, with a
 /// warning, since they show that TLS was meant.
-fn tls_config(on: bool, asked_by: &str, o: TlsOptions) -> Result<Option<TlsOptions>, String> {
+fn tls_config(on: bool, asked_by: &str, o: TlsOptions) -> Result<Option<TlsOptions>, OptionError> {
     if !on {
         let given = o.given();
         if !given.is_empty() {
@@ -492,7 +496,7 @@ fn tls_config(on: bool, asked_by: &str, o: TlsOptions) -> Result<Option<TlsOptio
     }
     #[cfg(not(feature = "tls"))]
     {
-        Err(format!("{asked_by}: {NO_TLS}"))
+        Err(format!("{asked_by}: {NO_TLS}").into())
     }
 }
 
@@ -502,7 +506,7 @@ const NO_TLS: &str =
     "this respbench was built without TLS (cargo feature `tls`, on by default): rebuild without --no-default-features";
 
 /// `--print-percentiles 50,99,99.9`: each a percentile from 0 to 100.
-fn percentiles(list: &str) -> Result<Vec<f64>, String> {
+fn percentiles(list: &str) -> Result<Vec<f64>, OptionError> {
     list.split(',')
         .map(|p| match p.trim().parse::<f64>() {
             Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
@@ -517,7 +521,7 @@ fn percentiles(list: &str) -> Result<Vec<f64>, String> {
 
 impl Opts {
     /// Checks the rate, time and mix options.
-    fn open_loop(&self) -> Result<OpenLoopConfig, String> {
+    fn open_loop(&self) -> Result<OpenLoopConfig, OptionError> {
         let mut o = OpenLoopConfig {
             show_series: self.series,
             live: self.live,
@@ -546,12 +550,10 @@ impl Opts {
             other => return Err(bad("--arrival", other, "the arrivals are constant and poisson")),
         };
         if !o.rates.is_empty() && self.keepalive == 0 {
-            return Err(
-                "-k 0 and --rps conflict: an open-loop schedule keeps its connections open".to_string()
-            );
+            return Err(Conflict("-k 0", "--rps", "an open-loop schedule keeps its connections open"));
         }
         if o.poisson && o.rates.is_empty() && self.slo.is_none() {
-            return Err("--arrival poisson needs a target rate (--rps)".to_string());
+            return Err("--arrival poisson needs a target rate (--rps)".into());
         }
         if let Some(s) = &self.rps_slack {
             let slack = parse_duration("--rps-slack", s)?;
@@ -559,9 +561,7 @@ impl Opts {
                 return Err(bad("--rps-slack", s, "must be at most 100ms"));
             }
             if o.rates.is_empty() && self.slo.is_none() {
-                return Err(
-                    "--rps-slack needs a target rate (--rps) or a capacity search (--slo)".to_string()
-                );
+                return Err("--rps-slack needs a target rate (--rps) or a capacity search (--slo)".into());
             }
             o.slack = Some(slack);
         }
@@ -571,13 +571,14 @@ impl Opts {
                 return Err(bad("--duration", self.duration.as_deref().unwrap_or(""), "must be more than 0"));
             }
             if self.requests.is_some() {
-                return Err(
-                    "-n and --duration conflict: a run is either a number of requests or a length of time"
-                        .to_string(),
-                );
+                return Err(Conflict(
+                    "-n",
+                    "--duration",
+                    "a run is either a number of requests or a length of time",
+                ));
             }
             if self.r#loop {
-                return Err("-l and --duration conflict".to_string());
+                return Err(Conflict("-l", "--duration", ""));
             }
             o.duration = Some(d);
         }
@@ -587,7 +588,7 @@ impl Opts {
         if self.slo.is_some() {
             // A search's steps are timed: defaults that give a stable answer in a few minutes.
             if self.requests.is_some() {
-                return Err("-n and --slo conflict: a search's steps are timed (--duration)".to_string());
+                return Err(Conflict("-n", "--slo", "a search's steps are timed (--duration)"));
             }
             o.duration = o.duration.or(Some(Duration::from_secs(5)));
             if self.warmup.is_none() {
@@ -620,25 +621,26 @@ impl Opts {
             o.mix_commands.push((args, weight));
         }
         if o.mix.len() + o.mix_commands.len() > 64 {
-            return Err("a mix takes at most 64 commands".to_string());
+            return Err("a mix takes at most 64 commands".into());
         }
         if o.has_mix() && !self.command.is_empty() {
-            return Err(
-                "a command after the options and --mix conflict: add it to the mix with --mix-command"
-                    .to_string(),
-            );
+            return Err(Conflict(
+                "a command after the options",
+                "--mix",
+                "add it to the mix with --mix-command",
+            ));
         }
         if o.has_mix() && self.tests.is_some() {
-            return Err("-t and --mix conflict: name the tests in the mix".to_string());
+            return Err(Conflict("-t", "--mix", "name the tests in the mix"));
         }
         if (!o.rates.is_empty() || o.duration.is_some()) && self.idle {
-            return Err("-I takes no --rps or --duration".to_string());
+            return Err("-I takes no --rps or --duration".into());
         }
         Ok(o)
     }
 
     /// Checks every value and resolves defaults into a [`Config`].
-    pub fn check(self) -> Result<Config, String> {
+    pub fn check(self) -> Result<Config, OptionError> {
         let (rfr, replicas) = self.read_from_replicas()?;
         let key_args = match &self.key_args {
             None => None,
@@ -646,11 +648,12 @@ impl Opts {
                 if !self.cluster && self.replicas.is_none() && self.replica.is_empty() {
                     return Err("--key-args routes a custom command over several nodes: add --cluster, \
                                 --replicas auto or --replica HOST:PORT"
-                        .to_string());
+                        .into());
                 }
                 if self.command.is_empty() && self.mix_command.is_empty() {
-                    return Err("--key-args is for a custom command (after the options, or --mix-command)"
-                        .to_string());
+                    return Err(
+                        "--key-args is for a custom command (after the options, or --mix-command)".into()
+                    );
                 }
                 let parsed: Result<Vec<usize>, _> =
                     list.split(',').map(|k| k.trim().parse::<usize>()).collect();
@@ -680,7 +683,7 @@ impl Opts {
             backends.push(b);
         }
         if self.uring_sqpoll && !backends.contains(&Backend::Uring) {
-            return Err("--uring-sqpoll needs --backend uring".to_string());
+            return Err("--uring-sqpoll needs --backend uring".into());
         }
         let clients = numbers(&self.clients, "-c", |c| {
             (1..=1_000_000)
@@ -731,12 +734,12 @@ impl Opts {
             None => KeyDist::Uniform,
         };
         if self.sequential && key_dist != KeyDist::Sequential {
-            return Err("--sequential and --key-dist conflict: give one of them".to_string());
+            return Err(Conflict("--sequential", "--key-dist", "give one of them"));
         }
         match (key_dist, keyspace) {
             (KeyDist::Uniform, _) => {}
             (_, None) if self.sequential => {
-                return Err("--sequential needs -r <keyspacelen>: keys go over [0, keyspacelen)".to_string());
+                return Err("--sequential needs -r <keyspacelen>: keys go over [0, keyspacelen)".into());
             }
             (_, None) => {
                 let d = self.key_dist.as_deref().unwrap_or_default();
@@ -765,7 +768,7 @@ impl Opts {
         };
         if self.idle && self.json.is_some() {
             // Idle mode measures nothing: a document would be empty, so say so before it starts.
-            return Err("--json cannot be used with -I: idle mode records no results".to_string());
+            return Err("--json cannot be used with -I: idle mode records no results".into());
         }
         let seed = self.seed.unwrap_or_else(clock_seed);
         let worker = match &self.worker {
@@ -775,7 +778,7 @@ impl Opts {
         let start_at =
             self.start_at.as_deref().map(respbench_session::workers::parse_start_at).transpose()?;
         if start_at.is_some() && self.idle {
-            return Err("--start-at and -I conflict: idle mode has no measured window to start".to_string());
+            return Err(Conflict("--start-at", "-I", "idle mode has no measured window to start"));
         }
         let mut c = Config {
             endpoint: match &self.socket {
@@ -836,12 +839,12 @@ impl Opts {
         };
         if let Some(w) = worker {
             if c.idle {
-                return Err("--worker and -I conflict: idle mode measures nothing to split".to_string());
+                return Err(Conflict("--worker", "-I", "idle mode measures nothing to split"));
             }
             respbench_session::workers::split(&mut c, w)?;
         }
         if self.slo.is_none() && (self.slo_resolution.is_some() || self.slo_steps.is_some()) {
-            return Err("--slo-resolution and --slo-steps are the capacity search's: give --slo".to_string());
+            return Err("--slo-resolution and --slo-steps are the capacity search's: give --slo".into());
         }
         if let Some(slo) = &self.slo {
             c.capacity = Some(respbench_session::capacity::settings(
@@ -876,10 +879,10 @@ impl Opts {
         if c.cluster {
             // After -u, which can set both.
             if c.db != 0 {
-                return Err("SELECT is refused in cluster mode: drop --dbnum".to_string());
+                return Err("SELECT is refused in cluster mode: drop --dbnum".into());
             }
             if matches!(c.endpoint, Endpoint::Unix(_)) {
-                return Err("--cluster needs a TCP address (-h/-p), not -s".to_string());
+                return Err("--cluster needs a TCP address (-h/-p), not -s".into());
             }
         }
         c.tls = tls_config(tls_by.is_some(), tls_by.unwrap_or_default(), tls)?;
@@ -887,7 +890,7 @@ impl Opts {
     }
 
     /// Checks `--rfr`, `--replicas` and `--replica` together (and with `--cluster`).
-    fn read_from_replicas(&self) -> Result<(Rfr, Replicas), String> {
+    fn read_from_replicas(&self) -> Result<(Rfr, Replicas), OptionError> {
         let rfr = match self.rfr.as_deref() {
             None => None,
             Some("no") => Some(Rfr::No),
@@ -895,47 +898,48 @@ impl Opts {
             Some("all") => Some(Rfr::All),
             Some(other) => return Err(bad("--rfr", other, "the choices are no, yes and all")),
         };
-        let replicas =
-            match (&self.replicas, self.replica.is_empty()) {
-                (Some(v), _) if v != "auto" => {
-                    return Err(bad(
-                        "--replicas",
-                        v,
-                        "the only value is auto (name replicas with --replica HOST:PORT)",
-                    ))
-                }
-                (Some(_), false) => return Err(
-                    "--replicas auto and --replica conflict: name the replicas or let respbench find them"
-                        .to_string(),
-                ),
-                (Some(_), true) => Replicas::Auto,
-                (None, false) => Replicas::Listed(
-                    self.replica
-                        .iter()
-                        .map(|r| host_port(r).map_err(|why| bad("--replica", r, why)))
-                        .collect::<Result<_, _>>()?,
-                ),
-                (None, true) => Replicas::None,
-            };
+        let replicas = match (&self.replicas, self.replica.is_empty()) {
+            (Some(v), _) if v != "auto" => {
+                return Err(bad(
+                    "--replicas",
+                    v,
+                    "the only value is auto (name replicas with --replica HOST:PORT)",
+                ))
+            }
+            (Some(_), false) => {
+                return Err(Conflict(
+                    "--replicas auto",
+                    "--replica",
+                    "name the replicas or let respbench find them",
+                ))
+            }
+            (Some(_), true) => Replicas::Auto,
+            (None, false) => Replicas::Listed(
+                self.replica
+                    .iter()
+                    .map(|r| host_port(r).map_err(|why| bad("--replica", r, why)))
+                    .collect::<Result<_, _>>()?,
+            ),
+            (None, true) => Replicas::None,
+        };
         if self.cluster && replicas != Replicas::None {
             return Err(
                 "--replicas and --replica are for a standalone primary; in cluster mode the replicas \
                         come from the cluster: use --rfr"
-                    .to_string(),
+                    .into(),
             );
         }
         let rfr = match (rfr, &replicas) {
             (Some(Rfr::Yes | Rfr::All), Replicas::None) if !self.cluster => {
                 return Err(
-                    "--rfr reads from replicas: add --cluster, --replicas auto or --replica HOST:PORT"
-                        .to_string(),
+                    "--rfr reads from replicas: add --cluster, --replicas auto or --replica HOST:PORT".into(),
                 )
             }
             (Some(Rfr::No), Replicas::Listed(_)) => {
-                return Err("--rfr no sends no reads to the replicas you named".to_string())
+                return Err("--rfr no sends no reads to the replicas you named".into())
             }
             (Some(Rfr::No), Replicas::Auto) => {
-                return Err("--rfr no sends no reads to the replicas --replicas auto finds".to_string())
+                return Err("--rfr no sends no reads to the replicas --replicas auto finds".into())
             }
             (Some(r), _) => r,
             (None, Replicas::None) => Rfr::No,
@@ -1001,7 +1005,7 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Config, String> {
         let o = Opts::from_args(&["respbench"], args).map_err(|e| e.output)?;
-        o.check()
+        o.check().map_err(|e| e.to_string())
     }
 
     #[test]

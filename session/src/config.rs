@@ -2,6 +2,7 @@
 //! is made or found from it later (the TLS client configuration, the nodes of a cluster) is the
 //! session's.
 
+use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -430,4 +431,66 @@ pub struct StartAt {
     pub unix_us: u64,
     /// As given.
     pub text: String,
+}
+
+/// Why the options make no run: the command line's check of its options into a [`Config`] (and of
+/// the session's parts of it) fails with one, and prints it before the pointer to `--help`.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum OptionError {
+    /// A value an option does not take.
+    Invalid {
+        /// The option (`--rps`).
+        option: &'static str,
+        /// The value given.
+        value: String,
+        /// Why, and what the option takes.
+        why: String,
+    },
+    /// Two options that cannot go together: the first, the second, and what to do instead
+    /// (empty when there is nothing to say).
+    Conflict(&'static str, &'static str, &'static str),
+    /// An argument that is not UTF-8 where text is needed.
+    NotText {
+        /// The option it is the value of; `None` for an argument of its own.
+        option: Option<String>,
+        /// The argument, shown escaped.
+        value: String,
+    },
+    /// Anything else the options cannot ask for (an option that needs another, a limit): the
+    /// reason.
+    Refused(String),
+}
+
+impl fmt::Display for OptionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OptionError::Invalid { option, value, why } => {
+                write!(f, "invalid value '{value}' for {option}: {why}")
+            }
+            OptionError::Conflict(first, second, "") => write!(f, "{first} and {second} conflict"),
+            OptionError::Conflict(first, second, why) => write!(f, "{first} and {second} conflict: {why}"),
+            OptionError::NotText { option: Some(option), value } => {
+                write!(f, "{option}: the value {value} is not UTF-8, and {option} takes text")
+            }
+            OptionError::NotText { option: None, value } => {
+                write!(f, "the argument {value} is not UTF-8, and only a command's arguments may be bytes")
+            }
+            OptionError::Refused(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for OptionError {}
+
+impl From<String> for OptionError {
+    fn from(why: String) -> OptionError {
+        OptionError::Refused(why)
+    }
+}
+
+impl From<&str> for OptionError {
+    fn from(why: &str) -> OptionError {
+        OptionError::Refused(why.to_string())
+    }
 }
