@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use argh::FromArgs;
 
 use respbench_driver::Tls;
-use respbench_session::{Ended, Session, StopHandle};
+use respbench_session::{Ended, Session};
 
 use opts::{Config, Opts};
 use respbench_report::present::Presenter;
@@ -80,7 +80,7 @@ fn main() -> ExitCode {
     }
     // The TLS client configuration is made once, here, so that a certificate that cannot be
     // read is an error in the options.
-    let checked = opts.check().and_then(|mut c| {
+    let checked = opts.check().map_err(Box::<dyn std::error::Error>::from).and_then(|mut c| {
         // The command's arguments are bytes; any other value must be text.
         c.command = args::command_bytes(&rest, std::mem::take(&mut c.command))?;
         // Installed as valkey-benchmark (a link of that name), the default suite is valkey's.
@@ -90,7 +90,7 @@ fn main() -> ExitCode {
         if askpass {
             c.password = Some(respbench_session::secret::read_password(&mut std::io::stderr())?);
         }
-        Ok((respbench_session::tls_client(&c).map_err(|e| e.to_string())?, c))
+        Ok((respbench_session::tls_client(&c)?, c))
     });
     let (tls, cfg) = match checked {
         Ok(c) => c,
@@ -99,18 +99,11 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let stop = match signals::install(written_at_end(&cfg)) {
-        Ok(stop) => stop,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(1);
-        }
-    };
-    match run(&cfg, tls, stop) {
+    match run(&cfg, tls) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("{e}");
-            if let Some(hint) = respbench_report::text::refused_hint(&e) {
+            if let Some(hint) = respbench_report::text::refused_hint(&e.to_string()) {
                 eprintln!("{hint}");
             }
             ExitCode::from(1)
@@ -126,8 +119,10 @@ fn written_at_end(cfg: &Config) -> String {
     json.into_iter().chain(hgrm).collect::<Vec<_>>().join(" and ")
 }
 
-fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, String> {
-    respbench_session::check_machine(cfg).map_err(|e| e.to_string())?;
+/// The run the options ask for, the signal handlers installed first; `main` prints an error.
+fn run(cfg: &Config, tls: Option<Tls>) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let stop = signals::install(written_at_end(cfg))?;
+    respbench_session::check_machine(cfg)?;
     let mut presenter = Presenter::new(cfg);
     presenter.watch_stop(&stop);
     if cfg.idle {
@@ -139,7 +134,7 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
         );
         let failures = respbench_session::idle(cfg, tls, &mut presenter, &stop);
         let _ = writeln!(std::io::stdout());
-        let failures = failures.map_err(|e| e.to_string())?;
+        let failures = failures?;
         for (msg, n) in &failures {
             let plural = if *n == 1 { "" } else { "s" };
             eprintln!("{n} connection{plural} failed: {msg}");
@@ -160,7 +155,7 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
     }
     // Find out now, not after a long run, whether the outputs' directories take their files.
     respbench_report::present::check_outputs(cfg)?;
-    let session = Session::new(cfg, tls, &mut presenter, stop).map_err(|e| e.to_string())?;
+    let session = Session::new(cfg, tls, &mut presenter, stop)?;
     presenter.begin(&session)?;
     let base = session.config().clone();
     let epoch_us = session.epoch_us();
@@ -199,6 +194,6 @@ fn run(cfg: &Config, tls: Option<Tls>, stop: StopHandle) -> Result<ExitCode, Str
         Ok(Ended::Completed) => Ok(ExitCode::SUCCESS),
         Ok(Ended::ConnectionsFailed) => Ok(ExitCode::from(1)),
         Ok(Ended::Interrupted) => Ok(ExitCode::from(EXIT_INTERRUPTED)),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.into()),
     }
 }
