@@ -460,6 +460,8 @@ pub enum OptionError {
     /// Anything else the options cannot ask for (an option that needs another, a limit): the
     /// reason.
     Refused(String),
+    /// `--worker`, `--start-at`, or the run's split over the workers.
+    Worker(WorkerError),
 }
 
 impl fmt::Display for OptionError {
@@ -477,6 +479,7 @@ impl fmt::Display for OptionError {
                 write!(f, "the argument {value} is not UTF-8, and only a command's arguments may be bytes")
             }
             OptionError::Refused(why) => f.write_str(why),
+            OptionError::Worker(e) => e.fmt(f),
         }
     }
 }
@@ -489,8 +492,93 @@ impl From<String> for OptionError {
     }
 }
 
+impl From<WorkerError> for OptionError {
+    fn from(e: WorkerError) -> OptionError {
+        OptionError::Worker(e)
+    }
+}
+
 impl From<&str> for OptionError {
     fn from(why: &str) -> OptionError {
         OptionError::Refused(why.to_string())
     }
 }
+
+/// The most workers one run may be split over.
+pub(crate) const MAX_WORKERS: u64 = 100_000;
+
+/// Why a worker, `--worker`, `--start-at` or a run's split over workers is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// The count of workers is not 1 to 100000.
+    Count,
+    /// The index is not below the count.
+    Index {
+        /// The index given.
+        index: u64,
+        /// The count of workers.
+        count: u64,
+    },
+    /// A value `--worker` or `--start-at` does not take.
+    Invalid {
+        /// The option.
+        option: &'static str,
+        /// The value given.
+        value: String,
+        /// Why, and what it takes.
+        why: String,
+    },
+    /// A `-c` that gives the workers fewer than one connection each.
+    FewerClients {
+        /// The worker.
+        worker: Worker,
+        /// The whole run's `-c`.
+        clients: usize,
+    },
+    /// An `--rps` that gives the workers less than one request per second each.
+    LowerRate {
+        /// The worker.
+        worker: Worker,
+        /// The whole run's rate.
+        rate: u64,
+    },
+    /// Fewer keys than workers, where each needs keys of its own.
+    FewerKeys {
+        /// The worker.
+        worker: Worker,
+        /// What needs them: `--preload` or `--key-dist sequential`.
+        by: &'static str,
+        /// `-r`.
+        keys: u64,
+    },
+}
+
+impl fmt::Display for WorkerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorkerError::Count => write!(f, "the count of workers must be 1 to {MAX_WORKERS}"),
+            WorkerError::Index { index, count } => {
+                write!(f, "the index counts from 0, so worker {index} of {count} does not exist")
+            }
+            WorkerError::Invalid { option, value, why } => write!(f, "invalid value '{value}' for {option}: {why}"),
+            WorkerError::FewerClients { worker: Worker { index, count }, clients } => write!(
+                f,
+                "--worker {index}/{count}: -c {clients} gives {count} workers fewer than one connection each; give \
+                 -c {count} or more (-c is the whole run's, divided among the workers)"
+            ),
+            WorkerError::LowerRate { worker: Worker { index, count }, rate } => write!(
+                f,
+                "--worker {index}/{count}: --rps {rate} gives {count} workers less than one request per second \
+                 each (--rps is the whole run's, divided among the workers)"
+            ),
+            WorkerError::FewerKeys { worker: Worker { index, count }, by, keys } => write!(
+                f,
+                "--worker {index}/{count}: {by} over -r {keys} keys leaves some of {count} workers no key; give \
+                 -r {count} or more"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for WorkerError {}

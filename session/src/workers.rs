@@ -2,24 +2,25 @@
 //! what each worker's share of the run is, and the common instant of their measured windows
 //! (`--start-at`). The command line parses both.
 
+use std::borrow::Cow;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use respbench_core::dist::KeyDist;
 use respbench_core::rng::Rng;
 
-use crate::config::{Config, Split, StartAt, Worker};
-
-/// The most workers one run may be split over.
-const MAX_WORKERS: u64 = 100_000;
+/// Why a worker or a split is refused: defined beside [`Worker`], in the configuration, and named
+/// here, where workers are parsed and split.
+pub use crate::config::WorkerError;
+use crate::config::{Config, Split, StartAt, Worker, MAX_WORKERS};
 
 impl Worker {
     /// Worker `index` of `count`, checked.
-    pub fn new(index: u64, count: u64) -> Result<Worker, String> {
+    pub fn new(index: u64, count: u64) -> Result<Worker, WorkerError> {
         if count == 0 || count > MAX_WORKERS {
-            return Err(format!("the count of workers must be 1 to {MAX_WORKERS}"));
+            return Err(WorkerError::Count);
         }
         if index >= count {
-            return Err(format!("the index counts from 0, so worker {index} of {count} does not exist"));
+            return Err(WorkerError::Index { index, count });
         }
         Ok(Worker { index, count })
     }
@@ -42,9 +43,8 @@ impl Worker {
 const WORKER_SEED_TAG: u64 = 0x5745_524b_4552_5321;
 
 /// Makes `cfg`, the whole run, this worker's share of it.
-pub fn split(cfg: &mut Config, worker: Worker) -> Result<(), String> {
-    let Worker { index, count } = worker;
-    let who = format!("--worker {index}/{count}");
+pub fn split(cfg: &mut Config, worker: Worker) -> Result<(), WorkerError> {
+    let count = worker.count;
     let whole = Split {
         worker,
         requests: cfg.requests,
@@ -56,29 +56,21 @@ pub fn split(cfg: &mut Config, worker: Worker) -> Result<(), String> {
     let mut clients = Vec::new();
     for &c in &cfg.sweep.clients {
         if (c as u64) < count {
-            return Err(format!(
-                "{who}: -c {c} gives {count} workers fewer than one connection each; give -c {count} or more \
-                 (-c is the whole run's, divided among the workers)"
-            ));
+            return Err(WorkerError::FewerClients { worker, clients: c });
         }
         clients.push(worker.share(c as u64).1 as usize);
     }
     let mut rates = Vec::new();
     for &r in &cfg.open.rates {
         if r < count {
-            return Err(format!(
-                "{who}: --rps {r} gives {count} workers less than one request per second each (--rps is the \
-                 whole run's, divided among the workers)"
-            ));
+            return Err(WorkerError::LowerRate { worker, rate: r });
         }
         rates.push(worker.share(r).1);
     }
     if let Some(n) = cfg.keyspace.filter(|&n| n < count) {
         let by = if cfg.preload { Some("--preload") } else { None };
         if let Some(by) = by.or((cfg.key_dist == KeyDist::Sequential).then_some("--key-dist sequential")) {
-            return Err(format!(
-                "{who}: {by} over -r {n} keys leaves some of {count} workers no key; give -r {count} or more"
-            ));
+            return Err(WorkerError::FewerKeys { worker, by, keys: n });
         }
     }
     // Sequential keys and --preload go over this share only; other distributions draw from the
@@ -94,18 +86,26 @@ pub fn split(cfg: &mut Config, worker: Worker) -> Result<(), String> {
 }
 
 /// Parses `I/N` (0 ≤ I < N).
-pub fn parse_worker(text: &str) -> Result<Worker, String> {
+pub fn parse_worker(text: &str) -> Result<Worker, WorkerError> {
     let why = "expected INDEX/COUNT with 0 <= INDEX < COUNT, such as 0/4";
-    let bad = |why: &str| format!("invalid value '{text}' for --worker: {why}");
+    let bad = |why: &str| WorkerError::Invalid {
+        option: "--worker",
+        value: text.to_string(),
+        why: why.to_string(),
+    };
     let (i, n) = text.split_once('/').ok_or_else(|| bad(why))?;
     let number = |s: &str| s.trim().parse::<u64>().map_err(|_| bad(why));
-    Worker::new(number(i)?, number(n)?).map_err(|e| bad(&e))
+    Worker::new(number(i)?, number(n)?).map_err(|e| bad(&e.to_string()))
 }
 
 /// Parses RFC 3339 (`2026-12-01T10:00:00Z`, `2026-12-01T11:00:00.5+01:00`) or Unix seconds
 /// (`1796119200`, fractions allowed).
-pub fn parse_start_at(text: &str) -> Result<StartAt, String> {
-    let bad = |why: &str| format!("invalid value '{text}' for --start-at: {why}");
+pub fn parse_start_at(text: &str) -> Result<StartAt, WorkerError> {
+    let bad = |why: &str| WorkerError::Invalid {
+        option: "--start-at",
+        value: text.to_string(),
+        why: why.to_string(),
+    };
     let t = text.trim();
     let unix_us = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         let (secs, frac) = t.split_once('.').unwrap_or((t, ""));
@@ -134,19 +134,19 @@ fn fraction_micros(digits: &str) -> u64 {
 
 /// Parses RFC 3339's `date-time` (`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`; `t`, `z` and a
 /// space for `T` allowed) into microseconds since the Unix epoch.
-fn rfc3339_micros(t: &str) -> Result<u64, String> {
+fn rfc3339_micros(t: &str) -> Result<u64, Cow<'static, str>> {
     let form = "expected RFC 3339 such as 2026-12-01T10:00:00Z (or +01:00 for an offset), or Unix seconds";
     let b = t.as_bytes();
-    let digits = |from: usize, len: usize| -> Result<u64, String> {
+    let digits = |from: usize, len: usize| -> Result<u64, Cow<'static, str>> {
         let s = b.get(from..from + len).ok_or(form)?;
         if !s.iter().all(u8::is_ascii_digit) {
-            return Err(form.to_string());
+            return Err(form.into());
         }
         Ok(s.iter().fold(0, |n, d| n * 10 + u64::from(d - b'0')))
     };
     let at = |i: usize, c: &[u8]| b.get(i).is_some_and(|x| c.contains(x));
     if !(at(4, b"-") && at(7, b"-") && at(10, b"Tt ") && at(13, b":") && at(16, b":")) {
-        return Err(form.to_string());
+        return Err(form.into());
     }
     let (year, month, day) = (digits(0, 4)?, digits(5, 2)?, digits(8, 2)?);
     let (hour, minute, second) = (digits(11, 2)?, digits(14, 2)?, digits(17, 2)?);
@@ -155,7 +155,7 @@ fn rfc3339_micros(t: &str) -> Result<u64, String> {
     if at(i, b".") {
         let n = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
         if n == 0 {
-            return Err(form.to_string());
+            return Err(form.into());
         }
         micros = fraction_micros(&t[i + 1..i + 1 + n]);
         i += 1 + n;
@@ -165,7 +165,7 @@ fn rfc3339_micros(t: &str) -> Result<u64, String> {
         Some(&sign @ (b'+' | b'-')) if i + 6 == b.len() && at(i + 3, b":") => {
             let (h, m) = (digits(i + 1, 2)?, digits(i + 4, 2)?);
             if h > 23 || m > 59 {
-                return Err("the offset must be -23:59 to +23:59".to_string());
+                return Err("the offset must be -23:59 to +23:59".into());
             }
             let s = (h * 3600 + m * 60) as i64;
             if sign == b'-' {
@@ -174,23 +174,23 @@ fn rfc3339_micros(t: &str) -> Result<u64, String> {
                 s
             }
         }
-        _ => return Err(form.to_string()),
+        _ => return Err(form.into()),
     };
     if !(1..=12).contains(&month) {
-        return Err("the month must be 01 to 12".to_string());
+        return Err("the month must be 01 to 12".into());
     }
     if day < 1 || day > days_in_month(year, month) {
-        return Err(format!("{year:04}-{month:02} has no day {day:02}"));
+        return Err(format!("{year:04}-{month:02} has no day {day:02}").into());
     }
     // 60 is a leap second: it counts as the next second's start, as POSIX time has no leap seconds.
     if hour > 23 || minute > 59 || second > 60 {
-        return Err("the time must be 00:00:00 to 23:59:60".to_string());
+        return Err("the time must be 00:00:00 to 23:59:60".into());
     }
     let days = days_from_civil(year as i64, month, day);
     let local = days * 86_400 + (hour * 3600 + minute * 60 + second) as i64;
     let utc = local - offset_s;
     if utc < 0 {
-        return Err("before 1970 (the Unix epoch)".to_string());
+        return Err("before 1970 (the Unix epoch)".into());
     }
     Ok(utc as u64 * 1_000_000 + micros)
 }
@@ -238,10 +238,10 @@ mod tests {
         assert_eq!(parse_worker("0/4"), Ok(Worker { index: 0, count: 4 }));
         assert_eq!(parse_worker("3/4"), Ok(Worker { index: 3, count: 4 }));
         for bad in ["4/4", "1/0", "-1/4", "1", "a/b", "1/4/5", "", "0/100001"] {
-            let e = parse_worker(bad).unwrap_err();
+            let e = parse_worker(bad).unwrap_err().to_string();
             assert!(e.contains("--worker"), "{bad}: {e}");
         }
-        assert!(parse_worker("4/4").unwrap_err().contains("counts from 0"));
+        assert!(parse_worker("4/4").unwrap_err().to_string().contains("counts from 0"));
     }
 
     #[test]
@@ -286,7 +286,7 @@ mod tests {
             "99999999999999999999",
             "+1796119200",
         ] {
-            let e = parse_start_at(bad).unwrap_err();
+            let e = parse_start_at(bad).unwrap_err().to_string();
             assert!(e.starts_with(&format!("invalid value '{bad}' for --start-at")), "{bad}: {e}");
         }
     }
