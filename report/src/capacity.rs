@@ -334,7 +334,7 @@ pub fn merge(docs: &[Document]) -> Result<Vec<Found>, String> {
     let poisson = docs.iter().any(|d| d.config.arrival == "poisson");
     let mut out = Vec::new();
     for (test, slo, steps) in merged {
-        let objectives = parse_objectives(&slo)?;
+        let objectives = parse_objectives(&slo).map_err(|e| e.to_string())?;
         let mut records = Vec::new();
         let mut results = Vec::new();
         for s in steps {

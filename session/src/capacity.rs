@@ -6,7 +6,7 @@
 pub use crate::slo::{
     evaluate_ladder, format_us, judge, measure, miss_text, parse_objectives, parse_resolution, step_slot,
     Capacity, Conclusion, Measured, Metric, Miss, Next, Objective, Resolution, Role, Search, Settings,
-    StepRecord, DEFAULT_RESOLUTION, DEFAULT_STEPS, PROBE, RATE_TOLERANCE, STEP_OVERHEAD,
+    SloError, StepRecord, DEFAULT_RESOLUTION, DEFAULT_STEPS, PROBE, RATE_TOLERANCE, STEP_OVERHEAD,
 };
 
 use crate::config::{Config, Worker};
@@ -22,15 +22,16 @@ pub fn settings(
     steps: Option<u32>,
     rps: Option<&str>,
     cfg: &Config,
-) -> Result<Settings, String> {
+) -> Result<Settings, SloError> {
     let objectives = parse_objectives(slo)?;
     let resolution = resolution.map(parse_resolution).transpose()?.unwrap_or(DEFAULT_RESOLUTION);
     let max_steps = steps.unwrap_or(DEFAULT_STEPS);
     if !(1..=100).contains(&max_steps) {
-        return Err(format!("invalid value '{max_steps}' for --slo-steps: must be 1 to 100 steps"));
+        let value = max_steps.to_string();
+        return Err(SloError::Invalid { option: "--slo-steps", value, why: "must be 1 to 100 steps" });
     }
     let range = rps.map(parse_range).transpose()?;
-    let refuse = |what: &str, why: &str| Err(format!("--slo and {what} conflict: {why}"));
+    let refuse = |with, why| Err(SloError::Conflict { with, why });
     if cfg.repeat {
         return refuse("-l", "a search ends with its answer");
     }
@@ -64,10 +65,7 @@ pub fn settings(
         }
         if let (Some((lo, _)), Some(s)) = (range, &cfg.split) {
             if lo < s.worker.count {
-                return Err(format!(
-                    "--slo --rps {lo}-…: {} workers get less than one request per second each",
-                    s.worker.count
-                ));
+                return Err(SloError::FewerThanWorkers { low: lo, workers: s.worker.count });
             }
         }
     }
@@ -75,8 +73,8 @@ pub fn settings(
 }
 
 /// `--rps LOW-HIGH` with `--slo`.
-fn parse_range(text: &str) -> Result<(u64, u64), String> {
-    let bad = |why: &str| format!("invalid value '{text}' for --rps: {why}");
+fn parse_range(text: &str) -> Result<(u64, u64), SloError> {
+    let bad = |why| SloError::Invalid { option: "--rps", value: text.into(), why };
     let (lo, hi) = text
         .split_once('-')
         .ok_or_else(|| bad("with --slo, --rps is the range to search, LOW-HIGH (10000-50000)"))?;

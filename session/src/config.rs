@@ -462,6 +462,8 @@ pub enum OptionError {
     Refused(String),
     /// `--worker`, `--start-at`, or the run's split over the workers.
     Worker(WorkerError),
+    /// The capacity search's settings (`--slo` and its options).
+    Slo(crate::slo::SloError),
 }
 
 impl fmt::Display for OptionError {
@@ -480,6 +482,7 @@ impl fmt::Display for OptionError {
             }
             OptionError::Refused(why) => f.write_str(why),
             OptionError::Worker(e) => e.fmt(f),
+            OptionError::Slo(e) => e.fmt(f),
         }
     }
 }
@@ -495,6 +498,12 @@ impl From<String> for OptionError {
 impl From<WorkerError> for OptionError {
     fn from(e: WorkerError) -> OptionError {
         OptionError::Worker(e)
+    }
+}
+
+impl From<crate::slo::SloError> for OptionError {
+    fn from(e: crate::slo::SloError) -> OptionError {
+        OptionError::Slo(e)
     }
 }
 

@@ -33,6 +33,64 @@ pub const DEFAULT_RESOLUTION: Resolution = Resolution::Share(0.02);
 /// Without a range, the lowest rate the search goes down to: the ceiling divided by this.
 const FLOOR_DIVISOR: u64 = 64;
 
+/// Why the capacity search's settings (`--slo`, `--slo-resolution`, `--slo-steps`, `--rps
+/// LOW-HIGH`) are refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SloError {
+    /// An objective of `--slo` that cannot be read.
+    Objective {
+        /// The whole of `--slo`.
+        text: String,
+        /// The objective at fault (`p99<1ms`).
+        part: String,
+        /// Why, and what an objective is.
+        why: String,
+    },
+    /// A value `--slo-resolution`, `--slo-steps` or `--rps` (with `--slo`) does not take.
+    Invalid {
+        /// The option.
+        option: &'static str,
+        /// The value given.
+        value: String,
+        /// Why, and what the option takes.
+        why: &'static str,
+    },
+    /// `--slo` with an option (or a kind of run) a search cannot run with.
+    Conflict {
+        /// What the search cannot run with (`-l`, `a sweep (…)`).
+        with: &'static str,
+        /// Why, or what to do instead.
+        why: &'static str,
+    },
+    /// The bottom of `--rps LOW-HIGH` gives the workers less than one request per second each.
+    FewerThanWorkers {
+        /// `LOW`.
+        low: u64,
+        /// How many workers.
+        workers: u64,
+    },
+}
+
+impl fmt::Display for SloError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SloError::Objective { text, part, why } => {
+                write!(f, "invalid value '{text}' for --slo: '{part}': {why}")
+            }
+            SloError::Invalid { option, value, why } => {
+                write!(f, "invalid value '{value}' for {option}: {why}")
+            }
+            SloError::Conflict { with, why } => write!(f, "--slo and {with} conflict: {why}"),
+            SloError::FewerThanWorkers { low, workers } => {
+                write!(f, "--slo --rps {low}-…: {workers} workers get less than one request per second each")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SloError {}
+
 /// Which histogram an objective reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Metric {
@@ -73,8 +131,9 @@ impl fmt::Display for Objective {
 }
 
 /// Parses `--slo`: comma-separated objectives such as `p99<=1ms,p99.9<=5ms,service:p50<=200us`.
-pub fn parse_objectives(text: &str) -> Result<Vec<Objective>, String> {
-    let bad = |part: &str, why: &str| format!("invalid value '{text}' for --slo: '{part}': {why}");
+pub fn parse_objectives(text: &str) -> Result<Vec<Objective>, SloError> {
+    let bad =
+        |part: &str, why: &str| SloError::Objective { text: text.into(), part: part.into(), why: why.into() };
     let mut out = Vec::new();
     for part in text.split(',').map(str::trim) {
         if part.is_empty() {
@@ -138,19 +197,14 @@ impl fmt::Display for Resolution {
 }
 
 /// Parses `--slo-resolution`: `2%` of the answer, or requests per second (`500`).
-pub fn parse_resolution(text: &str) -> Result<Resolution, String> {
-    let bad = || {
-        format!(
-            "invalid value '{text}' for --slo-resolution: expected a share such as 2% or a rate such as 500"
-        )
-    };
+pub fn parse_resolution(text: &str) -> Result<Resolution, SloError> {
+    let invalid = |why| SloError::Invalid { option: "--slo-resolution", value: text.into(), why };
+    let bad = || invalid("expected a share such as 2% or a rate such as 500");
     let t = text.trim();
     if let Some(p) = t.strip_suffix('%') {
         let v: f64 = p.trim().parse().map_err(|_| bad())?;
         if !(v > 0.0 && v <= 50.0) {
-            return Err(format!(
-                "invalid value '{text}' for --slo-resolution: a share must be above 0% and at most 50%"
-            ));
+            return Err(invalid("a share must be above 0% and at most 50%"));
         }
         return Ok(Resolution::Share(v / 100.0));
     }
