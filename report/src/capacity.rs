@@ -325,7 +325,7 @@ pub fn merge(docs: &[Document]) -> Result<Vec<Found>, String> {
                         ));
                     }
                     for (a, b) in acc.iter_mut().zip(steps) {
-                        a.test.merge(b.test)?;
+                        a.test.merge(b.test).map_err(|e| e.to_string())?;
                     }
                 }
             }

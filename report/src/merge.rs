@@ -483,7 +483,7 @@ pub fn merge(docs: &[Document], mixed: bool) -> Result<Merged, (usize, String)> 
             match m.keys.iter().position(|k| *k == key) {
                 Some(at) => {
                     let acc = &mut m.tests[at];
-                    acc.merge(e).map_err(|err| (i, err))?;
+                    acc.merge(e).map_err(|err| (i, err.to_string()))?;
                 }
                 None => {
                     m.keys.push(key);

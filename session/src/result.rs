@@ -89,6 +89,29 @@ impl WarningKind {
     }
 }
 
+/// Why a result cannot take another run of its test (`respbench merge`): the counts of one of
+/// them do not add up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MergeError {
+    /// The test's name.
+    pub test: String,
+    /// The node whose figures do not add up, when they are one node's (its address).
+    pub node: Option<String>,
+    /// Why, in the core's words (a count that overflows).
+    pub why: String,
+}
+
+impl std::fmt::Display for MergeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.node {
+            Some(node) => write!(f, "test '{}': node {node}: {}", self.test, self.why),
+            None => write!(f, "test '{}': {}", self.test, self.why),
+        }
+    }
+}
+
+impl std::error::Error for MergeError {}
+
 impl TestResult {
     /// The test `name` of request template `command` with its `stats`, and nothing else known
     /// yet: no backend, CPU, rate, verdict, step, nodes or warnings.
@@ -113,20 +136,22 @@ impl TestResult {
     /// Adds `e`, the same test run elsewhere at the same time (another load machine, another
     /// worker), to this one: counts and histograms add up, nodes by address, target rates and
     /// client CPU sum, and the busiest server CPU reading stands.
-    pub fn merge(&mut self, mut e: TestResult) -> Result<(), String> {
+    pub fn merge(&mut self, mut e: TestResult) -> Result<(), MergeError> {
         let acc = self;
         // Nodes are matched by address, not by position: each load machine lists the cluster's
         // nodes in the order it found them.
         let mine = std::mem::take(&mut acc.stats.nodes);
         let theirs = std::mem::take(&mut e.stats.nodes);
-        acc.stats.merge(&e.stats).map_err(|err| format!("test '{}': {err}", e.name))?;
+        acc.stats.merge(&e.stats).map_err(|why| MergeError { test: e.name.clone(), node: None, why })?;
         acc.stats.nodes = mine;
         for (k, stats) in theirs.into_iter().enumerate() {
             let info = NodeInfo::nth(&e.nodes, k);
             match acc.nodes.iter().position(|n| n.address == info.address) {
-                Some(at) => acc.stats.nodes[at]
-                    .merge(&stats)
-                    .map_err(|err| format!("test '{}': node {}: {err}", e.name, info.address))?,
+                Some(at) => acc.stats.nodes[at].merge(&stats).map_err(|why| MergeError {
+                    test: e.name.clone(),
+                    node: Some(info.address.clone()),
+                    why,
+                })?,
                 None => {
                     acc.nodes.push(info);
                     acc.stats.nodes.push(stats);
