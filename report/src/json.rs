@@ -795,17 +795,22 @@ pub fn read_document(text: &str) -> Result<Document, String> {
     document_of(value)
 }
 
+/// Why a document of `schema` (`None`: it has none) is not read.
+pub fn schema_refused(schema: Option<&str>) -> String {
+    let found = schema.map_or_else(|| "missing".to_string(), |s| format!("'{s}'"));
+    let mut known = vec![SCHEMA];
+    known.extend(READS_ALSO);
+    format!(
+        "schema is {found}; this respbench reads documents written by respbench --json ('{}')",
+        known.join("', '")
+    )
+}
+
 /// A parsed JSON value as a document, its `schema` checked first.
 pub fn document_of(value: Value) -> Result<Document, String> {
     let schema = value.get("schema").and_then(Value::as_str);
     if !schema.is_some_and(|s| s == SCHEMA || READS_ALSO.contains(&s)) {
-        let found = schema.map_or_else(|| "missing".to_string(), |s| format!("'{s}'"));
-        let mut known = vec![SCHEMA];
-        known.extend(READS_ALSO);
-        return Err(format!(
-            "schema is {found}; this respbench reads documents written by respbench --json ('{}')",
-            known.join("', '")
-        ));
+        return Err(schema_refused(schema));
     }
     serde_json::from_value(value).map_err(|e| format!("not a respbench document: {e}"))
 }

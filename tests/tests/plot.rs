@@ -468,10 +468,7 @@ fn bad_input_is_a_clear_error() {
         (vec![&other, "-o", &out_svg], "schema is missing"),
         (vec![&empty, "-o", &out_svg], "no tests"),
         (vec![&garbled, "-o", &out_svg], "histogram data is not base64"),
-        (
-            vec![&no_latency, "-o", &out_svg],
-            "nolatency.json: not a respbench document: missing field `requests`",
-        ),
+        (vec![&no_latency, "-o", &out_svg], "nolatency.json: missing field `requests`"),
         (vec!["-o", &out_svg], "no files to plot"),
         (vec![&empty], "no output file: give -o FILE.svg"),
         (vec![&empty, "-o", "x.png"], "name a .svg file"),

@@ -123,6 +123,12 @@ pub fn notes(inputs: &[Input], tests: &[&Test], labels: &Labels) -> Vec<Note> {
             facts.push(format!("backend {b}"));
         }
         notes.push(Note { text: format!("{file}{}", facts.join(" · ")), warn: false });
+        if let Some((drawn, of)) = c.thinned {
+            notes.push(Note {
+                text: format!("{file}{drawn} of its {of} tests drawn, evenly spaced through the run"),
+                warn: false,
+            });
+        }
         if c.mixture {
             notes.push(Note {
                 text: format!(

@@ -60,6 +60,9 @@ pub struct Context {
     pub backend: Option<String>,
     /// `respbench merge --force`: the inputs were not one configuration.
     pub mixture: bool,
+    /// A document of more than [`KEPT_TESTS`] tests: how many of them are drawn (evenly
+    /// spaced), and how many it has.
+    pub thinned: Option<(usize, usize)>,
 }
 
 /// Latency figures in milliseconds, as `latency_ms` has them.
@@ -163,12 +166,17 @@ impl Test {
     }
 }
 
-/// Reads the documents at `paths`; an error names the file and what is wrong with it.
+/// Reads the documents at `paths`; an error names the file and what is wrong with it. Each is
+/// streamed from its file: a test is read, kept as the charts need it (its percentile curves,
+/// not its histograms) or passed over, and dropped, so memory does not grow with the number of
+/// tests (a long `-l` run's tens of thousands): past [`KEPT_TESTS`], every other test kept is
+/// let go and the stride doubles, leaving tests evenly spaced through the document.
 pub fn read(paths: &[String]) -> Result<Vec<Input>, String> {
     let mut inputs = Vec::new();
     for (i, path) in paths.iter().enumerate() {
-        let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        inputs.push(input_of(path, i, &bytes)?);
+        let file = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let reader = std::io::BufReader::with_capacity(1 << 16, file);
+        inputs.push(input_from(path, i, &mut serde_json::Deserializer::from_reader(reader))?);
     }
     let names: Vec<String> = inputs.iter().map(|i| file_name(&i.path)).collect();
     for (k, input) in inputs.iter_mut().enumerate() {
@@ -181,12 +189,187 @@ pub fn read(paths: &[String]) -> Result<Vec<Input>, String> {
 /// The document `bytes` (read from `path`, input number `i`) as plot keeps it; an error names
 /// the path and what is wrong.
 pub fn input_of(path: &str, i: usize, bytes: &[u8]) -> Result<Input, String> {
-    let value = serde_json::from_slice(bytes).map_err(|e| format!("{path} is not JSON: {e}"))?;
-    let doc = json::document_of(value).map_err(|e| format!("{path}: {e}"))?;
-    let tests = read_doc(&doc, i).map_err(|e| format!("{path}: {e}"))?;
-    let context = context(&doc, &tests);
+    input_from(path, i, &mut serde_json::Deserializer::from_slice(bytes))
+}
+
+/// Most tests of one document the charts are drawn from (a chart of more shows nothing more).
+pub const KEPT_TESTS: usize = 1000;
+
+fn input_from<'de, R: serde_json::de::Read<'de>>(
+    path: &str,
+    i: usize,
+    de: &mut serde_json::Deserializer<R>,
+) -> Result<Input, String> {
+    use serde::de::DeserializeSeed;
+    let read = Reading { input: i, kept: Vec::new(), total: 0, stride: 1, failed: None };
+    let outcome = read.deserialize(&mut *de).and_then(|r| de.end().map(|()| r));
+    let (doc, mut kept) = match outcome {
+        Ok(r) => r,
+        // A test that could not be read is named as such, not as a JSON error at its offset.
+        Err(e) => {
+            return Err(match e.classify() {
+                serde_json::error::Category::Syntax
+                | serde_json::error::Category::Eof
+                | serde_json::error::Category::Io => format!("{path} is not JSON: {e}"),
+                serde_json::error::Category::Data => format!("{path}: {e}"),
+            })
+        }
+    };
+    // (A schema this respbench does not read was refused as it was met.)
+    if doc.schema.is_empty() {
+        return Err(format!("{path}: {}", json::schema_refused(None)));
+    }
+    if kept.total == 0 {
+        return Err(format!("{path}: no tests in the document (the run ended before its first test)"));
+    }
+    for t in &mut kept.tests {
+        // What a step does not give (a value size that is a range) is the document's config's.
+        for (p, v) in PARAMS.iter().zip(&mut t.params) {
+            if v.is_none() {
+                *v = match p.key {
+                    "datasize" => Some(doc.config.datasize),
+                    "clients" => Some(doc.config.clients),
+                    "pipeline" => Some(doc.config.pipeline),
+                    "threads" => Some(doc.config.threads),
+                    _ => None,
+                };
+            }
+        }
+    }
+    let mut context = context(&doc, &kept.tests);
+    context.thinned = (kept.tests.len() < kept.drawable).then_some((kept.tests.len(), kept.drawable));
     let capacity = read_capacity(&doc, i);
-    Ok(Input { path: path.to_string(), label: file_name(path), tests, context, capacity })
+    Ok(Input { path: path.to_string(), label: file_name(path), tests: kept.tests, context, capacity })
+}
+
+/// The tests kept of a document, and how many it had.
+struct Kept {
+    tests: Vec<Test>,
+    /// Tests in the document.
+    total: usize,
+    /// Tests with figures to draw (those in which some request succeeded).
+    drawable: usize,
+}
+
+/// The streaming read of one document: its fields but `tests` into a [`Document`], its tests one
+/// by one into what is kept.
+struct Reading {
+    input: usize,
+    kept: Vec<Test>,
+    total: usize,
+    stride: usize,
+    failed: Option<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Reading {
+    type Value = (Document, Kept);
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Reading {
+    type Value = (Document, Kept);
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a respbench --json document (an object)")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(mut self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error as _;
+        let mut doc = Document::default();
+        let mut schema = None;
+        let mut drawable = 0;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "schema" => {
+                    let s: String = map.next_value()?;
+                    if s != json::SCHEMA && !json::READS_ALSO.contains(&s.as_str()) {
+                        return Err(A::Error::custom(json::schema_refused(Some(&s))));
+                    }
+                    schema = Some(s);
+                }
+                "tests" => {
+                    let seen = map.next_value_seed(TestsSeed(&mut self))?;
+                    drawable = seen;
+                }
+                "config" => doc.config = map.next_value()?,
+                "server" => doc.server = map.next_value()?,
+                "command_line" => doc.command_line = map.next_value()?,
+                "capacity" => doc.capacity = map.next_value()?,
+                "mixture" => doc.mixture = map.next_value()?,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        if let Some(e) = self.failed {
+            return Err(A::Error::custom(e));
+        }
+        doc.schema = schema.unwrap_or_default();
+        let kept = Kept { tests: self.kept, total: self.total, drawable };
+        Ok((doc, kept))
+    }
+}
+
+/// The `tests` array, read one test at a time into a [`Reading`]; its value is how many tests
+/// have figures to draw.
+struct TestsSeed<'a>(&'a mut Reading);
+
+impl<'de> serde::de::DeserializeSeed<'de> for TestsSeed<'_> {
+    type Value = usize;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for TestsSeed<'_> {
+    type Value = usize;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of tests")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
+        use serde::de::Error as _;
+        let r = self.0;
+        let mut drawable = 0;
+        while let Some(t) = seq.next_element::<doc::Test>()? {
+            r.total += 1;
+            // A test in which no request succeeded has no figures to draw.
+            if t.no_request_succeeded == Some(true) {
+                continue;
+            }
+            drawable += 1;
+            if (drawable - 1) % r.stride != 0 {
+                continue;
+            }
+            match read_test(&t, r.input) {
+                Ok(test) => r.kept.push(test),
+                Err(e) => return Err(A::Error::custom(format!("test {}: {e}", r.total))),
+            }
+            if r.kept.len() >= 2 * KEPT_TESTS {
+                // Every other one kept goes: those left are every (2 × stride)th.
+                let mut k = 0;
+                r.kept.retain(|_| {
+                    k += 1;
+                    k % 2 == 1
+                });
+                r.stride *= 2;
+            }
+        }
+        if r.kept.len() > KEPT_TESTS {
+            let mut k = 0;
+            r.kept.retain(|_| {
+                k += 1;
+                k % 2 == 1
+            });
+            r.stride *= 2;
+        }
+        Ok(drawable)
+    }
 }
 
 /// The document's context: its command line, server, first test's date and backend.
@@ -209,6 +392,7 @@ fn context(doc: &Document, tests: &[Test]) -> Context {
         date,
         backend: Some(doc.config.backend.clone()).filter(|b| !b.is_empty()),
         mixture: doc.mixture.is_some(),
+        thinned: None,
     }
 }
 
@@ -218,22 +402,7 @@ fn file_name(path: &str) -> String {
         .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-/// The tests of one document (its `schema` was checked as it was read: every schema reads alike
-/// here, version 1 differing only in its seconds' histograms, which plot never reads).
-fn read_doc(doc: &Document, input: usize) -> Result<Vec<Test>, String> {
-    if doc.tests.is_empty() {
-        return Err("no tests in the document (the run ended before its first test)".into());
-    }
-    // A test in which no request succeeded has no figures to draw.
-    doc.tests
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| t.no_request_succeeded != Some(true))
-        .map(|(k, t)| read_test(t, &doc.config, input).map_err(|e| format!("test {}: {e}", k + 1)))
-        .collect()
-}
-
-fn read_test(t: &doc::Test, config: &doc::RunConfig, input: usize) -> Result<Test, String> {
+fn read_test(t: &doc::Test, input: usize) -> Result<Test, String> {
     let name = t.name.clone();
     let at = |e: String| format!("'{name}': {e}");
     let requests = t.requests;
@@ -274,16 +443,8 @@ fn read_test(t: &doc::Test, config: &doc::RunConfig, input: usize) -> Result<Tes
             _ => None,
         }
     };
-    let from_config = |k: &str| -> Option<u64> {
-        Some(match k {
-            "datasize" => config.datasize,
-            "clients" => config.clients,
-            "pipeline" => config.pipeline,
-            "threads" => config.threads,
-            _ => return None,
-        })
-    };
-    let params = PARAMS.map(|p| from_step(p.key).or_else(|| from_config(p.key)));
+    // What the step does not give is the document's config's, filled in once it is read.
+    let params = PARAMS.map(|p| from_step(p.key));
     let service_curve = match &t.service_histogram {
         Some(d) => {
             let h = json::decode_histogram(&d.data).map_err(|e| at(format!("service_histogram: {e}")))?;
@@ -433,7 +594,7 @@ mod tests {
 
     /// A document written as JSON, read as plot reads it.
     fn read_doc(v: &Value, input: usize) -> Result<Vec<Test>, String> {
-        super::read_doc(&json::document_of(v.clone())?, input)
+        input_of("doc.json", input, v.to_string().as_bytes()).map(|i| i.tests)
     }
 
     fn hist_data() -> String {
@@ -504,5 +665,32 @@ mod tests {
         t["latency_lower_bounds"] = json!(u64::MAX);
         let e = read_doc(&json!({"schema": json::SCHEMA, "tests": [t]}), 0).unwrap_err();
         assert!(e.contains("overflows"), "{e}");
+    }
+
+    /// A document of more tests than are kept: tests evenly spaced through it, at most
+    /// KEPT_TESTS of them, and the context says how many of how many.
+    #[test]
+    fn long_documents_are_thinned_evenly() {
+        for n in [KEPT_TESTS, KEPT_TESTS + 1, 2 * KEPT_TESTS, 5 * KEPT_TESTS + 3] {
+            let tests: Vec<Value> = (0..n)
+                .map(|k| {
+                    let mut t = test_entry();
+                    t["name"] = json!(format!("T{k}"));
+                    t
+                })
+                .collect();
+            let doc = json!({"schema": json::SCHEMA, "tests": tests});
+            let input = input_of("doc.json", 0, doc.to_string().as_bytes()).unwrap();
+            let names: Vec<usize> = input.tests.iter().map(|t| t.name[1..].parse().unwrap()).collect();
+            assert!(
+                names.len() <= KEPT_TESTS && names.len() * 2 > KEPT_TESTS.min(n),
+                "{n}: {} kept",
+                names.len()
+            );
+            let stride = names.get(1).map_or(1, |b| b - names[0]);
+            assert!(names.iter().enumerate().all(|(k, &v)| v == k * stride), "{n}: not evenly spaced");
+            let want = (names.len() < n).then_some((names.len(), n));
+            assert_eq!(input.context.thinned, want, "{n}");
+        }
     }
 }
