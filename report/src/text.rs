@@ -345,31 +345,20 @@ pub fn write_compare_row(
     let Some(first) = runs.first() else { return Ok(()) };
     if csv {
         for e in runs {
-            if none_succeeded(&e.stats) {
-                writeln!(
-                    out,
-                    "\"{}\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"{}\",\"{}\"",
-                    e.name.replace('"', "\"\""),
-                    e.verdict.as_ref().map_or("", |v| v.side.name()),
-                    e.backend.as_deref().unwrap_or(""),
-                )?;
-                continue;
-            }
-            let sum = Summary::of(&e.stats.latency);
-            let cpu = e.cpu.unwrap_or_default();
+            let cpu = match (none_succeeded(&e.stats), e.cpu.unwrap_or_default()) {
+                (true, _) => "\"\",\"\"".to_string(),
+                (false, c) => {
+                    format!(
+                        "\"{:.2}\",\"{:.3}\"",
+                        finite(c.per_request_us(e.stats.requests)),
+                        finite(c.core_share())
+                    )
+                }
+            };
             writeln!(
                 out,
-                "\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.2}\",\"{:.3}\",\"{}\",\"{}\"",
-                e.name.replace('"', "\"\""),
-                finite(e.stats.rps()),
-                sum.avg,
-                sum.min,
-                sum.p50,
-                sum.p95,
-                sum.p99,
-                sum.max,
-                finite(cpu.per_request_us(e.stats.requests)),
-                finite(cpu.core_share()),
+                "{},{cpu},\"{}\",\"{}\"",
+                csv_figures(&e.name, &e.stats),
                 e.verdict.as_ref().map_or("", |v| v.side.name()),
                 e.backend.as_deref().unwrap_or(""),
             )?;
@@ -555,24 +544,7 @@ pub fn write_csv_row(
     step: Option<&StepValues>,
     out: &mut impl Write,
 ) -> io::Result<()> {
-    let sum = Summary::of(&r.stats.latency);
-    if none_succeeded(r.stats) {
-        // Empty rate and latency fields: no request succeeded (the errors column says why).
-        write!(out, "\"{}\",\"\",\"\",\"\",\"\",\"\",\"\",\"\"", r.title.replace('"', "\"\""))?;
-    } else {
-        write!(
-            out,
-            "\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\"",
-            r.title.replace('"', "\"\""),
-            finite(r.stats.rps()),
-            sum.avg,
-            sum.min,
-            sum.p50,
-            sum.p95,
-            sum.p99,
-            sum.max
-        )?;
-    }
+    write!(out, "{}", csv_figures(r.title, r.stats))?;
     if let Some(e) = open_loop {
         let (p50, p99) = service(&e.stats);
         // A mix's commands share the total's target, shown on its row only.
@@ -587,6 +559,27 @@ pub fn write_csv_row(
     let s = r.stats;
     let side = r.verdict.map_or("", |v| v.side.name());
     writeln!(out, ",\"{}\",\"{}\",\"{}\",\"{side}\"", s.error_replies() + s.lost, s.abandoned, s.unsent)
+}
+
+/// A test's first eight CSV columns, redis-benchmark's: its title (quoted, a `"` doubled), its
+/// rate and latency summary; empty figures when no request succeeded (the errors column says
+/// why).
+fn csv_figures(title: &str, s: &Stats) -> String {
+    let title = title.replace('"', "\"\"");
+    if none_succeeded(s) {
+        return format!("\"{title}\",\"\",\"\",\"\",\"\",\"\",\"\",\"\"");
+    }
+    let sum = Summary::of(&s.latency);
+    format!(
+        "\"{title}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\"",
+        finite(s.rps()),
+        sum.avg,
+        sum.min,
+        sum.p50,
+        sum.p95,
+        sum.p99,
+        sum.max
+    )
 }
 
 /// Service-time p50 and p99 in milliseconds (0 without a service histogram).
