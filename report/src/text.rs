@@ -709,6 +709,19 @@ pub fn write_sweep_table(rows: &[TestResult], out: &mut impl Write) -> io::Resul
         let field = |k: &str| step.and_then(|v| v.get(k));
         let secs = s.duration_secs();
         let mbps = |bytes: u64| if secs > 0.0 { bytes as f64 / secs / 1e6 } else { 0.0 };
+        if none_succeeded(s) {
+            writeln!(
+                out,
+                "  {:>12} {:>7} {:>5} {:>7} {:>10} no request succeeded ({} errors)",
+                field("datasize").unwrap_or_default(),
+                field("clients").unwrap_or_default(),
+                field("pipeline").unwrap_or_default(),
+                threads_shown(field("threads")),
+                e.target_rps.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
+                s.errors.total(),
+            )?;
+            continue;
+        }
         writeln!(
             out,
             "  {:>12} {:>7} {:>5} {:>7} {:>10} {:>12.2} {:>9.3} {:>9.3} {:>9.3} {:>10.3} {:>8.2} {:>8.2} {:>7.2} {:>10}",
@@ -796,6 +809,11 @@ pub fn write_rate_table(steps: &[TestResult], poisson: bool, out: &mut impl Writ
         "bottleneck"
     )?;
     for e in steps.iter().filter(|e| e.target_rps.is_some()) {
+        if none_succeeded(&e.stats) {
+            let target = e.target_rps.unwrap_or(0);
+            writeln!(out, "  {target:>12} no request succeeded ({} errors)", e.stats.errors.total())?;
+            continue;
+        }
         let h = &e.stats.latency;
         let (s50, s99) = service(&e.stats);
         writeln!(
@@ -1378,6 +1396,13 @@ Summary:
         let mut out = Vec::new();
         write_quiet(&r, &mut out).unwrap();
         write_errors(&r, true, &mut out).unwrap();
+        // The rate table's row says it too.
+        let mut e = TestResult::new("GET".into(), "GET".into(), s.clone());
+        e.target_rps = Some(500);
+        let mut table = Vec::new();
+        write_rate_table(&[e], false, &mut table).unwrap();
+        let table = String::from_utf8(table).unwrap();
+        assert!(table.contains("           500 no request succeeded (2 errors)"), "{table}");
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "GET: no request succeeded: 2 replies in 1.00 seconds, every one an error reply, 3 requests lost with \
