@@ -597,30 +597,42 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
 /// counts disagree (edited, or made up) is refused rather than merged into figures that mean
 /// nothing.
 pub fn check_totals(name: &str, s: &Stats) -> Result<(), String> {
-    let want = s
-        .requests
-        .checked_add(s.lower_bounds)
-        .ok_or_else(|| format!("test '{name}': requests + latency_lower_bounds overflows"))?;
-    let disagree = |what: &str, held: u64, counts: &str, want: u64| {
-        format!("test '{name}': its {what} holds {held} values where {counts} say {want}")
-    };
-    if s.latency.len() != want {
-        return Err(disagree("histogram", s.latency.len(), "requests + latency_lower_bounds", want));
-    }
-    if let Some(h) = s.service.as_ref().filter(|h| h.len() != s.requests) {
-        return Err(disagree("service_histogram", h.len(), "its requests", s.requests));
-    }
+    let service = s.service.as_ref().map(Histogram::len);
+    check_counts(s.latency.len(), service, s.requests, s.lower_bounds)
+        .map_err(|e| format!("test '{name}': {e}"))?;
     for (i, n) in s.nodes.iter().enumerate() {
         if n.latency.len() != n.requests {
-            return Err(disagree(
-                &format!("nodes[{i}].histogram"),
+            return Err(format!(
+                "test '{name}': its nodes[{i}].histogram holds {} values where the node's requests say {}",
                 n.latency.len(),
-                "the node's requests",
-                n.requests,
+                n.requests
             ));
         }
     }
     Ok(())
+}
+
+/// [`check_totals`]' rule for one test's histograms, by their lengths: the latency histogram
+/// holds `requests + lower_bounds` values, the service time's (when there is one) `requests`.
+/// The error says what disagrees, for the caller to name the test.
+pub fn check_counts(
+    latency: u64,
+    service: Option<u64>,
+    requests: u64,
+    lower_bounds: u64,
+) -> Result<(), String> {
+    let want = requests.checked_add(lower_bounds).ok_or("requests + latency_lower_bounds overflows")?;
+    if latency != want {
+        return Err(format!(
+            "its histogram holds {latency} values where requests + latency_lower_bounds say {want}"
+        ));
+    }
+    match service {
+        Some(held) if held != requests => {
+            Err(format!("its service_histogram holds {held} values where its requests say {requests}"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// One second of a `series`: its summary (`respbench/2`), or, in a `respbench/1` document, the

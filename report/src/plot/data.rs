@@ -415,17 +415,20 @@ fn read_test(t: &doc::Test, input: usize) -> Result<Test, String> {
         .transpose()
         .map_err(|e| at(format!("service_latency_ms: {e}")))?;
     let histogram = json::decode_histogram(&t.histogram.data).map_err(|e| at(format!("histogram: {e}")))?;
+    let service_histogram = t
+        .service_histogram
+        .as_ref()
+        .map(|d| json::decode_histogram(&d.data).map_err(|e| at(format!("service_histogram: {e}"))))
+        .transpose()?;
     // As `respbench merge` checks them: the histograms hold what the counts say.
     let lower_bounds = t.latency_lower_bounds.unwrap_or(0);
-    let want = requests
-        .checked_add(lower_bounds)
-        .ok_or_else(|| at("requests + latency_lower_bounds overflows".into()))?;
-    if histogram.len() != want {
-        return Err(at(format!(
-            "its histogram holds {} values where requests + latency_lower_bounds say {want}",
-            histogram.len()
-        )));
-    }
+    json::check_counts(
+        histogram.len(),
+        service_histogram.as_ref().map(Histogram::len),
+        requests,
+        lower_bounds,
+    )
+    .map_err(at)?;
     let series = match &t.series {
         None => Vec::new(),
         Some(list) => list.iter().map(second).collect::<Result<_, _>>().map_err(at)?,
@@ -445,19 +448,7 @@ fn read_test(t: &doc::Test, input: usize) -> Result<Test, String> {
     };
     // What the step does not give is the document's config's, filled in once it is read.
     let params = PARAMS.map(|p| from_step(p.key));
-    let service_curve = match &t.service_histogram {
-        Some(d) => {
-            let h = json::decode_histogram(&d.data).map_err(|e| at(format!("service_histogram: {e}")))?;
-            if h.len() != requests {
-                return Err(at(format!(
-                    "its service_histogram holds {} values where requests say {requests}",
-                    h.len()
-                )));
-            }
-            Some(percentile_points(&h))
-        }
-        None => None,
-    };
+    let service_curve = service_histogram.as_ref().map(percentile_points);
     Ok(Test {
         input,
         start_us: t.start_us,
