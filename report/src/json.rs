@@ -800,13 +800,6 @@ pub fn write_json(path: &str, doc: &Document) -> Result<(), String> {
     }
 }
 
-/// Reads a document from its text, checking its `schema` first (a document of another kind is
-/// refused as that, before its fields are).
-pub fn read_document(text: &str) -> Result<Document, String> {
-    let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    document_of(value)
-}
-
 /// Why a document of `schema` (`None`: it has none) is not read.
 pub fn schema_refused(schema: Option<&str>) -> String {
     let found = schema.map_or_else(|| "missing".to_string(), |s| format!("'{s}'"));

@@ -201,7 +201,7 @@ fn input_from<'de, R: serde_json::de::Read<'de>>(
     de: &mut serde_json::Deserializer<R>,
 ) -> Result<Input, String> {
     use serde::de::DeserializeSeed;
-    let read = Reading { input: i, kept: Vec::new(), total: 0, stride: 1, failed: None };
+    let read = Reading { input: i, kept: Vec::new(), total: 0, stride: 1 };
     let outcome = read.deserialize(&mut *de).and_then(|r| de.end().map(|()| r));
     let (doc, mut kept) = match outcome {
         Ok(r) => r,
@@ -258,7 +258,6 @@ struct Reading {
     kept: Vec<Test>,
     total: usize,
     stride: usize,
-    failed: Option<String>,
 }
 
 impl<'de> serde::de::DeserializeSeed<'de> for Reading {
@@ -304,9 +303,6 @@ impl<'de> serde::de::Visitor<'de> for Reading {
                 }
             }
         }
-        if let Some(e) = self.failed {
-            return Err(A::Error::custom(e));
-        }
         doc.schema = schema.unwrap_or_default();
         let kept = Kept { tests: self.kept, total: self.total, drawable };
         Ok((doc, kept))
@@ -351,24 +347,25 @@ impl<'de> serde::de::Visitor<'de> for TestsSeed<'_> {
                 Err(e) => return Err(A::Error::custom(format!("test {}: {e}", r.total))),
             }
             if r.kept.len() >= 2 * KEPT_TESTS {
-                // Every other one kept goes: those left are every (2 × stride)th.
-                let mut k = 0;
-                r.kept.retain(|_| {
-                    k += 1;
-                    k % 2 == 1
-                });
-                r.stride *= 2;
+                r.halve();
             }
         }
         if r.kept.len() > KEPT_TESTS {
-            let mut k = 0;
-            r.kept.retain(|_| {
-                k += 1;
-                k % 2 == 1
-            });
-            r.stride *= 2;
+            r.halve();
         }
         Ok(drawable)
+    }
+}
+
+impl Reading {
+    /// Every other test kept goes, and the stride doubles: those left are every (2 × stride)th.
+    fn halve(&mut self) {
+        let mut k = 0;
+        self.kept.retain(|_| {
+            k += 1;
+            k % 2 == 1
+        });
+        self.stride *= 2;
     }
 }
 
