@@ -825,6 +825,37 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A test's fields as the document names them.
+    #[test]
+    fn a_test_has_the_schema_shape() {
+        let mut s = sample(0, &[100, 200, 300, 5000]);
+        s.errors.record(b"ERR unknown command");
+        s.bytes_sent = 10;
+        let cpu = ClientCpu { user_s: 0.25, sys_s: 0.25, wall_s: 1.0, threads: 1, share_override: None };
+        let e = TestResult {
+            backend: Some("mio".into()),
+            cpu: Some(cpu),
+            ..TestResult::new("PING".into(), "PING".into(), s)
+        };
+        let t = value(&test(&e, 1_000_000).unwrap());
+        assert_eq!(t["requests"], 4);
+        assert_eq!(t["errors"]["ERR"], 1);
+        assert_eq!(t["start_us"], 1_000_000);
+        assert_eq!(t["end_us"], 1_000_013);
+        assert_eq!(t["latency_ms"]["min"], 0.1);
+        assert_eq!(t["histogram"]["sigfig"], 3);
+        assert_eq!(t["backend"], "mio");
+        assert_eq!(t["client_cpu"]["us_per_request"], 125_000.0);
+        assert_eq!(t["client_cpu"]["core_share"], 0.5);
+        assert_eq!(t["client_cpu"]["saturated"], false);
+        for k in ["avg", "min", "p50", "p90", "p95", "p99", "p99_9", "p99_99", "max"] {
+            assert!(t["latency_ms"][k].is_f64(), "{k}");
+        }
+        // Serialized and parsed again, nothing changes.
+        let text = serde_json::to_string(&t).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), t);
+    }
+
     /// A test entry as the JSON it is written as.
     fn value(t: &doc::Test) -> Value {
         serde_json::to_value(t).unwrap()

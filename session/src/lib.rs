@@ -23,6 +23,7 @@ mod run;
 pub mod secret;
 pub mod server;
 pub mod slo;
+pub mod syntax;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod topology;

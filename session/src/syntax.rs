@@ -1,0 +1,363 @@
+//! The value syntaxes of the options: lengths of time, number lists, URIs, `HOST:PORT`,
+//! percentiles, rates, mixes and backend lists. The command line maps each option's text through
+//! one of these into the [`Config`](crate::config::Config); each error names the option and says
+//! what it takes.
+
+use std::time::Duration;
+
+use respbench_core::Endpoint;
+
+use crate::config::{Backend, OptionError};
+
+/// A bad value: the message names the option.
+pub fn bad(option: &'static str, value: impl std::fmt::Display, why: &str) -> OptionError {
+    OptionError::Invalid { option, value: value.to_string(), why: why.into() }
+}
+
+/// Parses an option that takes a number or a comma-separated list of them, each checked by
+/// `each`.
+pub fn numbers<T>(
+    text: &str,
+    option: &'static str,
+    each: impl Fn(i64) -> Result<T, &'static str>,
+) -> Result<Vec<T>, OptionError> {
+    text.split(',')
+        .map(|item| {
+            let n: i64 = item
+                .trim()
+                .parse()
+                .map_err(|_| bad(option, text, "expected a number, or a list like 1,2,4"))?;
+            each(n).map_err(|why| bad(option, text, why))
+        })
+        .collect()
+}
+
+/// Parses a length of time: `30s`, `500ms`, `2m`, `1h`, `250us`, or a plain number of seconds
+/// (fractions allowed); at most a year.
+pub fn duration(option: &'static str, text: &str) -> Result<Duration, OptionError> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 =
+        num.parse().map_err(|_| bad(option, text, "expected a time such as 30s, 500ms or 2m"))?;
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(bad(option, text, "the units are us, ms, s, m and h")),
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs > 365.0 * 86_400.0 {
+        return Err(bad(option, text, "must be at most a year"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// The longest `--timeout` (and `--drain-grace`): as long as the latency histograms record.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Parses an option's duration like `--timeout`'s: `5s`, `500ms` or plain (possibly fractional)
+/// seconds, from 1 ms to 1 hour; `zero` says what to do instead of a zero.
+pub fn bounded_duration(option: &'static str, v: &str, zero: &str) -> Result<Duration, OptionError> {
+    let (number, scale) = if let Some(n) = v.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (v, 1.0)
+    };
+    let why = "expected a duration such as 5s, 500ms or 1.5 (seconds)";
+    let x: f64 = match number.trim().parse() {
+        Ok(x) if number.bytes().all(|b| b.is_ascii_digit() || b == b'.') => x,
+        _ => return Err(bad(option, v, why)),
+    };
+    let secs = x * scale;
+    if !secs.is_finite() || secs > MAX_TIMEOUT.as_secs_f64() {
+        return Err(bad(option, v, "the longest is 1 hour"));
+    }
+    let d = Duration::from_secs_f64(secs);
+    if d < Duration::from_millis(1) {
+        return Err(bad(option, v, &format!("must be at least 1ms ({zero})")));
+    }
+    Ok(d)
+}
+
+/// What a `redis://[user[:password]@]host[:port][/db]` URI says; each part only where given.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Uri {
+    /// The user, percent-decoded.
+    pub user: Option<String>,
+    /// The password, percent-decoded.
+    pub password: Option<String>,
+    /// The database number.
+    pub db: Option<u32>,
+    /// The server (port 6379 when not given).
+    pub endpoint: Option<Endpoint>,
+    /// `rediss://` (or `valkeys://`): TLS is asked for.
+    pub secure: bool,
+}
+
+/// Parses `-u`'s URI: `redis://`, `rediss://`, `valkey://` or `valkeys://`, the user and
+/// password percent-encoded.
+pub fn uri(uri: &str) -> Result<Uri, OptionError> {
+    let plain = uri.strip_prefix("redis://").or_else(|| uri.strip_prefix("valkey://"));
+    let secure = uri.strip_prefix("rediss://").or_else(|| uri.strip_prefix("valkeys://"));
+    let Some(rest) = plain.or(secure) else {
+        return Err(bad("-u", uri, "expected redis://[user:password@]host[:port][/db] (rediss:// for TLS)"));
+    };
+    let mut out = Uri { secure: secure.is_some(), ..Uri::default() };
+    let (auth, hostpart) = match rest.rsplit_once('@') {
+        Some((a, h)) => (Some(a), h),
+        None => (None, rest),
+    };
+    if let Some(a) = auth {
+        // The user and password are percent-encoded in a URI (`%40` for `@`, `%3A` for `:`).
+        let decode = |s: &str| percent_decode(s, uri);
+        match a.split_once(':') {
+            Some((u, p)) => {
+                if !u.is_empty() {
+                    out.user = Some(decode(u)?);
+                }
+                out.password = Some(decode(p)?);
+            }
+            None => out.password = Some(decode(a)?),
+        }
+    }
+    let (hostport, db) = hostpart.split_once('/').unwrap_or((hostpart, ""));
+    if !db.is_empty() {
+        out.db = Some(db.parse().map_err(|_| bad("-u", uri, "the database must be a number"))?);
+    }
+    let (host, port) = match hostport.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => {
+            (h, p.parse::<u16>().map_err(|_| bad("-u", uri, "the port must be 0 to 65535"))?)
+        }
+        _ => (hostport, 6379),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if !host.is_empty() {
+        out.endpoint = Some(Endpoint::Tcp { host: host.to_string(), port });
+    }
+    Ok(out)
+}
+
+/// Decodes the `%XX` escapes of a URI's part; a `%` not followed by two hex digits, or bytes
+/// that are not UTF-8, are refused (said how).
+fn percent_decode(s: &str, uri: &str) -> Result<String, OptionError> {
+    let invalid = |why: &str| bad("-u", uri, why);
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'%' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            Some(v) if hex.is_some_and(|h| h.bytes().all(|c| c.is_ascii_hexdigit())) => out.push(v),
+            _ => {
+                let at = &s[i..s.len().min(i + 3)];
+                return Err(invalid(&format!(
+                    "'{at}' is not a percent-encoded byte (write '%25' for a '%')"
+                )));
+            }
+        }
+        i += 3;
+    }
+    String::from_utf8(out).map_err(|_| invalid("the user or password decodes to bytes that are not UTF-8"))
+}
+
+/// `--print-percentiles 50,99,99.9`: each a percentile from 0 to 100.
+pub fn percentiles(list: &str) -> Result<Vec<f64>, OptionError> {
+    list.split(',')
+        .map(|p| match p.trim().parse::<f64>() {
+            Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+            _ => Err(bad(
+                "--print-percentiles",
+                list,
+                "expected percentiles from 0 to 100, like 50,99,99.9,99.99",
+            )),
+        })
+        .collect()
+}
+
+/// Parses `HOST:PORT`, split at the last `:` (so `::1:6380` is host `::1`); brackets around
+/// the host (`[::1]:6380`) are dropped.
+pub fn host_port(text: &str) -> Result<Endpoint, &'static str> {
+    let why = "expected HOST:PORT";
+    let (host, port) = text.rsplit_once(':').ok_or(why)?;
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    if host.is_empty() {
+        return Err(why);
+    }
+    let port = port.parse::<u16>().ok().filter(|&p| p != 0).ok_or("the port must be 1 to 65535")?;
+    Ok(Endpoint::Tcp { host: host.to_string(), port })
+}
+
+/// `--rps 1000,2000`: each rate 1 to 100,000,000 requests per second.
+pub fn rates(list: &str) -> Result<Vec<u64>, OptionError> {
+    list.split(',')
+        .map(|r| {
+            let rate: u64 = r
+                .trim()
+                .parse()
+                .map_err(|_| bad("--rps", list, "expected requests per second, or a list like 1000,2000"))?;
+            if rate == 0 || rate > 100_000_000 {
+                return Err(bad("--rps", list, "each rate must be 1 to 100000000 requests per second"));
+            }
+            Ok(rate)
+        })
+        .collect()
+}
+
+/// The largest weight of a mix's command.
+const MAX_WEIGHT: u64 = 1_000_000;
+
+/// `--mix get:10,set:1`: test names with weights (1 when left out), names lower-cased.
+pub fn mix(spec: &str) -> Result<Vec<(String, u64)>, OptionError> {
+    spec.split(',')
+        .map(|part| {
+            let (name, weight) = part.trim().rsplit_once(':').unwrap_or((part.trim(), "1"));
+            let weight: u64 = weight
+                .parse()
+                .ok()
+                .filter(|w| (1..=MAX_WEIGHT).contains(w))
+                .ok_or_else(|| bad("--mix", spec, "each weight must be 1 to 1000000 (name:weight)"))?;
+            Ok((name.to_ascii_lowercase(), weight))
+        })
+        .collect()
+}
+
+/// `--mix-command 'WEIGHT COMMAND ARG...'`: the arguments and the weight.
+pub fn mix_command(text: &str) -> Result<(Vec<String>, u64), OptionError> {
+    let mut words = text.split_whitespace();
+    let weight: u64 =
+        words.next().and_then(|w| w.parse().ok()).filter(|w| (1..=MAX_WEIGHT).contains(w)).ok_or_else(
+            || bad("--mix-command", text, "expected 'WEIGHT COMMAND ARG...' with a weight of 1 to 1000000"),
+        )?;
+    let args: Vec<String> = words.map(str::to_string).collect();
+    if args.is_empty() {
+        return Err(bad("--mix-command", text, "the command is missing after the weight"));
+    }
+    Ok((args, weight))
+}
+
+/// `--key-args 1,3`: argument positions from 1.
+pub fn key_args(list: &str) -> Result<Vec<usize>, OptionError> {
+    let parsed: Result<Vec<usize>, _> = list.split(',').map(|k| k.trim().parse::<usize>()).collect();
+    match parsed {
+        Ok(k) if !k.is_empty() && k.iter().all(|&k| k >= 1) => Ok(k),
+        _ => Err(bad("--key-args", list, "argument positions from 1, comma separated: 1 or 1,3")),
+    }
+}
+
+/// `--backend mio,uring`: each backend once.
+pub fn backends(list: &str) -> Result<Vec<Backend>, OptionError> {
+    let mut backends = Vec::new();
+    for name in list.split(',') {
+        let b = match name.trim() {
+            "mio" => Backend::Mio,
+            "smol" => Backend::Smol,
+            "uring" => Backend::Uring,
+            other => return Err(bad("--backend", other, "the backends are mio, smol and uring")),
+        };
+        if backends.contains(&b) {
+            return Err(bad("--backend", list, "a backend is listed twice"));
+        }
+        backends.push(b);
+    }
+    Ok(backends)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timeout(v: &str) -> Result<Duration, String> {
+        bounded_duration("--timeout", v, "leave --timeout out to wait forever").map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_bounded_duration_takes_seconds_or_milliseconds() {
+        assert_eq!(timeout("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(timeout("5"), Ok(Duration::from_secs(5)));
+        assert_eq!(timeout("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(timeout("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(timeout("3600s"), Ok(Duration::from_secs(3600)));
+        for v in
+            ["0", "0ms", "0.0001", "-1", "x", "5h", "1e3", "inf", "NaN", "", "3601", "99999999999999999999"]
+        {
+            let e = timeout(v).unwrap_err();
+            assert!(e.contains("--timeout"), "{v}: {e}");
+        }
+        assert!(timeout("0").unwrap_err().contains("leave --timeout out"));
+    }
+
+    #[test]
+    fn a_duration_takes_units_up_to_a_year() {
+        let d = |v: &str| duration("--duration", v);
+        assert_eq!(d("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(d("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(d("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(d("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(d("1.5"), Ok(Duration::from_millis(1500)));
+        for v in ["", "x", "5d", "-1s", "9999h"] {
+            assert!(d(v).unwrap_err().to_string().contains("--duration"), "{v}");
+        }
+    }
+
+    #[test]
+    fn uri_sets_auth_host_port_db() {
+        let u = uri("redis://bench:pw@example.com:6390/4").unwrap();
+        assert_eq!(u.endpoint, Some(Endpoint::Tcp { host: "example.com".into(), port: 6390 }));
+        assert_eq!((u.user.as_deref(), u.password.as_deref(), u.db), (Some("bench"), Some("pw"), Some(4)));
+        assert!(!uri("redis://h").unwrap().secure && uri("rediss://h").unwrap().secure);
+        assert_eq!(
+            uri("redis://[::1]:6380").unwrap().endpoint,
+            Some(Endpoint::Tcp { host: "::1".into(), port: 6380 })
+        );
+        assert!(uri("http://h").unwrap_err().to_string().contains("-u"));
+    }
+
+    #[test]
+    fn uri_user_and_password_are_percent_decoded() {
+        let u = uri("redis://b%40nch:p%3Aw%25d%2F@example.com/2").unwrap();
+        assert_eq!(
+            (u.user.as_deref(), u.password.as_deref(), u.db),
+            (Some("b@nch"), Some("p:w%d/"), Some(2))
+        );
+        assert_eq!(uri("redis://%C3%A9t%C3%A9@h").unwrap().password.as_deref(), Some("été"));
+        for b in ["redis://:%zz@h", "redis://:abc%4@h", "redis://:%@h", "redis://:%ff@h"] {
+            let e = uri(b).unwrap_err().to_string();
+            assert!(e.contains("-u"), "{b}: {e}");
+        }
+        assert!(uri("redis://:%zz@h")
+            .unwrap_err()
+            .to_string()
+            .contains("'%zz' is not a percent-encoded byte"));
+    }
+
+    #[test]
+    fn lists_check_each_item() {
+        assert_eq!(rates("1000, 2000"), Ok(vec![1000, 2000]));
+        assert!(rates("0").is_err() && rates("x").is_err() && rates("100000001").is_err());
+        assert_eq!(mix("GET:10,set"), Ok(vec![("get".into(), 10), ("set".into(), 1)]));
+        assert!(mix("get:0").is_err() && mix("get:1000001").is_err());
+        assert_eq!(mix_command("3 SET k v"), Ok((vec!["SET".into(), "k".into(), "v".into()], 3)));
+        assert!(mix_command("3").is_err() && mix_command("x SET").is_err());
+        assert_eq!(key_args("1,3"), Ok(vec![1, 3]));
+        assert!(key_args("0").is_err() && key_args("").is_err());
+        assert_eq!(backends("mio,uring"), Ok(vec![Backend::Mio, Backend::Uring]));
+        assert!(backends("mio,mio").unwrap_err().to_string().contains("twice"));
+        assert_eq!(percentiles("50,99.9"), Ok(vec![50.0, 99.9]));
+        assert!(percentiles("101").is_err());
+        assert_eq!(host_port("[::1]:6380"), Ok(Endpoint::Tcp { host: "::1".into(), port: 6380 }));
+        assert!(host_port("h:0").is_err() && host_port(":1").is_err() && host_port("h").is_err());
+        let positive = |n: i64| (n > 0).then_some(n).ok_or("must be positive");
+        assert_eq!(numbers("1,2", "-c", positive), Ok(vec![1, 2]));
+        assert!(numbers("1,0", "-c", positive).unwrap_err().to_string().contains("must be positive"));
+    }
+}
