@@ -20,7 +20,7 @@ use respbench_session::{Ended, Session};
 use opts::{Config, Opts};
 use respbench_report::present::Presenter;
 use respbench_report::{capacity, json};
-use signals::EXIT_INTERRUPTED;
+use signals::exit_interrupted;
 
 fn main() -> ExitCode {
     let args = args::collect();
@@ -148,7 +148,7 @@ fn run(cfg: &Config, tls: Option<Tls>) -> Result<ExitCode, Box<dyn std::error::E
         return Ok(if !failures.is_empty() {
             ExitCode::from(1)
         } else if stop.requested() {
-            ExitCode::from(EXIT_INTERRUPTED)
+            ExitCode::from(exit_interrupted())
         } else {
             ExitCode::SUCCESS
         });
@@ -193,7 +193,7 @@ fn run(cfg: &Config, tls: Option<Tls>) -> Result<ExitCode, Box<dyn std::error::E
         Ok(Ended::Completed) if failed || done.unfinished => Ok(ExitCode::from(1)),
         Ok(Ended::Completed) => Ok(ExitCode::SUCCESS),
         Ok(Ended::ConnectionsFailed) => Ok(ExitCode::from(1)),
-        Ok(Ended::Interrupted) => Ok(ExitCode::from(EXIT_INTERRUPTED)),
+        Ok(Ended::Interrupted) => Ok(ExitCode::from(exit_interrupted())),
         Err(e) => Err(e.into()),
     }
 }

@@ -1,5 +1,5 @@
 //! SIGINT and SIGTERM: the first stops the run, which drains and writes every output; one more
-//! within [`GRACE`] of the first is the same request again and is ignored; one after it ends the
+//! within [`GRACE_NS`] of the first is the same request again and is ignored; one after it ends the
 //! process at once.
 //!
 //! Why a grace: GNU `timeout` (and a shell's Ctrl-C, and `kill -INT -PGID`) signals the process
@@ -20,8 +20,17 @@ use std::sync::OnceLock;
 
 use respbench_session::StopHandle;
 
-/// Exit status for an interrupted run (128 + SIGINT).
-pub const EXIT_INTERRUPTED: u8 = 130;
+/// The first signal's number (0 before one came): an interrupted run exits with 128 + it.
+static FIRST_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Exit status for an interrupted run: 128 + the first signal, as a shell reports a process
+/// the signal ended (130 for SIGINT, 143 for SIGTERM).
+pub fn exit_interrupted() -> u8 {
+    match FIRST_SIGNAL.load(Ordering::SeqCst) {
+        libc::SIGTERM => 128 + libc::SIGTERM as u8,
+        _ => 128 + libc::SIGINT as u8,
+    }
+}
 /// How long after the first signal another is taken as the same request.
 const GRACE_NS: u64 = 1_000_000_000;
 
@@ -45,11 +54,12 @@ fn monotonic_ns() -> u64 {
     (t.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec as u64).max(1)
 }
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(signal: libc::c_int) {
     // SAFETY: errno is the interrupted code's: kept across the write below.
     let errno = unsafe { *libc::__errno_location() };
     let now = monotonic_ns();
     if COUNT.fetch_add(1, Ordering::SeqCst) == 0 {
+        FIRST_SIGNAL.store(signal, Ordering::SeqCst);
         FIRST_NS.store(now, Ordering::SeqCst);
         if let Some(stop) = STOP.get() {
             stop.request();
@@ -146,5 +156,5 @@ fn exit_now(outputs: &str) -> ! {
     respbench_report::files::remove_unfinished();
     // SAFETY: _exit ends the process without destructors or atexit handlers (see the module's
     // docs for why none is needed).
-    unsafe { libc::_exit(EXIT_INTERRUPTED as libc::c_int) }
+    unsafe { libc::_exit(exit_interrupted() as libc::c_int) }
 }

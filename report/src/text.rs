@@ -1,7 +1,7 @@
 //! Test reports in redis-benchmark's formats: verbose, quiet (`-q`), CSV (`--csv`) and the
 //! progress line, plus respbench's error summary.
 //!
-//! The verbose distributions, the mean and the percentiles come from [`hdr`], which replays
+//! The verbose distributions, the mean and the percentiles come from [`crate::hdr`], which replays
 //! libhdr_histogram's C iterators as redis-benchmark 7 drives them. Given the same histogram, the
 //! lines are the ones redis-benchmark prints.
 

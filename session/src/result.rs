@@ -29,7 +29,7 @@ pub struct TestResult {
     pub cpu: Option<ClientCpu>,
     /// The open-loop target rate of this test (step), if any.
     pub target_rps: Option<u64>,
-    /// The open loop's wake-up grid for this test ([`crate::Config::open_slack`]), if any.
+    /// The open loop's wake-up grid for this test ([`crate::config::Config::open_slack`]), if any.
     pub slack: Option<std::time::Duration>,
     /// Of the test's clients, how many never ran a request: turned away by the server
     /// (maxclients, a refused handshake) and unable to connect ([`crate::never_ran`]).

@@ -9,7 +9,7 @@
 //!   every TLS client checks it; a server reached by IP address must be named by one of the
 //!   certificate's IP addresses (subjectAltName), where it has any. A certificate with no IP
 //!   address reached by IP, or a Unix socket without `--sni`, has nothing to match: its name is
-//!   not checked (what [`name_unchecked`] says, which the session notes in the verbose report
+//!   not checked (what `name_unchecked` says, which the session notes in the verbose report
 //!   and the JSON);
 //! - SNI is sent only with `--sni`;
 //! - `--tls-ciphers` (TLS 1.2) is an OpenSSL cipher-list string evaluated over the suites rustls

@@ -27,8 +27,8 @@ enum How {
     Timeout(&'static str),
     /// `kill -INT -PGID`: respbench leads its own process group.
     Group,
-    /// `kill -INT PID` twice, 10 ms apart.
-    Twice,
+    /// `kill -SIG PID` twice, 10 ms apart.
+    Twice(&'static str),
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -70,7 +70,7 @@ impl Run {
                 c.args(["-s", sig, "600"]).arg(&bin).args(&args);
                 c
             }
-            How::Group | How::Twice => {
+            How::Group | How::Twice(_) => {
                 let mut c = Command::new(&bin);
                 c.args(&args);
                 c
@@ -132,10 +132,10 @@ fn signal(run: &Run, how: How, pid: u32) {
             let st = Command::new("kill").args(["-INT", "--", &format!("-{pid}")]).status().unwrap();
             assert!(st.success(), "kill -INT -{pid}");
         }
-        How::Twice => {
-            send_signal(pid, "INT");
+        How::Twice(sig) => {
+            send_signal(pid, sig);
             thread::sleep(Duration::from_millis(10));
-            send_signal(pid, "INT");
+            send_signal(pid, sig);
         }
     }
 }
@@ -151,8 +151,13 @@ fn judge(mut run: Run, how: How) -> Result<(), String> {
     let (stdout, stderr) = (read("stdout"), read("stderr"));
     let what =
         format!("{how:?} in {}: {:?}\n--- stdout\n{stdout}--- stderr\n{stderr}", run.dir.display(), status);
-    // timeout says 124 for a child it timed out, whatever the child's status.
-    let expected = if matches!(how, How::Timeout(_)) { 124 } else { 130 };
+    // timeout says 124 for a child it timed out, whatever the child's status; else 128 + the
+    // signal, as a shell says of a process the signal ended.
+    let expected = match how {
+        How::Timeout(_) => 124,
+        How::Twice("TERM") => 143,
+        _ => 130,
+    };
     if status.and_then(|s| s.code()) != Some(expected) {
         return Err(format!("status, expected {expected}: {what}"));
     }
@@ -216,7 +221,12 @@ fn kill_to_the_process_group_leaves_every_output() {
 
 #[test]
 fn two_signals_10ms_apart_leave_every_output() {
-    every_run_is_whole(How::Twice, "twice");
+    every_run_is_whole(How::Twice("INT"), "twice");
+}
+
+#[test]
+fn two_sigterms_leave_every_output_and_exit_143() {
+    every_run_is_whole(How::Twice("TERM"), "twice-term");
 }
 
 /// A signal more than the grace after the first ends the run at once, without waiting for its
@@ -236,6 +246,8 @@ fn a_late_signal_ends_at_once_and_keeps_what_was_printed() {
         "set,get",
         "-n",
         "20000",
+        // Looped, so that GET cannot end before the server is stopped below.
+        "-l",
         "-q",
         "--drain-grace",
         "600",
