@@ -410,14 +410,24 @@ fn signal_prints_and_writes_json(tool: Tool, signal: &str) {
     server.wait_for_calls("get", 2000);
     run.signal(signal);
     let out = run.wait_lenient(T);
-    exit_code(&out, 130);
+    exit_code(&out, interrupted(signal));
     assert!(!parse_quiet(&out.stdout).is_empty(), "{}", out.dump());
     let doc = read_json(&json, &out);
     assert_eq!(doc["interrupted"], true);
     assert!(!doc["tests"].as_array().unwrap().is_empty(), "{doc}");
 }
 
-/// `-I` waits for a signal; SIGINT and SIGTERM end it with status 130 like every other run.
+/// The status of a run that `signal` interrupted: 128 + its number, as a shell says of a
+/// process that signal ended.
+fn interrupted(signal: &str) -> i32 {
+    match signal {
+        "TERM" => 143,
+        _ => 130,
+    }
+}
+
+/// `-I` waits for a signal; SIGINT and SIGTERM end it with status 130 and 143 like every other
+/// run.
 fn idle_mode_signals(tool: Tool) {
     let server = RedisServer::start();
     for signal in ["INT", "TERM"] {
@@ -425,7 +435,7 @@ fn idle_mode_signals(tool: Tool) {
         run.wait_for_stdout("clients: 5");
         run.signal(signal);
         let out = run.wait_lenient(T);
-        exit_code(&out, 130);
+        exit_code(&out, interrupted(signal));
         assert!(out.stdout.contains("clients: 5"), "SIG{signal}\n{}", out.dump());
     }
     // A server that goes away ends idle mode too, with the reason and status 1.
