@@ -558,6 +558,7 @@ fn print_test(
             for w in &entry.warnings {
                 writeln!(out, "  WARNING: {}", w.text)?;
             }
+            crate::events::write_verbose(entry, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
             }
@@ -566,6 +567,7 @@ fn print_test(
         Output::Quiet => {
             report::write_quiet_marked(&r, partial, out)?;
             report::write_errors(&r, true, out)?;
+            crate::events::write_quiet(entry, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
             }
@@ -578,6 +580,7 @@ fn print_test(
                 entry.step.as_ref(),
                 out,
             )?;
+            crate::events::write_csv(entry, out)?;
             // stdout carries CSV only.
             report::write_errors(&r, true, &mut io::stderr())?;
         }

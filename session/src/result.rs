@@ -47,6 +47,21 @@ pub struct TestResult {
     /// What the session noticed about the test (not errors): the verbose report's block and the
     /// JSON carry them; stderr only when it is a terminal.
     pub warnings: Vec<Warning>,
+    /// `--at`: each event of the test, what it did and what it cost (the total's only).
+    pub events: Vec<EventResult>,
+}
+
+/// One event of a test (`--at`): what it was, what came of it, and what it cost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventResult {
+    /// The event.
+    pub event: crate::event::Event,
+    /// When it was sent and what came of it.
+    pub fired: crate::event::Fired,
+    /// Its disruption, from the 100 ms windows (`None`: never sent).
+    pub cost: Option<respbench_core::disruption::Disruption>,
+    /// Over a cluster: the nodes `MOVED` named as slots' owners in its window.
+    pub moved_to: Vec<String>,
 }
 
 /// What a test's figures suggest measuring again differently: a finding, not an error.
@@ -130,6 +145,7 @@ impl TestResult {
             stats,
             nodes: Vec::new(),
             warnings: Vec::new(),
+            events: Vec::new(),
         }
     }
 

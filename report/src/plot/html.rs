@@ -200,6 +200,7 @@ mod tests {
             service: None,
             curve: Vec::new(),
             series: Vec::new(),
+            events: Vec::new(),
             start_us: 0,
             service_curve: None,
             verdict: None,
