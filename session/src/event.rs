@@ -230,7 +230,12 @@ mod tests {
         assert!(check(&one(ev(2000, exec("sh"))), ten).is_ok());
         let e = check(&one(ev(2000, exec("no-such-program-here"))), ten).unwrap_err();
         assert!(e.contains("no program 'no-such-program-here' (not an executable file in PATH)"), "{e}");
-        let e = check(&one(ev(2000, exec("/etc/hostname"))), ten).unwrap_err();
-        assert!(e.contains("no program '/etc/hostname' (not an executable file)"), "{e}");
+        // A file that is not executable.
+        let plain = std::env::temp_dir().join(format!("respbench-not-a-program-{}", std::process::id()));
+        std::fs::write(&plain, "x").unwrap();
+        let path = plain.to_string_lossy().into_owned();
+        let e = check(&one(ev(2000, exec(&path))), ten).unwrap_err();
+        let _ = std::fs::remove_file(&plain);
+        assert!(e.contains(&format!("no program '{path}' (not an executable file)")), "{e}");
     }
 }
