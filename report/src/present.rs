@@ -290,11 +290,15 @@ impl Presenter {
                         partial.as_deref(),
                         &mut self.out,
                     )?;
-                } else if s.cfg.open.show_series {
-                    // -q in open loop: the rate table stands for the quiet lines; --series still
-                    // asked for each step's seconds.
-                    writeln!(self.out, "{} @ {} rps:", e.name, e.target_rps.unwrap_or(0))?;
-                    report::write_series(&e.stats, &mut self.out)?;
+                } else {
+                    if s.cfg.open.show_series {
+                        // -q in open loop: the rate table stands for the quiet lines; --series
+                        // still asked for each step's seconds.
+                        writeln!(self.out, "{} @ {} rps:", e.name, e.target_rps.unwrap_or(0))?;
+                        report::write_series(&e.stats, &mut self.out)?;
+                    }
+                    // And each event's line (the table has no room for them).
+                    crate::events::write_quiet(e, &mut self.out)?;
                 }
             }
         }

@@ -316,7 +316,7 @@ fn rejected_sets(cluster: &Cluster, port: u16) -> u64 {
     line.split(',').find_map(|kv| kv.strip_prefix("rejected_calls=")).map_or(0, |v| v.trim().parse().unwrap())
 }
 
-/// A 3 s closed loop with a `CONFIG SET` at 1.5 s and a program that fails at 2 s: the verbose
+/// A 3 s closed loop with a `CONFIG SET` at 1.5 s, and a 6 s one with a program that fails at 2 s: the verbose
 /// report's section, `-q`'s line and CSV's row per event, and the failed program's one line on
 /// stderr with exit 1.
 fn every_output_has_the_events(tool: Tool) {
@@ -348,7 +348,9 @@ fn every_output_has_the_events(tool: Tool) {
     assert_eq!(events[0][1], "GET");
     assert_eq!(events[0][2], "1.5s CONFIG SET maxmemory-samples 7");
     assert!(events[0][4].starts_with("OK ("), "{:?}", events[0]);
-    let failing = ["-t", "get", "-c", "4", "--duration", "3s", "-q", "--at", "2s exec ls /no/such/dir"];
+    // 4 s after the event for a healthy window to come on this busy machine (with 1 s, a stall
+    // once kept it open to the end, which says so in a line of its own).
+    let failing = ["-t", "get", "-c", "4", "--duration", "6s", "-q", "--at", "2s exec ls /no/such/dir"];
     let out = tool.run(&args(server.port(), &failing), T);
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     let err: Vec<&str> = out.stderr.lines().collect();
@@ -386,6 +388,14 @@ fn an_event_on_every_backend(tool: Tool) {
     );
     ok(&out);
     accounted(&t);
+    // -q in an open loop: the event's line before the rate table.
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("event '1.5s CONFIG SET hz 20'"))
+        .unwrap_or_else(|| panic!("{}", out.dump()));
+    assert!(line.starts_with("GET: event '1.5s CONFIG SET hz 20' OK ("), "{line}");
+    assert!(line.contains("(corrected)"), "{line}");
     let e = &t["events"][0];
     assert_eq!(e["replies"][0]["reply"], "OK", "{e}");
     let d = &e["disruption"];
