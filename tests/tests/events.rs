@@ -48,6 +48,23 @@ fn ok(out: &Output) {
     assert!(out.stderr.is_empty(), "{}", out.dump());
 }
 
+/// A run whose event may not have recovered by its end on this busy machine (a window's p99
+/// above 1.2 x the baseline's is enough to keep it open): that is exit 1 and its one line;
+/// anything else must be a clean run. For the checks of the outputs, not of the window's rule.
+fn ok_or_unrecovered(out: &Output) {
+    if out.stderr.is_empty() {
+        return ok(out);
+    }
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert!(
+        lines.len() == 1 && lines[0].ends_with(": not recovered by the end of the test"),
+        "{}",
+        out.dump()
+    );
+    eprintln!("(not recovered by the end: {})", lines[0]);
+}
+
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -324,14 +341,14 @@ fn every_output_has_the_events(tool: Tool) {
     let common =
         ["-t", "get", "-c", "4", "--duration", "3s", "--at", "1500ms CONFIG SET maxmemory-samples 7"];
     let out = tool.run(&args(server.port(), &common), T);
-    ok(&out);
+    ok_or_unrecovered(&out);
     assert!(out.stdout.contains("  Event --at '1.5s CONFIG SET maxmemory-samples 7':"), "{}", out.dump());
     assert!(out.stdout.contains("service latency"), "{}", out.dump());
     assert_eq!(server.cli(&["CONFIG", "GET", "maxmemory-samples"]).lines().nth(1), Some("7"));
     let mut quiet = common.to_vec();
     quiet.push("-q");
     let out = tool.run(&args(server.port(), &quiet), T);
-    ok(&out);
+    ok_or_unrecovered(&out);
     let line = out
         .stdout
         .lines()
@@ -341,7 +358,7 @@ fn every_output_has_the_events(tool: Tool) {
     let mut csv = common.to_vec();
     csv.push("--csv");
     let out = tool.run(&args(server.port(), &csv), T);
-    ok(&out);
+    ok_or_unrecovered(&out);
     let rows = parse_csv(&out.stdout);
     let events: Vec<_> = rows.iter().filter(|r| r[0] == "event").collect();
     assert_eq!(events.len(), 1, "{}", out.dump());
@@ -353,7 +370,9 @@ fn every_output_has_the_events(tool: Tool) {
     let failing = ["-t", "get", "-c", "4", "--duration", "6s", "-q", "--at", "2s exec ls /no/such/dir"];
     let out = tool.run(&args(server.port(), &failing), T);
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
-    let err: Vec<&str> = out.stderr.lines().collect();
+    // (A stall of this machine may keep its window open to the end: a line of its own.)
+    let err: Vec<&str> =
+        out.stderr.lines().filter(|l| !l.ends_with(": not recovered by the end of the test")).collect();
     assert_eq!(err.len(), 1, "{}", out.dump());
     assert!(err[0].starts_with("GET: --at '2s exec ls /no/such/dir' failed: exit 2 ("), "{}", out.dump());
     assert!(
@@ -386,7 +405,7 @@ fn an_event_on_every_backend(tool: Tool) {
             "1500ms CONFIG SET hz 20",
         ],
     );
-    ok(&out);
+    ok_or_unrecovered(&out);
     accounted(&t);
     // -q in an open loop: the event's line before the rate table.
     let line = out
@@ -400,7 +419,8 @@ fn an_event_on_every_backend(tool: Tool) {
     assert_eq!(e["replies"][0]["reply"], "OK", "{e}");
     let d = &e["disruption"];
     assert!(d["baseline_requests"].as_u64().unwrap() >= 1000, "{d}");
-    assert!(d["window_ms"].is_number(), "{d}");
+    // A number, or null with the run's line saying it did not recover.
+    assert!(d["window_ms"].is_number() || out.stderr.contains("not recovered"), "{d}");
     assert_eq!(server.cli(&["CONFIG", "GET", "hz"]).lines().nth(1), Some("20"));
 }
 
