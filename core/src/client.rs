@@ -311,6 +311,21 @@ impl Client {
         }
     }
 
+    /// How many of the next bytes of node `node`'s stream nothing will read: the rest of a
+    /// bulk string's body (a GET's value, an LRANGE reply's element). The backend may discard
+    /// them unread (a `recv` with `MSG_TRUNC`, which the kernel does not copy) and say so with
+    /// [`Client::handle_skipped`]; or read them as any bytes, which is the same to the client.
+    /// The core decides what may go; the backend moves the bytes.
+    pub fn skippable(&self, node: usize) -> u64 {
+        self.conns[node].skippable()
+    }
+
+    /// `n` bytes of node `node`'s stream, at most [`Client::skippable`], were discarded unread
+    /// at `now`. No reply ends in them, so there is nothing to drain after it.
+    pub fn handle_skipped(&mut self, node: usize, n: u64, now: Time, stats: &mut Stats) {
+        self.conns[node].handle_skipped(n, now, stats);
+    }
+
     /// `written` bytes of what [`Client::poll_transmit`] returned for node `node` were accepted
     /// by a write that began at `now` (read the clock before the write, not after it): requests
     /// whose last byte is among them count as sent at `now`.

@@ -516,6 +516,26 @@ impl Connection {
         }
     }
 
+    /// How many of the next bytes of the stream nothing will read (a bulk string's body):
+    /// the backend may discard them unread ([`crate::resp::ReplyParser::skippable`]).
+    pub(crate) fn skippable(&self) -> u64 {
+        if self.state == State::Open {
+            self.parser.skippable()
+        } else {
+            0
+        }
+    }
+
+    /// `n` bytes of the stream, at most [`Connection::skippable`], were discarded unread at
+    /// `now`: counted as received, and the parser moves past them. No reply ends in them.
+    pub(crate) fn handle_skipped(&mut self, n: u64, now: Time, stats: &mut Stats) {
+        if self.state != State::Open {
+            return;
+        }
+        self.last_now = self.last_now.max(now);
+        stats.bytes_received += self.parser.skip(n);
+    }
+
     /// `written` bytes of what [`Connection::poll_transmit`] returned were accepted by a write
     /// that began at `now` (read the clock before the write, not after it): requests whose last
     /// byte is among them count as sent at `now`.

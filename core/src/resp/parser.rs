@@ -210,6 +210,41 @@ impl ReplyParser {
         &self.message[..usize::from(self.message_len)]
     }
 
+    /// How many of the next bytes of the stream are a body that nothing reads: the rest of a
+    /// bulk string's payload (`$`, a streamed `$?` string's chunk, a verbatim string's past its
+    /// format, a bulk error's past the captured message), at any depth (an `LRANGE` reply's
+    /// elements too). The caller may discard that many bytes without passing them to
+    /// [`ReplyParser::parse`] and tell the parser with [`ReplyParser::skip`] (a socket read with
+    /// `MSG_TRUNC`, which the kernel does not copy). The payload's CRLF is never skippable, so
+    /// a skip never completes a reply: replies are still counted and ordered by `parse`.
+    pub fn skippable(&self) -> u64 {
+        match self.state {
+            State::Payload { ty, remaining, len } if self.error.is_none() => {
+                let captured = !self.capture || usize::from(self.message_len) == ERROR_MESSAGE_CAPACITY;
+                // A verbatim string's byte 3 is checked (the `:` after its format).
+                let checked = ty != b'=' || len - remaining > 3;
+                if captured && checked {
+                    remaining
+                } else {
+                    0
+                }
+            }
+            _ => 0,
+        }
+    }
+
+    /// `n` bytes of the stream were discarded unread; at most [`ReplyParser::skippable`] count
+    /// (more is the caller's error: the excess is not taken, and the next bytes parsed are read
+    /// as what follows the body). Returns how many counted.
+    pub fn skip(&mut self, n: u64) -> u64 {
+        let n = n.min(self.skippable());
+        if let State::Payload { ty, remaining, len } = self.state {
+            self.state = State::Payload { ty, remaining: remaining - n, len };
+            self.offset += n;
+        }
+        n
+    }
+
     /// Resets to the start-of-reply state (used when a connection reconnects). Offset resets too.
     pub fn reset(&mut self) {
         *self = Self::new();
@@ -671,6 +706,51 @@ pub fn parse_chunked(input: &[u8], chunk_sizes: &[u8]) -> (Vec<Reply>, Option<Pr
     (replies, None)
 }
 
+/// [`parse_chunked`] with every skippable body discarded as a socket read with `MSG_TRUNC`
+/// would: after each call, up to `skip_max` bytes (cycling; 0 means none) of what
+/// [`ReplyParser::skippable`] allows are taken from the chunk by [`ReplyParser::skip`] instead of
+/// being parsed. Returns the replies, the first error, and the bytes skipped. Never panics.
+#[cfg(any(test, feature = "testing"))]
+pub fn parse_chunked_skipping(
+    input: &[u8],
+    chunk_sizes: &[u8],
+    skip_max: &[u32],
+) -> (Vec<Reply>, Option<ProtocolError>, u64) {
+    let mut parser = ReplyParser::new();
+    let mut replies = Vec::new();
+    let mut skipped = 0u64;
+    let mut pos = 0;
+    let mut sizes = chunk_sizes.iter().cycle();
+    let mut skips = skip_max.iter().cycle();
+    while pos < input.len() {
+        // A discard happens before a read, as the byte layer does it: at most what the parser
+        // allows and what the socket holds.
+        let allowed = parser.skippable().min((input.len() - pos) as u64);
+        let want = skips.next().map_or(allowed, |&m| allowed.min(u64::from(m)));
+        if want > 0 {
+            let took = parser.skip(want);
+            skipped += took;
+            pos += took as usize;
+            continue;
+        }
+        let size = sizes.next().map_or(input.len() - pos, |&s| usize::from(s.max(1)));
+        let end = input.len().min(pos + size);
+        let mut chunk = &input[pos..end];
+        pos = end;
+        while !chunk.is_empty() {
+            match parser.parse(chunk) {
+                Ok(Parsed::Complete { consumed, reply }) => {
+                    replies.push(reply);
+                    chunk = chunk.get(consumed..).unwrap_or_default();
+                }
+                Ok(Parsed::Partial) => break,
+                Err(e) => return (replies, Some(e), skipped),
+            }
+        }
+    }
+    (replies, None, skipped)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1075,6 +1155,93 @@ mod tests {
     }
 
     #[test]
+    fn a_bulk_body_is_skippable_but_never_its_crlf() {
+        let mut input = Vec::new();
+        Value::Bulk(vec![b'x'; 100_000]).encode(&mut input);
+        input.extend_from_slice(b"+OK\r\n");
+        let mut p = ReplyParser::new();
+        assert_eq!(p.skippable(), 0, "nothing before a header");
+        // The header and 10 body bytes.
+        assert_eq!(p.parse(&input[..19]), Ok(Parsed::Partial));
+        assert_eq!(p.skippable(), 99_990);
+        // More than allowed counts as what is allowed.
+        assert_eq!(p.skip(200_000), 99_990);
+        assert_eq!((p.skippable(), p.offset()), (0, 100_009));
+        let reply = Reply { kind: Kind::Bulk };
+        assert_eq!(p.parse(&input[100_009..]), Ok(Parsed::Complete { consumed: 2, reply }));
+        assert_eq!(p.skippable(), 0);
+        let ok = Reply { kind: Kind::SimpleString };
+        assert_eq!(p.parse(&input[100_011..]), Ok(Parsed::Complete { consumed: 5, reply: ok }));
+        assert_eq!(p.offset(), input.len() as u64);
+    }
+
+    #[test]
+    fn what_is_read_is_never_skippable() {
+        let skippable_after = |prefix: &[u8]| {
+            let mut p = ReplyParser::new();
+            let _ = p.parse(prefix);
+            p.skippable()
+        };
+        // A top-level bulk error's message is captured: skippable past it only.
+        assert_eq!(skippable_after(b"!200\r\nSYNTAX"), 0);
+        let mut long = b"!200\r\n".to_vec();
+        long.extend_from_slice(&[b'e'; ERROR_MESSAGE_CAPACITY]);
+        assert_eq!(skippable_after(&long), 200 - ERROR_MESSAGE_CAPACITY as u64);
+        // A nested one is not captured.
+        assert_eq!(skippable_after(b"*1\r\n!200\r\nSYN"), 197);
+        // A verbatim string's format is checked.
+        assert_eq!(skippable_after(b"=100\r\ntx"), 0);
+        assert_eq!(skippable_after(b"=100\r\ntxt:"), 96);
+        // Lines, simple strings and errors are read.
+        for prefix in [&b"+OK"[..], b"-ERR", b":12", b"$10", b"*3\r\n", b"$?\r\n"] {
+            assert_eq!(skippable_after(prefix), 0, "{:?}", String::from_utf8_lossy(prefix));
+        }
+        // A streamed string's chunk and an LRANGE reply's element.
+        assert_eq!(skippable_after(b"$?\r\n;5\r\nab"), 3);
+        assert_eq!(skippable_after(b"*600\r\n$3\r\nVXK\r\n$3\r\nV"), 2);
+        // After an error, nothing.
+        assert_eq!(skippable_after(b"?$5\r\nabc"), 0);
+    }
+
+    /// Replies, as encoded, with bodies of every size up to `max` (and some larger), and an
+    /// LRANGE-like array of them.
+    fn bodies_of_every_size(max: usize) -> Vec<u8> {
+        let mut input = Vec::new();
+        let mut lrange = Vec::new();
+        for len in (0..=max).chain([4095, 4096, 65_537]) {
+            let body: Vec<u8> = (0..len).map(|i| b"\r\n$*x"[i % 5]).collect();
+            Value::Bulk(body.clone()).encode(&mut input);
+            lrange.push(Value::Bulk(body));
+        }
+        Value::Array(lrange).encode(&mut input);
+        Value::Verbatim { format: *b"txt", text: vec![b'v'; 300] }.encode(&mut input);
+        input.extend_from_slice(b"$?\r\n;4\r\nabcd\r\n;300\r\n");
+        input.extend_from_slice(&[b'c'; 300]);
+        input.extend_from_slice(b"\r\n;0\r\n");
+        input
+    }
+
+    #[test]
+    fn skipping_bodies_fed_in_segments_of_every_size_is_exact() {
+        let input = bodies_of_every_size(70);
+        let (want, none) = parse_chunked(&input, &[]);
+        assert_eq!((want.len(), none), (70 + 1 + 3 + 3, None));
+        // Every body byte, the verbatim string's after its format (`txt:`).
+        let bodies: u64 = (0..=70u64).chain([4095, 4096, 65_537]).sum::<u64>() * 2 + 300 + 4 + 300;
+        for segment in 1..=40u8 {
+            for cap in [1, 3, 4096, u32::MAX] {
+                let (replies, error, skipped) = parse_chunked_skipping(&input, &[segment], &[cap]);
+                assert_eq!((&replies, error), (&want, None), "segments of {segment}, skips of {cap}");
+                assert!(skipped > 0 && skipped <= bodies, "{skipped} of {bodies}");
+            }
+        }
+        // Read a byte at a time, skipping all that is allowed: every body byte is skipped,
+        // and nothing else.
+        let (replies, _, skipped) = parse_chunked_skipping(&input, &[1], &[]);
+        assert_eq!((replies, skipped), (want, bodies));
+    }
+
+    #[test]
     fn error_messages_and_prefixes() {
         let mut parser = ReplyParser::new();
         let input = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
@@ -1200,6 +1367,30 @@ mod tests {
             let want: Vec<Reply> = values.iter().map(|v| Reply { kind: kind_of(v) }).collect();
             prop_assert_eq!(parse_chunked(&encoded, &[]), (want.clone(), None));
             prop_assert_eq!(parse_chunked(&encoded, &sizes), (want, None));
+        }
+
+        #[test]
+        fn skipping_what_is_skippable_changes_nothing(
+            values in prop::collection::vec(arb_value(), 1..5),
+            sizes in prop::collection::vec(any::<u8>(), 1..8),
+            skips in prop::collection::vec(0..300u32, 1..8),
+        ) {
+            let mut encoded = Vec::new();
+            for value in &values {
+                value.encode(&mut encoded);
+            }
+            let (replies, error, _) = parse_chunked_skipping(&encoded, &sizes, &skips);
+            prop_assert_eq!((replies, error), parse_chunked(&encoded, &sizes));
+        }
+
+        #[test]
+        fn skipping_in_arbitrary_bytes_finds_the_same_replies_and_errors(
+            input in prop_oneof![bytes(200), resp_like_bytes()],
+            sizes in prop::collection::vec(any::<u8>(), 1..8),
+            skips in prop::collection::vec(0..50u32, 1..8),
+        ) {
+            let (replies, error, _) = parse_chunked_skipping(&input, &sizes, &skips);
+            prop_assert_eq!((replies, error), parse_chunked(&input, &[]));
         }
 
         #[test]
