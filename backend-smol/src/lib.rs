@@ -165,6 +165,18 @@ impl Read for &Sock {
     }
 }
 
+/// Bulk bodies that nothing reads are dropped in the kernel (`MSG_TRUNC`).
+impl respbench_driver::Source for &Sock {
+    fn discard(&mut self, max: usize) -> io::Result<Option<usize>> {
+        use respbench_driver::{discard_fd, SocketKind};
+        use std::os::fd::AsRawFd;
+        match self {
+            Sock::Tcp(s) => discard_fd(s.as_raw_fd(), SocketKind::Tcp, max),
+            Sock::Unix(s) => discard_fd(s.as_raw_fd(), SocketKind::Unix, max),
+        }
+    }
+}
+
 impl Write for &Sock {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {

@@ -29,8 +29,8 @@ use io_uring::types::{Fd, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
 use respbench_core::{Outcome, RunError, Time};
 use respbench_driver::{
-    on_threads, resolve_all, Delivered, Link, Next, Table, Tally, Target, TestRun, Tls, PUBLISH_EVERY,
-    READ_BUF,
+    discard_refused, on_threads, refuse_discard, resolve_all, Delivered, Link, Next, SocketKind, Table,
+    Tally, Target, TestRun, Tls, PUBLISH_EVERY, READ_BUF,
 };
 
 mod setup;
@@ -129,6 +129,10 @@ const RECV_BUF: usize = 8 * 1024;
 const CONNECT: u8 = 1;
 const RECV: u8 = 2;
 const SEND: u8 = 3;
+/// A receive of `MSG_TRUNC` and no buffer: a bulk body that nothing reads, dropped in the kernel.
+const DISCARD: u8 = 4;
+/// The end of a socket's multishot receive, which goes single-shot to discard bodies.
+const CANCEL: u8 = 5;
 const GEN_MASK: u32 = 0xff_ffff;
 
 fn user_data(op: u8, gen: u32, i: usize) -> u64 {
@@ -202,6 +206,11 @@ struct Slot {
     receiving: bool,
     /// The driver had more to write than the send buffer took.
     write_blocked: bool,
+    /// Its receives are single-shot (the kernel has no multishot ones, or its replies have
+    /// bodies to discard: each receive is then chosen when it is queued, a discard or a read).
+    single: bool,
+    /// TCP or Unix, for the one-time detection of discards.
+    kind: SocketKind,
 }
 
 /// The loop's ring, its buffers and the sockets' state in it.
@@ -257,6 +266,8 @@ impl<'a> Loop<'a> {
                 send_queued: false,
                 receiving: false,
                 write_blocked: false,
+                single: false,
+                kind: SocketKind::Tcp,
             })
             .collect();
         let entries = (2 * n + 8).clamp(64, 4096).next_power_of_two() as u32;
@@ -288,7 +299,7 @@ impl<'a> Loop<'a> {
             if !self.table.is_open() {
                 break Ok(());
             }
-            self.io.flush();
+            self.io.flush(&mut self.table);
             let wait = self.next_wait();
             if let Err(e) = self.io.enter(wait) {
                 break Err(e);
@@ -348,7 +359,7 @@ impl<'a> Loop<'a> {
                 } else {
                     slot.connected = true;
                     link.connected(n, tally);
-                    self.io.arm(i);
+                    self.io.arm(i, 0);
                 }
             }
             RECV => {
@@ -360,17 +371,47 @@ impl<'a> Loop<'a> {
                 match bid {
                     Some(bid) if res > 0 => {
                         let bytes = self.io.bufs.get(bid, res as usize);
-                        link.read(n, &mut Delivered::Bytes(bytes), buf, false, tally);
+                        link.received(n, bytes, &mut Delivered::Spent, buf, tally);
                         self.io.bufs.recycle(bid);
+                        if more && !slot.single && link.discardable(n) > 0 && !discard_refused(slot.kind) {
+                            // A body to drop: the multishot receive would copy it into the
+                            // ring's buffers as it arrives. End it; the socket's receives are
+                            // single-shot from here, each chosen when it is queued.
+                            slot.single = true;
+                            let e = opcode::AsyncCancel::new(user_data(RECV, slot.gen, i))
+                                .build()
+                                .user_data(user_data(CANCEL, slot.gen, i));
+                            self.io.push(e);
+                        }
                     }
                     _ if res == 0 => link.read(n, &mut Delivered::End, buf, false, tally),
-                    // No buffer was free: armed again once this round gave them back.
-                    _ if res == -libc::ENOBUFS => {}
+                    // No buffer was free: armed again once this round gave them back. Or the
+                    // end of a multishot receive, for single-shot ones.
+                    _ if res == -libc::ENOBUFS || res == -libc::ECANCELED => {}
                     _ if res < 0 => link.read(n, &mut Delivered::Failed(-res), buf, false, tally),
                     _ => {}
                 }
-                if !more && (res > 0 || res == -libc::ENOBUFS) {
+                if !more && (res > 0 || res == -libc::ENOBUFS || res == -libc::ECANCELED) {
                     self.io.to_arm.push(i);
+                }
+            }
+            DISCARD => {
+                let slot = &mut self.io.slots[i];
+                slot.receiving = false;
+                let buf = &mut self.io.buf[..];
+                match res {
+                    1.. => {
+                        link.discarded(n, res as usize, tally);
+                        self.io.to_arm.push(i);
+                    }
+                    0 => link.read(n, &mut Delivered::End, buf, false, tally),
+                    _ if matches!(-res, libc::EFAULT | libc::EINVAL | libc::EOPNOTSUPP) => {
+                        // This kernel copies (to the null buffer, failing before it took any):
+                        // read bodies from now on.
+                        refuse_discard(slot.kind);
+                        self.io.to_arm.push(i);
+                    }
+                    _ => link.read(n, &mut Delivered::Failed(-res), buf, false, tally),
                 }
             }
             SEND => {
@@ -450,12 +491,16 @@ impl Io<'_> {
         }
     }
 
-    /// Queues what the round left to do: receives to arm again, sends of what connections wrote.
-    fn flush(&mut self) {
+    /// Queues what the round left to do: receives to arm again (a discard where the socket's
+    /// connection says a body follows that nothing reads), sends of what connections wrote.
+    fn flush(&mut self, table: &mut Table) {
         let mut arm = std::mem::take(&mut self.to_arm);
         for &i in &arm {
-            if self.slots[i].connected && !self.slots[i].receiving {
-                self.arm(i);
+            let slot = &self.slots[i];
+            if slot.connected && !slot.receiving {
+                let (link, n, _) = table.link(i);
+                let discard = if slot.single || !self.uring.multishot { link.discardable(n) } else { 0 };
+                self.arm(i, discard);
             }
         }
         arm.clear();
@@ -490,13 +535,23 @@ impl Io<'_> {
         self.push(e);
     }
 
-    /// Arms slot `i`'s receive: one for the socket's life where the kernel has multishot.
-    fn arm(&mut self, i: usize) {
+    /// Arms slot `i`'s receive: one for the socket's life where the kernel has multishot and
+    /// the socket is not single-shot; with `discard` > 0, a receive that drops that many bytes
+    /// in the kernel (`MSG_TRUNC`, no buffer).
+    fn arm(&mut self, i: usize, discard: usize) {
         let slot = &mut self.slots[i];
         let Some(fd) = slot.fd.as_ref() else { return };
         slot.receiving = true;
         let fd = Fd(fd.as_raw_fd());
-        let e = if self.uring.multishot {
+        if discard > 0 && !discard_refused(slot.kind) {
+            let len = discard.min(u32::MAX as usize) as u32;
+            let e = opcode::Recv::new(fd, std::ptr::null_mut(), len)
+                .flags(libc::MSG_TRUNC)
+                .build()
+                .user_data(user_data(DISCARD, slot.gen, i));
+            return self.push(e);
+        }
+        let e = if self.uring.multishot && !slot.single {
             opcode::RecvMulti::new(fd, setup::BGID).build()
         } else {
             opcode::Recv::new(fd, std::ptr::null_mut(), self.bufs.size() as u32)
@@ -559,6 +614,8 @@ impl respbench_driver::Sockets for Io<'_> {
             Ok(addr) => addr.socket().map(|fd| (fd, addr.ptr(), addr.len()))?,
             Err((kind, msg)) => return Err(io::Error::new(*kind, msg.clone())),
         };
+        let kind = self.addrs[i].as_ref().and_then(|a| a.as_ref().ok()).map(|a| a.kind());
+        slot.kind = kind.unwrap_or(SocketKind::Tcp);
         let e = opcode::Connect::new(Fd(fd.as_raw_fd()), addr, len)
             .build()
             .user_data(user_data(CONNECT, slot.gen, i));
@@ -600,6 +657,7 @@ impl respbench_driver::Sockets for Io<'_> {
         slot.connected = false;
         slot.receiving = false;
         slot.write_blocked = false;
+        slot.single = false;
     }
 }
 

@@ -55,6 +55,15 @@ impl Addr {
         Ok(Addr { storage, len: len as libc::socklen_t, domain, proto })
     }
 
+    /// TCP (or MPTCP), or a Unix socket: for the discard of bodies nothing reads.
+    pub fn kind(&self) -> respbench_driver::SocketKind {
+        if self.domain == libc::AF_UNIX {
+            respbench_driver::SocketKind::Unix
+        } else {
+            respbench_driver::SocketKind::Tcp
+        }
+    }
+
     pub fn ptr(&self) -> *const libc::sockaddr {
         &self.storage as *const _ as *const libc::sockaddr
     }

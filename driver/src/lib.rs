@@ -34,6 +34,7 @@ use respbench_core::{
 
 mod clock;
 mod delivered;
+mod discard;
 mod run;
 #[cfg(feature = "sim")]
 pub mod sim;
@@ -45,6 +46,7 @@ mod tls;
 
 pub use clock::{Clock, VirtualClock};
 pub use delivered::Delivered;
+pub use discard::{discard_fd, discard_refused, refuse_discard, Kind as SocketKind, Source};
 pub use run::{loops, Progress, Published, TestRun};
 pub use sock::{
     connect_tcp, connect_tcp_timeout, mptcp_check, mptcp_refusal, mptcp_refused, nodelay_unsupported,
@@ -61,6 +63,12 @@ pub enum Tls {}
 
 /// One read buffer per event loop serves every connection: the core's parser keeps no bytes.
 pub const READ_BUF: usize = 64 * 1024;
+/// The least of a bulk body worth a discard ([`Source::discard`], one system call) rather
+/// than reading it with what follows.
+pub const DISCARD_FROM: u64 = 8 * 1024;
+/// A socket whose replies end in discards reads this much at a time: a reply's header and the
+/// start of its body, the rest dropped unread (a whole [`READ_BUF`] would copy most of it).
+pub const DISCARDING_READ: usize = 4 * 1024;
 /// How often a loop publishes its figures and looks at the test's stop.
 pub const PUBLISH_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
@@ -313,6 +321,16 @@ impl Layer {
     }
 }
 
+/// What [`Link::discard`] did.
+enum Discarded {
+    /// Nothing to drop, or the socket cannot: read.
+    Nothing,
+    /// Dropped bytes; there may be more.
+    More,
+    /// The socket is empty (or failed): the drain's reading is over.
+    Empty,
+}
+
 /// When a connection's setup phases ended (the driver's clock).
 #[derive(Clone, Copy, Debug, Default)]
 struct Phases {
@@ -338,6 +356,9 @@ struct Socket {
     reset: bool,
     /// The byte stream is up: the core was told [`Client::handle_connected`].
     up: bool,
+    /// Replies of this socket were large enough to discard their bodies: reads are
+    /// [`DISCARDING_READ`] long.
+    discarding: bool,
     phases: Phases,
 }
 
@@ -367,6 +388,7 @@ impl Link {
                 live: false,
                 reset: false,
                 up: false,
+                discarding: false,
                 phases: Phases { down: Time::MAX, ..Phases::default() },
             })
             .collect();
@@ -471,16 +493,27 @@ impl Link {
     /// it empty (the next byte raises a new edge or readiness), or, after a `hangup` (the peer's
     /// FIN or a socket error came with the event), to the end of the stream, since no edge
     /// follows it.
+    ///
+    /// A bulk body that nothing reads ([`Client::skippable`], [`DISCARD_FROM`] bytes or more) is
+    /// dropped with [`Source::discard`] where the socket can, not read; never over TLS, whose
+    /// records must be decrypted.
     pub fn read(
         &mut self,
         node: usize,
-        sock: &mut impl Read,
+        sock: &mut impl Source,
         buf: &mut [u8],
         hangup: bool,
         tally: &mut Tally,
     ) {
         loop {
+            match self.discard(node, sock, hangup, tally) {
+                Discarded::Nothing => {}
+                Discarded::More => continue,
+                Discarded::Empty => return,
+            }
             let s = &mut self.sockets[node];
+            let len = if s.discarding { DISCARDING_READ.min(buf.len()) } else { buf.len() };
+            let buf = &mut buf[..len];
             let result = s.layer.read(sock, buf, hangup);
             if !s.up && !s.layer.is_handshaking() && !self.client.is_closed(node) {
                 self.byte_stream_up(node, tally.now(), tally);
@@ -505,6 +538,10 @@ impl Link {
                     let empty = n < buf.len() && !hangup && s.layer.short_read_empties();
                     let now = tally.now();
                     self.client.handle_input(node, &buf[..n], now, &mut tally.stats);
+                    if n == buf.len() && self.client.skippable(node) < DISCARD_FROM {
+                        // A full read that ended in no large body: small replies again.
+                        self.sockets[node].discarding = false;
+                    }
                     if empty || self.client.is_closed(node) {
                         return;
                     }
@@ -517,6 +554,79 @@ impl Link {
                     self.client.handle_io_error(node, IoFailure::new(op, &s.endpoint, &e), tally.now());
                     return;
                 }
+            }
+        }
+    }
+
+    /// The bytes of one receive completion of node `node` (a completion-based backend's:
+    /// io_uring), handed to the client as they are, without a copy; then, as [`Link::read`]
+    /// does, a large body that follows is dropped with `sock`'s [`Source::discard`] (a socket
+    /// whose receives are all in the ring cannot: its default). Over TLS, [`Link::read`] of
+    /// the bytes.
+    pub fn received(
+        &mut self,
+        node: usize,
+        bytes: &[u8],
+        sock: &mut impl Source,
+        buf: &mut [u8],
+        tally: &mut Tally,
+    ) {
+        let s = &self.sockets[node];
+        if !s.up || !matches!(s.layer, Layer::Plain) {
+            return self.read(node, &mut Delivered::Bytes(bytes), buf, false, tally);
+        }
+        self.client.handle_input(node, bytes, tally.now(), &mut tally.stats);
+        while let Discarded::More = self.discard(node, sock, false, tally) {}
+    }
+
+    /// How many of node `node`'s next bytes the backend may drop unread: a bulk body that
+    /// nothing reads ([`Client::skippable`]), when it is [`DISCARD_FROM`] bytes or more and the
+    /// byte stream is plain (TLS records must be decrypted); else 0. A completion-based backend
+    /// asks it before it queues the socket's next receive (io_uring: a receive of `MSG_TRUNC`
+    /// and no buffer), and reports what it dropped with [`Link::discarded`].
+    pub fn discardable(&self, node: usize) -> usize {
+        let s = &self.sockets[node];
+        if !s.up || !matches!(s.layer, Layer::Plain) {
+            return 0;
+        }
+        let want = self.client.skippable(node);
+        if want < DISCARD_FROM {
+            return 0;
+        }
+        usize::try_from(want).unwrap_or(usize::MAX)
+    }
+
+    /// `n` bytes of node `node`'s stream, at most [`Link::discardable`], were dropped unread.
+    pub fn discarded(&mut self, node: usize, n: usize, tally: &mut Tally) {
+        self.sockets[node].discarding = true;
+        let now = tally.now();
+        self.client.handle_skipped(node, n as u64, now, &mut tally.stats);
+    }
+
+    /// Drops what node `node`'s client says nothing reads, if it is worth a system call and
+    /// `sock` can ([`Source::discard`]).
+    fn discard(&mut self, node: usize, sock: &mut impl Source, hangup: bool, tally: &mut Tally) -> Discarded {
+        let want = self.discardable(node);
+        if want == 0 {
+            return Discarded::Nothing;
+        }
+        match sock.discard(want) {
+            // Unsupported, or the end of the stream (which the read then finds).
+            Ok(None | Some(0)) => Discarded::Nothing,
+            Ok(Some(n)) => {
+                self.discarded(node, n, tally);
+                if n < want && !hangup {
+                    Discarded::Empty
+                } else {
+                    Discarded::More
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Discarded::Empty,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Discarded::More,
+            Err(e) => {
+                let s = &self.sockets[node];
+                self.client.handle_io_error(node, IoFailure::new(IoOp::Read, &s.endpoint, &e), tally.now());
+                Discarded::Empty
             }
         }
     }

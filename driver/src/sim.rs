@@ -31,8 +31,8 @@ use crate::{Progress, TestRun};
 use respbench_core::{Endpoint, Outcome, RunError, Time};
 
 use crate::{
-    on_threads, resolve_all, Delivered, Link, Next, Sockets, Table, Tally, Target, Timers, VirtualClock,
-    Watch, PUBLISH_EVERY, READ_BUF,
+    on_threads, resolve_all, Delivered, Link, Next, Sockets, Source, Table, Tally, Target, Timers,
+    VirtualClock, Watch, PUBLISH_EVERY, READ_BUF,
 };
 
 /// What the server does with one command.
@@ -197,6 +197,8 @@ pub struct Socket {
     pub reads: u64,
     /// See [`Socket::writes`].
     pub would_block: u64,
+    /// Bytes the client dropped unread ([`Source::discard`], as Linux's TCP `MSG_TRUNC` does).
+    pub discarded: u64,
     /// Where each write that took bytes ended, in bytes since the socket opened.
     ends: VecDeque<u64>,
     /// Bytes written since the socket opened.
@@ -254,6 +256,26 @@ impl Read for Socket {
             *b = r;
         }
         Ok(n)
+    }
+}
+
+/// Drops bytes as a TCP socket's `recv` with `MSG_TRUNC` does: what has arrived, up to `max`.
+impl Source for Socket {
+    fn discard(&mut self, max: usize) -> io::Result<Option<usize>> {
+        if self.received.is_empty() {
+            if self.reset {
+                return Err(reset_error());
+            }
+            if self.fin {
+                return Ok(Some(0));
+            }
+            self.would_block += 1;
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = max.min(self.received.len());
+        self.received.drain(..n);
+        self.discarded += n as u64;
+        Ok(Some(n))
     }
 }
 
@@ -435,6 +457,8 @@ pub struct SimResult {
     pub per_server: Vec<u64>,
     /// With [`Sim::record_writes`], each write of the client that a server read, in order.
     pub writes: Vec<Written>,
+    /// Bytes of replies the client dropped unread (bulk bodies: [`Source::discard`]).
+    pub discarded: u64,
 }
 
 /// One write of the client, as the server read it.
@@ -576,14 +600,25 @@ impl Sim {
             };
             let stuck = net.slots.iter().filter(|s| s.started && !s.ended).count();
             *extra.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some((net.log, net.commands, net.accepted, stuck, net.per_server, net.writes));
+                Some((net.log, net.commands, net.accepted, stuck, net.per_server, net.writes, net.discarded));
             Ok(outcome)
         })?;
-        let (log, commands, accepted, stuck, per_server, writes) =
+        let (log, commands, accepted, stuck, per_server, writes, discarded) =
             extra.into_inner().unwrap_or_else(|e| e.into_inner()).unwrap_or_default();
         let progress = Arc::clone(&self.run.progress);
         let end = self.clock.now();
-        Ok(SimResult { outcome, end, log, commands, accepted, stuck, progress, per_server, writes })
+        Ok(SimResult {
+            outcome,
+            end,
+            log,
+            commands,
+            accepted,
+            stuck,
+            progress,
+            per_server,
+            writes,
+            discarded,
+        })
     }
 }
 
@@ -623,6 +658,8 @@ struct Net<'a> {
     per_server: Vec<u64>,
     /// See [`SimResult::writes`].
     writes: Vec<Written>,
+    /// See [`SimResult::discarded`].
+    discarded: u64,
     /// When each server is free again (one queue each).
     server_free: Vec<Time>,
     /// Each server's outages whose start has been acted on.
@@ -646,6 +683,7 @@ impl<'a> Net<'a> {
             accepted: 0,
             per_server: vec![0; servers],
             writes: Vec::new(),
+            discarded: 0,
             server_free: vec![Time::ZERO; servers],
             outages_begun: vec![0; servers],
             interrupted: false,
@@ -730,7 +768,9 @@ impl<'a> Net<'a> {
             _ => (arrived, c.sock.hung_up()),
         };
         if read {
+            let before = c.sock.discarded;
             link.read(node, &mut c.sock, &mut self.buf, hangup, tally);
+            self.discarded += c.sock.discarded - before;
         }
         read
     }

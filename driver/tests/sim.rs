@@ -1470,3 +1470,67 @@ fn a_slowdown_to_the_end_is_not_recovered() {
     assert_eq!(d.recovered, None, "{d:?}");
     assert!(d.disrupted && d.max >= 3000, "{d:?}");
 }
+
+// ---- bulk bodies dropped unread (issue #37) ----
+
+/// A reply of bulk strings of these lengths: one bulk for one length, else an array of them
+/// (an LRANGE reply's elements).
+fn bulk_reply(lens: &[usize]) -> Vec<u8> {
+    let bulk = |len: usize| {
+        let mut b = format!("${len}\r\n").into_bytes();
+        b.extend((0..len).map(|i| b"$\r\n*x"[i % 5]));
+        b.extend_from_slice(b"\r\n");
+        b
+    };
+    match lens {
+        [one] => bulk(*one),
+        _ => {
+            let mut r = format!("*{}\r\n", lens.len()).into_bytes();
+            lens.iter().for_each(|&l| r.extend(bulk(l)));
+            r
+        }
+    }
+}
+
+#[test]
+fn bodies_in_segments_of_every_size_are_skipped_exactly() {
+    // Below, at and above the least worth a discard, and an LRANGE-like array of them.
+    let from = respbench_driver::DISCARD_FROM as usize;
+    let replies: Vec<Vec<usize>> = vec![
+        vec![0],
+        vec![from - 1],
+        vec![from],
+        vec![from + 1],
+        vec![100_000],
+        vec![3, from * 2, 5, 40_000, 0],
+    ];
+    for lens in &replies {
+        let reply = bulk_reply(lens);
+        for segment in [None, Some(1), Some(7), Some(4096), Some(from - 3), Some(from + 5), Some(65_536)] {
+            // At most ~20,000 pieces a test.
+            let pieces = segment.map_or(1, |s| reply.len().div_ceil(s));
+            let n = (20_000 / pieces as u64).clamp(2, 20);
+            let mut server = Server::replying(&reply, us(10));
+            server.segments = segment.map(|s| (s, us(3)));
+            for (pipeline, read_buf) in [(1, READ_BUF), (4, READ_BUF), (3, 5)] {
+                let opts = Opts { n: Some(n), clients: 2, pipeline, read_buf, ..Opts::default() };
+                let case = format!("{lens:?} in segments of {segment:?}, -P {pipeline}, reads of {read_buf}");
+                let r = opts.run(server.clone());
+                let s = &r.outcome.stats;
+                assert!(r.outcome.failures.is_empty(), "{case}: {:?}", r.outcome.failures);
+                assert_eq!((s.requests, s.errors.total()), (n, 0), "{case}");
+                // Every byte counted once, read or dropped.
+                assert_eq!(s.bytes_received, n * reply.len() as u64, "{case}");
+                let bodies: usize = lens.iter().filter(|&&l| l >= from).sum();
+                assert!(r.discarded <= n * bodies as u64, "{case}: {} dropped", r.discarded);
+                // A body of DISCARD_FROM or more that arrives after what a read took is dropped.
+                if bodies > 0 && (read_buf < from || segment.is_some_and(|s| s <= 4096)) {
+                    assert!(r.discarded > 0, "{case}: nothing dropped");
+                }
+                if bodies == 0 {
+                    assert_eq!(r.discarded, 0, "{case}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! Value sizes from 16 bytes to a megabyte on every backend (issue #37): replies whose bulk
+//! bodies nothing reads are dropped in the kernel (a `recv` with `MSG_TRUNC`; io_uring's receive
+//! op with it), and what respbench counts must stay exact: the server's commandstats equal
+//! respbench's requests, and the bytes respbench says it received equal the replies' sizes
+//! worked out from the value size.
+
+use std::time::Duration;
+
+use respbench_tests::{json_path, on_every_backend, respbench_on, take_document, RedisServer, Tool};
+
+const T: Duration = Duration::from_secs(120);
+
+/// Runs `args` with `--json` and gives the document's tests.
+fn run_json(tool: &Tool, server: &RedisServer, args: &[&str]) -> Vec<serde_json::Value> {
+    let path = json_path("values", "run");
+    let port = server.port().to_string();
+    let mut all: Vec<&str> = vec!["-p", &port, "-q", "--json", path.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = tool.run(&all, T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(out.stderr.is_empty(), "{}", out.dump());
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&path)).expect("a JSON document");
+    doc["tests"].as_array().expect("tests").clone()
+}
+
+fn field(t: &serde_json::Value, name: &str) -> u64 {
+    t[name].as_u64().unwrap_or_else(|| panic!("no {name} in {t}"))
+}
+
+/// SET then GET at every size: exact counts against the server's, and bytes against the values.
+fn every_value_size_is_counted_exactly(tool: Tool) {
+    let server = RedisServer::start();
+    for (d, n) in [(16u64, 2000u64), (1024, 2000), (16 * 1024, 1000), (100 * 1024, 300), (1 << 20, 40)] {
+        let (sets, gets) = (server.command_calls("set"), server.command_calls("get"));
+        let keys = 20.to_string();
+        let (ds, ns) = (d.to_string(), n.to_string());
+        // Every key written first, so that every GET finds its value.
+        let common = ["-r", &keys, "-d", &ds, "-c", "5"];
+        let fill = run_json(
+            &tool,
+            &server,
+            &[&common[..], &["-t", "set", "-n", "20", "--key-dist", "sequential"]].concat(),
+        );
+        assert_eq!(field(&fill[0], "requests"), 20);
+        let tests =
+            run_json(&tool, &server, &[&common[..], &["-t", "set,get", "-n", &ns, "-P", "3"]].concat());
+        assert_eq!(tests.len(), 2);
+        let (set, get) = (&tests[0], &tests[1]);
+        assert_eq!(server.command_calls("set") - sets, 20 + n, "-d {d}");
+        assert_eq!(server.command_calls("get") - gets, n, "-d {d}");
+        assert_eq!((field(set, "requests"), field(get, "requests")), (n, n), "-d {d}");
+        assert_eq!(field(set, "bytes_received"), n * b"+OK\r\n".len() as u64, "-d {d}");
+        // `$<d>\r\n`, the value, `\r\n`: read or dropped, every byte counted once.
+        let reply = format!("${d}\r\n").len() as u64 + d + 2;
+        assert_eq!(field(get, "bytes_received"), n * reply, "-d {d}");
+    }
+}
+
+/// LRANGE's elements are bulk strings too: large ones are dropped element by element.
+fn lrange_of_large_elements_is_counted_exactly(tool: Tool) {
+    let server = RedisServer::start();
+    // lrange_100 pushes -n elements of -d bytes to one list first (LPUSH), then reads the first
+    // 100 -n times.
+    let tests = run_json(&tool, &server, &["-t", "lrange_100", "-n", "110", "-d", "10000", "-c", "3"]);
+    let read = tests.last().expect("a test");
+    assert_eq!(field(read, "requests"), 110);
+    assert_eq!(server.command_calls("lrange"), 110);
+    let len: u64 = server.cli(&["LLEN", "mylist"]).trim().parse().expect("a length");
+    assert_eq!(len, 110);
+    // `*100\r\n`, then 100 × `$10000\r\n`, the element, `\r\n`.
+    let reply = 6 + 100 * (8 + 10_000 + 2);
+    assert_eq!(field(read, "bytes_received"), 110 * reply, "{read}");
+}
+
+on_every_backend!(every_value_size_is_counted_exactly, lrange_of_large_elements_is_counted_exactly);
+
+/// The single-shot receives of kernels without multishot ones: each receive chosen when it is
+/// queued, a discard or a read.
+#[test]
+fn uring_single_shot_counts_every_size_exactly() {
+    let tool =
+        Tool { env: vec![("RESPBENCH_URING_SINGLE_SHOT".into(), "1".into())], ..respbench_on("uring") };
+    every_value_size_is_counted_exactly(tool);
+}
