@@ -19,7 +19,7 @@ mod parser;
 mod value;
 
 #[cfg(any(test, feature = "testing"))]
-pub use parser::parse_chunked;
+pub use parser::{parse_chunked, parse_chunked_skipping};
 pub use parser::{Kind, Parsed, Reply, ReplyParser};
 pub use value::{encode_command, Value};
 
