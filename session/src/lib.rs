@@ -17,6 +17,7 @@ mod error;
 pub mod limits;
 pub mod observer;
 pub mod probe;
+pub mod replay;
 pub mod result;
 pub mod routing;
 mod run;
