@@ -39,6 +39,11 @@ fn main() -> ExitCode {
             subcommands::plot(name, &rest[1..])
         };
     }
+    // `capture` takes the run's options (server, TLS, AUTH, --duration) and records instead.
+    let capturing = rest.first() == Some(&"capture");
+    let args: Vec<String> =
+        args.iter().enumerate().filter(|(i, _)| !(capturing && *i == 1)).map(|(_, a)| a.clone()).collect();
+    let rest: Vec<&str> = args.iter().skip(1).map(|s| s.as_str()).collect();
     json::keep_command_line(&rest);
     // `--opt=value` is `--opt value`: the command's arguments below are counted after it.
     let options = args::Options::of::<Opts>(&[name]);
@@ -72,8 +77,9 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     // Read: off `ps` from here on.
-    secret::scrub(&args, &options.values);
+    secret::scrub(&args, &options.values, usize::from(capturing));
     let askpass = opts.askpass;
+    let capture = (opts.output.clone(), opts.max_commands);
     if opts.version {
         let _ = writeln!(std::io::stdout(), "respbench {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
@@ -87,6 +93,7 @@ fn main() -> ExitCode {
         c.valkey_suite = std::path::Path::new(name)
             .file_name()
             .is_some_and(|f| f.to_string_lossy().starts_with("valkey-benchmark"));
+        c.capture = respbench_session::replay::capture_settings(capturing, capture.0.as_deref(), capture.1)?;
         if askpass {
             c.password = Some(respbench_session::secret::read_password(&mut std::io::stderr())?);
         }
@@ -122,6 +129,14 @@ fn written_at_end(cfg: &Config) -> String {
 /// The run the options ask for, the signal handlers installed first; `main` prints an error.
 fn run(cfg: &Config, tls: Option<Tls>) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let stop = signals::install(written_at_end(cfg))?;
+    if let Some(c) = &cfg.capture {
+        return respbench_report::capture::run(
+            cfg,
+            c,
+            respbench_session::server::Server::new(cfg, tls),
+            &stop,
+        );
+    }
     respbench_session::check_machine(cfg)?;
     let mut presenter = Presenter::new(cfg);
     presenter.watch_stop(&stop);

@@ -247,6 +247,25 @@ pub struct Opts {
     /// (default 1s)
     #[argh(option)]
     pub slo: Option<String>,
+    /// replay a capture (redis-cli monitor's output, or respbench capture's file): each original
+    /// client a connection, its commands in order at their recorded instants
+    #[argh(option)]
+    pub replay: Option<String>,
+    /// play --replay N times as fast (default 1)
+    #[argh(option)]
+    pub speed: Option<String>,
+    /// play the capture N times; with --key-prefix P, pass K's keys begin with PK:
+    #[argh(option)]
+    pub replay_loop: Option<u64>,
+    /// stop --replay at the first malformed line instead of counting it
+    #[argh(switch)]
+    pub strict: bool,
+    /// respbench capture: the file to write
+    #[argh(option, short = 'o')]
+    pub output: Option<String>,
+    /// respbench capture: stop after N commands
+    #[argh(option)]
+    pub max_commands: Option<u64>,
     /// with --slo: stop bisecting when the bracket is this narrow: a share of the answer (2%, the
     /// default) or requests per second (500)
     #[argh(option)]
@@ -622,6 +641,13 @@ impl Opts {
             start_at,
             key_args,
             capacity: None,
+            replay: respbench_session::replay::settings(
+                self.replay.as_deref(),
+                self.speed.as_deref(),
+                self.replay_loop,
+                self.strict,
+            )?,
+            capture: None,
         };
         if let Some(w) = worker {
             if c.idle {

@@ -629,7 +629,8 @@ impl Client {
             let Some(r) = self.source.player.as_mut().and_then(|p| p.take_due(now)) else { break };
             self.outstanding += 1;
             let Some(cluster) = &self.plan.cluster else {
-                self.conns[0].push(Pending::new(r.due, r.part, now, DIRECT), |out| out.extend_from_slice(&r.bytes));
+                self.conns[0]
+                    .push(Pending::new(r.due, r.part, now, DIRECT), |out| out.extend_from_slice(&r.bytes));
                 continue;
             };
             let to = self.router.node_for(cluster, r.slot, true, Some(lead));

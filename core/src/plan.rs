@@ -341,7 +341,10 @@ impl Mix {
 
     /// A replay: each client sends the records `feed` gives it (see [`crate::replay`]), counted
     /// under the command of `names` its record says ([`crate::replay::Record::part`]).
-    pub fn replay(names: Vec<Template>, feed: std::sync::Arc<dyn crate::replay::Feed>) -> Result<Mix, String> {
+    pub fn replay(
+        names: Vec<Template>,
+        feed: std::sync::Arc<dyn crate::replay::Feed>,
+    ) -> Result<Mix, String> {
         let mut m = Mix::new(names.into_iter().map(|t| (t, 1)).collect())?;
         m.feed = Some(feed);
         Ok(m)

@@ -293,10 +293,21 @@ pub fn skip_of(client: &[u8], args: &[Vec<u8>]) -> Option<Skip> {
     let name = args.first()?;
     let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
     let sub = |n: &str| args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(n.as_bytes()));
-    const BLOCKING: &[&str] =
-        &["BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BLMPOP", "BZPOPMIN", "BZPOPMAX", "BZMPOP", "WAIT", "WAITAOF"];
+    const BLOCKING: &[&str] = &[
+        "BLPOP",
+        "BRPOP",
+        "BRPOPLPUSH",
+        "BLMOVE",
+        "BLMPOP",
+        "BZPOPMIN",
+        "BZPOPMAX",
+        "BZMPOP",
+        "WAIT",
+        "WAITAOF",
+    ];
     const TAKEOVER: &[&str] = &["MONITOR", "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "SYNC", "PSYNC"];
-    const CONNECTION: &[&str] = &["QUIT", "SHUTDOWN", "HELLO", "RESET", "REPLCONF", "REPLICAOF", "SLAVEOF", "FAILOVER"];
+    const CONNECTION: &[&str] =
+        &["QUIT", "SHUTDOWN", "HELLO", "RESET", "REPLCONF", "REPLICAOF", "SLAVEOF", "FAILOVER"];
     if BLOCKING.iter().any(|n| is(n)) {
         return Some(Skip::Blocking);
     }
@@ -320,8 +331,9 @@ pub fn skip_of(client: &[u8], args: &[Vec<u8>]) -> Option<Skip> {
 pub fn command_name(args: &[Vec<u8>]) -> String {
     let Some(name) = args.first() else { return String::new() };
     let mut n = String::from_utf8_lossy(name).to_ascii_uppercase();
-    const CONTAINERS: &[&str] =
-        &["CLIENT", "CONFIG", "CLUSTER", "COMMAND", "OBJECT", "MEMORY", "SCRIPT", "FUNCTION", "XINFO", "XGROUP"];
+    const CONTAINERS: &[&str] = &[
+        "CLIENT", "CONFIG", "CLUSTER", "COMMAND", "OBJECT", "MEMORY", "SCRIPT", "FUNCTION", "XINFO", "XGROUP",
+    ];
     if CONTAINERS.contains(&n.as_str()) {
         if let Some(s) = args.get(1) {
             n.push(' ');
@@ -344,15 +356,18 @@ pub fn key_positions(args: &[Vec<u8>]) -> impl Iterator<Item = usize> {
         b"DEL" | b"UNLINK" | b"EXISTS" | b"TOUCH" | b"MGET" | b"WATCH" | b"SINTER" | b"SUNION" | b"SDIFF"
         | b"PFCOUNT" => (1, 1, n),
         b"MSET" | b"MSETNX" => (1, 2, n),
-        b"RENAME" | b"RENAMENX" | b"RPOPLPUSH" | b"LMOVE" | b"SMOVE" | b"COPY" | b"SINTERSTORE" | b"SUNIONSTORE"
-        | b"SDIFFSTORE" | b"PFMERGE" => (1, 1, if name == b"COPY" || name == b"SMOVE" || name == b"LMOVE" { 3 } else { n }),
-        b"PING" | b"ECHO" | b"SELECT" | b"MULTI" | b"EXEC" | b"DISCARD" | b"UNWATCH" | b"INFO" | b"DBSIZE"
-        | b"FLUSHDB" | b"FLUSHALL" | b"CLIENT" | b"CONFIG" | b"COMMAND" | b"TIME" | b"SCAN" | b"KEYS" | b"RANDOMKEY"
-        | b"EVAL" | b"EVALSHA" | b"FCALL" | b"SCRIPT" | b"FUNCTION" | b"PUBLISH" | b"CLUSTER" | b"SLOWLOG"
-        | b"LATENCY" | b"MEMORY" | b"DEBUG" | b"SAVE" | b"BGSAVE" | b"LASTSAVE" | b"ROLE" | b"SWAPDB" | b"READONLY"
-        | b"READWRITE" | b"ASKING" | b"OBJECT" | b"ZUNIONSTORE" | b"ZINTERSTORE" | b"ZDIFFSTORE" | b"ZUNION"
-        | b"ZINTER" | b"ZDIFF" | b"SINTERCARD" | b"ZINTERCARD" | b"LMPOP" | b"ZMPOP" | b"XREAD" | b"XREADGROUP"
-        | b"SORT" | b"SORT_RO" | b"MIGRATE" | b"GEORADIUS" | b"GEORADIUSBYMEMBER" => (1, 1, 1),
+        b"RENAME" | b"RENAMENX" | b"RPOPLPUSH" | b"LMOVE" | b"SMOVE" | b"COPY" | b"SINTERSTORE"
+        | b"SUNIONSTORE" | b"SDIFFSTORE" | b"PFMERGE" => {
+            (1, 1, if name == b"COPY" || name == b"SMOVE" || name == b"LMOVE" { 3 } else { n })
+        }
+        b"PING" | b"ECHO" | b"SELECT" | b"MULTI" | b"EXEC" | b"DISCARD" | b"UNWATCH" | b"INFO"
+        | b"DBSIZE" | b"FLUSHDB" | b"FLUSHALL" | b"CLIENT" | b"CONFIG" | b"COMMAND" | b"TIME" | b"SCAN"
+        | b"KEYS" | b"RANDOMKEY" | b"EVAL" | b"EVALSHA" | b"FCALL" | b"SCRIPT" | b"FUNCTION" | b"PUBLISH"
+        | b"CLUSTER" | b"SLOWLOG" | b"LATENCY" | b"MEMORY" | b"DEBUG" | b"SAVE" | b"BGSAVE" | b"LASTSAVE"
+        | b"ROLE" | b"SWAPDB" | b"READONLY" | b"READWRITE" | b"ASKING" | b"OBJECT" | b"ZUNIONSTORE"
+        | b"ZINTERSTORE" | b"ZDIFFSTORE" | b"ZUNION" | b"ZINTER" | b"ZDIFF" | b"SINTERCARD"
+        | b"ZINTERCARD" | b"LMPOP" | b"ZMPOP" | b"XREAD" | b"XREADGROUP" | b"SORT" | b"SORT_RO"
+        | b"MIGRATE" | b"GEORADIUS" | b"GEORADIUSBYMEMBER" => (1, 1, 1),
         _ => (1, 1, n.min(2)),
     };
     (first..end.min(n)).step_by(step.max(1))
@@ -361,7 +376,8 @@ pub fn key_positions(args: &[Vec<u8>]) -> impl Iterator<Item = usize> {
 /// `args` as a RESP request, each key argument (see [`key_positions`]) prefixed with
 /// `prefix`, and the slot of its first key ([`SLOTS`] for a command without one).
 pub fn encode_command(args: &[Vec<u8>], prefix: &[u8]) -> (Vec<u8>, u16) {
-    let keys: Vec<usize> = if prefix.is_empty() && args.len() <= 1 { Vec::new() } else { key_positions(args).collect() };
+    let keys: Vec<usize> =
+        if prefix.is_empty() && args.len() <= 1 { Vec::new() } else { key_positions(args).collect() };
     let size: usize = args.iter().map(|a| a.len() + prefix.len() + 16).sum::<usize>() + 16;
     let mut out = Vec::with_capacity(size);
     out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
@@ -513,8 +529,10 @@ mod tests {
     fn reads_redis_documented_line() {
         let e = parse_monitor_line(br#"1339518083.107412 [0 127.0.0.1:60866] "keys" "*""#).unwrap();
         assert_eq!(e, entry(&[b"keys", b"*"]));
-        let e = parse_monitor_line(b"1339518085.219425 [2 unix:/tmp/redis.sock] \"set\" \"a b\" \"\\x00\\xff\\\"\\\\\\n\"\r")
-            .unwrap();
+        let e = parse_monitor_line(
+            b"1339518085.219425 [2 unix:/tmp/redis.sock] \"set\" \"a b\" \"\\x00\\xff\\\"\\\\\\n\"\r",
+        )
+        .unwrap();
         assert_eq!((e.db, e.client.as_slice()), (2, &b"unix:/tmp/redis.sock"[..]));
         assert_eq!(e.args, vec![b"set".to_vec(), b"a b".to_vec(), b"\x00\xff\"\\\n".to_vec()]);
         let lua = parse_monitor_line(br#"1339518083.107412 [0 lua] "get" "k""#).unwrap();
@@ -598,7 +616,12 @@ mod tests {
             "[a-z0-9.:]{1,20}",
             prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 1..6),
         )
-            .prop_map(|(micros, db, client, args)| Entry { micros, db, client: client.into_bytes(), args })
+            .prop_map(|(micros, db, client, args)| Entry {
+                micros,
+                db,
+                client: client.into_bytes(),
+                args,
+            })
     }
 
     proptest! {

@@ -188,6 +188,10 @@ pub struct Config {
     pub key_args: Option<Vec<usize>>,
     /// `--slo`: a capacity search instead of the `--rps` steps.
     pub capacity: Option<crate::slo::Settings>,
+    /// `--replay FILE`: the test replays a capture instead.
+    pub replay: Option<crate::replay::Settings>,
+    /// `respbench capture`: record the server's traffic instead of running tests.
+    pub capture: Option<crate::replay::CaptureSettings>,
 }
 
 /// The values of the options that take lists: each combination is one step, run in order,

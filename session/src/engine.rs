@@ -157,6 +157,15 @@ impl Session {
             cfg.sweep.datasizes.iter().chain([&cfg.values]).map(|v| v.max() as u64).max().unwrap_or(0);
         crate::limits::ensure_memory(value, if multi { value } else { 0 }, most_clients)?;
         let cases = cases(cfg, &mut |w| obs.message(w))?;
+        // A replay has a client per original client of its capture (this worker's share).
+        let replayed;
+        let cfg = match cases.iter().find_map(|c| c.replay.as_ref()) {
+            Some(r) => {
+                replayed = Config { clients: r.mine.len().max(1), ..cfg.clone() };
+                &replayed
+            }
+            None => cfg,
+        };
         // The requests as made (several values, a command around them), before connecting.
         let largest = cases.iter().flat_map(Case::templates).map(|t| t.len() as u64).max().unwrap_or(0);
         let copied = cases.iter().flat_map(Case::templates).map(|t| t.copied_len() as u64).max().unwrap_or(0);
@@ -551,7 +560,7 @@ impl Session {
                 let seq_len = case.mix.as_ref().and_then(|(m, _)| m.sequence_len()).unwrap_or(1);
                 let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline) * seq_len;
                 let missing = self.probe.missing.as_ref().map(ToString::to_string);
-                let schedule = crate::result::Schedule::of(total);
+                let schedule = crate::result::Schedule::of(total).or_else(|| crate::replay::schedule(total));
                 total.verdict = Some(verdict::verdict(
                     Some(&cpu),
                     server_cpu.as_ref(),
@@ -567,6 +576,7 @@ impl Session {
             if let Some(total) = results.last_mut() {
                 total.warnings = findings(&cfg, total, preloadable);
                 total.warnings.extend(abandoned);
+                total.warnings.extend(crate::replay::finding(total));
             }
             if self.step.is_some() {
                 self.rows.push(results[results.len() - 1].clone());

@@ -35,6 +35,8 @@ pub const BUFFERED: usize = 16 << 20;
 /// How long before the first record is due the test starts: the connections' set-up and the
 /// reader's first records.
 pub const LEAD: Duration = Duration::from_millis(300);
+/// How many commands a replaying client keeps unanswered at most (or `-P`, when more).
+pub const WINDOW: u32 = 1024;
 /// The malformed lines a scan names by number (it counts them all).
 const NAMED_MALFORMED: usize = 20;
 /// The title of the commands beyond the busiest.
@@ -100,8 +102,19 @@ pub fn settings(
     Ok(Some(Settings { file: file.into(), speed, passes, strict }))
 }
 
-/// Checks `capture`'s `-o` and `--max-commands`.
-pub fn capture_settings(output: Option<&str>, max_commands: Option<u64>) -> Result<CaptureSettings, OptionError> {
+/// Checks `capture`'s `-o` and `--max-commands`: `None` when not `capturing`, where they are
+/// refused.
+pub fn capture_settings(
+    capturing: bool,
+    output: Option<&str>,
+    max_commands: Option<u64>,
+) -> Result<Option<CaptureSettings>, OptionError> {
+    if !capturing {
+        if output.is_some() || max_commands.is_some() {
+            return Err("-o and --max-commands are respbench capture's: respbench capture -o FILE ...".into());
+        }
+        return Ok(None);
+    }
     let output = output.ok_or("respbench capture writes its file where -o FILE says")?;
     if max_commands == Some(0) {
         return Err(OptionError::Invalid {
@@ -110,7 +123,7 @@ pub fn capture_settings(output: Option<&str>, max_commands: Option<u64>) -> Resu
             why: "expected how many commands to capture, at least 1".into(),
         });
     }
-    Ok(CaptureSettings { output: output.into(), max_commands })
+    Ok(Some(CaptureSettings { output: output.into(), max_commands }))
 }
 
 // ---- reading a capture ----
@@ -167,7 +180,14 @@ impl Reader<File> {
 impl<R: Read> Reader<R> {
     /// A reader of `r`, its format told from its first bytes.
     pub fn new(r: R) -> io::Result<Reader<R>> {
-        let mut me = Reader { r, format: Format::Monitor, buf: Vec::with_capacity(1 << 16), at: 0, eof: false, line: 0 };
+        let mut me = Reader {
+            r,
+            format: Format::Monitor,
+            buf: Vec::with_capacity(1 << 16),
+            at: 0,
+            eof: false,
+            line: 0,
+        };
         while me.buf.len() < CAPTURE_HEADER.len() && !me.eof {
             me.more()?;
         }
@@ -274,7 +294,11 @@ impl<R: Read> Reader<R> {
             // A length that cannot be one: nothing after it can be found again.
             self.at = self.buf.len();
             self.eof = true;
-            return Ok(Some(Item::Malformed(if rest.len() < 4 { Malformed::Record } else { Malformed::TooLong })));
+            return Ok(Some(Item::Malformed(if rest.len() < 4 {
+                Malformed::Record
+            } else {
+                Malformed::TooLong
+            })));
         };
         while self.buf.len() - self.at < 4 + len && !self.eof {
             self.more()?;
@@ -513,10 +537,17 @@ impl Replay {
         let (wi, wn) = self.worker;
         let index: HashMap<&[u8], u32> =
             self.scan.clients.iter().enumerate().map(|(j, c)| (c.as_slice(), j as u32)).collect();
-        let parts: HashMap<&str, u16> =
-            self.scan.names.iter().take(BUSIEST).enumerate().map(|(i, (n, _))| (n.as_str(), i as u16)).collect();
+        let parts: HashMap<&str, u16> = self
+            .scan
+            .names
+            .iter()
+            .take(BUSIEST)
+            .enumerate()
+            .map(|(i, (n, _))| (n.as_str(), i as u16))
+            .collect();
         let other = BUSIEST.min(self.scan.names.len()) as u16;
-        let mut state: Vec<Player> = (0..self.mine.len()).map(|_| Player { db: self.db, block: None }).collect();
+        let mut state: Vec<Player> =
+            (0..self.mine.len()).map(|_| Player { db: self.db, block: None }).collect();
         let speed = self.settings.speed;
         let pass_us = self.pass_micros();
         for pass in 0..self.settings.passes {
@@ -579,7 +610,8 @@ impl Replay {
                         }
                     }
                 } else if name == "MULTI" {
-                    p.block = Some(Block { due, slot: SLOTS, records: vec![Record { due, part, slot, bytes }] });
+                    p.block =
+                        Some(Block { due, slot: SLOTS, records: vec![Record { due, part, slot, bytes }] });
                 } else {
                     s.push(local, Record { due, part, slot, bytes });
                 }
@@ -615,8 +647,6 @@ impl Replay {
             speed: self.settings.speed,
             passes: self.settings.passes,
             clients: self.mine.len() as u64,
-            commands: self.scan.commands() * self.settings.passes * self.mine.len() as u64
-                / self.scan.clients.len().max(1) as u64,
             recorded_s: self.scan.span().as_secs_f64(),
             sent: late,
             sent_on_time: on_time,
@@ -625,12 +655,70 @@ impl Replay {
                 .scan
                 .skipped
                 .iter()
-                .map(|(n, why, c)| Skipped { command: n.clone(), reason: why.reason().to_string(), count: *c })
+                .map(|(n, why, c)| Skipped {
+                    command: n.clone(),
+                    reason: why.reason().to_string(),
+                    count: *c,
+                })
                 .collect(),
             malformed: self.scan.malformed,
             malformed_lines: self.scan.malformed_lines.clone(),
         }
     }
+}
+
+/// The reader of one test's replay, stopped when it is dropped.
+pub struct Reading(Arc<Replay>);
+
+impl Reading {
+    /// Starts `r`'s reader, its first record due at `origin`.
+    pub fn start(r: &Arc<Replay>, origin: Time) -> Reading {
+        let _ = r.start(origin);
+        Reading(Arc::clone(r))
+    }
+
+    /// Stops the reader; what went wrong reading the file, if anything did.
+    pub fn stop(&self) -> Option<String> {
+        self.0.stop()
+    }
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        let _ = self.0.stop();
+    }
+}
+
+/// A replay's schedule: the recorded instants, kept when the commands were sent on time (the
+/// rate is the capture's, whatever it was, so only the lateness judges it).
+pub fn schedule(total: &crate::result::TestResult) -> Option<crate::verdict::Schedule> {
+    total.replay.as_ref()?;
+    crate::verdict::Schedule::of_stats(0, &total.stats)
+}
+
+/// The finding of a replay that did not keep the recorded gaps: its commands were sent late.
+pub fn finding(total: &crate::result::TestResult) -> Option<crate::result::Warning> {
+    let f = total.replay.as_ref()?;
+    let sch = schedule(total)?;
+    if !sch.late() {
+        return None;
+    }
+    Some(crate::result::Warning {
+        kind: crate::result::WarningKind::ScheduleNotKept,
+        text: format!(
+            "{}: the recorded gaps were not kept: {:.1}% of the commands were sent within {:.3} msec of their \
+             instant, {} (over {:.3} msec is late)",
+            total.name,
+            f.on_time_share() * 100.0,
+            crate::verdict::LATENESS_KEPT_MICROS as f64 / 1000.0,
+            sch.describe(),
+            sch.threshold_us() as f64 / 1000.0
+        ),
+        figures: vec![
+            ("on_time_share", f.on_time_share()),
+            ("lateness_p99_ms", sch.lateness_p99_us as f64 / 1000.0),
+        ],
+    })
 }
 
 /// A replay's figures in its test's result.
@@ -646,9 +734,6 @@ pub struct Figures {
     pub passes: u64,
     /// The connections: the original clients this process played.
     pub clients: u64,
-    /// The commands of those clients, over every pass (the original clients' share, with
-    /// `--worker`, is estimated from their count).
-    pub commands: u64,
     /// The capture's span, first command to last, in seconds.
     pub recorded_s: f64,
     /// The commands sent (with their lateness recorded).
@@ -664,6 +749,17 @@ pub struct Figures {
     pub malformed: u64,
     /// See `malformed`.
     pub malformed_lines: Vec<(u64, String)>,
+}
+
+impl Figures {
+    /// The share of the commands sent that went on time.
+    pub fn on_time_share(&self) -> f64 {
+        if self.sent == 0 {
+            0.0
+        } else {
+            self.sent_on_time as f64 / self.sent as f64
+        }
+    }
 }
 
 /// Commands of one name that were not replayed.
@@ -813,7 +909,14 @@ pub fn capture(
         return Err(Error::Tests(format!("MONITOR was refused: {}", String::from_utf8_lossy(e))));
     }
     conn.set_timeout(Duration::from_millis(100));
-    let mut r = Reader { r: conn.into_reader(), format: Format::Monitor, buf: Vec::new(), at: 0, eof: false, line: 0 };
+    let mut r = Reader {
+        r: conn.into_reader(),
+        format: Format::Monitor,
+        buf: Vec::new(),
+        at: 0,
+        eof: false,
+        line: 0,
+    };
     let fail = |e: io::Error| Error::Tests(format!("capture: cannot write the file: {e}"));
     out.write_all(CAPTURE_HEADER).map_err(fail)?;
     let mut done = Captured::default();
@@ -853,7 +956,12 @@ mod tests {
     use respbench_core::replay::monitor_line;
 
     fn entry(us: u64, client: &str, args: &[&str]) -> Entry {
-        Entry { micros: us, db: 0, client: client.into(), args: args.iter().map(|a| a.as_bytes().to_vec()).collect() }
+        Entry {
+            micros: us,
+            db: 0,
+            client: client.into(),
+            args: args.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        }
     }
 
     fn read_all(bytes: &[u8]) -> (Format, Vec<Result<Entry, (u64, Malformed)>>) {
@@ -871,7 +979,10 @@ mod tests {
 
     #[test]
     fn both_formats_read_the_same_commands() {
-        let entries = [entry(1_000_000, "1.1.1.1:1", &["SET", "k", "a b"]), entry(1_000_500, "1.1.1.1:2", &["GET", "k"])];
+        let entries = [
+            entry(1_000_000, "1.1.1.1:1", &["SET", "k", "a b"]),
+            entry(1_000_500, "1.1.1.1:2", &["GET", "k"]),
+        ];
         let mut text = b"OK\n".to_vec();
         let mut file = CAPTURE_HEADER.to_vec();
         for e in &entries {
@@ -913,8 +1024,10 @@ mod tests {
             assert!(settings(Some("f"), Some(bad), None, false).is_err(), "{bad}");
         }
         assert!(settings(Some("f"), None, Some(0), false).is_err());
-        assert!(capture_settings(None, None).is_err());
-        assert!(capture_settings(Some("o"), Some(0)).is_err());
+        assert!(capture_settings(true, None, None).is_err());
+        assert!(capture_settings(true, Some("o"), Some(0)).is_err());
+        assert!(capture_settings(false, Some("o"), None).is_err());
+        assert_eq!(capture_settings(false, None, None), Ok(None));
     }
 
     fn temp(name: &str, bytes: &[u8]) -> PathBuf {

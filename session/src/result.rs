@@ -47,6 +47,8 @@ pub struct TestResult {
     /// What the session noticed about the test (not errors): the verbose report's block and the
     /// JSON carry them; stderr only when it is a terminal.
     pub warnings: Vec<Warning>,
+    /// A replay's figures (`--replay`), on its total.
+    pub replay: Option<crate::replay::Figures>,
 }
 
 /// What a test's figures suggest measuring again differently: a finding, not an error.
@@ -130,6 +132,7 @@ impl TestResult {
             stats,
             nodes: Vec::new(),
             warnings: Vec::new(),
+            replay: None,
         }
     }
 

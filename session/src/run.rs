@@ -73,16 +73,34 @@ pub(crate) fn plan(
         Some(n) => cfg.key_dist.space(n).unwrap_or(KeySpace::Random { n }),
     };
     // The core shares the total rate evenly over the connections.
-    let open_loop =
+    let mut open_loop =
         rate.map(|r| OpenLoop { slack: cfg.open_slack(r), ..OpenLoop::new(r as f64, cfg.open.poisson) });
-    let budget =
-        if idle || cfg.open.duration.is_some() { Budget::unlimited() } else { Budget::new(cfg.requests) };
+    let replay = case.replay.as_deref();
+    if let Some(r) = replay {
+        // The schedule is the recorded instants: each record says when it is due.
+        open_loop =
+            Some(OpenLoop { rate: r.recorded_rate().max(1.0), poisson: false, slack: Duration::ZERO });
+    }
+    let budget = if idle || cfg.open.duration.is_some() || replay.is_some() {
+        Budget::unlimited()
+    } else {
+        Budget::new(cfg.requests)
+    };
     Arc::new(Plan {
         conn: ConnConfig {
             handshake: handshake(cfg),
             // The connect test: one request per connection.
-            pipeline: if case.spec.connection_per_request { 1 } else { cfg.pipeline },
-            pipeline_mode: cfg.pipeline_mode,
+            pipeline: match replay {
+                Some(_) => cfg.pipeline.max(crate::replay::WINDOW),
+                None if case.spec.connection_per_request => 1,
+                None => cfg.pipeline,
+            },
+            // A replay sends what is due whatever is still unanswered, up to its window.
+            pipeline_mode: if replay.is_some() {
+                respbench_core::PipelineMode::Window
+            } else {
+                cfg.pipeline_mode
+            },
             keepalive: cfg.keepalive && !case.spec.connection_per_request,
             idle,
             open_loop,
@@ -98,7 +116,7 @@ pub(crate) fn plan(
         stop: Stop::new(stop_at, cfg.drain_grace),
         // Each test its own streams, all reproducible from --seed.
         seed: cfg.seed.wrapping_add(test_no.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
-        connections: cfg.clients as u64,
+        connections: replay.map_or(cfg.clients, |r| r.mine.len()) as u64,
         measure_from,
         series: !idle && cfg.open.keeps_series(),
         cluster: multi.and_then(|m| m.cluster(cfg, &case.templates(), &handshake(cfg))),
@@ -145,10 +163,12 @@ pub(crate) fn run_test(
     // run control).
     let stop_at = cfg.open.duration.map(|d| Time::since(epoch, begin + d));
     let spec = &case.spec;
+    // A replay's first record is due once the connections are up; its figures count from then.
+    let origin = case.replay.as_ref().map(|_| Time::since(epoch, begin + crate::replay::LEAD));
     let run = TestRun {
-        plan: plan(cfg, against.multi, case, test_no, false, rate, Time::ZERO, stop_at),
+        plan: plan(cfg, against.multi, case, test_no, false, rate, origin.unwrap_or(Time::ZERO), stop_at),
         endpoint: cfg.endpoint.clone(),
-        clients: cfg.clients,
+        clients: case.replay.as_ref().map_or(cfg.clients, |r| r.mine.len()),
         threads: cfg.threads.max(1),
         sigfig: cfg.precision,
         mptcp: cfg.mptcp,
@@ -186,6 +206,10 @@ pub(crate) fn run_test(
     let mut wait_read = Instant::now();
     let cpu_from = started;
     let (tx, rx) = mpsc::channel();
+    let _reading = match (&case.replay, origin) {
+        (Some(r), Some(at)) => Some(crate::replay::Reading::start(r, at)),
+        _ => None,
+    };
     std::thread::scope(|s| {
         let run = &run;
         s.spawn(move || {
@@ -212,6 +236,9 @@ pub(crate) fn run_test(
                         }
                     });
                     let mut o = result?;
+                    if let Some(e) = _reading.as_ref().and_then(crate::replay::Reading::stop) {
+                        return Err(Error::Tests(e));
+                    }
                     log_ended(obs, Some(o.stats.end))?;
                     // Over several nodes: the nodes as the test ended, without the room kept
                     // for nodes that never appeared.
@@ -282,7 +309,7 @@ pub fn idle(
             ))
         })
         .ok();
-    let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None };
+    let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None, replay: None };
     let run = TestRun {
         plan: plan(cfg, None, &case, 0, true, None, Time::ZERO, None),
         endpoint: cfg.endpoint.clone(),
