@@ -263,10 +263,11 @@ pub enum Skip {
     Blocking,
     /// `MONITOR`, `SUBSCRIBE` and the like: the connection would stop taking commands.
     Takeover,
-    /// `CLIENT KILL`, `QUIT`, `SHUTDOWN`, `HELLO`, replication: it acts on connections or the
-    /// server, not on the data.
+    /// `CLIENT KILL`, `QUIT`, `SHUTDOWN`, replication: it acts on connections or the server,
+    /// not on the data.
     Connection,
-    /// `AUTH`, whose password MONITOR does not show (the run's own `-a` authenticates).
+    /// `AUTH` (or `HELLO … AUTH`), whose password MONITOR does not show (the run's own `-a`
+    /// authenticates).
     Auth,
     /// Run by a script (`[0 lua]`): its `EVAL` is replayed, and runs it.
     Script,
@@ -307,7 +308,7 @@ pub fn skip_of(client: &[u8], args: &[Vec<u8>]) -> Option<Skip> {
     ];
     const TAKEOVER: &[&str] = &["MONITOR", "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "SYNC", "PSYNC"];
     const CONNECTION: &[&str] =
-        &["QUIT", "SHUTDOWN", "HELLO", "RESET", "REPLCONF", "REPLICAOF", "SLAVEOF", "FAILOVER"];
+        &["QUIT", "SHUTDOWN", "RESET", "REPLCONF", "REPLICAOF", "SLAVEOF", "FAILOVER"];
     if BLOCKING.iter().any(|n| is(n)) {
         return Some(Skip::Blocking);
     }
@@ -320,7 +321,9 @@ pub fn skip_of(client: &[u8], args: &[Vec<u8>]) -> Option<Skip> {
     if CONNECTION.iter().any(|n| is(n)) || (is("CLIENT") && (sub("KILL") || sub("PAUSE") || sub("REPLY"))) {
         return Some(Skip::Connection);
     }
-    if is("AUTH") {
+    // HELLO 3 is replayed (the connection speaks RESP3 from then on, as the client's did);
+    // with AUTH in it, its password is not in the capture.
+    if is("AUTH") || (is("HELLO") && args.iter().skip(2).any(|a| a.eq_ignore_ascii_case(b"AUTH"))) {
         return Some(Skip::Auth);
     }
     None
@@ -592,6 +595,8 @@ mod tests {
         assert_eq!(s(&[b"client", b"kill", b"1.2.3.4:5"]), Some(Skip::Connection));
         assert_eq!(s(&[b"client", b"setname", b"x"]), None);
         assert_eq!(s(&[b"auth", b"(redacted)"]), Some(Skip::Auth));
+        assert_eq!(s(&[b"HELLO", b"3"]), None);
+        assert_eq!(s(&[b"HELLO", b"3", b"AUTH", b"u", b"(redacted)"]), Some(Skip::Auth));
         assert_eq!(s(&[b"get", b"k"]), None);
         assert_eq!(command_name(&entry(&[b"client", b"setname", b"x"]).args), "CLIENT SETNAME");
         assert_eq!(command_name(&entry(&[b"lpush", b"q", b"x"]).args), "LPUSH");

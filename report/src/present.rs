@@ -191,7 +191,8 @@ impl Presenter {
         } else if self.csv {
             let extra = if self.open_loop { report::CSV_OPEN_LOOP_COLUMNS } else { "" };
             let sweep = if cfg.sweep.is_sweep() { report::CSV_SWEEP_COLUMNS } else { "" };
-            writeln!(self.out, "{}{extra}{sweep}{}", report::CSV_HEADER, report::CSV_ACCOUNT_COLUMNS)
+            let replay = if cfg.replay.is_some() { report::CSV_REPLAY_COLUMNS } else { "" };
+            writeln!(self.out, "{}{extra}{sweep}{}{replay}", report::CSV_HEADER, report::CSV_ACCOUNT_COLUMNS)
                 .map_err(|e| e.to_string())?;
         }
         Ok(())
@@ -554,6 +555,7 @@ fn print_test(
         Output::Verbose => {
             report::write_verbose(&r, out)?;
             report::write_open_loop(entry, cfg.open.poisson, out)?;
+            report::write_replay(entry, false, out)?;
             report::write_errors(&r, false, out)?;
             for w in &entry.warnings {
                 writeln!(out, "  WARNING: {}", w.text)?;
@@ -565,6 +567,7 @@ fn print_test(
         }
         Output::Quiet => {
             report::write_quiet_marked(&r, partial, out)?;
+            report::write_replay(entry, true, out)?;
             report::write_errors(&r, true, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
@@ -572,12 +575,19 @@ fn print_test(
         }
         Output::Csv => {
             // Every row of an open-loop run has the extra columns, a mix's commands too.
+            let mut row = Vec::new();
             report::write_csv_row(
                 &r,
                 (!cfg.open.rates.is_empty()).then_some(entry),
                 entry.step.as_ref(),
-                out,
+                &mut row,
             )?;
+            if cfg.replay.is_some() {
+                row.pop();
+                row.extend_from_slice(report::csv_replay_columns(entry).as_bytes());
+                row.push(b'\n');
+            }
+            out.write_all(&row)?;
             // stdout carries CSV only.
             report::write_errors(&r, true, &mut io::stderr())?;
         }

@@ -629,6 +629,73 @@ pub fn write_open_loop(e: &TestResult, poisson: bool, out: &mut impl Write) -> i
     Ok(())
 }
 
+/// The columns `--replay` adds to a CSV row: its fidelity, on the total's row (empty on its
+/// commands' rows).
+pub const CSV_REPLAY_COLUMNS: &str = ",\"sent_on_time_share\",\"lateness_p99_ms\"";
+
+/// [`CSV_REPLAY_COLUMNS`]' values for `e`.
+pub fn csv_replay_columns(e: &TestResult) -> String {
+    match (&e.replay, &e.stats.lateness) {
+        (Some(f), Some(late)) => {
+            format!(",\"{:.4}\",\"{:.3}\"", f.on_time_share(), ms(value_at_percentile(late, 99.0)))
+        }
+        _ => ",\"\",\"\"".to_string(),
+    }
+}
+
+/// A replay's lines after its test's report: what was played, how faithfully (the share sent
+/// within 1 ms of its recorded instant, the send lateness), the service time, what was not
+/// replayed and what could not be read. `quiet`: the fidelity line only.
+pub fn write_replay(e: &TestResult, quiet: bool, out: &mut impl Write) -> io::Result<()> {
+    let Some(f) = &e.replay else { return Ok(()) };
+    let late = e.stats.lateness.as_ref().filter(|h| !h.is_empty());
+    let lag = late.map_or(String::new(), |h| {
+        format!(
+            "; send lateness p50 {:.3}, p99 {:.3}, max {:.3} msec",
+            ms(value_at_percentile(h, 50.0)),
+            ms(value_at_percentile(h, 99.0)),
+            ms(h.max())
+        )
+    });
+    let fidelity = format!(
+        "{} of {} commands ({:.1}%) sent within {:.3} msec of their recorded instant{lag}",
+        f.sent_on_time,
+        f.sent,
+        f.on_time_share() * 100.0,
+        respbench_session::result::LATENESS_KEPT_MICROS as f64 / 1000.0
+    );
+    if quiet {
+        return writeln!(out, "{}: replay fidelity: {fidelity}", e.name);
+    }
+    let passes = if f.passes > 1 { format!(", {} passes", f.passes) } else { String::new() };
+    writeln!(
+        out,
+        "  replay: {} ({}), {:.3} s recorded, {} clients, at {}x speed{passes}",
+        f.file, f.format, f.recorded_s, f.clients, f.speed
+    )?;
+    writeln!(out, "  replay fidelity: {fidelity}")?;
+    if let Some(h) = &e.stats.service {
+        writeln!(out, "  latencies above count from each command's recorded instant; service time (msec, from the actual send):")?;
+        write_summary_table(&Summary::of(h), out)?;
+    }
+    if f.selects_added > 0 {
+        writeln!(
+            out,
+            "  {} SELECTs added before commands recorded in another db than their connection's",
+            f.selects_added
+        )?;
+    }
+    for s in &f.skipped {
+        writeln!(out, "  not replayed: {} {} ({})", s.count, s.command, s.reason)?;
+    }
+    if f.malformed > 0 {
+        let lines: Vec<String> =
+            f.malformed_lines.iter().map(|(n, why)| format!("line {n}: {why}")).collect();
+        writeln!(out, "  malformed: {} lines not replayed ({})", f.malformed, lines.join("; "))?;
+    }
+    Ok(())
+}
+
 /// `-q` after an open-loop run's rate table: a line for each step that did not keep its
 /// schedule (nothing when every step did).
 pub fn write_schedules_not_kept(steps: &[TestResult], out: &mut impl Write) -> io::Result<()> {

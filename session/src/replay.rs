@@ -894,8 +894,13 @@ pub struct Captured {
     pub clients: u64,
 }
 
+/// How long a capture that was told to stop goes on reading what MONITOR had sent already
+/// (until a read finds nothing for 100 ms).
+const DRAIN: Duration = Duration::from_secs(1);
+
 /// Runs `MONITOR` on `conn` and writes each command to `out` as a capture record (after the
-/// header) until `until`, `max` commands, or `stop` says so.
+/// header) until `until`, `max` commands, or `stop` says so; from then on it still writes what
+/// MONITOR had sent (what the socket holds), for at most [`DRAIN`].
 pub fn capture(
     conn: crate::server::Conn,
     out: &mut dyn Write,
@@ -922,9 +927,13 @@ pub fn capture(
     let mut done = Captured::default();
     let mut clients: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
     let mut rec = Vec::new();
+    let mut draining: Option<Instant> = None;
     loop {
-        if stop() || until.is_some_and(|u| Instant::now() >= u) || max.is_some_and(|m| done.commands >= m) {
+        if max.is_some_and(|m| done.commands >= m) || draining.is_some_and(|d| d.elapsed() >= DRAIN) {
             break;
+        }
+        if draining.is_none() && (stop() || until.is_some_and(|u| Instant::now() >= u)) {
+            draining = Some(Instant::now());
         }
         match r.next_line() {
             Ok(Some(Item::Entry(e))) => {
@@ -941,6 +950,10 @@ pub fn capture(
             Ok(None) => return Err(Error::Tests("capture: the server closed the MONITOR connection".into())),
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
                 r.eof = false;
+                if draining.is_some() {
+                    // Nothing more had been sent.
+                    break;
+                }
             }
             Err(e) => return Err(Error::Tests(format!("capture: reading MONITOR: {e}"))),
         }
