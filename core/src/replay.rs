@@ -253,6 +253,24 @@ pub fn decode_record(body: &[u8]) -> Result<Entry, Malformed> {
     Ok(Entry { micros, db, client, args })
 }
 
+/// Reads `data` as MONITOR lines and as a capture record's body, checking that whatever reads
+/// as a command writes back to what reads as the same command: the fuzz target
+/// (fuzz/fuzz_targets/capture.rs) and a property test call it. Panics on a mismatch only.
+pub fn check_untrusted(data: &[u8]) {
+    for line in data.split(|&b| b == b'\n') {
+        if let Ok(e) = parse_monitor_line(line) {
+            assert_eq!(parse_monitor_line(&monitor_line(&e)).as_ref(), Ok(&e), "a MONITOR line read back");
+            let _ = skip_of(&e.client, &e.args);
+            let _ = encode_command(&e.args, b"p:");
+        }
+    }
+    if let Ok(e) = decode_record(data) {
+        let mut out = Vec::new();
+        encode_record(&mut out, &e);
+        assert_eq!(&out[4..], data, "a capture record written back");
+    }
+}
+
 // ---- what can be replayed ----
 
 /// Why a recorded command is not sent again.
@@ -652,8 +670,125 @@ mod tests {
         /// Whatever the bytes, the parsers answer without panicking.
         #[test]
         fn any_bytes_are_read_or_refused(b in prop::collection::vec(any::<u8>(), 0..200)) {
-            let _ = parse_monitor_line(&b);
-            let _ = decode_record(&b);
+            check_untrusted(&b);
+            let mut line = b"1.000001 [0 a:1] ".to_vec();
+            line.extend_from_slice(&b);
+            check_untrusted(&line);
         }
+    }
+}
+
+#[cfg(test)]
+mod client_tests {
+    //! A replaying client on virtual time: each record goes when it is due and not before,
+    //! a transaction's records (one due time) in one write, and the client finishes when its
+    //! feed ends.
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::handshake::Handshake;
+    use crate::plan::{Budget, ConnConfig, Mix, PipelineMode, Plan, Stop, Workload};
+    use crate::template::{KeySpace, Template};
+    use crate::{Client, Event, Stats};
+
+    #[derive(Debug)]
+    struct Script(Mutex<Vec<Record>>);
+
+    impl Feed for Script {
+        fn next(&self, _: u64, _: Time) -> Next {
+            let mut v = self.0.lock().unwrap();
+            if v.is_empty() {
+                Next::End
+            } else {
+                Next::Record(v.remove(0))
+            }
+        }
+    }
+
+    fn rec(ms: u64, args: &[&[u8]]) -> Record {
+        let args: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+        Record {
+            due: Time::from_micros(ms * 1000),
+            part: 0,
+            slot: SLOTS,
+            bytes: encode_command(&args, b"").0,
+        }
+    }
+
+    #[test]
+    fn records_go_at_their_instants_and_a_transaction_in_one_write() {
+        let records = vec![
+            rec(10, &[b"SET", b"a", b"1"]),
+            rec(25, &[b"MULTI"]),
+            rec(25, &[b"INCR", b"n"]),
+            rec(25, &[b"EXEC"]),
+            rec(40, &[b"GET", b"a"]),
+        ];
+        let feed: Arc<dyn Feed> = Arc::new(Script(Mutex::new(records)));
+        let plan = Plan {
+            conn: ConnConfig {
+                handshake: Handshake::default(),
+                pipeline: 1024,
+                pipeline_mode: PipelineMode::Window,
+                keepalive: true,
+                idle: false,
+                open_loop: Some(crate::OpenLoop { rate: 100.0, poisson: false, slack: Duration::ZERO }),
+                request_timeout: None,
+                reconnect: None,
+            },
+            workload: Workload {
+                template: Template::command(&[b"REPLAY"]),
+                keys: KeySpace::Literal,
+                mix: Some(Mix::replay(vec![Template::command(&[b"ALL"])], feed).unwrap()),
+            },
+            budget: Budget::unlimited(),
+            stop: Stop::new(None, Duration::from_secs(2)),
+            seed: 1,
+            connections: 1,
+            measure_from: Time::ZERO,
+            series: false,
+            cluster: None,
+        };
+        let mut stats = plan.new_stats(Time::ZERO, 3).unwrap();
+        let mut c = Client::new(Arc::new(plan), 0);
+        let ms = |m: u64| Time::from_micros(m * 1000);
+        c.handle_connected(0, ms(0), &mut stats);
+        while c.poll_event(0).is_some() {}
+        // Virtual time: wake when the client asks, send what it hands out, answer at once.
+        let mut now = ms(0);
+        let mut writes: Vec<(u64, String)> = Vec::new();
+        for _ in 0..100 {
+            while let Some(b) = c.poll_transmit(0, now) {
+                let (n, text) = (b.len(), String::from_utf8_lossy(b).into_owned());
+                writes.push((
+                    now.as_micros() / 1000,
+                    text.split("\r\n")
+                        .filter(|l| l.chars().all(char::is_alphabetic) && !l.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ));
+                c.advance_transmit(0, n, now, &mut stats);
+                let replies = text.matches('*').count();
+                c.handle_input(0, "+OK\r\n".repeat(replies).as_bytes(), now, &mut stats);
+            }
+            if matches!(c.poll_event(0), Some(Event::Finished)) {
+                break;
+            }
+            match c.poll_timeout(0) {
+                Some(t) => now = now.max(t),
+                None => break,
+            }
+            c.handle_timeout(0, now);
+        }
+        assert_eq!(
+            writes,
+            vec![(10, "SET a".into()), (25, "MULTI INCR n EXEC".into()), (40, "GET a".into())],
+            "each at its instant, the transaction in one write"
+        );
+        assert_eq!(stats.requests, 5);
+        let late = stats.lateness.as_ref().unwrap();
+        assert_eq!((late.len(), late.max()), (5, 0), "none late on an exact clock");
+        assert!(c.is_closed(0), "finished once its feed ended");
     }
 }

@@ -317,6 +317,21 @@ impl<R: Read> Reader<R> {
     }
 }
 
+/// Reads `bytes` as a capture file whatever they hold, to the end: the fuzz target
+/// (fuzz/fuzz_targets/capture.rs) calls it. How many commands and malformed lines it found.
+pub fn read_untrusted(bytes: &[u8]) -> (u64, u64) {
+    let Ok(mut r) = Reader::new(bytes) else { return (0, 0) };
+    let (mut commands, mut malformed) = (0, 0);
+    while let Ok(Some(item)) = r.next_item() {
+        match item {
+            Item::Entry(_) => commands += 1,
+            Item::Malformed(_) => malformed += 1,
+            Item::Nothing => {}
+        }
+    }
+    (commands, malformed)
+}
+
 /// One line of `redis-cli monitor`'s output.
 fn line_item(line: &[u8]) -> Item {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -1016,6 +1031,15 @@ mod tests {
         assert_eq!(items[1], Err((2, Malformed::Time)));
         assert_eq!(items[2], Err((3, Malformed::Argument)));
         assert!(items[3].is_ok(), "the last line, without its end");
+    }
+
+    #[test]
+    fn untrusted_bytes_are_read_to_the_end() {
+        assert_eq!(read_untrusted(b""), (0, 0));
+        assert_eq!(read_untrusted(b"x\n1.000001 [0 a:1] \"PING\"\n"), (1, 1));
+        let mut file = CAPTURE_HEADER.to_vec();
+        file.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(read_untrusted(&file), (0, 1), "a length past the limit ends the file");
     }
 
     #[test]
