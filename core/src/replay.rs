@@ -690,7 +690,7 @@ mod client_tests {
     use crate::handshake::Handshake;
     use crate::plan::{Budget, ConnConfig, Mix, PipelineMode, Plan, Stop, Workload};
     use crate::template::{KeySpace, Template};
-    use crate::{Client, Event, Stats};
+    use crate::{Client, Event};
 
     #[derive(Debug)]
     struct Script(Mutex<Vec<Record>>);

@@ -189,9 +189,9 @@ pub struct Config {
     /// `--slo`: a capacity search instead of the `--rps` steps.
     pub capacity: Option<crate::slo::Settings>,
     /// `--replay FILE`: the test replays a capture instead.
-    pub replay: Option<crate::replay::Settings>,
+    pub replay: Option<crate::replayed::Settings>,
     /// `respbench capture`: record the server's traffic instead of running tests.
-    pub capture: Option<crate::replay::CaptureSettings>,
+    pub capture: Option<crate::replayed::CaptureSettings>,
 }
 
 /// The values of the options that take lists: each combination is one step, run in order,

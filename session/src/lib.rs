@@ -18,6 +18,7 @@ pub mod limits;
 pub mod observer;
 pub mod probe;
 pub mod replay;
+pub mod replayed;
 pub mod result;
 pub mod routing;
 mod run;

@@ -48,7 +48,7 @@ pub struct TestResult {
     /// JSON carry them; stderr only when it is a terminal.
     pub warnings: Vec<Warning>,
     /// A replay's figures (`--replay`), on its total.
-    pub replay: Option<crate::replay::Figures>,
+    pub replay: Option<crate::replayed::Figures>,
 }
 
 /// What a test's figures suggest measuring again differently: a finding, not an error.
