@@ -247,8 +247,7 @@ pub struct Opts {
     /// (default 1s)
     #[argh(option)]
     pub slo: Option<String>,
-    /// replay a capture (redis-cli monitor's output, or respbench capture's file): each original
-    /// client a connection, its commands in order at their recorded instants
+    /// replay a capture (redis-cli monitor's text or respbench capture's) at its recorded pace
     #[argh(option)]
     pub replay: Option<String>,
     /// play --replay N times as fast (default 1)
