@@ -223,6 +223,12 @@ fn sequence_case(cfg: &Config, dataset: Option<&Arc<Dataset>>) -> Result<Case, E
 /// `--replay FILE`: the capture scanned (an error before connecting when it is not one), and
 /// one case whose clients play its original clients.
 fn replay_case(cfg: &Config, s: &crate::replay::Settings) -> Result<Case, Error> {
+    if !cfg.open.rates.is_empty() || cfg.capacity.is_some() || cfg.open.has_mix() || !cfg.command.is_empty() {
+        return Err(Error::Tests(
+            "--replay plays the capture's own commands on its own schedule: not with --rps, --slo, --mix or a command"
+                .into(),
+        ));
+    }
     let scan = crate::replay::scan(s)?;
     let worker = cfg.split.as_ref().map_or((0, 1), |w| (w.worker.index, w.worker.count));
     let replay =

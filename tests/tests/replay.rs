@@ -343,6 +343,12 @@ fn a_file_that_is_not_a_capture_is_an_error_before_connecting() {
         let after: u64 = fresh.info_field("stats", "total_connections_received").unwrap().parse().unwrap();
         assert_eq!(after, before + 1, "only the harness' own INFO connected");
     }
+    // A replay has its own schedule and commands.
+    let file = dir.join("ok.txt");
+    std::fs::write(&file, "1.000001 [0 127.0.0.1:1] \"PING\"\n").unwrap();
+    let out = respbench().run(&["-p", &port, "--replay", file.to_str().unwrap(), "--rps", "100"], LONG);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("not with --rps"), "{}", out.dump());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
