@@ -51,6 +51,12 @@ pub struct Document {
     /// `respbench merge --force`: what differed between the runs added up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mixture: Option<Vec<String>>,
+    /// `--ab`: what the startup connection read from the second target (B; `server` is A's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_b: Option<Server>,
+    /// `respbench compare`: its findings (such a document has no tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
 }
 
 /// `tool`: the program and its version.
@@ -224,6 +230,9 @@ pub struct RunConfig {
     /// A sweep's lists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepLists>,
+    /// `--ab HOST:PORT`: the second target (B), run in turn with the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<String>,
     /// Fields this respbench does not know, kept as they were.
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -413,6 +422,9 @@ pub struct Test {
     /// Who limited the test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bottleneck: Option<Bottleneck>,
+    /// `--ab`: the target that ran it, `a` or `b`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side: Option<String>,
 }
 
 /// A latency summary in milliseconds.
@@ -851,6 +863,132 @@ pub struct StepLatency {
     pub p99_9: u64,
 }
 
+/// `comparison`: `respbench compare`'s answer for each test both sides ran.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Comparison {
+    /// The baseline.
+    pub a: ComparedSide,
+    /// What is compared with it.
+    pub b: ComparedSide,
+    /// How the intervals were made.
+    pub method: Method,
+    /// The smallest change that counts, as a share (0.05): an interval within ± this that
+    /// holds 0 is "no difference found".
+    pub margin: f64,
+    /// `--fail-if-slower`, as a share.
+    #[serde(default)]
+    pub fail_if_slower: Option<f64>,
+    /// `--strict`: an interval that reaches past `fail_if_slower` fails too.
+    pub strict: bool,
+    /// What `--force` let through (configurations that differ, tests not limited by the server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forced: Option<Vec<String>>,
+    /// Each test both sides ran.
+    pub tests: Vec<ComparedTest>,
+    /// `--fail-if-slower`: some figure failed it (the command exits 1).
+    pub failed: bool,
+}
+
+/// One side of a comparison.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ComparedSide {
+    /// Its documents.
+    pub files: Vec<String>,
+    /// `HOST:PORT` (or the socket) its runs went to.
+    #[serde(default)]
+    pub address: Option<String>,
+    /// Its server, as its first document names it.
+    pub server: Server,
+}
+
+/// `comparison.method`: the bootstrap.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Method {
+    /// `bootstrap`.
+    pub name: String,
+    /// What is resampled: `runs, then seconds within each run`.
+    pub unit: String,
+    /// The interval's confidence (0.95).
+    pub confidence: f64,
+    /// Resamples drawn.
+    pub resamples: u64,
+    /// The resampling generator's seed (fixed: the same documents give the same intervals).
+    pub seed: u64,
+}
+
+/// One test of a comparison.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ComparedTest {
+    /// The title (`GET`).
+    pub name: String,
+    /// The backend, when the documents compare several.
+    #[serde(default)]
+    pub backend: Option<String>,
+    /// `--rps`: the step's target.
+    #[serde(default)]
+    pub target_rps: Option<u64>,
+    /// A sweep's step (its `run` is 0: the runs are the repeats compared).
+    #[serde(default)]
+    pub step: Option<Step>,
+    /// A's runs of it.
+    pub runs_a: u64,
+    /// B's runs of it.
+    pub runs_b: u64,
+    /// A's full seconds, over its runs (0 without a per-second series).
+    pub seconds_a: u64,
+    /// B's full seconds.
+    pub seconds_b: u64,
+    /// Why it was not compared (a side not limited by the server, no request succeeded).
+    #[serde(default)]
+    pub left_out: Option<String>,
+    /// What `--force` let through for it.
+    #[serde(default)]
+    pub forced: Option<String>,
+    /// rps, p50, p99, p99.9 (empty when left out).
+    pub figures: Vec<ComparedFigure>,
+}
+
+/// One figure of a compared test: B against A with its interval and verdict.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ComparedFigure {
+    /// `rps`, `p50`, `p99`, `p99.9`.
+    pub figure: String,
+    /// `rps` or `ms`.
+    pub unit: String,
+    /// A's figure: the mean of its runs'.
+    pub a: f64,
+    /// B's.
+    pub b: f64,
+    /// B / A.
+    pub ratio: f64,
+    /// The interval's low end of B / A.
+    pub ratio_low: f64,
+    /// Its high end.
+    pub ratio_high: f64,
+    /// How much slower B is, as a share of A's figure (rps lower, latency higher; negative:
+    /// faster).
+    pub slower: f64,
+    /// The interval's low end of `slower`.
+    pub slower_low: f64,
+    /// Its high end.
+    pub slower_high: f64,
+    /// `slower`, `faster`, `no_difference` or `inconclusive`.
+    pub verdict: String,
+    /// The verdict's sentence.
+    pub text: String,
+    /// Inconclusive: about how many more repeats would settle it.
+    #[serde(default)]
+    pub more_repeats: Option<u64>,
+    /// `--fail-if-slower`: `fail`, `pass` or `undecided` (the interval reaches past it).
+    #[serde(default)]
+    pub gate: Option<String>,
+}
+
 impl Document {
     /// The document as JSON text, pretty-printed with its keys sorted, as every respbench since
     /// `respbench/1` has written it.
@@ -1084,6 +1222,7 @@ mod tests {
                 client_wait_share: Some(0.1),
                 ..Bottleneck::default()
             }),
+            side: Some("a".into()),
         }
     }
 
@@ -1124,6 +1263,7 @@ mod tests {
                 }),
                 workers: Some(2),
                 sweep: Some(SweepLists::default()),
+                ab: Some("h:2".into()),
                 ..RunConfig::default()
             },
             server: Server {
@@ -1150,6 +1290,26 @@ mod tests {
             }]),
             merged_from: Some(vec!["a.json".into()]),
             mixture: Some(vec!["m".into()]),
+            server_b: Some(Server::default()),
+            comparison: Some(Comparison {
+                a: ComparedSide { address: Some("h:1".into()), ..ComparedSide::default() },
+                fail_if_slower: Some(0.05),
+                forced: Some(vec!["f".into()]),
+                tests: vec![ComparedTest {
+                    backend: Some("mio".into()),
+                    target_rps: Some(1),
+                    step: Some(Step::default()),
+                    left_out: Some("l".into()),
+                    forced: Some("f".into()),
+                    figures: vec![ComparedFigure {
+                        more_repeats: Some(3),
+                        gate: Some("pass".into()),
+                        ..ComparedFigure::default()
+                    }],
+                    ..ComparedTest::default()
+                }],
+                ..Comparison::default()
+            }),
         }
     }
 

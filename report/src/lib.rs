@@ -8,6 +8,7 @@
 //! them here, as ripgrep's binary picks a printer from `grep-printer`.
 
 pub mod capacity;
+pub mod compare;
 pub mod doc;
 pub mod files;
 pub mod hdr;
