@@ -192,6 +192,7 @@ pub fn config(cfg: &Config) -> doc::RunConfig {
             repeat: s.repeat as u64,
         });
     }
+    c.ab = cfg.ab.as_ref().map(ToString::to_string);
     c
 }
 
@@ -282,6 +283,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
         latency_lower_bounds: count(stats.lower_bounds),
         warnings: (!e.warnings.is_empty()).then(|| e.warnings.iter().map(warning).collect()),
         step: e.step.as_ref().map(step),
+        side: e.side.map(|s| s.name().into()),
         ..doc::Test::default()
     };
     if let Some(h) = &stats.service {
@@ -588,6 +590,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         stats,
         nodes,
         warnings: Vec::new(),
+        side: t.side.as_deref().and_then(respbench_session::result::Side::of),
     })
 }
 

@@ -398,8 +398,8 @@ fn option_of(key: &str) -> Option<&'static str> {
     })
 }
 
-/// What keeps merged tests apart: name, backend, target rate and a sweep's step (as JSON).
-type Key = (String, Option<String>, Option<u64>, Option<StepValues>);
+/// What keeps merged tests apart: name, backend, target rate, a sweep's step and `--ab`'s side.
+type Key = (String, Option<String>, Option<u64>, Option<StepValues>, Option<respbench_session::result::Side>);
 
 /// Several documents combined.
 pub struct Merged {
@@ -479,7 +479,8 @@ pub fn merge(docs: &[Document], mixed: bool) -> Result<Merged, (usize, String)> 
             // A run comparing backends has each test once per backend, a run with several rates
             // once per rate: those stay apart.
             // A sweep's steps stay apart, like backends and rates.
-            let key = (e.name.clone(), e.backend.clone(), e.target_rps, e.step.clone());
+            // And `--ab`'s two targets.
+            let key = (e.name.clone(), e.backend.clone(), e.target_rps, e.step.clone(), e.side);
             match m.keys.iter().position(|k| *k == key) {
                 Some(at) => {
                     let acc = &mut m.tests[at];

@@ -62,6 +62,8 @@ pub struct Presenter {
     /// The run's Ctrl-C: a test that ended with it pulled and fewer requests than asked is
     /// marked partial in `-q`.
     stop: Option<StopHandle>,
+    /// `--ab`: the second target's server, for the JSON document.
+    server_b: Option<ServerInfo>,
 }
 
 /// The width of the terminal on stderr (`TIOCGWINSZ`), when it says.
@@ -130,6 +132,7 @@ impl Presenter {
                 out_of_steps: false,
             }),
             stop: None,
+            server_b: None,
         }
     }
 
@@ -197,6 +200,13 @@ impl Presenter {
         Ok(())
     }
 
+    /// [`Presenter::begin`] for the run's first session, and with `--ab` keeps the second
+    /// target's server for the document.
+    pub fn begin_pair(&mut self, pair: &respbench_session::Pair) -> Result<(), String> {
+        self.server_b = pair.second().map(|b| b.server_info().clone());
+        self.begin(pair.first())
+    }
+
     /// Closes the output and writes the JSON document. `interrupted`: the run did not complete.
     pub fn finish(
         &mut self,
@@ -235,6 +245,7 @@ impl Presenter {
                             json::document(json::config(cfg), json::server(&self.info), interrupted, tests);
                         doc.warnings = (!self.notices.is_empty()).then(|| json::notices(&self.notices));
                         doc.late_by_s = late_by_s;
+                        doc.server_b = self.server_b.as_ref().map(json::server);
                         if cfg.capacity.is_some() {
                             doc.capacity = Some(capacity::to_json(&self.searches, epoch_us)?);
                         }

@@ -18,6 +18,7 @@ use crate::run::{run_test, Against};
 use crate::server::{self, Server, ServerInfo};
 use crate::{backend, limits, probe, routing, verdict, Error};
 
+pub mod ab;
 mod search;
 
 /// How a run of the suite ended.

@@ -22,6 +22,7 @@ pub mod routing;
 mod run;
 pub mod secret;
 pub mod server;
+pub mod sides;
 pub mod slo;
 pub mod syntax;
 #[cfg(feature = "tls")]
@@ -31,6 +32,7 @@ pub mod verdict;
 pub mod workers;
 
 pub use backend::note as backend_note;
+pub use engine::ab::Pair;
 pub use engine::{
     check_machine, failure_words, never_ran, refusal, tls_client, Ended, Finished, FirstError, Session,
 };

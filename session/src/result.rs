@@ -47,6 +47,36 @@ pub struct TestResult {
     /// What the session noticed about the test (not errors): the verbose report's block and the
     /// JSON carry them; stderr only when it is a terminal.
     pub warnings: Vec<Warning>,
+    /// `--ab`: the target that ran it.
+    pub side: Option<Side>,
+}
+
+/// `--ab`'s two targets: A (`-h`/`-p`) and B (`--ab HOST:PORT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The first target, `-h`/`-p` (or `-s`).
+    A,
+    /// The second, `--ab`.
+    B,
+}
+
+impl Side {
+    /// Its name in the JSON document: `a`, `b`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::A => "a",
+            Side::B => "b",
+        }
+    }
+
+    /// The side a document names.
+    pub fn of(name: &str) -> Option<Side> {
+        match name {
+            "a" => Some(Side::A),
+            "b" => Some(Side::B),
+            _ => None,
+        }
+    }
 }
 
 /// What a test's figures suggest measuring again differently: a finding, not an error.
@@ -130,6 +160,7 @@ impl TestResult {
             stats,
             nodes: Vec::new(),
             warnings: Vec::new(),
+            side: None,
         }
     }
 
