@@ -316,6 +316,10 @@ pub struct Opts {
     /// seconds (1796119200.5); a worker that is late says so and records by how much
     #[argh(option)]
     pub start_at: Option<String>,
+    /// a second server, HOST:PORT: each test runs on both in turn, A then B, B then A, … over
+    /// --repeat; one --json document holds both, which respbench compare reads
+    #[argh(option)]
+    pub ab: Option<String>,
     /// the command to benchmark instead of the default suite, with its arguments
     #[argh(positional, greedy)]
     pub command: Vec<String>,
@@ -622,6 +626,7 @@ impl Opts {
             start_at,
             key_args,
             capacity: None,
+            ab: None,
         };
         if let Some(w) = worker {
             if c.idle {
@@ -641,6 +646,7 @@ impl Opts {
                 &c,
             )?);
         }
+        respbench_session::sides::apply(&mut c, self.ab.as_deref())?;
         let mut tls_by = self.tls.then_some("--tls");
         if let Some(uri) = &self.uri {
             let u = syntax::uri(uri)?;

@@ -51,8 +51,8 @@ pub struct CompareArgs {
     pub force: bool,
     /// `--json`: where the comparison's document goes (`-`: stdout, which then carries it only).
     pub json: Option<String>,
-    /// `--fail-if-slower`, as a share (0.05 for 5%).
-    pub fail_if_slower: Option<f64>,
+    /// `--fail-if-slower`, as given (`5%`).
+    pub fail_if_slower: Option<String>,
     /// `--strict`: an undecided figure (its interval reaches past the threshold) fails too.
     pub strict: bool,
 }
@@ -113,10 +113,11 @@ pub struct Run {
 
 impl Run {
     /// A run from its stats: the whole test's rps and percentiles, and its full seconds (a last
-    /// second cut short by the end is left out).
+    /// second cut short by the end is left out; one within 50 ms of its end is full).
     pub fn of(s: &Stats) -> Run {
         let at = |p: f64| value_at_percentile(&s.latency, p) as f64 / 1000.0;
-        let full = s.duration_secs().floor().max(0.0) as usize;
+        // The stop lands a few milliseconds either side of the last second's end.
+        let full = (s.duration_secs() + 0.05).floor().max(0.0) as usize;
         let seconds = s
             .series
             .iter()
@@ -296,10 +297,14 @@ pub fn judge(slower: [f64; 3], change: [f64; 3], runs: u64, margin: f64, gate: O
         };
     }
     // The interval narrows as 1/√n: the runs that would bring its half-width below the centre's
-    // distance from 0 (a difference) or from the margin (no difference), the nearer.
-    let (centre, half) = ((lo + hi) / 2.0, (hi - lo) / 2.0);
+    // distance from 0 (a difference) or from the margin (no difference), the nearer; on the
+    // ratio's logarithm, where a skewed interval (−73% to +302%) is about symmetric.
+    let ln = |c: f64| (1.0 + c).max(1e-9).ln();
+    let (l, h) = (ln(change[1]), ln(change[2]));
+    let (centre, half) = ((l + h) / 2.0, (h - l) / 2.0);
+    let margin_ln = ln(margin).min(-ln(-margin.min(0.5)));
     let n = runs.max(1) as f64;
-    let needed = [centre.abs(), margin - centre.abs()]
+    let needed = [centre.abs(), margin_ln - centre.abs()]
         .into_iter()
         .filter(|t| *t > 0.0)
         .map(|t| n * (half / t).powi(2))
@@ -454,7 +459,7 @@ fn key_of(t: &doc::Test) -> Key {
 }
 
 /// How the text names a test: `GET`, `GET [smol] @ 1000 rps (-c 50 -P 16)`.
-fn title(k: &Key, several_backends: bool) -> String {
+fn title(k: &Key, several_backends: bool, several_steps: bool) -> String {
     let mut t = k.0.clone();
     if let Some(b) = k.1.as_ref().filter(|_| several_backends) {
         t.push_str(&format!(" [{b}]"));
@@ -462,7 +467,7 @@ fn title(k: &Key, several_backends: bool) -> String {
     if let Some(r) = k.2 {
         t.push_str(&format!(" @ {r} rps"));
     }
-    if let Some(s) = &k.3 {
+    if let Some(s) = k.3.as_ref().filter(|_| several_steps) {
         t.push_str(&format!(
             " (-d {} -c {} -P {} --threads {})",
             s.datasize, s.clients, s.pipeline, s.threads
@@ -496,11 +501,29 @@ fn measure(side: &Side, key: &Key) -> Result<Measured, String> {
     Ok(m)
 }
 
+/// [`run`] as the command's exit status: 0, 1 when `--fail-if-slower` failed, 2 (said on stderr)
+/// when the documents cannot be compared.
+pub fn status(args: &CompareArgs) -> u8 {
+    match run(args) {
+        Ok(failed) => u8::from(failed),
+        Err(e) => {
+            eprintln!("respbench compare: {e}");
+            2
+        }
+    }
+}
+
 /// Runs `respbench compare`; `Ok(true)` when `--fail-if-slower` failed (exit 1). The error is
 /// the message for stderr.
 pub fn run(args: &CompareArgs) -> Result<bool, String> {
+    let limit = args
+        .fail_if_slower
+        .as_deref()
+        .map(|v| respbench_session::syntax::percent("--fail-if-slower", v))
+        .transpose()
+        .map_err(|e| e.to_string())?;
     let (a, b, forced) = sides(args)?;
-    let comparison = compare(&a, &b, forced, args)?;
+    let comparison = compare(&a, &b, forced, args.force, limit, args.strict)?;
     let to_stdout = args.json.as_deref() == Some("-");
     if !to_stdout {
         let mut out = io::stdout().lock();
@@ -529,7 +552,7 @@ pub fn run(args: &CompareArgs) -> Result<bool, String> {
             .collect();
         eprintln!(
             "respbench compare: B is slower than --fail-if-slower {} allows: {}",
-            percent_text(args.fail_if_slower.unwrap_or(0.0)),
+            percent_text(limit.unwrap_or(0.0)),
             failed.join(", ")
         );
     }
@@ -551,8 +574,15 @@ fn percent_text(share: f64) -> String {
 }
 
 /// The comparison of the two sides, test by test.
-fn compare(a: &Side, b: &Side, mut forced: Vec<String>, args: &CompareArgs) -> Result<Comparison, String> {
-    let margin = args.fail_if_slower.unwrap_or(DEFAULT_MARGIN);
+fn compare(
+    a: &Side,
+    b: &Side,
+    mut forced: Vec<String>,
+    force: bool,
+    limit: Option<f64>,
+    strict: bool,
+) -> Result<Comparison, String> {
+    let margin = limit.unwrap_or(DEFAULT_MARGIN);
     let mut keys: Vec<Key> = Vec::new();
     for (_, t) in &a.tests {
         let k = key_of(t);
@@ -570,15 +600,12 @@ fn compare(a: &Side, b: &Side, mut forced: Vec<String>, args: &CompareArgs) -> R
     let units: usize =
         a.tests.iter().chain(&b.tests).map(|(_, t)| t.series.as_ref().map_or(1, Vec::len).max(1)).sum();
     let resamples = resamples_for(units);
-    let several = {
-        let mut bs: Vec<&Option<String>> = keys.iter().map(|k| &k.1).collect();
-        bs.dedup();
-        bs.len() > 1
-    };
+    let several = keys.iter().any(|k| k.1 != keys[0].1);
+    let steps = keys.iter().any(|k| k.3 != keys[0].3);
     let mut tests = Vec::new();
     for key in &keys {
         let (ma, mb) = (measure(a, key)?, measure(b, key)?);
-        let name = title(key, several);
+        let name = title(key, several, steps);
         let mut t = ComparedTest {
             name: name.clone(),
             backend: key.1.clone(),
@@ -606,7 +633,7 @@ fn compare(a: &Side, b: &Side, mut forced: Vec<String>, args: &CompareArgs) -> R
             let who = if ma.runs.is_empty() { "A" } else { "B" };
             let empty = if ma.runs.is_empty() { ma.empty } else { mb.empty };
             t.left_out = Some(format!("no request succeeded in any of {who}'s {empty} runs"));
-        } else if !flags.is_empty() && !args.force {
+        } else if !flags.is_empty() && !force {
             t.left_out = Some(format!(
                 "{}: the client or the machine set the figures (--force compares it anyway)",
                 flags.join("; ")
@@ -628,7 +655,7 @@ fn compare(a: &Side, b: &Side, mut forced: Vec<String>, args: &CompareArgs) -> R
                     [1.0 - iv.ratio, 1.0 - iv.high, 1.0 - iv.low]
                 };
                 let change = [iv.ratio - 1.0, iv.low - 1.0, iv.high - 1.0];
-                let j = judge(slower, change, runs, margin, args.fail_if_slower);
+                let j = judge(slower, change, runs, margin, limit);
                 t.figures.push(ComparedFigure {
                     figure: fig.into(),
                     unit: unit.into(),
@@ -649,7 +676,7 @@ fn compare(a: &Side, b: &Side, mut forced: Vec<String>, args: &CompareArgs) -> R
         }
         tests.push(t);
     }
-    let failed = tests.iter().flat_map(|t| &t.figures).any(|f| gate_fails(f, args.strict));
+    let failed = tests.iter().flat_map(|t| &t.figures).any(|f| gate_fails(f, strict));
     let side = |s: &Side| ComparedSide {
         files: s.files.clone(),
         address: s.address.clone(),
@@ -666,8 +693,8 @@ fn compare(a: &Side, b: &Side, mut forced: Vec<String>, args: &CompareArgs) -> R
             seed: SEED,
         },
         margin,
-        fail_if_slower: args.fail_if_slower,
-        strict: args.strict,
+        fail_if_slower: limit,
+        strict,
         forced: (!forced.is_empty()).then_some(forced),
         tests,
         failed,
@@ -904,7 +931,7 @@ mod tests {
                 .collect()
         };
         let (a, b) = (side("A", runs(100)), side("B", runs(110)));
-        let c = compare(&a, &b, Vec::new(), &CompareArgs::default()).unwrap();
+        let c = compare(&a, &b, Vec::new(), false, None, false).unwrap();
         let p50 = figure(&c, "p50");
         let close = |x: f64, y: f64| (x - y).abs() < 1e-9;
         assert!(close(p50.a, 0.1) && close(p50.b, 0.11), "{p50:?}");
@@ -925,7 +952,7 @@ mod tests {
         assert_eq!(rps.text, "no difference found (+0.0% to +0.0%)");
         assert_eq!((c.tests[0].runs_a, c.tests[0].seconds_b), (3, 6));
         // And the other way round, B faster.
-        let c = compare(&b, &a, Vec::new(), &CompareArgs::default()).unwrap();
+        let c = compare(&b, &a, Vec::new(), false, None, false).unwrap();
         assert_eq!(figure(&c, "p50").text, "B is 9.1% faster (95% CI 9.1–9.1%)");
     }
 
@@ -938,8 +965,9 @@ mod tests {
         // rps: B's rate up 1.1% to down 1.4% is slower by −1.1% to +1.4%; shown as the rate's change.
         let j = judge([0.001, -0.011, 0.014], [-0.001, -0.014, 0.011], 5, 0.05, None);
         assert_eq!(j.text, "no difference found (−1.4% to +1.1%)");
-        // Centre 1%, half-width 5% from 5 runs: within the 5% margin needs the half-width under
-        // 4%, 5 × (5/4)² = 7.8 runs, so 3 more.
+        // −4% to +6% from 5 runs (on the log ratio, centre 0.0087, half-width 0.0495): within
+        // the 5% margin (ln 1.05 = 0.0488) needs the half-width under 0.0401, 5 × (0.0495 /
+        // 0.0401)² = 7.6 runs, so 3 more.
         let j = judge([0.01, -0.04, 0.06], [0.01, -0.04, 0.06], 5, 0.05, None);
         assert_eq!(j.verdict, "inconclusive");
         assert_eq!(j.more, Some(3));
@@ -947,9 +975,10 @@ mod tests {
             j.text,
             "inconclusive: the runs disagree; about 3 more repeats would settle it (−4.0% to +6.0%)"
         );
-        // Centre 6%, half-width 8%: excluding 0 needs 5 × (8/6)² = 8.9 runs, 4 more.
+        // −2% to +14% is ln 0.98 to ln 1.14, centre 0.0554, half-width 0.0756: excluding 0
+        // needs 5 × (0.0756/0.0554)² = 9.3 runs, 5 more.
         let j = judge([0.06, -0.02, 0.14], [0.06, -0.02, 0.14], 5, 0.05, None);
-        assert_eq!(j.more, Some(4));
+        assert_eq!(j.more, Some(5));
     }
 
     #[test]
@@ -1006,12 +1035,12 @@ mod tests {
         let entry = |v: &str| test_entry(stats(&[(100, 1000)], &[(500, 100), (500, 100)]), v, None);
         let a = side("A", vec![entry("server"), entry("server")]);
         let b = side("B", vec![entry("server"), entry("client")]);
-        let c = compare(&a, &b, Vec::new(), &CompareArgs::default()).unwrap();
+        let c = compare(&a, &b, Vec::new(), false, None, false).unwrap();
         assert!(c.tests[0].figures.is_empty());
         let why = c.tests[0].left_out.as_deref().unwrap();
         assert!(why.starts_with("not limited by the server in 1 of B's 2 runs: run 2 (client)"), "{why}");
         assert!(c.forced.is_none());
-        let forced = compare(&a, &b, Vec::new(), &CompareArgs { force: true, ..Default::default() }).unwrap();
+        let forced = compare(&a, &b, Vec::new(), true, None, false).unwrap();
         assert_eq!(forced.tests[0].figures.len(), 4);
         assert!(forced.tests[0].forced.as_deref().unwrap().contains("run 2 (client)"));
         assert!(forced.forced.as_ref().unwrap()[0].starts_with("GET: not limited by the server"));

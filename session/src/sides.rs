@@ -1,10 +1,8 @@
-//! The two sides of `--ab` and of `respbench compare`: the value syntax of `--ab HOST:PORT` and of
-//! a share in percent (`--fail-if-slower 5%`), what `--ab` cannot go with, and the observer that
-//! tags each result with its side and run, so that one document holds both sides
-//! (`crate::Pair` runs them).
+//! The two sides of `--ab`: what it cannot go with, and the observer that tags each result with
+//! its side and run, so that one document holds both sides (`crate::Pair` runs them).
 
 use respbench_core::stats::{Interval, Second};
-use respbench_core::{Endpoint, Time};
+use respbench_core::Time;
 
 use crate::config::{Config, OptionError, Replicas};
 use crate::observer::{BackendRun, Observer, StepDone, Tick};
@@ -12,37 +10,12 @@ use crate::result::{Side, StepValues, TestResult};
 use crate::routing::Multi;
 use crate::Error;
 
-/// `--ab HOST:PORT` (`[::1]:6380` for an IPv6 address): the second target.
-pub fn parse_target(text: &str) -> Result<Endpoint, OptionError> {
-    let invalid = |why: &str| OptionError::Invalid { option: "--ab", value: text.into(), why: why.into() };
-    let (host, port) = text.rsplit_once(':').ok_or_else(|| invalid("give HOST:PORT, e.g. 127.0.0.1:6380"))?;
-    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
-    if host.is_empty() || host.contains(':') && !text.starts_with('[') {
-        return Err(invalid("give HOST:PORT, an IPv6 address in brackets ([::1]:6380)"));
+/// `--ab HOST:PORT` (`target`) into `cfg`, checked against what it cannot go with: a run with
+/// no end (`-l`), several nodes, a split run, a capacity search, idle connections.
+pub fn apply(cfg: &mut Config, target: Option<&str>) -> Result<(), OptionError> {
+    if let Some(t) = target {
+        cfg.ab = Some(crate::syntax::host_port(t).map_err(|why| crate::syntax::bad("--ab", t, why))?);
     }
-    let port: u16 = port.parse().map_err(|_| invalid("the port is a number from 1 to 65535"))?;
-    if port == 0 {
-        return Err(invalid("the port is a number from 1 to 65535"));
-    }
-    Ok(Endpoint::Tcp { host: host.to_string(), port })
-}
-
-/// A share given in percent, above 0 and below 100: `5%` (or `5`) is 0.05.
-pub fn parse_percent(option: &'static str, text: &str) -> Result<f64, OptionError> {
-    let n = text.trim().strip_suffix('%').unwrap_or(text.trim());
-    match n.parse::<f64>() {
-        Ok(p) if p > 0.0 && p < 100.0 => Ok(p / 100.0),
-        _ => Err(OptionError::Invalid {
-            option,
-            value: text.into(),
-            why: "give a percentage above 0 and below 100, e.g. 5%".into(),
-        }),
-    }
-}
-
-/// What `--ab` cannot go with: a run with no end (`-l`), several nodes, a split run, a capacity
-/// search, idle connections.
-pub fn check(cfg: &Config) -> Result<(), OptionError> {
     if cfg.ab.is_none() {
         return Ok(());
     }
@@ -195,26 +168,6 @@ impl Observer for Sided<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn targets_and_percentages() {
-        assert_eq!(
-            parse_target("127.0.0.1:6380"),
-            Ok(Endpoint::Tcp { host: "127.0.0.1".into(), port: 6380 })
-        );
-        assert_eq!(parse_target("[::1]:7000"), Ok(Endpoint::Tcp { host: "::1".into(), port: 7000 }));
-        assert_eq!(parse_target("redis-b:6379"), Ok(Endpoint::Tcp { host: "redis-b".into(), port: 6379 }));
-        for bad in ["6380", "host:", ":6380", "h:0", "h:70000", "::1:6380", "h:p"] {
-            let e = parse_target(bad).unwrap_err().to_string();
-            assert!(e.contains("--ab") && e.contains(bad), "{bad}: {e}");
-        }
-        assert_eq!(parse_percent("--fail-if-slower", "5%"), Ok(0.05));
-        assert_eq!(parse_percent("--fail-if-slower", "2.5"), Ok(0.025));
-        for bad in ["0", "100%", "-1%", "five", ""] {
-            let e = parse_percent("--fail-if-slower", bad).unwrap_err().to_string();
-            assert!(e.contains("above 0 and below 100"), "{bad}: {e}");
-        }
-    }
 
     /// Keeps the results and titles it hears.
     #[derive(Default)]
