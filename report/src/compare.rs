@@ -113,11 +113,14 @@ pub struct Run {
 
 impl Run {
     /// A run from its stats: the whole test's rps and percentiles, and its full seconds (a last
-    /// second cut short by the end is left out; one within 50 ms of its end is full).
-    pub fn of(s: &Stats) -> Run {
+    /// second cut short by the end is left out, one within 50 ms of its end is full, and none
+    /// past `asked_s`, the run's `--duration`).
+    pub fn of(s: &Stats, asked_s: Option<f64>) -> Run {
         let at = |p: f64| value_at_percentile(&s.latency, p) as f64 / 1000.0;
-        // The stop lands a few milliseconds either side of the last second's end.
-        let full = (s.duration_secs() + 0.05).floor().max(0.0) as usize;
+        // The stop lands a few milliseconds either side of the last second's end; the seconds
+        // after `--duration` (`asked_s`) hold only the drain of the requests in flight.
+        let length = asked_s.map_or(s.duration_secs(), |d| d.min(s.duration_secs()));
+        let full = (length + 0.05).floor().max(0.0) as usize;
         let seconds = s
             .series
             .iter()
@@ -327,6 +330,10 @@ struct Side {
     server: doc::Server,
     /// Each test of the side: which file, and the entry.
     tests: Vec<(usize, doc::Test)>,
+    /// Each file's `--duration`.
+    durations: Vec<Option<f64>>,
+    /// Its first document's configuration.
+    config: doc::RunConfig,
 }
 
 /// `HOST:PORT` or the socket a document's runs went to.
@@ -374,12 +381,15 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), String> {
             let pick = |side: &str| {
                 d.tests.iter().filter(|t| t.side.as_deref() == Some(side)).map(|t| (0, t.clone())).collect()
             };
+            let durations = vec![d.config.duration_s];
             let a = Side {
                 name: "A",
                 files: vec![path.clone()],
                 address: address(&d.config),
                 server: d.server.clone(),
                 tests: pick("a"),
+                durations: durations.clone(),
+                config: d.config.clone(),
             };
             let b = Side {
                 name: "B",
@@ -387,6 +397,8 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), String> {
                 address: d.config.ab.clone(),
                 server: d.server_b.clone().unwrap_or_default(),
                 tests: pick("b"),
+                durations,
+                config: d.config.clone(),
             };
             return Ok((a, b, forced));
         }
@@ -440,12 +452,14 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), String> {
     let side = |name, files: Vec<String>, docs: Vec<Document>| {
         let address = address(&docs[0].config);
         let server = docs[0].server.clone();
+        let durations = docs.iter().map(|d| d.config.duration_s).collect();
+        let config = docs[0].config.clone();
         let tests = docs
             .into_iter()
             .enumerate()
             .flat_map(|(i, d)| d.tests.into_iter().map(move |t| (i, t)))
             .collect();
-        Side { name, files, address, server, tests }
+        Side { name, files, address, server, tests, durations, config }
     };
     Ok((side("A", a_files, da), side("B", b_files, db), forced))
 }
@@ -496,7 +510,7 @@ fn measure(side: &Side, key: &Key) -> Result<Measured, String> {
         if let Some(b) = t.bottleneck.as_ref().filter(|b| b.side != "server") {
             m.not_server.push(format!("run {} ({})", k + 1, b.side));
         }
-        m.runs.push(Run::of(&e.stats));
+        m.runs.push(Run::of(&e.stats, side.durations.get(*file).copied().flatten()));
     }
     Ok(m)
 }
@@ -535,7 +549,8 @@ pub fn run(args: &CompareArgs) -> Result<bool, String> {
         eprintln!("respbench compare: --force: {}", f.join("\n"));
     }
     if let Some(path) = &args.json {
-        let mut d = json::document(doc::RunConfig::default(), doc::Server::default(), false, Vec::new());
+        // The configuration compared (A's) and A's server, as a run's document has them.
+        let mut d = json::document(a.config.clone(), a.server.clone(), false, Vec::new());
         d.comparison = Some(comparison.clone());
         json::write_json(path, &d)?;
     }
@@ -908,6 +923,8 @@ mod tests {
             address: None,
             server: doc::Server::default(),
             tests: tests.into_iter().map(|t| (0, t)).collect(),
+            durations: vec![None],
+            config: doc::RunConfig::default(),
         }
     }
 
