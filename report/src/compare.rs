@@ -493,8 +493,8 @@ fn title(k: &Key, several_backends: bool, several_steps: bool) -> String {
 /// A side's runs of one test, or why it is left out; and what `--force` let through.
 struct Measured {
     runs: Vec<Run>,
-    /// Runs not limited by the server: `run 2 (client)`.
-    not_server: Vec<String>,
+    /// Runs not limited by the server: (run from 1, its verdict).
+    not_server: Vec<(usize, String)>,
     /// Runs in which no request succeeded.
     empty: usize,
 }
@@ -508,7 +508,7 @@ fn measure(side: &Side, key: &Key) -> Result<Measured, String> {
             continue;
         }
         if let Some(b) = t.bottleneck.as_ref().filter(|b| b.side != "server") {
-            m.not_server.push(format!("run {} ({})", k + 1, b.side));
+            m.not_server.push((k + 1, b.side.clone()));
         }
         m.runs.push(Run::of(&e.stats, side.durations.get(*file).copied().flatten()));
     }
@@ -635,12 +635,26 @@ fn compare(
         let mut flags = Vec::new();
         for (side, m) in [(a, &ma), (b, &mb)] {
             if !m.not_server.is_empty() {
+                // By verdict: `machine: runs 1, 2; client: run 4`.
+                let mut by: Vec<(&str, Vec<String>)> = Vec::new();
+                for (run, v) in &m.not_server {
+                    match by.iter_mut().find(|(w, _)| w == v) {
+                        Some((_, runs)) => runs.push(run.to_string()),
+                        None => by.push((v, vec![run.to_string()])),
+                    }
+                }
+                let groups: Vec<String> = by
+                    .iter()
+                    .map(|(v, runs)| {
+                        format!("{v}: run{} {}", if runs.len() > 1 { "s" } else { "" }, runs.join(", "))
+                    })
+                    .collect();
                 flags.push(format!(
-                    "not limited by the server in {} of {}'s {} runs: {}",
+                    "not limited by the server in {} of {}'s {} runs ({})",
                     m.not_server.len(),
                     side.name,
                     m.runs.len(),
-                    m.not_server.join(", ")
+                    groups.join("; ")
                 ));
             }
         }
@@ -1055,11 +1069,11 @@ mod tests {
         let c = compare(&a, &b, Vec::new(), false, None, false).unwrap();
         assert!(c.tests[0].figures.is_empty());
         let why = c.tests[0].left_out.as_deref().unwrap();
-        assert!(why.starts_with("not limited by the server in 1 of B's 2 runs: run 2 (client)"), "{why}");
+        assert!(why.starts_with("not limited by the server in 1 of B's 2 runs (client: run 2)"), "{why}");
         assert!(c.forced.is_none());
         let forced = compare(&a, &b, Vec::new(), true, None, false).unwrap();
         assert_eq!(forced.tests[0].figures.len(), 4);
-        assert!(forced.tests[0].forced.as_deref().unwrap().contains("run 2 (client)"));
+        assert!(forced.tests[0].forced.as_deref().unwrap().contains("(client: run 2)"));
         assert!(forced.forced.as_ref().unwrap()[0].starts_with("GET: not limited by the server"));
         let mut text = Vec::new();
         write_text(&forced, &mut text).unwrap();

@@ -4,6 +4,7 @@
 
 mod capacity;
 mod charts;
+mod compare;
 mod data;
 mod html;
 mod svg;

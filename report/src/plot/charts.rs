@@ -33,11 +33,13 @@ pub enum Kind {
     /// Latency percentiles against the achieved rate: a `--slo` search (its objectives, answer
     /// and failed steps) or `--rps` steps (plot/capacity.rs).
     Capacity,
+    /// `respbench compare`: B / A of each figure with its interval (plot/compare.rs).
+    Compare,
 }
 
 impl Kind {
     /// Every kind, in the order they are drawn.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Percentiles,
         Kind::Service,
         Kind::Rate,
@@ -46,6 +48,7 @@ impl Kind {
         Kind::Repeat,
         Kind::Backends,
         Kind::Capacity,
+        Kind::Compare,
     ];
 
     /// Its name on the command line.
@@ -59,6 +62,7 @@ impl Kind {
             Kind::Repeat => "repeat",
             Kind::Backends => "backends",
             Kind::Capacity => "capacity",
+            Kind::Compare => "compare",
         }
     }
 
@@ -78,6 +82,7 @@ impl Kind {
             Kind::Repeat => "no test ran more than once (--repeat N)",
             Kind::Backends => "no test ran on two backends or more (--backend mio,smol,uring)",
             Kind::Capacity => "no --slo search and no open-loop test at two target rates or more (--rps A,B)",
+            Kind::Compare => "no comparison (give the document respbench compare --json wrote)",
         }
     }
 }
@@ -95,6 +100,7 @@ pub fn build(kind: Kind, inputs: &[Input]) -> Vec<Chart> {
         Kind::Repeat => repeats(&tests, &labels),
         Kind::Backends => backends(&tests, &labels),
         Kind::Capacity => super::capacity::charts(inputs, &rate_groups(&tests)),
+        Kind::Compare => super::compare::charts(inputs),
     };
     let notes = notes(inputs, &tests, &labels);
     for c in &mut charts {
@@ -765,6 +771,7 @@ mod tests {
             tests,
             context: Default::default(),
             capacity: Vec::new(),
+            comparison: None,
         }
     }
 

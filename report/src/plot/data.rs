@@ -45,6 +45,8 @@ pub struct Input {
     pub context: Context,
     /// `--slo`: its searches, as the capacity chart draws them.
     pub capacity: Vec<Curve>,
+    /// `respbench compare --json`: the comparison.
+    pub comparison: Option<doc::Comparison>,
 }
 
 /// What a document says about the run around its tests: what pictures of it must carry.
@@ -219,7 +221,7 @@ fn input_from<'de, R: serde_json::de::Read<'de>>(
     if doc.schema.is_empty() {
         return Err(format!("{path}: {}", json::schema_refused(None)));
     }
-    if kept.total == 0 {
+    if kept.total == 0 && doc.comparison.is_none() {
         return Err(format!("{path}: no tests in the document (the run ended before its first test)"));
     }
     for t in &mut kept.tests {
@@ -239,7 +241,15 @@ fn input_from<'de, R: serde_json::de::Read<'de>>(
     let mut context = context(&doc, &kept.tests);
     context.thinned = (kept.tests.len() < kept.drawable).then_some((kept.tests.len(), kept.drawable));
     let capacity = read_capacity(&doc, i);
-    Ok(Input { path: path.to_string(), label: file_name(path), tests: kept.tests, context, capacity })
+    let comparison = doc.comparison;
+    Ok(Input {
+        path: path.to_string(),
+        label: file_name(path),
+        tests: kept.tests,
+        context,
+        capacity,
+        comparison,
+    })
 }
 
 /// The tests kept of a document, and how many it had.
@@ -298,6 +308,7 @@ impl<'de> serde::de::Visitor<'de> for Reading {
                 "command_line" => doc.command_line = map.next_value()?,
                 "capacity" => doc.capacity = map.next_value()?,
                 "mixture" => doc.mixture = map.next_value()?,
+                "comparison" => doc.comparison = map.next_value()?,
                 _ => {
                     map.next_value::<serde::de::IgnoredAny>()?;
                 }

@@ -217,6 +217,7 @@ mod tests {
             tests: vec![test("SET", 5, "mio"), test("GET", 50, "mio")],
             context: Default::default(),
             capacity: Vec::new(),
+            comparison: None,
         }];
         let page = report(&inputs, &[]);
         assert!(page.contains("<p>Every test ran with backend mio, -d 3, -P 1, --threads 0.</p>"), "{page}");
