@@ -730,6 +730,33 @@ fn compare(
     })
 }
 
+/// A document compared with itself (its `--ab` sides, else its tests on both sides), forced, as
+/// the fuzz target drives it ([`crate::read_untrusted`]): an answer or an error, never a panic,
+/// in time bounded by the document's size ([`resamples_for`]).
+pub fn compare_untrusted(d: &Document) -> Result<Comparison, String> {
+    let side = |name, tests: Vec<(usize, doc::Test)>| Side {
+        name,
+        files: vec!["input".into()],
+        address: address(&d.config),
+        server: d.server.clone(),
+        tests,
+        durations: vec![d.config.duration_s],
+        config: d.config.clone(),
+    };
+    let all = |keep: &dyn Fn(&doc::Test) -> bool| {
+        d.tests.iter().filter(|t| keep(t)).map(|t| (0, t.clone())).collect()
+    };
+    let (a, b) = if is_ab(d) {
+        (
+            side("A", all(&|t| t.side.as_deref() == Some("a"))),
+            side("B", all(&|t| t.side.as_deref() == Some("b"))),
+        )
+    } else {
+        (side("A", all(&|_| true)), side("B", all(&|_| true)))
+    };
+    compare(&a, &b, Vec::new(), true, Some(DEFAULT_MARGIN), false)
+}
+
 /// The distinct test names of a side, for an error.
 fn names(tests: &[(usize, doc::Test)]) -> String {
     let mut n: Vec<&str> = tests.iter().map(|(_, t)| t.name.as_str()).collect();
