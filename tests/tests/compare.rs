@@ -119,10 +119,12 @@ fn check_flags(doc: &Value, c: &Value, forced: bool) {
 }
 
 /// Same function on both: the runs alternate A B, B A, …; each side's replies are its server's
-/// calls; the comparison's figures are its runs' means; and no difference larger than the noise
-/// is claimed: every interval holds 1 or lies within 10% of it (an interval that misses 1 by
-/// chance, one time in twenty at 95%, is still within that; bench/ab counts "no difference
-/// found" over twenty comparisons).
+/// calls; the comparison's figures are its runs' means, each ratio within its interval and each
+/// verdict the one its interval gives; the same document gives the same intervals again (the
+/// fixed seed). How often identical servers are said to differ is not asserted here: a 95%
+/// interval misses 1 one time in twenty by design, more when the machine's load changes under
+/// the runs (a full suite run found a p50 "B is 90.8% slower (95% CI 3.6–237.4%)"); the unit
+/// tests measure the error rate on seeded data and bench/ab counts it on real servers.
 #[test]
 fn identical_servers_alternate_and_show_no_difference() {
     let (a, b) = (spinning(20_000), spinning(20_000));
@@ -163,12 +165,18 @@ fn identical_servers_alternate_and_show_no_difference() {
         assert!((num(&fig["a"]) - mean).abs() <= 1e-6 * mean, "{fig} against {mean}");
         let (lo, hi) = (num(&fig["ratio_low"]), num(&fig["ratio_high"]));
         assert!(lo <= num(&fig["ratio"]) && num(&fig["ratio"]) <= hi, "{fig}");
-        assert!((lo <= 1.0 && 1.0 <= hi) || (lo >= 0.9 && hi <= 1.1), "{fig}");
-        assert_ne!(fig["verdict"], "slower", "{fig}");
-        if fig["verdict"] != "faster" {
-            assert!(lo <= 1.0 && 1.0 <= hi, "{fig}");
+        // The verdict is the interval's (rps: B slower when its rate is lower).
+        let slower_side = if f == "rps" { hi < 1.0 } else { lo > 1.0 };
+        let faster_side = if f == "rps" { lo > 1.0 } else { hi < 1.0 };
+        let verdict = fig["verdict"].as_str().unwrap();
+        assert_eq!(verdict == "slower", slower_side, "{fig}");
+        assert_eq!(verdict == "faster", faster_side, "{fig}");
+        if verdict == "no_difference" {
+            assert!(lo >= 0.94 && hi <= 1.06, "{fig}");
         }
     }
+    let (_, again) = compare(&["--force", p]);
+    assert_eq!(again, c, "the same document, another interval");
     let text = &out.stdout;
     assert!(text.starts_with("FORCED: ") || !text.contains("FORCED"), "{text}");
     // The chart of it: each figure's ratio with its interval.
