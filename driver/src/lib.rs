@@ -45,7 +45,7 @@ mod tls;
 
 pub use clock::{Clock, VirtualClock};
 pub use delivered::Delivered;
-pub use run::{loops, Progress, Published, TestRun};
+pub use run::{loops, Figures, Progress, Published, TestRun, FIGURES_HISTOGRAMS_EVERY};
 pub use sock::{
     connect_tcp, connect_tcp_timeout, mptcp_check, mptcp_refusal, mptcp_refused, nodelay_unsupported,
     sockaddr, IPPROTO_MPTCP,

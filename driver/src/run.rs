@@ -7,7 +7,13 @@ use std::sync::{Arc, Mutex};
 
 use hdrhistogram::Histogram;
 use respbench_core::collector::Collector;
+use respbench_core::stats::ErrorCounts;
 use respbench_core::{Endpoint, Plan, Stats, Time};
+
+/// How often at most a loop copies its histograms into [`Progress::figures`] (its counts go at
+/// every publication): a scraper reading them every second or so needs no fresher ones, and the
+/// copy walks each histogram's buckets.
+pub const FIGURES_HISTOGRAMS_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Live figures the event loops publish while a test runs (for the progress line and `--live`).
 /// Every field is updated a few times a second, not per request. Stopping a test is the plan's
@@ -33,6 +39,77 @@ pub struct Progress {
     /// Each loop's latency histogram as it last published it, by loop (the progress line's
     /// percentiles so far: [`Progress::latency_percentile`]).
     latency: Mutex<Vec<Option<Histogram<u64>>>>,
+    /// Whether the loops keep [`Figures`] of what they recorded (`--metrics`): set before they
+    /// start; off, publishing costs nothing more.
+    pub keep_figures: AtomicBool,
+    /// Each loop's figures as it last published them, by loop ([`Progress::figures`]).
+    figures: Mutex<Vec<Option<Figures>>>,
+}
+
+/// What one event loop (or one command of a mix, or one node, within it) has recorded so far,
+/// as it last published it: cumulative counts and copies of its histograms, for a reader on
+/// another thread (`--metrics`).
+#[derive(Clone, Debug, Default)]
+pub struct Figures {
+    /// Replies received ([`Stats::requests`]).
+    pub requests: u64,
+    /// Error replies by prefix, and the requests lost with their connection (`connection`).
+    pub errors: ErrorCounts,
+    /// [`Stats::lost`].
+    pub lost: u64,
+    /// [`Stats::abandoned`].
+    pub abandoned: u64,
+    /// [`Stats::unsent`].
+    pub unsent: u64,
+    /// The corrected latency ([`Stats::latency`]), copied at most every
+    /// [`FIGURES_HISTOGRAMS_EVERY`] and at the loop's end.
+    pub latency: Option<Histogram<u64>>,
+    /// The service time ([`Stats::service`]), likewise.
+    pub service: Option<Histogram<u64>>,
+    /// The send lateness ([`Stats::lateness`]), likewise.
+    pub lateness: Option<Histogram<u64>>,
+    /// A mix's commands ([`Stats::parts`]).
+    pub parts: Vec<Figures>,
+    /// Several nodes' ([`Stats::nodes`]).
+    pub nodes: Vec<Figures>,
+    /// The nodes that appeared during the test ([`Stats::appeared`]): those of `nodes` past
+    /// the ones found at the start.
+    pub appeared: Vec<Endpoint>,
+}
+
+/// Copies `from` into `to`, in place once `to` holds a histogram of the same bounds.
+fn copy_histogram(to: &mut Option<Histogram<u64>>, from: Option<&Histogram<u64>>) {
+    match (to.as_mut(), from) {
+        (Some(h), Some(f)) => {
+            h.reset();
+            if h.add(f).is_err() {
+                *h = f.clone();
+            }
+        }
+        (None, Some(f)) => *to = Some(f.clone()),
+        (_, None) => *to = None,
+    }
+}
+
+impl Figures {
+    /// Takes `stats`' counts, and its histograms when `histograms`.
+    fn update(&mut self, stats: &Stats, histograms: bool) {
+        self.requests = stats.requests;
+        self.errors.clone_from(&stats.errors);
+        (self.lost, self.abandoned, self.unsent) = (stats.lost, stats.abandoned, stats.unsent);
+        self.appeared.clone_from(&stats.appeared);
+        if histograms {
+            copy_histogram(&mut self.latency, Some(&stats.latency));
+            copy_histogram(&mut self.service, stats.service.as_ref());
+            copy_histogram(&mut self.lateness, stats.lateness.as_ref());
+        }
+        for (list, of) in [(&mut self.parts, &stats.parts), (&mut self.nodes, &stats.nodes)] {
+            list.resize_with(of.len(), Figures::default);
+            for (f, s) in list.iter_mut().zip(of) {
+                f.update(s, histograms);
+            }
+        }
+    }
 }
 
 impl Progress {
@@ -74,9 +151,44 @@ impl Progress {
                 slot => *slot = Some(stats.latency.clone()),
             }
         }
+        if self.keep_figures.load(Ordering::Relaxed) {
+            self.publish_figures(part, stats, now, published);
+        }
         if stats.keep_series {
             self.collector().publish(part, stats, now);
         }
+    }
+
+    /// Copies loop `part`'s figures for [`Progress::figures`]. The loop never waits for a
+    /// reader: while one holds the figures, a publication that is not the loop's last is
+    /// skipped (the next comes [`crate::PUBLISH_EVERY`] later); the last waits for the reader's
+    /// copy to be done.
+    fn publish_figures(&self, part: usize, stats: &Stats, now: Option<Time>, published: &mut Published) {
+        let mut all = match now {
+            None => self.figures.lock().unwrap_or_else(|e| e.into_inner()),
+            Some(_) => match self.figures.try_lock() {
+                Ok(all) => all,
+                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return,
+            },
+        };
+        if all.len() <= part {
+            all.resize(part + 1, None);
+        }
+        let histograms = match (now, published.figures_at) {
+            (Some(now), Some(at)) => now.saturating_since(at) >= FIGURES_HISTOGRAMS_EVERY,
+            _ => true,
+        };
+        if histograms {
+            published.figures_at = now;
+        }
+        all[part].get_or_insert_with(Figures::default).update(stats, histograms);
+    }
+
+    /// Each loop's figures as it last published them (`keep_figures`), by loop: a copy, for a
+    /// reader a few times a second at most.
+    pub fn figures(&self) -> Vec<Figures> {
+        self.figures.lock().unwrap_or_else(|e| e.into_inner()).iter().flatten().cloned().collect()
     }
 }
 
@@ -106,6 +218,8 @@ pub struct Published {
     pub requests: u64,
     /// Their latency sum in microseconds.
     pub latency_sum_micros: u64,
+    /// When the loop last copied its histograms into [`Progress::figures`].
+    pub figures_at: Option<Time>,
 }
 
 /// One test as a backend runs it.

@@ -16,6 +16,7 @@ pub mod hgrm;
 pub mod hlog;
 pub mod json;
 pub mod merge;
+pub mod metrics;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod present;

@@ -62,6 +62,8 @@ pub struct Presenter {
     /// The run's Ctrl-C: a test that ended with it pulled and fewer requests than asked is
     /// marked partial in `-q`.
     stop: Option<StopHandle>,
+    /// `--metrics`: the live endpoint, once [`Presenter::serve_metrics`] bound it.
+    metrics: Option<crate::metrics::Exporter>,
 }
 
 /// The width of the terminal on stderr (`TIOCGWINSZ`), when it says.
@@ -130,7 +132,18 @@ impl Presenter {
                 out_of_steps: false,
             }),
             stop: None,
+            metrics: None,
         }
+    }
+
+    /// `--metrics`: binds the endpoint and starts serving, before the session connects (a
+    /// port in use is an error then); nothing without the option.
+    pub fn serve_metrics(&mut self, cfg: &Config) -> Result<(), String> {
+        if let Some(m) = &cfg.metrics {
+            let worker = cfg.split.as_ref().map_or((0, 1), |s| (s.worker.index, s.worker.count));
+            self.metrics = Some(crate::metrics::Exporter::start(m, worker).map_err(|e| e.to_string())?);
+        }
+        Ok(())
     }
 
     /// Whether some test the run reported had no request succeed: every reply an error, or none
@@ -244,6 +257,10 @@ impl Presenter {
             if let Err(e) = written {
                 self.failed.push(e);
             }
+        }
+        // The endpoint stays up until the final figures were scraped (or --metrics-linger).
+        if let Some(m) = self.metrics.take() {
+            m.finish();
         }
         if self.failed.is_empty() {
             Ok(())
@@ -399,7 +416,20 @@ impl Observer for Presenter {
         Ok(())
     }
 
+    fn keeps_figures(&self) -> bool {
+        self.metrics.is_some()
+    }
+
+    fn live_test(&mut self, test: &respbench_session::observer::LiveTest<'_>) {
+        if let Some(m) = &self.metrics {
+            m.live_test(test);
+        }
+    }
+
     fn results(&mut self, results: &[TestResult]) {
+        if let Some(m) = &self.metrics {
+            m.results(results);
+        }
         if let Some(kept) = &mut self.kept {
             kept.extend(results.iter().cloned());
         }

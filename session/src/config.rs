@@ -190,6 +190,8 @@ pub struct Config {
     pub capacity: Option<crate::slo::Settings>,
     /// `--at`, `--at-node`: events during each test.
     pub events: crate::event::Events,
+    /// `--metrics` (or `--prometheus-port`): the live metrics endpoint.
+    pub metrics: Option<crate::metrics::Metrics>,
 }
 
 /// The values of the options that take lists: each combination is one step, run in order,

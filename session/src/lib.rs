@@ -17,6 +17,7 @@ mod error;
 pub mod event;
 mod fire;
 pub mod limits;
+pub mod metrics;
 pub mod observer;
 pub mod probe;
 pub mod result;
@@ -38,4 +39,6 @@ pub use engine::{
 };
 pub use error::Error;
 pub use observer::{Observer, StopHandle};
+/// The live figures the loops share while a test runs (what `--metrics` reads).
+pub use respbench_driver::{Figures, Progress};
 pub use run::idle;

@@ -16,7 +16,7 @@ use crate::backend::run_backend;
 use crate::case::Case;
 use crate::config::{Backend, Config};
 use crate::cpu::ClientCpu;
-use crate::observer::{Goal, Observer, Retitled, StopHandle, Tick};
+use crate::observer::{Goal, LiveTest, Observer, Retitled, StopHandle, Tick};
 use crate::result::{EventResult, NodeInfo};
 use crate::routing::Multi;
 use crate::{server, Error};
@@ -165,6 +165,21 @@ pub(crate) fn run_test(
     };
     // The p99 so far, for a progress line that shows it.
     run.progress.keep_latency.store(obs.shows_progress(), Ordering::Relaxed);
+    // A measured test (it has a tag) is told to an output that reads its figures live.
+    if hlog.is_some() && obs.keeps_figures() {
+        run.progress.keep_figures.store(true, Ordering::Relaxed);
+        let commands = case.templates().iter().map(|t| crate::result::command_text(&t.display())).collect();
+        let nodes =
+            run.plan.cluster.as_ref().map(|c| c.nodes.iter().map(|n| n.endpoint.to_string()).collect());
+        obs.live_test(&LiveTest {
+            title: &spec.title,
+            commands,
+            backend: backend.name(),
+            target_rps: rate,
+            nodes: nodes.unwrap_or_default(),
+            progress: &run.progress,
+        });
+    }
     let hlog = hlog.filter(|_| obs.keeps_intervals());
     if hlog.is_some() {
         run.progress.collector().keep_ended();
