@@ -324,6 +324,17 @@ pub struct Opts {
     /// seconds (1796119200.5); a worker that is late says so and records by how much
     #[argh(option)]
     pub start_at: Option<String>,
+    /// serve the run's live figures for Prometheus at HOST:PORT (:PORT for every interface):
+    /// GET /metrics, for the whole run (see README, Watching a long run)
+    #[argh(option)]
+    pub metrics: Option<String>,
+    /// memtier_benchmark's form of --metrics 127.0.0.1:PORT
+    #[argh(option)]
+    pub prometheus_port: Option<u16>,
+    /// after the run, how long --metrics waits for a scrape of the final figures (default 15s;
+    /// 0 closes at once)
+    #[argh(option)]
+    pub metrics_linger: Option<String>,
     /// the command to benchmark instead of the default suite, with its arguments
     #[argh(positional, greedy)]
     pub command: Vec<String>,
@@ -631,6 +642,11 @@ impl Opts {
             key_args,
             capacity: None,
             events: syntax::events(&self.at, self.at_node.as_deref())?,
+            metrics: respbench_session::metrics::parse(
+                self.metrics.as_deref(),
+                self.prometheus_port,
+                self.metrics_linger.as_deref(),
+            )?,
         };
         respbench_session::event::check(&c.events, c.open.duration)?;
         if worker.is_some_and(|w| w.index > 0) {

@@ -29,12 +29,13 @@ pub struct Metrics {
 
 /// The endpoint the options ask for: `--metrics HOST:PORT` (`:PORT` for every interface,
 /// `[::1]:PORT` for IPv6), or `--prometheus-port PORT` on 127.0.0.1; `linger` is
-/// `--metrics-linger` when given. `None` when neither option is.
+/// `--metrics-linger` when given (`15s`, `500ms`, `0`). `None` when neither option is.
 pub fn parse(
     metrics: Option<&str>,
     prometheus_port: Option<u16>,
-    linger: Option<Duration>,
+    linger: Option<&str>,
 ) -> Result<Option<Metrics>, OptionError> {
+    let linger = linger.map(|l| crate::syntax::duration("--metrics-linger", l)).transpose()?;
     let bad = |option: &'static str, value: &str, why: &str| OptionError::Invalid {
         option,
         value: value.to_string(),
@@ -127,7 +128,7 @@ mod tests {
         let m = parse(None, Some(9200), None).unwrap().unwrap();
         assert_eq!(m.addr, "127.0.0.1:9200".parse().unwrap());
         assert_eq!(m.linger, DEFAULT_LINGER);
-        assert_eq!(parse(None, Some(9200), Some(Duration::ZERO)).unwrap().unwrap().linger, Duration::ZERO);
+        assert_eq!(parse(None, Some(9200), Some("0")).unwrap().unwrap().linger, Duration::ZERO);
         assert_eq!(parse(None, None, None).unwrap(), None);
     }
 
@@ -135,11 +136,15 @@ mod tests {
     fn conflicts_and_refusals_say_why() {
         let e = parse(Some(":1"), Some(2), None).unwrap_err().to_string();
         assert!(e.contains("--metrics and --prometheus-port conflict"), "{e}");
-        let e = parse(None, None, Some(DEFAULT_LINGER)).unwrap_err().to_string();
+        let e = parse(None, None, Some("15s")).unwrap_err().to_string();
         assert!(e.contains("--metrics-linger needs --metrics"), "{e}");
         let e = parse(None, Some(0), None).unwrap_err().to_string();
         assert!(e.contains("--prometheus-port"), "{e}");
-        let e = parse(None, Some(1), Some(Duration::from_secs(3601))).unwrap_err().to_string();
+        let e = parse(None, Some(1), Some("3601s")).unwrap_err().to_string();
         assert!(e.contains("at most 3600 s"), "{e}");
+        let e = parse(None, Some(1), Some("soon")).unwrap_err().to_string();
+        assert!(e.contains("--metrics-linger"), "{e}");
+        let e = parse(None, Some(1), Some("soon")).unwrap_err().to_string();
+        assert!(e.contains("--metrics-linger"), "{e}");
     }
 }

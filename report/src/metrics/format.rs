@@ -361,7 +361,7 @@ mod tests {
     use super::*;
 
     fn histogram(values: &[(u64, u64)]) -> Histogram<u64> {
-        let mut h = respbench_core::new_histogram(3).unwrap();
+        let mut h = respbench_core::shared::new_histogram(3).unwrap();
         for &(v, n) in values {
             h.record_n(v, n).unwrap();
         }

@@ -76,6 +76,11 @@ pub struct Exporter {
 fn command_labels(commands: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for (i, c) in commands.iter().enumerate() {
+        // A request in RESP (`*3\r\n$3\r\nSET\r\n…`): its name is the first bulk string.
+        let c = match c.strip_prefix('*') {
+            Some(rest) => rest.split("\r\n").nth(2).unwrap_or(""),
+            None => c.as_str(),
+        };
         let word: String = c
             .split(|ch: char| ch.is_whitespace())
             .find(|w| !w.is_empty())
@@ -339,6 +344,8 @@ mod tests {
     fn command_labels_are_first_words_and_unique() {
         let c = |v: &[&str]| command_labels(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
         assert_eq!(c(&["set key:__rand_int__ xxx"]), ["SET"]);
+        assert_eq!(c(&["*3\r\n$3\r\nSET\r\n$16\r\nkey:__rand_int__\r\n$3\r\nxxx\r\n"]), ["SET"]);
+        assert_eq!(c(&["PING\r\n"]), ["PING"]);
         assert_eq!(c(&["SET a b", "get a", "SET c d"]), ["SET", "GET", "SET#3"]);
         assert_eq!(c(&["  \"quoted\" x"]), ["\"QUOTED\""]);
     }
