@@ -180,7 +180,13 @@ pub struct Server {
     listener: MioListener,
     conns: Vec<Option<Conn>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
+    /// Connections may still wait to be accepted (a round takes [`ACCEPT_PER_ROUND`]).
+    backlog: bool,
 }
+
+/// The most connections taken in one round of the loop: a burst of connections cannot push
+/// out one accepted just before whose request is about to be read.
+const ACCEPT_PER_ROUND: usize = 32;
 
 impl Server {
     /// A server on `listener` (already bound, so that a port in use is an error before the
@@ -194,7 +200,8 @@ impl Server {
         let mut listener = MioListener::from_std(listener);
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
         let waker = Waker::new(poll.registry(), WAKER)?;
-        Ok((Server { poll, listener, conns: (0..MAX_CONNECTIONS).map(|_| None).collect(), stop }, waker))
+        let conns = (0..MAX_CONNECTIONS).map(|_| None).collect();
+        Ok((Server { poll, listener, conns, stop, backlog: false }, waker))
     }
 
     /// Serves until stopped.
@@ -202,7 +209,12 @@ impl Server {
         let mut events = Events::with_capacity(256);
         let mut ready: VecDeque<usize> = VecDeque::new();
         while !self.stop.load(std::sync::atomic::Ordering::Acquire) {
-            if self.poll.poll(&mut events, Some(Duration::from_millis(100))).is_err() {
+            // A backlog left from the last round is taken now, with the reads that came.
+            let wait = if self.backlog { Duration::ZERO } else { Duration::from_millis(100) };
+            if self.backlog {
+                self.accept();
+            }
+            if self.poll.poll(&mut events, Some(wait)).is_err() {
                 // EINTR and the like: look at the stop, then poll again.
                 std::thread::sleep(Duration::from_millis(10));
                 continue;
@@ -226,11 +238,13 @@ impl Server {
         }
     }
 
-    /// Takes every waiting connection; with no room left, the oldest one still sending its
-    /// request goes (a scraper sends its request at once: idle connections cannot keep it
-    /// out), or the new one when every one is being answered.
+    /// Takes the waiting connections, up to [`ACCEPT_PER_ROUND`]; with no room left, the
+    /// oldest one that has sent nothing goes, else the oldest still sending its request (a
+    /// scraper sends its request at once: idle connections cannot keep it out), or the new one
+    /// when every one is being answered.
     fn accept(&mut self) {
-        loop {
+        self.backlog = false;
+        for _ in 0..ACCEPT_PER_ROUND {
             let (mut stream, _) = match self.listener.accept() {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -243,8 +257,8 @@ impl Server {
                     .conns
                     .iter()
                     .enumerate()
-                    .filter(|(_, c)| c.as_ref().is_some_and(|c| c.out.is_none()))
-                    .min_by_key(|(_, c)| c.as_ref().map(|c| c.opened))
+                    .filter_map(|(i, c)| c.as_ref().filter(|c| c.out.is_none()).map(|c| (i, c)))
+                    .min_by_key(|(_, c)| (!c.request.is_empty(), c.opened))
                     .map(|(i, _)| i)?;
                 close(&self.poll, &mut self.conns[oldest]);
                 Some(oldest)
@@ -269,6 +283,7 @@ impl Server {
                 opened: now,
             });
         }
+        self.backlog = true;
     }
 
     /// Reads what connection `i` sent, answers once its request is whole, and writes what is
