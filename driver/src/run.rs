@@ -300,4 +300,39 @@ mod tests {
         assert_eq!(p.latency_percentile(99.0), Some(100));
         assert_eq!(p.completed.load(Ordering::Relaxed), 10_000);
     }
+
+    #[test]
+    fn figures_are_kept_only_when_asked_and_a_reader_never_holds_a_loop_up() {
+        let p = Progress::default();
+        let mut a = stats(10, 100);
+        let mut pa = Published::default();
+        p.publish(0, &mut a, Some(Time::from_micros(1_000)), &mut pa);
+        assert!(p.figures().is_empty());
+        p.keep_figures.store(true, Ordering::Relaxed);
+        p.publish(0, &mut a, Some(Time::from_micros(2_000)), &mut pa);
+        let f = p.figures();
+        assert_eq!((f.len(), f[0].requests), (1, 10));
+        assert_eq!(f[0].latency.as_ref().map(|h| h.len()), Some(10));
+        // Counts go at every publication, histograms at most every 200 ms.
+        for _ in 0..5 {
+            a.record(100_000, 0, Time::from_micros(3_000));
+        }
+        p.publish(0, &mut a, Some(Time::from_micros(3_000)), &mut pa);
+        let f = p.figures();
+        assert_eq!((f[0].requests, f[0].latency.as_ref().map(|h| h.len())), (15, Some(10)));
+        p.publish(0, &mut a, Some(Time::from_micros(202_000)), &mut pa);
+        assert_eq!(p.figures()[0].latency.as_ref().map(|h| h.len()), Some(15));
+        // While a reader holds the figures, a loop's publication is skipped, not waited for.
+        a.record(100_000, 0, Time::from_micros(300_000));
+        {
+            let _reader = p.figures.lock().unwrap();
+            p.publish(0, &mut a, Some(Time::from_micros(300_000)), &mut pa);
+        }
+        assert_eq!(p.figures()[0].requests, 15);
+        assert_eq!(p.completed.load(Ordering::Relaxed), 16, "the other live figures go on");
+        // The loop's last publication waits, and takes everything.
+        p.publish(0, &mut a, None, &mut pa);
+        let f = p.figures();
+        assert_eq!((f[0].requests, f[0].latency.as_ref().map(|h| h.len())), (16, Some(16)));
+    }
 }
