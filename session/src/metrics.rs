@@ -5,6 +5,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+pub use crate::config::Metrics;
 use crate::config::OptionError;
 
 /// How long the endpoint stays up after the run by default, for one scrape of the final
@@ -14,18 +15,6 @@ pub const DEFAULT_LINGER: Duration = Duration::from_secs(15);
 /// The most `--metrics-linger` takes: a scraper that never comes must not hold a finished run
 /// for long.
 pub const MAX_LINGER: Duration = Duration::from_secs(3600);
-
-/// Where the metrics endpoint listens, and how long it lingers after the run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Metrics {
-    /// The address to bind (`--metrics`, or 127.0.0.1 and `--prometheus-port`).
-    pub addr: SocketAddr,
-    /// As given, for messages (`--metrics 127.0.0.1:9100`).
-    pub given: String,
-    /// After the run, how long the endpoint waits for a scrape that serves the final figures
-    /// (zero: it closes at once).
-    pub linger: Duration,
-}
 
 /// The endpoint the options ask for: `--metrics HOST:PORT` (`:PORT` for every interface,
 /// `[::1]:PORT` for IPv6), or `--prometheus-port PORT` on 127.0.0.1; `linger` is

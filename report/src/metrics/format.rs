@@ -292,7 +292,8 @@ pub fn render(s: &Snapshot, format: Format) -> String {
             let _ = writeln!(out, "respbench_error_replies_total{} {n}", labels(&l));
         }
     }
-    let test_counters: [(&str, fn(&TestTotals) -> u64); 3] = [
+    type Count = fn(&TestTotals) -> u64;
+    let test_counters: [(&str, Count); 3] = [
         ("respbench_lost_requests", |t| t.lost),
         ("respbench_abandoned_requests", |t| t.abandoned),
         ("respbench_unsent_requests", |t| t.unsent),

@@ -118,7 +118,6 @@ fn totals_of(f: &Figures) -> TestTotals {
 
 /// Adds a test's figures (a loop's, or a whole result's) to `series` and `tests` under its
 /// labels: by node over several nodes, else by command.
-#[allow(clippy::too_many_arguments)]
 fn add_test(
     series: &mut BTreeMap<SeriesKey, Series>,
     tests: &mut BTreeMap<String, TestTotals>,
