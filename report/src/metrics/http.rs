@@ -2,6 +2,13 @@
 //! [`parse_request`]), and a server on its own thread: a `std::net::TcpListener` polled with mio
 //! beside every connection, everything bounded (connections, request bytes, how long each
 //! may take), one response per connection (`Connection: close`).
+//!
+//! Hand-written rather than a small HTTP crate: the endpoint reads one request line and one
+//! header (`Accept`) and answers one path, and what the issue asks of it (a bounded head, a
+//! bounded number of connections, timeouts, a slow reader that holds nothing up) is the part
+//! that has to be written and tested with any crate; a crate would add dependencies for the
+//! rest. mio, already under the mio backend, gives the readiness of every connection at once
+//! on one thread.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};

@@ -64,6 +64,7 @@ struct State {
 /// The live metrics endpoint: bound when made, served by its own thread until
 /// [`Exporter::finish`] (or drop).
 pub struct Exporter {
+    addr: std::net::SocketAddr,
     shared: Arc<(Mutex<State>, Condvar)>,
     stop: Arc<AtomicBool>,
     waker: Option<mio::Waker>,
@@ -244,6 +245,7 @@ impl Exporter {
         let listener = TcpListener::bind(m.addr).map_err(|e| {
             io::Error::new(e.kind(), format!("{}: cannot listen on {}: {e}", m.given, m.addr))
         })?;
+        let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let (server, waker) = http::Server::new(listener, Arc::clone(&stop))?;
         let state = State { worker: worker.0, workers: worker.1, ..Default::default() };
@@ -255,7 +257,12 @@ impl Exporter {
         let thread = std::thread::Builder::new()
             .name("respbench-metrics".into())
             .spawn(move || server.run(&mut responder))?;
-        Ok(Exporter { shared, stop, waker: Some(waker), thread: Some(thread), linger: m.linger })
+        Ok(Exporter { addr, shared, stop, waker: Some(waker), thread: Some(thread), linger: m.linger })
+    }
+
+    /// Where it listens (the port chosen, for port 0).
+    pub fn local_addr(&self) -> std::net::SocketAddr {
+        self.addr
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -336,6 +343,61 @@ impl Drop for Exporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn scrape(addr: std::net::SocketAddr) -> String {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    }
+
+    fn exporter(linger: Duration) -> Exporter {
+        let m =
+            Metrics { addr: "127.0.0.1:0".parse().unwrap(), given: "--metrics 127.0.0.1:0".into(), linger };
+        Exporter::start(&m, (1, 3)).unwrap()
+    }
+
+    /// Ends `e` on a thread: whether `finish` returned within `within`.
+    fn finishes(e: Exporter, within: Duration) -> bool {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            e.finish();
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(within).is_ok()
+    }
+
+    #[test]
+    fn finish_waits_for_a_scrape_of_the_final_figures_and_no_longer() {
+        // Lingering an hour: finish returns once a scrape after the run's end was served.
+        let e = exporter(Duration::from_secs(3600));
+        let addr = e.local_addr();
+        let before = scrape(addr);
+        assert!(before.starts_with("HTTP/1.1 200 OK\r\n"), "{before}");
+        assert!(before.contains("respbench_run_info{worker=\"1\",workers=\"3\""), "{before}");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            e.finish();
+            let _ = tx.send(());
+        });
+        // A scrape served before the end does not count; one after it does.
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "finish returned before a final scrape"
+        );
+        let last = scrape(addr);
+        assert!(last.contains("respbench_client_cpu_seconds_total"), "{last}");
+        assert!(
+            rx.recv_timeout(Duration::from_secs(30)).is_ok(),
+            "finish did not return after the final scrape"
+        );
+        // Then the port is closed.
+        assert!(std::net::TcpStream::connect(addr).is_err());
+        // --metrics-linger 0: at once, scraped or not.
+        assert!(finishes(exporter(Duration::ZERO), Duration::from_secs(30)));
+    }
 
     #[test]
     fn command_labels_are_first_words_and_unique() {
