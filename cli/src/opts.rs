@@ -646,6 +646,7 @@ impl Opts {
                 self.metrics.as_deref(),
                 self.prometheus_port,
                 self.metrics_linger.as_deref(),
+                self.idle,
             )?,
         };
         respbench_session::event::check(&c.events, c.open.duration)?;

@@ -18,12 +18,18 @@ pub const MAX_LINGER: Duration = Duration::from_secs(3600);
 
 /// The endpoint the options ask for: `--metrics HOST:PORT` (`:PORT` for every interface,
 /// `[::1]:PORT` for IPv6), or `--prometheus-port PORT` on 127.0.0.1; `linger` is
-/// `--metrics-linger` when given (`15s`, `500ms`, `0`). `None` when neither option is.
+/// `--metrics-linger` when given (`15s`, `500ms`, `0`); refused with `-I` (`idle`). `None`
+/// when neither option is.
 pub fn parse(
     metrics: Option<&str>,
     prometheus_port: Option<u16>,
     linger: Option<&str>,
+    idle: bool,
 ) -> Result<Option<Metrics>, OptionError> {
+    if idle && (metrics.is_some() || prometheus_port.is_some()) {
+        let option = if metrics.is_some() { "--metrics" } else { "--prometheus-port" };
+        return Err(OptionError::Conflict(option, "-I", "idle mode measures nothing to serve"));
+    }
     let linger = linger.map(|l| crate::syntax::duration("--metrics-linger", l)).transpose()?;
     let bad = |option: &'static str, value: &str, why: &str| OptionError::Invalid {
         option,
@@ -95,7 +101,7 @@ mod tests {
     use super::*;
 
     fn addr(text: &str) -> Result<SocketAddr, String> {
-        parse(Some(text), None, None).map(|m| m.unwrap().addr).map_err(|e| e.to_string())
+        parse(Some(text), None, None, false).map(|m| m.unwrap().addr).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -114,26 +120,30 @@ mod tests {
 
     #[test]
     fn prometheus_port_is_on_loopback_and_linger_defaults() {
-        let m = parse(None, Some(9200), None).unwrap().unwrap();
+        let m = parse(None, Some(9200), None, false).unwrap().unwrap();
         assert_eq!(m.addr, "127.0.0.1:9200".parse().unwrap());
         assert_eq!(m.linger, DEFAULT_LINGER);
-        assert_eq!(parse(None, Some(9200), Some("0")).unwrap().unwrap().linger, Duration::ZERO);
-        assert_eq!(parse(None, None, None).unwrap(), None);
+        assert_eq!(parse(None, Some(9200), Some("0"), false).unwrap().unwrap().linger, Duration::ZERO);
+        assert_eq!(parse(None, None, None, false).unwrap(), None);
     }
 
     #[test]
     fn conflicts_and_refusals_say_why() {
-        let e = parse(Some(":1"), Some(2), None).unwrap_err().to_string();
+        let e = parse(Some(":1"), Some(2), None, false).unwrap_err().to_string();
         assert!(e.contains("--metrics and --prometheus-port conflict"), "{e}");
-        let e = parse(None, None, Some("15s")).unwrap_err().to_string();
+        let e = parse(None, None, Some("15s"), false).unwrap_err().to_string();
         assert!(e.contains("--metrics-linger needs --metrics"), "{e}");
-        let e = parse(None, Some(0), None).unwrap_err().to_string();
+        let e = parse(None, Some(0), None, false).unwrap_err().to_string();
         assert!(e.contains("--prometheus-port"), "{e}");
-        let e = parse(None, Some(1), Some("3601s")).unwrap_err().to_string();
+        let e = parse(None, Some(1), Some("3601s"), false).unwrap_err().to_string();
         assert!(e.contains("at most 3600 s"), "{e}");
-        let e = parse(None, Some(1), Some("soon")).unwrap_err().to_string();
+        let e = parse(None, Some(1), Some("soon"), false).unwrap_err().to_string();
         assert!(e.contains("--metrics-linger"), "{e}");
-        let e = parse(None, Some(1), Some("soon")).unwrap_err().to_string();
+        let e = parse(None, Some(1), None, true).unwrap_err().to_string();
+        assert!(e.contains("--prometheus-port and -I conflict"), "{e}");
+        let e = parse(None, Some(1), Some("soon"), false).unwrap_err().to_string();
         assert!(e.contains("--metrics-linger"), "{e}");
+        let e = parse(None, Some(1), None, true).unwrap_err().to_string();
+        assert!(e.contains("--prometheus-port and -I conflict"), "{e}");
     }
 }
