@@ -5,7 +5,8 @@
 
 use std::time::Instant;
 
-use crate::server::{info, info_sections, info_value, Conn, InfoError, StartupError};
+use crate::server::{info, info_sections, info_value, Conn, InfoError, Server, StartupError};
+use crate::timing::{self, NodeReading, NodeTime, ServerTime};
 use crate::verdict::{CpuReading, ServerCpu};
 
 /// Why the server's counters are not read (for the verdict, which says so).
@@ -158,6 +159,124 @@ impl Probe {
         let before = before?;
         let after = self.read()?;
         ServerCpu::between(&before, &after, self.threaded.as_deref())
+    }
+}
+
+/// Reads each node's execution-time counters around a test ([`crate::timing`]): one
+/// connection per node of the run (one against a single server), opened at the start; a node
+/// whose connection or commands failed says why its figures are not known, and the run goes on.
+pub struct LatencyProbe {
+    /// Each node's address and its connection, or why it has none.
+    nodes: Vec<(String, Result<Conn, String>)>,
+    /// Whether the node answers `LATENCY HISTOGRAM` (`false` once it refused: older servers).
+    histogram: Vec<bool>,
+}
+
+/// One reading of every node, in the probe's order.
+pub type LatencyReading = Vec<NodeReading>;
+
+impl LatencyProbe {
+    /// A probe of `servers` (address and how to connect), or one that knows none are read
+    /// (`--no-server-probe`: `why`).
+    pub fn new(servers: &[(String, Server)], why_not: Option<&str>) -> LatencyProbe {
+        let nodes: Vec<(String, Result<Conn, String>)> = servers
+            .iter()
+            .map(|(address, server)| {
+                let conn = match why_not {
+                    Some(why) => Err(why.to_string()),
+                    None => Conn::authenticated(server).map_err(|e| e.message).map(|mut c| {
+                        c.set_timeout(PROBE_TIMEOUT);
+                        c
+                    }),
+                };
+                (address.clone(), conn)
+            })
+            .collect();
+        let histogram = vec![true; nodes.len()];
+        LatencyProbe { nodes, histogram }
+    }
+
+    /// The nodes' addresses, in order.
+    pub fn addresses(&self) -> impl Iterator<Item = &str> {
+        self.nodes.iter().map(|(a, _)| a.as_str())
+    }
+
+    /// Reads every node: `LATENCY HISTOGRAM`, `INFO latencystats` where it has none, and `INFO
+    /// commandstats`; a connection that fails is not used again.
+    pub fn read(&mut self) -> LatencyReading {
+        let mut out = Vec::with_capacity(self.nodes.len());
+        for (i, (_, conn)) in self.nodes.iter_mut().enumerate() {
+            let mut r = NodeReading::default();
+            let c = match conn {
+                Ok(c) => c,
+                Err(why) => {
+                    r.refused = Some(why.clone());
+                    out.push(r);
+                    continue;
+                }
+            };
+            let mut failed = None;
+            if self.histogram[i] {
+                match c.command(&[b"LATENCY", b"HISTOGRAM"]) {
+                    Ok(v) => match timing::parse_histogram(&v) {
+                        Some(h) => r.histograms = Some(h),
+                        None => self.histogram[i] = false,
+                    },
+                    Err(e) => failed = Some(e.message),
+                }
+            }
+            let mut words = None;
+            if failed.is_none() {
+                match info_sections(c, &[b"commandstats", b"latencystats"])
+                    .or_else(|_| info(c, b"commandstats"))
+                {
+                    Ok(body) => {
+                        r.commandstats = timing::parse_commandstats(&body);
+                        r.percentiles = timing::parse_latencystats(&body);
+                    }
+                    Err(InfoError::Connection(e)) => failed = Some(e.message),
+                    Err(e) => words = Some(e.to_string()),
+                }
+            }
+            if let Some(why) = failed {
+                // Closed or silent: not asked again.
+                *conn = Err(why.clone());
+                r.refused = Some(why);
+            } else if r.histograms.is_none() && r.commandstats.is_none() {
+                r.refused =
+                    Some(words.unwrap_or_else(|| "LATENCY HISTOGRAM and INFO commandstats refused".into()));
+            }
+            out.push(r);
+        }
+        out
+    }
+
+    /// The test's calls of `names` at each node between `before` and now; `expected`: the
+    /// test's replies by node address.
+    pub fn since(
+        &mut self,
+        before: &LatencyReading,
+        names: &[String],
+        expected: &dyn Fn(&str) -> Option<u64>,
+    ) -> ServerTime {
+        let after = self.read();
+        let nodes = self
+            .nodes
+            .iter()
+            .zip(before.iter().zip(&after))
+            .map(|((address, _), (b, a))| {
+                let (source, commands) = match timing::between(b, a, names) {
+                    Ok((s, c)) => (Ok(s), c),
+                    Err(why) => (Err(why), Vec::new()),
+                };
+                NodeTime { address: address.clone(), source, commands, expected_calls: expected(address) }
+            })
+            .collect();
+        let mut t = ServerTime { nodes, merged: Vec::new() };
+        if t.nodes.len() > 1 {
+            t.merge_nodes();
+        }
+        t
     }
 }
 

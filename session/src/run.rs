@@ -19,6 +19,7 @@ use crate::cpu::ClientCpu;
 use crate::observer::{Goal, Observer, Retitled, StopHandle, Tick};
 use crate::result::NodeInfo;
 use crate::routing::Multi;
+use crate::timing::ClientPauses;
 use crate::{server, Error};
 
 /// How often `-I` looks at its connections.
@@ -120,7 +121,7 @@ pub(crate) fn run_test(
     hlog: Option<&str>,
     obs: &mut dyn Observer,
     stop: &StopHandle,
-) -> Result<(Outcome, ClientCpu, Contention, Vec<NodeInfo>), Error> {
+) -> Result<(Outcome, ClientCpu, Contention, Vec<NodeInfo>, ClientPauses), Error> {
     if !cfg.open.warmup.is_zero() {
         // valkey-benchmark's --warmup: its requests are extra, sent for that long before the
         // measured -n (or --duration), and not recorded.
@@ -222,7 +223,7 @@ pub(crate) fn run_test(
                         }
                         _ => Vec::new(),
                     };
-                    return Ok((o, cpu, (machine, waited), nodes));
+                    return Ok((o, cpu, (machine, waited), nodes, pauses(&run.progress)));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::LoopsStopped),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -264,6 +265,18 @@ pub(crate) fn run_test(
             });
         }
     })
+}
+
+/// The client machine's pauses the test's idle thread and loops recorded.
+fn pauses(progress: &Progress) -> ClientPauses {
+    let p = progress.pause_figures();
+    ClientPauses {
+        interval_us: p.interval.as_micros() as u64,
+        idle: p.idle.clone(),
+        wake: (!p.wake.is_empty()).then(|| p.wake.clone()),
+        seconds: p.seconds.clone(),
+        wakeups: p.wakeups,
+    }
 }
 
 /// `-I`: opens the connections, tells how many are up and what they cost the server, and waits
