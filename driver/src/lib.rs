@@ -45,7 +45,7 @@ mod tls;
 
 pub use clock::{Clock, VirtualClock};
 pub use delivered::Delivered;
-pub use run::{loops, watch_pauses, Pauses, Progress, Published, TestRun, PAUSE_INTERVAL};
+pub use run::{fine_timer_slack, loops, watch_pauses, Pauses, Progress, Published, TestRun, PAUSE_INTERVAL};
 pub use sock::{
     connect_tcp, connect_tcp_timeout, mptcp_check, mptcp_refusal, mptcp_refused, nodelay_unsupported,
     sockaddr, IPPROTO_MPTCP,

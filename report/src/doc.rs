@@ -941,6 +941,10 @@ pub struct SearchStep {
     /// Who limited it.
     #[serde(default)]
     pub bottleneck: Option<String>,
+    /// The step ran twice: its first run failed while the client's own pauses (this, ms, at
+    /// the missed objective's percentile) exceeded the objective.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_after_pause_ms: Option<f64>,
     /// Its test.
     pub test: Test,
 }
@@ -1237,6 +1241,7 @@ mod tests {
         let step = SearchStep {
             miss: Some("m".into()),
             bottleneck: Some("server".into()),
+            rerun_after_pause_ms: Some(1.0),
             test: full_test(),
             ..SearchStep::default()
         };

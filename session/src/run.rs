@@ -279,6 +279,29 @@ fn pauses(progress: &Progress) -> ClientPauses {
     }
 }
 
+/// The client machine's own pauses while respbench does nothing else: the idle thread alone
+/// for `length` (the capacity search's floor of what this machine can measure).
+pub(crate) fn idle_pauses(length: Duration) -> ClientPauses {
+    let progress = Progress::default();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let clock = respbench_driver::Clock::Real { epoch: Instant::now() };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            respbench_driver::fine_timer_slack();
+            respbench_driver::watch_pauses(
+                &progress,
+                &clock,
+                respbench_driver::PAUSE_INTERVAL,
+                &done,
+                std::thread::sleep,
+            )
+        });
+        std::thread::sleep(length);
+        done.store(true, Ordering::Relaxed);
+    });
+    pauses(&progress)
+}
+
 /// `-I`: opens the connections, tells how many are up and what they cost the server, and waits
 /// for a stop. The connections that failed, with how many failed that way.
 pub fn idle(
