@@ -177,10 +177,12 @@ fn thousands(n: u64) -> String {
     digits.rchunks(3).rev().map(|g| g.iter().collect::<String>()).collect::<Vec<_>>().join(",")
 }
 
-/// p99 <= 1 µs, below any round trip: every step fails, down to the range's low end, and the
-/// run exits 1 naming it and its p99.
+/// `DEBUG SLEEP 0.3` against p99 <= 250 ms (above what any client's own pauses reach, so the
+/// search runs): every step fails, down to the range's low end, and the run exits 1 naming it
+/// and its p99. p99 <= 1 µs, below this machine's own pauses, is refused before any step, with
+/// the figure.
 fn an_unreachable_objective_exits_1(tool: Tool) {
-    let server = RedisServer::start();
+    let server = RedisServer::start_with(&[("enable-debug-command", "yes")]);
     let port = server.port().to_string();
     let json = json_path("capacity", "unreachable");
     let out = tool.run(
@@ -190,7 +192,7 @@ fn an_unreachable_objective_exits_1(tool: Tool) {
             "-c",
             "2",
             "--slo",
-            "p99<=1us",
+            "p99<=250ms",
             "--rps",
             "200-800",
             "--duration",
@@ -199,13 +201,15 @@ fn an_unreachable_objective_exits_1(tool: Tool) {
             "100ms",
             "--json",
             json.to_str().unwrap(),
-            "PING",
+            "DEBUG",
+            "SLEEP",
+            "0.3",
         ],
         T,
     );
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     assert!(
-        out.stderr.contains("PING: no rate tried meets p99<=1us: the lowest, 200 rps, had p99 "),
+        out.stderr.contains("DEBUG SLEEP 0.3: no rate tried meets p99<=250ms: the lowest, 200 rps, had p99 "),
         "{}",
         out.dump()
     );
@@ -225,7 +229,7 @@ fn an_unreachable_objective_exits_1(tool: Tool) {
             "-c",
             "2",
             "--slo",
-            "p99<=1us",
+            "p99<=250ms",
             "--rps",
             "200-800",
             "--duration",
@@ -233,7 +237,9 @@ fn an_unreachable_objective_exits_1(tool: Tool) {
             "--warmup",
             "0",
             "--csv",
-            "PING",
+            "DEBUG",
+            "SLEEP",
+            "0.3",
         ],
         T,
     );
@@ -245,8 +251,18 @@ fn an_unreachable_objective_exits_1(tool: Tool) {
         csv.stdout
     );
     assert_eq!(lines.len(), 4, "{}", csv.stdout);
-    assert!(lines[1].starts_with("\"PING\",\"1\",\"bracket\",\"800\","), "{}", csv.stdout);
+    assert!(lines[1].starts_with("\"DEBUG SLEEP 0.3\",\"1\",\"bracket\",\"800\","), "{}", csv.stdout);
     assert!(lines[3].ends_with(",\"false\",\"false\""), "{}", csv.stdout);
+    // Tighter than this machine can measure: refused, exit 1, no step.
+    let refused =
+        tool.run(&["-p", &port, "--slo", "p99<=1us", "--rps", "200-800", "--duration", "300ms", "PING"], T);
+    assert_eq!(refused.status.code(), Some(1), "{}", refused.dump());
+    assert!(
+        refused.stderr.contains("p99<=1us cannot be measured on this client: its own p99 pause is "),
+        "{}",
+        refused.dump()
+    );
+    assert!(!refused.stdout.contains("bracket"), "{}", refused.dump());
 }
 
 /// Unix seconds `lead` from now, with a fraction.
@@ -261,7 +277,8 @@ fn start_at(lead: Duration) -> String {
 fn workers_search_a_ladder_in_lockstep(tool: Tool) {
     let server = debug_server();
     let port = server.port().to_string();
-    let at = start_at(Duration::from_secs(3));
+    // The lead leaves room for the 3 s each search first measures its client's own pauses in.
+    let at = start_at(Duration::from_secs(8));
     let base = [
         "-p",
         &port,
