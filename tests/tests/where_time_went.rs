@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use respbench_tests::cluster::Cluster;
-use respbench_tests::{json_path, respbench_on, take_document, RedisServer, Tool};
+use respbench_tests::{json_path, respbench, respbench_on, take_document, RedisServer, Tool};
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(120);
@@ -91,6 +91,27 @@ fn a_sleep_of_known_length_is_in_the_servers_median_bucket(tool: Tool) {
     assert!(stdout.contains("server's own execution time (LATENCY HISTOGRAM, this test's calls; command execution inside the server"), "{stdout}");
     assert!(stdout.contains("where the time went") && stdout.contains("= server execution"), "{stdout}");
     assert!(stdout.contains("this client's own pauses: p99 "), "{stdout}");
+    // `respbench plot --charts server`: the client's curve and the server's buckets on one
+    // chart, the p50 marker at the bucket's upper bound.
+    let doc = json_path("time", "plot");
+    std::fs::write(
+        &doc,
+        serde_json::json!({"schema": "respbench/2", "tool": {"name": "respbench", "version": "0"},
+        "config": {}, "server": {}, "interrupted": false, "tests": [t]})
+        .to_string(),
+    )
+    .unwrap();
+    let svg = doc.with_extension("svg");
+    let plot = ["plot", doc.to_str().unwrap(), "-o", svg.to_str().unwrap(), "--charts", "server"];
+    let out = respbench().run(&plot, T);
+    assert!(out.status.success(), "{}", out.dump());
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        drawn.contains("Client against server") && drawn.contains("server execution (bucket)"),
+        "{drawn}"
+    );
+    let _ = std::fs::remove_file(&doc);
+    let _ = std::fs::remove_file(&svg);
 }
 
 /// A Lua loop whose length is measured first (its `usec_per_call` from a calibration), sized to
