@@ -57,6 +57,9 @@ pub struct Probe {
     combined: bool,
     /// The text of `INFO server` read at the start, for the server's name and version.
     pub server_text: Option<String>,
+    /// The last reading's `INFO commandstats` text, for [`LatencyProbe::read`] to take instead
+    /// of asking the server again.
+    pub commandstats: Option<String>,
 }
 
 impl Probe {
@@ -74,6 +77,7 @@ impl Probe {
                 missing: None,
                 combined: true,
                 server_text: None,
+                commandstats: None,
             },
             Err(e) => Probe {
                 conn: None,
@@ -82,6 +86,7 @@ impl Probe {
                 missing: Some(e),
                 combined: true,
                 server_text: None,
+                commandstats: None,
             },
         };
         if let Some(c) = &mut p.conn {
@@ -140,7 +145,8 @@ impl Probe {
                 Some(body) => Some(body),
                 None => info(c, b"commandstats").ok(),
             };
-            r.commands_s = stats.map(|body| command_seconds(&body));
+            r.commands_s = stats.as_deref().map(command_seconds);
+            self.commandstats = stats;
             r.wait_s = pid.and_then(main_thread_delay).map(|ns| ns as f64 / 1e9);
             r
         });
@@ -202,8 +208,11 @@ impl LatencyProbe {
     }
 
     /// Reads every node: `LATENCY HISTOGRAM`, `INFO latencystats` where it has none, and `INFO
-    /// commandstats`; a connection that fails is not used again.
-    pub fn read(&mut self) -> LatencyReading {
+    /// commandstats` (against a single server, `commandstats` when given: the CPU probe's
+    /// reading of a moment before, so the server is not asked twice); a connection that fails
+    /// is not used again.
+    pub fn read(&mut self, mut commandstats: Option<String>) -> LatencyReading {
+        let single = self.nodes.len() == 1;
         let mut out = Vec::with_capacity(self.nodes.len());
         for (i, (_, conn)) in self.nodes.iter_mut().enumerate() {
             let mut r = NodeReading::default();
@@ -226,7 +235,11 @@ impl LatencyProbe {
                 }
             }
             let mut words = None;
-            if failed.is_none() {
+            let given = commandstats.take().filter(|_| single && r.histograms.is_some());
+            if let Some(body) = &given {
+                r.commandstats = timing::parse_commandstats(body);
+            }
+            if failed.is_none() && given.is_none() {
                 match info_sections(c, &[b"commandstats", b"latencystats"])
                     .or_else(|_| info(c, b"commandstats"))
                 {
@@ -258,8 +271,9 @@ impl LatencyProbe {
         before: &LatencyReading,
         names: &[String],
         expected: &dyn Fn(&str) -> Option<u64>,
+        commandstats: Option<String>,
     ) -> ServerTime {
-        let after = self.read();
+        let after = self.read(commandstats);
         let nodes = self
             .nodes
             .iter()
