@@ -446,7 +446,7 @@ impl Session {
                 tag += &format!(" ({})", backend.name());
             }
             let before = self.probe.read();
-            let times_before = self.latency.read(self.probe.commandstats.take());
+            let times_before = self.latency.read(&mut self.probe);
             let against = Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref() };
             // The progress line names the step too: `GET (-d 128 -c 100) @ 2000 rps`.
             let shown = match self.step.as_ref().map(|st| self.base.sweep.label(st)).filter(|l| !l.is_empty())
@@ -696,7 +696,7 @@ impl Session {
             let k = nodes.iter().position(|n| n.address == address)?;
             stats.nodes.get(k).map(|s| s.requests)
         };
-        self.latency.since(before, &names, &expected, self.probe.commandstats.take())
+        self.latency.since(before, &names, &expected, &mut self.probe)
     }
 }
 

@@ -46,7 +46,8 @@ pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(
 
 /// Reads the server's CPU counters around each test, over the startup's connection.
 pub struct Probe {
-    conn: Option<Conn>,
+    /// The startup's connection, while it serves.
+    pub(crate) conn: Option<Conn>,
     /// A server on this machine: its process id, for its main thread's run delay.
     local_pid: Option<String>,
     /// Why the server is taken as multi-threaded, from `INFO server`.
@@ -168,12 +169,13 @@ impl Probe {
     }
 }
 
-/// Reads each node's execution-time counters around a test ([`crate::timing`]): one
-/// connection per node of the run (one against a single server), opened at the start; a node
-/// whose connection or commands failed says why its figures are not known, and the run goes on.
+/// Reads each node's execution-time counters around a test ([`crate::timing`]): against a
+/// single server over the CPU probe's connection (the startup's: no connection is added), over
+/// several nodes one connection per node, opened at the start; a node whose connection or
+/// commands failed says why its figures are not known, and the run goes on.
 pub struct LatencyProbe {
-    /// Each node's address and its connection, or why it has none.
-    nodes: Vec<(String, Result<Conn, String>)>,
+    /// Each node's address and its connection (`None`: the CPU probe's), or why it has none.
+    nodes: Vec<(String, Result<Option<Conn>, String>)>,
     /// Whether the node answers `LATENCY HISTOGRAM` (`false` once it refused: older servers).
     histogram: Vec<bool>,
 }
@@ -183,16 +185,19 @@ pub type LatencyReading = Vec<NodeReading>;
 
 impl LatencyProbe {
     /// A probe of `servers` (address and how to connect), or one that knows none are read
-    /// (`--no-server-probe`: `why`).
+    /// (`--no-server-probe`: `why_not`). A single server is read over the CPU probe's
+    /// connection ([`Probe::conn`]), given to each reading.
     pub fn new(servers: &[(String, Server)], why_not: Option<&str>) -> LatencyProbe {
-        let nodes: Vec<(String, Result<Conn, String>)> = servers
+        let single = servers.len() == 1;
+        let nodes: Vec<(String, Result<Option<Conn>, String>)> = servers
             .iter()
             .map(|(address, server)| {
                 let conn = match why_not {
                     Some(why) => Err(why.to_string()),
+                    None if single => Ok(None),
                     None => Conn::authenticated(server).map_err(|e| e.message).map(|mut c| {
                         c.set_timeout(PROBE_TIMEOUT);
-                        c
+                        Some(c)
                     }),
                 };
                 (address.clone(), conn)
@@ -202,62 +207,43 @@ impl LatencyProbe {
         LatencyProbe { nodes, histogram }
     }
 
-    /// The nodes' addresses, in order.
-    pub fn addresses(&self) -> impl Iterator<Item = &str> {
-        self.nodes.iter().map(|(a, _)| a.as_str())
-    }
-
     /// Reads every node: `LATENCY HISTOGRAM`, `INFO latencystats` where it has none, and `INFO
-    /// commandstats` (against a single server, `commandstats` when given: the CPU probe's
-    /// reading of a moment before, so the server is not asked twice); a connection that fails
-    /// is not used again.
-    pub fn read(&mut self, mut commandstats: Option<String>) -> LatencyReading {
-        let single = self.nodes.len() == 1;
+    /// commandstats`. A single server is read over `probe`'s connection, with its reading of a
+    /// moment before ([`Probe::commandstats`]) where the histogram is there, so the server is
+    /// not asked twice. A connection that fails is not used again.
+    pub fn read(&mut self, probe: &mut Probe) -> LatencyReading {
         let mut out = Vec::with_capacity(self.nodes.len());
         for (i, (_, conn)) in self.nodes.iter_mut().enumerate() {
             let mut r = NodeReading::default();
-            let c = match conn {
-                Ok(c) => c,
+            let (c, given) = match conn {
+                Ok(Some(c)) => (c, None),
+                Ok(None) => {
+                    let given = probe.commandstats.take();
+                    let why = probe.missing.as_ref().map(ToString::to_string);
+                    match probe.conn.as_mut() {
+                        Some(c) => (c, given),
+                        None => {
+                            r.refused =
+                                Some(why.unwrap_or_else(|| "the startup connection is closed".into()));
+                            out.push(r);
+                            continue;
+                        }
+                    }
+                }
                 Err(why) => {
                     r.refused = Some(why.clone());
                     out.push(r);
                     continue;
                 }
             };
-            let mut failed = None;
-            if self.histogram[i] {
-                match c.command(&[b"LATENCY", b"HISTOGRAM"]) {
-                    Ok(v) => match timing::parse_histogram(&v) {
-                        Some(h) => r.histograms = Some(h),
-                        None => self.histogram[i] = false,
-                    },
-                    Err(e) => failed = Some(e.message),
-                }
-            }
-            let mut words = None;
-            let given = commandstats.take().filter(|_| single && r.histograms.is_some());
-            if let Some(body) = &given {
-                r.commandstats = timing::parse_commandstats(body);
-            }
-            if failed.is_none() && given.is_none() {
-                match info_sections(c, &[b"commandstats", b"latencystats"])
-                    .or_else(|_| info(c, b"commandstats"))
-                {
-                    Ok(body) => {
-                        r.commandstats = timing::parse_commandstats(&body);
-                        r.percentiles = timing::parse_latencystats(&body);
-                    }
-                    Err(InfoError::Connection(e)) => failed = Some(e.message),
-                    Err(e) => words = Some(e.to_string()),
-                }
-            }
+            let failed = read_node(c, &mut self.histogram[i], given, &mut r);
             if let Some(why) = failed {
                 // Closed or silent: not asked again.
-                *conn = Err(why.clone());
+                match conn {
+                    Ok(Some(_)) => *conn = Err(why.clone()),
+                    _ => probe.conn = None,
+                }
                 r.refused = Some(why);
-            } else if r.histograms.is_none() && r.commandstats.is_none() {
-                r.refused =
-                    Some(words.unwrap_or_else(|| "LATENCY HISTOGRAM and INFO commandstats refused".into()));
             }
             out.push(r);
         }
@@ -271,9 +257,9 @@ impl LatencyProbe {
         before: &LatencyReading,
         names: &[String],
         expected: &dyn Fn(&str) -> Option<u64>,
-        commandstats: Option<String>,
+        probe: &mut Probe,
     ) -> ServerTime {
-        let after = self.read(commandstats);
+        let after = self.read(probe);
         let nodes = self
             .nodes
             .iter()
@@ -292,6 +278,45 @@ impl LatencyProbe {
         }
         t
     }
+}
+
+/// One node's reading over `c` into `r`: `LATENCY HISTOGRAM` (while `histogram`: a server
+/// that does not answer it is not asked again), then `INFO commandstats latencystats`, unless
+/// the histogram came and `given` holds commandstats' text already. `Some(why)`: the
+/// connection failed.
+fn read_node(
+    c: &mut Conn,
+    histogram: &mut bool,
+    given: Option<String>,
+    r: &mut NodeReading,
+) -> Option<String> {
+    if *histogram {
+        match c.command(&[b"LATENCY", b"HISTOGRAM"]) {
+            Ok(v) => match timing::parse_histogram(&v) {
+                Some(h) => r.histograms = Some(h),
+                None => *histogram = false,
+            },
+            Err(e) => return Some(e.message),
+        }
+    }
+    let mut words = None;
+    match given.filter(|_| r.histograms.is_some()) {
+        Some(body) => r.commandstats = timing::parse_commandstats(&body),
+        None => match info_sections(c, &[b"commandstats", b"latencystats"])
+            .or_else(|_| info(c, b"commandstats"))
+        {
+            Ok(body) => {
+                r.commandstats = timing::parse_commandstats(&body);
+                r.percentiles = timing::parse_latencystats(&body);
+            }
+            Err(InfoError::Connection(e)) => return Some(e.message),
+            Err(e) => words = Some(e.to_string()),
+        },
+    }
+    if r.histograms.is_none() && r.commandstats.is_none() {
+        r.refused = Some(words.unwrap_or_else(|| "LATENCY HISTOGRAM and INFO commandstats refused".into()));
+    }
+    None
 }
 
 /// The run delay of process `pid`'s main thread, in nanoseconds (`/proc/PID/schedstat`).

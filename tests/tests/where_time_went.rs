@@ -48,24 +48,27 @@ fn bounds(v: &Value) -> (f64, f64) {
 }
 
 /// Holds a node's figures against the server's commandstats: the count, and the median bucket
-/// holding the mean of the test's calls (`known`, microseconds). The median and the mean of
-/// one distribution can straddle a bound when the mean lies within 3% of it: then the bucket
-/// next to it is taken too.
-fn check_node(node: &Value, command: &str, calls: u64, known: f64) {
+/// against the mean of the test's calls (`known`, microseconds). Run times only grow by what
+/// delays them (a machine that preempts the server), so their distribution leans right and the
+/// mean is never below the median's bucket: its lower bound is below the mean (within 3%: the
+/// bounds are rounded down to the microsecond). On a quiet machine the mean is inside it; on a
+/// busy one (seen: load 13, DEBUG SLEEP 0.001's mean 2.8 ms with its median in 1.06-2.11 ms)
+/// the tail pulls it above.
+fn check_node(node: &Value, command: &str, calls: u64, known: f64) -> (f64, f64) {
     assert_eq!(node["source"], "latency_histogram", "{node}");
     assert_eq!(node["calls"], calls, "{node}");
     assert_eq!(node["mismatch"], Value::Null, "{node}");
     let c = node["commands"].as_array().unwrap().iter().find(|c| c["command"] == command).unwrap();
     assert_eq!(c["calls"], calls, "{c}");
     let (lo, hi) = bounds(&c["p50_us"]);
-    let near = |b: f64| (known - b).abs() <= 0.03 * b;
     assert!(
-        (lo < known || near(lo)) && (known <= hi || near(hi)),
-        "the server's median bucket ({lo}, {hi}] µs does not hold the mean of its calls, {known} µs: {c}"
+        lo < known * 1.03,
+        "the server's median bucket ({lo}, {hi}] µs is above the mean of its calls, {known} µs: {c}"
     );
     // The buckets hold every call.
     let sum: u64 = c["buckets"].as_array().unwrap().iter().map(|b| b[1].as_u64().unwrap()).sum();
     assert_eq!(sum, calls, "{c}");
+    (lo, hi)
 }
 
 /// `DEBUG SLEEP 0.001`: every call takes at least 1 ms; the server's p50 bucket holds the mean
@@ -82,7 +85,9 @@ fn a_sleep_of_known_length_is_in_the_servers_median_bucket(tool: Tool) {
     assert!(known >= 1000.0, "DEBUG SLEEP 0.001 took {known} µs");
     let st = &t["server_time"];
     assert_eq!(st["nodes"].as_array().unwrap().len(), 1, "{st}");
-    check_node(&st["nodes"][0], "debug", calls, known);
+    let (_, hi) = check_node(&st["nodes"][0], "debug", calls, known);
+    // No call sleeps less than 1 ms: the median's bucket reaches it.
+    assert!(hi >= 1000.0, "{st}");
     assert_eq!(st["nodes"][0]["expected_calls"], 300, "{st}");
     // The split's server part is the same bucket, in ms.
     let split = &t["time_split"];
@@ -116,7 +121,8 @@ fn a_sleep_of_known_length_is_in_the_servers_median_bucket(tool: Tool) {
 
 /// A Lua loop whose length is measured first (its `usec_per_call` from a calibration), sized to
 /// sit in the middle of one of the server's buckets (about 1.4 × 264 µs), then run: the p50
-/// bucket holds the mean of the run's calls.
+/// bucket is not above the mean of the run's calls ([`check_node`]), and respbench's mean is
+/// commandstats'.
 fn a_lua_spin_of_measured_length_is_in_the_servers_median_bucket(tool: Tool) {
     let server = RedisServer::start();
     let spin = |n: u64| format!("local i=0 while i<{n} do i=i+1 end return i");
@@ -204,13 +210,25 @@ fn a_client_stopped_for_300_ms_names_its_own_pauses(tool: Tool) {
     let series_max =
         p["series_max_ms"].as_array().unwrap().iter().filter_map(Value::as_f64).fold(0.0, f64::max);
     assert!(series_max >= 300.0, "{p}");
+    // The rule, held to the document's own figures: p99.9 latency within 1.5 x the pause p99.9.
+    // The 300 ms stop is both; on a busy machine the loops can wait for a CPU on top of it
+    // (seen: send lateness 535 ms), and then the tail is more than the pause and the verdict
+    // must not say it is the client's.
+    let latency = t["latency_ms"]["p99_9"].as_f64().unwrap();
+    let pause = p["idle_ms"]["p99_9"].as_f64().unwrap();
+    assert!(pause >= 250.0, "a 300 ms stop in 3 s sets the pause p99.9: {p}");
     let b = &t["bottleneck"];
-    assert!(["client", "machine"].contains(&b["side"].as_str().unwrap()), "{b}");
     let text = b["text"].as_str().unwrap();
-    assert!(
-        text.contains("the client machine's own pauses set the latency's") && text.contains("p99.9"),
-        "{b}"
-    );
+    let named = text.contains("the client machine's own pauses set the latency's");
+    if latency <= 1.5 * pause {
+        assert!(["client", "machine"].contains(&b["side"].as_str().unwrap()), "{b}");
+        assert!(named && text.contains("p99.9"), "latency p99.9 {latency} ms, pause p99.9 {pause} ms: {b}");
+    } else {
+        assert!(
+            !text.contains("against its own p99.9 pause"),
+            "latency p99.9 {latency} ms is beyond 1.5 x the pause p99.9 {pause} ms: {b}"
+        );
+    }
 }
 
 /// The server's count per node of a three-primary cluster equals each node's commandstats,
