@@ -28,6 +28,20 @@ fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// Whether the search was refused because this machine's own pauses, measured idle before it,
+/// exceeded the objective (seen at a load average of 27: an idle thread's p99 pause of 365 ms
+/// against p99<=250ms): that is the run's right answer on such a machine, checked here (exit 1,
+/// the sentence with the figure, no step); the caller's checks of a search then do not apply.
+fn refused_as_unmeasurable(out: &respbench_tests::Output, objective: &str) -> bool {
+    let refused = out.stderr.contains(&format!("{objective} cannot be measured on this client: its own p"));
+    if refused {
+        assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+        assert!(!out.stdout.contains("bracket"), "{}", out.dump());
+        eprintln!("this machine's own pauses exceeded {objective}: the search was refused, as it must be");
+    }
+    refused
+}
+
 fn debug_server() -> RedisServer {
     RedisServer::start_with(&[("enable-debug-command", "yes")])
 }
@@ -62,6 +76,9 @@ fn a_search_brackets_the_answer(tool: Tool) {
     args.extend(SEARCH);
     args.extend(["DEBUG", "SLEEP", "0.001"]);
     let out = tool.run(&args, T);
+    if refused_as_unmeasurable(&out, "p99<=250ms") {
+        return;
+    }
     assert!(out.status.success(), "{}", out.dump());
     // A successful run leaves stderr empty when it is not a terminal.
     assert_eq!(out.stderr, "", "{}", out.dump());
@@ -207,6 +224,9 @@ fn an_unreachable_objective_exits_1(tool: Tool) {
         ],
         T,
     );
+    if refused_as_unmeasurable(&out, "p99<=250ms") {
+        return;
+    }
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     assert!(
         out.stderr.contains("DEBUG SLEEP 0.3: no rate tried meets p99<=250ms: the lowest, 200 rps, had p99 "),
@@ -318,9 +338,17 @@ fn workers_search_a_ladder_in_lockstep(tool: Tool) {
             tool.spawn(&a)
         })
         .collect();
+    let mut refused = false;
     for r in running {
         let out = r.wait(T);
+        if refused_as_unmeasurable(&out, "p99<=250ms") {
+            refused = true;
+            continue;
+        }
         assert!(out.status.success(), "{}", out.dump());
+    }
+    if refused {
+        return;
     }
     let docs: Vec<Value> = paths.iter().map(|p| read(p)).collect();
     let start_of = |d: &Value, k: usize| d["capacity"][0]["steps"][k]["test"]["start_us"].as_u64().unwrap();
