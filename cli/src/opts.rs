@@ -92,6 +92,14 @@ pub struct Opts {
     /// 1 after its name (e.g. 1 or 1,3), where the server's COMMAND INFO is refused or renamed
     #[argh(option)]
     pub key_args: Option<String>,
+    /// 'TIME CMD [ARG...]' or 'TIME exec PROGRAM [ARG...]' (no shell): an event TIME (30s,
+    /// 1m30s, 500ms) into each test's --duration, its disruption measured (repeatable; with
+    /// --worker, worker 0 fires them)
+    #[argh(option)]
+    pub at: Vec<String>,
+    /// where --at's commands go: primary (default), replica, all or HOST:PORT
+    #[argh(option)]
+    pub at_node: Option<String>,
     /// send CLIENT TRACKING on before starting benchmark
     #[argh(switch)]
     pub enable_tracking: bool,
@@ -622,7 +630,12 @@ impl Opts {
             start_at,
             key_args,
             capacity: None,
+            events: syntax::events(&self.at, self.at_node.as_deref())?,
         };
+        respbench_session::event::check(&c.events, c.open.duration)?;
+        if worker.is_some_and(|w| w.index > 0) {
+            c.events = Default::default();
+        }
         if let Some(w) = worker {
             if c.idle {
                 return Err(Conflict("--worker", "-I", "idle mode measures nothing to split"));

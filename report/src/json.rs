@@ -283,6 +283,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
         latency_lower_bounds: count(stats.lower_bounds),
         warnings: (!e.warnings.is_empty()).then(|| e.warnings.iter().map(warning).collect()),
         step: e.step.as_ref().map(step),
+        events: crate::events::entries(e),
         ..doc::Test::default()
     };
     if let Some(h) = &stats.service {
@@ -603,6 +604,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
     let (nodes, node_stats) = read_nodes(t.nodes.as_deref().unwrap_or(&[]), &name, start, end)?;
     let reconnects = t.reconnects.unwrap_or_default();
     let stats = Stats {
+        fine: None,
         appeared: Vec::new(),
         moved: Default::default(),
         found: node_stats.len(),
@@ -660,6 +662,8 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         // Not read back: merged runs do not carry them ([`TestResult::merge`]).
         server_time: None,
         pauses: None,
+        // A merged document's events are not carried: they were one run's, against its load.
+        events: Vec::new(),
     })
 }
 

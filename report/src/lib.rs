@@ -9,6 +9,7 @@
 
 pub mod capacity;
 pub mod doc;
+pub mod events;
 pub mod files;
 pub mod hdr;
 pub mod hgrm;

@@ -290,11 +290,15 @@ impl Presenter {
                         partial.as_deref(),
                         &mut self.out,
                     )?;
-                } else if s.cfg.open.show_series {
-                    // -q in open loop: the rate table stands for the quiet lines; --series still
-                    // asked for each step's seconds.
-                    writeln!(self.out, "{} @ {} rps:", e.name, e.target_rps.unwrap_or(0))?;
-                    report::write_series(&e.stats, &mut self.out)?;
+                } else {
+                    if s.cfg.open.show_series {
+                        // -q in open loop: the rate table stands for the quiet lines; --series
+                        // still asked for each step's seconds.
+                        writeln!(self.out, "{} @ {} rps:", e.name, e.target_rps.unwrap_or(0))?;
+                        report::write_series(&e.stats, &mut self.out)?;
+                    }
+                    // And each event's line (the table has no room for them).
+                    crate::events::write_quiet(e, &mut self.out)?;
                 }
             }
         }
@@ -559,6 +563,7 @@ fn print_test(
             for w in &entry.warnings {
                 writeln!(out, "  WARNING: {}", w.text)?;
             }
+            crate::events::write_verbose(entry, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
             }
@@ -567,6 +572,7 @@ fn print_test(
         Output::Quiet => {
             report::write_quiet_marked(&r, partial, out)?;
             report::write_errors(&r, true, out)?;
+            crate::events::write_quiet(entry, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
             }
@@ -579,6 +585,7 @@ fn print_test(
                 entry.step.as_ref(),
                 out,
             )?;
+            crate::events::write_csv(entry, out)?;
             // stdout carries CSV only.
             report::write_errors(&r, true, &mut io::stderr())?;
         }

@@ -188,6 +188,8 @@ pub struct Config {
     pub key_args: Option<Vec<usize>>,
     /// `--slo`: a capacity search instead of the `--rps` steps.
     pub capacity: Option<crate::slo::Settings>,
+    /// `--at`, `--at-node`: events during each test.
+    pub events: crate::event::Events,
 }
 
 /// The values of the options that take lists: each combination is one step, run in order,

@@ -93,6 +93,8 @@ pub struct Session {
     server: Server,
     /// Over several nodes: the nodes found at startup and the commands' routes.
     multi: Option<Arc<Multi>>,
+    /// Where `--at`'s commands go.
+    targets: Vec<crate::fire::Target>,
     /// The options of the step running (the base at one combination of a sweep).
     cfg: Arc<Config>,
     /// That step's parameters (a sweep only).
@@ -202,6 +204,7 @@ impl Session {
                 obs.nodes(m);
             }
         }
+        let targets = crate::fire::targets(&cfg.events, &server, nodes.as_deref())?;
         if !cfg.keepalive {
             obs.message(
                 "WARNING: Keepalive disabled. You probably need 'echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse' \
@@ -254,6 +257,7 @@ impl Session {
             base: cfg.clone(),
             server,
             multi: nodes,
+            targets,
         })
     }
 
@@ -447,7 +451,11 @@ impl Session {
             }
             let before = self.probe.read();
             let times_before = self.latency.read(&mut self.probe);
-            let against = Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref() };
+            let against = Against {
+                tls: self.server.tls.as_ref(),
+                multi: self.multi.as_deref(),
+                targets: &self.targets,
+            };
             // The progress line names the step too: `GET (-d 128 -c 100) @ 2000 rps`.
             let shown = match self.step.as_ref().map(|st| self.base.sweep.label(st)).filter(|l| !l.is_empty())
             {
@@ -455,7 +463,7 @@ impl Session {
                 None => tag.clone(),
             };
             let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &case.spec.title };
-            let (outcome, cpu, (machine, waited), nodes, pauses) = run_test(
+            let (outcome, cpu, (machine, waited), nodes, events, pauses) = run_test(
                 &cfg,
                 against,
                 backend,
@@ -542,6 +550,22 @@ impl Session {
                 };
                 obs.error(&format!("{line}{silent}"));
             }
+            for e in &events {
+                // An event that failed, or whose disruption lasted to the end: one line, exit 1.
+                let what = format!(
+                    "{title}{on}: --at '{} {}'",
+                    respbench_core::conn::format_duration(e.event.at),
+                    e.event.text
+                );
+                if e.fired.outcome.failed() {
+                    self.unfinished = true;
+                    obs.error(&format!("{what} failed: {}", e.fired.outcome.describe()));
+                }
+                if e.cost.as_ref().is_some_and(|c| c.recovered.is_none()) {
+                    self.unfinished = true;
+                    obs.error(&format!("{what}: not recovered by the end of the test"));
+                }
+            }
             let mut results =
                 case.entries(backend, cpu, rate, rate.map(|r| cfg.open_slack(r)), outcome.stats);
             for e in &mut results {
@@ -552,6 +576,7 @@ impl Session {
             }
             if let Some(total) = results.last_mut() {
                 total.nodes = nodes;
+                total.events = events;
                 total.never_ran = never_ran(&outcome.failures);
                 // In a sequence, -P counts whole sequences.
                 let seq_len = case.mix.as_ref().and_then(|(m, _)| m.sequence_len()).unwrap_or(1);
@@ -637,11 +662,13 @@ impl Session {
         fill_cfg.key_dist = respbench_core::dist::KeyDist::Sequential;
         fill_cfg.pipeline = cfg.pipeline.max(PRELOAD_PIPELINE);
         fill_cfg.open = OpenLoopConfig::default();
+        fill_cfg.events = Default::default();
         let began = Instant::now();
-        let against = Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref() };
+        let against =
+            Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref(), targets: &self.targets };
         let shown = format!("--preload {}", fill.spec.title);
         let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &fill.spec.title };
-        let (outcome, _, _, _, _) = run_test(
+        let (outcome, _, _, _, _, _) = run_test(
             &fill_cfg,
             against,
             cfg.backends[0],

@@ -156,6 +156,8 @@ pub enum Error {
     NoTls,
     /// The observer could not present a result (a write failed).
     Output(String),
+    /// `--at-node` names no node of the run, or none of the kind asked for.
+    Events(String),
 }
 
 impl fmt::Display for Error {
@@ -199,7 +201,11 @@ impl fmt::Display for Error {
             Error::Tls(e) => e.fmt(f),
             Error::NoTls => f.write_str("this respbench was built without TLS (cargo feature `tls`)"),
             Error::Routing(e) => e.fmt(f),
-            Error::Uring(s) | Error::Tests(s) | Error::Output(s) | Error::Unmeasurable(s) => f.write_str(s),
+            Error::Uring(s)
+            | Error::Tests(s)
+            | Error::Output(s)
+            | Error::Unmeasurable(s)
+            | Error::Events(s) => f.write_str(s),
         }
     }
 }

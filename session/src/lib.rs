@@ -14,6 +14,8 @@ pub mod config;
 pub mod cpu;
 mod engine;
 mod error;
+pub mod event;
+mod fire;
 pub mod limits;
 pub mod observer;
 pub mod probe;

@@ -52,6 +52,21 @@ pub struct TestResult {
     pub server_time: Option<ServerTime>,
     /// The client machine's own pauses during the test, when measured.
     pub pauses: Option<ClientPauses>,
+    /// `--at`: each event of the test, what it did and what it cost (the total's only).
+    pub events: Vec<EventResult>,
+}
+
+/// One event of a test (`--at`): what it was, what came of it, and what it cost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventResult {
+    /// The event.
+    pub event: crate::event::Event,
+    /// When it was sent and what came of it.
+    pub fired: crate::event::Fired,
+    /// Its disruption, from the 100 ms windows (`None`: never sent).
+    pub cost: Option<respbench_core::disruption::Disruption>,
+    /// Over a cluster: the nodes `MOVED` named as slots' owners in its window.
+    pub moved_to: Vec<String>,
 }
 
 /// What a test's figures suggest measuring again differently: a finding, not an error.
@@ -137,6 +152,7 @@ impl TestResult {
             warnings: Vec::new(),
             server_time: None,
             pauses: None,
+            events: Vec::new(),
         }
     }
 

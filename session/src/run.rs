@@ -17,7 +17,7 @@ use crate::case::Case;
 use crate::config::{Backend, Config};
 use crate::cpu::ClientCpu;
 use crate::observer::{Goal, Observer, Retitled, StopHandle, Tick};
-use crate::result::NodeInfo;
+use crate::result::{EventResult, NodeInfo};
 use crate::routing::Multi;
 use crate::timing::ClientPauses;
 use crate::{server, Error};
@@ -39,12 +39,18 @@ const WAIT_READ_EVERY: Duration = Duration::from_millis(100);
 /// How often the progress line's p99 so far is read (the loops' histograms merged).
 const P99_READ_EVERY: Duration = Duration::from_millis(250);
 
+/// What [`run_test`] gives: the outcome, the client's CPU, the contention, the nodes as the
+/// test ended and its events.
+pub(crate) type Ran = (Outcome, ClientCpu, Contention, Vec<NodeInfo>, Vec<EventResult>, ClientPauses);
+
 /// What a test runs against, made or found before the first: the TLS settings and, over
 /// several nodes, the nodes and routes.
 #[derive(Clone, Copy)]
 pub(crate) struct Against<'a> {
     pub tls: Option<&'a Tls>,
     pub multi: Option<&'a Multi>,
+    /// Where `--at`'s commands go.
+    pub targets: &'a [crate::fire::Target],
 }
 
 pub(crate) fn handshake(cfg: &Config) -> Handshake {
@@ -102,6 +108,7 @@ pub(crate) fn plan(
         connections: cfg.clients as u64,
         measure_from,
         series: !idle && cfg.open.keeps_series(),
+        fine: !idle && !cfg.events.is_empty(),
         cluster: multi.and_then(|m| m.cluster(cfg, &case.templates(), &handshake(cfg))),
     })
 }
@@ -121,7 +128,7 @@ pub(crate) fn run_test(
     hlog: Option<&str>,
     obs: &mut dyn Observer,
     stop: &StopHandle,
-) -> Result<(Outcome, ClientCpu, Contention, Vec<NodeInfo>, ClientPauses), Error> {
+) -> Result<Ran, Error> {
     if !cfg.open.warmup.is_zero() {
         // valkey-benchmark's --warmup: its requests are extra, sent for that long before the
         // measured -n (or --duration), and not recorded.
@@ -130,6 +137,8 @@ pub(crate) fn run_test(
         warm.open.duration = Some(cfg.open.warmup);
         warm.open.live = false;
         warm.open.show_series = false;
+        // The events come in the measured window.
+        warm.events = Default::default();
         // Its progress line says it is the warm-up.
         let title = format!("{} (warmup)", case.spec.title);
         let mut warming = Retitled { obs: &mut *obs, title: &title, base: &case.spec.title };
@@ -161,6 +170,12 @@ pub(crate) fn run_test(
     if hlog.is_some() {
         run.progress.collector().keep_ended();
     }
+    if run.plan.fine {
+        run.progress.collector().track(&cfg.events.planned());
+    }
+    let loops_done = std::sync::atomic::AtomicBool::new(false);
+    // A command may wait, a program run, to the test's end and its grace at least.
+    let patience = cfg.open.duration.unwrap_or_default() + cfg.drain_grace + Duration::from_secs(5);
     // Tells the seconds every loop has moved past; `end` once the test is over, to cut its
     // last second short.
     let log_ended = |obs: &mut dyn Observer, end: Option<Time>| -> Result<(), Error> {
@@ -189,9 +204,22 @@ pub(crate) fn run_test(
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|s| {
         let run = &run;
+        let firing = crate::fire::Firing {
+            events: &cfg.events,
+            targets: against.targets,
+            begin,
+            epoch,
+            progress: &run.progress,
+            done: &loops_done,
+            patience,
+        };
+        let fired = run.plan.fine.then(|| s.spawn(move || crate::fire::fire(&firing)));
+        let loops_done = &loops_done;
         s.spawn(move || {
             let _ = tx.send(run_backend(backend, run, against.tls, epoch));
+            loops_done.store(true, Ordering::Relaxed);
         });
+        let mut fired = fired;
         let mut stop_asked = false;
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
@@ -223,7 +251,15 @@ pub(crate) fn run_test(
                         }
                         _ => Vec::new(),
                     };
-                    return Ok((o, cpu, (machine, waited), nodes, pauses(&run.progress)));
+                    // Joined first: an event sent tells the collector before the tracker is done.
+                    let events = match fired.take().map(|h| h.join().unwrap_or_default()) {
+                        Some(f) => {
+                            let costs = run.progress.collector().disruptions();
+                            crate::fire::results(&cfg.events, f, costs, &o.stats)
+                        }
+                        None => Vec::new(),
+                    };
+                    return Ok((o, cpu, (machine, waited), nodes, events, pauses(&run.progress)));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::LoopsStopped),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}

@@ -88,6 +88,7 @@ fn step(rate: u64, server: Server) -> respbench_core::Stats {
         connections: 4,
         measure_from: Time::ZERO,
         series: false,
+        fine: false,
         cluster: None,
     });
     let r = Sim::new(test_run(plan, 4), server).run().expect("the simulated step");

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use super::data::{Input, Test, PARAMS};
-use super::svg::{Axis, Chart, Dash, Line, Mark, Note};
+use super::svg::{Axis, Band, Chart, Dash, Line, Mark, Note};
 
 /// A kind of chart, as `--charts` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -430,12 +430,16 @@ fn series(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
     let mut time = Axis::linear(TIME, 0.0, last);
     // Whole seconds only: the series has one point per second.
     time.ticks.retain(|t| t.at.fract() == 0.0);
-    vec![
+    // Each event marked, its window shaded (to the end of its test when it did not recover).
+    let bands: Vec<Band> =
+        with.iter().flat_map(|t| t.events.iter().map(move |e| band(e, t.duration_s))).collect();
+    let mut charts = vec![
         Chart {
             title: "Requests per second, second by second".into(),
             x: time.clone(),
             y: Axis::linear("requests per second", 0.0, hi),
             lines: rps,
+            bands: bands.clone(),
             ..Chart::default()
         },
         Chart {
@@ -443,9 +447,50 @@ fn series(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
             x: time,
             y: Axis::log("p99 latency (ms)", lo, phi),
             lines: p99,
+            bands,
             ..Chart::default()
         },
-    ]
+    ];
+    // Each event's 100 ms windows, from its baseline to after its recovery.
+    for (i, t) in with.iter().enumerate() {
+        for e in t.events.iter().filter(|e| !e.windows.is_empty()) {
+            let points: Vec<(f64, f64)> = e
+                .windows
+                .iter()
+                .map(|&(at, p99, n)| (at + 0.05, if n > 0 { p99 } else { f64::NAN }))
+                .collect();
+            let line = Line {
+                label: labels.of(t),
+                points,
+                color: i,
+                dash: dash_for(i),
+                markers: false,
+                ..Line::default()
+            };
+            let lines = vec![line];
+            let (lo, hi) = extent(&lines);
+            let first = e.windows.first().map_or(0.0, |w| w.0);
+            let end = e.windows.last().map_or(e.sent_s, |w| w.0 + 0.1);
+            charts.push(Chart {
+                title: format!("p99 latency by 100 ms window around --at '{}'", e.label),
+                x: Axis::linear(TIME, first, end),
+                y: Axis::log("p99 latency (ms)", lo, hi),
+                lines,
+                bands: vec![band(e, end)],
+                ..Chart::default()
+            });
+        }
+    }
+    charts
+}
+
+/// An event's band: from its send to its recovery, or to `end` when it did not recover.
+fn band(e: &super::data::EventMark, end: f64) -> Band {
+    let (to, how) = match e.end_s {
+        Some(to) => (to, format!("{:.0} ms", (to - e.sent_s) * 1000.0)),
+        None => (end, "not recovered".to_string()),
+    };
+    Band { from: e.sent_s, to, label: format!("{} ({how})", e.label) }
 }
 
 /// For each parameter the tests differ in (everything else equal): requests per second and p99
@@ -803,6 +848,7 @@ mod tests {
             curve: percentile_points(&hist(1..=100)),
             server: Vec::new(),
             series: Vec::new(),
+            events: Vec::new(),
             start_us: 0,
             service_curve: None,
             verdict: None,
@@ -1019,5 +1065,50 @@ mod tests {
         assert!(p99.len() == 3 && p99[1].1.is_nan() && p99[2].1 == 0.7, "{p99:?}");
         let ticks: Vec<&str> = charts[0].x.ticks.iter().map(|t| t.label.as_str()).collect();
         assert_eq!(ticks, ["0", "1", "2", "3"]);
+    }
+
+    #[test]
+    fn events_are_marked_and_their_windows_shaded() {
+        let mut t = test(0, "SET", [None; 4], Some(2000), 1.0);
+        t.duration_s = 10.0;
+        t.series =
+            (0..10).map(|k| Second { second: k, requests: 2000, errors: 0, p50: 0.1, p99: 0.5 }).collect();
+        let windows = (0..70).map(|k| (k as f64 / 10.0, if k == 55 { 500.0 } else { 0.2 }, 200)).collect();
+        t.events = vec![
+            super::super::data::EventMark {
+                label: "5s CLIENT PAUSE 500 WRITE".into(),
+                sent_s: 5.0,
+                end_s: Some(5.51),
+                windows,
+            },
+            super::super::data::EventMark {
+                label: "8s DEBUG SLEEP 9".into(),
+                sent_s: 8.0,
+                end_s: None,
+                windows: vec![],
+            },
+        ];
+        let charts = build(Kind::Series, &[input("e.json", vec![t])]);
+        // The two series charts and the first event's windows.
+        assert_eq!(charts.len(), 3);
+        let b = &charts[0].bands;
+        assert_eq!(b.len(), 2);
+        assert_eq!(
+            (b[0].from, b[0].to, b[0].label.as_str()),
+            (5.0, 5.51, "5s CLIENT PAUSE 500 WRITE (510 ms)")
+        );
+        assert_eq!(
+            (b[1].from, b[1].to, b[1].label.as_str()),
+            (8.0, 10.0, "8s DEBUG SLEEP 9 (not recovered)")
+        );
+        assert_eq!(charts[1].bands, charts[0].bands);
+        let fine = &charts[2];
+        assert_eq!(fine.title, "p99 latency by 100 ms window around --at '5s CLIENT PAUSE 500 WRITE'");
+        assert_eq!(fine.lines[0].points[55], (5.55, 500.0));
+        let mut svg = String::new();
+        fine.write(&mut svg, "c", 0.0, 0.0, true);
+        assert_eq!(svg.matches(r#"class="band""#).count(), 1);
+        assert_eq!(svg.matches(r#"class="event""#).count(), 1);
+        assert!(svg.contains("5s CLIENT PAUSE 500 WRITE (510 ms)"), "{svg}");
     }
 }

@@ -95,6 +95,19 @@ pub struct Second {
     pub p99: f64,
 }
 
+/// An event of a test (`--at`), as the charts mark it. Seconds from the test's start, ms.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventMark {
+    /// `5s CLIENT PAUSE 500 WRITE`.
+    pub label: String,
+    /// When it was sent.
+    pub sent_s: f64,
+    /// When it had recovered; `None`: not by the end.
+    pub end_s: Option<f64>,
+    /// Its 100 ms windows: start, p99 (ms), replies.
+    pub windows: Vec<(f64, f64, u64)>,
+}
+
 /// One test (or step) of an input.
 #[derive(Debug)]
 pub struct Test {
@@ -128,6 +141,8 @@ pub struct Test {
     pub curve: Vec<(f64, f64)>,
     /// Per-second summaries (empty when the test has no series).
     pub series: Vec<Second>,
+    /// `--at`: each event that was sent, with its window and the 100 ms windows around it.
+    pub events: Vec<EventMark>,
     /// Open loop: the service time by percentile, as [`Test::curve`].
     pub service_curve: Option<Vec<(f64, f64)>>,
     /// Who limited the test (`bottleneck.side`: server, client, machine, network…), when judged.
@@ -469,6 +484,7 @@ fn read_test(t: &doc::Test, input: usize) -> Result<Test, String> {
         service,
         curve: percentile_points(&histogram),
         series,
+        events: t.events.iter().flatten().filter_map(event_mark).collect(),
         name,
         server: t.server_time.as_ref().map(server_points).unwrap_or_default(),
     })
@@ -488,6 +504,20 @@ fn server_points(st: &crate::doc::ServerTime) -> Vec<(f64, f64, f64)> {
         .into_iter()
         .filter_map(|(x, b)| b.map(|[lo, hi]| (x, (lo.max(1)) as f64 / 1000.0, hi.max(1) as f64 / 1000.0)))
         .collect()
+}
+
+/// An event that was sent, as the charts mark it.
+fn event_mark(e: &doc::EventEntry) -> Option<EventMark> {
+    let sent_s = e.sent_s.filter(|s| s.is_finite())?;
+    let d = e.disruption.as_ref();
+    Some(EventMark {
+        label: format!("{}s {}", super::svg::number(e.at_s), e.command),
+        sent_s,
+        end_s: d.and_then(|d| d.window_ms).map(|w| sent_s + w / 1000.0),
+        windows: d
+            .map(|d| d.windows.iter().map(|w| (w.at_s, w.p99_ms, w.requests)).collect())
+            .unwrap_or_default(),
+    })
 }
 
 fn latency_of(v: Option<&doc::Latency>) -> Result<Latency, String> {

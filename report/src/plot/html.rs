@@ -201,6 +201,7 @@ mod tests {
             server: Vec::new(),
             curve: Vec::new(),
             series: Vec::new(),
+            events: Vec::new(),
             start_us: 0,
             service_curve: None,
             verdict: None,
