@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use respbench_core::collector::Collector;
@@ -44,6 +45,8 @@ pub struct Progress {
     pub keep_figures: AtomicBool,
     /// Each loop's figures as it last published them, by loop ([`Progress::figures`]).
     figures: Mutex<Vec<Option<Figures>>>,
+    /// The client machine's own pauses so far: the idle thread's and the loops' wake-ups.
+    pub pauses: Mutex<Pauses>,
 }
 
 /// What one event loop (or one command of a mix, or one node, within it) has recorded so far,
@@ -109,6 +112,99 @@ impl Figures {
                 f.update(s, histograms);
             }
         }
+    }
+}
+
+/// How long the idle thread sleeps between wake-ups ([`watch_pauses`]).
+pub const PAUSE_INTERVAL: Duration = Duration::from_millis(1);
+
+/// The client machine's own pauses during a test (jHiccup's method), as they are recorded: in
+/// [`Progress::pauses`], live, for whoever reads the figures while the test runs.
+#[derive(Debug, Clone)]
+pub struct Pauses {
+    /// The idle thread's interval.
+    pub interval: Duration,
+    /// How late the idle thread woke, in microseconds (0 for a wake-up on time).
+    pub idle: Histogram<u64>,
+    /// How late the event loops woke against the deadlines they asked for, in microseconds
+    /// (only wake-ups at or after their deadline: a loop woken early by a socket was not late).
+    pub wake: Histogram<u64>,
+    /// Per second of the test (from the idle thread's start), its longest pause, microseconds.
+    pub seconds: Vec<u64>,
+    /// How many times the idle thread woke (the histogram holds more: the wake-ups a pause
+    /// held back).
+    pub wakeups: u64,
+}
+
+impl Default for Pauses {
+    fn default() -> Pauses {
+        Pauses {
+            interval: PAUSE_INTERVAL,
+            idle: pause_histogram(),
+            wake: pause_histogram(),
+            seconds: Vec::new(),
+            wakeups: 0,
+        }
+    }
+}
+
+/// A histogram of pauses: 0 to an hour in microseconds, 2 significant figures.
+fn pause_histogram() -> Histogram<u64> {
+    // Valid bounds: cannot fail.
+    Histogram::new_with_bounds(1, respbench_core::shared::HIGHEST_MICROS, 2).expect("valid bounds")
+}
+
+/// The most seconds a test's pause series keeps (a day); later seconds add to the last.
+const PAUSE_SECONDS: usize = 86_400;
+
+impl Pauses {
+    /// Records the idle thread's wake-up at `woke` for one asked at `asked`, `second` seconds
+    /// into the test.
+    pub fn record_idle(&mut self, asked: Time, woke: Time, second: usize) {
+        let late =
+            (woke.saturating_since(asked).as_micros() as u64).min(respbench_core::shared::HIGHEST_MICROS);
+        // jHiccup's correction: a pause of 300 ms held back the wake-ups every interval
+        // meant to happen during it, so it counts as what they would have seen (299, 298 … ms),
+        // and the percentiles say how late anything due at a random instant was.
+        let interval = (self.interval.as_micros() as u64).max(1);
+        let _ = self.idle.record_correct(late, interval);
+        self.wakeups += 1;
+        let at = second.min(PAUSE_SECONDS - 1);
+        if self.seconds.len() <= at {
+            self.seconds.resize(at + 1, 0);
+        }
+        self.seconds[at] = self.seconds[at].max(late);
+    }
+}
+
+/// Asks the kernel to wake this thread's sleeps within 1 ns of their time (Linux's timer slack
+/// is 50 µs by default), so that the idle thread measures the machine's pauses, not the slack.
+pub fn fine_timer_slack() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes one integer and changes only this thread's slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+    }
+}
+
+/// The idle thread: sleeps `interval` at a time on `clock` with `sleep`, and records how late
+/// it woke in `progress`'s [`Pauses`] until `done`. The real one sleeps with
+/// `std::thread::sleep`; a simulation moves its clock by the interval and its scripted pause.
+pub fn watch_pauses(
+    progress: &Progress,
+    clock: &crate::Clock,
+    interval: Duration,
+    done: &AtomicBool,
+    mut sleep: impl FnMut(Duration),
+) {
+    let start = clock.now();
+    progress.pause_figures().interval = interval;
+    while !done.load(Ordering::Relaxed) {
+        let asked = clock.now() + interval;
+        sleep(interval);
+        let woke = clock.now();
+        let second = woke.saturating_since(start).as_secs() as usize;
+        progress.pause_figures().record_idle(asked, woke, second);
     }
 }
 
@@ -193,6 +289,11 @@ impl Progress {
 }
 
 impl Progress {
+    /// The pauses so far (a poisoned lock only means a thread panicked mid-record).
+    pub fn pause_figures(&self) -> std::sync::MutexGuard<'_, Pauses> {
+        self.pauses.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The latency at `percentile` (0 to 100) of every request completed so far, all loops
     /// together, in microseconds; `None` before the first. Merges the loops' histograms: for a
     /// reader a few times a second, not per request.

@@ -413,9 +413,114 @@ pub struct Test {
     /// Who limited the test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bottleneck: Option<Bottleneck>,
+    /// The server's own execution time for the test's calls, per node and merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_time: Option<ServerTime>,
+    /// The client machine's own pauses during the test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_pauses: Option<ClientPauses>,
+    /// Where the latency went: send lateness, service, the server's execution, the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_split: Option<TimeSplit>,
     /// `--at`: each event, what came of it and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<EventEntry>>,
+}
+
+/// `server_time`: the server's execution time for the test's calls.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerTime {
+    /// What the figures measure: command execution inside the server, not its reading,
+    /// parsing or writing.
+    pub measures: String,
+    /// Each node the test used.
+    pub nodes: Vec<NodeTime>,
+    /// Over several nodes: every node's calls together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<Vec<CommandTime>>,
+}
+
+/// One node of `server_time`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NodeTime {
+    /// `HOST:PORT`.
+    pub address: String,
+    /// `latency_histogram`, `latencystats` or `usec_per_call`; null when not known.
+    pub source: Option<String>,
+    /// Why the figures are not known (refused, renamed, a reset); null when known.
+    pub not_known: Option<String>,
+    /// The server's count of the test's calls.
+    pub calls: u64,
+    /// The test's replies from this node.
+    pub expected_calls: Option<u64>,
+    /// Where the two counts differ: the sentence that says so.
+    pub mismatch: Option<String>,
+    /// The test's commands at the node.
+    pub commands: Vec<CommandTime>,
+}
+
+/// One command's execution time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CommandTime {
+    /// The server's name of the command (`get`).
+    pub command: String,
+    /// Calls during the test.
+    pub calls: u64,
+    /// The mean of the test's calls, microseconds (commandstats).
+    pub usec_per_call: Option<f64>,
+    /// The bucket holding the median: its bounds in microseconds (the histogram only).
+    pub p50_us: Option<[u64; 2]>,
+    /// The bucket holding the 99th percentile.
+    pub p99_us: Option<[u64; 2]>,
+    /// The bucket holding the 99.9th percentile.
+    pub p99_9_us: Option<[u64; 2]>,
+    /// `INFO latencystats` (no histogram): p50, p99, p99.9 in microseconds since the server's
+    /// statistics were reset, not this test's alone.
+    pub since_reset_us: Option<[f64; 3]>,
+    /// The test's calls by bucket: `[upper bound µs, calls]`, the bucket below's bound its
+    /// lower.
+    pub buckets: Vec<[u64; 2]>,
+}
+
+/// `client_pauses`: the client machine's own pauses during the test.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClientPauses {
+    /// The idle thread's sleep, microseconds.
+    pub interval_us: u64,
+    /// How late the idle thread woke (corrected for the wake-ups a pause held back), ms.
+    pub idle_ms: Latency,
+    /// Its distribution.
+    pub idle_histogram: HistogramData,
+    /// How late the event loops woke against their deadlines, ms; null when not known.
+    pub wake_ms: Option<Latency>,
+    /// Its distribution.
+    pub wake_histogram: Option<HistogramData>,
+    /// Per second of the test, the idle thread's longest pause, ms.
+    pub series_max_ms: Vec<f64>,
+}
+
+/// `time_split`: each part of the latency at p50, p99 and p99.9, in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TimeSplit {
+    /// The percentiles of the columns: 50, 99, 99.9.
+    pub percentiles: Vec<f64>,
+    /// From the intended send (open loop; else the send) to the reply.
+    pub corrected_ms: Vec<f64>,
+    /// Open loop: how late requests were sent; null in a closed loop.
+    pub send_lateness_ms: Option<Vec<f64>>,
+    /// From the send to the reply.
+    pub service_ms: Vec<f64>,
+    /// The server's execution: the bucket holding each percentile, `[lower, upper]`.
+    pub server_ms: Option<Vec<[f64; 2]>>,
+    /// The service time less the server's execution: wire, kernels, both processes' queues.
+    pub rest_ms: Option<Vec<[f64; 2]>>,
+    /// Where the server's figures came from.
+    pub server_source: Option<String>,
 }
 
 /// One event of a test (`--at`).
@@ -961,6 +1066,10 @@ pub struct SearchStep {
     /// Who limited it.
     #[serde(default)]
     pub bottleneck: Option<String>,
+    /// The step ran twice: its first run failed while the client's own pauses (this, ms, at
+    /// the missed objective's percentile) exceeded the objective.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_after_pause_ms: Option<f64>,
     /// Its test.
     pub test: Test,
 }
@@ -1209,6 +1318,34 @@ mod tests {
                 client_wait_share: Some(0.1),
                 ..Bottleneck::default()
             }),
+            server_time: Some(ServerTime {
+                measures: "m".into(),
+                nodes: vec![NodeTime {
+                    source: Some("latency_histogram".into()),
+                    not_known: Some("n".into()),
+                    expected_calls: Some(1),
+                    mismatch: Some("m".into()),
+                    commands: vec![full_command()],
+                    ..NodeTime::default()
+                }],
+                merged: Some(vec![full_command()]),
+            }),
+            client_pauses: Some(ClientPauses {
+                wake_ms: Some(lat),
+                wake_histogram: Some(hist()),
+                idle_histogram: hist(),
+                series_max_ms: vec![1.0],
+                ..ClientPauses::default()
+            }),
+            time_split: Some(TimeSplit {
+                percentiles: vec![50.0],
+                corrected_ms: vec![1.0],
+                send_lateness_ms: Some(vec![1.0]),
+                service_ms: vec![1.0],
+                server_ms: Some(vec![[0.5, 1.0]]),
+                rest_ms: Some(vec![[0.0, 0.5]]),
+                server_source: Some("latency_histogram".into()),
+            }),
             events: Some(vec![EventEntry {
                 sent_s: Some(5.0),
                 replies: Some(vec![EventReply::default()]),
@@ -1226,11 +1363,24 @@ mod tests {
         }
     }
 
+    fn full_command() -> CommandTime {
+        CommandTime {
+            usec_per_call: Some(1.0),
+            p50_us: Some([1, 2]),
+            p99_us: Some([1, 2]),
+            p99_9_us: Some([1, 2]),
+            since_reset_us: Some([1.0, 2.0, 3.0]),
+            buckets: vec![[2, 1]],
+            ..CommandTime::default()
+        }
+    }
+
     /// A document with every field there is.
     fn full_document() -> Document {
         let step = SearchStep {
             miss: Some("m".into()),
             bottleneck: Some("server".into()),
+            rerun_after_pause_ms: Some(1.0),
             test: full_test(),
             ..SearchStep::default()
         };

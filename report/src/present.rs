@@ -588,6 +588,7 @@ fn print_test(
         Output::Verbose => {
             report::write_verbose(&r, out)?;
             report::write_open_loop(entry, cfg.open.poisson, out)?;
+            report::write_time(entry, out)?;
             report::write_errors(&r, false, out)?;
             for w in &entry.warnings {
                 writeln!(out, "  WARNING: {}", w.text)?;

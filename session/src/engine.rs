@@ -112,6 +112,8 @@ pub struct Session {
     unfinished: bool,
     /// Reads the server's CPU around each test.
     probe: probe::Probe,
+    /// Reads each node's execution times around each test.
+    latency: probe::LatencyProbe,
     /// The totals of the sweep's steps so far, for its table.
     rows: Vec<TestResult>,
     /// The test and value size `--preload` last wrote.
@@ -223,6 +225,7 @@ impl Session {
         if let Some(body) = &probe.server_text {
             info.identify(body);
         }
+        let latency = latency_probe(cfg, &server, nodes.as_deref());
         if info.mode.is_none() && nodes.is_some() {
             info.mode = Some(if cfg.cluster { "cluster" } else { "replicas" }.to_string());
         }
@@ -238,6 +241,7 @@ impl Session {
             dropped: false,
             unfinished: false,
             probe,
+            latency,
             rows: Vec::new(),
             preloaded: None,
             step_clients: None,
@@ -446,6 +450,7 @@ impl Session {
                 tag += &format!(" ({})", backend.name());
             }
             let before = self.probe.read();
+            let times_before = self.latency.read(&mut self.probe);
             let against = Against {
                 tls: self.server.tls.as_ref(),
                 multi: self.multi.as_deref(),
@@ -458,7 +463,7 @@ impl Session {
                 None => tag.clone(),
             };
             let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &case.spec.title };
-            let (outcome, cpu, (machine, waited), nodes, events) = run_test(
+            let (outcome, cpu, (machine, waited), nodes, events, pauses) = run_test(
                 &cfg,
                 against,
                 backend,
@@ -471,6 +476,7 @@ impl Session {
                 &self.stop,
             )?;
             let server_cpu = self.probe.since(before);
+            let server_time = self.server_time(case, &times_before, &outcome.stats, &nodes);
             let on = if self.comparing { format!(" ({})", backend.name()) } else { String::new() };
             let title = &case.spec.title;
             let s = &outcome.stats;
@@ -587,6 +593,11 @@ impl Session {
                     schedule.as_ref(),
                 ));
                 total.server_cpu = server_cpu;
+                total.server_time = Some(server_time);
+                if let Some(v) = &mut total.verdict {
+                    verdict::name_pauses(v, &total.stats.latency, &pauses);
+                }
+                total.pauses = Some(pauses);
             }
             let preloadable = crate::case::preloadable(case);
             if let Some(total) = results.last_mut() {
@@ -657,7 +668,7 @@ impl Session {
             Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref(), targets: &self.targets };
         let shown = format!("--preload {}", fill.spec.title);
         let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &fill.spec.title };
-        let (outcome, _, _, _, _) = run_test(
+        let (outcome, _, _, _, _, _) = run_test(
             &fill_cfg,
             against,
             cfg.backends[0],
@@ -690,6 +701,42 @@ impl Session {
         ));
         Ok(())
     }
+}
+
+impl Session {
+    /// The server's execution time for `case`'s calls since `before`, each node's count held
+    /// against the replies the test had from it.
+    fn server_time(
+        &mut self,
+        case: &Case,
+        before: &probe::LatencyReading,
+        stats: &respbench_core::Stats,
+        nodes: &[crate::result::NodeInfo],
+    ) -> crate::timing::ServerTime {
+        let names: Vec<String> =
+            case.templates().iter().filter_map(|t| crate::timing::command_name(&t.display())).collect();
+        let single = nodes.is_empty();
+        let expected = |address: &str| -> Option<u64> {
+            if single {
+                return Some(stats.requests);
+            }
+            let k = nodes.iter().position(|n| n.address == address)?;
+            stats.nodes.get(k).map(|s| s.requests)
+        };
+        self.latency.since(before, &names, &expected, &mut self.probe)
+    }
+}
+
+/// The execution-time probe of the run's nodes: the `-h/-p` server, or every node found.
+fn latency_probe(cfg: &Config, server: &Server, multi: Option<&Multi>) -> probe::LatencyProbe {
+    let servers: Vec<(String, Server)> = match multi {
+        Some(m) => {
+            m.topology.nodes.iter().map(|n| (n.endpoint.to_string(), server.node(&n.endpoint))).collect()
+        }
+        None => vec![(cfg.endpoint.to_string(), server.clone())],
+    };
+    let why_not = cfg.no_server_probe.then_some("--no-server-probe: the server's counters are not read");
+    probe::LatencyProbe::new(&servers, why_not)
 }
 
 /// What the figures of `total` suggest: the client was saturated, most replies were nil, an

@@ -27,6 +27,7 @@ pub mod secret;
 pub mod server;
 pub mod slo;
 pub mod syntax;
+pub mod timing;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod topology;

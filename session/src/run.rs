@@ -19,6 +19,7 @@ use crate::cpu::ClientCpu;
 use crate::observer::{Goal, LiveTest, Observer, Retitled, StopHandle, Tick};
 use crate::result::{EventResult, NodeInfo};
 use crate::routing::Multi;
+use crate::timing::ClientPauses;
 use crate::{server, Error};
 
 /// How often `-I` looks at its connections.
@@ -40,7 +41,7 @@ const P99_READ_EVERY: Duration = Duration::from_millis(250);
 
 /// What [`run_test`] gives: the outcome, the client's CPU, the contention, the nodes as the
 /// test ended and its events.
-pub(crate) type Ran = (Outcome, ClientCpu, Contention, Vec<NodeInfo>, Vec<EventResult>);
+pub(crate) type Ran = (Outcome, ClientCpu, Contention, Vec<NodeInfo>, Vec<EventResult>, ClientPauses);
 
 /// What a test runs against, made or found before the first: the TLS settings and, over
 /// several nodes, the nodes and routes.
@@ -273,7 +274,7 @@ pub(crate) fn run_test(
                         }
                         None => Vec::new(),
                     };
-                    return Ok((o, cpu, (machine, waited), nodes, events));
+                    return Ok((o, cpu, (machine, waited), nodes, events, pauses(&run.progress)));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::LoopsStopped),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -315,6 +316,41 @@ pub(crate) fn run_test(
             });
         }
     })
+}
+
+/// The client machine's pauses the test's idle thread and loops recorded.
+fn pauses(progress: &Progress) -> ClientPauses {
+    let p = progress.pause_figures();
+    ClientPauses {
+        interval_us: p.interval.as_micros() as u64,
+        idle: p.idle.clone(),
+        wake: (!p.wake.is_empty()).then(|| p.wake.clone()),
+        seconds: p.seconds.clone(),
+        wakeups: p.wakeups,
+    }
+}
+
+/// The client machine's own pauses while respbench does nothing else: the idle thread alone
+/// for `length` (the capacity search's floor of what this machine can measure).
+pub(crate) fn idle_pauses(length: Duration) -> ClientPauses {
+    let progress = Progress::default();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let clock = respbench_driver::Clock::Real { epoch: Instant::now() };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            respbench_driver::fine_timer_slack();
+            respbench_driver::watch_pauses(
+                &progress,
+                &clock,
+                respbench_driver::PAUSE_INTERVAL,
+                &done,
+                std::thread::sleep,
+            )
+        });
+        std::thread::sleep(length);
+        done.store(true, Ordering::Relaxed);
+    });
+    pauses(&progress)
 }
 
 /// `-I`: opens the connections, tells how many are up and what they cost the server, and waits

@@ -153,6 +153,10 @@ pub struct Test {
     pub core_share: Option<f64>,
     /// The repetition (`step.run`, `--repeat`), 0 without.
     pub run: u64,
+    /// The server's own execution time (`server_time`: the merge over several nodes, else the
+    /// one node's; its busiest command): at p50, p99, p99.9, (nines, bucket's lower ms, upper
+    /// ms); empty when not known or not a histogram.
+    pub server: Vec<(f64, f64, f64)>,
 }
 
 impl Test {
@@ -482,7 +486,24 @@ fn read_test(t: &doc::Test, input: usize) -> Result<Test, String> {
         series,
         events: t.events.iter().flatten().filter_map(event_mark).collect(),
         name,
+        server: t.server_time.as_ref().map(server_points).unwrap_or_default(),
     })
+}
+
+/// The server's buckets at p50, p99 and p99.9 as points of the percentile axis: (nines, lower
+/// ms, upper ms), the lower bound kept off 0 (1 µs, the latency histograms' floor) for a log
+/// axis.
+fn server_points(st: &crate::doc::ServerTime) -> Vec<(f64, f64, f64)> {
+    let commands = match (&st.merged, st.nodes.as_slice()) {
+        (Some(m), _) => m,
+        (None, [one]) => &one.commands,
+        _ => return Vec::new(),
+    };
+    let Some(c) = commands.iter().max_by_key(|c| c.calls) else { return Vec::new() };
+    [(2.0_f64.log10(), c.p50_us), (2.0, c.p99_us), (3.0, c.p99_9_us)]
+        .into_iter()
+        .filter_map(|(x, b)| b.map(|[lo, hi]| (x, (lo.max(1)) as f64 / 1000.0, hi.max(1) as f64 / 1000.0)))
+        .collect()
 }
 
 /// An event that was sent, as the charts mark it.

@@ -198,6 +198,7 @@ mod tests {
             rps: 20.0,
             latency: Latency { avg: 0.5, p50: 0.25, p99: 1.0, p999: 2.0, max: 3.0 },
             service: None,
+            server: Vec::new(),
             curve: Vec::new(),
             series: Vec::new(),
             events: Vec::new(),
