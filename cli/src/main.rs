@@ -155,6 +155,7 @@ fn run(cfg: &Config, tls: Option<Tls>) -> Result<ExitCode, Box<dyn std::error::E
     }
     // Find out now, not after a long run, whether the outputs' directories take their files.
     respbench_report::present::check_outputs(cfg)?;
+    presenter.serve_metrics(cfg)?;
     let session = Pair::new(cfg, tls, &mut presenter, stop)?;
     presenter.begin_pair(&session)?;
     let base = session.config().clone();

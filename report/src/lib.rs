@@ -10,12 +10,14 @@
 pub mod capacity;
 pub mod compare;
 pub mod doc;
+pub mod events;
 pub mod files;
 pub mod hdr;
 pub mod hgrm;
 pub mod hlog;
 pub mod json;
 pub mod merge;
+pub mod metrics;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod present;

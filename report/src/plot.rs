@@ -64,6 +64,10 @@ fn draw(inputs: &[data::Input], kinds: Option<&[Kind]>) -> Result<Vec<svg::Chart
         if kind == Kind::Capacity && kinds.is_none() && inputs.iter().all(|i| i.capacity.is_empty()) {
             continue;
         }
+        // The client-against-server chart when asked for (`--charts server`).
+        if kind == Kind::Server && kinds.is_none() {
+            continue;
+        }
         let made = charts::build(kind, inputs);
         if made.is_empty() && kinds.is_some() {
             return Err(format!("cannot draw the {} chart: {}", kind.name(), kind.missing()));

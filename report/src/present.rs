@@ -64,6 +64,8 @@ pub struct Presenter {
     stop: Option<StopHandle>,
     /// `--ab`: the second target's server, for the JSON document.
     server_b: Option<ServerInfo>,
+    /// `--metrics`: the live endpoint, once [`Presenter::serve_metrics`] bound it.
+    metrics: Option<crate::metrics::Exporter>,
 }
 
 /// The width of the terminal on stderr (`TIOCGWINSZ`), when it says.
@@ -133,7 +135,18 @@ impl Presenter {
             }),
             stop: None,
             server_b: None,
+            metrics: None,
         }
+    }
+
+    /// `--metrics`: binds the endpoint and starts serving, before the session connects (a
+    /// port in use is an error then); nothing without the option.
+    pub fn serve_metrics(&mut self, cfg: &Config) -> Result<(), String> {
+        if let Some(m) = &cfg.metrics {
+            let worker = cfg.split.as_ref().map_or((0, 1), |s| (s.worker.index, s.worker.count));
+            self.metrics = Some(crate::metrics::Exporter::start(m, worker).map_err(|e| e.to_string())?);
+        }
+        Ok(())
     }
 
     /// Whether some test the run reported had no request succeed: every reply an error, or none
@@ -256,6 +269,10 @@ impl Presenter {
                 self.failed.push(e);
             }
         }
+        // The endpoint stays up until the final figures were scraped (or --metrics-linger).
+        if let Some(m) = self.metrics.take() {
+            m.finish();
+        }
         if self.failed.is_empty() {
             Ok(())
         } else {
@@ -301,11 +318,15 @@ impl Presenter {
                         partial.as_deref(),
                         &mut self.out,
                     )?;
-                } else if s.cfg.open.show_series {
-                    // -q in open loop: the rate table stands for the quiet lines; --series still
-                    // asked for each step's seconds.
-                    writeln!(self.out, "{} @ {} rps:", e.name, e.target_rps.unwrap_or(0))?;
-                    report::write_series(&e.stats, &mut self.out)?;
+                } else {
+                    if s.cfg.open.show_series {
+                        // -q in open loop: the rate table stands for the quiet lines; --series
+                        // still asked for each step's seconds.
+                        writeln!(self.out, "{} @ {} rps:", e.name, e.target_rps.unwrap_or(0))?;
+                        report::write_series(&e.stats, &mut self.out)?;
+                    }
+                    // And each event's line (the table has no room for them).
+                    crate::events::write_quiet(e, &mut self.out)?;
                 }
             }
         }
@@ -406,7 +427,20 @@ impl Observer for Presenter {
         Ok(())
     }
 
+    fn keeps_figures(&self) -> bool {
+        self.metrics.is_some()
+    }
+
+    fn live_test(&mut self, test: &respbench_session::observer::LiveTest<'_>) {
+        if let Some(m) = &self.metrics {
+            m.live_test(test);
+        }
+    }
+
     fn results(&mut self, results: &[TestResult]) {
+        if let Some(m) = &self.metrics {
+            m.results(results);
+        }
         if let Some(kept) = &mut self.kept {
             kept.extend(results.iter().cloned());
         }
@@ -565,10 +599,12 @@ fn print_test(
         Output::Verbose => {
             report::write_verbose(&r, out)?;
             report::write_open_loop(entry, cfg.open.poisson, out)?;
+            report::write_time(entry, out)?;
             report::write_errors(&r, false, out)?;
             for w in &entry.warnings {
                 writeln!(out, "  WARNING: {}", w.text)?;
             }
+            crate::events::write_verbose(entry, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
             }
@@ -577,6 +613,7 @@ fn print_test(
         Output::Quiet => {
             report::write_quiet_marked(&r, partial, out)?;
             report::write_errors(&r, true, out)?;
+            crate::events::write_quiet(entry, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
             }
@@ -589,6 +626,7 @@ fn print_test(
                 entry.step.as_ref(),
                 out,
             )?;
+            crate::events::write_csv(entry, out)?;
             // stdout carries CSV only.
             report::write_errors(&r, true, &mut io::stderr())?;
         }

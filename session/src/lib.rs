@@ -14,7 +14,10 @@ pub mod config;
 pub mod cpu;
 mod engine;
 mod error;
+pub mod event;
+mod fire;
 pub mod limits;
+pub mod metrics;
 pub mod observer;
 pub mod probe;
 pub mod result;
@@ -25,6 +28,7 @@ pub mod server;
 pub mod sides;
 pub mod slo;
 pub mod syntax;
+pub mod timing;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod topology;
@@ -38,4 +42,6 @@ pub use engine::{
 };
 pub use error::Error;
 pub use observer::{Observer, StopHandle};
+/// The live figures the loops share while a test runs (what `--metrics` reads).
+pub use respbench_driver::{Figures, Progress};
 pub use run::idle;

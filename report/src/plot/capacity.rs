@@ -147,7 +147,7 @@ pub fn charts(inputs: &[Input], rate_groups: &[Vec<&Test>]) -> Vec<Chart> {
     } else {
         "Open loop: latency against achieved throughput"
     };
-    vec![Chart { title: title.into(), x, y, lines, notes: Vec::new() }]
+    vec![Chart { title: title.into(), x, y, lines, notes: Vec::new(), bands: Vec::new() }]
 }
 
 #[cfg(test)]
