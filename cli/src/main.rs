@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use argh::FromArgs;
 
 use respbench_driver::Tls;
-use respbench_session::{Ended, Session};
+use respbench_session::{Ended, Pair};
 
 use opts::{Config, Opts};
 use respbench_report::present::Presenter;
@@ -28,15 +28,15 @@ fn main() -> ExitCode {
     let rest: Vec<&str> = args.iter().skip(1).map(|s| s.as_str()).collect();
     // `merge` is detected before argh: a subcommand does not fit the flat redis-benchmark
     // options, whose positional arguments are a command to benchmark.
-    if rest.first() == Some(&"merge") || rest.first() == Some(&"plot") {
+    if matches!(rest.first(), Some(&("merge" | "plot" | "compare"))) {
         if let Err(e) = args::all_text(&rest) {
             eprintln!("respbench {}: {e}", rest[0]);
             return ExitCode::from(1);
         }
-        return if rest[0] == "merge" {
-            subcommands::merge(name, &rest[1..])
-        } else {
-            subcommands::plot(name, &rest[1..])
+        return match rest[0] {
+            "merge" => subcommands::merge(name, &rest[1..]),
+            "compare" => subcommands::compare(name, &rest[1..]),
+            _ => subcommands::plot(name, &rest[1..]),
         };
     }
     // `capture` takes the run's options (server, TLS, AUTH, --duration) and records instead.
@@ -170,8 +170,9 @@ fn run(cfg: &Config, tls: Option<Tls>) -> Result<ExitCode, Box<dyn std::error::E
     }
     // Find out now, not after a long run, whether the outputs' directories take their files.
     respbench_report::present::check_outputs(cfg)?;
-    let session = Session::new(cfg, tls, &mut presenter, stop)?;
-    presenter.begin(&session)?;
+    presenter.serve_metrics(cfg)?;
+    let session = Pair::new(cfg, tls, &mut presenter, stop)?;
+    presenter.begin_pair(&session)?;
     let base = session.config().clone();
     let epoch_us = session.epoch_us();
     let done = session.run(&mut presenter);

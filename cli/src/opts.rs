@@ -92,6 +92,14 @@ pub struct Opts {
     /// 1 after its name (e.g. 1 or 1,3), where the server's COMMAND INFO is refused or renamed
     #[argh(option)]
     pub key_args: Option<String>,
+    /// 'TIME CMD [ARG...]' or 'TIME exec PROGRAM [ARG...]' (no shell): an event TIME (30s,
+    /// 1m30s, 500ms) into each test's --duration, its disruption measured (repeatable; with
+    /// --worker, worker 0 fires them)
+    #[argh(option)]
+    pub at: Vec<String>,
+    /// where --at's commands go: primary (default), replica, all or HOST:PORT
+    #[argh(option)]
+    pub at_node: Option<String>,
     /// send CLIENT TRACKING on before starting benchmark
     #[argh(switch)]
     pub enable_tracking: bool,
@@ -334,6 +342,21 @@ pub struct Opts {
     /// seconds (1796119200.5); a worker that is late says so and records by how much
     #[argh(option)]
     pub start_at: Option<String>,
+    /// a second server, HOST:PORT: each test runs on both in turn, A then B, B then A, … over
+    /// --repeat; one --json document holds both, which respbench compare reads
+    #[argh(option)]
+    pub ab: Option<String>,
+    /// serve the run's live figures for Prometheus at HOST:PORT (:PORT for every interface):
+    /// GET /metrics, for the whole run (see README, Watching a long run)
+    #[argh(option)]
+    pub metrics: Option<String>,
+    /// memtier_benchmark's form of --metrics 127.0.0.1:PORT
+    #[argh(option)]
+    pub prometheus_port: Option<u16>,
+    /// after the run, how long --metrics waits for a scrape of the final figures (default 15s;
+    /// 0 closes at once)
+    #[argh(option)]
+    pub metrics_linger: Option<String>,
     /// the command to benchmark instead of the default suite, with its arguments
     #[argh(positional, greedy)]
     pub command: Vec<String>,
@@ -647,7 +670,19 @@ impl Opts {
                 self.strict,
             )?,
             capture: None,
+            ab: None,
+            events: syntax::events(&self.at, self.at_node.as_deref())?,
+            metrics: respbench_session::metrics::parse(
+                self.metrics.as_deref(),
+                self.prometheus_port,
+                self.metrics_linger.as_deref(),
+                self.idle,
+            )?,
         };
+        respbench_session::event::check(&c.events, c.open.duration)?;
+        if worker.is_some_and(|w| w.index > 0) {
+            c.events = Default::default();
+        }
         if let Some(w) = worker {
             if c.idle {
                 return Err(Conflict("--worker", "-I", "idle mode measures nothing to split"));
@@ -666,6 +701,7 @@ impl Opts {
                 &c,
             )?);
         }
+        respbench_session::sides::apply(&mut c, self.ab.as_deref())?;
         let mut tls_by = self.tls.then_some("--tls");
         if let Some(uri) = &self.uri {
             let u = syntax::uri(uri)?;

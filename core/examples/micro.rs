@@ -38,6 +38,7 @@ fn with(template: Template, keys: KeySpace, pipeline: u32) -> Arc<Plan> {
         connections: 1,
         measure_from: respbench_core::Time::ZERO,
         series: false,
+        fine: false,
         cluster: None,
     })
 }

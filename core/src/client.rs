@@ -815,6 +815,7 @@ impl Books<'_> {
             if let (Some(m), Some(cluster)) = (a.error, &self.plan.cluster) {
                 if let Some(kind) = Redirect::of(m) {
                     kind.count(&mut stats.redirects);
+                    stats.record_redirect_at(kind.index(), a.now);
                     if let Some(n) = node.and_then(|n| stats.nodes.get_mut(n)) {
                         kind.count(&mut n.redirects);
                     }
@@ -942,6 +943,7 @@ mod tests {
             connections: 2,
             measure_from: Time::ZERO,
             series: false,
+            fine: false,
             cluster: None,
         }
     }

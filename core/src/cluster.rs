@@ -329,6 +329,16 @@ impl Redirect {
         }
     }
 
+    /// Its index in [`crate::disruption::REDIRECT_KINDS`].
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Redirect::Moved => 0,
+            Redirect::Ask => 1,
+            Redirect::TryAgain => 2,
+            Redirect::ClusterDown => 3,
+        }
+    }
+
     pub(crate) fn count(self, r: &mut Redirects) {
         match self {
             Redirect::Moved => r.moved += 1,
@@ -905,6 +915,7 @@ mod routing_tests {
             connections: 1,
             measure_from: Time::ZERO,
             series: false,
+            fine: false,
             cluster: Some(cluster),
         })
     }

@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 
+use crate::disruption::{Disruption, FineCollector};
 use crate::shared::{Interval, Second};
 use crate::stats::Stats;
 use crate::Time;
@@ -30,6 +31,12 @@ pub struct Collector {
     /// Keep the ended seconds' histograms for [`Collector::take_ended`].
     keep_ended: bool,
     ended: VecDeque<(Time, Interval)>,
+    /// A test with events: when they are due, from the test's start (kept by
+    /// [`Collector::begin`]), and the 100 ms windows' collector.
+    events: Vec<std::time::Duration>,
+    /// Send times told before [`Collector::begin`] (a simulation's scripted events).
+    sent_early: Vec<(usize, std::time::Duration)>,
+    fine: Option<FineCollector>,
 }
 
 impl Collector {
@@ -41,8 +48,43 @@ impl Collector {
     /// Starts over for a test of `loops` event loops, keeping [`Collector::keep_ended`].
     pub fn begin(&mut self, loops: usize) {
         let keep = self.keep_ended;
+        let events = std::mem::take(&mut self.events);
+        let early = std::mem::take(&mut self.sent_early);
         *self = Collector::new(loops);
         self.keep_ended = keep;
+        if !events.is_empty() {
+            let mut fine = FineCollector::new(loops, &events);
+            for (i, at) in early {
+                fine.tracker.sent(i, at);
+            }
+            self.fine = Some(fine);
+        }
+        self.events = events;
+    }
+
+    /// Tracks what events due at `planned` (from the test's start) cost, from the loops' 100 ms
+    /// windows ([`crate::disruption`]); before [`Collector::begin`].
+    pub fn track(&mut self, planned: &[std::time::Duration]) {
+        self.events = planned.to_vec();
+    }
+
+    /// Event `i` was sent `at` after the test's start (before [`Collector::begin`] too: kept
+    /// for the test it begins).
+    pub fn event_sent(&mut self, i: usize, at: std::time::Duration) {
+        match &mut self.fine {
+            Some(f) => f.tracker.sent(i, at),
+            None => self.sent_early.push((i, at)),
+        }
+    }
+
+    /// When the test started (the loops' `Stats::start`), once a loop has published.
+    pub fn start(&self) -> Option<Time> {
+        self.start
+    }
+
+    /// What each event cost, once every loop has published its last (empty without events).
+    pub fn disruptions(&mut self) -> Vec<Disruption> {
+        self.fine.take().map(|f| f.tracker.finish()).unwrap_or_default()
     }
 
     /// Keeps each ended second's full histogram until [`Collector::take_ended`] takes it.
@@ -53,6 +95,9 @@ impl Collector {
     /// Adds what loop `part` recorded in the seconds that have ended by `now` (all of them when
     /// `now` is `None`: the loop is done) and summarises every second all loops have passed.
     pub fn publish(&mut self, part: usize, stats: &mut Stats, now: Option<Time>) {
+        if let (Some(c), Some(f)) = (&mut self.fine, &mut stats.fine) {
+            c.publish(part, f, now);
+        }
         if !stats.keep_series {
             return;
         }

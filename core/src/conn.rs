@@ -859,6 +859,7 @@ mod tests {
             connections: 1,
             measure_from: Time::ZERO,
             series: false,
+            fine: false,
             cluster: None,
         };
         C::new(Arc::new(plan), 0)
@@ -887,6 +888,7 @@ mod tests {
             connections: 1,
             measure_from: Time::ZERO,
             series: false,
+            fine: false,
             cluster: None,
         })
     }

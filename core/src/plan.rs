@@ -408,6 +408,8 @@ pub struct Plan {
     pub measure_from: Time,
     /// Keep a per-second time series (see [`Stats::series`]).
     pub series: bool,
+    /// Keep 100 ms windows too (a test with events, `--at`: see [`crate::disruption`]).
+    pub fine: bool,
     /// Several nodes (`--cluster`, replicas): connection `i` is client `i / nodes` on node
     /// `i % nodes`, and the client's router sends each request to its node.
     pub cluster: Option<crate::cluster::Cluster>,
@@ -421,6 +423,9 @@ impl Plan {
         let mut stats = Stats::new(start.max(self.measure_from), sigfig, self.conn.open_loop.is_some())?;
         if self.series {
             stats = stats.with_series();
+        }
+        if self.fine {
+            stats = stats.with_fine();
         }
         if let Some(m) = &self.workload.mix {
             stats = stats.with_parts(m.len())?;

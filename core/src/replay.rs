@@ -748,6 +748,7 @@ mod client_tests {
             connections: 1,
             measure_from: Time::ZERO,
             series: false,
+            fine: false,
             cluster: None,
         };
         let mut stats = plan.new_stats(Time::ZERO, 3).unwrap();

@@ -136,6 +136,7 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
         connections: 1,
         measure_from: Time::ZERO,
         series: false,
+        fine: false,
         cluster: None,
     });
     // One significant figure: latencies are not checked here, and small histograms keep the

@@ -184,6 +184,9 @@ pub struct Stats {
     /// The seconds this loop is still recording, each a small histogram until a [`crate::collector::Collector`]
     /// takes it: what keeps a long run's memory flat.
     pub recording: Recording,
+    /// A test with events (`--at`): the 100 ms windows this loop is still recording, until the
+    /// collector's [`crate::disruption::FineCollector`] takes them; `None` otherwise.
+    pub fine: Option<crate::disruption::Fine>,
     /// In a command mix, the stats of each command, in the mix's order (themselves without parts);
     /// empty otherwise.
     pub parts: Vec<Stats>,
@@ -329,6 +332,7 @@ impl Stats {
             series: Vec::new(),
             keep_series: false,
             recording: Recording::default(),
+            fine: None,
             parts: Vec::new(),
             setup: Setup::new(sigfig)?,
             drops: 0,
@@ -389,6 +393,20 @@ impl Stats {
         Some(found + k)
     }
 
+    /// Keeps 100 ms windows from `start` on, for a test with events.
+    pub fn with_fine(mut self) -> Stats {
+        self.fine = Some(crate::disruption::Fine::new(self.start));
+        self
+    }
+
+    /// Counts a redirect of kind `kind` ([`crate::disruption::REDIRECT_KINDS`]' index) at `now`
+    /// in the 100 ms windows (the totals count it apart).
+    pub fn record_redirect_at(&mut self, kind: usize, now: Time) {
+        if let Some(f) = &mut self.fine {
+            f.redirect(kind, now);
+        }
+    }
+
     /// Keeps a per-second time series from `start` on.
     pub fn with_series(mut self) -> Stats {
         self.keep_series = true;
@@ -418,6 +436,9 @@ impl Stats {
             self.errors.record(message);
             if self.keep_series {
                 self.recording.at(self.second_of(now)).errors += 1;
+            }
+            if let Some(f) = &mut self.fine {
+                f.error(message, now);
             }
             if let Some(p) = self.parts.get_mut(part) {
                 p.errors.record(message);
@@ -449,6 +470,9 @@ impl Stats {
             if self.service.is_some() {
                 s.record_service(service, n);
             }
+        }
+        if let Some(f) = &mut self.fine {
+            f.reply(latency, n, now);
         }
         if let Some(p) = self.parts.get_mut(part) {
             p.record_n(latency, service, now, n);
@@ -553,6 +577,9 @@ impl Stats {
             return;
         }
         self.errors.add(b"connection", lost);
+        if let Some(f) = &mut self.fine {
+            f.lost(lost, now);
+        }
         if self.keep_series && now >= self.start {
             let second = self.second_of(now);
             self.recording.at(second).errors += lost;

@@ -77,6 +77,7 @@ fn run(rate: f64, length: Duration) -> (SimResult, isize) {
         connections: 2,
         measure_from: Time::ZERO,
         series: true,
+        fine: false,
         cluster: None,
     });
     let mut server = Server::replying(b"$-1\r\n", Duration::from_micros(100));

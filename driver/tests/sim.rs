@@ -67,6 +67,8 @@ struct Opts {
     read_buf: usize,
     /// The open loop's wake-up grid ([`OpenLoop::slack`]); zero wakes at each intended time.
     slack: Duration,
+    /// `--at`: events sent at these times (the scripted server does what they cause).
+    events: Vec<Duration>,
 }
 
 impl Default for Opts {
@@ -90,6 +92,7 @@ impl Default for Opts {
             interrupt: None,
             read_buf: READ_BUF,
             slack: Duration::ZERO,
+            events: Vec::new(),
         }
     }
 }
@@ -122,16 +125,22 @@ impl Opts {
             connections: self.clients as u64,
             measure_from: Time::ZERO + self.warmup.unwrap_or_default(),
             series: self.series,
+            fine: !self.events.is_empty(),
             cluster: None,
         })
     }
 
     /// The test on `shape`'s way of waiting, checked for what every run must end with.
     fn run_on(&self, server: Server, shape: Shape) -> SimResult {
-        let mut sim = Sim::new(test_run(self.plan(), self.clients), server)
-            .shape(shape)
-            .read_buf(self.read_buf)
-            .record_writes();
+        let run = test_run(self.plan(), self.clients);
+        if !self.events.is_empty() {
+            let mut c = run.progress.collector();
+            c.track(&self.events);
+            for (i, &at) in self.events.iter().enumerate() {
+                c.event_sent(i, at);
+            }
+        }
+        let mut sim = Sim::new(run, server).shape(shape).read_buf(self.read_buf).record_writes();
         if let Some(t) = self.interrupt {
             sim = sim.interrupt_at(t);
         }
@@ -1391,4 +1400,73 @@ fn arrivals_due_before_the_stop_go_in_the_grace() {
     assert_eq!((s.requests, s.arrivals()), (10_000, 10_000));
     assert_eq!(s.end, s.last_reply);
     assert!(s.end > at_ms(1_400), "{:?}", s.end);
+}
+
+// ---- events (--at): the disruption's window on virtual time ----
+
+#[test]
+fn an_event_that_stalls_then_errors_is_a_window_to_its_last_error() {
+    // At 5 s the server stops serving for 300 ms, then answers errors for 200 ms, then recovers:
+    // the window is from the event to the last error reply (5.5 s, less a service time), the
+    // backlog's latency shows the stall, and the errors are counted in the window by kind.
+    let mut server = Server::new(us(50), |c| {
+        if (at_ms(5300)..at_ms(5500)).contains(&c.at) {
+            Action::Reply(b"-ERR busy\r\n".to_vec())
+        } else {
+            Action::Reply(b"+PONG\r\n".to_vec())
+        }
+    });
+    server.stalls = vec![(at_ms(5000), at_ms(5300))];
+    let opts = Opts {
+        n: None,
+        clients: 4,
+        pipeline: 16,
+        mode: PipelineMode::Window,
+        rps: Some(2000.0),
+        duration: Some(Duration::from_secs(8)),
+        series: true,
+        events: vec![Duration::from_secs(5)],
+        ..Opts::default()
+    };
+    let r = opts.run_on(server, Shape::Mio);
+    let d = r.progress.collector().disruptions();
+    assert_eq!(d.len(), 1);
+    let d = &d[0];
+    let window = d.recovered.expect("recovered").as_micros();
+    assert!((499_000..=500_000).contains(&window), "{window} µs: {d:?}");
+    assert!(d.disrupted);
+    // The baseline: 50 µs of service, 5 s of windows.
+    assert_eq!((d.baseline_windows, d.baseline_p99), (50, 50));
+    // Every error of the test is in the window: the 2,000/s of [5.3 s, 5.5 s) and the stall's
+    // backlog the script answered then.
+    assert_eq!(d.error_kinds, [("ERR".to_string(), d.errors)]);
+    assert!(d.errors >= 400, "{d:?}");
+    assert_eq!(d.errors, r.outcome.stats.errors.total());
+    // The backlog of the stall waited up to 300 ms (the windows' histograms keep 2 figures).
+    assert!((299_000..=303_000).contains(&d.max), "{}", d.max);
+    // The span: the event's window to the first healthy one (5.5 s), 5 windows.
+    assert_eq!((d.from, d.windows), (Duration::from_secs(5), 5));
+    assert_eq!(d.requests, (0..5).map(|k| d.series[50 + k].requests).sum::<u64>());
+}
+
+#[test]
+fn a_slowdown_to_the_end_is_not_recovered() {
+    // From 3 s to the end every reply takes 5 ms: the window never closes.
+    let mut server = Server::replying(b"+PONG\r\n", us(50));
+    server.stalls = (0..400).map(|k| (at_ms(3000 + 5 * k), at_ms(3000 + 5 * k + 4))).collect();
+    let opts = Opts {
+        n: None,
+        clients: 2,
+        pipeline: 4,
+        mode: PipelineMode::Window,
+        rps: Some(500.0),
+        duration: Some(Duration::from_secs(5)),
+        series: true,
+        events: vec![Duration::from_secs(3)],
+        ..Opts::default()
+    };
+    let r = opts.run_on(server, Shape::Mio);
+    let d = &r.progress.collector().disruptions()[0];
+    assert_eq!(d.recovered, None, "{d:?}");
+    assert!(d.disrupted && d.max >= 3000, "{d:?}");
 }

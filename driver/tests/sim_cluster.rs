@@ -132,6 +132,7 @@ impl Opts {
             connections: self.clients as u64,
             measure_from: Time::ZERO,
             series: false,
+            fine: false,
             cluster: Some(cluster),
         })
     }

@@ -18,6 +18,7 @@ use crate::run::{run_test, Against};
 use crate::server::{self, Server, ServerInfo};
 use crate::{backend, limits, probe, routing, verdict, Error};
 
+pub mod ab;
 mod search;
 
 /// How a run of the suite ended.
@@ -93,6 +94,8 @@ pub struct Session {
     server: Server,
     /// Over several nodes: the nodes found at startup and the commands' routes.
     multi: Option<Arc<Multi>>,
+    /// Where `--at`'s commands go.
+    targets: Vec<crate::fire::Target>,
     /// The options of the step running (the base at one combination of a sweep).
     cfg: Arc<Config>,
     /// That step's parameters (a sweep only).
@@ -110,6 +113,8 @@ pub struct Session {
     unfinished: bool,
     /// Reads the server's CPU around each test.
     probe: probe::Probe,
+    /// Reads each node's execution times around each test.
+    latency: probe::LatencyProbe,
     /// The totals of the sweep's steps so far, for its table.
     rows: Vec<TestResult>,
     /// The test and value size `--preload` last wrote.
@@ -209,6 +214,7 @@ impl Session {
                 obs.nodes(m);
             }
         }
+        let targets = crate::fire::targets(&cfg.events, &server, nodes.as_deref())?;
         if !cfg.keepalive {
             obs.message(
                 "WARNING: Keepalive disabled. You probably need 'echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse' \
@@ -229,6 +235,7 @@ impl Session {
         if let Some(body) = &probe.server_text {
             info.identify(body);
         }
+        let latency = latency_probe(cfg, &server, nodes.as_deref());
         if info.mode.is_none() && nodes.is_some() {
             info.mode = Some(if cfg.cluster { "cluster" } else { "replicas" }.to_string());
         }
@@ -244,6 +251,7 @@ impl Session {
             dropped: false,
             unfinished: false,
             probe,
+            latency,
             rows: Vec::new(),
             preloaded: None,
             step_clients: None,
@@ -259,6 +267,7 @@ impl Session {
             base: cfg.clone(),
             server,
             multi: nodes,
+            targets,
         })
     }
 
@@ -451,7 +460,12 @@ impl Session {
                 tag += &format!(" ({})", backend.name());
             }
             let before = self.probe.read();
-            let against = Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref() };
+            let times_before = self.latency.read(&mut self.probe);
+            let against = Against {
+                tls: self.server.tls.as_ref(),
+                multi: self.multi.as_deref(),
+                targets: &self.targets,
+            };
             // The progress line names the step too: `GET (-d 128 -c 100) @ 2000 rps`.
             let shown = match self.step.as_ref().map(|st| self.base.sweep.label(st)).filter(|l| !l.is_empty())
             {
@@ -459,7 +473,7 @@ impl Session {
                 None => tag.clone(),
             };
             let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &case.spec.title };
-            let (outcome, cpu, (machine, waited), nodes) = run_test(
+            let (outcome, cpu, (machine, waited), nodes, events, pauses) = run_test(
                 &cfg,
                 against,
                 backend,
@@ -472,6 +486,7 @@ impl Session {
                 &self.stop,
             )?;
             let server_cpu = self.probe.since(before);
+            let server_time = self.server_time(case, &times_before, &outcome.stats, &nodes);
             let on = if self.comparing { format!(" ({})", backend.name()) } else { String::new() };
             let title = &case.spec.title;
             let s = &outcome.stats;
@@ -545,6 +560,22 @@ impl Session {
                 };
                 obs.error(&format!("{line}{silent}"));
             }
+            for e in &events {
+                // An event that failed, or whose disruption lasted to the end: one line, exit 1.
+                let what = format!(
+                    "{title}{on}: --at '{} {}'",
+                    respbench_core::conn::format_duration(e.event.at),
+                    e.event.text
+                );
+                if e.fired.outcome.failed() {
+                    self.unfinished = true;
+                    obs.error(&format!("{what} failed: {}", e.fired.outcome.describe()));
+                }
+                if e.cost.as_ref().is_some_and(|c| c.recovered.is_none()) {
+                    self.unfinished = true;
+                    obs.error(&format!("{what}: not recovered by the end of the test"));
+                }
+            }
             let mut results =
                 case.entries(backend, cpu, rate, rate.map(|r| cfg.open_slack(r)), outcome.stats);
             for e in &mut results {
@@ -555,6 +586,7 @@ impl Session {
             }
             if let Some(total) = results.last_mut() {
                 total.nodes = nodes;
+                total.events = events;
                 total.never_ran = never_ran(&outcome.failures);
                 // In a sequence, -P counts whole sequences.
                 let seq_len = case.mix.as_ref().and_then(|(m, _)| m.sequence_len()).unwrap_or(1);
@@ -571,6 +603,11 @@ impl Session {
                     schedule.as_ref(),
                 ));
                 total.server_cpu = server_cpu;
+                total.server_time = Some(server_time);
+                if let Some(v) = &mut total.verdict {
+                    verdict::name_pauses(v, &total.stats.latency, &pauses);
+                }
+                total.pauses = Some(pauses);
             }
             let preloadable = crate::case::preloadable(case);
             if let Some(total) = results.last_mut() {
@@ -636,11 +673,13 @@ impl Session {
         fill_cfg.key_dist = respbench_core::dist::KeyDist::Sequential;
         fill_cfg.pipeline = cfg.pipeline.max(PRELOAD_PIPELINE);
         fill_cfg.open = OpenLoopConfig::default();
+        fill_cfg.events = Default::default();
         let began = Instant::now();
-        let against = Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref() };
+        let against =
+            Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref(), targets: &self.targets };
         let shown = format!("--preload {}", fill.spec.title);
         let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &fill.spec.title };
-        let (outcome, _, _, _) = run_test(
+        let (outcome, _, _, _, _, _) = run_test(
             &fill_cfg,
             against,
             cfg.backends[0],
@@ -673,6 +712,42 @@ impl Session {
         ));
         Ok(())
     }
+}
+
+impl Session {
+    /// The server's execution time for `case`'s calls since `before`, each node's count held
+    /// against the replies the test had from it.
+    fn server_time(
+        &mut self,
+        case: &Case,
+        before: &probe::LatencyReading,
+        stats: &respbench_core::Stats,
+        nodes: &[crate::result::NodeInfo],
+    ) -> crate::timing::ServerTime {
+        let names: Vec<String> =
+            case.templates().iter().filter_map(|t| crate::timing::command_name(&t.display())).collect();
+        let single = nodes.is_empty();
+        let expected = |address: &str| -> Option<u64> {
+            if single {
+                return Some(stats.requests);
+            }
+            let k = nodes.iter().position(|n| n.address == address)?;
+            stats.nodes.get(k).map(|s| s.requests)
+        };
+        self.latency.since(before, &names, &expected, &mut self.probe)
+    }
+}
+
+/// The execution-time probe of the run's nodes: the `-h/-p` server, or every node found.
+fn latency_probe(cfg: &Config, server: &Server, multi: Option<&Multi>) -> probe::LatencyProbe {
+    let servers: Vec<(String, Server)> = match multi {
+        Some(m) => {
+            m.topology.nodes.iter().map(|n| (n.endpoint.to_string(), server.node(&n.endpoint))).collect()
+        }
+        None => vec![(cfg.endpoint.to_string(), server.clone())],
+    };
+    let why_not = cfg.no_server_probe.then_some("--no-server-probe: the server's counters are not read");
+    probe::LatencyProbe::new(&servers, why_not)
 }
 
 /// What the figures of `total` suggest: the client was saturated, most replies were nil, an

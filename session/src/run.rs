@@ -16,9 +16,10 @@ use crate::backend::run_backend;
 use crate::case::Case;
 use crate::config::{Backend, Config};
 use crate::cpu::ClientCpu;
-use crate::observer::{Goal, Observer, Retitled, StopHandle, Tick};
-use crate::result::NodeInfo;
+use crate::observer::{Goal, LiveTest, Observer, Retitled, StopHandle, Tick};
+use crate::result::{EventResult, NodeInfo};
 use crate::routing::Multi;
+use crate::timing::ClientPauses;
 use crate::{server, Error};
 
 /// How often `-I` looks at its connections.
@@ -38,12 +39,18 @@ const WAIT_READ_EVERY: Duration = Duration::from_millis(100);
 /// How often the progress line's p99 so far is read (the loops' histograms merged).
 const P99_READ_EVERY: Duration = Duration::from_millis(250);
 
+/// What [`run_test`] gives: the outcome, the client's CPU, the contention, the nodes as the
+/// test ended and its events.
+pub(crate) type Ran = (Outcome, ClientCpu, Contention, Vec<NodeInfo>, Vec<EventResult>, ClientPauses);
+
 /// What a test runs against, made or found before the first: the TLS settings and, over
 /// several nodes, the nodes and routes.
 #[derive(Clone, Copy)]
 pub(crate) struct Against<'a> {
     pub tls: Option<&'a Tls>,
     pub multi: Option<&'a Multi>,
+    /// Where `--at`'s commands go.
+    pub targets: &'a [crate::fire::Target],
 }
 
 pub(crate) fn handshake(cfg: &Config) -> Handshake {
@@ -119,6 +126,7 @@ pub(crate) fn plan(
         connections: replay.map_or(cfg.clients, |r| r.mine.len()) as u64,
         measure_from,
         series: !idle && cfg.open.keeps_series(),
+        fine: !idle && !cfg.events.is_empty(),
         cluster: multi.and_then(|m| m.cluster(cfg, &case.templates(), &handshake(cfg))),
     })
 }
@@ -138,7 +146,7 @@ pub(crate) fn run_test(
     hlog: Option<&str>,
     obs: &mut dyn Observer,
     stop: &StopHandle,
-) -> Result<(Outcome, ClientCpu, Contention, Vec<NodeInfo>), Error> {
+) -> Result<Ran, Error> {
     if !cfg.open.warmup.is_zero() {
         // valkey-benchmark's --warmup: its requests are extra, sent for that long before the
         // measured -n (or --duration), and not recorded.
@@ -147,6 +155,8 @@ pub(crate) fn run_test(
         warm.open.duration = Some(cfg.open.warmup);
         warm.open.live = false;
         warm.open.show_series = false;
+        // The events come in the measured window.
+        warm.events = Default::default();
         // Its progress line says it is the warm-up.
         let title = format!("{} (warmup)", case.spec.title);
         let mut warming = Retitled { obs: &mut *obs, title: &title, base: &case.spec.title };
@@ -176,10 +186,31 @@ pub(crate) fn run_test(
     };
     // The p99 so far, for a progress line that shows it.
     run.progress.keep_latency.store(obs.shows_progress(), Ordering::Relaxed);
+    // A measured test (it has a tag) is told to an output that reads its figures live.
+    if hlog.is_some() && obs.keeps_figures() {
+        run.progress.keep_figures.store(true, Ordering::Relaxed);
+        let commands = case.templates().iter().map(|t| crate::result::command_text(&t.display())).collect();
+        let nodes =
+            run.plan.cluster.as_ref().map(|c| c.nodes.iter().map(|n| n.endpoint.to_string()).collect());
+        obs.live_test(&LiveTest {
+            title: &spec.title,
+            commands,
+            backend: backend.name(),
+            target_rps: rate,
+            nodes: nodes.unwrap_or_default(),
+            progress: &run.progress,
+        });
+    }
     let hlog = hlog.filter(|_| obs.keeps_intervals());
     if hlog.is_some() {
         run.progress.collector().keep_ended();
     }
+    if run.plan.fine {
+        run.progress.collector().track(&cfg.events.planned());
+    }
+    let loops_done = std::sync::atomic::AtomicBool::new(false);
+    // A command may wait, a program run, to the test's end and its grace at least.
+    let patience = cfg.open.duration.unwrap_or_default() + cfg.drain_grace + Duration::from_secs(5);
     // Tells the seconds every loop has moved past; `end` once the test is over, to cut its
     // last second short.
     let log_ended = |obs: &mut dyn Observer, end: Option<Time>| -> Result<(), Error> {
@@ -212,9 +243,22 @@ pub(crate) fn run_test(
     };
     std::thread::scope(|s| {
         let run = &run;
+        let firing = crate::fire::Firing {
+            events: &cfg.events,
+            targets: against.targets,
+            begin,
+            epoch,
+            progress: &run.progress,
+            done: &loops_done,
+            patience,
+        };
+        let fired = run.plan.fine.then(|| s.spawn(move || crate::fire::fire(&firing)));
+        let loops_done = &loops_done;
         s.spawn(move || {
             let _ = tx.send(run_backend(backend, run, against.tls, epoch));
+            loops_done.store(true, Ordering::Relaxed);
         });
+        let mut fired = fired;
         let mut stop_asked = false;
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
@@ -249,7 +293,15 @@ pub(crate) fn run_test(
                         }
                         _ => Vec::new(),
                     };
-                    return Ok((o, cpu, (machine, waited), nodes));
+                    // Joined first: an event sent tells the collector before the tracker is done.
+                    let events = match fired.take().map(|h| h.join().unwrap_or_default()) {
+                        Some(f) => {
+                            let costs = run.progress.collector().disruptions();
+                            crate::fire::results(&cfg.events, f, costs, &o.stats)
+                        }
+                        None => Vec::new(),
+                    };
+                    return Ok((o, cpu, (machine, waited), nodes, events, pauses(&run.progress)));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::LoopsStopped),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -291,6 +343,41 @@ pub(crate) fn run_test(
             });
         }
     })
+}
+
+/// The client machine's pauses the test's idle thread and loops recorded.
+fn pauses(progress: &Progress) -> ClientPauses {
+    let p = progress.pause_figures();
+    ClientPauses {
+        interval_us: p.interval.as_micros() as u64,
+        idle: p.idle.clone(),
+        wake: (!p.wake.is_empty()).then(|| p.wake.clone()),
+        seconds: p.seconds.clone(),
+        wakeups: p.wakeups,
+    }
+}
+
+/// The client machine's own pauses while respbench does nothing else: the idle thread alone
+/// for `length` (the capacity search's floor of what this machine can measure).
+pub(crate) fn idle_pauses(length: Duration) -> ClientPauses {
+    let progress = Progress::default();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let clock = respbench_driver::Clock::Real { epoch: Instant::now() };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            respbench_driver::fine_timer_slack();
+            respbench_driver::watch_pauses(
+                &progress,
+                &clock,
+                respbench_driver::PAUSE_INTERVAL,
+                &done,
+                std::thread::sleep,
+            )
+        });
+        std::thread::sleep(length);
+        done.store(true, Ordering::Relaxed);
+    });
+    pauses(&progress)
 }
 
 /// `-I`: opens the connections, tells how many are up and what they cost the server, and waits

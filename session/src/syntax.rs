@@ -272,6 +272,86 @@ pub fn backends(list: &str) -> Result<Vec<Backend>, OptionError> {
     Ok(backends)
 }
 
+/// A share given in percent, above 0 and below 100 (`respbench compare --fail-if-slower 5%`, or
+/// `5`): 0.05.
+pub fn percent(option: &'static str, text: &str) -> Result<f64, OptionError> {
+    let n = text.trim().strip_suffix('%').unwrap_or(text.trim());
+    match n.parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 100.0 => Ok(p / 100.0),
+        _ => Err(bad(option, text, "give a percentage above 0 and below 100, e.g. 5%")),
+    }
+}
+
+/// An event's TIME: parts of a number and a unit (`h`, `m`, `s`, `ms`), as `30s`, `1m30s` or
+/// `500ms`; at most a year.
+pub fn event_time(text: &str) -> Result<Duration, OptionError> {
+    let why = "TIME is like 30s, 1m30s or 500ms (units h, m, s, ms)";
+    let mut rest = text;
+    let mut total = 0f64;
+    if rest.is_empty() {
+        return Err(bad("--at", text, why));
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let unit_end = rest[digits..].find(|c: char| c.is_ascii_digit()).map_or(rest.len(), |u| digits + u);
+        let number: f64 = rest[..digits].parse().map_err(|_| bad("--at", text, why))?;
+        let scale = match &rest[digits..unit_end] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            _ => return Err(bad("--at", text, why)),
+        };
+        total += number * scale;
+        rest = &rest[unit_end..];
+    }
+    if !total.is_finite() || total > 365.0 * 86_400.0 {
+        return Err(bad("--at", text, "must be at most a year"));
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+/// One `--at 'TIME CMD [ARG…]'` or `--at 'TIME exec PROGRAM [ARG…]'`, its words split at
+/// white space.
+pub fn event(text: &str) -> Result<crate::event::Event, OptionError> {
+    use crate::event::{Action, Event};
+    let mut words = text.split_whitespace();
+    let time = words.next().ok_or_else(|| bad("--at", text, "expected 'TIME CMD [ARG...]'"))?;
+    let at = event_time(time)?;
+    let rest: Vec<String> = words.map(str::to_string).collect();
+    let action = match rest.split_first() {
+        None => return Err(bad("--at", text, "expected a command after TIME: 'TIME CMD [ARG...]'")),
+        Some((x, prog)) if x == "exec" => match prog.split_first() {
+            None => {
+                return Err(bad("--at", text, "expected a program after exec: 'TIME exec PROGRAM [ARG...]'"))
+            }
+            Some((p, args)) => Action::Exec { program: p.clone(), args: args.to_vec() },
+        },
+        Some(_) => Action::Command(rest.clone()),
+    };
+    Ok(Event { at, action, text: rest.join(" ") })
+}
+
+/// `--at` (each given) and `--at-node` (`primary`, `replica`, `all` or `HOST:PORT`): the run's
+/// events in order of their time.
+pub fn events(at: &[String], node: Option<&str>) -> Result<crate::event::Events, OptionError> {
+    use crate::event::AtNode;
+    let mut list = at.iter().map(|t| event(t)).collect::<Result<Vec<_>, _>>()?;
+    list.sort_by_key(|e| e.at);
+    let node = match node {
+        None | Some("primary") => AtNode::Primaries,
+        Some("replica") => AtNode::Replicas,
+        Some("all") => AtNode::All,
+        Some(n) => AtNode::Node(
+            host_port(n).map_err(|_| bad("--at-node", n, "expected primary, replica, all or HOST:PORT"))?,
+        ),
+    };
+    if list.is_empty() && node != AtNode::Primaries {
+        return Err("--at-node says where --at's commands go: give --at".into());
+    }
+    Ok(crate::event::Events { list, node })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,5 +439,59 @@ mod tests {
         let positive = |n: i64| (n > 0).then_some(n).ok_or("must be positive");
         assert_eq!(numbers("1,2", "-c", positive), Ok(vec![1, 2]));
         assert!(numbers("1,0", "-c", positive).unwrap_err().to_string().contains("must be positive"));
+    }
+
+    #[test]
+    fn percentages() {
+        assert_eq!(percent("--fail-if-slower", "5%"), Ok(0.05));
+        assert_eq!(percent("--fail-if-slower", "2.5"), Ok(0.025));
+        for v in ["0", "100%", "-1%", "five", ""] {
+            let e = percent("--fail-if-slower", v).unwrap_err().to_string();
+            assert!(e.contains("--fail-if-slower") && e.contains("above 0 and below 100"), "{v}: {e}");
+        }
+    }
+
+    #[test]
+    fn event_times_and_specs() {
+        let ms = |n| Duration::from_millis(n);
+        assert_eq!(event_time("30s").unwrap(), ms(30_000));
+        assert_eq!(event_time("1m30s").unwrap(), ms(90_000));
+        assert_eq!(event_time("500ms").unwrap(), ms(500));
+        assert_eq!(event_time("1h2m3s4ms").unwrap(), ms(3_723_004));
+        assert_eq!(event_time("2.5s").unwrap(), ms(2500));
+        for t in ["", "5", "5x", "s", "1m30", "-1s", "5 s"] {
+            let e = event_time(t).unwrap_err().to_string();
+            assert!(e.contains("TIME is like 30s, 1m30s or 500ms"), "{t}: {e}");
+        }
+        let e = event("5s CLIENT PAUSE 500 WRITE").unwrap();
+        assert_eq!(e.at, ms(5000));
+        assert_eq!(
+            e.action,
+            crate::event::Action::Command(vec![
+                "CLIENT".into(),
+                "PAUSE".into(),
+                "500".into(),
+                "WRITE".into()
+            ])
+        );
+        assert_eq!(e.text, "CLIENT PAUSE 500 WRITE");
+        let e = event("4s exec kill -STOP 42").unwrap();
+        assert_eq!(
+            e.action,
+            crate::event::Action::Exec { program: "kill".into(), args: vec!["-STOP".into(), "42".into()] }
+        );
+        assert!(event("4s").unwrap_err().to_string().contains("expected a command after TIME"));
+        assert!(event("4s exec").unwrap_err().to_string().contains("expected a program after exec"));
+        let all = events(&["5s PING".into(), "2s BGSAVE".into()], Some("127.0.0.1:7001")).unwrap();
+        assert_eq!(all.planned(), [ms(2000), ms(5000)]);
+        assert_eq!(
+            all.node,
+            crate::event::AtNode::Node(Endpoint::Tcp { host: "127.0.0.1".into(), port: 7001 })
+        );
+        assert!(events(&["5s PING".into()], Some("leader"))
+            .unwrap_err()
+            .to_string()
+            .contains("primary, replica, all or HOST:PORT"));
+        assert!(events(&[], Some("all")).unwrap_err().to_string().contains("give --at"));
     }
 }

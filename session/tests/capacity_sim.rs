@@ -42,6 +42,7 @@ fn plan(rate: Option<u64>, poisson: bool, seed: u64) -> Arc<Plan> {
         connections: CLIENTS as u64,
         measure_from: Time::ZERO + WARMUP,
         series: false,
+        fine: false,
         cluster: None,
     })
 }

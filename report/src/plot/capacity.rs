@@ -147,7 +147,7 @@ pub fn charts(inputs: &[Input], rate_groups: &[Vec<&Test>]) -> Vec<Chart> {
     } else {
         "Open loop: latency against achieved throughput"
     };
-    vec![Chart { title: title.into(), x, y, lines, notes: Vec::new() }]
+    vec![Chart { title: title.into(), x, y, lines, notes: Vec::new(), bands: Vec::new() }]
 }
 
 #[cfg(test)]
@@ -192,6 +192,7 @@ mod tests {
             tests: Vec::new(),
             context: Default::default(),
             capacity: c,
+            comparison: None,
         };
         let charts = charts(&[input], &[]);
         assert_eq!(charts.len(), 1);

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use super::data::{Input, Test, PARAMS};
-use super::svg::{Axis, Chart, Dash, Line, Mark, Note};
+use super::svg::{Axis, Band, Chart, Dash, Line, Mark, Note};
 
 /// A kind of chart, as `--charts` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,11 +33,16 @@ pub enum Kind {
     /// Latency percentiles against the achieved rate: a `--slo` search (its objectives, answer
     /// and failed steps) or `--rps` steps (plot/capacity.rs).
     Capacity,
+    /// `respbench compare`: B / A of each figure with its interval (plot/compare.rs).
+    Compare,
+    /// Client against server: the client's latency by percentile and the server's own execution
+    /// time (`server_time`: the bucket holding p50, p99 and p99.9), on one chart.
+    Server,
 }
 
 impl Kind {
     /// Every kind, in the order they are drawn.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Percentiles,
         Kind::Service,
         Kind::Rate,
@@ -46,6 +51,8 @@ impl Kind {
         Kind::Repeat,
         Kind::Backends,
         Kind::Capacity,
+        Kind::Compare,
+        Kind::Server,
     ];
 
     /// Its name on the command line.
@@ -59,6 +66,8 @@ impl Kind {
             Kind::Repeat => "repeat",
             Kind::Backends => "backends",
             Kind::Capacity => "capacity",
+            Kind::Compare => "compare",
+            Kind::Server => "server",
         }
     }
 
@@ -78,6 +87,8 @@ impl Kind {
             Kind::Repeat => "no test ran more than once (--repeat N)",
             Kind::Backends => "no test ran on two backends or more (--backend mio,smol,uring)",
             Kind::Capacity => "no --slo search and no open-loop test at two target rates or more (--rps A,B)",
+            Kind::Compare => "no comparison (give the document respbench compare --json wrote)",
+            Kind::Server => "no test has the server's own execution time from its LATENCY HISTOGRAM (server_time)",
         }
     }
 }
@@ -95,6 +106,8 @@ pub fn build(kind: Kind, inputs: &[Input]) -> Vec<Chart> {
         Kind::Repeat => repeats(&tests, &labels),
         Kind::Backends => backends(&tests, &labels),
         Kind::Capacity => super::capacity::charts(inputs, &rate_groups(&tests)),
+        Kind::Compare => super::compare::charts(inputs),
+        Kind::Server => server(&tests, &labels).into_iter().collect(),
     };
     let notes = notes(inputs, &tests, &labels);
     for c in &mut charts {
@@ -423,12 +436,16 @@ fn series(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
     let mut time = Axis::linear(TIME, 0.0, last);
     // Whole seconds only: the series has one point per second.
     time.ticks.retain(|t| t.at.fract() == 0.0);
-    vec![
+    // Each event marked, its window shaded (to the end of its test when it did not recover).
+    let bands: Vec<Band> =
+        with.iter().flat_map(|t| t.events.iter().map(move |e| band(e, t.duration_s))).collect();
+    let mut charts = vec![
         Chart {
             title: "Requests per second, second by second".into(),
             x: time.clone(),
             y: Axis::linear("requests per second", 0.0, hi),
             lines: rps,
+            bands: bands.clone(),
             ..Chart::default()
         },
         Chart {
@@ -436,9 +453,50 @@ fn series(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
             x: time,
             y: Axis::log("p99 latency (ms)", lo, phi),
             lines: p99,
+            bands,
             ..Chart::default()
         },
-    ]
+    ];
+    // Each event's 100 ms windows, from its baseline to after its recovery.
+    for (i, t) in with.iter().enumerate() {
+        for e in t.events.iter().filter(|e| !e.windows.is_empty()) {
+            let points: Vec<(f64, f64)> = e
+                .windows
+                .iter()
+                .map(|&(at, p99, n)| (at + 0.05, if n > 0 { p99 } else { f64::NAN }))
+                .collect();
+            let line = Line {
+                label: labels.of(t),
+                points,
+                color: i,
+                dash: dash_for(i),
+                markers: false,
+                ..Line::default()
+            };
+            let lines = vec![line];
+            let (lo, hi) = extent(&lines);
+            let first = e.windows.first().map_or(0.0, |w| w.0);
+            let end = e.windows.last().map_or(e.sent_s, |w| w.0 + 0.1);
+            charts.push(Chart {
+                title: format!("p99 latency by 100 ms window around --at '{}'", e.label),
+                x: Axis::linear(TIME, first, end),
+                y: Axis::log("p99 latency (ms)", lo, hi),
+                lines,
+                bands: vec![band(e, end)],
+                ..Chart::default()
+            });
+        }
+    }
+    charts
+}
+
+/// An event's band: from its send to its recovery, or to `end` when it did not recover.
+fn band(e: &super::data::EventMark, end: f64) -> Band {
+    let (to, how) = match e.end_s {
+        Some(to) => (to, format!("{:.0} ms", (to - e.sent_s) * 1000.0)),
+        None => (end, "not recovered".to_string()),
+    };
+    Band { from: e.sent_s, to, label: format!("{} ({how})", e.label) }
 }
 
 /// For each parameter the tests differ in (everything else equal): requests per second and p99
@@ -539,6 +597,52 @@ fn service(tests: &[&Test], labels: &Labels) -> Option<Chart> {
         title:
             "Open loop: corrected latency (from the intended send) and service time (from the actual send)"
                 .into(),
+        x: Axis::nines("percentile", nines.ceil() as u32),
+        y: Axis::log(LATENCY, lo, hi),
+        lines,
+        ..Chart::default()
+    })
+}
+
+/// Client against server: each test's latency by percentile (solid) and the server's own
+/// execution time at p50, p99 and p99.9 (markers at the bucket's upper bound, a bar down to its
+/// lower): the gap between them is the wire, the kernels, the queues and the client.
+fn server(tests: &[&Test], labels: &Labels) -> Option<Chart> {
+    let mut lines = Vec::new();
+    let (mut nines, mut lo, mut hi) = (3.0_f64, f64::INFINITY, 0.0_f64);
+    for (i, t) in tests.iter().filter(|t| !t.server.is_empty() && !t.curve.is_empty()).enumerate() {
+        let label = labels.of(t);
+        for &(x, y) in &t.curve {
+            nines = nines.max(x);
+            lo = lo.min(y);
+            hi = hi.max(y);
+        }
+        for &(_, l, h) in &t.server {
+            lo = lo.min(l);
+            hi = hi.max(h);
+        }
+        lines.push(Line {
+            label: format!("{label} client"),
+            points: t.curve.clone(),
+            color: i,
+            ..Line::default()
+        });
+        lines.push(Line {
+            label: format!("{label} server execution (bucket)"),
+            points: t.server.iter().map(|&(x, _, h)| (x, h)).collect(),
+            bars: t.server.iter().map(|&(_, l, h)| Some((l, h))).collect(),
+            color: i,
+            dash: Dash::Dashed,
+            markers: true,
+            ..Line::default()
+        });
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    Some(Chart {
+        title: "Client against server: the client's latency and the server's own execution time (LATENCY HISTOGRAM)"
+            .into(),
         x: Axis::nines("percentile", nines.ceil() as u32),
         y: Axis::log(LATENCY, lo, hi),
         lines,
@@ -748,7 +852,9 @@ mod tests {
             latency: Latency { avg: 0.5, p50: 0.4, p99: rps / 1e5, p999: 2.0, max: 3.0 },
             service: target.map(|_| Latency { avg: 0.3, p50: 0.2, p99: 0.9, p999: 1.0, max: 1.5 }),
             curve: percentile_points(&hist(1..=100)),
+            server: Vec::new(),
             series: Vec::new(),
+            events: Vec::new(),
             start_us: 0,
             service_curve: None,
             verdict: None,
@@ -765,6 +871,7 @@ mod tests {
             tests,
             context: Default::default(),
             capacity: Vec::new(),
+            comparison: None,
         }
     }
 
@@ -965,5 +1072,50 @@ mod tests {
         assert!(p99.len() == 3 && p99[1].1.is_nan() && p99[2].1 == 0.7, "{p99:?}");
         let ticks: Vec<&str> = charts[0].x.ticks.iter().map(|t| t.label.as_str()).collect();
         assert_eq!(ticks, ["0", "1", "2", "3"]);
+    }
+
+    #[test]
+    fn events_are_marked_and_their_windows_shaded() {
+        let mut t = test(0, "SET", [None; 4], Some(2000), 1.0);
+        t.duration_s = 10.0;
+        t.series =
+            (0..10).map(|k| Second { second: k, requests: 2000, errors: 0, p50: 0.1, p99: 0.5 }).collect();
+        let windows = (0..70).map(|k| (k as f64 / 10.0, if k == 55 { 500.0 } else { 0.2 }, 200)).collect();
+        t.events = vec![
+            super::super::data::EventMark {
+                label: "5s CLIENT PAUSE 500 WRITE".into(),
+                sent_s: 5.0,
+                end_s: Some(5.51),
+                windows,
+            },
+            super::super::data::EventMark {
+                label: "8s DEBUG SLEEP 9".into(),
+                sent_s: 8.0,
+                end_s: None,
+                windows: vec![],
+            },
+        ];
+        let charts = build(Kind::Series, &[input("e.json", vec![t])]);
+        // The two series charts and the first event's windows.
+        assert_eq!(charts.len(), 3);
+        let b = &charts[0].bands;
+        assert_eq!(b.len(), 2);
+        assert_eq!(
+            (b[0].from, b[0].to, b[0].label.as_str()),
+            (5.0, 5.51, "5s CLIENT PAUSE 500 WRITE (510 ms)")
+        );
+        assert_eq!(
+            (b[1].from, b[1].to, b[1].label.as_str()),
+            (8.0, 10.0, "8s DEBUG SLEEP 9 (not recovered)")
+        );
+        assert_eq!(charts[1].bands, charts[0].bands);
+        let fine = &charts[2];
+        assert_eq!(fine.title, "p99 latency by 100 ms window around --at '5s CLIENT PAUSE 500 WRITE'");
+        assert_eq!(fine.lines[0].points[55], (5.55, 500.0));
+        let mut svg = String::new();
+        fine.write(&mut svg, "c", 0.0, 0.0, true);
+        assert_eq!(svg.matches(r#"class="band""#).count(), 1);
+        assert_eq!(svg.matches(r#"class="event""#).count(), 1);
+        assert!(svg.contains("5s CLIENT PAUSE 500 WRITE (510 ms)"), "{svg}");
     }
 }

@@ -276,6 +276,20 @@ pub struct Chart {
     pub lines: Vec<Line>,
     /// The context under the chart: command line, server, date, backend, each step's verdict.
     pub notes: Vec<Note>,
+    /// Spans of the x axis shaded, each marked at its start and labelled (`--at` events and
+    /// their disruption windows).
+    pub bands: Vec<Band>,
+}
+
+/// A span of the x axis shaded behind the lines: from `from` (marked by a line) to `to`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Band {
+    /// Where it starts (an event), in the x axis' values.
+    pub from: f64,
+    /// Where it ends (the event's recovery, or the end of the test).
+    pub to: f64,
+    /// Written at its start, at the top of the plot.
+    pub label: String,
 }
 
 /// `text` cut into lines of at most [`NOTE_MAX`] characters at spaces.
@@ -361,6 +375,7 @@ impl Chart {
             r#"<clipPath id="{id}-clip"><rect x="{LEFT}" y="{TOP}" width="{PLOT_W}" height="{PLOT_H}"/></clipPath>"#
         );
         self.write_grid(out);
+        self.write_bands(out, id);
         let _ = writeln!(out, r#"<g clip-path="url(#{id}-clip)" fill="none" stroke-width="1.8">"#);
         let bar_lines: Vec<&Line> = self.lines.iter().filter(|l| l.mark == Mark::Bars).collect();
         for (k, line) in bar_lines.iter().enumerate() {
@@ -377,6 +392,30 @@ impl Chart {
         self.write_legend(out);
         self.write_notes(out);
         out.push_str("</svg>\n");
+    }
+
+    /// The bands, shaded behind the lines, each with a line at its start and its label.
+    fn write_bands(&self, out: &mut String, id: &str) {
+        for b in &self.bands {
+            let (x0, x1) = (self.px(b.from), self.px(b.to.max(b.from)));
+            let _ = writeln!(
+                out,
+                r##"<rect class="band" clip-path="url(#{id}-clip)" x="{x0:.1}" y="{TOP}" width="{:.1}" height="{PLOT_H}" fill="#f4a261" fill-opacity="0.3"/>"##,
+                (x1 - x0).max(1.0)
+            );
+            let _ = writeln!(
+                out,
+                r##"<line class="event" x1="{x0:.1}" y1="{TOP}" x2="{x0:.1}" y2="{}" stroke="#c0392b" stroke-width="1.5"/>"##,
+                TOP + PLOT_H
+            );
+            let _ = writeln!(
+                out,
+                r##"<text x="{:.1}" y="{}" fill="#c0392b">{}</text>"##,
+                x0 + 3.0,
+                TOP + 12.0,
+                escape(&b.label)
+            );
+        }
     }
 
     /// The notes under the plot (and the legend, when it is longer).

@@ -1,0 +1,270 @@
+//! A test's events (`--at`) in every output: the verbose report's section per event, `-q`'s
+//! line per event, CSV's row per event, and the JSON's `events`.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use respbench_core::disruption::{Disruption, REDIRECT_KINDS};
+use respbench_session::event::{Action, Outcome};
+use respbench_session::result::{EventResult, TestResult};
+
+use crate::doc;
+
+fn ms(micros: u64) -> f64 {
+    micros as f64 / 1000.0
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn when(d: Duration) -> String {
+    format!("{:.3} s", d.as_secs_f64())
+}
+
+/// Which latency the figures are.
+fn kind(t: &TestResult) -> &'static str {
+    if t.target_rps.is_some() {
+        "corrected"
+    } else {
+        "service"
+    }
+}
+
+/// The event as given: `5s CLIENT PAUSE 500 WRITE`.
+fn given(e: &EventResult) -> String {
+    format!("{} {}", respbench_core::conn::format_duration(e.event.at), e.event.text)
+}
+
+/// The window in words: `recovered in 512.3 ms`, `no disruption`, `not recovered by the end`.
+fn verdict(d: &Disruption) -> String {
+    match d.recovered {
+        None => "not recovered by the end of the test".into(),
+        Some(_) if !d.disrupted => "no disruption seen".into(),
+        Some(w) => format!("window {:.1} ms", w.as_secs_f64() * 1e3),
+    }
+}
+
+fn redirects(d: &Disruption) -> String {
+    let r: Vec<String> = REDIRECT_KINDS
+        .iter()
+        .zip(d.redirects)
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect();
+    if r.is_empty() {
+        "none".into()
+    } else {
+        r.join(", ")
+    }
+}
+
+fn errors(d: &Disruption) -> String {
+    let mut e: Vec<String> = d.error_kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    if d.lost > 0 {
+        e.push(format!("{} lost with their connection", d.lost));
+    }
+    if e.is_empty() {
+        "none".into()
+    } else {
+        e.join(", ")
+    }
+}
+
+/// Abandoned and unsent requests count in an event's window only when it lasted to the end of
+/// the test: that is when they happen.
+fn unfinished(t: &TestResult, d: &Disruption) -> (u64, u64) {
+    if d.recovered.is_none() {
+        (t.stats.abandoned, t.stats.unsent)
+    } else {
+        (0, 0)
+    }
+}
+
+/// The verbose report's section for each event.
+pub fn write_verbose(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
+    for e in &t.events {
+        writeln!(out, "  Event --at '{}':", given(e))?;
+        match e.fired.sent {
+            Some(s) => writeln!(out, "    sent at {}: {}", when(s), e.fired.outcome.describe())?,
+            None => writeln!(out, "    {}", e.fired.outcome.describe())?,
+        }
+        let Some(d) = &e.cost else { continue };
+        let lat = kind(t);
+        writeln!(
+            out,
+            "    baseline ({} s before, {lat} latency): p50 {:.3} ms, p99 {:.3} ms over {} replies; healthy at p99 <= {:.3} ms",
+            d.baseline_windows as f64 / 10.0,
+            ms(d.baseline_p50),
+            ms(d.baseline_p99),
+            d.baseline_requests,
+            ms(d.threshold)
+        )?;
+        writeln!(out, "    {}", verdict(d))?;
+        let (abandoned, unsent) = unfinished(t, d);
+        writeln!(
+            out,
+            "    in {} windows of 100 ms from {}: {} replies ({:.0}/s), max {:.3} ms, p99 {:.3} ms",
+            d.windows,
+            when(d.from),
+            d.requests,
+            d.rate(),
+            ms(d.max),
+            ms(d.p99)
+        )?;
+        writeln!(
+            out,
+            "    errors: {}; redirects: {}; abandoned {abandoned}, unsent {unsent}",
+            errors(d),
+            redirects(d)
+        )?;
+        if !e.moved_to.is_empty() {
+            writeln!(out, "    slots moved to: {}", e.moved_to.join(", "))?;
+        }
+    }
+    Ok(())
+}
+
+/// `-q`: one line per event.
+pub fn write_quiet(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
+    for e in &t.events {
+        let cost = match &e.cost {
+            Some(d) => format!(
+                ": {}, max {:.3} ms, p99 {:.3} ms ({}), errors {}, redirects {}",
+                verdict(d),
+                ms(d.max),
+                ms(d.p99),
+                kind(t),
+                d.errors + d.lost,
+                d.redirects.iter().sum::<u64>()
+            ),
+            None => String::new(),
+        };
+        writeln!(out, "{}: event '{}' {}{cost}", t.name, given(e), e.fired.outcome.describe())?;
+    }
+    Ok(())
+}
+
+/// CSV: one row per event, after its test's: `"event"`, the test, the event, when it was sent,
+/// what came of it, the window in ms (empty: not recovered), max and p99 (ms), errors,
+/// redirects, lost, abandoned, unsent, replies per second.
+pub fn write_csv(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
+    let q = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    for e in &t.events {
+        let sent = e.fired.sent.map(|s| format!("{:.3}", secs(s))).unwrap_or_default();
+        write!(
+            out,
+            "\"event\",{},{},\"{sent}\",{}",
+            q(&t.name),
+            q(&given(e)),
+            q(&e.fired.outcome.describe())
+        )?;
+        match &e.cost {
+            Some(d) => {
+                let window = d.recovered.map(|w| format!("{:.1}", w.as_secs_f64() * 1e3)).unwrap_or_default();
+                let (abandoned, unsent) = unfinished(t, d);
+                writeln!(
+                    out,
+                    ",\"{window}\",\"{:.3}\",\"{:.3}\",\"{}\",\"{}\",\"{}\",\"{abandoned}\",\"{unsent}\",\"{:.0}\"",
+                    ms(d.max),
+                    ms(d.p99),
+                    d.errors,
+                    d.redirects.iter().sum::<u64>(),
+                    d.lost,
+                    d.rate()
+                )?;
+            }
+            None => writeln!(out, ",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\"")?,
+        }
+    }
+    Ok(())
+}
+
+/// The JSON's `events` of a test; `None` without.
+pub fn entries(t: &TestResult) -> Option<Vec<doc::EventEntry>> {
+    if t.events.is_empty() {
+        return None;
+    }
+    Some(t.events.iter().map(|e| entry(t, e)).collect())
+}
+
+fn entry(t: &TestResult, e: &EventResult) -> doc::EventEntry {
+    let mut x = doc::EventEntry {
+        at_s: secs(e.event.at),
+        kind: match e.event.action {
+            Action::Command(_) => "command",
+            Action::Exec { .. } => "exec",
+        }
+        .into(),
+        command: e.event.text.clone(),
+        sent_s: e.fired.sent.map(secs),
+        failed: e.fired.outcome.failed(),
+        ..doc::EventEntry::default()
+    };
+    match &e.fired.outcome {
+        Outcome::Replies(r) => {
+            x.replies = Some(
+                r.iter()
+                    .map(|r| doc::EventReply {
+                        node: r.node.clone(),
+                        reply: r.reply.clone(),
+                        error: r.error,
+                        took_ms: r.took.as_secs_f64() * 1e3,
+                    })
+                    .collect(),
+            )
+        }
+        Outcome::Exited { status, stderr, took } => {
+            x.exit = Some(doc::ProgramExit {
+                status: *status,
+                stderr: stderr.clone(),
+                took_ms: took.as_secs_f64() * 1e3,
+            })
+        }
+        Outcome::NotStarted(why) => x.not_started = Some(why.clone()),
+        Outcome::NotSent => {}
+    }
+    x.disruption = e.cost.as_ref().map(|d| {
+        let (abandoned, unsent) = unfinished(t, d);
+        doc::DisruptionEntry {
+            latency: kind(t).into(),
+            baseline_p50_ms: ms(d.baseline_p50),
+            baseline_p99_ms: ms(d.baseline_p99),
+            baseline_requests: d.baseline_requests,
+            threshold_ms: ms(d.threshold),
+            disrupted: d.disrupted,
+            window_ms: d.recovered.map(|w| w.as_secs_f64() * 1e3),
+            span_from_s: secs(d.from),
+            span_windows: d.windows,
+            requests: d.requests,
+            errors: d.error_kinds.iter().cloned().collect(),
+            lost: d.lost,
+            abandoned,
+            unsent,
+            redirects: doc::Redirects {
+                moved: d.redirects[0],
+                ask: d.redirects[1],
+                tryagain: d.redirects[2],
+                clusterdown: d.redirects[3],
+            },
+            moved_to: e.moved_to.clone(),
+            max_ms: ms(d.max),
+            p99_ms: ms(d.p99),
+            rate_rps: d.rate(),
+            windows: d
+                .series
+                .iter()
+                .map(|w| doc::WindowEntry {
+                    at_s: secs(w.at),
+                    requests: w.requests,
+                    errors: w.errors,
+                    redirects: w.redirects,
+                    p50_ms: ms(w.p50),
+                    p99_ms: ms(w.p99),
+                    max_ms: ms(w.max),
+                })
+                .collect(),
+        }
+    });
+    x
+}

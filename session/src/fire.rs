@@ -1,0 +1,293 @@
+//! Fires a test's events (`--at`) at their times on a thread of its own: a command on a control
+//! connection of its own to each node `--at-node` names (the startup connection's code: AUTH
+//! and TLS as configured), or a local program without a shell. Records when each was sent, and
+//! tells the series' collector, whose tracker measures what it cost.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use respbench_core::Time;
+use respbench_driver::Progress;
+
+use crate::event::{Action, AtNode, Events, Fired, NodeReply, Outcome};
+use crate::result::EventResult;
+use crate::routing::Multi;
+use crate::server::{self, Conn, Server};
+use crate::Error;
+
+/// How long the thread sleeps at most before it looks whether the test ended.
+const NAP: Duration = Duration::from_millis(20);
+/// How much of a program's standard error is read (the first line is kept; the rest drained).
+const STDERR_KEEP: usize = 4096;
+
+/// A node an event's command goes to.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    /// As reports name it.
+    pub name: String,
+    /// How to reach it.
+    pub server: Server,
+}
+
+/// The nodes `--at-node` names among the run's: refused when it names none.
+pub(crate) fn targets(events: &Events, server: &Server, multi: Option<&Multi>) -> Result<Vec<Target>, Error> {
+    if !events.list.iter().any(|e| matches!(e.action, Action::Command(_))) {
+        return Ok(Vec::new());
+    }
+    // (endpoint, primary) of each node of the run; a standalone server is its own primary.
+    let nodes: Vec<(respbench_core::Endpoint, bool)> = match multi {
+        Some(m) => m.topology.nodes.iter().map(|n| (n.endpoint.clone(), n.primary)).collect(),
+        None => vec![(server.endpoint.clone(), true)],
+    };
+    let picked: Vec<_> = match &events.node {
+        AtNode::Primaries => nodes.iter().filter(|n| n.1).collect(),
+        AtNode::Replicas => nodes.iter().filter(|n| !n.1).collect(),
+        AtNode::All => nodes.iter().collect(),
+        AtNode::Node(e) => nodes.iter().filter(|n| same(&n.0, e)).collect(),
+    };
+    if picked.is_empty() {
+        let known = nodes.iter().map(|n| n.0.to_string()).collect::<Vec<_>>().join(", ");
+        return Err(Error::Events(match &events.node {
+            AtNode::Node(e) => format!("--at-node {e}: not a node of this run (its nodes: {known})"),
+            AtNode::Replicas => format!(
+                "--at-node replica: this run has no replica (its nodes: {known}; --cluster or --replicas finds them)"
+            ),
+            _ => format!("--at-node: no node to send to (the run's nodes: {known})"),
+        }));
+    }
+    Ok(picked.into_iter().map(|n| Target { name: n.0.to_string(), server: server.node(&n.0) }).collect())
+}
+
+/// The same node: the same port, and the same host or both loopback names.
+fn same(a: &respbench_core::Endpoint, b: &respbench_core::Endpoint) -> bool {
+    use respbench_core::Endpoint::Tcp;
+    let local = |h: &str| matches!(h, "localhost" | "127.0.0.1" | "::1");
+    match (a, b) {
+        (Tcp { host: h1, port: p1 }, Tcp { host: h2, port: p2 }) => {
+            p1 == p2 && (h1 == h2 || local(h1) && local(h2))
+        }
+        _ => a == b,
+    }
+}
+
+/// What the event thread needs of its test.
+pub(crate) struct Firing<'a> {
+    pub events: &'a Events,
+    pub targets: &'a [Target],
+    /// The instant the test's times count from (its `--duration` stop is `begin + duration`).
+    pub begin: Instant,
+    /// The driver's clock's epoch.
+    pub epoch: Instant,
+    pub progress: &'a Progress,
+    /// Set once the test's loops have ended.
+    pub done: &'a AtomicBool,
+    /// How long a command may wait for its reply, a program may run.
+    pub patience: Duration,
+}
+
+/// Fires each event at its time, in order; those the test ended before are not sent.
+pub(crate) fn fire(f: &Firing<'_>) -> Vec<Fired> {
+    let mut fired = Vec::new();
+    for (i, e) in f.events.list.iter().enumerate() {
+        let done = match &e.action {
+            Action::Command(args) => command(f, i, e.at, args),
+            Action::Exec { program, args } => wait(f, e.at).then(|| exec(f, i, program, args)),
+        };
+        fired.push(match done {
+            Some((sent, outcome)) => Fired { index: i, sent: Some(sent), outcome },
+            None => Fired { index: i, sent: None, outcome: Outcome::NotSent },
+        });
+    }
+    fired
+}
+
+/// Sleeps until `at` after the measured start (once the loops have said when it was); false
+/// when the test ended first.
+fn wait(f: &Firing<'_>, at: Duration) -> bool {
+    loop {
+        if f.done.load(Ordering::Relaxed) {
+            return false;
+        }
+        let start = f.progress.collector().start();
+        let due = start.map_or(f.begin, |s| f.epoch + s.as_duration()) + at;
+        let now = Instant::now();
+        if now >= due {
+            return true;
+        }
+        std::thread::sleep((due - now).min(NAP));
+    }
+}
+
+/// Tells the collector event `i` was sent at `at`; gives when, from the measured start.
+fn sent(f: &Firing<'_>, i: usize, at: Instant) -> Duration {
+    let mut c = f.progress.collector();
+    let start = c.start().unwrap_or_else(|| Time::since(f.epoch, f.begin));
+    let since = Time::since(f.epoch, at).saturating_since(start);
+    c.event_sent(i, since);
+    since
+}
+
+/// Sends a command to every target at once at its time: each target's connection is made
+/// ahead on a thread of its own (so the event is the send, not a connect), which sends when
+/// told to go. `None` when the test ended first.
+fn command(f: &Firing<'_>, i: usize, at: Duration, args: &[String]) -> Option<(Duration, Outcome)> {
+    std::thread::scope(|s| {
+        let mut go = Vec::new();
+        let mut handles = Vec::new();
+        for t in f.targets {
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            go.push(tx);
+            handles.push(s.spawn(move || {
+                let conn = Conn::authenticated(&t.server).map(|mut c| {
+                    c.set_timeout(f.patience);
+                    c
+                });
+                rx.recv().ok()?;
+                let words: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+                let started = Instant::now();
+                let answer = conn.and_then(|mut c| c.command(&words));
+                let took = started.elapsed();
+                let (reply, error) = match answer {
+                    Ok(respbench_core::resp::Value::Error(e) | respbench_core::resp::Value::BulkError(e)) => {
+                        (format!("-{}", server::text(&e)), true)
+                    }
+                    Ok(v) => (describe(&v), false),
+                    Err(e) => (e.message, true),
+                };
+                Some(NodeReply { node: t.name.clone(), reply, error, took })
+            }));
+        }
+        if !wait(f, at) {
+            drop(go);
+            for h in handles {
+                let _ = h.join();
+            }
+            return None;
+        }
+        let since = sent(f, i, Instant::now());
+        for tx in &go {
+            let _ = tx.send(());
+        }
+        let replies = handles
+            .into_iter()
+            .zip(f.targets)
+            .map(|(h, t)| {
+                h.join().ok().flatten().unwrap_or_else(|| NodeReply {
+                    node: t.name.clone(),
+                    reply: "the event's thread ended without a reply".into(),
+                    error: true,
+                    took: Duration::ZERO,
+                })
+            })
+            .collect();
+        Some((since, Outcome::Replies(replies)))
+    })
+}
+
+/// A reply in a few words: a status or number as it is, a bulk string cut at 120 bytes.
+fn describe(v: &respbench_core::resp::Value) -> String {
+    use respbench_core::resp::Value;
+    let cut = |b: &[u8]| {
+        let t = server::text(&b[..b.len().min(120)]);
+        if b.len() > 120 {
+            format!("{t}…")
+        } else {
+            t
+        }
+    };
+    match v {
+        Value::Simple(s) => cut(s),
+        Value::Bulk(b) => cut(b),
+        Value::Integer(n) => n.to_string(),
+        other => cut(format!("{other:?}").as_bytes()),
+    }
+}
+
+fn exec(f: &Firing<'_>, i: usize, program: &str, args: &[String]) -> (Duration, Outcome) {
+    let at = Instant::now();
+    let since = sent(f, i, at);
+    let child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => return (since, Outcome::NotStarted(format!("{program}: {e}"))),
+    };
+    // Drained on a thread of its own, so that a program that writes much does not block.
+    let stderr = child.stderr.take().map(|mut s| {
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            let _ = (&mut s).take(STDERR_KEEP as u64).read_to_end(&mut kept);
+            let _ = std::io::copy(&mut s, &mut std::io::sink());
+            kept
+        })
+    });
+    let deadline = at + f.patience;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Ok(s),
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                break Err(child.wait());
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => break Err(Err(e)),
+        }
+    };
+    let took = at.elapsed();
+    let text = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+    let first = String::from_utf8_lossy(&text).lines().next().unwrap_or("").trim_end().to_string();
+    let outcome = match status {
+        Ok(s) => {
+            use std::os::unix::process::ExitStatusExt;
+            let stderr = match s.signal() {
+                Some(sig) if first.is_empty() => format!("killed by signal {sig}"),
+                _ => first,
+            };
+            Outcome::Exited { status: s.code(), stderr, took }
+        }
+        Err(_) => Outcome::Exited {
+            status: None,
+            stderr: format!("still running after {:.1} s: killed", f.patience.as_secs_f64()),
+            took,
+        },
+    };
+    (since, outcome)
+}
+
+/// Each event with what it did and what it cost; `stats`' `MOVED`s name the nodes that took
+/// slots in its window.
+pub(crate) fn results(
+    events: &Events,
+    fired: Vec<Fired>,
+    costs: Vec<respbench_core::disruption::Disruption>,
+    stats: &respbench_core::Stats,
+) -> Vec<EventResult> {
+    let mut costs = costs.into_iter();
+    events
+        .list
+        .iter()
+        .zip(fired)
+        .map(|(e, fired)| {
+            let cost = costs.next().filter(|c| c.sent.is_some());
+            let mut moved_to = Vec::new();
+            if let (Some(c), Some(sent)) = (&cost, fired.sent) {
+                let from = stats.start + sent;
+                let to = c.recovered.map_or(Time::MAX, |w| from + w);
+                for (at, node) in stats.moved.values() {
+                    let name = node.to_string();
+                    if *at >= from && *at <= to && !moved_to.contains(&name) {
+                        moved_to.push(name);
+                    }
+                }
+                moved_to.sort();
+            }
+            EventResult { event: e.clone(), fired, cost, moved_to }
+        })
+        .collect()
+}

@@ -1,0 +1,475 @@
+//! Events during a run (`--at`) against real servers: a known pause (`CLIENT PAUSE`), a fork
+//! (`BGSAVE` of about 1 GB, against `INFO stats` `latest_fork_usec`), a stopped and continued
+//! server (`exec kill -STOP/-CONT`), a failover on a real cluster (`CLUSTER FAILOVER` on one
+//! replica, `--at-node`), every output's shape, every backend, and the bad input refused before
+//! connecting. The window rules themselves are tested on virtual time (driver/tests/sim.rs) and
+//! in core/src/disruption.rs.
+
+use std::time::Duration;
+
+use respbench_tests::cluster::Cluster;
+use respbench_tests::{json_path, parse_csv, take_document, Output, RedisServer, Tool};
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(90);
+
+respbench_tests::backend_tests!(
+    every: [an_event_on_every_backend],
+    mio: [
+        a_known_pause_is_measured_to_its_last_slow_reply,
+        a_fork_costs_what_the_server_says_it_took,
+        a_stopped_server_is_a_window_of_its_stop,
+        a_failover_on_a_cluster_is_followed_and_counted,
+        every_output_has_the_events,
+        bad_events_are_refused_before_connecting,
+    ],
+);
+
+fn args(port: u16, extra: &[&str]) -> Vec<String> {
+    let mut a = vec!["-h".to_string(), "127.0.0.1".to_string(), "-p".to_string(), port.to_string()];
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+/// Runs with `--json` and gives the output and the first test's entry.
+fn run_json(tool: &Tool, port: u16, extra: &[&str]) -> (Output, Value) {
+    let json = json_path("ev", "run");
+    let mut a = args(port, extra);
+    a.extend(["--json".to_string(), json.to_string_lossy().into_owned()]);
+    let out = tool.run(&a, T);
+    assert!(!out.stderr.contains("panicked"), "{}", out.dump());
+    let doc: Value =
+        serde_json::from_str(&take_document(&json)).unwrap_or_else(|e| panic!("{e}: {}", out.dump()));
+    (out, doc["tests"][0].clone())
+}
+
+fn ok(out: &Output) {
+    assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+    assert!(out.stderr.is_empty(), "{}", out.dump());
+}
+
+/// A run whose event may not have recovered by its end on this busy machine (a window's p99
+/// above 1.2 x the baseline's is enough to keep it open): that is exit 1 and its one line;
+/// anything else must be a clean run. For the checks of the outputs, not of the window's rule.
+fn ok_or_unrecovered(out: &Output) {
+    if out.stderr.is_empty() {
+        return ok(out);
+    }
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert!(
+        lines.len() == 1 && lines[0].ends_with(": not recovered by the end of the test"),
+        "{}",
+        out.dump()
+    );
+    eprintln!("(not recovered by the end: {})", lines[0]);
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Completed + error replies + lost + abandoned + unsent = the arrivals due.
+fn accounted(t: &Value) {
+    let a = &t["arrivals"];
+    let sum: u64 = ["completed", "error_replies", "lost", "abandoned", "unsent"]
+        .iter()
+        .map(|k| a[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, a["due"].as_u64().unwrap(), "{a}");
+}
+
+/// `CLIENT PAUSE 500 WRITE` at 5 s of a 10 s SET open loop at 2,000/s: the window is the pause,
+/// 500 ± 60 ms, and the highest corrected latency at least the pause. The server runs at
+/// `hz 100`: at its default 10 it lifts a pause at its next cron, up to 100 ms late (measured:
+/// windows of 555 and 591 ms at hz 10). Each client has a window of 64 (`-P 64`), so the
+/// requests due during the pause are sent when due and answered at once after it, not one by
+/// one behind a window of one. On this shared 2-CPU machine a stall of the VM or of a build
+/// beside it can fall in the baseline or right after the pause (seen: a 635 ms baseline p99, a
+/// 707 ms window), so the run is made up to three times and one must fall within the bounds;
+/// every attempt's figures are printed, and the accounting holds on every one.
+fn a_known_pause_is_measured_to_its_last_slow_reply(tool: Tool) {
+    let server = RedisServer::start_with(&[("hz", "100")]);
+    let mut seen = Vec::new();
+    for attempt in 0..3 {
+        let (out, t) = run_json(
+            &tool,
+            server.port(),
+            &[
+                "-t",
+                "set",
+                "-c",
+                "20",
+                "-P",
+                "64",
+                "--rps",
+                "2000",
+                "--duration",
+                "10s",
+                "-q",
+                "--at",
+                "5s CLIENT PAUSE 500 WRITE",
+            ],
+        );
+        ok(&out);
+        accounted(&t);
+        let e = &t["events"][0];
+        assert_eq!(e["replies"][0]["reply"], "OK", "{e}");
+        let sent = f(&e["sent_s"]);
+        assert!((5.0..5.1).contains(&sent), "{e}");
+        let d = &e["disruption"];
+        assert_eq!(d["latency"], "corrected");
+        let (window, max) = (f(&d["window_ms"]), f(&d["max_ms"]));
+        eprintln!(
+            "attempt {attempt}: window {window:.1} ms, max corrected latency {max:.1} ms, baseline p99 {:.3} ms, sent at {sent:.4} s",
+            f(&d["baseline_p99_ms"])
+        );
+        seen.push((window, max));
+        if (440.0..=560.0).contains(&window) && max >= 500.0 {
+            // The windows around it are in the document: empty during the pause.
+            let empty = d["windows"].as_array().unwrap().iter().filter(|w| w["requests"] == 0).count();
+            assert!((3..=5).contains(&empty), "{d}");
+            return;
+        }
+    }
+    panic!("no attempt measured the 500 ms pause within 60 ms with a max of 500 ms or more: {seen:?}");
+}
+
+/// `BGSAVE` of about 1 GB (`DEBUG POPULATE`, 1,000,000 values of 1,000 bytes) during a GET run:
+/// the fork stops the server for `latest_fork_usec`, and the latency peak in the event's window
+/// is that stop, to within one 100 ms window.
+fn a_fork_costs_what_the_server_says_it_took(tool: Tool) {
+    let server = RedisServer::start_with(&[("enable-debug-command", "yes"), ("save", "")]);
+    server.cli(&["DEBUG", "POPULATE", "1000000", "key", "1000"]);
+    let used: u64 = server.info_field("memory", "used_memory").unwrap().parse().unwrap();
+    assert!(used > 1_000_000_000, "{used}");
+    let (out, t) = run_json(
+        &tool,
+        server.port(),
+        &[
+            "-t",
+            "get",
+            "-c",
+            "20",
+            "-r",
+            "1000000",
+            "--rps",
+            "2000",
+            "--duration",
+            "6s",
+            "-q",
+            "--at",
+            "3s BGSAVE",
+        ],
+    );
+    ok(&out);
+    accounted(&t);
+    let e = &t["events"][0];
+    assert_eq!(e["replies"][0]["reply"], "Background saving started", "{e}");
+    let fork_ms: f64 =
+        server.info_field("stats", "latest_fork_usec").unwrap().parse::<f64>().unwrap() / 1000.0;
+    let d = &e["disruption"];
+    let peak = f(&d["max_ms"]);
+    eprintln!(
+        "BGSAVE of {used} bytes: latest_fork_usec {fork_ms:.1} ms, latency peak in the window {peak:.1} ms, window {:?} ms",
+        d["window_ms"]
+    );
+    assert!((peak - fork_ms).abs() <= 100.0, "peak {peak} ms against a fork of {fork_ms} ms: {d}");
+    // Let the child finish before the server goes.
+    respbench_tests::wait_until("the BGSAVE's end", T, || {
+        server.info_field("persistence", "rdb_bgsave_in_progress").as_deref() == Some("0")
+    });
+}
+
+/// `--at '4s exec kill -STOP PID'` and `--at '5s exec kill -CONT PID'` of the server: the first
+/// event's window is the stop, about 1 s (from the STOP to the backlog's last reply after the
+/// CONT, within 150 ms); each program's exit is reported. A window of 100 replies has its p99
+/// in its second-slowest reply, so a stall of this busy machine right after the CONT keeps the
+/// window open one more (seen: 1,180 ms once in four runs): up to three runs, one must be in.
+fn a_stopped_server_is_a_window_of_its_stop(tool: Tool) {
+    let server = RedisServer::start();
+    let stop = format!("4s exec kill -STOP {}", server.pid());
+    let cont = format!("5s exec kill -CONT {}", server.pid());
+    let mut seen = Vec::new();
+    let mut found = None;
+    for _ in 0..3 {
+        let (out, t) = run_json(
+            &tool,
+            server.port(),
+            &[
+                "-t",
+                "get",
+                "-c",
+                "10",
+                "-P",
+                "64",
+                "--rps",
+                "1000",
+                "--duration",
+                "8s",
+                "-q",
+                "--at",
+                &stop,
+                "--at",
+                &cont,
+            ],
+        );
+        ok(&out);
+        accounted(&t);
+        let events = t["events"].as_array().unwrap();
+        assert_eq!(events.len(), 2);
+        for e in events {
+            assert_eq!(e["kind"], "exec");
+            assert_eq!(e["exit"]["status"], 0, "{e}");
+            assert_eq!(e["exit"]["stderr"], "", "{e}");
+        }
+        let (sent0, sent1) = (f(&events[0]["sent_s"]), f(&events[1]["sent_s"]));
+        let window = f(&events[0]["disruption"]["window_ms"]);
+        eprintln!("kill -STOP at {sent0:.4} s, -CONT at {sent1:.4} s: window {window:.1} ms");
+        let stopped = (sent1 - sent0) * 1000.0;
+        seen.push((window, stopped));
+        if window >= stopped && window <= stopped + 150.0 {
+            found = Some((t.clone(), window));
+            break;
+        }
+    }
+    let Some((t, window)) = found else { panic!("no run's window was the stop (window, stopped): {seen:?}") };
+    // plot marks both events on the series and draws each one's 100 ms windows.
+    let json = json_path("ev", "plot");
+    let doc = serde_json::json!({"schema": "respbench/2", "tool": {"name": "respbench", "version": "0"}, "config": {}, "server": {}, "tests": [t]});
+    std::fs::write(&json, doc.to_string()).unwrap();
+    let svg = json.with_extension("svg");
+    let out = respbench_tests::respbench()
+        .run(&["plot".as_ref(), json.as_os_str(), "-o".as_ref(), svg.as_os_str()], T);
+    ok(&out);
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    let _ = (std::fs::remove_file(&json), std::fs::remove_file(&svg));
+    // Two events on each of the two series charts, and one on each event's own chart.
+    assert_eq!(drawn.matches(r#"class="band""#).count(), 6, "{drawn}");
+    assert!(drawn.contains(&format!("({window:.0} ms)")), "{drawn}");
+    assert!(drawn.contains("p99 latency by 100 ms window around --at &#39;4s exec kill -STOP"), "{drawn}");
+}
+
+/// `CLUSTER FAILOVER` sent to one replica of a 3-primary cluster (`--at-node HOST:PORT`) in a SET
+/// open loop: the old primary's `MOVED`s are the window, the replica is where the slots moved,
+/// the primaries left alone served exactly what respbench counted at them, the redirects are
+/// the old primary's rejected calls, and every arrival is accounted for.
+fn a_failover_on_a_cluster_is_followed_and_counted(tool: Tool) {
+    // `-r 100`: about 33 keys on the old primary's slots, each client learning their new owner
+    // at its first request there after the failover.
+    let cluster = Cluster::start(3, 1);
+    let primaries = cluster.primary_ports();
+    let replica = cluster.replica_ports()[0];
+    // The primary the replica serves.
+    let master = primary_of(&cluster, replica);
+    let old = *primaries.iter().find(|&&p| cluster.node_id(p) == master).unwrap();
+    let node = format!("127.0.0.1:{replica}");
+    let (out, t) = run_json(
+        &tool,
+        primaries[0],
+        &[
+            "--cluster",
+            "-t",
+            "set",
+            "-c",
+            "10",
+            "-r",
+            "100",
+            "--rps",
+            "2000",
+            "--duration",
+            "8s",
+            "-q",
+            "--at",
+            "3s CLUSTER FAILOVER",
+            "--at-node",
+            &node,
+        ],
+    );
+    ok(&out);
+    accounted(&t);
+    let e = &t["events"][0];
+    assert_eq!(e["replies"][0]["node"], node.as_str(), "{e}");
+    assert_eq!(e["replies"][0]["reply"], "OK", "{e}");
+    let d = &e["disruption"];
+    let moved = d["redirects"]["moved"].as_u64().unwrap();
+    let window = f(&d["window_ms"]);
+    eprintln!(
+        "failover: window {window:.1} ms, {moved} MOVED, max corrected latency {:.1} ms, p99 {:.1} ms, moved to {}",
+        f(&d["max_ms"]),
+        f(&d["p99_ms"]),
+        d["moved_to"]
+    );
+    assert!(moved > 0, "{d}");
+    assert_eq!(d["moved_to"][0], node.as_str(), "{d}");
+    assert!(window > 0.0 && window < 5000.0, "{d}");
+    let nodes = t["nodes"].as_array().unwrap();
+    let at = |port: u16| nodes.iter().find(|n| n["address"] == format!("127.0.0.1:{port}")).unwrap();
+    for &p in primaries.iter().filter(|&&p| p != old) {
+        let n = at(p);
+        assert_eq!(n["requests"].as_u64().unwrap(), cluster.node(p).command_calls("set"), "{n}");
+    }
+    // The redirects respbench met in all are the old primary's rejected SETs (MOVED after it
+    // lost its slots), and those of the window.
+    let redirects = t["redirects"]["moved"].as_u64().unwrap();
+    let rejected = rejected_sets(&cluster, old);
+    assert_eq!(redirects, rejected, "respbench's MOVEDs against the old primary's rejected_calls");
+    // A client learns each slot's owner from the MOVED it meets there, so a client that first
+    // touches a slot after the window's healthy one meets its MOVED later (seen: 312 of 320 in
+    // the window): outside the window, but counted in the test's.
+    eprintln!("MOVED in the window {moved} of {redirects}; old primary's rejected SETs {rejected}");
+    assert!(moved <= redirects, "{moved} > {redirects}");
+}
+
+fn primary_of(cluster: &Cluster, replica: u16) -> String {
+    let role = cluster.node(replica).cli(&["CLUSTER", "NODES"]);
+    let me = role.lines().find(|l| l.contains("myself")).unwrap();
+    me.split_whitespace().nth(3).unwrap().to_string()
+}
+
+fn rejected_sets(cluster: &Cluster, port: u16) -> u64 {
+    let info = cluster.node(port).cli(&["INFO", "commandstats"]);
+    let line = info.lines().find(|l| l.starts_with("cmdstat_set:")).unwrap_or("");
+    line.split(',').find_map(|kv| kv.strip_prefix("rejected_calls=")).map_or(0, |v| v.trim().parse().unwrap())
+}
+
+/// A 3 s closed loop with a `CONFIG SET` at 1.5 s, and a 6 s one with a program that fails at 2 s: the verbose
+/// report's section, `-q`'s line and CSV's row per event, and the failed program's one line on
+/// stderr with exit 1.
+fn every_output_has_the_events(tool: Tool) {
+    let server = RedisServer::start();
+    let common =
+        ["-t", "get", "-c", "4", "--duration", "3s", "--at", "1500ms CONFIG SET maxmemory-samples 7"];
+    let out = tool.run(&args(server.port(), &common), T);
+    ok_or_unrecovered(&out);
+    assert!(out.stdout.contains("  Event --at '1.5s CONFIG SET maxmemory-samples 7':"), "{}", out.dump());
+    assert!(out.stdout.contains("service latency"), "{}", out.dump());
+    assert_eq!(server.cli(&["CONFIG", "GET", "maxmemory-samples"]).lines().nth(1), Some("7"));
+    let mut quiet = common.to_vec();
+    quiet.push("-q");
+    let out = tool.run(&args(server.port(), &quiet), T);
+    ok_or_unrecovered(&out);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("event '1.5s CONFIG SET"))
+        .unwrap_or_else(|| panic!("{}", out.dump()));
+    assert!(line.starts_with("GET: event '1.5s CONFIG SET maxmemory-samples 7' OK ("), "{line}");
+    let mut csv = common.to_vec();
+    csv.push("--csv");
+    let out = tool.run(&args(server.port(), &csv), T);
+    ok_or_unrecovered(&out);
+    let rows = parse_csv(&out.stdout);
+    let events: Vec<_> = rows.iter().filter(|r| r[0] == "event").collect();
+    assert_eq!(events.len(), 1, "{}", out.dump());
+    assert_eq!(events[0][1], "GET");
+    assert_eq!(events[0][2], "1.5s CONFIG SET maxmemory-samples 7");
+    assert!(events[0][4].starts_with("OK ("), "{:?}", events[0]);
+    // 4 s after the event for a healthy window to come on this busy machine (with 1 s, a stall
+    // once kept it open to the end, which says so in a line of its own).
+    let failing = ["-t", "get", "-c", "4", "--duration", "6s", "-q", "--at", "2s exec ls /no/such/dir"];
+    let out = tool.run(&args(server.port(), &failing), T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    // (A stall of this machine may keep its window open to the end: a line of its own.)
+    let err: Vec<&str> =
+        out.stderr.lines().filter(|l| !l.ends_with(": not recovered by the end of the test")).collect();
+    assert_eq!(err.len(), 1, "{}", out.dump());
+    assert!(err[0].starts_with("GET: --at '2s exec ls /no/such/dir' failed: exit 2 ("), "{}", out.dump());
+    assert!(
+        err[0].ends_with("): ls: cannot access '/no/such/dir': No such file or directory"),
+        "{}",
+        out.dump()
+    );
+}
+
+/// One event on each backend: a `CONFIG SET` at 1.5 s of a 3 s open loop, sent, answered,
+/// measured.
+fn an_event_on_every_backend(tool: Tool) {
+    let server = RedisServer::start();
+    let (out, t) = run_json(
+        &tool,
+        server.port(),
+        &[
+            "-t",
+            "get",
+            "-c",
+            "4",
+            "--rps",
+            "1000",
+            "--threads",
+            "2",
+            "--duration",
+            "3s",
+            "-q",
+            "--at",
+            "1500ms CONFIG SET hz 20",
+        ],
+    );
+    ok_or_unrecovered(&out);
+    accounted(&t);
+    // -q in an open loop: the event's line before the rate table.
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("event '1.5s CONFIG SET hz 20'"))
+        .unwrap_or_else(|| panic!("{}", out.dump()));
+    assert!(line.starts_with("GET: event '1.5s CONFIG SET hz 20' OK ("), "{line}");
+    assert!(line.contains("(corrected)"), "{line}");
+    let e = &t["events"][0];
+    assert_eq!(e["replies"][0]["reply"], "OK", "{e}");
+    let d = &e["disruption"];
+    assert!(d["baseline_requests"].as_u64().unwrap() >= 1000, "{d}");
+    // A number, or null with the run's line saying it did not recover.
+    assert!(d["window_ms"].is_number() || out.stderr.contains("not recovered"), "{d}");
+    assert_eq!(server.cli(&["CONFIG", "GET", "hz"]).lines().nth(1), Some("20"));
+}
+
+/// Each bad event is a clear error, exit 1, before any connection: a malformed TIME, one after
+/// the end, one too early for a baseline, a test of `-n` only, a program that does not exist
+/// (no server listens on the port), and a node not of the run (checked once the startup
+/// connection found the nodes, before the test's connections).
+fn bad_events_are_refused_before_connecting(tool: Tool) {
+    let nobody = respbench_tests::free_port();
+    let refused = |extra: &[&str], says: &str| {
+        let out = tool.run(&args(nobody, extra), T);
+        assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+        assert!(out.stderr.contains(says), "{says}: {}", out.dump());
+        assert!(!out.stderr.contains("connect"), "{}", out.dump());
+        assert!(out.stdout.is_empty(), "{}", out.dump());
+    };
+    let ten = ["-t", "get", "--duration", "10s"];
+    fn with<'a>(ten: &[&'a str], at: &'a str) -> Vec<&'a str> {
+        [ten, &["--at", at]].concat()
+    }
+    let with = |at: &'static str| with(&ten, at);
+    refused(&with("5x PING"), "TIME is like 30s, 1m30s or 500ms");
+    refused(&with("1m30 PING"), "TIME is like 30s, 1m30s or 500ms");
+    refused(&with("5s"), "expected a command after TIME");
+    refused(&with("10s PING"), "--at '10s PING': 10s is not within --duration 10s");
+    refused(&with("500ms PING"), "an event must come 1 s into the test at least");
+    refused(
+        &["-t", "get", "-n", "1000", "--at", "2s PING"],
+        "give --duration (a -n test has no fixed window)",
+    );
+    refused(&with("2s exec no-such-program-here x"), "no program 'no-such-program-here'");
+    refused(
+        &[&with("2s PING")[..], &["--at-node", "leader"]].concat(),
+        "expected primary, replica, all or HOST:PORT",
+    );
+    let server = RedisServer::start();
+    let out =
+        tool.run(&args(server.port(), &[&with("2s PING")[..], &["--at-node", "127.0.0.1:1"]].concat()), T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(
+        out.stderr.contains(&format!(
+            "--at-node 127.0.0.1:1: not a node of this run (its nodes: 127.0.0.1:{})",
+            server.port()
+        )),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("get"), 0);
+    let out = tool.run(&args(server.port(), &[&with("2s PING")[..], &["--at-node", "replica"]].concat()), T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("--at-node replica: this run has no replica"), "{}", out.dump());
+}
