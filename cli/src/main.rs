@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use argh::FromArgs;
 
 use respbench_driver::Tls;
-use respbench_session::{Ended, Session};
+use respbench_session::{Ended, Pair};
 
 use opts::{Config, Opts};
 use respbench_report::present::Presenter;
@@ -28,17 +28,22 @@ fn main() -> ExitCode {
     let rest: Vec<&str> = args.iter().skip(1).map(|s| s.as_str()).collect();
     // `merge` is detected before argh: a subcommand does not fit the flat redis-benchmark
     // options, whose positional arguments are a command to benchmark.
-    if rest.first() == Some(&"merge") || rest.first() == Some(&"plot") {
+    if matches!(rest.first(), Some(&("merge" | "plot" | "compare"))) {
         if let Err(e) = args::all_text(&rest) {
             eprintln!("respbench {}: {e}", rest[0]);
             return ExitCode::from(1);
         }
-        return if rest[0] == "merge" {
-            subcommands::merge(name, &rest[1..])
-        } else {
-            subcommands::plot(name, &rest[1..])
+        return match rest[0] {
+            "merge" => subcommands::merge(name, &rest[1..]),
+            "compare" => subcommands::compare(name, &rest[1..]),
+            _ => subcommands::plot(name, &rest[1..]),
         };
     }
+    // `capture` takes the run's options (server, TLS, AUTH, --duration) and records instead.
+    let capturing = rest.first() == Some(&"capture");
+    let args: Vec<String> =
+        args.iter().enumerate().filter(|(i, _)| !(capturing && *i == 1)).map(|(_, a)| a.clone()).collect();
+    let rest: Vec<&str> = args.iter().skip(1).map(|s| s.as_str()).collect();
     json::keep_command_line(&rest);
     // `--opt=value` is `--opt value`: the command's arguments below are counted after it.
     let options = args::Options::of::<Opts>(&[name]);
@@ -72,8 +77,9 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     // Read: off `ps` from here on.
-    secret::scrub(&args, &options.values);
+    secret::scrub(&args, &options.values, usize::from(capturing));
     let askpass = opts.askpass;
+    let capture = (opts.output.clone(), opts.max_commands);
     if opts.version {
         let _ = writeln!(std::io::stdout(), "respbench {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
@@ -87,6 +93,7 @@ fn main() -> ExitCode {
         c.valkey_suite = std::path::Path::new(name)
             .file_name()
             .is_some_and(|f| f.to_string_lossy().starts_with("valkey-benchmark"));
+        c.capture = respbench_session::replay::capture_settings(capturing, capture.0.as_deref(), capture.1)?;
         if askpass {
             c.password = Some(respbench_session::secret::read_password(&mut std::io::stderr())?);
         }
@@ -122,6 +129,14 @@ fn written_at_end(cfg: &Config) -> String {
 /// The run the options ask for, the signal handlers installed first; `main` prints an error.
 fn run(cfg: &Config, tls: Option<Tls>) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let stop = signals::install(written_at_end(cfg))?;
+    if let Some(c) = &cfg.capture {
+        return respbench_report::capture::run(
+            cfg,
+            c,
+            respbench_session::server::Server::new(cfg, tls),
+            &stop,
+        );
+    }
     respbench_session::check_machine(cfg)?;
     let mut presenter = Presenter::new(cfg);
     presenter.watch_stop(&stop);
@@ -155,8 +170,9 @@ fn run(cfg: &Config, tls: Option<Tls>) -> Result<ExitCode, Box<dyn std::error::E
     }
     // Find out now, not after a long run, whether the outputs' directories take their files.
     respbench_report::present::check_outputs(cfg)?;
-    let session = Session::new(cfg, tls, &mut presenter, stop)?;
-    presenter.begin(&session)?;
+    presenter.serve_metrics(cfg)?;
+    let session = Pair::new(cfg, tls, &mut presenter, stop)?;
+    presenter.begin_pair(&session)?;
     let base = session.config().clone();
     let epoch_us = session.epoch_us();
     let done = session.run(&mut presenter);

@@ -255,6 +255,24 @@ pub struct Opts {
     /// (default 1s)
     #[argh(option)]
     pub slo: Option<String>,
+    /// replay a capture (redis-cli monitor's text or respbench capture's) at its recorded pace
+    #[argh(option)]
+    pub replay: Option<String>,
+    /// play --replay N times as fast (default 1)
+    #[argh(option)]
+    pub speed: Option<String>,
+    /// play the capture N times; with --key-prefix P, pass K's keys begin with PK:
+    #[argh(option)]
+    pub replay_loop: Option<u64>,
+    /// stop --replay at the first malformed line instead of counting it
+    #[argh(switch)]
+    pub strict: bool,
+    /// respbench capture: the file to write
+    #[argh(option, short = 'o')]
+    pub output: Option<String>,
+    /// respbench capture: stop after N commands
+    #[argh(option)]
+    pub max_commands: Option<u64>,
     /// with --slo: stop bisecting when the bracket is this narrow: a share of the answer (2%, the
     /// default) or requests per second (500)
     #[argh(option)]
@@ -324,6 +342,21 @@ pub struct Opts {
     /// seconds (1796119200.5); a worker that is late says so and records by how much
     #[argh(option)]
     pub start_at: Option<String>,
+    /// a second server, HOST:PORT: each test runs on both in turn, A then B, B then A, … over
+    /// --repeat; one --json document holds both, which respbench compare reads
+    #[argh(option)]
+    pub ab: Option<String>,
+    /// serve the run's live figures for Prometheus at HOST:PORT (:PORT for every interface):
+    /// GET /metrics, for the whole run (see README, Watching a long run)
+    #[argh(option)]
+    pub metrics: Option<String>,
+    /// memtier_benchmark's form of --metrics 127.0.0.1:PORT
+    #[argh(option)]
+    pub prometheus_port: Option<u16>,
+    /// after the run, how long --metrics waits for a scrape of the final figures (default 15s;
+    /// 0 closes at once)
+    #[argh(option)]
+    pub metrics_linger: Option<String>,
     /// the command to benchmark instead of the default suite, with its arguments
     #[argh(positional, greedy)]
     pub command: Vec<String>,
@@ -630,7 +663,21 @@ impl Opts {
             start_at,
             key_args,
             capacity: None,
+            replay: respbench_session::replay::settings(
+                self.replay.as_deref(),
+                self.speed.as_deref(),
+                self.replay_loop,
+                self.strict,
+            )?,
+            capture: None,
+            ab: None,
             events: syntax::events(&self.at, self.at_node.as_deref())?,
+            metrics: respbench_session::metrics::parse(
+                self.metrics.as_deref(),
+                self.prometheus_port,
+                self.metrics_linger.as_deref(),
+                self.idle,
+            )?,
         };
         respbench_session::event::check(&c.events, c.open.duration)?;
         if worker.is_some_and(|w| w.index > 0) {
@@ -654,6 +701,7 @@ impl Opts {
                 &c,
             )?);
         }
+        respbench_session::sides::apply(&mut c, self.ab.as_deref())?;
         let mut tls_by = self.tls.then_some("--tls");
         if let Some(uri) = &self.uri {
             let u = syntax::uri(uri)?;

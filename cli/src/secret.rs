@@ -111,11 +111,12 @@ fn secrets(args: &[String], values: &[String]) -> Vec<(usize, Range<usize>)> {
 }
 
 /// Overwrites each password given on the command line `args` (`-a`, `-u`'s) with `*` in the
-/// process's argument memory, and warns on a terminal's stderr that it was visible.
-pub fn scrub(args: &[String], values: &[String]) {
+/// process's argument memory, and warns on a terminal's stderr that it was visible. `shift`:
+/// how many arguments after the program's name `args` left out (`capture`).
+pub fn scrub(args: &[String], values: &[String], shift: usize) {
     let found = secrets(args, values);
     for (i, range) in &found {
-        argv::overwrite(*i, &args[*i], range.clone());
+        argv::overwrite(*i + shift, &args[*i], range.clone());
     }
     if !found.is_empty() && std::io::stderr().is_terminal() {
         eprintln!("{WARNING}");

@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use argh::FromArgs;
+use respbench_report::compare::CompareArgs;
 use respbench_report::merge::MergeArgs;
 
 /// respbench merge: combines the JSON documents of several runs test by test (tests with the
@@ -22,6 +23,61 @@ struct MergeOpts {
     /// the documents to merge, written by respbench --json
     #[argh(positional)]
     files: Vec<String>,
+}
+
+/// respbench compare: is B faster than A? Per test, B/A of rps, p50, p99, p99.9 with a 95%
+/// interval and a verdict; exit 1 when --fail-if-slower fails, 2 when it cannot compare.
+#[derive(FromArgs, Debug)]
+#[argh(help_triggers("--help"))]
+struct CompareOpts {
+    /// side A's documents (respbench --json), several after one --a
+    #[argh(option)]
+    a: Vec<String>,
+    /// side B's documents
+    #[argh(option)]
+    b: Vec<String>,
+    /// compare runs that differ in more than the target, and tests not limited by the server
+    #[argh(switch)]
+    force: bool,
+    /// write the comparison as a JSON document to this file, or to stdout with '-'
+    #[argh(option)]
+    json: Option<String>,
+    /// exit 1 when a figure is slower by more than this (5%) with 95% confidence
+    #[argh(option)]
+    fail_if_slower: Option<String>,
+    /// fail also when the interval reaches past --fail-if-slower
+    #[argh(switch)]
+    strict: bool,
+    /// the two documents (A then B), or one of a run with --ab
+    #[argh(positional)]
+    files: Vec<String>,
+}
+
+/// Runs `respbench compare` with the arguments after `compare`.
+pub fn compare(name: &str, args: &[&str]) -> ExitCode {
+    let expanded = respbench_report::compare::expand_sides(args);
+    let args: Vec<&str> = expanded.iter().map(String::as_str).collect();
+    match crate::opts::parse_args::<CompareOpts>(&[name, "compare"], &args, "respbench compare --help") {
+        Ok(CompareOpts { a, b, force, json, fail_if_slower, strict, files }) => {
+            ExitCode::from(respbench_report::compare::status(&CompareArgs {
+                a,
+                b,
+                files,
+                force,
+                json,
+                fail_if_slower,
+                strict,
+            }))
+        }
+        // `diff`'s convention: 1 is an answer (B slower), 2 trouble.
+        Err(code) => {
+            if code == ExitCode::SUCCESS {
+                code
+            } else {
+                ExitCode::from(2)
+            }
+        }
+    }
 }
 
 /// Runs `respbench merge` with the arguments after `merge`.
@@ -56,7 +112,7 @@ struct PlotOpts {
     output: Option<String>,
     /// the charts to draw, comma separated: percentiles, service, rate, series, sweep, repeat,
     /// backends, capacity (latency against achieved throughput: a --slo search, or --rps steps
-    /// when named) (default: every one the results allow)
+    /// when named), compare (respbench compare --json's) (default: every one the results allow)
     #[argh(option)]
     charts: Option<String>,
     /// the documents to draw, written by respbench --json

@@ -17,6 +17,7 @@ use std::time::Duration;
 use crate::cluster::{Redirect, Request, Router, SLOTS};
 use crate::conn::{earliest, Answered, Connection, Event, IoFailure, Pending, ASKING_REQ, DIRECT};
 use crate::plan::{OpenLoop, PipelineMode, Plan, Workload};
+use crate::replay::Player;
 use crate::rng::Rng;
 use crate::shared::Endpoint;
 use crate::stats::Stats;
@@ -50,6 +51,9 @@ pub(crate) struct Source {
     /// that the budget gave it and it has not yet been granted ([`Source::take`]).
     seq_drawn: u64,
     seq_left: u64,
+    /// A replay: the records of the original client this one plays, instead of the budget,
+    /// the schedule and the mix.
+    player: Option<Player>,
 }
 
 impl Source {
@@ -70,6 +74,7 @@ impl Source {
             seq_arrived: 0,
             seq_drawn: 0,
             seq_left: 0,
+            player: plan.workload.mix.as_ref().and_then(|m| m.feed.clone()).map(|f| Player::new(f, stream)),
         }
     }
 
@@ -100,6 +105,9 @@ impl Source {
     /// Whether every request has been handed out: the budget is exhausted, and so is the
     /// sequence this client started.
     fn spent(&self, plan: &Plan) -> bool {
+        if let Some(p) = &self.player {
+            return p.spent();
+        }
         plan.budget.is_exhausted() && self.seq_left == 0
     }
 
@@ -116,7 +124,11 @@ impl Source {
     /// The arrivals of the schedule still to come before `until`, each taken from `plan`'s
     /// budget: their intended times, in order.
     fn remaining<'a>(&'a mut self, plan: &'a Plan, until: Time) -> impl Iterator<Item = Time> + 'a {
+        let mut replayed = self.player.as_mut().map(|p| p.remaining(until).into_iter());
         std::iter::from_fn(move || {
+            if let Some(r) = replayed.as_mut() {
+                return r.next();
+            }
             let ol = plan.conn.open_loop?;
             if self.next_due >= until || self.take(plan, 1) == 0 {
                 return None;
@@ -127,7 +139,7 @@ impl Source {
 
     /// The intended time of the next arrival.
     fn due(&self) -> Time {
-        self.next_due
+        self.player.as_ref().map_or(self.next_due, Player::due)
     }
 
     /// Takes the arrival that is due: its intended time; the next one follows a gap later (in a
@@ -526,6 +538,9 @@ impl Client {
             if !self.may_draw() {
                 return;
             }
+            if self.source.player.is_some() {
+                return self.draw_replayed(now, lead);
+            }
             // Batch mode: what is due now, up to `window`, goes as one batch; the next waits
             // until all of it is answered (`may_draw` above).
             while self.outstanding < window && self.source.due() <= now && self.has_room() {
@@ -568,6 +583,9 @@ impl Client {
     fn draw_owed(&mut self, now: Time) {
         let plan = Arc::clone(&self.plan);
         let (Some(ol), Some(lead)) = (plan.conn.open_loop, self.lead()) else { return };
+        if self.source.player.is_some() {
+            return self.draw_replayed(now, lead);
+        }
         while self.owed() && self.source.due() <= now && self.has_room() {
             if self.source.take(&plan, 1) == 0 {
                 break;
@@ -617,6 +635,23 @@ impl Client {
         let to = self.router.node_for(cluster, slot, write, lead);
         self.router.queue(to, Request::new(bytes, intended, part, slot, write, now));
         self.wake_node(to);
+    }
+
+    /// A replay: sends the records that are due while the window and the output have room,
+    /// each timed from its recorded instant, routed by its key's slot over several nodes.
+    fn draw_replayed(&mut self, now: Time, lead: usize) {
+        while self.outstanding < self.window() && self.has_room() {
+            let Some(r) = self.source.player.as_mut().and_then(|p| p.take_due(now)) else { break };
+            self.outstanding += 1;
+            let Some(cluster) = &self.plan.cluster else {
+                self.conns[0]
+                    .push(Pending::new(r.due, r.part, now, DIRECT), |out| out.extend_from_slice(&r.bytes));
+                continue;
+            };
+            let to = self.router.node_for(cluster, r.slot, true, Some(lead));
+            self.router.queue(to, Request::new(r.bytes, r.due, r.part, r.slot, true, now));
+            self.wake_node(to);
+        }
     }
 
     /// Moves node `node`'s queued requests into its connection while it has room.

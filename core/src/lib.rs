@@ -23,6 +23,8 @@
 //! - [`suite`]: redis-benchmark's default tests, byte for byte.
 //! - [`cluster`]: Redis Cluster's key slots (CRC16 and the hash-tag rule), routes and the
 //!   per-client router.
+//! - [`replay`]: recorded traffic: MONITOR's lines and capture records read, and the feed a
+//!   replaying client takes its records from.
 //!
 //! # The drain rule
 //! A backend drives each node's socket of a [`Client`] like this, reading the clock right after
@@ -62,6 +64,7 @@ pub mod dist;
 pub mod handshake;
 pub mod keys;
 pub mod plan;
+pub mod replay;
 pub mod resp;
 pub mod rng;
 pub mod run;

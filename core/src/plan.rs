@@ -298,6 +298,9 @@ pub struct Workload {
 #[derive(Clone, Debug)]
 pub struct Mix {
     pub(crate) templates: Vec<Template>,
+    /// A replay ([`Mix::replay`]): the records each client sends; the templates only name the
+    /// commands its stats are kept for.
+    pub(crate) feed: Option<std::sync::Arc<dyn crate::replay::Feed>>,
     /// Running sums of the weights; the last is the total.
     cumulative: Vec<u64>,
     /// A sequence (valkey-benchmark 9's `cmd ; 3 cmd`): each client sends the commands in
@@ -323,7 +326,7 @@ impl Mix {
             templates.push(t);
             cumulative.push(total);
         }
-        Ok(Mix { templates, cumulative, sequence: false })
+        Ok(Mix { templates, cumulative, sequence: false, feed: None })
     }
 
     /// A sequence (a command repeated N times is there N times): as valkey-benchmark sends
@@ -334,6 +337,22 @@ impl Mix {
         let mut m = Mix::new(templates.into_iter().map(|t| (t, 1)).collect())?;
         m.sequence = true;
         Ok(m)
+    }
+
+    /// A replay: each client sends the records `feed` gives it (see [`crate::replay`]), counted
+    /// under the command of `names` its record says ([`crate::replay::Record::part`]).
+    pub fn replay(
+        names: Vec<Template>,
+        feed: std::sync::Arc<dyn crate::replay::Feed>,
+    ) -> Result<Mix, String> {
+        let mut m = Mix::new(names.into_iter().map(|t| (t, 1)).collect())?;
+        m.feed = Some(feed);
+        Ok(m)
+    }
+
+    /// Whether it is a replay's.
+    pub fn is_replay(&self) -> bool {
+        self.feed.is_some()
     }
 
     /// The length of a sequence; `None` for a mix drawn by weight.

@@ -47,7 +47,10 @@ mod tls;
 pub use clock::{Clock, VirtualClock};
 pub use delivered::Delivered;
 pub use discard::{discard_fd, discard_refused, refuse_discard, Kind as SocketKind, Source};
-pub use run::{loops, Progress, Published, TestRun};
+pub use run::{
+    fine_timer_slack, loops, watch_pauses, Figures, Pauses, Progress, Published, TestRun,
+    FIGURES_HISTOGRAMS_EVERY, PAUSE_INTERVAL,
+};
 pub use sock::{
     connect_tcp, connect_tcp_timeout, mptcp_check, mptcp_refusal, mptcp_refused, nodelay_unsupported,
     sockaddr, IPPROTO_MPTCP,
@@ -114,12 +117,24 @@ pub fn on_threads<F>(run: &TestRun, clock: impl Into<Clock>, each: F) -> Result<
 where
     F: Fn(usize, Time) -> Result<Outcome, RunError> + Sync,
 {
-    let start = clock.into().now();
+    let clock = clock.into();
+    let start = clock.now();
     run.progress.begin(run.loops());
     let each = &each;
+    let done = std::sync::atomic::AtomicBool::new(false);
     let results: Vec<Result<Outcome, RunError>> = std::thread::scope(|s| {
+        // The client machine's own pauses, on the real clock (a simulation scripts its own).
+        if let Clock::Real { .. } = clock {
+            let (clock, done) = (&clock, &done);
+            s.spawn(move || {
+                run::fine_timer_slack();
+                run::watch_pauses(&run.progress, clock, run::PAUSE_INTERVAL, done, std::thread::sleep)
+            });
+        }
         let handles: Vec<_> = (0..run.loops()).map(|t| s.spawn(move || each(t, start))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or(Err(RunError::Panicked))).collect()
+        let results = handles.into_iter().map(|h| h.join().unwrap_or(Err(RunError::Panicked))).collect();
+        done.store(true, Ordering::Relaxed);
+        results
     });
     let mut outcome = Outcome::merge_all(results)?;
     // The loops' seconds went to the collector as they ended (their own are empty).
@@ -140,6 +155,8 @@ pub struct Tally {
     failures: Vec<(ConnError, u64)>,
     drops: Vec<(ConnError, u64)>,
     published: Published,
+    /// How late the loop woke against its deadlines since it last published, microseconds.
+    woke_late: Vec<u64>,
 }
 
 impl Tally {
@@ -161,6 +178,7 @@ impl Tally {
             failures: Vec::new(),
             drops: Vec::new(),
             published: Published::default(),
+            woke_late: Vec::new(),
         })
     }
 
@@ -189,6 +207,25 @@ impl Tally {
     pub fn publish(&mut self) {
         let now = self.now();
         self.run.progress.publish(self.part, &mut self.stats, Some(now), &mut self.published);
+        self.publish_wakes();
+    }
+
+    /// Records that the loop woke `late` after the deadline it asked for (kept until it
+    /// publishes: at most one a wake-up, a few thousand between publications).
+    pub fn woke_late(&mut self, late: std::time::Duration) {
+        if self.woke_late.len() < 1 << 16 {
+            self.woke_late.push(late.as_micros().min(u64::MAX as u128) as u64);
+        }
+    }
+
+    fn publish_wakes(&mut self) {
+        if !self.woke_late.is_empty() {
+            let mut p = self.run.progress.pause_figures();
+            for &us in &self.woke_late {
+                p.wake.saturating_record(us);
+            }
+            self.woke_late.clear();
+        }
     }
 
     /// Publishes a last time, every second of the series included, and gives the loop's
@@ -196,6 +233,7 @@ impl Tally {
     pub fn finish(mut self) -> Outcome {
         self.stats.spread_end();
         self.run.progress.publish(self.part, &mut self.stats, None, &mut self.published);
+        self.publish_wakes();
         Outcome { stats: self.stats, failures: self.failures, drops: self.drops }
     }
 }

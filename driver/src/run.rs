@@ -4,10 +4,17 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use respbench_core::collector::Collector;
+use respbench_core::stats::ErrorCounts;
 use respbench_core::{Endpoint, Plan, Stats, Time};
+
+/// How often at most a loop copies its histograms into [`Progress::figures`] (its counts go at
+/// every publication): a scraper reading them every second or so needs no fresher ones, and the
+/// copy walks each histogram's buckets.
+pub const FIGURES_HISTOGRAMS_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Live figures the event loops publish while a test runs (for the progress line and `--live`).
 /// Every field is updated a few times a second, not per request. Stopping a test is the plan's
@@ -33,6 +40,172 @@ pub struct Progress {
     /// Each loop's latency histogram as it last published it, by loop (the progress line's
     /// percentiles so far: [`Progress::latency_percentile`]).
     latency: Mutex<Vec<Option<Histogram<u64>>>>,
+    /// Whether the loops keep [`Figures`] of what they recorded (`--metrics`): set before they
+    /// start; off, publishing costs nothing more.
+    pub keep_figures: AtomicBool,
+    /// Each loop's figures as it last published them, by loop ([`Progress::figures`]).
+    figures: Mutex<Vec<Option<Figures>>>,
+    /// The client machine's own pauses so far: the idle thread's and the loops' wake-ups.
+    pub pauses: Mutex<Pauses>,
+}
+
+/// What one event loop (or one command of a mix, or one node, within it) has recorded so far,
+/// as it last published it: cumulative counts and copies of its histograms, for a reader on
+/// another thread (`--metrics`).
+#[derive(Clone, Debug, Default)]
+pub struct Figures {
+    /// Replies received ([`Stats::requests`]).
+    pub requests: u64,
+    /// Error replies by prefix, and the requests lost with their connection (`connection`).
+    pub errors: ErrorCounts,
+    /// [`Stats::lost`].
+    pub lost: u64,
+    /// [`Stats::abandoned`].
+    pub abandoned: u64,
+    /// [`Stats::unsent`].
+    pub unsent: u64,
+    /// The corrected latency ([`Stats::latency`]), copied at most every
+    /// [`FIGURES_HISTOGRAMS_EVERY`] and at the loop's end.
+    pub latency: Option<Histogram<u64>>,
+    /// The service time ([`Stats::service`]), likewise.
+    pub service: Option<Histogram<u64>>,
+    /// The send lateness ([`Stats::lateness`]), likewise.
+    pub lateness: Option<Histogram<u64>>,
+    /// A mix's commands ([`Stats::parts`]).
+    pub parts: Vec<Figures>,
+    /// Several nodes' ([`Stats::nodes`]).
+    pub nodes: Vec<Figures>,
+    /// The nodes that appeared during the test ([`Stats::appeared`]): those of `nodes` past
+    /// the ones found at the start.
+    pub appeared: Vec<Endpoint>,
+}
+
+/// Copies `from` into `to`, in place once `to` holds a histogram of the same bounds.
+fn copy_histogram(to: &mut Option<Histogram<u64>>, from: Option<&Histogram<u64>>) {
+    match (to.as_mut(), from) {
+        (Some(h), Some(f)) => {
+            h.reset();
+            if h.add(f).is_err() {
+                *h = f.clone();
+            }
+        }
+        (None, Some(f)) => *to = Some(f.clone()),
+        (_, None) => *to = None,
+    }
+}
+
+impl Figures {
+    /// Takes `stats`' counts, and its histograms when `histograms`.
+    fn update(&mut self, stats: &Stats, histograms: bool) {
+        self.requests = stats.requests;
+        self.errors.clone_from(&stats.errors);
+        (self.lost, self.abandoned, self.unsent) = (stats.lost, stats.abandoned, stats.unsent);
+        self.appeared.clone_from(&stats.appeared);
+        if histograms {
+            copy_histogram(&mut self.latency, Some(&stats.latency));
+            copy_histogram(&mut self.service, stats.service.as_ref());
+            copy_histogram(&mut self.lateness, stats.lateness.as_ref());
+        }
+        for (list, of) in [(&mut self.parts, &stats.parts), (&mut self.nodes, &stats.nodes)] {
+            list.resize_with(of.len(), Figures::default);
+            for (f, s) in list.iter_mut().zip(of) {
+                f.update(s, histograms);
+            }
+        }
+    }
+}
+
+/// How long the idle thread sleeps between wake-ups ([`watch_pauses`]).
+pub const PAUSE_INTERVAL: Duration = Duration::from_millis(1);
+
+/// The client machine's own pauses during a test (jHiccup's method), as they are recorded: in
+/// [`Progress::pauses`], live, for whoever reads the figures while the test runs.
+#[derive(Debug, Clone)]
+pub struct Pauses {
+    /// The idle thread's interval.
+    pub interval: Duration,
+    /// How late the idle thread woke, in microseconds (0 for a wake-up on time).
+    pub idle: Histogram<u64>,
+    /// How late the event loops woke against the deadlines they asked for, in microseconds
+    /// (only wake-ups at or after their deadline: a loop woken early by a socket was not late).
+    pub wake: Histogram<u64>,
+    /// Per second of the test (from the idle thread's start), its longest pause, microseconds.
+    pub seconds: Vec<u64>,
+    /// How many times the idle thread woke (the histogram holds more: the wake-ups a pause
+    /// held back).
+    pub wakeups: u64,
+}
+
+impl Default for Pauses {
+    fn default() -> Pauses {
+        Pauses {
+            interval: PAUSE_INTERVAL,
+            idle: pause_histogram(),
+            wake: pause_histogram(),
+            seconds: Vec::new(),
+            wakeups: 0,
+        }
+    }
+}
+
+/// A histogram of pauses: 0 to an hour in microseconds, 2 significant figures.
+fn pause_histogram() -> Histogram<u64> {
+    // Valid bounds: cannot fail.
+    Histogram::new_with_bounds(1, respbench_core::shared::HIGHEST_MICROS, 2).expect("valid bounds")
+}
+
+/// The most seconds a test's pause series keeps (a day); later seconds add to the last.
+const PAUSE_SECONDS: usize = 86_400;
+
+impl Pauses {
+    /// Records the idle thread's wake-up at `woke` for one asked at `asked`, `second` seconds
+    /// into the test.
+    pub fn record_idle(&mut self, asked: Time, woke: Time, second: usize) {
+        let late =
+            (woke.saturating_since(asked).as_micros() as u64).min(respbench_core::shared::HIGHEST_MICROS);
+        // jHiccup's correction: a pause of 300 ms held back the wake-ups every interval
+        // meant to happen during it, so it counts as what they would have seen (299, 298 … ms),
+        // and the percentiles say how late anything due at a random instant was.
+        let interval = (self.interval.as_micros() as u64).max(1);
+        let _ = self.idle.record_correct(late, interval);
+        self.wakeups += 1;
+        let at = second.min(PAUSE_SECONDS - 1);
+        if self.seconds.len() <= at {
+            self.seconds.resize(at + 1, 0);
+        }
+        self.seconds[at] = self.seconds[at].max(late);
+    }
+}
+
+/// Asks the kernel to wake this thread's sleeps within 1 ns of their time (Linux's timer slack
+/// is 50 µs by default), so that the idle thread measures the machine's pauses, not the slack.
+pub fn fine_timer_slack() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes one integer and changes only this thread's slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+    }
+}
+
+/// The idle thread: sleeps `interval` at a time on `clock` with `sleep`, and records how late
+/// it woke in `progress`'s [`Pauses`] until `done`. The real one sleeps with
+/// `std::thread::sleep`; a simulation moves its clock by the interval and its scripted pause.
+pub fn watch_pauses(
+    progress: &Progress,
+    clock: &crate::Clock,
+    interval: Duration,
+    done: &AtomicBool,
+    mut sleep: impl FnMut(Duration),
+) {
+    let start = clock.now();
+    progress.pause_figures().interval = interval;
+    while !done.load(Ordering::Relaxed) {
+        let asked = clock.now() + interval;
+        sleep(interval);
+        let woke = clock.now();
+        let second = woke.saturating_since(start).as_secs() as usize;
+        progress.pause_figures().record_idle(asked, woke, second);
+    }
 }
 
 impl Progress {
@@ -74,13 +247,53 @@ impl Progress {
                 slot => *slot = Some(stats.latency.clone()),
             }
         }
+        if self.keep_figures.load(Ordering::Relaxed) {
+            self.publish_figures(part, stats, now, published);
+        }
         if stats.keep_series {
             self.collector().publish(part, stats, now);
         }
     }
+
+    /// Copies loop `part`'s figures for [`Progress::figures`]. The loop never waits for a
+    /// reader: while one holds the figures, a publication that is not the loop's last is
+    /// skipped (the next comes [`crate::PUBLISH_EVERY`] later); the last waits for the reader's
+    /// copy to be done.
+    fn publish_figures(&self, part: usize, stats: &Stats, now: Option<Time>, published: &mut Published) {
+        let mut all = match now {
+            None => self.figures.lock().unwrap_or_else(|e| e.into_inner()),
+            Some(_) => match self.figures.try_lock() {
+                Ok(all) => all,
+                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return,
+            },
+        };
+        if all.len() <= part {
+            all.resize(part + 1, None);
+        }
+        let histograms = match (now, published.figures_at) {
+            (Some(now), Some(at)) => now.saturating_since(at) >= FIGURES_HISTOGRAMS_EVERY,
+            _ => true,
+        };
+        if histograms {
+            published.figures_at = now;
+        }
+        all[part].get_or_insert_with(Figures::default).update(stats, histograms);
+    }
+
+    /// Each loop's figures as it last published them (`keep_figures`), by loop: a copy, for a
+    /// reader a few times a second at most.
+    pub fn figures(&self) -> Vec<Figures> {
+        self.figures.lock().unwrap_or_else(|e| e.into_inner()).iter().flatten().cloned().collect()
+    }
 }
 
 impl Progress {
+    /// The pauses so far (a poisoned lock only means a thread panicked mid-record).
+    pub fn pause_figures(&self) -> std::sync::MutexGuard<'_, Pauses> {
+        self.pauses.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The latency at `percentile` (0 to 100) of every request completed so far, all loops
     /// together, in microseconds; `None` before the first. Merges the loops' histograms: for a
     /// reader a few times a second, not per request.
@@ -106,6 +319,8 @@ pub struct Published {
     pub requests: u64,
     /// Their latency sum in microseconds.
     pub latency_sum_micros: u64,
+    /// When the loop last copied its histograms into [`Progress::figures`].
+    pub figures_at: Option<Time>,
 }
 
 /// One test as a backend runs it.
@@ -185,5 +400,40 @@ mod tests {
         p.publish(0, &mut a, None, &mut pa);
         assert_eq!(p.latency_percentile(99.0), Some(100));
         assert_eq!(p.completed.load(Ordering::Relaxed), 10_000);
+    }
+
+    #[test]
+    fn figures_are_kept_only_when_asked_and_a_reader_never_holds_a_loop_up() {
+        let p = Progress::default();
+        let mut a = stats(10, 100);
+        let mut pa = Published::default();
+        p.publish(0, &mut a, Some(Time::from_micros(1_000)), &mut pa);
+        assert!(p.figures().is_empty());
+        p.keep_figures.store(true, Ordering::Relaxed);
+        p.publish(0, &mut a, Some(Time::from_micros(2_000)), &mut pa);
+        let f = p.figures();
+        assert_eq!((f.len(), f[0].requests), (1, 10));
+        assert_eq!(f[0].latency.as_ref().map(|h| h.len()), Some(10));
+        // Counts go at every publication, histograms at most every 200 ms.
+        for _ in 0..5 {
+            a.record(100_000, 0, Time::from_micros(3_000));
+        }
+        p.publish(0, &mut a, Some(Time::from_micros(3_000)), &mut pa);
+        let f = p.figures();
+        assert_eq!((f[0].requests, f[0].latency.as_ref().map(|h| h.len())), (15, Some(10)));
+        p.publish(0, &mut a, Some(Time::from_micros(202_000)), &mut pa);
+        assert_eq!(p.figures()[0].latency.as_ref().map(|h| h.len()), Some(15));
+        // While a reader holds the figures, a loop's publication is skipped, not waited for.
+        a.record(100_000, 0, Time::from_micros(300_000));
+        {
+            let _reader = p.figures.lock().unwrap();
+            p.publish(0, &mut a, Some(Time::from_micros(300_000)), &mut pa);
+        }
+        assert_eq!(p.figures()[0].requests, 15);
+        assert_eq!(p.completed.load(Ordering::Relaxed), 16, "the other live figures go on");
+        // The loop's last publication waits, and takes everything.
+        p.publish(0, &mut a, None, &mut pa);
+        let f = p.figures();
+        assert_eq!((f[0].requests, f[0].latency.as_ref().map(|h| h.len())), (16, Some(16)));
     }
 }

@@ -43,6 +43,9 @@ pub struct Table<'a> {
     /// Each node's address (one without several nodes).
     targets: &'a [Target],
     last_publish: Time,
+    /// The deadline the loop last asked to be woken at ([`Table::next_timer`]), to time how
+    /// late it woke.
+    asked: std::cell::Cell<Option<Time>>,
     /// What the loop records.
     pub tally: Tally,
 }
@@ -64,6 +67,7 @@ impl<'a> Table<'a> {
             open: 0,
             targets,
             last_publish: tally.now(),
+            asked: std::cell::Cell::new(None),
             tally,
         }
     }
@@ -83,9 +87,12 @@ impl<'a> Table<'a> {
         (&mut self.links[i / self.nodes], i % self.nodes, &mut self.tally)
     }
 
-    /// The earliest time a slot wakes.
+    /// The earliest time a slot wakes: the deadline the backend waits for (how late it woke
+    /// against it is recorded after the wait).
     pub fn next_timer(&self) -> Option<Time> {
-        self.timers.next()
+        let t = self.timers.next();
+        self.asked.set(t);
+        t
     }
 
     /// Opens the sockets of every node that is known (a node that has not appeared waits).
@@ -121,6 +128,9 @@ impl<'a> Table<'a> {
     /// [`PUBLISH_EVERY`].
     pub fn after_wait(&mut self, io: &mut impl Sockets) {
         let now = self.tally.now();
+        if let Some(asked) = self.asked.take().filter(|&t| t <= now) {
+            self.tally.woke_late(now.saturating_since(asked));
+        }
         if self.watch.changed(self.tally.plan(), now) {
             // A stop asked for, or the budget spent: timeouts taken earlier are out of date.
             for i in 0..self.slots() {

@@ -157,10 +157,25 @@ pub fn write_table(f: &Found, out: &mut impl Write) -> io::Result<()> {
             ms(s99),
             r.verdict.as_ref().map_or("-", |v| v.side.name()),
             if s.passed { "pass" } else { "fail" },
-            if s.passed { String::new() } else { miss_text(&c.objectives, s) }
+            why(c, s)
         )?;
     }
     writeln!(out)
+}
+
+/// The table's `why`: the miss, and for a step run twice, why it was.
+fn why(c: &Capacity, s: &StepRecord) -> String {
+    let mut text = if s.passed { String::new() } else { miss_text(&c.objectives, s) };
+    if let Some(pause) = s.rerun_after_pause_us {
+        if !text.is_empty() {
+            text += "; ";
+        }
+        text += &format!(
+            "run twice: the first run failed while this client's own pauses ({}) exceeded the objective",
+            format_us(pause)
+        );
+    }
+    text
 }
 
 /// CSV's header for a search: one row per step.
@@ -229,6 +244,7 @@ fn search_json(f: &Found, epoch_us: u64) -> Result<doc::Search, String> {
             latency_us: doc::StepLatency { p50, p99, p99_9: p999 },
             service_p99_us: s99,
             bottleneck: r.verdict.as_ref().map(|v| v.side.name().to_string()),
+            rerun_after_pause_ms: s.rerun_after_pause_us.map(|us| finite(us / 1000.0)),
             test: json::test(r, epoch_us)?,
         });
     }
@@ -280,6 +296,7 @@ struct ReadStep {
     rate: u64,
     role: Role,
     test: TestResult,
+    rerun_after_pause_ms: Option<f64>,
 }
 
 /// A document's searches read back, enough to merge: the objectives' text, the test, the steps.
@@ -293,7 +310,12 @@ fn read_search(v: &doc::Search) -> Result<(String, String, Vec<ReadStep>), Strin
             "confirm" => Role::Confirm,
             _ => Role::Ladder,
         };
-        steps.push(ReadStep { rate: s.target_rps, role, test: json::read_test(&s.test)? });
+        steps.push(ReadStep {
+            rate: s.target_rps,
+            role,
+            test: json::read_test(&s.test)?,
+            rerun_after_pause_ms: s.rerun_after_pause_ms,
+        });
     }
     Ok((v.test.clone(), slo.join(","), steps))
 }
@@ -340,7 +362,14 @@ pub fn merge(docs: &[Document]) -> Result<Vec<Found>, String> {
         for s in steps {
             let measured = measure(&objectives, &s.test.stats, poisson, 1.0);
             let miss = judge(&objectives, s.rate, &measured);
-            records.push(StepRecord { rate: s.rate, role: s.role, passed: miss.is_none(), miss, measured });
+            records.push(StepRecord {
+                rate: s.rate,
+                role: s.role,
+                passed: miss.is_none(),
+                miss,
+                measured,
+                rerun_after_pause_us: s.rerun_after_pause_ms.map(|ms| ms * 1000.0),
+            });
             results.push(s.test);
         }
         let conclusion = if records.iter().all(|r| r.role == Role::Ladder) {
@@ -416,6 +445,7 @@ mod tests {
                 values_us: vec![p99],
             },
             passed: p99 <= 1000.0,
+            rerun_after_pause_us: None,
             miss: (p99 > 1000.0).then_some(respbench_session::capacity::Miss::Objective { index: 0 }),
         };
         let found = |steps: Vec<StepRecord>| Found {

@@ -51,6 +51,12 @@ pub struct Document {
     /// `respbench merge --force`: what differed between the runs added up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mixture: Option<Vec<String>>,
+    /// `--ab`: what the startup connection read from the second target (B; `server` is A's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_b: Option<Server>,
+    /// `respbench compare`: its findings (such a document has no tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
 }
 
 /// `tool`: the program and its version.
@@ -224,6 +230,9 @@ pub struct RunConfig {
     /// A sweep's lists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepLists>,
+    /// `--ab HOST:PORT`: the second target (B), run in turn with the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<String>,
     /// Fields this respbench does not know, kept as they were.
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -413,9 +422,175 @@ pub struct Test {
     /// Who limited the test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bottleneck: Option<Bottleneck>,
+    /// `--replay`: what was played and how faithfully.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Replay>,
+    /// `--ab`: the target that ran it, `a` or `b`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side: Option<String>,
+    /// The server's own execution time for the test's calls, per node and merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_time: Option<ServerTime>,
+    /// The client machine's own pauses during the test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_pauses: Option<ClientPauses>,
+    /// Where the latency went: send lateness, service, the server's execution, the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_split: Option<TimeSplit>,
     /// `--at`: each event, what came of it and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<EventEntry>>,
+}
+
+/// A replay's figures: the capture, what was sent and how close to its recorded instant, and
+/// what was not replayed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Replay {
+    /// The capture file.
+    pub file: String,
+    /// `monitor` or `capture`.
+    pub format: String,
+    /// `--speed`.
+    pub speed: f64,
+    /// `--replay-loop`.
+    pub passes: u64,
+    /// The connections: one per original client (this worker's share).
+    pub clients: u64,
+    /// The capture's span, first command to last, in seconds.
+    pub recorded_s: f64,
+    /// Commands sent.
+    pub sent: u64,
+    /// Of those, sent within 1 ms of their recorded instant.
+    pub sent_on_time: u64,
+    /// `sent_on_time / sent`.
+    pub on_time_share: f64,
+    /// SELECTs added before commands recorded in another db than their connection's.
+    pub selects_added: u64,
+    /// The commands not replayed, by name.
+    pub skipped: Vec<SkippedCommand>,
+    /// Malformed lines (or records).
+    pub malformed: u64,
+    /// The first malformed lines.
+    pub malformed_lines: Vec<MalformedLine>,
+}
+
+/// Commands of one name that were not replayed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SkippedCommand {
+    /// The command.
+    pub command: String,
+    /// Why.
+    pub reason: String,
+    /// How many.
+    pub count: u64,
+}
+
+/// A line of the capture that could not be read.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MalformedLine {
+    /// Its number, from 1.
+    pub line: u64,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// `server_time`: the server's execution time for the test's calls.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerTime {
+    /// What the figures measure: command execution inside the server, not its reading,
+    /// parsing or writing.
+    pub measures: String,
+    /// Each node the test used.
+    pub nodes: Vec<NodeTime>,
+    /// Over several nodes: every node's calls together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<Vec<CommandTime>>,
+}
+
+/// One node of `server_time`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NodeTime {
+    /// `HOST:PORT`.
+    pub address: String,
+    /// `latency_histogram`, `latencystats` or `usec_per_call`; null when not known.
+    pub source: Option<String>,
+    /// Why the figures are not known (refused, renamed, a reset); null when known.
+    pub not_known: Option<String>,
+    /// The server's count of the test's calls.
+    pub calls: u64,
+    /// The test's replies from this node.
+    pub expected_calls: Option<u64>,
+    /// Where the two counts differ: the sentence that says so.
+    pub mismatch: Option<String>,
+    /// The test's commands at the node.
+    pub commands: Vec<CommandTime>,
+}
+
+/// One command's execution time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CommandTime {
+    /// The server's name of the command (`get`).
+    pub command: String,
+    /// Calls during the test.
+    pub calls: u64,
+    /// The mean of the test's calls, microseconds (commandstats).
+    pub usec_per_call: Option<f64>,
+    /// The bucket holding the median: its bounds in microseconds (the histogram only).
+    pub p50_us: Option<[u64; 2]>,
+    /// The bucket holding the 99th percentile.
+    pub p99_us: Option<[u64; 2]>,
+    /// The bucket holding the 99.9th percentile.
+    pub p99_9_us: Option<[u64; 2]>,
+    /// `INFO latencystats` (no histogram): p50, p99, p99.9 in microseconds since the server's
+    /// statistics were reset, not this test's alone.
+    pub since_reset_us: Option<[f64; 3]>,
+    /// The test's calls by bucket: `[upper bound µs, calls]`, the bucket below's bound its
+    /// lower.
+    pub buckets: Vec<[u64; 2]>,
+}
+
+/// `client_pauses`: the client machine's own pauses during the test.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClientPauses {
+    /// The idle thread's sleep, microseconds.
+    pub interval_us: u64,
+    /// How late the idle thread woke (corrected for the wake-ups a pause held back), ms.
+    pub idle_ms: Latency,
+    /// Its distribution.
+    pub idle_histogram: HistogramData,
+    /// How late the event loops woke against their deadlines, ms; null when not known.
+    pub wake_ms: Option<Latency>,
+    /// Its distribution.
+    pub wake_histogram: Option<HistogramData>,
+    /// Per second of the test, the idle thread's longest pause, ms.
+    pub series_max_ms: Vec<f64>,
+}
+
+/// `time_split`: each part of the latency at p50, p99 and p99.9, in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TimeSplit {
+    /// The percentiles of the columns: 50, 99, 99.9.
+    pub percentiles: Vec<f64>,
+    /// From the intended send (open loop; else the send) to the reply.
+    pub corrected_ms: Vec<f64>,
+    /// Open loop: how late requests were sent; null in a closed loop.
+    pub send_lateness_ms: Option<Vec<f64>>,
+    /// From the send to the reply.
+    pub service_ms: Vec<f64>,
+    /// The server's execution: the bucket holding each percentile, `[lower, upper]`.
+    pub server_ms: Option<Vec<[f64; 2]>>,
+    /// The service time less the server's execution: wire, kernels, both processes' queues.
+    pub rest_ms: Option<Vec<[f64; 2]>>,
+    /// Where the server's figures came from.
+    pub server_source: Option<String>,
 }
 
 /// One event of a test (`--at`).
@@ -961,6 +1136,10 @@ pub struct SearchStep {
     /// Who limited it.
     #[serde(default)]
     pub bottleneck: Option<String>,
+    /// The step ran twice: its first run failed while the client's own pauses (this, ms, at
+    /// the missed objective's percentile) exceeded the objective.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_after_pause_ms: Option<f64>,
     /// Its test.
     pub test: Test,
 }
@@ -974,6 +1153,132 @@ pub struct StepLatency {
     pub p99: u64,
     /// 99.9th.
     pub p99_9: u64,
+}
+
+/// `comparison`: `respbench compare`'s answer for each test both sides ran.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Comparison {
+    /// The baseline.
+    pub a: ComparedSide,
+    /// What is compared with it.
+    pub b: ComparedSide,
+    /// How the intervals were made.
+    pub method: Method,
+    /// The smallest change that counts, as a share (0.05): an interval within ± this that
+    /// holds 0 is "no difference found".
+    pub margin: f64,
+    /// `--fail-if-slower`, as a share.
+    #[serde(default)]
+    pub fail_if_slower: Option<f64>,
+    /// `--strict`: an interval that reaches past `fail_if_slower` fails too.
+    pub strict: bool,
+    /// What `--force` let through (configurations that differ, tests not limited by the server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forced: Option<Vec<String>>,
+    /// Each test both sides ran.
+    pub tests: Vec<ComparedTest>,
+    /// `--fail-if-slower`: some figure failed it (the command exits 1).
+    pub failed: bool,
+}
+
+/// One side of a comparison.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ComparedSide {
+    /// Its documents.
+    pub files: Vec<String>,
+    /// `HOST:PORT` (or the socket) its runs went to.
+    #[serde(default)]
+    pub address: Option<String>,
+    /// Its server, as its first document names it.
+    pub server: Server,
+}
+
+/// `comparison.method`: the bootstrap.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Method {
+    /// `bootstrap`.
+    pub name: String,
+    /// What is resampled: `runs, then seconds within each run`.
+    pub unit: String,
+    /// The interval's confidence (0.95).
+    pub confidence: f64,
+    /// Resamples drawn.
+    pub resamples: u64,
+    /// The resampling generator's seed (fixed: the same documents give the same intervals).
+    pub seed: u64,
+}
+
+/// One test of a comparison.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ComparedTest {
+    /// The title (`GET`).
+    pub name: String,
+    /// The backend, when the documents compare several.
+    #[serde(default)]
+    pub backend: Option<String>,
+    /// `--rps`: the step's target.
+    #[serde(default)]
+    pub target_rps: Option<u64>,
+    /// A sweep's step (its `run` is 0: the runs are the repeats compared).
+    #[serde(default)]
+    pub step: Option<Step>,
+    /// A's runs of it.
+    pub runs_a: u64,
+    /// B's runs of it.
+    pub runs_b: u64,
+    /// A's full seconds, over its runs (0 without a per-second series).
+    pub seconds_a: u64,
+    /// B's full seconds.
+    pub seconds_b: u64,
+    /// Why it was not compared (a side not limited by the server, no request succeeded).
+    #[serde(default)]
+    pub left_out: Option<String>,
+    /// What `--force` let through for it.
+    #[serde(default)]
+    pub forced: Option<String>,
+    /// rps, p50, p99, p99.9 (empty when left out).
+    pub figures: Vec<ComparedFigure>,
+}
+
+/// One figure of a compared test: B against A with its interval and verdict.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ComparedFigure {
+    /// `rps`, `p50`, `p99`, `p99.9`.
+    pub figure: String,
+    /// `rps` or `ms`.
+    pub unit: String,
+    /// A's figure: the mean of its runs'.
+    pub a: f64,
+    /// B's.
+    pub b: f64,
+    /// B / A.
+    pub ratio: f64,
+    /// The interval's low end of B / A.
+    pub ratio_low: f64,
+    /// Its high end.
+    pub ratio_high: f64,
+    /// How much slower B is, as a share of A's figure (rps lower, latency higher; negative:
+    /// faster).
+    pub slower: f64,
+    /// The interval's low end of `slower`.
+    pub slower_low: f64,
+    /// Its high end.
+    pub slower_high: f64,
+    /// `slower`, `faster`, `no_difference` or `inconclusive`.
+    pub verdict: String,
+    /// The verdict's sentence.
+    pub text: String,
+    /// Inconclusive: about how many more repeats would settle it.
+    #[serde(default)]
+    pub more_repeats: Option<u64>,
+    /// `--fail-if-slower`: `fail`, `pass` or `undecided` (the interval reaches past it).
+    #[serde(default)]
+    pub gate: Option<String>,
 }
 
 impl Document {
@@ -1184,6 +1489,11 @@ mod tests {
             latency_lower_bounds: Some(1),
             arrivals: Some(Arrivals::default()),
             reconnects: Some(Reconnects::default()),
+            replay: Some(Replay {
+                skipped: vec![SkippedCommand::default()],
+                malformed_lines: vec![MalformedLine::default()],
+                ..Replay::default()
+            }),
             series: Some(vec![SecondEntry {
                 p50_ms: Some(1.0),
                 p90_ms: Some(1.0),
@@ -1209,6 +1519,35 @@ mod tests {
                 client_wait_share: Some(0.1),
                 ..Bottleneck::default()
             }),
+            side: Some("a".into()),
+            server_time: Some(ServerTime {
+                measures: "m".into(),
+                nodes: vec![NodeTime {
+                    source: Some("latency_histogram".into()),
+                    not_known: Some("n".into()),
+                    expected_calls: Some(1),
+                    mismatch: Some("m".into()),
+                    commands: vec![full_command()],
+                    ..NodeTime::default()
+                }],
+                merged: Some(vec![full_command()]),
+            }),
+            client_pauses: Some(ClientPauses {
+                wake_ms: Some(lat),
+                wake_histogram: Some(hist()),
+                idle_histogram: hist(),
+                series_max_ms: vec![1.0],
+                ..ClientPauses::default()
+            }),
+            time_split: Some(TimeSplit {
+                percentiles: vec![50.0],
+                corrected_ms: vec![1.0],
+                send_lateness_ms: Some(vec![1.0]),
+                service_ms: vec![1.0],
+                server_ms: Some(vec![[0.5, 1.0]]),
+                rest_ms: Some(vec![[0.0, 0.5]]),
+                server_source: Some("latency_histogram".into()),
+            }),
             events: Some(vec![EventEntry {
                 sent_s: Some(5.0),
                 replies: Some(vec![EventReply::default()]),
@@ -1226,11 +1565,24 @@ mod tests {
         }
     }
 
+    fn full_command() -> CommandTime {
+        CommandTime {
+            usec_per_call: Some(1.0),
+            p50_us: Some([1, 2]),
+            p99_us: Some([1, 2]),
+            p99_9_us: Some([1, 2]),
+            since_reset_us: Some([1.0, 2.0, 3.0]),
+            buckets: vec![[2, 1]],
+            ..CommandTime::default()
+        }
+    }
+
     /// A document with every field there is.
     fn full_document() -> Document {
         let step = SearchStep {
             miss: Some("m".into()),
             bottleneck: Some("server".into()),
+            rerun_after_pause_ms: Some(1.0),
             test: full_test(),
             ..SearchStep::default()
         };
@@ -1263,6 +1615,7 @@ mod tests {
                 }),
                 workers: Some(2),
                 sweep: Some(SweepLists::default()),
+                ab: Some("h:2".into()),
                 ..RunConfig::default()
             },
             server: Server {
@@ -1289,6 +1642,26 @@ mod tests {
             }]),
             merged_from: Some(vec!["a.json".into()]),
             mixture: Some(vec!["m".into()]),
+            server_b: Some(Server::default()),
+            comparison: Some(Comparison {
+                a: ComparedSide { address: Some("h:1".into()), ..ComparedSide::default() },
+                fail_if_slower: Some(0.05),
+                forced: Some(vec!["f".into()]),
+                tests: vec![ComparedTest {
+                    backend: Some("mio".into()),
+                    target_rps: Some(1),
+                    step: Some(Step::default()),
+                    left_out: Some("l".into()),
+                    forced: Some("f".into()),
+                    figures: vec![ComparedFigure {
+                        more_repeats: Some(3),
+                        gate: Some("pass".into()),
+                        ..ComparedFigure::default()
+                    }],
+                    ..ComparedTest::default()
+                }],
+                ..Comparison::default()
+            }),
         }
     }
 

@@ -120,6 +120,60 @@ pub fn write_atomically(target: &Path, bytes: &[u8]) -> io::Result<()> {
     written
 }
 
+/// A file written as it goes (a capture of unknown length) under a temporary name beside its
+/// target, renamed over it by [`Streamed::finish`]; dropped unfinished, it is removed.
+pub struct Streamed {
+    tmp: PathBuf,
+    target: PathBuf,
+    file: Option<io::BufWriter<File>>,
+}
+
+impl Streamed {
+    /// Starts writing `target`.
+    pub fn create(target: &Path) -> io::Result<Streamed> {
+        let (tmp, file) = create_temp_beside(target)?;
+        Ok(Streamed {
+            tmp,
+            target: target.to_path_buf(),
+            file: Some(io::BufWriter::with_capacity(1 << 16, file)),
+        })
+    }
+
+    /// Flushes the file and renames it over the target.
+    pub fn finish(mut self) -> io::Result<()> {
+        let Some(w) = self.file.take() else { return Ok(()) };
+        let done = w
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)
+            .and_then(|f| f.set_permissions(std::fs::Permissions::from_mode(0o666 & !umask())))
+            .and_then(|()| std::fs::rename(&self.tmp, &self.target));
+        if done.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        finished(&self.tmp);
+        done
+    }
+}
+
+impl Write for Streamed {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.as_mut().map_or(Ok(0), |f| f.write(buf))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.as_mut().map_or(Ok(()), |f| f.flush())
+    }
+}
+
+impl Drop for Streamed {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+            finished(&self.tmp);
+        }
+    }
+}
+
 /// Whether a file can be written at `target` (its directory takes a new file), found out by
 /// creating and removing a temporary file beside it, as the write will: before a long run, not
 /// after it. Nothing is left behind.
@@ -168,6 +222,23 @@ mod tests {
         assert!(a.file_name().unwrap().to_string_lossy().starts_with(".x.json."));
         let mode = std::fs::metadata(&a).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_streamed_file_appears_whole_or_not_at_all() {
+        let d = dir("streamed");
+        let target = d.join("cap.bin");
+        let mut s = Streamed::create(&target).unwrap();
+        s.write_all(b"part").unwrap();
+        assert!(!target.exists(), "not before it is finished");
+        drop(s);
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0, "an unfinished one leaves nothing");
+        let mut s = Streamed::create(&target).unwrap();
+        s.write_all(b"whole").unwrap();
+        s.finish().unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"whole");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -17,6 +17,7 @@ use respbench_session::config::{Config, Replicas};
 use respbench_session::cpu::ClientCpu;
 use respbench_session::result::{NodeInfo, StepValues, TestResult, Warning};
 use respbench_session::server::ServerInfo;
+use respbench_session::timing::{self, ClientPauses, ServerTime, Split};
 use respbench_session::verdict::ServerCpu;
 
 use crate::doc::{self, Document};
@@ -192,6 +193,7 @@ pub fn config(cfg: &Config) -> doc::RunConfig {
             repeat: s.repeat as u64,
         });
     }
+    c.ab = cfg.ab.as_ref().map(ToString::to_string);
     c
 }
 
@@ -282,6 +284,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
         latency_lower_bounds: count(stats.lower_bounds),
         warnings: (!e.warnings.is_empty()).then(|| e.warnings.iter().map(warning).collect()),
         step: e.step.as_ref().map(step),
+        side: e.side.map(|s| s.name().into()),
         events: crate::events::entries(e),
         ..doc::Test::default()
     };
@@ -322,6 +325,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
             downtime_s: stats.downtime_micros as f64 / 1e6,
         });
     }
+    t.replay = e.replay.as_ref().map(replay);
     if stats.keep_series {
         let series = stats
             .series
@@ -370,7 +374,75 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
             client_wait_share: v.client_wait.map(finite),
         });
     }
+    t.server_time = e.server_time.as_ref().map(server_time);
+    if let Some(p) = &e.pauses {
+        t.client_pauses = Some(client_pauses(p)?);
+    }
+    let overall = e.server_time.as_ref().and_then(ServerTime::overall);
+    t.time_split = Split::of(stats, overall).map(|s| time_split(&s));
     Ok(t)
+}
+
+/// The `server_time` object.
+fn server_time(st: &ServerTime) -> doc::ServerTime {
+    doc::ServerTime {
+        measures: timing::MEASURES.into(),
+        nodes: st
+            .nodes
+            .iter()
+            .map(|n| doc::NodeTime {
+                address: n.address.clone(),
+                source: n.source.as_ref().ok().map(|s| s.name().to_string()),
+                not_known: n.source.as_ref().err().cloned(),
+                calls: n.calls(),
+                expected_calls: n.expected_calls,
+                mismatch: n.mismatch(),
+                commands: n.commands.iter().map(command_time).collect(),
+            })
+            .collect(),
+        merged: (st.nodes.len() > 1).then(|| st.merged.iter().map(command_time).collect()),
+    }
+}
+
+fn command_time(c: &timing::CommandTime) -> doc::CommandTime {
+    let at = |p: f64| c.bucket_at(p).map(|(lo, hi)| [lo, hi]);
+    doc::CommandTime {
+        command: c.command.clone(),
+        calls: c.calls,
+        usec_per_call: c.usec_per_call.map(finite),
+        p50_us: at(50.0),
+        p99_us: at(99.0),
+        p99_9_us: at(99.9),
+        since_reset_us: c.since_reset.map(|p| p.map(finite)),
+        buckets: c.buckets.iter().map(|b| [b.upper_us, b.count]).collect(),
+    }
+}
+
+/// The `client_pauses` object.
+fn client_pauses(p: &ClientPauses) -> Result<doc::ClientPauses, String> {
+    Ok(doc::ClientPauses {
+        interval_us: p.interval_us,
+        idle_ms: latency_ms(&p.idle),
+        idle_histogram: histogram(&p.idle)?,
+        wake_ms: p.wake.as_ref().map(latency_ms),
+        wake_histogram: p.wake.as_ref().map(histogram).transpose()?,
+        series_max_ms: p.seconds.iter().map(|&us| ms(us)).collect(),
+    })
+}
+
+/// The `time_split` object.
+fn time_split(s: &Split) -> doc::TimeSplit {
+    let row = |v: [u64; 3]| v.iter().map(|&us| ms(us)).collect::<Vec<f64>>();
+    let bounds = |v: [(u64, u64); 3]| v.iter().map(|&(lo, hi)| [ms(lo), ms(hi)]).collect::<Vec<[f64; 2]>>();
+    doc::TimeSplit {
+        percentiles: timing::PERCENTILES.to_vec(),
+        corrected_ms: row(s.corrected),
+        send_lateness_ms: s.lateness.map(row),
+        service_ms: row(s.service),
+        server_ms: s.server.map(bounds),
+        rest_ms: s.rest.map(bounds),
+        server_source: s.source.map(|x| x.name().to_string()),
+    }
 }
 
 /// Error replies by first word: `{"ERR": 10, "WRONGTYPE": 2}`.
@@ -590,9 +662,71 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         stats,
         nodes,
         warnings: Vec::new(),
+        replay: t.replay.as_ref().map(read_replay),
+        side: t.side.as_deref().and_then(respbench_session::result::Side::of),
+        // Not read back: merged runs do not carry them ([`TestResult::merge`]).
+        server_time: None,
+        pauses: None,
         // A merged document's events are not carried: they were one run's, against its load.
         events: Vec::new(),
     })
+}
+
+/// A replay's figures in the document.
+fn replay(f: &respbench_session::replay::Figures) -> doc::Replay {
+    doc::Replay {
+        file: f.file.clone(),
+        format: f.format.clone(),
+        speed: f.speed,
+        passes: f.passes,
+        clients: f.clients,
+        recorded_s: f.recorded_s,
+        sent: f.sent,
+        sent_on_time: f.sent_on_time,
+        on_time_share: f.on_time_share(),
+        selects_added: f.selects_added,
+        skipped: f
+            .skipped
+            .iter()
+            .map(|s| doc::SkippedCommand {
+                command: s.command.clone(),
+                reason: s.reason.clone(),
+                count: s.count,
+            })
+            .collect(),
+        malformed: f.malformed,
+        malformed_lines: f
+            .malformed_lines
+            .iter()
+            .map(|(line, reason)| doc::MalformedLine { line: *line, reason: reason.clone() })
+            .collect(),
+    }
+}
+
+/// A replay's figures read back.
+fn read_replay(r: &doc::Replay) -> respbench_session::replay::Figures {
+    respbench_session::replay::Figures {
+        file: r.file.clone(),
+        format: r.format.clone(),
+        speed: r.speed,
+        passes: r.passes,
+        clients: r.clients,
+        recorded_s: r.recorded_s,
+        sent: r.sent,
+        sent_on_time: r.sent_on_time,
+        selects_added: r.selects_added,
+        skipped: r
+            .skipped
+            .iter()
+            .map(|s| respbench_session::replay::Skipped {
+                command: s.command.clone(),
+                reason: s.reason.clone(),
+                count: s.count,
+            })
+            .collect(),
+        malformed: r.malformed,
+        malformed_lines: r.malformed_lines.iter().map(|m| (m.line, m.reason.clone())).collect(),
+    }
 }
 
 /// A test read back must hold what its counts say: its latency histogram one value per reply

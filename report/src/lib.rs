@@ -8,6 +8,8 @@
 //! them here, as ripgrep's binary picks a printer from `grep-printer`.
 
 pub mod capacity;
+pub mod capture;
+pub mod compare;
 pub mod doc;
 pub mod events;
 pub mod files;
@@ -16,14 +18,16 @@ pub mod hgrm;
 pub mod hlog;
 pub mod json;
 pub mod merge;
+pub mod metrics;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod present;
 pub mod text;
 
-/// Reads `bytes` as a result document the way `respbench merge` and `respbench plot` do: the
+/// Reads `bytes` as a result document the way `respbench merge`, `plot` and `compare` do: the
 /// document, each of its tests back into a result, a merge of it with itself (forced, so that
-/// every sum is made), its capacity searches merged, and the charts drawn. The fuzz target
+/// every sum is made), its capacity searches merged, it compared with itself, and the charts
+/// drawn. The fuzz target
 /// (fuzz/fuzz_targets/document.rs) calls it; whatever the bytes, it returns (an error is an
 /// answer), never panics, and allocates in proportion to its input.
 pub fn read_untrusted(bytes: &[u8]) -> Result<(), String> {
@@ -35,7 +39,9 @@ pub fn read_untrusted(bytes: &[u8]) -> Result<(), String> {
     let doc = json::document_of(value)?;
     let merged = merge::merge(&[doc.clone(), doc.clone()], true).map_err(|e| e.1)?;
     merged.document()?.to_text()?;
-    capacity::merge(&[doc.clone(), doc])?;
+    capacity::merge(&[doc.clone(), doc.clone()])?;
+    // Compared with itself; no test in both sides is an answer too.
+    let _ = compare::compare_untrusted(&doc);
     drawn
 }
 

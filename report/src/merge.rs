@@ -151,7 +151,7 @@ pub fn run(opts: &MergeArgs) -> Result<(), String> {
 /// Reads a document: the whole text, or else the one that starts at a line holding only `{`
 /// among other lines (a pod's log from `kubectl logs`, which has stderr's lines around the
 /// JSON `--json -` wrote on stdout).
-fn read_document(path: &str, text: &str) -> Result<Document, String> {
+pub(crate) fn read_document(path: &str, text: &str) -> Result<Document, String> {
     let whole = match serde_json::from_str::<Value>(text) {
         Ok(value) => return json::document_of(value).map_err(|e| format!("{path}: {e}")),
         Err(e) => format!("{path} is not JSON: {e}"),
@@ -177,7 +177,7 @@ fn part_of(doc: &Document) -> Option<(u64, u64)> {
 }
 
 /// A document's `config` as JSON, for listing what differs field by field.
-fn config_value(doc: &Document) -> Value {
+pub(crate) fn config_value(doc: &Document) -> Value {
     serde_json::to_value(&doc.config).unwrap_or(Value::Null)
 }
 
@@ -251,7 +251,7 @@ fn check_parts(files: &[String], docs: &[Document]) -> Result<Option<u64>, Strin
 
 /// The `config` fields whose values differ between `a` and `b`, which file `b_name` holds:
 /// `key_dist "uniform" where b.json has "sequential"`.
-fn differences(a: &Value, b: &Value, b_name: &str) -> Vec<String> {
+pub(crate) fn differences(a: &Value, b: &Value, b_name: &str) -> Vec<String> {
     let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
         return if a == b { Vec::new() } else { vec![format!("config differs from {b_name}'s")] };
     };
@@ -296,7 +296,7 @@ const REPEAT_FREE: &[&str] = &["seed", "start_at_us"];
 /// What makes whole runs other than repeats of one configuration: each document's differences
 /// from the first in its options (as `-c 10 where a.json has -c 50`), its tests and its server.
 /// Empty when they are repeats.
-fn check_repeats(files: &[String], docs: &[Document]) -> Vec<String> {
+pub(crate) fn check_repeats(files: &[String], docs: &[Document]) -> Vec<String> {
     let cluster = |doc: &Document| doc.config.cluster;
     let comparable = |doc: &Document, drop_address: bool| {
         let mut c = config_value(doc);
@@ -398,8 +398,8 @@ fn option_of(key: &str) -> Option<&'static str> {
     })
 }
 
-/// What keeps merged tests apart: name, backend, target rate and a sweep's step (as JSON).
-type Key = (String, Option<String>, Option<u64>, Option<StepValues>);
+/// What keeps merged tests apart: name, backend, target rate, a sweep's step and `--ab`'s side.
+type Key = (String, Option<String>, Option<u64>, Option<StepValues>, Option<respbench_session::result::Side>);
 
 /// Several documents combined.
 pub struct Merged {
@@ -479,7 +479,8 @@ pub fn merge(docs: &[Document], mixed: bool) -> Result<Merged, (usize, String)> 
             // A run comparing backends has each test once per backend, a run with several rates
             // once per rate: those stay apart.
             // A sweep's steps stay apart, like backends and rates.
-            let key = (e.name.clone(), e.backend.clone(), e.target_rps, e.step.clone());
+            // And `--ab`'s two targets.
+            let key = (e.name.clone(), e.backend.clone(), e.target_rps, e.step.clone(), e.side);
             match m.keys.iter().position(|k| *k == key) {
                 Some(at) => {
                     let acc = &mut m.tests[at];

@@ -4,6 +4,7 @@
 
 mod capacity;
 mod charts;
+mod compare;
 mod data;
 mod html;
 mod svg;
@@ -61,6 +62,10 @@ fn draw(inputs: &[data::Input], kinds: Option<&[Kind]>) -> Result<Vec<svg::Chart
     for &kind in kinds.unwrap_or(&Kind::ALL) {
         // By default the capacity chart is a search's; `--rps` steps get it when asked for.
         if kind == Kind::Capacity && kinds.is_none() && inputs.iter().all(|i| i.capacity.is_empty()) {
+            continue;
+        }
+        // The client-against-server chart when asked for (`--charts server`).
+        if kind == Kind::Server && kinds.is_none() {
             continue;
         }
         let made = charts::build(kind, inputs);

@@ -62,6 +62,10 @@ pub struct Presenter {
     /// The run's Ctrl-C: a test that ended with it pulled and fewer requests than asked is
     /// marked partial in `-q`.
     stop: Option<StopHandle>,
+    /// `--ab`: the second target's server, for the JSON document.
+    server_b: Option<ServerInfo>,
+    /// `--metrics`: the live endpoint, once [`Presenter::serve_metrics`] bound it.
+    metrics: Option<crate::metrics::Exporter>,
 }
 
 /// The width of the terminal on stderr (`TIOCGWINSZ`), when it says.
@@ -130,7 +134,19 @@ impl Presenter {
                 out_of_steps: false,
             }),
             stop: None,
+            server_b: None,
+            metrics: None,
         }
+    }
+
+    /// `--metrics`: binds the endpoint and starts serving, before the session connects (a
+    /// port in use is an error then); nothing without the option.
+    pub fn serve_metrics(&mut self, cfg: &Config) -> Result<(), String> {
+        if let Some(m) = &cfg.metrics {
+            let worker = cfg.split.as_ref().map_or((0, 1), |s| (s.worker.index, s.worker.count));
+            self.metrics = Some(crate::metrics::Exporter::start(m, worker).map_err(|e| e.to_string())?);
+        }
+        Ok(())
     }
 
     /// Whether some test the run reported had no request succeed: every reply an error, or none
@@ -191,10 +207,18 @@ impl Presenter {
         } else if self.csv {
             let extra = if self.open_loop { report::CSV_OPEN_LOOP_COLUMNS } else { "" };
             let sweep = if cfg.sweep.is_sweep() { report::CSV_SWEEP_COLUMNS } else { "" };
-            writeln!(self.out, "{}{extra}{sweep}{}", report::CSV_HEADER, report::CSV_ACCOUNT_COLUMNS)
+            let replay = if cfg.replay.is_some() { report::CSV_REPLAY_COLUMNS } else { "" };
+            writeln!(self.out, "{}{extra}{sweep}{}{replay}", report::CSV_HEADER, report::CSV_ACCOUNT_COLUMNS)
                 .map_err(|e| e.to_string())?;
         }
         Ok(())
+    }
+
+    /// [`Presenter::begin`] for the run's first session, and with `--ab` keeps the second
+    /// target's server for the document.
+    pub fn begin_pair(&mut self, pair: &respbench_session::Pair) -> Result<(), String> {
+        self.server_b = pair.second().map(|b| b.server_info().clone());
+        self.begin(pair.first())
     }
 
     /// Closes the output and writes the JSON document. `interrupted`: the run did not complete.
@@ -235,6 +259,7 @@ impl Presenter {
                             json::document(json::config(cfg), json::server(&self.info), interrupted, tests);
                         doc.warnings = (!self.notices.is_empty()).then(|| json::notices(&self.notices));
                         doc.late_by_s = late_by_s;
+                        doc.server_b = self.server_b.as_ref().map(json::server);
                         if cfg.capacity.is_some() {
                             doc.capacity = Some(capacity::to_json(&self.searches, epoch_us)?);
                         }
@@ -244,6 +269,10 @@ impl Presenter {
             if let Err(e) = written {
                 self.failed.push(e);
             }
+        }
+        // The endpoint stays up until the final figures were scraped (or --metrics-linger).
+        if let Some(m) = self.metrics.take() {
+            m.finish();
         }
         if self.failed.is_empty() {
             Ok(())
@@ -399,7 +428,20 @@ impl Observer for Presenter {
         Ok(())
     }
 
+    fn keeps_figures(&self) -> bool {
+        self.metrics.is_some()
+    }
+
+    fn live_test(&mut self, test: &respbench_session::observer::LiveTest<'_>) {
+        if let Some(m) = &self.metrics {
+            m.live_test(test);
+        }
+    }
+
     fn results(&mut self, results: &[TestResult]) {
+        if let Some(m) = &self.metrics {
+            m.results(results);
+        }
         if let Some(kept) = &mut self.kept {
             kept.extend(results.iter().cloned());
         }
@@ -558,6 +600,8 @@ fn print_test(
         Output::Verbose => {
             report::write_verbose(&r, out)?;
             report::write_open_loop(entry, cfg.open.poisson, out)?;
+            report::write_replay(entry, false, out)?;
+            report::write_time(entry, out)?;
             report::write_errors(&r, false, out)?;
             for w in &entry.warnings {
                 writeln!(out, "  WARNING: {}", w.text)?;
@@ -570,6 +614,7 @@ fn print_test(
         }
         Output::Quiet => {
             report::write_quiet_marked(&r, partial, out)?;
+            report::write_replay(entry, true, out)?;
             report::write_errors(&r, true, out)?;
             crate::events::write_quiet(entry, out)?;
             if cfg.open.show_series {
@@ -578,12 +623,19 @@ fn print_test(
         }
         Output::Csv => {
             // Every row of an open-loop run has the extra columns, a mix's commands too.
+            let mut row = Vec::new();
             report::write_csv_row(
                 &r,
                 (!cfg.open.rates.is_empty()).then_some(entry),
                 entry.step.as_ref(),
-                out,
+                &mut row,
             )?;
+            if cfg.replay.is_some() {
+                row.pop();
+                row.extend_from_slice(report::csv_replay_columns(entry).as_bytes());
+                row.push(b'\n');
+            }
+            out.write_all(&row)?;
             crate::events::write_csv(entry, out)?;
             // stdout carries CSV only.
             report::write_errors(&r, true, &mut io::stderr())?;

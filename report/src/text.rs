@@ -12,6 +12,7 @@ use respbench_core::Stats;
 
 use respbench_session::cpu::ClientCpu;
 use respbench_session::result::{NodeInfo, Schedule, StepValues, TestResult};
+use respbench_session::timing::{self, Split};
 use respbench_session::verdict::{Side, Verdict};
 
 use crate::hdr::{bounded, linear_steps, percentile_steps, write_steps};
@@ -598,6 +599,105 @@ fn arrivals(poisson: bool) -> &'static str {
     }
 }
 
+/// The verbose report's "where the time went" lines: the server's own execution time for the
+/// test's calls (per node over several), the client machine's own pauses, and the split of the
+/// latency into its parts (a table). Nothing for what was not measured.
+pub fn write_time(e: &TestResult, out: &mut impl Write) -> io::Result<()> {
+    let bucket = |b: Option<(u64, u64)>| match b {
+        Some((lo, hi)) => format!("{:.3}-{:.3}", ms(lo), ms(hi)),
+        None => "-".into(),
+    };
+    let command_line = |c: &timing::CommandTime| {
+        let mut line = format!("{}: {} calls", c.command, c.calls);
+        if !c.buckets.is_empty() {
+            line += &format!(
+                ", p50 {}, p99 {}, p99.9 {} msec",
+                bucket(c.bucket_at(50.0)),
+                bucket(c.bucket_at(99.0)),
+                bucket(c.bucket_at(99.9))
+            );
+        }
+        if let Some([a, b, c]) = c.since_reset {
+            line +=
+                &format!(", since reset p50 {:.3}, p99 {:.3}, p99.9 {:.3} msec", a / 1e3, b / 1e3, c / 1e3);
+        }
+        if let Some(u) = c.usec_per_call {
+            line += &format!(", {:.2} usec per call", finite(u));
+        }
+        line
+    };
+    if let Some(st) = &e.server_time {
+        let several = st.nodes.len() > 1;
+        match st.overall() {
+            Some((cmds, source)) => {
+                writeln!(
+                    out,
+                    "  server's own execution time ({}; {}):",
+                    source.describe(),
+                    timing::MEASURES
+                )?;
+                for c in cmds {
+                    writeln!(out, "    {}{}", if several { "all nodes: " } else { "" }, command_line(c))?;
+                }
+                if cmds.is_empty() {
+                    writeln!(out, "    no call of the test's commands was counted")?;
+                }
+            }
+            None if !several => {
+                let why = st.nodes.first().and_then(|n| n.source.as_ref().err()).map_or("", String::as_str);
+                writeln!(out, "  server's own execution time: not known ({why})")?;
+            }
+            None => writeln!(out, "  server's own execution time: not known at any node")?,
+        }
+        for n in st.nodes.iter().filter(|_| several) {
+            match &n.source {
+                Ok(_) => {
+                    for c in &n.commands {
+                        writeln!(out, "    {}: {}", n.address, command_line(c))?;
+                    }
+                }
+                Err(why) => writeln!(out, "    {}: not known ({why})", n.address)?,
+            }
+        }
+        for n in &st.nodes {
+            if let Some(m) = n.mismatch() {
+                writeln!(out, "  WARNING: {m}")?;
+            }
+        }
+    }
+    if let Some(p) = &e.pauses {
+        writeln!(out, "  {}", p.describe())?;
+    }
+    let overall = e.server_time.as_ref().and_then(timing::ServerTime::overall);
+    if let Some(sp) = Split::of(&e.stats, overall) {
+        writeln!(
+            out,
+            "  where the time went (msec; each part's own percentile: the parts of a request add up, their \
+             percentiles need not):"
+        )?;
+        writeln!(out, "    {:<36}{:>14}{:>14}{:>14}", "", "p50", "p99", "p99.9")?;
+        let row = |name: &str, v: [u64; 3]| {
+            format!("    {name:<36}{:>14.3}{:>14.3}{:>14.3}", ms(v[0]), ms(v[1]), ms(v[2]))
+        };
+        let range = |name: &str, v: [(u64, u64); 3]| {
+            let r = v.map(|b| bucket(Some(b)));
+            format!("    {name:<36}{:>14}{:>14}{:>14}", r[0], r[1], r[2])
+        };
+        writeln!(out, "{}", row("corrected latency", sp.corrected))?;
+        if let Some(l) = sp.lateness {
+            writeln!(out, "{}", row("= send lateness", l))?;
+            writeln!(out, "{}", row("+ service time", sp.service))?;
+        } else {
+            writeln!(out, "{}", row("= service time (closed loop)", sp.service))?;
+        }
+        if let (Some(srv), Some(rest)) = (sp.server, sp.rest) {
+            writeln!(out, "{}", range("    = server execution", srv))?;
+            writeln!(out, "{}", range("    + the rest (wire, kernels, queues)", rest))?;
+        }
+    }
+    Ok(())
+}
+
 /// respbench's lines after an open-loop test's verbose report: target and achieved rates, and the
 /// service-time summary beside the corrected latencies above it.
 pub fn write_open_loop(e: &TestResult, poisson: bool, out: &mut impl Write) -> io::Result<()> {
@@ -625,6 +725,73 @@ pub fn write_open_loop(e: &TestResult, poisson: bool, out: &mut impl Write) -> i
             ms(p99),
             ms(late.max())
         )?;
+    }
+    Ok(())
+}
+
+/// The columns `--replay` adds to a CSV row: its fidelity, on the total's row (empty on its
+/// commands' rows).
+pub const CSV_REPLAY_COLUMNS: &str = ",\"sent_on_time_share\",\"lateness_p99_ms\"";
+
+/// [`CSV_REPLAY_COLUMNS`]' values for `e`.
+pub fn csv_replay_columns(e: &TestResult) -> String {
+    match (&e.replay, &e.stats.lateness) {
+        (Some(f), Some(late)) => {
+            format!(",\"{:.4}\",\"{:.3}\"", f.on_time_share(), ms(value_at_percentile(late, 99.0)))
+        }
+        _ => ",\"\",\"\"".to_string(),
+    }
+}
+
+/// A replay's lines after its test's report: what was played, how faithfully (the share sent
+/// within 1 ms of its recorded instant, the send lateness), the service time, what was not
+/// replayed and what could not be read. `quiet`: the fidelity line only.
+pub fn write_replay(e: &TestResult, quiet: bool, out: &mut impl Write) -> io::Result<()> {
+    let Some(f) = &e.replay else { return Ok(()) };
+    let late = e.stats.lateness.as_ref().filter(|h| !h.is_empty());
+    let lag = late.map_or(String::new(), |h| {
+        format!(
+            "; send lateness p50 {:.3}, p99 {:.3}, max {:.3} msec",
+            ms(value_at_percentile(h, 50.0)),
+            ms(value_at_percentile(h, 99.0)),
+            ms(h.max())
+        )
+    });
+    let fidelity = format!(
+        "{} of {} commands ({:.1}%) sent within {:.3} msec of their recorded instant{lag}",
+        f.sent_on_time,
+        f.sent,
+        f.on_time_share() * 100.0,
+        respbench_session::result::LATENESS_KEPT_MICROS as f64 / 1000.0
+    );
+    if quiet {
+        return writeln!(out, "{}: replay fidelity: {fidelity}", e.name);
+    }
+    let passes = if f.passes > 1 { format!(", {} passes", f.passes) } else { String::new() };
+    writeln!(
+        out,
+        "  replay: {} ({}), {:.3} s recorded, {} clients, at {}x speed{passes}",
+        f.file, f.format, f.recorded_s, f.clients, f.speed
+    )?;
+    writeln!(out, "  replay fidelity: {fidelity}")?;
+    if let Some(h) = &e.stats.service {
+        writeln!(out, "  latencies above count from each command's recorded instant; service time (msec, from the actual send):")?;
+        write_summary_table(&Summary::of(h), out)?;
+    }
+    if f.selects_added > 0 {
+        writeln!(
+            out,
+            "  {} SELECTs added before commands recorded in another db than their connection's",
+            f.selects_added
+        )?;
+    }
+    for s in &f.skipped {
+        writeln!(out, "  not replayed: {} {} ({})", s.count, s.command, s.reason)?;
+    }
+    if f.malformed > 0 {
+        let lines: Vec<String> =
+            f.malformed_lines.iter().map(|(n, why)| format!("line {n}: {why}")).collect();
+        writeln!(out, "  malformed: {} lines not replayed ({})", f.malformed, lines.join("; "))?;
     }
     Ok(())
 }

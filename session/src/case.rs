@@ -20,12 +20,16 @@ pub struct Case {
     pub spec: TestSpec,
     /// A mix: its commands, their titles and the text of the mix.
     pub mix: Option<(Mix, Vec<String>)>,
+    /// A replay (`--replay`): its mix is the capture's busiest commands, which its records name.
+    pub replay: Option<Arc<crate::replay::Replay>>,
 }
 
 impl Case {
     /// The templates its requests are made from: the test's, or each command of its mix.
     pub fn templates(&self) -> Vec<&Template> {
         match &self.mix {
+            // Its commands are the capture's, routed by their own keys.
+            Some(_) if self.replay.is_some() => Vec::new(),
             Some((m, _)) => m.templates().iter().collect(),
             None => vec![&self.spec.template],
         }
@@ -62,6 +66,7 @@ impl Case {
             cpu: Some(cpu),
             target_rps: rate,
             slack,
+            replay: self.replay.as_ref().map(|r| r.figures(&stats)),
             ..TestResult::new(self.spec.title.clone(), command_text(&self.spec.template.display()), stats)
         });
         out
@@ -79,7 +84,7 @@ pub fn preload_case(cfg: &Config, case: &Case) -> Option<Case> {
         Some((mix, _)) => mix.templates().iter().find_map(|t| respbench_core::suite::preload(t, &cfg.values)),
         None => respbench_core::suite::preload(&case.spec.template, &cfg.values),
     }?;
-    Some(Case { spec, mix: None })
+    Some(Case { spec, mix: None, replay: None })
 }
 
 /// Whether [`preload_case`] has something for `case`, without making its values.
@@ -93,6 +98,9 @@ pub fn preloadable(case: &Case) -> bool {
 /// The tests to run: a mix, the custom command, or the default suite restricted by `-t`.
 /// `warn` hears what is ignored.
 pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
+    if let Some(s) = &cfg.replay {
+        return Ok(vec![replay_case(cfg, s)?]);
+    }
     let dataset = dataset(cfg)?;
     if cfg.open.has_mix() {
         if dataset.is_some() {
@@ -106,7 +114,10 @@ pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Erro
         }
         return Ok(vec![sequence_case(cfg, dataset.as_ref())?]);
     }
-    Ok(tests(cfg, dataset.as_ref(), warn)?.into_iter().map(|spec| Case { spec, mix: None }).collect())
+    Ok(tests(cfg, dataset.as_ref(), warn)?
+        .into_iter()
+        .map(|spec| Case { spec, mix: None, replay: None })
+        .collect())
 }
 
 /// `--dataset FILE`'s rows (at most `--maxdocs`), read before anything connects; `None`
@@ -205,7 +216,34 @@ fn sequence_case(cfg: &Config, dataset: Option<&Arc<Dataset>>) -> Result<Case, E
     Ok(Case {
         spec: TestSpec { title, template: first, payload_bytes, connection_per_request: false },
         mix: Some((mix, Vec::new())),
+        replay: None,
     })
+}
+
+/// `--replay FILE`: the capture scanned (an error before connecting when it is not one), and
+/// one case whose clients play its original clients.
+fn replay_case(cfg: &Config, s: &crate::replay::Settings) -> Result<Case, Error> {
+    if !cfg.open.rates.is_empty() || cfg.capacity.is_some() || cfg.open.has_mix() || !cfg.command.is_empty() {
+        return Err(Error::Tests(
+            "--replay plays the capture's own commands on its own schedule: not with --rps, --slo, --mix or a command"
+                .into(),
+        ));
+    }
+    let scan = crate::replay::scan(s)?;
+    let worker = cfg.split.as_ref().map_or((0, 1), |w| (w.worker.index, w.worker.count));
+    let replay =
+        Arc::new(crate::replay::Replay::new(s.clone(), scan, cfg.key_prefix.clone(), worker, cfg.db));
+    let titles = replay.titles();
+    let names = titles.iter().map(|t| Template::command(&[t.as_bytes()])).collect();
+    let mix = Mix::replay(names, replay.feed()).map_err(Error::Tests)?;
+    let title = format!("REPLAY {}", s.file.display());
+    let spec = TestSpec {
+        template: Template::command(&[b"REPLAY"]),
+        title,
+        payload_bytes: 0,
+        connection_per_request: false,
+    };
+    Ok(Case { spec, mix: Some((mix, titles)), replay: Some(replay) })
 }
 
 /// `--mix set:1,get:10 --mix-command '2 HSET h f v'`: one case whose requests are drawn by weight.
@@ -244,7 +282,7 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
         payload_bytes,
         connection_per_request: false,
     };
-    Ok(Case { spec, mix: Some((mix, titles)) })
+    Ok(Case { spec, mix: Some((mix, titles)), replay: None })
 }
 
 /// The tests to run: the custom command, or the default suite restricted by `-t`.

@@ -188,8 +188,16 @@ pub struct Config {
     pub key_args: Option<Vec<usize>>,
     /// `--slo`: a capacity search instead of the `--rps` steps.
     pub capacity: Option<crate::slo::Settings>,
+    /// `--replay FILE`: the test replays a capture instead.
+    pub replay: Option<crate::replayed::Settings>,
+    /// `respbench capture`: record the server's traffic instead of running tests.
+    pub capture: Option<crate::replayed::CaptureSettings>,
+    /// `--ab HOST:PORT`: a second target, run in turn with the first (see [`crate::sides`]).
+    pub ab: Option<Endpoint>,
     /// `--at`, `--at-node`: events during each test.
     pub events: crate::event::Events,
+    /// `--metrics` (or `--prometheus-port`): the live metrics endpoint.
+    pub metrics: Option<Metrics>,
 }
 
 /// The values of the options that take lists: each combination is one step, run in order,
@@ -433,6 +441,18 @@ pub struct StartAt {
     pub unix_us: u64,
     /// As given.
     pub text: String,
+}
+
+/// Where the metrics endpoint listens, and how long it lingers after the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Metrics {
+    /// The address to bind (`--metrics`, or 127.0.0.1 and `--prometheus-port`).
+    pub addr: std::net::SocketAddr,
+    /// As given, for messages (`--metrics 127.0.0.1:9100`).
+    pub given: String,
+    /// After the run, how long the endpoint waits for a scrape that serves the final figures
+    /// (zero: it closes at once).
+    pub linger: Duration,
 }
 
 /// Why the options make no run: the command line's check of its options into a [`Config`] (and of

@@ -18,6 +18,7 @@ use crate::run::{run_test, Against};
 use crate::server::{self, Server, ServerInfo};
 use crate::{backend, limits, probe, routing, verdict, Error};
 
+pub mod ab;
 mod search;
 
 /// How a run of the suite ended.
@@ -112,6 +113,8 @@ pub struct Session {
     unfinished: bool,
     /// Reads the server's CPU around each test.
     probe: probe::Probe,
+    /// Reads each node's execution times around each test.
+    latency: probe::LatencyProbe,
     /// The totals of the sweep's steps so far, for its table.
     rows: Vec<TestResult>,
     /// The test and value size `--preload` last wrote.
@@ -159,6 +162,15 @@ impl Session {
             cfg.sweep.datasizes.iter().chain([&cfg.values]).map(|v| v.max() as u64).max().unwrap_or(0);
         crate::limits::ensure_memory(value, if multi { value } else { 0 }, most_clients)?;
         let cases = cases(cfg, &mut |w| obs.message(w))?;
+        // A replay has a client per original client of its capture (this worker's share).
+        let replayed;
+        let cfg = match cases.iter().find_map(|c| c.replay.as_ref()) {
+            Some(r) => {
+                replayed = Config { clients: r.mine.len().max(1), ..cfg.clone() };
+                &replayed
+            }
+            None => cfg,
+        };
         // The requests as made (several values, a command around them), before connecting.
         let largest = cases.iter().flat_map(Case::templates).map(|t| t.len() as u64).max().unwrap_or(0);
         let copied = cases.iter().flat_map(Case::templates).map(|t| t.copied_len() as u64).max().unwrap_or(0);
@@ -223,6 +235,7 @@ impl Session {
         if let Some(body) = &probe.server_text {
             info.identify(body);
         }
+        let latency = latency_probe(cfg, &server, nodes.as_deref());
         if info.mode.is_none() && nodes.is_some() {
             info.mode = Some(if cfg.cluster { "cluster" } else { "replicas" }.to_string());
         }
@@ -238,6 +251,7 @@ impl Session {
             dropped: false,
             unfinished: false,
             probe,
+            latency,
             rows: Vec::new(),
             preloaded: None,
             step_clients: None,
@@ -446,6 +460,7 @@ impl Session {
                 tag += &format!(" ({})", backend.name());
             }
             let before = self.probe.read();
+            let times_before = self.latency.read(&mut self.probe);
             let against = Against {
                 tls: self.server.tls.as_ref(),
                 multi: self.multi.as_deref(),
@@ -458,7 +473,7 @@ impl Session {
                 None => tag.clone(),
             };
             let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &case.spec.title };
-            let (outcome, cpu, (machine, waited), nodes, events) = run_test(
+            let (outcome, cpu, (machine, waited), nodes, events, pauses) = run_test(
                 &cfg,
                 against,
                 backend,
@@ -471,6 +486,7 @@ impl Session {
                 &self.stop,
             )?;
             let server_cpu = self.probe.since(before);
+            let server_time = self.server_time(case, &times_before, &outcome.stats, &nodes);
             let on = if self.comparing { format!(" ({})", backend.name()) } else { String::new() };
             let title = &case.spec.title;
             let s = &outcome.stats;
@@ -576,7 +592,7 @@ impl Session {
                 let seq_len = case.mix.as_ref().and_then(|(m, _)| m.sequence_len()).unwrap_or(1);
                 let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline) * seq_len;
                 let missing = self.probe.missing.as_ref().map(ToString::to_string);
-                let schedule = crate::result::Schedule::of(total);
+                let schedule = crate::result::Schedule::of(total).or_else(|| crate::replay::schedule(total));
                 total.verdict = Some(verdict::verdict(
                     Some(&cpu),
                     server_cpu.as_ref(),
@@ -587,11 +603,17 @@ impl Session {
                     schedule.as_ref(),
                 ));
                 total.server_cpu = server_cpu;
+                total.server_time = Some(server_time);
+                if let Some(v) = &mut total.verdict {
+                    verdict::name_pauses(v, &total.stats.latency, &pauses);
+                }
+                total.pauses = Some(pauses);
             }
             let preloadable = crate::case::preloadable(case);
             if let Some(total) = results.last_mut() {
                 total.warnings = findings(&cfg, total, preloadable);
                 total.warnings.extend(abandoned);
+                total.warnings.extend(crate::replay::finding(total));
             }
             if self.step.is_some() {
                 self.rows.push(results[results.len() - 1].clone());
@@ -657,7 +679,7 @@ impl Session {
             Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref(), targets: &self.targets };
         let shown = format!("--preload {}", fill.spec.title);
         let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &fill.spec.title };
-        let (outcome, _, _, _, _) = run_test(
+        let (outcome, _, _, _, _, _) = run_test(
             &fill_cfg,
             against,
             cfg.backends[0],
@@ -690,6 +712,42 @@ impl Session {
         ));
         Ok(())
     }
+}
+
+impl Session {
+    /// The server's execution time for `case`'s calls since `before`, each node's count held
+    /// against the replies the test had from it.
+    fn server_time(
+        &mut self,
+        case: &Case,
+        before: &probe::LatencyReading,
+        stats: &respbench_core::Stats,
+        nodes: &[crate::result::NodeInfo],
+    ) -> crate::timing::ServerTime {
+        let names: Vec<String> =
+            case.templates().iter().filter_map(|t| crate::timing::command_name(&t.display())).collect();
+        let single = nodes.is_empty();
+        let expected = |address: &str| -> Option<u64> {
+            if single {
+                return Some(stats.requests);
+            }
+            let k = nodes.iter().position(|n| n.address == address)?;
+            stats.nodes.get(k).map(|s| s.requests)
+        };
+        self.latency.since(before, &names, &expected, &mut self.probe)
+    }
+}
+
+/// The execution-time probe of the run's nodes: the `-h/-p` server, or every node found.
+fn latency_probe(cfg: &Config, server: &Server, multi: Option<&Multi>) -> probe::LatencyProbe {
+    let servers: Vec<(String, Server)> = match multi {
+        Some(m) => {
+            m.topology.nodes.iter().map(|n| (n.endpoint.to_string(), server.node(&n.endpoint))).collect()
+        }
+        None => vec![(cfg.endpoint.to_string(), server.clone())],
+    };
+    let why_not = cfg.no_server_probe.then_some("--no-server-probe: the server's counters are not read");
+    probe::LatencyProbe::new(&servers, why_not)
 }
 
 /// What the figures of `total` suggest: the client was saturated, most replies were nil, an

@@ -149,6 +149,9 @@ pub enum Error {
     /// unknown cipher suite).
     #[cfg(feature = "tls")]
     Tls(crate::tls::TlsConfigError),
+    /// `--slo`: an objective tighter than this client machine can measure (its own pauses,
+    /// measured idle before the search): the sentence with the figure.
+    Unmeasurable(String),
     /// TLS was asked for, but this build has none (cargo feature `tls`).
     NoTls,
     /// The observer could not present a result (a write failed).
@@ -198,7 +201,11 @@ impl fmt::Display for Error {
             Error::Tls(e) => e.fmt(f),
             Error::NoTls => f.write_str("this respbench was built without TLS (cargo feature `tls`)"),
             Error::Routing(e) => e.fmt(f),
-            Error::Uring(s) | Error::Tests(s) | Error::Output(s) | Error::Events(s) => f.write_str(s),
+            Error::Uring(s)
+            | Error::Tests(s)
+            | Error::Output(s)
+            | Error::Unmeasurable(s)
+            | Error::Events(s) => f.write_str(s),
         }
     }
 }

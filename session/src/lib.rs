@@ -17,15 +17,20 @@ mod error;
 pub mod event;
 mod fire;
 pub mod limits;
+pub mod metrics;
 pub mod observer;
 pub mod probe;
+pub mod replay;
+pub mod replayed;
 pub mod result;
 pub mod routing;
 mod run;
 pub mod secret;
 pub mod server;
+pub mod sides;
 pub mod slo;
 pub mod syntax;
+pub mod timing;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod topology;
@@ -33,9 +38,12 @@ pub mod verdict;
 pub mod workers;
 
 pub use backend::note as backend_note;
+pub use engine::ab::Pair;
 pub use engine::{
     check_machine, failure_words, never_ran, refusal, tls_client, Ended, Finished, FirstError, Session,
 };
 pub use error::Error;
 pub use observer::{Observer, StopHandle};
+/// The live figures the loops share while a test runs (what `--metrics` reads).
+pub use respbench_driver::{Figures, Progress};
 pub use run::idle;

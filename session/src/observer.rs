@@ -63,6 +63,27 @@ pub enum Goal {
     Duration(std::time::Duration),
 }
 
+/// A measured test that is starting, for an output that reads its figures while it runs
+/// (`--metrics`): what names them, and where the loops publish them.
+pub struct LiveTest<'a> {
+    /// The test's title (`SET`, `GET`, a custom command's).
+    pub title: &'a str,
+    /// The text of each command of its mix, in the mix's order ([`crate::Figures::parts`]); the
+    /// test's own command when it has no mix.
+    pub commands: Vec<String>,
+    /// The backend running it.
+    pub backend: &'a str,
+    /// Its open-loop target rate, if any.
+    pub target_rps: Option<u64>,
+    /// Over several nodes: the address of each node found at the start, in the order of
+    /// [`crate::Figures::nodes`] (the nodes that appear later follow, named by
+    /// [`crate::Figures::appeared`]); empty against one server.
+    pub nodes: Vec<String>,
+    /// The figures its loops publish while it runs (they keep [`crate::Figures`] when the
+    /// observer [`Observer::keeps_figures`]).
+    pub progress: &'a Arc<crate::Progress>,
+}
+
 /// What one backend reported for one step: its results, and its connection failures.
 #[derive(Debug)]
 pub struct BackendRun {
@@ -111,6 +132,16 @@ pub trait Observer {
 
     /// The test's loops have ended (the progress line goes).
     fn progress_end(&mut self) {}
+
+    /// Whether the loops of the measured tests keep [`crate::Figures`] for
+    /// [`Observer::live_test`] (`--metrics`).
+    fn keeps_figures(&self) -> bool {
+        false
+    }
+
+    /// A measured test (not a warm-up or `--preload`) is starting; its results follow in
+    /// [`Observer::results`].
+    fn live_test(&mut self, _test: &LiveTest<'_>) {}
 
     /// `--live`: second `n` of the test titled `title`, once every loop has moved past it.
     fn second(&mut self, _title: &str, _n: usize, _second: &Second) {}
@@ -214,6 +245,12 @@ impl Observer for Retitled<'_> {
     }
     fn progress_end(&mut self) {
         self.obs.progress_end();
+    }
+    fn keeps_figures(&self) -> bool {
+        self.obs.keeps_figures()
+    }
+    fn live_test(&mut self, test: &LiveTest<'_>) {
+        self.obs.live_test(test);
     }
     fn second(&mut self, title: &str, n: usize, second: &Second) {
         self.obs.second(title, n, second);

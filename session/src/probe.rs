@@ -5,7 +5,8 @@
 
 use std::time::Instant;
 
-use crate::server::{info, info_sections, info_value, Conn, InfoError, StartupError};
+use crate::server::{info, info_sections, info_value, Conn, InfoError, Server, StartupError};
+use crate::timing::{self, NodeReading, NodeTime, ServerTime};
 use crate::verdict::{CpuReading, ServerCpu};
 
 /// Why the server's counters are not read (for the verdict, which says so).
@@ -45,7 +46,8 @@ pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(
 
 /// Reads the server's CPU counters around each test, over the startup's connection.
 pub struct Probe {
-    conn: Option<Conn>,
+    /// The startup's connection, while it serves.
+    pub(crate) conn: Option<Conn>,
     /// A server on this machine: its process id, for its main thread's run delay.
     local_pid: Option<String>,
     /// Why the server is taken as multi-threaded, from `INFO server`.
@@ -56,6 +58,9 @@ pub struct Probe {
     combined: bool,
     /// The text of `INFO server` read at the start, for the server's name and version.
     pub server_text: Option<String>,
+    /// The last reading's `INFO commandstats` text, for [`LatencyProbe::read`] to take instead
+    /// of asking the server again.
+    pub commandstats: Option<String>,
 }
 
 impl Probe {
@@ -73,6 +78,7 @@ impl Probe {
                 missing: None,
                 combined: true,
                 server_text: None,
+                commandstats: None,
             },
             Err(e) => Probe {
                 conn: None,
@@ -81,6 +87,7 @@ impl Probe {
                 missing: Some(e),
                 combined: true,
                 server_text: None,
+                commandstats: None,
             },
         };
         if let Some(c) = &mut p.conn {
@@ -139,7 +146,8 @@ impl Probe {
                 Some(body) => Some(body),
                 None => info(c, b"commandstats").ok(),
             };
-            r.commands_s = stats.map(|body| command_seconds(&body));
+            r.commands_s = stats.as_deref().map(command_seconds);
+            self.commandstats = stats;
             r.wait_s = pid.and_then(main_thread_delay).map(|ns| ns as f64 / 1e9);
             r
         });
@@ -159,6 +167,156 @@ impl Probe {
         let after = self.read()?;
         ServerCpu::between(&before, &after, self.threaded.as_deref())
     }
+}
+
+/// Reads each node's execution-time counters around a test ([`crate::timing`]): against a
+/// single server over the CPU probe's connection (the startup's: no connection is added), over
+/// several nodes one connection per node, opened at the start; a node whose connection or
+/// commands failed says why its figures are not known, and the run goes on.
+pub struct LatencyProbe {
+    /// Each node's address and its connection (`None`: the CPU probe's), or why it has none.
+    nodes: Vec<(String, Result<Option<Conn>, String>)>,
+    /// Whether the node answers `LATENCY HISTOGRAM` (`false` once it refused: older servers).
+    histogram: Vec<bool>,
+}
+
+/// One reading of every node, in the probe's order.
+pub type LatencyReading = Vec<NodeReading>;
+
+impl LatencyProbe {
+    /// A probe of `servers` (address and how to connect), or one that knows none are read
+    /// (`--no-server-probe`: `why_not`). A single server is read over the CPU probe's
+    /// connection ([`Probe::conn`]), given to each reading.
+    pub fn new(servers: &[(String, Server)], why_not: Option<&str>) -> LatencyProbe {
+        let single = servers.len() == 1;
+        let nodes: Vec<(String, Result<Option<Conn>, String>)> = servers
+            .iter()
+            .map(|(address, server)| {
+                let conn = match why_not {
+                    Some(why) => Err(why.to_string()),
+                    None if single => Ok(None),
+                    None => Conn::authenticated(server).map_err(|e| e.message).map(|mut c| {
+                        c.set_timeout(PROBE_TIMEOUT);
+                        Some(c)
+                    }),
+                };
+                (address.clone(), conn)
+            })
+            .collect();
+        let histogram = vec![true; nodes.len()];
+        LatencyProbe { nodes, histogram }
+    }
+
+    /// Reads every node: `LATENCY HISTOGRAM`, `INFO latencystats` where it has none, and `INFO
+    /// commandstats`. A single server is read over `probe`'s connection, with its reading of a
+    /// moment before ([`Probe::commandstats`]) where the histogram is there, so the server is
+    /// not asked twice. A connection that fails is not used again.
+    pub fn read(&mut self, probe: &mut Probe) -> LatencyReading {
+        let mut out = Vec::with_capacity(self.nodes.len());
+        for (i, (_, conn)) in self.nodes.iter_mut().enumerate() {
+            let mut r = NodeReading::default();
+            let (c, given) = match conn {
+                Ok(Some(c)) => (c, None),
+                Ok(None) => {
+                    let given = probe.commandstats.take();
+                    let why = probe.missing.as_ref().map(ToString::to_string);
+                    match probe.conn.as_mut() {
+                        Some(c) => (c, given),
+                        None => {
+                            r.refused =
+                                Some(why.unwrap_or_else(|| "the startup connection is closed".into()));
+                            out.push(r);
+                            continue;
+                        }
+                    }
+                }
+                Err(why) => {
+                    r.refused = Some(why.clone());
+                    out.push(r);
+                    continue;
+                }
+            };
+            let failed = read_node(c, &mut self.histogram[i], given, &mut r);
+            if let Some(why) = failed {
+                // Closed or silent: not asked again.
+                match conn {
+                    Ok(Some(_)) => *conn = Err(why.clone()),
+                    _ => probe.conn = None,
+                }
+                r.refused = Some(why);
+            }
+            out.push(r);
+        }
+        out
+    }
+
+    /// The test's calls of `names` at each node between `before` and now; `expected`: the
+    /// test's replies by node address.
+    pub fn since(
+        &mut self,
+        before: &LatencyReading,
+        names: &[String],
+        expected: &dyn Fn(&str) -> Option<u64>,
+        probe: &mut Probe,
+    ) -> ServerTime {
+        let after = self.read(probe);
+        let nodes = self
+            .nodes
+            .iter()
+            .zip(before.iter().zip(&after))
+            .map(|((address, _), (b, a))| {
+                let (source, commands) = match timing::between(b, a, names) {
+                    Ok((s, c)) => (Ok(s), c),
+                    Err(why) => (Err(why), Vec::new()),
+                };
+                NodeTime { address: address.clone(), source, commands, expected_calls: expected(address) }
+            })
+            .collect();
+        let mut t = ServerTime { nodes, merged: Vec::new() };
+        if t.nodes.len() > 1 {
+            t.merge_nodes();
+        }
+        t
+    }
+}
+
+/// One node's reading over `c` into `r`: `LATENCY HISTOGRAM` (while `histogram`: a server
+/// that does not answer it is not asked again), then `INFO commandstats latencystats`, unless
+/// the histogram came and `given` holds commandstats' text already. `Some(why)`: the
+/// connection failed.
+fn read_node(
+    c: &mut Conn,
+    histogram: &mut bool,
+    given: Option<String>,
+    r: &mut NodeReading,
+) -> Option<String> {
+    if *histogram {
+        match c.command(&[b"LATENCY", b"HISTOGRAM"]) {
+            Ok(v) => match timing::parse_histogram(&v) {
+                Some(h) => r.histograms = Some(h),
+                None => *histogram = false,
+            },
+            Err(e) => return Some(e.message),
+        }
+    }
+    let mut words = None;
+    match given.filter(|_| r.histograms.is_some()) {
+        Some(body) => r.commandstats = timing::parse_commandstats(&body),
+        None => match info_sections(c, &[b"commandstats", b"latencystats"])
+            .or_else(|_| info(c, b"commandstats"))
+        {
+            Ok(body) => {
+                r.commandstats = timing::parse_commandstats(&body);
+                r.percentiles = timing::parse_latencystats(&body);
+            }
+            Err(InfoError::Connection(e)) => return Some(e.message),
+            Err(e) => words = Some(e.to_string()),
+        },
+    }
+    if r.histograms.is_none() && r.commandstats.is_none() {
+        r.refused = Some(words.unwrap_or_else(|| "LATENCY HISTOGRAM and INFO commandstats refused".into()));
+    }
+    None
 }
 
 /// The run delay of process `pid`'s main thread, in nanoseconds (`/proc/PID/schedstat`).

@@ -6,6 +6,7 @@ use respbench_core::Stats;
 
 use crate::config::Step;
 use crate::cpu::ClientCpu;
+use crate::timing::{ClientPauses, ServerTime};
 /// The open-loop schedule's figures, at their old path (they are the verdict's input:
 /// [`crate::verdict::Schedule`]).
 pub use crate::verdict::{Schedule, LATENESS_KEPT_MICROS};
@@ -47,6 +48,14 @@ pub struct TestResult {
     /// What the session noticed about the test (not errors): the verbose report's block and the
     /// JSON carry them; stderr only when it is a terminal.
     pub warnings: Vec<Warning>,
+    /// A replay's figures (`--replay`), on its total.
+    pub replay: Option<crate::replayed::Figures>,
+    /// `--ab`: the target that ran it.
+    pub side: Option<Side>,
+    /// The server's own execution time for the test's calls, per node (and merged), when read.
+    pub server_time: Option<ServerTime>,
+    /// The client machine's own pauses during the test, when measured.
+    pub pauses: Option<ClientPauses>,
     /// `--at`: each event of the test, what it did and what it cost (the total's only).
     pub events: Vec<EventResult>,
 }
@@ -62,6 +71,34 @@ pub struct EventResult {
     pub cost: Option<respbench_core::disruption::Disruption>,
     /// Over a cluster: the nodes `MOVED` named as slots' owners in its window.
     pub moved_to: Vec<String>,
+}
+
+/// `--ab`'s two targets: A (`-h`/`-p`) and B (`--ab HOST:PORT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The first target, `-h`/`-p` (or `-s`).
+    A,
+    /// The second, `--ab`.
+    B,
+}
+
+impl Side {
+    /// Its name in the JSON document: `a`, `b`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::A => "a",
+            Side::B => "b",
+        }
+    }
+
+    /// The side a document names.
+    pub fn of(name: &str) -> Option<Side> {
+        match name {
+            "a" => Some(Side::A),
+            "b" => Some(Side::B),
+            _ => None,
+        }
+    }
 }
 
 /// What a test's figures suggest measuring again differently: a finding, not an error.
@@ -145,6 +182,10 @@ impl TestResult {
             stats,
             nodes: Vec::new(),
             warnings: Vec::new(),
+            replay: None,
+            side: None,
+            server_time: None,
+            pauses: None,
             events: Vec::new(),
         }
     }
@@ -187,6 +228,10 @@ impl TestResult {
         };
         // Runs against the same server at the same time see the same server: the
         // busiest reading stands for it.
+        // Each run's own: the server's counts were every run's calls, each machine's pauses its
+        // own; a merge does not say them.
+        acc.server_time = None;
+        acc.pauses = None;
         acc.server_cpu = match (acc.server_cpu.take(), e.server_cpu) {
             (Some(a), Some(b)) => Some(if b.cores > a.cores { b } else { a }),
             (a, b) => a.or(b),

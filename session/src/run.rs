@@ -16,9 +16,10 @@ use crate::backend::run_backend;
 use crate::case::Case;
 use crate::config::{Backend, Config};
 use crate::cpu::ClientCpu;
-use crate::observer::{Goal, Observer, Retitled, StopHandle, Tick};
+use crate::observer::{Goal, LiveTest, Observer, Retitled, StopHandle, Tick};
 use crate::result::{EventResult, NodeInfo};
 use crate::routing::Multi;
+use crate::timing::ClientPauses;
 use crate::{server, Error};
 
 /// How often `-I` looks at its connections.
@@ -40,7 +41,7 @@ const P99_READ_EVERY: Duration = Duration::from_millis(250);
 
 /// What [`run_test`] gives: the outcome, the client's CPU, the contention, the nodes as the
 /// test ended and its events.
-pub(crate) type Ran = (Outcome, ClientCpu, Contention, Vec<NodeInfo>, Vec<EventResult>);
+pub(crate) type Ran = (Outcome, ClientCpu, Contention, Vec<NodeInfo>, Vec<EventResult>, ClientPauses);
 
 /// What a test runs against, made or found before the first: the TLS settings and, over
 /// several nodes, the nodes and routes.
@@ -79,16 +80,34 @@ pub(crate) fn plan(
         Some(n) => cfg.key_dist.space(n).unwrap_or(KeySpace::Random { n }),
     };
     // The core shares the total rate evenly over the connections.
-    let open_loop =
+    let mut open_loop =
         rate.map(|r| OpenLoop { slack: cfg.open_slack(r), ..OpenLoop::new(r as f64, cfg.open.poisson) });
-    let budget =
-        if idle || cfg.open.duration.is_some() { Budget::unlimited() } else { Budget::new(cfg.requests) };
+    let replay = case.replay.as_deref();
+    if let Some(r) = replay {
+        // The schedule is the recorded instants: each record says when it is due.
+        open_loop =
+            Some(OpenLoop { rate: r.recorded_rate().max(1.0), poisson: false, slack: Duration::ZERO });
+    }
+    let budget = if idle || cfg.open.duration.is_some() || replay.is_some() {
+        Budget::unlimited()
+    } else {
+        Budget::new(cfg.requests)
+    };
     Arc::new(Plan {
         conn: ConnConfig {
             handshake: handshake(cfg),
             // The connect test: one request per connection.
-            pipeline: if case.spec.connection_per_request { 1 } else { cfg.pipeline },
-            pipeline_mode: cfg.pipeline_mode,
+            pipeline: match replay {
+                Some(_) => cfg.pipeline.max(crate::replay::WINDOW),
+                None if case.spec.connection_per_request => 1,
+                None => cfg.pipeline,
+            },
+            // A replay sends what is due whatever is still unanswered, up to its window.
+            pipeline_mode: if replay.is_some() {
+                respbench_core::PipelineMode::Window
+            } else {
+                cfg.pipeline_mode
+            },
             keepalive: cfg.keepalive && !case.spec.connection_per_request,
             idle,
             open_loop,
@@ -104,7 +123,7 @@ pub(crate) fn plan(
         stop: Stop::new(stop_at, cfg.drain_grace),
         // Each test its own streams, all reproducible from --seed.
         seed: cfg.seed.wrapping_add(test_no.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
-        connections: cfg.clients as u64,
+        connections: replay.map_or(cfg.clients, |r| r.mine.len()) as u64,
         measure_from,
         series: !idle && cfg.open.keeps_series(),
         fine: !idle && !cfg.events.is_empty(),
@@ -154,10 +173,12 @@ pub(crate) fn run_test(
     // run control).
     let stop_at = cfg.open.duration.map(|d| Time::since(epoch, begin + d));
     let spec = &case.spec;
+    // A replay's first record is due once the connections are up; its figures count from then.
+    let origin = case.replay.as_ref().map(|_| Time::since(epoch, begin + crate::replay::LEAD));
     let run = TestRun {
-        plan: plan(cfg, against.multi, case, test_no, false, rate, Time::ZERO, stop_at),
+        plan: plan(cfg, against.multi, case, test_no, false, rate, origin.unwrap_or(Time::ZERO), stop_at),
         endpoint: cfg.endpoint.clone(),
-        clients: cfg.clients,
+        clients: case.replay.as_ref().map_or(cfg.clients, |r| r.mine.len()),
         threads: cfg.threads.max(1),
         sigfig: cfg.precision,
         mptcp: cfg.mptcp,
@@ -165,6 +186,21 @@ pub(crate) fn run_test(
     };
     // The p99 so far, for a progress line that shows it.
     run.progress.keep_latency.store(obs.shows_progress(), Ordering::Relaxed);
+    // A measured test (it has a tag) is told to an output that reads its figures live.
+    if hlog.is_some() && obs.keeps_figures() {
+        run.progress.keep_figures.store(true, Ordering::Relaxed);
+        let commands = case.templates().iter().map(|t| crate::result::command_text(&t.display())).collect();
+        let nodes =
+            run.plan.cluster.as_ref().map(|c| c.nodes.iter().map(|n| n.endpoint.to_string()).collect());
+        obs.live_test(&LiveTest {
+            title: &spec.title,
+            commands,
+            backend: backend.name(),
+            target_rps: rate,
+            nodes: nodes.unwrap_or_default(),
+            progress: &run.progress,
+        });
+    }
     let hlog = hlog.filter(|_| obs.keeps_intervals());
     if hlog.is_some() {
         run.progress.collector().keep_ended();
@@ -201,6 +237,10 @@ pub(crate) fn run_test(
     let mut wait_read = Instant::now();
     let cpu_from = started;
     let (tx, rx) = mpsc::channel();
+    let _reading = match (&case.replay, origin) {
+        (Some(r), Some(at)) => Some(crate::replay::Reading::start(r, at)),
+        _ => None,
+    };
     std::thread::scope(|s| {
         let run = &run;
         let firing = crate::fire::Firing {
@@ -240,6 +280,9 @@ pub(crate) fn run_test(
                         }
                     });
                     let mut o = result?;
+                    if let Some(e) = _reading.as_ref().and_then(crate::replay::Reading::stop) {
+                        return Err(Error::Tests(e));
+                    }
                     log_ended(obs, Some(o.stats.end))?;
                     // Over several nodes: the nodes as the test ended, without the room kept
                     // for nodes that never appeared.
@@ -258,7 +301,7 @@ pub(crate) fn run_test(
                         }
                         None => Vec::new(),
                     };
-                    return Ok((o, cpu, (machine, waited), nodes, events));
+                    return Ok((o, cpu, (machine, waited), nodes, events, pauses(&run.progress)));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::LoopsStopped),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -302,6 +345,41 @@ pub(crate) fn run_test(
     })
 }
 
+/// The client machine's pauses the test's idle thread and loops recorded.
+fn pauses(progress: &Progress) -> ClientPauses {
+    let p = progress.pause_figures();
+    ClientPauses {
+        interval_us: p.interval.as_micros() as u64,
+        idle: p.idle.clone(),
+        wake: (!p.wake.is_empty()).then(|| p.wake.clone()),
+        seconds: p.seconds.clone(),
+        wakeups: p.wakeups,
+    }
+}
+
+/// The client machine's own pauses while respbench does nothing else: the idle thread alone
+/// for `length` (the capacity search's floor of what this machine can measure).
+pub(crate) fn idle_pauses(length: Duration) -> ClientPauses {
+    let progress = Progress::default();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let clock = respbench_driver::Clock::Real { epoch: Instant::now() };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            respbench_driver::fine_timer_slack();
+            respbench_driver::watch_pauses(
+                &progress,
+                &clock,
+                respbench_driver::PAUSE_INTERVAL,
+                &done,
+                std::thread::sleep,
+            )
+        });
+        std::thread::sleep(length);
+        done.store(true, Ordering::Relaxed);
+    });
+    pauses(&progress)
+}
+
 /// `-I`: opens the connections, tells how many are up and what they cost the server, and waits
 /// for a stop. The connections that failed, with how many failed that way.
 pub fn idle(
@@ -318,7 +396,7 @@ pub fn idle(
             ))
         })
         .ok();
-    let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None };
+    let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None, replay: None };
     let run = TestRun {
         plan: plan(cfg, None, &case, 0, true, None, Time::ZERO, None),
         endpoint: cfg.endpoint.clone(),

@@ -256,6 +256,12 @@ impl Conn {
         self.timeout = t;
     }
 
+    /// The connection as a reader of what the server sends from now on, what it sent already
+    /// first: `MONITOR`'s stream, for `respbench capture`.
+    pub fn into_reader(self) -> Box<dyn Read> {
+        Box::new(io::Cursor::new(self.buf).chain(self.s))
+    }
+
     /// Sends one command and reads its reply (an error reply is a reply, not an `Err`).
     pub fn command(&mut self, args: &[&[u8]]) -> Result<Value, StartupError> {
         let mut req = Vec::new();

@@ -300,6 +300,10 @@ pub struct StepRecord {
     pub passed: bool,
     /// Why it failed: the first objective missed, or the rate not kept.
     pub miss: Option<Miss>,
+    /// The step ran twice: its first run failed an objective while the client machine's own
+    /// pauses during it (at that objective's percentile, microseconds: this figure) exceeded
+    /// the objective; this is the second run's record.
+    pub rerun_after_pause_us: Option<f64>,
 }
 
 /// Why a step failed.
@@ -413,6 +417,8 @@ pub struct Search {
     widen_by: u64,
     confirmed: bool,
     out_of_steps: bool,
+    /// The pending step is a re-run: the first run's pause at the missed objective.
+    rerun_pause: Option<f64>,
 }
 
 impl Search {
@@ -437,6 +443,7 @@ impl Search {
             widen_by: 0,
             confirmed: false,
             out_of_steps: false,
+            rerun_pause: None,
         }
     }
 
@@ -485,7 +492,8 @@ impl Search {
         let miss = judge(&self.settings.objectives, rate, &measured);
         let passed = miss.is_none();
         let index = self.steps.len();
-        self.steps.push(StepRecord { rate, role, measured, passed, miss });
+        let rerun_after_pause_us = self.rerun_pause.take();
+        self.steps.push(StepRecord { rate, role, measured, passed, miss, rerun_after_pause_us });
         match self.phase {
             Phase::Bracket | Phase::Bisect => {
                 if passed {
@@ -530,6 +538,25 @@ impl Search {
             Phase::Ladder(k) => self.phase = Phase::Ladder(k + 1),
             Phase::Probe | Phase::Done => {}
         }
+    }
+
+    /// What the step [`Search::poll`] handed out measured, with the client machine's own
+    /// pauses during it (`pauses_us`: the idle thread's pause at each objective's percentile,
+    /// in the order of [`Settings::objectives`]). A step that failed an objective its own
+    /// pauses exceeded measured the client, not the server: it is run once more (poll hands it
+    /// out again), and its record says so ([`StepRecord::rerun_after_pause_us`]). A re-run
+    /// is judged as any step is.
+    pub fn handle_step_paused(&mut self, measured: Measured, pauses_us: &[f64]) {
+        if let (Some((rate, _)), None) = (self.pending, self.rerun_pause) {
+            if let Some(Miss::Objective { index }) = judge(&self.settings.objectives, rate, &measured) {
+                let limit = self.settings.objectives[index].limit_us;
+                if let Some(&pause) = pauses_us.get(index).filter(|&&p| p > limit) {
+                    self.rerun_pause = Some(pause);
+                    return;
+                }
+            }
+        }
+        self.handle_step(measured);
     }
 
     // Outputs.
@@ -683,6 +710,25 @@ pub fn evaluate_ladder(steps: &[StepRecord]) -> Conclusion {
             None => Conclusion::NotRun,
         },
     }
+}
+
+/// The first objective tighter than this client can measure: its limit is below the client
+/// machine's own pause at the objective's percentile (`pause_us(percentile)`, measured idle
+/// before the search). The sentence says it with the figure: `p99<=0.9ms cannot be measured
+/// on this client: its own p99 pause is 1.4 ms`.
+pub fn unmeasurable(objectives: &[Objective], pause_us: impl Fn(f64) -> f64) -> Option<String> {
+    objectives.iter().find_map(|o| {
+        let pause = pause_us(o.percentile);
+        (pause > o.limit_us).then(|| {
+            format!(
+                "{} cannot be measured on this client: its own p{} pause is {:.2} ms (an idle thread measured \
+                 before the search); a looser objective, or a quieter client machine, can be",
+                o.text,
+                trim_number(o.percentile),
+                pause / 1000.0
+            )
+        })
+    })
 }
 
 /// `99.9` as `99.9`, `99.0` as `99`.

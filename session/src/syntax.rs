@@ -272,6 +272,16 @@ pub fn backends(list: &str) -> Result<Vec<Backend>, OptionError> {
     Ok(backends)
 }
 
+/// A share given in percent, above 0 and below 100 (`respbench compare --fail-if-slower 5%`, or
+/// `5`): 0.05.
+pub fn percent(option: &'static str, text: &str) -> Result<f64, OptionError> {
+    let n = text.trim().strip_suffix('%').unwrap_or(text.trim());
+    match n.parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 100.0 => Ok(p / 100.0),
+        _ => Err(bad(option, text, "give a percentage above 0 and below 100, e.g. 5%")),
+    }
+}
+
 /// An event's TIME: parts of a number and a unit (`h`, `m`, `s`, `ms`), as `30s`, `1m30s` or
 /// `500ms`; at most a year.
 pub fn event_time(text: &str) -> Result<Duration, OptionError> {
@@ -429,6 +439,16 @@ mod tests {
         let positive = |n: i64| (n > 0).then_some(n).ok_or("must be positive");
         assert_eq!(numbers("1,2", "-c", positive), Ok(vec![1, 2]));
         assert!(numbers("1,0", "-c", positive).unwrap_err().to_string().contains("must be positive"));
+    }
+
+    #[test]
+    fn percentages() {
+        assert_eq!(percent("--fail-if-slower", "5%"), Ok(0.05));
+        assert_eq!(percent("--fail-if-slower", "2.5"), Ok(0.025));
+        for v in ["0", "100%", "-1%", "five", ""] {
+            let e = percent("--fail-if-slower", v).unwrap_err().to_string();
+            assert!(e.contains("--fail-if-slower") && e.contains("above 0 and below 100"), "{v}: {e}");
+        }
     }
 
     #[test]

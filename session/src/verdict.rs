@@ -12,10 +12,12 @@
 
 use std::time::Instant;
 
+use hdrhistogram::Histogram;
 use respbench_core::stats::value_at_percentile;
 use respbench_core::Stats;
 
 use crate::cpu::{ClientCpu, SATURATED};
+use crate::timing::{ClientPauses, WITHIN_PAUSES};
 
 /// One reading of the server's CPU counters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -327,6 +329,59 @@ pub fn verdict(
         None => (Side::Unknown, format!("who limited the run is not known: {server_text}; {client_text}")),
     };
     Verdict { side, text, machine, client_wait }
+}
+
+/// The latency percentiles of a test that lie within the client machine's own pauses: each of
+/// p99 and p99.9 whose latency is at most [`WITHIN_PAUSES`] × the idle thread's pause at the
+/// same percentile (a pause of at least [`PAUSE_FLOOR_MICROS`]), with both figures
+/// (percentile, latency µs, pause µs).
+pub fn within_pauses(latency: &Histogram<u64>, pauses: &ClientPauses) -> Vec<(f64, u64, u64)> {
+    if latency.is_empty() || pauses.idle.is_empty() {
+        return Vec::new();
+    }
+    [99.0, 99.9]
+        .into_iter()
+        .filter_map(|p| {
+            let (l, pause) = (value_at_percentile(latency, p), pauses.at(p));
+            (pause >= PAUSE_FLOOR_MICROS && l as f64 <= WITHIN_PAUSES * pause as f64).then_some((p, l, pause))
+        })
+        .collect()
+}
+
+/// The least pause that can set a percentile: below it a wake-up's lateness is the timer's,
+/// not a pause.
+pub const PAUSE_FLOOR_MICROS: u64 = 100;
+
+/// Names the client machine's pauses in `v` where the latency tail lies within them
+/// ([`within_pauses`]): the sentence says which percentiles, with both figures, and what the
+/// CPUs said follows; the side becomes the client unless the server was saturated (it set the
+/// rate; the tail is still said to be the client's) or the machine's CPUs were taken.
+pub fn name_pauses(v: &mut Verdict, latency: &Histogram<u64>, pauses: &ClientPauses) {
+    let within = within_pauses(latency, pauses);
+    if within.is_empty() {
+        return;
+    }
+    let ms = |us: u64| us as f64 / 1000.0;
+    let figures: Vec<String> = within
+        .iter()
+        .map(|&(p, l, pause)| {
+            format!("latency p{p} {:.3} ms against its own p{p} pause of {:.3} ms", ms(l), ms(pause))
+        })
+        .collect();
+    let which: Vec<String> = within.iter().map(|(p, _, _)| format!("p{p}")).collect();
+    v.text = format!(
+        "the client machine's own pauses set the latency's {}: {} (max {:.1} ms; an idle thread on this machine \
+         woke that late), so the tail measures this client, not the server; {}",
+        which.join(" and "),
+        figures.join(", "),
+        ms(pauses.idle.max()),
+        v.text
+    );
+    // A saturated server still set the rate, and CPUs that others took still made the pauses:
+    // those sides stand, with the tail said; otherwise the client is named.
+    if !matches!(v.side, Side::Machine | Side::Server) {
+        v.side = Side::Client;
+    }
 }
 
 #[cfg(test)]

@@ -365,8 +365,10 @@ fn read_line(s: &mut TcpStream, line: &mut Vec<u8>) -> io::Result<()> {
 }
 
 /// One command seen by MONITOR.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct MonitorEntry {
+    /// When the server ran it: seconds since the Unix epoch, by its clock.
+    pub time: f64,
     /// Database the command ran in.
     pub db: u32,
     /// Client address as printed by the server: `127.0.0.1:5555`, `unix:/path`, `lua`.
@@ -390,7 +392,8 @@ pub fn parse_monitor_line(line: &[u8]) -> Option<MonitorEntry> {
     let (db, client) = inner.split_once(' ')?;
     let db = db.parse().ok()?;
     let args = parse_quoted_args(&line[close + 1..])?;
-    Some(MonitorEntry { db, client: client.to_string(), args })
+    let time = std::str::from_utf8(&line[..open]).ok()?.trim().parse().ok()?;
+    Some(MonitorEntry { time, db, client: client.to_string(), args })
 }
 
 /// Parses a sequence of redis-quoted strings (`sdscatrepr` format) separated by spaces.

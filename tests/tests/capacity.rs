@@ -28,6 +28,20 @@ fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// Whether the search was refused because this machine's own pauses, measured idle before it,
+/// exceeded the objective (seen at a load average of 27: an idle thread's p99 pause of 365 ms
+/// against p99<=250ms): that is the run's right answer on such a machine, checked here (exit 1,
+/// the sentence with the figure, no step); the caller's checks of a search then do not apply.
+fn refused_as_unmeasurable(out: &respbench_tests::Output, objective: &str) -> bool {
+    let refused = out.stderr.contains(&format!("{objective} cannot be measured on this client: its own p"));
+    if refused {
+        assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+        assert!(!out.stdout.contains("bracket"), "{}", out.dump());
+        eprintln!("this machine's own pauses exceeded {objective}: the search was refused, as it must be");
+    }
+    refused
+}
+
 fn debug_server() -> RedisServer {
     RedisServer::start_with(&[("enable-debug-command", "yes")])
 }
@@ -62,6 +76,9 @@ fn a_search_brackets_the_answer(tool: Tool) {
     args.extend(SEARCH);
     args.extend(["DEBUG", "SLEEP", "0.001"]);
     let out = tool.run(&args, T);
+    if refused_as_unmeasurable(&out, "p99<=250ms") {
+        return;
+    }
     assert!(out.status.success(), "{}", out.dump());
     // A successful run leaves stderr empty when it is not a terminal.
     assert_eq!(out.stderr, "", "{}", out.dump());
@@ -177,10 +194,12 @@ fn thousands(n: u64) -> String {
     digits.rchunks(3).rev().map(|g| g.iter().collect::<String>()).collect::<Vec<_>>().join(",")
 }
 
-/// p99 <= 1 µs, below any round trip: every step fails, down to the range's low end, and the
-/// run exits 1 naming it and its p99.
+/// `DEBUG SLEEP 0.3` against p99 <= 250 ms (above what any client's own pauses reach, so the
+/// search runs): every step fails, down to the range's low end, and the run exits 1 naming it
+/// and its p99. p99 <= 1 µs, below this machine's own pauses, is refused before any step, with
+/// the figure.
 fn an_unreachable_objective_exits_1(tool: Tool) {
-    let server = RedisServer::start();
+    let server = RedisServer::start_with(&[("enable-debug-command", "yes")]);
     let port = server.port().to_string();
     let json = json_path("capacity", "unreachable");
     let out = tool.run(
@@ -190,7 +209,7 @@ fn an_unreachable_objective_exits_1(tool: Tool) {
             "-c",
             "2",
             "--slo",
-            "p99<=1us",
+            "p99<=250ms",
             "--rps",
             "200-800",
             "--duration",
@@ -199,13 +218,18 @@ fn an_unreachable_objective_exits_1(tool: Tool) {
             "100ms",
             "--json",
             json.to_str().unwrap(),
-            "PING",
+            "DEBUG",
+            "SLEEP",
+            "0.3",
         ],
         T,
     );
+    if refused_as_unmeasurable(&out, "p99<=250ms") {
+        return;
+    }
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     assert!(
-        out.stderr.contains("PING: no rate tried meets p99<=1us: the lowest, 200 rps, had p99 "),
+        out.stderr.contains("DEBUG SLEEP 0.3: no rate tried meets p99<=250ms: the lowest, 200 rps, had p99 "),
         "{}",
         out.dump()
     );
@@ -225,7 +249,7 @@ fn an_unreachable_objective_exits_1(tool: Tool) {
             "-c",
             "2",
             "--slo",
-            "p99<=1us",
+            "p99<=250ms",
             "--rps",
             "200-800",
             "--duration",
@@ -233,7 +257,9 @@ fn an_unreachable_objective_exits_1(tool: Tool) {
             "--warmup",
             "0",
             "--csv",
-            "PING",
+            "DEBUG",
+            "SLEEP",
+            "0.3",
         ],
         T,
     );
@@ -245,8 +271,18 @@ fn an_unreachable_objective_exits_1(tool: Tool) {
         csv.stdout
     );
     assert_eq!(lines.len(), 4, "{}", csv.stdout);
-    assert!(lines[1].starts_with("\"PING\",\"1\",\"bracket\",\"800\","), "{}", csv.stdout);
+    assert!(lines[1].starts_with("\"DEBUG SLEEP 0.3\",\"1\",\"bracket\",\"800\","), "{}", csv.stdout);
     assert!(lines[3].ends_with(",\"false\",\"false\""), "{}", csv.stdout);
+    // Tighter than this machine can measure: refused, exit 1, no step.
+    let refused =
+        tool.run(&["-p", &port, "--slo", "p99<=1us", "--rps", "200-800", "--duration", "300ms", "PING"], T);
+    assert_eq!(refused.status.code(), Some(1), "{}", refused.dump());
+    assert!(
+        refused.stderr.contains("p99<=1us cannot be measured on this client: its own p99 pause is "),
+        "{}",
+        refused.dump()
+    );
+    assert!(!refused.stdout.contains("bracket"), "{}", refused.dump());
 }
 
 /// Unix seconds `lead` from now, with a fraction.
@@ -261,7 +297,8 @@ fn start_at(lead: Duration) -> String {
 fn workers_search_a_ladder_in_lockstep(tool: Tool) {
     let server = debug_server();
     let port = server.port().to_string();
-    let at = start_at(Duration::from_secs(3));
+    // The lead leaves room for the 3 s each search first measures its client's own pauses in.
+    let at = start_at(Duration::from_secs(8));
     let base = [
         "-p",
         &port,
@@ -301,9 +338,17 @@ fn workers_search_a_ladder_in_lockstep(tool: Tool) {
             tool.spawn(&a)
         })
         .collect();
+    let mut refused = false;
     for r in running {
         let out = r.wait(T);
+        if refused_as_unmeasurable(&out, "p99<=250ms") {
+            refused = true;
+            continue;
+        }
         assert!(out.status.success(), "{}", out.dump());
+    }
+    if refused {
+        return;
     }
     let docs: Vec<Value> = paths.iter().map(|p| read(p)).collect();
     let start_of = |d: &Value, k: usize| d["capacity"][0]["steps"][k]["test"]["start_us"].as_u64().unwrap();

@@ -192,6 +192,7 @@ mod tests {
             tests: Vec::new(),
             context: Default::default(),
             capacity: c,
+            comparison: None,
         };
         let charts = charts(&[input], &[]);
         assert_eq!(charts.len(), 1);

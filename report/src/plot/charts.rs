@@ -33,11 +33,16 @@ pub enum Kind {
     /// Latency percentiles against the achieved rate: a `--slo` search (its objectives, answer
     /// and failed steps) or `--rps` steps (plot/capacity.rs).
     Capacity,
+    /// `respbench compare`: B / A of each figure with its interval (plot/compare.rs).
+    Compare,
+    /// Client against server: the client's latency by percentile and the server's own execution
+    /// time (`server_time`: the bucket holding p50, p99 and p99.9), on one chart.
+    Server,
 }
 
 impl Kind {
     /// Every kind, in the order they are drawn.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Percentiles,
         Kind::Service,
         Kind::Rate,
@@ -46,6 +51,8 @@ impl Kind {
         Kind::Repeat,
         Kind::Backends,
         Kind::Capacity,
+        Kind::Compare,
+        Kind::Server,
     ];
 
     /// Its name on the command line.
@@ -59,6 +66,8 @@ impl Kind {
             Kind::Repeat => "repeat",
             Kind::Backends => "backends",
             Kind::Capacity => "capacity",
+            Kind::Compare => "compare",
+            Kind::Server => "server",
         }
     }
 
@@ -78,6 +87,8 @@ impl Kind {
             Kind::Repeat => "no test ran more than once (--repeat N)",
             Kind::Backends => "no test ran on two backends or more (--backend mio,smol,uring)",
             Kind::Capacity => "no --slo search and no open-loop test at two target rates or more (--rps A,B)",
+            Kind::Compare => "no comparison (give the document respbench compare --json wrote)",
+            Kind::Server => "no test has the server's own execution time from its LATENCY HISTOGRAM (server_time)",
         }
     }
 }
@@ -95,6 +106,8 @@ pub fn build(kind: Kind, inputs: &[Input]) -> Vec<Chart> {
         Kind::Repeat => repeats(&tests, &labels),
         Kind::Backends => backends(&tests, &labels),
         Kind::Capacity => super::capacity::charts(inputs, &rate_groups(&tests)),
+        Kind::Compare => super::compare::charts(inputs),
+        Kind::Server => server(&tests, &labels).into_iter().collect(),
     };
     let notes = notes(inputs, &tests, &labels);
     for c in &mut charts {
@@ -591,6 +604,52 @@ fn service(tests: &[&Test], labels: &Labels) -> Option<Chart> {
     })
 }
 
+/// Client against server: each test's latency by percentile (solid) and the server's own
+/// execution time at p50, p99 and p99.9 (markers at the bucket's upper bound, a bar down to its
+/// lower): the gap between them is the wire, the kernels, the queues and the client.
+fn server(tests: &[&Test], labels: &Labels) -> Option<Chart> {
+    let mut lines = Vec::new();
+    let (mut nines, mut lo, mut hi) = (3.0_f64, f64::INFINITY, 0.0_f64);
+    for (i, t) in tests.iter().filter(|t| !t.server.is_empty() && !t.curve.is_empty()).enumerate() {
+        let label = labels.of(t);
+        for &(x, y) in &t.curve {
+            nines = nines.max(x);
+            lo = lo.min(y);
+            hi = hi.max(y);
+        }
+        for &(_, l, h) in &t.server {
+            lo = lo.min(l);
+            hi = hi.max(h);
+        }
+        lines.push(Line {
+            label: format!("{label} client"),
+            points: t.curve.clone(),
+            color: i,
+            ..Line::default()
+        });
+        lines.push(Line {
+            label: format!("{label} server execution (bucket)"),
+            points: t.server.iter().map(|&(x, _, h)| (x, h)).collect(),
+            bars: t.server.iter().map(|&(_, l, h)| Some((l, h))).collect(),
+            color: i,
+            dash: Dash::Dashed,
+            markers: true,
+            ..Line::default()
+        });
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    Some(Chart {
+        title: "Client against server: the client's latency and the server's own execution time (LATENCY HISTOGRAM)"
+            .into(),
+        x: Axis::nines("percentile", nines.ceil() as u32),
+        y: Axis::log(LATENCY, lo, hi),
+        lines,
+        ..Chart::default()
+    })
+}
+
 /// `--repeat`: groups of runs of one step (same input, title, backend, rate and parameters,
 /// different `step.run`): requests per second and p99, each step's mean with the runs' lowest
 /// and highest as a bar.
@@ -793,6 +852,7 @@ mod tests {
             latency: Latency { avg: 0.5, p50: 0.4, p99: rps / 1e5, p999: 2.0, max: 3.0 },
             service: target.map(|_| Latency { avg: 0.3, p50: 0.2, p99: 0.9, p999: 1.0, max: 1.5 }),
             curve: percentile_points(&hist(1..=100)),
+            server: Vec::new(),
             series: Vec::new(),
             events: Vec::new(),
             start_us: 0,
@@ -811,6 +871,7 @@ mod tests {
             tests,
             context: Default::default(),
             capacity: Vec::new(),
+            comparison: None,
         }
     }
 

@@ -45,6 +45,8 @@ pub struct Input {
     pub context: Context,
     /// `--slo`: its searches, as the capacity chart draws them.
     pub capacity: Vec<Curve>,
+    /// `respbench compare --json`: the comparison.
+    pub comparison: Option<doc::Comparison>,
 }
 
 /// What a document says about the run around its tests: what pictures of it must carry.
@@ -153,6 +155,10 @@ pub struct Test {
     pub core_share: Option<f64>,
     /// The repetition (`step.run`, `--repeat`), 0 without.
     pub run: u64,
+    /// The server's own execution time (`server_time`: the merge over several nodes, else the
+    /// one node's; its busiest command): at p50, p99, p99.9, (nines, bucket's lower ms, upper
+    /// ms); empty when not known or not a histogram.
+    pub server: Vec<(f64, f64, f64)>,
 }
 
 impl Test {
@@ -234,7 +240,7 @@ fn input_from<'de, R: serde_json::de::Read<'de>>(
     if doc.schema.is_empty() {
         return Err(format!("{path}: {}", json::schema_refused(None)));
     }
-    if kept.total == 0 {
+    if kept.total == 0 && doc.comparison.is_none() {
         return Err(format!("{path}: no tests in the document (the run ended before its first test)"));
     }
     for t in &mut kept.tests {
@@ -254,7 +260,15 @@ fn input_from<'de, R: serde_json::de::Read<'de>>(
     let mut context = context(&doc, &kept.tests);
     context.thinned = (kept.tests.len() < kept.drawable).then_some((kept.tests.len(), kept.drawable));
     let capacity = read_capacity(&doc, i);
-    Ok(Input { path: path.to_string(), label: file_name(path), tests: kept.tests, context, capacity })
+    let comparison = doc.comparison;
+    Ok(Input {
+        path: path.to_string(),
+        label: file_name(path),
+        tests: kept.tests,
+        context,
+        capacity,
+        comparison,
+    })
 }
 
 /// The tests kept of a document, and how many it had.
@@ -313,6 +327,7 @@ impl<'de> serde::de::Visitor<'de> for Reading {
                 "command_line" => doc.command_line = map.next_value()?,
                 "capacity" => doc.capacity = map.next_value()?,
                 "mixture" => doc.mixture = map.next_value()?,
+                "comparison" => doc.comparison = map.next_value()?,
                 _ => {
                     map.next_value::<serde::de::IgnoredAny>()?;
                 }
@@ -482,7 +497,24 @@ fn read_test(t: &doc::Test, input: usize) -> Result<Test, String> {
         series,
         events: t.events.iter().flatten().filter_map(event_mark).collect(),
         name,
+        server: t.server_time.as_ref().map(server_points).unwrap_or_default(),
     })
+}
+
+/// The server's buckets at p50, p99 and p99.9 as points of the percentile axis: (nines, lower
+/// ms, upper ms), the lower bound kept off 0 (1 µs, the latency histograms' floor) for a log
+/// axis.
+fn server_points(st: &crate::doc::ServerTime) -> Vec<(f64, f64, f64)> {
+    let commands = match (&st.merged, st.nodes.as_slice()) {
+        (Some(m), _) => m,
+        (None, [one]) => &one.commands,
+        _ => return Vec::new(),
+    };
+    let Some(c) = commands.iter().max_by_key(|c| c.calls) else { return Vec::new() };
+    [(2.0_f64.log10(), c.p50_us), (2.0, c.p99_us), (3.0, c.p99_9_us)]
+        .into_iter()
+        .filter_map(|(x, b)| b.map(|[lo, hi]| (x, (lo.max(1)) as f64 / 1000.0, hi.max(1) as f64 / 1000.0)))
+        .collect()
 }
 
 /// An event that was sent, as the charts mark it.

@@ -198,6 +198,7 @@ mod tests {
             rps: 20.0,
             latency: Latency { avg: 0.5, p50: 0.25, p99: 1.0, p999: 2.0, max: 3.0 },
             service: None,
+            server: Vec::new(),
             curve: Vec::new(),
             series: Vec::new(),
             events: Vec::new(),
@@ -218,6 +219,7 @@ mod tests {
             tests: vec![test("SET", 5, "mio"), test("GET", 50, "mio")],
             context: Default::default(),
             capacity: Vec::new(),
+            comparison: None,
         }];
         let page = report(&inputs, &[]);
         assert!(page.contains("<p>Every test ran with backend mio, -d 3, -P 1, --threads 0.</p>"), "{page}");

@@ -48,6 +48,17 @@ impl Session {
             format_long(longest),
             settings.resolution,
         ));
+        // What this machine can measure: its own pauses, idle, first; an objective tighter than
+        // them is refused with the figure, and nothing is searched.
+        let idle = crate::run::idle_pauses(IDLE_MEASURE);
+        obs.message(&format!(
+            "{title}: before the search, idle for {}: {}",
+            respbench_core::conn::format_duration(IDLE_MEASURE),
+            idle.describe()
+        ));
+        if let Some(why) = crate::slo::unmeasurable(&settings.objectives, |p| idle.at(p) as f64) {
+            return Err(Error::Unmeasurable(why));
+        }
         self.prepare(test_no, case, obs)?;
         let start_at = self.start_at.take();
         if let Some(at) = start_at.as_ref().filter(|_| !settings.ladder) {
@@ -114,12 +125,21 @@ impl Session {
                     // A worker's achieved rate stands for the fleet's in its own judgement; merge
                     // judges the fleet's from the merged histograms.
                     let scale = rate as f64 / run_rate as f64;
-                    search.handle_step(measure(
-                        &settings.objectives,
-                        &total.stats,
-                        self.base.open.poisson,
-                        scale,
-                    ));
+                    // The client's own pauses during the step, at each objective's percentile.
+                    let paused: Vec<f64> = settings
+                        .objectives
+                        .iter()
+                        .map(|o| total.pauses.as_ref().map_or(0.0, |p| p.at(o.percentile) as f64))
+                        .collect();
+                    let before = search.steps().len();
+                    search.handle_step_paused(
+                        measure(&settings.objectives, &total.stats, self.base.open.poisson, scale),
+                        &paused,
+                    );
+                    if search.steps().len() == before {
+                        // Run again: its own pauses exceeded the objective it failed.
+                        continue;
+                    }
                     let record = search.steps().last().expect("the step just judged");
                     obs.capacity_step(title, search.steps().len(), most, record, &total);
                     results.push(total);
@@ -146,6 +166,9 @@ impl Session {
         Ok(stop)
     }
 }
+
+/// How long the client's own pauses are measured, idle, before a search.
+const IDLE_MEASURE: Duration = Duration::from_secs(3);
 
 /// `1 min 26 s`, `45 s`.
 fn format_long(d: Duration) -> String {

@@ -1,0 +1,153 @@
+//! What a replay is asked (`--replay`'s and `respbench capture`'s options, checked) and what it
+//! reports (its [`Figures`]): plain data that the configuration and the results hold, below the
+//! replay itself (crate::replay), which reads the capture and runs it.
+
+use std::path::PathBuf;
+
+/// `--replay FILE` and its options, checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// The capture: `redis-cli monitor`'s output or respbench's capture file.
+    pub file: PathBuf,
+    /// `--speed`: 2 replays twice as fast.
+    pub speed: f64,
+    /// `--replay-loop`: how many times the capture is played.
+    pub passes: u64,
+    /// `--strict`: the first malformed line is an error.
+    pub strict: bool,
+}
+
+/// `respbench capture`'s options, checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaptureSettings {
+    /// `-o`: the capture file.
+    pub output: PathBuf,
+    /// `--max-commands`: stop after this many.
+    pub max_commands: Option<u64>,
+}
+
+/// Checks `--replay`, `--speed`, `--replay-loop` and `--strict` into [`Settings`]; `None`
+/// without `--replay`.
+pub fn settings(
+    file: Option<&str>,
+    speed: Option<&str>,
+    passes: Option<u64>,
+    strict: bool,
+) -> Result<Option<Settings>, String> {
+    let Some(file) = file else {
+        if speed.is_some() || passes.is_some() || strict {
+            return Err("--speed, --replay-loop and --strict are --replay's: give --replay FILE".into());
+        }
+        return Ok(None);
+    };
+    let speed = match speed {
+        None => 1.0,
+        Some(s) => match s.parse::<f64>() {
+            Ok(v) if v.is_finite() && (0.001..=1000.0).contains(&v) => v,
+            _ => {
+                return Err(format!("invalid value \'{s}\' for --speed: expected a factor from 0.001 to 1000 (2 replays twice as fast)"))
+            }
+        },
+    };
+    let passes = passes.unwrap_or(1);
+    if passes == 0 || passes > 1_000_000 {
+        return Err(format!("invalid value \'{passes}\' for --replay-loop: expected how many times to play the capture, 1 to 1000000"));
+    }
+    Ok(Some(Settings { file: file.into(), speed, passes, strict }))
+}
+
+/// Checks `capture`'s `-o` and `--max-commands`: `None` when not `capturing`, where they are
+/// refused.
+pub fn capture_settings(
+    capturing: bool,
+    output: Option<&str>,
+    max_commands: Option<u64>,
+) -> Result<Option<CaptureSettings>, String> {
+    if !capturing {
+        if output.is_some() || max_commands.is_some() {
+            return Err("-o and --max-commands are respbench capture's: respbench capture -o FILE ...".into());
+        }
+        return Ok(None);
+    }
+    let output = output.ok_or("respbench capture writes its file where -o FILE says")?;
+    if max_commands == Some(0) {
+        return Err(
+            "invalid value \'0\' for --max-commands: expected how many commands to capture, at least 1"
+                .into(),
+        );
+    }
+    Ok(Some(CaptureSettings { output: output.into(), max_commands }))
+}
+
+/// A replay's figures in its test's result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Figures {
+    /// The capture.
+    pub file: String,
+    /// `monitor` or `capture`.
+    pub format: String,
+    /// `--speed`.
+    pub speed: f64,
+    /// `--replay-loop`.
+    pub passes: u64,
+    /// The connections: the original clients this process played.
+    pub clients: u64,
+    /// The capture's span, first command to last, in seconds.
+    pub recorded_s: f64,
+    /// The commands sent (with their lateness recorded).
+    pub sent: u64,
+    /// Of those, how many were sent within [`1 ms (`crate::verdict::LATENESS_KEPT_MICROS`)`] of their
+    /// recorded instant.
+    pub sent_on_time: u64,
+    /// SELECTs sent before a command recorded in another db than its connection was in.
+    pub selects_added: u64,
+    /// The commands not replayed, by name.
+    pub skipped: Vec<Skipped>,
+    /// The malformed lines (or records), and the first of them by number.
+    pub malformed: u64,
+    /// See `malformed`.
+    pub malformed_lines: Vec<(u64, String)>,
+}
+
+impl Figures {
+    /// The share of the commands sent that went on time.
+    pub fn on_time_share(&self) -> f64 {
+        if self.sent == 0 {
+            0.0
+        } else {
+            self.sent_on_time as f64 / self.sent as f64
+        }
+    }
+}
+
+/// Commands of one name that were not replayed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Skipped {
+    /// The command.
+    pub command: String,
+    /// Why not.
+    pub reason: String,
+    /// How many.
+    pub count: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_checked() {
+        assert_eq!(settings(None, None, None, false), Ok(None));
+        assert!(settings(None, Some("2"), None, false).is_err());
+        let s = settings(Some("f"), Some("2"), Some(3), true).unwrap().unwrap();
+        assert_eq!((s.speed, s.passes, s.strict), (2.0, 3, true));
+        for bad in ["0", "-1", "nan", "inf", "x", "2000"] {
+            assert!(settings(Some("f"), Some(bad), None, false).is_err(), "{bad}");
+        }
+        assert!(settings(Some("f"), None, Some(0), false).is_err());
+        assert!(capture_settings(true, None, None).is_err());
+        assert!(capture_settings(true, Some("o"), Some(0)).is_err());
+        assert!(capture_settings(false, Some("o"), None).is_err());
+        assert_eq!(capture_settings(false, None, None), Ok(None));
+    }
+}

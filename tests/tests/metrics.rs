@@ -1,0 +1,511 @@
+//! `--metrics` (issue #38) scraped by a real Prometheus (Debian's 2.42, started here on a free
+//! port with a 1 s scrape interval): one 30 s open-loop run at a known rate, beside two workers
+//! of a split run, and hostile clients at the endpoint while it runs; each figure Prometheus
+//! holds is checked against the run's JSON and the server's own counts. And the endpoint's
+//! errors: a port in use, before any connection.
+
+#[path = "metrics/prometheus.rs"]
+mod prometheus;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use prometheus::{http_get, Prometheus};
+use respbench_tests::{free_port, json_path, respbench, wait_until, RedisServer};
+
+const RATE: u64 = 2000;
+const SECONDS: u64 = 30;
+
+fn read_json(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let _ = std::fs::remove_file(path);
+    serde_json::from_str(&text).expect("a JSON document")
+}
+
+/// The process' resident memory in KiB (`VmRSS`).
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn now_s() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64()
+}
+
+/// The hostile clients, while the run goes on: a thousand idle connections held for seconds,
+/// a 10 MB request line, a scraper that reads its answer a byte at a time, and garbage.
+/// Returns what the endpoint answered the 10 MB line with (its status, if any got back).
+fn hostile(port: u16, pid: u32) -> Option<u16> {
+    let rss_before = rss_kib(pid);
+    let idle: Vec<TcpStream> =
+        (0..1000).filter_map(|_| TcpStream::connect(("127.0.0.1", port)).ok()).collect();
+    assert!(idle.len() >= 990, "only {} of 1,000 idle connections opened", idle.len());
+    // A 10 MB request line: refused at 8 KiB, never read whole.
+    let mut big = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    big.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+    big.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let line = vec![b'A'; 10 << 20];
+    let mut sent = 0;
+    while sent < line.len() {
+        match big.write(&line[sent..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => sent += n,
+        }
+    }
+    let mut answer = Vec::new();
+    let _ = big.read_to_end(&mut answer);
+    let status =
+        std::str::from_utf8(&answer).ok().and_then(|a| a.split(' ').nth(1)).and_then(|s| s.parse().ok());
+    // A slow scraper: asks, then reads a byte every 50 ms for 3 s.
+    let mut slow = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    slow.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    for _ in 0..60 {
+        let mut b = [0u8; 1];
+        let _ = slow.read(&mut b);
+        thread::sleep(Duration::from_millis(50));
+    }
+    // Garbage, and a request cut short.
+    for junk in [&b"\x16\x03\x01\x00\xff\x01\x00\x00\xfb\x03\x03"[..], b"GET /metrics HTTP/1.1\r\nHost"] {
+        let mut g = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        let _ = g.write_all(junk);
+    }
+    let rss_after = rss_kib(pid);
+    assert!(
+        rss_after < rss_before + 8 * 1024,
+        "respbench grew from {rss_before} KiB to {rss_after} KiB under the hostile clients"
+    );
+    drop(idle);
+    status
+}
+
+/// What `promtool check metrics` says of a scrape in the text format (empty: nothing).
+fn promtool_check(body: &[u8]) -> (bool, String) {
+    let mut child = Command::new("/usr/bin/promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package)");
+    child.stdin.take().unwrap().write_all(body).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+    )
+}
+
+/// The metric names and label names in a scrape of the text format.
+fn exported(body: &str) -> (Vec<String>, Vec<String>) {
+    let (mut names, mut labels) = (Vec::new(), Vec::new());
+    for line in body.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let end = line.find(['{', ' ']).unwrap();
+        names.push(line[..end].to_string());
+        if let Some(inner) = line[end..].strip_prefix('{').and_then(|r| r.split('}').next()) {
+            for pair in inner.split("\",") {
+                labels.push(pair.split('=').next().unwrap().to_string());
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    labels.sort();
+    labels.dedup();
+    (names, labels)
+}
+
+/// The metric names a PromQL expression reads (identifiers before a `{` or `[`, or named
+/// respbench_…) and the labels it groups by (`by (…)`).
+fn names_in(expr: &str) -> (Vec<String>, Vec<String>) {
+    let (mut names, mut grouped) = (Vec::new(), Vec::new());
+    let b = expr.as_bytes();
+    let mut i = 0;
+    let mut quoted = false;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'"' {
+            quoted = !quoted;
+            i += 1;
+            continue;
+        }
+        if quoted || !(c.is_ascii_alphabetic() || c == b'_') {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b':') {
+            i += 1;
+        }
+        let word = &expr[start..i];
+        let next = expr[i..].trim_start().chars().next();
+        if word == "by" {
+            let open = i + expr[i..].find('(').unwrap();
+            let close = open + expr[open..].find(')').unwrap();
+            grouped.extend(expr[open + 1..close].split(',').map(|l| l.trim().to_string()));
+            i = close + 1;
+        } else if matches!(next, Some('{') | Some('[')) || word.starts_with("respbench_") {
+            names.push(word.to_string());
+            // Past its matchers: label names there are not metrics.
+            if next == Some('{') {
+                i += expr[i..].find('}').unwrap() + 1;
+            }
+        }
+    }
+    (names, grouped)
+}
+
+/// One 30 s open-loop run (a mix: SET, and INCR of a string for error replies) at 2,000/s and
+/// two workers of a split run, scraped by one Prometheus; hostile clients at the run's endpoint
+/// meanwhile. Prometheus' rate, p99, error counts and totals are checked against the JSON and
+/// the server.
+#[test]
+fn prometheus_scrapes_a_long_run_and_its_figures_hold() {
+    let server = RedisServer::start();
+    server.cli(&["SET", "str", "not-a-number"]);
+    let set_before = server.command_calls("set");
+    let workers_server = RedisServer::start();
+    let (port, w0, w1) = (free_port(), free_port(), free_port());
+    let prom = Prometheus::start(&[("run", &[port]), ("workers", &[w0, w1])]);
+    let json = json_path("metrics", "run");
+    let rate = RATE.to_string();
+    let duration = format!("{SECONDS}s");
+    let run = respbench().spawn(&[
+        "-p",
+        &server.port().to_string(),
+        "--mix-command",
+        "9 SET k v",
+        "--mix-command",
+        "1 INCR str",
+        "--rps",
+        &rate,
+        "--duration",
+        &duration,
+        "-c",
+        "10",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+        "--metrics",
+        &format!("127.0.0.1:{port}"),
+    ]);
+    wait_until("the endpoint", Duration::from_secs(30), || http_get(port, "/metrics", &[]).is_some());
+    let listening = now_s();
+    // The two workers: -n and --rps split (5,000 requests each at 500/s), each its own endpoint.
+    let worker_json = [json_path("metrics", "w0"), json_path("metrics", "w1")];
+    let workers: Vec<_> = [(0, w0), (1, w1)]
+        .iter()
+        .map(|&(i, p)| {
+            respbench().spawn(&[
+                "-p",
+                &workers_server.port().to_string(),
+                "-t",
+                "set,get",
+                "-n",
+                "10000",
+                "--rps",
+                "1000",
+                "-c",
+                "4",
+                "-q",
+                "--worker",
+                &format!("{i}/2"),
+                "--json",
+                worker_json[i].to_str().unwrap(),
+                "--metrics",
+                &format!("127.0.0.1:{p}"),
+            ])
+        })
+        .collect();
+    // The text format passes promtool's checks (names, types, units).
+    thread::sleep(Duration::from_secs(2));
+    let text = http_get(port, "/metrics", &[]).expect("a scrape");
+    assert_eq!(text.status, 200);
+    assert!(text.head.contains("text/plain; version=0.0.4"), "{}", text.head);
+    let (ok, said) = promtool_check(&text.body);
+    assert!(
+        ok && said.trim().is_empty(),
+        "promtool check metrics: {said}\n{}",
+        String::from_utf8_lossy(&text.body)
+    );
+    let om = http_get(port, "/metrics", &["Accept: application/openmetrics-text;version=1.0.0"]).unwrap();
+    assert!(om.head.contains("application/openmetrics-text; version=1.0.0"), "{}", om.head);
+    assert!(om.body.ends_with(b"# EOF\n"));
+    let big_status = hostile(port, run.pid());
+    assert!(big_status.is_none_or(|s| s == 431), "the 10 MB line was answered {big_status:?}");
+    let out = run.wait(Duration::from_secs(SECONDS + 60));
+    let exited = now_s();
+    for w in workers {
+        let o = w.wait(Duration::from_secs(60));
+        assert!(o.status.success() && o.stderr.is_empty(), "{}", o.dump());
+    }
+    // The INCRs' error replies make it exit 1 with the server's words, and nothing else.
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(
+        out.stderr.lines().all(|l| l == "Error from server: ERR value is not an integer or out of range"),
+        "{}",
+        out.dump()
+    );
+    let doc = read_json(&json);
+    let tests = doc["tests"].as_array().unwrap();
+    let total = tests.last().unwrap();
+    let requests = total["requests"].as_u64().unwrap();
+    let errors = total["errors"]["ERR"].as_u64().unwrap();
+
+    // The run's counts are whole, hostile clients or not: every arrival was sent and answered,
+    // and the server executed each.
+    let a = &total["arrivals"];
+    assert_eq!(a["unsent"], 0, "{a}");
+    assert_eq!(a["abandoned"], 0, "{a}");
+    assert_eq!(a["lost"], 0, "{a}");
+    assert_eq!(a["due"].as_u64(), Some(requests), "{a}");
+    let due = a["due"].as_u64().unwrap();
+    // (How many were due depends on when the connections were up: 56,162 of 60,000 once on a
+    // machine whose load average was 10; the rate is checked against Prometheus' below.)
+    assert_eq!(server.command_calls("set") - set_before + server.command_calls("incr"), requests);
+
+    // Prometheus was served the final figures (the endpoint lingered for them): its totals are
+    // the JSON's. (Each series' last sample: once a target is gone its series are marked
+    // stale.)
+    let sum = |q: &str| prom.scalar(q, None).unwrap_or_else(|| panic!("{q}: no value\n{}", prom.log()));
+    assert_eq!(sum("sum(last_over_time(respbench_requests_total{job=\"run\"}[5m]))"), requests as f64);
+    for part in &tests[..tests.len() - 1] {
+        let name = if part["name"].as_str().unwrap().starts_with("SET") { "SET" } else { "INCR" };
+        let q =
+            format!("sum(last_over_time(respbench_requests_total{{job=\"run\",command=\"{name}\"}}[5m]))");
+        assert_eq!(sum(&q), part["requests"].as_u64().unwrap() as f64, "{q}");
+    }
+    // The error counters are the server's errorstats.
+    let errorstat = server.info_field("errorstats", "errorstat_ERR").expect("errorstat_ERR");
+    let server_errors: u64 =
+        errorstat.trim_start_matches("count=").split(',').next().unwrap().parse().unwrap();
+    assert_eq!(server_errors, errors);
+    assert_eq!(
+        sum("sum(last_over_time(respbench_error_replies_total{job=\"run\",prefix=\"ERR\"}[5m]))"),
+        errors as f64
+    );
+
+    // Every scrape while it ran succeeded, the hostile clients' included (those after it
+    // ended fail: 0).
+    let start_s = total["start_us"].as_u64().unwrap() as f64 / 1e6;
+    let samples = prom.query("up{job=\"run\"}[5m]", None);
+    let ups: Vec<(f64, String)> = samples[0]["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v[0].as_f64().unwrap(), v[1].as_str().unwrap().to_string()))
+        .filter(|(t, _)| *t > listening && *t < exited - 1.0)
+        .collect();
+    assert!(ups.len() >= (SECONDS - 4) as usize, "{} scrapes while it ran: {samples}", ups.len());
+    assert!(ups.iter().all(|(_, v)| v == "1"), "a scrape failed while it ran: {samples}");
+
+    // rate() over 10 s lies within 3% of the JSON's seconds for the same 10 s.
+    let series = total["series"].as_array().unwrap();
+    // From 10 s after Prometheus' first scrape of it.
+    let first = ups.first().map(|u| u.0).unwrap();
+    let from = ((first - start_s).ceil().max(0.0) as u64) + 11;
+    assert!(from + 10 <= SECONDS, "Prometheus' first scrape came {:.1} s into the run", first - start_s);
+    for k in from..SECONDS {
+        let t = start_s + k as f64;
+        let prom_rate = prom
+            .scalar("sum(rate(respbench_requests_total{job=\"run\"}[10s]))", Some(t))
+            .unwrap_or_else(|| panic!("no rate at second {k}"));
+        let json_rate: u64 =
+            series[(k - 10) as usize..k as usize].iter().map(|s| s["requests"].as_u64().unwrap()).sum();
+        let json_rate = json_rate as f64 / 10.0;
+        let off = (prom_rate / json_rate - 1.0).abs();
+        assert!(
+            off <= 0.03,
+            "second {k}: Prometheus {prom_rate:.1}/s, the JSON {json_rate:.1}/s ({:.1}% off)",
+            off * 100.0
+        );
+    }
+
+    // histogram_quantile's p99 is within one bucket of the JSON's.
+    let buckets =
+        prom.query("sum by (le) (last_over_time(respbench_latency_seconds_bucket{job=\"run\"}[5m]))", None);
+    let mut bounds: Vec<f64> = buckets
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["metric"]["le"].as_str().and_then(|le| le.parse().ok()))
+        .filter(|b: &f64| b.is_finite())
+        .collect();
+    bounds.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert!(bounds.len() > 20, "{buckets}");
+    let bucket_of = |seconds: f64| bounds.partition_point(|&b| b < seconds);
+    let p99 = sum("histogram_quantile(0.99, sum by (le) (last_over_time(respbench_latency_seconds_bucket{job=\"run\"}[5m])))");
+    let json_p99 = total["latency_ms"]["p99"].as_f64().unwrap() / 1e3;
+    assert!(
+        bucket_of(p99).abs_diff(bucket_of(json_p99)) <= 1,
+        "Prometheus' p99 {p99} s, the JSON's {json_p99} s: buckets {} and {} of {bounds:?}",
+        bucket_of(p99),
+        bucket_of(json_p99)
+    );
+    // The service time and lateness are there too, as many as the requests and arrivals.
+    assert_eq!(
+        sum("sum(last_over_time(respbench_service_time_seconds_count{job=\"run\"}[5m]))"),
+        requests as f64
+    );
+    assert_eq!(
+        sum("sum(last_over_time(respbench_send_lateness_seconds_count{job=\"run\"}[5m]))"),
+        due as f64
+    );
+
+    // Every query of the Grafana dashboard names metrics and labels respbench exported, and
+    // Prometheus answers each with a value for the run.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("deploy/grafana/respbench-dashboard.json")).unwrap(),
+    )
+    .unwrap();
+    let (metric_names, label_names) = exported(&String::from_utf8_lossy(&text.body));
+    let mut queries = 0;
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            let (names, grouped) = names_in(expr);
+            assert!(!names.is_empty(), "{expr}");
+            for n in &names {
+                let sample = metric_names.iter().any(|m| m == n);
+                assert!(sample, "{expr}: {n} is not among respbench's metrics {metric_names:?}");
+            }
+            for l in &grouped {
+                assert!(label_names.iter().any(|x| x == l), "{expr}: label {l} is not among {label_names:?}");
+            }
+            let concrete = expr.replace("$__rate_interval", "10s").replace("$worker", ".*");
+            let at = prom.query(&concrete, Some(start_s + 20.0));
+            assert!(at.as_array().is_some_and(|a| !a.is_empty()), "{concrete}: nothing at 20 s: {at}");
+            queries += 1;
+        }
+    }
+    assert!(queries >= 10, "{queries} queries");
+
+    // Two workers: Prometheus' sum over them is the merged document's totals.
+    let merged = json_path("metrics", "merged");
+    let m = respbench().run(
+        &[
+            "merge",
+            worker_json[0].to_str().unwrap(),
+            worker_json[1].to_str().unwrap(),
+            "--json",
+            merged.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(m.status.success(), "{}", m.dump());
+    for w in &worker_json {
+        let _ = std::fs::remove_file(w);
+    }
+    let merged = read_json(&merged);
+    for t in merged["tests"].as_array().unwrap() {
+        let name = t["name"].as_str().unwrap();
+        let q =
+            format!("sum(last_over_time(respbench_requests_total{{job=\"workers\",test=\"{name}\"}}[5m]))");
+        assert_eq!(sum(&q), t["requests"].as_u64().unwrap() as f64, "{q}");
+        let q = format!(
+            "sum(last_over_time(respbench_latency_seconds_count{{job=\"workers\",test=\"{name}\"}}[5m]))"
+        );
+        assert_eq!(sum(&q), t["requests"].as_u64().unwrap() as f64, "{q}");
+    }
+    // Each worker's run-info names it, of two (one series per test it ran).
+    let info = prom.query("last_over_time(respbench_run_info{job=\"workers\",workers=\"2\"}[5m])", None);
+    let mut infos: Vec<(&str, &str)> = info
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["metric"]["worker"].as_str().unwrap(), r["metric"]["test"].as_str().unwrap()))
+        .collect();
+    infos.sort();
+    assert_eq!(infos, [("0", "GET"), ("0", "SET"), ("1", "GET"), ("1", "SET")], "{info}");
+    let by_worker =
+        prom.query("count by (worker) (last_over_time(respbench_requests_total{job=\"workers\"}[5m]))", None);
+    let mut seen: Vec<&str> =
+        by_worker.as_array().unwrap().iter().filter_map(|r| r["metric"]["worker"].as_str()).collect();
+    seen.sort();
+    assert_eq!(seen, ["0", "1"], "{by_worker}");
+}
+
+/// `--metrics` on a port that is taken is an error before respbench connects to the server.
+#[test]
+fn metrics_on_a_port_in_use_is_an_error_before_connecting() {
+    let server = RedisServer::start();
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let connections =
+        || server.info_field("stats", "total_connections_received").unwrap().parse::<u64>().unwrap();
+    let before = connections();
+    let started = Instant::now();
+    let out = respbench().run(
+        &[
+            "-p",
+            &server.port().to_string(),
+            "-t",
+            "ping",
+            "-n",
+            "10",
+            "--metrics",
+            &format!("127.0.0.1:{port}"),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(
+        out.stderr.contains(&format!("--metrics 127.0.0.1:{port}: cannot listen on 127.0.0.1:{port}")),
+        "{}",
+        out.dump()
+    );
+    assert!(out.stderr.to_lowercase().contains("in use"), "{}", out.dump());
+    assert_eq!(out.stdout, "", "{}", out.dump());
+    // Only the count's own INFO connection came since.
+    assert_eq!(connections(), before + 1, "respbench connected before refusing");
+    let _ = started;
+    let busy = respbench().run(&["--prometheus-port", &port.to_string(), "-n", "1"], Duration::from_secs(30));
+    assert!(busy.stderr.contains(&format!("--prometheus-port {port}: cannot listen")), "{}", busy.dump());
+}
+
+/// The Kubernetes manifest exposes each pod's endpoint: `--metrics` on the port its container
+/// names `metrics`, the scrape annotations on the pods, and the PodMonitor selecting those pods
+/// by their labels and that port.
+#[test]
+fn the_kubernetes_pods_expose_their_metrics() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let docs: serde_json::Value = serde_json::from_str(&respbench_tests::yaml_as_json(
+        &root.join("deploy/kubernetes/respbench-job.yaml"),
+    ))
+    .unwrap();
+    let job = docs.as_array().unwrap().iter().find(|d| d["kind"] == "Job").unwrap();
+    let template = &job["spec"]["template"];
+    let c = &template["spec"]["containers"][0];
+    let args: Vec<&str> = c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    let listen = args[args.iter().position(|a| *a == "--metrics").expect("--metrics") + 1];
+    let port: u64 = listen.rsplit(':').next().unwrap().parse().unwrap();
+    assert!(listen.starts_with(':'), "every interface, for the scraper: {listen}");
+    let named =
+        c["ports"].as_array().unwrap().iter().find(|p| p["name"] == "metrics").expect("a port named metrics");
+    assert_eq!(named["containerPort"].as_u64(), Some(port));
+    let annotations = &template["metadata"]["annotations"];
+    assert_eq!(annotations["prometheus.io/scrape"], "true");
+    assert_eq!(annotations["prometheus.io/port"], port.to_string());
+    assert_eq!(annotations["prometheus.io/path"], "/metrics");
+    let monitor: serde_json::Value = serde_json::from_str(&respbench_tests::yaml_as_json(
+        &root.join("deploy/kubernetes/respbench-podmonitor.yaml"),
+    ))
+    .unwrap();
+    let monitor = &monitor[0];
+    assert_eq!(monitor["kind"], "PodMonitor");
+    assert_eq!(monitor["apiVersion"], "monitoring.coreos.com/v1");
+    let wanted = monitor["spec"]["selector"]["matchLabels"].as_object().unwrap();
+    for (k, v) in wanted {
+        assert_eq!(&template["metadata"]["labels"][k], v, "the PodMonitor selects {k}={v}");
+    }
+    let endpoint = &monitor["spec"]["podMetricsEndpoints"][0];
+    assert_eq!(endpoint["port"], "metrics");
+    assert_eq!(endpoint["path"], "/metrics");
+}
