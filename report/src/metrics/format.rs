@@ -90,6 +90,10 @@ pub struct TestTotals {
     pub unsent: u64,
     /// How late requests were sent (open loop).
     pub lateness: Option<Buckets>,
+    /// The client machine's own pauses: how late the idle thread woke.
+    pub idle_pauses: Option<Buckets>,
+    /// How late the event loops woke against the deadlines they asked for.
+    pub wake_pauses: Option<Buckets>,
 }
 
 impl TestTotals {
@@ -99,6 +103,8 @@ impl TestTotals {
         self.abandoned = self.abandoned.saturating_add(other.abandoned);
         self.unsent = self.unsent.saturating_add(other.unsent);
         add_option(&mut self.lateness, other.lateness.as_ref());
+        add_option(&mut self.idle_pauses, other.idle_pauses.as_ref());
+        add_option(&mut self.wake_pauses, other.wake_pauses.as_ref());
     }
 }
 
@@ -189,7 +195,7 @@ enum Kind {
 }
 
 /// The families: name (without `_total` or `_info`), kind, help.
-const FAMILIES: [(&str, Kind, &str); 12] = [
+const FAMILIES: [(&str, Kind, &str); 13] = [
     (
         "respbench_run",
         Kind::Info,
@@ -211,6 +217,11 @@ const FAMILIES: [(&str, Kind, &str); 12] = [
         "Open loop: latency per request from its actual send.",
     ),
     ("respbench_send_lateness_seconds", Kind::Histogram, "Open loop: how late each request was sent."),
+    (
+        "respbench_client_pause_seconds",
+        Kind::Histogram,
+        "The client machine's own pauses: how late an idle thread sleeping 1 ms woke (idle), and how late the event loops woke for their deadlines (loop).",
+    ),
     ("respbench_target_rate", Kind::Gauge, "The running test's open-loop target, in requests per second."),
     ("respbench_connections_open", Kind::Gauge, "Connections of the running test that are up."),
     ("respbench_client_cpu_seconds", Kind::Counter, "respbench's own CPU time, user and system."),
@@ -335,6 +346,15 @@ pub fn render(s: &Snapshot, format: Format) -> String {
     for (test, t) in &s.tests {
         if let Some(b) = &t.lateness {
             histogram(&mut out, "respbench_send_lateness_seconds", &[("test", test), ("worker", &worker)], b);
+        }
+    }
+    header(&mut out, "respbench_client_pause_seconds");
+    for (test, t) in &s.tests {
+        for (of, b) in [("idle", &t.idle_pauses), ("loop", &t.wake_pauses)] {
+            if let Some(b) = b {
+                let l = [("test", test.as_str()), ("of", of), ("worker", &worker)];
+                histogram(&mut out, "respbench_client_pause_seconds", &l, b);
+            }
         }
     }
     header(&mut out, "respbench_target_rate");

@@ -114,6 +114,7 @@ fn totals_of(f: &Figures) -> TestTotals {
         abandoned: f.abandoned,
         unsent: f.unsent,
         lateness: f.lateness.as_ref().map(Buckets::of),
+        ..TestTotals::default()
     }
 }
 
@@ -187,6 +188,12 @@ impl State {
                 let nodes = named_nodes(&live.nodes, &f);
                 let nodes = if live.nodes.is_empty() { Vec::new() } else { nodes };
                 add_test(&mut series, &mut tests, &live.title, &live.commands, &f, &f.parts, &nodes);
+            }
+            let pauses = live.progress.pause_figures();
+            if pauses.wakeups > 0 {
+                let t = tests.entry(live.title.clone()).or_default();
+                t.idle_pauses = Some(Buckets::of(&pauses.idle));
+                t.wake_pauses = (!pauses.wake.is_empty()).then(|| Buckets::of(&pauses.wake));
             }
         }
         let (user, system) = respbench_session::cpu::process_cpu();
@@ -301,6 +308,14 @@ impl Exporter {
         let nodes: Vec<(String, &Figures)> = names.into_iter().zip(&whole.nodes).collect();
         let State { done, done_tests, .. } = &mut *st;
         add_test(done, done_tests, &total.name, &commands, &whole, &parts, &nodes);
+        if let Some(p) = &total.pauses {
+            let pauses = TestTotals {
+                idle_pauses: Some(Buckets::of(&p.idle)),
+                wake_pauses: p.wake.as_ref().filter(|w| !w.is_empty()).map(Buckets::of),
+                ..TestTotals::default()
+            };
+            done_tests.entry(total.name.clone()).or_default().add(&pauses);
+        }
         st.live = None;
         st.generation += 1;
     }
