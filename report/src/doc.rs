@@ -619,6 +619,11 @@ pub struct EventEntry {
     pub not_started: Option<String>,
     /// What it cost; null when it was never sent.
     pub disruption: Option<DisruptionEntry>,
+    /// In a merged document: the input it came from (its `--worker` index, else its place
+    /// among the inputs, from 0). Its cost is from that input's load alone: the windows of the
+    /// others are not in the documents, so it is not made again from the sum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part: Option<u64>,
 }
 
 /// One node's reply to an event's command.
