@@ -127,6 +127,11 @@ pub fn write_verbose(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
 
 /// `-q`: one line per event.
 pub fn write_quiet(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
+    write_quiet_as(&t.name, t, out)
+}
+
+/// [`write_quiet`] with another title: the side-by-side table's `NAME [BACKEND]`.
+pub fn write_quiet_as(title: &str, t: &TestResult, out: &mut impl Write) -> io::Result<()> {
     for e in &t.events {
         let cost = match &e.cost {
             Some(d) => format!(
@@ -140,7 +145,7 @@ pub fn write_quiet(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
             ),
             None => String::new(),
         };
-        writeln!(out, "{}: event '{}' {}{cost}", t.name, given(e), e.fired.outcome.describe())?;
+        writeln!(out, "{title}: event '{}' {}{cost}", given(e), e.fired.outcome.describe())?;
     }
     Ok(())
 }
@@ -170,16 +175,15 @@ pub fn merged_line(test: &str, e: &doc::EventEntry) -> String {
 /// what came of it, the window in ms (empty: not recovered), max and p99 (ms), errors,
 /// redirects, lost, abandoned, unsent, replies per second.
 pub fn write_csv(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
+    write_csv_as(&t.name, t, out)
+}
+
+/// [`write_csv`] with another title: the side-by-side table's `NAME [BACKEND]`.
+pub fn write_csv_as(title: &str, t: &TestResult, out: &mut impl Write) -> io::Result<()> {
     let q = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
     for e in &t.events {
         let sent = e.fired.sent.map(|s| format!("{:.3}", secs(s))).unwrap_or_default();
-        write!(
-            out,
-            "\"event\",{},{},\"{sent}\",{}",
-            q(&t.name),
-            q(&given(e)),
-            q(&e.fired.outcome.describe())
-        )?;
+        write!(out, "\"event\",{},{},\"{sent}\",{}", q(title), q(&given(e)), q(&e.fired.outcome.describe()))?;
         match &e.cost {
             Some(d) => {
                 let window = d.recovered.map(|w| format!("{:.1}", w.as_secs_f64() * 1e3)).unwrap_or_default();

@@ -21,6 +21,7 @@ respbench_tests::backend_tests!(
         a_stopped_server_is_a_window_of_its_stop,
         a_failover_on_a_cluster_is_followed_and_counted,
         every_output_has_the_events,
+        backends_side_by_side_each_say_their_event,
         bad_events_are_refused_before_connecting,
     ],
 );
@@ -397,6 +398,34 @@ fn every_output_has_the_events(tool: Tool) {
         "{}",
         out.dump()
     );
+}
+
+/// `--backend mio,smol`: the side-by-side table, then each backend's event as its own line (`-q`)
+/// or row (`--csv`), titled `NAME [BACKEND]`; each backend's run sent its own PING (the server's
+/// commandstats count both).
+fn backends_side_by_side_each_say_their_event(_tool: Tool) {
+    let server = RedisServer::start();
+    for (format, lines) in [
+        ("-q", ["GET [mio]: event '1s PING' PONG (", "GET [smol]: event '1s PING' PONG ("]),
+        ("--csv", ["\"event\",\"GET [mio]\",\"1s PING\",", "\"event\",\"GET [smol]\",\"1s PING\","]),
+    ] {
+        let before = server.command_calls("ping");
+        let a = args(
+            server.port(),
+            &["-t", "get", "-c", "4", "--duration", "2s", "--backend", "mio,smol", format],
+        );
+        let out = respbench_tests::respbench().run(&[&a[..], &["--at".into(), "1s PING".into()]].concat(), T);
+        ok_or_unrecovered(&out);
+        for line in lines {
+            assert_eq!(
+                out.stdout.lines().filter(|l| l.starts_with(line)).count(),
+                1,
+                "{line}: {}",
+                out.dump()
+            );
+        }
+        assert_eq!(server.command_calls("ping") - before, 2, "{}", out.dump());
+    }
 }
 
 /// One event on each backend: a `CONFIG SET` at 1.5 s of a 3 s open loop, sent, answered,
