@@ -311,14 +311,58 @@ pub fn event_time(text: &str) -> Result<Duration, OptionError> {
     Ok(Duration::from_secs_f64(total))
 }
 
-/// One `--at 'TIME CMD [ARG…]'` or `--at 'TIME exec PROGRAM [ARG…]'`, its words split at
-/// white space.
+/// Splits `text` into words as redis-cli does its command line: at white space, except within
+/// double quotes (with the escapes `\"`, `\\`, `\n`, `\r`, `\t`) or single quotes (with `\'`);
+/// a closing quote must end its word.
+pub fn words(text: &str) -> Result<Vec<String>, &'static str> {
+    let mut out = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let Some(&first) = chars.peek() else { return Ok(out) };
+        let mut word = String::new();
+        if first == '"' || first == '\'' {
+            chars.next();
+            loop {
+                match chars.next() {
+                    None => return Err("a quote is not closed"),
+                    Some(c) if c == first => break,
+                    Some('\\') => match (first, chars.next()) {
+                        (_, None) => return Err("a quote is not closed"),
+                        ('"', Some('n')) => word.push('\n'),
+                        ('"', Some('r')) => word.push('\r'),
+                        ('"', Some('t')) => word.push('\t'),
+                        ('"', Some(c @ ('"' | '\\'))) | ('\'', Some(c @ '\'')) => word.push(c),
+                        (_, Some(c)) => {
+                            word.push('\\');
+                            word.push(c);
+                        }
+                    },
+                    Some(c) => word.push(c),
+                }
+            }
+            if chars.peek().is_some_and(|c| !c.is_whitespace()) {
+                return Err("a closing quote must be followed by a space");
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+                word.push(c);
+            }
+        }
+        out.push(word);
+    }
+}
+
+/// One `--at 'TIME CMD [ARG…]'` or `--at 'TIME exec PROGRAM [ARG…]'`, its words split as
+/// redis-cli splits a command line ([`words`]: an argument with spaces is quoted).
 pub fn event(text: &str) -> Result<crate::event::Event, OptionError> {
     use crate::event::{Action, Event};
-    let mut words = text.split_whitespace();
-    let time = words.next().ok_or_else(|| bad("--at", text, "expected 'TIME CMD [ARG...]'"))?;
+    let trimmed = text.trim_start();
+    let time =
+        trimmed.split_whitespace().next().ok_or_else(|| bad("--at", text, "expected 'TIME CMD [ARG...]'"))?;
     let at = event_time(time)?;
-    let rest: Vec<String> = words.map(str::to_string).collect();
+    let given = trimmed[time.len()..].trim();
+    let rest = words(given).map_err(|why| bad("--at", text, why))?;
     let action = match rest.split_first() {
         None => return Err(bad("--at", text, "expected a command after TIME: 'TIME CMD [ARG...]'")),
         Some((x, prog)) if x == "exec" => match prog.split_first() {
@@ -329,7 +373,7 @@ pub fn event(text: &str) -> Result<crate::event::Event, OptionError> {
         },
         Some(_) => Action::Command(rest.clone()),
     };
-    Ok(Event { at, action, text: rest.join(" ") })
+    Ok(Event { at, action, text: given.to_string() })
 }
 
 /// `--at` (each given) and `--at-node` (`primary`, `replica`, `all` or `HOST:PORT`): the run's
@@ -355,6 +399,25 @@ pub fn events(at: &[String], node: Option<&str>) -> Result<crate::event::Events,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_split_as_redis_cli_splits_them() {
+        let w = |t: &str| words(t).map(|v| v.join("|"));
+        assert_eq!(w("  SET k  v "), Ok("SET|k|v".into()));
+        assert_eq!(w(r#"SET k "a b\"c\\ \n""#), Ok("SET|k|a b\"c\\ \n".into()));
+        assert_eq!(w(r"SET k 'it\'s \n'"), Ok("SET|k|it's \\n".into()));
+        assert_eq!(w(r#"SET k """#), Ok("SET|k|".into()));
+        assert_eq!(w(""), Ok(String::new()));
+        assert!(w(r#"SET "k"v"#).is_err() && w(r#"SET "k"#).is_err() && w("SET 'k\\").is_err());
+        let e = event(r#"2s exec sh -c "kill -STOP 1""#).unwrap();
+        let crate::event::Action::Exec { program, args } = &e.action else { panic!("{e:?}") };
+        assert_eq!(
+            (program.as_str(), args.as_slice()),
+            ("sh", &["-c".to_string(), "kill -STOP 1".to_string()][..])
+        );
+        assert_eq!(e.text, r#"exec sh -c "kill -STOP 1""#);
+        assert!(event("2s SET 'k").unwrap_err().to_string().contains("a quote is not closed"));
+    }
 
     fn timeout(v: &str) -> Result<Duration, String> {
         bounded_duration("--timeout", v, "leave --timeout out to wait forever").map_err(|e| e.to_string())
