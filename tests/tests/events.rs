@@ -402,7 +402,7 @@ fn every_output_has_the_events(tool: Tool) {
 
 /// `--backend mio,smol`: the side-by-side table, then each backend's event as its own line (`-q`)
 /// or row (`--csv`), titled `NAME [BACKEND]`; each backend's run sent its own PING (the server's
-/// commandstats count both).
+/// commandstats count both). A quoted argument keeps its space.
 fn backends_side_by_side_each_say_their_event(_tool: Tool) {
     let server = RedisServer::start();
     for (format, lines) in [
@@ -426,6 +426,12 @@ fn backends_side_by_side_each_say_their_event(_tool: Tool) {
         }
         assert_eq!(server.command_calls("ping") - before, 2, "{}", out.dump());
     }
+    let a = args(
+        server.port(),
+        &["-t", "get", "-c", "1", "--duration", "2s", "-q", "--at", "1s SET greeting \"hello world\""],
+    );
+    ok_or_unrecovered(&respbench_tests::respbench().run(&a, T));
+    assert_eq!(server.cli(&["GET", "greeting"]).trim(), "hello world");
 }
 
 /// One event on each backend: a `CONFIG SET` at 1.5 s of a 3 s open loop, sent, answered,
@@ -491,6 +497,7 @@ fn bad_events_are_refused_before_connecting(tool: Tool) {
     refused(&with("5x PING"), "TIME is like 30s, 1m30s or 500ms");
     refused(&with("1m30 PING"), "TIME is like 30s, 1m30s or 500ms");
     refused(&with("5s"), "expected a command after TIME");
+    refused(&with("5s SET k 'v"), "invalid value '5s SET k 'v' for --at: a quote is not closed");
     refused(&with("10s PING"), "--at '10s PING': 10s is not within --duration 10s");
     refused(&with("500ms PING"), "an event must come 1 s into the test at least");
     refused(
