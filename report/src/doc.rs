@@ -1558,6 +1558,7 @@ mod tests {
                 replies: Some(vec![EventReply::default()]),
                 exit: Some(ProgramExit { status: Some(0), ..ProgramExit::default() }),
                 not_started: Some("x".into()),
+                part: Some(0),
                 disruption: Some(DisruptionEntry {
                     window_ms: Some(1.0),
                     errors: [("ERR".to_string(), 1)].into(),
