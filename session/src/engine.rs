@@ -552,6 +552,11 @@ impl Session {
                     (0, _) if failed => {
                         format!("{title}{on}: {unsent} (all connections failed at {:.2} s)", s.duration_secs())
                     }
+                    // Replies came to the end: nothing was blocked, the loop was behind.
+                    (0, _) if s.silent_secs() < 0.1 => format!(
+                        "{title}{on}: {unsent} (the client was behind its schedule at the end: sends up to {:.1} ms late)",
+                        s.lateness.as_ref().map_or(0.0, |l| l.max() as f64 / 1e3)
+                    ),
                     (0, _) => format!("{title}{on}: {unsent} (the connection or the window was blocked to the end)"),
                     (a, 0) => format!("{title}{on}: {a} requests were still unanswered {grace} after the stop and were abandoned"),
                     (a, _) => format!(

@@ -66,6 +66,25 @@ fn ok_or_unrecovered(out: &Output) {
     eprintln!("(not recovered by the end: {})", lines[0]);
 }
 
+/// A run whose open loop fell behind its schedule at the end on this busy machine (seen at load
+/// 17: sends up to 217 ms late, 155 requests due never sent): that is exit 1 and its one line,
+/// and the unsent are in the arrivals' sum; anything else must be a clean run.
+fn ok_or_behind(out: &Output) {
+    if out.stderr.is_empty() {
+        return ok(out);
+    }
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert!(
+        lines.len() == 1
+            && lines[0]
+                .contains(" requests due were never sent (the client was behind its schedule at the end: "),
+        "{}",
+        out.dump()
+    );
+    eprintln!("(behind at the end: {})", lines[0]);
+}
+
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -304,7 +323,7 @@ fn a_failover_on_a_cluster_is_followed_and_counted(tool: Tool) {
             &node,
         ],
     );
-    ok(&out);
+    ok_or_behind(&out);
     accounted(&t);
     let e = &t["events"][0];
     assert_eq!(e["replies"][0]["node"], node.as_str(), "{e}");
