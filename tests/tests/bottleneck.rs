@@ -4,7 +4,7 @@
 //! named (or, on a machine whose CPUs were all busy, that is what is said), and a server that
 //! refuses INFO gets no claim.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
