@@ -11,7 +11,7 @@ use respbench_driver::Tls;
 use crate::case::{cases, preload_case, Case, PRELOAD_PIPELINE};
 use crate::config::StartAt;
 use crate::config::{Config, OpenLoopConfig, Replicas, Step};
-use crate::observer::{BackendRun, Observer, Retitled, StepDone, StopHandle};
+use crate::observer::{retitled, BackendRun, Observer, StepDone, StopHandle};
 use crate::result::{StepValues, TestResult, Warning, WarningKind};
 use crate::routing::Multi;
 use crate::run::{run_test, Against};
@@ -472,7 +472,7 @@ impl Session {
                 Some(label) => format!("{} ({label}){}", case.spec.title, &tag[case.spec.title.len()..]),
                 None => tag.clone(),
             };
-            let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &case.spec.title };
+            let mut titled = retitled(&mut *obs, &shown, &case.spec.title);
             let (outcome, cpu, (machine, waited), nodes, events, pauses) = run_test(
                 &cfg,
                 against,
@@ -683,7 +683,7 @@ impl Session {
         let against =
             Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref(), targets: &self.targets };
         let shown = format!("--preload {}", fill.spec.title);
-        let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &fill.spec.title };
+        let mut titled = retitled(&mut *obs, &shown, &fill.spec.title);
         let (outcome, _, _, _, _, _) = run_test(
             &fill_cfg,
             against,
