@@ -322,6 +322,10 @@ pub struct Test {
     /// Nil replies among them.
     #[serde(default)]
     pub nil_replies: u64,
+    /// Of the nil replies, those to `GET`s of keys the mix's sequential `SET` had written
+    /// (expired, with `--expiry-range`, or evicted or deleted since); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expired_misses: Option<u64>,
     /// Error replies by first word.
     #[serde(default)]
     pub errors: BTreeMap<String, u64>,

@@ -259,6 +259,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
         command: e.command.clone(),
         requests: stats.requests,
         nil_replies: stats.nils,
+        expired_misses: count(stats.expired),
         errors: errors_map(&stats.errors),
         duration_s: finite(stats.duration_secs()),
         // No rate and no latency where no request succeeded: they would be the errors' (or
@@ -613,6 +614,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         found: node_stats.len(),
         requests: t.requests,
         nils: t.nil_replies,
+        expired: t.expired_misses.unwrap_or(0),
         errors: read_errors(&t.errors),
         bytes_sent: t.bytes_sent,
         bytes_received: t.bytes_received,
