@@ -1029,7 +1029,7 @@ mod tests {
             let at = bytes.windows(4).position(|w| w == b"key:").unwrap() + 4;
             std::str::from_utf8(&bytes[at..at + 12]).unwrap().parse().unwrap()
         };
-        let mut draw = |s: &mut Source, part: u16, t: &Template| {
+        let draw = |s: &mut Source, part: u16, t: &Template| {
             let mut out = Vec::new();
             t.write(&mut out, s.keys_for(part));
             (key_of(&out), s.read_written(&plan, part))

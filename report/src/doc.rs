@@ -1451,6 +1451,7 @@ mod tests {
             command: "GET k".into(),
             requests: 1,
             nil_replies: 0,
+            expired_misses: Some(0),
             errors: [("ERR".to_string(), 1)].into(),
             duration_s: 1.0,
             rps: Some(1.0),
