@@ -212,6 +212,9 @@ pub struct RunConfig {
     /// `--mix`: each command and its weight.
     #[serde(default)]
     pub mix: Option<Vec<MixEntry>>,
+    /// `--expiry-range` as given (`1-2`, `500ms-1500ms`); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiry_range: Option<String>,
     /// `--slo`: what the search was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<Slo>,
@@ -245,6 +248,10 @@ pub struct MixEntry {
     pub command: String,
     /// Its weight.
     pub weight: u64,
+    /// Its own keys (`zipf:0.99/10000`: distribution and keyspace); absent when it draws from
+    /// `-r` and `--key-dist`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<String>,
 }
 
 /// `config.slo`: the capacity search's objectives and limits.
@@ -1609,7 +1616,11 @@ mod tests {
                 rps: Some(vec![1]),
                 rps_slack_us: Some(1),
                 duration_s: Some(1.0),
-                mix: Some(vec![MixEntry { command: "get".into(), weight: 1 }]),
+                mix: Some(vec![MixEntry {
+                    command: "get".into(),
+                    weight: 1,
+                    keys: Some("zipf:0.99/10".into()),
+                }]),
                 slo: Some(Slo { range_rps: Some([1, 2]), ..Slo::default() }),
                 start_at_us: Some(1),
                 mptcp: Some(true),

@@ -143,11 +143,25 @@ pub fn config(cfg: &Config) -> doc::RunConfig {
         duration_s: cfg.open.duration.map(|d| d.as_secs_f64()),
         warmup_s: cfg.open.warmup.as_secs_f64(),
         mix: cfg.open.has_mix().then(|| {
-            let named = cfg.open.mix.iter().map(|(n, w)| doc::MixEntry { command: n.clone(), weight: *w });
-            let custom =
-                cfg.open.mix_commands.iter().map(|(a, w)| doc::MixEntry { command: a.join(" "), weight: *w });
+            let keys = |list: &[Option<respbench_session::config::PartKeys>], i: usize| {
+                list.get(i).copied().flatten().map(|k| match k.n {
+                    Some(n) => format!("{}/{n}", k.dist),
+                    None => k.dist.to_string(),
+                })
+            };
+            let named = cfg.open.mix.iter().enumerate().map(|(i, (n, w))| doc::MixEntry {
+                command: n.clone(),
+                weight: *w,
+                keys: keys(&cfg.open.mix_keys, i),
+            });
+            let custom = cfg.open.mix_commands.iter().enumerate().map(|(i, (a, w))| doc::MixEntry {
+                command: a.join(" "),
+                weight: *w,
+                keys: keys(&cfg.open.mix_command_keys, i),
+            });
             named.chain(custom).collect()
         }),
+        expiry_range: cfg.open.expiry.map(|e| e.to_string()),
         // --slo: what the search was asked (every worker of a split run the same).
         slo: cfg.capacity.as_ref().map(|s| doc::Slo {
             objectives: s.objectives.iter().map(|o| o.text.clone()).collect(),

@@ -98,6 +98,15 @@ pub fn preloadable(case: &Case) -> bool {
 /// The tests to run: a mix, the custom command, or the default suite restricted by `-t`.
 /// `warn` hears what is ignored.
 pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
+    let cases = all_cases(cfg, warn)?;
+    if cfg.open.expiry.is_some() && !cases.iter().flat_map(Case::templates).any(|t| t.expiry().is_some()) {
+        warn("WARNING: --expiry-range: no test sends SET key value, so nothing carries an expiry.");
+    }
+    Ok(cases)
+}
+
+/// [`cases`], before the expiry is checked.
+fn all_cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
     if let Some(s) = &cfg.replay {
         return Ok(vec![replay_case(cfg, s)?]);
     }

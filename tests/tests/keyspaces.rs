@@ -98,6 +98,12 @@ fn bad_expiry_ranges_and_mix_keys_are_refused() {
         assert_eq!(out.status.code(), Some(1), "{bad:?}: {}", out.dump());
         assert!(out.stderr.contains(bad[0]), "{bad:?}: {}", out.dump());
     }
+    // An expiry no test can carry is said (on stdout in the verbose report: stderr is for
+    // errors).
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let out = respbench().run(&["-p", &port, "-n", "10", "-t", "get,lpush", "--expiry-range", "1-2"], T);
+    assert!(out.status.success() && out.stdout.contains("nothing carries an expiry"), "{}", out.dump());
     // A command with keys of its own needs a keyspace: /N or -r.
     let out = respbench().run(&["-p", "1", "-n", "10", "--mix", "set:1@seq,get"], T);
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
@@ -191,6 +197,11 @@ fn mix_commands_draw_their_own_keys() {
         names,
         ["SET (mix 1/2)", "GET (mix 1/2)", "MIX (set:1@sequential/10000,get:1@zipf:0.99/10000)"]
     );
+    let mix = &doc["config"]["mix"];
+    assert_eq!(
+        (mix[0]["keys"].as_str(), mix[1]["keys"].as_str()),
+        (Some("sequential/10000"), Some("zipf:0.99/10000"))
+    );
     let misses: u64 = server.info_field("stats", "keyspace_misses").unwrap().parse().unwrap();
     assert_eq!(tests[1]["nil_replies"].as_u64(), Some(misses), "{:?}", tests[1]);
 }
@@ -269,6 +280,7 @@ fn expired_reads_over_a_ten_second_run() {
 
     let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
     let tests = doc["tests"].as_array().unwrap();
+    assert_eq!(doc["config"]["expiry_range"].as_str(), Some("1-2"));
     let get = &tests[1];
     assert_eq!(get["name"].as_str(), Some("GET (mix 1/3)"));
     let nil = get["nil_replies"].as_u64().unwrap();
