@@ -1621,6 +1621,7 @@ mod tests {
                     weight: 1,
                     keys: Some("zipf:0.99/10".into()),
                 }]),
+                expiry_range: Some("1-2".into()),
                 slo: Some(Slo { range_rps: Some([1, 2]), ..Slo::default() }),
                 start_at_us: Some(1),
                 mptcp: Some(true),
