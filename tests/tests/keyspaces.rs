@@ -306,3 +306,49 @@ fn expired_reads_over_a_ten_second_run() {
          GETs {reads}, nil {nil} = keyspace_misses {misses}, expired misses {expired_reads}; live keys {live}"
     );
 }
+
+/// Over a cluster (requests routed by slot, the written flag carried by the router's request):
+/// `--expiry-range 1`, `set:2@seq/3000,get:1@seq/3000` at 900 requests a second for 6 s, so
+/// GETs after 2 s read keys older than their 1 s. The nil replies are the primaries' keyspace
+/// misses together, and the expired misses all of them but the few GETs drawn right after
+/// their key's SET (6 clients × `-P 1`).
+#[test]
+fn expired_reads_over_a_cluster() {
+    let cluster = respbench_tests::cluster::Cluster::start(3, 0);
+    let primaries = cluster.primary_ports();
+    let json = json_path("keyspaces", "cluster");
+    let port = primaries[0].to_string();
+    let args = [
+        "-p",
+        port.as_str(),
+        "--cluster",
+        "--mix",
+        "set:2@seq/3000,get:1@seq/3000",
+        "--rps",
+        "900",
+        "--duration",
+        "6",
+        "--warmup",
+        "0",
+        "-c",
+        "6",
+        "--expiry-range",
+        "1",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let out = respbench().run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    let misses: u64 = primaries.iter().map(|&p| stat(cluster.node(p), "keyspace_misses")).sum();
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let get = &doc["tests"].as_array().unwrap()[1];
+    let nil = get["nil_replies"].as_u64().unwrap();
+    let expired_reads = get["expired_misses"].as_u64().unwrap_or(0);
+    let reads = get["requests"].as_u64().unwrap();
+    assert_eq!(nil, misses, "the report's nil replies are the primaries' keyspace misses");
+    assert!(expired_reads <= nil && nil - expired_reads <= 6, "{expired_reads} expired of {nil} nil replies");
+    // After 2 s every read is of a key more than 1 s old: about 2/3 of the reads.
+    assert!(expired_reads as f64 > 0.4 * reads as f64, "{expired_reads} of {reads} reads expired");
+    eprintln!("cluster: GETs {reads}, nil {nil} = keyspace_misses {misses}, expired misses {expired_reads}");
+}
