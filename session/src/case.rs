@@ -226,7 +226,10 @@ fn sequence_case(cfg: &Config, dataset: Option<&Arc<Dataset>>) -> Result<Case, E
         if args.is_empty() || repeat == 0 {
             return Err(Error::Tests("a command sequence has an empty command: 'cmd ; [N] cmd ...'".into()));
         }
-        let spec = command_spec(args, cfg, dataset)?;
+        let mut spec = command_spec(args, cfg, dataset)?;
+        if let Some(e) = cfg.open.expiry {
+            with_expiry(&mut spec, e);
+        }
         templates.extend(std::iter::repeat_n(spec.template, repeat.min(1_000_000)));
     }
     let title =

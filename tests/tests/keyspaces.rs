@@ -65,6 +65,35 @@ fn expiry_range_gives_each_set_a_uniform_time() {
     assert!(ttls.iter().all(|&(t, _)| (4..=9).contains(&t)), "TTLs {ttls:?}");
     assert_eq!(ttls.iter().map(|(_, n)| n).sum::<i64>() as u64, server.dbsize(0) - 1, "every key but mylist");
 
+    // A custom SET and one in a command sequence carry it too.
+    run(&server, &["-n", "100", "-r", "1000", "-q", "--expiry-range", "30", "SET", "c:__rand_int__", "v"]);
+    run(
+        &server,
+        &[
+            "-n",
+            "100",
+            "-r",
+            "1000",
+            "-q",
+            "--expiry-range",
+            "40",
+            "SET",
+            "s:__rand_int__",
+            "v",
+            ";",
+            "GET",
+            "x",
+        ],
+    );
+    let ttls = "local r = {} for _, k in ipairs(redis.call('KEYS', ARGV[1])) do \
+                r[#r+1] = redis.call('TTL', k) end return r";
+    for (pattern, want) in [("c:*", 30), ("s:*", 40)] {
+        let out = server.cli(&["EVAL", ttls, "0", pattern]);
+        let left: Vec<i64> = out.split_whitespace().map(|w| w.parse().unwrap()).collect();
+        // Seconds may pass on a busy machine between the run and the look.
+        assert!(left.len() > 10 && left.iter().all(|t| (want - 5..=want).contains(t)), "{pattern}: {left:?}");
+    }
+
     let monitor = Monitor::start(&server);
     run(&server, &["-t", "set", "-n", "5000", "-r", "1000000", "-q", "--expiry-range", "500ms-1500ms"]);
     let seen = monitor.finish();
