@@ -117,7 +117,8 @@ pub(crate) fn plan(
         workload: Workload {
             template: case.spec.template.clone(),
             keys,
-            mix: case.mix.as_ref().map(|(m, _)| m.clone()),
+            // Its commands' sequential keys start again at each test.
+            mix: case.mix.as_ref().map(|(m, _)| m.fresh()),
         },
         budget,
         stop: Stop::new(stop_at, cfg.drain_grace),
