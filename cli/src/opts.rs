@@ -248,6 +248,11 @@ pub struct Opts {
     /// request's intended send time; a list (10000,20000,40000) runs one step per rate
     #[argh(option)]
     pub rps: Option<String>,
+    /// with -t pubsub: subscribers to the channel, each a connection of its own (not in -c, -n), whose
+    /// delivery latency and missing/duplicated/out-of-order messages are reported; a list
+    /// (1,10,100) runs one step each (default: 1)
+    #[argh(option)]
+    pub subscribers: Option<String>,
     /// capacity search: find the highest --rps whose steps meet these latency objectives on the
     /// corrected latency, comma separated (p99<=1ms,p99.9<=5ms; service:p99<=500us for the
     /// service time); with --rps LOW-HIGH inside that range, else below a short closed-loop
@@ -409,6 +414,9 @@ impl Opts {
             },
             ..OpenLoopConfig::default()
         };
+        if let Some(list) = &self.subscribers {
+            o.subscribers = syntax::subscribers(list)?;
+        }
         if let Some(list) = self.rps.as_ref().filter(|_| self.slo.is_none()) {
             o.rates = syntax::rates(list)?;
         }

@@ -214,6 +214,10 @@ pub struct Client {
     /// The client's end has been accounted for ([`Client::settle`]): its unsent arrivals, and
     /// whether its connections all failed.
     settled: bool,
+    /// The client's index in its test (a delivery stamp's publisher).
+    index: u64,
+    /// Delivery stamps written: the next one's sequence number.
+    stamped: u64,
 }
 
 impl Client {
@@ -243,6 +247,8 @@ impl Client {
             stop_told: false,
             queued_at_stop: Vec::new(),
             settled: false,
+            index,
+            stamped: 0,
         }
     }
 
@@ -619,13 +625,31 @@ impl Client {
     fn draw_one(&mut self, plan: &Plan, intended: Time, now: Time, lead: Option<usize>) {
         let (template, part) = self.source.pick(&plan.workload);
         self.outstanding += 1;
+        // A delivery test's payload carries who sent it, its number and when (issue #42).
+        let stamp = template.stamp_at().map(|at| {
+            let seq = self.stamped;
+            self.stamped += 1;
+            let due = if intended == Time::MAX { now } else { intended };
+            let s = crate::delivery::Stamp { publisher: self.index as u32, seq, intended: due, sent: now };
+            (at, s, template.len())
+        });
+        let stamp_into = |bytes: &mut Vec<u8>| {
+            if let Some((at, s, len)) = stamp {
+                let start = bytes.len() - len;
+                s.write(&mut bytes[start + at..]);
+            }
+        };
         let Some(cluster) = &plan.cluster else {
             let keys = &mut self.source.keys;
-            self.conns[0].push(Pending::new(intended, part, now, DIRECT), |out| template.write(out, keys));
+            self.conns[0].push(Pending::new(intended, part, now, DIRECT), |out| {
+                template.write(out, keys);
+                stamp_into(crate::template::Sink::bytes(out));
+            });
             return;
         };
         let mut bytes = self.router.buffer();
         template.write(&mut bytes, &mut self.source.keys);
+        stamp_into(&mut bytes);
         let (slot, write) = if cluster.redirects {
             self.router.slot_of(cluster, usize::from(part), &mut bytes)
         } else {

@@ -47,11 +47,12 @@ pub const TEST_NAMES: &[&str] = &[
     "connect",
     "function_load",
     "fcall",
+    "pubsub",
 ];
 
 /// Tests that only an explicit `-t` selects: not part of redis-benchmark's default suite
 /// (`function_load` and `fcall` are valkey-benchmark 9's, for servers with FUNCTION).
-const EXPLICIT_ONLY: &[&str] = &["connect", "function_load", "fcall"];
+const EXPLICIT_ONLY: &[&str] = &["connect", "function_load", "fcall", "pubsub"];
 
 /// Which tests `-t` selected: a comma-separated, case-insensitive list, as redis-benchmark reads
 /// it. `None` selects every test.
@@ -89,7 +90,7 @@ impl Selection {
 
     fn has(&self, name: &str) -> bool {
         match &self.names {
-            None if self.valkey => name != "connect",
+            None if self.valkey => name != "connect" && name != "pubsub",
             None => !EXPLICIT_ONLY.contains(&name),
             Some(names) => names.iter().any(|n| n == name),
         }
@@ -198,6 +199,17 @@ pub fn default_suite(
     if s.has("xadd") {
         add("XADD", &[B(b"XADD"), B(&mystream), B(b"*"), B(b"myfield"), V]);
     }
+    if s.has("pubsub") {
+        // Delivery latency (issue #42): each payload starts with its stamp; the session's
+        // subscribers time it. Only an explicit `-t` selects it.
+        let t = Template::stamped(&[b"PUBLISH", &name(PUBSUB_CHANNEL)], payload_bytes);
+        tests.push(TestSpec {
+            title: PUBSUB_TITLE.into(),
+            payload_bytes: payload_bytes.max(crate::delivery::STAMP_LEN),
+            template: t,
+            connection_per_request: false,
+        });
+    }
     if s.has("connect") {
         // Open a connection, handshake, one PING, close: what connection-rate guides measure.
         let t = Template::command(&[b"PING"]);
@@ -210,6 +222,11 @@ pub fn default_suite(
     }
     tests
 }
+
+/// The channel `-t pubsub` publishes to (after `--key-prefix`).
+pub const PUBSUB_CHANNEL: &str = "respbench:channel";
+/// The title of `-t pubsub`'s test.
+pub const PUBSUB_TITLE: &str = "PUBLISH (delivery to subscribers)";
 
 /// The title of valkey-benchmark 9's `fcall` test, whose library must be loaded first
 /// ([`function_library`] with one function).

@@ -82,6 +82,9 @@ pub struct Template {
     values: Option<Arc<Values>>,
     /// `--dataset`'s arguments, filled from a row per request (`None` without a dataset).
     rows: Option<Arc<Rows>>,
+    /// Where a delivery stamp goes (`-t pubsub`, [`crate::delivery::Stamp`]): its offset in
+    /// `bytes`, overwritten per request by the client.
+    stamp: Option<usize>,
 }
 
 /// The arguments of a template that take their bytes from a dataset row (`__field:NAME__`).
@@ -383,7 +386,7 @@ impl Template {
         }
         let values = if slots.is_empty() { None } else { values.map(Arc::clone) };
         let kinds = kinds_of(&bytes, &placeholders);
-        Template { bytes, placeholders, kinds, slots, values, rows: None }
+        Template { bytes, placeholders, kinds, slots, values, rows: None, stamp: None }
     }
 
     /// [`Template::command`] for `--dataset`: an argument with `__field:NAME__` placeholders
@@ -407,7 +410,7 @@ impl Template {
         }
         let kinds = kinds_of(&bytes, &placeholders);
         if fields.is_empty() {
-            return Ok(Template { bytes, placeholders, kinds, slots: Vec::new(), values: None, rows: None });
+            return Ok(Template { bytes, placeholders, kinds, slots: Vec::new(), values: None, rows: None, stamp: None });
         }
         let columns: Vec<usize> = fields
             .iter()
@@ -448,6 +451,7 @@ impl Template {
             slots: Vec::new(),
             values: None,
             rows: Some(Arc::new(rows)),
+            stamp: None,
         })
     }
 
@@ -473,12 +477,29 @@ impl Template {
         Template::encode(args, Some(values))
     }
 
+    /// A command whose last argument is a delivery payload of `len` bytes (at least
+    /// [`crate::delivery::STAMP_LEN`]) that starts with a stamp each request gets its own of
+    /// ([`Template::stamp_at`]): `PUBLISH channel <payload>`.
+    pub fn stamped(args: &[&[u8]], len: usize) -> Template {
+        let payload = crate::delivery::Stamp::blank(len);
+        let mut all: Vec<&[u8]> = args.to_vec();
+        all.push(&payload);
+        let mut t = Template::command(&all);
+        t.stamp = Some(t.bytes.len() - 2 - payload.len());
+        t
+    }
+
+    /// Where in one request's bytes its delivery stamp goes, for a [`Template::stamped`] one.
+    pub fn stamp_at(&self) -> Option<usize> {
+        self.stamp
+    }
+
     /// A raw inline command, sent as is, e.g. `b"PING\r\n"` (PING_INLINE); placeholders are located the same way.
     pub fn inline(raw: &[u8]) -> Template {
         let mut placeholders = Vec::new();
         find_placeholders(raw, 0, &mut placeholders);
         let kinds = kinds_of(raw, &placeholders);
-        Template { bytes: raw.to_vec(), placeholders, kinds, slots: Vec::new(), values: None, rows: None }
+        Template { bytes: raw.to_vec(), placeholders, kinds, slots: Vec::new(), values: None, rows: None, stamp: None }
     }
 
     /// The encoded length in bytes of one request; with value slots, of one whose values are

@@ -618,6 +618,8 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         bytes_received: t.bytes_received,
         connections_opened: t.connections_opened,
         push_messages: 0,
+        integer_sum: 0,
+        delivery: None,
         start,
         end,
         last_reply,

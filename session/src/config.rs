@@ -319,6 +319,8 @@ impl Config {
 /// The options beyond redis-benchmark's: target rates, time-based runs, warmup, mixes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OpenLoopConfig {
+    /// `--subscribers`: a delivery test's (`-t pubsub`) subscribers, one step each (empty: 1).
+    pub subscribers: Vec<usize>,
     /// `--rps`: one step per rate; empty is closed loop.
     pub rates: Vec<u64>,
     /// `--arrival poisson`.

@@ -168,6 +168,18 @@ pub(crate) fn run_test(
         measured.open.warmup = Duration::ZERO;
         return run_test(&measured, against, backend, case, test_no, rate, epoch, hlog, obs, stop);
     }
+    // A delivery test (`-t pubsub`): its subscribers are listening before the publishers start.
+    let mut subscribers = match case.spec.template.stamp_at() {
+        Some(_) => Some(crate::deliver::Subscribers::start(
+            &server::Server::new(cfg, against.tls.cloned()),
+            format!("{}{}", cfg.key_prefix, respbench_core::suite::PUBSUB_CHANNEL).as_bytes(),
+            cfg.open.subscribers.first().copied().unwrap_or(1),
+            cfg.resp3,
+            cfg.precision,
+            epoch,
+        )?),
+        None => None,
+    };
     let begin = Instant::now();
     // A time-based run stops handing out requests at its end; in-flight ones drain (the core's
     // run control).
@@ -280,6 +292,9 @@ pub(crate) fn run_test(
                         }
                     });
                     let mut o = result?;
+                    if let Some(subs) = subscribers.take() {
+                        subs.finish(&mut o.stats, cfg.drain_grace)?;
+                    }
                     if let Some(e) = _reading.as_ref().and_then(crate::replay::Reading::stop) {
                         return Err(Error::Tests(e));
                     }

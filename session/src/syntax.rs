@@ -213,6 +213,19 @@ pub fn rates(list: &str) -> Result<Vec<u64>, OptionError> {
         .collect()
 }
 
+/// The most subscribers a delivery test opens (each is a thread of its own).
+pub const MAX_SUBSCRIBERS: usize = 1000;
+
+/// `--subscribers 10` or a list (`1,10,100`): a delivery test's subscribers, a step each.
+pub fn subscribers(list: &str) -> Result<Vec<usize>, OptionError> {
+    list.split(',')
+        .map(|r| match r.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_SUBSCRIBERS).contains(&n) => Ok(n),
+            _ => Err(bad("--subscribers", list, "each count must be 1 to 1000, as in 10 or 1,10,100")),
+        })
+        .collect()
+}
+
 /// The largest weight of a mix's command.
 const MAX_WEIGHT: u64 = 1_000_000;
 

@@ -1,0 +1,171 @@
+//! A delivery test's subscribers (`-t pubsub`, issue #42): connections beside the test's
+//! clients that count toward no budget, each on a thread of its own (a blocking read, so a
+//! message is timed when it arrives, not when a loop comes round), each a core
+//! [`Subscriber`] fed what it reads with the run's clock. They are subscribed before the
+//! publishers start, and read after the test ends until every message published has come or the
+//! drain grace passes; [`Subscribers::finish`] summarises them into a [`Delivery`].
+
+use std::io::{ErrorKind, Read};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use respbench_core::delivery::{Delivery, Received, Subscriber, Waits};
+use respbench_core::{Stats, Time};
+
+use crate::server::{Conn, Server};
+use crate::Error;
+
+/// How long a read waits before the thread looks whether it should stop.
+const NAP: Duration = Duration::from_millis(20);
+
+/// One subscriber's thread and what it shares.
+struct Sub {
+    thread: JoinHandle<(Received, Option<String>)>,
+    /// Distinct messages received so far.
+    distinct: Arc<AtomicU64>,
+    /// Whether its connection ended.
+    ended: Arc<AtomicBool>,
+}
+
+/// A test's subscribers, running.
+pub(crate) struct Subscribers {
+    subs: Vec<Sub>,
+    stop: Arc<AtomicBool>,
+    sigfig: u8,
+}
+
+impl Subscribers {
+    /// Opens `n` connections to `server`, each `HELLO 3` first with `resp3`, and subscribes each
+    /// to `channel`, waiting for the confirmation; then reads on a thread each, timing on the
+    /// clock of `epoch`. A refused subscription is the run's error.
+    pub(crate) fn start(
+        server: &Server,
+        channel: &[u8],
+        n: usize,
+        resp3: bool,
+        sigfig: u8,
+        epoch: Instant,
+    ) -> Result<Subscribers, Error> {
+        let fail = |e: String| Error::Tests(format!("subscriber: {e}"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut subs = Vec::with_capacity(n);
+        let (tx, rx) = std::sync::mpsc::channel();
+        for i in 0..n {
+            let distinct = Arc::new(AtomicU64::new(0));
+            let ended = Arc::new(AtomicBool::new(false));
+            let (d, e, s) = (Arc::clone(&distinct), Arc::clone(&ended), Arc::clone(&stop));
+            let (server, channel, tx) = (server.clone(), channel.to_vec(), tx.clone());
+            let thread = std::thread::Builder::new()
+                .name(format!("subscriber-{i}"))
+                .spawn(move || {
+                    let subscribed = subscribe(&server, &channel, resp3, sigfig);
+                    let (reader, core) = match subscribed {
+                        Ok(r) => {
+                            let _ = tx.send(Ok(()));
+                            r
+                        }
+                        Err(why) => {
+                            let _ = tx.send(Err(why.clone()));
+                            e.store(true, Ordering::Relaxed);
+                            let received = Received::new(sigfig).unwrap_or_else(|_| unreachable!());
+                            return (received, Some(why));
+                        }
+                    };
+                    read(reader, core, epoch, &d, &e, &s)
+                })
+                .map_err(|e| fail(e.to_string()))?;
+            subs.push(Sub { thread, distinct, ended });
+        }
+        drop(tx);
+        let subscribers = Subscribers { subs, stop, sigfig };
+        for _ in 0..n {
+            match rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(why)) => {
+                    subscribers.stop.store(true, Ordering::Relaxed);
+                    return Err(fail(why));
+                }
+                Err(_) => return Err(fail("a subscriber's thread ended".into())),
+            }
+        }
+        Ok(subscribers)
+    }
+
+    /// After the test: waits until every subscriber has `published` distinct messages, has
+    /// ended, or `grace` has passed; stops and joins them and summarises into `stats`.
+    pub(crate) fn finish(self, stats: &mut Stats, grace: Duration) -> Result<(), Error> {
+        let published = stats.requests.saturating_sub(stats.errors.total().saturating_sub(stats.lost));
+        let until = Instant::now() + grace;
+        while Instant::now() < until
+            && self.subs.iter().any(|s| {
+                !s.ended.load(Ordering::Relaxed) && s.distinct.load(Ordering::Relaxed) < published
+            })
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        let mut got = Vec::with_capacity(self.subs.len());
+        for s in self.subs {
+            got.push(s.thread.join().map_err(|_| Error::Tests("a subscriber's thread panicked".into()))?);
+        }
+        let receivers = u64::try_from(stats.integer_sum).unwrap_or(0);
+        let d = Delivery::summarise(&got, published, receivers, self.sigfig).map_err(Error::Tests)?;
+        stats.delivery = Some(Box::new(d));
+        Ok(())
+    }
+}
+
+/// Connects, says `HELLO 3` with `resp3`, subscribes to `channel` and waits for the
+/// confirmation, which the core's parse must recognise (RESP2 array or RESP3 push).
+fn subscribe(server: &Server, channel: &[u8], resp3: bool, sigfig: u8) -> Result<(Box<dyn Read>, Subscriber), String> {
+    let mut c = Conn::authenticated(server).map_err(|e| e.message)?;
+    if resp3 {
+        let v = c.command(&[b"HELLO".as_slice(), b"3"]).map_err(|e| e.message)?;
+        if let respbench_core::resp::Value::Error(e) = v {
+            return Err(format!("HELLO 3: {}", String::from_utf8_lossy(&e)));
+        }
+    }
+    let mut core = Subscriber::new(Waits::Messages, sigfig)?;
+    let v = c.command(&[b"SUBSCRIBE".as_slice(), channel]).map_err(|e| e.message)?;
+    let mut bytes = Vec::new();
+    v.encode(&mut bytes);
+    core.handle_input(&bytes, Time::ZERO).map_err(|e| format!("SUBSCRIBE: {e}"))?;
+    if core.confirmed != 1 {
+        return Err(format!("SUBSCRIBE: not confirmed: {v:?}"));
+    }
+    c.set_timeout(NAP);
+    Ok((c.into_reader(), core))
+}
+
+/// A subscriber's thread: reads until told to stop or its connection ends.
+fn read(
+    mut reader: Box<dyn Read>,
+    mut core: Subscriber,
+    epoch: Instant,
+    distinct: &AtomicU64,
+    ended: &AtomicBool,
+    stop: &AtomicBool,
+) -> (Received, Option<String>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let failure = loop {
+        if stop.load(Ordering::Relaxed) {
+            break None;
+        }
+        match reader.read(&mut buf) {
+            Ok(0) => break Some("the server closed the connection".to_string()),
+            Ok(n) => {
+                let now = Time::since(epoch, Instant::now());
+                if let Err(e) = core.handle_input(&buf[..n], now) {
+                    break Some(e.to_string());
+                }
+                distinct.store(core.received.distinct(), Ordering::Relaxed);
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e) => break Some(e.to_string()),
+        }
+    };
+    ended.store(true, Ordering::Relaxed);
+    (core.received, failure)
+}
