@@ -190,7 +190,13 @@ pub struct Subscriber {
 impl Subscriber {
     /// A subscriber of `waits`' kind, histograms of `sigfig` figures.
     pub fn new(waits: Waits, sigfig: u8) -> Result<Subscriber, String> {
-        Ok(Subscriber { buf: Vec::new(), tracks: Vec::new(), received: Received::new(sigfig)?, confirmed: 0, waits })
+        Ok(Subscriber {
+            buf: Vec::new(),
+            tracks: Vec::new(),
+            received: Received::new(sigfig)?,
+            confirmed: 0,
+            waits,
+        })
     }
 
     /// Bytes the server sent, read at `now`.
@@ -396,7 +402,12 @@ mod tests {
 
     #[test]
     fn a_stamp_round_trips_and_a_foreign_payload_has_none() {
-        let s = Stamp { publisher: 7, seq: 123_456, intended: Time::from_nanos(99), sent: Time::from_nanos(1234) };
+        let s = Stamp {
+            publisher: 7,
+            seq: 123_456,
+            intended: Time::from_nanos(99),
+            sent: Time::from_nanos(1234),
+        };
         let mut p = Stamp::blank(3);
         assert_eq!(p.len(), STAMP_LEN);
         s.write(&mut p);

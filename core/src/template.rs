@@ -410,7 +410,15 @@ impl Template {
         }
         let kinds = kinds_of(&bytes, &placeholders);
         if fields.is_empty() {
-            return Ok(Template { bytes, placeholders, kinds, slots: Vec::new(), values: None, rows: None, stamp: None });
+            return Ok(Template {
+                bytes,
+                placeholders,
+                kinds,
+                slots: Vec::new(),
+                values: None,
+                rows: None,
+                stamp: None,
+            });
         }
         let columns: Vec<usize> = fields
             .iter()
@@ -499,7 +507,15 @@ impl Template {
         let mut placeholders = Vec::new();
         find_placeholders(raw, 0, &mut placeholders);
         let kinds = kinds_of(raw, &placeholders);
-        Template { bytes: raw.to_vec(), placeholders, kinds, slots: Vec::new(), values: None, rows: None, stamp: None }
+        Template {
+            bytes: raw.to_vec(),
+            placeholders,
+            kinds,
+            slots: Vec::new(),
+            values: None,
+            rows: None,
+            stamp: None,
+        }
     }
 
     /// The encoded length in bytes of one request; with value slots, of one whose values are

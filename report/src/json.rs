@@ -677,7 +677,9 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         push_messages: 0,
         integer_sum: 0,
         delivery: match &t.delivery {
-            Some(d) => Some(Box::new(read_delivery(d, latency.sigfig()).map_err(|e| format!("test '{name}': delivery: {e}"))?)),
+            Some(d) => Some(Box::new(
+                read_delivery(d, latency.sigfig()).map_err(|e| format!("test '{name}': delivery: {e}"))?,
+            )),
             None => None,
         },
         start,

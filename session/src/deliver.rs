@@ -99,9 +99,10 @@ impl Subscribers {
         let published = stats.requests.saturating_sub(stats.errors.total().saturating_sub(stats.lost));
         let until = Instant::now() + grace;
         while Instant::now() < until
-            && self.subs.iter().any(|s| {
-                !s.ended.load(Ordering::Relaxed) && s.distinct.load(Ordering::Relaxed) < published
-            })
+            && self
+                .subs
+                .iter()
+                .any(|s| !s.ended.load(Ordering::Relaxed) && s.distinct.load(Ordering::Relaxed) < published)
         {
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -119,7 +120,12 @@ impl Subscribers {
 
 /// Connects, says `HELLO 3` with `resp3`, subscribes to `channel` and waits for the
 /// confirmation, which the core's parse must recognise (RESP2 array or RESP3 push).
-fn subscribe(server: &Server, channel: &[u8], resp3: bool, sigfig: u8) -> Result<(Box<dyn Read>, Subscriber), String> {
+fn subscribe(
+    server: &Server,
+    channel: &[u8],
+    resp3: bool,
+    sigfig: u8,
+) -> Result<(Box<dyn Read>, Subscriber), String> {
     let mut c = Conn::authenticated(server).map_err(|e| e.message)?;
     if resp3 {
         let v = c.command(&[b"HELLO".as_slice(), b"3"]).map_err(|e| e.message)?;
@@ -162,7 +168,11 @@ fn read(
                 }
                 distinct.store(core.received.distinct(), Ordering::Relaxed);
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(e) => break Some(e.to_string()),
         }
     };

@@ -1,0 +1,139 @@
+//! Delivery latency (`-t pubsub`, issue #42) against a real redis-server: every message reaches
+//! every subscriber, as the server's own counters say (`cmdstat_publish` calls, `PUBSUB NUMSUB`
+//! and `INFO stats pubsub_channels` while it runs, the PUBLISH replies' receivers), in RESP2 and
+//! RESP3; a server pause shows in the delivery latency's max. The subscriber's parse, gaps,
+//! duplicates and reorderings are unit-tested in core/src/delivery.rs.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use respbench_tests::{json_path, take_document, Output, RedisServer};
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(120);
+
+fn run(server: &RedisServer, extra: &[&str]) -> (Output, Value) {
+    let json = json_path("pubsub", "run");
+    let mut a: Vec<String> = ["-h", "127.0.0.1", "-p", &server.port().to_string(), "-t", "pubsub"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a.extend(["--json".to_string(), json.to_string_lossy().into_owned()]);
+    let out = respbench_tests::respbench().run(&a, T);
+    assert!(!out.stderr.contains("panicked"), "{}", out.dump());
+    let doc: Value =
+        serde_json::from_str(&take_document(&json)).unwrap_or_else(|e| panic!("{e}: {}", out.dump()));
+    (out, doc["tests"][0].clone())
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Every published message reached each subscriber exactly once, in order.
+fn all_delivered(d: &Value, subscribers: u64, publishes: u64) {
+    assert_eq!(u(&d["subscribers"]), subscribers, "{d}");
+    assert_eq!(u(&d["published"]), publishes, "the server's cmdstat_publish calls: {d}");
+    assert_eq!(u(&d["delivered"]), publishes * subscribers, "{d}");
+    // The server's own count: each PUBLISH's reply is its receivers.
+    assert_eq!(u(&d["receivers"]), publishes * subscribers, "{d}");
+    for k in [
+        "missing",
+        "duplicated",
+        "out_of_order",
+        "gaps",
+        "foreign",
+        "subscribers_failed",
+        "subscribers_missing",
+    ] {
+        assert_eq!(u(&d[k]), 0, "{k}: {d}");
+    }
+    assert_eq!((u(&d["min_delivered"]), u(&d["max_delivered"])), (publishes, publishes), "{d}");
+    let (lat, svc) = (&d["latency_ms"], &d["service_ms"]);
+    assert!(lat["max"].as_f64().unwrap() > 0.0, "{d}");
+    // Corrected counts from the intended send, never after the actual one.
+    assert!(lat["max"].as_f64().unwrap() >= svc["max"].as_f64().unwrap() * 0.99, "{d}");
+}
+
+#[test]
+fn ten_subscribers_get_every_message_as_the_server_counts() {
+    let server = RedisServer::start();
+    let done = AtomicBool::new(false);
+    // While it runs: the server has one channel, with ten subscribers.
+    let seen = std::thread::scope(|s| {
+        let watch = s.spawn(|| {
+            let mut seen = (0u64, 0u64);
+            while !done.load(Ordering::Relaxed) {
+                let numsub = server.cli(&["PUBSUB", "NUMSUB", "respbench:channel"]);
+                let n = numsub.lines().nth(1).and_then(|l| l.trim().parse().ok()).unwrap_or(0);
+                let channels = server.info_field("stats", "pubsub_channels").and_then(|v| v.parse().ok());
+                seen = (seen.0.max(n), seen.1.max(channels.unwrap_or(0)));
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            seen
+        });
+        let (out, t) =
+            run(&server, &["-c", "1", "--subscribers", "10", "--rps", "5000", "--duration", "10s"]);
+        done.store(true, Ordering::Relaxed);
+        assert!(out.status.success() || out.stderr.contains("not kept"), "{}", out.dump());
+        let publishes = server.command_calls("publish");
+        assert!(publishes > 10_000, "{publishes}: {}", out.dump());
+        all_delivered(&t["delivery"], 10, publishes);
+        assert!(out.stdout.contains(&format!(
+            "delivery: 10 subscribers: {publishes} published, {} delivered (the server's replies counted {} receivers), 0 missing, 0 duplicated, 0 out of order",
+            publishes * 10,
+            publishes * 10
+        )), "{}", out.dump());
+        assert!(out.stdout.contains("delivery latency (msec"), "{}", out.dump());
+        eprintln!("10 subscribers: {publishes} published, delivery {}", t["delivery"]["latency_ms"]);
+        watch.join().unwrap()
+    });
+    assert_eq!(seen, (10, 1), "PUBSUB NUMSUB and INFO stats pubsub_channels during the run");
+}
+
+#[test]
+fn resp3_subscribers_parse_push_messages() {
+    let server = RedisServer::start();
+    let (out, t) = run(&server, &["-3", "-c", "2", "--subscribers", "3", "-n", "2000"]);
+    assert!(out.status.success(), "{}", out.dump());
+    let publishes = server.command_calls("publish");
+    assert_eq!(publishes, 2000);
+    all_delivered(&t["delivery"], 3, publishes);
+}
+
+#[test]
+fn a_server_pause_shows_in_the_delivery_latency_max() {
+    let server = RedisServer::start();
+    let (out, t) = run(
+        &server,
+        &[
+            "-c",
+            "1",
+            "--subscribers",
+            "2",
+            "--rps",
+            "1000",
+            "--duration",
+            "5s",
+            "--at",
+            "2s CLIENT PAUSE 200 WRITE",
+        ],
+    );
+    assert!(!out.stdout.is_empty(), "{}", out.dump());
+    let d = &t["delivery"];
+    all_delivered(d, 2, server.command_calls("publish"));
+    // A PUBLISH due as the pause began waited for its end: about 200 ms from its intended time.
+    let max = d["latency_ms"]["max"].as_f64().unwrap();
+    assert!(max >= 150.0, "delivery latency max {max} ms after a 200 ms pause: {d}");
+    eprintln!("after CLIENT PAUSE 200 WRITE: delivery latency max {max} ms");
+}
+
+#[test]
+fn bad_subscriber_counts_are_refused_before_connecting() {
+    for v in ["0", "x", "1001", "1,,2"] {
+        let out = respbench_tests::respbench().run(&["-p", "1", "-t", "pubsub", "--subscribers", v], T);
+        assert_eq!(out.status.code(), Some(1), "{v}: {}", out.dump());
+        assert!(out.stderr.contains("--subscribers"), "{v}: {}", out.dump());
+    }
+}
