@@ -1585,6 +1585,14 @@ mod tests {
                 series_max_ms: vec![1.0],
                 ..ClientPauses::default()
             }),
+            delivery: Some(Delivery {
+                failure: Some("closed".into()),
+                latency_ms: Some(lat.clone()),
+                histogram: Some(hist()),
+                service_ms: Some(lat.clone()),
+                service_histogram: Some(hist()),
+                ..Delivery::default()
+            }),
             time_split: Some(TimeSplit {
                 percentiles: vec![50.0],
                 corrected_ms: vec![1.0],
