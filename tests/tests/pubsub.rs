@@ -137,3 +137,35 @@ fn bad_subscriber_counts_are_refused_before_connecting() {
         assert!(out.stderr.contains("--subscribers"), "{v}: {}", out.dump());
     }
 }
+
+#[test]
+fn a_subscriber_the_server_drops_counts_what_it_missed() {
+    let server = RedisServer::start();
+    server.cli(&["CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 1mb 0"]);
+    // 300 KB messages at 2000/s: 600 MB/s for each subscriber, more than one reads in a debug
+    // build; four messages fill the server's 1 MB limit.
+    let (out, t) =
+        run(&server, &["-c", "1", "-d", "300000", "--subscribers", "2", "--rps", "2000", "--duration", "3s"]);
+    assert!(!out.stdout.is_empty(), "{}", out.dump());
+    let d = &t["delivery"];
+    let subs = u(&d["subscribers"]);
+    let published = server.command_calls("publish");
+    assert_eq!(u(&d["published"]), published, "{d}");
+    let (delivered, receivers, missing) = (u(&d["delivered"]), u(&d["receivers"]), u(&d["missing"]));
+    assert!(u(&d["subscribers_failed"]) >= 1, "no subscriber was dropped: {d}");
+    assert!(d["failure"].as_str().unwrap().contains("closed"), "{d}");
+    assert_eq!(u(&d["duplicated"]), 0, "{d}");
+    // Every message is delivered or missing.
+    assert_eq!(missing, published * subs - delivered, "{d}");
+    // The server's own count of what it did not deliver: published while the subscriber was
+    // gone (its replies count the receivers). The rest of what it missed was in its output
+    // buffer when the server dropped it: at most the 1 MB limit's worth of 300 KB messages.
+    let not_sent = published * subs - receivers;
+    assert!(not_sent > 0, "{d}");
+    let in_buffer = missing - not_sent;
+    assert!(in_buffer <= 5 * u(&d["subscribers_failed"]), "{in_buffer} lost in the buffer: {d}");
+    assert!(out.stdout.contains("ended early (first: the server closed the connection)"), "{}", out.dump());
+    eprintln!(
+        "dropped: {missing} missing = {not_sent} published while gone (the server's replies) + {in_buffer} in its buffer"
+    );
+}
