@@ -172,6 +172,9 @@ impl std::fmt::Display for SubscribeError {
 pub enum Waits {
     /// `SUBSCRIBE`/`SSUBSCRIBE`: pushes `message channel payload` (`smessage` too).
     Messages,
+    /// `BLPOP`'s replies: `[key, payload]`, or nil when it timed out. One tracker is shared
+    /// by every waiter of a list, each element going to one of them.
+    List,
 }
 
 /// One subscribed connection's protocol: feed it what the server sends, with the time it was
@@ -184,6 +187,8 @@ pub struct Subscriber {
     pub received: Received,
     /// Subscription confirmations seen (`subscribe`, `ssubscribe`).
     pub confirmed: u64,
+    /// [`Waits::List`]: replies seen (nil ones too).
+    pub replies: u64,
     waits: Waits,
 }
 
@@ -195,6 +200,7 @@ impl Subscriber {
             tracks: Vec::new(),
             received: Received::new(sigfig)?,
             confirmed: 0,
+            replies: 0,
             waits,
         })
     }
@@ -220,7 +226,13 @@ impl Subscriber {
         Ok(())
     }
 
-    fn on_value(&mut self, v: Value, now: Time) -> Result<(), SubscribeError> {
+    /// One whole value the server sent, read at `now`.
+    pub fn on_value(&mut self, v: Value, now: Time) -> Result<(), SubscribeError> {
+        if self.waits == Waits::List && v == Value::Null {
+            // BLPOP timed out.
+            self.replies += 1;
+            return Ok(());
+        }
         let items = match v {
             Value::Array(items) | Value::Push(items) => items,
             Value::Error(e) | Value::BulkError(e) => {
@@ -228,7 +240,13 @@ impl Subscriber {
             }
             _ => return Ok(()),
         };
-        let Waits::Messages = self.waits;
+        if self.waits == Waits::List {
+            self.replies += 1;
+            if let [Value::Bulk(_), Value::Bulk(payload)] = items.as_slice() {
+                self.on_payload(payload, now);
+            }
+            return Ok(());
+        }
         let kind = match items.first() {
             Some(Value::Bulk(k)) | Some(Value::Simple(k)) => k.as_slice(),
             _ => return Ok(()),
@@ -309,8 +327,12 @@ pub struct Delivery {
     pub min_delivered: u64,
     /// The most.
     pub max_delivered: u64,
-    /// Subscribers that missed at least one message.
+    /// Subscribers that missed at least one message (pub/sub only).
     pub subscribers_missing: u64,
+    /// A list's waiters (`-t blpop`), each element for one of them: `missing` counts against
+    /// the elements pushed, `min_delivered`/`max_delivered` are each waiter's share and
+    /// `receivers` is not known (0). Otherwise each message is for every subscriber.
+    pub queue: bool,
 }
 
 impl Delivery {
@@ -333,6 +355,7 @@ impl Delivery {
             min_delivered: if subs.is_empty() { 0 } else { u64::MAX },
             max_delivered: 0,
             subscribers_missing: 0,
+            queue: false,
         };
         for (r, failure) in subs {
             if let Some(f) = failure {
@@ -348,6 +371,30 @@ impl Delivery {
             d.subscribers_missing += u64::from(missed > 0);
         }
         Ok(d)
+    }
+
+    /// The summary of a list's waiters: `received` is their one shared tracker (each element
+    /// goes to one waiter), `waiters` each one's count and whether and why it failed; missing is
+    /// `published` − distinct received.
+    pub fn summarise_queue(
+        received: Received,
+        waiters: &[(u64, Option<String>)],
+        published: u64,
+    ) -> Delivery {
+        let failed = waiters.iter().filter(|w| w.1.is_some()).count() as u64;
+        Delivery {
+            subscribers: waiters.len() as u64,
+            failed,
+            failure: waiters.iter().find_map(|w| w.1.clone()),
+            published,
+            receivers: 0,
+            missing: published.saturating_sub(received.distinct()),
+            min_delivered: waiters.iter().map(|w| w.0).min().unwrap_or(0),
+            max_delivered: waiters.iter().map(|w| w.0).max().unwrap_or(0),
+            subscribers_missing: 0,
+            received,
+            queue: true,
+        }
     }
 
     fn add(&mut self, r: &Received) -> Result<(), String> {
@@ -453,6 +500,20 @@ mod tests {
         let d = Delivery::summarise(&subs, 10, 15, 3).unwrap();
         assert_eq!((d.missing, d.min_delivered, d.max_delivered, d.subscribers_missing), (5, 5, 10, 1));
         assert_eq!((d.failed, d.failure.as_deref(), d.received.delivered), (1, Some("closed"), 15));
+    }
+
+    #[test]
+    fn a_lists_waiters_share_one_tracker() {
+        let mut s = Subscriber::new(Waits::List, 3).unwrap();
+        let reply = |seq| Value::Array(vec![Value::Bulk(b"q".to_vec()), Value::Bulk(stamped(0, seq, 1, 1))]);
+        for seq in [0, 1, 1, 3] {
+            s.on_value(reply(seq), Time::from_micros(10)).unwrap();
+        }
+        s.on_value(Value::Null, Time::from_micros(10)).unwrap();
+        assert_eq!(s.replies, 5, "a nil reply is a reply too");
+        let d = Delivery::summarise_queue(s.received, &[(3, None), (1, None)], 5);
+        assert_eq!((d.received.delivered, d.received.duplicated, d.missing), (4, 1, 2));
+        assert_eq!((d.min_delivered, d.max_delivered, d.queue), (1, 3, true));
     }
 
     #[test]

@@ -48,11 +48,12 @@ pub const TEST_NAMES: &[&str] = &[
     "function_load",
     "fcall",
     "pubsub",
+    "blpop",
 ];
 
 /// Tests that only an explicit `-t` selects: not part of redis-benchmark's default suite
 /// (`function_load` and `fcall` are valkey-benchmark 9's, for servers with FUNCTION).
-const EXPLICIT_ONLY: &[&str] = &["connect", "function_load", "fcall", "pubsub"];
+const EXPLICIT_ONLY: &[&str] = &["connect", "function_load", "fcall", "pubsub", "blpop"];
 
 /// Which tests `-t` selected: a comma-separated, case-insensitive list, as redis-benchmark reads
 /// it. `None` selects every test.
@@ -90,7 +91,7 @@ impl Selection {
 
     fn has(&self, name: &str) -> bool {
         match &self.names {
-            None if self.valkey => name != "connect" && name != "pubsub",
+            None if self.valkey => !matches!(name, "connect" | "pubsub" | "blpop"),
             None => !EXPLICIT_ONLY.contains(&name),
             Some(names) => names.iter().any(|n| n == name),
         }
@@ -210,6 +211,16 @@ pub fn default_suite(
             connection_per_request: false,
         });
     }
+    if s.has("blpop") {
+        // The same for a list: LPUSH, and the session's waiters in BLPOP.
+        let t = Template::stamped(&[b"LPUSH", &name(BLPOP_KEY)], payload_bytes);
+        tests.push(TestSpec {
+            title: BLPOP_TITLE.into(),
+            payload_bytes: payload_bytes.max(crate::delivery::STAMP_LEN),
+            template: t,
+            connection_per_request: false,
+        });
+    }
     if s.has("connect") {
         // Open a connection, handshake, one PING, close: what connection-rate guides measure.
         let t = Template::command(&[b"PING"]);
@@ -225,6 +236,10 @@ pub fn default_suite(
 
 /// The channel `-t pubsub` publishes to (after `--key-prefix`).
 pub const PUBSUB_CHANNEL: &str = "respbench:channel";
+/// The list `-t blpop` pushes to (after `--key-prefix`).
+pub const BLPOP_KEY: &str = "respbench:queue";
+/// The title of `-t blpop`'s test.
+pub const BLPOP_TITLE: &str = "LPUSH (delivery to BLPOP waiters)";
 /// The title of `-t pubsub`'s test.
 pub const PUBSUB_TITLE: &str = "PUBLISH (delivery to subscribers)";
 

@@ -609,6 +609,9 @@ pub struct Delivery {
     pub max_delivered: u64,
     /// Subscribers that missed at least one message.
     pub subscribers_missing: u64,
+    /// `-t blpop`: a list's waiters, each element for one of them (missing counts against the
+    /// elements pushed; min/max_delivered are each waiter's share; receivers 0: not known).
+    pub queue: bool,
     /// Delivery latency, ms: receive − intended send (coordinated omission corrected).
     pub latency_ms: Option<Latency>,
     /// Its distribution.

@@ -452,6 +452,7 @@ fn delivery(d: &respbench_core::delivery::Delivery) -> Result<doc::Delivery, Str
         min_delivered: d.min_delivered,
         max_delivered: d.max_delivered,
         subscribers_missing: d.subscribers_missing,
+        queue: d.queue,
         latency_ms: some(&r.latency).map(latency_ms),
         histogram: some(&r.latency).map(histogram).transpose()?,
         service_ms: some(&r.service).map(latency_ms),
@@ -484,6 +485,7 @@ fn read_delivery(d: &doc::Delivery, sigfig: u8) -> Result<respbench_core::delive
         min_delivered: d.min_delivered,
         max_delivered: d.max_delivered,
         subscribers_missing: d.subscribers_missing,
+        queue: d.queue,
     })
 }
 

@@ -7,7 +7,7 @@
 
 use std::io::{ErrorKind, Read};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -34,7 +34,20 @@ pub(crate) struct Subscribers {
     subs: Vec<Sub>,
     stop: Arc<AtomicBool>,
     sigfig: u8,
+    /// A list's waiters (`-t blpop`): their one tracker, each element going to one of them.
+    shared: Option<Arc<Mutex<Subscriber>>>,
 }
+
+/// What a delivery test's waiting connections wait on.
+pub(crate) enum Waiting<'a> {
+    /// `SUBSCRIBE channel`.
+    Channel(&'a [u8]),
+    /// `BLPOP key` in a loop.
+    List(&'a [u8]),
+}
+
+/// How long a waiter's `BLPOP` blocks before it asks again (and looks whether to stop).
+const BLPOP_TIMEOUT: &[u8] = b"0.1";
 
 impl Subscribers {
     /// Opens `n` connections to `server`, each `HELLO 3` first with `resp3`, and subscribes each
@@ -42,7 +55,7 @@ impl Subscribers {
     /// clock of `epoch`. A refused subscription is the run's error.
     pub(crate) fn start(
         server: &Server,
-        channel: &[u8],
+        waiting: Waiting<'_>,
         n: usize,
         resp3: bool,
         sigfig: u8,
@@ -52,7 +65,16 @@ impl Subscribers {
         let stop = Arc::new(AtomicBool::new(false));
         let mut subs = Vec::with_capacity(n);
         let (tx, rx) = std::sync::mpsc::channel();
+        let (channel, list) = match waiting {
+            Waiting::Channel(c) => (c, false),
+            Waiting::List(k) => (k, true),
+        };
+        let shared = match list {
+            true => Some(Arc::new(Mutex::new(Subscriber::new(Waits::List, sigfig).map_err(fail)?))),
+            false => None,
+        };
         for i in 0..n {
+            let shared = shared.clone();
             let distinct = Arc::new(AtomicU64::new(0));
             let ended = Arc::new(AtomicBool::new(false));
             let (d, e, s) = (Arc::clone(&distinct), Arc::clone(&ended), Arc::clone(&stop));
@@ -60,6 +82,9 @@ impl Subscribers {
             let thread = std::thread::Builder::new()
                 .name(format!("subscriber-{i}"))
                 .spawn(move || {
+                    if let Some(shared) = shared {
+                        return wait_list(&server, &channel, resp3, sigfig, epoch, &shared, &tx, &d, &e, &s);
+                    }
                     let subscribed = subscribe(&server, &channel, resp3, sigfig);
                     let (reader, core) = match subscribed {
                         Ok(r) => {
@@ -79,7 +104,7 @@ impl Subscribers {
             subs.push(Sub { thread, distinct, ended });
         }
         drop(tx);
-        let subscribers = Subscribers { subs, stop, sigfig };
+        let subscribers = Subscribers { subs, stop, sigfig, shared };
         for _ in 0..n {
             match rx.recv() {
                 Ok(Ok(())) => {}
@@ -98,12 +123,17 @@ impl Subscribers {
     pub(crate) fn finish(self, stats: &mut Stats, grace: Duration) -> Result<(), Error> {
         let published = stats.requests.saturating_sub(stats.errors.total().saturating_sub(stats.lost));
         let until = Instant::now() + grace;
-        while Instant::now() < until
-            && self
-                .subs
+        let waiting = |subs: &[Sub]| match &self.shared {
+            // A list: until every element is taken, while a waiter is left.
+            Some(sh) => {
+                let taken = sh.lock().map_or(published, |t| t.received.distinct());
+                taken < published && subs.iter().any(|s| !s.ended.load(Ordering::Relaxed))
+            }
+            None => subs
                 .iter()
-                .any(|s| !s.ended.load(Ordering::Relaxed) && s.distinct.load(Ordering::Relaxed) < published)
-        {
+                .any(|s| !s.ended.load(Ordering::Relaxed) && s.distinct.load(Ordering::Relaxed) < published),
+        };
+        while Instant::now() < until && waiting(&self.subs) {
             std::thread::sleep(Duration::from_millis(5));
         }
         self.stop.store(true, Ordering::Relaxed);
@@ -111,8 +141,21 @@ impl Subscribers {
         for s in self.subs {
             got.push(s.thread.join().map_err(|_| Error::Tests("a subscriber's thread panicked".into()))?);
         }
-        let receivers = u64::try_from(stats.integer_sum).unwrap_or(0);
-        let d = Delivery::summarise(&got, published, receivers, self.sigfig).map_err(Error::Tests)?;
+        let d = match self.shared {
+            Some(sh) => {
+                let tracker = Arc::try_unwrap(sh)
+                    .ok()
+                    .and_then(|m| m.into_inner().ok())
+                    .ok_or_else(|| Error::Tests("a waiter's tracker is still held".into()))?;
+                let waiters: Vec<(u64, Option<String>)> =
+                    got.into_iter().map(|(r, f)| (r.delivered, f)).collect();
+                Delivery::summarise_queue(tracker.received, &waiters, published)
+            }
+            None => {
+                let receivers = u64::try_from(stats.integer_sum).unwrap_or(0);
+                Delivery::summarise(&got, published, receivers, self.sigfig).map_err(Error::Tests)?
+            }
+        };
         stats.delivery = Some(Box::new(d));
         Ok(())
     }
@@ -143,6 +186,66 @@ fn subscribe(
     }
     c.set_timeout(NAP);
     Ok((c.into_reader(), core))
+}
+
+/// A list waiter's thread: `BLPOP key` in a loop, each reply to the list's one tracker, until
+/// told to stop (never between a BLPOP and its reply: an element popped is always read). Gives
+/// back, as its [`Received`], only how many elements it took (`delivered`).
+#[allow(clippy::too_many_arguments)]
+fn wait_list(
+    server: &Server,
+    key: &[u8],
+    resp3: bool,
+    sigfig: u8,
+    epoch: Instant,
+    shared: &Mutex<Subscriber>,
+    tx: &std::sync::mpsc::Sender<Result<(), String>>,
+    distinct: &AtomicU64,
+    ended: &AtomicBool,
+    stop: &AtomicBool,
+) -> (Received, Option<String>) {
+    let mut mine = Received::new(sigfig).unwrap_or_else(|_| unreachable!());
+    let connected = Conn::authenticated(server).map_err(|e| e.message).and_then(|mut c| {
+        if resp3 {
+            if let respbench_core::resp::Value::Error(e) =
+                c.command(&[b"HELLO".as_slice(), b"3"]).map_err(|e| e.message)?
+            {
+                return Err(format!("HELLO 3: {}", String::from_utf8_lossy(&e)));
+            }
+        }
+        c.set_timeout(Duration::from_secs(5));
+        Ok(c)
+    });
+    let mut c = match connected {
+        Ok(c) => {
+            let _ = tx.send(Ok(()));
+            c
+        }
+        Err(why) => {
+            let _ = tx.send(Err(why.clone()));
+            ended.store(true, Ordering::Relaxed);
+            return (mine, Some(why));
+        }
+    };
+    let failure = loop {
+        if stop.load(Ordering::Relaxed) {
+            break None;
+        }
+        let v = match c.command(&[b"BLPOP".as_slice(), key, BLPOP_TIMEOUT]) {
+            Ok(v) => v,
+            Err(e) => break Some(e.message),
+        };
+        let now = Time::since(epoch, Instant::now());
+        let Ok(mut t) = shared.lock() else { break Some("a waiter panicked".into()) };
+        let before = t.received.delivered;
+        if let Err(e) = t.on_value(v, now) {
+            break Some(e.to_string());
+        }
+        mine.delivered += t.received.delivered - before;
+        distinct.store(mine.delivered, Ordering::Relaxed);
+    };
+    ended.store(true, Ordering::Relaxed);
+    (mine, failure)
 }
 
 /// A subscriber's thread: reads until told to stop or its connection ends.

@@ -169,10 +169,19 @@ pub(crate) fn run_test(
         return run_test(&measured, against, backend, case, test_no, rate, epoch, hlog, obs, stop);
     }
     // A delivery test (`-t pubsub`): its subscribers are listening before the publishers start.
+    let list = case.spec.title == respbench_core::suite::BLPOP_TITLE;
+    let waited = match list {
+        true => respbench_core::suite::BLPOP_KEY,
+        false => respbench_core::suite::PUBSUB_CHANNEL,
+    };
+    let waited = format!("{}{waited}", cfg.key_prefix);
     let mut subscribers = match case.spec.template.stamp_at() {
         Some(_) => Some(crate::deliver::Subscribers::start(
             &server::Server::new(cfg, against.tls.cloned()),
-            format!("{}{}", cfg.key_prefix, respbench_core::suite::PUBSUB_CHANNEL).as_bytes(),
+            match list {
+                true => crate::deliver::Waiting::List(waited.as_bytes()),
+                false => crate::deliver::Waiting::Channel(waited.as_bytes()),
+            },
             cfg.open.subscribers.first().copied().unwrap_or(1),
             cfg.resp3,
             cfg.precision,

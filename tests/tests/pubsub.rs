@@ -13,12 +13,13 @@ use serde_json::Value;
 const T: Duration = Duration::from_secs(120);
 
 fn run(server: &RedisServer, extra: &[&str]) -> (Output, Value) {
+    let test = if extra.contains(&"blpop") { "blpop" } else { "pubsub" };
     let json = json_path("pubsub", "run");
-    let mut a: Vec<String> = ["-h", "127.0.0.1", "-p", &server.port().to_string(), "-t", "pubsub"]
+    let mut a: Vec<String> = ["-h", "127.0.0.1", "-p", &server.port().to_string(), "-t", test]
         .iter()
         .map(|s| s.to_string())
         .collect();
-    a.extend(extra.iter().map(|s| s.to_string()));
+    a.extend(extra.iter().filter(|s| **s != "blpop").map(|s| s.to_string()));
     a.extend(["--json".to_string(), json.to_string_lossy().into_owned()]);
     let out = respbench_tests::respbench().run(&a, T);
     assert!(!out.stderr.contains("panicked"), "{}", out.dump());
@@ -168,4 +169,34 @@ fn a_subscriber_the_server_drops_counts_what_it_missed() {
     eprintln!(
         "dropped: {missing} missing = {not_sent} published while gone (the server's replies) + {in_buffer} in its buffer"
     );
+}
+
+#[test]
+fn blpop_waiters_take_every_push_exactly_once() {
+    let server = RedisServer::start();
+    let (out, t) =
+        run(&server, &["blpop", "-c", "1", "--subscribers", "4", "--rps", "2000", "--duration", "3s"]);
+    assert!(!out.stdout.is_empty(), "{}", out.dump());
+    let d = &t["delivery"];
+    let pushed = server.command_calls("lpush");
+    assert!(pushed > 1000, "{pushed}: {}", out.dump());
+    assert_eq!(d["queue"], Value::Bool(true), "{d}");
+    assert_eq!((u(&d["subscribers"]), u(&d["published"])), (4, pushed), "{d}");
+    // Every element taken once: none left in the list, none twice, none missing.
+    assert_eq!(server.cli(&["LLEN", "respbench:queue"]).trim(), "0");
+    assert_eq!(u(&d["delivered"]), pushed, "{d}");
+    for k in ["missing", "duplicated", "foreign", "subscribers_failed"] {
+        assert_eq!(u(&d[k]), 0, "{k}: {d}");
+    }
+    // Each element was some BLPOP's answer (the others timed out).
+    assert!(server.command_calls("blpop") >= pushed, "{d}");
+    assert!(u(&d["max_delivered"]) >= pushed / 4 && u(&d["min_delivered"]) <= pushed / 4, "{d}");
+    assert!(d["latency_ms"]["max"].as_f64().unwrap() > 0.0, "{d}");
+    assert!(
+        out.stdout
+            .contains(&format!("delivery: 4 BLPOP waiters: {pushed} pushed, {pushed} taken, 0 missing")),
+        "{}",
+        out.dump()
+    );
+    eprintln!("BLPOP: {pushed} pushed and taken, delivery {}", d["latency_ms"]);
 }
