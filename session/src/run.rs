@@ -169,7 +169,7 @@ pub(crate) fn run_test(
         return run_test(&measured, against, backend, case, test_no, rate, epoch, hlog, obs, stop);
     }
     // A delivery test (`-t pubsub`): its subscribers are listening before the publishers start.
-    let list = case.spec.title == respbench_core::suite::BLPOP_TITLE;
+    let list = case.spec.title.starts_with(respbench_core::suite::BLPOP_TITLE);
     let waited = match list {
         true => respbench_core::suite::BLPOP_KEY,
         false => respbench_core::suite::PUBSUB_CHANNEL,
@@ -182,7 +182,7 @@ pub(crate) fn run_test(
                 true => crate::deliver::Waiting::List(waited.as_bytes()),
                 false => crate::deliver::Waiting::Channel(waited.as_bytes()),
             },
-            cfg.open.subscribers.first().copied().unwrap_or(1),
+            case.subscribers.or(cfg.open.subscribers.first().copied()).unwrap_or(1),
             cfg.resp3,
             cfg.precision,
             epoch,
@@ -420,7 +420,7 @@ pub fn idle(
             ))
         })
         .ok();
-    let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None, replay: None };
+    let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None, replay: None, subscribers: None };
     let run = TestRun {
         plan: plan(cfg, None, &case, 0, true, None, Time::ZERO, None),
         endpoint: cfg.endpoint.clone(),

@@ -200,3 +200,37 @@ fn blpop_waiters_take_every_push_exactly_once() {
     );
     eprintln!("BLPOP: {pushed} pushed and taken, delivery {}", d["latency_ms"]);
 }
+
+#[test]
+fn a_list_of_subscriber_counts_sweeps() {
+    let server = RedisServer::start();
+    let json = json_path("pubsub", "sweep");
+    let port = server.port().to_string();
+    let out = respbench_tests::respbench().run(
+        &[
+            "-p",
+            &port,
+            "-t",
+            "pubsub",
+            "-c",
+            "1",
+            "-n",
+            "2000",
+            "--subscribers",
+            "1,3,6",
+            "--json",
+            &json.to_string_lossy(),
+        ],
+        T,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let tests = doc["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 3, "{}", out.dump());
+    for (t, n) in tests.iter().zip([1u64, 3, 6]) {
+        assert!(t["name"].as_str().unwrap().ends_with(&format!("--subscribers {n}")), "{}", t["name"]);
+        all_delivered(&t["delivery"], n, 2000);
+    }
+    // The server ran the three tests' publishes, and nothing else.
+    assert_eq!(server.command_calls("publish"), 6000);
+}
