@@ -248,7 +248,7 @@ pub struct Opts {
     /// request's intended send time; a list (10000,20000,40000) runs one step per rate
     #[argh(option)]
     pub rps: Option<String>,
-    /// with -t pubsub: subscribers to the channel, each a connection of its own (not in -c, -n), whose
+    /// with -t pubsub, blpop, xreadgroup: subscribers (waiters, consumers), connections of their own, whose
     /// delivery latency and missing/duplicated/out-of-order messages are reported; a list
     /// (1,10,100) runs one step each (default: 1)
     #[argh(option)]

@@ -175,6 +175,9 @@ pub enum Waits {
     /// `BLPOP`'s replies: `[key, payload]`, or nil when it timed out. One tracker is shared
     /// by every waiter of a list, each element going to one of them.
     List,
+    /// `XREADGROUP`'s replies: per stream `[key, [[id, [field, payload]], …]]` (a map in
+    /// RESP3), or nil when it timed out. One tracker for the group's consumers.
+    Stream,
 }
 
 /// One subscribed connection's protocol: feed it what the server sends, with the time it was
@@ -228,6 +231,35 @@ impl Subscriber {
 
     /// One whole value the server sent, read at `now`.
     pub fn on_value(&mut self, v: Value, now: Time) -> Result<(), SubscribeError> {
+        if self.waits == Waits::Stream {
+            self.replies += 1;
+            let streams: Vec<Value> = match v {
+                Value::Array(s) => s
+                    .into_iter()
+                    .filter_map(|s| match s {
+                        Value::Array(mut kv) if kv.len() == 2 => kv.pop(),
+                        _ => None,
+                    })
+                    .collect(),
+                Value::Map(m) => m.into_iter().map(|(_, entries)| entries).collect(),
+                Value::Error(e) | Value::BulkError(e) => {
+                    return Err(SubscribeError::Refused(String::from_utf8_lossy(&e).into_owned()))
+                }
+                _ => Vec::new(),
+            };
+            for entries in streams {
+                let Value::Array(entries) = entries else { continue };
+                for e in entries {
+                    let Value::Array(e) = e else { continue };
+                    if let [_, Value::Array(fields)] = e.as_slice() {
+                        if let [_, Value::Bulk(payload)] = fields.as_slice() {
+                            self.on_payload(payload, now);
+                        }
+                    }
+                }
+            }
+            return Ok(());
+        }
         if self.waits == Waits::List && v == Value::Null {
             // BLPOP timed out.
             self.replies += 1;
@@ -514,6 +546,27 @@ mod tests {
         let d = Delivery::summarise_queue(s.received, &[(3, None), (1, None)], 5);
         assert_eq!((d.received.delivered, d.received.duplicated, d.missing), (4, 1, 2));
         assert_eq!((d.min_delivered, d.max_delivered, d.queue), (1, 3, true));
+    }
+
+    #[test]
+    fn xreadgroup_replies_in_resp2_and_resp3() {
+        let entry = |seq| {
+            Value::Array(vec![
+                Value::Bulk(b"1-0".to_vec()),
+                Value::Array(vec![Value::Bulk(b"payload".to_vec()), Value::Bulk(stamped(0, seq, 1, 1))]),
+            ])
+        };
+        let mut s = Subscriber::new(Waits::Stream, 3).unwrap();
+        let resp2 = Value::Array(vec![Value::Array(vec![
+            Value::Bulk(b"s".to_vec()),
+            Value::Array(vec![entry(0), entry(1)]),
+        ])]);
+        let resp3 = Value::Map(vec![(Value::Bulk(b"s".to_vec()), Value::Array(vec![entry(2)]))]);
+        s.on_value(resp2, Time::from_micros(5)).unwrap();
+        s.on_value(resp3, Time::from_micros(5)).unwrap();
+        s.on_value(Value::Null, Time::from_micros(5)).unwrap();
+        assert_eq!((s.replies, s.received.delivered, s.received.distinct()), (3, 3, 3));
+        assert!(s.on_value(Value::Error(b"NOGROUP x".to_vec()), Time::ZERO).is_err());
     }
 
     #[test]

@@ -49,11 +49,12 @@ pub const TEST_NAMES: &[&str] = &[
     "fcall",
     "pubsub",
     "blpop",
+    "xreadgroup",
 ];
 
 /// Tests that only an explicit `-t` selects: not part of redis-benchmark's default suite
 /// (`function_load` and `fcall` are valkey-benchmark 9's, for servers with FUNCTION).
-const EXPLICIT_ONLY: &[&str] = &["connect", "function_load", "fcall", "pubsub", "blpop"];
+const EXPLICIT_ONLY: &[&str] = &["connect", "function_load", "fcall", "pubsub", "blpop", "xreadgroup"];
 
 /// Which tests `-t` selected: a comma-separated, case-insensitive list, as redis-benchmark reads
 /// it. `None` selects every test.
@@ -91,7 +92,7 @@ impl Selection {
 
     fn has(&self, name: &str) -> bool {
         match &self.names {
-            None if self.valkey => !matches!(name, "connect" | "pubsub" | "blpop"),
+            None if self.valkey => !matches!(name, "connect" | "pubsub" | "blpop" | "xreadgroup"),
             None => !EXPLICIT_ONLY.contains(&name),
             Some(names) => names.iter().any(|n| n == name),
         }
@@ -221,6 +222,16 @@ pub fn default_suite(
             connection_per_request: false,
         });
     }
+    if s.has("xreadgroup") {
+        // The same for a stream: XADD, and the session's consumers of one group.
+        let t = Template::stamped(&[b"XADD", &name(STREAM_KEY), b"*", b"payload"], payload_bytes);
+        tests.push(TestSpec {
+            title: STREAM_TITLE.into(),
+            payload_bytes: payload_bytes.max(crate::delivery::STAMP_LEN),
+            template: t,
+            connection_per_request: false,
+        });
+    }
     if s.has("connect") {
         // Open a connection, handshake, one PING, close: what connection-rate guides measure.
         let t = Template::command(&[b"PING"]);
@@ -240,6 +251,13 @@ pub const PUBSUB_CHANNEL: &str = "respbench:channel";
 pub const BLPOP_KEY: &str = "respbench:queue";
 /// The title of `-t blpop`'s test.
 pub const BLPOP_TITLE: &str = "LPUSH (delivery to BLPOP waiters)";
+/// The stream `-t xreadgroup` adds to (after `--key-prefix`); its consumers' group is
+/// [`STREAM_GROUP`].
+pub const STREAM_KEY: &str = "respbench:stream";
+/// The consumer group of `-t xreadgroup`.
+pub const STREAM_GROUP: &str = "respbench";
+/// The title of `-t xreadgroup`'s test.
+pub const STREAM_TITLE: &str = "XADD (delivery to XREADGROUP consumers)";
 /// The title of `-t pubsub`'s test.
 pub const PUBSUB_TITLE: &str = "PUBLISH (delivery to subscribers)";
 

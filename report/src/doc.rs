@@ -1590,9 +1590,9 @@ mod tests {
             }),
             delivery: Some(Delivery {
                 failure: Some("closed".into()),
-                latency_ms: Some(lat.clone()),
+                latency_ms: Some(lat),
                 histogram: Some(hist()),
-                service_ms: Some(lat.clone()),
+                service_ms: Some(lat),
                 service_histogram: Some(hist()),
                 ..Delivery::default()
             }),

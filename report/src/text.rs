@@ -246,7 +246,7 @@ pub fn write_delivery(d: &respbench_core::delivery::Delivery, out: &mut impl Wri
     if d.queue {
         writeln!(
             out,
-            "  delivery: {} BLPOP waiter{}: {} pushed, {} taken, {} missing, {} duplicated, {} out of order",
+            "  delivery: {} waiting connection{}: {} pushed, {} taken, {} missing, {} duplicated, {} out of order",
             d.subscribers,
             plural(d.subscribers),
             d.published,

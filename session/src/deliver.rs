@@ -44,6 +44,8 @@ pub(crate) enum Waiting<'a> {
     Channel(&'a [u8]),
     /// `BLPOP key` in a loop.
     List(&'a [u8]),
+    /// `XREADGROUP GROUP group consumer-i … STREAMS key >` in a loop, the group made first.
+    Stream(&'a [u8], &'a [u8]),
 }
 
 /// How long a waiter's `BLPOP` blocks before it asks again (and looks whether to stop).
@@ -65,16 +67,41 @@ impl Subscribers {
         let stop = Arc::new(AtomicBool::new(false));
         let mut subs = Vec::with_capacity(n);
         let (tx, rx) = std::sync::mpsc::channel();
-        let (channel, list) = match waiting {
-            Waiting::Channel(c) => (c, false),
-            Waiting::List(k) => (k, true),
+        let (channel, kind, group) = match waiting {
+            Waiting::Channel(c) => (c, Waits::Messages, None),
+            Waiting::List(k) => (k, Waits::List, None),
+            Waiting::Stream(k, g) => (k, Waits::Stream, Some(g)),
         };
-        let shared = match list {
-            true => Some(Arc::new(Mutex::new(Subscriber::new(Waits::List, sigfig).map_err(fail)?))),
-            false => None,
+        if let Some(g) = group {
+            make_group(server, channel, g).map_err(fail)?;
+        }
+        let shared = match kind {
+            Waits::Messages => None,
+            _ => Some(Arc::new(Mutex::new(Subscriber::new(kind, sigfig).map_err(fail)?))),
         };
         for i in 0..n {
             let shared = shared.clone();
+            // What a waiter sends again and again.
+            let ask: Vec<Vec<u8>> = match group {
+                None => vec![b"BLPOP".to_vec(), channel.to_vec(), BLPOP_TIMEOUT.to_vec()],
+                Some(g) => [
+                    b"XREADGROUP".as_slice(),
+                    b"GROUP",
+                    g,
+                    format!("consumer-{i}").as_bytes(),
+                    b"COUNT",
+                    b"100",
+                    b"BLOCK",
+                    b"100",
+                    b"NOACK",
+                    b"STREAMS",
+                    channel,
+                    b">",
+                ]
+                .iter()
+                .map(|a| a.to_vec())
+                .collect(),
+            };
             let distinct = Arc::new(AtomicU64::new(0));
             let ended = Arc::new(AtomicBool::new(false));
             let (d, e, s) = (Arc::clone(&distinct), Arc::clone(&ended), Arc::clone(&stop));
@@ -83,7 +110,7 @@ impl Subscribers {
                 .name(format!("subscriber-{i}"))
                 .spawn(move || {
                     if let Some(shared) = shared {
-                        return wait_list(&server, &channel, resp3, sigfig, epoch, &shared, &tx, &d, &e, &s);
+                        return wait_list(&server, &ask, resp3, sigfig, epoch, &shared, &tx, &d, &e, &s);
                     }
                     let subscribed = subscribe(&server, &channel, resp3, sigfig);
                     let (reader, core) = match subscribed {
@@ -188,13 +215,33 @@ fn subscribe(
     Ok((c.into_reader(), core))
 }
 
+/// Makes the consumer group `group` of stream `key` (and the stream), or, when it exists,
+/// moves it to the stream's end: its consumers read what is added from now on.
+fn make_group(server: &Server, key: &[u8], group: &[u8]) -> Result<(), String> {
+    use respbench_core::resp::Value;
+    let mut c = Conn::authenticated(server).map_err(|e| e.message)?;
+    let created = c
+        .command(&[b"XGROUP".as_slice(), b"CREATE", key, group, b"$", b"MKSTREAM"])
+        .map_err(|e| e.message)?;
+    let v = match created {
+        Value::Error(e) if e.starts_with(b"BUSYGROUP") => {
+            c.command(&[b"XGROUP".as_slice(), b"SETID", key, group, b"$"]).map_err(|e| e.message)?
+        }
+        v => v,
+    };
+    match v {
+        Value::Error(e) => Err(format!("XGROUP: {}", String::from_utf8_lossy(&e))),
+        _ => Ok(()),
+    }
+}
+
 /// A list waiter's thread: `BLPOP key` in a loop, each reply to the list's one tracker, until
 /// told to stop (never between a BLPOP and its reply: an element popped is always read). Gives
 /// back, as its [`Received`], only how many elements it took (`delivered`).
 #[allow(clippy::too_many_arguments)]
 fn wait_list(
     server: &Server,
-    key: &[u8],
+    ask: &[Vec<u8>],
     resp3: bool,
     sigfig: u8,
     epoch: Instant,
@@ -231,7 +278,8 @@ fn wait_list(
         if stop.load(Ordering::Relaxed) {
             break None;
         }
-        let v = match c.command(&[b"BLPOP".as_slice(), key, BLPOP_TIMEOUT]) {
+        let args: Vec<&[u8]> = ask.iter().map(Vec::as_slice).collect();
+        let v = match c.command(&args) {
             Ok(v) => v,
             Err(e) => break Some(e.message),
         };

@@ -169,18 +169,22 @@ pub(crate) fn run_test(
         return run_test(&measured, against, backend, case, test_no, rate, epoch, hlog, obs, stop);
     }
     // A delivery test (`-t pubsub`): its subscribers are listening before the publishers start.
-    let list = case.spec.title.starts_with(respbench_core::suite::BLPOP_TITLE);
-    let waited = match list {
-        true => respbench_core::suite::BLPOP_KEY,
-        false => respbench_core::suite::PUBSUB_CHANNEL,
+    use respbench_core::suite as rs;
+    let title = &case.spec.title;
+    let (list, stream) = (title.starts_with(rs::BLPOP_TITLE), title.starts_with(rs::STREAM_TITLE));
+    let waited = match (list, stream) {
+        (true, _) => rs::BLPOP_KEY,
+        (_, true) => rs::STREAM_KEY,
+        _ => rs::PUBSUB_CHANNEL,
     };
     let waited = format!("{}{waited}", cfg.key_prefix);
     let mut subscribers = match case.spec.template.stamp_at() {
         Some(_) => Some(crate::deliver::Subscribers::start(
             &server::Server::new(cfg, against.tls.cloned()),
-            match list {
-                true => crate::deliver::Waiting::List(waited.as_bytes()),
-                false => crate::deliver::Waiting::Channel(waited.as_bytes()),
+            match (list, stream) {
+                (true, _) => crate::deliver::Waiting::List(waited.as_bytes()),
+                (_, true) => crate::deliver::Waiting::Stream(waited.as_bytes(), rs::STREAM_GROUP.as_bytes()),
+                _ => crate::deliver::Waiting::Channel(waited.as_bytes()),
             },
             case.subscribers.or(cfg.open.subscribers.first().copied()).unwrap_or(1),
             cfg.resp3,

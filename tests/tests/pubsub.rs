@@ -13,13 +13,13 @@ use serde_json::Value;
 const T: Duration = Duration::from_secs(120);
 
 fn run(server: &RedisServer, extra: &[&str]) -> (Output, Value) {
-    let test = if extra.contains(&"blpop") { "blpop" } else { "pubsub" };
+    let test = ["blpop", "xreadgroup"].into_iter().find(|t| extra.contains(t)).unwrap_or("pubsub");
     let json = json_path("pubsub", "run");
     let mut a: Vec<String> = ["-h", "127.0.0.1", "-p", &server.port().to_string(), "-t", test]
         .iter()
         .map(|s| s.to_string())
         .collect();
-    a.extend(extra.iter().filter(|s| **s != "blpop").map(|s| s.to_string()));
+    a.extend(extra.iter().filter(|s| **s != test).map(|s| s.to_string()));
     a.extend(["--json".to_string(), json.to_string_lossy().into_owned()]);
     let out = respbench_tests::respbench().run(&a, T);
     assert!(!out.stderr.contains("panicked"), "{}", out.dump());
@@ -193,8 +193,9 @@ fn blpop_waiters_take_every_push_exactly_once() {
     assert!(u(&d["max_delivered"]) >= pushed / 4 && u(&d["min_delivered"]) <= pushed / 4, "{d}");
     assert!(d["latency_ms"]["max"].as_f64().unwrap() > 0.0, "{d}");
     assert!(
-        out.stdout
-            .contains(&format!("delivery: 4 BLPOP waiters: {pushed} pushed, {pushed} taken, 0 missing")),
+        out.stdout.contains(&format!(
+            "delivery: 4 waiting connections: {pushed} pushed, {pushed} taken, 0 missing"
+        )),
         "{}",
         out.dump()
     );
@@ -233,4 +234,28 @@ fn a_list_of_subscriber_counts_sweeps() {
     }
     // The server ran the three tests' publishes, and nothing else.
     assert_eq!(server.command_calls("publish"), 6000);
+}
+
+#[test]
+fn xreadgroup_consumers_read_every_entry_once() {
+    let server = RedisServer::start();
+    let (out, t) =
+        run(&server, &["xreadgroup", "-c", "1", "--subscribers", "3", "--rps", "2000", "--duration", "3s"]);
+    assert!(!out.stdout.is_empty(), "{}", out.dump());
+    let d = &t["delivery"];
+    let added = server.command_calls("xadd");
+    assert!(added > 1000, "{added}: {}", out.dump());
+    assert_eq!((u(&d["subscribers"]), u(&d["published"]), u(&d["delivered"])), (3, added, added), "{d}");
+    for k in ["missing", "duplicated", "foreign", "subscribers_failed"] {
+        assert_eq!(u(&d[k]), 0, "{k}: {d}");
+    }
+    // The server's own counts: the stream holds them all, and the group read them all.
+    assert_eq!(server.cli(&["XLEN", "respbench:stream"]).trim(), added.to_string());
+    let groups = server.cli(&["XINFO", "GROUPS", "respbench:stream"]);
+    let lines: Vec<&str> = groups.lines().map(str::trim).collect();
+    let field = |name: &str| lines.iter().position(|l| *l == name).map(|i| lines[i + 1].to_string());
+    assert_eq!(field("entries-read"), Some(added.to_string()), "{groups}");
+    assert_eq!(field("consumers"), Some("3".to_string()), "{groups}");
+    assert_eq!(field("lag"), Some("0".to_string()), "{groups}");
+    eprintln!("XREADGROUP: {added} added and read, delivery {}", d["latency_ms"]);
 }
