@@ -247,6 +247,21 @@ pub fn default_suite(
 
 /// The channel `-t pubsub` publishes to (after `--key-prefix`).
 pub const PUBSUB_CHANNEL: &str = "respbench:channel";
+/// The title of `-t pubsub`'s test under `--cluster`: sharded pub/sub.
+pub const SHARDED_TITLE: &str = "SPUBLISH (delivery to shard subscribers)";
+
+/// `-t pubsub` under `--cluster`: `SPUBLISH` to the channel (after `key_prefix`), routed by its
+/// slot as a key is; the session's subscribers `SSUBSCRIBE` on the node that owns it.
+pub fn sharded_pubsub(key_prefix: &str, payload_bytes: usize) -> TestSpec {
+    let channel = [key_prefix.as_bytes(), PUBSUB_CHANNEL.as_bytes()].concat();
+    TestSpec {
+        title: SHARDED_TITLE.into(),
+        template: Template::stamped(&[b"SPUBLISH", &channel], payload_bytes),
+        payload_bytes: payload_bytes.max(crate::delivery::STAMP_LEN),
+        connection_per_request: false,
+    }
+}
+
 /// The list `-t blpop` pushes to (after `--key-prefix`).
 pub const BLPOP_KEY: &str = "respbench:queue";
 /// The title of `-t blpop`'s test.

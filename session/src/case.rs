@@ -118,7 +118,11 @@ pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Erro
         return Ok(vec![sequence_case(cfg, dataset.as_ref())?]);
     }
     let mut cases = Vec::new();
-    for spec in tests(cfg, dataset.as_ref(), warn)? {
+    for mut spec in tests(cfg, dataset.as_ref(), warn)? {
+        if cfg.cluster && spec.title == respbench_core::suite::PUBSUB_TITLE {
+            // Sharded pub/sub: SPUBLISH, routed by the channel's slot.
+            spec = respbench_core::suite::sharded_pubsub(&cfg.key_prefix, cfg.datasize);
+        }
         let counts = &cfg.open.subscribers;
         if spec.template.stamp_at().is_none() || counts.len() < 2 {
             cases.push(Case { spec, mix: None, replay: None, subscribers: None });

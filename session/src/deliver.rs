@@ -40,8 +40,9 @@ pub(crate) struct Subscribers {
 
 /// What a delivery test's waiting connections wait on.
 pub(crate) enum Waiting<'a> {
-    /// `SUBSCRIBE channel`.
-    Channel(&'a [u8]),
+    /// `SUBSCRIBE channel`, or `SSUBSCRIBE channel` when sharded (`--cluster`: the server is
+    /// the node that owns its slot).
+    Channel(&'a [u8], bool),
     /// `BLPOP key` in a loop.
     List(&'a [u8]),
     /// `XREADGROUP GROUP group consumer-i … STREAMS key >` in a loop, the group made first.
@@ -67,8 +68,12 @@ impl Subscribers {
         let stop = Arc::new(AtomicBool::new(false));
         let mut subs = Vec::with_capacity(n);
         let (tx, rx) = std::sync::mpsc::channel();
+        let mut shard = false;
         let (channel, kind, group) = match waiting {
-            Waiting::Channel(c) => (c, Waits::Messages, None),
+            Waiting::Channel(c, sharded) => {
+                shard = sharded;
+                (c, Waits::Messages, None)
+            }
             Waiting::List(k) => (k, Waits::List, None),
             Waiting::Stream(k, g) => (k, Waits::Stream, Some(g)),
         };
@@ -112,7 +117,7 @@ impl Subscribers {
                     if let Some(shared) = shared {
                         return wait_list(&server, &ask, resp3, sigfig, epoch, &shared, &tx, &d, &e, &s);
                     }
-                    let subscribed = subscribe(&server, &channel, resp3, sigfig);
+                    let subscribed = subscribe(&server, &channel, shard, resp3, sigfig);
                     let (reader, core) = match subscribed {
                         Ok(r) => {
                             let _ = tx.send(Ok(()));
@@ -193,6 +198,7 @@ impl Subscribers {
 fn subscribe(
     server: &Server,
     channel: &[u8],
+    shard: bool,
     resp3: bool,
     sigfig: u8,
 ) -> Result<(Box<dyn Read>, Subscriber), String> {
@@ -204,7 +210,8 @@ fn subscribe(
         }
     }
     let mut core = Subscriber::new(Waits::Messages, sigfig)?;
-    let v = c.command(&[b"SUBSCRIBE".as_slice(), channel]).map_err(|e| e.message)?;
+    let command: &[u8] = if shard { b"SSUBSCRIBE" } else { b"SUBSCRIBE" };
+    let v = c.command(&[command, channel]).map_err(|e| e.message)?;
     let mut bytes = Vec::new();
     v.encode(&mut bytes);
     core.handle_input(&bytes, Time::ZERO).map_err(|e| format!("SUBSCRIBE: {e}"))?;

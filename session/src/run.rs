@@ -131,6 +131,20 @@ pub(crate) fn plan(
     })
 }
 
+/// Where a delivery test's subscribers connect: the run's server, or, for a sharded
+/// channel over a cluster, the primary that owns its slot.
+fn delivery_server(cfg: &Config, against: Against<'_>, sharded: Option<&[u8]>) -> server::Server {
+    let s = server::Server::new(cfg, against.tls.cloned());
+    let (Some(channel), Some(m)) = (sharded, against.multi) else { return s };
+    let slot = respbench_core::cluster::key_slot(channel);
+    let owner =
+        m.topology.nodes.iter().find(|n| n.primary && n.slots.iter().any(|&(a, b)| a <= slot && slot <= b));
+    match owner {
+        Some(n) => s.node(&n.endpoint),
+        None => s,
+    }
+}
+
 /// Runs one test on `backend` while this thread tells `obs` how it goes and watches for a stop;
 /// measures the process's CPU meanwhile. `hlog`: the tag the seconds the loops close are told
 /// under, when the observer keeps them.
@@ -178,13 +192,14 @@ pub(crate) fn run_test(
         _ => rs::PUBSUB_CHANNEL,
     };
     let waited = format!("{}{waited}", cfg.key_prefix);
+    let sharded = title.starts_with(rs::SHARDED_TITLE);
     let mut subscribers = match case.spec.template.stamp_at() {
         Some(_) => Some(crate::deliver::Subscribers::start(
-            &server::Server::new(cfg, against.tls.cloned()),
+            &delivery_server(cfg, against, sharded.then_some(waited.as_bytes())),
             match (list, stream) {
                 (true, _) => crate::deliver::Waiting::List(waited.as_bytes()),
                 (_, true) => crate::deliver::Waiting::Stream(waited.as_bytes(), rs::STREAM_GROUP.as_bytes()),
-                _ => crate::deliver::Waiting::Channel(waited.as_bytes()),
+                _ => crate::deliver::Waiting::Channel(waited.as_bytes(), sharded),
             },
             case.subscribers.or(cfg.open.subscribers.first().copied()).unwrap_or(1),
             cfg.resp3,

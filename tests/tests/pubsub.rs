@@ -259,3 +259,52 @@ fn xreadgroup_consumers_read_every_entry_once() {
     assert_eq!(field("lag"), Some("0".to_string()), "{groups}");
     eprintln!("XREADGROUP: {added} added and read, delivery {}", d["latency_ms"]);
 }
+
+#[test]
+fn sharded_pubsub_over_a_cluster_goes_to_the_channels_slot() {
+    let cluster = respbench_tests::cluster::Cluster::start(3, 0);
+    let ports = cluster.primary_ports();
+    let first = cluster.node(ports[0]);
+    let slot: u16 = first.cli(&["CLUSTER", "KEYSLOT", "respbench:channel"]).trim().parse().unwrap();
+    let owner = cluster.owner_of(slot, ports[0]);
+    let json = json_path("pubsub", "cluster");
+    let port = ports[0].to_string();
+    let out = respbench_tests::respbench().run(
+        &[
+            "-p",
+            &port,
+            "--cluster",
+            "-t",
+            "pubsub",
+            "-c",
+            "2",
+            "-n",
+            "2000",
+            "--subscribers",
+            "4",
+            "--json",
+            &json.to_string_lossy(),
+        ],
+        T,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let t = &doc["tests"][0];
+    assert_eq!(t["name"], "SPUBLISH (delivery to shard subscribers)", "{}", out.dump());
+    // Every SPUBLISH went to the node that owns the channel's slot, and the node's subscribers
+    // got them all (its replies counting 4 receivers each).
+    for &p in &ports {
+        let calls = cluster.node(p).command_calls("spublish");
+        assert_eq!(calls, if p == owner { 2000 } else { 0 }, "node {p} (owner {owner})");
+    }
+    assert_eq!(
+        cluster
+            .node(owner)
+            .cli(&["PUBSUB", "SHARDNUMSUB", "respbench:channel"])
+            .lines()
+            .nth(1)
+            .map(str::trim),
+        Some("0")
+    );
+    all_delivered(&t["delivery"], 4, 2000);
+}
