@@ -20,9 +20,13 @@ use crate::Error;
 /// How long a read waits before the thread looks whether it should stop.
 const NAP: Duration = Duration::from_millis(20);
 
+/// What one subscriber received, and why it ended early.
+type Got = (Received, Option<String>);
+
 /// One subscriber's thread and what it shares.
 struct Sub {
-    thread: JoinHandle<(Received, Option<String>)>,
+    /// What it received, why it ended early, and its thread's CPU (user, system seconds).
+    thread: JoinHandle<(Got, (f64, f64))>,
     /// Distinct messages received so far.
     distinct: Arc<AtomicU64>,
     /// Whether its connection ended.
@@ -114,23 +118,26 @@ impl Subscribers {
             let thread = std::thread::Builder::new()
                 .name(format!("subscriber-{i}"))
                 .spawn(move || {
-                    if let Some(shared) = shared {
-                        return wait_list(&server, &ask, resp3, sigfig, epoch, &shared, &tx, &d, &e, &s);
-                    }
-                    let subscribed = subscribe(&server, &channel, shard, resp3, sigfig);
-                    let (reader, core) = match subscribed {
-                        Ok(r) => {
-                            let _ = tx.send(Ok(()));
-                            r
+                    let got = (|| {
+                        if let Some(shared) = shared {
+                            return wait_list(&server, &ask, resp3, sigfig, epoch, &shared, &tx, &d, &e, &s);
                         }
-                        Err(why) => {
-                            let _ = tx.send(Err(why.clone()));
-                            e.store(true, Ordering::Relaxed);
-                            let received = Received::new(sigfig).unwrap_or_else(|_| unreachable!());
-                            return (received, Some(why));
-                        }
-                    };
-                    read(reader, core, epoch, &d, &e, &s)
+                        let subscribed = subscribe(&server, &channel, shard, resp3, sigfig);
+                        let (reader, core) = match subscribed {
+                            Ok(r) => {
+                                let _ = tx.send(Ok(()));
+                                r
+                            }
+                            Err(why) => {
+                                let _ = tx.send(Err(why.clone()));
+                                e.store(true, Ordering::Relaxed);
+                                let received = Received::new(sigfig).unwrap_or_else(|_| unreachable!());
+                                return (received, Some(why));
+                            }
+                        };
+                        read(reader, core, epoch, &d, &e, &s)
+                    })();
+                    (got, thread_cpu())
                 })
                 .map_err(|e| fail(e.to_string()))?;
             subs.push(Sub { thread, distinct, ended });
@@ -152,7 +159,9 @@ impl Subscribers {
 
     /// After the test: waits until every subscriber has `published` distinct messages, has
     /// ended, or `grace` has passed; stops and joins them and summarises into `stats`.
-    pub(crate) fn finish(self, stats: &mut Stats, grace: Duration) -> Result<(), Error> {
+    /// Gives back the CPU (user, system seconds) the subscribers' threads used, set-up and
+    /// drain included, to be left out of the client's figure.
+    pub(crate) fn finish(self, stats: &mut Stats, grace: Duration) -> Result<(f64, f64), Error> {
         let published = stats.requests.saturating_sub(stats.errors.total().saturating_sub(stats.lost));
         let until = Instant::now() + grace;
         let waiting = |subs: &[Sub]| match &self.shared {
@@ -170,8 +179,12 @@ impl Subscribers {
         }
         self.stop.store(true, Ordering::Relaxed);
         let mut got = Vec::with_capacity(self.subs.len());
+        let mut cpu = (0.0, 0.0);
         for s in self.subs {
-            got.push(s.thread.join().map_err(|_| Error::Tests("a subscriber's thread panicked".into()))?);
+            let (g, (user, sys)) =
+                s.thread.join().map_err(|_| Error::Tests("a subscriber's thread panicked".into()))?;
+            cpu = (cpu.0 + user, cpu.1 + sys);
+            got.push(g);
         }
         let d = match self.shared {
             Some(sh) => {
@@ -189,7 +202,7 @@ impl Subscribers {
             }
         };
         stats.delivery = Some(Box::new(d));
-        Ok(())
+        Ok(cpu)
     }
 }
 
@@ -336,4 +349,18 @@ fn read(
     };
     ended.store(true, Ordering::Relaxed);
     (core.received, failure)
+}
+
+/// The calling thread's CPU so far: user and system seconds (Linux; none elsewhere).
+fn thread_cpu() -> (f64, f64) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: getrusage writes into the zeroed struct it is given.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
+            let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+            return (secs(ru.ru_utime), secs(ru.ru_stime));
+        }
+    }
+    (0.0, 0.0)
 }

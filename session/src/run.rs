@@ -303,7 +303,7 @@ pub(crate) fn run_test(
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok(result) => {
-                    let cpu = ClientCpu::between(
+                    let mut cpu = ClientCpu::between(
                         cpu_before,
                         crate::cpu::process_cpu(),
                         cpu_from.elapsed(),
@@ -321,7 +321,11 @@ pub(crate) fn run_test(
                     });
                     let mut o = result?;
                     if let Some(subs) = subscribers.take() {
-                        subs.finish(&mut o.stats, cfg.drain_grace)?;
+                        // The subscribers' threads are not the event loops: their CPU is left
+                        // out of the client's figure (and so of the verdict).
+                        let (user, sys) = subs.finish(&mut o.stats, cfg.drain_grace)?;
+                        cpu.user_s = (cpu.user_s - user).max(0.0);
+                        cpu.sys_s = (cpu.sys_s - sys).max(0.0);
                     }
                     if let Some(e) = _reading.as_ref().and_then(crate::replay::Reading::stop) {
                         return Err(Error::Tests(e));
