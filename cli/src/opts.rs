@@ -415,7 +415,7 @@ impl Opts {
             ..OpenLoopConfig::default()
         };
         if let Some(list) = &self.subscribers {
-            o.subscribers = syntax::subscribers(list)?;
+            o.subscribers = syntax::subscribers(list, self.tests.as_deref())?;
         }
         if let Some(list) = self.rps.as_ref().filter(|_| self.slo.is_none()) {
             o.rates = syntax::rates(list)?;

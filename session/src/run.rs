@@ -131,12 +131,12 @@ pub(crate) fn plan(
     })
 }
 
-/// Where a delivery test's subscribers connect: the run's server, or, for a sharded
-/// channel over a cluster, the primary that owns its slot.
-fn delivery_server(cfg: &Config, against: Against<'_>, sharded: Option<&[u8]>) -> server::Server {
+/// Where a delivery test's subscribers connect: the run's server, or, over a cluster, the
+/// primary that owns the slot of `key` (a sharded channel, a list, a stream).
+fn delivery_server(cfg: &Config, against: Against<'_>, key: Option<&[u8]>) -> server::Server {
     let s = server::Server::new(cfg, against.tls.cloned());
-    let (Some(channel), Some(m)) = (sharded, against.multi) else { return s };
-    let slot = respbench_core::cluster::key_slot(channel);
+    let (Some(key), Some(m)) = (key, against.multi) else { return s };
+    let slot = respbench_core::cluster::key_slot(key);
     let owner =
         m.topology.nodes.iter().find(|n| n.primary && n.slots.iter().any(|&(a, b)| a <= slot && slot <= b));
     match owner {
@@ -195,7 +195,7 @@ pub(crate) fn run_test(
     let sharded = title.starts_with(rs::SHARDED_TITLE);
     let mut subscribers = match case.spec.template.stamp_at() {
         Some(_) => Some(crate::deliver::Subscribers::start(
-            &delivery_server(cfg, against, sharded.then_some(waited.as_bytes())),
+            &delivery_server(cfg, against, (sharded || cfg.cluster).then_some(waited.as_bytes())),
             match (list, stream) {
                 (true, _) => crate::deliver::Waiting::List(waited.as_bytes()),
                 (_, true) => crate::deliver::Waiting::Stream(waited.as_bytes(), rs::STREAM_GROUP.as_bytes()),

@@ -216,8 +216,14 @@ pub fn rates(list: &str) -> Result<Vec<u64>, OptionError> {
 /// The most subscribers a delivery test opens (each is a thread of its own).
 pub const MAX_SUBSCRIBERS: usize = 1000;
 
-/// `--subscribers 10` or a list (`1,10,100`): a delivery test's subscribers, a step each.
-pub fn subscribers(list: &str) -> Result<Vec<usize>, OptionError> {
+/// `--subscribers 10` or a list (`1,10,100`): a delivery test's subscribers, a step each;
+/// refused unless `-t` (`tests`) selects one (pubsub, blpop, xreadgroup).
+pub fn subscribers(list: &str, tests: Option<&str>) -> Result<Vec<usize>, OptionError> {
+    let delivery =
+        |t: &str| ["pubsub", "blpop", "xreadgroup"].contains(&t.trim().to_ascii_lowercase().as_str());
+    if !tests.is_some_and(|t| t.split(',').any(delivery)) {
+        return Err(bad("--subscribers", list, "it is for a delivery test: -t pubsub, blpop or xreadgroup"));
+    }
     list.split(',')
         .map(|r| match r.trim().parse::<usize>() {
             Ok(n) if (1..=MAX_SUBSCRIBERS).contains(&n) => Ok(n),

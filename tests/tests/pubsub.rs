@@ -137,6 +137,10 @@ fn bad_subscriber_counts_are_refused_before_connecting() {
         assert_eq!(out.status.code(), Some(1), "{v}: {}", out.dump());
         assert!(out.stderr.contains("--subscribers"), "{v}: {}", out.dump());
     }
+    // Without a delivery test, --subscribers would do nothing: refused.
+    let out = respbench_tests::respbench().run(&["-p", "1", "-t", "get", "--subscribers", "3"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("-t pubsub, blpop or xreadgroup"), "{}", out.dump());
 }
 
 #[test]
@@ -307,4 +311,32 @@ fn sharded_pubsub_over_a_cluster_goes_to_the_channels_slot() {
         Some("0")
     );
     all_delivered(&t["delivery"], 4, 2000);
+
+    // A list over the cluster: the waiters wait on the node that owns its slot.
+    let slot: u16 = first.cli(&["CLUSTER", "KEYSLOT", "respbench:queue"]).trim().parse().unwrap();
+    let owner = cluster.owner_of(slot, ports[0]);
+    let out = respbench_tests::respbench().run(
+        &[
+            "-p",
+            &port,
+            "--cluster",
+            "-t",
+            "blpop",
+            "-c",
+            "2",
+            "-n",
+            "1000",
+            "--subscribers",
+            "3",
+            "--json",
+            &json.to_string_lossy(),
+        ],
+        T,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let d = &doc["tests"][0]["delivery"];
+    assert_eq!(cluster.node(owner).command_calls("lpush"), 1000);
+    assert_eq!((u(&d["delivered"]), u(&d["missing"]), u(&d["duplicated"])), (1000, 0, 0), "{d}");
+    assert_eq!(cluster.node(owner).cli(&["LLEN", "respbench:queue"]).trim(), "0");
 }
