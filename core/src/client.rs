@@ -1070,4 +1070,37 @@ mod tests {
         assert_eq!(stats.latency.len(), 6, "one histogram entry per request");
         assert_eq!(stats.last_reply, at(23_000));
     }
+
+    /// A stamped template (`-t pubsub`): each request's payload carries the client's index, its
+    /// own sequence from 0 and, in a closed loop, its send as the intended time too; the integer
+    /// replies (a PUBLISH's receivers) are summed.
+    #[test]
+    fn a_stamped_request_carries_the_client_its_sequence_and_its_times() {
+        use crate::delivery::{Stamp, STAMP_LEN};
+        let mut plan = sequence_plan(Budget::new(3), None);
+        plan.workload = Workload {
+            template: Template::stamped(&[b"PUBLISH", b"ch"], 80),
+            keys: KeySpace::Literal,
+            mix: None,
+        };
+        plan.conn.pipeline = 3;
+        let mut stats = Stats::new(Time::ZERO, 3, false).unwrap();
+        let mut c = Client::new(Arc::new(plan), 7);
+        c.handle_connected(0, Time::ZERO, &mut stats);
+        while c.poll_event(0).is_some() {}
+        let now = Time::from_micros(42);
+        let bytes = c.poll_transmit(0, now).unwrap().to_vec();
+        let mut stamps = Vec::new();
+        let mut at = 0;
+        while let Some(i) = bytes[at..].windows(5).position(|w| w == crate::delivery::STAMP_MAGIC) {
+            stamps.push(Stamp::read(&bytes[at + i..at + i + STAMP_LEN]).unwrap());
+            at += i + STAMP_LEN;
+        }
+        let want: Vec<Stamp> =
+            (0..3).map(|seq| Stamp { publisher: 7, seq, intended: now, sent: now }).collect();
+        assert_eq!(stamps, want);
+        c.advance_transmit(0, bytes.len(), now, &mut stats);
+        c.handle_input(0, b":10\r\n:10\r\n:9\r\n", Time::from_micros(50), &mut stats);
+        assert_eq!((stats.requests, stats.integer_sum), (3, 29));
+    }
 }
