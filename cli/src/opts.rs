@@ -253,6 +253,9 @@ pub struct Opts {
     /// (1,10,100) runs one step each (default: 1)
     #[argh(option)]
     pub subscribers: Option<String>,
+    /// with -t pubsub: publish to this many channels in turn, each subscriber subscribed to all
+    #[argh(option)]
+    pub channels: Option<String>,
     /// capacity search: find the highest --rps whose steps meet these latency objectives on the
     /// corrected latency, comma separated (p99<=1ms,p99.9<=5ms; service:p99<=500us for the
     /// service time); with --rps LOW-HIGH inside that range, else below a short closed-loop
@@ -416,6 +419,9 @@ impl Opts {
         };
         if let Some(list) = &self.subscribers {
             o.subscribers = syntax::subscribers(list, self.tests.as_deref())?;
+        }
+        if let Some(v) = &self.channels {
+            o.channels = syntax::channels(v, self.tests.as_deref(), self.cluster)?;
         }
         if let Some(list) = self.rps.as_ref().filter(|_| self.slo.is_none()) {
             o.rates = syntax::rates(list)?;

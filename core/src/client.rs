@@ -633,10 +633,15 @@ impl Client {
             let s = crate::delivery::Stamp { publisher: self.index as u32, seq, intended: due, sent: now };
             (at, s, template.len())
         });
+        let channel = template.channel_at();
         let stamp_into = |bytes: &mut Vec<u8>| {
             if let Some((at, s, len)) = stamp {
                 let start = bytes.len() - len;
                 s.write(&mut bytes[start + at..]);
+                if let Some((c, n)) = channel {
+                    let digits = format!("{:06}", (s.seq % n) % 1_000_000);
+                    bytes[start + c..start + c + 6].copy_from_slice(digits.as_bytes());
+                }
             }
         };
         let Some(cluster) = &plan.cluster else {

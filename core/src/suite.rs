@@ -262,6 +262,18 @@ pub fn sharded_pubsub(key_prefix: &str, payload_bytes: usize) -> TestSpec {
     }
 }
 
+/// `-t pubsub --channels M`: `PUBLISH` to `respbench:channel:000000` … (after `key_prefix`),
+/// the channels in turn; the subscribers subscribe to all of them.
+pub fn pubsub_channels(key_prefix: &str, channels: u64, payload_bytes: usize) -> TestSpec {
+    let base = [key_prefix.as_bytes(), PUBSUB_CHANNEL.as_bytes(), b":"].concat();
+    TestSpec {
+        title: format!("{PUBSUB_TITLE} --channels {channels}"),
+        template: Template::stamped_channels(b"PUBLISH", &base, channels, payload_bytes),
+        payload_bytes: payload_bytes.max(crate::delivery::STAMP_LEN),
+        connection_per_request: false,
+    }
+}
+
 /// The list `-t blpop` pushes to (after `--key-prefix`).
 pub const BLPOP_KEY: &str = "respbench:queue";
 /// The title of `-t blpop`'s test.

@@ -85,6 +85,9 @@ pub struct Template {
     /// Where a delivery stamp goes (`-t pubsub`, [`crate::delivery::Stamp`]): its offset in
     /// `bytes`, overwritten per request by the client.
     stamp: Option<usize>,
+    /// `--channels M`: where the channel's 6 digits go and how many channels there are (the
+    /// client writes `seq % M`).
+    channel: Option<(usize, u64)>,
 }
 
 /// The arguments of a template that take their bytes from a dataset row (`__field:NAME__`).
@@ -386,7 +389,7 @@ impl Template {
         }
         let values = if slots.is_empty() { None } else { values.map(Arc::clone) };
         let kinds = kinds_of(&bytes, &placeholders);
-        Template { bytes, placeholders, kinds, slots, values, rows: None, stamp: None }
+        Template { bytes, placeholders, kinds, slots, values, rows: None, stamp: None, channel: None }
     }
 
     /// [`Template::command`] for `--dataset`: an argument with `__field:NAME__` placeholders
@@ -418,6 +421,7 @@ impl Template {
                 values: None,
                 rows: None,
                 stamp: None,
+                channel: None,
             });
         }
         let columns: Vec<usize> = fields
@@ -460,6 +464,7 @@ impl Template {
             values: None,
             rows: Some(Arc::new(rows)),
             stamp: None,
+            channel: None,
         })
     }
 
@@ -497,6 +502,29 @@ impl Template {
         t
     }
 
+    /// [`Template::stamped`] over `channels` channels: the argument after the command is
+    /// `base` and 6 digits, which each request overwrites with its sequence number modulo
+    /// `channels` ([`Template::channel_at`]): `PUBLISH respbench:channel:000003 <payload>`.
+    pub fn stamped_channels(command: &[u8], base: &[u8], channels: u64, len: usize) -> Template {
+        let channel = [base, b"000000"].concat();
+        let mut t = Template::stamped(&[command, &channel], len);
+        let header = format!("*3\r\n${}\r\n", command.len()).len() + command.len() + 2;
+        let channel_header = format!("${}\r\n", channel.len()).len();
+        t.channel = Some((header + channel_header + base.len(), channels.max(1)));
+        t
+    }
+
+    /// Where a [`Template::stamped_channels`] request's channel digits go, and how many
+    /// channels there are.
+    pub fn channel_at(&self) -> Option<(usize, u64)> {
+        self.channel
+    }
+
+    /// The name of channel `i` of [`Template::stamped_channels`]' `base`.
+    pub fn channel_name(base: &[u8], i: u64) -> Vec<u8> {
+        [base, format!("{:06}", i % 1_000_000).as_bytes()].concat()
+    }
+
     /// Where in one request's bytes its delivery stamp goes, for a [`Template::stamped`] one.
     pub fn stamp_at(&self) -> Option<usize> {
         self.stamp
@@ -515,6 +543,7 @@ impl Template {
             values: None,
             rows: None,
             stamp: None,
+            channel: None,
         }
     }
 

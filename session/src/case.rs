@@ -122,6 +122,8 @@ pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Erro
         if cfg.cluster && spec.title == respbench_core::suite::PUBSUB_TITLE {
             // Sharded pub/sub: SPUBLISH, routed by the channel's slot.
             spec = respbench_core::suite::sharded_pubsub(&cfg.key_prefix, cfg.datasize);
+        } else if cfg.open.channels > 1 && spec.title == respbench_core::suite::PUBSUB_TITLE {
+            spec = respbench_core::suite::pubsub_channels(&cfg.key_prefix, cfg.open.channels, cfg.datasize);
         }
         let counts = &cfg.open.subscribers;
         if spec.template.stamp_at().is_none() || counts.len() < 2 {

@@ -47,6 +47,8 @@ pub(crate) enum Waiting<'a> {
     /// `SUBSCRIBE channel`, or `SSUBSCRIBE channel` when sharded (`--cluster`: the server is
     /// the node that owns its slot).
     Channel(&'a [u8], bool),
+    /// `--channels M`: `SUBSCRIBE` to each of `base` + 6 digits, 0 to M − 1.
+    Channels(&'a [u8], u64),
     /// `BLPOP key` in a loop.
     List(&'a [u8]),
     /// `XREADGROUP GROUP group consumer-i … STREAMS key >` in a loop, the group made first.
@@ -73,10 +75,15 @@ impl Subscribers {
         let mut subs = Vec::with_capacity(n);
         let (tx, rx) = std::sync::mpsc::channel();
         let mut shard = false;
+        let mut many = 0;
         let (channel, kind, group) = match waiting {
             Waiting::Channel(c, sharded) => {
                 shard = sharded;
                 (c, Waits::Messages, None)
+            }
+            Waiting::Channels(base, m) => {
+                many = m;
+                (base, Waits::Messages, None)
             }
             Waiting::List(k) => (k, Waits::List, None),
             Waiting::Stream(k, g) => (k, Waits::Stream, Some(g)),
@@ -122,7 +129,7 @@ impl Subscribers {
                         if let Some(shared) = shared {
                             return wait_list(&server, &ask, resp3, sigfig, epoch, &shared, &tx, &d, &e, &s);
                         }
-                        let subscribed = subscribe(&server, &channel, shard, resp3, sigfig);
+                        let subscribed = subscribe(&server, &channel, shard, many, resp3, sigfig);
                         let (reader, core) = match subscribed {
                             Ok(r) => {
                                 let _ = tx.send(Ok(()));
@@ -212,6 +219,7 @@ fn subscribe(
     server: &Server,
     channel: &[u8],
     shard: bool,
+    many: u64,
     resp3: bool,
     sigfig: u8,
 ) -> Result<(Box<dyn Read>, Subscriber), String> {
@@ -224,12 +232,19 @@ fn subscribe(
     }
     let mut core = Subscriber::new(Waits::Messages, sigfig)?;
     let command: &[u8] = if shard { b"SSUBSCRIBE" } else { b"SUBSCRIBE" };
-    let v = c.command(&[command, channel]).map_err(|e| e.message)?;
-    let mut bytes = Vec::new();
-    v.encode(&mut bytes);
-    core.handle_input(&bytes, Time::ZERO).map_err(|e| format!("SUBSCRIBE: {e}"))?;
-    if core.confirmed != 1 {
-        return Err(format!("SUBSCRIBE: not confirmed: {v:?}"));
+    // One channel, or each of `--channels`' names, confirmed one by one.
+    let names: Vec<Vec<u8>> = match many {
+        0 => vec![channel.to_vec()],
+        m => (0..m).map(|i| respbench_core::template::Template::channel_name(channel, i)).collect(),
+    };
+    for (i, name) in names.iter().enumerate() {
+        let v = c.command(&[command, name]).map_err(|e| e.message)?;
+        let mut bytes = Vec::new();
+        v.encode(&mut bytes);
+        core.handle_input(&bytes, Time::ZERO).map_err(|e| format!("SUBSCRIBE: {e}"))?;
+        if core.confirmed != i as u64 + 1 {
+            return Err(format!("SUBSCRIBE: not confirmed: {v:?}"));
+        }
     }
     c.set_timeout(NAP);
     Ok((c.into_reader(), core))

@@ -192,6 +192,7 @@ pub(crate) fn run_test(
         _ => rs::PUBSUB_CHANNEL,
     };
     let waited = format!("{}{waited}", cfg.key_prefix);
+    let channel_base = format!("{waited}:");
     let sharded = title.starts_with(rs::SHARDED_TITLE);
     let mut subscribers = match case.spec.template.stamp_at() {
         Some(_) => Some(crate::deliver::Subscribers::start(
@@ -199,6 +200,9 @@ pub(crate) fn run_test(
             match (list, stream) {
                 (true, _) => crate::deliver::Waiting::List(waited.as_bytes()),
                 (_, true) => crate::deliver::Waiting::Stream(waited.as_bytes(), rs::STREAM_GROUP.as_bytes()),
+                _ if cfg.open.channels > 1 => {
+                    crate::deliver::Waiting::Channels(channel_base.as_bytes(), cfg.open.channels)
+                }
                 _ => crate::deliver::Waiting::Channel(waited.as_bytes(), sharded),
             },
             case.subscribers.or(cfg.open.subscribers.first().copied()).unwrap_or(1),

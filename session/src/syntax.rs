@@ -232,6 +232,21 @@ pub fn subscribers(list: &str, tests: Option<&str>) -> Result<Vec<usize>, Option
         .collect()
 }
 
+/// `--channels M` (1 to 1000): `-t pubsub`'s channels; refused over `--cluster` (sharded
+/// pub/sub has one channel) and without `-t pubsub`.
+pub fn channels(v: &str, tests: Option<&str>, cluster: bool) -> Result<u64, OptionError> {
+    if !tests.is_some_and(|t| t.split(',').any(|t| t.trim().eq_ignore_ascii_case("pubsub"))) {
+        return Err(bad("--channels", v, "it is for -t pubsub"));
+    }
+    if cluster {
+        return Err(bad("--channels", v, "sharded pub/sub over --cluster has one channel"));
+    }
+    match v.trim().parse::<u64>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
+        _ => Err(bad("--channels", v, "must be 1 to 1000")),
+    }
+}
+
 /// The largest weight of a mix's command.
 const MAX_WEIGHT: u64 = 1_000_000;
 

@@ -132,6 +132,11 @@ fn a_server_pause_shows_in_the_delivery_latency_max() {
 
 #[test]
 fn bad_subscriber_counts_are_refused_before_connecting() {
+    let out = respbench_tests::respbench().run(&["-p", "1", "-t", "pubsub", "--channels", "0"], T);
+    assert!(out.status.code() == Some(1) && out.stderr.contains("--channels"), "{}", out.dump());
+    let out =
+        respbench_tests::respbench().run(&["-p", "1", "-t", "pubsub", "--cluster", "--channels", "3"], T);
+    assert!(out.status.code() == Some(1) && out.stderr.contains("--channels"), "{}", out.dump());
     for v in ["0", "x", "1001", "1,,2"] {
         let out = respbench_tests::respbench().run(&["-p", "1", "-t", "pubsub", "--subscribers", v], T);
         assert_eq!(out.status.code(), Some(1), "{v}: {}", out.dump());
@@ -339,4 +344,37 @@ fn sharded_pubsub_over_a_cluster_goes_to_the_channels_slot() {
     assert_eq!(cluster.node(owner).command_calls("lpush"), 1000);
     assert_eq!((u(&d["delivered"]), u(&d["missing"]), u(&d["duplicated"])), (1000, 0, 0), "{d}");
     assert_eq!(cluster.node(owner).cli(&["LLEN", "respbench:queue"]).trim(), "0");
+}
+
+#[test]
+fn several_channels_are_published_in_turn_and_each_subscriber_hears_all() {
+    use std::io::{Read, Write};
+    let server = RedisServer::start();
+    // A listener of the test's own on one of the five channels: one publisher's messages go to
+    // them in turn, so it gets a fifth of them.
+    let mut own = server.connect();
+    own.write_all(&respbench_tests::encode_command(&[b"SUBSCRIBE", b"respbench:channel:000003"])).unwrap();
+    let mut confirm = [0u8; 64];
+    let _ = own.read(&mut confirm).unwrap();
+    let (out, t) = run(&server, &["-c", "1", "--subscribers", "3", "--channels", "5", "-n", "1000"]);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(t["name"], "PUBLISH (delivery to subscribers) --channels 5", "{}", out.dump());
+    let d = &t["delivery"];
+    assert_eq!((u(&d["published"]), u(&d["delivered"])), (1000, 3000), "{d}");
+    // The server counted the test's listener among the receivers: 200 of the 1000.
+    assert_eq!(u(&d["receivers"]), 3000 + 200, "{d}");
+    own.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    let mut heard = Vec::new();
+    let mut buf = [0u8; 65536];
+    while let Ok(n) = own.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        heard.extend_from_slice(&buf[..n]);
+    }
+    let messages = heard.windows(11).filter(|w| w == b"$7\r\nmessage").count();
+    assert_eq!(messages, 200, "the test's listener on channel 3 of 5");
+    for k in ["missing", "duplicated", "out_of_order", "gaps"] {
+        assert_eq!(u(&d[k]), 0, "{k}: {d}");
+    }
 }
