@@ -248,6 +248,14 @@ pub struct Opts {
     /// request's intended send time; a list (10000,20000,40000) runs one step per rate
     #[argh(option)]
     pub rps: Option<String>,
+    /// with -t pubsub, blpop, xreadgroup: subscribers (waiters, consumers), connections of their own, whose
+    /// delivery latency and missing/duplicated/out-of-order messages are reported; a list
+    /// (1,10,100) runs one step each (default: 1)
+    #[argh(option)]
+    pub subscribers: Option<String>,
+    /// with -t pubsub: publish to this many channels in turn, each subscriber subscribed to all
+    #[argh(option)]
+    pub channels: Option<String>,
     /// capacity search: find the highest --rps whose steps meet these latency objectives on the
     /// corrected latency, comma separated (p99<=1ms,p99.9<=5ms; service:p99<=500us for the
     /// service time); with --rps LOW-HIGH inside that range, else below a short closed-loop
@@ -414,6 +422,12 @@ impl Opts {
             },
             ..OpenLoopConfig::default()
         };
+        if let Some(list) = &self.subscribers {
+            o.subscribers = syntax::subscribers(list, self.tests.as_deref())?;
+        }
+        if let Some(v) = &self.channels {
+            o.channels = syntax::channels(v, self.tests.as_deref(), self.cluster)?;
+        }
         if let Some(list) = self.rps.as_ref().filter(|_| self.slo.is_none()) {
             o.rates = syntax::rates(list)?;
         }

@@ -246,6 +246,10 @@ pub struct Client {
     /// The client's end has been accounted for ([`Client::settle`]): its unsent arrivals, and
     /// whether its connections all failed.
     settled: bool,
+    /// The client's index in its test (a delivery stamp's publisher).
+    index: u64,
+    /// Delivery stamps written: the next one's sequence number.
+    stamped: u64,
 }
 
 impl Client {
@@ -275,6 +279,8 @@ impl Client {
             stop_told: false,
             queued_at_stop: Vec::new(),
             settled: false,
+            index,
+            stamped: 0,
         }
     }
 
@@ -651,9 +657,31 @@ impl Client {
     fn draw_one(&mut self, plan: &Plan, intended: Time, now: Time, lead: Option<usize>) {
         let (template, part) = self.source.pick(&plan.workload);
         self.outstanding += 1;
+        // A delivery test's payload carries who sent it, its number and when (issue #42).
+        let stamp = template.stamp_at().map(|at| {
+            let seq = self.stamped;
+            self.stamped += 1;
+            let due = if intended == Time::MAX { now } else { intended };
+            let s = crate::delivery::Stamp { publisher: self.index as u32, seq, intended: due, sent: now };
+            (at, s, template.len())
+        });
+        let channel = template.channel_at();
+        let stamp_into = |bytes: &mut Vec<u8>| {
+            if let Some((at, s, len)) = stamp {
+                let start = bytes.len() - len;
+                s.write(&mut bytes[start + at..]);
+                if let Some((c, n)) = channel {
+                    let digits = format!("{:06}", (s.seq % n) % 1_000_000);
+                    bytes[start + c..start + c + 6].copy_from_slice(digits.as_bytes());
+                }
+            }
+        };
         let Some(cluster) = &plan.cluster else {
             let keys = self.source.keys_for(part);
-            self.conns[0].push(Pending::new(intended, part, now, DIRECT), |out| template.write(out, keys));
+            self.conns[0].push(Pending::new(intended, part, now, DIRECT), |out| {
+                template.write(out, keys);
+                stamp_into(crate::template::Sink::bytes(out));
+            });
             if self.source.read_written(plan, part) {
                 self.conns[0].mark_written();
             }
@@ -661,6 +689,7 @@ impl Client {
         };
         let mut bytes = self.router.buffer();
         template.write(&mut bytes, self.source.keys_for(part));
+        stamp_into(&mut bytes);
         let written = self.source.read_written(plan, part);
         let (slot, write) = if cluster.redirects {
             self.router.slot_of(cluster, usize::from(part), &mut bytes)
@@ -1129,5 +1158,38 @@ mod tests {
         assert_eq!((stats.latency.count_at(2), stats.latency.count_at(3)), (1, 2));
         assert_eq!(stats.latency.len(), 6, "one histogram entry per request");
         assert_eq!(stats.last_reply, at(23_000));
+    }
+
+    /// A stamped template (`-t pubsub`): each request's payload carries the client's index, its
+    /// own sequence from 0 and, in a closed loop, its send as the intended time too; the integer
+    /// replies (a PUBLISH's receivers) are summed.
+    #[test]
+    fn a_stamped_request_carries_the_client_its_sequence_and_its_times() {
+        use crate::delivery::{Stamp, STAMP_LEN};
+        let mut plan = sequence_plan(Budget::new(3), None);
+        plan.workload = Workload {
+            template: Template::stamped(&[b"PUBLISH", b"ch"], 80),
+            keys: KeySpace::Literal,
+            mix: None,
+        };
+        plan.conn.pipeline = 3;
+        let mut stats = Stats::new(Time::ZERO, 3, false).unwrap();
+        let mut c = Client::new(Arc::new(plan), 7);
+        c.handle_connected(0, Time::ZERO, &mut stats);
+        while c.poll_event(0).is_some() {}
+        let now = Time::from_micros(42);
+        let bytes = c.poll_transmit(0, now).unwrap().to_vec();
+        let mut stamps = Vec::new();
+        let mut at = 0;
+        while let Some(i) = bytes[at..].windows(5).position(|w| w == crate::delivery::STAMP_MAGIC) {
+            stamps.push(Stamp::read(&bytes[at + i..at + i + STAMP_LEN]).unwrap());
+            at += i + STAMP_LEN;
+        }
+        let want: Vec<Stamp> =
+            (0..3).map(|seq| Stamp { publisher: 7, seq, intended: now, sent: now }).collect();
+        assert_eq!(stamps, want);
+        c.advance_transmit(0, bytes.len(), now, &mut stats);
+        c.handle_input(0, b":10\r\n:10\r\n:9\r\n", Time::from_micros(50), &mut stats);
+        assert_eq!((stats.requests, stats.integer_sum), (3, 29));
     }
 }

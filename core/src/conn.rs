@@ -753,6 +753,9 @@ impl Connection {
             self.record_lateness(&p, now, stats);
             now
         };
+        if reply.kind == Kind::Integer && now >= self.plan.measure_from {
+            stats.integer_sum = stats.integer_sum.saturating_add(self.parser.integer());
+        }
         let error = reply.is_error().then(|| self.parser.error_message());
         answered(Answered { pending: p, sent, error, nil: reply.kind == Kind::Null, now }, stats);
     }

@@ -59,6 +59,7 @@ pub mod cluster;
 pub mod collector;
 pub mod conn;
 pub mod dataset;
+pub mod delivery;
 pub mod disruption;
 pub mod dist;
 pub mod handshake;

@@ -159,6 +159,10 @@ pub struct Stats {
     pub connections_opened: u64,
     /// RESP3 push messages received (not replies to requests; e.g. tracking invalidations).
     pub push_messages: u64,
+    /// The sum of the integer replies to requests (a PUBLISH's is its receivers), saturating.
+    pub integer_sum: i64,
+    /// A delivery test (`-t pubsub`, issue #42): what its subscribers received; `None` otherwise.
+    pub delivery: Option<Box<crate::delivery::Delivery>>,
     /// When the test started (the driver's clock), the earliest of the merged ones.
     pub start: Time,
     /// When the test ended, the latest of the merged ones: its `-n` budget spent and answered,
@@ -328,6 +332,8 @@ impl Stats {
             bytes_received: 0,
             connections_opened: 0,
             push_messages: 0,
+            integer_sum: 0,
+            delivery: None,
             start,
             end: start,
             last_reply: start,
@@ -637,6 +643,12 @@ impl Stats {
         add_count(&mut self.bytes_received, other.bytes_received, "bytes_received")?;
         add_count(&mut self.connections_opened, other.connections_opened, "connections_opened")?;
         add_count(&mut self.push_messages, other.push_messages, "push_messages")?;
+        self.integer_sum = self.integer_sum.saturating_add(other.integer_sum);
+        match (&mut self.delivery, &other.delivery) {
+            (Some(d), Some(o)) => d.merge(o)?,
+            (None, Some(o)) => self.delivery = Some(o.clone()),
+            _ => {}
+        }
         add_count(&mut self.drops, other.drops, "reconnects.drops")?;
         add_count(&mut self.lost, other.lost, "reconnects.lost_requests")?;
         add_count(&mut self.downtime_micros, other.downtime_micros, "reconnects.downtime_s")?;

@@ -47,11 +47,14 @@ pub const TEST_NAMES: &[&str] = &[
     "connect",
     "function_load",
     "fcall",
+    "pubsub",
+    "blpop",
+    "xreadgroup",
 ];
 
 /// Tests that only an explicit `-t` selects: not part of redis-benchmark's default suite
 /// (`function_load` and `fcall` are valkey-benchmark 9's, for servers with FUNCTION).
-const EXPLICIT_ONLY: &[&str] = &["connect", "function_load", "fcall"];
+const EXPLICIT_ONLY: &[&str] = &["connect", "function_load", "fcall", "pubsub", "blpop", "xreadgroup"];
 
 /// Which tests `-t` selected: a comma-separated, case-insensitive list, as redis-benchmark reads
 /// it. `None` selects every test.
@@ -89,7 +92,7 @@ impl Selection {
 
     fn has(&self, name: &str) -> bool {
         match &self.names {
-            None if self.valkey => name != "connect",
+            None if self.valkey => !matches!(name, "connect" | "pubsub" | "blpop" | "xreadgroup"),
             None => !EXPLICIT_ONLY.contains(&name),
             Some(names) => names.iter().any(|n| n == name),
         }
@@ -198,6 +201,37 @@ pub fn default_suite(
     if s.has("xadd") {
         add("XADD", &[B(b"XADD"), B(&mystream), B(b"*"), B(b"myfield"), V]);
     }
+    if s.has("pubsub") {
+        // Delivery latency (issue #42): each payload starts with its stamp; the session's
+        // subscribers time it. Only an explicit `-t` selects it.
+        let t = Template::stamped(&[b"PUBLISH", &name(PUBSUB_CHANNEL)], payload_bytes);
+        tests.push(TestSpec {
+            title: PUBSUB_TITLE.into(),
+            payload_bytes: payload_bytes.max(crate::delivery::STAMP_LEN),
+            template: t,
+            connection_per_request: false,
+        });
+    }
+    if s.has("blpop") {
+        // The same for a list: LPUSH, and the session's waiters in BLPOP.
+        let t = Template::stamped(&[b"LPUSH", &name(BLPOP_KEY)], payload_bytes);
+        tests.push(TestSpec {
+            title: BLPOP_TITLE.into(),
+            payload_bytes: payload_bytes.max(crate::delivery::STAMP_LEN),
+            template: t,
+            connection_per_request: false,
+        });
+    }
+    if s.has("xreadgroup") {
+        // The same for a stream: XADD, and the session's consumers of one group.
+        let t = Template::stamped(&[b"XADD", &name(STREAM_KEY), b"*", b"payload"], payload_bytes);
+        tests.push(TestSpec {
+            title: STREAM_TITLE.into(),
+            payload_bytes: payload_bytes.max(crate::delivery::STAMP_LEN),
+            template: t,
+            connection_per_request: false,
+        });
+    }
     if s.has("connect") {
         // Open a connection, handshake, one PING, close: what connection-rate guides measure.
         let t = Template::command(&[b"PING"]);
@@ -210,6 +244,49 @@ pub fn default_suite(
     }
     tests
 }
+
+/// The channel `-t pubsub` publishes to (after `--key-prefix`).
+pub const PUBSUB_CHANNEL: &str = "respbench:channel";
+/// The title of `-t pubsub`'s test under `--cluster`: sharded pub/sub.
+pub const SHARDED_TITLE: &str = "SPUBLISH (delivery to shard subscribers)";
+
+/// `-t pubsub` under `--cluster`: `SPUBLISH` to the channel (after `key_prefix`), routed by its
+/// slot as a key is; the session's subscribers `SSUBSCRIBE` on the node that owns it.
+pub fn sharded_pubsub(key_prefix: &str, payload_bytes: usize) -> TestSpec {
+    let channel = [key_prefix.as_bytes(), PUBSUB_CHANNEL.as_bytes()].concat();
+    TestSpec {
+        title: SHARDED_TITLE.into(),
+        template: Template::stamped(&[b"SPUBLISH", &channel], payload_bytes),
+        payload_bytes: payload_bytes.max(crate::delivery::STAMP_LEN),
+        connection_per_request: false,
+    }
+}
+
+/// `-t pubsub --channels M`: `PUBLISH` to `respbench:channel:000000` … (after `key_prefix`),
+/// the channels in turn; the subscribers subscribe to all of them.
+pub fn pubsub_channels(key_prefix: &str, channels: u64, payload_bytes: usize) -> TestSpec {
+    let base = [key_prefix.as_bytes(), PUBSUB_CHANNEL.as_bytes(), b":"].concat();
+    TestSpec {
+        title: format!("{PUBSUB_TITLE} --channels {channels}"),
+        template: Template::stamped_channels(b"PUBLISH", &base, channels, payload_bytes),
+        payload_bytes: payload_bytes.max(crate::delivery::STAMP_LEN),
+        connection_per_request: false,
+    }
+}
+
+/// The list `-t blpop` pushes to (after `--key-prefix`).
+pub const BLPOP_KEY: &str = "respbench:queue";
+/// The title of `-t blpop`'s test.
+pub const BLPOP_TITLE: &str = "LPUSH (delivery to BLPOP waiters)";
+/// The stream `-t xreadgroup` adds to (after `--key-prefix`); its consumers' group is
+/// [`STREAM_GROUP`].
+pub const STREAM_KEY: &str = "respbench:stream";
+/// The consumer group of `-t xreadgroup`.
+pub const STREAM_GROUP: &str = "respbench";
+/// The title of `-t xreadgroup`'s test.
+pub const STREAM_TITLE: &str = "XADD (delivery to XREADGROUP consumers)";
+/// The title of `-t pubsub`'s test.
+pub const PUBSUB_TITLE: &str = "PUBLISH (delivery to subscribers)";
 
 /// The title of valkey-benchmark 9's `fcall` test, whose library must be loaded first
 /// ([`function_library`] with one function).

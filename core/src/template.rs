@@ -88,6 +88,12 @@ pub struct Template {
     /// `--expiry-range`: the time of the last argument (after `EX` or `PX`, which the bytes
     /// end with), drawn per request (`None` without).
     expiry: Option<Expiry>,
+    /// Where a delivery stamp goes (`-t pubsub`, [`crate::delivery::Stamp`]): its offset in
+    /// `bytes`, overwritten per request by the client.
+    stamp: Option<usize>,
+    /// `--channels M`: where the channel's 6 digits go and how many channels there are (the
+    /// client writes `seq % M`).
+    channel: Option<(usize, u64)>,
 }
 
 /// `--expiry-range`: a `SET` carries `EX` (seconds) or `PX` (milliseconds) with a time drawn
@@ -433,7 +439,7 @@ impl Template {
         }
         let values = if slots.is_empty() { None } else { values.map(Arc::clone) };
         let kinds = kinds_of(&bytes, &placeholders);
-        Template { bytes, placeholders, kinds, slots, values, rows: None, expiry: None }
+        Template { bytes, placeholders, kinds, slots, values, rows: None, expiry: None, stamp: None, channel: None }
     }
 
     /// [`Template::command`] for `--dataset`: an argument with `__field:NAME__` placeholders
@@ -465,6 +471,8 @@ impl Template {
                 values: None,
                 rows: None,
                 expiry: None,
+                stamp: None,
+                channel: None,
             });
         }
         let columns: Vec<usize> = fields
@@ -507,6 +515,8 @@ impl Template {
             values: None,
             rows: Some(Arc::new(rows)),
             expiry: None,
+            stamp: None,
+            channel: None,
         })
     }
 
@@ -532,6 +542,46 @@ impl Template {
         Template::encode(args, Some(values))
     }
 
+    /// A command whose last argument is a delivery payload of `len` bytes (at least
+    /// [`crate::delivery::STAMP_LEN`]) that starts with a stamp each request gets its own of
+    /// ([`Template::stamp_at`]): `PUBLISH channel <payload>`.
+    pub fn stamped(args: &[&[u8]], len: usize) -> Template {
+        let payload = crate::delivery::Stamp::blank(len);
+        let mut all: Vec<&[u8]> = args.to_vec();
+        all.push(&payload);
+        let mut t = Template::command(&all);
+        t.stamp = Some(t.bytes.len() - 2 - payload.len());
+        t
+    }
+
+    /// [`Template::stamped`] over `channels` channels: the argument after the command is
+    /// `base` and 6 digits, which each request overwrites with its sequence number modulo
+    /// `channels` ([`Template::channel_at`]): `PUBLISH respbench:channel:000003 <payload>`.
+    pub fn stamped_channels(command: &[u8], base: &[u8], channels: u64, len: usize) -> Template {
+        let channel = [base, b"000000"].concat();
+        let mut t = Template::stamped(&[command, &channel], len);
+        let header = format!("*3\r\n${}\r\n", command.len()).len() + command.len() + 2;
+        let channel_header = format!("${}\r\n", channel.len()).len();
+        t.channel = Some((header + channel_header + base.len(), channels.max(1)));
+        t
+    }
+
+    /// Where a [`Template::stamped_channels`] request's channel digits go, and how many
+    /// channels there are.
+    pub fn channel_at(&self) -> Option<(usize, u64)> {
+        self.channel
+    }
+
+    /// The name of channel `i` of [`Template::stamped_channels`]' `base`.
+    pub fn channel_name(base: &[u8], i: u64) -> Vec<u8> {
+        [base, format!("{:06}", i % 1_000_000).as_bytes()].concat()
+    }
+
+    /// Where in one request's bytes its delivery stamp goes, for a [`Template::stamped`] one.
+    pub fn stamp_at(&self) -> Option<usize> {
+        self.stamp
+    }
+
     /// A raw inline command, sent as is, e.g. `b"PING\r\n"` (PING_INLINE); placeholders are located the same way.
     pub fn inline(raw: &[u8]) -> Template {
         let mut placeholders = Vec::new();
@@ -545,6 +595,8 @@ impl Template {
             values: None,
             rows: None,
             expiry: None,
+            stamp: None,
+            channel: None,
         }
     }
 

@@ -448,6 +448,9 @@ pub struct Test {
     /// Where the latency went: send lateness, service, the server's execution, the rest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_split: Option<TimeSplit>,
+    /// `-t pubsub`: what the subscribers received, and when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
     /// `--at`: each event, what came of it and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<EventEntry>>,
@@ -582,6 +585,52 @@ pub struct ClientPauses {
     pub wake_histogram: Option<HistogramData>,
     /// Per second of the test, the idle thread's longest pause, ms.
     pub series_max_ms: Vec<f64>,
+}
+
+/// `delivery`: a delivery test's subscribers (`-t pubsub`), all of them together; each message
+/// published counts once per subscriber.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Delivery {
+    /// Subscribers (connections of their own, not in `-c`).
+    pub subscribers: u64,
+    /// Of those, how many ended before the test did (the server dropped them, a kill).
+    pub subscribers_failed: u64,
+    /// The first one's reason.
+    pub failure: Option<String>,
+    /// Messages published: the publishers' answered PUBLISHes.
+    pub published: u64,
+    /// The receivers the server counted: the sum of the PUBLISH replies.
+    pub receivers: u64,
+    /// Messages received, every subscriber's added (duplicates included).
+    pub delivered: u64,
+    /// Σ over subscribers of (published − distinct received).
+    pub missing: u64,
+    /// Received again (or too late to tell).
+    pub duplicated: u64,
+    /// Received after a later one of the same publisher.
+    pub out_of_order: u64,
+    /// Holes in a publisher's sequence below the highest received (part of `missing`).
+    pub gaps: u64,
+    /// Messages without respbench's stamp (someone else's publishing).
+    pub foreign: u64,
+    /// The fewest distinct messages one subscriber received.
+    pub min_delivered: u64,
+    /// The most.
+    pub max_delivered: u64,
+    /// Subscribers that missed at least one message.
+    pub subscribers_missing: u64,
+    /// `-t blpop`: a list's waiters, each element for one of them (missing counts against the
+    /// elements pushed; min/max_delivered are each waiter's share; receivers 0: not known).
+    pub queue: bool,
+    /// Delivery latency, ms: receive − intended send (coordinated omission corrected).
+    pub latency_ms: Option<Latency>,
+    /// Its distribution.
+    pub histogram: Option<HistogramData>,
+    /// Receive − actual send, ms.
+    pub service_ms: Option<Latency>,
+    /// Its distribution.
+    pub service_histogram: Option<HistogramData>,
 }
 
 /// `time_split`: each part of the latency at p50, p99 and p99.9, in milliseconds.
@@ -1555,6 +1604,14 @@ mod tests {
                 idle_histogram: hist(),
                 series_max_ms: vec![1.0],
                 ..ClientPauses::default()
+            }),
+            delivery: Some(Delivery {
+                failure: Some("closed".into()),
+                latency_ms: Some(lat),
+                histogram: Some(hist()),
+                service_ms: Some(lat),
+                service_histogram: Some(hist()),
+                ..Delivery::default()
             }),
             time_split: Some(TimeSplit {
                 percentiles: vec![50.0],

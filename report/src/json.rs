@@ -393,6 +393,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
     if let Some(p) = &e.pauses {
         t.client_pauses = Some(client_pauses(p)?);
     }
+    t.delivery = stats.delivery.as_deref().map(delivery).transpose()?;
     let overall = e.server_time.as_ref().and_then(ServerTime::overall);
     t.time_split = Split::of(stats, overall).map(|s| time_split(&s));
     Ok(t)
@@ -442,6 +443,64 @@ fn client_pauses(p: &ClientPauses) -> Result<doc::ClientPauses, String> {
         wake_ms: p.wake.as_ref().map(latency_ms),
         wake_histogram: p.wake.as_ref().map(histogram).transpose()?,
         series_max_ms: p.seconds.iter().map(|&us| ms(us)).collect(),
+    })
+}
+
+/// The `delivery` object.
+fn delivery(d: &respbench_core::delivery::Delivery) -> Result<doc::Delivery, String> {
+    let r = &d.received;
+    fn some(h: &Histogram<u64>) -> Option<&Histogram<u64>> {
+        (!h.is_empty()).then_some(h)
+    }
+    Ok(doc::Delivery {
+        subscribers: d.subscribers,
+        subscribers_failed: d.failed,
+        failure: d.failure.clone(),
+        published: d.published,
+        receivers: d.receivers,
+        delivered: r.delivered,
+        missing: d.missing,
+        duplicated: r.duplicated,
+        out_of_order: r.out_of_order,
+        gaps: r.gaps,
+        foreign: r.foreign,
+        min_delivered: d.min_delivered,
+        max_delivered: d.max_delivered,
+        subscribers_missing: d.subscribers_missing,
+        queue: d.queue,
+        latency_ms: some(&r.latency).map(latency_ms),
+        histogram: some(&r.latency).map(histogram).transpose()?,
+        service_ms: some(&r.service).map(latency_ms),
+        service_histogram: some(&r.service).map(histogram).transpose()?,
+    })
+}
+
+/// Reads a `delivery` object back.
+fn read_delivery(d: &doc::Delivery, sigfig: u8) -> Result<respbench_core::delivery::Delivery, String> {
+    let mut received = respbench_core::delivery::Received::new(sigfig)?;
+    received.delivered = d.delivered;
+    received.duplicated = d.duplicated;
+    received.out_of_order = d.out_of_order;
+    received.gaps = d.gaps;
+    received.foreign = d.foreign;
+    if let Some(h) = &d.histogram {
+        received.latency = decode_histogram(&h.data)?;
+    }
+    if let Some(h) = &d.service_histogram {
+        received.service = decode_histogram(&h.data)?;
+    }
+    Ok(respbench_core::delivery::Delivery {
+        subscribers: d.subscribers,
+        failed: d.subscribers_failed,
+        failure: d.failure.clone(),
+        published: d.published,
+        receivers: d.receivers,
+        received,
+        missing: d.missing,
+        min_delivered: d.min_delivered,
+        max_delivered: d.max_delivered,
+        subscribers_missing: d.subscribers_missing,
+        queue: d.queue,
     })
 }
 
@@ -634,6 +693,13 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         bytes_received: t.bytes_received,
         connections_opened: t.connections_opened,
         push_messages: 0,
+        integer_sum: 0,
+        delivery: match &t.delivery {
+            Some(d) => Some(Box::new(
+                read_delivery(d, latency.sigfig()).map_err(|e| format!("test '{name}': delivery: {e}"))?,
+            )),
+            None => None,
+        },
         start,
         end,
         last_reply,

@@ -241,7 +241,69 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
             s.downtime_micros as f64 / 1e6
         )?;
     }
+    if let Some(d) = &s.delivery {
+        write_delivery(d, out)?;
+    }
     write_nodes(s, r.nodes, out)
+}
+
+/// `-t pubsub`: what the subscribers received and how long it took to reach them.
+pub fn write_delivery(d: &respbench_core::delivery::Delivery, out: &mut impl Write) -> io::Result<()> {
+    let r = &d.received;
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
+    if d.queue {
+        writeln!(
+            out,
+            "  delivery: {} waiting connection{}: {} pushed, {} taken, {} missing, {} duplicated, {} out of order",
+            d.subscribers,
+            plural(d.subscribers),
+            d.published,
+            r.delivered,
+            d.missing,
+            r.duplicated,
+            r.out_of_order,
+        )?;
+        writeln!(
+            out,
+            "    per waiter: {} to {} taken; {} ended early{}",
+            d.min_delivered,
+            d.max_delivered,
+            d.failed,
+            d.failure.as_ref().map(|f| format!(" (first: {f})")).unwrap_or_default(),
+        )?;
+    } else {
+        writeln!(
+        out,
+        "  delivery: {} subscriber{}: {} published, {} delivered (the server's replies counted {} receivers), {} missing, {} duplicated, {} out of order",
+        d.subscribers,
+        plural(d.subscribers),
+        d.published,
+        r.delivered,
+        d.receivers,
+        d.missing,
+        r.duplicated,
+        r.out_of_order,
+    )?;
+        writeln!(
+            out,
+            "    per subscriber: {} to {} delivered; {} missed some; {} ended early{}",
+            d.min_delivered,
+            d.max_delivered,
+            d.subscribers_missing,
+            d.failed,
+            d.failure.as_ref().map(|f| format!(" (first: {f})")).unwrap_or_default(),
+        )?;
+    }
+    if r.foreign > 0 {
+        writeln!(out, "    {} messages without respbench's stamp (someone else publishing)", r.foreign)?;
+    }
+    if !r.latency.is_empty() {
+        writeln!(out, "  delivery latency (msec, the intended send to the waiting connection's read):")?;
+        write_summary_table(&Summary::of(&r.latency), out)?;
+        writeln!(out, "  delivery service time (msec, from the actual send):")?;
+        write_summary_table(&Summary::of(&r.service), out)?;
+    }
+    Ok(())
 }
 
 /// respbench's per-node table of a test over several nodes (`--cluster`, replicas): a row per

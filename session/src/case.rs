@@ -22,6 +22,9 @@ pub struct Case {
     pub mix: Option<(Mix, Vec<String>)>,
     /// A replay (`--replay`): its mix is the capture's busiest commands, which its records name.
     pub replay: Option<Arc<crate::replay::Replay>>,
+    /// A delivery test (`-t pubsub`, `-t blpop`): its subscribers or waiters, one of
+    /// `--subscribers`' list (`None`: the list's first, or 1).
+    pub subscribers: Option<usize>,
 }
 
 impl Case {
@@ -84,7 +87,7 @@ pub fn preload_case(cfg: &Config, case: &Case) -> Option<Case> {
         Some((mix, _)) => mix.templates().iter().find_map(|t| respbench_core::suite::preload(t, &cfg.values)),
         None => respbench_core::suite::preload(&case.spec.template, &cfg.values),
     }?;
-    Some(Case { spec, mix: None, replay: None })
+    Some(Case { spec, mix: None, replay: None, subscribers: None })
 }
 
 /// Whether [`preload_case`] has something for `case`, without making its values.
@@ -123,15 +126,30 @@ fn all_cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Erro
         }
         return Ok(vec![sequence_case(cfg, dataset.as_ref())?]);
     }
-    Ok(tests(cfg, dataset.as_ref(), warn)?
-        .into_iter()
-        .map(|mut spec| {
-            if let Some(e) = cfg.open.expiry {
-                with_expiry(&mut spec, e);
-            }
-            Case { spec, mix: None, replay: None }
-        })
-        .collect())
+    let mut cases = Vec::new();
+    for mut spec in tests(cfg, dataset.as_ref(), warn)? {
+        if let Some(e) = cfg.open.expiry {
+            with_expiry(&mut spec, e);
+        }
+        if cfg.cluster && spec.title == respbench_core::suite::PUBSUB_TITLE {
+            // Sharded pub/sub: SPUBLISH, routed by the channel's slot.
+            spec = respbench_core::suite::sharded_pubsub(&cfg.key_prefix, cfg.datasize);
+        } else if cfg.open.channels > 1 && spec.title == respbench_core::suite::PUBSUB_TITLE {
+            spec = respbench_core::suite::pubsub_channels(&cfg.key_prefix, cfg.open.channels, cfg.datasize);
+        }
+        let counts = &cfg.open.subscribers;
+        if spec.template.stamp_at().is_none() || counts.len() < 2 {
+            cases.push(Case { spec, mix: None, replay: None, subscribers: None });
+            continue;
+        }
+        // A list of subscriber counts: a test each, titled by its count.
+        for &n in counts {
+            let mut spec = spec.clone();
+            spec.title = format!("{} --subscribers {n}", spec.title);
+            cases.push(Case { spec, mix: None, replay: None, subscribers: Some(n) });
+        }
+    }
+    Ok(cases)
 }
 
 /// `--expiry-range`: a `SET key value` test gets `EX` or `PX` and a time drawn per request;
@@ -242,6 +260,7 @@ fn sequence_case(cfg: &Config, dataset: Option<&Arc<Dataset>>) -> Result<Case, E
         spec: TestSpec { title, template: first, payload_bytes, connection_per_request: false },
         mix: Some((mix, Vec::new())),
         replay: None,
+        subscribers: None,
     })
 }
 
@@ -268,7 +287,7 @@ fn replay_case(cfg: &Config, s: &crate::replay::Settings) -> Result<Case, Error>
         payload_bytes: 0,
         connection_per_request: false,
     };
-    Ok(Case { spec, mix: Some((mix, titles)), replay: Some(replay) })
+    Ok(Case { spec, mix: Some((mix, titles)), replay: Some(replay), subscribers: None })
 }
 
 /// `--mix set:1,get:10 --mix-command '2 HSET h f v'`: one case whose requests are drawn by weight.
@@ -335,7 +354,7 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
         payload_bytes,
         connection_per_request: false,
     };
-    Ok(Case { spec, mix: Some((mix, titles)), replay: None })
+    Ok(Case { spec, mix: Some((mix, titles)), replay: None, subscribers: None })
 }
 
 /// The tests to run: the custom command, or the default suite restricted by `-t`.

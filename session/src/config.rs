@@ -319,6 +319,11 @@ impl Config {
 /// The options beyond redis-benchmark's: target rates, time-based runs, warmup, mixes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OpenLoopConfig {
+    /// `--subscribers`: a delivery test's (`-t pubsub`) subscribers, one step each (empty: 1).
+    pub subscribers: Vec<usize>,
+    /// `--channels`: `-t pubsub` publishes to this many channels in turn, each subscriber
+    /// subscribed to all (0 or 1: the one channel).
+    pub channels: u64,
     /// `--rps`: one step per rate; empty is closed loop.
     pub rates: Vec<u64>,
     /// `--arrival poisson`.

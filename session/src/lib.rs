@@ -12,6 +12,7 @@ pub mod capacity;
 pub mod case;
 pub mod config;
 pub mod cpu;
+mod deliver;
 mod engine;
 mod error;
 pub mod event;

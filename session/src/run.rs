@@ -132,6 +132,20 @@ pub(crate) fn plan(
     })
 }
 
+/// Where a delivery test's subscribers connect: the run's server, or, over a cluster, the
+/// primary that owns the slot of `key` (a sharded channel, a list, a stream).
+fn delivery_server(cfg: &Config, against: Against<'_>, key: Option<&[u8]>) -> server::Server {
+    let s = server::Server::new(cfg, against.tls.cloned());
+    let (Some(key), Some(m)) = (key, against.multi) else { return s };
+    let slot = respbench_core::cluster::key_slot(key);
+    let owner =
+        m.topology.nodes.iter().find(|n| n.primary && n.slots.iter().any(|&(a, b)| a <= slot && slot <= b));
+    match owner {
+        Some(n) => s.node(&n.endpoint),
+        None => s,
+    }
+}
+
 /// Runs one test on `backend` while this thread tells `obs` how it goes and watches for a stop;
 /// measures the process's CPU meanwhile. `hlog`: the tag the seconds the loops close are told
 /// under, when the observer keeps them.
@@ -169,6 +183,36 @@ pub(crate) fn run_test(
         measured.open.warmup = Duration::ZERO;
         return run_test(&measured, against, backend, case, test_no, rate, epoch, hlog, obs, stop);
     }
+    // A delivery test (`-t pubsub`): its subscribers are listening before the publishers start.
+    use respbench_core::suite as rs;
+    let title = &case.spec.title;
+    let (list, stream) = (title.starts_with(rs::BLPOP_TITLE), title.starts_with(rs::STREAM_TITLE));
+    let waited = match (list, stream) {
+        (true, _) => rs::BLPOP_KEY,
+        (_, true) => rs::STREAM_KEY,
+        _ => rs::PUBSUB_CHANNEL,
+    };
+    let waited = format!("{}{waited}", cfg.key_prefix);
+    let channel_base = format!("{waited}:");
+    let sharded = title.starts_with(rs::SHARDED_TITLE);
+    let mut subscribers = match case.spec.template.stamp_at() {
+        Some(_) => Some(crate::deliver::Subscribers::start(
+            &delivery_server(cfg, against, (sharded || cfg.cluster).then_some(waited.as_bytes())),
+            match (list, stream) {
+                (true, _) => crate::deliver::Waiting::List(waited.as_bytes()),
+                (_, true) => crate::deliver::Waiting::Stream(waited.as_bytes(), rs::STREAM_GROUP.as_bytes()),
+                _ if cfg.open.channels > 1 => {
+                    crate::deliver::Waiting::Channels(channel_base.as_bytes(), cfg.open.channels)
+                }
+                _ => crate::deliver::Waiting::Channel(waited.as_bytes(), sharded),
+            },
+            case.subscribers.or(cfg.open.subscribers.first().copied()).unwrap_or(1),
+            cfg.resp3,
+            cfg.precision,
+            epoch,
+        )?),
+        None => None,
+    };
     let begin = Instant::now();
     // A time-based run stops handing out requests at its end; in-flight ones drain (the core's
     // run control).
@@ -264,7 +308,7 @@ pub(crate) fn run_test(
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok(result) => {
-                    let cpu = ClientCpu::between(
+                    let mut cpu = ClientCpu::between(
                         cpu_before,
                         crate::cpu::process_cpu(),
                         cpu_from.elapsed(),
@@ -281,6 +325,13 @@ pub(crate) fn run_test(
                         }
                     });
                     let mut o = result?;
+                    if let Some(subs) = subscribers.take() {
+                        // The subscribers' threads are not the event loops: their CPU is left
+                        // out of the client's figure (and so of the verdict).
+                        let (user, sys) = subs.finish(&mut o.stats, cfg.drain_grace)?;
+                        cpu.user_s = (cpu.user_s - user).max(0.0);
+                        cpu.sys_s = (cpu.sys_s - sys).max(0.0);
+                    }
                     if let Some(e) = _reading.as_ref().and_then(crate::replay::Reading::stop) {
                         return Err(Error::Tests(e));
                     }
@@ -397,7 +448,7 @@ pub fn idle(
             ))
         })
         .ok();
-    let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None, replay: None };
+    let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None, replay: None, subscribers: None };
     let run = TestRun {
         plan: plan(cfg, None, &case, 0, true, None, Time::ZERO, None),
         endpoint: cfg.endpoint.clone(),

@@ -215,6 +215,40 @@ pub fn rates(list: &str) -> Result<Vec<u64>, OptionError> {
         .collect()
 }
 
+/// The most subscribers a delivery test opens (each is a thread of its own).
+pub const MAX_SUBSCRIBERS: usize = 1000;
+
+/// `--subscribers 10` or a list (`1,10,100`): a delivery test's subscribers, a step each;
+/// refused unless `-t` (`tests`) selects one (pubsub, blpop, xreadgroup).
+pub fn subscribers(list: &str, tests: Option<&str>) -> Result<Vec<usize>, OptionError> {
+    let delivery =
+        |t: &str| ["pubsub", "blpop", "xreadgroup"].contains(&t.trim().to_ascii_lowercase().as_str());
+    if !tests.is_some_and(|t| t.split(',').any(delivery)) {
+        return Err(bad("--subscribers", list, "it is for a delivery test: -t pubsub, blpop or xreadgroup"));
+    }
+    list.split(',')
+        .map(|r| match r.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_SUBSCRIBERS).contains(&n) => Ok(n),
+            _ => Err(bad("--subscribers", list, "each count must be 1 to 1000, as in 10 or 1,10,100")),
+        })
+        .collect()
+}
+
+/// `--channels M` (1 to 1000): `-t pubsub`'s channels; refused over `--cluster` (sharded
+/// pub/sub has one channel) and without `-t pubsub`.
+pub fn channels(v: &str, tests: Option<&str>, cluster: bool) -> Result<u64, OptionError> {
+    if !tests.is_some_and(|t| t.split(',').any(|t| t.trim().eq_ignore_ascii_case("pubsub"))) {
+        return Err(bad("--channels", v, "it is for -t pubsub"));
+    }
+    if cluster {
+        return Err(bad("--channels", v, "sharded pub/sub over --cluster has one channel"));
+    }
+    match v.trim().parse::<u64>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
+        _ => Err(bad("--channels", v, "must be 1 to 1000")),
+    }
+}
+
 /// The largest weight of a mix's command.
 const MAX_WEIGHT: u64 = 1_000_000;
 

@@ -170,6 +170,8 @@ pub struct ReplyParser {
     message: [u8; ERROR_MESSAGE_CAPACITY],
     message_len: u8,
     error: Option<ProtocolError>,
+    /// The value of the last top-level `:` integer reply.
+    integer: i64,
 }
 
 impl Default for ReplyParser {
@@ -197,7 +199,13 @@ impl ReplyParser {
             message: [0; ERROR_MESSAGE_CAPACITY],
             message_len: 0,
             error: None,
+            integer: 0,
         }
+    }
+
+    /// The value of the last top-level integer reply (a PUBLISH's receivers); 0 before any.
+    pub fn integer(&self) -> i64 {
+        self.integer
     }
 
     /// Total bytes consumed since creation (stream offset), used in error messages.
@@ -600,7 +608,12 @@ impl ReplyParser {
                 self.state = State::Type;
                 Ok(Next::Continue)
             }
-            b':' => parse_integer(line, at).map(|_| Next::Done),
+            b':' => parse_integer(line, at).map(|v| {
+                if self.is_top {
+                    self.integer = v;
+                }
+                Next::Done
+            }),
             b'#' => check_boolean(line, at).map(|_| Next::Done),
             b',' => check_double(line, at).map(|_| Next::Done),
             b'(' => check_big_number(line, at).map(|_| Next::Done),

@@ -1,0 +1,380 @@
+//! Delivery latency (`-t pubsub`, issue #42) against a real redis-server: every message reaches
+//! every subscriber, as the server's own counters say (`cmdstat_publish` calls, `PUBSUB NUMSUB`
+//! and `INFO stats pubsub_channels` while it runs, the PUBLISH replies' receivers), in RESP2 and
+//! RESP3; a server pause shows in the delivery latency's max. The subscriber's parse, gaps,
+//! duplicates and reorderings are unit-tested in core/src/delivery.rs.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use respbench_tests::{json_path, take_document, Output, RedisServer};
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(120);
+
+fn run(server: &RedisServer, extra: &[&str]) -> (Output, Value) {
+    let test = ["blpop", "xreadgroup"].into_iter().find(|t| extra.contains(t)).unwrap_or("pubsub");
+    let json = json_path("pubsub", "run");
+    let mut a: Vec<String> = ["-h", "127.0.0.1", "-p", &server.port().to_string(), "-t", test]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    a.extend(extra.iter().filter(|s| **s != test).map(|s| s.to_string()));
+    a.extend(["--json".to_string(), json.to_string_lossy().into_owned()]);
+    let out = respbench_tests::respbench().run(&a, T);
+    assert!(!out.stderr.contains("panicked"), "{}", out.dump());
+    let doc: Value =
+        serde_json::from_str(&take_document(&json)).unwrap_or_else(|e| panic!("{e}: {}", out.dump()));
+    (out, doc["tests"][0].clone())
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Every published message reached each subscriber exactly once, in order.
+fn all_delivered(d: &Value, subscribers: u64, publishes: u64) {
+    assert_eq!(u(&d["subscribers"]), subscribers, "{d}");
+    assert_eq!(u(&d["published"]), publishes, "the server's cmdstat_publish calls: {d}");
+    assert_eq!(u(&d["delivered"]), publishes * subscribers, "{d}");
+    // The server's own count: each PUBLISH's reply is its receivers.
+    assert_eq!(u(&d["receivers"]), publishes * subscribers, "{d}");
+    for k in [
+        "missing",
+        "duplicated",
+        "out_of_order",
+        "gaps",
+        "foreign",
+        "subscribers_failed",
+        "subscribers_missing",
+    ] {
+        assert_eq!(u(&d[k]), 0, "{k}: {d}");
+    }
+    assert_eq!((u(&d["min_delivered"]), u(&d["max_delivered"])), (publishes, publishes), "{d}");
+    let (lat, svc) = (&d["latency_ms"], &d["service_ms"]);
+    assert!(lat["max"].as_f64().unwrap() > 0.0, "{d}");
+    // Corrected counts from the intended send, never after the actual one.
+    assert!(lat["max"].as_f64().unwrap() >= svc["max"].as_f64().unwrap() * 0.99, "{d}");
+}
+
+#[test]
+fn ten_subscribers_get_every_message_as_the_server_counts() {
+    let server = RedisServer::start();
+    let done = AtomicBool::new(false);
+    // While it runs: the server has one channel, with ten subscribers.
+    let seen = std::thread::scope(|s| {
+        let watch = s.spawn(|| {
+            let mut seen = (0u64, 0u64);
+            while !done.load(Ordering::Relaxed) {
+                let numsub = server.cli(&["PUBSUB", "NUMSUB", "respbench:channel"]);
+                let n = numsub.lines().nth(1).and_then(|l| l.trim().parse().ok()).unwrap_or(0);
+                let channels = server.info_field("stats", "pubsub_channels").and_then(|v| v.parse().ok());
+                seen = (seen.0.max(n), seen.1.max(channels.unwrap_or(0)));
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            seen
+        });
+        let (out, t) =
+            run(&server, &["-c", "1", "--subscribers", "10", "--rps", "5000", "--duration", "10s"]);
+        done.store(true, Ordering::Relaxed);
+        assert!(out.status.success() || out.stderr.contains("not kept"), "{}", out.dump());
+        let publishes = server.command_calls("publish");
+        assert!(publishes > 10_000, "{publishes}: {}", out.dump());
+        all_delivered(&t["delivery"], 10, publishes);
+        assert!(out.stdout.contains(&format!(
+            "delivery: 10 subscribers: {publishes} published, {} delivered (the server's replies counted {} receivers), 0 missing, 0 duplicated, 0 out of order",
+            publishes * 10,
+            publishes * 10
+        )), "{}", out.dump());
+        assert!(out.stdout.contains("delivery latency (msec"), "{}", out.dump());
+        eprintln!("10 subscribers: {publishes} published, delivery {}", t["delivery"]["latency_ms"]);
+        watch.join().unwrap()
+    });
+    assert_eq!(seen, (10, 1), "PUBSUB NUMSUB and INFO stats pubsub_channels during the run");
+}
+
+#[test]
+fn resp3_subscribers_parse_push_messages() {
+    let server = RedisServer::start();
+    let (out, t) = run(&server, &["-3", "-c", "2", "--subscribers", "3", "-n", "2000"]);
+    assert!(out.status.success(), "{}", out.dump());
+    let publishes = server.command_calls("publish");
+    assert_eq!(publishes, 2000);
+    all_delivered(&t["delivery"], 3, publishes);
+}
+
+#[test]
+fn a_server_pause_shows_in_the_delivery_latency_max() {
+    let server = RedisServer::start();
+    let (out, t) = run(
+        &server,
+        &[
+            "-c",
+            "1",
+            "--subscribers",
+            "2",
+            "--rps",
+            "1000",
+            "--duration",
+            "5s",
+            "--at",
+            "2s CLIENT PAUSE 200 WRITE",
+        ],
+    );
+    assert!(!out.stdout.is_empty(), "{}", out.dump());
+    let d = &t["delivery"];
+    all_delivered(d, 2, server.command_calls("publish"));
+    // A PUBLISH due as the pause began waited for its end: about 200 ms from its intended time.
+    let max = d["latency_ms"]["max"].as_f64().unwrap();
+    assert!(max >= 150.0, "delivery latency max {max} ms after a 200 ms pause: {d}");
+    eprintln!("after CLIENT PAUSE 200 WRITE: delivery latency max {max} ms");
+}
+
+#[test]
+fn bad_subscriber_counts_are_refused_before_connecting() {
+    let out = respbench_tests::respbench().run(&["-p", "1", "-t", "pubsub", "--channels", "0"], T);
+    assert!(out.status.code() == Some(1) && out.stderr.contains("--channels"), "{}", out.dump());
+    let out =
+        respbench_tests::respbench().run(&["-p", "1", "-t", "pubsub", "--cluster", "--channels", "3"], T);
+    assert!(out.status.code() == Some(1) && out.stderr.contains("--channels"), "{}", out.dump());
+    for v in ["0", "x", "1001", "1,,2"] {
+        let out = respbench_tests::respbench().run(&["-p", "1", "-t", "pubsub", "--subscribers", v], T);
+        assert_eq!(out.status.code(), Some(1), "{v}: {}", out.dump());
+        assert!(out.stderr.contains("--subscribers"), "{v}: {}", out.dump());
+    }
+    // Without a delivery test, --subscribers would do nothing: refused.
+    let out = respbench_tests::respbench().run(&["-p", "1", "-t", "get", "--subscribers", "3"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("-t pubsub, blpop or xreadgroup"), "{}", out.dump());
+}
+
+#[test]
+fn a_subscriber_the_server_drops_counts_what_it_missed() {
+    let server = RedisServer::start();
+    server.cli(&["CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 1mb 0"]);
+    // 300 KB messages at 2000/s: 600 MB/s for each subscriber, more than one reads in a debug
+    // build; four messages fill the server's 1 MB limit.
+    let (out, t) =
+        run(&server, &["-c", "1", "-d", "300000", "--subscribers", "2", "--rps", "2000", "--duration", "3s"]);
+    assert!(!out.stdout.is_empty(), "{}", out.dump());
+    let d = &t["delivery"];
+    let subs = u(&d["subscribers"]);
+    let published = server.command_calls("publish");
+    assert_eq!(u(&d["published"]), published, "{d}");
+    let (delivered, receivers, missing) = (u(&d["delivered"]), u(&d["receivers"]), u(&d["missing"]));
+    assert!(u(&d["subscribers_failed"]) >= 1, "no subscriber was dropped: {d}");
+    assert!(d["failure"].as_str().unwrap().contains("closed"), "{d}");
+    assert_eq!(u(&d["duplicated"]), 0, "{d}");
+    // Every message is delivered or missing.
+    assert_eq!(missing, published * subs - delivered, "{d}");
+    // The server's own count of what it did not deliver: published while the subscriber was
+    // gone (its replies count the receivers). The rest of what it missed was in its output
+    // buffer when the server dropped it: at most the 1 MB limit's worth of 300 KB messages.
+    let not_sent = published * subs - receivers;
+    assert!(not_sent > 0, "{d}");
+    let in_buffer = missing - not_sent;
+    assert!(in_buffer <= 5 * u(&d["subscribers_failed"]), "{in_buffer} lost in the buffer: {d}");
+    assert!(out.stdout.contains("ended early (first: the server closed the connection)"), "{}", out.dump());
+    eprintln!(
+        "dropped: {missing} missing = {not_sent} published while gone (the server's replies) + {in_buffer} in its buffer"
+    );
+}
+
+#[test]
+fn blpop_waiters_take_every_push_exactly_once() {
+    let server = RedisServer::start();
+    let (out, t) =
+        run(&server, &["blpop", "-c", "1", "--subscribers", "4", "--rps", "2000", "--duration", "3s"]);
+    assert!(!out.stdout.is_empty(), "{}", out.dump());
+    let d = &t["delivery"];
+    let pushed = server.command_calls("lpush");
+    assert!(pushed > 1000, "{pushed}: {}", out.dump());
+    assert_eq!(d["queue"], Value::Bool(true), "{d}");
+    assert_eq!((u(&d["subscribers"]), u(&d["published"])), (4, pushed), "{d}");
+    // Every element taken once: none left in the list, none twice, none missing.
+    assert_eq!(server.cli(&["LLEN", "respbench:queue"]).trim(), "0");
+    assert_eq!(u(&d["delivered"]), pushed, "{d}");
+    for k in ["missing", "duplicated", "foreign", "subscribers_failed"] {
+        assert_eq!(u(&d[k]), 0, "{k}: {d}");
+    }
+    // Each element was some BLPOP's answer (the others timed out).
+    assert!(server.command_calls("blpop") >= pushed, "{d}");
+    assert!(u(&d["max_delivered"]) >= pushed / 4 && u(&d["min_delivered"]) <= pushed / 4, "{d}");
+    assert!(d["latency_ms"]["max"].as_f64().unwrap() > 0.0, "{d}");
+    assert!(
+        out.stdout.contains(&format!(
+            "delivery: 4 waiting connections: {pushed} pushed, {pushed} taken, 0 missing"
+        )),
+        "{}",
+        out.dump()
+    );
+    eprintln!("BLPOP: {pushed} pushed and taken, delivery {}", d["latency_ms"]);
+}
+
+#[test]
+fn a_list_of_subscriber_counts_sweeps() {
+    let server = RedisServer::start();
+    let json = json_path("pubsub", "sweep");
+    let port = server.port().to_string();
+    let out = respbench_tests::respbench().run(
+        &[
+            "-p",
+            &port,
+            "-t",
+            "pubsub",
+            "-c",
+            "1",
+            "-n",
+            "2000",
+            "--subscribers",
+            "1,3,6",
+            "--json",
+            &json.to_string_lossy(),
+        ],
+        T,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let tests = doc["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 3, "{}", out.dump());
+    for (t, n) in tests.iter().zip([1u64, 3, 6]) {
+        assert!(t["name"].as_str().unwrap().ends_with(&format!("--subscribers {n}")), "{}", t["name"]);
+        all_delivered(&t["delivery"], n, 2000);
+    }
+    // The server ran the three tests' publishes, and nothing else.
+    assert_eq!(server.command_calls("publish"), 6000);
+}
+
+#[test]
+fn xreadgroup_consumers_read_every_entry_once() {
+    let server = RedisServer::start();
+    let (out, t) =
+        run(&server, &["xreadgroup", "-c", "1", "--subscribers", "3", "--rps", "2000", "--duration", "3s"]);
+    assert!(!out.stdout.is_empty(), "{}", out.dump());
+    let d = &t["delivery"];
+    let added = server.command_calls("xadd");
+    assert!(added > 1000, "{added}: {}", out.dump());
+    assert_eq!((u(&d["subscribers"]), u(&d["published"]), u(&d["delivered"])), (3, added, added), "{d}");
+    for k in ["missing", "duplicated", "foreign", "subscribers_failed"] {
+        assert_eq!(u(&d[k]), 0, "{k}: {d}");
+    }
+    // The server's own counts: the stream holds them all, and the group read them all.
+    assert_eq!(server.cli(&["XLEN", "respbench:stream"]).trim(), added.to_string());
+    let groups = server.cli(&["XINFO", "GROUPS", "respbench:stream"]);
+    let lines: Vec<&str> = groups.lines().map(str::trim).collect();
+    let field = |name: &str| lines.iter().position(|l| *l == name).map(|i| lines[i + 1].to_string());
+    assert_eq!(field("entries-read"), Some(added.to_string()), "{groups}");
+    assert_eq!(field("consumers"), Some("3".to_string()), "{groups}");
+    assert_eq!(field("lag"), Some("0".to_string()), "{groups}");
+    eprintln!("XREADGROUP: {added} added and read, delivery {}", d["latency_ms"]);
+}
+
+#[test]
+fn sharded_pubsub_over_a_cluster_goes_to_the_channels_slot() {
+    let cluster = respbench_tests::cluster::Cluster::start(3, 0);
+    let ports = cluster.primary_ports();
+    let first = cluster.node(ports[0]);
+    let slot: u16 = first.cli(&["CLUSTER", "KEYSLOT", "respbench:channel"]).trim().parse().unwrap();
+    let owner = cluster.owner_of(slot, ports[0]);
+    let json = json_path("pubsub", "cluster");
+    let port = ports[0].to_string();
+    let out = respbench_tests::respbench().run(
+        &[
+            "-p",
+            &port,
+            "--cluster",
+            "-t",
+            "pubsub",
+            "-c",
+            "2",
+            "-n",
+            "2000",
+            "--subscribers",
+            "4",
+            "--json",
+            &json.to_string_lossy(),
+        ],
+        T,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let t = &doc["tests"][0];
+    assert_eq!(t["name"], "SPUBLISH (delivery to shard subscribers)", "{}", out.dump());
+    // Every SPUBLISH went to the node that owns the channel's slot, and the node's subscribers
+    // got them all (its replies counting 4 receivers each).
+    for &p in &ports {
+        let calls = cluster.node(p).command_calls("spublish");
+        assert_eq!(calls, if p == owner { 2000 } else { 0 }, "node {p} (owner {owner})");
+    }
+    assert_eq!(
+        cluster
+            .node(owner)
+            .cli(&["PUBSUB", "SHARDNUMSUB", "respbench:channel"])
+            .lines()
+            .nth(1)
+            .map(str::trim),
+        Some("0")
+    );
+    all_delivered(&t["delivery"], 4, 2000);
+
+    // A list over the cluster: the waiters wait on the node that owns its slot.
+    let slot: u16 = first.cli(&["CLUSTER", "KEYSLOT", "respbench:queue"]).trim().parse().unwrap();
+    let owner = cluster.owner_of(slot, ports[0]);
+    let out = respbench_tests::respbench().run(
+        &[
+            "-p",
+            &port,
+            "--cluster",
+            "-t",
+            "blpop",
+            "-c",
+            "2",
+            "-n",
+            "1000",
+            "--subscribers",
+            "3",
+            "--json",
+            &json.to_string_lossy(),
+        ],
+        T,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let d = &doc["tests"][0]["delivery"];
+    assert_eq!(cluster.node(owner).command_calls("lpush"), 1000);
+    assert_eq!((u(&d["delivered"]), u(&d["missing"]), u(&d["duplicated"])), (1000, 0, 0), "{d}");
+    assert_eq!(cluster.node(owner).cli(&["LLEN", "respbench:queue"]).trim(), "0");
+}
+
+#[test]
+fn several_channels_are_published_in_turn_and_each_subscriber_hears_all() {
+    use std::io::{Read, Write};
+    let server = RedisServer::start();
+    // A listener of the test's own on one of the five channels: one publisher's messages go to
+    // them in turn, so it gets a fifth of them.
+    let mut own = server.connect();
+    own.write_all(&respbench_tests::encode_command(&[b"SUBSCRIBE", b"respbench:channel:000003"])).unwrap();
+    let mut confirm = [0u8; 64];
+    let _ = own.read(&mut confirm).unwrap();
+    let (out, t) = run(&server, &["-c", "1", "--subscribers", "3", "--channels", "5", "-n", "1000"]);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(t["name"], "PUBLISH (delivery to subscribers) --channels 5", "{}", out.dump());
+    let d = &t["delivery"];
+    assert_eq!((u(&d["published"]), u(&d["delivered"])), (1000, 3000), "{d}");
+    // The server counted the test's listener among the receivers: 200 of the 1000.
+    assert_eq!(u(&d["receivers"]), 3000 + 200, "{d}");
+    own.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    let mut heard = Vec::new();
+    let mut buf = [0u8; 65536];
+    while let Ok(n) = own.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        heard.extend_from_slice(&buf[..n]);
+    }
+    let messages = heard.windows(11).filter(|w| w == b"$7\r\nmessage").count();
+    assert_eq!(messages, 200, "the test's listener on channel 3 of 5");
+    for k in ["missing", "duplicated", "out_of_order", "gaps"] {
+        assert_eq!(u(&d[k]), 0, "{k}: {d}");
+    }
+}
