@@ -214,6 +214,8 @@ pub struct Client {
     /// The client's end has been accounted for ([`Client::settle`]): its unsent arrivals, and
     /// whether its connections all failed.
     settled: bool,
+    /// `--verify`: the versions of the client's own keys.
+    tracker: crate::verify::Tracker,
 }
 
 impl Client {
@@ -243,6 +245,7 @@ impl Client {
             stop_told: false,
             queued_at_stop: Vec::new(),
             settled: false,
+            tracker: crate::verify::Tracker::default(),
         }
     }
 
@@ -309,10 +312,10 @@ impl Client {
     /// in order and recorded in `stats`; redirected ones go to the node the reply names.
     pub fn handle_input(&mut self, node: usize, data: &[u8], now: Time, stats: &mut Stats) {
         let lead = self.lead();
-        let Client { plan, conns, router, outstanding, wake, woken, .. } = self;
+        let Client { plan, conns, router, outstanding, wake, woken, tracker, .. } = self;
         let multi = conns.len() > 1;
         let mut books =
-            Books { plan, router, outstanding, wake, woken, node, lead, multi, run: Run::default() };
+            Books { plan, router, outstanding, wake, woken, node, lead, multi, run: Run::default(), tracker };
         let stopped = conns[node].stop_seen();
         conns[node].handle_input(data, now, stats, &mut |a, stats| books.answered(a, stopped, stats));
         books.flush(stats);
@@ -619,13 +622,31 @@ impl Client {
     fn draw_one(&mut self, plan: &Plan, intended: Time, now: Time, lead: Option<usize>) {
         let (template, part) = self.source.pick(&plan.workload);
         self.outstanding += 1;
+        // `--verify`: the request's key (one the client owns) and version.
+        let verify = plan.verify.as_deref().and_then(|v| Some((v, v.role(part)?)));
+        let tag = verify.map(|(v, role)| {
+            let key = v.own(self.source.keys.next_key() % 1_000_000_000_000, self.source.stream);
+            self.tracker.draw(role, key)
+        });
         let Some(cluster) = &plan.cluster else {
             let keys = &mut self.source.keys;
-            self.conns[0].push(Pending::new(intended, part, now, DIRECT), |out| template.write(out, keys));
+            let mut pending = Pending::new(intended, part, now, DIRECT);
+            match (verify, tag) {
+                (Some((v, _)), Some(tag)) => {
+                    pending.tag = tag;
+                    self.conns[0].push(pending, |out| {
+                        v.write_request(part, tag, crate::template::Sink::bytes(out))
+                    });
+                }
+                _ => self.conns[0].push(pending, |out| template.write(out, keys)),
+            }
             return;
         };
         let mut bytes = self.router.buffer();
-        template.write(&mut bytes, &mut self.source.keys);
+        match (verify, tag) {
+            (Some((v, _)), Some(tag)) => v.write_request(part, tag, &mut bytes),
+            _ => template.write(&mut bytes, &mut self.source.keys),
+        }
         let (slot, write) = if cluster.redirects {
             self.router.slot_of(cluster, usize::from(part), &mut bytes)
         } else {
@@ -633,7 +654,9 @@ impl Client {
             (SLOTS, route.is_none_or(|r| r.write))
         };
         let to = self.router.node_for(cluster, slot, write, lead);
-        self.router.queue(to, Request::new(bytes, intended, part, slot, write, now));
+        let mut request = Request::new(bytes, intended, part, slot, write, now);
+        request.tag = tag.unwrap_or_default();
+        self.router.queue(to, request);
         self.wake_node(to);
     }
 
@@ -662,12 +685,13 @@ impl Client {
             if r.asking {
                 conn.push(Pending::new(Time::MAX, 0, now, ASKING_REQ), |out| out.extend_from_slice(ASKING));
             }
-            let (intended, part, queued) = (r.intended, r.part, r.queued);
+            let (intended, part, queued, tag) = (r.intended, r.part, r.queued, r.tag);
             let resent = r.first_sent != Time::MAX;
             let id = self.router.hold(r);
             let bytes = self.router.bytes(id);
             let mut pending = Pending::new(intended, part, queued, id);
             pending.resent = resent;
+            pending.tag = tag;
             conn.push(pending, |out| out.extend_from_slice(bytes));
         }
     }
@@ -790,6 +814,8 @@ struct Books<'a> {
     multi: bool,
     /// Replies answered and not yet recorded: see [`Run`].
     run: Run,
+    /// `--verify`: the versions of the client's own keys.
+    tracker: &'a mut crate::verify::Tracker,
 }
 
 /// Error-free replies alike in all that the stats keep of them (command, latency, service time,
@@ -872,6 +898,15 @@ impl Books<'_> {
         if a.now < self.plan.measure_from {
             // Warmup: the request happened, its figures are discarded.
             return;
+        }
+        if let Some(v) = &self.plan.verify {
+            match v.role(p.part) {
+                Some(crate::verify::Role::Write) if error.is_none() => self.tracker.acked(p.tag),
+                Some(crate::verify::Role::Read) => {
+                    v.check(p.part, p.tag, self.tracker.sent(p.tag.key), a.body, &mut stats.verify)
+                }
+                _ => {}
+            }
         }
         let start = if p.intended == Time::MAX { first } else { p.intended.min(first) };
         let (latency, service) = (a.now.nanos_since(start), a.now.nanos_since(first));
@@ -960,6 +995,7 @@ mod tests {
             series: false,
             fine: false,
             cluster: None,
+            verify: None,
         }
     }
 
