@@ -634,9 +634,8 @@ impl Client {
             match (verify, tag) {
                 (Some((v, _)), Some(tag)) => {
                     pending.tag = tag;
-                    self.conns[0].push(pending, |out| {
-                        v.write_request(part, tag, crate::template::Sink::bytes(out))
-                    });
+                    self.conns[0]
+                        .push(pending, |out| v.write_request(part, tag, crate::template::Sink::bytes(out)));
                 }
                 _ => self.conns[0].push(pending, |out| template.write(out, keys)),
             }

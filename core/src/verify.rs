@@ -180,7 +180,10 @@ impl Verify {
         let mut parts = Vec::new();
         for t in templates {
             let Some((count, args)) = arguments(t, 2) else {
-                return Err("--verify checks SET and GET of a key: choose them with -t set,get or --mix set:1,get:1".into());
+                return Err(
+                    "--verify checks SET and GET of a key: choose them with -t set,get or --mix set:1,get:1"
+                        .into(),
+                );
             };
             let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
             let role = match (name.as_slice(), count) {
@@ -300,7 +303,9 @@ impl Verify {
                     _ if len != self.size || value.len() != len => Some(Mismatch::Wrong),
                     None => Some(Mismatch::Wrong),
                     Some((key, _)) if key != tag.key => Some(Mismatch::OtherKey),
-                    Some((key, v)) if value[HEADER..].iter().enumerate().any(|(i, &b)| b != pad(key, v, HEADER + i)) => {
+                    Some((key, v))
+                        if value[HEADER..].iter().enumerate().any(|(i, &b)| b != pad(key, v, HEADER + i)) =>
+                    {
                         Some(Mismatch::Wrong)
                     }
                     Some((_, v)) if versions && (v < tag.version || v > sent) => Some(Mismatch::Stale),
@@ -324,7 +329,7 @@ impl Verify {
             };
             let got = match body {
                 _ if nil => "(nil)".to_string(),
-                Some((value, _)) => escape(value),
+                Some((value, len)) => escape(&value[..value.len().min(len)]),
                 None => escape(reply),
             };
             stats.shown.push(Shown { kind: found, key: self.key_text(part, tag.key), expected, got });

@@ -325,6 +325,9 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
             downtime_s: stats.downtime_micros as f64 / 1e6,
         });
     }
+    if stats.verify.on {
+        t.verify = Some(verify(&stats.verify));
+    }
     t.replay = e.replay.as_ref().map(replay);
     if stats.keep_series {
         let series = stats
@@ -457,6 +460,53 @@ fn read_errors(map: &BTreeMap<String, u64>) -> ErrorCounts {
         errors.add(prefix.as_bytes(), n);
     }
     errors
+}
+
+/// The `verify` object.
+fn verify(v: &respbench_core::stats::VerifyStats) -> doc::Verify {
+    doc::Verify {
+        versions: v.versions,
+        checked: v.checked,
+        wrong: v.wrong,
+        other_key: v.other_key,
+        stale: v.stale,
+        shown: v
+            .shown
+            .iter()
+            .map(|m| doc::VerifyMismatch {
+                kind: m.kind.name().into(),
+                key: m.key.clone(),
+                expected: m.expected.clone(),
+                got: m.got.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// Reads a `verify` object back (a kind not known is left out of those shown).
+fn read_verify(v: &doc::Verify) -> respbench_core::stats::VerifyStats {
+    use respbench_core::stats::{Mismatch, Shown};
+    respbench_core::stats::VerifyStats {
+        on: true,
+        versions: v.versions,
+        checked: v.checked,
+        wrong: v.wrong,
+        other_key: v.other_key,
+        stale: v.stale,
+        shown: v
+            .shown
+            .iter()
+            .take(respbench_core::stats::SHOWN)
+            .filter_map(|m| {
+                Some(Shown {
+                    kind: Mismatch::from_name(&m.kind)?,
+                    key: m.key.clone(),
+                    expected: m.expected.clone(),
+                    got: m.got.clone(),
+                })
+            })
+            .collect(),
+    }
 }
 
 /// The `redirects` object: counts by kind.
@@ -638,6 +688,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         abandoned: t.abandoned_requests.unwrap_or(0),
         nodes: node_stats,
         redirects: t.redirects.as_ref().map(read_redirects).unwrap_or_default(),
+        verify: t.verify.as_ref().map(read_verify).unwrap_or_default(),
     };
     check_totals(&name, &stats)?;
     let server_cpu = t.server_cpu.as_ref().map(|c| ServerCpu {

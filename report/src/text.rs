@@ -233,7 +233,33 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
             s.downtime_micros as f64 / 1e6
         )?;
     }
+    write_verify(&s.verify, out)?;
     write_nodes(s, r.nodes, out)
+}
+
+/// `--verify`'s lines: the reads checked, the mismatches by kind, and the first ones (key,
+/// expected, got; cut). Nothing without `--verify`.
+pub fn write_verify(v: &respbench_core::stats::VerifyStats, out: &mut impl Write) -> io::Result<()> {
+    if !v.on {
+        return Ok(());
+    }
+    let versions = if v.versions { "versions checked" } else { "versions not checked" };
+    writeln!(
+        out,
+        "  verify: {} reads checked, {} mismatches ({} wrong values, {} other keys' values, {} stale; {versions})",
+        v.checked,
+        v.mismatches(),
+        v.wrong,
+        v.other_key,
+        v.stale
+    )?;
+    for m in &v.shown {
+        writeln!(out, "    {:<9} {}: expected {}, got {}", m.kind.name(), m.key, m.expected, m.got)?;
+    }
+    if v.mismatches() > v.shown.len() as u64 {
+        writeln!(out, "    ({} more not shown)", v.mismatches() - v.shown.len() as u64)?;
+    }
+    Ok(())
 }
 
 /// respbench's per-node table of a test over several nodes (`--cluster`, replicas): a row per

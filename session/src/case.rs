@@ -98,6 +98,16 @@ pub fn preloadable(case: &Case) -> bool {
 /// The tests to run: a mix, the custom command, or the default suite restricted by `-t`.
 /// `warn` hears what is ignored.
 pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
+    let cases = all_cases(cfg, warn)?;
+    // `--verify`: each test's commands must be ones it can check, said before connecting.
+    for case in &cases {
+        crate::verify::for_test(cfg, &case.templates()).map_err(Error::Tests)?;
+    }
+    Ok(cases)
+}
+
+/// [`cases`] before `--verify` looks at them.
+fn all_cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
     if let Some(s) = &cfg.replay {
         return Ok(vec![replay_case(cfg, s)?]);
     }
