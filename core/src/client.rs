@@ -1048,6 +1048,54 @@ mod tests {
         }
     }
 
+    /// `--verify`: a GET's reply split over three inputs is checked whole (the connection keeps
+    /// its bytes, and says none of its body may be skipped), a SET's value encodes its key and
+    /// version, and a read drawn after an acknowledged write that returns nil is stale.
+    #[test]
+    fn a_verified_reply_split_over_inputs_is_checked_whole() {
+        let mut plan = sequence_plan(Budget::new(4), None);
+        let set = Template::command(&[b"SET", b"key:__rand_int__", b"xxx"]);
+        let get = Template::command(&[b"GET", b"key:__rand_int__"]);
+        let verify = crate::verify::Verify::new(&[set.as_bytes(), get.as_bytes()], 40, 1, 1, true).unwrap();
+        plan.workload = Workload {
+            template: set.clone(),
+            keys: KeySpace::Random { n: 1 },
+            mix: Some(Mix::sequence(vec![set, get]).unwrap()),
+        };
+        plan.verify = Some(Arc::new(verify));
+        plan.connections = 1;
+        let mut stats = Stats::new(Time::ZERO, 3, false).unwrap();
+        let mut c = Client::new(Arc::new(plan), 0);
+        let at = Time::from_nanos;
+        c.handle_connected(0, at(0), &mut stats);
+        while c.poll_event(0).is_some() {}
+        let mut value = Vec::new();
+        crate::verify::encode_value(&mut value, 0, 1, 40);
+        // A sequence goes whole: the SET and the GET in one write.
+        let sent = c.poll_transmit(0, at(1)).unwrap().to_vec();
+        let set_bytes = [&b"$40\r\n"[..], &value[..], b"\r\n*2\r\n$3\r\nGET\r\n"].concat();
+        assert!(sent.windows(set_bytes.len()).any(|w| w == set_bytes), "{}", String::from_utf8_lossy(&sent));
+        c.advance_transmit(0, sent.len(), at(1), &mut stats);
+        c.handle_input(0, b"+OK\r\n", at(2), &mut stats);
+        let mut reply = b"$40\r\n".to_vec();
+        reply.extend_from_slice(&value);
+        reply.extend_from_slice(b"\r\n");
+        c.handle_input(0, &reply[..10], at(4), &mut stats);
+        assert_eq!(c.skippable(0), 0, "a verified body is read");
+        c.handle_input(0, &reply[10..30], at(5), &mut stats);
+        c.handle_input(0, &reply[30..], at(6), &mut stats);
+        assert_eq!((stats.verify.checked, stats.verify.mismatches()), (1, 0), "{:?}", stats.verify);
+        // The second sequence: its GET drawn after the first SET's acknowledgement (version 1),
+        // answered nil: stale.
+        let sent = c.poll_transmit(0, at(7)).unwrap().len();
+        c.advance_transmit(0, sent, at(7), &mut stats);
+        c.handle_input(0, b"+OK\r\n$-1\r\n", at(8), &mut stats);
+        assert_eq!((stats.verify.checked, stats.verify.stale), (2, 1), "{:?}", stats.verify);
+        let shown = &stats.verify.shown[0];
+        assert_eq!((shown.key.as_str(), shown.got.as_str()), ("key:000000000000", "(nil)"));
+        assert!(shown.expected.starts_with("rb000000000000:000000000001:"), "{shown:?}");
+    }
+
     /// Replies read together are recorded as one histogram entry per run of alike ones (see
     /// [`Run`]): the stats must be those of recording each. Three requests, the first written
     /// alone at 1 µs and the other two at 5 µs, answered in one read at 11 µs (a value, a nil,

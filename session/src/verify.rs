@@ -10,6 +10,10 @@ use respbench_core::verify::{Verify, HEADER};
 
 use crate::config::{Config, Verification};
 
+/// The largest value `--verify` checks: a connection holds a whole reply to check it, so `-c`
+/// connections hold up to this much each.
+pub const LARGEST: usize = 16 << 20;
+
 /// Checks `--verify` (`verify`) and `--verify-only` (`only`) against the rest of `c` and sets
 /// them: `--verify-only` is a GET of each key of `-r` once (sequential keys; `-n` is the
 /// keyspace unless given, `requests_given`). An error names the option.
@@ -31,6 +35,11 @@ pub fn check(c: &mut Config, verify: bool, only: bool, requests_given: bool) -> 
     for d in &c.sweep.datasizes {
         if !d.is_fixed() {
             return Err(format!("{name} needs one value size: -d {d} draws sizes (give -d {})", d.max()));
+        }
+        if d.max() > LARGEST {
+            return Err(format!(
+                "{name} takes -d up to {LARGEST} bytes (each connection holds the value it checks), got -d {d}"
+            ));
         }
         if d.max() < HEADER {
             return Err(format!(

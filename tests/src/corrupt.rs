@@ -102,7 +102,7 @@ fn replies(mut from: TcpStream, mut to: TcpStream, every: u64, counts: &Corrupte
             let reply = &mut pending[at..at + len];
             if let Some(body) = value_of(reply) {
                 let seen = counts.values.fetch_add(1, Ordering::Relaxed) + 1;
-                if seen % every == 0 {
+                if seen.is_multiple_of(every) {
                     let value = &mut reply[body..];
                     if (seen / every) % 2 == 1 && value.len() > 30 {
                         value[30] = value[30].to_ascii_uppercase();
