@@ -179,6 +179,7 @@ fn a_corrupting_relay_gives_each_of_its_mismatches(tool: Tool) {
     assert_eq!(values, gets, "the relay saw every GET's value");
     assert!((13..=17).contains(&(wrong + other)), "1 in 1000 of {values}: {wrong} + {other}");
     assert_eq!((n(&v, "wrong"), n(&v, "other_key"), n(&v, "stale")), (wrong, other, 0), "{v}");
+    eprintln!("corrupting relay: {values} values, changed {wrong} padding + {other} key; respbench: {v}");
     let shown = v["shown"].as_array().unwrap();
     assert_eq!(shown.len() as u64, wrong + other, "each one shown: {v}");
     for m in shown {
@@ -261,6 +262,7 @@ fn a_lagging_replica_gives_stale_reads(tool: Tool) {
     assert_eq!(primary.command_calls("get"), 0);
     assert_eq!((n(&v, "wrong"), n(&v, "other_key")), (0, 0), "{v}");
     assert!(n(&v, "stale") > 0, "a replica 100 ms behind read no stale value: {v}");
+    eprintln!("replica 100 ms behind: {} stale of {} checked", n(&v, "stale"), n(&v, "checked"));
     check_stale_shown(&v, &primary);
 }
 
