@@ -1200,6 +1200,39 @@ mod tests {
         assert!(t.get("no_request_succeeded").is_none() && t["rps"].is_f64(), "{t}");
     }
 
+    /// `--verify`'s counts and the mismatches shown go into the `verify` object and read back
+    /// (merge keeps them); a test without `--verify` has none.
+    #[test]
+    fn verify_round_trips() {
+        use respbench_core::stats::{Mismatch, Shown, VerifyStats};
+        let plain = value(&test(&entry("GET", sample(5, &[3, 4]), None), 0).unwrap());
+        assert!(plain.get("verify").is_none(), "{plain}");
+        let mut s = sample(5, &[3, 4]);
+        let shown = Shown {
+            kind: Mismatch::OtherKey,
+            key: "key:1".into(),
+            expected: "rb1".into(),
+            got: "rb2".into(),
+        };
+        s.verify = VerifyStats {
+            on: true,
+            versions: true,
+            checked: 2,
+            wrong: 3,
+            other_key: 1,
+            stale: 5,
+            shown: vec![shown],
+        };
+        let typed = test(&entry("GET", s.clone(), None), 0).unwrap();
+        let t = value(&typed);
+        assert_eq!(t["verify"]["checked"], 2);
+        assert_eq!(
+            t["verify"]["shown"][0],
+            json!({"kind": "other_key", "key": "key:1", "expected": "rb1", "got": "rb2"})
+        );
+        assert_eq!(read_test(&typed).unwrap().stats.verify, s.verify);
+    }
+
     #[test]
     fn nodes_and_redirects_round_trip() {
         let mut s = Stats::new(Time::from_micros(0), 3, true).unwrap().with_nodes(2, 0).unwrap();

@@ -1750,4 +1750,33 @@ Summary:
         write_errors(&r, true, &mut out).unwrap();
         assert_eq!(out, b"GET: errors: 1000 (ERR: 990, WRONGTYPE: 10)\n");
     }
+
+    /// `--verify`'s lines: the counts, each mismatch shown, and how many more were not.
+    #[test]
+    fn verify_lines_say_the_counts_and_the_mismatches() {
+        use respbench_core::stats::{Mismatch, Shown, VerifyStats};
+        let mut out = Vec::new();
+        write_verify(&VerifyStats::default(), &mut out).unwrap();
+        assert!(out.is_empty(), "nothing without --verify");
+        let shown = Shown {
+            kind: Mismatch::Stale,
+            key: "key:7".into(),
+            expected: "rb7 v2".into(),
+            got: "(nil)".into(),
+        };
+        let v = VerifyStats {
+            on: true,
+            versions: true,
+            checked: 10,
+            wrong: 1,
+            other_key: 0,
+            stale: 1,
+            shown: vec![shown],
+        };
+        write_verify(&v, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "  verify: 10 reads checked, 2 mismatches (1 wrong values, 0 other keys' values, 1 stale; versions checked)\n    stale     key:7: expected rb7 v2, got (nil)\n    (1 more not shown)\n"
+        );
+    }
 }
