@@ -626,7 +626,7 @@ impl Client {
         let verify = plan.verify.as_deref().and_then(|v| Some((v, v.role(part)?)));
         let tag = verify.map(|(v, role)| {
             let key = v.own(self.source.keys.next_key() % 1_000_000_000_000, self.source.stream);
-            self.tracker.draw(role, key)
+            self.tracker.draw(role, key, v.tracked())
         });
         let Some(cluster) = &plan.cluster else {
             let keys = &mut self.source.keys;

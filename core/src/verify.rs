@@ -30,8 +30,11 @@ pub const HEADER: usize = 28;
 /// How many bytes of a value a shown mismatch keeps.
 const SHOWN_BYTES: usize = 48;
 
-/// How many keys one client tracks the versions of; keys beyond it are checked without versions.
-const TRACKED: usize = 1 << 20;
+/// How many keys the clients of a test track the versions of, all together (each its share,
+/// at least [`TRACKED_EACH`]); keys beyond are checked without versions.
+const TRACKED: usize = 1 << 22;
+/// The least share of [`TRACKED`] of one client.
+const TRACKED_EACH: usize = 1 << 10;
 
 /// What a command of the workload does, for verification.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -206,8 +209,15 @@ impl Verify {
             };
             parts.push(Part { role, before: key[..at].to_vec(), after: key[at + 12..].to_vec() });
         }
-        let versions = versions && clients >= 1 && clients <= keyspace;
+        // A test that only reads knows no versions: it wrote none.
+        let writes = parts.iter().any(|p| p.role == Role::Write);
+        let versions = versions && writes && clients >= 1 && clients <= keyspace;
         Ok(Verify { parts, size, clients: clients.max(1), keyspace, versions })
+    }
+
+    /// How many keys one client tracks the versions of.
+    pub fn tracked(&self) -> usize {
+        (TRACKED / usize::try_from(self.clients).unwrap_or(usize::MAX)).max(TRACKED_EACH)
     }
 
     /// Whether versions are checked (one writer per key).
@@ -338,18 +348,19 @@ impl Verify {
 }
 
 /// One client's books of its own keys: how many versions of each it has sent, and the last
-/// acknowledged. Bounded: [`TRACKED`] keys; keys beyond are read without a version check.
+/// acknowledged. Bounded: [`Verify::tracked`] keys; keys beyond are read without a version check.
 #[derive(Debug, Default)]
 pub struct Tracker {
     keys: HashMap<u64, (u64, u64)>,
 }
 
 impl Tracker {
-    /// The tag of a request of `role` on `key`: a write's next version, a read's least.
-    pub fn draw(&mut self, role: &Role, key: u64) -> Tag {
+    /// The tag of a request of `role` on `key`: a write's next version, a read's least; at most
+    /// `tracked` keys are tracked.
+    pub fn draw(&mut self, role: &Role, key: u64, tracked: usize) -> Tag {
         match role {
             Role::Write => {
-                let full = self.keys.len() >= TRACKED;
+                let full = self.keys.len() >= tracked;
                 let version = match self.keys.get_mut(&key) {
                     Some(k) => {
                         k.0 += 1;
@@ -470,6 +481,9 @@ mod tests {
         assert_eq!(s.shown[4].key, "key:000000000042");
         assert!(s.shown[4].expected.starts_with("rb000000000042:000000000007:"));
         assert!(s.shown[4].got.starts_with("rb000000000042:000000000006:"));
+        // A test that only reads checks no versions.
+        let get = crate::template::Template::command(&[b"GET", b"key:__rand_int__"]);
+        assert!(!Verify::new(&[get.as_bytes()], 40, 4, 1000, true).unwrap().versions());
         // Without versions, an old value is fine.
         let mut s = VerifyStats::default();
         verify(false).check(1, tag, 8, &reply(&old), &mut s);
@@ -479,13 +493,18 @@ mod tests {
     #[test]
     fn a_tracker_counts_versions_and_acknowledgements() {
         let mut t = Tracker::default();
-        let w1 = t.draw(&Role::Write, 5);
-        let w2 = t.draw(&Role::Write, 5);
+        let w1 = t.draw(&Role::Write, 5, 10);
+        let w2 = t.draw(&Role::Write, 5, 10);
         assert_eq!((w1.version, w2.version), (1, 2));
-        assert_eq!(t.draw(&Role::Read, 5).version, 0);
+        assert_eq!(t.draw(&Role::Read, 5, 10).version, 0);
         t.acked(w2);
         t.acked(w1);
-        assert_eq!(t.draw(&Role::Read, 5).version, 2);
+        assert_eq!(t.draw(&Role::Read, 5, 10).version, 2);
         assert_eq!(t.sent(5), 2);
+        // Past its bound a key is written at version 1 and read without a version.
+        let mut t = Tracker::default();
+        t.draw(&Role::Write, 1, 1);
+        assert_eq!((t.draw(&Role::Write, 2, 1).version, t.draw(&Role::Read, 2, 1).version), (1, 0));
+        assert_eq!(t.draw(&Role::Write, 1, 1).version, 2);
     }
 }

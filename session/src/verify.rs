@@ -80,6 +80,7 @@ pub fn for_test(cfg: &Config, templates: &[&Template]) -> Result<Option<Arc<Veri
     }
     let bytes: Vec<&[u8]> = templates.iter().map(|t| t.as_bytes()).collect();
     let keyspace = cfg.keyspace.unwrap_or(0);
-    let versions = cfg.verify == Verification::On;
+    // A worker of several shares its clients' indices, so their keys, with the other workers.
+    let versions = cfg.verify == Verification::On && cfg.split.is_none();
     Verify::new(&bytes, cfg.values.max(), cfg.clients as u64, keyspace, versions).map(|v| Some(Arc::new(v)))
 }
