@@ -83,6 +83,17 @@ fn a_correct_server_gives_no_mismatch(tool: Tool) {
     // Every value the server holds is the encoding of its own key, at -d's size.
     let value = server.cli(&["GET", "key:000000000007"]);
     assert!(value.trim_end().starts_with("rb000000000007:") && value.trim_end().len() == 64, "{value}");
+    // `-t set,get`: the GET test reads what the SET test wrote, each value checked for its key
+    // and encoding; it wrote nothing itself, so it knows no versions.
+    let json = json_path("verify", "suite");
+    let before = server.command_calls("get");
+    let suite = ["-p", &port, "--verify", "-t", "set,get", "-r", "500", "-d", "64", "-n", "5000", "-q"];
+    let out = tool.run(&[&suite[..], &["--json", json.to_str().unwrap()]].concat(), T);
+    assert!(out.status.success(), "{}", out.dump());
+    let v = verify_of(&json);
+    assert_eq!(n(&v, "checked"), server.command_calls("get") - before, "{v}");
+    assert_eq!((n(&v, "checked"), n(&v, "wrong") + n(&v, "other_key") + n(&v, "stale")), (5000, 0), "{v}");
+    assert_eq!(v["versions"], false, "{v}");
     // Values of 100 kB: above the size whose bodies the backends drop unread (they are read
     // here, or every one would be wrong) and the size a SET takes by reference.
     // (The keys start empty: a key this test has not written yet may hold an earlier run's
