@@ -372,6 +372,8 @@ pub(crate) struct Request {
     not_before: Time,
     /// `--verify`: its key and version.
     pub(crate) tag: crate::verify::Tag,
+    /// A read of a key the mix's writer had written ([`crate::Mix::written`]).
+    pub(crate) written: bool,
 }
 
 impl Request {
@@ -396,6 +398,7 @@ impl Request {
             asking: false,
             not_before: Time::ZERO,
             tag: crate::verify::Tag::default(),
+            written: false,
         }
     }
 }

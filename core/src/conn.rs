@@ -258,6 +258,9 @@ pub(crate) struct Pending {
     pub(crate) resent: bool,
     /// `--verify`: its key and version.
     pub(crate) tag: crate::verify::Tag,
+    /// A read of a key the mix's writer had written ([`crate::Mix::written`]): a nil reply
+    /// to it is counted in [`crate::Stats::expired`].
+    pub(crate) written: bool,
 }
 
 impl Pending {
@@ -272,6 +275,7 @@ impl Pending {
             req,
             resent: false,
             tag: crate::verify::Tag::default(),
+            written: false,
         }
     }
 }
@@ -678,6 +682,13 @@ impl Connection {
         self.encoded += self.out.appended() - before;
         pending.end = self.encoded;
         self.in_flight.push_back(pending);
+    }
+
+    /// Marks the request just pushed as a read of a key the mix's writer had written.
+    pub(crate) fn mark_written(&mut self) {
+        if let Some(p) = self.in_flight.back_mut() {
+            p.written = true;
+        }
     }
 
     // ---- outputs ----

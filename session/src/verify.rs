@@ -53,6 +53,7 @@ pub fn check(c: &mut Config, verify: bool, only: bool, requests_given: bool) -> 
         (c.dataset.is_some(), "--dataset"),
         (c.idle, "-I"),
         (c.capacity.is_some(), "--slo"),
+        (c.open.expiry.is_some(), "--expiry-range"),
     ];
     if let Some((_, other)) = conflict.iter().find(|(on, _)| *on) {
         return Err(format!(

@@ -409,6 +409,7 @@ fn what_cannot_be_verified_is_refused_before_connecting(tool: Tool) {
         (vec!["--verify", "-t", "lpush", "-r", "10", "-d", "32"], "not LPUSH"),
         (vec!["--verify", "--preload", "-t", "get", "-r", "10", "-d", "32"], "--preload"),
         (vec!["--verify", "--verify-only", "-r", "10", "-d", "32"], "give one"),
+        (vec!["--verify", "-t", "set", "-r", "10", "-d", "32", "--expiry-range", "1-2"], "--expiry-range"),
         (vec!["--verify-only", "-t", "get", "-r", "10", "-d", "32"], "takes no -t"),
     ] {
         let out = tool.run(&[&["-p", port.as_str()][..], &args].concat(), T);
