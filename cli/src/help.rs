@@ -17,6 +17,7 @@ Workload       -t <tests> (all: set,get,lpush,...)  -n <requests> (100000)  -d <
                -r <keyspace>  --key-dist <uniform|sequential|zipf:0.99|gaussian>
                --key-prefix <p>  --preload  --mix <set:1,get:10>  --mix-command <'w CMD args'>
                --dataset <file.csv>  --seed <n>  -x  -e  -l (loop)  -I (idle connections)
+               --verify (GETs checked against the SETs' values)  --verify-only (read back)
 Load shape     -c <clients> (50)  -P <pipeline> (1)  --pipeline-mode <batch|window>
                --threads <n>  --backend <mio|smol|uring>  --rps <total rate> (open loop)
                --arrival <poisson>  --duration <30s>  --warmup <5s>  --drain-grace <2s>
@@ -56,6 +57,7 @@ const PEER_SPELLINGS: &[(&str, &str)] = &[
     ("--data-size-range", "-d MIN-MAX (e.g. -d 16-1024)"),
     ("--data-size-list", "-d SIZE:WEIGHT,... (e.g. -d 16:3,1024:1)"),
     ("--ratio", "--mix set:1,get:10 (memtier's --ratio 1:10 is SET:GET)"),
+    ("--data-verify", "--verify (with --mix set:1,get:1, -r and -d of 28 or more)"),
     ("--test-time", "--duration SECONDS (e.g. --duration 30s)"),
     ("--key-maximum", "-r KEYSPACE"),
     ("--key-pattern", "--key-dist uniform|sequential|zipf:0.99|gaussian"),

@@ -200,7 +200,11 @@ fn run(cfg: &Config, tls: Option<Tls>) -> Result<ExitCode, Box<dyn std::error::E
             unreachable = true;
         }
     }
-    let failed = done.dropped
+    if presenter.mismatches() > 0 {
+        eprintln!("--verify: {} replies did not match what was written", presenter.mismatches());
+    }
+    let failed = presenter.mismatches() > 0
+        || done.dropped
         || done.first_error.is_some()
         || done.empty_window.is_some()
         || unreachable

@@ -326,6 +326,13 @@ pub struct Opts {
     /// SET at the -d value size, sequentially and pipelined, unmeasured, so that it reads hits
     #[argh(switch)]
     pub preload: bool,
+    /// SET values that encode their key and version, each GET's reply checked against them;
+    /// mismatches counted and the first shown, exit 1 (memtier_benchmark's --data-verify)
+    #[argh(switch)]
+    pub verify: bool,
+    /// GET every key of -r once (-n of them) and check it against --verify's encoding
+    #[argh(switch)]
+    pub verify_only: bool,
     /// while a test runs, print each second's rps, p50, p99 and errors on stderr
     #[argh(switch)]
     pub live: bool,
@@ -701,7 +708,9 @@ impl Opts {
                 self.metrics_linger.as_deref(),
                 self.idle,
             )?,
+            verify: Default::default(),
         };
+        respbench_session::verify::check(&mut c, self.verify, self.verify_only, self.requests.is_some())?;
         respbench_session::event::check(&c.events, c.open.duration)?;
         if worker.is_some_and(|w| w.index > 0) {
             c.events = Default::default();

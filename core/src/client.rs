@@ -250,6 +250,8 @@ pub struct Client {
     index: u64,
     /// Delivery stamps written: the next one's sequence number.
     stamped: u64,
+    /// `--verify`: the versions of the client's own keys.
+    tracker: crate::verify::Tracker,
 }
 
 impl Client {
@@ -281,6 +283,7 @@ impl Client {
             settled: false,
             index,
             stamped: 0,
+            tracker: crate::verify::Tracker::default(),
         }
     }
 
@@ -347,10 +350,10 @@ impl Client {
     /// in order and recorded in `stats`; redirected ones go to the node the reply names.
     pub fn handle_input(&mut self, node: usize, data: &[u8], now: Time, stats: &mut Stats) {
         let lead = self.lead();
-        let Client { plan, conns, router, outstanding, wake, woken, .. } = self;
+        let Client { plan, conns, router, outstanding, wake, woken, tracker, .. } = self;
         let multi = conns.len() > 1;
         let mut books =
-            Books { plan, router, outstanding, wake, woken, node, lead, multi, run: Run::default() };
+            Books { plan, router, outstanding, wake, woken, node, lead, multi, run: Run::default(), tracker };
         let stopped = conns[node].stop_seen();
         conns[node].handle_input(data, now, stats, &mut |a, stats| books.answered(a, stopped, stats));
         books.flush(stats);
@@ -676,20 +679,39 @@ impl Client {
                 }
             }
         };
+        // `--verify`: the request's key (one the client owns) and version.
+        let verify = plan.verify.as_deref().and_then(|v| Some((v, v.role(part)?)));
+        let tag = verify.map(|(v, role)| {
+            let key = v.own(self.source.keys_for(part).next_key() % 1_000_000_000_000, self.source.stream);
+            self.tracker.draw(role, key, v.tracked())
+        });
         let Some(cluster) = &plan.cluster else {
             let keys = self.source.keys_for(part);
-            self.conns[0].push(Pending::new(intended, part, now, DIRECT), |out| {
-                template.write(out, keys);
-                stamp_into(crate::template::Sink::bytes(out));
-            });
+            let mut pending = Pending::new(intended, part, now, DIRECT);
+            match (verify, tag) {
+                (Some((v, _)), Some(tag)) => {
+                    pending.tag = tag;
+                    self.conns[0]
+                        .push(pending, |out| v.write_request(part, tag, crate::template::Sink::bytes(out)));
+                }
+                _ => self.conns[0].push(pending, |out| {
+                    template.write(out, keys);
+                    stamp_into(crate::template::Sink::bytes(out));
+                }),
+            }
             if self.source.read_written(plan, part) {
                 self.conns[0].mark_written();
             }
             return;
         };
         let mut bytes = self.router.buffer();
-        template.write(&mut bytes, self.source.keys_for(part));
-        stamp_into(&mut bytes);
+        match (verify, tag) {
+            (Some((v, _)), Some(tag)) => v.write_request(part, tag, &mut bytes),
+            _ => {
+                template.write(&mut bytes, self.source.keys_for(part));
+                stamp_into(&mut bytes);
+            }
+        }
         let written = self.source.read_written(plan, part);
         let (slot, write) = if cluster.redirects {
             self.router.slot_of(cluster, usize::from(part), &mut bytes)
@@ -699,6 +721,7 @@ impl Client {
         };
         let to = self.router.node_for(cluster, slot, write, lead);
         let mut request = Request::new(bytes, intended, part, slot, write, now);
+        request.tag = tag.unwrap_or_default();
         request.written = written;
         self.router.queue(to, request);
         self.wake_node(to);
@@ -729,12 +752,13 @@ impl Client {
             if r.asking {
                 conn.push(Pending::new(Time::MAX, 0, now, ASKING_REQ), |out| out.extend_from_slice(ASKING));
             }
-            let (intended, part, queued, written) = (r.intended, r.part, r.queued, r.written);
+            let (intended, part, queued, tag, written) = (r.intended, r.part, r.queued, r.tag, r.written);
             let resent = r.first_sent != Time::MAX;
             let id = self.router.hold(r);
             let bytes = self.router.bytes(id);
             let mut pending = Pending::new(intended, part, queued, id);
             pending.resent = resent;
+            pending.tag = tag;
             pending.written = written;
             conn.push(pending, |out| out.extend_from_slice(bytes));
         }
@@ -858,6 +882,8 @@ struct Books<'a> {
     multi: bool,
     /// Replies answered and not yet recorded: see [`Run`].
     run: Run,
+    /// `--verify`: the versions of the client's own keys.
+    tracker: &'a mut crate::verify::Tracker,
 }
 
 /// Error-free replies alike in all that the stats keep of them (command, latency, service time,
@@ -940,6 +966,15 @@ impl Books<'_> {
         if a.now < self.plan.measure_from {
             // Warmup: the request happened, its figures are discarded.
             return;
+        }
+        if let Some(v) = &self.plan.verify {
+            match v.role(p.part) {
+                Some(crate::verify::Role::Write) if error.is_none() => self.tracker.acked(p.tag),
+                Some(crate::verify::Role::Read) => {
+                    v.check(p.part, p.tag, self.tracker.sent(p.tag.key), a.body, &mut stats.verify)
+                }
+                _ => {}
+            }
         }
         let start = if p.intended == Time::MAX { first } else { p.intended.min(first) };
         let (latency, service) = (a.now.nanos_since(start), a.now.nanos_since(first));
@@ -1031,6 +1066,7 @@ mod tests {
             series: false,
             fine: false,
             cluster: None,
+            verify: None,
         }
     }
 
@@ -1124,6 +1160,54 @@ mod tests {
                 (0..3).flat_map(|k| (0..3).map(move |c| (first + 6.0 * k as f64, c as u16))).collect();
             assert_eq!(drawn, want, "client {client}");
         }
+    }
+
+    /// `--verify`: a GET's reply split over three inputs is checked whole (the connection keeps
+    /// its bytes, and says none of its body may be skipped), a SET's value encodes its key and
+    /// version, and a read drawn after an acknowledged write that returns nil is stale.
+    #[test]
+    fn a_verified_reply_split_over_inputs_is_checked_whole() {
+        let mut plan = sequence_plan(Budget::new(4), None);
+        let set = Template::command(&[b"SET", b"key:__rand_int__", b"xxx"]);
+        let get = Template::command(&[b"GET", b"key:__rand_int__"]);
+        let verify = crate::verify::Verify::new(&[set.as_bytes(), get.as_bytes()], 40, 1, 1, true).unwrap();
+        plan.workload = Workload {
+            template: set.clone(),
+            keys: KeySpace::Random { n: 1 },
+            mix: Some(Mix::sequence(vec![set, get]).unwrap()),
+        };
+        plan.verify = Some(Arc::new(verify));
+        plan.connections = 1;
+        let mut stats = Stats::new(Time::ZERO, 3, false).unwrap();
+        let mut c = Client::new(Arc::new(plan), 0);
+        let at = Time::from_nanos;
+        c.handle_connected(0, at(0), &mut stats);
+        while c.poll_event(0).is_some() {}
+        let mut value = Vec::new();
+        crate::verify::encode_value(&mut value, 0, 1, 40);
+        // A sequence goes whole: the SET and the GET in one write.
+        let sent = c.poll_transmit(0, at(1)).unwrap().to_vec();
+        let set_bytes = [&b"$40\r\n"[..], &value[..], b"\r\n*2\r\n$3\r\nGET\r\n"].concat();
+        assert!(sent.windows(set_bytes.len()).any(|w| w == set_bytes), "{}", String::from_utf8_lossy(&sent));
+        c.advance_transmit(0, sent.len(), at(1), &mut stats);
+        c.handle_input(0, b"+OK\r\n", at(2), &mut stats);
+        let mut reply = b"$40\r\n".to_vec();
+        reply.extend_from_slice(&value);
+        reply.extend_from_slice(b"\r\n");
+        c.handle_input(0, &reply[..10], at(4), &mut stats);
+        assert_eq!(c.skippable(0), 0, "a verified body is read");
+        c.handle_input(0, &reply[10..30], at(5), &mut stats);
+        c.handle_input(0, &reply[30..], at(6), &mut stats);
+        assert_eq!((stats.verify.checked, stats.verify.mismatches()), (1, 0), "{:?}", stats.verify);
+        // The second sequence: its GET drawn after the first SET's acknowledgement (version 1),
+        // answered nil: stale.
+        let sent = c.poll_transmit(0, at(7)).unwrap().len();
+        c.advance_transmit(0, sent, at(7), &mut stats);
+        c.handle_input(0, b"+OK\r\n$-1\r\n", at(8), &mut stats);
+        assert_eq!((stats.verify.checked, stats.verify.stale), (2, 1), "{:?}", stats.verify);
+        let shown = &stats.verify.shown[0];
+        assert_eq!((shown.key.as_str(), shown.got.as_str()), ("key:000000000000", "(nil)"));
+        assert!(shown.expected.starts_with("rb000000000000:000000000001:"), "{shown:?}");
     }
 
     /// Replies read together are recorded as one histogram entry per run of alike ones (see

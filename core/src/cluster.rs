@@ -370,6 +370,8 @@ pub(crate) struct Request {
     pub(crate) asking: bool,
     /// Not before this time (a retry's pause).
     not_before: Time,
+    /// `--verify`: its key and version.
+    pub(crate) tag: crate::verify::Tag,
     /// A read of a key the mix's writer had written ([`crate::Mix::written`]).
     pub(crate) written: bool,
 }
@@ -395,6 +397,7 @@ impl Request {
             attempts: 0,
             asking: false,
             not_before: Time::ZERO,
+            tag: crate::verify::Tag::default(),
             written: false,
         }
     }
@@ -920,6 +923,7 @@ mod routing_tests {
             series: false,
             fine: false,
             cluster: Some(cluster),
+            verify: None,
         })
     }
 

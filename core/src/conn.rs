@@ -256,6 +256,8 @@ pub(crate) struct Pending {
     pub(crate) req: u32,
     /// Sent before (a redirected request): its lateness was recorded at its first send.
     pub(crate) resent: bool,
+    /// `--verify`: its key and version.
+    pub(crate) tag: crate::verify::Tag,
     /// A read of a key the mix's writer had written ([`crate::Mix::written`]): a nil reply
     /// to it is counted in [`crate::Stats::expired`].
     pub(crate) written: bool,
@@ -264,7 +266,17 @@ pub(crate) struct Pending {
 impl Pending {
     /// A request to be encoded at `now`.
     pub(crate) fn new(intended: Time, part: u16, queued: Time, req: u32) -> Pending {
-        Pending { end: 0, sent: Time::MAX, intended, part, queued, req, resent: false, written: false }
+        Pending {
+            end: 0,
+            sent: Time::MAX,
+            intended,
+            part,
+            queued,
+            req,
+            resent: false,
+            tag: crate::verify::Tag::default(),
+            written: false,
+        }
     }
 }
 
@@ -279,6 +291,8 @@ pub(crate) struct Answered<'a> {
     pub(crate) error: Option<&'a [u8]>,
     /// A nil reply.
     pub(crate) nil: bool,
+    /// `--verify`: the reply's bytes (at most [`crate::verify::Verify::capture_limit`]).
+    pub(crate) body: &'a [u8],
     /// When the reply was parsed.
     pub(crate) now: Time,
 }
@@ -329,6 +343,10 @@ pub struct Connection {
     pub(crate) orphans: Vec<u32>,
     /// How many requests were in flight when it failed.
     pub(crate) dropped: usize,
+    /// `--verify`: the bytes of the reply being parsed that earlier inputs brought (at most
+    /// `capture_limit`); `None` without `--verify`, which keeps no reply bytes.
+    capture: Option<Vec<u8>>,
+    capture_limit: usize,
 }
 
 impl fmt::Debug for Connection {
@@ -346,7 +364,10 @@ impl Connection {
     /// when its client goes on without it if it fails (over several nodes).
     pub(crate) fn new(plan: Arc<Plan>, handshake: Handshake, count_lost: bool) -> Connection {
         let cap = plan.conn.pipeline as usize;
+        let capture_limit = plan.verify.as_ref().map_or(0, |v| v.capture_limit());
         Connection {
+            capture: plan.verify.as_ref().map(|_| Vec::new()),
+            capture_limit,
             plan,
             state: State::Disconnected,
             parser: ReplyParser::new(),
@@ -477,6 +498,9 @@ impl Connection {
         self.last_now = self.last_now.max(now);
         self.state = State::Open;
         self.parser.reset();
+        if let Some(c) = &mut self.capture {
+            c.clear();
+        }
         self.out.clear();
         self.written = 0;
         self.in_flight.clear();
@@ -509,10 +533,33 @@ impl Connection {
         stats.bytes_received += data.len() as u64;
         while !data.is_empty() && self.state == State::Open {
             match self.parser.parse(data) {
-                Ok(crate::resp::Parsed::Partial) => break,
+                Ok(crate::resp::Parsed::Partial) => {
+                    if let Some(c) = &mut self.capture {
+                        let room = self.capture_limit.saturating_sub(c.len());
+                        c.extend_from_slice(&data[..data.len().min(room)]);
+                    }
+                    break;
+                }
                 Ok(crate::resp::Parsed::Complete { consumed, reply }) => {
-                    data = &data[consumed..];
-                    self.on_reply(reply, now, stats, answered);
+                    let (this, rest) = data.split_at(consumed);
+                    data = rest;
+                    match self.capture.take() {
+                        // `--verify`: the reply's bytes, copied only when earlier inputs
+                        // brought some of them.
+                        Some(mut c) => {
+                            let body = if c.is_empty() {
+                                &this[..this.len().min(self.capture_limit)]
+                            } else {
+                                let room = self.capture_limit.saturating_sub(c.len());
+                                c.extend_from_slice(&this[..this.len().min(room)]);
+                                &c[..]
+                            };
+                            self.on_reply(reply, body, now, stats, answered);
+                            c.clear();
+                            self.capture = Some(c);
+                        }
+                        None => self.on_reply(reply, &[], now, stats, answered),
+                    }
                 }
                 Err(e) => self.fail(ConnError::Protocol(e)),
             }
@@ -522,7 +569,8 @@ impl Connection {
     /// How many of the next bytes of the stream nothing will read (a bulk string's body):
     /// the backend may discard them unread ([`crate::resp::ReplyParser::skippable`]).
     pub(crate) fn skippable(&self) -> u64 {
-        if self.state == State::Open {
+        // `--verify` reads every body it checks.
+        if self.state == State::Open && self.capture.is_none() {
             self.parser.skippable()
         } else {
             0
@@ -712,6 +760,7 @@ impl Connection {
     fn on_reply(
         &mut self,
         reply: Reply,
+        body: &[u8],
         now: Time,
         stats: &mut Stats,
         answered: &mut impl FnMut(Answered<'_>, &mut Stats),
@@ -757,7 +806,7 @@ impl Connection {
             stats.integer_sum = stats.integer_sum.saturating_add(self.parser.integer());
         }
         let error = reply.is_error().then(|| self.parser.error_message());
-        answered(Answered { pending: p, sent, error, nil: reply.kind == Kind::Null, now }, stats);
+        answered(Answered { pending: p, sent, error, nil: reply.kind == Kind::Null, now, body }, stats);
     }
 
     /// An open-loop request `p` counts as sent at `now`: how late, once (at its first send).
@@ -894,6 +943,7 @@ mod tests {
             series: false,
             fine: false,
             cluster: None,
+            verify: None,
         };
         C::new(Arc::new(plan), 0)
     }
@@ -923,6 +973,7 @@ mod tests {
             series: false,
             fine: false,
             cluster: None,
+            verify: None,
         })
     }
 

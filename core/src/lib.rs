@@ -76,6 +76,7 @@ pub mod stats;
 pub mod suite;
 pub mod template;
 pub mod time;
+pub mod verify;
 pub mod wire;
 
 pub use client::Client;

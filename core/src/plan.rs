@@ -484,6 +484,9 @@ pub struct Plan {
     /// Several nodes (`--cluster`, replicas): connection `i` is client `i / nodes` on node
     /// `i % nodes`, and the client's router sends each request to its node.
     pub cluster: Option<crate::cluster::Cluster>,
+    /// `--verify`: values that encode their key and version, and reads checked against them
+    /// (see [`crate::verify`]); `None` sends the templates' bytes and checks nothing.
+    pub verify: Option<std::sync::Arc<crate::verify::Verify>>,
 }
 
 impl Plan {
@@ -503,6 +506,10 @@ impl Plan {
         }
         if let Some(c) = &self.cluster {
             stats = stats.with_nodes(c.nodes.len(), c.len() - c.nodes.len())?;
+        }
+        if let Some(v) = &self.verify {
+            stats.verify.on = true;
+            stats.verify.versions = v.versions();
         }
         Ok(stats)
     }

@@ -137,6 +137,89 @@ impl Redirects {
     }
 }
 
+/// How many mismatches of `--verify` a test keeps to show (the first ones; all are counted).
+pub const SHOWN: usize = 20;
+
+/// The kinds of mismatch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mismatch {
+    /// Not the value written: its length, header or padding differ, or no string came.
+    Wrong,
+    /// A well-formed value of another key.
+    OtherKey,
+    /// The key's value, older than its last acknowledged write.
+    Stale,
+}
+
+impl Mismatch {
+    /// The name the reports and the JSON use: `wrong`, `other_key`, `stale`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mismatch::Wrong => "wrong",
+            Mismatch::OtherKey => "other_key",
+            Mismatch::Stale => "stale",
+        }
+    }
+
+    /// The kind of `name` ([`Mismatch::name`]).
+    pub fn from_name(name: &str) -> Option<Mismatch> {
+        [Mismatch::Wrong, Mismatch::OtherKey, Mismatch::Stale].into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// One mismatch shown: the key, what was expected and what came (both cut to a few bytes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shown {
+    /// Its kind.
+    pub kind: Mismatch,
+    /// The key as sent.
+    pub key: String,
+    /// The value expected: the least version when one is known, else the key's header.
+    pub expected: String,
+    /// What came, escaped (`(nil)` for a nil reply).
+    pub got: String,
+}
+
+/// What `--verify` found in one test (see `crate::verify`): the reads checked, the mismatches
+/// of each kind and the first [`SHOWN`] of them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VerifyStats {
+    /// Whether the test verified (`--verify`, `--verify-only`).
+    pub on: bool,
+    /// Whether versions were checked (one writer per key).
+    pub versions: bool,
+    /// Replies to reads checked (error replies are not).
+    pub checked: u64,
+    /// Not a value respbench wrote.
+    pub wrong: u64,
+    /// Another key's value.
+    pub other_key: u64,
+    /// Older than the key's last acknowledged write.
+    pub stale: u64,
+    /// The first mismatches.
+    pub shown: Vec<Shown>,
+}
+
+impl VerifyStats {
+    /// Mismatches of every kind.
+    pub fn mismatches(&self) -> u64 {
+        self.wrong.saturating_add(self.other_key).saturating_add(self.stale)
+    }
+
+    /// Adds `other`: counts add, the first [`SHOWN`] mismatches of both are kept.
+    pub fn merge(&mut self, other: &VerifyStats) -> Result<(), String> {
+        self.on |= other.on;
+        self.versions |= other.versions;
+        add_count(&mut self.checked, other.checked, "verify.checked")?;
+        add_count(&mut self.wrong, other.wrong, "verify.wrong")?;
+        add_count(&mut self.other_key, other.other_key, "verify.other_key")?;
+        add_count(&mut self.stale, other.stale, "verify.stale")?;
+        let room = SHOWN.saturating_sub(self.shown.len());
+        self.shown.extend(other.shown.iter().take(room).cloned());
+        Ok(())
+    }
+}
+
 /// What one test did, as seen by one event loop (or, merged, by a whole run).
 #[derive(Clone, Debug)]
 pub struct Stats {
@@ -241,6 +324,8 @@ pub struct Stats {
     /// Redirects and retries (`MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`), counted at the node
     /// that sent them; not completed requests.
     pub redirects: Redirects,
+    /// `--verify`: the reads checked and the mismatches found.
+    pub verify: VerifyStats,
 }
 
 /// How long connections took to become usable, by phase, in microseconds: one value per
@@ -358,6 +443,7 @@ impl Stats {
             moved: std::collections::BTreeMap::new(),
             found: 0,
             redirects: Redirects::default(),
+            verify: VerifyStats::default(),
         })
     }
 
@@ -694,6 +780,7 @@ impl Stats {
             }
         }
         self.redirects.merge(&other.redirects)?;
+        self.verify.merge(&other.verify)?;
         for (&slot, (t, to)) in &other.moved {
             if self.moved.get(&slot).is_none_or(|(mine, _)| mine < t) {
                 self.moved.insert(slot, (*t, to.clone()));

@@ -400,6 +400,9 @@ pub struct Test {
     /// Over several nodes: the redirects met.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redirects: Option<Redirects>,
+    /// `--verify`, `--verify-only`: the reads checked and the mismatches found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<Verify>,
     /// What the figures suggest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<Finding>>,
@@ -903,6 +906,38 @@ pub struct Node {
     /// Open loop: its service time's distribution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_histogram: Option<HistogramData>,
+}
+
+/// What `--verify` found in a test.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Verify {
+    /// Whether versions were checked (stale reads: one writer per key).
+    pub versions: bool,
+    /// Replies to reads checked.
+    pub checked: u64,
+    /// Not a value respbench wrote (length, header or padding), or not a string.
+    pub wrong: u64,
+    /// A value of another key.
+    pub other_key: u64,
+    /// Older than the key's last acknowledged write.
+    pub stale: u64,
+    /// The first mismatches.
+    pub shown: Vec<VerifyMismatch>,
+}
+
+/// One mismatch shown.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct VerifyMismatch {
+    /// `wrong`, `other_key` or `stale`.
+    pub kind: String,
+    /// The key.
+    pub key: String,
+    /// The value expected (cut).
+    pub expected: String,
+    /// What came (cut, escaped).
+    pub got: String,
 }
 
 /// Redirects by kind.
@@ -1549,6 +1584,7 @@ mod tests {
                 ..Node::default()
             }]),
             redirects: Some(Redirects::default()),
+            verify: Some(Verify { shown: vec![VerifyMismatch::default()], ..Verify::default() }),
             warnings: Some(vec![Finding { kind: "client_limited".into(), text: "t".into(), figures }]),
             abandoned_requests: Some(1),
             unsent_requests: Some(1),

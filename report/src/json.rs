@@ -340,6 +340,9 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
             downtime_s: stats.downtime_micros as f64 / 1e6,
         });
     }
+    if stats.verify.on {
+        t.verify = Some(verify(&stats.verify));
+    }
     t.replay = e.replay.as_ref().map(replay);
     if stats.keep_series {
         let series = stats
@@ -533,6 +536,53 @@ fn read_errors(map: &BTreeMap<String, u64>) -> ErrorCounts {
     errors
 }
 
+/// The `verify` object.
+fn verify(v: &respbench_core::stats::VerifyStats) -> doc::Verify {
+    doc::Verify {
+        versions: v.versions,
+        checked: v.checked,
+        wrong: v.wrong,
+        other_key: v.other_key,
+        stale: v.stale,
+        shown: v
+            .shown
+            .iter()
+            .map(|m| doc::VerifyMismatch {
+                kind: m.kind.name().into(),
+                key: m.key.clone(),
+                expected: m.expected.clone(),
+                got: m.got.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// Reads a `verify` object back (a kind not known is left out of those shown).
+fn read_verify(v: &doc::Verify) -> respbench_core::stats::VerifyStats {
+    use respbench_core::stats::{Mismatch, Shown};
+    respbench_core::stats::VerifyStats {
+        on: true,
+        versions: v.versions,
+        checked: v.checked,
+        wrong: v.wrong,
+        other_key: v.other_key,
+        stale: v.stale,
+        shown: v
+            .shown
+            .iter()
+            .take(respbench_core::stats::SHOWN)
+            .filter_map(|m| {
+                Some(Shown {
+                    kind: Mismatch::from_name(&m.kind)?,
+                    key: m.key.clone(),
+                    expected: m.expected.clone(),
+                    got: m.got.clone(),
+                })
+            })
+            .collect(),
+    }
+}
+
 /// The `redirects` object: counts by kind.
 fn redirects(r: &Redirects) -> doc::Redirects {
     doc::Redirects { moved: r.moved, ask: r.ask, tryagain: r.tryagain, clusterdown: r.clusterdown }
@@ -720,6 +770,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         abandoned: t.abandoned_requests.unwrap_or(0),
         nodes: node_stats,
         redirects: t.redirects.as_ref().map(read_redirects).unwrap_or_default(),
+        verify: t.verify.as_ref().map(read_verify).unwrap_or_default(),
     };
     check_totals(&name, &stats)?;
     let server_cpu = t.server_cpu.as_ref().map(|c| ServerCpu {
@@ -1229,6 +1280,39 @@ mod tests {
         assert!(!serde_json::to_string(&t).unwrap().contains("NaN"));
         let t = value(&test(&entry("GET", sample(5, &[3]), None), 0).unwrap());
         assert!(t.get("no_request_succeeded").is_none() && t["rps"].is_f64(), "{t}");
+    }
+
+    /// `--verify`'s counts and the mismatches shown go into the `verify` object and read back
+    /// (merge keeps them); a test without `--verify` has none.
+    #[test]
+    fn verify_round_trips() {
+        use respbench_core::stats::{Mismatch, Shown, VerifyStats};
+        let plain = value(&test(&entry("GET", sample(5, &[3, 4]), None), 0).unwrap());
+        assert!(plain.get("verify").is_none(), "{plain}");
+        let mut s = sample(5, &[3, 4]);
+        let shown = Shown {
+            kind: Mismatch::OtherKey,
+            key: "key:1".into(),
+            expected: "rb1".into(),
+            got: "rb2".into(),
+        };
+        s.verify = VerifyStats {
+            on: true,
+            versions: true,
+            checked: 2,
+            wrong: 3,
+            other_key: 1,
+            stale: 5,
+            shown: vec![shown],
+        };
+        let typed = test(&entry("GET", s.clone(), None), 0).unwrap();
+        let t = value(&typed);
+        assert_eq!(t["verify"]["checked"], 2);
+        assert_eq!(
+            t["verify"]["shown"][0],
+            json!({"kind": "other_key", "key": "key:1", "expected": "rb1", "got": "rb2"})
+        );
+        assert_eq!(read_test(&typed).unwrap().stats.verify, s.verify);
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub struct Presenter {
     stderr_tty: bool,
     /// Some test had no request succeed (the run then exits 1).
     none_succeeded: bool,
+    /// `--verify`'s mismatches in every test so far.
+    mismatches: u64,
     /// Every result of the run, kept for the outputs written at the end (`--json`, `--hgrm`)
     /// when one is asked for.
     kept: Option<Vec<TestResult>>,
@@ -121,6 +123,7 @@ impl Presenter {
             drawn: 0,
             stderr_tty: io::stderr().is_terminal(),
             none_succeeded: false,
+            mismatches: 0,
             kept: (cfg.json.is_some() || cfg.open.hgrm.is_some()).then(Vec::new),
             notices: Vec::new(),
             searches: Vec::new(),
@@ -153,6 +156,11 @@ impl Presenter {
     /// (the run exits 1).
     pub fn none_succeeded(&self) -> bool {
         self.none_succeeded
+    }
+
+    /// `--verify`'s mismatches in every test reported (each test's total, not its mix's parts).
+    pub fn mismatches(&self) -> u64 {
+        self.mismatches
     }
 
     /// Takes the progress line off the terminal, before anything else is written there.
@@ -459,6 +467,8 @@ impl Observer for Presenter {
     fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
         self.none_succeeded |=
             s.runs.iter().flat_map(|r| &r.results).any(|e| report::none_succeeded(&e.stats));
+        let verified = s.runs.iter().flat_map(|r| &r.results).map(|e| e.stats.verify.mismatches());
+        self.mismatches = verified.fold(self.mismatches, u64::saturating_add);
         if let Err(e) = self.print_step(s) {
             self.report_failed(&e);
         }

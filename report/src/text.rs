@@ -244,6 +244,7 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     if let Some(d) = &s.delivery {
         write_delivery(d, out)?;
     }
+    write_verify(&s.verify, out)?;
     write_nodes(s, r.nodes, out)
 }
 
@@ -302,6 +303,31 @@ pub fn write_delivery(d: &respbench_core::delivery::Delivery, out: &mut impl Wri
         write_summary_table(&Summary::of(&r.latency), out)?;
         writeln!(out, "  delivery service time (msec, from the actual send):")?;
         write_summary_table(&Summary::of(&r.service), out)?;
+    }
+    Ok(())
+}
+
+/// `--verify`'s lines: the reads checked, the mismatches by kind, and the first ones (key,
+/// expected, got; cut). Nothing without `--verify`.
+pub fn write_verify(v: &respbench_core::stats::VerifyStats, out: &mut impl Write) -> io::Result<()> {
+    if !v.on {
+        return Ok(());
+    }
+    let versions = if v.versions { "versions checked" } else { "versions not checked" };
+    writeln!(
+        out,
+        "  verify: {} reads checked, {} mismatches ({} wrong values, {} other keys' values, {} stale; {versions})",
+        v.checked,
+        v.mismatches(),
+        v.wrong,
+        v.other_key,
+        v.stale
+    )?;
+    for m in &v.shown {
+        writeln!(out, "    {:<9} {}: expected {}, got {}", m.kind.name(), m.key, m.expected, m.got)?;
+    }
+    if v.mismatches() > v.shown.len() as u64 {
+        writeln!(out, "    ({} more not shown)", v.mismatches() - v.shown.len() as u64)?;
     }
     Ok(())
 }
@@ -1793,5 +1819,34 @@ Summary:
         let mut out = Vec::new();
         write_errors(&r, true, &mut out).unwrap();
         assert_eq!(out, b"GET: errors: 1000 (ERR: 990, WRONGTYPE: 10)\n");
+    }
+
+    /// `--verify`'s lines: the counts, each mismatch shown, and how many more were not.
+    #[test]
+    fn verify_lines_say_the_counts_and_the_mismatches() {
+        use respbench_core::stats::{Mismatch, Shown, VerifyStats};
+        let mut out = Vec::new();
+        write_verify(&VerifyStats::default(), &mut out).unwrap();
+        assert!(out.is_empty(), "nothing without --verify");
+        let shown = Shown {
+            kind: Mismatch::Stale,
+            key: "key:7".into(),
+            expected: "rb7 v2".into(),
+            got: "(nil)".into(),
+        };
+        let v = VerifyStats {
+            on: true,
+            versions: true,
+            checked: 10,
+            wrong: 1,
+            other_key: 0,
+            stale: 1,
+            shown: vec![shown],
+        };
+        write_verify(&v, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "  verify: 10 reads checked, 2 mismatches (1 wrong values, 0 other keys' values, 1 stale; versions checked)\n    stale     key:7: expected rb7 v2, got (nil)\n    (1 more not shown)\n"
+        );
     }
 }

@@ -102,6 +102,10 @@ pub fn preloadable(case: &Case) -> bool {
 /// `warn` hears what is ignored.
 pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
     let cases = all_cases(cfg, warn)?;
+    // `--verify`: each test's commands must be ones it can check, said before connecting.
+    for case in &cases {
+        crate::verify::for_test(cfg, &case.templates()).map_err(Error::Tests)?;
+    }
     if cfg.open.expiry.is_some() && !cases.iter().flat_map(Case::templates).any(|t| t.expiry().is_some()) {
         warn("WARNING: --expiry-range: no test sends SET key value, so nothing carries an expiry.");
     }

@@ -198,6 +198,20 @@ pub struct Config {
     pub events: crate::event::Events,
     /// `--metrics` (or `--prometheus-port`): the live metrics endpoint.
     pub metrics: Option<Metrics>,
+    /// `--verify`, `--verify-only` (see `crate::verify`).
+    pub verify: Verification,
+}
+
+/// Whether the replies are checked against values that encode their key and version.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Verification {
+    /// Neither option.
+    #[default]
+    Off,
+    /// `--verify`: SETs write values that encode their key and version, GETs are checked.
+    On,
+    /// `--verify-only`: every key of `-r` read once and checked, versions unknown.
+    Only,
 }
 
 /// The values of the options that take lists: each combination is one step, run in order,

@@ -36,6 +36,7 @@ pub mod timing;
 pub mod tls;
 pub mod topology;
 pub mod verdict;
+pub mod verify;
 pub mod workers;
 
 pub use backend::note as backend_note;

@@ -129,6 +129,8 @@ pub(crate) fn plan(
         series: !idle && cfg.open.keeps_series(),
         fine: !idle && !cfg.events.is_empty(),
         cluster: multi.and_then(|m| m.cluster(cfg, &case.templates(), &handshake(cfg))),
+        // Checked when the tests were made (`case::cases`).
+        verify: crate::verify::for_test(cfg, &case.templates()).ok().flatten(),
     })
 }
 

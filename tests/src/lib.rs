@@ -22,6 +22,7 @@ const REDIS_CLI_MISSING: &str =
     "redis-cli not found: install Debian's redis-tools package (apt-get install redis-server redis-tools)";
 
 pub mod cluster;
+pub mod corrupt;
 pub mod fake;
 pub mod relay;
 pub mod seccomp;
