@@ -248,6 +248,10 @@ pub struct Opts {
     /// request's intended send time; a list (10000,20000,40000) runs one step per rate
     #[argh(option)]
     pub rps: Option<String>,
+    /// a ramp within one test, its connections kept open: 'clients 10..200 step 10 every 5s'
+    /// or 'rps 1000..50000 step 1000 every 2s' (the duration is the steps' unless given)
+    #[argh(option)]
+    pub ramp: Option<String>,
     /// capacity search: find the highest --rps whose steps meet these latency objectives on the
     /// corrected latency, comma separated (p99<=1ms,p99.9<=5ms; service:p99<=500us for the
     /// service time); with --rps LOW-HIGH inside that range, else below a short closed-loop
@@ -679,6 +683,7 @@ impl Opts {
                 self.idle,
             )?,
         };
+        c.apply_ramp(self.ramp.as_deref(), self.slo.is_some())?;
         respbench_session::event::check(&c.events, c.open.duration)?;
         if worker.is_some_and(|w| w.index > 0) {
             c.events = Default::default();

@@ -40,6 +40,7 @@ fn with(template: Template, keys: KeySpace, pipeline: u32) -> Arc<Plan> {
         series: false,
         fine: false,
         cluster: None,
+        ramp: None,
     })
 }
 

@@ -917,6 +917,7 @@ mod routing_tests {
             series: false,
             fine: false,
             cluster: Some(cluster),
+            ramp: None,
         })
     }
 

@@ -750,6 +750,7 @@ mod client_tests {
             series: false,
             fine: false,
             cluster: None,
+            ramp: None,
         };
         let mut stats = plan.new_stats(Time::ZERO, 3).unwrap();
         let mut c = Client::new(Arc::new(plan), 0);

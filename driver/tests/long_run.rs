@@ -79,6 +79,7 @@ fn run(rate: f64, length: Duration) -> (SimResult, isize) {
         series: true,
         fine: false,
         cluster: None,
+        ramp: None,
     });
     let mut server = Server::replying(b"$-1\r\n", Duration::from_micros(100));
     server.parallel = true;

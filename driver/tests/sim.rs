@@ -127,6 +127,7 @@ impl Opts {
             series: self.series,
             fine: !self.events.is_empty(),
             cluster: None,
+            ramp: None,
         })
     }
 

@@ -134,6 +134,7 @@ impl Opts {
             series: false,
             fine: false,
             cluster: Some(cluster),
+            ramp: None,
         })
     }
 

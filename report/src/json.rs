@@ -638,6 +638,9 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         abandoned: t.abandoned_requests.unwrap_or(0),
         nodes: node_stats,
         redirects: t.redirects.as_ref().map(read_redirects).unwrap_or_default(),
+        // A ramp's steps are one run's: merged runs do not carry them.
+        steps: Vec::new(),
+        ramp: None,
     };
     check_totals(&name, &stats)?;
     let server_cpu = t.server_cpu.as_ref().map(|c| ServerCpu {

@@ -282,6 +282,50 @@ impl Sweep {
 }
 
 impl Config {
+    /// `--ramp`: checks it against the other options and makes the run one test that holds the
+    /// ramp: `-c` (a clients ramp) or `--rps` (a rate ramp) become the ramp's last level, and
+    /// `--duration`, unless given, its steps' length. `slo`: a capacity search was asked for.
+    pub fn apply_ramp(&mut self, text: Option<&str>, slo: bool) -> Result<(), OptionError> {
+        use respbench_core::RampKind;
+        let Some(text) = text else { return Ok(()) };
+        let r = crate::syntax::ramp(text)?;
+        let why = "a ramp is one test whose level rises; a list makes a test per value";
+        if self.idle {
+            return Err(OptionError::Conflict("--ramp", "-I", "idle mode sends nothing to ramp"));
+        }
+        if slo {
+            return Err(OptionError::Conflict("--ramp", "--slo", "a capacity search runs its own steps"));
+        }
+        if !self.keepalive {
+            return Err(OptionError::Conflict("--ramp", "-k 0", "a ramp keeps its connections open"));
+        }
+        if !self.open.warmup.is_zero() {
+            return Err(OptionError::Conflict("--ramp", "--warmup", "the ramp's first step is its warm-up"));
+        }
+        if self.replay.is_some() {
+            return Err(OptionError::Conflict("--ramp", "--replay", "a replay keeps its recorded pace"));
+        }
+        if self.sweep.is_sweep() || self.open.rates.len() > 1 {
+            return Err(OptionError::Conflict("--ramp", "a list (-c, -d, -P, --threads, --rps, --repeat)", why));
+        }
+        match r.kind {
+            RampKind::Clients => {
+                self.clients = r.to as usize;
+                self.sweep.clients = vec![r.to as usize];
+            }
+            RampKind::Rps => {
+                if !self.open.rates.is_empty() {
+                    return Err(OptionError::Conflict("--ramp rps", "--rps", "the ramp gives the rates"));
+                }
+                self.open.rates = vec![r.to];
+            }
+        }
+        let every = u32::try_from(r.steps()).ok().and_then(|n| r.every.checked_mul(n));
+        self.open.duration = self.open.duration.or(every);
+        self.open.ramp = Some(r);
+        Ok(())
+    }
+
     /// The open loop's wake-up grid at `rate` requests a second (all loops together):
     /// `--rps-slack`; else none while each event loop's share is at most
     /// [`respbench_core::OpenLoop::EXACT_UP_TO`] a second (the grid would save no wake-ups),
@@ -344,6 +388,9 @@ pub struct OpenLoopConfig {
     /// `--print-percentiles`: the percentiles the report shows instead of its own (empty: its
     /// own).
     pub percentiles: Vec<f64>,
+    /// `--ramp`: the clients or the rate rise step by step within one test (its `start` is
+    /// set when the test runs).
+    pub ramp: Option<respbench_core::Ramp>,
 }
 
 impl OpenLoopConfig {

@@ -68,6 +68,7 @@ pub(crate) fn plan(
     rate: Option<u64>,
     measure_from: Time,
     stop_at: Option<Time>,
+    ramp_start: Time,
 ) -> Arc<Plan> {
     let keys = match cfg.keyspace {
         None => KeySpace::Literal,
@@ -128,6 +129,7 @@ pub(crate) fn plan(
         series: !idle && cfg.open.keeps_series(),
         fine: !idle && !cfg.events.is_empty(),
         cluster: multi.and_then(|m| m.cluster(cfg, &case.templates(), &handshake(cfg))),
+        ramp: cfg.open.ramp.filter(|_| !idle).map(|r| respbench_core::Ramp { start: ramp_start, ..r }),
     })
 }
 
@@ -176,7 +178,17 @@ pub(crate) fn run_test(
     // A replay's first record is due once the connections are up; its figures count from then.
     let origin = case.replay.as_ref().map(|_| Time::since(epoch, begin + crate::replay::LEAD));
     let run = TestRun {
-        plan: plan(cfg, against.multi, case, test_no, false, rate, origin.unwrap_or(Time::ZERO), stop_at),
+        plan: plan(
+            cfg,
+            against.multi,
+            case,
+            test_no,
+            false,
+            rate,
+            origin.unwrap_or(Time::ZERO),
+            stop_at,
+            Time::since(epoch, begin),
+        ),
         endpoint: cfg.endpoint.clone(),
         clients: case.replay.as_ref().map_or(cfg.clients, |r| r.mine.len()),
         threads: cfg.threads.max(1),
@@ -398,7 +410,7 @@ pub fn idle(
         .ok();
     let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None, replay: None };
     let run = TestRun {
-        plan: plan(cfg, None, &case, 0, true, None, Time::ZERO, None),
+        plan: plan(cfg, None, &case, 0, true, None, Time::ZERO, None, Time::ZERO),
         endpoint: cfg.endpoint.clone(),
         clients: cfg.clients,
         threads: cfg.threads.max(1),

@@ -44,6 +44,7 @@ fn plan(rate: Option<u64>, poisson: bool, seed: u64) -> Arc<Plan> {
         series: false,
         fine: false,
         cluster: None,
+        ramp: None,
     })
 }
 

@@ -90,6 +90,7 @@ fn step(rate: u64, server: Server) -> respbench_core::Stats {
         series: false,
         fine: false,
         cluster: None,
+        ramp: None,
     });
     let r = Sim::new(test_run(plan, 4), server).run().expect("the simulated step");
     assert!(r.outcome.failures.is_empty(), "{:?}", r.outcome.failures);
