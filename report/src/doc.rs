@@ -440,6 +440,60 @@ pub struct Test {
     /// `--at`: each event, what came of it and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<EventEntry>>,
+    /// `--ramp`: the ramp and each of its steps' figures and verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<Ramp>,
+}
+
+/// A ramp within one test (`--ramp`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Ramp {
+    /// What rises: `clients` or `rps`.
+    pub kind: String,
+    /// The first step's level.
+    pub from: u64,
+    /// The last step's level.
+    pub to: u64,
+    /// How much each step adds.
+    pub step: u64,
+    /// How long each step lasts, in seconds.
+    pub every_s: f64,
+    /// Each step that began, in order.
+    pub steps: Vec<RampStep>,
+}
+
+/// One step of a ramp: its level and what it measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RampStep {
+    /// The step's level (clients, or the target rate).
+    pub level: u64,
+    /// The clients open during the step.
+    pub clients: u64,
+    /// The step's target rate, in an open loop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_rps: Option<u64>,
+    /// When it began, in seconds from the test's start.
+    pub start_s: f64,
+    /// How long it lasted, in seconds.
+    pub duration_s: f64,
+    /// Replies parsed during it.
+    pub requests: u64,
+    /// Error replies among them.
+    pub errors: u64,
+    /// Replies per second.
+    pub rps: f64,
+    /// Latency percentiles in milliseconds (corrected, from the intended send time, in an open
+    /// loop).
+    pub p50_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Who limited the step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
 }
 
 /// A replay's figures: the capture, what was sent and how close to its recorded instant, and

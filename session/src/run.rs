@@ -148,6 +148,7 @@ pub(crate) fn run_test(
     hlog: Option<&str>,
     obs: &mut dyn Observer,
     stop: &StopHandle,
+    mut ramp: Option<&mut crate::ramp::Watch<'_>>,
 ) -> Result<Ran, Error> {
     if !cfg.open.warmup.is_zero() {
         // valkey-benchmark's --warmup: its requests are extra, sent for that long before the
@@ -162,13 +163,13 @@ pub(crate) fn run_test(
         // Its progress line says it is the warm-up.
         let title = format!("{} (warmup)", case.spec.title);
         let mut warming = Retitled { obs: &mut *obs, title: &title, base: &case.spec.title };
-        let warmed = run_test(&warm, against, backend, case, test_no, rate, epoch, None, &mut warming, stop)?;
+        let warmed = run_test(&warm, against, backend, case, test_no, rate, epoch, None, &mut warming, stop, None)?;
         if !warmed.0.failures.is_empty() || stop.requested() {
             return Ok(warmed);
         }
         let mut measured = cfg.clone();
         measured.open.warmup = Duration::ZERO;
-        return run_test(&measured, against, backend, case, test_no, rate, epoch, hlog, obs, stop);
+        return run_test(&measured, against, backend, case, test_no, rate, epoch, hlog, obs, stop, ramp);
     }
     let begin = Instant::now();
     // A time-based run stops handing out requests at its end; in-flight ones drain (the core's
@@ -248,6 +249,13 @@ pub(crate) fn run_test(
     let mut wait_last = wait_before;
     let mut wait_read = Instant::now();
     let cpu_from = started;
+    // A ramp: a mark as the test begins, as each later step begins, and at its end.
+    let ramp_plan = run.plan.ramp.filter(|_| ramp.is_some());
+    if let Some(w) = ramp.as_deref_mut() {
+        w.marks.clear();
+        w.mark();
+    }
+    let mut next_step = 1usize;
     let (tx, rx) = mpsc::channel();
     let _reading = match (&case.replay, origin) {
         (Some(r), Some(at)) => Some(crate::replay::Reading::start(r, at)),
@@ -275,6 +283,9 @@ pub(crate) fn run_test(
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok(result) => {
+                    if let Some(w) = ramp.as_deref_mut() {
+                        w.mark();
+                    }
                     let cpu = ClientCpu::between(
                         cpu_before,
                         crate::cpu::process_cpu(),
@@ -320,6 +331,13 @@ pub(crate) fn run_test(
             }
             // A file that cannot be written ends the run like a failed test, keeping its results.
             log_ended(obs, None)?;
+            if let (Some(r), Some(w)) = (ramp_plan, ramp.as_deref_mut()) {
+                let now = Time::since(epoch, Instant::now());
+                while next_step < r.steps() && r.step_start(next_step) <= now && !run.plan.stop.is_due(now) {
+                    w.mark();
+                    next_step += 1;
+                }
+            }
             if wait_read.elapsed() >= WAIT_READ_EVERY {
                 wait_read = Instant::now();
                 wait_last = crate::cpu::run_delay_ns("self").or(wait_last);
