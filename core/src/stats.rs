@@ -391,6 +391,13 @@ impl Stats {
         Ok(self)
     }
 
+    /// A ramp: the step second `i` of [`Stats::series`] belongs to (the one its middle falls
+    /// in); `None` without a ramp.
+    pub fn step_of_second(&self, i: usize) -> Option<usize> {
+        let middle = (i as u64).saturating_mul(SECOND_NANOS).saturating_add(SECOND_NANOS / 2);
+        Some(self.ramp?.step_at(Time::from_nanos(self.start.as_nanos().saturating_add(middle))))
+    }
+
     /// The step of the ramp a reply parsed at `now` counts in.
     fn step_mut(&mut self, now: Time) -> Option<&mut StepStats> {
         let k = self.ramp?.step_at(now);

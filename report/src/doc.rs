@@ -961,6 +961,9 @@ pub struct Reconnects {
 pub struct SecondEntry {
     /// Seconds from the test's start.
     pub second: u64,
+    /// `--ramp`: the step the second's middle falls in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_step: Option<u64>,
     /// Replies in it.
     pub requests: u64,
     /// Error replies in it.
@@ -1549,6 +1552,7 @@ mod tests {
                 ..Replay::default()
             }),
             series: Some(vec![SecondEntry {
+                ramp_step: Some(0),
                 p50_ms: Some(1.0),
                 p90_ms: Some(1.0),
                 p99_ms: Some(1.0),
@@ -1616,6 +1620,20 @@ mod tests {
                 }),
                 ..EventEntry::default()
             }]),
+            ramp: Some(Ramp {
+                kind: "clients".into(),
+                from: 1,
+                to: 1,
+                step: 1,
+                every_s: 1.0,
+                steps: vec![RampStep {
+                    level: 1,
+                    clients: 1,
+                    target_rps: Some(1),
+                    verdict: Some(Verdict { side: "server".into(), text: "t".into() }),
+                    ..RampStep::default()
+                }],
+            }),
         }
     }
 

@@ -364,6 +364,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
             .enumerate()
             .map(|(i, s)| doc::SecondEntry {
                 second: i as u64,
+                ramp_step: stats.step_of_second(i).map(|k| k as u64),
                 requests: s.requests,
                 errors: s.errors,
                 p50_ms: Some(ms(s.p50)),
