@@ -893,6 +893,45 @@ fn a_rate_ramp_sends_on_each_steps_schedule_exactly() {
     }
 }
 
+#[test]
+fn a_clients_ramp_opens_each_connection_at_its_step_and_keeps_it() {
+    // `-c 5 --ramp 'clients 2..5 step 2 every 10ms'` for 30 ms: clients 0 and 1 connect at
+    // once, 2 and 3 at 10 ms, 4 at 20 ms (the last step's level is 5), each once.
+    let ramp = Ramp {
+        kind: RampKind::Clients,
+        from: 2,
+        to: 5,
+        step: 2,
+        every: Duration::from_millis(10),
+        start: Time::ZERO,
+    };
+    let opts = Opts {
+        n: None,
+        clients: 5,
+        duration: Some(Duration::from_millis(30)),
+        ramp: Some(ramp),
+        ..Opts::default()
+    };
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    server.parallel = true;
+    let r = opts.run(server);
+    let mut connects: Vec<(u64, Time)> =
+        r.log.iter().filter(|(_, _, h)| *h == Happening::Connect).map(|&(t, c, _)| (c, t)).collect();
+    connects.sort();
+    assert_eq!(connects, [(0, at_ms(0)), (1, at_ms(0)), (2, at_ms(10)), (3, at_ms(10)), (4, at_ms(20))]);
+    assert_eq!(r.accepted, 5);
+    assert_eq!(r.count(Happening::Reconnect), 0);
+    let s = &r.outcome.stats;
+    assert_eq!(s.connections_opened, 5);
+    // A reply each 100 µs per connection, counted in the step it arrives in: in step 1 clients
+    // 0 and 1 at 0.1 … 9.9 ms (the one at 10 ms is step 2's); in step 2 they at 10 … 19.9 ms and
+    // clients 2 and 3 from 10.1 ms.
+    let counted: Vec<u64> = s.steps.iter().map(|st| st.requests).collect();
+    assert_eq!(counted[..2], [2 * 99, 2 * 100 + 2 * 99]);
+    assert!(counted[2].abs_diff(4 * 100 + 99) <= 5, "{counted:?}");
+    assert_eq!(counted.iter().sum::<u64>(), s.requests);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
