@@ -1056,7 +1056,7 @@ mod tests {
             let drawn: Vec<(f64, u16)> = (0..9)
                 .map(|_| {
                     assert_eq!(s.take(&plan, 1), 1);
-                    let at = ms(s.arrive(ol));
+                    let at = ms(s.arrive(ol, &plan));
                     (at, s.pick(&plan.workload).1)
                 })
                 .collect();

@@ -561,3 +561,62 @@ impl Ramp {
         }
     }
 }
+
+#[cfg(test)]
+mod ramp_tests {
+    use super::*;
+
+    fn ramp(kind: RampKind, from: u64, to: u64, step: u64, every_ms: u64) -> Ramp {
+        Ramp { kind, from, to, step, every: Duration::from_millis(every_ms), start: Time::from_micros(500) }
+    }
+
+    #[test]
+    fn steps_levels_and_their_times() {
+        let r = ramp(RampKind::Clients, 10, 200, 10, 5_000);
+        assert_eq!(r.steps(), 20);
+        assert_eq!((r.level(0), r.level(19), r.level(25)), (10, 200, 200));
+        let s = Time::from_micros(500);
+        assert_eq!(r.step_at(Time::ZERO), 0);
+        assert_eq!(r.step_at(s + Duration::from_millis(4_999)), 0);
+        assert_eq!(r.step_at(s + Duration::from_millis(5_000)), 1);
+        assert_eq!(r.step_at(s + Duration::from_secs(1_000)), 19);
+        assert_eq!(r.step_end(19), Time::MAX);
+        // Clients 0-9 at the start, 10-19 in step 1 …, none past 200.
+        assert_eq!(r.client_start(9), Some(s));
+        assert_eq!(r.client_start(10), Some(s + Duration::from_secs(5)));
+        assert_eq!(r.client_start(199), Some(s + Duration::from_secs(95)));
+        assert_eq!(r.client_start(200), None);
+        // A step that does not divide the range: its last level is `to`.
+        let r = ramp(RampKind::Clients, 2, 9, 3, 1_000);
+        assert_eq!(r.steps(), 4);
+        assert_eq!(r.client_start(8), Some(s + Duration::from_secs(3)));
+        let one = ramp(RampKind::Rps, 5, 5, 1, 1_000);
+        assert_eq!(one.steps(), 1);
+    }
+
+    #[test]
+    fn the_rate_schedule_changes_its_clock_at_each_boundary() {
+        // 1000/s then 2000/s over one connection: 1 ms gaps, then 0.5 ms.
+        let r = Ramp { start: Time::ZERO, ..ramp(RampKind::Rps, 1000, 2000, 1000, 10) };
+        let ms = |x: f64| Time::from_nanos((x * 1e6) as u64);
+        assert_eq!(r.advance(ms(0.0), 1.0, 1), ms(1.0));
+        assert_eq!(r.advance(ms(9.0), 1.0, 1), ms(10.0));
+        // Half a gap before the boundary, half after at the doubled rate.
+        assert_eq!(r.advance(ms(9.5), 1.0, 1), ms(10.25));
+        assert_eq!(r.advance(ms(10.0), 1.0, 1), ms(10.5));
+        // Ten arrivals over two connections from 5 ms: 5 ms at 500/s (2.5 arrivals), then
+        // 7.5 at 1000/s.
+        assert_eq!(r.advance(ms(5.0), 10.0, 2), ms(17.5));
+        // The arrivals of a step are its level times its length, whatever the gaps crossed.
+        let mut t = Time::ZERO;
+        let mut count = [0u64; 2];
+        while t < ms(20.0) {
+            count[r.step_at(t)] += 1;
+            t = r.advance(t, 1.0, 1);
+        }
+        assert_eq!(count, [10, 20]);
+        // Before the ramp starts, the first step's rate.
+        let late = Ramp { start: ms(5.0), ..r };
+        assert_eq!(late.advance(ms(4.0), 2.0, 1), ms(6.0));
+    }
+}
