@@ -683,7 +683,9 @@ impl Opts {
                 self.idle,
             )?,
         };
-        c.apply_ramp(self.ramp.as_deref(), self.slo.is_some())?;
+        let given =
+            [("-n", self.requests.is_some()), ("--slo", self.slo.is_some()), ("--worker", worker.is_some())];
+        c.apply_ramp(self.ramp.as_deref(), &given)?;
         respbench_session::event::check(&c.events, c.open.duration)?;
         if worker.is_some_and(|w| w.index > 0) {
             c.events = Default::default();

@@ -1228,7 +1228,8 @@ impl<'a> Waits<'a> for SmolLoop<'a> {
                 }
                 match self.links[c].waits_until() {
                     None => {
-                        let open: Vec<usize> = (0..self.nodes).filter(|&n| !self.links[c].is_dormant(n)).collect();
+                        let open: Vec<usize> =
+                            (0..self.nodes).filter(|&n| !self.links[c].is_dormant(n)).collect();
                         for n in open {
                             self.start_one(c * self.nodes + n);
                         }

@@ -889,7 +889,7 @@ fn a_rate_ramp_sends_on_each_steps_schedule_exactly() {
         let counted: Vec<u64> = s.steps.iter().map(|st| st.requests).collect();
         assert_eq!(counted, [100, 200, 300], "{shape:?}");
         assert_eq!(s.requests, 600, "{shape:?}");
-        assert!(s.steps.iter().all(|st| st.latency.max() == 10 && st.lateness.as_ref().unwrap().len() > 0));
+        assert!(s.steps.iter().all(|st| st.latency.max() == 10 && !st.lateness.as_ref().unwrap().is_empty()));
     }
 }
 

@@ -235,7 +235,10 @@ fn ramp(r: &respbench_session::ramp::RampResult) -> doc::Ramp {
                 p50_ms: ms(s.p50_us),
                 p99_ms: ms(s.p99_us),
                 p999_ms: ms(s.p999_us),
-                verdict: s.verdict.as_ref().map(|v| doc::Verdict { side: v.side.name().into(), text: v.text.clone() }),
+                verdict: s
+                    .verdict
+                    .as_ref()
+                    .map(|v| doc::Verdict { side: v.side.name().into(), text: v.text.clone() }),
             })
             .collect(),
     }

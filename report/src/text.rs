@@ -1059,14 +1059,24 @@ pub fn write_ramp(e: &TestResult, verbose: bool, out: &mut impl Write) -> io::Re
         r.every_s,
         r.steps.len(),
         match r.kind {
-            respbench_core::RampKind::Clients => ", each client's connection opened at its step and kept open",
+            respbench_core::RampKind::Clients =>
+                ", each client's connection opened at its step and kept open",
             respbench_core::RampKind::Rps => ", the connections kept open",
         }
     )?;
     writeln!(
         out,
         "  {:>4} {:>8} {:>10} {:>8} {:>10} {:>11} {:>9} {:>9} {:>10} {:>7} bottleneck",
-        "step", "clients", "target rps", "start s", "requests", "rps", "p50 msec", "p99 msec", "p99.9 msec", "errors"
+        "step",
+        "clients",
+        "target rps",
+        "start s",
+        "requests",
+        "rps",
+        "p50 msec",
+        "p99 msec",
+        "p99.9 msec",
+        "errors"
     )?;
     for (k, s) in r.steps.iter().enumerate() {
         let target = s.target_rps.map_or("-".to_string(), |t| t.to_string());

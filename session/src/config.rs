@@ -284,8 +284,13 @@ impl Sweep {
 impl Config {
     /// `--ramp`: checks it against the other options and makes the run one test that holds the
     /// ramp: `-c` (a clients ramp) or `--rps` (a rate ramp) become the ramp's last level, and
-    /// `--duration`, unless given, its steps' length. `slo`: a capacity search was asked for.
-    pub fn apply_ramp(&mut self, text: Option<&str>, slo: bool) -> Result<(), OptionError> {
+    /// `--duration`, unless given, its steps' length. `given`: which of the options a ramp does
+    /// not go with (`-n`, `--slo`, `--worker`) the command line was given.
+    pub fn apply_ramp(
+        &mut self,
+        text: Option<&str>,
+        given: &[(&'static str, bool)],
+    ) -> Result<(), OptionError> {
         use respbench_core::RampKind;
         let Some(text) = text else { return Ok(()) };
         let r = crate::syntax::ramp(text)?;
@@ -293,8 +298,14 @@ impl Config {
         if self.idle {
             return Err(OptionError::Conflict("--ramp", "-I", "idle mode sends nothing to ramp"));
         }
-        if slo {
-            return Err(OptionError::Conflict("--ramp", "--slo", "a capacity search runs its own steps"));
+        if let Some(&(name, _)) = given.iter().find(|(_, g)| *g) {
+            let why = match name {
+                "-n" => "a ramp runs for its steps' length (or --duration)",
+                "--slo" => "a capacity search runs its own steps",
+                "--worker" => "a ramp's levels are the whole run's, not a worker's share",
+                _ => "",
+            };
+            return Err(OptionError::Conflict("--ramp", name, why));
         }
         if !self.keepalive {
             return Err(OptionError::Conflict("--ramp", "-k 0", "a ramp keeps its connections open"));
@@ -306,7 +317,11 @@ impl Config {
             return Err(OptionError::Conflict("--ramp", "--replay", "a replay keeps its recorded pace"));
         }
         if self.sweep.is_sweep() || self.open.rates.len() > 1 {
-            return Err(OptionError::Conflict("--ramp", "a list (-c, -d, -P, --threads, --rps, --repeat)", why));
+            return Err(OptionError::Conflict(
+                "--ramp",
+                "a list (-c, -d, -P, --threads, --rps, --repeat)",
+                why,
+            ));
         }
         match r.kind {
             RampKind::Clients => {

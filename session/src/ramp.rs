@@ -105,6 +105,7 @@ pub struct StepResult {
 /// The figures of each step of `stats`' ramp that began (`marks`: one as each began and one at
 /// the end), with verdicts. `rate`: the test's `--rps` (a clients ramp's rate is shared by all
 /// its clients); `pipeline_in_flight`: `-P` times a sequence's length; `loops`: the event loops.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn results(
     stats: &Stats,
     marks: &[Mark],

@@ -163,7 +163,8 @@ pub(crate) fn run_test(
         // Its progress line says it is the warm-up.
         let title = format!("{} (warmup)", case.spec.title);
         let mut warming = Retitled { obs: &mut *obs, title: &title, base: &case.spec.title };
-        let warmed = run_test(&warm, against, backend, case, test_no, rate, epoch, None, &mut warming, stop, None)?;
+        let warmed =
+            run_test(&warm, against, backend, case, test_no, rate, epoch, None, &mut warming, stop, None)?;
         if !warmed.0.failures.is_empty() || stop.requested() {
             return Ok(warmed);
         }

@@ -549,7 +549,10 @@ mod ramp_tests {
     #[test]
     fn a_ramp_parses_and_bad_ones_name_the_option() {
         let r = ramp("clients 10..200 step 10 every 5s").unwrap();
-        assert_eq!((r.kind, r.from, r.to, r.step, r.every), (RampKind::Clients, 10, 200, 10, Duration::from_secs(5)));
+        assert_eq!(
+            (r.kind, r.from, r.to, r.step, r.every),
+            (RampKind::Clients, 10, 200, 10, Duration::from_secs(5))
+        );
         assert_eq!(r.steps(), 20);
         let r = ramp("rps 1000..50000 step 1000 every 2s").unwrap();
         assert_eq!((r.kind, r.steps(), r.level(49), r.level(60)), (RampKind::Rps, 50, 50_000, 50_000));

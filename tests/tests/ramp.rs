@@ -38,9 +38,7 @@ fn client_list(conn: &mut BufReader<std::net::TcpStream>) -> Vec<String> {
     std::io::Read::read_exact(conn, &mut body).unwrap();
     String::from_utf8_lossy(&body[..len])
         .lines()
-        .map(|l| {
-            l.split(' ').find_map(|f| f.strip_prefix("cmd=")).unwrap_or("?").to_string()
-        })
+        .map(|l| l.split(' ').find_map(|f| f.strip_prefix("cmd=")).unwrap_or("?").to_string())
         .collect()
 }
 
@@ -217,7 +215,8 @@ fn plot_draws_the_ramp_chart() {
         ],
         T,
     ));
-    let out = respbench().run(&["plot", json.to_str().unwrap(), "--charts", "ramp", "-o", svg.to_str().unwrap()], T);
+    let out = respbench()
+        .run(&["plot", json.to_str().unwrap(), "--charts", "ramp", "-o", svg.to_str().unwrap()], T);
     ok(&out);
     let text = std::fs::read_to_string(&svg).unwrap();
     for label in [
@@ -230,8 +229,22 @@ fn plot_draws_the_ramp_chart() {
     }
     let _ = std::fs::remove_file(&svg);
     // A document without a ramp: the chart is refused, saying why.
-    ok(&respbench().run(&["-p", &server.port().to_string(), "-t", "ping_mbulk", "-n", "100", "-q", "--json", json.to_str().unwrap()], T));
-    let out = respbench().run(&["plot", json.to_str().unwrap(), "--charts", "ramp", "-o", svg.to_str().unwrap()], T);
+    ok(&respbench().run(
+        &[
+            "-p",
+            &server.port().to_string(),
+            "-t",
+            "ping_mbulk",
+            "-n",
+            "100",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        T,
+    ));
+    let out = respbench()
+        .run(&["plot", json.to_str().unwrap(), "--charts", "ramp", "-o", svg.to_str().unwrap()], T);
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     assert!(out.stderr.contains("cannot draw the ramp chart: no test ran a ramp"), "{}", out.dump());
     let _ = std::fs::remove_file(&json);
@@ -252,6 +265,9 @@ fn a_bad_ramp_exits_before_connecting() {
         (vec!["--ramp", "rps 100..200 step 10 every 1s", "--rps", "100"], "--ramp rps and --rps conflict"),
         (vec!["--ramp", "clients 1..4 step 1 every 1s", "-k", "0"], "--ramp and -k 0 conflict"),
         (vec!["--ramp", "clients 1..4 step 1 every 1s", "--warmup", "1s"], "--ramp and --warmup conflict"),
+        (vec!["--ramp", "clients 1..4 step 1 every 1s", "-n", "1000"], "--ramp and -n conflict"),
+        (vec!["--ramp", "clients 1..4 step 1 every 1s", "--worker", "0/2"], "--ramp and --worker conflict"),
+        (vec!["--ramp", "clients 1..4 step 1 every 1s", "-I"], "--ramp and -I conflict"),
     ] {
         let mut a = vec!["-p", port.as_str(), "-t", "get"];
         a.extend(args);

@@ -339,10 +339,26 @@ fn ramp(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
             let points = steps.iter().map(|p| (p.level as f64, value(p))).collect();
             let (color, dash) = if several { (i, *dash) } else { (si, Dash::Solid) };
             let label = format!("{name} {stat}");
-            lat.push(Line { label, points, color, dash, markers: true, flags: flags.clone(), ..Line::default() });
+            lat.push(Line {
+                label,
+                points,
+                color,
+                dash,
+                markers: true,
+                flags: flags.clone(),
+                ..Line::default()
+            });
         }
         let points = steps.iter().map(|p| (p.level as f64, p.rps)).collect();
-        got.push(Line { label: name, points, color: i, dash: Dash::Solid, markers: true, flags, ..Line::default() });
+        got.push(Line {
+            label: name,
+            points,
+            color: i,
+            dash: Dash::Solid,
+            markers: true,
+            flags,
+            ..Line::default()
+        });
     }
     if rate_ramp {
         let (tlo, thi) = (x.min.max(0.0), x.max);
