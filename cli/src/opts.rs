@@ -424,7 +424,7 @@ impl Opts {
         if !o.rates.is_empty() && self.keepalive == 0 {
             return Err(Conflict("-k 0", "--rps", "an open-loop schedule keeps its connections open"));
         }
-        if o.poisson && o.rates.is_empty() && self.slo.is_none() {
+        if o.poisson && o.rates.is_empty() && self.slo.is_none() && self.ramp.is_none() {
             return Err("--arrival poisson needs a target rate (--rps)".into());
         }
         if let Some(s) = &self.rps_slack {
@@ -432,7 +432,7 @@ impl Opts {
             if slack > Duration::from_millis(100) {
                 return Err(bad("--rps-slack", s, "must be at most 100ms"));
             }
-            if o.rates.is_empty() && self.slo.is_none() {
+            if o.rates.is_empty() && self.slo.is_none() && self.ramp.is_none() {
                 return Err("--rps-slack needs a target rate (--rps) or a capacity search (--slo)".into());
             }
             o.slack = Some(slack);

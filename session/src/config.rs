@@ -282,6 +282,22 @@ impl Sweep {
 }
 
 impl Config {
+    /// The target rate a ramp's test as a whole was asked for, given the test's `rate`: the mean
+    /// of its steps' (a rate ramp's levels; a clients ramp's share of `--rps` by its clients).
+    pub fn ramp_target(&self, rate: Option<u64>) -> Option<u64> {
+        use respbench_core::RampKind;
+        let Some(r) = self.open.ramp else { return rate };
+        let n = r.steps().max(1) as u128;
+        let sum: u128 = match r.kind {
+            RampKind::Rps => (0..r.steps()).map(|k| r.level(k) as u128).sum(),
+            RampKind::Clients => {
+                let rate = rate? as u128;
+                (0..r.steps()).map(|k| rate * r.level(k) as u128 / r.to.max(1) as u128).sum()
+            }
+        };
+        u64::try_from(sum / n).ok()
+    }
+
     /// `--ramp`: checks it against the other options and makes the run one test that holds the
     /// ramp: `-c` (a clients ramp) or `--rps` (a rate ramp) become the ramp's last level, and
     /// `--duration`, unless given, its steps' length. `given`: which of the options a ramp does
@@ -334,6 +350,9 @@ impl Config {
                 }
                 self.open.rates = vec![r.to];
             }
+        }
+        if self.open.rates.is_empty() && (self.open.poisson || self.open.slack.is_some()) {
+            return Err("--arrival poisson and --rps-slack need a target rate (--rps, or --ramp rps)".into());
         }
         let every = u32::try_from(r.steps()).ok().and_then(|n| r.every.checked_mul(n));
         self.open.duration = self.open.duration.or(every);

@@ -579,12 +579,9 @@ impl Session {
                     obs.error(&format!("{what}: not recovered by the end of the test"));
                 }
             }
-            // A rate ramp's test as a whole was asked for its steps' mean rate (each step's
-            // own target is in its figures).
-            let target = match cfg.open.ramp.filter(|r| r.kind == respbench_core::RampKind::Rps) {
-                Some(r) => Some((0..r.steps()).map(|k| r.level(k)).sum::<u64>() / r.steps().max(1) as u64),
-                None => rate,
-            };
+            // A ramp's test as a whole was asked for its steps' mean rate (each step's own
+            // target is in its figures).
+            let target = cfg.ramp_target(rate);
             let mut results =
                 case.entries(backend, cpu, target, rate.map(|r| cfg.open_slack(r)), outcome.stats);
             for e in &mut results {

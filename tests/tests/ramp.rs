@@ -268,6 +268,7 @@ fn a_bad_ramp_exits_before_connecting() {
         (vec!["--ramp", "clients 1..4 step 1 every 1s", "-n", "1000"], "--ramp and -n conflict"),
         (vec!["--ramp", "clients 1..4 step 1 every 1s", "--worker", "0/2"], "--ramp and --worker conflict"),
         (vec!["--ramp", "clients 1..4 step 1 every 1s", "-I"], "--ramp and -I conflict"),
+        (vec!["--ramp", "clients 1..4 step 1 every 1s", "--arrival", "poisson"], "--ramp rps)"),
     ] {
         let mut a = vec!["-p", port.as_str(), "-t", "get"];
         a.extend(args);
