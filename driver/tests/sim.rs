@@ -932,6 +932,35 @@ fn a_clients_ramp_opens_each_connection_at_its_step_and_keeps_it() {
     assert_eq!(counted.iter().sum::<u64>(), s.requests);
 }
 
+#[test]
+fn a_stop_before_a_clients_step_leaves_its_clients_unopened() {
+    // Ctrl-C at 15 ms of `--ramp 'clients 1..3 step 1 every 10ms'`: clients 0 and 1 ran, client
+    // 2 (due at 20 ms) never opens a socket, and the run ends with the grace, nothing stuck.
+    let ramp = Ramp {
+        kind: RampKind::Clients,
+        from: 1,
+        to: 3,
+        step: 1,
+        every: Duration::from_millis(10),
+        start: Time::ZERO,
+    };
+    let opts = Opts {
+        n: None,
+        clients: 3,
+        duration: Some(Duration::from_millis(100)),
+        ramp: Some(ramp),
+        interrupt: Some(at_ms(15)),
+        ..Opts::default()
+    };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(100)));
+    let connects: Vec<u64> =
+        r.log.iter().filter(|(_, _, h)| *h == Happening::Connect).map(|&(_, c, _)| c).collect();
+    assert_eq!(connects, [0, 1]);
+    assert_eq!((r.accepted, r.count(Happening::Ended)), (2, 2));
+    assert!(r.end < at_ms(20), "{:?}", r.end);
+    assert_eq!(r.outcome.stats.steps.iter().map(|s| s.requests > 0).collect::<Vec<_>>(), [true, true, false]);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
