@@ -1144,6 +1144,39 @@ mod tests {
     /// Series: the rate of the last, partial second counts the part that ran; a sliver is left
     /// out; a second without replies is a gap in p99; several backends are named.
     #[test]
+    fn ramp_lines_are_each_steps_figures_against_its_level() {
+        use super::super::data::RampPoint;
+        let point = |level, rps, p99, verdict: &str| RampPoint {
+            level,
+            rps,
+            p50: p99 / 4.0,
+            p99,
+            p999: p99 * 2.0,
+            verdict: Some(verdict.into()),
+        };
+        let mut t = test(0, "SET", [None; 4], Some(2000), 1.0);
+        t.ramp = Some((
+            "rps".into(),
+            vec![
+                point(1000, 999.0, 0.2, "server"),
+                point(2000, 1990.0, 0.3, "server"),
+                point(3000, 2500.0, 9.0, "client"),
+            ],
+        ));
+        let plain = test(0, "GET", [None; 4], None, 1.0);
+        let charts = build(Kind::Ramp, &[input("r.json", vec![t, plain])]);
+        assert_eq!(charts.len(), 2);
+        assert_eq!(labels(&charts[0]), ["SET @ 2000 rps p50", "SET @ 2000 rps p99", "SET @ 2000 rps p99.9"]);
+        assert_eq!(charts[0].lines[1].points, [(1000.0, 0.2), (2000.0, 0.3), (3000.0, 9.0)]);
+        assert_eq!(charts[0].lines[1].flags, [false, false, true]);
+        assert_eq!(charts[0].x.title, "ramp step: target rate (requests per second)");
+        assert_eq!(labels(&charts[1]), ["SET @ 2000 rps", "target"]);
+        assert_eq!(charts[1].lines[0].points[2], (3000.0, 2500.0));
+        // No test with a ramp: no chart.
+        assert!(build(Kind::Ramp, &[input("p.json", vec![test(0, "GET", [None; 4], None, 1.0)])]).is_empty());
+    }
+
+    #[test]
     fn series_lines() {
         let mut t = test(0, "GET", [None; 4], None, 1.0);
         t.duration_s = 3.25;
