@@ -3,16 +3,22 @@
 //! its `total_connections_received` (no reconnection between steps); each step's figures add up
 //! to the server's own command counts; a rate ramp's steps run at their rates; the text table,
 //! the JSON (schema-checked) and `plot --charts ramp` carry the steps; bad ramps exit 1 before
-//! connecting. What the ramp does is the core's and the driver's, the same on every backend
-//! (the simulation checks the three ways of waiting exactly: driver/tests/sim.rs), so these run
-//! on mio.
+//! connecting. Each backend opens a clients ramp's sockets at their steps (the table's timers,
+//! smol's task sleeping to its step), so that test runs on every backend; the rest is the core's
+//! and the session's, on mio (the simulation checks the three ways of waiting exactly:
+//! driver/tests/sim.rs).
 
 use std::io::{BufRead, BufReader, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use respbench_tests::{json_path, respbench, take_document, Output, RedisServer};
+use respbench_tests::{json_path, respbench, take_document, Output, RedisServer, Tool};
 
 const T: Duration = Duration::from_secs(120);
+
+respbench_tests::backend_tests!(
+    every: [a_clients_ramp_opens_each_step_and_keeps_its_connections],
+    mio: [],
+);
 
 fn ok(out: &Output) {
     assert!(!out.timed_out && out.status.success(), "{}", out.dump());
@@ -42,13 +48,12 @@ fn client_list(conn: &mut BufReader<std::net::TcpStream>) -> Vec<String> {
         .collect()
 }
 
-/// `-t get --ramp 'clients 2..10 step 2 every 2s'`: while it runs, every `CLIENT LIST` shows the
+/// `-t get --ramp 'clients 2..8 step 2 every 2s'`: while it runs, every `CLIENT LIST` shows the
 /// step's clients (a poll at a boundary may see either neighbour, or the next step's
 /// connections coming up), besides the poll's own connection and respbench's startup
-/// connection (whose last command is the step marks' `INFO`); the server received exactly 10
+/// connection (whose last command is the step marks' `INFO`); the server received exactly 8
 /// connections for the test; each step's requests add up to the server's GET calls.
-#[test]
-fn a_clients_ramp_opens_each_step_and_keeps_its_connections() {
+fn a_clients_ramp_opens_each_step_and_keeps_its_connections(tool: Tool) {
     let server = RedisServer::start();
     let json = json_path("ramp", "clients");
     // The poll's connection, opened before the count is read.
@@ -56,13 +61,13 @@ fn a_clients_ramp_opens_each_step_and_keeps_its_connections() {
     // Read first: its redis-cli connection is then not in the count.
     let gets_before = server.command_calls("get");
     let before = connections_received(&server);
-    let run = respbench().spawn(&[
+    let run = tool.spawn(&[
         "-p",
         &server.port().to_string(),
         "-t",
         "get",
         "--ramp",
-        "clients 2..10 step 2 every 2s",
+        "clients 2..8 step 2 every 2s",
         "-q",
         "--json",
         json.to_str().unwrap(),
@@ -83,13 +88,13 @@ fn a_clients_ramp_opens_each_step_and_keeps_its_connections() {
     let gets = server.command_calls("get") - gets_before;
     let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
     let t = &doc["tests"][0];
-    assert_eq!(received, 10, "the server received 10 benchmark connections, no reconnection\n{}", out.dump());
-    assert_eq!(t["connections_opened"], 10, "{t}");
+    assert_eq!(received, 8, "the server received 8 benchmark connections, no reconnection\n{}", out.dump());
+    assert_eq!(t["connections_opened"], 8, "{t}");
     let ramp = &t["ramp"];
     assert_eq!(ramp["kind"], "clients");
     let steps = ramp["steps"].as_array().unwrap();
     let clients: Vec<u64> = steps.iter().map(|s| s["clients"].as_u64().unwrap()).collect();
-    assert_eq!(clients, [2, 4, 6, 8, 10], "{ramp}");
+    assert_eq!(clients, [2, 4, 6, 8], "{ramp}");
     let per_step: Vec<u64> = steps.iter().map(|s| s["requests"].as_u64().unwrap()).collect();
     assert_eq!(per_step.iter().sum::<u64>(), t["requests"].as_u64().unwrap(), "{ramp}");
     assert_eq!(gets, t["requests"].as_u64().unwrap(), "the server's GET calls are the steps' requests");
@@ -102,7 +107,7 @@ fn a_clients_ramp_opens_each_step_and_keeps_its_connections() {
     // The polls: the step's clients, by when the test's measured time began.
     let start = t["start_us"].as_u64().unwrap();
     let level = |at: i64| -> u64 {
-        let k = (at.max(0) as u64 / 2_000_000).min(4);
+        let k = (at.max(0) as u64 / 2_000_000).min(3);
         2 + 2 * k
     };
     let slack = 300_000i64;
@@ -114,7 +119,7 @@ fn a_clients_ramp_opens_each_step_and_keeps_its_connections() {
         assert_eq!(own, 1, "{cmds:?}");
         assert!(info <= 1, "one control connection at most: {cmds:?}");
         let (a, b) = (*t0 as i64 - start as i64, *t1 as i64 - start as i64);
-        if b < 0 || a > 10_000_000 {
+        if b < 0 || a > 8_000_000 {
             continue; // Before the test's start, or after its end.
         }
         let (lo, hi) = (level(a - slack), level(b + slack));
@@ -134,9 +139,9 @@ fn a_clients_ramp_opens_each_step_and_keeps_its_connections() {
         polls.iter().map(|(_, _, c)| c.iter().filter(|x| *x != "info" && *x != "client|list").count()).collect::<Vec<_>>()
     );
     // Every step was seen away from its boundaries.
-    assert_eq!(seen.into_iter().collect::<Vec<_>>(), [2, 4, 6, 8, 10], "{polls:?}");
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), [2, 4, 6, 8], "{polls:?}");
     // The text report's table: a row per step.
-    assert!(out.stdout.contains("GET: ramp clients 2..10 step 2 every 2s, 5 steps"), "{}", out.dump());
+    assert!(out.stdout.contains("GET: ramp clients 2..8 step 2 every 2s, 4 steps"), "{}", out.dump());
     for (k, c) in clients.iter().enumerate() {
         let row = out.stdout.lines().find(|l| l.split_whitespace().next() == Some(&(k + 1).to_string()));
         let row = row.unwrap_or_else(|| panic!("no row of step {}\n{}", k + 1, out.dump()));
