@@ -292,8 +292,9 @@ async fn client(targets: &[Target], index: u64, nudge: &Nudge) {
             let live = (0..nodes).filter(|&n| started[n] && !ended[n]);
             let due = live.clone().filter_map(|n| link.timeout(n)).min();
             let timer = live.filter_map(|n| link.timer(n, plan)).min();
-            (l.tally.now(), due, timer.map(|t| l.tally.instant(t)))
+            (l.tally.now(), due, timer.map(|t| (t, l.tally.instant(t))))
         });
+        let (asked, at) = (at.map(|(t, _)| t), at.map(|(_, i)| i));
         if timer_at != at {
             match at {
                 Some(t) => timer.set_at(t),
@@ -301,13 +302,24 @@ async fn client(targets: &[Target], index: u64, nudge: &Nudge) {
             }
             timer_at = at;
         }
-        let woke = if due.is_some_and(|t| t <= now) {
-            Woke::Timer
-        } else {
+        let waited = due.is_none_or(|t| t > now);
+        let woke = if waited {
             wait(&socks, &blocked, timer_at.is_some().then_some(&mut timer), nudge).await
+        } else {
+            Woke::Timer
         };
         match woke {
             Woke::Timer => {
+                // How late the wait ended against the time it asked for (a nudge or an
+                // earlier time is not lateness), as the other backends record it.
+                if let Some(asked) = asked.filter(|_| waited) {
+                    local(|l| {
+                        let now = l.tally.now();
+                        if now >= asked {
+                            l.tally.woke_late(now.saturating_since(asked));
+                        }
+                    });
+                }
                 // A timer that fired is spent: set again next time, even for the same time.
                 timer_at = None;
                 // A time of one node, or a nudge (the test's stop) for them all: each looks at

@@ -300,12 +300,17 @@ pub struct Opts {
     /// before the measured -n or --duration (same units as --duration; valkey-benchmark 9)
     #[argh(option)]
     pub warmup: Option<String>,
-    /// one test mixing default tests by weight, e.g. set:1,get:10
+    /// one test mixing default tests by weight, e.g. set:1,get:10; a test's own keys after @:
+    /// set:1@seq/10000,get:10@zipf:0.99 (a --key-dist, /N keys, -r's when left out)
     #[argh(option)]
     pub mix: Option<String>,
-    /// add a custom command to the mix: 'WEIGHT COMMAND ARG...' (repeatable)
+    /// add a custom command to the mix: 'WEIGHT COMMAND ARG...' (repeatable; WEIGHT@DIST/N
+    /// gives it its own keys)
     #[argh(option)]
     pub mix_command: Vec<String>,
+    /// each SET key value carries EX, or PX for 500ms-1500ms, drawn from MIN-MAX (memtier)
+    #[argh(option)]
+    pub expiry_range: Option<String>,
     /// after each test, print its per-second time series (rps, p50, p99, errors)
     #[argh(switch)]
     pub series: bool,
@@ -469,8 +474,12 @@ impl Opts {
         }
         if let Some(spec) = &self.mix {
             o.mix = syntax::mix(spec)?;
+            o.mix_keys = syntax::mix_keys(spec)?;
         }
         o.mix_commands = self.mix_command.iter().map(|c| syntax::mix_command(c)).collect::<Result<_, _>>()?;
+        o.mix_command_keys =
+            self.mix_command.iter().map(|c| syntax::mix_command_keys(c)).collect::<Result<_, _>>()?;
+        o.expiry = self.expiry_range.as_deref().map(syntax::expiry_range).transpose()?;
         if o.mix.len() + o.mix_commands.len() > 64 {
             return Err("a mix takes at most 64 commands".into());
         }

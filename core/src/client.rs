@@ -33,6 +33,9 @@ const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
 pub(crate) struct Source {
     stream: u64,
     keys: KeyGen,
+    /// The keys of the mix's commands that have their own (`--mix get@zipf`), by command;
+    /// empty when none has.
+    part_keys: Vec<Option<KeyGen>>,
     /// Draws the command of each request in a mix.
     mix_rng: Rng,
     /// Its own stream for arrival gaps, so the keys drawn do not depend on the schedule.
@@ -64,6 +67,15 @@ impl Source {
         Source {
             stream,
             keys: KeyGen::new(plan.workload.keys.clone(), Rng::for_stream(plan.seed, stream)),
+            part_keys: plan.workload.mix.as_ref().map_or_else(Vec::new, |m| {
+                (0..m.len())
+                    .map(|i| {
+                        // Each command's keys from a stream of their own.
+                        let seed = plan.seed ^ 0x6b65_7973_0000_0000 ^ (i as u64).wrapping_mul(0x9e37_79b9);
+                        m.keys(i).map(|k| KeyGen::new(k.clone(), Rng::for_stream(seed, stream)))
+                    })
+                    .collect()
+            }),
             mix_rng: Rng::for_stream(plan.seed ^ 0x0000_0000_3a1c_e5ed, stream),
             schedule_rng: Rng::for_stream(plan.seed ^ 0x5eed_5c4e_d01e_0000, stream),
             next_due: Time::MAX,
@@ -177,6 +189,26 @@ impl Source {
         let u = self.schedule_rng.next_f64();
         let nanos = -(1.0 - u).ln() * self.interval.as_nanos() as f64;
         Duration::from_nanos(nanos.min(u64::MAX as f64 / 2.0) as u64)
+    }
+
+    /// The keys command `part` of the mix draws from: its own, or the workload's.
+    fn keys_for(&mut self, part: u16) -> &mut KeyGen {
+        match self.part_keys.get_mut(usize::from(part)) {
+            Some(Some(k)) => k,
+            _ => &mut self.keys,
+        }
+    }
+
+    /// Whether the request of command `part` just drawn reads a key the mix's writer had
+    /// written ([`crate::Mix::written`]).
+    fn read_written(&mut self, plan: &Plan, part: u16) -> bool {
+        let Some(m) = plan.workload.mix.as_ref().filter(|m| m.tracks(usize::from(part))) else {
+            return false;
+        };
+        // The requests that may be in flight: every connection's window.
+        let margin = plan.connections.saturating_mul(u64::from(plan.conn.pipeline.max(1)));
+        let key = self.keys_for(part).last;
+        m.written(key, margin)
     }
 
     /// The command of the next request: the template and its index in the mix (0 without).
@@ -672,12 +704,16 @@ impl Client {
         let (template, part) = self.source.pick(&plan.workload);
         self.outstanding += 1;
         let Some(cluster) = &plan.cluster else {
-            let keys = &mut self.source.keys;
+            let keys = self.source.keys_for(part);
             self.conns[0].push(Pending::new(intended, part, now, DIRECT), |out| template.write(out, keys));
+            if self.source.read_written(plan, part) {
+                self.conns[0].mark_written();
+            }
             return;
         };
         let mut bytes = self.router.buffer();
-        template.write(&mut bytes, &mut self.source.keys);
+        template.write(&mut bytes, self.source.keys_for(part));
+        let written = self.source.read_written(plan, part);
         let (slot, write) = if cluster.redirects {
             self.router.slot_of(cluster, usize::from(part), &mut bytes)
         } else {
@@ -685,7 +721,9 @@ impl Client {
             (SLOTS, route.is_none_or(|r| r.write))
         };
         let to = self.router.node_for(cluster, slot, write, lead);
-        self.router.queue(to, Request::new(bytes, intended, part, slot, write, now));
+        let mut request = Request::new(bytes, intended, part, slot, write, now);
+        request.written = written;
+        self.router.queue(to, request);
         self.wake_node(to);
     }
 
@@ -714,12 +752,13 @@ impl Client {
             if r.asking {
                 conn.push(Pending::new(Time::MAX, 0, now, ASKING_REQ), |out| out.extend_from_slice(ASKING));
             }
-            let (intended, part, queued) = (r.intended, r.part, r.queued);
+            let (intended, part, queued, written) = (r.intended, r.part, r.queued, r.written);
             let resent = r.first_sent != Time::MAX;
             let id = self.router.hold(r);
             let bytes = self.router.bytes(id);
             let mut pending = Pending::new(intended, part, queued, id);
             pending.resent = resent;
+            pending.written = written;
             conn.push(pending, |out| out.extend_from_slice(bytes));
         }
     }
@@ -941,6 +980,9 @@ impl Books<'_> {
         }
         if a.nil {
             stats.record_nil(part);
+            if p.written {
+                stats.record_expired(part);
+            }
         }
         if let Some(n) = node {
             stats.record_node(n, latency, service, error, a.now);
@@ -1014,6 +1056,48 @@ mod tests {
             cluster: None,
             ramp: None,
         }
+    }
+
+    /// `--mix 'set:1@sequential/100,get:1@sequential/50'`: each command draws from its own
+    /// keys (the SETs' counter is not the GETs'), and a GET is of a written key once the
+    /// SETs' counter is past it by the margin (2 connections × `-P 1`).
+    #[test]
+    fn mix_commands_draw_their_own_keys_and_reads_know_what_was_written() {
+        let set = Template::command(&[b"SET", b"key:__rand_int__", b"v"]);
+        let get = Template::command(&[b"GET", b"key:__rand_int__"]);
+        let other = Template::command(&[b"GET", b"other:__rand_int__"]);
+        let mix = Mix::new(vec![(set.clone(), 1), (get, 1), (other, 1)])
+            .unwrap()
+            .with_keys(vec![
+                Some(KeySpace::sequential(100)),
+                Some(KeySpace::sequential(50)),
+                Some(KeySpace::sequential(50)),
+            ])
+            .unwrap();
+        assert!(!mix.tracks(0) && mix.tracks(1) && !mix.tracks(2), "GETs of the SET's key pattern only");
+        let mut plan = sequence_plan(Budget::unlimited(), None);
+        plan.workload.mix = Some(mix.clone());
+        let mut s = Source::new(&plan, 0);
+        let key_of = |bytes: &[u8]| -> u64 {
+            let at = bytes.windows(4).position(|w| w == b"key:").unwrap() + 4;
+            std::str::from_utf8(&bytes[at..at + 12]).unwrap().parse().unwrap()
+        };
+        let draw = |s: &mut Source, part: u16, t: &Template| {
+            let mut out = Vec::new();
+            t.write(&mut out, s.keys_for(part));
+            (key_of(&out), s.read_written(&plan, part))
+        };
+        // Three SETs: keys 0, 1, 2; the counter is at 3, so key 0 (0 + margin 2 < 3) is written.
+        for k in 0..3 {
+            assert_eq!(draw(&mut s, 0, &set).0, k);
+        }
+        let get = plan.workload.mix.as_ref().unwrap().templates()[1].clone();
+        assert_eq!(draw(&mut s, 1, &get), (0, true));
+        assert_eq!(draw(&mut s, 1, &get), (1, false), "key 1 may still be in flight");
+        // A fresh mix starts its counters again.
+        let fresh = mix.fresh();
+        assert!(!fresh.written(0, 0));
+        assert!(mix.written(0, 0) && !mix.written(100, 0), "beyond the writer's keys");
     }
 
     /// Two clients of a sequence `A ; B ; B` (3 commands) under `-n 7`: each takes whole

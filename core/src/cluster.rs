@@ -370,6 +370,8 @@ pub(crate) struct Request {
     pub(crate) asking: bool,
     /// Not before this time (a retry's pause).
     not_before: Time,
+    /// A read of a key the mix's writer had written ([`crate::Mix::written`]).
+    pub(crate) written: bool,
 }
 
 impl Request {
@@ -393,6 +395,7 @@ impl Request {
             attempts: 0,
             asking: false,
             not_before: Time::ZERO,
+            written: false,
         }
     }
 }

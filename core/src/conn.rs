@@ -256,12 +256,15 @@ pub(crate) struct Pending {
     pub(crate) req: u32,
     /// Sent before (a redirected request): its lateness was recorded at its first send.
     pub(crate) resent: bool,
+    /// A read of a key the mix's writer had written ([`crate::Mix::written`]): a nil reply
+    /// to it is counted in [`crate::Stats::expired`].
+    pub(crate) written: bool,
 }
 
 impl Pending {
     /// A request to be encoded at `now`.
     pub(crate) fn new(intended: Time, part: u16, queued: Time, req: u32) -> Pending {
-        Pending { end: 0, sent: Time::MAX, intended, part, queued, req, resent: false }
+        Pending { end: 0, sent: Time::MAX, intended, part, queued, req, resent: false, written: false }
     }
 }
 
@@ -631,6 +634,13 @@ impl Connection {
         self.encoded += self.out.appended() - before;
         pending.end = self.encoded;
         self.in_flight.push_back(pending);
+    }
+
+    /// Marks the request just pushed as a read of a key the mix's writer had written.
+    pub(crate) fn mark_written(&mut self) {
+        if let Some(p) = self.in_flight.back_mut() {
+            p.written = true;
+        }
     }
 
     // ---- outputs ----

@@ -12,6 +12,13 @@ use crate::rng::Rng;
 #[derive(Clone, Debug, Default)]
 pub struct SharedCounter(Arc<AtomicU64>);
 
+impl SharedCounter {
+    /// How many values have been taken from it so far (every connection's together).
+    pub fn load(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 impl PartialEq for SharedCounter {
     /// Two counters are equal when they are the same counter.
     fn eq(&self, other: &SharedCounter) -> bool {
@@ -60,6 +67,15 @@ impl KeySpace {
     pub fn sequential_range(first: u64, n: u64) -> KeySpace {
         KeySpace::Sequential { first, n, next: SharedCounter::default() }
     }
+
+    /// The same space with a counter of its own: a sequential space starts again from its first
+    /// key (each test of a run gets its own), the others are the same.
+    pub fn fresh(&self) -> KeySpace {
+        match self {
+            KeySpace::Sequential { first, n, .. } => KeySpace::sequential_range(*first, *n),
+            other => other.clone(),
+        }
+    }
 }
 
 /// Per-connection key source: owns its Rng (from `Rng::for_stream(seed, conn_index)`), which
@@ -69,22 +85,25 @@ pub struct KeyGen {
     space: KeySpace,
     /// Also draws value sizes (`Template::write`).
     pub(crate) rng: Rng,
+    /// The last key drawn (0 before any): a one-key read's key, to tell whether its writer
+    /// had written it ([`crate::Mix`]).
+    pub(crate) last: u64,
 }
 
 impl KeyGen {
     /// A key source over `space`, drawing random keys from `rng`.
     pub fn new(space: KeySpace, rng: Rng) -> KeyGen {
-        KeyGen { space, rng }
+        KeyGen { space, rng, last: 0 }
     }
 
     /// The next key in [0, n) as the space says (always 0 for Literal or n == 0).
     #[inline]
     pub fn next_key(&mut self) -> u64 {
         // `-r N`, the common case, is inlined into the request's encoding; the rest is not.
-        if let KeySpace::Random { n } = self.space {
-            return self.rng.below(n);
-        }
-        self.next_key_other()
+        let k =
+            if let KeySpace::Random { n } = self.space { self.rng.below(n) } else { self.next_key_other() };
+        self.last = k;
+        k
     }
 
     /// [`KeyGen::next_key`] of the spaces other than `Random`.

@@ -306,6 +306,13 @@ pub struct Mix {
     /// A sequence (valkey-benchmark 9's `cmd ; 3 cmd`): each client sends the commands in
     /// turn, whole sequences on its connection (see [`Mix::sequence`]).
     sequence: bool,
+    /// Each command's own keys (`--mix get:10@zipf:0.99`); `None` (or an empty list) draws
+    /// from the workload's keys.
+    keys: Vec<Option<KeySpace>>,
+    /// The `SET` with sequential keys of its own whose keys the mix's `GET`s of the same key
+    /// pattern are checked against ([`Mix::tracks`]), and those `GET`s.
+    writer: Option<usize>,
+    tracked: Vec<bool>,
 }
 
 impl Mix {
@@ -326,7 +333,71 @@ impl Mix {
             templates.push(t);
             cumulative.push(total);
         }
-        Ok(Mix { templates, cumulative, sequence: false, feed: None })
+        Ok(Mix {
+            templates,
+            cumulative,
+            sequence: false,
+            feed: None,
+            keys: Vec::new(),
+            writer: None,
+            tracked: Vec::new(),
+        })
+    }
+
+    /// The mix with keys of their own for some commands (`--mix set:1@sequential,get:10@zipf`):
+    /// one entry per command, `None` for one that draws from the workload's keys.
+    ///
+    /// The first `SET` with sequential keys of its own becomes the mix's writer: a nil reply
+    /// to a `GET` of the same key pattern, of a key the writer had handed out well before the
+    /// `GET` was drawn, counts as a miss of a written key ([`crate::Stats::expired`]; see
+    /// [`Mix::written`]).
+    pub fn with_keys(mut self, keys: Vec<Option<KeySpace>>) -> Result<Mix, String> {
+        if keys.len() != self.templates.len() {
+            return Err(format!("{} key spaces for a mix of {} commands", keys.len(), self.templates.len()));
+        }
+        let command = |t: &Template, name: &[u8]| t.arg(0).is_some_and(|a| a.eq_ignore_ascii_case(name));
+        self.writer = self.templates.iter().zip(&keys).position(|(t, k)| {
+            command(t, b"SET") && matches!(k, Some(KeySpace::Sequential { .. })) && t.arg(1).is_some()
+        });
+        self.tracked = match self.writer {
+            Some(w) => {
+                let pattern = self.templates[w].arg(1);
+                self.templates.iter().map(|t| command(t, b"GET") && t.arg(1) == pattern).collect()
+            }
+            None => Vec::new(),
+        };
+        self.keys = keys;
+        Ok(self)
+    }
+
+    /// Command `i`'s own keys, if it has them.
+    pub fn keys(&self, i: usize) -> Option<&KeySpace> {
+        self.keys.get(i).and_then(Option::as_ref)
+    }
+
+    /// The mix with fresh counters for its sequential keys (a new test starts from the first).
+    pub fn fresh(&self) -> Mix {
+        let mut m = self.clone();
+        m.keys = self.keys.iter().map(|k| k.as_ref().map(KeySpace::fresh)).collect();
+        m
+    }
+
+    /// Whether a nil reply to command `i` is checked against the writer's keys.
+    pub fn tracks(&self, i: usize) -> bool {
+        self.tracked.get(i).copied().unwrap_or(false)
+    }
+
+    /// Whether `key` had been written by the mix's writer when a request of it was drawn:
+    /// the writer's shared counter had handed it out at least `margin` draws before (the
+    /// requests that may still be in flight, so that its `SET` had been sent, and in all but a
+    /// stalled connection answered, before the `GET` was). The counter is the one every
+    /// connection draws from, so this needs no state of its own.
+    pub(crate) fn written(&self, key: u64, margin: u64) -> bool {
+        let Some(KeySpace::Sequential { first, n, next }) = self.writer.and_then(|w| self.keys(w)) else {
+            return false;
+        };
+        let Some(index) = key.checked_sub(*first).filter(|&i| i < (*n).max(1)) else { return false };
+        index.saturating_add(margin) < next.load()
     }
 
     /// A sequence (a command repeated N times is there N times): as valkey-benchmark sends

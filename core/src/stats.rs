@@ -145,6 +145,10 @@ pub struct Stats {
     /// Replies among them that were nil (`$-1`, `*-1`, RESP3 `_`): a read of a key that does
     /// not exist.
     pub nils: u64,
+    /// Nil replies among them to `GET`s of keys the mix's sequential `SET` had written (see
+    /// [`crate::Mix::with_keys`]): keys that expired (`--expiry-range`), or were evicted or
+    /// deleted, since.
+    pub expired: u64,
     /// Error replies by kind.
     pub errors: ErrorCounts,
     /// Bytes the kernel accepted for sending, handshakes included.
@@ -339,6 +343,7 @@ impl Stats {
         Ok(Stats {
             requests: 0,
             nils: 0,
+            expired: 0,
             errors: ErrorCounts::default(),
             bytes_sent: 0,
             bytes_received: 0,
@@ -551,6 +556,14 @@ impl Stats {
         }
     }
 
+    /// Counts the nil reply just recorded for command `part` as a miss of a written key.
+    pub fn record_expired(&mut self, part: usize) {
+        self.expired += 1;
+        if let Some(p) = self.parts.get_mut(part) {
+            p.expired += 1;
+        }
+    }
+
     /// The share of replies that were not nil (1 when there were none).
     pub fn hit_share(&self) -> f64 {
         if self.requests == 0 {
@@ -690,6 +703,7 @@ impl Stats {
     pub fn merge(&mut self, other: &Stats) -> Result<(), String> {
         add_count(&mut self.requests, other.requests, "requests")?;
         add_count(&mut self.nils, other.nils, "nil_replies")?;
+        add_count(&mut self.expired, other.expired, "expired_misses")?;
         self.errors.merge(&other.errors)?;
         add_count(&mut self.bytes_sent, other.bytes_sent, "bytes_sent")?;
         add_count(&mut self.bytes_received, other.bytes_received, "bytes_received")?;

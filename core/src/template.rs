@@ -52,6 +52,9 @@ fn placeholder_kind(at: &[u8]) -> Option<u8> {
     SHARED.iter().position(|p| field == &p[..]).map(|k| k as u8 + 1)
 }
 
+/// Room for an expiry time's argument: `$20\r\n`, up to 20 digits and `\r\n`.
+const EXPIRY_ROOM: usize = 32;
+
 /// Width of the placeholder and of the digits that replace it.
 const WIDTH: usize = 12;
 
@@ -82,6 +85,53 @@ pub struct Template {
     values: Option<Arc<Values>>,
     /// `--dataset`'s arguments, filled from a row per request (`None` without a dataset).
     rows: Option<Arc<Rows>>,
+    /// `--expiry-range`: the time of the last argument (after `EX` or `PX`, which the bytes
+    /// end with), drawn per request (`None` without).
+    expiry: Option<Expiry>,
+}
+
+/// `--expiry-range`: a `SET` carries `EX` (seconds) or `PX` (milliseconds) with a time drawn
+/// uniformly from `lo` to `hi`, both included, per request ([`Template::with_expiry`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expiry {
+    /// The shortest time, at least 1.
+    pub lo: u64,
+    /// The longest time, at least `lo` and at most [`Expiry::MAX`].
+    pub hi: u64,
+    /// The times are milliseconds (`PX`), else seconds (`EX`).
+    pub millis: bool,
+}
+
+impl Expiry {
+    /// The longest time either unit takes: about 317 years in seconds, so that the server's
+    /// milliseconds never overflow.
+    pub const MAX: u64 = 10_000_000_000;
+
+    /// The option word: `EX` for seconds, `PX` for milliseconds.
+    pub fn word(&self) -> &'static str {
+        if self.millis {
+            "PX"
+        } else {
+            "EX"
+        }
+    }
+
+    /// One time, uniform over `[lo, hi]`.
+    pub fn draw(&self, rng: &mut crate::rng::Rng) -> u64 {
+        let (lo, hi) = (self.lo.min(self.hi), self.hi.max(self.lo));
+        lo + rng.below(hi - lo + 1)
+    }
+}
+
+impl std::fmt::Display for Expiry {
+    /// The `--expiry-range` syntax: `1-2` (seconds) or `500ms-1500ms`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.millis {
+            write!(f, "{}ms-{}ms", self.lo, self.hi)
+        } else {
+            write!(f, "{}-{}", self.lo, self.hi)
+        }
+    }
 }
 
 /// The arguments of a template that take their bytes from a dataset row (`__field:NAME__`).
@@ -383,7 +433,7 @@ impl Template {
         }
         let values = if slots.is_empty() { None } else { values.map(Arc::clone) };
         let kinds = kinds_of(&bytes, &placeholders);
-        Template { bytes, placeholders, kinds, slots, values, rows: None }
+        Template { bytes, placeholders, kinds, slots, values, rows: None, expiry: None }
     }
 
     /// [`Template::command`] for `--dataset`: an argument with `__field:NAME__` placeholders
@@ -407,7 +457,15 @@ impl Template {
         }
         let kinds = kinds_of(&bytes, &placeholders);
         if fields.is_empty() {
-            return Ok(Template { bytes, placeholders, kinds, slots: Vec::new(), values: None, rows: None });
+            return Ok(Template {
+                bytes,
+                placeholders,
+                kinds,
+                slots: Vec::new(),
+                values: None,
+                rows: None,
+                expiry: None,
+            });
         }
         let columns: Vec<usize> = fields
             .iter()
@@ -448,6 +506,7 @@ impl Template {
             slots: Vec::new(),
             values: None,
             rows: Some(Arc::new(rows)),
+            expiry: None,
         })
     }
 
@@ -478,7 +537,72 @@ impl Template {
         let mut placeholders = Vec::new();
         find_placeholders(raw, 0, &mut placeholders);
         let kinds = kinds_of(raw, &placeholders);
-        Template { bytes: raw.to_vec(), placeholders, kinds, slots: Vec::new(), values: None, rows: None }
+        Template {
+            bytes: raw.to_vec(),
+            placeholders,
+            kinds,
+            slots: Vec::new(),
+            values: None,
+            rows: None,
+            expiry: None,
+        }
+    }
+
+    /// This `SET key value` with `EX` or `PX` and a time drawn per request from `expiry`
+    /// (`--expiry-range`); `None` for any other template (another command, `SET` with options
+    /// of its own, an inline or `--dataset` one), which a time cannot be added to.
+    pub fn with_expiry(&self, expiry: Expiry) -> Option<Template> {
+        let is_set = self.arg(0).is_some_and(|a| a.eq_ignore_ascii_case(b"SET"));
+        if !is_set || self.rows.is_some() || self.expiry.is_some() || !self.bytes.starts_with(b"*3\r\n") {
+            return None;
+        }
+        let mut t = self.clone();
+        // `*3` becomes `*5`, the same width: no offset moves.
+        t.bytes[1] = b'5';
+        let word = expiry.word().as_bytes();
+        push_bulk_len(&mut t.bytes, word.len());
+        t.bytes.extend_from_slice(word);
+        t.bytes.extend_from_slice(b"\r\n");
+        t.expiry = Some(expiry);
+        Some(t)
+    }
+
+    /// The expiry its requests carry, if any.
+    pub fn expiry(&self) -> Option<Expiry> {
+        self.expiry
+    }
+
+    /// Argument `i` (from 0, the command's name) as encoded, placeholders unfilled; `None` past
+    /// the last, for a value drawn per request, a `--dataset` argument or an inline command.
+    pub fn arg(&self, i: usize) -> Option<&[u8]> {
+        let b = &self.bytes;
+        let line_end = |from: usize| b.get(from..)?.windows(2).position(|w| w == b"\r\n").map(|p| from + p);
+        if self.rows.is_some() || b.first() != Some(&b'*') {
+            return None;
+        }
+        let mut at = line_end(0)? + 2;
+        let mut slots = self.slots.iter().peekable();
+        for k in 0..=i {
+            // A value: its bytes are not in the template; the next argument starts here too.
+            if slots.next_if(|&&s| s == at).is_some() {
+                if k == i {
+                    return None;
+                }
+                continue;
+            }
+            if b.get(at) != Some(&b'$') {
+                return None;
+            }
+            let end = line_end(at)?;
+            let len: usize = std::str::from_utf8(&b[at + 1..end]).ok()?.parse().ok()?;
+            let start = end + 2;
+            let arg = b.get(start..start.checked_add(len)?)?;
+            if k == i {
+                return Some(arg);
+            }
+            at = start + len + 2;
+        }
+        None
     }
 
     /// The encoded length in bytes of one request; with value slots, of one whose values are
@@ -489,7 +613,10 @@ impl Template {
             let n = v.payload.len();
             n + n.to_string().len() + 5
         });
-        self.bytes.len() + self.slots.len() * largest + self.rows.as_ref().map_or(0, |r| r.largest)
+        self.bytes.len()
+            + self.slots.len() * largest
+            + self.rows.as_ref().map_or(0, |r| r.largest)
+            + self.expiry.map_or(0, |_| EXPIRY_ROOM)
     }
 
     /// The bytes of one request (of the largest size) that a connection's output copies: all
@@ -502,7 +629,10 @@ impl Template {
             let n = if v.fixed.is_some_and(|f| f >= SPLICE_FROM) { 0 } else { n };
             n + 25
         });
-        self.bytes.len() + self.slots.len() * copied + self.rows.as_ref().map_or(0, |r| r.copied)
+        self.bytes.len()
+            + self.slots.len() * copied
+            + self.rows.as_ref().map_or(0, |r| r.copied)
+            + self.expiry.map_or(0, |_| EXPIRY_ROOM)
     }
 
     /// Whether one request is zero bytes long (only an empty inline template is).
@@ -514,6 +644,18 @@ impl Template {
     /// The template for display: [`Template::as_bytes`] with each value slot shown as
     /// `$<sizes>\r\n<value>\r\n` (e.g. `$16-1024`), so reports can show its shape.
     pub fn display(&self) -> Vec<u8> {
+        let mut out = self.display_base();
+        if let Some(e) = self.expiry {
+            let range = if e.millis { format!("{}-{}", e.lo, e.hi) } else { e.to_string() };
+            push_bulk_len(&mut out, range.len());
+            out.extend_from_slice(range.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
+
+    /// [`Template::display`] without the expiry time.
+    fn display_base(&self) -> Vec<u8> {
         if let Some(rows) = &self.rows {
             let mut out = Vec::with_capacity(self.bytes.len() + rows.largest);
             let mut prev = 0;
@@ -565,6 +707,20 @@ impl Template {
     /// `out` has room for `self.len()` more bytes.
     #[inline]
     pub fn write<S: Sink>(&self, sink: &mut S, keys: &mut KeyGen) {
+        self.write_base(sink, keys);
+        if let Some(e) = self.expiry {
+            let ttl = e.draw(&mut keys.rng);
+            let out = sink.bytes();
+            let digits = ttl.to_string();
+            push_bulk_len(out, digits.len());
+            out.extend_from_slice(digits.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+
+    /// [`Template::write`] without the expiry time.
+    #[inline]
+    fn write_base<S: Sink>(&self, sink: &mut S, keys: &mut KeyGen) {
         if let Some(rows) = &self.rows {
             self.write_with_rows(sink, keys, rows);
             return;
@@ -1460,5 +1616,51 @@ mod tests {
             let shifted: Vec<usize> = inline.placeholders.iter().map(|o| o + shift).collect();
             prop_assert_eq!(shifted, cmd.placeholders);
         }
+    }
+
+    #[test]
+    fn expiry_adds_a_time_drawn_per_request_to_set_only() {
+        let e = Expiry { lo: 1, hi: 3, millis: false };
+        let set = Template::command(&[b"SET", b"key:__rand_int__", b"VXK"]).with_expiry(e).unwrap();
+        assert_eq!(set.arg(3), Some(&b"EX"[..]));
+        let mut k = keys(KeySpace::Random { n: 10 });
+        let mut seen = [0u32; 4];
+        for _ in 0..3000 {
+            let out = one(&set, &mut k);
+            let head = b"*5\r\n$3\r\nSET\r\n$16\r\nkey:";
+            assert!(out.starts_with(head), "{}", String::from_utf8_lossy(&out));
+            let tail = &out[head.len() + 12..];
+            assert_eq!(&tail[..23], b"\r\n$3\r\nVXK\r\n$2\r\nEX\r\n$1\r\n");
+            let ttl = tail[23] - b'0';
+            assert_eq!(&tail[24..], b"\r\n");
+            seen[usize::from(ttl)] += 1;
+            assert!(out.len() <= set.len());
+        }
+        // Uniform over 1..=3: each about 1000 of 3000.
+        assert_eq!(seen[0], 0);
+        assert!(seen[1..].iter().all(|&c| (850..1150).contains(&c)), "{seen:?}");
+        // Milliseconds go as PX, many digits wide; variable value sizes keep their order.
+        let values = Values::new(&ValueSize::Range { lo: 1, hi: 9 });
+        let px = Expiry { lo: 500, hi: 1500, millis: true };
+        let set = Template::with_values(&[Arg::Bytes(b"SET"), Arg::Bytes(b"k"), Arg::Value], &values)
+            .with_expiry(px)
+            .unwrap();
+        assert_eq!(set.arg(1), Some(&b"k"[..]));
+        assert_eq!(set.arg(2), None);
+        assert_eq!(set.arg(3), Some(&b"PX"[..]));
+        for _ in 0..100 {
+            let out = one(&set, &mut k);
+            let text = String::from_utf8_lossy(&out).into_owned();
+            let words: Vec<&str> = text.split("\r\n").collect();
+            assert_eq!((words[0], words[8], words[9]), ("*5", "PX", &*format!("${}", words[10].len())));
+            let ms: u64 = words[10].parse().unwrap();
+            assert!((500..=1500).contains(&ms), "{text}");
+        }
+        assert!(String::from_utf8_lossy(&set.display()).ends_with("$2\r\nPX\r\n$8\r\n500-1500\r\n"));
+        // Not SET, SET with options of its own, an inline command: no expiry.
+        assert!(Template::command(&[b"GET", b"k"]).with_expiry(e).is_none());
+        assert!(Template::command(&[b"SET", b"k", b"v", b"NX"]).with_expiry(e).is_none());
+        assert!(Template::inline(b"SET k v\r\n").with_expiry(e).is_none());
+        assert_eq!(Template::command(&[b"GET", b"k"]).arg(2), None);
     }
 }

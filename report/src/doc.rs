@@ -212,6 +212,9 @@ pub struct RunConfig {
     /// `--mix`: each command and its weight.
     #[serde(default)]
     pub mix: Option<Vec<MixEntry>>,
+    /// `--expiry-range` as given (`1-2`, `500ms-1500ms`); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiry_range: Option<String>,
     /// `--slo`: what the search was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<Slo>,
@@ -245,6 +248,10 @@ pub struct MixEntry {
     pub command: String,
     /// Its weight.
     pub weight: u64,
+    /// Its own keys (`zipf:0.99/10000`: distribution and keyspace); absent when it draws from
+    /// `-r` and `--key-dist`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<String>,
 }
 
 /// `config.slo`: the capacity search's objectives and limits.
@@ -322,6 +329,10 @@ pub struct Test {
     /// Nil replies among them.
     #[serde(default)]
     pub nil_replies: u64,
+    /// Of the nil replies, those to `GET`s of keys the mix's sequential `SET` had written
+    /// (expired, with `--expiry-range`, or evicted or deleted since); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expired_misses: Option<u64>,
     /// Error replies by first word.
     #[serde(default)]
     pub errors: BTreeMap<String, u64>,
@@ -673,6 +684,11 @@ pub struct EventEntry {
     pub not_started: Option<String>,
     /// What it cost; null when it was never sent.
     pub disruption: Option<DisruptionEntry>,
+    /// In a merged document: the input it came from (its `--worker` index, else its place
+    /// among the inputs, from 0). Its cost is from that input's load alone: the windows of the
+    /// others are not in the documents, so it is not made again from the sum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part: Option<u64>,
 }
 
 /// One node's reply to an event's command.
@@ -1504,6 +1520,7 @@ mod tests {
             command: "GET k".into(),
             requests: 1,
             nil_replies: 0,
+            expired_misses: Some(0),
             errors: [("ERR".to_string(), 1)].into(),
             duration_s: 1.0,
             rps: Some(1.0),
@@ -1611,6 +1628,7 @@ mod tests {
                 replies: Some(vec![EventReply::default()]),
                 exit: Some(ProgramExit { status: Some(0), ..ProgramExit::default() }),
                 not_started: Some("x".into()),
+                part: Some(0),
                 disruption: Some(DisruptionEntry {
                     window_ms: Some(1.0),
                     errors: [("ERR".to_string(), 1)].into(),
@@ -1676,7 +1694,12 @@ mod tests {
                 rps: Some(vec![1]),
                 rps_slack_us: Some(1),
                 duration_s: Some(1.0),
-                mix: Some(vec![MixEntry { command: "get".into(), weight: 1 }]),
+                mix: Some(vec![MixEntry {
+                    command: "get".into(),
+                    weight: 1,
+                    keys: Some("zipf:0.99/10".into()),
+                }]),
+                expiry_range: Some("1-2".into()),
                 slo: Some(Slo { range_rps: Some([1, 2]), ..Slo::default() }),
                 start_at_us: Some(1),
                 mptcp: Some(true),

@@ -127,6 +127,11 @@ pub fn write_verbose(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
 
 /// `-q`: one line per event.
 pub fn write_quiet(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
+    write_quiet_as(&t.name, t, out)
+}
+
+/// [`write_quiet`] with another title: the side-by-side table's `NAME [BACKEND]`.
+pub fn write_quiet_as(title: &str, t: &TestResult, out: &mut impl Write) -> io::Result<()> {
     for e in &t.events {
         let cost = match &e.cost {
             Some(d) => format!(
@@ -140,25 +145,45 @@ pub fn write_quiet(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
             ),
             None => String::new(),
         };
-        writeln!(out, "{}: event '{}' {}{cost}", t.name, given(e), e.fired.outcome.describe())?;
+        writeln!(out, "{title}: event '{}' {}{cost}", given(e), e.fired.outcome.describe())?;
     }
     Ok(())
+}
+
+/// `merge`'s line for an event of its inputs: what it was, when it was sent, and its window as
+/// the input that fired it measured it (only that input's load: said).
+pub fn merged_line(test: &str, e: &doc::EventEntry) -> String {
+    let from = e.part.map(|p| format!(" (from input {p}'s load alone)")).unwrap_or_default();
+    let sent = e.sent_s.map_or("never sent".to_string(), |s| format!("sent at {s:.3} s"));
+    let cost = match &e.disruption {
+        Some(d) => match d.window_ms {
+            Some(w) if d.disrupted => {
+                format!(": window {w:.1} ms, max {:.3} ms, p99 {:.3} ms ({})", d.max_ms, d.p99_ms, d.latency)
+            }
+            Some(_) => ": no disruption seen".to_string(),
+            None => ": not recovered by the end of the test".to_string(),
+        },
+        None => String::new(),
+    };
+    let at = respbench_core::conn::format_duration(
+        std::time::Duration::try_from_secs_f64(e.at_s).unwrap_or_default(),
+    );
+    format!("{test}: event '{at} {}' {sent}{cost}{from}", e.command)
 }
 
 /// CSV: one row per event, after its test's: `"event"`, the test, the event, when it was sent,
 /// what came of it, the window in ms (empty: not recovered), max and p99 (ms), errors,
 /// redirects, lost, abandoned, unsent, replies per second.
 pub fn write_csv(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
+    write_csv_as(&t.name, t, out)
+}
+
+/// [`write_csv`] with another title: the side-by-side table's `NAME [BACKEND]`.
+pub fn write_csv_as(title: &str, t: &TestResult, out: &mut impl Write) -> io::Result<()> {
     let q = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
     for e in &t.events {
         let sent = e.fired.sent.map(|s| format!("{:.3}", secs(s))).unwrap_or_default();
-        write!(
-            out,
-            "\"event\",{},{},\"{sent}\",{}",
-            q(&t.name),
-            q(&given(e)),
-            q(&e.fired.outcome.describe())
-        )?;
+        write!(out, "\"event\",{},{},\"{sent}\",{}", q(title), q(&given(e)), q(&e.fired.outcome.describe()))?;
         match &e.cost {
             Some(d) => {
                 let window = d.recovered.map(|w| format!("{:.1}", w.as_secs_f64() * 1e3)).unwrap_or_default();

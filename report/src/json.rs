@@ -143,11 +143,25 @@ pub fn config(cfg: &Config) -> doc::RunConfig {
         duration_s: cfg.open.duration.map(|d| d.as_secs_f64()),
         warmup_s: cfg.open.warmup.as_secs_f64(),
         mix: cfg.open.has_mix().then(|| {
-            let named = cfg.open.mix.iter().map(|(n, w)| doc::MixEntry { command: n.clone(), weight: *w });
-            let custom =
-                cfg.open.mix_commands.iter().map(|(a, w)| doc::MixEntry { command: a.join(" "), weight: *w });
+            let keys = |list: &[Option<respbench_session::config::PartKeys>], i: usize| {
+                list.get(i).copied().flatten().map(|k| match k.n {
+                    Some(n) => format!("{}/{n}", k.dist),
+                    None => k.dist.to_string(),
+                })
+            };
+            let named = cfg.open.mix.iter().enumerate().map(|(i, (n, w))| doc::MixEntry {
+                command: n.clone(),
+                weight: *w,
+                keys: keys(&cfg.open.mix_keys, i),
+            });
+            let custom = cfg.open.mix_commands.iter().enumerate().map(|(i, (a, w))| doc::MixEntry {
+                command: a.join(" "),
+                weight: *w,
+                keys: keys(&cfg.open.mix_command_keys, i),
+            });
             named.chain(custom).collect()
         }),
+        expiry_range: cfg.open.expiry.map(|e| e.to_string()),
         // --slo: what the search was asked (every worker of a split run the same).
         slo: cfg.capacity.as_ref().map(|s| doc::Slo {
             objectives: s.objectives.iter().map(|o| o.text.clone()).collect(),
@@ -292,6 +306,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
         command: e.command.clone(),
         requests: stats.requests,
         nil_replies: stats.nils,
+        expired_misses: count(stats.expired),
         errors: errors_map(&stats.errors),
         duration_s: finite(stats.duration_secs()),
         // No rate and no latency where no request succeeded: they would be the errors' (or
@@ -648,6 +663,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         found: node_stats.len(),
         requests: t.requests,
         nils: t.nil_replies,
+        expired: t.expired_misses.unwrap_or(0),
         errors: read_errors(&t.errors),
         bytes_sent: t.bytes_sent,
         bytes_received: t.bytes_received,

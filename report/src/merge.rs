@@ -120,6 +120,11 @@ pub fn run(opts: &MergeArgs) -> Result<(), String> {
             };
             report::write_quiet(&r, &mut out).map_err(|e| e.to_string())?;
         }
+        for (e, events) in merged.tests.iter().zip(&merged.events) {
+            for ev in events {
+                writeln!(out, "{}", crate::events::merged_line(&e.name, ev)).map_err(|e| e.to_string())?;
+            }
+        }
         for f in &searches {
             writeln!(out, "{}", crate::capacity::answer_line(f)).map_err(|e| e.to_string())?;
         }
@@ -416,6 +421,9 @@ pub struct Merged {
     /// What identifies each of `tests` in the inputs: name, backend and target rate as written
     /// (the merged target is the sum).
     keys: Vec<Key>,
+    /// Each of `tests`' events (`--at`), as the input that fired them reported them, each
+    /// marked with its input ([`doc::EventEntry::part`]).
+    pub events: Vec<Vec<doc::EventEntry>>,
 }
 
 impl Merged {
@@ -425,8 +433,13 @@ impl Merged {
             .tests
             .iter()
             // The stats' times are already microseconds since the Unix epoch.
-            .map(|e| json::test(e, 0))
-            .collect::<Result<Vec<_>, _>>()?;
+            .zip(&self.events)
+            .map(|(e, events)| {
+                let mut t = json::test(e, 0)?;
+                t.events = (!events.is_empty()).then(|| events.clone());
+                Ok(t)
+            })
+            .collect::<Result<Vec<_>, String>>()?;
         Ok(json::document(self.config.clone(), self.server.clone(), self.interrupted, tests))
     }
 
@@ -472,7 +485,9 @@ pub fn merge(docs: &[Document], mixed: bool) -> Result<Merged, (usize, String)> 
             late_by_s: None,
             tests: Vec::new(),
             keys: Vec::new(),
+            events: Vec::new(),
         });
+        let part = part_of(doc).map_or(i as u64, |(index, _)| index);
         m.interrupted |= doc.interrupted;
         for t in tests {
             let e = json::read_test(t).map_err(|e| (i, e))?;
@@ -481,16 +496,22 @@ pub fn merge(docs: &[Document], mixed: bool) -> Result<Merged, (usize, String)> 
             // A sweep's steps stay apart, like backends and rates.
             // And `--ab`'s two targets.
             let key = (e.name.clone(), e.backend.clone(), e.target_rps, e.step.clone(), e.side);
-            match m.keys.iter().position(|k| *k == key) {
+            let at = match m.keys.iter().position(|k| *k == key) {
                 Some(at) => {
                     let acc = &mut m.tests[at];
                     acc.merge(e).map_err(|err| (i, err.to_string()))?;
+                    at
                 }
                 None => {
                     m.keys.push(key);
                     m.tests.push(e);
+                    m.events.push(Vec::new());
+                    m.tests.len() - 1
                 }
-            }
+            };
+            let fired =
+                t.events.iter().flatten().map(|ev| doc::EventEntry { part: Some(part), ..ev.clone() });
+            m.events[at].extend(fired);
         }
     }
     merged.ok_or((0, "no documents".to_string()))

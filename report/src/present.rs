@@ -300,8 +300,17 @@ impl Presenter {
                     rows[k].push(e);
                 }
             }
-            for row in rows {
-                report::write_compare_row(self.csv, &row, self.width, &mut self.out)?;
+            for row in &rows {
+                report::write_compare_row(self.csv, row, self.width, &mut self.out)?;
+            }
+            // Each backend's events after the table (it has no room for them).
+            for e in rows.iter().flatten() {
+                let title = format!("{} [{}]", e.name, e.backend.as_deref().unwrap_or("?"));
+                if self.csv {
+                    crate::events::write_csv_as(&title, e, &mut self.out)?;
+                } else {
+                    crate::events::write_quiet_as(&title, e, &mut self.out)?;
+                }
             }
         } else if let Some(run) = s.runs.first() {
             for e in &run.results {

@@ -203,6 +203,14 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
             s.nils
         )?;
     }
+    if s.expired > 0 {
+        writeln!(
+            out,
+            "  expired: {} of the nil replies were of keys the mix's sequential SET had written (expired, \
+             or evicted or deleted since)",
+            s.expired
+        )?;
+    }
     if let Some(note) = &r.backend_note {
         writeln!(out, "  {note}")?;
     }

@@ -98,6 +98,15 @@ pub fn preloadable(case: &Case) -> bool {
 /// The tests to run: a mix, the custom command, or the default suite restricted by `-t`.
 /// `warn` hears what is ignored.
 pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
+    let cases = all_cases(cfg, warn)?;
+    if cfg.open.expiry.is_some() && !cases.iter().flat_map(Case::templates).any(|t| t.expiry().is_some()) {
+        warn("WARNING: --expiry-range: no test sends SET key value, so nothing carries an expiry.");
+    }
+    Ok(cases)
+}
+
+/// [`cases`], before the expiry is checked.
+fn all_cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
     if let Some(s) = &cfg.replay {
         return Ok(vec![replay_case(cfg, s)?]);
     }
@@ -116,8 +125,21 @@ pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Erro
     }
     Ok(tests(cfg, dataset.as_ref(), warn)?
         .into_iter()
-        .map(|spec| Case { spec, mix: None, replay: None })
+        .map(|mut spec| {
+            if let Some(e) = cfg.open.expiry {
+                with_expiry(&mut spec, e);
+            }
+            Case { spec, mix: None, replay: None }
+        })
         .collect())
+}
+
+/// `--expiry-range`: a `SET key value` test gets `EX` or `PX` and a time drawn per request;
+/// any other test is left as it is (MSET and the rest cannot carry a time).
+fn with_expiry(spec: &mut TestSpec, e: respbench_core::template::Expiry) {
+    if let Some(t) = spec.template.with_expiry(e) {
+        spec.template = t;
+    }
 }
 
 /// `--dataset FILE`'s rows (at most `--maxdocs`), read before anything connects; `None`
@@ -204,7 +226,10 @@ fn sequence_case(cfg: &Config, dataset: Option<&Arc<Dataset>>) -> Result<Case, E
         if args.is_empty() || repeat == 0 {
             return Err(Error::Tests("a command sequence has an empty command: 'cmd ; [N] cmd ...'".into()));
         }
-        let spec = command_spec(args, cfg, dataset)?;
+        let mut spec = command_spec(args, cfg, dataset)?;
+        if let Some(e) = cfg.open.expiry {
+            with_expiry(&mut spec, e);
+        }
         templates.extend(std::iter::repeat_n(spec.template, repeat.min(1_000_000)));
     }
     let title =
@@ -271,11 +296,39 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
         described.push(format!("'{}':{weight}", spec.title));
         parts.push((spec, *weight));
     }
+    // Each command's own keys, in the order of `parts`: the --mix tests, then --mix-command's.
+    let own = |list: &[Option<crate::config::PartKeys>], len: usize| {
+        (0..len).map(|i| list.get(i).copied().flatten()).collect::<Vec<_>>()
+    };
+    let mut own_keys = own(&cfg.open.mix_keys, cfg.open.mix.len());
+    own_keys.extend(own(&cfg.open.mix_command_keys, cfg.open.mix_commands.len()));
+    let mut keys = Vec::with_capacity(parts.len());
+    for (k, d) in own_keys.iter().zip(&mut described) {
+        let Some(k) = k else {
+            keys.push(None);
+            continue;
+        };
+        let n = k.n.or(cfg.keyspace).ok_or_else(|| {
+            Error::Tests(format!("--mix: {d} has keys of its own but no keyspace: give -r or @DIST/N"))
+        })?;
+        let space = k.dist.space(n).ok_or_else(|| {
+            Error::Tests(format!("--mix: {d}: zipf takes at most {} keys", respbench_core::dist::Zipf::MAX_N))
+        })?;
+        d.push_str(&format!("@{}/{n}", k.dist));
+        keys.push(Some(space));
+    }
+    if let Some(e) = cfg.open.expiry {
+        for (spec, _) in &mut parts {
+            with_expiry(spec, e);
+        }
+    }
     let total: u64 = parts.iter().map(|(_, w)| w).sum();
     let titles = parts.iter().map(|(s, w)| format!("{} (mix {w}/{total})", s.title)).collect();
     let payload_bytes = parts.iter().map(|(s, _)| s.payload_bytes).max().unwrap_or(0);
     let first = parts[0].0.template.clone();
-    let mix = Mix::new(parts.into_iter().map(|(s, w)| (s.template, w)).collect()).map_err(Error::Tests)?;
+    let mix = Mix::new(parts.into_iter().map(|(s, w)| (s.template, w)).collect())
+        .and_then(|m| m.with_keys(keys))
+        .map_err(Error::Tests)?;
     let spec = TestSpec {
         title: format!("MIX ({})", described.join(",")),
         template: first,

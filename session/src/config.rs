@@ -411,6 +411,14 @@ pub struct OpenLoopConfig {
     pub mix: Vec<(String, u64)>,
     /// `--mix-command`: custom commands (arguments) with weights.
     pub mix_commands: Vec<(Vec<String>, u64)>,
+    /// `--mix`'s commands' own keys (`get:10@zipf:0.99/10000`), one per command of `mix`;
+    /// empty (or `None`) draws from `-r` and `--key-dist`.
+    pub mix_keys: Vec<Option<PartKeys>>,
+    /// `--mix-command`'s own keys (`'3@zipf/1000 GET k:__rand_int__'`), one per command.
+    pub mix_command_keys: Vec<Option<PartKeys>>,
+    /// `--expiry-range`: every `SET key value` of the tests carries `EX` or `PX` with a time
+    /// drawn from it.
+    pub expiry: Option<respbench_core::template::Expiry>,
     /// `--series`: print each test's time series.
     pub show_series: bool,
     /// `--live`: print each second on stderr while a test runs.
@@ -441,6 +449,16 @@ impl OpenLoopConfig {
             || self.live
             || self.hlog.is_some()
     }
+}
+
+/// A mix command's own keys (`--mix get:10@zipf:0.99/10000`): its distribution, and its
+/// keyspace length (`None`: `-r`'s).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PartKeys {
+    /// How its keys are drawn.
+    pub dist: KeyDist,
+    /// How many keys; `None` takes `-r`'s.
+    pub n: Option<u64>,
 }
 
 /// The TLS options as given, used when `--tls` or a `rediss://` URI turns TLS on.

@@ -11,7 +11,7 @@ use respbench_driver::Tls;
 use crate::case::{cases, preload_case, Case, PRELOAD_PIPELINE};
 use crate::config::StartAt;
 use crate::config::{Config, OpenLoopConfig, Replicas, Step};
-use crate::observer::{BackendRun, Observer, Retitled, StepDone, StopHandle};
+use crate::observer::{retitled, BackendRun, Observer, StepDone, StopHandle};
 use crate::result::{StepValues, TestResult, Warning, WarningKind};
 use crate::routing::Multi;
 use crate::run::{run_test, Against};
@@ -472,7 +472,7 @@ impl Session {
                 Some(label) => format!("{} ({label}){}", case.spec.title, &tag[case.spec.title.len()..]),
                 None => tag.clone(),
             };
-            let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &case.spec.title };
+            let mut titled = retitled(&mut *obs, &shown, &case.spec.title);
             let mut watch = crate::ramp::Watch { probe: &mut self.probe, marks: Vec::new() };
             let (outcome, cpu, (machine, waited), nodes, events, pauses) = run_test(
                 &cfg,
@@ -555,6 +555,11 @@ impl Session {
                     (0, _) if failed => {
                         format!("{title}{on}: {unsent} (all connections failed at {:.2} s)", s.duration_secs())
                     }
+                    // Replies came to the end: nothing was blocked, the loop was behind.
+                    (0, _) if s.silent_secs() < 0.1 => format!(
+                        "{title}{on}: {unsent} (the client was behind its schedule at the end: sends up to {:.1} ms late)",
+                        s.lateness.as_ref().map_or(0.0, |l| l.max() as f64 / 1e3)
+                    ),
                     (0, _) => format!("{title}{on}: {unsent} (the connection or the window was blocked to the end)"),
                     (a, 0) => format!("{title}{on}: {a} requests were still unanswered {grace} after the stop and were abandoned"),
                     (a, _) => format!(
@@ -695,7 +700,7 @@ impl Session {
         let against =
             Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref(), targets: &self.targets };
         let shown = format!("--preload {}", fill.spec.title);
-        let mut titled = Retitled { obs: &mut *obs, title: &shown, base: &fill.spec.title };
+        let mut titled = retitled(&mut *obs, &shown, &fill.spec.title);
         let (outcome, _, _, _, _, _) = run_test(
             &fill_cfg,
             against,

@@ -2,6 +2,7 @@
 //! and each step's results, through [`Observer`]; and how the command line stops it
 //! ([`StopHandle`]).
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -210,34 +211,54 @@ pub trait Observer {
     fn idle_footprint(&mut self, _text: &str) {}
 }
 
-/// An observer whose progress lines carry another title (a sweep's step, a rate, a backend,
-/// `--preload`, the warm-up); everything else goes to `obs` as it is (every method forwarded:
-/// a new one of [`Observer`] must be added here too).
-pub(crate) struct Retitled<'a> {
-    /// Where everything goes.
-    pub obs: &'a mut dyn Observer,
-    /// The progress line's title, in place of `base`.
-    pub title: &'a str,
-    /// The test's own title: what a tick's title says after it (` (warmup)`, from an inner
-    /// `Retitled`) is kept after `title`.
-    pub base: &'a str,
+/// What an observer in front of another changes on the way ([`Forward`]): each hook gives what
+/// it was handed by default, so an implementation names only what it renames.
+pub(crate) trait Rename {
+    /// A line for [`Observer::message`] and [`Observer::error`].
+    fn line<'a>(&self, line: &'a str) -> Cow<'a, str> {
+        line.into()
+    }
+    /// A progress tick's title.
+    fn progress_title<'a>(&self, title: &'a str) -> Cow<'a, str> {
+        title.into()
+    }
+    /// The title of a closed second ([`Observer::second`]) and the tag of the intervals
+    /// ([`Observer::intervals`]).
+    fn series_title<'a>(&self, title: &'a str) -> Cow<'a, str> {
+        title.into()
+    }
+    /// Results as the document keeps them ([`Observer::results`]).
+    fn kept<'a>(&self, results: &'a [TestResult]) -> Cow<'a, [TestResult]> {
+        results.into()
+    }
+    /// Results as the text shows them (a step's, a rate list's, a sweep's).
+    fn shown<'a>(&self, results: &'a [TestResult]) -> Cow<'a, [TestResult]> {
+        results.into()
+    }
 }
 
-impl Observer for Retitled<'_> {
+/// An observer in front of `obs`: every [`Observer`] method goes on to it, through `how`'s
+/// [`Rename`]. The one forwarder ([`Retitled`], `--ab`'s sides): a new method of [`Observer`]
+/// is added here once.
+pub(crate) struct Forward<'a, R> {
+    /// Where everything goes.
+    pub obs: &'a mut dyn Observer,
+    /// What changes on the way.
+    pub how: R,
+}
+
+impl<R: Rename> Observer for Forward<'_, R> {
     fn message(&mut self, line: &str) {
-        self.obs.message(line);
+        self.obs.message(&self.how.line(line));
     }
     fn error(&mut self, line: &str) {
-        self.obs.error(line);
+        self.obs.error(&self.how.line(line));
     }
     fn nodes(&mut self, multi: &Multi) {
         self.obs.nodes(multi);
     }
     fn progress(&mut self, tick: &Tick<'_>) {
-        let title = match tick.title.strip_prefix(self.base) {
-            Some(rest) if !rest.is_empty() => format!("{}{rest}", self.title),
-            _ => self.title.to_string(),
-        };
+        let title = self.how.progress_title(tick.title);
         self.obs.progress(&Tick { title: &title, ..*tick });
     }
     fn shows_progress(&self) -> bool {
@@ -253,25 +274,35 @@ impl Observer for Retitled<'_> {
         self.obs.live_test(test);
     }
     fn second(&mut self, title: &str, n: usize, second: &Second) {
-        self.obs.second(title, n, second);
+        self.obs.second(&self.how.series_title(title), n, second);
     }
     fn keeps_intervals(&self) -> bool {
         self.obs.keeps_intervals()
     }
     fn intervals(&mut self, tag: &str, ended: &[(Time, Interval)], end: Option<Time>) -> Result<(), Error> {
-        self.obs.intervals(tag, ended, end)
+        self.obs.intervals(&self.how.series_title(tag), ended, end)
     }
     fn results(&mut self, results: &[TestResult]) {
-        self.obs.results(results);
+        self.obs.results(&self.how.kept(results));
     }
     fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
-        self.obs.step_done(s)
+        let shown: Vec<Cow<'_, [TestResult]>> = s.runs.iter().map(|r| self.how.shown(&r.results)).collect();
+        if shown.iter().all(|c| matches!(c, Cow::Borrowed(_))) {
+            return self.obs.step_done(s);
+        }
+        let runs: Vec<BackendRun> = s
+            .runs
+            .iter()
+            .zip(shown)
+            .map(|(r, results)| BackendRun { results: results.into_owned(), failures: r.failures.clone() })
+            .collect();
+        self.obs.step_done(&StepDone { runs: &runs, ..*s })
     }
     fn rates_done(&mut self, cfg: &Config, steps: &[TestResult]) -> Result<(), Error> {
-        self.obs.rates_done(cfg, steps)
+        self.obs.rates_done(cfg, &self.how.shown(steps))
     }
     fn sweep_done(&mut self, rows: &[TestResult]) -> Result<(), Error> {
-        self.obs.sweep_done(rows)
+        self.obs.sweep_done(&self.how.shown(rows))
     }
     fn capacity_probe(&mut self, test: &str, probe: &TestResult) {
         self.obs.capacity_probe(test, probe);
@@ -295,6 +326,33 @@ impl Observer for Retitled<'_> {
     fn idle_footprint(&mut self, text: &str) {
         self.obs.idle_footprint(text);
     }
+}
+
+/// Progress lines with another title (a sweep's step, a rate, a backend, `--preload`, the
+/// warm-up): `title` in place of `base`, what a tick's title says after `base` (` (warmup)`,
+/// from an inner one) kept after it. Everything else goes on as it is.
+pub(crate) struct Retitle<'a> {
+    /// The progress line's title, in place of `base`.
+    pub title: &'a str,
+    /// The test's own title.
+    pub base: &'a str,
+}
+
+impl Rename for Retitle<'_> {
+    fn progress_title<'a>(&self, title: &'a str) -> Cow<'a, str> {
+        match title.strip_prefix(self.base) {
+            Some(rest) if !rest.is_empty() => format!("{}{rest}", self.title).into(),
+            _ => self.title.to_string().into(),
+        }
+    }
+}
+
+/// An observer whose progress lines carry another title ([`Retitle`]).
+pub(crate) type Retitled<'a> = Forward<'a, Retitle<'a>>;
+
+/// `obs` with its progress lines titled `title` in place of `base` ([`Retitle`]).
+pub(crate) fn retitled<'a>(obs: &'a mut dyn Observer, title: &'a str, base: &'a str) -> Retitled<'a> {
+    Forward { obs, how: Retitle { title, base } }
 }
 
 #[cfg(test)]
@@ -326,9 +384,9 @@ mod tests {
         let mut seen = Titles::default();
         {
             // A step's title around the warm-up's: both said.
-            let mut step = Retitled { obs: &mut seen, title: "GET (-d 16) @ 500 rps", base: "GET" };
+            let mut step = retitled(&mut seen, "GET (-d 16) @ 500 rps", "GET");
             step.progress(&tick);
-            let mut warm = Retitled { obs: &mut step, title: "GET (warmup)", base: "GET" };
+            let mut warm = retitled(&mut step, "GET (warmup)", "GET");
             warm.progress(&tick);
         }
         assert_eq!(seen.0, ["GET (-d 16) @ 500 rps", "GET (-d 16) @ 500 rps (warmup)"]);

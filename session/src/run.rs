@@ -16,7 +16,7 @@ use crate::backend::run_backend;
 use crate::case::Case;
 use crate::config::{Backend, Config};
 use crate::cpu::ClientCpu;
-use crate::observer::{Goal, LiveTest, Observer, Retitled, StopHandle, Tick};
+use crate::observer::{retitled, Goal, LiveTest, Observer, StopHandle, Tick};
 use crate::result::{EventResult, NodeInfo};
 use crate::routing::Multi;
 use crate::timing::ClientPauses;
@@ -118,7 +118,8 @@ pub(crate) fn plan(
         workload: Workload {
             template: case.spec.template.clone(),
             keys,
-            mix: case.mix.as_ref().map(|(m, _)| m.clone()),
+            // Its commands' sequential keys start again at each test.
+            mix: case.mix.as_ref().map(|(m, _)| m.fresh()),
         },
         budget,
         stop: Stop::new(stop_at, cfg.drain_grace),
@@ -162,7 +163,7 @@ pub(crate) fn run_test(
         warm.events = Default::default();
         // Its progress line says it is the warm-up.
         let title = format!("{} (warmup)", case.spec.title);
-        let mut warming = Retitled { obs: &mut *obs, title: &title, base: &case.spec.title };
+        let mut warming = retitled(&mut *obs, &title, &case.spec.title);
         let warmed =
             run_test(&warm, against, backend, case, test_no, rate, epoch, None, &mut warming, stop, None)?;
         if !warmed.0.failures.is_empty() || stop.requested() {

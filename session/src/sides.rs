@@ -1,14 +1,11 @@
 //! The two sides of `--ab`: what it cannot go with, and the observer that tags each result with
 //! its side and run, so that one document holds both sides (`crate::Pair` runs them).
 
-use respbench_core::stats::{Interval, Second};
-use respbench_core::Time;
+use std::borrow::Cow;
 
 use crate::config::{Config, OptionError, Replicas};
-use crate::observer::{BackendRun, Observer, StepDone, Tick};
+use crate::observer::{Forward, Observer, Rename};
 use crate::result::{Side, StepValues, TestResult};
-use crate::routing::Multi;
-use crate::Error;
 
 /// `--ab HOST:PORT` (`target`) into `cfg`, checked against what it cannot go with: a run with
 /// no end (`-l`), several nodes, a split run, a capacity search, idle connections.
@@ -41,13 +38,10 @@ pub fn apply(cfg: &mut Config, target: Option<&str>) -> Result<(), OptionError> 
     }
 }
 
-/// An observer of one side's pass: results carry the side and the run (`--repeat`'s, from 0,
-/// also outside a sweep, so the runs of a side stay apart in the document), and what the text
-/// shows names the side (`GET [B]`); everything else goes to `obs` (every method forwarded: a
-/// new one of [`Observer`] must be added here too).
-pub(crate) struct Sided<'a> {
-    /// Where everything goes.
-    pub obs: &'a mut dyn Observer,
+/// One side's pass (`--ab`), as its results go on: they carry the side and the run
+/// (`--repeat`'s, from 0, also outside a sweep, so the runs of a side stay apart in the
+/// document), and what the text shows names the side (`GET [B]`, `[B] WARNING: …`).
+pub(crate) struct SideTag {
     /// The side this pass runs.
     pub side: Side,
     /// The run (from 0).
@@ -56,22 +50,40 @@ pub(crate) struct Sided<'a> {
     pub plain: StepValues,
 }
 
-impl<'a> Sided<'a> {
-    /// A side's observer for what comes before its passes (its startup's notices).
-    pub fn plain(obs: &'a mut dyn Observer, side: Side) -> Sided<'a> {
-        let plain = StepValues { datasize: String::new(), clients: 0, pipeline: 0, threads: 0, run: 0 };
-        Sided { obs, side, run: 0, plain }
-    }
+/// An observer of one side's pass ([`SideTag`]); everything else goes to its `obs`.
+pub(crate) type Sided<'a> = Forward<'a, SideTag>;
 
+impl SideTag {
     fn label(&self) -> &'static str {
         match self.side {
             Side::A => " [A]",
             Side::B => " [B]",
         }
     }
+}
 
-    /// `results` as the document keeps them: with the side and the run.
-    fn tagged(&self, results: &[TestResult]) -> Vec<TestResult> {
+/// An observer of `side`'s run `run`.
+pub(crate) fn sided(obs: &mut dyn Observer, side: Side, run: u64, plain: StepValues) -> Sided<'_> {
+    Forward { obs, how: SideTag { side, run, plain } }
+}
+
+/// A side's observer for what comes before its passes (its startup's notices).
+pub(crate) fn plain(obs: &mut dyn Observer, side: Side) -> Sided<'_> {
+    let plain = StepValues { datasize: String::new(), clients: 0, pipeline: 0, threads: 0, run: 0 };
+    sided(obs, side, 0, plain)
+}
+
+impl Rename for SideTag {
+    fn line<'a>(&self, line: &'a str) -> Cow<'a, str> {
+        format!("{} {line}", self.label().trim_start()).into()
+    }
+    fn progress_title<'a>(&self, title: &'a str) -> Cow<'a, str> {
+        format!("{title}{}", self.label()).into()
+    }
+    fn series_title<'a>(&self, title: &'a str) -> Cow<'a, str> {
+        format!("{title}{}", self.label()).into()
+    }
+    fn kept<'a>(&self, results: &'a [TestResult]) -> Cow<'a, [TestResult]> {
         results
             .iter()
             .map(|e| {
@@ -82,86 +94,15 @@ impl<'a> Sided<'a> {
                 e.step = Some(step);
                 e
             })
-            .collect()
+            .collect::<Vec<_>>()
+            .into()
     }
-
-    /// `results` as the text shows them: titled with the side.
-    fn titled(&self, results: &[TestResult]) -> Vec<TestResult> {
+    fn shown<'a>(&self, results: &'a [TestResult]) -> Cow<'a, [TestResult]> {
         results
             .iter()
             .map(|e| TestResult { name: format!("{}{}", e.name, self.label()), ..e.clone() })
-            .collect()
-    }
-}
-
-impl Observer for Sided<'_> {
-    fn message(&mut self, line: &str) {
-        self.obs.message(&format!("{} {line}", self.label().trim_start()));
-    }
-    fn error(&mut self, line: &str) {
-        self.obs.error(&format!("{} {line}", self.label().trim_start()));
-    }
-    fn nodes(&mut self, multi: &Multi) {
-        self.obs.nodes(multi);
-    }
-    fn progress(&mut self, tick: &Tick<'_>) {
-        let title = format!("{}{}", tick.title, self.label());
-        self.obs.progress(&Tick { title: &title, ..*tick });
-    }
-    fn shows_progress(&self) -> bool {
-        self.obs.shows_progress()
-    }
-    fn progress_end(&mut self) {
-        self.obs.progress_end();
-    }
-    fn second(&mut self, title: &str, n: usize, second: &Second) {
-        self.obs.second(&format!("{title}{}", self.label()), n, second);
-    }
-    fn keeps_intervals(&self) -> bool {
-        self.obs.keeps_intervals()
-    }
-    fn intervals(&mut self, tag: &str, ended: &[(Time, Interval)], end: Option<Time>) -> Result<(), Error> {
-        self.obs.intervals(&format!("{tag}{}", self.label()), ended, end)
-    }
-    fn results(&mut self, results: &[TestResult]) {
-        let tagged = self.tagged(results);
-        self.obs.results(&tagged);
-    }
-    fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
-        let runs: Vec<BackendRun> = s
-            .runs
-            .iter()
-            .map(|r| BackendRun { results: self.titled(&r.results), failures: r.failures.clone() })
-            .collect();
-        self.obs.step_done(&StepDone { runs: &runs, ..*s })
-    }
-    fn rates_done(&mut self, cfg: &Config, steps: &[TestResult]) -> Result<(), Error> {
-        self.obs.rates_done(cfg, &self.titled(steps))
-    }
-    fn sweep_done(&mut self, rows: &[TestResult]) -> Result<(), Error> {
-        self.obs.sweep_done(&self.titled(rows))
-    }
-    fn capacity_probe(&mut self, test: &str, probe: &TestResult) {
-        self.obs.capacity_probe(test, probe);
-    }
-    fn capacity_step(
-        &mut self,
-        test: &str,
-        n: usize,
-        most: u32,
-        step: &crate::slo::StepRecord,
-        result: &TestResult,
-    ) {
-        self.obs.capacity_step(test, n, most, step, result);
-    }
-    fn capacity_done(&mut self, found: &crate::capacity::Found) -> Result<(), Error> {
-        self.obs.capacity_done(found)
-    }
-    fn idle_clients(&mut self, live: u64) {
-        self.obs.idle_clients(live);
-    }
-    fn idle_footprint(&mut self, text: &str) {
-        self.obs.idle_footprint(text);
+            .collect::<Vec<_>>()
+            .into()
     }
 }
 
@@ -185,11 +126,11 @@ mod tests {
 
     #[test]
     fn a_side_tags_its_results() {
-        let stats = respbench_core::Stats::new(Time::ZERO, 3, false).unwrap();
+        let stats = respbench_core::Stats::new(respbench_core::Time::ZERO, 3, false).unwrap();
         let e = TestResult::new("GET".into(), "GET".into(), stats);
         let plain = StepValues { datasize: "3".into(), clients: 50, pipeline: 1, threads: 0, run: 0 };
         let mut kept = Kept::default();
-        let mut sided = Sided { obs: &mut kept, side: Side::B, run: 3, plain };
+        let mut sided = sided(&mut kept, Side::B, 3, plain);
         sided.results(std::slice::from_ref(&e));
         sided.message("WARNING: x");
         assert_eq!(kept.0[0].side, Some(Side::B));

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use respbench_core::Endpoint;
 
-use crate::config::{Backend, OptionError};
+use respbench_core::template::Expiry;
+
+use crate::config::{Backend, OptionError, PartKeys};
 
 /// A bad value: the message names the option.
 pub fn bad(option: &'static str, value: impl std::fmt::Display, why: &str) -> OptionError {
@@ -216,11 +218,13 @@ pub fn rates(list: &str) -> Result<Vec<u64>, OptionError> {
 /// The largest weight of a mix's command.
 const MAX_WEIGHT: u64 = 1_000_000;
 
-/// `--mix get:10,set:1`: test names with weights (1 when left out), names lower-cased.
+/// `--mix get:10,set:1`: test names with weights (1 when left out), names lower-cased; a
+/// command's own keys after `@` ([`mix_keys`]) are left out here.
 pub fn mix(spec: &str) -> Result<Vec<(String, u64)>, OptionError> {
     spec.split(',')
         .map(|part| {
-            let (name, weight) = part.trim().rsplit_once(':').unwrap_or((part.trim(), "1"));
+            let part = part.split_once('@').map_or(part, |(p, _)| p).trim();
+            let (name, weight) = part.rsplit_once(':').unwrap_or((part, "1"));
             let weight: u64 = weight
                 .parse()
                 .ok()
@@ -231,18 +235,88 @@ pub fn mix(spec: &str) -> Result<Vec<(String, u64)>, OptionError> {
         .collect()
 }
 
-/// `--mix-command 'WEIGHT COMMAND ARG...'`: the arguments and the weight.
+/// The keys of each command of `--mix 'set:1@sequential/10000,get:10@zipf:0.99'`: after `@`
+/// a `--key-dist` (`seq` for `sequential`) and, after `/`, its keyspace length (`-r`'s when
+/// left out); `None` for a command without `@`.
+pub fn mix_keys(spec: &str) -> Result<Vec<Option<PartKeys>>, OptionError> {
+    spec.split(',').map(|part| part_keys("--mix", spec, part.split_once('@').map(|(_, k)| k))).collect()
+}
+
+/// `@DIST[/N]` of a mix command (without the `@`): its own distribution and keyspace.
+fn part_keys(option: &'static str, text: &str, keys: Option<&str>) -> Result<Option<PartKeys>, OptionError> {
+    let Some(keys) = keys else { return Ok(None) };
+    let (dist, n) = match keys.trim().split_once('/') {
+        Some((d, n)) => {
+            let n = n.trim().parse::<u64>().ok().filter(|&n| n <= MAX_KEYSPACE).ok_or_else(|| {
+                bad(
+                    option,
+                    text,
+                    "the keyspace after / must be a number of keys, 0 to 10^12 (get@zipf/10000)",
+                )
+            })?;
+            (d, Some(n))
+        }
+        None => (keys, None),
+    };
+    let dist = match dist.trim().to_ascii_lowercase().as_str() {
+        "seq" => respbench_core::dist::KeyDist::Sequential,
+        d => respbench_core::dist::KeyDist::parse(d).map_err(|why| {
+            bad(option, text, &format!("{why} (seq for sequential), after @: get:10@zipf:0.99/10000"))
+        })?,
+    };
+    Ok(Some(PartKeys { dist, n }))
+}
+
+/// The largest keyspace a mix command takes, as `-r`: 10^12 keys (12 digits).
+const MAX_KEYSPACE: u64 = 1_000_000_000_000;
+
+/// `--mix-command 'WEIGHT COMMAND ARG...'`: the arguments and the weight (its own keys,
+/// `WEIGHT@DIST/N`, are [`mix_command_keys`]'s).
 pub fn mix_command(text: &str) -> Result<(Vec<String>, u64), OptionError> {
     let mut words = text.split_whitespace();
-    let weight: u64 =
-        words.next().and_then(|w| w.parse().ok()).filter(|w| (1..=MAX_WEIGHT).contains(w)).ok_or_else(
-            || bad("--mix-command", text, "expected 'WEIGHT COMMAND ARG...' with a weight of 1 to 1000000"),
-        )?;
+    let weight: u64 = words
+        .next()
+        .and_then(|w| w.split_once('@').map_or(w, |(w, _)| w).parse().ok())
+        .filter(|w| (1..=MAX_WEIGHT).contains(w))
+        .ok_or_else(|| {
+            bad("--mix-command", text, "expected 'WEIGHT COMMAND ARG...' with a weight of 1 to 1000000")
+        })?;
     let args: Vec<String> = words.map(str::to_string).collect();
     if args.is_empty() {
         return Err(bad("--mix-command", text, "the command is missing after the weight"));
     }
     Ok((args, weight))
+}
+
+/// The keys of `--mix-command '3@zipf:0.99/1000 GET key:__rand_int__'`: as [`mix_keys`], after
+/// the weight.
+pub fn mix_command_keys(text: &str) -> Result<Option<PartKeys>, OptionError> {
+    let first = text.split_whitespace().next().unwrap_or("");
+    part_keys("--mix-command", text, first.split_once('@').map(|(_, k)| k))
+}
+
+/// `--expiry-range MIN-MAX`: seconds (`EX`), or milliseconds with `ms` on both (`PX`:
+/// `500ms-1500ms`); one number is a fixed time. From 1 to 10^10.
+pub fn expiry_range(text: &str) -> Result<Expiry, OptionError> {
+    let why = "expected MIN-MAX seconds (1-2) or milliseconds (500ms-1500ms), from 1 to 10000000000, MIN at most MAX";
+    let t = text.trim().to_ascii_lowercase();
+    let (lo, hi) = t.split_once('-').unwrap_or((&t, &t));
+    let unit = |v: &str| -> (String, bool) {
+        let v = v.trim();
+        match v.strip_suffix("ms") {
+            Some(n) => (n.trim().to_string(), true),
+            None => (v.strip_suffix('s').unwrap_or(v).trim().to_string(), false),
+        }
+    };
+    let ((lo, lo_ms), (hi, hi_ms)) = (unit(lo), unit(hi));
+    if lo_ms != hi_ms {
+        return Err(bad("--expiry-range", text, "give both ends in the same unit: 1-2 or 500ms-1500ms"));
+    }
+    let number = |n: &str| n.parse::<u64>().ok().filter(|n| (1..=Expiry::MAX).contains(n));
+    match (number(&lo), number(&hi)) {
+        (Some(lo), Some(hi)) if lo <= hi => Ok(Expiry { lo, hi, millis: lo_ms }),
+        _ => Err(bad("--expiry-range", text, why)),
+    }
 }
 
 /// `--key-args 1,3`: argument positions from 1.
@@ -311,14 +385,58 @@ pub fn event_time(text: &str) -> Result<Duration, OptionError> {
     Ok(Duration::from_secs_f64(total))
 }
 
-/// One `--at 'TIME CMD [ARG…]'` or `--at 'TIME exec PROGRAM [ARG…]'`, its words split at
-/// white space.
+/// Splits `text` into words as redis-cli does its command line: at white space, except within
+/// double quotes (with the escapes `\"`, `\\`, `\n`, `\r`, `\t`) or single quotes (with `\'`);
+/// a closing quote must end its word.
+pub fn words(text: &str) -> Result<Vec<String>, &'static str> {
+    let mut out = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let Some(&first) = chars.peek() else { return Ok(out) };
+        let mut word = String::new();
+        if first == '"' || first == '\'' {
+            chars.next();
+            loop {
+                match chars.next() {
+                    None => return Err("a quote is not closed"),
+                    Some(c) if c == first => break,
+                    Some('\\') => match (first, chars.next()) {
+                        (_, None) => return Err("a quote is not closed"),
+                        ('"', Some('n')) => word.push('\n'),
+                        ('"', Some('r')) => word.push('\r'),
+                        ('"', Some('t')) => word.push('\t'),
+                        ('"', Some(c @ ('"' | '\\'))) | ('\'', Some(c @ '\'')) => word.push(c),
+                        (_, Some(c)) => {
+                            word.push('\\');
+                            word.push(c);
+                        }
+                    },
+                    Some(c) => word.push(c),
+                }
+            }
+            if chars.peek().is_some_and(|c| !c.is_whitespace()) {
+                return Err("a closing quote must be followed by a space");
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+                word.push(c);
+            }
+        }
+        out.push(word);
+    }
+}
+
+/// One `--at 'TIME CMD [ARG…]'` or `--at 'TIME exec PROGRAM [ARG…]'`, its words split as
+/// redis-cli splits a command line ([`words`]: an argument with spaces is quoted).
 pub fn event(text: &str) -> Result<crate::event::Event, OptionError> {
     use crate::event::{Action, Event};
-    let mut words = text.split_whitespace();
-    let time = words.next().ok_or_else(|| bad("--at", text, "expected 'TIME CMD [ARG...]'"))?;
+    let trimmed = text.trim_start();
+    let time =
+        trimmed.split_whitespace().next().ok_or_else(|| bad("--at", text, "expected 'TIME CMD [ARG...]'"))?;
     let at = event_time(time)?;
-    let rest: Vec<String> = words.map(str::to_string).collect();
+    let given = trimmed[time.len()..].trim();
+    let rest = words(given).map_err(|why| bad("--at", text, why))?;
     let action = match rest.split_first() {
         None => return Err(bad("--at", text, "expected a command after TIME: 'TIME CMD [ARG...]'")),
         Some((x, prog)) if x == "exec" => match prog.split_first() {
@@ -329,7 +447,7 @@ pub fn event(text: &str) -> Result<crate::event::Event, OptionError> {
         },
         Some(_) => Action::Command(rest.clone()),
     };
-    Ok(Event { at, action, text: rest.join(" ") })
+    Ok(Event { at, action, text: given.to_string() })
 }
 
 /// `--at` (each given) and `--at-node` (`primary`, `replica`, `all` or `HOST:PORT`): the run's
@@ -355,6 +473,25 @@ pub fn events(at: &[String], node: Option<&str>) -> Result<crate::event::Events,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_split_as_redis_cli_splits_them() {
+        let w = |t: &str| words(t).map(|v| v.join("|"));
+        assert_eq!(w("  SET k  v "), Ok("SET|k|v".into()));
+        assert_eq!(w(r#"SET k "a b\"c\\ \n""#), Ok("SET|k|a b\"c\\ \n".into()));
+        assert_eq!(w(r"SET k 'it\'s \n'"), Ok("SET|k|it's \\n".into()));
+        assert_eq!(w(r#"SET k """#), Ok("SET|k|".into()));
+        assert_eq!(w(""), Ok(String::new()));
+        assert!(w(r#"SET "k"v"#).is_err() && w(r#"SET "k"#).is_err() && w("SET 'k\\").is_err());
+        let e = event(r#"2s exec sh -c "kill -STOP 1""#).unwrap();
+        let crate::event::Action::Exec { program, args } = &e.action else { panic!("{e:?}") };
+        assert_eq!(
+            (program.as_str(), args.as_slice()),
+            ("sh", &["-c".to_string(), "kill -STOP 1".to_string()][..])
+        );
+        assert_eq!(e.text, r#"exec sh -c "kill -STOP 1""#);
+        assert!(event("2s SET 'k").unwrap_err().to_string().contains("a quote is not closed"));
+    }
 
     fn timeout(v: &str) -> Result<Duration, String> {
         bounded_duration("--timeout", v, "leave --timeout out to wait forever").map_err(|e| e.to_string())
@@ -428,6 +565,33 @@ mod tests {
         assert!(mix("get:0").is_err() && mix("get:1000001").is_err());
         assert_eq!(mix_command("3 SET k v"), Ok((vec!["SET".into(), "k".into(), "v".into()], 3)));
         assert!(mix_command("3").is_err() && mix_command("x SET").is_err());
+        use respbench_core::dist::KeyDist;
+        let spec = "set:1@seq/10000,GET:10@zipf:0.99,ping";
+        assert_eq!(mix(spec), Ok(vec![("set".into(), 1), ("get".into(), 10), ("ping".into(), 1)]));
+        assert_eq!(
+            mix_keys(spec),
+            Ok(vec![
+                Some(PartKeys { dist: KeyDist::Sequential, n: Some(10_000) }),
+                Some(PartKeys { dist: KeyDist::Zipf(0.99), n: None }),
+                None
+            ])
+        );
+        for bad in ["get@zipf:0", "get@nope", "get@seq/x", "get@seq/1000000000001", "get@"] {
+            assert!(mix_keys(bad).is_err(), "{bad}");
+        }
+        assert_eq!(mix_command("3@uniform/7 GET k"), Ok((vec!["GET".into(), "k".into()], 3)));
+        assert_eq!(
+            mix_command_keys("3@uniform/7 GET k"),
+            Ok(Some(PartKeys { dist: KeyDist::Uniform, n: Some(7) }))
+        );
+        assert_eq!(mix_command_keys("3 GET k"), Ok(None));
+        assert_eq!(expiry_range("1-2"), Ok(Expiry { lo: 1, hi: 2, millis: false }));
+        assert_eq!(expiry_range("5s-10s"), Ok(Expiry { lo: 5, hi: 10, millis: false }));
+        assert_eq!(expiry_range("500ms-1500ms"), Ok(Expiry { lo: 500, hi: 1500, millis: true }));
+        assert_eq!(expiry_range("7"), Ok(Expiry { lo: 7, hi: 7, millis: false }));
+        for bad in ["0-2", "2-1", "1-2ms", "x", "1-10000000001", "-", ""] {
+            assert!(expiry_range(bad).is_err(), "{bad}");
+        }
         assert_eq!(key_args("1,3"), Ok(vec![1, 3]));
         assert!(key_args("0").is_err() && key_args("").is_err());
         assert_eq!(backends("mio,uring"), Ok(vec![Backend::Mio, Backend::Uring]));

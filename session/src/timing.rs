@@ -438,8 +438,8 @@ pub struct ClientPauses {
     pub interval_us: u64,
     /// How late the idle thread woke, in microseconds.
     pub idle: Histogram<u64>,
-    /// How late the event loops woke against their deadlines, in microseconds (`None`: the
-    /// backend does not say, as smol's timers do not).
+    /// How late the event loops woke against their deadlines, in microseconds (`None`: no loop
+    /// waited for a deadline).
     pub wake: Option<Histogram<u64>>,
     /// Per second of the test, the idle thread's longest pause, in microseconds.
     pub seconds: Vec<u64>,

@@ -306,6 +306,24 @@ impl RedisServer {
         wait_until(&what, Duration::from_secs(30), || self.command_calls(command) >= n);
     }
 
+    /// The bytes waiting unread in the receive queues of the server's established loopback
+    /// connections, from the kernel's own table (`/proc/net/tcp`): for a stopped server, the
+    /// requests sent to it and not yet answered.
+    pub fn queued_bytes(&self) -> u64 {
+        let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        table
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                // local_address (IP:PORT in hex), rem_address, st (01: established), tx:rx.
+                let port = u16::from_str_radix(f.get(1)?.rsplit(':').next()?, 16).ok()?;
+                let rx = f.get(4)?.split(':').nth(1)?;
+                (port == self.port && *f.get(3)? == "01").then(|| u64::from_str_radix(rx, 16).ok())?
+            })
+            .sum()
+    }
+
     /// A TCP connection authenticated like [`RedisServer::cli`].
     pub fn connect(&self) -> TcpStream {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connecting to redis-server");
@@ -714,6 +732,16 @@ impl Drop for Running {
 }
 
 impl Tool {
+    /// This tool started by `taskset -c CPU`: pinned from its first instruction, so every thread
+    /// it starts (and ends: pinning a running respbench raced with them) inherits the CPU.
+    pub fn pinned(&self, cpu: &str) -> Tool {
+        let pre_args = ["-c".to_string(), cpu.to_string(), self.path.display().to_string()]
+            .into_iter()
+            .chain(self.pre_args.iter().cloned())
+            .collect();
+        Tool { path: PathBuf::from("taskset"), pre_args, ..self.clone() }
+    }
+
     /// Whether this is the binary under test (assertions on fixed redis-benchmark defects apply).
     pub fn is_respbench(&self) -> bool {
         self.kind == ToolKind::Respbench

@@ -4,7 +4,7 @@
 //! named (or, on a machine whose CPUs were all busy, that is what is said), and a server that
 //! refuses INFO gets no claim.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -44,16 +44,6 @@ fn pin(pid: u32, cpu: &str) {
     assert!(st.status.success(), "taskset: {}", String::from_utf8_lossy(&st.stderr));
 }
 
-/// `tool` started by `taskset -c CPU`: pinned from its first instruction, so every thread it
-/// starts (and ends: pinning a running respbench raced with them) inherits the CPU.
-fn pinned(tool: &Tool, cpu: &str) -> Tool {
-    let pre_args = ["-c".to_string(), cpu.to_string(), tool.path.display().to_string()]
-        .into_iter()
-        .chain(tool.pre_args.iter().cloned())
-        .collect();
-    Tool { path: PathBuf::from("taskset"), pre_args, ..tool.clone() }
-}
-
 /// `DEBUG SLEEP 0.01` on ten connections: nine requests always wait behind the one sleeping, so
 /// the client has 90 ms to send each next one and its own delays (a busy machine's) leave no
 /// gap: the server's one thread executes commands nearly all of the 3 s while using almost no
@@ -89,7 +79,8 @@ fn a_client_held_to_one_core_is_the_bottleneck(tool: Tool) {
     pin(server.pid(), "1");
     let json = json_path("bn", "client");
     let port = server.port().to_string();
-    let out = pinned(&tool, "0")
+    let out = tool
+        .pinned("0")
         .run(&["-p", &port, "-t", "get", "-c", "50", "-n", "60000", "--json", json.to_str().unwrap()], T);
     assert!(out.status.success(), "{}", out.dump());
     let t = read(&json)["tests"][0].clone();

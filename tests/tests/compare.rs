@@ -198,9 +198,11 @@ fn identical_servers_alternate_and_show_no_difference() {
 
 /// 20,000 iterations on A, 60,000 on B: B's calls cost about three times A's (its
 /// `usec_per_call`, read from both servers). B's rate must be below A's and its median above,
-/// no figure may be found faster, and its rate ratio's interval must hold the servers' own ratio of cost per call, within
-/// a tenth (what a call costs beside the function, the reply and the read, is in the rate but
-/// not in usec). `--fail-if-slower 10%` exits 1 exactly when some figure is slower by more with
+/// no figure may be found faster, and its rate ratio's interval must reach the servers' own
+/// ratio of cost per call, within a tenth. One-sided: what a call costs beside the function (the
+/// read, the reply, and on a busy machine the time the server waits for a CPU) is in the rate but
+/// not in usec, and a cost common to both sides only pulls the rate ratio towards 1 (a CI run
+/// under load saw cost 0.26, rate ratio 0.38 with interval 0.29–0.51). `--fail-if-slower 10%` exits 1 exactly when some figure is slower by more with
 /// confidence, and with `--strict` also when its interval reaches past 10%: both sides of the
 /// gate whatever the machine's noise made the intervals.
 #[test]
@@ -231,8 +233,9 @@ fn a_known_difference_is_found_with_its_sign() {
             assert!(f["text"].as_str().unwrap().starts_with("B is ") && num(&f["slower_low"]) > 0.0, "{f}");
         }
     }
-    let (lo, hi) = (num(&rps["ratio_low"]), num(&rps["ratio_high"]));
-    assert!(lo * 0.9 <= cost && cost <= hi * 1.1, "cost per call A/B {cost}: {rps}");
+    // B's rate cannot be further below A's than its server's cost per call says.
+    let hi = num(&rps["ratio_high"]);
+    assert!(cost <= hi * 1.1, "cost per call A/B {cost}: {rps}");
     // --strict: every figure failed or undecided, so it fails.
     let (out, _) = compare(&["--force", "--strict", p, "--fail-if-slower", "10%"]);
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());

@@ -21,6 +21,7 @@ respbench_tests::backend_tests!(
         a_stopped_server_is_a_window_of_its_stop,
         a_failover_on_a_cluster_is_followed_and_counted,
         every_output_has_the_events,
+        backends_side_by_side_each_say_their_event,
         bad_events_are_refused_before_connecting,
     ],
 );
@@ -63,6 +64,25 @@ fn ok_or_unrecovered(out: &Output) {
         out.dump()
     );
     eprintln!("(not recovered by the end: {})", lines[0]);
+}
+
+/// A run whose open loop fell behind its schedule at the end on this busy machine (seen at load
+/// 17: sends up to 217 ms late, 155 requests due never sent): that is exit 1 and its one line,
+/// and the unsent are in the arrivals' sum; anything else must be a clean run.
+fn ok_or_behind(out: &Output) {
+    if out.stderr.is_empty() {
+        return ok(out);
+    }
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert!(
+        lines.len() == 1
+            && lines[0]
+                .contains(" requests due were never sent (the client was behind its schedule at the end: "),
+        "{}",
+        out.dump()
+    );
+    eprintln!("(behind at the end: {})", lines[0]);
 }
 
 fn f(v: &Value) -> f64 {
@@ -182,58 +202,75 @@ fn a_fork_costs_what_the_server_says_it_took(tool: Tool) {
 }
 
 /// `--at '4s exec kill -STOP PID'` and `--at '5s exec kill -CONT PID'` of the server: the first
-/// event's window is the stop, about 1 s (from the STOP to the backlog's last reply after the
-/// CONT, within 150 ms); each program's exit is reported. A window of 100 replies has its p99
-/// in its second-slowest reply, so a stall of this busy machine right after the CONT keeps the
-/// window open one more (seen: 1,180 ms once in four runs): up to three runs, one must be in.
+/// event's window is the stop, and each program's exit is reported. What the stop itself makes
+/// is checked against the signals: no reply at all in the 100 ms windows wholly inside it, and a
+/// window at least as long as it. Where the window ends past the CONT is the machine's: the
+/// backlog drains, and on this busy machine (two CPU hogs: 1,086-1,297 ms seen) windows after
+/// it stay slower than 1.2 x the baseline's p99 for a while; so every window from the CONT's to
+/// the recovery must be one the rule calls bad, the one after them healthy, and the window
+/// within 1 s of the CONT (idle: within 150 ms).
 fn a_stopped_server_is_a_window_of_its_stop(tool: Tool) {
     let server = RedisServer::start();
     let stop = format!("4s exec kill -STOP {}", server.pid());
     let cont = format!("5s exec kill -CONT {}", server.pid());
-    let mut seen = Vec::new();
-    let mut found = None;
-    for _ in 0..3 {
-        let (out, t) = run_json(
-            &tool,
-            server.port(),
-            &[
-                "-t",
-                "get",
-                "-c",
-                "10",
-                "-P",
-                "64",
-                "--rps",
-                "1000",
-                "--duration",
-                "8s",
-                "-q",
-                "--at",
-                &stop,
-                "--at",
-                &cont,
-            ],
-        );
-        ok(&out);
-        accounted(&t);
-        let events = t["events"].as_array().unwrap();
-        assert_eq!(events.len(), 2);
-        for e in events {
-            assert_eq!(e["kind"], "exec");
-            assert_eq!(e["exit"]["status"], 0, "{e}");
-            assert_eq!(e["exit"]["stderr"], "", "{e}");
-        }
-        let (sent0, sent1) = (f(&events[0]["sent_s"]), f(&events[1]["sent_s"]));
-        let window = f(&events[0]["disruption"]["window_ms"]);
-        eprintln!("kill -STOP at {sent0:.4} s, -CONT at {sent1:.4} s: window {window:.1} ms");
-        let stopped = (sent1 - sent0) * 1000.0;
-        seen.push((window, stopped));
-        if window >= stopped && window <= stopped + 150.0 {
-            found = Some((t.clone(), window));
-            break;
+    let (out, t) = run_json(
+        &tool,
+        server.port(),
+        &[
+            "-t",
+            "get",
+            "-c",
+            "10",
+            "-P",
+            "64",
+            "--rps",
+            "1000",
+            "--duration",
+            "8s",
+            "-q",
+            "--at",
+            &stop,
+            "--at",
+            &cont,
+        ],
+    );
+    ok(&out);
+    accounted(&t);
+    let events = t["events"].as_array().unwrap();
+    assert_eq!(events.len(), 2);
+    for e in events {
+        assert_eq!(e["kind"], "exec");
+        assert_eq!(e["exit"]["status"], 0, "{e}");
+        assert_eq!(e["exit"]["stderr"], "", "{e}");
+    }
+    let (sent0, sent1) = (f(&events[0]["sent_s"]), f(&events[1]["sent_s"]));
+    let d = &events[0]["disruption"];
+    let window = f(&d["window_ms"]);
+    let stopped = (sent1 - sent0) * 1000.0;
+    eprintln!("kill -STOP at {sent0:.4} s, -CONT at {sent1:.4} s: window {window:.1} ms");
+    assert!(window >= stopped && window <= stopped + 1000.0, "window {window} ms, stopped {stopped} ms: {d}");
+    let threshold = f(&d["threshold_ms"]);
+    let windows = d["windows"].as_array().unwrap();
+    let bad = |w: &Value| {
+        w["requests"] == 0 || f(&w["p99_ms"]) > threshold || w["errors"] != 0 || w["redirects"] != 0
+    };
+    let inside: Vec<&Value> =
+        windows.iter().filter(|w| f(&w["at_s"]) >= sent0 + 0.1 && f(&w["at_s"]) + 0.1 <= sent1).collect();
+    assert!(inside.len() >= 8, "{d}");
+    for w in inside {
+        assert_eq!(w["requests"], 0, "a reply from a stopped server: {w}");
+    }
+    // From the CONT's window to the recovery: the rule's bad windows, then a healthy one.
+    let healthy_at = f(&d["span_from_s"]) + 0.1 * f(&d["span_windows"]);
+    for w in windows {
+        let at = f(&w["at_s"]);
+        if at + 0.1 > sent1 && at < healthy_at - 1e-6 {
+            assert!(bad(w), "a healthy window {w} before the recovery at {healthy_at} s: {d}");
+        } else if (at - healthy_at).abs() < 1e-6 {
+            assert!(!bad(w), "the recovery's window {w} is not healthy: {d}");
         }
     }
-    let Some((t, window)) = found else { panic!("no run's window was the stop (window, stopped): {seen:?}") };
+    assert!(sent0 + window / 1000.0 <= healthy_at + 1e-6, "{d}");
     // plot marks both events on the series and draws each one's 100 ms windows.
     let json = json_path("ev", "plot");
     let doc = serde_json::json!({"schema": "respbench/2", "tool": {"name": "respbench", "version": "0"}, "config": {}, "server": {}, "tests": [t]});
@@ -286,7 +323,7 @@ fn a_failover_on_a_cluster_is_followed_and_counted(tool: Tool) {
             &node,
         ],
     );
-    ok(&out);
+    ok_or_behind(&out);
     accounted(&t);
     let e = &t["events"][0];
     assert_eq!(e["replies"][0]["node"], node.as_str(), "{e}");
@@ -382,6 +419,40 @@ fn every_output_has_the_events(tool: Tool) {
     );
 }
 
+/// `--backend mio,smol`: the side-by-side table, then each backend's event as its own line (`-q`)
+/// or row (`--csv`), titled `NAME [BACKEND]`; each backend's run sent its own PING (the server's
+/// commandstats count both). A quoted argument keeps its space.
+fn backends_side_by_side_each_say_their_event(_tool: Tool) {
+    let server = RedisServer::start();
+    for (format, lines) in [
+        ("-q", ["GET [mio]: event '1s PING' PONG (", "GET [smol]: event '1s PING' PONG ("]),
+        ("--csv", ["\"event\",\"GET [mio]\",\"1s PING\",", "\"event\",\"GET [smol]\",\"1s PING\","]),
+    ] {
+        let before = server.command_calls("ping");
+        let a = args(
+            server.port(),
+            &["-t", "get", "-c", "4", "--duration", "2s", "--backend", "mio,smol", format],
+        );
+        let out = respbench_tests::respbench().run(&[&a[..], &["--at".into(), "1s PING".into()]].concat(), T);
+        ok_or_unrecovered(&out);
+        for line in lines {
+            assert_eq!(
+                out.stdout.lines().filter(|l| l.starts_with(line)).count(),
+                1,
+                "{line}: {}",
+                out.dump()
+            );
+        }
+        assert_eq!(server.command_calls("ping") - before, 2, "{}", out.dump());
+    }
+    let a = args(
+        server.port(),
+        &["-t", "get", "-c", "1", "--duration", "2s", "-q", "--at", "1s SET greeting \"hello world\""],
+    );
+    ok_or_unrecovered(&respbench_tests::respbench().run(&a, T));
+    assert_eq!(server.cli(&["GET", "greeting"]).trim(), "hello world");
+}
+
 /// One event on each backend: a `CONFIG SET` at 1.5 s of a 3 s open loop, sent, answered,
 /// measured.
 fn an_event_on_every_backend(tool: Tool) {
@@ -445,6 +516,7 @@ fn bad_events_are_refused_before_connecting(tool: Tool) {
     refused(&with("5x PING"), "TIME is like 30s, 1m30s or 500ms");
     refused(&with("1m30 PING"), "TIME is like 30s, 1m30s or 500ms");
     refused(&with("5s"), "expected a command after TIME");
+    refused(&with("5s SET k 'v"), "invalid value '5s SET k 'v' for --at: a quote is not closed");
     refused(&with("10s PING"), "--at '10s PING': 10s is not within --duration 10s");
     refused(&with("500ms PING"), "an event must come 1 s into the test at least");
     refused(

@@ -274,7 +274,11 @@ fn server_stopped_then_sigint(tool: Tool) {
     server.wait_for_calls("get", 1000);
     server.signal("STOP");
     // Once the server is stopped its count stands still; the loops wait for replies that do
-    // not come, and only the stop (the signal, then the grace) can wake them.
+    // not come, and only the stop (the signal, then the grace) can wake them. On a busy machine
+    // the client may not have sent its next requests yet (then nothing is in flight, and the
+    // stop finds nothing to abandon): it is interrupted once the kernel holds requests unread
+    // at the stopped server.
+    respbench_tests::wait_until("requests queued at the stopped server", T, || server.queued_bytes() > 0);
     let sent = Instant::now();
     run.interrupt();
     let out = run.wait_lenient(T);

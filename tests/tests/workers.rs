@@ -128,22 +128,51 @@ fn four_workers_do_what_one_command_says(tool: Tool) {
 /// `--rps 2000 --duration 3s` over four workers: each sends 500 per second, the merged target is
 /// 2000 (the rate achieved is the schedule's at most), the server saw every request, and the
 /// merged series is as long as the longest worker's, each of its seconds the sum of the
-/// workers' same second.
+/// workers' same second. An event (`--at`) fires on worker 0 only, and the merge carries it,
+/// marked as worker 0's, in its document and its text.
 #[test]
 fn open_loop_workers_merge_into_one_rate_and_one_series() {
     let server = RedisServer::start();
     let port = server.port().to_string();
     let (at, _) = start_at();
-    let args = ["-p", &port, "-t", "get", "-c", "8", "--rps", "2000", "--duration", "3s", "--start-at", &at];
+    let args = [
+        "-p",
+        &port,
+        "-t",
+        "get",
+        "-c",
+        "8",
+        "--rps",
+        "2000",
+        "--duration",
+        "3s",
+        "--start-at",
+        &at,
+        "--at",
+        "1500ms PING",
+    ];
     let files = run_workers(&respbench(), &args, 4, "open");
     let docs: Vec<Value> = files.iter().map(|p| read(p)).collect();
     for d in &docs {
         assert_eq!(d["config"]["worker"]["rps"], serde_json::json!([500]));
         assert_eq!(d["tests"][0]["target_rps"].as_u64(), Some(500));
     }
+    let fired: Vec<usize> =
+        docs.iter().map(|d| d["tests"][0]["events"].as_array().map_or(0, |e| e.len())).collect();
+    assert_eq!(fired, [1, 0, 0, 0], "--at goes to worker 0 only");
     let (out, merged) = merge(&files);
     assert!(out.status.success(), "{}", out.dump());
     let t = &merged.unwrap()["tests"][0];
+    let mut event = docs[0]["tests"][0]["events"][0].clone();
+    event["part"] = 0.into();
+    assert_eq!(t["events"], serde_json::json!([event]), "the merge carries worker 0's event");
+    assert_eq!(event["replies"][0]["reply"], "PONG", "{event}");
+    let line = format!("GET: event '1.5s PING' sent at {:.3} s", event["sent_s"].as_f64().unwrap());
+    assert!(
+        out.stdout.contains(&line) && out.stdout.contains("(from input 0's load alone)"),
+        "{}",
+        out.dump()
+    );
     assert_eq!(t["target_rps"].as_u64(), Some(2000));
     let rps = t["rps"].as_f64().unwrap();
     assert!(rps > 0.0 && rps <= 2000.0 * 1.05, "merged rps {rps}");

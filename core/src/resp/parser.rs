@@ -683,27 +683,8 @@ fn whole_simple_reply(input: &[u8]) -> Option<(usize, Kind)> {
 /// Feeds `input` to a fresh [`ReplyParser`] in chunks of the given sizes (cycling; a 0 size means 1; no sizes means one chunk), collecting the completed replies; stops at the first error. Never panics.
 #[cfg(any(test, feature = "testing"))]
 pub fn parse_chunked(input: &[u8], chunk_sizes: &[u8]) -> (Vec<Reply>, Option<ProtocolError>) {
-    let mut parser = ReplyParser::new();
-    let mut replies = Vec::new();
-    let mut pos = 0;
-    let mut sizes = chunk_sizes.iter().cycle();
-    while pos < input.len() {
-        let size = sizes.next().map_or(input.len() - pos, |&s| usize::from(s.max(1)));
-        let end = input.len().min(pos + size);
-        let mut chunk = &input[pos..end];
-        pos = end;
-        while !chunk.is_empty() {
-            match parser.parse(chunk) {
-                Ok(Parsed::Complete { consumed, reply }) => {
-                    replies.push(reply);
-                    chunk = chunk.get(consumed..).unwrap_or_default();
-                }
-                Ok(Parsed::Partial) => break,
-                Err(e) => return (replies, Some(e)),
-            }
-        }
-    }
-    (replies, None)
+    let (replies, error, _) = parse_chunked_skipping(input, chunk_sizes, &[0]);
+    (replies, error)
 }
 
 /// [`parse_chunked`] with every skippable body discarded as a socket read with `MSG_TRUNC`

@@ -9,7 +9,7 @@ use super::{Ended, Finished, Session};
 use crate::config::Config;
 use crate::observer::{Observer, StopHandle};
 use crate::result::{Side, StepValues};
-use crate::sides::Sided;
+use crate::sides::{plain, sided};
 use crate::Error;
 
 /// The run the options ask for: one [`Session`], or with `--ab` one per target.
@@ -35,11 +35,11 @@ impl Pair {
         // Each pass runs a side's tests once: the passes are the repeats.
         let mut one = cfg.clone();
         one.sweep.repeat = 1;
-        let a = Session::new(&one, tls, &mut Sided::plain(obs, Side::A), stop.clone())?;
+        let a = Session::new(&one, tls, &mut plain(obs, Side::A), stop.clone())?;
         let mut other = one;
         other.endpoint = target;
         let tls_b = super::tls_client(&other)?;
-        let mut b = Session::new(&other, tls_b, &mut Sided::plain(obs, Side::B), stop)?;
+        let mut b = Session::new(&other, tls_b, &mut plain(obs, Side::B), stop)?;
         // One epoch: the documents' times are comparable across the sides.
         b.epoch = a.epoch;
         b.epoch_us = a.epoch_us;
@@ -83,7 +83,7 @@ impl Pair {
                         threads: s.base.threads,
                         run: 0,
                     });
-                    let mut sided = Sided { obs: &mut *obs, side, run, plain };
+                    let mut sided = sided(&mut *obs, side, run, plain);
                     match s.run_suite(&mut sided)? {
                         Ended::Completed => {}
                         stop => return Ok(stop),
