@@ -23,7 +23,7 @@ use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use respbench_core::{Outcome, RunError};
+use respbench_core::{Outcome, RunError, Time};
 use respbench_driver::{
     on_threads, resolve_all, Link, Next, Tally, Target, TestRun, Tls, Watch, PUBLISH_EVERY, READ_BUF,
 };
@@ -201,6 +201,22 @@ async fn client(targets: &[Target], index: u64, nudge: &Nudge) {
     let mut started = vec![false; nodes];
     let mut ended = vec![false; nodes];
     let mut blocked = vec![false; nodes];
+    // A clients ramp: the client's sockets open when its step begins; the test's stop (a
+    // nudge) may come first, and then it never opens them.
+    while let Some(at) = link.waits_until() {
+        if at == Time::MAX {
+            return;
+        }
+        let mut t = Timer::at(local(|l| l.tally.instant(at)));
+        wait(&[], &[], Some(&mut t), nudge).await;
+        let stopped = local(|l| {
+            (0..nodes).for_each(|n| link.on_timeout(n, &mut l.tally));
+            l.tally.plan().stop.is_due(l.tally.now())
+        });
+        if stopped && link.waits_until().is_some() {
+            return;
+        }
+    }
     // Nodes that need a new socket, and nodes to drain.
     let mut to_connect: Vec<usize> = (0..nodes).filter(|&n| !link.is_dormant(n)).collect();
     let mut dirty: Vec<usize> = Vec::new();

@@ -256,6 +256,10 @@ pub struct Opts {
     /// with -t pubsub: publish to this many channels in turn, each subscriber subscribed to all
     #[argh(option)]
     pub channels: Option<String>,
+    /// a ramp within one test, its connections kept open: 'clients 10..200 step 10 every 5s'
+    /// or 'rps 1000..50000 step 1000 every 2s' (the duration is the steps' unless given)
+    #[argh(option)]
+    pub ramp: Option<String>,
     /// capacity search: find the highest --rps whose steps meet these latency objectives on the
     /// corrected latency, comma separated (p99<=1ms,p99.9<=5ms; service:p99<=500us for the
     /// service time); with --rps LOW-HIGH inside that range, else below a short closed-loop
@@ -446,7 +450,7 @@ impl Opts {
         if !o.rates.is_empty() && self.keepalive == 0 {
             return Err(Conflict("-k 0", "--rps", "an open-loop schedule keeps its connections open"));
         }
-        if o.poisson && o.rates.is_empty() && self.slo.is_none() {
+        if o.poisson && o.rates.is_empty() && self.slo.is_none() && self.ramp.is_none() {
             return Err("--arrival poisson needs a target rate (--rps)".into());
         }
         if let Some(s) = &self.rps_slack {
@@ -454,7 +458,7 @@ impl Opts {
             if slack > Duration::from_millis(100) {
                 return Err(bad("--rps-slack", s, "must be at most 100ms"));
             }
-            if o.rates.is_empty() && self.slo.is_none() {
+            if o.rates.is_empty() && self.slo.is_none() && self.ramp.is_none() {
                 return Err("--rps-slack needs a target rate (--rps) or a capacity search (--slo)".into());
             }
             o.slack = Some(slack);
@@ -711,6 +715,9 @@ impl Opts {
             verify: Default::default(),
         };
         respbench_session::verify::check(&mut c, self.verify, self.verify_only, self.requests.is_some())?;
+        let given =
+            [("-n", self.requests.is_some()), ("--slo", self.slo.is_some()), ("--worker", worker.is_some())];
+        c.apply_ramp(self.ramp.as_deref(), &given)?;
         respbench_session::event::check(&c.events, c.open.duration)?;
         if worker.is_some_and(|w| w.index > 0) {
             c.events = Default::default();

@@ -112,7 +112,8 @@ struct PlotOpts {
     output: Option<String>,
     /// the charts to draw, comma separated: percentiles, service, rate, series, sweep, repeat,
     /// backends, capacity (latency against achieved throughput: a --slo search, or --rps steps
-    /// when named), compare (respbench compare --json's) (default: every one the results allow)
+    /// when named), compare (respbench compare --json's), ramp (--ramp's steps) (default: every
+    /// one the results allow)
     #[argh(option)]
     charts: Option<String>,
     /// the documents to draw, written by respbench --json

@@ -41,6 +41,7 @@ fn with(template: Template, keys: KeySpace, pipeline: u32) -> Arc<Plan> {
         fine: false,
         cluster: None,
         verify: None,
+        ramp: None,
     })
 }
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::cluster::{Redirect, Request, Router, SLOTS};
 use crate::conn::{earliest, Answered, Connection, Event, IoFailure, Pending, ASKING_REQ, DIRECT};
-use crate::plan::{OpenLoop, PipelineMode, Plan, Workload};
+use crate::plan::{OpenLoop, PipelineMode, Plan, RampKind, Workload};
 use crate::replay::Player;
 use crate::rng::Rng;
 use crate::shared::Endpoint;
@@ -128,6 +128,13 @@ impl Source {
     fn start(&mut self, plan: &Plan, now: Time) {
         if plan.conn.open_loop.is_some() && self.next_due == Time::MAX {
             let n = plan.connections.max(1);
+            if let Some(r) = plan.ramp.filter(|r| r.kind == RampKind::Rps) {
+                // A rate ramp's schedule starts with the ramp, whenever the socket came up:
+                // the first arrivals spread over one gap of the first step.
+                let share = (self.stream % n) as f64 / n as f64 * self.seq_len as f64;
+                self.next_due = r.advance(r.start, share, plan.connections);
+                return;
+            }
             let interval = u64::try_from(self.interval.as_nanos()).unwrap_or(u64::MAX);
             self.next_due = now + Duration::from_nanos(interval / n * (self.stream % n));
         }
@@ -145,7 +152,7 @@ impl Source {
             if self.next_due >= until || self.take(plan, 1) == 0 {
                 return None;
             }
-            Some(self.arrive(ol))
+            Some(self.arrive(ol, plan))
         })
     }
 
@@ -156,12 +163,20 @@ impl Source {
 
     /// Takes the arrival that is due: its intended time; the next one follows a gap later (in a
     /// sequence, after its last command).
-    fn arrive(&mut self, ol: OpenLoop) -> Time {
+    fn arrive(&mut self, ol: OpenLoop, plan: &Plan) -> Time {
         let intended = self.next_due;
         self.seq_arrived += 1;
         if self.seq_arrived >= self.seq_len {
             self.seq_arrived = 0;
-            self.next_due = intended + self.gap(ol);
+            self.next_due = match plan.ramp.filter(|r| r.kind == RampKind::Rps) {
+                // A rate ramp: the gap is counted in arrivals (one, or an exponential draw of
+                // mean one) and laid over the steps' rates.
+                Some(r) => {
+                    let units = if ol.poisson { -(1.0 - self.schedule_rng.next_f64()).ln() } else { 1.0 };
+                    r.advance(intended, units * self.seq_len as f64, plan.connections)
+                }
+                None => intended + self.gap(ol),
+            };
         }
         intended
     }
@@ -215,6 +230,17 @@ impl Source {
     }
 }
 
+/// When client `index` of a test with `ramp` may open its sockets: `None` (at once) without a
+/// clients ramp or in its first step.
+fn plan_start(ramp: &Option<crate::plan::Ramp>, index: u64) -> Option<Time> {
+    let r = ramp.filter(|r| r.kind == RampKind::Clients)?;
+    match r.client_start(index) {
+        Some(t) if t <= r.start => None,
+        Some(t) => Some(t),
+        None => Some(Time::MAX),
+    }
+}
+
 /// One client of a test, without its sockets: its connection to each node, its request source
 /// and its router.
 ///
@@ -252,12 +278,17 @@ pub struct Client {
     stamped: u64,
     /// `--verify`: the versions of the client's own keys.
     tracker: crate::verify::Tracker,
+    /// A clients ramp (`--ramp clients …`): the client opens no socket before this time, the
+    /// start of its step (`Time::MAX`: it is past the ramp's last level and never does);
+    /// `None` once it may.
+    waits_until: Option<Time>,
 }
 
 impl Client {
     /// Client `index` (0-based, unique within the test) following `plan`: one connection per
     /// node of the plan (one against a single server).
     pub fn new(plan: Arc<Plan>, index: u64) -> Client {
+        let plan_ramp = plan.ramp;
         let nodes = plan.nodes();
         let conns = (0..nodes)
             .map(|n| {
@@ -284,6 +315,7 @@ impl Client {
             index,
             stamped: 0,
             tracker: crate::verify::Tracker::default(),
+            waits_until: plan_start(&plan_ramp, index),
         }
     }
 
@@ -303,7 +335,15 @@ impl Client {
     /// Whether node `node` is room kept for a node that has not appeared: the backend opens no
     /// socket for it until it has ([`Client::poll_wake`] names it then).
     pub fn is_dormant(&self, node: usize) -> bool {
-        self.plan.cluster.is_some() && self.endpoint(node).is_none()
+        self.waits_until.is_some() || (self.plan.cluster.is_some() && self.endpoint(node).is_none())
+    }
+
+    /// A clients ramp: the time before which the client opens no socket (it is dormant, see
+    /// [`Client::is_dormant`]; [`Client::poll_timeout`] gives this time, and
+    /// [`Client::handle_timeout`] at it wakes the client); `None` once it may open them.
+    /// `Time::MAX` for a client past the ramp's last level.
+    pub fn waits_until(&self) -> Option<Time> {
+        self.waits_until
     }
 
     /// Requests sent or being sent on node `node`'s connection and not yet answered.
@@ -405,6 +445,14 @@ impl Client {
     /// when the grace has passed. (A due open-loop request needs nothing here: the drain's
     /// [`Client::poll_transmit`] sends it.)
     pub fn handle_timeout(&mut self, node: usize, now: Time) {
+        if let Some(at) = self.waits_until {
+            // A clients ramp: its step has begun (unless the test has stopped first, when it
+            // stays dormant: it never opens a socket).
+            if now >= at && !self.plan.stop.is_due(now) {
+                self.waits_until = None;
+            }
+            return;
+        }
         let spent = self.source.spent(&self.plan);
         self.conns[node].handle_timeout(now, spent);
         self.sync(node, now);
@@ -517,6 +565,10 @@ impl Client {
     /// backend that keeps these times asks again when [`crate::Stop::generation`] changes.
     #[must_use]
     pub fn poll_timeout(&self, node: usize) -> Option<Time> {
+        if let Some(at) = self.waits_until {
+            // Dormant until its ramp step (or, never starting, until the stop).
+            return if at == Time::MAX { None } else { Some(at) };
+        }
         let c = &self.conns[node];
         let mut next = c.poll_timeout();
         if !c.is_open() || self.plan.conn.idle || c.stop_seen() {
@@ -588,7 +640,7 @@ impl Client {
                 if self.source.take(&plan, 1) == 0 {
                     break;
                 }
-                let intended = self.source.arrive(ol);
+                let intended = self.source.arrive(ol, &plan);
                 self.draw_one(&plan, intended, now, Some(lead));
             }
             return;
@@ -631,7 +683,7 @@ impl Client {
             if self.source.take(&plan, 1) == 0 {
                 break;
             }
-            let intended = self.source.arrive(ol);
+            let intended = self.source.arrive(ol, &plan);
             self.draw_one(&plan, intended, now, Some(lead));
         }
     }
@@ -1067,6 +1119,7 @@ mod tests {
             fine: false,
             cluster: None,
             verify: None,
+            ramp: None,
         }
     }
 
@@ -1152,7 +1205,7 @@ mod tests {
             let drawn: Vec<(f64, u16)> = (0..9)
                 .map(|_| {
                     assert_eq!(s.take(&plan, 1), 1);
-                    let at = ms(s.arrive(ol));
+                    let at = ms(s.arrive(ol, &plan));
                     (at, s.pick(&plan.workload).1)
                 })
                 .collect();

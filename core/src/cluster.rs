@@ -924,6 +924,7 @@ mod routing_tests {
             fine: false,
             cluster: Some(cluster),
             verify: None,
+            ramp: None,
         })
     }
 

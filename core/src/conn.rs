@@ -813,7 +813,7 @@ impl Connection {
     fn record_lateness(&self, p: &Pending, now: Time, stats: &mut Stats) {
         if p.intended != Time::MAX && !p.resent && now >= self.plan.measure_from {
             // Never negative: the client draws a request only once it is due.
-            stats.record_lateness(now.nanos_since(p.intended));
+            stats.record_lateness_at(now.nanos_since(p.intended), now);
         }
     }
 
@@ -944,6 +944,7 @@ mod tests {
             fine: false,
             cluster: None,
             verify: None,
+            ramp: None,
         };
         C::new(Arc::new(plan), 0)
     }
@@ -974,6 +975,7 @@ mod tests {
             fine: false,
             cluster: None,
             verify: None,
+            ramp: None,
         })
     }
 

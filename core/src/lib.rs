@@ -82,8 +82,10 @@ pub mod wire;
 pub use client::Client;
 pub use conn::{ConnError, Connection, Event, IoFailure, IoOp};
 pub use handshake::Handshake;
-pub use plan::{Backoff, Budget, ConnConfig, Mix, OpenLoop, PipelineMode, Plan, Stop, Workload};
+pub use plan::{
+    Backoff, Budget, ConnConfig, Mix, OpenLoop, PipelineMode, Plan, Ramp, RampKind, Stop, Workload,
+};
 pub use run::{Outcome, RunError};
 pub use shared::Endpoint;
-pub use stats::Stats;
+pub use stats::{Stats, StepStats};
 pub use time::Time;

@@ -487,6 +487,8 @@ pub struct Plan {
     /// `--verify`: values that encode their key and version, and reads checked against them
     /// (see [`crate::verify`]); `None` sends the templates' bytes and checks nothing.
     pub verify: Option<std::sync::Arc<crate::verify::Verify>>,
+    /// A ramp within the test (`--ramp`); `None` keeps one level throughout.
+    pub ramp: Option<Ramp>,
 }
 
 impl Plan {
@@ -500,6 +502,9 @@ impl Plan {
         }
         if self.fine {
             stats = stats.with_fine();
+        }
+        if let Some(r) = &self.ramp {
+            stats = stats.with_steps(*r)?;
         }
         if let Some(m) = &self.workload.mix {
             stats = stats.with_parts(m.len())?;
@@ -517,5 +522,179 @@ impl Plan {
     /// How many connections each client opens: one per node, or one.
     pub fn nodes(&self) -> usize {
         self.cluster.as_ref().map_or(1, |c| c.len())
+    }
+}
+
+/// What a ramp (`--ramp`) raises step by step within one test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RampKind {
+    /// The connections: client `i` opens its socket when the first step with more than `i`
+    /// clients begins, and those open stay open (memtier_benchmark's `--clients-start`).
+    Clients,
+    /// The open loop's total rate (rpc-perf's rate ramp): the intended send times follow the
+    /// rate of the step they fall in.
+    Rps,
+}
+
+impl RampKind {
+    /// The word the command line and the JSON use: `clients` or `rps`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RampKind::Clients => "clients",
+            RampKind::Rps => "rps",
+        }
+    }
+}
+
+/// A ramp within one test (`--ramp 'clients 10..200 step 10 every 5s'`): step `k` begins at
+/// `start + k * every` with the level `from + k * step` (the last step's level is `to`), and
+/// the last step lasts until the test's stop. Times are the run's, as the rest of the plan's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ramp {
+    /// Clients or requests per second.
+    pub kind: RampKind,
+    /// The first step's level, at least 1.
+    pub from: u64,
+    /// The last step's level, at least `from`.
+    pub to: u64,
+    /// How much each step adds, at least 1.
+    pub step: u64,
+    /// How long each step lasts, more than zero.
+    pub every: Duration,
+    /// When the first step begins.
+    pub start: Time,
+}
+
+impl Ramp {
+    /// How many steps: the levels `from`, `from + step`, … up to `to` (the last is `to` even
+    /// when `step` does not divide the range).
+    pub fn steps(&self) -> usize {
+        let range = self.to.saturating_sub(self.from);
+        (range.div_ceil(self.step.max(1)) + 1).min(usize::MAX as u64) as usize
+    }
+
+    /// The level of step `k` (the last one's for `k` past it).
+    pub fn level(&self, k: usize) -> u64 {
+        self.from.saturating_add((k as u64).saturating_mul(self.step)).min(self.to)
+    }
+
+    /// When step `k` begins.
+    pub fn step_start(&self, k: usize) -> Time {
+        let nanos = u64::try_from(self.every.as_nanos()).unwrap_or(u64::MAX);
+        Time::from_nanos(self.start.as_nanos().saturating_add((k as u64).saturating_mul(nanos)))
+    }
+
+    /// When step `k` ends: the next one's start; `Time::MAX` for the last.
+    pub fn step_end(&self, k: usize) -> Time {
+        if k + 1 >= self.steps() {
+            Time::MAX
+        } else {
+            self.step_start(k + 1)
+        }
+    }
+
+    /// The step `t` falls in (the first before the ramp starts, the last after it ends).
+    pub fn step_at(&self, t: Time) -> usize {
+        let every = u64::try_from(self.every.as_nanos()).unwrap_or(u64::MAX).max(1);
+        let k = t.nanos_since(self.start) / every;
+        (k.min(self.steps() as u64 - 1)) as usize
+    }
+
+    /// A clients ramp: when client `index` opens its socket, the start of the first step with
+    /// more than `index` clients; `None` for a client past the last step's level (it never
+    /// opens one).
+    pub fn client_start(&self, index: u64) -> Option<Time> {
+        if index >= self.to {
+            return None;
+        }
+        if index < self.from {
+            return Some(self.start);
+        }
+        let k = (index - self.from) / self.step.max(1) + 1;
+        Some(self.step_start(k as usize))
+    }
+
+    /// A rate ramp: the time at which `arrivals` arrivals of one of `connections` connections
+    /// sharing the rate have passed since `from`, the rate being each step's level over the
+    /// steps `from` crosses (an exact change of clock: the arrivals of a step are its level
+    /// times its length). `Time::MAX` if it is beyond any representable time.
+    pub fn advance(&self, from: Time, arrivals: f64, connections: u64) -> Time {
+        let per = connections.max(1) as f64;
+        let mut t = from;
+        let mut left = arrivals.max(0.0);
+        loop {
+            let k = self.step_at(t);
+            let rate = self.level(k).max(1) as f64 / per; // per second, this connection
+            let need = left / rate * 1e9;
+            let end = if t < self.start { self.start } else { self.step_end(k) };
+            let room = end.as_nanos().saturating_sub(t.as_nanos()) as f64;
+            if end == Time::MAX || need <= room {
+                if !need.is_finite() || need >= (u64::MAX - t.as_nanos()) as f64 {
+                    return Time::MAX;
+                }
+                return Time::from_nanos(t.as_nanos() + need.round() as u64);
+            }
+            left -= room / 1e9 * rate;
+            t = end;
+        }
+    }
+}
+
+#[cfg(test)]
+mod ramp_tests {
+    use super::*;
+
+    fn ramp(kind: RampKind, from: u64, to: u64, step: u64, every_ms: u64) -> Ramp {
+        Ramp { kind, from, to, step, every: Duration::from_millis(every_ms), start: Time::from_micros(500) }
+    }
+
+    #[test]
+    fn steps_levels_and_their_times() {
+        let r = ramp(RampKind::Clients, 10, 200, 10, 5_000);
+        assert_eq!(r.steps(), 20);
+        assert_eq!((r.level(0), r.level(19), r.level(25)), (10, 200, 200));
+        let s = Time::from_micros(500);
+        assert_eq!(r.step_at(Time::ZERO), 0);
+        assert_eq!(r.step_at(s + Duration::from_millis(4_999)), 0);
+        assert_eq!(r.step_at(s + Duration::from_millis(5_000)), 1);
+        assert_eq!(r.step_at(s + Duration::from_secs(1_000)), 19);
+        assert_eq!(r.step_end(19), Time::MAX);
+        // Clients 0-9 at the start, 10-19 in step 1 …, none past 200.
+        assert_eq!(r.client_start(9), Some(s));
+        assert_eq!(r.client_start(10), Some(s + Duration::from_secs(5)));
+        assert_eq!(r.client_start(199), Some(s + Duration::from_secs(95)));
+        assert_eq!(r.client_start(200), None);
+        // A step that does not divide the range: its last level is `to`.
+        let r = ramp(RampKind::Clients, 2, 9, 3, 1_000);
+        assert_eq!(r.steps(), 4);
+        assert_eq!(r.client_start(8), Some(s + Duration::from_secs(3)));
+        let one = ramp(RampKind::Rps, 5, 5, 1, 1_000);
+        assert_eq!(one.steps(), 1);
+    }
+
+    #[test]
+    fn the_rate_schedule_changes_its_clock_at_each_boundary() {
+        // 1000/s then 2000/s over one connection: 1 ms gaps, then 0.5 ms.
+        let r = Ramp { start: Time::ZERO, ..ramp(RampKind::Rps, 1000, 2000, 1000, 10) };
+        let ms = |x: f64| Time::from_nanos((x * 1e6) as u64);
+        assert_eq!(r.advance(ms(0.0), 1.0, 1), ms(1.0));
+        assert_eq!(r.advance(ms(9.0), 1.0, 1), ms(10.0));
+        // Half a gap before the boundary, half after at the doubled rate.
+        assert_eq!(r.advance(ms(9.5), 1.0, 1), ms(10.25));
+        assert_eq!(r.advance(ms(10.0), 1.0, 1), ms(10.5));
+        // Ten arrivals over two connections from 5 ms: 5 ms at 500/s (2.5 arrivals), then
+        // 7.5 at 1000/s.
+        assert_eq!(r.advance(ms(5.0), 10.0, 2), ms(17.5));
+        // The arrivals of a step are its level times its length, whatever the gaps crossed.
+        let mut t = Time::ZERO;
+        let mut count = [0u64; 2];
+        while t < ms(20.0) {
+            count[r.step_at(t)] += 1;
+            t = r.advance(t, 1.0, 1);
+        }
+        assert_eq!(count, [10, 20]);
+        // Before the ramp starts, the first step's rate.
+        let late = Ramp { start: ms(5.0), ..r };
+        assert_eq!(late.advance(ms(4.0), 2.0, 1), ms(6.0));
     }
 }

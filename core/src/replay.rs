@@ -751,6 +751,7 @@ mod client_tests {
             fine: false,
             cluster: None,
             verify: None,
+            ramp: None,
         };
         let mut stats = plan.new_stats(Time::ZERO, 3).unwrap();
         let mut c = Client::new(Arc::new(plan), 0);

@@ -139,6 +139,7 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
         fine: false,
         cluster: None,
         verify: None,
+        ramp: None,
     });
     // One significant figure: latencies are not checked here, and small histograms keep the
     // fuzzer fast (a 3-figure one is ~360 KB to allocate and zero per input).

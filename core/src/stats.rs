@@ -326,6 +326,27 @@ pub struct Stats {
     pub redirects: Redirects,
     /// `--verify`: the reads checked and the mismatches found.
     pub verify: VerifyStats,
+    /// A ramp (`--ramp`): the figures of each of its steps, by the time each reply was parsed
+    /// (see [`Stats::with_steps`]); empty otherwise.
+    pub steps: Vec<StepStats>,
+    /// The ramp the steps follow.
+    pub ramp: Option<crate::plan::Ramp>,
+}
+
+/// What one step of a ramp measured: the replies parsed while it lasted, and their latencies
+/// (from the intended send time in an open loop, as the test's), in microseconds.
+#[derive(Clone, Debug)]
+pub struct StepStats {
+    /// Replies parsed during the step (error replies included).
+    pub requests: u64,
+    /// Error replies among them.
+    pub errors: u64,
+    /// Their latencies, with the test's significant figures.
+    pub latency: Histogram<u64>,
+    /// Open loop: their service times (from the actual send).
+    pub service: Option<Histogram<u64>>,
+    /// Open loop: how late the requests sent during the step were sent.
+    pub lateness: Option<Histogram<u64>>,
 }
 
 /// How long connections took to become usable, by phase, in microseconds: one value per
@@ -444,7 +465,40 @@ impl Stats {
             found: 0,
             redirects: Redirects::default(),
             verify: VerifyStats::default(),
+            steps: Vec::new(),
+            ramp: None,
         })
+    }
+
+    /// Keeps the figures of each step of `ramp` ([`Stats::steps`]).
+    pub fn with_steps(mut self, ramp: crate::plan::Ramp) -> Result<Stats, String> {
+        let sigfig = self.latency.sigfig();
+        self.steps = (0..ramp.steps())
+            .map(|_| {
+                Ok(StepStats {
+                    requests: 0,
+                    errors: 0,
+                    latency: new_histogram(sigfig)?,
+                    service: self.service.as_ref().map(|_| new_histogram(sigfig)).transpose()?,
+                    lateness: self.lateness.as_ref().map(|_| new_histogram(sigfig)).transpose()?,
+                })
+            })
+            .collect::<Result<_, String>>()?;
+        self.ramp = Some(ramp);
+        Ok(self)
+    }
+
+    /// A ramp: the step second `i` of [`Stats::series`] belongs to (the one its middle falls
+    /// in); `None` without a ramp.
+    pub fn step_of_second(&self, i: usize) -> Option<usize> {
+        let middle = (i as u64).saturating_mul(SECOND_NANOS).saturating_add(SECOND_NANOS / 2);
+        Some(self.ramp?.step_at(Time::from_nanos(self.start.as_nanos().saturating_add(middle))))
+    }
+
+    /// The step of the ramp a reply parsed at `now` counts in.
+    fn step_mut(&mut self, now: Time) -> Option<&mut StepStats> {
+        let k = self.ramp?.step_at(now);
+        self.steps.get_mut(k)
     }
 
     /// Keeps separate stats for each of `found` nodes and room for `room` that may appear (each
@@ -531,6 +585,9 @@ impl Stats {
         self.record_requests(part, latency_nanos, service_nanos, now, 1);
         if let Some(message) = error {
             self.errors.record(message);
+            if let Some(st) = self.step_mut(now) {
+                st.errors += 1;
+            }
             if self.keep_series {
                 self.recording.at(self.second_of(now)).errors += 1;
             }
@@ -560,6 +617,13 @@ impl Stats {
         }
         let (latency, service) = (micros(latency_nanos), micros(service_nanos));
         self.record_n(latency, service, now, n);
+        if let Some(st) = self.step_mut(now) {
+            st.requests += n;
+            let _ = st.latency.record_n(latency, n);
+            if let Some(h) = &mut st.service {
+                let _ = h.record_n(service, n);
+            }
+        }
         if self.keep_series {
             let s = self.recording.at(self.second_of(now));
             s.requests += n;
@@ -619,6 +683,14 @@ impl Stats {
             self.last_reply = now;
         }
         self.end_at(now);
+    }
+
+    /// [`Stats::record_lateness`] of a request sent at `now`: counted in the ramp's step too.
+    pub fn record_lateness_at(&mut self, nanos: u64, now: Time) {
+        self.record_lateness(nanos);
+        if let Some(h) = self.step_mut(now).and_then(|st| st.lateness.as_mut()) {
+            let _ = h.record(micros(nanos));
+        }
     }
 
     /// Records how late an open-loop request was sent: `nanos` after its intended time.
@@ -817,6 +889,26 @@ impl Stats {
             }
             for (a, b) in self.parts.iter_mut().zip(&other.parts) {
                 a.merge(b)?;
+            }
+        }
+        if self.steps.is_empty() {
+            self.steps = other.steps.clone();
+            self.ramp = self.ramp.or(other.ramp);
+        } else if !other.steps.is_empty() {
+            if self.steps.len() != other.steps.len() {
+                return Err(format!("ramps differ: {} steps and {}", self.steps.len(), other.steps.len()));
+            }
+            for (a, b) in self.steps.iter_mut().zip(&other.steps) {
+                add_count(&mut a.requests, b.requests, "ramp.steps.requests")?;
+                add_count(&mut a.errors, b.errors, "ramp.steps.errors")?;
+                a.latency.add(&b.latency).map_err(|e| format!("histograms differ: {e:?}"))?;
+                for (x, y) in [(&mut a.service, &b.service), (&mut a.lateness, &b.lateness)] {
+                    match (x, y) {
+                        (Some(x), Some(y)) => x.add(y).map_err(|e| format!("histograms differ: {e:?}"))?,
+                        (x @ None, Some(y)) => *x = Some(y.clone()),
+                        _ => {}
+                    }
+                }
             }
         }
         Ok(())

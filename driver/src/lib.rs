@@ -452,6 +452,13 @@ impl Link {
         self.client.is_dormant(node)
     }
 
+    /// A clients ramp: the time before which the client opens no socket (see
+    /// [`respbench_core::Client::waits_until`]); its [`Link::timeout`] is that time, and
+    /// [`Link::on_timeout`] at it lets the backend open its sockets (it is no longer dormant).
+    pub fn waits_until(&self) -> Option<Time> {
+        self.client.waits_until()
+    }
+
     /// Where node `node`'s socket goes: its node's of `targets` (resolved once per test,
     /// [`resolve_all`]), or, for a node that appeared during the test, resolved now (an MPTCP
     /// target when the test's first one is).

@@ -1219,6 +1219,28 @@ impl<'a> Waits<'a> for SmolLoop<'a> {
         }
         while let Some(c) = self.timers.pop_due(now) {
             any = true;
+            if let Some(at) = self.links[c].waits_until() {
+                // A clients ramp: the task slept to its step (smol's backend, before its loop).
+                if at <= now {
+                    for n in 0..self.nodes {
+                        self.links[c].on_timeout(n, &mut self.tally);
+                    }
+                }
+                match self.links[c].waits_until() {
+                    None => {
+                        let open: Vec<usize> =
+                            (0..self.nodes).filter(|&n| !self.links[c].is_dormant(n)).collect();
+                        for n in open {
+                            self.start_one(c * self.nodes + n);
+                        }
+                    }
+                    Some(at) if at != Time::MAX && !self.tally.plan().stop.is_due(now) => {
+                        self.timers.schedule(c, Some(at))
+                    }
+                    Some(_) => {}
+                }
+                continue;
+            }
             let link = &self.links[c];
             if self.live(c).any(|n| link.timeout(n).is_some_and(|t| t <= now)) {
                 self.on_timer(c);
@@ -1236,8 +1258,12 @@ impl<'a> Waits<'a> for SmolLoop<'a> {
 
     fn start(&mut self) {
         for i in 0..self.net.slots.len() {
-            if !self.links[i / self.nodes].is_dormant(i % self.nodes) {
+            let link = &self.links[i / self.nodes];
+            if !link.is_dormant(i % self.nodes) {
                 self.start_one(i);
+            } else if let Some(at) = link.waits_until().filter(|&t| t != Time::MAX) {
+                // A clients ramp: the client's task sleeps until its step.
+                self.timers.schedule(i / self.nodes, Some(at));
             }
         }
         self.next_publish = self.publisher_wakes();

@@ -100,6 +100,9 @@ impl<'a> Table<'a> {
         for i in 0..self.slots() {
             if !self.links[i / self.nodes].is_dormant(i % self.nodes) {
                 self.start_one(i, io);
+            } else if self.links[i / self.nodes].waits_until().is_some() {
+                // A clients ramp: woken at its step, when drain_one opens it.
+                self.schedule(i);
             }
         }
     }

@@ -80,6 +80,7 @@ fn run(rate: f64, length: Duration) -> (SimResult, isize) {
         fine: false,
         cluster: None,
         verify: None,
+        ramp: None,
     });
     let mut server = Server::replying(b"$-1\r\n", Duration::from_micros(100));
     server.parallel = true;

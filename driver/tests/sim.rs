@@ -14,8 +14,8 @@ use proptest::prelude::*;
 
 use respbench_core::template::{KeySpace, Template};
 use respbench_core::{
-    Backoff, Budget, ConnConfig, ConnError, Handshake, IoOp, OpenLoop, PipelineMode, Plan, Stop, Time,
-    Workload,
+    Backoff, Budget, ConnConfig, ConnError, Handshake, IoOp, OpenLoop, PipelineMode, Plan, Ramp, RampKind,
+    Stop, Time, Workload,
 };
 use respbench_driver::sim::cluster::ClusterServer;
 use respbench_driver::sim::{test_run, Action, Happening, Server, Shape, Sim, SimResult, SocketConfig};
@@ -69,6 +69,8 @@ struct Opts {
     slack: Duration,
     /// `--at`: events sent at these times (the scripted server does what they cause).
     events: Vec<Duration>,
+    /// `--ramp`.
+    ramp: Option<Ramp>,
 }
 
 impl Default for Opts {
@@ -93,6 +95,7 @@ impl Default for Opts {
             read_buf: READ_BUF,
             slack: Duration::ZERO,
             events: Vec::new(),
+            ramp: None,
         }
     }
 }
@@ -128,6 +131,7 @@ impl Opts {
             fine: !self.events.is_empty(),
             cluster: None,
             verify: None,
+            ramp: self.ramp,
         })
     }
 
@@ -830,6 +834,132 @@ fn every_client_due_within_one_slack_goes_on_one_wake_up() {
         assert_eq!(*instants.last().unwrap(), at_ms(20), "{shape:?}");
         assert_eq!(r.outcome.stats.lateness.as_ref().unwrap().max(), 200, "{shape:?}");
     }
+}
+
+#[test]
+fn a_rate_ramp_sends_on_each_steps_schedule_exactly() {
+    // `--ramp 'rps 1000..3000 step 1000 every 100ms'` over 2 clients for 300 ms: each client's
+    // gap is 2 ms in step 1, 1 ms in step 2, 2/3 ms in step 3. An arrival whose gap crosses a
+    // boundary spends the rest of its gap at the next step's rate: client 1, due at 99 ms with
+    // half its 2 ms gap left at 100 ms, is next due 0.5 ms later (100.5 ms), and from 199.5 ms
+    // 0.5 ms at 1 ms then half of 2/3 ms (200.333 ms).
+    let ramp = Ramp {
+        kind: RampKind::Rps,
+        from: 1000,
+        to: 3000,
+        step: 1000,
+        every: Duration::from_millis(100),
+        start: Time::ZERO,
+    };
+    for shape in [Shape::Mio, Shape::Smol, Shape::Uring] {
+        let opts = Opts {
+            n: None,
+            clients: 2,
+            rps: Some(3000.0),
+            duration: Some(Duration::from_micros(299_900)),
+            ramp: Some(ramp),
+            series: true,
+            ..Opts::default()
+        };
+        let (server, reads) = noting_server(us(10));
+        let r = opts.run_on(server, shape);
+        let reads = reads.lock().unwrap().clone();
+        let of = |c: u64| -> Vec<u64> { reads.iter().filter(|x| x.0 == c).map(|x| x.2.as_nanos()).collect() };
+        let (c0, c1) = (of(0), of(1));
+        // Step 1: every 2 ms, client 1 a gap's half later.
+        assert_eq!(&c0[..3], [0, 2_000_000, 4_000_000], "{shape:?}");
+        assert_eq!(&c1[..2], [1_000_000, 3_000_000], "{shape:?}");
+        // Step 2: client 0 lands on the boundary; client 1 crosses it halfway through its gap.
+        let first_from = |v: &[u64], t: u64| *v.iter().find(|&&x| x >= t).unwrap();
+        assert_eq!(first_from(&c0, 100_000_000), 100_000_000, "{shape:?}");
+        assert_eq!(first_from(&c1, 100_000_000), 100_500_000, "{shape:?}");
+        assert_eq!(first_from(&c1, 100_500_001), 101_500_000, "{shape:?}");
+        // Step 3: every 2/3 ms (to the nanosecond's rounding).
+        assert_eq!(first_from(&c0, 200_000_000), 200_000_000, "{shape:?}");
+        assert!(first_from(&c1, 200_000_000).abs_diff(200_333_333) <= 1, "{shape:?}");
+        let near = |a: u64, b: u64| a.abs_diff(b) <= 2;
+        assert!(near(first_from(&c0, 200_000_001), 200_666_667), "{shape:?}");
+        // Each step's arrivals are its rate times its length: 100, 200, 300 (the last to the
+        // stop at 299.9 ms: 299.333 and 299.667 ms are due before it, 300 is not).
+        let sent_in = |k: u64| reads.iter().filter(|x| x.2.as_nanos() / 100_000_000 == k).count();
+        assert_eq!([sent_in(0), sent_in(1), sent_in(2)], [100, 200, 300], "{shape:?}");
+        // Each request was sent at its intended time (no slack, a server of 10 µs): no lateness.
+        let s = &r.outcome.stats;
+        assert_eq!(s.lateness.as_ref().unwrap().max(), 0, "{shape:?}");
+        // The core counted each reply in its step; the series' seconds name theirs.
+        let counted: Vec<u64> = s.steps.iter().map(|st| st.requests).collect();
+        assert_eq!(counted, [100, 200, 300], "{shape:?}");
+        assert_eq!(s.requests, 600, "{shape:?}");
+        assert!(s.steps.iter().all(|st| st.latency.max() == 10 && !st.lateness.as_ref().unwrap().is_empty()));
+    }
+}
+
+#[test]
+fn a_clients_ramp_opens_each_connection_at_its_step_and_keeps_it() {
+    // `-c 5 --ramp 'clients 2..5 step 2 every 10ms'` for 30 ms: clients 0 and 1 connect at
+    // once, 2 and 3 at 10 ms, 4 at 20 ms (the last step's level is 5), each once.
+    let ramp = Ramp {
+        kind: RampKind::Clients,
+        from: 2,
+        to: 5,
+        step: 2,
+        every: Duration::from_millis(10),
+        start: Time::ZERO,
+    };
+    let opts = Opts {
+        n: None,
+        clients: 5,
+        duration: Some(Duration::from_millis(30)),
+        ramp: Some(ramp),
+        ..Opts::default()
+    };
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    server.parallel = true;
+    let r = opts.run(server);
+    let mut connects: Vec<(u64, Time)> =
+        r.log.iter().filter(|(_, _, h)| *h == Happening::Connect).map(|&(t, c, _)| (c, t)).collect();
+    connects.sort();
+    assert_eq!(connects, [(0, at_ms(0)), (1, at_ms(0)), (2, at_ms(10)), (3, at_ms(10)), (4, at_ms(20))]);
+    assert_eq!(r.accepted, 5);
+    assert_eq!(r.count(Happening::Reconnect), 0);
+    let s = &r.outcome.stats;
+    assert_eq!(s.connections_opened, 5);
+    // A reply each 100 µs per connection, counted in the step it arrives in: in step 1 clients
+    // 0 and 1 at 0.1 … 9.9 ms (the one at 10 ms is step 2's); in step 2 they at 10 … 19.9 ms and
+    // clients 2 and 3 from 10.1 ms.
+    let counted: Vec<u64> = s.steps.iter().map(|st| st.requests).collect();
+    assert_eq!(counted[..2], [2 * 99, 2 * 100 + 2 * 99]);
+    assert!(counted[2].abs_diff(4 * 100 + 99) <= 5, "{counted:?}");
+    assert_eq!(counted.iter().sum::<u64>(), s.requests);
+}
+
+#[test]
+fn a_stop_before_a_clients_step_leaves_its_clients_unopened() {
+    // Ctrl-C at 15 ms of `--ramp 'clients 1..3 step 1 every 10ms'`: clients 0 and 1 ran, client
+    // 2 (due at 20 ms) never opens a socket, and the run ends with the grace, nothing stuck.
+    let ramp = Ramp {
+        kind: RampKind::Clients,
+        from: 1,
+        to: 3,
+        step: 1,
+        every: Duration::from_millis(10),
+        start: Time::ZERO,
+    };
+    let opts = Opts {
+        n: None,
+        clients: 3,
+        duration: Some(Duration::from_millis(100)),
+        ramp: Some(ramp),
+        interrupt: Some(at_ms(15)),
+        ..Opts::default()
+    };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(100)));
+    let connects: Vec<u64> =
+        r.log.iter().filter(|(_, _, h)| *h == Happening::Connect).map(|&(_, c, _)| c).collect();
+    assert_eq!(connects, [0, 1]);
+    assert_eq!((r.accepted, r.count(Happening::Ended)), (2, 2));
+    assert!(r.end < at_ms(20), "{:?}", r.end);
+    assert_eq!(r.outcome.stats.steps.iter().map(|s| s.requests > 0).collect::<Vec<_>>(), [true, true, false]);
 }
 
 proptest! {

@@ -135,6 +135,7 @@ impl Opts {
             fine: false,
             cluster: Some(cluster),
             verify: None,
+            ramp: None,
         })
     }
 

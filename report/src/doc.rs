@@ -457,6 +457,60 @@ pub struct Test {
     /// `--at`: each event, what came of it and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<EventEntry>>,
+    /// `--ramp`: the ramp and each of its steps' figures and verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<Ramp>,
+}
+
+/// A ramp within one test (`--ramp`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Ramp {
+    /// What rises: `clients` or `rps`.
+    pub kind: String,
+    /// The first step's level.
+    pub from: u64,
+    /// The last step's level.
+    pub to: u64,
+    /// How much each step adds.
+    pub step: u64,
+    /// How long each step lasts, in seconds.
+    pub every_s: f64,
+    /// Each step that began, in order.
+    pub steps: Vec<RampStep>,
+}
+
+/// One step of a ramp: its level and what it measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RampStep {
+    /// The step's level (clients, or the target rate).
+    pub level: u64,
+    /// The clients open during the step.
+    pub clients: u64,
+    /// The step's target rate, in an open loop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_rps: Option<u64>,
+    /// When it began, in seconds from the test's start.
+    pub start_s: f64,
+    /// How long it lasted, in seconds.
+    pub duration_s: f64,
+    /// Replies parsed during it.
+    pub requests: u64,
+    /// Error replies among them.
+    pub errors: u64,
+    /// Replies per second.
+    pub rps: f64,
+    /// Latency percentiles in milliseconds (corrected, from the intended send time, in an open
+    /// loop).
+    pub p50_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Who limited the step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
 }
 
 /// A replay's figures: the capture, what was sent and how close to its recorded instant, and
@@ -1007,6 +1061,9 @@ pub struct Reconnects {
 pub struct SecondEntry {
     /// Seconds from the test's start.
     pub second: u64,
+    /// `--ramp`: the step the second's middle falls in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_step: Option<u64>,
     /// Replies in it.
     pub requests: u64,
     /// Error replies in it.
@@ -1597,6 +1654,7 @@ mod tests {
                 ..Replay::default()
             }),
             series: Some(vec![SecondEntry {
+                ramp_step: Some(0),
                 p50_ms: Some(1.0),
                 p90_ms: Some(1.0),
                 p99_ms: Some(1.0),
@@ -1673,6 +1731,20 @@ mod tests {
                 }),
                 ..EventEntry::default()
             }]),
+            ramp: Some(Ramp {
+                kind: "clients".into(),
+                from: 1,
+                to: 1,
+                step: 1,
+                every_s: 1.0,
+                steps: vec![RampStep {
+                    level: 1,
+                    clients: 1,
+                    target_rps: Some(1),
+                    verdict: Some(Verdict { side: "server".into(), text: "t".into() }),
+                    ..RampStep::default()
+                }],
+            }),
         }
     }
 

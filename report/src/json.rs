@@ -225,6 +225,39 @@ pub fn server(info: &ServerInfo) -> doc::Server {
     }
 }
 
+/// A ramp's `ramp` object.
+fn ramp(r: &respbench_session::ramp::RampResult) -> doc::Ramp {
+    let ms = |us: u64| us as f64 / 1000.0;
+    doc::Ramp {
+        kind: r.kind.name().into(),
+        from: r.from,
+        to: r.to,
+        step: r.step,
+        every_s: finite(r.every_s),
+        steps: r
+            .steps
+            .iter()
+            .map(|s| doc::RampStep {
+                level: s.level,
+                clients: s.clients,
+                target_rps: s.target_rps,
+                start_s: finite(s.start_s),
+                duration_s: finite(s.duration_s),
+                requests: s.requests,
+                errors: s.errors,
+                rps: finite(s.rps),
+                p50_ms: ms(s.p50_us),
+                p99_ms: ms(s.p99_us),
+                p999_ms: ms(s.p999_us),
+                verdict: s
+                    .verdict
+                    .as_ref()
+                    .map(|v| doc::Verdict { side: v.side.name().into(), text: v.text.clone() }),
+            })
+            .collect(),
+    }
+}
+
 /// A sweep step's values as each of its entries records them.
 fn step(s: &StepValues) -> doc::Step {
     doc::Step {
@@ -301,6 +334,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
         step: e.step.as_ref().map(step),
         side: e.side.map(|s| s.name().into()),
         events: crate::events::entries(e),
+        ramp: e.ramp.as_ref().map(ramp),
         ..doc::Test::default()
     };
     if let Some(h) = &stats.service {
@@ -351,6 +385,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
             .enumerate()
             .map(|(i, s)| doc::SecondEntry {
                 second: i as u64,
+                ramp_step: stats.step_of_second(i).map(|k| k as u64),
                 requests: s.requests,
                 errors: s.errors,
                 p50_ms: Some(ms(s.p50)),
@@ -771,6 +806,9 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         nodes: node_stats,
         redirects: t.redirects.as_ref().map(read_redirects).unwrap_or_default(),
         verify: t.verify.as_ref().map(read_verify).unwrap_or_default(),
+        // A ramp's steps are one run's: merged runs do not carry them.
+        steps: Vec::new(),
+        ramp: None,
     };
     check_totals(&name, &stats)?;
     let server_cpu = t.server_cpu.as_ref().map(|c| ServerCpu {
@@ -802,6 +840,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         pauses: None,
         // A merged document's events are not carried: they were one run's, against its load.
         events: Vec::new(),
+        ramp: None,
     })
 }
 

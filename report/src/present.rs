@@ -343,8 +343,9 @@ impl Presenter {
                         writeln!(self.out, "{} @ {} rps:", e.name, e.target_rps.unwrap_or(0))?;
                         report::write_series(&e.stats, &mut self.out)?;
                     }
-                    // And each event's line (the table has no room for them).
+                    // And each event's line (the table has no room for them), and a ramp's steps.
                     crate::events::write_quiet(e, &mut self.out)?;
+                    report::write_ramp(e, false, &mut self.out)?;
                 }
             }
         }
@@ -626,6 +627,7 @@ fn print_test(
                 writeln!(out, "  WARNING: {}", w.text)?;
             }
             crate::events::write_verbose(entry, out)?;
+            report::write_ramp(entry, true, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
             }
@@ -636,6 +638,7 @@ fn print_test(
             report::write_replay(entry, true, out)?;
             report::write_errors(&r, true, out)?;
             crate::events::write_quiet(entry, out)?;
+            report::write_ramp(entry, false, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
             }

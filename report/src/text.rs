@@ -1109,18 +1109,26 @@ pub fn live_line(title: &str, second: usize, s: &respbench_core::stats::Second) 
 
 /// A test's per-second time series (`--series`).
 pub fn write_series(stats: &Stats, out: &mut impl Write) -> io::Result<()> {
+    let ramp = stats.ramp.is_some();
     writeln!(
         out,
-        "  {:>6} {:>10} {:>12} {:>9} {:>9} {:>8}",
-        "second", "requests", "rps", "p50 msec", "p99 msec", "errors"
+        "  {:>6} {:>10} {:>12} {:>9} {:>9} {:>8}{}",
+        "second",
+        "requests",
+        "rps",
+        "p50 msec",
+        "p99 msec",
+        "errors",
+        if ramp { "  step" } else { "" }
     )?;
     let total = stats.duration_secs();
     for (i, s) in stats.series.iter().enumerate() {
         // The last second may be partial.
         let length = (total - i as f64).clamp(1e-3, 1.0);
+        let step = stats.step_of_second(i).map(|k| format!(" {:>5}", k + 1)).unwrap_or_default();
         writeln!(
             out,
-            "  {:>6} {:>10} {:>12.2} {:>9.3} {:>9.3} {:>8}",
+            "  {:>6} {:>10} {:>12.2} {:>9.3} {:>9.3} {:>8}{step}",
             i,
             s.requests,
             s.requests as f64 / length,
@@ -1128,6 +1136,68 @@ pub fn write_series(stats: &Stats, out: &mut impl Write) -> io::Result<()> {
             ms(s.p99),
             s.errors
         )?;
+    }
+    Ok(())
+}
+
+/// `--ramp`: a table of the test's steps, each with its level, figures and bottleneck, then
+/// each step's verdict sentence when it is not the test's (`verbose`). Nothing without a ramp.
+pub fn write_ramp(e: &TestResult, verbose: bool, out: &mut impl Write) -> io::Result<()> {
+    let Some(r) = &e.ramp else { return Ok(()) };
+    writeln!(
+        out,
+        "{}: ramp {} {}..{} step {} every {}s, {} steps{}",
+        e.name,
+        r.kind.name(),
+        r.from,
+        r.to,
+        r.step,
+        r.every_s,
+        r.steps.len(),
+        match r.kind {
+            respbench_core::RampKind::Clients =>
+                ", each client's connection opened at its step and kept open",
+            respbench_core::RampKind::Rps => ", the connections kept open",
+        }
+    )?;
+    writeln!(
+        out,
+        "  {:>4} {:>8} {:>10} {:>8} {:>10} {:>11} {:>9} {:>9} {:>10} {:>7} bottleneck",
+        "step",
+        "clients",
+        "target rps",
+        "start s",
+        "requests",
+        "rps",
+        "p50 msec",
+        "p99 msec",
+        "p99.9 msec",
+        "errors"
+    )?;
+    for (k, s) in r.steps.iter().enumerate() {
+        let target = s.target_rps.map_or("-".to_string(), |t| t.to_string());
+        let side = s.verdict.as_ref().map_or("unknown", |v| v.side.name());
+        writeln!(
+            out,
+            "  {:>4} {:>8} {:>10} {:>8.1} {:>10} {:>11.2} {:>9.3} {:>9.3} {:>10.3} {:>7} {side}",
+            k + 1,
+            s.clients,
+            target,
+            s.start_s,
+            s.requests,
+            s.rps,
+            ms(s.p50_us),
+            ms(s.p99_us),
+            ms(s.p999_us),
+            s.errors
+        )?;
+    }
+    if verbose {
+        for (k, s) in r.steps.iter().enumerate() {
+            if let Some(v) = &s.verdict {
+                writeln!(out, "  step {}: {}", k + 1, v.text)?;
+            }
+        }
     }
     Ok(())
 }

@@ -296,6 +296,84 @@ impl Sweep {
 }
 
 impl Config {
+    /// The target rate a ramp's test as a whole was asked for, given the test's `rate`: the mean
+    /// of its steps' (a rate ramp's levels; a clients ramp's share of `--rps` by its clients).
+    pub fn ramp_target(&self, rate: Option<u64>) -> Option<u64> {
+        use respbench_core::RampKind;
+        let Some(r) = self.open.ramp else { return rate };
+        let n = r.steps().max(1) as u128;
+        let sum: u128 = match r.kind {
+            RampKind::Rps => (0..r.steps()).map(|k| r.level(k) as u128).sum(),
+            RampKind::Clients => {
+                let rate = rate? as u128;
+                (0..r.steps()).map(|k| rate * r.level(k) as u128 / r.to.max(1) as u128).sum()
+            }
+        };
+        u64::try_from(sum / n).ok()
+    }
+
+    /// `--ramp`: checks it against the other options and makes the run one test that holds the
+    /// ramp: `-c` (a clients ramp) or `--rps` (a rate ramp) become the ramp's last level, and
+    /// `--duration`, unless given, its steps' length. `given`: which of the options a ramp does
+    /// not go with (`-n`, `--slo`, `--worker`) the command line was given.
+    pub fn apply_ramp(
+        &mut self,
+        text: Option<&str>,
+        given: &[(&'static str, bool)],
+    ) -> Result<(), OptionError> {
+        use respbench_core::RampKind;
+        let Some(text) = text else { return Ok(()) };
+        let r = crate::syntax::ramp(text)?;
+        let why = "a ramp is one test whose level rises; a list makes a test per value";
+        if self.idle {
+            return Err(OptionError::Conflict("--ramp", "-I", "idle mode sends nothing to ramp"));
+        }
+        if let Some(&(name, _)) = given.iter().find(|(_, g)| *g) {
+            let why = match name {
+                "-n" => "a ramp runs for its steps' length (or --duration)",
+                "--slo" => "a capacity search runs its own steps",
+                "--worker" => "a ramp's levels are the whole run's, not a worker's share",
+                _ => "",
+            };
+            return Err(OptionError::Conflict("--ramp", name, why));
+        }
+        if !self.keepalive {
+            return Err(OptionError::Conflict("--ramp", "-k 0", "a ramp keeps its connections open"));
+        }
+        if !self.open.warmup.is_zero() {
+            return Err(OptionError::Conflict("--ramp", "--warmup", "the ramp's first step is its warm-up"));
+        }
+        if self.replay.is_some() {
+            return Err(OptionError::Conflict("--ramp", "--replay", "a replay keeps its recorded pace"));
+        }
+        if self.sweep.is_sweep() || self.open.rates.len() > 1 {
+            return Err(OptionError::Conflict(
+                "--ramp",
+                "a list (-c, -d, -P, --threads, --rps, --repeat)",
+                why,
+            ));
+        }
+        match r.kind {
+            RampKind::Clients => {
+                self.clients = r.to as usize;
+                self.sweep.clients = vec![r.to as usize];
+            }
+            RampKind::Rps => {
+                if !self.open.rates.is_empty() {
+                    return Err(OptionError::Conflict("--ramp rps", "--rps", "the ramp gives the rates"));
+                }
+                self.open.rates = vec![r.to];
+            }
+        }
+        if self.open.rates.is_empty() && (self.open.poisson || self.open.slack.is_some()) {
+            return Err("--arrival poisson and --rps-slack need a target rate (--rps, or --ramp rps)".into());
+        }
+        let every = u32::try_from(r.steps()).ok().and_then(|n| r.every.checked_mul(n));
+        self.open.duration = self.open.duration.or(every);
+        self.open.ramp = Some(r);
+        Ok(())
+    }
+
     /// The open loop's wake-up grid at `rate` requests a second (all loops together):
     /// `--rps-slack`; else none while each event loop's share is at most
     /// [`respbench_core::OpenLoop::EXACT_UP_TO`] a second (the grid would save no wake-ups),
@@ -371,6 +449,9 @@ pub struct OpenLoopConfig {
     /// `--print-percentiles`: the percentiles the report shows instead of its own (empty: its
     /// own).
     pub percentiles: Vec<f64>,
+    /// `--ramp`: the clients or the rate rise step by step within one test (its `start` is
+    /// set when the test runs).
+    pub ramp: Option<respbench_core::Ramp>,
 }
 
 impl OpenLoopConfig {

@@ -473,6 +473,7 @@ impl Session {
                 None => tag.clone(),
             };
             let mut titled = retitled(&mut *obs, &shown, &case.spec.title);
+            let mut watch = crate::ramp::Watch { probe: &mut self.probe, marks: Vec::new() };
             let (outcome, cpu, (machine, waited), nodes, events, pauses) = run_test(
                 &cfg,
                 against,
@@ -484,7 +485,9 @@ impl Session {
                 Some(&tag),
                 &mut titled,
                 &self.stop,
+                cfg.open.ramp.is_some().then_some(&mut watch),
             )?;
+            let marks = watch.marks;
             let server_cpu = self.probe.since(before);
             let server_time = self.server_time(case, &times_before, &outcome.stats, &nodes);
             let on = if self.comparing { format!(" ({})", backend.name()) } else { String::new() };
@@ -581,8 +584,11 @@ impl Session {
                     obs.error(&format!("{what}: not recovered by the end of the test"));
                 }
             }
+            // A ramp's test as a whole was asked for its steps' mean rate (each step's own
+            // target is in its figures).
+            let target = cfg.ramp_target(rate);
             let mut results =
-                case.entries(backend, cpu, rate, rate.map(|r| cfg.open_slack(r)), outcome.stats);
+                case.entries(backend, cpu, target, rate.map(|r| cfg.open_slack(r)), outcome.stats);
             for e in &mut results {
                 e.step = self.step.as_ref().map(StepValues::of);
                 if let (Some(step), Some(c)) = (&mut e.step, self.step_clients) {
@@ -607,6 +613,16 @@ impl Session {
                     in_flight,
                     schedule.as_ref(),
                 ));
+                total.ramp = crate::ramp::results(
+                    &total.stats,
+                    &marks,
+                    rate,
+                    cfg.clients as u64,
+                    u64::from(cfg.pipeline) * seq_len,
+                    cpu.threads,
+                    missing.as_deref(),
+                    self.probe.threaded(),
+                );
                 total.server_cpu = server_cpu;
                 total.server_time = Some(server_time);
                 if let Some(v) = &mut total.verdict {
@@ -679,6 +695,7 @@ impl Session {
         fill_cfg.pipeline = cfg.pipeline.max(PRELOAD_PIPELINE);
         fill_cfg.open = OpenLoopConfig::default();
         fill_cfg.events = Default::default();
+        fill_cfg.open.ramp = None;
         let began = Instant::now();
         let against =
             Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref(), targets: &self.targets };
@@ -695,6 +712,7 @@ impl Session {
             None,
             &mut titled,
             &self.stop,
+            None,
         )?;
         let s = &outcome.stats;
         if let Some((e, n)) = outcome.failures.first() {

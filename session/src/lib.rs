@@ -21,6 +21,7 @@ pub mod limits;
 pub mod metrics;
 pub mod observer;
 pub mod probe;
+pub mod ramp;
 pub mod replay;
 pub mod replayed;
 pub mod result;

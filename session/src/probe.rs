@@ -161,6 +161,11 @@ impl Probe {
         }
     }
 
+    /// Why the server is taken as multi-threaded (`INFO server`), if it is.
+    pub fn threaded(&self) -> Option<&str> {
+        self.threaded.as_deref()
+    }
+
     /// The server's CPU between `before` and now.
     pub fn since(&mut self, before: Option<CpuReading>) -> Option<ServerCpu> {
         let before = before?;

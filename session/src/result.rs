@@ -58,6 +58,8 @@ pub struct TestResult {
     pub pauses: Option<ClientPauses>,
     /// `--at`: each event of the test, what it did and what it cost (the total's only).
     pub events: Vec<EventResult>,
+    /// `--ramp`: each step's figures and verdict (the total's only).
+    pub ramp: Option<crate::ramp::RampResult>,
 }
 
 /// One event of a test (`--at`): what it was, what came of it, and what it cost.
@@ -187,6 +189,7 @@ impl TestResult {
             server_time: None,
             pauses: None,
             events: Vec::new(),
+            ramp: None,
         }
     }
 

@@ -68,6 +68,7 @@ pub(crate) fn plan(
     rate: Option<u64>,
     measure_from: Time,
     stop_at: Option<Time>,
+    ramp_start: Time,
 ) -> Arc<Plan> {
     let keys = match cfg.keyspace {
         None => KeySpace::Literal,
@@ -131,6 +132,7 @@ pub(crate) fn plan(
         cluster: multi.and_then(|m| m.cluster(cfg, &case.templates(), &handshake(cfg))),
         // Checked when the tests were made (`case::cases`).
         verify: crate::verify::for_test(cfg, &case.templates()).ok().flatten(),
+        ramp: cfg.open.ramp.filter(|_| !idle).map(|r| respbench_core::Ramp { start: ramp_start, ..r }),
     })
 }
 
@@ -163,6 +165,7 @@ pub(crate) fn run_test(
     hlog: Option<&str>,
     obs: &mut dyn Observer,
     stop: &StopHandle,
+    mut ramp: Option<&mut crate::ramp::Watch<'_>>,
 ) -> Result<Ran, Error> {
     if !cfg.open.warmup.is_zero() {
         // valkey-benchmark's --warmup: its requests are extra, sent for that long before the
@@ -177,13 +180,14 @@ pub(crate) fn run_test(
         // Its progress line says it is the warm-up.
         let title = format!("{} (warmup)", case.spec.title);
         let mut warming = retitled(&mut *obs, &title, &case.spec.title);
-        let warmed = run_test(&warm, against, backend, case, test_no, rate, epoch, None, &mut warming, stop)?;
+        let warmed =
+            run_test(&warm, against, backend, case, test_no, rate, epoch, None, &mut warming, stop, None)?;
         if !warmed.0.failures.is_empty() || stop.requested() {
             return Ok(warmed);
         }
         let mut measured = cfg.clone();
         measured.open.warmup = Duration::ZERO;
-        return run_test(&measured, against, backend, case, test_no, rate, epoch, hlog, obs, stop);
+        return run_test(&measured, against, backend, case, test_no, rate, epoch, hlog, obs, stop, ramp);
     }
     // A delivery test (`-t pubsub`): its subscribers are listening before the publishers start.
     use respbench_core::suite as rs;
@@ -223,7 +227,17 @@ pub(crate) fn run_test(
     // A replay's first record is due once the connections are up; its figures count from then.
     let origin = case.replay.as_ref().map(|_| Time::since(epoch, begin + crate::replay::LEAD));
     let run = TestRun {
-        plan: plan(cfg, against.multi, case, test_no, false, rate, origin.unwrap_or(Time::ZERO), stop_at),
+        plan: plan(
+            cfg,
+            against.multi,
+            case,
+            test_no,
+            false,
+            rate,
+            origin.unwrap_or(Time::ZERO),
+            stop_at,
+            Time::since(epoch, begin),
+        ),
         endpoint: cfg.endpoint.clone(),
         clients: case.replay.as_ref().map_or(cfg.clients, |r| r.mine.len()),
         threads: cfg.threads.max(1),
@@ -283,6 +297,13 @@ pub(crate) fn run_test(
     let mut wait_last = wait_before;
     let mut wait_read = Instant::now();
     let cpu_from = started;
+    // A ramp: a mark as the test begins, as each later step begins, and at its end.
+    let ramp_plan = run.plan.ramp.filter(|_| ramp.is_some());
+    if let Some(w) = ramp.as_deref_mut() {
+        w.marks.clear();
+        w.mark();
+    }
+    let mut next_step = 1usize;
     let (tx, rx) = mpsc::channel();
     let _reading = match (&case.replay, origin) {
         (Some(r), Some(at)) => Some(crate::replay::Reading::start(r, at)),
@@ -310,6 +331,9 @@ pub(crate) fn run_test(
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok(result) => {
+                    if let Some(w) = ramp.as_deref_mut() {
+                        w.mark();
+                    }
                     let mut cpu = ClientCpu::between(
                         cpu_before,
                         crate::cpu::process_cpu(),
@@ -362,6 +386,13 @@ pub(crate) fn run_test(
             }
             // A file that cannot be written ends the run like a failed test, keeping its results.
             log_ended(obs, None)?;
+            if let (Some(r), Some(w)) = (ramp_plan, ramp.as_deref_mut()) {
+                let now = Time::since(epoch, Instant::now());
+                while next_step < r.steps() && r.step_start(next_step) <= now && !run.plan.stop.is_due(now) {
+                    w.mark();
+                    next_step += 1;
+                }
+            }
             if wait_read.elapsed() >= WAIT_READ_EVERY {
                 wait_read = Instant::now();
                 wait_last = crate::cpu::run_delay_ns("self").or(wait_last);
@@ -452,7 +483,7 @@ pub fn idle(
         .ok();
     let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None, replay: None, subscribers: None };
     let run = TestRun {
-        plan: plan(cfg, None, &case, 0, true, None, Time::ZERO, None),
+        plan: plan(cfg, None, &case, 0, true, None, Time::ZERO, None, Time::ZERO),
         endpoint: cfg.endpoint.clone(),
         clients: cfg.clients,
         threads: cfg.threads.max(1),

@@ -693,3 +693,86 @@ mod tests {
         assert!(events(&[], Some("all")).unwrap_err().to_string().contains("give --at"));
     }
 }
+
+/// Parses `--ramp`: `clients FROM..TO step N every DURATION` or `rps FROM..TO step N every
+/// DURATION` (`clients 10..200 step 10 every 5s`): levels from FROM up to TO by N, each held
+/// for DURATION (whole milliseconds, at least 100ms). The ramp's start is the test's, set when
+/// it runs.
+pub fn ramp(text: &str) -> Result<respbench_core::Ramp, OptionError> {
+    use respbench_core::{Ramp, RampKind};
+    const SHAPE: &str = "expected 'clients FROM..TO step N every DURATION' or 'rps FROM..TO step N every \
+                         DURATION', e.g. 'clients 10..200 step 10 every 5s'";
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let [kind, range, "step", step, "every", every] = words[..] else {
+        return Err(bad("--ramp", text, SHAPE));
+    };
+    let kind = match kind {
+        "clients" => RampKind::Clients,
+        "rps" => RampKind::Rps,
+        _ => return Err(bad("--ramp", text, "a ramp raises 'clients' or 'rps'")),
+    };
+    let (max, what) = match kind {
+        RampKind::Clients => (1_000_000, "clients must be 1 to 1000000"),
+        RampKind::Rps => (1_000_000_000, "a rate must be 1 to 1000000000 requests a second"),
+    };
+    let number = |s: &str| -> Result<u64, OptionError> {
+        let n: u64 = s.parse().map_err(|_| bad("--ramp", text, SHAPE))?;
+        if (1..=max).contains(&n) {
+            Ok(n)
+        } else {
+            Err(bad("--ramp", text, what))
+        }
+    };
+    let (from, to) = range.split_once("..").ok_or_else(|| bad("--ramp", text, SHAPE))?;
+    let (from, to, step) = (number(from)?, number(to)?, number(step)?);
+    if from > to {
+        return Err(bad("--ramp", text, "a ramp goes up: FROM must be at most TO"));
+    }
+    let every = duration("--ramp", every)?;
+    if every < Duration::from_millis(100) || every.subsec_nanos() % 1_000_000 != 0 {
+        return Err(bad("--ramp", text, "each step lasts whole milliseconds, at least 100ms"));
+    }
+    let r = Ramp { kind, from, to, step, every, start: respbench_core::Time::ZERO };
+    if r.steps() > 1_000 {
+        return Err(bad("--ramp", text, "a ramp has at most 1000 steps"));
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod ramp_tests {
+    use super::*;
+    use respbench_core::RampKind;
+
+    #[test]
+    fn a_ramp_parses_and_bad_ones_name_the_option() {
+        let r = ramp("clients 10..200 step 10 every 5s").unwrap();
+        assert_eq!(
+            (r.kind, r.from, r.to, r.step, r.every),
+            (RampKind::Clients, 10, 200, 10, Duration::from_secs(5))
+        );
+        assert_eq!(r.steps(), 20);
+        let r = ramp("rps 1000..50000 step 1000 every 2s").unwrap();
+        assert_eq!((r.kind, r.steps(), r.level(49), r.level(60)), (RampKind::Rps, 50, 50_000, 50_000));
+        // A step that does not divide the range: the last level is TO.
+        let r = ramp("clients 2..9 step 3 every 1s").unwrap();
+        assert_eq!((0..4).map(|k| r.level(k)).collect::<Vec<_>>(), vec![2, 5, 8, 9]);
+        for bad in [
+            "",
+            "clients",
+            "clients 10..5 step 1 every 1s",
+            "clients 0..5 step 1 every 1s",
+            "clients 1..5 step 0 every 1s",
+            "clients 1..5 step 1 every 0s",
+            "clients 1..5 step 1 every 10ms",
+            "clients 1..5 step 1",
+            "conns 1..5 step 1 every 1s",
+            "rps 1-5 step 1 every 1s",
+            "rps 1..1000000 step 1 every 1s",
+            "rps 1..5 step 1 every 1s extra",
+        ] {
+            let e = ramp(bad).unwrap_err().to_string();
+            assert!(e.contains("--ramp"), "{bad}: {e}");
+        }
+    }
+}

@@ -45,6 +45,7 @@ fn plan(rate: Option<u64>, poisson: bool, seed: u64) -> Arc<Plan> {
         fine: false,
         cluster: None,
         verify: None,
+        ramp: None,
     })
 }
 

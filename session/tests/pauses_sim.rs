@@ -91,6 +91,7 @@ fn step(rate: u64, server: Server) -> respbench_core::Stats {
         fine: false,
         cluster: None,
         verify: None,
+        ramp: None,
     });
     let r = Sim::new(test_run(plan, 4), server).run().expect("the simulated step");
     assert!(r.outcome.failures.is_empty(), "{:?}", r.outcome.failures);

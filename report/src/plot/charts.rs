@@ -38,11 +38,14 @@ pub enum Kind {
     /// Client against server: the client's latency by percentile and the server's own execution
     /// time (`server_time`: the bucket holding p50, p99 and p99.9), on one chart.
     Server,
+    /// `--ramp`: each step's latency percentiles and achieved rate against its level (clients
+    /// or target rate), a line per test with a ramp.
+    Ramp,
 }
 
 impl Kind {
     /// Every kind, in the order they are drawn.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Percentiles,
         Kind::Service,
         Kind::Rate,
@@ -53,6 +56,7 @@ impl Kind {
         Kind::Capacity,
         Kind::Compare,
         Kind::Server,
+        Kind::Ramp,
     ];
 
     /// Its name on the command line.
@@ -68,6 +72,7 @@ impl Kind {
             Kind::Capacity => "capacity",
             Kind::Compare => "compare",
             Kind::Server => "server",
+            Kind::Ramp => "ramp",
         }
     }
 
@@ -89,6 +94,7 @@ impl Kind {
             Kind::Capacity => "no --slo search and no open-loop test at two target rates or more (--rps A,B)",
             Kind::Compare => "no comparison (give the document respbench compare --json wrote)",
             Kind::Server => "no test has the server's own execution time from its LATENCY HISTOGRAM (server_time)",
+            Kind::Ramp => "no test ran a ramp (--ramp 'clients 10..200 step 10 every 5s')",
         }
     }
 }
@@ -108,6 +114,7 @@ pub fn build(kind: Kind, inputs: &[Input]) -> Vec<Chart> {
         Kind::Capacity => super::capacity::charts(inputs, &rate_groups(&tests)),
         Kind::Compare => super::compare::charts(inputs),
         Kind::Server => server(&tests, &labels).into_iter().collect(),
+        Kind::Ramp => ramp(&tests, &labels),
     };
     let notes = notes(inputs, &tests, &labels);
     for c in &mut charts {
@@ -296,6 +303,93 @@ fn rate_groups<'a>(tests: &[&'a Test]) -> Vec<Vec<&'a Test>> {
 }
 
 /// Latency against the target rate, and the rate achieved against it.
+/// `--ramp`: each step's latency (p50, p99, p99.9) and achieved rate against its level, a line
+/// per statistic of each test with a ramp (the target for a rate ramp); a step not limited by
+/// the server is flagged.
+fn ramp(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
+    let with: Vec<(&Test, &str, &[super::data::RampPoint])> =
+        tests.iter().filter_map(|t| t.ramp.as_ref().map(|(k, s)| (*t, k.as_str(), s.as_slice()))).collect();
+    if with.is_empty() {
+        return Vec::new();
+    }
+    let rate_ramp = with.iter().all(|(_, k, _)| *k == "rps");
+    let levels: Vec<f64> = with.iter().flat_map(|(_, _, s)| s.iter().map(|p| p.level as f64)).collect();
+    let title = if rate_ramp {
+        "ramp step: target rate (requests per second)"
+    } else if with.iter().all(|(_, k, _)| *k == "clients") {
+        "ramp step: clients"
+    } else {
+        "ramp step: level (clients or target rate)"
+    };
+    let x = Axis::steps(title, &uniq(&levels));
+    let several = with.len() > 1;
+    type Stat = (&'static str, fn(&super::data::RampPoint) -> f64, Dash);
+    let stats: [Stat; 3] = [
+        ("p50", |p| p.p50, Dash::Dotted),
+        ("p99", |p| p.p99, Dash::Solid),
+        ("p99.9", |p| p.p999, Dash::Dashed),
+    ];
+    let mut lat = Vec::new();
+    let mut got = Vec::new();
+    for (i, (t, _, steps)) in with.iter().enumerate() {
+        let name = labels.of(t);
+        let flags: Vec<bool> =
+            steps.iter().map(|p| p.verdict.as_deref().is_some_and(|v| v != "server")).collect();
+        for (si, (stat, value, dash)) in stats.iter().enumerate() {
+            let points = steps.iter().map(|p| (p.level as f64, value(p))).collect();
+            let (color, dash) = if several { (i, *dash) } else { (si, Dash::Solid) };
+            let label = format!("{name} {stat}");
+            lat.push(Line {
+                label,
+                points,
+                color,
+                dash,
+                markers: true,
+                flags: flags.clone(),
+                ..Line::default()
+            });
+        }
+        let points = steps.iter().map(|p| (p.level as f64, p.rps)).collect();
+        got.push(Line {
+            label: name,
+            points,
+            color: i,
+            dash: Dash::Solid,
+            markers: true,
+            flags,
+            ..Line::default()
+        });
+    }
+    if rate_ramp {
+        let (tlo, thi) = (x.min.max(0.0), x.max);
+        got.push(Line {
+            label: "target".into(),
+            points: vec![(tlo, tlo), (thi, thi)],
+            color: 7,
+            dash: Dash::Dashed,
+            markers: false,
+            ..Line::default()
+        });
+    }
+    let (lo, hi) = extent(&lat);
+    let latency = Chart {
+        title: "Ramp: latency at each step".into(),
+        x: x.clone(),
+        y: Axis::log(LATENCY, lo, hi),
+        lines: lat,
+        ..Chart::default()
+    };
+    let (_, hi) = extent(&got);
+    let achieved = Chart {
+        title: "Ramp: requests per second at each step".into(),
+        x,
+        y: Axis::linear("achieved (requests per second)", 0.0, hi),
+        lines: got,
+        ..Chart::default()
+    };
+    vec![latency, achieved]
+}
+
 fn rate(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
     let groups = rate_groups(tests);
     if groups.is_empty() {
@@ -853,6 +947,7 @@ mod tests {
             service: target.map(|_| Latency { avg: 0.3, p50: 0.2, p99: 0.9, p999: 1.0, max: 1.5 }),
             curve: percentile_points(&hist(1..=100)),
             server: Vec::new(),
+            ramp: None,
             series: Vec::new(),
             events: Vec::new(),
             start_us: 0,
@@ -1048,6 +1143,39 @@ mod tests {
 
     /// Series: the rate of the last, partial second counts the part that ran; a sliver is left
     /// out; a second without replies is a gap in p99; several backends are named.
+    #[test]
+    fn ramp_lines_are_each_steps_figures_against_its_level() {
+        use super::super::data::RampPoint;
+        let point = |level, rps, p99, verdict: &str| RampPoint {
+            level,
+            rps,
+            p50: p99 / 4.0,
+            p99,
+            p999: p99 * 2.0,
+            verdict: Some(verdict.into()),
+        };
+        let mut t = test(0, "SET", [None; 4], Some(2000), 1.0);
+        t.ramp = Some((
+            "rps".into(),
+            vec![
+                point(1000, 999.0, 0.2, "server"),
+                point(2000, 1990.0, 0.3, "server"),
+                point(3000, 2500.0, 9.0, "client"),
+            ],
+        ));
+        let plain = test(0, "GET", [None; 4], None, 1.0);
+        let charts = build(Kind::Ramp, &[input("r.json", vec![t, plain])]);
+        assert_eq!(charts.len(), 2);
+        assert_eq!(labels(&charts[0]), ["SET @ 2000 rps p50", "SET @ 2000 rps p99", "SET @ 2000 rps p99.9"]);
+        assert_eq!(charts[0].lines[1].points, [(1000.0, 0.2), (2000.0, 0.3), (3000.0, 9.0)]);
+        assert_eq!(charts[0].lines[1].flags, [false, false, true]);
+        assert_eq!(charts[0].x.title, "ramp step: target rate (requests per second)");
+        assert_eq!(labels(&charts[1]), ["SET @ 2000 rps", "target"]);
+        assert_eq!(charts[1].lines[0].points[2], (3000.0, 2500.0));
+        // No test with a ramp: no chart.
+        assert!(build(Kind::Ramp, &[input("p.json", vec![test(0, "GET", [None; 4], None, 1.0)])]).is_empty());
+    }
+
     #[test]
     fn series_lines() {
         let mut t = test(0, "GET", [None; 4], None, 1.0);

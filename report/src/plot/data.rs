@@ -159,6 +159,25 @@ pub struct Test {
     /// one node's; its busiest command): at p50, p99, p99.9, (nines, bucket's lower ms, upper
     /// ms); empty when not known or not a histogram.
     pub server: Vec<(f64, f64, f64)>,
+    /// `--ramp`: what rises (`clients` or `rps`) and each step's figures.
+    pub ramp: Option<(String, Vec<RampPoint>)>,
+}
+
+/// One step of a ramp, as the ramp chart draws it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RampPoint {
+    /// The step's level: its clients, or its target rate.
+    pub level: u64,
+    /// Replies per second.
+    pub rps: f64,
+    /// Latency p50, p99 and p99.9, ms.
+    pub p50: f64,
+    /// p99.
+    pub p99: f64,
+    /// p99.9.
+    pub p999: f64,
+    /// Who limited the step, when judged.
+    pub verdict: Option<String>,
 }
 
 impl Test {
@@ -498,6 +517,21 @@ fn read_test(t: &doc::Test, input: usize) -> Result<Test, String> {
         events: t.events.iter().flatten().filter_map(event_mark).collect(),
         name,
         server: t.server_time.as_ref().map(server_points).unwrap_or_default(),
+        ramp: t.ramp.as_ref().map(|r| {
+            let steps = r
+                .steps
+                .iter()
+                .map(|s| RampPoint {
+                    level: s.level,
+                    rps: s.rps,
+                    p50: s.p50_ms,
+                    p99: s.p99_ms,
+                    p999: s.p999_ms,
+                    verdict: s.verdict.as_ref().map(|v| v.side.clone()),
+                })
+                .collect();
+            (r.kind.clone(), steps)
+        }),
     })
 }
 

@@ -199,6 +199,7 @@ mod tests {
             latency: Latency { avg: 0.5, p50: 0.25, p99: 1.0, p999: 2.0, max: 3.0 },
             service: None,
             server: Vec::new(),
+            ramp: None,
             curve: Vec::new(),
             series: Vec::new(),
             events: Vec::new(),
