@@ -439,7 +439,17 @@ impl Template {
         }
         let values = if slots.is_empty() { None } else { values.map(Arc::clone) };
         let kinds = kinds_of(&bytes, &placeholders);
-        Template { bytes, placeholders, kinds, slots, values, rows: None, expiry: None, stamp: None, channel: None }
+        Template {
+            bytes,
+            placeholders,
+            kinds,
+            slots,
+            values,
+            rows: None,
+            expiry: None,
+            stamp: None,
+            channel: None,
+        }
     }
 
     /// [`Template::command`] for `--dataset`: an argument with `__field:NAME__` placeholders
