@@ -412,6 +412,22 @@ fn write_digits(dst: &mut [u8; WIDTH], v: u64) {
 }
 
 impl Template {
+    /// A template of these bytes and placeholders, with no value slots, rows, expiry or stamp
+    /// (the constructors set what they add).
+    fn of(bytes: Vec<u8>, placeholders: Vec<usize>, kinds: Vec<u8>) -> Template {
+        Template {
+            bytes,
+            placeholders,
+            kinds,
+            slots: Vec::new(),
+            values: None,
+            rows: None,
+            expiry: None,
+            stamp: None,
+            channel: None,
+        }
+    }
+
     /// RESP-encodes `args` as an array of bulk strings and records the offset of every `__rand_int__` in any argument.
     ///
     /// The encoding is `*N\r\n` then `$len\r\narg\r\n` per argument. An argument may hold
@@ -439,17 +455,7 @@ impl Template {
         }
         let values = if slots.is_empty() { None } else { values.map(Arc::clone) };
         let kinds = kinds_of(&bytes, &placeholders);
-        Template {
-            bytes,
-            placeholders,
-            kinds,
-            slots,
-            values,
-            rows: None,
-            expiry: None,
-            stamp: None,
-            channel: None,
-        }
+        Template { slots, values, ..Template::of(bytes, placeholders, kinds) }
     }
 
     /// [`Template::command`] for `--dataset`: an argument with `__field:NAME__` placeholders
@@ -473,17 +479,7 @@ impl Template {
         }
         let kinds = kinds_of(&bytes, &placeholders);
         if fields.is_empty() {
-            return Ok(Template {
-                bytes,
-                placeholders,
-                kinds,
-                slots: Vec::new(),
-                values: None,
-                rows: None,
-                expiry: None,
-                stamp: None,
-                channel: None,
-            });
+            return Ok(Template::of(bytes, placeholders, kinds));
         }
         let columns: Vec<usize> = fields
             .iter()
@@ -517,17 +513,7 @@ impl Template {
         }
         // Shared placeholders may sit in a row's bytes, so kinds are always kept here.
         let kinds = if kinds.is_empty() { vec![0; placeholders.len()] } else { kinds };
-        Ok(Template {
-            bytes,
-            placeholders,
-            kinds,
-            slots: Vec::new(),
-            values: None,
-            rows: Some(Arc::new(rows)),
-            expiry: None,
-            stamp: None,
-            channel: None,
-        })
+        Ok(Template { rows: Some(Arc::new(rows)), ..Template::of(bytes, placeholders, kinds) })
     }
 
     /// Like [`Template::command`], with [`Arg::Value`] arguments sized from `values` per request.
@@ -597,17 +583,7 @@ impl Template {
         let mut placeholders = Vec::new();
         find_placeholders(raw, 0, &mut placeholders);
         let kinds = kinds_of(raw, &placeholders);
-        Template {
-            bytes: raw.to_vec(),
-            placeholders,
-            kinds,
-            slots: Vec::new(),
-            values: None,
-            rows: None,
-            expiry: None,
-            stamp: None,
-            channel: None,
-        }
+        Template::of(raw.to_vec(), placeholders, kinds)
     }
 
     /// This `SET key value` with `EX` or `PX` and a time drawn per request from `expiry`

@@ -49,40 +49,28 @@ fn ok(out: &Output) {
     assert!(out.stderr.is_empty(), "{}", out.dump());
 }
 
-/// A run whose event may not have recovered by its end on this busy machine (a window's p99
-/// above 1.2 x the baseline's is enough to keep it open): that is exit 1 and its one line;
-/// anything else must be a clean run. For the checks of the outputs, not of the window's rule.
-fn ok_or_unrecovered(out: &Output) {
+/// A clean run, or one that this busy machine ended with `allowed`'s one line and exit 1, and
+/// nothing else: for the checks of the outputs, not of what the line is about.
+fn ok_or(out: &Output, allowed: &str) {
     if out.stderr.is_empty() {
         return ok(out);
     }
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     let lines: Vec<&str> = out.stderr.lines().collect();
-    assert!(
-        lines.len() == 1 && lines[0].ends_with(": not recovered by the end of the test"),
-        "{}",
-        out.dump()
-    );
-    eprintln!("(not recovered by the end: {})", lines[0]);
+    assert!(lines.len() == 1 && lines[0].contains(allowed), "{}", out.dump());
+    eprintln!("(allowed on a busy machine: {})", lines[0]);
 }
 
-/// A run whose open loop fell behind its schedule at the end on this busy machine (seen at load
-/// 17: sends up to 217 ms late, 155 requests due never sent): that is exit 1 and its one line,
-/// and the unsent are in the arrivals' sum; anything else must be a clean run.
+/// An event may not have recovered by the end on this busy machine (a window's p99 above 1.2 x
+/// the baseline's is enough to keep it open).
+fn ok_or_unrecovered(out: &Output) {
+    ok_or(out, ": not recovered by the end of the test");
+}
+
+/// An open loop may fall behind its schedule at the end on this busy machine (seen at load 17:
+/// sends up to 217 ms late, 155 requests due never sent); the unsent are in the arrivals' sum.
 fn ok_or_behind(out: &Output) {
-    if out.stderr.is_empty() {
-        return ok(out);
-    }
-    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
-    let lines: Vec<&str> = out.stderr.lines().collect();
-    assert!(
-        lines.len() == 1
-            && lines[0]
-                .contains(" requests due were never sent (the client was behind its schedule at the end: "),
-        "{}",
-        out.dump()
-    );
-    eprintln!("(behind at the end: {})", lines[0]);
+    ok_or(out, " requests due were never sent (the client was behind its schedule at the end: ");
 }
 
 fn f(v: &Value) -> f64 {
