@@ -717,7 +717,7 @@ impl Opts {
         respbench_session::verify::check(&mut c, self.verify, self.verify_only, self.requests.is_some())?;
         let given =
             [("-n", self.requests.is_some()), ("--slo", self.slo.is_some()), ("--worker", worker.is_some())];
-        c.apply_ramp(self.ramp.as_deref(), &given)?;
+        c.apply_ramp(self.ramp.as_deref().map(syntax::ramp).transpose()?, &given)?;
         respbench_session::event::check(&c.events, c.open.duration)?;
         if worker.is_some_and(|w| w.index > 0) {
             c.events = Default::default();

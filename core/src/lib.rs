@@ -65,6 +65,7 @@ pub mod dist;
 pub mod handshake;
 pub mod keys;
 pub mod plan;
+pub mod ramp;
 pub mod replay;
 pub mod resp;
 pub mod rng;

@@ -330,7 +330,7 @@ pub struct Stats {
     /// (see [`Stats::with_steps`]); empty otherwise.
     pub steps: Vec<StepStats>,
     /// The ramp the steps follow.
-    pub ramp: Option<crate::plan::Ramp>,
+    pub ramp: Option<crate::ramp::Ramp>,
 }
 
 /// What one step of a ramp measured: the replies parsed while it lasted, and their latencies
@@ -471,7 +471,7 @@ impl Stats {
     }
 
     /// Keeps the figures of each step of `ramp` ([`Stats::steps`]).
-    pub fn with_steps(mut self, ramp: crate::plan::Ramp) -> Result<Stats, String> {
+    pub fn with_steps(mut self, ramp: crate::ramp::Ramp) -> Result<Stats, String> {
         let sigfig = self.latency.sigfig();
         self.steps = (0..ramp.steps())
             .map(|_| {

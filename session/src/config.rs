@@ -315,15 +315,15 @@ impl Config {
     /// `--ramp`: checks it against the other options and makes the run one test that holds the
     /// ramp: `-c` (a clients ramp) or `--rps` (a rate ramp) become the ramp's last level, and
     /// `--duration`, unless given, its steps' length. `given`: which of the options a ramp does
-    /// not go with (`-n`, `--slo`, `--worker`) the command line was given.
+    /// not go with (`-n`, `--slo`, `--worker`) the command line was given. `ramp` is the
+    /// option's value as [`crate::syntax::ramp`] read it.
     pub fn apply_ramp(
         &mut self,
-        text: Option<&str>,
+        ramp: Option<respbench_core::Ramp>,
         given: &[(&'static str, bool)],
     ) -> Result<(), OptionError> {
         use respbench_core::RampKind;
-        let Some(text) = text else { return Ok(()) };
-        let r = crate::syntax::ramp(text)?;
+        let Some(r) = ramp else { return Ok(()) };
         let why = "a ramp is one test whose level rises; a list makes a test per value";
         if self.idle {
             return Err(OptionError::Conflict("--ramp", "-I", "idle mode sends nothing to ramp"));

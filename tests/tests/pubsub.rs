@@ -74,10 +74,20 @@ fn ten_subscribers_get_every_message_as_the_server_counts() {
             }
             seen
         });
-        let (out, t) =
-            run(&server, &["-c", "1", "--subscribers", "10", "--rps", "5000", "--duration", "10s"]);
+        // One publisher with up to 16 PUBLISHes in flight: at -P 1 a machine under a full test
+        // suite (load 20) kept 29,000 of the 50,000 due, one round trip at a time.
+        let (out, t) = run(
+            &server,
+            &["-c", "1", "-P", "16", "--subscribers", "10", "--rps", "5000", "--duration", "10s"],
+        );
         done.store(true, Ordering::Relaxed);
-        assert!(out.status.success() || out.stderr.contains("not kept"), "{}", out.dump());
+        // Behind its schedule on a busy machine: said, and what was sent is still all delivered.
+        let behind = "requests due were never sent (the client was behind its schedule at the end: ";
+        assert!(
+            out.status.success() || (out.stderr.lines().count() == 1 && out.stderr.contains(behind)),
+            "{}",
+            out.dump()
+        );
         let publishes = server.command_calls("publish");
         assert!(publishes > 10_000, "{publishes}: {}", out.dump());
         all_delivered(&t["delivery"], 10, publishes);
