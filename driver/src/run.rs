@@ -131,6 +131,11 @@ pub struct Pauses {
     pub wake: Histogram<u64>,
     /// Per second of the test (from the idle thread's start), its longest pause, microseconds.
     pub seconds: Vec<u64>,
+    /// Per second of the test, the 99th percentile of its pauses (corrected as `idle` is),
+    /// microseconds: each second's as it closed ([`Pauses::seconds_p99`] adds the open one's).
+    closed_p99: Vec<u64>,
+    /// The second being recorded, and its pauses.
+    this_second: (usize, Histogram<u64>),
     /// How many times the idle thread woke (the histogram holds more: the wake-ups a pause
     /// held back).
     pub wakeups: u64,
@@ -143,6 +148,8 @@ impl Default for Pauses {
             idle: pause_histogram(),
             wake: pause_histogram(),
             seconds: Vec::new(),
+            closed_p99: Vec::new(),
+            this_second: (0, pause_histogram()),
             wakeups: 0,
         }
     }
@@ -170,10 +177,36 @@ impl Pauses {
         let _ = self.idle.record_correct(late, interval);
         self.wakeups += 1;
         let at = second.min(PAUSE_SECONDS - 1);
+        if at != self.this_second.0 {
+            // The second closed: its p99 kept, its histogram emptied for the next (a second
+            // with no wake-up at all, a pause longer than it, keeps 0 there: its max says it).
+            let (was, h) = &mut self.this_second;
+            if self.closed_p99.len() <= *was {
+                self.closed_p99.resize(*was + 1, 0);
+            }
+            self.closed_p99[*was] = h.value_at_quantile(0.99);
+            h.reset();
+            *was = at;
+        }
+        let _ = self.this_second.1.record_correct(late, interval);
         if self.seconds.len() <= at {
             self.seconds.resize(at + 1, 0);
         }
         self.seconds[at] = self.seconds[at].max(late);
+    }
+}
+
+impl Pauses {
+    /// Per second of the test, the 99th percentile of the idle thread's pauses, microseconds:
+    /// as long as [`Pauses::seconds`], the second still open included.
+    pub fn seconds_p99(&self) -> Vec<u64> {
+        let mut v = self.closed_p99.clone();
+        v.resize(self.seconds.len(), 0);
+        let (at, h) = &self.this_second;
+        if let Some(slot) = v.get_mut(*at).filter(|_| !h.is_empty()) {
+            *slot = h.value_at_quantile(0.99);
+        }
+        v
     }
 }
 

@@ -642,6 +642,8 @@ pub struct ClientPauses {
     pub wake_histogram: Option<HistogramData>,
     /// Per second of the test, the idle thread's longest pause, ms.
     pub series_max_ms: Vec<f64>,
+    /// Per second of the test, the 99th percentile of the idle thread's pauses, ms.
+    pub series_p99_ms: Vec<f64>,
 }
 
 /// `delivery`: a delivery test's subscribers (`-t pubsub`), all of them together; each message
@@ -1697,6 +1699,7 @@ mod tests {
                 wake_histogram: Some(hist()),
                 idle_histogram: hist(),
                 series_max_ms: vec![1.0],
+                series_p99_ms: vec![1.0],
                 ..ClientPauses::default()
             }),
             delivery: Some(Delivery {

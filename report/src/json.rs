@@ -481,6 +481,7 @@ fn client_pauses(p: &ClientPauses) -> Result<doc::ClientPauses, String> {
         wake_ms: p.wake.as_ref().map(latency_ms),
         wake_histogram: p.wake.as_ref().map(histogram).transpose()?,
         series_max_ms: p.seconds.iter().map(|&us| ms(us)).collect(),
+        series_p99_ms: p.seconds_p99.iter().map(|&us| ms(us)).collect(),
     })
 }
 

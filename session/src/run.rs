@@ -432,14 +432,7 @@ pub(crate) fn run_test(
 
 /// The client machine's pauses the test's idle thread and loops recorded.
 fn pauses(progress: &Progress) -> ClientPauses {
-    let p = progress.pause_figures();
-    ClientPauses {
-        interval_us: p.interval.as_micros() as u64,
-        idle: p.idle.clone(),
-        wake: (!p.wake.is_empty()).then(|| p.wake.clone()),
-        seconds: p.seconds.clone(),
-        wakeups: p.wakeups,
-    }
+    ClientPauses::from(&*progress.pause_figures())
 }
 
 /// The client machine's own pauses while respbench does nothing else: the idle thread alone

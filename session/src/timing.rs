@@ -443,8 +443,24 @@ pub struct ClientPauses {
     pub wake: Option<Histogram<u64>>,
     /// Per second of the test, the idle thread's longest pause, in microseconds.
     pub seconds: Vec<u64>,
+    /// Per second of the test, the 99th percentile of the idle thread's pauses, microseconds.
+    pub seconds_p99: Vec<u64>,
     /// How many times the idle thread woke.
     pub wakeups: u64,
+}
+
+impl From<&respbench_driver::Pauses> for ClientPauses {
+    /// What the idle thread and the loops recorded ([`respbench_driver::Progress::pauses`]).
+    fn from(p: &respbench_driver::Pauses) -> ClientPauses {
+        ClientPauses {
+            interval_us: p.interval.as_micros() as u64,
+            idle: p.idle.clone(),
+            wake: (!p.wake.is_empty()).then(|| p.wake.clone()),
+            seconds: p.seconds.clone(),
+            seconds_p99: p.seconds_p99(),
+            wakeups: p.wakeups,
+        }
+    }
 }
 
 impl ClientPauses {

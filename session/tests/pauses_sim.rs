@@ -31,14 +31,8 @@ fn idle_thread(wakes: u64, pause: impl Fn(u64) -> Duration) -> ClientPauses {
             done.store(true, Ordering::Relaxed);
         }
     });
-    let p = progress.pause_figures();
-    ClientPauses {
-        interval_us: p.interval.as_micros() as u64,
-        idle: p.idle.clone(),
-        wake: None,
-        seconds: p.seconds.clone(),
-        wakeups: p.wakeups,
-    }
+    let p = ClientPauses::from(&*progress.pause_figures());
+    p
 }
 
 #[test]
@@ -55,6 +49,11 @@ fn a_scripted_pause_is_recorded_as_jhiccup_records_it() {
     // The per-second series holds it in the second it ended in.
     assert_eq!(p.seconds.iter().copied().max(), Some(300_000));
     assert_eq!(p.seconds.iter().position(|&s| s == 300_000), Some(1));
+    // And that second's p99: about 700 wake-ups on time and the 300 of the pause (1 to 300 ms),
+    // so its tenth-highest, near 290 ms; the seconds without a pause have a p99 of 0.
+    assert_eq!(p.seconds_p99.len(), p.seconds.len());
+    assert!((285_000..=300_000).contains(&p.seconds_p99[1]), "{:?}", p.seconds_p99);
+    assert!(p.seconds_p99.iter().enumerate().all(|(k, &v)| k == 1 || v == 0), "{:?}", p.seconds_p99);
     let max = format!("max {:.1} ms", p.idle.max() as f64 / 1000.0);
     assert!(max.starts_with("max 30") && p.describe().contains(&max), "{}", p.describe());
 }

@@ -211,6 +211,13 @@ fn a_client_stopped_for_300_ms_names_its_own_pauses(tool: Tool) {
     let series_max =
         p["series_max_ms"].as_array().unwrap().iter().filter_map(Value::as_f64).fold(0.0, f64::max);
     assert!(series_max >= 300.0, "{p}");
+    // Each second's p99: the stop's wake-up and the ones it held back (jHiccup's correction)
+    // land in the second it ended in, about 300 of that second's thousand; never above its max.
+    let (p99s, maxes) = (p["series_p99_ms"].as_array().unwrap(), p["series_max_ms"].as_array().unwrap());
+    assert_eq!(p99s.len(), maxes.len(), "{p}");
+    assert!(p99s.iter().zip(maxes).all(|(a, b)| a.as_f64() <= b.as_f64()), "{p}");
+    let second_p99 = p99s.iter().filter_map(Value::as_f64).fold(0.0, f64::max);
+    assert!(second_p99 >= 200.0, "the stop's second has a pause p99 of {second_p99} ms: {p}");
     // The event loop slept through the stop too: it woke that late against the time it asked
     // for (the next arrival, at most a few ms after the STOP), on every backend.
     let wake = p["wake_ms"]["max"].as_f64().unwrap_or_else(|| panic!("no loop wake-ups: {p}"));
