@@ -92,60 +92,88 @@ fn accounted(t: &Value) {
     assert_eq!(sum, a["due"].as_u64().unwrap(), "{a}");
 }
 
-/// `CLIENT PAUSE 500 WRITE` at 5 s of a 10 s SET open loop at 2,000/s: the window is the pause,
-/// 500 ± 60 ms, and the highest corrected latency at least the pause. The server runs at
-/// `hz 100`: at its default 10 it lifts a pause at its next cron, up to 100 ms late (measured:
-/// windows of 555 and 591 ms at hz 10). Each client has a window of 64 (`-P 64`), so the
-/// requests due during the pause are sent when due and answered at once after it, not one by
-/// one behind a window of one. On this shared 2-CPU machine a stall of the VM or of a build
-/// beside it can fall in the baseline or right after the pause (seen: a 635 ms baseline p99, a
-/// 707 ms window), so the run is made up to three times and one must fall within the bounds;
-/// every attempt's figures are printed, and the accounting holds on every one.
-fn a_known_pause_is_measured_to_its_last_slow_reply(tool: Tool) {
-    let server = RedisServer::start_with(&[("hz", "100")]);
-    let mut seen = Vec::new();
-    for attempt in 0..3 {
-        let (out, t) = run_json(
-            &tool,
-            server.port(),
-            &[
-                "-t",
-                "set",
-                "-c",
-                "20",
-                "-P",
-                "64",
-                "--rps",
-                "2000",
-                "--duration",
-                "10s",
-                "-q",
-                "--at",
-                "5s CLIENT PAUSE 500 WRITE",
-            ],
-        );
-        ok(&out);
-        accounted(&t);
-        let e = &t["events"][0];
-        assert_eq!(e["replies"][0]["reply"], "OK", "{e}");
-        let sent = f(&e["sent_s"]);
-        assert!((5.0..5.1).contains(&sent), "{e}");
-        let d = &e["disruption"];
-        assert_eq!(d["latency"], "corrected");
-        let (window, max) = (f(&d["window_ms"]), f(&d["max_ms"]));
-        eprintln!(
-            "attempt {attempt}: window {window:.1} ms, max corrected latency {max:.1} ms, baseline p99 {:.3} ms, sent at {sent:.4} s",
-            f(&d["baseline_p99_ms"])
-        );
-        seen.push((window, max));
-        if (440.0..=560.0).contains(&window) && max >= 500.0 {
-            // The windows around it are in the document: empty during the pause.
-            let empty = d["windows"].as_array().unwrap().iter().filter(|w| w["requests"] == 0).count();
-            assert!((3..=5).contains(&empty), "{d}");
-            return;
+/// Checks a disruption against what made it: no reply in the 100 ms windows wholly inside
+/// `[from + 0.1 s, to]` (the server was not answering), and past `to` every window until the
+/// recovery bad by the rule (no reply, an error or a redirect, or a p99 above the threshold), the
+/// recovery's window healthy. Gives the window (ms) when it recovered, with the recovery's
+/// instant (s), else `None` (every window past `to` was bad).
+fn stopped_then_recovered(d: &Value, from: f64, to: f64) -> Option<(f64, f64)> {
+    let threshold = f(&d["threshold_ms"]);
+    let windows = d["windows"].as_array().unwrap();
+    let bad = |w: &Value| {
+        w["requests"] == 0 || f(&w["p99_ms"]) > threshold || w["errors"] != 0 || w["redirects"] != 0
+    };
+    let inside: Vec<&Value> =
+        windows.iter().filter(|w| f(&w["at_s"]) >= from + 0.1 && f(&w["at_s"]) + 0.1 <= to).collect();
+    assert!(inside.len() as f64 >= ((to - from) * 10.0).floor() - 2.0, "{d}");
+    for w in inside {
+        assert_eq!(w["requests"], 0, "a reply from a server that was not answering: {w}");
+    }
+    let window = d["window_ms"].as_f64();
+    // The first healthy window's start; none when it did not recover.
+    let healthy_at = window.map(|_| f(&d["span_from_s"]) + 0.1 * f(&d["span_windows"]));
+    for w in windows {
+        let at = f(&w["at_s"]);
+        if at + 0.1 > to && healthy_at.is_none_or(|h| at < h - 1e-6) {
+            assert!(bad(w), "a healthy window {w} before the recovery at {healthy_at:?} s: {d}");
+        } else if healthy_at.is_some_and(|h| (at - h).abs() < 1e-6) {
+            assert!(!bad(w), "the recovery's window {w} is not healthy: {d}");
         }
     }
-    panic!("no attempt measured the 500 ms pause within 60 ms with a max of 500 ms or more: {seen:?}");
+    let window = window?;
+    let healthy_at = healthy_at.unwrap();
+    assert!(from + window / 1000.0 <= healthy_at + 1e-6, "{d}");
+    Some((window, healthy_at))
+}
+
+/// `CLIENT PAUSE 500 WRITE` at 5 s of a 10 s SET open loop at 2,000/s. The server runs at
+/// `hz 100`: at its default 10 it lifts a pause at its next cron, up to 100 ms late. Each client
+/// has a window of 64 (`-P 64`), so the requests due during the pause are sent when due and
+/// answered at once after it, not one by one behind a window of one. What the pause itself
+/// makes is checked against it: no reply in the windows wholly inside it, a window at least its
+/// 500 ms, and a highest corrected latency of at least the pause. Where the window ends past the
+/// pause is the machine's (idle: 500-520 ms; CI beside other work: 588-679 ms), so past the pause
+/// every window to the recovery must be one the rule calls bad, the one after them healthy,
+/// and the window within 1 s of the pause's end.
+fn a_known_pause_is_measured_to_its_last_slow_reply(tool: Tool) {
+    let server = RedisServer::start_with(&[("hz", "100")]);
+    let (out, t) = run_json(
+        &tool,
+        server.port(),
+        &[
+            "-t",
+            "set",
+            "-c",
+            "20",
+            "-P",
+            "64",
+            "--rps",
+            "2000",
+            "--duration",
+            "10s",
+            "-q",
+            "--at",
+            "5s CLIENT PAUSE 500 WRITE",
+        ],
+    );
+    ok_or(&out, &[UNRECOVERED, BEHIND]);
+    accounted(&t);
+    let e = &t["events"][0];
+    assert_eq!(e["replies"][0]["reply"], "OK", "{e}");
+    let sent = f(&e["sent_s"]);
+    assert!((5.0..5.1).contains(&sent), "{e}");
+    let d = &e["disruption"];
+    assert_eq!(d["latency"], "corrected");
+    let max = f(&d["max_ms"]);
+    eprintln!(
+        "window {:?} ms, max corrected latency {max:.1} ms, baseline p99 {:.3} ms, sent at {sent:.4} s",
+        d["window_ms"],
+        f(&d["baseline_p99_ms"])
+    );
+    assert!(max >= 495.0, "a 500 ms pause and a highest latency of {max} ms: {d}");
+    if let Some((window, _)) = stopped_then_recovered(d, sent, sent + 0.5) {
+        assert!((500.0..=1500.0).contains(&window), "window {window} ms for a 500 ms pause: {d}");
+    }
 }
 
 /// `BGSAVE` of about 1 GB (`DEBUG POPULATE`, 1,000,000 values of 1,000 bytes) during a GET run:
@@ -175,18 +203,30 @@ fn a_fork_costs_what_the_server_says_it_took(tool: Tool) {
             "3s BGSAVE",
         ],
     );
-    ok(&out);
+    // CI saw the windows after a 30 ms fork stay above 1.2 x the baseline's p99 to the end
+    // (the machine's own pauses: send lateness max 25 ms): the peak is measured either way.
+    ok_or(&out, &[UNRECOVERED, BEHIND]);
     accounted(&t);
     let e = &t["events"][0];
     assert_eq!(e["replies"][0]["reply"], "Background saving started", "{e}");
     let fork_ms: f64 =
         server.info_field("stats", "latest_fork_usec").unwrap().parse::<f64>().unwrap() / 1000.0;
     let d = &e["disruption"];
-    let peak = f(&d["max_ms"]);
+    // The peak of the windows from the BGSAVE's to 300 ms after it: the fork stops the server
+    // in the call itself, and what it held is answered as soon as it returns.
+    let sent = f(&e["sent_s"]);
+    let peak = d["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| f(&w["at_s"]) + 0.1 > sent && f(&w["at_s"]) < sent + 0.3)
+        .map(|w| f(&w["max_ms"]))
+        .fold(0.0, f64::max);
     eprintln!(
-        "BGSAVE of {used} bytes: latest_fork_usec {fork_ms:.1} ms, latency peak in the window {peak:.1} ms, window {:?} ms",
+        "BGSAVE of {used} bytes: latest_fork_usec {fork_ms:.1} ms, latency peak within 300 ms of it {peak:.1} ms, window {:?} ms",
         d["window_ms"]
     );
+    assert!(f(&d["max_ms"]) >= peak, "{d}");
     assert!((peak - fork_ms).abs() <= 100.0, "peak {peak} ms against a fork of {fork_ms} ms: {d}");
     // Let the child finish before the server goes.
     respbench_tests::wait_until("the BGSAVE's end", T, || {
@@ -227,7 +267,9 @@ fn a_stopped_server_is_a_window_of_its_stop(tool: Tool) {
             &cont,
         ],
     );
-    ok(&out);
+    // Beside other work the windows past the CONT may stay slow to the end (see above): each
+    // event's may.
+    ok_or(&out, &[UNRECOVERED, UNRECOVERED, BEHIND]);
     accounted(&t);
     let events = t["events"].as_array().unwrap();
     assert_eq!(events.len(), 2);
@@ -238,32 +280,12 @@ fn a_stopped_server_is_a_window_of_its_stop(tool: Tool) {
     }
     let (sent0, sent1) = (f(&events[0]["sent_s"]), f(&events[1]["sent_s"]));
     let d = &events[0]["disruption"];
-    let window = f(&d["window_ms"]);
     let stopped = (sent1 - sent0) * 1000.0;
-    eprintln!("kill -STOP at {sent0:.4} s, -CONT at {sent1:.4} s: window {window:.1} ms");
-    assert!(window >= stopped && window <= stopped + 1000.0, "window {window} ms, stopped {stopped} ms: {d}");
-    let threshold = f(&d["threshold_ms"]);
-    let windows = d["windows"].as_array().unwrap();
-    let bad = |w: &Value| {
-        w["requests"] == 0 || f(&w["p99_ms"]) > threshold || w["errors"] != 0 || w["redirects"] != 0
-    };
-    let inside: Vec<&Value> =
-        windows.iter().filter(|w| f(&w["at_s"]) >= sent0 + 0.1 && f(&w["at_s"]) + 0.1 <= sent1).collect();
-    assert!(inside.len() >= 8, "{d}");
-    for w in inside {
-        assert_eq!(w["requests"], 0, "a reply from a stopped server: {w}");
+    eprintln!("kill -STOP at {sent0:.4} s, -CONT at {sent1:.4} s: window {:?} ms", d["window_ms"]);
+    let recovered = stopped_then_recovered(d, sent0, sent1);
+    if let Some((window, _)) = recovered {
+        assert!(window >= stopped && window <= stopped + 1000.0, "window {window} ms, stopped {stopped} ms: {d}");
     }
-    // From the CONT's window to the recovery: the rule's bad windows, then a healthy one.
-    let healthy_at = f(&d["span_from_s"]) + 0.1 * f(&d["span_windows"]);
-    for w in windows {
-        let at = f(&w["at_s"]);
-        if at + 0.1 > sent1 && at < healthy_at - 1e-6 {
-            assert!(bad(w), "a healthy window {w} before the recovery at {healthy_at} s: {d}");
-        } else if (at - healthy_at).abs() < 1e-6 {
-            assert!(!bad(w), "the recovery's window {w} is not healthy: {d}");
-        }
-    }
-    assert!(sent0 + window / 1000.0 <= healthy_at + 1e-6, "{d}");
     // plot marks both events on the series and draws each one's 100 ms windows.
     let json = json_path("ev", "plot");
     let doc = serde_json::json!({"schema": "respbench/2", "tool": {"name": "respbench", "version": "0"}, "config": {}, "server": {}, "tests": [t]});
@@ -276,7 +298,8 @@ fn a_stopped_server_is_a_window_of_its_stop(tool: Tool) {
     let _ = (std::fs::remove_file(&json), std::fs::remove_file(&svg));
     // Two events on each of the two series charts, and one on each event's own chart.
     assert_eq!(drawn.matches(r#"class="band""#).count(), 6, "{drawn}");
-    assert!(drawn.contains(&format!("({window:.0} ms)")), "{drawn}");
+    let how = recovered.map_or("not recovered".to_string(), |(w, _)| format!("{w:.0} ms"));
+    assert!(drawn.contains(&format!("kill -STOP {} ({how})", server.pid())), "{drawn}");
     assert!(drawn.contains("p99 latency by 100 ms window around --at &#39;4s exec kill -STOP"), "{drawn}");
 }
 
