@@ -305,7 +305,11 @@ fn prometheus_scrapes_a_long_run_and_its_figures_hold() {
     assert!(ups.len() >= (SECONDS - 4) as usize, "{} scrapes while it ran: {samples}", ups.len());
     assert!(ups.iter().all(|(_, v)| v == "1"), "a scrape failed while it ran: {samples}");
 
-    // rate() over 10 s lies within 3% of the JSON's seconds for the same 10 s.
+    // rate() over 10 s lies within 2% of the JSON's seconds for the same 10 s, and the scrapes'
+    // own delay: Prometheus stamps a sample at the scrape's start, and respbench reads its
+    // counters when it answers, up to the scrape's duration later (at a load of 17 that was
+    // 0.3 s of a 9 s span, 3.3%). So each end of the span may be off by as much as the longest
+    // scrape in it (Prometheus' `scrape_duration_seconds`).
     let series = total["series"].as_array().unwrap();
     // From 10 s after Prometheus' first scrape of it.
     let first = ups.first().map(|u| u.0).unwrap();
@@ -320,10 +324,16 @@ fn prometheus_scrapes_a_long_run_and_its_figures_hold() {
             series[(k - 10) as usize..k as usize].iter().map(|s| s["requests"].as_u64().unwrap()).sum();
         let json_rate = json_rate as f64 / 10.0;
         let off = (prom_rate / json_rate - 1.0).abs();
+        let delay = prom
+            .scalar("max(max_over_time(scrape_duration_seconds{job=\"run\"}[10s]))", Some(t))
+            .unwrap_or_else(|| panic!("no scrape duration at second {k}"));
+        let bound = 0.02 + 2.0 * delay / 9.0;
         assert!(
-            off <= 0.03,
-            "second {k}: Prometheus {prom_rate:.1}/s, the JSON {json_rate:.1}/s ({:.1}% off)",
-            off * 100.0
+            off <= bound,
+            "second {k}: Prometheus {prom_rate:.1}/s, the JSON {json_rate:.1}/s ({:.1}% off, the longest scrape {:.0} ms: {:.1}% allowed)",
+            off * 100.0,
+            delay * 1000.0,
+            bound * 100.0
         );
     }
 
