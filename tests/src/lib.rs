@@ -291,13 +291,23 @@ impl RedisServer {
 
     /// `calls` of `cmdstat_<command>` in `INFO commandstats` (0 when the command never ran).
     pub fn command_calls(&self, command: &str) -> u64 {
-        let Some(v) = self.info_field("commandstats", &format!("cmdstat_{}", command.to_lowercase())) else {
-            return 0;
-        };
-        v.split(',')
-            .find_map(|kv| kv.strip_prefix("calls="))
-            .and_then(|c| c.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected commandstats line {v:?}"))
+        self.commandstat(command, "calls").map_or(0, |c| c as u64)
+    }
+
+    /// The server's own mean execution time of `command`, µs (`INFO commandstats`'
+    /// `usec_per_call`); `None` before its first call.
+    pub fn usec_per_call(&self, command: &str) -> Option<f64> {
+        self.commandstat(command, "usec_per_call")
+    }
+
+    /// One field of `command`'s `INFO commandstats` line; `None` before its first call.
+    fn commandstat(&self, command: &str, field: &str) -> Option<f64> {
+        let v = self.info_field("commandstats", &format!("cmdstat_{}", command.to_lowercase()))?;
+        let found = v
+            .split(',')
+            .find_map(|kv| kv.strip_prefix(field).and_then(|r| r.strip_prefix('=')))
+            .and_then(|c| c.parse().ok());
+        Some(found.unwrap_or_else(|| panic!("unexpected commandstats line {v:?}")))
     }
 
     /// Waits (up to 30 s) until the server has executed `command` at least `n` times: a run

@@ -115,6 +115,20 @@ fn a_search_brackets_the_answer(tool: Tool) {
     // Every step's requests reached the server (the warmups' too).
     let measured: u64 = steps.iter().map(|s| s["test"]["requests"].as_u64().unwrap()).sum();
     assert!(server.command_calls("debug") >= measured);
+    // The answer's achieved rate lies within 70-100% of the server's own capacity, 1 / its
+    // mean execution time over the search (the sleep as this machine's scheduler gave it: not
+    // 1 ms). Its target may lie above it by the 2% a step may fall short of its target by.
+    // (Measured: 875 rps, 96% of 910-916/s, 3 of 3 at a load average of 3-4.)
+    let usec = server.usec_per_call("debug").unwrap();
+    let own = 1e6 / usec;
+    let share = steps[at]["achieved_rps"].as_f64().unwrap() / own;
+    let target = answer["rps"].as_f64().unwrap() / own;
+    eprintln!(
+        "answer {} rps: achieved {:.0}% of the server's own capacity, {own:.0}/s (usec_per_call {usec})",
+        answer["rps"],
+        share * 100.0
+    );
+    assert!((0.7..=1.0).contains(&share) && target <= 1.02, "{:.0}% of {own:.0}/s: {c}", share * 100.0);
     // The JSON's tests are the steps, each tagged with its rate.
     assert_eq!(doc["tests"].as_array().unwrap().len(), steps.len());
     let rps = answer["rps"].as_u64().unwrap();

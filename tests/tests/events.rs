@@ -293,7 +293,10 @@ fn a_stopped_server_is_a_window_of_its_stop(tool: Tool) {
     let recovered = stopped_then_recovered(d, sent0, sent1);
     if let Some((window, _)) = recovered {
         let least = (sent1 - sent0) * 1000.0;
-        assert!(window >= least && window <= stopped + 1000.0, "window {window} ms, stopped {least}-{stopped} ms: {d}");
+        assert!(
+            window >= least && window <= stopped + 1000.0,
+            "window {window} ms, stopped {least}-{stopped} ms: {d}"
+        );
     }
     // plot marks both events on the series and draws each one's 100 ms windows.
     let json = json_path("ev", "plot");
