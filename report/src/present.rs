@@ -659,6 +659,7 @@ fn print_test(
             }
             out.write_all(&row)?;
             crate::events::write_csv(entry, out)?;
+            report::write_ramp_csv(entry, out)?;
             // stdout carries CSV only.
             report::write_errors(&r, true, &mut io::stderr())?;
         }

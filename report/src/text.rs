@@ -1202,6 +1202,34 @@ pub fn write_ramp(e: &TestResult, verbose: bool, out: &mut impl Write) -> io::Re
     Ok(())
 }
 
+/// CSV: one row per `--ramp` step, after its test's (and its events'): `"ramp"`, the test, the
+/// step's number, its clients, its target rate (empty in a closed loop), when it began and how
+/// long it lasted (s), replies, error replies, replies per second, p50, p99 and p99.9 (ms), and
+/// its bottleneck. Nothing without a ramp.
+pub fn write_ramp_csv(e: &TestResult, out: &mut impl Write) -> io::Result<()> {
+    let Some(r) = &e.ramp else { return Ok(()) };
+    let title = e.name.replace('"', "\"\"");
+    for (k, s) in r.steps.iter().enumerate() {
+        let target = s.target_rps.map(|t| t.to_string()).unwrap_or_default();
+        let side = s.verdict.as_ref().map_or("unknown", |v| v.side.name());
+        writeln!(
+            out,
+            "\"ramp\",\"{title}\",\"{}\",\"{}\",\"{target}\",\"{:.3}\",\"{:.3}\",\"{}\",\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{side}\"",
+            k + 1,
+            s.clients,
+            s.start_s,
+            s.duration_s,
+            s.requests,
+            s.errors,
+            finite(s.rps),
+            ms(s.p50_us),
+            ms(s.p99_us),
+            ms(s.p999_us)
+        )?;
+    }
+    Ok(())
+}
+
 /// What the progress line shows of a running test.
 #[derive(Clone, Copy, Debug)]
 pub struct Progressed<'a> {

@@ -167,7 +167,7 @@ fn a_rate_ramp_runs_each_step_at_its_rate_on_the_same_connections() {
             "set",
             "--ramp",
             "rps 500..1500 step 500 every 2s",
-            "-q",
+            "--csv",
             "--series",
             "--json",
             json.to_str().unwrap(),
@@ -197,7 +197,21 @@ fn a_rate_ramp_runs_each_step_at_its_rate_on_the_same_connections() {
     let series = t["series"].as_array().unwrap();
     let named: Vec<u64> = series.iter().take(6).map(|s| s["ramp_step"].as_u64().unwrap()).collect();
     assert_eq!(named, [0, 0, 1, 1, 2, 2], "{series:?}");
-    assert!(out.stdout.contains("SET: ramp rps 500..1500 step 500 every 2s, 3 steps"), "{}", out.dump());
+    // CSV: the test's row, then a "ramp" row per step with the JSON's figures.
+    let rows = respbench_tests::parse_csv(&out.stdout);
+    assert_eq!(rows[1][0], "SET", "{}", out.dump());
+    let ramp: Vec<&Vec<String>> = rows.iter().filter(|r| r[0] == "ramp").collect();
+    assert_eq!(ramp.len(), 3, "{}", out.dump());
+    for (k, (row, s)) in ramp.iter().zip(steps).enumerate() {
+        assert_eq!(row.len(), 14, "{row:?}");
+        assert_eq!(row[1], "SET");
+        assert_eq!(row[2], (k + 1).to_string());
+        assert_eq!(row[3], "50");
+        assert_eq!(row[4], s["target_rps"].to_string());
+        assert_eq!(row[7], s["requests"].to_string(), "{row:?} against {s}");
+        let p99: f64 = row[11].parse().unwrap();
+        assert!((p99 - s["p99_ms"].as_f64().unwrap()).abs() < 0.001, "{row:?} against {s}");
+    }
 }
 
 /// `plot --charts ramp` draws each step's latency and rate against its level.
