@@ -346,6 +346,7 @@ impl Presenter {
                     // And each event's line (the table has no room for them), and a ramp's steps.
                     crate::events::write_quiet(e, &mut self.out)?;
                     report::write_ramp(e, false, &mut self.out)?;
+                    report::write_delivery_quiet(e, &mut self.out)?;
                 }
             }
         }
@@ -639,6 +640,7 @@ fn print_test(
             report::write_errors(&r, true, out)?;
             crate::events::write_quiet(entry, out)?;
             report::write_ramp(entry, false, out)?;
+            report::write_delivery_quiet(entry, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
             }
@@ -660,6 +662,7 @@ fn print_test(
             out.write_all(&row)?;
             crate::events::write_csv(entry, out)?;
             report::write_ramp_csv(entry, out)?;
+            report::write_delivery_csv(entry, out)?;
             // stdout carries CSV only.
             report::write_errors(&r, true, &mut io::stderr())?;
         }

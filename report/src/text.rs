@@ -248,53 +248,48 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     write_nodes(s, r.nodes, out)
 }
 
+/// The words a delivery's lines use: pub/sub's subscribers, or a queue's waiting connections.
+struct DeliveryWords {
+    who: &'static str,
+    sent: &'static str,
+    got: &'static str,
+    each: &'static str,
+}
+
+impl DeliveryWords {
+    fn of(d: &respbench_core::delivery::Delivery) -> DeliveryWords {
+        if d.queue {
+            DeliveryWords { who: "waiting connection", sent: "pushed", got: "taken", each: "waiter" }
+        } else {
+            DeliveryWords { who: "subscriber", sent: "published", got: "delivered", each: "subscriber" }
+        }
+    }
+}
+
 /// `-t pubsub`: what the subscribers received and how long it took to reach them.
 pub fn write_delivery(d: &respbench_core::delivery::Delivery, out: &mut impl Write) -> io::Result<()> {
     let r = &d.received;
-    let plural = |n: u64| if n == 1 { "" } else { "s" };
-    if d.queue {
-        writeln!(
-            out,
-            "  delivery: {} waiting connection{}: {} pushed, {} taken, {} missing, {} duplicated, {} out of order",
-            d.subscribers,
-            plural(d.subscribers),
-            d.published,
-            r.delivered,
-            d.missing,
-            r.duplicated,
-            r.out_of_order,
-        )?;
-        writeln!(
-            out,
-            "    per waiter: {} to {} taken; {} ended early{}",
-            d.min_delivered,
-            d.max_delivered,
-            d.failed,
-            d.failure.as_ref().map(|f| format!(" (first: {f})")).unwrap_or_default(),
-        )?;
-    } else {
-        writeln!(
+    let w = DeliveryWords::of(d);
+    let plural = if d.subscribers == 1 { "" } else { "s" };
+    // Pub/sub's replies count the receivers (a queue's push has no such count).
+    let receivers =
+        if d.queue { String::new() } else { format!(" (the server's replies counted {} receivers)", d.receivers) };
+    let missed = if d.queue { String::new() } else { format!("; {} missed some", d.subscribers_missing) };
+    writeln!(
         out,
-        "  delivery: {} subscriber{}: {} published, {} delivered (the server's replies counted {} receivers), {} missing, {} duplicated, {} out of order",
-        d.subscribers,
-        plural(d.subscribers),
-        d.published,
-        r.delivered,
-        d.receivers,
-        d.missing,
-        r.duplicated,
-        r.out_of_order,
+        "  delivery: {} {}{plural}: {} {}, {} {}{receivers}, {} missing, {} duplicated, {} out of order",
+        d.subscribers, w.who, d.published, w.sent, r.delivered, w.got, d.missing, r.duplicated, r.out_of_order,
     )?;
-        writeln!(
-            out,
-            "    per subscriber: {} to {} delivered; {} missed some; {} ended early{}",
-            d.min_delivered,
-            d.max_delivered,
-            d.subscribers_missing,
-            d.failed,
-            d.failure.as_ref().map(|f| format!(" (first: {f})")).unwrap_or_default(),
-        )?;
-    }
+    writeln!(
+        out,
+        "    per {}: {} to {} {}{missed}; {} ended early{}",
+        w.each,
+        d.min_delivered,
+        d.max_delivered,
+        w.got,
+        d.failed,
+        d.failure.as_ref().map(|f| format!(" (first: {f})")).unwrap_or_default(),
+    )?;
     if r.foreign > 0 {
         writeln!(out, "    {} messages without respbench's stamp (someone else publishing)", r.foreign)?;
     }
@@ -305,6 +300,52 @@ pub fn write_delivery(d: &respbench_core::delivery::Delivery, out: &mut impl Wri
         write_summary_table(&Summary::of(&r.service), out)?;
     }
     Ok(())
+}
+
+/// `-q`: a delivery test's one line after its own: `NAME: delivery to 3 subscribers: 2000
+/// published, 6000 delivered, 0 missing, latency p50=0.311 p99=1.215 msec`. Nothing for another
+/// test.
+pub fn write_delivery_quiet(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
+    let Some(d) = &t.stats.delivery else { return Ok(()) };
+    let w = DeliveryWords::of(d);
+    let r = &d.received;
+    let plural = if d.subscribers == 1 { "" } else { "s" };
+    write!(
+        out,
+        "{}: delivery to {} {}{plural}: {} {}, {} {}, {} missing",
+        t.name, d.subscribers, w.who, d.published, w.sent, r.delivered, w.got, d.missing
+    )?;
+    if r.latency.is_empty() {
+        return writeln!(out);
+    }
+    let at = |p: f64| ms(value_at_percentile(&r.latency, p));
+    writeln!(out, ", latency p50={:.3} p99={:.3} msec", at(50.0), at(99.0))
+}
+
+/// CSV: a delivery test's row after its own: `"delivery"`, the test, subscribers (or waiting
+/// connections), published (pushed), delivered (taken), missing, duplicated, out of order, and
+/// the delivery latency's p50, p99, p99.9 and max (ms; empty when nothing arrived). Nothing for
+/// another test.
+pub fn write_delivery_csv(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
+    let Some(d) = &t.stats.delivery else { return Ok(()) };
+    let r = &d.received;
+    let latency = if r.latency.is_empty() {
+        "\"\",\"\",\"\",\"\"".to_string()
+    } else {
+        let at = |p: f64| ms(value_at_percentile(&r.latency, p));
+        format!("\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\"", at(50.0), at(99.0), at(99.9), ms(r.latency.max()))
+    };
+    writeln!(
+        out,
+        "\"delivery\",\"{}\",\"{}\",\"{}\",\"{}\",\"{}\",\"{}\",\"{}\",{latency}",
+        t.name.replace('"', "\"\""),
+        d.subscribers,
+        d.published,
+        r.delivered,
+        d.missing,
+        r.duplicated,
+        r.out_of_order
+    )
 }
 
 /// `--verify`'s lines: the reads checked, the mismatches by kind, and the first ones (key,

@@ -106,11 +106,23 @@ fn ten_subscribers_get_every_message_as_the_server_counts() {
 #[test]
 fn resp3_subscribers_parse_push_messages() {
     let server = RedisServer::start();
-    let (out, t) = run(&server, &["-3", "-c", "2", "--subscribers", "3", "-n", "2000"]);
+    let (out, t) = run(&server, &["-3", "-c", "2", "--subscribers", "3", "-n", "2000", "--csv"]);
     assert!(out.status.success(), "{}", out.dump());
     let publishes = server.command_calls("publish");
     assert_eq!(publishes, 2000);
-    all_delivered(&t["delivery"], 3, publishes);
+    let d = &t["delivery"];
+    all_delivered(d, 3, publishes);
+    // The CSV's delivery row, after the test's, holds the JSON's figures.
+    let rows = respbench_tests::parse_csv(&out.stdout);
+    assert_eq!(rows.len(), 3, "{}", out.dump());
+    let row = &rows[2];
+    let name = t["name"].as_str().unwrap();
+    assert_eq!(row[..8], ["delivery", name, "3", "2000", "6000", "0", "0", "0"], "{}", out.dump());
+    for (k, field) in [(8, "p50"), (9, "p99"), (10, "p99_9"), (11, "max")] {
+        let csv: f64 = row[k].parse().unwrap();
+        let json = d["latency_ms"][field].as_f64().unwrap_or_else(|| panic!("{field}: {d}"));
+        assert!((csv - json).abs() < 0.0015, "{field}: CSV {csv}, JSON {json}");
+    }
 }
 
 #[test]
@@ -243,6 +255,7 @@ fn a_list_of_subscriber_counts_sweeps() {
             "2000",
             "--subscribers",
             "1,3,6",
+            "-q",
             "--json",
             &json.to_string_lossy(),
         ],
@@ -255,6 +268,14 @@ fn a_list_of_subscriber_counts_sweeps() {
     for (t, n) in tests.iter().zip([1u64, 3, 6]) {
         assert!(t["name"].as_str().unwrap().ends_with(&format!("--subscribers {n}")), "{}", t["name"]);
         all_delivered(&t["delivery"], n, 2000);
+        // -q adds the delivery line after the test's.
+        let line = format!(
+            "{}: delivery to {n} subscriber{}: 2000 published, {} delivered, 0 missing, latency p50=",
+            t["name"].as_str().unwrap(),
+            if n == 1 { "" } else { "s" },
+            2000 * n
+        );
+        assert!(out.stdout.contains(&line), "{line} is not in {}", out.dump());
     }
     // The server ran the three tests' publishes, and nothing else.
     assert_eq!(server.command_calls("publish"), 6000);
