@@ -52,6 +52,14 @@ pub const TEST_NAMES: &[&str] = &[
     "xreadgroup",
 ];
 
+/// The delivery tests (issue #42): a publisher and subscribers, or pushes and waiters.
+const DELIVERY: &[&str] = &["pubsub", "blpop", "xreadgroup"];
+
+/// The first delivery test `-t`'s list (`tests`, comma-separated, any case) names, if any.
+pub fn delivery_test(tests: &str) -> Option<&'static str> {
+    tests.split(',').find_map(|t| DELIVERY.iter().copied().find(|d| t.trim().eq_ignore_ascii_case(d)))
+}
+
 /// Tests that only an explicit `-t` selects: not part of redis-benchmark's default suite
 /// (`function_load` and `fcall` are valkey-benchmark 9's, for servers with FUNCTION).
 const EXPLICIT_ONLY: &[&str] = &["connect", "function_load", "fcall", "pubsub", "blpop", "xreadgroup"];

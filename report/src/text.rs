@@ -272,13 +272,24 @@ pub fn write_delivery(d: &respbench_core::delivery::Delivery, out: &mut impl Wri
     let w = DeliveryWords::of(d);
     let plural = if d.subscribers == 1 { "" } else { "s" };
     // Pub/sub's replies count the receivers (a queue's push has no such count).
-    let receivers =
-        if d.queue { String::new() } else { format!(" (the server's replies counted {} receivers)", d.receivers) };
+    let receivers = if d.queue {
+        String::new()
+    } else {
+        format!(" (the server's replies counted {} receivers)", d.receivers)
+    };
     let missed = if d.queue { String::new() } else { format!("; {} missed some", d.subscribers_missing) };
     writeln!(
         out,
         "  delivery: {} {}{plural}: {} {}, {} {}{receivers}, {} missing, {} duplicated, {} out of order",
-        d.subscribers, w.who, d.published, w.sent, r.delivered, w.got, d.missing, r.duplicated, r.out_of_order,
+        d.subscribers,
+        w.who,
+        d.published,
+        w.sent,
+        r.delivered,
+        w.got,
+        d.missing,
+        r.duplicated,
+        r.out_of_order,
     )?;
     writeln!(
         out,

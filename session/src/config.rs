@@ -692,6 +692,13 @@ pub enum WorkerError {
         /// The whole run's rate.
         rate: u64,
     },
+    /// A delivery test (`-t pubsub`, `blpop`, `xreadgroup`), which workers cannot share yet.
+    Delivery {
+        /// The worker.
+        worker: Worker,
+        /// The test.
+        test: &'static str,
+    },
     /// Fewer keys than workers, where each needs keys of its own.
     FewerKeys {
         /// The worker.
@@ -720,6 +727,11 @@ impl fmt::Display for WorkerError {
                 f,
                 "--worker {index}/{count}: --rps {rate} gives {count} workers less than one request per second \
                  each (--rps is the whole run's, divided among the workers)"
+            ),
+            WorkerError::Delivery { worker: Worker { index, count }, test } => write!(
+                f,
+                "--worker {index}/{count} with -t {test}: not yet: every worker's subscribers would hear every \
+                 worker's publishers while each counts against its own publishes only; run it from one process"
             ),
             WorkerError::FewerKeys { worker: Worker { index, count }, by, keys } => write!(
                 f,

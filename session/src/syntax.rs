@@ -221,9 +221,7 @@ pub const MAX_SUBSCRIBERS: usize = 1000;
 /// `--subscribers 10` or a list (`1,10,100`): a delivery test's subscribers, a step each;
 /// refused unless `-t` (`tests`) selects one (pubsub, blpop, xreadgroup).
 pub fn subscribers(list: &str, tests: Option<&str>) -> Result<Vec<usize>, OptionError> {
-    let delivery =
-        |t: &str| ["pubsub", "blpop", "xreadgroup"].contains(&t.trim().to_ascii_lowercase().as_str());
-    if !tests.is_some_and(|t| t.split(',').any(delivery)) {
+    if tests.and_then(respbench_core::suite::delivery_test).is_none() {
         return Err(bad("--subscribers", list, "it is for a delivery test: -t pubsub, blpop or xreadgroup"));
     }
     list.split(',')

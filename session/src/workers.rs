@@ -53,6 +53,9 @@ pub fn split(cfg: &mut Config, worker: Worker) -> Result<(), WorkerError> {
         seed: cfg.seed,
         keys: None,
     };
+    if let Some(test) = cfg.tests.as_deref().and_then(respbench_core::suite::delivery_test) {
+        return Err(WorkerError::Delivery { worker, test });
+    }
     let mut clients = Vec::new();
     for &c in &cfg.sweep.clients {
         if (c as u64) < count {
