@@ -47,6 +47,10 @@ pub struct Progress {
     figures: Mutex<Vec<Option<Figures>>>,
     /// The client machine's own pauses so far: the idle thread's and the loops' wake-ups.
     pub pauses: Mutex<Pauses>,
+    /// `--ramp`: the step running, from 1 (0: no ramp), as the session marks each step's start.
+    pub ramp_step: AtomicU64,
+    /// `--ramp`: that step's level (its clients, or its target rate).
+    pub ramp_level: AtomicU64,
 }
 
 /// What one event loop (or one command of a mix, or one node, within it) has recorded so far,

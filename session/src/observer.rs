@@ -74,8 +74,12 @@ pub struct LiveTest<'a> {
     pub commands: Vec<String>,
     /// The backend running it.
     pub backend: &'a str,
-    /// Its open-loop target rate, if any.
+    /// Its open-loop target rate, if any (a rate ramp's: each step's, from
+    /// [`crate::Progress::ramp_level`]).
     pub target_rps: Option<u64>,
+    /// `--ramp`'s kind; its step and level are in [`crate::Progress::ramp_step`] and
+    /// [`crate::Progress::ramp_level`].
+    pub ramp: Option<respbench_core::RampKind>,
     /// Over several nodes: the address of each node found at the start, in the order of
     /// [`crate::Figures::nodes`] (the nodes that appear later follow, named by
     /// [`crate::Figures::appeared`]); empty against one server.

@@ -258,6 +258,7 @@ pub(crate) fn run_test(
             commands,
             backend: backend.name(),
             target_rps: rate,
+            ramp: run.plan.ramp.map(|r| r.kind),
             nodes: nodes.unwrap_or_default(),
             progress: &run.progress,
         });
@@ -303,6 +304,14 @@ pub(crate) fn run_test(
         w.marks.clear();
         w.mark();
     }
+    // What --metrics shows of the ramp: the step running and its level.
+    let ramp_live = |k: usize| {
+        if let Some(r) = ramp_plan {
+            run.progress.ramp_step.store(k as u64 + 1, Ordering::Relaxed);
+            run.progress.ramp_level.store(r.level(k), Ordering::Relaxed);
+        }
+    };
+    ramp_live(0);
     let mut next_step = 1usize;
     let (tx, rx) = mpsc::channel();
     let _reading = match (&case.replay, origin) {
@@ -390,6 +399,7 @@ pub(crate) fn run_test(
                 let now = Time::since(epoch, Instant::now());
                 while next_step < r.steps() && r.step_start(next_step) <= now && !run.plan.stop.is_due(now) {
                     w.mark();
+                    ramp_live(next_step);
                     next_step += 1;
                 }
             }

@@ -529,3 +529,64 @@ fn the_kubernetes_pods_expose_their_metrics() {
     assert_eq!(endpoint["port"], "metrics");
     assert_eq!(endpoint["path"], "/metrics");
 }
+
+/// `--ramp 'clients 2..6 step 2 every 1500ms'` with `--metrics`: scraped every 50 ms, the
+/// endpoint shows each step in turn (`respbench_ramp_step` 1, 2, 3, never back), each with its
+/// level (`respbench_ramp_level{kind="clients"}` 2, 4, 6) and never more connections open than
+/// that level; a rate ramp's `respbench_target_rate` is its step's rate.
+#[test]
+fn a_ramp_shows_its_step_and_level_live() {
+    let server = RedisServer::start();
+    let gauge = |body: &str, name: &str| -> Option<u64> {
+        body.lines().find(|l| l.starts_with(name)).and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    };
+    for (ramp, kind, levels) in [
+        ("clients 2..6 step 2 every 1500ms", "clients", [2, 4, 6]),
+        ("rps 300..900 step 300 every 1500ms", "rps", [300, 600, 900]),
+    ] {
+        let port = free_port();
+        let run = respbench().spawn(&[
+            "-p",
+            &server.port().to_string(),
+            "-t",
+            "get",
+            "--ramp",
+            ramp,
+            "-q",
+            "--metrics",
+            &format!("127.0.0.1:{port}"),
+            "--metrics-linger",
+            "0",
+        ]);
+        // (step, level, connections open, target rate) of each scrape with a step.
+        let mut seen: Vec<(u64, u64, u64, Option<u64>)> = Vec::new();
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(60) && seen.last().is_none_or(|s| s.0 < 3) {
+            if let Some(r) = http_get(port, "/metrics", &[]) {
+                let body = String::from_utf8_lossy(&r.body);
+                if let Some(step) = gauge(&body, "respbench_ramp_step{") {
+                    let level =
+                        gauge(&body, &format!("respbench_ramp_level{{test=\"GET\",kind=\"{kind}\"")).unwrap();
+                    let open = gauge(&body, "respbench_connections_open{").unwrap();
+                    seen.push((step, level, open, gauge(&body, "respbench_target_rate{")));
+                }
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        let out = run.wait(Duration::from_secs(60));
+        assert!(out.status.success(), "{}", out.dump());
+        let steps: Vec<u64> = seen.iter().map(|s| s.0).collect();
+        assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{ramp}: {seen:?}");
+        for want in 1..=3 {
+            assert!(steps.contains(&want), "{ramp}: step {want} never scraped: {seen:?}");
+        }
+        for &(step, level, open, target) in &seen {
+            assert_eq!(level, levels[step as usize - 1], "{ramp}: {seen:?}");
+            match kind {
+                "clients" => assert!(open <= level && target.is_none(), "{ramp}: {seen:?}"),
+                _ => assert_eq!(target, Some(level), "{ramp}: {seen:?}"),
+            }
+        }
+        eprintln!("{ramp}: {} scrapes with a step; the last {:?}", seen.len(), seen.last());
+    }
+}

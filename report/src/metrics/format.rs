@@ -143,6 +143,9 @@ pub struct Snapshot {
     pub tests: BTreeMap<String, TestTotals>,
     /// The running test's target rate, if it has one.
     pub target_rps: Option<u64>,
+    /// The running test's `--ramp`: its kind (`clients` or `rps`), the step running (from 1)
+    /// and that step's level.
+    pub ramp: Option<(&'static str, u64, u64)>,
     /// Connections open now.
     pub connections: u64,
     /// The process's CPU so far, user and system, in seconds.
@@ -195,7 +198,7 @@ enum Kind {
 }
 
 /// The families: name (without `_total` or `_info`), kind, help.
-const FAMILIES: [(&str, Kind, &str); 13] = [
+const FAMILIES: [(&str, Kind, &str); 15] = [
     (
         "respbench_run",
         Kind::Info,
@@ -223,6 +226,12 @@ const FAMILIES: [(&str, Kind, &str); 13] = [
         "The client machine's own pauses: how late an idle thread sleeping 1 ms woke (idle), and how late the event loops woke for their deadlines (loop).",
     ),
     ("respbench_target_rate", Kind::Gauge, "The running test's open-loop target, in requests per second."),
+    ("respbench_ramp_step", Kind::Gauge, "The running test's --ramp step, from 1."),
+    (
+        "respbench_ramp_level",
+        Kind::Gauge,
+        "The running --ramp step's level: its clients (kind=\"clients\") or its target rate (kind=\"rps\").",
+    ),
     ("respbench_connections_open", Kind::Gauge, "Connections of the running test that are up."),
     ("respbench_client_cpu_seconds", Kind::Counter, "respbench's own CPU time, user and system."),
 ];
@@ -361,6 +370,17 @@ pub fn render(s: &Snapshot, format: Format) -> String {
     if let Some(r) = s.target_rps.filter(|_| !s.test.is_empty()) {
         let _ =
             writeln!(out, "respbench_target_rate{} {r}", labels(&[("test", &s.test), ("worker", &worker)]));
+    }
+    let ramp = s.ramp.filter(|_| !s.test.is_empty());
+    header(&mut out, "respbench_ramp_step");
+    if let Some((_, step, _)) = ramp {
+        let _ =
+            writeln!(out, "respbench_ramp_step{} {step}", labels(&[("test", &s.test), ("worker", &worker)]));
+    }
+    header(&mut out, "respbench_ramp_level");
+    if let Some((kind, _, level)) = ramp {
+        let l = [("test", s.test.as_str()), ("kind", kind), ("worker", &worker)];
+        let _ = writeln!(out, "respbench_ramp_level{} {level}", labels(&l));
     }
     header(&mut out, "respbench_connections_open");
     let _ = writeln!(out, "respbench_connections_open{} {}", labels(&[("worker", &worker)]), s.connections);

@@ -38,6 +38,7 @@ struct Live {
     commands: Vec<String>,
     nodes: Vec<String>,
     target_rps: Option<u64>,
+    ramp: Option<respbench_core::RampKind>,
     progress: Arc<Progress>,
 }
 
@@ -196,6 +197,18 @@ impl State {
                 t.wake_pauses = (!pauses.wake.is_empty()).then(|| Buckets::of(&pauses.wake));
             }
         }
+        // A ramp's step and level, once its first step has begun; a rate ramp's target is its
+        // step's level.
+        let ramp = self.live.as_ref().and_then(|l| {
+            let step = l.progress.ramp_step.load(Ordering::Relaxed);
+            let level = l.progress.ramp_level.load(Ordering::Relaxed);
+            l.ramp.filter(|_| step > 0).map(|k| (k, step, level))
+        });
+        let target_rps = match ramp {
+            Some((respbench_core::RampKind::Rps, _, level)) => Some(level),
+            _ => self.live.as_ref().and_then(|l| l.target_rps),
+        };
+        let ramp = ramp.map(|(k, step, level)| (k.name(), step, level));
         let (user, system) = respbench_session::cpu::process_cpu();
         Snapshot {
             worker: self.worker,
@@ -204,7 +217,8 @@ impl State {
             test: self.test.clone(),
             series,
             tests,
-            target_rps: self.live.as_ref().and_then(|l| l.target_rps),
+            target_rps,
+            ramp,
             connections,
             cpu_seconds: user + system,
         }
@@ -286,6 +300,7 @@ impl Exporter {
             commands: command_labels(&t.commands),
             nodes: t.nodes.clone(),
             target_rps: t.target_rps,
+            ramp: t.ramp,
             progress: Arc::clone(t.progress),
         });
         st.generation += 1;
