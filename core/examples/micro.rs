@@ -21,27 +21,21 @@ fn plan(args: &[&[u8]], pipeline: u32) -> Arc<Plan> {
 
 fn with(template: Template, keys: KeySpace, pipeline: u32) -> Arc<Plan> {
     Arc::new(Plan {
-        conn: ConnConfig {
-            handshake: Handshake::default(),
-            pipeline,
-            pipeline_mode: respbench_core::PipelineMode::Window,
-            keepalive: true,
-            idle: false,
-            open_loop: None,
-            request_timeout: None,
-            reconnect: None,
-        },
-        workload: Workload { template, keys, mix: None },
-        budget: Budget::unlimited(),
-        stop: Stop::new(None, std::time::Duration::ZERO),
-        seed: 1,
-        connections: 1,
-        measure_from: respbench_core::Time::ZERO,
-        series: false,
-        fine: false,
-        cluster: None,
-        verify: None,
-        ramp: None,
+        ..Plan::new(
+            ConnConfig {
+                handshake: Handshake::default(),
+                pipeline,
+                pipeline_mode: respbench_core::PipelineMode::Window,
+                keepalive: true,
+                idle: false,
+                open_loop: None,
+                request_timeout: None,
+                reconnect: None,
+            },
+            Workload { template, keys, mix: None },
+            Budget::unlimited(),
+            Stop::new(None, std::time::Duration::ZERO),
+        )
     })
 }
 

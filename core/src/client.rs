@@ -1095,31 +1095,22 @@ mod tests {
         ])
         .unwrap();
         Plan {
-            conn: ConnConfig {
-                handshake: Handshake::default(),
-                pipeline: 1,
-                pipeline_mode: PipelineMode::Batch,
-                keepalive: true,
-                idle: false,
-                open_loop,
-                request_timeout: None,
-                reconnect: None,
-            },
-            workload: Workload {
-                template: Template::command(&[b"A"]),
-                keys: KeySpace::Literal,
-                mix: Some(seq),
-            },
-            budget,
-            stop: Stop::new(None, Duration::from_secs(2)),
-            seed: 1,
             connections: 2,
-            measure_from: Time::ZERO,
-            series: false,
-            fine: false,
-            cluster: None,
-            verify: None,
-            ramp: None,
+            ..Plan::new(
+                ConnConfig {
+                    handshake: Handshake::default(),
+                    pipeline: 1,
+                    pipeline_mode: PipelineMode::Batch,
+                    keepalive: true,
+                    idle: false,
+                    open_loop,
+                    request_timeout: None,
+                    reconnect: None,
+                },
+                Workload { template: Template::command(&[b"A"]), keys: KeySpace::Literal, mix: Some(seq) },
+                budget,
+                Stop::new(None, Duration::from_secs(2)),
+            )
         }
     }
 

@@ -900,31 +900,27 @@ mod routing_tests {
         let cluster =
             Cluster::new(vec![node(7000), node(7001)], owners, true, Reads::Primary, routes, &hs).unwrap();
         Arc::new(Plan {
-            conn: ConnConfig {
-                handshake: hs,
-                pipeline,
-                pipeline_mode: mode,
-                keepalive: true,
-                idle: false,
-                open_loop: None,
-                request_timeout: None,
-                reconnect: None,
-            },
-            workload: Workload {
-                template: Template::command(&[b"GET", b"key:__rand_int__"]),
-                keys: KeySpace::Random { n: 1000 },
-                mix: None,
-            },
-            budget: Budget::new(n),
-            stop: Stop::new(None, Duration::from_secs(2)),
             seed: 7,
-            connections: 1,
-            measure_from: Time::ZERO,
-            series: false,
-            fine: false,
             cluster: Some(cluster),
-            verify: None,
-            ramp: None,
+            ..Plan::new(
+                ConnConfig {
+                    handshake: hs,
+                    pipeline,
+                    pipeline_mode: mode,
+                    keepalive: true,
+                    idle: false,
+                    open_loop: None,
+                    request_timeout: None,
+                    reconnect: None,
+                },
+                Workload {
+                    template: Template::command(&[b"GET", b"key:__rand_int__"]),
+                    keys: KeySpace::Random { n: 1000 },
+                    mix: None,
+                },
+                Budget::new(n),
+                Stop::new(None, Duration::from_secs(2)),
+            )
         })
     }
 

@@ -920,31 +920,21 @@ mod tests {
         reconnect: Option<Backoff>,
     ) -> C {
         let plan = Plan {
-            conn: ConnConfig {
-                handshake,
-                pipeline,
-                pipeline_mode: crate::plan::PipelineMode::Window,
-                keepalive: true,
-                idle: false,
-                open_loop: None,
-                request_timeout: timeout,
-                reconnect,
-            },
-            workload: Workload {
-                template: Template::command(&[b"PING"]),
-                keys: KeySpace::Literal,
-                mix: None,
-            },
-            budget: Budget::new(10),
-            stop: Stop::new(None, Duration::from_secs(2)),
-            seed: 1,
-            connections: 1,
-            measure_from: Time::ZERO,
-            series: false,
-            fine: false,
-            cluster: None,
-            verify: None,
-            ramp: None,
+            ..Plan::new(
+                ConnConfig {
+                    handshake,
+                    pipeline,
+                    pipeline_mode: crate::plan::PipelineMode::Window,
+                    keepalive: true,
+                    idle: false,
+                    open_loop: None,
+                    request_timeout: timeout,
+                    reconnect,
+                },
+                Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None },
+                Budget::new(10),
+                Stop::new(None, Duration::from_secs(2)),
+            )
         };
         C::new(Arc::new(plan), 0)
     }
@@ -955,27 +945,22 @@ mod tests {
 
     fn open_plan(ol: OpenLoop, n: u64, pipeline: u32, mix: Option<Mix>) -> Arc<Plan> {
         Arc::new(Plan {
-            conn: ConnConfig {
-                handshake: Handshake::default(),
-                pipeline,
-                pipeline_mode: crate::plan::PipelineMode::Window,
-                keepalive: true,
-                idle: false,
-                open_loop: Some(ol),
-                request_timeout: None,
-                reconnect: None,
-            },
-            workload: Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix },
-            budget: Budget::new(n),
-            stop: Stop::new(None, Duration::from_secs(2)),
             seed: 42,
-            connections: 1,
-            measure_from: Time::ZERO,
-            series: false,
-            fine: false,
-            cluster: None,
-            verify: None,
-            ramp: None,
+            ..Plan::new(
+                ConnConfig {
+                    handshake: Handshake::default(),
+                    pipeline,
+                    pipeline_mode: crate::plan::PipelineMode::Window,
+                    keepalive: true,
+                    idle: false,
+                    open_loop: Some(ol),
+                    request_timeout: None,
+                    reconnect: None,
+                },
+                Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix },
+                Budget::new(n),
+                Stop::new(None, Duration::from_secs(2)),
+            )
         })
     }
 

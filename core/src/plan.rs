@@ -494,6 +494,26 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// A plan of one connection with seed 1, measured from the start, with no series, no
+    /// events, no cluster, no verification and no ramp: the fields a test or an example sets
+    /// after it (`Plan { seed: 7, ..Plan::new(conn, workload, budget, stop) }`).
+    pub fn new(conn: ConnConfig, workload: Workload, budget: Budget, stop: Stop) -> Plan {
+        Plan {
+            conn,
+            workload,
+            budget,
+            stop,
+            seed: 1,
+            connections: 1,
+            measure_from: Time::ZERO,
+            series: false,
+            fine: false,
+            cluster: None,
+            verify: None,
+            ramp: None,
+        }
+    }
+
     /// Empty stats for one event loop of this plan, starting at `start` (or at the end of the
     /// warmup, if later): with a service-time histogram in open loop, a time series if asked, and
     /// one part per command of a mix.

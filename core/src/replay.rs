@@ -727,31 +727,25 @@ mod client_tests {
         ];
         let feed: Arc<dyn Feed> = Arc::new(Script(Mutex::new(records)));
         let plan = Plan {
-            conn: ConnConfig {
-                handshake: Handshake::default(),
-                pipeline: 1024,
-                pipeline_mode: PipelineMode::Window,
-                keepalive: true,
-                idle: false,
-                open_loop: Some(crate::OpenLoop { rate: 100.0, poisson: false, slack: Duration::ZERO }),
-                request_timeout: None,
-                reconnect: None,
-            },
-            workload: Workload {
-                template: Template::command(&[b"REPLAY"]),
-                keys: KeySpace::Literal,
-                mix: Some(Mix::replay(vec![Template::command(&[b"ALL"])], feed).unwrap()),
-            },
-            budget: Budget::unlimited(),
-            stop: Stop::new(None, Duration::from_secs(2)),
-            seed: 1,
-            connections: 1,
-            measure_from: Time::ZERO,
-            series: false,
-            fine: false,
-            cluster: None,
-            verify: None,
-            ramp: None,
+            ..Plan::new(
+                ConnConfig {
+                    handshake: Handshake::default(),
+                    pipeline: 1024,
+                    pipeline_mode: PipelineMode::Window,
+                    keepalive: true,
+                    idle: false,
+                    open_loop: Some(crate::OpenLoop { rate: 100.0, poisson: false, slack: Duration::ZERO }),
+                    request_timeout: None,
+                    reconnect: None,
+                },
+                Workload {
+                    template: Template::command(&[b"REPLAY"]),
+                    keys: KeySpace::Literal,
+                    mix: Some(Mix::replay(vec![Template::command(&[b"ALL"])], feed).unwrap()),
+                },
+                Budget::unlimited(),
+                Stop::new(None, Duration::from_secs(2)),
+            )
         };
         let mut stats = plan.new_stats(Time::ZERO, 3).unwrap();
         let mut c = Client::new(Arc::new(plan), 0);

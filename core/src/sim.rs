@@ -119,27 +119,21 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
     };
     let open_loop = (flags & 2 != 0).then_some(OpenLoop::per_connection(interval, 1, flags & 4 != 0));
     let plan = Arc::new(Plan {
-        conn: ConnConfig {
-            handshake,
-            pipeline,
-            pipeline_mode,
-            keepalive: flags & 1 != 0,
-            idle: false,
-            open_loop,
-            request_timeout: (flags & 0x80 != 0).then_some(interval * 64),
-            reconnect,
-        },
-        workload: Workload { template, keys: KeySpace::Random { n: 1000 }, mix: None },
-        budget: Budget::new(budget),
-        stop: Stop::new(None, Duration::from_secs(2)),
-        seed: 1,
-        connections: 1,
-        measure_from: Time::ZERO,
-        series: false,
-        fine: false,
-        cluster: None,
-        verify: None,
-        ramp: None,
+        ..Plan::new(
+            ConnConfig {
+                handshake,
+                pipeline,
+                pipeline_mode,
+                keepalive: flags & 1 != 0,
+                idle: false,
+                open_loop,
+                request_timeout: (flags & 0x80 != 0).then_some(interval * 64),
+                reconnect,
+            },
+            Workload { template, keys: KeySpace::Random { n: 1000 }, mix: None },
+            Budget::new(budget),
+            Stop::new(None, Duration::from_secs(2)),
+        )
     });
     // One significant figure: latencies are not checked here, and small histograms keep the
     // fuzzer fast (a 3-figure one is ~360 KB to allocate and zero per input).

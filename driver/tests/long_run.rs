@@ -56,31 +56,28 @@ fn peak() -> isize {
 /// An open-loop `GET` at `rate` per second over 2 connections for `length`, with a series.
 fn run(rate: f64, length: Duration) -> (SimResult, isize) {
     let plan = Arc::new(Plan {
-        conn: ConnConfig {
-            handshake: Handshake::default(),
-            pipeline: 1,
-            pipeline_mode: respbench_core::PipelineMode::default(),
-            keepalive: true,
-            idle: false,
-            open_loop: Some(OpenLoop { rate, poisson: false, slack: Duration::ZERO }),
-            request_timeout: None,
-            reconnect: None,
-        },
-        workload: Workload {
-            template: Template::command(&[b"GET", b"key:__rand_int__"]),
-            keys: KeySpace::Random { n: 1000 },
-            mix: None,
-        },
-        budget: Budget::unlimited(),
-        stop: Stop::new(Some(Time::ZERO + length), Duration::from_secs(2)),
         seed: 7,
         connections: 2,
-        measure_from: Time::ZERO,
         series: true,
-        fine: false,
-        cluster: None,
-        verify: None,
-        ramp: None,
+        ..Plan::new(
+            ConnConfig {
+                handshake: Handshake::default(),
+                pipeline: 1,
+                pipeline_mode: respbench_core::PipelineMode::default(),
+                keepalive: true,
+                idle: false,
+                open_loop: Some(OpenLoop { rate, poisson: false, slack: Duration::ZERO }),
+                request_timeout: None,
+                reconnect: None,
+            },
+            Workload {
+                template: Template::command(&[b"GET", b"key:__rand_int__"]),
+                keys: KeySpace::Random { n: 1000 },
+                mix: None,
+            },
+            Budget::unlimited(),
+            Stop::new(Some(Time::ZERO + length), Duration::from_secs(2)),
+        )
     });
     let mut server = Server::replying(b"$-1\r\n", Duration::from_micros(100));
     server.parallel = true;

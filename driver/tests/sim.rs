@@ -103,35 +103,38 @@ impl Default for Opts {
 impl Opts {
     fn plan(&self) -> Arc<Plan> {
         Arc::new(Plan {
-            conn: ConnConfig {
-                handshake: self.handshake.clone(),
-                pipeline: self.pipeline,
-                pipeline_mode: self.mode,
-                keepalive: self.keepalive,
-                idle: self.idle,
-                open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: self.poisson, slack: self.slack }),
-                request_timeout: self.timeout,
-                reconnect: self.reconnect.then_some(BACKOFF),
-            },
-            workload: if self.get {
-                Workload {
-                    template: Template::command(&[b"GET", b"key:__rand_int__"]),
-                    keys: KeySpace::Random { n: 1000 },
-                    mix: None,
-                }
-            } else {
-                Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None }
-            },
-            budget: self.n.map_or_else(Budget::unlimited, Budget::new),
-            stop: Stop::new(self.duration.map(|d| Time::ZERO + self.warmup.unwrap_or_default() + d), GRACE),
-            seed: 1,
             connections: self.clients as u64,
             measure_from: Time::ZERO + self.warmup.unwrap_or_default(),
             series: self.series,
             fine: !self.events.is_empty(),
-            cluster: None,
-            verify: None,
             ramp: self.ramp,
+            ..Plan::new(
+                ConnConfig {
+                    handshake: self.handshake.clone(),
+                    pipeline: self.pipeline,
+                    pipeline_mode: self.mode,
+                    keepalive: self.keepalive,
+                    idle: self.idle,
+                    open_loop: self.rps.map(|rate| OpenLoop {
+                        rate,
+                        poisson: self.poisson,
+                        slack: self.slack,
+                    }),
+                    request_timeout: self.timeout,
+                    reconnect: self.reconnect.then_some(BACKOFF),
+                },
+                if self.get {
+                    Workload {
+                        template: Template::command(&[b"GET", b"key:__rand_int__"]),
+                        keys: KeySpace::Random { n: 1000 },
+                        mix: None,
+                    }
+                } else {
+                    Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None }
+                },
+                self.n.map_or_else(Budget::unlimited, Budget::new),
+                Stop::new(self.duration.map(|d| Time::ZERO + self.warmup.unwrap_or_default() + d), GRACE),
+            )
         })
     }
 

@@ -115,27 +115,23 @@ impl Opts {
         let cluster =
             Cluster::new(nodes, owners(view), self.redirects, self.reads, vec![route], &hs).unwrap();
         Arc::new(Plan {
-            conn: ConnConfig {
-                handshake: hs,
-                pipeline: self.pipeline,
-                pipeline_mode: self.mode,
-                keepalive: true,
-                idle: false,
-                open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: false, slack: Duration::ZERO }),
-                request_timeout: None,
-                reconnect: None,
-            },
-            workload: Workload { template, keys: self.keys.clone(), mix: None },
-            budget: self.n.map_or_else(Budget::unlimited, Budget::new),
-            stop: Stop::new(self.duration.map(|d| Time::ZERO + d), GRACE),
-            seed: 1,
             connections: self.clients as u64,
-            measure_from: Time::ZERO,
-            series: false,
-            fine: false,
             cluster: Some(cluster),
-            verify: None,
-            ramp: None,
+            ..Plan::new(
+                ConnConfig {
+                    handshake: hs,
+                    pipeline: self.pipeline,
+                    pipeline_mode: self.mode,
+                    keepalive: true,
+                    idle: false,
+                    open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: false, slack: Duration::ZERO }),
+                    request_timeout: None,
+                    reconnect: None,
+                },
+                Workload { template, keys: self.keys.clone(), mix: None },
+                self.n.map_or_else(Budget::unlimited, Budget::new),
+                Stop::new(self.duration.map(|d| Time::ZERO + d), GRACE),
+            )
         })
     }
 

@@ -21,31 +21,31 @@ const WARMUP: Duration = Duration::from_millis(200);
 const DURATION: Duration = Duration::from_secs(2);
 
 fn plan(rate: Option<u64>, poisson: bool, seed: u64) -> Arc<Plan> {
+    // The probe is closed loop for a number of requests; the steps are timed.
+    let budget = if rate.is_some() { Budget::unlimited() } else { Budget::new(20_000) };
     Arc::new(Plan {
-        conn: ConnConfig {
-            handshake: Handshake::new(None, None, false, 0, false),
-            pipeline: 1,
-            pipeline_mode: PipelineMode::Batch,
-            keepalive: true,
-            idle: false,
-            // With the wake-up grid a search for p99<=1ms runs on (Config::open_slack: 50 µs).
-            open_loop: rate
-                .map(|r| OpenLoop { slack: Duration::from_micros(50), ..OpenLoop::new(r as f64, poisson) }),
-            request_timeout: None,
-            reconnect: None,
-        },
-        workload: Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None },
-        // The probe is closed loop for a number of requests; the steps are timed.
-        budget: if rate.is_some() { Budget::unlimited() } else { Budget::new(20_000) },
-        stop: Stop::new(rate.map(|_| Time::ZERO + WARMUP + DURATION), Duration::from_secs(2)),
         seed,
         connections: CLIENTS as u64,
         measure_from: Time::ZERO + WARMUP,
-        series: false,
-        fine: false,
-        cluster: None,
-        verify: None,
-        ramp: None,
+        ..Plan::new(
+            ConnConfig {
+                handshake: Handshake::new(None, None, false, 0, false),
+                pipeline: 1,
+                pipeline_mode: PipelineMode::Batch,
+                keepalive: true,
+                idle: false,
+                // With the wake-up grid a search for p99<=1ms runs on (Config::open_slack: 50 µs).
+                open_loop: rate.map(|r| OpenLoop {
+                    slack: Duration::from_micros(50),
+                    ..OpenLoop::new(r as f64, poisson)
+                }),
+                request_timeout: None,
+                reconnect: None,
+            },
+            Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None },
+            budget,
+            Stop::new(rate.map(|_| Time::ZERO + WARMUP + DURATION), Duration::from_secs(2)),
+        )
     })
 }
 

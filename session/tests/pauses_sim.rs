@@ -70,27 +70,23 @@ fn server(stall: Option<(Duration, Duration)>) -> Server {
 /// An open-loop step of 1,000 rps for 3 s over 4 clients against `server`.
 fn step(rate: u64, server: Server) -> respbench_core::Stats {
     let plan = Arc::new(Plan {
-        conn: ConnConfig {
-            handshake: Handshake::new(None, None, false, 0, false),
-            pipeline: 1,
-            pipeline_mode: PipelineMode::Batch,
-            keepalive: true,
-            idle: false,
-            open_loop: Some(OpenLoop::new(rate as f64, false)),
-            request_timeout: None,
-            reconnect: None,
-        },
-        workload: Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None },
-        budget: Budget::unlimited(),
-        stop: Stop::new(Some(Time::ZERO + Duration::from_secs(3)), Duration::from_secs(2)),
         seed: 7,
         connections: 4,
-        measure_from: Time::ZERO,
-        series: false,
-        fine: false,
-        cluster: None,
-        verify: None,
-        ramp: None,
+        ..Plan::new(
+            ConnConfig {
+                handshake: Handshake::new(None, None, false, 0, false),
+                pipeline: 1,
+                pipeline_mode: PipelineMode::Batch,
+                keepalive: true,
+                idle: false,
+                open_loop: Some(OpenLoop::new(rate as f64, false)),
+                request_timeout: None,
+                reconnect: None,
+            },
+            Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None },
+            Budget::unlimited(),
+            Stop::new(Some(Time::ZERO + Duration::from_secs(3)), Duration::from_secs(2)),
+        )
     });
     let r = Sim::new(test_run(plan, 4), server).run().expect("the simulated step");
     assert!(r.outcome.failures.is_empty(), "{:?}", r.outcome.failures);
