@@ -299,3 +299,43 @@ fn a_bad_ramp_exits_before_connecting() {
     // Only the redis-cli that reads the count connected.
     assert_eq!(connections_received(&server) - before, 1);
 }
+
+/// `--cluster --ramp 'clients 1..3 step 1 every 1500ms'` over three primaries: each primary
+/// received exactly the connections a plain `-c 3` run opens there (each client's connection to
+/// each primary once, and respbench's own per-node readings), so no client connected twice
+/// between steps; and the steps' requests add up to the primaries' SET calls.
+#[test]
+fn a_clients_ramp_over_a_cluster_opens_each_clients_nodes_once() {
+    let cluster = respbench_tests::cluster::Cluster::start(3, 0);
+    let primaries = cluster.primary_ports();
+    let sets = || primaries.iter().map(|&p| cluster.node(p).command_calls("set")).sum::<u64>();
+    // Connections each primary received, less the reading's own redis-cli.
+    let received = || primaries.iter().map(|&p| connections_received(cluster.node(p))).collect::<Vec<u64>>();
+    let opened = |run: &[&str]| {
+        let before = received();
+        let json = json_path("ramp", "cluster");
+        let port = primaries[0].to_string();
+        let mut args = vec!["--cluster", "-p", &port, "-t", "set", "-r", "1000", "-q"];
+        args.extend(run);
+        args.extend(["--json", json.to_str().unwrap()]);
+        let out = respbench().run(&args, T);
+        ok(&out);
+        let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+        let n: Vec<u64> = received().iter().zip(&before).map(|(a, b)| a - b - 1).collect();
+        (n, doc["tests"][0].clone())
+    };
+    let (plain, _) = opened(&["-c", "3", "-n", "3000"]);
+    let sets_before = sets();
+    let (ramped, t) = opened(&["--ramp", "clients 1..3 step 1 every 1500ms"]);
+    assert_eq!(ramped, plain, "connections each primary received: the ramp's against -c 3's");
+    let steps = t["ramp"]["steps"].as_array().unwrap();
+    let clients: Vec<u64> = steps.iter().map(|s| s["clients"].as_u64().unwrap()).collect();
+    assert_eq!(clients, [1, 2, 3], "{}", t["ramp"]);
+    let per_step: Vec<u64> = steps.iter().map(|s| s["requests"].as_u64().unwrap()).collect();
+    assert!(per_step.iter().all(|&n| n > 0), "{per_step:?}");
+    assert_eq!(per_step.iter().sum::<u64>(), sets() - sets_before, "the primaries' SET calls");
+    assert_eq!(per_step.iter().sum::<u64>(), t["requests"].as_u64().unwrap());
+    eprintln!(
+        "cluster ramp: steps {per_step:?}, connections opened per primary {ramped:?} (-c 3: {plain:?})"
+    );
+}
