@@ -742,6 +742,36 @@ impl Drop for Running {
     }
 }
 
+/// CPU hogs (`yes > /dev/null`) pinned to one CPU, killed when dropped (a failed assertion
+/// included): a busy client machine on demand.
+pub struct Hogs(Vec<Child>);
+
+impl Hogs {
+    /// `n` hogs on CPU `cpu` (`taskset -c`).
+    pub fn on(cpu: &str, n: usize) -> Hogs {
+        Hogs(
+            (0..n)
+                .map(|_| {
+                    Command::new("taskset")
+                        .args(["-c", cpu, "yes"])
+                        .stdout(Stdio::null())
+                        .spawn()
+                        .expect("taskset yes")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for h in &mut self.0 {
+            let _ = h.kill();
+            let _ = h.wait();
+        }
+    }
+}
+
 impl Tool {
     /// This tool started by `taskset -c CPU`: pinned from its first instruction, so every thread
     /// it starts (and ends: pinning a running respbench raced with them) inherits the CPU.

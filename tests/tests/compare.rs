@@ -270,3 +270,43 @@ fn what_cannot_be_compared_exits_2() {
     assert_eq!(out.status.code(), Some(0), "{}", out.dump());
     assert!(out.stdout.contains("PING_INLINE: 1 runs of A, 1 of B"), "{}", out.dump());
 }
+
+/// One side run beside two CPU hogs on respbench's CPU (`taskset`): its verdict is not the
+/// server (the machine's CPU was taken), and `compare` leaves the test out, saying so, unless
+/// `--force`, which compares it and marks it.
+#[test]
+fn a_side_run_beside_cpu_hogs_is_flagged_not_compared() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let run = |tool: &respbench_tests::Tool, name: &str| {
+        let json = json_path("compare", name);
+        let args =
+            ["-p", &port, "-t", "get", "-c", "10", "-n", "30000", "-q", "--json", json.to_str().unwrap()];
+        let out = tool.run(&args, T);
+        assert!(out.status.success(), "{}", out.dump());
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (json, doc["tests"][0]["bottleneck"]["side"].as_str().unwrap().to_string())
+    };
+    let (a, a_side) = run(&respbench(), "alone");
+    let hogs = respbench_tests::Hogs::on("0", 2);
+    let (b, b_side) = run(&respbench().pinned("0"), "hogs");
+    drop(hogs);
+    assert_ne!(b_side, "server", "two hogs on its CPU, and the server limited the run?");
+    let (out, c) = compare(&[a.to_str().unwrap(), b.to_str().unwrap()]);
+    let t = &c["comparison"]["tests"][0];
+    let why = t["left_out"].as_str().unwrap_or_else(|| panic!("not left out: {t}\n{}", out.dump()));
+    assert!(
+        why.contains(&format!("not limited by the server in 1 of B's 1 runs ({b_side}: run 1)")),
+        "{why}"
+    );
+    // A's own verdict on this busy machine decides whether it is named too.
+    assert_eq!(why.contains("of A's"), a_side != "server", "{why}");
+    assert!(t["figures"].as_array().unwrap().is_empty(), "{t}");
+    assert!(out.stdout.contains(&format!("left out: {why}")), "{}", out.dump());
+    eprintln!("A alone: {a_side}; B beside two hogs: {b_side}; left out: {why}");
+    let (out, c) = compare(&["--force", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let t = &c["comparison"]["tests"][0];
+    assert!(t["forced"].as_str().is_some_and(|f| f.contains("of B's 1 runs")), "{t}\n{}", out.dump());
+    assert!(!t["figures"].as_array().unwrap().is_empty(), "{t}");
+    let _ = (std::fs::remove_file(&a), std::fs::remove_file(&b));
+}

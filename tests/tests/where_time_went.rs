@@ -308,20 +308,9 @@ fn two_hogs_on_the_clients_cpu_lengthen_its_pauses(tool: Tool) {
     let mut seen = Vec::new();
     for _ in 0..3 {
         let alone = pause();
-        let hogs: Vec<std::process::Child> = (0..2)
-            .map(|_| {
-                std::process::Command::new("taskset")
-                    .args(["-c", "0", "yes"])
-                    .stdout(std::process::Stdio::null())
-                    .spawn()
-                    .expect("taskset yes")
-            })
-            .collect();
+        let hogs = respbench_tests::Hogs::on("0", 2);
         let beside = pause();
-        for mut h in hogs {
-            let _ = h.kill();
-            let _ = h.wait();
-        }
+        drop(hogs);
         let again = pause();
         seen.push((alone, beside, again));
         if beside > alone && beside > again {
