@@ -393,3 +393,70 @@ fn workers_split_by_original_client_and_merge_gives_the_whole() {
     assert_eq!(total["requests"], 200, "{total}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--replay` with `--cluster` over three primaries: a capture of 3 clients' SETs and GETs over
+/// 300 keys, and a MULTI/EXEC of two SETs in one slot (`{t}`), goes each command to its key's
+/// owner: the primaries' SET, GET and EXEC calls add up to the capture's, each primary holds
+/// exactly the capture's keys whose slots it owns, and no command was redirected.
+#[test]
+fn a_replay_over_a_cluster_goes_to_each_keys_owner() {
+    let dir = temp("cluster");
+    let file = dir.join("mon.txt");
+    let mut text = String::from("OK\n");
+    let mut t = 1_700_000_000_000_000u64;
+    let mut line = |client: u64, args: &str| {
+        t += 1_000;
+        text += &format!("{}.{:06} [0 127.0.0.1:{}] {args}\n", t / 1_000_000, t % 1_000_000, 40000 + client);
+    };
+    for i in 0..300u64 {
+        line(i % 3, &format!("\"SET\" \"k{i}\" \"v{i}\""));
+        line((i + 1) % 3, &format!("\"GET\" \"k{i}\""));
+    }
+    for args in ["\"MULTI\"", "\"SET\" \"{t}a\" \"1\"", "\"SET\" \"{t}b\" \"2\"", "\"EXEC\""] {
+        line(0, args);
+    }
+    std::fs::write(&file, text).unwrap();
+    let cluster = respbench_tests::cluster::Cluster::start(3, 0);
+    let primaries = cluster.primary_ports();
+    let json = dir.join("out.json");
+    let out = respbench().run(
+        &[
+            "--cluster",
+            "-p",
+            &primaries[0].to_string(),
+            "--replay",
+            file.to_str().unwrap(),
+            "--speed",
+            "10",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        LONG,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let calls = |c: &str| primaries.iter().map(|&p| cluster.node(p).command_calls(c)).sum::<u64>();
+    assert_eq!(
+        (calls("set"), calls("get"), calls("exec"), calls("multi")),
+        (302, 300, 1, 1),
+        "{}",
+        out.dump()
+    );
+    // Each primary holds the keys whose slots it owns, and only those.
+    let mut want = BTreeMap::<u16, u64>::new();
+    let keys: Vec<String> = (0..300).map(|i| format!("k{i}")).chain(["{t}a".into(), "{t}b".into()]).collect();
+    for k in &keys {
+        let slot: u16 = cluster.node(primaries[0]).cli(&["CLUSTER", "KEYSLOT", k]).trim().parse().unwrap();
+        *want.entry(cluster.owner_of(slot, primaries[0])).or_default() += 1;
+    }
+    for &p in &primaries {
+        assert_eq!(cluster.node(p).dbsize(0), want.get(&p).copied().unwrap_or(0), "primary {p}: {want:?}");
+    }
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let total = doc["tests"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(total["replay"]["sent"], 604, "{}", total["replay"]);
+    let moved =
+        total["redirects"]["moved"].as_u64().unwrap_or(0) + total["redirects"]["ask"].as_u64().unwrap_or(0);
+    assert_eq!(moved, 0, "{}", total["redirects"]);
+    eprintln!("replay over a cluster: keys per primary {want:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
