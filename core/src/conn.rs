@@ -14,7 +14,7 @@ pub use crate::plan::{Backoff, Budget, ConnConfig, Mix, OpenLoop, Plan, Stop, Wo
 use crate::resp::{Kind, ProtocolError, Reply, ReplyParser};
 use crate::shared::Endpoint;
 use crate::stats::Stats;
-use crate::wire::Wire;
+use crate::wire::{Chunk, Wire};
 use crate::Time;
 
 /// Past this many unwritten bytes a connection encodes no more requests until the socket takes
@@ -701,6 +701,15 @@ impl Connection {
             return None;
         }
         self.out.chunk()
+    }
+
+    /// [`Connection::poll_transmit`], with a spliced value's bytes as an owned handle
+    /// ([`Chunk::Shared`]); [`Connection::advance_transmit`] after it the same way.
+    pub(crate) fn poll_transmit_chunk(&mut self) -> Option<Chunk<'_>> {
+        if self.state != State::Open {
+            return None;
+        }
+        self.out.next_chunk()
     }
 
     /// When the connection next wants [`Connection::handle_timeout`] called though no bytes

@@ -284,7 +284,10 @@ fn a_stopped_server_is_a_window_of_its_stop(tool: Tool) {
     eprintln!("kill -STOP at {sent0:.4} s, -CONT at {sent1:.4} s: window {:?} ms", d["window_ms"]);
     let recovered = stopped_then_recovered(d, sent0, sent1);
     if let Some((window, _)) = recovered {
-        assert!(window >= stopped && window <= stopped + 1000.0, "window {window} ms, stopped {stopped} ms: {d}");
+        assert!(
+            window >= stopped && window <= stopped + 1000.0,
+            "window {window} ms, stopped {stopped} ms: {d}"
+        );
     }
     // plot marks both events on the series and draws each one's 100 ms windows.
     let json = json_path("ev", "plot");
