@@ -544,6 +544,18 @@ impl Client {
         self.conns[node].poll_transmit_chunk()
     }
 
+    /// [`Client::poll_transmit`] of up to `out.len()` chunks at once, in order (owned bytes and a
+    /// large value's shared bytes in turn: a request's header, its value, the CRLF and the next
+    /// header), for one vectored write; how many it put in `out` (0: nothing to write). Call
+    /// [`Client::advance_transmit`] with how many bytes the write took, across the chunks.
+    #[must_use]
+    pub fn poll_transmit_chunks<'a>(&'a mut self, node: usize, now: Time, out: &mut [&'a [u8]]) -> usize {
+        if !self.transmit_due(node, now) {
+            return 0;
+        }
+        self.conns[node].poll_transmit_chunks(out)
+    }
+
     /// Draws and queues what node `node` may send at `now`; whether it has bytes to write.
     #[inline]
     fn transmit_due(&mut self, node: usize, now: Time) -> bool {

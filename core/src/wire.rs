@@ -220,6 +220,48 @@ impl Wire {
         }
     }
 
+    /// The next chunks, up to `out.len()` of them, in order: what [`Wire::chunk`] and
+    /// [`Wire::advance`] would hand out one at a time (owned bytes and splices in turn), for one
+    /// vectored write; how many it put in `out`. [`Wire::advance_all`] after it.
+    pub fn chunks<'a>(&'a self, out: &mut [&'a [u8]]) -> usize {
+        let (mut k, mut pos) = (0, self.pos);
+        let mut splices = self.splices.iter().peekable();
+        while k < out.len() {
+            match splices.peek() {
+                Some(s) if s.at == pos => {
+                    out[k] = s.rest();
+                    splices.next();
+                }
+                Some(s) => {
+                    out[k] = &self.buf[pos..s.at];
+                    pos = s.at;
+                }
+                None if pos < self.buf.len() => {
+                    out[k] = &self.buf[pos..];
+                    pos = self.buf.len();
+                }
+                None => break,
+            }
+            k += 1;
+        }
+        k
+    }
+
+    /// `n` bytes of the output were written, across as many chunks as they cover; returns how
+    /// many counted (at most what was unwritten).
+    pub fn advance_all(&mut self, mut n: usize) -> usize {
+        let mut total = 0;
+        while n > 0 {
+            let taken = self.advance(n);
+            if taken == 0 {
+                break;
+            }
+            total += taken;
+            n -= taken;
+        }
+        total
+    }
+
     /// `n` bytes of the last [`Wire::chunk`] were written; returns how many of them counted
     /// (at most the chunk's length).
     pub fn advance(&mut self, n: usize) -> usize {
@@ -465,6 +507,35 @@ mod tests {
         let Some(Chunk::Shared(h)) = w.next_chunk() else { panic!("the cell is shared") };
         assert_eq!(h.bytes(), &cell[..]);
         assert!(format!("{h:?}").contains("dataset"));
+    }
+
+    #[test]
+    fn chunks_gather_what_chunk_hands_out_and_advance_all_crosses_them() {
+        let values = Values::new(&ValueSize::Fixed(SPLICE_FROM + 1));
+        let mut want = Vec::new();
+        let mut w = Wire::default();
+        for _ in 0..3 {
+            w.extend_from_slice(b"*2\r\n$3\r\nSET\r\n");
+            w.value(&values, SPLICE_FROM + 1);
+            want.extend_from_slice(b"*2\r\n$3\r\nSET\r\n");
+            want.value(&values, SPLICE_FROM + 1);
+        }
+        let mut sent = Vec::new();
+        // Writes of 4 chunks at most that take all but the last 5 bytes offered, or 1 byte.
+        for round in 0.. {
+            let mut parts: [&[u8]; 4] = [&[]; 4];
+            let k = w.chunks(&mut parts);
+            if k == 0 {
+                break;
+            }
+            let offered: Vec<u8> = parts[..k].concat();
+            let n = if round % 2 == 0 { offered.len().saturating_sub(5).max(1) } else { 1 };
+            sent.extend_from_slice(&offered[..n]);
+            assert_eq!(w.advance_all(n), n);
+        }
+        assert!(sent == want, "the gathered bytes differ");
+        assert_eq!(w.unwritten(), 0);
+        assert_eq!(w.advance_all(10), 0);
     }
 
     #[test]

@@ -23,7 +23,7 @@
 //! socket are transformed: plain, or TLS (feature `tls`: rustls' `ClientConnection`, itself
 //! sans-io), for every backend at once.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -283,7 +283,17 @@ pub trait WriteShared: Write {
     fn write_shared(&mut self, bytes: SharedBytes) -> io::Result<usize> {
         self.write(bytes.bytes())
     }
+
+    /// Whether the driver hands it several chunks at once ([`Write::write_vectored`]: a
+    /// request's header, its large value and the CRLF in one system call) rather than shared
+    /// chunks by their handles: a readiness socket's. Not by default.
+    fn gathers(&self) -> bool {
+        false
+    }
 }
+
+/// The most chunks one vectored write takes: a few requests' headers, large values and CRLFs.
+const GATHER: usize = 8;
 
 /// A plain `Write` for [`Link::drain_shared`]: shared bytes are written as bytes.
 struct BytesOnly<'a, S>(&'a mut S);
@@ -294,12 +304,21 @@ impl<S: Write> Write for BytesOnly<'_, S> {
         self.0.write(bytes)
     }
 
+    #[inline]
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.0.write_vectored(bufs)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         self.0.flush()
     }
 }
 
-impl<S: Write> WriteShared for BytesOnly<'_, S> {}
+impl<S: Write> WriteShared for BytesOnly<'_, S> {
+    fn gathers(&self) -> bool {
+        true
+    }
+}
 
 /// What a backend does after [`Link::drain`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -840,10 +859,27 @@ impl Link {
             // send syscall is still returning, and a reading after it would leave that part of
             // the round trip out of the latency.
             let now = tally.now();
-            let Some(chunk) = self.client.poll_transmit_chunk(node, now) else { return false };
-            let len = chunk.len();
+            let (len, result) = if sock.gathers() && matches!(self.sockets[node].layer, Layer::Plain) {
+                // A readiness socket: the next few chunks in one write (one chunk unless large
+                // values are spliced in).
+                let mut parts: [&[u8]; GATHER] = [&[]; GATHER];
+                let k = self.client.poll_transmit_chunks(node, now, &mut parts);
+                match k {
+                    0 => return false,
+                    1 => (parts[0].len(), sock.write(parts[0])),
+                    _ => {
+                        let len = parts[..k].iter().fold(0usize, |n, p| n.saturating_add(p.len()));
+                        let slices = parts.map(IoSlice::new);
+                        (len, sock.write_vectored(&slices[..k]))
+                    }
+                }
+            } else {
+                let Some(chunk) = self.client.poll_transmit_chunk(node, now) else { return false };
+                let len = chunk.len();
+                (len, self.sockets[node].layer.write_chunk(sock, chunk))
+            };
             let s = &mut self.sockets[node];
-            match s.layer.write_chunk(sock, chunk) {
+            match result {
                 Ok(n) => {
                     self.client.advance_transmit(node, n, now, &mut tally.stats);
                     if n < len {
