@@ -176,9 +176,6 @@ struct Out {
     iov: Vec<libc::iovec>,
     /// Its message header, which points to `iov`.
     msg: Option<Box<libc::msghdr>>,
-    /// A zero-copy send's result, kept until its notification says the kernel let go of the
-    /// bytes.
-    zc_res: Option<i32>,
 }
 
 impl Out {
@@ -323,8 +320,6 @@ struct Io<'a> {
     ring: IoUring,
     bufs: setup::Bufs,
     uring: &'a Uring,
-    /// Sends of several segments are `IORING_OP_SENDMSG_ZC` (`RESPBENCH_URING_ZEROCOPY=1`: measured).
-    zerocopy: bool,
     /// Where each slot's socket connects (or why it cannot): kept while the ring may read it.
     addrs: Vec<Option<Result<sock::Addr, (io::ErrorKind, String)>>>,
     slots: Vec<Slot>,
@@ -386,7 +381,6 @@ impl<'a> Loop<'a> {
             ring,
             bufs,
             uring,
-            zerocopy: std::env::var_os("RESPBENCH_URING_ZEROCOPY").is_some_and(|v| v == "1"),
             addrs: (0..n).map(|_| None).collect(),
             slots,
             in_ring: 0,
@@ -453,7 +447,7 @@ impl<'a> Loop<'a> {
             if let Some(bid) = bid {
                 self.io.bufs.recycle(bid);
             }
-            if op == SEND && !more {
+            if op == SEND {
                 self.io.retired.retain(|(u, _)| *u != ud);
             }
             return;
@@ -525,16 +519,6 @@ impl<'a> Loop<'a> {
             SEND => {
                 let slot = &mut self.io.slots[i];
                 let out = &mut slot.out;
-                let res = if cqueue::notif(flags) {
-                    // The zero-copy send's notification: the kernel let go of its bytes.
-                    out.zc_res.take().unwrap_or(0)
-                } else if more {
-                    // A zero-copy send's result: its bytes stay untouched until the notification.
-                    out.zc_res = Some(res);
-                    return;
-                } else {
-                    res
-                };
                 out.in_flight = 0;
                 if res < 0 {
                     link.write_failed(n, &io::Error::from_raw_os_error(-res), tally);
@@ -678,11 +662,7 @@ impl Io<'_> {
             let msg = out.msg.get_or_insert_with(|| Box::new(unsafe { std::mem::zeroed() }));
             msg.msg_iov = out.iov.as_mut_ptr();
             msg.msg_iovlen = out.iov.len() as _;
-            if self.zerocopy {
-                opcode::SendMsgZc::new(fd, &**msg).flags(libc::MSG_NOSIGNAL as u32).build()
-            } else {
-                opcode::SendMsg::new(fd, &**msg).flags(libc::MSG_NOSIGNAL as u32).build()
-            }
+            opcode::SendMsg::new(fd, &**msg).flags(libc::MSG_NOSIGNAL as u32).build()
         };
         self.sends += 1;
         if slot.write_blocked {
@@ -730,7 +710,7 @@ impl Io<'_> {
             if let Some(bid) = cqueue::buffer_select(flags) {
                 self.bufs.recycle(bid);
             }
-            if decode(ud).0 == SEND && !cqueue::more(flags) {
+            if decode(ud).0 == SEND {
                 self.retired.retain(|(u, _)| *u != ud);
             }
         }
