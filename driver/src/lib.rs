@@ -286,7 +286,10 @@ pub trait WriteShared: Write {
 
     /// Whether the driver hands it several chunks at once ([`Write::write_vectored`]: a
     /// request's header, its large value and the CRLF in one system call) rather than shared
-    /// chunks by their handles: a readiness socket's. Not by default.
+    /// chunks by their handles: a readiness socket's. Not by default. (The `Write` of
+    /// [`Link::drain`] gathers: its `write_vectored` must be a socket's, short only when the
+    /// socket is full, as `writev` is; std's default, which writes the first slice only, would
+    /// make the drain wait for room it has.)
     fn gathers(&self) -> bool {
         false
     }
@@ -733,7 +736,9 @@ impl Link {
     /// The drain rule on node `node`: writes what the layer and the client have to `sock`
     /// until the socket is full (nothing while the socket is not connected), then acts on the
     /// connection's events and says what the backend does next. Drain the nodes
-    /// [`Link::poll_wake`] names after it.
+    /// [`Link::poll_wake`] names after it. A large value goes with its request's header and
+    /// CRLF in one [`Write::write_vectored`], which must write as a socket's `writev` does
+    /// (short only when the socket is full).
     pub fn drain<S: Write>(&mut self, node: usize, sock: Option<&mut S>, tally: &mut Tally) -> Next {
         let mut sock = sock.map(BytesOnly);
         self.drain_shared(node, sock.as_mut(), tally)

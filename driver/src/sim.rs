@@ -310,6 +310,33 @@ impl Write for Socket {
         Ok(n)
     }
 
+    /// One write of the slices in order, as a socket's `writev`: what fits, and short only when
+    /// the socket is full.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.writes += 1;
+        if self.reset {
+            return Err(reset_error());
+        }
+        let want = bufs.iter().fold(0usize, |n, b| n.saturating_add(b.len()));
+        let mut left =
+            want.min(self.config.send_buffer.saturating_sub(self.sent.len())).min(self.config.write_max);
+        if left == 0 && want > 0 {
+            self.would_block += 1;
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let mut n = 0;
+        for b in bufs {
+            let take = b.len().min(left);
+            self.sent.extend_from_slice(&b[..take]);
+            (n, left) = (n + take, left - take);
+        }
+        if n > 0 {
+            self.total += n as u64;
+            self.ends.push_back(self.total);
+        }
+        Ok(n)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
