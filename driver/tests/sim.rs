@@ -412,6 +412,15 @@ fn large_values_go_by_reference_and_byte_exact_over_any_short_write() {
         assert_eq!(mio.shared_writes, 0, "mio writes bytes");
         assert!(uring.shared_writes >= 40, "{write_max}: {} shared writes", uring.shared_writes);
     }
+    // A socket with room: a request's header, value and CRLF go in one (vectored) write on the
+    // readiness shapes, not three.
+    server.socket = SocketConfig { write_max: usize::MAX, send_buffer: usize::MAX };
+    let opts = Opts { n: Some(10), set: Some(d), ..Opts::default() };
+    for shape in [Shape::Mio, Shape::Smol] {
+        let r = opts.run_on(server.clone(), shape);
+        assert_eq!(r.outcome.stats.errors.total(), 0, "{shape:?}");
+        assert_eq!(r.commands_per_write(), vec![1; 10], "{shape:?}: one write per SET");
+    }
 }
 
 #[test]
