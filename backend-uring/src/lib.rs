@@ -10,8 +10,11 @@
 //! The driver's [`Link`] reads from a `Read` and writes to a `Write`; here those are adapters:
 //! a receive completion's bytes are a `Read` that then would block, and a write copies into the
 //! connection's send buffer (would block when it is full, or when a send is in flight and the
-//! buffer cannot grow under it), from which the loop submits a send. The drain rule stays the
-//! driver's, TLS included.
+//! buffer cannot grow under it), from which the loop submits a send. A large value (one the core
+//! spliced in by reference to the test's one payload or dataset) is not copied: the driver hands
+//! it over as an owned handle ([`respbench_driver::WriteShared`]), kept in the connection's queue
+//! of segments until the kernel has sent it, and a send of several segments is one
+//! `IORING_OP_SENDMSG` over their iovecs. The drain rule stays the driver's, TLS included.
 //!
 //! A kernel without multishot receive gets one receive armed after each completion (the
 //! verbose report says so); a kernel without io_uring, or one that refuses it, gets a clear
@@ -27,10 +30,12 @@ use std::time::{Duration, Instant};
 
 use io_uring::types::{Fd, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
-use respbench_core::{Outcome, RunError, Time};
+use std::collections::VecDeque;
+
+use respbench_core::{Outcome, RunError, SharedBytes, Time};
 use respbench_driver::{
     discard_refused, on_threads, refuse_discard, resolve_all, Delivered, Link, Next, SocketKind, Table,
-    Tally, Target, TestRun, Tls, PUBLISH_EVERY, READ_BUF,
+    Tally, Target, TestRun, Tls, WriteShared, PUBLISH_EVERY, READ_BUF,
 };
 
 mod setup;
@@ -119,8 +124,12 @@ pub fn run_test(
     on_threads(run, epoch, |t, start| Loop::new(run, tls, &targets, uring, t, epoch, start)?.run())
 }
 
-/// The most a connection's send buffer holds (the core encodes 64 KiB ahead at most).
+/// The most a connection's send buffer holds (the core encodes 64 KiB ahead at most): its own
+/// bytes, not the shared values it sends by reference.
 const SEND_BUF: usize = 64 * 1024;
+/// The most segments (runs of owned bytes, shared values) a connection queues, and so the most
+/// iovecs of one send.
+const MAX_SEGS: usize = 64;
 /// Size of each provided receive buffer.
 const RECV_BUF: usize = 8 * 1024;
 
@@ -143,24 +152,102 @@ fn decode(ud: u64) -> (u8, u32, usize) {
     ((ud >> 56) as u8, (ud >> 32) as u32 & GEN_MASK, (ud & 0xffff_ffff) as usize)
 }
 
-/// A connection's bytes on their way to the kernel.
+/// One run of what a connection sends, in stream order.
+enum Seg {
+    /// The next this many bytes of [`Out::buf`] (the owned segments' bytes are `buf[done..]`,
+    /// in order).
+    Owned(usize),
+    /// A large value's shared bytes, what is left of them: sent by reference, not copied.
+    Shared(SharedBytes),
+}
+
+/// A connection's bytes on their way to the kernel: owned bytes copied into `buf`, shared values
+/// held by their handles, in order.
 #[derive(Default)]
 struct Out {
     buf: Vec<u8>,
     /// The kernel has taken `buf[..done]`.
     done: usize,
-    /// Bytes of a send in the ring, from `done` (0: none).
+    /// What is left to send, in order.
+    segs: VecDeque<Seg>,
+    /// Bytes of a send in the ring, from the front of `segs` (0: none).
     in_flight: usize,
+    /// The iovecs of a send of several segments in the ring (filled only when none is).
+    iov: Vec<libc::iovec>,
+    /// Its message header, which points to `iov`.
+    msg: Option<Box<libc::msghdr>>,
 }
 
-/// The connection's socket as the driver writes to it: bytes go into the send buffer, which the
-/// loop submits after this round of completions. While a send is in the ring it reads from the
-/// buffer, which may then take only what fits without moving.
+impl Out {
+    /// Bytes queued and not yet sent.
+    #[cfg(test)]
+    fn unsent(&self) -> usize {
+        self.segs.iter().fold(0usize, |n, s| {
+            n.saturating_add(match s {
+                Seg::Owned(k) => *k,
+                Seg::Shared(h) => h.len(),
+            })
+        })
+    }
+
+    /// The kernel took the first `n` bytes of what is queued.
+    fn consume(&mut self, mut n: usize) {
+        while n > 0 {
+            match self.segs.front_mut() {
+                Some(Seg::Owned(k)) => {
+                    let took = n.min(*k);
+                    *k -= took;
+                    self.done += took;
+                    n -= took;
+                    if *k == 0 {
+                        self.segs.pop_front();
+                    }
+                }
+                Some(Seg::Shared(h)) => {
+                    let took = n.min(h.len());
+                    h.advance(took);
+                    n -= took;
+                    if h.is_empty() {
+                        self.segs.pop_front();
+                    }
+                }
+                None => break,
+            }
+        }
+        if self.segs.is_empty() {
+            self.buf.clear();
+            self.done = 0;
+        }
+    }
+
+    /// Queues `n` bytes just appended to `buf`.
+    fn owned(&mut self, n: usize) {
+        match self.segs.back_mut() {
+            Some(Seg::Owned(k)) => *k += n,
+            _ => self.segs.push_back(Seg::Owned(n)),
+        }
+    }
+}
+
+/// The connection's socket as the driver writes to it: bytes go into the send buffer, shared
+/// values into the queue by their handles, which the loop submits after this round of
+/// completions. While a send is in the ring it reads from the buffer, which may then take only
+/// what fits without moving.
 struct Outbox<'a> {
     out: &'a mut Out,
     queued: &'a mut bool,
     queue: &'a mut Vec<usize>,
     i: usize,
+}
+
+impl Outbox<'_> {
+    /// Puts the slot in the loop's list of sends to submit.
+    fn enqueue(&mut self) {
+        if !*self.queued {
+            *self.queued = true;
+            self.queue.push(self.i);
+        }
+    }
 }
 
 impl Write for Outbox<'_> {
@@ -175,20 +262,34 @@ impl Write for Outbox<'_> {
             }
             SEND_BUF.saturating_sub(out.buf.len())
         };
-        let n = room.min(bytes.len());
+        let new_seg = !matches!(out.segs.back(), Some(Seg::Owned(_)));
+        let n = if new_seg && out.segs.len() >= MAX_SEGS { 0 } else { room.min(bytes.len()) };
         if n == 0 {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         out.buf.extend_from_slice(&bytes[..n]);
-        if !*self.queued {
-            *self.queued = true;
-            self.queue.push(self.i);
-        }
+        out.owned(n);
+        self.enqueue();
         Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+impl WriteShared for Outbox<'_> {
+    /// Keeps the handle until the kernel has sent its bytes: no copy.
+    fn write_shared(&mut self, bytes: SharedBytes) -> io::Result<usize> {
+        let n = bytes.len();
+        if self.out.segs.len() >= MAX_SEGS {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        if n > 0 {
+            self.out.segs.push_back(Seg::Shared(bytes));
+            self.enqueue();
+        }
+        Ok(n)
     }
 }
 
@@ -233,8 +334,9 @@ struct Io<'a> {
     blocked_sends: usize,
     /// Slots whose receive ended and must be armed again.
     to_arm: Vec<usize>,
-    /// Send buffers of closed sockets whose send is still in the ring, by its user data.
-    retired: Vec<(u64, Vec<u8>)>,
+    /// What closed sockets were sending while their send is still in the ring (the buffer, the
+    /// shared values, the iovecs), by its user data.
+    retired: Vec<(u64, Out)>,
     cqes: Vec<(u64, i32, u32)>,
     buf: Vec<u8>,
 }
@@ -421,12 +523,10 @@ impl<'a> Loop<'a> {
                 if res < 0 {
                     link.write_failed(n, &io::Error::from_raw_os_error(-res), tally);
                 } else {
-                    out.done += res as usize;
-                    if out.done == out.buf.len() {
-                        out.buf.clear();
-                        out.done = 0;
-                    } else {
-                        // A partial send: the rest goes next.
+                    out.consume(res as usize);
+                    if !out.segs.is_empty() {
+                        // A partial send, or what was queued while it was in the ring: the rest
+                        // goes next.
                         self.io.send(i);
                     }
                     if !self.io.slots[i].write_blocked {
@@ -477,9 +577,10 @@ impl Io<'_> {
         self.in_ring += 1;
         loop {
             // SAFETY: every buffer and address an entry points to outlives its operation: send
-            // buffers do not move while a send is in the ring (and are kept after their socket
-            // closes until it completes), receive buffers are the registered ring's, and the
-            // kernel copies the connect address when it takes the entry.
+            // buffers, their iovecs and message header do not move while a send is in the ring,
+            // nor do the shared values' bytes, whose handles stay in the queue (all kept after
+            // their socket closes until the send completes), receive buffers are the registered
+            // ring's, and the kernel copies the connect address when it takes the entry.
             if unsafe { self.ring.submission().push(&e) }.is_ok() {
                 return;
             }
@@ -514,25 +615,60 @@ impl Io<'_> {
         self.to_send = sends;
     }
 
-    /// Submits slot `i`'s unsent bytes, unless a send is in the ring already.
+    /// Submits slot `i`'s unsent bytes, unless a send is in the ring already: one segment as a
+    /// send of its bytes, several as one `IORING_OP_SENDMSG` over their iovecs (the shared
+    /// values' bytes where they are).
     fn send(&mut self, i: usize) {
         let slot = &mut self.slots[i];
         let Some(fd) = slot.fd.as_ref().filter(|_| slot.connected) else { return };
         let out = &mut slot.out;
-        if out.in_flight > 0 || out.done == out.buf.len() {
+        if out.in_flight > 0 || out.segs.is_empty() {
             return;
         }
-        let len = (out.buf.len() - out.done).min(u32::MAX as usize);
-        out.in_flight = len;
-        let e = opcode::Send::new(Fd(fd.as_raw_fd()), out.buf[out.done..].as_ptr(), len as u32)
-            .flags(libc::MSG_NOSIGNAL)
-            .build()
-            .user_data(user_data(SEND, slot.gen, i));
+        let fd = Fd(fd.as_raw_fd());
+        let ud = user_data(SEND, slot.gen, i);
+        let e = if out.segs.len() == 1 {
+            let bytes = match &out.segs[0] {
+                Seg::Owned(k) => &out.buf[out.done..out.done + k],
+                Seg::Shared(h) => h.bytes(),
+            };
+            let len = bytes.len().min(u32::MAX as usize);
+            out.in_flight = len;
+            opcode::Send::new(fd, bytes.as_ptr(), len as u32).flags(libc::MSG_NOSIGNAL).build()
+        } else {
+            out.iov.clear();
+            let (mut at, mut total) = (out.done, 0usize);
+            for seg in out.segs.iter().take(MAX_SEGS) {
+                let bytes = match seg {
+                    Seg::Owned(k) => {
+                        let b = &out.buf[at..at + k];
+                        at += k;
+                        b
+                    }
+                    Seg::Shared(h) => h.bytes(),
+                };
+                // What one sendmsg can count (the kernel sends at most about 2 GiB anyway).
+                let Some(t) = total.checked_add(bytes.len()).filter(|&t| t <= isize::MAX as usize) else {
+                    break;
+                };
+                total = t;
+                out.iov.push(libc::iovec {
+                    iov_base: bytes.as_ptr() as *mut libc::c_void,
+                    iov_len: bytes.len(),
+                });
+            }
+            out.in_flight = total;
+            // SAFETY: msghdr is plain data; zeroed is its empty value (no name, no control).
+            let msg = out.msg.get_or_insert_with(|| Box::new(unsafe { std::mem::zeroed() }));
+            msg.msg_iov = out.iov.as_mut_ptr();
+            msg.msg_iovlen = out.iov.len() as _;
+            opcode::SendMsg::new(fd, &**msg).flags(libc::MSG_NOSIGNAL as u32).build()
+        };
         self.sends += 1;
         if slot.write_blocked {
             self.blocked_sends += 1;
         }
-        self.push(e);
+        self.push(e.user_data(ud));
     }
 
     /// Arms slot `i`'s receive: one for the socket's life where the kernel has multishot and
@@ -596,7 +732,7 @@ impl Io<'_> {
             self.bufs.leak();
             std::mem::forget(std::mem::take(&mut self.retired));
             for s in &mut self.slots {
-                std::mem::forget(std::mem::take(&mut s.out.buf));
+                std::mem::forget(std::mem::take(&mut s.out));
             }
         }
     }
@@ -629,7 +765,7 @@ impl respbench_driver::Sockets for Io<'_> {
         let next = if slot.connected {
             let mut outbox =
                 Outbox { out: &mut slot.out, queued: &mut slot.send_queued, queue: &mut self.to_send, i };
-            link.drain(node, Some(&mut outbox), tally)
+            link.drain_shared(node, Some(&mut outbox), tally)
         } else {
             link.drain(node, None::<&mut Outbox>, tally)
         };
@@ -646,11 +782,12 @@ impl respbench_driver::Sockets for Io<'_> {
         let Some(fd) = slot.fd.take() else { return };
         sock::close(fd, reset);
         if slot.out.in_flight > 0 {
-            // The ring still reads from it.
-            let buf = std::mem::take(&mut slot.out.buf);
-            self.retired.push((user_data(SEND, slot.gen, i), buf));
+            // The ring still reads from it (and the iovecs).
+            let out = std::mem::take(&mut slot.out);
+            self.retired.push((user_data(SEND, slot.gen, i), out));
         }
         slot.out.buf.clear();
+        slot.out.segs.clear();
         slot.out.done = 0;
         slot.out.in_flight = 0;
         slot.gen = (slot.gen + 1) & GEN_MASK;
@@ -690,9 +827,96 @@ mod tests {
         assert_eq!(ob.out.buf.as_ptr(), ptr);
         // Sent: the rest moves to the front for the next write.
         ob.out.in_flight = 0;
-        ob.out.done = ob.out.buf.len();
+        let all = ob.out.unsent();
+        ob.out.consume(all);
+        assert!(ob.out.segs.is_empty());
         assert_eq!(ob.write(b"next").unwrap(), 4);
         assert_eq!((ob.out.done, ob.out.buf.as_slice()), (0, &b"next"[..]));
         assert_eq!(queue, [7], "queued once");
+    }
+
+    /// `SET key <value>` of `d` bytes as the core writes it: header, the value by reference,
+    /// CRLF; and the bytes the server must get.
+    fn set_request(d: usize) -> (Vec<u8>, respbench_core::SharedBytes, Vec<u8>) {
+        use respbench_core::dist::ValueSize;
+        use respbench_core::rng::Rng;
+        use respbench_core::template::{Arg, KeyGen, KeySpace, Template, Values};
+        use respbench_core::wire::Wire;
+        use respbench_core::Chunk;
+        let values = Values::new(&ValueSize::Fixed(d));
+        let t = Template::with_values(&[Arg::Bytes(b"SET"), Arg::Bytes(b"k"), Arg::Value], &values);
+        let mut want = Vec::new();
+        let mut keys = KeyGen::new(KeySpace::Literal, Rng::new(1));
+        t.write(&mut want, &mut keys);
+        let mut w = Wire::default();
+        t.write(&mut w, &mut keys);
+        let mut head = Vec::new();
+        while let Some(Chunk::Bytes(b)) = w.next_chunk() {
+            head.extend_from_slice(b);
+            let n = b.len();
+            w.advance(n);
+        }
+        let Some(Chunk::Shared(h)) = w.next_chunk() else { panic!("the value is shared") };
+        (head, h, want)
+    }
+
+    /// What the queue's segments hold from the front, as a send would read them.
+    fn queued_bytes(out: &Out) -> Vec<u8> {
+        let (mut v, mut at) = (Vec::new(), out.done);
+        for s in &out.segs {
+            match s {
+                Seg::Owned(k) => {
+                    v.extend_from_slice(&out.buf[at..at + k]);
+                    at += k;
+                }
+                Seg::Shared(h) => v.extend_from_slice(h.bytes()),
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn a_shared_value_is_queued_by_reference_and_partial_sends_resume_at_the_right_byte() {
+        let d = 200_000;
+        let (head, h, want) = set_request(d);
+        let (mut out, mut queued, mut queue) = (Out::default(), false, Vec::new());
+        let mut ob = Outbox { out: &mut out, queued: &mut queued, queue: &mut queue, i: 3 };
+        assert_eq!(ob.write(&head).unwrap(), head.len());
+        let ptr = h.bytes().as_ptr();
+        assert_eq!(ob.write_shared(h).unwrap(), d);
+        assert_eq!(ob.write(b"\r\n").unwrap(), 2);
+        assert_eq!(ob.out.buf.len(), head.len() + 2, "the value is not copied");
+        assert_eq!(ob.out.segs.len(), 3);
+        assert!(matches!(&ob.out.segs[1], Seg::Shared(s) if s.bytes().as_ptr() == ptr));
+        assert_eq!(queued_bytes(ob.out), want);
+        // Sends that end inside the header, the value and the CRLF.
+        let mut sent = Vec::new();
+        for n in [3, head.len() - 3 + 10, d - 11, 2, 1] {
+            let q = queued_bytes(ob.out);
+            sent.extend_from_slice(&q[..n]);
+            ob.out.consume(n);
+        }
+        assert_eq!(sent, want);
+        assert!(ob.out.segs.is_empty());
+        assert_eq!((ob.out.buf.len(), ob.out.done, ob.out.unsent()), (0, 0, 0));
+    }
+
+    #[test]
+    fn the_queue_holds_at_most_max_segs() {
+        let (_, h, _) = set_request(100_000);
+        let (mut out, mut queued, mut queue) = (Out::default(), false, Vec::new());
+        let mut ob = Outbox { out: &mut out, queued: &mut queued, queue: &mut queue, i: 0 };
+        for _ in 0..MAX_SEGS / 2 {
+            assert_eq!(ob.write(b"x").unwrap(), 1);
+            assert_eq!(ob.write_shared(h.clone()).unwrap(), 100_000);
+        }
+        assert_eq!(ob.write_shared(h.clone()).unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        assert_eq!(ob.write(b"y").unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        ob.out.consume(1);
+        assert_eq!(ob.write(b"y").unwrap(), 1);
+        // Owned bytes after owned bytes join their segment.
+        ob.out.consume(100_000);
+        assert_eq!(ob.write(b"z").unwrap(), 1);
+        assert_eq!(ob.out.segs.len(), MAX_SEGS - 1);
     }
 }

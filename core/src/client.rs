@@ -22,6 +22,7 @@ use crate::rng::Rng;
 use crate::shared::Endpoint;
 use crate::stats::Stats;
 use crate::template::{KeyGen, Template};
+use crate::wire::Chunk;
 use crate::Time;
 
 /// `ASKING`, sent before a request that an `ASK` redirect sent to a slot's importing node.
@@ -524,8 +525,42 @@ impl Client {
     /// socket would block.
     #[must_use]
     pub fn poll_transmit(&mut self, node: usize, now: Time) -> Option<&[u8]> {
-        if !self.conns[node].is_open() {
+        if !self.transmit_due(node, now) {
             return None;
+        }
+        self.conns[node].poll_transmit()
+    }
+
+    /// [`Client::poll_transmit`], with a large value's bytes (one spliced by reference to the
+    /// test's shared payload or dataset) as an owned handle, [`Chunk::Shared`], that keeps them
+    /// alive until the backend's send of them completes; owned bytes as [`Chunk::Bytes`]. Call
+    /// [`Client::advance_transmit`] with how many bytes of the chunk were taken, as after
+    /// `poll_transmit`.
+    #[must_use]
+    pub fn poll_transmit_chunk(&mut self, node: usize, now: Time) -> Option<Chunk<'_>> {
+        if !self.transmit_due(node, now) {
+            return None;
+        }
+        self.conns[node].poll_transmit_chunk()
+    }
+
+    /// [`Client::poll_transmit`] of up to `out.len()` chunks at once, in order (owned bytes and a
+    /// large value's shared bytes in turn: a request's header, its value, the CRLF and the next
+    /// header), for one vectored write; how many it put in `out` (0: nothing to write). Call
+    /// [`Client::advance_transmit`] with how many bytes the write took, across the chunks.
+    #[must_use]
+    pub fn poll_transmit_chunks<'a>(&'a mut self, node: usize, now: Time, out: &mut [&'a [u8]]) -> usize {
+        if !self.transmit_due(node, now) {
+            return 0;
+        }
+        self.conns[node].poll_transmit_chunks(out)
+    }
+
+    /// Draws and queues what node `node` may send at `now`; whether it has bytes to write.
+    #[inline]
+    fn transmit_due(&mut self, node: usize, now: Time) -> bool {
+        if !self.conns[node].is_open() {
+            return false;
         }
         if !self.plan.conn.idle {
             if self.conns[node].see_stop(now) {
@@ -544,9 +579,9 @@ impl Client {
         if self.conns[node].unwritten() == 0 {
             // Nothing to send: perhaps nothing left to do (an empty budget, or one others spent).
             self.check_done(node, now);
-            return None;
+            return false;
         }
-        self.conns[node].poll_transmit()
+        true
     }
 
     /// What node `node`'s connection asks of the backend next.

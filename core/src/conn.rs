@@ -14,7 +14,7 @@ pub use crate::plan::{Backoff, Budget, ConnConfig, Mix, OpenLoop, Plan, Stop, Wo
 use crate::resp::{Kind, ProtocolError, Reply, ReplyParser};
 use crate::shared::Endpoint;
 use crate::stats::Stats;
-use crate::wire::Wire;
+use crate::wire::{Chunk, Wire};
 use crate::Time;
 
 /// Past this many unwritten bytes a connection encodes no more requests until the socket takes
@@ -587,11 +587,12 @@ impl Connection {
         stats.bytes_received += self.parser.skip(n);
     }
 
-    /// `written` bytes of what [`Connection::poll_transmit`] returned were accepted by a write
+    /// `written` bytes of what [`Connection::poll_transmit`] returned (or of the chunks of
+    /// [`Connection::poll_transmit_chunks`], in order) were accepted by a write
     /// that began at `now` (read the clock before the write, not after it): requests whose last
     /// byte is among them count as sent at `now`.
     pub(crate) fn advance_transmit(&mut self, written: usize, now: Time, stats: &mut Stats) {
-        let written = self.out.advance(written);
+        let written = self.out.advance_all(written);
         self.written += written as u64;
         stats.bytes_sent += written as u64;
         while let Some(p) = self.in_flight.get_mut(self.sent) {
@@ -701,6 +702,24 @@ impl Connection {
             return None;
         }
         self.out.chunk()
+    }
+
+    /// The next chunks to write, up to `out.len()`, for one vectored write ([`Wire::chunks`]);
+    /// how many. [`Connection::advance_transmit`] with what the write took, across them.
+    pub(crate) fn poll_transmit_chunks<'a>(&'a mut self, out: &mut [&'a [u8]]) -> usize {
+        if self.state != State::Open {
+            return 0;
+        }
+        self.out.chunks(out)
+    }
+
+    /// [`Connection::poll_transmit`], with a spliced value's bytes as an owned handle
+    /// ([`Chunk::Shared`]); [`Connection::advance_transmit`] after it the same way.
+    pub(crate) fn poll_transmit_chunk(&mut self) -> Option<Chunk<'_>> {
+        if self.state != State::Open {
+            return None;
+        }
+        self.out.next_chunk()
     }
 
     /// When the connection next wants [`Connection::handle_timeout`] called though no bytes

@@ -35,7 +35,9 @@
 //!    [`Client::handle_timeout`] when the time from [`Client::poll_timeout`] has come), drain
 //!    the outputs of that node:
 //!    - [`Client::poll_transmit`] until it returns `None` or the socket would block, calling
-//!      [`Client::advance_transmit`] with what each write took;
+//!      [`Client::advance_transmit`] with what each write took ([`Client::poll_transmit_chunk`]
+//!      instead hands a large value's bytes as an owned [`SharedBytes`] handle, for a backend
+//!      whose sends complete after the call: io_uring);
 //!    - [`Client::poll_event`] until `None`, acting on each event (reconnect, close);
 //!    - [`Client::poll_timeout`]: when to wake up if no bytes arrive;
 //!
@@ -90,3 +92,4 @@ pub use run::{Outcome, RunError};
 pub use shared::Endpoint;
 pub use stats::{Stats, StepStats};
 pub use time::Time;
+pub use wire::{Chunk, SharedBytes};

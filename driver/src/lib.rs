@@ -23,13 +23,14 @@
 //! socket are transformed: plain, or TLS (feature `tls`: rustls' `ClientConnection`, itself
 //! sans-io), for every backend at once.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use respbench_core::{
-    Client, ConnError, Endpoint, Event, IoFailure, IoOp, Outcome, Plan, RunError, Stats, Time,
+    Chunk, Client, ConnError, Endpoint, Event, IoFailure, IoOp, Outcome, Plan, RunError, SharedBytes, Stats,
+    Time,
 };
 
 mod clock;
@@ -270,6 +271,58 @@ impl Watch {
     }
 }
 
+/// A socket as [`Link::drain_shared`] writes to it: a `Write` that may also take a large value's
+/// bytes by reference, as an owned [`SharedBytes`] handle it keeps until its send completes (a
+/// completion-based backend, io_uring, whose kernel reads the bytes after the call returns and
+/// so would otherwise copy them into a buffer of its own). The default writes the bytes as
+/// [`Write::write`] does: the readiness backends, whose writes copy into the kernel, need
+/// nothing more ([`Link::drain`] takes any `Write`).
+pub trait WriteShared: Write {
+    /// Takes what it can of `bytes` (all, part, or none: `WouldBlock`), as [`Write::write`];
+    /// how many it took.
+    fn write_shared(&mut self, bytes: SharedBytes) -> io::Result<usize> {
+        self.write(bytes.bytes())
+    }
+
+    /// Whether the driver hands it several chunks at once ([`Write::write_vectored`]: a
+    /// request's header, its large value and the CRLF in one system call) rather than shared
+    /// chunks by their handles: a readiness socket's. Not by default. (The `Write` of
+    /// [`Link::drain`] gathers: its `write_vectored` must be a socket's, short only when the
+    /// socket is full, as `writev` is; std's default, which writes the first slice only, would
+    /// make the drain wait for room it has.)
+    fn gathers(&self) -> bool {
+        false
+    }
+}
+
+/// The most chunks one vectored write takes: a few requests' headers, large values and CRLFs.
+const GATHER: usize = 8;
+
+/// A plain `Write` for [`Link::drain_shared`]: shared bytes are written as bytes.
+struct BytesOnly<'a, S>(&'a mut S);
+
+impl<S: Write> Write for BytesOnly<'_, S> {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.write(bytes)
+    }
+
+    #[inline]
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.0.write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl<S: Write> WriteShared for BytesOnly<'_, S> {
+    fn gathers(&self) -> bool {
+        true
+    }
+}
+
 /// What a backend does after [`Link::drain`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Next {
@@ -314,12 +367,16 @@ impl Layer {
         }
     }
 
-    /// Takes bytes to send; takes fewer, or would block, only when the socket is full.
-    fn write(&mut self, sock: &mut impl Write, bytes: &[u8]) -> io::Result<usize> {
-        match self {
-            Layer::Plain => sock.write(bytes),
+    /// Takes a chunk to send; takes fewer bytes, or would block, only when the socket is full. A
+    /// shared chunk goes by its handle on a plain socket (TLS encrypts its bytes into records of
+    /// its own).
+    #[inline]
+    fn write_chunk(&mut self, sock: &mut impl WriteShared, chunk: Chunk<'_>) -> io::Result<usize> {
+        match (self, chunk) {
+            (Layer::Plain, Chunk::Bytes(b)) => sock.write(b),
+            (Layer::Plain, Chunk::Shared(h)) => sock.write_shared(h),
             #[cfg(feature = "tls")]
-            Layer::Tls(t) => t.write(sock, bytes),
+            (Layer::Tls(t), chunk) => t.write(sock, chunk.bytes()),
         }
     }
 
@@ -679,8 +736,24 @@ impl Link {
     /// The drain rule on node `node`: writes what the layer and the client have to `sock`
     /// until the socket is full (nothing while the socket is not connected), then acts on the
     /// connection's events and says what the backend does next. Drain the nodes
-    /// [`Link::poll_wake`] names after it.
+    /// [`Link::poll_wake`] names after it. A large value goes with its request's header and
+    /// CRLF in one [`Write::write_vectored`], which must write as a socket's `writev` does
+    /// (short only when the socket is full).
     pub fn drain<S: Write>(&mut self, node: usize, sock: Option<&mut S>, tally: &mut Tally) -> Next {
+        let mut sock = sock.map(BytesOnly);
+        self.drain_shared(node, sock.as_mut(), tally)
+    }
+
+    /// [`Link::drain`] over a socket that takes a large value's bytes by reference
+    /// ([`WriteShared`]): what the core spliced in from the test's shared payload or dataset
+    /// goes to [`WriteShared::write_shared`] as an owned handle, not as a slice to copy (over
+    /// TLS, as bytes: its records are encrypted copies anyway).
+    pub fn drain_shared<S: WriteShared>(
+        &mut self,
+        node: usize,
+        sock: Option<&mut S>,
+        tally: &mut Tally,
+    ) -> Next {
         let mut write_blocked = false;
         if let Some(sock) = sock {
             write_blocked = self.write(node, sock, tally);
@@ -773,7 +846,7 @@ impl Link {
 
     /// Writes until the layer and the client have nothing for node `node` or the socket is
     /// full; `true` when full.
-    fn write(&mut self, node: usize, sock: &mut impl Write, tally: &mut Tally) -> bool {
+    fn write(&mut self, node: usize, sock: &mut impl WriteShared, tally: &mut Tally) -> bool {
         let s = &mut self.sockets[node];
         match s.layer.flush(sock) {
             Ok(true) => return true,
@@ -791,10 +864,27 @@ impl Link {
             // send syscall is still returning, and a reading after it would leave that part of
             // the round trip out of the latency.
             let now = tally.now();
-            let Some(bytes) = self.client.poll_transmit(node, now) else { return false };
-            let len = bytes.len();
+            let (len, result) = if sock.gathers() && matches!(self.sockets[node].layer, Layer::Plain) {
+                // A readiness socket: the next few chunks in one write (one chunk unless large
+                // values are spliced in).
+                let mut parts: [&[u8]; GATHER] = [&[]; GATHER];
+                let k = self.client.poll_transmit_chunks(node, now, &mut parts);
+                match k {
+                    0 => return false,
+                    1 => (parts[0].len(), sock.write(parts[0])),
+                    _ => {
+                        let len = parts[..k].iter().fold(0usize, |n, p| n.saturating_add(p.len()));
+                        let slices = parts.map(IoSlice::new);
+                        (len, sock.write_vectored(&slices[..k]))
+                    }
+                }
+            } else {
+                let Some(chunk) = self.client.poll_transmit_chunk(node, now) else { return false };
+                let len = chunk.len();
+                (len, self.sockets[node].layer.write_chunk(sock, chunk))
+            };
             let s = &mut self.sockets[node];
-            match s.layer.write(sock, bytes) {
+            match result {
                 Ok(n) => {
                     self.client.advance_transmit(node, n, now, &mut tally.stats);
                     if n < len {

@@ -28,11 +28,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::{Progress, TestRun};
-use respbench_core::{Endpoint, Outcome, RunError, Time};
+use respbench_core::{Endpoint, Outcome, RunError, SharedBytes, Time};
 
 use crate::{
     on_threads, resolve_all, Delivered, Link, Next, Sockets, Source, Table, Tally, Target, Timers,
-    VirtualClock, Watch, PUBLISH_EVERY, READ_BUF,
+    VirtualClock, Watch, WriteShared, PUBLISH_EVERY, READ_BUF,
 };
 
 /// What the server does with one command.
@@ -199,6 +199,8 @@ pub struct Socket {
     pub would_block: u64,
     /// Bytes the client dropped unread ([`Source::discard`], as Linux's TCP `MSG_TRUNC` does).
     pub discarded: u64,
+    /// Writes of shared bytes by their handle ([`WriteShared::write_shared`]: the uring shape).
+    pub shared_writes: u64,
     /// Where each write that took bytes ended, in bytes since the socket opened.
     ends: VecDeque<u64>,
     /// Bytes written since the socket opened.
@@ -279,6 +281,15 @@ impl Source for Socket {
     }
 }
 
+/// Takes shared bytes as io_uring's backend does, by their handle, within the same limits as
+/// [`Write::write`] (the kernel's copy is the only one here).
+impl WriteShared for Socket {
+    fn write_shared(&mut self, bytes: SharedBytes) -> io::Result<usize> {
+        self.shared_writes += 1;
+        self.write(bytes.bytes())
+    }
+}
+
 impl Write for Socket {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         self.writes += 1;
@@ -292,6 +303,33 @@ impl Write for Socket {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         self.sent.extend_from_slice(&bytes[..n]);
+        if n > 0 {
+            self.total += n as u64;
+            self.ends.push_back(self.total);
+        }
+        Ok(n)
+    }
+
+    /// One write of the slices in order, as a socket's `writev`: what fits, and short only when
+    /// the socket is full.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.writes += 1;
+        if self.reset {
+            return Err(reset_error());
+        }
+        let want = bufs.iter().fold(0usize, |n, b| n.saturating_add(b.len()));
+        let mut left =
+            want.min(self.config.send_buffer.saturating_sub(self.sent.len())).min(self.config.write_max);
+        if left == 0 && want > 0 {
+            self.would_block += 1;
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let mut n = 0;
+        for b in bufs {
+            let take = b.len().min(left);
+            self.sent.extend_from_slice(&b[..take]);
+            (n, left) = (n + take, left - take);
+        }
         if n > 0 {
             self.total += n as u64;
             self.ends.push_back(self.total);
@@ -459,6 +497,9 @@ pub struct SimResult {
     pub writes: Vec<Written>,
     /// Bytes of replies the client dropped unread (bulk bodies: [`Source::discard`]).
     pub discarded: u64,
+    /// Writes of a large value's shared bytes by their handle ([`Link::drain_shared`], which the
+    /// uring shape drains with, as the backend does).
+    pub shared_writes: u64,
 }
 
 /// One write of the client, as the server read it.
@@ -599,11 +640,19 @@ impl Sim {
                 }
             };
             let stuck = net.slots.iter().filter(|s| s.started && !s.ended).count();
-            *extra.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some((net.log, net.commands, net.accepted, stuck, net.per_server, net.writes, net.discarded));
+            *extra.lock().unwrap_or_else(|e| e.into_inner()) = Some((
+                net.log,
+                net.commands,
+                net.accepted,
+                stuck,
+                net.per_server,
+                net.writes,
+                net.discarded,
+                net.shared_writes,
+            ));
             Ok(outcome)
         })?;
-        let (log, commands, accepted, stuck, per_server, writes, discarded) =
+        let (log, commands, accepted, stuck, per_server, writes, discarded, shared_writes) =
             extra.into_inner().unwrap_or_else(|e| e.into_inner()).unwrap_or_default();
         let progress = Arc::clone(&self.run.progress);
         let end = self.clock.now();
@@ -618,6 +667,7 @@ impl Sim {
             per_server,
             writes,
             discarded,
+            shared_writes,
         })
     }
 }
@@ -660,6 +710,8 @@ struct Net<'a> {
     writes: Vec<Written>,
     /// See [`SimResult::discarded`].
     discarded: u64,
+    /// See [`SimResult::shared_writes`].
+    shared_writes: u64,
     /// When each server is free again (one queue each).
     server_free: Vec<Time>,
     /// Each server's outages whose start has been acted on.
@@ -684,6 +736,7 @@ impl<'a> Net<'a> {
             per_server: vec![0; servers],
             writes: Vec::new(),
             discarded: 0,
+            shared_writes: 0,
             server_free: vec![Time::ZERO; servers],
             outages_begun: vec![0; servers],
             interrupted: false,
@@ -898,7 +951,16 @@ impl Sockets for Net<'_> {
     }
 
     fn drain(&mut self, i: usize, link: &mut Link, node: usize, tally: &mut Tally) -> Next {
-        let next = link.drain(node, self.slots[i].conn.as_mut().map(|c| &mut c.sock), tally);
+        let next = match self.slots[i].conn.as_mut() {
+            // As the backend: a large value's bytes by their handle.
+            Some(c) if self.sim.shape == Shape::Uring => {
+                let before = c.sock.shared_writes;
+                let next = link.drain_shared(node, Some(&mut c.sock), tally);
+                self.shared_writes += c.sock.shared_writes - before;
+                next
+            }
+            c => link.drain(node, c.map(|c| &mut c.sock), tally),
+        };
         self.drained(i, next);
         next
     }

@@ -12,13 +12,16 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
-use respbench_core::template::{KeySpace, Template};
+use respbench_core::dist::ValueSize;
+use respbench_core::template::{Arg, KeySpace, Template, Values, SPLICE_FROM};
 use respbench_core::{
     Backoff, Budget, ConnConfig, ConnError, Handshake, IoOp, OpenLoop, PipelineMode, Plan, Ramp, RampKind,
     Stop, Time, Workload,
 };
 use respbench_driver::sim::cluster::ClusterServer;
-use respbench_driver::sim::{test_run, Action, Happening, Server, Shape, Sim, SimResult, SocketConfig};
+use respbench_driver::sim::{
+    test_run, Action, Command, Happening, Server, Shape, Sim, SimResult, SocketConfig,
+};
 use respbench_driver::READ_BUF;
 
 const GRACE: Duration = Duration::from_secs(2);
@@ -61,6 +64,8 @@ struct Opts {
     warmup: Option<Duration>,
     /// `GET key:__rand_int__` over 1000 keys, not `PING`.
     get: bool,
+    /// `SET key <value>` of this many bytes (`-t set -d N`), not `PING`.
+    set: Option<usize>,
     /// A Ctrl-C then.
     interrupt: Option<Time>,
     /// The loop's read buffer.
@@ -91,6 +96,7 @@ impl Default for Opts {
             idle: false,
             warmup: None,
             get: false,
+            set: None,
             interrupt: None,
             read_buf: READ_BUF,
             slack: Duration::ZERO,
@@ -123,7 +129,17 @@ impl Opts {
                     request_timeout: self.timeout,
                     reconnect: self.reconnect.then_some(BACKOFF),
                 },
-                if self.get {
+                if let Some(d) = self.set {
+                    let values = Values::new(&ValueSize::Fixed(d));
+                    Workload {
+                        template: Template::with_values(
+                            &[Arg::Bytes(b"SET"), Arg::Bytes(b"key"), Arg::Value],
+                            &values,
+                        ),
+                        keys: KeySpace::Literal,
+                        mix: None,
+                    }
+                } else if self.get {
                     Workload {
                         template: Template::command(&[b"GET", b"key:__rand_int__"]),
                         keys: KeySpace::Random { n: 1000 },
@@ -368,6 +384,45 @@ fn short_writes_and_a_full_socket_lose_nothing() {
         assert_eq!((r.outcome.stats.requests, r.commands), (1000, 1000));
         assert_eq!(r.outcome.stats.bytes_sent, 1000 * b"*1\r\n$4\r\nPING\r\n".len() as u64);
         assert_eq!(r.count(Happening::Ended), 3);
+    }
+}
+
+#[test]
+fn large_values_go_by_reference_and_byte_exact_over_any_short_write() {
+    // SETs of values that are spliced in (the uring shape writes them by their shared handle),
+    // over writes that end inside the header, the value and its CRLF, on a socket that fills:
+    // the server checks every value it reads against `-d`'s payload.
+    let d = SPLICE_FROM + 13;
+    let want = respbench_core::template::payload(d);
+    let request_len = format!("*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n${d}\r\n").len() + d + 2;
+    let mut server = Server::new(us(10), move |c: &Command| {
+        if c.name() != "SET" || c.args.len() != 3 || c.args[2] != want {
+            return Action::Reply(b"-ERR not the value\r\n".to_vec());
+        }
+        Action::Reply(b"+OK\r\n".to_vec())
+    });
+    for (write_max, send_buffer) in [(7, 20), (4093, 10_000), (usize::MAX, 3 * SPLICE_FROM)] {
+        server.socket = SocketConfig { write_max, send_buffer };
+        let opts = Opts { n: Some(40), clients: 2, pipeline: 3, set: Some(d), ..Opts::default() };
+        let mio = opts.run(server.clone());
+        let uring = opts.run_on(server.clone(), Shape::Uring);
+        for r in [&mio, &uring] {
+            assert!(r.outcome.failures.is_empty(), "{write_max}: {:?}", r.outcome.failures);
+            assert_eq!(r.outcome.stats.errors.total(), 0, "{write_max}: a value arrived wrong");
+            assert_eq!((r.outcome.stats.requests, r.commands), (40, 40), "{write_max}");
+            assert_eq!(r.outcome.stats.bytes_sent, 40 * request_len as u64, "{write_max}");
+        }
+        assert_eq!(mio.shared_writes, 0, "mio writes bytes");
+        assert!(uring.shared_writes >= 40, "{write_max}: {} shared writes", uring.shared_writes);
+    }
+    // A socket with room: a request's header, value and CRLF go in one (vectored) write on the
+    // readiness shapes, not three.
+    server.socket = SocketConfig { write_max: usize::MAX, send_buffer: usize::MAX };
+    let opts = Opts { n: Some(10), set: Some(d), ..Opts::default() };
+    for shape in [Shape::Mio, Shape::Smol] {
+        let r = opts.run_on(server.clone(), shape);
+        assert_eq!(r.outcome.stats.errors.total(), 0, "{shape:?}");
+        assert_eq!(r.commands_per_write(), vec![1; 10], "{shape:?}: one write per SET");
     }
 }
 

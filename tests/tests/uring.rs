@@ -48,6 +48,53 @@ fn sqpoll() {
     exact_counts(&tool, "SQPOLL kernel thread (its CPU is in the client cpu figures)");
 }
 
+/// Large values go by reference from the shared payload (several segments in one
+/// `IORING_OP_SENDMSG` under a pipeline), over a unix socket and with the SQPOLL thread
+/// submitting: each key's value is `-d`'s payload, byte for byte.
+#[test]
+fn large_values_by_reference_over_a_unix_socket_and_sqpoll() {
+    let server = RedisServer::start();
+    let sock = server.socket_path();
+    let d = (1 << 20) + 3;
+    let want = String::from_utf8(respbench_core::template::payload(d)).expect("an ASCII payload");
+    let plain = respbench_on("uring");
+    let sqpoll =
+        Tool { pre_args: vec!["--backend".into(), "uring".into(), "--uring-sqpoll".into()], ..respbench() };
+    for (run, tool) in [plain, sqpoll].iter().enumerate() {
+        server.cli(&["FLUSHALL"]);
+        let ds = d.to_string();
+        let args = [
+            "-s",
+            sock.to_str().unwrap(),
+            "-t",
+            "set",
+            "-d",
+            &ds,
+            "-n",
+            "40",
+            "-r",
+            "8",
+            "-c",
+            "3",
+            "-P",
+            "4",
+            "-q",
+        ];
+        let out = tool.run(&args, T);
+        assert!(out.status.success(), "{}", out.dump());
+        assert_eq!(server.command_calls("set"), 40 * (run as u64 + 1));
+        let keys = server.cli(&["KEYS", "*"]);
+        assert!(!keys.trim().is_empty(), "no keys written");
+        for key in keys.lines().filter(|k| !k.is_empty()) {
+            let got = server.cli(&["GET", key]);
+            assert!(
+                got.trim_end_matches('\n') == want,
+                "{key}'s value differs from -d's payload (run {run})"
+            );
+        }
+    }
+}
+
 #[test]
 fn sqpoll_needs_the_uring_backend() {
     let out = respbench_on("mio").run(&["--uring-sqpoll", "-t", "get", "-n", "10"], T);
