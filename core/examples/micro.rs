@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use respbench_core::dist::{ValueSize, Zipf};
 use respbench_core::template::{Arg, KeySpace, Template, Values};
-use respbench_core::{Budget, Client, ConnConfig, Handshake, Plan, Stats, Stop, Time, Workload};
+use respbench_core::{Budget, Client, ConnConfig, Plan, Stats, Stop, Time, Workload};
 
 fn plan(args: &[&[u8]], pipeline: u32) -> Arc<Plan> {
     // `-r 100000`: every request pays for its key substitution.
@@ -23,14 +23,9 @@ fn with(template: Template, keys: KeySpace, pipeline: u32) -> Arc<Plan> {
     Arc::new(Plan {
         ..Plan::new(
             ConnConfig {
-                handshake: Handshake::default(),
                 pipeline,
                 pipeline_mode: respbench_core::PipelineMode::Window,
-                keepalive: true,
-                idle: false,
-                open_loop: None,
-                request_timeout: None,
-                reconnect: None,
+                ..ConnConfig::default()
             },
             Workload { template, keys, mix: None },
             Budget::unlimited(),

@@ -1116,7 +1116,7 @@ impl Books<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handshake::Handshake;
+
     use crate::plan::{Budget, ConnConfig, Mix, Stop};
     use crate::template::KeySpace;
 
@@ -1132,16 +1132,7 @@ mod tests {
         Plan {
             connections: 2,
             ..Plan::new(
-                ConnConfig {
-                    handshake: Handshake::default(),
-                    pipeline: 1,
-                    pipeline_mode: PipelineMode::Batch,
-                    keepalive: true,
-                    idle: false,
-                    open_loop,
-                    request_timeout: None,
-                    reconnect: None,
-                },
+                ConnConfig { open_loop, ..ConnConfig::default() },
                 Workload { template: Template::command(&[b"A"]), keys: KeySpace::Literal, mix: Some(seq) },
                 budget,
                 Stop::new(None, Duration::from_secs(2)),

@@ -903,16 +903,7 @@ mod routing_tests {
             seed: 7,
             cluster: Some(cluster),
             ..Plan::new(
-                ConnConfig {
-                    handshake: hs,
-                    pipeline,
-                    pipeline_mode: mode,
-                    keepalive: true,
-                    idle: false,
-                    open_loop: None,
-                    request_timeout: None,
-                    reconnect: None,
-                },
+                ConnConfig { handshake: hs, pipeline, pipeline_mode: mode, ..ConnConfig::default() },
                 Workload {
                     template: Template::command(&[b"GET", b"key:__rand_int__"]),
                     keys: KeySpace::Random { n: 1000 },

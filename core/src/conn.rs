@@ -944,11 +944,9 @@ mod tests {
                     handshake,
                     pipeline,
                     pipeline_mode: crate::plan::PipelineMode::Window,
-                    keepalive: true,
-                    idle: false,
-                    open_loop: None,
                     request_timeout: timeout,
                     reconnect,
+                    ..ConnConfig::default()
                 },
                 Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None },
                 Budget::new(10),
@@ -967,14 +965,10 @@ mod tests {
             seed: 42,
             ..Plan::new(
                 ConnConfig {
-                    handshake: Handshake::default(),
                     pipeline,
                     pipeline_mode: crate::plan::PipelineMode::Window,
-                    keepalive: true,
-                    idle: false,
                     open_loop: Some(ol),
-                    request_timeout: None,
-                    reconnect: None,
+                    ..ConnConfig::default()
                 },
                 Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix },
                 Budget::new(n),

@@ -219,6 +219,23 @@ pub struct ConnConfig {
     pub request_timeout: Option<Duration>,
 }
 
+/// redis-benchmark's: no handshake, `-P 1` in batches, kept alive, closed loop, no `--timeout`
+/// and no `--reconnect`.
+impl Default for ConnConfig {
+    fn default() -> ConnConfig {
+        ConnConfig {
+            handshake: Handshake::default(),
+            pipeline: 1,
+            pipeline_mode: PipelineMode::Batch,
+            keepalive: true,
+            idle: false,
+            open_loop: None,
+            reconnect: None,
+            request_timeout: None,
+        }
+    }
+}
+
 /// How a client keeps its `-P N` requests going (`--pipeline-mode`).
 ///
 /// - Closed loop: [`PipelineMode::Batch`] sends N requests, waits until all N are answered and

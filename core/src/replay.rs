@@ -687,7 +687,7 @@ mod client_tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::handshake::Handshake;
+
     use crate::plan::{Budget, ConnConfig, Mix, PipelineMode, Plan, Stop, Workload};
     use crate::template::{KeySpace, Template};
     use crate::{Client, Event};
@@ -729,14 +729,10 @@ mod client_tests {
         let plan = Plan {
             ..Plan::new(
                 ConnConfig {
-                    handshake: Handshake::default(),
                     pipeline: 1024,
                     pipeline_mode: PipelineMode::Window,
-                    keepalive: true,
-                    idle: false,
                     open_loop: Some(crate::OpenLoop { rate: 100.0, poisson: false, slack: Duration::ZERO }),
-                    request_timeout: None,
-                    reconnect: None,
+                    ..ConnConfig::default()
                 },
                 Workload {
                     template: Template::command(&[b"REPLAY"]),

@@ -125,10 +125,10 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
                 pipeline,
                 pipeline_mode,
                 keepalive: flags & 1 != 0,
-                idle: false,
                 open_loop,
                 request_timeout: (flags & 0x80 != 0).then_some(interval * 64),
                 reconnect,
+                ..ConnConfig::default()
             },
             Workload { template, keys: KeySpace::Random { n: 1000 }, mix: None },
             Budget::new(budget),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use respbench_core::template::{KeySpace, Template};
-use respbench_core::{Budget, ConnConfig, Handshake, OpenLoop, Plan, Stop, Time, Workload};
+use respbench_core::{Budget, ConnConfig, OpenLoop, Plan, Stop, Time, Workload};
 use respbench_driver::sim::{test_run, Server, Sim, SimResult};
 
 struct Counting;
@@ -61,14 +61,8 @@ fn run(rate: f64, length: Duration) -> (SimResult, isize) {
         series: true,
         ..Plan::new(
             ConnConfig {
-                handshake: Handshake::default(),
-                pipeline: 1,
-                pipeline_mode: respbench_core::PipelineMode::default(),
-                keepalive: true,
-                idle: false,
                 open_loop: Some(OpenLoop { rate, poisson: false, slack: Duration::ZERO }),
-                request_timeout: None,
-                reconnect: None,
+                ..ConnConfig::default()
             },
             Workload {
                 template: Template::command(&[b"GET", b"key:__rand_int__"]),

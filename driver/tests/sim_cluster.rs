@@ -122,11 +122,8 @@ impl Opts {
                     handshake: hs,
                     pipeline: self.pipeline,
                     pipeline_mode: self.mode,
-                    keepalive: true,
-                    idle: false,
                     open_loop: self.rps.map(|rate| OpenLoop { rate, poisson: false, slack: Duration::ZERO }),
-                    request_timeout: None,
-                    reconnect: None,
+                    ..ConnConfig::default()
                 },
                 Workload { template, keys: self.keys.clone(), mix: None },
                 self.n.map_or_else(Budget::unlimited, Budget::new),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use respbench_core::template::{KeySpace, Template};
-use respbench_core::{Budget, ConnConfig, Handshake, OpenLoop, PipelineMode, Plan, Stop, Time, Workload};
+use respbench_core::{Budget, ConnConfig, Handshake, OpenLoop, Plan, Stop, Time, Workload};
 use respbench_driver::sim::{test_run, Server, Sim};
 use respbench_driver::{watch_pauses, Clock, Progress, VirtualClock, PAUSE_INTERVAL};
 use respbench_session::capacity::{measure, parse_objectives, Next, Resolution, Search, Settings};
@@ -75,13 +75,8 @@ fn step(rate: u64, server: Server) -> respbench_core::Stats {
         ..Plan::new(
             ConnConfig {
                 handshake: Handshake::new(None, None, false, 0, false),
-                pipeline: 1,
-                pipeline_mode: PipelineMode::Batch,
-                keepalive: true,
-                idle: false,
                 open_loop: Some(OpenLoop::new(rate as f64, false)),
-                request_timeout: None,
-                reconnect: None,
+                ..ConnConfig::default()
             },
             Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None },
             Budget::unlimited(),

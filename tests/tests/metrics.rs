@@ -332,7 +332,8 @@ fn prometheus_scrapes_a_long_run_and_its_figures_hold() {
         // first and last seconds: what those seconds had above or below the mean (a stall's
         // backlog answered at once) is in the JSON's 10 s and not all in the slope's 9 s.
         let count = |i: u64| series[i as usize]["requests"].as_u64().unwrap() as f64;
-        let edges = ((count(k - 10) - json_rate).abs() + (count(k - 1) - json_rate).abs()) / (9.0 * json_rate);
+        let edges =
+            ((count(k - 10) - json_rate).abs() + (count(k - 1) - json_rate).abs()) / (9.0 * json_rate);
         let bound = 0.02 + 2.0 * delay / 9.0 + edges;
         assert!(
             off <= bound,
