@@ -1116,7 +1116,6 @@ impl Books<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
     use crate::plan::{Budget, ConnConfig, Mix, Stop};
     use crate::template::KeySpace;
 

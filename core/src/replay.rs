@@ -687,7 +687,6 @@ mod client_tests {
     use std::time::Duration;
 
     use super::*;
-
     use crate::plan::{Budget, ConnConfig, Mix, PipelineMode, Plan, Stop, Workload};
     use crate::template::{KeySpace, Template};
     use crate::{Client, Event};

@@ -180,7 +180,7 @@ pub fn write_csv(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
 
 /// [`write_csv`] with another title: the side-by-side table's `NAME [BACKEND]`.
 pub fn write_csv_as(title: &str, t: &TestResult, out: &mut impl Write) -> io::Result<()> {
-    let q = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    let q = crate::text::quoted;
     for e in &t.events {
         let sent = e.fired.sent.map(|s| format!("{:.3}", secs(s))).unwrap_or_default();
         write!(out, "\"event\",{},{},\"{sent}\",{}", q(title), q(&given(e)), q(&e.fired.outcome.describe()))?;

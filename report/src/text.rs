@@ -257,6 +257,11 @@ struct DeliveryWords {
 }
 
 impl DeliveryWords {
+    /// `3 subscribers`, `1 waiting connection`: the delivery's own.
+    fn count(&self, d: &respbench_core::delivery::Delivery) -> String {
+        format!("{} {}{}", d.subscribers, self.who, if d.subscribers == 1 { "" } else { "s" })
+    }
+
     fn of(d: &respbench_core::delivery::Delivery) -> DeliveryWords {
         if d.queue {
             DeliveryWords { who: "waiting connection", sent: "pushed", got: "taken", each: "waiter" }
@@ -270,7 +275,6 @@ impl DeliveryWords {
 pub fn write_delivery(d: &respbench_core::delivery::Delivery, out: &mut impl Write) -> io::Result<()> {
     let r = &d.received;
     let w = DeliveryWords::of(d);
-    let plural = if d.subscribers == 1 { "" } else { "s" };
     // Pub/sub's replies count the receivers (a queue's push has no such count).
     let receivers = if d.queue {
         String::new()
@@ -280,9 +284,8 @@ pub fn write_delivery(d: &respbench_core::delivery::Delivery, out: &mut impl Wri
     let missed = if d.queue { String::new() } else { format!("; {} missed some", d.subscribers_missing) };
     writeln!(
         out,
-        "  delivery: {} {}{plural}: {} {}, {} {}{receivers}, {} missing, {} duplicated, {} out of order",
-        d.subscribers,
-        w.who,
+        "  delivery: {}: {} {}, {} {}{receivers}, {} missing, {} duplicated, {} out of order",
+        w.count(d),
         d.published,
         w.sent,
         r.delivered,
@@ -320,11 +323,16 @@ pub fn write_delivery_quiet(t: &TestResult, out: &mut impl Write) -> io::Result<
     let Some(d) = &t.stats.delivery else { return Ok(()) };
     let w = DeliveryWords::of(d);
     let r = &d.received;
-    let plural = if d.subscribers == 1 { "" } else { "s" };
     write!(
         out,
-        "{}: delivery to {} {}{plural}: {} {}, {} {}, {} missing",
-        t.name, d.subscribers, w.who, d.published, w.sent, r.delivered, w.got, d.missing
+        "{}: delivery to {}: {} {}, {} {}, {} missing",
+        t.name,
+        w.count(d),
+        d.published,
+        w.sent,
+        r.delivered,
+        w.got,
+        d.missing
     )?;
     if r.latency.is_empty() {
         return writeln!(out);
@@ -348,8 +356,8 @@ pub fn write_delivery_csv(t: &TestResult, out: &mut impl Write) -> io::Result<()
     };
     writeln!(
         out,
-        "\"delivery\",\"{}\",\"{}\",\"{}\",\"{}\",\"{}\",\"{}\",\"{}\",{latency}",
-        t.name.replace('"', "\"\""),
+        "\"delivery\",{},\"{}\",\"{}\",\"{}\",\"{}\",\"{}\",\"{}\",{latency}",
+        quoted(&t.name),
         d.subscribers,
         d.published,
         r.delivered,
@@ -710,17 +718,22 @@ pub fn write_csv_row(
     writeln!(out, ",\"{}\",\"{}\",\"{}\",\"{side}\"", s.error_replies() + s.lost, s.abandoned, s.unsent)
 }
 
+/// A CSV field: `s` in quotes, a `"` in it doubled.
+pub(crate) fn quoted(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
 /// A test's first eight CSV columns, redis-benchmark's: its title (quoted, a `"` doubled), its
 /// rate and latency summary; empty figures when no request succeeded (the errors column says
 /// why).
 fn csv_figures(title: &str, s: &Stats) -> String {
-    let title = title.replace('"', "\"\"");
+    let title = quoted(title);
     if none_succeeded(s) {
-        return format!("\"{title}\",\"\",\"\",\"\",\"\",\"\",\"\",\"\"");
+        return format!("{title},\"\",\"\",\"\",\"\",\"\",\"\",\"\"");
     }
     let sum = Summary::of(&s.latency);
     format!(
-        "\"{title}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\"",
+        "{title},\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\"",
         finite(s.rps()),
         sum.avg,
         sum.min,
@@ -1260,13 +1273,13 @@ pub fn write_ramp(e: &TestResult, verbose: bool, out: &mut impl Write) -> io::Re
 /// its bottleneck. Nothing without a ramp.
 pub fn write_ramp_csv(e: &TestResult, out: &mut impl Write) -> io::Result<()> {
     let Some(r) = &e.ramp else { return Ok(()) };
-    let title = e.name.replace('"', "\"\"");
+    let title = quoted(&e.name);
     for (k, s) in r.steps.iter().enumerate() {
         let target = s.target_rps.map(|t| t.to_string()).unwrap_or_default();
         let side = s.verdict.as_ref().map_or("unknown", |v| v.side.name());
         writeln!(
             out,
-            "\"ramp\",\"{title}\",\"{}\",\"{}\",\"{target}\",\"{:.3}\",\"{:.3}\",\"{}\",\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{side}\"",
+            "\"ramp\",{title},\"{}\",\"{}\",\"{target}\",\"{:.3}\",\"{:.3}\",\"{}\",\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{side}\"",
             k + 1,
             s.clients,
             s.start_s,
