@@ -42,6 +42,10 @@ fn refused_as_unmeasurable(out: &respbench_tests::Output, objective: &str) -> bo
     refused
 }
 
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
 fn debug_server() -> RedisServer {
     RedisServer::start_with(&[("enable-debug-command", "yes")])
 }
@@ -119,16 +123,28 @@ fn a_search_brackets_the_answer(tool: Tool) {
     // mean execution time over the search (the sleep as this machine's scheduler gave it: not
     // 1 ms). Its target may lie above it by the 2% a step may fall short of its target by.
     // (Measured: 875 rps, 96% of 910-916/s, 3 of 3 at a load average of 3-4.)
+    // When the answer's confirmation failed (beside two hogs and the suite: 750 passed at 745/s,
+    // then its confirm got 705 of 750 from the server, and the answer fell back to 500, "not
+    // confirmed"), the capacity the search measured is its highest passing step, which the
+    // answer is not above.
     let usec = server.usec_per_call("debug").unwrap();
     let own = 1e6 / usec;
-    let share = steps[at]["achieved_rps"].as_f64().unwrap() / own;
-    let target = answer["rps"].as_f64().unwrap() / own;
+    let best = steps.iter().filter(|s| s["passed"] == true).max_by_key(|s| s["target_rps"].as_u64()).unwrap();
+    let share = f(&best["achieved_rps"]) / own;
+    let target = f(&best["target_rps"]) / own;
     eprintln!(
-        "answer {} rps: achieved {:.0}% of the server's own capacity, {own:.0}/s (usec_per_call {usec})",
+        "answer {} rps (confirmed {}), the best passing step achieved {:.0}% of the server's own capacity, {own:.0}/s (usec_per_call {usec})",
         answer["rps"],
+        answer["confirmed"],
         share * 100.0
     );
     assert!((0.7..=1.0).contains(&share) && target <= 1.02, "{:.0}% of {own:.0}/s: {c}", share * 100.0);
+    assert!(answer["rps"].as_u64() <= best["target_rps"].as_u64(), "{c}");
+    if answer["confirmed"] == true {
+        assert_eq!(best["target_rps"], answer["rps"], "{c}");
+    } else {
+        assert!(c["line"].as_str().unwrap().contains("not confirmed"), "{c}");
+    }
     // The JSON's tests are the steps, each tagged with its rate.
     assert_eq!(doc["tests"].as_array().unwrap().len(), steps.len());
     let rps = answer["rps"].as_u64().unwrap();
