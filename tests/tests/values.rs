@@ -7,7 +7,9 @@
 
 use std::time::Duration;
 
-use respbench_tests::{json_path, on_every_backend, respbench_on, take_document, RedisServer, Tool};
+use respbench_tests::{
+    json_path, on_every_backend, respbench, respbench_on, take_document, RedisServer, Tool,
+};
 
 const T: Duration = Duration::from_secs(120);
 
@@ -129,4 +131,44 @@ fn uring_single_shot_counts_every_size_exactly() {
     let tool =
         Tool { env: vec![("RESPBENCH_URING_SINGLE_SHOT".into(), "1".into())], ..respbench_on("uring") };
     every_value_size_is_counted_exactly(tool);
+}
+
+/// bench/values' floor client (`bench/floor`, the least a client that moves the bytes can cost)
+/// does the work it is measured for: the server runs exactly the requests it was asked for, its
+/// SETs store values of the size asked, and its GETs, whose bodies it drops unread, all end.
+#[test]
+fn the_floor_client_moves_exactly_its_requests() {
+    let floor = respbench().path.with_file_name("respbench-floor");
+    assert!(
+        floor.is_file(),
+        "{} does not exist: build it first: cargo build --workspace --bins",
+        floor.display()
+    );
+    let floor = Tool { path: floor, ..respbench() };
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    for (d, n) in [(16u64, 3000u64), (100 * 1024 + 7, 300), (1 << 20, 30)] {
+        for test in ["set", "get"] {
+            let before = server.command_calls(test);
+            let (ds, ns) = (d.to_string(), n.to_string());
+            let out = floor.run(&["-p", &port, "-c", "5", "-r", "10", "-t", test, "-d", &ds, "-n", &ns], T);
+            assert!(out.status.success() && out.stderr.is_empty(), "{}", out.dump());
+            let rps = &out.stdout;
+            assert!(
+                rps.starts_with("\"test\",\"rps\"\n")
+                    && rps.contains(&format!("\"{}\",", test.to_uppercase())),
+                "{rps}"
+            );
+            assert_eq!(server.command_calls(test) - before, n, "{test} -d {d}");
+        }
+        for k in 0..10 {
+            assert_eq!(server.cli(&["STRLEN", &format!("key:{k:012}")]), d.to_string(), "-d {d}");
+        }
+    }
+    // An error reply ends the run with a message, not a hang.
+    server.cli(&["DEL", "key:000000000000"]);
+    server.cli(&["LPUSH", "key:000000000000", "x"]);
+    let out = floor.run(&["-p", &port, "-c", "1", "-r", "1", "-t", "get", "-n", "10"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("WRONGTYPE"), "{}", out.dump());
 }
