@@ -461,7 +461,7 @@ impl<'a> Loop<'a> {
                 } else {
                     slot.connected = true;
                     link.connected(n, tally);
-                    self.io.arm(i, 0);
+                    self.io.arm(i, 0, self.io.bufs.size());
                 }
             }
             RECV => {
@@ -601,7 +601,8 @@ impl Io<'_> {
             if slot.connected && !slot.receiving {
                 let (link, n, _) = table.link(i);
                 let discard = if slot.single || !self.uring.multishot { link.discardable(n) } else { 0 };
-                self.arm(i, discard);
+                let len = link.read_size(n, self.bufs.size());
+                self.arm(i, discard, len);
             }
         }
         arm.clear();
@@ -673,8 +674,9 @@ impl Io<'_> {
 
     /// Arms slot `i`'s receive: one for the socket's life where the kernel has multishot and
     /// the socket is not single-shot; with `discard` > 0, a receive that drops that many bytes
-    /// in the kernel (`MSG_TRUNC`, no buffer).
-    fn arm(&mut self, i: usize, discard: usize) {
+    /// in the kernel (`MSG_TRUNC`, no buffer); a single-shot receive asks for `len` bytes of a
+    /// ring buffer ([`Link::read_size`]: less than a whole one while replies end in discards).
+    fn arm(&mut self, i: usize, discard: usize, len: usize) {
         let slot = &mut self.slots[i];
         let Some(fd) = slot.fd.as_ref() else { return };
         slot.receiving = true;
@@ -690,7 +692,7 @@ impl Io<'_> {
         let e = if self.uring.multishot && !slot.single {
             opcode::RecvMulti::new(fd, setup::BGID).build()
         } else {
-            opcode::Recv::new(fd, std::ptr::null_mut(), self.bufs.size() as u32)
+            opcode::Recv::new(fd, std::ptr::null_mut(), len.min(self.bufs.size()) as u32)
                 .buf_group(setup::BGID)
                 .build()
                 .flags(squeue::Flags::BUFFER_SELECT)

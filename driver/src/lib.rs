@@ -613,8 +613,8 @@ impl Link {
                 Discarded::More => continue,
                 Discarded::Empty => return,
             }
+            let len = self.read_size(node, buf.len());
             let s = &mut self.sockets[node];
-            let len = if s.discarding { DISCARDING_READ.min(buf.len()) } else { buf.len() };
             let buf = &mut buf[..len];
             let result = s.layer.read(sock, buf, hangup);
             if !s.up && !s.layer.is_handshaking() && !self.client.is_closed(node) {
@@ -679,6 +679,18 @@ impl Link {
         }
         self.client.handle_input(node, bytes, tally.now(), &mut tally.stats);
         while let Discarded::More = self.discard(node, sock, false, tally) {}
+    }
+
+    /// How much of a `max`-byte buffer node `node`'s next read should ask for: all of it, but
+    /// [`DISCARDING_READ`] while its replies end in discards (a reply's header and the start of
+    /// its body, not most of a body that is then dropped). A completion-based backend asks it
+    /// when it queues a receive into a buffer of its own.
+    pub fn read_size(&self, node: usize, max: usize) -> usize {
+        if self.sockets[node].discarding {
+            DISCARDING_READ.min(max)
+        } else {
+            max
+        }
     }
 
     /// How many of node `node`'s next bytes the backend may drop unread: a bulk body that
