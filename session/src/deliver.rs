@@ -1,9 +1,12 @@
 //! A delivery test's subscribers (`-t pubsub`, issue #42): connections beside the test's
-//! clients that count toward no budget, each on a thread of its own (a blocking read, so a
-//! message is timed when it arrives, not when a loop comes round), each a core
-//! [`Subscriber`] fed what it reads with the run's clock. They are subscribed before the
-//! publishers start, and read after the test ends until every message published has come or the
-//! drain grace passes; [`Subscribers::finish`] summarises them into a [`Delivery`].
+//! clients that count toward no budget, on threads of their own that do nothing else (a
+//! message is timed when it arrives, not when an event loop comes round), each a core
+//! [`Subscriber`] fed what it reads with the run's clock. A thread serves up to [`GROUP`]
+//! subscribers, waiting on their sockets with `poll(2)` and reading each ready one until it
+//! would block; a list's or a stream's waiter (`-t blpop`, `xreadgroup`) is a thread of its own,
+//! since its reads are blocking commands. They are subscribed before the publishers start, and
+//! read after the test ends until every message published has come or the drain grace passes;
+//! [`Subscribers::finish`] summarises them into a [`Delivery`].
 
 use std::io::{ErrorKind, Read};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,19 +17,24 @@ use std::time::{Duration, Instant};
 use respbench_core::delivery::{Delivery, Received, Subscriber, Waits};
 use respbench_core::{Stats, Time};
 
-use crate::server::{Conn, Server};
+use crate::server::{Conn, Polled, Server};
 use crate::Error;
 
-/// How long a read waits before the thread looks whether it should stop.
+/// How long a wait lasts before the thread looks whether it should stop.
 const NAP: Duration = Duration::from_millis(20);
+
+/// The most subscribers one thread serves.
+pub const GROUP: usize = 128;
 
 /// What one subscriber received, and why it ended early.
 type Got = (Received, Option<String>);
 
-/// One subscriber's thread and what it shares.
+/// What a thread gives back: its subscribers' [`Got`]s in order, and its CPU (user, system
+/// seconds).
+type Gave = (Vec<Got>, (f64, f64));
+
+/// What a subscriber shares with the test while it runs.
 struct Sub {
-    /// What it received, why it ended early, and its thread's CPU (user, system seconds).
-    thread: JoinHandle<(Got, (f64, f64))>,
     /// Distinct messages received so far.
     distinct: Arc<AtomicU64>,
     /// Whether its connection ended.
@@ -36,6 +44,8 @@ struct Sub {
 /// A test's subscribers, running.
 pub(crate) struct Subscribers {
     subs: Vec<Sub>,
+    /// The threads; their subscribers, in turn, are `subs`.
+    threads: Vec<JoinHandle<Gave>>,
     stop: Arc<AtomicBool>,
     sigfig: u8,
     /// A list's waiters (`-t blpop`): their one tracker, each element going to one of them.
@@ -60,8 +70,9 @@ const BLPOP_TIMEOUT: &[u8] = b"0.1";
 
 impl Subscribers {
     /// Opens `n` connections to `server`, each `HELLO 3` first with `resp3`, and subscribes each
-    /// to `channel`, waiting for the confirmation; then reads on a thread each, timing on the
-    /// clock of `epoch`. A refused subscription is the run's error.
+    /// to `channel`, waiting for the confirmation; then reads them, up to [`GROUP`] a thread,
+    /// timing on the clock of `epoch` (a list's or a stream's waiters: a thread each). A refused
+    /// subscription is the run's error.
     pub(crate) fn start(
         server: &Server,
         waiting: Waiting<'_>,
@@ -95,62 +106,55 @@ impl Subscribers {
             Waits::Messages => None,
             _ => Some(Arc::new(Mutex::new(Subscriber::new(kind, sigfig).map_err(fail)?))),
         };
-        for i in 0..n {
-            let shared = shared.clone();
-            // What a waiter sends again and again.
-            let ask: Vec<Vec<u8>> = match group {
-                None => vec![b"BLPOP".to_vec(), channel.to_vec(), BLPOP_TIMEOUT.to_vec()],
-                Some(g) => [
-                    b"XREADGROUP".as_slice(),
-                    b"GROUP",
-                    g,
-                    format!("consumer-{i}").as_bytes(),
-                    b"COUNT",
-                    b"100",
-                    b"BLOCK",
-                    b"100",
-                    b"NOACK",
-                    b"STREAMS",
-                    channel,
-                    b">",
-                ]
-                .iter()
-                .map(|a| a.to_vec())
-                .collect(),
-            };
-            let distinct = Arc::new(AtomicU64::new(0));
-            let ended = Arc::new(AtomicBool::new(false));
-            let (d, e, s) = (Arc::clone(&distinct), Arc::clone(&ended), Arc::clone(&stop));
-            let (server, channel, tx) = (server.clone(), channel.to_vec(), tx.clone());
-            let thread = std::thread::Builder::new()
-                .name(format!("subscriber-{i}"))
-                .spawn(move || {
-                    let got = (|| {
-                        if let Some(shared) = shared {
-                            return wait_list(&server, &ask, resp3, sigfig, epoch, &shared, &tx, &d, &e, &s);
-                        }
-                        let subscribed = subscribe(&server, &channel, shard, many, resp3, sigfig);
-                        let (reader, core) = match subscribed {
-                            Ok(r) => {
-                                let _ = tx.send(Ok(()));
-                                r
-                            }
-                            Err(why) => {
-                                let _ = tx.send(Err(why.clone()));
-                                e.store(true, Ordering::Relaxed);
-                                let received = Received::new(sigfig).unwrap_or_else(|_| unreachable!());
-                                return (received, Some(why));
-                            }
-                        };
-                        read(reader, core, epoch, &d, &e, &s)
-                    })();
-                    (got, thread_cpu())
-                })
-                .map_err(|e| fail(e.to_string()))?;
-            subs.push(Sub { thread, distinct, ended });
+        let mut threads = Vec::new();
+        let sub = || Sub { distinct: Arc::new(AtomicU64::new(0)), ended: Arc::new(AtomicBool::new(false)) };
+        if let Some(shared) = &shared {
+            // Waiters: a thread each, its reads blocking commands.
+            for i in 0..n {
+                let one = sub();
+                let ask = waiter_command(channel, group, i);
+                let (d, e, st) = (Arc::clone(&one.distinct), Arc::clone(&one.ended), Arc::clone(&stop));
+                let (server, shared, tx) = (server.clone(), Arc::clone(shared), tx.clone());
+                let thread = std::thread::Builder::new()
+                    .name(format!("waiter-{i}"))
+                    .spawn(move || {
+                        let got = wait_list(&server, &ask, resp3, sigfig, epoch, &shared, &tx, &d, &e, &st);
+                        (vec![got], thread_cpu())
+                    })
+                    .map_err(|e| fail(e.to_string()))?;
+                subs.push(one);
+                threads.push(thread);
+            }
+        } else {
+            // Subscribers: up to GROUP a thread, each subscribed in turn, then read together.
+            for first in (0..n).step_by(GROUP) {
+                let members: Vec<Sub> = (first..n.min(first + GROUP)).map(|_| sub()).collect();
+                let shares: Vec<(Arc<AtomicU64>, Arc<AtomicBool>)> =
+                    members.iter().map(|m| (Arc::clone(&m.distinct), Arc::clone(&m.ended))).collect();
+                let (server, channel, tx, st) =
+                    (server.clone(), channel.to_vec(), tx.clone(), Arc::clone(&stop));
+                let thread = std::thread::Builder::new()
+                    .name(format!("subscribers-{first}"))
+                    .spawn(move || {
+                        let mut group: Vec<Member> = shares
+                            .into_iter()
+                            .map(|(distinct, ended)| {
+                                let subscribed = subscribe(&server, &channel, shard, many, resp3, sigfig);
+                                let _ = tx.send(subscribed.as_ref().map(|_| ()).map_err(Clone::clone));
+                                Member::new(subscribed, sigfig, distinct, ended)
+                            })
+                            .collect();
+                        read_group(&mut group, epoch, &st);
+                        let got = group.into_iter().map(|m| (m.core.received, m.failure)).collect();
+                        (got, thread_cpu())
+                    })
+                    .map_err(|e| fail(e.to_string()))?;
+                subs.extend(members);
+                threads.push(thread);
+            }
         }
         drop(tx);
-        let subscribers = Subscribers { subs, stop, sigfig, shared };
+        let subscribers = Subscribers { subs, threads, stop, sigfig, shared };
         for _ in 0..n {
             match rx.recv() {
                 Ok(Ok(())) => {}
@@ -187,11 +191,11 @@ impl Subscribers {
         self.stop.store(true, Ordering::Relaxed);
         let mut got = Vec::with_capacity(self.subs.len());
         let mut cpu = (0.0, 0.0);
-        for s in self.subs {
+        for t in self.threads {
             let (g, (user, sys)) =
-                s.thread.join().map_err(|_| Error::Tests("a subscriber's thread panicked".into()))?;
+                t.join().map_err(|_| Error::Tests("a subscriber's thread panicked".into()))?;
             cpu = (cpu.0 + user, cpu.1 + sys);
-            got.push(g);
+            got.extend(g);
         }
         let d = match self.shared {
             Some(sh) => {
@@ -222,7 +226,7 @@ fn subscribe(
     many: u64,
     resp3: bool,
     sigfig: u8,
-) -> Result<(Box<dyn Read>, Subscriber), String> {
+) -> Result<(Polled, Subscriber), String> {
     let mut c = Conn::authenticated(server).map_err(|e| e.message)?;
     if resp3 {
         let v = c.command(&[b"HELLO".as_slice(), b"3"]).map_err(|e| e.message)?;
@@ -246,8 +250,8 @@ fn subscribe(
             return Err(format!("SUBSCRIBE: not confirmed: {v:?}"));
         }
     }
-    c.set_timeout(NAP);
-    Ok((c.into_reader(), core))
+    let polled = c.into_polled().map_err(|e| format!("making the connection non-blocking: {e}"))?;
+    Ok((polled, core))
 }
 
 /// Makes the consumer group `group` of stream `key` (and the stream), or, when it exists,
@@ -331,39 +335,143 @@ fn wait_list(
     (mine, failure)
 }
 
-/// A subscriber's thread: reads until told to stop or its connection ends.
-fn read(
-    mut reader: Box<dyn Read>,
-    mut core: Subscriber,
-    epoch: Instant,
-    distinct: &AtomicU64,
-    ended: &AtomicBool,
-    stop: &AtomicBool,
-) -> (Received, Option<String>) {
-    let mut buf = vec![0u8; 64 * 1024];
-    let failure = loop {
-        if stop.load(Ordering::Relaxed) {
-            break None;
-        }
-        match reader.read(&mut buf) {
-            Ok(0) => break Some("the server closed the connection".to_string()),
-            Ok(n) => {
-                let now = Time::since(epoch, Instant::now());
-                if let Err(e) = core.handle_input(&buf[..n], now) {
-                    break Some(e.to_string());
-                }
-                distinct.store(core.received.distinct(), Ordering::Relaxed);
+/// The command a list's or a stream's waiter `i` sends again and again: `BLPOP key timeout`,
+/// or with `group` `XREADGROUP GROUP group consumer-i … STREAMS key >`.
+fn waiter_command(key: &[u8], group: Option<&[u8]>, i: usize) -> Vec<Vec<u8>> {
+    match group {
+        None => vec![b"BLPOP".to_vec(), key.to_vec(), BLPOP_TIMEOUT.to_vec()],
+        Some(g) => [
+            b"XREADGROUP".as_slice(),
+            b"GROUP",
+            g,
+            format!("consumer-{i}").as_bytes(),
+            b"COUNT",
+            b"100",
+            b"BLOCK",
+            b"100",
+            b"NOACK",
+            b"STREAMS",
+            key,
+            b">",
+        ]
+        .iter()
+        .map(|a| a.to_vec())
+        .collect(),
+    }
+}
+
+/// One subscriber of a thread's group: its connection while it lasts, its core, why it ended.
+struct Member {
+    polled: Option<Polled>,
+    core: Subscriber,
+    failure: Option<String>,
+    distinct: Arc<AtomicU64>,
+    ended: Arc<AtomicBool>,
+}
+
+impl Member {
+    /// A subscriber from its subscription's outcome: a failed one has ended, having received
+    /// nothing.
+    fn new(
+        subscribed: Result<(Polled, Subscriber), String>,
+        sigfig: u8,
+        distinct: Arc<AtomicU64>,
+        ended: Arc<AtomicBool>,
+    ) -> Member {
+        match subscribed {
+            Ok((polled, core)) => Member { polled: Some(polled), core, failure: None, distinct, ended },
+            Err(why) => {
+                ended.store(true, Ordering::Relaxed);
+                // The test's sigfig made a subscriber before; it cannot fail here.
+                let core = Subscriber::new(Waits::Messages, sigfig).unwrap_or_else(|_| unreachable!());
+                Member { polled: None, core, failure: Some(why), distinct, ended }
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
-            Err(e) => break Some(e.to_string()),
         }
-    };
-    ended.store(true, Ordering::Relaxed);
-    (core.received, failure)
+    }
+
+    /// Feeds what arrived at `now` to the core; false (and the member ended) on a protocol error.
+    fn feed(&mut self, bytes: &[u8], now: Time) -> bool {
+        if let Err(e) = self.core.handle_input(bytes, now) {
+            return self.end(e.to_string());
+        }
+        self.distinct.store(self.core.received.distinct(), Ordering::Relaxed);
+        true
+    }
+
+    /// Reads what the socket has until it would block, each read timed when it returns; false
+    /// once the connection has ended.
+    fn drain(&mut self, buf: &mut [u8], epoch: Instant) -> bool {
+        loop {
+            let Some(p) = self.polled.as_mut() else { return false };
+            match p.read(buf) {
+                Ok(0) => return self.end("the server closed the connection".to_string()),
+                Ok(n) => {
+                    let now = Time::since(epoch, Instant::now());
+                    if !self.feed(&buf[..n], now) {
+                        return false;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return self.end(e.to_string()),
+            }
+        }
+    }
+
+    /// The connection ended, for `why`: closed, and the test told.
+    fn end(&mut self, why: String) -> bool {
+        self.failure.get_or_insert(why);
+        self.polled = None;
+        self.ended.store(true, Ordering::Relaxed);
+        false
+    }
+}
+
+/// A group's thread after its subscriptions: waits on every live socket with `poll(2)` and
+/// reads each ready one until it would block, until told to stop or every connection ended.
+fn read_group(group: &mut [Member], epoch: Instant, stop: &AtomicBool) {
+    let mut buf = vec![0u8; 64 * 1024];
+    // What came with the confirmations, before the sockets were handed over.
+    for m in group.iter_mut() {
+        if let Some(pending) = m.polled.as_mut().map(|p| std::mem::take(&mut p.pending)) {
+            if !pending.is_empty() {
+                let now = Time::since(epoch, Instant::now());
+                m.feed(&pending, now);
+            }
+        }
+    }
+    // A negative descriptor is one poll(2) passes over: an ended member's.
+    let mut fds: Vec<libc::pollfd> = group
+        .iter()
+        .map(|m| libc::pollfd {
+            fd: m.polled.as_ref().map_or(-1, Polled::fd),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let nap = i32::try_from(NAP.as_millis()).unwrap_or(i32::MAX);
+    while !stop.load(Ordering::Relaxed) && fds.iter().any(|f| f.fd >= 0) {
+        // SAFETY: `fds` is a live array of its length.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, nap) };
+        if ready < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == ErrorKind::Interrupted {
+                continue;
+            }
+            for m in group.iter_mut() {
+                m.end(format!("waiting on the subscribers' sockets: {e}"));
+            }
+            break;
+        }
+        for (f, m) in fds.iter_mut().zip(group.iter_mut()) {
+            if f.fd >= 0 && f.revents != 0 && !m.drain(&mut buf, epoch) {
+                f.fd = -1;
+            }
+        }
+    }
+    for m in group.iter() {
+        m.ended.store(true, Ordering::Relaxed);
+    }
 }
 
 /// The calling thread's CPU so far: user and system seconds (Linux; none elsewhere).

@@ -118,6 +118,32 @@ enum Raw {
     Unix(UnixStream),
 }
 
+/// A connection made non-blocking for a loop over many ([`Conn::into_polled`]).
+pub(crate) struct Polled {
+    /// What the server sent before, not yet read.
+    pub(crate) pending: Vec<u8>,
+    reader: Box<dyn Stream>,
+    /// The socket under any TLS, kept open for its descriptor.
+    raw: Raw,
+}
+
+impl Polled {
+    /// The socket's descriptor, to wait on.
+    pub(crate) fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        match &self.raw {
+            Raw::Tcp(s) => s.as_raw_fd(),
+            Raw::Unix(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+impl Read for Polled {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reader.read(buf)
+    }
+}
+
 trait Stream: Read + Write {}
 impl<T: Read + Write> Stream for T {}
 
@@ -260,6 +286,17 @@ impl Conn {
     /// first: `MONITOR`'s stream, for `respbench capture`.
     pub fn into_reader(self) -> Box<dyn Read> {
         Box::new(io::Cursor::new(self.buf).chain(self.s))
+    }
+
+    /// The connection as a non-blocking reader for a loop that waits on many with `poll(2)`:
+    /// what the server sent already, a reader of the rest (over TLS, of its plaintext), and the
+    /// socket, whose descriptor the loop waits on ([`Polled::fd`]).
+    pub(crate) fn into_polled(self) -> io::Result<Polled> {
+        match &self.raw {
+            Raw::Tcp(s) => s.set_nonblocking(true)?,
+            Raw::Unix(s) => s.set_nonblocking(true)?,
+        }
+        Ok(Polled { pending: self.buf, reader: self.s, raw: self.raw })
     }
 
     /// Sends one command and reads its reply (an error reply is a reply, not an `Err`).

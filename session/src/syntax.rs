@@ -215,8 +215,12 @@ pub fn rates(list: &str) -> Result<Vec<u64>, OptionError> {
         .collect()
 }
 
-/// The most subscribers a delivery test opens (each is a thread of its own).
-pub const MAX_SUBSCRIBERS: usize = 1000;
+/// The most subscribers `-t pubsub` opens (a thread waits on up to 128 of them with `poll(2)`).
+pub const MAX_SUBSCRIBERS: usize = 10_000;
+
+/// The most waiters `-t blpop` or `xreadgroup` opens (each a thread of its own: its reads are
+/// blocking commands).
+pub const MAX_WAITERS: usize = 1000;
 
 /// `--subscribers 10` or a list (`1,10,100`): a delivery test's subscribers, a step each;
 /// refused unless `-t` (`tests`) selects one (pubsub, blpop, xreadgroup).
@@ -224,10 +228,19 @@ pub fn subscribers(list: &str, tests: Option<&str>) -> Result<Vec<usize>, Option
     if tests.and_then(respbench_core::suite::delivery_test).is_none() {
         return Err(bad("--subscribers", list, "it is for a delivery test: -t pubsub, blpop or xreadgroup"));
     }
+    let waiters = tests
+        .unwrap_or_default()
+        .split(',')
+        .any(|t| ["blpop", "xreadgroup"].iter().any(|w| t.trim().eq_ignore_ascii_case(w)));
+    let (max, why) = if waiters {
+        (MAX_WAITERS, "each count must be 1 to 1000 for -t blpop and xreadgroup, as in 10 or 1,10,100")
+    } else {
+        (MAX_SUBSCRIBERS, "each count must be 1 to 10000, as in 10 or 1,10,100")
+    };
     list.split(',')
         .map(|r| match r.trim().parse::<usize>() {
-            Ok(n) if (1..=MAX_SUBSCRIBERS).contains(&n) => Ok(n),
-            _ => Err(bad("--subscribers", list, "each count must be 1 to 1000, as in 10 or 1,10,100")),
+            Ok(n) if (1..=max).contains(&n) => Ok(n),
+            _ => Err(bad("--subscribers", list, why)),
         })
         .collect()
 }

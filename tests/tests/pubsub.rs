@@ -103,6 +103,33 @@ fn ten_subscribers_get_every_message_as_the_server_counts() {
     assert_eq!(seen, (10, 1), "PUBSUB NUMSUB and INFO stats pubsub_channels during the run");
 }
 
+/// More subscribers than one thread waits on (128), and than the 1,000 threads the first
+/// version had: every one subscribed while the publisher ran (the server's `PUBSUB NUMSUB`),
+/// and every message delivered to each, as the PUBLISH replies count.
+#[test]
+fn fifteen_hundred_subscribers_on_a_dozen_threads_get_every_message() {
+    let server = RedisServer::start();
+    let done = AtomicBool::new(false);
+    let numsub = std::thread::scope(|s| {
+        let watch = s.spawn(|| {
+            let mut most = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                let numsub = server.cli(&["PUBSUB", "NUMSUB", "respbench:channel"]);
+                most = most.max(numsub.lines().nth(1).and_then(|l| l.trim().parse().ok()).unwrap_or(0));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            most
+        });
+        let (out, t) = run(&server, &["-c", "1", "--subscribers", "1500", "-n", "100", "--rps", "100"]);
+        done.store(true, Ordering::Relaxed);
+        assert!(out.status.success() && out.stderr.is_empty(), "{}", out.dump());
+        assert_eq!(server.command_calls("publish"), 100);
+        all_delivered(&t["delivery"], 1500, 100);
+        watch.join().unwrap()
+    });
+    assert_eq!(numsub, 1500, "PUBSUB NUMSUB during the run");
+}
+
 #[test]
 fn resp3_subscribers_parse_push_messages() {
     let server = RedisServer::start();
@@ -159,10 +186,20 @@ fn bad_subscriber_counts_are_refused_before_connecting() {
     let out =
         respbench_tests::respbench().run(&["-p", "1", "-t", "pubsub", "--cluster", "--channels", "3"], T);
     assert!(out.status.code() == Some(1) && out.stderr.contains("--channels"), "{}", out.dump());
-    for v in ["0", "x", "1001", "1,,2"] {
+    for v in ["0", "x", "10001", "1,,2"] {
         let out = respbench_tests::respbench().run(&["-p", "1", "-t", "pubsub", "--subscribers", v], T);
         assert_eq!(out.status.code(), Some(1), "{v}: {}", out.dump());
-        assert!(out.stderr.contains("--subscribers"), "{v}: {}", out.dump());
+        assert!(
+            out.stderr.contains("--subscribers") && out.stderr.contains("1 to 10000"),
+            "{v}: {}",
+            out.dump()
+        );
+    }
+    // A waiter is a thread of its own: at most 1,000 of them, with a pubsub test beside or not.
+    for t in ["blpop", "xreadgroup", "pubsub,blpop"] {
+        let out = respbench_tests::respbench().run(&["-p", "1", "-t", t, "--subscribers", "1001"], T);
+        assert_eq!(out.status.code(), Some(1), "{t}: {}", out.dump());
+        assert!(out.stderr.contains("1 to 1000 for -t blpop and xreadgroup"), "{t}: {}", out.dump());
     }
     // Without a delivery test, --subscribers would do nothing: refused.
     let out = respbench_tests::respbench().run(&["-p", "1", "-t", "get", "--subscribers", "3"], T);

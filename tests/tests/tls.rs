@@ -81,6 +81,7 @@ tls_tests!(
         ip_addresses_match_or_are_refused,
         no_ip_address_to_match_is_noted,
         insecure_checks_no_name,
+        pubsub_subscribers_over_tls,
     ],
 );
 
@@ -162,6 +163,22 @@ fn cacert(tool: Tool) {
     let ca = s(&server.certs().ca);
     let out = tool.run(&tls_args(&server, &[&["--cacert", &ca][..], &SET_GET_2000].concat()), T);
     set_get_2000(&server, &out, "--cacert");
+}
+
+/// `-t pubsub`'s subscribers over TLS: each group's thread reads its sockets non-blocking,
+/// the records decrypted as they come (two groups of them here), and every message arrives.
+fn pubsub_subscribers_over_tls(tool: Tool) {
+    let server = tls_server(ServerCert::Good, false);
+    let ca = s(&server.certs().ca);
+    let extra = ["--cacert", &ca, "-t", "pubsub", "-c", "1", "--subscribers", "200", "-n", "500", "-q"];
+    let out = tool.run(&tls_args(&server, &extra), T);
+    ok(&out, "pubsub over TLS");
+    assert_eq!(server.command_calls("publish"), 500);
+    assert!(
+        out.stdout.contains("delivery to 200 subscribers: 500 published, 100000 delivered, 0 missing"),
+        "{}",
+        out.dump()
+    );
 }
 
 /// `--tls-auth-clients yes`: the client presents `--cert`/`--key`.
