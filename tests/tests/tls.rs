@@ -170,7 +170,22 @@ fn cacert(tool: Tool) {
 fn pubsub_subscribers_over_tls(tool: Tool) {
     let server = tls_server(ServerCert::Good, false);
     let ca = s(&server.certs().ca);
-    let extra = ["--cacert", &ca, "-t", "pubsub", "-c", "1", "--subscribers", "200", "-n", "500", "-q"];
+    // The drain grace ends as soon as every message has come; a loaded machine may need it.
+    let extra = [
+        "--cacert",
+        &ca,
+        "-t",
+        "pubsub",
+        "-c",
+        "1",
+        "--subscribers",
+        "200",
+        "-n",
+        "500",
+        "--drain-grace",
+        "60s",
+        "-q",
+    ];
     let out = tool.run(&tls_args(&server, &extra), T);
     ok(&out, "pubsub over TLS");
     assert_eq!(server.command_calls("publish"), 500);
