@@ -79,7 +79,17 @@ fn a_search_brackets_the_answer(tool: Tool) {
     let mut args = vec!["-p", &port, "--json", json.to_str().unwrap()];
     args.extend(SEARCH);
     args.extend(["DEBUG", "SLEEP", "0.001"]);
-    let out = tool.run(&args, T);
+    let mut out = tool.run(&args, T);
+    // A search whose every passing step had a failing one at or below it, where the machine
+    // (not the server) limited the lowest, says so and exits 1: it measured this machine. CI saw
+    // it once under the full suite (500 passed, then its confirm got 476 of 500, the loops
+    // waiting 22% of the time for a CPU). Searched once more, then it must find its answer.
+    let machine = "the lowest step was limited by the machine, not the server";
+    if out.status.code() == Some(1) && out.stdout.contains(machine) {
+        eprintln!("the first search was limited by this machine, searching again: {}", out.stdout);
+        let _ = std::fs::remove_file(&json);
+        out = tool.run(&args, T);
+    }
     if refused_as_unmeasurable(&out, "p99<=250ms") {
         return;
     }
