@@ -228,10 +228,12 @@ pub fn subscribers(list: &str, tests: Option<&str>) -> Result<Vec<usize>, Option
     if tests.and_then(respbench_core::suite::delivery_test).is_none() {
         return Err(bad("--subscribers", list, "it is for a delivery test: -t pubsub, blpop or xreadgroup"));
     }
+    // Any delivery test but pubsub is a waiters' test, wherever it stands in the list.
     let waiters = tests
         .unwrap_or_default()
         .split(',')
-        .any(|t| ["blpop", "xreadgroup"].iter().any(|w| t.trim().eq_ignore_ascii_case(w)));
+        .filter_map(respbench_core::suite::delivery_test)
+        .any(|t| t != "pubsub");
     let (max, why) = if waiters {
         (MAX_WAITERS, "each count must be 1 to 1000 for -t blpop and xreadgroup, as in 10 or 1,10,100")
     } else {

@@ -32,6 +32,12 @@ fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
+/// The subscribers of respbench's channel now, by the server's `PUBSUB NUMSUB` (0 before any).
+fn numsub(server: &RedisServer) -> u64 {
+    let reply = server.cli(&["PUBSUB", "NUMSUB", "respbench:channel"]);
+    reply.lines().nth(1).and_then(|l| l.trim().parse().ok()).unwrap_or(0)
+}
+
 /// Every published message reached each subscriber exactly once, in order.
 fn all_delivered(d: &Value, subscribers: u64, publishes: u64) {
     assert_eq!(u(&d["subscribers"]), subscribers, "{d}");
@@ -66,8 +72,7 @@ fn ten_subscribers_get_every_message_as_the_server_counts() {
         let watch = s.spawn(|| {
             let mut seen = (0u64, 0u64);
             while !done.load(Ordering::Relaxed) {
-                let numsub = server.cli(&["PUBSUB", "NUMSUB", "respbench:channel"]);
-                let n = numsub.lines().nth(1).and_then(|l| l.trim().parse().ok()).unwrap_or(0);
+                let n = numsub(&server);
                 let channels = server.info_field("stats", "pubsub_channels").and_then(|v| v.parse().ok());
                 seen = (seen.0.max(n), seen.1.max(channels.unwrap_or(0)));
                 std::thread::sleep(Duration::from_millis(200));
@@ -114,8 +119,7 @@ fn fifteen_hundred_subscribers_on_a_dozen_threads_get_every_message() {
         let watch = s.spawn(|| {
             let mut most = 0u64;
             while !done.load(Ordering::Relaxed) {
-                let numsub = server.cli(&["PUBSUB", "NUMSUB", "respbench:channel"]);
-                most = most.max(numsub.lines().nth(1).and_then(|l| l.trim().parse().ok()).unwrap_or(0));
+                most = most.max(numsub(&server));
                 std::thread::sleep(Duration::from_millis(50));
             }
             most
