@@ -58,6 +58,29 @@ fn a_scripted_pause_is_recorded_as_jhiccup_records_it() {
     assert!(max.starts_with("max 30") && p.describe().contains(&max), "{}", p.describe());
 }
 
+/// What tests/where_time_went ran on the wall clock before (two `yes` hogs pinned to the client's
+/// CPU, the pause p99 compared with runs alone: a comparison of wall-clock timings, now in
+/// `bench/pauses`), on virtual time: a CPU shared with two busy threads gives the woken idle
+/// thread the CPU only when a hog's slice ends, so wake-ups are late by up to a slice (here 0
+/// to 5.9 ms, spread evenly). Alone the same thread records no pause; beside them the p99 is in
+/// the last slice's tenth, and the report's line says the figures the percentiles give.
+#[test]
+fn wake_ups_held_back_by_busy_threads_lengthen_the_pause_p99() {
+    let alone = idle_thread(3_000, |_| Duration::ZERO);
+    assert_eq!((alone.at(99.0), alone.at(99.9)), (0, 0));
+    let slice = |k: u64| Duration::from_micros((k * 7_919) % 6_000);
+    let beside = idle_thread(3_000, slice);
+    let p99 = beside.at(99.0);
+    assert!((5_000..=6_000).contains(&p99), "p99 {p99} µs");
+    assert!(beside.at(50.0) >= 2_000 && beside.at(50.0) <= 4_000, "p50 {} µs", beside.at(50.0));
+    let line = format!(
+        "this client's own pauses: p99 {:.2} ms, p99.9 {:.2} ms",
+        p99 as f64 / 1000.0,
+        beside.at(99.9) as f64 / 1000.0
+    );
+    assert!(beside.describe().starts_with(&line), "{line}: {}", beside.describe());
+}
+
 /// 100 µs per request, one at a time; `stall` (from, to) in which it answers nothing.
 fn server(stall: Option<(Duration, Duration)>) -> Server {
     let mut s = Server::fixed_service(b"+PONG\r\n", Duration::from_micros(100));

@@ -339,8 +339,10 @@ fn expired_reads_over_a_ten_second_run() {
 }
 
 /// Over a cluster (requests routed by slot, the written flag carried by the router's request):
-/// `--expiry-range 1`, `set:2@seq/3000,get:1@seq/3000` at 900 requests a second for 6 s, so
-/// GETs after 2 s read keys older than their 1 s. The nil replies are the primaries' keyspace
+/// `--expiry-range 1`, `set:2@seq/1000,get:1@seq/1000` at 300 requests a second for 6 s, so
+/// GETs after 2 s read keys older than their 1 s (GET number k at k/100 s reads the key SET at
+/// k/200 s). The rate is a third of what three primaries and the client can serve on a busy
+/// machine: at 900/s beside two CPU hogs 29 requests were never sent (#56 item 18). The nil replies are the primaries' keyspace
 /// misses together, and the expired misses all of them but the few GETs drawn right after
 /// their key's SET (6 clients × `-P 1` in flight, at the start of the run).
 #[test]
@@ -354,9 +356,9 @@ fn expired_reads_over_a_cluster() {
         port.as_str(),
         "--cluster",
         "--mix",
-        "set:2@seq/3000,get:1@seq/3000",
+        "set:2@seq/1000,get:1@seq/1000",
         "--rps",
-        "900",
+        "300",
         "--duration",
         "6",
         "--warmup",
