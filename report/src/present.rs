@@ -78,13 +78,21 @@ fn stderr_columns() -> Option<usize> {
     (ok && size.ws_col > 0).then_some(size.ws_col as usize)
 }
 
-/// Whether the files the run will write (`--json`, `--hgrm`) can be written where they are
-/// named, found out before a long run by creating and removing a temporary file beside each, as
-/// the writes will. `--hlog` is opened when the run begins.
+/// Whether the files the run will write (`--json`, `--hgrm`, `--hlog`) can be written where
+/// they are named, found out before connecting ([`files::probe_writable`]: a directory there is
+/// refused; a temporary file is created and removed beside a new path or a regular file; a FIFO
+/// is only `stat`ed). `--hlog` is opened when the run begins; a symlink at its path that leads
+/// to neither a FIFO nor a device is refused here ([`files::check_unfollowed`]).
 pub fn check_outputs(cfg: &Config) -> Result<(), String> {
     if let Some(path) = cfg.json.as_deref().filter(|p| *p != "-") {
         files::probe_writable(std::path::Path::new(path))
             .map_err(|e| format!("--json: cannot write {path}: {e}"))?;
+    }
+    if let Some(path) = &cfg.open.hlog {
+        let target = std::path::Path::new(path);
+        files::check_unfollowed(target)
+            .and_then(|how| files::probe(target, how))
+            .map_err(|e| format!("--hlog {path}: cannot create it: {e}"))?;
     }
     if let Some(prefix) = &cfg.open.hgrm {
         files::probe_writable(std::path::Path::new(&format!("{prefix}TEST.hgrm")))
@@ -249,7 +257,7 @@ impl Presenter {
             self.report_failed(&e);
         }
         if let Some(log) = &mut self.hlog {
-            if let Err(e) = log.flush() {
+            if let Err(e) = log.finish() {
                 self.failed.push(e);
             }
         }
