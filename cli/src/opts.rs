@@ -399,7 +399,7 @@ fn tls_config(on: bool, asked_by: &str, o: TlsOptions) -> Result<Option<TlsOptio
     if !on {
         let given = o.given();
         if !given.is_empty() {
-            eprintln!("WARNING: {} ignored without --tls", given.join(", "));
+            respbench_report::say!("WARNING: {} ignored without --tls", given.join(", "));
         }
         return Ok(None);
     }
@@ -860,7 +860,7 @@ pub(crate) fn parse_args<T: FromArgs>(command: &[&str], args: &[&str], help: &st
                 .and_then(|arg| crate::help::suggest(arg.trim(), &options.long))
                 .map(|h| format!("\n{h}"))
                 .unwrap_or_default();
-            eprintln!("{}{hint}\nRun '{help}' for the options.", crate::args::shown(said));
+            respbench_report::say!("{}{hint}\nRun '{help}' for the options.", crate::args::shown(said));
             ExitCode::from(1)
         }
     })

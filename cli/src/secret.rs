@@ -119,7 +119,7 @@ pub fn scrub(args: &[String], values: &[String], shift: usize) {
         argv::overwrite(*i + shift, &args[*i], range.clone());
     }
     if !found.is_empty() && std::io::stderr().is_terminal() {
-        eprintln!("{WARNING}");
+        respbench_report::say!("{WARNING}");
     }
 }
 

@@ -90,7 +90,7 @@ pub fn merge(name: &str, args: &[&str]) -> ExitCode {
     match respbench_report::merge::run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("respbench merge: {e}");
+            respbench_report::say!("respbench merge: {e}");
             ExitCode::from(1)
         }
     }
@@ -133,7 +133,7 @@ pub fn plot(name: &str, args: &[&str]) -> ExitCode {
     match respbench_report::plot::run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("respbench plot: {e}");
+            respbench_report::say!("respbench plot: {e}");
             ExitCode::from(1)
         }
     }
@@ -142,7 +142,7 @@ pub fn plot(name: &str, args: &[&str]) -> ExitCode {
 /// `respbench plot` in a build without the `plot` feature.
 #[cfg(not(feature = "plot"))]
 pub fn plot(_: &str, _: &[&str]) -> ExitCode {
-    eprintln!(
+    respbench_report::say!(
         "respbench plot: this respbench was built without plotting (cargo feature `plot`, on by default): \
          rebuild without --no-default-features"
     );

@@ -16,7 +16,7 @@ pub fn worker_from_env(var: impl Fn(&str) -> Option<String>) -> Result<Option<Wo
     let index = var(INDEX_ENV);
     let Some(count) = var(COUNT_ENV) else {
         if let Some(i) = index {
-            eprintln!(
+            respbench_report::say!(
                 "WARNING: {INDEX_ENV}={i} but {COUNT_ENV} is not set: this process runs the whole load \
                      (set {COUNT_ENV}=N, or --worker I/N, to split it)"
             );

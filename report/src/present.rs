@@ -368,7 +368,7 @@ impl Observer for Presenter {
         // stderr is for errors: what was noticed shows on a terminal, else in the verbose
         // report (as redis-benchmark prints its own warnings, on stdout) and the JSON.
         if self.stderr_tty {
-            eprintln!("{line}");
+            crate::say!("{line}");
         } else if self.verbose_stdout {
             let _ = writeln!(self.out, "{line}");
         }
@@ -377,7 +377,7 @@ impl Observer for Presenter {
 
     fn error(&mut self, line: &str) {
         self.clear_progress();
-        eprintln!("{line}");
+        crate::say!("{line}");
     }
 
     fn nodes(&mut self, m: &Multi) {
@@ -432,7 +432,7 @@ impl Observer for Presenter {
     }
 
     fn second(&mut self, title: &str, n: usize, s: &Second) {
-        eprintln!("{}", report::live_line(title, n, s));
+        crate::say!("{}", report::live_line(title, n, s));
     }
 
     fn keeps_intervals(&self) -> bool {
@@ -490,7 +490,7 @@ impl Observer for Presenter {
                         _ => String::new(),
                     };
                     for w in &e.warnings {
-                        eprintln!("WARNING: {}{on}", w.text);
+                        crate::say!("WARNING: {}{on}", w.text);
                     }
                 }
             }
@@ -505,7 +505,7 @@ impl Observer for Presenter {
                 } else {
                     String::new()
                 };
-                eprintln!("{}{on}: {n} connection{plural} failed: {e}", last.name);
+                crate::say!("{}{on}: {n} connection{plural} failed: {e}", last.name);
             }
         }
         Ok(())
@@ -538,7 +538,7 @@ impl Observer for Presenter {
 
     fn capacity_probe(&mut self, test: &str, probe: &TestResult) {
         if self.stderr_tty {
-            eprintln!("{test}: closed-loop probe: {:.0} rps, the top of the search", probe.stats.rps());
+            crate::say!("{test}: closed-loop probe: {:.0} rps, the top of the search", probe.stats.rps());
         }
     }
 
@@ -553,7 +553,7 @@ impl Observer for Presenter {
         // As the progress line: for a reader at a terminal; a run to a file or pipe keeps
         // stderr for errors (the steps are in the table and the JSON).
         if let (true, Some(c)) = (self.stderr_tty, &self.searching) {
-            eprintln!("{}", capacity::step_line(test, n, most, c, step));
+            crate::say!("{}", capacity::step_line(test, n, most, c, step));
         }
     }
 
@@ -672,12 +672,12 @@ fn print_test(
             report::write_ramp_csv(entry, out)?;
             report::write_delivery_csv(entry, out)?;
             // stdout carries CSV only.
-            report::write_errors(&r, true, &mut io::stderr())?;
+            let _ = report::write_errors(&r, true, &mut io::stderr());
         }
     }
     if cfg.show_errors {
         for k in entry.stats.errors.kinds() {
-            eprintln!("Error from server: {}", k.first_message);
+            crate::say!("Error from server: {}", k.first_message);
         }
     }
     out.flush()
