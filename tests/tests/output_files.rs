@@ -45,6 +45,22 @@ fn check_outputs(dir: &Path) {
     assert!(hgrm.contains("#[Max     =") && hgrm.ends_with('\n'), "{hgrm}");
 }
 
+/// The mtime a victim file is given: any write would move it.
+#[allow(non_snake_case)]
+fn past() -> std::time::SystemTime {
+    std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000)
+}
+
+/// A file of someone else's in a scratch directory of its own (`name`): its directory and path.
+/// It holds "the victim's own bytes" and was last written at [`past`].
+fn victim(name: &str) -> (PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let victim = dir.join("precious");
+    std::fs::write(&victim, b"the victim's own bytes\n").unwrap();
+    std::fs::File::options().write(true).open(&victim).unwrap().set_modified(past()).unwrap();
+    (dir, victim)
+}
+
 fn run_into(server: &RedisServer, dir: &Path) -> (u32, respbench_tests::Output) {
     let json = dir.join("out.json");
     let prefix = dir.join("run");
@@ -72,12 +88,7 @@ fn run_into(server: &RedisServer, dir: &Path) -> (u32, respbench_tests::Output) 
 fn planted_symlinks_at_the_old_temporary_names_are_never_followed() {
     let server = RedisServer::start();
     let dir = scratch("planted");
-    let victim_dir = scratch("victim");
-    let victim = victim_dir.join("precious");
-    std::fs::write(&victim, b"the victim's own bytes\n").unwrap();
-    // An mtime in the past, so that any write would move it.
-    let past = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
-    std::fs::File::options().write(true).open(&victim).unwrap().set_modified(past).unwrap();
+    let (victim_dir, victim) = victim("victim");
     let before = std::fs::metadata(&victim).unwrap();
 
     let last = read_pid_file("/proc/sys/kernel/ns_last_pid");
@@ -262,11 +273,7 @@ fn dev_null_stays_a_character_device() {
 fn a_symlink_at_the_hlog_path_is_refused_before_the_run() {
     let server = RedisServer::start();
     let dir = scratch("hlog-link");
-    let victim_dir = scratch("hlog-victim");
-    let victim = victim_dir.join("precious");
-    std::fs::write(&victim, b"the victim's own bytes\n").unwrap();
-    let past = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
-    std::fs::File::options().write(true).open(&victim).unwrap().set_modified(past).unwrap();
+    let (victim_dir, victim) = victim("hlog-victim");
     let hlog = dir.join("run.hlog");
     symlink(&victim, &hlog).unwrap();
     let out = get_2000(&server, &["--hlog", hlog.to_str().unwrap()]);
@@ -280,7 +287,7 @@ fn a_symlink_at_the_hlog_path_is_refused_before_the_run() {
     assert_eq!(out.stderr.trim_end(), want, "{}", out.dump());
     assert_eq!(server.command_calls("get"), 0, "the run went ahead");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the victim's own bytes\n");
-    assert_eq!(std::fs::metadata(&victim).unwrap().modified().unwrap(), past, "the victim was written");
+    assert_eq!(std::fs::metadata(&victim).unwrap().modified().unwrap(), past(), "the victim was written");
     assert!(std::fs::symlink_metadata(&hlog).unwrap().file_type().is_symlink());
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&victim_dir);
