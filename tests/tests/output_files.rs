@@ -199,44 +199,53 @@ fn json_to_dev_stdout_prints_the_document() {
     assert!(meta.file_type().is_symlink(), "/dev/stdout is no longer a symlink");
 }
 
+/// What `args` (`FIFO` for the FIFO's path) wrote into a FIFO that a reader has open: the run
+/// succeeded and the FIFO is still one. The reader waits for a writer in its own thread: a run
+/// that never opens the FIFO fails the test on the timeout rather than hanging it.
+fn through_fifo(fifo: &Path, args: &[&str]) -> String {
+    use std::os::unix::fs::FileTypeExt;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reading = fifo.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::fs::read(&reading));
+    });
+    let args: Vec<&str> =
+        args.iter().map(|a| if *a == "FIFO" { fifo.to_str().unwrap() } else { a }).collect();
+    let out = respbench().run(&args, T);
+    assert!(out.status.success(), "{args:?}: {}", out.dump());
+    let got = rx.recv_timeout(T).unwrap_or_else(|_| panic!("{args:?}: the FIFO's reader got no end of file"));
+    assert!(std::fs::symlink_metadata(fifo).unwrap().file_type().is_fifo(), "{args:?} replaced the FIFO");
+    String::from_utf8_lossy(&got.unwrap()).into_owned()
+}
+
 /// A FIFO named by `--json` receives the document, and stays a FIFO (#56 item 1): the
 /// temporary file was renamed over it, its reader waited forever and got nothing, and the run
-/// exited 0. Likewise `merge --json`.
+/// exited 0. Likewise `merge --json`, `compare --json` and `capture -o`.
 #[test]
 fn a_fifo_with_a_reader_receives_the_document() {
-    use std::os::unix::fs::FileTypeExt;
     let server = RedisServer::start();
+    let port = server.port().to_string();
     let dir = scratch("fifo");
     let fifo = dir.join("doc.fifo");
     let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(made.success(), "mkfifo {}", fifo.display());
-    // The reader waits for a writer in its own thread: a run that never opens the FIFO fails
-    // the test on the timeout below rather than hanging it.
-    let read = |fifo: PathBuf| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(std::fs::read_to_string(&fifo));
-        });
-        rx
+    let json = |text: &str| -> serde_json::Value {
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text:?}"))
     };
-    let reader = read(fifo.clone());
-    let out = get_2000(&server, &["--json", fifo.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", out.dump());
-    let got = reader.recv_timeout(T).expect("the FIFO's reader got no end of file").unwrap();
-    let doc: serde_json::Value = serde_json::from_str(&got).unwrap_or_else(|e| panic!("{e}: {got:?}"));
-    assert_eq!(doc["tests"][0]["requests"], 2000, "{doc}");
-    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
+    let got = through_fifo(&fifo, &["-p", &port, "-t", "get", "-n", "2000", "-q", "--json", "FIFO"]);
+    assert_eq!(json(&got)["tests"][0]["requests"], 2000, "{got}");
 
     let saved = dir.join("run.json");
     std::fs::write(&saved, &got).unwrap();
-    let reader = read(fifo.clone());
-    let out = respbench().run(&["merge", saved.to_str().unwrap(), "--json", fifo.to_str().unwrap()], T);
-    assert!(out.status.success(), "{}", out.dump());
-    let merged = reader.recv_timeout(T).expect("merge's FIFO reader got no end of file").unwrap();
-    let merged: serde_json::Value =
-        serde_json::from_str(&merged).unwrap_or_else(|e| panic!("{e}: {merged:?}"));
-    assert_eq!(merged["tests"][0]["requests"], 2000, "{merged}");
-    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "merge replaced the FIFO");
+    let merged = through_fifo(&fifo, &["merge", saved.to_str().unwrap(), "--json", "FIFO"]);
+    assert_eq!(json(&merged)["tests"][0]["requests"], 2000, "{merged}");
+    let compared = through_fifo(
+        &fifo,
+        &["compare", "--force", "--json", "FIFO", saved.to_str().unwrap(), saved.to_str().unwrap()],
+    );
+    assert!(json(&compared)["comparison"].is_object(), "{compared}");
+    let captured = through_fifo(&fifo, &["capture", "-p", &port, "--duration", "1s", "-o", "FIFO"]);
+    assert!(captured.starts_with("respbench capture v1"), "{captured:?}");
     assert_eq!(names(&dir), BTreeSet::from(["doc.fifo".to_string(), "run.json".to_string()]));
     let _ = std::fs::remove_dir_all(&dir);
 }
