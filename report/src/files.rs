@@ -12,7 +12,7 @@
 //! never renamed over: a FIFO or a device (`/dev/null`, a terminal), or a symlink to one, is
 //! written where it is (opened for writing, neither created nor truncated), as a shell's `>`
 //! would, and so is a name of the process's own descriptors (`/dev/stdout`, `/dev/fd/N`), whose
-//! descriptor is written; a directory or a socket is refused. Renaming over them emptied a
+//! descriptor is written; a directory, a socket or a block device is refused. Renaming over them emptied a
 //! FIFO's reader, printed nothing for `/dev/stdout`, and, as root, made `/dev/null` a regular
 //! file for the whole machine. [`check`] finds out which before a run with `stat` alone: opening
 //! a FIFO early would hand its reader an end of file.
@@ -117,8 +117,8 @@ pub enum Target {
     /// Nothing, or a regular file (or a symlink, which is replaced, not followed): written to a
     /// temporary file beside it, then renamed over it.
     Replaced,
-    /// A FIFO or a device, or a symlink to one: written where it is, neither created,
-    /// truncated nor replaced.
+    /// A FIFO or a character device (`/dev/null`, a terminal), or a symlink to one: written
+    /// where it is, neither created, truncated nor replaced.
     InPlace,
     /// One of the process's own descriptors named (`/dev/stdout`, `/dev/stderr`, `/dev/fd/N`,
     /// `/proc/self/fd/N`): that descriptor is written, whatever it is open on.
@@ -141,8 +141,9 @@ fn own_descriptor(target: &Path) -> Option<i32> {
 }
 
 /// How `target` will be written, found with `stat` alone (a FIFO is not opened: that would hand
-/// its reader an end of file). A directory, a socket, or a FIFO or device that cannot be
-/// written (`access(2)`) is an error, said before a run rather than after it.
+/// its reader an end of file). A directory, a socket, a block device (a disk: no output belongs
+/// there), or a FIFO or character device that cannot be written (`access(2)`) is an error, said
+/// before a run rather than after it.
 pub fn check(target: &Path) -> io::Result<Target> {
     if let Some(fd) = own_descriptor(target) {
         // SAFETY: fcntl(F_GETFL) reads the descriptor's flags, and nothing else.
@@ -166,7 +167,9 @@ pub fn check(target: &Path) -> io::Result<Target> {
         Ok(Target::Replaced)
     } else if kind.is_dir() {
         Err(io::Error::other("it is a directory"))
-    } else if kind.is_fifo() || kind.is_char_device() || kind.is_block_device() {
+    } else if kind.is_block_device() {
+        Err(io::Error::other(NO_BLOCK_DEVICE))
+    } else if kind.is_fifo() || kind.is_char_device() {
         let c = std::ffi::CString::new(target.as_os_str().as_bytes()).map_err(io::Error::other)?;
         // SAFETY: access(2) reads a NUL-terminated path and opens nothing.
         if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
@@ -178,10 +181,14 @@ pub fn check(target: &Path) -> io::Result<Target> {
     }
 }
 
+/// Why a block device is not written.
+const NO_BLOCK_DEVICE: &str = "it is a block device, which respbench writes no output into";
+
 /// Opens `target`, which [`check`] found is not to be replaced, for writing where it is: no
-/// create, no truncation. `None` when what it opens is a regular file after all (the path
-/// changed since it was checked): closed unwritten, it is replaced as one.
-fn open_in_place(target: &Path, how: Target) -> io::Result<Option<File>> {
+/// create, no truncation (and with `nofollow`, not through a symlink). `None` when what it opens
+/// is a regular file after all (the path changed since it was checked): closed unwritten, it is
+/// replaced as one; a block device there then is an error.
+fn open_in_place(target: &Path, how: Target, nofollow: bool) -> io::Result<Option<File>> {
     let file = match how {
         Target::Replaced => return Ok(None),
         Target::Descriptor(fd) => {
@@ -189,10 +196,17 @@ fn open_in_place(target: &Path, how: Target) -> io::Result<Option<File>> {
             File::from(unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()?)
         }
         Target::InPlace => {
-            let file =
-                OpenOptions::new().write(true).custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC).open(target)?;
-            if file.metadata()?.is_file() {
+            let nofollow = if nofollow { libc::O_NOFOLLOW } else { 0 };
+            let file = OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC | nofollow)
+                .open(target)?;
+            let kind = file.metadata()?.file_type();
+            if kind.is_file() {
                 return Ok(None);
+            }
+            if kind.is_block_device() {
+                return Err(io::Error::other(NO_BLOCK_DEVICE));
             }
             file
         }
@@ -203,7 +217,7 @@ fn open_in_place(target: &Path, how: Target) -> io::Result<Option<File>> {
 /// Opens `target` for writing where it is when it is not to be replaced ([`check`]): `None`
 /// for a new path or a regular file.
 fn in_place(target: &Path) -> io::Result<Option<File>> {
-    open_in_place(target, check(target)?)
+    open_in_place(target, check(target)?, false)
 }
 
 /// Writes `bytes` to `target` whole: into a temporary file beside it, then renamed over it.
@@ -300,10 +314,10 @@ pub struct Live {
 }
 
 impl Live {
-    /// Creates `target` (see [`Live`]); a symlink at `target` that does not lead to a FIFO or a
-    /// device is an error ([`check_unfollowed`]).
+    /// Creates `target` (see [`Live`]); a symlink at `target` is an error
+    /// ([`check_unfollowed`]).
     pub fn create(target: &Path) -> io::Result<Live> {
-        if let Some(file) = open_in_place(target, check_unfollowed(target)?)? {
+        if let Some(file) = open_in_place(target, check_unfollowed(target)?, true)? {
             return Ok(Live { file, created: false });
         }
         let (tmp, file) = create_temp_beside(target)?;
@@ -344,12 +358,13 @@ impl Drop for Live {
 }
 
 /// [`check`] for a file that is written at its path as it goes ([`Live`]), where following a
-/// symlink planted there would truncate the file it points to: a symlink is an error unless it
-/// leads to a FIFO or a device (which are written in place, never truncated), or names one of
-/// the process's descriptors (`/dev/stdout`).
+/// symlink planted there would write the file or device it points to: a symlink is an error,
+/// whatever it leads to, unless the path names one of the process's descriptors
+/// (`/dev/stdout`, whose descriptor is written). A FIFO or a character device itself at the
+/// path is written in place.
 pub fn check_unfollowed(target: &Path) -> io::Result<Target> {
     let how = check(target)?;
-    if how == Target::Replaced {
+    if !matches!(how, Target::Descriptor(_)) {
         if let Ok(meta) = std::fs::symlink_metadata(target) {
             if meta.file_type().is_symlink() {
                 let to =
@@ -455,9 +470,18 @@ mod tests {
         assert_eq!(check(&link).unwrap(), Target::Replaced);
         assert!(check_unfollowed(&link).unwrap_err().to_string().contains("symbolic link"));
         std::os::unix::fs::symlink("/dev/null", d.join("null")).unwrap();
-        assert_eq!(check_unfollowed(&d.join("null")).unwrap(), Target::InPlace);
-        let mut live = Live::create(&d.join("null")).unwrap();
+        assert_eq!(check(&d.join("null")).unwrap(), Target::InPlace);
+        assert!(check_unfollowed(&d.join("null")).is_err());
+        assert_eq!(check_unfollowed(Path::new("/dev/null")).unwrap(), Target::InPlace);
+        let mut live = Live::create(Path::new("/dev/null")).unwrap();
         live.write_all(b"x").unwrap();
+        let disk = std::fs::read_dir("/dev")
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_type().is_ok_and(|t| t.is_block_device()));
+        if let Some(disk) = disk {
+            assert_eq!(check(&disk.path()).unwrap_err().to_string(), NO_BLOCK_DEVICE);
+        }
         let log = d.join("live.hlog");
         let live = Live::create(&log).unwrap();
         assert_eq!(std::fs::metadata(&log).unwrap().permissions().mode() & 0o777, 0o600);

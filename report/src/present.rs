@@ -81,8 +81,8 @@ fn stderr_columns() -> Option<usize> {
 /// Whether the files the run will write (`--json`, `--hgrm`, `--hlog`) can be written where
 /// they are named, found out before connecting ([`files::probe_writable`]: a directory there is
 /// refused; a temporary file is created and removed beside a new path or a regular file; a FIFO
-/// is only `stat`ed). `--hlog` is opened when the run begins; a symlink at its path that leads
-/// to neither a FIFO nor a device is refused here ([`files::check_unfollowed`]).
+/// is only `stat`ed). `--hlog` is opened when the run begins; a symlink at its path is refused
+/// here ([`files::check_unfollowed`]).
 pub fn check_outputs(cfg: &Config) -> Result<(), String> {
     if let Some(path) = cfg.json.as_deref().filter(|p| *p != "-") {
         files::probe_writable(std::path::Path::new(path))
