@@ -197,10 +197,22 @@ fn open_in_place(target: &Path, how: Target, nofollow: bool) -> io::Result<Optio
         }
         Target::InPlace => {
             let nofollow = if nofollow { libc::O_NOFOLLOW } else { 0 };
-            let file = OpenOptions::new()
-                .write(true)
-                .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC | nofollow)
-                .open(target)?;
+            let open = |flags: i32| {
+                OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC | nofollow | flags)
+                    .open(target)
+            };
+            // A FIFO's open waits for a reader: tried without waiting first, so that a run that
+            // would wait says why rather than seem to hang.
+            let file = match open(libc::O_NONBLOCK) {
+                Ok(file) => blocking(file)?,
+                Err(e) if e.raw_os_error() == Some(libc::ENXIO) && is_fifo(target) => {
+                    crate::say!("{}: a FIFO that no process reads: waiting for a reader", target.display());
+                    open(0)?
+                }
+                Err(e) => return Err(e),
+            };
             let kind = file.metadata()?.file_type();
             if kind.is_file() {
                 return Ok(None);
@@ -212,6 +224,23 @@ fn open_in_place(target: &Path, how: Target, nofollow: bool) -> io::Result<Optio
         }
     };
     Ok(Some(file))
+}
+
+/// Whether `target` leads to a FIFO.
+fn is_fifo(target: &Path) -> bool {
+    std::fs::metadata(target).is_ok_and(|m| m.file_type().is_fifo())
+}
+
+/// `file`, opened with `O_NONBLOCK`, made blocking: a write to a full FIFO waits for its reader
+/// rather than fail with `EAGAIN`.
+fn blocking(file: File) -> io::Result<File> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl reads and sets the flags of a descriptor `file` owns.
+    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(file)
 }
 
 /// Opens `target` for writing where it is when it is not to be replaced ([`check`]): `None`

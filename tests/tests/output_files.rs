@@ -250,6 +250,40 @@ fn a_fifo_with_a_reader_receives_the_document() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Whether a thread of process `pid` waits in a FIFO's open for the other end (the kernel's
+/// `wait_for_partner`).
+fn waits_for_a_fifo_partner(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+    tasks
+        .flatten()
+        .any(|t| std::fs::read_to_string(t.path().join("wchan")).is_ok_and(|w| w == "wait_for_partner"))
+}
+
+/// A FIFO that nobody reads yet: the run says on stderr that it waits for a reader, then writes
+/// the document once one comes (the open waits as a shell's `>` does; saying so, the run does
+/// not seem to hang).
+#[test]
+fn a_fifo_without_a_reader_is_waited_for_and_said() {
+    let server = RedisServer::start();
+    let dir = scratch("fifo-wait");
+    let fifo = dir.join("doc.fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let port = server.port().to_string();
+    let run =
+        respbench().spawn(&["-p", &port, "-t", "get", "-n", "2000", "-q", "--json", fifo.to_str().unwrap()]);
+    respbench_tests::wait_until("the run waiting in the FIFO's open", T, || {
+        waits_for_a_fifo_partner(run.pid())
+    });
+    let got = std::fs::read_to_string(&fifo).unwrap();
+    let out = run.wait(T);
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: serde_json::Value = serde_json::from_str(&got).unwrap_or_else(|e| panic!("{e}: {got:?}"));
+    assert_eq!(doc["tests"][0]["requests"], 2000, "{doc}");
+    let said = format!("{}: a FIFO that no process reads: waiting for a reader\n", fifo.display());
+    assert_eq!(out.stderr, said, "{}", out.dump());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `--json /dev/null` writes into the device and leaves it one (#56 item 1): run as root, the
 /// rename made `/dev/null` a regular file holding the document, for every process on the
 /// machine. /dev/null is safe to write to; the test checks it is still the character device
