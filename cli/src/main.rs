@@ -1,5 +1,7 @@
 //! respbench: the command line over `respbench-session`. Parses redis-benchmark's options, runs
-//! a session of tests and renders the results in redis-benchmark's formats.
+//! a session of tests and renders the results in redis-benchmark's formats. Its lines on stderr
+//! go through `respbench_report::say!`, which never panics (see `respbench_report::stderr`).
+#![cfg_attr(not(test), deny(clippy::print_stderr))]
 
 mod args;
 mod help;
@@ -19,6 +21,7 @@ use respbench_session::{Ended, Pair};
 
 use opts::{Config, Opts};
 use respbench_report::present::Presenter;
+use respbench_report::say;
 use respbench_report::{capacity, json};
 use signals::exit_interrupted;
 
@@ -30,7 +33,7 @@ fn main() -> ExitCode {
     // options, whose positional arguments are a command to benchmark.
     if matches!(rest.first(), Some(&("merge" | "plot" | "compare"))) {
         if let Err(e) = args::all_text(&rest) {
-            eprintln!("respbench {}: {e}", rest[0]);
+            say!("respbench {}: {e}", rest[0]);
             return ExitCode::from(1);
         }
         return match rest[0] {
@@ -66,7 +69,7 @@ fn main() -> ExitCode {
                 Err(e)
             }
         }) {
-            eprintln!("{}\nRun 'respbench --help' for the options.", args::shown(e.output.trim_end()));
+            say!("{}\nRun 'respbench --help' for the options.", args::shown(e.output.trim_end()));
             return ExitCode::from(1);
         }
         let _ = std::io::stdout().write_all(help::SHORT.as_bytes());
@@ -102,16 +105,16 @@ fn main() -> ExitCode {
     let (tls, cfg) = match checked {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("{e}\nRun 'respbench --help' for the options.");
+            say!("{e}\nRun 'respbench --help' for the options.");
             return ExitCode::from(1);
         }
     };
     match run(&cfg, tls) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("{e}");
+            say!("{e}");
             if let Some(hint) = respbench_report::text::refused_hint(&e.to_string()) {
-                eprintln!("{hint}");
+                say!("{hint}");
             }
             ExitCode::from(1)
         }
@@ -152,13 +155,13 @@ fn run(cfg: &Config, tls: Option<Tls>) -> Result<ExitCode, Box<dyn std::error::E
         let failures = failures?;
         for (msg, n) in &failures {
             let plural = if *n == 1 { "" } else { "s" };
-            eprintln!("{n} connection{plural} failed: {msg}");
+            say!("{n} connection{plural} failed: {msg}");
         }
         // One line in the peers' words: the server's, else respbench's reason after `Error:`.
         if let Some(refused) = failures.iter().find_map(|(e, _)| respbench_session::refusal(e)) {
-            eprintln!("Error from server: {}", refused.message);
+            say!("Error from server: {}", refused.message);
         } else if let Some((e, _)) = failures.first() {
-            eprintln!("Error: {}", respbench_session::failure_words(e, false));
+            say!("Error: {}", respbench_session::failure_words(e, false));
         }
         return Ok(if !failures.is_empty() {
             ExitCode::from(1)
@@ -182,26 +185,26 @@ fn run(cfg: &Config, tls: Option<Tls>) -> Result<ExitCode, Box<dyn std::error::E
     // After every result, in the peers' words: their callers check the status and this line.
     // `-e` printed each error reply's message already.
     if let Some(e) = done.first_error.as_ref().filter(|e| !(e.reply && base.show_errors)) {
-        eprintln!("Error from server: {}", e.message);
+        say!("Error from server: {}", e.message);
     } else if let Some(why) = done.first_failure.as_ref().filter(|_| done.first_error.is_none()) {
         // A connection that failed otherwise (reset, closed, TLS, protocol, --timeout): the
         // word redis-benchmark prints before its reason, which scripts look for.
-        eprintln!("Error: {why}");
+        say!("Error: {why}");
     }
     if let Some(test) = &done.empty_window {
-        eprintln!("{test}: no request completed in the measured window");
+        say!("{test}: no request completed in the measured window");
     }
     // An objective no rate met is the search's failure: said on stderr, exit 1.
     let mut unreachable = false;
     // A worker's ladder is judged by `respbench merge` on the fleet's histograms, not by its part.
     for f in done.searches.iter().filter(|f| f.worker.is_none()) {
         if !matches!(f.capacity.conclusion, respbench_session::capacity::Conclusion::Met { .. }) {
-            eprintln!("{}", capacity::answer_line(f));
+            say!("{}", capacity::answer_line(f));
             unreachable = true;
         }
     }
     if presenter.mismatches() > 0 {
-        eprintln!("--verify: {} replies did not match what was written", presenter.mismatches());
+        say!("--verify: {} replies did not match what was written", presenter.mismatches());
     }
     let failed = presenter.mismatches() > 0
         || done.dropped

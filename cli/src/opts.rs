@@ -10,6 +10,7 @@ use argh::FromArgs;
 use respbench_core::dist::{KeyDist, ValueSize, Zipf};
 use respbench_core::{Endpoint, PipelineMode};
 
+use respbench_report::say;
 pub use respbench_session::config::{
     Backend, Config, OpenLoopConfig, OptionError, Output, Replicas, Rfr, Sweep, TlsOptions,
 };
@@ -399,7 +400,7 @@ fn tls_config(on: bool, asked_by: &str, o: TlsOptions) -> Result<Option<TlsOptio
     if !on {
         let given = o.given();
         if !given.is_empty() {
-            eprintln!("WARNING: {} ignored without --tls", given.join(", "));
+            say!("WARNING: {} ignored without --tls", given.join(", "));
         }
         return Ok(None);
     }
@@ -860,7 +861,7 @@ pub(crate) fn parse_args<T: FromArgs>(command: &[&str], args: &[&str], help: &st
                 .and_then(|arg| crate::help::suggest(arg.trim(), &options.long))
                 .map(|h| format!("\n{h}"))
                 .unwrap_or_default();
-            eprintln!("{}{hint}\nRun '{help}' for the options.", crate::args::shown(said));
+            say!("{}{hint}\nRun '{help}' for the options.", crate::args::shown(said));
             ExitCode::from(1)
         }
     })

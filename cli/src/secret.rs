@@ -11,6 +11,7 @@
 //! that forbid writing `/proc/PID/mem` (`proc_mem.force_override=never`), and gains nothing.
 //! Elsewhere (musl, which passes no arguments to `.init_array`) nothing is scrubbed.
 
+use respbench_report::say;
 use std::io::IsTerminal;
 use std::ops::Range;
 
@@ -119,7 +120,7 @@ pub fn scrub(args: &[String], values: &[String], shift: usize) {
         argv::overwrite(*i + shift, &args[*i], range.clone());
     }
     if !found.is_empty() && std::io::stderr().is_terminal() {
-        eprintln!("{WARNING}");
+        say!("{WARNING}");
     }
 }
 

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use argh::FromArgs;
 use respbench_report::compare::CompareArgs;
 use respbench_report::merge::MergeArgs;
+use respbench_report::say;
 
 /// respbench merge: combines the JSON documents of several runs test by test (tests with the
 /// same name add up) and prints one quiet line per test.
@@ -90,7 +91,7 @@ pub fn merge(name: &str, args: &[&str]) -> ExitCode {
     match respbench_report::merge::run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("respbench merge: {e}");
+            say!("respbench merge: {e}");
             ExitCode::from(1)
         }
     }
@@ -133,7 +134,7 @@ pub fn plot(name: &str, args: &[&str]) -> ExitCode {
     match respbench_report::plot::run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("respbench plot: {e}");
+            say!("respbench plot: {e}");
             ExitCode::from(1)
         }
     }
@@ -142,7 +143,7 @@ pub fn plot(name: &str, args: &[&str]) -> ExitCode {
 /// `respbench plot` in a build without the `plot` feature.
 #[cfg(not(feature = "plot"))]
 pub fn plot(_: &str, _: &[&str]) -> ExitCode {
-    eprintln!(
+    say!(
         "respbench plot: this respbench was built without plotting (cargo feature `plot`, on by default): \
          rebuild without --no-default-features"
     );

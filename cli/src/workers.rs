@@ -2,6 +2,7 @@
 //! warn, so it is the command line's). Parsing `--worker I/N` and `--start-at`, and what a
 //! worker's share is, are the session's (`respbench_session::workers`).
 
+use respbench_report::say;
 use respbench_session::config::Worker;
 
 /// The worker index a Kubernetes Indexed Job gives each pod.
@@ -16,7 +17,7 @@ pub fn worker_from_env(var: impl Fn(&str) -> Option<String>) -> Result<Option<Wo
     let index = var(INDEX_ENV);
     let Some(count) = var(COUNT_ENV) else {
         if let Some(i) = index {
-            eprintln!(
+            say!(
                 "WARNING: {INDEX_ENV}={i} but {COUNT_ENV} is not set: this process runs the whole load \
                      (set {COUNT_ENV}=N, or --worker I/N, to split it)"
             );

@@ -530,7 +530,7 @@ pub fn status(args: &CompareArgs) -> u8 {
     match run(args) {
         Ok(failed) => u8::from(failed),
         Err(e) => {
-            eprintln!("respbench compare: {e}");
+            crate::say!("respbench compare: {e}");
             2
         }
     }
@@ -555,7 +555,7 @@ pub fn run(args: &CompareArgs) -> Result<bool, String> {
             .map_err(|e| format!("cannot write: {e}"))?;
     }
     if let Some(f) = comparison.forced.as_ref() {
-        eprintln!("respbench compare: --force: {}", f.join("\n"));
+        crate::say!("respbench compare: --force: {}", f.join("\n"));
     }
     if let Some(path) = &args.json {
         // The configuration compared (A's) and A's server, as a run's document has them.
@@ -574,7 +574,7 @@ pub fn run(args: &CompareArgs) -> Result<bool, String> {
                     .map(move |f| format!("{} {}", t.name, f.figure))
             })
             .collect();
-        eprintln!(
+        crate::say!(
             "respbench compare: B is slower than --fail-if-slower {} allows: {}",
             percent_text(limit.unwrap_or(0.0)),
             failed.join(", ")

@@ -21,8 +21,8 @@
 //!   send time, corrected for coordinated omission. `TEST.service` (open loop only) is the
 //!   service time, from the actual send.
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::path::Path;
 
 use hdrhistogram::Histogram;
 use respbench_core::stats::{Interval, HIGHEST_MICROS};
@@ -30,7 +30,7 @@ use respbench_core::Time;
 
 /// An open interval log.
 pub struct IntervalLog {
-    out: BufWriter<File>,
+    out: BufWriter<crate::files::Live>,
     path: String,
     /// The run's epoch in microseconds since the Unix epoch: the log's `BaseTime`.
     base_us: u64,
@@ -39,10 +39,12 @@ pub struct IntervalLog {
 }
 
 impl IntervalLog {
-    /// Creates the file at `path` and writes the header; `base_us` is the run's epoch in
-    /// microseconds since the Unix epoch.
+    /// Creates the file at `path` (mode 0600 until [`IntervalLog::finish`]; a symlink there is
+    /// never followed: see [`crate::files::Live`]) and writes the header; `base_us` is the run's
+    /// epoch in microseconds since the Unix epoch.
     pub fn create(path: &str, base_us: u64) -> Result<IntervalLog, String> {
-        let file = File::create(path).map_err(|e| format!("--hlog {path}: cannot create it: {e}"))?;
+        let file = crate::files::Live::create(Path::new(path))
+            .map_err(|e| format!("--hlog {path}: cannot create it: {e}"))?;
         let mut log = IntervalLog { out: BufWriter::new(file), path: path.to_string(), base_us, first: None };
         log.header().map_err(|e| log.failed(&e))?;
         Ok(log)
@@ -92,6 +94,12 @@ impl IntervalLog {
     /// Pushes what is buffered to the file (after each test, and at the end).
     pub fn flush(&mut self) -> Result<(), String> {
         self.out.flush().map_err(|e| self.failed(&e))
+    }
+
+    /// The run is over: pushes what is buffered and gives the file its usual mode.
+    pub fn finish(&mut self) -> Result<(), String> {
+        self.flush()?;
+        self.out.get_ref().publish().map_err(|e| self.failed(&e))
     }
 
     fn failed(&self, e: &io::Error) -> String {

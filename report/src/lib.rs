@@ -5,7 +5,9 @@
 //! `-q`, `--csv`: [`text`]), the JSON document ([`json`]), `--hlog` ([`hlog`]), `--hgrm`
 //! ([`hgrm`]), the capacity tables ([`capacity`]), `respbench merge` ([`merge`]) and
 //! `respbench plot` ([`plot`], behind the `plot` feature). The binary parses options and wires
-//! them here, as ripgrep's binary picks a printer from `grep-printer`.
+//! them here, as ripgrep's binary picks a printer from `grep-printer`. Its lines on stderr go
+//! through [`say!`] ([`stderr`]), which never panics.
+#![cfg_attr(not(test), deny(clippy::print_stderr))]
 
 pub mod capacity;
 pub mod capture;
@@ -22,6 +24,7 @@ pub mod metrics;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod present;
+pub mod stderr;
 pub mod text;
 
 /// Reads `bytes` as a result document the way `respbench merge`, `plot` and `compare` do: the

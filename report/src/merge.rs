@@ -65,7 +65,7 @@ pub fn run(opts: &MergeArgs) -> Result<(), String> {
     }
     let mut merged = merge(&docs, !mixture.is_empty()).map_err(|(i, e)| format!("{}: {e}", opts.files[i]))?;
     if !mixture.is_empty() {
-        eprintln!("respbench merge: --force: {}", mixture.join("\n"));
+        crate::say!("respbench merge: --force: {}", mixture.join("\n"));
     }
     // A split run's capacity ladder: judged again on the merged steps.
     let searches = crate::capacity::merge(&docs)?;
@@ -77,7 +77,7 @@ pub fn run(opts: &MergeArgs) -> Result<(), String> {
     for (path, doc) in opts.files.iter().zip(&docs) {
         if let Some(late) = doc.late_by_s.filter(|&l| l > 0.0) {
             let who = part_of(doc).map(|(i, n)| format!("worker {i}/{n} ({path})")).unwrap_or(path.clone());
-            eprintln!("respbench merge: {who} began {late:.3} s after its --start-at");
+            crate::say!("respbench merge: {who} began {late:.3} s after its --start-at");
         }
         merged.late_by_s = match (merged.late_by_s, doc.late_by_s) {
             (Some(a), Some(b)) => Some(a.max(b)),

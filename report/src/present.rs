@@ -78,13 +78,21 @@ fn stderr_columns() -> Option<usize> {
     (ok && size.ws_col > 0).then_some(size.ws_col as usize)
 }
 
-/// Whether the files the run will write (`--json`, `--hgrm`) can be written where they are
-/// named, found out before a long run by creating and removing a temporary file beside each, as
-/// the writes will. `--hlog` is opened when the run begins.
+/// Whether the files the run will write (`--json`, `--hgrm`, `--hlog`) can be written where
+/// they are named, found out before connecting ([`files::probe_writable`]: a directory there is
+/// refused; a temporary file is created and removed beside a new path or a regular file; a FIFO
+/// is only `stat`ed). `--hlog` is opened when the run begins; a symlink at its path is refused
+/// here ([`files::check_unfollowed`]).
 pub fn check_outputs(cfg: &Config) -> Result<(), String> {
     if let Some(path) = cfg.json.as_deref().filter(|p| *p != "-") {
         files::probe_writable(std::path::Path::new(path))
             .map_err(|e| format!("--json: cannot write {path}: {e}"))?;
+    }
+    if let Some(path) = &cfg.open.hlog {
+        let target = std::path::Path::new(path);
+        files::check_unfollowed(target)
+            .and_then(|how| files::probe(target, how))
+            .map_err(|e| format!("--hlog {path}: cannot create it: {e}"))?;
     }
     if let Some(prefix) = &cfg.open.hgrm {
         files::probe_writable(std::path::Path::new(&format!("{prefix}TEST.hgrm")))
@@ -249,7 +257,7 @@ impl Presenter {
             self.report_failed(&e);
         }
         if let Some(log) = &mut self.hlog {
-            if let Err(e) = log.flush() {
+            if let Err(e) = log.finish() {
                 self.failed.push(e);
             }
         }
@@ -360,7 +368,7 @@ impl Observer for Presenter {
         // stderr is for errors: what was noticed shows on a terminal, else in the verbose
         // report (as redis-benchmark prints its own warnings, on stdout) and the JSON.
         if self.stderr_tty {
-            eprintln!("{line}");
+            crate::say!("{line}");
         } else if self.verbose_stdout {
             let _ = writeln!(self.out, "{line}");
         }
@@ -369,7 +377,7 @@ impl Observer for Presenter {
 
     fn error(&mut self, line: &str) {
         self.clear_progress();
-        eprintln!("{line}");
+        crate::say!("{line}");
     }
 
     fn nodes(&mut self, m: &Multi) {
@@ -424,7 +432,7 @@ impl Observer for Presenter {
     }
 
     fn second(&mut self, title: &str, n: usize, s: &Second) {
-        eprintln!("{}", report::live_line(title, n, s));
+        crate::say!("{}", report::live_line(title, n, s));
     }
 
     fn keeps_intervals(&self) -> bool {
@@ -482,7 +490,7 @@ impl Observer for Presenter {
                         _ => String::new(),
                     };
                     for w in &e.warnings {
-                        eprintln!("WARNING: {}{on}", w.text);
+                        crate::say!("WARNING: {}{on}", w.text);
                     }
                 }
             }
@@ -497,7 +505,7 @@ impl Observer for Presenter {
                 } else {
                     String::new()
                 };
-                eprintln!("{}{on}: {n} connection{plural} failed: {e}", last.name);
+                crate::say!("{}{on}: {n} connection{plural} failed: {e}", last.name);
             }
         }
         Ok(())
@@ -530,7 +538,7 @@ impl Observer for Presenter {
 
     fn capacity_probe(&mut self, test: &str, probe: &TestResult) {
         if self.stderr_tty {
-            eprintln!("{test}: closed-loop probe: {:.0} rps, the top of the search", probe.stats.rps());
+            crate::say!("{test}: closed-loop probe: {:.0} rps, the top of the search", probe.stats.rps());
         }
     }
 
@@ -545,7 +553,7 @@ impl Observer for Presenter {
         // As the progress line: for a reader at a terminal; a run to a file or pipe keeps
         // stderr for errors (the steps are in the table and the JSON).
         if let (true, Some(c)) = (self.stderr_tty, &self.searching) {
-            eprintln!("{}", capacity::step_line(test, n, most, c, step));
+            crate::say!("{}", capacity::step_line(test, n, most, c, step));
         }
     }
 
@@ -664,12 +672,12 @@ fn print_test(
             report::write_ramp_csv(entry, out)?;
             report::write_delivery_csv(entry, out)?;
             // stdout carries CSV only.
-            report::write_errors(&r, true, &mut io::stderr())?;
+            let _ = report::write_errors(&r, true, &mut io::stderr());
         }
     }
     if cfg.show_errors {
         for k in entry.stats.errors.kinds() {
-            eprintln!("Error from server: {}", k.first_message);
+            crate::say!("Error from server: {}", k.first_message);
         }
     }
     out.flush()

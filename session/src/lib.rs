@@ -6,6 +6,7 @@
 //! ([`Error`]). It never prints: the command line presents.
 
 #![warn(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::print_stderr))]
 
 mod backend;
 pub mod capacity;

@@ -15,7 +15,12 @@ const T: Duration = Duration::from_secs(30);
 extern "C" {
     fn setrlimit(resource: i32, limit: *const [u64; 2]) -> i32;
     fn signal(signum: i32, handler: usize) -> usize;
+    fn open(path: *const std::ffi::c_char, flags: i32, ...) -> i32;
+    fn pipe(fds: *mut [i32; 2]) -> i32;
+    fn dup2(old: i32, new: i32) -> i32;
+    fn close(fd: i32) -> i32;
 }
+const O_WRONLY: i32 = 1;
 const RLIMIT_FSIZE: i32 = 1;
 const SIGXFSZ: i32 = 25;
 const SIG_IGN: usize = 1;
@@ -178,4 +183,68 @@ fn each_output_alone_and_together() {
         assert_eq!(rows, 4000, "the seconds hold every request:\n{text}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The child's stderr is `/dev/full`: every write to it fails with `ENOSPC`.
+fn stderr_full() -> std::io::Result<()> {
+    // SAFETY: plain system calls on this (child) process.
+    unsafe {
+        let fd = open(c"/dev/full".as_ptr(), O_WRONLY);
+        if fd < 0 || dup2(fd, 2) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        close(fd);
+    }
+    Ok(())
+}
+
+/// The child's stderr is a pipe whose reader is gone (`2>&1 | head -1` once `head` has
+/// exited): every write to it fails with `EPIPE` (SIGPIPE is ignored by Rust programs).
+fn stderr_closed_pipe() -> std::io::Result<()> {
+    let mut fds = [0i32; 2];
+    // SAFETY: plain system calls on this (child) process.
+    unsafe {
+        if pipe(&mut fds) < 0 || close(fds[0]) < 0 || dup2(fds[1], 2) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        close(fds[1]);
+    }
+    Ok(())
+}
+
+/// A stderr that cannot be written costs nothing but its lines (#56 item 11): the run's status
+/// and stdout are what they would be. `eprintln!` panicked there ("failed printing to stderr",
+/// status 101): a run whose every reply is an error (status 1, `Error from server` and `-e`'s
+/// lines on stderr) and a successful one with a warning (`--cacert` without `--tls`, status 0,
+/// which exited 101 before it ran), each with stderr `/dev/full` and a closed pipe.
+#[test]
+fn an_unwritable_stderr_keeps_the_status_and_stdout() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    for (how, hook) in
+        [("/dev/full", stderr_full as fn() -> std::io::Result<()>), ("a closed pipe", stderr_closed_pipe)]
+    {
+        let tool = Tool { pre_exec: Some(hook), ..respbench() };
+        let out = tool.run(&["-p", &port, "-n", "1000", "-q", "-e", "INCRBY", "k", "notanumber"], T);
+        assert_eq!(out.status.code(), Some(1), "stderr {how}: {}", out.dump());
+        let want = "INCRBY k notanumber: no request succeeded: 1000 replies in ";
+        assert!(out.stdout.starts_with(want), "stderr {how}: {}", out.dump());
+        assert!(
+            out.stdout.contains("\nINCRBY k notanumber: errors: 1000 (ERR: 1000)\n"),
+            "stderr {how}: {}",
+            out.dump()
+        );
+        assert_eq!(out.stderr, "", "stderr {how}: the harness's pipe was replaced");
+
+        let out = tool.run(&["-p", &port, "-t", "get", "-n", "1000", "-q", "--cacert", "/nonexistent"], T);
+        assert_eq!(out.status.code(), Some(0), "stderr {how}: {}", out.dump());
+        let quiet = respbench_tests::parse_quiet(&out.stdout);
+        assert_eq!(
+            quiet.iter().map(|q| q.title.as_str()).collect::<Vec<_>>(),
+            ["GET"],
+            "stderr {how}: {}",
+            out.dump()
+        );
+    }
+    assert_eq!(server.command_calls("get"), 2000);
 }
