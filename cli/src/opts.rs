@@ -637,7 +637,7 @@ impl Opts {
             None => crate::workers::worker_from_env(|k| std::env::var(k).ok())?,
         };
         let start_at =
-            self.start_at.as_deref().map(respbench_session::workers::parse_start_at).transpose()?;
+            self.start_at.as_deref().map(respbench_session::workers::parse_start_at_now).transpose()?;
         if start_at.is_some() && self.idle {
             return Err(Conflict("--start-at", "-I", "idle mode has no measured window to start"));
         }

@@ -28,6 +28,15 @@ pub struct Case {
 }
 
 impl Case {
+    /// A delivery test's subscribers or waiters, a socket each beside the test's connections
+    /// (0 for any other test).
+    pub fn listeners(&self, cfg: &Config) -> usize {
+        match self.spec.template.stamp_at() {
+            Some(_) => self.subscribers.or(cfg.open.subscribers.first().copied()).unwrap_or(1),
+            None => 0,
+        }
+    }
+
     /// The templates its requests are made from: the test's, or each command of its mix.
     pub fn templates(&self) -> Vec<&Template> {
         match &self.mix {
