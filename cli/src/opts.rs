@@ -279,6 +279,9 @@ pub struct Opts {
     /// stop --replay at the first malformed line instead of counting it
     #[argh(switch)]
     pub strict: bool,
+    /// with --replay, also send what changes the server's configuration, users or whole keyspace
+    #[argh(switch)]
+    pub replay_admin: bool,
     /// respbench capture: the file to write
     #[argh(option, short = 'o')]
     pub output: Option<String>,
@@ -702,6 +705,7 @@ impl Opts {
                 self.speed.as_deref(),
                 self.replay_loop,
                 self.strict,
+                self.replay_admin,
             )?,
             capture: None,
             ab: None,

@@ -295,6 +295,12 @@ impl Scan {
     }
 }
 
+/// Why `e` is not replayed ([`skip_of`]), but for [`Skip::Admin`]'s commands under
+/// `--replay-admin`, which are.
+fn skipped_of(s: &Settings, e: &Entry) -> Option<Skip> {
+    skip_of(&e.client, &e.args).filter(|why| !(s.admin && *why == Skip::Admin))
+}
+
 /// Reads `s.file` through once: a file that is not a capture (its first line neither a MONITOR
 /// line nor the capture header), one that cannot be read, one with nothing to replay, or under
 /// `--strict` one with a malformed line is an error.
@@ -331,7 +337,7 @@ pub fn scan(s: &Settings) -> Result<Scan, Error> {
         };
         seen_entry = true;
         let name = command_name(&e.args);
-        if let Some(why) = skip_of(&e.client, &e.args) {
+        if let Some(why) = skipped_of(s, &e) {
             *skipped.entry((name, why)).or_default() += 1;
             continue;
         }
@@ -494,7 +500,7 @@ impl Replay {
                     return Ok(());
                 }
                 let Item::Entry(e) = item else { continue };
-                if skip_of(&e.client, &e.args).is_some() {
+                if skipped_of(&self.settings, &e).is_some() {
                     continue;
                 }
                 let Some(&j) = index.get(e.client.as_slice()) else { continue };
@@ -941,7 +947,7 @@ mod tests {
         }
         text.extend_from_slice(b"nonsense\n");
         let p = temp("scan", &text);
-        let s = settings(Some(p.to_str().unwrap()), None, None, false).unwrap().unwrap();
+        let s = settings(Some(p.to_str().unwrap()), None, None, false, false).unwrap().unwrap();
         let scan = scan(&s).unwrap();
         assert_eq!(scan.clients, vec![b"a:1".to_vec(), b"b:2".to_vec()]);
         assert_eq!(scan.names, vec![("GET".to_string(), 2), ("SET".to_string(), 1)]);
@@ -975,7 +981,7 @@ mod tests {
             encode_record(&mut file, x);
         }
         let p = temp("feed", &file);
-        let s = settings(Some(p.to_str().unwrap()), Some("2"), Some(2), false).unwrap().unwrap();
+        let s = settings(Some(p.to_str().unwrap()), Some("2"), Some(2), false, false).unwrap().unwrap();
         let scan = scan(&s).unwrap();
         let r = Arc::new(Replay::new(s, scan, "p".into(), (0, 1), 0));
         let origin = Time::from_nanos(1_000_000);

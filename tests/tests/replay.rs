@@ -325,6 +325,50 @@ fn malformed_lines_are_counted_with_their_numbers_and_strict_stops_at_the_first(
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A capture with `CONFIG SET requirepass` and `FLUSHALL` in it (they were replayed: the
+/// target's password changed and its keys went) replays without them, each counted by name in
+/// the report and the JSON; `--replay-admin` sends them on purpose.
+#[test]
+fn administrative_commands_are_skipped_unless_replay_admin() {
+    let dir = temp("admin");
+    let file = dir.join("mon.txt");
+    std::fs::write(
+        &file,
+        "OK\n1.000001 [0 127.0.0.1:1] \"SET\" \"a\" \"1\"\n\
+         1.000002 [0 127.0.0.1:1] \"CONFIG\" \"SET\" \"requirepass\" \"s3cret\"\n\
+         1.000003 [0 127.0.0.1:1] \"FLUSHALL\"\n1.000004 [0 127.0.0.1:1] \"SET\" \"b\" \"2\"\n",
+    )
+    .unwrap();
+    let fresh = RedisServer::start();
+    let port = fresh.port().to_string();
+    fresh.cli(&["SET", "kept", "x"]);
+    let json = dir.join("out.json");
+    let out = respbench()
+        .run(&["-p", &port, "--replay", file.to_str().unwrap(), "--json", json.to_str().unwrap()], LONG);
+    assert!(out.status.success(), "{}", out.dump());
+    let why = "changes the server's configuration, users or whole keyspace (--replay-admin sends it)";
+    assert!(out.stdout.contains(&format!("not replayed: 1 CONFIG SET ({why})")), "{}", out.stdout);
+    assert!(out.stdout.contains(&format!("not replayed: 1 FLUSHALL ({why})")), "{}", out.stdout);
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let skipped = &doc["tests"].as_array().unwrap().last().unwrap()["replay"]["skipped"];
+    let names: Vec<&str> =
+        skipped.as_array().unwrap().iter().map(|s| s["command"].as_str().unwrap()).collect();
+    assert_eq!(names, ["CONFIG SET", "FLUSHALL"], "{skipped}");
+    assert_eq!(fresh.cli(&["CONFIG", "GET", "requirepass"]), "requirepass", "the password is unchanged");
+    assert_eq!(fresh.dbsize(0), 3, "nothing flushed: kept, a and b");
+    assert_eq!((fresh.command_calls("config|set"), fresh.command_calls("flushall")), (0, 0));
+    // On purpose: sent, in their place (FLUSHALL after a, before b).
+    let out = respbench().run(&["-p", &port, "--replay", file.to_str().unwrap(), "--replay-admin"], LONG);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(!out.stdout.contains("not replayed"), "{}", out.stdout);
+    let authed = Command::new("redis-cli")
+        .args(["-p", &port, "--no-auth-warning", "-a", "s3cret", "KEYS", "*"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&authed.stdout), "b\n", "the password is set and only b is left");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_file_that_is_not_a_capture_is_an_error_before_connecting() {
     let dir = temp("notcapture");
