@@ -173,6 +173,9 @@ pub struct Opts {
     /// read at most N rows of --dataset (valkey-benchmark 9; default 0: all)
     #[argh(option, default = "0")]
     pub maxdocs: usize,
+    /// the most of the --dataset file read, in bytes (default 1073741824: 1 GiB)
+    #[argh(option, default = "respbench_session::config::DATASET_MAX_BYTES")]
+    pub dataset_max_bytes: u64,
     /// the element each document of an XML --dataset (a name with .xml) is, whose child tags
     /// are its fields (valkey-benchmark 9)
     #[argh(option)]
@@ -687,6 +690,7 @@ impl Opts {
             valkey_suite: false,
             dataset: self.dataset,
             maxdocs: self.maxdocs,
+            dataset_max_bytes: self.dataset_max_bytes,
             xml_root_element: self.xml_root_element,
             command: self.command.into_iter().map(String::into_bytes).collect(),
             backends,

@@ -161,7 +161,7 @@ impl Session {
         let value =
             cfg.sweep.datasizes.iter().chain([&cfg.values]).map(|v| v.max() as u64).max().unwrap_or(0);
         crate::limits::ensure_memory(value, if multi { value } else { 0 }, most_clients)?;
-        let cases = cases(cfg, &mut |w| obs.message(w))?;
+        let cases = cases(cfg, &stop, &mut |w| obs.message(w))?;
         // A delivery test's subscribers or waiters are sockets beside the connections, before any
         // connects (the limit was met after thousands had, seconds in).
         let listeners = cases.iter().map(|c| c.listeners(cfg)).max().unwrap_or(0);
@@ -355,7 +355,7 @@ impl Session {
             // The default suite's values are in its templates: made again at each -d.
             let rebuilt;
             let case = if self.base.sweep.datasizes.len() > 1 && self.base.command.is_empty() {
-                rebuilt = cases(&cfg, &mut |w| obs.message(w))?
+                rebuilt = cases(&cfg, &self.stop, &mut |w| obs.message(w))?
                     .into_iter()
                     .nth(test_no as usize)
                     .ok_or(Error::Tests("a sweep lost a test".into()))?;

@@ -2,6 +2,7 @@
 //! a test without one allocates none, and a value too large for memory is refused before the
 //! benchmark connects, with the size it would need, instead of aborting mid-run.
 
+use std::io::Write;
 use std::time::Duration;
 
 use respbench_tests::{respbench, RedisServer};
@@ -110,4 +111,33 @@ fn connections_share_one_copy_of_a_large_dataset_field() {
     assert_eq!(server.cli(&["STRLEN", "key:1"]), "100000000", "the whole field was stored");
     assert!(one > 100_000, "the field is in memory once at least: {one} KiB");
     assert!(ten * 10 <= one * 12, "-c 1 peaked at {one} KiB, -c 10 at {ten} KiB");
+}
+
+/// `--maxdocs 10` of a 98 MB dataset reads its first rows, not the file: the whole file was
+/// read first (over 98 MB resident), now the peak stays under 50 MB (12.6 MB measured).
+#[test]
+fn maxdocs_reads_no_further_than_its_rows() {
+    let server = RedisServer::start();
+    let path = std::env::temp_dir().join(format!("respbench-maxdocs-{}.csv", std::process::id()));
+    // Written as it is made: a child forked from a test process that held the file would start
+    // with its pages in its resident size.
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    w.write_all(b"id,name\n").unwrap();
+    let row = "v".repeat(90);
+    for i in 0..1_000_000 {
+        writeln!(w, "{i},{row}").unwrap();
+    }
+    w.flush().unwrap();
+    drop(w);
+    let port = server.port().to_string();
+    let args = ["-p", &port, "-n", "20", "-q", "--maxdocs", "10", "--dataset", path.to_str().unwrap()];
+    let out = respbench().run(
+        &[&args[..], &["--", "SET", "key:__field:id__", "__field:name__"]].concat(),
+        Duration::from_secs(120),
+    );
+    let peak = children_peak_kib();
+    std::fs::remove_file(&path).unwrap();
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.dbsize(0), 10);
+    assert!(peak < 50 * 1024, "peak RSS {peak} KiB reading 10 rows of a 100 MB file");
 }
