@@ -162,6 +162,12 @@ impl Session {
             cfg.sweep.datasizes.iter().chain([&cfg.values]).map(|v| v.max() as u64).max().unwrap_or(0);
         crate::limits::ensure_memory(value, if multi { value } else { 0 }, most_clients)?;
         let cases = cases(cfg, &stop, &mut |w| obs.message(w))?;
+        // A replay says what it is about to play, and the recorded instants it does not keep.
+        for r in cases.iter().filter_map(|c| c.replay.as_ref()) {
+            for line in r.scan.notices(&r.settings.file) {
+                obs.notice(&line);
+            }
+        }
         // A delivery test's subscribers or waiters are sockets beside the connections, before any
         // connects (the limit was met after thousands had, seconds in).
         let listeners = cases.iter().map(|c| c.listeners(cfg)).max().unwrap_or(0);

@@ -99,7 +99,8 @@ pub struct Figures {
     pub passes: u64,
     /// The connections: the original clients this process played.
     pub clients: u64,
-    /// The capture's span, first command to last, in seconds.
+    /// The capture's span, first command to last, in seconds, as played at `--speed 1`
+    /// (`crate::replay::Timeline`).
     pub recorded_s: f64,
     /// The commands sent (with their lateness recorded).
     pub sent: u64,

@@ -148,7 +148,14 @@ fn replay_matches(original: &RedisServer, file: &Path, extra: &[&str]) -> String
     args.extend_from_slice(extra);
     let out = respbench().run(&args, LONG);
     assert!(out.status.success(), "{}", out.dump());
-    assert!(out.stderr.is_empty(), "{}", out.dump());
+    // Nothing on stderr but what the replay is about to play.
+    let said = format!("--replay {}: ", file.display());
+    assert!(
+        out.stderr.lines().all(|l| l.starts_with(&said) && l.contains(" played over ")),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
     assert_eq!(calls(&fresh, &want), want, "commandstats of the fresh server against the capture");
     for db in [0, 2] {
         assert_eq!(fresh.dbsize(db), original.dbsize(db), "DBSIZE of db {db}");
@@ -367,6 +374,70 @@ fn administrative_commands_are_skipped_unless_replay_admin() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&authed.stdout), "b\n", "the password is set and only b is left");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs `--replay` of a MONITOR file of `lines` (SETs of client 1 at the given Unix seconds),
+/// with `extra`, against a fresh server: its output once every SET landed.
+fn replay_of(name: &str, seconds: &[&str], extra: &[&str]) -> (respbench_tests::Output, PathBuf) {
+    let dir = temp(name);
+    let file = dir.join("mon.txt");
+    let mut text = String::from("OK\n");
+    for (i, t) in seconds.iter().enumerate() {
+        text += &format!("{t} [0 127.0.0.1:1] \"SET\" \"k{i}\" \"v\"\n");
+    }
+    std::fs::write(&file, text).unwrap();
+    let fresh = RedisServer::start();
+    let port = fresh.port().to_string();
+    let out =
+        respbench().run(&[&["-p", &port, "--replay", file.to_str().unwrap()][..], extra].concat(), LONG);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(fresh.command_calls("set"), seconds.len() as u64, "{}", out.dump());
+    (out, file)
+}
+
+/// Timestamps that go back an hour (a clock stepped back) are played with no gap: the replay
+/// waited the hour from the earliest instant, sending nothing. Said once, with the span first.
+#[test]
+fn timestamps_that_go_backwards_replay_at_once_and_are_said() {
+    let (out, file) =
+        replay_of("backwards", &["5000.000000", "1400.000000", "1400.500000", "1400.250000"], &[]);
+    let f = file.display();
+    assert!(
+        out.stderr.contains(&format!(
+            "--replay {f}: 4 commands from 1 clients, recorded from Unix 5000.000000 to 1400.250000, played over \
+             0.500 s (at --speed 1)"
+        )),
+        "{}",
+        out.dump()
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "WARNING: --replay {f}: 2 commands were recorded before the one ahead of them (the first at line 3): \
+             played with no gap before them"
+        )),
+        "{}",
+        out.dump()
+    );
+    std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
+}
+
+/// A gap of a year between two commands is played as 10 s (here at --speed 10: 1 s), said with
+/// its length; it was waited for, silently.
+#[test]
+fn a_long_gap_is_played_as_ten_seconds_and_said() {
+    let (out, file) =
+        replay_of("gap", &["1000.000000", "31537000.000000", "31537000.100000"], &["--speed", "10"]);
+    let f = file.display();
+    assert!(out.stderr.contains(&format!("--replay {f}: 3 commands from 1 clients, recorded from Unix 1000.000000 to 31537000.100000, played over 10.100 s")), "{}", out.dump());
+    assert!(
+        out.stderr.contains(&format!(
+            "WARNING: --replay {f}: 1 gaps between commands were longer than 10 s (the longest 31536000.000 s, \
+             before line 3): played as 10 s"
+        )),
+        "{}",
+        out.dump()
+    );
+    std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
 }
 
 #[test]
