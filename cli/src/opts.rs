@@ -174,6 +174,9 @@ pub struct Opts {
     /// read at most N rows of --dataset (valkey-benchmark 9; default 0: all)
     #[argh(option, default = "0")]
     pub maxdocs: usize,
+    /// the most of the --dataset file read, in bytes (default 1073741824: 1 GiB)
+    #[argh(option, default = "respbench_session::config::DATASET_MAX_BYTES")]
+    pub dataset_max_bytes: u64,
     /// the element each document of an XML --dataset (a name with .xml) is, whose child tags
     /// are its fields (valkey-benchmark 9)
     #[argh(option)]
@@ -280,6 +283,9 @@ pub struct Opts {
     /// stop --replay at the first malformed line instead of counting it
     #[argh(switch)]
     pub strict: bool,
+    /// with --replay, also send what changes the server's configuration, users or whole keyspace
+    #[argh(switch)]
+    pub replay_admin: bool,
     /// respbench capture: the file to write
     #[argh(option, short = 'o')]
     pub output: Option<String>,
@@ -638,7 +644,7 @@ impl Opts {
             None => crate::workers::worker_from_env(|k| std::env::var(k).ok())?,
         };
         let start_at =
-            self.start_at.as_deref().map(respbench_session::workers::parse_start_at).transpose()?;
+            self.start_at.as_deref().map(respbench_session::workers::parse_start_at_now).transpose()?;
         if start_at.is_some() && self.idle {
             return Err(Conflict("--start-at", "-I", "idle mode has no measured window to start"));
         }
@@ -685,6 +691,7 @@ impl Opts {
             valkey_suite: false,
             dataset: self.dataset,
             maxdocs: self.maxdocs,
+            dataset_max_bytes: self.dataset_max_bytes,
             xml_root_element: self.xml_root_element,
             command: self.command.into_iter().map(String::into_bytes).collect(),
             backends,
@@ -703,6 +710,7 @@ impl Opts {
                 self.speed.as_deref(),
                 self.replay_loop,
                 self.strict,
+                self.replay_admin,
             )?,
             capture: None,
             ab: None,

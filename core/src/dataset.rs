@@ -103,6 +103,44 @@ fn split_line(line: &str, delimiter: u8, out: &mut Vec<Vec<u8>>) -> Result<(), S
     }
 }
 
+/// Where the start of a dataset file that holds its header and `max_rows` rows ends (of a CSV
+/// or TSV: the line ending the last of them; of an XML file with `xml_root`: the last
+/// document's closing tag), so that `--maxdocs` reads no further; `None` while `text` does not
+/// hold them all yet, or when `max_rows` is 0 (all). Rows are counted as [`Dataset::parse`] and
+/// [`Dataset::parse_xml`] read them.
+pub fn rows_end(text: &[u8], xml_root: Option<&str>, max_rows: usize) -> Option<usize> {
+    if max_rows == 0 {
+        return None;
+    }
+    if let Some(root) = xml_root {
+        let find = |needle: &[u8], from: usize| {
+            text.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|i| i + from)
+        };
+        let (open, end_tag) = (format!("<{root}"), format!("</{root}>"));
+        let mut at = 0;
+        for _ in 0..max_rows {
+            let start = find(open.as_bytes(), at)?;
+            let gt = find(b">", start + 1)?;
+            at = find(end_tag.as_bytes(), gt)? + end_tag.len();
+        }
+        return Some(at);
+    }
+    // The header is a line too; empty lines are not rows.
+    let mut lines = 0usize;
+    let mut from = 0;
+    for (i, _) in text.iter().enumerate().filter(|(_, &b)| b == b'\n') {
+        let line = &text[from..i];
+        if !line.strip_suffix(b"\r").unwrap_or(line).is_empty() {
+            lines += 1;
+            if lines > max_rows {
+                return Some(i + 1);
+            }
+        }
+        from = i + 1;
+    }
+    None
+}
+
 impl Dataset {
     /// Parses `text`, the contents of `path`: a header row naming the fields, then one row per
     /// line (empty lines are skipped, `\r\n` ends a line too). As in valkey-benchmark 9, a row
@@ -420,6 +458,24 @@ mod tests {
         assert_eq!(d.names(), ["id", "name"]);
         assert_eq!(rows(&d), [vec!["1", "a, \"b\""], vec!["2", "c"]]);
         assert_eq!((d.next_row(), d.next_row(), d.next_row()), (0, 1, 0));
+    }
+
+    #[test]
+    fn rows_end_where_maxdocs_stops_reading() {
+        let csv = b"a,b\n\n1,2\r\n3,4\n5,6\n";
+        assert_eq!(rows_end(csv, None, 0), None, "0 reads all");
+        assert_eq!(rows_end(csv, None, 1), Some(10));
+        assert_eq!(rows_end(csv, None, 2), Some(14));
+        assert_eq!(rows_end(csv, None, 3), Some(18));
+        assert_eq!(rows_end(csv, None, 4), None, "not there yet");
+        assert_eq!(rows_end(b"a,b\n1,2", None, 1), None, "a row is whole at its line's end");
+        let whole = Dataset::parse("f", csv, b',', 2).unwrap();
+        assert_eq!(Dataset::parse("f", &csv[..14], b',', 2).unwrap(), whole);
+        let xml = b"<r><a>1</a></r>\n<r><a>2</a></r><r><a>3";
+        assert_eq!(rows_end(xml, Some("r"), 2), Some(31));
+        assert_eq!(rows_end(xml, Some("r"), 3), None);
+        let whole = Dataset::parse_xml("f", xml, "r", 2).unwrap();
+        assert_eq!(Dataset::parse_xml("f", &xml[..31], "r", 2).unwrap(), whole);
     }
 
     #[test]

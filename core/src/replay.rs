@@ -289,7 +289,53 @@ pub enum Skip {
     Auth,
     /// Run by a script (`[0 lua]`): its `EVAL` is replayed, and runs it.
     Script,
+    /// It changes the server's configuration, its users or passwords, or its whole keyspace
+    /// ([`ADMIN`]): sent only when asked for (`--replay-admin`).
+    Admin,
 }
+
+/// The commands a replay leaves out unless asked to send them (`--replay-admin`), as a
+/// command and its subcommands (none: every one): they change the target's configuration
+/// (`CONFIG SET`, `MODULE LOAD`), who may connect (`ACL SETUSER`), its whole keyspace or its
+/// scripts (`FLUSHALL`, `SWAPDB`, `FUNCTION FLUSH`), its persistence or its diagnostics
+/// (`BGSAVE`, `SLOWLOG RESET`), or its cluster (`CLUSTER SETSLOT`), which a capture's target
+/// is not for the capture to decide. (`CLIENT KILL`/`PAUSE`, `SHUTDOWN`, replication and
+/// `FAILOVER` are never sent: [`Skip::Connection`].)
+pub const ADMIN: &[(&str, &[&str])] = &[
+    ("CONFIG", &["SET", "RESETSTAT", "REWRITE"]),
+    ("ACL", &["SETUSER", "DELUSER", "LOAD", "SAVE"]),
+    ("FLUSHALL", &[]),
+    ("FLUSHDB", &[]),
+    ("SWAPDB", &[]),
+    ("DEBUG", &[]),
+    ("MODULE", &["LOAD", "LOADEX", "UNLOAD"]),
+    ("SCRIPT", &["FLUSH", "KILL"]),
+    ("FUNCTION", &["FLUSH", "DELETE", "RESTORE", "KILL"]),
+    ("SAVE", &[]),
+    ("BGSAVE", &[]),
+    ("BGREWRITEAOF", &[]),
+    ("SLOWLOG", &["RESET"]),
+    ("LATENCY", &["RESET"]),
+    (
+        "CLUSTER",
+        &[
+            "ADDSLOTS",
+            "ADDSLOTSRANGE",
+            "DELSLOTS",
+            "DELSLOTSRANGE",
+            "FLUSHSLOTS",
+            "FORGET",
+            "MEET",
+            "REPLICATE",
+            "RESET",
+            "SETSLOT",
+            "SET-CONFIG-EPOCH",
+            "BUMPEPOCH",
+            "FAILOVER",
+            "SAVECONFIG",
+        ],
+    ),
+];
 
 impl Skip {
     /// What the report says of it.
@@ -300,6 +346,9 @@ impl Skip {
             Skip::Connection => "acts on connections or the server",
             Skip::Auth => "its password is not in the capture (-a authenticates each connection)",
             Skip::Script => "run by a script, whose EVAL is replayed",
+            Skip::Admin => {
+                "changes the server's configuration, users or whole keyspace (--replay-admin sends it)"
+            }
         }
     }
 }
@@ -344,6 +393,9 @@ pub fn skip_of(client: &[u8], args: &[Vec<u8>]) -> Option<Skip> {
     if is("AUTH") || (is("HELLO") && args.iter().skip(2).any(|a| a.eq_ignore_ascii_case(b"AUTH"))) {
         return Some(Skip::Auth);
     }
+    if ADMIN.iter().any(|(n, subs)| is(n) && (subs.is_empty() || subs.iter().any(|s| sub(s)))) {
+        return Some(Skip::Admin);
+    }
     None
 }
 
@@ -353,7 +405,8 @@ pub fn command_name(args: &[Vec<u8>]) -> String {
     let Some(name) = args.first() else { return String::new() };
     let mut n = String::from_utf8_lossy(name).to_ascii_uppercase();
     const CONTAINERS: &[&str] = &[
-        "CLIENT", "CONFIG", "CLUSTER", "COMMAND", "OBJECT", "MEMORY", "SCRIPT", "FUNCTION", "XINFO", "XGROUP",
+        "CLIENT", "CONFIG", "CLUSTER", "COMMAND", "OBJECT", "MEMORY", "SCRIPT", "FUNCTION", "XINFO",
+        "XGROUP", "ACL", "MODULE", "SLOWLOG", "LATENCY",
     ];
     if CONTAINERS.contains(&n.as_str()) {
         if let Some(s) = args.get(1) {
@@ -616,6 +669,18 @@ mod tests {
         assert_eq!(s(&[b"HELLO", b"3"]), None);
         assert_eq!(s(&[b"HELLO", b"3", b"AUTH", b"u", b"(redacted)"]), Some(Skip::Auth));
         assert_eq!(s(&[b"get", b"k"]), None);
+        assert_eq!(s(&[b"config", b"set", b"requirepass", b"x"]), Some(Skip::Admin));
+        assert_eq!(s(&[b"CONFIG", b"GET", b"maxmemory"]), None);
+        assert_eq!(s(&[b"acl", b"setuser", b"u", b"on"]), Some(Skip::Admin));
+        assert_eq!(s(&[b"ACL", b"WHOAMI"]), None);
+        assert_eq!(s(&[b"flushall", b"async"]), Some(Skip::Admin));
+        assert_eq!(s(&[b"FLUSHDB"]), Some(Skip::Admin));
+        assert_eq!(s(&[b"debug", b"sleep", b"1"]), Some(Skip::Admin));
+        assert_eq!(s(&[b"FUNCTION", b"LOAD", b"#!lua name=l\n"]), None);
+        assert_eq!(s(&[b"FUNCTION", b"FLUSH"]), Some(Skip::Admin));
+        assert_eq!(s(&[b"CLUSTER", b"SETSLOT", b"1", b"NODE", b"n"]), Some(Skip::Admin));
+        assert_eq!(s(&[b"CLUSTER", b"SLOTS"]), None);
+        assert_eq!(command_name(&entry(&[b"acl", b"setuser", b"u"]).args), "ACL SETUSER");
         assert_eq!(command_name(&entry(&[b"client", b"setname", b"x"]).args), "CLIENT SETNAME");
         assert_eq!(command_name(&entry(&[b"lpush", b"q", b"x"]).args), "LPUSH");
     }

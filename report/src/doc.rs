@@ -528,7 +528,8 @@ pub struct Replay {
     pub passes: u64,
     /// The connections: one per original client (this worker's share).
     pub clients: u64,
-    /// The capture's span, first command to last, in seconds.
+    /// The capture's span, first command to last, in seconds, as played at `--speed 1`: a step
+    /// backwards in the recorded instants is no gap, a gap over 10 s is 10 s.
     pub recorded_s: f64,
     /// Commands sent.
     pub sent: u64,

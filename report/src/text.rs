@@ -931,7 +931,7 @@ pub fn write_replay(e: &TestResult, quiet: bool, out: &mut impl Write) -> io::Re
     let passes = if f.passes > 1 { format!(", {} passes", f.passes) } else { String::new() };
     writeln!(
         out,
-        "  replay: {} ({}), {:.3} s recorded, {} clients, at {}x speed{passes}",
+        "  replay: {} ({}), {:.3} s recorded (as played), {} clients, at {}x speed{passes}",
         f.file, f.format, f.recorded_s, f.clients, f.speed
     )?;
     writeln!(out, "  replay fidelity: {fidelity}")?;

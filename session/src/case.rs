@@ -11,6 +11,8 @@ use respbench_core::{Mix, Stats};
 
 use crate::config::{Backend, Config};
 use crate::cpu::ClientCpu;
+use crate::input::ReadError;
+use crate::observer::StopHandle;
 use crate::result::{command_text, TestResult};
 use crate::Error;
 
@@ -28,6 +30,15 @@ pub struct Case {
 }
 
 impl Case {
+    /// A delivery test's subscribers or waiters, a socket each beside the test's connections
+    /// (0 for any other test).
+    pub fn listeners(&self, cfg: &Config) -> usize {
+        match self.spec.template.stamp_at() {
+            Some(_) => self.subscribers.or(cfg.open.subscribers.first().copied()).unwrap_or(1),
+            None => 0,
+        }
+    }
+
     /// The templates its requests are made from: the test's, or each command of its mix.
     pub fn templates(&self) -> Vec<&Template> {
         match &self.mix {
@@ -99,9 +110,9 @@ pub fn preloadable(case: &Case) -> bool {
 }
 
 /// The tests to run: a mix, the custom command, or the default suite restricted by `-t`.
-/// `warn` hears what is ignored.
-pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
-    let cases = all_cases(cfg, warn)?;
+/// `warn` hears what is ignored; `stop` ends the read of a `--dataset`.
+pub fn cases(cfg: &Config, stop: &StopHandle, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
+    let cases = all_cases(cfg, stop, warn)?;
     // `--verify`: each test's commands must be ones it can check, said before connecting.
     for case in &cases {
         crate::verify::for_test(cfg, &case.templates()).map_err(Error::Tests)?;
@@ -113,11 +124,11 @@ pub fn cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Erro
 }
 
 /// [`cases`], before the expiry is checked.
-fn all_cases(cfg: &Config, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
+fn all_cases(cfg: &Config, stop: &StopHandle, warn: &mut dyn FnMut(&str)) -> Result<Vec<Case>, Error> {
     if let Some(s) = &cfg.replay {
         return Ok(vec![replay_case(cfg, s)?]);
     }
-    let dataset = dataset(cfg)?;
+    let dataset = dataset(cfg, stop)?;
     if cfg.open.has_mix() {
         if dataset.is_some() {
             return Err(Error::Tests("--dataset fills a custom command, not a --mix".into()));
@@ -164,9 +175,10 @@ fn with_expiry(spec: &mut TestSpec, e: respbench_core::template::Expiry) {
     }
 }
 
-/// `--dataset FILE`'s rows (at most `--maxdocs`), read before anything connects; `None`
-/// without the option.
-fn dataset(cfg: &Config) -> Result<Option<Arc<Dataset>>, Error> {
+/// `--dataset FILE`'s rows (at most `--maxdocs`), read before anything connects, no further
+/// than those rows and at most `--dataset-max-bytes`, a stop heard as it reads; `None` without
+/// the option.
+fn dataset(cfg: &Config, stop: &StopHandle) -> Result<Option<Arc<Dataset>>, Error> {
     let Some(path) = &cfg.dataset else { return Ok(None) };
     if cfg.command.is_empty() {
         return Err(Error::Tests(
@@ -181,8 +193,6 @@ fn dataset(cfg: &Config) -> Result<Option<Arc<Dataset>>, Error> {
             "--dataset runs against one server: not with --cluster or --replicas".into(),
         ));
     }
-    let text =
-        std::fs::read(path).map_err(|e| Error::Tests(format!("--dataset {path}: cannot read it: {e}")))?;
     // As valkey-benchmark 9 decides: a name with `.xml` needs the root element, and is an XML
     // file unless it also says `.csv` or `.tsv`.
     let lower = path.to_ascii_lowercase();
@@ -191,9 +201,43 @@ fn dataset(cfg: &Config) -> Result<Option<Arc<Dataset>>, Error> {
             "--dataset {path}: an XML dataset needs --xml-root-element (the element each document is)"
         )));
     }
-    let parsed = if let (Some(root), false) =
-        (&cfg.xml_root_element, !lower.contains(".xml") || lower.contains(".csv") || lower.contains(".tsv"))
-    {
+    let xml = cfg
+        .xml_root_element
+        .clone()
+        .filter(|_| lower.contains(".xml") && !lower.contains(".csv") && !lower.contains(".tsv"));
+    let max = cfg.dataset_max_bytes;
+    // The file's size when it has one (not a FIFO or a device).
+    let size = std::fs::metadata(path).ok().filter(|m| m.is_file()).map(|m| m.len());
+    let bound = || {
+        let what = match size {
+            Some(s) => format!("the file is {s} bytes"),
+            None => "it goes on".to_string(),
+        };
+        let rows = match cfg.maxdocs {
+            0 => String::new(),
+            n => format!(" without its first {n} rows (--maxdocs)"),
+        };
+        Error::Tests(format!(
+            "--dataset {path}: {what}, more than the {max} bytes ({}) it is read to at most{rows}: give \
+             --maxdocs or raise --dataset-max-bytes",
+            crate::error::human_bytes(max)
+        ))
+    };
+    if size.is_some_and(|s| s > max) && cfg.maxdocs == 0 {
+        return Err(bound());
+    }
+    let (root, rows) = (xml.clone(), cfg.maxdocs);
+    let text = crate::input::read_bounded(path.as_ref(), max, stop, move |t| {
+        respbench_core::dataset::rows_end(t, root.as_deref(), rows)
+    })
+    .map_err(|e| match e {
+        ReadError::Io(e) => Error::Tests(format!("--dataset {path}: cannot read it: {e}")),
+        ReadError::TooLarge { .. } => bound(),
+        ReadError::Stopped { read } => {
+            Error::Tests(format!("--dataset {path}: interrupted after reading {read} bytes of it"))
+        }
+    })?;
+    let parsed = if let Some(root) = &xml {
         Dataset::parse_xml(path, &text, root, cfg.maxdocs)
     } else {
         Dataset::parse(path, &text, delimiter_for(path), cfg.maxdocs)

@@ -75,6 +75,9 @@ pub enum Replicas {
     Listed(Vec<Endpoint>),
 }
 
+/// The most of a `--dataset` file read by default: 1 GiB.
+pub const DATASET_MAX_BYTES: u64 = 1 << 30;
+
 /// The checked configuration of a run.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -160,6 +163,8 @@ pub struct Config {
     pub dataset: Option<String>,
     /// `--maxdocs N`: read at most N rows of the dataset (0: all).
     pub maxdocs: usize,
+    /// `--dataset-max-bytes N`: the most of the dataset file read (default [`DATASET_MAX_BYTES`]).
+    pub dataset_max_bytes: u64,
     /// `--xml-root-element NAME`: an XML dataset's document element.
     pub xml_root_element: Option<String>,
     /// The custom command and its arguments, as bytes: an argument need not be UTF-8 (empty:

@@ -82,7 +82,7 @@ pub fn tls_client(cfg: &Config) -> Result<Option<Tls>, Error> {
 /// The checks that need no server: the open-file limit for `-c` (raised where it can be), and
 /// io_uring where `--backend uring` asks for it.
 pub fn check_machine(cfg: &Config) -> Result<(), Error> {
-    limits::ensure_fds(cfg.clients, respbench_driver::loops(cfg.threads, cfg.clients))?;
+    limits::ensure_fds(cfg.clients, 0, respbench_driver::loops(cfg.threads, cfg.clients))?;
     backend::check_uring(cfg)
 }
 
@@ -161,7 +161,17 @@ impl Session {
         let value =
             cfg.sweep.datasizes.iter().chain([&cfg.values]).map(|v| v.max() as u64).max().unwrap_or(0);
         crate::limits::ensure_memory(value, if multi { value } else { 0 }, most_clients)?;
-        let cases = cases(cfg, &mut |w| obs.message(w))?;
+        let cases = cases(cfg, &stop, &mut |w| obs.message(w))?;
+        // A replay says what it is about to play, and the recorded instants it does not keep.
+        for r in cases.iter().filter_map(|c| c.replay.as_ref()) {
+            for line in r.scan.notices(&r.settings.file) {
+                obs.notice(&line);
+            }
+        }
+        // A delivery test's subscribers or waiters are sockets beside the connections, before any
+        // connects (the limit was met after thousands had, seconds in).
+        let listeners = cases.iter().map(|c| c.listeners(cfg)).max().unwrap_or(0);
+        limits::ensure_fds(cfg.clients, listeners, respbench_driver::loops(cfg.threads, cfg.clients))?;
         // A replay has a client per original client of its capture (this worker's share).
         let replayed;
         let cfg = match cases.iter().find_map(|c| c.replay.as_ref()) {
@@ -209,6 +219,7 @@ impl Session {
                 // Nodes that appear later are opened then (an error names the open-file limit).
                 limits::ensure_fds(
                     cfg.clients * m.topology.nodes.len(),
+                    listeners,
                     respbench_driver::loops(cfg.threads, cfg.clients),
                 )?;
                 obs.nodes(m);
@@ -350,7 +361,7 @@ impl Session {
             // The default suite's values are in its templates: made again at each -d.
             let rebuilt;
             let case = if self.base.sweep.datasizes.len() > 1 && self.base.command.is_empty() {
-                rebuilt = cases(&cfg, &mut |w| obs.message(w))?
+                rebuilt = cases(&cfg, &self.stop, &mut |w| obs.message(w))?
                     .into_iter()
                     .nth(test_no as usize)
                     .ok_or(Error::Tests("a sweep lost a test".into()))?;
@@ -666,8 +677,16 @@ impl Session {
                     late.as_secs_f64()
                 ));
             }
-            Err(_) => {
+            Err(e) => {
                 self.late_by_s = Some(self.late_by_s.unwrap_or(0.0));
+                let before = if self.cfg.open.warmup.is_zero() { "" } else { " (less the --warmup)" };
+                obs.notice(&format!(
+                    "--start-at {}: waiting {:.1} s for the instant{before}, Unix {:.3}, to begin the \
+                     measured window",
+                    at.text,
+                    e.duration().as_secs_f64(),
+                    at.unix_us as f64 / 1e6
+                ));
                 // In short sleeps, so that a stop is heard.
                 while let Ok(left) = target.duration_since(SystemTime::now()) {
                     if self.stop.requested() {

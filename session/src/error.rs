@@ -99,8 +99,11 @@ pub enum Error {
         clients: usize,
         /// Bytes the run would need.
         need: u64,
-        /// Bytes the machine has available (`MemAvailable` and free swap).
+        /// Bytes the process may still allocate, under `limit`.
         available: u64,
+        /// The tightest limit met ([`crate::limits::memory_bound`]): `MemAvailable and free
+        /// swap`, a cgroup's, or `RLIMIT_AS`.
+        limit: String,
         /// Each connection holds a whole request (over several nodes), not a reference to
         /// the one value.
         whole: bool,
@@ -109,13 +112,15 @@ pub enum Error {
     OpenFiles {
         /// The connections asked for.
         clients: usize,
+        /// A delivery test's subscribers or waiters (`--subscribers`), a socket each.
+        listeners: usize,
         /// The open files they need with the run's own.
         need: u64,
         /// The soft limit.
         soft: u64,
         /// The hard limit.
         hard: u64,
-        /// How many connections fit under the hard limit.
+        /// How many connections (and subscribers) fit under the hard limit.
         fit: u64,
     },
     /// `--backend uring`, but io_uring cannot be used here (the reason).
@@ -163,10 +168,10 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Memory { request, clients, need, available, whole } => write!(
+            Error::Memory { request, clients, need, available, limit, whole } => write!(
                 f,
                 "a request of {} (-d) on -c {clients} connections needs about {} of memory ({}), \
-                 more than the {} available: lower -d{}",
+                 more than the {} available ({limit}): lower -d{}",
                 human_bytes(*request),
                 human_bytes(*need),
                 if *whole {
@@ -177,10 +182,16 @@ impl fmt::Display for Error {
                 human_bytes(*available),
                 if *whole { " or -c" } else { "" }
             ),
-            Error::OpenFiles { clients, need, soft, hard, fit } => write!(
+            Error::OpenFiles { clients, listeners: 0, need, soft, hard, fit } => write!(
                 f,
                 "-c {clients} needs about {need} open files, but the limit is {soft} (hard limit {hard}), \
                  enough for {fit} connections: lower -c, or raise the limit (ulimit -n {need})"
+            ),
+            Error::OpenFiles { clients, listeners, need, soft, hard, fit } => write!(
+                f,
+                "-c {clients} and --subscribers {listeners} (a socket each) need about {need} open files, \
+                 but the limit is {soft} (hard limit {hard}), enough for {fit} connections and subscribers \
+                 together: lower -c or --subscribers, or raise the limit (ulimit -n {need})"
             ),
             Error::NoKeepaliveOverNodes => f.write_str(
                 "-k 0 (a new connection per request batch) is not supported with --cluster or replicas",

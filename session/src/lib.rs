@@ -18,6 +18,7 @@ mod engine;
 mod error;
 pub mod event;
 mod fire;
+pub mod input;
 pub mod limits;
 pub mod metrics;
 pub mod observer;

@@ -123,6 +123,12 @@ pub trait Observer {
     /// reconnected): stderr's, always.
     fn error(&mut self, line: &str);
 
+    /// A line saying what the run is about to do that the user must not wait on blindly
+    /// (`--start-at`'s wait, a replay's span): stderr's, always, as [`Observer::error`]'s.
+    fn notice(&mut self, line: &str) {
+        self.error(line);
+    }
+
     /// Over several nodes, before the first test: the nodes found and how commands route.
     fn nodes(&mut self, _multi: &Multi) {}
 

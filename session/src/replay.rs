@@ -37,6 +37,69 @@ pub const BUFFERED: usize = 16 << 20;
 pub const LEAD: Duration = Duration::from_millis(300);
 /// How many commands a replaying client keeps unanswered at most (or `-P`, when more).
 pub const WINDOW: u32 = 1024;
+/// The longest gap between two commands a replay keeps, at the recorded pace (before
+/// `--speed`): a longer one is played as this long, and said.
+pub const MAX_GAP: Duration = Duration::from_secs(10);
+/// The most command names a scan counts each on its own: commands of names met after the
+/// table is full are counted together, under [`OTHER`] (a capture names a few hundred at most;
+/// a hostile one a million, 193 MB when each had its own).
+pub const MAX_NAMES: usize = 1024;
+/// The longest client name kept: clients whose names share their first this many bytes are
+/// played as one (MONITOR's are `IP:PORT` or `unix:PATH`, 113 bytes at most).
+pub const MAX_CLIENT_NAME: usize = 128;
+
+/// A client's name as a replay keeps it: its first [`MAX_CLIENT_NAME`] bytes.
+fn client_key(client: &[u8]) -> &[u8] {
+    &client[..client.len().min(MAX_CLIENT_NAME)]
+}
+
+/// The recorded instants as a replay plays them, in the file's order: each command the gap
+/// after the one before it, but a step backwards is no gap (the clock goes on from it) and a
+/// gap over [`MAX_GAP`] is played as [`MAX_GAP`]; both are counted, to be said.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Timeline {
+    /// The instant recorded of the last command.
+    prev: Option<u64>,
+    /// Where the last command is played: µs after the first.
+    pub offset_us: u64,
+    /// Commands recorded before the one ahead of them.
+    pub backwards: u64,
+    /// The line (or record) of the first of them.
+    pub backwards_line: u64,
+    /// Gaps over [`MAX_GAP`].
+    pub compressed: u64,
+    /// The longest of them, µs, and its line.
+    pub longest_us: u64,
+    /// See `longest_us`.
+    pub longest_line: u64,
+}
+
+impl Timeline {
+    /// Where the command recorded at `micros`, on line `line`, is played: µs after the first.
+    pub fn at(&mut self, micros: u64, line: u64) -> u64 {
+        let max = MAX_GAP.as_micros() as u64;
+        match self.prev.map(|p| micros.checked_sub(p)) {
+            None => {}
+            Some(None) => {
+                if self.backwards == 0 {
+                    self.backwards_line = line;
+                }
+                self.backwards += 1;
+            }
+            Some(Some(gap)) if gap > max => {
+                if gap > self.longest_us {
+                    (self.longest_us, self.longest_line) = (gap, line);
+                }
+                self.compressed += 1;
+                self.offset_us += max;
+            }
+            Some(Some(gap)) => self.offset_us += gap,
+        }
+        self.prev = Some(micros);
+        self.offset_us
+    }
+}
+
 /// The malformed lines a scan names by number (it counts them all).
 const NAMED_MALFORMED: usize = 20;
 /// The title of the commands beyond the busiest.
@@ -275,10 +338,15 @@ pub struct Scan {
     pub malformed: u64,
     /// The first malformed lines: number and reason.
     pub malformed_lines: Vec<(u64, String)>,
-    /// The first and last recorded instants (µs since the Unix epoch) of the commands to replay.
+    /// The first and last recorded instants (µs since the Unix epoch) of the commands to replay,
+    /// in the file's order.
     pub first_us: u64,
     /// See `first_us`.
     pub last_us: u64,
+    /// Their instants as played: the span, steps backwards and long gaps.
+    pub timeline: Timeline,
+    /// The commands to replay whose names came after [`MAX_NAMES`] others: counted together.
+    pub unnamed: u64,
     /// The lines (or records) read.
     pub lines: u64,
 }
@@ -286,13 +354,54 @@ pub struct Scan {
 impl Scan {
     /// The commands to replay, in all.
     pub fn commands(&self) -> u64 {
-        self.names.iter().map(|(_, n)| n).sum()
+        self.names.iter().map(|(_, n)| n).sum::<u64>() + self.unnamed
     }
 
-    /// The recorded span from the first command to replay to the last.
+    /// The span from the first command to replay to the last, as played ([`Timeline`]).
     pub fn span(&self) -> Duration {
-        Duration::from_micros(self.last_us.saturating_sub(self.first_us))
+        Duration::from_micros(self.timeline.offset_us)
     }
+
+    /// What a replay of `file` says on stderr before it starts: its span and commands, and the
+    /// timestamps it does not keep.
+    pub fn notices(&self, file: &Path) -> Vec<String> {
+        let f = file.display();
+        let t = &self.timeline;
+        let mut out = vec![format!(
+            "--replay {f}: {} commands from {} clients, recorded from Unix {:.6} to {:.6}, played over {:.3} s \
+             (at --speed 1)",
+            self.commands(),
+            self.clients.len(),
+            self.first_us as f64 / 1e6,
+            self.last_us as f64 / 1e6,
+            self.span().as_secs_f64()
+        )];
+        if t.backwards > 0 {
+            out.push(format!(
+                "WARNING: --replay {f}: {} commands were recorded before the one ahead of them (the first at line \
+                 {}): played with no gap before them",
+                t.backwards, t.backwards_line
+            ));
+        }
+        if t.compressed > 0 {
+            out.push(format!(
+                "WARNING: --replay {f}: {} gaps between commands were longer than {} s (the longest {:.3} s, before \
+                 line {}): played as {} s",
+                t.compressed,
+                MAX_GAP.as_secs(),
+                t.longest_us as f64 / 1e6,
+                t.longest_line,
+                MAX_GAP.as_secs()
+            ));
+        }
+        out
+    }
+}
+
+/// Why `e` is not replayed ([`skip_of`]), but for [`Skip::Admin`]'s commands under
+/// `--replay-admin`, which are.
+fn skipped_of(s: &Settings, e: &Entry) -> Option<Skip> {
+    skip_of(&e.client, &e.args).filter(|why| !(s.admin && *why == Skip::Admin))
 }
 
 /// Reads `s.file` through once: a file that is not a capture (its first line neither a MONITOR
@@ -302,7 +411,7 @@ pub fn scan(s: &Settings) -> Result<Scan, Error> {
     let shown = s.file.display();
     let fail = |e: io::Error| Error::Tests(format!("--replay {shown}: cannot read it: {e}"));
     let mut r = Reader::open(&s.file).map_err(fail)?;
-    let mut scan = Scan { format: Some(r.format()), first_us: u64::MAX, ..Scan::default() };
+    let mut scan = Scan { format: Some(r.format()), ..Scan::default() };
     let mut index: HashMap<Vec<u8>, u32> = HashMap::new();
     let mut names: HashMap<String, u64> = HashMap::new();
     let mut skipped: HashMap<(String, Skip), u64> = HashMap::new();
@@ -331,29 +440,42 @@ pub fn scan(s: &Settings) -> Result<Scan, Error> {
         };
         seen_entry = true;
         let name = command_name(&e.args);
-        if let Some(why) = skip_of(&e.client, &e.args) {
+        if let Some(why) = skipped_of(s, &e) {
+            let name = if skipped.len() >= MAX_NAMES && !skipped.contains_key(&(name.clone(), why)) {
+                OTHER.to_string()
+            } else {
+                name
+            };
             *skipped.entry((name, why)).or_default() += 1;
             continue;
         }
-        if !index.contains_key(&e.client) {
+        let client = client_key(&e.client);
+        if !index.contains_key(client) {
             if index.len() >= MAX_CLIENTS {
                 return Err(Error::Tests(format!(
                     "--replay {shown}: more than {MAX_CLIENTS} clients (line {}): each would be a connection",
                     r.line
                 )));
             }
-            index.insert(e.client.clone(), index.len() as u32);
-            scan.clients.push(e.client.clone());
+            index.insert(client.to_vec(), index.len() as u32);
+            scan.clients.push(client.to_vec());
         }
-        *names.entry(name).or_default() += 1;
-        scan.first_us = scan.first_us.min(e.micros);
-        scan.last_us = scan.last_us.max(e.micros);
+        if names.len() < MAX_NAMES || names.contains_key(&name) {
+            *names.entry(name).or_default() += 1;
+        } else {
+            scan.unnamed += 1;
+        }
+        if scan.timeline.prev.is_none() {
+            scan.first_us = e.micros;
+        }
+        scan.last_us = e.micros;
+        scan.timeline.at(e.micros, r.line);
     }
     scan.lines = r.line;
     if !seen_entry {
         return Err(Error::Tests(format!("--replay {shown}: no command in it: not a capture")));
     }
-    if names.is_empty() {
+    if scan.timeline.prev.is_none() {
         return Err(Error::Tests(format!("--replay {shown}: none of its commands can be replayed")));
     }
     scan.names = names.into_iter().collect();
@@ -407,7 +529,7 @@ impl Replay {
     /// The titles of the report's commands: the busiest, then the rest together.
     pub fn titles(&self) -> Vec<String> {
         let mut t: Vec<String> = self.scan.names.iter().take(BUSIEST).map(|(n, _)| n.clone()).collect();
-        if self.scan.names.len() > BUSIEST {
+        if self.scan.names.len() > BUSIEST || self.scan.unnamed > 0 {
             t.push(OTHER.to_string());
         }
         t
@@ -416,7 +538,7 @@ impl Replay {
     /// How long a pass takes at `--speed`, and the gap before the next pass: the capture's span
     /// and its mean gap between commands.
     fn pass_micros(&self) -> u64 {
-        let span = self.scan.last_us.saturating_sub(self.scan.first_us);
+        let span = self.scan.timeline.offset_us;
         span + span / self.scan.commands().max(1)
     }
 
@@ -489,20 +611,23 @@ impl Replay {
             };
             let mut r = Reader::open(&self.settings.file)?;
             let mut last_due = Time::ZERO;
+            let mut timeline = Timeline::default();
             while let Some(item) = r.next_item()? {
                 if s.cancel.load(Ordering::Relaxed) {
                     return Ok(());
                 }
                 let Item::Entry(e) = item else { continue };
-                if skip_of(&e.client, &e.args).is_some() {
+                if skipped_of(&self.settings, &e).is_some() {
                     continue;
                 }
-                let Some(&j) = index.get(e.client.as_slice()) else { continue };
+                // Every client's command moves the clock, this worker's or not.
+                let played_us = timeline.at(e.micros, r.line);
+                let Some(&j) = index.get(client_key(&e.client)) else { continue };
                 if u64::from(j) % wn != wi {
                     continue;
                 }
                 let local = (u64::from(j) / wn) as usize;
-                let offset_us = e.micros.saturating_sub(self.scan.first_us) as f64 + (pass * pass_us) as f64;
+                let offset_us = played_us as f64 + (pass * pass_us) as f64;
                 let due = origin + Duration::from_nanos((offset_us * 1000.0 / speed) as u64);
                 last_due = last_due.max(due);
                 let name = command_name(&e.args);
@@ -927,6 +1052,40 @@ mod tests {
     }
 
     #[test]
+    fn the_timeline_plays_steps_backwards_as_no_gap_and_long_gaps_as_the_bound() {
+        let mut t = Timeline::default();
+        let year = 365 * 86_400 * 1_000_000u64;
+        let played: Vec<u64> =
+            [(100, 1), (160, 2), (50, 3), (70, 4), (70 + year, 5), (71 + year, 6), (10, 7)]
+                .iter()
+                .map(|&(us, line)| t.at(us, line))
+                .collect();
+        assert_eq!(played, [0, 60, 60, 80, 10_000_080, 10_000_081, 10_000_081]);
+        assert_eq!((t.backwards, t.backwards_line), (2, 3));
+        assert_eq!((t.compressed, t.longest_us, t.longest_line), (1, year, 5));
+    }
+
+    #[test]
+    fn names_and_client_names_are_bounded() {
+        let mut text = b"OK\n".to_vec();
+        for i in 0..MAX_NAMES + 5 {
+            text.extend_from_slice(&monitor_line(&entry(i as u64, "a:1", &[&format!("CMD{i}")])));
+            text.push(b'\n');
+        }
+        let long = "c".repeat(1000);
+        text.extend_from_slice(&monitor_line(&entry(2_000, &long, &["GET", "k"])));
+        text.push(b'\n');
+        let p = temp("names", &text);
+        let s = settings(Some(p.to_str().unwrap()), None, None, false, false).unwrap().unwrap();
+        let scan = scan(&s).unwrap();
+        assert_eq!((scan.names.len(), scan.unnamed, scan.commands()), (MAX_NAMES, 6, MAX_NAMES as u64 + 6));
+        assert_eq!(scan.clients[1].len(), MAX_CLIENT_NAME);
+        let r = Replay::new(s, scan, String::new(), (0, 1), 0);
+        assert_eq!(r.titles().last().map(String::as_str), Some(OTHER));
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
     fn a_scan_counts_clients_commands_and_what_is_skipped() {
         let mut text = b"OK\n".to_vec();
         for e in [
@@ -941,13 +1100,13 @@ mod tests {
         }
         text.extend_from_slice(b"nonsense\n");
         let p = temp("scan", &text);
-        let s = settings(Some(p.to_str().unwrap()), None, None, false).unwrap().unwrap();
+        let s = settings(Some(p.to_str().unwrap()), None, None, false, false).unwrap().unwrap();
         let scan = scan(&s).unwrap();
         assert_eq!(scan.clients, vec![b"a:1".to_vec(), b"b:2".to_vec()]);
         assert_eq!(scan.names, vec![("GET".to_string(), 2), ("SET".to_string(), 1)]);
         assert_eq!(scan.skipped.len(), 2);
         assert_eq!((scan.malformed, scan.malformed_lines[0].0), (1, 7));
-        assert_eq!((scan.first_us, scan.last_us), (10, 50));
+        assert_eq!((scan.first_us, scan.last_us, scan.span()), (10, 50, Duration::from_micros(40)));
         let strict = Settings { strict: true, ..s.clone() };
         let e = super::scan(&strict).unwrap_err().to_string();
         assert!(e.contains("line 7"), "{e}");
@@ -975,7 +1134,7 @@ mod tests {
             encode_record(&mut file, x);
         }
         let p = temp("feed", &file);
-        let s = settings(Some(p.to_str().unwrap()), Some("2"), Some(2), false).unwrap().unwrap();
+        let s = settings(Some(p.to_str().unwrap()), Some("2"), Some(2), false, false).unwrap().unwrap();
         let scan = scan(&s).unwrap();
         let r = Arc::new(Replay::new(s, scan, "p".into(), (0, 1), 0));
         let origin = Time::from_nanos(1_000_000);

@@ -15,6 +15,9 @@ pub struct Settings {
     pub passes: u64,
     /// `--strict`: the first malformed line is an error.
     pub strict: bool,
+    /// `--replay-admin`: the commands that change the server's configuration, users or whole
+    /// keyspace (`respbench_core::replay::ADMIN`) are sent, not skipped.
+    pub admin: bool,
 }
 
 /// `respbench capture`'s options, checked.
@@ -26,17 +29,21 @@ pub struct CaptureSettings {
     pub max_commands: Option<u64>,
 }
 
-/// Checks `--replay`, `--speed`, `--replay-loop` and `--strict` into [`Settings`]; `None`
-/// without `--replay`.
+/// Checks `--replay`, `--speed`, `--replay-loop`, `--strict` and `--replay-admin` into
+/// [`Settings`]; `None` without `--replay`.
 pub fn settings(
     file: Option<&str>,
     speed: Option<&str>,
     passes: Option<u64>,
     strict: bool,
+    admin: bool,
 ) -> Result<Option<Settings>, String> {
     let Some(file) = file else {
-        if speed.is_some() || passes.is_some() || strict {
-            return Err("--speed, --replay-loop and --strict are --replay's: give --replay FILE".into());
+        if speed.is_some() || passes.is_some() || strict || admin {
+            return Err(
+                "--speed, --replay-loop, --strict and --replay-admin are --replay's: give --replay FILE"
+                    .into(),
+            );
         }
         return Ok(None);
     };
@@ -53,7 +60,7 @@ pub fn settings(
     if passes == 0 || passes > 1_000_000 {
         return Err(format!("invalid value \'{passes}\' for --replay-loop: expected how many times to play the capture, 1 to 1000000"));
     }
-    Ok(Some(Settings { file: file.into(), speed, passes, strict }))
+    Ok(Some(Settings { file: file.into(), speed, passes, strict, admin }))
 }
 
 /// Checks `capture`'s `-o` and `--max-commands`: `None` when not `capturing`, where they are
@@ -92,7 +99,8 @@ pub struct Figures {
     pub passes: u64,
     /// The connections: the original clients this process played.
     pub clients: u64,
-    /// The capture's span, first command to last, in seconds.
+    /// The capture's span, first command to last, in seconds, as played at `--speed 1`
+    /// (`crate::replay::Timeline`).
     pub recorded_s: f64,
     /// The commands sent (with their lateness recorded).
     pub sent: u64,
@@ -137,14 +145,14 @@ mod tests {
 
     #[test]
     fn options_are_checked() {
-        assert_eq!(settings(None, None, None, false), Ok(None));
-        assert!(settings(None, Some("2"), None, false).is_err());
-        let s = settings(Some("f"), Some("2"), Some(3), true).unwrap().unwrap();
+        assert_eq!(settings(None, None, None, false, false), Ok(None));
+        assert!(settings(None, Some("2"), None, false, false).is_err());
+        let s = settings(Some("f"), Some("2"), Some(3), true, false).unwrap().unwrap();
         assert_eq!((s.speed, s.passes, s.strict), (2.0, 3, true));
         for bad in ["0", "-1", "nan", "inf", "x", "2000"] {
-            assert!(settings(Some("f"), Some(bad), None, false).is_err(), "{bad}");
+            assert!(settings(Some("f"), Some(bad), None, false, false).is_err(), "{bad}");
         }
-        assert!(settings(Some("f"), None, Some(0), false).is_err());
+        assert!(settings(Some("f"), None, Some(0), false, false).is_err());
         assert!(capture_settings(true, None, None).is_err());
         assert!(capture_settings(true, Some("o"), Some(0)).is_err());
         assert!(capture_settings(false, Some("o"), None).is_err());

@@ -212,7 +212,7 @@ pub(crate) fn run_test(
                 }
                 _ => crate::deliver::Waiting::Channel(waited.as_bytes(), sharded),
             },
-            case.subscribers.or(cfg.open.subscribers.first().copied()).unwrap_or(1),
+            case.listeners(cfg),
             cfg.resp3,
             cfg.precision,
             epoch,

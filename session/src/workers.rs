@@ -126,6 +126,16 @@ pub fn parse_start_at(text: &str) -> Result<StartAt, WorkerError> {
     Ok(StartAt { unix_us, text: t.to_string() })
 }
 
+/// The furthest ahead `--start-at` may be: a day (a year mistyped waited silently for it).
+pub const START_AT_AHEAD_MAX: Duration = Duration::from_secs(24 * 3600);
+
+/// [`parse_start_at`], refused when the instant is more than [`START_AT_AHEAD_MAX`] after now.
+pub fn parse_start_at_now(text: &str) -> Result<StartAt, WorkerError> {
+    let at = parse_start_at(text)?;
+    at.within_reach(SystemTime::now())?;
+    Ok(at)
+}
+
 /// The latest instant `--start-at` takes: the end of the year 9999.
 const LATEST_US: u64 = 253_402_300_799_999_999;
 
@@ -229,6 +239,24 @@ impl StartAt {
     pub fn time(&self) -> SystemTime {
         UNIX_EPOCH + Duration::from_micros(self.unix_us)
     }
+
+    /// Refuses an instant more than [`START_AT_AHEAD_MAX`] after `now`, with both figures.
+    pub fn within_reach(&self, now: SystemTime) -> Result<(), WorkerError> {
+        let ahead = self.time().duration_since(now).unwrap_or_default();
+        if ahead <= START_AT_AHEAD_MAX {
+            return Ok(());
+        }
+        Err(WorkerError::Invalid {
+            option: "--start-at",
+            value: self.text.clone(),
+            why: format!(
+                "it is {} s ({:.1} days) from now, more than the {} s (24 hours) --start-at waits at most",
+                ahead.as_secs(),
+                ahead.as_secs_f64() / 86_400.0,
+                START_AT_AHEAD_MAX.as_secs()
+            ),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -292,6 +320,22 @@ mod tests {
             let e = parse_start_at(bad).unwrap_err().to_string();
             assert!(e.starts_with(&format!("invalid value '{bad}' for --start-at")), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn start_at_more_than_a_day_ahead_is_refused() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_796_119_200);
+        let at = |t: &str| parse_start_at(t).unwrap().within_reach(now);
+        assert_eq!(at("1796119200"), Ok(()));
+        assert_eq!(at("1796205600"), Ok(()), "a day ahead exactly");
+        assert_eq!(at("1000"), Ok(()), "a past instant is a late start, not refused");
+        let e = at("1796205601").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid value '1796205601' for --start-at: it is 86401 s (1.0 days) from now, more than the \
+             86400 s (24 hours) --start-at waits at most"
+        );
+        assert!(at("4952052000").unwrap_err().to_string().contains("3155932800 s (36527.0 days)"));
     }
 
     proptest! {

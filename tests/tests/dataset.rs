@@ -19,6 +19,8 @@ respbench_tests::backend_tests!(
         an_xml_file_with_its_root_element,
         a_base64_field_is_sent_decoded,
         bad_datasets_exit_1_before_connecting,
+        a_dataset_is_read_to_a_bound,
+        a_signal_ends_the_read_of_a_dataset,
     ],
 );
 
@@ -262,4 +264,89 @@ fn bad_datasets_exit_1_before_connecting(tool: Tool) {
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     assert!(out.stderr.contains("not with --cluster or --replicas"), "{}", out.dump());
     assert_eq!(server.command_calls("set"), sets, "nothing sent");
+}
+
+/// A dataset file is read to at most `--dataset-max-bytes` (1 GiB by default): a file of 1 GiB
+/// and a byte (sparse) is refused with the numbers before it is read, and an endless one
+/// (`/dev/zero`, read until the kernel killed the process) once the bound is met, with or
+/// without `--maxdocs`.
+fn a_dataset_is_read_to_a_bound(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let big = file("big.csv", b"id\n1\n");
+    std::fs::OpenOptions::new().write(true).open(&big).unwrap().set_len((1 << 30) + 1).unwrap();
+    let command = ["--", "SET", "key:__field:id__", "x"];
+    let out =
+        tool.run(&[&["-p", &port, "-n", "10", "--dataset", big.to_str().unwrap()][..], &command].concat(), T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    let said = format!(
+        "--dataset {}: the file is 1073741825 bytes, more than the 1073741824 bytes (1.0 GiB) it is read to at \
+         most: give --maxdocs or raise --dataset-max-bytes",
+        big.display()
+    );
+    assert!(out.stderr.contains(&said), "{}", out.dump());
+    std::fs::remove_file(&big).unwrap();
+    let out = tool.run(
+        &[
+            &[
+                "-p",
+                &port,
+                "-n",
+                "10",
+                "--maxdocs",
+                "10",
+                "--dataset-max-bytes",
+                "10000000",
+                "--dataset",
+                "/dev/zero",
+            ][..],
+            &command,
+        ]
+        .concat(),
+        T,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(
+        out.stderr.contains(
+            "--dataset /dev/zero: it goes on, more than the 10000000 bytes (9.5 MiB) it is read to at most without \
+             its first 10 rows (--maxdocs)"
+        ),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("set"), 0);
+}
+
+/// SIGTERM while a dataset is read (a FIFO nobody writes: its open never returns; the process
+/// waited for it whatever the signals) ends the process at once, saying so.
+fn a_signal_ends_the_read_of_a_dataset(tool: Tool) {
+    let server = RedisServer::start();
+    let fifo = std::env::temp_dir().join(format!("respbench-dataset-{}-fifo.csv", std::process::id()));
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let path = fifo.to_str().unwrap();
+    let run = tool.spawn(&[
+        "-p",
+        &server.port().to_string(),
+        "-n",
+        "10",
+        "--dataset",
+        path,
+        "--",
+        "SET",
+        "k",
+        "__field:id__",
+    ]);
+    std::thread::sleep(Duration::from_secs(1));
+    run.signal("TERM");
+    let out = run.wait_lenient(T);
+    assert!(!out.timed_out, "still reading after SIGTERM\n{}", out.dump());
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(
+        out.stderr.contains(&format!("--dataset {path}: interrupted after reading 0 bytes of it")),
+        "{}",
+        out.dump()
+    );
+    std::fs::remove_file(&fifo).unwrap();
 }

@@ -54,6 +54,8 @@ respbench_tests::backend_tests!(
         wrongpass_stops_before_the_first_test,
         many_clients,
         too_few_file_descriptors,
+        subscribers_count_in_the_open_file_check,
+        a_value_over_the_address_space_limit_is_refused,
     ],
 );
 
@@ -770,6 +772,47 @@ fn too_few_file_descriptors(tool: Tool) {
     );
     exit_code(&out, 1);
     assert!(out.stderr.contains("-c 150 needs about 264 open files"), "{}", out.dump());
+}
+
+/// `-t pubsub --subscribers 2000` under `ulimit -n 1024`: the subscribers' sockets were left out
+/// of the check, so the run connected until the limit, seconds in (7.8 s at 2.2 GB). Refused
+/// before connecting, counting them.
+fn subscribers_count_in_the_open_file_check(tool: Tool) {
+    let server = RedisServer::start();
+    let connections =
+        || -> u64 { server.info_field("stats", "total_connections_received").unwrap().parse().unwrap() };
+    let before = connections();
+    let out = run_with_fd_limit(
+        &tool,
+        1024,
+        Some(1024),
+        &with(server.port(), &["-t", "pubsub", "--subscribers", "2000", "-c", "1", "-n", "10", "-q"]),
+    );
+    exit_code(&out, 1);
+    assert!(
+        out.stderr.contains(
+            "-c 1 and --subscribers 2000 (a socket each) need about 2066 open files, but the limit is 1024 \
+             (hard limit 1024), enough for 959 connections and subscribers together"
+        ),
+        "{}",
+        out.dump()
+    );
+    // The INFO read above is one connection.
+    assert!(connections() - before <= 1, "{}", out.dump());
+}
+
+/// Under `ulimit -v` (`RLIMIT_AS`) of 200 MiB, `-t set -d 300000000` cannot make its value: the
+/// check read only `MemAvailable`, so the run went on and aborted on the failed allocation
+/// (status 134, "memory allocation of 300000000 bytes failed"). Refused with status 1, naming
+/// the limit met, before connecting.
+fn a_value_over_the_address_space_limit_is_refused(tool: Tool) {
+    let server = RedisServer::start();
+    let args = with(server.port(), &["-t", "set", "-d", "300000000", "-c", "1", "-n", "1"]);
+    let out = run_in_shell(&tool, "ulimit -v 204800", &args);
+    exit_code(&out, 1);
+    assert!(out.stderr.contains("needs about 286.2 MiB of memory"), "{}", out.dump());
+    assert!(out.stderr.contains("(RLIMIT_AS (ulimit -v) of 200.0 MiB less the"), "{}", out.dump());
+    assert_eq!(server.command_calls("set"), 0, "{}", out.dump());
 }
 
 // ---- bad options ----

@@ -148,7 +148,14 @@ fn replay_matches(original: &RedisServer, file: &Path, extra: &[&str]) -> String
     args.extend_from_slice(extra);
     let out = respbench().run(&args, LONG);
     assert!(out.status.success(), "{}", out.dump());
-    assert!(out.stderr.is_empty(), "{}", out.dump());
+    // Nothing on stderr but what the replay is about to play.
+    let said = format!("--replay {}: ", file.display());
+    assert!(
+        out.stderr.lines().all(|l| l.starts_with(&said) && l.contains(" played over ")),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
     assert_eq!(calls(&fresh, &want), want, "commandstats of the fresh server against the capture");
     for db in [0, 2] {
         assert_eq!(fresh.dbsize(db), original.dbsize(db), "DBSIZE of db {db}");
@@ -323,6 +330,114 @@ fn malformed_lines_are_counted_with_their_numbers_and_strict_stops_at_the_first(
     assert!(strict.stderr.contains("line 3") && strict.stderr.contains("--strict"), "{}", strict.dump());
     assert_eq!(fresh.command_calls("set"), 2, "nothing replayed under --strict");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A capture with `CONFIG SET requirepass` and `FLUSHALL` in it (they were replayed: the
+/// target's password changed and its keys went) replays without them, each counted by name in
+/// the report and the JSON; `--replay-admin` sends them on purpose.
+#[test]
+fn administrative_commands_are_skipped_unless_replay_admin() {
+    let dir = temp("admin");
+    let file = dir.join("mon.txt");
+    std::fs::write(
+        &file,
+        "OK\n1.000001 [0 127.0.0.1:1] \"SET\" \"a\" \"1\"\n\
+         1.000002 [0 127.0.0.1:1] \"CONFIG\" \"SET\" \"requirepass\" \"s3cret\"\n\
+         1.000003 [0 127.0.0.1:1] \"FLUSHALL\"\n1.000004 [0 127.0.0.1:1] \"SET\" \"b\" \"2\"\n",
+    )
+    .unwrap();
+    let fresh = RedisServer::start();
+    let port = fresh.port().to_string();
+    fresh.cli(&["SET", "kept", "x"]);
+    let json = dir.join("out.json");
+    let out = respbench()
+        .run(&["-p", &port, "--replay", file.to_str().unwrap(), "--json", json.to_str().unwrap()], LONG);
+    assert!(out.status.success(), "{}", out.dump());
+    let why = "changes the server's configuration, users or whole keyspace (--replay-admin sends it)";
+    assert!(out.stdout.contains(&format!("not replayed: 1 CONFIG SET ({why})")), "{}", out.stdout);
+    assert!(out.stdout.contains(&format!("not replayed: 1 FLUSHALL ({why})")), "{}", out.stdout);
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let skipped = &doc["tests"].as_array().unwrap().last().unwrap()["replay"]["skipped"];
+    let names: Vec<&str> =
+        skipped.as_array().unwrap().iter().map(|s| s["command"].as_str().unwrap()).collect();
+    assert_eq!(names, ["CONFIG SET", "FLUSHALL"], "{skipped}");
+    assert_eq!(fresh.cli(&["CONFIG", "GET", "requirepass"]), "requirepass", "the password is unchanged");
+    assert_eq!(fresh.dbsize(0), 3, "nothing flushed: kept, a and b");
+    assert_eq!((fresh.command_calls("config|set"), fresh.command_calls("flushall")), (0, 0));
+    // On purpose: sent, in their place (FLUSHALL after a, before b).
+    let out = respbench().run(&["-p", &port, "--replay", file.to_str().unwrap(), "--replay-admin"], LONG);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(!out.stdout.contains("not replayed"), "{}", out.stdout);
+    let authed = Command::new("redis-cli")
+        .args(["-p", &port, "--no-auth-warning", "-a", "s3cret", "KEYS", "*"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&authed.stdout), "b\n", "the password is set and only b is left");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs `--replay` of a MONITOR file of `lines` (SETs of client 1 at the given Unix seconds),
+/// with `extra`, against a fresh server: its output once every SET landed.
+fn replay_of(name: &str, seconds: &[&str], extra: &[&str]) -> (respbench_tests::Output, PathBuf) {
+    let dir = temp(name);
+    let file = dir.join("mon.txt");
+    let mut text = String::from("OK\n");
+    for (i, t) in seconds.iter().enumerate() {
+        text += &format!("{t} [0 127.0.0.1:1] \"SET\" \"k{i}\" \"v\"\n");
+    }
+    std::fs::write(&file, text).unwrap();
+    let fresh = RedisServer::start();
+    let port = fresh.port().to_string();
+    let out =
+        respbench().run(&[&["-p", &port, "--replay", file.to_str().unwrap()][..], extra].concat(), LONG);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(fresh.command_calls("set"), seconds.len() as u64, "{}", out.dump());
+    (out, file)
+}
+
+/// Timestamps that go back an hour (a clock stepped back) are played with no gap: the replay
+/// waited the hour from the earliest instant, sending nothing. Said once, with the span first.
+#[test]
+fn timestamps_that_go_backwards_replay_at_once_and_are_said() {
+    let (out, file) =
+        replay_of("backwards", &["5000.000000", "1400.000000", "1400.500000", "1400.250000"], &[]);
+    let f = file.display();
+    assert!(
+        out.stderr.contains(&format!(
+            "--replay {f}: 4 commands from 1 clients, recorded from Unix 5000.000000 to 1400.250000, played over \
+             0.500 s (at --speed 1)"
+        )),
+        "{}",
+        out.dump()
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "WARNING: --replay {f}: 2 commands were recorded before the one ahead of them (the first at line 3): \
+             played with no gap before them"
+        )),
+        "{}",
+        out.dump()
+    );
+    std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
+}
+
+/// A gap of a year between two commands is played as 10 s (here at --speed 10: 1 s), said with
+/// its length; it was waited for, silently.
+#[test]
+fn a_long_gap_is_played_as_ten_seconds_and_said() {
+    let (out, file) =
+        replay_of("gap", &["1000.000000", "31537000.000000", "31537000.100000"], &["--speed", "10"]);
+    let f = file.display();
+    assert!(out.stderr.contains(&format!("--replay {f}: 3 commands from 1 clients, recorded from Unix 1000.000000 to 31537000.100000, played over 10.100 s")), "{}", out.dump());
+    assert!(
+        out.stderr.contains(&format!(
+            "WARNING: --replay {f}: 1 gaps between commands were longer than 10 s (the longest 31536000.000 s, \
+             before line 3): played as 10 s"
+        )),
+        "{}",
+        out.dump()
+    );
+    std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
 }
 
 #[test]

@@ -32,6 +32,40 @@ fn start_at() -> (String, u64) {
     (format!("{}.{:06}", us / 1_000_000, us % 1_000_000), us)
 }
 
+/// `--start-at` says on stderr how long it waits and for which instant (it waited silently), and
+/// an instant more than a day ahead (a year mistyped: a century) is refused with both figures
+/// before connecting, where it waited for it.
+#[test]
+fn start_at_says_its_wait_and_refuses_more_than_a_day_ahead() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let (at, at_us) = start_at();
+    let out = respbench().run(&["-p", &port, "-t", "ping", "-n", "100", "-q", "--start-at", &at], T);
+    assert!(out.status.success(), "{}", out.dump());
+    let said = format!("--start-at {at}: waiting ");
+    let line = out.stderr.lines().find(|l| l.starts_with(&said)).unwrap_or_else(|| panic!("{}", out.dump()));
+    let waited: f64 = line[said.len()..].split(' ').next().unwrap().parse().unwrap();
+    assert!(waited > 0.0 && waited <= LEAD.as_secs_f64(), "{line}");
+    let unix = format!("{}.{:03}", at_us / 1_000_000, at_us / 1000 % 1000);
+    assert!(line.ends_with(&format!("for the instant, Unix {unix}, to begin the measured window")), "{line}");
+    let century =
+        (SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 100 * 365 * 86_400).to_string();
+    let pings = server.command_calls("ping");
+    let out = respbench().run(&["-p", &port, "-t", "ping", "-n", "100", "-q", "--start-at", &century], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(
+        out.stderr.contains(&format!("invalid value '{century}' for --start-at: it is 315359")),
+        "{}",
+        out.dump()
+    );
+    assert!(
+        out.stderr.contains("more than the 86400 s (24 hours) --start-at waits at most"),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("ping"), pings, "{}", out.dump());
+}
+
 /// Runs `count` workers of `args` at once (each `--worker i/count --json FILE`), waits for all
 /// and gives their documents' paths.
 fn run_workers(tool: &Tool, args: &[&str], count: usize, tag: &str) -> Vec<PathBuf> {
