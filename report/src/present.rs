@@ -176,13 +176,25 @@ impl Presenter {
         self.stop = Some(stop.clone());
     }
 
-    /// Why `entry`, of a test run under `cfg`, is incomplete: a Ctrl-C came before its `-n` or
-    /// `--duration` was done.
-    fn partial(&self, cfg: &Config, entry: &TestResult) -> Option<String> {
+    /// Why `entry`, of a test run under `cfg`, is incomplete: a Ctrl-C came before its `-n`,
+    /// `--duration` or `--replay`'s commands were done.
+    fn partial(&self, cfg: &Config, case: &Case, entry: &TestResult) -> Option<String> {
         if !self.stop.as_ref().is_some_and(StopHandle::requested) {
             return None;
         }
         let s = &entry.stats;
+        if let Some(replay) = &case.replay {
+            // The capture's commands, not -n; each command's entry of the replay has no count of
+            // its own to be short of.
+            let all = replay.commands();
+            return match entry.replay {
+                Some(_) if s.requests < all => {
+                    Some(format!("interrupted after {} of {all} requests", s.requests))
+                }
+                Some(_) => None,
+                None => Some(format!("interrupted after {} requests", s.requests)),
+            };
+        }
         match cfg.open.duration {
             Some(d) if s.duration_secs() < d.as_secs_f64() => {
                 Some(format!("interrupted after {:.1} s of {:.1} s", s.duration_secs(), d.as_secs_f64()))
@@ -324,7 +336,7 @@ impl Presenter {
             for e in &run.results {
                 if !(self.open_loop && s.cfg.output == Output::Quiet) {
                     let label = s.step.map(|st| s.base.sweep.label(st));
-                    let partial = self.partial(s.cfg, e);
+                    let partial = self.partial(s.cfg, s.case, e);
                     let never_ran = respbench_session::never_ran(&run.failures);
                     print_test(
                         s.cfg,
