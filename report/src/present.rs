@@ -650,6 +650,7 @@ fn print_test(
             report::write_quiet_marked(&r, partial, out)?;
             report::write_replay(entry, true, out)?;
             report::write_errors(&r, true, out)?;
+            report::write_verify(&entry.stats.verify, Some(r.title), out)?;
             crate::events::write_quiet(entry, out)?;
             report::write_ramp(entry, false, out)?;
             report::write_delivery_quiet(entry, out)?;
