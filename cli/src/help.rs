@@ -9,6 +9,8 @@ respbench: a redis-benchmark compatible load generator for Redis and every RESP 
 Usage: respbench [options] [command [arg...]]     (default: redis-benchmark's suite)
        respbench plot <file.json>... -o <out.svg|out.html> [--charts <list>]
        respbench merge <file.json>... [--json <out.json>] [--force]
+       respbench compare <a.json> <b.json> [--fail-if-slower <5%>]   (--a <file>... --b <file>...)
+       respbench capture [connection options] -o <file> [--duration <60s>] [--max-commands <n>]
 
 Connection     -h <host> (127.0.0.1)  -p <port> (6379)  -s <socket>  -u <redis://user:pw@host:port>
                -a <password> (or REDISCLI_AUTH, or --askpass)  --user <name> (ACL)  --dbnum <n>
@@ -104,8 +106,12 @@ mod tests {
         for group in ["Connection", "Workload", "Load shape", "Output", "Cluster / TLS", "Multi-machine"] {
             assert!(lines.iter().any(|l| l.starts_with(group)), "{group}");
         }
-        for sub in ["respbench plot ", "respbench merge ", "--help-all", "--slo", "--rps", "-d 16,128,1024"] {
+        for sub in ["--help-all", "--slo", "--rps", "-d 16,128,1024"] {
             assert!(SHORT.contains(sub), "{sub}");
+        }
+        // Every subcommand respbench dispatches has its usage line.
+        for sub in ["plot", "merge", "compare", "capture"] {
+            assert!(lines.iter().any(|l| l.trim_start().starts_with(&format!("respbench {sub} "))), "{sub}");
         }
     }
 
@@ -114,7 +120,7 @@ mod tests {
         // The short help is written by hand: each --name it shows must be a real option (or a
         // subcommand's, or one that lands with the capacity search).
         let o = Options::of::<crate::opts::Opts>(&["respbench"]);
-        let extra = ["--help-all", "--charts", "--force", "--slo"];
+        let extra = ["--help-all", "--charts", "--force", "--slo", "--a", "--b", "--fail-if-slower"];
         for word in SHORT.split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == ',' || c == '/') {
             let word = word.split('=').next().unwrap_or(word).trim_end_matches(['.', ':']);
             if word.starts_with("--") && word.len() > 2 {

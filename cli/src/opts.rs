@@ -377,8 +377,8 @@ pub struct Opts {
     /// --repeat; one --json document holds both, which respbench compare reads
     #[argh(option)]
     pub ab: Option<String>,
-    /// serve the run's live figures for Prometheus at HOST:PORT (:PORT for every interface):
-    /// GET /metrics, for the whole run (see README, Watching a long run)
+    /// serve the run's live figures for Prometheus at HOST:PORT (:PORT is 127.0.0.1, 0.0.0.0:PORT
+    /// every interface, unauthenticated): GET /metrics, for the whole run (README, Watching a long run)
     #[argh(option)]
     pub metrics: Option<String>,
     /// memtier_benchmark's form of --metrics 127.0.0.1:PORT

@@ -265,13 +265,16 @@ pub struct Judged {
     pub gate: Option<&'static str>,
 }
 
-/// `1.4` as `+1.4%`, `-1.1` as `−1.1%` (a minus sign).
+/// `1.4` as `+1.4%`, `-1.1` as `−1.1%` (a minus sign), what rounds to zero (`-0.04`, `0`) as
+/// `±0.0%`.
 fn signed(pct: f64) -> String {
-    let r = (pct * 10.0).round() / 10.0;
-    if r < 0.0 {
-        format!("\u{2212}{:.1}%", -r)
+    let tenths = (pct * 10.0).round();
+    if tenths == 0.0 || tenths.is_nan() {
+        "\u{b1}0.0%".to_string()
+    } else if tenths < 0.0 {
+        format!("\u{2212}{:.1}%", -tenths / 10.0)
     } else {
-        format!("+{r:.1}%")
+        format!("+{:.1}%", tenths / 10.0)
     }
 }
 
@@ -887,6 +890,26 @@ mod tests {
         Run { figures: [rps, 1.0, 2.0, 3.0], seconds: seconds.iter().map(|&r| [r, 1.0, 2.0, 3.0]).collect() }
     }
 
+    /// A change is signed by its rounded tenths: a zero one (`-0.04` was `+-0.0%`) has `±`.
+    #[test]
+    fn changes_are_signed_as_they_round() {
+        let cases = [
+            (1.4, "+1.4%"),
+            (-1.1, "\u{2212}1.1%"),
+            (-0.04, "±0.0%"),
+            (0.04, "±0.0%"),
+            (0.0, "±0.0%"),
+            (-0.0, "±0.0%"),
+            (-0.06, "\u{2212}0.1%"),
+            (0.05, "+0.1%"),
+        ];
+        for (pct, want) in cases {
+            assert_eq!(signed(pct), want, "{pct}");
+        }
+        let j = judge([-0.0004, -0.0006, 0.0004], [0.0004, -0.0004, 0.0006], 5, 0.05, None);
+        assert_eq!(j.text, "no difference found (±0.0% to +0.1%)");
+    }
+
     /// Two runs of one unit each: B's mean resamples to 90, 100 or 110 with chances 1/4, 1/2,
     /// 1/4 over A's constant 100, widened by √(2/1) about 100 on the logarithm: 100 · 0.9^√2
     /// and 100 · 1.1^√2, so the 95% interval is exactly 0.9^√2 to 1.1^√2.
@@ -995,7 +1018,7 @@ mod tests {
         // The same requests in the same time: the same rate.
         let rps = figure(&c, "rps");
         assert_eq!(rps.ratio, 1.0);
-        assert_eq!(rps.text, "no difference found (+0.0% to +0.0%)");
+        assert_eq!(rps.text, "no difference found (±0.0% to ±0.0%)");
         assert_eq!((c.tests[0].runs_a, c.tests[0].seconds_b), (3, 6));
         // And the other way round, B faster.
         let c = compare(&b, &a, Vec::new(), false, None, false).unwrap();

@@ -184,13 +184,25 @@ impl Presenter {
         self.stop = Some(stop.clone());
     }
 
-    /// Why `entry`, of a test run under `cfg`, is incomplete: a Ctrl-C came before its `-n` or
-    /// `--duration` was done.
-    fn partial(&self, cfg: &Config, entry: &TestResult) -> Option<String> {
+    /// Why `entry`, of a test run under `cfg`, is incomplete: a Ctrl-C came before its `-n`,
+    /// `--duration` or `--replay`'s commands were done.
+    fn partial(&self, cfg: &Config, case: &Case, entry: &TestResult) -> Option<String> {
         if !self.stop.as_ref().is_some_and(StopHandle::requested) {
             return None;
         }
         let s = &entry.stats;
+        if let Some(replay) = &case.replay {
+            // The capture's commands, not -n; each command's entry of the replay has no count of
+            // its own to be short of.
+            let all = replay.commands();
+            return match entry.replay {
+                Some(_) if s.requests < all => {
+                    Some(format!("interrupted after {} of {all} requests", s.requests))
+                }
+                Some(_) => None,
+                None => Some(format!("interrupted after {} requests", s.requests)),
+            };
+        }
         match cfg.open.duration {
             Some(d) if s.duration_secs() < d.as_secs_f64() => {
                 Some(format!("interrupted after {:.1} s of {:.1} s", s.duration_secs(), d.as_secs_f64()))
@@ -332,7 +344,7 @@ impl Presenter {
             for e in &run.results {
                 if !(self.open_loop && s.cfg.output == Output::Quiet) {
                     let label = s.step.map(|st| s.base.sweep.label(st));
-                    let partial = self.partial(s.cfg, e);
+                    let partial = self.partial(s.cfg, s.case, e);
                     let never_ran = respbench_session::never_ran(&run.failures);
                     print_test(
                         s.cfg,
@@ -646,6 +658,7 @@ fn print_test(
             report::write_quiet_marked(&r, partial, out)?;
             report::write_replay(entry, true, out)?;
             report::write_errors(&r, true, out)?;
+            report::write_verify(&entry.stats.verify, Some(r.title), out)?;
             crate::events::write_quiet(entry, out)?;
             report::write_ramp(entry, false, out)?;
             report::write_delivery_quiet(entry, out)?;

@@ -244,7 +244,7 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     if let Some(d) = &s.delivery {
         write_delivery(d, out)?;
     }
-    write_verify(&s.verify, out)?;
+    write_verify(&s.verify, None, out)?;
     write_nodes(s, r.nodes, out)
 }
 
@@ -368,21 +368,32 @@ pub fn write_delivery_csv(t: &TestResult, out: &mut impl Write) -> io::Result<()
 }
 
 /// `--verify`'s lines: the reads checked, the mismatches by kind, and the first ones (key,
-/// expected, got; cut). Nothing without `--verify`.
-pub fn write_verify(v: &respbench_core::stats::VerifyStats, out: &mut impl Write) -> io::Result<()> {
+/// expected, got; cut). Nothing without `--verify`. After a `-q` line (`quiet`, the test's
+/// title), one line: `<title>: verify: …` and the first mismatch, if any.
+pub fn write_verify(
+    v: &respbench_core::stats::VerifyStats,
+    quiet: Option<&str>,
+    out: &mut impl Write,
+) -> io::Result<()> {
     if !v.on {
         return Ok(());
     }
     let versions = if v.versions { "versions checked" } else { "versions not checked" };
-    writeln!(
-        out,
-        "  verify: {} reads checked, {} mismatches ({} wrong values, {} other keys' values, {} stale; {versions})",
+    let counts = format!(
+        "verify: {} reads checked, {} mismatches ({} wrong values, {} other keys' values, {} stale; {versions})",
         v.checked,
         v.mismatches(),
         v.wrong,
         v.other_key,
         v.stale
-    )?;
+    );
+    if let Some(title) = quiet {
+        let first = v.shown.first().map(|m| {
+            format!("; the first: {} {}: expected {}, got {}", m.kind.name(), m.key, m.expected, m.got)
+        });
+        return writeln!(out, "{title}: {counts}{}", first.unwrap_or_default());
+    }
+    writeln!(out, "  {counts}")?;
     for m in &v.shown {
         writeln!(out, "    {:<9} {}: expected {}, got {}", m.kind.name(), m.key, m.expected, m.got)?;
     }
@@ -1989,7 +2000,8 @@ Summary:
     fn verify_lines_say_the_counts_and_the_mismatches() {
         use respbench_core::stats::{Mismatch, Shown, VerifyStats};
         let mut out = Vec::new();
-        write_verify(&VerifyStats::default(), &mut out).unwrap();
+        write_verify(&VerifyStats::default(), None, &mut out).unwrap();
+        write_verify(&VerifyStats::default(), Some("SET"), &mut out).unwrap();
         assert!(out.is_empty(), "nothing without --verify");
         let shown = Shown {
             kind: Mismatch::Stale,
@@ -2006,10 +2018,17 @@ Summary:
             stale: 1,
             shown: vec![shown],
         };
-        write_verify(&v, &mut out).unwrap();
+        write_verify(&v, None, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "  verify: 10 reads checked, 2 mismatches (1 wrong values, 0 other keys' values, 1 stale; versions checked)\n    stale     key:7: expected rb7 v2, got (nil)\n    (1 more not shown)\n"
+        );
+        // After a -q line, one line of its own.
+        let mut out = Vec::new();
+        write_verify(&v, Some("GET"), &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "GET: verify: 10 reads checked, 2 mismatches (1 wrong values, 0 other keys' values, 1 stale; versions checked); the first: stale key:7: expected rb7 v2, got (nil)\n"
         );
     }
 }

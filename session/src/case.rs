@@ -27,6 +27,15 @@ pub struct Case {
     /// A delivery test (`-t pubsub`, `-t blpop`): its subscribers or waiters, one of
     /// `--subscribers`' list (`None`: the list's first, or 1).
     pub subscribers: Option<usize>,
+    /// Its title with each custom command cut to its name ([`command_name`]): what names it
+    /// where the title's arguments must not go (`--metrics`' labels, served to whoever asks).
+    pub label: String,
+}
+
+/// The name of a custom command from its first argument: upper case, printable ASCII, at most
+/// 64 characters (`SET` of `set apikey TOKEN`); never one of its arguments.
+pub fn command_name(first: &[u8]) -> String {
+    first.iter().filter(|b| b.is_ascii_graphic()).take(64).map(|b| b.to_ascii_uppercase() as char).collect()
 }
 
 impl Case {
@@ -98,7 +107,8 @@ pub fn preload_case(cfg: &Config, case: &Case) -> Option<Case> {
         Some((mix, _)) => mix.templates().iter().find_map(|t| respbench_core::suite::preload(t, &cfg.values)),
         None => respbench_core::suite::preload(&case.spec.template, &cfg.values),
     }?;
-    Some(Case { spec, mix: None, replay: None, subscribers: None })
+    let label = spec.title.split(' ').next().unwrap_or_default().to_string();
+    Some(Case { spec, mix: None, replay: None, subscribers: None, label })
 }
 
 /// Whether [`preload_case`] has something for `case`, without making its values.
@@ -142,6 +152,7 @@ fn all_cases(cfg: &Config, stop: &StopHandle, warn: &mut dyn FnMut(&str)) -> Res
         return Ok(vec![sequence_case(cfg, dataset.as_ref())?]);
     }
     let mut cases = Vec::new();
+    let custom = cfg.command.first().map(|name| command_name(name));
     for mut spec in tests(cfg, dataset.as_ref(), warn)? {
         if let Some(e) = cfg.open.expiry {
             with_expiry(&mut spec, e);
@@ -154,14 +165,16 @@ fn all_cases(cfg: &Config, stop: &StopHandle, warn: &mut dyn FnMut(&str)) -> Res
         }
         let counts = &cfg.open.subscribers;
         if spec.template.stamp_at().is_none() || counts.len() < 2 {
-            cases.push(Case { spec, mix: None, replay: None, subscribers: None });
+            let label = custom.clone().unwrap_or_else(|| spec.title.clone());
+            cases.push(Case { spec, mix: None, replay: None, subscribers: None, label });
             continue;
         }
         // A list of subscriber counts: a test each, titled by its count.
         for &n in counts {
             let mut spec = spec.clone();
             spec.title = format!("{} --subscribers {n}", spec.title);
-            cases.push(Case { spec, mix: None, replay: None, subscribers: Some(n) });
+            let label = custom.clone().unwrap_or_else(|| spec.title.clone());
+            cases.push(Case { spec, mix: None, replay: None, subscribers: Some(n), label });
         }
     }
     Ok(cases)
@@ -281,6 +294,7 @@ fn command_spec(args: &[Vec<u8>], cfg: &Config, dataset: Option<&Arc<Dataset>>) 
 /// valkey-benchmark's does.
 fn sequence_case(cfg: &Config, dataset: Option<&Arc<Dataset>>) -> Result<Case, Error> {
     let mut templates = Vec::new();
+    let mut names = Vec::new();
     for part in cfg.command.split(|a| a == b";") {
         let (repeat, args) = match part.split_first() {
             Some((n, rest)) if !rest.is_empty() && !n.is_empty() && n.iter().all(u8::is_ascii_digit) => {
@@ -292,6 +306,10 @@ fn sequence_case(cfg: &Config, dataset: Option<&Arc<Dataset>>) -> Result<Case, E
         if args.is_empty() || repeat == 0 {
             return Err(Error::Tests("a command sequence has an empty command: 'cmd ; [N] cmd ...'".into()));
         }
+        names.push(match part.len() - args.len() {
+            0 => command_name(&args[0]),
+            _ => format!("{repeat} {}", command_name(&args[0])),
+        });
         let mut spec = command_spec(args, cfg, dataset)?;
         if let Some(e) = cfg.open.expiry {
             with_expiry(&mut spec, e);
@@ -309,6 +327,7 @@ fn sequence_case(cfg: &Config, dataset: Option<&Arc<Dataset>>) -> Result<Case, E
         mix: Some((mix, Vec::new())),
         replay: None,
         subscribers: None,
+        label: names.join(" ; "),
     })
 }
 
@@ -335,13 +354,16 @@ fn replay_case(cfg: &Config, s: &crate::replay::Settings) -> Result<Case, Error>
         payload_bytes: 0,
         connection_per_request: false,
     };
-    Ok(Case { spec, mix: Some((mix, titles)), replay: Some(replay), subscribers: None })
+    let label = spec.title.clone();
+    Ok(Case { spec, mix: Some((mix, titles)), replay: Some(replay), subscribers: None, label })
 }
 
 /// `--mix set:1,get:10 --mix-command '2 HSET h f v'`: one case whose requests are drawn by weight.
 fn mix_case(cfg: &Config) -> Result<Case, Error> {
     let mut parts = Vec::new();
     let mut described = Vec::new();
+    // As described, with each custom command's name for its text.
+    let mut named = Vec::new();
     for (name, weight) in &cfg.open.mix {
         let selection = Selection::parse(name).map_err(|unknown| {
             Error::Tests(format!(
@@ -356,11 +378,13 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
             .ok_or_else(|| Error::Tests(format!("invalid value for --mix: {name} selects no test")))?;
         parts.push((spec, *weight));
         described.push(format!("{name}:{weight}"));
+        named.push(format!("{name}:{weight}"));
     }
     for (args, weight) in &cfg.open.mix_commands {
         let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
         let spec = custom_with_data(&args, &cfg.values);
         described.push(format!("'{}':{weight}", spec.title));
+        named.push(format!("{}:{weight}", args.first().map_or_else(String::new, |a| command_name(a))));
         parts.push((spec, *weight));
     }
     // Each command's own keys, in the order of `parts`: the --mix tests, then --mix-command's.
@@ -370,7 +394,7 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
     let mut own_keys = own(&cfg.open.mix_keys, cfg.open.mix.len());
     own_keys.extend(own(&cfg.open.mix_command_keys, cfg.open.mix_commands.len()));
     let mut keys = Vec::with_capacity(parts.len());
-    for (k, d) in own_keys.iter().zip(&mut described) {
+    for ((k, d), named) in own_keys.iter().zip(&mut described).zip(&mut named) {
         let Some(k) = k else {
             keys.push(None);
             continue;
@@ -381,7 +405,9 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
         let space = k.dist.space(n).ok_or_else(|| {
             Error::Tests(format!("--mix: {d}: zipf takes at most {} keys", respbench_core::dist::Zipf::MAX_N))
         })?;
-        d.push_str(&format!("@{}/{n}", k.dist));
+        let keys_of = format!("@{}/{n}", k.dist);
+        d.push_str(&keys_of);
+        named.push_str(&keys_of);
         keys.push(Some(space));
     }
     if let Some(e) = cfg.open.expiry {
@@ -402,7 +428,8 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
         payload_bytes,
         connection_per_request: false,
     };
-    Ok(Case { spec, mix: Some((mix, titles)), replay: None, subscribers: None })
+    let label = format!("MIX ({})", named.join(","));
+    Ok(Case { spec, mix: Some((mix, titles)), replay: None, subscribers: None, label })
 }
 
 /// The tests to run: the custom command, or the default suite restricted by `-t`.

@@ -129,7 +129,7 @@ impl Outcome {
         }
     }
 
-    /// In a few words: `OK (0.21 ms)`, `exit 0 (3.1 ms)`, `-ERR … (0.1 ms)`, each node's.
+    /// In a few words: `OK (0.21 ms)`, `exit 0 (3.1 ms)`, `(error) ERR … (0.1 ms)`, each node's.
     pub fn describe(&self) -> String {
         let ms = |d: &Duration| format!("{:.2} ms", d.as_secs_f64() * 1e3);
         match self {

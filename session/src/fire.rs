@@ -150,10 +150,13 @@ fn command(f: &Firing<'_>, i: usize, at: Duration, args: &[String]) -> Option<(D
                 let answer = conn.and_then(|mut c| c.command(&words));
                 let took = started.elapsed();
                 let (reply, error) = match answer {
-                    Ok(respbench_core::resp::Value::Error(e) | respbench_core::resp::Value::BulkError(e)) => {
-                        (format!("-{}", server::text(&e)), true)
+                    Ok(v) => {
+                        let error = matches!(
+                            v,
+                            respbench_core::resp::Value::Error(_) | respbench_core::resp::Value::BulkError(_)
+                        );
+                        (describe(&v), error)
                     }
-                    Ok(v) => (describe(&v), false),
                     Err(e) => (e.message, true),
                 };
                 Some(NodeReply { node: t.name.clone(), reply, error, took })
@@ -186,22 +189,82 @@ fn command(f: &Firing<'_>, i: usize, at: Duration, args: &[String]) -> Option<(D
     })
 }
 
-/// A reply in a few words: a status or number as it is, a bulk string cut at 120 bytes.
+/// How much of a reply [`describe`] shows, in bytes (then `…`).
+const REPLY_SHOWN: usize = 120;
+
+/// A reply on one line as `redis-cli` prints it (`--no-raw`): `OK`, `"value"` (quoted as
+/// `sdscatrepr` does), `(integer) 1`, `(nil)`, `(error) ERR …`, `(double) 1.5`, `(true)`, an
+/// array's elements `1) "a" 2) "b"`, a map's `1# "key" => "value"`, a set's `1~ "a"`, a nested
+/// one in brackets, `(empty array)`; cut at [`REPLY_SHOWN`] bytes, whatever the reply's size.
 fn describe(v: &respbench_core::resp::Value) -> String {
-    use respbench_core::resp::Value;
-    let cut = |b: &[u8]| {
-        let t = server::text(&b[..b.len().min(120)]);
-        if b.len() > 120 {
-            format!("{t}…")
-        } else {
-            t
+    let mut out = Vec::new();
+    redis_cli(&mut out, v, false);
+    if out.len() > REPLY_SHOWN {
+        let mut cut = REPLY_SHOWN;
+        // On a character's boundary: the quoting leaves only ASCII, but a status may be UTF-8.
+        while cut > 0 && (out[cut] & 0xc0) == 0x80 {
+            cut -= 1;
         }
+        out.truncate(cut);
+        out.extend_from_slice("…".as_bytes());
+    }
+    server::text(&out)
+}
+
+/// Appends `v` in redis-cli's words to `out`, stopping once it holds more than
+/// [`REPLY_SHOWN`] bytes; `nested` puts an aggregate in brackets.
+fn redis_cli(out: &mut Vec<u8>, v: &respbench_core::resp::Value, nested: bool) {
+    use respbench_core::resp::Value;
+    let tagged = |out: &mut Vec<u8>, tag: &str, text: &[u8]| {
+        out.extend_from_slice(tag.as_bytes());
+        out.extend_from_slice(text);
     };
+    let aggregate =
+        |out: &mut Vec<u8>, items: &mut dyn Iterator<Item = (&Value, Option<&Value>)>, mark: &str| {
+            if nested {
+                out.push(b'[');
+            }
+            for (i, (item, value)) in items.enumerate() {
+                if out.len() > REPLY_SHOWN {
+                    break;
+                }
+                if i > 0 {
+                    out.push(b' ');
+                }
+                out.extend_from_slice(format!("{}{mark} ", i + 1).as_bytes());
+                redis_cli(out, item, true);
+                if let Some(value) = value {
+                    out.extend_from_slice(b" => ");
+                    redis_cli(out, value, true);
+                }
+            }
+            if nested {
+                out.push(b']');
+            }
+        };
     match v {
-        Value::Simple(s) => cut(s),
-        Value::Bulk(b) => cut(b),
-        Value::Integer(n) => n.to_string(),
-        other => cut(format!("{other:?}").as_bytes()),
+        Value::Simple(s) => out.extend_from_slice(s),
+        Value::Error(e) | Value::BulkError(e) => tagged(out, "(error) ", e),
+        Value::Integer(n) => tagged(out, "(integer) ", n.to_string().as_bytes()),
+        Value::Bulk(b) => respbench_core::replay::quote_into(out, &b[..b.len().min(REPLY_SHOWN + 1)]),
+        Value::Verbatim { text, .. } => out.extend_from_slice(&text[..text.len().min(REPLY_SHOWN + 1)]),
+        Value::Null => out.extend_from_slice(b"(nil)"),
+        Value::Boolean(b) => out.extend_from_slice(if *b { b"(true)" } else { b"(false)" }),
+        Value::Double(d) => tagged(out, "(double) ", d),
+        Value::BigNumber(n) => tagged(out, "(big number) ", n),
+        Value::Attribute { value, .. } => redis_cli(out, value, nested),
+        Value::Array(items) | Value::Set(items) | Value::Push(items) if items.is_empty() => {
+            let what = match v {
+                Value::Array(_) => "array",
+                Value::Set(_) => "set",
+                _ => "push",
+            };
+            out.extend_from_slice(format!("(empty {what})").as_bytes());
+        }
+        Value::Map(pairs) if pairs.is_empty() => out.extend_from_slice(b"(empty hash)"),
+        Value::Array(items) | Value::Push(items) => aggregate(out, &mut items.iter().map(|i| (i, None)), ")"),
+        Value::Set(items) => aggregate(out, &mut items.iter().map(|i| (i, None)), "~"),
+        Value::Map(pairs) => aggregate(out, &mut pairs.iter().map(|(k, v)| (k, Some(v))), "#"),
     }
 }
 
@@ -290,4 +353,51 @@ pub(crate) fn results(
             EventResult { event: e.clone(), fired, cost, moved_to }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use respbench_core::resp::Value;
+
+    fn bulk(s: &str) -> Value {
+        Value::Bulk(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn replies_read_as_redis_cli_prints_them() {
+        let cases = [
+            (Value::Simple(b"OK".to_vec()), "OK"),
+            (bulk("a \"b\"\n\u{1}"), r#""a \"b\"\n\x01""#),
+            (Value::Integer(-3), "(integer) -3"),
+            (Value::Null, "(nil)"),
+            (Value::Error(b"ERR unknown command 'X'".to_vec()), "(error) ERR unknown command 'X'"),
+            (Value::BulkError(b"SYNTAX bad".to_vec()), "(error) SYNTAX bad"),
+            (Value::Double(b"1.5".to_vec()), "(double) 1.5"),
+            (Value::Boolean(true), "(true)"),
+            (Value::BigNumber(b"12345678901234567890".to_vec()), "(big number) 12345678901234567890"),
+            (Value::Array(vec![bulk("maxmemory-samples"), bulk("5")]), r#"1) "maxmemory-samples" 2) "5""#),
+            (Value::Map(vec![(bulk("key"), bulk("value"))]), r#"1# "key" => "value""#),
+            (Value::Set(vec![bulk("a"), Value::Integer(1)]), r#"1~ "a" 2~ (integer) 1"#),
+            (
+                Value::Array(vec![Value::Array(vec![bulk("a"), Value::Null]), bulk("b")]),
+                r#"1) [1) "a" 2) (nil)] 2) "b""#,
+            ),
+            (Value::Array(Vec::new()), "(empty array)"),
+            (Value::Map(Vec::new()), "(empty hash)"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(describe(&v), want, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn a_large_reply_is_cut_and_read_no_further() {
+        let big = Value::Array((0..1_000_000).map(|i| bulk(&format!("member:{i}"))).collect());
+        let shown = describe(&big);
+        assert!(shown.starts_with(r#"1) "member:0" 2) "member:1""#), "{shown}");
+        assert!(shown.ends_with('…') && shown.len() <= REPLY_SHOWN + 3, "{shown}");
+        let long = describe(&bulk(&"x".repeat(10_000)));
+        assert_eq!(long, format!("\"{}…", "x".repeat(REPLY_SHOWN - 1)));
+    }
 }

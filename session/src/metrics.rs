@@ -16,8 +16,9 @@ pub const DEFAULT_LINGER: Duration = Duration::from_secs(15);
 /// for long.
 pub const MAX_LINGER: Duration = Duration::from_secs(3600);
 
-/// The endpoint the options ask for: `--metrics HOST:PORT` (`:PORT` for every interface,
-/// `[::1]:PORT` for IPv6), or `--prometheus-port PORT` on 127.0.0.1; `linger` is
+/// The endpoint the options ask for: `--metrics HOST:PORT` (`:PORT` for 127.0.0.1, as
+/// memtier_benchmark's `--prometheus-port` binds: the endpoint has no authentication, so
+/// `0.0.0.0:PORT` must be asked for to serve other machines; `[::1]:PORT` for IPv6), or `--prometheus-port PORT` on 127.0.0.1; `linger` is
 /// `--metrics-linger` when given (`15s`, `500ms`, `0`); refused with `-I` (`idle`). `None`
 /// when neither option is.
 pub fn parse(
@@ -70,17 +71,17 @@ pub fn parse(
     Ok(Some(Metrics { addr, given, linger }))
 }
 
-/// `HOST:PORT`, `:PORT` (every IPv4 interface) or `[IPV6]:PORT` as one address to bind; a host
+/// `HOST:PORT`, `:PORT` (127.0.0.1) or `[IPV6]:PORT` as one address to bind; a host
 /// name is resolved once (its first address).
 fn address(text: &str) -> Result<SocketAddr, &'static str> {
-    const WHY: &str = "expected HOST:PORT (127.0.0.1:9100, :9100 for every interface, [::1]:9100)";
+    const WHY: &str = "expected HOST:PORT (127.0.0.1:9100 or :9100 for this machine only, 0.0.0.0:9100 for every interface, [::1]:9100)";
     let (host, port) = text.rsplit_once(':').ok_or(WHY)?;
     let port: u16 = port.parse().map_err(|_| WHY)?;
     if port == 0 {
         return Err("the port must be 1 to 65535");
     }
     if host.is_empty() {
-        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port));
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
     }
     let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
     if let Ok(ip) = bare.unwrap_or(host).parse::<IpAddr>() {
@@ -107,7 +108,9 @@ mod tests {
     #[test]
     fn addresses_of_every_form() {
         assert_eq!(addr("127.0.0.1:9100").unwrap(), "127.0.0.1:9100".parse().unwrap());
-        assert_eq!(addr(":9100").unwrap(), "0.0.0.0:9100".parse().unwrap());
+        // A bare port is this machine only: the endpoint has no authentication.
+        assert_eq!(addr(":9100").unwrap(), "127.0.0.1:9100".parse().unwrap());
+        assert_eq!(addr("0.0.0.0:9100").unwrap(), "0.0.0.0:9100".parse().unwrap());
         assert_eq!(addr("[::1]:9100").unwrap(), "[::1]:9100".parse().unwrap());
         assert_eq!(addr("localhost:9100").unwrap().port(), 9100);
         for bad in

@@ -69,6 +69,9 @@ pub enum Goal {
 pub struct LiveTest<'a> {
     /// The test's title (`SET`, `GET`, a custom command's).
     pub title: &'a str,
+    /// Its title with each custom command cut to its name ([`crate::case::Case::label`]): what
+    /// an output that serves it to others names it by, never a command's arguments.
+    pub label: &'a str,
     /// The text of each command of its mix, in the mix's order ([`crate::Figures::parts`]); the
     /// test's own command when it has no mix.
     pub commands: Vec<String>,

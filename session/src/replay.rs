@@ -330,6 +330,8 @@ pub struct Scan {
     pub format: Option<Format>,
     /// The original clients, in the order of their first command to replay.
     pub clients: Vec<Vec<u8>>,
+    /// The commands to replay of each of `clients`, in its order.
+    pub per_client: Vec<u64>,
     /// The commands to replay, by name, the busiest first (ties by name).
     pub names: Vec<(String, u64)>,
     /// The commands that are not replayed: by name, with why.
@@ -459,6 +461,10 @@ pub fn scan(s: &Settings) -> Result<Scan, Error> {
             }
             index.insert(client.to_vec(), index.len() as u32);
             scan.clients.push(client.to_vec());
+            scan.per_client.push(0);
+        }
+        if let Some(&i) = index.get(client) {
+            scan.per_client[i as usize] += 1;
         }
         if names.len() < MAX_NAMES || names.contains_key(&name) {
             *names.entry(name).or_default() += 1;
@@ -510,6 +516,13 @@ pub struct Replay {
 }
 
 impl Replay {
+    /// The commands this process replays in all: its clients' in the capture, times the passes
+    /// (`--replay-loop`).
+    pub fn commands(&self) -> u64 {
+        let mine: u64 = self.mine.iter().filter_map(|&j| self.scan.per_client.get(j as usize)).sum();
+        mine.saturating_mul(self.settings.passes)
+    }
+
     /// The replay of `scan`, for worker `worker` (index, count).
     pub fn new(settings: Settings, scan: Scan, key_prefix: String, worker: (u64, u64), db: u32) -> Replay {
         let (i, n) = (worker.0, worker.1.max(1));

@@ -255,6 +255,7 @@ pub(crate) fn run_test(
             run.plan.cluster.as_ref().map(|c| c.nodes.iter().map(|n| n.endpoint.to_string()).collect());
         obs.live_test(&LiveTest {
             title: &spec.title,
+            label: &case.label,
             commands,
             backend: backend.name(),
             target_rps: rate,
@@ -484,7 +485,8 @@ pub fn idle(
             ))
         })
         .ok();
-    let case = Case { spec: custom(&[b"PING".to_vec()]), mix: None, replay: None, subscribers: None };
+    let spec = custom(&[b"PING".to_vec()]);
+    let case = Case { label: spec.title.clone(), spec, mix: None, replay: None, subscribers: None };
     let run = TestRun {
         plan: plan(cfg, None, &case, 0, true, None, Time::ZERO, None, Time::ZERO),
         endpoint: cfg.endpoint.clone(),

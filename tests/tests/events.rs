@@ -21,6 +21,7 @@ respbench_tests::backend_tests!(
         a_stopped_server_is_a_window_of_its_stop,
         a_failover_on_a_cluster_is_followed_and_counted,
         every_output_has_the_events,
+        an_events_reply_reads_as_redis_cli_prints_it,
         backends_side_by_side_each_say_their_event,
         bad_events_are_refused_before_connecting,
     ],
@@ -448,6 +449,48 @@ fn every_output_has_the_events(tool: Tool) {
         "{}",
         out.dump()
     );
+}
+
+/// An event's reply is said as `redis-cli` prints it, on one line, in the text and the JSON:
+/// `HELLO 3`'s map as `1# "server" => "redis" 2# …`, `CONFIG GET`'s array as `1) "maxmemory-samples"
+/// 2) "5"`, an error as `(error) ERR …`; never Rust's `Map([(Bulk([115, …`.
+fn an_events_reply_reads_as_redis_cli_prints_it(tool: Tool) {
+    let server = RedisServer::start();
+    let (out, t) = run_json(
+        &tool,
+        server.port(),
+        &[
+            "-t",
+            "get",
+            "-c",
+            "2",
+            "--duration",
+            "5s",
+            "-q",
+            "--at",
+            "1500ms HELLO 3",
+            "--at",
+            "2s CONFIG GET maxmemory-samples",
+            "--at",
+            "2500ms NOSUCHCOMMAND x",
+        ],
+    );
+    let hello = r#"1# "server" => "redis" 2# "version" => "7.0.15" 3# "proto" => (integer) 3"#;
+    let config = r#"1) "maxmemory-samples" 2) "5""#;
+    let error = "(error) ERR unknown command 'NOSUCHCOMMAND'";
+    let replies: Vec<&str> =
+        (0..3).map(|i| t["events"][i]["replies"][0]["reply"].as_str().unwrap()).collect();
+    assert!(replies[0].starts_with(hello) && replies[0].ends_with('…'), "{replies:?}");
+    assert_eq!(replies[1], config, "{replies:?}");
+    assert!(replies[2].starts_with(error), "{replies:?}");
+    let said = |what: &str, reply: &str| {
+        let line = out.stdout.lines().chain(out.stderr.lines()).find(|l| l.contains(what));
+        assert!(line.is_some_and(|l| l.contains(reply)), "{what}: {reply}\n{}", out.dump());
+    };
+    said("event '1.5s HELLO 3'", hello);
+    said("event '2s CONFIG GET maxmemory-samples'", config);
+    said("--at '2.5s NOSUCHCOMMAND x' failed", error);
+    assert!(!out.stdout.contains("Bulk(") && !out.stderr.contains("Bulk("), "{}", out.dump());
 }
 
 /// `--backend mio,smol`: the side-by-side table, then each backend's event as its own line (`-q`)

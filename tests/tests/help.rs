@@ -20,7 +20,8 @@ fn help_is_one_screen_of_groups_examples_and_subcommands() {
     {
         assert!(lines.iter().any(|l| l.starts_with(group)), "{group} missing:\n{}", out.stdout);
     }
-    for shown in ["respbench plot ", "respbench merge ", "--rps", "--slo", "-d 16,128,1024", "--help-all"] {
+    let subcommands = ["respbench plot ", "respbench merge ", "respbench compare ", "respbench capture "];
+    for shown in subcommands.into_iter().chain(["--rps", "--slo", "-d 16,128,1024", "--help-all"]) {
         assert!(out.stdout.contains(shown), "{shown} missing:\n{}", out.stdout);
     }
     assert_eq!(out.stderr, "", "{}", out.dump());

@@ -515,6 +515,96 @@ fn metrics_on_a_port_in_use_is_an_error_before_connecting() {
     assert!(busy.stderr.contains(&format!("--prometheus-port {port}: cannot listen")), "{}", busy.dump());
 }
 
+/// The machine's IPv4 addresses other than loopback (`ip -4 -o addr`), up or not.
+fn other_addresses() -> Vec<std::net::Ipv4Addr> {
+    let out = Command::new("ip").args(["-4", "-o", "addr"]).output().map(|o| o.stdout).unwrap_or_default();
+    let out = String::from_utf8_lossy(&out);
+    let inet = out.lines().filter_map(|l| l.split_whitespace().skip_while(|w| *w != "inet").nth(1));
+    let ips = inet.filter_map(|a| a.split('/').next()?.parse::<std::net::Ipv4Addr>().ok());
+    ips.filter(|ip| !ip.is_loopback()).collect()
+}
+
+/// The local addresses of the IPv4 sockets listening on `port` (`/proc/net/tcp`, state 0A), as
+/// the kernel holds them.
+fn listening_on(port: u16) -> Vec<std::net::Ipv4Addr> {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    let mut out = Vec::new();
+    for row in table.lines().skip(1) {
+        let f: Vec<&str> = row.split_whitespace().collect();
+        let Some((ip, p)) = f.get(1).and_then(|l| l.split_once(':')) else { continue };
+        if f.get(3) == Some(&"0A") && u16::from_str_radix(p, 16) == Ok(port) {
+            // The address in the kernel's byte order, printed as a number of this (x86's) order.
+            let n = u32::from_str_radix(ip, 16).unwrap();
+            out.push(std::net::Ipv4Addr::from(n.to_le_bytes()));
+        }
+    }
+    out
+}
+
+/// `--metrics :PORT` is this machine's only (127.0.0.1, as memtier_benchmark's
+/// `--prometheus-port`): the kernel's table holds the socket on 127.0.0.1 and a connection to
+/// the machine's own non-loopback address is refused (that check needs one: `ip -4 addr`; the
+/// table's is made either way). And whatever form a custom command takes (the command, a
+/// `--mix-command`, a sequence), its arguments (a key, a token) are in no scrape: the labels
+/// name the command (`SET`), never its arguments.
+#[test]
+fn a_bare_port_is_loopback_only_and_no_scrape_carries_a_commands_arguments() {
+    let server = RedisServer::start();
+    let p = server.port().to_string();
+    let forms: [&[&str]; 3] = [
+        &["SET", "apikey", "TOPSECRET-TOKEN"],
+        &["--mix", "get:1", "--mix-command", "1 SET apikey TOPSECRET-TOKEN"],
+        &["SET", "apikey", "TOPSECRET-TOKEN", ";", "2", "GET", "apikey"],
+    ];
+    let others = other_addresses();
+    for (i, form) in forms.iter().enumerate() {
+        let port = free_port();
+        let listen = format!(":{port}");
+        // 2 s at 500/s: scraped while it runs, and after.
+        let mut args = vec!["-p", &p, "-n", "1000", "--rps", "500", "-c", "2", "-q", "--metrics", &listen];
+        args.extend(["--metrics-linger", "60s"]);
+        args.extend(*form);
+        let mut run = respbench().spawn(&args);
+        wait_until("the endpoint", Duration::from_secs(30), || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        if i == 0 {
+            assert_eq!(listening_on(port), [std::net::Ipv4Addr::LOCALHOST], ":{port} listens on");
+            for ip in &others {
+                let reached = TcpStream::connect_timeout(&(*ip, port).into(), Duration::from_secs(10));
+                assert!(reached.is_err(), "--metrics :{port} answered on {ip}:{port}");
+            }
+            eprintln!("--metrics :{port}: on 127.0.0.1 only; refused on {others:?}");
+        }
+        // Scraped until it has served the final figures and gone.
+        let mut bodies = Vec::new();
+        let started = Instant::now();
+        while !run.has_exited() && started.elapsed() < Duration::from_secs(120) {
+            if let Some(r) = http_get(port, "/metrics", &[]) {
+                bodies.push(String::from_utf8_lossy(&r.body).into_owned());
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let out = run.wait(Duration::from_secs(60));
+        assert!(out.status.success(), "{form:?}: {}", out.dump());
+        let last = bodies.last().unwrap_or_else(|| panic!("{form:?}: no scrape answered"));
+        assert!(last.contains("respbench_requests_total{test=\""), "{form:?}: {last}");
+        assert!(last.contains("command=\"SET"), "{form:?}: {last}");
+        for body in &bodies {
+            for secret in ["apikey", "TOPSECRET"] {
+                let line = body.lines().find(|l| l.contains(secret));
+                assert!(line.is_none(), "{form:?}: a scrape holds {secret}: {line:?}");
+            }
+        }
+        let test = last.lines().find_map(|l| l.strip_prefix("respbench_run_info{test=\"")).unwrap();
+        eprintln!(
+            "{form:?}: {} scrapes, none with an argument; test=\"{}",
+            bodies.len(),
+            &test[..test.find('"').unwrap()]
+        );
+    }
+}
+
 /// The Kubernetes manifest exposes each pod's endpoint: `--metrics` on the port its container
 /// names `metrics`, the scrape annotations on the pods, and the PodMonitor selecting those pods
 /// by their labels and that port.
@@ -531,7 +621,8 @@ fn the_kubernetes_pods_expose_their_metrics() {
     let args: Vec<&str> = c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     let listen = args[args.iter().position(|a| *a == "--metrics").expect("--metrics") + 1];
     let port: u64 = listen.rsplit(':').next().unwrap().parse().unwrap();
-    assert!(listen.starts_with(':'), "every interface, for the scraper: {listen}");
+    // A bare :PORT is the pod's loopback only: every interface is asked for, for the scraper.
+    assert!(listen.starts_with("0.0.0.0:"), "every interface, for the scraper: {listen}");
     let named =
         c["ports"].as_array().unwrap().iter().find(|p| p["name"] == "metrics").expect("a port named metrics");
     assert_eq!(named["containerPort"].as_u64(), Some(port));

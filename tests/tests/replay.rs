@@ -307,6 +307,36 @@ fn speed_two_takes_half_the_recorded_time_and_the_report_says_whether_gaps_were_
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A replay cut short by Ctrl-C says how far it got of the capture's own count (5,000
+/// commands of 5 clients over 20 s), not of `-n`'s default 100,000; with `--worker 0/2` of
+/// its share (3 of the 5 clients: 3,000).
+#[test]
+fn an_interrupted_replay_says_how_far_of_the_captures_commands() {
+    let dir = temp("interrupted");
+    let file = dir.join("mon.txt");
+    synthetic_monitor(&file, 5, 1000, Duration::from_secs(20));
+    for (split, all) in [(None, 5000), (Some("0/2"), 3000)] {
+        let fresh = RedisServer::start();
+        let port = fresh.port().to_string();
+        let mut args = vec!["-p", &port, "-q", "--replay", file.to_str().unwrap()];
+        if let Some(w) = split {
+            args.extend(["--worker", w]);
+        }
+        let run = respbench().spawn(&args);
+        fresh.wait_for_calls("set", 100);
+        run.interrupt();
+        let out = run.wait(LONG);
+        let sent = fresh.command_calls("set");
+        assert!(sent < all, "{sent} of {all}: the run was not cut short\n{}", out.dump());
+        // The total's line (each command's own says how many it sent, of no count).
+        let said = out.stdout.lines().find(|l| l.starts_with("REPLAY ") && l.contains("interrupted after"));
+        let said = said.unwrap_or_else(|| panic!("no interrupted line\n{}", out.dump()));
+        assert!(said.contains(&format!(" of {all} requests")), "{said}\n{}", out.dump());
+        assert!(!out.stdout.contains("100000"), "{}", out.dump());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn malformed_lines_are_counted_with_their_numbers_and_strict_stops_at_the_first() {
     let dir = temp("malformed");

@@ -94,6 +94,14 @@ fn a_correct_server_gives_no_mismatch(tool: Tool) {
     assert_eq!(n(&v, "checked"), server.command_calls("get") - before, "{v}");
     assert_eq!((n(&v, "checked"), n(&v, "wrong") + n(&v, "other_key") + n(&v, "stale")), (5000, 0), "{v}");
     assert_eq!(v["versions"], false, "{v}");
+    // -q says it too, in a line of its own after the test's.
+    let said = out.stdout.lines().find(|l| l.starts_with("GET: verify: "));
+    assert_eq!(
+        said,
+        Some("GET: verify: 5000 reads checked, 0 mismatches (0 wrong values, 0 other keys' values, 0 stale; versions not checked)"),
+        "{}",
+        out.dump()
+    );
     // Values of 100 kB: above the size whose bodies the backends drop unread (they are read
     // here, or every one would be wrong) and the size a SET takes by reference.
     // (The keys start empty: a key this test has not written yet may hold an earlier run's

@@ -33,7 +33,10 @@ pub const RENDER_EVERY: Duration = Duration::from_millis(250);
 
 /// The test running, as the endpoint reads it.
 struct Live {
+    /// Its title, as its results name it.
     title: String,
+    /// What its series are labelled by: its title without a custom command's arguments.
+    label: String,
     /// The command label of each of its mix's commands (or its one command).
     commands: Vec<String>,
     nodes: Vec<String>,
@@ -188,11 +191,11 @@ impl State {
             for f in live.progress.figures() {
                 let nodes = named_nodes(&live.nodes, &f);
                 let nodes = if live.nodes.is_empty() { Vec::new() } else { nodes };
-                add_test(&mut series, &mut tests, &live.title, &live.commands, &f, &f.parts, &nodes);
+                add_test(&mut series, &mut tests, &live.label, &live.commands, &f, &f.parts, &nodes);
             }
             let pauses = live.progress.pause_figures();
             if pauses.wakeups > 0 {
-                let t = tests.entry(live.title.clone()).or_default();
+                let t = tests.entry(live.label.clone()).or_default();
                 t.idle_pauses = Some(Buckets::of(&pauses.idle));
                 t.wake_pauses = (!pauses.wake.is_empty()).then(|| Buckets::of(&pauses.wake));
             }
@@ -294,9 +297,10 @@ impl Exporter {
     pub fn live_test(&self, t: &LiveTest<'_>) {
         let mut st = self.state();
         st.backend = t.backend.to_string();
-        st.test = t.title.to_string();
+        st.test = t.label.to_string();
         st.live = Some(Live {
             title: t.title.to_string(),
+            label: t.label.to_string(),
             commands: command_labels(&t.commands),
             nodes: t.nodes.clone(),
             target_rps: t.target_rps,
@@ -317,19 +321,24 @@ impl Exporter {
             parts.iter().map(|p| p.command.clone()).collect()
         };
         let commands = command_labels(&commands);
+        // Labelled as it was live: a custom command's arguments are not for whoever scrapes.
+        let label = match &st.live {
+            Some(live) if live.title == total.name => live.label.clone(),
+            _ => total.name.split_whitespace().next().unwrap_or_default().to_string(),
+        };
         let parts: Vec<Figures> = parts.iter().map(figures_of).collect();
         let whole = figures_of(total);
         let names: Vec<String> = total.nodes.iter().map(|n| n.address.clone()).collect();
         let nodes: Vec<(String, &Figures)> = names.into_iter().zip(&whole.nodes).collect();
         let State { done, done_tests, .. } = &mut *st;
-        add_test(done, done_tests, &total.name, &commands, &whole, &parts, &nodes);
+        add_test(done, done_tests, &label, &commands, &whole, &parts, &nodes);
         if let Some(p) = &total.pauses {
             let pauses = TestTotals {
                 idle_pauses: Some(Buckets::of(&p.idle)),
                 wake_pauses: p.wake.as_ref().filter(|w| !w.is_empty()).map(Buckets::of),
                 ..TestTotals::default()
             };
-            done_tests.entry(total.name.clone()).or_default().add(&pauses);
+            done_tests.entry(label).or_default().add(&pauses);
         }
         st.live = None;
         st.generation += 1;
