@@ -429,6 +429,26 @@ impl Delivery {
         }
     }
 
+    /// What went wrong with the delivery, in one clause, when something did: messages missing
+    /// or duplicated, or waiting connections that ended early (`None`: every message reached
+    /// every subscriber once, or each element one waiter). The run fails on it, as `--verify`
+    /// fails on a mismatch: the figures alone would pass for a success.
+    pub fn shortfall(&self) -> Option<String> {
+        if self.missing == 0 && self.received.duplicated == 0 && self.failed == 0 {
+            return None;
+        }
+        let (who, due) = if self.queue {
+            ("waiting connections", self.published)
+        } else {
+            ("subscribers", self.published.saturating_mul(self.subscribers))
+        };
+        let first = self.failure.as_ref().map(|f| format!(" (first: {f})")).unwrap_or_default();
+        Some(format!(
+            "not every message was delivered once: {} of {due} missing, {} duplicated; {} of {} {who} ended early{first}",
+            self.missing, self.received.duplicated, self.failed, self.subscribers
+        ))
+    }
+
     fn add(&mut self, r: &Received) -> Result<(), String> {
         let m = &mut self.received;
         m.delivered += r.delivered;
@@ -532,6 +552,15 @@ mod tests {
         let d = Delivery::summarise(&subs, 10, 15, 3).unwrap();
         assert_eq!((d.missing, d.min_delivered, d.max_delivered, d.subscribers_missing), (5, 5, 10, 1));
         assert_eq!((d.failed, d.failure.as_deref(), d.received.delivered), (1, Some("closed"), 15));
+        assert_eq!(
+            d.shortfall().as_deref(),
+            Some(
+                "not every message was delivered once: 5 of 20 missing, 0 duplicated; 1 of 2 subscribers ended \
+                 early (first: closed)"
+            )
+        );
+        let whole = [(Subscriber::new(Waits::Messages, 3).unwrap().received, None)];
+        assert_eq!(Delivery::summarise(&whole, 0, 0, 3).unwrap().shortfall(), None);
     }
 
     #[test]
@@ -546,6 +575,10 @@ mod tests {
         let d = Delivery::summarise_queue(s.received, &[(3, None), (1, None)], 5);
         assert_eq!((d.received.delivered, d.received.duplicated, d.missing), (4, 1, 2));
         assert_eq!((d.min_delivered, d.max_delivered, d.queue), (1, 3, true));
+        assert_eq!(
+            d.shortfall().as_deref(),
+            Some("not every message was delivered once: 2 of 5 missing, 1 duplicated; 0 of 2 waiting connections ended early")
+        );
     }
 
     #[test]

@@ -258,6 +258,81 @@ fn a_subscriber_the_server_drops_counts_what_it_missed() {
     eprintln!(
         "dropped: {missing} missing = {not_sent} published while gone (the server's replies) + {in_buffer} in its buffer"
     );
+    // The figures alone would pass for a success: the run says it failed, in one line, exit 1.
+    delivery_failed(&out, "PUBLISH (delivery to subscribers)", missing, published * subs);
+}
+
+/// The run failed on its delivery: exit 1 and one line on stderr with the figures, the first
+/// reason a connection ended early (the server closed it).
+fn delivery_failed(out: &Output, title: &str, missing: u64, due: u64) {
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    let line =
+        format!("{title}: not every message was delivered once: {missing} of {due} missing, 0 duplicated; ");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
+    assert!(out.stderr.starts_with(&line), "{line}: {}", out.dump());
+    assert!(out.stderr.contains("ended early (first: "), "{}", out.dump());
+}
+
+/// A tiny pubsub output-buffer limit (1 KB) against messages of 20,000 bytes (past the client's
+/// 16 KB static buffer, which the limit does not count): the server drops every subscriber at
+/// its first message, 99.9% of the messages are missing, and the run, which printed its figures
+/// and exited 0 with an empty stderr, exits 1 saying so.
+#[test]
+fn subscribers_dropped_by_a_tiny_output_buffer_fail_the_run() {
+    let server = RedisServer::start();
+    server.cli(&["CONFIG", "SET", "client-output-buffer-limit", "pubsub 1kb 1kb 0"]);
+    let (out, t) =
+        run(&server, &["-c", "1", "-d", "20000", "--subscribers", "3", "--rps", "500", "--duration", "2s"]);
+    let d = &t["delivery"];
+    let published = server.command_calls("publish");
+    assert_eq!((u(&d["subscribers_failed"]), u(&d["published"])), (3, published), "{d}");
+    assert!(u(&d["missing"]) >= 3 * (published - 2), "{d}");
+    delivery_failed(&out, "PUBLISH (delivery to subscribers)", u(&d["missing"]), 3 * published);
+}
+
+/// `-t blpop` whose waiters the server closes (`CLIENT KILL ID` of each connection blocked in
+/// `BLPOP`) mid-run: the elements pushed after stay in the list, missing, and the run exits 1.
+#[test]
+fn blpop_waiters_killed_mid_run_fail_the_run() {
+    let server = RedisServer::start();
+    let json = json_path("pubsub", "killed");
+    let port = server.port().to_string();
+    let run = respbench_tests::respbench().spawn(&[
+        "-p",
+        &port,
+        "-t",
+        "blpop",
+        "-c",
+        "1",
+        "--subscribers",
+        "2",
+        "--rps",
+        "500",
+        "--duration",
+        "3s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    server.wait_for_calls("lpush", 200);
+    let list = server.cli(&["CLIENT", "LIST"]);
+    let waiters: Vec<&str> = list
+        .lines()
+        .filter(|l| l.contains("cmd=blpop"))
+        .filter_map(|l| l.split(' ').find_map(|f| f.strip_prefix("id=")))
+        .collect();
+    assert_eq!(waiters.len(), 2, "{list}");
+    for id in waiters {
+        server.cli(&["CLIENT", "KILL", "ID", id]);
+    }
+    let out = run.wait(T);
+    let doc: Value =
+        serde_json::from_str(&take_document(&json)).unwrap_or_else(|e| panic!("{e}: {}", out.dump()));
+    let d = &doc["tests"][0]["delivery"];
+    let pushed = server.command_calls("lpush");
+    let left: u64 = server.cli(&["LLEN", "respbench:queue"]).trim().parse().unwrap();
+    assert!(left > 0, "{d}");
+    assert_eq!((u(&d["subscribers_failed"]), u(&d["missing"]), u(&d["published"])), (2, left, pushed), "{d}");
+    delivery_failed(&out, "LPUSH (delivery to BLPOP waiters)", left, pushed);
 }
 
 #[test]
