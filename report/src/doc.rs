@@ -682,6 +682,10 @@ pub struct Delivery {
     /// `-t blpop`: a list's waiters, each element for one of them (missing counts against the
     /// elements pushed; min/max_delivered are each waiter's share; receivers 0: not known).
     pub queue: bool,
+    /// `--reconnect`: how many times a waiting connection that ended came back.
+    pub reconnects: u64,
+    /// The first such ending's reason.
+    pub reconnected: Option<String>,
     /// Delivery latency, ms: receive − intended send (coordinated omission corrected).
     pub latency_ms: Option<Latency>,
     /// Its distribution.

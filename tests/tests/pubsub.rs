@@ -290,29 +290,17 @@ fn subscribers_dropped_by_a_tiny_output_buffer_fail_the_run() {
     delivery_failed(&out, "PUBLISH (delivery to subscribers)", u(&d["missing"]), 3 * published);
 }
 
-/// `-t blpop` whose waiters the server closes (`CLIENT KILL ID` of each connection blocked in
-/// `BLPOP`) mid-run: the elements pushed after stay in the list, missing, and the run exits 1.
-#[test]
-fn blpop_waiters_killed_mid_run_fail_the_run() {
+/// `-t blpop` with two waiters, whose connections the server closes (`CLIENT KILL ID` of each
+/// connection blocked in `BLPOP`) once 200 pushes are in: its run's output and document.
+fn blpop_with_waiters_killed(extra: &[&str]) -> (RedisServer, Output, Value) {
     let server = RedisServer::start();
     let json = json_path("pubsub", "killed");
     let port = server.port().to_string();
-    let run = respbench_tests::respbench().spawn(&[
-        "-p",
-        &port,
-        "-t",
-        "blpop",
-        "-c",
-        "1",
-        "--subscribers",
-        "2",
-        "--rps",
-        "500",
-        "--duration",
-        "3s",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let mut a =
+        vec!["-p", &port, "-t", "blpop", "-c", "1", "--subscribers", "2", "--rps", "500", "--duration", "3s"];
+    a.extend(["--json", json.to_str().unwrap()]);
+    a.extend(extra);
+    let run = respbench_tests::respbench().spawn(&a);
     server.wait_for_calls("lpush", 200);
     let list = server.cli(&["CLIENT", "LIST"]);
     let waiters: Vec<&str> = list
@@ -327,12 +315,92 @@ fn blpop_waiters_killed_mid_run_fail_the_run() {
     let out = run.wait(T);
     let doc: Value =
         serde_json::from_str(&take_document(&json)).unwrap_or_else(|e| panic!("{e}: {}", out.dump()));
-    let d = &doc["tests"][0]["delivery"];
+    (server, out, doc["tests"][0]["delivery"].clone())
+}
+
+/// Killed waiters without `--reconnect`: the elements pushed after stay in the list, missing,
+/// and the run exits 1.
+#[test]
+fn blpop_waiters_killed_mid_run_fail_the_run() {
+    let (server, out, d) = blpop_with_waiters_killed(&[]);
     let pushed = server.command_calls("lpush");
     let left: u64 = server.cli(&["LLEN", "respbench:queue"]).trim().parse().unwrap();
     assert!(left > 0, "{d}");
     assert_eq!((u(&d["subscribers_failed"]), u(&d["missing"]), u(&d["published"])), (2, left, pushed), "{d}");
     delivery_failed(&out, "LPUSH (delivery to BLPOP waiters)", left, pushed);
+}
+
+/// With `--reconnect` the killed waiters come back and wait again: every element is taken, none
+/// left in the list, and the run still exits 1, saying they came back (as `--reconnect` does for
+/// the test's connections).
+#[test]
+fn blpop_waiters_killed_mid_run_come_back_under_reconnect() {
+    let (server, out, d) = blpop_with_waiters_killed(&["--reconnect"]);
+    let pushed = server.command_calls("lpush");
+    assert_eq!(server.cli(&["LLEN", "respbench:queue"]).trim(), "0", "{d}");
+    assert_eq!((u(&d["subscribers_failed"]), u(&d["missing"]), u(&d["reconnects"])), (0, 0, 2), "{d}");
+    assert_eq!(u(&d["delivered"]), pushed, "{d}");
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert_eq!(
+        out.stderr.trim_end(),
+        format!(
+            "LPUSH (delivery to BLPOP waiters): every message was delivered once; waiting connections came back 2 \
+             times (--reconnect; the first ended: {})",
+            d["reconnected"].as_str().unwrap()
+        ),
+        "{}",
+        out.dump()
+    );
+}
+
+/// `CLIENT KILL TYPE pubsub` at 1 s with `--reconnect`: each of the three subscribers comes
+/// back and subscribes again (the server counts 3 subscribers after it), none ended early, what
+/// was published while they were away is missing, and the run exits 1 saying so.
+#[test]
+fn killed_subscribers_come_back_under_reconnect() {
+    let server = RedisServer::start();
+    let (out, t) = run(
+        &server,
+        &[
+            "-c",
+            "1",
+            "--subscribers",
+            "3",
+            "--rps",
+            "500",
+            "--duration",
+            "3s",
+            "--reconnect",
+            "--at",
+            "1s CLIENT KILL TYPE pubsub",
+        ],
+    );
+    let d = &t["delivery"];
+    let published = server.command_calls("publish");
+    assert_eq!(
+        (u(&d["subscribers_failed"]), u(&d["reconnects"]), u(&d["published"])),
+        (0, 3, published),
+        "{d}"
+    );
+    // Each came back: more delivered to each than the 500 or so published before the kill.
+    assert!(u(&d["min_delivered"]) > published / 2, "{d}");
+    // What the server sent them all arrived but what was in their output buffers at the kill.
+    let (delivered, receivers, missing) = (u(&d["delivered"]), u(&d["receivers"]), u(&d["missing"]));
+    assert_eq!(missing, 3 * published - delivered, "{d}");
+    assert!(delivered <= receivers && receivers - delivered <= 30, "{d}");
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
+    let line = format!(
+        "PUBLISH (delivery to subscribers): not every message was delivered once: {missing} of {} missing, 0 \
+         duplicated; 0 of 3 subscribers ended early; subscribers came back 3 times (--reconnect; the first ended: ",
+        3 * published
+    );
+    assert!(out.stderr.starts_with(&line), "{line}: {}", out.dump());
+    assert!(
+        out.stdout.contains("0 ended early; came back 3 times (--reconnect; the first ended: "),
+        "{}",
+        out.dump()
+    );
 }
 
 #[test]
