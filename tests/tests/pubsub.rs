@@ -610,3 +610,33 @@ fn several_channels_are_published_in_turn_and_each_subscriber_hears_all() {
         assert_eq!(u(&d[k]), 0, "{k}: {d}");
     }
 }
+
+/// A subscriber that meets a protocol error (a server, faked: a real one cannot, that follows
+/// its `SUBSCRIBE` confirmation with bytes that are not RESP) ends there, having received
+/// nothing: the run, which printed its figures and exited 0, exits 1 saying why.
+#[test]
+fn a_subscriber_that_meets_a_protocol_error_fails_the_run() {
+    use respbench_tests::fake::{Action, FakeServer};
+    let server = FakeServer::start(|c| match c.name().as_str() {
+        "SUBSCRIBE" => {
+            let mut confirm = b"*3\r\n$9\r\nsubscribe\r\n$17\r\nrespbench:channel\r\n:1\r\n".to_vec();
+            confirm.extend_from_slice(b"?not RESP\r\n");
+            Action::Reply(confirm)
+        }
+        "PUBLISH" => Action::Reply(b":1\r\n".to_vec()),
+        _ => Action::Reply(b"+OK\r\n".to_vec()),
+    });
+    let port = server.port().to_string();
+    let out = respbench_tests::respbench()
+        .run(&["-p", &port, "-t", "pubsub", "-c", "1", "-n", "100", "--subscribers", "1", "-q"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
+    assert!(
+        out.stderr.starts_with(
+            "PUBLISH (delivery to subscribers): not every message was delivered once: 100 of 100 missing, 0 \
+             duplicated; 1 of 1 subscribers ended early (first: protocol error: "
+        ),
+        "{}",
+        out.dump()
+    );
+}
