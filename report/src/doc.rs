@@ -788,7 +788,8 @@ pub struct DisruptionEntry {
     pub baseline_p99_ms: f64,
     /// Replies in the baseline.
     pub baseline_requests: u64,
-    /// A healthy window's p99 is at most this, ms (1.2 × the baseline's).
+    /// A healthy window's p99 is at most this, ms (1.2 × the highest p99 of the baseline's windows;
+    /// 1.8e16, u64::MAX µs, when fewer than 10 of them had replies: latency not judged).
     pub threshold_ms: f64,
     /// Whether anything went wrong within 1 s of the event.
     pub disrupted: bool,
