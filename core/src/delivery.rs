@@ -208,6 +208,13 @@ impl Subscriber {
         })
     }
 
+    /// The connection ended (`--reconnect` subscribes again on a new one): what it held of an
+    /// unfinished message is dropped, and the sequences go on, so what was published meanwhile
+    /// counts as gaps and missing.
+    pub fn lost_connection(&mut self) {
+        self.buf.clear();
+    }
+
     /// Bytes the server sent, read at `now`.
     pub fn handle_input(&mut self, data: &[u8], now: Time) -> Result<(), SubscribeError> {
         self.buf.extend_from_slice(data);
@@ -365,6 +372,11 @@ pub struct Delivery {
     /// the elements pushed, `min_delivered`/`max_delivered` are each waiter's share and
     /// `receivers` is not known (0). Otherwise each message is for every subscriber.
     pub queue: bool,
+    /// `--reconnect`: how many times a waiting connection that ended came back (subscribed or
+    /// waiting again), and the first such ending's reason.
+    pub reconnects: u64,
+    /// See `reconnects`.
+    pub reconnected: Option<String>,
 }
 
 impl Delivery {
@@ -388,6 +400,8 @@ impl Delivery {
             max_delivered: 0,
             subscribers_missing: 0,
             queue: false,
+            reconnects: 0,
+            reconnected: None,
         };
         for (r, failure) in subs {
             if let Some(f) = failure {
@@ -426,7 +440,45 @@ impl Delivery {
             subscribers_missing: 0,
             received,
             queue: true,
+            reconnects: 0,
+            reconnected: None,
         }
+    }
+
+    /// What went wrong with the delivery, in one clause, when something did: messages missing
+    /// or duplicated, waiting connections that ended early, or that ended and came back under
+    /// `--reconnect` (`None`: every message reached every subscriber once, or each element one
+    /// waiter, on the connections of the start). The run fails on it, as `--verify` fails on a
+    /// mismatch (and `--reconnect` on a connection that went down): the figures alone would
+    /// pass for a success.
+    pub fn shortfall(&self) -> Option<String> {
+        let lost = self.missing > 0 || self.received.duplicated > 0 || self.failed > 0;
+        if !lost && self.reconnects == 0 {
+            return None;
+        }
+        let (who, due) = if self.queue {
+            ("waiting connections", self.published)
+        } else {
+            ("subscribers", self.published.saturating_mul(self.subscribers))
+        };
+        let head = if lost {
+            let first = self.failure.as_ref().map(|f| format!(" (first: {f})")).unwrap_or_default();
+            format!(
+                "not every message was delivered once: {} of {due} missing, {} duplicated; {} of {} {who} ended \
+                 early{first}",
+                self.missing, self.received.duplicated, self.failed, self.subscribers
+            )
+        } else {
+            "every message was delivered once".to_string()
+        };
+        let back = match self.reconnects {
+            0 => String::new(),
+            n => format!(
+                "; {who} came back {n} times (--reconnect; the first ended: {})",
+                self.reconnected.as_deref().unwrap_or("not known")
+            ),
+        };
+        Some(format!("{head}{back}"))
     }
 
     fn add(&mut self, r: &Received) -> Result<(), String> {
@@ -454,6 +506,10 @@ impl Delivery {
         self.min_delivered = self.min_delivered.min(o.min_delivered);
         self.max_delivered = self.max_delivered.max(o.max_delivered);
         self.subscribers_missing += o.subscribers_missing;
+        self.reconnects += o.reconnects;
+        if self.reconnected.is_none() {
+            self.reconnected.clone_from(&o.reconnected);
+        }
         Ok(())
     }
 }
@@ -532,6 +588,15 @@ mod tests {
         let d = Delivery::summarise(&subs, 10, 15, 3).unwrap();
         assert_eq!((d.missing, d.min_delivered, d.max_delivered, d.subscribers_missing), (5, 5, 10, 1));
         assert_eq!((d.failed, d.failure.as_deref(), d.received.delivered), (1, Some("closed"), 15));
+        assert_eq!(
+            d.shortfall().as_deref(),
+            Some(
+                "not every message was delivered once: 5 of 20 missing, 0 duplicated; 1 of 2 subscribers ended \
+                 early (first: closed)"
+            )
+        );
+        let whole = [(Subscriber::new(Waits::Messages, 3).unwrap().received, None)];
+        assert_eq!(Delivery::summarise(&whole, 0, 0, 3).unwrap().shortfall(), None);
     }
 
     #[test]
@@ -546,6 +611,20 @@ mod tests {
         let d = Delivery::summarise_queue(s.received, &[(3, None), (1, None)], 5);
         assert_eq!((d.received.delivered, d.received.duplicated, d.missing), (4, 1, 2));
         assert_eq!((d.min_delivered, d.max_delivered, d.queue), (1, 3, true));
+        assert_eq!(
+            d.shortfall().as_deref(),
+            Some("not every message was delivered once: 2 of 5 missing, 1 duplicated; 0 of 2 waiting connections ended early")
+        );
+        // --reconnect: the waiters came back and nothing was lost; said all the same.
+        let mut whole = Delivery::summarise_queue(Received::new(3).unwrap(), &[(0, None)], 0);
+        (whole.reconnects, whole.reconnected) = (2, Some("closed".into()));
+        assert_eq!(
+            whole.shortfall().as_deref(),
+            Some(
+                "every message was delivered once; waiting connections came back 2 times (--reconnect; the first \
+                 ended: closed)"
+            )
+        );
     }
 
     #[test]

@@ -683,6 +683,10 @@ pub struct Delivery {
     /// `-t blpop`: a list's waiters, each element for one of them (missing counts against the
     /// elements pushed; min/max_delivered are each waiter's share; receivers 0: not known).
     pub queue: bool,
+    /// `--reconnect`: how many times a waiting connection that ended came back.
+    pub reconnects: u64,
+    /// The first such ending's reason.
+    pub reconnected: Option<String>,
     /// Delivery latency, ms: receive − intended send (coordinated omission corrected).
     pub latency_ms: Option<Latency>,
     /// Its distribution.
@@ -785,7 +789,8 @@ pub struct DisruptionEntry {
     pub baseline_p99_ms: f64,
     /// Replies in the baseline.
     pub baseline_requests: u64,
-    /// A healthy window's p99 is at most this, ms (1.2 × the baseline's).
+    /// A healthy window's p99 is at most this, ms (1.2 × the highest p99 of the baseline's windows;
+    /// 1.8e16, u64::MAX µs, when fewer than 10 of them had replies: latency not judged).
     pub threshold_ms: f64,
     /// Whether anything went wrong within 1 s of the event.
     pub disrupted: bool,

@@ -91,14 +91,19 @@ pub fn write_verbose(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
         }
         let Some(d) = &e.cost else { continue };
         let lat = kind(t);
+        let healthy = if d.threshold == u64::MAX {
+            "too few of its 100 ms windows had replies to judge latency: only errors, losses and redirects count"
+                .to_string()
+        } else {
+            format!("healthy at p99 <= {:.3} ms (1.2 x its highest 100 ms window's p99)", ms(d.threshold))
+        };
         writeln!(
             out,
-            "    baseline ({} s before, {lat} latency): p50 {:.3} ms, p99 {:.3} ms over {} replies; healthy at p99 <= {:.3} ms",
+            "    baseline ({} s before, {lat} latency): p50 {:.3} ms, p99 {:.3} ms over {} replies; {healthy}",
             d.baseline_windows as f64 / 10.0,
             ms(d.baseline_p50),
             ms(d.baseline_p99),
             d.baseline_requests,
-            ms(d.threshold)
         )?;
         writeln!(out, "    {}", verdict(d))?;
         let (abandoned, unsent) = unfinished(t, d);

@@ -507,6 +507,8 @@ fn delivery(d: &respbench_core::delivery::Delivery) -> Result<doc::Delivery, Str
         max_delivered: d.max_delivered,
         subscribers_missing: d.subscribers_missing,
         queue: d.queue,
+        reconnects: d.reconnects,
+        reconnected: d.reconnected.clone(),
         latency_ms: some(&r.latency).map(latency_ms),
         histogram: some(&r.latency).map(histogram).transpose()?,
         service_ms: some(&r.service).map(latency_ms),
@@ -540,6 +542,8 @@ fn read_delivery(d: &doc::Delivery, sigfig: u8) -> Result<respbench_core::delive
         max_delivered: d.max_delivered,
         subscribers_missing: d.subscribers_missing,
         queue: d.queue,
+        reconnects: d.reconnects,
+        reconnected: d.reconnected.clone(),
     })
 }
 

@@ -296,13 +296,20 @@ pub fn write_delivery(d: &respbench_core::delivery::Delivery, out: &mut impl Wri
     )?;
     writeln!(
         out,
-        "    per {}: {} to {} {}{missed}; {} ended early{}",
+        "    per {}: {} to {} {}{missed}; {} ended early{}{}",
         w.each,
         d.min_delivered,
         d.max_delivered,
         w.got,
         d.failed,
         d.failure.as_ref().map(|f| format!(" (first: {f})")).unwrap_or_default(),
+        match d.reconnects {
+            0 => String::new(),
+            n => format!(
+                "; came back {n} times (--reconnect; the first ended: {})",
+                d.reconnected.as_deref().unwrap_or("not known")
+            ),
+        },
     )?;
     if r.foreign > 0 {
         writeln!(out, "    {} messages without respbench's stamp (someone else publishing)", r.foreign)?;

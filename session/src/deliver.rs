@@ -15,6 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use respbench_core::delivery::{Delivery, Received, Subscriber, Waits};
+use respbench_core::plan::Backoff;
 use respbench_core::{Stats, Time};
 
 use crate::server::{Conn, Polled, Server};
@@ -26,8 +27,9 @@ const NAP: Duration = Duration::from_millis(20);
 /// The most subscribers one thread serves.
 pub const GROUP: usize = 128;
 
-/// What one subscriber received, and why it ended early.
-type Got = (Received, Option<String>);
+/// What one subscriber received, why it ended early, and (`--reconnect`) how many times it
+/// came back and why it first ended before that.
+type Got = (Received, Option<String>, u64, Option<String>);
 
 /// What a thread gives back: its subscribers' [`Got`]s in order, and its CPU (user, system
 /// seconds).
@@ -72,7 +74,10 @@ impl Subscribers {
     /// Opens `n` connections to `server`, each `HELLO 3` first with `resp3`, and subscribes each
     /// to `channel`, waiting for the confirmation; then reads them, up to [`GROUP`] a thread,
     /// timing on the clock of `epoch` (a list's or a stream's waiters: a thread each). A refused
-    /// subscription is the run's error.
+    /// subscription is the run's error. With `reconnect` (`--reconnect`'s backoff, as the test's
+    /// connections have it), a connection that ends mid-run comes back after the backoff's wait,
+    /// doubling while attempts fail, and subscribes or waits again; what was published meanwhile
+    /// counts as missing.
     pub(crate) fn start(
         server: &Server,
         waiting: Waiting<'_>,
@@ -80,6 +85,7 @@ impl Subscribers {
         resp3: bool,
         sigfig: u8,
         epoch: Instant,
+        reconnect: Option<Backoff>,
     ) -> Result<Subscribers, Error> {
         let fail = |e: String| Error::Tests(format!("subscriber: {e}"));
         let stop = Arc::new(AtomicBool::new(false));
@@ -118,7 +124,9 @@ impl Subscribers {
                 let thread = std::thread::Builder::new()
                     .name(format!("waiter-{i}"))
                     .spawn(move || {
-                        let got = wait_list(&server, &ask, resp3, sigfig, epoch, &shared, &tx, &d, &e, &st);
+                        let got = wait_list(
+                            &server, &ask, resp3, sigfig, epoch, &shared, &tx, &d, &e, &st, reconnect,
+                        );
                         (vec![got], thread_cpu())
                     })
                     .map_err(|e| fail(e.to_string()))?;
@@ -144,8 +152,14 @@ impl Subscribers {
                                 Member::new(subscribed, sigfig, distinct, ended)
                             })
                             .collect();
-                        read_group(&mut group, epoch, &st);
-                        let got = group.into_iter().map(|m| (m.core.received, m.failure)).collect();
+                        let again = |core: &mut Subscriber| {
+                            subscribe_into(&server, &channel, shard, many, resp3, core)
+                        };
+                        read_group(&mut group, epoch, &st, reconnect.map(|b| (&again as Again<'_>, b)));
+                        let got = group
+                            .into_iter()
+                            .map(|m| (m.core.received, m.failure, m.reconnects, m.dropped))
+                            .collect();
                         (got, thread_cpu())
                     })
                     .map_err(|e| fail(e.to_string()))?;
@@ -204,14 +218,19 @@ impl Subscribers {
                     .and_then(|m| m.into_inner().ok())
                     .ok_or_else(|| Error::Tests("a waiter's tracker is still held".into()))?;
                 let waiters: Vec<(u64, Option<String>)> =
-                    got.into_iter().map(|(r, f)| (r.delivered, f)).collect();
+                    got.iter().map(|(r, f, _, _)| (r.delivered, f.clone())).collect();
                 Delivery::summarise_queue(tracker.received, &waiters, published)
             }
             None => {
                 let receivers = u64::try_from(stats.integer_sum).unwrap_or(0);
-                Delivery::summarise(&got, published, receivers, self.sigfig).map_err(Error::Tests)?
+                let subs: Vec<(Received, Option<String>)> =
+                    got.iter().map(|(r, f, _, _)| (r.clone(), f.clone())).collect();
+                Delivery::summarise(&subs, published, receivers, self.sigfig).map_err(Error::Tests)?
             }
         };
+        let mut d = d;
+        d.reconnects = got.iter().map(|g| g.2).sum();
+        d.reconnected = got.iter().find_map(|g| g.3.clone());
         stats.delivery = Some(Box::new(d));
         Ok(cpu)
     }
@@ -227,6 +246,20 @@ fn subscribe(
     resp3: bool,
     sigfig: u8,
 ) -> Result<(Polled, Subscriber), String> {
+    let mut core = Subscriber::new(Waits::Messages, sigfig)?;
+    let polled = subscribe_into(server, channel, shard, many, resp3, &mut core)?;
+    Ok((polled, core))
+}
+
+/// [`subscribe`] with the subscriber's `core` of before (`--reconnect`: its sequences go on).
+fn subscribe_into(
+    server: &Server,
+    channel: &[u8],
+    shard: bool,
+    many: u64,
+    resp3: bool,
+    core: &mut Subscriber,
+) -> Result<Polled, String> {
     let mut c = Conn::authenticated(server).map_err(|e| e.message)?;
     if resp3 {
         let v = c.command(&[b"HELLO".as_slice(), b"3"]).map_err(|e| e.message)?;
@@ -234,7 +267,7 @@ fn subscribe(
             return Err(format!("HELLO 3: {}", String::from_utf8_lossy(&e)));
         }
     }
-    let mut core = Subscriber::new(Waits::Messages, sigfig)?;
+    let before = core.confirmed;
     let command: &[u8] = if shard { b"SSUBSCRIBE" } else { b"SUBSCRIBE" };
     // One channel, or each of `--channels`' names, confirmed one by one.
     let names: Vec<Vec<u8>> = match many {
@@ -246,12 +279,11 @@ fn subscribe(
         let mut bytes = Vec::new();
         v.encode(&mut bytes);
         core.handle_input(&bytes, Time::ZERO).map_err(|e| format!("SUBSCRIBE: {e}"))?;
-        if core.confirmed != i as u64 + 1 {
+        if core.confirmed != before + i as u64 + 1 {
             return Err(format!("SUBSCRIBE: not confirmed: {v:?}"));
         }
     }
-    let polled = c.into_polled().map_err(|e| format!("making the connection non-blocking: {e}"))?;
-    Ok((polled, core))
+    c.into_polled().map_err(|e| format!("making the connection non-blocking: {e}"))
 }
 
 /// Makes the consumer group `group` of stream `key` (and the stream), or, when it exists,
@@ -276,7 +308,8 @@ fn make_group(server: &Server, key: &[u8], group: &[u8]) -> Result<(), String> {
 
 /// A list waiter's thread: `BLPOP key` in a loop, each reply to the list's one tracker, until
 /// told to stop (never between a BLPOP and its reply: an element popped is always read). Gives
-/// back, as its [`Received`], only how many elements it took (`delivered`).
+/// back, as its [`Received`], only how many elements it took (`delivered`). With `reconnect`, a
+/// connection that fails comes back after a backoff and waits again.
 #[allow(clippy::too_many_arguments)]
 fn wait_list(
     server: &Server,
@@ -289,20 +322,10 @@ fn wait_list(
     distinct: &AtomicU64,
     ended: &AtomicBool,
     stop: &AtomicBool,
-) -> (Received, Option<String>) {
+    reconnect: Option<Backoff>,
+) -> Got {
     let mut mine = Received::new(sigfig).unwrap_or_else(|_| unreachable!());
-    let connected = Conn::authenticated(server).map_err(|e| e.message).and_then(|mut c| {
-        if resp3 {
-            if let respbench_core::resp::Value::Error(e) =
-                c.command(&[b"HELLO".as_slice(), b"3"]).map_err(|e| e.message)?
-            {
-                return Err(format!("HELLO 3: {}", String::from_utf8_lossy(&e)));
-            }
-        }
-        c.set_timeout(Duration::from_secs(5));
-        Ok(c)
-    });
-    let mut c = match connected {
+    let mut c = match connect_waiter(server, resp3) {
         Ok(c) => {
             let _ = tx.send(Ok(()));
             c
@@ -310,17 +333,37 @@ fn wait_list(
         Err(why) => {
             let _ = tx.send(Err(why.clone()));
             ended.store(true, Ordering::Relaxed);
-            return (mine, Some(why));
+            return (mine, Some(why), 0, None);
         }
     };
-    let failure = loop {
+    let (mut reconnects, mut dropped) = (0, None);
+    let args: Vec<&[u8]> = ask.iter().map(Vec::as_slice).collect();
+    let failure = 'waiting: loop {
         if stop.load(Ordering::Relaxed) {
             break None;
         }
-        let args: Vec<&[u8]> = ask.iter().map(Vec::as_slice).collect();
         let v = match c.command(&args) {
             Ok(v) => v,
-            Err(e) => break Some(e.message),
+            Err(e) => {
+                let Some(backoff) = reconnect else { break Some(e.message) };
+                // Back after a backoff, doubling while attempts fail; still down at the stop:
+                // it ended early.
+                let mut wait = backoff.first;
+                loop {
+                    if !nap(stop, wait) {
+                        break 'waiting Some(e.message);
+                    }
+                    match connect_waiter(server, resp3) {
+                        Ok(again) => {
+                            c = again;
+                            reconnects += 1;
+                            dropped.get_or_insert(e.message);
+                            continue 'waiting;
+                        }
+                        Err(_) => wait = (wait * 2).min(backoff.max),
+                    }
+                }
+            }
         };
         let now = Time::since(epoch, Instant::now());
         let Ok(mut t) = shared.lock() else { break Some("a waiter panicked".into()) };
@@ -332,7 +375,36 @@ fn wait_list(
         distinct.store(mine.delivered, Ordering::Relaxed);
     };
     ended.store(true, Ordering::Relaxed);
-    (mine, failure)
+    (mine, failure, reconnects, dropped)
+}
+
+/// A waiter's connection: authenticated, `HELLO 3` with `resp3`, replies awaited 5 s at most.
+fn connect_waiter(server: &Server, resp3: bool) -> Result<Conn, String> {
+    let mut c = Conn::authenticated(server).map_err(|e| e.message)?;
+    if resp3 {
+        if let respbench_core::resp::Value::Error(e) =
+            c.command(&[b"HELLO".as_slice(), b"3"]).map_err(|e| e.message)?
+        {
+            return Err(format!("HELLO 3: {}", String::from_utf8_lossy(&e)));
+        }
+    }
+    c.set_timeout(Duration::from_secs(5));
+    Ok(c)
+}
+
+/// Sleeps `d` in naps of at most [`NAP`]; false when told to stop meanwhile.
+fn nap(stop: &AtomicBool, d: Duration) -> bool {
+    let until = Instant::now() + d;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return true;
+        }
+        std::thread::sleep((until - now).min(NAP));
+    }
 }
 
 /// The command a list's or a stream's waiter `i` sends again and again: `BLPOP key timeout`,
@@ -360,13 +432,18 @@ fn waiter_command(key: &[u8], group: Option<&[u8]>, i: usize) -> Vec<Vec<u8>> {
     }
 }
 
-/// One subscriber of a thread's group: its connection while it lasts, its core, why it ended.
+/// One subscriber of a thread's group: its connection while it lasts, its core, why it ended;
+/// with `--reconnect`, when it tries again (and its wait), how many times it came back and why
+/// it first ended before that.
 struct Member {
     polled: Option<Polled>,
     core: Subscriber,
     failure: Option<String>,
     distinct: Arc<AtomicU64>,
     ended: Arc<AtomicBool>,
+    retry: Option<(Instant, Duration)>,
+    reconnects: u64,
+    dropped: Option<String>,
 }
 
 impl Member {
@@ -379,12 +456,39 @@ impl Member {
         ended: Arc<AtomicBool>,
     ) -> Member {
         match subscribed {
-            Ok((polled, core)) => Member { polled: Some(polled), core, failure: None, distinct, ended },
+            Ok((polled, core)) => Member {
+                polled: Some(polled),
+                core,
+                failure: None,
+                distinct,
+                ended,
+                retry: None,
+                reconnects: 0,
+                dropped: None,
+            },
             Err(why) => {
                 ended.store(true, Ordering::Relaxed);
                 // The test's sigfig made a subscriber before; it cannot fail here.
                 let core = Subscriber::new(Waits::Messages, sigfig).unwrap_or_else(|_| unreachable!());
-                Member { polled: None, core, failure: Some(why), distinct, ended }
+                Member {
+                    polled: None,
+                    core,
+                    failure: Some(why),
+                    distinct,
+                    ended,
+                    retry: None,
+                    reconnects: 0,
+                    dropped: None,
+                }
+            }
+        }
+    }
+
+    /// Feeds what came with the subscription's confirmations, before the socket was handed over.
+    fn feed_pending(&mut self, epoch: Instant) {
+        if let Some(pending) = self.polled.as_mut().map(|p| std::mem::take(&mut p.pending)) {
+            if !pending.is_empty() {
+                self.feed(&pending, Time::since(epoch, Instant::now()));
             }
         }
     }
@@ -427,18 +531,18 @@ impl Member {
     }
 }
 
+/// How a group's thread subscribes a member again (`--reconnect`): its core's sequences go on.
+type Again<'a> = &'a dyn Fn(&mut Subscriber) -> Result<Polled, String>;
+
 /// A group's thread after its subscriptions: waits on every live socket with `poll(2)` and
 /// reads each ready one until it would block, until told to stop or every connection ended.
-fn read_group(group: &mut [Member], epoch: Instant, stop: &AtomicBool) {
+/// With `again` (`--reconnect`), a member whose connection ended subscribes again after its
+/// backoff.
+fn read_group(group: &mut [Member], epoch: Instant, stop: &AtomicBool, again: Option<(Again<'_>, Backoff)>) {
     let mut buf = vec![0u8; 64 * 1024];
     // What came with the confirmations, before the sockets were handed over.
     for m in group.iter_mut() {
-        if let Some(pending) = m.polled.as_mut().map(|p| std::mem::take(&mut p.pending)) {
-            if !pending.is_empty() {
-                let now = Time::since(epoch, Instant::now());
-                m.feed(&pending, now);
-            }
-        }
+        m.feed_pending(epoch);
     }
     // A negative descriptor is one poll(2) passes over: an ended member's.
     let mut fds: Vec<libc::pollfd> = group
@@ -450,7 +554,10 @@ fn read_group(group: &mut [Member], epoch: Instant, stop: &AtomicBool) {
         })
         .collect();
     let nap = i32::try_from(NAP.as_millis()).unwrap_or(i32::MAX);
-    while !stop.load(Ordering::Relaxed) && fds.iter().any(|f| f.fd >= 0) {
+    let live = |fds: &[libc::pollfd], group: &[Member]| {
+        fds.iter().any(|f| f.fd >= 0) || group.iter().any(|m| m.retry.is_some())
+    };
+    while !stop.load(Ordering::Relaxed) && live(&fds, group) {
         // SAFETY: `fds` is a live array of its length.
         let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, nap) };
         if ready < 0 {
@@ -466,6 +573,31 @@ fn read_group(group: &mut [Member], epoch: Instant, stop: &AtomicBool) {
         for (f, m) in fds.iter_mut().zip(group.iter_mut()) {
             if f.fd >= 0 && f.revents != 0 && !m.drain(&mut buf, epoch) {
                 f.fd = -1;
+                if let Some((_, b)) = again {
+                    m.retry = Some((Instant::now() + b.first, b.first));
+                    m.ended.store(false, Ordering::Relaxed);
+                }
+            }
+        }
+        let Some((again, backoff)) = again else { continue };
+        for (f, m) in fds.iter_mut().zip(group.iter_mut()) {
+            let Some((_, wait)) = m.retry.filter(|r| Instant::now() >= r.0) else { continue };
+            m.core.lost_connection();
+            match again(&mut m.core) {
+                Ok(polled) => {
+                    f.fd = polled.fd();
+                    m.polled = Some(polled);
+                    m.retry = None;
+                    m.reconnects += 1;
+                    if let Some(why) = m.failure.take() {
+                        m.dropped.get_or_insert(why);
+                    }
+                    m.feed_pending(epoch);
+                }
+                Err(_) => {
+                    let wait = (wait * 2).min(backoff.max);
+                    m.retry = Some((Instant::now() + wait, wait));
+                }
             }
         }
     }

@@ -540,6 +540,11 @@ impl Session {
                     obs.error(&format!("{title}{on}:   {n} × {e}"));
                 }
             }
+            // A delivery test whose messages did not all arrive once: one line, exit 1.
+            if let Some(why) = s.delivery.as_ref().and_then(|d| d.shortfall()).filter(|_| !self.searching) {
+                self.unfinished = true;
+                obs.error(&format!("{title}{on}: {why}"));
+            }
             let abandoned = (s.abandoned > 0).then(|| Warning {
                 kind: WarningKind::Abandoned,
                 text: format!(

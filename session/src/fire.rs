@@ -19,7 +19,8 @@ use crate::Error;
 
 /// How long the thread sleeps at most before it looks whether the test ended.
 const NAP: Duration = Duration::from_millis(20);
-/// How much of a program's standard error is read (the first line is kept; the rest drained).
+/// How much of a program's standard error is kept (its first line is reported; the rest is
+/// read and dropped).
 const STDERR_KEEP: usize = 4096;
 
 /// A node an event's command goes to.
@@ -268,11 +269,20 @@ fn redis_cli(out: &mut Vec<u8>, v: &respbench_core::resp::Value, nested: bool) {
     }
 }
 
+/// Runs event `i`'s program: the event is the program, so it runs in a process group of its
+/// own, bounded by the test (killed when the test's loops end, or after the patience), and
+/// when it exits or is killed its whole group is ended (SIGTERM, then SIGKILL after
+/// [`GROUP_GRACE`]): a child it left in the background holds neither the test nor its pipe.
+/// Its standard error is read without blocking while it runs, the first [`STDERR_KEEP`] bytes
+/// kept and the rest dropped; reading stops when it exits.
 fn exec(f: &Firing<'_>, i: usize, program: &str, args: &[String]) -> (Duration, Outcome) {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
     let at = Instant::now();
     let since = sent(f, i, at);
     let child = Command::new(program)
         .args(args)
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -281,32 +291,40 @@ fn exec(f: &Firing<'_>, i: usize, program: &str, args: &[String]) -> (Duration, 
         Ok(c) => c,
         Err(e) => return (since, Outcome::NotStarted(format!("{program}: {e}"))),
     };
-    // Drained on a thread of its own, so that a program that writes much does not block.
-    let stderr = child.stderr.take().map(|mut s| {
-        std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            let _ = (&mut s).take(STDERR_KEEP as u64).read_to_end(&mut kept);
-            let _ = std::io::copy(&mut s, &mut std::io::sink());
-            kept
-        })
-    });
-    let deadline = at + f.patience;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Ok(s),
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                break Err(child.wait());
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(1)),
-            Err(e) => break Err(Err(e)),
+    // The group's id is the program's pid (process_group(0)); the program is left unreaped
+    // until its group is ended, so that no other group can take the id meanwhile.
+    let pid = child.id() as libc::pid_t;
+    let mut stderr = child.stderr.take();
+    if let Some(s) = &stderr {
+        // SAFETY: F_SETFL on a descriptor this process owns.
+        unsafe {
+            let flags = libc::fcntl(s.as_raw_fd(), libc::F_GETFL);
+            libc::fcntl(s.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
         }
+    }
+    let mut kept = Vec::new();
+    let deadline = at + f.patience;
+    let bound = loop {
+        read_some(&mut stderr, &mut kept);
+        if exited(pid) {
+            break None;
+        }
+        if f.done.load(Ordering::Relaxed) {
+            break Some("still running at the test's end: killed".to_string());
+        }
+        if Instant::now() >= deadline {
+            break Some(format!("still running after {:.1} s: killed", f.patience.as_secs_f64()));
+        }
+        std::thread::sleep(Duration::from_millis(1));
     };
+    read_some(&mut stderr, &mut kept);
+    drop(stderr);
+    end_group(pid);
+    let status = child.wait();
     let took = at.elapsed();
-    let text = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
-    let first = String::from_utf8_lossy(&text).lines().next().unwrap_or("").trim_end().to_string();
-    let outcome = match status {
-        Ok(s) => {
+    let first = String::from_utf8_lossy(&kept).lines().next().unwrap_or("").trim_end().to_string();
+    let outcome = match (bound, status) {
+        (None, Ok(s)) => {
             use std::os::unix::process::ExitStatusExt;
             let stderr = match s.signal() {
                 Some(sig) if first.is_empty() => format!("killed by signal {sig}"),
@@ -314,13 +332,90 @@ fn exec(f: &Firing<'_>, i: usize, program: &str, args: &[String]) -> (Duration, 
             };
             Outcome::Exited { status: s.code(), stderr, took }
         }
-        Err(_) => Outcome::Exited {
-            status: None,
-            stderr: format!("still running after {:.1} s: killed", f.patience.as_secs_f64()),
-            took,
-        },
+        (Some(why), _) => Outcome::Exited { status: None, stderr: why, took },
+        (None, Err(e)) => {
+            Outcome::Exited { status: None, stderr: format!("its status is not known: {e}"), took }
+        }
     };
     (since, outcome)
+}
+
+/// How long a program's group has between SIGTERM and SIGKILL.
+const GROUP_GRACE: Duration = Duration::from_millis(500);
+
+/// Reads what `pipe` has now, up to 64 KiB, without blocking: the first [`STDERR_KEEP`] bytes
+/// into `kept`, the rest dropped; at its end (or an error) the pipe is closed.
+fn read_some(pipe: &mut Option<std::process::ChildStderr>, kept: &mut Vec<u8>) {
+    let Some(p) = pipe else { return };
+    let mut buf = [0u8; 4096];
+    for _ in 0..16 {
+        match p.read(&mut buf) {
+            Ok(0) => {
+                *pipe = None;
+                return;
+            }
+            Ok(n) => {
+                let room = STDERR_KEEP.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+            Err(_) => {
+                *pipe = None;
+                return;
+            }
+        }
+    }
+}
+
+/// Whether child `pid` has exited, without reaping it.
+fn exited(pid: libc::pid_t) -> bool {
+    // SAFETY: waitid with WNOWAIT only reads the child's state into `info`, zeroed first.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        r != 0 || info.si_pid() != 0
+    }
+}
+
+/// Ends process group `pgid`: SIGTERM, then SIGKILL to what is still running after
+/// [`GROUP_GRACE`]. Its leader, this process's child, is left for the caller to reap.
+fn end_group(pgid: libc::pid_t) {
+    // SAFETY: kill(2) of a process group this process made.
+    let signal = |sig| unsafe { libc::kill(-pgid, sig) };
+    if !running(pgid) {
+        return;
+    }
+    signal(libc::SIGTERM);
+    let until = Instant::now() + GROUP_GRACE;
+    while Instant::now() < until {
+        if !running(pgid) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    signal(libc::SIGKILL);
+}
+
+/// Whether some process of group `pgid` is still running (not a zombie), from /proc.
+fn running(pgid: libc::pid_t) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return false };
+    dir.filter_map(Result::ok)
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .any(|stat| {
+            // `pid (comm) state ppid pgrp …`: comm may hold spaces and parentheses.
+            let rest = stat.rsplit_once(')').map_or("", |r| r.1);
+            let mut fields = rest.split_whitespace();
+            let state = fields.next().unwrap_or("Z");
+            let pgrp = fields.nth(1).and_then(|g| g.parse::<libc::pid_t>().ok());
+            pgrp == Some(pgid) && !matches!(state, "Z" | "X")
+        })
 }
 
 /// Each event with what it did and what it cost; `stats`' `MOVED`s name the nodes that took

@@ -216,6 +216,7 @@ pub(crate) fn run_test(
             cfg.resp3,
             cfg.precision,
             epoch,
+            cfg.reconnect.then_some(Backoff { first: RECONNECT_FIRST, max: RECONNECT_MAX }),
         )?),
         None => None,
     };

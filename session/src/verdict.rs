@@ -333,18 +333,40 @@ pub fn verdict(
 
 /// The latency percentiles of a test that lie within the client machine's own pauses: each of
 /// p99 and p99.9 whose latency is at most [`WITHIN_PAUSES`] × the idle thread's pause at the
-/// same percentile (a pause of at least [`PAUSE_FLOOR_MICROS`]), with both figures
-/// (percentile, latency µs, pause µs).
+/// same percentile and at least [`REACHED_BY_PAUSES`] × it (a pause of at least
+/// [`PAUSE_FLOOR_MICROS`]), with both figures (percentile, latency µs, pause µs). A latency far
+/// below the pause is not within it: the pauses did not reach those requests.
 pub fn within_pauses(latency: &Histogram<u64>, pauses: &ClientPauses) -> Vec<(f64, u64, u64)> {
+    pause_figures(latency, pauses)
+        .into_iter()
+        .filter(|&(_, l, pause)| {
+            let (l, pause) = (l as f64, pause as f64);
+            l <= WITHIN_PAUSES * pause && l >= REACHED_BY_PAUSES * pause
+        })
+        .collect()
+}
+
+/// The latency percentiles of a test far below the client machine's pauses at the same
+/// percentile (latency under [`REACHED_BY_PAUSES`] × a pause of at least
+/// [`PAUSE_FLOOR_MICROS`]): the pauses did not set them, but a request in flight during one
+/// would have measured it, so they leave the tail uncertain.
+pub fn below_pauses(latency: &Histogram<u64>, pauses: &ClientPauses) -> Vec<(f64, u64, u64)> {
+    pause_figures(latency, pauses)
+        .into_iter()
+        .filter(|&(_, l, pause)| (l as f64) < REACHED_BY_PAUSES * pause as f64)
+        .collect()
+}
+
+/// p99 and p99.9 of the latency and of the idle thread's pauses, where the pause is at least
+/// [`PAUSE_FLOOR_MICROS`]: (percentile, latency µs, pause µs).
+fn pause_figures(latency: &Histogram<u64>, pauses: &ClientPauses) -> Vec<(f64, u64, u64)> {
     if latency.is_empty() || pauses.idle.is_empty() {
         return Vec::new();
     }
     [99.0, 99.9]
         .into_iter()
-        .filter_map(|p| {
-            let (l, pause) = (value_at_percentile(latency, p), pauses.at(p));
-            (pause >= PAUSE_FLOOR_MICROS && l as f64 <= WITHIN_PAUSES * pause as f64).then_some((p, l, pause))
-        })
+        .map(|p| (p, value_at_percentile(latency, p), pauses.at(p)))
+        .filter(|&(_, _, pause)| pause >= PAUSE_FLOOR_MICROS)
         .collect()
 }
 
@@ -352,28 +374,46 @@ pub fn within_pauses(latency: &Histogram<u64>, pauses: &ClientPauses) -> Vec<(f6
 /// not a pause.
 pub const PAUSE_FLOOR_MICROS: u64 = 100;
 
+/// The least share of a pause percentile a latency percentile must reach for the pauses to have
+/// set it: a latency p99 of 0.47 ms against a pause p99 of 23 ms was not made by the pauses.
+pub const REACHED_BY_PAUSES: f64 = 0.5;
+
 /// Names the client machine's pauses in `v` where the latency tail lies within them
 /// ([`within_pauses`]): the sentence says which percentiles, with both figures, and what the
 /// CPUs said follows; the side becomes the client unless the server was saturated (it set the
-/// rate; the tail is still said to be the client's) or the machine's CPUs were taken.
+/// rate; the tail is still said to be the client's) or the machine's CPUs were taken. Where the
+/// pauses were far above the tail instead ([`below_pauses`]), the sentence says they leave the
+/// tail uncertain, and the side stands.
 pub fn name_pauses(v: &mut Verdict, latency: &Histogram<u64>, pauses: &ClientPauses) {
+    let ms = |us: u64| us as f64 / 1000.0;
+    let words = |figures: &[(f64, u64, u64)]| {
+        let which: Vec<String> = figures.iter().map(|(p, _, _)| format!("p{p}")).collect();
+        let each: Vec<String> = figures
+            .iter()
+            .map(|&(p, l, pause)| {
+                format!("latency p{p} {:.3} ms against its own p{p} pause of {:.3} ms", ms(l), ms(pause))
+            })
+            .collect();
+        (which.join(" and "), each.join(", "))
+    };
     let within = within_pauses(latency, pauses);
     if within.is_empty() {
+        let below = below_pauses(latency, pauses);
+        if !below.is_empty() {
+            let (which, figures) = words(&below);
+            v.text = format!(
+                "the client machine's own pauses did not set the latency's {which} but make its tail uncertain: \
+                 {figures} (max {:.1} ms; a request in flight during such a pause would measure it); {}",
+                ms(pauses.idle.max()),
+                v.text
+            );
+        }
         return;
     }
-    let ms = |us: u64| us as f64 / 1000.0;
-    let figures: Vec<String> = within
-        .iter()
-        .map(|&(p, l, pause)| {
-            format!("latency p{p} {:.3} ms against its own p{p} pause of {:.3} ms", ms(l), ms(pause))
-        })
-        .collect();
-    let which: Vec<String> = within.iter().map(|(p, _, _)| format!("p{p}")).collect();
+    let (which, figures) = words(&within);
     v.text = format!(
-        "the client machine's own pauses set the latency's {}: {} (max {:.1} ms; an idle thread on this machine \
-         woke that late), so the tail measures this client, not the server; {}",
-        which.join(" and "),
-        figures.join(", "),
+        "the client machine's own pauses set the latency's {which}: {figures} (max {:.1} ms; an idle thread on this \
+         machine woke that late), so the tail measures this client, not the server; {}",
         ms(pauses.idle.max()),
         v.text
     );
@@ -590,5 +630,68 @@ mod tests {
         let v = verdict(Some(&c), Some(&s), None, Some(0.99), Some(0.3), 50, Some(&late));
         assert_eq!(v.side, Side::Machine);
         assert!(v.text.contains("sent its requests late (send lateness p50 2.000, p99 8.000"), "{}", v.text);
+    }
+
+    /// A histogram of 1,000 values: `tail` of them `high` µs, the rest `low`.
+    fn spread(low: u64, high: u64, tail: u64) -> Histogram<u64> {
+        let mut h = respbench_core::stats::new_histogram(3).unwrap();
+        h.record_n(low, 1_000 - tail).unwrap();
+        h.record_n(high, tail).unwrap();
+        h
+    }
+
+    fn idle(low: u64, high: u64, tail: u64) -> ClientPauses {
+        ClientPauses {
+            interval_us: 1_000,
+            idle: spread(low, high, tail),
+            wake: None,
+            seconds: Vec::new(),
+            seconds_p99: Vec::new(),
+            wakeups: 1_000,
+        }
+    }
+
+    #[test]
+    fn pauses_far_above_the_tail_are_not_said_to_set_it() {
+        let neither = || {
+            verdict(Some(&client(0.3, 1)), Some(&server(Some(0.3), 0.3, None)), None, None, None, 50, None)
+        };
+        // The busy machine's figures: latency p99 0.47 ms, the idle thread's p99 pause 23 ms
+        // (p99.9 too). The pauses did not reach the requests: not the client's tail.
+        let latency = spread(200, 470, 20);
+        let pauses = idle(50, 23_000, 20);
+        assert_eq!((value_at_percentile(&latency, 99.0), pauses.at(99.0)), (470, 23_007));
+        assert!(within_pauses(&latency, &pauses).is_empty());
+        let mut v = neither();
+        name_pauses(&mut v, &latency, &pauses);
+        assert_eq!(v.side, Side::Neither, "{}", v.text);
+        assert!(!v.text.contains("pauses set"), "{}", v.text);
+        assert!(
+            v.text.starts_with(
+                "the client machine's own pauses did not set the latency's p99 and p99.9 but make its tail \
+                 uncertain: latency p99 0.470 ms against its own p99 pause of 23.007 ms"
+            ),
+            "{}",
+            v.text
+        );
+        assert!(v.text.ends_with(&neither().text), "{}", v.text);
+        // Consistent: latency p99 20 ms within the same pauses (at least half, at most 1.5x).
+        let latency = spread(200, 20_000, 20);
+        assert_eq!(within_pauses(&latency, &pauses).len(), 2);
+        let mut v = neither();
+        name_pauses(&mut v, &latency, &pauses);
+        assert_eq!(v.side, Side::Client, "{}", v.text);
+        assert!(
+            v.text.starts_with(
+                "the client machine's own pauses set the latency's p99 and p99.9: latency p99 20.015"
+            ),
+            "{}",
+            v.text
+        );
+        // A tail beyond 1.5x the pauses is the server's: nothing said of the pauses.
+        let latency = spread(200, 40_000, 20);
+        let mut v = neither();
+        name_pauses(&mut v, &latency, &pauses);
+        assert_eq!(v, neither());
     }
 }

@@ -258,6 +258,136 @@ fn a_subscriber_the_server_drops_counts_what_it_missed() {
     eprintln!(
         "dropped: {missing} missing = {not_sent} published while gone (the server's replies) + {in_buffer} in its buffer"
     );
+    // The figures alone would pass for a success: the run says it failed, in one line, exit 1.
+    delivery_failed(&out, "PUBLISH (delivery to subscribers)", missing, published * subs);
+}
+
+/// The run failed on its delivery: exit 1 and one line on stderr with the figures, the first
+/// reason a connection ended early (the server closed it).
+fn delivery_failed(out: &Output, title: &str, missing: u64, due: u64) {
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    let line =
+        format!("{title}: not every message was delivered once: {missing} of {due} missing, 0 duplicated; ");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
+    assert!(out.stderr.starts_with(&line), "{line}: {}", out.dump());
+    assert!(out.stderr.contains("ended early (first: "), "{}", out.dump());
+}
+
+/// A tiny pubsub output-buffer limit (1 KB) against messages of 20,000 bytes (past the client's
+/// 16 KB static buffer, which the limit does not count): the server drops every subscriber at
+/// its first message, 99.9% of the messages are missing, and the run, which printed its figures
+/// and exited 0 with an empty stderr, exits 1 saying so.
+#[test]
+fn subscribers_dropped_by_a_tiny_output_buffer_fail_the_run() {
+    let server = RedisServer::start();
+    server.cli(&["CONFIG", "SET", "client-output-buffer-limit", "pubsub 1kb 1kb 0"]);
+    let (out, t) =
+        run(&server, &["-c", "1", "-d", "20000", "--subscribers", "3", "--rps", "500", "--duration", "2s"]);
+    let d = &t["delivery"];
+    let published = server.command_calls("publish");
+    assert_eq!((u(&d["subscribers_failed"]), u(&d["published"])), (3, published), "{d}");
+    assert!(u(&d["missing"]) >= 3 * (published - 2), "{d}");
+    delivery_failed(&out, "PUBLISH (delivery to subscribers)", u(&d["missing"]), 3 * published);
+}
+
+/// `-t blpop` with two waiters, whose connections the server closes (`CLIENT KILL ID` of each
+/// connection blocked in `BLPOP`) once 200 pushes are in: its run's output and document.
+fn blpop_with_waiters_killed(extra: &[&str]) -> (RedisServer, Output, Value) {
+    let server = RedisServer::start();
+    let json = json_path("pubsub", "killed");
+    let port = server.port().to_string();
+    let mut a =
+        vec!["-p", &port, "-t", "blpop", "-c", "1", "--subscribers", "2", "--rps", "500", "--duration", "3s"];
+    a.extend(["--json", json.to_str().unwrap()]);
+    a.extend(extra);
+    let run = respbench_tests::respbench().spawn(&a);
+    server.wait_for_calls("lpush", 200);
+    let list = server.cli(&["CLIENT", "LIST"]);
+    let waiters: Vec<&str> = list
+        .lines()
+        .filter(|l| l.contains("cmd=blpop"))
+        .filter_map(|l| l.split(' ').find_map(|f| f.strip_prefix("id=")))
+        .collect();
+    assert_eq!(waiters.len(), 2, "{list}");
+    for id in waiters {
+        server.cli(&["CLIENT", "KILL", "ID", id]);
+    }
+    let out = run.wait(T);
+    let doc: Value =
+        serde_json::from_str(&take_document(&json)).unwrap_or_else(|e| panic!("{e}: {}", out.dump()));
+    (server, out, doc["tests"][0]["delivery"].clone())
+}
+
+/// Killed waiters without `--reconnect`: the elements pushed after stay in the list, missing,
+/// and the run exits 1.
+#[test]
+fn blpop_waiters_killed_mid_run_fail_the_run() {
+    let (server, out, d) = blpop_with_waiters_killed(&[]);
+    let pushed = server.command_calls("lpush");
+    let left: u64 = server.cli(&["LLEN", "respbench:queue"]).trim().parse().unwrap();
+    assert!(left > 0, "{d}");
+    assert_eq!((u(&d["subscribers_failed"]), u(&d["missing"]), u(&d["published"])), (2, left, pushed), "{d}");
+    delivery_failed(&out, "LPUSH (delivery to BLPOP waiters)", left, pushed);
+}
+
+/// With `--reconnect` the killed waiters come back and wait again: every element is taken, none
+/// left in the list, and the run still exits 1, saying they came back (as `--reconnect` does for
+/// the test's connections).
+#[test]
+fn blpop_waiters_killed_mid_run_come_back_under_reconnect() {
+    let (server, out, d) = blpop_with_waiters_killed(&["--reconnect"]);
+    let pushed = server.command_calls("lpush");
+    assert_eq!(server.cli(&["LLEN", "respbench:queue"]).trim(), "0", "{d}");
+    assert_eq!((u(&d["subscribers_failed"]), u(&d["missing"]), u(&d["reconnects"])), (0, 0, 2), "{d}");
+    assert_eq!(u(&d["delivered"]), pushed, "{d}");
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert_eq!(
+        out.stderr.trim_end(),
+        format!(
+            "LPUSH (delivery to BLPOP waiters): every message was delivered once; waiting connections came back 2 \
+             times (--reconnect; the first ended: {})",
+            d["reconnected"].as_str().unwrap()
+        ),
+        "{}",
+        out.dump()
+    );
+}
+
+/// `CLIENT KILL TYPE pubsub` at 1 s with `--reconnect`: each of the three subscribers comes
+/// back and subscribes again, none ended early, what was published while they were away is
+/// missing, and the run exits 1 saying so.
+#[test]
+fn killed_subscribers_come_back_under_reconnect() {
+    let server = RedisServer::start();
+    let mut args: Vec<&str> = "-c 1 --subscribers 3 --rps 500 --duration 3s --reconnect".split(' ').collect();
+    args.extend(["--at", "1s CLIENT KILL TYPE pubsub"]);
+    let (out, t) = run(&server, &args);
+    let d = &t["delivery"];
+    let published = server.command_calls("publish");
+    assert_eq!(
+        (u(&d["subscribers_failed"]), u(&d["reconnects"]), u(&d["published"])),
+        (0, 3, published),
+        "{d}"
+    );
+    // Each came back: more delivered to each than the 500 or so published before the kill.
+    assert!(u(&d["min_delivered"]) > published / 2, "{d}");
+    // What the server sent them all arrived but what was in their output buffers at the kill.
+    let (delivered, receivers, missing) = (u(&d["delivered"]), u(&d["receivers"]), u(&d["missing"]));
+    assert_eq!(missing, 3 * published - delivered, "{d}");
+    assert!(delivered <= receivers && receivers - delivered <= 30, "{d}");
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
+    let line = format!(
+        "PUBLISH (delivery to subscribers): not every message was delivered once: {missing} of {} missing, 0 \
+         duplicated; 0 of 3 subscribers ended early; subscribers came back 3 times (--reconnect; the first ended: ",
+        3 * published
+    );
+    assert!(out.stderr.starts_with(&line), "{line}: {}", out.dump());
+    assert!(
+        out.stdout.contains("0 ended early; came back 3 times (--reconnect; the first ended: "),
+        "{}",
+        out.dump()
+    );
 }
 
 #[test]
@@ -466,4 +596,34 @@ fn several_channels_are_published_in_turn_and_each_subscriber_hears_all() {
     for k in ["missing", "duplicated", "out_of_order", "gaps"] {
         assert_eq!(u(&d[k]), 0, "{k}: {d}");
     }
+}
+
+/// A subscriber that meets a protocol error (a server, faked: a real one cannot, that follows
+/// its `SUBSCRIBE` confirmation with bytes that are not RESP) ends there, having received
+/// nothing: the run, which printed its figures and exited 0, exits 1 saying why.
+#[test]
+fn a_subscriber_that_meets_a_protocol_error_fails_the_run() {
+    use respbench_tests::fake::{Action, FakeServer};
+    let server = FakeServer::start(|c| match c.name().as_str() {
+        "SUBSCRIBE" => {
+            let mut confirm = b"*3\r\n$9\r\nsubscribe\r\n$17\r\nrespbench:channel\r\n:1\r\n".to_vec();
+            confirm.extend_from_slice(b"?not RESP\r\n");
+            Action::Reply(confirm)
+        }
+        "PUBLISH" => Action::Reply(b":1\r\n".to_vec()),
+        _ => Action::Reply(b"+OK\r\n".to_vec()),
+    });
+    let port = server.port().to_string();
+    let out = respbench_tests::respbench()
+        .run(&["-p", &port, "-t", "pubsub", "-c", "1", "-n", "100", "--subscribers", "1", "-q"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
+    assert!(
+        out.stderr.starts_with(
+            "PUBLISH (delivery to subscribers): not every message was delivered once: 100 of 100 missing, 0 \
+             duplicated; 1 of 1 subscribers ended early (first: protocol error: "
+        ),
+        "{}",
+        out.dump()
+    );
 }

@@ -234,7 +234,8 @@ fn a_client_stopped_for_300_ms_names_its_own_pauses(tool: Tool) {
     // for (the next arrival, at most a few ms after the STOP), on every backend.
     let wake = p["wake_ms"]["max"].as_f64().unwrap_or_else(|| panic!("no loop wake-ups: {p}"));
     assert!(wake >= 250.0, "the loop's latest wake-up was {wake} ms late: {p}");
-    // The rule, held to the document's own figures: p99.9 latency within 1.5 x the pause p99.9.
+    // The rule, held to the document's own figures: p99.9 latency within 0.5-1.5 x the pause
+    // p99.9.
     // The 300 ms stop is both; on a busy machine the loops can wait for a CPU on top of it
     // (seen: send lateness 535 ms), and then the tail is more than the pause and the verdict
     // must not say it is the client's.
@@ -244,13 +245,14 @@ fn a_client_stopped_for_300_ms_names_its_own_pauses(tool: Tool) {
     let b = &t["bottleneck"];
     let text = b["text"].as_str().unwrap();
     let named = text.contains("the client machine's own pauses set the latency's");
-    if latency <= 1.5 * pause {
+    if (0.5 * pause..=1.5 * pause).contains(&latency) {
         assert!(["client", "machine"].contains(&b["side"].as_str().unwrap()), "{b}");
         assert!(named && text.contains("p99.9"), "latency p99.9 {latency} ms, pause p99.9 {pause} ms: {b}");
     } else {
         assert!(
-            !text.contains("against its own p99.9 pause"),
-            "latency p99.9 {latency} ms is beyond 1.5 x the pause p99.9 {pause} ms: {b}"
+            !text.contains("pauses set the latency's p99.9")
+                && !text.contains("pauses set the latency's p99 and p99.9"),
+            "latency p99.9 {latency} ms is outside 0.5-1.5 x the pause p99.9 {pause} ms: {b}"
         );
     }
 }
