@@ -34,6 +34,7 @@ respbench_tests::backend_tests!(
         command_sequences_with_repeats,
         a_sequence_goes_whole_on_one_connection,
         named_valkey_benchmark_the_default_suite_is_valkeys,
+        valkeys_mget_reads_ten_keys_of_the_keyspace,
     ],
 );
 
@@ -677,30 +678,73 @@ fn a_sequence_goes_whole_on_one_connection(tool: Tool) {
     assert_eq!(read(&json)["tests"][0]["requests"], 12);
 }
 
+/// `tool` under another name: a link called `name` in a directory of its own (the caller
+/// removes it), as a drop-in is installed.
+fn named(tool: &Tool, name: &str) -> (Tool, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("respbench-dropin-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join(name);
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&tool.path, &link).unwrap();
+    (Tool { path: link, ..tool.clone() }, dir)
+}
+
 /// Run under the name `valkey-benchmark` (a link, as a drop-in is installed), the default suite
-/// is valkey-benchmark 9's: redis-benchmark 7's, then FUNCTION LOAD and FCALL. Under any other
-/// name it stays redis-benchmark 7's.
+/// is valkey-benchmark 9's: redis-benchmark 7's with MGET after MSET, then FUNCTION LOAD and
+/// FCALL. Under any other name it stays redis-benchmark 7's.
 fn named_valkey_benchmark_the_default_suite_is_valkeys(tool: Tool) {
     if !tool.is_respbench() {
         return;
     }
     let server = RedisServer::start();
     let port = server.port().to_string();
-    let dir = std::env::temp_dir().join(format!("respbench-dropin-valkey-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let link = dir.join("valkey-benchmark");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(&tool.path, &link).unwrap();
-    let valkey = Tool { path: link, ..tool.clone() };
+    let (valkey, dir) = named(&tool, "valkey-benchmark");
     let out = valkey.run(&["-p", &port, "-c", "2", "-n", "20", "-q"], T);
     assert!(out.status.success(), "{}", out.dump());
     let titles: Vec<String> = parse_quiet(&out.stdout).into_iter().map(|l| l.title).collect();
-    assert_eq!(titles.len(), 23, "{}", out.dump());
-    assert_eq!(titles[21..], ["FUNCTION LOAD", "FCALL"], "{}", out.dump());
-    assert_eq!(server.command_calls("fcall"), 20);
+    assert_eq!(titles.len(), 24, "{}", out.dump());
+    assert_eq!(
+        titles[19..],
+        ["MSET (10 keys)", "MGET (10 keys)", "XADD", "FUNCTION LOAD", "FCALL"],
+        "{}",
+        out.dump()
+    );
+    assert_eq!((server.command_calls("fcall"), server.command_calls("mget")), (20, 20));
     let out = tool.run(&["-p", &port, "-c", "2", "-n", "20", "-q"], T);
     let titles: Vec<String> = parse_quiet(&out.stdout).into_iter().map(|l| l.title).collect();
     assert_eq!(titles.len(), 21, "{}", out.dump());
     assert_eq!(server.command_calls("fcall"), 20, "no FCALL under respbench's own name");
+    assert_eq!(server.command_calls("mget"), 20, "no MGET under respbench's own name");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// valkey-benchmark 9's `-t mget`: `MGET` of ten keys, `key:__rand_int__` each drawn apart from
+/// `-r`'s keyspace after `--key-prefix`, titled `MGET (10 keys)`; `-n` of them reach the server.
+fn valkeys_mget_reads_ten_keys_of_the_keyspace(tool: Tool) {
+    if !tool.is_respbench() {
+        // redis-benchmark 7.0.15 has no mget test.
+        return;
+    }
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let out = tool.run(&["-p", &port, "-t", "mget", "-n", "100", "-q"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(out.stderr, "", "{}", out.dump());
+    let titles: Vec<String> = parse_quiet(&out.stdout).into_iter().map(|l| l.title).collect();
+    assert_eq!(titles, ["MGET (10 keys)"], "{}", out.dump());
+    assert_eq!(server.command_calls("mget"), 100);
+    // MSET writes the five keys of -r 5; each of MGET's ten keys is one of them: every read hits.
+    server.cli(&["FLUSHALL"]);
+    server.cli(&["CONFIG", "RESETSTAT"]);
+    let out =
+        tool.run(&["-p", &port, "-t", "mset,mget", "-r", "5", "--key-prefix", "p:", "-n", "100", "-q"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("mget"), 100);
+    let stat = |f: &str| server.info_field("stats", f).unwrap_or_default();
+    assert_eq!((stat("keyspace_hits"), stat("keyspace_misses")), ("1000".into(), "0".into()));
+    let keys = server.cli(&["KEYS", "*"]);
+    let mut keys: Vec<&str> = keys.lines().collect();
+    keys.sort();
+    let want: Vec<String> = (0..5).map(|i| format!("p:key:{i:012}")).collect();
+    assert_eq!(keys, want, "the keys of -r 5 after the prefix");
 }
