@@ -447,6 +447,7 @@ impl Opts {
         }
         if let Some(r) = &self.rate {
             o.rates = syntax::rate(r, &o.rates, self.idle, self.slo.is_some())?;
+            o.as_rate = true;
         }
         o.poisson = match self.arrival.as_str() {
             "constant" => false,

@@ -725,7 +725,8 @@ fn named_valkey_benchmark_the_default_suite_is_valkeys(tool: Tool) {
 /// counting one, started afresh for each test (`-t ping` is two tests of `-n` each); `-n` stays
 /// exact, and the server counts exactly the benchmark's PINGs (respbench sends none of its own).
 /// Each test lasts at least its schedule, `(n-1)/rate` to its last arrival, on its own clock
-/// (only that bound: a busy machine makes a test longer, never shorter). Tcl's `exec` fails on
+/// (only that bound: a busy machine makes a test longer, never shorter); `-q` prints
+/// redis-benchmark's line for each test. Tcl's `exec` fails on
 /// any stderr but where the case reads it (`2>@1`: `-k 0`). A bad value, a missing one and idle
 /// mode are refused with exit 1 and a line naming the rate.
 fn redis_benchmark_8s_rate_cases(tool: Tool) {
@@ -740,7 +741,7 @@ fn redis_benchmark_8s_rate_cases(tool: Tool) {
         "-k 0 -c 4 -n 8 --rate 16 PING",
         "-c 8 -n 4 --rate 8 -t ping",
         "-n 400 --rate 200 -t ping_mbulk",
-        "-n 32 --rate 32 --rps 32 -t ping",
+        "-q -n 32 --rate 32 --rps 32 -t ping",
     ] {
         let value =
             |opt: &str| -> u64 { args.split(' ').skip_while(|a| *a != opt).nth(1).unwrap().parse().unwrap() };
@@ -762,6 +763,11 @@ fn redis_benchmark_8s_rate_cases(tool: Tool) {
             assert_eq!((&t["requests"], &t["target_rps"]), (&n.into(), &rate.into()), "{args}: {t}");
             let (took, least) = (t["duration_s"].as_f64().unwrap(), (n - 1) as f64 / rate as f64);
             assert!(took >= least * 0.99, "{args}: {} took {took} s, its schedule {least} s", t["name"]);
+        }
+        if args.starts_with("-q") {
+            // redis-benchmark's -q lines, one a test (--rps alone gives a table of rates).
+            let titles: Vec<String> = parse_quiet(&out.stdout).into_iter().map(|l| l.title).collect();
+            assert_eq!(titles, ["PING_INLINE", "PING_MBULK"], "{}", out.dump());
         }
         if args.starts_with("-k 0") {
             // A socket for each request: each batch of what came due goes on a new one.
