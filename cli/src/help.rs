@@ -68,7 +68,6 @@ const PEER_SPELLINGS: &[(&str, &str)] = &[
     ("--json-out-file", "--json FILE"),
     ("--protocol", "-3 for RESP3 (RESP2 is the default)"),
     ("--rate-limiting", "--rps TOTAL (memtier's rate is per connection; --rps is the whole run's)"),
-    ("--rate", "--rps TOTAL"),
     ("--select-db", "--dbnum N"),
     ("--cluster-mode", "--cluster"),
     ("--tls-skip-verify", "--insecure"),

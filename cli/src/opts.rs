@@ -252,6 +252,9 @@ pub struct Opts {
     /// request's intended send time; a list (10000,20000,40000) runs one step per rate
     #[argh(option)]
     pub rps: Option<String>,
+    /// redis-benchmark 8's spelling of --rps N: one total rate, a pipelined command counting one
+    #[argh(option)]
+    pub rate: Option<String>,
     /// with -t pubsub, blpop, xreadgroup: subscribers (waiters, consumers), connections of their own, whose
     /// delivery latency and missing/duplicated/out-of-order messages are reported; a list
     /// (1,10,100) runs one step each (default: 1)
@@ -449,14 +452,15 @@ impl Opts {
         if let Some(list) = self.rps.as_ref().filter(|_| self.slo.is_none()) {
             o.rates = syntax::rates(list)?;
         }
+        if let Some(r) = &self.rate {
+            o.rates = syntax::rate(r, &o.rates, self.idle, self.slo.is_some())?;
+            o.as_rate = true;
+        }
         o.poisson = match self.arrival.as_str() {
             "constant" => false,
             "poisson" => true,
             other => return Err(bad("--arrival", other, "the arrivals are constant and poisson")),
         };
-        if !o.rates.is_empty() && self.keepalive == 0 {
-            return Err(Conflict("-k 0", "--rps", "an open-loop schedule keeps its connections open"));
-        }
         if o.poisson && o.rates.is_empty() && self.slo.is_none() && self.ramp.is_none() {
             return Err("--arrival poisson needs a target rate (--rps)".into());
         }

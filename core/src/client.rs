@@ -55,6 +55,9 @@ pub(crate) struct Source {
     /// that the budget gave it and it has not yet been granted ([`Source::take`]).
     seq_drawn: u64,
     seq_left: u64,
+    /// `-k 0` in an open loop: requests taken from the budget before the new socket they will
+    /// go on was asked for ([`Source::reserve`]), granted first by the next [`Source::take`].
+    reserved: u64,
     /// A replay: the records of the original client this one plays, instead of the budget,
     /// the schedule and the mix.
     player: Option<Player>,
@@ -87,6 +90,7 @@ impl Source {
             seq_arrived: 0,
             seq_drawn: 0,
             seq_left: 0,
+            reserved: 0,
             player: plan.workload.mix.as_ref().and_then(|m| m.feed.clone()).map(|f| Player::new(f, stream)),
         }
     }
@@ -95,6 +99,24 @@ impl Source {
     /// sequence from the budget when it starts one, and its commands are granted from that, so
     /// no sequence is cut: the budget's last grant, smaller than a sequence, still gives one.
     fn take(&mut self, plan: &Plan, want: u64) -> u64 {
+        let early = self.reserved.min(want);
+        self.reserved -= early;
+        early + self.take_budget(plan, want - early)
+    }
+
+    /// Takes one request from the budget now, for the next [`Source::take`]: whether there was
+    /// one (`-k 0` asks for a new socket only for a request it has).
+    fn reserve(&mut self, plan: &Plan) -> bool {
+        let got = self.take_budget(plan, 1);
+        self.reserved += got;
+        got > 0
+    }
+
+    /// [`Source::take`] from the budget alone.
+    fn take_budget(&mut self, plan: &Plan, want: u64) -> u64 {
+        if want == 0 {
+            return 0;
+        }
         let len = self.seq_len;
         if len == 1 {
             // No sequence (or one of a single command, which is the same).
@@ -121,7 +143,7 @@ impl Source {
         if let Some(p) = &self.player {
             return p.spent();
         }
-        plan.budget.is_exhausted() && self.seq_left == 0
+        plan.budget.is_exhausted() && self.seq_left == 0 && self.reserved == 0
     }
 
     /// Starts the open-loop schedule at `now`, once: the clients' first arrivals spread over one
@@ -260,7 +282,8 @@ pub struct Client {
     /// Closed loop: requests granted by the budget and not yet drawn (the output buffer was
     /// full). In batch mode, what is left of the batch being drawn.
     credits: u64,
-    /// `-k 0`: this socket's batch has been taken; no more requests on it.
+    /// `-k 0`: this socket's batch has been taken (in an open loop: drawn); no more requests on
+    /// it.
     batch_taken: bool,
     /// The nodes whose connections must be drained, once each.
     wake: Vec<usize>,
@@ -663,7 +686,8 @@ impl Client {
         let window = self.window();
         if let Some(ol) = plan.conn.open_loop {
             let Some(lead) = self.lead() else { return };
-            if !self.may_draw() {
+            // `-k 0`: a socket carries one batch; the next arrivals wait for a new one.
+            if !self.may_draw() || (!plan.conn.keepalive && self.batch_taken) {
                 return;
             }
             if self.source.player.is_some() {
@@ -677,6 +701,7 @@ impl Client {
                 }
                 let intended = self.source.arrive(ol, &plan);
                 self.draw_one(&plan, intended, now, Some(lead));
+                self.batch_taken = !plan.conn.keepalive;
             }
             return;
         }
@@ -921,12 +946,21 @@ impl Client {
             return;
         }
         if !plan.conn.keepalive && self.batch_taken && !stopped {
-            // Reserve the next batch before asking for a new socket, so no socket opens for
-            // nothing.
-            self.credits = self.source.take(&plan, self.window() as u64);
-            if self.credits > 0 {
-                self.conns[node].reconnect();
-                return;
+            if plan.conn.open_loop.is_some() {
+                // The batch is answered: the next arrival, taken from the budget now so that
+                // no socket opens for nothing, goes on a new socket when it is due.
+                if self.outstanding == 0 && self.source.reserve(&plan) {
+                    self.conns[node].reconnect();
+                    return;
+                }
+            } else {
+                // Reserve the next batch before asking for a new socket, so no socket opens
+                // for nothing.
+                self.credits = self.source.take(&plan, self.window() as u64);
+                if self.credits > 0 {
+                    self.conns[node].reconnect();
+                    return;
+                }
             }
         }
         if stopped && self.owed() && self.lead() == Some(node) {

@@ -43,6 +43,7 @@ pub const TEST_NAMES: &[&str] = &[
     "lrange_500",
     "lrange_600",
     "mset",
+    "mget",
     "xadd",
     "connect",
     "function_load",
@@ -61,15 +62,18 @@ pub fn delivery_test(tests: &str) -> Option<&'static str> {
 }
 
 /// Tests that only an explicit `-t` selects: not part of redis-benchmark's default suite
-/// (`function_load` and `fcall` are valkey-benchmark 9's, for servers with FUNCTION).
-const EXPLICIT_ONLY: &[&str] = &["connect", "function_load", "fcall", "pubsub", "blpop", "xreadgroup"];
+/// (`mget`, `function_load` and `fcall` are valkey-benchmark 9's, which its default suite runs;
+/// the last two are for servers with FUNCTION).
+const EXPLICIT_ONLY: &[&str] =
+    &["connect", "mget", "function_load", "fcall", "pubsub", "blpop", "xreadgroup"];
 
 /// Which tests `-t` selected: a comma-separated, case-insensitive list, as redis-benchmark reads
 /// it. `None` selects every test.
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
     names: Option<Vec<String>>,
-    /// Without names: valkey-benchmark 9's default, which runs `function_load` and `fcall` too.
+    /// Without names: valkey-benchmark 9's default, which runs `mget`, `function_load` and
+    /// `fcall` too.
     valkey: bool,
 }
 
@@ -92,8 +96,8 @@ impl Selection {
         Selection { names: None, valkey: false }
     }
 
-    /// Every test of valkey-benchmark 9's default run: redis-benchmark's, then `function_load`
-    /// and `fcall` (which it runs whatever the server).
+    /// Every test of valkey-benchmark 9's default run: redis-benchmark's with `mget` after
+    /// `mset`, then `function_load` and `fcall` (which it runs whatever the server).
     pub fn valkey_default() -> Selection {
         Selection { names: None, valkey: true }
     }
@@ -199,12 +203,10 @@ pub fn default_suite(
         }
     }
     if s.has("mset") {
-        let mut args: Vec<Arg> = vec![B(b"MSET")];
-        for _ in 0..10 {
-            args.push(B(&key));
-            args.push(V);
-        }
-        add("MSET (10 keys)", &args);
+        add(MSET_TITLE, &ten_keys(b"MSET", &key));
+    }
+    if s.has("mget") {
+        add(MGET_TITLE, &ten_keys(b"MGET", &key));
     }
     if s.has("xadd") {
         add("XADD", &[B(b"XADD"), B(&mystream), B(b"*"), B(b"myfield"), V]);
@@ -342,23 +344,42 @@ pub fn function_tests(selection: &Selection, functions: u32, keys: u32) -> Vec<T
     tests
 }
 
-/// The default suite's MSET for Redis Cluster: its ten keys are redis-benchmark's cluster
-/// names, `key:{tag}:__rand_int__`, so that one request's keys share a slot (the router fills
-/// the tag from the first key's slot; see [`crate::cluster`]).
-pub fn cluster_mset(values: &ValueSize, key_prefix: &str) -> TestSpec {
-    let shared = Values::new(values);
-    let key = [key_prefix.as_bytes(), b"key:{tag}:__rand_int__"].concat();
-    let mut args: Vec<Arg> = vec![Arg::Bytes(b"MSET")];
+/// The title of the default suite's MSET.
+pub const MSET_TITLE: &str = "MSET (10 keys)";
+/// The title of valkey-benchmark 9's `-t mget` (in its default suite, not redis-benchmark's).
+pub const MGET_TITLE: &str = "MGET (10 keys)";
+
+/// MSET's or MGET's (`command`) arguments: ten keys, `key` each (its placeholder drawn apart in
+/// each: valkey-benchmark's `__rand_int__`), MSET's each followed by a value.
+fn ten_keys<'a>(command: &'static [u8], key: &'a [u8]) -> Vec<Arg<'a>> {
+    let mut args = vec![Arg::Bytes(command)];
     for _ in 0..10 {
-        args.push(Arg::Bytes(&key));
-        args.push(Arg::Value);
+        args.push(Arg::Bytes(key));
+        if command == b"MSET" {
+            args.push(Arg::Value);
+        }
     }
-    TestSpec {
-        title: "MSET (10 keys)".to_string(),
-        template: Template::with_values(&args, &shared),
+    args
+}
+
+/// The default suite's MSET or MGET (`title`) for Redis Cluster: its ten keys are
+/// redis-benchmark's cluster names, `key:{tag}:__rand_int__`, so that one request's keys share a
+/// slot (the router fills the tag from the first key's slot; see [`crate::cluster`]). `None` for
+/// another test.
+pub fn cluster_ten_keys(title: &str, values: &ValueSize, key_prefix: &str) -> Option<TestSpec> {
+    let command: &'static [u8] = match title {
+        MSET_TITLE => b"MSET",
+        MGET_TITLE => b"MGET",
+        _ => return None,
+    };
+    let shared = Values::new(if command == b"MSET" { values } else { &ValueSize::Fixed(0) });
+    let key = [key_prefix.as_bytes(), b"key:{tag}:__rand_int__"].concat();
+    Some(TestSpec {
+        title: title.to_string(),
+        template: Template::with_values(&ten_keys(command, &key), &shared),
         payload_bytes: values.max(),
         connection_per_request: false,
-    }
+    })
 }
 
 /// A custom command given after the options: its title is the arguments joined by spaces and its
@@ -538,8 +559,42 @@ mod tests {
         let redis = titles(&Selection::all());
         let valkey = titles(&Selection::valkey_default());
         assert_eq!(redis.len(), 21);
-        assert_eq!(valkey[..21], redis[..]);
-        assert_eq!(valkey[21..], ["FUNCTION LOAD", "FCALL"]);
+        // valkey-benchmark's MGET comes after MSET, before XADD.
+        assert_eq!((&redis[19], &redis[20]), (&MSET_TITLE.to_string(), &"XADD".to_string()));
+        assert_eq!(valkey[..20], redis[..20]);
+        assert_eq!(valkey[20..], [MGET_TITLE, "XADD", "FUNCTION LOAD", "FCALL"]);
+    }
+
+    #[test]
+    fn mget_is_valkeys_ten_keys_each_drawn_apart() {
+        let mget = |prefix: &str| {
+            let s = default_suite(&Selection::parse("mget").unwrap(), &ValueSize::Fixed(3), true, prefix);
+            assert_eq!(titles(&s), ["MGET (10 keys)"]);
+            s[0].template.as_bytes().to_vec()
+        };
+        let key = "$16\r\nkey:__rand_int__\r\n".repeat(10);
+        assert_eq!(String::from_utf8(mget("")).unwrap(), format!("*11\r\n$4\r\nMGET\r\n{key}"));
+        assert!(String::from_utf8(mget("{b}"))
+            .unwrap()
+            .ends_with(&"$19\r\n{b}key:__rand_int__\r\n".repeat(10)));
+        // Each key is drawn apart, as valkey-benchmark's __rand_int__: ten keys of 10^12.
+        let s = default_suite(&Selection::parse("mget").unwrap(), &ValueSize::Fixed(3), true, "");
+        let space = crate::keys::KeySpace::Random { n: 1_000_000_000_000 };
+        let mut keys = crate::keys::KeyGen::new(space, crate::rng::Rng::new(7));
+        let mut sent = Vec::new();
+        s[0].template.write(&mut sent, &mut keys);
+        let text = String::from_utf8(sent).unwrap();
+        let drawn: std::collections::HashSet<&str> =
+            text.split("\r\n").filter(|a| a.starts_with("key:")).collect();
+        assert_eq!(drawn.len(), 10, "{text}");
+        // Over a cluster the ten share a hash tag, and MSET's keep their values.
+        let c = cluster_ten_keys(MGET_TITLE, &ValueSize::Fixed(3), "").unwrap();
+        let text = String::from_utf8(c.template.as_bytes().to_vec()).unwrap();
+        assert_eq!(text.matches("key:{tag}:__rand_int__").count(), 10, "{text}");
+        assert!(text.starts_with("*11\r\n$4\r\nMGET\r\n"), "{text}");
+        let m = cluster_ten_keys(MSET_TITLE, &ValueSize::Fixed(3), "").unwrap();
+        assert!(String::from_utf8_lossy(m.template.as_bytes()).starts_with("*21\r\n$4\r\nMSET\r\n"));
+        assert!(cluster_ten_keys("SET", &ValueSize::Fixed(3), "").is_none());
     }
 
     #[test]

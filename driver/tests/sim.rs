@@ -785,6 +785,27 @@ fn the_open_loop_sends_the_exact_count_over_a_duration() {
 }
 
 #[test]
+fn an_open_loop_without_keepalive_sends_each_batch_on_a_new_socket() {
+    // -k 0 -c 4 -n 8 --rps 16 (redis-benchmark 8's `--rate 16`): each client's arrivals are
+    // 250 ms apart, the clients' first ones 62.5 ms apart; each arrival goes on a socket of its
+    // own, opened once the last one's batch is answered, and is sent when it is due.
+    for shape in [Shape::Mio, Shape::Smol, Shape::Uring] {
+        let opts = Opts { n: Some(8), clients: 4, rps: Some(16.0), keepalive: false, ..Opts::default() };
+        let (server, reads) = noting_server(us(10));
+        let r = opts.run_on(server, shape);
+        let s = &r.outcome.stats;
+        assert_eq!((s.requests, s.connections_opened), (8, 8), "{shape:?}");
+        let mut sent: Vec<(u64, u64, u64)> =
+            reads.lock().unwrap().iter().map(|&(conn, i, t)| (t.as_micros(), conn, i)).collect();
+        sent.sort();
+        let times: Vec<u64> = sent.iter().map(|s| s.0).collect();
+        assert_eq!(times, [0, 62_500, 125_000, 187_500, 250_000, 312_500, 375_000, 437_500], "{shape:?}");
+        assert!(sent.iter().all(|&(_, _, i)| i == 0), "one request a socket: {sent:?}");
+        assert_eq!(s.latency.max(), 10, "{shape:?}: every request on time");
+    }
+}
+
+#[test]
 fn first_arrivals_are_spread_over_one_interval() {
     for shape in [Shape::Mio, Shape::Smol, Shape::Uring] {
         first_arrivals_on(shape);

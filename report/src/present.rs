@@ -27,6 +27,9 @@ pub struct Presenter {
     /// Several backends side by side.
     comparing: bool,
     open_loop: bool,
+    /// An open loop's tests are summed up in a table of rates (`--rps`; not `--rate`, which
+    /// keeps redis-benchmark's shape): `-q` prints no line of its own for each.
+    rate_table: bool,
     csv: bool,
     /// The width of the test-name column in side-by-side tables.
     width: usize,
@@ -116,6 +119,7 @@ impl Presenter {
             out,
             comparing: cfg.backends.len() > 1,
             open_loop: !cfg.open.rates.is_empty(),
+            rate_table: !cfg.open.rates.is_empty() && !cfg.open.as_rate,
             csv: cfg.output == Output::Csv,
             width: 0,
             verbose_stdout: cfg.output == Output::Verbose && !json_on_stdout(cfg),
@@ -262,7 +266,7 @@ impl Presenter {
         if self.comparing && !self.csv {
             let _ = report::write_compare_footer(&mut self.out);
         }
-        if cfg.output == Output::Quiet && !self.comparing && !self.open_loop {
+        if cfg.output == Output::Quiet && !self.comparing && !self.rate_table {
             let _ = writeln!(self.out);
         }
         if let Err(e) = self.out.flush() {
@@ -342,7 +346,7 @@ impl Presenter {
             }
         } else if let Some(run) = s.runs.first() {
             for e in &run.results {
-                if !(self.open_loop && s.cfg.output == Output::Quiet) {
+                if !(self.rate_table && s.cfg.output == Output::Quiet) {
                     let label = s.step.map(|st| s.base.sweep.label(st));
                     let partial = self.partial(s.cfg, s.case, e);
                     let never_ran = respbench_session::never_ran(&run.failures);
@@ -527,9 +531,14 @@ impl Observer for Presenter {
         if self.csv {
             return Ok(());
         }
-        let mut written = report::write_rate_table(steps, cfg.open.poisson, &mut self.out);
+        let mut written = if self.rate_table {
+            report::write_rate_table(steps, cfg.open.poisson, &mut self.out)
+        } else {
+            Ok(())
+        };
         if cfg.output == Output::Quiet {
-            // -q shows only the table: the steps that did not keep their schedule say so.
+            // -q shows only the table (or, with --rate, each test's line): the steps that did not
+            // keep their schedule say so.
             written = written.and_then(|()| report::write_schedules_not_kept(steps, &mut self.out));
         }
         if let Err(e) = written {

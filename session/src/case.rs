@@ -530,7 +530,8 @@ pub fn nearest<'a>(word: &str, candidates: &[&'a str], within: usize) -> Option<
     (d <= within && d < word.chars().count()).then_some(best)
 }
 
-/// The default suite restricted to `selection`; in cluster mode MSET's keys share a hash tag.
+/// The default suite restricted to `selection`; in cluster mode MSET's and MGET's keys share a
+/// hash tag.
 fn suite(cfg: &Config, selection: &Selection) -> Vec<TestSpec> {
     // Sequential keys (--sequential) leave ZADD's score fixed: each ZADD then takes one value,
     // so `-r 50 -n 50 --sequential -t zadd` adds 50 members, as valkey-benchmark 9's own test
@@ -538,8 +539,12 @@ fn suite(cfg: &Config, selection: &Selection) -> Vec<TestSpec> {
     let random_keys = cfg.keyspace.is_some() && cfg.key_dist != respbench_core::dist::KeyDist::Sequential;
     let mut specs = default_suite(selection, &cfg.values, random_keys, &cfg.key_prefix);
     if cfg.cluster {
-        for s in specs.iter_mut().filter(|s| s.title.starts_with("MSET")) {
-            *s = respbench_core::suite::cluster_mset(&cfg.values, &cfg.key_prefix);
+        for s in specs.iter_mut() {
+            if let Some(tagged) =
+                respbench_core::suite::cluster_ten_keys(&s.title, &cfg.values, &cfg.key_prefix)
+            {
+                *s = tagged;
+            }
         }
     }
     specs.extend(respbench_core::suite::function_tests(selection, cfg.num_functions, cfg.num_keys_in_fcall));

@@ -423,6 +423,9 @@ pub struct OpenLoopConfig {
     pub channels: u64,
     /// `--rps`: one step per rate; empty is closed loop.
     pub rates: Vec<u64>,
+    /// The rate was given as redis-benchmark 8's `--rate`: the text keeps redis-benchmark's
+    /// shape (`-q` prints each test's line, no table of rates).
+    pub as_rate: bool,
     /// `--arrival poisson`.
     pub poisson: bool,
     /// `--rps-slack`: the schedule's wake-up grid; `None` is the default ([`Config::open_slack`]).

@@ -215,6 +215,38 @@ pub fn rates(list: &str) -> Result<Vec<u64>, OptionError> {
         .collect()
 }
 
+/// redis-benchmark 8's `--rate N`: one total rate shared by every client and thread, each
+/// command of a pipeline counting one: respbench's open loop at `N` (`--rps N`, latency from each
+/// request's intended send). Returns the rates to run: `rps` (the `--rps` list already parsed)
+/// if it is that one rate, else `[N]`. Refused with idle mode (`idle`, in redis-benchmark 8's
+/// words), beside a capacity search (`search`: it finds the rate), beside another `--rps`, and
+/// unless `N` is a whole number from 1 to 100,000,000.
+pub fn rate(text: &str, rps: &[u64], idle: bool, search: bool) -> Result<Vec<u64>, OptionError> {
+    if idle {
+        return Err(OptionError::Refused("--rate cannot be used with idle mode (-I).".into()));
+    }
+    if search {
+        return Err(OptionError::Conflict(
+            "--rate",
+            "--slo",
+            "a capacity search finds the rate (--rps LOW-HIGH)",
+        ));
+    }
+    let rate =
+        text.trim().parse::<u64>().ok().filter(|r| (1..=100_000_000).contains(r)).ok_or_else(|| {
+            bad("--rate", text, "the rate is requests per second, a whole number from 1 to 100000000")
+        })?;
+    match rps {
+        [] => Ok(vec![rate]),
+        [r] if *r == rate => Ok(vec![rate]),
+        _ => Err(OptionError::Conflict(
+            "--rate",
+            "--rps",
+            "both set the target rate: give one, or the same rate",
+        )),
+    }
+}
+
 /// The most subscribers `-t pubsub` opens (a thread waits on up to 128 of them with `poll(2)`).
 pub const MAX_SUBSCRIBERS: usize = 10_000;
 
@@ -520,6 +552,32 @@ pub fn events(at: &[String], node: Option<&str>) -> Result<crate::event::Events,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rate_is_one_positive_rate_and_names_itself() {
+        assert_eq!(rate("32", &[], false, false).unwrap(), [32]);
+        assert_eq!(rate("32", &[32], false, false).unwrap(), [32]);
+        for bad in ["0", "-1", "abc", "", "1.5", "100000001"] {
+            let e = rate(bad, &[], false, false).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "invalid value '{bad}' for --rate: the rate is requests per second, a whole number from 1 to 100000000"
+                )
+            );
+        }
+        let idle = rate("1", &[], true, false).unwrap_err().to_string();
+        assert_eq!(idle, "--rate cannot be used with idle mode (-I).");
+        assert!(rate("0", &[], true, false).unwrap_err().to_string().contains("idle mode (-I)"));
+        for rps in [&[33][..], &[32, 64]] {
+            let e = rate("32", rps, false, false).unwrap_err().to_string();
+            assert_eq!(e, "--rate and --rps conflict: both set the target rate: give one, or the same rate");
+        }
+        assert!(rate("32", &[], false, true)
+            .unwrap_err()
+            .to_string()
+            .starts_with("--rate and --slo conflict"));
+    }
 
     #[test]
     fn words_split_as_redis_cli_splits_them() {

@@ -69,15 +69,18 @@ fn read_only_checks_on_one_cluster() {
 
 /// A stable cluster: every request goes straight to its slot's primary, so the primaries
 /// execute exactly `-n` of each command between them, in proportion to their slots, and
-/// reject none (no redirect).
+/// reject none (no redirect; MSET's and MGET's ten keys share a slot).
 fn requests_go_to_the_primary_of_their_slot(tool: &Tool, cluster: &Cluster) {
     let primaries = cluster.primary_ports();
     let replicas = cluster.replica_ports();
-    let commands = ["set", "get", "mset"];
+    let commands = ["set", "get", "mset", "mget"];
     let before = commands.map(|cmd| (calls(cluster, &primaries, cmd), rejections(cluster, &primaries, cmd)));
     let replica_gets = calls(cluster, &replicas, "get");
-    let out =
-        run_at(tool, primaries[0], &["--cluster", "-t", "set,get,mset", "-n", "30000", "-r", "100000", "-q"]);
+    let out = run_at(
+        tool,
+        primaries[0],
+        &["--cluster", "-t", "set,get,mset,mget", "-n", "30000", "-r", "100000", "-q"],
+    );
     ok(&out);
     for (cmd, (calls_before, rejected_before)) in commands.iter().zip(&before) {
         let per_node = calls_since(cluster, &primaries, cmd, calls_before);

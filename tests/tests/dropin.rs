@@ -34,6 +34,8 @@ respbench_tests::backend_tests!(
         command_sequences_with_repeats,
         a_sequence_goes_whole_on_one_connection,
         named_valkey_benchmark_the_default_suite_is_valkeys,
+        redis_benchmark_8s_rate_cases,
+        valkeys_mget_reads_ten_keys_of_the_keyspace,
     ],
 );
 
@@ -677,30 +679,146 @@ fn a_sequence_goes_whole_on_one_connection(tool: Tool) {
     assert_eq!(read(&json)["tests"][0]["requests"], 12);
 }
 
+/// `tool` under another name: a link called `name` in a directory of its own (the caller
+/// removes it), as a drop-in is installed.
+fn named(tool: &Tool, name: &str) -> (Tool, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("respbench-dropin-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join(name);
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&tool.path, &link).unwrap();
+    (Tool { path: link, ..tool.clone() }, dir)
+}
+
 /// Run under the name `valkey-benchmark` (a link, as a drop-in is installed), the default suite
-/// is valkey-benchmark 9's: redis-benchmark 7's, then FUNCTION LOAD and FCALL. Under any other
-/// name it stays redis-benchmark 7's.
+/// is valkey-benchmark 9's: redis-benchmark 7's with MGET after MSET, then FUNCTION LOAD and
+/// FCALL. Under any other name it stays redis-benchmark 7's.
 fn named_valkey_benchmark_the_default_suite_is_valkeys(tool: Tool) {
     if !tool.is_respbench() {
         return;
     }
     let server = RedisServer::start();
     let port = server.port().to_string();
-    let dir = std::env::temp_dir().join(format!("respbench-dropin-valkey-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let link = dir.join("valkey-benchmark");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(&tool.path, &link).unwrap();
-    let valkey = Tool { path: link, ..tool.clone() };
+    let (valkey, dir) = named(&tool, "valkey-benchmark");
     let out = valkey.run(&["-p", &port, "-c", "2", "-n", "20", "-q"], T);
     assert!(out.status.success(), "{}", out.dump());
     let titles: Vec<String> = parse_quiet(&out.stdout).into_iter().map(|l| l.title).collect();
-    assert_eq!(titles.len(), 23, "{}", out.dump());
-    assert_eq!(titles[21..], ["FUNCTION LOAD", "FCALL"], "{}", out.dump());
-    assert_eq!(server.command_calls("fcall"), 20);
+    assert_eq!(titles.len(), 24, "{}", out.dump());
+    assert_eq!(
+        titles[19..],
+        ["MSET (10 keys)", "MGET (10 keys)", "XADD", "FUNCTION LOAD", "FCALL"],
+        "{}",
+        out.dump()
+    );
+    assert_eq!((server.command_calls("fcall"), server.command_calls("mget")), (20, 20));
     let out = tool.run(&["-p", &port, "-c", "2", "-n", "20", "-q"], T);
     let titles: Vec<String> = parse_quiet(&out.stdout).into_iter().map(|l| l.title).collect();
     assert_eq!(titles.len(), 21, "{}", out.dump());
     assert_eq!(server.command_calls("fcall"), 20, "no FCALL under respbench's own name");
+    assert_eq!(server.command_calls("mget"), 20, "no MGET under respbench's own name");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The `--rate` cases of redis's own tests/integration/redis-benchmark.tcl (redis-benchmark 8),
+/// with respbench in redis-benchmark's place (a link of that name), and two of a longer test and
+/// of `--rps` beside it: one total rate shared by the clients and threads, each pipelined command
+/// counting one, started afresh for each test (`-t ping` is two tests of `-n` each); `-n` stays
+/// exact, and the server counts exactly the benchmark's PINGs (respbench sends none of its own).
+/// Each test lasts at least its schedule, `(n-1)/rate` to its last arrival, on its own clock
+/// (only that bound: a busy machine makes a test longer, never shorter); `-q` prints
+/// redis-benchmark's line for each test. Tcl's `exec` fails on
+/// any stderr but where the case reads it (`2>@1`: `-k 0`). A bad value, a missing one and idle
+/// mode are refused with exit 1 and a line naming the rate.
+fn redis_benchmark_8s_rate_cases(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let (rb, dir) = named(&tool, "redis-benchmark");
+    for args in [
+        "-c 8 -n 32 --rate 32 PING",
+        "--threads 4 -c 8 -n 32 --rate 32 PING",
+        "-c 8 -P 4 -n 32 --rate 32 PING",
+        "-c 8 -n 4 --rate 8 PING",
+        "-k 0 -c 4 -n 8 --rate 16 PING",
+        "-c 8 -n 4 --rate 8 -t ping",
+        "-n 400 --rate 200 -t ping_mbulk",
+        "-q -n 32 --rate 32 --rps 32 -t ping",
+    ] {
+        let value =
+            |opt: &str| -> u64 { args.split(' ').skip_while(|a| *a != opt).nth(1).unwrap().parse().unwrap() };
+        let (n, rate) = (value("-n"), value("--rate"));
+        server.cli(&["CONFIG", "RESETSTAT"]);
+        let json = json_path("dropin", "rate");
+        let mut a = vec!["-p", port.as_str(), "--json", json.to_str().unwrap()];
+        a.extend(args.split(' '));
+        let out = rb.run(&a, T);
+        assert!(out.status.success(), "{args}\n{}", out.dump());
+        if !args.starts_with("-k 0") {
+            assert_eq!(out.stderr, "", "{args}\n{}", out.dump());
+        }
+        let doc = read(&json);
+        let tests = doc["tests"].as_array().unwrap();
+        assert_eq!(tests.len(), if args.ends_with("-t ping") { 2 } else { 1 }, "{args}: {doc}");
+        assert_eq!(server.command_calls("ping"), n * tests.len() as u64, "{args}\n{}", out.dump());
+        for t in tests {
+            assert_eq!((&t["requests"], &t["target_rps"]), (&n.into(), &rate.into()), "{args}: {t}");
+            let (took, least) = (t["duration_s"].as_f64().unwrap(), (n - 1) as f64 / rate as f64);
+            assert!(took >= least * 0.99, "{args}: {} took {took} s, its schedule {least} s", t["name"]);
+        }
+        if args.starts_with("-q") {
+            // redis-benchmark's -q lines, one a test (--rps alone gives a table of rates).
+            let titles: Vec<String> = parse_quiet(&out.stdout).into_iter().map(|l| l.title).collect();
+            assert_eq!(titles, ["PING_INLINE", "PING_MBULK"], "{}", out.dump());
+        }
+        if args.starts_with("-k 0") {
+            // A socket for each request: each batch of what came due goes on a new one.
+            assert_eq!(tests[0]["connections_opened"], 8, "{doc}");
+        }
+    }
+    let refused = |args: &[&str], says: &str| {
+        let out = rb.run(&[&["-p", &port][..], args].concat(), T);
+        assert_eq!(out.status.code(), Some(1), "{args:?}\n{}", out.dump());
+        assert_eq!(out.stderr.lines().next(), Some(says), "{args:?}\n{}", out.dump());
+        assert_eq!(out.stdout, "", "{args:?}\n{}", out.dump());
+    };
+    for bad in ["0", "-1", "abc"] {
+        let says = format!(
+            "invalid value '{bad}' for --rate: the rate is requests per second, a whole number from 1 to 100000000"
+        );
+        refused(&["-n", "1", "--rate", bad, "PING"], &says);
+    }
+    refused(&["-I", "--rate", "1"], "--rate cannot be used with idle mode (-I).");
+    refused(
+        &["-n", "1", "--rate", "32", "--rps", "64", "PING"],
+        "--rate and --rps conflict: both set the target rate: give one, or the same rate",
+    );
+    refused(&["--rate"], "No value provided for option '--rate'.");
+    assert_eq!(server.command_calls("ping"), 64, "a refused run sends nothing");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// valkey-benchmark 9's `-t mget`: `MGET` of ten keys, `key:__rand_int__` each drawn apart from
+/// `-r`'s keyspace after `--key-prefix`, titled `MGET (10 keys)`; `-n` of them reach the server.
+fn valkeys_mget_reads_ten_keys_of_the_keyspace(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let out = tool.run(&["-p", &port, "-t", "mget", "-n", "100", "-q"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(out.stderr, "", "{}", out.dump());
+    let titles: Vec<String> = parse_quiet(&out.stdout).into_iter().map(|l| l.title).collect();
+    assert_eq!(titles, ["MGET (10 keys)"], "{}", out.dump());
+    assert_eq!(server.command_calls("mget"), 100);
+    // MSET writes the five keys of -r 5; each of MGET's ten keys is one of them: every read hits.
+    server.cli(&["FLUSHALL"]);
+    server.cli(&["CONFIG", "RESETSTAT"]);
+    let out =
+        tool.run(&["-p", &port, "-t", "mset,mget", "-r", "5", "--key-prefix", "p:", "-n", "100", "-q"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("mget"), 100);
+    let stat = |f: &str| server.info_field("stats", f).unwrap_or_default();
+    assert_eq!((stat("keyspace_hits"), stat("keyspace_misses")), ("1000".into(), "0".into()));
+    let keys = server.cli(&["KEYS", "*"]);
+    let mut keys: Vec<&str> = keys.lines().collect();
+    keys.sort();
+    let want: Vec<String> = (0..5).map(|i| format!("p:key:{i:012}")).collect();
+    assert_eq!(keys, want, "the keys of -r 5 after the prefix");
 }

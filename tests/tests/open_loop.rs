@@ -228,7 +228,6 @@ fn conflicting_and_bad_rate_options_exit_1() {
         (&["--mix-command", "x GET k"][..], "--mix-command"),
         (&["--mix", "get:1", "GET", "k"][..], "--mix"),
         (&["-l", "--duration", "1s"][..], "-l and --duration"),
-        (&["-k", "0", "--rps", "100"][..], "-k 0 and --rps"),
     ] {
         let out = tool.run(&[&["-p", "1"][..], bad].concat(), Duration::from_secs(10));
         assert_eq!(out.status.code(), Some(1), "{bad:?}\n{}", out.dump());
