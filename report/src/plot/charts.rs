@@ -616,7 +616,11 @@ fn sweeps(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
             g.sort_by_key(|t| t.params[p]);
         }
         let xs: Vec<f64> = groups.iter().flatten().map(|t| value(t)).collect();
-        let x = Axis::steps(param.title, &uniq(&xs));
+        let x = if param.bytes {
+            Axis::byte_steps(param.title, &uniq(&xs))
+        } else {
+            Axis::steps(param.title, &uniq(&xs))
+        };
         let mut qps = Vec::new();
         let mut p99 = Vec::new();
         let names = group_labels(&groups, labels, Some(p), true);
@@ -1015,11 +1019,11 @@ mod tests {
         let s = build(Kind::Sweep, &inputs);
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].title, "Requests per second against value size");
-        assert_eq!(s[0].x.title, "value size (bytes)");
+        assert_eq!(s[0].x.title, "value size");
         assert_eq!(labels(&s[0]), ["SET", "GET"]);
         assert_eq!(s[0].lines[1].points, [(16.0, 100_000.0), (1024.0, 95_000.0)]);
         let ticks: Vec<&str> = s[0].x.ticks.iter().map(|t| t.label.as_str()).collect();
-        assert_eq!(ticks, ["16", "1024"]);
+        assert_eq!(ticks, ["16 B", "1 KiB"]);
         assert_eq!(s[1].title, "p99 latency against value size");
         assert!(build(Kind::Rate, &inputs).is_empty());
         assert!(build(Kind::Series, &inputs).is_empty());

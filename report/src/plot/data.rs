@@ -13,10 +13,16 @@ use crate::json;
 /// The options a step of a sweep may differ in, with their names in the JSON (`config` and, for
 /// runs whose steps vary them, each test entry) and on the charts.
 pub const PARAMS: [Param; 4] = [
-    Param { key: "datasize", short: "d", option: "-d", title: "value size (bytes)" },
-    Param { key: "clients", short: "c", option: "-c", title: "connections (-c)" },
-    Param { key: "pipeline", short: "P", option: "-P", title: "pipeline (-P)" },
-    Param { key: "threads", short: "threads", option: "--threads", title: "threads (--threads)" },
+    Param { key: "datasize", short: "d", option: "-d", title: "value size", bytes: true },
+    Param { key: "clients", short: "c", option: "-c", title: "connections (-c)", bytes: false },
+    Param { key: "pipeline", short: "P", option: "-P", title: "pipeline (-P)", bytes: false },
+    Param {
+        key: "threads",
+        short: "threads",
+        option: "--threads",
+        title: "threads (--threads)",
+        bytes: false,
+    },
 ];
 
 /// A step parameter.
@@ -30,6 +36,8 @@ pub struct Param {
     pub option: &'static str,
     /// The title of an axis over it.
     pub title: &'static str,
+    /// Whether it is a size in bytes (its axis in binary units: `16 KiB`).
+    pub bytes: bool,
 }
 
 /// One input document.
