@@ -963,6 +963,26 @@ mod tests {
         }
     }
 
+    /// A test's note says whose cores its share is of: a core per event loop, and how many
+    /// loops (it said `84% of its cores`, of no stated count).
+    #[test]
+    fn the_client_cpu_note_says_whose_cores() {
+        let mut t = test(0, "GET", [Some(16), Some(5), Some(1), Some(2)], None, 1000.0);
+        t.cpu_us = Some(5.9);
+        t.core_share = Some((0.84, 2));
+        t.verdict = Some("server".into());
+        assert_eq!(
+            t.verdict_line(),
+            "server-limited, client 5.9 µs/request, 84% of a core per event loop (2 loops)"
+        );
+        t.core_share = Some((0.5, 1));
+        assert!(
+            t.verdict_line().ends_with(", 50% of a core per event loop (1 loop)"),
+            "{}",
+            t.verdict_line()
+        );
+    }
+
     fn input(label: &str, tests: Vec<Test>) -> Input {
         Input {
             path: format!("/x/{label}"),

@@ -690,6 +690,7 @@ impl Chart {
 
 /// Charts stacked top to bottom in one SVG document.
 pub fn document(charts: &[Chart]) -> String {
+    let charts = &notes_once(charts);
     let w = charts.iter().map(Chart::width).fold(0.0, f64::max);
     let h: f64 = charts.iter().map(Chart::height).sum();
     let mut out = String::new();
@@ -704,6 +705,19 @@ pub fn document(charts: &[Chart]) -> String {
         y += c.height();
     }
     out.push_str("</svg>\n");
+    out
+}
+
+/// `charts` for one page: notes that the next chart repeats (the same context, the same
+/// verdicts) are left to it, so each run of charts sharing their notes has them once, under its
+/// last chart.
+pub fn notes_once(charts: &[Chart]) -> Vec<Chart> {
+    let mut out = charts.to_vec();
+    for i in 1..out.len() {
+        if out[i - 1].notes == out[i].notes {
+            out[i - 1].notes.clear();
+        }
+    }
     out
 }
 
@@ -927,6 +941,22 @@ mod tests {
         // Ten ticks, fewer labels (the axis title is the one more "middle" text).
         let labels = svg.matches(r#"text-anchor="middle">"#).count() - 1;
         assert!((5..10).contains(&labels), "{labels} labels\n{svg}");
+    }
+
+    /// Three charts with the same notes: the page has them once, under the last; a chart whose
+    /// notes differ keeps its own.
+    #[test]
+    fn a_page_has_its_notes_once() {
+        let note = |t: &str| Note { text: t.into(), warn: false };
+        let chart = |notes: Vec<Note>| Chart { title: "t".into(), notes, ..Chart::default() };
+        let same = vec![note("redis-benchmark -t get · server redis 7.0.15"), note("GET: server-limited")];
+        let charts = [chart(same.clone()), chart(same.clone()), chart(same.clone())];
+        let svg = document(&charts);
+        assert_eq!(svg.matches("GET: server-limited").count(), 1, "{svg}");
+        assert_eq!(svg.matches("server redis 7.0.15").count(), 1, "{svg}");
+        let once = notes_once(&[chart(vec![note("a")]), chart(same.clone()), chart(same)]);
+        let kept: Vec<usize> = once.iter().map(|c| c.notes.len()).collect();
+        assert_eq!(kept, [1, 0, 2]);
     }
 
     #[test]
