@@ -458,25 +458,10 @@ fn every_output_has_the_events(tool: Tool) {
 /// 2) "5"`, an error as `(error) ERR …`; never Rust's `Map([(Bulk([115, …`.
 fn an_events_reply_reads_as_redis_cli_prints_it(tool: Tool) {
     let server = RedisServer::start();
-    let (out, t) = run_json(
-        &tool,
-        server.port(),
-        &[
-            "-t",
-            "get",
-            "-c",
-            "2",
-            "--duration",
-            "5s",
-            "-q",
-            "--at",
-            "1500ms HELLO 3",
-            "--at",
-            "2s CONFIG GET maxmemory-samples",
-            "--at",
-            "2500ms NOSUCHCOMMAND x",
-        ],
-    );
+    let events = ["1500ms HELLO 3", "2s CONFIG GET maxmemory-samples", "2500ms NOSUCHCOMMAND x"];
+    let mut args = vec!["-t", "get", "-c", "2", "--duration", "5s", "-q"];
+    args.extend(events.iter().flat_map(|e| ["--at", e]));
+    let (out, t) = run_json(&tool, server.port(), &args);
     let hello = r#"1# "server" => "redis" 2# "version" => "7.0.15" 3# "proto" => (integer) 3"#;
     let config = r#"1) "maxmemory-samples" 2) "5""#;
     let error = "(error) ERR unknown command 'NOSUCHCOMMAND'";

@@ -616,7 +616,11 @@ fn sweeps(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
             g.sort_by_key(|t| t.params[p]);
         }
         let xs: Vec<f64> = groups.iter().flatten().map(|t| value(t)).collect();
-        let x = Axis::steps(param.title, &uniq(&xs));
+        let x = if param.bytes {
+            Axis::byte_steps(param.title, &uniq(&xs))
+        } else {
+            Axis::steps(param.title, &uniq(&xs))
+        };
         let mut qps = Vec::new();
         let mut p99 = Vec::new();
         let names = group_labels(&groups, labels, Some(p), true);
@@ -959,6 +963,26 @@ mod tests {
         }
     }
 
+    /// A test's note says whose cores its share is of: a core per event loop, and how many
+    /// loops (it said `84% of its cores`, of no stated count).
+    #[test]
+    fn the_client_cpu_note_says_whose_cores() {
+        let mut t = test(0, "GET", [Some(16), Some(5), Some(1), Some(2)], None, 1000.0);
+        t.cpu_us = Some(5.9);
+        t.core_share = Some((0.84, 2));
+        t.verdict = Some("server".into());
+        assert_eq!(
+            t.verdict_line(),
+            "server-limited, client 5.9 µs/request, 84% of a core per event loop (2 loops)"
+        );
+        t.core_share = Some((0.5, 1));
+        assert!(
+            t.verdict_line().ends_with(", 50% of a core per event loop (1 loop)"),
+            "{}",
+            t.verdict_line()
+        );
+    }
+
     fn input(label: &str, tests: Vec<Test>) -> Input {
         Input {
             path: format!("/x/{label}"),
@@ -1015,11 +1039,11 @@ mod tests {
         let s = build(Kind::Sweep, &inputs);
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].title, "Requests per second against value size");
-        assert_eq!(s[0].x.title, "value size (bytes)");
+        assert_eq!(s[0].x.title, "value size");
         assert_eq!(labels(&s[0]), ["SET", "GET"]);
         assert_eq!(s[0].lines[1].points, [(16.0, 100_000.0), (1024.0, 95_000.0)]);
         let ticks: Vec<&str> = s[0].x.ticks.iter().map(|t| t.label.as_str()).collect();
-        assert_eq!(ticks, ["16", "1024"]);
+        assert_eq!(ticks, ["16 B", "1 KiB"]);
         assert_eq!(s[1].title, "p99 latency against value size");
         assert!(build(Kind::Rate, &inputs).is_empty());
         assert!(build(Kind::Series, &inputs).is_empty());

@@ -13,10 +13,16 @@ use crate::json;
 /// The options a step of a sweep may differ in, with their names in the JSON (`config` and, for
 /// runs whose steps vary them, each test entry) and on the charts.
 pub const PARAMS: [Param; 4] = [
-    Param { key: "datasize", short: "d", option: "-d", title: "value size (bytes)" },
-    Param { key: "clients", short: "c", option: "-c", title: "connections (-c)" },
-    Param { key: "pipeline", short: "P", option: "-P", title: "pipeline (-P)" },
-    Param { key: "threads", short: "threads", option: "--threads", title: "threads (--threads)" },
+    Param { key: "datasize", short: "d", option: "-d", title: "value size", bytes: true },
+    Param { key: "clients", short: "c", option: "-c", title: "connections (-c)", bytes: false },
+    Param { key: "pipeline", short: "P", option: "-P", title: "pipeline (-P)", bytes: false },
+    Param {
+        key: "threads",
+        short: "threads",
+        option: "--threads",
+        title: "threads (--threads)",
+        bytes: false,
+    },
 ];
 
 /// A step parameter.
@@ -30,6 +36,8 @@ pub struct Param {
     pub option: &'static str,
     /// The title of an axis over it.
     pub title: &'static str,
+    /// Whether it is a size in bytes (its axis in binary units: `16 KiB`).
+    pub bytes: bool,
 }
 
 /// One input document.
@@ -151,8 +159,9 @@ pub struct Test {
     pub verdict: Option<String>,
     /// The client's CPU per request in microseconds, when measured.
     pub cpu_us: Option<f64>,
-    /// The client's share of its cores, when measured.
-    pub core_share: Option<f64>,
+    /// The client's CPU as a share of a core per event loop, and its event loops (the text
+    /// report's `45% of a core per event loop (2 loops)`), when measured.
+    pub core_share: Option<(f64, u64)>,
     /// The repetition (`step.run`, `--repeat`), 0 without.
     pub run: u64,
     /// The server's own execution time (`server_time`: the merge over several nodes, else the
@@ -187,7 +196,8 @@ impl Test {
         self.verdict.as_deref().is_some_and(|v| v != "server")
     }
 
-    /// `server-limited, client 3.1 µs/request, 45% of its cores`: the verdict and client CPU.
+    /// `server-limited, client 3.1 µs/request, 45% of a core per event loop (2 loops)`: the
+    /// verdict and client CPU, as the text report says it.
     pub fn verdict_line(&self) -> String {
         let mut parts = Vec::new();
         parts.push(match self.verdict.as_deref() {
@@ -197,8 +207,12 @@ impl Test {
         });
         if let Some(us) = self.cpu_us {
             let mut c = format!("client {us:.1} µs/request");
-            if let Some(share) = self.core_share {
-                c.push_str(&format!(", {:.0}% of its cores", share * 100.0));
+            if let Some((share, loops)) = self.core_share {
+                let plural = if loops == 1 { "" } else { "s" };
+                c.push_str(&format!(
+                    ", {:.0}% of a core per event loop ({loops} loop{plural})",
+                    share * 100.0
+                ));
             }
             parts.push(c);
         }
@@ -501,7 +515,7 @@ fn read_test(t: &doc::Test, input: usize) -> Result<Test, String> {
         service_curve,
         verdict: t.bottleneck.as_ref().map(|b| b.side.clone()),
         cpu_us: t.client_cpu.map(|c| c.us_per_request),
-        core_share: t.client_cpu.map(|c| c.core_share),
+        core_share: t.client_cpu.map(|c| (c.core_share, c.threads)),
         run: t.step.as_ref().map_or(0, |s| s.run),
         backend: t.backend.clone(),
         target_rps: t.target_rps,

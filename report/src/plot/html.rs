@@ -62,7 +62,8 @@ pub fn report(inputs: &[Input], charts: &[Chart]) -> String {
     if !charts.is_empty() {
         out.push_str("<h2>Charts</h2>\n");
     }
-    for (i, c) in charts.iter().enumerate() {
+    // What was measured around them once, under the last chart that shares it.
+    for (i, c) in super::svg::notes_once(charts).iter().enumerate() {
         out.push_str("<figure>\n");
         c.write(&mut out, &format!("c{i}"), 0.0, 0.0, false);
         out.push_str("</figure>\n");
@@ -156,9 +157,9 @@ fn table(inputs: &[Input], out: &mut String) {
             Box::new(|_, t| t.cpu_us.map(|v| format!("{v:.2}")).unwrap_or_default()),
         ));
         cols.push(col(
-            "client cores",
+            "client core per loop",
             true,
-            Box::new(|_, t| t.core_share.map(|v| format!("{:.0}%", v * 100.0)).unwrap_or_default()),
+            Box::new(|_, t| t.core_share.map(|(v, _)| format!("{:.0}%", v * 100.0)).unwrap_or_default()),
         ));
     }
     if !shared.is_empty() {
@@ -210,6 +211,25 @@ mod tests {
             core_share: None,
             run: 0,
         }
+    }
+
+    /// The charts' context footer is on the page once (it was under every chart).
+    #[test]
+    fn the_page_has_the_charts_notes_once() {
+        use super::super::svg::Note;
+        let notes = vec![Note { text: "GET c=5: client 5.9 µs/request".into(), warn: false }];
+        let chart = Chart { title: "t".into(), notes, ..Chart::default() };
+        let inputs = [Input {
+            path: "r.json".into(),
+            label: "r.json".into(),
+            tests: vec![test("GET", 5, "mio")],
+            context: Default::default(),
+            capacity: Vec::new(),
+            comparison: None,
+        }];
+        let page = report(&inputs, &[chart.clone(), chart.clone(), chart]);
+        assert_eq!(page.matches("<figure>").count(), 3, "{page}");
+        assert_eq!(page.matches("GET c=5: client 5.9 µs/request").count(), 1, "{page}");
     }
 
     #[test]

@@ -163,6 +163,33 @@ impl Axis {
         axis
     }
 
+    /// [`Axis::steps`] over sizes in bytes, labelled in binary units (`16 B`, `16 KiB`, `1 MiB`);
+    /// where the sizes' own labels would collide, ticks at powers of two (every other, every
+    /// fourth… until they do not) rather than at round decimal values.
+    pub fn byte_steps(title: &str, values: &[f64]) -> Axis {
+        let mut axis = Axis::steps(title, values);
+        let exact =
+            axis.ticks.len() == values.len() && axis.ticks.iter().zip(values).all(|(t, v)| t.at == *v);
+        if !exact {
+            let (lo, hi) = (axis.min.max(1.0).log2().ceil() as i32, axis.max.max(1.0).log2().floor() as i32);
+            for stride in [1, 2, 4, 8, 16] {
+                let ticks: Vec<Tick> = (lo..=hi)
+                    .filter(|e| (e - lo) % stride == 0)
+                    .map(|e| 2f64.powi(e))
+                    .map(|at| Tick { at, label: bytes(at) })
+                    .collect();
+                if !axis.crowded(&ticks) || stride == 16 {
+                    axis.ticks = ticks;
+                    break;
+                }
+            }
+        }
+        for t in &mut axis.ticks {
+            t.label = bytes(t.at);
+        }
+        axis
+    }
+
     /// Where `v` falls, from 0 (at `min`) to 1 (at `max`).
     fn frac(&self, v: f64) -> f64 {
         match self.scale {
@@ -663,6 +690,7 @@ impl Chart {
 
 /// Charts stacked top to bottom in one SVG document.
 pub fn document(charts: &[Chart]) -> String {
+    let charts = &notes_once(charts);
     let w = charts.iter().map(Chart::width).fold(0.0, f64::max);
     let h: f64 = charts.iter().map(Chart::height).sum();
     let mut out = String::new();
@@ -677,6 +705,19 @@ pub fn document(charts: &[Chart]) -> String {
         y += c.height();
     }
     out.push_str("</svg>\n");
+    out
+}
+
+/// `charts` for one page: notes that the next chart repeats (the same context, the same
+/// verdicts) are left to it, so each run of charts sharing their notes has them once, under its
+/// last chart.
+pub fn notes_once(charts: &[Chart]) -> Vec<Chart> {
+    let mut out = charts.to_vec();
+    for i in 1..out.len() {
+        if out[i - 1].notes == out[i].notes {
+            out[i - 1].notes.clear();
+        }
+    }
     out
 }
 
@@ -751,6 +792,21 @@ pub fn number(v: f64) -> String {
         s = "0".into();
     }
     s + suffix
+}
+
+/// A size in bytes in binary units, as [`number`] writes the figure: `512 B`, `16 KiB` (16,384
+/// bytes), `1.5 MiB`, `97.66 KiB` (100,000 bytes).
+pub fn bytes(v: f64) -> String {
+    const UNITS: [(f64, &str); 4] = [
+        (1024.0 * 1024.0 * 1024.0 * 1024.0, "TiB"),
+        (1024.0 * 1024.0 * 1024.0, "GiB"),
+        (1024.0 * 1024.0, "MiB"),
+        (1024.0, "KiB"),
+    ];
+    match UNITS.iter().find(|(unit, _)| v.abs() >= *unit) {
+        Some((unit, name)) => format!("{} {name}", number(v / unit)),
+        None => format!("{} B", number(v)),
+    }
 }
 
 /// "0%", "90%", "99%", "99.9%", … for `k` nines.
@@ -843,6 +899,32 @@ mod tests {
         assert!(d.min < 50.0 && d.max > 50.0);
     }
 
+    /// Sizes in bytes read in binary units: 16,384 bytes is `16 KiB` (it was `16.38k`); crowded
+    /// sizes fall back to powers of two, never to `9.766 KiB`.
+    #[test]
+    fn byte_axes_are_in_binary_units() {
+        let got: Vec<String> =
+            [0.0, 16.0, 1000.0, 1024.0, 1536.0, 16384.0, 100_000.0, 1048576.0, 3.0 * 1073741824.0]
+                .iter()
+                .map(|v| bytes(*v))
+                .collect();
+        assert_eq!(
+            got,
+            ["0 B", "16 B", "1000 B", "1 KiB", "1.5 KiB", "16 KiB", "97.66 KiB", "1 MiB", "3 GiB"]
+        );
+        let a = Axis::byte_steps("value size", &[16.0, 1024.0, 16384.0, 1048576.0]);
+        let labels: Vec<&str> = a.ticks.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(labels, ["16 B", "1 KiB", "16 KiB", "1 MiB"]);
+        let sizes: Vec<f64> = (4..=20).map(|e| 2f64.powi(e)).collect();
+        let b = Axis::byte_steps("value size", &sizes);
+        assert!(b.ticks.len() < sizes.len() && b.ticks.len() >= 3, "{:?}", b.ticks);
+        for t in &b.ticks {
+            assert_eq!(t.at.log2().fract(), 0.0, "{:?}", b.ticks);
+            assert_eq!(t.label, bytes(t.at));
+        }
+        assert!(!b.crowded(&b.ticks), "{:?}", b.ticks);
+    }
+
     /// Nine nines: every grid line, but only labels that do not touch.
     #[test]
     fn crowded_x_labels_are_thinned() {
@@ -859,6 +941,22 @@ mod tests {
         // Ten ticks, fewer labels (the axis title is the one more "middle" text).
         let labels = svg.matches(r#"text-anchor="middle">"#).count() - 1;
         assert!((5..10).contains(&labels), "{labels} labels\n{svg}");
+    }
+
+    /// Three charts with the same notes: the page has them once, under the last; a chart whose
+    /// notes differ keeps its own.
+    #[test]
+    fn a_page_has_its_notes_once() {
+        let note = |t: &str| Note { text: t.into(), warn: false };
+        let chart = |notes: Vec<Note>| Chart { title: "t".into(), notes, ..Chart::default() };
+        let same = vec![note("redis-benchmark -t get · server redis 7.0.15"), note("GET: server-limited")];
+        let charts = [chart(same.clone()), chart(same.clone()), chart(same.clone())];
+        let svg = document(&charts);
+        assert_eq!(svg.matches("GET: server-limited").count(), 1, "{svg}");
+        assert_eq!(svg.matches("server redis 7.0.15").count(), 1, "{svg}");
+        let once = notes_once(&[chart(vec![note("a")]), chart(same.clone()), chart(same)]);
+        let kept: Vec<usize> = once.iter().map(|c| c.notes.len()).collect();
+        assert_eq!(kept, [1, 0, 2]);
     }
 
     #[test]
