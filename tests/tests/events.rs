@@ -229,7 +229,18 @@ fn a_fork_costs_what_the_server_says_it_took(tool: Tool) {
         "BGSAVE of {used} bytes: latest_fork_usec {fork_ms:.1} ms, latency peak within 300 ms of it {peak:.1} ms, window {:?} ms",
         d["window_ms"]
     );
-    assert!(f(&d["max_ms"]) >= peak, "{d}");
+    // The disruption's max is its span's (from the event's window, so many 100 ms windows),
+    // which a test against its own variation may end before the 300 ms above do (CI at a load
+    // of 16: a span of one window, max 49.4 ms, and a later window's higher).
+    let (from, n) = (f(&d["span_from_s"]), f(&d["span_windows"]));
+    let span_peak = d["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| f(&w["at_s"]) + 1e-6 >= from && f(&w["at_s"]) < from + 0.1 * n - 1e-6)
+        .map(|w| f(&w["max_ms"]))
+        .fold(0.0, f64::max);
+    assert!(f(&d["max_ms"]) >= span_peak, "{d}");
     assert!((peak - fork_ms).abs() <= 100.0, "peak {peak} ms against a fork of {fork_ms} ms: {d}");
     // Let the child finish before the server goes.
     respbench_tests::wait_until("the BGSAVE's end", T, || {
@@ -631,10 +642,13 @@ fn a_program_and_its_children_end_with_the_event(tool: Tool) {
         let took = started.elapsed();
         assert!(took < Duration::from_secs(20), "{took:?}: {}", out.dump());
         assert_eq!(out.status.code(), Some(1), "{}", out.dump());
-        let err: Vec<&str> = out.stderr.lines().collect();
-        assert_eq!(err.len(), 1, "{}", out.dump());
-        assert!(err[0].starts_with(line), "{}", out.dump());
-        assert!(err[0].ends_with("): still running at the test's end: killed"), "{}", out.dump());
+        // One line says the program was killed; a `yes` competes with the client for the CPU
+        // to the test's end, so a second may say its disruption was not recovered (seen at a
+        // load of 16), and nothing else.
+        let (killed, rest): (Vec<&str>, Vec<&str>) = out.stderr.lines().partition(|l| l.starts_with(line));
+        assert_eq!(killed.len(), 1, "{}", out.dump());
+        assert!(killed[0].ends_with("): still running at the test's end: killed"), "{}", out.dump());
+        assert!(rest.iter().all(|l| *l == format!("GET: --at '{program}'{UNRECOVERED}")), "{}", out.dump());
     }
 }
 
