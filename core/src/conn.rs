@@ -463,6 +463,14 @@ impl Connection {
         self.out.unwritten()
     }
 
+    /// Whether the socket is up and its handshake has been answered with success: the
+    /// client's requests may go on it (none is sent before: a refused `SELECT` must not leave
+    /// a request of the benchmark in database 0).
+    #[inline]
+    pub(crate) fn is_ready(&self) -> bool {
+        self.state == State::Open && self.handshake_left == 0
+    }
+
     /// Whether it may take more requests now: open, and the output buffer below its cap.
     pub(crate) fn has_room(&self) -> bool {
         self.state == State::Open && self.unwritten() < OUT_SOFT_CAP
@@ -1273,6 +1281,63 @@ mod tests {
         assert_eq!(e, ConnError::Timeout { after: ms(500), handshake: false });
         assert_eq!(e.to_string(), "request timed out after 500ms (--timeout)");
         assert!(c.is_closed() && c.poll_timeout().is_none());
+    }
+
+    /// Everything [`C::poll_transmit`] hands out at `now`, written whole.
+    fn written(c: &mut C, now: Time, st: &mut Stats) -> Vec<u8> {
+        let mut out = Vec::new();
+        while let Some(b) = c.poll_transmit(now) {
+            out.extend_from_slice(b);
+            let n = b.len();
+            c.advance_transmit(n, now, st);
+        }
+        out
+    }
+
+    #[test]
+    fn no_request_goes_before_the_handshake_is_answered() {
+        // `--dbnum 5 -P 4`: the socket writes AUTH and SELECT alone, and the requests only once
+        // both replies came back successful; on every new socket (`--reconnect`) alike.
+        let ms = |n: u64| Time::from_micros(n * 1000);
+        let hs = Handshake::new(None, Some("pw"), false, 5, false);
+        let backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_millis(10) };
+        let mut c = conn_with(None, hs.clone(), 4, Some(backoff));
+        let mut st = stats();
+        c.handle_connected(ms(0), &mut st);
+        assert_eq!(written(&mut c, ms(0), &mut st), hs.bytes(), "the handshake alone");
+        assert_eq!(c.in_flight(), 0);
+        assert_eq!(written(&mut c, ms(1), &mut st), b"", "nothing more while it is unanswered");
+        c.handle_input(b"+OK\r\n", ms(1), &mut st);
+        assert_eq!(written(&mut c, ms(1), &mut st), b"", "SELECT is still unanswered");
+        assert_eq!(c.poll_event(), None);
+        c.handle_input(b"+OK\r\n", ms(2), &mut st);
+        assert_eq!(c.poll_event(), Some(Event::Ready));
+        assert_eq!(written(&mut c, ms(2), &mut st), b"*1\r\n$4\r\nPING\r\n".repeat(4));
+        c.handle_closed(ms(3));
+        assert!(matches!(c.poll_event(), Some(Event::Down { lost: 4, .. })));
+        c.handle_timeout(ms(13));
+        assert_eq!(c.poll_event(), Some(Event::Reconnect));
+        c.handle_connected(ms(13), &mut st);
+        assert_eq!(written(&mut c, ms(13), &mut st), hs.bytes(), "the handshake alone, again");
+        c.handle_input(b"+OK\r\n+OK\r\n", ms(14), &mut st);
+        assert_eq!(written(&mut c, ms(14), &mut st), b"*1\r\n$4\r\nPING\r\n".repeat(4));
+        assert_eq!(st.bytes_sent, 2 * hs.bytes().len() as u64 + 8 * 14);
+    }
+
+    #[test]
+    fn a_refused_select_sends_no_request() {
+        // The server has 2 databases: SELECT 5 is refused, and not one request was written.
+        let hs = Handshake::new(None, None, false, 5, false);
+        let mut c = conn(None, hs.clone(), 16);
+        let mut st = stats();
+        c.handle_connected(Time::ZERO, &mut st);
+        assert_eq!(written(&mut c, Time::ZERO, &mut st), hs.bytes());
+        c.handle_input(b"-ERR DB index is out of range\r\n", Time::ZERO, &mut st);
+        let e = failure(&mut c).expect("a failure");
+        assert_eq!(e.to_string(), "SELECT failed: ERR DB index is out of range");
+        assert_eq!(written(&mut c, Time::ZERO, &mut st), b"");
+        assert_eq!(st.bytes_sent, hs.bytes().len() as u64, "no byte of a request");
+        assert!(c.is_closed());
     }
 
     #[test]
