@@ -349,7 +349,8 @@ mod tests {
         // The requests go once the handshake is answered; the schedule starts then.
         let mut s = config(8, 1 | 2 | (3 << 3), 5);
         transmit_all(&mut s);
-        feed(&mut s, &b"+OK\r\n".repeat(4));
+        feed(&mut s, &b"+OK\r\n".repeat(3));
+        feed(&mut s, b"%1\r\n+proto\r\n:3\r\n"); // HELLO's answer: the server's properties
         for _ in 0..3 {
             s.extend_from_slice(&[0xff, 0xff, 1, 0xff, 0xff]); // 65 µs later, transmit
         }

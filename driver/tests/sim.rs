@@ -455,7 +455,7 @@ fn the_handshake_times_out_from_the_connect() {
     let r = opts.run(server);
     let (e, n) = only_failure(&r);
     assert_eq!(n, 2);
-    assert_eq!(e.to_string(), "connection handshake timed out after 500ms (--timeout)");
+    assert_eq!(e.to_string(), "connection handshake timed out after 500ms (--timeout; 5s without it)");
     assert_eq!(r.end, at_ms(500));
 }
 
@@ -1174,21 +1174,51 @@ fn latency_is_per_request_not_per_batch() {
 fn the_handshake_is_sent_and_checked() {
     let hs = Handshake::new(Some("bench"), Some("secret"), false, 2, true);
     let opts = Opts { n: Some(10), handshake: hs, ..Opts::default() };
-    let r = opts.run(Server::replying(b"+OK\r\n", us(5)));
+    // HELLO's answer is the server's properties.
+    let answering = |auth: &'static [u8], hello: &'static [u8]| {
+        Server::new(us(5), move |c| {
+            Action::Reply(match c.name().as_str() {
+                "AUTH" => auth.to_vec(),
+                "HELLO" => hello.to_vec(),
+                _ => b"+OK\r\n".to_vec(),
+            })
+        })
+    };
+    let r = opts.run(answering(b"+OK\r\n", b"%1\r\n+proto\r\n:3\r\n"));
     assert_eq!(r.outcome.stats.requests, 10);
     assert_eq!(r.commands, 13, "AUTH, SELECT, HELLO and 10 requests");
     assert_eq!(r.outcome.stats.setup.count(), 1);
-    let bad = Server::new(us(5), |c| {
-        Action::Reply(if c.name() == "AUTH" {
-            b"-WRONGPASS invalid username-password pair or user is disabled.\r\n".to_vec()
-        } else {
-            b"+OK\r\n".to_vec()
-        })
-    });
-    let r = opts.run(bad);
+    let r = opts.run(answering(
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+        b"%1\r\n+proto\r\n:3\r\n",
+    ));
     let (e, _) = only_failure(&r);
     assert!(matches!(e, ConnError::Handshake { command: "AUTH", .. }), "{e:?}");
     assert_eq!(r.outcome.stats.requests, 0);
+    // HELLO 3 answered +OK: not a server that switched to RESP3; no request goes.
+    let r = opts.run(answering(b"+OK\r\n", b"+OK\r\n"));
+    let (e, _) = only_failure(&r);
+    assert_eq!(*e, ConnError::HandshakeReply { command: "HELLO", got: "a simple string (+)" });
+    assert_eq!((r.commands, r.outcome.stats.requests), (3, 0));
+}
+
+#[test]
+fn an_unanswered_handshake_fails_after_5s_without_timeout() {
+    // No --timeout: a HELLO never answered fails each connection 5 s after its connect (it
+    // waited forever), and the run ends then.
+    let server = Server::new(us(10), |c| {
+        if c.name() == "HELLO" {
+            Action::Stall
+        } else {
+            Action::Reply(b"+OK\r\n".to_vec())
+        }
+    });
+    let opts = Opts { handshake: Handshake::new(None, None, false, 0, true), clients: 2, ..Opts::default() };
+    let r = opts.run(server);
+    let (e, n) = only_failure(&r);
+    assert_eq!((e, n), (&ConnError::Timeout { after: Duration::from_secs(5), handshake: true }, 2));
+    assert_eq!(r.end, at_ms(5_000));
+    assert_eq!(r.commands, 2, "HELLO alone on each socket");
 }
 
 #[test]
