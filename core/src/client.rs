@@ -405,6 +405,9 @@ impl Client {
         if self.conns[node].is_open() {
             self.batch_taken = false;
             self.router.down[node] = false;
+        }
+        if self.conns[node].is_ready() {
+            // No handshake: requests may go at once.
             self.source.start(&self.plan, now);
         }
         self.sync(node, now);
@@ -419,8 +422,14 @@ impl Client {
         let mut books =
             Books { plan, router, outstanding, wake, woken, node, lead, multi, run: Run::default(), tracker };
         let stopped = conns[node].stop_seen();
+        let was_ready = conns[node].is_ready();
         conns[node].handle_input(data, now, stats, &mut |a, stats| books.answered(a, stopped, stats));
         books.flush(stats);
+        if !was_ready && self.conns[node].is_ready() {
+            // The handshake's last reply: the open-loop schedule starts now (once), and the
+            // drain that follows this input sends the first requests.
+            self.source.start(&self.plan, now);
+        }
         self.sync(node, now);
         if !self.conns[node].busy() {
             // Nothing more will come on it: perhaps nothing is left to do.
@@ -585,7 +594,9 @@ impl Client {
         if !self.conns[node].is_open() {
             return false;
         }
-        if !self.plan.conn.idle {
+        // Nothing of the benchmark goes before the handshake's replies have all come back
+        // successful: only the handshake's bytes are written until then.
+        if !self.plan.conn.idle && self.conns[node].is_ready() {
             if self.conns[node].see_stop(now) {
                 // Granted and not yet drawn, or drawn and not sent: the test is over.
                 self.credits = 0;
@@ -629,7 +640,9 @@ impl Client {
         }
         let c = &self.conns[node];
         let mut next = c.poll_timeout();
-        if !c.is_open() || self.plan.conn.idle || c.stop_seen() {
+        if !c.is_ready() || self.plan.conn.idle || c.stop_seen() {
+            // Closed, or its handshake unanswered (nothing may be sent before: its deadline
+            // is the connection's), or nothing to send.
             return next;
         }
         if let Some(ol) = self.plan.conn.open_loop {
@@ -673,9 +686,10 @@ impl Client {
         }
     }
 
-    /// The node that keeps the client's open-loop schedule: the first that is open.
+    /// The node that keeps the client's open-loop schedule: the first that is open and past its
+    /// handshake.
     fn lead(&self) -> Option<usize> {
-        self.conns.iter().position(Connection::is_open)
+        self.conns.iter().position(Connection::is_ready)
     }
 
     /// Draws new requests while the pipeline (`-P`: a batch once the last is answered, or a

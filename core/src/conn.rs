@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use crate::handshake::Handshake;
-pub use crate::plan::{Backoff, Budget, ConnConfig, Mix, OpenLoop, Plan, Stop, Workload};
+pub use crate::plan::{Backoff, Budget, ConnConfig, Mix, OpenLoop, Plan, Stop, Workload, SETUP_TIMEOUT};
 use crate::resp::{Kind, ProtocolError, Reply, ReplyParser};
 use crate::shared::Endpoint;
 use crate::stats::Stats;
@@ -34,6 +34,15 @@ pub enum ConnError {
         command: &'static str,
         /// The server's error message.
         message: String,
+    },
+    /// A handshake command was answered with a reply of the wrong shape: `HELLO 3` with
+    /// anything but a map (RESP3) or an array of field/value pairs, such as `+OK` from a
+    /// server that does not speak RESP3.
+    HandshakeReply {
+        /// The command: `HELLO`.
+        command: &'static str,
+        /// What came back ([`crate::resp::Kind::describe`]).
+        got: &'static str,
     },
     /// A reply arrived when no request was waiting for one.
     UnexpectedReply {
@@ -88,6 +97,11 @@ impl fmt::Display for ConnError {
         match self {
             ConnError::Protocol(e) => e.fmt(f),
             ConnError::Handshake { command, message } => write!(f, "{command} failed: {message}"),
+            ConnError::HandshakeReply { command, got } => write!(
+                f,
+                "{command} was answered with {got}, not a map (RESP3) or an array of field/value pairs: \
+                 no switch to RESP3 (-3)"
+            ),
             ConnError::UnexpectedReply { offset } => {
                 write!(f, "protocol error at byte {offset}: a reply arrived with no request waiting for it")
             }
@@ -95,10 +109,15 @@ impl fmt::Display for ConnError {
                 write!(f, "server closed the connection with {in_flight} requests unanswered")
             }
             ConnError::Io(e) => e.fmt(f),
-            ConnError::Timeout { after, handshake } => {
-                let what = if *handshake { "connection handshake" } else { "request" };
-                write!(f, "{what} timed out after {} (--timeout)", format_duration(*after))
+            ConnError::Timeout { after, handshake: false } => {
+                write!(f, "request timed out after {} (--timeout)", format_duration(*after))
             }
+            ConnError::Timeout { after, handshake: true } => write!(
+                f,
+                "connection handshake timed out after {} (--timeout; {} without it)",
+                format_duration(*after),
+                format_duration(SETUP_TIMEOUT)
+            ),
             ConnError::Refused { message } => write!(f, "the server refused the connection: {message}"),
             ConnError::Rejected { message } => {
                 write!(f, "the server rejected a request and closed the connection: {message}")
@@ -463,6 +482,14 @@ impl Connection {
         self.out.unwritten()
     }
 
+    /// Whether the socket is up and its handshake has been answered with success: the
+    /// client's requests may go on it (none is sent before: a refused `SELECT` must not leave
+    /// a request of the benchmark in database 0).
+    #[inline]
+    pub(crate) fn is_ready(&self) -> bool {
+        self.state == State::Open && self.handshake_left == 0
+    }
+
     /// Whether it may take more requests now: open, and the output buffer below its cap.
     pub(crate) fn has_room(&self) -> bool {
         self.state == State::Open && self.unwritten() < OUT_SOFT_CAP
@@ -648,7 +675,7 @@ impl Connection {
         if self.state != State::Open {
             return;
         }
-        if let (Some(deadline), Some(after)) = (self.deadline(), self.plan.conn.request_timeout) {
+        if let (Some(deadline), Some(after)) = (self.deadline(), self.wait_limit()) {
             if now >= deadline {
                 self.fail(ConnError::Timeout { after, handshake: self.handshake_left > 0 });
                 return;
@@ -752,10 +779,19 @@ impl Connection {
 
     // ---- internals ----
 
-    /// The `--timeout` deadline: of the handshake while it is unanswered, else of the oldest
-    /// request in flight.
+    /// How long what is awaited may wait: the handshake `--timeout` or [`SETUP_TIMEOUT`]
+    /// while it is unanswered (never forever), else a request `--timeout`.
+    fn wait_limit(&self) -> Option<Duration> {
+        match self.plan.conn.request_timeout {
+            None if self.handshake_left > 0 => Some(SETUP_TIMEOUT),
+            t => t,
+        }
+    }
+
+    /// The deadline of [`Connection::wait_limit`]: of the handshake while it is unanswered,
+    /// counted from the connect, else of the oldest request in flight.
     fn deadline(&self) -> Option<Time> {
-        let after = self.plan.conn.request_timeout?;
+        let after = self.wait_limit()?;
         let since = if self.handshake_left > 0 { self.connected_at } else { self.in_flight.front()?.queued };
         Some(since + after)
     }
@@ -796,6 +832,10 @@ impl Connection {
             if reply.is_error() {
                 let message = String::from_utf8_lossy(self.parser.error_message()).into_owned();
                 self.fail(ConnError::Handshake { command, message });
+            } else if command == "HELLO" && !matches!(reply.kind, Kind::Map | Kind::Array) {
+                // HELLO's reply is the server's properties: anything else is not a server that
+                // switched to RESP3.
+                self.fail(ConnError::HandshakeReply { command, got: reply.kind.describe() });
             } else if self.handshake_left == 0 {
                 self.ready(now);
             }
@@ -837,8 +877,9 @@ impl Connection {
     }
 
     fn fail(&mut self, e: ConnError) {
-        // A refused handshake is the user's (a wrong password): it stays fatal.
-        let recoverable = !matches!(e, ConnError::Handshake { .. });
+        // A refused handshake is the user's (a wrong password, -3 to a RESP2 server): it stays
+        // fatal.
+        let recoverable = !matches!(e, ConnError::Handshake { .. } | ConnError::HandshakeReply { .. });
         let requests = self.in_flight.iter().filter(|p| p.req != ASKING_REQ);
         self.orphans.extend(requests.clone().map(|p| p.req).filter(|&r| r != DIRECT));
         let lost = requests.count();
@@ -1275,6 +1316,63 @@ mod tests {
         assert!(c.is_closed() && c.poll_timeout().is_none());
     }
 
+    /// Everything [`C::poll_transmit`] hands out at `now`, written whole.
+    fn written(c: &mut C, now: Time, st: &mut Stats) -> Vec<u8> {
+        let mut out = Vec::new();
+        while let Some(b) = c.poll_transmit(now) {
+            out.extend_from_slice(b);
+            let n = b.len();
+            c.advance_transmit(n, now, st);
+        }
+        out
+    }
+
+    #[test]
+    fn no_request_goes_before_the_handshake_is_answered() {
+        // `--dbnum 5 -P 4`: the socket writes AUTH and SELECT alone, and the requests only once
+        // both replies came back successful; on every new socket (`--reconnect`) alike.
+        let ms = |n: u64| Time::from_micros(n * 1000);
+        let hs = Handshake::new(None, Some("pw"), false, 5, false);
+        let backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_millis(10) };
+        let mut c = conn_with(None, hs.clone(), 4, Some(backoff));
+        let mut st = stats();
+        c.handle_connected(ms(0), &mut st);
+        assert_eq!(written(&mut c, ms(0), &mut st), hs.bytes(), "the handshake alone");
+        assert_eq!(c.in_flight(), 0);
+        assert_eq!(written(&mut c, ms(1), &mut st), b"", "nothing more while it is unanswered");
+        c.handle_input(b"+OK\r\n", ms(1), &mut st);
+        assert_eq!(written(&mut c, ms(1), &mut st), b"", "SELECT is still unanswered");
+        assert_eq!(c.poll_event(), None);
+        c.handle_input(b"+OK\r\n", ms(2), &mut st);
+        assert_eq!(c.poll_event(), Some(Event::Ready));
+        assert_eq!(written(&mut c, ms(2), &mut st), b"*1\r\n$4\r\nPING\r\n".repeat(4));
+        c.handle_closed(ms(3));
+        assert!(matches!(c.poll_event(), Some(Event::Down { lost: 4, .. })));
+        c.handle_timeout(ms(13));
+        assert_eq!(c.poll_event(), Some(Event::Reconnect));
+        c.handle_connected(ms(13), &mut st);
+        assert_eq!(written(&mut c, ms(13), &mut st), hs.bytes(), "the handshake alone, again");
+        c.handle_input(b"+OK\r\n+OK\r\n", ms(14), &mut st);
+        assert_eq!(written(&mut c, ms(14), &mut st), b"*1\r\n$4\r\nPING\r\n".repeat(4));
+        assert_eq!(st.bytes_sent, 2 * hs.bytes().len() as u64 + 8 * 14);
+    }
+
+    #[test]
+    fn a_refused_select_sends_no_request() {
+        // The server has 2 databases: SELECT 5 is refused, and not one request was written.
+        let hs = Handshake::new(None, None, false, 5, false);
+        let mut c = conn(None, hs.clone(), 16);
+        let mut st = stats();
+        c.handle_connected(Time::ZERO, &mut st);
+        assert_eq!(written(&mut c, Time::ZERO, &mut st), hs.bytes());
+        c.handle_input(b"-ERR DB index is out of range\r\n", Time::ZERO, &mut st);
+        let e = failure(&mut c).expect("a failure");
+        assert_eq!(e.to_string(), "SELECT failed: ERR DB index is out of range");
+        assert_eq!(written(&mut c, Time::ZERO, &mut st), b"");
+        assert_eq!(st.bytes_sent, hs.bytes().len() as u64, "no byte of a request");
+        assert!(c.is_closed());
+    }
+
     #[test]
     fn the_handshake_has_the_same_timeout() {
         let s = Duration::from_secs;
@@ -1285,7 +1383,85 @@ mod tests {
         assert_eq!(c.poll_timeout(), Some(Time::ZERO + s(1)));
         c.handle_timeout(Time::ZERO + s(1));
         let e = failure(&mut c).expect("a timeout");
-        assert_eq!(e.to_string(), "connection handshake timed out after 1s (--timeout)");
+        assert_eq!(e.to_string(), "connection handshake timed out after 1s (--timeout; 5s without it)");
+    }
+
+    #[test]
+    fn a_handshake_without_timeout_still_ends() {
+        // No --timeout: an unanswered HELLO fails the connection after SETUP_TIMEOUT, 5 s from
+        // the connect, where it waited forever; a request without --timeout still may.
+        let s = Duration::from_secs;
+        let mut c = conn(None, Handshake::new(None, None, false, 0, true), 1);
+        let mut st = stats();
+        c.handle_connected(Time::ZERO + s(1), &mut st);
+        flush(&mut c, Time::ZERO + s(1), &mut st);
+        assert_eq!(c.poll_timeout(), Some(Time::ZERO + s(6)));
+        c.handle_timeout(Time::ZERO + (s(6) - Duration::from_nanos(1)));
+        assert_eq!(failure(&mut c), None);
+        c.handle_timeout(Time::ZERO + s(6));
+        let e = failure(&mut c).expect("a timeout");
+        assert_eq!(e, ConnError::Timeout { after: SETUP_TIMEOUT, handshake: true });
+        assert_eq!(e.to_string(), "connection handshake timed out after 5s (--timeout; 5s without it)");
+        // Answered: no deadline left.
+        let mut c = conn(None, Handshake::new(None, None, false, 0, true), 1);
+        c.handle_connected(Time::ZERO, &mut st);
+        flush(&mut c, Time::ZERO, &mut st);
+        c.handle_input(b"%1\r\n+proto\r\n:3\r\n", Time::ZERO, &mut st);
+        assert_eq!(c.poll_event(), Some(Event::Ready));
+        flush(&mut c, Time::ZERO, &mut st);
+        assert_eq!(c.in_flight(), 1);
+        assert_eq!(c.poll_timeout(), None);
+    }
+
+    #[test]
+    fn hello_must_be_answered_with_the_servers_properties() {
+        // A map (RESP3) or an array of field/value pairs (a RESP2 rendering) goes through;
+        // anything else fails the connection for good, saying what came back; an endless
+        // answer is bounded in memory by the streaming parser and in time by the deadline.
+        for (reply, ok) in [
+            (&b"%1\r\n+proto\r\n:3\r\n"[..], Ok(())),
+            (b"*2\r\n$5\r\nproto\r\n:3\r\n", Ok(())),
+            (b"+OK\r\n", Err("a simple string (+)")),
+            (b":3\r\n", Err("an integer (:)")),
+            (b"$-1\r\n", Err("a null")),
+            (b"~1\r\n:3\r\n", Err("a set (~)")),
+        ] {
+            let backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_millis(10) };
+            let mut c = conn_with(None, Handshake::new(None, None, false, 3, true), 1, Some(backoff));
+            let mut st = stats();
+            c.handle_connected(Time::ZERO, &mut st);
+            flush(&mut c, Time::ZERO, &mut st);
+            c.handle_input(b"+OK\r\n", Time::ZERO, &mut st);
+            c.handle_input(reply, Time::ZERO, &mut st);
+            match ok {
+                Ok(()) => assert_eq!(c.poll_event(), Some(Event::Ready)),
+                Err(got) => {
+                    let e = failure(&mut c).expect("a failure, not --reconnect's Down");
+                    assert_eq!(e, ConnError::HandshakeReply { command: "HELLO", got });
+                    assert_eq!(
+                        e.to_string(),
+                        format!(
+                            "HELLO was answered with {got}, not a map (RESP3) or an array of field/value \
+                             pairs: no switch to RESP3 (-3)"
+                        )
+                    );
+                    assert_eq!(written(&mut c, Time::ZERO, &mut st), b"");
+                    assert!(c.is_closed());
+                }
+            }
+        }
+        let mut c = conn(None, Handshake::new(None, None, false, 0, true), 1);
+        let mut st = stats();
+        c.handle_connected(Time::ZERO, &mut st);
+        flush(&mut c, Time::ZERO, &mut st);
+        c.handle_input(b"*1000000000\r\n", Time::ZERO, &mut st);
+        let element = b":1\r\n".repeat(10_000);
+        for k in 1..=100u64 {
+            c.handle_input(&element, Time::from_micros(k * 10_000), &mut st);
+        }
+        assert_eq!(c.poll_event(), None, "still reading the answer");
+        c.handle_timeout(Time::ZERO + SETUP_TIMEOUT);
+        assert_eq!(failure(&mut c), Some(ConnError::Timeout { after: SETUP_TIMEOUT, handshake: true }));
     }
 
     #[test]

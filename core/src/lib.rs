@@ -87,6 +87,7 @@ pub use conn::{ConnError, Connection, Event, IoFailure, IoOp};
 pub use handshake::Handshake;
 pub use plan::{
     Backoff, Budget, ConnConfig, Mix, OpenLoop, PipelineMode, Plan, Ramp, RampKind, Stop, Workload,
+    SETUP_TIMEOUT,
 };
 pub use run::{Outcome, RunError};
 pub use shared::Endpoint;

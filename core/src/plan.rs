@@ -193,6 +193,11 @@ impl OpenLoop {
     }
 }
 
+/// How long a connection's handshake, and the startup connection's every step, may wait for
+/// the server without `--timeout` ([`ConnConfig::request_timeout`]): a server that never answers
+/// `AUTH` or `HELLO` fails the connection then, never hangs the run.
+pub const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How the connections of one test behave.
 #[derive(Clone, Debug)]
 pub struct ConnConfig {
@@ -214,8 +219,8 @@ pub struct ConnConfig {
     /// comes back after a backoff instead of ending; `None` ends it.
     pub reconnect: Option<Backoff>,
     /// `--timeout`: how long a request (counted from when it was queued) or the handshake may
-    /// wait for its reply before the connection fails with [`crate::ConnError::Timeout`]; `None` waits
-    /// forever.
+    /// wait for its reply before the connection fails with [`crate::ConnError::Timeout`]; `None`:
+    /// a request waits forever, the handshake [`SETUP_TIMEOUT`].
     pub request_timeout: Option<Duration>,
 }
 

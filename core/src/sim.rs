@@ -315,11 +315,14 @@ mod tests {
 
     #[test]
     fn drive_arbitrary_reconnects_with_handshake() {
-        // -P 2 -k 0, AUTH, 4 requests: two sockets, each AUTH + 2 requests.
+        // -P 2 -k 0, AUTH, 4 requests: two sockets, each AUTH, then (once it is answered) 2
+        // requests.
         let mut s = config(2, 1 << 3, 4);
         for _ in 0..2 {
             transmit_all(&mut s);
-            feed(&mut s, &b"+OK\r\n".repeat(3));
+            feed(&mut s, b"+OK\r\n");
+            transmit_all(&mut s);
+            feed(&mut s, &b"+OK\r\n".repeat(2));
             s.extend_from_slice(&[0, 0, 3]); // handle_connected after Reconnect
         }
         transmit_all(&mut s);
@@ -343,11 +346,14 @@ mod tests {
     #[test]
     fn drive_arbitrary_open_loop_with_full_handshake() {
         // -P 8, keepalive, open loop every 1 µs, AUTH + CLIENT TRACKING + SELECT + HELLO, 5 requests.
+        // The requests go once the handshake is answered; the schedule starts then.
         let mut s = config(8, 1 | 2 | (3 << 3), 5);
+        transmit_all(&mut s);
+        feed(&mut s, &b"+OK\r\n".repeat(3));
+        feed(&mut s, b"%1\r\n+proto\r\n:3\r\n"); // HELLO's answer: the server's properties
         for _ in 0..3 {
             s.extend_from_slice(&[0xff, 0xff, 1, 0xff, 0xff]); // 65 µs later, transmit
         }
-        feed(&mut s, &b"+OK\r\n".repeat(4));
         feed(&mut s, &b"$3\r\nabc\r\n".repeat(5));
         transmit_all(&mut s);
         let stats = drive(&s).unwrap();

@@ -455,7 +455,7 @@ fn the_handshake_times_out_from_the_connect() {
     let r = opts.run(server);
     let (e, n) = only_failure(&r);
     assert_eq!(n, 2);
-    assert_eq!(e.to_string(), "connection handshake timed out after 500ms (--timeout)");
+    assert_eq!(e.to_string(), "connection handshake timed out after 500ms (--timeout; 5s without it)");
     assert_eq!(r.end, at_ms(500));
 }
 
@@ -1195,20 +1195,86 @@ fn latency_is_per_request_not_per_batch() {
 fn the_handshake_is_sent_and_checked() {
     let hs = Handshake::new(Some("bench"), Some("secret"), false, 2, true);
     let opts = Opts { n: Some(10), handshake: hs, ..Opts::default() };
-    let r = opts.run(Server::replying(b"+OK\r\n", us(5)));
+    // HELLO's answer is the server's properties.
+    let answering = |auth: &'static [u8], hello: &'static [u8]| {
+        Server::new(us(5), move |c| {
+            Action::Reply(match c.name().as_str() {
+                "AUTH" => auth.to_vec(),
+                "HELLO" => hello.to_vec(),
+                _ => b"+OK\r\n".to_vec(),
+            })
+        })
+    };
+    let r = opts.run(answering(b"+OK\r\n", b"%1\r\n+proto\r\n:3\r\n"));
     assert_eq!(r.outcome.stats.requests, 10);
     assert_eq!(r.commands, 13, "AUTH, SELECT, HELLO and 10 requests");
     assert_eq!(r.outcome.stats.setup.count(), 1);
-    let bad = Server::new(us(5), |c| {
-        Action::Reply(if c.name() == "AUTH" {
-            b"-WRONGPASS invalid username-password pair or user is disabled.\r\n".to_vec()
+    let r = opts.run(answering(
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+        b"%1\r\n+proto\r\n:3\r\n",
+    ));
+    let (e, _) = only_failure(&r);
+    assert!(matches!(e, ConnError::Handshake { command: "AUTH", .. }), "{e:?}");
+    assert_eq!(r.outcome.stats.requests, 0);
+    // HELLO 3 answered +OK: not a server that switched to RESP3; no request goes.
+    let r = opts.run(answering(b"+OK\r\n", b"+OK\r\n"));
+    let (e, _) = only_failure(&r);
+    assert_eq!(*e, ConnError::HandshakeReply { command: "HELLO", got: "a simple string (+)" });
+    assert_eq!((r.commands, r.outcome.stats.requests), (3, 0));
+}
+
+#[test]
+fn an_unanswered_handshake_fails_after_5s_without_timeout() {
+    // No --timeout: a HELLO never answered fails each connection 5 s after its connect (it
+    // waited forever), and the run ends then.
+    let server = Server::new(us(10), |c| {
+        if c.name() == "HELLO" {
+            Action::Stall
+        } else {
+            Action::Reply(b"+OK\r\n".to_vec())
+        }
+    });
+    let opts = Opts { handshake: Handshake::new(None, None, false, 0, true), clients: 2, ..Opts::default() };
+    let r = opts.run(server);
+    let (e, n) = only_failure(&r);
+    assert_eq!((e, n), (&ConnError::Timeout { after: Duration::from_secs(5), handshake: true }, 2));
+    assert_eq!(r.end, at_ms(5_000));
+    assert_eq!(r.commands, 2, "HELLO alone on each socket");
+}
+
+#[test]
+fn no_request_is_written_before_the_handshake_is_answered() {
+    // AUTH and SELECT 5 answered 50 µs each on one queue: replies at 50 and 100 µs. The first
+    // write carries the two alone, and the first request is written when SELECT's reply has
+    // come (100 µs), not with them; on -k 0's every new socket alike.
+    let hs = Handshake::new(None, Some("pw"), false, 5, false);
+    for keepalive in [true, false] {
+        let opts = Opts { n: Some(8), pipeline: 4, keepalive, handshake: hs.clone(), ..Opts::default() };
+        let r = opts.run(Server::replying(b"+OK\r\n", us(50)));
+        assert_eq!(r.outcome.stats.requests, 8);
+        let sockets = if keepalive { 1 } else { 2 };
+        assert_eq!(r.commands, 8 + 2 * sockets);
+        for conn in 0..sockets {
+            let w: Vec<_> = r.writes.iter().filter(|w| w.conn == conn).collect();
+            assert_eq!(w[0].commands, 2, "the handshake alone: {w:?}");
+            assert_eq!(w[1].commands, 4, "{w:?}");
+            assert_eq!(w[1].at.nanos_since(w[0].at), 100_000, "written when SELECT's reply came: {w:?}");
+        }
+    }
+    // A refused SELECT (a server with 2 databases): the connection fails, and the server read
+    // no request.
+    let refusing = Server::new(us(50), |c| {
+        Action::Reply(if c.name() == "SELECT" {
+            b"-ERR DB index is out of range\r\n".to_vec()
         } else {
             b"+OK\r\n".to_vec()
         })
     });
-    let r = opts.run(bad);
-    let (e, _) = only_failure(&r);
-    assert!(matches!(e, ConnError::Handshake { command: "AUTH", .. }), "{e:?}");
+    let opts = Opts { n: Some(8), clients: 3, pipeline: 4, handshake: hs, ..Opts::default() };
+    let r = opts.run(refusing);
+    let (e, n) = only_failure(&r);
+    assert_eq!((e.to_string().as_str(), n), ("SELECT failed: ERR DB index is out of range", 3));
+    assert_eq!(r.commands, 3 * 2, "AUTH and SELECT on each socket, no request");
     assert_eq!(r.outcome.stats.requests, 0);
 }
 
@@ -1390,9 +1456,9 @@ fn an_open_loop_budget_spent_by_others_ends_the_waiting_connections() {
 #[test]
 fn connection_setup_is_timed_by_phase() {
     // tests/tests/connections.rs on virtual time: connects take 200 µs; AUTH and SELECT on one
-    // queue of 10 µs, each connection's first request written behind them, so connection 0's
-    // handshake replies come at 210 and 220 µs, connection 1's at 240 and 250 µs. With -k 0
-    // every socket counts.
+    // queue of 10 µs, no request written before its connection's handshake is answered, so
+    // connection 0's handshake replies come at 210 and 220 µs, connection 1's at 230 and 240
+    // µs. With -k 0 every socket counts.
     let hs = Handshake::new(None, Some("pw"), false, 3, false);
     for (keepalive, sockets) in [(true, 2), (false, 10)] {
         let mut server = Server::replying(b"+OK\r\n", us(10));
@@ -1405,8 +1471,8 @@ fn connection_setup_is_timed_by_phase() {
         assert_eq!((setup.connect.min(), setup.connect.max()), (200, 200));
         assert_eq!(setup.tls.len(), 0);
         if keepalive {
-            assert_eq!((setup.commands.min(), setup.commands.max()), (20, 50));
-            assert_eq!((setup.total.min(), setup.total.max()), (220, 250));
+            assert_eq!((setup.commands.min(), setup.commands.max()), (20, 40));
+            assert_eq!((setup.total.min(), setup.total.max()), (220, 240));
         }
         assert_eq!(r.times(1, Happening::Connect)[0], Time::ZERO);
     }

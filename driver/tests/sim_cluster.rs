@@ -614,6 +614,16 @@ fn cluster_reads_go_to_replicas_after_readonly() {
         assert_eq!((s.requests, s.redirects.total(), s.errors.total()), (3000, 0, 0));
         // Each replica read the READONLY of each of the four clients.
         served_is_counted(&r, &nodes, &[0, 0, 0, 4, 4, 4]);
+        // Each replica socket's first write is its READONLY alone: no read went before its
+        // reply (#56 item 3).
+        for server in 3..6 {
+            let mut first = std::collections::BTreeMap::new();
+            for w in r.writes.iter().filter(|w| w.server == server) {
+                first.entry(w.conn).or_insert(w.commands);
+            }
+            assert_eq!(first.len(), 4, "replica {server}: {first:?}");
+            assert!(first.values().all(|&n| n == 1), "replica {server}'s first writes: {first:?}");
+        }
         let primaries: u64 = s.nodes[..3].iter().map(|n| n.requests).sum();
         let replicas: Vec<u64> = nodes[3..].iter().map(|n| n.replica_reads).collect();
         if write {

@@ -241,6 +241,7 @@ impl Session {
                 Ok(c) => Ok(c),
                 Err(e) => Err(probe::ProbeError::Spent(e)),
             },
+            &server,
             is_local(&cfg.endpoint),
         );
         if let Some(body) = &probe.server_text {
@@ -472,6 +473,13 @@ impl Session {
             }
             let before = self.probe.read();
             let times_before = self.latency.read(&mut self.probe);
+            if cfg.open.ramp.is_none() {
+                // No slot of the server's maxclients held while the test's connections are
+                // open (-c equal to maxclients runs whole): opened again for the end's reading.
+                // A ramp reads the server at each step, over the connection it opens then.
+                self.probe.release();
+                self.latency.release();
+            }
             let against = Against {
                 tls: self.server.tls.as_ref(),
                 multi: self.multi.as_deref(),

@@ -2,6 +2,10 @@
 //! each test over the startup's connection ([`Probe`], 500 ms per reading, given up at the first
 //! failure), and the main thread's run delay when the server is on this machine. What the
 //! readings mean is [`crate::verdict`]'s ([`ServerCpu::between`]).
+//!
+//! A probe's connection occupies none of the server's client slots while a test's connections
+//! are open ([`ProbeConn`]): it is closed after the reading at a test's start and opened again
+//! for the reading at its end, so `-c` equal to the server's `maxclients` runs whole.
 
 use std::time::Instant;
 
@@ -19,6 +23,8 @@ pub enum ProbeError {
     SeveralServers,
     /// The startup connection failed before the run (closed, silent, garbled).
     Spent(StartupError),
+    /// Its connection, closed while a test ran, could not be opened again.
+    Reopen(StartupError),
     /// `INFO` cannot be read over it.
     Info(InfoError),
     /// `INFO cpu` has no CPU figures.
@@ -33,6 +39,9 @@ impl std::fmt::Display for ProbeError {
                 f.write_str("the run is over several servers and their counters are not read")
             }
             ProbeError::Spent(e) => write!(f, "the startup connection was of no more use ({})", e.message),
+            ProbeError::Reopen(e) => {
+                write!(f, "the probe's connection could not be opened again after the test ({})", e.message)
+            }
             ProbeError::Info(e) => e.fmt(f),
             ProbeError::NoCpuFigures => f.write_str("INFO cpu has no used_cpu_sys and used_cpu_user"),
         }
@@ -44,10 +53,46 @@ impl std::error::Error for ProbeError {}
 /// How long a reading of the server's counters may wait for each reply.
 pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// Reads the server's CPU counters around each test, over the startup's connection.
+/// A connection for readings around a test that holds none of the server's client slots while
+/// the test's connections are open: [`ProbeConn::release`] closes it after a reading, and the
+/// next [`ProbeConn::get`] opens a new one to the same server (the same `AUTH` and TLS).
+pub(crate) struct ProbeConn {
+    server: Server,
+    /// The connection, while open.
+    conn: Option<Conn>,
+}
+
+impl ProbeConn {
+    /// `conn`, connected to `server`, which reads wait at most [`PROBE_TIMEOUT`] on.
+    pub(crate) fn new(server: &Server, mut conn: Conn) -> ProbeConn {
+        conn.set_timeout(PROBE_TIMEOUT);
+        ProbeConn { server: server.clone(), conn: Some(conn) }
+    }
+
+    /// Closes the connection until the next reading.
+    pub(crate) fn release(&mut self) {
+        self.conn = None;
+    }
+
+    /// The connection, opened again if it was released.
+    pub(crate) fn get(&mut self) -> Result<&mut Conn, StartupError> {
+        let conn = match self.conn.take() {
+            Some(c) => c,
+            None => {
+                let mut c = Conn::authenticated(&self.server)?;
+                c.set_timeout(PROBE_TIMEOUT);
+                c
+            }
+        };
+        Ok(self.conn.insert(conn))
+    }
+}
+
+/// Reads the server's CPU counters around each test, over the startup's connection, closed
+/// while each test runs ([`Probe::release`]) and opened again for the next reading.
 pub struct Probe {
     /// The startup's connection, while it serves.
-    pub(crate) conn: Option<Conn>,
+    pub(crate) conn: Option<ProbeConn>,
     /// A server on this machine: its process id, for its main thread's run delay.
     local_pid: Option<String>,
     /// Why the server is taken as multi-threaded, from `INFO server`.
@@ -68,11 +113,12 @@ impl Probe {
     /// [`PROBE_TIMEOUT`]: between tests the server has nothing else to do, and one that does
     /// not answer in that time (stopped, or not Redis) is not asked again.
     /// `local`: the server runs on this machine (loopback or a Unix socket), so its process
-    /// id from `INFO server` is one of this machine's.
-    pub fn new(conn: Result<Conn, ProbeError>, local: bool) -> Probe {
+    /// id from `INFO server` is one of this machine's. `server`: where `conn` goes, to open it
+    /// again after [`Probe::release`].
+    pub fn new(conn: Result<Conn, ProbeError>, server: &Server, local: bool) -> Probe {
         let mut p = match conn {
             Ok(c) => Probe {
-                conn: Some(c),
+                conn: Some(ProbeConn::new(server, c)),
                 local_pid: None,
                 threaded: None,
                 missing: None,
@@ -90,8 +136,7 @@ impl Probe {
                 commandstats: None,
             },
         };
-        if let Some(c) = &mut p.conn {
-            c.set_timeout(PROBE_TIMEOUT);
+        if let Some(c) = p.conn.as_mut().and_then(|c| c.conn.as_mut()) {
             match info(c, b"server") {
                 Ok(body) => {
                     p.threaded = threaded(&body);
@@ -109,10 +154,40 @@ impl Probe {
         p
     }
 
+    /// Closes the connection while a test's connections are open (it holds none of the
+    /// server's client slots then); the next reading opens a new one.
+    pub fn release(&mut self) {
+        if let Some(c) = &mut self.conn {
+            c.release();
+        }
+    }
+
+    /// Opens the connection again if it was released; `false` once it failed (the reason kept).
+    fn reopen(&mut self) -> bool {
+        let Some(c) = &mut self.conn else { return false };
+        if let Err(e) = c.get() {
+            self.conn = None;
+            self.missing = Some(ProbeError::Reopen(e));
+            return false;
+        }
+        true
+    }
+
+    /// The connection, opened again if it was released; `None` once it failed (the reason kept).
+    pub(crate) fn connection(&mut self) -> Option<&mut Conn> {
+        if !self.reopen() {
+            return None;
+        }
+        self.conn.as_mut()?.conn.as_mut()
+    }
+
     /// Reads the counters; after the first failure (INFO refused, renamed, silent) it gives up
     /// for the run and keeps the reason.
     pub fn read(&mut self) -> Option<CpuReading> {
-        let c = self.conn.as_mut()?;
+        if !self.reopen() {
+            return None;
+        }
+        let c = self.conn.as_mut()?.conn.as_mut()?;
         // One command per reading where the server takes several sections at once.
         let mut both = None;
         if self.combined {
@@ -176,11 +251,12 @@ impl Probe {
 
 /// Reads each node's execution-time counters around a test ([`crate::timing`]): against a
 /// single server over the CPU probe's connection (the startup's: no connection is added), over
-/// several nodes one connection per node, opened at the start; a node whose connection or
-/// commands failed says why its figures are not known, and the run goes on.
+/// several nodes one connection per node, opened at the start and, as the CPU probe's, closed
+/// while each test runs ([`LatencyProbe::release`]); a node whose connection or commands failed
+/// says why its figures are not known, and the run goes on.
 pub struct LatencyProbe {
     /// Each node's address and its connection (`None`: the CPU probe's), or why it has none.
-    nodes: Vec<(String, Result<Option<Conn>, String>)>,
+    nodes: Vec<(String, Result<Option<ProbeConn>, String>)>,
     /// Whether the node answers `LATENCY HISTOGRAM` (`false` once it refused: older servers).
     histogram: Vec<bool>,
 }
@@ -194,22 +270,31 @@ impl LatencyProbe {
     /// connection ([`Probe::conn`]), given to each reading.
     pub fn new(servers: &[(String, Server)], why_not: Option<&str>) -> LatencyProbe {
         let single = servers.len() == 1;
-        let nodes: Vec<(String, Result<Option<Conn>, String>)> = servers
+        let nodes: Vec<(String, Result<Option<ProbeConn>, String>)> = servers
             .iter()
             .map(|(address, server)| {
                 let conn = match why_not {
                     Some(why) => Err(why.to_string()),
                     None if single => Ok(None),
-                    None => Conn::authenticated(server).map_err(|e| e.message).map(|mut c| {
-                        c.set_timeout(PROBE_TIMEOUT);
-                        Some(c)
-                    }),
+                    None => Conn::authenticated(server)
+                        .map_err(|e| e.message)
+                        .map(|c| Some(ProbeConn::new(server, c))),
                 };
                 (address.clone(), conn)
             })
             .collect();
         let histogram = vec![true; nodes.len()];
         LatencyProbe { nodes, histogram }
+    }
+
+    /// Closes every node's own connection while a test's connections are open; the next
+    /// reading opens new ones (the CPU probe's is [`Probe::release`]'s).
+    pub fn release(&mut self) {
+        for (_, conn) in &mut self.nodes {
+            if let Ok(Some(c)) = conn {
+                c.release();
+            }
+        }
     }
 
     /// Reads every node: `LATENCY HISTOGRAM`, `INFO latencystats` where it has none, and `INFO
@@ -221,13 +306,21 @@ impl LatencyProbe {
         for (i, (_, conn)) in self.nodes.iter_mut().enumerate() {
             let mut r = NodeReading::default();
             let (c, given) = match conn {
-                Ok(Some(c)) => (c, None),
+                Ok(Some(c)) => match c.get() {
+                    Ok(c) => (c, None),
+                    Err(e) => {
+                        r.refused = Some(e.message.clone());
+                        *conn = Err(e.message);
+                        out.push(r);
+                        continue;
+                    }
+                },
                 Ok(None) => {
                     let given = probe.commandstats.take();
-                    let why = probe.missing.as_ref().map(ToString::to_string);
-                    match probe.conn.as_mut() {
+                    match probe.connection() {
                         Some(c) => (c, given),
                         None => {
+                            let why = probe.missing.as_ref().map(ToString::to_string);
                             r.refused =
                                 Some(why.unwrap_or_else(|| "the startup connection is closed".into()));
                             out.push(r);

@@ -52,8 +52,9 @@ impl std::fmt::Display for InfoError {
 
 impl std::error::Error for InfoError {}
 
-/// How long the startup connection waits for the server before giving up, without `--timeout`.
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the startup connection waits for the server before giving up, without `--timeout`:
+/// as long as a benchmark connection's handshake.
+const STARTUP_TIMEOUT: Duration = respbench_core::SETUP_TIMEOUT;
 
 /// What the report header shows about the server.
 #[derive(Clone, Debug, Default)]

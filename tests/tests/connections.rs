@@ -13,7 +13,7 @@ const T: Duration = Duration::from_secs(60);
 
 respbench_tests::backend_tests!(
     every: [setup_is_timed_per_connection, no_keepalive_counts_every_reconnect],
-    mio: [connect_test],
+    mio: [connect_test, clients_equal_to_maxclients_run_whole],
 );
 
 fn ok(out: &Output) {
@@ -29,9 +29,10 @@ fn connections_received(server: &RedisServer) -> u64 {
 }
 
 /// Runs `args` against `server` with `--json`; returns the output, the first test's JSON, and
-/// how many connections the server received meanwhile, less two: respbench's startup connection
-/// (one before the tests, to check AUTH and read `CONFIG GET save`) and the `redis-cli` that
-/// reads the count afterwards (counted in the figure it reads).
+/// how many connections the server received meanwhile, less three: respbench's startup connection
+/// (one before the tests, to check AUTH and read `CONFIG GET save`, closed as the test starts),
+/// the probe's for the test's end reading, and the `redis-cli` that reads the count afterwards
+/// (counted in the figure it reads).
 fn run(tool: &Tool, server: &RedisServer, args: &[&str]) -> (Output, serde_json::Value, u64) {
     let json = json_path("conn", "run");
     let before = connections_received(server);
@@ -40,7 +41,7 @@ fn run(tool: &Tool, server: &RedisServer, args: &[&str]) -> (Output, serde_json:
     a.extend(["--json".to_string(), json.to_string_lossy().into_owned()]);
     let out = tool.run(&a, T);
     ok(&out);
-    let received = connections_received(server) - before - 2;
+    let received = connections_received(server) - before - 3;
     let doc = read(&json);
     (out, doc["tests"][0].clone(), received)
 }
@@ -117,4 +118,20 @@ fn connect_test(tool: Tool) {
     let all = tool.run(&["-p", &server.port().to_string(), "-n", "10", "-q"], T);
     ok(&all);
     assert!(!all.stdout.contains("CONNECT"), "{}", all.dump());
+}
+
+/// `-c` equal to the server's `maxclients` (#56 item 10): respbench's startup connection, which
+/// the server probe reads over, is closed while the test's connections are open and opened again
+/// for the end reading, so all 20 connect and every request is done (it held a slot through the
+/// test: one connection was refused and the run exited 1, where redis-benchmark passes). The
+/// server's readings are still there (`server_cpu`).
+fn clients_equal_to_maxclients_run_whole(tool: Tool) {
+    let server = RedisServer::start_with(&[("maxclients", "20")]);
+    assert_eq!(server.cli(&["CONFIG", "GET", "maxclients"]).lines().nth(1), Some("20"));
+    let (out, t, received) = run(&tool, &server, &["-t", "set", "-n", "2000", "-c", "20"]);
+    assert_eq!(t["requests"], 2000, "{t}");
+    assert_eq!(server.command_calls("set"), 2000);
+    assert_eq!(received, 20, "{}", out.dump());
+    assert!(!out.stderr.contains("max number of clients"), "{}", out.dump());
+    assert!(t["server_cpu"]["cores"].as_f64().is_some(), "the end reading is there: {t}");
 }

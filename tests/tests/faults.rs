@@ -44,6 +44,9 @@ respbench_tests::backend_tests!(
         endless_simple_line,
         garbage_at_startup,
         huge_bulk_in_bounded_memory,
+        hello_answered_with_ok,
+        hello_never_answered,
+        hello_answer_never_ends,
         wrongtype_counted,
         oom_counted,
         loading_counted,
@@ -547,6 +550,59 @@ fn stall_mid_reply(tool: Tool) {
         "{}",
         out.dump()
     );
+}
+
+/// A fake server whose `HELLO` does `hello` and that answers everything else `+OK`, and a run
+/// of `-3` against it.
+fn run_hello(tool: &Tool, hello: Action, extra: &[&str]) -> Output {
+    let sets = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = std::sync::Arc::clone(&sets);
+    let server = FakeServer::start(move |c| match c.name().as_str() {
+        "HELLO" => hello.clone(),
+        name => {
+            if name == "SET" {
+                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            Action::Reply(b"+OK\r\n".to_vec())
+        }
+    });
+    let args = with(server.port(), &[&["-3", "-c", "2", "-n", "100", "-t", "set", "-q"][..], extra].concat());
+    let out = tool.run_lenient(&args, T);
+    let sets = sets.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(sets, 0, "no request before the handshake's answer\n{}", out.dump());
+    no_panic(&out);
+    exit_code(&out, 1);
+    out
+}
+
+/// `HELLO 3` answered `+OK` (a server or proxy that does not switch to RESP3) is a failed
+/// handshake naming what came back, not a run in RESP3 (#56 item 16).
+fn hello_answered_with_ok(tool: Tool) {
+    let out = run_hello(&tool, Action::Reply(b"+OK\r\n".to_vec()), &[]);
+    let want =
+        "SET: 2 connections failed: HELLO was answered with a simple string (+), not a map (RESP3) or an \
+                array of field/value pairs: no switch to RESP3 (-3)";
+    assert!(out.stderr.contains(want), "{}", out.dump());
+}
+
+/// `HELLO 3` never answered, without `--timeout`: each connection fails 5 s after its connect
+/// (it waited until killed).
+fn hello_never_answered(tool: Tool) {
+    let out = run_hello(&tool, Action::Stall, &[]);
+    let want =
+        "SET: 2 connections failed: connection handshake timed out after 5s (--timeout; 5s without it)";
+    assert!(out.stderr.contains(want), "{}", out.dump());
+}
+
+/// `HELLO 3` answered with an array of a billion elements that keeps coming (64 MB of it, then
+/// a stall): read as it streams, and ended by `--timeout`.
+fn hello_answer_never_ends(tool: Tool) {
+    let mut answer = b"*1000000000\r\n".to_vec();
+    answer.extend_from_slice(&b":1\r\n".repeat(16 * 1024 * 1024));
+    let out = run_hello(&tool, Action::Reply(answer), &["--timeout", "2s"]);
+    let want =
+        "SET: 2 connections failed: connection handshake timed out after 2s (--timeout; 5s without it)";
+    assert!(out.stderr.contains(want), "{}", out.dump());
 }
 
 /// A legal but huge bulk reply (400 MB announced, 64 MB sent, then a stall) is skipped as it

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use respbench_tests::fake::{Action, FakeServer};
-use respbench_tests::{respbench, RedisServer};
+use respbench_tests::{respbench, respbench_on, RedisServer};
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(30);
@@ -80,4 +80,25 @@ fn a_failing_select_prints_no_rate() {
     assert!(!out.stdout.contains("requests per second"), "{}", out.dump());
     assert!(out.stderr.contains("DB index is out of range"), "{}", out.dump());
     assert!(out.stdout.contains("SET: no request succeeded: no reply"), "{}", out.dump());
+}
+
+/// A refused `SELECT` leaves nothing behind (#56 item 3): no request goes on a connection before
+/// its handshake is answered, so `--dbnum 5` against a server of 2 databases wrote one key per
+/// connection into database 0, sent behind the `SELECT` in the same write, before the refusal
+/// was read. On every backend, and with `-k 0` (a new socket, and handshake, per batch).
+#[test]
+fn a_refused_select_writes_nothing_to_database_0() {
+    let server = RedisServer::start_with(&[("databases", "2")]);
+    let port = server.port().to_string();
+    for backend in ["mio", "smol", "uring"] {
+        for keepalive in ["1", "0"] {
+            let args = ["-p", &port, "-t", "set", "-n", "100", "-c", "5", "-P", "4", "-k", keepalive];
+            let out = respbench_on(backend).run(&[&args[..], &["--dbnum", "5", "-q"]].concat(), T);
+            let what = format!("{backend} -k {keepalive}: {}", out.dump());
+            assert_eq!(out.status.code(), Some(1), "{what}");
+            assert!(out.stderr.contains("SELECT failed: ERR DB index is out of range"), "{what}");
+            assert_eq!(server.dbsize(0), 0, "{what}");
+            assert_eq!(server.command_calls("set"), 0, "{what}");
+        }
+    }
 }

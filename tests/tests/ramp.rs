@@ -302,7 +302,8 @@ fn a_bad_ramp_exits_before_connecting() {
 
 /// `--cluster --ramp 'clients 1..3 step 1 every 1500ms'` over three primaries: each primary
 /// received exactly the connections a plain `-c 3` run opens there (each client's connection to
-/// each primary once, and respbench's own per-node readings), so no client connected twice
+/// each primary once, and respbench's own per-node readings, whose connection a plain run opens
+/// again for the end reading), so no client connected twice
 /// between steps; and the steps' requests add up to the primaries' SET calls.
 #[test]
 fn a_clients_ramp_over_a_cluster_opens_each_clients_nodes_once() {
@@ -327,7 +328,10 @@ fn a_clients_ramp_over_a_cluster_opens_each_clients_nodes_once() {
     let (plain, _) = opened(&["-c", "3", "-n", "3000"]);
     let sets_before = sets();
     let (ramped, t) = opened(&["--ramp", "clients 1..3 step 1 every 1500ms"]);
-    assert_eq!(ramped, plain, "connections each primary received: the ramp's against -c 3's");
+    // A plain run's per-node readings reopen their connection for the test's end (closed
+    // while the test runs: #56 item 10); a ramp's stay open, as it reads at every step.
+    let plain_less_reopen: Vec<u64> = plain.iter().map(|n| n - 1).collect();
+    assert_eq!(ramped, plain_less_reopen, "connections each primary received: the ramp's against -c 3's");
     let steps = t["ramp"]["steps"].as_array().unwrap();
     let clients: Vec<u64> = steps.iter().map(|s| s["clients"].as_u64().unwrap()).collect();
     assert_eq!(clients, [1, 2, 3], "{}", t["ramp"]);

@@ -41,6 +41,27 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The kind in words, with its type byte, for a message that says what came back: `a
+    /// simple string (+)`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kind::SimpleString => "a simple string (+)",
+            Kind::Error => "an error (-)",
+            Kind::Integer => "an integer (:)",
+            Kind::Bulk => "a bulk string ($)",
+            Kind::Array => "an array (*)",
+            Kind::Null => "a null",
+            Kind::Boolean => "a boolean (#)",
+            Kind::Double => "a double (,)",
+            Kind::BigNumber => "a big number (()",
+            Kind::BulkError => "a bulk error (!)",
+            Kind::Verbatim => "a verbatim string (=)",
+            Kind::Map => "a map (%)",
+            Kind::Set => "a set (~)",
+            Kind::Push => "a push message (>)",
+        }
+    }
+
     fn from_type(ty: u8) -> Kind {
         match ty {
             b'+' => Kind::SimpleString,
