@@ -36,7 +36,7 @@ use respbench_core::Stats;
 use serde_json::Value;
 
 use crate::doc::{self, ComparedFigure, ComparedSide, ComparedTest, Comparison, Document};
-use crate::{json, merge};
+use crate::{convert, json, merge};
 
 /// What `respbench compare` was asked to do: its options as plain data (the binary parses them).
 #[derive(Clone, Debug, Default)]
@@ -511,7 +511,7 @@ struct Measured {
 fn measure(side: &Side, key: &Key) -> Result<Measured, String> {
     let mut m = Measured { runs: Vec::new(), not_server: Vec::new(), empty: 0 };
     for (k, (file, t)) in side.tests.iter().filter(|(_, t)| key_of(t) == *key).enumerate() {
-        let e = json::read_test(t).map_err(|e| format!("{}: {e}", side.files[*file]))?;
+        let e = convert::read_test(t).map_err(|e| format!("{}: {e}", side.files[*file]))?;
         if t.rps.is_none() || e.stats.requests == 0 || e.stats.latency.is_empty() {
             m.empty += 1;
             continue;
@@ -939,7 +939,7 @@ mod tests {
     }
 
     fn test_entry(s: Stats, bottleneck: &str, side: Option<&str>) -> doc::Test {
-        let mut t = json::test(&TestResult::new("GET".into(), "GET".into(), s), 0).unwrap();
+        let mut t = convert::test(&TestResult::new("GET".into(), "GET".into(), s), 0).unwrap();
         t.bottleneck = Some(doc::Bottleneck { side: bottleneck.into(), ..Default::default() });
         t.side = side.map(Into::into);
         t

@@ -9,7 +9,9 @@
 
 pub mod capacity;
 pub mod capture;
+pub mod codec;
 pub mod compare;
+pub mod convert;
 pub mod doc;
 pub mod events;
 pub mod files;
@@ -22,6 +24,7 @@ pub mod metrics;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod present;
+pub mod shared;
 pub mod text;
 
 /// Reads `bytes` as a result document the way `respbench merge`, `plot` and `compare` do: the
@@ -59,7 +62,7 @@ mod tests {
             Default::default(),
             Default::default(),
             false,
-            vec![crate::json::test(&e, 0).unwrap()],
+            vec![crate::convert::test(&e, 0).unwrap()],
         );
         let text = doc.to_text().unwrap();
         assert_eq!(super::read_untrusted(text.as_bytes()), Ok(()));

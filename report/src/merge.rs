@@ -13,8 +13,8 @@ use std::io::{self, Write};
 use serde_json::Value;
 
 use crate::doc::{self, Document};
-use crate::json;
 use crate::text::{self as report, TestReport};
+use crate::{convert, json};
 use respbench_session::result::{StepValues, TestResult};
 
 /// What `respbench merge` was asked to do: its options as plain data (the binary parses them).
@@ -435,7 +435,7 @@ impl Merged {
             // The stats' times are already microseconds since the Unix epoch.
             .zip(&self.events)
             .map(|(e, events)| {
-                let mut t = json::test(e, 0)?;
+                let mut t = convert::test(e, 0)?;
                 t.events = (!events.is_empty()).then(|| events.clone());
                 Ok(t)
             })
@@ -490,7 +490,7 @@ pub fn merge(docs: &[Document], mixed: bool) -> Result<Merged, (usize, String)> 
         let part = part_of(doc).map_or(i as u64, |(index, _)| index);
         m.interrupted |= doc.interrupted;
         for t in tests {
-            let e = json::read_test(t).map_err(|e| (i, e))?;
+            let e = convert::read_test(t).map_err(|e| (i, e))?;
             // A run comparing backends has each test once per backend, a run with several rates
             // once per rate: those stay apart.
             // A sweep's steps stay apart, like backends and rates.
@@ -557,7 +557,7 @@ mod tests {
     fn doc_of(tests: &[(&str, &Stats)]) -> Value {
         let tests = tests
             .iter()
-            .map(|(n, s)| json::test(&entry(n, None, (*s).clone()), 1_000))
+            .map(|(n, s)| convert::test(&entry(n, None, (*s).clone()), 1_000))
             .collect::<Result<Vec<_>, _>>();
         as_value(&json::document(doc::RunConfig::default(), doc::Server::default(), false, tests.unwrap()))
     }
@@ -593,7 +593,7 @@ mod tests {
         let mut t = doc_of(&[("GET", &small)]);
         let mut lie = Stats::new(Time::ZERO, 3, false).unwrap();
         lie.latency.record_n(1, 1 << 62).unwrap();
-        t["tests"][0]["histogram"]["data"] = json::encode_histogram(&lie.latency).unwrap().into();
+        t["tests"][0]["histogram"]["data"] = crate::codec::encode_histogram(&lie.latency).unwrap().into();
         let Err(e) = merge_all(&[doc_of(&[("GET", &small)]), t]) else { panic!("merged") };
         assert_eq!(e.0, 1);
         assert!(e.1.contains("test 'GET': its histogram holds 4611686018427387904 values where"), "{e:?}");
@@ -664,7 +664,7 @@ mod tests {
             doc::RunConfig::default(),
             doc::Server::default(),
             false,
-            vec![json::test(&e, 0).unwrap()],
+            vec![convert::test(&e, 0).unwrap()],
         ))
     }
 
@@ -801,7 +801,8 @@ mod tests {
     fn backends_stay_apart() {
         let a = Stats::new(Time::ZERO, 3, false).unwrap();
         let doc = |b: &[&str]| {
-            let tests = b.iter().map(|b| json::test(&entry("GET", Some(b), a.clone()), 0).unwrap()).collect();
+            let tests =
+                b.iter().map(|b| convert::test(&entry("GET", Some(b), a.clone()), 0).unwrap()).collect();
             empty_doc(tests)
         };
         let m = merge_all(&[doc(&["mio", "smol"]), doc(&["mio", "smol"])]).unwrap();

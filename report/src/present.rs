@@ -16,7 +16,7 @@ use respbench_session::server::ServerInfo;
 use respbench_session::{topology, Error, Observer, Session, StopHandle};
 
 use crate::text::{self as report, TestReport};
-use crate::{capacity, files, hlog, json};
+use crate::{capacity, convert, files, hlog, json};
 
 /// How often the progress line is redrawn, as in redis-benchmark.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
@@ -260,20 +260,21 @@ impl Presenter {
         }
         if let Some(path) = &cfg.json {
             // Written whatever happened to the other outputs: each is independent.
-            let written =
-                results.iter().map(|e| json::test(e, epoch_us)).collect::<Result<Vec<_>, _>>().and_then(
-                    |tests| {
-                        let mut doc =
-                            json::document(json::config(cfg), json::server(&self.info), interrupted, tests);
-                        doc.warnings = (!self.notices.is_empty()).then(|| json::notices(&self.notices));
-                        doc.late_by_s = late_by_s;
-                        doc.server_b = self.server_b.as_ref().map(json::server);
-                        if cfg.capacity.is_some() {
-                            doc.capacity = Some(capacity::to_json(&self.searches, epoch_us)?);
-                        }
-                        json::write_json(path, &doc)
-                    },
-                );
+            let written = results
+                .iter()
+                .map(|e| convert::test(e, epoch_us))
+                .collect::<Result<Vec<_>, _>>()
+                .and_then(|tests| {
+                    let mut doc =
+                        json::document(convert::config(cfg), convert::server(&self.info), interrupted, tests);
+                    doc.warnings = (!self.notices.is_empty()).then(|| convert::notices(&self.notices));
+                    doc.late_by_s = late_by_s;
+                    doc.server_b = self.server_b.as_ref().map(convert::server);
+                    if cfg.capacity.is_some() {
+                        doc.capacity = Some(capacity::to_json(&self.searches, epoch_us)?);
+                    }
+                    json::write_json(path, &doc)
+                });
             if let Err(e) = written {
                 self.failed.push(e);
             }
@@ -468,7 +469,7 @@ impl Observer for Presenter {
 
     fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
         self.none_succeeded |=
-            s.runs.iter().flat_map(|r| &r.results).any(|e| report::none_succeeded(&e.stats));
+            s.runs.iter().flat_map(|r| &r.results).any(|e| crate::shared::none_succeeded(&e.stats));
         let verified = s.runs.iter().flat_map(|r| &r.results).map(|e| e.stats.verify.mismatches());
         self.mismatches = verified.fold(self.mismatches, u64::saturating_add);
         if let Err(e) = self.print_step(s) {
