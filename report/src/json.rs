@@ -11,17 +11,10 @@ use serde_json::Value;
 use crate::codec::{schema_refused, READS_ALSO, SCHEMA};
 use crate::doc::{self, Document};
 
-/// The command line of this process, its password hidden: the document's `command_line`.
-static COMMAND_LINE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-
-/// Keeps the process's arguments (after the program's name) for the document, each password
-/// (`-a`, `--password`, a URI's) replaced by `***`.
-pub fn keep_command_line(args: &[&str]) {
-    let _ = COMMAND_LINE.set(redact(args));
-}
-
-/// `args` with the values of `-a`/`--password` and the password of a `-u`/`--uri` URI hidden.
-fn redact(args: &[&str]) -> Vec<String> {
+/// The document's `command_line`: the process's arguments (after the program's name), as the
+/// binary hands them to [`crate::present::Presenter::new`], with the values of `-a`/`--password`
+/// and the password of a `-u`/`--uri` URI replaced by `***`.
+pub fn command_line(args: &[&str]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len());
     let mut next: Option<&str> = None;
     for &a in args {
@@ -55,7 +48,8 @@ fn redact_uri(uri: &str) -> String {
     format!("{scheme}://{hidden}@{host}")
 }
 
-/// The whole document of a run (or of a merge).
+/// The whole document of a run (or of a merge), without a `command_line` (its writer adds the
+/// one it was given).
 pub fn document(
     config: doc::RunConfig,
     server: doc::Server,
@@ -65,7 +59,6 @@ pub fn document(
     Document {
         schema: SCHEMA.into(),
         tool: doc::Tool { name: "respbench".into(), version: env!("CARGO_PKG_VERSION").into() },
-        command_line: COMMAND_LINE.get().cloned(),
         config,
         server,
         interrupted,
@@ -104,7 +97,7 @@ mod tests {
 
     #[test]
     fn passwords_stay_out_of_the_command_line() {
-        let got = redact(&[
+        let got = command_line(&[
             "-a",
             "s3cret",
             "--password=x",

@@ -68,6 +68,8 @@ pub struct Presenter {
     server_b: Option<ServerInfo>,
     /// `--metrics`: the live endpoint, once [`Presenter::serve_metrics`] bound it.
     metrics: Option<crate::metrics::Exporter>,
+    /// The JSON document's `command_line` (passwords hidden: [`json::command_line`]).
+    command_line: Vec<String>,
 }
 
 /// The width of the terminal on stderr (`TIOCGWINSZ`), when it says.
@@ -99,8 +101,9 @@ fn json_on_stdout(cfg: &Config) -> bool {
 }
 
 impl Presenter {
-    /// Before the session: warnings and the nodes found go out as they come.
-    pub fn new(cfg: &Config) -> Presenter {
+    /// Before the session: warnings and the nodes found go out as they come. `command_line` is
+    /// what the JSON document says ran ([`json::command_line`] of the process's arguments).
+    pub fn new(cfg: &Config, command_line: Vec<String>) -> Presenter {
         // With `--json -` stdout carries the document only.
         let out: Box<dyn Write> =
             if json_on_stdout(cfg) { Box::new(io::sink()) } else { Box::new(io::stdout()) };
@@ -139,6 +142,7 @@ impl Presenter {
             stop: None,
             server_b: None,
             metrics: None,
+            command_line,
         }
     }
 
@@ -267,6 +271,7 @@ impl Presenter {
                 .and_then(|tests| {
                     let mut doc =
                         json::document(convert::config(cfg), convert::server(&self.info), interrupted, tests);
+                    doc.command_line = Some(self.command_line.clone());
                     doc.warnings = (!self.notices.is_empty()).then(|| convert::notices(&self.notices));
                     doc.late_by_s = late_by_s;
                     doc.server_b = self.server_b.as_ref().map(convert::server);
