@@ -87,7 +87,7 @@ pub fn merge(name: &str, args: &[&str]) -> ExitCode {
         Err(code) => return code,
     };
     let args = MergeArgs { json: opts.json, force: opts.force, files: opts.files };
-    match respbench_report::merge::run(&args) {
+    match respbench_report::merge::run(&args, &mut std::io::stdout().lock(), &mut std::io::stderr()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("respbench merge: {e}");

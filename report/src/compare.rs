@@ -422,7 +422,8 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), String> {
     }
     // A side's documents must be repeats of one configuration, as merge wants them.
     for (name, files, docs) in [("A", &a_files, &da), ("B", &b_files, &db)] {
-        let differ = merge::check_repeats(files, docs);
+        let listed: Vec<merge::Listed> = docs.iter().map(merge::Listed::of).collect();
+        let differ = merge::check_repeats(files, docs, &listed);
         if !differ.is_empty() {
             let e = format!(
                 "side {name}'s runs are not repeats of one configuration:\n  {}",

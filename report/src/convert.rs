@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use respbench_session::config::{Config, Replicas};
 use respbench_session::cpu::ClientCpu;
-use respbench_session::result::{NodeInfo, StepValues, TestResult, Warning};
+use respbench_session::result::{NodeInfo, Side, StepValues, TestResult, Warning};
 use respbench_session::server::ServerInfo;
 use respbench_session::timing::{self, ClientPauses, ServerTime, Split};
 use respbench_session::verdict::ServerCpu;
@@ -203,6 +203,13 @@ fn step(s: &StepValues) -> doc::Step {
 }
 
 /// Reads a test's `step` back.
+/// What keeps a test apart from others in `respbench merge`, read without its histograms: its
+/// name, backend, target rate, sweep step and `--ab` side, as [`read_test`] reads them.
+pub fn read_key(t: &doc::Test) -> (String, Option<String>, Option<u64>, Option<StepValues>, Option<Side>) {
+    let side = t.side.as_deref().and_then(Side::of);
+    (t.name.clone(), t.backend.clone(), t.target_rps, t.step.as_ref().map(read_step), side)
+}
+
 fn read_step(s: &doc::Step) -> StepValues {
     StepValues {
         datasize: s.datasize.clone(),
@@ -768,7 +775,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         nodes,
         warnings: Vec::new(),
         replay: t.replay.as_ref().map(read_replay),
-        side: t.side.as_deref().and_then(respbench_session::result::Side::of),
+        side: t.side.as_deref().and_then(Side::of),
         // Not read back: merged runs do not carry them ([`TestResult::merge`]).
         server_time: None,
         pauses: None,
