@@ -1,10 +1,11 @@
 //! `respbench merge` and `respbench plot`: their options (argh), handed to the outputs library
 //! as plain data.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use argh::FromArgs;
-use respbench_report::compare::CompareArgs;
+use respbench_report::compare::{CompareArgs, Verdict};
 use respbench_report::merge::MergeArgs;
 
 /// respbench merge: combines the JSON documents of several runs test by test (tests with the
@@ -59,15 +60,16 @@ pub fn compare(name: &str, args: &[&str]) -> ExitCode {
     let args: Vec<&str> = expanded.iter().map(String::as_str).collect();
     match crate::opts::parse_args::<CompareOpts>(&[name, "compare"], &args, "respbench compare --help") {
         Ok(CompareOpts { a, b, force, json, fail_if_slower, strict, files }) => {
-            ExitCode::from(respbench_report::compare::status(&CompareArgs {
-                a,
-                b,
-                files,
-                force,
-                json,
-                fail_if_slower,
-                strict,
-            }))
+            let args = CompareArgs { a, b, files, force, json, fail_if_slower, strict };
+            match respbench_report::compare::run(&args, &mut std::io::stdout().lock(), &mut std::io::stderr())
+            {
+                Ok(Verdict::Passed) => ExitCode::SUCCESS,
+                Ok(Verdict::Slower) => ExitCode::from(1),
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "respbench compare: {e}");
+                    ExitCode::from(2)
+                }
+            }
         }
         // `diff`'s convention: 1 is an answer (B slower), 2 trouble.
         Err(code) => {

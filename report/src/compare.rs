@@ -525,21 +525,20 @@ fn measure(side: &Side, key: &Key) -> Result<Measured, String> {
     Ok(m)
 }
 
-/// [`run`] as the command's exit status: 0, 1 when `--fail-if-slower` failed, 2 (said on stderr)
-/// when the documents cannot be compared.
-pub fn status(args: &CompareArgs) -> u8 {
-    match run(args) {
-        Ok(failed) => u8::from(failed),
-        Err(e) => {
-            eprintln!("respbench compare: {e}");
-            2
-        }
-    }
+/// What `respbench compare` concluded, for the binary to map to its exit status (`diff`'s
+/// convention: 0, 1 for B slower, 2 for trouble, which is an `Err` of [`run`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// No `--fail-if-slower` was asked, or B is within it.
+    Passed,
+    /// B is slower than `--fail-if-slower` allows (stderr was told which figures).
+    Slower,
 }
 
-/// Runs `respbench compare`; `Ok(true)` when `--fail-if-slower` failed (exit 1). The error is
-/// the message for stderr.
-pub fn run(args: &CompareArgs) -> Result<bool, String> {
+/// Runs `respbench compare`: the comparison's text to `out` (unless `--json -`, which then
+/// carries the document alone), what the user should know to `err`. The error is the message
+/// for stderr.
+pub fn run(args: &CompareArgs, mut out: &mut dyn Write, err: &mut dyn Write) -> Result<Verdict, String> {
     let limit = args
         .fail_if_slower
         .as_deref()
@@ -550,13 +549,13 @@ pub fn run(args: &CompareArgs) -> Result<bool, String> {
     let comparison = compare(&a, &b, forced, args.force, limit, args.strict)?;
     let to_stdout = args.json.as_deref() == Some("-");
     if !to_stdout {
-        let mut out = io::stdout().lock();
         write_text(&comparison, &mut out)
             .and_then(|_| out.flush())
             .map_err(|e| format!("cannot write: {e}"))?;
     }
+    let told = |e: io::Error| format!("cannot write to stderr: {e}");
     if let Some(f) = comparison.forced.as_ref() {
-        eprintln!("respbench compare: --force: {}", f.join("\n"));
+        writeln!(err, "respbench compare: --force: {}", f.join("\n")).map_err(told)?;
     }
     if let Some(path) = &args.json {
         // The configuration compared (A's) and A's server, as a run's document has them.
@@ -575,13 +574,16 @@ pub fn run(args: &CompareArgs) -> Result<bool, String> {
                     .map(move |f| format!("{} {}", t.name, f.figure))
             })
             .collect();
-        eprintln!(
+        writeln!(
+            err,
             "respbench compare: B is slower than --fail-if-slower {} allows: {}",
             percent_text(limit.unwrap_or(0.0)),
             failed.join(", ")
-        );
+        )
+        .map_err(told)?;
+        return Ok(Verdict::Slower);
     }
-    Ok(comparison.failed)
+    Ok(Verdict::Passed)
 }
 
 fn gate_fails(f: &ComparedFigure, strict: bool) -> bool {
