@@ -24,6 +24,9 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 /// Where a run's output goes, and what the progress line last showed.
 pub struct Presenter {
     out: Box<dyn Write>,
+    /// stderr: errors, warnings, the progress line and `--live`; a failed write is let go (the
+    /// run's status stays the run's).
+    err: Box<dyn Write>,
     /// Several backends side by side.
     comparing: bool,
     open_loop: bool,
@@ -109,6 +112,7 @@ impl Presenter {
             if json_on_stdout(cfg) { Box::new(io::sink()) } else { Box::new(io::stdout()) };
         Presenter {
             out,
+            err: Box::new(io::stderr()),
             comparing: cfg.backends.len() > 1,
             open_loop: !cfg.open.rates.is_empty(),
             csv: cfg.output == Output::Csv,
@@ -170,7 +174,7 @@ impl Presenter {
     /// Takes the progress line off the terminal, before anything else is written there.
     fn clear_progress(&mut self) {
         if self.drawn > 0 {
-            let _ = write!(io::stderr(), "{}", report::clear_progress(self.drawn));
+            let _ = write!(self.err, "{}", report::clear_progress(self.drawn));
             self.drawn = 0;
         }
     }
@@ -341,6 +345,7 @@ impl Presenter {
                         label.as_deref(),
                         partial.as_deref(),
                         &mut self.out,
+                        &mut self.err,
                     )?;
                 } else {
                     if s.cfg.open.show_series {
@@ -366,7 +371,7 @@ impl Observer for Presenter {
         // stderr is for errors: what was noticed shows on a terminal, else in the verbose
         // report (as redis-benchmark prints its own warnings, on stdout) and the JSON.
         if self.stderr_tty {
-            eprintln!("{line}");
+            let _ = writeln!(self.err, "{line}");
         } else if self.verbose_stdout {
             let _ = writeln!(self.out, "{line}");
         }
@@ -375,7 +380,7 @@ impl Observer for Presenter {
 
     fn error(&mut self, line: &str) {
         self.clear_progress();
-        eprintln!("{line}");
+        let _ = writeln!(self.err, "{line}");
     }
 
     fn nodes(&mut self, m: &Multi) {
@@ -414,8 +419,8 @@ impl Observer for Presenter {
         });
         // A line wider than the terminal would wrap, and `\r` would redraw only its last row.
         let line = report::fit_progress(&line, stderr_columns());
-        let mut e = io::stderr();
-        let _ = write!(e, "{}{line}", report::clear_progress(self.drawn)).and_then(|_| e.flush());
+        let _ =
+            write!(self.err, "{}{line}", report::clear_progress(self.drawn)).and_then(|_| self.err.flush());
         self.drawn = line.chars().count();
         self.last = (done, t.latency_sum_micros);
     }
@@ -430,7 +435,7 @@ impl Observer for Presenter {
     }
 
     fn second(&mut self, title: &str, n: usize, s: &Second) {
-        eprintln!("{}", report::live_line(title, n, s));
+        let _ = writeln!(self.err, "{}", report::live_line(title, n, s));
     }
 
     fn keeps_intervals(&self) -> bool {
@@ -488,7 +493,7 @@ impl Observer for Presenter {
                         _ => String::new(),
                     };
                     for w in &e.warnings {
-                        eprintln!("WARNING: {}{on}", w.text);
+                        let _ = writeln!(self.err, "WARNING: {}{on}", w.text);
                     }
                 }
             }
@@ -503,7 +508,7 @@ impl Observer for Presenter {
                 } else {
                     String::new()
                 };
-                eprintln!("{}{on}: {n} connection{plural} failed: {e}", last.name);
+                let _ = writeln!(self.err, "{}{on}: {n} connection{plural} failed: {e}", last.name);
             }
         }
         Ok(())
@@ -536,7 +541,11 @@ impl Observer for Presenter {
 
     fn capacity_probe(&mut self, test: &str, probe: &TestResult) {
         if self.stderr_tty {
-            eprintln!("{test}: closed-loop probe: {:.0} rps, the top of the search", probe.stats.rps());
+            let _ = writeln!(
+                self.err,
+                "{test}: closed-loop probe: {:.0} rps, the top of the search",
+                probe.stats.rps()
+            );
         }
     }
 
@@ -551,7 +560,7 @@ impl Observer for Presenter {
         // As the progress line: for a reader at a terminal; a run to a file or pipe keeps
         // stderr for errors (the steps are in the table and the JSON).
         if let (true, Some(c)) = (self.stderr_tty, &self.searching) {
-            eprintln!("{}", capacity::step_line(test, n, most, c, step));
+            let _ = writeln!(self.err, "{}", capacity::step_line(test, n, most, c, step));
         }
     }
 
@@ -599,6 +608,7 @@ fn print_test(
     label: Option<&str>,
     partial: Option<&str>,
     out: &mut impl Write,
+    err: &mut impl Write,
 ) -> io::Result<()> {
     let spec = &case.spec;
     // CSV has the step in columns of its own.
@@ -670,12 +680,12 @@ fn print_test(
             report::write_ramp_csv(entry, out)?;
             report::write_delivery_csv(entry, out)?;
             // stdout carries CSV only.
-            report::write_errors(&r, true, &mut io::stderr())?;
+            report::write_errors(&r, true, err)?;
         }
     }
     if cfg.show_errors {
         for k in entry.stats.errors.kinds() {
-            eprintln!("Error from server: {}", k.first_message);
+            let _ = writeln!(err, "Error from server: {}", k.first_message);
         }
     }
     out.flush()
