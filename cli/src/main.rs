@@ -134,12 +134,9 @@ fn run(
 ) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let stop = signals::install(written_at_end(cfg))?;
     if let Some(c) = &cfg.capture {
-        return respbench_report::capture::run(
-            cfg,
-            c,
-            respbench_session::server::Server::new(cfg, tls),
-            &stop,
-        );
+        let server = respbench_session::server::Server::new(cfg, tls);
+        respbench_report::capture::run(cfg, c, server, &stop, &mut std::io::stdout())?;
+        return Ok(ExitCode::SUCCESS);
     }
     respbench_session::check_machine(cfg)?;
     let mut presenter = Presenter::new(cfg, command_line);
