@@ -132,7 +132,7 @@ pub fn plot(name: &str, args: &[&str]) -> ExitCode {
     };
     let args =
         respbench_report::plot::PlotArgs { output: opts.output, charts: opts.charts, files: opts.files };
-    match respbench_report::plot::run(&args) {
+    match respbench_report::plot::run(&args, &mut std::io::stdout().lock()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("respbench plot: {e}");

@@ -36,6 +36,7 @@ use respbench_core::Stats;
 use serde_json::Value;
 
 use crate::doc::{self, ComparedFigure, ComparedSide, ComparedTest, Comparison, Document};
+use crate::error::Error;
 use crate::{convert, json, merge};
 
 /// What `respbench compare` was asked to do: its options as plain data (the binary parses them).
@@ -538,22 +539,22 @@ pub enum Verdict {
 /// Runs `respbench compare`: the comparison's text to `out` (unless `--json -`, which then
 /// carries the document alone), what the user should know to `err`. The error is the message
 /// for stderr.
-pub fn run(args: &CompareArgs, mut out: &mut dyn Write, err: &mut dyn Write) -> Result<Verdict, String> {
+pub fn run(args: &CompareArgs, mut out: &mut dyn Write, err: &mut dyn Write) -> Result<Verdict, Error> {
     let limit = args
         .fail_if_slower
         .as_deref()
         .map(|v| respbench_session::syntax::percent("--fail-if-slower", v))
         .transpose()
-        .map_err(|e| e.to_string())?;
-    let (a, b, forced) = sides(args)?;
-    let comparison = compare(&a, &b, forced, args.force, limit, args.strict)?;
+        .map_err(|e| Error::Refused(e.to_string()))?;
+    let (a, b, forced) = sides(args).map_err(Error::Refused)?;
+    let comparison = compare(&a, &b, forced, args.force, limit, args.strict).map_err(Error::Refused)?;
     let to_stdout = args.json.as_deref() == Some("-");
     if !to_stdout {
         write_text(&comparison, &mut out)
             .and_then(|_| out.flush())
-            .map_err(|e| format!("cannot write: {e}"))?;
+            .map_err(|source| Error::Write { output: "stdout".into(), source })?;
     }
-    let told = |e: io::Error| format!("cannot write to stderr: {e}");
+    let told = |source: io::Error| Error::Write { output: "stderr".into(), source };
     if let Some(f) = comparison.forced.as_ref() {
         writeln!(err, "respbench compare: --force: {}", f.join("\n")).map_err(told)?;
     }

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::codec::{schema_refused, READS_ALSO, SCHEMA};
 use crate::doc::{self, Document};
+use crate::error::Error;
 
 /// The document's `command_line`: the process's arguments (after the program's name), as the
 /// binary hands them to [`crate::present::Presenter::new`], with the values of `-a`/`--password`
@@ -68,17 +69,15 @@ pub fn document(
 }
 
 /// Writes a document, pretty-printed, to `path` or to stdout for `-`.
-pub fn write_json(path: &str, doc: &Document) -> Result<(), String> {
-    let text = doc.to_text()?;
+pub fn write_json(path: &str, doc: &Document) -> Result<(), Error> {
+    let text = doc.to_text().map_err(Error::Encode)?;
     if path == "-" {
         let mut o = io::stdout().lock();
-        o.write_all(text.as_bytes())
-            .and_then(|_| o.flush())
-            .map_err(|e| format!("cannot write the JSON: {e}"))
+        o.write_all(text.as_bytes()).and_then(|_| o.flush()).map_err(|e| Error::json(path, e))
     } else {
         // Whole or not at all: see `files`.
         crate::files::write_atomically(std::path::Path::new(path), text.as_bytes())
-            .map_err(|e| format!("--json: cannot write {path}: {e}"))
+            .map_err(|e| Error::json(path, e))
     }
 }
 

@@ -13,6 +13,7 @@ pub mod codec;
 pub mod compare;
 pub mod convert;
 pub mod doc;
+pub mod error;
 pub mod events;
 pub mod files;
 pub mod hdr;

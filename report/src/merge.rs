@@ -13,6 +13,7 @@ use std::io::{self, Write};
 use serde_json::Value;
 
 use crate::doc::{self, Document};
+use crate::error::Error;
 use crate::text::{self as report, TestReport};
 use crate::{convert, json};
 
@@ -33,12 +34,19 @@ pub struct MergeArgs {
 /// Runs `respbench merge`: reads, checks and merges the documents, writes a line per test to
 /// `out` and `--json` (to `out` for `-`), and what the user should know to `err`. The error is
 /// the message for stderr. Memory does not grow with the number of tests: see [`stream`].
-pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), String> {
+pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Error> {
     if opts.files.is_empty() {
-        return Err("no files to merge; usage: respbench merge A.json B.json … [--json OUT]".into());
+        return Err(Error::Refused(
+            "no files to merge; usage: respbench merge A.json B.json … [--json OUT]".into(),
+        ));
     }
     // A document of another kind is refused as that, before its differences are listed.
-    let mut scanned = opts.files.iter().map(|path| stream::scan(path)).collect::<Result<Vec<_>, _>>()?;
+    let mut scanned = opts
+        .files
+        .iter()
+        .map(|path| stream::scan(path))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Error::Document)?;
     let docs: Vec<Document> = scanned.iter_mut().map(|s| std::mem::take(&mut s.doc)).collect();
     let mut mixture = Vec::new();
     let force_hint = "\n(respbench merge --force adds them up anyway and marks the result as a mixture)";
@@ -48,7 +56,7 @@ pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
             mixture.push(e);
             None
         }
-        Err(e) => return Err(format!("{e}{force_hint}")),
+        Err(e) => return Err(Error::Refused(format!("{e}{force_hint}"))),
     };
     if workers.is_none() && mixture.is_empty() {
         let listed: Vec<Listed> = scanned.iter_mut().map(|s| std::mem::take(&mut s.listed)).collect();
@@ -59,7 +67,7 @@ pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
                 differ.join("\n  ")
             );
             if !opts.force {
-                return Err(format!("{e}{force_hint}"));
+                return Err(Error::Refused(format!("{e}{force_hint}")));
             }
             mixture.push(e);
         }
@@ -68,15 +76,14 @@ pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
     for (path, doc) in opts.files.iter().zip(&docs) {
         let mode = pipeline_mode(doc);
         if mode != first_mode && mixture.is_empty() {
-            return Err(format!("{path}: {}", modes_differ(mode, first_mode)));
+            return Err(Error::Refused(format!("{path}: {}", modes_differ(mode, first_mode))));
         }
     }
-    let w = |e: io::Error| e.to_string();
     if !mixture.is_empty() {
-        writeln!(err, "respbench merge: --force: {}", mixture.join("\n")).map_err(w)?;
+        writeln!(err, "respbench merge: --force: {}", mixture.join("\n"))?;
     }
     // A split run's capacity ladder: judged again on the merged steps.
-    let searches = crate::capacity::merge(&docs)?;
+    let searches = crate::capacity::merge(&docs).map_err(Error::Document)?;
     let first = &docs[0];
     let mut head = json::document(first.config.clone(), first.server.clone(), false, Vec::new());
     if let Some(count) = workers {
@@ -88,7 +95,7 @@ pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
         head.interrupted |= doc.interrupted;
         if let Some(late) = doc.late_by_s.filter(|&l| l > 0.0) {
             let who = part_of(doc).map(|(i, n)| format!("worker {i}/{n} ({path})")).unwrap_or(path.clone());
-            writeln!(err, "respbench merge: {who} began {late:.3} s after its --start-at").map_err(w)?;
+            writeln!(err, "respbench merge: {who} began {late:.3} s after its --start-at")?;
         }
         head.late_by_s = match (head.late_by_s, doc.late_by_s) {
             (Some(a), Some(b)) => Some(a.max(b)),
@@ -96,7 +103,7 @@ pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
         };
     }
     if !searches.is_empty() {
-        head.capacity = Some(crate::capacity::to_json(&searches, 0)?);
+        head.capacity = Some(crate::capacity::to_json(&searches, 0).map_err(Error::Encode)?);
     }
     head.merged_from = Some(opts.files.clone());
     head.command_line = first.command_line.clone().filter(|_| mixture.is_empty());
@@ -110,8 +117,7 @@ pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
     let lines = opts.json.as_deref() != Some("-");
     let mut file = match opts.json.as_deref() {
         Some(path) if path != "-" => Some(
-            crate::files::Streamed::create(std::path::Path::new(path))
-                .map_err(|e| format!("--json: cannot write {path}: {e}"))?,
+            crate::files::Streamed::create(std::path::Path::new(path)).map_err(|e| Error::json(path, e))?,
         ),
         _ => None,
     };
@@ -120,31 +126,28 @@ pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
             out,
             "MIXTURE: the sums below add up runs of different configurations (--force); see stderr for what differs"
         )
-        .map_err(w)?;
+        ?;
     }
-    let json_err = |e: String| match opts.json.as_deref() {
-        Some(path) if path != "-" => format!("--json: cannot write {path}: {e}"),
-        _ => format!("cannot write the JSON: {e}"),
-    };
+    let json_path = opts.json.as_deref().unwrap_or("-");
     let mut doc_out = match (&mut file, opts.json.is_some()) {
-        (Some(f), _) => Some(stream::JsonOut::begin(&head, f).map_err(json_err)?),
-        (None, true) => Some(stream::JsonOut::begin(&head, out).map_err(json_err)?),
+        (Some(f), _) => Some(stream::JsonOut::begin(&head, json_path, f)?),
+        (None, true) => Some(stream::JsonOut::begin(&head, json_path, out)?),
         (None, false) => None,
     };
     let mut fired: Vec<(String, Vec<doc::EventEntry>)> = Vec::new();
     stream::merge_each(&opts.files, &scanned, &docs, &order, |e, events| {
         if lines {
-            write_quiet_line(&e, backends.len() > 1, out).map_err(w)?;
+            write_quiet_line(&e, backends.len() > 1, out)?;
         }
         if let Some(j) = &mut doc_out {
             // The stats' times are already microseconds since the Unix epoch.
-            let mut t = convert::test(&e, 0)?;
+            let mut t = convert::test(&e, 0).map_err(Error::Encode)?;
             t.events = (!events.is_empty()).then(|| events.clone());
             let to: &mut dyn Write = match &mut file {
                 Some(f) => f,
                 None => &mut *out,
             };
-            j.test(&t, to).map_err(json_err)?;
+            j.test(&t, to)?;
         }
         if !events.is_empty() {
             fired.push((e.name, events));
@@ -154,21 +157,21 @@ pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
     if lines {
         for (name, events) in &fired {
             for ev in events {
-                writeln!(out, "{}", crate::events::merged_line(name, ev)).map_err(w)?;
+                writeln!(out, "{}", crate::events::merged_line(name, ev))?;
             }
         }
         for f in &searches {
-            writeln!(out, "{}", crate::capacity::answer_line(f)).map_err(w)?;
+            writeln!(out, "{}", crate::capacity::answer_line(f))?;
         }
-        out.flush().map_err(w)?;
+        out.flush()?;
     }
     if let Some(j) = doc_out {
         match file {
             Some(mut f) => {
-                j.end(&mut f).map_err(json_err)?;
-                f.finish().map_err(|e| json_err(e.to_string()))?;
+                j.end(&mut f)?;
+                f.finish().map_err(|e| Error::json(json_path, e))?;
             }
-            None => j.end(out).map_err(json_err)?,
+            None => j.end(out)?,
         }
     }
     // As a whole run's search does: an objective the fleet met at no rate is a failure.
@@ -176,7 +179,7 @@ pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
         .iter()
         .find(|f| !matches!(f.capacity.conclusion, respbench_session::capacity::Conclusion::Met { .. }))
     {
-        return Err(crate::capacity::answer_line(f));
+        return Err(Error::NotMet(crate::capacity::answer_line(f)));
     }
     Ok(())
 }

@@ -282,7 +282,7 @@ impl Presenter {
                     if cfg.capacity.is_some() {
                         doc.capacity = Some(capacity::to_json(&self.searches, epoch_us)?);
                     }
-                    json::write_json(path, &doc)
+                    json::write_json(path, &doc).map_err(|e| e.to_string())
                 });
             if let Err(e) = written {
                 self.failed.push(e);

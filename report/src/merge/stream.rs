@@ -21,6 +21,7 @@ use respbench_session::result::TestResult;
 
 use super::{part_of, Key, Listed};
 use crate::doc::{self, Document};
+use crate::error::Error;
 use crate::{codec, convert, json};
 
 /// Where a document is in its file: from `start`, the whole rest of the file (`whole`), or one
@@ -273,8 +274,8 @@ pub(super) fn merge_each(
     scanned: &[Scanned],
     docs: &[Document],
     order: &[Key],
-    mut each: impl FnMut(TestResult, Vec<doc::EventEntry>) -> Result<(), String>,
-) -> Result<(), String> {
+    mut each: impl FnMut(TestResult, Vec<doc::EventEntry>) -> Result<(), Error>,
+) -> Result<(), Error> {
     let place = places_of(order);
     let places: Vec<Vec<usize>> =
         scanned.iter().map(|s| s.keys.iter().map(|k| place(k).unwrap_or(usize::MAX)).collect()).collect();
@@ -307,10 +308,11 @@ pub(super) fn merge_each(
             for &(d, n) in holders {
                 let part = part_of(&docs[d]).map_or(d as u64, |(index, _)| index);
                 for _ in 0..n {
-                    let t = readers[d].take(place).map_err(|e| format!("{}: {e}", files[d]))?;
-                    let e = convert::read_test(&t).map_err(|e| format!("{}: {e}", files[d]))?;
+                    let bad = |e: &dyn std::fmt::Display| Error::Document(format!("{}: {e}", files[d]));
+                    let t = readers[d].take(place).map_err(|e| bad(&e))?;
+                    let e = convert::read_test(&t).map_err(|e| bad(&e))?;
                     match &mut merged {
-                        Some(acc) => acc.merge(e).map_err(|err| format!("{}: {err}", files[d]))?,
+                        Some(acc) => acc.merge(e).map_err(|e| bad(&e))?,
                         None => merged = Some(e),
                     }
                     events.extend(
@@ -334,36 +336,43 @@ pub(super) fn merge_each(
 pub(super) struct JsonOut {
     tail: String,
     written: usize,
+    /// `--json`'s value, for its errors.
+    path: String,
 }
 
 impl JsonOut {
-    /// Writes `head`'s text up to its `tests`.
-    pub fn begin(head: &Document, out: &mut dyn Write) -> Result<JsonOut, String> {
-        let text = head.to_text()?;
+    /// Writes `head`'s text up to its `tests`; `path` is `--json`'s value.
+    pub fn begin(head: &Document, path: &str, out: &mut dyn Write) -> Result<JsonOut, Error> {
+        let text = head.to_text().map_err(Error::Encode)?;
         let mark = "\n  \"tests\": []";
-        let at = text.find(mark).ok_or("cannot encode the JSON: no tests field")?;
-        out.write_all(&text.as_bytes()[..at]).map_err(|e| e.to_string())?;
-        write!(out, "\n  \"tests\": [").map_err(|e| e.to_string())?;
-        Ok(JsonOut { tail: text[at + mark.len()..].to_string(), written: 0 })
+        let at =
+            text.find(mark).ok_or_else(|| Error::Encode("cannot encode the JSON: no tests field".into()))?;
+        let j = JsonOut { tail: text[at + mark.len()..].to_string(), written: 0, path: path.to_string() };
+        out.write_all(&text.as_bytes()[..at]).map_err(|e| j.failed(e))?;
+        write!(out, "\n  \"tests\": [").map_err(|e| j.failed(e))?;
+        Ok(j)
+    }
+
+    fn failed(&self, e: io::Error) -> Error {
+        Error::json(&self.path, e)
     }
 
     /// Writes one test's entry.
-    pub fn test(&mut self, t: &doc::Test, out: &mut dyn Write) -> Result<(), String> {
-        let value = serde_json::to_value(t).map_err(|e| format!("cannot encode the JSON: {e}"))?;
-        let text =
-            serde_json::to_string_pretty(&value).map_err(|e| format!("cannot encode the JSON: {e}"))?;
-        out.write_all(if self.written == 0 { b"\n" } else { b",\n" }).map_err(|e| e.to_string())?;
+    pub fn test(&mut self, t: &doc::Test, out: &mut dyn Write) -> Result<(), Error> {
+        let encode = |e: serde_json::Error| Error::Encode(format!("cannot encode the JSON: {e}"));
+        let text = serde_json::to_string_pretty(&serde_json::to_value(t).map_err(encode)?).map_err(encode)?;
+        out.write_all(if self.written == 0 { b"\n" } else { b",\n" }).map_err(|e| self.failed(e))?;
         for (i, line) in text.lines().enumerate() {
             let sep = if i == 0 { "    " } else { "\n    " };
-            write!(out, "{sep}{line}").map_err(|e| e.to_string())?;
+            write!(out, "{sep}{line}").map_err(|e| self.failed(e))?;
         }
         self.written += 1;
         Ok(())
     }
 
     /// Closes `tests` and writes the rest of the document.
-    pub fn end(self, out: &mut dyn Write) -> Result<(), String> {
+    pub fn end(self, out: &mut dyn Write) -> Result<(), Error> {
         let close = if self.written == 0 { "]" } else { "\n  ]" };
-        write!(out, "{close}{}", self.tail).and_then(|()| out.flush()).map_err(|e| e.to_string())
+        write!(out, "{close}{}", self.tail).and_then(|()| out.flush()).map_err(|e| self.failed(e))
     }
 }
