@@ -41,12 +41,7 @@ pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
         ));
     }
     // A document of another kind is refused as that, before its differences are listed.
-    let mut scanned = opts
-        .files
-        .iter()
-        .map(|path| stream::scan(path))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(Error::Document)?;
+    let mut scanned = opts.files.iter().map(|path| stream::scan(path)).collect::<Result<Vec<_>, _>>()?;
     let docs: Vec<Document> = scanned.iter_mut().map(|s| std::mem::take(&mut s.doc)).collect();
     let mut mixture = Vec::new();
     let force_hint = "\n(respbench merge --force adds them up anyway and marks the result as a mixture)";

@@ -45,7 +45,7 @@ enum Failure {
 fn stream(
     path: &str,
     at: At,
-    each: &mut dyn FnMut(doc::Test) -> Result<(), String>,
+    each: &mut dyn FnMut(doc::Test) -> Result<(), Error>,
 ) -> Result<Document, Failure> {
     let mut file = File::open(path).map_err(|e| Failure::Bad(format!("cannot read {path}: {e}")))?;
     file.seek(SeekFrom::Start(at.start)).map_err(|e| Failure::Bad(format!("cannot read {path}: {e}")))?;
@@ -65,7 +65,7 @@ fn stream(
 /// A document: its fields but `tests` kept as values (then read as a [`Document`]), its tests
 /// handed one by one to `each`.
 struct Whole<'a> {
-    each: &'a mut dyn FnMut(doc::Test) -> Result<(), String>,
+    each: &'a mut dyn FnMut(doc::Test) -> Result<(), Error>,
     saw_schema: &'a Cell<bool>,
 }
 
@@ -111,7 +111,7 @@ impl<'de> Visitor<'de> for Whole<'_> {
 }
 
 /// The `tests` array, each test handed on as it is read.
-struct Tests<'a>(&'a mut dyn FnMut(doc::Test) -> Result<(), String>);
+struct Tests<'a>(&'a mut dyn FnMut(doc::Test) -> Result<(), Error>);
 
 impl<'de> DeserializeSeed<'de> for Tests<'_> {
     type Value = ();
@@ -185,22 +185,23 @@ pub(super) struct Scanned {
 
 /// The first pass over the document in `path`: the whole file, or else the first document
 /// among its lines (as [`super::read_document`] finds it).
-pub(super) fn scan(path: &str) -> Result<Scanned, String> {
+pub(super) fn scan(path: &str) -> Result<Scanned, Error> {
     let first = scan_at(path, At { start: 0, whole: true });
     let whole = match first {
         Ok(s) => return Ok(s),
-        Err(Failure::Bad(e)) => return Err(e),
+        Err(Failure::Bad(e)) => return Err(Error::Document(e)),
         Err(Failure::NoSchema) => format!("{path}: {}", codec::schema_refused(None)),
         Err(Failure::NotJson(e)) => e,
     };
-    for start in brace_lines(path).map_err(|e| format!("cannot read {path}: {e}"))? {
+    let lines = brace_lines(path).map_err(|e| Error::Document(format!("cannot read {path}: {e}")))?;
+    for start in lines {
         match scan_at(path, At { start, whole: false }) {
             Ok(s) => return Ok(s),
-            Err(Failure::Bad(e)) => return Err(e),
+            Err(Failure::Bad(e)) => return Err(Error::Document(e)),
             Err(Failure::NotJson(_) | Failure::NoSchema) => {}
         }
     }
-    Err(whole)
+    Err(Error::Document(whole))
 }
 
 fn scan_at(path: &str, at: At) -> Result<Scanned, Failure> {
@@ -249,15 +250,14 @@ struct Reader {
 
 impl Reader {
     /// The document's next test of merged place `want`.
-    fn take(&mut self, want: usize) -> Result<doc::Test, String> {
+    fn take(&mut self, want: usize) -> Result<doc::Test, Error> {
         if let Some(k) = self.early.iter().position(|(p, _)| *p == want) {
             return Ok(self.early.remove(k).map(|(_, t)| t).unwrap_or_default());
         }
         loop {
-            let t =
-                self.tests.recv().map_err(|_| "the document changed while it was merged".to_string())??;
-            let place =
-                self.order.get(self.next).copied().ok_or("the document changed while it was merged")?;
+            let changed = || Error::Document("the document changed while it was merged".into());
+            let t = self.tests.recv().map_err(|_| changed())?.map_err(Error::Document)?;
+            let place = self.order.get(self.next).copied().ok_or_else(changed)?;
             self.next += 1;
             if place == want {
                 return Ok(t);
@@ -295,7 +295,8 @@ pub(super) fn merge_each(
             let (tx, rx) = sync_channel(2);
             let at = s.at;
             scope.spawn(move || {
-                let mut send = |t: doc::Test| tx.send(Ok(t)).map_err(|_| String::new());
+                let mut send =
+                    |t: doc::Test| tx.send(Ok(t)).map_err(|_| Error::Refused("the merge stopped".into()));
                 if let Err(Failure::Bad(e) | Failure::NotJson(e)) = stream(path, at, &mut send) {
                     let _ = tx.send(Err(e));
                 }
