@@ -47,7 +47,7 @@ fn main() -> ExitCode {
     let args: Vec<String> =
         args.iter().enumerate().filter(|(i, _)| !(capturing && *i == 1)).map(|(_, a)| a.clone()).collect();
     let rest: Vec<&str> = args.iter().skip(1).map(|s| s.as_str()).collect();
-    json::keep_command_line(&rest);
+    let command_line = json::command_line(&rest);
     // `--opt=value` is `--opt value`: the command's arguments below are counted after it.
     let options = args::Options::of::<Opts>(&[name]);
     let split = options.split_equals(&args[1..]);
@@ -109,7 +109,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match run(&cfg, tls) {
+    match run(&cfg, tls, command_line) {
         Ok(code) => code,
         Err(e) => {
             say!("{e}");
@@ -130,18 +130,19 @@ fn written_at_end(cfg: &Config) -> String {
 }
 
 /// The run the options ask for, the signal handlers installed first; `main` prints an error.
-fn run(cfg: &Config, tls: Option<Tls>) -> Result<ExitCode, Box<dyn std::error::Error>> {
+fn run(
+    cfg: &Config,
+    tls: Option<Tls>,
+    command_line: Vec<String>,
+) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let stop = signals::install(written_at_end(cfg))?;
     if let Some(c) = &cfg.capture {
-        return respbench_report::capture::run(
-            cfg,
-            c,
-            respbench_session::server::Server::new(cfg, tls),
-            &stop,
-        );
+        let server = respbench_session::server::Server::new(cfg, tls);
+        respbench_report::capture::run(cfg, c, server, &stop, &mut std::io::stdout())?;
+        return Ok(ExitCode::SUCCESS);
     }
     respbench_session::check_machine(cfg)?;
-    let mut presenter = Presenter::new(cfg);
+    let mut presenter = Presenter::new(cfg, command_line);
     presenter.watch_stop(&stop);
     if cfg.idle {
         // A closed stdout stops none of this: the connections are what -I is for.

@@ -1,10 +1,11 @@
 //! `respbench merge` and `respbench plot`: their options (argh), handed to the outputs library
 //! as plain data.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use argh::FromArgs;
-use respbench_report::compare::CompareArgs;
+use respbench_report::compare::{CompareArgs, Verdict};
 use respbench_report::merge::MergeArgs;
 use respbench_report::say;
 
@@ -60,15 +61,16 @@ pub fn compare(name: &str, args: &[&str]) -> ExitCode {
     let args: Vec<&str> = expanded.iter().map(String::as_str).collect();
     match crate::opts::parse_args::<CompareOpts>(&[name, "compare"], &args, "respbench compare --help") {
         Ok(CompareOpts { a, b, force, json, fail_if_slower, strict, files }) => {
-            ExitCode::from(respbench_report::compare::status(&CompareArgs {
-                a,
-                b,
-                files,
-                force,
-                json,
-                fail_if_slower,
-                strict,
-            }))
+            let args = CompareArgs { a, b, files, force, json, fail_if_slower, strict };
+            match respbench_report::compare::run(&args, &mut std::io::stdout().lock(), &mut std::io::stderr())
+            {
+                Ok(Verdict::Passed) => ExitCode::SUCCESS,
+                Ok(Verdict::Slower) => ExitCode::from(1),
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "respbench compare: {e}");
+                    ExitCode::from(2)
+                }
+            }
         }
         // `diff`'s convention: 1 is an answer (B slower), 2 trouble.
         Err(code) => {
@@ -88,7 +90,7 @@ pub fn merge(name: &str, args: &[&str]) -> ExitCode {
         Err(code) => return code,
     };
     let args = MergeArgs { json: opts.json, force: opts.force, files: opts.files };
-    match respbench_report::merge::run(&args) {
+    match respbench_report::merge::run(&args, &mut std::io::stdout().lock(), &mut std::io::stderr()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             say!("respbench merge: {e}");
@@ -131,7 +133,7 @@ pub fn plot(name: &str, args: &[&str]) -> ExitCode {
     };
     let args =
         respbench_report::plot::PlotArgs { output: opts.output, charts: opts.charts, files: opts.files };
-    match respbench_report::plot::run(&args) {
+    match respbench_report::plot::run(&args, &mut std::io::stdout().lock()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             say!("respbench plot: {e}");

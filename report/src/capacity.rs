@@ -11,8 +11,8 @@ use respbench_session::capacity::{
 };
 use respbench_session::result::TestResult;
 
+use crate::convert;
 use crate::doc::{self, Document};
-use crate::json;
 
 /// `87300` as `87,300`.
 pub fn thousands(n: u64) -> String {
@@ -193,7 +193,7 @@ pub fn write_csv(f: &Found, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "{},\"{}\",\"{}\",\"{}\",\"{:.2}\",\"{}\",\"{}\",\"{}\",\"{}\",\"{}\",\"{}\",\"{}\"",
-            crate::text::quoted(&f.test),
+            crate::shared::quoted(&f.test),
             k + 1,
             s.role.name(),
             s.rate,
@@ -245,7 +245,7 @@ fn search_json(f: &Found, epoch_us: u64) -> Result<doc::Search, String> {
             service_p99_us: s99,
             bottleneck: r.verdict.as_ref().map(|v| v.side.name().to_string()),
             rerun_after_pause_ms: s.rerun_after_pause_us.map(|us| finite(us / 1000.0)),
-            test: json::test(r, epoch_us)?,
+            test: convert::test(r, epoch_us)?,
         });
     }
     let (answer, unreachable) = match c.conclusion {
@@ -279,7 +279,7 @@ fn search_json(f: &Found, epoch_us: u64) -> Result<doc::Search, String> {
             .map(|v| doc::Verdict { side: v.side.name().into(), text: v.text.clone() }),
         line: answer_line(f),
         steps,
-        probe: f.probe.as_ref().map(|p| json::test(p, epoch_us)).transpose()?,
+        probe: f.probe.as_ref().map(|p| convert::test(p, epoch_us)).transpose()?,
     })
 }
 
@@ -313,7 +313,7 @@ fn read_search(v: &doc::Search) -> Result<(String, String, Vec<ReadStep>), Strin
         steps.push(ReadStep {
             rate: s.target_rps,
             role,
-            test: json::read_test(&s.test)?,
+            test: convert::read_test(&s.test)?,
             rerun_after_pause_ms: s.rerun_after_pause_ms,
         });
     }

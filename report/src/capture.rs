@@ -2,7 +2,6 @@
 //! that `--replay` plays back.
 
 use std::io::Write;
-use std::process::ExitCode;
 use std::time::Instant;
 
 use respbench_session::config::Config;
@@ -19,14 +18,14 @@ pub const COST_WARNING: &str = "WARNING: MONITOR costs the server throughput whi
                                 representative window, not a whole day";
 
 /// Records until `--duration`, `--max-commands` or Ctrl-C, into `c.output` (renamed into place
-/// once whole); prints what it recorded.
+/// once whole); writes the cost warning and what it recorded to `out` (the binary's stdout).
 pub fn run(
     cfg: &Config,
     c: &CaptureSettings,
     server: Server,
     stop: &StopHandle,
-) -> Result<ExitCode, Box<dyn std::error::Error>> {
-    let mut out = std::io::stdout();
+    out: &mut dyn Write,
+) -> Result<(), Box<dyn std::error::Error>> {
     writeln!(out, "{COST_WARNING}")?;
     let conn = Conn::authenticated(&server).map_err(|e| e.message)?;
     let shown = c.output.display();
@@ -48,5 +47,5 @@ pub fn run(
         done.clients,
         started.elapsed().as_secs_f64()
     )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

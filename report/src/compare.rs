@@ -36,7 +36,8 @@ use respbench_core::Stats;
 use serde_json::Value;
 
 use crate::doc::{self, ComparedFigure, ComparedSide, ComparedTest, Comparison, Document};
-use crate::{json, merge};
+use crate::error::Error;
+use crate::{convert, json, merge};
 
 /// What `respbench compare` was asked to do: its options as plain data (the binary parses them).
 #[derive(Clone, Debug, Default)]
@@ -425,7 +426,8 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), String> {
     }
     // A side's documents must be repeats of one configuration, as merge wants them.
     for (name, files, docs) in [("A", &a_files, &da), ("B", &b_files, &db)] {
-        let differ = merge::check_repeats(files, docs);
+        let listed: Vec<merge::Listed> = docs.iter().map(merge::Listed::of).collect();
+        let differ = merge::check_repeats(files, docs, &listed);
         if !differ.is_empty() {
             let e = format!(
                 "side {name}'s runs are not repeats of one configuration:\n  {}",
@@ -514,7 +516,7 @@ struct Measured {
 fn measure(side: &Side, key: &Key) -> Result<Measured, String> {
     let mut m = Measured { runs: Vec::new(), not_server: Vec::new(), empty: 0 };
     for (k, (file, t)) in side.tests.iter().filter(|(_, t)| key_of(t) == *key).enumerate() {
-        let e = json::read_test(t).map_err(|e| format!("{}: {e}", side.files[*file]))?;
+        let e = convert::read_test(t).map_err(|e| format!("{}: {e}", side.files[*file]))?;
         if t.rps.is_none() || e.stats.requests == 0 || e.stats.latency.is_empty() {
             m.empty += 1;
             continue;
@@ -527,38 +529,37 @@ fn measure(side: &Side, key: &Key) -> Result<Measured, String> {
     Ok(m)
 }
 
-/// [`run`] as the command's exit status: 0, 1 when `--fail-if-slower` failed, 2 (said on stderr)
-/// when the documents cannot be compared.
-pub fn status(args: &CompareArgs) -> u8 {
-    match run(args) {
-        Ok(failed) => u8::from(failed),
-        Err(e) => {
-            crate::say!("respbench compare: {e}");
-            2
-        }
-    }
+/// What `respbench compare` concluded, for the binary to map to its exit status (`diff`'s
+/// convention: 0, 1 for B slower, 2 for trouble, which is an `Err` of [`run`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// No `--fail-if-slower` was asked, or B is within it.
+    Passed,
+    /// B is slower than `--fail-if-slower` allows (stderr was told which figures).
+    Slower,
 }
 
-/// Runs `respbench compare`; `Ok(true)` when `--fail-if-slower` failed (exit 1). The error is
-/// the message for stderr.
-pub fn run(args: &CompareArgs) -> Result<bool, String> {
+/// Runs `respbench compare`: the comparison's text to `out` (unless `--json -`, which then
+/// carries the document alone), what the user should know to `err`. The error is the message
+/// for stderr.
+pub fn run(args: &CompareArgs, mut out: &mut dyn Write, err: &mut dyn Write) -> Result<Verdict, Error> {
     let limit = args
         .fail_if_slower
         .as_deref()
         .map(|v| respbench_session::syntax::percent("--fail-if-slower", v))
         .transpose()
-        .map_err(|e| e.to_string())?;
-    let (a, b, forced) = sides(args)?;
-    let comparison = compare(&a, &b, forced, args.force, limit, args.strict)?;
+        .map_err(|e| Error::Refused(e.to_string()))?;
+    let (a, b, forced) = sides(args).map_err(Error::Refused)?;
+    let comparison = compare(&a, &b, forced, args.force, limit, args.strict).map_err(Error::Refused)?;
     let to_stdout = args.json.as_deref() == Some("-");
     if !to_stdout {
-        let mut out = io::stdout().lock();
         write_text(&comparison, &mut out)
             .and_then(|_| out.flush())
-            .map_err(|e| format!("cannot write: {e}"))?;
+            .map_err(|source| Error::Write { output: "stdout".into(), source })?;
     }
+    let told = |source: io::Error| Error::Write { output: "stderr".into(), source };
     if let Some(f) = comparison.forced.as_ref() {
-        crate::say!("respbench compare: --force: {}", f.join("\n"));
+        writeln!(err, "respbench compare: --force: {}", f.join("\n")).map_err(told)?;
     }
     if let Some(path) = &args.json {
         // The configuration compared (A's) and A's server, as a run's document has them.
@@ -577,13 +578,16 @@ pub fn run(args: &CompareArgs) -> Result<bool, String> {
                     .map(move |f| format!("{} {}", t.name, f.figure))
             })
             .collect();
-        crate::say!(
+        writeln!(
+            err,
             "respbench compare: B is slower than --fail-if-slower {} allows: {}",
             percent_text(limit.unwrap_or(0.0)),
             failed.join(", ")
-        );
+        )
+        .map_err(told)?;
+        return Ok(Verdict::Slower);
     }
-    Ok(comparison.failed)
+    Ok(Verdict::Passed)
 }
 
 fn gate_fails(f: &ComparedFigure, strict: bool) -> bool {
@@ -962,7 +966,7 @@ mod tests {
     }
 
     fn test_entry(s: Stats, bottleneck: &str, side: Option<&str>) -> doc::Test {
-        let mut t = json::test(&TestResult::new("GET".into(), "GET".into(), s), 0).unwrap();
+        let mut t = convert::test(&TestResult::new("GET".into(), "GET".into(), s), 0).unwrap();
         t.bottleneck = Some(doc::Bottleneck { side: bottleneck.into(), ..Default::default() });
         t.side = side.map(Into::into);
         t

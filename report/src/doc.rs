@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Document {
-    /// `respbench/2` (see [`crate::json::SCHEMA`]).
+    /// `respbench/2` (see [`crate::codec::SCHEMA`]).
     pub schema: String,
     /// The program that wrote it.
     pub tool: Tool,

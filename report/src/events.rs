@@ -5,10 +5,10 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use respbench_core::disruption::{Disruption, REDIRECT_KINDS};
-use respbench_session::event::{Action, Outcome};
 use respbench_session::result::{EventResult, TestResult};
 
 use crate::doc;
+use crate::shared::{latency_kind as kind, quoted, unfinished};
 
 fn ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
@@ -20,15 +20,6 @@ fn secs(d: Duration) -> f64 {
 
 fn when(d: Duration) -> String {
     format!("{:.3} s", d.as_secs_f64())
-}
-
-/// Which latency the figures are.
-fn kind(t: &TestResult) -> &'static str {
-    if t.target_rps.is_some() {
-        "corrected"
-    } else {
-        "service"
-    }
 }
 
 /// The event as given: `5s CLIENT PAUSE 500 WRITE`.
@@ -68,16 +59,6 @@ fn errors(d: &Disruption) -> String {
         "none".into()
     } else {
         e.join(", ")
-    }
-}
-
-/// Abandoned and unsent requests count in an event's window only when it lasted to the end of
-/// the test: that is when they happen.
-fn unfinished(t: &TestResult, d: &Disruption) -> (u64, u64) {
-    if d.recovered.is_none() {
-        (t.stats.abandoned, t.stats.unsent)
-    } else {
-        (0, 0)
     }
 }
 
@@ -185,7 +166,7 @@ pub fn write_csv(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
 
 /// [`write_csv`] with another title: the side-by-side table's `NAME [BACKEND]`.
 pub fn write_csv_as(title: &str, t: &TestResult, out: &mut impl Write) -> io::Result<()> {
-    let q = crate::text::quoted;
+    let q = quoted;
     for e in &t.events {
         let sent = e.fired.sent.map(|s| format!("{:.3}", secs(s))).unwrap_or_default();
         write!(out, "\"event\",{},{},\"{sent}\",{}", q(title), q(&given(e)), q(&e.fired.outcome.describe()))?;
@@ -208,93 +189,4 @@ pub fn write_csv_as(title: &str, t: &TestResult, out: &mut impl Write) -> io::Re
         }
     }
     Ok(())
-}
-
-/// The JSON's `events` of a test; `None` without.
-pub fn entries(t: &TestResult) -> Option<Vec<doc::EventEntry>> {
-    if t.events.is_empty() {
-        return None;
-    }
-    Some(t.events.iter().map(|e| entry(t, e)).collect())
-}
-
-fn entry(t: &TestResult, e: &EventResult) -> doc::EventEntry {
-    let mut x = doc::EventEntry {
-        at_s: secs(e.event.at),
-        kind: match e.event.action {
-            Action::Command(_) => "command",
-            Action::Exec { .. } => "exec",
-        }
-        .into(),
-        command: e.event.text.clone(),
-        sent_s: e.fired.sent.map(secs),
-        failed: e.fired.outcome.failed(),
-        ..doc::EventEntry::default()
-    };
-    match &e.fired.outcome {
-        Outcome::Replies(r) => {
-            x.replies = Some(
-                r.iter()
-                    .map(|r| doc::EventReply {
-                        node: r.node.clone(),
-                        reply: r.reply.clone(),
-                        error: r.error,
-                        took_ms: r.took.as_secs_f64() * 1e3,
-                    })
-                    .collect(),
-            )
-        }
-        Outcome::Exited { status, stderr, took } => {
-            x.exit = Some(doc::ProgramExit {
-                status: *status,
-                stderr: stderr.clone(),
-                took_ms: took.as_secs_f64() * 1e3,
-            })
-        }
-        Outcome::NotStarted(why) => x.not_started = Some(why.clone()),
-        Outcome::NotSent => {}
-    }
-    x.disruption = e.cost.as_ref().map(|d| {
-        let (abandoned, unsent) = unfinished(t, d);
-        doc::DisruptionEntry {
-            latency: kind(t).into(),
-            baseline_p50_ms: ms(d.baseline_p50),
-            baseline_p99_ms: ms(d.baseline_p99),
-            baseline_requests: d.baseline_requests,
-            threshold_ms: ms(d.threshold),
-            disrupted: d.disrupted,
-            window_ms: d.recovered.map(|w| w.as_secs_f64() * 1e3),
-            span_from_s: secs(d.from),
-            span_windows: d.windows,
-            requests: d.requests,
-            errors: d.error_kinds.iter().cloned().collect(),
-            lost: d.lost,
-            abandoned,
-            unsent,
-            redirects: doc::Redirects {
-                moved: d.redirects[0],
-                ask: d.redirects[1],
-                tryagain: d.redirects[2],
-                clusterdown: d.redirects[3],
-            },
-            moved_to: e.moved_to.clone(),
-            max_ms: ms(d.max),
-            p99_ms: ms(d.p99),
-            rate_rps: d.rate(),
-            windows: d
-                .series
-                .iter()
-                .map(|w| doc::WindowEntry {
-                    at_s: secs(w.at),
-                    requests: w.requests,
-                    errors: w.errors,
-                    redirects: w.redirects,
-                    p50_ms: ms(w.p50),
-                    p99_ms: ms(w.p99),
-                    max_ms: ms(w.max),
-                })
-                .collect(),
-        }
-    });
-    x
 }

@@ -35,7 +35,7 @@ pub fn write_all(prefix: &str, results: &[TestResult], comparing: bool) -> Resul
         if let (Some(b), true) = (&e.backend, comparing) {
             tag += &format!(" ({b})");
         }
-        let mut base = crate::hlog::tag_of(&tag);
+        let mut base = crate::shared::tag_of(&tag);
         let seen = used.iter().filter(|u| **u == base).count();
         used.push(base.clone());
         if seen > 0 {

@@ -28,6 +28,8 @@ use hdrhistogram::Histogram;
 use respbench_core::stats::{Interval, HIGHEST_MICROS};
 use respbench_core::Time;
 
+use crate::shared::{tag_of, utc};
+
 /// An open interval log.
 pub struct IntervalLog {
     out: BufWriter<crate::files::Live>,
@@ -109,7 +111,7 @@ impl IntervalLog {
 
 /// `START,LENGTH,MAX,HISTOGRAM\n` of a histogram in microseconds, written in nanoseconds.
 fn interval_line(us: &Histogram<u64>, start_s: f64, length_s: f64) -> Result<String, String> {
-    let data = crate::json::encode_histogram(&in_nanos(us)?)?;
+    let data = crate::codec::encode_histogram(&in_nanos(us)?)?;
     let max_ms = if us.is_empty() { 0.0 } else { us.max() as f64 / 1000.0 };
     Ok(format!("{start_s:.3},{length_s:.3},{max_ms:.3},{data}\n"))
 }
@@ -126,40 +128,10 @@ fn in_nanos(us: &Histogram<u64>) -> Result<Histogram<u64>, String> {
     Ok(ns)
 }
 
-/// A test's title as a tag: HdrHistogram's Java reader splits a line at spaces and commas (its
-/// scanner's delimiters), and a line ends at a newline, so each of those becomes `_`:
-/// `GET_@_2000_rps`.
-pub fn tag_of(name: &str) -> String {
-    name.chars().map(|c| if c == ',' || c.is_whitespace() || c.is_control() { '_' } else { c }).collect()
-}
-
-/// Seconds since the Unix epoch as an ISO 8601 UTC date and time (the header's readable date).
-pub fn utc(secs: u64) -> String {
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Days to a civil date (Howard Hinnant's algorithm), for dates from 1970 on.
-    let z = days as i64 + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-
-    #[test]
-    fn dates_are_utc() {
-        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
-        assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(utc(1_796_083_199), "2026-11-30T23:59:59Z");
-    }
 
     #[test]
     fn the_log_reads_back_with_hdrhistograms_reader() {
@@ -184,7 +156,7 @@ mod tests {
                 LogEntry::BaseTime(t) => assert!((t.as_secs_f64() - 1_796_083_199.5).abs() < 1e-3),
                 LogEntry::Interval(i) => {
                     let h =
-                        crate::json::decode_histogram_within(i.encoded_histogram(), u64::MAX / 2).unwrap();
+                        crate::codec::decode_histogram_within(i.encoded_histogram(), u64::MAX / 2).unwrap();
                     intervals.push((
                         i.tag().map(|t| t.as_str().to_string()),
                         i.start_timestamp().as_millis(),

@@ -11,8 +11,11 @@
 
 pub mod capacity;
 pub mod capture;
+pub mod codec;
 pub mod compare;
+pub mod convert;
 pub mod doc;
+pub mod error;
 pub mod events;
 pub mod files;
 pub mod hdr;
@@ -24,6 +27,7 @@ pub mod metrics;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod present;
+pub mod shared;
 pub mod stderr;
 pub mod text;
 
@@ -62,7 +66,7 @@ mod tests {
             Default::default(),
             Default::default(),
             false,
-            vec![crate::json::test(&e, 0).unwrap()],
+            vec![crate::convert::test(&e, 0).unwrap()],
         );
         let text = doc.to_text().unwrap();
         assert_eq!(super::read_untrusted(text.as_bytes()), Ok(()));

@@ -13,8 +13,11 @@ use std::io::{self, Write};
 use serde_json::Value;
 
 use crate::doc::{self, Document};
-use crate::json;
+use crate::error::Error;
 use crate::text::{self as report, TestReport};
+use crate::{convert, json};
+
+mod stream;
 use respbench_session::result::{StepValues, TestResult};
 
 /// What `respbench merge` was asked to do: its options as plain data (the binary parses them).
@@ -28,18 +31,18 @@ pub struct MergeArgs {
     pub files: Vec<String>,
 }
 
-/// Runs `respbench merge`: reads, checks and merges the documents, prints a line per test and
-/// writes `--json`. The error is the message for stderr.
-pub fn run(opts: &MergeArgs) -> Result<(), String> {
+/// Runs `respbench merge`: reads, checks and merges the documents, writes a line per test to
+/// `out` and `--json` (to `out` for `-`), and what the user should know to `err`. The error is
+/// the message for stderr. Memory does not grow with the number of tests: see [`stream`].
+pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Error> {
     if opts.files.is_empty() {
-        return Err("no files to merge; usage: respbench merge A.json B.json … [--json OUT]".into());
+        return Err(Error::Refused(
+            "no files to merge; usage: respbench merge A.json B.json … [--json OUT]".into(),
+        ));
     }
-    let mut docs = Vec::new();
-    for path in &opts.files {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        // A document of another kind is refused as that, before its differences are listed.
-        docs.push(read_document(path, &text)?);
-    }
+    // A document of another kind is refused as that, before its differences are listed.
+    let mut scanned = opts.files.iter().map(|path| stream::scan(path)).collect::<Result<Vec<_>, _>>()?;
+    let docs: Vec<Document> = scanned.iter_mut().map(|s| std::mem::take(&mut s.doc)).collect();
     let mut mixture = Vec::new();
     let force_hint = "\n(respbench merge --force adds them up anyway and marks the result as a mixture)";
     let workers = match check_parts(&opts.files, &docs) {
@@ -48,109 +51,171 @@ pub fn run(opts: &MergeArgs) -> Result<(), String> {
             mixture.push(e);
             None
         }
-        Err(e) => return Err(format!("{e}{force_hint}")),
+        Err(e) => return Err(Error::Refused(format!("{e}{force_hint}"))),
     };
     if workers.is_none() && mixture.is_empty() {
-        let differ = check_repeats(&opts.files, &docs);
+        let listed: Vec<Listed> = scanned.iter_mut().map(|s| std::mem::take(&mut s.listed)).collect();
+        let differ = check_repeats(&opts.files, &docs, &listed);
         if !differ.is_empty() {
             let e = format!(
                 "these runs are not repeats of one configuration (nor the parts of one --worker run):\n  {}",
                 differ.join("\n  ")
             );
             if !opts.force {
-                return Err(format!("{e}{force_hint}"));
+                return Err(Error::Refused(format!("{e}{force_hint}")));
             }
             mixture.push(e);
         }
     }
-    let mut merged = merge(&docs, !mixture.is_empty()).map_err(|(i, e)| format!("{}: {e}", opts.files[i]))?;
+    let first_mode = docs.first().map_or("window", |d| pipeline_mode(d));
+    for (path, doc) in opts.files.iter().zip(&docs) {
+        let mode = pipeline_mode(doc);
+        if mode != first_mode && mixture.is_empty() {
+            return Err(Error::Refused(format!("{path}: {}", modes_differ(mode, first_mode))));
+        }
+    }
     if !mixture.is_empty() {
-        crate::say!("respbench merge: --force: {}", mixture.join("\n"));
+        writeln!(err, "respbench merge: --force: {}", mixture.join("\n"))?;
     }
     // A split run's capacity ladder: judged again on the merged steps.
-    let searches = crate::capacity::merge(&docs)?;
+    let searches = crate::capacity::merge(&docs).map_err(Error::Document)?;
+    let first = &docs[0];
+    let mut head = json::document(first.config.clone(), first.server.clone(), false, Vec::new());
     if let Some(count) = workers {
         // The merged document is the whole run: its config without one worker's part.
-        merged.config.worker = None;
-        merged.config.workers = Some(count);
+        head.config.worker = None;
+        head.config.workers = Some(count);
     }
     for (path, doc) in opts.files.iter().zip(&docs) {
+        head.interrupted |= doc.interrupted;
         if let Some(late) = doc.late_by_s.filter(|&l| l > 0.0) {
             let who = part_of(doc).map(|(i, n)| format!("worker {i}/{n} ({path})")).unwrap_or(path.clone());
-            crate::say!("respbench merge: {who} began {late:.3} s after its --start-at");
+            writeln!(err, "respbench merge: {who} began {late:.3} s after its --start-at")?;
         }
-        merged.late_by_s = match (merged.late_by_s, doc.late_by_s) {
+        head.late_by_s = match (head.late_by_s, doc.late_by_s) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
     }
-    if opts.json.as_deref() != Some("-") {
-        let mut out = io::stdout().lock();
-        if !mixture.is_empty() {
-            writeln!(
-                out,
-                "MIXTURE: the sums below add up runs of different configurations (--force); see stderr for what differs"
-            )
-            .map_err(|e| e.to_string())?;
+    if !searches.is_empty() {
+        head.capacity = Some(crate::capacity::to_json(&searches, 0).map_err(Error::Encode)?);
+    }
+    head.merged_from = Some(opts.files.clone());
+    head.command_line = first.command_line.clone().filter(|_| mixture.is_empty());
+    head.mixture = (!mixture.is_empty()).then(|| mixture.clone());
+    // The merged tests, in order of first appearance.
+    let order = stream::order_of(&scanned);
+    let mut backends: Vec<&Option<String>> = order.iter().map(|k| &k.1).collect();
+    backends.dedup();
+    backends.sort();
+    backends.dedup();
+    let lines = opts.json.as_deref() != Some("-");
+    let mut file = match opts.json.as_deref() {
+        Some(path) if path != "-" => Some(
+            crate::files::Streamed::create(std::path::Path::new(path)).map_err(|e| Error::json(path, e))?,
+        ),
+        _ => None,
+    };
+    if lines && !mixture.is_empty() {
+        writeln!(
+            out,
+            "MIXTURE: the sums below add up runs of different configurations (--force); see stderr for what differs"
+        )
+        ?;
+    }
+    let json_path = opts.json.as_deref().unwrap_or("-");
+    let mut doc_out = match (&mut file, opts.json.is_some()) {
+        (Some(f), _) => Some(stream::JsonOut::begin(&head, json_path, f)?),
+        (None, true) => Some(stream::JsonOut::begin(&head, json_path, out)?),
+        (None, false) => None,
+    };
+    let mut fired: Vec<(String, Vec<doc::EventEntry>)> = Vec::new();
+    stream::merge_each(&opts.files, &scanned, &docs, &order, |e, events| {
+        if lines {
+            write_quiet_line(&e, backends.len() > 1, out)?;
         }
-        for e in &merged.tests {
-            let mut title = match &e.backend {
-                Some(b) if merged.backends() > 1 => format!("{} [{b}]", e.name),
-                _ => e.name.clone(),
+        if let Some(j) = &mut doc_out {
+            // The stats' times are already microseconds since the Unix epoch.
+            let mut t = convert::test(&e, 0).map_err(Error::Encode)?;
+            t.events = (!events.is_empty()).then(|| events.clone());
+            let to: &mut dyn Write = match &mut file {
+                Some(f) => f,
+                None => &mut *out,
             };
-            if let Some(r) = e.target_rps {
-                title.push_str(&format!(" @ {r} rps"));
-            }
-            let r = TestReport {
-                title: &title,
-                stats: &e.stats,
-                cpu: e.cpu.as_ref(),
-                verdict: e.verdict.as_ref(),
-                clients: 0,
-                never_ran: (0, 0),
-                payload_bytes: 0,
-                workload: Vec::new(),
-                keepalive: true,
-                threads: 0,
-                server_save: None,
-                server_appendonly: None,
-                backend_note: None,
-                nodes: &e.nodes,
-                percentiles: &[],
-            };
-            report::write_quiet(&r, &mut out).map_err(|e| e.to_string())?;
+            j.test(&t, to)?;
         }
-        for (e, events) in merged.tests.iter().zip(&merged.events) {
+        if !events.is_empty() {
+            fired.push((e.name, events));
+        }
+        Ok(())
+    })?;
+    if lines {
+        for (name, events) in &fired {
             for ev in events {
-                writeln!(out, "{}", crate::events::merged_line(&e.name, ev)).map_err(|e| e.to_string())?;
+                writeln!(out, "{}", crate::events::merged_line(name, ev))?;
             }
         }
         for f in &searches {
-            writeln!(out, "{}", crate::capacity::answer_line(f)).map_err(|e| e.to_string())?;
+            writeln!(out, "{}", crate::capacity::answer_line(f))?;
         }
-        out.flush().map_err(|e| e.to_string())?;
+        out.flush()?;
     }
-    if let Some(path) = &opts.json {
-        let mut doc = merged.document()?;
-        if !searches.is_empty() {
-            doc.capacity = Some(crate::capacity::to_json(&searches, 0)?);
+    if let Some(j) = doc_out {
+        match file {
+            Some(mut f) => {
+                j.end(&mut f)?;
+                f.finish().map_err(|e| Error::json(json_path, e))?;
+            }
+            None => j.end(out)?,
         }
-        doc.late_by_s = merged.late_by_s;
-        doc.merged_from = Some(opts.files.clone());
-        if let Some(line) = docs.first().and_then(|d| d.command_line.clone()).filter(|_| mixture.is_empty()) {
-            doc.command_line = Some(line);
-        }
-        doc.mixture = (!mixture.is_empty()).then_some(mixture);
-        crate::json::write_json(path, &doc)?;
     }
     // As a whole run's search does: an objective the fleet met at no rate is a failure.
     if let Some(f) = searches
         .iter()
         .find(|f| !matches!(f.capacity.conclusion, respbench_session::capacity::Conclusion::Met { .. }))
     {
-        return Err(crate::capacity::answer_line(f));
+        return Err(Error::NotMet(crate::capacity::answer_line(f)));
     }
     Ok(())
+}
+
+/// A merged test's `-q` line: its title (with its backend when the tests ran on several, and its
+/// target rate) and figures.
+fn write_quiet_line(e: &TestResult, backends: bool, mut out: &mut dyn Write) -> io::Result<()> {
+    let mut title = match &e.backend {
+        Some(b) if backends => format!("{} [{b}]", e.name),
+        _ => e.name.clone(),
+    };
+    if let Some(r) = e.target_rps {
+        title.push_str(&format!(" @ {r} rps"));
+    }
+    let r = TestReport {
+        title: &title,
+        stats: &e.stats,
+        cpu: e.cpu.as_ref(),
+        verdict: e.verdict.as_ref(),
+        clients: 0,
+        never_ran: (0, 0),
+        payload_bytes: 0,
+        workload: Vec::new(),
+        keepalive: true,
+        threads: 0,
+        server_save: None,
+        server_appendonly: None,
+        backend_note: None,
+        nodes: &e.nodes,
+        percentiles: &[],
+    };
+    report::write_quiet(&r, &mut out)
+}
+
+/// Why documents of pipeline modes `mode` and `first` do not merge.
+fn modes_differ(mode: &str, first: &str) -> String {
+    // A batch and a window put different loads on the server: their sums mean nothing.
+    format!(
+        "ran -P in {mode} mode and the first document in {first} mode (--pipeline-mode): \
+         documents of different pipeline modes do not merge"
+    )
 }
 
 /// Reads a document: the whole text, or else the one that starts at a line holding only `{`
@@ -298,10 +363,63 @@ pub(crate) fn differences(a: &Value, b: &Value, b_name: &str) -> Vec<String> {
 /// draws its own without `--seed`) and when it began.
 const REPEAT_FREE: &[&str] = &["seed", "start_at_us"];
 
+/// What [`check_repeats`] compares of a document's tests, kept as they are read (a streamed
+/// merge keeps no test): each test's name, backend and the rest of its title (target rate,
+/// sweep step), and the cluster nodes they ran on, each address once.
+#[derive(Default)]
+pub(crate) struct Listed {
+    tests: Vec<(String, Option<String>, String)>,
+    nodes: Vec<String>,
+}
+
+impl Listed {
+    /// Adds a test.
+    pub(crate) fn add(&mut self, t: &doc::Test) {
+        let mut rest = String::new();
+        if let Some(r) = t.target_rps {
+            rest.push_str(&format!(" @ {r} rps"));
+        }
+        if let Some(s) = &t.step {
+            rest.push_str(&format!(" {}", serde_json::to_value(s).unwrap_or(Value::Null)));
+        }
+        let test = (t.name.clone(), t.backend.clone(), rest);
+        if self.tests.last() != Some(&test) {
+            self.tests.push(test);
+        }
+        for n in t.nodes.iter().flatten() {
+            if !self.nodes.contains(&n.address) {
+                self.nodes.push(n.address.clone());
+            }
+        }
+    }
+
+    /// A whole document's tests.
+    pub(crate) fn of(doc: &Document) -> Listed {
+        let mut l = Listed::default();
+        doc.tests.iter().for_each(|t| l.add(t));
+        l
+    }
+
+    /// The tests' titles, `GET [mio] @ 2000 rps`, with the backend where `doc` ran on several.
+    fn titles(&self, doc: &Document) -> Vec<String> {
+        let several = doc.config.backend.contains(',');
+        let mut names: Vec<String> = self
+            .tests
+            .iter()
+            .map(|(name, backend, rest)| match backend.as_ref().filter(|_| several) {
+                Some(b) => format!("{name} [{b}]{rest}"),
+                None => format!("{name}{rest}"),
+            })
+            .collect();
+        names.dedup();
+        names
+    }
+}
+
 /// What makes whole runs other than repeats of one configuration: each document's differences
 /// from the first in its options (as `-c 10 where a.json has -c 50`), its tests and its server.
 /// Empty when they are repeats.
-pub(crate) fn check_repeats(files: &[String], docs: &[Document]) -> Vec<String> {
+pub(crate) fn check_repeats(files: &[String], docs: &[Document], listed: &[Listed]) -> Vec<String> {
     let cluster = |doc: &Document| doc.config.cluster;
     let comparable = |doc: &Document, drop_address: bool| {
         let mut c = config_value(doc);
@@ -317,39 +435,15 @@ pub(crate) fn check_repeats(files: &[String], docs: &[Document]) -> Vec<String> 
         }
         c
     };
-    let tests = |doc: &Document| -> Vec<String> {
-        let several = doc.config.backend.contains(',');
-        let mut names: Vec<String> = doc
-            .tests
-            .iter()
-            .map(|t| {
-                let mut n = t.name.clone();
-                if let Some(b) = t.backend.as_ref().filter(|_| several) {
-                    n.push_str(&format!(" [{b}]"));
-                }
-                if let Some(r) = t.target_rps {
-                    n.push_str(&format!(" @ {r} rps"));
-                }
-                if let Some(s) = &t.step {
-                    n.push_str(&format!(" {}", serde_json::to_value(s).unwrap_or(Value::Null)));
-                }
-                n
-            })
-            .collect();
-        names.dedup();
-        names
-    };
-    let nodes = |doc: &Document| -> Vec<String> {
-        doc.tests.iter().flat_map(|t| t.nodes.iter().flatten()).map(|n| n.address.clone()).collect()
-    };
     let mut problems = Vec::new();
     let Some(first) = docs.first() else { return problems };
     for (i, doc) in docs.iter().enumerate().skip(1) {
+        let (this, first_listed) = (&listed[i], &listed[0]);
         let both_cluster = cluster(doc) && cluster(first);
         let mut differ =
             differences(&comparable(doc, both_cluster), &comparable(first, both_cluster), &files[0]);
         if both_cluster {
-            let (a, b) = (nodes(doc), nodes(first));
+            let (a, b) = (&this.nodes, &first_listed.nodes);
             if !a.is_empty() && !b.is_empty() && !a.iter().any(|n| b.contains(n)) {
                 differ.push(format!(
                     "a cluster of nodes {} where {} has {}",
@@ -359,7 +453,7 @@ pub(crate) fn check_repeats(files: &[String], docs: &[Document]) -> Vec<String> 
                 ));
             }
         }
-        let (a, b) = (tests(doc), tests(first));
+        let (a, b) = (this.titles(doc), first_listed.titles(first));
         if a != b {
             differ.push(format!("tests {} where {} has {}", a.join(", "), files[0], b.join(", ")));
         }
@@ -435,23 +529,12 @@ impl Merged {
             // The stats' times are already microseconds since the Unix epoch.
             .zip(&self.events)
             .map(|(e, events)| {
-                let mut t = json::test(e, 0)?;
+                let mut t = convert::test(e, 0)?;
                 t.events = (!events.is_empty()).then(|| events.clone());
                 Ok(t)
             })
             .collect::<Result<Vec<_>, String>>()?;
         Ok(json::document(self.config.clone(), self.server.clone(), self.interrupted, tests))
-    }
-
-    /// How many different backends the tests ran on.
-    fn backends(&self) -> usize {
-        let mut seen: Vec<Option<&str>> = Vec::new();
-        for e in &self.tests {
-            if !seen.contains(&e.backend.as_deref()) {
-                seen.push(e.backend.as_deref());
-            }
-        }
-        seen.len()
     }
 }
 
@@ -469,14 +552,7 @@ pub fn merge(docs: &[Document], mixed: bool) -> Result<Merged, (usize, String)> 
         let tests = &doc.tests;
         let (mode, first) = (pipeline_mode(doc), docs.first().map_or("window", pipeline_mode));
         if mode != first && !mixed {
-            // A batch and a window put different loads on the server: their sums mean nothing.
-            return Err((
-                i,
-                format!(
-                    "ran -P in {mode} mode and the first document in {first} mode (--pipeline-mode): \
-                     documents of different pipeline modes do not merge"
-                ),
-            ));
+            return Err((i, modes_differ(mode, first)));
         }
         let m = merged.get_or_insert_with(|| Merged {
             config: doc.config.clone(),
@@ -490,7 +566,7 @@ pub fn merge(docs: &[Document], mixed: bool) -> Result<Merged, (usize, String)> 
         let part = part_of(doc).map_or(i as u64, |(index, _)| index);
         m.interrupted |= doc.interrupted;
         for t in tests {
-            let e = json::read_test(t).map_err(|e| (i, e))?;
+            let e = convert::read_test(t).map_err(|e| (i, e))?;
             // A run comparing backends has each test once per backend, a run with several rates
             // once per rate: those stay apart.
             // A sweep's steps stay apart, like backends and rates.
@@ -543,7 +619,8 @@ mod tests {
     }
 
     fn check_repeats_v(files: &[String], docs: &[Value]) -> Vec<String> {
-        check_repeats(files, &typed(docs).unwrap())
+        let docs = typed(docs).unwrap();
+        check_repeats(files, &docs, &docs.iter().map(Listed::of).collect::<Vec<_>>())
     }
 
     fn empty_doc(tests: Vec<doc::Test>) -> Value {
@@ -557,7 +634,7 @@ mod tests {
     fn doc_of(tests: &[(&str, &Stats)]) -> Value {
         let tests = tests
             .iter()
-            .map(|(n, s)| json::test(&entry(n, None, (*s).clone()), 1_000))
+            .map(|(n, s)| convert::test(&entry(n, None, (*s).clone()), 1_000))
             .collect::<Result<Vec<_>, _>>();
         as_value(&json::document(doc::RunConfig::default(), doc::Server::default(), false, tests.unwrap()))
     }
@@ -593,7 +670,7 @@ mod tests {
         let mut t = doc_of(&[("GET", &small)]);
         let mut lie = Stats::new(Time::ZERO, 3, false).unwrap();
         lie.latency.record_n(1, 1 << 62).unwrap();
-        t["tests"][0]["histogram"]["data"] = json::encode_histogram(&lie.latency).unwrap().into();
+        t["tests"][0]["histogram"]["data"] = crate::codec::encode_histogram(&lie.latency).unwrap().into();
         let Err(e) = merge_all(&[doc_of(&[("GET", &small)]), t]) else { panic!("merged") };
         assert_eq!(e.0, 1);
         assert!(e.1.contains("test 'GET': its histogram holds 4611686018427387904 values where"), "{e:?}");
@@ -664,7 +741,7 @@ mod tests {
             doc::RunConfig::default(),
             doc::Server::default(),
             false,
-            vec![json::test(&e, 0).unwrap()],
+            vec![convert::test(&e, 0).unwrap()],
         ))
     }
 
@@ -797,18 +874,77 @@ mod tests {
         assert!(e.starts_with("pod.log is not JSON"), "{e}");
     }
 
+    /// The streamed merge (`run`, what `respbench merge` does) writes what merging the whole
+    /// documents does, byte for byte: the lines and the document of a split run's two parts,
+    /// the second's tests in another order (read ahead and queued) and inside a pod's log.
+    #[test]
+    fn the_streamed_merge_equals_the_whole_merge() {
+        let stats = |n: u64| {
+            let mut s = Stats::new(Time::from_micros(1_000_000), 3, false).unwrap();
+            for i in 0..n {
+                s.record(1_000 * (i % 97 + 1), 0, Time::from_micros(1_000_000 + 10 * i));
+            }
+            s
+        };
+        let (a, b, c) = (stats(100), stats(250), stats(7));
+        let mut one = doc_of(&[("SET", &a), ("GET", &b), ("INCR", &c)]);
+        one["command_line"] = serde_json::json!(["-t", "set,get,incr", "--json", "a.json"]);
+        one["late_by_s"] = serde_json::json!(0.25);
+        let mut two = doc_of(&[("INCR", &a), ("SET", &b), ("GET", &c), ("LPUSH", &a)]);
+        // The two parts of a split run, whose tests may differ.
+        for (i, d) in [&mut one, &mut two].into_iter().enumerate() {
+            d["config"]["worker"] = serde_json::json!({"index": i, "count": 2, "requests": 500});
+        }
+        let dir = std::env::temp_dir().join(format!("respbench-merge-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let name = |f: &str| dir.join(f).to_str().unwrap().to_string();
+        std::fs::write(name("a.json"), serde_json::to_string_pretty(&one).unwrap()).unwrap();
+        let log = format!("starting\n{}\nrespbench: done\n", serde_json::to_string_pretty(&two).unwrap());
+        std::fs::write(name("b.log"), log).unwrap();
+        let files = vec![name("a.json"), name("b.log")];
+        let opts = MergeArgs { json: Some(name("out.json")), force: false, files: files.clone() };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        run(&opts, &mut out, &mut err).unwrap();
+        let streamed = std::fs::read_to_string(name("out.json")).unwrap();
+
+        let docs = typed(&[one, two]).unwrap();
+        let whole = merge(&docs, false).unwrap();
+        let mut want = whole.document().unwrap();
+        want.late_by_s = Some(0.25);
+        want.merged_from = Some(files);
+        want.command_line = docs[0].command_line.clone();
+        want.config.worker = None;
+        want.config.workers = Some(2);
+        assert_eq!(streamed, want.to_text().unwrap());
+        let mut lines = Vec::new();
+        for e in &whole.tests {
+            write_quiet_line(e, false, &mut lines).unwrap();
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(lines).unwrap());
+        assert!(String::from_utf8(err).unwrap().contains("began 0.250 s after its --start-at"));
+        let got: Vec<(&str, u64)> = whole.tests.iter().map(|t| (t.name.as_str(), t.stats.requests)).collect();
+        assert_eq!(got, [("SET", 350), ("GET", 257), ("INCR", 107), ("LPUSH", 100)]);
+
+        // `--json -`: the document alone on stdout, the same bytes.
+        let opts = MergeArgs { json: Some("-".into()), ..opts };
+        let mut out = Vec::new();
+        run(&opts, &mut out, &mut Vec::new()).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), streamed);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn backends_stay_apart() {
         let a = Stats::new(Time::ZERO, 3, false).unwrap();
         let doc = |b: &[&str]| {
-            let tests = b.iter().map(|b| json::test(&entry("GET", Some(b), a.clone()), 0).unwrap()).collect();
+            let tests =
+                b.iter().map(|b| convert::test(&entry("GET", Some(b), a.clone()), 0).unwrap()).collect();
             empty_doc(tests)
         };
         let m = merge_all(&[doc(&["mio", "smol"]), doc(&["mio", "smol"])]).unwrap();
         let got: Vec<_> =
             m.tests.iter().map(|t| (t.backend.as_deref().unwrap(), t.cpu.unwrap().threads)).collect();
         assert_eq!(got, [("mio", 2), ("smol", 2)]);
-        assert_eq!(m.backends(), 2);
     }
 
     /// A whole run's document: `config` with these fields over a base, tests by name.

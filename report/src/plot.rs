@@ -11,6 +11,8 @@ mod svg;
 
 use std::io::Write;
 
+use crate::error::Error;
+
 use charts::Kind;
 
 /// What `respbench plot` was asked to do: its options as plain data (the binary parses them).
@@ -31,29 +33,32 @@ enum Format {
     Html,
 }
 
-/// Runs `respbench plot`: reads the documents and writes the charts or the report. The error is
-/// the message for stderr.
-pub fn run(opts: &PlotArgs) -> Result<(), String> {
-    let output =
-        opts.output.as_deref().ok_or("no output file: give -o FILE.svg (charts) or -o FILE.html (report)")?;
-    let format = format_of(output)?;
-    let kinds = kinds(opts.charts.as_deref())?;
+/// Runs `respbench plot`: reads the documents and writes the charts or the report (to `out`, the
+/// binary's stdout, for `-o -`). The error is the message for stderr.
+pub fn run(opts: &PlotArgs, out: &mut dyn Write) -> Result<(), Error> {
+    let output = opts.output.as_deref().ok_or_else(|| {
+        Error::Refused("no output file: give -o FILE.svg (charts) or -o FILE.html (report)".into())
+    })?;
+    let format = format_of(output).map_err(Error::Refused)?;
+    let kinds = kinds(opts.charts.as_deref()).map_err(Error::Refused)?;
     if opts.files.is_empty() {
-        return Err("no files to plot; usage: respbench plot RESULT.json… -o FILE.svg|FILE.html".into());
+        return Err(Error::Refused(
+            "no files to plot; usage: respbench plot RESULT.json… -o FILE.svg|FILE.html".into(),
+        ));
     }
-    let inputs = data::read(&opts.files)?;
-    let charts = draw(&inputs, kinds.as_deref())?;
+    let inputs = data::read(&opts.files).map_err(Error::Document)?;
+    let charts = draw(&inputs, kinds.as_deref()).map_err(Error::Refused)?;
     let text = match format {
         Format::Svg => svg::document(&charts),
         Format::Html => html::report(&inputs, &charts),
     };
-    if output == "-" {
-        let mut o = std::io::stdout().lock();
-        o.write_all(text.as_bytes()).and_then(|_| o.flush()).map_err(|e| format!("cannot write the SVG: {e}"))
+    let written = if output == "-" {
+        out.write_all(text.as_bytes()).and_then(|_| out.flush())
     } else {
         crate::files::write_atomically(std::path::Path::new(output), text.as_bytes())
-            .map_err(|e| format!("cannot write {output}: {e}"))
-    }
+    };
+    let output = if output == "-" { "the SVG" } else { output };
+    written.map_err(|source| Error::Write { output: output.into(), source })
 }
 
 /// The charts of `kinds` (every one the inputs allow, by default) drawn from `inputs`.

@@ -16,7 +16,7 @@ use respbench_session::server::ServerInfo;
 use respbench_session::{topology, Error, Observer, Session, StopHandle};
 
 use crate::text::{self as report, TestReport};
-use crate::{capacity, files, hlog, json};
+use crate::{capacity, convert, files, hlog, json};
 
 /// How often the progress line is redrawn, as in redis-benchmark.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
@@ -24,6 +24,9 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 /// Where a run's output goes, and what the progress line last showed.
 pub struct Presenter {
     out: Box<dyn Write>,
+    /// stderr: errors, warnings, the progress line and `--live`; a failed write is let go (the
+    /// run's status stays the run's).
+    err: Box<dyn Write>,
     /// Several backends side by side.
     comparing: bool,
     open_loop: bool,
@@ -71,6 +74,8 @@ pub struct Presenter {
     server_b: Option<ServerInfo>,
     /// `--metrics`: the live endpoint, once [`Presenter::serve_metrics`] bound it.
     metrics: Option<crate::metrics::Exporter>,
+    /// The JSON document's `command_line` (passwords hidden: [`json::command_line`]).
+    command_line: Vec<String>,
 }
 
 /// The width of the terminal on stderr (`TIOCGWINSZ`), when it says.
@@ -110,13 +115,15 @@ fn json_on_stdout(cfg: &Config) -> bool {
 }
 
 impl Presenter {
-    /// Before the session: warnings and the nodes found go out as they come.
-    pub fn new(cfg: &Config) -> Presenter {
+    /// Before the session: warnings and the nodes found go out as they come. `command_line` is
+    /// what the JSON document says ran ([`json::command_line`] of the process's arguments).
+    pub fn new(cfg: &Config, command_line: Vec<String>) -> Presenter {
         // With `--json -` stdout carries the document only.
         let out: Box<dyn Write> =
             if json_on_stdout(cfg) { Box::new(io::sink()) } else { Box::new(io::stdout()) };
         Presenter {
             out,
+            err: Box::new(io::stderr()),
             comparing: cfg.backends.len() > 1,
             open_loop: !cfg.open.rates.is_empty(),
             rate_table: !cfg.open.rates.is_empty() && !cfg.open.as_rate,
@@ -151,6 +158,7 @@ impl Presenter {
             stop: None,
             server_b: None,
             metrics: None,
+            command_line,
         }
     }
 
@@ -178,7 +186,7 @@ impl Presenter {
     /// Takes the progress line off the terminal, before anything else is written there.
     fn clear_progress(&mut self) {
         if self.drawn > 0 {
-            let _ = write!(io::stderr(), "{}", report::clear_progress(self.drawn));
+            let _ = write!(self.err, "{}", report::clear_progress(self.drawn));
             self.drawn = 0;
         }
     }
@@ -284,20 +292,22 @@ impl Presenter {
         }
         if let Some(path) = &cfg.json {
             // Written whatever happened to the other outputs: each is independent.
-            let written =
-                results.iter().map(|e| json::test(e, epoch_us)).collect::<Result<Vec<_>, _>>().and_then(
-                    |tests| {
-                        let mut doc =
-                            json::document(json::config(cfg), json::server(&self.info), interrupted, tests);
-                        doc.warnings = (!self.notices.is_empty()).then(|| json::notices(&self.notices));
-                        doc.late_by_s = late_by_s;
-                        doc.server_b = self.server_b.as_ref().map(json::server);
-                        if cfg.capacity.is_some() {
-                            doc.capacity = Some(capacity::to_json(&self.searches, epoch_us)?);
-                        }
-                        json::write_json(path, &doc)
-                    },
-                );
+            let written = results
+                .iter()
+                .map(|e| convert::test(e, epoch_us))
+                .collect::<Result<Vec<_>, _>>()
+                .and_then(|tests| {
+                    let mut doc =
+                        json::document(convert::config(cfg), convert::server(&self.info), interrupted, tests);
+                    doc.command_line = Some(self.command_line.clone());
+                    doc.warnings = (!self.notices.is_empty()).then(|| convert::notices(&self.notices));
+                    doc.late_by_s = late_by_s;
+                    doc.server_b = self.server_b.as_ref().map(convert::server);
+                    if cfg.capacity.is_some() {
+                        doc.capacity = Some(capacity::to_json(&self.searches, epoch_us)?);
+                    }
+                    json::write_json(path, &doc).map_err(|e| e.to_string())
+                });
             if let Err(e) = written {
                 self.failed.push(e);
             }
@@ -359,6 +369,7 @@ impl Presenter {
                         label.as_deref(),
                         partial.as_deref(),
                         &mut self.out,
+                        &mut self.err,
                     )?;
                 } else {
                     if s.cfg.open.show_series {
@@ -384,7 +395,7 @@ impl Observer for Presenter {
         // stderr is for errors: what was noticed shows on a terminal, else in the verbose
         // report (as redis-benchmark prints its own warnings, on stdout) and the JSON.
         if self.stderr_tty {
-            crate::say!("{line}");
+            let _ = writeln!(self.err, "{line}");
         } else if self.verbose_stdout {
             let _ = writeln!(self.out, "{line}");
         }
@@ -393,7 +404,7 @@ impl Observer for Presenter {
 
     fn error(&mut self, line: &str) {
         self.clear_progress();
-        crate::say!("{line}");
+        let _ = writeln!(self.err, "{line}");
     }
 
     fn nodes(&mut self, m: &Multi) {
@@ -432,8 +443,8 @@ impl Observer for Presenter {
         });
         // A line wider than the terminal would wrap, and `\r` would redraw only its last row.
         let line = report::fit_progress(&line, stderr_columns());
-        let mut e = io::stderr();
-        let _ = write!(e, "{}{line}", report::clear_progress(self.drawn)).and_then(|_| e.flush());
+        let _ =
+            write!(self.err, "{}{line}", report::clear_progress(self.drawn)).and_then(|_| self.err.flush());
         self.drawn = line.chars().count();
         self.last = (done, t.latency_sum_micros);
     }
@@ -448,7 +459,7 @@ impl Observer for Presenter {
     }
 
     fn second(&mut self, title: &str, n: usize, s: &Second) {
-        crate::say!("{}", report::live_line(title, n, s));
+        let _ = writeln!(self.err, "{}", report::live_line(title, n, s));
     }
 
     fn keeps_intervals(&self) -> bool {
@@ -492,7 +503,7 @@ impl Observer for Presenter {
 
     fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
         self.none_succeeded |=
-            s.runs.iter().flat_map(|r| &r.results).any(|e| report::none_succeeded(&e.stats));
+            s.runs.iter().flat_map(|r| &r.results).any(|e| crate::shared::none_succeeded(&e.stats));
         let verified = s.runs.iter().flat_map(|r| &r.results).map(|e| e.stats.verify.mismatches());
         self.mismatches = verified.fold(self.mismatches, u64::saturating_add);
         if let Err(e) = self.print_step(s) {
@@ -506,7 +517,7 @@ impl Observer for Presenter {
                         _ => String::new(),
                     };
                     for w in &e.warnings {
-                        crate::say!("WARNING: {}{on}", w.text);
+                        let _ = writeln!(self.err, "WARNING: {}{on}", w.text);
                     }
                 }
             }
@@ -521,7 +532,7 @@ impl Observer for Presenter {
                 } else {
                     String::new()
                 };
-                crate::say!("{}{on}: {n} connection{plural} failed: {e}", last.name);
+                let _ = writeln!(self.err, "{}{on}: {n} connection{plural} failed: {e}", last.name);
             }
         }
         Ok(())
@@ -559,7 +570,11 @@ impl Observer for Presenter {
 
     fn capacity_probe(&mut self, test: &str, probe: &TestResult) {
         if self.stderr_tty {
-            crate::say!("{test}: closed-loop probe: {:.0} rps, the top of the search", probe.stats.rps());
+            let _ = writeln!(
+                self.err,
+                "{test}: closed-loop probe: {:.0} rps, the top of the search",
+                probe.stats.rps()
+            );
         }
     }
 
@@ -574,7 +589,7 @@ impl Observer for Presenter {
         // As the progress line: for a reader at a terminal; a run to a file or pipe keeps
         // stderr for errors (the steps are in the table and the JSON).
         if let (true, Some(c)) = (self.stderr_tty, &self.searching) {
-            crate::say!("{}", capacity::step_line(test, n, most, c, step));
+            let _ = writeln!(self.err, "{}", capacity::step_line(test, n, most, c, step));
         }
     }
 
@@ -622,6 +637,7 @@ fn print_test(
     label: Option<&str>,
     partial: Option<&str>,
     out: &mut impl Write,
+    err: &mut impl Write,
 ) -> io::Result<()> {
     let spec = &case.spec;
     // CSV has the step in columns of its own.
@@ -694,12 +710,12 @@ fn print_test(
             report::write_ramp_csv(entry, out)?;
             report::write_delivery_csv(entry, out)?;
             // stdout carries CSV only.
-            let _ = report::write_errors(&r, true, &mut io::stderr());
+            report::write_errors(&r, true, err)?;
         }
     }
     if cfg.show_errors {
         for k in entry.stats.errors.kinds() {
-            crate::say!("Error from server: {}", k.first_message);
+            let _ = writeln!(err, "Error from server: {}", k.first_message);
         }
     }
     out.flush()

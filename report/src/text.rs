@@ -16,6 +16,7 @@ use respbench_session::timing::{self, Split};
 use respbench_session::verdict::{Side, Verdict};
 
 use crate::hdr::{bounded, linear_steps, percentile_steps, write_steps};
+use crate::shared::{none_succeeded, quoted};
 
 /// In an open loop's verbose report, the rows of the cumulative distribution kept as they are
 /// before the rest is thinned (see [`bounded`]).
@@ -596,16 +597,6 @@ fn quiet_trailer(r: &TestReport, partial: Option<&str>) -> String {
     t
 }
 
-/// Whether no request of the test succeeded: every reply was an error reply, or none came while
-/// requests were made (a server that refused or closed every connection, a `SELECT` that
-/// failed). Its rate, hit
-/// ratio and latencies would be those of the errors, or of nothing, so no format prints them.
-pub fn none_succeeded(s: &Stats) -> bool {
-    // A test that asked for nothing (`-n 0`) failed at nothing: it has no failure to report.
-    let attempted = s.requests > 0 || s.lost > 0 || s.abandoned > 0 || s.unsent > 0 || s.failed_clients > 0;
-    attempted && s.requests <= s.error_replies()
-}
-
 /// `no request succeeded: 49 replies in 0.02 s, every one an error reply`, or the same for a
 /// test that received no reply at all.
 pub fn no_success(s: &Stats) -> String {
@@ -734,11 +725,6 @@ pub fn write_csv_row(
     let s = r.stats;
     let side = r.verdict.map_or("", |v| v.side.name());
     writeln!(out, ",\"{}\",\"{}\",\"{}\",\"{side}\"", s.error_replies() + s.lost, s.abandoned, s.unsent)
-}
-
-/// A CSV field: `s` in quotes, a `"` in it doubled.
-pub(crate) fn quoted(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
 }
 
 /// A test's first eight CSV columns, redis-benchmark's: its title (quoted, a `"` doubled), its

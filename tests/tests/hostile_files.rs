@@ -147,3 +147,66 @@ fn hostile_result_files_are_refused_with_the_file_named() {
     assert_eq!(out.status.code(), Some(0), "{}", out.dump());
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `respbench merge` holds one merged test at a time (issue #56 item 5: a document of 2,000
+/// tests took 1.9 GB, about 1 MB a test): a real run's test entry repeated under 2,000 names,
+/// two such documents merge under 200 MB of peak RSS (wait4's, as /usr/bin/time reports it),
+/// and one of 20,000 tests merges under the same bound, with every test there.
+#[test]
+fn merge_memory_does_not_grow_with_the_tests() {
+    let server = RedisServer::start();
+    let d = dir();
+    let real = d.join("real.json");
+    let port = server.port().to_string();
+    let out =
+        respbench().run(&["-p", &port, "-t", "get", "-n", "2000", "-q", "--json", real.to_str().unwrap()], T);
+    assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&real).unwrap()).unwrap();
+    let many = |n: usize| {
+        let mut m = doc.clone();
+        let names = (0..n).map(|i| {
+            let mut t = doc["tests"][0].clone();
+            t["name"] = format!("GET {i}").into();
+            t
+        });
+        m["tests"] = names.collect();
+        write(&d.join(format!("tests-{n}.json")), &m)
+    };
+    let bin = respbench().path.to_string_lossy().into_owned();
+    let timed = Tool {
+        path: "/usr/bin/time".into(),
+        pre_args: vec!["-f".into(), "peak %M kB".into(), bin],
+        ..respbench()
+    };
+    let merged = d.join("merged.json");
+    let merged_str = merged.to_str().unwrap();
+    // Generous: a debug build on a busy machine reads 20,000 tests in minutes.
+    let slow = Duration::from_secs(900);
+    let mut peaks = Vec::new();
+    for (inputs, tests) in [(vec![many(2000), many(2000)], 2000), (vec![many(20_000)], 20_000)] {
+        let mut args = vec!["merge".to_string()];
+        args.extend(inputs);
+        args.extend(["--json".to_string(), merged_str.to_string()]);
+        let out = timed.run(&args, slow);
+        assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+        let peak_kb: u64 = out
+            .stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("peak ")?.strip_suffix(" kB")?.parse().ok())
+            .unwrap_or_else(|| panic!("no peak in {}", out.dump()));
+        let m: Value = serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+        let got = m["tests"].as_array().unwrap();
+        assert_eq!(got.len(), tests);
+        let each = doc["tests"][0]["requests"].as_u64().unwrap() * (if tests == 2000 { 2 } else { 1 });
+        assert_eq!(got[tests - 1]["name"], format!("GET {}", tests - 1));
+        assert_eq!(got[tests - 1]["requests"], each);
+        assert_eq!(out.stdout.lines().count(), tests, "{}", out.dump());
+        peaks.push(peak_kb);
+    }
+    eprintln!(
+        "peak RSS: {} kB for two documents of 2,000 tests, {} kB for one of 20,000",
+        peaks[0], peaks[1]
+    );
+    assert!(peaks[0] < 200 * 1024, "two documents of 2,000 tests merged in {} kB", peaks[0]);
+    assert!(peaks[1] < 200 * 1024, "a document of 20,000 tests merged in {} kB", peaks[1]);
+}

@@ -100,3 +100,22 @@ fn a_tls_port_spoken_to_in_plain_gets_the_hint() {
     let all = format!("{}{}", out.stdout, out.stderr);
     assert!(all.contains("TLS on this port: add --tls"), "{}", out.dump());
 }
+
+/// What the outputs library says on stderr is written, not printed with a macro that panics: with
+/// stderr on a full device, `-e`'s `Error from server` lines fail quietly and the run keeps its
+/// own status (1: no request succeeded), where it died with status 101, "failed printing to
+/// stderr" (#47 item 4: no eprintln! in report/src; #56 item 11).
+#[test]
+fn a_full_stderr_leaves_the_status_the_runs() {
+    let server = RedisServer::start();
+    let bin = respbench().path.to_string_lossy().into_owned();
+    let full = respbench_tests::Tool {
+        path: "/bin/sh".into(),
+        pre_args: vec!["-c".into(), "exec \"$0\" \"$@\" 2>/dev/full".into(), bin],
+        ..respbench()
+    };
+    let out =
+        full.run_lenient(&["-p", &server.port().to_string(), "-n", "100", "-c", "1", "-q", "-e", "FOO"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stdout.contains("FOO: errors: 100 (ERR: 100)"), "{}", out.dump());
+}

@@ -8,7 +8,7 @@
 use hdrhistogram::Histogram;
 
 use crate::doc::{self, Document};
-use crate::json;
+use crate::{codec, convert};
 
 /// The options a step of a sweep may differ in, with their names in the JSON (`config` and, for
 /// runs whose steps vary them, each test entry) and on the charts.
@@ -271,7 +271,7 @@ fn input_from<'de, R: serde_json::de::Read<'de>>(
     };
     // (A schema this respbench does not read was refused as it was met.)
     if doc.schema.is_empty() {
-        return Err(format!("{path}: {}", json::schema_refused(None)));
+        return Err(format!("{path}: {}", codec::schema_refused(None)));
     }
     if kept.total == 0 && doc.comparison.is_none() {
         return Err(format!("{path}: no tests in the document (the run ended before its first test)"));
@@ -346,8 +346,8 @@ impl<'de> serde::de::Visitor<'de> for Reading {
             match key.as_str() {
                 "schema" => {
                     let s: String = map.next_value()?;
-                    if s != json::SCHEMA && !json::READS_ALSO.contains(&s.as_str()) {
-                        return Err(A::Error::custom(json::schema_refused(Some(&s))));
+                    if s != codec::SCHEMA && !codec::READS_ALSO.contains(&s.as_str()) {
+                        return Err(A::Error::custom(codec::schema_refused(Some(&s))));
                     }
                     schema = Some(s);
                 }
@@ -445,7 +445,7 @@ fn context(doc: &Document, tests: &[Test]) -> Context {
     let parts: Vec<String> = [&s.name, &s.version, &s.mode].into_iter().flatten().cloned().collect();
     let server = (!parts.is_empty()).then(|| parts.join(" "));
     let date =
-        tests.first().map(|t| t.start_us).filter(|&us| us > 0).map(|us| crate::hlog::utc(us / 1_000_000));
+        tests.first().map(|t| t.start_us).filter(|&us| us > 0).map(|us| crate::shared::utc(us / 1_000_000));
     Context {
         command_line,
         server,
@@ -474,15 +474,15 @@ fn read_test(t: &doc::Test, input: usize) -> Result<Test, String> {
         .map(|l| latency_of(Some(l)))
         .transpose()
         .map_err(|e| at(format!("service_latency_ms: {e}")))?;
-    let histogram = json::decode_histogram(&t.histogram.data).map_err(|e| at(format!("histogram: {e}")))?;
+    let histogram = codec::decode_histogram(&t.histogram.data).map_err(|e| at(format!("histogram: {e}")))?;
     let service_histogram = t
         .service_histogram
         .as_ref()
-        .map(|d| json::decode_histogram(&d.data).map_err(|e| at(format!("service_histogram: {e}"))))
+        .map(|d| codec::decode_histogram(&d.data).map_err(|e| at(format!("service_histogram: {e}"))))
         .transpose()?;
     // As `respbench merge` checks them: the histograms hold what the counts say.
     let lower_bounds = t.latency_lower_bounds.unwrap_or(0);
-    json::check_counts(
+    convert::check_counts(
         histogram.len(),
         service_histogram.as_ref().map(Histogram::len),
         requests,
@@ -698,7 +698,7 @@ mod tests {
     fn hist_data() -> String {
         let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
         h.record(250).unwrap();
-        json::encode_histogram(&h).unwrap()
+        codec::encode_histogram(&h).unwrap()
     }
 
     fn test_entry() -> Value {
@@ -715,7 +715,7 @@ mod tests {
     fn reads_summaries_and_step_parameters() {
         let mut t = test_entry();
         t["step"] = json!({"datasize": "16-64", "clients": 7, "pipeline": 1, "threads": 0, "run": 0});
-        let doc = json!({"schema": json::SCHEMA, "config": {"clients": 50, "pipeline": 16, "datasize": 128}, "tests": [t]});
+        let doc = json!({"schema": codec::SCHEMA, "config": {"clients": 50, "pipeline": 16, "datasize": 128}, "tests": [t]});
         let tests = read_doc(&doc, 0).unwrap();
         let t = &tests[0];
         assert_eq!(t.errors, 2);
@@ -742,26 +742,26 @@ mod tests {
         assert!(e.contains("schema is missing"), "{e}");
         let e = read_doc(&json!({"schema": "respbench/9", "tests": []}), 0).unwrap_err();
         assert!(e.contains("'respbench/9'"), "{e}");
-        let e = read_doc(&json!({"schema": json::SCHEMA, "tests": []}), 0).unwrap_err();
+        let e = read_doc(&json!({"schema": codec::SCHEMA, "tests": []}), 0).unwrap_err();
         assert!(e.contains("no tests"), "{e}");
         let mut t = test_entry();
         t["histogram"]["data"] = json!("!!!");
-        let e = read_doc(&json!({"schema": json::SCHEMA, "tests": [t]}), 0).unwrap_err();
+        let e = read_doc(&json!({"schema": codec::SCHEMA, "tests": [t]}), 0).unwrap_err();
         assert!(e.contains("test 1: 'GET': histogram"), "{e}");
         let mut t = test_entry();
         t["series"][0].as_object_mut().unwrap().remove("p99_ms");
-        let e = read_doc(&json!({"schema": json::SCHEMA, "tests": [t]}), 0).unwrap_err();
+        let e = read_doc(&json!({"schema": codec::SCHEMA, "tests": [t]}), 0).unwrap_err();
         assert!(e.contains("no 'p99_ms'"), "{e}");
         // Counts that the histogram does not hold (an edited document) are refused.
         let mut t = test_entry();
         t["requests"] = json!(2);
-        let e = read_doc(&json!({"schema": json::SCHEMA, "tests": [t.clone()]}), 0).unwrap_err();
+        let e = read_doc(&json!({"schema": codec::SCHEMA, "tests": [t.clone()]}), 0).unwrap_err();
         assert!(
             e.contains("'GET': its histogram holds 1 values where requests + latency_lower_bounds say 2"),
             "{e}"
         );
         t["latency_lower_bounds"] = json!(u64::MAX);
-        let e = read_doc(&json!({"schema": json::SCHEMA, "tests": [t]}), 0).unwrap_err();
+        let e = read_doc(&json!({"schema": codec::SCHEMA, "tests": [t]}), 0).unwrap_err();
         assert!(e.contains("overflows"), "{e}");
     }
 
@@ -777,7 +777,7 @@ mod tests {
                     t
                 })
                 .collect();
-            let doc = json!({"schema": json::SCHEMA, "tests": tests});
+            let doc = json!({"schema": codec::SCHEMA, "tests": tests});
             let input = input_of("doc.json", 0, doc.to_string().as_bytes()).unwrap();
             let names: Vec<usize> = input.tests.iter().map(|t| t.name[1..].parse().unwrap()).collect();
             assert!(
