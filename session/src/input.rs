@@ -10,7 +10,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::observer::StopHandle;
+use crate::stop::StopHandle;
 
 /// How a bounded read ended without the file's bytes.
 #[derive(Debug)]

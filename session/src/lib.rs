@@ -33,6 +33,7 @@ pub mod secret;
 pub mod server;
 pub mod sides;
 pub mod slo;
+pub mod stop;
 pub mod syntax;
 pub mod timing;
 #[cfg(feature = "tls")]

@@ -3,7 +3,6 @@
 //! ([`StopHandle`]).
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -14,29 +13,8 @@ use crate::case::Case;
 use crate::config::{Config, Step};
 use crate::result::TestResult;
 use crate::routing::Multi;
+pub use crate::stop::StopHandle;
 use crate::Error;
-
-/// Asks a running session to stop (Ctrl-C): the test running drains and ends, and no other
-/// begins. Cheap to clone; setting it is one atomic store, so a signal handler may.
-#[derive(Clone, Debug, Default)]
-pub struct StopHandle(Arc<AtomicBool>);
-
-impl StopHandle {
-    /// A handle nobody has pulled yet.
-    pub fn new() -> StopHandle {
-        StopHandle::default()
-    }
-
-    /// Asks the run to stop.
-    pub fn request(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether a stop was asked for.
-    pub fn requested(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-}
 
 /// The live figures of the test running, as often as the session looks (every 20 ms).
 #[derive(Clone, Copy, Debug)]
