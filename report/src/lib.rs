@@ -17,6 +17,7 @@ pub mod hdr;
 pub mod hgrm;
 pub mod hlog;
 pub mod json;
+pub mod memtier;
 pub mod merge;
 pub mod metrics;
 #[cfg(feature = "plot")]

@@ -101,9 +101,12 @@ fn json_on_stdout(cfg: &Config) -> bool {
 impl Presenter {
     /// Before the session: warnings and the nodes found go out as they come.
     pub fn new(cfg: &Config) -> Presenter {
-        // With `--json -` stdout carries the document only.
-        let out: Box<dyn Write> =
-            if json_on_stdout(cfg) { Box::new(io::sink()) } else { Box::new(io::stdout()) };
+        // With `--json -` stdout carries the document only; as memtier_benchmark, its table.
+        let out: Box<dyn Write> = if json_on_stdout(cfg) || cfg.memtier.is_some() {
+            Box::new(io::sink())
+        } else {
+            Box::new(io::stdout())
+        };
         Presenter {
             out,
             comparing: cfg.backends.len() > 1,
@@ -124,7 +127,7 @@ impl Presenter {
             stderr_tty: io::stderr().is_terminal(),
             none_succeeded: false,
             mismatches: 0,
-            kept: (cfg.json.is_some() || cfg.open.hgrm.is_some()).then(Vec::new),
+            kept: (cfg.json.is_some() || cfg.open.hgrm.is_some() || cfg.memtier.is_some()).then(Vec::new),
             notices: Vec::new(),
             searches: Vec::new(),
             searching: cfg.capacity.as_ref().map(|s| respbench_session::capacity::Capacity {
@@ -255,6 +258,11 @@ impl Presenter {
         }
         if let Some(prefix) = &cfg.open.hgrm {
             if let Err(e) = crate::hgrm::write_all(prefix, results, self.comparing) {
+                self.failed.push(e);
+            }
+        }
+        if let Some(m) = &cfg.memtier {
+            if let Err(e) = crate::memtier::write(m, results, interrupted, epoch_us) {
                 self.failed.push(e);
             }
         }

@@ -18,6 +18,7 @@ mod error;
 pub mod event;
 mod fire;
 pub mod limits;
+pub mod memtier;
 pub mod metrics;
 pub mod observer;
 pub mod probe;
