@@ -416,6 +416,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let mut config: Vec<(&'static str, ConfigValue)> = Vec::new();
     let (mut server, mut port, mut protocol) = ("localhost".to_string(), 6379u64, "redis".to_string());
     let (mut tls, mut socket, mut host_given) = (false, false, false);
+    // --clients-start, --clients-step, --step-duration.
+    let mut staircase: (Option<u64>, Option<u64>, Option<u64>) = (None, None, None);
     for (name, value) in &opts {
         let v = value.as_deref().unwrap_or("");
         match *name {
@@ -511,6 +513,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "out-file" => out_file = Some(v.to_string()),
             "json-out-file" => json_out_file = Some(v.to_string()),
             "reconnect-on-error" => out.push("--reconnect".into()),
+            "clients-start" => staircase.0 = Some(positive(name, v)?),
+            "clients-step" => staircase.1 = Some(positive(name, v)?),
+            "step-duration" => staircase.2 = Some(positive(name, v)?),
             "help" | "version" => return refuse(name, "run 'respbench --help' for respbench's own options"),
             "random-data" => return refuse(name, "respbench's values are its fixed payload"),
             "key-stddev" | "key-median" => {
@@ -578,6 +583,20 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     }
     if requests.is_some() && test_time.is_some() {
         return refuse("test-time", "give -n or --test-time, not both (memtier runs to the first)");
+    }
+    // memtier's staircase: per thread, to -c, each step for --step-duration seconds.
+    match staircase {
+        (None, None, None) => {}
+        (Some(start), Some(step), Some(every)) if test_time.is_some() && requests.is_none() => {
+            let (from, by) = (start.saturating_mul(threads).min(connections), step.saturating_mul(threads));
+            push(&mut out, "--ramp", &format!("clients {from}..{connections} step {by} every {every}s"));
+        }
+        (Some(_), Some(_), Some(_)) => {
+            return refuse("clients-start", "the staircase runs for --test-time, not -n (as memtier's)")
+        }
+        _ => {
+            return refuse("clients-start", "--clients-start, --clients-step and --step-duration go together")
+        }
     }
     push(&mut out, "-P", &pipeline.to_string());
     push(&mut out, "-d", data_size.as_deref().unwrap_or("32"));
@@ -760,6 +779,15 @@ mod tests {
         assert!(!tr.memtier.ratio_rows);
         assert_eq!((opt(&tr, "--user"), opt(&tr, "-a")), (Some("alice"), Some("s3cret")));
         assert!(tr.args.iter().any(|a| a == "-3"));
+    }
+
+    #[test]
+    fn the_staircase_is_a_ramp_of_every_threads_clients() {
+        let tr = t("-t 2 -c 10 --test-time 6 --clients-start 2 --clients-step 3 --step-duration 2").unwrap();
+        assert_eq!(opt(&tr, "--ramp"), Some("clients 4..20 step 6 every 2s"));
+        assert_eq!(opt(&tr, "--duration"), Some("6s"));
+        assert!(t("--clients-start 2 --test-time 5").is_err());
+        assert!(t("-n 5 --clients-start 2 --clients-step 1 --step-duration 1").is_err());
     }
 
     #[test]

@@ -309,3 +309,41 @@ fn the_name_memtier_benchmark_is_the_dialect() {
     assert!(out.stdout.contains("ALL STATS"), "{}", out.dump());
     assert_eq!(server.command_calls("get"), 21);
 }
+
+/// memtier's staircase (`--clients-start 1 --clients-step 1 --step-duration 1`, per thread) is
+/// respbench's ramp of every thread's clients: two steps of 2 and 4 connections, their figures
+/// under `"respbench"`.
+#[test]
+fn the_staircase_ramps_the_clients() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let json = json_path("memtier", "staircase");
+    let out = memtier(
+        &respbench(),
+        &[
+            "-p",
+            &port,
+            "-t",
+            "2",
+            "-c",
+            "2",
+            "--test-time",
+            "2",
+            "--clients-start",
+            "1",
+            "--clients-step",
+            "1",
+            "--step-duration",
+            "1",
+            "--hide-histogram",
+            "--json-out-file",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let doc = read(&json);
+    let steps = doc["respbench"]["ALL STATS"]["ramp"]["steps"].as_array().unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(steps.len(), 2, "{doc}");
+    let count = doc["ALL STATS"]["Totals"]["Count"].as_u64().unwrap();
+    assert_eq!(count, server.command_calls("set") + server.command_calls("get"));
+}
