@@ -86,6 +86,9 @@ pub fn check_outputs(cfg: &Config) -> Result<(), String> {
         files::probe_writable(std::path::Path::new(path))
             .map_err(|e| format!("--json: cannot write {path}: {e}"))?;
     }
+    if let Some(m) = &cfg.memtier {
+        crate::memtier::check_outputs(m)?;
+    }
     if let Some(prefix) = &cfg.open.hgrm {
         files::probe_writable(std::path::Path::new(&format!("{prefix}TEST.hgrm")))
             .map_err(|e| format!("--hgrm: cannot write files named {prefix}TEST.hgrm: {e}"))?;

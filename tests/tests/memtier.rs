@@ -270,7 +270,7 @@ fn commands_and_run_count_give_memtiers_sections() {
 }
 
 /// An option respbench does not honour is refused naming itself, before anything is sent; so
-/// is a memcache protocol.
+/// are a memcache protocol and output files that cannot be written.
 #[test]
 fn a_refused_option_names_itself() {
     let server = RedisServer::start();
@@ -280,6 +280,12 @@ fn a_refused_option_names_itself() {
         (vec!["-P", "memcache_text"], "--protocol"),
         (vec!["--no-such-option"], "--no-such-option"),
         (vec!["-n", "ten"], "--requests"),
+        // Found out before the run, not after it.
+        (
+            vec!["--json-out-file", "/nonexistent-dir/run.json"],
+            "--json-out-file: cannot write /nonexistent-dir/run.json",
+        ),
+        (vec!["-o", "/nonexistent-dir/run.txt"], "--out-file: cannot write /nonexistent-dir/run.txt"),
     ] {
         let mut all = vec!["-p", port.as_str()];
         all.extend(args);

@@ -279,6 +279,18 @@ fn average<'a>(runs: &[Run<'a>]) -> Result<Run<'a>, String> {
     Ok(Run { rows, totals: mean(&totals)?, result: first.result })
 }
 
+/// Whether `--out-file` and `--json-out-file` can be written where they are named, found out
+/// before the run (see [`crate::present::check_outputs`]).
+pub fn check_outputs(m: &Memtier) -> Result<(), String> {
+    let files = [("--out-file", &m.out_file), ("--json-out-file", &m.json_out_file)];
+    for (option, path) in files.iter().filter_map(|(o, p)| p.as_deref().filter(|p| *p != "-").map(|p| (o, p)))
+    {
+        crate::files::probe_writable(std::path::Path::new(path))
+            .map_err(|e| format!("{option}: cannot write {path}: {e}"))?;
+    }
+    Ok(())
+}
+
 /// Writes memtier's outputs for `results`: the table to stdout (or `--out-file`), the JSON to
 /// `--json-out-file`. `interrupted`: the run did not complete.
 pub fn write(m: &Memtier, results: &[TestResult], interrupted: bool, epoch_us: u64) -> Result<(), String> {
