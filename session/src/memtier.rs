@@ -319,35 +319,46 @@ fn key_dist(option: &str, letter: &str, zipf_exp: Option<&str>) -> Result<String
     }
 }
 
-/// A `--command`'s words, as memtier splits them: on spaces, a double-quoted word kept whole.
+/// A `--command`'s words, as memtier splits them (redis-cli's quoting): on blanks, a double-
+/// or single-quoted word kept whole. A backslash escape inside double quotes (`"\x00\n"`,
+/// bytes that need not be text) is refused: respbench's mix takes its arguments as text.
 fn command_words(text: &str) -> Result<Vec<String>, MemtierError> {
     let mut words = Vec::new();
     let mut word = String::new();
-    let mut quoted = false;
+    let mut quote: Option<char> = None;
     let mut any = false;
     for c in text.chars() {
-        match c {
-            '"' => {
-                quoted = !quoted;
+        match (quote, c) {
+            (Some('"'), '\\') => {
+                return Err(MemtierError::Refused {
+                    option: "--command".into(),
+                    why: format!(
+                    "'{text}': escapes in quoted arguments are not supported (respbench's mix takes text)"
+                ),
+                })
+            }
+            (Some(q), c) if c == q => quote = None,
+            (None, '"' | '\'') => {
+                quote = Some(c);
                 any = true;
             }
-            ' ' if !quoted => {
+            (None, c) if c.is_whitespace() => {
                 if any {
                     words.push(std::mem::take(&mut word));
                     any = false;
                 }
             }
-            c => {
+            (_, c) => {
                 word.push(c);
                 any = true;
             }
         }
     }
-    if quoted {
+    if quote.is_some() {
         return Err(MemtierError::BadValue {
             option: "--command".into(),
             value: text.to_string(),
-            why: "a double quote is not closed".into(),
+            why: "a quote is not closed".into(),
         });
     }
     if any {
@@ -517,7 +528,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "clients-step" => staircase.1 = Some(positive(name, v)?),
             "step-duration" => staircase.2 = Some(positive(name, v)?),
             "help" | "version" => return refuse(name, "run 'respbench --help' for respbench's own options"),
-            "random-data" => return refuse(name, "respbench's values are its fixed payload"),
+            // respbench's values are always pseudo-random (redis-benchmark's payload), made once
+            // as memtier makes its -R buffer once: see the README.
+            "random-data" => {}
             "key-stddev" | "key-median" => {
                 return refuse(name, "respbench's gaussian keys have the median in the middle and a sixth of the range as deviation (memtier's defaults)")
             }
@@ -795,7 +808,7 @@ mod tests {
         for (line, named) in [
             ("--monitor-input f", "--monitor-input"),
             ("-P memcache_text", "--protocol"),
-            ("-R", "--random-data"),
+            ("--command=\"\\x00\\x0a\"", "--command"),
             ("--data-import x", "--data-import"),
             ("--bogus 3", "--bogus"),
             ("-c", "--clients"),
