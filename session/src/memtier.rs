@@ -205,6 +205,11 @@ const SWITCHES: &[(&str, Option<char>)] = &[
     ("scan-incremental-iteration", None),
 ];
 
+/// Whether `option` (`--server`, `--test-time`) is one of memtier_benchmark's long options.
+pub fn is_option(option: &str) -> bool {
+    option.strip_prefix("--").is_some_and(|n| VALUED.iter().chain(SWITCHES).any(|(l, _)| *l == n))
+}
+
 /// memtier's options as getopt_long reads them: `--name value`, `--name=value`, `-c 5`,
 /// `-c5`, switches `--tls`, `-R`. Each is `(long name, value)`; the name is memtier's long
 /// one whichever spelling was given.
@@ -828,5 +833,6 @@ mod tests {
         assert_eq!(dialect(&v(&["/usr/bin/memtier_benchmark", "-c", "1"])), Some(&v(&["-c", "1"])[..]));
         assert_eq!(dialect(&v(&["respbench", "memtier", "-c", "1"])), Some(&v(&["-c", "1"])[..]));
         assert_eq!(dialect(&v(&["respbench", "-c", "1"])), None);
+        assert!(is_option("--test-time") && is_option("--hide-histogram") && !is_option("--duration"));
     }
 }
