@@ -81,7 +81,13 @@ const PEER_SPELLINGS: &[(&str, &str)] = &[
 pub fn suggest(arg: &str, long: &[String]) -> Option<String> {
     let name = arg.split_once('=').map_or(arg, |(n, _)| n);
     if let Some((_, instead)) = PEER_SPELLINGS.iter().find(|(peer, _)| *peer == name) {
-        return Some(format!("respbench spells {name} as {instead}"));
+        // memtier_benchmark's options: its whole line also runs as it is.
+        let memtier = if respbench_session::memtier::is_option(name) {
+            "; or run the memtier_benchmark line unchanged: respbench memtier ARGS..."
+        } else {
+            ""
+        };
+        return Some(format!("respbench spells {name} as {instead}{memtier}"));
     }
     if !name.starts_with("--") {
         return None;
@@ -136,9 +142,14 @@ mod tests {
             .collect();
         assert_eq!(
             suggest("--server", &long).as_deref(),
-            Some("respbench spells --server as -h HOST (memtier's --server)")
+            Some(
+                "respbench spells --server as -h HOST (memtier's --server); or run the memtier_benchmark line \
+                 unchanged: respbench memtier ARGS..."
+            )
         );
         assert!(suggest("--test-time=30", &long).unwrap().contains("--duration"));
+        assert!(suggest("--test-time=30", &long).unwrap().ends_with("respbench memtier ARGS..."));
+        assert!(!suggest("--rate", &long).unwrap().contains("memtier"));
         assert_eq!(suggest("--pipline", &long).as_deref(), Some("did you mean --pipeline?"));
         assert_eq!(suggest("--thread", &long).as_deref(), Some("did you mean --threads?"));
         assert_eq!(suggest("--bogus", &long), None);

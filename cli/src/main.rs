@@ -26,7 +26,20 @@ use respbench_report::{capacity, json};
 use signals::exit_interrupted;
 
 fn main() -> ExitCode {
-    let args = args::collect();
+    let mut args = args::collect();
+    // memtier_benchmark's command line, read into respbench's options (session's memtier).
+    let memtier = match respbench_session::memtier::dialect(&args).map(respbench_session::memtier::translate)
+    {
+        Some(Ok(t)) => {
+            args = std::iter::once(args[0].clone()).chain(t.args).collect();
+            Some(t.memtier)
+        }
+        Some(Err(e)) => {
+            say!("{e}");
+            return ExitCode::from(1);
+        }
+        None => None,
+    };
     let name = args.first().map(|s| s.as_str()).unwrap_or("respbench");
     let rest: Vec<&str> = args.iter().skip(1).map(|s| s.as_str()).collect();
     // `merge` is detected before argh: a subcommand does not fit the flat redis-benchmark
@@ -96,6 +109,7 @@ fn main() -> ExitCode {
         c.valkey_suite = std::path::Path::new(name)
             .file_name()
             .is_some_and(|f| f.to_string_lossy().starts_with("valkey-benchmark"));
+        c.memtier = memtier;
         c.capture = respbench_session::replay::capture_settings(capturing, capture.0.as_deref(), capture.1)?;
         if askpass {
             c.password = Some(respbench_session::secret::read_password(&mut std::io::stderr())?);

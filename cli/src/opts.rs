@@ -726,6 +726,7 @@ impl Opts {
                 self.idle,
             )?,
             verify: Default::default(),
+            memtier: None,
         };
         respbench_session::verify::check(&mut c, self.verify, self.verify_only, self.requests.is_some())?;
         let given =

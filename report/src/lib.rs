@@ -22,6 +22,7 @@ pub mod hdr;
 pub mod hgrm;
 pub mod hlog;
 pub mod json;
+pub mod memtier;
 pub mod merge;
 pub mod metrics;
 #[cfg(feature = "plot")]

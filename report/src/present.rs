@@ -102,6 +102,9 @@ pub fn check_outputs(cfg: &Config) -> Result<(), String> {
             .and_then(|how| files::probe(target, how))
             .map_err(|e| format!("--hlog {path}: cannot create it: {e}"))?;
     }
+    if let Some(m) = &cfg.memtier {
+        crate::memtier::check_outputs(m)?;
+    }
     if let Some(prefix) = &cfg.open.hgrm {
         files::probe_writable(std::path::Path::new(&format!("{prefix}TEST.hgrm")))
             .map_err(|e| format!("--hgrm: cannot write files named {prefix}TEST.hgrm: {e}"))?;
@@ -118,9 +121,12 @@ impl Presenter {
     /// Before the session: warnings and the nodes found go out as they come. `command_line` is
     /// what the JSON document says ran ([`json::command_line`] of the process's arguments).
     pub fn new(cfg: &Config, command_line: Vec<String>) -> Presenter {
-        // With `--json -` stdout carries the document only.
-        let out: Box<dyn Write> =
-            if json_on_stdout(cfg) { Box::new(io::sink()) } else { Box::new(io::stdout()) };
+        // With `--json -` stdout carries the document only; as memtier_benchmark, its table.
+        let out: Box<dyn Write> = if json_on_stdout(cfg) || cfg.memtier.is_some() {
+            Box::new(io::sink())
+        } else {
+            Box::new(io::stdout())
+        };
         Presenter {
             out,
             err: Box::new(io::stderr()),
@@ -143,7 +149,7 @@ impl Presenter {
             stderr_tty: io::stderr().is_terminal(),
             none_succeeded: false,
             mismatches: 0,
-            kept: (cfg.json.is_some() || cfg.open.hgrm.is_some()).then(Vec::new),
+            kept: (cfg.json.is_some() || cfg.open.hgrm.is_some() || cfg.memtier.is_some()).then(Vec::new),
             notices: Vec::new(),
             searches: Vec::new(),
             searching: cfg.capacity.as_ref().map(|s| respbench_session::capacity::Capacity {
@@ -287,6 +293,11 @@ impl Presenter {
         }
         if let Some(prefix) = &cfg.open.hgrm {
             if let Err(e) = crate::hgrm::write_all(prefix, results, self.comparing) {
+                self.failed.push(e);
+            }
+        }
+        if let Some(m) = &cfg.memtier {
+            if let Err(e) = crate::memtier::write(m, results, interrupted, epoch_us) {
                 self.failed.push(e);
             }
         }

@@ -205,6 +205,8 @@ pub struct Config {
     pub metrics: Option<Metrics>,
     /// `--verify`, `--verify-only` (see `crate::verify`).
     pub verify: Verification,
+    /// Run as memtier_benchmark (see [`crate::memtier`]): its outputs replace redis-benchmark's.
+    pub memtier: Option<crate::memtier::Memtier>,
 }
 
 /// Whether the replies are checked against values that encode their key and version.

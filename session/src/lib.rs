@@ -20,6 +20,7 @@ pub mod event;
 mod fire;
 pub mod input;
 pub mod limits;
+pub mod memtier;
 pub mod metrics;
 pub mod observer;
 pub mod probe;

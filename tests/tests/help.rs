@@ -70,7 +70,7 @@ fn the_commonest_mistakes_say_the_fix() {
     for (args, says) in [
         (&["--server", "10.0.0.5"][..], "respbench spells --server as -h HOST"),
         (&["--test-time=30"], "--duration"),
-        (&["--ratio", "1:10"], "--mix set:1,get:10"),
+        (&["--ratio", "1:10"], "--mix set:1,get:10 (memtier's --ratio 1:10 is SET:GET); or run the memtier_benchmark line unchanged: respbench memtier ARGS..."),
         (&["--pipline", "16"], "did you mean --pipeline?"),
     ] {
         let out = respbench().run(args, T);

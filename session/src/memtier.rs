@@ -1,0 +1,838 @@
+//! memtier_benchmark's command line: when respbench runs as `memtier_benchmark` (a link of that
+//! name) or as `respbench memtier ARGS…`, memtier's options are read with memtier's meanings
+//! ([`translate`]) into respbench's own options, which the usual path checks and runs, and the
+//! settings of memtier's outputs ([`Memtier`]), which the report renders in memtier's shapes.
+//!
+//! memtier's `-c` is clients per thread and `-n` requests per client: respbench's `-c` is every
+//! connection (`-c` × `-t`) and its `-n` every request (`-n` × `-c` × `-t`), exact. `--ratio`
+//! and `--command` become a mix of custom commands (`--mix-command`), each with its own keys
+//! (`--key-pattern`, `--command-key-pattern`) over `--key-minimum`..`--key-maximum`. An option
+//! respbench cannot honour is an error naming it ([`MemtierError::Refused`]).
+
+use std::fmt;
+
+/// What memtier's outputs need to know of its command line: the run's shape as memtier
+/// counts it, the rows, and where the table and the JSON go.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Memtier {
+    /// `-t`: threads.
+    pub threads: u64,
+    /// `-c`: connections per thread.
+    pub clients: u64,
+    /// `-n`: requests per client (`None` with `--test-time`).
+    pub requests: Option<u64>,
+    /// `--test-time`: seconds.
+    pub test_time: Option<u64>,
+    /// `-x`/`--run-count`.
+    pub run_count: u32,
+    /// `--print-percentiles` (default 50, 99, 99.9).
+    pub percentiles: Vec<f64>,
+    /// `--hide-histogram`.
+    pub hide_histogram: bool,
+    /// `-o`/`--out-file`: the table goes there instead of stdout.
+    pub out_file: Option<String>,
+    /// `--json-out-file`.
+    pub json_out_file: Option<String>,
+    /// The row of each command of the mix, in the mix's order: `Sets`, `Gets` with `--ratio`,
+    /// else each `--command`'s name as memtier shows it (`Hsets`); commands of one name share
+    /// a row.
+    pub rows: Vec<String>,
+    /// Whether the rows are `--ratio`'s (`Sets`, `Gets`, `Waits`, with hits and misses), not
+    /// `--command`'s.
+    pub ratio_rows: bool,
+    /// `--cluster-mode` (the `MOVED/sec` and `ASK/sec` fields).
+    pub cluster: bool,
+    /// memtier's `configuration` object: each option as memtier names it, with its value.
+    pub configuration: Vec<(&'static str, ConfigValue)>,
+}
+
+/// A value of memtier's `configuration` object.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConfigValue {
+    /// A number.
+    Number(u64),
+    /// A string (memtier writes its flags as `"true"`/`"false"`).
+    Text(String),
+}
+
+/// A memtier command line that respbench cannot run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemtierError {
+    /// An option memtier has that respbench does not honour, and why.
+    Refused {
+        /// The option as given (`--monitor-input`).
+        option: String,
+        /// Why, or what to use instead.
+        why: String,
+    },
+    /// An option's value memtier would take that is wrong here.
+    BadValue {
+        /// The option.
+        option: String,
+        /// The value given.
+        value: String,
+        /// What is expected.
+        why: String,
+    },
+    /// Not an option of memtier_benchmark.
+    Unknown(String),
+}
+
+impl fmt::Display for MemtierError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MemtierError::Refused { option, why } => {
+                write!(f, "memtier_benchmark's {option} is not supported by respbench: {why}")
+            }
+            MemtierError::BadValue { option, value, why } => write!(f, "{option} '{value}': {why}"),
+            MemtierError::Unknown(option) => write!(f, "unknown memtier_benchmark option: {option}"),
+        }
+    }
+}
+
+impl std::error::Error for MemtierError {}
+
+/// The result of [`translate`]: respbench's options and memtier's outputs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Translated {
+    /// respbench's options, without the program's name.
+    pub args: Vec<String>,
+    /// memtier's outputs.
+    pub memtier: Memtier,
+}
+
+/// Whether respbench runs as memtier_benchmark: called by that name (argv0's file name), or as
+/// `respbench memtier ARGS…`. Gives memtier's arguments (after the name or `memtier`).
+pub fn dialect(args: &[String]) -> Option<&[String]> {
+    let name = args.first()?;
+    let file = std::path::Path::new(name).file_name().map(|f| f.to_string_lossy());
+    if file.is_some_and(|f| f.starts_with("memtier_benchmark")) {
+        return Some(&args[1..]);
+    }
+    (args.get(1).map(String::as_str) == Some("memtier")).then(|| &args[2..])
+}
+
+/// The options that take a value, by long name, with their short letter.
+const VALUED: &[(&str, Option<char>)] = &[
+    ("server", Some('s')),
+    ("host", Some('h')),
+    ("port", Some('p')),
+    ("unix-socket", Some('S')),
+    ("protocol", Some('P')),
+    ("cert", None),
+    ("key", None),
+    ("cacert", None),
+    ("sni", None),
+    ("tls-protocols", None),
+    ("out-file", Some('o')),
+    ("hdr-file-prefix", None),
+    ("client-stats", None),
+    ("run-count", Some('x')),
+    ("print-percentiles", None),
+    ("requests", Some('n')),
+    ("clients", Some('c')),
+    ("threads", Some('t')),
+    ("test-time", None),
+    ("ratio", None),
+    ("pipeline", None),
+    ("data-size", Some('d')),
+    ("data-offset", None),
+    ("data-size-range", None),
+    ("data-size-list", None),
+    ("data-size-pattern", None),
+    ("expiry-range", None),
+    ("data-import", None),
+    ("key-prefix", None),
+    ("key-minimum", None),
+    ("key-maximum", None),
+    ("key-pattern", None),
+    ("key-stddev", None),
+    ("key-median", None),
+    ("key-zipf-exp", None),
+    ("reconnect-interval", None),
+    ("max-reconnect-attempts", None),
+    ("reconnect-backoff-factor", None),
+    ("connection-timeout", None),
+    ("thread-conn-start-min-jitter-micros", None),
+    ("thread-conn-start-max-jitter-micros", None),
+    ("multi-key-get", None),
+    ("authenticate", Some('a')),
+    ("select-db", None),
+    ("wait-ratio", None),
+    ("num-slaves", None),
+    ("wait-timeout", None),
+    ("json-out-file", None),
+    ("command", None),
+    ("command-key-pattern", None),
+    ("command-ratio", None),
+    ("monitor-input", None),
+    ("monitor-pattern", None),
+    ("command-stats-breakdown", None),
+    ("rate-limiting", None),
+    ("uri", Some('u')),
+    ("statsd-host", None),
+    ("statsd-port", None),
+    ("statsd-prefix", None),
+    ("statsd-run-label", None),
+    ("graphite-port", None),
+    ("scan-incremental-max-iterations", None),
+    ("clients-start", None),
+    ("clients-step", None),
+    ("step-duration", None),
+];
+
+/// The switches, by long name, with their short letter.
+const SWITCHES: &[(&str, Option<char>)] = &[
+    ("ipv4", Some('4')),
+    ("ipv6", Some('6')),
+    ("tls", None),
+    ("tls-skip-verify", None),
+    ("debug", Some('D')),
+    ("show-config", None),
+    ("hide-histogram", None),
+    ("print-all-runs", None),
+    ("distinct-client-seed", None),
+    ("randomize", None),
+    ("random-data", Some('R')),
+    ("data-verify", None),
+    ("verify-only", None),
+    ("generate-keys", None),
+    ("reconnect-on-error", None),
+    ("no-expiry", None),
+    ("cluster-mode", None),
+    ("help", None),
+    ("version", Some('v')),
+    ("scan-incremental-iteration", None),
+];
+
+/// Whether `option` (`--server`, `--test-time`) is one of memtier_benchmark's long options.
+pub fn is_option(option: &str) -> bool {
+    option.strip_prefix("--").is_some_and(|n| VALUED.iter().chain(SWITCHES).any(|(l, _)| *l == n))
+}
+
+/// memtier's options as getopt_long reads them: `--name value`, `--name=value`, `-c 5`,
+/// `-c5`, switches `--tls`, `-R`. Each is `(long name, value)`; the name is memtier's long
+/// one whichever spelling was given.
+fn options(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, MemtierError> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        i += 1;
+        let (name, attached): (&'static str, Option<String>) = if let Some(long) = a.strip_prefix("--") {
+            let (n, v) = long.split_once('=').map_or((long, None), |(n, v)| (n, Some(v.to_string())));
+            let found = VALUED.iter().chain(SWITCHES).find(|(l, _)| *l == n);
+            match found {
+                Some((l, _)) => (l, v),
+                None => return Err(MemtierError::Unknown(format!("--{n}"))),
+            }
+        } else if let Some(short) = a.strip_prefix('-').filter(|s| !s.is_empty()) {
+            let c = short.chars().next().unwrap_or('-');
+            let rest = &short[c.len_utf8()..];
+            let found = VALUED.iter().chain(SWITCHES).find(|(_, s)| *s == Some(c));
+            match found {
+                Some((l, _)) => (l, (!rest.is_empty()).then(|| rest.to_string())),
+                None => return Err(MemtierError::Unknown(format!("-{c}"))),
+            }
+        } else {
+            return Err(MemtierError::Unknown(a.to_string()));
+        };
+        let valued = VALUED.iter().any(|(l, _)| *l == name);
+        let value = match (valued, attached) {
+            (true, Some(v)) => Some(v),
+            (true, None) => match args.get(i) {
+                Some(v) => {
+                    i += 1;
+                    Some(v.clone())
+                }
+                None => {
+                    return Err(MemtierError::BadValue {
+                        option: format!("--{name}"),
+                        value: String::new(),
+                        why: "a value is missing".into(),
+                    })
+                }
+            },
+            (false, Some(v)) if a.starts_with("--") => {
+                return Err(MemtierError::BadValue {
+                    option: format!("--{name}"),
+                    value: v,
+                    why: "this switch takes no value".into(),
+                })
+            }
+            (false, Some(rest)) => {
+                // Bundled short switches (`-RD`) are not taken apart: name the rest.
+                return Err(MemtierError::Unknown(format!("-{rest}")));
+            }
+            (false, None) => None,
+        };
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+/// A number from `option`'s value.
+fn number(option: &str, value: &str) -> Result<u64, MemtierError> {
+    value.trim().parse::<u64>().map_err(|_| MemtierError::BadValue {
+        option: format!("--{option}"),
+        value: value.to_string(),
+        why: "expected a whole number".into(),
+    })
+}
+
+/// A number that must be positive.
+fn positive(option: &str, value: &str) -> Result<u64, MemtierError> {
+    match number(option, value)? {
+        0 => Err(MemtierError::BadValue {
+            option: format!("--{option}"),
+            value: value.to_string(),
+            why: "must be at least 1".into(),
+        }),
+        n => Ok(n),
+    }
+}
+
+/// `--ratio S:G`.
+fn ratio(value: &str) -> Result<(u64, u64), MemtierError> {
+    let bad = || MemtierError::BadValue {
+        option: "--ratio".into(),
+        value: value.to_string(),
+        why: "expected SETS:GETS, e.g. 1:10".into(),
+    };
+    let (s, g) = value.split_once(':').ok_or_else(bad)?;
+    let (s, g) = (s.trim().parse::<u64>().map_err(|_| bad())?, g.trim().parse::<u64>().map_err(|_| bad())?);
+    if s == 0 && g == 0 || s > 1_000_000 || g > 1_000_000 {
+        return Err(bad());
+    }
+    Ok((s, g))
+}
+
+/// memtier's key pattern letter as respbench's `--key-dist` (`P`, each client's own slice of
+/// the range walked in order, is respbench's sequential walk shared by every client: each key
+/// once in a pass either way).
+fn key_dist(option: &str, letter: &str, zipf_exp: Option<&str>) -> Result<String, MemtierError> {
+    match letter.trim() {
+        "R" => Ok("uniform".into()),
+        "S" | "P" => Ok("sequential".into()),
+        "G" => Ok("gaussian".into()),
+        "Z" => Ok(format!("zipf:{}", zipf_exp.unwrap_or("1"))),
+        other => Err(MemtierError::BadValue {
+            option: format!("--{option}"),
+            value: other.to_string(),
+            why: "the patterns are R, S, G, Z and P".into(),
+        }),
+    }
+}
+
+/// A `--command`'s words, as memtier splits them (redis-cli's quoting): on blanks, a double-
+/// or single-quoted word kept whole. A backslash escape inside double quotes (`"\x00\n"`,
+/// bytes that need not be text) is refused: respbench's mix takes its arguments as text.
+fn command_words(text: &str) -> Result<Vec<String>, MemtierError> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut any = false;
+    for c in text.chars() {
+        match (quote, c) {
+            (Some('"'), '\\') => {
+                return Err(MemtierError::Refused {
+                    option: "--command".into(),
+                    why: format!(
+                    "'{text}': escapes in quoted arguments are not supported (respbench's mix takes text)"
+                ),
+                })
+            }
+            (Some(q), c) if c == q => quote = None,
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                any = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if any {
+                    words.push(std::mem::take(&mut word));
+                    any = false;
+                }
+            }
+            (_, c) => {
+                word.push(c);
+                any = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err(MemtierError::BadValue {
+            option: "--command".into(),
+            value: text.to_string(),
+            why: "a quote is not closed".into(),
+        });
+    }
+    if any {
+        words.push(word);
+    }
+    if words.is_empty() {
+        return Err(MemtierError::BadValue {
+            option: "--command".into(),
+            value: text.to_string(),
+            why: "the command is empty".into(),
+        });
+    }
+    if words.iter().any(|w| w.contains(char::is_whitespace) || w.is_empty()) {
+        return Err(MemtierError::Refused {
+            option: "--command".into(),
+            why: format!("'{text}': respbench's mix takes arguments without spaces"),
+        });
+    }
+    Ok(words)
+}
+
+/// A command's row as memtier names it: `HSET` is `Hsets`.
+fn row_name(command: &str) -> String {
+    let lower = command.to_ascii_lowercase();
+    let mut chars = lower.chars();
+    let first = chars.next().map(|c| c.to_ascii_uppercase().to_string()).unwrap_or_default();
+    format!("{first}{}s", chars.as_str())
+}
+
+/// Appends option `a` with its value `b`.
+fn push(out: &mut Vec<String>, a: &str, b: &str) {
+    out.push(a.to_string());
+    out.push(b.to_string());
+}
+
+/// One `--command` and its own settings.
+struct Command {
+    words: Vec<String>,
+    ratio: u64,
+    pattern: String,
+}
+
+/// Reads memtier_benchmark's command line `args` (after the program's name) with memtier's
+/// meanings and defaults into respbench's options and memtier's outputs.
+pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
+    let opts = options(args)?;
+    let refuse = |option: &str, why: &str| -> Result<Translated, MemtierError> {
+        Err(MemtierError::Refused { option: format!("--{option}"), why: why.to_string() })
+    };
+    let mut out: Vec<String> = Vec::new();
+    let (mut threads, mut clients, mut requests, mut test_time) = (4u64, 50u64, None, None);
+    let mut all_keys = false;
+    let (mut sets, mut gets) = (1u64, 10u64);
+    let (mut key_min, mut key_max) = (0u64, 10_000_000u64);
+    let mut key_prefix = "memtier-".to_string();
+    let mut key_pattern = "R:R".to_string();
+    let mut zipf_exp: Option<String> = None;
+    let mut data_size: Option<String> = None;
+    let mut run_count = 1u32;
+    let mut percentiles = vec![50.0, 99.0, 99.9];
+    let (mut hide_histogram, mut cluster, mut randomize) = (false, false, false);
+    let (mut out_file, mut json_out_file) = (None, None);
+    let mut commands: Vec<Command> = Vec::new();
+    let mut pipeline = 1u64;
+    let mut rate: Option<u64> = None;
+    let mut config: Vec<(&'static str, ConfigValue)> = Vec::new();
+    let (mut server, mut port, mut protocol) = ("localhost".to_string(), 6379u64, "redis".to_string());
+    let (mut tls, mut socket, mut host_given) = (false, false, false);
+    // --clients-start, --clients-step, --step-duration.
+    let mut staircase: (Option<u64>, Option<u64>, Option<u64>) = (None, None, None);
+    for (name, value) in &opts {
+        let v = value.as_deref().unwrap_or("");
+        match *name {
+            "server" | "host" => {
+                host_given = true;
+                server = v.to_string();
+                push(&mut out, "-h", v);
+            }
+            "port" => {
+                port = number(name, v)?;
+                push(&mut out, "-p", v);
+            }
+            "unix-socket" => {
+                socket = true;
+                push(&mut out, "-s", v);
+            }
+            "protocol" => match v {
+                "redis" | "resp2" => protocol = v.to_string(),
+                "resp3" => {
+                    protocol = v.to_string();
+                    out.push("-3".into());
+                }
+                _ => return refuse("protocol", &format!("'{v}': respbench speaks RESP (redis, resp2, resp3)")),
+            },
+            "tls" => {
+                tls = true;
+                out.push("--tls".into());
+            }
+            "cert" | "key" | "cacert" | "sni" => push(&mut out, &format!("--{name}"), v),
+            "tls-skip-verify" => out.push("--insecure".into()),
+            "authenticate" => match v.split_once(':') {
+                Some((user, pass)) if !user.is_empty() => {
+                    push(&mut out, "--user", user);
+                    push(&mut out, "-a", pass);
+                }
+                _ => push(&mut out, "-a", v),
+            },
+            "cluster-mode" => {
+                cluster = true;
+                out.push("--cluster".into());
+            }
+            "threads" => threads = positive(name, v)?,
+            "clients" => clients = positive(name, v)?,
+            "requests" if v == "allkeys" => all_keys = true,
+            "requests" => requests = Some(positive(name, v)?),
+            "test-time" => test_time = Some(positive(name, v)?),
+            "ratio" => (sets, gets) = ratio(v)?,
+            "key-minimum" => key_min = number(name, v)?,
+            "key-maximum" => key_max = number(name, v)?,
+            "key-prefix" => key_prefix = v.to_string(),
+            "key-pattern" => key_pattern = v.to_string(),
+            "key-zipf-exp" => zipf_exp = Some(v.to_string()),
+            "data-size" => data_size = Some(positive(name, v)?.to_string()),
+            "data-size-range" => data_size = Some(v.to_string()),
+            "data-size-list" => data_size = Some(v.to_string()),
+            "data-size-pattern" if v == "R" => {}
+            "expiry-range" => push(&mut out, "--expiry-range", v),
+            "command" => commands.push(Command { words: command_words(v)?, ratio: 1, pattern: "R".into() }),
+            "command-ratio" | "command-key-pattern" => {
+                let Some(last) = commands.last_mut() else {
+                    return refuse(name, "it applies to the --command before it, and there is none");
+                };
+                if *name == "command-ratio" {
+                    last.ratio = positive(name, v)?;
+                } else {
+                    last.pattern = v.to_string();
+                }
+            }
+            "command-stats-breakdown" if v == "command" => {}
+            "pipeline" => pipeline = positive(name, v)?,
+            "rate-limiting" => rate = Some(positive(name, v)?),
+            "select-db" => push(&mut out, "--dbnum", v),
+            "distinct-client-seed" => {}
+            "randomize" => randomize = true,
+            "run-count" => {
+                run_count = u32::try_from(positive(name, v)?).ok().filter(|&n| n <= 1000).ok_or_else(|| {
+                    MemtierError::BadValue { option: "--run-count".into(), value: v.into(), why: "at most 1000".into() }
+                })?
+            }
+            "print-percentiles" => {
+                percentiles = v
+                    .split(',')
+                    .map(|p| p.trim().parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p)))
+                    .collect::<Option<Vec<_>>>()
+                    .filter(|l| !l.is_empty())
+                    .ok_or_else(|| MemtierError::BadValue {
+                        option: "--print-percentiles".into(),
+                        value: v.into(),
+                        why: "expected percentiles from 0 to 100, e.g. 50,99,99.9".into(),
+                    })?;
+            }
+            "hide-histogram" => hide_histogram = true,
+            "out-file" => out_file = Some(v.to_string()),
+            "json-out-file" => json_out_file = Some(v.to_string()),
+            "reconnect-on-error" => out.push("--reconnect".into()),
+            "clients-start" => staircase.0 = Some(positive(name, v)?),
+            "clients-step" => staircase.1 = Some(positive(name, v)?),
+            "step-duration" => staircase.2 = Some(positive(name, v)?),
+            "help" | "version" => return refuse(name, "run 'respbench --help' for respbench's own options"),
+            // respbench's values are always pseudo-random (redis-benchmark's payload), made once
+            // as memtier makes its -R buffer once: see the README.
+            "random-data" => {}
+            "key-stddev" | "key-median" => {
+                return refuse(name, "respbench's gaussian keys have the median in the middle and a sixth of the range as deviation (memtier's defaults)")
+            }
+            "data-size-pattern" => return refuse(name, "respbench draws each value's size at random (R)"),
+            "command-stats-breakdown" => return refuse(name, "rows are per command name (memtier's default)"),
+            other => return refuse(other, "not implemented"),
+        }
+    }
+    // memtier's default server is localhost.
+    if !host_given && !socket {
+        push(&mut out, "-h", &server);
+    }
+    if key_max < key_min {
+        return Err(MemtierError::BadValue {
+            option: "--key-maximum".into(),
+            value: key_max.to_string(),
+            why: format!("below --key-minimum {key_min}"),
+        });
+    }
+    let keys = key_max - key_min + 1;
+    let (set_pattern, get_pattern) = key_pattern.split_once(':').ok_or_else(|| MemtierError::BadValue {
+        option: "--key-pattern".into(),
+        value: key_pattern.clone(),
+        why: "expected SET:GET patterns, e.g. R:R".into(),
+    })?;
+    let connections =
+        clients.checked_mul(threads).filter(|&c| c <= 100_000).ok_or_else(|| MemtierError::BadValue {
+            option: "--clients".into(),
+            value: clients.to_string(),
+            why: "-c x -t is above 100000".into(),
+        })?;
+    // memtier's `allkeys`: every key of the range once, split between the clients with P:P
+    // (each its slice, the last its leftover), else the range's width per client.
+    let parallel = commands.first().map_or(set_pattern == "P", |c| c.pattern == "P");
+    let total = match (all_keys, requests, test_time) {
+        (true, _, _) if parallel => {
+            requests = Some((key_max - key_min) / connections + 1);
+            Some(keys)
+        }
+        (true, _, _) => {
+            requests = Some((key_max - key_min).max(1));
+            requests.and_then(|r| r.checked_mul(connections))
+        }
+        (false, Some(r), _) => r.checked_mul(connections),
+        (false, None, Some(_)) => None,
+        (false, None, None) => {
+            requests = Some(10_000);
+            Some(10_000 * connections)
+        }
+    };
+    push(&mut out, "-c", &connections.to_string());
+    push(&mut out, "--threads", &threads.to_string());
+    match (total, test_time) {
+        (Some(n), _) if requests.is_some() => push(&mut out, "-n", &n.to_string()),
+        (_, Some(t)) => push(&mut out, "--duration", &format!("{t}s")),
+        _ => {
+            return Err(MemtierError::BadValue {
+                option: "--requests".into(),
+                value: requests.map(|r| r.to_string()).unwrap_or_default(),
+                why: "too many requests".into(),
+            })
+        }
+    }
+    if requests.is_some() && test_time.is_some() {
+        return refuse("test-time", "give -n or --test-time, not both (memtier runs to the first)");
+    }
+    // memtier's staircase: per thread, to -c, each step for --step-duration seconds.
+    match staircase {
+        (None, None, None) => {}
+        (Some(start), Some(step), Some(every)) if test_time.is_some() && requests.is_none() => {
+            let (from, by) = (start.saturating_mul(threads).min(connections), step.saturating_mul(threads));
+            push(&mut out, "--ramp", &format!("clients {from}..{connections} step {by} every {every}s"));
+        }
+        (Some(_), Some(_), Some(_)) => {
+            return refuse("clients-start", "the staircase runs for --test-time, not -n (as memtier's)")
+        }
+        _ => {
+            return refuse("clients-start", "--clients-start, --clients-step and --step-duration go together")
+        }
+    }
+    push(&mut out, "-P", &pipeline.to_string());
+    push(&mut out, "-d", data_size.as_deref().unwrap_or("32"));
+    push(&mut out, "-r", &keys.to_string());
+    if let Some(r) = rate {
+        push(&mut out, "--rps", &r.saturating_mul(connections).to_string());
+    }
+    if run_count > 1 {
+        push(&mut out, "--repeat", &run_count.to_string());
+    }
+    // memtier's keys come from a constant seed unless --randomize.
+    if !randomize {
+        push(&mut out, "--seed", "0");
+    }
+    // memtier's JSON has the run's seconds.
+    if json_out_file.is_some() {
+        out.push("--series".into());
+    }
+    let pcts: Vec<String> = percentiles.iter().map(|p| p.to_string()).collect();
+    push(&mut out, "--print-percentiles", &pcts.join(","));
+    let key = format!("{key_prefix}__rand_int__");
+    let zipf = zipf_exp.as_deref();
+    let mut rows = Vec::new();
+    let ratio_rows = commands.is_empty();
+    if ratio_rows {
+        if sets > 0 {
+            let dist = key_dist("key-pattern", set_pattern, zipf)?;
+            push(&mut out, "--mix-command", &format!("{sets}@{dist}/{keys} SET {key} __data__"));
+            rows.push("Sets".to_string());
+        }
+        if gets > 0 {
+            let dist = key_dist("key-pattern", get_pattern, zipf)?;
+            push(&mut out, "--mix-command", &format!("{gets}@{dist}/{keys} GET {key}"));
+            rows.push("Gets".to_string());
+        }
+    } else {
+        for c in &commands {
+            let dist = key_dist("command-key-pattern", &c.pattern, zipf)?;
+            let words: Vec<String> = c.words.iter().map(|w| w.replace("__key__", &key)).collect();
+            push(&mut out, "--mix-command", &format!("{}@{dist}/{keys} {}", c.ratio, words.join(" ")));
+            rows.push(row_name(&c.words[0]));
+        }
+    }
+    use ConfigValue::{Number, Text};
+    let flag = |b: bool| Text(if b { "true" } else { "false" }.into());
+    config.extend([
+        ("server", Text(server)),
+        ("port", Number(port)),
+        ("protocol", Text(protocol)),
+        ("out_file", Text(out_file.clone().unwrap_or_else(|| "-".into()))),
+        ("tls", flag(tls)),
+        ("run_count", Number(u64::from(run_count))),
+        ("requests", Number(requests.unwrap_or(0))),
+        ("rate_limit", Number(rate.unwrap_or(0))),
+        ("clients", Number(clients)),
+        ("threads", Number(threads)),
+        ("test_time", Number(test_time.unwrap_or(0))),
+        ("ratio", Text(format!("{sets}:{gets}"))),
+        ("pipeline", Number(pipeline)),
+        ("data_size", Number(data_size.as_deref().map_or(Some(32), |d| d.parse().ok()).unwrap_or(0))),
+        ("key_prefix", Text(key_prefix)),
+        ("key_minimum", Number(key_min)),
+        ("key_maximum", Number(key_max)),
+        ("key_pattern", Text(key_pattern.clone())),
+    ]);
+    Ok(Translated {
+        args: out,
+        memtier: Memtier {
+            threads,
+            clients,
+            requests,
+            test_time: if requests.is_some() { None } else { test_time },
+            run_count,
+            percentiles,
+            hide_histogram,
+            out_file,
+            json_out_file,
+            rows,
+            ratio_rows,
+            cluster,
+            configuration: config,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(line: &str) -> Result<Translated, MemtierError> {
+        let args: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+        translate(&args)
+    }
+
+    /// The value respbench's option `name` got.
+    fn opt<'a>(tr: &'a Translated, name: &str) -> Option<&'a str> {
+        tr.args.iter().position(|a| a == name).map(|i| tr.args[i + 1].as_str())
+    }
+
+    fn mix(tr: &Translated) -> Vec<&str> {
+        tr.args.windows(2).filter(|w| w[0] == "--mix-command").map(|w| w[1].as_str()).collect()
+    }
+
+    #[test]
+    fn defaults_are_memtiers() {
+        let tr = t("").unwrap();
+        // 4 threads of 50 clients, 10000 requests each.
+        assert_eq!(opt(&tr, "-c"), Some("200"));
+        assert_eq!(opt(&tr, "--threads"), Some("4"));
+        assert_eq!(opt(&tr, "-n"), Some("2000000"));
+        assert_eq!(opt(&tr, "-d"), Some("32"));
+        assert_eq!(opt(&tr, "-r"), Some("10000001"));
+        assert_eq!(opt(&tr, "--seed"), Some("0"));
+        assert_eq!(
+            mix(&tr),
+            [
+                "1@uniform/10000001 SET memtier-__rand_int__ __data__",
+                "10@uniform/10000001 GET memtier-__rand_int__"
+            ]
+        );
+        assert_eq!(tr.memtier.rows, ["Sets", "Gets"]);
+        assert_eq!(tr.memtier.percentiles, [50.0, 99.0, 99.9]);
+        assert_eq!((tr.memtier.threads, tr.memtier.clients, tr.memtier.requests), (4, 50, Some(10_000)));
+    }
+
+    #[test]
+    fn clients_are_per_thread_and_requests_per_client() {
+        let tr =
+            t("--ratio 1:10 -t 2 -c 5 -n 100 --key-maximum 1000 --pipeline=4 -s 10.0.0.1 -p7000").unwrap();
+        assert_eq!(opt(&tr, "-c"), Some("10"));
+        assert_eq!(opt(&tr, "-n"), Some("1000"));
+        assert_eq!(opt(&tr, "-P"), Some("4"));
+        assert_eq!(opt(&tr, "-r"), Some("1001"));
+        assert_eq!(opt(&tr, "-h"), Some("10.0.0.1"));
+        assert_eq!(opt(&tr, "-p"), Some("7000"));
+        let tr = t("--test-time 3 -c 2 -t 1 --rate-limiting 100").unwrap();
+        assert_eq!(opt(&tr, "--duration"), Some("3s"));
+        assert_eq!(opt(&tr, "-n"), None);
+        // Per connection in memtier, the whole run's in respbench.
+        assert_eq!(opt(&tr, "--rps"), Some("200"));
+    }
+
+    #[test]
+    fn allkeys_with_parallel_keys_writes_the_range_once() {
+        let tr = t("-n allkeys --key-pattern P:P --ratio 1:0 --key-minimum 1 --key-maximum 5000 -c 50 -t 2")
+            .unwrap();
+        assert_eq!(opt(&tr, "-n"), Some("5000"));
+        assert_eq!(mix(&tr), ["1@sequential/5000 SET memtier-__rand_int__ __data__"]);
+        assert_eq!(tr.memtier.rows, ["Sets"]);
+        // memtier's own count per client: the range over the clients, plus one.
+        assert_eq!(tr.memtier.requests, Some(4999 / 100 + 1));
+    }
+
+    #[test]
+    fn commands_take_their_ratio_and_key_pattern() {
+        let args: Vec<String> = [
+            "--command",
+            "HSET h __key__ __data__",
+            "--command-ratio",
+            "2",
+            "--command-key-pattern=G",
+            "--command=GET __key__",
+            "--key-prefix",
+            "",
+            "--key-maximum",
+            "99",
+            "-a",
+            "alice:s3cret",
+            "-P",
+            "resp3",
+        ]
+        .map(str::to_string)
+        .to_vec();
+        let tr = translate(&args).unwrap();
+        assert_eq!(
+            mix(&tr),
+            ["2@gaussian/100 HSET h __rand_int__ __data__", "1@uniform/100 GET __rand_int__"]
+        );
+        assert_eq!(tr.memtier.rows, ["Hsets", "Gets"]);
+        assert!(!tr.memtier.ratio_rows);
+        assert_eq!((opt(&tr, "--user"), opt(&tr, "-a")), (Some("alice"), Some("s3cret")));
+        assert!(tr.args.iter().any(|a| a == "-3"));
+    }
+
+    #[test]
+    fn the_staircase_is_a_ramp_of_every_threads_clients() {
+        let tr = t("-t 2 -c 10 --test-time 6 --clients-start 2 --clients-step 3 --step-duration 2").unwrap();
+        assert_eq!(opt(&tr, "--ramp"), Some("clients 4..20 step 6 every 2s"));
+        assert_eq!(opt(&tr, "--duration"), Some("6s"));
+        assert!(t("--clients-start 2 --test-time 5").is_err());
+        assert!(t("-n 5 --clients-start 2 --clients-step 1 --step-duration 1").is_err());
+    }
+
+    #[test]
+    fn refusals_name_the_option() {
+        for (line, named) in [
+            ("--monitor-input f", "--monitor-input"),
+            ("-P memcache_text", "--protocol"),
+            ("--command=\"\\x00\\x0a\"", "--command"),
+            ("--data-import x", "--data-import"),
+            ("--bogus 3", "--bogus"),
+            ("-c", "--clients"),
+            ("--ratio 1", "--ratio"),
+            ("--key-minimum 5 --key-maximum 4", "--key-maximum"),
+            ("--command-ratio 3", "--command-ratio"),
+            ("-n 0", "--requests"),
+        ] {
+            let e = t(line).unwrap_err().to_string();
+            assert!(e.contains(named), "{line}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_dialect_is_the_name_or_the_subcommand() {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(dialect(&v(&["/usr/bin/memtier_benchmark", "-c", "1"])), Some(&v(&["-c", "1"])[..]));
+        assert_eq!(dialect(&v(&["respbench", "memtier", "-c", "1"])), Some(&v(&["-c", "1"])[..]));
+        assert_eq!(dialect(&v(&["respbench", "-c", "1"])), None);
+        assert!(is_option("--test-time") && is_option("--hide-histogram") && !is_option("--duration"));
+    }
+}

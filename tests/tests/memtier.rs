@@ -1,0 +1,357 @@
+//! memtier_benchmark's command line and outputs (`respbench memtier ARGS…`, or respbench run as
+//! `memtier_benchmark`) against a real redis-server: the counts are the server's (`INFO
+//! commandstats`, `DBSIZE`), the table and `--json-out-file` have memtier's shapes (the names
+//! and nesting from memtier's run_stats.cpp, not its numbers), refusals name their option.
+
+use std::path::Path;
+use std::time::Duration;
+
+use respbench_tests::{json_path, respbench, RedisServer, Tool};
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(120);
+
+/// The fields of each row and of `Totals` in memtier's JSON, in its order (no cluster).
+const ROW_FIELDS: [&str; 17] = [
+    "Count",
+    "Ops/sec",
+    "Hits/sec",
+    "Misses/sec",
+    "Connection Errors/sec",
+    "Connection Errors",
+    "Latency",
+    "Average Latency",
+    "Accumulated Latency",
+    "Min Latency",
+    "Max Latency",
+    "KB/sec",
+    "KB/sec RX/TX",
+    "KB/sec RX",
+    "KB/sec TX",
+    "Time-Serie",
+    "Percentile Latencies",
+];
+
+fn read(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let _ = std::fs::remove_file(path);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// An object's keys, in the document's order (serde_json sorts them: compared as sets).
+fn keys(v: &Value) -> Vec<String> {
+    let mut k: Vec<String> =
+        v.as_object().unwrap_or_else(|| panic!("not an object: {v}")).keys().cloned().collect();
+    k.sort();
+    k
+}
+
+fn sorted(names: &[&str]) -> Vec<String> {
+    let mut k: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    k.sort();
+    k
+}
+
+fn memtier(tool: &Tool, args: &[&str]) -> respbench_tests::Output {
+    let mut all = vec!["memtier"];
+    all.extend_from_slice(args);
+    tool.run(&all, T)
+}
+
+/// `--ratio 1:10 -t 2 -c 5 -n 100`: 2 × 5 clients of 100 requests each, exactly 1,000 SETs and
+/// GETs as the server counts them, and the JSON's counts say so in memtier's shape.
+#[test]
+fn ratio_counts_are_the_servers_in_memtiers_json() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let json = json_path("memtier", "ratio");
+    let out = memtier(
+        &respbench(),
+        &[
+            "-p",
+            &port,
+            "--ratio",
+            "1:10",
+            "-t",
+            "2",
+            "-c",
+            "5",
+            "-n",
+            "100",
+            "--key-maximum",
+            "1000",
+            "--json-out-file",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let (sets, gets) = (server.command_calls("set"), server.command_calls("get"));
+    assert_eq!(sets + gets, 2 * 5 * 100, "{}", out.dump());
+    assert!(sets > 0 && gets > sets, "SET {sets} GET {gets}");
+    let doc = read(&json);
+    assert_eq!(keys(&doc), sorted(&["configuration", "run information", "ALL STATS", "respbench"]));
+    assert_eq!(
+        keys(&doc["run information"]),
+        sorted(&["Threads", "Connections per thread", "Requests per client", "Format version"])
+    );
+    assert_eq!(doc["run information"]["Threads"], 2);
+    assert_eq!(doc["run information"]["Connections per thread"], 5);
+    assert_eq!(doc["run information"]["Requests per client"], 100);
+    assert_eq!(doc["run information"]["Format version"], 2);
+    let all = &doc["ALL STATS"];
+    assert_eq!(
+        keys(all),
+        sorted(&["Runtime", "Sets", "Gets", "Waits", "Totals", "SET", "GET", "WAIT"]),
+        "the rows, and the distributions without --hide-histogram"
+    );
+    assert_eq!(
+        keys(&all["Runtime"]),
+        sorted(&["Start time", "Finish time", "Total duration", "Time unit", "Interrupted"])
+    );
+    for row in ["Sets", "Gets", "Waits", "Totals"] {
+        assert_eq!(keys(&all[row]), sorted(&ROW_FIELDS), "{row}");
+        assert_eq!(keys(&all[row]["Percentile Latencies"]), sorted(&["p50.00", "p99.00", "p99.90"]), "{row}");
+    }
+    assert_eq!(all["Totals"]["Count"], 1000);
+    assert_eq!(all["Sets"]["Count"], sets);
+    assert_eq!(all["Gets"]["Count"], gets);
+    assert_eq!(all["Waits"]["Count"], 0);
+    // Nothing was written before the run: every GET missed, and the misses are the GETs'.
+    let misses = all["Totals"]["Misses/sec"].as_f64().unwrap();
+    assert!(misses > 0.0 && misses <= all["Gets"]["Ops/sec"].as_f64().unwrap() + 0.01, "{}", all["Totals"]);
+    let step = &all["GET"][0];
+    assert!(step["<=msec"].is_number() && step["percent"].is_number(), "{step}");
+    assert_eq!(doc["configuration"]["clients"], 5);
+    assert_eq!(doc["configuration"]["ratio"], "1:10");
+    // respbench's own figures under a key of its own: the run's exact count.
+    assert_eq!(doc["respbench"]["ALL STATS"]["requests"], 1000);
+}
+
+/// `-n allkeys --key-pattern P:P --ratio 1:0` over keys 1 to 5000: each key written once.
+#[test]
+fn allkeys_with_parallel_keys_writes_each_key_once() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let out = memtier(
+        &respbench(),
+        &[
+            "-p",
+            &port,
+            "-n",
+            "allkeys",
+            "--key-pattern",
+            "P:P",
+            "--ratio",
+            "1:0",
+            "--key-minimum",
+            "1",
+            "--key-maximum",
+            "5000",
+            "-c",
+            "5",
+            "-t",
+            "2",
+            "--hide-histogram",
+            // As the suites' preloads give it: respbench's values are pseudo-random anyway.
+            "-R",
+        ],
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.dbsize(0), 5000, "{}", out.dump());
+    assert_eq!(server.command_calls("set"), 5000);
+    assert_eq!(server.command_calls("get"), 0);
+}
+
+/// The stdout table: the run's shape, `ALL STATS` and its rule, memtier's column titles and
+/// widths, a row per command and `Totals`; the distribution unless `--hide-histogram`;
+/// `--print-percentiles` chooses the columns.
+#[test]
+fn the_table_has_memtiers_shape() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let args = ["-p", &port, "-t", "1", "-c", "2", "-n", "50", "--key-maximum", "100"];
+    let out = memtier(&respbench(), &args);
+    assert!(out.status.success(), "{}", out.dump());
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        &lines[..3],
+        ["1         Threads", "2         Connections per thread", "50        Requests per client"]
+    );
+    let at = lines.iter().position(|l| *l == "ALL STATS").unwrap_or_else(|| panic!("{}", out.dump()));
+    // Type 7+1, five columns of 12+1, four of 15+1: 8 + 4 x 13 + 4 x 16 = 124 '='.
+    assert_eq!(lines[at + 1], "=".repeat(124));
+    assert_eq!(
+        lines[at + 2],
+        "Type         Ops/sec     Hits/sec   Misses/sec    Avg. Latency     p50 Latency     p99 Latency   p99.9 Latency       KB/sec "
+    );
+    assert_eq!(
+        lines[at + 3],
+        format!("{}{}{}", "-".repeat(8), "-------------".repeat(3), "----------------".repeat(4))
+            + "-------------"
+    );
+    for (k, row) in ["Sets ", "Gets ", "Waits", "Totals"].iter().enumerate() {
+        assert!(lines[at + 4 + k].starts_with(row), "{}", out.dump());
+        assert_eq!(lines[at + 4 + k].len(), 124, "{}", lines[at + 4 + k]);
+    }
+    assert!(lines[at + 6].contains("  ---  "), "Waits has no figures: {}", lines[at + 6]);
+    assert!(
+        out.stdout.contains("\n\nRequest Latency Distribution\nType     <= msec         Percent\n"),
+        "{}",
+        out.dump()
+    );
+    assert!(lines.iter().any(|l| l.starts_with("SET ")) && lines.iter().any(|l| l.starts_with("GET ")));
+    let mut hidden = args.to_vec();
+    hidden.extend(["--hide-histogram", "--print-percentiles", "50,99.99"]);
+    let out = memtier(&respbench(), &hidden);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(!out.stdout.contains("Request Latency Distribution"), "{}", out.dump());
+    // memtier's title for 99.99, worked out in single precision (its issue #184 shows it).
+    assert!(out.stdout.contains("    p50 Latency p99.990 Latency       KB/sec "), "{}", out.dump());
+    assert_eq!(server.command_calls("set") + server.command_calls("get"), 2 * 100);
+}
+
+/// `--command` with `__key__` and `__data__`, `--command-ratio`, and `--run-count 3`: the best,
+/// worst and average sections, a row per command name, and the server's counts.
+#[test]
+fn commands_and_run_count_give_memtiers_sections() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let json = json_path("memtier", "runs");
+    let out = memtier(
+        &respbench(),
+        &[
+            "-p",
+            &port,
+            "--command",
+            "HSET h __key__ __data__",
+            "--command-ratio",
+            "3",
+            "--command=GET __key__",
+            "-n",
+            "40",
+            "-t",
+            "1",
+            "-c",
+            "2",
+            "-x",
+            "3",
+            "--hide-histogram",
+            "--key-maximum",
+            "9",
+            "--json-out-file",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("hset") + server.command_calls("get"), 3 * 2 * 40);
+    // Each HSET wrote a field memtier-N (N from 0 to 9) of h.
+    assert!(server.cli(&["hlen", "h"]).trim().parse::<u64>().unwrap() <= 10);
+    let average = "AGGREGATED AVERAGE RESULTS (3 runs)";
+    for title in ["BEST RUN RESULTS", "WORST RUN RESULTS", average] {
+        assert!(out.stdout.contains(&format!("\n\n{title}\n=")), "{title}: {}", out.dump());
+    }
+    assert!(!out.stdout.contains("ALL STATS"));
+    assert!(out.stdout.contains("\nHsets   ") && out.stdout.contains("\nGets    "), "{}", out.dump());
+    let doc = read(&json);
+    assert_eq!(
+        keys(&doc),
+        sorted(&[
+            "configuration",
+            "run information",
+            "BEST RUN RESULTS",
+            "WORST RUN RESULTS",
+            average,
+            "respbench"
+        ])
+    );
+    for section in ["BEST RUN RESULTS", "WORST RUN RESULTS", average] {
+        assert_eq!(keys(&doc[section]), sorted(&["Runtime", "Hsets", "Gets", "Totals"]), "{section}");
+        assert_eq!(keys(&doc[section]["Totals"]), sorted(&ROW_FIELDS));
+        assert_eq!(doc[section]["Totals"]["Count"], 2 * 40, "{section}");
+    }
+}
+
+/// An option respbench does not honour is refused naming itself, before anything is sent; so
+/// are a memcache protocol and output files that cannot be written.
+#[test]
+fn a_refused_option_names_itself() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    for (args, named) in [
+        (vec!["--monitor-input", "x.txt"], "--monitor-input"),
+        (vec!["-P", "memcache_text"], "--protocol"),
+        (vec!["--no-such-option"], "--no-such-option"),
+        (vec!["-n", "ten"], "--requests"),
+        // Found out before the run, not after it.
+        (
+            vec!["--json-out-file", "/nonexistent-dir/run.json"],
+            "--json-out-file: cannot write /nonexistent-dir/run.json",
+        ),
+        (vec!["-o", "/nonexistent-dir/run.txt"], "--out-file: cannot write /nonexistent-dir/run.txt"),
+    ] {
+        let mut all = vec!["-p", port.as_str()];
+        all.extend(args);
+        let out = memtier(&respbench(), &all);
+        assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+        assert!(out.stderr.contains(named), "{named}: {}", out.dump());
+        assert!(out.stdout.is_empty(), "{}", out.dump());
+    }
+    assert_eq!(server.command_calls("set") + server.command_calls("get"), 0);
+}
+
+/// Run by the name `memtier_benchmark` (a link), respbench reads memtier's command line.
+#[test]
+fn the_name_memtier_benchmark_is_the_dialect() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let dir = std::env::temp_dir().join(format!("respbench-memtier-link-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("memtier_benchmark");
+    let _ = std::fs::remove_file(&link);
+    let tool = respbench();
+    std::os::unix::fs::symlink(&tool.path, &link).unwrap();
+    let out =
+        Tool { path: link, ..tool }.run(&["-p", &port, "-t", "1", "-c", "3", "-n", "7", "--ratio", "0:1"], T);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(out.stdout.contains("ALL STATS"), "{}", out.dump());
+    assert_eq!(server.command_calls("get"), 21);
+}
+
+/// memtier's staircase (`--clients-start 1 --clients-step 1 --step-duration 1`, per thread) is
+/// respbench's ramp of every thread's clients: two steps of 2 and 4 connections, their figures
+/// under `"respbench"`.
+#[test]
+fn the_staircase_ramps_the_clients() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let json = json_path("memtier", "staircase");
+    let out = memtier(
+        &respbench(),
+        &[
+            "-p",
+            &port,
+            "-t",
+            "2",
+            "-c",
+            "2",
+            "--test-time",
+            "2",
+            "--clients-start",
+            "1",
+            "--clients-step",
+            "1",
+            "--step-duration",
+            "1",
+            "--hide-histogram",
+            "--json-out-file",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let doc = read(&json);
+    let steps = doc["respbench"]["ALL STATS"]["ramp"]["steps"].as_array().unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(steps.len(), 2, "{doc}");
+    let count = doc["ALL STATS"]["Totals"]["Count"].as_u64().unwrap();
+    assert_eq!(count, server.command_calls("set") + server.command_calls("get"));
+}
