@@ -149,7 +149,7 @@ mod tests {
         );
         assert!(suggest("--test-time=30", &long).unwrap().contains("--duration"));
         assert!(suggest("--test-time=30", &long).unwrap().ends_with("respbench memtier ARGS..."));
-        assert!(!suggest("--rate", &long).unwrap().contains("memtier"));
+        assert!(!suggest("--help-full", &long).unwrap().contains("memtier"));
         assert_eq!(suggest("--pipline", &long).as_deref(), Some("did you mean --pipeline?"));
         assert_eq!(suggest("--thread", &long).as_deref(), Some("did you mean --threads?"));
         assert_eq!(suggest("--bogus", &long), None);
