@@ -316,18 +316,19 @@ async fn client(targets: &[Target], index: u64, nudge: &Nudge) {
         } else {
             Woke::Timer
         };
+        // How late the loop came back against the time it asked for, whatever woke it (a
+        // reply that won the poll over a timer as late is still late; an earlier time is not
+        // lateness), as the other backends' `after_wait` records it.
+        if let Some(asked) = asked {
+            local(|l| {
+                let now = l.tally.now();
+                if now >= asked {
+                    l.tally.woke_late(now.saturating_since(asked));
+                }
+            });
+        }
         match woke {
             Woke::Timer => {
-                // How late the wait ended against the time it asked for (a nudge or an
-                // earlier time is not lateness), as the other backends record it.
-                if let Some(asked) = asked.filter(|_| waited) {
-                    local(|l| {
-                        let now = l.tally.now();
-                        if now >= asked {
-                            l.tally.woke_late(now.saturating_since(asked));
-                        }
-                    });
-                }
                 // A timer that fired is spent: set again next time, even for the same time.
                 timer_at = None;
                 // A time of one node, or a nudge (the test's stop) for them all: each looks at

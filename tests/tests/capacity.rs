@@ -42,6 +42,18 @@ fn refused_as_unmeasurable(out: &respbench_tests::Output, objective: &str) -> bo
     refused
 }
 
+/// A failed step of search `c` whose rate the server could keep (at most its own capacity, 1 /
+/// its mean execution time so far) and whose verdict names the machine: the machine, not the
+/// server, then bounded the answer, which measures this machine.
+fn machine_bounded<'a>(c: &'a Value, server: &RedisServer) -> Option<&'a Value> {
+    let own = 1e6 / server.usec_per_call("debug")?;
+    c["steps"].as_array()?.iter().find(|s| {
+        s["passed"] == false
+            && s["target_rps"].as_f64().is_some_and(|r| r <= own)
+            && s["bottleneck"] == "machine"
+    })
+}
+
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -79,17 +91,33 @@ fn a_search_brackets_the_answer(tool: Tool) {
     let mut args = vec!["-p", &port, "--json", json.to_str().unwrap()];
     args.extend(SEARCH);
     args.extend(["DEBUG", "SLEEP", "0.001"]);
-    let mut out = tool.run(&args, T);
     // A search whose every passing step had a failing one at or below it, where the machine
     // (not the server) limited the lowest, says so and exits 1: it measured this machine. CI saw
     // it once under the full suite (500 passed, then its confirm got 476 of 500, the loops
-    // waiting 22% of the time for a CPU). Searched once more, then it must find its answer.
+    // waiting 22% of the time for a CPU). A search whose answer the machine held down is
+    // searched again too: beside two CPU hogs at a load of 16 a step the server could keep
+    // failed as the machine's (the loops waiting 57% for a CPU), and the answer was 375 rps, 51%
+    // of the server's own 740/s. Searched up to three times, then it must find its answer, and
+    // the server's share below is held unless a machine-limited step still bounds it.
     let machine = "the lowest step was limited by the machine, not the server";
-    if out.status.code() == Some(1) && out.stdout.contains(machine) {
-        eprintln!("the first search was limited by this machine, searching again: {}", out.stdout);
+    let mut searches = 0;
+    let out = loop {
+        searches += 1;
         let _ = std::fs::remove_file(&json);
-        out = tool.run(&args, T);
-    }
+        let out = tool.run(&args, T);
+        let again = searches < 3;
+        if again && out.status.code() == Some(1) && out.stdout.contains(machine) {
+            eprintln!("search {searches} was limited by this machine, searching again: {}", out.stdout);
+            continue;
+        }
+        if again && out.status.success() {
+            if let Some(s) = machine_bounded(&read(&json)["capacity"][0], &server) {
+                eprintln!("search {searches}'s answer was held down by this machine, searching again: {s}");
+                continue;
+            }
+        }
+        break out;
+    };
     if refused_as_unmeasurable(&out, "p99<=250ms") {
         return;
     }
@@ -148,7 +176,14 @@ fn a_search_brackets_the_answer(tool: Tool) {
         answer["confirmed"],
         share * 100.0
     );
-    assert!((0.7..=1.0).contains(&share) && target <= 1.02, "{:.0}% of {own:.0}/s: {c}", share * 100.0);
+    if let Some(s) = machine_bounded(c, &server) {
+        // Three searches held down by this machine: its answer is this machine's, which the
+        // server's share does not measure; it still cannot exceed the server's capacity.
+        eprintln!("after {searches} searches the machine still limited a step the server could keep: {s}");
+        assert!(share <= 1.0 && target <= 1.02, "{:.0}% of {own:.0}/s: {c}", share * 100.0);
+    } else {
+        assert!((0.7..=1.0).contains(&share) && target <= 1.02, "{:.0}% of {own:.0}/s: {c}", share * 100.0);
+    }
     assert!(answer["rps"].as_u64() <= best["target_rps"].as_u64(), "{c}");
     if answer["confirmed"] == true {
         assert_eq!(best["target_rps"], answer["rps"], "{c}");
