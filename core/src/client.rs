@@ -786,6 +786,16 @@ impl Client {
     fn draw_one(&mut self, plan: &Plan, intended: Time, now: Time, lead: Option<usize>) {
         let (template, part) = self.source.pick(&plan.workload);
         self.outstanding += 1;
+        // The common case first, with nothing built for features the run did not ask for
+        // (issue #55): one server, no `--verify`, no delivery stamp.
+        if plan.cluster.is_none() && plan.verify.is_none() && template.stamp_at().is_none() {
+            let keys = self.source.keys_for(part);
+            self.conns[0].push(Pending::new(intended, part, now, DIRECT), |out| template.write(out, keys));
+            if self.source.read_written(plan, part) {
+                self.conns[0].mark_written();
+            }
+            return;
+        }
         // A delivery test's payload carries who sent it, its number and when (issue #42).
         let stamp = template.stamp_at().map(|at| {
             let seq = self.stamped;
@@ -870,8 +880,17 @@ impl Client {
         }
     }
 
-    /// Moves node `node`'s queued requests into its connection while it has room.
+    /// Moves node `node`'s queued requests into its connection while it has room. Only a
+    /// cluster's requests are queued (routed by slot): against one server, nothing to do.
+    #[inline]
     fn fill(&mut self, node: usize, now: Time) {
+        if self.plan.cluster.is_none() {
+            return;
+        }
+        self.fill_queued(node, now);
+    }
+
+    fn fill_queued(&mut self, node: usize, now: Time) {
         while self.conns[node].has_room() {
             let Some(r) = self.router.take(node, now) else { break };
             let conn = &mut self.conns[node];

@@ -812,6 +812,7 @@ impl Connection {
         })
     }
 
+    #[inline(always)]
     fn on_reply(
         &mut self,
         reply: Reply,

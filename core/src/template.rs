@@ -743,7 +743,7 @@ impl Template {
     /// Every `__rand_int__` draws its own key, as redis-benchmark does; every occurrence of one of
     /// `__rand_1st__` … `__rand_9th__` gets the key its first occurrence drew (valkey-benchmark 9). Allocates nothing when
     /// `out` has room for `self.len()` more bytes.
-    #[inline]
+    #[inline(always)]
     pub fn write<S: Sink>(&self, sink: &mut S, keys: &mut KeyGen) {
         self.write_base(sink, keys);
         if let Some(e) = self.expiry {
@@ -757,7 +757,7 @@ impl Template {
     }
 
     /// [`Template::write`] without the expiry time.
-    #[inline]
+    #[inline(always)]
     fn write_base<S: Sink>(&self, sink: &mut S, keys: &mut KeyGen) {
         if let Some(rows) = &self.rows {
             self.write_with_rows(sink, keys, rows);
