@@ -20,7 +20,7 @@ use respbench_driver::Tls;
 use respbench_session::{Ended, Pair};
 
 use opts::{Config, Opts};
-use respbench_report::present::Presenter;
+use respbench_report::outputs::Outputs;
 use respbench_report::say;
 use respbench_report::{capacity, json};
 use signals::exit_interrupted;
@@ -156,8 +156,8 @@ fn run(
         return Ok(ExitCode::SUCCESS);
     }
     respbench_session::check_machine(cfg)?;
-    let mut presenter = Presenter::new(cfg, command_line);
-    presenter.watch_stop(&stop);
+    let mut outputs = Outputs::new(cfg, command_line);
+    outputs.watch_stop(&stop);
     if cfg.idle {
         // A closed stdout stops none of this: the connections are what -I is for.
         let _ = writeln!(
@@ -165,7 +165,7 @@ fn run(
             "Creating {} idle connections and waiting forever (Ctrl+C when done)",
             cfg.clients
         );
-        let failures = respbench_session::idle(cfg, tls, &mut presenter, &stop);
+        let failures = respbench_session::idle(cfg, tls, &mut outputs, &stop);
         let _ = writeln!(std::io::stdout());
         let failures = failures?;
         for (msg, n) in &failures {
@@ -187,16 +187,16 @@ fn run(
         });
     }
     // Find out now, not after a long run, whether the outputs' directories take their files.
-    respbench_report::present::check_outputs(cfg)?;
-    presenter.serve_metrics(cfg)?;
-    let session = Pair::new(cfg, tls, &mut presenter, stop)?;
-    presenter.begin_pair(&session)?;
+    respbench_report::outputs::check_outputs(cfg)?;
+    outputs.serve_metrics(cfg)?;
+    let session = Pair::new(cfg, tls, &mut outputs, stop)?;
+    outputs.begin_pair(&session)?;
     let base = session.config().clone();
     let epoch_us = session.epoch_us();
-    let done = session.run(&mut presenter);
+    let done = session.run(&mut outputs);
     let interrupted = !matches!(done.ended, Ok(Ended::Completed));
     signals::writing_outputs();
-    presenter.finish(&base, interrupted, done.late_by_s, epoch_us)?;
+    outputs.finish(&base, interrupted, done.late_by_s, epoch_us)?;
     // After every result, in the peers' words: their callers check the status and this line.
     // `-e` printed each error reply's message already.
     if let Some(e) = done.first_error.as_ref().filter(|e| !(e.reply && base.show_errors)) {
@@ -218,15 +218,15 @@ fn run(
             unreachable = true;
         }
     }
-    if presenter.mismatches() > 0 {
-        say!("--verify: {} replies did not match what was written", presenter.mismatches());
+    if outputs.mismatches() > 0 {
+        say!("--verify: {} replies did not match what was written", outputs.mismatches());
     }
-    let failed = presenter.mismatches() > 0
+    let failed = outputs.mismatches() > 0
         || done.dropped
         || done.first_error.is_some()
         || done.empty_window.is_some()
         || unreachable
-        || presenter.none_succeeded();
+        || outputs.none_succeeded();
     match done.ended {
         Ok(Ended::Completed) if failed || done.unfinished => Ok(ExitCode::from(1)),
         Ok(Ended::Completed) => Ok(ExitCode::SUCCESS),

@@ -121,6 +121,16 @@ pub fn ceiling_line(f: &Found) -> Option<String> {
         .map(|v| format!("{}: {what} the {}, not the server: {}", f.test, v.side.name(), v.text))
 }
 
+/// A search's report in text (verbose and `-q`): its table, its answer and what capped it.
+pub fn write_report(f: &Found, out: &mut impl Write) -> io::Result<()> {
+    write_table(f, out)?;
+    writeln!(out, "{}", answer_line(f))?;
+    if let Some(line) = ceiling_line(f) {
+        writeln!(out, "{line}")?;
+    }
+    out.flush()
+}
+
 /// The table of steps, in the order they ran.
 pub fn write_table(f: &Found, out: &mut impl Write) -> io::Result<()> {
     let c = &f.capacity;

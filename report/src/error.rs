@@ -26,6 +26,8 @@ pub enum Error {
     Encode(String),
     /// The merged run met a capacity objective at no rate: its answer line.
     NotMet(String),
+    /// An output of a run failed (the message names it and why); the others went on.
+    Output(String),
 }
 
 impl Error {
@@ -45,7 +47,11 @@ impl fmt::Display for Error {
                     None => write!(f, "cannot write {output}: {source}"),
                 }
             }
-            Error::Document(m) | Error::Refused(m) | Error::Encode(m) | Error::NotMet(m) => f.write_str(m),
+            Error::Document(m)
+            | Error::Refused(m)
+            | Error::Encode(m)
+            | Error::NotMet(m)
+            | Error::Output(m) => f.write_str(m),
         }
     }
 }

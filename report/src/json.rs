@@ -13,7 +13,7 @@ use crate::doc::{self, Document};
 use crate::error::Error;
 
 /// The document's `command_line`: the process's arguments (after the program's name), as the
-/// binary hands them to [`crate::present::Presenter::new`], with the values of `-a`/`--password`
+/// binary hands them to [`crate::outputs::Outputs::new`], with the values of `-a`/`--password`
 /// and the password of a `-u`/`--uri` URI replaced by `***`.
 pub fn command_line(args: &[&str]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len());

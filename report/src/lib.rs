@@ -1,9 +1,12 @@
 //! respbench's outputs: every format a run writes and the readers of its result document.
 //!
 //! The session reports to an [`respbench_session::Observer`] and never prints; this crate is that
-//! observer ([`present::Presenter`]) and the formats behind it: redis-benchmark's text (verbose,
-//! `-q`, `--csv`: [`text`]), the JSON document ([`json`]), `--hlog` ([`hlog`]), `--hgrm`
-//! ([`hgrm`]), the capacity tables ([`capacity`]), `respbench merge` ([`merge`]) and
+//! observer ([`outputs::Outputs`]: the list of sinks the options ask for) and the sinks, one type
+//! per format behind [`sink::Output`], each fed the session's [`sink::Event`]s and writing to the
+//! `Write` it was given: redis-benchmark's verbose text, `-q` and `--csv`, the JSON document,
+//! `--hlog`, `--hgrm`, memtier_benchmark's outputs, `--metrics`, the progress line, `--live` and
+//! the lines on stderr ([`sink`]). Below them the pieces they render with: [`text`], [`events`],
+//! [`capacity`], [`json`], [`hlog`], [`hgrm`]; beside them `respbench merge` ([`merge`]) and
 //! `respbench plot` ([`plot`], behind the `plot` feature). The binary parses options and wires
 //! them here, as ripgrep's binary picks a printer from `grep-printer`. Its lines on stderr go
 //! through [`say!`] ([`stderr`]), which never panics.
@@ -25,10 +28,11 @@ pub mod json;
 pub mod memtier;
 pub mod merge;
 pub mod metrics;
+pub mod outputs;
 #[cfg(feature = "plot")]
 pub mod plot;
-pub mod present;
 pub mod shared;
+pub mod sink;
 pub mod stderr;
 pub mod text;
 

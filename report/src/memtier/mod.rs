@@ -280,7 +280,7 @@ fn average<'a>(runs: &[Run<'a>]) -> Result<Run<'a>, String> {
 }
 
 /// Whether `--out-file` and `--json-out-file` can be written where they are named, found out
-/// before the run (see [`crate::present::check_outputs`]).
+/// before the run (see [`crate::outputs::check_outputs`]).
 pub fn check_outputs(m: &Memtier) -> Result<(), String> {
     let files = [("--out-file", &m.out_file), ("--json-out-file", &m.json_out_file)];
     for (option, path) in files.iter().filter_map(|(o, p)| p.as_deref().filter(|p| *p != "-").map(|p| (o, p)))
