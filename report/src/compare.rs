@@ -360,11 +360,12 @@ fn address(c: &doc::RunConfig) -> Option<String> {
 }
 
 /// Reads `paths`' documents.
-fn read_all(paths: &[String]) -> Result<Vec<Document>, String> {
+fn read_all(paths: &[String]) -> Result<Vec<Document>, Error> {
     paths
         .iter()
         .map(|p| {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("cannot read {p}: {e}"))?;
+            let text =
+                std::fs::read_to_string(p).map_err(|e| Error::Document(format!("cannot read {p}: {e}")))?;
             merge::read_document(p, &text)
         })
         .collect()
@@ -379,7 +380,7 @@ fn is_ab(d: &Document) -> bool {
 const TARGET: &[&str] = &["host", "port", "socket", "ab", "seed", "start_at_us"];
 
 /// The two sides the arguments name, and what `--force` let through (else the refusal).
-fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), String> {
+fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), Error> {
     let usage = "usage: respbench compare A.json B.json, or --a A1.json A2.json … --b B1.json …, or one --ab document";
     let force_hint = "\n(respbench compare --force compares them anyway, marked in the output)";
     let mut forced = Vec::new();
@@ -389,7 +390,9 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), String> {
             let path = &args.files[0];
             let d = read_all(std::slice::from_ref(path))?.remove(0);
             if !is_ab(&d) {
-                return Err(format!("{path} holds one side only (it is not an --ab run); {usage}"));
+                return Err(Error::Refused(format!(
+                    "{path} holds one side only (it is not an --ab run); {usage}"
+                )));
             }
             let pick = |side: &str| {
                 d.tests.iter().filter(|t| t.side.as_deref() == Some(side)).map(|t| (0, t.clone())).collect()
@@ -416,13 +419,15 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), String> {
             return Ok((a, b, forced));
         }
         (false, false, 0) => (args.a.clone(), args.b.clone()),
-        _ => return Err(format!("compare needs two sides; {usage}")),
+        _ => return Err(Error::Refused(format!("compare needs two sides; {usage}"))),
     };
     let (da, db) = (read_all(&a_files)?, read_all(&b_files)?);
     if let Some(p) =
         a_files.iter().chain(&b_files).zip(da.iter().chain(&db)).find(|(_, d)| is_ab(d)).map(|(p, _)| p)
     {
-        return Err(format!("{p} is an --ab run, which holds both sides: compare it alone ({usage})"));
+        return Err(Error::Refused(format!(
+            "{p} is an --ab run, which holds both sides: compare it alone ({usage})"
+        )));
     }
     // A side's documents must be repeats of one configuration, as merge wants them.
     for (name, files, docs) in [("A", &a_files, &da), ("B", &b_files, &db)] {
@@ -434,7 +439,7 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), String> {
                 differ.join("\n  ")
             );
             if !args.force {
-                return Err(format!("{e}{force_hint}"));
+                return Err(Error::Refused(format!("{e}{force_hint}")));
             }
             forced.push(e);
         }
@@ -459,7 +464,7 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), String> {
     if !differ.is_empty() {
         let e = format!("these runs differ in more than the target:\n  {}", differ.join("\n  "));
         if !args.force {
-            return Err(format!("{e}{force_hint}"));
+            return Err(Error::Refused(format!("{e}{force_hint}")));
         }
         forced.push(e);
     }
@@ -513,10 +518,10 @@ struct Measured {
     empty: usize,
 }
 
-fn measure(side: &Side, key: &Key) -> Result<Measured, String> {
+fn measure(side: &Side, key: &Key) -> Result<Measured, Error> {
     let mut m = Measured { runs: Vec::new(), not_server: Vec::new(), empty: 0 };
     for (k, (file, t)) in side.tests.iter().filter(|(_, t)| key_of(t) == *key).enumerate() {
-        let e = convert::read_test(t).map_err(|e| format!("{}: {e}", side.files[*file]))?;
+        let e = convert::read_test(t).map_err(|e| Error::Document(format!("{}: {e}", side.files[*file])))?;
         if t.rps.is_none() || e.stats.requests == 0 || e.stats.latency.is_empty() {
             m.empty += 1;
             continue;
@@ -549,8 +554,8 @@ pub fn run(args: &CompareArgs, mut out: &mut dyn Write, err: &mut dyn Write) -> 
         .map(|v| respbench_session::syntax::percent("--fail-if-slower", v))
         .transpose()
         .map_err(|e| Error::Refused(e.to_string()))?;
-    let (a, b, forced) = sides(args).map_err(Error::Refused)?;
-    let comparison = compare(&a, &b, forced, args.force, limit, args.strict).map_err(Error::Refused)?;
+    let (a, b, forced) = sides(args)?;
+    let comparison = compare(&a, &b, forced, args.force, limit, args.strict)?;
     let to_stdout = args.json.as_deref() == Some("-");
     if !to_stdout {
         write_text(&comparison, &mut out)
@@ -612,7 +617,7 @@ fn compare(
     force: bool,
     limit: Option<f64>,
     strict: bool,
-) -> Result<Comparison, String> {
+) -> Result<Comparison, Error> {
     let margin = limit.unwrap_or(DEFAULT_MARGIN);
     let mut keys: Vec<Key> = Vec::new();
     for (_, t) in &a.tests {
@@ -622,11 +627,11 @@ fn compare(
         }
     }
     if keys.is_empty() {
-        return Err(format!(
+        return Err(Error::Refused(format!(
             "no test is in both sides (A has {}; B has {})",
             names(&a.tests),
             names(&b.tests)
-        ));
+        )));
     }
     let units: usize =
         a.tests.iter().chain(&b.tests).map(|(_, t)| t.series.as_ref().map_or(1, Vec::len).max(1)).sum();
@@ -749,7 +754,7 @@ fn compare(
 /// A document compared with itself (its `--ab` sides, else its tests on both sides), forced, as
 /// the fuzz target drives it ([`crate::read_untrusted`]): an answer or an error, never a panic,
 /// in time bounded by the document's size ([`resamples_for`]).
-pub fn compare_untrusted(d: &Document) -> Result<Comparison, String> {
+pub fn compare_untrusted(d: &Document) -> Result<Comparison, Error> {
     let side = |name, tests: Vec<(usize, doc::Test)>| Side {
         name,
         files: vec!["input".into()],
@@ -1162,7 +1167,7 @@ mod tests {
         );
         let e = sides(&args(&[&a, &other])).err().unwrap();
         assert_eq!(
-            e,
+            e.to_string(),
             format!(
                 "these runs differ in more than the target:\n  {other}: -c 10 where {a} has -c 50\n\
                  (respbench compare --force compares them anyway, marked in the output)"
@@ -1177,13 +1182,14 @@ mod tests {
             ..Default::default()
         })
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
         assert!(
             e.starts_with(&format!("side A's runs are not repeats of one configuration:\n  {other}: -c 10")),
             "{e}"
         );
         // One document that is not an --ab run is one side.
-        assert!(sides(&args(&[&a])).err().unwrap().contains("holds one side only"));
+        assert!(sides(&args(&[&a])).err().unwrap().to_string().contains("holds one side only"));
         // An --ab document: its sides by each test's side.
         let mut ab = document(50, 6379, vec![]);
         ab.config.ab = Some("127.0.0.1:6380".into());
@@ -1193,7 +1199,11 @@ mod tests {
         ];
         let (sa, sb, _) = sides(&args(&[&file("ab.json", &ab)])).unwrap();
         assert_eq!((sa.tests.len(), sb.tests.len(), sb.address.as_deref()), (1, 1, Some("127.0.0.1:6380")));
-        assert!(sides(&args(&[&file("ab.json", &ab), &b])).err().unwrap().contains("is an --ab run"));
+        assert!(sides(&args(&[&file("ab.json", &ab), &b]))
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("is an --ab run"));
     }
 
     #[test]

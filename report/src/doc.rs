@@ -1449,10 +1449,11 @@ pub struct ComparedFigure {
 impl Document {
     /// The document as JSON text, pretty-printed with its keys sorted, as every respbench since
     /// `respbench/1` has written it.
-    pub fn to_text(&self) -> Result<String, String> {
-        let value = serde_json::to_value(self).map_err(|e| format!("cannot encode the JSON: {e}"))?;
-        let mut text =
-            serde_json::to_string_pretty(&value).map_err(|e| format!("cannot encode the JSON: {e}"))?;
+    pub fn to_text(&self) -> Result<String, crate::error::Error> {
+        let encode =
+            |e: serde_json::Error| crate::error::Error::Encode(format!("cannot encode the JSON: {e}"));
+        let value = serde_json::to_value(self).map_err(encode)?;
+        let mut text = serde_json::to_string_pretty(&value).map_err(encode)?;
         text.push('\n');
         Ok(text)
     }

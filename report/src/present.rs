@@ -288,17 +288,17 @@ impl Presenter {
         }
         if let Some(log) = &mut self.hlog {
             if let Err(e) = log.finish() {
-                self.failed.push(e);
+                self.failed.push(e.to_string());
             }
         }
         if let Some(prefix) = &cfg.open.hgrm {
             if let Err(e) = crate::hgrm::write_all(prefix, results, self.comparing) {
-                self.failed.push(e);
+                self.failed.push(e.to_string());
             }
         }
         if let Some(m) = &cfg.memtier {
             if let Err(e) = crate::memtier::write(m, results, interrupted, epoch_us) {
-                self.failed.push(e);
+                self.failed.push(e.to_string());
             }
         }
         if let Some(path) = &cfg.json {
@@ -317,10 +317,10 @@ impl Presenter {
                     if cfg.capacity.is_some() {
                         doc.capacity = Some(capacity::to_json(&self.searches, epoch_us)?);
                     }
-                    json::write_json(path, &doc).map_err(|e| e.to_string())
+                    json::write_json(path, &doc)
                 });
             if let Err(e) = written {
-                self.failed.push(e);
+                self.failed.push(e.to_string());
             }
         }
         // The endpoint stays up until the final figures were scraped (or --metrics-linger).
@@ -486,7 +486,7 @@ impl Observer for Presenter {
                 written.and_then(|()| if ended.is_empty() && end.is_none() { Ok(()) } else { log.flush() })
             {
                 // The results are kept for the other outputs; the log is said at the end.
-                self.failed.push(e);
+                self.failed.push(e.to_string());
                 self.hlog = None;
             }
         }

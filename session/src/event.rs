@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use respbench_core::Endpoint;
 
+use crate::config::OptionError;
+
 /// The earliest an event may come: the baseline is the second before it at least.
 pub const EARLIEST: Duration = Duration::from_secs(1);
 
@@ -155,36 +157,36 @@ impl Outcome {
 
 /// Checks the events against the run before connecting: each within `--duration` (and not
 /// before [`EARLIEST`]), a test of fixed length, and each program found.
-pub fn check(events: &Events, duration: Option<Duration>) -> Result<(), String> {
+pub fn check(events: &Events, duration: Option<Duration>) -> Result<(), OptionError> {
     let Some(first) = events.list.first() else { return Ok(()) };
     let Some(d) = duration else {
-        return Err(format!(
+        return Err(OptionError::Refused(format!(
             "--at '{}': events need a test of fixed length: give --duration (a -n test has no fixed window)",
             show(first)
-        ));
+        )));
     };
     for e in &events.list {
         if e.at < EARLIEST {
-            return Err(format!(
+            return Err(OptionError::Refused(format!(
                 "--at '{}': an event must come 1 s into the test at least (its baseline is the time before it)",
                 show(e)
-            ));
+            )));
         }
         if e.at >= d {
-            return Err(format!(
+            return Err(OptionError::Refused(format!(
                 "--at '{}': {} is not within --duration {}",
                 show(e),
                 respbench_core::conn::format_duration(e.at),
                 respbench_core::conn::format_duration(d)
-            ));
+            )));
         }
         if let Action::Exec { program, .. } = &e.action {
             if find_program(program, std::env::var_os("PATH").as_deref()).is_none() {
-                return Err(format!(
+                return Err(OptionError::Refused(format!(
                     "--at '{}': no program '{program}' (not an executable file{})",
                     show(e),
                     if program.contains('/') { "" } else { " in PATH" }
-                ));
+                )));
             }
         }
     }
@@ -220,21 +222,21 @@ mod tests {
         let one = |e| Events { list: vec![e], node: AtNode::Primaries };
         let ten = Some(Duration::from_secs(10));
         assert!(check(&one(ev(5000, cmd())), ten).is_ok());
-        let e = check(&one(ev(5000, cmd())), None).unwrap_err();
+        let e = check(&one(ev(5000, cmd())), None).unwrap_err().to_string();
         assert!(e.contains("give --duration"), "{e}");
-        let e = check(&one(ev(10_000, cmd())), ten).unwrap_err();
+        let e = check(&one(ev(10_000, cmd())), ten).unwrap_err().to_string();
         assert!(e.contains("is not within --duration 10s"), "{e}");
-        let e = check(&one(ev(500, cmd())), ten).unwrap_err();
+        let e = check(&one(ev(500, cmd())), ten).unwrap_err().to_string();
         assert!(e.contains("1 s into the test"), "{e}");
         let exec = |p: &str| Action::Exec { program: p.into(), args: vec![] };
         assert!(check(&one(ev(2000, exec("sh"))), ten).is_ok());
-        let e = check(&one(ev(2000, exec("no-such-program-here"))), ten).unwrap_err();
+        let e = check(&one(ev(2000, exec("no-such-program-here"))), ten).unwrap_err().to_string();
         assert!(e.contains("no program 'no-such-program-here' (not an executable file in PATH)"), "{e}");
         // A file that is not executable.
         let plain = std::env::temp_dir().join(format!("respbench-not-a-program-{}", std::process::id()));
         std::fs::write(&plain, "x").unwrap();
         let path = plain.to_string_lossy().into_owned();
-        let e = check(&one(ev(2000, exec(&path))), ten).unwrap_err();
+        let e = check(&one(ev(2000, exec(&path))), ten).unwrap_err().to_string();
         let _ = std::fs::remove_file(&plain);
         assert!(e.contains(&format!("no program '{path}' (not an executable file)")), "{e}");
     }
