@@ -63,8 +63,6 @@ pub struct Presenter {
     kept: Option<Vec<TestResult>>,
     /// The session's notices (`Observer::message`), for the JSON document.
     notices: Vec<String>,
-    /// `--slo`: each test's search, for the JSON document.
-    searches: Vec<respbench_session::capacity::Found>,
     /// `--slo`: the objectives, for the progress lines.
     searching: Option<respbench_session::capacity::Capacity>,
     /// The run's Ctrl-C: a test that ended with it pulled and fewer requests than asked is
@@ -151,7 +149,6 @@ impl Presenter {
             mismatches: 0,
             kept: (cfg.json.is_some() || cfg.open.hgrm.is_some() || cfg.memtier.is_some()).then(Vec::new),
             notices: Vec::new(),
-            searches: Vec::new(),
             searching: cfg.capacity.as_ref().map(|s| respbench_session::capacity::Capacity {
                 objectives: s.objectives.clone(),
                 resolution: s.resolution,
@@ -267,13 +264,15 @@ impl Presenter {
         self.begin(pair.first())
     }
 
-    /// Closes the output and writes the JSON document. `interrupted`: the run did not complete.
+    /// Closes the output and writes the JSON document. `interrupted`: the run did not complete;
+    /// `searches`: `--slo`'s, as the session kept them (`Finished::searches`).
     pub fn finish(
         &mut self,
         cfg: &Config,
         interrupted: bool,
         late_by_s: Option<f64>,
         epoch_us: u64,
+        searches: &[respbench_session::capacity::Found],
     ) -> Result<(), String> {
         let results = self.kept.take().unwrap_or_default();
         let results = results.as_slice();
@@ -315,7 +314,7 @@ impl Presenter {
                     doc.late_by_s = late_by_s;
                     doc.server_b = self.server_b.as_ref().map(convert::server);
                     if cfg.capacity.is_some() {
-                        doc.capacity = Some(capacity::to_json(&self.searches, epoch_us)?);
+                        doc.capacity = Some(capacity::to_json(searches, epoch_us)?);
                     }
                     json::write_json(path, &doc)
                 });
@@ -620,7 +619,6 @@ impl Observer for Presenter {
         if let Err(e) = written {
             self.report_failed(&e);
         }
-        self.searches.push(found.clone());
         Ok(())
     }
 
