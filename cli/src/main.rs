@@ -196,7 +196,7 @@ fn run(
     let done = session.run(&mut outputs);
     let interrupted = !matches!(done.ended, Ok(Ended::Completed));
     signals::writing_outputs();
-    outputs.finish(&base, interrupted, done.late_by_s, epoch_us)?;
+    outputs.finish(&base, interrupted, done.late_by_s, epoch_us, &done.searches)?;
     // After every result, in the peers' words: their callers check the status and this line.
     // `-e` printed each error reply's message already.
     if let Some(e) = done.first_error.as_ref().filter(|e| !(e.reply && base.show_errors)) {

@@ -86,12 +86,13 @@ pub fn writing_outputs() {
 
 /// Installs the handlers and starts the watchdog; `outputs` names the files written at the end
 /// (`--json out.json`), for the message that says what a late signal cut.
-pub fn install(outputs: String) -> Result<StopHandle, String> {
+pub fn install(outputs: String) -> std::io::Result<StopHandle> {
     let stop = STOP.get_or_init(StopHandle::new).clone();
     let mut fds = [0; 2];
     // SAFETY: pipe2 writes two descriptors into the array given.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-        return Err(format!("cannot make the signal pipe: {}", std::io::Error::last_os_error()));
+        let e = std::io::Error::last_os_error();
+        return Err(std::io::Error::new(e.kind(), format!("cannot make the signal pipe: {e}")));
     }
     // The read end blocks: the watchdog sleeps in read(2).
     // SAFETY: fcntl on a descriptor just made.
@@ -100,7 +101,7 @@ pub fn install(outputs: String) -> Result<StopHandle, String> {
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || watch(read_end, &outputs))
-        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start the signal thread: {e}")))?;
     WAKE.store(fds[1], Ordering::SeqCst);
     // SAFETY: the handler is async-signal-safe (above); sigaction reads the struct given.
     unsafe {

@@ -13,6 +13,7 @@ use respbench_session::result::TestResult;
 
 use crate::convert;
 use crate::doc::{self, Document};
+use crate::error::Error;
 
 /// `87300` as `87,300`.
 pub fn thousands(n: u64) -> String {
@@ -221,11 +222,11 @@ pub fn write_csv(f: &Found, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// The JSON document's `capacity`: one entry per test searched.
-pub fn to_json(searches: &[Found], epoch_us: u64) -> Result<Vec<doc::Search>, String> {
+pub fn to_json(searches: &[Found], epoch_us: u64) -> Result<Vec<doc::Search>, Error> {
     searches.iter().map(|f| search_json(f, epoch_us)).collect()
 }
 
-fn search_json(f: &Found, epoch_us: u64) -> Result<doc::Search, String> {
+fn search_json(f: &Found, epoch_us: u64) -> Result<doc::Search, Error> {
     let c = &f.capacity;
     let objectives = c
         .objectives
@@ -310,7 +311,7 @@ struct ReadStep {
 }
 
 /// A document's searches read back, enough to merge: the objectives' text, the test, the steps.
-fn read_search(v: &doc::Search) -> Result<(String, String, Vec<ReadStep>), String> {
+fn read_search(v: &doc::Search) -> Result<(String, String, Vec<ReadStep>), Error> {
     let slo: Vec<&str> = v.objectives.iter().map(|o| o.text.as_str()).collect();
     let mut steps = Vec::new();
     for s in &v.steps {
@@ -333,13 +334,13 @@ fn read_search(v: &doc::Search) -> Result<(String, String, Vec<ReadStep>), Strin
 /// `respbench merge` of a split run's searches: each ladder step's tests add up across the
 /// parts, each step is judged again on the merged histograms and the fleet's rate, and the
 /// ladder's answer is found from those. Empty when no document has a search.
-pub fn merge(docs: &[Document]) -> Result<Vec<Found>, String> {
+pub fn merge(docs: &[Document]) -> Result<Vec<Found>, Error> {
     let entries: Vec<&Vec<doc::Search>> = docs.iter().filter_map(|d| d.capacity.as_ref()).collect();
     if entries.is_empty() {
         return Ok(Vec::new());
     }
     if entries.len() != docs.len() {
-        return Err("some documents have a capacity search and others not".into());
+        return Err(Error::Document("some documents have a capacity search and others not".into()));
     }
     let mut merged: Vec<(String, String, Vec<ReadStep>)> = Vec::new();
     for list in entries {
@@ -351,13 +352,13 @@ pub fn merge(docs: &[Document]) -> Result<Vec<Found>, String> {
                     if acc.len() != steps.len()
                         || acc.iter().zip(&steps).any(|(a, b)| a.rate != b.rate || a.role != b.role)
                     {
-                        return Err(format!(
+                        return Err(Error::Document(format!(
                             "{test}: the parts' searches ran different steps: only a ladder (--worker with \
                              --rps LOW-HIGH) merges"
-                        ));
+                        )));
                     }
                     for (a, b) in acc.iter_mut().zip(steps) {
-                        a.test.merge(b.test).map_err(|e| e.to_string())?;
+                        a.test.merge(b.test).map_err(|e| Error::Document(e.to_string()))?;
                     }
                 }
             }
@@ -366,7 +367,7 @@ pub fn merge(docs: &[Document]) -> Result<Vec<Found>, String> {
     let poisson = docs.iter().any(|d| d.config.arrival == "poisson");
     let mut out = Vec::new();
     for (test, slo, steps) in merged {
-        let objectives = parse_objectives(&slo).map_err(|e| e.to_string())?;
+        let objectives = parse_objectives(&slo).map_err(|e| Error::Document(e.to_string()))?;
         let mut records = Vec::new();
         let mut results = Vec::new();
         for s in steps {

@@ -6,6 +6,8 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use respbench_core::stats::HIGHEST_MICROS;
 
+use crate::error::Error;
+
 /// The document's `schema`; a change that breaks readers bumps the number.
 pub const SCHEMA: &str = "respbench/2";
 /// Older schemas `respbench merge` still reads (their series carried a histogram per second).
@@ -24,11 +26,11 @@ pub fn schema_refused(schema: Option<&str>) -> String {
 }
 
 /// Serializes a histogram as V2 deflate, in base64.
-pub fn encode_histogram(h: &Histogram<u64>) -> Result<String, String> {
+pub fn encode_histogram(h: &Histogram<u64>) -> Result<String, Error> {
     let mut bytes = Vec::new();
     V2DeflateSerializer::new()
         .serialize(h, &mut bytes)
-        .map_err(|e| format!("cannot encode a histogram: {e:?}"))?;
+        .map_err(|e| Error::Encode(format!("cannot encode a histogram: {e:?}")))?;
     Ok(base64_encode(&bytes))
 }
 
@@ -44,16 +46,17 @@ const V2_HEADER: usize = 40;
 /// its declared lengths are checked against the bytes present, and its bounds against the
 /// document's (at most [`HIGHEST_MICROS`], at most 5 significant figures), before anything is
 /// allocated from them, so a small document cannot make respbench allocate gigabytes.
-pub fn decode_histogram(data: &str) -> Result<Histogram<u64>, String> {
+pub fn decode_histogram(data: &str) -> Result<Histogram<u64>, Error> {
     decode_histogram_within(data, HIGHEST_MICROS)
 }
 
 /// [`decode_histogram`] of a histogram whose highest trackable value may be up to `highest`
 /// (an `--hlog` line's, in nanoseconds).
-pub fn decode_histogram_within(data: &str, highest: u64) -> Result<Histogram<u64>, String> {
+pub fn decode_histogram_within(data: &str, highest: u64) -> Result<Histogram<u64>, Error> {
     use std::io::Read;
-    let bytes = base64_decode(data).ok_or("histogram data is not base64")?;
-    let not_v2 = |why: &str| format!("histogram data is not an HdrHistogram V2 encoding: {why}");
+    let bytes = base64_decode(data).ok_or_else(|| Error::Document("histogram data is not base64".into()))?;
+    let not_v2 =
+        |why: &str| Error::Document(format!("histogram data is not an HdrHistogram V2 encoding: {why}"));
     let word = |b: &[u8], at: usize| -> Option<u32> {
         Some(u32::from_be_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
     };
@@ -79,14 +82,14 @@ pub fn decode_histogram_within(data: &str, highest: u64) -> Result<Histogram<u64
     let digits = word(&header, 12).unwrap_or(u32::MAX);
     let (low, high) = (long(&header, 16).unwrap_or(0), long(&header, 24).unwrap_or(u64::MAX));
     if digits > 5 || low < 1 || high > highest || low > high {
-        return Err(format!(
+        return Err(Error::Document(format!(
             "histogram bounds {low}..{high} with {digits} significant figures are not a respbench \
              histogram's (1..{highest}, at most 5)"
-        ));
+        )));
     }
     // Each count is at most 9 bytes of LEB128: a histogram of these bounds needs no more.
     let counts = Histogram::<u64>::new_with_bounds(low, high, digits as u8)
-        .map_err(|e| format!("histogram bounds: {e:?}"))?
+        .map_err(|e| Error::Document(format!("histogram bounds: {e:?}")))?
         .distinct_values();
     if payload > counts.saturating_mul(9) {
         return Err(not_v2(&format!("it says {payload} payload bytes for {counts} counts")));
@@ -190,18 +193,21 @@ mod tests {
         assert_eq!(decode_histogram(&wrap(&inner)).unwrap(), h, "the rewrapped encoding reads");
         let mut long = inner.clone();
         long[4..8].copy_from_slice(&0x7fff_ffffu32.to_be_bytes());
-        let e = decode_histogram(&wrap(&long)).unwrap_err();
+        let e = decode_histogram(&wrap(&long)).unwrap_err().to_string();
         assert!(e.contains("it says 2147483647 payload bytes for"), "{e}");
         let mut short = inner.clone();
         short[4..8].copy_from_slice(&(inner.len() as u32 - 40 + 5).to_be_bytes());
-        let e = decode_histogram(&wrap(&short)).unwrap_err();
+        let e = decode_histogram(&wrap(&short)).unwrap_err().to_string();
         assert!(e.contains("payload bytes,") && e.contains("are there"), "{e}");
         let mut wide = inner.clone();
         wide[24..32].copy_from_slice(&u64::MAX.to_be_bytes());
-        assert!(decode_histogram(&wrap(&wide)).unwrap_err().contains("not a respbench histogram's"));
+        assert!(decode_histogram(&wrap(&wide))
+            .unwrap_err()
+            .to_string()
+            .contains("not a respbench histogram's"));
         let mut cut = good.clone();
         cut[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
-        assert!(decode_histogram(&base64_encode(&cut)).unwrap_err().contains("compressed bytes"));
+        assert!(decode_histogram(&base64_encode(&cut)).unwrap_err().to_string().contains("compressed bytes"));
         assert!(decode_histogram(&base64_encode(&good[..6])).is_err());
     }
 }

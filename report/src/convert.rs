@@ -24,6 +24,7 @@ use events::entries;
 
 use crate::codec::{decode_histogram, encode_histogram, ENCODING};
 use crate::doc;
+use crate::error::Error;
 use crate::hdr::{finite, mean, ms, value_at_percentile};
 
 /// The `config` object: every option that shapes the load (no password).
@@ -237,7 +238,7 @@ pub fn notices(lines: &[String]) -> Vec<doc::Notice> {
 
 /// One entry of `tests`. `epoch_us` is the run's epoch in microseconds since the Unix epoch, so
 /// `start_us`/`end_us` are wall-clock times comparable across processes and machines.
-pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
+pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
     let stats = &e.stats;
     let none = crate::shared::none_succeeded(stats);
     let count = |n: u64| (n > 0).then_some(n);
@@ -413,7 +414,7 @@ fn command_time(c: &timing::CommandTime) -> doc::CommandTime {
 }
 
 /// The `client_pauses` object.
-fn client_pauses(p: &ClientPauses) -> Result<doc::ClientPauses, String> {
+fn client_pauses(p: &ClientPauses) -> Result<doc::ClientPauses, Error> {
     Ok(doc::ClientPauses {
         interval_us: p.interval_us,
         idle_ms: latency_ms(&p.idle),
@@ -426,7 +427,7 @@ fn client_pauses(p: &ClientPauses) -> Result<doc::ClientPauses, String> {
 }
 
 /// The `delivery` object.
-fn delivery(d: &respbench_core::delivery::Delivery) -> Result<doc::Delivery, String> {
+fn delivery(d: &respbench_core::delivery::Delivery) -> Result<doc::Delivery, Error> {
     let r = &d.received;
     fn some(h: &Histogram<u64>) -> Option<&Histogram<u64>> {
         (!h.is_empty()).then_some(h)
@@ -457,8 +458,8 @@ fn delivery(d: &respbench_core::delivery::Delivery) -> Result<doc::Delivery, Str
 }
 
 /// Reads a `delivery` object back.
-fn read_delivery(d: &doc::Delivery, sigfig: u8) -> Result<respbench_core::delivery::Delivery, String> {
-    let mut received = respbench_core::delivery::Received::new(sigfig)?;
+fn read_delivery(d: &doc::Delivery, sigfig: u8) -> Result<respbench_core::delivery::Delivery, Error> {
+    let mut received = respbench_core::delivery::Received::new(sigfig).map_err(Error::Document)?;
     received.delivered = d.delivered;
     received.duplicated = d.duplicated;
     received.out_of_order = d.out_of_order;
@@ -575,7 +576,7 @@ fn read_redirects(r: &doc::Redirects) -> Redirects {
 
 /// One entry of a test's `nodes`: who the node is and what it answered; its `rps` is over the
 /// test's `duration` (seconds), as the test's own.
-fn node(info: &NodeInfo, n: &Stats, duration: f64) -> Result<doc::Node, String> {
+fn node(info: &NodeInfo, n: &Stats, duration: f64) -> Result<doc::Node, Error> {
     let rps = if duration > 0.0 { n.requests as f64 / duration } else { 0.0 };
     Ok(doc::Node {
         address: info.address.clone(),
@@ -600,15 +601,16 @@ fn read_nodes(
     name: &str,
     start: Time,
     end: Time,
-) -> Result<(Vec<NodeInfo>, Vec<Stats>), String> {
+) -> Result<(Vec<NodeInfo>, Vec<Stats>), Error> {
     let mut infos = Vec::new();
     let mut stats = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
         let decode = |k: &str, h: &doc::HistogramData| {
-            decode_histogram(&h.data).map_err(|e| format!("test '{name}': nodes[{i}].{k}: {e}"))
+            decode_histogram(&h.data)
+                .map_err(|e| Error::Document(format!("test '{name}': nodes[{i}].{k}: {e}")))
         };
         let latency = decode("histogram", &n.histogram)?;
-        let mut s = Stats::new(start, latency.sigfig(), false)?;
+        let mut s = Stats::new(start, latency.sigfig(), false).map_err(Error::Document)?;
         s.end = end;
         s.requests = n.requests;
         s.nils = n.nil_replies;
@@ -624,7 +626,7 @@ fn read_nodes(
 
 /// The `connection_setup` object: how many connections were set up, and each phase's
 /// distribution (`tls` only when used).
-fn setup(s: &Setup) -> Result<doc::ConnectionSetup, String> {
+fn setup(s: &Setup) -> Result<doc::ConnectionSetup, Error> {
     let mut phases = BTreeMap::new();
     for (name, h) in s.phases() {
         if name == "tls" && h.is_empty() {
@@ -636,13 +638,13 @@ fn setup(s: &Setup) -> Result<doc::ConnectionSetup, String> {
 }
 
 /// Reads `connection_setup` back (empty histograms of `sigfig` when the test has none).
-fn read_setup(c: Option<&doc::ConnectionSetup>, name: &str, sigfig: u8) -> Result<Setup, String> {
-    let mut s = Setup::new(sigfig)?;
+fn read_setup(c: Option<&doc::ConnectionSetup>, name: &str, sigfig: u8) -> Result<Setup, Error> {
+    let mut s = Setup::new(sigfig).map_err(Error::Document)?;
     let Some(c) = c else { return Ok(s) };
     for (phase, slot) in s.phases_mut() {
         if let Some(p) = c.phases.get(phase) {
             *slot = decode_histogram(&p.histogram.data)
-                .map_err(|e| format!("test '{name}': connection_setup.{phase}: {e}"))?;
+                .map_err(|e| Error::Document(format!("test '{name}': connection_setup.{phase}: {e}")))?;
         }
     }
     Ok(s)
@@ -664,7 +666,7 @@ fn latency_ms(h: &Histogram<u64>) -> doc::Latency {
 }
 
 /// The `histogram` object: the whole distribution, encoded.
-fn histogram(h: &Histogram<u64>) -> Result<doc::HistogramData, String> {
+fn histogram(h: &Histogram<u64>) -> Result<doc::HistogramData, Error> {
     Ok(doc::HistogramData {
         unit: "us".into(),
         lowest: LOWEST_MICROS,
@@ -676,13 +678,13 @@ fn histogram(h: &Histogram<u64>) -> Result<doc::HistogramData, String> {
 }
 
 /// Reads a `tests` entry back (times are `start_us`/`end_us` as [`Time`]s since the Unix epoch).
-pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
+pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
     let name = t.name.clone();
     if t.histogram.encoding != ENCODING || t.histogram.unit != "us" {
-        return Err(format!("test '{name}': histogram is not {ENCODING} in us"));
+        return Err(Error::Document(format!("test '{name}': histogram is not {ENCODING} in us")));
     }
     let decode = |what: &str, h: &doc::HistogramData| {
-        decode_histogram(&h.data).map_err(|e| format!("test '{name}': {what}{e}"))
+        decode_histogram(&h.data).map_err(|e| Error::Document(format!("test '{name}': {what}{e}")))
     };
     let latency = decode("", &t.histogram)?;
     let cpu = t.client_cpu.map(|c| ClientCpu {
@@ -701,7 +703,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
             .iter()
             .map(read_second)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("test '{name}': series: {e}"))?,
+            .map_err(|e| Error::Document(format!("test '{name}': series: {e}")))?,
         None => Vec::new(),
     };
     let setup = read_setup(t.connection_setup.as_ref(), &name, latency.sigfig())?;
@@ -726,7 +728,8 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         integer_sum: 0,
         delivery: match &t.delivery {
             Some(d) => Some(Box::new(
-                read_delivery(d, latency.sigfig()).map_err(|e| format!("test '{name}': delivery: {e}"))?,
+                read_delivery(d, latency.sigfig())
+                    .map_err(|e| Error::Document(format!("test '{name}': delivery: {e}")))?,
             )),
             None => None,
         },
@@ -851,17 +854,17 @@ fn read_replay(r: &doc::Replay) -> respbench_session::replay::Figures {
 /// reply, each node's histogram one per reply of that node. A document whose histograms and
 /// counts disagree (edited, or made up) is refused rather than merged into figures that mean
 /// nothing.
-pub fn check_totals(name: &str, s: &Stats) -> Result<(), String> {
+pub fn check_totals(name: &str, s: &Stats) -> Result<(), Error> {
     let service = s.service.as_ref().map(Histogram::len);
     check_counts(s.latency.len(), service, s.requests, s.lower_bounds)
-        .map_err(|e| format!("test '{name}': {e}"))?;
+        .map_err(|e| Error::Document(format!("test '{name}': {e}")))?;
     for (i, n) in s.nodes.iter().enumerate() {
         if n.latency.len() != n.requests {
-            return Err(format!(
+            return Err(Error::Document(format!(
                 "test '{name}': its nodes[{i}].histogram holds {} values where the node's requests say {}",
                 n.latency.len(),
                 n.requests
-            ));
+            )));
         }
     }
     Ok(())
@@ -875,34 +878,38 @@ pub fn check_counts(
     service: Option<u64>,
     requests: u64,
     lower_bounds: u64,
-) -> Result<(), String> {
-    let want = requests.checked_add(lower_bounds).ok_or("requests + latency_lower_bounds overflows")?;
+) -> Result<(), Error> {
+    let want = requests
+        .checked_add(lower_bounds)
+        .ok_or_else(|| Error::Document("requests + latency_lower_bounds overflows".into()))?;
     if latency != want {
-        return Err(format!(
+        return Err(Error::Document(format!(
             "its histogram holds {latency} values where requests + latency_lower_bounds say {want}"
-        ));
+        )));
     }
     match service {
-        Some(held) if held != requests => {
-            Err(format!("its service_histogram holds {held} values where its requests say {requests}"))
-        }
+        Some(held) if held != requests => Err(Error::Document(format!(
+            "its service_histogram holds {held} values where its requests say {requests}"
+        ))),
         _ => Ok(()),
     }
 }
 
 /// One second of a `series`: its summary (`respbench/2`), or, in a `respbench/1` document, the
 /// summary of the histogram it carried.
-fn read_second(s: &doc::SecondEntry) -> Result<Second, String> {
+fn read_second(s: &doc::SecondEntry) -> Result<Second, Error> {
     if let Some(h) = &s.histogram {
-        let data =
-            h.as_str().or_else(|| h.get("data")?.as_str()).ok_or("a second's histogram without data")?;
+        let data = h
+            .as_str()
+            .or_else(|| h.get("data")?.as_str())
+            .ok_or_else(|| Error::Document("a second's histogram without data".into()))?;
         let latency = decode_histogram(data)?;
         return Ok(Second::of(&Interval { requests: s.requests, errors: s.errors, latency, service: None }));
     }
     let us = |v: Option<f64>, k: &str| {
         v.filter(|v| v.is_finite() && *v >= 0.0)
             .map(|v| (v * 1000.0).round() as u64)
-            .ok_or_else(|| format!("a second without '{k}'"))
+            .ok_or_else(|| Error::Document(format!("a second without '{k}'")))
     };
     Ok(Second {
         requests: s.requests,
@@ -1015,7 +1022,10 @@ mod tests {
         let back: Vec<Second> = typed.series.unwrap().iter().map(|v| read_second(v).unwrap()).collect();
         assert_eq!(back, [want, Second { bounds: true, ..want }]);
         let cut = json!({"second": 0, "requests": 1, "errors": 0, "p50_ms": 1.0});
-        assert!(read_second(&serde_json::from_value(cut).unwrap()).unwrap_err().contains("p90_ms"));
+        assert!(read_second(&serde_json::from_value(cut).unwrap())
+            .unwrap_err()
+            .to_string()
+            .contains("p90_ms"));
     }
 
     /// A test with no reply has no rate and no latency (null, and `no_request_succeeded`), and

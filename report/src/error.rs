@@ -24,6 +24,14 @@ pub enum Error {
     Refused(String),
     /// A result that could not be encoded as JSON (the message says so).
     Encode(String),
+    /// A file or stream could not be created or written: `what` says which and what was being
+    /// done (`--hlog out.hlog: cannot write`), as the user reads it before the reason.
+    Io {
+        /// The output and the action, in the user's words.
+        what: String,
+        /// Why.
+        source: io::Error,
+    },
     /// The merged run met a capacity objective at no rate: its answer line.
     NotMet(String),
     /// An output of a run failed (the message names it and why); the others went on.
@@ -47,6 +55,7 @@ impl fmt::Display for Error {
                     None => write!(f, "cannot write {output}: {source}"),
                 }
             }
+            Error::Io { what, source } => write!(f, "{what}: {source}"),
             Error::Document(m)
             | Error::Refused(m)
             | Error::Encode(m)
@@ -59,7 +68,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Write { source, .. } => Some(source),
+            Error::Write { source, .. } | Error::Io { source, .. } => Some(source),
             _ => None,
         }
     }
@@ -69,6 +78,13 @@ impl From<io::Error> for Error {
     /// A write to the output the binary handed in (its stdout or stderr) failed.
     fn from(source: io::Error) -> Error {
         Error::Write { output: "output".into(), source }
+    }
+}
+
+impl From<Error> for String {
+    /// The message, for a caller that still says its failures as text (the presenter's setup).
+    fn from(e: Error) -> String {
+        e.to_string()
     }
 }
 

@@ -20,7 +20,11 @@ const TICKS_PER_HALF: u32 = 5;
 
 /// Writes the files of `results` under `prefix`; `comparing`: several backends ran each test,
 /// whose name joins the tag. The paths written, or what could not be written.
-pub fn write_all(prefix: &str, results: &[TestResult], comparing: bool) -> Result<Vec<String>, String> {
+pub fn write_all(
+    prefix: &str,
+    results: &[TestResult],
+    comparing: bool,
+) -> Result<Vec<String>, crate::error::Error> {
     // As `--hlog` tags them: the rate only when the run has several.
     let mut rates: Vec<u64> = results.iter().filter_map(|e| e.target_rps).collect();
     rates.sort_unstable();
@@ -47,7 +51,7 @@ pub fn write_all(prefix: &str, results: &[TestResult], comparing: bool) -> Resul
         }
         for (path, h) in files {
             crate::files::write_atomically(std::path::Path::new(&path), distribution(h).as_bytes())
-                .map_err(|err| format!("--hgrm: cannot write {path}: {err}"))?;
+                .map_err(|source| crate::error::Error::Write { output: format!("--hgrm {path}"), source })?;
             written.push(path);
         }
     }

@@ -28,6 +28,7 @@ use hdrhistogram::Histogram;
 use respbench_core::stats::{Interval, HIGHEST_MICROS};
 use respbench_core::Time;
 
+use crate::error::Error;
 use crate::shared::{tag_of, utc};
 
 /// An open interval log.
@@ -44,11 +45,11 @@ impl IntervalLog {
     /// Creates the file at `path` (mode 0600 until [`IntervalLog::finish`]; a symlink there is
     /// never followed: see [`crate::files::Live`]) and writes the header; `base_us` is the run's
     /// epoch in microseconds since the Unix epoch.
-    pub fn create(path: &str, base_us: u64) -> Result<IntervalLog, String> {
+    pub fn create(path: &str, base_us: u64) -> Result<IntervalLog, Error> {
         let file = crate::files::Live::create(Path::new(path))
-            .map_err(|e| format!("--hlog {path}: cannot create it: {e}"))?;
+            .map_err(|source| Error::Io { what: format!("--hlog {path}: cannot create it"), source })?;
         let mut log = IntervalLog { out: BufWriter::new(file), path: path.to_string(), base_us, first: None };
-        log.header().map_err(|e| log.failed(&e))?;
+        log.header().map_err(|e| log.failed(e))?;
         Ok(log)
     }
 
@@ -74,7 +75,7 @@ impl IntervalLog {
 
     /// Writes one second of test `tag` that began at `start` (the run's clock); `end`, when the
     /// test is over, cuts its last second short.
-    pub fn write(&mut self, tag: &str, start: Time, end: Option<Time>, s: &Interval) -> Result<(), String> {
+    pub fn write(&mut self, tag: &str, start: Time, end: Option<Time>, s: &Interval) -> Result<(), Error> {
         let length = match end {
             Some(end) if end > start => (end.nanos_since(start) as f64 / 1e9).min(1.0),
             _ => 1.0,
@@ -90,27 +91,27 @@ impl IntervalLog {
         if let Some(service) = &s.service {
             text.push_str(&format!("Tag={}.service,{}", tag_of(tag), interval_line(service, at, length)?));
         }
-        self.out.write_all(text.as_bytes()).map_err(|e| self.failed(&e))
+        self.out.write_all(text.as_bytes()).map_err(|e| self.failed(e))
     }
 
     /// Pushes what is buffered to the file (after each test, and at the end).
-    pub fn flush(&mut self) -> Result<(), String> {
-        self.out.flush().map_err(|e| self.failed(&e))
+    pub fn flush(&mut self) -> Result<(), Error> {
+        self.out.flush().map_err(|e| self.failed(e))
     }
 
     /// The run is over: pushes what is buffered and gives the file its usual mode.
-    pub fn finish(&mut self) -> Result<(), String> {
+    pub fn finish(&mut self) -> Result<(), Error> {
         self.flush()?;
-        self.out.get_ref().publish().map_err(|e| self.failed(&e))
+        self.out.get_ref().publish().map_err(|e| self.failed(e))
     }
 
-    fn failed(&self, e: &io::Error) -> String {
-        format!("--hlog {}: cannot write: {e}", self.path)
+    fn failed(&self, source: io::Error) -> Error {
+        Error::Io { what: format!("--hlog {}: cannot write", self.path), source }
     }
 }
 
 /// `START,LENGTH,MAX,HISTOGRAM\n` of a histogram in microseconds, written in nanoseconds.
-fn interval_line(us: &Histogram<u64>, start_s: f64, length_s: f64) -> Result<String, String> {
+fn interval_line(us: &Histogram<u64>, start_s: f64, length_s: f64) -> Result<String, Error> {
     let data = crate::codec::encode_histogram(&in_nanos(us)?)?;
     let max_ms = if us.is_empty() { 0.0 } else { us.max() as f64 / 1000.0 };
     Ok(format!("{start_s:.3},{length_s:.3},{max_ms:.3},{data}\n"))
@@ -118,12 +119,12 @@ fn interval_line(us: &Histogram<u64>, start_s: f64, length_s: f64) -> Result<Str
 
 /// A histogram of microseconds as one of nanoseconds, the unit HdrHistogram's log tools assume:
 /// each bucket's count at its highest equivalent value times 1000 (the value the reports use).
-fn in_nanos(us: &Histogram<u64>) -> Result<Histogram<u64>, String> {
+fn in_nanos(us: &Histogram<u64>) -> Result<Histogram<u64>, Error> {
     let mut ns = Histogram::<u64>::new_with_bounds(1000, HIGHEST_MICROS * 2000, us.sigfig())
-        .map_err(|e| format!("--hlog: {e:?}"))?;
+        .map_err(|e| Error::Encode(format!("--hlog: {e:?}")))?;
     for v in us.iter_recorded() {
         ns.record_n(v.value_iterated_to().saturating_mul(1000), v.count_at_value())
-            .map_err(|e| format!("--hlog: {e:?}"))?;
+            .map_err(|e| Error::Encode(format!("--hlog: {e:?}")))?;
     }
     Ok(ns)
 }

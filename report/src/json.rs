@@ -70,7 +70,7 @@ pub fn document(
 
 /// Writes a document, pretty-printed, to `path` or to stdout for `-`.
 pub fn write_json(path: &str, doc: &Document) -> Result<(), Error> {
-    let text = doc.to_text().map_err(Error::Encode)?;
+    let text = doc.to_text()?;
     if path == "-" {
         let mut o = io::stdout().lock();
         o.write_all(text.as_bytes()).and_then(|_| o.flush()).map_err(|e| Error::json(path, e))
@@ -82,12 +82,12 @@ pub fn write_json(path: &str, doc: &Document) -> Result<(), Error> {
 }
 
 /// A parsed JSON value as a document, its `schema` checked first.
-pub fn document_of(value: Value) -> Result<Document, String> {
+pub fn document_of(value: Value) -> Result<Document, Error> {
     let schema = value.get("schema").and_then(Value::as_str);
     if !schema.is_some_and(|s| s == SCHEMA || READS_ALSO.contains(&s)) {
-        return Err(schema_refused(schema));
+        return Err(Error::Document(schema_refused(schema)));
     }
-    serde_json::from_value(value).map_err(|e| format!("not a respbench document: {e}"))
+    serde_json::from_value(value).map_err(|e| Error::Document(format!("not a respbench document: {e}")))
 }
 
 #[cfg(test)]

@@ -78,7 +78,7 @@ pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
         writeln!(err, "respbench merge: --force: {}", mixture.join("\n"))?;
     }
     // A split run's capacity ladder: judged again on the merged steps.
-    let searches = crate::capacity::merge(&docs).map_err(Error::Document)?;
+    let searches = crate::capacity::merge(&docs)?;
     let first = &docs[0];
     let mut head = json::document(first.config.clone(), first.server.clone(), false, Vec::new());
     if let Some(count) = workers {
@@ -98,7 +98,7 @@ pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
         };
     }
     if !searches.is_empty() {
-        head.capacity = Some(crate::capacity::to_json(&searches, 0).map_err(Error::Encode)?);
+        head.capacity = Some(crate::capacity::to_json(&searches, 0)?);
     }
     head.merged_from = Some(opts.files.clone());
     head.command_line = first.command_line.clone().filter(|_| mixture.is_empty());
@@ -136,7 +136,7 @@ pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
         }
         if let Some(j) = &mut doc_out {
             // The stats' times are already microseconds since the Unix epoch.
-            let mut t = convert::test(&e, 0).map_err(Error::Encode)?;
+            let mut t = convert::test(&e, 0)?;
             t.events = (!events.is_empty()).then(|| events.clone());
             let to: &mut dyn Write = match &mut file {
                 Some(f) => f,
@@ -221,9 +221,9 @@ fn modes_differ(mode: &str, first: &str) -> String {
 /// Reads a document: the whole text, or else the one that starts at a line holding only `{`
 /// among other lines (a pod's log from `kubectl logs`, which has stderr's lines around the
 /// JSON `--json -` wrote on stdout).
-pub(crate) fn read_document(path: &str, text: &str) -> Result<Document, String> {
+pub(crate) fn read_document(path: &str, text: &str) -> Result<Document, Error> {
     let whole = match serde_json::from_str::<Value>(text) {
-        Ok(value) => return json::document_of(value).map_err(|e| format!("{path}: {e}")),
+        Ok(value) => return json::document_of(value).map_err(|e| Error::Document(format!("{path}: {e}"))),
         Err(e) => format!("{path} is not JSON: {e}"),
     };
     let mut at = 0;
@@ -232,13 +232,13 @@ pub(crate) fn read_document(path: &str, text: &str) -> Result<Document, String> 
             let mut values = serde_json::Deserializer::from_str(&text[at..]).into_iter::<Value>();
             if let Some(Ok(value)) = values.next() {
                 if value.get("schema").is_some() {
-                    return json::document_of(value).map_err(|e| format!("{path}: {e}"));
+                    return json::document_of(value).map_err(|e| Error::Document(format!("{path}: {e}")));
                 }
             }
         }
         at += line.len();
     }
-    Err(whole)
+    Err(Error::Document(whole))
 }
 
 /// A split run's part: `config.worker`'s index and count.
@@ -522,7 +522,7 @@ pub struct Merged {
 
 impl Merged {
     /// The merged document, in the same schema as a run's.
-    pub fn document(&self) -> Result<Document, String> {
+    pub fn document(&self) -> Result<Document, Error> {
         let tests = self
             .tests
             .iter()
@@ -533,7 +533,7 @@ impl Merged {
                 t.events = (!events.is_empty()).then(|| events.clone());
                 Ok(t)
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, Error>>()?;
         Ok(json::document(self.config.clone(), self.server.clone(), self.interrupted, tests))
     }
 }
@@ -546,13 +546,13 @@ fn pipeline_mode(doc: &Document) -> &str {
 
 /// Merges documents; an error names the index of the document at fault. `mixed` (`--force`):
 /// documents of different pipeline modes are added too.
-pub fn merge(docs: &[Document], mixed: bool) -> Result<Merged, (usize, String)> {
+pub fn merge(docs: &[Document], mixed: bool) -> Result<Merged, (usize, Error)> {
     let mut merged: Option<Merged> = None;
     for (i, doc) in docs.iter().enumerate() {
         let tests = &doc.tests;
         let (mode, first) = (pipeline_mode(doc), docs.first().map_or("window", pipeline_mode));
         if mode != first && !mixed {
-            return Err((i, modes_differ(mode, first)));
+            return Err((i, Error::Refused(modes_differ(mode, first))));
         }
         let m = merged.get_or_insert_with(|| Merged {
             config: doc.config.clone(),
@@ -575,7 +575,7 @@ pub fn merge(docs: &[Document], mixed: bool) -> Result<Merged, (usize, String)> 
             let at = match m.keys.iter().position(|k| *k == key) {
                 Some(at) => {
                     let acc = &mut m.tests[at];
-                    acc.merge(e).map_err(|err| (i, err.to_string()))?;
+                    acc.merge(e).map_err(|err| (i, Error::Document(err.to_string())))?;
                     at
                 }
                 None => {
@@ -590,7 +590,7 @@ pub fn merge(docs: &[Document], mixed: bool) -> Result<Merged, (usize, String)> 
             m.events[at].extend(fired);
         }
     }
-    merged.ok_or((0, "no documents".to_string()))
+    merged.ok_or((0, Error::Refused("no documents".into())))
 }
 
 #[cfg(test)]
@@ -602,15 +602,15 @@ mod tests {
 
     /// The tests build documents as JSON values (to edit them freely) and read them as a
     /// merge does.
-    fn typed(docs: &[Value]) -> Result<Vec<Document>, (usize, String)> {
+    fn typed(docs: &[Value]) -> Result<Vec<Document>, (usize, Error)> {
         docs.iter().enumerate().map(|(i, d)| json::document_of(d.clone()).map_err(|e| (i, e))).collect()
     }
 
-    fn merge_values(docs: &[Value], mixed: bool) -> Result<Merged, (usize, String)> {
+    fn merge_values(docs: &[Value], mixed: bool) -> Result<Merged, (usize, Error)> {
         merge(&typed(docs)?, mixed)
     }
 
-    fn merge_all(docs: &[Value]) -> Result<Merged, (usize, String)> {
+    fn merge_all(docs: &[Value]) -> Result<Merged, (usize, Error)> {
         merge_values(docs, false)
     }
 
@@ -665,7 +665,8 @@ mod tests {
         let docs = [doc_of(&[("GET", &huge)]), doc_of(&[("GET", &huge)]), doc_of(&[("GET", &small)])];
         let Err(e) = merge_all(&docs) else { panic!("merged") };
         assert_eq!(e.0, 2);
-        assert!(e.1.contains("test 'GET'") && e.1.contains("requests: the sum overflows"), "{e:?}");
+        let e1 = e.1.to_string();
+        assert!(e1.contains("test 'GET'") && e1.contains("requests: the sum overflows"), "{e:?}");
         // A histogram of 2^62 values where the test says 20,000 requests.
         let mut t = doc_of(&[("GET", &small)]);
         let mut lie = Stats::new(Time::ZERO, 3, false).unwrap();
@@ -673,7 +674,10 @@ mod tests {
         t["tests"][0]["histogram"]["data"] = crate::codec::encode_histogram(&lie.latency).unwrap().into();
         let Err(e) = merge_all(&[doc_of(&[("GET", &small)]), t]) else { panic!("merged") };
         assert_eq!(e.0, 1);
-        assert!(e.1.contains("test 'GET': its histogram holds 4611686018427387904 values where"), "{e:?}");
+        assert!(
+            e.1.to_string().contains("test 'GET': its histogram holds 4611686018427387904 values where"),
+            "{e:?}"
+        );
     }
 
     proptest! {
@@ -784,6 +788,7 @@ mod tests {
         let mut bad = docs[1].clone();
         bad["schema"] = "respbench/3".into();
         let (i, e) = merge_all(&[docs[0].clone(), bad]).err().unwrap();
+        let e = e.to_string();
         assert_eq!(i, 1);
         assert!(
             e.contains("respbench/3")
@@ -814,6 +819,7 @@ mod tests {
             Some("batch")
         );
         let (i, e) = merge_all(&[batch.clone(), window.clone()]).err().unwrap();
+        let e = e.to_string();
         assert_eq!(i, 1);
         assert!(e.contains("window mode and the first document in batch mode"), "{e}");
         // A document from before the option pipelined as a window.
@@ -867,10 +873,10 @@ mod tests {
         let doc = serde_json::to_string_pretty(&part(0, 2, "uniform")).unwrap();
         let log = format!("WARNING: something\n{doc}\nrespbench: a last line {{\n");
         assert_eq!(
-            read_document("pod.log", &log),
+            read_document("pod.log", &log).map_err(|e| e.to_string()),
             typed(&[part(0, 2, "uniform")]).map(|d| d[0].clone()).map_err(|e| format!("pod.log: {}", e.1))
         );
-        let e = read_document("pod.log", "WARNING: only this\n{\n").unwrap_err();
+        let e = read_document("pod.log", "WARNING: only this\n{\n").unwrap_err().to_string();
         assert!(e.starts_with("pod.log is not JSON"), "{e}");
     }
 

@@ -228,9 +228,10 @@ impl Outputs {
         interrupted: bool,
         late_by_s: Option<f64>,
         epoch_us: u64,
+        searches: &[respbench_session::capacity::Found],
     ) -> Result<(), String> {
         let config = convert::config(cfg);
-        let end = RunEnd { interrupted, late_by_s, epoch_us, config: &config };
+        let end = RunEnd { interrupted, late_by_s, epoch_us, config: &config, searches };
         for mut s in std::mem::take(&mut self.sinks) {
             if let Err(e) = s.finish(&end) {
                 self.failed.push(e.to_string());

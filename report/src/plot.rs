@@ -39,15 +39,15 @@ pub fn run(opts: &PlotArgs, out: &mut dyn Write) -> Result<(), Error> {
     let output = opts.output.as_deref().ok_or_else(|| {
         Error::Refused("no output file: give -o FILE.svg (charts) or -o FILE.html (report)".into())
     })?;
-    let format = format_of(output).map_err(Error::Refused)?;
-    let kinds = kinds(opts.charts.as_deref()).map_err(Error::Refused)?;
+    let format = format_of(output)?;
+    let kinds = kinds(opts.charts.as_deref())?;
     if opts.files.is_empty() {
         return Err(Error::Refused(
             "no files to plot; usage: respbench plot RESULT.json… -o FILE.svg|FILE.html".into(),
         ));
     }
-    let inputs = data::read(&opts.files).map_err(Error::Document)?;
-    let charts = draw(&inputs, kinds.as_deref()).map_err(Error::Refused)?;
+    let inputs = data::read(&opts.files)?;
+    let charts = draw(&inputs, kinds.as_deref())?;
     let text = match format {
         Format::Svg => svg::document(&charts),
         Format::Html => html::report(&inputs, &charts),
@@ -62,7 +62,7 @@ pub fn run(opts: &PlotArgs, out: &mut dyn Write) -> Result<(), Error> {
 }
 
 /// The charts of `kinds` (every one the inputs allow, by default) drawn from `inputs`.
-fn draw(inputs: &[data::Input], kinds: Option<&[Kind]>) -> Result<Vec<svg::Chart>, String> {
+fn draw(inputs: &[data::Input], kinds: Option<&[Kind]>) -> Result<Vec<svg::Chart>, Error> {
     let mut charts = Vec::new();
     for &kind in kinds.unwrap_or(&Kind::ALL) {
         // By default the capacity chart is a search's; `--rps` steps get it when asked for.
@@ -75,19 +75,19 @@ fn draw(inputs: &[data::Input], kinds: Option<&[Kind]>) -> Result<Vec<svg::Chart
         }
         let made = charts::build(kind, inputs);
         if made.is_empty() && kinds.is_some() {
-            return Err(format!("cannot draw the {} chart: {}", kind.name(), kind.missing()));
+            return Err(Error::Refused(format!("cannot draw the {} chart: {}", kind.name(), kind.missing())));
         }
         charts.extend(made);
     }
     if charts.is_empty() {
-        return Err(format!("nothing to plot: {}", Kind::Percentiles.missing()));
+        return Err(Error::Refused(format!("nothing to plot: {}", Kind::Percentiles.missing())));
     }
     Ok(charts)
 }
 
 /// `respbench plot` of a document given as bytes, to SVG and to HTML, as the fuzz target drives
 /// it (fuzz/fuzz_targets/document.rs): any bytes give the drawings or an error, never a panic.
-pub fn draw_untrusted(bytes: &[u8]) -> Result<(String, String), String> {
+pub fn draw_untrusted(bytes: &[u8]) -> Result<(String, String), Error> {
     let inputs = vec![data::input_of("input", 0, bytes)?];
     let charts = draw(&inputs, None)?;
     Ok((svg::document(&charts), html::report(&inputs, &charts)))
@@ -95,25 +95,28 @@ pub fn draw_untrusted(bytes: &[u8]) -> Result<(String, String), String> {
 
 /// The format `-o` names by its extension: SVG unless `.html`; another extension (`.png`) is
 /// refused rather than given SVG it does not expect.
-fn format_of(output: &str) -> Result<Format, String> {
+fn format_of(output: &str) -> Result<Format, Error> {
     let ext = std::path::Path::new(output).extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
     match ext.as_deref() {
         None | Some("svg") => Ok(Format::Svg),
         Some("html" | "htm") => Ok(Format::Html),
-        Some(_) => Err(format!(
+        Some(_) => Err(Error::Refused(format!(
             "-o {output}: name a .svg file (charts) or a .html file (report), or - for SVG on stdout"
-        )),
+        ))),
     }
 }
 
 /// The kinds `--charts` names, `None` without it.
-fn kinds(list: Option<&str>) -> Result<Option<Vec<Kind>>, String> {
+fn kinds(list: Option<&str>) -> Result<Option<Vec<Kind>>, Error> {
     let Some(list) = list else { return Ok(None) };
     list.split(',')
         .map(|name| {
             Kind::ALL.into_iter().find(|k| k.name() == name.trim()).ok_or_else(|| {
                 let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
-                format!("--charts: unknown chart '{name}'; the charts are {}", names.join(", "))
+                Error::Refused(format!(
+                    "--charts: unknown chart '{name}'; the charts are {}",
+                    names.join(", ")
+                ))
             })
         })
         .collect::<Result<Vec<_>, _>>()
@@ -126,15 +129,16 @@ mod tests {
 
     #[test]
     fn formats_and_kinds() {
-        assert_eq!(format_of("a.svg"), Ok(Format::Svg));
-        assert_eq!(format_of("-"), Ok(Format::Svg));
-        assert_eq!(format_of("out/latency"), Ok(Format::Svg));
-        assert_eq!(format_of("R.HTML"), Ok(Format::Html));
-        assert!(format_of("a.png").unwrap_err().contains(".svg"));
-        assert_eq!(kinds(Some("rate, series")), Ok(Some(vec![Kind::Rate, Kind::Series])));
+        assert_eq!(format_of("a.svg").ok(), Some(Format::Svg));
+        assert_eq!(format_of("-").ok(), Some(Format::Svg));
+        assert_eq!(format_of("out/latency").ok(), Some(Format::Svg));
+        assert_eq!(format_of("R.HTML").ok(), Some(Format::Html));
+        assert!(format_of("a.png").unwrap_err().to_string().contains(".svg"));
+        assert_eq!(kinds(Some("rate, series")).ok(), Some(Some(vec![Kind::Rate, Kind::Series])));
         assert!(kinds(Some("pie"))
             .unwrap_err()
+            .to_string()
             .contains("percentiles, service, rate, series, sweep, repeat, backends"));
-        assert_eq!(kinds(None), Ok(None));
+        assert_eq!(kinds(None).ok(), Some(None));
     }
 }

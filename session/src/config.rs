@@ -657,6 +657,12 @@ impl From<crate::slo::SloError> for OptionError {
     }
 }
 
+impl From<crate::event::EventError> for OptionError {
+    fn from(e: crate::event::EventError) -> OptionError {
+        OptionError::Refused(e.to_string())
+    }
+}
+
 impl From<&str> for OptionError {
     fn from(why: &str) -> OptionError {
         OptionError::Refused(why.to_string())

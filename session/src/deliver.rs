@@ -18,6 +18,7 @@ use respbench_core::delivery::{Delivery, Received, Subscriber, Waits};
 use respbench_core::plan::Backoff;
 use respbench_core::{Stats, Time};
 
+use crate::error::SubscriberError;
 use crate::server::{Conn, Polled, Server};
 use crate::Error;
 
@@ -106,7 +107,7 @@ impl Subscribers {
             Waiting::Stream(k, g) => (k, Waits::Stream, Some(g)),
         };
         if let Some(g) = group {
-            make_group(server, channel, g).map_err(fail)?;
+            make_group(server, channel, g).map_err(|e| fail(e.to_string()))?;
         }
         let shared = match kind {
             Waits::Messages => None,
@@ -174,7 +175,7 @@ impl Subscribers {
                 Ok(Ok(())) => {}
                 Ok(Err(why)) => {
                     subscribers.stop.store(true, Ordering::Relaxed);
-                    return Err(fail(why));
+                    return Err(fail(why.to_string()));
                 }
                 Err(_) => return Err(fail("a subscriber's thread ended".into())),
             }
@@ -245,8 +246,8 @@ fn subscribe(
     many: u64,
     resp3: bool,
     sigfig: u8,
-) -> Result<(Polled, Subscriber), String> {
-    let mut core = Subscriber::new(Waits::Messages, sigfig)?;
+) -> Result<(Polled, Subscriber), SubscriberError> {
+    let mut core = Subscriber::new(Waits::Messages, sigfig).map_err(SubscriberError::Tracker)?;
     let polled = subscribe_into(server, channel, shard, many, resp3, &mut core)?;
     Ok((polled, core))
 }
@@ -259,12 +260,12 @@ fn subscribe_into(
     many: u64,
     resp3: bool,
     core: &mut Subscriber,
-) -> Result<Polled, String> {
-    let mut c = Conn::authenticated(server).map_err(|e| e.message)?;
+) -> Result<Polled, SubscriberError> {
+    let mut c = Conn::authenticated(server).map_err(lost)?;
     if resp3 {
-        let v = c.command(&[b"HELLO".as_slice(), b"3"]).map_err(|e| e.message)?;
+        let v = c.command(&[b"HELLO".as_slice(), b"3"]).map_err(lost)?;
         if let respbench_core::resp::Value::Error(e) = v {
-            return Err(format!("HELLO 3: {}", String::from_utf8_lossy(&e)));
+            return Err(refused("HELLO 3", String::from_utf8_lossy(&e).into_owned()));
         }
     }
     let before = core.confirmed;
@@ -275,33 +276,43 @@ fn subscribe_into(
         m => (0..m).map(|i| respbench_core::template::Template::channel_name(channel, i)).collect(),
     };
     for (i, name) in names.iter().enumerate() {
-        let v = c.command(&[command, name]).map_err(|e| e.message)?;
+        let v = c.command(&[command, name]).map_err(lost)?;
         let mut bytes = Vec::new();
         v.encode(&mut bytes);
-        core.handle_input(&bytes, Time::ZERO).map_err(|e| format!("SUBSCRIBE: {e}"))?;
+        core.handle_input(&bytes, Time::ZERO).map_err(|e| refused("SUBSCRIBE", e.to_string()))?;
         if core.confirmed != before + i as u64 + 1 {
-            return Err(format!("SUBSCRIBE: not confirmed: {v:?}"));
+            return Err(refused("SUBSCRIBE", format!("not confirmed: {v:?}")));
         }
     }
-    c.into_polled().map_err(|e| format!("making the connection non-blocking: {e}"))
+    c.into_polled()
+        .map_err(|e| SubscriberError::Connection(format!("making the connection non-blocking: {e}")))
+}
+
+/// A connection's failure, in its words.
+fn lost(e: crate::error::StartupError) -> SubscriberError {
+    SubscriberError::Connection(e.message)
+}
+
+/// The server's answer to `command` that is not what was asked.
+fn refused(command: &'static str, reply: String) -> SubscriberError {
+    SubscriberError::Refused { command, reply }
 }
 
 /// Makes the consumer group `group` of stream `key` (and the stream), or, when it exists,
 /// moves it to the stream's end: its consumers read what is added from now on.
-fn make_group(server: &Server, key: &[u8], group: &[u8]) -> Result<(), String> {
+fn make_group(server: &Server, key: &[u8], group: &[u8]) -> Result<(), SubscriberError> {
     use respbench_core::resp::Value;
-    let mut c = Conn::authenticated(server).map_err(|e| e.message)?;
-    let created = c
-        .command(&[b"XGROUP".as_slice(), b"CREATE", key, group, b"$", b"MKSTREAM"])
-        .map_err(|e| e.message)?;
+    let mut c = Conn::authenticated(server).map_err(lost)?;
+    let created =
+        c.command(&[b"XGROUP".as_slice(), b"CREATE", key, group, b"$", b"MKSTREAM"]).map_err(lost)?;
     let v = match created {
         Value::Error(e) if e.starts_with(b"BUSYGROUP") => {
-            c.command(&[b"XGROUP".as_slice(), b"SETID", key, group, b"$"]).map_err(|e| e.message)?
+            c.command(&[b"XGROUP".as_slice(), b"SETID", key, group, b"$"]).map_err(lost)?
         }
         v => v,
     };
     match v {
-        Value::Error(e) => Err(format!("XGROUP: {}", String::from_utf8_lossy(&e))),
+        Value::Error(e) => Err(refused("XGROUP", String::from_utf8_lossy(&e).into_owned())),
         _ => Ok(()),
     }
 }
@@ -318,7 +329,7 @@ fn wait_list(
     sigfig: u8,
     epoch: Instant,
     shared: &Mutex<Subscriber>,
-    tx: &std::sync::mpsc::Sender<Result<(), String>>,
+    tx: &std::sync::mpsc::Sender<Result<(), SubscriberError>>,
     distinct: &AtomicU64,
     ended: &AtomicBool,
     stop: &AtomicBool,
@@ -333,7 +344,7 @@ fn wait_list(
         Err(why) => {
             let _ = tx.send(Err(why.clone()));
             ended.store(true, Ordering::Relaxed);
-            return (mine, Some(why), 0, None);
+            return (mine, Some(why.to_string()), 0, None);
         }
     };
     let (mut reconnects, mut dropped) = (0, None);
@@ -379,13 +390,13 @@ fn wait_list(
 }
 
 /// A waiter's connection: authenticated, `HELLO 3` with `resp3`, replies awaited 5 s at most.
-fn connect_waiter(server: &Server, resp3: bool) -> Result<Conn, String> {
-    let mut c = Conn::authenticated(server).map_err(|e| e.message)?;
+fn connect_waiter(server: &Server, resp3: bool) -> Result<Conn, SubscriberError> {
+    let mut c = Conn::authenticated(server).map_err(lost)?;
     if resp3 {
         if let respbench_core::resp::Value::Error(e) =
-            c.command(&[b"HELLO".as_slice(), b"3"]).map_err(|e| e.message)?
+            c.command(&[b"HELLO".as_slice(), b"3"]).map_err(lost)?
         {
-            return Err(format!("HELLO 3: {}", String::from_utf8_lossy(&e)));
+            return Err(refused("HELLO 3", String::from_utf8_lossy(&e).into_owned()));
         }
     }
     c.set_timeout(Duration::from_secs(5));
@@ -450,7 +461,7 @@ impl Member {
     /// A subscriber from its subscription's outcome: a failed one has ended, having received
     /// nothing.
     fn new(
-        subscribed: Result<(Polled, Subscriber), String>,
+        subscribed: Result<(Polled, Subscriber), SubscriberError>,
         sigfig: u8,
         distinct: Arc<AtomicU64>,
         ended: Arc<AtomicBool>,
@@ -473,7 +484,7 @@ impl Member {
                 Member {
                     polled: None,
                     core,
-                    failure: Some(why),
+                    failure: Some(why.to_string()),
                     distinct,
                     ended,
                     retry: None,
@@ -532,7 +543,7 @@ impl Member {
 }
 
 /// How a group's thread subscribes a member again (`--reconnect`): its core's sequences go on.
-type Again<'a> = &'a dyn Fn(&mut Subscriber) -> Result<Polled, String>;
+type Again<'a> = &'a dyn Fn(&mut Subscriber) -> Result<Polled, SubscriberError>;
 
 /// A group's thread after its subscriptions: waits on every live socket with `poll(2)` and
 /// reads each ready one until it would block, until told to stop or every connection ended.

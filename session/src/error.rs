@@ -27,6 +27,34 @@ impl StartupError {
         StartupError { message: message.into(), connection: true }
     }
 }
+/// Why a subscriber or a waiter of a delivery test (`--subscribers`) could not start, or
+/// stopped: the run's error when it is refused at the start, its `failure` when it ends mid-run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubscriberError {
+    /// Its connection could not be opened, authenticated or made non-blocking (in its words).
+    Connection(String),
+    /// The server answered `command` with an error or without the confirmation asked for.
+    Refused {
+        /// The command (`HELLO 3`, `SUBSCRIBE`, `XGROUP`).
+        command: &'static str,
+        /// What the server said, or why it is not a confirmation.
+        reply: String,
+    },
+    /// Its message tracker could not be made (the test's histogram bounds).
+    Tracker(String),
+}
+
+impl fmt::Display for SubscriberError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SubscriberError::Connection(m) | SubscriberError::Tracker(m) => f.write_str(m),
+            SubscriberError::Refused { command, reply } => write!(f, "{command}: {reply}"),
+        }
+    }
+}
+
+impl std::error::Error for SubscriberError {}
+
 /// Why the commands of a run over several nodes cannot be routed: defined here, beside the
 /// [`Error`] that wraps it, and named in `routing`, where the routes are found.
 #[derive(Debug)]

@@ -153,38 +153,78 @@ impl Outcome {
     }
 }
 
+/// Why the events cannot run as given; each names the event as `--at` gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventError {
+    /// The test has no fixed length (a `-n` test): the event's text.
+    NoDuration(String),
+    /// The event comes before [`EARLIEST`].
+    TooEarly(String),
+    /// The event comes at or after the test's end.
+    Beyond {
+        /// The event.
+        event: String,
+        /// When it comes.
+        at: Duration,
+        /// The test's `--duration`.
+        duration: Duration,
+    },
+    /// The program an event runs is not an executable file (`in_path`: looked for in `PATH`).
+    NoProgram {
+        /// The event.
+        event: String,
+        /// The program named.
+        program: String,
+        /// Whether it was looked for in `PATH` (a name without `/`).
+        in_path: bool,
+    },
+}
+
+impl std::fmt::Display for EventError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use respbench_core::conn::format_duration;
+        match self {
+            EventError::NoDuration(e) => write!(
+                f,
+                "--at '{e}': events need a test of fixed length: give --duration (a -n test has no fixed window)"
+            ),
+            EventError::TooEarly(e) => write!(
+                f,
+                "--at '{e}': an event must come 1 s into the test at least (its baseline is the time before it)"
+            ),
+            EventError::Beyond { event, at, duration } => write!(
+                f,
+                "--at '{event}': {} is not within --duration {}",
+                format_duration(*at),
+                format_duration(*duration)
+            ),
+            EventError::NoProgram { event, program, in_path } => write!(
+                f,
+                "--at '{event}': no program '{program}' (not an executable file{})",
+                if *in_path { " in PATH" } else { "" }
+            ),
+        }
+    }
+}
+
+impl std::error::Error for EventError {}
+
 /// Checks the events against the run before connecting: each within `--duration` (and not
 /// before [`EARLIEST`]), a test of fixed length, and each program found.
-pub fn check(events: &Events, duration: Option<Duration>) -> Result<(), String> {
+pub fn check(events: &Events, duration: Option<Duration>) -> Result<(), EventError> {
     let Some(first) = events.list.first() else { return Ok(()) };
-    let Some(d) = duration else {
-        return Err(format!(
-            "--at '{}': events need a test of fixed length: give --duration (a -n test has no fixed window)",
-            show(first)
-        ));
-    };
+    let Some(d) = duration else { return Err(EventError::NoDuration(show(first))) };
     for e in &events.list {
         if e.at < EARLIEST {
-            return Err(format!(
-                "--at '{}': an event must come 1 s into the test at least (its baseline is the time before it)",
-                show(e)
-            ));
+            return Err(EventError::TooEarly(show(e)));
         }
         if e.at >= d {
-            return Err(format!(
-                "--at '{}': {} is not within --duration {}",
-                show(e),
-                respbench_core::conn::format_duration(e.at),
-                respbench_core::conn::format_duration(d)
-            ));
+            return Err(EventError::Beyond { event: show(e), at: e.at, duration: d });
         }
         if let Action::Exec { program, .. } = &e.action {
             if find_program(program, std::env::var_os("PATH").as_deref()).is_none() {
-                return Err(format!(
-                    "--at '{}': no program '{program}' (not an executable file{})",
-                    show(e),
-                    if program.contains('/') { "" } else { " in PATH" }
-                ));
+                let in_path = !program.contains('/');
+                return Err(EventError::NoProgram { event: show(e), program: program.clone(), in_path });
             }
         }
     }
@@ -220,21 +260,21 @@ mod tests {
         let one = |e| Events { list: vec![e], node: AtNode::Primaries };
         let ten = Some(Duration::from_secs(10));
         assert!(check(&one(ev(5000, cmd())), ten).is_ok());
-        let e = check(&one(ev(5000, cmd())), None).unwrap_err();
+        let e = check(&one(ev(5000, cmd())), None).unwrap_err().to_string();
         assert!(e.contains("give --duration"), "{e}");
-        let e = check(&one(ev(10_000, cmd())), ten).unwrap_err();
+        let e = check(&one(ev(10_000, cmd())), ten).unwrap_err().to_string();
         assert!(e.contains("is not within --duration 10s"), "{e}");
-        let e = check(&one(ev(500, cmd())), ten).unwrap_err();
+        let e = check(&one(ev(500, cmd())), ten).unwrap_err().to_string();
         assert!(e.contains("1 s into the test"), "{e}");
         let exec = |p: &str| Action::Exec { program: p.into(), args: vec![] };
         assert!(check(&one(ev(2000, exec("sh"))), ten).is_ok());
-        let e = check(&one(ev(2000, exec("no-such-program-here"))), ten).unwrap_err();
+        let e = check(&one(ev(2000, exec("no-such-program-here"))), ten).unwrap_err().to_string();
         assert!(e.contains("no program 'no-such-program-here' (not an executable file in PATH)"), "{e}");
         // A file that is not executable.
         let plain = std::env::temp_dir().join(format!("respbench-not-a-program-{}", std::process::id()));
         std::fs::write(&plain, "x").unwrap();
         let path = plain.to_string_lossy().into_owned();
-        let e = check(&one(ev(2000, exec(&path))), ten).unwrap_err();
+        let e = check(&one(ev(2000, exec(&path))), ten).unwrap_err().to_string();
         let _ = std::fs::remove_file(&plain);
         assert!(e.contains(&format!("no program '{path}' (not an executable file)")), "{e}");
     }

@@ -8,7 +8,7 @@ use respbench_core::dist::KeyDist;
 use respbench_core::template::Template;
 use respbench_core::verify::{Verify, HEADER};
 
-use crate::config::{Config, Verification};
+use crate::config::{Config, OptionError, Verification};
 
 /// The largest value `--verify` checks: a connection holds a whole reply to check it, so `-c`
 /// connections hold up to this much each.
@@ -17,34 +17,37 @@ pub const LARGEST: usize = 16 << 20;
 /// Checks `--verify` (`verify`) and `--verify-only` (`only`) against the rest of `c` and sets
 /// them: `--verify-only` is a GET of each key of `-r` once (sequential keys; `-n` is the
 /// keyspace unless given, `requests_given`). An error names the option.
-pub fn check(c: &mut Config, verify: bool, only: bool, requests_given: bool) -> Result<(), String> {
+pub fn check(c: &mut Config, verify: bool, only: bool, requests_given: bool) -> Result<(), OptionError> {
     c.verify = match (verify, only) {
         (false, false) => return Ok(()),
         (true, true) => {
-            return Err(
+            return Err(OptionError::Refused(
                 "--verify and --verify-only: give one (--verify-only reads what a --verify run wrote)".into(),
-            )
+            ))
         }
         (true, false) => Verification::On,
         (false, true) => Verification::Only,
     };
     let name = if only { "--verify-only" } else { "--verify" };
     let Some(keyspace) = c.keyspace else {
-        return Err(format!("{name} needs -r: each value holds its key's number"));
+        return Err(OptionError::Refused(format!("{name} needs -r: each value holds its key's number")));
     };
     for d in &c.sweep.datasizes {
         if !d.is_fixed() {
-            return Err(format!("{name} needs one value size: -d {d} draws sizes (give -d {})", d.max()));
+            return Err(OptionError::Refused(format!(
+                "{name} needs one value size: -d {d} draws sizes (give -d {})",
+                d.max()
+            )));
         }
         if d.max() > LARGEST {
-            return Err(format!(
+            return Err(OptionError::Refused(format!(
                 "{name} takes -d up to {LARGEST} bytes (each connection holds the value it checks), got -d {d}"
-            ));
+            )));
         }
         if d.max() < HEADER {
-            return Err(format!(
+            return Err(OptionError::Refused(format!(
                 "{name} needs -d of at least {HEADER} bytes (each value holds its key and version), got -d {d}"
-            ));
+            )));
         }
     }
     let conflict = [
@@ -56,13 +59,15 @@ pub fn check(c: &mut Config, verify: bool, only: bool, requests_given: bool) -> 
         (c.open.expiry.is_some(), "--expiry-range"),
     ];
     if let Some((_, other)) = conflict.iter().find(|(on, _)| *on) {
-        return Err(format!(
+        return Err(OptionError::Refused(format!(
             "{name} cannot go with {other}: it writes or sends values --verify does not encode"
-        ));
+        )));
     }
     if only {
         if c.open.has_mix() || !c.command.is_empty() || c.tests.is_some() {
-            return Err("--verify-only reads every key with GET: it takes no -t, --mix or command".into());
+            return Err(OptionError::Refused(
+                "--verify-only reads every key with GET: it takes no -t, --mix or command".into(),
+            ));
         }
         c.tests = Some("get".into());
         c.key_dist = KeyDist::Sequential;

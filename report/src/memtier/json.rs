@@ -219,7 +219,7 @@ pub fn document(
     sections: &[(String, Section<'_, '_>)],
     interrupted: bool,
     epoch_us: u64,
-) -> Result<String, String> {
+) -> Result<String, crate::error::Error> {
     let (n, what) = match (m.requests, m.test_time) {
         (Some(r), _) => (r, "Requests per client"),
         (None, t) => (t.unwrap_or(0), "Seconds"),
@@ -244,7 +244,8 @@ pub fn document(
     for (title, s) in sections {
         if let Section::Run(r) = s {
             let t = crate::convert::test(r.result, epoch_us)?;
-            let text = serde_json::to_string(&t).map_err(|e| format!("cannot encode the JSON: {e}"))?;
+            let text = serde_json::to_string(&t)
+                .map_err(|e| crate::error::Error::Encode(format!("cannot encode the JSON: {e}")))?;
             own.push(field(title, J::Raw(text)));
         }
     }

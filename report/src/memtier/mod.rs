@@ -7,6 +7,7 @@
 pub mod json;
 pub mod table;
 
+use crate::error::Error;
 use hdrhistogram::Histogram;
 use respbench_core::shared::{new_histogram, value_at_percentile, DEFAULT_SIGFIG};
 use respbench_core::Stats;
@@ -36,7 +37,7 @@ pub struct Figures {
 
 impl Figures {
     /// Empty figures over `seconds`.
-    fn empty(seconds: f64) -> Result<Figures, String> {
+    fn empty(seconds: f64) -> Result<Figures, Error> {
         Ok(Figures {
             count: 0,
             hits: 0,
@@ -44,19 +45,20 @@ impl Figures {
             hits_apply: false,
             bytes_rx: 0,
             bytes_tx: 0,
-            latency: new_histogram(DEFAULT_SIGFIG)?,
+            latency: new_histogram(DEFAULT_SIGFIG).map_err(Error::Encode)?,
             seconds,
         })
     }
 
     /// Adds a part's stats.
-    fn add(&mut self, s: &Stats) -> Result<(), String> {
-        self.count = self.count.checked_add(s.requests).ok_or("count overflow")?;
+    fn add(&mut self, s: &Stats) -> Result<(), Error> {
+        self.count =
+            self.count.checked_add(s.requests).ok_or_else(|| Error::Encode("count overflow".into()))?;
         self.hits = self.hits.saturating_add(s.requests.saturating_sub(s.nils));
         self.misses = self.misses.saturating_add(s.nils);
         self.bytes_rx = self.bytes_rx.saturating_add(s.bytes_received);
         self.bytes_tx = self.bytes_tx.saturating_add(s.bytes_sent);
-        self.latency.add(&s.latency).map_err(|e| format!("cannot merge latencies: {e:?}"))
+        self.latency.add(&s.latency).map_err(|e| Error::Encode(format!("cannot merge latencies: {e:?}")))
     }
 
     /// Per second of the run.
@@ -169,7 +171,7 @@ impl Run<'_> {
 }
 
 /// The runs in `results`: each run of the mix is its commands' results, then its total.
-pub fn runs<'a>(m: &Memtier, results: &'a [TestResult]) -> Result<Vec<Run<'a>>, String> {
+pub fn runs<'a>(m: &Memtier, results: &'a [TestResult]) -> Result<Vec<Run<'a>>, Error> {
     let per_run = m.rows.len() + 1;
     let mut out = Vec::new();
     for chunk in results.chunks(per_run).filter(|c| c.len() == per_run) {
@@ -202,7 +204,10 @@ pub fn runs<'a>(m: &Memtier, results: &'a [TestResult]) -> Result<Vec<Run<'a>>, 
                 totals.hits = totals.hits.saturating_add(f.hits);
                 totals.misses = totals.misses.saturating_add(f.misses);
             }
-            totals.latency.add(&f.latency).map_err(|e| format!("cannot merge latencies: {e:?}"))?;
+            totals
+                .latency
+                .add(&f.latency)
+                .map_err(|e| Error::Encode(format!("cannot merge latencies: {e:?}")))?;
         }
         // The connections' bytes are the total's (handshakes included), as memtier's are.
         totals.bytes_rx = total.stats.bytes_received;
@@ -214,13 +219,13 @@ pub fn runs<'a>(m: &Memtier, results: &'a [TestResult]) -> Result<Vec<Run<'a>>, 
 
 /// The sections memtier prints: `ALL STATS` for one run; with `--run-count N` the best run, the
 /// worst and the average of all, by their operations a second.
-pub fn sections<'r, 'a>(m: &Memtier, runs: &'r [Run<'a>]) -> Result<Vec<(String, Section<'r, 'a>)>, String> {
+pub fn sections<'r, 'a>(m: &Memtier, runs: &'r [Run<'a>]) -> Result<Vec<(String, Section<'r, 'a>)>, Error> {
     if runs.len() <= 1 || m.run_count <= 1 {
         return Ok(runs.iter().map(|r| ("ALL STATS".to_string(), Section::Run(r))).collect());
     }
     let by_rate = |a: &&Run, b: &&Run| a.ops_sec().total_cmp(&b.ops_sec());
-    let best = runs.iter().max_by(by_rate).ok_or("no run")?;
-    let worst = runs.iter().min_by(by_rate).ok_or("no run")?;
+    let best = runs.iter().max_by(by_rate).ok_or_else(|| Error::Encode("no run".into()))?;
+    let worst = runs.iter().min_by(by_rate).ok_or_else(|| Error::Encode("no run".into()))?;
     Ok(vec![
         ("BEST RUN RESULTS".to_string(), Section::Run(best)),
         ("WORST RUN RESULTS".to_string(), Section::Run(worst)),
@@ -248,11 +253,11 @@ impl<'a> Section<'_, 'a> {
 }
 
 /// The average of `runs` (memtier's `AGGREGATED AVERAGE RESULTS`).
-fn average<'a>(runs: &[Run<'a>]) -> Result<Run<'a>, String> {
+fn average<'a>(runs: &[Run<'a>]) -> Result<Run<'a>, Error> {
     let n = runs.len() as u64;
-    let first = runs.first().ok_or("no run")?;
+    let first = runs.first().ok_or_else(|| Error::Encode("no run".into()))?;
     let seconds = runs.iter().map(|r| r.totals.seconds).sum::<f64>() / n as f64;
-    let mean = |fs: &[&Figures]| -> Result<Figures, String> {
+    let mean = |fs: &[&Figures]| -> Result<Figures, Error> {
         let mut out = Figures::empty(seconds)?;
         out.hits_apply = fs.first().is_some_and(|f| f.hits_apply);
         for f in fs {
@@ -261,7 +266,9 @@ fn average<'a>(runs: &[Run<'a>]) -> Result<Run<'a>, String> {
             out.misses = out.misses.saturating_add(f.misses);
             out.bytes_rx = out.bytes_rx.saturating_add(f.bytes_rx);
             out.bytes_tx = out.bytes_tx.saturating_add(f.bytes_tx);
-            out.latency.add(&f.latency).map_err(|e| format!("cannot merge latencies: {e:?}"))?;
+            out.latency
+                .add(&f.latency)
+                .map_err(|e| Error::Encode(format!("cannot merge latencies: {e:?}")))?;
         }
         out.count /= n;
         out.hits /= n;
@@ -281,19 +288,19 @@ fn average<'a>(runs: &[Run<'a>]) -> Result<Run<'a>, String> {
 
 /// Whether `--out-file` and `--json-out-file` can be written where they are named, found out
 /// before the run (see [`crate::outputs::check_outputs`]).
-pub fn check_outputs(m: &Memtier) -> Result<(), String> {
+pub fn check_outputs(m: &Memtier) -> Result<(), Error> {
     let files = [("--out-file", &m.out_file), ("--json-out-file", &m.json_out_file)];
     for (option, path) in files.iter().filter_map(|(o, p)| p.as_deref().filter(|p| *p != "-").map(|p| (o, p)))
     {
         crate::files::probe_writable(std::path::Path::new(path))
-            .map_err(|e| format!("{option}: cannot write {path}: {e}"))?;
+            .map_err(|source| Error::Write { output: format!("{option} {path}"), source })?;
     }
     Ok(())
 }
 
 /// Writes memtier's outputs for `results`: the table to stdout (or `--out-file`), the JSON to
 /// `--json-out-file`. `interrupted`: the run did not complete.
-pub fn write(m: &Memtier, results: &[TestResult], interrupted: bool, epoch_us: u64) -> Result<(), String> {
+pub fn write(m: &Memtier, results: &[TestResult], interrupted: bool, epoch_us: u64) -> Result<(), Error> {
     let runs = runs(m, results)?;
     let sections = sections(m, &runs)?;
     let mut text = table::header(m);
@@ -303,20 +310,20 @@ pub fn write(m: &Memtier, results: &[TestResult], interrupted: bool, epoch_us: u
     match &m.out_file {
         Some(path) if path != "-" => {
             crate::files::write_atomically(std::path::Path::new(path), text.as_bytes())
-                .map_err(|e| format!("--out-file: cannot write {path}: {e}"))?
+                .map_err(|source| Error::Write { output: format!("--out-file {path}"), source })?
         }
         _ => {
             use std::io::Write;
             let mut o = std::io::stdout().lock();
             o.write_all(text.as_bytes())
                 .and_then(|_| o.flush())
-                .map_err(|e| format!("the table (stdout): cannot write: {e}"))?;
+                .map_err(|source| Error::Io { what: "the table (stdout): cannot write".into(), source })?;
         }
     }
     if let Some(path) = &m.json_out_file {
         let doc = json::document(m, &sections, interrupted, epoch_us)?;
         crate::files::write_atomically(std::path::Path::new(path), doc.as_bytes())
-            .map_err(|e| format!("--json-out-file: cannot write {path}: {e}"))?;
+            .map_err(|source| Error::Write { output: format!("--json-out-file {path}"), source })?;
     }
     Ok(())
 }

@@ -241,7 +241,7 @@ fn places_of(order: &[Key]) -> impl Fn(&Key) -> Option<usize> + '_ {
 /// The second pass's reader of one document: its tests in order, from a thread that streams
 /// them, and those read before their turn.
 struct Reader {
-    tests: Receiver<Result<doc::Test, String>>,
+    tests: Receiver<Result<doc::Test, Error>>,
     /// Each test's place in the merged order, in the document's order, and how far it is read.
     order: Vec<usize>,
     next: usize,
@@ -256,7 +256,7 @@ impl Reader {
         }
         loop {
             let changed = || Error::Document("the document changed while it was merged".into());
-            let t = self.tests.recv().map_err(|_| changed())?.map_err(Error::Document)?;
+            let t = self.tests.recv().map_err(|_| changed())??;
             let place = self.order.get(self.next).copied().ok_or_else(changed)?;
             self.next += 1;
             if place == want {
@@ -298,7 +298,7 @@ pub(super) fn merge_each(
                 let mut send =
                     |t: doc::Test| tx.send(Ok(t)).map_err(|_| Error::Refused("the merge stopped".into()));
                 if let Err(Failure::Bad(e) | Failure::NotJson(e)) = stream(path, at, &mut send) {
-                    let _ = tx.send(Err(e));
+                    let _ = tx.send(Err(Error::Document(e)));
                 }
             });
             readers.push(Reader { tests: rx, order, next: 0, early: VecDeque::new() });
@@ -344,7 +344,7 @@ pub(super) struct JsonOut {
 impl JsonOut {
     /// Writes `head`'s text up to its `tests`; `path` is `--json`'s value.
     pub fn begin(head: &Document, path: &str, out: &mut dyn Write) -> Result<JsonOut, Error> {
-        let text = head.to_text().map_err(Error::Encode)?;
+        let text = head.to_text()?;
         let mark = "\n  \"tests\": []";
         let at =
             text.find(mark).ok_or_else(|| Error::Encode("cannot encode the JSON: no tests field".into()))?;

@@ -8,6 +8,7 @@
 use hdrhistogram::Histogram;
 
 use crate::doc::{self, Document};
+use crate::error::Error;
 use crate::{codec, convert};
 
 /// The options a step of a sweep may differ in, with their names in the JSON (`config` and, for
@@ -225,10 +226,11 @@ impl Test {
 /// not its histograms) or passed over, and dropped, so memory does not grow with the number of
 /// tests (a long `-l` run's tens of thousands): past [`KEPT_TESTS`], every other test kept is
 /// let go and the stride doubles, leaving tests evenly spaced through the document.
-pub fn read(paths: &[String]) -> Result<Vec<Input>, String> {
+pub fn read(paths: &[String]) -> Result<Vec<Input>, Error> {
     let mut inputs = Vec::new();
     for (i, path) in paths.iter().enumerate() {
-        let file = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let file =
+            std::fs::File::open(path).map_err(|e| Error::Document(format!("cannot read {path}: {e}")))?;
         let reader = std::io::BufReader::with_capacity(1 << 16, file);
         inputs.push(input_from(path, i, &mut serde_json::Deserializer::from_reader(reader))?);
     }
@@ -242,7 +244,7 @@ pub fn read(paths: &[String]) -> Result<Vec<Input>, String> {
 
 /// The document `bytes` (read from `path`, input number `i`) as plot keeps it; an error names
 /// the path and what is wrong.
-pub fn input_of(path: &str, i: usize, bytes: &[u8]) -> Result<Input, String> {
+pub fn input_of(path: &str, i: usize, bytes: &[u8]) -> Result<Input, Error> {
     input_from(path, i, &mut serde_json::Deserializer::from_slice(bytes))
 }
 
@@ -253,7 +255,7 @@ fn input_from<'de, R: serde_json::de::Read<'de>>(
     path: &str,
     i: usize,
     de: &mut serde_json::Deserializer<R>,
-) -> Result<Input, String> {
+) -> Result<Input, Error> {
     use serde::de::DeserializeSeed;
     let read = Reading { input: i, kept: Vec::new(), total: 0, stride: 1 };
     let outcome = read.deserialize(&mut *de).and_then(|r| de.end().map(|()| r));
@@ -261,20 +263,22 @@ fn input_from<'de, R: serde_json::de::Read<'de>>(
         Ok(r) => r,
         // A test that could not be read is named as such, not as a JSON error at its offset.
         Err(e) => {
-            return Err(match e.classify() {
+            return Err(Error::Document(match e.classify() {
                 serde_json::error::Category::Syntax
                 | serde_json::error::Category::Eof
                 | serde_json::error::Category::Io => format!("{path} is not JSON: {e}"),
                 serde_json::error::Category::Data => format!("{path}: {e}"),
-            })
+            }))
         }
     };
     // (A schema this respbench does not read was refused as it was met.)
     if doc.schema.is_empty() {
-        return Err(format!("{path}: {}", codec::schema_refused(None)));
+        return Err(Error::Document(format!("{path}: {}", codec::schema_refused(None))));
     }
     if kept.total == 0 && doc.comparison.is_none() {
-        return Err(format!("{path}: no tests in the document (the run ended before its first test)"));
+        return Err(Error::Document(format!(
+            "{path}: no tests in the document (the run ended before its first test)"
+        )));
     }
     for t in &mut kept.tests {
         // What a step does not give (a value size that is a range) is the document's config's.
@@ -462,9 +466,9 @@ fn file_name(path: &str) -> String {
         .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-fn read_test(t: &doc::Test, input: usize) -> Result<Test, String> {
+fn read_test(t: &doc::Test, input: usize) -> Result<Test, Error> {
     let name = t.name.clone();
-    let at = |e: String| format!("'{name}': {e}");
+    let at = |e: String| Error::Document(format!("'{name}': {e}"));
     let requests = t.requests;
     let errors = t.errors.values().fold(0u64, |a, &n| a.saturating_add(n));
     let latency = latency_of(t.latency_ms.as_ref()).map_err(|e| at(format!("latency_ms: {e}")))?;
@@ -488,10 +492,10 @@ fn read_test(t: &doc::Test, input: usize) -> Result<Test, String> {
         requests,
         lower_bounds,
     )
-    .map_err(at)?;
+    .map_err(|e| at(e.to_string()))?;
     let series = match &t.series {
         None => Vec::new(),
-        Some(list) => list.iter().map(second).collect::<Result<_, _>>().map_err(at)?,
+        Some(list) => list.iter().map(second).collect::<Result<_, _>>().map_err(|e| at(e.to_string()))?,
     };
     // A step's own parameters come first: a sweep writes each step's in its entry's `step`
     // (`datasize` as -d gives it, so "16" is 16 and a range is not a number); the document's
@@ -579,14 +583,15 @@ fn event_mark(e: &doc::EventEntry) -> Option<EventMark> {
     })
 }
 
-fn latency_of(v: Option<&doc::Latency>) -> Result<Latency, String> {
-    let v = v.ok_or("missing")?;
+fn latency_of(v: Option<&doc::Latency>) -> Result<Latency, Error> {
+    let v = v.ok_or_else(|| Error::Document("missing".into()))?;
     Ok(Latency { avg: v.avg, p50: v.p50, p99: v.p99, p999: v.p99_9, max: v.max })
 }
 
 /// One per-second entry, through its summary fields.
-fn second(s: &doc::SecondEntry) -> Result<Second, String> {
-    let f = |v: Option<f64>, k: &str| v.ok_or_else(|| format!("a series entry has no '{k}'"));
+fn second(s: &doc::SecondEntry) -> Result<Second, Error> {
+    let f =
+        |v: Option<f64>, k: &str| v.ok_or_else(|| Error::Document(format!("a series entry has no '{k}'")));
     Ok(Second {
         second: s.second,
         requests: s.requests,
@@ -692,7 +697,7 @@ mod tests {
 
     /// A document written as JSON, read as plot reads it.
     fn read_doc(v: &Value, input: usize) -> Result<Vec<Test>, String> {
-        input_of("doc.json", input, v.to_string().as_bytes()).map(|i| i.tests)
+        input_of("doc.json", input, v.to_string().as_bytes()).map(|i| i.tests).map_err(|e| e.to_string())
     }
 
     fn hist_data() -> String {

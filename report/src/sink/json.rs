@@ -1,9 +1,8 @@
 //! `--json PATH`: the result document, written at the end (whatever happened to the other
-//! outputs) from what this output kept: every result, the run's notices and `--slo`'s searches.
+//! outputs) from what this output kept: every result, the run's notices (and `--slo`'s searches, which the session keeps).
 
 use std::io::Write;
 
-use respbench_session::capacity::Found;
 use respbench_session::result::TestResult;
 use respbench_session::server::ServerInfo;
 
@@ -24,7 +23,6 @@ pub struct Json {
     server_b: Option<ServerInfo>,
     kept: Vec<TestResult>,
     notices: Vec<String>,
-    searches: Vec<Found>,
 }
 
 impl Json {
@@ -40,7 +38,6 @@ impl Json {
             server_b: None,
             kept: Vec::new(),
             notices: Vec::new(),
-            searches: Vec::new(),
         }
     }
 }
@@ -54,7 +51,6 @@ impl Output for Json {
             }
             Event::Message(line) => self.notices.push(line.to_string()),
             Event::Results(results) => self.kept.extend(results.iter().cloned()),
-            Event::CapacityDone(found) => self.searches.push((*found).clone()),
             _ => {}
         }
         Ok(())
@@ -70,12 +66,12 @@ impl Output for Json {
         doc.late_by_s = end.late_by_s;
         doc.server_b = self.server_b.as_ref().map(convert::server);
         if self.capacity {
-            let searches = crate::capacity::to_json(&self.searches, end.epoch_us);
+            let searches = crate::capacity::to_json(end.searches, end.epoch_us);
             doc.capacity = Some(searches.map_err(|e| output(e.to_string()))?);
         }
         match &mut self.out {
             Some(out) => {
-                let text = doc.to_text().map_err(Error::Encode)?;
+                let text = doc.to_text()?;
                 out.write_all(text.as_bytes())
                     .and_then(|()| out.flush())
                     .map_err(|e| Error::json(&self.path, e))

@@ -242,6 +242,8 @@ pub struct RunEnd<'a> {
     pub epoch_us: u64,
     /// The run's configuration, as the document keeps it.
     pub config: &'a crate::doc::RunConfig,
+    /// `--slo`: the searches the session ran, as it kept them (kept once, there).
+    pub searches: &'a [Found],
 }
 
 /// What an output asks the session to keep for it, which costs the run when asked only.
@@ -353,6 +355,7 @@ pub(crate) mod fixture {
             late_by_s: None,
             epoch_us: 1_796_083_199_500_000,
             config: &config,
+            searches: &[],
         })
     }
 

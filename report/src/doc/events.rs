@@ -1,0 +1,134 @@
+//! A test's `events` (`--at`): what each event sent, what came back, and the disruption
+//! windows around it.
+
+use serde::{Deserialize, Serialize};
+
+use super::*;
+
+/// One event of a test (`--at`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EventEntry {
+    /// When it was due, seconds from the measured start.
+    pub at_s: f64,
+    /// `command` or `exec`.
+    pub kind: String,
+    /// What was given after TIME.
+    pub command: String,
+    /// When it was sent (a program started), seconds from the measured start; null when the
+    /// test ended first.
+    pub sent_s: Option<f64>,
+    /// An error reply, no reply, a program that failed or could not start.
+    pub failed: bool,
+    /// A command's reply from each node it went to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replies: Option<Vec<EventReply>>,
+    /// A program's exit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit: Option<ProgramExit>,
+    /// Why a program did not start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_started: Option<String>,
+    /// What it cost; null when it was never sent.
+    pub disruption: Option<DisruptionEntry>,
+    /// In a merged document: the input it came from (its `--worker` index, else its place
+    /// among the inputs, from 0). Its cost is from that input's load alone: the windows of the
+    /// others are not in the documents, so it is not made again from the sum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part: Option<u64>,
+}
+
+/// One node's reply to an event's command.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EventReply {
+    /// `HOST:PORT`.
+    pub node: String,
+    /// The reply as text (an error reply starts with `-`), or why none came.
+    pub reply: String,
+    /// An error reply, or none.
+    pub error: bool,
+    /// From the send to the reply, ms.
+    pub took_ms: f64,
+}
+
+/// A program's exit.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProgramExit {
+    /// Its exit code; null when a signal ended it.
+    pub status: Option<i32>,
+    /// The first line of its standard error.
+    pub stderr: String,
+    /// How long it ran, ms.
+    pub took_ms: f64,
+}
+
+/// What an event cost, from the test's 100 ms windows.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DisruptionEntry {
+    /// Which latency the figures are: `corrected` (open loop, from the intended send) or
+    /// `service` (closed loop).
+    pub latency: String,
+    /// The baseline: the windows' median and 99th percentile over the 5 s before, ms.
+    pub baseline_p50_ms: f64,
+    /// See `baseline_p50_ms`.
+    pub baseline_p99_ms: f64,
+    /// Replies in the baseline.
+    pub baseline_requests: u64,
+    /// A healthy window's p99 is at most this, ms (1.2 × the highest p99 of the baseline's windows;
+    /// 1.8e16, u64::MAX µs, when fewer than 10 of them had replies: latency not judged).
+    pub threshold_ms: f64,
+    /// Whether anything went wrong within 1 s of the event.
+    pub disrupted: bool,
+    /// From the event to its recovery, ms; null: not recovered by the end of the test.
+    pub window_ms: Option<f64>,
+    /// The span the counts are over: from this window's start (seconds from the measured start)
+    /// to the first healthy window, so many 100 ms windows.
+    pub span_from_s: f64,
+    /// See `span_from_s`.
+    pub span_windows: u64,
+    /// Replies in the span.
+    pub requests: u64,
+    /// Error replies in it, by first word.
+    pub errors: BTreeMap<String, u64>,
+    /// Requests lost with their connection.
+    pub lost: u64,
+    /// Unanswered after the grace (only when not recovered: that happens at the end).
+    pub abandoned: u64,
+    /// Open loop: never sent (likewise).
+    pub unsent: u64,
+    /// Redirects by kind.
+    pub redirects: Redirects,
+    /// Over a cluster: the nodes `MOVED` named as owners in the window.
+    pub moved_to: Vec<String>,
+    /// The highest latency in the span, ms.
+    pub max_ms: f64,
+    /// Its 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Replies per second in the span.
+    pub rate_rps: f64,
+    /// The 100 ms windows from the baseline's start to 2 s after the recovery.
+    pub windows: Vec<WindowEntry>,
+}
+
+/// One 100 ms window around an event.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WindowEntry {
+    /// Its start, seconds from the measured start.
+    pub at_s: f64,
+    /// Replies.
+    pub requests: u64,
+    /// Error replies and lost requests.
+    pub errors: u64,
+    /// Redirects.
+    pub redirects: u64,
+    /// Median, ms.
+    pub p50_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Largest, ms.
+    pub max_ms: f64,
+}
