@@ -53,6 +53,10 @@ pub enum ConfigValue {
     Number(u64),
     /// A string (memtier writes its flags as `"true"`/`"false"`).
     Text(String),
+    /// A number with decimals (memtier's `%f`: six of them).
+    Float(f64),
+    /// An option not given that memtier writes as `null` (a file or a name).
+    Null,
 }
 
 /// A memtier command line that respbench cannot run.
@@ -658,15 +662,39 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             rows.push(row_name(&c.words[0]));
         }
     }
-    use ConfigValue::{Number, Text};
+    use ConfigValue::{Float, Null, Number, Text};
     let flag = |b: bool| Text(if b { "true" } else { "false" }.into());
+    // The value last given to an option, as memtier keeps the last.
+    let last = |n: &str| opts.iter().rev().find(|(k, _)| *k == n).map(|(_, v)| v.as_deref().unwrap_or(""));
+    let text = |n: &str| last(n).map_or(Null, |v| Text(v.to_string()));
+    let given = |n: &str| flag(last(n).is_some());
+    let whole = |n: &str| Number(last(n).and_then(|v| v.trim().parse().ok()).unwrap_or(0));
+    let float = |n: &str| Float(last(n).and_then(|v| v.trim().parse().ok()).unwrap_or(0.0));
+    let range = |n: &str, sep: &str| Text(last(n).map_or(format!("0{sep}0"), |v| v.replace(['-', ':'], sep)));
+    let family = match (last("ipv4"), last("ipv6")) {
+        (Some(_), _) => "AF_INET",
+        (_, Some(_)) => "AF_INET6",
+        _ => "Unspecified",
+    };
+    // memtier's `configuration`, every key in its order (memtier_benchmark.cpp's
+    // config_print_to_json); the password is not written.
     config.extend([
         ("server", Text(server)),
         ("port", Number(port)),
+        ("uri", Text(last("uri").unwrap_or("").to_string())),
+        ("unix socket", text("unix-socket")),
+        ("address family", Text(family.into())),
         ("protocol", Text(protocol)),
-        ("out_file", Text(out_file.clone().unwrap_or_else(|| "-".into()))),
+        ("out_file", out_file.clone().map_or(Null, Text)),
         ("tls", flag(tls)),
+        ("cert", text("cert")),
+        ("key", text("key")),
+        ("cacert", text("cacert")),
+        ("tls_skip_verify", given("tls-skip-verify")),
+        ("sni", text("sni")),
+        ("client_stats", text("client-stats")),
         ("run_count", Number(u64::from(run_count))),
+        ("debug", Number(0)),
         ("requests", Number(requests.unwrap_or(0))),
         ("rate_limit", Number(rate.unwrap_or(0))),
         ("clients", Number(clients)),
@@ -675,11 +703,43 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
         ("ratio", Text(format!("{sets}:{gets}"))),
         ("pipeline", Number(pipeline)),
         ("data_size", Number(data_size.as_deref().map_or(Some(32), |d| d.parse().ok()).unwrap_or(0))),
+        ("data_offset", whole("data-offset")),
+        ("random_data", given("random-data")),
+        ("data_size_range", range("data-size-range", ":")),
+        ("data_size_list", Text(last("data-size-list").unwrap_or("").to_string())),
+        ("data_size_pattern", Text(last("data-size-pattern").unwrap_or("R").to_string())),
+        ("expiry_range", range("expiry-range", ":")),
+        ("data_import", text("data-import")),
+        ("data_verify", given("data-verify")),
+        ("verify_only", given("verify-only")),
+        ("generate_keys", given("generate-keys")),
         ("key_prefix", Text(key_prefix)),
         ("key_minimum", Number(key_min)),
         ("key_maximum", Number(key_max)),
         ("key_pattern", Text(key_pattern.clone())),
+        ("key_stddev", float("key-stddev")),
+        ("key_median", float("key-median")),
+        ("key_zipf_exp", float("key-zipf-exp")),
+        ("reconnect_interval", whole("reconnect-interval")),
+        ("connection_timeout", whole("connection-timeout")),
+        ("thread_conn_start_min_jitter_micros", whole("thread-conn-start-min-jitter-micros")),
+        ("thread_conn_start_max_jitter_micros", whole("thread-conn-start-max-jitter-micros")),
+        ("multi_key_get", whole("multi-key-get")),
+        ("authenticate", Text(last("authenticate").map_or("", |_| "(not shown)").to_string())),
+        ("select-db", whole("select-db")),
+        ("no-expiry", given("no-expiry")),
+        ("wait-ratio", range("wait-ratio", ":")),
+        ("num-slaves", range("num-slaves", ":")),
+        ("wait-timeout", range("wait-timeout", "-")),
+        ("print-all-runs", given("print-all-runs")),
     ]);
+    if let (Some(start), Some(step), Some(every)) = staircase {
+        config.extend([
+            ("clients_start", Number(start)),
+            ("clients_step", Number(step)),
+            ("step_duration", Number(every)),
+        ]);
+    }
     Ok(Translated {
         args: out,
         memtier: Memtier {

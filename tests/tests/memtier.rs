@@ -32,6 +32,63 @@ const ROW_FIELDS: [&str; 17] = [
     "Percentile Latencies",
 ];
 
+/// memtier's `configuration` keys, from a run of memtier_benchmark 2.x without `--clients-start`.
+const CONFIG_KEYS: [&str; 53] = [
+    "server",
+    "port",
+    "uri",
+    "unix socket",
+    "address family",
+    "protocol",
+    "out_file",
+    "tls",
+    "cert",
+    "key",
+    "cacert",
+    "tls_skip_verify",
+    "sni",
+    "client_stats",
+    "run_count",
+    "debug",
+    "requests",
+    "rate_limit",
+    "clients",
+    "threads",
+    "test_time",
+    "ratio",
+    "pipeline",
+    "data_size",
+    "data_offset",
+    "random_data",
+    "data_size_range",
+    "data_size_list",
+    "data_size_pattern",
+    "expiry_range",
+    "data_import",
+    "data_verify",
+    "verify_only",
+    "generate_keys",
+    "key_prefix",
+    "key_minimum",
+    "key_maximum",
+    "key_pattern",
+    "key_stddev",
+    "key_median",
+    "key_zipf_exp",
+    "reconnect_interval",
+    "connection_timeout",
+    "thread_conn_start_min_jitter_micros",
+    "thread_conn_start_max_jitter_micros",
+    "multi_key_get",
+    "authenticate",
+    "select-db",
+    "no-expiry",
+    "wait-ratio",
+    "num-slaves",
+    "wait-timeout",
+    "print-all-runs",
+];
+
 fn read(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let _ = std::fs::remove_file(path);
@@ -110,7 +167,11 @@ fn ratio_counts_are_the_servers_in_memtiers_json() {
     );
     for row in ["Sets", "Gets", "Waits", "Totals"] {
         assert_eq!(keys(&all[row]), sorted(&ROW_FIELDS), "{row}");
-        assert_eq!(keys(&all[row]["Percentile Latencies"]), sorted(&["p50.00", "p99.00", "p99.90"]), "{row}");
+        let pcts = &all[row]["Percentile Latencies"];
+        assert_eq!(keys(pcts), sorted(&["p50.00", "p99.00", "p99.90", "Histogram log format"]), "{row}");
+        // HdrHistogram's V2 deflate encoding in base64, as memtier's: its cookie reads HISTF.
+        let hist = pcts["Histogram log format"]["Compressed Histogram"].as_str().unwrap_or_default();
+        assert!(hist.starts_with("HISTFAAA"), "{row}: {hist}");
     }
     assert_eq!(all["Totals"]["Count"], 1000);
     assert_eq!(all["Sets"]["Count"], sets);
@@ -121,6 +182,9 @@ fn ratio_counts_are_the_servers_in_memtiers_json() {
     assert!(misses > 0.0 && misses <= all["Gets"]["Ops/sec"].as_f64().unwrap() + 0.01, "{}", all["Totals"]);
     let step = &all["GET"][0];
     assert!(step["<=msec"].is_number() && step["percent"].is_number(), "{step}");
+    assert_eq!(keys(&doc["configuration"]), sorted(&CONFIG_KEYS));
+    assert_eq!(doc["configuration"]["out_file"], Value::Null);
+    assert_eq!(doc["configuration"]["key_stddev"], 0.0);
     assert_eq!(doc["configuration"]["clients"], 5);
     assert_eq!(doc["configuration"]["ratio"], "1:10");
     // respbench's own figures under a key of its own: the run's exact count.
@@ -200,6 +264,9 @@ fn the_table_has_memtiers_shape() {
         out.dump()
     );
     assert!(lines.iter().any(|l| l.starts_with("SET ")) && lines.iter().any(|l| l.starts_with("GET ")));
+    // No WAIT was sent: its distribution is C hdr_histogram's one step of an empty histogram,
+    // the last line, after GET's `---`.
+    assert_eq!(lines[lines.len() - 2..], ["---", "WAIT      0.000      100.000"], "{}", out.dump());
     let mut hidden = args.to_vec();
     hidden.extend(["--hide-histogram", "--print-percentiles", "50,99.99"]);
     let out = memtier(&respbench(), &hidden);
