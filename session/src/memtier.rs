@@ -296,6 +296,62 @@ fn positive(option: &str, value: &str) -> Result<u64, MemtierError> {
     }
 }
 
+/// A number above 0, with decimals (memtier's `strtod`).
+fn above_zero(option: &str, value: &str) -> Result<f64, MemtierError> {
+    value.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0).ok_or_else(|| {
+        MemtierError::BadValue {
+            option: format!("--{option}"),
+            value: value.to_string(),
+            why: "expected a number above 0".into(),
+        }
+    })
+}
+
+/// `--key-median` and `--key-stddev` as the mean and deviation of respbench's gaussian keys,
+/// which are numbered from 0 at `--key-minimum`: memtier's defaults (the range's middle and a
+/// sixth of it) for the one not given, memtier's checks (a `G` in `--key-pattern`, the median
+/// within the range); `None` when neither is given.
+fn normal_keys(
+    pattern: &str,
+    median: Option<f64>,
+    stddev: Option<f64>,
+    key_min: u64,
+    key_max: u64,
+) -> Result<Option<(f64, f64)>, MemtierError> {
+    if median.is_none() && stddev.is_none() {
+        return Ok(None);
+    }
+    let option = if median.is_some() { "--key-median" } else { "--key-stddev" };
+    if !pattern.contains('G') {
+        return Err(MemtierError::BadValue {
+            option: option.into(),
+            value: pattern.to_string(),
+            why: "key-stddev and key-median are only allowed together with key-pattern set to G".into(),
+        });
+    }
+    let width = (key_max - key_min) as f64;
+    let mean = match median {
+        Some(m) if m < key_min as f64 || m > key_max as f64 => {
+            return Err(MemtierError::BadValue {
+                option: "--key-median".into(),
+                value: m.to_string(),
+                why: format!("must be between key-minimum {key_min} and key-maximum {key_max}"),
+            })
+        }
+        Some(m) => m - key_min as f64,
+        None => width / 2.0 + 0.5,
+    };
+    let sd = stddev.unwrap_or(width / 6.0);
+    if sd < 0.5 {
+        return Err(MemtierError::BadValue {
+            option: "--key-stddev".into(),
+            value: sd.to_string(),
+            why: "respbench's gaussian keys need a deviation of at least 0.5 keys".into(),
+        });
+    }
+    Ok(Some((mean, sd)))
+}
+
 /// `--ratio S:G`.
 fn ratio(value: &str) -> Result<(u64, u64), MemtierError> {
     let bad = || MemtierError::BadValue {
@@ -314,11 +370,16 @@ fn ratio(value: &str) -> Result<(u64, u64), MemtierError> {
 /// memtier's key pattern letter as respbench's `--key-dist` (`P`, each client's own slice of
 /// the range walked in order, is respbench's sequential walk shared by every client: each key
 /// once in a pass either way).
-fn key_dist(option: &str, letter: &str, zipf_exp: Option<&str>) -> Result<String, MemtierError> {
+fn key_dist(
+    option: &str,
+    letter: &str,
+    zipf_exp: Option<&str>,
+    normal: Option<(f64, f64)>,
+) -> Result<String, MemtierError> {
     match letter.trim() {
         "R" => Ok("uniform".into()),
         "S" | "P" => Ok("sequential".into()),
-        "G" => Ok("gaussian".into()),
+        "G" => Ok(normal.map_or("gaussian".into(), |(mean, sd)| format!("gaussian:{mean}:{sd}"))),
         "Z" => Ok(format!("zipf:{}", zipf_exp.unwrap_or("1"))),
         other => Err(MemtierError::BadValue {
             option: format!("--{option}"),
@@ -425,6 +486,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let mut key_prefix = "memtier-".to_string();
     let mut key_pattern = "R:R".to_string();
     let mut zipf_exp: Option<String> = None;
+    // --key-median, --key-stddev.
+    let (mut median, mut stddev): (Option<f64>, Option<f64>) = (None, None);
     let mut data_size: Option<String> = None;
     let mut run_count = 1u32;
     let mut percentiles = vec![50.0, 99.0, 99.9];
@@ -460,7 +523,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
                     protocol = v.to_string();
                     out.push("-3".into());
                 }
-                _ => return refuse("protocol", &format!("'{v}': respbench speaks RESP (redis, resp2, resp3)")),
+                _ => {
+                    return refuse("protocol", &format!("'{v}': respbench speaks RESP (redis, resp2, resp3)"))
+                }
             },
             "tls" => {
                 tls = true;
@@ -513,9 +578,14 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "distinct-client-seed" => {}
             "randomize" => randomize = true,
             "run-count" => {
-                run_count = u32::try_from(positive(name, v)?).ok().filter(|&n| n <= 1000).ok_or_else(|| {
-                    MemtierError::BadValue { option: "--run-count".into(), value: v.into(), why: "at most 1000".into() }
-                })?
+                run_count =
+                    u32::try_from(positive(name, v)?).ok().filter(|&n| n <= 1000).ok_or_else(|| {
+                        MemtierError::BadValue {
+                            option: "--run-count".into(),
+                            value: v.into(),
+                            why: "at most 1000".into(),
+                        }
+                    })?
             }
             "print-percentiles" => {
                 percentiles = v
@@ -540,11 +610,12 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             // respbench's values are always pseudo-random (redis-benchmark's payload), made once
             // as memtier makes its -R buffer once: see the README.
             "random-data" => {}
-            "key-stddev" | "key-median" => {
-                return refuse(name, "respbench's gaussian keys have the median in the middle and a sixth of the range as deviation (memtier's defaults)")
-            }
+            "key-median" => median = Some(above_zero(name, v)?),
+            "key-stddev" => stddev = Some(above_zero(name, v)?),
             "data-size-pattern" => return refuse(name, "respbench draws each value's size at random (R)"),
-            "command-stats-breakdown" => return refuse(name, "rows are per command name (memtier's default)"),
+            "command-stats-breakdown" => {
+                return refuse(name, "rows are per command name (memtier's default)")
+            }
             other => return refuse(other, "not implemented"),
         }
     }
@@ -639,24 +710,25 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     }
     let pcts: Vec<String> = percentiles.iter().map(|p| p.to_string()).collect();
     push(&mut out, "--print-percentiles", &pcts.join(","));
+    let normal = normal_keys(&key_pattern, median, stddev, key_min, key_max)?;
     let key = format!("{key_prefix}__rand_int__");
     let zipf = zipf_exp.as_deref();
     let mut rows = Vec::new();
     let ratio_rows = commands.is_empty();
     if ratio_rows {
         if sets > 0 {
-            let dist = key_dist("key-pattern", set_pattern, zipf)?;
+            let dist = key_dist("key-pattern", set_pattern, zipf, normal)?;
             push(&mut out, "--mix-command", &format!("{sets}@{dist}/{keys} SET {key} __data__"));
             rows.push("Sets".to_string());
         }
         if gets > 0 {
-            let dist = key_dist("key-pattern", get_pattern, zipf)?;
+            let dist = key_dist("key-pattern", get_pattern, zipf, normal)?;
             push(&mut out, "--mix-command", &format!("{gets}@{dist}/{keys} GET {key}"));
             rows.push("Gets".to_string());
         }
     } else {
         for c in &commands {
-            let dist = key_dist("command-key-pattern", &c.pattern, zipf)?;
+            let dist = key_dist("command-key-pattern", &c.pattern, zipf, normal)?;
             let words: Vec<String> = c.words.iter().map(|w| w.replace("__key__", &key)).collect();
             push(&mut out, "--mix-command", &format!("{}@{dist}/{keys} {}", c.ratio, words.join(" ")));
             rows.push(row_name(&c.words[0]));
@@ -857,6 +929,33 @@ mod tests {
         assert!(!tr.memtier.ratio_rows);
         assert_eq!((opt(&tr, "--user"), opt(&tr, "-a")), (Some("alice"), Some("s3cret")));
         assert!(tr.args.iter().any(|a| a == "-3"));
+    }
+
+    #[test]
+    fn key_median_and_stddev_centre_the_gaussian_keys() {
+        let tr = t("--key-pattern G:G --key-minimum 100 --key-maximum 1099 --key-median 600 --key-stddev 25")
+            .unwrap();
+        // Key numbers run from 0 at --key-minimum: memtier's key 600 is respbench's 500.
+        assert_eq!(
+            mix(&tr),
+            [
+                "1@gaussian:500:25/1000 SET memtier-__rand_int__ __data__",
+                "10@gaussian:500:25/1000 GET memtier-__rand_int__"
+            ]
+        );
+        // One given: memtier's default for the other (the middle, a sixth of the range).
+        let tr = t("--key-pattern R:G --key-maximum 600 --key-stddev 10").unwrap();
+        assert_eq!(mix(&tr)[1], "10@gaussian:300.5:10/601 GET memtier-__rand_int__");
+        assert_eq!(mix(&tr)[0], "1@uniform/601 SET memtier-__rand_int__ __data__");
+        for (line, named) in [
+            ("--key-median 5", "--key-median"),
+            ("--key-pattern G:G --key-maximum 100 --key-median 500", "--key-median"),
+            ("--key-pattern G:G --key-stddev 0", "--key-stddev"),
+            ("--key-pattern G:G --key-stddev 0.1", "--key-stddev"),
+        ] {
+            let e = t(line).unwrap_err().to_string();
+            assert!(e.contains(named), "{line}: {e}");
+        }
     }
 
     #[test]

@@ -226,6 +226,50 @@ fn allkeys_with_parallel_keys_writes_each_key_once() {
     assert_eq!(server.command_calls("get"), 0);
 }
 
+/// `--key-pattern G:G --key-median --key-stddev`: the keys the server holds are around the
+/// median (numbered from 0 at `--key-minimum`, as respbench names memtier's keys), none farther
+/// than 10 deviations, and the SETs are the count asked.
+#[test]
+fn key_median_and_stddev_place_the_keys() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let args = [
+        "-p",
+        &port,
+        "--ratio",
+        "1:0",
+        "-n",
+        "300",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--key-pattern",
+        "G:G",
+        "--key-minimum",
+        "100",
+        "--key-maximum",
+        "100099",
+        "--key-median",
+        "50100",
+        "--key-stddev",
+        "10",
+        "--key-prefix",
+        "k:",
+        "--hide-histogram",
+    ];
+    let out = memtier(&respbench(), &args);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("set"), 300);
+    let keys = server.cli(&["--scan", "--pattern", "k:*"]);
+    let numbers: Vec<u64> =
+        keys.lines().map(|k| k.trim_start_matches("k:").parse().unwrap_or_else(|_| panic!("{k}"))).collect();
+    assert!(numbers.len() > 20, "300 draws of sd 10 hit more than 20 keys: {}", numbers.len());
+    assert!(numbers.iter().all(|n| (49_900..=50_100).contains(n)), "{numbers:?}");
+    let mean = numbers.iter().sum::<u64>() as f64 / numbers.len() as f64;
+    assert!((mean - 50_000.0).abs() < 5.0, "distinct keys' mean {mean}");
+}
+
 /// The stdout table: the run's shape, `ALL STATS` and its rule, memtier's column titles and
 /// widths, a row per command and `Totals`; the distribution unless `--hide-histogram`;
 /// `--print-percentiles` chooses the columns.
