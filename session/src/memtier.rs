@@ -44,6 +44,9 @@ pub struct Memtier {
     pub cluster: bool,
     /// memtier's `configuration` object: each option as memtier names it, with its value.
     pub configuration: Vec<(&'static str, ConfigValue)>,
+    /// `--show-config`: the configuration printed before the results, as memtier's
+    /// `name = value` lines.
+    pub show_config: bool,
 }
 
 /// A value of memtier's `configuration` object.
@@ -491,7 +494,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let mut data_size: Option<String> = None;
     let mut run_count = 1u32;
     let mut percentiles = vec![50.0, 99.0, 99.9];
-    let (mut hide_histogram, mut cluster, mut randomize) = (false, false, false);
+    let (mut hide_histogram, mut cluster, mut randomize, mut show_config) = (false, false, false, false);
     let (mut out_file, mut json_out_file) = (None, None);
     let mut commands: Vec<Command> = Vec::new();
     let mut pipeline = 1u64;
@@ -606,6 +609,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "clients-start" => staircase.0 = Some(positive(name, v)?),
             "clients-step" => staircase.1 = Some(positive(name, v)?),
             "step-duration" => staircase.2 = Some(positive(name, v)?),
+            "show-config" => show_config = true,
             "help" | "version" => return refuse(name, "run 'respbench --help' for respbench's own options"),
             // respbench's values are always pseudo-random (redis-benchmark's payload), made once
             // as memtier makes its -R buffer once: see the README.
@@ -828,6 +832,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             ratio_rows,
             cluster,
             configuration: config,
+            show_config,
         },
     })
 }
