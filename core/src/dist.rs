@@ -176,6 +176,9 @@ pub enum KeyDist {
     Uniform,
     /// 0, 1, 2, … over the test's connections together, wrapping at the keyspace length.
     Sequential,
+    /// FIRST, FIRST + 1, … over the test's connections together, n keys before wrapping to
+    /// FIRST (`sequential:FIRST`: memtier's `S` and `P` patterns from `--key-minimum`).
+    SequentialFrom(u64),
     /// Zipf with this exponent: see [`Zipf`].
     Zipf(f64),
     /// Normal, mean n/2 and standard deviation n/6: see [`gaussian`].
@@ -196,6 +199,14 @@ impl KeyDist {
     /// checked against the keyspace where it is known, by [`KeyDist::space`]).
     pub fn parse(text: &str) -> Result<KeyDist, String> {
         let lower = text.trim().to_ascii_lowercase();
+        if let Some(first) = lower.strip_prefix("sequential:") {
+            return first
+                .parse::<u64>()
+                .ok()
+                .filter(|&f| f < 1_000_000_000_000)
+                .map(KeyDist::SequentialFrom)
+                .ok_or_else(|| "sequential:FIRST takes a key number below 10^12".to_string());
+        }
         if let Some(params) = lower.strip_prefix("gaussian:") {
             let bad =
                 || "gaussian:MEAN:SD takes a key number and a deviation of at least 0.5 keys".to_string();
@@ -226,6 +237,7 @@ impl std::fmt::Display for KeyDist {
         match self {
             KeyDist::Uniform => f.write_str("uniform"),
             KeyDist::Sequential => f.write_str("sequential"),
+            KeyDist::SequentialFrom(first) => write!(f, "sequential:{first}"),
             KeyDist::Zipf(t) => write!(f, "zipf:{t}"),
             KeyDist::Gaussian => f.write_str("gaussian"),
             KeyDist::Normal { mean, sd } => write!(f, "gaussian:{mean}:{sd}"),
@@ -653,6 +665,11 @@ mod tests {
         assert_eq!(KeyDist::parse("zipf"), Ok(KeyDist::Zipf(0.99)));
         assert_eq!(KeyDist::parse("gaussian"), Ok(KeyDist::Gaussian));
         assert_eq!(KeyDist::parse("gaussian:500:12.5"), Ok(KeyDist::Normal { mean: 500.0, sd: 12.5 }));
+        assert_eq!(KeyDist::parse("sequential:7"), Ok(KeyDist::SequentialFrom(7)));
+        assert_eq!(KeyDist::SequentialFrom(7).to_string(), "sequential:7");
+        assert!(
+            KeyDist::parse("sequential:x").is_err() && KeyDist::parse("sequential:1000000000000").is_err()
+        );
         assert_eq!(KeyDist::Normal { mean: 500.0, sd: 12.5 }.to_string(), "gaussian:500:12.5");
         for bad in ["gaussian:500", "gaussian:-1:5", "gaussian:5:0.1", "gaussian:x:1", "gaussian:5:inf"] {
             assert!(KeyDist::parse(bad).is_err(), "{bad}");

@@ -151,6 +151,7 @@ impl KeyDist {
         Some(match self {
             KeyDist::Uniform => KeySpace::Random { n },
             KeyDist::Sequential => KeySpace::sequential(n),
+            KeyDist::SequentialFrom(first) => KeySpace::sequential_range(first, n),
             KeyDist::Zipf(theta) => KeySpace::Zipf(Zipf::new(n, theta)?),
             KeyDist::Gaussian => KeySpace::Gaussian { n },
             KeyDist::Normal { mean, sd } if mean < n as f64 => KeySpace::Normal { n, mean, sd },

@@ -378,9 +378,12 @@ fn key_dist(
     letter: &str,
     zipf_exp: Option<&str>,
     normal: Option<(f64, f64)>,
+    key_min: u64,
 ) -> Result<String, MemtierError> {
     match letter.trim() {
         "R" => Ok("uniform".into()),
+        // memtier's own numbers, from --key-minimum: `XADD s __key__-0` needs IDs above 0-0.
+        "S" | "P" if key_min > 0 => Ok(format!("sequential:{key_min}")),
         "S" | "P" => Ok("sequential".into()),
         "G" => Ok(normal.map_or("gaussian".into(), |(mean, sd)| format!("gaussian:{mean}:{sd}"))),
         "Z" => Ok(format!("zipf:{}", zipf_exp.unwrap_or("1"))),
@@ -721,18 +724,18 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let ratio_rows = commands.is_empty();
     if ratio_rows {
         if sets > 0 {
-            let dist = key_dist("key-pattern", set_pattern, zipf, normal)?;
+            let dist = key_dist("key-pattern", set_pattern, zipf, normal, key_min)?;
             push(&mut out, "--mix-command", &format!("{sets}@{dist}/{keys} SET {key} __data__"));
             rows.push("Sets".to_string());
         }
         if gets > 0 {
-            let dist = key_dist("key-pattern", get_pattern, zipf, normal)?;
+            let dist = key_dist("key-pattern", get_pattern, zipf, normal, key_min)?;
             push(&mut out, "--mix-command", &format!("{gets}@{dist}/{keys} GET {key}"));
             rows.push("Gets".to_string());
         }
     } else {
         for c in &commands {
-            let dist = key_dist("command-key-pattern", &c.pattern, zipf, normal)?;
+            let dist = key_dist("command-key-pattern", &c.pattern, zipf, normal, key_min)?;
             let words: Vec<String> = c.words.iter().map(|w| w.replace("__key__", &key)).collect();
             push(&mut out, "--mix-command", &format!("{}@{dist}/{keys} {}", c.ratio, words.join(" ")));
             rows.push(row_name(&c.words[0]));
@@ -899,7 +902,7 @@ mod tests {
         let tr = t("-n allkeys --key-pattern P:P --ratio 1:0 --key-minimum 1 --key-maximum 5000 -c 50 -t 2")
             .unwrap();
         assert_eq!(opt(&tr, "-n"), Some("5000"));
-        assert_eq!(mix(&tr), ["1@sequential/5000 SET memtier-__rand_int__ __data__"]);
+        assert_eq!(mix(&tr), ["1@sequential:1/5000 SET memtier-__rand_int__ __data__"]);
         assert_eq!(tr.memtier.rows, ["Sets"]);
         // memtier's own count per client: the range over the clients, plus one.
         assert_eq!(tr.memtier.requests, Some(4999 / 100 + 1));

@@ -270,6 +270,43 @@ fn key_median_and_stddev_place_the_keys() {
     assert!((mean - 50_000.0).abs() < 5.0, "distinct keys' mean {mean}");
 }
 
+/// A suite's preload (redis-benchmarks-specification's stream-100Kentries-pel-xack, shrunk):
+/// `XADD stream-key __key__-0` with `--command-key-pattern P` from `--key-minimum 1` makes the
+/// IDs 1-0 to 1000-0 in order, as memtier's keys count from `--key-minimum` (an ID 0-0 is
+/// refused by the server).
+#[test]
+fn sequential_keys_start_at_the_key_minimum() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let args = [
+        "-p",
+        &port,
+        "--data-size",
+        "10",
+        "--command",
+        "XADD stream-key __key__-0 field __data__",
+        "--command-key-pattern=P",
+        "--key-minimum=1",
+        "--key-maximum=1000",
+        "--key-prefix=",
+        "-n",
+        "1000",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--hide-histogram",
+    ];
+    let out = memtier(&respbench(), &args);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("xadd"), 1000);
+    assert_eq!(server.cli(&["xlen", "stream-key"]).trim(), "1000");
+    let first = server.cli(&["xrange", "stream-key", "-", "+", "COUNT", "1"]);
+    let last = server.cli(&["xrevrange", "stream-key", "+", "-", "COUNT", "1"]);
+    assert_eq!(first.lines().next(), Some("1-0"), "{first}");
+    assert_eq!(last.lines().next(), Some("1000-0"), "{last}");
+}
+
 /// The stdout table: the run's shape, `ALL STATS` and its rule, memtier's column titles and
 /// widths, a row per command and `Totals`; the distribution unless `--hide-histogram`;
 /// `--print-percentiles` chooses the columns.
