@@ -621,6 +621,9 @@ impl Opts {
             (KeyDist::Zipf(_), Some(n)) if n > Zipf::MAX_N => {
                 return Err(bad("-r", n, "zipf keys need a keyspace of at most 2^53"));
             }
+            (KeyDist::Normal { mean, .. }, Some(n)) if mean >= n as f64 => {
+                return Err(bad("--key-dist", mean, "the gaussian's mean must be a key below -r"));
+            }
             _ => {}
         }
         let output = if self.csv {

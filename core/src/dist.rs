@@ -143,11 +143,19 @@ impl Zipf {
 /// memtier's `--key-pattern G` defaults to; draws outside the keyspace (0.27%) are redrawn.
 #[inline]
 pub fn gaussian(n: u64, rng: &mut Rng) -> u64 {
+    normal(n, n as f64 / 2.0, n as f64 / 6.0, rng)
+}
+
+/// A normal distribution over `[0, n)` of this mean and standard deviation (memtier's
+/// `--key-median` and `--key-stddev`); draws outside the keyspace are redrawn. The mean must
+/// lie in `[0, n)` and the deviation be positive ([`KeyDist::parse`] holds them so), so that a
+/// draw lands inside with a chance of at least 1 in 100 or so for any deviation of at least
+/// half a key.
+#[inline]
+pub fn normal(n: u64, mean: f64, sd: f64, rng: &mut Rng) -> u64 {
     if n <= 1 {
         return 0;
     }
-    let mean = n as f64 / 2.0;
-    let sd = n as f64 / 6.0;
     loop {
         // Box-Muller; 1 - u is in (0, 1], so the log is finite.
         let u = 1.0 - rng.next_f64();
@@ -168,16 +176,48 @@ pub enum KeyDist {
     Uniform,
     /// 0, 1, 2, … over the test's connections together, wrapping at the keyspace length.
     Sequential,
+    /// FIRST, FIRST + 1, … over the test's connections together, n keys before wrapping to
+    /// FIRST (`sequential:FIRST`: memtier's `S` and `P` patterns from `--key-minimum`).
+    SequentialFrom(u64),
     /// Zipf with this exponent: see [`Zipf`].
     Zipf(f64),
     /// Normal, mean n/2 and standard deviation n/6: see [`gaussian`].
     Gaussian,
+    /// Normal with this mean (a key number in `[0, n)`) and standard deviation (at least 0.5,
+    /// so that a draw lands on a key in a few tries): see [`normal`].
+    Normal {
+        /// The mean, a key number.
+        mean: f64,
+        /// The standard deviation, in keys.
+        sd: f64,
+    },
 }
 
 impl KeyDist {
-    /// Parses `uniform`, `sequential`, `zipf:THETA` (`zipf` alone is 0.99) or `gaussian`.
+    /// Parses `uniform`, `sequential`, `zipf:THETA` (`zipf` alone is 0.99), `gaussian` or
+    /// `gaussian:MEAN:SD` (a key number and a deviation in keys, at least 0.5; the mean is
+    /// checked against the keyspace where it is known, by [`KeyDist::space`]).
     pub fn parse(text: &str) -> Result<KeyDist, String> {
-        match text.trim().to_ascii_lowercase().as_str() {
+        let lower = text.trim().to_ascii_lowercase();
+        if let Some(first) = lower.strip_prefix("sequential:") {
+            return first
+                .parse::<u64>()
+                .ok()
+                .filter(|&f| f < 1_000_000_000_000)
+                .map(KeyDist::SequentialFrom)
+                .ok_or_else(|| "sequential:FIRST takes a key number below 10^12".to_string());
+        }
+        if let Some(params) = lower.strip_prefix("gaussian:") {
+            let bad =
+                || "gaussian:MEAN:SD takes a key number and a deviation of at least 0.5 keys".to_string();
+            let (mean, sd) = params.split_once(':').ok_or_else(bad)?;
+            let (mean, sd) = (mean.parse::<f64>().map_err(|_| bad())?, sd.parse::<f64>().map_err(|_| bad())?);
+            if !(mean.is_finite() && mean >= 0.0 && sd.is_finite() && sd >= 0.5) {
+                return Err(bad());
+            }
+            return Ok(KeyDist::Normal { mean, sd });
+        }
+        match lower.as_str() {
             "uniform" => Ok(KeyDist::Uniform),
             "sequential" => Ok(KeyDist::Sequential),
             "gaussian" => Ok(KeyDist::Gaussian),
@@ -197,8 +237,10 @@ impl std::fmt::Display for KeyDist {
         match self {
             KeyDist::Uniform => f.write_str("uniform"),
             KeyDist::Sequential => f.write_str("sequential"),
+            KeyDist::SequentialFrom(first) => write!(f, "sequential:{first}"),
             KeyDist::Zipf(t) => write!(f, "zipf:{t}"),
             KeyDist::Gaussian => f.write_str("gaussian"),
+            KeyDist::Normal { mean, sd } => write!(f, "gaussian:{mean}:{sd}"),
         }
     }
 }
@@ -502,6 +544,21 @@ mod tests {
     }
 
     #[test]
+    fn normal_has_its_mean_and_deviation() {
+        // memtier's --key-median 500 --key-stddev 25 over 1000 keys: the sample's mean and
+        // deviation within 1% of the asked ones, every key in the space; a mean near the edge
+        // redraws what falls outside.
+        let mut rng = Rng::new(7);
+        let draws: Vec<f64> = (0..100_000).map(|_| normal(1000, 500.0, 25.0, &mut rng) as f64).collect();
+        let mean = draws.iter().sum::<f64>() / draws.len() as f64;
+        let sd = (draws.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / draws.len() as f64).sqrt();
+        // Keys are the draws rounded down: the mean half a key below.
+        assert!((mean - 499.5).abs() < 5.0 && (sd - 25.0).abs() < 0.5, "mean {mean} sd {sd}");
+        assert!((0..10_000).all(|_| normal(1000, 1.0, 300.0, &mut rng) < 1000));
+        assert_eq!(normal(1, 0.0, 5.0, &mut rng), 0);
+    }
+
+    #[test]
     fn gaussian_matches_the_normal_cdf() {
         // n = 600: mean 300, sd 100. 12 buckets of 50 keys (half a sd each); expected counts
         // from the normal cdf truncated to [0, 600). Chi-square with 11 df: p = 0.001 at 31.26.
@@ -607,6 +664,16 @@ mod tests {
         assert_eq!(KeyDist::parse("zipf:0.99"), Ok(KeyDist::Zipf(0.99)));
         assert_eq!(KeyDist::parse("zipf"), Ok(KeyDist::Zipf(0.99)));
         assert_eq!(KeyDist::parse("gaussian"), Ok(KeyDist::Gaussian));
+        assert_eq!(KeyDist::parse("gaussian:500:12.5"), Ok(KeyDist::Normal { mean: 500.0, sd: 12.5 }));
+        assert_eq!(KeyDist::parse("sequential:7"), Ok(KeyDist::SequentialFrom(7)));
+        assert_eq!(KeyDist::SequentialFrom(7).to_string(), "sequential:7");
+        assert!(
+            KeyDist::parse("sequential:x").is_err() && KeyDist::parse("sequential:1000000000000").is_err()
+        );
+        assert_eq!(KeyDist::Normal { mean: 500.0, sd: 12.5 }.to_string(), "gaussian:500:12.5");
+        for bad in ["gaussian:500", "gaussian:-1:5", "gaussian:5:0.1", "gaussian:x:1", "gaussian:5:inf"] {
+            assert!(KeyDist::parse(bad).is_err(), "{bad}");
+        }
         for bad in ["zipf:0", "zipf:-1", "zipf:nan", "zipf:inf", "zipf:", "normal", ""] {
             assert!(KeyDist::parse(bad).is_err(), "{bad}");
         }

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::dist::{gaussian, KeyDist, Zipf};
+use crate::dist::{gaussian, normal, KeyDist, Zipf};
 use crate::rng::Rng;
 
 /// A counter shared by every connection of one test (cloning shares it), for sequential keys.
@@ -54,6 +54,15 @@ pub enum KeySpace {
     Gaussian {
         /// The keyspace length N.
         n: u64,
+    },
+    /// Normal over [0, n) of a given mean and deviation: see [`normal`].
+    Normal {
+        /// The keyspace length N.
+        n: u64,
+        /// The mean, a key number in [0, n).
+        mean: f64,
+        /// The standard deviation, in keys.
+        sd: f64,
     },
 }
 
@@ -122,6 +131,7 @@ impl KeyGen {
             }
             KeySpace::Zipf(ref z) => z.sample(&mut self.rng),
             KeySpace::Gaussian { n } => gaussian(n, &mut self.rng),
+            KeySpace::Normal { n, mean, sd } => normal(n, mean, sd, &mut self.rng),
         }
     }
 
@@ -135,13 +145,17 @@ impl KeyGen {
 // The key space of a `--key-dist` choice is made here, with the key spaces, so that `dist` (the
 // distributions themselves) needs nothing from this module.
 impl KeyDist {
-    /// The key space of this distribution over [0, n); `None` for Zipf beyond [`Zipf::MAX_N`].
+    /// The key space of this distribution over [0, n); `None` for Zipf beyond [`Zipf::MAX_N`]
+    /// and for a normal distribution whose mean is not a key of [0, n).
     pub fn space(self, n: u64) -> Option<KeySpace> {
         Some(match self {
             KeyDist::Uniform => KeySpace::Random { n },
             KeyDist::Sequential => KeySpace::sequential(n),
+            KeyDist::SequentialFrom(first) => KeySpace::sequential_range(first, n),
             KeyDist::Zipf(theta) => KeySpace::Zipf(Zipf::new(n, theta)?),
             KeyDist::Gaussian => KeySpace::Gaussian { n },
+            KeyDist::Normal { mean, sd } if mean < n as f64 => KeySpace::Normal { n, mean, sd },
+            KeyDist::Normal { .. } => return None,
         })
     }
 }

@@ -44,6 +44,9 @@ pub struct Memtier {
     pub cluster: bool,
     /// memtier's `configuration` object: each option as memtier names it, with its value.
     pub configuration: Vec<(&'static str, ConfigValue)>,
+    /// `--show-config`: the configuration printed before the results, as memtier's
+    /// `name = value` lines.
+    pub show_config: bool,
 }
 
 /// A value of memtier's `configuration` object.
@@ -53,6 +56,10 @@ pub enum ConfigValue {
     Number(u64),
     /// A string (memtier writes its flags as `"true"`/`"false"`).
     Text(String),
+    /// A number with decimals (memtier's `%f`: six of them).
+    Float(f64),
+    /// An option not given that memtier writes as `null` (a file or a name).
+    Null,
 }
 
 /// A memtier command line that respbench cannot run.
@@ -292,6 +299,62 @@ fn positive(option: &str, value: &str) -> Result<u64, MemtierError> {
     }
 }
 
+/// A number above 0, with decimals (memtier's `strtod`).
+fn above_zero(option: &str, value: &str) -> Result<f64, MemtierError> {
+    value.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0).ok_or_else(|| {
+        MemtierError::BadValue {
+            option: format!("--{option}"),
+            value: value.to_string(),
+            why: "expected a number above 0".into(),
+        }
+    })
+}
+
+/// `--key-median` and `--key-stddev` as the mean and deviation of respbench's gaussian keys,
+/// which are numbered from 0 at `--key-minimum`: memtier's defaults (the range's middle and a
+/// sixth of it) for the one not given, memtier's checks (a `G` in `--key-pattern`, the median
+/// within the range); `None` when neither is given.
+fn normal_keys(
+    pattern: &str,
+    median: Option<f64>,
+    stddev: Option<f64>,
+    key_min: u64,
+    key_max: u64,
+) -> Result<Option<(f64, f64)>, MemtierError> {
+    if median.is_none() && stddev.is_none() {
+        return Ok(None);
+    }
+    let option = if median.is_some() { "--key-median" } else { "--key-stddev" };
+    if !pattern.contains('G') {
+        return Err(MemtierError::BadValue {
+            option: option.into(),
+            value: pattern.to_string(),
+            why: "key-stddev and key-median are only allowed together with key-pattern set to G".into(),
+        });
+    }
+    let width = (key_max - key_min) as f64;
+    let mean = match median {
+        Some(m) if m < key_min as f64 || m > key_max as f64 => {
+            return Err(MemtierError::BadValue {
+                option: "--key-median".into(),
+                value: m.to_string(),
+                why: format!("must be between key-minimum {key_min} and key-maximum {key_max}"),
+            })
+        }
+        Some(m) => m - key_min as f64,
+        None => width / 2.0 + 0.5,
+    };
+    let sd = stddev.unwrap_or(width / 6.0);
+    if sd < 0.5 {
+        return Err(MemtierError::BadValue {
+            option: "--key-stddev".into(),
+            value: sd.to_string(),
+            why: "respbench's gaussian keys need a deviation of at least 0.5 keys".into(),
+        });
+    }
+    Ok(Some((mean, sd)))
+}
+
 /// `--ratio S:G`.
 fn ratio(value: &str) -> Result<(u64, u64), MemtierError> {
     let bad = || MemtierError::BadValue {
@@ -310,11 +373,19 @@ fn ratio(value: &str) -> Result<(u64, u64), MemtierError> {
 /// memtier's key pattern letter as respbench's `--key-dist` (`P`, each client's own slice of
 /// the range walked in order, is respbench's sequential walk shared by every client: each key
 /// once in a pass either way).
-fn key_dist(option: &str, letter: &str, zipf_exp: Option<&str>) -> Result<String, MemtierError> {
+fn key_dist(
+    option: &str,
+    letter: &str,
+    zipf_exp: Option<&str>,
+    normal: Option<(f64, f64)>,
+    key_min: u64,
+) -> Result<String, MemtierError> {
     match letter.trim() {
         "R" => Ok("uniform".into()),
+        // memtier's own numbers, from --key-minimum: `XADD s __key__-0` needs IDs above 0-0.
+        "S" | "P" if key_min > 0 => Ok(format!("sequential:{key_min}")),
         "S" | "P" => Ok("sequential".into()),
-        "G" => Ok("gaussian".into()),
+        "G" => Ok(normal.map_or("gaussian".into(), |(mean, sd)| format!("gaussian:{mean}:{sd}"))),
         "Z" => Ok(format!("zipf:{}", zipf_exp.unwrap_or("1"))),
         other => Err(MemtierError::BadValue {
             option: format!("--{option}"),
@@ -421,10 +492,12 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let mut key_prefix = "memtier-".to_string();
     let mut key_pattern = "R:R".to_string();
     let mut zipf_exp: Option<String> = None;
+    // --key-median, --key-stddev.
+    let (mut median, mut stddev): (Option<f64>, Option<f64>) = (None, None);
     let mut data_size: Option<String> = None;
     let mut run_count = 1u32;
     let mut percentiles = vec![50.0, 99.0, 99.9];
-    let (mut hide_histogram, mut cluster, mut randomize) = (false, false, false);
+    let (mut hide_histogram, mut cluster, mut randomize, mut show_config) = (false, false, false, false);
     let (mut out_file, mut json_out_file) = (None, None);
     let mut commands: Vec<Command> = Vec::new();
     let mut pipeline = 1u64;
@@ -456,7 +529,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
                     protocol = v.to_string();
                     out.push("-3".into());
                 }
-                _ => return refuse("protocol", &format!("'{v}': respbench speaks RESP (redis, resp2, resp3)")),
+                _ => {
+                    return refuse("protocol", &format!("'{v}': respbench speaks RESP (redis, resp2, resp3)"))
+                }
             },
             "tls" => {
                 tls = true;
@@ -509,9 +584,14 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "distinct-client-seed" => {}
             "randomize" => randomize = true,
             "run-count" => {
-                run_count = u32::try_from(positive(name, v)?).ok().filter(|&n| n <= 1000).ok_or_else(|| {
-                    MemtierError::BadValue { option: "--run-count".into(), value: v.into(), why: "at most 1000".into() }
-                })?
+                run_count =
+                    u32::try_from(positive(name, v)?).ok().filter(|&n| n <= 1000).ok_or_else(|| {
+                        MemtierError::BadValue {
+                            option: "--run-count".into(),
+                            value: v.into(),
+                            why: "at most 1000".into(),
+                        }
+                    })?
             }
             "print-percentiles" => {
                 percentiles = v
@@ -532,15 +612,17 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "clients-start" => staircase.0 = Some(positive(name, v)?),
             "clients-step" => staircase.1 = Some(positive(name, v)?),
             "step-duration" => staircase.2 = Some(positive(name, v)?),
+            "show-config" => show_config = true,
             "help" | "version" => return refuse(name, "run 'respbench --help' for respbench's own options"),
             // respbench's values are always pseudo-random (redis-benchmark's payload), made once
             // as memtier makes its -R buffer once: see the README.
             "random-data" => {}
-            "key-stddev" | "key-median" => {
-                return refuse(name, "respbench's gaussian keys have the median in the middle and a sixth of the range as deviation (memtier's defaults)")
-            }
+            "key-median" => median = Some(above_zero(name, v)?),
+            "key-stddev" => stddev = Some(above_zero(name, v)?),
             "data-size-pattern" => return refuse(name, "respbench draws each value's size at random (R)"),
-            "command-stats-breakdown" => return refuse(name, "rows are per command name (memtier's default)"),
+            "command-stats-breakdown" => {
+                return refuse(name, "rows are per command name (memtier's default)")
+            }
             other => return refuse(other, "not implemented"),
         }
     }
@@ -635,38 +717,63 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     }
     let pcts: Vec<String> = percentiles.iter().map(|p| p.to_string()).collect();
     push(&mut out, "--print-percentiles", &pcts.join(","));
+    let normal = normal_keys(&key_pattern, median, stddev, key_min, key_max)?;
     let key = format!("{key_prefix}__rand_int__");
     let zipf = zipf_exp.as_deref();
     let mut rows = Vec::new();
     let ratio_rows = commands.is_empty();
     if ratio_rows {
         if sets > 0 {
-            let dist = key_dist("key-pattern", set_pattern, zipf)?;
+            let dist = key_dist("key-pattern", set_pattern, zipf, normal, key_min)?;
             push(&mut out, "--mix-command", &format!("{sets}@{dist}/{keys} SET {key} __data__"));
             rows.push("Sets".to_string());
         }
         if gets > 0 {
-            let dist = key_dist("key-pattern", get_pattern, zipf)?;
+            let dist = key_dist("key-pattern", get_pattern, zipf, normal, key_min)?;
             push(&mut out, "--mix-command", &format!("{gets}@{dist}/{keys} GET {key}"));
             rows.push("Gets".to_string());
         }
     } else {
         for c in &commands {
-            let dist = key_dist("command-key-pattern", &c.pattern, zipf)?;
+            let dist = key_dist("command-key-pattern", &c.pattern, zipf, normal, key_min)?;
             let words: Vec<String> = c.words.iter().map(|w| w.replace("__key__", &key)).collect();
             push(&mut out, "--mix-command", &format!("{}@{dist}/{keys} {}", c.ratio, words.join(" ")));
             rows.push(row_name(&c.words[0]));
         }
     }
-    use ConfigValue::{Number, Text};
+    use ConfigValue::{Float, Null, Number, Text};
     let flag = |b: bool| Text(if b { "true" } else { "false" }.into());
+    // The value last given to an option, as memtier keeps the last.
+    let last = |n: &str| opts.iter().rev().find(|(k, _)| *k == n).map(|(_, v)| v.as_deref().unwrap_or(""));
+    let text = |n: &str| last(n).map_or(Null, |v| Text(v.to_string()));
+    let given = |n: &str| flag(last(n).is_some());
+    let whole = |n: &str| Number(last(n).and_then(|v| v.trim().parse().ok()).unwrap_or(0));
+    let float = |n: &str| Float(last(n).and_then(|v| v.trim().parse().ok()).unwrap_or(0.0));
+    let range = |n: &str, sep: &str| Text(last(n).map_or(format!("0{sep}0"), |v| v.replace(['-', ':'], sep)));
+    let family = match (last("ipv4"), last("ipv6")) {
+        (Some(_), _) => "AF_INET",
+        (_, Some(_)) => "AF_INET6",
+        _ => "Unspecified",
+    };
+    // memtier's `configuration`, every key in its order (memtier_benchmark.cpp's
+    // config_print_to_json); the password is not written.
     config.extend([
         ("server", Text(server)),
         ("port", Number(port)),
+        ("uri", Text(last("uri").unwrap_or("").to_string())),
+        ("unix socket", text("unix-socket")),
+        ("address family", Text(family.into())),
         ("protocol", Text(protocol)),
-        ("out_file", Text(out_file.clone().unwrap_or_else(|| "-".into()))),
+        ("out_file", out_file.clone().map_or(Null, Text)),
         ("tls", flag(tls)),
+        ("cert", text("cert")),
+        ("key", text("key")),
+        ("cacert", text("cacert")),
+        ("tls_skip_verify", given("tls-skip-verify")),
+        ("sni", text("sni")),
+        ("client_stats", text("client-stats")),
         ("run_count", Number(u64::from(run_count))),
+        ("debug", Number(0)),
         ("requests", Number(requests.unwrap_or(0))),
         ("rate_limit", Number(rate.unwrap_or(0))),
         ("clients", Number(clients)),
@@ -675,11 +782,43 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
         ("ratio", Text(format!("{sets}:{gets}"))),
         ("pipeline", Number(pipeline)),
         ("data_size", Number(data_size.as_deref().map_or(Some(32), |d| d.parse().ok()).unwrap_or(0))),
+        ("data_offset", whole("data-offset")),
+        ("random_data", given("random-data")),
+        ("data_size_range", range("data-size-range", ":")),
+        ("data_size_list", Text(last("data-size-list").unwrap_or("").to_string())),
+        ("data_size_pattern", Text(last("data-size-pattern").unwrap_or("R").to_string())),
+        ("expiry_range", range("expiry-range", ":")),
+        ("data_import", text("data-import")),
+        ("data_verify", given("data-verify")),
+        ("verify_only", given("verify-only")),
+        ("generate_keys", given("generate-keys")),
         ("key_prefix", Text(key_prefix)),
         ("key_minimum", Number(key_min)),
         ("key_maximum", Number(key_max)),
         ("key_pattern", Text(key_pattern.clone())),
+        ("key_stddev", float("key-stddev")),
+        ("key_median", float("key-median")),
+        ("key_zipf_exp", float("key-zipf-exp")),
+        ("reconnect_interval", whole("reconnect-interval")),
+        ("connection_timeout", whole("connection-timeout")),
+        ("thread_conn_start_min_jitter_micros", whole("thread-conn-start-min-jitter-micros")),
+        ("thread_conn_start_max_jitter_micros", whole("thread-conn-start-max-jitter-micros")),
+        ("multi_key_get", whole("multi-key-get")),
+        ("authenticate", Text(last("authenticate").map_or("", |_| "(not shown)").to_string())),
+        ("select-db", whole("select-db")),
+        ("no-expiry", given("no-expiry")),
+        ("wait-ratio", range("wait-ratio", ":")),
+        ("num-slaves", range("num-slaves", ":")),
+        ("wait-timeout", range("wait-timeout", "-")),
+        ("print-all-runs", given("print-all-runs")),
     ]);
+    if let (Some(start), Some(step), Some(every)) = staircase {
+        config.extend([
+            ("clients_start", Number(start)),
+            ("clients_step", Number(step)),
+            ("step_duration", Number(every)),
+        ]);
+    }
     Ok(Translated {
         args: out,
         memtier: Memtier {
@@ -696,6 +835,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             ratio_rows,
             cluster,
             configuration: config,
+            show_config,
         },
     })
 }
@@ -762,7 +902,7 @@ mod tests {
         let tr = t("-n allkeys --key-pattern P:P --ratio 1:0 --key-minimum 1 --key-maximum 5000 -c 50 -t 2")
             .unwrap();
         assert_eq!(opt(&tr, "-n"), Some("5000"));
-        assert_eq!(mix(&tr), ["1@sequential/5000 SET memtier-__rand_int__ __data__"]);
+        assert_eq!(mix(&tr), ["1@sequential:1/5000 SET memtier-__rand_int__ __data__"]);
         assert_eq!(tr.memtier.rows, ["Sets"]);
         // memtier's own count per client: the range over the clients, plus one.
         assert_eq!(tr.memtier.requests, Some(4999 / 100 + 1));
@@ -797,6 +937,33 @@ mod tests {
         assert!(!tr.memtier.ratio_rows);
         assert_eq!((opt(&tr, "--user"), opt(&tr, "-a")), (Some("alice"), Some("s3cret")));
         assert!(tr.args.iter().any(|a| a == "-3"));
+    }
+
+    #[test]
+    fn key_median_and_stddev_centre_the_gaussian_keys() {
+        let tr = t("--key-pattern G:G --key-minimum 100 --key-maximum 1099 --key-median 600 --key-stddev 25")
+            .unwrap();
+        // Key numbers run from 0 at --key-minimum: memtier's key 600 is respbench's 500.
+        assert_eq!(
+            mix(&tr),
+            [
+                "1@gaussian:500:25/1000 SET memtier-__rand_int__ __data__",
+                "10@gaussian:500:25/1000 GET memtier-__rand_int__"
+            ]
+        );
+        // One given: memtier's default for the other (the middle, a sixth of the range).
+        let tr = t("--key-pattern R:G --key-maximum 600 --key-stddev 10").unwrap();
+        assert_eq!(mix(&tr)[1], "10@gaussian:300.5:10/601 GET memtier-__rand_int__");
+        assert_eq!(mix(&tr)[0], "1@uniform/601 SET memtier-__rand_int__ __data__");
+        for (line, named) in [
+            ("--key-median 5", "--key-median"),
+            ("--key-pattern G:G --key-maximum 100 --key-median 500", "--key-median"),
+            ("--key-pattern G:G --key-stddev 0", "--key-stddev"),
+            ("--key-pattern G:G --key-stddev 0.1", "--key-stddev"),
+        ] {
+            let e = t(line).unwrap_err().to_string();
+            assert!(e.contains(named), "{line}: {e}");
+        }
     }
 
     #[test]

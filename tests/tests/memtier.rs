@@ -32,6 +32,63 @@ const ROW_FIELDS: [&str; 17] = [
     "Percentile Latencies",
 ];
 
+/// memtier's `configuration` keys, from a run of memtier_benchmark 2.x without `--clients-start`.
+const CONFIG_KEYS: [&str; 53] = [
+    "server",
+    "port",
+    "uri",
+    "unix socket",
+    "address family",
+    "protocol",
+    "out_file",
+    "tls",
+    "cert",
+    "key",
+    "cacert",
+    "tls_skip_verify",
+    "sni",
+    "client_stats",
+    "run_count",
+    "debug",
+    "requests",
+    "rate_limit",
+    "clients",
+    "threads",
+    "test_time",
+    "ratio",
+    "pipeline",
+    "data_size",
+    "data_offset",
+    "random_data",
+    "data_size_range",
+    "data_size_list",
+    "data_size_pattern",
+    "expiry_range",
+    "data_import",
+    "data_verify",
+    "verify_only",
+    "generate_keys",
+    "key_prefix",
+    "key_minimum",
+    "key_maximum",
+    "key_pattern",
+    "key_stddev",
+    "key_median",
+    "key_zipf_exp",
+    "reconnect_interval",
+    "connection_timeout",
+    "thread_conn_start_min_jitter_micros",
+    "thread_conn_start_max_jitter_micros",
+    "multi_key_get",
+    "authenticate",
+    "select-db",
+    "no-expiry",
+    "wait-ratio",
+    "num-slaves",
+    "wait-timeout",
+    "print-all-runs",
+];
+
 fn read(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let _ = std::fs::remove_file(path);
@@ -110,7 +167,11 @@ fn ratio_counts_are_the_servers_in_memtiers_json() {
     );
     for row in ["Sets", "Gets", "Waits", "Totals"] {
         assert_eq!(keys(&all[row]), sorted(&ROW_FIELDS), "{row}");
-        assert_eq!(keys(&all[row]["Percentile Latencies"]), sorted(&["p50.00", "p99.00", "p99.90"]), "{row}");
+        let pcts = &all[row]["Percentile Latencies"];
+        assert_eq!(keys(pcts), sorted(&["p50.00", "p99.00", "p99.90", "Histogram log format"]), "{row}");
+        // HdrHistogram's V2 deflate encoding in base64, as memtier's: its cookie reads HISTF.
+        let hist = pcts["Histogram log format"]["Compressed Histogram"].as_str().unwrap_or_default();
+        assert!(hist.starts_with("HISTFAAA"), "{row}: {hist}");
     }
     assert_eq!(all["Totals"]["Count"], 1000);
     assert_eq!(all["Sets"]["Count"], sets);
@@ -121,6 +182,9 @@ fn ratio_counts_are_the_servers_in_memtiers_json() {
     assert!(misses > 0.0 && misses <= all["Gets"]["Ops/sec"].as_f64().unwrap() + 0.01, "{}", all["Totals"]);
     let step = &all["GET"][0];
     assert!(step["<=msec"].is_number() && step["percent"].is_number(), "{step}");
+    assert_eq!(keys(&doc["configuration"]), sorted(&CONFIG_KEYS));
+    assert_eq!(doc["configuration"]["out_file"], Value::Null);
+    assert_eq!(doc["configuration"]["key_stddev"], 0.0);
     assert_eq!(doc["configuration"]["clients"], 5);
     assert_eq!(doc["configuration"]["ratio"], "1:10");
     // respbench's own figures under a key of its own: the run's exact count.
@@ -162,6 +226,87 @@ fn allkeys_with_parallel_keys_writes_each_key_once() {
     assert_eq!(server.command_calls("get"), 0);
 }
 
+/// `--key-pattern G:G --key-median --key-stddev`: the keys the server holds are around the
+/// median (numbered from 0 at `--key-minimum`, as respbench names memtier's keys), none farther
+/// than 10 deviations, and the SETs are the count asked.
+#[test]
+fn key_median_and_stddev_place_the_keys() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let args = [
+        "-p",
+        &port,
+        "--ratio",
+        "1:0",
+        "-n",
+        "300",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--key-pattern",
+        "G:G",
+        "--key-minimum",
+        "100",
+        "--key-maximum",
+        "100099",
+        "--key-median",
+        "50100",
+        "--key-stddev",
+        "10",
+        "--key-prefix",
+        "k:",
+        "--hide-histogram",
+    ];
+    let out = memtier(&respbench(), &args);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("set"), 300);
+    let keys = server.cli(&["--scan", "--pattern", "k:*"]);
+    let numbers: Vec<u64> =
+        keys.lines().map(|k| k.trim_start_matches("k:").parse().unwrap_or_else(|_| panic!("{k}"))).collect();
+    assert!(numbers.len() > 20, "300 draws of sd 10 hit more than 20 keys: {}", numbers.len());
+    assert!(numbers.iter().all(|n| (49_900..=50_100).contains(n)), "{numbers:?}");
+    let mean = numbers.iter().sum::<u64>() as f64 / numbers.len() as f64;
+    assert!((mean - 50_000.0).abs() < 5.0, "distinct keys' mean {mean}");
+}
+
+/// A suite's preload (redis-benchmarks-specification's stream-100Kentries-pel-xack, shrunk):
+/// `XADD stream-key __key__-0` with `--command-key-pattern P` from `--key-minimum 1` makes the
+/// IDs 1-0 to 1000-0 in order, as memtier's keys count from `--key-minimum` (an ID 0-0 is
+/// refused by the server).
+#[test]
+fn sequential_keys_start_at_the_key_minimum() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let args = [
+        "-p",
+        &port,
+        "--data-size",
+        "10",
+        "--command",
+        "XADD stream-key __key__-0 field __data__",
+        "--command-key-pattern=P",
+        "--key-minimum=1",
+        "--key-maximum=1000",
+        "--key-prefix=",
+        "-n",
+        "1000",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--hide-histogram",
+    ];
+    let out = memtier(&respbench(), &args);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("xadd"), 1000);
+    assert_eq!(server.cli(&["xlen", "stream-key"]).trim(), "1000");
+    let first = server.cli(&["xrange", "stream-key", "-", "+", "COUNT", "1"]);
+    let last = server.cli(&["xrevrange", "stream-key", "+", "-", "COUNT", "1"]);
+    assert_eq!(first.lines().next(), Some("1-0"), "{first}");
+    assert_eq!(last.lines().next(), Some("1000-0"), "{last}");
+}
+
 /// The stdout table: the run's shape, `ALL STATS` and its rule, memtier's column titles and
 /// widths, a row per command and `Totals`; the distribution unless `--hide-histogram`;
 /// `--print-percentiles` chooses the columns.
@@ -200,6 +345,9 @@ fn the_table_has_memtiers_shape() {
         out.dump()
     );
     assert!(lines.iter().any(|l| l.starts_with("SET ")) && lines.iter().any(|l| l.starts_with("GET ")));
+    // No WAIT was sent: its distribution is C hdr_histogram's one step of an empty histogram,
+    // the last line, after GET's `---`.
+    assert_eq!(lines[lines.len() - 2..], ["---", "WAIT      0.000      100.000"], "{}", out.dump());
     let mut hidden = args.to_vec();
     hidden.extend(["--hide-histogram", "--print-percentiles", "50,99.99"]);
     let out = memtier(&respbench(), &hidden);

@@ -120,11 +120,21 @@ fn row(m: &Memtier, f: &Figures, time_serie: J, moved_ask: Option<(f64, f64)>, c
                 m.percentiles
                     .iter()
                     .map(|&p| field(&percentile_key(p, 3), num(f.percentile_ms(p), 3)))
+                    .chain([field(
+                        "Histogram log format",
+                        J::Obj(vec![field("Compressed Histogram", J::Str(compressed(f)))]),
+                    )])
                     .collect(),
             ),
         ),
     ]);
     J::Obj(o)
+}
+
+/// The row's latencies as memtier's `Compressed Histogram`: HdrHistogram's V2 deflate encoding
+/// in base64, in microseconds as memtier records them (empty if it cannot be encoded).
+fn compressed(f: &Figures) -> String {
+    crate::codec::encode_histogram(&f.latency).unwrap_or_default()
 }
 
 /// The run's seconds (kept for the total only): memtier's `Time-Serie`, keyed by the second.
@@ -206,6 +216,8 @@ fn configuration(m: &Memtier) -> J {
                     match v {
                         ConfigValue::Number(n) => int(*n),
                         ConfigValue::Text(t) => J::Str(t.clone()),
+                        ConfigValue::Float(x) => num(*x, 6),
+                        ConfigValue::Null => J::Num("null".into()),
                     },
                 )
             })
@@ -267,5 +279,21 @@ mod tests {
         assert_eq!(percentile_key(99.99, 3), "p99.99");
         assert_eq!(percentile_key(100.0, 3), "p100.0");
         assert_eq!(percentile_key(50.0, 2), "p50.00");
+    }
+
+    #[test]
+    fn the_compressed_histogram_is_memtiers_encoding() {
+        // memtier_benchmark 2.x's `Compressed Histogram` of 800 requests (microseconds, 8 to
+        // 263), read by the codec that writes respbench's.
+        let theirs =
+            "HISTFAAAADl4nJNpmSzMwMAgyQABTFCaC0QoH3ZjsP8AEWAUW8Z4jO0Esx8bEwcjCyMLCzMLJxMzEzcLAOE/Bq4=";
+        let h = crate::codec::decode_histogram(theirs).unwrap();
+        assert_eq!(h.len(), 800);
+        assert_eq!((h.min(), h.max()), (8, 263));
+        let mut f = super::super::Figures::empty(1.0).unwrap();
+        f.latency.record_n(120, 3).unwrap();
+        let ours = crate::codec::decode_histogram(&compressed(&f)).unwrap();
+        assert!(compressed(&f).starts_with("HISTFAAA"));
+        assert_eq!((ours.len(), ours.max()), (3, f.latency.max()));
     }
 }

@@ -4,6 +4,7 @@
 //! formats, fed from the session's typed results. Counts are respbench's exact ones (what the
 //! server executed); respbench's own figures for the run go under a `"respbench"` key.
 
+pub mod config;
 pub mod json;
 pub mod table;
 
@@ -303,7 +304,8 @@ pub fn check_outputs(m: &Memtier) -> Result<(), Error> {
 pub fn write(m: &Memtier, results: &[TestResult], interrupted: bool, epoch_us: u64) -> Result<(), Error> {
     let runs = runs(m, results)?;
     let sections = sections(m, &runs)?;
-    let mut text = table::header(m);
+    let mut text = if m.show_config { config::text(m) } else { String::new() };
+    text.push_str(&table::header(m));
     for (title, s) in &sections {
         text.push_str(&table::section(m, title, s.run()));
     }

@@ -195,8 +195,9 @@ pub fn distribution_groups<'r>(run: &'r Run<'_>) -> Vec<(String, &'r Figures)> {
 /// The distribution's steps: (latency at most, in ms; the percentage of requests at or
 /// below), by memtier's percentile iteration.
 pub fn steps(f: &Figures) -> Vec<(f64, f64)> {
+    // C hdr_histogram's percentile iteration of an empty histogram gives one step: 0 at 100%.
     if f.latency.is_empty() {
-        return Vec::new();
+        return vec![(0.0, 100.0)];
     }
     f.latency
         .iter_quantiles(GRANULARITY)
