@@ -7,7 +7,7 @@ use respbench_core::Outcome;
 use respbench_driver::TestRun;
 
 use crate::config::{Backend, Config};
-use crate::Error;
+use crate::error::Error;
 
 /// Runs `run` on `backend` to its end.
 pub(crate) fn run_backend(

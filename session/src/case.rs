@@ -11,10 +11,10 @@ use respbench_core::{Mix, Stats};
 
 use crate::config::{Backend, Config};
 use crate::cpu::ClientCpu;
+use crate::error::Error;
 use crate::input::ReadError;
 use crate::result::{command_text, TestResult};
 use crate::stop::StopHandle;
-use crate::Error;
 
 /// One test of the run: a request (or a mix of them) and how it is titled.
 pub struct Case {

@@ -18,9 +18,9 @@ use respbench_core::delivery::{Delivery, Received, Subscriber, Waits};
 use respbench_core::plan::Backoff;
 use respbench_core::{Stats, Time};
 
+use crate::error::Error;
 use crate::error::SubscriberError;
 use crate::server::{Conn, Polled, Server};
-use crate::Error;
 
 /// How long a wait lasts before the thread looks whether it should stop.
 const NAP: Duration = Duration::from_millis(20);

@@ -11,12 +11,13 @@ use respbench_driver::Tls;
 use crate::case::{cases, preload_case, Case, PRELOAD_PIPELINE};
 use crate::config::StartAt;
 use crate::config::{Config, OpenLoopConfig, Replicas, Step};
+use crate::error::Error;
 use crate::observer::{retitled, BackendRun, Observer, StepDone, StopHandle};
 use crate::result::{StepValues, TestResult, Warning, WarningKind};
 use crate::routing::Multi;
 use crate::run::{run_test, Against};
 use crate::server::{self, Server, ServerInfo};
-use crate::{backend, limits, probe, routing, verdict, Error};
+use crate::{backend, limits, probe, routing, verdict};
 
 pub mod ab;
 mod search;

@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 use respbench_core::Time;
 use respbench_driver::Progress;
 
+use crate::error::Error;
 use crate::event::{Action, AtNode, Events, Fired, NodeReply, Outcome};
 use crate::result::EventResult;
 use crate::routing::Multi;
 use crate::server::{self, Conn, Server};
-use crate::Error;
 
 /// How long the thread sleeps at most before it looks whether the test ended.
 const NAP: Duration = Duration::from_millis(20);

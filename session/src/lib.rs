@@ -15,7 +15,7 @@ pub mod config;
 pub mod cpu;
 mod deliver;
 mod engine;
-mod error;
+pub mod error;
 pub mod event;
 mod fire;
 pub mod input;

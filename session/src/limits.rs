@@ -1,7 +1,7 @@
 //! The machine's limits a run is checked against before it connects: open files (`-c 10000`
 //! needs 10000 sockets, more than the usual soft limit of 1024) and memory (`-d` × `-c`).
 
-use crate::Error;
+use crate::error::Error;
 
 /// File descriptors a run needs besides its connections and event loops: stdio, the startup
 /// connection, smol's reactor, a `--json` file, and some left for whatever else is open.

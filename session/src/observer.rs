@@ -11,10 +11,10 @@ use respbench_core::{ConnError, Time};
 
 use crate::case::Case;
 use crate::config::{Config, Step};
+use crate::error::Error;
 use crate::result::TestResult;
 use crate::routing::Multi;
 pub use crate::stop::StopHandle;
-use crate::Error;
 
 /// The live figures of the test running, as often as the session looks (every 20 ms).
 #[derive(Clone, Copy, Debug)]

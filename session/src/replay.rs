@@ -22,8 +22,8 @@ use respbench_core::replay::{
 };
 use respbench_core::Time;
 
+use crate::error::Error;
 pub use crate::replayed::{capture_settings, settings, CaptureSettings, Figures, Settings, Skipped};
-use crate::Error;
 
 /// How many commands of their own the busiest commands get in the report; the rest are
 /// counted together.

@@ -10,13 +10,13 @@ use respbench_core::template::Template;
 use respbench_core::{Handshake, Stats};
 
 use crate::config::{Config, Rfr};
+use crate::error::Error;
 /// Why commands cannot be routed over the nodes: defined beside the session's [`Error`], which
 /// wraps it, and named here, where the routes are found.
 pub use crate::error::RoutingError;
 use crate::result::NodeInfo;
 use crate::server::{Conn, Server};
 use crate::topology::{self, Topology};
-use crate::Error;
 
 /// What every test of a run over several nodes shares: the nodes and the routes of the
 /// commands the server had to be asked about.

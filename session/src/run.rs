@@ -16,11 +16,12 @@ use crate::backend::run_backend;
 use crate::case::Case;
 use crate::config::{Backend, Config};
 use crate::cpu::ClientCpu;
+use crate::error::Error;
 use crate::observer::{retitled, Goal, LiveTest, Observer, StopHandle, Tick};
 use crate::result::{EventResult, NodeInfo};
 use crate::routing::Multi;
+use crate::server;
 use crate::timing::ClientPauses;
-use crate::{server, Error};
 
 /// How often `-I` looks at its connections.
 const IDLE_EVERY: Duration = Duration::from_millis(250);

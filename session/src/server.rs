@@ -16,7 +16,7 @@ use respbench_driver::Target;
 use respbench_driver::Tls;
 
 use crate::config::Config;
-/// Why the startup connection failed: defined beside the session's [`crate::Error`], which wraps
+/// Why the startup connection failed: defined beside the session's [`crate::error::Error`], which wraps
 /// it, and named here, where the connection that fails with it is.
 pub use crate::error::StartupError;
 
@@ -597,9 +597,10 @@ pub fn startup(server: &Server) -> Result<Startup, StartupError> {
 }
 
 /// `FUNCTION LOAD REPLACE lib` on a connection of its own (`-t fcall`'s library).
-pub fn load_library(server: &Server, lib: &[u8]) -> Result<(), crate::Error> {
-    let refused =
-        |why: String| crate::Error::Tests(format!("-t fcall: FUNCTION LOAD of its library failed: {why}"));
+pub fn load_library(server: &Server, lib: &[u8]) -> Result<(), crate::error::Error> {
+    let refused = |why: String| {
+        crate::error::Error::Tests(format!("-t fcall: FUNCTION LOAD of its library failed: {why}"))
+    };
     let mut c = Conn::authenticated(server).map_err(|e| refused(e.message))?;
     match c.command(&[b"FUNCTION", b"LOAD", b"REPLACE", lib]).map_err(|e| refused(e.message))? {
         Value::Error(e) | Value::BulkError(e) => Err(refused(text(&e))),

@@ -7,10 +7,10 @@ use respbench_driver::Tls;
 
 use super::{Ended, Finished, Session};
 use crate::config::Config;
+use crate::error::Error;
 use crate::observer::{Observer, StopHandle};
 use crate::result::{Side, StepValues};
 use crate::sides::{plain, sided};
-use crate::Error;
 
 /// The run the options ask for: one [`Session`], or with `--ab` one per target.
 pub struct Pair {

@@ -9,10 +9,10 @@ use super::{Ended, Session};
 use crate::capacity::Found;
 use crate::case::Case;
 use crate::config::StartAt;
+use crate::error::Error;
 use crate::observer::{Observer, StepDone};
 use crate::result::TestResult;
 use crate::slo::{measure, step_slot, Next, Search};
-use crate::Error;
 
 impl Session {
     /// Runs the capacity search of one case. `Some(end)` when the run must stop here.
