@@ -27,6 +27,9 @@ use signals::exit_interrupted;
 
 fn main() -> ExitCode {
     let mut args = args::collect();
+    respbench_report::files::on_waiting(|p| {
+        say!("{}: a FIFO that no process reads: waiting for a reader", p.display())
+    });
     // memtier_benchmark's command line, read into respbench's options (session's memtier).
     let memtier = match respbench_session::memtier::dialect(&args).map(respbench_session::memtier::translate)
     {
@@ -152,7 +155,15 @@ fn run(
     let stop = signals::install(written_at_end(cfg))?;
     if let Some(c) = &cfg.capture {
         let server = respbench_session::server::Server::new(cfg, tls);
-        respbench_report::capture::run(cfg, c, server, &stop, &mut std::io::stdout())?;
+        let mut out = std::io::stdout();
+        writeln!(out, "{}", respbench_session::capture::COST_WARNING)?;
+        let conn = respbench_session::capture::connect(&server)?;
+        let shown = c.output.display().to_string();
+        let cannot = |e| format!("capture: cannot write {shown}: {e}");
+        let mut file = respbench_report::files::Streamed::create(&c.output).map_err(cannot)?;
+        let done = respbench_session::capture::run(cfg, c, conn, &stop, &mut file)?;
+        file.finish().map_err(cannot)?;
+        writeln!(out, "{}", done.line(&shown))?;
         return Ok(ExitCode::SUCCESS);
     }
     respbench_session::check_machine(cfg)?;

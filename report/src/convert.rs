@@ -781,7 +781,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         stats,
         nodes,
         warnings: Vec::new(),
-        replay: t.replay.as_ref().map(read_replay),
+        replay: t.replay.as_ref().map(|r| r.figures.clone()),
         side: t.side.as_deref().and_then(Side::of),
         // Not read back: merged runs do not carry them ([`TestResult::merge`]).
         server_time: None,
@@ -794,59 +794,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
 
 /// A replay's figures in the document.
 fn replay(f: &respbench_session::replay::Figures) -> doc::Replay {
-    doc::Replay {
-        file: f.file.clone(),
-        format: f.format.clone(),
-        speed: f.speed,
-        passes: f.passes,
-        clients: f.clients,
-        recorded_s: f.recorded_s,
-        sent: f.sent,
-        sent_on_time: f.sent_on_time,
-        on_time_share: f.on_time_share(),
-        selects_added: f.selects_added,
-        skipped: f
-            .skipped
-            .iter()
-            .map(|s| doc::SkippedCommand {
-                command: s.command.clone(),
-                reason: s.reason.clone(),
-                count: s.count,
-            })
-            .collect(),
-        malformed: f.malformed,
-        malformed_lines: f
-            .malformed_lines
-            .iter()
-            .map(|(line, reason)| doc::MalformedLine { line: *line, reason: reason.clone() })
-            .collect(),
-    }
-}
-
-/// A replay's figures read back.
-fn read_replay(r: &doc::Replay) -> respbench_session::replay::Figures {
-    respbench_session::replay::Figures {
-        file: r.file.clone(),
-        format: r.format.clone(),
-        speed: r.speed,
-        passes: r.passes,
-        clients: r.clients,
-        recorded_s: r.recorded_s,
-        sent: r.sent,
-        sent_on_time: r.sent_on_time,
-        selects_added: r.selects_added,
-        skipped: r
-            .skipped
-            .iter()
-            .map(|s| respbench_session::replay::Skipped {
-                command: s.command.clone(),
-                reason: s.reason.clone(),
-                count: s.count,
-            })
-            .collect(),
-        malformed: r.malformed,
-        malformed_lines: r.malformed_lines.iter().map(|m| (m.line, m.reason.clone())).collect(),
-    }
+    doc::Replay { figures: f.clone(), on_time_share: f.on_time_share() }
 }
 
 /// A test read back must hold what its counts say: its latency histogram one value per reply

@@ -526,59 +526,15 @@ pub struct RampStep {
 }
 
 /// A replay's figures: the capture, what was sent and how close to its recorded instant, and
-/// what was not replayed.
+/// what was not replayed, as the session keeps them (docs/json.md names each field).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Replay {
-    /// The capture file.
-    pub file: String,
-    /// `monitor` or `capture`.
-    pub format: String,
-    /// `--speed`.
-    pub speed: f64,
-    /// `--replay-loop`.
-    pub passes: u64,
-    /// The connections: one per original client (this worker's share).
-    pub clients: u64,
-    /// The capture's span, first command to last, in seconds, as played at `--speed 1`: a step
-    /// backwards in the recorded instants is no gap, a gap over 10 s is 10 s.
-    pub recorded_s: f64,
-    /// Commands sent.
-    pub sent: u64,
-    /// Of those, sent within 1 ms of their recorded instant.
-    pub sent_on_time: u64,
+    /// The session's figures, their fields at this level.
+    #[serde(flatten)]
+    pub figures: respbench_session::replay::Figures,
     /// `sent_on_time / sent`.
     pub on_time_share: f64,
-    /// SELECTs added before commands recorded in another db than their connection's.
-    pub selects_added: u64,
-    /// The commands not replayed, by name.
-    pub skipped: Vec<SkippedCommand>,
-    /// Malformed lines (or records).
-    pub malformed: u64,
-    /// The first malformed lines.
-    pub malformed_lines: Vec<MalformedLine>,
-}
-
-/// Commands of one name that were not replayed.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct SkippedCommand {
-    /// The command.
-    pub command: String,
-    /// Why.
-    pub reason: String,
-    /// How many.
-    pub count: u64,
-}
-
-/// A line of the capture that could not be read.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct MalformedLine {
-    /// Its number, from 1.
-    pub line: u64,
-    /// What is wrong with it.
-    pub reason: String,
 }
 
 /// `server_time`: the server's execution time for the test's calls.

@@ -24,7 +24,7 @@ use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// How many random names are tried before giving up (each taken one is a collision of 64
 /// random bits, or names planted by someone guessing them).
@@ -32,6 +32,17 @@ const ATTEMPTS: usize = 16;
 
 /// The temporary files made and not yet renamed or removed, for [`remove_unfinished`].
 static UNFINISHED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Who is told that an output's open waits for a FIFO's reader ([`on_waiting`]).
+static WAITING: OnceLock<fn(&Path)> = OnceLock::new();
+
+/// Registers `notice`, called with the path when an output opens a FIFO that no process reads,
+/// before the open waits for a reader, so that a run that would wait can say why rather than seem
+/// to hang. The binary registers one that says so on stderr; the library says nothing itself,
+/// and without a registration nothing is said. The first registration holds.
+pub fn on_waiting(notice: fn(&Path)) {
+    let _ = WAITING.set(notice);
+}
 
 fn unfinished() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
     UNFINISHED.lock().unwrap_or_else(|e| e.into_inner())
@@ -208,7 +219,9 @@ fn open_in_place(target: &Path, how: Target, nofollow: bool) -> io::Result<Optio
             let file = match open(libc::O_NONBLOCK) {
                 Ok(file) => blocking(file)?,
                 Err(e) if e.raw_os_error() == Some(libc::ENXIO) && is_fifo(target) => {
-                    crate::say!("{}: a FIFO that no process reads: waiting for a reader", target.display());
+                    if let Some(notice) = WAITING.get() {
+                        notice(target);
+                    }
                     open(0)?
                 }
                 Err(e) => return Err(e),

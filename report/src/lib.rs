@@ -13,7 +13,6 @@
 #![cfg_attr(not(test), deny(clippy::print_stderr))]
 
 pub mod capacity;
-pub mod capture;
 pub mod codec;
 pub mod compare;
 pub mod convert;

@@ -48,7 +48,7 @@ pub fn run(opts: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
     let workers = match check_parts(&opts.files, &docs) {
         Ok(w) => w,
         Err(e) if opts.force => {
-            mixture.push(e);
+            mixture.push(e.to_string());
             None
         }
         Err(e) => return Err(Error::Refused(format!("{e}{force_hint}"))),
@@ -255,7 +255,7 @@ pub(crate) fn config_value(doc: &Document) -> Value {
 /// of one run: each index from 0 to N-1 once, and the same `config` but for the worker's part
 /// and the seed (each worker's clock seeds its own without `--seed`). The count of workers, or
 /// `None` for whole runs.
-fn check_parts(files: &[String], docs: &[Document]) -> Result<Option<u64>, String> {
+fn check_parts(files: &[String], docs: &[Document]) -> Result<Option<u64>, Error> {
     let parts: Vec<Option<(u64, u64)>> = docs.iter().map(part_of).collect();
     let Some(first) = parts.iter().position(Option::is_some) else {
         return Ok(None);
@@ -315,7 +315,10 @@ fn check_parts(files: &[String], docs: &[Document]) -> Result<Option<u64>, Strin
     if problems.is_empty() {
         Ok(Some(count))
     } else {
-        Err(format!("these are not the {count} parts of one split run:\n  {}", problems.join("\n  ")))
+        Err(Error::Refused(format!(
+            "these are not the {count} parts of one split run:\n  {}",
+            problems.join("\n  ")
+        )))
     }
 }
 
@@ -615,7 +618,7 @@ mod tests {
     }
 
     fn check_parts_v(files: &[String], docs: &[Value]) -> Result<Option<u64>, String> {
-        check_parts(files, &typed(docs).unwrap())
+        check_parts(files, &typed(docs).unwrap()).map_err(|e| e.to_string())
     }
 
     fn check_repeats_v(files: &[String], docs: &[Value]) -> Vec<String> {

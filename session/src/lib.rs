@@ -10,6 +10,7 @@
 
 mod backend;
 pub mod capacity;
+pub mod capture;
 pub mod case;
 pub mod config;
 pub mod cpu;

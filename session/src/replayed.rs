@@ -86,8 +86,10 @@ pub fn capture_settings(
     Ok(Some(CaptureSettings { output: output.into(), max_commands }))
 }
 
-/// A replay's figures in its test's result.
-#[derive(Clone, Debug, PartialEq)]
+/// A replay's figures in its test's result; the `--json` document's `replay` carries them as
+/// they are (with the feature `serde`), beside their `on_time_share`.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(default))]
 pub struct Figures {
     /// The capture.
     pub file: String,
@@ -113,8 +115,31 @@ pub struct Figures {
     pub skipped: Vec<Skipped>,
     /// The malformed lines (or records), and the first of them by number.
     pub malformed: u64,
-    /// See `malformed`.
+    /// See `malformed`: (its number from 1, what is wrong with it), in the document
+    /// `{"line", "reason"}` each.
+    #[cfg_attr(feature = "serde", serde(with = "numbered"))]
     pub malformed_lines: Vec<(u64, String)>,
+}
+
+/// `malformed_lines` in the document: `{"line": N, "reason": "…"}` each.
+#[cfg(feature = "serde")]
+mod numbered {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Default, Serialize, Deserialize)]
+    #[serde(default)]
+    struct Line {
+        line: u64,
+        reason: String,
+    }
+
+    pub fn serialize<S: Serializer>(lines: &[(u64, String)], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(lines.iter().map(|(line, reason)| Line { line: *line, reason: reason.clone() }))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(u64, String)>, D::Error> {
+        Ok(Vec::<Line>::deserialize(d)?.into_iter().map(|l| (l.line, l.reason)).collect())
+    }
 }
 
 impl Figures {
@@ -129,7 +154,8 @@ impl Figures {
 }
 
 /// Commands of one name that were not replayed.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(default))]
 pub struct Skipped {
     /// The command.
     pub command: String,

@@ -187,8 +187,11 @@ fn full_test() -> Test {
         arrivals: Some(Arrivals::default()),
         reconnects: Some(Reconnects::default()),
         replay: Some(Replay {
-            skipped: vec![SkippedCommand::default()],
-            malformed_lines: vec![MalformedLine::default()],
+            figures: respbench_session::replay::Figures {
+                skipped: vec![Default::default()],
+                malformed_lines: vec![Default::default()],
+                ..Default::default()
+            },
             ..Replay::default()
         }),
         series: Some(vec![SecondEntry {
