@@ -4,10 +4,7 @@
 
 use std::io::{self, Write};
 
-use respbench_session::server::ServerInfo;
-
-use super::{report_failed, Event, Output, RunEnd};
-use crate::error::Error;
+use super::{Event, Layout, Report};
 use crate::text as report;
 
 /// The columns a run's CSV has besides redis-benchmark's.
@@ -27,28 +24,24 @@ pub struct Columns {
 pub struct Csv<W: Write> {
     out: W,
     columns: Columns,
-    /// Several backends side by side, in a test-name column this wide.
-    comparing: bool,
-    width: usize,
-    info: ServerInfo,
+    layout: Layout,
 }
 
 impl<W: Write> Csv<W> {
     /// The report to `out`, with `columns`.
     pub fn new(out: W, columns: Columns) -> Self {
-        Csv { out, columns, comparing: false, width: 0, info: ServerInfo::default() }
+        Csv { out, columns, layout: Layout::default() }
     }
+}
 
-    /// Writes what `ev` shows.
+impl<W: Write> Report for Csv<W> {
     fn write(&mut self, ev: &Event<'_>) -> io::Result<()> {
         let out = &mut self.out;
         match ev {
             Event::Begin(b) => {
-                self.info = b.info.clone();
-                self.comparing = b.backends.len() > 1;
-                self.width = b.width;
+                self.layout.begin(b);
                 let c = self.columns;
-                if self.comparing {
+                if self.layout.comparing {
                     report::write_compare_header(true, &b.backends, b.width, out)?;
                 } else if c.capacity {
                     writeln!(out, "{}", crate::capacity::CSV_HEADER)?;
@@ -64,10 +57,10 @@ impl<W: Write> Csv<W> {
                     )?;
                 }
             }
-            Event::Step(s) if self.comparing => s.write_side_by_side(true, self.width, out)?,
+            Event::Step(s) if self.layout.comparing => s.write_side_by_side(true, self.layout.width, out)?,
             Event::Step(s) => {
                 for (entry, title) in s.shown(true) {
-                    let r = s.report(entry, &title, &self.info);
+                    let r = s.report(entry, &title, &self.layout.info);
                     // Every row of an open-loop run has the extra columns, a mix's commands too.
                     let mut row = Vec::new();
                     let open = s.shape.open_loop.then_some(entry);
@@ -89,15 +82,9 @@ impl<W: Write> Csv<W> {
         }
         Ok(())
     }
-}
 
-impl<W: Write> Output for Csv<W> {
-    fn on(&mut self, ev: &Event<'_>) -> Result<(), Error> {
-        self.write(ev).map_err(report_failed)
-    }
-
-    fn finish(&mut self, _end: &RunEnd<'_>) -> Result<(), Error> {
-        self.out.flush().map_err(report_failed)
+    fn end(&mut self) -> io::Result<()> {
+        self.out.flush()
     }
 }
 

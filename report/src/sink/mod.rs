@@ -272,6 +272,72 @@ pub trait Output {
     }
 }
 
+/// What the sinks that show tests learn as the run begins: the server, and whether (and how
+/// wide) backends go side by side.
+#[derive(Default)]
+pub struct Layout {
+    /// The server's settings, for each report's header.
+    pub info: ServerInfo,
+    /// Several backends side by side.
+    pub comparing: bool,
+    /// The width of the test-name column in side-by-side tables.
+    pub width: usize,
+}
+
+impl Layout {
+    /// Learns `b`'s.
+    pub fn begin(&mut self, b: &Begin<'_>) {
+        *self = Layout { info: b.info.clone(), comparing: b.backends.len() > 1, width: b.width };
+    }
+
+    /// The text reports' start: learns `b`'s and, side by side, writes the table's header.
+    pub fn begin_text(&mut self, b: &Begin<'_>, out: &mut impl Write) -> io::Result<()> {
+        self.begin(b);
+        if self.comparing {
+            crate::text::write_compare_header(false, &b.backends, b.width, out)?;
+        }
+        Ok(())
+    }
+
+    /// The text reports' end: side by side, the table's legend (a failed write is let go, as
+    /// the report's last words); then `out` flushed.
+    pub fn end_text(&self, out: &mut impl Write) -> io::Result<()> {
+        if self.comparing {
+            let _ = crate::text::write_compare_footer(out);
+        }
+        out.flush()
+    }
+}
+
+/// The text reports' tables that close a sweep (its steps) and a capacity search (its steps, its
+/// answer and what capped it); nothing for another event.
+pub fn write_text_tables(ev: &Event<'_>, out: &mut impl Write) -> io::Result<()> {
+    match ev {
+        Event::Sweep(rows) => crate::text::write_sweep_table(rows, out),
+        Event::CapacityDone(found) => crate::capacity::write_report(found, out),
+        _ => Ok(()),
+    }
+}
+
+/// A report on stdout (verbose, `-q`, CSV): what it writes of each event and at the end. Its
+/// first failed write takes it out of the run, said as the report's ([`report_failed`]).
+pub trait Report {
+    /// Writes what `ev` shows.
+    fn write(&mut self, ev: &Event<'_>) -> io::Result<()>;
+    /// Writes what comes after the last test, and flushes.
+    fn end(&mut self) -> io::Result<()>;
+}
+
+impl<T: Report> Output for T {
+    fn on(&mut self, ev: &Event<'_>) -> Result<(), Error> {
+        self.write(ev).map_err(report_failed)
+    }
+
+    fn finish(&mut self, _end: &RunEnd<'_>) -> Result<(), Error> {
+        self.end().map_err(report_failed)
+    }
+}
+
 /// A clock for the outputs that read one (the progress line): the wall clock, or a test's.
 pub type Clock = Box<dyn FnMut() -> Instant>;
 

@@ -3,10 +3,7 @@
 
 use std::io::{self, Write};
 
-use respbench_session::server::ServerInfo;
-
-use super::{report_failed, Event, Output, RunEnd};
-use crate::error::Error;
+use super::{Event, Layout, Report};
 use crate::text as report;
 
 /// The quiet report.
@@ -14,31 +11,22 @@ pub struct Quiet<W: Write> {
     out: W,
     /// `--rps`' steps are summed up in a table, which stands for their lines.
     rate_table: bool,
-    /// Several backends side by side, in a test-name column this wide.
-    comparing: bool,
-    width: usize,
-    info: ServerInfo,
+    layout: Layout,
 }
 
 impl<W: Write> Quiet<W> {
     /// The report to `out`; `rate_table`: `--rps` (not `--rate`) sums up its steps in a table.
     pub fn new(out: W, rate_table: bool) -> Self {
-        Quiet { out, rate_table, comparing: false, width: 0, info: ServerInfo::default() }
+        Quiet { out, rate_table, layout: Layout::default() }
     }
+}
 
-    /// Writes what `ev` shows.
+impl<W: Write> Report for Quiet<W> {
     fn write(&mut self, ev: &Event<'_>) -> io::Result<()> {
         let out = &mut self.out;
         match ev {
-            Event::Begin(b) => {
-                self.info = b.info.clone();
-                self.comparing = b.backends.len() > 1;
-                self.width = b.width;
-                if self.comparing {
-                    report::write_compare_header(false, &b.backends, b.width, out)?;
-                }
-            }
-            Event::Step(s) if self.comparing => s.write_side_by_side(false, self.width, out)?,
+            Event::Begin(b) => self.layout.begin_text(b, out)?,
+            Event::Step(s) if self.layout.comparing => s.write_side_by_side(false, self.layout.width, out)?,
             Event::Step(s) if self.rate_table => {
                 for (entry, _) in s.shown(false) {
                     if s.shape.series {
@@ -55,7 +43,7 @@ impl<W: Write> Quiet<W> {
             }
             Event::Step(s) => {
                 for (k, (entry, title)) in s.shown(false).into_iter().enumerate() {
-                    let r = s.report(entry, &title, &self.info);
+                    let r = s.report(entry, &title, &self.layout.info);
                     let partial = s.partial.get(k).and_then(Option::as_deref);
                     report::write_quiet_marked(&r, partial, out)?;
                     report::write_replay(entry, true, out)?;
@@ -78,26 +66,16 @@ impl<W: Write> Quiet<W> {
                 // did not keep their schedule say so.
                 report::write_schedules_not_kept(steps, out)?;
             }
-            Event::Sweep(rows) => report::write_sweep_table(rows, out)?,
-            Event::CapacityDone(found) => crate::capacity::write_report(found, out)?,
-            _ => {}
+            _ => super::write_text_tables(ev, out)?,
         }
         Ok(())
     }
-}
 
-impl<W: Write> Output for Quiet<W> {
-    fn on(&mut self, ev: &Event<'_>) -> Result<(), Error> {
-        self.write(ev).map_err(report_failed)
-    }
-
-    fn finish(&mut self, _end: &RunEnd<'_>) -> Result<(), Error> {
-        if self.comparing {
-            let _ = report::write_compare_footer(&mut self.out);
-        } else if !self.rate_table {
+    fn end(&mut self) -> io::Result<()> {
+        if !self.layout.comparing && !self.rate_table {
             let _ = writeln!(self.out);
         }
-        self.out.flush().map_err(report_failed)
+        self.layout.end_text(&mut self.out)
     }
 }
 

@@ -4,11 +4,9 @@
 
 use std::io::{self, Write};
 
-use respbench_session::server::ServerInfo;
 use respbench_session::topology;
 
-use super::{report_failed, Event, Output, RunEnd};
-use crate::error::Error;
+use super::{Event, Layout, Report};
 use crate::text as report;
 
 /// The verbose report.
@@ -18,32 +16,22 @@ pub struct Verbose<W: Write> {
     stderr_tty: bool,
     /// `--rps`' steps are summed up in a table.
     rate_table: bool,
-    /// Several backends side by side, in a test-name column this wide.
-    comparing: bool,
-    width: usize,
-    /// The server's settings, for each report's header.
-    info: ServerInfo,
+    layout: Layout,
 }
 
 impl<W: Write> Verbose<W> {
     /// The report to `out`; `stderr_tty`: stderr shows what the run noticed (else `out` does);
     /// `rate_table`: `--rps` (not `--rate`) sums up its steps in a table.
     pub fn new(out: W, stderr_tty: bool, rate_table: bool) -> Self {
-        Verbose { out, stderr_tty, rate_table, comparing: false, width: 0, info: ServerInfo::default() }
+        Verbose { out, stderr_tty, rate_table, layout: Layout::default() }
     }
+}
 
-    /// Writes what `ev` shows.
+impl<W: Write> Report for Verbose<W> {
     fn write(&mut self, ev: &Event<'_>) -> io::Result<()> {
         let out = &mut self.out;
         match ev {
-            Event::Begin(b) => {
-                self.info = b.info.clone();
-                self.comparing = b.backends.len() > 1;
-                self.width = b.width;
-                if self.comparing {
-                    report::write_compare_header(false, &b.backends, b.width, out)?;
-                }
-            }
+            Event::Begin(b) => self.layout.begin_text(b, out)?,
             // As redis-benchmark prints its own warnings, on stdout.
             Event::Message(line) if !self.stderr_tty => writeln!(out, "{line}")?,
             Event::Nodes(m) => {
@@ -51,10 +39,10 @@ impl<W: Write> Verbose<W> {
                 writeln!(out, "{}", topology::describe(&m.topology))?;
                 writeln!(out, "{}\n", m.describe_keys())?;
             }
-            Event::Step(s) if self.comparing => s.write_side_by_side(false, self.width, out)?,
+            Event::Step(s) if self.layout.comparing => s.write_side_by_side(false, self.layout.width, out)?,
             Event::Step(s) => {
                 for (entry, title) in s.shown(false) {
-                    let r = s.report(entry, &title, &self.info);
+                    let r = s.report(entry, &title, &self.layout.info);
                     report::write_verbose(&r, out)?;
                     report::write_open_loop(entry, s.shape.poisson, out)?;
                     report::write_replay(entry, false, out)?;
@@ -75,24 +63,13 @@ impl<W: Write> Verbose<W> {
             Event::Rates { steps, poisson } if self.rate_table => {
                 report::write_rate_table(steps, *poisson, out)?
             }
-            Event::Sweep(rows) => report::write_sweep_table(rows, out)?,
-            Event::CapacityDone(found) => crate::capacity::write_report(found, out)?,
-            _ => {}
+            _ => super::write_text_tables(ev, out)?,
         }
         Ok(())
     }
-}
 
-impl<W: Write> Output for Verbose<W> {
-    fn on(&mut self, ev: &Event<'_>) -> Result<(), Error> {
-        self.write(ev).map_err(report_failed)
-    }
-
-    fn finish(&mut self, _end: &RunEnd<'_>) -> Result<(), Error> {
-        if self.comparing {
-            let _ = report::write_compare_footer(&mut self.out);
-        }
-        self.out.flush().map_err(report_failed)
+    fn end(&mut self) -> io::Result<()> {
+        self.layout.end_text(&mut self.out)
     }
 }
 

@@ -6,9 +6,8 @@
 use std::io::Write;
 
 use respbench_session::capacity::Capacity;
-use respbench_session::server::ServerInfo;
 
-use super::{Event, Output};
+use super::{Event, Layout, Output};
 use crate::error::Error;
 
 /// The lines on stderr. A failed write is let go: the run's status stays the run's.
@@ -20,18 +19,17 @@ pub struct Warnings<W: Write> {
     csv: bool,
     /// `-q --rps`: the rate table stands for the tests' lines (and their error replies).
     quiet_table: bool,
-    /// Several backends side by side: each warning names its backend.
-    comparing: bool,
     /// `--slo`: the objectives, for the search's steps.
     searching: Option<Capacity>,
-    info: ServerInfo,
+    /// Side by side, each warning names its backend.
+    layout: Layout,
 }
 
 impl<W: Write> Warnings<W> {
     /// stderr's lines to `err`; `tty`: it is a terminal; `csv`: stdout carries CSV; `quiet_table`:
     /// `-q --rps`; `searching`: `--slo`'s objectives.
     pub fn new(err: W, tty: bool, csv: bool, quiet_table: bool, searching: Option<Capacity>) -> Self {
-        Warnings { err, tty, csv, quiet_table, comparing: false, searching, info: ServerInfo::default() }
+        Warnings { err, tty, csv, quiet_table, searching, layout: Layout::default() }
     }
 }
 
@@ -39,10 +37,7 @@ impl<W: Write> Output for Warnings<W> {
     fn on(&mut self, ev: &Event<'_>) -> Result<(), Error> {
         let err = &mut self.err;
         match ev {
-            Event::Begin(b) => {
-                self.comparing = b.backends.len() > 1;
-                self.info = b.info.clone();
-            }
+            Event::Begin(b) => self.layout.begin(b),
             Event::Message(line) if self.tty => {
                 let _ = writeln!(err, "{line}");
             }
@@ -50,11 +45,14 @@ impl<W: Write> Output for Warnings<W> {
                 let _ = writeln!(err, "{line}");
             }
             Event::Step(s) => {
-                if !self.comparing && !self.quiet_table {
+                if !self.layout.comparing && !self.quiet_table {
                     for (entry, title) in s.shown(self.csv) {
                         if self.csv {
-                            let _ =
-                                crate::text::write_errors(&s.report(entry, &title, &self.info), true, err);
+                            let _ = crate::text::write_errors(
+                                &s.report(entry, &title, &self.layout.info),
+                                true,
+                                err,
+                            );
                         }
                         if s.shape.show_errors {
                             for k in entry.stats.errors.kinds() {
@@ -64,7 +62,7 @@ impl<W: Write> Output for Warnings<W> {
                     }
                 }
                 for e in s.runs.iter().flat_map(|r| &r.results).filter(|_| self.tty) {
-                    let on = match (&e.backend, self.comparing) {
+                    let on = match (&e.backend, self.layout.comparing) {
                         (Some(b), true) => format!(" ({b})"),
                         _ => String::new(),
                     };
@@ -77,7 +75,7 @@ impl<W: Write> Output for Warnings<W> {
                     let last = &run.results[run.results.len() - 1];
                     for (e, n) in &run.failures {
                         let plural = if *n == 1 { "" } else { "s" };
-                        let on = if self.comparing {
+                        let on = if self.layout.comparing {
                             format!(" ({})", last.backend.as_deref().unwrap_or(""))
                         } else {
                             String::new()
