@@ -58,6 +58,7 @@ mod tests {
             ratio_rows: false,
             cluster: false,
             configuration: Vec::new(),
+            show_config: false,
         };
         let results = [result("GET"), result("GET")];
         feed(&mut Memtier::new(&settings), &["mio"], &[Event::Results(&results)]).unwrap();
