@@ -57,6 +57,9 @@ pub struct Document {
     /// `respbench compare`: its findings (such a document has no tests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// `--dataset-shape`: what was built before the tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<crate::dataset::Dataset>,
 }
 
 /// `tool`: the program and its version.
@@ -1858,6 +1861,19 @@ mod tests {
                     ..ComparedTest::default()
                 }],
                 ..Comparison::default()
+            }),
+            dataset: Some(crate::dataset::Dataset {
+                bytes_per_key: Some(1.0),
+                shapes: vec![crate::dataset::DatasetShape {
+                    dbsize_growth: Some(1),
+                    encodings: vec![crate::dataset::Encoding::default()],
+                    bytes_per_key: Some(1.0),
+                    bytes_per_element: Some(1.0),
+                    fragmentation: Some(1.0),
+                    before: Some(crate::dataset::Point::default()),
+                    growth: vec![crate::dataset::Point { bytes_per_key: Some(1.0), ..Default::default() }],
+                    ..Default::default()
+                }],
             }),
         }
     }

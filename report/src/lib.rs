@@ -14,6 +14,7 @@ pub mod capture;
 pub mod codec;
 pub mod compare;
 pub mod convert;
+pub mod dataset;
 pub mod doc;
 pub mod error;
 pub mod events;

@@ -76,6 +76,8 @@ pub struct Presenter {
     metrics: Option<crate::metrics::Exporter>,
     /// The JSON document's `command_line` (passwords hidden: [`json::command_line`]).
     command_line: Vec<String>,
+    /// `--dataset-shape`: what was built, for the JSON document.
+    dataset: Option<respbench_session::dataset::Built>,
 }
 
 /// The width of the terminal on stderr (`TIOCGWINSZ`), when it says.
@@ -165,6 +167,7 @@ impl Presenter {
             server_b: None,
             metrics: None,
             command_line,
+            dataset: None,
         }
     }
 
@@ -250,7 +253,7 @@ impl Presenter {
                 .map_err(|e| e.to_string())?;
         } else if self.csv && cfg.capacity.is_some() {
             writeln!(self.out, "{}", capacity::CSV_HEADER).map_err(|e| e.to_string())?;
-        } else if self.csv {
+        } else if self.csv && !cfg.dataset_only {
             let extra = if self.open_loop { report::CSV_OPEN_LOOP_COLUMNS } else { "" };
             let sweep = if cfg.sweep.is_sweep() { report::CSV_SWEEP_COLUMNS } else { "" };
             let replay = if cfg.replay.is_some() { report::CSV_REPLAY_COLUMNS } else { "" };
@@ -314,6 +317,7 @@ impl Presenter {
                     doc.warnings = (!self.notices.is_empty()).then(|| convert::notices(&self.notices));
                     doc.late_by_s = late_by_s;
                     doc.server_b = self.server_b.as_ref().map(convert::server);
+                    doc.dataset = self.dataset.as_ref().map(|b| crate::dataset::to_json(b, &cfg.key_prefix));
                     if cfg.capacity.is_some() {
                         doc.capacity = Some(capacity::to_json(&self.searches, epoch_us)?);
                     }
@@ -621,6 +625,20 @@ impl Observer for Presenter {
             self.report_failed(&e);
         }
         self.searches.push(found.clone());
+        Ok(())
+    }
+
+    fn dataset(&mut self, built: &respbench_session::dataset::Built) -> Result<(), Error> {
+        self.clear_progress();
+        let written = if self.csv {
+            crate::dataset::write_csv(built, &mut self.out)
+        } else {
+            crate::dataset::write_text(built, &mut self.out)
+        };
+        if let Err(e) = written {
+            self.report_failed(&e);
+        }
+        self.dataset = Some(built.clone());
         Ok(())
     }
 

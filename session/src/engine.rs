@@ -19,6 +19,7 @@ use crate::server::{self, Server, ServerInfo};
 use crate::{backend, limits, probe, routing, verdict, Error};
 
 pub mod ab;
+mod build;
 mod search;
 
 /// How a run of the suite ended.
@@ -136,6 +137,8 @@ pub struct Session {
     plain_to_tls: bool,
     /// `--slo`: the searches run so far.
     searches: Vec<crate::capacity::Found>,
+    /// `--dataset-shape`: each shape's requests, pass by pass, until they are built.
+    dataset: Vec<Vec<Case>>,
     /// A search's step is running: a step that could not keep its schedule fails the step, not
     /// the run.
     searching: bool,
@@ -212,8 +215,10 @@ impl Session {
             obs.message(&format!("WARNING: Could not fetch server CONFIG{why}"));
         }
         let mut nodes = None;
+        let dataset = build::cases(cfg);
         if multi {
-            let templates: Vec<&Template> = cases.iter().flat_map(Case::templates).collect();
+            let templates: Vec<&Template> =
+                cases.iter().chain(dataset.iter().flatten()).flat_map(Case::templates).collect();
             nodes = routing::prepare(cfg, &server, &templates)?;
             if let Some(m) = &nodes {
                 // Nodes that appear later are opened then (an error names the open-file limit).
@@ -275,6 +280,7 @@ impl Session {
             first_failure: None,
             plain_to_tls,
             searches: Vec::new(),
+            dataset,
             searching: false,
             base: cfg.clone(),
             server,
@@ -319,6 +325,14 @@ impl Session {
     }
 
     fn run_suite(&mut self, obs: &mut dyn Observer) -> Result<Ended, Error> {
+        if !self.dataset.is_empty() {
+            if let Some(end) = self.build_datasets(obs)? {
+                return Ok(end);
+            }
+        }
+        if self.base.dataset_only {
+            return Ok(Ended::Completed);
+        }
         let cases = std::mem::take(&mut self.cases);
         let ended = (|| loop {
             for (i, case) in cases.iter().enumerate() {

@@ -13,6 +13,7 @@ pub mod capacity;
 pub mod case;
 pub mod config;
 pub mod cpu;
+pub mod dataset;
 mod deliver;
 mod engine;
 mod error;
