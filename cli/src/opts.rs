@@ -348,6 +348,9 @@ pub struct Opts {
     /// build the --dataset-shape data and report it (encodings, memory), without a test
     #[argh(switch)]
     pub dataset_only: bool,
+    /// do not flag a read test whose replies were mostly nil (keys that did not exist)
+    #[argh(switch)]
+    pub miss_ok: bool,
     /// SET values that encode their key and version, each GET's reply checked against them;
     /// mismatches counted and the first shown, exit 1 (memtier_benchmark's --data-verify)
     #[argh(switch)]
@@ -697,6 +700,7 @@ impl Opts {
                 .map(|d| respbench_session::dataset::Shape::parse(d))
                 .collect::<Result<_, _>>()?,
             dataset_only: self.dataset_only,
+            miss_ok: self.miss_ok,
             sweep: Sweep { datasizes, clients, pipelines, threads, repeat: self.repeat as usize },
             tests: self.tests,
             idle: self.idle,

@@ -4,7 +4,9 @@
 
 use std::io::{self, Write};
 
+use respbench_session::config::Config;
 use respbench_session::dataset::{Built, Kind, MemoryPoint, ShapeBuilt};
+use respbench_session::result::{TestResult, WarningKind};
 use serde::{Deserialize, Serialize};
 
 use crate::shared::thousands;
@@ -178,6 +180,24 @@ pub fn write_text(built: &Built, out: &mut impl Write) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A read test whose replies were mostly nil, unless `--miss-ok`: `GET: 90% of reads missed:
+/// -r 100000 reads a keyspace of which --dataset-shape wrote 10000`, a line of its own (`-q`), or
+/// a `"misses"` row (`--csv`).
+pub fn write_misses(cfg: &Config, t: &TestResult, csv: bool, out: &mut impl Write) -> io::Result<()> {
+    let flagged = t.warnings.iter().any(|w| w.kind == WarningKind::NilReplies);
+    if !flagged || cfg.miss_ok {
+        return Ok(());
+    }
+    let missed = (1.0 - t.stats.hit_share()) * 100.0;
+    let why = respbench_session::dataset::miss_why(cfg).unwrap_or_default();
+    if csv {
+        writeln!(out, "\"misses\",\"{}\",\"{missed:.1}\",\"{why}\"", t.name.replace('"', "\"\""))
+    } else {
+        let why = if why.is_empty() { why } else { format!(": {why}") };
+        writeln!(out, "{}: {missed:.0}% of reads missed{why}", t.name)
+    }
 }
 
 /// The CSV's header of the dataset block.

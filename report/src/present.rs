@@ -716,6 +716,7 @@ fn print_test(
             crate::events::write_quiet(entry, out)?;
             report::write_ramp(entry, false, out)?;
             report::write_delivery_quiet(entry, out)?;
+            crate::dataset::write_misses(cfg, entry, false, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
             }
@@ -738,6 +739,7 @@ fn print_test(
             crate::events::write_csv(entry, out)?;
             report::write_ramp_csv(entry, out)?;
             report::write_delivery_csv(entry, out)?;
+            crate::dataset::write_misses(cfg, entry, true, out)?;
             // stdout carries CSV only.
             report::write_errors(&r, true, err)?;
         }

@@ -743,23 +743,8 @@ impl Session {
         fill_cfg.events = Default::default();
         fill_cfg.open.ramp = None;
         let began = Instant::now();
-        let against =
-            Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref(), targets: &self.targets };
         let shown = format!("--preload {}", fill.spec.title);
-        let mut titled = retitled(&mut *obs, &shown, &fill.spec.title);
-        let (outcome, _, _, _, _, _) = run_test(
-            &fill_cfg,
-            against,
-            cfg.backends[0],
-            fill,
-            test_no,
-            None,
-            self.epoch,
-            None,
-            &mut titled,
-            &self.stop,
-            None,
-        )?;
+        let outcome = self.unmeasured(&fill_cfg, fill, test_no, &shown, obs)?;
         let s = &outcome.stats;
         if let Some((e, n)) = outcome.failures.first() {
             return Err(Error::Preload { failed: *n, error: e.clone() });
@@ -840,14 +825,18 @@ fn findings(cfg: &Config, total: &TestResult, preloadable: bool) -> Vec<Warning>
     // The default suite pops what its own pushes filled, as redis-benchmark's does: by design,
     // not a finding.
     let suite_pop = cfg.command.is_empty() && matches!(name.as_str(), "SPOP" | "LPOP" | "RPOP");
-    if s.requests > 0 && s.hit_share() < 0.5 && !suite_pop {
+    if s.requests > 0 && s.hit_share() < 0.5 && !suite_pop && !cfg.miss_ok {
         let nil_share = 1.0 - s.hit_share();
+        let why = match crate::dataset::miss_why(cfg) {
+            Some(why) => format!(" ({why})"),
+            None if preloadable && !cfg.preload => " (--preload writes the keys first)".into(),
+            None => String::new(),
+        };
         out.push(Warning {
             kind: WarningKind::NilReplies,
             text: format!(
-                "{name}: {:.1}% of the replies were nil: what it read did not exist, so this measured misses{}",
+                "{name}: {:.1}% of the replies were nil: what it read did not exist, so this measured misses{why}",
                 nil_share * 100.0,
-                if preloadable && !cfg.preload { " (--preload writes the keys first)" } else { "" }
             ),
             figures: vec![("nil_share", nil_share)],
         });

@@ -20,6 +20,7 @@ respbench_tests::backend_tests!(
         bytes_per_key_is_used_memory_growth,
         bad_descriptions_are_refused_before_connecting,
         tests_run_on_the_built_keys,
+        reads_that_miss_are_flagged,
     ],
 );
 
@@ -308,4 +309,44 @@ fn a_cluster_build_goes_to_each_owner() {
     assert_eq!(cluster.node(primaries[0]).command_calls("hset"), sizes[0]);
     assert!(out.stdout.contains("hash: listpack 100%"), "{}", out.dump());
     assert!(out.stdout.contains("3,000 hashes of 5 x 10 B: "), "{}", out.dump());
+}
+
+fn stat(server: &RedisServer, field: &str) -> u64 {
+    server.info_field("stats", field).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{field}"))
+}
+
+/// GET over ten times the keys written: about 90% of its reads missed, as the server's
+/// keyspace_misses count them, said on stdout in -q and CSV with why, in the JSON's warnings,
+/// exit 0; --miss-ok silences it.
+fn reads_that_miss_are_flagged(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let json = json_path("shape", "miss");
+    let shape = ["--dataset-shape", "string 1000 keys x 10B"];
+    let get = ["-p", &port, "-t", "get", "-r", "10000", "-n", "5000"];
+    let out = tool.run(&[&get[..], &shape, &["-q", "--json", json.to_str().unwrap()]].concat(), T);
+    assert!(out.status.success(), "{}", out.dump());
+    // The build's OBJECT ENCODING of 100 keys that exist are hits; every miss is a GET's.
+    let (hits, misses) = (stat(&server, "keyspace_hits"), stat(&server, "keyspace_misses"));
+    assert_eq!(hits + misses, 5000 + 100);
+    let doc = read(&json);
+    assert_eq!(doc["tests"][0]["nil_replies"].as_u64(), Some(misses), "{doc}");
+    let share = (misses as f64 * 100.0 / 5000.0).round();
+    assert!((85.0..=95.0).contains(&share), "{share}");
+    let line = format!(
+        "GET: {share:.0}% of reads missed: -r 10000 reads a keyspace of which --dataset-shape wrote 1000"
+    );
+    assert!(out.stdout.lines().any(|l| l == line), "{line}\n{}", out.dump());
+    assert!(doc["tests"][0]["warnings"].to_string().contains("of the replies were nil"), "{doc}");
+    assert_eq!(out.stderr, "", "{}", out.dump());
+    let out = tool.run(&[&get[..], &["--csv"]].concat(), T);
+    assert!(out.status.success(), "{}", out.dump());
+    let rows = respbench_tests::parse_csv(&out.stdout);
+    let row = rows.iter().find(|r| r[0] == "misses").unwrap_or_else(|| panic!("{}", out.dump()));
+    assert_eq!(row[1], "GET");
+    let said: f64 = row[2].parse().unwrap();
+    assert!((85.0..=95.0).contains(&said), "{said}");
+    let out = tool.run(&[&get[..], &["-q", "--miss-ok"]].concat(), T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(out.stdout.contains("GET: ") && !out.stdout.contains("missed"), "{}", out.dump());
 }

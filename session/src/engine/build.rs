@@ -153,22 +153,7 @@ impl Session {
         c.open = OpenLoopConfig::default();
         c.events = Default::default();
         c.verify = Default::default();
-        let against =
-            Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref(), targets: &self.targets };
-        let mut titled = retitled(&mut *obs, &case.spec.title, &case.spec.title);
-        let (outcome, ..) = run_test(
-            &c,
-            against,
-            cfg.backends[0],
-            case,
-            u64::MAX,
-            None,
-            self.epoch,
-            None,
-            &mut titled,
-            &self.stop,
-            None,
-        )?;
+        let outcome = self.unmeasured(&c, case, u64::MAX, &case.spec.title, obs)?;
         if let Some((e, failed)) = outcome.failures.first() {
             return Err(Error::Dataset(format!(
                 "--dataset-shape '{shape}': {failed} connection(s) failed: {e}"
@@ -180,6 +165,37 @@ impl Session {
             e.0 += s.errors.total();
         }
         Ok(())
+    }
+}
+
+impl Session {
+    /// Runs `case` with `cfg` on the first backend, unmeasured (`--preload`, the build), its
+    /// progress line titled `shown`.
+    pub(super) fn unmeasured(
+        &mut self,
+        cfg: &Config,
+        case: &Case,
+        test_no: u64,
+        shown: &str,
+        obs: &mut dyn Observer,
+    ) -> Result<respbench_core::Outcome, Error> {
+        let against =
+            Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref(), targets: &self.targets };
+        let mut titled = retitled(&mut *obs, shown, &case.spec.title);
+        let (outcome, ..) = run_test(
+            cfg,
+            against,
+            cfg.backends[0],
+            case,
+            test_no,
+            None,
+            self.epoch,
+            None,
+            &mut titled,
+            &self.stop,
+            None,
+        )?;
+        Ok(outcome)
     }
 }
 
