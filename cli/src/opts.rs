@@ -340,6 +340,17 @@ pub struct Opts {
     /// SET at the -d value size, sequentially and pipelined, unmeasured, so that it reads hits
     #[argh(switch)]
     pub preload: bool,
+    /// data to build before the tests, over their keys (key:000000000000 …), as
+    /// 'hash 10000 keys x 50 fields x 100B', 'string 10000 keys x 16-1024B', 'list|set|zset N
+    /// keys x M members x SIZE', 'stream N keys x M entries [x F fields] x SIZE'; repeatable
+    #[argh(option)]
+    pub dataset_shape: Vec<String>,
+    /// build the --dataset-shape data and report it (encodings, memory), without a test
+    #[argh(switch)]
+    pub dataset_only: bool,
+    /// do not flag a read test whose replies were mostly nil (keys that did not exist)
+    #[argh(switch)]
+    pub miss_ok: bool,
     /// SET values that encode their key and version, each GET's reply checked against them;
     /// mismatches counted and the first shown, exit 1 (memtier_benchmark's --data-verify)
     #[argh(switch)]
@@ -686,6 +697,13 @@ impl Opts {
             precision: self.precision as u8,
             repeat: self.r#loop,
             preload: self.preload,
+            dataset_shapes: self
+                .dataset_shape
+                .iter()
+                .map(|d| respbench_session::dataset::Shape::parse(d))
+                .collect::<Result<_, _>>()?,
+            dataset_only: self.dataset_only,
+            miss_ok: self.miss_ok,
             sweep: Sweep { datasizes, clients, pipelines, threads, repeat: self.repeat as usize },
             tests: self.tests,
             idle: self.idle,
@@ -794,6 +812,7 @@ impl Opts {
             }
         }
         c.tls = tls_config(tls_by.is_some(), tls_by.unwrap_or_default(), tls)?;
+        respbench_session::dataset::check(&c.dataset_shapes, c.dataset_only)?;
         Ok(c)
     }
 

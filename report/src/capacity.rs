@@ -15,12 +15,7 @@ use crate::convert;
 use crate::doc::{self, Document};
 use crate::error::Error;
 
-/// `87300` as `87,300`.
-pub fn thousands(n: u64) -> String {
-    let digits: Vec<char> = n.to_string().chars().collect();
-    let groups: Vec<String> = digits.rchunks(3).rev().map(|g| g.iter().collect()).collect();
-    groups.join(",")
-}
+pub use crate::shared::thousands;
 
 /// The percentiles the table and the chart show of a step: corrected p50, p99, p99.9 and the
 /// service p99 (the corrected latency where no service time was kept), in microseconds.

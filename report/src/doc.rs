@@ -69,6 +69,9 @@ pub struct Document {
     /// `respbench compare`: its findings (such a document has no tests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// `--dataset-shape`: what was built before the tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<crate::dataset::Dataset>,
 }
 
 /// `tool`: the program and its version.

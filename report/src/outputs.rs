@@ -94,6 +94,7 @@ pub fn sinks(cfg: &Config, command_line: Vec<String>) -> Vec<Box<dyn Output>> {
                     sweep: cfg.sweep.is_sweep(),
                     replay: cfg.replay.is_some(),
                     capacity: cfg.capacity.is_some(),
+                    dataset_only: cfg.dataset_only,
                 };
                 Box::new(sink::csv::Csv::new(io::stdout(), columns))
             }
@@ -114,6 +115,7 @@ pub fn sinks(cfg: &Config, command_line: Vec<String>) -> Vec<Box<dyn Output>> {
             Box::new(io::stdout()),
             command_line,
             cfg.capacity.is_some(),
+            cfg.key_prefix.clone(),
         )));
     }
     list
@@ -354,6 +356,7 @@ impl Observer for Outputs {
                 open_loop: !cfg.open.rates.is_empty(),
                 replay: cfg.replay.is_some(),
                 show_errors: cfg.show_errors,
+                misses: (!cfg.miss_ok).then(|| respbench_session::dataset::miss_why(cfg).unwrap_or_default()),
             },
         };
         self.each(&Event::Step(&step));
@@ -387,6 +390,11 @@ impl Observer for Outputs {
 
     fn capacity_done(&mut self, found: &respbench_session::capacity::Found) -> Result<(), Error> {
         self.each(&Event::CapacityDone(found));
+        Ok(())
+    }
+
+    fn dataset(&mut self, built: &respbench_session::dataset::Built) -> Result<(), Error> {
+        self.each(&Event::Dataset(built));
         Ok(())
     }
 

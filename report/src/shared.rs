@@ -63,6 +63,13 @@ pub fn unfinished(t: &TestResult, d: &Disruption) -> (u64, u64) {
     }
 }
 
+/// `87300` as `87,300`.
+pub fn thousands(n: u64) -> String {
+    let digits: Vec<char> = n.to_string().chars().collect();
+    let groups: Vec<String> = digits.rchunks(3).rev().map(|g| g.iter().collect()).collect();
+    groups.join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -135,6 +135,12 @@ pub struct Config {
     pub repeat: bool,
     /// `--preload`: write the keys a read test reads first.
     pub preload: bool,
+    /// `--dataset-shape`: the data built before the tests, shape by shape.
+    pub dataset_shapes: Vec<crate::dataset::Shape>,
+    /// `--dataset-only`: build the shapes and report them, no test.
+    pub dataset_only: bool,
+    /// `--miss-ok`: reads that mostly missed are not flagged.
+    pub miss_ok: bool,
     /// The steps of a sweep (`-d`, `-c`, `-P`, `--threads` lists); one value each without.
     pub sweep: Sweep,
     /// `-t`, as given.

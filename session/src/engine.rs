@@ -20,6 +20,7 @@ use crate::server::{self, Server, ServerInfo};
 use crate::{backend, limits, probe, routing, verdict};
 
 pub mod ab;
+mod build;
 mod search;
 
 /// How a run of the suite ended.
@@ -137,6 +138,8 @@ pub struct Session {
     plain_to_tls: bool,
     /// `--slo`: the searches run so far.
     searches: Vec<crate::capacity::Found>,
+    /// `--dataset-shape`: each shape's requests, pass by pass, until they are built.
+    dataset: Vec<Vec<Case>>,
     /// A search's step is running: a step that could not keep its schedule fails the step, not
     /// the run.
     searching: bool,
@@ -213,8 +216,10 @@ impl Session {
             obs.message(&format!("WARNING: Could not fetch server CONFIG{why}"));
         }
         let mut nodes = None;
+        let dataset = build::cases(cfg);
         if multi {
-            let templates: Vec<&Template> = cases.iter().flat_map(Case::templates).collect();
+            let templates: Vec<&Template> =
+                cases.iter().chain(dataset.iter().flatten()).flat_map(Case::templates).collect();
             nodes = routing::prepare(cfg, &server, &templates)?;
             if let Some(m) = &nodes {
                 // Nodes that appear later are opened then (an error names the open-file limit).
@@ -276,6 +281,7 @@ impl Session {
             first_failure: None,
             plain_to_tls,
             searches: Vec::new(),
+            dataset,
             searching: false,
             base: cfg.clone(),
             server,
@@ -320,6 +326,14 @@ impl Session {
     }
 
     fn run_suite(&mut self, obs: &mut dyn Observer) -> Result<Ended, Error> {
+        if !self.dataset.is_empty() {
+            if let Some(end) = self.build_datasets(obs)? {
+                return Ok(end);
+            }
+        }
+        if self.base.dataset_only {
+            return Ok(Ended::Completed);
+        }
         let cases = std::mem::take(&mut self.cases);
         let ended = (|| loop {
             for (i, case) in cases.iter().enumerate() {
@@ -730,23 +744,8 @@ impl Session {
         fill_cfg.events = Default::default();
         fill_cfg.open.ramp = None;
         let began = Instant::now();
-        let against =
-            Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref(), targets: &self.targets };
         let shown = format!("--preload {}", fill.spec.title);
-        let mut titled = retitled(&mut *obs, &shown, &fill.spec.title);
-        let (outcome, _, _, _, _, _) = run_test(
-            &fill_cfg,
-            against,
-            cfg.backends[0],
-            fill,
-            test_no,
-            None,
-            self.epoch,
-            None,
-            &mut titled,
-            &self.stop,
-            None,
-        )?;
+        let outcome = self.unmeasured(&fill_cfg, fill, test_no, &shown, obs)?;
         let s = &outcome.stats;
         if let Some((e, n)) = outcome.failures.first() {
             return Err(Error::Preload { failed: *n, error: e.clone() });
@@ -827,14 +826,18 @@ fn findings(cfg: &Config, total: &TestResult, preloadable: bool) -> Vec<Warning>
     // The default suite pops what its own pushes filled, as redis-benchmark's does: by design,
     // not a finding.
     let suite_pop = cfg.command.is_empty() && matches!(name.as_str(), "SPOP" | "LPOP" | "RPOP");
-    if s.requests > 0 && s.hit_share() < 0.5 && !suite_pop {
+    if s.requests > 0 && s.hit_share() < 0.5 && !suite_pop && !cfg.miss_ok {
         let nil_share = 1.0 - s.hit_share();
+        let why = match crate::dataset::miss_why(cfg) {
+            Some(why) => format!(" ({why})"),
+            None if preloadable && !cfg.preload => " (--preload writes the keys first)".into(),
+            None => String::new(),
+        };
         out.push(Warning {
             kind: WarningKind::NilReplies,
             text: format!(
-                "{name}: {:.1}% of the replies were nil: what it read did not exist, so this measured misses{}",
+                "{name}: {:.1}% of the replies were nil: what it read did not exist, so this measured misses{why}",
                 nil_share * 100.0,
-                if preloadable && !cfg.preload { " (--preload writes the keys first)" } else { "" }
             ),
             figures: vec![("nil_share", nil_share)],
         });

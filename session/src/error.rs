@@ -178,6 +178,8 @@ pub enum Error {
         /// The first failure.
         error: ConnError,
     },
+    /// `--dataset-shape`: the build failed (its connections, the server's replies).
+    Dataset(String),
     /// The TLS settings cannot be made (a certificate or key that cannot be read or used, an
     /// unknown cipher suite).
     #[cfg(feature = "tls")]
@@ -242,6 +244,7 @@ impl fmt::Display for Error {
             Error::Routing(e) => e.fmt(f),
             Error::Uring(s)
             | Error::Tests(s)
+            | Error::Dataset(s)
             | Error::Output(s)
             | Error::Unmeasurable(s)
             | Error::Events(s) => f.write_str(s),

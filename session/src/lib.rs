@@ -14,6 +14,7 @@ pub mod capture;
 pub mod case;
 pub mod config;
 pub mod cpu;
+pub mod dataset;
 mod deliver;
 mod engine;
 pub mod error;

@@ -195,6 +195,11 @@ pub trait Observer {
         Ok(())
     }
 
+    /// `--dataset-shape`: the data was built, before the first test. An error ends the run.
+    fn dataset(&mut self, _built: &crate::dataset::Built) -> Result<(), Error> {
+        Ok(())
+    }
+
     /// `-I`: how many connections are up.
     fn idle_clients(&mut self, _live: u64) {}
 
@@ -310,6 +315,9 @@ impl<R: Rename> Observer for Forward<'_, R> {
     }
     fn capacity_done(&mut self, found: &crate::capacity::Found) -> Result<(), Error> {
         self.obs.capacity_done(found)
+    }
+    fn dataset(&mut self, built: &crate::dataset::Built) -> Result<(), Error> {
+        self.obs.dataset(built)
     }
     fn idle_clients(&mut self, live: u64) {
         self.obs.idle_clients(live);

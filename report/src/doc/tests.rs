@@ -388,6 +388,19 @@ fn full_document() -> Document {
             }],
             ..Comparison::default()
         }),
+        dataset: Some(crate::dataset::Dataset {
+            bytes_per_key: Some(1.0),
+            shapes: vec![crate::dataset::DatasetShape {
+                dbsize_growth: Some(1),
+                encodings: vec![crate::dataset::Encoding::default()],
+                bytes_per_key: Some(1.0),
+                bytes_per_element: Some(1.0),
+                fragmentation: Some(1.0),
+                before: Some(crate::dataset::Point::default()),
+                growth: vec![crate::dataset::Point { bytes_per_key: Some(1.0), ..Default::default() }],
+                ..Default::default()
+            }],
+        }),
     }
 }
 

@@ -18,6 +18,8 @@ pub struct Columns {
     pub replay: bool,
     /// `--slo`: the search's table instead of the tests' rows.
     pub capacity: bool,
+    /// `--dataset-only`: no test runs, so no tests' header.
+    pub dataset_only: bool,
 }
 
 /// The CSV report.
@@ -45,7 +47,7 @@ impl<W: Write> Report for Csv<W> {
                     report::write_compare_header(true, &b.backends, b.width, out)?;
                 } else if c.capacity {
                     writeln!(out, "{}", crate::capacity::CSV_HEADER)?;
-                } else {
+                } else if !c.dataset_only {
                     let extra = if c.open_loop { report::CSV_OPEN_LOOP_COLUMNS } else { "" };
                     let sweep = if c.sweep { report::CSV_SWEEP_COLUMNS } else { "" };
                     let replay = if c.replay { report::CSV_REPLAY_COLUMNS } else { "" };
@@ -74,10 +76,12 @@ impl<W: Write> Report for Csv<W> {
                     crate::events::write_csv(entry, out)?;
                     report::write_ramp_csv(entry, out)?;
                     report::write_delivery_csv(entry, out)?;
+                    crate::dataset::write_misses(s.shape.misses.as_deref(), entry, true, out)?;
                     out.flush()?;
                 }
             }
             Event::CapacityDone(found) => crate::capacity::write_csv(found, out)?,
+            Event::Dataset(built) => crate::dataset::write_csv(built, out)?,
             _ => {}
         }
         Ok(())

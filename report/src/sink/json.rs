@@ -23,13 +23,25 @@ pub struct Json {
     server_b: Option<ServerInfo>,
     kept: Vec<TestResult>,
     notices: Vec<String>,
+    /// `--key-prefix`: the dataset's first keys are named with it.
+    key_prefix: String,
+    /// `--dataset-shape`: what was built.
+    dataset: Option<crate::dataset::Dataset>,
 }
 
 impl Json {
     /// The document to `path`, or to `out` for `-`; `command_line` as it says it ran;
     /// `capacity`: the run searches (`--slo`).
-    pub fn new(path: &str, out: Box<dyn Write>, command_line: Vec<String>, capacity: bool) -> Self {
+    pub fn new(
+        path: &str,
+        out: Box<dyn Write>,
+        command_line: Vec<String>,
+        capacity: bool,
+        key_prefix: String,
+    ) -> Self {
         Json {
+            key_prefix,
+            dataset: None,
             path: path.to_string(),
             out: (path == "-").then_some(out),
             command_line,
@@ -50,6 +62,7 @@ impl Output for Json {
                 self.server_b = b.server_b.cloned();
             }
             Event::Message(line) => self.notices.push(line.to_string()),
+            Event::Dataset(built) => self.dataset = Some(crate::dataset::to_json(built, &self.key_prefix)),
             Event::Results(results) => self.kept.extend(results.iter().cloned()),
             _ => {}
         }
@@ -65,6 +78,7 @@ impl Output for Json {
         doc.warnings = (!self.notices.is_empty()).then(|| convert::notices(&self.notices));
         doc.late_by_s = end.late_by_s;
         doc.server_b = self.server_b.as_ref().map(convert::server);
+        doc.dataset = self.dataset.clone();
         if self.capacity {
             let searches = crate::capacity::to_json(end.searches, end.epoch_us);
             doc.capacity = Some(searches.map_err(|e| output(e.to_string()))?);
@@ -90,7 +104,13 @@ mod tests {
     #[test]
     fn the_document_of_what_it_kept() {
         let out = Shared::default();
-        let mut sink = Json::new("-", Box::new(out.clone()), vec!["respbench".into(), "-q".into()], false);
+        let mut sink = Json::new(
+            "-",
+            Box::new(out.clone()),
+            vec!["respbench".into(), "-q".into()],
+            false,
+            String::new(),
+        );
         let results = [result("GET")];
         feed(&mut sink, &["mio"], &[Event::Message("WARNING: a notice"), Event::Results(&results)]).unwrap();
         let doc: serde_json::Value = serde_json::from_str(&out.text()).unwrap();

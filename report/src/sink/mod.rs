@@ -98,6 +98,8 @@ pub enum Event<'a> {
     },
     /// `--slo`: a test's search is over.
     CapacityDone(&'a Found),
+    /// `--dataset-shape`: the data was built, before the first test.
+    Dataset(&'a respbench_session::dataset::Built),
     /// `-I`: how many connections are up.
     IdleClients(u64),
     /// `-I`: every connection is up; what they cost the server.
@@ -142,6 +144,9 @@ pub struct Shape<'a> {
     pub replay: bool,
     /// `-e`: each error reply's message on stderr.
     pub show_errors: bool,
+    /// A read test whose replies mostly missed is flagged, with why it is likely (`None`:
+    /// `--miss-ok`).
+    pub misses: Option<String>,
 }
 
 /// A step ran on every backend: its results, and how to show them.
@@ -393,6 +398,7 @@ pub(crate) mod fixture {
                 open_loop: false,
                 replay: false,
                 show_errors: false,
+                misses: None,
             },
         }
     }

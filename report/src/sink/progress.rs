@@ -85,7 +85,7 @@ impl<W: Write> Output for Progress<W> {
                 self.drawn_for = None;
             }
             // Before another line goes to the terminal.
-            Event::Message(_) | Event::Error(_) => self.clear(),
+            Event::Message(_) | Event::Error(_) | Event::Dataset(_) => self.clear(),
             _ => {}
         }
         Ok(())

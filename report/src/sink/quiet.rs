@@ -52,12 +52,14 @@ impl<W: Write> Report for Quiet<W> {
                     crate::events::write_quiet(entry, out)?;
                     report::write_ramp(entry, false, out)?;
                     report::write_delivery_quiet(entry, out)?;
+                    crate::dataset::write_misses(s.shape.misses.as_deref(), entry, false, out)?;
                     if s.shape.series {
                         report::write_series(&entry.stats, out)?;
                     }
                     out.flush()?;
                 }
             }
+            Event::Dataset(built) => crate::dataset::write_text(built, out)?,
             Event::Rates { steps, poisson } => {
                 if self.rate_table {
                     report::write_rate_table(steps, *poisson, out)?;

@@ -39,6 +39,7 @@ impl<W: Write> Report for Verbose<W> {
                 writeln!(out, "{}", topology::describe(&m.topology))?;
                 writeln!(out, "{}\n", m.describe_keys())?;
             }
+            Event::Dataset(built) => crate::dataset::write_text(built, out)?,
             Event::Step(s) if self.layout.comparing => s.write_side_by_side(false, self.layout.width, out)?,
             Event::Step(s) => {
                 for (entry, title) in s.shown(false) {
