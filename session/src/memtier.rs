@@ -425,23 +425,43 @@ fn key_dist(
     }
 }
 
-/// A `--command`'s words, as memtier splits them (redis-cli's quoting): on blanks, a double-
-/// or single-quoted word kept whole. A backslash escape inside double quotes (`"\x00\n"`,
-/// bytes that need not be text) is refused: respbench's mix takes its arguments as text.
+/// A `--command`'s words, as memtier splits them (redis-cli's quoting, sdssplitargs): on
+/// blanks, a double- or single-quoted word kept whole; inside double quotes the escapes `\"`,
+/// `\\`, `\n`, `\r`, `\t`, `\b`, `\a` and `\xHH` give their byte. A `\xHH` of 0x80 or more
+/// is refused: respbench's mix takes its arguments as text.
 fn command_words(text: &str) -> Result<Vec<String>, MemtierError> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut quote: Option<char> = None;
     let mut any = false;
-    for c in text.chars() {
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
         match (quote, c) {
             (Some('"'), '\\') => {
-                return Err(MemtierError::Refused {
-                    option: "--command".into(),
-                    why: format!(
-                    "'{text}': escapes in quoted arguments are not supported (respbench's mix takes text)"
-                ),
-                })
+                let escaped = match chars.next() {
+                    Some('n') => '\n',
+                    Some('r') => '\r',
+                    Some('t') => '\t',
+                    Some('b') => '\u{8}',
+                    Some('a') => '\u{7}',
+                    Some('x') => {
+                        let hex: String = [chars.next(), chars.next()].into_iter().flatten().collect();
+                        match u8::from_str_radix(&hex, 16) {
+                            Ok(b) if b < 0x80 => char::from(b),
+                            _ => {
+                                return Err(MemtierError::Refused {
+                                    option: "--command".into(),
+                                    why: format!(
+                                        "'{text}': the byte \\x{hex} is not text (respbench's mix takes text)"
+                                    ),
+                                })
+                            }
+                        }
+                    }
+                    Some(other) => other,
+                    None => '\\',
+                };
+                word.push(escaped);
             }
             (Some(q), c) if c == q => quote = None,
             (None, '"' | '\'') => {
@@ -698,7 +718,11 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     push(&mut out, "--threads", &threads.to_string());
     match (total, test_time) {
         (Some(n), _) if requests.is_some() => push(&mut out, "-n", &n.to_string()),
-        (_, Some(t)) => push(&mut out, "--duration", &format!("{t}s")),
+        (_, Some(t)) => {
+            push(&mut out, "--duration", &format!("{t}s"));
+            // memtier waits for every reply after --test-time: respbench up to a minute.
+            push(&mut out, "--drain-grace", "60s");
+        }
         _ => {
             return Err(MemtierError::BadValue {
                 option: "--requests".into(),
@@ -963,6 +987,18 @@ mod tests {
         assert!(!tr.memtier.ratio_rows);
         assert_eq!((opt(&tr, "--user"), opt(&tr, "-a")), (Some("alice"), Some("s3cret")));
         assert!(tr.args.iter().any(|a| a == "-3"));
+    }
+
+    #[test]
+    fn command_words_take_redis_cli_escapes() {
+        let w = command_words(r#"SET k "{\"a\":\"b\x41\"}" '\x00'"#).unwrap();
+        assert_eq!(w, ["SET", "k", r#"{"a":"bA"}"#, r"\x00"]);
+        let e = command_words(r#"RESTORE k 0 "\x04\xdf""#).unwrap_err().to_string();
+        assert!(e.contains("--command") && e.contains("xdf"), "{e}");
+        // After --test-time, replies are waited for as memtier does, up to a minute.
+        let tr = t("--test-time 1").unwrap();
+        assert_eq!(opt(&tr, "--drain-grace"), Some("60s"));
+        assert_eq!(opt(&t("-n 5").unwrap(), "--drain-grace"), None);
     }
 
     #[test]
