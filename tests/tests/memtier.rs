@@ -307,6 +307,19 @@ fn sequential_keys_start_at_the_key_minimum() {
     assert_eq!(last.lines().next(), Some("1000-0"), "{last}");
 }
 
+/// redis-cli's escapes in a quoted `--command` argument (a suite's JSON session value) reach the
+/// server as the bytes they stand for.
+#[test]
+fn command_escapes_are_redis_clis() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let args = ["-p", &port, "--command", r#"SET esc "{\"a\":\"b\x41\"}""#, "-n", "5", "-c", "1", "-t", "1"];
+    let out = memtier(&respbench(), &args);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("set"), 5);
+    assert_eq!(server.cli(&["get", "esc"]).trim(), r#"{"a":"bA"}"#);
+}
+
 /// The stdout table: the run's shape, `ALL STATS` and its rule, memtier's column titles and
 /// widths, a row per command and `Totals`; the distribution unless `--hide-histogram`;
 /// `--print-percentiles` chooses the columns.
