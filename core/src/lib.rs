@@ -64,6 +64,7 @@ pub mod dataset;
 pub mod delivery;
 pub mod disruption;
 pub mod dist;
+pub mod expiry;
 pub mod handshake;
 pub mod keys;
 pub mod plan;

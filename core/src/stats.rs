@@ -246,6 +246,8 @@ pub struct Stats {
     pub integer_sum: i64,
     /// A delivery test (`-t pubsub`, issue #42): what its subscribers received; `None` otherwise.
     pub delivery: Option<Box<crate::delivery::Delivery>>,
+    /// An expiry test (`-t expiry`, issue #52): its keys' lag from deadline to notification.
+    pub expiry: Option<Box<crate::expiry::Expiry>>,
     /// When the test started (the driver's clock), the earliest of the merged ones.
     pub start: Time,
     /// When the test ended, the latest of the merged ones: its `-n` budget spent and answered,
@@ -440,6 +442,7 @@ impl Stats {
             push_messages: 0,
             integer_sum: 0,
             delivery: None,
+            expiry: None,
             start,
             end: start,
             last_reply: start,
@@ -805,6 +808,11 @@ impl Stats {
         match (&mut self.delivery, &other.delivery) {
             (Some(d), Some(o)) => d.merge(o)?,
             (None, Some(o)) => self.delivery = Some(o.clone()),
+            _ => {}
+        }
+        match (&mut self.expiry, &other.expiry) {
+            (Some(d), Some(o)) => d.merge(o)?,
+            (None, Some(o)) => self.expiry = Some(o.clone()),
             _ => {}
         }
         add_count(&mut self.drops, other.drops, "reconnects.drops")?;

@@ -372,6 +372,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
         t.client_pauses = Some(client_pauses(p)?);
     }
     t.delivery = stats.delivery.as_deref().map(delivery).transpose()?;
+    t.expiry = stats.expiry.as_deref().map(expiry).transpose()?;
     let overall = e.server_time.as_ref().and_then(ServerTime::overall);
     t.time_split = Split::of(stats, overall).map(|s| time_split(&s));
     Ok(t)
@@ -454,6 +455,47 @@ fn delivery(d: &respbench_core::delivery::Delivery) -> Result<doc::Delivery, Str
         service_ms: some(&r.service).map(latency_ms),
         service_histogram: some(&r.service).map(histogram).transpose()?,
     })
+}
+
+/// The `expiry` object.
+fn expiry(e: &respbench_core::expiry::Expiry) -> Result<doc::Expiry, String> {
+    let lag = (!e.lag.is_empty()).then_some(&e.lag);
+    Ok(doc::Expiry {
+        written: e.written,
+        notified: e.notified,
+        never_notified: e.never_notified,
+        duplicated: e.duplicated,
+        early: e.early,
+        others: e.others,
+        per_second: e.per_second().map(finite),
+        first_ns: e.first_ns,
+        last_ns: e.last_ns,
+        window_ms: e.window_ms,
+        grace_ms: e.grace_ms,
+        server_expired: e.server_expired,
+        lag_ms: lag.map(latency_ms),
+        histogram: lag.map(histogram).transpose()?,
+    })
+}
+
+/// Reads an `expiry` object back.
+fn read_expiry(d: &doc::Expiry, sigfig: u8) -> Result<respbench_core::expiry::Expiry, String> {
+    let mut e = respbench_core::expiry::Expiry::new(sigfig)?;
+    if let Some(h) = &d.histogram {
+        e.lag = decode_histogram(&h.data)?;
+    }
+    e.written = d.written;
+    e.notified = d.notified;
+    e.never_notified = d.never_notified;
+    e.duplicated = d.duplicated;
+    e.early = d.early;
+    e.others = d.others;
+    e.first_ns = d.first_ns;
+    e.last_ns = d.last_ns;
+    e.window_ms = d.window_ms;
+    e.grace_ms = d.grace_ms;
+    e.server_expired = d.server_expired;
+    Ok(e)
 }
 
 /// Reads a `delivery` object back.
@@ -727,6 +769,12 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         delivery: match &t.delivery {
             Some(d) => Some(Box::new(
                 read_delivery(d, latency.sigfig()).map_err(|e| format!("test '{name}': delivery: {e}"))?,
+            )),
+            None => None,
+        },
+        expiry: match &t.expiry {
+            Some(e) => Some(Box::new(
+                read_expiry(e, latency.sigfig()).map_err(|e| format!("test '{name}': expiry: {e}"))?,
             )),
             None => None,
         },

@@ -454,6 +454,9 @@ pub struct Test {
     /// `-t pubsub`: what the subscribers received, and when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
+    /// `-t expiry`: how late the keys' expired events came after their deadlines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiry: Option<Expiry>,
     /// `--at`: each event, what came of it and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<EventEntry>>,
@@ -645,6 +648,42 @@ pub struct ClientPauses {
     pub series_max_ms: Vec<f64>,
     /// Per second of the test, the 99th percentile of the idle thread's pauses, ms.
     pub series_p99_ms: Vec<f64>,
+}
+
+/// `expiry`: an expiry test's keys (`-t expiry`), each given a deadline and timed from it to
+/// its expired event.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Expiry {
+    /// Timed keys written (their `SET … PXAT` answered `OK`).
+    pub written: u64,
+    /// Of those, notified.
+    pub notified: u64,
+    /// Written and not notified within the grace after the last deadline.
+    pub never_notified: u64,
+    /// Notifications of a key already notified.
+    pub duplicated: u64,
+    /// Notifications read before the key's deadline (their lag counts as 0).
+    pub early: u64,
+    /// Notifications of keys the test did not time.
+    pub others: u64,
+    /// Distinct notifications per second, from the first to the last; null with fewer than two
+    /// instants.
+    pub per_second: Option<f64>,
+    /// The first notification's arrival, ns since the Unix epoch (0: none).
+    pub first_ns: u64,
+    /// The last one's.
+    pub last_ns: u64,
+    /// The window the deadlines spread over, ms.
+    pub window_ms: u64,
+    /// The grace after the deadlines, ms.
+    pub grace_ms: u64,
+    /// The rise of the server's `expired_keys` over the test, when read.
+    pub server_expired: Option<u64>,
+    /// Deadline to notification, ms.
+    pub lag_ms: Option<Latency>,
+    /// Its distribution.
+    pub histogram: Option<HistogramData>,
 }
 
 /// `delivery`: a delivery test's subscribers (`-t pubsub`), all of them together; each message
@@ -1707,6 +1746,13 @@ mod tests {
                 series_max_ms: vec![1.0],
                 series_p99_ms: vec![1.0],
                 ..ClientPauses::default()
+            }),
+            expiry: Some(Expiry {
+                per_second: Some(1.0),
+                server_expired: Some(1),
+                lag_ms: Some(lat),
+                histogram: Some(hist()),
+                ..Expiry::default()
             }),
             delivery: Some(Delivery {
                 failure: Some("closed".into()),

@@ -25,6 +25,7 @@ pub mod json;
 pub mod memtier;
 pub mod merge;
 pub mod metrics;
+pub mod notify;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod present;

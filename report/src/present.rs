@@ -393,6 +393,7 @@ impl Presenter {
                     crate::events::write_quiet(e, &mut self.out)?;
                     report::write_ramp(e, false, &mut self.out)?;
                     report::write_delivery_quiet(e, &mut self.out)?;
+                    crate::notify::write_quiet(e, &mut self.out)?;
                 }
             }
         }
@@ -684,6 +685,7 @@ fn print_test(
                 writeln!(out, "  WARNING: {}", w.text)?;
             }
             crate::events::write_verbose(entry, out)?;
+            crate::notify::write_verbose(entry, out)?;
             report::write_ramp(entry, true, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
@@ -698,6 +700,7 @@ fn print_test(
             crate::events::write_quiet(entry, out)?;
             report::write_ramp(entry, false, out)?;
             report::write_delivery_quiet(entry, out)?;
+            crate::notify::write_quiet(entry, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
             }
@@ -720,6 +723,7 @@ fn print_test(
             crate::events::write_csv(entry, out)?;
             report::write_ramp_csv(entry, out)?;
             report::write_delivery_csv(entry, out)?;
+            crate::notify::write_csv(entry, out)?;
             // stdout carries CSV only.
             report::write_errors(&r, true, err)?;
         }

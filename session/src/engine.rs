@@ -179,6 +179,11 @@ impl Session {
                 replayed = Config { clients: r.mine.len().max(1), ..cfg.clone() };
                 &replayed
             }
+            // `-t expiry` (alone in its run) writes on one connection.
+            None if cases.iter().any(|c| c.spec.title == respbench_core::expiry::EXPIRY_TITLE) => {
+                replayed = Config { clients: 1, threads: 1, ..cfg.clone() };
+                &replayed
+            }
             None => cfg,
         };
         // The requests as made (several values, a command around them), before connecting.

@@ -17,6 +17,7 @@ mod deliver;
 mod engine;
 mod error;
 pub mod event;
+mod expiry;
 mod fire;
 pub mod input;
 pub mod limits;

@@ -294,6 +294,56 @@ pub fn channels(v: &str, tests: Option<&str>, cluster: bool) -> Result<u64, Opti
     }
 }
 
+/// `-t expiry`'s options (`--expiry-window`, `--expiry-grace`, `--expiry-volatile`,
+/// `--expiry-persistent`: each `Some` when given; `--set-notify`), refused unless `-t`
+/// (`tests`) selects `expiry`. The window and the grace are at most an hour each, the other
+/// keys at most 100 million.
+pub fn expiry_test(
+    given: [Option<&str>; 4],
+    set_notify: bool,
+    tests: Option<&str>,
+) -> Result<crate::config::ExpiryConfig, OptionError> {
+    let mut e = crate::config::ExpiryConfig { set_notify, ..Default::default() };
+    let names = ["--expiry-window", "--expiry-grace", "--expiry-volatile", "--expiry-persistent"];
+    let selected = tests.is_some_and(|t| t.split(',').any(|t| t.trim().eq_ignore_ascii_case("expiry")));
+    if let Some((name, v)) =
+        names.iter().zip(given).find_map(|(n, v)| v.map(|v| (*n, v))).filter(|_| !selected)
+    {
+        return Err(bad(name, v, "it is for -t expiry"));
+    }
+    if set_notify && !selected {
+        return Err("--set-notify is for -t expiry".into());
+    }
+    if let Some(t) =
+        tests.filter(|t| selected && t.split(',').any(|t| !t.trim().eq_ignore_ascii_case("expiry")))
+    {
+        return Err(bad(
+            "-t",
+            t,
+            "-t expiry runs alone (its writer is one connection): give the other tests a run of their own",
+        ));
+    }
+    for (i, slot) in [&mut e.window, &mut e.grace].into_iter().enumerate() {
+        if let Some(v) = given[i] {
+            *slot = duration(names[i], v)?;
+            if *slot > Duration::from_secs(3600) {
+                return Err(bad(names[i], v, "must be at most 1h"));
+            }
+        }
+    }
+    for (i, slot) in [&mut e.volatile, &mut e.persistent].into_iter().enumerate() {
+        if let Some(v) = given[i + 2] {
+            *slot = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&n| n <= 100_000_000)
+                .ok_or_else(|| bad(names[i + 2], v, "a count of keys from 0 to 100000000"))?;
+        }
+    }
+    Ok(e)
+}
+
 /// The largest weight of a mix's command.
 const MAX_WEIGHT: u64 = 1_000_000;
 
