@@ -80,6 +80,7 @@ pub mod stats;
 pub mod suite;
 pub mod template;
 pub mod time;
+pub mod tracking;
 pub mod verify;
 pub mod wire;
 

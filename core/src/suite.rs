@@ -52,6 +52,7 @@ pub const TEST_NAMES: &[&str] = &[
     "blpop",
     "xreadgroup",
     "expiry",
+    "tracking",
 ];
 
 /// The delivery tests (issue #42): a publisher and subscribers, or pushes and waiters.
@@ -66,7 +67,7 @@ pub fn delivery_test(tests: &str) -> Option<&'static str> {
 /// (`mget`, `function_load` and `fcall` are valkey-benchmark 9's, which its default suite runs;
 /// the last two are for servers with FUNCTION).
 const EXPLICIT_ONLY: &[&str] =
-    &["connect", "mget", "function_load", "fcall", "pubsub", "blpop", "xreadgroup", "expiry"];
+    &["connect", "mget", "function_load", "fcall", "pubsub", "blpop", "xreadgroup", "expiry", "tracking"];
 
 /// Which tests `-t` selected: a comma-separated, case-insensitive list, as redis-benchmark reads
 /// it. `None` selects every test.
@@ -105,7 +106,9 @@ impl Selection {
 
     fn has(&self, name: &str) -> bool {
         match &self.names {
-            None if self.valkey => !matches!(name, "connect" | "pubsub" | "blpop" | "xreadgroup" | "expiry"),
+            None if self.valkey => {
+                !matches!(name, "connect" | "pubsub" | "blpop" | "xreadgroup" | "expiry" | "tracking")
+            }
             None => !EXPLICIT_ONLY.contains(&name),
             Some(names) => names.iter().any(|n| n == name),
         }
@@ -250,6 +253,16 @@ pub fn default_suite(
             Template::command(&[b"SET", &name(crate::expiry::EXPIRY_KEY), b"value", b"PXAT", b"deadline"]);
         tests.push(TestSpec {
             title: crate::expiry::EXPIRY_TITLE.into(),
+            payload_bytes,
+            template: t,
+            connection_per_request: false,
+        });
+    }
+    if s.has("tracking") {
+        // Invalidation latency (issue #52): the session's readers track the keys it writes.
+        let t = Template::command(&[b"SET", &name(crate::tracking::TRACKING_KEY), b"value"]);
+        tests.push(TestSpec {
+            title: crate::tracking::TRACKING_TITLE.into(),
             payload_bytes,
             template: t,
             connection_per_request: false,

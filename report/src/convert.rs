@@ -373,6 +373,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
     }
     t.delivery = stats.delivery.as_deref().map(delivery).transpose()?;
     t.expiry = stats.expiry.as_deref().map(expiry).transpose()?;
+    t.tracking = stats.tracking.as_deref().map(tracking).transpose()?;
     let overall = e.server_time.as_ref().and_then(ServerTime::overall);
     t.time_split = Split::of(stats, overall).map(|s| time_split(&s));
     Ok(t)
@@ -476,6 +477,46 @@ fn expiry(e: &respbench_core::expiry::Expiry) -> Result<doc::Expiry, String> {
         lag_ms: lag.map(latency_ms),
         histogram: lag.map(histogram).transpose()?,
     })
+}
+
+/// The `tracking` object.
+fn tracking(t: &respbench_core::tracking::Tracking) -> Result<doc::Tracking, String> {
+    let lat = (!t.latency.is_empty()).then_some(&t.latency);
+    Ok(doc::Tracking {
+        readers: t.readers,
+        expected: t.expected,
+        received: t.received,
+        lost: t.lost,
+        duplicated: t.duplicated,
+        flushes: t.flushes,
+        flushed: t.flushed,
+        others: t.others,
+        before_ack: t.before_ack,
+        tracking_total_keys: t.server_keys,
+        tracking_total_items: t.server_items,
+        latency_ms: lat.map(latency_ms),
+        histogram: lat.map(histogram).transpose()?,
+    })
+}
+
+/// Reads a `tracking` object back.
+fn read_tracking(d: &doc::Tracking, sigfig: u8) -> Result<respbench_core::tracking::Tracking, String> {
+    let mut t = respbench_core::tracking::Tracking::summarise(&[], &[], sigfig)?;
+    if let Some(h) = &d.histogram {
+        t.latency = decode_histogram(&h.data)?;
+    }
+    t.readers = d.readers;
+    t.expected = d.expected;
+    t.received = d.received;
+    t.lost = d.lost;
+    t.duplicated = d.duplicated;
+    t.flushes = d.flushes;
+    t.flushed = d.flushed;
+    t.others = d.others;
+    t.before_ack = d.before_ack;
+    t.server_keys = d.tracking_total_keys;
+    t.server_items = d.tracking_total_items;
+    Ok(t)
 }
 
 /// Reads an `expiry` object back.
@@ -769,6 +810,12 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         delivery: match &t.delivery {
             Some(d) => Some(Box::new(
                 read_delivery(d, latency.sigfig()).map_err(|e| format!("test '{name}': delivery: {e}"))?,
+            )),
+            None => None,
+        },
+        tracking: match &t.tracking {
+            Some(d) => Some(Box::new(
+                read_tracking(d, latency.sigfig()).map_err(|e| format!("test '{name}': tracking: {e}"))?,
             )),
             None => None,
         },

@@ -457,6 +457,9 @@ pub struct Test {
     /// `-t expiry`: how late the keys' expired events came after their deadlines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiry: Option<Expiry>,
+    /// `-t tracking`: the invalidations the readers received, and when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracking: Option<Tracking>,
     /// `--at`: each event, what came of it and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<EventEntry>>,
@@ -682,6 +685,38 @@ pub struct Expiry {
     pub server_expired: Option<u64>,
     /// Deadline to notification, ms.
     pub lag_ms: Option<Latency>,
+    /// Its distribution.
+    pub histogram: Option<HistogramData>,
+}
+
+/// `tracking`: an invalidation test's readers (`-t tracking`), all together.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Tracking {
+    /// Reader connections (`--subscribers`).
+    pub readers: u64,
+    /// Invalidations expected: each reader's keys read and written.
+    pub expected: u64,
+    /// Received, once each.
+    pub received: u64,
+    /// Expected, neither received nor covered by a flush.
+    pub lost: u64,
+    /// Received again.
+    pub duplicated: u64,
+    /// Flushes (null invalidations) received.
+    pub flushes: u64,
+    /// Expected keys a flush invalidated instead.
+    pub flushed: u64,
+    /// Invalidations of keys a reader did not read or that were not written.
+    pub others: u64,
+    /// Invalidations read before the write's acknowledgement (latency 0).
+    pub before_ack: u64,
+    /// The server's `tracking_total_keys` once the readers had read.
+    pub tracking_total_keys: Option<u64>,
+    /// Its `tracking_total_items`.
+    pub tracking_total_items: Option<u64>,
+    /// The write's acknowledgement to the push, ms.
+    pub latency_ms: Option<Latency>,
     /// Its distribution.
     pub histogram: Option<HistogramData>,
 }
@@ -1746,6 +1781,13 @@ mod tests {
                 series_max_ms: vec![1.0],
                 series_p99_ms: vec![1.0],
                 ..ClientPauses::default()
+            }),
+            tracking: Some(Tracking {
+                tracking_total_keys: Some(1),
+                tracking_total_items: Some(1),
+                latency_ms: Some(lat),
+                histogram: Some(hist()),
+                ..Tracking::default()
             }),
             expiry: Some(Expiry {
                 per_second: Some(1.0),

@@ -179,8 +179,12 @@ impl Session {
                 replayed = Config { clients: r.mine.len().max(1), ..cfg.clone() };
                 &replayed
             }
-            // `-t expiry` (alone in its run) writes on one connection.
-            None if cases.iter().any(|c| c.spec.title == respbench_core::expiry::EXPIRY_TITLE) => {
+            // `-t expiry` and `-t tracking` (alone in their run) write on one connection.
+            None if cases.iter().any(|c| {
+                [respbench_core::expiry::EXPIRY_TITLE, respbench_core::tracking::TRACKING_TITLE]
+                    .contains(&&*c.spec.title)
+            }) =>
+            {
                 replayed = Config { clients: 1, threads: 1, ..cfg.clone() };
                 &replayed
             }

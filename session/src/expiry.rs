@@ -38,13 +38,13 @@ const FAR_MS: u64 = 86_400_000;
 const BATCH: u64 = 1000;
 
 /// The most bytes of notifications held unparsed (one is under 100 bytes).
-const MAX_PENDING: usize = 1 << 20;
+pub(crate) const MAX_PENDING: usize = 1 << 20;
 
 /// How long the listener's read waits before it looks whether to stop.
-const NAP: Duration = Duration::from_millis(20);
+pub(crate) const NAP: Duration = Duration::from_millis(20);
 
 /// Now, in nanoseconds since the Unix epoch (the clock `PXAT` deadlines are on).
-fn unix_ns() -> u64 {
+pub(crate) fn unix_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
@@ -135,7 +135,7 @@ fn expired_keys(c: &mut Conn) -> Result<u64, Error> {
 }
 
 /// A connection with `SELECT db` said, when `db` is not 0.
-fn selected(server: &Server, db: u32) -> Result<Conn, Error> {
+pub(crate) fn selected(server: &Server, db: u32) -> Result<Conn, Error> {
     let mut c = Conn::authenticated(server).map_err(|e| fail("connecting", e.message))?;
     if db != 0 {
         if let Value::Error(e) = c
@@ -284,6 +284,85 @@ fn populate(c: &mut Conn, cfg: &Config, value: &[u8], stop: &StopHandle) -> Resu
     Ok(())
 }
 
+/// How a test's writes go: `n` of them, at `rate` in an open loop or `batch` (`-P`) at a time,
+/// recorded on the clock of `epoch` with `sigfig` significant figures.
+pub(crate) struct Pace {
+    /// The requests.
+    pub n: u64,
+    /// `--rps`: an open loop.
+    pub rate: Option<u64>,
+    /// `-P`: a closed loop's pipeline.
+    pub batch: u64,
+    /// The run's clock.
+    pub epoch: Instant,
+    /// The histograms' significant figures.
+    pub sigfig: u8,
+}
+
+/// Sends `pace.n` requests on `w`, pipelined: each encoded by `encode(j, out)`, which gives back
+/// a tag; each reply told to `acked(j, tag, ok, at)` (`at`: ns since the Unix epoch as it was
+/// read). At a rate, the writes due by now go together (at most [`BATCH`]), each timed from its
+/// intended send. Gives back the requests' `Stats` and how many were sent (fewer after a stop).
+pub(crate) fn write_paced(
+    w: &mut Conn,
+    pace: &Pace,
+    stop: &StopHandle,
+    mut encode: impl FnMut(u64, &mut Vec<u8>) -> u64,
+    mut acked: impl FnMut(u64, u64, bool, u64),
+) -> Result<(Stats, u64), Error> {
+    let (n, rate, epoch) = (pace.n, pace.rate, pace.epoch);
+    let begin = Instant::now();
+    let mut stats =
+        Stats::new(Time::since(epoch, begin), pace.sigfig, rate.is_some()).map_err(Error::Tests)?;
+    stats.connections_opened = 1;
+    let batch = if rate.is_some() { BATCH } else { pace.batch.max(1) };
+    let (mut i, mut req, mut tags) = (0, Vec::new(), Vec::new());
+    while i < n && !stop.requested() {
+        // The next batch: -P requests, or at --rps the ones due by now (waiting for the first).
+        let due = |k: u64| rate.map(|r| begin + Duration::from_secs_f64(k as f64 / r as f64));
+        let count = match due(i) {
+            None => batch.min(n - i),
+            Some(first) => {
+                let now = Instant::now();
+                if first > now {
+                    std::thread::sleep(first - now);
+                }
+                let now = Instant::now();
+                let mut k = i + 1;
+                while k < n && k - i < batch && due(k).is_some_and(|d| d <= now) {
+                    k += 1;
+                }
+                k - i
+            }
+        };
+        req.clear();
+        tags.clear();
+        tags.extend((i..i + count).map(|j| encode(j, &mut req)));
+        let sent_at = Instant::now();
+        w.send_encoded(&req).map_err(|e| Error::Tests(format!("writing the keys: {}", e.message)))?;
+        stats.bytes_sent += req.len() as u64;
+        for (j, &tag) in (i..i + count).zip(&tags) {
+            // Each timed from its own intended send in an open loop.
+            let intended = due(j).unwrap_or(sent_at);
+            if rate.is_some() {
+                stats.record_lateness(sent_at.saturating_duration_since(intended).as_nanos() as u64);
+            }
+            let reply = w.reply().map_err(|e| Error::Tests(format!("writing the keys: {}", e.message)))?;
+            let (at, at_ns) = (Instant::now(), unix_ns());
+            let latency = at.saturating_duration_since(intended).as_nanos() as u64;
+            let service = at.saturating_duration_since(sent_at).as_nanos() as u64;
+            let error = match &reply {
+                Value::Error(m) => Some(m.as_slice()),
+                _ => None,
+            };
+            acked(j, tag, error.is_none(), at_ns);
+            stats.record_request(0, latency, service, error, Time::since(epoch, at));
+        }
+        i += count;
+    }
+    Ok((stats, i))
+}
+
 /// Runs `-t expiry` against the run's server over `tls` (`rate`: `--rps`'s step): the test's
 /// outcome, its `Stats` carrying the `SET`s' latency and the
 /// [`respbench_core::expiry::Expiry`], and the client's CPU.
@@ -317,79 +396,36 @@ pub(crate) fn run(
         let value = vec![b'x'; cfg.datasize];
         populate(&mut w, cfg, &value, stop)?;
         let expired_before = expired_keys(&mut ctl)?;
-        let begin = Instant::now();
-        let mut stats =
-            Stats::new(Time::since(epoch, begin), cfg.precision, rate.is_some()).map_err(Error::Tests)?;
         let begin_ns = unix_ns();
         let (window_ms, lead_ms) = (e.window.as_millis() as u64, LEAD.as_millis() as u64);
-        let batch = match rate {
-            Some(_) => BATCH,
-            None => cfg.pipeline.max(1) as u64,
-        };
-        let mut i = 0;
-        let mut req = Vec::new();
-        let mut sent: Vec<(u64, u64, u64)> = Vec::new();
-        while i < n && !stop.requested() {
-            // The next batch: -P keys, or at --rps the writes due by now (waiting for the next).
-            let (count, intended) = match rate {
-                None => (batch.min(n - i), Instant::now()),
-                Some(r) => {
-                    let due = |k: u64| begin + Duration::from_secs_f64(k as f64 / r as f64);
-                    let first = due(i);
-                    let now = Instant::now();
-                    if first > now {
-                        std::thread::sleep(first - now);
-                    }
-                    let now = Instant::now();
-                    let mut k = i + 1;
-                    while k < n && k - i < batch && due(k) <= now {
-                        k += 1;
-                    }
-                    (k - i, first)
-                }
-            };
-            req.clear();
-            sent.clear();
-            let now_ms = unix_ns() / 1_000_000;
-            for j in i..i + count {
+        let pace = Pace { n, rate, batch: cfg.pipeline.max(1) as u64, epoch, sigfig: cfg.precision };
+        let (stats, i) = write_paced(
+            &mut w,
+            &pace,
+            stop,
+            |j, req| {
                 let intended_ms = match rate {
                     Some(r) => begin_ns / 1_000_000 + (j as f64 * 1000.0 / r as f64) as u64,
                     None => begin_ns / 1_000_000,
                 };
+                let now_ms = unix_ns() / 1_000_000;
                 let mut deadline = expiry::deadline_ms(intended_ms, lead_ms, window_ms, j, n);
                 if deadline < now_ms + MIN_AHEAD_MS {
                     deadline = now_ms + lead_ms;
                 }
-                set_pxat(&expiry::key(&cfg.key_prefix, j), &value, Some(deadline), &mut req);
-                sent.push((j, deadline, 0));
-            }
-            let sent_at = Instant::now();
-            if rate.is_some() {
-                stats.record_lateness(sent_at.saturating_duration_since(intended).as_nanos() as u64);
-            }
-            w.send_encoded(&req).map_err(|e| fail("writing the keys", e.message))?;
-            stats.bytes_sent += req.len() as u64;
-            stats.connections_opened = 1;
-            for &(j, deadline, _) in &sent {
-                let reply = w.reply().map_err(|e| fail("writing the keys", e.message))?;
-                let at = Instant::now();
-                let latency = at.saturating_duration_since(intended).as_nanos() as u64;
-                let service = at.saturating_duration_since(sent_at).as_nanos() as u64;
-                let error = match &reply {
-                    Value::Error(m) => Some(m.as_slice()),
-                    _ => {
-                        watch.written(j, deadline);
-                        None
-                    }
-                };
-                stats.record_request(0, latency, service, error, Time::since(epoch, at));
-            }
-            i += count;
-        }
+                set_pxat(&expiry::key(&cfg.key_prefix, j), &value, Some(deadline), req);
+                deadline
+            },
+            |j, deadline, ok, _| {
+                if ok {
+                    watch.written(j, deadline);
+                }
+            },
+        )?;
         // Every key notified, or the grace after the last deadline over.
         let until_ns =
             watch.last_deadline().saturating_mul(1_000_000).saturating_add(e.grace.as_nanos() as u64);
-        let written = n.min(i);
+        let written = i;
         while heard.load(Ordering::Relaxed) < written && unix_ns() < until_ns && !stop.requested() {
             std::thread::sleep(Duration::from_millis(5));
         }

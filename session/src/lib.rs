@@ -41,6 +41,7 @@ pub mod timing;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod topology;
+mod tracking;
 pub mod verdict;
 pub mod verify;
 pub mod workers;

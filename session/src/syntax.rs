@@ -257,8 +257,13 @@ pub const MAX_WAITERS: usize = 1000;
 /// `--subscribers 10` or a list (`1,10,100`): a delivery test's subscribers, a step each;
 /// refused unless `-t` (`tests`) selects one (pubsub, blpop, xreadgroup).
 pub fn subscribers(list: &str, tests: Option<&str>) -> Result<Vec<usize>, OptionError> {
-    if tests.and_then(respbench_core::suite::delivery_test).is_none() {
-        return Err(bad("--subscribers", list, "it is for a delivery test: -t pubsub, blpop or xreadgroup"));
+    let tracking = tests.is_some_and(|t| t.split(',').any(|t| t.trim().eq_ignore_ascii_case("tracking")));
+    if tests.and_then(respbench_core::suite::delivery_test).is_none() && !tracking {
+        return Err(bad(
+            "--subscribers",
+            list,
+            "it is for a delivery test (-t pubsub, blpop or xreadgroup) or -t tracking's readers",
+        ));
     }
     // Any delivery test but pubsub is a waiters' test, wherever it stands in the list.
     let waiters = tests
@@ -314,14 +319,14 @@ pub fn expiry_test(
     if set_notify && !selected {
         return Err("--set-notify is for -t expiry".into());
     }
-    if let Some(t) =
-        tests.filter(|t| selected && t.split(',').any(|t| !t.trim().eq_ignore_ascii_case("expiry")))
-    {
-        return Err(bad(
-            "-t",
-            t,
-            "-t expiry runs alone (its writer is one connection): give the other tests a run of their own",
-        ));
+    for alone in ["expiry", "tracking"] {
+        let has = |t: &str| t.split(',').any(|t| t.trim().eq_ignore_ascii_case(alone));
+        if let Some(t) =
+            tests.filter(|t| has(t) && t.split(',').any(|t| !t.trim().eq_ignore_ascii_case(alone)))
+        {
+            let why = format!("-t {alone} runs alone (its writer is one connection): give the other tests a run of their own");
+            return Err(bad("-t", t, &why));
+        }
     }
     for (i, slot) in [&mut e.window, &mut e.grace].into_iter().enumerate() {
         if let Some(v) = given[i] {
