@@ -19,13 +19,23 @@ pub const MAX_KEYS: u64 = 50_000_000;
 
 /// The name of timed key `i` after `prefix`.
 pub fn key(prefix: &str, i: u64) -> Vec<u8> {
-    format!("{prefix}{EXPIRY_KEY}{i:012}").into_bytes()
+    numbered(prefix, EXPIRY_KEY, i)
 }
 
 /// The index of a timed key's name (`prefix` + [`EXPIRY_KEY`] + 12 digits), or `None` for any
 /// other key.
 pub fn index(prefix: &[u8], name: &[u8]) -> Option<u64> {
-    let digits = name.strip_prefix(prefix)?.strip_prefix(EXPIRY_KEY.as_bytes())?;
+    number(prefix, EXPIRY_KEY, name)
+}
+
+/// `prefix` + `base` + `i` in 12 digits: a key of a test that names its keys by number.
+pub fn numbered(prefix: &str, base: &str, i: u64) -> Vec<u8> {
+    format!("{prefix}{base}{i:012}").into_bytes()
+}
+
+/// The number of a [`numbered`] key's `name`, or `None` for any other key.
+pub fn number(prefix: &[u8], base: &str, name: &[u8]) -> Option<u64> {
+    let digits = name.strip_prefix(prefix)?.strip_prefix(base.as_bytes())?;
     if digits.len() != 12 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }

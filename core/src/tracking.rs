@@ -18,16 +18,12 @@ pub const MAX_KEYS: u64 = 10_000_000;
 
 /// The name of key `i` after `prefix`.
 pub fn key(prefix: &str, i: u64) -> Vec<u8> {
-    format!("{prefix}{TRACKING_KEY}{i:012}").into_bytes()
+    crate::expiry::numbered(prefix, TRACKING_KEY, i)
 }
 
 /// The index of a key's name, or `None` for another key.
 pub fn index(prefix: &[u8], name: &[u8]) -> Option<u64> {
-    let digits = name.strip_prefix(prefix)?.strip_prefix(TRACKING_KEY.as_bytes())?;
-    if digits.len() != 12 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(digits).ok()?.parse().ok()
+    crate::expiry::number(prefix, TRACKING_KEY, name)
 }
 
 /// Whether reader `r` of `readers` reads key `i`: its own share (`i % readers == r`) and every

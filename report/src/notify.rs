@@ -31,6 +31,22 @@ fn write_percentiles(h: &hdrhistogram::Histogram<u64>, out: &mut impl Write) -> 
     writeln!(out, "  {}", cells.join(" "))
 }
 
+/// CSV cells of `h`'s p50, p99, p99.9 and max (ms), each empty when `h` is.
+fn csv_cells(h: &hdrhistogram::Histogram<u64>) -> String {
+    let cells: Vec<String> =
+        [50.0, 99.0, 99.9, 100.0]
+            .iter()
+            .map(|&p| {
+                if h.is_empty() {
+                    "\"\"".into()
+                } else {
+                    format!("\"{:.3}\"", ms(value_at_percentile(h, p)))
+                }
+            })
+            .collect();
+    cells.join(",")
+}
+
 /// What `e` counted, in words: `20000 keys with deadlines over 2.000 s: 20000 notified, 0 never
 /// notified within 5.000 s (0.00%)`.
 fn counts(e: &Expiry) -> String {
@@ -142,12 +158,7 @@ pub fn write_csv(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
     if let Some(k) = &t.stats.tracking {
         // `"tracking"`, the test, readers, expected, received, lost, duplicated, latency p50,
         // p99, p99.9, max (ms; empty when nothing came).
-        let lat = if k.latency.is_empty() {
-            "\"\",\"\",\"\",\"\"".to_string()
-        } else {
-            let at = |p: f64| ms(value_at_percentile(&k.latency, p));
-            format!("\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\"", at(50.0), at(99.0), at(99.9), at(100.0))
-        };
+        let lat = csv_cells(&k.latency);
         writeln!(
             out,
             "\"tracking\",{},\"{}\",\"{}\",\"{}\",\"{}\",\"{}\",{lat}",
@@ -160,12 +171,7 @@ pub fn write_csv(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
         )?;
     }
     let Some(e) = &t.stats.expiry else { return Ok(()) };
-    let lag = if e.lag.is_empty() {
-        "\"\",\"\",\"\",\"\"".to_string()
-    } else {
-        let at = |p: f64| lag_at(e, p);
-        format!("\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\"", at(50.0), at(99.0), at(99.9), at(100.0))
-    };
+    let lag = csv_cells(&e.lag);
     writeln!(
         out,
         "\"expiry\",{},\"{}\",\"{}\",\"{}\",\"{}\",{lag}",

@@ -38,7 +38,7 @@ const FAR_MS: u64 = 86_400_000;
 const BATCH: u64 = 1000;
 
 /// The most bytes of notifications held unparsed (one is under 100 bytes).
-pub(crate) const MAX_PENDING: usize = 1 << 20;
+const MAX_PENDING: usize = 1 << 20;
 
 /// How long the listener's read waits before it looks whether to stop.
 pub(crate) const NAP: Duration = Duration::from_millis(20);
@@ -148,6 +148,51 @@ pub(crate) fn selected(server: &Server, db: u32) -> Result<Conn, Error> {
     Ok(c)
 }
 
+/// Reads the values `reader` (a connection with a short read timeout) sends until `stop`,
+/// each handed to `each` with when the read that completed it returned (ns since the Unix
+/// epoch); `None` when told to stop, else why `who`'s connection ended.
+pub(crate) fn read_values(
+    reader: &mut dyn Read,
+    stop: &AtomicBool,
+    who: &str,
+    mut each: impl FnMut(Value, u64),
+) -> Option<String> {
+    let (mut pending, mut chunk) = (Vec::new(), vec![0u8; 64 * 1024]);
+    while !stop.load(Ordering::Relaxed) {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => return Some(format!("the server closed {who}'s connection")),
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            Err(e) => return Some(format!("{who}'s connection: {e}")),
+        };
+        let at = unix_ns();
+        pending.extend_from_slice(&chunk[..n]);
+        let mut used = 0;
+        loop {
+            match Value::parse(&pending[used..]) {
+                Ok(Some((v, k))) => {
+                    used += k;
+                    each(v, at);
+                }
+                Ok(None) => break,
+                Err(e) => return Some(format!("{who} read a broken reply: {e}")),
+            }
+        }
+        pending.drain(..used);
+        if pending.len() > MAX_PENDING {
+            return Some(format!("{who} read a reply of more than {MAX_PENDING} bytes"));
+        }
+    }
+    None
+}
+
 /// What the listener read: each timed key's index (`None`: another key) and when it came.
 type Heard = (Vec<(Option<u64>, u64)>, Option<String>);
 
@@ -193,53 +238,22 @@ fn listen(
                 }
             };
             let mut got = Vec::new();
-            let mut pending = Vec::new();
-            let mut chunk = vec![0u8; 64 * 1024];
-            while !stop.load(Ordering::Relaxed) {
-                let n = match reader.read(&mut chunk) {
-                    Ok(0) => return (got, Some("the server closed the listener's connection".into())),
-                    Ok(n) => n,
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                        ) =>
-                    {
-                        continue
-                    }
-                    Err(e) => return (got, Some(format!("the listener's connection: {e}"))),
+            let ended = read_values(&mut *reader, &stop, "the listener", |v, at| {
+                let key = match v {
+                    Value::Array(a) | Value::Push(a) if a.len() == 3 => match &a[2] {
+                        Value::Bulk(k) => expiry::index(&prefix, k),
+                        _ => None,
+                    },
+                    _ => None,
                 };
-                let at = unix_ns();
-                pending.extend_from_slice(&chunk[..n]);
-                let mut used = 0;
-                loop {
-                    match Value::parse(&pending[used..]) {
-                        Ok(Some((v, k))) => {
-                            used += k;
-                            let key = match v {
-                                Value::Array(a) | Value::Push(a) if a.len() == 3 => match &a[2] {
-                                    Value::Bulk(k) => expiry::index(&prefix, k),
-                                    _ => None,
-                                },
-                                _ => None,
-                            };
-                            if key.is_some() {
-                                heard.fetch_add(1, Ordering::Relaxed);
-                            }
-                            if got.len() < room {
-                                got.push((key, at));
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(e) => return (got, Some(format!("the listener read a broken reply: {e}"))),
-                    }
+                if key.is_some() {
+                    heard.fetch_add(1, Ordering::Relaxed);
                 }
-                pending.drain(..used);
-                if pending.len() > MAX_PENDING {
-                    return (got, Some(format!("a notification of more than {MAX_PENDING} bytes")));
+                if got.len() < room {
+                    got.push((key, at));
                 }
-            }
-            (got, None)
+            });
+            (got, ended)
         })
         .map_err(|e| fail("starting the listener", e))?;
     match rx.recv() {

@@ -7,7 +7,6 @@
 //! after the test: expected, received, lost, duplicated, flushes, and the latency from each
 //! write's acknowledgement to the push.
 
-use std::io::{ErrorKind, Read};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -17,7 +16,7 @@ use respbench_core::tracking::{self, Heard, Tracking};
 
 use crate::config::Config;
 use crate::cpu::ClientCpu;
-use crate::expiry::{selected, unix_ns, write_paced, Pace, MAX_PENDING, NAP};
+use crate::expiry::{read_values, selected, write_paced, Pace, NAP};
 use crate::server::{self, Conn, Server};
 use crate::stop::StopHandle;
 use crate::Error;
@@ -79,46 +78,16 @@ fn start_reader(cfg: &Config, server: &Server, r: u64, readers: u64, n: u64) -> 
 }
 
 /// Reads `c`'s pushes until `stop`, counting the invalidated keys in `heard`.
-fn read_pushes(c: Conn, prefix: &[u8], stop: &AtomicBool, heard: &AtomicU64) -> Got {
-    let mut c = c;
+fn read_pushes(mut c: Conn, prefix: &[u8], stop: &AtomicBool, heard: &AtomicU64) -> Got {
     c.set_timeout(NAP);
     let mut reader = c.into_reader();
-    let (mut got, mut pending, mut chunk) = (Vec::new(), Vec::new(), vec![0u8; 64 * 1024]);
-    while !stop.load(Ordering::Relaxed) {
-        let n = match reader.read(&mut chunk) {
-            Ok(0) => return (got, Some("the server closed a reader's connection".into())),
-            Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) =>
-            {
-                continue
-            }
-            Err(e) => return (got, Some(format!("a reader's connection: {e}"))),
-        };
-        let at = unix_ns();
-        pending.extend_from_slice(&chunk[..n]);
-        let mut used = 0;
-        loop {
-            match Value::parse(&pending[used..]) {
-                Ok(Some((v, k))) => {
-                    used += k;
-                    let before = got.len();
-                    invalidations(v, prefix, at, &mut got);
-                    heard.fetch_add((got.len() - before) as u64, Ordering::Relaxed);
-                }
-                Ok(None) => break,
-                Err(e) => return (got, Some(format!("a reader read a broken reply: {e}"))),
-            }
-        }
-        pending.drain(..used);
-        if pending.len() > MAX_PENDING {
-            return (got, Some(format!("a push of more than {MAX_PENDING} bytes")));
-        }
-    }
-    (got, None)
+    let mut got = Vec::new();
+    let ended = read_values(&mut *reader, stop, "a reader", |v, at| {
+        let before = got.len();
+        invalidations(v, prefix, at, &mut got);
+        heard.fetch_add((got.len() - before) as u64, Ordering::Relaxed);
+    });
+    (got, ended)
 }
 
 /// `tracking_total_keys` and `tracking_total_items` of `INFO stats`.
