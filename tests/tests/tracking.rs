@@ -79,3 +79,41 @@ fn tracking_needs_a_rate_for_a_duration_and_runs_alone() {
     assert!(out.stderr.contains("-t tracking runs alone"), "{}", out.dump());
     assert_eq!(server.command_calls("set") + server.command_calls("get"), 0);
 }
+
+#[test]
+fn a_flush_invalidates_every_key_once_and_loses_none() {
+    let server = RedisServer::start();
+    let json = json_path("tracking", "flush");
+    let port = server.port().to_string();
+    let run = respbench_tests::respbench().spawn(&[
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "tracking",
+        "--subscribers",
+        "4",
+        "-n",
+        "4000",
+        "--rps",
+        "500",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    // Once the readers have read (the server tracks their keys), a FLUSHALL mid-run.
+    let tracked = || server.info_field("stats", "tracking_total_items").is_some_and(|v| v != "0");
+    respbench_tests::wait_until("the readers' keys tracked", Duration::from_secs(60), tracked);
+    server.cli(&["FLUSHALL"]);
+    let out = run.wait(T);
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: Value =
+        serde_json::from_str(&take_document(&json)).unwrap_or_else(|e| panic!("{e}: {}", out.dump()));
+    let t = &doc["tests"][0]["tracking"];
+    // Each reader heard the flush once; what it did not hear of its keys was flushed, not lost.
+    assert_eq!(u(&t["flushes"]), 4, "{t}");
+    assert_eq!(u(&t["lost"]), 0, "{t}");
+    assert!(u(&t["flushed"]) > 0, "{t}");
+    assert_eq!(u(&t["received"]) + u(&t["flushed"]), u(&t["expected"]), "{t}");
+    assert_eq!(server.command_calls("set"), 4000);
+}
