@@ -60,6 +60,9 @@ pub struct Expiry {
     /// Written but not notified before the listener stopped, at least the grace after each
     /// key's deadline.
     pub never_notified: u64,
+    /// Written and not notified when the listener was stopped early (a Ctrl-C) before the
+    /// grace after their deadline was over: not waited for, so not counted as never notified.
+    pub unwaited: u64,
     /// Notifications of a timed key already notified.
     pub duplicated: u64,
     /// Notifications read before the key's deadline (a clock step: 0 on one machine); their
@@ -88,6 +91,7 @@ impl Expiry {
             written: 0,
             notified: 0,
             never_notified: 0,
+            unwaited: 0,
             duplicated: 0,
             early: 0,
             others: 0,
@@ -125,6 +129,7 @@ impl Expiry {
         add(&mut self.written, other.written, "written")?;
         add(&mut self.notified, other.notified, "notified")?;
         add(&mut self.never_notified, other.never_notified, "never_notified")?;
+        add(&mut self.unwaited, other.unwaited, "unwaited")?;
         add(&mut self.duplicated, other.duplicated, "duplicated")?;
         add(&mut self.early, other.early, "early")?;
         add(&mut self.others, other.others, "others")?;
@@ -218,11 +223,19 @@ impl Watch {
         self.deadlines.iter().copied().max().unwrap_or(0)
     }
 
-    /// The summary: keys written and not notified are `never_notified`; `grace_ms` and
-    /// `window_ms` are the test's.
-    pub fn finish(mut self, grace_ms: u64, window_ms: u64) -> Expiry {
+    /// The summary: keys written and not notified are `never_notified` when the listener
+    /// stopped at `stopped_ms` (ms since the Unix epoch) `grace_ms` or more after their
+    /// deadline, `unwaited` when it stopped sooner; `window_ms` is the test's.
+    pub fn finish(mut self, grace_ms: u64, window_ms: u64, stopped_ms: u64) -> Expiry {
         let e = &mut self.expiry;
-        e.never_notified = e.written.saturating_sub(e.notified);
+        for (&d, &seen) in self.deadlines.iter().zip(&self.seen) {
+            if d != 0 && !seen {
+                match d.saturating_add(grace_ms) <= stopped_ms {
+                    true => e.never_notified += 1,
+                    false => e.unwaited += 1,
+                }
+            }
+        }
         e.grace_ms = grace_ms;
         e.window_ms = window_ms;
         self.expiry
@@ -266,7 +279,7 @@ mod tests {
         for i in 0..100 {
             w.notified(Some(i), (written_ms + 1_005) * 1_000_000);
         }
-        let e = w.finish(5_000, 0);
+        let e = w.finish(5_000, 0, u64::MAX);
         assert_eq!((e.written, e.notified, e.never_notified, e.early), (100, 100, 0, 0));
         assert!(e.lag.equivalent(value_at_percentile(&e.lag, 50.0), 5_000));
         assert!(e.lag.equivalent(e.lag.max(), 5_000));
@@ -287,8 +300,8 @@ mod tests {
         w.notified(None, 20_000_000_000);
         assert_eq!(w.notified_count(), 2);
         assert_eq!(w.last_deadline(), 12_000);
-        let e = w.finish(5_000, 2_000);
-        assert_eq!((e.written, e.notified, e.never_notified), (3, 2, 1));
+        let e = w.finish(5_000, 2_000, 17_000);
+        assert_eq!((e.written, e.notified, e.never_notified, e.unwaited), (3, 2, 1, 0));
         assert_eq!((e.duplicated, e.early, e.others), (1, 1, 3));
         assert_eq!(e.lag.len(), 2);
         assert!(e.lag.equivalent(value_at_percentile(&e.lag, 100.0), 20_000));
@@ -296,6 +309,17 @@ mod tests {
         let rate = e.per_second().unwrap();
         assert!((rate - 2.0 / 0.48).abs() < 1e-9, "{rate}");
         assert!((e.never_share() - 1.0 / 3.0).abs() < 1e-12);
+    }
+
+    /// Virtual time: a listener stopped before a key's grace was over did not wait for it.
+    #[test]
+    fn keys_not_waited_for_are_not_counted_as_never_notified() {
+        let mut w = Watch::new(3, 3).unwrap();
+        w.written(0, 1_000);
+        w.written(1, 2_000);
+        w.written(2, 9_000);
+        let e = w.finish(5_000, 0, 6_500);
+        assert_eq!((e.never_notified, e.unwaited), (1, 2));
     }
 
     #[test]
@@ -306,7 +330,7 @@ mod tests {
         let mut b = Watch::new(2, 3).unwrap();
         b.written(1, 1_000);
         b.notified(Some(1), 1_001_000_000);
-        let (mut a, b) = (a.finish(5_000, 2_000), b.finish(5_000, 2_000));
+        let (mut a, b) = (a.finish(5_000, 2_000, u64::MAX), b.finish(5_000, 2_000, u64::MAX));
         a.server_expired = Some(1);
         a.merge(&b).unwrap();
         assert_eq!((a.written, a.notified, a.lag.len()), (2, 2, 2));

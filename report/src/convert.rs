@@ -465,6 +465,7 @@ fn expiry(e: &respbench_core::expiry::Expiry) -> Result<doc::Expiry, String> {
         written: e.written,
         notified: e.notified,
         never_notified: e.never_notified,
+        unwaited: e.unwaited,
         duplicated: e.duplicated,
         early: e.early,
         others: e.others,
@@ -528,6 +529,7 @@ fn read_expiry(d: &doc::Expiry, sigfig: u8) -> Result<respbench_core::expiry::Ex
     e.written = d.written;
     e.notified = d.notified;
     e.never_notified = d.never_notified;
+    e.unwaited = d.unwaited;
     e.duplicated = d.duplicated;
     e.early = d.early;
     e.others = d.others;

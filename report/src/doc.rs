@@ -664,6 +664,8 @@ pub struct Expiry {
     pub notified: u64,
     /// Written and not notified within the grace after the last deadline.
     pub never_notified: u64,
+    /// Written and not notified when a stop ended the wait before their grace was over.
+    pub unwaited: u64,
     /// Notifications of a key already notified.
     pub duplicated: u64,
     /// Notifications read before the key's deadline (their lag counts as 0).

@@ -92,6 +92,13 @@ pub fn write_verbose(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
     if let Some(rate) = e.per_second() {
         writeln!(out, "    {rate:.0} notifications per second")?;
     }
+    if e.unwaited > 0 {
+        writeln!(
+            out,
+            "    {} keys not waited for: the test was stopped before their grace was over",
+            e.unwaited
+        )?;
+    }
     if e.duplicated + e.early + e.others > 0 {
         writeln!(
             out,

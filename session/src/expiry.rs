@@ -405,7 +405,7 @@ pub(crate) fn run(
         Arc::clone(&heard),
     )?;
     let stop_listener = || stop_listening.store(true, Ordering::Relaxed);
-    let result = (|| -> Result<(Stats, u64), Error> {
+    let result = (|| -> Result<(Stats, u64, u64), Error> {
         let mut w = selected(&server, cfg.db)?;
         let value = vec![b'x'; cfg.datasize];
         populate(&mut w, cfg, &value, stop)?;
@@ -444,20 +444,21 @@ pub(crate) fn run(
             std::thread::sleep(Duration::from_millis(5));
         }
         stop_listener();
+        let stopped_ms = unix_ns() / 1_000_000;
         let expired_after = expired_keys(&mut ctl)?;
-        Ok((stats, expired_after.saturating_sub(expired_before)))
+        Ok((stats, expired_after.saturating_sub(expired_before), stopped_ms))
     })();
     stop_listener();
     let (got, failure) = listener.join().map_err(|_| Error::Tests("the expiry listener panicked".into()))?;
     restore.restore()?;
-    let (mut stats, rise) = result?;
+    let (mut stats, rise, stopped_ms) = result?;
     if let Some(why) = failure {
         return Err(fail("listening", why));
     }
     for (key, at) in got {
         watch.notified(key, at);
     }
-    let mut summary = watch.finish(e.grace.as_millis() as u64, e.window.as_millis() as u64);
+    let mut summary = watch.finish(e.grace.as_millis() as u64, e.window.as_millis() as u64, stopped_ms);
     summary.server_expired = Some(rise);
     stats.expiry = Some(Box::new(summary));
     let cpu = ClientCpu::between(cpu_before, crate::cpu::process_cpu(), started.elapsed(), 1);

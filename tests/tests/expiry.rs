@@ -143,3 +143,28 @@ fn quiet_and_csv_carry_the_lag_over_an_open_loop() {
     assert_eq!(server.command_calls("set"), 800);
     assert_eq!(expired_keys(&server), 800);
 }
+
+#[test]
+fn a_ctrl_c_mid_run_restores_the_setting() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let args =
+        ["-h", "127.0.0.1", "-p", &port, "-t", "expiry", "-n", "100000", "--rps", "2000", "--set-notify"];
+    let run = respbench_tests::respbench().spawn(&args);
+    let flags =
+        || server.cli(&["CONFIG", "GET", "notify-keyspace-events"]).lines().nth(1).unwrap_or("").to_string();
+    respbench_tests::wait_until("--set-notify's setting", Duration::from_secs(60), || flags().contains('x'));
+    respbench_tests::wait_until("some keys written", Duration::from_secs(60), || {
+        server.command_calls("set") > 0
+    });
+    run.interrupt();
+    let out = run.wait(T);
+    assert!(!out.stderr.contains("panicked"), "{}", out.dump());
+    assert_eq!(flags(), "", "{}", out.dump());
+    // Stopped well before its 100,000 keys, and the keys it did not wait for are said so, not
+    // counted as never notified.
+    let written = server.command_calls("set");
+    assert!(written < 100_000, "{}", out.dump());
+    assert!(out.stdout.contains(&format!("{written} keys not waited for")), "{}", out.dump());
+    assert!(out.stdout.contains(" 0 never notified"), "{}", out.dump());
+}
