@@ -329,6 +329,22 @@ pub struct Opts {
     /// each SET key value carries EX, or PX for 500ms-1500ms, drawn from MIN-MAX (memtier)
     #[argh(option)]
     pub expiry_range: Option<String>,
+    /// with -t expiry: the keys' deadlines spread over this, 1 s after each write (default 2s)
+    #[argh(option)]
+    pub expiry_window: Option<String>,
+    /// with -t expiry: how long after a deadline its notification is waited for (default 5s)
+    #[argh(option)]
+    pub expiry_grace: Option<String>,
+    /// with -t expiry: this many other keys written first, deadlines a day ahead
+    #[argh(option)]
+    pub expiry_volatile: Option<String>,
+    /// with -t expiry: this many other keys written first, without a deadline
+    #[argh(option)]
+    pub expiry_persistent: Option<String>,
+    /// with -t expiry: turn on the server's expired events (notify-keyspace-events Ex) for the
+    /// test, restoring the old setting after it
+    #[argh(switch)]
+    pub set_notify: bool,
     /// after each test, print its per-second time series (rps, p50, p99, errors)
     #[argh(switch)]
     pub series: bool,
@@ -523,6 +539,9 @@ impl Opts {
         o.mix_command_keys =
             self.mix_command.iter().map(|c| syntax::mix_command_keys(c)).collect::<Result<_, _>>()?;
         o.expiry = self.expiry_range.as_deref().map(syntax::expiry_range).transpose()?;
+        let given = [&self.expiry_window, &self.expiry_grace, &self.expiry_volatile, &self.expiry_persistent];
+        o.expiry_test =
+            syntax::expiry_test(given.map(Option::as_deref), self.set_notify, self.tests.as_deref())?;
         if o.mix.len() + o.mix_commands.len() > 64 {
             return Err("a mix takes at most 64 commands".into());
         }

@@ -64,6 +64,7 @@ pub mod dataset;
 pub mod delivery;
 pub mod disruption;
 pub mod dist;
+pub mod expiry;
 pub mod handshake;
 pub mod keys;
 pub mod plan;
@@ -79,6 +80,7 @@ pub mod stats;
 pub mod suite;
 pub mod template;
 pub mod time;
+pub mod tracking;
 pub mod verify;
 pub mod wire;
 

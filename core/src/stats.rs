@@ -246,6 +246,10 @@ pub struct Stats {
     pub integer_sum: i64,
     /// A delivery test (`-t pubsub`, issue #42): what its subscribers received; `None` otherwise.
     pub delivery: Option<Box<crate::delivery::Delivery>>,
+    /// An expiry test (`-t expiry`, issue #52): its keys' lag from deadline to notification.
+    pub expiry: Option<Box<crate::expiry::Expiry>>,
+    /// An invalidation test (`-t tracking`, issue #52): what its readers received.
+    pub tracking: Option<Box<crate::tracking::Tracking>>,
     /// When the test started (the driver's clock), the earliest of the merged ones.
     pub start: Time,
     /// When the test ended, the latest of the merged ones: its `-n` budget spent and answered,
@@ -440,6 +444,8 @@ impl Stats {
             push_messages: 0,
             integer_sum: 0,
             delivery: None,
+            expiry: None,
+            tracking: None,
             start,
             end: start,
             last_reply: start,
@@ -805,6 +811,16 @@ impl Stats {
         match (&mut self.delivery, &other.delivery) {
             (Some(d), Some(o)) => d.merge(o)?,
             (None, Some(o)) => self.delivery = Some(o.clone()),
+            _ => {}
+        }
+        match (&mut self.expiry, &other.expiry) {
+            (Some(d), Some(o)) => d.merge(o)?,
+            (None, Some(o)) => self.expiry = Some(o.clone()),
+            _ => {}
+        }
+        match (&mut self.tracking, &other.tracking) {
+            (Some(d), Some(o)) => d.merge(o)?,
+            (None, Some(o)) => self.tracking = Some(o.clone()),
             _ => {}
         }
         add_count(&mut self.drops, other.drops, "reconnects.drops")?;

@@ -51,6 +51,8 @@ pub const TEST_NAMES: &[&str] = &[
     "pubsub",
     "blpop",
     "xreadgroup",
+    "expiry",
+    "tracking",
 ];
 
 /// The delivery tests (issue #42): a publisher and subscribers, or pushes and waiters.
@@ -65,7 +67,7 @@ pub fn delivery_test(tests: &str) -> Option<&'static str> {
 /// (`mget`, `function_load` and `fcall` are valkey-benchmark 9's, which its default suite runs;
 /// the last two are for servers with FUNCTION).
 const EXPLICIT_ONLY: &[&str] =
-    &["connect", "mget", "function_load", "fcall", "pubsub", "blpop", "xreadgroup"];
+    &["connect", "mget", "function_load", "fcall", "pubsub", "blpop", "xreadgroup", "expiry", "tracking"];
 
 /// Which tests `-t` selected: a comma-separated, case-insensitive list, as redis-benchmark reads
 /// it. `None` selects every test.
@@ -104,7 +106,9 @@ impl Selection {
 
     fn has(&self, name: &str) -> bool {
         match &self.names {
-            None if self.valkey => !matches!(name, "connect" | "pubsub" | "blpop" | "xreadgroup"),
+            None if self.valkey => {
+                !matches!(name, "connect" | "pubsub" | "blpop" | "xreadgroup" | "expiry" | "tracking")
+            }
             None => !EXPLICIT_ONLY.contains(&name),
             Some(names) => names.iter().any(|n| n == name),
         }
@@ -238,6 +242,28 @@ pub fn default_suite(
         tests.push(TestSpec {
             title: STREAM_TITLE.into(),
             payload_bytes: payload_bytes.max(crate::delivery::STAMP_LEN),
+            template: t,
+            connection_per_request: false,
+        });
+    }
+    if s.has("expiry") {
+        // Expiry lag (issue #52): the session writes each key with its own deadline and times
+        // its expired event; this request is what the reports show of it.
+        let t =
+            Template::command(&[b"SET", &name(crate::expiry::EXPIRY_KEY), b"value", b"PXAT", b"deadline"]);
+        tests.push(TestSpec {
+            title: crate::expiry::EXPIRY_TITLE.into(),
+            payload_bytes,
+            template: t,
+            connection_per_request: false,
+        });
+    }
+    if s.has("tracking") {
+        // Invalidation latency (issue #52): the session's readers track the keys it writes.
+        let t = Template::command(&[b"SET", &name(crate::tracking::TRACKING_KEY), b"value"]);
+        tests.push(TestSpec {
+            title: crate::tracking::TRACKING_TITLE.into(),
+            payload_bytes,
             template: t,
             connection_per_request: false,
         });

@@ -469,6 +469,12 @@ pub struct Test {
     /// `-t pubsub`: what the subscribers received, and when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
+    /// `-t expiry`: how late the keys' expired events came after their deadlines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiry: Option<Expiry>,
+    /// `-t tracking`: the invalidations the readers received, and when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracking: Option<Tracking>,
     /// `--at`: each event, what came of it and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<EventEntry>>,
@@ -616,6 +622,76 @@ pub struct ClientPauses {
     pub series_max_ms: Vec<f64>,
     /// Per second of the test, the 99th percentile of the idle thread's pauses, ms.
     pub series_p99_ms: Vec<f64>,
+}
+
+/// `expiry`: an expiry test's keys (`-t expiry`), each given a deadline and timed from it to
+/// its expired event.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Expiry {
+    /// Timed keys written (their `SET … PXAT` answered `OK`).
+    pub written: u64,
+    /// Of those, notified.
+    pub notified: u64,
+    /// Written and not notified within the grace after the last deadline.
+    pub never_notified: u64,
+    /// Written and not notified when a stop ended the wait before their grace was over.
+    pub unwaited: u64,
+    /// Notifications of a key already notified.
+    pub duplicated: u64,
+    /// Notifications read before the key's deadline (their lag counts as 0).
+    pub early: u64,
+    /// Notifications of keys the test did not time.
+    pub others: u64,
+    /// Distinct notifications per second, from the first to the last; null with fewer than two
+    /// instants.
+    pub per_second: Option<f64>,
+    /// The first notification's arrival, ns since the Unix epoch (0: none).
+    pub first_ns: u64,
+    /// The last one's.
+    pub last_ns: u64,
+    /// The window the deadlines spread over, ms.
+    pub window_ms: u64,
+    /// The grace after the deadlines, ms.
+    pub grace_ms: u64,
+    /// The rise of the server's `expired_keys` over the test, when read.
+    pub server_expired: Option<u64>,
+    /// Deadline to notification, ms.
+    pub lag_ms: Option<Latency>,
+    /// Its distribution.
+    pub histogram: Option<HistogramData>,
+}
+
+/// `tracking`: an invalidation test's readers (`-t tracking`), all together.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Tracking {
+    /// Reader connections (`--subscribers`).
+    pub readers: u64,
+    /// Invalidations expected: each reader's keys read and written.
+    pub expected: u64,
+    /// Received, once each.
+    pub received: u64,
+    /// Expected, neither received nor covered by a flush.
+    pub lost: u64,
+    /// Received again.
+    pub duplicated: u64,
+    /// Flushes (null invalidations) received.
+    pub flushes: u64,
+    /// Expected keys a flush invalidated instead.
+    pub flushed: u64,
+    /// Invalidations of keys a reader did not read or that were not written.
+    pub others: u64,
+    /// Invalidations read before the write's acknowledgement (latency 0).
+    pub before_ack: u64,
+    /// The server's `tracking_total_keys` once the readers had read.
+    pub tracking_total_keys: Option<u64>,
+    /// Its `tracking_total_items`.
+    pub tracking_total_items: Option<u64>,
+    /// The write's acknowledgement to the push, ms.
+    pub latency_ms: Option<Latency>,
+    /// Its distribution.
+    pub histogram: Option<HistogramData>,
 }
 
 /// `delivery`: a delivery test's subscribers (`-t pubsub`), all of them together; each message

@@ -28,6 +28,7 @@ pub mod json;
 pub mod memtier;
 pub mod merge;
 pub mod metrics;
+pub mod notify;
 pub mod outputs;
 #[cfg(feature = "plot")]
 pub mod plot;

@@ -356,7 +356,10 @@ impl Observer for Outputs {
                 open_loop: !cfg.open.rates.is_empty(),
                 replay: cfg.replay.is_some(),
                 show_errors: cfg.show_errors,
-                misses: (!cfg.miss_ok).then(|| respbench_session::dataset::miss_why(cfg).unwrap_or_default()),
+                misses: (!cfg.miss_ok).then(|| {
+                    respbench_session::dataset::miss_why(cfg.keyspace, &cfg.dataset_shapes)
+                        .unwrap_or_default()
+                }),
             },
         };
         self.each(&Event::Step(&step));

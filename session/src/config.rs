@@ -468,6 +468,36 @@ pub struct OpenLoopConfig {
     /// `--ramp`: the clients or the rate rise step by step within one test (its `start` is
     /// set when the test runs).
     pub ramp: Option<respbench_core::Ramp>,
+    /// `-t expiry`'s settings.
+    pub expiry_test: ExpiryConfig,
+}
+
+/// `-t expiry`'s settings (issue #52).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpiryConfig {
+    /// `--expiry-window`: the timed keys' deadlines spread over this (2 s).
+    pub window: Duration,
+    /// `--expiry-grace`: how long after a key's deadline its notification is waited for (5 s).
+    pub grace: Duration,
+    /// `--expiry-volatile`: other keys written first with deadlines a day ahead.
+    pub volatile: u64,
+    /// `--expiry-persistent`: other keys written first without a deadline.
+    pub persistent: u64,
+    /// `--set-notify`: turn the server's expired events on (`notify-keyspace-events` plus
+    /// `Ex`) for the test and restore the old setting after it.
+    pub set_notify: bool,
+}
+
+impl Default for ExpiryConfig {
+    fn default() -> ExpiryConfig {
+        ExpiryConfig {
+            window: Duration::from_secs(2),
+            grace: Duration::from_secs(5),
+            volatile: 0,
+            persistent: 0,
+            set_notify: false,
+        }
+    }
 }
 
 impl OpenLoopConfig {

@@ -335,11 +335,12 @@ pub fn check(shapes: &[Shape], only: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// Why a read test of `cfg` likely missed: `-r` reads a keyspace larger than the
-/// `--dataset-shape` keys; `None` when nothing says (no `-r`, no shape, or shapes covering it).
-pub fn miss_why(cfg: &crate::config::Config) -> Option<String> {
-    let r = cfg.keyspace?;
-    let wrote: u64 = cfg.dataset_shapes.iter().map(|s| s.keys).sum();
+/// Why a read test likely missed: `-r` (`keyspace`) reads a keyspace larger than the
+/// `--dataset-shape` keys (`shapes`); `None` when nothing says (no `-r`, no shape, or shapes
+/// covering it).
+pub fn miss_why(keyspace: Option<u64>, shapes: &[Shape]) -> Option<String> {
+    let r = keyspace?;
+    let wrote: u64 = shapes.iter().map(|s| s.keys).sum();
     (wrote > 0 && wrote < r)
         .then(|| format!("-r {r} reads a keyspace of which --dataset-shape wrote {wrote}"))
 }

@@ -183,6 +183,15 @@ impl Session {
                 replayed = Config { clients: r.mine.len().max(1), ..cfg.clone() };
                 &replayed
             }
+            // `-t expiry` and `-t tracking` (alone in their run) write on one connection.
+            None if cases.iter().any(|c| {
+                [respbench_core::expiry::EXPIRY_TITLE, respbench_core::tracking::TRACKING_TITLE]
+                    .contains(&&*c.spec.title)
+            }) =>
+            {
+                replayed = Config { clients: 1, threads: 1, ..cfg.clone() };
+                &replayed
+            }
             None => cfg,
         };
         // The requests as made (several values, a command around them), before connecting.
@@ -828,7 +837,7 @@ fn findings(cfg: &Config, total: &TestResult, preloadable: bool) -> Vec<Warning>
     let suite_pop = cfg.command.is_empty() && matches!(name.as_str(), "SPOP" | "LPOP" | "RPOP");
     if s.requests > 0 && s.hit_share() < 0.5 && !suite_pop && !cfg.miss_ok {
         let nil_share = 1.0 - s.hit_share();
-        let why = match crate::dataset::miss_why(cfg) {
+        let why = match crate::dataset::miss_why(cfg.keyspace, &cfg.dataset_shapes) {
             Some(why) => format!(" ({why})"),
             None if preloadable && !cfg.preload => " (--preload writes the keys first)".into(),
             None => String::new(),

@@ -19,6 +19,7 @@ mod deliver;
 mod engine;
 pub mod error;
 pub mod event;
+mod expiry;
 mod fire;
 pub mod input;
 pub mod limits;
@@ -42,6 +43,7 @@ pub mod timing;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod topology;
+mod tracking;
 pub mod verdict;
 pub mod verify;
 pub mod workers;

@@ -190,6 +190,24 @@ pub(crate) fn run_test(
         measured.open.warmup = Duration::ZERO;
         return run_test(&measured, against, backend, case, test_no, rate, epoch, hlog, obs, stop, ramp);
     }
+    if case.spec.title == respbench_core::expiry::EXPIRY_TITLE {
+        if against.multi.is_some() {
+            return Err(Error::Tests(
+                "-t expiry: not yet over --cluster or replicas: give one server".into(),
+            ));
+        }
+        let (o, cpu) = crate::expiry::run(cfg, against.tls, rate, epoch, stop)?;
+        return Ok((o, cpu, (None, None), Vec::new(), Vec::new(), pauses(&Progress::default())));
+    }
+    if case.spec.title == respbench_core::tracking::TRACKING_TITLE {
+        if against.multi.is_some() {
+            return Err(Error::Tests(
+                "-t tracking: not yet over --cluster or replicas: give one server".into(),
+            ));
+        }
+        let (o, cpu) = crate::tracking::run(cfg, against.tls, rate, epoch, stop)?;
+        return Ok((o, cpu, (None, None), Vec::new(), Vec::new(), pauses(&Progress::default())));
+    }
     // A delivery test (`-t pubsub`): its subscribers are listening before the publishers start.
     use respbench_core::suite as rs;
     let title = &case.spec.title;

@@ -308,6 +308,16 @@ impl Conn {
         self.read()
     }
 
+    /// Sends requests already encoded (a pipeline), whose replies [`Conn::reply`] reads.
+    pub(crate) fn send_encoded(&mut self, req: &[u8]) -> Result<(), StartupError> {
+        self.send(req)
+    }
+
+    /// Reads the next reply of a pipeline sent with [`Conn::send_encoded`].
+    pub(crate) fn reply(&mut self) -> Result<Value, StartupError> {
+        self.read()
+    }
+
     fn send(&mut self, req: &[u8]) -> Result<(), StartupError> {
         self.s.write_all(req).and_then(|()| self.s.flush()).map_err(|e| self.failure("write to", &e))
     }

@@ -257,8 +257,13 @@ pub const MAX_WAITERS: usize = 1000;
 /// `--subscribers 10` or a list (`1,10,100`): a delivery test's subscribers, a step each;
 /// refused unless `-t` (`tests`) selects one (pubsub, blpop, xreadgroup).
 pub fn subscribers(list: &str, tests: Option<&str>) -> Result<Vec<usize>, OptionError> {
-    if tests.and_then(respbench_core::suite::delivery_test).is_none() {
-        return Err(bad("--subscribers", list, "it is for a delivery test: -t pubsub, blpop or xreadgroup"));
+    let tracking = tests.is_some_and(|t| t.split(',').any(|t| t.trim().eq_ignore_ascii_case("tracking")));
+    if tests.and_then(respbench_core::suite::delivery_test).is_none() && !tracking {
+        return Err(bad(
+            "--subscribers",
+            list,
+            "it is for a delivery test (-t pubsub, blpop or xreadgroup) or -t tracking's readers",
+        ));
     }
     // Any delivery test but pubsub is a waiters' test, wherever it stands in the list.
     let waiters = tests
@@ -292,6 +297,56 @@ pub fn channels(v: &str, tests: Option<&str>, cluster: bool) -> Result<u64, Opti
         Ok(n) if (1..=1000).contains(&n) => Ok(n),
         _ => Err(bad("--channels", v, "must be 1 to 1000")),
     }
+}
+
+/// `-t expiry`'s options (`--expiry-window`, `--expiry-grace`, `--expiry-volatile`,
+/// `--expiry-persistent`: each `Some` when given; `--set-notify`), refused unless `-t`
+/// (`tests`) selects `expiry`. The window and the grace are at most an hour each, the other
+/// keys at most 100 million.
+pub fn expiry_test(
+    given: [Option<&str>; 4],
+    set_notify: bool,
+    tests: Option<&str>,
+) -> Result<crate::config::ExpiryConfig, OptionError> {
+    let mut e = crate::config::ExpiryConfig { set_notify, ..Default::default() };
+    let names = ["--expiry-window", "--expiry-grace", "--expiry-volatile", "--expiry-persistent"];
+    let selected = tests.is_some_and(|t| t.split(',').any(|t| t.trim().eq_ignore_ascii_case("expiry")));
+    if let Some((name, v)) =
+        names.iter().zip(given).find_map(|(n, v)| v.map(|v| (*n, v))).filter(|_| !selected)
+    {
+        return Err(bad(name, v, "it is for -t expiry"));
+    }
+    if set_notify && !selected {
+        return Err("--set-notify is for -t expiry".into());
+    }
+    for alone in ["expiry", "tracking"] {
+        let has = |t: &str| t.split(',').any(|t| t.trim().eq_ignore_ascii_case(alone));
+        if let Some(t) =
+            tests.filter(|t| has(t) && t.split(',').any(|t| !t.trim().eq_ignore_ascii_case(alone)))
+        {
+            let why = format!("-t {alone} runs alone (its writer is one connection): give the other tests a run of their own");
+            return Err(bad("-t", t, &why));
+        }
+    }
+    for (i, slot) in [&mut e.window, &mut e.grace].into_iter().enumerate() {
+        if let Some(v) = given[i] {
+            *slot = duration(names[i], v)?;
+            if *slot > Duration::from_secs(3600) {
+                return Err(bad(names[i], v, "must be at most 1h"));
+            }
+        }
+    }
+    for (i, slot) in [&mut e.volatile, &mut e.persistent].into_iter().enumerate() {
+        if let Some(v) = given[i + 2] {
+            *slot = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&n| n <= 100_000_000)
+                .ok_or_else(|| bad(names[i + 2], v, "a count of keys from 0 to 100000000"))?;
+        }
+    }
+    Ok(e)
 }
 
 /// The largest weight of a mix's command.

@@ -241,6 +241,20 @@ fn full_test() -> Test {
             series_p99_ms: vec![1.0],
             ..ClientPauses::default()
         }),
+        tracking: Some(Tracking {
+            tracking_total_keys: Some(1),
+            tracking_total_items: Some(1),
+            latency_ms: Some(lat),
+            histogram: Some(hist()),
+            ..Tracking::default()
+        }),
+        expiry: Some(Expiry {
+            per_second: Some(1.0),
+            server_expired: Some(1),
+            lag_ms: Some(lat),
+            histogram: Some(hist()),
+            ..Expiry::default()
+        }),
         delivery: Some(Delivery {
             failure: Some("closed".into()),
             latency_ms: Some(lat),

@@ -76,6 +76,7 @@ impl<W: Write> Report for Csv<W> {
                     crate::events::write_csv(entry, out)?;
                     report::write_ramp_csv(entry, out)?;
                     report::write_delivery_csv(entry, out)?;
+                    crate::notify::write_csv(entry, out)?;
                     crate::dataset::write_misses(s.shape.misses.as_deref(), entry, true, out)?;
                     out.flush()?;
                 }

@@ -53,6 +53,7 @@ impl<W: Write> Report for Verbose<W> {
                         writeln!(out, "  WARNING: {}", w.text)?;
                     }
                     crate::events::write_verbose(entry, out)?;
+                    crate::notify::write_verbose(entry, out)?;
                     report::write_ramp(entry, true, out)?;
                     if s.shape.series {
                         report::write_series(&entry.stats, out)?;

@@ -1,0 +1,207 @@
+//! An invalidation test (`-t tracking`, issue #52): how fast a write invalidates the copies
+//! that clients cache. `--subscribers N` readers, a connection and a thread each, say `HELLO 3`
+//! and `CLIENT TRACKING ON` and read (`GET`) their keys ([`tracking::reads`]) so the server
+//! tracks them; once all have read, one writer writes each key once (`SET`), `-P` at a time or
+//! at `--rps`, noting when each write's reply was read; each reader stamps each invalidation
+//! push with the wall clock as its read returns. The core's [`Tracking::summarise`] matches them
+//! after the test: expected, received, lost, duplicated, flushes, and the latency from each
+//! write's acknowledgement to the push.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use respbench_core::resp::Value;
+use respbench_core::run::Outcome;
+use respbench_core::tracking::{self, Heard, Tracking};
+
+use crate::config::Config;
+use crate::cpu::ClientCpu;
+use crate::expiry::{read_values, selected, write_paced, Pace, NAP};
+use crate::server::{self, Conn, Server};
+use crate::stop::StopHandle;
+use crate::Error;
+
+/// The most readers (a thread each).
+pub const MAX_READERS: usize = 1000;
+
+/// The most `GET`s a reader pipelines at once.
+const READ_BATCH: u64 = 1000;
+
+fn fail(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Tests(format!("-t tracking: {what}: {e}"))
+}
+
+/// What a reader heard, and why it ended early (`None`: told to stop).
+type Got = (Vec<Heard>, Option<String>);
+
+/// The invalidations in a RESP3 push (`>2 invalidate [keys]`, or a null for a flush) read at
+/// `at`; nothing for another push.
+fn invalidations(v: Value, prefix: &[u8], at: u64, out: &mut Vec<Heard>) {
+    let Value::Push(mut a) = v else { return };
+    if a.len() != 2 || a[0] != Value::Bulk(b"invalidate".to_vec()) {
+        return;
+    }
+    match a.pop() {
+        Some(Value::Null) => out.push(Heard::Flush(at)),
+        Some(Value::Array(keys)) => out.extend(keys.into_iter().map(|k| match k {
+            Value::Bulk(k) => Heard::Key(tracking::index(prefix, &k), at),
+            _ => Heard::Key(None, at),
+        })),
+        _ => {}
+    }
+}
+
+/// Connects reader `r` of `readers`, turns tracking on and reads its keys of `n`; the
+/// connection, ready to read pushes.
+fn start_reader(cfg: &Config, server: &Server, r: u64, readers: u64, n: u64) -> Result<Conn, Error> {
+    let mut c = selected(server, cfg.db)?;
+    for cmd in [&[b"HELLO".as_slice(), b"3"][..], &[b"CLIENT", b"TRACKING", b"ON"]] {
+        let what = String::from_utf8_lossy(&cmd.join(&b' ')).into_owned();
+        if let Value::Error(e) | Value::BulkError(e) = c.command(cmd).map_err(|e| fail(&what, e.message))? {
+            return Err(fail(&what, server::text(&e)));
+        }
+    }
+    let mine: Vec<u64> = (0..n).filter(|&i| tracking::reads(r, readers, i)).collect();
+    for chunk in mine.chunks(READ_BATCH as usize) {
+        let mut req = Vec::new();
+        for &i in chunk {
+            respbench_core::resp::encode_command(&[b"GET", &tracking::key(&cfg.key_prefix, i)], &mut req);
+        }
+        c.send_encoded(&req).map_err(|e| fail("reading the keys", e.message))?;
+        for _ in chunk {
+            if let Value::Error(e) = c.reply().map_err(|e| fail("reading the keys", e.message))? {
+                return Err(fail("GET", server::text(&e)));
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// Reads `c`'s pushes until `stop`, counting the invalidated keys in `heard`.
+fn read_pushes(mut c: Conn, prefix: &[u8], stop: &AtomicBool, heard: &AtomicU64) -> Got {
+    c.set_timeout(NAP);
+    let mut reader = c.into_reader();
+    let mut got = Vec::new();
+    let ended = read_values(&mut *reader, stop, "a reader", |v, at| {
+        let before = got.len();
+        invalidations(v, prefix, at, &mut got);
+        heard.fetch_add((got.len() - before) as u64, Ordering::Relaxed);
+    });
+    (got, ended)
+}
+
+/// `tracking_total_keys` and `tracking_total_items` of `INFO stats`.
+fn server_tracking(c: &mut Conn) -> (Option<u64>, Option<u64>) {
+    match server::info(c, b"stats") {
+        Ok(body) => (
+            server::info_value(&body, "tracking_total_keys"),
+            server::info_value(&body, "tracking_total_items"),
+        ),
+        Err(_) => (None, None),
+    }
+}
+
+/// Runs `-t tracking` against the run's server over `tls` (`rate`: `--rps`'s step): the
+/// test's outcome, its `Stats` carrying the `SET`s' latency and the [`Tracking`], and the
+/// client's CPU.
+pub(crate) fn run(
+    cfg: &Config,
+    tls: Option<&respbench_driver::Tls>,
+    rate: Option<u64>,
+    epoch: Instant,
+    stop: &StopHandle,
+) -> Result<(Outcome, ClientCpu), Error> {
+    let server = Server::new(cfg, tls.cloned());
+    let readers = cfg.open.subscribers.first().copied().unwrap_or(1).clamp(1, MAX_READERS) as u64;
+    // The keys are the writes planned: -n, or --duration at --rps.
+    let n = match (cfg.open.duration, rate) {
+        (Some(d), Some(r)) => (d.as_secs_f64() * r as f64).ceil() as u64,
+        (Some(_), None) => {
+            return Err(fail(
+                "--duration",
+                "give --rps too: each key is written once, and the keys are read first",
+            ))
+        }
+        (None, _) => cfg.requests,
+    };
+    if n > tracking::MAX_KEYS {
+        return Err(fail("keys", format!("at most {} writes, not {n}", tracking::MAX_KEYS)));
+    }
+    let cpu_before = crate::cpu::process_cpu();
+    let started = Instant::now();
+    let mut ctl = Conn::authenticated(&server).map_err(|e| fail("connecting", e.message))?;
+    let prefix = cfg.key_prefix.as_bytes();
+    let (stop_readers, counts) =
+        (AtomicBool::new(false), (0..readers).map(|_| AtomicU64::new(0)).collect::<Vec<_>>());
+    let mut acks = vec![0u64; n as usize];
+    std::thread::scope(|s| -> Result<(Outcome, ClientCpu), Error> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut threads = Vec::new();
+        for r in 0..readers {
+            let (tx, server, stop_readers, heard) = (tx.clone(), &server, &stop_readers, &counts[r as usize]);
+            threads.push(s.spawn(move || match start_reader(cfg, server, r, readers, n) {
+                Ok(c) => {
+                    let _ = tx.send(Ok(()));
+                    read_pushes(c, prefix, stop_readers, heard)
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    (Vec::new(), None)
+                }
+            }));
+        }
+        drop(tx);
+        let ready =
+            (0..readers).try_for_each(|_| rx.recv().unwrap_or(Err(fail("a reader", "its thread ended"))));
+        let run = ready.and_then(|()| {
+            let (keys, items) = server_tracking(&mut ctl);
+            let mut w = selected(&server, cfg.db)?;
+            let value = vec![b'x'; cfg.datasize];
+            let pace = Pace { n, rate, batch: cfg.pipeline.max(1) as u64, epoch, sigfig: cfg.precision };
+            let (stats, _) = write_paced(
+                &mut w,
+                &pace,
+                stop,
+                |j, req| {
+                    respbench_core::resp::encode_command(
+                        &[b"SET", &tracking::key(&cfg.key_prefix, j), &value],
+                        req,
+                    );
+                    0
+                },
+                |j, _, ok, at| {
+                    if ok {
+                        acks[j as usize] = at.max(1);
+                    }
+                },
+            )?;
+            // Each reader's invalidations, or the drain grace over.
+            let expected: Vec<u64> = (0..readers)
+                .map(|r| {
+                    (0..n).filter(|&i| acks[i as usize] != 0 && tracking::reads(r, readers, i)).count() as u64
+                })
+                .collect();
+            let until = Instant::now() + cfg.drain_grace;
+            let short = || expected.iter().zip(&counts).any(|(&e, c)| c.load(Ordering::Relaxed) < e);
+            while short() && Instant::now() < until && !stop.requested() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Ok((stats, keys, items))
+        });
+        stop_readers.store(true, Ordering::Relaxed);
+        let mut heard = Vec::new();
+        for t in threads {
+            let (got, failure) = t.join().map_err(|_| Error::Tests("a tracking reader panicked".into()))?;
+            if let Some(why) = failure {
+                return Err(fail("reading", why));
+            }
+            heard.push(got);
+        }
+        let (mut stats, keys, items) = run?;
+        let mut t = Tracking::summarise(&acks, &heard, cfg.precision).map_err(Error::Tests)?;
+        (t.server_keys, t.server_items) = (keys, items);
+        stats.tracking = Some(Box::new(t));
+        let cpu = ClientCpu::between(cpu_before, crate::cpu::process_cpu(), started.elapsed(), 1);
+        Ok((Outcome { stats, failures: Vec::new(), drops: Vec::new() }, cpu))
+    })
+}

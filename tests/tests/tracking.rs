@@ -1,0 +1,119 @@
+//! Invalidation latency (`-t tracking`, issue #52) against a real redis-server: readers with
+//! `CLIENT TRACKING ON` (RESP3) each receive exactly the invalidations of the keys they read,
+//! as many as the server tracked (`INFO stats` tracking_total_items), none lost, over an open
+//! loop. The matching (expected, lost, duplicated, flushes) is unit-tested in
+//! core/src/tracking.rs.
+
+use std::time::Duration;
+
+use respbench_tests::{json_path, parse_csv, take_document, RedisServer};
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(120);
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+#[test]
+fn ten_readers_receive_every_invalidation_of_the_keys_they_read() {
+    let server = RedisServer::start();
+    let json = json_path("tracking", "run");
+    let port = server.port().to_string();
+    let args = ["-h", "127.0.0.1", "-p", &port, "-t", "tracking", "--subscribers", "10", "--rps", "1000"];
+    let out = respbench_tests::respbench()
+        .run(&[&args[..], &["--duration", "3s", "--json", json.to_str().unwrap()]].concat(), T);
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: Value =
+        serde_json::from_str(&take_document(&json)).unwrap_or_else(|e| panic!("{e}: {}", out.dump()));
+    let t = &doc["tests"][0]["tracking"];
+    // 3,000 keys, each written once: reader r read the keys i % 10 == r and every fourth.
+    let expected: u64 =
+        (0..10u64).map(|r| (0..3000u64).filter(|i| i % 10 == r || i % 4 == 0).count() as u64).sum();
+    assert_eq!(server.command_calls("set"), 3000);
+    assert_eq!(u(&t["readers"]), 10, "{t}");
+    assert_eq!(u(&t["expected"]), expected, "{t}");
+    assert_eq!(u(&t["received"]), expected, "{t}");
+    // The server tracked each reader's keys: as many pairs as invalidations expected.
+    assert_eq!(u(&t["tracking_total_items"]), expected, "{t}");
+    assert_eq!(u(&t["tracking_total_keys"]), 3000, "{t}");
+    for k in ["lost", "duplicated", "flushes", "flushed", "others"] {
+        assert_eq!(u(&t[k]), 0, "{k}: {t}");
+    }
+    assert!(t["latency_ms"]["max"].as_f64().unwrap() > 0.0, "{t}");
+    // Every invalidation was sent: the server tracks nothing now.
+    assert_eq!(server.info_field("stats", "tracking_total_items").as_deref(), Some("0"));
+    assert!(
+        out.stdout.contains(&format!("{expected} invalidations expected, {expected} received, 0 lost")),
+        "{}",
+        out.dump()
+    );
+}
+
+#[test]
+fn quiet_and_csv_carry_the_invalidations() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let args = ["-h", "127.0.0.1", "-p", &port, "-t", "tracking", "--subscribers", "2", "-n", "400"];
+    let q = respbench_tests::respbench().run(&[&args[..], &["-q"]].concat(), T);
+    assert!(q.status.success(), "{}", q.dump());
+    // Reader 0: the even keys (200); reader 1: the odd ones and every fourth (300).
+    assert!(q.stdout.contains("tracking: 500 expected, 500 received, 0 lost, latency p50="), "{}", q.dump());
+    let c = respbench_tests::respbench().run(&[&args[..], &["--csv"]].concat(), T);
+    assert!(c.status.success(), "{}", c.dump());
+    let rows = parse_csv(&c.stdout);
+    let row = rows.iter().find(|r| r[0] == "tracking").unwrap_or_else(|| panic!("{}", c.dump()));
+    assert_eq!(&row[2..7], ["2", "500", "500", "0", "0"], "{}", c.dump());
+}
+
+#[test]
+fn tracking_needs_a_rate_for_a_duration_and_runs_alone() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let out = respbench_tests::respbench()
+        .run(&["-h", "127.0.0.1", "-p", &port, "-t", "tracking", "--duration", "1s"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("give --rps too"), "{}", out.dump());
+    let out = respbench_tests::respbench().run(&["-h", "127.0.0.1", "-p", &port, "-t", "tracking,get"], T);
+    assert_ne!(out.status.code(), Some(0), "{}", out.dump());
+    assert!(out.stderr.contains("-t tracking runs alone"), "{}", out.dump());
+    assert_eq!(server.command_calls("set") + server.command_calls("get"), 0);
+}
+
+#[test]
+fn a_flush_invalidates_every_key_once_and_loses_none() {
+    let server = RedisServer::start();
+    let json = json_path("tracking", "flush");
+    let port = server.port().to_string();
+    let run = respbench_tests::respbench().spawn(&[
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "tracking",
+        "--subscribers",
+        "4",
+        "-n",
+        "4000",
+        "--rps",
+        "500",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    // Once the readers have read (the server tracks their keys), a FLUSHALL mid-run.
+    let tracked = || server.info_field("stats", "tracking_total_items").is_some_and(|v| v != "0");
+    respbench_tests::wait_until("the readers' keys tracked", Duration::from_secs(60), tracked);
+    server.cli(&["FLUSHALL"]);
+    let out = run.wait(T);
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: Value =
+        serde_json::from_str(&take_document(&json)).unwrap_or_else(|e| panic!("{e}: {}", out.dump()));
+    let t = &doc["tests"][0]["tracking"];
+    // Each reader heard the flush once; what it did not hear of its keys was flushed, not lost.
+    assert_eq!(u(&t["flushes"]), 4, "{t}");
+    assert_eq!(u(&t["lost"]), 0, "{t}");
+    assert!(u(&t["flushed"]) > 0, "{t}");
+    assert_eq!(u(&t["received"]) + u(&t["flushed"]), u(&t["expected"]), "{t}");
+    assert_eq!(server.command_calls("set"), 4000);
+}
