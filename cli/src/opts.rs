@@ -727,6 +727,8 @@ impl Opts {
             )?,
             verify: Default::default(),
             memtier: None,
+            groups: Vec::new(),
+            scenario: None,
         };
         respbench_session::verify::check(&mut c, self.verify, self.verify_only, self.requests.is_some())?;
         let given =

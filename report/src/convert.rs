@@ -275,6 +275,10 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
         side: e.side.map(|s| s.name().into()),
         events: entries(e),
         ramp: e.ramp.as_ref().map(ramp),
+        groups: match e.groups.is_empty() {
+            true => None,
+            false => Some(e.groups.iter().map(|g| test(g, epoch_us)).collect::<Result<_, _>>()?),
+        },
         ..doc::Test::default()
     };
     if let Some(h) = &stats.service {
@@ -786,6 +790,8 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         // A merged document's events are not carried: they were one run's, against its load.
         events: Vec::new(),
         ramp: None,
+        // Not read back: `merge` adds tests, not yet their groups.
+        groups: Vec::new(),
     })
 }
 

@@ -460,6 +460,10 @@ pub struct Test {
     /// `--ramp`: the ramp and each of its steps' figures and verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramp: Option<Ramp>,
+    /// A scenario's client groups (`respbench run FILE.toml`), each shaped as a test entry and
+    /// named by its group; the test's own figures are theirs together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<Test>>,
 }
 
 /// A ramp within one test (`--ramp`).
@@ -1605,6 +1609,11 @@ mod tests {
 
     /// A test entry with every field there is.
     fn full_test() -> Test {
+        full_test_of(1)
+    }
+
+    /// [`full_test`], its groups `depth` deep.
+    fn full_test_of(depth: u32) -> Test {
         let lat = Latency::default();
         let figures: BTreeMap<String, f64> = [("x".to_string(), 1.0)].into();
         Test {
@@ -1754,6 +1763,8 @@ mod tests {
                     ..RampStep::default()
                 }],
             }),
+            // A group is shaped as a test (the schema's reference, expanded once).
+            groups: (depth > 0).then(|| vec![Test { groups: Some(Vec::new()), ..full_test_of(depth - 1) }]),
         }
     }
 

@@ -18,6 +18,7 @@ pub mod doc;
 pub mod error;
 pub mod events;
 pub mod files;
+pub mod groups;
 pub mod hdr;
 pub mod hgrm;
 pub mod hlog;

@@ -724,6 +724,7 @@ fn print_test(
             report::write_errors(&r, true, err)?;
         }
     }
+    crate::groups::write(cfg.output, entry, &cfg.open.percentiles, out)?;
     if cfg.show_errors {
         for k in entry.stats.errors.kinds() {
             let _ = writeln!(err, "Error from server: {}", k.first_message);
