@@ -42,8 +42,8 @@ fn main() -> ExitCode {
         None => None,
     };
     // `run FILE.toml`: a scenario's groups, its options after the command line's.
-    let scenario = match scenario::take(&mut args) {
-        Ok(s) => s,
+    let (scenario, took) = match scenario::take(&mut args) {
+        Ok(s) => s.map_or((None, 0), |(s, n)| (Some(s), n)),
         Err(e) => {
             say!("{e}");
             return ExitCode::from(1);
@@ -106,9 +106,21 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     // Read: off `ps` from here on.
-    secret::scrub(&args, &options.values, usize::from(capturing) + 2 * usize::from(scenario.is_some()));
+    secret::scrub(&args, &options.values, usize::from(capturing) + took);
     let askpass = opts.askpass;
     let capture = (opts.output.clone(), opts.max_commands);
+    if opts.print_scenario {
+        return match respbench_session::scenario::of_args(&user, &|o| options.values.iter().any(|v| v == o)) {
+            Ok(toml) => {
+                let _ = std::io::stdout().write_all(toml.as_bytes());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                say!("{e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     if opts.version {
         let _ = writeln!(std::io::stdout(), "respbench {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;

@@ -214,6 +214,10 @@ pub struct Opts {
     /// output version and exit
     #[argh(switch, short = 'v')]
     pub version: bool,
+    /// print the scenario file (TOML) this command line stands for, for respbench run FILE,
+    /// and exit
+    #[argh(switch)]
+    pub print_scenario: bool,
     /// establish a secure TLS connection
     #[argh(switch)]
     pub tls: bool,

@@ -235,6 +235,11 @@ pub fn notices(lines: &[String]) -> Vec<doc::Notice> {
     lines.iter().map(|l| doc::Notice { kind: "notice".into(), text: l.clone() }).collect()
 }
 
+/// The scenario file the run was read from, for the document.
+pub fn scenario(cfg: &respbench_session::config::Config) -> Option<doc::ScenarioFile> {
+    cfg.scenario.as_ref().map(|(file, text)| doc::ScenarioFile { file: file.clone(), text: text.clone() })
+}
+
 /// One entry of `tests`. `epoch_us` is the run's epoch in microseconds since the Unix epoch, so
 /// `start_us`/`end_us` are wall-clock times comparable across processes and machines.
 pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {

@@ -42,6 +42,10 @@ pub struct Document {
     /// `--start-at`: how late this process was ready, in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_by_s: Option<f64>,
+    /// `respbench run FILE.toml`: the scenario file it ran (`respbench run --from` runs it
+    /// again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<ScenarioFile>,
     /// `--slo`: each test's capacity search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Vec<Search>>,
@@ -314,6 +318,15 @@ pub struct SweepLists {
     pub threads: Vec<u64>,
     /// `--repeat`.
     pub repeat: u64,
+}
+
+/// The scenario file a run was read from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioFile {
+    /// The file as named.
+    pub file: String,
+    /// Its text.
+    pub text: String,
 }
 
 /// One entry of `tests`.
@@ -1793,6 +1806,7 @@ mod tests {
             schema: "respbench/2".into(),
             tool: Tool { name: "respbench".into(), version: "0".into() },
             command_line: Some(vec!["-q".into()]),
+            scenario: Some(ScenarioFile::default()),
             config: RunConfig {
                 host: Some("h".into()),
                 port: Some(1),

@@ -29,6 +29,7 @@ pub mod metrics;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod present;
+pub mod rerun;
 pub mod shared;
 pub mod stderr;
 pub mod text;

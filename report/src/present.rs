@@ -313,6 +313,7 @@ impl Presenter {
                     doc.command_line = Some(self.command_line.clone());
                     doc.warnings = (!self.notices.is_empty()).then(|| convert::notices(&self.notices));
                     doc.late_by_s = late_by_s;
+                    doc.scenario = convert::scenario(cfg);
                     doc.server_b = self.server_b.as_ref().map(convert::server);
                     if cfg.capacity.is_some() {
                         doc.capacity = Some(capacity::to_json(&self.searches, epoch_us)?);

@@ -335,6 +335,76 @@ impl Scenario {
     }
 }
 
+/// `--print-scenario`: the scenario file a command line stands for (its options, split at `=`
+/// already, without the program's name), as TOML: the connection, the phases and one group.
+/// Options a file has no place for (the outputs, `-a`, a URI) are listed in a comment, to be
+/// given on the command line with `respbench run`. `takes_value`: whether an option takes a
+/// value.
+pub fn of_args(args: &[String], takes_value: &dyn Fn(&str) -> bool) -> Result<String, String> {
+    let mut f = File::default();
+    let mut g = Group::default();
+    let (mut left, mut i) = (Vec::new(), 0);
+    while let Some(a) = args.get(i) {
+        if !a.starts_with('-') || a.len() == 1 {
+            g.command = Some(args[i..].to_vec());
+            break;
+        }
+        let value = if takes_value(a) { args.get(i + 1).cloned() } else { None };
+        i += 1 + usize::from(value.is_some());
+        let text = || value.clone().ok_or_else(|| format!("{a} needs a value"));
+        let num = || text()?.parse::<u64>().map_err(|_| format!("{a}: a number, not {value:?}"));
+        let c = &mut f.connection;
+        match a.as_str() {
+            "-h" | "--host" => c.host = Some(text()?),
+            "-p" | "--port" => c.port = Some(u16::try_from(num()?).map_err(|_| format!("{a}: a port"))?),
+            "-s" | "--socket" => c.socket = Some(text()?),
+            "--user" => c.user = Some(text()?),
+            "--tls" => c.tls = true,
+            "--cluster" => c.cluster = true,
+            "--dbnum" => c.db = Some(u32::try_from(num()?).map_err(|_| format!("{a}: a db number"))?),
+            "-3" => c.resp3 = true,
+            "--preload" => f.phases.preload = true,
+            "--warmup" => f.phases.warmup = Some(text()?),
+            "--duration" => f.phases.duration = Some(text()?),
+            "-n" | "--requests" => f.phases.requests = Some(num()?),
+            "--at" => f.events.push(text()?),
+            "-c" | "--clients" => g.clients = Some(num()?),
+            "--threads" => g.threads = Some(num()?),
+            "-t" | "--tests" => g.test = Some(text()?),
+            "--mix" => g.mix = Some(text()?),
+            "-r" | "--keyspacelen" => g.keyspace = Some(num()?),
+            "--key-dist" => g.key_dist = Some(text()?),
+            "--key-prefix" => g.key_prefix = Some(text()?),
+            "-d" | "--datasize" => g.datasize = Some(Size::Text(text()?)),
+            "-P" | "--pipeline" => g.pipeline = Some(u32::try_from(num()?).map_err(|_| format!("{a}: -P"))?),
+            "--rps" => g.rps = Some(num()?),
+            "--print-scenario" => {}
+            // A password stays off the file (and off the screen).
+            "-a" | "--password" | "-u" | "--uri" => left.push(a.clone()),
+            _ => left.push(value.as_ref().map_or(a.clone(), |v| format!("{a} {v}"))),
+        }
+    }
+    g.name = match (&g.test, &g.mix, &g.command) {
+        (Some(t), _, _) => t.clone(),
+        (_, Some(_), _) => "mix".into(),
+        (_, _, Some(c)) => c[0].to_ascii_lowercase().chars().filter(|&c| c.is_ascii_alphanumeric()).collect(),
+        _ => {
+            return Err(
+                "--print-scenario: the default suite is many tests, and a group sends one: give -t NAME, \
+                        --mix or a command"
+                    .into(),
+            )
+        }
+    };
+    f.groups.push(Spanned::new(0..0, g));
+    let text = toml::to_string(&f).map_err(|e| format!("--print-scenario: {e}"))?;
+    parse("the command line", text.clone()).map_err(|e| format!("--print-scenario: {e}"))?;
+    Ok(match left.is_empty() {
+        true => text,
+        false => format!("# Not in the file: give them on the command line: {}\n{text}", left.join(" ")),
+    })
+}
+
 /// Options being written, those the command line gave left out.
 struct Args<'a> {
     out: Vec<String>,
@@ -410,6 +480,29 @@ mod tests {
         assert!(parse("rw.toml", none.into()).unwrap_err().message.contains("missing field `groups`"));
         let several = TWO.replace("test = \"get\"", "test = \"get,set\"");
         assert!(parse("rw.toml", several).unwrap_err().message.contains("a mix"));
+    }
+
+    #[test]
+    fn a_command_line_prints_as_the_file_it_stands_for() {
+        let args: Vec<String> =
+            ["-p", "7000", "-c", "5", "--rps", "500", "-t", "set", "--json", "x", "-a", "pw", "--tls"]
+                .map(String::from)
+                .to_vec();
+        let value = |o: &str| ["-p", "-c", "--rps", "-t", "--json", "-a"].contains(&o);
+        let toml = of_args(&args, &value).unwrap();
+        assert!(
+            toml.starts_with("# Not in the file: give them on the command line: --json x -a\n"),
+            "{toml}"
+        );
+        assert!(!toml.contains("pw"), "{toml}");
+        let back = parse("p.toml", toml.lines().skip(1).collect::<Vec<_>>().join("\n")).unwrap();
+        let none = |_: &str| false;
+        assert_eq!(back.base_args(&none), ["-p", "7000", "--tls"]);
+        assert_eq!(back.group_args(0, &none), ["-c", "5", "-t", "set", "--rps", "500"]);
+        let command: Vec<String> = ["-n", "10", "INCR", "-x"].map(String::from).to_vec();
+        let toml = of_args(&command, &|o| o == "-n").unwrap();
+        assert!(toml.contains("name = \"incr\"") && toml.contains("command = [\"INCR\", \"-x\"]"), "{toml}");
+        assert!(of_args(&[], &none).unwrap_err().contains("the default suite"));
     }
 
     #[test]

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use respbench_tests::{free_port, json_path, respbench, take_document, RedisServer};
+use respbench_tests::{
+    check_json_independently, free_port, json_path, respbench, take_document, RedisServer,
+};
 
 const T: Duration = Duration::from_secs(120);
 
@@ -142,6 +144,46 @@ fn a_wrong_file_is_refused_naming_its_line() {
     let out = respbench().run(&["run", "/nonexistent/rw.toml"], T);
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     assert!(out.stderr.contains("/nonexistent/rw.toml: cannot open"), "{}", out.dump());
+}
+
+/// `--print-scenario` prints the file a command line stands for (the outputs and the password
+/// left to the command line), and `respbench run` of it sends what the command line would; its
+/// `--json` records the file, and `run --from` the document runs it again under the same name.
+#[test]
+fn a_command_line_becomes_a_file_and_a_result_runs_again() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let args = ["-p", &port, "-c", "3", "-t", "incr", "-n", "300", "-q", "--print-scenario"];
+    let out = respbench().run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(
+        out.stdout.starts_with("# Not in the file: give them on the command line: -q\n"),
+        "{}",
+        out.dump()
+    );
+    assert!(
+        out.stdout.contains("[[groups]]\nname = \"incr\"\nclients = 3\ntest = \"incr\"\n"),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("incr"), 0, "printing runs nothing");
+    let file = scenario("printed", &out.stdout);
+    let json = json_path("scenario", "from");
+    let out = respbench().run(&["run", file.to_str().unwrap(), "-q", "--json", json.to_str().unwrap()], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("incr"), 300);
+    check_json_independently(&json);
+    let _ = std::fs::remove_file(&file);
+    let out = respbench().run(&["run", "--from", json.to_str().unwrap(), "-q"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("incr"), 600);
+    let name = format!("respbench-scenario-{}-printed: ", std::process::id());
+    assert!(out.stdout.starts_with(&name), "the same test name: {}", out.dump());
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+    assert_eq!(doc["scenario"]["file"], file.to_str().unwrap());
+    let out = respbench().run(&["run", "--from", "/nonexistent/out.json"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("cannot read /nonexistent/out.json"), "{}", out.dump());
 }
 
 /// The command line's connection options override the file's: a file naming a port where
