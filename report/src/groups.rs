@@ -22,13 +22,26 @@ pub fn write(output: Output, test: &TestResult, percentiles: &[f64], out: &mut i
     }
     for g in &test.groups {
         let title = format!("{}/{}", test.name, g.name);
-        let r = TestReport {
-            title: &title,
-            stats: &g.stats,
+        let r = TestReport { never_ran: g.never_ran, ..TestReport::bare(&title, &g.stats, percentiles) };
+        match output {
+            Output::Csv => text::write_csv_row(&r, None, g.step.as_ref(), out)?,
+            _ => text::write_quiet(&r, out)?,
+        }
+    }
+    Ok(())
+}
+
+impl<'a> TestReport<'a> {
+    /// A report of `title`'s figures alone, for a line or a row: no CPU, verdict, connections,
+    /// workload or server settings.
+    pub fn bare(title: &'a str, stats: &'a respbench_core::Stats, percentiles: &'a [f64]) -> TestReport<'a> {
+        TestReport {
+            title,
+            stats,
             cpu: None,
             verdict: None,
             clients: 0,
-            never_ran: g.never_ran,
+            never_ran: (0, 0),
             payload_bytes: 0,
             workload: Vec::new(),
             keepalive: true,
@@ -38,13 +51,8 @@ pub fn write(output: Output, test: &TestResult, percentiles: &[f64], out: &mut i
             backend_note: None,
             nodes: &[],
             percentiles,
-        };
-        match output {
-            Output::Csv => text::write_csv_row(&r, None, g.step.as_ref(), out)?,
-            _ => text::write_quiet(&r, out)?,
         }
     }
-    Ok(())
 }
 
 /// The verbose report's table of groups: each one's requests, rate and latency.

@@ -174,7 +174,8 @@ pub(crate) struct Test<'a> {
 }
 
 /// Runs one test on `backend` while this thread tells `obs` how it goes and watches for a stop;
-/// measures the process's CPU meanwhile.
+/// measures the process's CPU meanwhile. valkey-benchmark's --warmup first: its requests are
+/// extra, sent for that long before the measured -n (or --duration), and not recorded.
 pub(crate) fn run_test(
     t: &Test<'_>,
     against: Against<'_>,
@@ -184,22 +185,8 @@ pub(crate) fn run_test(
     ramp: Option<&mut crate::ramp::Watch<'_>>,
 ) -> Result<Ran, Error> {
     if t.cfg.open.warmup.is_zero() {
-        measure(t, against, epoch, obs, stop, ramp)
-    } else {
-        warm_then_measure(t, against, epoch, obs, stop, ramp)
+        return measure(t, against, epoch, obs, stop, ramp);
     }
-}
-
-/// valkey-benchmark's --warmup: its requests are extra, sent for that long before the measured
-/// -n (or --duration), and not recorded; then the measured test.
-fn warm_then_measure(
-    t: &Test<'_>,
-    against: Against<'_>,
-    epoch: Instant,
-    obs: &mut dyn Observer,
-    stop: &StopHandle,
-    ramp: Option<&mut crate::ramp::Watch<'_>>,
-) -> Result<Ran, Error> {
     let length = t.cfg.open.warmup;
     let warm = |c: &Config| {
         let mut w = c.clone();

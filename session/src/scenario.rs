@@ -4,6 +4,7 @@
 //! read into the options a command line would give ([`Scenario::base_args`],
 //! [`Scenario::group_args`]), which the command line checks as it checks its own: a command line
 //! is a scenario of one group, and a file builds the same [`crate::config::Config`] per group.
+//! (A TOML file has no null: an absent key is `None`, and `None` is not written.)
 
 use std::fmt;
 
@@ -36,34 +37,28 @@ pub struct File {
 
 /// The `[connection]` table.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Connection {
     /// `-h`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     /// `-p`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
     /// `-s`: a Unix socket.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket: Option<String>,
     /// `--user`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
     /// `-a` (better given on the command line or in REDISCLI_AUTH).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
     /// `--tls`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub tls: bool,
     /// `--cluster`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cluster: bool,
     /// `--dbnum`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db: Option<u32>,
     /// `-3`: RESP3.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub resp3: bool,
 }
 
@@ -75,19 +70,16 @@ impl Connection {
 
 /// The `[phases]` table: preload, warm-up, then the measuring phase (a length or a count).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Phases {
     /// `--preload`: each group's keys written before it reads them.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub preload: bool,
     /// `--warmup`: a length (`"1s"`), unmeasured.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<String>,
     /// `--duration`: the measuring phase's length (`"5s"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration: Option<String>,
     /// `-n`: the measuring phase's requests, per group.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<u64>,
 }
 
@@ -99,43 +91,32 @@ impl Phases {
 
 /// A `[[groups]]` entry: one workload, its own connections, keys and pace.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Group {
     /// Its name in every output (letters, digits, `-`, `_`, `.`).
     pub name: String,
     /// `-c`: its connections.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clients: Option<u64>,
     /// `--threads`: its event loops.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u64>,
     /// `-t`: one test of the suite (`get`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<String>,
     /// `--mix`: commands with weights (`"get:9,set:1"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<String>,
     /// A custom command and its arguments (`["SET", "k:__rand_int__", "v"]`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
     /// `-r`: its keyspace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keyspace: Option<u64>,
     /// `--key-dist`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_dist: Option<String>,
     /// `--key-prefix`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_prefix: Option<String>,
     /// `-d`: value sizes, a number of bytes or `-d`'s text (`"16-1024"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datasize: Option<Size>,
     /// `-P`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<u32>,
     /// `--rps`: an open loop at this rate (the group's connections together); absent: a closed
     /// loop.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rps: Option<u64>,
 }
 
