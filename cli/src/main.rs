@@ -42,7 +42,7 @@ fn main() -> ExitCode {
         None => None,
     };
     // `run FILE.toml`: a scenario's groups, its options after the command line's.
-    let (scenario, took) = match scenario::take(&mut args) {
+    let (scenario, took) = match respbench_report::rerun::take(&mut args) {
         Ok(s) => s.map_or((None, 0), |(s, n)| (Some(s), n)),
         Err(e) => {
             say!("{e}");
@@ -75,7 +75,7 @@ fn main() -> ExitCode {
     let mut split = options.split_equals(&args[1..]);
     let user = split.clone();
     if let Some(s) = &scenario {
-        split.extend(s.base_args(&scenario::given(&user)));
+        split.extend(s.base_args(&respbench_session::scenario::given(&user)));
     }
     let rest: Vec<&str> = split.iter().map(String::as_str).collect();
     // The short help; argh's list of every option is --help-all. The options before it are

@@ -4,51 +4,7 @@
 
 use argh::FromArgs;
 use respbench_session::config::{Config, Group};
-use respbench_session::scenario::{self, Scenario};
-
-/// Takes `run FILE` (or `run --from DOCUMENT`: the scenario a result recorded) off `args` (after
-/// the program's name) and reads the file, with how many arguments it took; `None` without `run`.
-pub fn take(args: &mut Vec<String>) -> Result<Option<(Scenario, usize)>, String> {
-    if args.get(1).map(String::as_str) != Some("run") {
-        return Ok(None);
-    }
-    if args.get(2).map(String::as_str) == Some("--from") {
-        let Some(doc) = args.get(3).cloned() else {
-            return Err(
-                "respbench run --from: give the result document: respbench run --from out.json".into()
-            );
-        };
-        args.drain(1..4);
-        let (file, text) = respbench_report::rerun::scenario_of(&doc)?;
-        return scenario::parse(&file, text).map(|s| Some((s, 3))).map_err(|e| e.to_string());
-    }
-    let Some(file) = args.get(2).filter(|f| !f.starts_with('-')).cloned() else {
-        return Err("respbench run: give the scenario file: respbench run FILE.toml [OPTIONS]".into());
-    };
-    args.drain(1..3);
-    scenario::read(&file).map(|s| Some((s, 2))).map_err(|e| e.to_string())
-}
-
-/// Whether the command line `args` gave the option `name` (or its other spelling).
-pub fn given(args: &[String]) -> impl Fn(&str) -> bool + '_ {
-    const LONG: [(&str, &str); 11] = [
-        ("-h", "--host"),
-        ("-p", "--port"),
-        ("-s", "--socket"),
-        ("-a", "--password"),
-        ("-u", "--uri"),
-        ("-c", "--clients"),
-        ("-n", "--requests"),
-        ("-d", "--datasize"),
-        ("-r", "--keyspacelen"),
-        ("-P", "--pipeline"),
-        ("-t", "--tests"),
-    ];
-    move |name: &str| {
-        let long = LONG.iter().find(|(s, _)| *s == name).map(|(_, l)| *l);
-        args.iter().any(|a| a == name || Some(a.as_str()) == long)
-    }
-}
+use respbench_session::scenario::{given, Scenario};
 
 /// Each group's configuration: `user` (the command line's options) and the file's base options,
 /// then the group's; the connection's secrets and the suite are the run's (`base`).

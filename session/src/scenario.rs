@@ -386,6 +386,27 @@ pub fn of_args(args: &[String], takes_value: &dyn Fn(&str) -> bool) -> Result<St
     })
 }
 
+/// Whether the command line `args` gave the option `name` (or its other spelling).
+pub fn given(args: &[String]) -> impl Fn(&str) -> bool + '_ {
+    const LONG: [(&str, &str); 11] = [
+        ("-h", "--host"),
+        ("-p", "--port"),
+        ("-s", "--socket"),
+        ("-a", "--password"),
+        ("-u", "--uri"),
+        ("-c", "--clients"),
+        ("-n", "--requests"),
+        ("-d", "--datasize"),
+        ("-r", "--keyspacelen"),
+        ("-P", "--pipeline"),
+        ("-t", "--tests"),
+    ];
+    move |name: &str| {
+        let long = LONG.iter().find(|(s, _)| *s == name).map(|(_, l)| *l);
+        args.iter().any(|a| a == name || Some(a.as_str()) == long)
+    }
+}
+
 /// Options being written, those the command line gave left out.
 struct Args<'a> {
     out: Vec<String>,
@@ -431,6 +452,14 @@ mod tests {
         assert_eq!(s.base_args(&|o| o == "-p"), ["-h", "db", "--tls", "--duration", "5s"]);
         assert_eq!(s.base_args(&|o| o == "-u"), ["--duration", "5s"]);
         assert_eq!(s.group_args(0, &|o| o == "-c"), ["-t", "get"]);
+    }
+
+    #[test]
+    fn an_option_given_either_way_is_given() {
+        let args: Vec<String> = ["--port", "7000", "-c", "5", "--tls"].map(String::from).to_vec();
+        let given = given(&args);
+        assert!(given("-p") && given("-c") && given("--tls"));
+        assert!(!given("-h") && !given("-n") && !given("--cluster"));
     }
 
     #[test]
