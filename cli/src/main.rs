@@ -6,6 +6,7 @@
 mod args;
 mod help;
 mod opts;
+mod scenario;
 mod secret;
 mod signals;
 mod subcommands;
@@ -43,6 +44,14 @@ fn main() -> ExitCode {
         }
         None => None,
     };
+    // `run FILE.toml`: a scenario's groups, its options after the command line's.
+    let (scenario, took) = match respbench_report::rerun::take(&mut args) {
+        Ok(s) => s.map_or((None, 0), |(s, n)| (Some(s), n)),
+        Err(e) => {
+            say!("{e}");
+            return ExitCode::from(1);
+        }
+    };
     let name = args.first().map(|s| s.as_str()).unwrap_or("respbench");
     let rest: Vec<&str> = args.iter().skip(1).map(|s| s.as_str()).collect();
     // `merge` is detected before argh: a subcommand does not fit the flat redis-benchmark
@@ -66,7 +75,11 @@ fn main() -> ExitCode {
     let command_line = json::command_line(&rest);
     // `--opt=value` is `--opt value`: the command's arguments below are counted after it.
     let options = args::Options::of::<Opts>(&[name]);
-    let split = options.split_equals(&args[1..]);
+    let mut split = options.split_equals(&args[1..]);
+    let user = split.clone();
+    if let Some(s) = &scenario {
+        split.extend(s.base_args(&respbench_session::scenario::given(&user)));
+    }
     let rest: Vec<&str> = split.iter().map(String::as_str).collect();
     // The short help; argh's list of every option is --help-all. The options before it are
     // still checked by argh (as its own --help does), so an unknown one is an error.
@@ -96,9 +109,21 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     // Read: off `ps` from here on.
-    secret::scrub(&args, &options.values, usize::from(capturing));
+    secret::scrub(&args, &options.values, usize::from(capturing) + took);
     let askpass = opts.askpass;
     let capture = (opts.output.clone(), opts.max_commands);
+    if opts.print_scenario {
+        return match respbench_session::scenario::of_args(&user, &|o| options.values.iter().any(|v| v == o)) {
+            Ok(toml) => {
+                let _ = std::io::stdout().write_all(toml.as_bytes());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                say!("{e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     if opts.version {
         let _ = writeln!(std::io::stdout(), "respbench {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
@@ -116,6 +141,9 @@ fn main() -> ExitCode {
         c.capture = respbench_session::replay::capture_settings(capturing, capture.0.as_deref(), capture.1)?;
         if askpass {
             c.password = Some(respbench_session::secret::read_password(&mut std::io::stderr())?);
+        }
+        if let Some(s) = &scenario {
+            c = scenario::groups(name, s, &user, c)?;
         }
         Ok((respbench_session::tls_client(&c)?, c))
     });

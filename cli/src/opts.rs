@@ -214,6 +214,10 @@ pub struct Opts {
     /// output version and exit
     #[argh(switch, short = 'v')]
     pub version: bool,
+    /// print the scenario file (TOML) this command line stands for, for respbench run FILE,
+    /// and exit
+    #[argh(switch)]
+    pub print_scenario: bool,
     /// establish a secure TLS connection
     #[argh(switch)]
     pub tls: bool,
@@ -767,6 +771,8 @@ impl Opts {
             )?,
             verify: Default::default(),
             memtier: None,
+            groups: Vec::new(),
+            scenario: None,
         };
         respbench_session::verify::check(&mut c, self.verify, self.verify_only, self.requests.is_some())?;
         let given =

@@ -236,6 +236,11 @@ pub fn notices(lines: &[String]) -> Vec<doc::Notice> {
     lines.iter().map(|l| doc::Notice { kind: "notice".into(), text: l.clone() }).collect()
 }
 
+/// The scenario file the run was read from, for the document.
+pub fn scenario(cfg: &respbench_session::config::Config) -> Option<doc::ScenarioFile> {
+    cfg.scenario.as_ref().map(|(file, text)| doc::ScenarioFile { file: file.clone(), text: text.clone() })
+}
+
 /// One entry of `tests`. `epoch_us` is the run's epoch in microseconds since the Unix epoch, so
 /// `start_us`/`end_us` are wall-clock times comparable across processes and machines.
 pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
@@ -276,6 +281,10 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
         side: e.side.map(|s| s.name().into()),
         events: entries(e),
         ramp: e.ramp.as_ref().map(ramp),
+        groups: match e.groups.is_empty() {
+            true => None,
+            false => Some(e.groups.iter().map(|g| test(g, epoch_us)).collect::<Result<_, _>>()?),
+        },
         ..doc::Test::default()
     };
     if let Some(h) = &stats.service {
@@ -888,6 +897,8 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         // A merged document's events are not carried: they were one run's, against its load.
         events: Vec::new(),
         ramp: None,
+        // Not read back: `merge` adds tests, not yet their groups.
+        groups: Vec::new(),
     })
 }
 

@@ -54,6 +54,10 @@ pub struct Document {
     /// `--start-at`: how late this process was ready, in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_by_s: Option<f64>,
+    /// `respbench run FILE.toml`: the scenario file it ran (`respbench run --from` runs it
+    /// again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<ScenarioFile>,
     /// `--slo`: each test's capacity search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Vec<Search>>,
@@ -331,6 +335,15 @@ pub struct SweepLists {
     pub repeat: u64,
 }
 
+/// The scenario file a run was read from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioFile {
+    /// The file as named.
+    pub file: String,
+    /// Its text.
+    pub text: String,
+}
+
 /// One entry of `tests`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Test {
@@ -481,6 +494,10 @@ pub struct Test {
     /// `--ramp`: the ramp and each of its steps' figures and verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramp: Option<Ramp>,
+    /// A scenario's client groups (`respbench run FILE.toml`), each shaped as a test entry and
+    /// named by its group; the test's own figures are theirs together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<Test>>,
 }
 
 /// A ramp within one test (`--ramp`).

@@ -21,6 +21,7 @@ pub mod doc;
 pub mod error;
 pub mod events;
 pub mod files;
+pub mod groups;
 pub mod hdr;
 pub mod hgrm;
 pub mod hlog;
@@ -32,6 +33,7 @@ pub mod notify;
 pub mod outputs;
 #[cfg(feature = "plot")]
 pub mod plot;
+pub mod rerun;
 pub mod shared;
 pub mod sink;
 pub mod stderr;

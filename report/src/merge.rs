@@ -190,21 +190,10 @@ fn write_quiet_line(e: &TestResult, backends: bool, mut out: &mut dyn Write) -> 
         title.push_str(&format!(" @ {r} rps"));
     }
     let r = TestReport {
-        title: &title,
-        stats: &e.stats,
         cpu: e.cpu.as_ref(),
         verdict: e.verdict.as_ref(),
-        clients: 0,
-        never_ran: (0, 0),
-        payload_bytes: 0,
-        workload: Vec::new(),
-        keepalive: true,
-        threads: 0,
-        server_save: None,
-        server_appendonly: None,
-        backend_note: None,
         nodes: &e.nodes,
-        percentiles: &[],
+        ..TestReport::bare(&title, &e.stats, &[])
     };
     report::write_quiet(&r, &mut out)
 }

@@ -110,13 +110,16 @@ pub fn sinks(cfg: &Config, command_line: Vec<String>) -> Vec<Box<dyn Output>> {
         list.push(Box::new(sink::memtier::Memtier::new(m)));
     }
     if let Some(path) = &cfg.json {
-        list.push(Box::new(sink::json::Json::new(
-            path,
-            Box::new(io::stdout()),
-            command_line,
-            cfg.capacity.is_some(),
-            cfg.key_prefix.clone(),
-        )));
+        list.push(Box::new(
+            sink::json::Json::new(
+                path,
+                Box::new(io::stdout()),
+                command_line,
+                cfg.capacity.is_some(),
+                cfg.key_prefix.clone(),
+            )
+            .with_scenario(convert::scenario(cfg)),
+        ));
     }
     list
 }

@@ -213,6 +213,24 @@ pub struct Config {
     pub verify: Verification,
     /// Run as memtier_benchmark (see [`crate::memtier`]): its outputs replace redis-benchmark's.
     pub memtier: Option<crate::memtier::Memtier>,
+    /// `respbench run FILE.toml`: the scenario's client groups, which run at the same time, each
+    /// checked from the options it stands for as a command line is; empty: the command line is
+    /// the run's one group.
+    pub groups: Vec<Group>,
+    /// The scenario file the run was read from: its name and text.
+    pub scenario: Option<(String, String)>,
+}
+
+/// A client group of a scenario: its name and its configuration (the file's connection and
+/// phases, then its own options).
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// Its name (`readers`).
+    pub name: String,
+    /// Where the file defines it (`rw.toml:9:1`), for the session's errors about it.
+    pub at: String,
+    /// Its options, checked.
+    pub cfg: Config,
 }
 
 /// Whether the replies are checked against values that encode their key and version.

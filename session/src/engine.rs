@@ -12,16 +12,17 @@ use crate::case::{cases, preload_case, Case, PRELOAD_PIPELINE};
 use crate::config::StartAt;
 use crate::config::{Config, OpenLoopConfig, Replicas, Step};
 use crate::error::Error;
-use crate::observer::{retitled, BackendRun, Observer, StepDone, StopHandle};
-use crate::result::{StepValues, TestResult, Warning, WarningKind};
+use crate::groups::{GroupCase, Part};
+use crate::observer::{Observer, StepDone, StopHandle};
+use crate::result::{TestResult, Warning, WarningKind};
 use crate::routing::Multi;
-use crate::run::{run_test, Against};
 use crate::server::{self, Server, ServerInfo};
 use crate::{backend, limits, probe, routing, verdict};
 
 pub mod ab;
 mod build;
 mod search;
+mod step;
 
 /// How a run of the suite ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +104,9 @@ pub struct Session {
     /// That step's parameters (a sweep only).
     step: Option<Step>,
     cases: Vec<Case>,
+    /// A scenario's groups, which run at the same time in its one test (empty: the command
+    /// line's one group runs each case).
+    groups: Vec<GroupCase>,
     info: ServerInfo,
     /// Several backends side by side.
     comparing: bool,
@@ -165,7 +169,12 @@ impl Session {
         let value =
             cfg.sweep.datasizes.iter().chain([&cfg.values]).map(|v| v.max() as u64).max().unwrap_or(0);
         crate::limits::ensure_memory(value, if multi { value } else { 0 }, most_clients)?;
-        let cases = cases(cfg, &stop, &mut |w| obs.message(w))?;
+        let groups = crate::groups::group_cases(cfg, &stop, &mut |w| obs.message(w))?;
+        let cases = match groups.first() {
+            Some(g) => vec![crate::groups::scenario_case(cfg, &g.case)],
+            None => cases(cfg, &stop, &mut |w| obs.message(w))?,
+        };
+        let all_clients: usize = groups.iter().map(|g| g.cfg.clients).sum::<usize>().max(most_clients);
         // A replay says what it is about to play, and the recorded instants it does not keep.
         for r in cases.iter().filter_map(|c| c.replay.as_ref()) {
             for line in r.scan.notices(&r.settings.file) {
@@ -175,7 +184,7 @@ impl Session {
         // A delivery test's subscribers or waiters are sockets beside the connections, before any
         // connects (the limit was met after thousands had, seconds in).
         let listeners = cases.iter().map(|c| c.listeners(cfg)).max().unwrap_or(0);
-        limits::ensure_fds(cfg.clients, listeners, respbench_driver::loops(cfg.threads, cfg.clients))?;
+        limits::ensure_fds(all_clients, listeners, respbench_driver::loops(cfg.threads, cfg.clients))?;
         // A replay has a client per original client of its capture (this worker's share).
         let replayed;
         let cfg = match cases.iter().find_map(|c| c.replay.as_ref()) {
@@ -227,8 +236,12 @@ impl Session {
         let mut nodes = None;
         let dataset = build::cases(cfg);
         if multi {
-            let templates: Vec<&Template> =
-                cases.iter().chain(dataset.iter().flatten()).flat_map(Case::templates).collect();
+            let templates: Vec<&Template> = cases
+                .iter()
+                .chain(dataset.iter().flatten())
+                .chain(groups.iter().map(|g| &g.case))
+                .flat_map(Case::templates)
+                .collect();
             nodes = routing::prepare(cfg, &server, &templates)?;
             if let Some(m) = &nodes {
                 // Nodes that appear later are opened then (an error names the open-file limit).
@@ -270,6 +283,7 @@ impl Session {
             cfg: Arc::new(cfg.clone()),
             step: None,
             cases,
+            groups,
             info,
             comparing: cfg.backends.len() > 1,
             open_loop: !cfg.open.rates.is_empty(),
@@ -459,242 +473,39 @@ impl Session {
 
     /// What a case needs before its first step: `--preload`'s writes, the library `fcall` calls.
     fn prepare(&mut self, test_no: u64, case: &Case, obs: &mut dyn Observer) -> Result<(), Error> {
-        if self.cfg.preload {
+        let groups = std::mem::take(&mut self.groups);
+        let prepared = match groups.is_empty() {
+            true => self.prepare_part(test_no, &Arc::clone(&self.cfg), case, obs),
+            // A scenario: each group's own keys, before the groups start.
+            false => groups.iter().enumerate().try_for_each(|(k, g)| {
+                self.prepare_part(Part::test_no(test_no, k), &Arc::new(g.cfg.clone()), &g.case, obs)
+            }),
+        };
+        self.groups = groups;
+        prepared
+    }
+
+    /// [`Session::prepare`] for one group.
+    fn prepare_part(
+        &mut self,
+        test_no: u64,
+        cfg: &Arc<Config>,
+        case: &Case,
+        obs: &mut dyn Observer,
+    ) -> Result<(), Error> {
+        if cfg.preload {
             // Once per test and value size: a sweep's other parameters leave the keys as they are.
-            let done = self.preloaded.as_ref().is_some_and(|(t, v)| *t == test_no && *v == self.cfg.values);
-            if let Some(fill) = preload_case(&self.cfg, case).filter(|_| !done) {
-                self.preload(test_no, &fill, obs)?;
-                self.preloaded = Some((test_no, self.cfg.values.clone()));
+            let done = self.preloaded.as_ref().is_some_and(|(t, v)| *t == test_no && *v == cfg.values);
+            if let Some(fill) = preload_case(cfg, case).filter(|_| !done) {
+                self.preload(cfg, test_no, &fill, obs)?;
+                self.preloaded = Some((test_no, cfg.values.clone()));
             }
         }
-        if case.spec.title == respbench_core::suite::FCALL_TITLE && self.base.command.is_empty() {
+        if case.spec.title == respbench_core::suite::FCALL_TITLE && cfg.command.is_empty() {
             // valkey-benchmark's fcall test calls foo1 of a library it loads first.
             server::load_library(&self.server, &respbench_core::suite::function_library(1, true))?;
         }
         Ok(())
-    }
-
-    /// Runs one step of a case on each backend in turn (stopping at the first that failed or
-    /// was interrupted).
-    fn run_step(
-        &mut self,
-        test_no: u64,
-        case: &Case,
-        rate: Option<u64>,
-        obs: &mut dyn Observer,
-    ) -> Result<Vec<BackendRun>, Error> {
-        let cfg = Arc::clone(&self.cfg);
-        let mut ran = Vec::new();
-        for &backend in &cfg.backends {
-            // The test's name, as in the JSON; what tells steps and backends apart, when
-            // there are several.
-            let mut tag = case.spec.title.clone();
-            if let Some(r) = rate.filter(|_| cfg.open.rates.len() > 1 || cfg.capacity.is_some()) {
-                tag += &format!(" @ {r} rps");
-            }
-            if self.comparing {
-                tag += &format!(" ({})", backend.name());
-            }
-            let before = self.probe.read();
-            let times_before = self.latency.read(&mut self.probe);
-            if cfg.open.ramp.is_none() {
-                // No slot of the server's maxclients held while the test's connections are
-                // open (-c equal to maxclients runs whole): opened again for the end's reading.
-                // A ramp reads the server at each step, over the connection it opens then.
-                self.probe.release();
-                self.latency.release();
-            }
-            let against = Against {
-                tls: self.server.tls.as_ref(),
-                multi: self.multi.as_deref(),
-                targets: &self.targets,
-            };
-            // The progress line names the step too: `GET (-d 128 -c 100) @ 2000 rps`.
-            let shown = match self.step.as_ref().map(|st| self.base.sweep.label(st)).filter(|l| !l.is_empty())
-            {
-                Some(label) => format!("{} ({label}){}", case.spec.title, &tag[case.spec.title.len()..]),
-                None => tag.clone(),
-            };
-            let mut titled = retitled(&mut *obs, &shown, &case.spec.title);
-            let mut watch = crate::ramp::Watch { probe: &mut self.probe, marks: Vec::new() };
-            let (outcome, cpu, (machine, waited), nodes, events, pauses) = run_test(
-                &cfg,
-                against,
-                backend,
-                case,
-                test_no,
-                rate,
-                self.epoch,
-                Some(&tag),
-                &mut titled,
-                &self.stop,
-                cfg.open.ramp.is_some().then_some(&mut watch),
-            )?;
-            let marks = watch.marks;
-            let server_cpu = self.probe.since(before);
-            let server_time = self.server_time(case, &times_before, &outcome.stats, &nodes);
-            let on = if self.comparing { format!(" ({})", backend.name()) } else { String::new() };
-            let title = &case.spec.title;
-            let s = &outcome.stats;
-            if self.first_error.is_none() {
-                // `connection` counts the requests --reconnect lost, not a reply: said apart.
-                self.first_error = s
-                    .errors
-                    .kinds()
-                    .iter()
-                    .find(|k| k.prefix != "connection")
-                    .map(|k| FirstError { message: k.first_message.clone(), reply: true })
-                    .or_else(|| outcome.failures.iter().find_map(|(e, _)| refusal(e)));
-            }
-            if self.first_failure.is_none() {
-                self.first_failure = outcome
-                    .failures
-                    .iter()
-                    .find(|(e, _)| refusal(e).is_none())
-                    .map(|(e, _)| failure_words(e, self.plain_to_tls));
-            }
-            // `-n 0` asked for none.
-            let asked = cfg.open.duration.is_some() || cfg.requests > 0;
-            if s.requests == 0 && asked && outcome.failures.is_empty() && !self.stop.requested() {
-                self.empty_window.get_or_insert_with(|| tag.clone());
-            }
-            if !outcome.drops.is_empty() {
-                // --reconnect: the test went on; the run's status will say it had errors.
-                self.dropped = true;
-                obs.error(&format!(
-                    "{title}{on}: connections went down {} times and reconnected (--reconnect): {} requests \
-                     lost, {:.3} s down in all",
-                    s.drops,
-                    s.lost,
-                    s.downtime_micros as f64 / 1e6
-                ));
-                for (e, n) in &outcome.drops {
-                    obs.error(&format!("{title}{on}:   {n} × {e}"));
-                }
-            }
-            // A delivery test whose messages did not all arrive once: one line, exit 1.
-            if let Some(why) = s.delivery.as_ref().and_then(|d| d.shortfall()).filter(|_| !self.searching) {
-                self.unfinished = true;
-                obs.error(&format!("{title}{on}: {why}"));
-            }
-            let abandoned = (s.abandoned > 0).then(|| Warning {
-                kind: WarningKind::Abandoned,
-                text: format!(
-                    "{title}: {} requests were still unanswered {} after the stop and were abandoned",
-                    s.abandoned,
-                    respbench_core::conn::format_duration(cfg.drain_grace)
-                ),
-                figures: vec![("abandoned_requests", s.abandoned as f64)],
-            });
-            // A search's step that could not keep its schedule fails as a step (its verdict and
-            // warnings say why); the run goes on.
-            if (s.abandoned > 0 || s.unsent > 0) && !self.searching {
-                // Requests the test did not finish: the run says so in one line, and exits 1.
-                self.unfinished = true;
-                let grace = respbench_core::conn::format_duration(cfg.drain_grace);
-                let failed = s.failed_at(cfg.clients as u64).is_some();
-                let silent = if failed {
-                    String::new()
-                } else {
-                    format!(" (no reply for the last {:.1} s of {:.1} s)", s.silent_secs(), s.duration_secs())
-                };
-                let unsent = format!("{} requests due were never sent", s.unsent);
-                let line = match (s.abandoned, s.unsent) {
-                    (0, _) if failed => {
-                        format!("{title}{on}: {unsent} (all connections failed at {:.2} s)", s.duration_secs())
-                    }
-                    // Replies came to the end: nothing was blocked, the loop was behind.
-                    (0, _) if s.silent_secs() < 0.1 => format!(
-                        "{title}{on}: {unsent} (the client was behind its schedule at the end: sends up to {:.1} ms late)",
-                        s.lateness.as_ref().map_or(0.0, |l| l.max() as f64 / 1e3)
-                    ),
-                    (0, _) => format!("{title}{on}: {unsent} (the connection or the window was blocked to the end)"),
-                    (a, 0) => format!("{title}{on}: {a} requests were still unanswered {grace} after the stop and were abandoned"),
-                    (a, _) => format!(
-                        "{title}{on}: {a} requests were still unanswered {grace} after the stop and were abandoned; {unsent}"
-                    ),
-                };
-                obs.error(&format!("{line}{silent}"));
-            }
-            for e in &events {
-                // An event that failed, or whose disruption lasted to the end: one line, exit 1.
-                let what = format!(
-                    "{title}{on}: --at '{} {}'",
-                    respbench_core::conn::format_duration(e.event.at),
-                    e.event.text
-                );
-                if e.fired.outcome.failed() {
-                    self.unfinished = true;
-                    obs.error(&format!("{what} failed: {}", e.fired.outcome.describe()));
-                }
-                if e.cost.as_ref().is_some_and(|c| c.recovered.is_none()) {
-                    self.unfinished = true;
-                    obs.error(&format!("{what}: not recovered by the end of the test"));
-                }
-            }
-            // A ramp's test as a whole was asked for its steps' mean rate (each step's own
-            // target is in its figures).
-            let target = cfg.ramp_target(rate);
-            let mut results =
-                case.entries(backend, cpu, target, rate.map(|r| cfg.open_slack(r)), outcome.stats);
-            for e in &mut results {
-                e.step = self.step.as_ref().map(StepValues::of);
-                if let (Some(step), Some(c)) = (&mut e.step, self.step_clients) {
-                    step.clients = c as u64;
-                }
-            }
-            if let Some(total) = results.last_mut() {
-                total.nodes = nodes;
-                total.events = events;
-                total.never_ran = never_ran(&outcome.failures);
-                // In a sequence, -P counts whole sequences.
-                let seq_len = case.mix.as_ref().and_then(|(m, _)| m.sequence_len()).unwrap_or(1);
-                let in_flight = cfg.clients as u64 * u64::from(cfg.pipeline) * seq_len;
-                let missing = self.probe.missing.as_ref().map(ToString::to_string);
-                let schedule = crate::result::Schedule::of(total).or_else(|| crate::replay::schedule(total));
-                total.verdict = Some(verdict::verdict(
-                    Some(&cpu),
-                    server_cpu.as_ref(),
-                    missing.as_deref(),
-                    machine,
-                    waited,
-                    in_flight,
-                    schedule.as_ref(),
-                ));
-                total.ramp = crate::ramp::results(
-                    &total.stats,
-                    &marks,
-                    rate,
-                    cfg.clients as u64,
-                    u64::from(cfg.pipeline) * seq_len,
-                    cpu.threads,
-                    missing.as_deref(),
-                    self.probe.threaded(),
-                );
-                total.server_cpu = server_cpu;
-                total.server_time = Some(server_time);
-                if let Some(v) = &mut total.verdict {
-                    verdict::name_pauses(v, &total.stats.latency, &pauses);
-                }
-                total.pauses = Some(pauses);
-            }
-            let preloadable = crate::case::preloadable(case);
-            if let Some(total) = results.last_mut() {
-                total.warnings = findings(&cfg, total, preloadable);
-                total.warnings.extend(abandoned);
-                total.warnings.extend(crate::replay::finding(total));
-            }
-            if self.step.is_some() {
-                self.rows.push(results[results.len() - 1].clone());
-            }
-            obs.results(&results);
-            let stop = !outcome.failures.is_empty() || self.stop.requested();
-            ran.push(BackendRun { results, failures: outcome.failures });
-            if stop {
-                break;
-            }
-        }
-        Ok(ran)
     }
 
     /// `--start-at`: sleeps until the instant less the warmup, so that the first measured window
@@ -738,14 +549,19 @@ impl Session {
 
     /// `--preload`: runs `fill` (SET over the whole keyspace, sequential keys, pipelined) on
     /// the first backend, unmeasured, and says what it wrote.
-    fn preload(&mut self, test_no: u64, fill: &Case, obs: &mut dyn Observer) -> Result<(), Error> {
-        let cfg = Arc::clone(&self.cfg);
+    fn preload(
+        &mut self,
+        cfg: &Config,
+        test_no: u64,
+        fill: &Case,
+        obs: &mut dyn Observer,
+    ) -> Result<(), Error> {
         // A worker writes its own part of the keyspace.
         let keys = match cfg.split.as_ref().and_then(|s| s.keys) {
             Some((_, n)) => n,
             None => cfg.keyspace.unwrap_or(1),
         };
-        let mut fill_cfg = (*cfg).clone();
+        let mut fill_cfg = cfg.clone();
         fill_cfg.requests = keys;
         fill_cfg.key_dist = respbench_core::dist::KeyDist::Sequential;
         fill_cfg.pipeline = cfg.pipeline.max(PRELOAD_PIPELINE);
@@ -775,30 +591,6 @@ impl Session {
             began.elapsed().as_secs_f64()
         ));
         Ok(())
-    }
-}
-
-impl Session {
-    /// The server's execution time for `case`'s calls since `before`, each node's count held
-    /// against the replies the test had from it.
-    fn server_time(
-        &mut self,
-        case: &Case,
-        before: &probe::LatencyReading,
-        stats: &respbench_core::Stats,
-        nodes: &[crate::result::NodeInfo],
-    ) -> crate::timing::ServerTime {
-        let names: Vec<String> =
-            case.templates().iter().filter_map(|t| crate::timing::command_name(&t.display())).collect();
-        let single = nodes.is_empty();
-        let expected = |address: &str| -> Option<u64> {
-            if single {
-                return Some(stats.requests);
-            }
-            let k = nodes.iter().position(|n| n.address == address)?;
-            stats.nodes.get(k).map(|s| s.requests)
-        };
-        self.latency.since(before, &names, &expected, &mut self.probe)
     }
 }
 

@@ -60,6 +60,9 @@ pub struct TestResult {
     pub events: Vec<EventResult>,
     /// `--ramp`: each step's figures and verdict (the total's only).
     pub ramp: Option<crate::ramp::RampResult>,
+    /// A scenario's client groups (the total's only): each group's figures, named by its group;
+    /// empty for a command line's one group.
+    pub groups: Vec<TestResult>,
 }
 
 /// One event of a test (`--at`): what it was, what came of it, and what it cost.
@@ -190,6 +193,7 @@ impl TestResult {
             pauses: None,
             events: Vec::new(),
             ramp: None,
+            groups: Vec::new(),
         }
     }
 

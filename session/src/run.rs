@@ -14,9 +14,10 @@ use respbench_driver::{Progress, TestRun, Tls};
 
 use crate::backend::run_backend;
 use crate::case::Case;
-use crate::config::{Backend, Config};
+use crate::config::{Backend, Config, OpenLoopConfig};
 use crate::cpu::ClientCpu;
 use crate::error::Error;
+use crate::groups::Part;
 use crate::observer::{retitled, Goal, LiveTest, Observer, StopHandle, Tick};
 use crate::result::{EventResult, NodeInfo};
 use crate::routing::Multi;
@@ -40,9 +41,19 @@ const WAIT_READ_EVERY: Duration = Duration::from_millis(100);
 /// How often the progress line's p99 so far is read (the loops' histograms merged).
 const P99_READ_EVERY: Duration = Duration::from_millis(250);
 
-/// What [`run_test`] gives: the outcome, the client's CPU, the contention, the nodes as the
-/// test ended and its events.
-pub(crate) type Ran = (Outcome, ClientCpu, Contention, Vec<NodeInfo>, Vec<EventResult>, ClientPauses);
+/// What [`run_test`] gives: the outcome (the groups' together), the client's CPU, the
+/// contention, the nodes as the test ended, its events, the client's pauses, and each group's
+/// outcome when there are several.
+pub(crate) struct Ran {
+    pub outcome: Outcome,
+    pub cpu: ClientCpu,
+    pub contention: Contention,
+    pub nodes: Vec<NodeInfo>,
+    pub events: Vec<EventResult>,
+    pub pauses: ClientPauses,
+    /// Each group's outcome, in order (empty for one group: the outcome is its).
+    pub groups: Vec<Outcome>,
+}
 
 /// What a test runs against, made or found before the first: the TLS settings and, over
 /// several nodes, the nodes and routes.
@@ -151,65 +162,118 @@ fn delivery_server(cfg: &Config, against: Against<'_>, key: Option<&[u8]>) -> se
     }
 }
 
+/// What one test runs: its groups (a command line's one), on which backend, and how it is told.
+pub(crate) struct Test<'a> {
+    /// The run's options (its phases, events and outputs).
+    pub cfg: &'a Config,
+    /// The groups, each its own connections and plan.
+    pub parts: &'a [Part<'a>],
+    pub backend: Backend,
+    pub test_no: u64,
+    /// The tag the seconds the loops close are told under, when the observer keeps them.
+    pub hlog: Option<&'a str>,
+}
+
 /// Runs one test on `backend` while this thread tells `obs` how it goes and watches for a stop;
-/// measures the process's CPU meanwhile. `hlog`: the tag the seconds the loops close are told
-/// under, when the observer keeps them.
-#[allow(clippy::too_many_arguments)]
+/// measures the process's CPU meanwhile. valkey-benchmark's --warmup first: its requests are
+/// extra, sent for that long before the measured -n (or --duration), and not recorded.
 pub(crate) fn run_test(
-    cfg: &Config,
+    t: &Test<'_>,
     against: Against<'_>,
-    backend: Backend,
-    case: &Case,
-    test_no: u64,
-    rate: Option<u64>,
     epoch: Instant,
-    hlog: Option<&str>,
     obs: &mut dyn Observer,
     stop: &StopHandle,
-    mut ramp: Option<&mut crate::ramp::Watch<'_>>,
+    ramp: Option<&mut crate::ramp::Watch<'_>>,
 ) -> Result<Ran, Error> {
-    if !cfg.open.warmup.is_zero() {
-        // valkey-benchmark's --warmup: its requests are extra, sent for that long before the
-        // measured -n (or --duration), and not recorded.
-        let mut warm = cfg.clone();
-        warm.open.warmup = Duration::ZERO;
-        warm.open.duration = Some(cfg.open.warmup);
-        warm.open.live = false;
-        warm.open.show_series = false;
+    if t.cfg.open.warmup.is_zero() {
+        return measure(t, against, epoch, obs, stop, ramp);
+    }
+    let length = t.cfg.open.warmup;
+    let warm = |c: &Config| {
+        let mut w = c.clone();
+        w.open.warmup = Duration::ZERO;
+        w.open.duration = Some(length);
+        w.open.live = false;
+        w.open.show_series = false;
         // The events come in the measured window.
-        warm.events = Default::default();
-        // Its progress line says it is the warm-up.
-        let title = format!("{} (warmup)", case.spec.title);
-        let mut warming = retitled(&mut *obs, &title, &case.spec.title);
-        let warmed =
-            run_test(&warm, against, backend, case, test_no, rate, epoch, None, &mut warming, stop, None)?;
-        if !warmed.0.failures.is_empty() || stop.requested() {
-            return Ok(warmed);
-        }
-        let mut measured = cfg.clone();
-        measured.open.warmup = Duration::ZERO;
-        return run_test(&measured, against, backend, case, test_no, rate, epoch, hlog, obs, stop, ramp);
+        w.events = Default::default();
+        w
+    };
+    let measured = |c: &Config| Config {
+        open: OpenLoopConfig { warmup: Duration::ZERO, ..c.open.clone() },
+        ..c.clone()
+    };
+    let phase = |of: &dyn Fn(&Config) -> Config| -> (Config, Vec<Config>) {
+        (of(t.cfg), t.parts.iter().map(|p| of(p.cfg)).collect())
+    };
+    fn with<'a>(parts: &[Part<'a>], cfgs: &'a [Config]) -> Vec<Part<'a>> {
+        parts.iter().zip(cfgs).map(|(p, cfg)| Part { cfg, ..*p }).collect()
     }
-    if case.spec.title == respbench_core::expiry::EXPIRY_TITLE {
-        if against.multi.is_some() {
-            return Err(Error::Tests(
-                "-t expiry: not yet over --cluster or replicas: give one server".into(),
-            ));
-        }
-        let (o, cpu) = crate::expiry::run(cfg, against.tls, rate, epoch, stop)?;
-        return Ok((o, cpu, (None, None), Vec::new(), Vec::new(), pauses(&Progress::default())));
+    let (warm_cfg, warm_parts) = phase(&warm);
+    let parts = with(t.parts, &warm_parts);
+    // Its progress line says it is the warm-up.
+    let title = &t.parts[0].case.spec.title;
+    let shown = format!("{title} (warmup)");
+    let mut warming = retitled(&mut *obs, &shown, title);
+    let test = Test { cfg: &warm_cfg, parts: &parts, hlog: None, ..*t };
+    let warmed = measure(&test, against, epoch, &mut warming, stop, None)?;
+    if !warmed.outcome.failures.is_empty() || stop.requested() {
+        return Ok(warmed);
     }
-    if case.spec.title == respbench_core::tracking::TRACKING_TITLE {
-        if against.multi.is_some() {
-            return Err(Error::Tests(
-                "-t tracking: not yet over --cluster or replicas: give one server".into(),
-            ));
-        }
-        let (o, cpu) = crate::tracking::run(cfg, against.tls, rate, epoch, stop)?;
-        return Ok((o, cpu, (None, None), Vec::new(), Vec::new(), pauses(&Progress::default())));
+    let (measured_cfg, measured_parts) = phase(&measured);
+    let parts = with(t.parts, &measured_parts);
+    measure(&Test { cfg: &measured_cfg, parts: &parts, ..*t }, against, epoch, obs, stop, ramp)
+}
+
+/// `-t expiry` and `-t tracking`: timed notifications, on connections of their own (not the
+/// loops'); `None` for any other test.
+fn notifications(
+    t: &Test<'_>,
+    against: Against<'_>,
+    epoch: Instant,
+    stop: &StopHandle,
+) -> Result<Option<Ran>, Error> {
+    let (cfg, title, rate) = (t.cfg, t.parts[0].case.spec.title.as_str(), t.parts[0].rate);
+    let (test, run): (&str, RunNotify) = if title == respbench_core::expiry::EXPIRY_TITLE {
+        ("-t expiry", crate::expiry::run)
+    } else if title == respbench_core::tracking::TRACKING_TITLE {
+        ("-t tracking", crate::tracking::run)
+    } else {
+        return Ok(None);
+    };
+    if against.multi.is_some() {
+        return Err(Error::Tests(format!("{test}: not yet over --cluster or replicas: give one server")));
     }
-    // A delivery test (`-t pubsub`): its subscribers are listening before the publishers start.
+    let (outcome, cpu) = run(cfg, against.tls, rate, epoch, stop)?;
+    let pauses = pauses(&Progress::default());
+    let contention = (None, None);
+    Ok(Some(Ran {
+        outcome,
+        cpu,
+        contention,
+        nodes: Vec::new(),
+        events: Vec::new(),
+        pauses,
+        groups: Vec::new(),
+    }))
+}
+
+/// What `-t expiry` and `-t tracking` run: the options, TLS, `--rps`, the epoch, the stop.
+type RunNotify =
+    fn(&Config, Option<&Tls>, Option<u64>, Instant, &StopHandle) -> Result<(Outcome, ClientCpu), Error>;
+
+/// A delivery test (`-t pubsub`): its subscribers, listening before the publishers start.
+fn start_subscribers(
+    cfg: &Config,
+    against: Against<'_>,
+    case: &Case,
+    epoch: Instant,
+) -> Result<Option<crate::deliver::Subscribers>, Error> {
+    use crate::deliver::Waiting;
     use respbench_core::suite as rs;
+    if case.spec.template.stamp_at().is_none() {
+        return Ok(None);
+    }
     let title = &case.spec.title;
     let (list, stream) = (title.starts_with(rs::BLPOP_TITLE), title.starts_with(rs::STREAM_TITLE));
     let waited = match (list, stream) {
@@ -220,71 +284,161 @@ pub(crate) fn run_test(
     let waited = format!("{}{waited}", cfg.key_prefix);
     let channel_base = format!("{waited}:");
     let sharded = title.starts_with(rs::SHARDED_TITLE);
-    let mut subscribers = match case.spec.template.stamp_at() {
-        Some(_) => Some(crate::deliver::Subscribers::start(
-            &delivery_server(cfg, against, (sharded || cfg.cluster).then_some(waited.as_bytes())),
-            match (list, stream) {
-                (true, _) => crate::deliver::Waiting::List(waited.as_bytes()),
-                (_, true) => crate::deliver::Waiting::Stream(waited.as_bytes(), rs::STREAM_GROUP.as_bytes()),
-                _ if cfg.open.channels > 1 => {
-                    crate::deliver::Waiting::Channels(channel_base.as_bytes(), cfg.open.channels)
-                }
-                _ => crate::deliver::Waiting::Channel(waited.as_bytes(), sharded),
-            },
-            case.listeners(cfg),
-            cfg.resp3,
-            cfg.precision,
-            epoch,
-            cfg.reconnect.then_some(Backoff { first: RECONNECT_FIRST, max: RECONNECT_MAX }),
-        )?),
-        None => None,
+    let waiting = match (list, stream) {
+        (true, _) => Waiting::List(waited.as_bytes()),
+        (_, true) => Waiting::Stream(waited.as_bytes(), rs::STREAM_GROUP.as_bytes()),
+        _ if cfg.open.channels > 1 => Waiting::Channels(channel_base.as_bytes(), cfg.open.channels),
+        _ => Waiting::Channel(waited.as_bytes(), sharded),
     };
+    Ok(Some(crate::deliver::Subscribers::start(
+        &delivery_server(cfg, against, (sharded || cfg.cluster).then_some(waited.as_bytes())),
+        waiting,
+        case.listeners(cfg),
+        cfg.resp3,
+        cfg.precision,
+        epoch,
+        cfg.reconnect.then_some(Backoff { first: RECONNECT_FIRST, max: RECONNECT_MAX }),
+    )?))
+}
+
+/// Each group's run: its plan (its own streams of the seed), connections and loops, all
+/// stopping at `stop_at`.
+fn test_runs(
+    t: &Test<'_>,
+    against: Against<'_>,
+    origin: Option<Time>,
+    stop_at: Option<Time>,
+    ramp_start: Time,
+) -> Vec<TestRun> {
+    let cfg = t.cfg;
+    let runs = t.parts.iter().enumerate().map(|(k, p)| {
+        let mut plan = plan(
+            p.cfg,
+            against.multi,
+            p.case,
+            Part::test_no(t.test_no, k),
+            false,
+            p.rate,
+            origin.unwrap_or(Time::ZERO),
+            stop_at,
+            ramp_start,
+        );
+        if k > 0 {
+            // The events' disruption is read from the first group's windows.
+            if let Some(plan) = Arc::get_mut(&mut plan) {
+                plan.fine = false;
+            }
+        }
+        TestRun {
+            plan,
+            endpoint: cfg.endpoint.clone(),
+            clients: p.case.replay.as_ref().map_or(p.cfg.clients, |r| r.mine.len()),
+            threads: p.cfg.threads.max(1),
+            sigfig: cfg.precision,
+            mptcp: cfg.mptcp,
+            progress: Arc::new(Progress::default()),
+        }
+    });
+    runs.collect()
+}
+
+/// A measured test (it has a tag) is told to an output that reads its figures live.
+fn announce(t: &Test<'_>, run: &TestRun, obs: &mut dyn Observer) {
+    let case = t.parts[0].case;
+    run.progress.keep_figures.store(true, Ordering::Relaxed);
+    let commands = case.templates().iter().map(|t| crate::result::command_text(&t.display())).collect();
+    let nodes = run.plan.cluster.as_ref().map(|c| c.nodes.iter().map(|n| n.endpoint.to_string()).collect());
+    obs.live_test(&LiveTest {
+        title: &case.spec.title,
+        label: &case.label,
+        commands,
+        backend: t.backend.name(),
+        target_rps: t.parts[0].rate,
+        ramp: run.plan.ramp.map(|r| r.kind),
+        nodes: nodes.unwrap_or_default(),
+        progress: &run.progress,
+    });
+}
+
+/// The process's and the machine's CPU, and the loops' waits for one, read around a test.
+struct Readings {
+    started: Instant,
+    cpu_before: (f64, f64),
+    machine_before: Option<(u64, u64)>,
+    /// The loops' time waiting for a CPU: read while they run (a thread's count goes with it).
+    wait_before: Option<u64>,
+    wait_last: Option<u64>,
+    wait_read: Instant,
+}
+
+impl Readings {
+    fn start() -> Readings {
+        let wait_before = crate::cpu::run_delay_ns("self");
+        Readings {
+            started: Instant::now(),
+            cpu_before: crate::cpu::process_cpu(),
+            machine_before: crate::cpu::machine_ticks(),
+            wait_before,
+            wait_last: wait_before,
+            wait_read: Instant::now(),
+        }
+    }
+
+    /// Reads the loops' run delay, every [`WAIT_READ_EVERY`].
+    fn tick(&mut self) {
+        if self.wait_read.elapsed() >= WAIT_READ_EVERY {
+            self.wait_read = Instant::now();
+            self.wait_last = crate::cpu::run_delay_ns("self").or(self.wait_last);
+        }
+    }
+
+    /// The client's CPU over the test on `loops` event loops, and the contention.
+    fn end(&self, loops: usize) -> (ClientCpu, Contention) {
+        let cpu =
+            ClientCpu::between(self.cpu_before, crate::cpu::process_cpu(), self.started.elapsed(), loops);
+        let machine = crate::cpu::machine_busy(self.machine_before, crate::cpu::machine_ticks());
+        let waited = self.wait_before.zip(self.wait_last).map(|(a, b)| {
+            let capacity = cpu.wall_s * loops as f64;
+            if capacity > 0.0 {
+                b.saturating_sub(a) as f64 / 1e9 / capacity
+            } else {
+                0.0
+            }
+        });
+        (cpu, (machine, waited))
+    }
+}
+
+/// The measured test: the loops of every group on threads of their own while this one tells
+/// `obs` how it goes, hears a stop and marks a ramp's steps.
+fn measure(
+    t: &Test<'_>,
+    against: Against<'_>,
+    epoch: Instant,
+    obs: &mut dyn Observer,
+    stop: &StopHandle,
+    mut ramp: Option<&mut crate::ramp::Watch<'_>>,
+) -> Result<Ran, Error> {
+    let (cfg, case) = (t.cfg, t.parts[0].case);
+    if let Some(ran) = notifications(t, against, epoch, stop)? {
+        return Ok(ran);
+    }
+    let mut subscribers = start_subscribers(cfg, against, case, epoch)?;
     let begin = Instant::now();
     // A time-based run stops handing out requests at its end; in-flight ones drain (the core's
     // run control).
     let stop_at = cfg.open.duration.map(|d| Time::since(epoch, begin + d));
-    let spec = &case.spec;
     // A replay's first record is due once the connections are up; its figures count from then.
     let origin = case.replay.as_ref().map(|_| Time::since(epoch, begin + crate::replay::LEAD));
-    let run = TestRun {
-        plan: plan(
-            cfg,
-            against.multi,
-            case,
-            test_no,
-            false,
-            rate,
-            origin.unwrap_or(Time::ZERO),
-            stop_at,
-            Time::since(epoch, begin),
-        ),
-        endpoint: cfg.endpoint.clone(),
-        clients: case.replay.as_ref().map_or(cfg.clients, |r| r.mine.len()),
-        threads: cfg.threads.max(1),
-        sigfig: cfg.precision,
-        mptcp: cfg.mptcp,
-        progress: Arc::new(Progress::default()),
-    };
+    let runs = test_runs(t, against, origin, stop_at, Time::since(epoch, begin));
+    // The first group's run carries what one test's outputs read live (groups refuse them).
+    let run = &runs[0];
     // The p99 so far, for a progress line that shows it.
     run.progress.keep_latency.store(obs.shows_progress(), Ordering::Relaxed);
-    // A measured test (it has a tag) is told to an output that reads its figures live.
-    if hlog.is_some() && obs.keeps_figures() {
-        run.progress.keep_figures.store(true, Ordering::Relaxed);
-        let commands = case.templates().iter().map(|t| crate::result::command_text(&t.display())).collect();
-        let nodes =
-            run.plan.cluster.as_ref().map(|c| c.nodes.iter().map(|n| n.endpoint.to_string()).collect());
-        obs.live_test(&LiveTest {
-            title: &spec.title,
-            label: &case.label,
-            commands,
-            backend: backend.name(),
-            target_rps: rate,
-            ramp: run.plan.ramp.map(|r| r.kind),
-            nodes: nodes.unwrap_or_default(),
-            progress: &run.progress,
-        });
+    if t.hlog.is_some() && obs.keeps_figures() {
+        announce(t, run, obs);
     }
-    let hlog = hlog.filter(|_| obs.keeps_intervals());
+    let hlog = t.hlog.filter(|_| obs.keeps_intervals());
     if hlog.is_some() {
         run.progress.collector().keep_ended();
     }
@@ -306,19 +460,12 @@ pub(crate) fn run_test(
         }
     };
     let mut live_told = 0usize;
-    let started = Instant::now();
     let goal = match cfg.open.duration {
         Some(d) => Goal::Duration(d),
-        None => Goal::Requests(cfg.requests),
+        None => Goal::Requests(t.parts.iter().map(|p| p.cfg.requests).fold(0, u64::saturating_add)),
     };
-    let (mut p99, mut p99_read) = (None, started);
-    let cpu_before = crate::cpu::process_cpu();
-    let machine_before = crate::cpu::machine_ticks();
-    // The loops' time waiting for a CPU: read while they run (a thread's count goes with it).
-    let wait_before = crate::cpu::run_delay_ns("self");
-    let mut wait_last = wait_before;
-    let mut wait_read = Instant::now();
-    let cpu_from = started;
+    let (mut p99, mut p99_read) = (None, Instant::now());
+    let mut readings = Readings::start();
     // A ramp: a mark as the test begins, as each later step begins, and at its end.
     let ramp_plan = run.plan.ramp.filter(|_| ramp.is_some());
     if let Some(w) = ramp.as_deref_mut() {
@@ -339,8 +486,10 @@ pub(crate) fn run_test(
         (Some(r), Some(at)) => Some(crate::replay::Reading::start(r, at)),
         _ => None,
     };
+    let loops: usize = runs.iter().map(TestRun::loops).sum();
+    // The groups whose loops are still running: the events' thread stops waiting at none.
+    let left = std::sync::atomic::AtomicUsize::new(runs.len());
     std::thread::scope(|s| {
-        let run = &run;
         let firing = crate::fire::Firing {
             events: &cfg.events,
             targets: against.targets,
@@ -350,37 +499,37 @@ pub(crate) fn run_test(
             done: &loops_done,
             patience,
         };
-        let fired = run.plan.fine.then(|| s.spawn(move || crate::fire::fire(&firing)));
-        let loops_done = &loops_done;
-        s.spawn(move || {
-            let _ = tx.send(run_backend(backend, run, against.tls, epoch));
-            loops_done.store(true, Ordering::Relaxed);
-        });
-        let mut fired = fired;
+        let mut fired = run.plan.fine.then(|| s.spawn(move || crate::fire::fire(&firing)));
+        let (loops_done, left) = (&loops_done, &left);
+        for (k, r) in runs.iter().enumerate() {
+            let tx = tx.clone();
+            s.spawn(move || {
+                let _ = tx.send((k, run_backend(t.backend, r, against.tls, epoch)));
+                if left.fetch_sub(1, Ordering::Relaxed) == 1 {
+                    loops_done.store(true, Ordering::Relaxed);
+                }
+            });
+        }
+        drop(tx);
+        let mut outcomes: Vec<Option<Outcome>> = runs.iter().map(|_| None).collect();
         let mut stop_asked = false;
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
-                Ok(result) => {
+                Ok((k, result)) => {
+                    outcomes[k] = Some(result?);
+                    if outcomes.iter().any(Option::is_none) {
+                        continue;
+                    }
                     if let Some(w) = ramp.as_deref_mut() {
                         w.mark();
                     }
-                    let mut cpu = ClientCpu::between(
-                        cpu_before,
-                        crate::cpu::process_cpu(),
-                        cpu_from.elapsed(),
-                        run.loops(),
-                    );
+                    let (mut cpu, contention) = readings.end(loops);
                     obs.progress_end();
-                    let machine = crate::cpu::machine_busy(machine_before, crate::cpu::machine_ticks());
-                    let waited = wait_before.zip(wait_last).map(|(a, b)| {
-                        let capacity = cpu.wall_s * run.loops() as f64;
-                        if capacity > 0.0 {
-                            b.saturating_sub(a) as f64 / 1e9 / capacity
-                        } else {
-                            0.0
-                        }
-                    });
-                    let mut o = result?;
+                    let mut groups: Vec<Outcome> = outcomes.drain(..).flatten().collect();
+                    let mut o = match groups.len() {
+                        1 => groups.remove(0),
+                        _ => crate::groups::merge(&groups)?,
+                    };
                     if let Some(subs) = subscribers.take() {
                         // The subscribers' threads are not the event loops: their CPU is left
                         // out of the client's figure (and so of the verdict).
@@ -409,7 +558,8 @@ pub(crate) fn run_test(
                         }
                         None => Vec::new(),
                     };
-                    return Ok((o, cpu, (machine, waited), nodes, events, pauses(&run.progress)));
+                    let pauses = pauses(&run.progress);
+                    return Ok(Ran { outcome: o, cpu, contention, nodes, events, pauses, groups });
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::LoopsStopped),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -424,14 +574,12 @@ pub(crate) fn run_test(
                     next_step += 1;
                 }
             }
-            if wait_read.elapsed() >= WAIT_READ_EVERY {
-                wait_read = Instant::now();
-                wait_last = crate::cpu::run_delay_ns("self").or(wait_last);
-            }
+            readings.tick();
             if !stop_asked && stop.requested() {
                 // Ctrl-C: the core stops handing out requests and abandons what is still
                 // unanswered after the grace.
-                run.plan.stop.request(Time::since(epoch, Instant::now()));
+                let now = Time::since(epoch, Instant::now());
+                runs.iter().for_each(|r| r.plan.stop.request(now));
                 stop_asked = true;
             }
             if cfg.open.live {
@@ -441,19 +589,22 @@ pub(crate) fn run_test(
                 let whole = begin.elapsed().as_secs() as usize;
                 let series = run.progress.collector();
                 while let Some(s) = series.seconds.get(live_told).filter(|_| live_told < whole) {
-                    obs.second(&spec.title, live_told, s);
+                    obs.second(&case.spec.title, live_told, s);
                     live_told += 1;
                 }
             }
             if p99_read.elapsed() >= P99_READ_EVERY {
                 p99_read = Instant::now();
-                p99 = run.progress.latency_percentile(99.0);
+                p99 = run.progress.latency_percentile(99.0).filter(|_| runs.len() == 1);
             }
+            let sum = |f: &dyn Fn(&Progress) -> u64| {
+                runs.iter().map(|r| f(&r.progress)).fold(0, u64::saturating_add)
+            };
             obs.progress(&Tick {
-                title: &spec.title,
-                started,
-                completed: run.progress.completed.load(Ordering::Relaxed),
-                latency_sum_micros: run.progress.latency_sum_micros.load(Ordering::Relaxed),
+                title: &case.spec.title,
+                started: readings.started,
+                completed: sum(&|p| p.completed.load(Ordering::Relaxed)),
+                latency_sum_micros: sum(&|p| p.latency_sum_micros.load(Ordering::Relaxed)),
                 p99_micros: p99,
                 goal,
             });

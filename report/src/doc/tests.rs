@@ -135,6 +135,11 @@ fn hist() -> HistogramData {
 
 /// A test entry with every field there is.
 fn full_test() -> Test {
+    full_test_of(1)
+}
+
+/// [`full_test`], its groups `depth` deep.
+fn full_test_of(depth: u32) -> Test {
     let lat = Latency::default();
     let figures: BTreeMap<String, f64> = [("x".to_string(), 1.0)].into();
     Test {
@@ -301,6 +306,8 @@ fn full_test() -> Test {
                 ..RampStep::default()
             }],
         }),
+        // A group is shaped as a test (the schema's reference, expanded once).
+        groups: (depth > 0).then(|| vec![Test { groups: Some(Vec::new()), ..full_test_of(depth - 1) }]),
     }
 }
 
@@ -329,6 +336,7 @@ fn full_document() -> Document {
         schema: "respbench/2".into(),
         tool: Tool { name: "respbench".into(), version: "0".into() },
         command_line: Some(vec!["-q".into()]),
+        scenario: Some(ScenarioFile::default()),
         config: RunConfig {
             host: Some("h".into()),
             port: Some(1),

@@ -4,6 +4,8 @@
 
 use std::io::{self, Write};
 
+use respbench_session::config::Output;
+
 use super::{Event, Layout, Report};
 use crate::text as report;
 
@@ -78,6 +80,7 @@ impl<W: Write> Report for Csv<W> {
                     report::write_delivery_csv(entry, out)?;
                     crate::notify::write_csv(entry, out)?;
                     crate::dataset::write_misses(s.shape.misses.as_deref(), entry, true, out)?;
+                    crate::groups::write(Output::Csv, entry, s.shape.percentiles, out)?;
                     out.flush()?;
                 }
             }

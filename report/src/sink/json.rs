@@ -25,6 +25,8 @@ pub struct Json {
     notices: Vec<String>,
     /// `--key-prefix`: the dataset's first keys are named with it.
     key_prefix: String,
+    /// `respbench run FILE.toml`: the file the run read.
+    scenario: Option<crate::doc::ScenarioFile>,
     /// `--dataset-shape`: what was built.
     dataset: Option<crate::dataset::Dataset>,
 }
@@ -41,6 +43,7 @@ impl Json {
     ) -> Self {
         Json {
             key_prefix,
+            scenario: None,
             dataset: None,
             path: path.to_string(),
             out: (path == "-").then_some(out),
@@ -51,6 +54,15 @@ impl Json {
             kept: Vec::new(),
             notices: Vec::new(),
         }
+    }
+}
+
+impl Json {
+    /// The document records the scenario file the run read (`respbench run --from` runs it
+    /// again).
+    pub fn with_scenario(mut self, scenario: Option<crate::doc::ScenarioFile>) -> Self {
+        self.scenario = scenario;
+        self
     }
 }
 
@@ -79,6 +91,7 @@ impl Output for Json {
         doc.late_by_s = end.late_by_s;
         doc.server_b = self.server_b.as_ref().map(convert::server);
         doc.dataset = self.dataset.clone();
+        doc.scenario = self.scenario.clone();
         if self.capacity {
             let searches = crate::capacity::to_json(end.searches, end.epoch_us);
             doc.capacity = Some(searches.map_err(|e| output(e.to_string()))?);

@@ -3,6 +3,8 @@
 
 use std::io::{self, Write};
 
+use respbench_session::config::Output;
+
 use super::{Event, Layout, Report};
 use crate::text as report;
 
@@ -58,6 +60,7 @@ impl<W: Write> Report for Quiet<W> {
                     if s.shape.series {
                         report::write_series(&entry.stats, out)?;
                     }
+                    crate::groups::write(Output::Quiet, entry, s.shape.percentiles, out)?;
                     out.flush()?;
                 }
             }

@@ -4,6 +4,8 @@
 
 use std::io::{self, Write};
 
+use respbench_session::config::Output;
+
 use respbench_session::topology;
 
 use super::{Event, Layout, Report};
@@ -59,6 +61,7 @@ impl<W: Write> Report for Verbose<W> {
                         report::write_series(&entry.stats, out)?;
                     }
                     writeln!(out)?;
+                    crate::groups::write(Output::Verbose, entry, s.shape.percentiles, out)?;
                     out.flush()?;
                 }
             }

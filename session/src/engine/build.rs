@@ -12,11 +12,12 @@ use super::{Ended, Session};
 use crate::case::{Case, PRELOAD_PIPELINE};
 use crate::config::{Config, OpenLoopConfig, Split, Worker};
 use crate::dataset::{Built, MemoryPoint, Shape, ShapeBuilt};
+use crate::error::Error;
+use crate::groups::Part;
 use crate::observer::{retitled, Observer};
 use crate::routing::Multi;
-use crate::run::{run_test, Against};
+use crate::run::{run_test, Against, Ran, Test};
 use crate::server::{self, Conn, Server};
-use crate::Error;
 
 /// The memory readings of each shape, the last after its last key.
 const POINTS: u64 = 10;
@@ -182,19 +183,9 @@ impl Session {
         let against =
             Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref(), targets: &self.targets };
         let mut titled = retitled(&mut *obs, shown, &case.spec.title);
-        let (outcome, ..) = run_test(
-            cfg,
-            against,
-            cfg.backends[0],
-            case,
-            test_no,
-            None,
-            self.epoch,
-            None,
-            &mut titled,
-            &self.stop,
-            None,
-        )?;
+        let parts = [Part { name: None, cfg, case, rate: None }];
+        let test = Test { cfg, parts: &parts, backend: cfg.backends[0], test_no, hlog: None };
+        let Ran { outcome, .. } = run_test(&test, against, self.epoch, &mut titled, &self.stop, None)?;
         Ok(outcome)
     }
 }

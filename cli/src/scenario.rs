@@ -1,0 +1,36 @@
+//! `respbench run FILE.toml [OPTIONS]`: the scenario file (session's scenario) stands for options
+//! the command line would give; each group is checked as a command line is, after the
+//! command line's own options, which override the file's.
+
+use argh::FromArgs;
+use respbench_session::config::{Config, Group};
+use respbench_session::scenario::{given, Scenario};
+
+/// Each group's configuration: `user` (the command line's options) and the file's base options,
+/// then the group's; the connection's secrets and the suite are the run's (`base`).
+pub fn groups(name: &str, s: &Scenario, user: &[String], mut base: Config) -> Result<Config, String> {
+    if !base.command.is_empty() {
+        return Err(
+            "respbench run: a group's command goes in the scenario file, not after the options".into()
+        );
+    }
+    let given = given(user);
+    let head: Vec<String> = user.iter().cloned().chain(s.base_args(&given)).collect();
+    for (k, group) in s.names().into_iter().enumerate() {
+        let argv: Vec<String> = head.iter().cloned().chain(s.group_args(k, &given)).collect();
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let opts = crate::opts::Opts::from_args(&[name], &argv)
+            .map_err(|e| s.group_error(k, e.output.trim_end()).to_string())?;
+        let mut cfg = opts.check().map_err(|e| s.group_error(k, e).to_string())?;
+        let command = std::mem::take(&mut cfg.command);
+        cfg.command =
+            crate::args::command_bytes(&argv, command).map_err(|e| s.group_error(k, e).to_string())?;
+        cfg.password.clone_from(&base.password);
+        cfg.valkey_suite = base.valkey_suite;
+        base.groups.push(Group { name: group, at: s.group_at(k), cfg });
+    }
+    // The run's connections are its groups'.
+    base.clients = base.groups.iter().map(|g| g.cfg.clients).sum();
+    base.scenario = Some((s.file.clone(), s.text.clone()));
+    Ok(base)
+}

@@ -1,0 +1,89 @@
+//! A scenario's client groups (`respbench run FILE.toml`) in the text outputs, after their test's
+//! own report: a table (verbose), a line each (`-q`) or a row each (`--csv`), named
+//! `TEST/GROUP` on the lines and rows so that redis-benchmark's parsers read them as tests.
+
+use std::io::{self, Write};
+
+use respbench_session::config::Output;
+use respbench_session::result::TestResult;
+
+use crate::hdr::{finite, mean, ms, value_at_percentile};
+use crate::shared::none_succeeded;
+use crate::text::{self, TestReport};
+
+/// Writes `test`'s groups in the style of `output` (nothing for a test of one group).
+/// `percentiles`: `--print-percentiles`.
+pub fn write(output: Output, test: &TestResult, percentiles: &[f64], out: &mut impl Write) -> io::Result<()> {
+    if test.groups.is_empty() {
+        return Ok(());
+    }
+    if output == Output::Verbose {
+        return write_table(test, out);
+    }
+    for g in &test.groups {
+        let title = format!("{}/{}", test.name, g.name);
+        let r = TestReport { never_ran: g.never_ran, ..TestReport::bare(&title, &g.stats, percentiles) };
+        match output {
+            Output::Csv => text::write_csv_row(&r, None, g.step.as_ref(), out)?,
+            _ => text::write_quiet(&r, out)?,
+        }
+    }
+    Ok(())
+}
+
+impl<'a> TestReport<'a> {
+    /// A report of `title`'s figures alone, for a line or a row: no CPU, verdict, connections,
+    /// workload or server settings.
+    pub fn bare(title: &'a str, stats: &'a respbench_core::Stats, percentiles: &'a [f64]) -> TestReport<'a> {
+        TestReport {
+            title,
+            stats,
+            cpu: None,
+            verdict: None,
+            clients: 0,
+            never_ran: (0, 0),
+            payload_bytes: 0,
+            workload: Vec::new(),
+            keepalive: true,
+            threads: 0,
+            server_save: None,
+            server_appendonly: None,
+            backend_note: None,
+            nodes: &[],
+            percentiles,
+        }
+    }
+}
+
+/// The verbose report's table of groups: each one's requests, rate and latency.
+fn write_table(test: &TestResult, out: &mut impl Write) -> io::Result<()> {
+    let width = test.groups.iter().map(|g| g.name.len()).max().unwrap_or(0).max(5);
+    writeln!(out, "  groups (each its own connections; latency in msec):")?;
+    writeln!(
+        out,
+        "    {:<width$} {:>10} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "group", "requests", "rps", "avg", "p50", "p99", "p99.9", "max"
+    )?;
+    for g in &test.groups {
+        let s = &g.stats;
+        let target = g.target_rps.map(|t| format!("  (open loop at {t}/s)")).unwrap_or_default();
+        if none_succeeded(s) {
+            writeln!(out, "    {:<width$} {:>10}  no request succeeded{target}", g.name, s.requests)?;
+            continue;
+        }
+        let h = &s.latency;
+        writeln!(
+            out,
+            "    {:<width$} {:>10} {:>12.2} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}{target}",
+            g.name,
+            s.requests,
+            finite(s.rps()),
+            finite(mean(h)) / 1000.0,
+            ms(value_at_percentile(h, 50.0)),
+            ms(value_at_percentile(h, 99.0)),
+            ms(value_at_percentile(h, 99.9)),
+            ms(h.max()),
+        )?;
+    }
+    writeln!(out)
+}

@@ -1,0 +1,206 @@
+//! Scenario files (`respbench run FILE.toml`): client groups at the same time against a real
+//! redis-server, each group's counts held against the server's `INFO commandstats`; files that
+//! are wrong refused before connecting, naming the line.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use respbench_tests::{
+    check_json_independently, free_port, json_path, respbench, take_document, RedisServer,
+};
+
+const T: Duration = Duration::from_secs(120);
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name)
+}
+
+/// A scenario file of `text` in the temp directory, unique per test.
+fn scenario(tag: &str, text: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("respbench-scenario-{}-{tag}.toml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn connections(server: &RedisServer) -> u64 {
+    server.info_field("stats", "total_connections_received").and_then(|v| v.parse().ok()).expect("INFO stats")
+}
+
+/// The Done-when of the issue: `examples/readers-writers.toml` reports both groups, their counts
+/// are the server's GET and SET calls, the writers held 500/s within 2% (the server's SET calls
+/// over the duration the document gives), and the test's counts are the groups' added up.
+#[test]
+fn readers_and_writers_run_at_once() {
+    let server = RedisServer::start();
+    let json = json_path("scenario", "rw");
+    let port = server.port().to_string();
+    let file = example("readers-writers.toml");
+    let out =
+        respbench().run(&["run", file.to_str().unwrap(), "-p", &port, "--json", json.to_str().unwrap()], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(out.stdout.contains("====== readers-writers ======"), "{}", out.dump());
+    assert!(out.stdout.contains("  25 parallel clients"), "{}", out.dump());
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let test = &doc["tests"][0];
+    let groups = test["groups"].as_array().expect("groups");
+    let names: Vec<&str> = groups.iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["readers", "writers"]);
+    let (readers, writers) = (&groups[0], &groups[1]);
+    let count = |v: &serde_json::Value| v["requests"].as_u64().unwrap();
+    assert_eq!(count(readers), server.command_calls("get"), "{}", out.dump());
+    assert_eq!(count(writers), server.command_calls("set"), "{}", out.dump());
+    assert_eq!(count(test), count(readers) + count(writers));
+    assert!(count(readers) > 0, "{}", out.dump());
+    // The writers' open loop at 500/s over their measured span: the server counted their SETs.
+    assert_eq!(writers["target_rps"], 500);
+    assert!(readers.get("target_rps").is_none(), "a closed loop has no target: {readers}");
+    let rate = server.command_calls("set") as f64 / writers["duration_s"].as_f64().unwrap();
+    assert!((rate - 500.0).abs() <= 10.0, "writers at {rate:.1}/s, not 500/s within 2%\n{}", out.dump());
+    let arrivals = &writers["arrivals"];
+    assert_eq!(arrivals["due"], arrivals["completed"], "every SET due went: {writers}");
+    // Each group its own histogram; the test's is theirs together.
+    let max = |v: &serde_json::Value| v["latency_ms"]["max"].as_f64().unwrap();
+    assert_eq!(max(test), max(readers).max(max(writers)));
+}
+
+/// `-q` and `--csv` have a line (a row) per group after the test's, named `TEST/GROUP`, whose
+/// counts the server agrees with.
+#[test]
+fn quiet_and_csv_have_a_line_per_group() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let file = scenario(
+        "quiet",
+        "[phases]\nrequests = 2000\n\n[[groups]]\nname = \"pushes\"\nclients = 4\ntest = \"lpush\"\n\n\
+         [[groups]]\nname = \"incrs\"\nclients = 2\ncommand = [\"INCR\", \"counter\"]\n",
+    );
+    let out = respbench().run(&["run", file.to_str().unwrap(), "-p", &port, "-q"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    let lines: Vec<&str> = out.stdout.lines().filter(|l| l.contains("requests per second")).collect();
+    assert_eq!(lines.len(), 3, "{}", out.dump());
+    assert!(
+        lines[1].starts_with(&format!("respbench-scenario-{}-quiet/pushes: ", std::process::id())),
+        "{}",
+        out.dump()
+    );
+    assert!(lines[2].contains("-quiet/incrs: "), "{}", out.dump());
+    // -n is each group's: every group sends its own 2000.
+    assert_eq!(server.command_calls("lpush"), 2000);
+    assert_eq!(server.command_calls("incr"), 2000);
+    assert_eq!(server.cli(&["GET", "counter"]).trim(), "2000");
+    let out = respbench().run(&["run", file.to_str().unwrap(), "-p", &port, "--csv"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    let rows: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(rows.len(), 4, "a header, the test and two groups\n{}", out.dump());
+    assert!(
+        rows[2].contains("-quiet/pushes\",\"") && rows[3].contains("-quiet/incrs\",\""),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("incr"), 4000);
+    let _ = std::fs::remove_file(file);
+}
+
+/// An unknown key, a wrong type, a group sending two things or an option a group cannot take:
+/// refused before connecting, with the file, line and column.
+#[test]
+fn a_wrong_file_is_refused_naming_its_line() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let before = connections(&server);
+    let cases = [
+        (
+            "unknown",
+            "[[groups]]\nname = \"a\"\ntest = \"get\"\nrate = 5\n",
+            ":4:1: unknown field `rate`, expected one of",
+        ),
+        (
+            "type",
+            "[[groups]]\nname = \"a\"\nclients = \"x\"\ntest = \"get\"\n",
+            ":3:11: invalid type: string \"x\", expected u64",
+        ),
+        (
+            "two",
+            "[phases]\n\n[[groups]]\nname = \"a\"\ntest = \"get\"\nmix = \"get:1\"\n",
+            ":3:1: group 'a': give exactly one of",
+        ),
+        ("option", "[[groups]]\nname = \"a\"\nmix = \"nosuch:1\"\n", ":1:1: group 'a': "),
+        (
+            "phase",
+            "[phases]\nlength = \"5s\"\n[[groups]]\nname = \"a\"\ntest = \"get\"\n",
+            ":2:1: unknown field `length`",
+        ),
+    ];
+    for (tag, text, said) in cases {
+        let file = scenario(tag, text);
+        let out = respbench().run(&["run", file.to_str().unwrap(), "-p", &port], T);
+        assert_eq!(out.status.code(), Some(1), "{tag}: {}", out.dump());
+        assert!(out.stderr.contains(&format!("{}{said}", file.display())), "{tag}: {}", out.dump());
+        assert!(out.stdout.is_empty(), "{tag}: {}", out.dump());
+        let _ = std::fs::remove_file(file);
+    }
+    // The one connection since is the reading's own (redis-cli's INFO).
+    assert_eq!(connections(&server), before + 1, "a refused file connects to nothing");
+    let out = respbench().run(&["run", "/nonexistent/rw.toml"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("/nonexistent/rw.toml: cannot open"), "{}", out.dump());
+}
+
+/// `--print-scenario` prints the file a command line stands for (the outputs and the password
+/// left to the command line), and `respbench run` of it sends what the command line would; its
+/// `--json` records the file, and `run --from` the document runs it again under the same name.
+#[test]
+fn a_command_line_becomes_a_file_and_a_result_runs_again() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let args = ["-p", &port, "-c", "3", "-t", "incr", "-n", "300", "-q", "--print-scenario"];
+    let out = respbench().run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(
+        out.stdout.starts_with("# Not in the file: give them on the command line: -q\n"),
+        "{}",
+        out.dump()
+    );
+    assert!(
+        out.stdout.contains("[[groups]]\nname = \"incr\"\nclients = 3\ntest = \"incr\"\n"),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("incr"), 0, "printing runs nothing");
+    let file = scenario("printed", &out.stdout);
+    let json = json_path("scenario", "from");
+    let out = respbench().run(&["run", file.to_str().unwrap(), "-q", "--json", json.to_str().unwrap()], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("incr"), 300);
+    check_json_independently(&json);
+    let _ = std::fs::remove_file(&file);
+    let out = respbench().run(&["run", "--from", json.to_str().unwrap(), "-q"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("incr"), 600);
+    let name = format!("respbench-scenario-{}-printed: ", std::process::id());
+    assert!(out.stdout.starts_with(&name), "the same test name: {}", out.dump());
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+    assert_eq!(doc["scenario"]["file"], file.to_str().unwrap());
+    let out = respbench().run(&["run", "--from", "/nonexistent/out.json"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("cannot read /nonexistent/out.json"), "{}", out.dump());
+}
+
+/// The command line's connection options override the file's: a file naming a port where
+/// nothing listens runs against the `-p` given.
+#[test]
+fn the_command_line_overrides_the_file() {
+    let server = RedisServer::start();
+    let file = scenario(
+        "override",
+        &format!(
+            "[connection]\nhost = \"127.0.0.1\"\nport = {}\n\n[phases]\nrequests = 500\n\n[[groups]]\nname = \"a\"\nclients = 2\ntest = \"incr\"\n",
+            free_port()
+        ),
+    );
+    let port = server.port().to_string();
+    let out = respbench().run(&["run", file.to_str().unwrap(), "-p", &port, "-q", "--backend", "smol"], T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("incr"), 500);
+    let _ = std::fs::remove_file(file);
+}
