@@ -207,6 +207,21 @@ pub struct Opts {
     /// ends the run)
     #[argh(switch)]
     pub reconnect: bool,
+    /// error replies that mean "wait", retried on the same connection after a backoff: the
+    /// first words, such as LOADING,BUSY,TRYAGAIN; latency runs from the first send
+    #[argh(option)]
+    pub retry_on: Option<String>,
+    /// with --retry-on: FIRST[,MAX], the pause before a request's first retry, doubled for each
+    /// next one up to MAX (default: 1ms,1s)
+    #[argh(option)]
+    pub retry_backoff: Option<String>,
+    /// with --retry-on: how many times one request is retried before it gives up, counted as
+    /// failed with the error it got (default: 64)
+    #[argh(option)]
+    pub retry_limit: Option<u32>,
+    /// with --retry-on: write the keys of the requests that gave up to this file, one a line
+    #[argh(option)]
+    pub failed_keys: Option<String>,
     /// also write the results as a JSON document (schema respbench/2, see docs/json.md) to this
     /// file, or to stdout with '-' (the text report is then not printed)
     #[argh(option)]
@@ -705,6 +720,12 @@ impl Opts {
             timeout,
             drain_grace,
             reconnect: self.reconnect,
+            retry: syntax::retry(
+                self.retry_on.as_deref(),
+                self.retry_backoff.as_deref(),
+                self.retry_limit,
+                self.failed_keys,
+            )?,
             split: None,
             start_at,
             key_args,

@@ -137,6 +137,47 @@ impl Redirects {
     }
 }
 
+/// How many keys of requests that gave up retrying a test keeps for `--failed-keys` (all are
+/// counted): about 100,000 keys of tens of bytes is a few megabytes at most.
+pub const FAILED_KEYS_KEEP: usize = 100_000;
+
+/// `--retry-on`: the retries a test made, by the error reply that asked for each, and the
+/// requests that gave up (their last reply still such an error after `--retry-limit` retries).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RetryStats {
+    /// Retries by the first word of the error that asked for them.
+    pub by_error: ErrorCounts,
+    /// Requests that gave up: completed as the error they got last, counted in `errors` too.
+    pub gave_up: u64,
+    /// The keys (first argument) of the first [`FAILED_KEYS_KEEP`] requests that gave up.
+    pub failed_keys: Vec<Vec<u8>>,
+}
+
+impl RetryStats {
+    /// Retries of every kind.
+    pub fn total(&self) -> u64 {
+        self.by_error.total()
+    }
+
+    /// A request whose key is `key` (`None`: a command without arguments) gave up.
+    pub fn give_up(&mut self, key: Option<&[u8]>) {
+        self.gave_up = self.gave_up.saturating_add(1);
+        if let Some(k) = key.filter(|_| self.failed_keys.len() < FAILED_KEYS_KEEP) {
+            self.failed_keys.push(k.to_vec());
+        }
+    }
+
+    /// Adds `other`'s counts and keeps its keys while there is room; an error names the count
+    /// whose sum overflows.
+    pub fn merge(&mut self, other: &RetryStats) -> Result<(), String> {
+        self.by_error.merge(&other.by_error)?;
+        add_count(&mut self.gave_up, other.gave_up, "retries.gave_up")?;
+        let room = FAILED_KEYS_KEEP.saturating_sub(self.failed_keys.len());
+        self.failed_keys.extend(other.failed_keys.iter().take(room).cloned());
+        Ok(())
+    }
+}
+
 /// How many mismatches of `--verify` a test keeps to show (the first ones; all are counted).
 pub const SHOWN: usize = 20;
 
@@ -324,6 +365,8 @@ pub struct Stats {
     /// Redirects and retries (`MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`), counted at the node
     /// that sent them; not completed requests.
     pub redirects: Redirects,
+    /// `--retry-on`: the retries made and the requests that gave up.
+    pub retries: RetryStats,
     /// `--verify`: the reads checked and the mismatches found.
     pub verify: VerifyStats,
     /// A ramp (`--ramp`): the figures of each of its steps, by the time each reply was parsed
@@ -464,6 +507,7 @@ impl Stats {
             moved: std::collections::BTreeMap::new(),
             found: 0,
             redirects: Redirects::default(),
+            retries: RetryStats::default(),
             verify: VerifyStats::default(),
             steps: Vec::new(),
             ramp: None,
@@ -852,6 +896,7 @@ impl Stats {
             }
         }
         self.redirects.merge(&other.redirects)?;
+        self.retries.merge(&other.retries)?;
         self.verify.merge(&other.verify)?;
         for (&slot, (t, to)) in &other.moved {
             if self.moved.get(&slot).is_none_or(|(mine, _)| mine < t) {

@@ -421,6 +421,9 @@ pub struct Test {
     /// `--reconnect`: outages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconnects: Option<Reconnects>,
+    /// `--retry-on`: the retries made and the requests that gave up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<Retries>,
     /// Per-second summaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<Vec<SecondEntry>>,
@@ -1064,6 +1067,17 @@ pub struct Reconnects {
     pub downtime_s: f64,
 }
 
+/// `retries`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Retries {
+    /// Retries by the first word of the error reply that asked for each.
+    #[serde(default)]
+    pub by_error: BTreeMap<String, u64>,
+    /// Requests that gave up after `--retry-limit` retries: their last error is their reply.
+    #[serde(default)]
+    pub gave_up: u64,
+}
+
 /// One second of a `series`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SecondEntry {
@@ -1656,6 +1670,7 @@ mod tests {
             latency_lower_bounds: Some(1),
             arrivals: Some(Arrivals::default()),
             reconnects: Some(Reconnects::default()),
+            retries: Some(Retries::default()),
             replay: Some(Replay {
                 skipped: vec![SkippedCommand::default()],
                 malformed_lines: vec![MalformedLine::default()],

@@ -17,6 +17,7 @@ pub mod convert;
 pub mod doc;
 pub mod error;
 pub mod events;
+pub mod failed_keys;
 pub mod files;
 pub mod hdr;
 pub mod hgrm;

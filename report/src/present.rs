@@ -105,6 +105,9 @@ pub fn check_outputs(cfg: &Config) -> Result<(), String> {
     if let Some(m) = &cfg.memtier {
         crate::memtier::check_outputs(m)?;
     }
+    if let Some(path) = cfg.retry.as_ref().and_then(|r| r.failed_keys.as_deref()) {
+        crate::failed_keys::check(path)?;
+    }
     if let Some(prefix) = &cfg.open.hgrm {
         files::probe_writable(std::path::Path::new(&format!("{prefix}TEST.hgrm")))
             .map_err(|e| format!("--hgrm: cannot write files named {prefix}TEST.hgrm: {e}"))?;
@@ -298,6 +301,11 @@ impl Presenter {
         }
         if let Some(m) = &cfg.memtier {
             if let Err(e) = crate::memtier::write(m, results, interrupted, epoch_us) {
+                self.failed.push(e);
+            }
+        }
+        if let Some(path) = cfg.retry.as_ref().and_then(|r| r.failed_keys.as_deref()) {
+            if let Err(e) = crate::failed_keys::write(path, results) {
                 self.failed.push(e);
             }
         }

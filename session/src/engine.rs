@@ -548,6 +548,9 @@ impl Session {
                     obs.error(&format!("{title}{on}:   {n} × {e}"));
                 }
             }
+            if let Some(line) = crate::retry::summary(&s.retries) {
+                obs.notice(&format!("{title}{on}: {line}"));
+            }
             // A delivery test whose messages did not all arrive once: one line, exit 1.
             if let Some(why) = s.delivery.as_ref().and_then(|d| d.shortfall()).filter(|_| !self.searching) {
                 self.unfinished = true;

@@ -28,6 +28,7 @@ pub mod ramp;
 pub mod replay;
 pub mod replayed;
 pub mod result;
+pub mod retry;
 pub mod routing;
 mod run;
 pub mod secret;

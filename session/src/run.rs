@@ -133,6 +133,7 @@ pub(crate) fn plan(
         // Checked when the tests were made (`case::cases`).
         verify: crate::verify::for_test(cfg, &case.templates()).ok().flatten(),
         ramp: cfg.open.ramp.filter(|_| !idle).map(|r| respbench_core::Ramp { start: ramp_start, ..r }),
+        retry: cfg.retry.as_ref().map(|r| r.retry.clone()),
     })
 }
 

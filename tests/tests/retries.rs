@@ -1,0 +1,153 @@
+//! `--retry-on` against a real redis-server: a restart that answers `LOADING` for seconds while
+//! it loads its dataset, ridden through with `--reconnect`, and a busy script's `BUSY`; each
+//! retry counted as the server counts the error replies it sent (`INFO errorstats`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use respbench_tests::{json_path, respbench, take_document, RedisServer};
+
+const T: Duration = Duration::from_secs(60);
+
+fn read(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&take_document(path)).unwrap()
+}
+
+/// `errorstat_<word>:count=N` of `INFO errorstats`: how many error replies of that word the
+/// server sent since it started (0 when none).
+fn errorstat(server: &RedisServer, word: &str) -> u64 {
+    let info = server.cli(&["INFO", "errorstats"]);
+    let prefix = format!("errorstat_{word}:count=");
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix(&prefix))
+        .map(|rest| rest.split(',').next().unwrap().parse().unwrap())
+        .unwrap_or(0)
+}
+
+/// A server with 10,000 keys saved to its dump.rdb is killed mid-run and restarted loading them
+/// 100 µs a key (`key-load-delay`), answering `LOADING` for about 2 s (events processed every
+/// KB); `--reconnect --retry-on LOADING` rides through: no request fails by `LOADING`, and the
+/// retries counted are the `LOADING` replies the restarted server counted, exactly.
+#[test]
+fn reconnect_and_retry_on_loading_ride_through_a_restart() {
+    let mut server = RedisServer::start_with(&[("enable-debug-command", "yes")]);
+    server.cli(&["DEBUG", "POPULATE", "10000", "key", "10"]);
+    server.cli(&["SAVE"]);
+    let json = json_path("retry", "loading");
+    let failed = json.with_extension("keys");
+    let port = server.port().to_string();
+    let run = respbench().spawn(&[
+        "-p",
+        &port,
+        "-t",
+        "get",
+        "-r",
+        "10000",
+        "-c",
+        "10",
+        "--duration",
+        "6s",
+        "--reconnect",
+        "--retry-on",
+        "LOADING,BUSY",
+        "--failed-keys",
+        failed.to_str().unwrap(),
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    server.wait_for_calls("get", 1000);
+    server.crash_and_restart_loading(
+        Duration::from_millis(100),
+        &[("key-load-delay", "100"), ("loading-process-events-interval-bytes", "1024")],
+    );
+    let out = run.wait(T);
+    let t = read(&json)["tests"][0].clone();
+    let loading = errorstat(&server, "LOADING");
+    assert!(loading > 0, "the restarted server answered LOADING: {}", out.dump());
+    assert_eq!(t["retries"]["by_error"]["LOADING"].as_u64(), Some(loading), "{t}");
+    assert_eq!(t["retries"]["gave_up"].as_u64(), Some(0), "{t}");
+    assert!(t["errors"].get("LOADING").is_none(), "no request failed by LOADING: {t}");
+    assert!(
+        out.stderr.contains(&format!("retries (--retry-on): {loading} × LOADING; 0 requests gave up")),
+        "{}",
+        out.dump()
+    );
+    // The requests after the restart were served by the loaded server (a hit for each GET).
+    assert!(server.command_calls("get") > 100, "{}", out.dump());
+    assert_eq!(std::fs::read(&failed).unwrap(), b"", "no key gave up");
+}
+
+/// A Lua script busy for over a second (`busy-reply-threshold` 100 ms) answers the GETs
+/// `BUSY` until `SCRIPT KILL`: `--retry-on BUSY` retries each, the run exits 0 with no error,
+/// and the retries are the `BUSY` replies the server counted. With `--retry-limit 1` and a
+/// backoff of 1 ms, the requests give up at their second `BUSY`: counted as failed `BUSY` errors, the
+/// run exits 1, and their keys are in `--failed-keys`.
+#[test]
+fn busy_script_replies_are_retried_until_the_limit() {
+    let server = RedisServer::start_with(&[("busy-reply-threshold", "100")]);
+    let port = server.port().to_string();
+    for (limit, backoff) in [("64", "1ms,50ms"), ("1", "1ms")] {
+        let busy_before = errorstat(&server, "BUSY");
+        let json = json_path("retry", "busy");
+        let failed = json.with_extension("keys");
+        let run = respbench().spawn(&[
+            "-p",
+            &port,
+            "-t",
+            "get",
+            "-r",
+            "1000",
+            "-c",
+            "4",
+            "--duration",
+            "4s",
+            "--retry-on",
+            "BUSY",
+            "--retry-limit",
+            limit,
+            "--retry-backoff",
+            backoff,
+            "--failed-keys",
+            failed.to_str().unwrap(),
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        server.wait_for_calls("get", 500);
+        let port2 = port.clone();
+        let script = std::thread::spawn(move || {
+            std::process::Command::new("redis-cli")
+                .args(["-p", &port2, "EVAL", "while true do end", "0"])
+                .output()
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(1500));
+        respbench_tests::wait_until("SCRIPT KILL", T, || server.cli(&["SCRIPT", "KILL"]).contains("OK"));
+        script.join().unwrap();
+        let out = run.wait(T);
+        let t = read(&json)["tests"][0].clone();
+        let busy = errorstat(&server, "BUSY") - busy_before;
+        assert!(busy >= 4, "every connection met BUSY: {busy}\n{}", out.dump());
+        let keys = std::fs::read_to_string(&failed).unwrap();
+        if limit == "64" {
+            assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+            assert_eq!(t["retries"]["by_error"]["BUSY"].as_u64(), Some(busy), "{t}");
+            assert_eq!(t["retries"]["gave_up"].as_u64(), Some(0), "{t}");
+            assert!(t["errors"].get("BUSY").is_none(), "{t}");
+            assert_eq!(keys, "");
+        } else {
+            // Each request retried once, and given up at its second BUSY.
+            assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+            let (retried, gave_up) = (
+                t["retries"]["by_error"]["BUSY"].as_u64().unwrap(),
+                t["retries"]["gave_up"].as_u64().unwrap(),
+            );
+            assert_eq!(retried + gave_up, busy, "{t}");
+            assert!(gave_up >= 1, "{t}");
+            assert_eq!(t["errors"]["BUSY"].as_u64(), Some(gave_up), "{t}");
+            assert_eq!(keys.lines().count() as u64, gave_up, "{keys}");
+            assert!(keys.lines().all(|k| k.starts_with("key:")), "{keys}");
+        }
+    }
+}
