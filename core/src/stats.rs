@@ -178,6 +178,25 @@ impl RetryStats {
     }
 }
 
+/// How many distinct address changes a test keeps ([`Stats::readdressed`]).
+pub const READDRESSES_KEEP: usize = 16;
+
+/// A host name that resolved to another address when a connection came back (`--reconnect`):
+/// a name that moved (a DNS failover, a Kubernetes Service), or a primary that moved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Readdress {
+    /// When the first connection found it.
+    pub at: Time,
+    /// The name, as given.
+    pub name: String,
+    /// The address the connection had, and the one it has now (`IP:PORT`).
+    pub from: String,
+    /// See `from`.
+    pub to: String,
+    /// How many connections came back to the new address.
+    pub connections: u64,
+}
+
 /// How many mismatches of `--verify` a test keeps to show (the first ones; all are counted).
 pub const SHOWN: usize = 20;
 
@@ -367,6 +386,9 @@ pub struct Stats {
     pub redirects: Redirects,
     /// `--retry-on`: the retries made and the requests that gave up.
     pub retries: RetryStats,
+    /// `--reconnect`: names that resolved to another address when their connections came back,
+    /// the first [`READDRESSES_KEEP`] changes.
+    pub readdressed: Vec<Readdress>,
     /// `--verify`: the reads checked and the mismatches found.
     pub verify: VerifyStats,
     /// A ramp (`--ramp`): the figures of each of its steps, by the time each reply was parsed
@@ -508,10 +530,24 @@ impl Stats {
             found: 0,
             redirects: Redirects::default(),
             retries: RetryStats::default(),
+            readdressed: Vec::new(),
             verify: VerifyStats::default(),
             steps: Vec::new(),
             ramp: None,
         })
+    }
+
+    /// A connection (or `r.connections` of them) came back to another address for its name:
+    /// the same change is kept once, at its earliest, with its connections added.
+    pub fn readdress(&mut self, r: Readdress) {
+        if let Some(mine) =
+            self.readdressed.iter_mut().find(|m| (&m.name, &m.from, &m.to) == (&r.name, &r.from, &r.to))
+        {
+            mine.at = mine.at.min(r.at);
+            mine.connections = mine.connections.saturating_add(r.connections);
+        } else if self.readdressed.len() < READDRESSES_KEEP {
+            self.readdressed.push(r);
+        }
     }
 
     /// Keeps the figures of each step of `ramp` ([`Stats::steps`]).
@@ -897,6 +933,9 @@ impl Stats {
         }
         self.redirects.merge(&other.redirects)?;
         self.retries.merge(&other.retries)?;
+        for r in &other.readdressed {
+            self.readdress(r.clone());
+        }
         self.verify.merge(&other.verify)?;
         for (&slot, (t, to)) in &other.moved {
             if self.moved.get(&slot).is_none_or(|(mine, _)| mine < t) {

@@ -87,6 +87,22 @@ pub enum Target {
     Unix(PathBuf),
 }
 
+impl Target {
+    /// Its TCP address (`None` for a Unix socket).
+    pub fn addr(&self) -> Option<SocketAddr> {
+        match self {
+            Target::Tcp(a) | Target::Mptcp(a) => Some(*a),
+            Target::Unix(_) => None,
+        }
+    }
+}
+
+/// Whether `endpoint` is a host name, which may resolve to another address later (not an IP
+/// address, nor a Unix socket).
+fn names_a_host(endpoint: &Endpoint) -> bool {
+    matches!(endpoint, Endpoint::Tcp { host, .. } if host.parse::<std::net::IpAddr>().is_err())
+}
+
 /// Resolves the endpoint once, with redis-benchmark's message when it fails; a TCP one is a
 /// [`Target::Mptcp`] with `mptcp` (`--mptcp`).
 pub fn resolve(endpoint: &Endpoint, mptcp: bool) -> Result<Target, RunError> {
@@ -455,6 +471,8 @@ struct Socket {
     /// [`DISCARDING_READ`] long.
     discarding: bool,
     phases: Phases,
+    /// The address its last socket went to, when resolved again after a failure.
+    addr: Option<Target>,
 }
 
 /// One client of a backend: the core's [`Client`] and the byte layer to each of its sockets
@@ -485,6 +503,7 @@ impl Link {
                 up: false,
                 discarding: false,
                 phases: Phases { down: Time::MAX, ..Phases::default() },
+                addr: None,
             })
             .collect();
         Link { client, sockets }
@@ -518,17 +537,43 @@ impl Link {
 
     /// Where node `node`'s socket goes: its node's of `targets` (resolved once per test,
     /// [`resolve_all`]), or, for a node that appeared during the test, resolved now (an MPTCP
-    /// target when the test's first one is).
-    pub fn target(&mut self, node: usize, targets: &[Target]) -> io::Result<Target> {
+    /// target when the test's first one is). A connection that comes back after a failure
+    /// (`--reconnect`) to a host name resolves it again, as production clients do, so a name
+    /// that moved is followed; a change is kept in the stats ([`Stats::readdressed`]).
+    pub fn target(&mut self, node: usize, targets: &[Target], tally: &mut Tally) -> io::Result<Target> {
+        let mptcp = matches!(targets.first(), Some(Target::Mptcp(_)));
         if let Some(t) = targets.get(node) {
-            return Ok(t.clone());
+            let s = &mut self.sockets[node];
+            if s.phases.down == Time::MAX || !names_a_host(&s.endpoint) {
+                return Ok(t.clone());
+            }
+            let now = tally.now();
+            let new = resolve(&s.endpoint, mptcp)
+                .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.to_string()))?;
+            let old = s.addr.clone().unwrap_or_else(|| t.clone());
+            if let (Some(from), Some(to)) = (old.addr(), new.addr()) {
+                if from == to {
+                    s.addr = Some(new.clone());
+                    return Ok(new);
+                }
+                let name = s.endpoint.to_string();
+                let r = respbench_core::stats::Readdress {
+                    at: now,
+                    name,
+                    from: from.to_string(),
+                    to: to.to_string(),
+                    connections: 1,
+                };
+                tally.stats.readdress(r);
+            }
+            s.addr = Some(new.clone());
+            return Ok(new);
         }
         let endpoint = self
             .client
             .endpoint(node)
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the node has not appeared"))?;
         self.sockets[node].endpoint = endpoint;
-        let mptcp = matches!(targets.first(), Some(Target::Mptcp(_)));
         resolve(&self.sockets[node].endpoint, mptcp)
             .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.to_string()))
     }

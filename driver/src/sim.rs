@@ -1204,7 +1204,7 @@ impl<'a> SmolLoop<'a> {
     fn connect(&mut self, i: usize) {
         let (link, n) = (&mut self.links[i / self.nodes], i % self.nodes);
         link.connecting(n, &self.tally);
-        let target = link.target(n, self.targets);
+        let target = link.target(n, self.targets, &mut self.tally);
         if let Err(e) = self.net.open(i, target) {
             link.connect_failed(n, &e, &self.tally);
         }

@@ -118,7 +118,7 @@ impl<'a> Table<'a> {
         let targets = self.targets;
         let (link, n, tally) = self.link(i);
         link.connecting(n, tally);
-        let target = link.target(n, targets);
+        let target = link.target(n, targets, tally);
         if let Err(e) = io.open(i, target) {
             let (link, n, tally) = self.link(i);
             link.connect_failed(n, &e, tally);

@@ -320,6 +320,16 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
             gave_up: stats.retries.gave_up,
         });
     }
+    if !stats.readdressed.is_empty() {
+        let changes = stats.readdressed.iter().map(|r| doc::AddressChange {
+            name: r.name.clone(),
+            from: r.from.clone(),
+            to: r.to.clone(),
+            at_s: r.at.nanos_since(stats.start) as f64 / 1e9,
+            connections: r.connections,
+        });
+        t.address_changes = Some(changes.collect());
+    }
     if stats.verify.on {
         t.verify = Some(verify(&stats.verify));
     }
@@ -766,6 +776,19 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         nodes: node_stats,
         redirects: t.redirects.as_ref().map(read_redirects).unwrap_or_default(),
         retries: t.retries.as_ref().map(read_retries).unwrap_or_default(),
+        readdressed: t
+            .address_changes
+            .iter()
+            .flatten()
+            .map(|c| respbench_core::stats::Readdress {
+                at: start + std::time::Duration::from_secs_f64(c.at_s.clamp(0.0, 1e9)),
+                name: c.name.clone(),
+                from: c.from.clone(),
+                to: c.to.clone(),
+                connections: c.connections,
+            })
+            .take(respbench_core::stats::READDRESSES_KEEP)
+            .collect(),
         verify: t.verify.as_ref().map(read_verify).unwrap_or_default(),
         // A ramp's steps are one run's: merged runs do not carry them.
         steps: Vec::new(),

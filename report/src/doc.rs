@@ -424,6 +424,9 @@ pub struct Test {
     /// `--retry-on`: the retries made and the requests that gave up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retries: Option<Retries>,
+    /// `--reconnect`: names that resolved to another address when connections came back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_changes: Option<Vec<AddressChange>>,
     /// Per-second summaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<Vec<SecondEntry>>,
@@ -1067,6 +1070,21 @@ pub struct Reconnects {
     pub downtime_s: f64,
 }
 
+/// One of `address_changes`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AddressChange {
+    /// The name, as given (`host:port`).
+    pub name: String,
+    /// The address its connections had (`IP:PORT`).
+    pub from: String,
+    /// The address they came back to.
+    pub to: String,
+    /// When the first connection found it, in seconds from the test's start.
+    pub at_s: f64,
+    /// How many connections came back to the new address.
+    pub connections: u64,
+}
+
 /// `retries`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Retries {
@@ -1671,6 +1689,7 @@ mod tests {
             arrivals: Some(Arrivals::default()),
             reconnects: Some(Reconnects::default()),
             retries: Some(Retries::default()),
+            address_changes: Some(vec![AddressChange::default()]),
             replay: Some(Replay {
                 skipped: vec![SkippedCommand::default()],
                 malformed_lines: vec![MalformedLine::default()],

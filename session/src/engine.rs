@@ -548,7 +548,8 @@ impl Session {
                     obs.error(&format!("{title}{on}:   {n} × {e}"));
                 }
             }
-            if let Some(line) = crate::retry::summary(&s.retries) {
+            let moved = crate::retry::moves(s);
+            for line in crate::retry::summary(&s.retries).into_iter().chain(moved) {
                 obs.notice(&format!("{title}{on}: {line}"));
             }
             // A delivery test whose messages did not all arrive once: one line, exit 1.

@@ -39,6 +39,18 @@ pub fn summary(r: &respbench_core::stats::RetryStats) -> Option<String> {
     Some(format!("retries (--retry-on): {kinds}; {} requests gave up", r.gave_up))
 }
 
+/// The lines that say which names moved during a test (`--reconnect`): `redis.test:6379 moved
+/// from 127.0.0.1:6379 to 127.0.0.2:6379 at 1.52 s (10 connections followed)`.
+pub fn moves(s: &respbench_core::Stats) -> impl Iterator<Item = String> + '_ {
+    s.readdressed.iter().map(|r| {
+        let at = r.at.nanos_since(s.start) as f64 / 1e9;
+        format!(
+            "{} moved from {} to {} at {at:.2} s ({} connections followed)",
+            r.name, r.from, r.to, r.connections
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

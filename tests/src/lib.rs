@@ -191,12 +191,15 @@ impl RedisServer {
     /// [`RedisServer::crash_and_restart`] with extra `--name value` configuration, returning as
     /// soon as the port accepts a connection, without sending anything: a server that loads its
     /// `dump.rdb` (saved in its directory before) answers `LOADING` meanwhile, and nothing of
-    /// the test's own is counted in its `INFO errorstats`.
-    pub fn crash_and_restart_loading(&mut self, down: Duration, config: &[(&str, &str)]) {
+    /// the test's own is counted in its `INFO errorstats`. A `bind` given moves the server to
+    /// that address, on the same port.
+    pub fn crash_and_restart_as(&mut self, down: Duration, config: &[(&str, &str)]) {
         self.crash_and_relaunch(down, config);
         let port = self.port;
+        let host =
+            config.iter().rev().find(|(k, _)| *k == "bind").map_or("127.0.0.1", |(_, v)| v).to_string();
         wait_until("the restarted server's port", Duration::from_secs(10), || {
-            TcpStream::connect(("127.0.0.1", port)).is_ok()
+            TcpStream::connect((host.as_str(), port)).is_ok()
         });
     }
 

@@ -1,11 +1,12 @@
 //! `--retry-on` against a real redis-server: a restart that answers `LOADING` for seconds while
 //! it loads its dataset, ridden through with `--reconnect`, and a busy script's `BUSY`; each
-//! retry counted as the server counts the error replies it sent (`INFO errorstats`).
+//! retry counted as the server counts the error replies it sent (`INFO errorstats`). And a host
+//! name that moves to another address, followed on reconnect.
 
 use std::path::Path;
 use std::time::Duration;
 
-use respbench_tests::{json_path, respbench, take_document, RedisServer};
+use respbench_tests::{json_path, respbench, take_document, RedisServer, Tool};
 
 const T: Duration = Duration::from_secs(60);
 
@@ -24,6 +25,9 @@ fn errorstat(server: &RedisServer, word: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// respbench's own control connection asks nothing of the server during these runs
+/// (`--no-server-probe`): every error reply the server counts went to the benchmark's.
+///
 /// A server with 10,000 keys saved to its dump.rdb is killed mid-run and restarted loading them
 /// 100 µs a key (`key-load-delay`), answering `LOADING` for about 2 s (events processed every
 /// KB); `--reconnect --retry-on LOADING` rides through: no request fails by `LOADING`, and the
@@ -57,7 +61,7 @@ fn reconnect_and_retry_on_loading_ride_through_a_restart() {
         json.to_str().unwrap(),
     ]);
     server.wait_for_calls("get", 1000);
-    server.crash_and_restart_loading(
+    server.crash_and_restart_as(
         Duration::from_millis(100),
         &[("key-load-delay", "100"), ("loading-process-events-interval-bytes", "1024")],
     );
@@ -150,4 +154,81 @@ fn busy_script_replies_are_retried_until_the_limit() {
             assert!(keys.lines().all(|k| k.starts_with("key:")), "{keys}");
         }
     }
+}
+
+/// respbench in a mount namespace of its own (`unshare --mount`) whose /etc/hosts is `hosts`
+/// (bind-mounted over it): the names it resolves are the test's, through the C library's own
+/// lookup, as a DNS failover changes them; nothing outside the namespace sees the file.
+fn with_hosts(tool: &Tool, hosts: &Path) -> Tool {
+    let script = "mount --bind \"$0\" /etc/hosts && exec \"$@\"";
+    let pre_args = ["--mount", "sh", "-c", script]
+        .into_iter()
+        .map(String::from)
+        .chain([hosts.display().to_string(), tool.path.display().to_string()])
+        .chain(tool.pre_args.iter().cloned())
+        .collect();
+    Tool { path: "unshare".into(), pre_args, ..tool.clone() }
+}
+
+/// `redis.test` resolves to 127.0.0.1, where the server is; mid-run the name moves to 127.0.0.2
+/// (the hosts file rewritten) and the server is killed and started there on the same port. With
+/// `--reconnect` each connection resolves the name again as it comes back and follows it: the
+/// moved server serves the rest of the run, and stderr and the JSON say when the address changed,
+/// from which to which, for the 4 connections.
+#[test]
+fn a_name_that_moves_is_followed_on_reconnect() {
+    let mut server = RedisServer::start();
+    let port = server.port().to_string();
+    let hosts = json_path("retry", "hosts").with_extension("hosts");
+    std::fs::write(&hosts, "127.0.0.1 redis.test\n").unwrap();
+    let json = json_path("retry", "moved");
+    let tool = with_hosts(&respbench(), &hosts);
+    let run = tool.spawn(&[
+        "-h",
+        "redis.test",
+        "-p",
+        &port,
+        "-t",
+        "set",
+        "-c",
+        "4",
+        "--duration",
+        "4s",
+        "--reconnect",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    server.wait_for_calls("set", 500);
+    // Same length, written in place: the bind mount keeps the file's inode.
+    std::fs::write(&hosts, "127.0.0.2 redis.test\n").unwrap();
+    server.crash_and_restart_as(Duration::from_millis(200), &[("bind", "127.0.0.2")]);
+    let out = run.wait(T);
+    let t = read(&json)["tests"][0].clone();
+    let (from, to) = (format!("127.0.0.1:{port}"), format!("127.0.0.2:{port}"));
+    let changes = t["address_changes"].as_array().unwrap_or_else(|| panic!("{t}"));
+    assert_eq!(changes.len(), 1, "{t}");
+    let c = &changes[0];
+    assert_eq!((c["from"].as_str(), c["to"].as_str()), (Some(from.as_str()), Some(to.as_str())), "{c}");
+    assert_eq!(c["name"].as_str(), Some(format!("redis.test:{port}").as_str()), "{c}");
+    assert_eq!(c["connections"].as_u64(), Some(4), "{c}");
+    let at = c["at_s"].as_f64().unwrap();
+    assert!(at > 0.0 && at < t["duration_s"].as_f64().unwrap(), "{c}");
+    assert!(
+        out.stderr.contains(&format!("redis.test:{port} moved from {from} to {to} at")),
+        "{}",
+        out.dump()
+    );
+    // The moved server served the rest of the run: its own count of SETs.
+    let calls = std::process::Command::new("redis-cli")
+        .args(["-h", "127.0.0.2", "-p", &port, "INFO", "commandstats"])
+        .output()
+        .unwrap();
+    let info = String::from_utf8_lossy(&calls.stdout);
+    let sets: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_set:calls="))
+        .and_then(|r| r.split(',').next()?.parse().ok())
+        .unwrap_or(0);
+    assert!(sets > 100, "the server at 127.0.0.2 served SETs: {info}\n{}", out.dump());
 }
