@@ -203,8 +203,8 @@ pub struct Opts {
     pub drain_grace: Option<String>,
     /// a connection that fails mid-run (reset, closed, timed out, protocol error) reconnects
     /// after a backoff (10 ms, doubling up to 1 s) and the test goes on; its requests in flight
-    /// count as errors of kind 'connection', and the run exits 1 (default: a failed connection
-    /// ends the run)
+    /// count as errors of kind 'connection', and the run exits 1 if any were lost (default: a
+    /// failed connection ends the run)
     #[argh(switch)]
     pub reconnect: bool,
     /// error replies that mean "wait", retried on the same connection after a backoff: the
@@ -219,6 +219,13 @@ pub struct Opts {
     /// failed with the error it got (default: 64)
     #[argh(option)]
     pub retry_limit: Option<u32>,
+    /// ask the primary of these Sentinels (HOST:PORT[,…]) before the run and, with --reconnect,
+    /// again each time a connection comes back: a failover is followed
+    #[argh(option)]
+    pub sentinel: Option<String>,
+    /// with --sentinel: the master's name in the Sentinels' configuration
+    #[argh(option)]
+    pub sentinel_master: Option<String>,
     /// with --retry-on: write the keys of the requests that gave up to this file, one a line
     #[argh(option)]
     pub failed_keys: Option<String>,
@@ -720,6 +727,7 @@ impl Opts {
             timeout,
             drain_grace,
             reconnect: self.reconnect,
+            sentinel: syntax::sentinel(self.sentinel.as_deref(), self.sentinel_master.as_deref())?,
             retry: syntax::retry(
                 self.retry_on.as_deref(),
                 self.retry_backoff.as_deref(),

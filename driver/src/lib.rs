@@ -49,7 +49,7 @@ pub use clock::{Clock, VirtualClock};
 pub use delivered::Delivered;
 pub use discard::{discard_fd, discard_refused, refuse_discard, Kind as SocketKind, Source};
 pub use run::{
-    fine_timer_slack, loops, watch_pauses, Figures, Pauses, Progress, Published, TestRun,
+    fine_timer_slack, loops, watch_pauses, Figures, Locate, Pauses, Progress, Published, TestRun,
     FIGURES_HISTOGRAMS_EVERY, PAUSE_INTERVAL,
 };
 pub use sock::{
@@ -544,10 +544,19 @@ impl Link {
         let mptcp = matches!(targets.first(), Some(Target::Mptcp(_)));
         if let Some(t) = targets.get(node) {
             let s = &mut self.sockets[node];
-            if s.phases.down == Time::MAX || !names_a_host(&s.endpoint) {
+            let locate = tally.run.locate.as_ref().filter(|_| tally.run.plan.cluster.is_none());
+            if s.phases.down == Time::MAX || (locate.is_none() && !names_a_host(&s.endpoint)) {
                 return Ok(t.clone());
             }
             let now = tally.now();
+            let mut name = s.endpoint.to_string();
+            if let Some(l) = locate {
+                // A Sentinel's primary: asked again, the address it had kept when none answers.
+                if let Some(e) = (l.find)() {
+                    s.endpoint = e;
+                }
+                name.clone_from(&l.name);
+            }
             let new = resolve(&s.endpoint, mptcp)
                 .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.to_string()))?;
             let old = s.addr.clone().unwrap_or_else(|| t.clone());
@@ -556,7 +565,6 @@ impl Link {
                     s.addr = Some(new.clone());
                     return Ok(new);
                 }
-                let name = s.endpoint.to_string();
                 let r = respbench_core::stats::Readdress {
                     at: now,
                     name,
@@ -576,6 +584,19 @@ impl Link {
         self.sockets[node].endpoint = endpoint;
         resolve(&self.sockets[node].endpoint, mptcp)
             .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.to_string()))
+    }
+
+    /// `--sentinel`: what node `node`'s socket went to moved (`+switch-master`): a socket that is
+    /// up fails now (its requests in flight are lost) and, with `--reconnect`, comes back where
+    /// the Sentinel says; whether it did (drain it then).
+    pub fn move_away(&mut self, node: usize, tally: &mut Tally) -> bool {
+        let s = &self.sockets[node];
+        if !s.up {
+            return false;
+        }
+        let e = io::Error::other("the primary moved (+switch-master)");
+        self.client.handle_io_error(node, IoFailure::new(IoOp::Read, &s.endpoint, &e), tally.now());
+        true
     }
 
     /// A connect of node `node` is about to start (its setup time counts from here).

@@ -1346,6 +1346,7 @@ pub fn test_run(plan: Arc<respbench_core::Plan>, clients: usize) -> TestRun {
         sigfig: 3,
         mptcp: false,
         progress: Arc::new(Progress::default()),
+        locate: None,
     }
 }
 

@@ -183,6 +183,8 @@ pub struct Config {
     pub drain_grace: Duration,
     /// `--reconnect`: failed connections come back.
     pub reconnect: bool,
+    /// `--sentinel`, `--sentinel-master`: the primary is asked of a Sentinel.
+    pub sentinel: Option<crate::sentinel::Sentinel>,
     /// `--retry-on` and its options: error replies after which a request is sent again.
     pub retry: Option<crate::retry::Settings>,
     /// Rate, time and mix options.

@@ -37,7 +37,8 @@ pub enum Ended {
 pub struct Finished {
     /// How it ended; an error when a backend could not run a test at all.
     pub ended: Result<Ended, Error>,
-    /// `--reconnect`: some connection went down and came back (the run then exits 1).
+    /// `--reconnect`: some connection went down and came back, and requests were lost with it
+    /// (the run then exits 1).
     pub dropped: bool,
     /// Some test abandoned requests or never sent some that were due (the run then exits 1).
     pub unfinished: bool,
@@ -151,6 +152,15 @@ impl Session {
         obs: &mut dyn Observer,
         stop: StopHandle,
     ) -> Result<Session, Error> {
+        // `--sentinel`: the run starts on the primary a Sentinel names.
+        let located;
+        let cfg = match &cfg.sentinel {
+            Some(s) => {
+                located = Config { endpoint: s.primary().map_err(Error::Sentinel)?, ..cfg.clone() };
+                &located
+            }
+            None => cfg,
+        };
         let server = Server::new(cfg, tls);
         let most_clients =
             cfg.sweep.clients.iter().copied().chain([cfg.clients]).max().unwrap_or(cfg.clients);
@@ -535,8 +545,9 @@ impl Session {
                 self.empty_window.get_or_insert_with(|| tag.clone());
             }
             if !outcome.drops.is_empty() {
-                // --reconnect: the test went on; the run's status will say it had errors.
-                self.dropped = true;
+                // --reconnect: the test went on; the run's status says whether requests were lost
+                // with the connections (a failover or restart ridden through without loss exits 0).
+                self.dropped |= s.lost > 0;
                 obs.error(&format!(
                     "{title}{on}: connections went down {} times and reconnected (--reconnect): {} requests \
                      lost, {:.3} s down in all",

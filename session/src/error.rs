@@ -163,6 +163,8 @@ pub enum Error {
     Output(String),
     /// `--at-node` names no node of the run, or none of the kind asked for.
     Events(String),
+    /// `--sentinel`: no Sentinel named the primary.
+    Sentinel(String),
 }
 
 impl fmt::Display for Error {
@@ -216,7 +218,8 @@ impl fmt::Display for Error {
             | Error::Tests(s)
             | Error::Output(s)
             | Error::Unmeasurable(s)
-            | Error::Events(s) => f.write_str(s),
+            | Error::Events(s)
+            | Error::Sentinel(s) => f.write_str(s),
         }
     }
 }

@@ -32,6 +32,7 @@ pub mod retry;
 pub mod routing;
 mod run;
 pub mod secret;
+pub mod sentinel;
 pub mod server;
 pub mod sides;
 pub mod slo;

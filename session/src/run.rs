@@ -246,6 +246,7 @@ pub(crate) fn run_test(
         sigfig: cfg.precision,
         mptcp: cfg.mptcp,
         progress: Arc::new(Progress::default()),
+        locate: cfg.sentinel.as_ref().map(crate::sentinel::Sentinel::locate),
     };
     // The p99 so far, for a progress line that shows it.
     run.progress.keep_latency.store(obs.shows_progress(), Ordering::Relaxed);
@@ -497,6 +498,7 @@ pub fn idle(
         sigfig: cfg.precision,
         mptcp: cfg.mptcp,
         progress: Arc::new(Progress::default()),
+        locate: None,
     };
     let (tx, rx) = mpsc::channel();
     let epoch = Instant::now();

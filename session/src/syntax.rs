@@ -256,6 +256,29 @@ pub fn host_port(text: &str) -> Result<Endpoint, &'static str> {
     Ok(Endpoint::Tcp { host: host.to_string(), port })
 }
 
+/// Reads `--sentinel` (a comma-separated list of `HOST:PORT`) and `--sentinel-master`.
+pub fn sentinel(
+    list: Option<&str>,
+    master: Option<&str>,
+) -> Result<Option<crate::sentinel::Sentinel>, String> {
+    let (list, master) = match (list, master) {
+        (None, None) => return Ok(None),
+        (Some(l), Some(m)) => (l, m),
+        (Some(_), None) => {
+            return Err("--sentinel needs --sentinel-master NAME (the master to ask for)".into())
+        }
+        (None, Some(_)) => return Err("--sentinel-master needs --sentinel HOST:PORT[,…]".into()),
+    };
+    let sentinels = list
+        .split(',')
+        .map(|s| host_port(s.trim()).map_err(|why| format!("--sentinel {list}: {why}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    if master.is_empty() || master.len() > 256 || master.bytes().any(|b| b.is_ascii_whitespace()) {
+        return Err(format!("--sentinel-master {master:?}: expected a master's name"));
+    }
+    Ok(Some(crate::sentinel::Sentinel::new(sentinels, master.to_string())))
+}
+
 /// `--rps 1000,2000`: each rate 1 to 100,000,000 requests per second.
 pub fn rates(list: &str) -> Result<Vec<u64>, OptionError> {
     list.split(',')
