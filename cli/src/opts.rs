@@ -299,6 +299,10 @@ pub struct Opts {
     /// replay a capture (redis-cli monitor's text or respbench capture's) at its recorded pace
     #[argh(option)]
     pub replay: Option<String>,
+    /// with --replay FILE of plain commands (one a line, redis-cli's quoting): in-order (each
+    /// connection sends the lines in turn; the default) or random (each request a line drawn)
+    #[argh(option)]
+    pub replay_order: Option<String>,
     /// play --replay N times as fast (default 1)
     #[argh(option)]
     pub speed: Option<String>,
@@ -757,6 +761,7 @@ impl Opts {
             verify: Default::default(),
             memtier: None,
         };
+        respbench_session::commands::plain(&mut c, self.replay_order.as_deref())?;
         respbench_session::verify::check(&mut c, self.verify, self.verify_only, self.requests.is_some())?;
         let given =
             [("-n", self.requests.is_some()), ("--slo", self.slo.is_some()), ("--worker", worker.is_some())];

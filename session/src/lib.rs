@@ -11,6 +11,7 @@
 mod backend;
 pub mod capacity;
 pub mod case;
+pub mod commands;
 pub mod config;
 pub mod cpu;
 mod deliver;
