@@ -75,7 +75,6 @@ impl Sentinel {
         encode_command(&[b"SUBSCRIBE", b"+switch-master"], &mut out);
         s.write_all(&out).map_err(|e| e.to_string())?;
         let mut buf = Vec::new();
-        let mut chunk = [0u8; 512];
         loop {
             while let Some((v, used)) = Value::parse(&buf).map_err(|e| format!("{e:?}"))? {
                 buf.drain(..used);
@@ -89,14 +88,7 @@ impl Sentinel {
                     }
                 }
             }
-            if buf.len() >= REPLY_MAX {
-                return Err(format!("a message longer than {REPLY_MAX} bytes"));
-            }
-            let n = s.read(&mut chunk).map_err(|e| e.to_string())?;
-            if n == 0 {
-                return Err("closed the connection".into());
-            }
-            buf.extend_from_slice(&chunk[..n]);
+            read_more(&mut s, &mut buf)?;
         }
     }
 
@@ -120,20 +112,27 @@ fn ask(at: &Endpoint, master: &str) -> Result<Endpoint, String> {
     encode_command(&[b"SENTINEL", b"GET-MASTER-ADDR-BY-NAME", master.as_bytes()], &mut out);
     s.write_all(&out).map_err(|e| e.to_string())?;
     let mut buf = Vec::new();
-    let mut chunk = [0u8; 512];
     loop {
         if let Some((v, _)) = Value::parse(&buf).map_err(|e| format!("{e:?}"))? {
             return address(v);
         }
-        if buf.len() >= REPLY_MAX {
-            return Err(format!("a reply longer than {REPLY_MAX} bytes"));
-        }
-        let n = s.read(&mut chunk).map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("closed the connection".into());
-        }
-        buf.extend_from_slice(&chunk[..n]);
+        read_more(&mut s, &mut buf)?;
     }
+}
+
+/// Reads what the Sentinel sent next onto `buf`, which holds at most [`REPLY_MAX`] bytes of a
+/// reply or message not yet whole.
+fn read_more(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), String> {
+    if buf.len() >= REPLY_MAX {
+        return Err(format!("a reply longer than {REPLY_MAX} bytes"));
+    }
+    let mut chunk = [0u8; 512];
+    let n = s.read(&mut chunk).map_err(|e| e.to_string())?;
+    if n == 0 {
+        return Err("closed the connection".into());
+    }
+    buf.extend_from_slice(&chunk[..n]);
+    Ok(())
 }
 
 /// A connection to the Sentinel at `at`, its reads and writes bounded by [`WAIT`].

@@ -14,6 +14,14 @@ fn read(path: &Path) -> serde_json::Value {
     serde_json::from_str(&take_document(path)).unwrap()
 }
 
+/// respbench with `args`, writing its JSON to `json` and the keys that gave up to `failed`.
+fn spawn_writing(json: &Path, failed: &Path, args: &[&str]) -> respbench_tests::Running {
+    let (json, failed) = (json.to_str().unwrap(), failed.to_str().unwrap());
+    let mut all = args.to_vec();
+    all.extend(["--failed-keys", failed, "-q", "--json", json]);
+    respbench().spawn(&all)
+}
+
 /// `errorstat_<word>:count=N` of `INFO errorstats`: how many error replies of that word the
 /// server sent since it started (0 when none).
 fn errorstat(server: &RedisServer, word: &str) -> u64 {
@@ -40,26 +48,25 @@ fn reconnect_and_retry_on_loading_ride_through_a_restart() {
     let json = json_path("retry", "loading");
     let failed = json.with_extension("keys");
     let port = server.port().to_string();
-    let run = respbench().spawn(&[
-        "-p",
-        &port,
-        "-t",
-        "get",
-        "-r",
-        "10000",
-        "-c",
-        "10",
-        "--duration",
-        "6s",
-        "--reconnect",
-        "--retry-on",
-        "LOADING,BUSY",
-        "--failed-keys",
-        failed.to_str().unwrap(),
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let run = spawn_writing(
+        &json,
+        &failed,
+        &[
+            "-p",
+            &port,
+            "-t",
+            "get",
+            "-r",
+            "10000",
+            "-c",
+            "10",
+            "--duration",
+            "6s",
+            "--reconnect",
+            "--retry-on",
+            "LOADING,BUSY",
+        ],
+    );
     server.wait_for_calls("get", 1000);
     server.crash_and_restart_as(
         Duration::from_millis(100),
@@ -95,29 +102,28 @@ fn busy_script_replies_are_retried_until_the_limit() {
         let busy_before = errorstat(&server, "BUSY");
         let json = json_path("retry", "busy");
         let failed = json.with_extension("keys");
-        let run = respbench().spawn(&[
-            "-p",
-            &port,
-            "-t",
-            "get",
-            "-r",
-            "1000",
-            "-c",
-            "4",
-            "--duration",
-            "4s",
-            "--retry-on",
-            "BUSY",
-            "--retry-limit",
-            limit,
-            "--retry-backoff",
-            backoff,
-            "--failed-keys",
-            failed.to_str().unwrap(),
-            "-q",
-            "--json",
-            json.to_str().unwrap(),
-        ]);
+        let run = spawn_writing(
+            &json,
+            &failed,
+            &[
+                "-p",
+                &port,
+                "-t",
+                "get",
+                "-r",
+                "1000",
+                "-c",
+                "4",
+                "--duration",
+                "4s",
+                "--retry-on",
+                "BUSY",
+                "--retry-limit",
+                limit,
+                "--retry-backoff",
+                backoff,
+            ],
+        );
         server.wait_for_calls("get", 500);
         let port2 = port.clone();
         let script = std::thread::spawn(move || {
@@ -147,7 +153,10 @@ fn busy_script_replies_are_retried_until_the_limit() {
                 t["retries"]["by_error"]["BUSY"].as_u64().unwrap(),
                 t["retries"]["gave_up"].as_u64().unwrap(),
             );
-            assert_eq!(retried + gave_up, busy, "{t}");
+            // Every BUSY the server sent was a retry or a give-up, but for one that came after the
+            // test's stop (the request abandoned, counted as such).
+            let abandoned = t["abandoned_requests"].as_u64().unwrap_or(0);
+            assert!(retried + gave_up <= busy && busy <= retried + gave_up + abandoned, "{busy} BUSY: {t}");
             assert!(gave_up >= 1, "{t}");
             assert_eq!(t["errors"]["BUSY"].as_u64(), Some(gave_up), "{t}");
             assert_eq!(keys.lines().count() as u64, gave_up, "{keys}");
