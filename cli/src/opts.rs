@@ -203,8 +203,8 @@ pub struct Opts {
     pub drain_grace: Option<String>,
     /// a connection that fails mid-run (reset, closed, timed out, protocol error) reconnects
     /// after a backoff (10 ms, doubling up to 1 s) and the test goes on; its requests in flight
-    /// count as errors of kind 'connection', and the run exits 1 if any were lost (default: a
-    /// failed connection ends the run)
+    /// count as errors of kind 'connection', and the run exits 1 (default: a failed connection
+    /// ends the run)
     #[argh(switch)]
     pub reconnect: bool,
     /// error replies that mean "wait", retried on the same connection after a backoff: the

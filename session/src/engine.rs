@@ -37,8 +37,7 @@ pub enum Ended {
 pub struct Finished {
     /// How it ended; an error when a backend could not run a test at all.
     pub ended: Result<Ended, Error>,
-    /// `--reconnect`: some connection went down and came back, and requests were lost with it
-    /// (the run then exits 1).
+    /// `--reconnect`: some connection went down and came back (the run then exits 1).
     pub dropped: bool,
     /// Some test abandoned requests or never sent some that were due (the run then exits 1).
     pub unfinished: bool,
@@ -545,9 +544,8 @@ impl Session {
                 self.empty_window.get_or_insert_with(|| tag.clone());
             }
             if !outcome.drops.is_empty() {
-                // --reconnect: the test went on; the run's status says whether requests were lost
-                // with the connections (a failover or restart ridden through without loss exits 0).
-                self.dropped |= s.lost > 0;
+                // --reconnect: the test went on; the run's status will say it had errors.
+                self.dropped = true;
                 obs.error(&format!(
                     "{title}{on}: connections went down {} times and reconnected (--reconnect): {} requests \
                      lost, {:.3} s down in all",

@@ -96,7 +96,7 @@ fn a_sentinel_failover_mid_run_is_followed() {
             "-c",
             "4",
             "--duration",
-            "8s",
+            "15s",
             "--reconnect",
             "--at",
             &at,
@@ -109,7 +109,8 @@ fn a_sentinel_failover_mid_run_is_followed() {
     let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
     let t = &doc["tests"][0];
     let (from, to) = (format!("127.0.0.1:{p}"), format!("127.0.0.1:{}", replica.port()));
-    // The Sentinel's own word on the failover.
+    // The Sentinel's own word on the failover (on a loaded machine it once had not switched
+    // by the end of an 8 s run, 6 s after the FAILOVER: the run lasts 15 s).
     let log = std::fs::read_to_string(&sentinel.log).unwrap();
     let switch =
         log.lines().find(|l| l.contains("+switch-master")).unwrap_or_else(|| panic!("{log}\n{}", out.dump()));
@@ -135,9 +136,10 @@ fn a_sentinel_failover_mid_run_is_followed() {
     );
     // Every connection went down once with the demotion, and came back.
     assert_eq!(t["reconnects"]["drops"].as_u64(), Some(4), "{t}");
-    // The exit status says whether a request was lost.
+    // The outage is an error of the run's, its lost requests counted as connection errors.
     let lost = t["reconnects"]["lost_requests"].as_u64().unwrap();
-    assert_eq!(out.status.code(), Some(if lost == 0 { 0 } else { 1 }), "{}", out.dump());
+    assert_eq!(t["errors"]["connection"].as_u64().unwrap_or(0), lost, "{t}");
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     // The new primary is one, and took writes of the run's after the switch.
     assert_eq!(replica.info_field("replication", "role").as_deref(), Some("master"));
     let last = t["series"].as_array().unwrap().last().unwrap()["requests"].as_u64().unwrap();
