@@ -237,7 +237,7 @@ async fn client(targets: &[Target], index: u64, nudge: &Nudge) {
         while let Some(n) = to_connect.pop() {
             started[n] = true;
             local(|l| link.connecting(n, &l.tally));
-            let connected = match link.target(n, targets) {
+            let connected = match local(|l| link.target(n, targets, &mut l.tally)) {
                 Ok(t) => Sock::connect(&t).await,
                 Err(e) => Err(e),
             };

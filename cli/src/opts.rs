@@ -207,6 +207,28 @@ pub struct Opts {
     /// ends the run)
     #[argh(switch)]
     pub reconnect: bool,
+    /// error replies that mean "wait", retried on the same connection after a backoff: the
+    /// first words, such as LOADING,BUSY,TRYAGAIN; latency runs from the first send
+    #[argh(option)]
+    pub retry_on: Option<String>,
+    /// with --retry-on: FIRST[,MAX], the pause before a request's first retry, doubled for each
+    /// next one up to MAX (default: 1ms,1s)
+    #[argh(option)]
+    pub retry_backoff: Option<String>,
+    /// with --retry-on: how many times one request is retried before it gives up, counted as
+    /// failed with the error it got (default: 64)
+    #[argh(option)]
+    pub retry_limit: Option<u32>,
+    /// ask the primary of these Sentinels (HOST:PORT[,…]) before the run and, with --reconnect,
+    /// again each time a connection comes back: a failover is followed
+    #[argh(option)]
+    pub sentinel: Option<String>,
+    /// with --sentinel: the master's name in the Sentinels' configuration
+    #[argh(option)]
+    pub sentinel_master: Option<String>,
+    /// with --retry-on: write the keys of the requests that gave up to this file, one a line
+    #[argh(option)]
+    pub failed_keys: Option<String>,
     /// also write the results as a JSON document (schema respbench/2, see docs/json.md) to this
     /// file, or to stdout with '-' (the text report is then not printed)
     #[argh(option)]
@@ -281,6 +303,10 @@ pub struct Opts {
     /// replay a capture (redis-cli monitor's text or respbench capture's) at its recorded pace
     #[argh(option)]
     pub replay: Option<String>,
+    /// with --replay FILE of plain commands (one a line, redis-cli's quoting): in-order (each
+    /// connection sends the lines in turn; the default) or random (each request a line drawn)
+    #[argh(option)]
+    pub replay_order: Option<String>,
     /// play --replay N times as fast (default 1)
     #[argh(option)]
     pub speed: Option<String>,
@@ -749,6 +775,13 @@ impl Opts {
             timeout,
             drain_grace,
             reconnect: self.reconnect,
+            sentinel: syntax::sentinel(self.sentinel.as_deref(), self.sentinel_master.as_deref())?,
+            retry: syntax::retry(
+                self.retry_on.as_deref(),
+                self.retry_backoff.as_deref(),
+                self.retry_limit,
+                self.failed_keys,
+            )?,
             split: None,
             start_at,
             key_args,
@@ -774,6 +807,7 @@ impl Opts {
             groups: Vec::new(),
             scenario: None,
         };
+        respbench_session::commands::plain(&mut c, self.replay_order.as_deref())?;
         respbench_session::verify::check(&mut c, self.verify, self.verify_only, self.requests.is_some())?;
         let given =
             [("-n", self.requests.is_some()), ("--slo", self.slo.is_some()), ("--worker", worker.is_some())];

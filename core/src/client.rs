@@ -293,6 +293,9 @@ pub struct Client {
     /// Open loop: the intended times of the measured requests that were drawn and queued for a
     /// node but never sent when the test stopped; [`Client::settle`] counts them as unsent.
     queued_at_stop: Vec<Time>,
+    /// `--retry-on`: when the requests that were waiting to be sent again at the test's stop
+    /// started (their intended or first send); [`Client::settle`] counts them as abandoned.
+    retrying_at_stop: Vec<Time>,
     /// The client's end has been accounted for ([`Client::settle`]): its unsent arrivals, and
     /// whether its connections all failed.
     settled: bool,
@@ -335,6 +338,7 @@ impl Client {
             woken: vec![false; nodes],
             stop_told: false,
             queued_at_stop: Vec::new(),
+            retrying_at_stop: Vec::new(),
             settled: false,
             index,
             stamped: 0,
@@ -510,6 +514,10 @@ impl Client {
             for since in self.conns[node].unanswered() {
                 stats.record_unfinished(now.nanos_since(since));
             }
+        }
+        for since in std::mem::take(&mut self.retrying_at_stop) {
+            stats.abandoned += 1;
+            stats.record_unfinished(now.nanos_since(since));
         }
         // Lost with their connection: no reply will come for them.
         stats.lost += self.conns[node].lost_uncounted() as u64;
@@ -774,10 +782,13 @@ impl Client {
     /// Whether a request drawn now has somewhere to go: over a cluster its node's queue, else
     /// the connection's output buffer while it is below its cap.
     fn has_room(&self) -> bool {
-        match &self.plan.cluster {
-            Some(_) => true,
-            None => self.conns[0].has_room(),
-        }
+        self.routed() || self.conns[0].has_room()
+    }
+
+    /// Whether requests go through the router, their bytes kept until their reply: over
+    /// several nodes (a redirect sends them again) and with `--retry-on` (a retry does).
+    fn routed(&self) -> bool {
+        self.plan.cluster.is_some() || self.plan.retry.is_some()
     }
 
     /// Draws one request and puts it on its way: against one server straight into the
@@ -787,8 +798,9 @@ impl Client {
         let (template, part) = self.source.pick(&plan.workload);
         self.outstanding += 1;
         // The common case first, with nothing built for features the run did not ask for
-        // (issue #55): one server, no `--verify`, no delivery stamp.
-        if plan.cluster.is_none() && plan.verify.is_none() && template.stamp_at().is_none() {
+        // (issue #55): one server, not routed (no `--retry-on`), no `--verify`, no delivery
+        // stamp.
+        if !self.routed() && plan.verify.is_none() && template.stamp_at().is_none() {
             let keys = self.source.keys_for(part);
             self.conns[0].push(Pending::new(intended, part, now, DIRECT), |out| template.write(out, keys));
             if self.source.read_written(plan, part) {
@@ -821,7 +833,7 @@ impl Client {
             let key = v.own(self.source.keys_for(part).next_key() % 1_000_000_000_000, self.source.stream);
             self.tracker.draw(role, key, v.tracked())
         });
-        let Some(cluster) = &plan.cluster else {
+        if !self.routed() {
             let keys = self.source.keys_for(part);
             let mut pending = Pending::new(intended, part, now, DIRECT);
             match (verify, tag) {
@@ -849,13 +861,19 @@ impl Client {
             }
         }
         let written = self.source.read_written(plan, part);
-        let (slot, write) = if cluster.redirects {
-            self.router.slot_of(cluster, usize::from(part), &mut bytes)
-        } else {
-            let route = cluster.routes.get(usize::from(part)).or(cluster.routes.first());
-            (SLOTS, route.is_none_or(|r| r.write))
+        let (slot, write, to) = match &plan.cluster {
+            Some(cluster) => {
+                let (slot, write) = if cluster.redirects {
+                    self.router.slot_of(cluster, usize::from(part), &mut bytes)
+                } else {
+                    let route = cluster.routes.get(usize::from(part)).or(cluster.routes.first());
+                    (SLOTS, route.is_none_or(|r| r.write))
+                };
+                (slot, write, self.router.node_for(cluster, slot, write, lead))
+            }
+            // One server, routed for `--retry-on`.
+            None => (SLOTS, true, 0),
         };
-        let to = self.router.node_for(cluster, slot, write, lead);
         let mut request = Request::new(bytes, intended, part, slot, write, now);
         request.tag = tag.unwrap_or_default();
         request.written = written;
@@ -869,22 +887,25 @@ impl Client {
         while self.outstanding < self.window() && self.has_room() {
             let Some(r) = self.source.player.as_mut().and_then(|p| p.take_due(now)) else { break };
             self.outstanding += 1;
-            let Some(cluster) = &self.plan.cluster else {
+            if !self.routed() {
                 self.conns[0]
                     .push(Pending::new(r.due, r.part, now, DIRECT), |out| out.extend_from_slice(&r.bytes));
                 continue;
+            }
+            let to = match &self.plan.cluster {
+                Some(cluster) => self.router.node_for(cluster, r.slot, true, Some(lead)),
+                None => 0,
             };
-            let to = self.router.node_for(cluster, r.slot, true, Some(lead));
             self.router.queue(to, Request::new(r.bytes, r.due, r.part, r.slot, true, now));
             self.wake_node(to);
         }
     }
 
-    /// Moves node `node`'s queued requests into its connection while it has room. Only a
-    /// cluster's requests are queued (routed by slot): against one server, nothing to do.
+    /// Moves node `node`'s queued requests into its connection while it has room. Only routed
+    /// requests are queued ([`Client::routed`]): otherwise, nothing to do.
     #[inline]
     fn fill(&mut self, node: usize, now: Time) {
-        if self.plan.cluster.is_none() {
+        if !self.routed() {
             return;
         }
         self.fill_queued(node, now);
@@ -919,7 +940,11 @@ impl Client {
         let open_loop = self.plan.conn.open_loop.is_some();
         let from = self.plan.measure_from;
         for r in self.router.drain_queues() {
-            if open_loop && r.intended != Time::MAX && r.intended >= from {
+            if r.retries > 0 {
+                // `--retry-on`: sent and waiting to be sent again: unanswered at the stop.
+                let since = if r.intended == Time::MAX { r.first_sent } else { r.intended.min(r.first_sent) };
+                self.retrying_at_stop.push(since);
+            } else if open_loop && r.intended != Time::MAX && r.intended >= from {
                 self.queued_at_stop.push(r.intended);
             }
             self.outstanding -= 1;
@@ -1075,6 +1100,31 @@ impl Books<'_> {
             let Some(mut r) = self.router.release(p.req) else { return };
             r.first_sent = r.first_sent.min(a.sent);
             first = r.first_sent;
+            if let (Some(m), Some(retry)) = (a.error, &self.plan.retry) {
+                // A cluster's own redirects and retries are the router's (below).
+                let redirect = self.plan.cluster.is_some() && Redirect::of(m).is_some();
+                if !redirect && retry.retries(m) {
+                    if stopped {
+                        stats.abandoned += 1;
+                        *self.outstanding -= 1;
+                        self.router.recycle(r);
+                        return;
+                    }
+                    match self.router.retry(r, self.node, retry.limit, |k| a.now + retry.pause(k)) {
+                        Ok(()) => {
+                            stats.retries.by_error.record(m);
+                            self.wake(self.node);
+                            return;
+                        }
+                        Err(back) => {
+                            stats
+                                .retries
+                                .give_up(crate::cluster::resp_arg(&back.bytes, 1).map(|k| &back.bytes[k]));
+                            r = back;
+                        }
+                    }
+                }
+            }
             if let (Some(m), Some(cluster)) = (a.error, &self.plan.cluster) {
                 if let Some(kind) = Redirect::of(m) {
                     kind.count(&mut stats.redirects);

@@ -366,6 +366,8 @@ pub(crate) struct Request {
     pub(crate) slot: u16,
     pub(crate) write: bool,
     attempts: u8,
+    /// `--retry-on`: how many times it was sent again after an error that means "wait".
+    pub(crate) retries: u32,
     /// Send `ASKING` before it (an `ASK` redirect).
     pub(crate) asking: bool,
     /// Not before this time (a retry's pause).
@@ -395,6 +397,7 @@ impl Request {
             slot,
             write,
             attempts: 0,
+            retries: 0,
             asking: false,
             not_before: Time::ZERO,
             tag: crate::verify::Tag::default(),
@@ -608,6 +611,25 @@ impl Router {
         if self.pool.len() < 64 {
             self.pool.push(r.bytes);
         }
+    }
+
+    /// `--retry-on`: request `r`, answered on node `node` by an error that means "wait", goes
+    /// again on that node at `at(retry)` (`retry` its number, from 1); `Err` gives it back when
+    /// it has been retried `limit` times already (it gives up: the error is its answer).
+    pub(crate) fn retry(
+        &mut self,
+        mut r: Request,
+        node: usize,
+        limit: u32,
+        at: impl FnOnce(u32) -> Time,
+    ) -> Result<(), Request> {
+        if r.retries >= limit {
+            return Err(r);
+        }
+        r.retries += 1;
+        r.not_before = at(r.retries);
+        self.queue(node, r);
+        Ok(())
     }
 
     /// The node at `host:port`, as a redirect names it; a node not seen before takes the next

@@ -88,7 +88,7 @@ pub use client::Client;
 pub use conn::{ConnError, Connection, Event, IoFailure, IoOp};
 pub use handshake::Handshake;
 pub use plan::{
-    Backoff, Budget, ConnConfig, Mix, OpenLoop, PipelineMode, Plan, Ramp, RampKind, Stop, Workload,
+    Backoff, Budget, ConnConfig, Mix, OpenLoop, PipelineMode, Plan, Ramp, RampKind, Retry, Stop, Workload,
     SETUP_TIMEOUT,
 };
 pub use run::{Outcome, RunError};

@@ -306,6 +306,34 @@ pub struct Backoff {
     pub max: Duration,
 }
 
+/// `--retry-on`: the error replies that mean "wait" (`LOADING`, `BUSY`, `TRYAGAIN`, …). A
+/// request answered with one is sent again on the same connection after a pause (`backoff.first`,
+/// doubling with each retry of it, at most `backoff.max`), up to `limit` times; the reply after
+/// the last retry is its answer, counted in [`crate::Stats::gave_up`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Retry {
+    /// The first words of the error replies retried, as the server sends them.
+    pub on: Vec<String>,
+    /// The pause before a request's first retry, and the longest.
+    pub backoff: Backoff,
+    /// How many times one request is retried at most.
+    pub limit: u32,
+}
+
+impl Retry {
+    /// Whether an error reply whose message (without its `-`) is `message` is retried.
+    pub fn retries(&self, message: &[u8]) -> bool {
+        let word = crate::resp::error_prefix(message);
+        self.on.iter().any(|w| w.as_bytes() == word)
+    }
+
+    /// The pause before retry number `attempt` (from 1) of one request.
+    pub fn pause(&self, attempt: u32) -> Duration {
+        let doubled = self.backoff.first.saturating_mul(1u32 << attempt.saturating_sub(1).min(30));
+        doubled.min(self.backoff.max)
+    }
+}
+
 /// What one test sends: the request template and how its placeholders are filled.
 #[derive(Clone, Debug)]
 pub struct Workload {
@@ -513,6 +541,9 @@ pub struct Plan {
     pub verify: Option<std::sync::Arc<crate::verify::Verify>>,
     /// A ramp within the test (`--ramp`); `None` keeps one level throughout.
     pub ramp: Option<Ramp>,
+    /// `--retry-on`: error replies after which a request is sent again; `None` completes every
+    /// request with the reply it gets (a cluster's redirects aside).
+    pub retry: Option<Retry>,
 }
 
 impl Plan {
@@ -533,6 +564,7 @@ impl Plan {
             cluster: None,
             verify: None,
             ramp: None,
+            retry: None,
         }
     }
 

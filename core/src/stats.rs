@@ -137,6 +137,66 @@ impl Redirects {
     }
 }
 
+/// How many keys of requests that gave up retrying a test keeps for `--failed-keys` (all are
+/// counted): about 100,000 keys of tens of bytes is a few megabytes at most.
+pub const FAILED_KEYS_KEEP: usize = 100_000;
+
+/// `--retry-on`: the retries a test made, by the error reply that asked for each, and the
+/// requests that gave up (their last reply still such an error after `--retry-limit` retries).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RetryStats {
+    /// Retries by the first word of the error that asked for them.
+    pub by_error: ErrorCounts,
+    /// Requests that gave up: completed as the error they got last, counted in `errors` too.
+    pub gave_up: u64,
+    /// The keys (first argument) of the first [`FAILED_KEYS_KEEP`] requests that gave up.
+    pub failed_keys: Vec<Vec<u8>>,
+}
+
+impl RetryStats {
+    /// Retries of every kind.
+    pub fn total(&self) -> u64 {
+        self.by_error.total()
+    }
+
+    /// A request whose key is `key` (`None`: a command without arguments) gave up.
+    pub fn give_up(&mut self, key: Option<&[u8]>) {
+        self.gave_up = self.gave_up.saturating_add(1);
+        if let Some(k) = key.filter(|_| self.failed_keys.len() < FAILED_KEYS_KEEP) {
+            self.failed_keys.push(k.to_vec());
+        }
+    }
+
+    /// Adds `other`'s counts and keeps its keys while there is room; an error names the count
+    /// whose sum overflows.
+    pub fn merge(&mut self, other: &RetryStats) -> Result<(), String> {
+        self.by_error.merge(&other.by_error)?;
+        add_count(&mut self.gave_up, other.gave_up, "retries.gave_up")?;
+        let room = FAILED_KEYS_KEEP.saturating_sub(self.failed_keys.len());
+        self.failed_keys.extend(other.failed_keys.iter().take(room).cloned());
+        Ok(())
+    }
+}
+
+/// How many distinct address changes a test keeps ([`Stats::readdressed`]).
+pub const READDRESSES_KEEP: usize = 16;
+
+/// A host name that resolved to another address when a connection came back (`--reconnect`):
+/// a name that moved (a DNS failover, a Kubernetes Service), or a primary that moved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Readdress {
+    /// When the first connection found it.
+    pub at: Time,
+    /// The name, as given.
+    pub name: String,
+    /// The address the connection had, and the one it has now (`IP:PORT`).
+    pub from: String,
+    /// See `from`.
+    pub to: String,
+    /// How many connections came back to the new address.
+    pub connections: u64,
+}
+
 /// How many mismatches of `--verify` a test keeps to show (the first ones; all are counted).
 pub const SHOWN: usize = 20;
 
@@ -328,6 +388,11 @@ pub struct Stats {
     /// Redirects and retries (`MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`), counted at the node
     /// that sent them; not completed requests.
     pub redirects: Redirects,
+    /// `--retry-on`: the retries made and the requests that gave up.
+    pub retries: RetryStats,
+    /// `--reconnect`: names that resolved to another address when their connections came back,
+    /// the first [`READDRESSES_KEEP`] changes.
+    pub readdressed: Vec<Readdress>,
     /// `--verify`: the reads checked and the mismatches found.
     pub verify: VerifyStats,
     /// A ramp (`--ramp`): the figures of each of its steps, by the time each reply was parsed
@@ -470,10 +535,25 @@ impl Stats {
             moved: std::collections::BTreeMap::new(),
             found: 0,
             redirects: Redirects::default(),
+            retries: RetryStats::default(),
+            readdressed: Vec::new(),
             verify: VerifyStats::default(),
             steps: Vec::new(),
             ramp: None,
         })
+    }
+
+    /// A connection (or `r.connections` of them) came back to another address for its name:
+    /// the same change is kept once, at its earliest, with its connections added.
+    pub fn readdress(&mut self, r: Readdress) {
+        if let Some(mine) =
+            self.readdressed.iter_mut().find(|m| (&m.name, &m.from, &m.to) == (&r.name, &r.from, &r.to))
+        {
+            mine.at = mine.at.min(r.at);
+            mine.connections = mine.connections.saturating_add(r.connections);
+        } else if self.readdressed.len() < READDRESSES_KEEP {
+            self.readdressed.push(r);
+        }
     }
 
     /// Keeps the figures of each step of `ramp` ([`Stats::steps`]).
@@ -868,6 +948,10 @@ impl Stats {
             }
         }
         self.redirects.merge(&other.redirects)?;
+        self.retries.merge(&other.retries)?;
+        for r in &other.readdressed {
+            self.readdress(r.clone());
+        }
         self.verify.merge(&other.verify)?;
         for (&slot, (t, to)) in &other.moved {
             if self.moved.get(&slot).is_none_or(|(mine, _)| mine < t) {

@@ -49,7 +49,7 @@ pub use clock::{Clock, VirtualClock};
 pub use delivered::Delivered;
 pub use discard::{discard_fd, discard_refused, refuse_discard, Kind as SocketKind, Source};
 pub use run::{
-    fine_timer_slack, loops, watch_pauses, Figures, Pauses, Progress, Published, TestRun,
+    fine_timer_slack, loops, watch_pauses, Figures, Locate, Pauses, Progress, Published, TestRun,
     FIGURES_HISTOGRAMS_EVERY, PAUSE_INTERVAL,
 };
 pub use sock::{
@@ -85,6 +85,22 @@ pub enum Target {
     Mptcp(SocketAddr),
     /// A Unix socket path.
     Unix(PathBuf),
+}
+
+impl Target {
+    /// Its TCP address (`None` for a Unix socket).
+    pub fn addr(&self) -> Option<SocketAddr> {
+        match self {
+            Target::Tcp(a) | Target::Mptcp(a) => Some(*a),
+            Target::Unix(_) => None,
+        }
+    }
+}
+
+/// Whether `endpoint` is a host name, which may resolve to another address later (not an IP
+/// address, nor a Unix socket).
+fn names_a_host(endpoint: &Endpoint) -> bool {
+    matches!(endpoint, Endpoint::Tcp { host, .. } if host.parse::<std::net::IpAddr>().is_err())
 }
 
 /// Resolves the endpoint once, with redis-benchmark's message when it fails; a TCP one is a
@@ -455,6 +471,8 @@ struct Socket {
     /// [`DISCARDING_READ`] long.
     discarding: bool,
     phases: Phases,
+    /// The address its last socket went to, when resolved again after a failure.
+    addr: Option<Target>,
 }
 
 /// One client of a backend: the core's [`Client`] and the byte layer to each of its sockets
@@ -485,6 +503,7 @@ impl Link {
                 up: false,
                 discarding: false,
                 phases: Phases { down: Time::MAX, ..Phases::default() },
+                addr: None,
             })
             .collect();
         Link { client, sockets }
@@ -518,19 +537,66 @@ impl Link {
 
     /// Where node `node`'s socket goes: its node's of `targets` (resolved once per test,
     /// [`resolve_all`]), or, for a node that appeared during the test, resolved now (an MPTCP
-    /// target when the test's first one is).
-    pub fn target(&mut self, node: usize, targets: &[Target]) -> io::Result<Target> {
+    /// target when the test's first one is). A connection that comes back after a failure
+    /// (`--reconnect`) to a host name resolves it again, as production clients do, so a name
+    /// that moved is followed; a change is kept in the stats ([`Stats::readdressed`]).
+    pub fn target(&mut self, node: usize, targets: &[Target], tally: &mut Tally) -> io::Result<Target> {
+        let mptcp = matches!(targets.first(), Some(Target::Mptcp(_)));
         if let Some(t) = targets.get(node) {
-            return Ok(t.clone());
+            let s = &mut self.sockets[node];
+            let locate = tally.run.locate.as_ref().filter(|_| tally.run.plan.cluster.is_none());
+            if s.phases.down == Time::MAX || (locate.is_none() && !names_a_host(&s.endpoint)) {
+                return Ok(t.clone());
+            }
+            let now = tally.now();
+            let mut name = s.endpoint.to_string();
+            if let Some(l) = locate {
+                // A Sentinel's primary: asked again, the address it had kept when none answers.
+                if let Some(e) = (l.find)() {
+                    s.endpoint = e;
+                }
+                name.clone_from(&l.name);
+            }
+            let new = resolve(&s.endpoint, mptcp)
+                .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.to_string()))?;
+            let old = s.addr.clone().unwrap_or_else(|| t.clone());
+            if let (Some(from), Some(to)) = (old.addr(), new.addr()) {
+                if from == to {
+                    s.addr = Some(new.clone());
+                    return Ok(new);
+                }
+                let r = respbench_core::stats::Readdress {
+                    at: now,
+                    name,
+                    from: from.to_string(),
+                    to: to.to_string(),
+                    connections: 1,
+                };
+                tally.stats.readdress(r);
+            }
+            s.addr = Some(new.clone());
+            return Ok(new);
         }
         let endpoint = self
             .client
             .endpoint(node)
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the node has not appeared"))?;
         self.sockets[node].endpoint = endpoint;
-        let mptcp = matches!(targets.first(), Some(Target::Mptcp(_)));
         resolve(&self.sockets[node].endpoint, mptcp)
             .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.to_string()))
+    }
+
+    /// `--sentinel`: what node `node`'s socket went to moved (`+switch-master`): a socket that is
+    /// up fails now (its requests in flight are lost) and, with `--reconnect`, comes back where
+    /// the Sentinel says; whether it did (drain it then).
+    pub fn move_away(&mut self, node: usize, tally: &mut Tally) -> bool {
+        let s = &self.sockets[node];
+        if !s.up {
+            return false;
+        }
+        let e = io::Error::other("the primary moved (+switch-master)");
+        self.client.handle_io_error(node, IoFailure::new(IoOp::Read, &s.endpoint, &e), tally.now());
+        true
     }
 
     /// A connect of node `node` is about to start (its setup time counts from here).

@@ -366,6 +366,25 @@ pub struct Published {
     pub figures_at: Option<Time>,
 }
 
+/// Where a connection that comes back after a failure goes: asked again each time (a
+/// Sentinel's primary, `--sentinel`), instead of the test's endpoint resolved again.
+#[derive(Clone)]
+pub struct Locate {
+    /// What is located, for the report (the master's name).
+    pub name: String,
+    /// Asks where it is now; `None` keeps the address the connection had.
+    pub find: Arc<dyn Fn() -> Option<Endpoint> + Send + Sync>,
+    /// Bumped each time it moved (a Sentinel's `+switch-master`): the loops then move every
+    /// connection that is up (it goes down and comes back where `find` says).
+    pub moves: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl std::fmt::Debug for Locate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Locate({})", self.name)
+    }
+}
+
 /// One test as a backend runs it.
 #[derive(Clone, Debug)]
 pub struct TestRun {
@@ -383,6 +402,8 @@ pub struct TestRun {
     pub mptcp: bool,
     /// Shared live figures and stop controls.
     pub progress: Arc<Progress>,
+    /// `--sentinel`: where a connection that comes back after a failure goes.
+    pub locate: Option<Locate>,
 }
 
 /// How many event loops a test of `clients` clients on `threads` threads runs on: `threads`, at

@@ -1204,7 +1204,7 @@ impl<'a> SmolLoop<'a> {
     fn connect(&mut self, i: usize) {
         let (link, n) = (&mut self.links[i / self.nodes], i % self.nodes);
         link.connecting(n, &self.tally);
-        let target = link.target(n, self.targets);
+        let target = link.target(n, self.targets, &mut self.tally);
         if let Err(e) = self.net.open(i, target) {
             link.connect_failed(n, &e, &self.tally);
         }
@@ -1346,6 +1346,7 @@ pub fn test_run(plan: Arc<respbench_core::Plan>, clients: usize) -> TestRun {
         sigfig: 3,
         mptcp: false,
         progress: Arc::new(Progress::default()),
+        locate: None,
     }
 }
 

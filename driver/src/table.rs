@@ -46,6 +46,8 @@ pub struct Table<'a> {
     /// The deadline the loop last asked to be woken at ([`Table::next_timer`]), to time how
     /// late it woke.
     asked: std::cell::Cell<Option<Time>>,
+    /// `--sentinel`: the primary's moves this loop has acted on ([`crate::Locate::moves`]).
+    moves_seen: u64,
     /// What the loop records.
     pub tally: Tally,
 }
@@ -68,6 +70,7 @@ impl<'a> Table<'a> {
             targets,
             last_publish: tally.now(),
             asked: std::cell::Cell::new(None),
+            moves_seen: 0,
             tally,
         }
     }
@@ -118,7 +121,7 @@ impl<'a> Table<'a> {
         let targets = self.targets;
         let (link, n, tally) = self.link(i);
         link.connecting(n, tally);
-        let target = link.target(n, targets);
+        let target = link.target(n, targets, tally);
         if let Err(e) = io.open(i, target) {
             let (link, n, tally) = self.link(i);
             link.connect_failed(n, &e, tally);
@@ -138,6 +141,18 @@ impl<'a> Table<'a> {
             // A stop asked for, or the budget spent: timeouts taken earlier are out of date.
             for i in 0..self.slots() {
                 self.schedule(i);
+            }
+        }
+        let moves =
+            self.tally.run.locate.as_ref().map(|l| l.moves.load(std::sync::atomic::Ordering::Relaxed));
+        if let Some(m) = moves.filter(|&m| m != self.moves_seen) {
+            // --sentinel: the primary moved; the connections that are up follow it.
+            self.moves_seen = m;
+            for i in 0..self.slots() {
+                let (link, n, tally) = self.link(i);
+                if link.move_away(n, tally) {
+                    self.drain(i, io);
+                }
             }
         }
         // Schedules and deadlines are due whether or not a socket woke us.

@@ -324,6 +324,22 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
             downtime_s: stats.downtime_micros as f64 / 1e6,
         });
     }
+    if stats.retries.total() > 0 || stats.retries.gave_up > 0 {
+        t.retries = Some(doc::Retries {
+            by_error: stats.retries.by_error.kinds().iter().map(|k| (k.prefix.clone(), k.count)).collect(),
+            gave_up: stats.retries.gave_up,
+        });
+    }
+    if !stats.readdressed.is_empty() {
+        let changes = stats.readdressed.iter().map(|r| doc::AddressChange {
+            name: r.name.clone(),
+            from: r.from.clone(),
+            to: r.to.clone(),
+            at_s: r.at.nanos_since(stats.start) as f64 / 1e9,
+            connections: r.connections,
+        });
+        t.address_changes = Some(changes.collect());
+    }
     if stats.verify.on {
         t.verify = Some(verify(&stats.verify));
     }
@@ -668,6 +684,15 @@ fn read_redirects(r: &doc::Redirects) -> Redirects {
     Redirects { moved: r.moved, ask: r.ask, tryagain: r.tryagain, clusterdown: r.clusterdown }
 }
 
+/// Reads a `retries` object back (the keys of those that gave up stay in `--failed-keys`).
+fn read_retries(r: &doc::Retries) -> respbench_core::stats::RetryStats {
+    let mut back = respbench_core::stats::RetryStats { gave_up: r.gave_up, ..Default::default() };
+    for (word, &n) in &r.by_error {
+        back.by_error.add(word.as_bytes(), n);
+    }
+    back
+}
+
 /// One entry of a test's `nodes`: who the node is and what it answered; its `rps` is over the
 /// test's `duration` (seconds), as the test's own.
 fn node(info: &NodeInfo, n: &Stats, duration: f64) -> Result<doc::Node, Error> {
@@ -861,6 +886,20 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         abandoned: t.abandoned_requests.unwrap_or(0),
         nodes: node_stats,
         redirects: t.redirects.as_ref().map(read_redirects).unwrap_or_default(),
+        retries: t.retries.as_ref().map(read_retries).unwrap_or_default(),
+        readdressed: t
+            .address_changes
+            .iter()
+            .flatten()
+            .map(|c| respbench_core::stats::Readdress {
+                at: start + std::time::Duration::from_secs_f64(c.at_s.clamp(0.0, 1e9)),
+                name: c.name.clone(),
+                from: c.from.clone(),
+                to: c.to.clone(),
+                connections: c.connections,
+            })
+            .take(respbench_core::stats::READDRESSES_KEEP)
+            .collect(),
         verify: t.verify.as_ref().map(read_verify).unwrap_or_default(),
         // A ramp's steps are one run's: merged runs do not carry them.
         steps: Vec::new(),

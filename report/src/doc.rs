@@ -449,6 +449,12 @@ pub struct Test {
     /// `--reconnect`: outages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconnects: Option<Reconnects>,
+    /// `--retry-on`: the retries made and the requests that gave up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<Retries>,
+    /// `--reconnect`: names that resolved to another address when connections came back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_changes: Option<Vec<AddressChange>>,
     /// Per-second summaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<Vec<SecondEntry>>,

@@ -40,6 +40,9 @@ pub fn check_outputs(cfg: &Config) -> Result<(), String> {
             .and_then(|how| files::probe(target, how))
             .map_err(|e| format!("--hlog {path}: cannot create it: {e}"))?;
     }
+    if let Some(path) = cfg.retry.as_ref().and_then(|r| r.failed_keys.as_deref()) {
+        sink::failed_keys::check(path)?;
+    }
     if let Some(m) = &cfg.memtier {
         crate::memtier::check_outputs(m)?;
     }
@@ -108,6 +111,9 @@ pub fn sinks(cfg: &Config, command_line: Vec<String>) -> Vec<Box<dyn Output>> {
     }
     if let Some(m) = &cfg.memtier {
         list.push(Box::new(sink::memtier::Memtier::new(m)));
+    }
+    if let Some(path) = cfg.retry.as_ref().and_then(|r| r.failed_keys.as_deref()) {
+        list.push(Box::new(sink::failed_keys::FailedKeys::new(path)));
     }
     if let Some(path) = &cfg.json {
         list.push(Box::new(

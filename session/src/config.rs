@@ -189,6 +189,10 @@ pub struct Config {
     pub drain_grace: Duration,
     /// `--reconnect`: failed connections come back.
     pub reconnect: bool,
+    /// `--sentinel`, `--sentinel-master`: the primary is asked of a Sentinel.
+    pub sentinel: Option<crate::sentinel::Sentinel>,
+    /// `--retry-on` and its options: error replies after which a request is sent again.
+    pub retry: Option<crate::retry::Settings>,
     /// Rate, time and mix options.
     pub open: OpenLoopConfig,
     /// `--worker`: the whole run this process does a share of (`None`: all of it).

@@ -159,6 +159,15 @@ impl Session {
         obs: &mut dyn Observer,
         stop: StopHandle,
     ) -> Result<Session, Error> {
+        // `--sentinel`: the run starts on the primary a Sentinel names.
+        let located;
+        let cfg = match &cfg.sentinel {
+            Some(s) => {
+                located = Config { endpoint: s.primary().map_err(Error::Sentinel)?, ..cfg.clone() };
+                &located
+            }
+            None => cfg,
+        };
         let server = Server::new(cfg, tls);
         let most_clients =
             cfg.sweep.clients.iter().copied().chain([cfg.clients]).max().unwrap_or(cfg.clients);

@@ -193,6 +193,8 @@ pub enum Error {
     Output(String),
     /// `--at-node` names no node of the run, or none of the kind asked for.
     Events(String),
+    /// `--sentinel`: no Sentinel named the primary.
+    Sentinel(String),
 }
 
 impl fmt::Display for Error {
@@ -247,7 +249,8 @@ impl fmt::Display for Error {
             | Error::Dataset(s)
             | Error::Output(s)
             | Error::Unmeasurable(s)
-            | Error::Events(s) => f.write_str(s),
+            | Error::Events(s)
+            | Error::Sentinel(s) => f.write_str(s),
         }
     }
 }

@@ -145,6 +145,7 @@ pub(crate) fn plan(
         // Checked when the tests were made (`case::cases`).
         verify: crate::verify::for_test(cfg, &case.templates()).ok().flatten(),
         ramp: cfg.open.ramp.filter(|_| !idle).map(|r| respbench_core::Ramp { start: ramp_start, ..r }),
+        retry: cfg.retry.as_ref().map(|r| r.retry.clone()),
     })
 }
 
@@ -337,6 +338,7 @@ fn test_runs(
             sigfig: cfg.precision,
             mptcp: cfg.mptcp,
             progress: Arc::new(Progress::default()),
+            locate: cfg.sentinel.as_ref().map(crate::sentinel::Sentinel::locate),
         }
     });
     runs.collect()
@@ -666,6 +668,7 @@ pub fn idle(
         sigfig: cfg.precision,
         mptcp: cfg.mptcp,
         progress: Arc::new(Progress::default()),
+        locate: None,
     };
     let (tx, rx) = mpsc::channel();
     let epoch = Instant::now();

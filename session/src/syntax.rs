@@ -86,6 +86,63 @@ pub fn bounded_duration(option: &'static str, v: &str, zero: &str) -> Result<Dur
     Ok(d)
 }
 
+/// Reads `--retry-on` and its options ([`crate::retry`]): `on` is `--retry-on`'s list of error words (`LOADING,BUSY,TRYAGAIN`),
+/// `backoff` `--retry-backoff FIRST[,MAX]` (durations: `1ms,1s`), `limit` `--retry-limit N`.
+/// The others without `--retry-on` are refused.
+pub fn retry(
+    on: Option<&str>,
+    backoff: Option<&str>,
+    limit: Option<u32>,
+    failed_keys: Option<String>,
+) -> Result<Option<crate::retry::Settings>, OptionError> {
+    let Some(on) = on else {
+        let given = [
+            ("--retry-backoff", backoff.is_some()),
+            ("--retry-limit", limit.is_some()),
+            ("--failed-keys", failed_keys.is_some()),
+        ];
+        return match given.iter().find(|(_, g)| *g) {
+            Some((option, _)) => Err(bad(option, "", "needs --retry-on (the errors to retry)")),
+            None => Ok(None),
+        };
+    };
+    let words: Vec<String> = on.split(',').map(|w| w.trim().to_string()).collect();
+    let word_ok = |w: &String| {
+        !w.is_empty()
+            && w.len() <= 32
+            && w.bytes().all(|b| b.is_ascii_uppercase() || b == b'_' || b.is_ascii_digit())
+    };
+    if words.len() > crate::retry::MOST_WORDS || !words.iter().all(word_ok) {
+        return Err(bad(
+            "--retry-on",
+            on,
+            "expected the first words of error replies in capitals, such as LOADING,BUSY,TRYAGAIN (at most 32)",
+        ));
+    }
+    let (first, max) = match backoff {
+        None => (crate::retry::FIRST, crate::retry::MAX),
+        Some(text) => {
+            let (a, b) = text.split_once(',').unwrap_or((text, text));
+            let (first, max) = (duration("--retry-backoff", a)?, duration("--retry-backoff", b)?);
+            if first.is_zero() || max < first || max > Duration::from_secs(3600) {
+                return Err(bad(
+                    "--retry-backoff",
+                    text,
+                    "expected FIRST[,MAX]: the first pause (doubled for each retry) and the longest, \
+                     such as 1ms,1s; more than 0, at most 1 hour",
+                ));
+            }
+            (first, max)
+        }
+    };
+    let limit = limit.unwrap_or(crate::retry::LIMIT);
+    if limit == 0 {
+        return Err(bad("--retry-limit", limit, "must be 1 or more (a request's retries at most)"));
+    }
+    let retry = respbench_core::Retry { on: words, backoff: respbench_core::Backoff { first, max }, limit };
+    Ok(Some(crate::retry::Settings { retry, failed_keys }))
+}
+
 /// What a `redis://[user[:password]@]host[:port][/db]` URI says; each part only where given.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Uri {
@@ -197,6 +254,29 @@ pub fn host_port(text: &str) -> Result<Endpoint, &'static str> {
     }
     let port = port.parse::<u16>().ok().filter(|&p| p != 0).ok_or("the port must be 1 to 65535")?;
     Ok(Endpoint::Tcp { host: host.to_string(), port })
+}
+
+/// Reads `--sentinel` (a comma-separated list of `HOST:PORT`) and `--sentinel-master`.
+pub fn sentinel(
+    list: Option<&str>,
+    master: Option<&str>,
+) -> Result<Option<crate::sentinel::Sentinel>, String> {
+    let (list, master) = match (list, master) {
+        (None, None) => return Ok(None),
+        (Some(l), Some(m)) => (l, m),
+        (Some(_), None) => {
+            return Err("--sentinel needs --sentinel-master NAME (the master to ask for)".into())
+        }
+        (None, Some(_)) => return Err("--sentinel-master needs --sentinel HOST:PORT[,…]".into()),
+    };
+    let sentinels = list
+        .split(',')
+        .map(|s| host_port(s.trim()).map_err(|why| format!("--sentinel {list}: {why}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    if master.is_empty() || master.len() > 256 || master.bytes().any(|b| b.is_ascii_whitespace()) {
+        return Err(format!("--sentinel-master {master:?}: expected a master's name"));
+    }
+    Ok(Some(crate::sentinel::Sentinel::new(sentinels, master.to_string())))
 }
 
 /// `--rps 1000,2000`: each rate 1 to 100,000,000 requests per second.

@@ -182,6 +182,28 @@ impl RedisServer {
     /// plain server (no TLS, default configuration) on the same port and directory: a crash and
     /// a restart, for tests of `--reconnect`.
     pub fn crash_and_restart(&mut self, down: Duration) {
+        self.crash_and_relaunch(down, &[]);
+        if let Err(e) = self.wait_ready(Duration::from_secs(10)) {
+            panic!("redis-server did not restart on port {}: {e}", self.port);
+        }
+    }
+
+    /// [`RedisServer::crash_and_restart`] with extra `--name value` configuration, returning as
+    /// soon as the port accepts a connection, without sending anything: a server that loads its
+    /// `dump.rdb` (saved in its directory before) answers `LOADING` meanwhile, and nothing of
+    /// the test's own is counted in its `INFO errorstats`. A `bind` given moves the server to
+    /// that address, on the same port.
+    pub fn crash_and_restart_as(&mut self, down: Duration, config: &[(&str, &str)]) {
+        self.crash_and_relaunch(down, config);
+        let port = self.port;
+        let host =
+            config.iter().rev().find(|(k, _)| *k == "bind").map_or("127.0.0.1", |(_, v)| v).to_string();
+        wait_until("the restarted server's port", Duration::from_secs(10), || {
+            TcpStream::connect((host.as_str(), port)).is_ok()
+        });
+    }
+
+    fn crash_and_relaunch(&mut self, down: Duration, config: &[(&str, &str)]) {
         let _ = self.child.kill();
         let _ = self.child.wait();
         thread::sleep(down);
@@ -193,15 +215,13 @@ impl RedisServer {
             .arg(&self.dir)
             .arg("--logfile")
             .arg(self.dir.join("redis.log"))
+            .args(config.iter().flat_map(|(k, v)| [format!("--{k}"), v.to_string()]))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("restarting redis-server: {e}"));
         self.child = child;
-        if let Err(e) = self.wait_ready(Duration::from_secs(10)) {
-            panic!("redis-server did not restart on port {}: {e}", self.port);
-        }
     }
 
     fn wait_ready(&mut self, timeout: Duration) -> Result<(), String> {

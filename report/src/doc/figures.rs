@@ -225,6 +225,32 @@ pub struct Reconnects {
     pub downtime_s: f64,
 }
 
+/// One of `address_changes`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AddressChange {
+    /// The name, as given (`host:port`).
+    pub name: String,
+    /// The address its connections had (`IP:PORT`).
+    pub from: String,
+    /// The address they came back to.
+    pub to: String,
+    /// When the first connection found it, in seconds from the test's start.
+    pub at_s: f64,
+    /// How many connections came back to the new address.
+    pub connections: u64,
+}
+
+/// `retries`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Retries {
+    /// Retries by the first word of the error reply that asked for each.
+    #[serde(default)]
+    pub by_error: BTreeMap<String, u64>,
+    /// Requests that gave up after `--retry-limit` retries: their last error is their reply.
+    #[serde(default)]
+    pub gave_up: u64,
+}
+
 /// One second of a `series`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SecondEntry {

@@ -191,6 +191,8 @@ fn full_test_of(depth: u32) -> Test {
         latency_lower_bounds: Some(1),
         arrivals: Some(Arrivals::default()),
         reconnects: Some(Reconnects::default()),
+        retries: Some(Retries::default()),
+        address_changes: Some(vec![AddressChange::default()]),
         replay: Some(Replay {
             figures: respbench_session::replay::Figures {
                 skipped: vec![Default::default()],

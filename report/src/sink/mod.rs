@@ -19,6 +19,7 @@ use crate::error::Error;
 use crate::text::TestReport;
 
 pub mod csv;
+pub mod failed_keys;
 pub mod hgrm;
 pub mod hlog;
 pub mod idle;

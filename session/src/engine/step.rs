@@ -226,6 +226,10 @@ impl Session {
                 obs.error(&format!("{what}:   {n} × {e}"));
             }
         }
+        let moved = crate::retry::moves(s);
+        for line in crate::retry::summary(&s.retries).into_iter().chain(moved) {
+            obs.notice(&format!("{what}: {line}"));
+        }
         // A delivery test whose messages did not all arrive once: one line, exit 1.
         if let Some(why) = s.delivery.as_ref().and_then(|d| d.shortfall()).filter(|_| !self.searching) {
             self.unfinished = true;

@@ -1,0 +1,188 @@
+//! `--sentinel HOST:PORT[,…] --sentinel-master NAME`: the primary is asked of a Sentinel
+//! (`SENTINEL GET-MASTER-ADDR-BY-NAME`) before the run, and again each time a connection comes
+//! back after a failure (`--reconnect`), so a failover is followed as production clients follow
+//! it; a change of primary is kept as an address change of the test
+//! ([`respbench_core::stats::Readdress`]), named after the master.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use respbench_core::resp::{encode_command, Value};
+use respbench_core::Endpoint;
+
+/// How long one Sentinel may take to connect and to answer.
+const WAIT: Duration = Duration::from_secs(1);
+/// The most bytes of a Sentinel's reply read: an address is tens of bytes.
+const REPLY_MAX: usize = 4096;
+
+/// Where the Sentinels are and which master to ask for.
+#[derive(Clone, Debug)]
+pub struct Sentinel {
+    /// The Sentinels, asked in turn until one answers.
+    pub sentinels: Vec<Endpoint>,
+    /// The master's name in their configuration.
+    pub master: String,
+    /// The `+switch-master`s of the master heard so far (a thread subscribed on a Sentinel,
+    /// started with the first test).
+    pub moves: Arc<AtomicU64>,
+    watching: Arc<Once>,
+}
+
+impl Sentinel {
+    /// Asks the `sentinels` for `master`.
+    pub fn new(sentinels: Vec<Endpoint>, master: String) -> Sentinel {
+        Sentinel { sentinels, master, moves: Arc::default(), watching: Arc::new(Once::new()) }
+    }
+}
+
+impl Sentinel {
+    /// Where a connection that comes back after a failure goes: the primary asked again.
+    /// The first call starts the thread that listens for the master's `+switch-master`.
+    pub fn locate(&self) -> respbench_driver::Locate {
+        self.watching.call_once(|| {
+            let me = self.clone();
+            let _ = std::thread::Builder::new().name("sentinel".into()).spawn(move || me.watch());
+        });
+        let me = self.clone();
+        respbench_driver::Locate {
+            name: format!("{} (Sentinel)", self.master),
+            find: Arc::new(move || me.primary().ok()),
+            moves: Arc::clone(&self.moves),
+        }
+    }
+
+    /// Listens for `+switch-master` on the Sentinels in turn, for the life of the process:
+    /// each of this master's bumps [`Sentinel::moves`].
+    fn watch(&self) {
+        loop {
+            for s in &self.sentinels {
+                let _ = self.listen(s);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Subscribes on the Sentinel at `at` and counts the master's switches until the
+    /// connection ends.
+    fn listen(&self, at: &Endpoint) -> Result<(), String> {
+        let mut s = connect(at)?;
+        // Nothing may come for long: the read waits (the process ends the thread).
+        s.set_read_timeout(None).map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        encode_command(&[b"SUBSCRIBE", b"+switch-master"], &mut out);
+        s.write_all(&out).map_err(|e| e.to_string())?;
+        let mut buf = Vec::new();
+        loop {
+            while let Some((v, used)) = Value::parse(&buf).map_err(|e| format!("{e:?}"))? {
+                buf.drain(..used);
+                // ["message", "+switch-master", "<name> <old ip> <old port> <new ip> <new port>"]
+                if let Value::Array(a) = v {
+                    if let [Value::Bulk(kind), _, Value::Bulk(text)] = a.as_slice() {
+                        let name = text.split(|&b| b == b' ').next().unwrap_or(&[]);
+                        if kind == b"message" && name == self.master.as_bytes() {
+                            self.moves.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+            read_more(&mut s, &mut buf)?;
+        }
+    }
+
+    /// The primary as the first Sentinel that answers says; the error says what each said.
+    pub fn primary(&self) -> Result<Endpoint, String> {
+        let mut why = Vec::new();
+        for s in &self.sentinels {
+            match ask(s, &self.master) {
+                Ok(e) => return Ok(e),
+                Err(e) => why.push(format!("{s}: {e}")),
+            }
+        }
+        Err(format!("no Sentinel named the primary of '{}': {}", self.master, why.join("; ")))
+    }
+}
+
+/// Asks the Sentinel at `at` for `master`'s address.
+fn ask(at: &Endpoint, master: &str) -> Result<Endpoint, String> {
+    let mut s = connect(at)?;
+    let mut out = Vec::new();
+    encode_command(&[b"SENTINEL", b"GET-MASTER-ADDR-BY-NAME", master.as_bytes()], &mut out);
+    s.write_all(&out).map_err(|e| e.to_string())?;
+    let mut buf = Vec::new();
+    loop {
+        if let Some((v, _)) = Value::parse(&buf).map_err(|e| format!("{e:?}"))? {
+            return address(v);
+        }
+        read_more(&mut s, &mut buf)?;
+    }
+}
+
+/// Reads what the Sentinel sent next onto `buf`, which holds at most [`REPLY_MAX`] bytes of a
+/// reply or message not yet whole.
+fn read_more(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), String> {
+    if buf.len() >= REPLY_MAX {
+        return Err(format!("a reply longer than {REPLY_MAX} bytes"));
+    }
+    let mut chunk = [0u8; 512];
+    let n = s.read(&mut chunk).map_err(|e| e.to_string())?;
+    if n == 0 {
+        return Err("closed the connection".into());
+    }
+    buf.extend_from_slice(&chunk[..n]);
+    Ok(())
+}
+
+/// A connection to the Sentinel at `at`, its reads and writes bounded by [`WAIT`].
+fn connect(at: &Endpoint) -> Result<TcpStream, String> {
+    let Endpoint::Tcp { host, port } = at else { return Err("not a TCP address".into()) };
+    let addr =
+        (host.as_str(), *port).to_socket_addrs().map_err(|e| e.to_string())?.next().ok_or("no address")?;
+    let s = TcpStream::connect_timeout(&addr, WAIT).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(WAIT))
+        .and_then(|_| s.set_write_timeout(Some(WAIT)))
+        .map_err(|e| e.to_string())?;
+    Ok(s)
+}
+
+/// The address in a `GET-MASTER-ADDR-BY-NAME` reply: `[host, port]`.
+fn address(v: Value) -> Result<Endpoint, String> {
+    match v {
+        Value::Array(a) => match a.as_slice() {
+            [Value::Bulk(h), Value::Bulk(p)] => {
+                let host = String::from_utf8(h.clone()).map_err(|_| "a host that is not UTF-8")?;
+                let port =
+                    std::str::from_utf8(p).ok().and_then(|p| p.parse::<u16>().ok()).ok_or("a bad port")?;
+                Ok(Endpoint::Tcp { host, port })
+            }
+            _ => Err("a reply that is not [host, port]".into()),
+        },
+        Value::Null => Err("no such master".into()),
+        Value::Error(e) | Value::BulkError(e) => Err(String::from_utf8_lossy(&e).into_owned()),
+        _ => Err("a reply that is not [host, port]".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_and_replies() {
+        let parse = crate::syntax::sentinel;
+        let s = parse(Some("127.0.0.1:26379,h:1"), Some("mymaster")).unwrap().unwrap();
+        assert_eq!(s.sentinels.len(), 2);
+        assert!(parse(Some("x"), Some("m")).is_err());
+        assert!(parse(Some("h:1"), None).is_err());
+        assert!(parse(None, Some("m")).is_err());
+        assert!(parse(Some("h:1"), Some("a b")).is_err());
+        assert!(parse(None, None).unwrap().is_none());
+        let ok = Value::Array(vec![Value::Bulk(b"10.0.0.1".to_vec()), Value::Bulk(b"6380".to_vec())]);
+        assert_eq!(address(ok).unwrap(), Endpoint::Tcp { host: "10.0.0.1".into(), port: 6380 });
+        assert!(address(Value::Null).unwrap_err().contains("no such master"));
+        assert!(address(Value::Array(vec![Value::Bulk(b"h".to_vec()), Value::Bulk(b"x".to_vec())])).is_err());
+        assert!(address(Value::Error(b"ERR no".to_vec())).is_err());
+    }
+}

@@ -1,0 +1,147 @@
+//! `--sentinel` against a real Sentinel (Debian's redis-server 7.0.15 run as one, `--sentinel`:
+//! the code `redis-sentinel` runs) watching a primary and its replica on loopback, quorum 1: a
+//! `SENTINEL FAILOVER` fired mid-run (`--at … exec redis-cli …`) is followed: the connections,
+//! killed when the old primary is demoted, ask the Sentinel again as they come back and go to
+//! the new primary, and the report names the move as the Sentinel's log does.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use respbench_tests::{free_port, json_path, respbench, take_document, wait_until, RedisServer};
+
+const T: Duration = Duration::from_secs(90);
+
+/// A Sentinel process, killed when dropped.
+struct Sentinel {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Sentinel {
+    /// A Sentinel monitoring `mymaster` at 127.0.0.1:`primary`, quorum 1, down after 1 s; its
+    /// log in UTC (`TZ`), so that its times compare with the run's.
+    fn start(primary: u16, dir: &Path) -> Sentinel {
+        let port = free_port();
+        let conf = dir.join("sentinel.conf");
+        let log = dir.join("sentinel.log");
+        let text = format!(
+            "port {port}\nbind 127.0.0.1\ndir {}\nlogfile {}\nsentinel monitor mymaster 127.0.0.1 {primary} 1\n\
+             sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 20000\n",
+            dir.display(),
+            log.display()
+        );
+        std::fs::write(&conf, text).unwrap();
+        let child = Command::new("redis-server")
+            .arg(&conf)
+            .arg("--sentinel")
+            .env("TZ", "UTC")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Sentinel { child, port, log }
+    }
+
+    fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli").arg("-p").arg(self.port.to_string()).args(args).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+/// `HH:MM:SS.mmm` of a Sentinel log line (`pid:X 05 Dec 2026 12:15:01.123 # +switch-master …`) as
+/// milliseconds of the day.
+fn log_ms_of_day(line: &str) -> u64 {
+    let time = line.split_whitespace().nth(4).unwrap();
+    let (hms, ms) = time.split_once('.').unwrap();
+    let p: Vec<u64> = hms.split(':').map(|x| x.parse().unwrap()).collect();
+    ((p[0] * 60 + p[1]) * 60 + p[2]) * 1000 + ms.parse::<u64>().unwrap()
+}
+
+#[test]
+fn a_sentinel_failover_mid_run_is_followed() {
+    let primary = RedisServer::start();
+    let p = primary.port().to_string();
+    let replica = RedisServer::start_with(&[("replicaof", &format!("127.0.0.1 {p}"))]);
+    wait_until("the replica in sync", T, || {
+        replica.info_field("replication", "master_link_status").as_deref() == Some("up")
+    });
+    let dir = json_path("sentinel", "dir").with_extension("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sentinel = Sentinel::start(primary.port(), &dir);
+    // The Sentinel knows the replica (from the primary's INFO) before a failover can pick it.
+    wait_until("the Sentinel sees the replica", T, || {
+        sentinel.cli(&["SENTINEL", "REPLICAS", "mymaster"]).contains(&replica.port().to_string())
+    });
+    let json = json_path("sentinel", "failover");
+    let s = sentinel.port.to_string();
+    let at = format!("2s exec redis-cli -p {s} SENTINEL FAILOVER mymaster");
+    let out = respbench().run(
+        &[
+            "--sentinel",
+            &format!("127.0.0.1:{s}"),
+            "--sentinel-master",
+            "mymaster",
+            "-t",
+            "set",
+            "-c",
+            "4",
+            "--duration",
+            "15s",
+            "--reconnect",
+            "--at",
+            &at,
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        T,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let t = &doc["tests"][0];
+    let (from, to) = (format!("127.0.0.1:{p}"), format!("127.0.0.1:{}", replica.port()));
+    // The Sentinel's own word on the failover (on a loaded machine it once had not switched
+    // by the end of an 8 s run, 6 s after the FAILOVER: the run lasts 15 s).
+    let log = std::fs::read_to_string(&sentinel.log).unwrap();
+    let switch =
+        log.lines().find(|l| l.contains("+switch-master")).unwrap_or_else(|| panic!("{log}\n{}", out.dump()));
+    assert!(switch.ends_with(&format!("mymaster 127.0.0.1 {p} 127.0.0.1 {}", replica.port())), "{switch}");
+    let changes = t["address_changes"].as_array().unwrap_or_else(|| panic!("{t}\n{}", out.dump()));
+    assert_eq!(changes.len(), 1, "{t}");
+    let c = &changes[0];
+    assert_eq!(c["name"].as_str(), Some("mymaster (Sentinel)"), "{c}");
+    assert_eq!((c["from"].as_str(), c["to"].as_str()), (Some(from.as_str()), Some(to.as_str())), "{c}");
+    assert_eq!(c["connections"].as_u64(), Some(4), "{c}");
+    // The connections moved after the Sentinel switched, within the 5 s the test gives it.
+    let moved_ms =
+        (t["start_us"].as_u64().unwrap() / 1000 + (c["at_s"].as_f64().unwrap() * 1000.0) as u64) % 86_400_000;
+    let switched_ms = log_ms_of_day(switch);
+    assert!(
+        moved_ms + 5 >= switched_ms && moved_ms < switched_ms + 5_000,
+        "moved at {moved_ms}, switched at {switched_ms}"
+    );
+    assert!(
+        out.stderr.contains(&format!("mymaster (Sentinel) moved from {from} to {to} at")),
+        "{}",
+        out.dump()
+    );
+    // Every connection went down once with the demotion, and came back.
+    assert_eq!(t["reconnects"]["drops"].as_u64(), Some(4), "{t}");
+    // The outage is an error of the run's, its lost requests counted as connection errors.
+    let lost = t["reconnects"]["lost_requests"].as_u64().unwrap();
+    assert_eq!(t["errors"]["connection"].as_u64().unwrap_or(0), lost, "{t}");
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    // The new primary is one, and took writes of the run's after the switch.
+    assert_eq!(replica.info_field("replication", "role").as_deref(), Some("master"));
+    let last = t["series"].as_array().unwrap().last().unwrap()["requests"].as_u64().unwrap();
+    assert!(last > 0, "the last second had writes: {t}");
+}
