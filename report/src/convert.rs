@@ -20,6 +20,7 @@ use respbench_session::timing::{self, ClientPauses, ServerTime, Split};
 use respbench_session::verdict::ServerCpu;
 
 mod events;
+mod server_series;
 use events::entries;
 
 use crate::codec::{decode_histogram, encode_histogram, ENCODING};
@@ -368,6 +369,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
         });
     }
     t.server_time = e.server_time.as_ref().map(server_time);
+    (t.server_series, t.server_sampling) = server_series::entries(e.server_series.as_ref());
     if let Some(p) = &e.pauses {
         t.client_pauses = Some(client_pauses(p)?);
     }
@@ -783,6 +785,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         // Not read back: merged runs do not carry them ([`TestResult::merge`]).
         server_time: None,
         pauses: None,
+        server_series: None,
         // A merged document's events are not carried: they were one run's, against its load.
         events: Vec::new(),
         ramp: None,

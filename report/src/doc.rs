@@ -17,6 +17,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod server_series;
+pub use server_series::{ServerSample, ServerSampling, ServerThread};
+
 /// One run's document, or a merge of several.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -460,6 +463,12 @@ pub struct Test {
     /// `--ramp`: the ramp and each of its steps' figures and verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramp: Option<Ramp>,
+    /// The server's side, second by second, every node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_series: Option<Vec<ServerSample>>,
+    /// What sampling the server cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_sampling: Option<ServerSampling>,
 }
 
 /// A ramp within one test (`--ramp`).
@@ -1754,6 +1763,8 @@ mod tests {
                     ..RampStep::default()
                 }],
             }),
+            server_series: Some(vec![server_series::full_sample()]),
+            server_sampling: Some(ServerSampling::default()),
         }
     }
 

@@ -28,6 +28,7 @@ pub mod metrics;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod present;
+pub mod server_series;
 pub mod shared;
 pub mod stderr;
 pub mod text;

@@ -388,6 +388,7 @@ impl Presenter {
                         // still asked for each step's seconds.
                         writeln!(self.out, "{} @ {} rps:", e.name, e.target_rps.unwrap_or(0))?;
                         report::write_series(&e.stats, &mut self.out)?;
+                        crate::server_series::write_series(e, &mut self.out)?;
                     }
                     // And each event's line (the table has no room for them), and a ramp's steps.
                     crate::events::write_quiet(e, &mut self.out)?;
@@ -679,6 +680,7 @@ fn print_test(
             report::write_open_loop(entry, cfg.open.poisson, out)?;
             report::write_replay(entry, false, out)?;
             report::write_time(entry, out)?;
+            crate::server_series::write_verbose(entry, out)?;
             report::write_errors(&r, false, out)?;
             for w in &entry.warnings {
                 writeln!(out, "  WARNING: {}", w.text)?;
@@ -687,6 +689,7 @@ fn print_test(
             report::write_ramp(entry, true, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
+                crate::server_series::write_series(entry, out)?;
             }
             writeln!(out)?;
         }
@@ -700,6 +703,7 @@ fn print_test(
             report::write_delivery_quiet(entry, out)?;
             if cfg.open.show_series {
                 report::write_series(&entry.stats, out)?;
+                crate::server_series::write_series(entry, out)?;
             }
         }
         Output::Csv => {

@@ -492,8 +492,9 @@ impl Session {
                 None => tag.clone(),
             };
             let mut titled = retitled(&mut *obs, &shown, &case.spec.title);
+            let sampler = self.sampler();
             let mut watch = crate::ramp::Watch { probe: &mut self.probe, marks: Vec::new() };
-            let (outcome, cpu, (machine, waited), nodes, events, pauses) = run_test(
+            let (outcome, cpu, (machine, waited), nodes, events, pauses, server_series) = run_test(
                 &cfg,
                 against,
                 backend,
@@ -505,6 +506,7 @@ impl Session {
                 &mut titled,
                 &self.stop,
                 cfg.open.ramp.is_some().then_some(&mut watch),
+                sampler,
             )?;
             let marks = watch.marks;
             let server_cpu = self.probe.since(before);
@@ -653,6 +655,7 @@ impl Session {
                     verdict::name_pauses(v, &total.stats.latency, &pauses);
                 }
                 total.pauses = Some(pauses);
+                total.server_series = server_series;
             }
             let preloadable = crate::case::preloadable(case);
             if let Some(total) = results.last_mut() {
@@ -671,6 +674,22 @@ impl Session {
             }
         }
         Ok(ran)
+    }
+
+    /// The server's sampler for a test: every node of the run, each `--server-interval`
+    /// (`--no-server-probe`: none).
+    fn sampler(&self) -> Option<crate::sampler::Sampler> {
+        if self.cfg.no_server_probe {
+            return None;
+        }
+        let nodes = run_nodes(&self.cfg, &self.server, self.multi.as_deref())
+            .into_iter()
+            .map(|(address, server)| {
+                let local = is_local(&server.endpoint);
+                (address, server, local)
+            })
+            .collect();
+        Some(crate::sampler::Sampler::new(nodes, self.cfg.server_interval))
     }
 
     /// `--start-at`: sleeps until the instant less the warmup, so that the first measured window
@@ -733,7 +752,7 @@ impl Session {
             Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref(), targets: &self.targets };
         let shown = format!("--preload {}", fill.spec.title);
         let mut titled = retitled(&mut *obs, &shown, &fill.spec.title);
-        let (outcome, _, _, _, _, _) = run_test(
+        let (outcome, _, _, _, _, _, _) = run_test(
             &fill_cfg,
             against,
             cfg.backends[0],
@@ -744,6 +763,7 @@ impl Session {
             None,
             &mut titled,
             &self.stop,
+            None,
             None,
         )?;
         let s = &outcome.stats;
@@ -793,14 +813,19 @@ impl Session {
     }
 }
 
-/// The execution-time probe of the run's nodes: the `-h/-p` server, or every node found.
-fn latency_probe(cfg: &Config, server: &Server, multi: Option<&Multi>) -> probe::LatencyProbe {
-    let servers: Vec<(String, Server)> = match multi {
+/// The run's nodes, by address: the `-h/-p` server, or every node found.
+fn run_nodes(cfg: &Config, server: &Server, multi: Option<&Multi>) -> Vec<(String, Server)> {
+    match multi {
         Some(m) => {
             m.topology.nodes.iter().map(|n| (n.endpoint.to_string(), server.node(&n.endpoint))).collect()
         }
         None => vec![(cfg.endpoint.to_string(), server.clone())],
-    };
+    }
+}
+
+/// The execution-time probe of the run's nodes: the `-h/-p` server, or every node found.
+fn latency_probe(cfg: &Config, server: &Server, multi: Option<&Multi>) -> probe::LatencyProbe {
+    let servers = run_nodes(cfg, server, multi);
     let why_not = cfg.no_server_probe.then_some("--no-server-probe: the server's counters are not read");
     probe::LatencyProbe::new(&servers, why_not)
 }

@@ -30,6 +30,7 @@ pub mod replayed;
 pub mod result;
 pub mod routing;
 mod run;
+pub mod sampler;
 pub mod secret;
 pub mod server;
 pub mod sides;

@@ -56,6 +56,8 @@ pub struct TestResult {
     pub server_time: Option<ServerTime>,
     /// The client machine's own pauses during the test, when measured.
     pub pauses: Option<ClientPauses>,
+    /// The server's side second by second, every node (`--no-server-probe`: none).
+    pub server_series: Option<crate::sampler::ServerSeries>,
     /// `--at`: each event of the test, what it did and what it cost (the total's only).
     pub events: Vec<EventResult>,
     /// `--ramp`: each step's figures and verdict (the total's only).
@@ -188,6 +190,7 @@ impl TestResult {
             side: None,
             server_time: None,
             pauses: None,
+            server_series: None,
             events: Vec::new(),
             ramp: None,
         }
@@ -235,6 +238,7 @@ impl TestResult {
         // own; a merge does not say them.
         acc.server_time = None;
         acc.pauses = None;
+        acc.server_series = None;
         acc.server_cpu = match (acc.server_cpu.take(), e.server_cpu) {
             (Some(a), Some(b)) => Some(if b.cores > a.cores { b } else { a }),
             (a, b) => a.or(b),

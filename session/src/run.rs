@@ -19,6 +19,7 @@ use crate::cpu::ClientCpu;
 use crate::observer::{retitled, Goal, LiveTest, Observer, StopHandle, Tick};
 use crate::result::{EventResult, NodeInfo};
 use crate::routing::Multi;
+use crate::sampler::{Sampler, ServerSeries};
 use crate::timing::ClientPauses;
 use crate::{server, Error};
 
@@ -41,7 +42,8 @@ const P99_READ_EVERY: Duration = Duration::from_millis(250);
 
 /// What [`run_test`] gives: the outcome, the client's CPU, the contention, the nodes as the
 /// test ended and its events.
-pub(crate) type Ran = (Outcome, ClientCpu, Contention, Vec<NodeInfo>, Vec<EventResult>, ClientPauses);
+pub(crate) type Ran =
+    (Outcome, ClientCpu, Contention, Vec<NodeInfo>, Vec<EventResult>, ClientPauses, Option<ServerSeries>);
 
 /// What a test runs against, made or found before the first: the TLS settings and, over
 /// several nodes, the nodes and routes.
@@ -152,7 +154,8 @@ fn delivery_server(cfg: &Config, against: Against<'_>, key: Option<&[u8]>) -> se
 
 /// Runs one test on `backend` while this thread tells `obs` how it goes and watches for a stop;
 /// measures the process's CPU meanwhile. `hlog`: the tag the seconds the loops close are told
-/// under, when the observer keeps them.
+/// under, when the observer keeps them. `sampler`: reads the server through the measured test
+/// (its CPU left out of the client's).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_test(
     cfg: &Config,
@@ -166,6 +169,7 @@ pub(crate) fn run_test(
     obs: &mut dyn Observer,
     stop: &StopHandle,
     mut ramp: Option<&mut crate::ramp::Watch<'_>>,
+    mut sampler: Option<Sampler>,
 ) -> Result<Ran, Error> {
     if !cfg.open.warmup.is_zero() {
         // valkey-benchmark's --warmup: its requests are extra, sent for that long before the
@@ -180,14 +184,32 @@ pub(crate) fn run_test(
         // Its progress line says it is the warm-up.
         let title = format!("{} (warmup)", case.spec.title);
         let mut warming = retitled(&mut *obs, &title, &case.spec.title);
-        let warmed =
-            run_test(&warm, against, backend, case, test_no, rate, epoch, None, &mut warming, stop, None)?;
+        let warmed = run_test(
+            &warm,
+            against,
+            backend,
+            case,
+            test_no,
+            rate,
+            epoch,
+            None,
+            &mut warming,
+            stop,
+            None,
+            None,
+        )?;
         if !warmed.0.failures.is_empty() || stop.requested() {
             return Ok(warmed);
         }
         let mut measured = cfg.clone();
         measured.open.warmup = Duration::ZERO;
-        return run_test(&measured, against, backend, case, test_no, rate, epoch, hlog, obs, stop, ramp);
+        return run_test(
+            &measured, against, backend, case, test_no, rate, epoch, hlog, obs, stop, ramp, sampler,
+        );
+    }
+    // The server's reading at the start, before any of the test's connections.
+    if let Some(s) = &mut sampler {
+        s.start(epoch);
     }
     // A delivery test (`-t pubsub`): its subscribers are listening before the publishers start.
     use respbench_core::suite as rs;
@@ -320,8 +342,40 @@ pub(crate) fn run_test(
         (Some(r), Some(at)) => Some(crate::replay::Reading::start(r, at)),
         _ => None,
     };
+    let sampling_done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
         let run = &run;
+        // The server's samples, on a thread of their own; its connection opened once the test's
+        // are up (a clients ramp's first step's; or one failed, or each request connects anew),
+        // so that it takes no slot of the server's maxclients they need.
+        let sampling = sampler.take().map(|mut sampler| {
+            let (done, keepalive) = (&sampling_done, cfg.keepalive && !spec.connection_per_request);
+            s.spawn(move || {
+                // A ramp of clients: the step's.
+                let clients_ramp =
+                    run.plan.ramp.is_some_and(|r| r.kind == respbench_core::ramp::RampKind::Clients);
+                let ready = || {
+                    let want = match clients_ramp {
+                        true => run.progress.ramp_level.load(Ordering::Relaxed),
+                        false => run.clients as u64,
+                    };
+                    !keepalive
+                        || run.progress.live.load(Ordering::Relaxed) >= want
+                        || run.progress.failed.load(Ordering::Relaxed) > 0
+                };
+                let cpu = sampler.run(epoch, begin, done, &ready);
+                (sampler, cpu)
+            })
+        });
+        let mut sampling = sampling;
+        // However this scope ends, the sampling thread stops with it.
+        struct Done<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let _done = Done(&sampling_done);
         let firing = crate::fire::Firing {
             events: &cfg.events,
             targets: against.targets,
@@ -362,6 +416,16 @@ pub(crate) fn run_test(
                         }
                     });
                     let mut o = result?;
+                    sampling_done.store(true, Ordering::Relaxed);
+                    let series = match sampling.take().map(|h| h.join()) {
+                        Some(Ok((sampler, (user, sys)))) => {
+                            // The sampling thread's CPU is not the loops'.
+                            cpu.user_s = (cpu.user_s - user).max(0.0);
+                            cpu.sys_s = (cpu.sys_s - sys).max(0.0);
+                            Some(sampler.finish(epoch, o.stats.start))
+                        }
+                        _ => None,
+                    };
                     if let Some(subs) = subscribers.take() {
                         // The subscribers' threads are not the event loops: their CPU is left
                         // out of the client's figure (and so of the verdict).
@@ -390,7 +454,7 @@ pub(crate) fn run_test(
                         }
                         None => Vec::new(),
                     };
-                    return Ok((o, cpu, (machine, waited), nodes, events, pauses(&run.progress)));
+                    return Ok((o, cpu, (machine, waited), nodes, events, pauses(&run.progress), series));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::LoopsStopped),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}

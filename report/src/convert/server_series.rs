@@ -1,0 +1,60 @@
+//! A test's server series (#51) as the document's `server_series` and `server_sampling`.
+
+use respbench_session::sampler::{ServerSample, ServerSeries};
+
+use crate::doc;
+use crate::hdr::finite;
+
+/// The JSON's `server_series` and `server_sampling` of a test; `None` without.
+pub fn entries(s: Option<&ServerSeries>) -> (Option<Vec<doc::ServerSample>>, Option<doc::ServerSampling>) {
+    let Some(s) = s else { return (None, None) };
+    let cost = doc::ServerSampling {
+        interval_s: s.interval.as_secs_f64(),
+        info_calls: s.cost.info_calls,
+        bytes_read: s.cost.bytes_read,
+        connections: s.cost.connections,
+        cpu_s: finite(s.cost.user_s + s.cost.sys_s),
+    };
+    (Some(s.samples.iter().map(sample).collect()), Some(cost))
+}
+
+fn sample(s: &ServerSample) -> doc::ServerSample {
+    doc::ServerSample {
+        node: s.node.clone(),
+        second: s.second,
+        at_s: finite(s.at_s),
+        span_s: finite(s.span_s),
+        edge: s.edge.map(|e| e.name().to_string()),
+        missing: s.missing.clone(),
+        commands: s.commands,
+        hits: s.hits,
+        misses: s.misses,
+        evicted: s.evicted,
+        expired: s.expired,
+        rejected_connections: s.rejected,
+        forks: s.forks,
+        ops_per_sec: s.ops_per_sec.map(finite),
+        cpu_cores: s.cpu_cores.map(finite),
+        main_thread_cores: s.main_thread_cores.map(finite),
+        used_memory: s.used_memory,
+        used_memory_rss: s.rss,
+        fragmentation: s.fragmentation.map(finite),
+        connected_clients: s.connected_clients,
+        blocked_clients: s.blocked_clients,
+        latest_fork_usec: s.latest_fork_usec,
+        bgsave_in_progress: s.bgsave,
+        aof_rewrite_in_progress: s.aof_rewrite,
+        repl_offset: s.repl_offset,
+        replica_lag_max: s.replica_lag_max,
+        unusual: s.unusual(),
+        threads: s
+            .threads
+            .iter()
+            .map(|t| doc::ServerThread {
+                name: t.name.clone(),
+                tid: u64::from(t.tid),
+                cores: finite(t.cores),
+            })
+            .collect(),
+    }
+}
