@@ -49,7 +49,7 @@ pub use clock::{Clock, VirtualClock};
 pub use delivered::Delivered;
 pub use discard::{discard_fd, discard_refused, refuse_discard, Kind as SocketKind, Source};
 pub use run::{
-    fine_timer_slack, loops, watch_pauses, Figures, Pauses, Progress, Published, TestRun,
+    fine_timer_slack, loops, watch_pauses, Figures, Pauses, Progress, Published, ServerGauges, TestRun,
     FIGURES_HISTOGRAMS_EVERY, PAUSE_INTERVAL,
 };
 pub use sock::{

@@ -370,6 +370,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, String> {
     }
     t.server_time = e.server_time.as_ref().map(server_time);
     (t.server_series, t.server_sampling) = server_series::entries(e.server_series.as_ref());
+    t.server_threads = e.server_threads.as_ref().map(server_series::threads);
     if let Some(p) = &e.pauses {
         t.client_pauses = Some(client_pauses(p)?);
     }
@@ -786,6 +787,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, String> {
         server_time: None,
         pauses: None,
         server_series: None,
+        server_threads: None,
         // A merged document's events are not carried: they were one run's, against its load.
         events: Vec::new(),
         ramp: None,

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 mod server_series;
-pub use server_series::{ServerSample, ServerSampling, ServerThread};
+pub use server_series::{ServerSample, ServerSampling, ServerThread, ServerThreads};
 
 /// One run's document, or a merge of several.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -469,6 +469,9 @@ pub struct Test {
     /// What sampling the server cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_sampling: Option<ServerSampling>,
+    /// Which of the server's threads limited it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_threads: Option<ServerThreads>,
 }
 
 /// A ramp within one test (`--ramp`).
@@ -1765,6 +1768,15 @@ mod tests {
             }),
             server_series: Some(vec![server_series::full_sample()]),
             server_sampling: Some(ServerSampling::default()),
+            server_threads: Some(ServerThreads {
+                node: Some("a:1".into()),
+                busiest: Some("io_thd_1".into()),
+                busiest_cores: Some(1.0),
+                main_thread_cores: Some(1.0),
+                other_cores: Some(1.0),
+                source: Some("/proc".into()),
+                ..ServerThreads::default()
+            }),
         }
     }
 

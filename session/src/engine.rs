@@ -655,6 +655,14 @@ impl Session {
                     verdict::name_pauses(v, &total.stats.latency, &pauses);
                 }
                 total.pauses = Some(pauses);
+                // The server's threads (#51): said where it was sampled.
+                if let Some(series) = &server_series {
+                    let threads = crate::threads::ThreadVerdict::of(Some(series), None);
+                    if let Some(v) = &mut total.verdict {
+                        threads.apply(v);
+                    }
+                    total.server_threads = Some(threads);
+                }
                 total.server_series = server_series;
             }
             let preloadable = crate::case::preloadable(case);

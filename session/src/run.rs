@@ -363,7 +363,7 @@ pub(crate) fn run_test(
                         || run.progress.live.load(Ordering::Relaxed) >= want
                         || run.progress.failed.load(Ordering::Relaxed) > 0
                 };
-                let cpu = sampler.run(epoch, begin, done, &ready);
+                let cpu = sampler.run(epoch, begin, done, &ready, &run.progress.server);
                 (sampler, cpu)
             })
         });

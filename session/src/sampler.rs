@@ -10,9 +10,11 @@
 //! [`SamplerCost`].
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use respbench_core::Time;
+use respbench_driver::ServerGauges;
 
 use crate::server::{info_sections, Conn, Server};
 
@@ -266,6 +268,57 @@ pub struct ThreadShare {
     pub cores: f64,
 }
 
+impl ServerSeries {
+    /// The nodes of the series, in order.
+    pub fn nodes(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for x in &self.samples {
+            if !out.contains(&x.node.as_str()) {
+                out.push(&x.node);
+            }
+        }
+        out
+    }
+
+    /// Node `node`'s threads by name, each with the cores it used over the samples that read
+    /// threads (its CPU added up over their spans, over their length), busiest first.
+    pub fn threads(&self, node: &str) -> Vec<(String, f64)> {
+        let mut cpu: Vec<(String, f64)> = Vec::new();
+        let mut length = 0.0;
+        for x in self.samples.iter().filter(|x| x.node == node && !x.threads.is_empty()) {
+            length += x.span_s;
+            for t in &x.threads {
+                match cpu.iter_mut().find(|(n, _)| *n == t.name) {
+                    Some((_, c)) => *c += t.cores * x.span_s,
+                    None => cpu.push((t.name.clone(), t.cores * x.span_s)),
+                }
+            }
+        }
+        if length <= 0.0 {
+            return Vec::new();
+        }
+        for (_, c) in &mut cpu {
+            *c /= length;
+        }
+        cpu.sort_by(|a, b| b.1.total_cmp(&a.1));
+        cpu
+    }
+
+    /// Node `node`'s cores over the samples that have both figures: the whole server's
+    /// (`used_cpu_*`) and its main thread's (`used_cpu_*_main_thread`), over their length.
+    pub fn main_thread(&self, node: &str) -> Option<(f64, f64)> {
+        let (mut total, mut main, mut length) = (0.0, 0.0, 0.0);
+        for x in self.samples.iter().filter(|x| x.node == node) {
+            if let (Some(t), Some(m)) = (x.cpu_cores, x.main_thread_cores) {
+                total += t * x.span_s;
+                main += m * x.span_s;
+                length += x.span_s;
+            }
+        }
+        (length > 0.0).then(|| (total / length, main / length))
+    }
+}
+
 impl ServerSample {
     /// What was unusual in this sample, in words: a fork, evictions, rejected connections, a
     /// missing sample (empty when nothing was).
@@ -380,6 +433,35 @@ fn thread_shares(before: &[ThreadTime], after: &[ThreadTime], span_s: f64) -> Ve
             Some(ThreadShare { name: t.name.clone(), tid: t.tid, cores: ns as f64 / 1e9 / span_s })
         })
         .collect()
+}
+
+/// A sample's figures as `--metrics` gauges (`respbench_server_*`).
+pub fn gauges_of(s: &ServerSample) -> ServerGauges {
+    let mut values = vec![("respbench_server_sample_missing", if s.missing.is_some() { 1.0 } else { 0.0 })];
+    let n = |v: Option<u64>| v.map(|n| n as f64);
+    let figures = [
+        ("respbench_server_ops_per_second", s.ops_per_sec),
+        ("respbench_server_cpu_cores", s.cpu_cores),
+        ("respbench_server_main_thread_cores", s.main_thread_cores),
+        ("respbench_server_used_memory_bytes", n(s.used_memory)),
+        ("respbench_server_rss_bytes", n(s.rss)),
+        ("respbench_server_fragmentation_ratio", s.fragmentation),
+        ("respbench_server_connected_clients", n(s.connected_clients)),
+        ("respbench_server_blocked_clients", n(s.blocked_clients)),
+        ("respbench_server_evicted_keys", n(s.evicted)),
+        ("respbench_server_forks", n(s.forks)),
+        ("respbench_server_replica_lag_seconds", n(s.replica_lag_max)),
+    ];
+    values.extend(figures.into_iter().filter_map(|(k, v)| Some((k, v?))));
+    // Threads of one name (jemalloc's background threads) are one series.
+    let mut threads: Vec<(String, f64)> = Vec::new();
+    for t in &s.threads {
+        match threads.iter_mut().find(|(n, _)| *n == t.name) {
+            Some((_, c)) => *c += t.cores,
+            None => threads.push((t.name.clone(), t.cores)),
+        }
+    }
+    ServerGauges { node: s.node.clone(), values, threads }
 }
 
 /// A local server's threads: `/proc/PID/task/*`'s names and CPU (`schedstat`'s time on a CPU,
@@ -502,12 +584,14 @@ impl Sampler {
 
     /// Reads every interval from `begin` until `done`; connects once `ready` says the
     /// benchmark's connections are up. The CPU it used, user and system seconds.
+    /// Each reading's figures go to `live` (`--metrics`).
     pub fn run(
         &mut self,
         epoch: Instant,
         begin: Instant,
         done: &AtomicBool,
         ready: &dyn Fn() -> bool,
+        live: &Mutex<Vec<ServerGauges>>,
     ) -> (f64, f64) {
         let before = self.cpu;
         self.measured(|s| {
@@ -529,6 +613,7 @@ impl Sampler {
                 connected = connected || ready();
                 if connected {
                     s.read_all(epoch, None);
+                    s.publish(live);
                 } else {
                     s.missing(Time::since(epoch, at), "the benchmark's connections were not all up yet");
                 }
@@ -574,6 +659,21 @@ impl Sampler {
         let (u1, s1) = thread_cpu();
         self.cpu.0 += (u1 - u0).max(0.0);
         self.cpu.1 += (s1 - s0).max(0.0);
+    }
+
+    /// Each node's last reading against its previous that answered, for `--metrics`.
+    fn publish(&self, live: &Mutex<Vec<ServerGauges>>) {
+        let gauges = self.nodes.iter().filter_map(|n| {
+            let (last, before) = n.readings.split_last()?;
+            let prev = before.iter().rev().find(|r| r.info.is_ok());
+            let pair: Vec<Reading> = prev.into_iter().chain([last]).cloned().collect();
+            let s = align(last.at, self.interval, &[(n.address.clone(), pair)]).pop()?;
+            Some(gauges_of(&s))
+        });
+        let gauges: Vec<ServerGauges> = gauges.collect();
+        if let Ok(mut g) = live.lock() {
+            *g = gauges;
+        }
     }
 
     /// A tick `at` with no reading of any node, for `why`.

@@ -58,8 +58,8 @@ fn thread_ns(pid: u32, name: &str) -> u64 {
 
 /// A 5-second GET test against a server with two I/O threads: at least 4 seconds sampled, the
 /// command deltas add up to the server's GET calls plus the sampler's own INFO calls (the last
-/// one's counted after its reading) within 1%, the start and end edges are there, and the
-/// server's threads are named with CPU that `/proc` agrees with.
+/// one's counted after its reading) within 1%, the start and end edges are there, the server's
+/// threads are named with CPU that `/proc` agrees with, and the verdict names the busiest.
 fn a_five_second_get_adds_up_to_the_servers_count(tool: Tool) {
     let server = RedisServer::start_with(&[("io-threads", "2"), ("io-threads-do-reads", "yes")]);
     server.cli(&["SET", "k", "v"]);
@@ -113,6 +113,25 @@ fn a_five_second_get_adds_up_to_the_servers_count(tool: Tool) {
         .filter(|(t, _)| t["name"] == "io_thd_1")
         .map(|(t, span)| t["cores"].as_f64().unwrap() * span * 1e9)
         .sum();
+    // The verdict names the busiest thread with its cores over the test, as the series has them.
+    let threads = &t["server_threads"];
+    assert_eq!(threads["source"], "/proc", "{threads}");
+    let busiest = threads["busiest"].as_str().unwrap();
+    assert!(names.contains(&busiest), "{threads}");
+    let cores = threads["busiest_cores"].as_f64().unwrap();
+    let limit = threads["limit"].as_str().unwrap();
+    let main = threads["main_thread_cores"].as_f64().unwrap();
+    assert!(cores >= main, "{threads}");
+    assert_eq!(limit == "main_thread", main >= 0.9, "{threads}");
+    if limit == "io_threads" {
+        assert!(busiest.starts_with("io_thd") && cores >= 0.9, "{threads}");
+    }
+    let text = threads["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("{busiest} {cores:.2}")) || text.contains(&format!("{busiest} at {cores:.2}")),
+        "{text}"
+    );
+    assert!(t["bottleneck"]["text"].as_str().unwrap().ends_with(text), "{}", t["bottleneck"]);
     let io_proc = (io_after - io_before) as f64;
     assert!(io_sampled_ns <= io_proc + 1e6, "sampled {io_sampled_ns} ns > /proc's {io_proc} ns");
     assert!(io_sampled_ns >= io_proc * 0.5, "sampled {io_sampled_ns} ns of /proc's {io_proc} ns");

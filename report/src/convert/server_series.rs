@@ -1,6 +1,7 @@
 //! A test's server series (#51) as the document's `server_series` and `server_sampling`.
 
 use respbench_session::sampler::{ServerSample, ServerSeries};
+use respbench_session::threads::ThreadVerdict;
 
 use crate::doc;
 use crate::hdr::finite;
@@ -56,5 +57,19 @@ fn sample(s: &ServerSample) -> doc::ServerSample {
                 cores: finite(t.cores),
             })
             .collect(),
+    }
+}
+
+/// The JSON's `server_threads`.
+pub fn threads(v: &ThreadVerdict) -> doc::ServerThreads {
+    doc::ServerThreads {
+        limit: v.limit.name().into(),
+        node: v.node.clone(),
+        busiest: v.busiest.as_ref().map(|b| b.0.clone()),
+        busiest_cores: v.busiest.as_ref().map(|b| finite(b.1)),
+        main_thread_cores: v.main_cores.map(finite),
+        other_cores: v.other_cores.map(finite),
+        source: v.source.map(str::to_string),
+        text: v.text.clone(),
     }
 }

@@ -117,6 +117,34 @@ pub struct ServerSampling {
     pub cpu_s: f64,
 }
 
+/// `server_threads`: which of the server's threads limited it (#51 item 3).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerThreads {
+    /// `main_thread`, `io_threads`, `neither` or `unknown`.
+    pub limit: String,
+    /// The node (over several, the one with the busiest thread).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The busiest thread's name (from INFO: `main thread` or `other threads together`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busiest: Option<String>,
+    /// Its cores over the test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busiest_cores: Option<f64>,
+    /// The main thread's cores.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub main_thread_cores: Option<f64>,
+    /// Every other thread's together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_cores: Option<f64>,
+    /// `/proc` or `INFO`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The sentence (also at the end of the bottleneck's).
+    pub text: String,
+}
+
 /// A sample with every field there is (the schema's test).
 #[cfg(test)]
 pub(super) fn full_sample() -> ServerSample {
