@@ -75,12 +75,12 @@ fn row(x: &ServerSample, several: bool) -> String {
     format!(
         "  server{node} {:>6} {:>10} {:>12} {:>6} {:>10} {:>8} {:>8}  {}{edge}",
         x.second,
-        opt(x.commands),
+        opt(x.deltas.commands),
         x.ops_per_sec.map_or("-".into(), |r| format!("{:.2}", finite(r))),
         x.cpu_cores.map_or("-".into(), |c| format!("{:.2}", finite(c))),
-        x.used_memory.map_or("-".into(), |b| format!("{:.1}", b as f64 / 1e6)),
-        opt(x.connected_clients),
-        opt(x.evicted),
+        x.gauges.used_memory.map_or("-".into(), |b| format!("{:.1}", b as f64 / 1e6)),
+        opt(x.gauges.connected_clients),
+        opt(x.deltas.evicted),
         x.unusual().join(", "),
     )
 }

@@ -33,6 +33,24 @@ const POLL: Duration = Duration::from_millis(20);
 /// `None`, and nothing read is kept beyond these numbers.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct InfoFigures {
+    /// The counters so far.
+    pub counters: Counters,
+    /// `used_cpu_sys` + `used_cpu_user`, seconds.
+    pub cpu_s: Option<f64>,
+    /// `used_cpu_sys_main_thread` + `used_cpu_user_main_thread`, seconds.
+    pub main_cpu_s: Option<f64>,
+    /// The gauges as read.
+    pub gauges: Gauges,
+    /// Each replica's `lag` (`slaveN:...,lag=N`), seconds, at most [`MAX_REPLICAS`].
+    pub replica_lags: Vec<u64>,
+    /// `process_id`.
+    pub process_id: Option<u32>,
+}
+
+/// The server's counters: so far in a reading, since the previous reading in a sample (each
+/// `None` when absent, or in a sample when it went back: a reset).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
     /// `total_commands_processed`.
     pub commands: Option<u64>,
     /// `keyspace_hits`.
@@ -47,10 +65,27 @@ pub struct InfoFigures {
     pub rejected: Option<u64>,
     /// `total_forks`.
     pub forks: Option<u64>,
-    /// `used_cpu_sys` + `used_cpu_user`, seconds.
-    pub cpu_s: Option<f64>,
-    /// `used_cpu_sys_main_thread` + `used_cpu_user_main_thread`, seconds.
-    pub main_cpu_s: Option<f64>,
+}
+
+impl Counters {
+    /// What each counter gained from `a` to `b`.
+    fn between(a: &Counters, b: &Counters) -> Counters {
+        let d = |x: Option<u64>, y: Option<u64>| y?.checked_sub(x?);
+        Counters {
+            commands: d(a.commands, b.commands),
+            hits: d(a.hits, b.hits),
+            misses: d(a.misses, b.misses),
+            evicted: d(a.evicted, b.evicted),
+            expired: d(a.expired, b.expired),
+            rejected: d(a.rejected, b.rejected),
+            forks: d(a.forks, b.forks),
+        }
+    }
+}
+
+/// What a reading says of the server's state at that moment (not what changed since).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Gauges {
     /// `used_memory`, bytes.
     pub used_memory: Option<u64>,
     /// `used_memory_rss`, bytes.
@@ -58,21 +93,19 @@ pub struct InfoFigures {
     /// `mem_fragmentation_ratio`.
     pub fragmentation: Option<f64>,
     /// `connected_clients`.
-    pub connected: Option<u64>,
+    pub connected_clients: Option<u64>,
     /// `blocked_clients`.
-    pub blocked: Option<u64>,
+    pub blocked_clients: Option<u64>,
     /// `latest_fork_usec`.
     pub latest_fork_usec: Option<u64>,
-    /// `rdb_bgsave_in_progress:1`.
+    /// `rdb_bgsave_in_progress:1`: a background save in progress.
     pub bgsave: bool,
-    /// `aof_rewrite_in_progress:1`.
+    /// `aof_rewrite_in_progress:1`: an AOF rewrite in progress.
     pub aof_rewrite: bool,
     /// `master_repl_offset`.
     pub repl_offset: Option<u64>,
-    /// Each replica's `lag` (`slaveN:...,lag=N`), seconds, at most [`MAX_REPLICAS`].
-    pub replica_lags: Vec<u64>,
-    /// `process_id`.
-    pub process_id: Option<u32>,
+    /// The most lagging replica's `lag`, seconds.
+    pub replica_lag_max: Option<u64>,
 }
 
 impl InfoFigures {
@@ -86,26 +119,26 @@ impl InfoFigures {
             let n = || value.parse::<u64>().ok();
             let x = || value.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0);
             match key {
-                "total_commands_processed" => f.commands = n(),
-                "keyspace_hits" => f.hits = n(),
-                "keyspace_misses" => f.misses = n(),
-                "evicted_keys" => f.evicted = n(),
-                "expired_keys" => f.expired = n(),
-                "rejected_connections" => f.rejected = n(),
-                "total_forks" => f.forks = n(),
+                "total_commands_processed" => f.counters.commands = n(),
+                "keyspace_hits" => f.counters.hits = n(),
+                "keyspace_misses" => f.counters.misses = n(),
+                "evicted_keys" => f.counters.evicted = n(),
+                "expired_keys" => f.counters.expired = n(),
+                "rejected_connections" => f.counters.rejected = n(),
+                "total_forks" => f.counters.forks = n(),
                 "used_cpu_sys" => sys = x(),
                 "used_cpu_user" => user = x(),
                 "used_cpu_sys_main_thread" => msys = x(),
                 "used_cpu_user_main_thread" => muser = x(),
-                "used_memory" => f.used_memory = n(),
-                "used_memory_rss" => f.rss = n(),
-                "mem_fragmentation_ratio" => f.fragmentation = x(),
-                "connected_clients" => f.connected = n(),
-                "blocked_clients" => f.blocked = n(),
-                "latest_fork_usec" => f.latest_fork_usec = n(),
-                "rdb_bgsave_in_progress" => f.bgsave = value == "1",
-                "aof_rewrite_in_progress" => f.aof_rewrite = value == "1",
-                "master_repl_offset" => f.repl_offset = n(),
+                "used_memory" => f.gauges.used_memory = n(),
+                "used_memory_rss" => f.gauges.rss = n(),
+                "mem_fragmentation_ratio" => f.gauges.fragmentation = x(),
+                "connected_clients" => f.gauges.connected_clients = n(),
+                "blocked_clients" => f.gauges.blocked_clients = n(),
+                "latest_fork_usec" => f.gauges.latest_fork_usec = n(),
+                "rdb_bgsave_in_progress" => f.gauges.bgsave = value == "1",
+                "aof_rewrite_in_progress" => f.gauges.aof_rewrite = value == "1",
+                "master_repl_offset" => f.gauges.repl_offset = n(),
                 "process_id" => f.process_id = value.parse().ok(),
                 k if k.starts_with("slave") && k[5..].bytes().all(|b| b.is_ascii_digit()) => {
                     let lag = value.split(',').find_map(|kv| kv.strip_prefix("lag=")?.parse().ok());
@@ -118,6 +151,7 @@ impl InfoFigures {
         }
         f.cpu_s = sys.zip(user).map(|(s, u)| s + u);
         f.main_cpu_s = msys.zip(muser).map(|(s, u)| s + u);
+        f.gauges.replica_lag_max = f.replica_lags.iter().copied().max();
         f
     }
 }
@@ -211,48 +245,17 @@ pub struct ServerSample {
     /// Why the server did not answer at this tick: no figures, and the next sample's deltas
     /// cover its time.
     pub missing: Option<String>,
-    /// Deltas since the previous reading (`None` at the start, when missing, or when the counter
-    /// went back: a reset).
-    pub commands: Option<u64>,
-    /// Keyspace hits since the previous reading.
-    pub hits: Option<u64>,
-    /// Keyspace misses since.
-    pub misses: Option<u64>,
-    /// Keys evicted since.
-    pub evicted: Option<u64>,
-    /// Keys expired since.
-    pub expired: Option<u64>,
-    /// Connections rejected since.
-    pub rejected: Option<u64>,
-    /// Forks since.
-    pub forks: Option<u64>,
+    /// What the counters gained since the previous reading (all `None` at the start and when
+    /// missing).
+    pub deltas: Counters,
     /// Commands per second over the span.
     pub ops_per_sec: Option<f64>,
     /// Cores the server used over the span (`used_cpu_*`).
     pub cpu_cores: Option<f64>,
     /// Cores its main thread used (`used_cpu_*_main_thread`).
     pub main_thread_cores: Option<f64>,
-    /// The gauges as read: bytes used and resident, fragmentation, clients, the latest fork's
-    /// length, a save or rewrite in progress, the replication offset and replicas' lag.
-    pub used_memory: Option<u64>,
-    /// `used_memory_rss`.
-    pub rss: Option<u64>,
-    /// `mem_fragmentation_ratio`.
-    pub fragmentation: Option<f64>,
-    /// `connected_clients`.
-    pub connected_clients: Option<u64>,
-    /// `blocked_clients`.
-    pub blocked_clients: Option<u64>,
-    /// `latest_fork_usec`.
-    pub latest_fork_usec: Option<u64>,
-    /// A background save in progress.
-    pub bgsave: bool,
-    /// An AOF rewrite in progress.
-    pub aof_rewrite: bool,
-    /// `master_repl_offset`.
-    pub repl_offset: Option<u64>,
-    /// The most lagging replica's lag, seconds.
-    pub replica_lag_max: Option<u64>,
+    /// The gauges as read (none when missing).
+    pub gauges: Gauges,
     /// A local server's threads: name, id and cores over the span.
     pub threads: Vec<ThreadShare>,
 }
@@ -327,20 +330,20 @@ impl ServerSample {
         if let Some(why) = &self.missing {
             out.push(format!("no sample ({why})"));
         }
-        if self.forks.is_some_and(|n| n > 0) || self.bgsave || self.aof_rewrite {
-            let what = if self.aof_rewrite { "an AOF rewrite" } else { "a fork" };
-            match self.latest_fork_usec.filter(|&u| u > 0) {
+        if self.deltas.forks.is_some_and(|n| n > 0) || self.gauges.bgsave || self.gauges.aof_rewrite {
+            let what = if self.gauges.aof_rewrite { "an AOF rewrite" } else { "a fork" };
+            match self.gauges.latest_fork_usec.filter(|&u| u > 0) {
                 Some(us) => out.push(format!("{what} (latest fork {:.1} ms)", us as f64 / 1e3)),
                 None => out.push(what.to_string()),
             }
         }
-        if let Some(n) = self.evicted.filter(|&n| n > 0) {
+        if let Some(n) = self.deltas.evicted.filter(|&n| n > 0) {
             out.push(format!("{n} keys evicted"));
         }
-        if let Some(n) = self.rejected.filter(|&n| n > 0) {
+        if let Some(n) = self.deltas.rejected.filter(|&n| n > 0) {
             out.push(format!("{n} connections rejected"));
         }
-        if let Some(n) = self.blocked_clients.filter(|&n| n > 0) {
+        if let Some(n) = self.gauges.blocked_clients.filter(|&n| n > 0) {
             out.push(format!("{n} clients blocked"));
         }
         out
@@ -375,7 +378,7 @@ pub fn align(origin: Time, interval: Duration, nodes: &[(String, Vec<Reading>)])
                     s.missing = Some(why.clone());
                 }
                 Ok(now) => {
-                    gauges(&mut s, now);
+                    s.gauges = now.gauges.clone();
                     if let Some(p) = prev {
                         if let Ok(before) = &p.info {
                             deltas(&mut s, before, now, span_s);
@@ -391,30 +394,10 @@ pub fn align(origin: Time, interval: Duration, nodes: &[(String, Vec<Reading>)])
     out
 }
 
-fn gauges(s: &mut ServerSample, f: &InfoFigures) {
-    s.used_memory = f.used_memory;
-    s.rss = f.rss;
-    s.fragmentation = f.fragmentation;
-    s.connected_clients = f.connected;
-    s.blocked_clients = f.blocked;
-    s.latest_fork_usec = f.latest_fork_usec;
-    s.bgsave = f.bgsave;
-    s.aof_rewrite = f.aof_rewrite;
-    s.repl_offset = f.repl_offset;
-    s.replica_lag_max = f.replica_lags.iter().copied().max();
-}
-
 fn deltas(s: &mut ServerSample, a: &InfoFigures, b: &InfoFigures, span_s: f64) {
-    let d = |x: Option<u64>, y: Option<u64>| y?.checked_sub(x?);
-    s.commands = d(a.commands, b.commands);
-    s.hits = d(a.hits, b.hits);
-    s.misses = d(a.misses, b.misses);
-    s.evicted = d(a.evicted, b.evicted);
-    s.expired = d(a.expired, b.expired);
-    s.rejected = d(a.rejected, b.rejected);
-    s.forks = d(a.forks, b.forks);
+    s.deltas = Counters::between(&a.counters, &b.counters);
     let per_s = |x: f64| (span_s > 0.0).then(|| x / span_s);
-    s.ops_per_sec = s.commands.and_then(|n| per_s(n as f64));
+    s.ops_per_sec = s.deltas.commands.and_then(|n| per_s(n as f64));
     let cores = |x: Option<f64>, y: Option<f64>| per_s(y? - x?).filter(|c| *c >= 0.0);
     s.cpu_cores = cores(a.cpu_s, b.cpu_s);
     s.main_thread_cores = cores(a.main_cpu_s, b.main_cpu_s);
@@ -439,18 +422,19 @@ fn thread_shares(before: &[ThreadTime], after: &[ThreadTime], span_s: f64) -> Ve
 pub fn gauges_of(s: &ServerSample) -> ServerGauges {
     let mut values = vec![("respbench_server_sample_missing", if s.missing.is_some() { 1.0 } else { 0.0 })];
     let n = |v: Option<u64>| v.map(|n| n as f64);
+    let g = &s.gauges;
     let figures = [
         ("respbench_server_ops_per_second", s.ops_per_sec),
         ("respbench_server_cpu_cores", s.cpu_cores),
         ("respbench_server_main_thread_cores", s.main_thread_cores),
-        ("respbench_server_used_memory_bytes", n(s.used_memory)),
-        ("respbench_server_rss_bytes", n(s.rss)),
-        ("respbench_server_fragmentation_ratio", s.fragmentation),
-        ("respbench_server_connected_clients", n(s.connected_clients)),
-        ("respbench_server_blocked_clients", n(s.blocked_clients)),
-        ("respbench_server_evicted_keys", n(s.evicted)),
-        ("respbench_server_forks", n(s.forks)),
-        ("respbench_server_replica_lag_seconds", n(s.replica_lag_max)),
+        ("respbench_server_used_memory_bytes", n(g.used_memory)),
+        ("respbench_server_rss_bytes", n(g.rss)),
+        ("respbench_server_fragmentation_ratio", g.fragmentation),
+        ("respbench_server_connected_clients", n(g.connected_clients)),
+        ("respbench_server_blocked_clients", n(g.blocked_clients)),
+        ("respbench_server_evicted_keys", n(s.deltas.evicted)),
+        ("respbench_server_forks", n(s.deltas.forks)),
+        ("respbench_server_replica_lag_seconds", n(g.replica_lag_max)),
     ];
     values.extend(figures.into_iter().filter_map(|(k, v)| Some((k, v?))));
     // Threads of one name (jemalloc's background threads) are one series.
@@ -745,7 +729,7 @@ mod tests {
 
     fn reading(ms: u64, commands: u64, edge: Option<Edge>) -> Reading {
         let info = InfoFigures {
-            commands: Some(commands),
+            counters: Counters { commands: Some(commands), ..Counters::default() },
             cpu_s: Some(commands as f64 / 1000.0),
             ..Default::default()
         };
@@ -765,13 +749,13 @@ mod tests {
                     slave0:ip=127.0.0.1,port=7001,state=online,offset=10,lag=3\r\nslave1:ip=x,lag=1\r\n\
                     slavex:lag=99\r\nno colon here\r\n:\r\n";
         let f = InfoFigures::parse(body);
-        assert_eq!(f.commands, Some(120));
-        assert_eq!((f.hits, f.evicted, f.fragmentation), (None, None, None));
+        assert_eq!(f.counters.commands, Some(120));
+        assert_eq!((f.counters.hits, f.counters.evicted, f.gauges.fragmentation), (None, None, None));
         assert_eq!(f.cpu_s, Some(2.0));
         // Half a pair is no figure.
         assert_eq!(f.main_cpu_s, None);
-        assert!(f.bgsave && !f.aof_rewrite);
-        assert_eq!((f.process_id, f.replica_lags), (Some(42), vec![3, 1]));
+        assert!(f.gauges.bgsave && !f.gauges.aof_rewrite);
+        assert_eq!((f.process_id, f.replica_lags, f.gauges.replica_lag_max), (Some(42), vec![3, 1], Some(3)));
         let many: String = (0..1000).map(|i| format!("slave{i}:lag=1\r\n")).collect();
         assert_eq!(InfoFigures::parse(&many).replica_lags.len(), MAX_REPLICAS);
         assert_eq!(stat_ticks_ns("9 (a) b) S 1 1 1 0 -1 0 0 0 0 0 3 2 0 0"), {
@@ -797,15 +781,15 @@ mod tests {
         let s = align(origin, Duration::from_secs(1), &[("n1".into(), readings)]);
         let seconds: Vec<u64> = s.iter().map(|s| s.second).collect();
         assert_eq!(seconds, [0, 0, 1, 2, 3, 4]);
-        assert_eq!(s[0].commands, None);
+        assert_eq!(s[0].deltas.commands, None);
         assert!((s[0].at_s + 0.020).abs() < 1e-9);
-        assert_eq!(s[2].commands, None);
+        assert_eq!(s[2].deltas.commands, None);
         assert_eq!(s[2].missing.as_deref(), Some("no reply"));
         // After the missing one: two seconds' worth, over its span.
-        assert_eq!(s[3].commands, Some(2000));
+        assert_eq!(s[3].deltas.commands, Some(2000));
         assert!((s[3].span_s - 1.997).abs() < 1e-9, "{}", s[3].span_s);
         assert!((s[3].ops_per_sec.unwrap() - 2000.0 / 1.997).abs() < 1e-6);
-        let sum: u64 = s.iter().filter_map(|s| s.commands).sum();
+        let sum: u64 = s.iter().filter_map(|s| s.deltas.commands).sum();
         assert_eq!(sum, 4130 - 100);
         assert_eq!(s[5].edge, Some(Edge::End));
         // The thread's CPU: 1 ms of CPU per command.
@@ -818,16 +802,15 @@ mod tests {
             Duration::from_secs(1),
             &[("n".into(), vec![reading(0, 50, None), reading(1000, 10, None)])],
         );
-        assert_eq!(back[1].commands, None);
+        assert_eq!(back[1].deltas.commands, None);
         assert_eq!(back[1].unusual(), Vec::<String>::new());
     }
 
     #[test]
     fn unusual_seconds_are_named() {
         let s = ServerSample {
-            forks: Some(1),
-            latest_fork_usec: Some(1500),
-            evicted: Some(3),
+            deltas: Counters { forks: Some(1), evicted: Some(3), ..Counters::default() },
+            gauges: Gauges { latest_fork_usec: Some(1500), ..Gauges::default() },
             missing: None,
             ..Default::default()
         };
