@@ -23,11 +23,23 @@ fn calls(server: &RedisServer, command: &str) -> u64 {
 /// Runs `tool` against `server` with `args` and `--json`; gives the first test's entry, stdout
 /// and stderr.
 fn run(tool: &Tool, server: &RedisServer, args: &[&str]) -> (Value, String, String) {
+    run_while(tool, server, args, || {})
+}
+
+/// [`run`], doing `meanwhile` while it runs.
+fn run_while(
+    tool: &Tool,
+    server: &RedisServer,
+    args: &[&str],
+    meanwhile: impl FnOnce(),
+) -> (Value, String, String) {
     let json = json_path("series51", "run");
     let port = server.port().to_string();
     let mut all = vec!["-p", &port, "--json", json.to_str().unwrap()];
     all.extend(args);
-    let out = tool.run(&all, T);
+    let running = tool.spawn(&all);
+    meanwhile();
+    let out = running.wait(T);
     assert!(out.status.success(), "{}", out.dump());
     check_json_independently(&json);
     let doc: Value = serde_json::from_str(&take_document(&json)).unwrap();
@@ -145,32 +157,16 @@ fn a_five_second_get_adds_up_to_the_servers_count(tool: Tool) {
 fn a_bgsave_mid_run_is_a_fork_in_its_second(tool: Tool) {
     let server = RedisServer::start();
     let forks_before: u64 = server.info_field("stats", "total_forks").unwrap().parse().unwrap();
-    let json = json_path("series51", "bgsave");
-    let port = server.port().to_string();
-    let run = tool.spawn(&[
-        "-p",
-        &port,
-        "-t",
-        "set",
-        "-r",
-        "1000",
-        "--duration",
-        "5",
-        "-c",
-        "4",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    server.wait_for_calls("set", 2000);
-    std::thread::sleep(Duration::from_millis(1500));
-    let sent_us =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64;
-    server.cli(&["BGSAVE"]);
-    let out = run.wait(T);
-    assert!(out.status.success(), "{}", out.dump());
-    check_json_independently(&json);
-    let doc: Value = serde_json::from_str(&take_document(&json)).unwrap();
-    let t = &doc["tests"][0];
+    let mut sent_us = 0;
+    let (t, stdout, _) =
+        run_while(&tool, &server, &["-t", "set", "-r", "1000", "--duration", "5", "-c", "4"], || {
+            server.wait_for_calls("set", 2000);
+            std::thread::sleep(Duration::from_millis(1500));
+            sent_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros()
+                as u64;
+            server.cli(&["BGSAVE"]);
+        });
+    let t = &t;
     let forks_after: u64 = server.info_field("stats", "total_forks").unwrap().parse().unwrap();
     assert_eq!(forks_after - forks_before, 1);
     assert_eq!(sum(t, "forks"), 1, "{t}");
@@ -182,7 +178,7 @@ fn a_bgsave_mid_run_is_a_fork_in_its_second(tool: Tool) {
     assert!(words.iter().any(|w| w.starts_with("a fork")), "{fork}");
     let us: u64 = server.info_field("stats", "latest_fork_usec").unwrap().parse().unwrap();
     assert_eq!(fork["latest_fork_usec"], us, "{fork}");
-    assert!(out.stdout.contains(&format!("server second {second}: a fork")), "{}", out.stdout);
+    assert!(stdout.contains(&format!("server second {second}: a fork")), "{stdout}");
 }
 
 /// The server stopped (SIGSTOP) for 2.5 s of a 7 s test: the samples due meanwhile are
@@ -192,30 +188,13 @@ fn a_stopped_server_gives_missing_samples_not_zeros(tool: Tool) {
     let server = RedisServer::start();
     server.cli(&["CONFIG", "RESETSTAT"]);
     let before = server.info_field("stats", "total_commands_processed").unwrap().parse::<u64>().unwrap();
-    let json = json_path("series51", "stop");
-    let port = server.port().to_string();
-    let run = tool.spawn(&[
-        "-p",
-        &port,
-        "-t",
-        "get",
-        "--duration",
-        "7",
-        "-c",
-        "4",
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    server.wait_for_calls("get", 1000);
-    std::thread::sleep(Duration::from_millis(1000));
-    server.signal("STOP");
-    std::thread::sleep(Duration::from_millis(2500));
-    server.signal("CONT");
-    let out = run.wait(T);
-    assert!(out.status.success(), "{}", out.dump());
-    let doc: Value = serde_json::from_str(&take_document(&json)).unwrap();
-    let t = doc["tests"][0].clone();
+    let (t, _, _) = run_while(&tool, &server, &["-t", "get", "--duration", "7", "-c", "4", "-q"], || {
+        server.wait_for_calls("get", 1000);
+        std::thread::sleep(Duration::from_millis(1000));
+        server.signal("STOP");
+        std::thread::sleep(Duration::from_millis(2500));
+        server.signal("CONT");
+    });
     let s = samples(&t);
     let missing: Vec<&Value> = s.iter().filter(|x| !x["missing"].is_null()).collect();
     assert!(!missing.is_empty(), "{s:?}");
