@@ -30,6 +30,7 @@ Load shape     -c <clients> (50)  -P <pipeline> (1)  --pipeline-mode <batch|wind
                a list sweeps: -c 10,50,100  -d 16,128,1024  -P 1,16  --threads 1,2  --rps 1000,2000
 Output         -q  --csv  --json <file|->  --series  --live  --hlog <file>  --hgrm <prefix>
                --print-percentiles <50,99,99.9>  --precision <1-5>  --no-server-probe
+               --server-interval <1s> (the server's INFO and threads sampled in each test)
 Cluster / TLS  --cluster  --rfr <no|yes|all>  --replicas auto  --replica <host:port>
                --key-args <n,...>  --tls  --sni <host>  --cacert <file>  --cacertdir <dir>
                --cert <file> --key <file>  --insecure  --tls-ciphers  --tls-ciphersuites

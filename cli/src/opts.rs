@@ -160,6 +160,10 @@ pub struct Opts {
     /// test's start and end): only redis-benchmark's CONFIG GET and the benchmark reach it
     #[argh(switch)]
     pub no_server_probe: bool,
+    /// how often the server's INFO (and a local server's threads' CPU) is sampled while a test
+    /// runs, on a connection of its own: '1s', '250ms' or plain seconds (default: 1s)
+    #[argh(option)]
+    pub server_interval: Option<String>,
     /// functions in the Lua library -t function_load loads (valkey-benchmark 9; default 10)
     #[argh(option, default = "10")]
     pub num_functions: u32,
@@ -701,6 +705,10 @@ impl Opts {
             Some(v) => syntax::bounded_duration("--drain-grace", v, "leave --drain-grace out for 2s")?,
             None => DRAIN_GRACE,
         };
+        let server_interval = match self.server_interval.as_deref() {
+            Some(v) => syntax::bounded_duration("--server-interval", v, "--no-server-probe samples nothing")?,
+            None => Duration::from_secs(1),
+        };
         if self.idle && self.json.is_some() {
             // Idle mode measures nothing: a document would be empty, so say so before it starts.
             return Err("--json cannot be used with -I: idle mode records no results".into());
@@ -760,6 +768,7 @@ impl Opts {
             seed,
             show_errors: self.show_errors,
             no_server_probe: self.no_server_probe,
+            server_interval,
             num_functions: self.num_functions,
             num_keys_in_fcall: self.num_keys_in_fcall,
             valkey_suite: false,

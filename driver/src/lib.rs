@@ -49,8 +49,8 @@ pub use clock::{Clock, VirtualClock};
 pub use delivered::Delivered;
 pub use discard::{discard_fd, discard_refused, refuse_discard, Kind as SocketKind, Source};
 pub use run::{
-    fine_timer_slack, loops, watch_pauses, Figures, Locate, Pauses, Progress, Published, TestRun,
-    FIGURES_HISTOGRAMS_EVERY, PAUSE_INTERVAL,
+    fine_timer_slack, loops, watch_pauses, Figures, Locate, Pauses, Progress, Published, ServerGauges,
+    TestRun, FIGURES_HISTOGRAMS_EVERY, PAUSE_INTERVAL,
 };
 pub use sock::{
     connect_tcp, connect_tcp_timeout, mptcp_check, mptcp_refusal, mptcp_refused, nodelay_unsupported,

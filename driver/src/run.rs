@@ -51,6 +51,21 @@ pub struct Progress {
     pub ramp_step: AtomicU64,
     /// `--ramp`: that step's level (its clients, or its target rate).
     pub ramp_level: AtomicU64,
+    /// The server sampler's latest figures, by node (`--metrics`' `respbench_server_*`): set
+    /// once a second by the session's sampler, not by the loops.
+    pub server: Mutex<Vec<ServerGauges>>,
+}
+
+/// The server sampler's latest figures of one node, for `--metrics`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ServerGauges {
+    /// The node's address.
+    pub node: String,
+    /// Each gauge's family name and value (none but the missing mark when the last reading had
+    /// no reply).
+    pub values: Vec<(&'static str, f64)>,
+    /// A server on this machine: each thread's name and cores over the last interval.
+    pub threads: Vec<(String, f64)>,
 }
 
 /// What one event loop (or one command of a mix, or one node, within it) has recorded so far,

@@ -20,6 +20,7 @@ use respbench_session::timing::{self, ClientPauses, ServerTime, Split};
 use respbench_session::verdict::ServerCpu;
 
 mod events;
+mod server_series;
 use events::entries;
 
 use crate::codec::{decode_histogram, encode_histogram, ENCODING};
@@ -394,6 +395,8 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
         });
     }
     t.server_time = e.server_time.as_ref().map(server_time);
+    (t.server_series, t.server_sampling) = server_series::entries(e.server_series.as_ref());
+    t.server_threads = e.server_threads.as_ref().map(server_series::threads);
     if let Some(p) = &e.pauses {
         t.client_pauses = Some(client_pauses(p)?);
     }
@@ -933,6 +936,8 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         // Not read back: merged runs do not carry them ([`TestResult::merge`]).
         server_time: None,
         pauses: None,
+        server_series: None,
+        server_threads: None,
         // A merged document's events are not carried: they were one run's, against its load.
         events: Vec::new(),
         ramp: None,

@@ -21,6 +21,7 @@ mod compare;
 mod events;
 mod figures;
 mod search;
+mod server_series;
 #[cfg(test)]
 mod tests;
 
@@ -28,6 +29,7 @@ pub use compare::*;
 pub use events::*;
 pub use figures::*;
 pub use search::*;
+pub use server_series::{ServerSample, ServerSampling, ServerThread, ServerThreads};
 
 /// One run's document, or a merge of several.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -504,6 +506,15 @@ pub struct Test {
     /// named by its group; the test's own figures are theirs together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub groups: Option<Vec<Test>>,
+    /// The server's side, second by second, every node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_series: Option<Vec<ServerSample>>,
+    /// What sampling the server cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_sampling: Option<ServerSampling>,
+    /// Which of the server's threads limited it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_threads: Option<ServerThreads>,
 }
 
 /// A ramp within one test (`--ramp`).

@@ -34,6 +34,7 @@ pub mod outputs;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod rerun;
+pub mod server_series;
 pub mod shared;
 pub mod sink;
 pub mod stderr;

@@ -156,6 +156,9 @@ pub struct Config {
     /// `--no-server-probe`: respbench reads none of the server's counters (no `INFO`), so the
     /// verdict goes without the server's side.
     pub no_server_probe: bool,
+    /// `--server-interval`: how often the server's `INFO` is sampled while a test runs (#51;
+    /// `--no-server-probe` samples nothing).
+    pub server_interval: std::time::Duration,
     /// `--num-functions`: the functions of the library `-t function_load` loads.
     pub num_functions: u32,
     /// `--num-keys-in-fcall`: the keys `-t fcall` passes.

@@ -517,6 +517,22 @@ impl Session {
         Ok(())
     }
 
+    /// The server's sampler for a test: every node of the run, each `--server-interval`
+    /// (`--no-server-probe`: none).
+    fn sampler(&self) -> Option<crate::sampler::Sampler> {
+        if self.cfg.no_server_probe {
+            return None;
+        }
+        let nodes = run_nodes(&self.cfg, &self.server, self.multi.as_deref())
+            .into_iter()
+            .map(|(address, server)| {
+                let local = is_local(&server.endpoint);
+                (address, server, local)
+            })
+            .collect();
+        Some(crate::sampler::Sampler::new(nodes, self.cfg.server_interval))
+    }
+
     /// `--start-at`: sleeps until the instant less the warmup, so that the first measured window
     /// begins at it; warns when that had passed already, and records by how much.
     /// `Some(Interrupted)` when a stop came first.
@@ -603,14 +619,19 @@ impl Session {
     }
 }
 
-/// The execution-time probe of the run's nodes: the `-h/-p` server, or every node found.
-fn latency_probe(cfg: &Config, server: &Server, multi: Option<&Multi>) -> probe::LatencyProbe {
-    let servers: Vec<(String, Server)> = match multi {
+/// The run's nodes, by address: the `-h/-p` server, or every node found.
+fn run_nodes(cfg: &Config, server: &Server, multi: Option<&Multi>) -> Vec<(String, Server)> {
+    match multi {
         Some(m) => {
             m.topology.nodes.iter().map(|n| (n.endpoint.to_string(), server.node(&n.endpoint))).collect()
         }
         None => vec![(cfg.endpoint.to_string(), server.clone())],
-    };
+    }
+}
+
+/// The execution-time probe of the run's nodes: the `-h/-p` server, or every node found.
+fn latency_probe(cfg: &Config, server: &Server, multi: Option<&Multi>) -> probe::LatencyProbe {
+    let servers = run_nodes(cfg, server, multi);
     let why_not = cfg.no_server_probe.then_some("--no-server-probe: the server's counters are not read");
     probe::LatencyProbe::new(&servers, why_not)
 }

@@ -36,6 +36,7 @@ pub mod result;
 pub mod retry;
 pub mod routing;
 mod run;
+pub mod sampler;
 pub mod scenario;
 pub mod secret;
 pub mod sentinel;
@@ -44,6 +45,7 @@ pub mod sides;
 pub mod slo;
 pub mod stop;
 pub mod syntax;
+pub mod threads;
 pub mod timing;
 #[cfg(feature = "tls")]
 pub mod tls;
@@ -61,5 +63,5 @@ pub use engine::{
 pub use error::Error;
 pub use observer::{Observer, StopHandle};
 /// The live figures the loops share while a test runs (what `--metrics` reads).
-pub use respbench_driver::{Figures, Progress};
+pub use respbench_driver::{Figures, Progress, ServerGauges};
 pub use run::idle;

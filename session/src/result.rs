@@ -56,6 +56,10 @@ pub struct TestResult {
     pub server_time: Option<ServerTime>,
     /// The client machine's own pauses during the test, when measured.
     pub pauses: Option<ClientPauses>,
+    /// The server's side second by second, every node (`--no-server-probe`: none).
+    pub server_series: Option<crate::sampler::ServerSeries>,
+    /// Which of the server's threads limited it, from the series.
+    pub server_threads: Option<crate::threads::ThreadVerdict>,
     /// `--at`: each event of the test, what it did and what it cost (the total's only).
     pub events: Vec<EventResult>,
     /// `--ramp`: each step's figures and verdict (the total's only).
@@ -191,6 +195,8 @@ impl TestResult {
             side: None,
             server_time: None,
             pauses: None,
+            server_series: None,
+            server_threads: None,
             events: Vec::new(),
             ramp: None,
             groups: Vec::new(),
@@ -239,6 +245,8 @@ impl TestResult {
         // own; a merge does not say them.
         acc.server_time = None;
         acc.pauses = None;
+        acc.server_series = None;
+        acc.server_threads = None;
         acc.server_cpu = match (acc.server_cpu.take(), e.server_cpu) {
             (Some(a), Some(b)) => Some(if b.cores > a.cores { b } else { a }),
             (a, b) => a.or(b),

@@ -21,6 +21,7 @@ use crate::groups::Part;
 use crate::observer::{retitled, Goal, LiveTest, Observer, StopHandle, Tick};
 use crate::result::{EventResult, NodeInfo};
 use crate::routing::Multi;
+use crate::sampler::{Sampler, ServerSeries};
 use crate::server;
 use crate::timing::ClientPauses;
 
@@ -53,6 +54,8 @@ pub(crate) struct Ran {
     pub pauses: ClientPauses,
     /// Each group's outcome, in order (empty for one group: the outcome is its).
     pub groups: Vec<Outcome>,
+    /// The server's side, second by second, when it was sampled.
+    pub server_series: Option<ServerSeries>,
 }
 
 /// What a test runs against, made or found before the first: the TLS settings and, over
@@ -185,9 +188,10 @@ pub(crate) fn run_test(
     obs: &mut dyn Observer,
     stop: &StopHandle,
     ramp: Option<&mut crate::ramp::Watch<'_>>,
+    sampler: Option<Sampler>,
 ) -> Result<Ran, Error> {
     if t.cfg.open.warmup.is_zero() {
-        return measure(t, against, epoch, obs, stop, ramp);
+        return measure(t, against, epoch, obs, stop, ramp, sampler);
     }
     let length = t.cfg.open.warmup;
     let warm = |c: &Config| {
@@ -217,13 +221,13 @@ pub(crate) fn run_test(
     let shown = format!("{title} (warmup)");
     let mut warming = retitled(&mut *obs, &shown, title);
     let test = Test { cfg: &warm_cfg, parts: &parts, hlog: None, ..*t };
-    let warmed = measure(&test, against, epoch, &mut warming, stop, None)?;
+    let warmed = measure(&test, against, epoch, &mut warming, stop, None, None)?;
     if !warmed.outcome.failures.is_empty() || stop.requested() {
         return Ok(warmed);
     }
     let (measured_cfg, measured_parts) = phase(&measured);
     let parts = with(t.parts, &measured_parts);
-    measure(&Test { cfg: &measured_cfg, parts: &parts, ..*t }, against, epoch, obs, stop, ramp)
+    measure(&Test { cfg: &measured_cfg, parts: &parts, ..*t }, against, epoch, obs, stop, ramp, sampler)
 }
 
 /// `-t expiry` and `-t tracking`: timed notifications, on connections of their own (not the
@@ -256,6 +260,7 @@ fn notifications(
         events: Vec::new(),
         pauses,
         groups: Vec::new(),
+        server_series: None,
     }))
 }
 
@@ -420,10 +425,15 @@ fn measure(
     obs: &mut dyn Observer,
     stop: &StopHandle,
     mut ramp: Option<&mut crate::ramp::Watch<'_>>,
+    mut sampler: Option<Sampler>,
 ) -> Result<Ran, Error> {
     let (cfg, case) = (t.cfg, t.parts[0].case);
     if let Some(ran) = notifications(t, against, epoch, stop)? {
         return Ok(ran);
+    }
+    // The server's reading at the start, before any of the test's connections.
+    if let Some(s) = &mut sampler {
+        s.start(epoch);
     }
     let mut subscribers = start_subscribers(cfg, against, case, epoch)?;
     let begin = Instant::now();
@@ -491,7 +501,39 @@ fn measure(
     let loops: usize = runs.iter().map(TestRun::loops).sum();
     // The groups whose loops are still running: the events' thread stops waiting at none.
     let left = std::sync::atomic::AtomicUsize::new(runs.len());
+    let sampling_done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
+        // The server's samples, on a thread of their own; its connection opened once the test's
+        // are up (a clients ramp's first step's; or one failed, or each request connects anew),
+        // so that it takes no slot of the server's maxclients they need. The first group's
+        // connections stand for the test's.
+        let mut sampling = sampler.take().map(|mut sampler| {
+            let (done, keepalive) = (&sampling_done, cfg.keepalive && !case.spec.connection_per_request);
+            s.spawn(move || {
+                // A ramp of clients: the step's.
+                let clients_ramp =
+                    run.plan.ramp.is_some_and(|r| r.kind == respbench_core::ramp::RampKind::Clients);
+                let ready = || {
+                    let want = match clients_ramp {
+                        true => run.progress.ramp_level.load(Ordering::Relaxed),
+                        false => run.clients as u64,
+                    };
+                    !keepalive
+                        || run.progress.live.load(Ordering::Relaxed) >= want
+                        || run.progress.failed.load(Ordering::Relaxed) > 0
+                };
+                let cpu = sampler.run(epoch, begin, done, &ready, &run.progress.server);
+                (sampler, cpu)
+            })
+        });
+        // However this scope ends, the sampling thread stops with it.
+        struct Done<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let _done = Done(&sampling_done);
         let firing = crate::fire::Firing {
             events: &cfg.events,
             targets: against.targets,
@@ -532,6 +574,16 @@ fn measure(
                         1 => groups.remove(0),
                         _ => crate::groups::merge(&groups)?,
                     };
+                    sampling_done.store(true, Ordering::Relaxed);
+                    let server_series = match sampling.take().map(|h| h.join()) {
+                        Some(Ok((sampler, (user, sys)))) => {
+                            // The sampling thread's CPU is not the loops'.
+                            cpu.user_s = (cpu.user_s - user).max(0.0);
+                            cpu.sys_s = (cpu.sys_s - sys).max(0.0);
+                            Some(sampler.finish(epoch, o.stats.start))
+                        }
+                        _ => None,
+                    };
                     if let Some(subs) = subscribers.take() {
                         // The subscribers' threads are not the event loops: their CPU is left
                         // out of the client's figure (and so of the verdict).
@@ -561,7 +613,16 @@ fn measure(
                         None => Vec::new(),
                     };
                     let pauses = pauses(&run.progress);
-                    return Ok(Ran { outcome: o, cpu, contention, nodes, events, pauses, groups });
+                    return Ok(Ran {
+                        outcome: o,
+                        cpu,
+                        contention,
+                        nodes,
+                        events,
+                        pauses,
+                        groups,
+                        server_series,
+                    });
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::LoopsStopped),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}

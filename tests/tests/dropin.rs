@@ -428,16 +428,24 @@ fn info_calls(server: &RedisServer) -> u64 {
 }
 
 /// The verdict reads the server once at each test's start and end (`INFO cpu commandstats`),
-/// plus `INFO server` once; `--no-server-probe` sends none; a server that refuses `CONFIG`
-/// (managed services) is still read.
+/// plus `INFO server` once, and the server's sampler the `INFO` calls its JSON counts (#51: at
+/// each test's edges and each second between); `--no-server-probe` sends none; a server that
+/// refuses `CONFIG` (managed services) is still read.
 fn what_reaches_the_server_is_what_was_asked(tool: Tool) {
     let server = RedisServer::start();
     let port = server.port().to_string();
     server.cli(&["CONFIG", "RESETSTAT"]);
-    let out = tool.run(&["-p", &port, "-c", "10", "-n", "100", "-q"], T);
+    let json = json_path("dropin", "reaches");
+    let out = tool.run(&["-p", &port, "-c", "10", "-n", "100", "-q", "--json", json.to_str().unwrap()], T);
     assert!(out.status.success(), "{}", out.dump());
+    let doc = read(&json);
+    let tests = doc["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 21);
+    let sampled: u64 = tests.iter().map(|t| t["server_sampling"]["info_calls"].as_u64().unwrap()).sum();
+    // At least each test's two edges.
+    assert!(sampled >= 2 * 21, "{sampled}");
     // 21 tests, two readings each, and INFO server: it was 85 (two commands a reading).
-    assert_eq!(info_calls(&server), 1 + 2 * 21);
+    assert_eq!(info_calls(&server), 1 + 2 * 21 + sampled);
     server.cli(&["CONFIG", "RESETSTAT"]);
     let out = tool.run(&["-p", &port, "-c", "10", "-n", "100", "-q", "--no-server-probe"], T);
     assert!(out.status.success(), "{}", out.dump());

@@ -706,3 +706,65 @@ fn a_ramp_shows_its_step_and_level_live() {
         eprintln!("{ramp}: {} scrapes with a step; the last {:?}", seen.len(), seen.last());
     }
 }
+
+/// The server's gauges (#51) during a run: scraped while a 4 s GET runs against a server with two
+/// I/O threads, `respbench_server_connected_clients{node}` is the server's own count (the 10
+/// benchmark connections and the sampler's), `respbench_server_ops_per_second` is positive, each
+/// of the server's threads has its cores by name, no sample is marked missing, and the scrape
+/// passes promtool.
+#[test]
+fn the_servers_gauges_are_served_during_the_run() {
+    let server = RedisServer::start_with(&[("io-threads", "2"), ("io-threads-do-reads", "yes")]);
+    let port = free_port();
+    let node = format!("127.0.0.1:{}", server.port());
+    let run = respbench().spawn(&[
+        "-p",
+        &server.port().to_string(),
+        "-t",
+        "get",
+        "--duration",
+        "4",
+        "-c",
+        "10",
+        "-q",
+        "--metrics",
+        &format!("127.0.0.1:{port}"),
+        "--metrics-linger",
+        "0",
+    ]);
+    let gauge = |body: &str, name: &str| -> Option<f64> {
+        body.lines().find(|l| l.starts_with(name)).and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    };
+    let ops_name = format!("respbench_server_ops_per_second{{node=\"{node}\"");
+    let mut body = String::new();
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(60) {
+        if let Some(r) = http_get(port, "/metrics", &[]) {
+            body = String::from_utf8_lossy(&r.body).into_owned();
+            if gauge(&body, &ops_name).is_some() {
+                break;
+            }
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    let connected = server.info_field("clients", "connected_clients").unwrap().parse::<f64>().unwrap();
+    let out = run.wait(Duration::from_secs(60));
+    assert!(out.status.success(), "{}", out.dump());
+    let ops = gauge(&body, &ops_name).unwrap_or_else(|| panic!("no server gauge in a scrape:\n{body}"));
+    assert!(ops > 0.0, "{body}");
+    let clients = gauge(&body, &format!("respbench_server_connected_clients{{node=\"{node}\"")).unwrap();
+    // The test's own reading of INFO is a connection more.
+    assert_eq!(clients, 11.0, "{body}");
+    assert_eq!(connected, 12.0);
+    assert_eq!(
+        gauge(&body, &format!("respbench_server_sample_missing{{node=\"{node}\"")),
+        Some(0.0),
+        "{body}"
+    );
+    for thread in ["redis-server", "io_thd_1"] {
+        let name = format!("respbench_server_thread_cores{{node=\"{node}\",thread=\"{thread}\"");
+        assert!(gauge(&body, &name).is_some_and(|c| c >= 0.0), "{thread}: {body}");
+    }
+    let (ok, said) = promtool_check(body.as_bytes());
+    assert!(ok && said.trim().is_empty(), "promtool check metrics: {said}\n{body}");
+}

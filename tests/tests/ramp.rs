@@ -51,7 +51,8 @@ fn client_list(conn: &mut BufReader<std::net::TcpStream>) -> Vec<String> {
 /// `-t get --ramp 'clients 2..8 step 2 every 2s'`: while it runs, every `CLIENT LIST` shows the
 /// step's clients (a poll at a boundary may see either neighbour, or the next step's
 /// connections coming up), besides the poll's own connection and respbench's startup
-/// connection (whose last command is the step marks' `INFO`); the server received exactly 8
+/// connection (whose last command is the step marks' `INFO`) and the server sampler's (#51),
+/// also last an `INFO`; the server received exactly 8
 /// connections for the test; each step's requests add up to the server's GET calls.
 fn a_clients_ramp_opens_each_step_and_keeps_its_connections(tool: Tool) {
     let server = RedisServer::start();
@@ -83,11 +84,13 @@ fn a_clients_ramp_opens_each_step_and_keeps_its_connections(tool: Tool) {
     }
     let out = run.wait(T);
     ok(&out);
-    // The redis-cli that reads the count is in it, and respbench's startup connection.
-    let received = connections_received(&server) - before - 1 - 1;
-    let gets = server.command_calls("get") - gets_before;
     let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
     let t = &doc["tests"][0];
+    // The redis-cli that reads the count is in it, respbench's startup connection, and the
+    // server sampler's (#51).
+    let sampler = t["server_sampling"]["connections"].as_u64().unwrap();
+    let received = connections_received(&server) - before - 1 - 1 - sampler;
+    let gets = server.command_calls("get") - gets_before;
     assert_eq!(received, 8, "the server received 8 benchmark connections, no reconnection\n{}", out.dump());
     assert_eq!(t["connections_opened"], 8, "{t}");
     let ramp = &t["ramp"];
@@ -117,7 +120,7 @@ fn a_clients_ramp_opens_each_step_and_keeps_its_connections(tool: Tool) {
         let info = cmds.iter().filter(|c| c.as_str() == "info").count();
         let bench = cmds.len() - own - info;
         assert_eq!(own, 1, "{cmds:?}");
-        assert!(info <= 1, "one control connection at most: {cmds:?}");
+        assert!(info <= 2, "the startup's and the server sampler's connections at most: {cmds:?}");
         let (a, b) = (*t0 as i64 - start as i64, *t1 as i64 - start as i64);
         if b < 0 || a > 8_000_000 {
             continue; // Before the test's start, or after its end.
@@ -175,10 +178,11 @@ fn a_rate_ramp_runs_each_step_at_its_rate_on_the_same_connections() {
         T,
     );
     ok(&out);
-    let received = connections_received(&server) - before - 1 - 1;
-    let sets = server.command_calls("set") - sets_before;
     let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
     let t = &doc["tests"][0];
+    let sampler = t["server_sampling"]["connections"].as_u64().unwrap();
+    let received = connections_received(&server) - before - 1 - 1 - sampler;
+    let sets = server.command_calls("set") - sets_before;
     assert_eq!(received, 50, "{}", out.dump());
     let steps = t["ramp"]["steps"].as_array().unwrap();
     let per_step: Vec<u64> = steps.iter().map(|s| s["requests"].as_u64().unwrap()).collect();

@@ -308,6 +308,17 @@ fn full_test_of(depth: u32) -> Test {
                 ..RampStep::default()
             }],
         }),
+        server_series: Some(vec![super::server_series::full_sample()]),
+        server_sampling: Some(ServerSampling::default()),
+        server_threads: Some(ServerThreads {
+            node: Some("a:1".into()),
+            busiest: Some("io_thd_1".into()),
+            busiest_cores: Some(1.0),
+            main_thread_cores: Some(1.0),
+            other_cores: Some(1.0),
+            source: Some("/proc".into()),
+            ..ServerThreads::default()
+        }),
         // A group is shaped as a test (the schema's reference, expanded once).
         groups: (depth > 0).then(|| vec![Test { groups: Some(Vec::new()), ..full_test_of(depth - 1) }]),
     }

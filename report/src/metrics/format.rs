@@ -150,6 +150,8 @@ pub struct Snapshot {
     pub connections: u64,
     /// The process's CPU so far, user and system, in seconds.
     pub cpu_seconds: f64,
+    /// The server sampler's latest figures, by node (#51).
+    pub server: Vec<respbench_session::ServerGauges>,
 }
 
 /// The exposition format a scrape asked for.
@@ -198,7 +200,7 @@ enum Kind {
 }
 
 /// The families: name (without `_total` or `_info`), kind, help.
-const FAMILIES: [(&str, Kind, &str); 15] = [
+const FAMILIES: [(&str, Kind, &str); 28] = [
     (
         "respbench_run",
         Kind::Info,
@@ -234,6 +236,20 @@ const FAMILIES: [(&str, Kind, &str); 15] = [
     ),
     ("respbench_connections_open", Kind::Gauge, "Connections of the running test that are up."),
     ("respbench_client_cpu_seconds", Kind::Counter, "respbench's own CPU time, user and system."),
+    // The server's side (#51): its last sample, by node.
+    ("respbench_server_sample_missing", Kind::Gauge, "1 when the server's last sample had no reply."),
+    ("respbench_server_ops_per_second", Kind::Gauge, "Commands the server processed per second."),
+    ("respbench_server_cpu_cores", Kind::Gauge, "Cores the server used (INFO used_cpu_*)."),
+    ("respbench_server_main_thread_cores", Kind::Gauge, "Cores its main thread used."),
+    ("respbench_server_used_memory_bytes", Kind::Gauge, "INFO used_memory."),
+    ("respbench_server_rss_bytes", Kind::Gauge, "INFO used_memory_rss."),
+    ("respbench_server_fragmentation_ratio", Kind::Gauge, "INFO mem_fragmentation_ratio."),
+    ("respbench_server_connected_clients", Kind::Gauge, "INFO connected_clients."),
+    ("respbench_server_blocked_clients", Kind::Gauge, "INFO blocked_clients."),
+    ("respbench_server_evicted_keys", Kind::Gauge, "Keys evicted in the last sample's interval."),
+    ("respbench_server_forks", Kind::Gauge, "Forks in the last sample's interval."),
+    ("respbench_server_replica_lag_seconds", Kind::Gauge, "The most lagging replica's lag."),
+    ("respbench_server_thread_cores", Kind::Gauge, "A server on this machine: each thread's cores (/proc)."),
 ];
 
 /// A label value escaped as both formats want: `\`, `"` and a line feed.
@@ -391,6 +407,21 @@ pub fn render(s: &Snapshot, format: Format) -> String {
         labels(&[("worker", &worker)]),
         number(s.cpu_seconds)
     );
+    for (family, _, _) in FAMILIES.iter().filter(|f| f.0.starts_with("respbench_server_")) {
+        header(&mut out, family);
+        for g in &s.server {
+            let l = labels(&[("node", &g.node), ("worker", &worker)]);
+            if *family == "respbench_server_thread_cores" {
+                for (thread, cores) in &g.threads {
+                    let l = labels(&[("node", &g.node), ("thread", thread), ("worker", &worker)]);
+                    let _ = writeln!(out, "{family}{l} {}", number(*cores));
+                }
+            }
+            for (_, v) in g.values.iter().filter(|(k, _)| k == family) {
+                let _ = writeln!(out, "{family}{l} {}", number(*v));
+            }
+        }
+    }
     if format == Format::OpenMetrics {
         out.push_str("# EOF\n");
     }

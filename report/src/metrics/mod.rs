@@ -61,6 +61,8 @@ struct State {
     last: Option<u64>,
     /// A response holding the final figures was written whole.
     served_last: bool,
+    /// The server's last sample by node, of the last test that ended (#51).
+    server: Vec<respbench_session::ServerGauges>,
     /// The last bodies rendered, by format: when and of which generation.
     cache: Vec<(Format, Instant, u64, Arc<Vec<u8>>)>,
 }
@@ -186,8 +188,10 @@ impl State {
     fn snapshot(&self) -> Snapshot {
         let (mut series, mut tests) = (self.done.clone(), self.done_tests.clone());
         let mut connections = 0;
+        let mut server = self.server.clone();
         if let Some(live) = &self.live {
             connections = live.progress.live.load(Ordering::Relaxed);
+            server = live.progress.server.lock().map(|g| g.clone()).unwrap_or_default();
             for f in live.progress.figures() {
                 let nodes = named_nodes(&live.nodes, &f);
                 let nodes = if live.nodes.is_empty() { Vec::new() } else { nodes };
@@ -224,6 +228,7 @@ impl State {
             ramp,
             connections,
             cpu_seconds: user + system,
+            server,
         }
     }
 }
@@ -339,6 +344,9 @@ impl Exporter {
                 ..TestTotals::default()
             };
             done_tests.entry(label).or_default().add(&pauses);
+        }
+        if let Some(live) = &st.live {
+            st.server = live.progress.server.lock().map(|g| g.clone()).unwrap_or_default();
         }
         st.live = None;
         st.generation += 1;

@@ -36,6 +36,7 @@ impl<W: Write> Report for Quiet<W> {
                         // each step's seconds.
                         writeln!(out, "{} @ {} rps:", entry.name, entry.target_rps.unwrap_or(0))?;
                         report::write_series(&entry.stats, out)?;
+                        crate::server_series::write_series(entry, out)?;
                     }
                     // And each event's line (the table has no room for them), and a ramp's steps.
                     crate::events::write_quiet(entry, out)?;
@@ -59,6 +60,7 @@ impl<W: Write> Report for Quiet<W> {
                     crate::dataset::write_misses(s.shape.misses.as_deref(), entry, false, out)?;
                     if s.shape.series {
                         report::write_series(&entry.stats, out)?;
+                        crate::server_series::write_series(entry, out)?;
                     }
                     crate::groups::write(Output::Quiet, entry, s.shape.percentiles, out)?;
                     out.flush()?;

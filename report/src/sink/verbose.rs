@@ -50,6 +50,7 @@ impl<W: Write> Report for Verbose<W> {
                     report::write_open_loop(entry, s.shape.poisson, out)?;
                     report::write_replay(entry, false, out)?;
                     report::write_time(entry, out)?;
+                    crate::server_series::write_verbose(entry, out)?;
                     report::write_errors(&r, false, out)?;
                     for w in &entry.warnings {
                         writeln!(out, "  WARNING: {}", w.text)?;
@@ -59,6 +60,7 @@ impl<W: Write> Report for Verbose<W> {
                     report::write_ramp(entry, true, out)?;
                     if s.shape.series {
                         report::write_series(&entry.stats, out)?;
+                        crate::server_series::write_series(entry, out)?;
                     }
                     writeln!(out)?;
                     crate::groups::write(Output::Verbose, entry, s.shape.percentiles, out)?;

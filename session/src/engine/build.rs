@@ -185,7 +185,7 @@ impl Session {
         let mut titled = retitled(&mut *obs, shown, &case.spec.title);
         let parts = [Part { name: None, cfg, case, rate: None }];
         let test = Test { cfg, parts: &parts, backend: cfg.backends[0], test_no, hlog: None };
-        let Ran { outcome, .. } = run_test(&test, against, self.epoch, &mut titled, &self.stop, None)?;
+        let Ran { outcome, .. } = run_test(&test, against, self.epoch, &mut titled, &self.stop, None, None)?;
         Ok(outcome)
     }
 }

@@ -87,6 +87,7 @@ impl Session {
             None => tag.clone(),
         };
         let mut titled = retitled(&mut *obs, &shown, title);
+        let sampler = self.sampler();
         let mut watch = crate::ramp::Watch { probe: &mut self.probe, marks: Vec::new() };
         let parts: Vec<Part<'_>> = match self.groups.is_empty() {
             true => vec![Part { name: None, cfg: &cfg, case, rate }],
@@ -94,8 +95,8 @@ impl Session {
         };
         let test = Test { cfg: &cfg, parts: &parts, backend, test_no, hlog: Some(&tag) };
         let ramp = cfg.open.ramp.is_some().then_some(&mut watch);
-        let Ran { outcome, cpu, contention, nodes, events, pauses, groups } =
-            run_test(&test, against, self.epoch, &mut titled, &self.stop, ramp)?;
+        let Ran { outcome, cpu, contention, nodes, events, pauses, groups, server_series } =
+            run_test(&test, against, self.epoch, &mut titled, &self.stop, ramp, sampler)?;
         let marks = watch.marks;
         let names: Vec<String> = parts
             .iter()
@@ -160,6 +161,15 @@ impl Session {
             verdict::name_pauses(v, &total.stats.latency, &pauses);
         }
         total.pauses = Some(pauses);
+        // The server's threads (#51): said where it was sampled.
+        if let Some(series) = &server_series {
+            let threads = crate::threads::ThreadVerdict::of(Some(series), None);
+            if let Some(v) = &mut total.verdict {
+                threads.apply(v);
+            }
+            total.server_threads = Some(threads);
+        }
+        total.server_series = server_series;
         total.warnings = findings(&cfg, total, crate::case::preloadable(case));
         total.warnings.extend(abandoned);
         total.warnings.extend(crate::replay::finding(total));
