@@ -126,7 +126,7 @@ impl FakeServer {
         self.port
     }
 
-    /// Benchmark commands (not `CONFIG`) received so far, on all connections.
+    /// Benchmark commands (not `CONFIG`, not `INFO`) received so far, on all connections.
     pub fn commands(&self) -> u64 {
         self.commands.load(Ordering::Relaxed)
     }
@@ -181,10 +181,16 @@ fn serve(
         while let Some((args, used)) = parse_command(&buf) {
             buf.drain(..used);
             let config = args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"CONFIG"));
+            // respbench's own readings of the server (the per-second sampler's INFO): answered by
+            // the script at the place they come, not counted as benchmark commands.
+            let info = args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"INFO"));
             let action = if config && answer_config {
                 Action::Reply(config_reply(&args))
             } else if config {
                 script(&Command { conn, index, global: u64::MAX, args: &args })
+            } else if info {
+                let global = counts.commands.load(Ordering::Relaxed);
+                script(&Command { conn, index, global, args: &args })
             } else {
                 let global = counts.commands.fetch_add(1, Ordering::Relaxed);
                 script(&Command { conn, index, global, args: &args })
