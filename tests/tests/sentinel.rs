@@ -1,5 +1,5 @@
-//! `--sentinel` against a real Sentinel (Debian's redis-server 7.0.15 run as one, `--sentinel`:
-//! the code `redis-sentinel` runs) watching a primary and its replica on loopback, quorum 1: a
+//! `--sentinel` against a real Sentinel (Debian's `redis-sentinel` 7.0.15, from the package of
+//! that name that scripts/ensure-redis installs) watching a primary and its replica on loopback, quorum 1: a
 //! `SENTINEL FAILOVER` fired mid-run (`--at … exec redis-cli …`) is followed: the connections,
 //! killed when the old primary is demoted, ask the Sentinel again as they come back and go to
 //! the new primary, and the report names the move as the Sentinel's log does.
@@ -40,9 +40,8 @@ impl Sentinel {
             log.display()
         );
         std::fs::write(&conf, text).unwrap();
-        let child = Command::new("redis-server")
+        let child = Command::new("redis-sentinel")
             .arg(&conf)
-            .arg("--sentinel")
             .env("TZ", "UTC")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
