@@ -13,6 +13,7 @@ use respbench_session::result::TestResult;
 use respbench_session::routing::Multi;
 use respbench_session::{Error, Observer, Session, StopHandle};
 
+use crate::error::Error as OutputError;
 use crate::sink::{self, Begin, Event, Output, RunEnd, Shape, Step, Wants};
 use crate::{convert, files};
 
@@ -29,16 +30,16 @@ fn stderr_columns() -> Option<usize> {
 /// refused; a temporary file is created and removed beside a new path or a regular file; a FIFO
 /// is only `stat`ed). `--hlog` is opened when the run begins; a symlink at its path is refused
 /// here ([`files::check_unfollowed`]).
-pub fn check_outputs(cfg: &Config) -> Result<(), String> {
+pub fn check_outputs(cfg: &Config) -> Result<(), OutputError> {
     if let Some(path) = cfg.json.as_deref().filter(|p| *p != "-") {
         files::probe_writable(std::path::Path::new(path))
-            .map_err(|e| format!("--json: cannot write {path}: {e}"))?;
+            .map_err(|e| OutputError::Output(format!("--json: cannot write {path}: {e}")))?;
     }
     if let Some(path) = &cfg.open.hlog {
         let target = std::path::Path::new(path);
         files::check_unfollowed(target)
             .and_then(|how| files::probe(target, how))
-            .map_err(|e| format!("--hlog {path}: cannot create it: {e}"))?;
+            .map_err(|e| OutputError::Output(format!("--hlog {path}: cannot create it: {e}")))?;
     }
     if let Some(path) = cfg.retry.as_ref().and_then(|r| r.failed_keys.as_deref()) {
         sink::failed_keys::check(path)?;
@@ -47,8 +48,9 @@ pub fn check_outputs(cfg: &Config) -> Result<(), String> {
         crate::memtier::check_outputs(m)?;
     }
     if let Some(prefix) = &cfg.open.hgrm {
-        files::probe_writable(std::path::Path::new(&format!("{prefix}TEST.hgrm")))
-            .map_err(|e| format!("--hgrm: cannot write files named {prefix}TEST.hgrm: {e}"))?;
+        files::probe_writable(std::path::Path::new(&format!("{prefix}TEST.hgrm"))).map_err(|e| {
+            OutputError::Output(format!("--hgrm: cannot write files named {prefix}TEST.hgrm: {e}"))
+        })?;
     }
     Ok(())
 }
@@ -159,10 +161,11 @@ impl Outputs {
 
     /// `--metrics`: binds the endpoint and starts serving, before the session connects (a
     /// port in use is an error then); nothing without the option.
-    pub fn serve_metrics(&mut self, cfg: &Config) -> Result<(), String> {
+    pub fn serve_metrics(&mut self, cfg: &Config) -> Result<(), OutputError> {
         if let Some(m) = &cfg.metrics {
             let worker = cfg.split.as_ref().map_or((0, 1), |s| (s.worker.index, s.worker.count));
-            let exporter = crate::metrics::Exporter::start(m, worker).map_err(|e| e.to_string())?;
+            let exporter =
+                crate::metrics::Exporter::start(m, worker).map_err(|e| OutputError::Output(e.to_string()))?;
             self.sinks.push(Box::new(sink::metrics::Metrics::new(exporter)));
         }
         Ok(())
@@ -206,7 +209,7 @@ impl Outputs {
         &mut self,
         session: &Session,
         server_b: Option<&respbench_session::server::ServerInfo>,
-    ) -> Result<(), String> {
+    ) -> Result<(), OutputError> {
         let cfg = session.config();
         // Side by side, an open-loop row is titled `GET @ 20000 rps`.
         let rate_suffix = cfg.open.rates.iter().map(|r| format!(" @ {r} rps").len()).max().unwrap_or(0);
@@ -220,14 +223,14 @@ impl Outputs {
             epoch_us: session.epoch_us(),
         };
         for s in &mut self.sinks {
-            s.on(&Event::Begin(&begin)).map_err(|e| e.to_string())?;
+            s.on(&Event::Begin(&begin))?;
         }
         Ok(())
     }
 
     /// [`Outputs::begin`] for the run's first session, and with `--ab` the second target's
     /// server for the document.
-    pub fn begin_pair(&mut self, pair: &respbench_session::Pair) -> Result<(), String> {
+    pub fn begin_pair(&mut self, pair: &respbench_session::Pair) -> Result<(), OutputError> {
         self.begin(pair.first(), pair.second().map(|b| b.server_info()))
     }
 
@@ -240,7 +243,7 @@ impl Outputs {
         late_by_s: Option<f64>,
         epoch_us: u64,
         searches: &[respbench_session::capacity::Found],
-    ) -> Result<(), String> {
+    ) -> Result<(), OutputError> {
         let config = convert::config(cfg);
         let end = RunEnd { interrupted, late_by_s, epoch_us, config: &config, searches };
         for mut s in std::mem::take(&mut self.sinks) {
@@ -251,7 +254,7 @@ impl Outputs {
         if self.failed.is_empty() {
             Ok(())
         } else {
-            Err(self.failed.join("\n"))
+            Err(OutputError::Output(self.failed.join("\n")))
         }
     }
 

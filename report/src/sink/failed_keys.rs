@@ -22,9 +22,9 @@ impl FailedKeys {
 }
 
 /// Whether `path` can be written, found out before the run.
-pub fn check(path: &str) -> Result<(), String> {
+pub fn check(path: &str) -> Result<(), Error> {
     crate::files::probe_writable(Path::new(path))
-        .map_err(|e| format!("--failed-keys: cannot write {path}: {e}"))
+        .map_err(|e| Error::Output(format!("--failed-keys: cannot write {path}: {e}")))
 }
 
 impl Output for FailedKeys {
