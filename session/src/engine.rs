@@ -163,7 +163,10 @@ impl Session {
         let located;
         let cfg = match &cfg.sentinel {
             Some(s) => {
-                located = Config { endpoint: s.primary().map_err(Error::Sentinel)?, ..cfg.clone() };
+                located = Config {
+                    endpoint: s.primary().map_err(|e| Error::Sentinel(e.to_string()))?,
+                    ..cfg.clone()
+                };
                 &located
             }
             None => cfg,

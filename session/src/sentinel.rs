@@ -67,16 +67,18 @@ impl Sentinel {
 
     /// Subscribes on the Sentinel at `at` and counts the master's switches until the
     /// connection ends.
-    fn listen(&self, at: &Endpoint) -> Result<(), String> {
+    fn listen(&self, at: &Endpoint) -> Result<(), SentinelError> {
         let mut s = connect(at)?;
         // Nothing may come for long: the read waits (the process ends the thread).
-        s.set_read_timeout(None).map_err(|e| e.to_string())?;
+        s.set_read_timeout(None)?;
         let mut out = Vec::new();
         encode_command(&[b"SUBSCRIBE", b"+switch-master"], &mut out);
-        s.write_all(&out).map_err(|e| e.to_string())?;
+        s.write_all(&out)?;
         let mut buf = Vec::new();
         loop {
-            while let Some((v, used)) = Value::parse(&buf).map_err(|e| format!("{e:?}"))? {
+            while let Some((v, used)) =
+                Value::parse(&buf).map_err(|e| SentinelError::Bad(format!("{e:?}")))?
+            {
                 buf.drain(..used);
                 // ["message", "+switch-master", "<name> <old ip> <old port> <new ip> <new port>"]
                 if let Value::Array(a) = v {
@@ -93,7 +95,7 @@ impl Sentinel {
     }
 
     /// The primary as the first Sentinel that answers says; the error says what each said.
-    pub fn primary(&self) -> Result<Endpoint, String> {
+    pub fn primary(&self) -> Result<Endpoint, SentinelError> {
         let mut why = Vec::new();
         for s in &self.sentinels {
             match ask(s, &self.master) {
@@ -101,19 +103,19 @@ impl Sentinel {
                 Err(e) => why.push(format!("{s}: {e}")),
             }
         }
-        Err(format!("no Sentinel named the primary of '{}': {}", self.master, why.join("; ")))
+        Err(SentinelError::NoPrimary { master: self.master.clone(), why: why.join("; ") })
     }
 }
 
 /// Asks the Sentinel at `at` for `master`'s address.
-fn ask(at: &Endpoint, master: &str) -> Result<Endpoint, String> {
+fn ask(at: &Endpoint, master: &str) -> Result<Endpoint, SentinelError> {
     let mut s = connect(at)?;
     let mut out = Vec::new();
     encode_command(&[b"SENTINEL", b"GET-MASTER-ADDR-BY-NAME", master.as_bytes()], &mut out);
-    s.write_all(&out).map_err(|e| e.to_string())?;
+    s.write_all(&out)?;
     let mut buf = Vec::new();
     loop {
-        if let Some((v, _)) = Value::parse(&buf).map_err(|e| format!("{e:?}"))? {
+        if let Some((v, _)) = Value::parse(&buf).map_err(|e| SentinelError::Bad(format!("{e:?}")))? {
             return address(v);
         }
         read_more(&mut s, &mut buf)?;
@@ -122,46 +124,90 @@ fn ask(at: &Endpoint, master: &str) -> Result<Endpoint, String> {
 
 /// Reads what the Sentinel sent next onto `buf`, which holds at most [`REPLY_MAX`] bytes of a
 /// reply or message not yet whole.
-fn read_more(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), String> {
+fn read_more(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), SentinelError> {
     if buf.len() >= REPLY_MAX {
-        return Err(format!("a reply longer than {REPLY_MAX} bytes"));
+        return Err(SentinelError::Bad(format!("a reply longer than {REPLY_MAX} bytes")));
     }
     let mut chunk = [0u8; 512];
-    let n = s.read(&mut chunk).map_err(|e| e.to_string())?;
+    let n = s.read(&mut chunk)?;
     if n == 0 {
-        return Err("closed the connection".into());
+        return Err(SentinelError::Closed);
     }
     buf.extend_from_slice(&chunk[..n]);
     Ok(())
 }
 
 /// A connection to the Sentinel at `at`, its reads and writes bounded by [`WAIT`].
-fn connect(at: &Endpoint) -> Result<TcpStream, String> {
-    let Endpoint::Tcp { host, port } = at else { return Err("not a TCP address".into()) };
-    let addr =
-        (host.as_str(), *port).to_socket_addrs().map_err(|e| e.to_string())?.next().ok_or("no address")?;
-    let s = TcpStream::connect_timeout(&addr, WAIT).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(WAIT))
-        .and_then(|_| s.set_write_timeout(Some(WAIT)))
-        .map_err(|e| e.to_string())?;
+fn connect(at: &Endpoint) -> Result<TcpStream, SentinelError> {
+    let bad = |why: &str| SentinelError::Bad(why.to_string());
+    let Endpoint::Tcp { host, port } = at else { return Err(bad("not a TCP address")) };
+    let addr = (host.as_str(), *port).to_socket_addrs()?.next().ok_or_else(|| bad("no address"))?;
+    let s = TcpStream::connect_timeout(&addr, WAIT)?;
+    s.set_read_timeout(Some(WAIT)).and_then(|_| s.set_write_timeout(Some(WAIT)))?;
     Ok(s)
 }
 
 /// The address in a `GET-MASTER-ADDR-BY-NAME` reply: `[host, port]`.
-fn address(v: Value) -> Result<Endpoint, String> {
+fn address(v: Value) -> Result<Endpoint, SentinelError> {
+    let bad = |why: &str| SentinelError::Bad(why.to_string());
     match v {
         Value::Array(a) => match a.as_slice() {
             [Value::Bulk(h), Value::Bulk(p)] => {
-                let host = String::from_utf8(h.clone()).map_err(|_| "a host that is not UTF-8")?;
-                let port =
-                    std::str::from_utf8(p).ok().and_then(|p| p.parse::<u16>().ok()).ok_or("a bad port")?;
+                let host = String::from_utf8(h.clone()).map_err(|_| bad("a host that is not UTF-8"))?;
+                let port = std::str::from_utf8(p)
+                    .ok()
+                    .and_then(|p| p.parse::<u16>().ok())
+                    .ok_or_else(|| bad("a bad port"))?;
                 Ok(Endpoint::Tcp { host, port })
             }
-            _ => Err("a reply that is not [host, port]".into()),
+            _ => Err(bad("a reply that is not [host, port]")),
         },
-        Value::Null => Err("no such master".into()),
-        Value::Error(e) | Value::BulkError(e) => Err(String::from_utf8_lossy(&e).into_owned()),
-        _ => Err("a reply that is not [host, port]".into()),
+        Value::Null => Err(bad("no such master")),
+        Value::Error(e) | Value::BulkError(e) => {
+            Err(SentinelError::Bad(String::from_utf8_lossy(&e).into_owned()))
+        }
+        _ => Err(bad("a reply that is not [host, port]")),
+    }
+}
+
+/// Why a Sentinel did not name the primary, or a subscription to it ended. Its words are the
+/// ones the run prints after the Sentinel's address.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SentinelError {
+    /// Reaching it, writing or reading failed.
+    Io(std::io::Error),
+    /// What it sent, or where it is, was not what a Sentinel's address and replies are.
+    Bad(String),
+    /// It closed the connection.
+    Closed,
+    /// No Sentinel named the primary of `master`: `why` says what each one said.
+    NoPrimary {
+        /// The `--sentinel-master` name.
+        master: String,
+        /// Each Sentinel's address and reason.
+        why: String,
+    },
+}
+
+impl std::fmt::Display for SentinelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SentinelError::Io(e) => write!(f, "{e}"),
+            SentinelError::Bad(why) => f.write_str(why),
+            SentinelError::Closed => f.write_str("closed the connection"),
+            SentinelError::NoPrimary { master, why } => {
+                write!(f, "no Sentinel named the primary of '{master}': {why}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SentinelError {}
+
+impl From<std::io::Error> for SentinelError {
+    fn from(e: std::io::Error) -> Self {
+        SentinelError::Io(e)
     }
 }
 
@@ -181,7 +227,7 @@ mod tests {
         assert!(parse(None, None).unwrap().is_none());
         let ok = Value::Array(vec![Value::Bulk(b"10.0.0.1".to_vec()), Value::Bulk(b"6380".to_vec())]);
         assert_eq!(address(ok).unwrap(), Endpoint::Tcp { host: "10.0.0.1".into(), port: 6380 });
-        assert!(address(Value::Null).unwrap_err().contains("no such master"));
+        assert_eq!(address(Value::Null).unwrap_err().to_string(), "no such master");
         assert!(address(Value::Array(vec![Value::Bulk(b"h".to_vec()), Value::Bulk(b"x".to_vec())])).is_err());
         assert!(address(Value::Error(b"ERR no".to_vec())).is_err());
     }
