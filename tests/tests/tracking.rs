@@ -101,9 +101,11 @@ fn a_flush_invalidates_every_key_once_and_loses_none() {
         "--json",
         json.to_str().unwrap(),
     ]);
-    // Once the readers have read (the server tracks their keys), a FLUSHALL mid-run.
-    let tracked = || server.info_field("stats", "tracking_total_items").is_some_and(|v| v != "0");
-    respbench_tests::wait_until("the readers' keys tracked", Duration::from_secs(60), tracked);
+    // Once every reader has read (the server tracks all their keys), a FLUSHALL mid-run: the
+    // writer starts only then, so its first SET says so (one reader's keys tracked did not: the
+    // other three had not read yet, and heard no flush).
+    let writing = || server.command_calls("set") > 0;
+    respbench_tests::wait_until("the writer's first SET", Duration::from_secs(60), writing);
     server.cli(&["FLUSHALL"]);
     let out = run.wait(T);
     assert!(out.status.success(), "{}", out.dump());
