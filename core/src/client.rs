@@ -309,6 +309,12 @@ pub struct Client {
     /// start of its step (`Time::MAX`: it is past the ramp's last level and never does);
     /// `None` once it may.
     waits_until: Option<Time>,
+    /// Whether every request goes the plain way, decided once (issue #55): one server, not
+    /// routed (no `--retry-on`), no `--verify`, no delivery stamp, no mix that tracks what its
+    /// writer wrote. [`Client::draw_one`] then writes the template and nothing else.
+    plain: bool,
+    /// [`Client::routed`], decided once.
+    routed: bool,
 }
 
 impl Client {
@@ -326,7 +332,17 @@ impl Client {
                 Connection::new(Arc::clone(&plan), handshake, nodes > 1)
             })
             .collect();
+        let plain = plan.cluster.is_none()
+            && plan.retry.is_none()
+            && plan.verify.is_none()
+            && plan.workload.template.stamp_at().is_none()
+            && plan.workload.mix.as_ref().is_none_or(|m| {
+                m.templates.iter().all(|t| t.stamp_at().is_none())
+                    && (0..m.templates.len()).all(|i| !m.tracks(i))
+            });
         Client {
+            plain,
+            routed: plan.cluster.is_some() || plan.retry.is_some(),
             source: Source::new(&plan, index),
             router: Router::new(index, nodes),
             plan,
@@ -788,7 +804,7 @@ impl Client {
     /// Whether requests go through the router, their bytes kept until their reply: over
     /// several nodes (a redirect sends them again) and with `--retry-on` (a retry does).
     fn routed(&self) -> bool {
-        self.plan.cluster.is_some() || self.plan.retry.is_some()
+        self.routed
     }
 
     /// Draws one request and puts it on its way: against one server straight into the
@@ -798,14 +814,10 @@ impl Client {
         let (template, part) = self.source.pick(&plan.workload);
         self.outstanding += 1;
         // The common case first, with nothing built for features the run did not ask for
-        // (issue #55): one server, not routed (no `--retry-on`), no `--verify`, no delivery
-        // stamp.
-        if !self.routed() && plan.verify.is_none() && template.stamp_at().is_none() {
+        // (issue #55): see `plain`.
+        if self.plain {
             let keys = self.source.keys_for(part);
             self.conns[0].push(Pending::new(intended, part, now, DIRECT), |out| template.write(out, keys));
-            if self.source.read_written(plan, part) {
-                self.conns[0].mark_written();
-            }
             return;
         }
         // A delivery test's payload carries who sent it, its number and when (issue #42).
@@ -835,12 +847,12 @@ impl Client {
         });
         if !self.routed() {
             let keys = self.source.keys_for(part);
-            let mut pending = Pending::new(intended, part, now, DIRECT);
+            let pending = Pending::new(intended, part, now, DIRECT);
             match (verify, tag) {
                 (Some((v, _)), Some(tag)) => {
-                    pending.tag = tag;
-                    self.conns[0]
-                        .push(pending, |out| v.write_request(part, tag, crate::template::Sink::bytes(out)));
+                    self.conns[0].push_tagged(pending, tag, |out| {
+                        v.write_request(part, tag, crate::template::Sink::bytes(out))
+                    });
                 }
                 _ => self.conns[0].push(pending, |out| {
                     template.write(out, keys);
@@ -924,9 +936,8 @@ impl Client {
             let bytes = self.router.bytes(id);
             let mut pending = Pending::new(intended, part, queued, id);
             pending.resent = resent;
-            pending.tag = tag;
             pending.written = written;
-            conn.push(pending, |out| out.extend_from_slice(bytes));
+            conn.push_tagged(pending, tag, |out| out.extend_from_slice(bytes));
         }
     }
 
@@ -1173,9 +1184,15 @@ impl Books<'_> {
         }
         if let Some(v) = &self.plan.verify {
             match v.role(p.part) {
-                Some(crate::verify::Role::Write) if error.is_none() => self.tracker.acked(p.tag),
+                Some(crate::verify::Role::Write) if error.is_none() => {
+                    self.tracker.acked(a.verified.map(|x| x.tag).unwrap_or_default())
+                }
                 Some(crate::verify::Role::Read) => {
-                    v.check(p.part, p.tag, self.tracker.sent(p.tag.key), a.body, &mut stats.verify)
+                    let x = a
+                        .verified
+                        .copied()
+                        .unwrap_or(crate::conn::Verified { body: &[], tag: Default::default() });
+                    v.check(p.part, x.tag, self.tracker.sent(x.tag.key), x.body, &mut stats.verify)
                 }
                 _ => {}
             }

@@ -79,6 +79,30 @@ fn unique_tmpdir(prefix: &str) -> PathBuf {
     dir
 }
 
+/// A directory of the test's own in the temp directory, removed with what it holds when dropped
+/// (a test that writes hundreds of megabytes leaves nothing behind).
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// A new empty directory named `PREFIX-PID-N-NANOS`.
+    pub fn new(prefix: &str) -> Scratch {
+        Scratch(unique_tmpdir(prefix))
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Polls `ready` every 10 ms until it holds; panics naming `what` after `limit`. For waiting
 /// on what a test can observe (a server's count, a process's state) instead of sleeping for a
 /// time it hopes is long enough.

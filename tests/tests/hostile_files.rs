@@ -4,7 +4,7 @@
 //! where it allocated 2.1 GB and aborted before). Each is refused with the file and the test
 //! named, status 1, never a panic, an abort or a wrapped sum.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -28,11 +28,8 @@ fn limit_memory() -> std::io::Result<()> {
     Ok(())
 }
 
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("respbench-hostile-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn dir() -> respbench_tests::Scratch {
+    respbench_tests::Scratch::new("respbench-hostile")
 }
 
 /// A histogram of `count` values of 100 µs, encoded as respbench writes them (V2 deflate,
@@ -145,7 +142,6 @@ fn hostile_result_files_are_refused_with_the_file_named() {
     let fine = write(&d.join("fine.json"), &fine);
     let out = tool.run(&["merge", &real, &fine], T);
     assert_eq!(out.status.code(), Some(0), "{}", out.dump());
-    std::fs::remove_dir_all(&d).unwrap();
 }
 
 /// `respbench merge` holds one merged test at a time (issue #56 item 5: a document of 2,000
