@@ -3,16 +3,16 @@
 //! command line's own options, which override the file's.
 
 use argh::FromArgs;
-use respbench_session::config::{Config, Group};
+use respbench_session::config::{Config, Group, OptionError};
 use respbench_session::scenario::{given, Scenario};
 
 /// Each group's configuration: `user` (the command line's options) and the file's base options,
 /// then the group's; the connection's secrets and the suite are the run's (`base`).
-pub fn groups(name: &str, s: &Scenario, user: &[String], mut base: Config) -> Result<Config, String> {
+pub fn groups(name: &str, s: &Scenario, user: &[String], mut base: Config) -> Result<Config, OptionError> {
     if !base.command.is_empty() {
-        return Err(
-            "respbench run: a group's command goes in the scenario file, not after the options".into()
-        );
+        return Err(OptionError::Refused(
+            "respbench run: a group's command goes in the scenario file, not after the options".into(),
+        ));
     }
     let given = given(user);
     let head: Vec<String> = user.iter().cloned().chain(s.base_args(&given)).collect();
@@ -20,11 +20,10 @@ pub fn groups(name: &str, s: &Scenario, user: &[String], mut base: Config) -> Re
         let argv: Vec<String> = head.iter().cloned().chain(s.group_args(k, &given)).collect();
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         let opts = crate::opts::Opts::from_args(&[name], &argv)
-            .map_err(|e| s.group_error(k, e.output.trim_end()).to_string())?;
-        let mut cfg = opts.check().map_err(|e| s.group_error(k, e).to_string())?;
+            .map_err(|e| s.group_error(k, e.output.trim_end()))?;
+        let mut cfg = opts.check().map_err(|e| s.group_error(k, e))?;
         let command = std::mem::take(&mut cfg.command);
-        cfg.command =
-            crate::args::command_bytes(&argv, command).map_err(|e| s.group_error(k, e).to_string())?;
+        cfg.command = crate::args::command_bytes(&argv, command).map_err(|e| s.group_error(k, e))?;
         cfg.password.clone_from(&base.password);
         cfg.valkey_suite = base.valkey_suite;
         base.groups.push(Group { name: group, at: s.group_at(k), cfg });

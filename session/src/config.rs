@@ -675,6 +675,10 @@ pub enum OptionError {
     Worker(WorkerError),
     /// The capacity search's settings (`--slo` and its options).
     Slo(crate::slo::SloError),
+    /// A `--dataset-shape` description.
+    Shape(crate::dataset::ShapeError),
+    /// A group of a scenario file (`respbench run FILE.toml`), checked as a command line.
+    Scenario(crate::scenario::ScenarioError),
 }
 
 impl fmt::Display for OptionError {
@@ -694,6 +698,8 @@ impl fmt::Display for OptionError {
             OptionError::Refused(why) => f.write_str(why),
             OptionError::Worker(e) => e.fmt(f),
             OptionError::Slo(e) => e.fmt(f),
+            OptionError::Shape(e) => e.fmt(f),
+            OptionError::Scenario(e) => e.fmt(f),
         }
     }
 }
@@ -709,6 +715,18 @@ impl From<String> for OptionError {
 impl From<WorkerError> for OptionError {
     fn from(e: WorkerError) -> OptionError {
         OptionError::Worker(e)
+    }
+}
+
+impl From<crate::dataset::ShapeError> for OptionError {
+    fn from(e: crate::dataset::ShapeError) -> OptionError {
+        OptionError::Shape(e)
+    }
+}
+
+impl From<crate::scenario::ScenarioError> for OptionError {
+    fn from(e: crate::scenario::ScenarioError) -> OptionError {
+        OptionError::Scenario(e)
     }
 }
 

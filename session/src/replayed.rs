@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use crate::config::OptionError;
+
 /// `--replay FILE` and its options, checked.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
@@ -37,13 +39,13 @@ pub fn settings(
     passes: Option<u64>,
     strict: bool,
     admin: bool,
-) -> Result<Option<Settings>, String> {
+) -> Result<Option<Settings>, OptionError> {
     let Some(file) = file else {
         if speed.is_some() || passes.is_some() || strict || admin {
-            return Err(
+            return Err(OptionError::Refused(
                 "--speed, --replay-loop, --strict and --replay-admin are --replay's: give --replay FILE"
                     .into(),
-            );
+            ));
         }
         return Ok(None);
     };
@@ -52,13 +54,21 @@ pub fn settings(
         Some(s) => match s.parse::<f64>() {
             Ok(v) if v.is_finite() && (0.001..=1000.0).contains(&v) => v,
             _ => {
-                return Err(format!("invalid value \'{s}\' for --speed: expected a factor from 0.001 to 1000 (2 replays twice as fast)"))
+                return Err(crate::syntax::bad(
+                    "--speed",
+                    s,
+                    "expected a factor from 0.001 to 1000 (2 replays twice as fast)",
+                ))
             }
         },
     };
     let passes = passes.unwrap_or(1);
     if passes == 0 || passes > 1_000_000 {
-        return Err(format!("invalid value \'{passes}\' for --replay-loop: expected how many times to play the capture, 1 to 1000000"));
+        return Err(crate::syntax::bad(
+            "--replay-loop",
+            passes,
+            "expected how many times to play the capture, 1 to 1000000",
+        ));
     }
     Ok(Some(Settings { file: file.into(), speed, passes, strict, admin }))
 }
@@ -69,19 +79,23 @@ pub fn capture_settings(
     capturing: bool,
     output: Option<&str>,
     max_commands: Option<u64>,
-) -> Result<Option<CaptureSettings>, String> {
+) -> Result<Option<CaptureSettings>, OptionError> {
     if !capturing {
         if output.is_some() || max_commands.is_some() {
-            return Err("-o and --max-commands are respbench capture's: respbench capture -o FILE ...".into());
+            return Err(OptionError::Refused(
+                "-o and --max-commands are respbench capture's: respbench capture -o FILE ...".into(),
+            ));
         }
         return Ok(None);
     }
-    let output = output.ok_or("respbench capture writes its file where -o FILE says")?;
+    let output = output
+        .ok_or_else(|| OptionError::Refused("respbench capture writes its file where -o FILE says".into()))?;
     if max_commands == Some(0) {
-        return Err(
-            "invalid value \'0\' for --max-commands: expected how many commands to capture, at least 1"
-                .into(),
-        );
+        return Err(crate::syntax::bad(
+            "--max-commands",
+            0,
+            "expected how many commands to capture, at least 1",
+        ));
     }
     Ok(Some(CaptureSettings { output: output.into(), max_commands }))
 }

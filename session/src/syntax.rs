@@ -260,21 +260,25 @@ pub fn host_port(text: &str) -> Result<Endpoint, &'static str> {
 pub fn sentinel(
     list: Option<&str>,
     master: Option<&str>,
-) -> Result<Option<crate::sentinel::Sentinel>, String> {
+) -> Result<Option<crate::sentinel::Sentinel>, OptionError> {
     let (list, master) = match (list, master) {
         (None, None) => return Ok(None),
         (Some(l), Some(m)) => (l, m),
         (Some(_), None) => {
-            return Err("--sentinel needs --sentinel-master NAME (the master to ask for)".into())
+            return Err(OptionError::Refused(
+                "--sentinel needs --sentinel-master NAME (the master to ask for)".into(),
+            ))
         }
-        (None, Some(_)) => return Err("--sentinel-master needs --sentinel HOST:PORT[,…]".into()),
+        (None, Some(_)) => {
+            return Err(OptionError::Refused("--sentinel-master needs --sentinel HOST:PORT[,…]".into()))
+        }
     };
     let sentinels = list
         .split(',')
-        .map(|s| host_port(s.trim()).map_err(|why| format!("--sentinel {list}: {why}")))
+        .map(|s| host_port(s.trim()).map_err(|why| OptionError::Refused(format!("--sentinel {list}: {why}"))))
         .collect::<Result<Vec<_>, _>>()?;
     if master.is_empty() || master.len() > 256 || master.bytes().any(|b| b.is_ascii_whitespace()) {
-        return Err(format!("--sentinel-master {master:?}: expected a master's name"));
+        return Err(OptionError::Refused(format!("--sentinel-master {master:?}: expected a master's name")));
     }
     Ok(Some(crate::sentinel::Sentinel::new(sentinels, master.to_string())))
 }
