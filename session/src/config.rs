@@ -675,10 +675,8 @@ pub enum OptionError {
     Worker(WorkerError),
     /// The capacity search's settings (`--slo` and its options).
     Slo(crate::slo::SloError),
-    /// A `--dataset-shape` description.
+    /// `--dataset-shape` (a description, or the shapes together) or `--dataset-only`.
     Shape(crate::dataset::ShapeError),
-    /// A group of a scenario file (`respbench run FILE.toml`), checked as a command line.
-    Scenario(crate::scenario::ScenarioError),
 }
 
 impl fmt::Display for OptionError {
@@ -699,7 +697,6 @@ impl fmt::Display for OptionError {
             OptionError::Worker(e) => e.fmt(f),
             OptionError::Slo(e) => e.fmt(f),
             OptionError::Shape(e) => e.fmt(f),
-            OptionError::Scenario(e) => e.fmt(f),
         }
     }
 }
@@ -721,12 +718,6 @@ impl From<WorkerError> for OptionError {
 impl From<crate::dataset::ShapeError> for OptionError {
     fn from(e: crate::dataset::ShapeError) -> OptionError {
         OptionError::Shape(e)
-    }
-}
-
-impl From<crate::scenario::ScenarioError> for OptionError {
-    fn from(e: crate::scenario::ScenarioError) -> OptionError {
-        OptionError::Scenario(e)
     }
 }
 

@@ -11,8 +11,6 @@ use respbench_core::dist::ValueSize;
 use respbench_core::suite::TestSpec;
 use respbench_core::template::{Arg, Template, Values};
 
-use crate::config::OptionError;
-
 /// The kinds of data a shape builds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -317,8 +315,8 @@ impl fmt::Display for Shape {
     }
 }
 
-/// Why a `--dataset-shape` description is refused: it names the option, the description, the
-/// word and what was expected there.
+/// Why `--dataset-shape` is refused: a description (naming the option, the description, the
+/// word and what was expected there), or the shapes of a run together.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ShapeError {
     /// A word, or the end, where something else was expected.
@@ -335,6 +333,12 @@ pub enum ShapeError {
         /// The description as given.
         text: String,
     },
+    /// The shapes together have more than [`MAX_KEYS`] keys.
+    KeysInAll,
+    /// The shapes together would write more than [`MAX_BYTES`] of values.
+    BytesInAll,
+    /// `--dataset-only` without a shape to build.
+    NothingToBuild,
 }
 
 impl fmt::Display for ShapeError {
@@ -349,6 +353,11 @@ impl fmt::Display for ShapeError {
             ShapeError::TooLarge { text } => {
                 write!(f, "--dataset-shape {text:?}: would write more than {} GiB of values", MAX_BYTES >> 30)
             }
+            ShapeError::KeysInAll => write!(f, "--dataset-shape: more than {MAX_KEYS} keys in all"),
+            ShapeError::BytesInAll => {
+                write!(f, "--dataset-shape: more than {} GiB of values in all", MAX_BYTES >> 30)
+            }
+            ShapeError::NothingToBuild => f.write_str("--dataset-only needs a --dataset-shape to build"),
         }
     }
 }
@@ -357,20 +366,17 @@ impl std::error::Error for ShapeError {}
 
 /// Checks the shapes of a run together: their keys fit in the 12 digits, their bytes in
 /// [`MAX_BYTES`]; `--dataset-only` (`only`) has shapes to build.
-pub fn check(shapes: &[Shape], only: bool) -> Result<(), OptionError> {
+pub fn check(shapes: &[Shape], only: bool) -> Result<(), ShapeError> {
     if only && shapes.is_empty() {
-        return Err(OptionError::Refused("--dataset-only needs a --dataset-shape to build".into()));
+        return Err(ShapeError::NothingToBuild);
     }
     let keys = shapes.iter().try_fold(0u64, |a, s| a.checked_add(s.keys)).filter(|&k| k <= MAX_KEYS);
     if keys.is_none() {
-        return Err(OptionError::Refused(format!("--dataset-shape: more than {MAX_KEYS} keys in all")));
+        return Err(ShapeError::KeysInAll);
     }
     let bytes = shapes.iter().try_fold(0u64, |a, s| a.checked_add(s.bytes()?)).filter(|&b| b <= MAX_BYTES);
     if bytes.is_none() {
-        return Err(OptionError::Refused(format!(
-            "--dataset-shape: more than {} GiB of values in all",
-            MAX_BYTES >> 30
-        )));
+        return Err(ShapeError::BytesInAll);
     }
     Ok(())
 }
