@@ -475,6 +475,19 @@ mod tests {
     }
 
     #[test]
+    fn shapes_are_bounded_together() {
+        let s = Shape::parse("string 100000000000 keys x 1B").unwrap();
+        assert_eq!(check(std::slice::from_ref(&s), true), Ok(()));
+        let e = check(&[s.clone(), s.clone()], false).unwrap_err();
+        assert_eq!(e.to_string(), "--dataset-shape: more than 1024 GiB of values in all");
+        let e = check(&vec![s; 11], false).unwrap_err();
+        assert_eq!(e.to_string(), "--dataset-shape: more than 1000000000000 keys in all");
+        let e = check(&[], true).unwrap_err();
+        assert_eq!(e.to_string(), "--dataset-only needs a --dataset-shape to build");
+        assert_eq!(check(&[], false), Ok(()));
+    }
+
+    #[test]
     fn errors_name_the_word_and_what_was_expected() {
         let e = Shape::parse("hash 10000 kez x 50 fields").unwrap_err().to_string();
         assert!(
