@@ -138,7 +138,7 @@ fn main() -> ExitCode {
             .file_name()
             .is_some_and(|f| f.to_string_lossy().starts_with("valkey-benchmark"));
         c.memtier = memtier;
-        c.capture = respbench_session::replay::capture_settings(capturing, capture.0.as_deref(), capture.1)?;
+        c.capture = respbench_session::syntax::capture(capturing, capture.0.as_deref(), capture.1)?;
         if askpass {
             c.password = Some(respbench_session::secret::read_password(&mut std::io::stderr())?);
         }

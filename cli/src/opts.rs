@@ -795,7 +795,7 @@ impl Opts {
             start_at,
             key_args,
             capacity: None,
-            replay: respbench_session::replay::settings(
+            replay: syntax::replay(
                 self.replay.as_deref(),
                 self.speed.as_deref(),
                 self.replay_loop,

@@ -36,6 +36,8 @@ pub enum Error {
     NotMet(String),
     /// An output of a run failed (the message names it and why); the others went on.
     Output(String),
+    /// The scenario file of `respbench run FILE.toml` (or the one a document recorded) is refused.
+    Scenario(respbench_session::scenario::ScenarioError),
 }
 
 impl Error {
@@ -61,6 +63,7 @@ impl fmt::Display for Error {
             | Error::Encode(m)
             | Error::NotMet(m)
             | Error::Output(m) => f.write_str(m),
+            Error::Scenario(e) => e.fmt(f),
         }
     }
 }

@@ -125,7 +125,7 @@ pub fn cases(cfg: &Config, stop: &StopHandle, warn: &mut dyn FnMut(&str)) -> Res
     let cases = all_cases(cfg, stop, warn)?;
     // `--verify`: each test's commands must be ones it can check, said before connecting.
     for case in &cases {
-        crate::verify::for_test(cfg, &case.templates()).map_err(Error::Tests)?;
+        crate::verify::for_test(cfg, &case.templates())?;
     }
     if cfg.open.expiry.is_some() && !cases.iter().flat_map(Case::templates).any(|t| t.expiry().is_some()) {
         warn("WARNING: --expiry-range: no test sends SET key value, so nothing carries an expiry.");

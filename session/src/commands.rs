@@ -11,7 +11,7 @@
 
 use std::io::Read;
 
-use crate::config::Config;
+use crate::config::{Config, OptionError};
 
 /// The largest command file read.
 pub const MAX_BYTES: u64 = 16 << 20;
@@ -52,17 +52,17 @@ fn looks_plain(head: &[u8]) -> bool {
 /// When `--replay` names a plain command file, makes its commands the run's (`order`:
 /// `--replay-order`, `in-order` by default, or `random`) and leaves the replay out; a capture
 /// is left to the replay. `order` without a command file is refused.
-pub fn plain(cfg: &mut Config, order: Option<&str>) -> Result<(), String> {
+pub fn plain(cfg: &mut Config, order: Option<&str>) -> Result<(), OptionError> {
     let random = match order {
         None | Some("in-order") => false,
         Some("random") => true,
-        Some(o) => {
-            return Err(format!("invalid value '{o}' for --replay-order: expected in-order or random"))
-        }
+        Some(o) => return Err(crate::syntax::bad("--replay-order", o, "expected in-order or random")),
     };
     let Some(settings) = cfg.replay.as_ref() else {
         return match order {
-            Some(_) => Err("--replay-order is for --replay FILE of plain commands".into()),
+            Some(_) => {
+                Err(OptionError::Refused("--replay-order is for --replay FILE of plain commands".into()))
+            }
             None => Ok(()),
         };
     };
@@ -71,28 +71,33 @@ pub fn plain(cfg: &mut Config, order: Option<&str>) -> Result<(), String> {
     let mut bytes = Vec::new();
     std::fs::File::open(&path)
         .and_then(|f| f.take(MAX_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("--replay {shown}: {e}"))?;
+        .map_err(|e| OptionError::Refused(format!("--replay {shown}: {e}")))?;
     if is_capture(&bytes) || !looks_plain(&bytes) {
         // A capture, or nothing like commands (empty, binary, a document): the replay's to say.
         return match order {
-            Some(_) => Err(format!("--replay {shown} is a capture, played in its own order: --replay-order is for a file of plain commands")),
+            Some(_) => Err(OptionError::Refused(format!("--replay {shown} is a capture, played in its own order: --replay-order is for a file of plain commands"))),
             None => Ok(()),
         };
     }
     if bytes.len() as u64 > MAX_BYTES {
-        return Err(format!("--replay {shown}: a command file larger than {MAX_BYTES} bytes"));
+        return Err(OptionError::Refused(format!(
+            "--replay {shown}: a command file larger than {MAX_BYTES} bytes"
+        )));
     }
     if settings.speed != 1.0 || settings.passes != 1 {
-        return Err(format!(
+        return Err(OptionError::Refused(format!(
             "--replay {shown} is a file of plain commands, without recorded times: --speed and --replay-loop are a capture's (give --rps for a rate, -n or --duration for how much)"
-        ));
+        )));
     }
     if !cfg.command.is_empty() || cfg.open.has_mix() {
-        return Err(format!("--replay {shown}: its commands are the run's: not with a command or --mix"));
+        return Err(OptionError::Refused(format!(
+            "--replay {shown}: its commands are the run's: not with a command or --mix"
+        )));
     }
-    let commands = read(&bytes).map_err(|(line, why)| format!("--replay {shown}:{line}: {why}"))?;
+    let commands = read(&bytes)
+        .map_err(|(line, why)| OptionError::Refused(format!("--replay {shown}:{line}: {why}")))?;
     if commands.is_empty() {
-        return Err(format!("--replay {shown}: no command in the file"));
+        return Err(OptionError::Refused(format!("--replay {shown}: no command in the file")));
     }
     if random {
         cfg.open.mix_command_keys = vec![None; commands.len()];

@@ -675,6 +675,8 @@ pub enum OptionError {
     Worker(WorkerError),
     /// The capacity search's settings (`--slo` and its options).
     Slo(crate::slo::SloError),
+    /// `--dataset-shape` (a description, or the shapes together) or `--dataset-only`.
+    Shape(crate::dataset::ShapeError),
 }
 
 impl fmt::Display for OptionError {
@@ -694,6 +696,7 @@ impl fmt::Display for OptionError {
             OptionError::Refused(why) => f.write_str(why),
             OptionError::Worker(e) => e.fmt(f),
             OptionError::Slo(e) => e.fmt(f),
+            OptionError::Shape(e) => e.fmt(f),
         }
     }
 }
@@ -709,6 +712,12 @@ impl From<String> for OptionError {
 impl From<WorkerError> for OptionError {
     fn from(e: WorkerError) -> OptionError {
         OptionError::Worker(e)
+    }
+}
+
+impl From<crate::dataset::ShapeError> for OptionError {
+    fn from(e: crate::dataset::ShapeError) -> OptionError {
+        OptionError::Shape(e)
     }
 }
 

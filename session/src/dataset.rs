@@ -4,6 +4,7 @@
 //! ([`Built`]). The description ([`Shape`]) is plain data, for a scenario file as for the
 //! command line; the engine builds it (session/src/engine/build.rs).
 
+use std::fmt;
 use std::sync::Arc;
 
 use respbench_core::dist::ValueSize;
@@ -135,20 +136,18 @@ impl Shape {
     /// Parses a description: `KIND N keys [x M fields|members|entries [x F fields]] [x SIZE]`,
     /// SIZE as `-d` takes it with an optional `B` (`100B`, `16-1024B`, `64:3,1024:1`). An error
     /// names the option, the description, the word and what was expected there.
-    pub fn parse(text: &str) -> Result<Shape, String> {
+    pub fn parse(text: &str) -> Result<Shape, ShapeError> {
         let words: Vec<&str> = text.split_whitespace().collect();
-        let err = |at: usize, expected: &str| {
-            let found = match words.get(at) {
-                Some(w) => format!("word {} ({w:?})", at + 1),
-                None => "the end".to_string(),
-            };
-            format!("--dataset-shape {text:?}: at {found}: expected {expected}")
+        let err = |at: usize, expected: &str| ShapeError::Expected {
+            text: text.to_string(),
+            word: words.get(at).map(|w| (at + 1, w.to_string())),
+            expected: expected.to_string(),
         };
         let kind = words
             .first()
             .and_then(|w| Kind::parse(w))
             .ok_or_else(|| err(0, "a kind: string, hash, list, set, zset or stream"))?;
-        let count = |at: usize, most: u64, what: &str| -> Result<u64, String> {
+        let count = |at: usize, most: u64, what: &str| -> Result<u64, ShapeError> {
             let n = words.get(at).and_then(|w| w.replace('_', "").parse::<u64>().ok());
             n.filter(|n| (1..=most).contains(n)).ok_or_else(|| err(at, &format!("{what}, 1 to {most}")))
         };
@@ -203,9 +202,7 @@ impl Shape {
         if kind != Kind::String && !counted {
             return Err(err(words.len(), &format!("\"x N {}\"", kind.element_words()[0])));
         }
-        shape.bytes().ok_or_else(|| {
-            format!("--dataset-shape {text:?}: would write more than {} GiB of values", MAX_BYTES >> 30)
-        })?;
+        shape.bytes().ok_or_else(|| ShapeError::TooLarge { text: text.to_string() })?;
         Ok(shape)
     }
 
@@ -304,9 +301,9 @@ impl Shape {
     }
 }
 
-impl std::fmt::Display for Shape {
+impl fmt::Display for Shape {
     /// The description, in the words [`Shape::parse`] reads.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} keys", self.kind.name(), self.keys)?;
         if self.kind != Kind::String {
             write!(f, " x {} {}", self.elements, self.kind.element_words()[0])?;
@@ -318,19 +315,68 @@ impl std::fmt::Display for Shape {
     }
 }
 
+/// Why `--dataset-shape` is refused: a description (naming the option, the description, the
+/// word and what was expected there), or the shapes of a run together.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShapeError {
+    /// A word, or the end, where something else was expected.
+    Expected {
+        /// The description as given.
+        text: String,
+        /// The word's place (from 1) and the word; `None` at the end.
+        word: Option<(usize, String)>,
+        /// What was expected there.
+        expected: String,
+    },
+    /// The shape would write more than [`MAX_BYTES`] of values.
+    TooLarge {
+        /// The description as given.
+        text: String,
+    },
+    /// The shapes together have more than [`MAX_KEYS`] keys.
+    KeysInAll,
+    /// The shapes together would write more than [`MAX_BYTES`] of values.
+    BytesInAll,
+    /// `--dataset-only` without a shape to build.
+    NothingToBuild,
+}
+
+impl fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShapeError::Expected { text, word: Some((n, w)), expected } => {
+                write!(f, "--dataset-shape {text:?}: at word {n} ({w:?}): expected {expected}")
+            }
+            ShapeError::Expected { text, word: None, expected } => {
+                write!(f, "--dataset-shape {text:?}: at the end: expected {expected}")
+            }
+            ShapeError::TooLarge { text } => {
+                write!(f, "--dataset-shape {text:?}: would write more than {} GiB of values", MAX_BYTES >> 30)
+            }
+            ShapeError::KeysInAll => write!(f, "--dataset-shape: more than {MAX_KEYS} keys in all"),
+            ShapeError::BytesInAll => {
+                write!(f, "--dataset-shape: more than {} GiB of values in all", MAX_BYTES >> 30)
+            }
+            ShapeError::NothingToBuild => f.write_str("--dataset-only needs a --dataset-shape to build"),
+        }
+    }
+}
+
+impl std::error::Error for ShapeError {}
+
 /// Checks the shapes of a run together: their keys fit in the 12 digits, their bytes in
 /// [`MAX_BYTES`]; `--dataset-only` (`only`) has shapes to build.
-pub fn check(shapes: &[Shape], only: bool) -> Result<(), String> {
+pub fn check(shapes: &[Shape], only: bool) -> Result<(), ShapeError> {
     if only && shapes.is_empty() {
-        return Err("--dataset-only needs a --dataset-shape to build".into());
+        return Err(ShapeError::NothingToBuild);
     }
     let keys = shapes.iter().try_fold(0u64, |a, s| a.checked_add(s.keys)).filter(|&k| k <= MAX_KEYS);
     if keys.is_none() {
-        return Err(format!("--dataset-shape: more than {MAX_KEYS} keys in all"));
+        return Err(ShapeError::KeysInAll);
     }
     let bytes = shapes.iter().try_fold(0u64, |a, s| a.checked_add(s.bytes()?)).filter(|&b| b <= MAX_BYTES);
     if bytes.is_none() {
-        return Err(format!("--dataset-shape: more than {} GiB of values in all", MAX_BYTES >> 30));
+        return Err(ShapeError::BytesInAll);
     }
     Ok(())
 }
@@ -429,21 +475,34 @@ mod tests {
     }
 
     #[test]
+    fn shapes_are_bounded_together() {
+        let s = Shape::parse("string 100000000000 keys x 1B").unwrap();
+        assert_eq!(check(std::slice::from_ref(&s), true), Ok(()));
+        let e = check(&[s.clone(), s.clone()], false).unwrap_err();
+        assert_eq!(e.to_string(), "--dataset-shape: more than 1024 GiB of values in all");
+        let e = check(&vec![s; 11], false).unwrap_err();
+        assert_eq!(e.to_string(), "--dataset-shape: more than 1000000000000 keys in all");
+        let e = check(&[], true).unwrap_err();
+        assert_eq!(e.to_string(), "--dataset-only needs a --dataset-shape to build");
+        assert_eq!(check(&[], false), Ok(()));
+    }
+
+    #[test]
     fn errors_name_the_word_and_what_was_expected() {
-        let e = Shape::parse("hash 10000 kez x 50 fields").unwrap_err();
+        let e = Shape::parse("hash 10000 kez x 50 fields").unwrap_err().to_string();
         assert!(
             e.contains("--dataset-shape") && e.contains("word 3 (\"kez\")") && e.contains("\"keys\""),
             "{e}"
         );
-        let e = Shape::parse("hash 10000 keys").unwrap_err();
+        let e = Shape::parse("hash 10000 keys").unwrap_err().to_string();
         assert!(e.contains("at the end") && e.contains("x N fields"), "{e}");
-        let e = Shape::parse("tree 1 keys").unwrap_err();
+        let e = Shape::parse("tree 1 keys").unwrap_err().to_string();
         assert!(e.contains("word 1") && e.contains("a kind"), "{e}");
-        let e = Shape::parse("string 0 keys").unwrap_err();
+        let e = Shape::parse("string 0 keys").unwrap_err().to_string();
         assert!(e.contains("1 to"), "{e}");
-        let e = Shape::parse("hash 1000000000 keys x 100000 fields x 1000B").unwrap_err();
+        let e = Shape::parse("hash 1000000000 keys x 100000 fields x 1000B").unwrap_err().to_string();
         assert!(e.contains("more than 1024 GiB"), "{e}");
-        let e = Shape::parse("string 10 keys x 10B x 5").unwrap_err();
+        let e = Shape::parse("string 10 keys x 10B x 5").unwrap_err().to_string();
         assert!(e.contains("nothing more"), "{e}");
     }
 

@@ -20,9 +20,9 @@ use respbench_core::{Stats, Time};
 
 use crate::config::Config;
 use crate::cpu::ClientCpu;
+use crate::error::Error;
 use crate::server::{self, Conn, Server};
 use crate::stop::StopHandle;
-use crate::Error;
 
 /// How far ahead of its write's intended time a key's window of deadlines starts.
 pub const LEAD: Duration = Duration::from_secs(1);

@@ -7,9 +7,9 @@ use respbench_core::{Outcome, RunError};
 
 use crate::case::{cases, Case};
 use crate::config::Config;
+use crate::error::Error;
 use crate::result::TestResult;
 use crate::stop::StopHandle;
-use crate::Error;
 
 /// One group of a test as the engine runs it: its name (`None`: a command line's one group), its
 /// configuration, its test and its open-loop rate.

@@ -23,7 +23,7 @@ use respbench_core::replay::{
 use respbench_core::Time;
 
 use crate::error::Error;
-pub use crate::replayed::{capture_settings, settings, CaptureSettings, Figures, Settings, Skipped};
+pub use crate::replayed::{CaptureSettings, Figures, Settings, Skipped};
 
 /// How many commands of their own the busiest commands get in the report; the rest are
 /// counted together.
@@ -1089,7 +1089,7 @@ mod tests {
         text.extend_from_slice(&monitor_line(&entry(2_000, &long, &["GET", "k"])));
         text.push(b'\n');
         let p = temp("names", &text);
-        let s = settings(Some(p.to_str().unwrap()), None, None, false, false).unwrap().unwrap();
+        let s = crate::syntax::replay(Some(p.to_str().unwrap()), None, None, false, false).unwrap().unwrap();
         let scan = scan(&s).unwrap();
         assert_eq!((scan.names.len(), scan.unnamed, scan.commands()), (MAX_NAMES, 6, MAX_NAMES as u64 + 6));
         assert_eq!(scan.clients[1].len(), MAX_CLIENT_NAME);
@@ -1113,7 +1113,7 @@ mod tests {
         }
         text.extend_from_slice(b"nonsense\n");
         let p = temp("scan", &text);
-        let s = settings(Some(p.to_str().unwrap()), None, None, false, false).unwrap().unwrap();
+        let s = crate::syntax::replay(Some(p.to_str().unwrap()), None, None, false, false).unwrap().unwrap();
         let scan = scan(&s).unwrap();
         assert_eq!(scan.clients, vec![b"a:1".to_vec(), b"b:2".to_vec()]);
         assert_eq!(scan.names, vec![("GET".to_string(), 2), ("SET".to_string(), 1)]);
@@ -1147,7 +1147,9 @@ mod tests {
             encode_record(&mut file, x);
         }
         let p = temp("feed", &file);
-        let s = settings(Some(p.to_str().unwrap()), Some("2"), Some(2), false, false).unwrap().unwrap();
+        let s = crate::syntax::replay(Some(p.to_str().unwrap()), Some("2"), Some(2), false, false)
+            .unwrap()
+            .unwrap();
         let scan = scan(&s).unwrap();
         let r = Arc::new(Replay::new(s, scan, "p".into(), (0, 1), 0));
         let origin = Time::from_nanos(1_000_000);

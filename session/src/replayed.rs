@@ -1,5 +1,5 @@
-//! What a replay is asked (`--replay`'s and `respbench capture`'s options, checked) and what it
-//! reports (its [`Figures`]): plain data that the configuration and the results hold, below the
+//! What a replay is asked (`--replay`'s and `respbench capture`'s options, checked in
+//! [`crate::syntax`]) and what it reports (its [`Figures`]): plain data that the configuration and the results hold, below the
 //! replay itself (crate::replay), which reads the capture and runs it.
 
 use std::path::PathBuf;
@@ -27,63 +27,6 @@ pub struct CaptureSettings {
     pub output: PathBuf,
     /// `--max-commands`: stop after this many.
     pub max_commands: Option<u64>,
-}
-
-/// Checks `--replay`, `--speed`, `--replay-loop`, `--strict` and `--replay-admin` into
-/// [`Settings`]; `None` without `--replay`.
-pub fn settings(
-    file: Option<&str>,
-    speed: Option<&str>,
-    passes: Option<u64>,
-    strict: bool,
-    admin: bool,
-) -> Result<Option<Settings>, String> {
-    let Some(file) = file else {
-        if speed.is_some() || passes.is_some() || strict || admin {
-            return Err(
-                "--speed, --replay-loop, --strict and --replay-admin are --replay's: give --replay FILE"
-                    .into(),
-            );
-        }
-        return Ok(None);
-    };
-    let speed = match speed {
-        None => 1.0,
-        Some(s) => match s.parse::<f64>() {
-            Ok(v) if v.is_finite() && (0.001..=1000.0).contains(&v) => v,
-            _ => {
-                return Err(format!("invalid value \'{s}\' for --speed: expected a factor from 0.001 to 1000 (2 replays twice as fast)"))
-            }
-        },
-    };
-    let passes = passes.unwrap_or(1);
-    if passes == 0 || passes > 1_000_000 {
-        return Err(format!("invalid value \'{passes}\' for --replay-loop: expected how many times to play the capture, 1 to 1000000"));
-    }
-    Ok(Some(Settings { file: file.into(), speed, passes, strict, admin }))
-}
-
-/// Checks `capture`'s `-o` and `--max-commands`: `None` when not `capturing`, where they are
-/// refused.
-pub fn capture_settings(
-    capturing: bool,
-    output: Option<&str>,
-    max_commands: Option<u64>,
-) -> Result<Option<CaptureSettings>, String> {
-    if !capturing {
-        if output.is_some() || max_commands.is_some() {
-            return Err("-o and --max-commands are respbench capture's: respbench capture -o FILE ...".into());
-        }
-        return Ok(None);
-    }
-    let output = output.ok_or("respbench capture writes its file where -o FILE says")?;
-    if max_commands == Some(0) {
-        return Err(
-            "invalid value \'0\' for --max-commands: expected how many commands to capture, at least 1"
-                .into(),
-        );
-    }
-    Ok(Some(CaptureSettings { output: output.into(), max_commands }))
 }
 
 /// A replay's figures in its test's result; the `--json` document's `replay` carries them as
@@ -163,25 +106,4 @@ pub struct Skipped {
     pub reason: String,
     /// How many.
     pub count: u64,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn options_are_checked() {
-        assert_eq!(settings(None, None, None, false, false), Ok(None));
-        assert!(settings(None, Some("2"), None, false, false).is_err());
-        let s = settings(Some("f"), Some("2"), Some(3), true, false).unwrap().unwrap();
-        assert_eq!((s.speed, s.passes, s.strict), (2.0, 3, true));
-        for bad in ["0", "-1", "nan", "inf", "x", "2000"] {
-            assert!(settings(Some("f"), Some(bad), None, false, false).is_err(), "{bad}");
-        }
-        assert!(settings(Some("f"), None, Some(0), false, false).is_err());
-        assert!(capture_settings(true, None, None).is_err());
-        assert!(capture_settings(true, Some("o"), Some(0)).is_err());
-        assert!(capture_settings(false, Some("o"), None).is_err());
-        assert_eq!(capture_settings(false, None, None), Ok(None));
-    }
 }

@@ -1,7 +1,7 @@
 //! One test on a backend: its plan, the run on a second thread while this one samples the
 //! client's CPU and tells the observer how it goes, and `-I`'s idle connections.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -85,54 +85,17 @@ pub(crate) fn plan(
     stop_at: Option<Time>,
     ramp_start: Time,
 ) -> Arc<Plan> {
-    let keys = match cfg.keyspace {
-        None => KeySpace::Literal,
-        // A worker's sequential keys go over its own part of the keyspace.
-        Some(_) if cfg.key_dist == respbench_core::dist::KeyDist::Sequential && cfg.split.is_some() => {
-            let (first, n) = cfg.split.as_ref().and_then(|s| s.keys).unwrap_or_default();
-            KeySpace::sequential_range(first, n)
-        }
-        // Options::check refused a keyspace the distribution cannot take.
-        Some(n) => cfg.key_dist.space(n).unwrap_or(KeySpace::Random { n }),
-    };
-    // The core shares the total rate evenly over the connections.
-    let mut open_loop =
-        rate.map(|r| OpenLoop { slack: cfg.open_slack(r), ..OpenLoop::new(r as f64, cfg.open.poisson) });
     let replay = case.replay.as_deref();
-    if let Some(r) = replay {
-        // The schedule is the recorded instants: each record says when it is due.
-        open_loop =
-            Some(OpenLoop { rate: r.recorded_rate().max(1.0), poisson: false, slack: Duration::ZERO });
-    }
     let budget = if idle || cfg.open.duration.is_some() || replay.is_some() {
         Budget::unlimited()
     } else {
         Budget::new(cfg.requests)
     };
     Arc::new(Plan {
-        conn: ConnConfig {
-            handshake: handshake(cfg),
-            // The connect test: one request per connection.
-            pipeline: match replay {
-                Some(_) => cfg.pipeline.max(crate::replay::WINDOW),
-                None if case.spec.connection_per_request => 1,
-                None => cfg.pipeline,
-            },
-            // A replay sends what is due whatever is still unanswered, up to its window.
-            pipeline_mode: if replay.is_some() {
-                respbench_core::PipelineMode::Window
-            } else {
-                cfg.pipeline_mode
-            },
-            keepalive: cfg.keepalive && !case.spec.connection_per_request,
-            idle,
-            open_loop,
-            request_timeout: cfg.timeout,
-            reconnect: cfg.reconnect.then_some(Backoff { first: RECONNECT_FIRST, max: RECONNECT_MAX }),
-        },
+        conn: conn_config(cfg, case, idle, rate),
         workload: Workload {
             template: case.spec.template.clone(),
-            keys,
+            keys: key_space(cfg),
             // Its commands' sequential keys start again at each test.
             mix: case.mix.as_ref().map(|(m, _)| m.fresh()),
         },
@@ -150,6 +113,54 @@ pub(crate) fn plan(
         ramp: cfg.open.ramp.filter(|_| !idle).map(|r| respbench_core::Ramp { start: ramp_start, ..r }),
         retry: cfg.retry.as_ref().map(|r| r.retry.clone()),
     })
+}
+
+/// The keys a test's `__rand_int__` draws from: `-r` over `--key-dist`.
+fn key_space(cfg: &Config) -> KeySpace {
+    match cfg.keyspace {
+        None => KeySpace::Literal,
+        // A worker's sequential keys go over its own part of the keyspace.
+        Some(_) if cfg.key_dist == respbench_core::dist::KeyDist::Sequential && cfg.split.is_some() => {
+            let (first, n) = cfg.split.as_ref().and_then(|s| s.keys).unwrap_or_default();
+            KeySpace::sequential_range(first, n)
+        }
+        // Options::check refused a keyspace the distribution cannot take.
+        Some(n) => cfg.key_dist.space(n).unwrap_or(KeySpace::Random { n }),
+    }
+}
+
+/// What each connection of a test does on the wire: its handshake, pipeline, schedule (`rate`
+/// shared over the connections, or a replay's recorded instants), timeout and reconnection.
+fn conn_config(cfg: &Config, case: &Case, idle: bool, rate: Option<u64>) -> ConnConfig {
+    // The core shares the total rate evenly over the connections.
+    let mut open_loop =
+        rate.map(|r| OpenLoop { slack: cfg.open_slack(r), ..OpenLoop::new(r as f64, cfg.open.poisson) });
+    let replay = case.replay.as_deref();
+    if let Some(r) = replay {
+        // The schedule is the recorded instants: each record says when it is due.
+        open_loop =
+            Some(OpenLoop { rate: r.recorded_rate().max(1.0), poisson: false, slack: Duration::ZERO });
+    }
+    ConnConfig {
+        handshake: handshake(cfg),
+        // The connect test: one request per connection.
+        pipeline: match replay {
+            Some(_) => cfg.pipeline.max(crate::replay::WINDOW),
+            None if case.spec.connection_per_request => 1,
+            None => cfg.pipeline,
+        },
+        // A replay sends what is due whatever is still unanswered, up to its window.
+        pipeline_mode: if replay.is_some() {
+            respbench_core::PipelineMode::Window
+        } else {
+            cfg.pipeline_mode
+        },
+        keepalive: cfg.keepalive && !case.spec.connection_per_request,
+        idle,
+        open_loop,
+        request_timeout: cfg.timeout,
+        reconnect: cfg.reconnect.then_some(Backoff { first: RECONNECT_FIRST, max: RECONNECT_MAX }),
+    }
 }
 
 /// Where a delivery test's subscribers connect: the run's server, or, over a cluster, the
@@ -416,6 +427,39 @@ impl Readings {
     }
 }
 
+/// What the steps of one measured test share: the test, what it runs against, its clock and
+/// each group's run.
+struct Measured<'a> {
+    t: &'a Test<'a>,
+    against: Against<'a>,
+    epoch: Instant,
+    /// When the test began: its `--duration` and its events count from here.
+    begin: Instant,
+    runs: &'a [TestRun],
+    /// The tag of the seconds told to an output that keeps them.
+    hlog: Option<&'a str>,
+}
+
+impl<'a> Measured<'a> {
+    /// The first group's run: it carries what one test's outputs read live (groups refuse
+    /// them).
+    fn run(&self) -> &'a TestRun {
+        &self.runs[0]
+    }
+
+    /// Tells the seconds every loop has moved past; `end` once the test is over, to cut its
+    /// last second short.
+    fn log_ended(&self, obs: &mut dyn Observer, end: Option<Time>) -> Result<(), Error> {
+        match self.hlog {
+            Some(tag) => {
+                let ended = self.run().progress.collector().take_ended();
+                obs.intervals(tag, &ended, end)
+            }
+            None => Ok(()),
+        }
+    }
+}
+
 /// The measured test: the loops of every group on threads of their own while this one tells
 /// `obs` how it goes, hears a stop and marks a ramp's steps.
 fn measure(
@@ -424,7 +468,7 @@ fn measure(
     epoch: Instant,
     obs: &mut dyn Observer,
     stop: &StopHandle,
-    mut ramp: Option<&mut crate::ramp::Watch<'_>>,
+    ramp: Option<&mut crate::ramp::Watch<'_>>,
     mut sampler: Option<Sampler>,
 ) -> Result<Ran, Error> {
     let (cfg, case) = (t.cfg, t.parts[0].case);
@@ -443,120 +487,93 @@ fn measure(
     // A replay's first record is due once the connections are up; its figures count from then.
     let origin = case.replay.as_ref().map(|_| Time::since(epoch, begin + crate::replay::LEAD));
     let runs = test_runs(t, against, origin, stop_at, Time::since(epoch, begin));
-    // The first group's run carries what one test's outputs read live (groups refuse them).
-    let run = &runs[0];
-    // The p99 so far, for a progress line that shows it.
-    run.progress.keep_latency.store(obs.shows_progress(), Ordering::Relaxed);
-    if t.hlog.is_some() && obs.keeps_figures() {
-        announce(t, run, obs);
-    }
     let hlog = t.hlog.filter(|_| obs.keeps_intervals());
-    if hlog.is_some() {
-        run.progress.collector().keep_ended();
-    }
-    if run.plan.fine {
-        run.progress.collector().track(&cfg.events.planned());
-    }
-    let loops_done = std::sync::atomic::AtomicBool::new(false);
-    // A command may wait, a program run, to the test's end and its grace at least.
-    let patience = cfg.open.duration.unwrap_or_default() + cfg.drain_grace + Duration::from_secs(5);
-    // Tells the seconds every loop has moved past; `end` once the test is over, to cut its
-    // last second short.
-    let log_ended = |obs: &mut dyn Observer, end: Option<Time>| -> Result<(), Error> {
-        match hlog {
-            Some(tag) => {
-                let ended = run.progress.collector().take_ended();
-                obs.intervals(tag, &ended, end)
-            }
-            None => Ok(()),
-        }
-    };
-    let mut live_told = 0usize;
-    let goal = match cfg.open.duration {
-        Some(d) => Goal::Duration(d),
-        None => Goal::Requests(t.parts.iter().map(|p| p.cfg.requests).fold(0, u64::saturating_add)),
-    };
-    let (mut p99, mut p99_read) = (None, Instant::now());
-    let mut readings = Readings::start();
-    // A ramp: a mark as the test begins, as each later step begins, and at its end.
-    let ramp_plan = run.plan.ramp.filter(|_| ramp.is_some());
-    if let Some(w) = ramp.as_deref_mut() {
-        w.marks.clear();
-        w.mark();
-    }
-    // What --metrics shows of the ramp: the step running and its level.
-    let ramp_live = |k: usize| {
-        if let Some(r) = ramp_plan {
-            run.progress.ramp_step.store(k as u64 + 1, Ordering::Relaxed);
-            run.progress.ramp_level.store(r.level(k), Ordering::Relaxed);
-        }
-    };
-    ramp_live(0);
-    let mut next_step = 1usize;
-    let (tx, rx) = mpsc::channel();
-    let _reading = match (&case.replay, origin) {
+    let m = Measured { t, against, epoch, begin, runs: &runs, hlog };
+    keep_live_figures(&m, obs);
+    let watch = Watch::start(&m, ramp);
+    let reading = match (&case.replay, origin) {
         (Some(r), Some(at)) => Some(crate::replay::Reading::start(r, at)),
         _ => None,
     };
-    let loops: usize = runs.iter().map(TestRun::loops).sum();
+    let beside = Beside { subscribers: &mut subscribers, reading: reading.as_ref() };
+    drive(&m, watch, beside, obs, stop, sampler)
+}
+
+/// What the loops publish while they run, for the outputs that read it: the p99 so far for a
+/// progress line that shows it, the figures for one that reads them live (a measured test, with
+/// a tag), the seconds they close, and the events' windows.
+fn keep_live_figures(m: &Measured<'_>, obs: &mut dyn Observer) {
+    let run = m.run();
+    run.progress.keep_latency.store(obs.shows_progress(), Ordering::Relaxed);
+    if m.t.hlog.is_some() && obs.keeps_figures() {
+        announce(m.t, run, obs);
+    }
+    if m.hlog.is_some() {
+        run.progress.collector().keep_ended();
+    }
+    if run.plan.fine {
+        run.progress.collector().track(&m.t.cfg.events.planned());
+    }
+}
+
+/// What ends with the test beside its loops, kept by [`measure`] until the loops have stopped:
+/// a delivery test's subscribers and a replay's reader.
+struct Beside<'b> {
+    subscribers: &'b mut Option<crate::deliver::Subscribers>,
+    reading: Option<&'b crate::replay::Reading>,
+}
+
+/// The threads that run beside the loops, to be joined once they are done: the server's
+/// sampling (with its CPU) and `--at`'s events.
+struct Helpers<'scope, 'env> {
+    sampling: Option<std::thread::ScopedJoinHandle<'scope, (Sampler, (f64, f64))>>,
+    /// Tells the sampling thread to stop.
+    sampling_done: &'env AtomicBool,
+    fired: Option<std::thread::ScopedJoinHandle<'scope, Vec<crate::event::Fired>>>,
+}
+
+/// However the test ends, the sampling thread stops with it.
+struct Done<'a>(&'a AtomicBool);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Runs every group's loops, the server's sampling and `--at`'s events on threads of their own
+/// while this one watches, until every group is done; then collects the test.
+fn drive(
+    m: &Measured<'_>,
+    mut watch: Watch<'_, '_>,
+    mut beside: Beside<'_>,
+    obs: &mut dyn Observer,
+    stop: &StopHandle,
+    sampler: Option<Sampler>,
+) -> Result<Ran, Error> {
+    let loops_done = AtomicBool::new(false);
     // The groups whose loops are still running: the events' thread stops waiting at none.
-    let left = std::sync::atomic::AtomicUsize::new(runs.len());
-    let sampling_done = std::sync::atomic::AtomicBool::new(false);
+    let left = AtomicUsize::new(m.runs.len());
+    let sampling_done = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel();
     std::thread::scope(|s| {
-        // The server's samples, on a thread of their own; its connection opened once the test's
-        // are up (a clients ramp's first step's; or one failed, or each request connects anew),
-        // so that it takes no slot of the server's maxclients they need. The first group's
-        // connections stand for the test's.
-        let mut sampling = sampler.take().map(|mut sampler| {
-            let (done, keepalive) = (&sampling_done, cfg.keepalive && !case.spec.connection_per_request);
-            s.spawn(move || {
-                // A ramp of clients: the step's.
-                let clients_ramp =
-                    run.plan.ramp.is_some_and(|r| r.kind == respbench_core::ramp::RampKind::Clients);
-                let ready = || {
-                    let want = match clients_ramp {
-                        true => run.progress.ramp_level.load(Ordering::Relaxed),
-                        false => run.clients as u64,
-                    };
-                    !keepalive
-                        || run.progress.live.load(Ordering::Relaxed) >= want
-                        || run.progress.failed.load(Ordering::Relaxed) > 0
-                };
-                let cpu = sampler.run(epoch, begin, done, &ready, &run.progress.server);
-                (sampler, cpu)
-            })
-        });
-        // However this scope ends, the sampling thread stops with it.
-        struct Done<'a>(&'a std::sync::atomic::AtomicBool);
-        impl Drop for Done<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::Relaxed);
-            }
-        }
+        let sampling = sampler.map(|sampler| spawn_sampling(s, m, sampler, &sampling_done));
         let _done = Done(&sampling_done);
-        let firing = crate::fire::Firing {
-            events: &cfg.events,
-            targets: against.targets,
-            begin,
-            epoch,
-            progress: &run.progress,
-            done: &loops_done,
-            patience,
-        };
-        let mut fired = run.plan.fine.then(|| s.spawn(move || crate::fire::fire(&firing)));
+        let fired = spawn_events(s, m, &loops_done);
+        let helpers = Helpers { sampling, sampling_done: &sampling_done, fired };
         let (loops_done, left) = (&loops_done, &left);
-        for (k, r) in runs.iter().enumerate() {
-            let tx = tx.clone();
+        for (k, r) in m.runs.iter().enumerate() {
+            let (tx, t) = (tx.clone(), m.t);
+            let (tls, epoch) = (m.against.tls, m.epoch);
             s.spawn(move || {
-                let _ = tx.send((k, run_backend(t.backend, r, against.tls, epoch)));
+                let _ = tx.send((k, run_backend(t.backend, r, tls, epoch)));
                 if left.fetch_sub(1, Ordering::Relaxed) == 1 {
                     loops_done.store(true, Ordering::Relaxed);
                 }
             });
         }
         drop(tx);
-        let mut outcomes: Vec<Option<Outcome>> = runs.iter().map(|_| None).collect();
-        let mut stop_asked = false;
+        let mut outcomes: Vec<Option<Outcome>> = m.runs.iter().map(|_| None).collect();
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok((k, result)) => {
@@ -564,115 +581,249 @@ fn measure(
                     if outcomes.iter().any(Option::is_none) {
                         continue;
                     }
-                    if let Some(w) = ramp.as_deref_mut() {
-                        w.mark();
-                    }
-                    let (mut cpu, contention) = readings.end(loops);
+                    let client = watch.end(m);
                     obs.progress_end();
-                    let mut groups: Vec<Outcome> = outcomes.drain(..).flatten().collect();
-                    let mut o = match groups.len() {
-                        1 => groups.remove(0),
-                        _ => crate::groups::merge(&groups)?,
-                    };
-                    sampling_done.store(true, Ordering::Relaxed);
-                    let server_series = match sampling.take().map(|h| h.join()) {
-                        Some(Ok((sampler, (user, sys)))) => {
-                            // The sampling thread's CPU is not the loops'.
-                            cpu.user_s = (cpu.user_s - user).max(0.0);
-                            cpu.sys_s = (cpu.sys_s - sys).max(0.0);
-                            Some(sampler.finish(epoch, o.stats.start))
-                        }
-                        _ => None,
-                    };
-                    if let Some(subs) = subscribers.take() {
-                        // The subscribers' threads are not the event loops: their CPU is left
-                        // out of the client's figure (and so of the verdict).
-                        let (user, sys) = subs.finish(&mut o.stats, cfg.drain_grace)?;
-                        cpu.user_s = (cpu.user_s - user).max(0.0);
-                        cpu.sys_s = (cpu.sys_s - sys).max(0.0);
-                    }
-                    if let Some(e) = _reading.as_ref().and_then(crate::replay::Reading::stop) {
-                        return Err(Error::Tests(e));
-                    }
-                    log_ended(obs, Some(o.stats.end))?;
-                    // Over several nodes: the nodes as the test ended, without the room kept
-                    // for nodes that never appeared.
-                    let nodes = match (&run.plan.cluster, against.multi) {
-                        (Some(c), Some(m)) => {
-                            o.stats.nodes.truncate(c.nodes.len() + o.stats.appeared.len());
-                            m.nodes_at_end(c, &o.stats)
-                        }
-                        _ => Vec::new(),
-                    };
-                    // Joined first: an event sent tells the collector before the tracker is done.
-                    let events = match fired.take().map(|h| h.join().unwrap_or_default()) {
-                        Some(f) => {
-                            let costs = run.progress.collector().disruptions();
-                            crate::fire::results(&cfg.events, f, costs, &o.stats)
-                        }
-                        None => Vec::new(),
-                    };
-                    let pauses = pauses(&run.progress);
-                    return Ok(Ran {
-                        outcome: o,
-                        cpu,
-                        contention,
-                        nodes,
-                        events,
-                        pauses,
-                        groups,
-                        server_series,
-                    });
+                    let groups = outcomes.drain(..).flatten().collect();
+                    return collect(m, groups, client, helpers, &mut beside, obs);
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::LoopsStopped),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
-            // A file that cannot be written ends the run like a failed test, keeping its results.
-            log_ended(obs, None)?;
-            if let (Some(r), Some(w)) = (ramp_plan, ramp.as_deref_mut()) {
-                let now = Time::since(epoch, Instant::now());
-                while next_step < r.steps() && r.step_start(next_step) <= now && !run.plan.stop.is_due(now) {
-                    w.mark();
-                    ramp_live(next_step);
-                    next_step += 1;
-                }
-            }
-            readings.tick();
-            if !stop_asked && stop.requested() {
-                // Ctrl-C: the core stops handing out requests and abandons what is still
-                // unanswered after the grace.
-                let now = Time::since(epoch, Instant::now());
-                runs.iter().for_each(|r| r.plan.stop.request(now));
-                stop_asked = true;
-            }
-            if cfg.open.live {
-                // A second is summarised once every loop has moved past it (they publish every
-                // 50 ms). Only whole seconds: the one the test ends in closes with the loops and
-                // is partial.
-                let whole = begin.elapsed().as_secs() as usize;
-                let series = run.progress.collector();
-                while let Some(s) = series.seconds.get(live_told).filter(|_| live_told < whole) {
-                    obs.second(&case.spec.title, live_told, s);
-                    live_told += 1;
-                }
-            }
-            if p99_read.elapsed() >= P99_READ_EVERY {
-                p99_read = Instant::now();
-                p99 = run.progress.latency_percentile(99.0).filter(|_| runs.len() == 1);
-            }
-            let sum = |f: &dyn Fn(&Progress) -> u64| {
-                runs.iter().map(|r| f(&r.progress)).fold(0, u64::saturating_add)
-            };
-            obs.progress(&Tick {
-                title: &case.spec.title,
-                started: readings.started,
-                completed: sum(&|p| p.completed.load(Ordering::Relaxed)),
-                latency_sum_micros: sum(&|p| p.latency_sum_micros.load(Ordering::Relaxed)),
-                p99_micros: p99,
-                goal,
-            });
+            watch.look(m, obs, stop)?;
         }
     })
+}
+
+/// The server's samples, on a thread of their own; its connection opened once the test's are
+/// up (a clients ramp's first step's; or one failed, or each request connects anew), so that it
+/// takes no slot of the server's maxclients they need. The first group's connections stand for
+/// the test's.
+fn spawn_sampling<'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    m: &Measured<'scope>,
+    mut sampler: Sampler,
+    done: &'scope AtomicBool,
+) -> std::thread::ScopedJoinHandle<'scope, (Sampler, (f64, f64))> {
+    let (run, epoch, begin) = (m.run(), m.epoch, m.begin);
+    let keepalive = m.t.cfg.keepalive && !m.t.parts[0].case.spec.connection_per_request;
+    s.spawn(move || {
+        // A ramp of clients: the step's.
+        let clients_ramp = run.plan.ramp.is_some_and(|r| r.kind == respbench_core::ramp::RampKind::Clients);
+        let ready = || {
+            let want = match clients_ramp {
+                true => run.progress.ramp_level.load(Ordering::Relaxed),
+                false => run.clients as u64,
+            };
+            !keepalive
+                || run.progress.live.load(Ordering::Relaxed) >= want
+                || run.progress.failed.load(Ordering::Relaxed) > 0
+        };
+        let cpu = sampler.run(epoch, begin, done, &ready, &run.progress.server);
+        (sampler, cpu)
+    })
+}
+
+/// `--at`'s events, fired on a thread of their own when the plan tracks their windows.
+fn spawn_events<'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    m: &Measured<'scope>,
+    loops_done: &'scope AtomicBool,
+) -> Option<std::thread::ScopedJoinHandle<'scope, Vec<crate::event::Fired>>> {
+    let (cfg, run) = (m.t.cfg, m.run());
+    // A command may wait, a program run, to the test's end and its grace at least.
+    let patience = cfg.open.duration.unwrap_or_default() + cfg.drain_grace + Duration::from_secs(5);
+    let firing = crate::fire::Firing {
+        events: &cfg.events,
+        targets: m.against.targets,
+        begin: m.begin,
+        epoch: m.epoch,
+        progress: &run.progress,
+        done: loops_done,
+        patience,
+    };
+    run.plan.fine.then(|| s.spawn(move || crate::fire::fire(&firing)))
+}
+
+/// Takes the helpers' CPU (`user`, `sys` seconds) out of the client's: theirs is not the loops'
+/// (and so not the verdict's).
+fn leave_out(cpu: &mut ClientCpu, (user, sys): (f64, f64)) {
+    cpu.user_s = (cpu.user_s - user).max(0.0);
+    cpu.sys_s = (cpu.sys_s - sys).max(0.0);
+}
+
+/// The test's result once every group's loops are done: their outcomes merged, the server's
+/// series, the subscribers' deliveries, the last seconds told, the nodes, the events' costs
+/// and the client's pauses.
+fn collect(
+    m: &Measured<'_>,
+    mut groups: Vec<Outcome>,
+    (mut cpu, contention): (ClientCpu, Contention),
+    mut helpers: Helpers<'_, '_>,
+    beside: &mut Beside<'_>,
+    obs: &mut dyn Observer,
+) -> Result<Ran, Error> {
+    let (cfg, run) = (m.t.cfg, m.run());
+    let mut o = match groups.len() {
+        1 => groups.remove(0),
+        _ => crate::groups::merge(&groups)?,
+    };
+    helpers.sampling_done.store(true, Ordering::Relaxed);
+    let server_series = match helpers.sampling.take().map(|h| h.join()) {
+        Some(Ok((sampler, used))) => {
+            leave_out(&mut cpu, used);
+            Some(sampler.finish(m.epoch, o.stats.start))
+        }
+        _ => None,
+    };
+    if let Some(subs) = beside.subscribers.take() {
+        leave_out(&mut cpu, subs.finish(&mut o.stats, cfg.drain_grace)?);
+    }
+    if let Some(e) = beside.reading.and_then(crate::replay::Reading::stop) {
+        return Err(Error::Tests(e));
+    }
+    m.log_ended(obs, Some(o.stats.end))?;
+    // Over several nodes: the nodes as the test ended, without the room kept for nodes that
+    // never appeared.
+    let nodes = match (&run.plan.cluster, m.against.multi) {
+        (Some(c), Some(multi)) => {
+            o.stats.nodes.truncate(c.nodes.len() + o.stats.appeared.len());
+            multi.nodes_at_end(c, &o.stats)
+        }
+        _ => Vec::new(),
+    };
+    // Joined first: an event sent tells the collector before the tracker is done.
+    let events = match helpers.fired.take().map(|h| h.join().unwrap_or_default()) {
+        Some(f) => crate::fire::results(&cfg.events, f, run.progress.collector().disruptions(), &o.stats),
+        None => Vec::new(),
+    };
+    let pauses = pauses(&run.progress);
+    Ok(Ran { outcome: o, cpu, contention, nodes, events, pauses, groups, server_series })
+}
+
+/// What this thread keeps between its looks while the loops run: the CPU readings, a ramp's
+/// marks and the step it is at, the live seconds told, the p99 last read and whether a stop
+/// was passed on.
+struct Watch<'r, 'w> {
+    readings: Readings,
+    ramp: Option<&'r mut crate::ramp::Watch<'w>>,
+    /// The plan's ramp, when its steps are marked.
+    ramp_plan: Option<respbench_core::Ramp>,
+    next_step: usize,
+    live_told: usize,
+    p99: Option<u64>,
+    p99_read: Instant,
+    stop_asked: bool,
+    goal: Goal,
+}
+
+impl<'r, 'w> Watch<'r, 'w> {
+    /// Starts the readings and a ramp's marks: one as the test begins.
+    fn start(m: &Measured<'_>, mut ramp: Option<&'r mut crate::ramp::Watch<'w>>) -> Watch<'r, 'w> {
+        let t = m.t;
+        let goal = match t.cfg.open.duration {
+            Some(d) => Goal::Duration(d),
+            None => Goal::Requests(t.parts.iter().map(|p| p.cfg.requests).fold(0, u64::saturating_add)),
+        };
+        let readings = Readings::start();
+        // A ramp: a mark as the test begins, as each later step begins, and at its end.
+        let ramp_plan = m.run().plan.ramp.filter(|_| ramp.is_some());
+        if let Some(w) = ramp.as_deref_mut() {
+            w.marks.clear();
+            w.mark();
+        }
+        let watch = Watch {
+            readings,
+            ramp,
+            ramp_plan,
+            next_step: 1,
+            live_told: 0,
+            p99: None,
+            p99_read: Instant::now(),
+            stop_asked: false,
+            goal,
+        };
+        watch.ramp_live(m, 0);
+        watch
+    }
+
+    /// What `--metrics` shows of the ramp: the step `k` running and its level.
+    fn ramp_live(&self, m: &Measured<'_>, k: usize) {
+        if let Some(r) = self.ramp_plan {
+            m.run().progress.ramp_step.store(k as u64 + 1, Ordering::Relaxed);
+            m.run().progress.ramp_level.store(r.level(k), Ordering::Relaxed);
+        }
+    }
+
+    /// Every group is done: a ramp's last mark, and the client's CPU and contention.
+    fn end(&mut self, m: &Measured<'_>) -> (ClientCpu, Contention) {
+        if let Some(w) = self.ramp.as_deref_mut() {
+            w.mark();
+        }
+        self.readings.end(m.runs.iter().map(TestRun::loops).sum())
+    }
+
+    /// One look while the loops run: the seconds they closed, a ramp's steps begun, the run
+    /// delay, a stop asked for, the live seconds and the progress line.
+    fn look(&mut self, m: &Measured<'_>, obs: &mut dyn Observer, stop: &StopHandle) -> Result<(), Error> {
+        // A file that cannot be written ends the run like a failed test, keeping its results.
+        m.log_ended(obs, None)?;
+        let run = m.run();
+        if let (Some(r), Some(_)) = (self.ramp_plan, self.ramp.as_ref()) {
+            let now = Time::since(m.epoch, Instant::now());
+            while self.next_step < r.steps()
+                && r.step_start(self.next_step) <= now
+                && !run.plan.stop.is_due(now)
+            {
+                if let Some(w) = self.ramp.as_deref_mut() {
+                    w.mark();
+                }
+                self.ramp_live(m, self.next_step);
+                self.next_step += 1;
+            }
+        }
+        self.readings.tick();
+        if !self.stop_asked && stop.requested() {
+            // Ctrl-C: the core stops handing out requests and abandons what is still
+            // unanswered after the grace.
+            let now = Time::since(m.epoch, Instant::now());
+            m.runs.iter().for_each(|r| r.plan.stop.request(now));
+            self.stop_asked = true;
+        }
+        if m.t.cfg.open.live {
+            self.tell_seconds(m, obs);
+        }
+        self.tell_progress(m, obs);
+        Ok(())
+    }
+
+    /// `--live`: a second is summarised once every loop has moved past it (they publish every
+    /// 50 ms). Only whole seconds: the one the test ends in closes with the loops and is partial.
+    fn tell_seconds(&mut self, m: &Measured<'_>, obs: &mut dyn Observer) {
+        let whole = m.begin.elapsed().as_secs() as usize;
+        let series = m.run().progress.collector();
+        while let Some(s) = series.seconds.get(self.live_told).filter(|_| self.live_told < whole) {
+            obs.second(&m.t.parts[0].case.spec.title, self.live_told, s);
+            self.live_told += 1;
+        }
+    }
+
+    /// The progress line: the groups' requests so far, and the p99 so far (one group's).
+    fn tell_progress(&mut self, m: &Measured<'_>, obs: &mut dyn Observer) {
+        if self.p99_read.elapsed() >= P99_READ_EVERY {
+            self.p99_read = Instant::now();
+            self.p99 = m.run().progress.latency_percentile(99.0).filter(|_| m.runs.len() == 1);
+        }
+        let sum =
+            |f: &dyn Fn(&Progress) -> u64| m.runs.iter().map(|r| f(&r.progress)).fold(0, u64::saturating_add);
+        obs.progress(&Tick {
+            title: &m.t.parts[0].case.spec.title,
+            started: self.readings.started,
+            completed: sum(&|p| p.completed.load(Ordering::Relaxed)),
+            latency_sum_micros: sum(&|p| p.latency_sum_micros.load(Ordering::Relaxed)),
+            p99_micros: self.p99,
+            goal: self.goal,
+        });
+    }
 }
 
 /// The client machine's pauses the test's idle thread and loops recorded.

@@ -11,6 +11,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use crate::config::OptionError;
+
 /// The largest scenario file read: 1 MiB (a file is settings, not data).
 pub const MAX_BYTES: u64 = 1 << 20;
 
@@ -321,7 +323,7 @@ impl Scenario {
 /// Options a file has no place for (the outputs, `-a`, a URI) are listed in a comment, to be
 /// given on the command line with `respbench run`. `takes_value`: whether an option takes a
 /// value.
-pub fn of_args(args: &[String], takes_value: &dyn Fn(&str) -> bool) -> Result<String, String> {
+pub fn of_args(args: &[String], takes_value: &dyn Fn(&str) -> bool) -> Result<String, OptionError> {
     let mut f = File::default();
     let mut g = Group::default();
     let (mut left, mut i) = (Vec::new(), 0);
@@ -332,17 +334,22 @@ pub fn of_args(args: &[String], takes_value: &dyn Fn(&str) -> bool) -> Result<St
         }
         let value = if takes_value(a) { args.get(i + 1).cloned() } else { None };
         i += 1 + usize::from(value.is_some());
-        let text = || value.clone().ok_or_else(|| format!("{a} needs a value"));
-        let num = || text()?.parse::<u64>().map_err(|_| format!("{a}: a number, not {value:?}"));
+        let refused = OptionError::Refused;
+        let text = || value.clone().ok_or_else(|| refused(format!("{a} needs a value")));
+        let num = || text()?.parse::<u64>().map_err(|_| refused(format!("{a}: a number, not {value:?}")));
         let c = &mut f.connection;
         match a.as_str() {
             "-h" | "--host" => c.host = Some(text()?),
-            "-p" | "--port" => c.port = Some(u16::try_from(num()?).map_err(|_| format!("{a}: a port"))?),
+            "-p" | "--port" => {
+                c.port = Some(u16::try_from(num()?).map_err(|_| refused(format!("{a}: a port")))?)
+            }
             "-s" | "--socket" => c.socket = Some(text()?),
             "--user" => c.user = Some(text()?),
             "--tls" => c.tls = true,
             "--cluster" => c.cluster = true,
-            "--dbnum" => c.db = Some(u32::try_from(num()?).map_err(|_| format!("{a}: a db number"))?),
+            "--dbnum" => {
+                c.db = Some(u32::try_from(num()?).map_err(|_| refused(format!("{a}: a db number")))?)
+            }
             "-3" => c.resp3 = true,
             "--preload" => f.phases.preload = true,
             "--warmup" => f.phases.warmup = Some(text()?),
@@ -357,7 +364,9 @@ pub fn of_args(args: &[String], takes_value: &dyn Fn(&str) -> bool) -> Result<St
             "--key-dist" => g.key_dist = Some(text()?),
             "--key-prefix" => g.key_prefix = Some(text()?),
             "-d" | "--datasize" => g.datasize = Some(Size::Text(text()?)),
-            "-P" | "--pipeline" => g.pipeline = Some(u32::try_from(num()?).map_err(|_| format!("{a}: -P"))?),
+            "-P" | "--pipeline" => {
+                g.pipeline = Some(u32::try_from(num()?).map_err(|_| refused(format!("{a}: -P")))?)
+            }
             "--rps" => g.rps = Some(num()?),
             "--print-scenario" => {}
             // A password stays off the file (and off the screen).
@@ -370,16 +379,17 @@ pub fn of_args(args: &[String], takes_value: &dyn Fn(&str) -> bool) -> Result<St
         (_, Some(_), _) => "mix".into(),
         (_, _, Some(c)) => c[0].to_ascii_lowercase().chars().filter(|&c| c.is_ascii_alphanumeric()).collect(),
         _ => {
-            return Err(
+            return Err(OptionError::Refused(
                 "--print-scenario: the default suite is many tests, and a group sends one: give -t NAME, \
                         --mix or a command"
                     .into(),
-            )
+            ))
         }
     };
     f.groups.push(Spanned::new(0..0, g));
-    let text = toml::to_string(&f).map_err(|e| format!("--print-scenario: {e}"))?;
-    parse("the command line", text.clone()).map_err(|e| format!("--print-scenario: {e}"))?;
+    let text = toml::to_string(&f).map_err(|e| OptionError::Refused(format!("--print-scenario: {e}")))?;
+    parse("the command line", text.clone())
+        .map_err(|e| OptionError::Refused(format!("--print-scenario: {e}")))?;
     Ok(match left.is_empty() {
         true => text,
         false => format!("# Not in the file: give them on the command line: {}\n{text}", left.join(" ")),
@@ -512,7 +522,7 @@ mod tests {
         let command: Vec<String> = ["-n", "10", "INCR", "-x"].map(String::from).to_vec();
         let toml = of_args(&command, &|o| o == "-n").unwrap();
         assert!(toml.contains("name = \"incr\"") && toml.contains("command = [\"INCR\", \"-x\"]"), "{toml}");
-        assert!(of_args(&[], &none).unwrap_err().contains("the default suite"));
+        assert!(of_args(&[], &none).unwrap_err().to_string().contains("the default suite"));
     }
 
     #[test]

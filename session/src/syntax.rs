@@ -260,23 +260,92 @@ pub fn host_port(text: &str) -> Result<Endpoint, &'static str> {
 pub fn sentinel(
     list: Option<&str>,
     master: Option<&str>,
-) -> Result<Option<crate::sentinel::Sentinel>, String> {
+) -> Result<Option<crate::sentinel::Sentinel>, OptionError> {
     let (list, master) = match (list, master) {
         (None, None) => return Ok(None),
         (Some(l), Some(m)) => (l, m),
         (Some(_), None) => {
-            return Err("--sentinel needs --sentinel-master NAME (the master to ask for)".into())
+            return Err(OptionError::Refused(
+                "--sentinel needs --sentinel-master NAME (the master to ask for)".into(),
+            ))
         }
-        (None, Some(_)) => return Err("--sentinel-master needs --sentinel HOST:PORT[,…]".into()),
+        (None, Some(_)) => {
+            return Err(OptionError::Refused("--sentinel-master needs --sentinel HOST:PORT[,…]".into()))
+        }
     };
     let sentinels = list
         .split(',')
-        .map(|s| host_port(s.trim()).map_err(|why| format!("--sentinel {list}: {why}")))
+        .map(|s| host_port(s.trim()).map_err(|why| OptionError::Refused(format!("--sentinel {list}: {why}"))))
         .collect::<Result<Vec<_>, _>>()?;
     if master.is_empty() || master.len() > 256 || master.bytes().any(|b| b.is_ascii_whitespace()) {
-        return Err(format!("--sentinel-master {master:?}: expected a master's name"));
+        return Err(OptionError::Refused(format!("--sentinel-master {master:?}: expected a master's name")));
     }
     Ok(Some(crate::sentinel::Sentinel::new(sentinels, master.to_string())))
+}
+
+/// Checks `--replay`, `--speed`, `--replay-loop`, `--strict` and `--replay-admin` into
+/// [`crate::replayed::Settings`]; `None` without `--replay`.
+pub fn replay(
+    file: Option<&str>,
+    speed: Option<&str>,
+    passes: Option<u64>,
+    strict: bool,
+    admin: bool,
+) -> Result<Option<crate::replayed::Settings>, OptionError> {
+    let Some(file) = file else {
+        if speed.is_some() || passes.is_some() || strict || admin {
+            return Err(OptionError::Refused(
+                "--speed, --replay-loop, --strict and --replay-admin are --replay's: give --replay FILE"
+                    .into(),
+            ));
+        }
+        return Ok(None);
+    };
+    let speed = match speed {
+        None => 1.0,
+        Some(s) => match s.parse::<f64>() {
+            Ok(v) if v.is_finite() && (0.001..=1000.0).contains(&v) => v,
+            _ => {
+                return Err(bad(
+                    "--speed",
+                    s,
+                    "expected a factor from 0.001 to 1000 (2 replays twice as fast)",
+                ))
+            }
+        },
+    };
+    let passes = passes.unwrap_or(1);
+    if passes == 0 || passes > 1_000_000 {
+        return Err(bad(
+            "--replay-loop",
+            passes,
+            "expected how many times to play the capture, 1 to 1000000",
+        ));
+    }
+    Ok(Some(crate::replayed::Settings { file: file.into(), speed, passes, strict, admin }))
+}
+
+/// Checks `capture`'s `-o` and `--max-commands`: `None` when not `capturing`, where they are
+/// refused.
+pub fn capture(
+    capturing: bool,
+    output: Option<&str>,
+    max_commands: Option<u64>,
+) -> Result<Option<crate::replayed::CaptureSettings>, OptionError> {
+    if !capturing {
+        if output.is_some() || max_commands.is_some() {
+            return Err(OptionError::Refused(
+                "-o and --max-commands are respbench capture's: respbench capture -o FILE ...".into(),
+            ));
+        }
+        return Ok(None);
+    }
+    let output = output
+        .ok_or_else(|| OptionError::Refused("respbench capture writes its file where -o FILE says".into()))?;
+    if max_commands == Some(0) {
+        return Err(bad("--max-commands", 0, "expected how many commands to capture, at least 1"));
+    }
+    Ok(Some(crate::replayed::CaptureSettings { output: output.into(), max_commands }))
 }
 
 /// `--rps 1000,2000`: each rate 1 to 100,000,000 requests per second.
@@ -687,6 +756,22 @@ pub fn events(at: &[String], node: Option<&str>) -> Result<crate::event::Events,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replay_and_capture_options_are_checked() {
+        assert_eq!(replay(None, None, None, false, false), Ok(None));
+        assert!(replay(None, Some("2"), None, false, false).is_err());
+        let s = replay(Some("f"), Some("2"), Some(3), true, false).unwrap().unwrap();
+        assert_eq!((s.speed, s.passes, s.strict), (2.0, 3, true));
+        for bad in ["0", "-1", "nan", "inf", "x", "2000"] {
+            assert!(replay(Some("f"), Some(bad), None, false, false).is_err(), "{bad}");
+        }
+        assert!(replay(Some("f"), None, Some(0), false, false).is_err());
+        assert!(capture(true, None, None).is_err());
+        assert!(capture(true, Some("o"), Some(0)).is_err());
+        assert!(capture(false, Some("o"), None).is_err());
+        assert_eq!(capture(false, None, None), Ok(None));
+    }
 
     #[test]
     fn rate_is_one_positive_rate_and_names_itself() {

@@ -16,10 +16,10 @@ use respbench_core::tracking::{self, Heard, Tracking};
 
 use crate::config::Config;
 use crate::cpu::ClientCpu;
+use crate::error::Error;
 use crate::expiry::{read_values, selected, write_paced, Pace, NAP};
 use crate::server::{self, Conn, Server};
 use crate::stop::StopHandle;
-use crate::Error;
 
 /// The most readers (a thread each).
 pub const MAX_READERS: usize = 1000;

@@ -9,6 +9,7 @@ use respbench_core::template::Template;
 use respbench_core::verify::{Verify, HEADER};
 
 use crate::config::{Config, OptionError, Verification};
+use crate::error::Error;
 
 /// The largest value `--verify` checks: a connection holds a whole reply to check it, so `-c`
 /// connections hold up to this much each.
@@ -80,7 +81,7 @@ pub fn check(c: &mut Config, verify: bool, only: bool, requests_given: bool) -> 
 
 /// The verification of a test made of `templates` (its mix's commands in order, or its one
 /// command) under `cfg`; `None` without `--verify`. An error says what cannot be verified.
-pub fn for_test(cfg: &Config, templates: &[&Template]) -> Result<Option<Arc<Verify>>, String> {
+pub fn for_test(cfg: &Config, templates: &[&Template]) -> Result<Option<Arc<Verify>>, Error> {
     if cfg.verify == Verification::Off {
         return Ok(None);
     }
@@ -88,5 +89,7 @@ pub fn for_test(cfg: &Config, templates: &[&Template]) -> Result<Option<Arc<Veri
     let keyspace = cfg.keyspace.unwrap_or(0);
     // A worker of several shares its clients' indices, so their keys, with the other workers.
     let versions = cfg.verify == Verification::On && cfg.split.is_none();
-    Verify::new(&bytes, cfg.values.max(), cfg.clients as u64, keyspace, versions).map(|v| Some(Arc::new(v)))
+    Verify::new(&bytes, cfg.values.max(), cfg.clients as u64, keyspace, versions)
+        .map(|v| Some(Arc::new(v)))
+        .map_err(Error::Tests)
 }
