@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use respbench_core::expiry::{self, Watch};
 use respbench_core::resp::Value;
 use respbench_core::run::Outcome;
+use respbench_core::tracking::Written;
 use respbench_core::{Stats, Time};
 
 use crate::config::Config;
@@ -314,15 +315,15 @@ pub(crate) struct Pace {
 }
 
 /// Sends `pace.n` requests on `w`, pipelined: each encoded by `encode(j, out)`, which gives back
-/// a tag; each reply told to `acked(j, tag, ok, at)` (`at`: ns since the Unix epoch as it was
-/// read). At a rate, the writes due by now go together (at most [`BATCH`]), each timed from its
+/// a tag; each reply told to `acked(j, tag, ok, written)` (`written`: its intended send and
+/// its reply's read, ns since the Unix epoch). At a rate, the writes due by now go together (at most [`BATCH`]), each timed from its
 /// intended send. Gives back the requests' `Stats` and how many were sent (fewer after a stop).
 pub(crate) fn write_paced(
     w: &mut Conn,
     pace: &Pace,
     stop: &StopHandle,
     mut encode: impl FnMut(u64, &mut Vec<u8>) -> u64,
-    mut acked: impl FnMut(u64, u64, bool, u64),
+    mut acked: impl FnMut(u64, u64, bool, Written),
 ) -> Result<(Stats, u64), Error> {
     let (n, rate, epoch) = (pace.n, pace.rate, pace.epoch);
     let begin = Instant::now();
@@ -369,7 +370,9 @@ pub(crate) fn write_paced(
                 Value::Error(m) => Some(m.as_slice()),
                 _ => None,
             };
-            acked(j, tag, error.is_none(), at_ns);
+            // The intended send on the wall clock: the acknowledgement's less the time between.
+            let sent = at_ns.saturating_sub(latency);
+            acked(j, tag, error.is_none(), Written { sent, acked: at_ns });
             stats.record_request(0, latency, service, error, Time::since(epoch, at));
         }
         i += count;

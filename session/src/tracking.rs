@@ -5,16 +5,17 @@
 //! at `--rps`, noting when each write's reply was read; each reader stamps each invalidation
 //! push with the wall clock as its read returns. The core's [`Tracking::summarise`] matches them
 //! after the test: expected, received, lost, duplicated, flushes, and the latency from each
-//! write's acknowledgement to the push.
+//! write's send (its intended send at `--rps`) to the push, with how many pushes came before
+//! the write's acknowledgement.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use respbench_core::resp::Value;
 use respbench_core::run::Outcome;
-use respbench_core::tracking::{self, Heard, Tracking};
+use respbench_core::tracking::{self, Heard, Tracking, Written};
 
-use crate::config::Config;
+use crate::config::{Config, TrackingMode};
 use crate::cpu::ClientCpu;
 use crate::expiry::{read_values, selected, write_paced, Pace, NAP};
 use crate::server::{self, Conn, Server};
@@ -34,13 +35,24 @@ fn fail(what: &str, e: impl std::fmt::Display) -> Error {
 /// What a reader heard, and why it ended early (`None`: told to stop).
 type Got = (Vec<Heard>, Option<String>);
 
-/// The invalidations in a RESP3 push (`>2 invalidate [keys]`, or a null for a flush) read at
-/// `at`; nothing for another push.
+/// The channel of a redirect connection's invalidations (RESP2).
+const CHANNEL: &[u8] = b"__redis__:invalidate";
+
+/// The invalidations in a RESP3 push (`>2 invalidate [keys]`) or a redirect connection's RESP2
+/// message (`*3 message __redis__:invalidate [keys]`), a null for a flush, read at `at`;
+/// nothing for another push or message.
 fn invalidations(v: Value, prefix: &[u8], at: u64, out: &mut Vec<Heard>) {
-    let Value::Push(mut a) = v else { return };
-    if a.len() != 2 || a[0] != Value::Bulk(b"invalidate".to_vec()) {
-        return;
-    }
+    let mut a = match v {
+        Value::Push(a) if a.len() == 2 && a[0] == Value::Bulk(b"invalidate".to_vec()) => a,
+        Value::Array(a)
+            if a.len() == 3
+                && a[0] == Value::Bulk(b"message".to_vec())
+                && a[1] == Value::Bulk(CHANNEL.to_vec()) =>
+        {
+            a
+        }
+        _ => return,
+    };
     match a.pop() {
         Some(Value::Null) => out.push(Heard::Flush(at)),
         Some(Value::Array(keys)) => out.extend(keys.into_iter().map(|k| match k {
@@ -51,30 +63,101 @@ fn invalidations(v: Value, prefix: &[u8], at: u64, out: &mut Vec<Heard>) {
     }
 }
 
-/// Connects reader `r` of `readers`, turns tracking on and reads its keys of `n`; the
-/// connection, ready to read pushes.
-fn start_reader(cfg: &Config, server: &Server, r: u64, readers: u64, n: u64) -> Result<Conn, Error> {
+/// Sends `cmd` on `c`: an error reply is a failure.
+fn checked(c: &mut Conn, cmd: &[&[u8]]) -> Result<Value, Error> {
+    let what = String::from_utf8_lossy(&cmd.join(&b' ')).into_owned();
+    match c.command(cmd).map_err(|e| fail(&what, e.message))? {
+        Value::Error(e) | Value::BulkError(e) => Err(fail(&what, server::text(&e))),
+        v => Ok(v),
+    }
+}
+
+/// The `BCAST` prefixes: `--tracking-prefix`'s, or the test's keys'.
+fn prefixes(cfg: &Config) -> Vec<Vec<u8>> {
+    let t = &cfg.open.tracking_test;
+    if t.prefixes.is_empty() {
+        vec![[cfg.key_prefix.as_bytes(), tracking::TRACKING_KEY.as_bytes()].concat()]
+    } else {
+        t.prefixes.iter().map(|p| p.as_bytes().to_vec()).collect()
+    }
+}
+
+/// A reader: the connection its invalidations come on, and under `--tracking-redirect` the
+/// tracking one, held open (the server forgets a closed client's keys).
+struct Reader {
+    listen: Conn,
+    _tracked: Option<Conn>,
+}
+
+/// Connects reader `r` of `readers`, turns tracking on in the run's mode, reads its keys of `n`
+/// (`CLIENT CACHING yes` before each under `OPTIN`; none under `BCAST`), and turns tracking off
+/// again if it is one of `--tracking-off`'s: the reader, ready to read invalidations.
+fn start_reader(cfg: &Config, server: &Server, r: u64, readers: u64, n: u64) -> Result<Reader, Error> {
+    let t = &cfg.open.tracking_test;
     let mut c = selected(server, cfg.db)?;
-    for cmd in [&[b"HELLO".as_slice(), b"3"][..], &[b"CLIENT", b"TRACKING", b"ON"]] {
-        let what = String::from_utf8_lossy(&cmd.join(&b' ')).into_owned();
-        if let Value::Error(e) | Value::BulkError(e) = c.command(cmd).map_err(|e| fail(&what, e.message))? {
-            return Err(fail(&what, server::text(&e)));
+    let mut on: Vec<Vec<u8>> = vec![b"CLIENT".to_vec(), b"TRACKING".to_vec(), b"ON".to_vec()];
+    let listen = if t.redirect {
+        let mut l = selected(server, cfg.db)?;
+        let id = match checked(&mut l, &[b"CLIENT", b"ID"])? {
+            Value::Integer(id) => id.to_string(),
+            v => return Err(fail("CLIENT ID", format!("{v:?}"))),
+        };
+        checked(&mut l, &[b"SUBSCRIBE", CHANNEL])?;
+        on.extend([b"REDIRECT".to_vec(), id.into_bytes()]);
+        Some(l)
+    } else {
+        checked(&mut c, &[b"HELLO", b"3"])?;
+        None
+    };
+    match t.mode {
+        TrackingMode::Default => {}
+        TrackingMode::Optin => on.push(b"OPTIN".to_vec()),
+        TrackingMode::Bcast => {
+            on.push(b"BCAST".to_vec());
+            for p in prefixes(cfg) {
+                on.extend([b"PREFIX".to_vec(), p]);
+            }
         }
     }
-    let mine: Vec<u64> = (0..n).filter(|&i| tracking::reads(r, readers, i)).collect();
+    checked(&mut c, &on.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+    let mine: Vec<u64> = match t.mode {
+        TrackingMode::Bcast => Vec::new(),
+        _ => (0..n).filter(|&i| tracking::reads(r, readers, i)).collect(),
+    };
+    let optin = t.mode == TrackingMode::Optin;
     for chunk in mine.chunks(READ_BATCH as usize) {
         let mut req = Vec::new();
         for &i in chunk {
+            if optin {
+                respbench_core::resp::encode_command(&[b"CLIENT", b"CACHING", b"yes"], &mut req);
+            }
             respbench_core::resp::encode_command(&[b"GET", &tracking::key(&cfg.key_prefix, i)], &mut req);
         }
         c.send_encoded(&req).map_err(|e| fail("reading the keys", e.message))?;
-        for _ in chunk {
+        for _ in 0..chunk.len() * (1 + optin as usize) {
             if let Value::Error(e) = c.reply().map_err(|e| fail("reading the keys", e.message))? {
                 return Err(fail("GET", server::text(&e)));
             }
         }
     }
-    Ok(c)
+    if r < t.off {
+        checked(&mut c, &[b"CLIENT", b"TRACKING", b"off"])?;
+    }
+    Ok(match listen {
+        Some(l) => Reader { listen: l, _tracked: Some(c) },
+        None => Reader { listen: c, _tracked: None },
+    })
+}
+
+/// Whether reader `r` of `readers` is to hear of key `i` once written: it read it (or it
+/// broadcasts under `BCAST`: `under[i]`, the key is under a prefix) and kept tracking on.
+fn expects(cfg: &Config, under: &[bool], readers: u64, r: u64, i: u64) -> bool {
+    let t = &cfg.open.tracking_test;
+    r >= t.off
+        && match t.mode {
+            TrackingMode::Bcast => under.get(i as usize).copied().unwrap_or(false),
+            _ => tracking::reads(r, readers, i),
+        }
 }
 
 /// Reads `c`'s pushes until `stop`, counting the invalidated keys in `heard`.
@@ -133,16 +216,29 @@ pub(crate) fn run(
     let prefix = cfg.key_prefix.as_bytes();
     let (stop_readers, counts) =
         (AtomicBool::new(false), (0..readers).map(|_| AtomicU64::new(0)).collect::<Vec<_>>());
-    let mut acks = vec![0u64; n as usize];
+    let mut writes = vec![Written::default(); n as usize];
+    if cfg.open.tracking_test.off > readers {
+        let off = cfg.open.tracking_test.off;
+        return Err(fail("--tracking-off", format!("{off} readers of {readers} (--subscribers)")));
+    }
+    // Under BCAST, which keys are under a prefix.
+    let under: Vec<bool> = match cfg.open.tracking_test.mode {
+        TrackingMode::Bcast => {
+            let ps = prefixes(cfg);
+            (0..n).map(|i| ps.iter().any(|p| tracking::key(&cfg.key_prefix, i).starts_with(p))).collect()
+        }
+        _ => Vec::new(),
+    };
+    let expects = |r, i| expects(cfg, &under, readers, r, i);
     std::thread::scope(|s| -> Result<(Outcome, ClientCpu), Error> {
         let (tx, rx) = std::sync::mpsc::channel();
         let mut threads = Vec::new();
         for r in 0..readers {
             let (tx, server, stop_readers, heard) = (tx.clone(), &server, &stop_readers, &counts[r as usize]);
             threads.push(s.spawn(move || match start_reader(cfg, server, r, readers, n) {
-                Ok(c) => {
+                Ok(Reader { listen, _tracked }) => {
                     let _ = tx.send(Ok(()));
-                    read_pushes(c, prefix, stop_readers, heard)
+                    read_pushes(listen, prefix, stop_readers, heard)
                 }
                 Err(e) => {
                     let _ = tx.send(Err(e));
@@ -169,17 +265,15 @@ pub(crate) fn run(
                     );
                     0
                 },
-                |j, _, ok, at| {
+                |j, _, ok, w| {
                     if ok {
-                        acks[j as usize] = at.max(1);
+                        writes[j as usize] = Written { sent: w.sent, acked: w.acked.max(1) };
                     }
                 },
             )?;
             // Each reader's invalidations, or the drain grace over.
             let expected: Vec<u64> = (0..readers)
-                .map(|r| {
-                    (0..n).filter(|&i| acks[i as usize] != 0 && tracking::reads(r, readers, i)).count() as u64
-                })
+                .map(|r| (0..n).filter(|&i| writes[i as usize].acked != 0 && expects(r, i)).count() as u64)
                 .collect();
             let until = Instant::now() + cfg.drain_grace;
             let short = || expected.iter().zip(&counts).any(|(&e, c)| c.load(Ordering::Relaxed) < e);
@@ -198,7 +292,7 @@ pub(crate) fn run(
             heard.push(got);
         }
         let (mut stats, keys, items) = run?;
-        let mut t = Tracking::summarise(&acks, &heard, cfg.precision).map_err(Error::Tests)?;
+        let mut t = Tracking::summarise(&writes, &heard, expects, cfg.precision).map_err(Error::Tests)?;
         (t.server_keys, t.server_items) = (keys, items);
         stats.tracking = Some(Box::new(t));
         let cpu = ClientCpu::between(cpu_before, crate::cpu::process_cpu(), started.elapsed(), 1);
