@@ -1,8 +1,11 @@
 //! An invalidation test (`-t tracking`, issue #52): how fast a write invalidates the copies
-//! that clients cache. `--subscribers N` readers, a connection and a thread each, say `HELLO 3`
-//! and `CLIENT TRACKING ON` and read (`GET`) their keys ([`tracking::reads`]) so the server
-//! tracks them; once all have read, one writer writes each key once (`SET`), `-P` at a time or
-//! at `--rps`, noting when each write's reply was read; each reader stamps each invalidation
+//! that clients cache. `--subscribers N` readers, a connection and a thread each (on every
+//! primary over `--cluster`), say `HELLO 3` (or, with `--tracking-redirect`, subscribe a
+//! connection of their own to `__redis__:invalidate` and name it in `REDIRECT`) and
+//! `CLIENT TRACKING ON` in `--tracking-mode`'s mode, and read (`GET`) their keys
+//! ([`tracking::reads`]) so the server tracks them (none under `BCAST`, which tracks
+//! prefixes); once all have read, one writer (a connection a primary) writes each key once
+//! (`SET`), `-P` at a time or at `--rps`, noting when each write was sent and its reply read; each reader stamps each invalidation
 //! push with the wall clock as its read returns. The core's [`Tracking::summarise`] matches them
 //! after the test: expected, received, lost, duplicated, flushes, and the latency from each
 //! write's send (its intended send at `--rps`) to the push, with how many pushes came before
@@ -18,6 +21,8 @@ use respbench_core::tracking::{self, Heard, Tracking, Written};
 use crate::config::{Config, TrackingMode};
 use crate::cpu::ClientCpu;
 use crate::expiry::{read_values, selected, write_paced, Pace, NAP};
+use crate::notify_nodes::Nodes;
+use crate::routing::Multi;
 use crate::server::{self, Conn, Server};
 use crate::stop::StopHandle;
 use crate::Error;
@@ -89,11 +94,20 @@ struct Reader {
     _tracked: Option<Conn>,
 }
 
-/// Connects reader `r` of `readers`, turns tracking on in the run's mode, reads its keys of `n`
-/// (`CLIENT CACHING yes` before each under `OPTIN`; none under `BCAST`), and turns tracking off
-/// again if it is one of `--tracking-off`'s: the reader, ready to read invalidations.
-fn start_reader(cfg: &Config, server: &Server, r: u64, readers: u64, n: u64) -> Result<Reader, Error> {
+/// Connects reader `r` of `readers` to primary `node` of `nodes`, turns tracking on in the
+/// run's mode, reads its keys of `n` that the node serves (`CLIENT CACHING yes` before each
+/// under `OPTIN`; none under `BCAST`), and turns tracking off again if it is one of
+/// `--tracking-off`'s: the reader, ready to read invalidations.
+fn start_reader(
+    cfg: &Config,
+    nodes: &Nodes,
+    node: usize,
+    r: u64,
+    readers: u64,
+    n: u64,
+) -> Result<Reader, Error> {
     let t = &cfg.open.tracking_test;
+    let server = &nodes.primaries[node];
     let mut c = selected(server, cfg.db)?;
     let mut on: Vec<Vec<u8>> = vec![b"CLIENT".to_vec(), b"TRACKING".to_vec(), b"ON".to_vec()];
     let listen = if t.redirect {
@@ -122,7 +136,12 @@ fn start_reader(cfg: &Config, server: &Server, r: u64, readers: u64, n: u64) -> 
     checked(&mut c, &on.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
     let mine: Vec<u64> = match t.mode {
         TrackingMode::Bcast => Vec::new(),
-        _ => (0..n).filter(|&i| tracking::reads(r, readers, i)).collect(),
+        _ => (0..n)
+            .filter(|&i| {
+                tracking::reads(r, readers, i)
+                    && (!nodes.clustered() || nodes.of(&tracking::key(&cfg.key_prefix, i)) == node)
+            })
+            .collect(),
     };
     let optin = t.mode == TrackingMode::Optin;
     for chunk in mine.chunks(READ_BATCH as usize) {
@@ -173,15 +192,17 @@ fn read_pushes(mut c: Conn, prefix: &[u8], stop: &AtomicBool, heard: &AtomicU64)
     (got, ended)
 }
 
-/// `tracking_total_keys` and `tracking_total_items` of `INFO stats`.
-fn server_tracking(c: &mut Conn) -> (Option<u64>, Option<u64>) {
-    match server::info(c, b"stats") {
-        Ok(body) => (
-            server::info_value(&body, "tracking_total_keys"),
-            server::info_value(&body, "tracking_total_items"),
-        ),
-        Err(_) => (None, None),
+/// `tracking_total_keys` and `tracking_total_items` of `INFO stats`, summed over the
+/// primaries' connections `ctl` (`None` if one did not say).
+fn server_tracking(ctl: &mut [Conn]) -> (Option<u64>, Option<u64>) {
+    let mut sum = (Some(0u64), Some(0u64));
+    for c in ctl {
+        let body = server::info(c, b"stats").ok();
+        let field = |f| body.as_deref().and_then(|b| server::info_value(b, f));
+        sum.0 = sum.0.zip(field("tracking_total_keys")).map(|(a, b)| a.saturating_add(b));
+        sum.1 = sum.1.zip(field("tracking_total_items")).map(|(a, b)| a.saturating_add(b));
     }
+    sum
 }
 
 /// Runs `-t tracking` against the run's server over `tls` (`rate`: `--rps`'s step): the
@@ -193,8 +214,10 @@ pub(crate) fn run(
     rate: Option<u64>,
     epoch: Instant,
     stop: &StopHandle,
+    multi: Option<&Multi>,
 ) -> Result<(Outcome, ClientCpu), Error> {
     let server = Server::new(cfg, tls.cloned());
+    let nodes = Nodes::new(&server, multi, cfg.cluster, "-t tracking")?;
     let readers = cfg.open.subscribers.first().copied().unwrap_or(1).clamp(1, MAX_READERS) as u64;
     // The keys are the writes planned: -n, or --duration at --rps.
     let n = match (cfg.open.duration, rate) {
@@ -212,7 +235,9 @@ pub(crate) fn run(
     }
     let cpu_before = crate::cpu::process_cpu();
     let started = Instant::now();
-    let mut ctl = Conn::authenticated(&server).map_err(|e| fail("connecting", e.message))?;
+    let mut ctl = (nodes.primaries.iter())
+        .map(|s| Conn::authenticated(s).map_err(|e| fail("connecting", e.message)))
+        .collect::<Result<Vec<_>, _>>()?;
     let prefix = cfg.key_prefix.as_bytes();
     let (stop_readers, counts) =
         (AtomicBool::new(false), (0..readers).map(|_| AtomicU64::new(0)).collect::<Vec<_>>());
@@ -233,31 +258,37 @@ pub(crate) fn run(
     std::thread::scope(|s| -> Result<(Outcome, ClientCpu), Error> {
         let (tx, rx) = std::sync::mpsc::channel();
         let mut threads = Vec::new();
-        for r in 0..readers {
-            let (tx, server, stop_readers, heard) = (tx.clone(), &server, &stop_readers, &counts[r as usize]);
-            threads.push(s.spawn(move || match start_reader(cfg, server, r, readers, n) {
-                Ok(Reader { listen, _tracked }) => {
-                    let _ = tx.send(Ok(()));
-                    read_pushes(listen, prefix, stop_readers, heard)
-                }
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    (Vec::new(), None)
-                }
-            }));
+        // Over a cluster, each reader has a connection (and a thread) on every primary.
+        let pairs = (0..readers).flat_map(|r| (0..nodes.primaries.len()).map(move |k| (r, k)));
+        for (r, k) in pairs {
+            let (tx, nodes, stop_readers, heard) = (tx.clone(), &nodes, &stop_readers, &counts[r as usize]);
+            threads.push((
+                r,
+                s.spawn(move || match start_reader(cfg, nodes, k, r, readers, n) {
+                    Ok(Reader { listen, _tracked }) => {
+                        let _ = tx.send(Ok(()));
+                        read_pushes(listen, prefix, stop_readers, heard)
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        (Vec::new(), None)
+                    }
+                }),
+            ));
         }
         drop(tx);
         let ready =
-            (0..readers).try_for_each(|_| rx.recv().unwrap_or(Err(fail("a reader", "its thread ended"))));
+            threads.iter().try_for_each(|_| rx.recv().unwrap_or(Err(fail("a reader", "its thread ended"))));
         let run = ready.and_then(|()| {
             let (keys, items) = server_tracking(&mut ctl);
-            let mut w = selected(&server, cfg.db)?;
+            let mut w = nodes.primaries.iter().map(|s| selected(s, cfg.db)).collect::<Result<Vec<_>, _>>()?;
             let value = vec![b'x'; cfg.datasize];
             let pace = Pace { n, rate, batch: cfg.pipeline.max(1) as u64, epoch, sigfig: cfg.precision };
             let (stats, _) = write_paced(
                 &mut w,
                 &pace,
                 stop,
+                |j| nodes.of(&tracking::key(&cfg.key_prefix, j)),
                 |j, req| {
                     respbench_core::resp::encode_command(
                         &[b"SET", &tracking::key(&cfg.key_prefix, j), &value],
@@ -283,13 +314,13 @@ pub(crate) fn run(
             Ok((stats, keys, items))
         });
         stop_readers.store(true, Ordering::Relaxed);
-        let mut heard = Vec::new();
-        for t in threads {
+        let mut heard = vec![Vec::new(); readers as usize];
+        for (r, t) in threads {
             let (got, failure) = t.join().map_err(|_| Error::Tests("a tracking reader panicked".into()))?;
             if let Some(why) = failure {
                 return Err(fail("reading", why));
             }
-            heard.push(got);
+            heard[r as usize].extend(got);
         }
         let (mut stats, keys, items) = run?;
         let mut t = Tracking::summarise(&writes, &heard, expects, cfg.precision).map_err(Error::Tests)?;

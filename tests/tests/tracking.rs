@@ -193,3 +193,22 @@ fn readers_that_turn_tracking_off_expect_nothing_and_lose_nothing() {
     assert_eq!(u(&t["tracking_total_items"]), 700, "{t}");
     assert_eq!(server.command_calls("client|tracking"), 6);
 }
+
+#[test]
+fn over_a_cluster_readers_track_their_keys_on_each_slots_primary() {
+    let cluster = respbench_tests::cluster::Cluster::start(3, 0);
+    let nodes = &cluster.nodes;
+    let t = tracking_run(&nodes[0], &["--cluster", "--subscribers", "2", "-n", "400"]);
+    // Reader 0: the even keys (200); reader 1: the odd ones and every fourth (300), each read
+    // on the primary serving its slot, which tracked it there.
+    assert_eq!(u(&t["expected"]), 500, "{t}");
+    assert_eq!(u(&t["tracking_total_items"]), 500, "{t}");
+    assert_eq!(u(&t["tracking_total_keys"]), 400, "{t}");
+    let calls = |c: &str| nodes.iter().map(|n| n.command_calls(c)).collect::<Vec<_>>();
+    let (gets, sets) = (calls("get"), calls("set"));
+    assert_eq!((gets.iter().sum::<u64>(), sets.iter().sum::<u64>()), (500, 400), "{gets:?} {sets:?}");
+    assert!(sets.iter().all(|&s| s > 50), "{sets:?}");
+    for n in nodes {
+        assert_eq!(n.info_field("stats", "tracking_total_items").as_deref(), Some("0"), "{}", n.port());
+    }
+}
