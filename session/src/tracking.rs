@@ -95,12 +95,12 @@ struct Reader {
 }
 
 /// Connects reader `r` of `readers` to primary `node` of `nodes`, turns tracking on in the
-/// run's mode, reads its keys of `n` that the node serves (`CLIENT CACHING yes` before each
-/// under `OPTIN`; none under `BCAST`), and turns tracking off again if it is one of
-/// `--tracking-off`'s: the reader, ready to read invalidations.
+/// run's mode, reads its keys of `n` that the node serves (`owner[i]`, empty: one server;
+/// `CLIENT CACHING yes` before each under `OPTIN`; none under `BCAST`), and turns tracking off
+/// again if it is one of `--tracking-off`'s: the reader, ready to read invalidations.
 fn start_reader(
     cfg: &Config,
-    nodes: &Nodes,
+    (nodes, owner): (&Nodes, &[u16]),
     node: usize,
     r: u64,
     readers: u64,
@@ -139,7 +139,7 @@ fn start_reader(
         _ => (0..n)
             .filter(|&i| {
                 tracking::reads(r, readers, i)
-                    && (!nodes.clustered() || nodes.of(&tracking::key(&cfg.key_prefix, i)) == node)
+                    && owner.get(i as usize).is_none_or(|&o| usize::from(o) == node)
             })
             .collect(),
     };
@@ -255,6 +255,15 @@ pub(crate) fn run(
         _ => Vec::new(),
     };
     let expects = |r, i| expects(cfg, &under, readers, r, i);
+    // Over a cluster, each key's primary; a reader's connection on a primary is a reader of its
+    // own for the summary (a FLUSHALL on one node flushes that node's keys, not all).
+    let owner: Vec<u16> = match nodes.clustered() {
+        true => (0..n).map(|i| nodes.of(&tracking::key(&cfg.key_prefix, i)) as u16).collect(),
+        false => Vec::new(),
+    };
+    let nk = nodes.primaries.len() as u64;
+    let on_node = |p: u64, i: u64| owner.get(i as usize).is_none_or(|&o| u64::from(o) == p % nk);
+    let pair_expects = |p: u64, i: u64| expects(p / nk, i) && on_node(p, i);
     std::thread::scope(|s| -> Result<(Outcome, ClientCpu), Error> {
         let (tx, rx) = std::sync::mpsc::channel();
         let mut threads = Vec::new();
@@ -262,9 +271,10 @@ pub(crate) fn run(
         let pairs = (0..readers).flat_map(|r| (0..nodes.primaries.len()).map(move |k| (r, k)));
         for (r, k) in pairs {
             let (tx, nodes, stop_readers, heard) = (tx.clone(), &nodes, &stop_readers, &counts[r as usize]);
+            let owner = &owner;
             threads.push((
-                r,
-                s.spawn(move || match start_reader(cfg, nodes, k, r, readers, n) {
+                r * nk + k as u64,
+                s.spawn(move || match start_reader(cfg, (nodes, owner), k, r, readers, n) {
                     Ok(Reader { listen, _tracked }) => {
                         let _ = tx.send(Ok(()));
                         read_pushes(listen, prefix, stop_readers, heard)
@@ -288,7 +298,7 @@ pub(crate) fn run(
                 &mut w,
                 &pace,
                 stop,
-                |j| nodes.of(&tracking::key(&cfg.key_prefix, j)),
+                |j| owner.get(j as usize).map_or(0, |&o| usize::from(o)),
                 |j, req| {
                     respbench_core::resp::encode_command(
                         &[b"SET", &tracking::key(&cfg.key_prefix, j), &value],
@@ -314,17 +324,18 @@ pub(crate) fn run(
             Ok((stats, keys, items))
         });
         stop_readers.store(true, Ordering::Relaxed);
-        let mut heard = vec![Vec::new(); readers as usize];
-        for (r, t) in threads {
+        let mut heard = vec![Vec::new(); threads.len()];
+        for (p, t) in threads {
             let (got, failure) = t.join().map_err(|_| Error::Tests("a tracking reader panicked".into()))?;
             if let Some(why) = failure {
                 return Err(fail("reading", why));
             }
-            heard[r as usize].extend(got);
+            heard[p as usize] = got;
         }
         let (mut stats, keys, items) = run?;
-        let mut t = Tracking::summarise(&writes, &heard, expects, cfg.precision).map_err(Error::Tests)?;
-        (t.server_keys, t.server_items) = (keys, items);
+        let mut t =
+            Tracking::summarise(&writes, &heard, pair_expects, cfg.precision).map_err(Error::Tests)?;
+        (t.readers, t.server_keys, t.server_items) = (readers, keys, items);
         stats.tracking = Some(Box::new(t));
         let cpu = ClientCpu::between(cpu_before, crate::cpu::process_cpu(), started.elapsed(), 1);
         Ok((Outcome { stats, failures: Vec::new(), drops: Vec::new() }, cpu))

@@ -212,3 +212,43 @@ fn over_a_cluster_readers_track_their_keys_on_each_slots_primary() {
         assert_eq!(n.info_field("stats", "tracking_total_items").as_deref(), Some("0"), "{}", n.port());
     }
 }
+
+#[test]
+fn over_a_cluster_a_flush_of_one_primary_reaches_its_readers_once() {
+    let cluster = respbench_tests::cluster::Cluster::start(3, 0);
+    let port = cluster.nodes[0].port().to_string();
+    let json = json_path("tracking", "cluster-flush");
+    let run = respbench_tests::respbench().spawn(&[
+        "-p",
+        &port,
+        "--cluster",
+        "-t",
+        "tracking",
+        "--subscribers",
+        "2",
+        "-n",
+        "3000",
+        "--rps",
+        "500",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let sets = || cluster.nodes.iter().map(|n| n.command_calls("set")).sum::<u64>();
+    respbench_tests::wait_until("the writer's first SET", Duration::from_secs(60), || sets() > 0);
+    let flushed = cluster.primary_ports()[0];
+    cluster.node(flushed).cli(&["FLUSHALL"]);
+    let out = run.wait(T);
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: Value =
+        serde_json::from_str(&take_document(&json)).unwrap_or_else(|e| panic!("{e}: {}", out.dump()));
+    let t = &doc["tests"][0]["tracking"];
+    // Each reader's connection on the flushed primary heard it once, those on the others not;
+    // what the flushed node's readers did not hear was flushed, the other nodes' keys came.
+    assert_eq!(u(&t["flushes"]), 2, "{t}");
+    assert_eq!(u(&t["readers"]), 2, "{t}");
+    assert_eq!(u(&t["lost"]), 0, "{t}");
+    assert!(u(&t["flushed"]) > 0, "{t}");
+    assert_eq!(u(&t["received"]) + u(&t["flushed"]), u(&t["expected"]), "{t}");
+    assert_eq!(u(&t["expected"]), 3750, "{t}");
+    assert_eq!(sets(), 3000);
+}
