@@ -379,6 +379,18 @@ pub struct Opts {
     /// test, restoring the old setting after it
     #[argh(switch)]
     pub set_notify: bool,
+    /// with -t tracking: CLIENT TRACKING's mode, default, bcast or optin (default: default)
+    #[argh(option)]
+    pub tracking_mode: Option<String>,
+    /// with --tracking-mode bcast: a prefix of the keys broadcast, repeated (default: the test's)
+    #[argh(option)]
+    pub tracking_prefix: Vec<String>,
+    /// with -t tracking: readers speak RESP2 and hear invalidations on a REDIRECT connection
+    #[argh(switch)]
+    pub tracking_redirect: bool,
+    /// with -t tracking: the first N readers turn tracking off once they have read
+    #[argh(option)]
+    pub tracking_off: Option<String>,
     /// after each test, print its per-second time series (rps, p50, p99, errors)
     #[argh(switch)]
     pub series: bool,
@@ -576,6 +588,10 @@ impl Opts {
         let given = [&self.expiry_window, &self.expiry_grace, &self.expiry_volatile, &self.expiry_persistent];
         o.expiry_test =
             syntax::expiry_test(given.map(Option::as_deref), self.set_notify, self.tests.as_deref())?;
+        let (mode, off) = (self.tracking_mode.as_deref(), self.tracking_off.as_deref());
+        let (prefixes, redirect, tests) =
+            (&self.tracking_prefix, self.tracking_redirect, self.tests.as_deref());
+        o.tracking_test = syntax::tracking_test(mode, prefixes, redirect, off, tests)?;
         if o.mix.len() + o.mix_commands.len() > 64 {
             return Err("a mix takes at most 64 commands".into());
         }

@@ -1,7 +1,10 @@
 //! Invalidation latency (`-t tracking`, issue #52): readers with `CLIENT TRACKING` on read keys
 //! so the server tracks them, a writer writes each key once, and each reader's invalidation
-//! push is timed from the write's acknowledgement. Pure: the session reads the clock and hands
-//! in the acknowledgements and what each reader heard, in nanoseconds since the Unix epoch.
+//! push is timed from the write's send (its intended send in an open loop): the server sends
+//! the invalidations while it executes the write, so most come before the writer reads its
+//! acknowledgement, and a latency from the acknowledgement would be about 0. Those are counted
+//! (`before_ack`). Pure: the session reads the clock and hands in the writes and what each
+//! reader heard, in nanoseconds since the Unix epoch.
 
 use hdrhistogram::Histogram;
 
@@ -42,6 +45,16 @@ pub enum Heard {
     Flush(u64),
 }
 
+/// One key's write, in nanoseconds since the Unix epoch: when it was sent (intended to be, in an
+/// open loop) and when its acknowledgement was read; `acked` 0: not written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    /// The write's send (intended send in an open loop).
+    pub sent: u64,
+    /// Its acknowledgement read by the writer (0: not written).
+    pub acked: u64,
+}
+
 /// What the readers received, all together.
 #[derive(Clone, Debug)]
 pub struct Tracking {
@@ -61,9 +74,11 @@ pub struct Tracking {
     pub flushed: u64,
     /// Invalidations of keys the reader did not read or that were not written.
     pub others: u64,
-    /// Invalidations read before the writer read its acknowledgement (their latency counts 0).
+    /// Invalidations read before the writer read its acknowledgement (the server sends them
+    /// while it executes the write, before its reply).
     pub before_ack: u64,
-    /// The write's acknowledgement to the push on the reader, in microseconds.
+    /// The write's send (intended send in an open loop) to the push on the reader, in
+    /// microseconds.
     pub latency: Histogram<u64>,
     /// The server's `tracking_total_keys` once the readers had read (`INFO stats`).
     pub server_keys: Option<u64>,
@@ -97,9 +112,15 @@ impl Tracking {
         Ok(())
     }
 
-    /// Sums up: `acks[i]` is when key `i`'s write was acknowledged (0: not written), `heard[r]`
-    /// what reader `r` heard, in order.
-    pub fn summarise(acks: &[u64], heard: &[Vec<Heard>], sigfig: u8) -> Result<Tracking, String> {
+    /// Sums up: `writes[i]` is key `i`'s write, `heard[r]` what reader `r` heard, in order, and
+    /// `expects(r, i)` whether reader `r` is to hear of key `i` once written (it read it, or it
+    /// broadcasts its prefix, and kept tracking on).
+    pub fn summarise(
+        writes: &[Written],
+        heard: &[Vec<Heard>],
+        expects: impl Fn(u64, u64) -> bool,
+        sigfig: u8,
+    ) -> Result<Tracking, String> {
         let readers = heard.len() as u64;
         let mut t = Tracking {
             readers,
@@ -115,7 +136,7 @@ impl Tracking {
             server_keys: None,
             server_items: None,
         };
-        let mut got = vec![false; acks.len()];
+        let mut got = vec![false; writes.len()];
         for (r, list) in heard.iter().enumerate() {
             let r = r as u64;
             got.iter_mut().for_each(|g| *g = false);
@@ -126,30 +147,26 @@ impl Tracking {
                         t.flushes += 1;
                         flushed = true;
                     }
-                    Heard::Key(Some(i), at) if (i as usize) < acks.len() && reads(r, readers, i) => {
-                        let ack = acks[i as usize];
-                        if ack == 0 {
+                    Heard::Key(Some(i), at) if (i as usize) < writes.len() && expects(r, i) => {
+                        let w = writes[i as usize];
+                        if w.acked == 0 {
                             t.others += 1;
                         } else if got[i as usize] {
                             t.duplicated += 1;
                         } else {
                             got[i as usize] = true;
                             t.received += 1;
-                            let us = match at.checked_sub(ack) {
-                                Some(ns) => ns / 1000,
-                                None => {
-                                    t.before_ack += 1;
-                                    0
-                                }
-                            };
-                            t.latency.saturating_record(us.max(1));
+                            if at < w.acked {
+                                t.before_ack += 1;
+                            }
+                            t.latency.saturating_record((at.saturating_sub(w.sent) / 1000).max(1));
                         }
                     }
                     Heard::Key(..) => t.others += 1,
                 }
             }
-            for (i, &ack) in acks.iter().enumerate() {
-                if ack != 0 && reads(r, readers, i as u64) {
+            for (i, w) in writes.iter().enumerate() {
+                if w.acked != 0 && expects(r, i as u64) {
                     t.expected += 1;
                     if !got[i] {
                         if flushed {
@@ -181,26 +198,31 @@ mod tests {
     fn each_reader_expects_the_written_keys_it_read() {
         // 2 readers, 8 keys: reader 0 reads 0,2,4,6 (and 0,4), reader 1 reads 1,3,5,7 and 0,4.
         assert!(reads(0, 2, 4) && reads(1, 2, 4) && !reads(0, 2, 3) && reads(1, 2, 3));
-        let mut acks = vec![1_000_000u64; 8];
-        acks[6] = 0; // not written
+        // Sent at 0.5 ms, acknowledged at 1 ms (key 6 not written).
+        let mut writes = vec![Written { sent: 500_000, acked: 1_000_000 }; 8];
+        writes[6] = Written::default();
         let heard = vec![
             vec![
                 Heard::Key(Some(0), 3_000_000),
-                Heard::Key(Some(2), 500_000),
+                Heard::Key(Some(2), 800_000),
                 Heard::Key(Some(2), 3_000_000),
                 Heard::Key(Some(3), 3_000_000),
                 Heard::Key(None, 3_000_000),
             ],
             vec![Heard::Key(Some(1), 1_250_000), Heard::Flush(4_000_000)],
         ];
-        let t = Tracking::summarise(&acks, &heard, 3).unwrap();
+        let t = Tracking::summarise(&writes, &heard, |r, i| reads(r, 2, i), 3).unwrap();
         // Reader 0: 0, 2, 4 written (6 not): 3 expected, 2 received, 4 lost.
         // Reader 1: 0, 1, 3, 4, 5, 7: 6 expected, 1 received, 5 flushed.
         assert_eq!((t.readers, t.expected, t.received), (2, 9, 3));
         assert_eq!((t.lost, t.flushed, t.flushes), (1, 5, 1));
         assert_eq!((t.duplicated, t.others, t.before_ack), (1, 2, 1));
+        // Timed from the send, not the acknowledgement: key 2 heard at 0.8 ms (before its
+        // acknowledgement: 300 us, not 0), key 1 at 1.25 ms 750 us, key 0 at 3 ms 2.5 ms.
         assert_eq!(t.latency.len(), 3);
-        assert!(t.latency.equivalent(t.latency.max(), 2_000));
+        assert!(t.latency.equivalent(t.latency.max(), 2_500));
+        assert!(t.latency.equivalent(t.latency.min(), 300));
+        assert!(t.latency.equivalent(t.latency.value_at_quantile(0.5), 750));
         let mut m = t.clone();
         m.server_items = Some(4);
         m.merge(&t).unwrap();

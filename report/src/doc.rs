@@ -716,13 +716,13 @@ pub struct Tracking {
     pub flushed: u64,
     /// Invalidations of keys a reader did not read or that were not written.
     pub others: u64,
-    /// Invalidations read before the write's acknowledgement (latency 0).
+    /// Invalidations read before the write's acknowledgement (sent while the server executed it).
     pub before_ack: u64,
     /// The server's `tracking_total_keys` once the readers had read.
     pub tracking_total_keys: Option<u64>,
     /// Its `tracking_total_items`.
     pub tracking_total_items: Option<u64>,
-    /// The write's acknowledgement to the push, ms.
+    /// The write's send (intended send at `--rps`) to the push, ms.
     pub latency_ms: Option<Latency>,
     /// Its distribution.
     pub histogram: Option<HistogramData>,

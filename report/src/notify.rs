@@ -1,6 +1,6 @@
 //! Timed notifications (issue #52) in the text outputs: `-t expiry`'s keys, the lag from each
 //! deadline to its expired event, and `-t tracking`'s invalidations, the latency from each
-//! write's acknowledgement to the push, in the verbose report's section, `-q`'s line and CSV's
+//! write's send to the push, in the verbose report's section, `-q`'s line and CSV's
 //! row (the JSON's `expiry` and `tracking` objects are convert.rs's).
 
 use std::io::{self, Write};
@@ -78,7 +78,7 @@ pub fn write_verbose(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
         if !k.latency.is_empty() {
             writeln!(
                 out,
-                "  invalidation latency (msec, the write's acknowledgement to the push; {} came before it, counted 0):",
+                "  invalidation latency (msec, the write's send to the push; {} of them came before the write's acknowledgement):",
                 k.before_ack
             )?;
             write_percentiles(&k.latency, out)?;

@@ -7,6 +7,7 @@ mod charts;
 mod compare;
 mod data;
 mod html;
+mod notify;
 mod svg;
 
 use std::io::Write;

@@ -495,6 +495,39 @@ pub struct OpenLoopConfig {
     pub ramp: Option<respbench_core::Ramp>,
     /// `-t expiry`'s settings.
     pub expiry_test: ExpiryConfig,
+    /// `-t tracking`'s settings.
+    pub tracking_test: TrackingConfig,
+}
+
+/// `-t tracking`'s mode of `CLIENT TRACKING` (issue #52).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TrackingMode {
+    /// The server remembers the keys each reader read and invalidates those.
+    #[default]
+    Default,
+    /// `BCAST`: every write under a registered prefix invalidates every reader registered for
+    /// it, whether it read the key or not.
+    Bcast,
+    /// `OPTIN`: only the reads after `CLIENT CACHING yes` are tracked (each reader sends it
+    /// before each read).
+    Optin,
+}
+
+/// `-t tracking`'s settings (issue #52).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TrackingConfig {
+    /// `--tracking-mode`.
+    pub mode: TrackingMode,
+    /// `--tracking-prefix`, repeated: `BCAST`'s prefixes, whole key names' starts (empty: the
+    /// test's keys, `--key-prefix` then `respbench:tracking:`).
+    pub prefixes: Vec<String>,
+    /// `--tracking-redirect`: readers speak RESP2 and their invalidations come as
+    /// `__redis__:invalidate` messages on a subscribed connection of their own (`REDIRECT`),
+    /// where without it they speak RESP3 and read pushes.
+    pub redirect: bool,
+    /// `--tracking-off N`: the first N readers send `CLIENT TRACKING off` once they have read,
+    /// and are to hear nothing after.
+    pub off: u64,
 }
 
 /// `-t expiry`'s settings (issue #52).

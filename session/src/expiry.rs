@@ -16,11 +16,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use respbench_core::expiry::{self, Watch};
 use respbench_core::resp::Value;
 use respbench_core::run::Outcome;
+use respbench_core::tracking::Written;
 use respbench_core::{Stats, Time};
 
 use crate::config::Config;
 use crate::cpu::ClientCpu;
 use crate::error::Error;
+use crate::notify_nodes::Nodes;
+use crate::routing::Multi;
 use crate::server::{self, Conn, Server};
 use crate::stop::StopHandle;
 
@@ -273,29 +276,47 @@ fn set_pxat(key: &[u8], value: &[u8], deadline_ms: Option<u64>, out: &mut Vec<u8
     respbench_core::resp::encode_command(&args, out);
 }
 
-/// Writes the other keys (`--expiry-volatile`, `--expiry-persistent`), untimed.
-fn populate(c: &mut Conn, cfg: &Config, value: &[u8], stop: &StopHandle) -> Result<(), Error> {
+/// Writes the other keys (`--expiry-volatile`, `--expiry-persistent`), untimed, each on its
+/// node's connection of `w`.
+fn populate(
+    w: &mut [Conn],
+    nodes: &Nodes,
+    cfg: &Config,
+    value: &[u8],
+    stop: &StopHandle,
+) -> Result<(), Error> {
     let e = &cfg.open.expiry_test;
     let far = unix_ns() / 1_000_000 + FAR_MS;
     for (kind, n, deadline) in [("volatile", e.volatile, Some(far)), ("persistent", e.persistent, None)] {
         let mut i = 0;
         while i < n && !stop.requested() {
             let batch = BATCH.min(n - i);
-            let mut req = Vec::new();
+            let (mut reqs, mut sent) = (vec![Vec::new(); w.len()], vec![0u64; w.len()]);
             for j in i..i + batch {
                 let key = format!("{}{}{kind}:{j:012}", cfg.key_prefix, expiry::EXPIRY_KEY);
-                set_pxat(key.as_bytes(), value, deadline, &mut req);
+                let k = nodes.of(key.as_bytes()).min(w.len().saturating_sub(1));
+                set_pxat(key.as_bytes(), value, deadline, &mut reqs[k]);
+                sent[k] += 1;
             }
-            c.send_encoded(&req).map_err(|e| fail("writing the other keys", e.message))?;
-            for _ in 0..batch {
-                if let Value::Error(m) = c.reply().map_err(|e| fail("writing the other keys", e.message))? {
-                    return Err(fail("writing the other keys", server::text(&m)));
+            for ((c, req), &m) in w.iter_mut().zip(&reqs).zip(&sent).filter(|(_, &m)| m > 0) {
+                c.send_encoded(req).map_err(|e| fail("writing the other keys", e.message))?;
+                for _ in 0..m {
+                    if let Value::Error(m) =
+                        c.reply().map_err(|e| fail("writing the other keys", e.message))?
+                    {
+                        return Err(fail("writing the other keys", server::text(&m)));
+                    }
                 }
             }
             i += batch;
         }
     }
     Ok(())
+}
+
+/// The sum of `expired_keys` over the primaries' connections `ctl`.
+fn expired_sum(ctl: &mut [Conn]) -> Result<u64, Error> {
+    ctl.iter_mut().try_fold(0u64, |sum, c| Ok(sum.saturating_add(expired_keys(c)?)))
 }
 
 /// How a test's writes go: `n` of them, at `rate` in an open loop or `batch` (`-P`) at a time,
@@ -313,24 +334,25 @@ pub(crate) struct Pace {
     pub sigfig: u8,
 }
 
-/// Sends `pace.n` requests on `w`, pipelined: each encoded by `encode(j, out)`, which gives back
-/// a tag; each reply told to `acked(j, tag, ok, at)` (`at`: ns since the Unix epoch as it was
-/// read). At a rate, the writes due by now go together (at most [`BATCH`]), each timed from its
+/// Sends `pace.n` requests on `w`, pipelined: each on connection `node(j)`, encoded by
+/// `encode(j, out)`, which gives back a tag; each reply told to `acked(j, tag, ok, written)` (`written`: its intended send and
+/// its reply's read, ns since the Unix epoch). At a rate, the writes due by now go together (at most [`BATCH`]), each timed from its
 /// intended send. Gives back the requests' `Stats` and how many were sent (fewer after a stop).
 pub(crate) fn write_paced(
-    w: &mut Conn,
+    w: &mut [Conn],
     pace: &Pace,
     stop: &StopHandle,
+    node: impl Fn(u64) -> usize,
     mut encode: impl FnMut(u64, &mut Vec<u8>) -> u64,
-    mut acked: impl FnMut(u64, u64, bool, u64),
+    mut acked: impl FnMut(u64, u64, bool, Written),
 ) -> Result<(Stats, u64), Error> {
     let (n, rate, epoch) = (pace.n, pace.rate, pace.epoch);
     let begin = Instant::now();
     let mut stats =
         Stats::new(Time::since(epoch, begin), pace.sigfig, rate.is_some()).map_err(Error::Tests)?;
-    stats.connections_opened = 1;
+    stats.connections_opened = w.len() as u64;
     let batch = if rate.is_some() { BATCH } else { pace.batch.max(1) };
-    let (mut i, mut req, mut tags) = (0, Vec::new(), Vec::new());
+    let (mut i, mut reqs, mut tags) = (0, vec![Vec::new(); w.len()], Vec::new());
     while i < n && !stop.requested() {
         // The next batch: -P requests, or at --rps the ones due by now (waiting for the first).
         let due = |k: u64| rate.map(|r| begin + Duration::from_secs_f64(k as f64 / r as f64));
@@ -349,19 +371,24 @@ pub(crate) fn write_paced(
                 k - i
             }
         };
-        req.clear();
+        reqs.iter_mut().for_each(Vec::clear);
         tags.clear();
-        tags.extend((i..i + count).map(|j| encode(j, &mut req)));
+        tags.extend((i..i + count).map(|j| {
+            let k = node(j).min(w.len().saturating_sub(1));
+            (k, encode(j, &mut reqs[k]))
+        }));
         let sent_at = Instant::now();
-        w.send_encoded(&req).map_err(|e| Error::Tests(format!("writing the keys: {}", e.message)))?;
-        stats.bytes_sent += req.len() as u64;
-        for (j, &tag) in (i..i + count).zip(&tags) {
+        for (c, req) in w.iter_mut().zip(&reqs).filter(|(_, r)| !r.is_empty()) {
+            c.send_encoded(req).map_err(|e| Error::Tests(format!("writing the keys: {}", e.message)))?;
+            stats.bytes_sent += req.len() as u64;
+        }
+        for (j, &(k, tag)) in (i..i + count).zip(&tags) {
             // Each timed from its own intended send in an open loop.
             let intended = due(j).unwrap_or(sent_at);
             if rate.is_some() {
                 stats.record_lateness(sent_at.saturating_duration_since(intended).as_nanos() as u64);
             }
-            let reply = w.reply().map_err(|e| Error::Tests(format!("writing the keys: {}", e.message)))?;
+            let reply = w[k].reply().map_err(|e| Error::Tests(format!("writing the keys: {}", e.message)))?;
             let (at, at_ns) = (Instant::now(), unix_ns());
             let latency = at.saturating_duration_since(intended).as_nanos() as u64;
             let service = at.saturating_duration_since(sent_at).as_nanos() as u64;
@@ -369,7 +396,9 @@ pub(crate) fn write_paced(
                 Value::Error(m) => Some(m.as_slice()),
                 _ => None,
             };
-            acked(j, tag, error.is_none(), at_ns);
+            // The intended send on the wall clock: the acknowledgement's less the time between.
+            let sent = at_ns.saturating_sub(latency);
+            acked(j, tag, error.is_none(), Written { sent, acked: at_ns });
             stats.record_request(0, latency, service, error, Time::since(epoch, at));
         }
         i += count;
@@ -386,30 +415,46 @@ pub(crate) fn run(
     rate: Option<u64>,
     epoch: Instant,
     stop: &StopHandle,
+    multi: Option<&Multi>,
 ) -> Result<(Outcome, ClientCpu), Error> {
     let server = Server::new(cfg, tls.cloned());
+    let nodes = Nodes::new(&server, multi, cfg.cluster, "-t expiry")?;
     let e = &cfg.open.expiry_test;
     let n = cfg.requests;
     let mut watch = Watch::new(n, cfg.precision).map_err(Error::Tests)?;
-    let mut ctl = Conn::authenticated(&server).map_err(|e| fail("connecting", e.message))?;
-    let mut restore = check_notify(&server, &mut ctl, e.set_notify)?;
+    // Each primary publishes its own keys' events: each is checked (or set) and listened on.
+    let mut ctl = Vec::new();
+    let mut restores = Vec::new();
+    for s in &nodes.primaries {
+        let mut c = Conn::authenticated(s).map_err(|e| fail("connecting", e.message))?;
+        restores.push(check_notify(s, &mut c, e.set_notify)?);
+        ctl.push(c);
+    }
+    for s in nodes.replicas.iter().filter(|_| e.set_notify) {
+        let mut c = Conn::authenticated(s).map_err(|e| fail("connecting to a replica", e.message))?;
+        restores.push(check_notify(s, &mut c, true)?);
+    }
     let cpu_before = crate::cpu::process_cpu();
     let started = Instant::now();
     let (stop_listening, heard) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
-    let listener = listen(
-        &server,
-        cfg.db,
-        cfg.key_prefix.as_bytes().to_vec(),
-        n,
-        Arc::clone(&stop_listening),
-        Arc::clone(&heard),
-    )?;
     let stop_listener = || stop_listening.store(true, Ordering::Relaxed);
+    let mut listeners = Vec::new();
+    for s in &nodes.primaries {
+        let (stop, heard) = (Arc::clone(&stop_listening), Arc::clone(&heard));
+        match listen(s, cfg.db, cfg.key_prefix.as_bytes().to_vec(), n, stop, heard) {
+            Ok(l) => listeners.push(l),
+            Err(e) => {
+                stop_listener();
+                listeners.into_iter().for_each(|l| drop(l.join()));
+                return Err(e);
+            }
+        }
+    }
     let result = (|| -> Result<(Stats, u64, u64), Error> {
-        let mut w = selected(&server, cfg.db)?;
+        let mut w = nodes.primaries.iter().map(|s| selected(s, cfg.db)).collect::<Result<Vec<_>, _>>()?;
         let value = vec![b'x'; cfg.datasize];
-        populate(&mut w, cfg, &value, stop)?;
-        let expired_before = expired_keys(&mut ctl)?;
+        populate(&mut w, &nodes, cfg, &value, stop)?;
+        let expired_before = expired_sum(&mut ctl)?;
         let begin_ns = unix_ns();
         let (window_ms, lead_ms) = (e.window.as_millis() as u64, LEAD.as_millis() as u64);
         let pace = Pace { n, rate, batch: cfg.pipeline.max(1) as u64, epoch, sigfig: cfg.precision };
@@ -417,6 +462,7 @@ pub(crate) fn run(
             &mut w,
             &pace,
             stop,
+            |j| nodes.of(&expiry::key(&cfg.key_prefix, j)),
             |j, req| {
                 let intended_ms = match rate {
                     Some(r) => begin_ns / 1_000_000 + (j as f64 * 1000.0 / r as f64) as u64,
@@ -445,18 +491,25 @@ pub(crate) fn run(
         }
         stop_listener();
         let stopped_ms = unix_ns() / 1_000_000;
-        let expired_after = expired_keys(&mut ctl)?;
+        let expired_after = expired_sum(&mut ctl)?;
         Ok((stats, expired_after.saturating_sub(expired_before), stopped_ms))
     })();
     stop_listener();
-    let (got, failure) = listener.join().map_err(|_| Error::Tests("the expiry listener panicked".into()))?;
-    restore.restore()?;
-    let (mut stats, rise, stopped_ms) = result?;
-    if let Some(why) = failure {
-        return Err(fail("listening", why));
+    let mut heard = Vec::new();
+    for l in listeners {
+        heard.push(l.join().map_err(|_| Error::Tests("the expiry listener panicked".into()))?);
     }
-    for (key, at) in got {
-        watch.notified(key, at);
+    for r in &mut restores {
+        r.restore()?;
+    }
+    let (mut stats, rise, stopped_ms) = result?;
+    for (got, failure) in heard {
+        if let Some(why) = failure {
+            return Err(fail("listening", why));
+        }
+        for (key, at) in got {
+            watch.notified(key, at);
+        }
     }
     let mut summary = watch.finish(e.grace.as_millis() as u64, e.window.as_millis() as u64, stopped_ms);
     summary.server_expired = Some(rise);

@@ -27,6 +27,7 @@ pub mod input;
 pub mod limits;
 pub mod memtier;
 pub mod metrics;
+mod notify_nodes;
 pub mod observer;
 pub mod probe;
 pub mod ramp;

@@ -250,17 +250,14 @@ fn notifications(
     stop: &StopHandle,
 ) -> Result<Option<Ran>, Error> {
     let (cfg, title, rate) = (t.cfg, t.parts[0].case.spec.title.as_str(), t.parts[0].rate);
-    let (test, run): (&str, RunNotify) = if title == respbench_core::expiry::EXPIRY_TITLE {
-        ("-t expiry", crate::expiry::run)
+    let run: RunNotify = if title == respbench_core::expiry::EXPIRY_TITLE {
+        crate::expiry::run
     } else if title == respbench_core::tracking::TRACKING_TITLE {
-        ("-t tracking", crate::tracking::run)
+        crate::tracking::run
     } else {
         return Ok(None);
     };
-    if against.multi.is_some() {
-        return Err(Error::Tests(format!("{test}: not yet over --cluster or replicas: give one server")));
-    }
-    let (outcome, cpu) = run(cfg, against.tls, rate, epoch, stop)?;
+    let (outcome, cpu) = run(cfg, against.tls, rate, epoch, stop, against.multi)?;
     let pauses = pauses(&Progress::default());
     let contention = (None, None);
     Ok(Some(Ran {
@@ -275,9 +272,16 @@ fn notifications(
     }))
 }
 
-/// What `-t expiry` and `-t tracking` run: the options, TLS, `--rps`, the epoch, the stop.
-type RunNotify =
-    fn(&Config, Option<&Tls>, Option<u64>, Instant, &StopHandle) -> Result<(Outcome, ClientCpu), Error>;
+/// What `-t expiry` and `-t tracking` run: the options, TLS, `--rps`, the epoch, the stop, the
+/// nodes found at startup.
+type RunNotify = fn(
+    &Config,
+    Option<&Tls>,
+    Option<u64>,
+    Instant,
+    &StopHandle,
+    Option<&Multi>,
+) -> Result<(Outcome, ClientCpu), Error>;
 
 /// A delivery test (`-t pubsub`): its subscribers, listening before the publishers start.
 fn start_subscribers(

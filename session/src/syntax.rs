@@ -498,6 +498,50 @@ pub fn expiry_test(
     Ok(e)
 }
 
+/// `-t tracking`'s options (`--tracking-mode default|bcast|optin`, `--tracking-prefix`
+/// repeated, `--tracking-redirect`, `--tracking-off N`), refused unless `-t` (`tests`) selects
+/// `tracking`; prefixes only with `bcast`.
+pub fn tracking_test(
+    mode: Option<&str>,
+    prefixes: &[String],
+    redirect: bool,
+    off: Option<&str>,
+    tests: Option<&str>,
+) -> Result<crate::config::TrackingConfig, OptionError> {
+    use crate::config::TrackingMode;
+    let selected = tests.is_some_and(|t| t.split(',').any(|t| t.trim().eq_ignore_ascii_case("tracking")));
+    let given = [mode.is_some(), !prefixes.is_empty(), redirect, off.is_some()];
+    let names = ["--tracking-mode", "--tracking-prefix", "--tracking-redirect", "--tracking-off"];
+    if let Some((name, _)) = names.iter().zip(given).find(|(_, g)| *g).filter(|_| !selected) {
+        return Err(format!("{name} is for -t tracking").into());
+    }
+    let mode = match mode.map(|m| m.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("default") => TrackingMode::Default,
+        Some("bcast") => TrackingMode::Bcast,
+        Some("optin") => TrackingMode::Optin,
+        Some(_) => return Err(bad("--tracking-mode", mode.unwrap_or_default(), "default, bcast or optin")),
+    };
+    if let Some(p) = prefixes.first().filter(|_| mode != TrackingMode::Bcast) {
+        return Err(bad("--tracking-prefix", p, "prefixes are for --tracking-mode bcast"));
+    }
+    if let Some(p) = prefixes.iter().find(|p| p.is_empty() || p.len() > 1024) {
+        return Err(bad("--tracking-prefix", p, "a prefix of 1 to 1024 bytes"));
+    }
+    if prefixes.len() > 64 {
+        return Err("--tracking-prefix: at most 64 prefixes".into());
+    }
+    let off = match off {
+        None => 0,
+        Some(v) => v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&n: &u64| n <= crate::tracking::MAX_READERS as u64)
+            .ok_or_else(|| bad("--tracking-off", v, "a count of readers from 0 to 1000"))?,
+    };
+    Ok(crate::config::TrackingConfig { mode, prefixes: prefixes.to_vec(), redirect, off })
+}
+
 /// The largest weight of a mix's command.
 const MAX_WEIGHT: u64 = 1_000_000;
 
@@ -771,6 +815,28 @@ mod tests {
         assert!(capture(true, Some("o"), Some(0)).is_err());
         assert!(capture(false, Some("o"), None).is_err());
         assert_eq!(capture(false, None, None), Ok(None));
+    }
+
+    #[test]
+    fn tracking_options_need_tracking_and_prefixes_need_bcast() {
+        use crate::config::TrackingMode;
+        let t = Some("tracking");
+        let p = vec!["a:".to_string(), "b:".to_string()];
+        let c = tracking_test(Some("BCAST"), &p, true, Some("2"), t).unwrap();
+        assert_eq!((c.mode, c.prefixes.len(), c.redirect, c.off), (TrackingMode::Bcast, 2, true, 2));
+        assert_eq!(tracking_test(None, &[], false, None, t).unwrap().mode, TrackingMode::Default);
+        assert_eq!(tracking_test(Some("optin"), &[], false, None, t).unwrap().mode, TrackingMode::Optin);
+        for (mode, prefixes, off, tests, why) in [
+            (Some("optin"), &[][..], None, Some("get"), "--tracking-mode is for -t tracking"),
+            (None, &[][..], Some("1"), Some("expiry"), "--tracking-off is for -t tracking"),
+            (Some("optin"), &p[..], None, t, "prefixes are for --tracking-mode bcast"),
+            (None, &p[..], None, t, "prefixes are for --tracking-mode bcast"),
+            (Some("lazy"), &[][..], None, t, "default, bcast or optin"),
+            (None, &[][..], Some("1001"), t, "a count of readers from 0 to 1000"),
+        ] {
+            let e = tracking_test(mode, prefixes, false, off, tests).unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        }
     }
 
     #[test]

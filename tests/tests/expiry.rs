@@ -168,3 +168,37 @@ fn a_ctrl_c_mid_run_restores_the_setting() {
     assert!(out.stdout.contains(&format!("{written} keys not waited for")), "{}", out.dump());
     assert!(out.stdout.contains(" 0 never notified"), "{}", out.dump());
 }
+
+#[test]
+fn over_a_cluster_every_primary_is_listened_on_and_every_node_restored() {
+    use respbench_tests::cluster::{Cluster, ClusterConfig};
+    let config = ClusterConfig { extra: vec![("notify-keyspace-events", "Kg")], ..ClusterConfig::default() };
+    let cluster = Cluster::start_with(3, 1, config);
+    let nodes = &cluster.nodes;
+    let expired = || nodes.iter().map(expired_keys).sum::<u64>();
+    let before = expired();
+    let (out, t) = run(&nodes[0], &["--cluster", "-n", "3000", "-P", "16", "--set-notify"]);
+    let e = &t["expiry"];
+    // The keys expire on their slots' primaries, which each published their own.
+    let rise = expired() - before;
+    assert_eq!(u(&e["written"]), 3000, "{e}");
+    assert_eq!(u(&e["notified"]), 3000, "{e}");
+    assert_eq!(rise, 3000, "the nodes' expired_keys rose by {rise}: {}", out.dump());
+    assert_eq!(u(&e["server_expired"]), rise, "{e}");
+    for k in ["never_notified", "duplicated", "others"] {
+        assert_eq!(u(&e[k]), 0, "{k}: {e}");
+    }
+    let sets: Vec<u64> =
+        cluster.primary_ports().iter().map(|&p| cluster.node(p).command_calls("set")).collect();
+    assert_eq!(sets.iter().sum::<u64>(), 3000, "{sets:?}");
+    assert!(sets.iter().all(|&s| s > 500), "each primary wrote its slots' keys: {sets:?}");
+    // --set-notify turned the events on on every node, primaries and replicas, and back off.
+    for n in nodes {
+        assert_eq!(
+            n.cli(&["CONFIG", "GET", "notify-keyspace-events"]).lines().nth(1),
+            Some("gK"),
+            "{}",
+            n.port()
+        );
+    }
+}

@@ -768,3 +768,71 @@ fn the_servers_gauges_are_served_during_the_run() {
     let (ok, said) = promtool_check(body.as_bytes());
     assert!(ok && said.trim().is_empty(), "promtool check metrics: {said}\n{body}");
 }
+
+/// `-t tracking` and `-t expiry` (#52) served: once each test's result is in, the endpoint
+/// counts its invalidations and its keys by outcome as the run counted them (the server's own
+/// figures: tracking_total_items for the invalidations expected, expired_keys for the keys
+/// notified), its latency and lag histograms hold one value each, and the scrape passes promtool.
+#[test]
+fn invalidations_and_expiry_lag_are_served() {
+    let server = RedisServer::start();
+    let value = |body: &str, name: &str| -> Option<u64> {
+        body.lines().find(|l| l.starts_with(name)).and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    };
+    let expired = || server.info_field("stats", "expired_keys").and_then(|v| v.parse::<u64>().ok()).unwrap();
+    let expired_before = expired();
+    for (test, extra, counter, outcome, histogram) in [
+        (
+            "tracking",
+            &["--subscribers", "2"][..],
+            "respbench_invalidations_total",
+            "received",
+            "respbench_invalidation_latency_seconds_count",
+        ),
+        (
+            "expiry",
+            &["--set-notify"][..],
+            "respbench_expiry_keys_total",
+            "notified",
+            "respbench_expiry_lag_seconds_count",
+        ),
+    ] {
+        let port = free_port();
+        let args = ["-p", &server.port().to_string(), "-t", test, "-n", "400", "-q", "--metrics"];
+        let linger = ["--metrics-linger", "60s"];
+        let run = respbench().spawn(&[&args[..], &[&format!("127.0.0.1:{port}")], extra, &linger].concat());
+        let name = format!("{counter}{{test=\"");
+        let mut body = String::new();
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(60) && !body.contains(&name) {
+            if let Some(r) = http_get(port, "/metrics", &[]) {
+                body = String::from_utf8_lossy(&r.body).into_owned();
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+        let out = run.wait(Duration::from_secs(60));
+        assert!(out.status.success(), "{}", out.dump());
+        let count = |o: &str| {
+            let line = body.lines().find(|l| l.starts_with(&name) && l.contains(&format!("outcome=\"{o}\"")));
+            line.and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("no {counter} {o}:\n{body}"))
+        };
+        let got = count(outcome);
+        let server_said = match test {
+            // Reader 0 tracked the even keys, reader 1 the odd ones and every fourth.
+            "tracking" => {
+                assert_eq!(count("expected"), 500, "{body}");
+                assert_eq!(count("lost"), 0, "{body}");
+                500
+            }
+            _ => {
+                assert_eq!(count("never_notified"), 0, "{body}");
+                expired() - expired_before
+            }
+        };
+        assert_eq!(got, server_said, "{body}");
+        assert_eq!(value(&body, histogram), Some(got), "{body}");
+        let (ok, said) = promtool_check(body.as_bytes());
+        assert!(ok && said.trim().is_empty(), "promtool check metrics: {said}\n{body}");
+    }
+}

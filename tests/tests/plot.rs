@@ -505,3 +505,36 @@ fn missing_charts_and_unwritable_output() {
     assert!(out.stderr.contains("cannot write /nonexistent-dir/x.html"), "{}", out.dump());
     let _ = std::fs::remove_file(&json);
 }
+
+/// `--charts notify` (#52): a `-t expiry` run's lag and a `-t tracking` run's invalidation
+/// latency by percentile, a line each, from their documents' histograms; a run without either
+/// has no such chart, and says why.
+#[test]
+fn the_notification_chart() {
+    let server = RedisServer::start();
+    let expiry = results(&server, "expiry", &["-t", "expiry", "-n", "500", "--set-notify"]);
+    let tracking = results(&server, "tracking", &["-t", "tracking", "--subscribers", "2", "-n", "2000"]);
+    let svg = tmp("notify.svg");
+    let args = [expiry.as_os_str(), tracking.as_os_str(), "--charts".as_ref(), "notify".as_ref()];
+    plot_ok(&[&args[..], &["-o".as_ref(), svg.as_os_str()]].concat());
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let legend = ["expiry-0.json: SET PXAT (expiry lag)<", "tracking-1.json: SET (invalidation latency"];
+    for want in ["Notifications: expiry lag", ">percentile<", legend[0], legend[1]] {
+        assert!(text.contains(want), "{want} is missing from\n{text}");
+    }
+    assert_eq!(text.matches("<svg").count(), 2, "one chart in one document");
+    decode(&rsvg(&svg)).assert_drawn("notification chart", &[BLUE, ORANGE]);
+    let get = results(&server, "get", &["-t", "get", "-n", "1000"]);
+    let out =
+        plot(&[get.as_os_str(), "--charts".as_ref(), "notify".as_ref(), "-o".as_ref(), svg.as_os_str()]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(
+        out.stderr.contains("no -t expiry or -t tracking test has a lag or latency histogram"),
+        "{}",
+        out.dump()
+    );
+    for p in [&expiry, &tracking, &get, &svg] {
+        let _ = std::fs::remove_file(p);
+    }
+    let _ = std::fs::remove_file(svg.with_extension("png"));
+}

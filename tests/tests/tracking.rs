@@ -119,3 +119,136 @@ fn a_flush_invalidates_every_key_once_and_loses_none() {
     assert_eq!(u(&t["received"]) + u(&t["flushed"]), u(&t["expected"]), "{t}");
     assert_eq!(server.command_calls("set"), 4000);
 }
+
+/// Runs `-t tracking` on `server` with `extra` options: the JSON's `tracking` object.
+fn tracking_run(server: &RedisServer, extra: &[&str]) -> Value {
+    let json = json_path("tracking", "mode");
+    let port = server.port().to_string();
+    let args = ["-h", "127.0.0.1", "-p", &port, "-t", "tracking", "--json", json.to_str().unwrap()];
+    let out = respbench_tests::respbench().run(&[&args[..], extra].concat(), T);
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: Value =
+        serde_json::from_str(&take_document(&json)).unwrap_or_else(|e| panic!("{e}: {}", out.dump()));
+    let t = doc["tests"][0]["tracking"].clone();
+    for k in ["lost", "duplicated", "flushes", "flushed", "others"] {
+        assert_eq!(u(&t[k]), 0, "{k}: {t}");
+    }
+    assert_eq!(u(&t["received"]), u(&t["expected"]), "{t}");
+    assert!(u(&t["before_ack"]) <= u(&t["received"]), "{t}");
+    t
+}
+
+#[test]
+fn bcast_readers_hear_every_write_under_their_prefixes_without_reading() {
+    let server = RedisServer::start();
+    // Keys 0-9 and 100-199 of 400: 110 a reader, whatever it read (BCAST readers read nothing).
+    let p = [
+        "--tracking-prefix",
+        "respbench:tracking:00000000000",
+        "--tracking-prefix",
+        "respbench:tracking:0000000001",
+    ];
+    let t = tracking_run(
+        &server,
+        &[&["--tracking-mode", "bcast", "--subscribers", "3", "-n", "400"][..], &p].concat(),
+    );
+    assert_eq!((u(&t["readers"]), u(&t["expected"])), (3, 330), "{t}");
+    assert_eq!(server.command_calls("get"), 0);
+    assert_eq!(server.command_calls("set"), 400);
+    // BCAST tracks prefixes, not keys.
+    assert_eq!(u(&t["tracking_total_keys"]), 0, "{t}");
+}
+
+#[test]
+fn optin_readers_hear_the_keys_they_cached() {
+    let server = RedisServer::start();
+    let t = tracking_run(&server, &["--tracking-mode", "optin", "--subscribers", "2", "-n", "400"]);
+    // Reader 0: the even keys (200); reader 1: the odd ones and every fourth (300), each read
+    // after a CLIENT CACHING yes.
+    assert_eq!(u(&t["expected"]), 500, "{t}");
+    assert_eq!(u(&t["tracking_total_items"]), 500, "{t}");
+    assert_eq!(server.command_calls("client|caching"), 500);
+    assert_eq!(server.command_calls("get"), 500);
+}
+
+#[test]
+fn resp2_readers_hear_on_their_redirect_connections() {
+    let server = RedisServer::start();
+    let t = tracking_run(&server, &["--tracking-redirect", "--subscribers", "2", "-n", "400"]);
+    assert_eq!(u(&t["expected"]), 500, "{t}");
+    assert_eq!(u(&t["tracking_total_items"]), 500, "{t}");
+    // No reader said HELLO 3: each subscribed a connection of its own.
+    assert_eq!(server.command_calls("hello"), 0);
+    assert_eq!(server.command_calls("subscribe"), 2);
+}
+
+#[test]
+fn readers_that_turn_tracking_off_expect_nothing_and_lose_nothing() {
+    let server = RedisServer::start();
+    let t = tracking_run(&server, &["--subscribers", "4", "--tracking-off", "2", "-n", "400"]);
+    // Readers 0 and 1 read 100 and 200 keys then turned tracking off; readers 2 and 3 read
+    // 200 each and hear them. The server keeps the first two's keys in its table (it drops a
+    // client's keys lazily), so it tracked 700 pairs.
+    assert_eq!(u(&t["expected"]), 400, "{t}");
+    assert_eq!(u(&t["tracking_total_items"]), 700, "{t}");
+    assert_eq!(server.command_calls("client|tracking"), 6);
+}
+
+#[test]
+fn over_a_cluster_readers_track_their_keys_on_each_slots_primary() {
+    let cluster = respbench_tests::cluster::Cluster::start(3, 0);
+    let nodes = &cluster.nodes;
+    let t = tracking_run(&nodes[0], &["--cluster", "--subscribers", "2", "-n", "400"]);
+    // Reader 0: the even keys (200); reader 1: the odd ones and every fourth (300), each read
+    // on the primary serving its slot, which tracked it there.
+    assert_eq!(u(&t["expected"]), 500, "{t}");
+    assert_eq!(u(&t["tracking_total_items"]), 500, "{t}");
+    assert_eq!(u(&t["tracking_total_keys"]), 400, "{t}");
+    let calls = |c: &str| nodes.iter().map(|n| n.command_calls(c)).collect::<Vec<_>>();
+    let (gets, sets) = (calls("get"), calls("set"));
+    assert_eq!((gets.iter().sum::<u64>(), sets.iter().sum::<u64>()), (500, 400), "{gets:?} {sets:?}");
+    assert!(sets.iter().all(|&s| s > 50), "{sets:?}");
+    for n in nodes {
+        assert_eq!(n.info_field("stats", "tracking_total_items").as_deref(), Some("0"), "{}", n.port());
+    }
+}
+
+#[test]
+fn over_a_cluster_a_flush_of_one_primary_reaches_its_readers_once() {
+    let cluster = respbench_tests::cluster::Cluster::start(3, 0);
+    let port = cluster.nodes[0].port().to_string();
+    let json = json_path("tracking", "cluster-flush");
+    let run = respbench_tests::respbench().spawn(&[
+        "-p",
+        &port,
+        "--cluster",
+        "-t",
+        "tracking",
+        "--subscribers",
+        "2",
+        "-n",
+        "3000",
+        "--rps",
+        "500",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let sets = || cluster.nodes.iter().map(|n| n.command_calls("set")).sum::<u64>();
+    respbench_tests::wait_until("the writer's first SET", Duration::from_secs(60), || sets() > 0);
+    let flushed = cluster.primary_ports()[0];
+    cluster.node(flushed).cli(&["FLUSHALL"]);
+    let out = run.wait(T);
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: Value =
+        serde_json::from_str(&take_document(&json)).unwrap_or_else(|e| panic!("{e}: {}", out.dump()));
+    let t = &doc["tests"][0]["tracking"];
+    // Each reader's connection on the flushed primary heard it once, those on the others not;
+    // what the flushed node's readers did not hear was flushed, the other nodes' keys came.
+    assert_eq!(u(&t["flushes"]), 2, "{t}");
+    assert_eq!(u(&t["readers"]), 2, "{t}");
+    assert_eq!(u(&t["lost"]), 0, "{t}");
+    assert!(u(&t["flushed"]) > 0, "{t}");
+    assert_eq!(u(&t["received"]) + u(&t["flushed"]), u(&t["expected"]), "{t}");
+    assert_eq!(u(&t["expected"]), 3750, "{t}");
+    assert_eq!(sets(), 3000);
+}

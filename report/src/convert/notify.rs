@@ -54,7 +54,8 @@ pub(super) fn read_tracking(
     d: &doc::Tracking,
     sigfig: u8,
 ) -> Result<respbench_core::tracking::Tracking, Error> {
-    let mut t = respbench_core::tracking::Tracking::summarise(&[], &[], sigfig).map_err(Error::Document)?;
+    let mut t = respbench_core::tracking::Tracking::summarise(&[], &[], |_, _| false, sigfig)
+        .map_err(Error::Document)?;
     if let Some(h) = &d.histogram {
         t.latency = decode_histogram(&h.data)?;
     }

@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
 
+use super::notify::{self, Notify};
+
 /// The histograms' bucket bounds in microseconds: four a decade (1, 1.8, 3.2, 5.6) from 10 µs
 /// to 56 s, then 60 s; fixed, so that every worker's buckets add up and a dashboard's queries
 /// hold across runs.
@@ -94,6 +96,8 @@ pub struct TestTotals {
     pub idle_pauses: Option<Buckets>,
     /// How late the event loops woke against the deadlines they asked for.
     pub wake_pauses: Option<Buckets>,
+    /// `-t expiry`'s and `-t tracking`'s notifications.
+    pub notify: Option<Notify>,
 }
 
 impl TestTotals {
@@ -105,6 +109,9 @@ impl TestTotals {
         add_option(&mut self.lateness, other.lateness.as_ref());
         add_option(&mut self.idle_pauses, other.idle_pauses.as_ref());
         add_option(&mut self.wake_pauses, other.wake_pauses.as_ref());
+        if let Some(n) = &other.notify {
+            self.notify.get_or_insert_with(Notify::default).add(n);
+        }
     }
 }
 
@@ -178,7 +185,7 @@ impl Format {
 /// dashboard's queries are checked against.
 pub fn sample_names() -> Vec<String> {
     let mut names = Vec::new();
-    for (name, kind, _) in FAMILIES {
+    for (name, kind, _) in FAMILIES.into_iter().chain(notify_families()) {
         match kind {
             Kind::Counter => names.push(format!("{name}_total")),
             Kind::Histogram => {
@@ -197,6 +204,13 @@ enum Kind {
     Gauge,
     Histogram,
     Info,
+}
+
+/// The notification tests' families ([`notify::FAMILIES`]) as the others are.
+fn notify_families() -> impl Iterator<Item = (&'static str, Kind, &'static str)> {
+    notify::FAMILIES
+        .into_iter()
+        .map(|(n, h, help)| (n, if h { Kind::Histogram } else { Kind::Counter }, help))
 }
 
 /// The families: name (without `_total` or `_info`), kind, help.
@@ -287,8 +301,11 @@ pub fn render(s: &Snapshot, format: Format) -> String {
     let mut out = String::new();
     let worker = s.worker.to_string();
     let header = |out: &mut String, family: &str| {
-        let (name, kind, help) =
-            FAMILIES.iter().find(|f| f.0 == family).copied().unwrap_or((family, Kind::Gauge, ""));
+        let (name, kind, help) = FAMILIES
+            .into_iter()
+            .chain(notify_families())
+            .find(|f| f.0 == family)
+            .unwrap_or((family, Kind::Gauge, ""));
         let (shown, kind) = match (format, kind) {
             (Format::Text, Kind::Counter) => (format!("{name}_total"), "counter"),
             (Format::Text, Kind::Info) => (format!("{name}_info"), "gauge"),
@@ -382,6 +399,13 @@ pub fn render(s: &Snapshot, format: Format) -> String {
             }
         }
     }
+    let notified = s.tests.iter().filter_map(|(t, v)| Some((t, v.notify.as_ref()?)));
+    let histograms = |out: &mut String, family: &str, l: &[(&str, &str)], hs: &[Histogram<u64>]| {
+        let mut b = Buckets::default();
+        hs.iter().for_each(|h| b.add(&Buckets::of(h)));
+        histogram(out, family, l, &b);
+    };
+    notify::render(&mut out, notified, &worker, (&header, &histograms, &labels));
     header(&mut out, "respbench_target_rate");
     if let Some(r) = s.target_rps.filter(|_| !s.test.is_empty()) {
         let _ =

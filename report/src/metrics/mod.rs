@@ -10,6 +10,7 @@
 
 pub mod format;
 pub mod http;
+pub mod notify;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -337,6 +338,8 @@ impl Exporter {
         let nodes: Vec<(String, &Figures)> = names.into_iter().zip(&whole.nodes).collect();
         let State { done, done_tests, .. } = &mut *st;
         add_test(done, done_tests, &label, &commands, &whole, &parts, &nodes);
+        let notify = notify::Notify::of(&total.stats);
+        done_tests.entry(label.clone()).or_default().add(&TestTotals { notify, ..TestTotals::default() });
         if let Some(p) = &total.pauses {
             let pauses = TestTotals {
                 idle_pauses: Some(Buckets::of(&p.idle)),

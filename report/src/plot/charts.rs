@@ -41,11 +41,14 @@ pub enum Kind {
     /// `--ramp`: each step's latency percentiles and achieved rate against its level (clients
     /// or target rate), a line per test with a ramp.
     Ramp,
+    /// `-t expiry`'s lag and `-t tracking`'s invalidation latency by percentile
+    /// (plot/notify.rs).
+    Notify,
 }
 
 impl Kind {
     /// Every kind, in the order they are drawn.
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Percentiles,
         Kind::Service,
         Kind::Rate,
@@ -57,6 +60,7 @@ impl Kind {
         Kind::Compare,
         Kind::Server,
         Kind::Ramp,
+        Kind::Notify,
     ];
 
     /// Its name on the command line.
@@ -73,6 +77,7 @@ impl Kind {
             Kind::Compare => "compare",
             Kind::Server => "server",
             Kind::Ramp => "ramp",
+            Kind::Notify => "notify",
         }
     }
 
@@ -95,6 +100,7 @@ impl Kind {
             Kind::Compare => "no comparison (give the document respbench compare --json wrote)",
             Kind::Server => "no test has the server's own execution time from its LATENCY HISTOGRAM (server_time)",
             Kind::Ramp => "no test ran a ramp (--ramp 'clients 10..200 step 10 every 5s')",
+            Kind::Notify => "no -t expiry or -t tracking test has a lag or latency histogram",
         }
     }
 }
@@ -115,6 +121,7 @@ pub fn build(kind: Kind, inputs: &[Input]) -> Vec<Chart> {
         Kind::Compare => super::compare::charts(inputs),
         Kind::Server => server(&tests, &labels).into_iter().collect(),
         Kind::Ramp => ramp(&tests, &labels),
+        Kind::Notify => super::notify::chart(&tests, &|t| labels.of(t)).into_iter().collect(),
     };
     let notes = notes(inputs, &tests, &labels);
     for c in &mut charts {

@@ -171,6 +171,9 @@ pub struct Test {
     pub server: Vec<(f64, f64, f64)>,
     /// `--ramp`: what rises (`clients` or `rps`) and each step's figures.
     pub ramp: Option<(String, Vec<RampPoint>)>,
+    /// `-t expiry`'s lag or `-t tracking`'s invalidation latency by percentile, as
+    /// [`Test::curve`], with its name (`expiry lag`, `invalidation latency`).
+    pub notify: Option<(&'static str, Vec<(f64, f64)>)>,
 }
 
 /// One step of a ramp, as the ramp chart draws it.
@@ -513,7 +516,19 @@ fn read_test(t: &doc::Test, input: usize) -> Result<Test, Error> {
     // What the step does not give is the document's config's, filled in once it is read.
     let params = PARAMS.map(|p| from_step(p.key));
     let service_curve = service_histogram.as_ref().map(percentile_points);
+    let notify = [
+        ("expiry lag", t.expiry.as_ref().and_then(|e| e.histogram.as_ref())),
+        ("invalidation latency", t.tracking.as_ref().and_then(|k| k.histogram.as_ref())),
+    ]
+    .into_iter()
+    .find_map(|(what, h)| Some((what, h?)))
+    .map(|(what, h)| {
+        let h = codec::decode_histogram(&h.data).map_err(|e| at(format!("{what} histogram: {e}")))?;
+        Ok::<_, Error>((what, percentile_points(&h)))
+    })
+    .transpose()?;
     Ok(Test {
+        notify,
         input,
         start_us: t.start_us,
         service_curve,

@@ -210,6 +210,7 @@ mod tests {
             cpu_us: None,
             core_share: None,
             run: 0,
+            notify: None,
         }
     }
 

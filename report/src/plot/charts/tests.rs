@@ -39,6 +39,7 @@ fn test(input: usize, name: &str, params: [Option<u64>; 4], target: Option<u64>,
         cpu_us: None,
         core_share: None,
         run: 0,
+        notify: None,
     }
 }
 
