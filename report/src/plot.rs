@@ -6,7 +6,9 @@ mod capacity;
 mod charts;
 mod compare;
 mod data;
+mod growth;
 mod html;
+mod server_panel;
 mod svg;
 
 use std::io::Write;

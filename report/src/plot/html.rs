@@ -210,6 +210,7 @@ mod tests {
             cpu_us: None,
             core_share: None,
             run: 0,
+            server_series: Vec::new(),
         }
     }
 
@@ -226,6 +227,7 @@ mod tests {
             context: Default::default(),
             capacity: Vec::new(),
             comparison: None,
+            dataset: None,
         }];
         let page = report(&inputs, &[chart.clone(), chart.clone(), chart]);
         assert_eq!(page.matches("<figure>").count(), 3, "{page}");
@@ -241,6 +243,7 @@ mod tests {
             context: Default::default(),
             capacity: Vec::new(),
             comparison: None,
+            dataset: None,
         }];
         let page = report(&inputs, &[]);
         assert!(page.contains("<p>Every test ran with backend mio, -d 3, -P 1, --threads 0.</p>"), "{page}");

@@ -39,6 +39,7 @@ fn test(input: usize, name: &str, params: [Option<u64>; 4], target: Option<u64>,
         cpu_us: None,
         core_share: None,
         run: 0,
+        server_series: Vec::new(),
     }
 }
 
@@ -66,6 +67,7 @@ fn input(label: &str, tests: Vec<Test>) -> Input {
         context: Default::default(),
         capacity: Vec::new(),
         comparison: None,
+        dataset: None,
     }
 }
 
