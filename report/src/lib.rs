@@ -35,6 +35,7 @@ pub mod outputs;
 pub mod plot;
 pub mod rerun;
 pub mod server_series;
+pub mod server_window;
 pub mod shared;
 pub mod sink;
 pub mod stderr;

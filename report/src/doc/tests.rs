@@ -285,6 +285,7 @@ fn full_test_of(depth: u32) -> Test {
             exit: Some(ProgramExit { status: Some(0), ..ProgramExit::default() }),
             not_started: Some("x".into()),
             part: Some(0),
+            server: vec![crate::server_window::full()],
             disruption: Some(DisruptionEntry {
                 window_ms: Some(1.0),
                 errors: [("ERR".to_string(), 1)].into(),
@@ -342,6 +343,7 @@ fn full_document() -> Document {
         miss: Some("m".into()),
         bottleneck: Some("server".into()),
         rerun_after_pause_ms: Some(1.0),
+        server: vec![crate::server_window::full()],
         test: full_test(),
         ..SearchStep::default()
     };
