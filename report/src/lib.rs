@@ -17,6 +17,7 @@ pub mod codec;
 pub mod compare;
 pub mod convert;
 pub mod dataset;
+pub mod dataset_compare;
 pub mod doc;
 pub mod error;
 pub mod events;

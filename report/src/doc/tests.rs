@@ -410,6 +410,7 @@ fn full_document() -> Document {
             a: ComparedSide { address: Some("h:1".into()), ..ComparedSide::default() },
             fail_if_slower: Some(0.05),
             forced: Some(vec!["f".into()]),
+            memory: vec![crate::dataset_compare::ComparedMemory::default()],
             tests: vec![ComparedTest {
                 backend: Some("mio".into()),
                 target_rps: Some(1),
