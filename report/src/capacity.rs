@@ -166,6 +166,12 @@ pub fn write_table(f: &Found, out: &mut impl Write) -> io::Result<()> {
             why(c, s)
         )?;
     }
+    // Under the table, what the server did in each step (#51 item 4).
+    for (k, r) in f.results.iter().enumerate() {
+        for line in crate::server_window::lines(&crate::server_window::over_step(r)) {
+            writeln!(out, "  step {}: {line}", k + 1)?;
+        }
+    }
     writeln!(out)
 }
 
@@ -251,6 +257,7 @@ fn search_json(f: &Found, epoch_us: u64) -> Result<doc::Search, Error> {
             service_p99_us: s99,
             bottleneck: r.verdict.as_ref().map(|v| v.side.name().to_string()),
             rerun_after_pause_ms: s.rerun_after_pause_us.map(|us| finite(us / 1000.0)),
+            server: crate::server_window::over_step(r),
             test: convert::test(r, epoch_us)?,
         });
     }

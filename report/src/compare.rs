@@ -117,6 +117,8 @@ struct Side {
     durations: Vec<Option<f64>>,
     /// Its first document's configuration.
     config: doc::RunConfig,
+    /// Its first document's dataset (`--dataset-shape`).
+    dataset: Option<crate::dataset::Dataset>,
 }
 
 /// `HOST:PORT` or the socket a document's runs went to.
@@ -176,6 +178,7 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), Error> {
                 tests: pick("a"),
                 durations: durations.clone(),
                 config: d.config.clone(),
+                dataset: None,
             };
             let b = Side {
                 name: "B",
@@ -185,6 +188,7 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), Error> {
                 tests: pick("b"),
                 durations,
                 config: d.config.clone(),
+                dataset: None,
             };
             return Ok((a, b, forced));
         }
@@ -243,12 +247,13 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), Error> {
         let server = docs[0].server.clone();
         let durations = docs.iter().map(|d| d.config.duration_s).collect();
         let config = docs[0].config.clone();
+        let dataset = docs[0].dataset.clone();
         let tests = docs
             .into_iter()
             .enumerate()
             .flat_map(|(i, d)| d.tests.into_iter().map(move |t| (i, t)))
             .collect();
-        Side { name, files, address, server, tests, durations, config }
+        Side { name, files, address, server, tests, durations, config, dataset }
     };
     Ok((side("A", a_files, da), side("B", b_files, db), forced))
 }
@@ -396,7 +401,9 @@ fn compare(
             keys.push(k);
         }
     }
-    if keys.is_empty() {
+    let memory = crate::dataset_compare::compare(a.dataset.as_ref(), b.dataset.as_ref());
+    // Two --dataset-only runs compare their memory alone.
+    if keys.is_empty() && memory.is_empty() {
         return Err(Error::Refused(format!(
             "no test is in both sides (A has {}; B has {})",
             names(&a.tests),
@@ -517,6 +524,7 @@ fn compare(
         strict,
         forced: (!forced.is_empty()).then_some(forced),
         tests,
+        memory,
         failed,
     })
 }
@@ -533,6 +541,7 @@ pub fn compare_untrusted(d: &Document) -> Result<Comparison, Error> {
         tests,
         durations: vec![d.config.duration_s],
         config: d.config.clone(),
+        dataset: d.dataset.clone(),
     };
     let all = |keep: &dyn Fn(&doc::Test) -> bool| {
         d.tests.iter().filter(|t| keep(t)).map(|t| (0, t.clone())).collect()
@@ -626,6 +635,7 @@ pub fn write_text(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
             )?;
         }
     }
+    crate::dataset_compare::write_text(&c.memory, out)?;
     if let Some(limit) = c.fail_if_slower {
         writeln!(out)?;
         let limit = percent_text(limit);
@@ -759,6 +769,7 @@ mod tests {
             tests: tests.into_iter().map(|t| (0, t)).collect(),
             durations: vec![None],
             config: doc::RunConfig::default(),
+            dataset: None,
         }
     }
 

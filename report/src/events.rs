@@ -107,6 +107,9 @@ pub fn write_verbose(t: &TestResult, out: &mut impl Write) -> io::Result<()> {
         if !e.moved_to.is_empty() {
             writeln!(out, "    slots moved to: {}", e.moved_to.join(", "))?;
         }
+        for line in crate::server_window::lines(&crate::server_window::over_event(t, d)) {
+            writeln!(out, "    {line}")?;
+        }
     }
     Ok(())
 }

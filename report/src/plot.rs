@@ -6,8 +6,10 @@ mod capacity;
 mod charts;
 mod compare;
 mod data;
+mod growth;
 mod html;
 mod notify;
+mod server_panel;
 mod svg;
 
 use std::io::Write;

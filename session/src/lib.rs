@@ -42,6 +42,7 @@ pub mod scenario;
 pub mod secret;
 pub mod sentinel;
 pub mod server;
+pub mod server_window;
 pub mod sides;
 pub mod slo;
 pub mod stop;

@@ -4,9 +4,9 @@
 
 use respbench_core::cluster::key_slot;
 
+use crate::error::Error;
 use crate::routing::Multi;
 use crate::server::Server;
-use crate::error::Error;
 
 /// The slots of a cluster.
 const SLOTS: usize = 16384;

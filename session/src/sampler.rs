@@ -39,6 +39,8 @@ pub struct InfoFigures {
     pub cpu_s: Option<f64>,
     /// `used_cpu_sys_main_thread` + `used_cpu_user_main_thread`, seconds.
     pub main_cpu_s: Option<f64>,
+    /// `used_cpu_sys` alone, seconds (the kernel's share of `cpu_s`).
+    pub sys_s: Option<f64>,
     /// The gauges as read.
     pub gauges: Gauges,
     /// Each replica's `lag` (`slaveN:...,lag=N`), seconds, at most [`MAX_REPLICAS`].
@@ -150,6 +152,7 @@ impl InfoFigures {
             }
         }
         f.cpu_s = sys.zip(user).map(|(s, u)| s + u);
+        f.sys_s = sys;
         f.main_cpu_s = msys.zip(muser).map(|(s, u)| s + u);
         f.gauges.replica_lag_max = f.replica_lags.iter().copied().max();
         f
@@ -254,6 +257,8 @@ pub struct ServerSample {
     pub cpu_cores: Option<f64>,
     /// Cores its main thread used (`used_cpu_*_main_thread`).
     pub main_thread_cores: Option<f64>,
+    /// Cores it used in the kernel (`used_cpu_sys`): `cpu_cores` less this is its user time.
+    pub sys_cores: Option<f64>,
     /// The gauges as read (none when missing).
     pub gauges: Gauges,
     /// A local server's threads: name, id and cores over the span.
@@ -401,6 +406,7 @@ fn deltas(s: &mut ServerSample, a: &InfoFigures, b: &InfoFigures, span_s: f64) {
     let cores = |x: Option<f64>, y: Option<f64>| per_s(y? - x?).filter(|c| *c >= 0.0);
     s.cpu_cores = cores(a.cpu_s, b.cpu_s);
     s.main_thread_cores = cores(a.main_cpu_s, b.main_cpu_s);
+    s.sys_cores = cores(a.sys_s, b.sys_s);
 }
 
 /// Each thread's cores between two readings (threads in both, by id).

@@ -310,3 +310,53 @@ fn a_side_run_beside_cpu_hogs_is_flagged_not_compared() {
     assert!(!t["figures"].as_array().unwrap().is_empty(), "{t}");
     let _ = (std::fs::remove_file(&a), std::fs::remove_file(&b));
 }
+
+/// Memory per key between two runs (#50): the same `--dataset-shape … --dataset-only` against a
+/// server that keeps the hashes as listpacks and one whose `hash-max-listpack-value 16` makes
+/// them hashtables. `compare` puts the two bytes per key side by side with B / A and each side's
+/// encoding, as `OBJECT ENCODING` says it, and each side's figure is its server's `used_memory`
+/// growth per key (within 2%).
+#[test]
+fn memory_per_key_side_by_side() {
+    let a = RedisServer::start();
+    let b = RedisServer::start_with(&[("hash-max-listpack-value", "16")]);
+    let shape = "hash 2000 keys x 50 fields x 32B";
+    let mut per_key = Vec::new();
+    let mut files = Vec::new();
+    for (name, server) in [("a", &a), ("b", &b)] {
+        let used = || -> f64 { server.info_field("memory", "used_memory").unwrap().parse().unwrap() };
+        let before = used();
+        let json = json_path("compare", &format!("memory-{name}"));
+        let port = server.port().to_string();
+        let args =
+            ["-p", &port, "--dataset-shape", shape, "--dataset-only", "--json", json.to_str().unwrap()];
+        let out = respbench().run(&args, T);
+        assert!(out.status.success(), "{}", out.dump());
+        per_key.push((used() - before) / 2000.0);
+        files.push(json);
+    }
+    assert_eq!(a.cli(&["OBJECT", "ENCODING", "key:000000000007"]), "listpack");
+    assert_eq!(b.cli(&["OBJECT", "ENCODING", "key:000000000007"]), "hashtable");
+    let (out, doc) = compare(&[files[0].to_str().unwrap(), files[1].to_str().unwrap()]);
+    assert!(out.status.success(), "{}", out.dump());
+    let m = &doc["comparison"]["memory"][0];
+    assert_eq!(m["encodings_a"], "listpack 100%", "{m}");
+    assert_eq!(m["encodings_b"], "hashtable 100%", "{m}");
+    for (said, truth) in [(num(&m["bytes_per_key_a"]), per_key[0]), (num(&m["bytes_per_key_b"]), per_key[1])]
+    {
+        assert!((said - truth).abs() <= truth * 0.02, "said {said} B a key, used_memory grew {truth}");
+    }
+    let ratio = num(&m["ratio"]);
+    assert!((ratio - num(&m["bytes_per_key_b"]) / num(&m["bytes_per_key_a"])).abs() < 1e-9);
+    assert!(ratio > 1.3, "a hashtable costs more than a listpack: {m}");
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("  {shape}: A ")))
+        .unwrap_or_else(|| panic!("{}", out.dump()));
+    assert!(line.contains("(listpack 100%") && line.contains("(hashtable 100%"), "{line}");
+    assert!(line.ends_with(&format!(": B/A {ratio:.3}")), "{line}");
+    for f in files {
+        let _ = std::fs::remove_file(f);
+    }
+}

@@ -242,7 +242,9 @@ fn every_chart_and_the_html_report() {
     for want in &wants {
         assert!(text.contains(want.as_str()), "{want} is missing from\n{text}");
     }
-    assert_eq!(text.matches("<svg").count(), 1 + 8, "eight charts stacked in one document");
+    // Eight charts of the client and, under its series, the server panel's four (#51).
+    assert_eq!(text.matches("<svg").count(), 1 + 8 + 4, "twelve charts stacked in one document");
+    assert!(text.contains("Server: commands per second (INFO), second by second"), "{text}");
     decode(&rsvg(&svg)).assert_drawn("all charts", &[BLUE, ORANGE, GREEN]);
 
     // --charts picks charts; a chart the results cannot give is an error.
@@ -276,7 +278,7 @@ fn every_chart_and_the_html_report() {
     assert!(page.contains(&format!("<td>{}</td>", file(&sweep[2]))), "{page}");
     // The charts, inline.
     let charts = inline_svgs(&page);
-    assert_eq!(charts.len(), 8);
+    assert_eq!(charts.len(), 8 + 4);
     for (i, c) in charts.iter().enumerate() {
         let path = tmp(&format!("chart{i}.svg"));
         std::fs::write(&path, c).unwrap();
@@ -537,4 +539,95 @@ fn the_notification_chart() {
         let _ = std::fs::remove_file(p);
     }
     let _ = std::fs::remove_file(svg.with_extension("png"));
+}
+
+/// `--dataset-shape … --dataset-only`: the plot draws the server's memory and the bytes per key
+/// against the keys written, from the document's growth samples (#50), whose last `used_memory`
+/// is the server's own after the build (nothing else wrote to it).
+#[test]
+fn dataset_growth_chart() {
+    let server = RedisServer::start();
+    let shape = "hash 2000 keys x 50 fields x 100B";
+    let json = results(&server, "dataset", &["--dataset-shape", shape, "--dataset-only"]);
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let growth = doc["dataset"]["shapes"][0]["growth"].as_array().expect("growth samples").clone();
+    assert!(growth.len() >= 4, "{growth:?}");
+    let last = growth.last().unwrap();
+    assert_eq!(last["keys"], 2000);
+    let info: f64 = server.info_field("memory", "used_memory").unwrap().parse().unwrap();
+    let drawn = last["used_memory"].as_f64().unwrap();
+    assert!((drawn - info).abs() <= info * 0.02, "last sample {drawn}, INFO used_memory {info}");
+    let svg = tmp("dataset.svg");
+    plot_ok(&[json.as_os_str(), "-o".as_ref(), svg.as_os_str()]);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    for want in [
+        "Dataset: the server memory as the keys were written",
+        "Dataset: bytes per key",
+        ">keys written<",
+        ">memory (MiB)<",
+        ">bytes per key<",
+        &format!(">{shape} used_memory<"),
+        &format!(">{shape} RSS<"),
+    ] {
+        assert!(text.contains(want), "{want} is missing from\n{text}");
+    }
+    assert_eq!(text.matches("<svg").count(), 3, "two charts in one document");
+    decode(&rsvg(&svg)).assert_drawn("dataset charts", &[BLUE]);
+    // Asked for by name, and refused by name for results without a dataset.
+    plot_ok(&[json.as_os_str(), "--charts".as_ref(), "dataset".as_ref(), "-o".as_ref(), svg.as_os_str()]);
+    let plain = results(&server, "no-dataset", &["-t", "get", "-n", "1000"]);
+    let out =
+        plot(&[plain.as_os_str(), "--charts".as_ref(), "dataset".as_ref(), "-o".as_ref(), svg.as_os_str()]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("cannot draw the dataset chart: no run built a dataset"), "{}", out.dump());
+    for p in [&json, &plain, &svg, &svg.with_extension("png")] {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// A GET test against a server with two I/O threads (#51): under the client's seconds, the
+/// server panel on the same time axis: its commands per second, its CPU (user, sys, main
+/// thread), each busy thread's CPU by name (the I/O thread among them) and its connected clients
+/// (the test's 8 and the sampler's own, as the server counted them).
+#[test]
+fn server_panel_under_the_client_series() {
+    let server = RedisServer::start_with(&[("io-threads", "2"), ("io-threads-do-reads", "yes")]);
+    let json = results(&server, "server-panel", &["-t", "get", "-c", "8", "--duration", "4"]);
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let series = doc["tests"][0]["server_series"].as_array().expect("server_series").clone();
+    let inner: Vec<&serde_json::Value> =
+        series.iter().filter(|s| s.get("edge").is_none() && s.get("missing").is_none()).collect();
+    assert!(inner.len() >= 2, "{series:?}");
+    for s in &inner {
+        assert_eq!(s["connected_clients"], 9, "{s}");
+    }
+    let io_thread = inner.iter().flat_map(|s| s["threads"].as_array().unwrap()).any(|t| {
+        t["name"].as_str().is_some_and(|n| n.starts_with("io_thd_")) && t["cores"].as_f64() >= Some(0.01)
+    });
+    assert!(io_thread, "no busy I/O thread in {series:?}");
+    let svg = tmp("server-panel.svg");
+    plot_ok(&[json.as_os_str(), "--charts".as_ref(), "series".as_ref(), "-o".as_ref(), svg.as_os_str()]);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    for want in [
+        "Requests per second, second by second",
+        "Server: commands per second (INFO), second by second",
+        "Server CPU: user and sys (INFO used_cpu_*), second by second",
+        "Server CPU by thread (/proc), second by second",
+        "Server: connected clients, second by second",
+        ">GET user<",
+        ">GET sys<",
+        ">GET main thread<",
+        ">GET redis-server<",
+        ">GET io_thd_1<",
+        ">connected clients<",
+    ] {
+        assert!(text.contains(want), "{want} is missing from\n{text}");
+    }
+    // The client's two charts and the server's four, every one on the same time axis.
+    assert_eq!(text.matches("<svg").count(), 7, "{text}");
+    assert_eq!(text.matches(">time from the test&#39;s start (s)<").count(), 6, "{text}");
+    decode(&rsvg(&svg)).assert_drawn("server panel", &[BLUE, ORANGE]);
+    for p in [&json, &svg, &svg.with_extension("png")] {
+        let _ = std::fs::remove_file(p);
+    }
 }

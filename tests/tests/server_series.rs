@@ -12,7 +12,12 @@ const T: Duration = Duration::from_secs(120);
 
 respbench_tests::backend_tests!(
     every: [a_five_second_get_adds_up_to_the_servers_count],
-    mio: [a_bgsave_mid_run_is_a_fork_in_its_second, a_stopped_server_gives_missing_samples_not_zeros],
+    mio: [
+        a_bgsave_mid_run_is_a_fork_in_its_second,
+        a_stopped_server_gives_missing_samples_not_zeros,
+        an_event_window_names_the_servers_seconds,
+        each_capacity_step_has_the_servers_seconds,
+    ],
 );
 
 /// `calls` of `cmdstat_<command>`, read by the test itself.
@@ -218,4 +223,91 @@ fn a_stopped_server_gives_missing_samples_not_zeros(tool: Tool) {
     // Every GET ran between the edges, and nothing counts twice: at most what the server
     // processed over the run (the test's own polls of INFO among them).
     assert!(gets <= commands && commands <= processed(&server) - before, "{commands} {gets}");
+}
+
+/// `--at '2s BGSAVE'` (#51 item 4): the event's window is laid against the server seconds that
+/// overlap it, in the JSON (`events[].server`) and the verbose report: the fork the event caused
+/// (the server's `total_forks` moved by one) is named there, and the commands of those seconds are
+/// the series' own.
+fn an_event_window_names_the_servers_seconds(tool: Tool) {
+    let server = RedisServer::start();
+    let forks_before: u64 = server.info_field("stats", "total_forks").unwrap().parse().unwrap();
+    let (t, stdout, _) =
+        run(&tool, &server, &["-t", "set", "-r", "1000", "--duration", "5", "-c", "4", "--at", "2s BGSAVE"]);
+    let forks_after: u64 = server.info_field("stats", "total_forks").unwrap().parse().unwrap();
+    assert_eq!(forks_after - forks_before, 1);
+    let event = &t["events"][0];
+    let w = &event["server"][0];
+    assert_eq!(w["node"], format!("127.0.0.1:{}", server.port()), "{event}");
+    assert!(w["samples"].as_u64() >= Some(1), "{event}");
+    let unusual: Vec<&str> = w["unusual"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(unusual.iter().any(|u| u.contains(": a fork")), "{event}");
+    // The window's commands are those of the samples it covers, no more than the series' total.
+    let (from, to) = (w["from_s"].as_f64().unwrap(), w["to_s"].as_f64().unwrap());
+    let covered: u64 = samples(&t)
+        .iter()
+        .filter(|s| s["missing"].is_null() && s["span_s"].as_f64() > Some(0.0))
+        .filter(|s| {
+            s["at_s"].as_f64().unwrap() <= to + 1e-9
+                && s["at_s"].as_f64().unwrap() - s["span_s"].as_f64().unwrap() >= from - 1e-9
+        })
+        .filter_map(|s| s["commands"].as_u64())
+        .sum();
+    assert_eq!(w["commands"].as_u64(), Some(covered), "{event}");
+    assert!(covered <= sum(&t, "commands"));
+    assert!(stdout.contains("    server over ") && stdout.contains(": a fork"), "{stdout}");
+}
+
+/// A capacity search (#51 item 4): every step carries the server's seconds over it, with the
+/// bucket of its command's p99 (the step's `LATENCY HISTOGRAM`), in the JSON and under the
+/// steps table; the steps' commands hold every reply the server counted for them and no more
+/// than the server processed over the search (`INFO stats`).
+fn each_capacity_step_has_the_servers_seconds(tool: Tool) {
+    let server = RedisServer::start();
+    let processed =
+        || -> u64 { server.info_field("stats", "total_commands_processed").unwrap().parse().unwrap() };
+    let before = processed();
+    let json = json_path("series51", "search");
+    let port = server.port().to_string();
+    let args = [
+        "-p",
+        &port,
+        "-t",
+        "get",
+        "-c",
+        "4",
+        "--slo",
+        "p99<=250ms",
+        "--rps",
+        "100-400",
+        "--slo-steps",
+        "3",
+        "--duration",
+        "1s",
+        "--warmup",
+        "100ms",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let out = tool.run(&args, T);
+    let after = processed();
+    assert!(out.stdout.contains("  step 1: server over "), "{}", out.dump());
+    let doc: Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let steps = doc["capacity"][0]["steps"].as_array().unwrap_or_else(|| panic!("{doc}"));
+    assert!(!steps.is_empty());
+    let (mut commands, mut replies) = (0, 0);
+    for step in steps {
+        let w = &step["server"][0];
+        assert!(w["samples"].as_u64() >= Some(1), "{step}");
+        assert!(w["cpu_cores"].as_f64().is_some(), "{step}");
+        // The step's p99 command bucket is its test's server_time's.
+        let st = &step["test"]["server_time"]["nodes"][0]["commands"];
+        let busiest = st.as_array().unwrap().iter().max_by_key(|c| c["calls"].as_u64()).unwrap();
+        assert_eq!(w["p99_command_us"], busiest["p99_us"], "{step}");
+        assert_eq!(w["command"], busiest["command"], "{step}");
+        commands += w["commands"].as_u64().unwrap();
+        replies += step["test"]["requests"].as_u64().unwrap();
+    }
+    assert!(commands >= replies, "the steps' server commands {commands} < their replies {replies}");
+    assert!(commands <= after - before, "the steps' server commands {commands} > INFO's {}", after - before);
 }

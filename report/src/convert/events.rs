@@ -50,6 +50,7 @@ fn entry(t: &TestResult, e: &EventResult) -> doc::EventEntry {
         Outcome::NotStarted(why) => x.not_started = Some(why.clone()),
         Outcome::NotSent => {}
     }
+    x.server = e.cost.as_ref().map(|d| crate::server_window::over_event(t, d)).unwrap_or_default();
     x.disruption = e.cost.as_ref().map(|d| {
         let (abandoned, unsent) = crate::shared::unfinished(t, d);
         doc::DisruptionEntry {

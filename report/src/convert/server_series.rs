@@ -37,6 +37,7 @@ fn sample(s: &ServerSample) -> doc::ServerSample {
         ops_per_sec: s.ops_per_sec.map(finite),
         cpu_cores: s.cpu_cores.map(finite),
         main_thread_cores: s.main_thread_cores.map(finite),
+        sys_cores: s.sys_cores.map(finite),
         used_memory: s.gauges.used_memory,
         used_memory_rss: s.gauges.rss,
         fragmentation: s.gauges.fragmentation.map(finite),

@@ -27,6 +27,9 @@ pub struct Comparison {
     pub forced: Option<Vec<String>>,
     /// Each test both sides ran.
     pub tests: Vec<ComparedTest>,
+    /// The datasets both sides built (`--dataset-shape`), shape by shape (#50).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<crate::dataset_compare::ComparedMemory>,
     /// `--fail-if-slower`: some figure failed it (the command exits 1).
     pub failed: bool,
 }

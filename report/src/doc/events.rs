@@ -36,6 +36,9 @@ pub struct EventEntry {
     /// others are not in the documents, so it is not made again from the sum.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub part: Option<u64>,
+    /// The server seconds that overlap its window, every node (#51 item 4).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub server: Vec<crate::server_window::ServerOver>,
 }
 
 /// One node's reply to an event's command.

@@ -130,6 +130,9 @@ pub struct SearchStep {
     /// the missed objective's percentile) exceeded the objective.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_after_pause_ms: Option<f64>,
+    /// The server's seconds over the step, every node, with its p99 command time (#51 item 4).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server: Vec<crate::server_window::ServerOver>,
     /// Its test.
     pub test: Test,
 }

@@ -51,6 +51,9 @@ pub struct ServerSample {
     /// Cores its main thread used (`used_cpu_*_main_thread`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub main_thread_cores: Option<f64>,
+    /// Cores it used in the kernel (`used_cpu_sys`); its user time is `cpu_cores` less this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sys_cores: Option<f64>,
     /// `used_memory`, bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub used_memory: Option<u64>,
@@ -162,6 +165,7 @@ pub(super) fn full_sample() -> ServerSample {
         ops_per_sec: Some(1.0),
         cpu_cores: Some(1.0),
         main_thread_cores: Some(1.0),
+        sys_cores: Some(1.0),
         used_memory: n,
         used_memory_rss: n,
         fragmentation: Some(1.0),

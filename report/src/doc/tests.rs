@@ -285,6 +285,7 @@ fn full_test_of(depth: u32) -> Test {
             exit: Some(ProgramExit { status: Some(0), ..ProgramExit::default() }),
             not_started: Some("x".into()),
             part: Some(0),
+            server: vec![crate::server_window::full()],
             disruption: Some(DisruptionEntry {
                 window_ms: Some(1.0),
                 errors: [("ERR".to_string(), 1)].into(),
@@ -342,6 +343,7 @@ fn full_document() -> Document {
         miss: Some("m".into()),
         bottleneck: Some("server".into()),
         rerun_after_pause_ms: Some(1.0),
+        server: vec![crate::server_window::full()],
         test: full_test(),
         ..SearchStep::default()
     };
@@ -408,6 +410,7 @@ fn full_document() -> Document {
             a: ComparedSide { address: Some("h:1".into()), ..ComparedSide::default() },
             fail_if_slower: Some(0.05),
             forced: Some(vec!["f".into()]),
+            memory: vec![crate::dataset_compare::ComparedMemory::default()],
             tests: vec![ComparedTest {
                 backend: Some("mio".into()),
                 target_rps: Some(1),

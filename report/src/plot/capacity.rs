@@ -193,6 +193,7 @@ mod tests {
             context: Default::default(),
             capacity: c,
             comparison: None,
+            dataset: None,
         };
         let charts = charts(&[input], &[]);
         assert_eq!(charts.len(), 1);

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use super::data::{Input, Test, PARAMS};
-use super::svg::{Axis, Band, Chart, Dash, Line, Mark, Note};
+use super::svg::{extent, Axis, Band, Chart, Dash, Line, Mark, Note};
 
 /// A kind of chart, as `--charts` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,11 +44,14 @@ pub enum Kind {
     /// `-t expiry`'s lag and `-t tracking`'s invalidation latency by percentile
     /// (plot/notify.rs).
     Notify,
+    /// `--dataset-shape`: the server's memory and bytes per key against the keys written
+    /// (plot/growth.rs).
+    Dataset,
 }
 
 impl Kind {
     /// Every kind, in the order they are drawn.
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::Percentiles,
         Kind::Service,
         Kind::Rate,
@@ -61,6 +64,7 @@ impl Kind {
         Kind::Server,
         Kind::Ramp,
         Kind::Notify,
+        Kind::Dataset,
     ];
 
     /// Its name on the command line.
@@ -78,6 +82,7 @@ impl Kind {
             Kind::Server => "server",
             Kind::Ramp => "ramp",
             Kind::Notify => "notify",
+            Kind::Dataset => "dataset",
         }
     }
 
@@ -101,6 +106,7 @@ impl Kind {
             Kind::Server => "no test has the server's own execution time from its LATENCY HISTOGRAM (server_time)",
             Kind::Ramp => "no test ran a ramp (--ramp 'clients 10..200 step 10 every 5s')",
             Kind::Notify => "no -t expiry or -t tracking test has a lag or latency histogram",
+            Kind::Dataset => "no run built a dataset with memory samples (--dataset-shape)",
         }
     }
 }
@@ -122,6 +128,7 @@ pub fn build(kind: Kind, inputs: &[Input]) -> Vec<Chart> {
         Kind::Server => server(&tests, &labels).into_iter().collect(),
         Kind::Ramp => ramp(&tests, &labels),
         Kind::Notify => super::notify::chart(&tests, &|t| labels.of(t)).into_iter().collect(),
+        Kind::Dataset => super::growth::charts(inputs),
     };
     let notes = notes(inputs, &tests, &labels);
     for c in &mut charts {
@@ -558,6 +565,9 @@ fn series(tests: &[&Test], labels: &Labels) -> Vec<Chart> {
             ..Chart::default()
         },
     ];
+    // Under the client's seconds, the server's (`server_series`), on the same axis.
+    let names: Vec<String> = with.iter().map(|t| labels.of(t)).collect();
+    charts.extend(super::server_panel::charts(&with, &names, &charts[0].x));
     // Each event's 100 ms windows, from its baseline to after its recovery.
     for (i, t) in with.iter().enumerate() {
         for e in t.events.iter().filter(|e| !e.windows.is_empty()) {
@@ -916,14 +926,6 @@ fn uniq(values: &[f64]) -> Vec<f64> {
     v.sort_by(f64::total_cmp);
     v.dedup();
     v
-}
-
-/// The lowest and highest finite y of the lines (positive ones for the lowest: log axes).
-fn extent(lines: &[Line]) -> (f64, f64) {
-    let ys = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).filter(|y| y.is_finite());
-    let (lo, hi) =
-        ys.fold((f64::INFINITY, 0.0_f64), |(lo, hi), y| (if y > 0.0 { lo.min(y) } else { lo }, hi.max(y)));
-    (if lo.is_finite() { lo } else { hi.max(1e-3) }, hi)
 }
 
 #[cfg(test)]

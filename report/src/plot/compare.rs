@@ -93,6 +93,7 @@ mod tests {
             context: Default::default(),
             capacity: Vec::new(),
             comparison: Some(comparison),
+            dataset: None,
         };
         let drawn = charts(&[input]);
         assert_eq!(drawn.len(), 1);

@@ -56,6 +56,8 @@ pub struct Input {
     pub capacity: Vec<Curve>,
     /// `respbench compare --json`: the comparison.
     pub comparison: Option<doc::Comparison>,
+    /// `--dataset-shape`: what was built, with its memory as it grew.
+    pub dataset: Option<crate::dataset::Dataset>,
 }
 
 /// What a document says about the run around its tests: what pictures of it must carry.
@@ -120,7 +122,7 @@ pub struct EventMark {
 }
 
 /// One test (or step) of an input.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Test {
     /// Index of its input.
     pub input: usize,
@@ -174,6 +176,8 @@ pub struct Test {
     /// `-t expiry`'s lag or `-t tracking`'s invalidation latency by percentile, as
     /// [`Test::curve`], with its name (`expiry lag`, `invalidation latency`).
     pub notify: Option<(&'static str, Vec<(f64, f64)>)>,
+    /// The server's side second by second (`server_series`), every node; empty without.
+    pub server_series: Vec<doc::ServerSample>,
 }
 
 /// One step of a ramp, as the ramp chart draws it.
@@ -278,7 +282,7 @@ fn input_from<'de, R: serde_json::de::Read<'de>>(
     if doc.schema.is_empty() {
         return Err(Error::Document(format!("{path}: {}", codec::schema_refused(None))));
     }
-    if kept.total == 0 && doc.comparison.is_none() {
+    if kept.total == 0 && doc.comparison.is_none() && doc.dataset.is_none() {
         return Err(Error::Document(format!(
             "{path}: no tests in the document (the run ended before its first test)"
         )));
@@ -301,6 +305,7 @@ fn input_from<'de, R: serde_json::de::Read<'de>>(
     context.thinned = (kept.tests.len() < kept.drawable).then_some((kept.tests.len(), kept.drawable));
     let capacity = read_capacity(&doc, i);
     let comparison = doc.comparison;
+    let dataset = doc.dataset;
     Ok(Input {
         path: path.to_string(),
         label: file_name(path),
@@ -308,6 +313,7 @@ fn input_from<'de, R: serde_json::de::Read<'de>>(
         context,
         capacity,
         comparison,
+        dataset,
     })
 }
 
@@ -368,6 +374,7 @@ impl<'de> serde::de::Visitor<'de> for Reading {
                 "capacity" => doc.capacity = map.next_value()?,
                 "mixture" => doc.mixture = map.next_value()?,
                 "comparison" => doc.comparison = map.next_value()?,
+                "dataset" => doc.dataset = map.next_value()?,
                 _ => {
                     map.next_value::<serde::de::IgnoredAny>()?;
                 }
@@ -565,6 +572,7 @@ fn read_test(t: &doc::Test, input: usize) -> Result<Test, Error> {
                 .collect();
             (r.kind.clone(), steps)
         }),
+        server_series: t.server_series.clone().unwrap_or_default(),
     })
 }
 

@@ -211,6 +211,7 @@ mod tests {
             core_share: None,
             run: 0,
             notify: None,
+            server_series: Vec::new(),
         }
     }
 
@@ -227,6 +228,7 @@ mod tests {
             context: Default::default(),
             capacity: Vec::new(),
             comparison: None,
+            dataset: None,
         }];
         let page = report(&inputs, &[chart.clone(), chart.clone(), chart]);
         assert_eq!(page.matches("<figure>").count(), 3, "{page}");
@@ -242,6 +244,7 @@ mod tests {
             context: Default::default(),
             capacity: Vec::new(),
             comparison: None,
+            dataset: None,
         }];
         let page = report(&inputs, &[]);
         assert!(page.contains("<p>Every test ran with backend mio, -d 3, -P 1, --threads 0.</p>"), "{page}");

@@ -290,6 +290,14 @@ const NOTE_ROW: f64 = 14.0;
 /// Longest note line, in characters, before it wraps.
 const NOTE_MAX: usize = 130;
 
+/// The lowest and highest finite y of the lines (positive ones for the lowest: log axes).
+pub fn extent(lines: &[Line]) -> (f64, f64) {
+    let ys = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).filter(|y| y.is_finite());
+    let (lo, hi) =
+        ys.fold((f64::INFINITY, 0.0_f64), |(lo, hi), y| (if y > 0.0 { lo.min(y) } else { lo }, hi.max(y)));
+    (if lo.is_finite() { lo } else { hi.max(1e-3) }, hi)
+}
+
 /// A line chart: a title, two axes and lines, drawn with a legend on the right.
 #[derive(Clone, Debug, Default)]
 pub struct Chart {

@@ -40,6 +40,7 @@ fn test(input: usize, name: &str, params: [Option<u64>; 4], target: Option<u64>,
         core_share: None,
         run: 0,
         notify: None,
+        server_series: Vec::new(),
     }
 }
 
@@ -67,6 +68,7 @@ fn input(label: &str, tests: Vec<Test>) -> Input {
         context: Default::default(),
         capacity: Vec::new(),
         comparison: None,
+        dataset: None,
     }
 }
 
