@@ -50,7 +50,7 @@ Examples
   respbench plot sweep.json -o sweep.html                                     # a picture
 
 Options take a value as -p 6380, --port 6380 or --port=6380. Every option, with its meaning:
-respbench --help-all. The README explains each one.
+respbench --help-all, or man respbench. The guide (docs/README.md) explains each.
 ";
 
 /// Options of memtier_benchmark and other tools that respbench spells differently, with what to

@@ -216,3 +216,153 @@ fn install_puts_everything_where_debian_looks() {
     assert!(page.contains("RESPBENCH(1)"), "{page}");
     let _ = std::fs::remove_dir_all(&dest);
 }
+
+/// The Markdown files of the README and the guide (not docs/incoming/, the drafts the lead folds
+/// in).
+fn markdown_files() -> Vec<PathBuf> {
+    let mut files = vec![root().join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    files
+}
+
+/// The lines of `text` outside fenced code blocks, numbered from 1.
+fn prose(text: &str) -> Vec<(usize, &str)> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            out.push((i + 1, line));
+        }
+    }
+    out
+}
+
+/// A heading's anchor as GitHub makes it: lower case, punctuation but `-` and `_` dropped,
+/// spaces turned to hyphens.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings.
+fn anchors(text: &str) -> Vec<String> {
+    prose(text)
+        .iter()
+        .filter(|(_, l)| l.starts_with('#'))
+        .map(|(_, l)| anchor(l.trim_start_matches('#')))
+        .collect()
+}
+
+/// Every relative link of the README and the guide resolves: the file exists, and the anchor
+/// (`file.md#anchor`, `#anchor`) is one of its headings.
+#[test]
+fn every_relative_link_resolves() {
+    let mut checked = 0;
+    let mut broken = Vec::new();
+    for file in markdown_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let dir = file.parent().unwrap();
+        for (n, line) in prose(&text) {
+            let mut rest = line;
+            while let Some(at) = rest.find("](") {
+                rest = &rest[at + 2..];
+                let Some(end) = rest.find(')') else { break };
+                let target = &rest[..end];
+                rest = &rest[end..];
+                if target.contains("://") || target.starts_with("mailto:") || target.contains(' ') {
+                    continue;
+                }
+                checked += 1;
+                let (path, fragment) = target.split_once('#').map_or((target, None), |(p, f)| (p, Some(f)));
+                let resolved = if path.is_empty() { file.clone() } else { dir.join(path) };
+                let ok = resolved.exists()
+                    && fragment.is_none_or(|f| {
+                        std::fs::read_to_string(&resolved).is_ok_and(|t| anchors(&t).iter().any(|a| a == f))
+                    });
+                if !ok {
+                    broken.push(format!("{}:{n}: {target}", file.strip_prefix(root()).unwrap().display()));
+                }
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} links found");
+    assert!(broken.is_empty(), "{} broken links:\n{}", broken.len(), broken.join("\n"));
+}
+
+/// The README's and the guide's command lines marked runnable (a ```` ```sh runnable ````
+/// fence) run against a real redis-server and exit 0: respbench (the one just built, first on
+/// PATH) and redis-cli are pointed at the test's server by a wrapper; the commands run in a
+/// temporary directory in which `examples/` is the repository's.
+#[test]
+fn every_runnable_block_runs() {
+    let server = respbench_tests::RedisServer::start();
+    let port = server.port();
+    let work = std::env::temp_dir().join(format!("respbench-runnable-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    let _ = std::os::unix::fs::symlink(root().join("examples"), work.join("examples"));
+    let bin_dir = respbench().path.parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let prelude = format!(
+        "set -euo pipefail\n\
+         respbench() {{\n\
+           case \"${{1:-}}\" in\n\
+             merge|plot|compare|man|completions) command respbench \"$@\" ;;\n\
+             run) command respbench run \"$2\" -p {port} \"${{@:3}}\" ;;\n\
+             capture|memtier) command respbench \"$1\" -p {port} \"${{@:2}}\" ;;\n\
+             *) command respbench -p {port} \"$@\" ;;\n\
+           esac\n\
+         }}\n\
+         redis-cli() {{ command redis-cli -p {port} \"$@\"; }}\n"
+    );
+    let mut ran = 0;
+    for file in markdown_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = file.strip_prefix(root()).unwrap().display().to_string();
+        let mut block: Option<(usize, String)> = None;
+        for (i, line) in text.lines().enumerate() {
+            match &mut block {
+                None if line.trim() == "```sh runnable" => block = Some((i + 1, String::new())),
+                Some((start, body)) if line.trim() == "```" => {
+                    let script = format!("{prelude}{body}");
+                    let out = Command::new("bash")
+                        .args(["-c", &script])
+                        .current_dir(&work)
+                        .env("PATH", &path)
+                        .stdin(std::process::Stdio::null())
+                        .output()
+                        .unwrap();
+                    assert!(
+                        out.status.success(),
+                        "{name}:{start}: {}\n{body}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                        out.status,
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                    ran += 1;
+                    block = None;
+                }
+                Some((_, body)) => {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+                None => {}
+            }
+        }
+        assert!(block.is_none(), "{name}: a runnable block is not closed");
+    }
+    assert!(ran >= 12, "only {ran} runnable blocks");
+    let _ = std::fs::remove_dir_all(&work);
+}
