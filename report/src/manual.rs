@@ -159,7 +159,19 @@ impl Manual {
                 .filter(|l| !l.is_empty())
                 .collect()
         };
-        main.usage = block("Usage:");
+        // A line may hold two short usages side by side (`respbench man …    respbench completions …`).
+        main.usage = block("Usage:")
+            .iter()
+            .flat_map(|l| {
+                let mut parts = vec![l.as_str()];
+                while let Some(at) = parts.last().and_then(|p| p.get(1..)?.find("   respbench ")) {
+                    let last = parts.pop().unwrap_or_default();
+                    let (a, b) = last.split_at(at + 1);
+                    parts.extend([a.trim_end(), b.trim_start()]);
+                }
+                parts.into_iter().map(str::to_string).collect::<Vec<_>>()
+            })
+            .collect();
         let examples = block("Examples");
         let others = OTHER_SUBCOMMANDS.iter().filter(|(n, _)| !subs.iter().any(|(s, _)| s == n));
         let subcommands = subs
@@ -199,10 +211,13 @@ const OTHER_SUBCOMMANDS: &[(&str, &str)] = &[
         "capture",
         "records the commands a server receives (MONITOR), for --replay; takes the connection options",
     ),
-    ("run", "respbench run FILE.toml [options]: runs a scenario file, several client groups at once"),
-    ("memtier", "respbench memtier ARGS...: runs a memtier_benchmark command line unchanged"),
-    ("completions", "respbench completions bash|zsh|fish: prints the shell's completion script"),
-    ("man", "respbench man [markdown]: prints this manual page (roff), or the option reference in Markdown"),
+    (
+        "run",
+        "runs a scenario file (TOML): several client groups at once, its options after the command line's",
+    ),
+    ("memtier", "runs a memtier_benchmark command line unchanged, with memtier's outputs"),
+    ("completions", "prints the completion script of bash, zsh or fish"),
+    ("man", "prints this manual page (roff), or with markdown the option reference"),
 ];
 
 /// The exit statuses, for the man page (the guide's chapter on exit codes says more).
