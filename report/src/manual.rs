@@ -335,9 +335,15 @@ pub fn man_page(m: &Manual) -> String {
     s
 }
 
-/// `text` for a Markdown table cell: pipes escaped, no line breaks.
+/// `text` as Markdown prose or a table cell: what Markdown would read as emphasis, an HTML tag
+/// or a cell's end escaped (`__rand_int__` stays as typed), no line breaks.
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+    text.replace('\\', "\\\\")
+        .replace('_', "\\_")
+        .replace('*', "\\*")
+        .replace('<', "&lt;")
+        .replace('|', "\\|")
+        .replace('\n', " ")
 }
 
 /// The option reference in Markdown: a table per command.
@@ -371,14 +377,14 @@ pub fn markdown(m: &Manual) -> String {
         let _ = writeln!(s, "{u}");
     }
     s.push_str("```\n\n");
-    let _ = writeln!(s, "{}\n", m.main.about);
+    let _ = writeln!(s, "{}\n", cell(&m.main.about));
     table(&mut s, &m.main);
     for c in &m.subcommands {
         let _ = writeln!(s, "## respbench {}\n", c.name);
         if !c.usage.is_empty() {
             let _ = writeln!(s, "```\n{}\n```\n", c.usage.join("\n"));
         }
-        let _ = writeln!(s, "{}\n", c.about);
+        let _ = writeln!(s, "{}\n", cell(&c.about));
         table(&mut s, c);
     }
     s
@@ -583,6 +589,11 @@ Options:
     #[test]
     fn roff_escapes_what_troff_reads() {
         assert_eq!(roff(".start\n'quote\na-b \\n"), "\\&.start\n\\&'quote\na\\-b \\en");
+    }
+
+    #[test]
+    fn markdown_keeps_text_as_typed() {
+        assert_eq!(cell("__rand_int__ a|b <x> 2*3"), "\\_\\_rand\\_int\\_\\_ a\\|b &lt;x> 2\\*3");
     }
 
     #[test]
