@@ -11,6 +11,9 @@ Usage: respbench [options] [command [arg...]]     (default: redis-benchmark's su
        respbench merge <file.json>... [--json <out.json>] [--force]
        respbench compare <a.json> <b.json> [--fail-if-slower <5%>]   (--a <file>... --b <file>...)
        respbench capture [connection options] -o <file> [--duration <60s>] [--max-commands <n>]
+       respbench run <scenario.toml> [options]
+       respbench memtier <memtier_benchmark args>...
+       respbench completions <bash|zsh|fish>      respbench man [markdown]
 
 Connection     -h <host> (127.0.0.1)  -p <port> (6379)  -s <socket>  -u <redis://user:pw@host:port>
                -a <password> (or REDISCLI_AUTH, or --askpass)  --user <name> (ACL)  --dbnum <n>
@@ -50,7 +53,7 @@ Examples
   respbench plot sweep.json -o sweep.html                                     # a picture
 
 Options take a value as -p 6380, --port 6380 or --port=6380. Every option, with its meaning:
-respbench --help-all. The README explains each one.
+respbench --help-all, or man respbench. The guide (docs/README.md) explains each.
 ";
 
 /// Options of memtier_benchmark and other tools that respbench spells differently, with what to

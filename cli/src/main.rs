@@ -56,6 +56,9 @@ fn main() -> ExitCode {
     let rest: Vec<&str> = args.iter().skip(1).map(|s| s.as_str()).collect();
     // `merge` is detected before argh: a subcommand does not fit the flat redis-benchmark
     // options, whose positional arguments are a command to benchmark.
+    if matches!(rest.first(), Some(&("man" | "completions"))) {
+        return subcommands::manual(name, &rest);
+    }
     if matches!(rest.first(), Some(&("merge" | "plot" | "compare"))) {
         if let Err(e) = args::all_text(&rest) {
             say!("respbench {}: {e}", rest[0]);

@@ -454,7 +454,7 @@ pub struct Opts {
     #[argh(option)]
     pub ab: Option<String>,
     /// serve the run's live figures for Prometheus at HOST:PORT (:PORT is 127.0.0.1, 0.0.0.0:PORT
-    /// every interface, unauthenticated): GET /metrics, for the whole run (README, Watching a long run)
+    /// every interface, unauthenticated): GET /metrics, for the whole run (docs/long-runs.md)
     #[argh(option)]
     pub metrics: Option<String>,
     /// memtier_benchmark's form of --metrics 127.0.0.1:PORT

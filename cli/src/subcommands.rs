@@ -151,3 +151,41 @@ pub fn plot(_: &str, _: &[&str]) -> ExitCode {
     );
     ExitCode::from(1)
 }
+
+/// `respbench man [markdown]` and `respbench completions bash|zsh|fish`: the manual and the
+/// completions, generated from argh's help of every parser (the one list of options).
+pub fn manual(name: &str, args: &[&str]) -> ExitCode {
+    fn help<T: FromArgs>(command: &[&str], trigger: &str) -> String {
+        T::from_args(command, &[trigger]).err().map(|e| e.output).unwrap_or_default()
+    }
+    let all = help::<crate::opts::Opts>(&[name], "--help-all");
+    let merge = help::<MergeOpts>(&[name, "merge"], "--help");
+    let compare = help::<CompareOpts>(&[name, "compare"], "--help");
+    #[cfg(feature = "plot")]
+    let plot = help::<PlotOpts>(&[name, "plot"], "--help");
+    let subs = [
+        #[cfg(feature = "plot")]
+        ("plot", plot.as_str()),
+        ("merge", merge.as_str()),
+        ("compare", compare.as_str()),
+    ];
+    let m = respbench_report::manual::Manual::new(
+        env!("CARGO_PKG_VERSION"),
+        name,
+        &all,
+        crate::help::SHORT,
+        &subs,
+    );
+    let text = match args {
+        ["man"] => Some(respbench_report::manual::man_page(&m)),
+        ["man", "markdown"] => Some(respbench_report::manual::markdown(&m)),
+        ["completions", shell] => respbench_report::manual::completions(&m, shell),
+        _ => None,
+    };
+    let Some(text) = text else {
+        say!("usage: respbench man [markdown] | respbench completions bash|zsh|fish");
+        return ExitCode::from(1);
+    };
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    ExitCode::SUCCESS
+}

@@ -27,6 +27,7 @@ pub mod hdr;
 pub mod hgrm;
 pub mod hlog;
 pub mod json;
+pub mod manual;
 pub mod memtier;
 pub mod merge;
 pub mod metrics;

@@ -12,10 +12,10 @@ use crate::replayed::CaptureSettings;
 use crate::server::{Conn, Server};
 use crate::stop::StopHandle;
 
-/// What MONITOR costs the server, as the README's measurement found it: said before every
+/// What MONITOR costs the server, as the guide's measurement found it (docs/replay.md): said before every
 /// capture.
-pub const COST_WARNING: &str = "WARNING: MONITOR costs the server throughput while it runs (the README's \
-                                \"Replaying your own traffic\" has the figure measured): capture a \
+pub const COST_WARNING: &str = "WARNING: MONITOR costs the server throughput while it runs (the guide's \
+                                docs/replay.md has the figure measured): capture a \
                                 representative window, not a whole day";
 
 /// What a capture recorded, and in how long.

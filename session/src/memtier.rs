@@ -665,7 +665,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "show-config" => show_config = true,
             "help" | "version" => return refuse(name, "run 'respbench --help' for respbench's own options"),
             // respbench's values are always pseudo-random (redis-benchmark's payload), made once
-            // as memtier makes its -R buffer once: see the README.
+            // as memtier makes its -R buffer once: see docs/differences.md.
             "random-data" => {}
             "key-median" => median = Some(above_zero(name, v)?),
             "key-stddev" => stddev = Some(above_zero(name, v)?),

@@ -250,7 +250,7 @@ fn bad_descriptions_are_refused_before_connecting(tool: Tool) {
 }
 
 /// Without --dataset-only the tests run after the build, over its keys: every GET of `-r 1000`
-/// hits, and every HGET of a field the README names.
+/// hits, and every HGET of a field the guide names (docs/scenarios-and-datasets.md).
 fn tests_run_on_the_built_keys(tool: Tool) {
     let server = RedisServer::start();
     let port = server.port().to_string();
