@@ -7,8 +7,7 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use respbench_core::cluster::Redirects;
-use respbench_core::stats::{ErrorCounts, Interval, Second, Setup, HIGHEST_MICROS, LOWEST_MICROS};
+use respbench_core::stats::{ErrorCounts, Interval, Second, Setup};
 use respbench_core::{Endpoint, Stats, Time};
 use serde_json::Value;
 
@@ -20,15 +19,13 @@ use respbench_session::timing::{self, ClientPauses, ServerTime, Split};
 use respbench_session::verdict::ServerCpu;
 
 mod events;
-mod notify;
 mod server_series;
 use events::entries;
-use notify::{expiry, read_expiry, read_tracking, tracking};
 
-use crate::codec::{decode_histogram, encode_histogram, ENCODING};
+use crate::codec::{decode_histogram, ENCODING};
 use crate::doc;
 use crate::error::Error;
-use crate::hdr::{finite, mean, ms, value_at_percentile};
+use crate::hdr::{finite, ms};
 
 /// The `config` object: every option that shapes the load (no password).
 pub fn config(cfg: &Config) -> doc::RunConfig {
@@ -162,66 +159,11 @@ pub fn server(info: &ServerInfo) -> doc::Server {
     }
 }
 
-/// A ramp's `ramp` object.
-fn ramp(r: &respbench_session::ramp::RampResult) -> doc::Ramp {
-    let ms = |us: u64| us as f64 / 1000.0;
-    doc::Ramp {
-        kind: r.kind.name().into(),
-        from: r.from,
-        to: r.to,
-        step: r.step,
-        every_s: finite(r.every_s),
-        steps: r
-            .steps
-            .iter()
-            .map(|s| doc::RampStep {
-                level: s.level,
-                clients: s.clients,
-                target_rps: s.target_rps,
-                start_s: finite(s.start_s),
-                duration_s: finite(s.duration_s),
-                requests: s.requests,
-                errors: s.errors,
-                rps: finite(s.rps),
-                p50_ms: ms(s.p50_us),
-                p99_ms: ms(s.p99_us),
-                p999_ms: ms(s.p999_us),
-                verdict: s
-                    .verdict
-                    .as_ref()
-                    .map(|v| doc::Verdict { side: v.side.name().into(), text: v.text.clone() }),
-            })
-            .collect(),
-    }
-}
-
-/// A sweep step's values as each of its entries records them.
-fn step(s: &StepValues) -> doc::Step {
-    doc::Step {
-        datasize: s.datasize.clone(),
-        clients: s.clients,
-        pipeline: s.pipeline,
-        threads: s.threads,
-        run: s.run,
-    }
-}
-
-/// Reads a test's `step` back.
 /// What keeps a test apart from others in `respbench merge`, read without its histograms: its
 /// name, backend, target rate, sweep step and `--ab` side, as [`read_test`] reads them.
 pub fn read_key(t: &doc::Test) -> (String, Option<String>, Option<u64>, Option<StepValues>, Option<Side>) {
     let side = t.side.as_deref().and_then(Side::of);
-    (t.name.clone(), t.backend.clone(), t.target_rps, t.step.as_ref().map(read_step), side)
-}
-
-fn read_step(s: &doc::Step) -> StepValues {
-    StepValues {
-        datasize: s.datasize.clone(),
-        clients: s.clients,
-        pipeline: s.pipeline,
-        threads: s.threads,
-        run: s.run,
-    }
+    (t.name.clone(), t.backend.clone(), t.target_rps, t.step.clone(), side)
 }
 
 /// A test's finding: `{"kind", "text", "figures": {name: value}}`.
@@ -261,9 +203,9 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
         // No rate and no latency where no request succeeded: they would be the errors' (or
         // nothing's), as the text says.
         rps: (!none).then(|| finite(stats.rps())),
-        latency_ms: (!none).then(|| latency_ms(&stats.latency)),
+        latency_ms: (!none).then(|| doc::Latency::from(&stats.latency)),
         no_request_succeeded: none.then_some(true),
-        histogram: histogram(&stats.latency)?,
+        histogram: doc::HistogramData::try_from(&stats.latency)?,
         bytes_sent: stats.bytes_sent,
         bytes_received: stats.bytes_received,
         connections_opened: stats.connections_opened,
@@ -280,10 +222,10 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
         unsent_requests: count(stats.unsent),
         latency_lower_bounds: count(stats.lower_bounds),
         warnings: (!e.warnings.is_empty()).then(|| e.warnings.iter().map(warning).collect()),
-        step: e.step.as_ref().map(step),
+        step: e.step.clone(),
         side: e.side.map(|s| s.name().into()),
         events: entries(e),
-        ramp: e.ramp.as_ref().map(ramp),
+        ramp: e.ramp.clone(),
         groups: match e.groups.is_empty() {
             true => None,
             false => Some(e.groups.iter().map(|g| test(g, epoch_us)).collect::<Result<_, _>>()?),
@@ -291,8 +233,8 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
         ..doc::Test::default()
     };
     if let Some(h) = &stats.service {
-        t.service_latency_ms = Some(latency_ms(h));
-        t.service_histogram = Some(histogram(h)?);
+        t.service_latency_ms = Some(doc::Latency::from(h));
+        t.service_histogram = Some(doc::HistogramData::try_from(h)?);
         t.arrivals = Some(doc::Arrivals {
             due: stats.arrivals(),
             completed: stats.requests.saturating_sub(stats.error_replies()),
@@ -304,7 +246,10 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
     }
     // A mix's commands record none of their own: the total has it.
     if let Some(h) = stats.lateness.as_ref().filter(|h| !h.is_empty()) {
-        t.lateness = Some(doc::Distribution { ms: latency_ms(h), histogram: histogram(h)? });
+        t.lateness = Some(doc::Distribution {
+            ms: doc::Latency::from(h),
+            histogram: doc::HistogramData::try_from(h)?,
+        });
     }
     if stats.setup.count() > 0 {
         t.connection_setup = Some(setup(&stats.setup)?);
@@ -318,7 +263,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
             .map(|(i, n)| node(&NodeInfo::nth(&e.nodes, i), n, duration))
             .collect::<Result<Vec<_>, _>>()?;
         t.nodes = Some(nodes);
-        t.redirects = Some(redirects(&stats.redirects));
+        t.redirects = Some(stats.redirects);
     }
     if stats.drops > 0 {
         t.reconnects = Some(doc::Reconnects {
@@ -402,9 +347,9 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
     if let Some(p) = &e.pauses {
         t.client_pauses = Some(client_pauses(p)?);
     }
-    t.delivery = stats.delivery.as_deref().map(delivery).transpose()?;
-    t.expiry = stats.expiry.as_deref().map(expiry).transpose()?;
-    t.tracking = stats.tracking.as_deref().map(tracking).transpose()?;
+    t.delivery = stats.delivery.as_deref().map(doc::Delivery::try_from).transpose()?;
+    t.expiry = stats.expiry.as_deref().map(doc::Expiry::try_from).transpose()?;
+    t.tracking = stats.tracking.as_deref().map(doc::Tracking::try_from).transpose()?;
     let overall = e.server_time.as_ref().and_then(ServerTime::overall);
     t.time_split = Split::of(stats, overall).map(|s| time_split(&s));
     Ok(t)
@@ -449,74 +394,12 @@ fn command_time(c: &timing::CommandTime) -> doc::CommandTime {
 fn client_pauses(p: &ClientPauses) -> Result<doc::ClientPauses, Error> {
     Ok(doc::ClientPauses {
         interval_us: p.interval_us,
-        idle_ms: latency_ms(&p.idle),
-        idle_histogram: histogram(&p.idle)?,
-        wake_ms: p.wake.as_ref().map(latency_ms),
-        wake_histogram: p.wake.as_ref().map(histogram).transpose()?,
+        idle_ms: doc::Latency::from(&p.idle),
+        idle_histogram: doc::HistogramData::try_from(&p.idle)?,
+        wake_ms: p.wake.as_ref().map(doc::Latency::from),
+        wake_histogram: p.wake.as_ref().map(doc::HistogramData::try_from).transpose()?,
         series_max_ms: p.seconds.iter().map(|&us| ms(us)).collect(),
         series_p99_ms: p.seconds_p99.iter().map(|&us| ms(us)).collect(),
-    })
-}
-
-/// The `delivery` object.
-fn delivery(d: &respbench_core::delivery::Delivery) -> Result<doc::Delivery, Error> {
-    let r = &d.received;
-    fn some(h: &Histogram<u64>) -> Option<&Histogram<u64>> {
-        (!h.is_empty()).then_some(h)
-    }
-    Ok(doc::Delivery {
-        subscribers: d.subscribers,
-        subscribers_failed: d.failed,
-        failure: d.failure.clone(),
-        published: d.published,
-        receivers: d.receivers,
-        delivered: r.delivered,
-        missing: d.missing,
-        duplicated: r.duplicated,
-        out_of_order: r.out_of_order,
-        gaps: r.gaps,
-        foreign: r.foreign,
-        min_delivered: d.min_delivered,
-        max_delivered: d.max_delivered,
-        subscribers_missing: d.subscribers_missing,
-        queue: d.queue,
-        reconnects: d.reconnects,
-        reconnected: d.reconnected.clone(),
-        latency_ms: some(&r.latency).map(latency_ms),
-        histogram: some(&r.latency).map(histogram).transpose()?,
-        service_ms: some(&r.service).map(latency_ms),
-        service_histogram: some(&r.service).map(histogram).transpose()?,
-    })
-}
-
-/// Reads a `delivery` object back.
-fn read_delivery(d: &doc::Delivery, sigfig: u8) -> Result<respbench_core::delivery::Delivery, Error> {
-    let mut received = respbench_core::delivery::Received::new(sigfig).map_err(Error::Document)?;
-    received.delivered = d.delivered;
-    received.duplicated = d.duplicated;
-    received.out_of_order = d.out_of_order;
-    received.gaps = d.gaps;
-    received.foreign = d.foreign;
-    if let Some(h) = &d.histogram {
-        received.latency = decode_histogram(&h.data)?;
-    }
-    if let Some(h) = &d.service_histogram {
-        received.service = decode_histogram(&h.data)?;
-    }
-    Ok(respbench_core::delivery::Delivery {
-        subscribers: d.subscribers,
-        failed: d.subscribers_failed,
-        failure: d.failure.clone(),
-        published: d.published,
-        receivers: d.receivers,
-        received,
-        missing: d.missing,
-        min_delivered: d.min_delivered,
-        max_delivered: d.max_delivered,
-        subscribers_missing: d.subscribers_missing,
-        queue: d.queue,
-        reconnects: d.reconnects,
-        reconnected: d.reconnected.clone(),
     })
 }
 
@@ -596,16 +479,6 @@ fn read_verify(v: &doc::Verify) -> respbench_core::stats::VerifyStats {
     }
 }
 
-/// The `redirects` object: counts by kind.
-fn redirects(r: &Redirects) -> doc::Redirects {
-    doc::Redirects { moved: r.moved, ask: r.ask, tryagain: r.tryagain, clusterdown: r.clusterdown }
-}
-
-/// Reads a `redirects` object back.
-fn read_redirects(r: &doc::Redirects) -> Redirects {
-    Redirects { moved: r.moved, ask: r.ask, tryagain: r.tryagain, clusterdown: r.clusterdown }
-}
-
 /// Reads a `retries` object back (the keys of those that gave up stay in `--failed-keys`).
 fn read_retries(r: &doc::Retries) -> respbench_core::stats::RetryStats {
     let mut back = respbench_core::stats::RetryStats { gave_up: r.gave_up, ..Default::default() };
@@ -627,11 +500,11 @@ fn node(info: &NodeInfo, n: &Stats, duration: f64) -> Result<doc::Node, Error> {
         rps: finite(rps),
         errors: errors_map(&n.errors),
         nil_replies: n.nils,
-        redirects: redirects(&n.redirects),
-        latency_ms: latency_ms(&n.latency),
-        histogram: histogram(&n.latency)?,
-        service_latency_ms: n.service.as_ref().map(latency_ms),
-        service_histogram: n.service.as_ref().map(histogram).transpose()?,
+        redirects: n.redirects,
+        latency_ms: doc::Latency::from(&n.latency),
+        histogram: doc::HistogramData::try_from(&n.latency)?,
+        service_latency_ms: n.service.as_ref().map(doc::Latency::from),
+        service_histogram: n.service.as_ref().map(doc::HistogramData::try_from).transpose()?,
     })
 }
 
@@ -656,7 +529,7 @@ fn read_nodes(
         s.requests = n.requests;
         s.nils = n.nil_replies;
         s.errors = read_errors(&n.errors);
-        s.redirects = read_redirects(&n.redirects);
+        s.redirects = n.redirects;
         s.latency = latency;
         s.service = n.service_histogram.as_ref().map(|h| decode("service_histogram", h)).transpose()?;
         infos.push(NodeInfo { address: n.address.clone(), primary: n.role != "replica", slots: n.slots });
@@ -673,7 +546,10 @@ fn setup(s: &Setup) -> Result<doc::ConnectionSetup, Error> {
         if name == "tls" && h.is_empty() {
             continue;
         }
-        phases.insert(name.to_string(), doc::Phase { latency_ms: latency_ms(h), histogram: histogram(h)? });
+        phases.insert(
+            name.to_string(),
+            doc::Phase { latency_ms: doc::Latency::from(h), histogram: doc::HistogramData::try_from(h)? },
+        );
     }
     Ok(doc::ConnectionSetup { connections: s.count(), phases })
 }
@@ -689,33 +565,6 @@ fn read_setup(c: Option<&doc::ConnectionSetup>, name: &str, sigfig: u8) -> Resul
         }
     }
     Ok(s)
-}
-
-/// The `latency_ms` summary of a histogram.
-fn latency_ms(h: &Histogram<u64>) -> doc::Latency {
-    doc::Latency {
-        avg: finite(mean(h) / 1000.0),
-        min: ms(h.min()),
-        p50: ms(value_at_percentile(h, 50.0)),
-        p90: ms(value_at_percentile(h, 90.0)),
-        p95: ms(value_at_percentile(h, 95.0)),
-        p99: ms(value_at_percentile(h, 99.0)),
-        p99_9: ms(value_at_percentile(h, 99.9)),
-        p99_99: ms(value_at_percentile(h, 99.99)),
-        max: ms(h.max()),
-    }
-}
-
-/// The `histogram` object: the whole distribution, encoded.
-fn histogram(h: &Histogram<u64>) -> Result<doc::HistogramData, Error> {
-    Ok(doc::HistogramData {
-        unit: "us".into(),
-        lowest: LOWEST_MICROS,
-        highest: HIGHEST_MICROS,
-        sigfig: h.sigfig(),
-        encoding: ENCODING.into(),
-        data: encode_histogram(h)?,
-    })
 }
 
 /// Reads a `tests` entry back (times are `start_us`/`end_us` as [`Time`]s since the Unix epoch).
@@ -769,21 +618,21 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         integer_sum: 0,
         delivery: match &t.delivery {
             Some(d) => Some(Box::new(
-                read_delivery(d, latency.sigfig())
+                d.read(latency.sigfig())
                     .map_err(|e| Error::Document(format!("test '{name}': delivery: {e}")))?,
             )),
             None => None,
         },
         tracking: match &t.tracking {
             Some(d) => Some(Box::new(
-                read_tracking(d, latency.sigfig())
+                d.read(latency.sigfig())
                     .map_err(|e| Error::Document(format!("test '{name}': tracking: {e}")))?,
             )),
             None => None,
         },
         expiry: match &t.expiry {
             Some(e) => Some(Box::new(
-                read_expiry(e, latency.sigfig())
+                e.read(latency.sigfig())
                     .map_err(|e| Error::Document(format!("test '{name}': expiry: {e}")))?,
             )),
             None => None,
@@ -807,7 +656,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         downtime_micros: (reconnects.downtime_s * 1e6).round() as u64,
         abandoned: t.abandoned_requests.unwrap_or(0),
         nodes: node_stats,
-        redirects: t.redirects.as_ref().map(read_redirects).unwrap_or_default(),
+        redirects: t.redirects.unwrap_or_default(),
         retries: t.retries.as_ref().map(read_retries).unwrap_or_default(),
         readdressed: t
             .address_changes
@@ -846,7 +695,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         never_ran: t.clients_never_ran.map_or((0, 0), |c| (c.refused, c.unreachable)),
         server_cpu,
         verdict: None,
-        step: t.step.as_ref().map(read_step),
+        step: t.step.clone(),
         stats,
         nodes,
         warnings: Vec::new(),
@@ -947,6 +796,8 @@ fn read_second(s: &doc::SecondEntry) -> Result<Second, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::encode_histogram;
+    use respbench_core::cluster::Redirects;
     use serde_json::json;
 
     /// A test's fields as the document names them.

@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 mod compare;
 mod events;
 mod figures;
+mod notify;
 mod search;
 mod server_series;
 #[cfg(test)]
@@ -28,6 +29,7 @@ mod tests;
 pub use compare::*;
 pub use events::*;
 pub use figures::*;
+pub use notify::{Delivery, Expiry, Tracking};
 pub use search::*;
 pub use server_series::{ServerSample, ServerSampling, ServerThread, ServerThreads};
 
@@ -429,7 +431,7 @@ pub struct Test {
     pub nodes: Option<Vec<Node>>,
     /// Over several nodes: the redirects met.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub redirects: Option<Redirects>,
+    pub redirects: Option<respbench_core::stats::Redirects>,
     /// `--verify`, `--verify-only`: the reads checked and the mismatches found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Verify>,
@@ -468,7 +470,7 @@ pub struct Test {
     pub server_cpu: Option<ServerCpu>,
     /// A sweep's step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step: Option<Step>,
+    pub step: Option<respbench_session::result::StepValues>,
     /// Who limited the test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bottleneck: Option<Bottleneck>,
@@ -501,7 +503,7 @@ pub struct Test {
     pub events: Option<Vec<EventEntry>>,
     /// `--ramp`: the ramp and each of its steps' figures and verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ramp: Option<Ramp>,
+    pub ramp: Option<respbench_session::ramp::RampResult>,
     /// A scenario's client groups (`respbench run FILE.toml`), each shaped as a test entry and
     /// named by its group; the test's own figures are theirs together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -515,57 +517,6 @@ pub struct Test {
     /// Which of the server's threads limited it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_threads: Option<ServerThreads>,
-}
-
-/// A ramp within one test (`--ramp`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Ramp {
-    /// What rises: `clients` or `rps`.
-    pub kind: String,
-    /// The first step's level.
-    pub from: u64,
-    /// The last step's level.
-    pub to: u64,
-    /// How much each step adds.
-    pub step: u64,
-    /// How long each step lasts, in seconds.
-    pub every_s: f64,
-    /// Each step that began, in order.
-    pub steps: Vec<RampStep>,
-}
-
-/// One step of a ramp: its level and what it measured.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct RampStep {
-    /// The step's level (clients, or the target rate).
-    pub level: u64,
-    /// The clients open during the step.
-    pub clients: u64,
-    /// The step's target rate, in an open loop.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub target_rps: Option<u64>,
-    /// When it began, in seconds from the test's start.
-    pub start_s: f64,
-    /// How long it lasted, in seconds.
-    pub duration_s: f64,
-    /// Replies parsed during it.
-    pub requests: u64,
-    /// Error replies among them.
-    pub errors: u64,
-    /// Replies per second.
-    pub rps: f64,
-    /// Latency percentiles in milliseconds (corrected, from the intended send time, in an open
-    /// loop).
-    pub p50_ms: f64,
-    /// 99th percentile.
-    pub p99_ms: f64,
-    /// 99.9th percentile.
-    pub p999_ms: f64,
-    /// Who limited the step.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<Verdict>,
 }
 
 /// A replay's figures: the capture, what was sent and how close to its recorded instant, and
@@ -656,126 +607,6 @@ pub struct ClientPauses {
     pub series_max_ms: Vec<f64>,
     /// Per second of the test, the 99th percentile of the idle thread's pauses, ms.
     pub series_p99_ms: Vec<f64>,
-}
-
-/// `expiry`: an expiry test's keys (`-t expiry`), each given a deadline and timed from it to
-/// its expired event.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Expiry {
-    /// Timed keys written (their `SET … PXAT` answered `OK`).
-    pub written: u64,
-    /// Of those, notified.
-    pub notified: u64,
-    /// Written and not notified within the grace after the last deadline.
-    pub never_notified: u64,
-    /// Written and not notified when a stop ended the wait before their grace was over.
-    pub unwaited: u64,
-    /// Notifications of a key already notified.
-    pub duplicated: u64,
-    /// Notifications read before the key's deadline (their lag counts as 0).
-    pub early: u64,
-    /// Notifications of keys the test did not time.
-    pub others: u64,
-    /// Distinct notifications per second, from the first to the last; null with fewer than two
-    /// instants.
-    pub per_second: Option<f64>,
-    /// The first notification's arrival, ns since the Unix epoch (0: none).
-    pub first_ns: u64,
-    /// The last one's.
-    pub last_ns: u64,
-    /// The window the deadlines spread over, ms.
-    pub window_ms: u64,
-    /// The grace after the deadlines, ms.
-    pub grace_ms: u64,
-    /// The rise of the server's `expired_keys` over the test, when read.
-    pub server_expired: Option<u64>,
-    /// Deadline to notification, ms.
-    pub lag_ms: Option<Latency>,
-    /// Its distribution.
-    pub histogram: Option<HistogramData>,
-}
-
-/// `tracking`: an invalidation test's readers (`-t tracking`), all together.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Tracking {
-    /// Reader connections (`--subscribers`).
-    pub readers: u64,
-    /// Invalidations expected: each reader's keys read and written.
-    pub expected: u64,
-    /// Received, once each.
-    pub received: u64,
-    /// Expected, neither received nor covered by a flush.
-    pub lost: u64,
-    /// Received again.
-    pub duplicated: u64,
-    /// Flushes (null invalidations) received.
-    pub flushes: u64,
-    /// Expected keys a flush invalidated instead.
-    pub flushed: u64,
-    /// Invalidations of keys a reader did not read or that were not written.
-    pub others: u64,
-    /// Invalidations read before the write's acknowledgement (latency 0).
-    pub before_ack: u64,
-    /// The server's `tracking_total_keys` once the readers had read.
-    pub tracking_total_keys: Option<u64>,
-    /// Its `tracking_total_items`.
-    pub tracking_total_items: Option<u64>,
-    /// The write's acknowledgement to the push, ms.
-    pub latency_ms: Option<Latency>,
-    /// Its distribution.
-    pub histogram: Option<HistogramData>,
-}
-
-/// `delivery`: a delivery test's subscribers (`-t pubsub`), all of them together; each message
-/// published counts once per subscriber.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Delivery {
-    /// Subscribers (connections of their own, not in `-c`).
-    pub subscribers: u64,
-    /// Of those, how many ended before the test did (the server dropped them, a kill).
-    pub subscribers_failed: u64,
-    /// The first one's reason.
-    pub failure: Option<String>,
-    /// Messages published: the publishers' answered PUBLISHes.
-    pub published: u64,
-    /// The receivers the server counted: the sum of the PUBLISH replies.
-    pub receivers: u64,
-    /// Messages received, every subscriber's added (duplicates included).
-    pub delivered: u64,
-    /// Σ over subscribers of (published − distinct received).
-    pub missing: u64,
-    /// Received again (or too late to tell).
-    pub duplicated: u64,
-    /// Received after a later one of the same publisher.
-    pub out_of_order: u64,
-    /// Holes in a publisher's sequence below the highest received (part of `missing`).
-    pub gaps: u64,
-    /// Messages without respbench's stamp (someone else's publishing).
-    pub foreign: u64,
-    /// The fewest distinct messages one subscriber received.
-    pub min_delivered: u64,
-    /// The most.
-    pub max_delivered: u64,
-    /// Subscribers that missed at least one message.
-    pub subscribers_missing: u64,
-    /// `-t blpop`: a list's waiters, each element for one of them (missing counts against the
-    /// elements pushed; min/max_delivered are each waiter's share; receivers 0: not known).
-    pub queue: bool,
-    /// `--reconnect`: how many times a waiting connection that ended came back.
-    pub reconnects: u64,
-    /// The first such ending's reason.
-    pub reconnected: Option<String>,
-    /// Delivery latency, ms: receive − intended send (coordinated omission corrected).
-    pub latency_ms: Option<Latency>,
-    /// Its distribution.
-    pub histogram: Option<HistogramData>,
-    /// Receive − actual send, ms.
-    pub service_ms: Option<Latency>,
-    /// Its distribution.
-    pub service_histogram: Option<HistogramData>,
 }
 
 /// `time_split`: each part of the latency at p50, p99 and p99.9, in milliseconds.

@@ -67,7 +67,7 @@ fn entry(t: &TestResult, e: &EventResult) -> doc::EventEntry {
             lost: d.lost,
             abandoned,
             unsent,
-            redirects: doc::Redirects {
+            redirects: respbench_core::stats::Redirects {
                 moved: d.redirects[0],
                 ask: d.redirects[1],
                 tryagain: d.redirects[2],

@@ -100,7 +100,7 @@ pub struct DisruptionEntry {
     /// Open loop: never sent (likewise).
     pub unsent: u64,
     /// Redirects by kind.
-    pub redirects: Redirects,
+    pub redirects: respbench_core::stats::Redirects,
     /// Over a cluster: the nodes `MOVED` named as owners in the window.
     pub moved_to: Vec<String>,
     /// The highest latency in the span, ms.
