@@ -15,12 +15,8 @@ use respbench_session::config::{Config, Replicas};
 use respbench_session::cpu::ClientCpu;
 use respbench_session::result::{NodeInfo, Side, StepValues, TestResult, Warning};
 use respbench_session::server::ServerInfo;
-use respbench_session::timing::{self, ClientPauses, ServerTime, Split};
+use respbench_session::timing::{ServerTime, Split};
 use respbench_session::verdict::ServerCpu;
-
-mod events;
-mod server_series;
-use events::entries;
 
 use crate::codec::{decode_histogram, ENCODING};
 use crate::doc;
@@ -224,7 +220,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
         warnings: (!e.warnings.is_empty()).then(|| e.warnings.iter().map(warning).collect()),
         step: e.step.clone(),
         side: e.side.map(|s| s.name().into()),
-        events: entries(e),
+        events: (!e.events.is_empty()).then(|| e.events.iter().map(|x| doc::EventEntry::of(e, x)).collect()),
         ramp: e.ramp.clone(),
         groups: match e.groups.is_empty() {
             true => None,
@@ -341,81 +337,20 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
             client_wait_share: v.client_wait.map(finite),
         });
     }
-    t.server_time = e.server_time.as_ref().map(server_time);
-    (t.server_series, t.server_sampling) = server_series::entries(e.server_series.as_ref());
-    t.server_threads = e.server_threads.as_ref().map(server_series::threads);
+    t.server_time = e.server_time.as_ref().map(doc::ServerTime::from);
+    t.server_series =
+        e.server_series.as_ref().map(|s| s.samples.iter().map(doc::ServerSample::from).collect());
+    t.server_sampling = e.server_series.as_ref().map(doc::ServerSampling::from);
+    t.server_threads = e.server_threads.as_ref().map(doc::ServerThreads::from);
     if let Some(p) = &e.pauses {
-        t.client_pauses = Some(client_pauses(p)?);
+        t.client_pauses = Some(doc::ClientPauses::try_from(p)?);
     }
     t.delivery = stats.delivery.as_deref().map(doc::Delivery::try_from).transpose()?;
     t.expiry = stats.expiry.as_deref().map(doc::Expiry::try_from).transpose()?;
     t.tracking = stats.tracking.as_deref().map(doc::Tracking::try_from).transpose()?;
     let overall = e.server_time.as_ref().and_then(ServerTime::overall);
-    t.time_split = Split::of(stats, overall).map(|s| time_split(&s));
+    t.time_split = Split::of(stats, overall).as_ref().map(doc::TimeSplit::from);
     Ok(t)
-}
-
-/// The `server_time` object.
-fn server_time(st: &ServerTime) -> doc::ServerTime {
-    doc::ServerTime {
-        measures: timing::MEASURES.into(),
-        nodes: st
-            .nodes
-            .iter()
-            .map(|n| doc::NodeTime {
-                address: n.address.clone(),
-                source: n.source.as_ref().ok().map(|s| s.name().to_string()),
-                not_known: n.source.as_ref().err().cloned(),
-                calls: n.calls(),
-                expected_calls: n.expected_calls,
-                mismatch: n.mismatch(),
-                commands: n.commands.iter().map(command_time).collect(),
-            })
-            .collect(),
-        merged: (st.nodes.len() > 1).then(|| st.merged.iter().map(command_time).collect()),
-    }
-}
-
-fn command_time(c: &timing::CommandTime) -> doc::CommandTime {
-    let at = |p: f64| c.bucket_at(p).map(|(lo, hi)| [lo, hi]);
-    doc::CommandTime {
-        command: c.command.clone(),
-        calls: c.calls,
-        usec_per_call: c.usec_per_call.map(finite),
-        p50_us: at(50.0),
-        p99_us: at(99.0),
-        p99_9_us: at(99.9),
-        since_reset_us: c.since_reset.map(|p| p.map(finite)),
-        buckets: c.buckets.iter().map(|b| [b.upper_us, b.count]).collect(),
-    }
-}
-
-/// The `client_pauses` object.
-fn client_pauses(p: &ClientPauses) -> Result<doc::ClientPauses, Error> {
-    Ok(doc::ClientPauses {
-        interval_us: p.interval_us,
-        idle_ms: doc::Latency::from(&p.idle),
-        idle_histogram: doc::HistogramData::try_from(&p.idle)?,
-        wake_ms: p.wake.as_ref().map(doc::Latency::from),
-        wake_histogram: p.wake.as_ref().map(doc::HistogramData::try_from).transpose()?,
-        series_max_ms: p.seconds.iter().map(|&us| ms(us)).collect(),
-        series_p99_ms: p.seconds_p99.iter().map(|&us| ms(us)).collect(),
-    })
-}
-
-/// The `time_split` object.
-fn time_split(s: &Split) -> doc::TimeSplit {
-    let row = |v: [u64; 3]| v.iter().map(|&us| ms(us)).collect::<Vec<f64>>();
-    let bounds = |v: [(u64, u64); 3]| v.iter().map(|&(lo, hi)| [ms(lo), ms(hi)]).collect::<Vec<[f64; 2]>>();
-    doc::TimeSplit {
-        percentiles: timing::PERCENTILES.to_vec(),
-        corrected_ms: row(s.corrected),
-        send_lateness_ms: s.lateness.map(row),
-        service_ms: row(s.service),
-        server_ms: s.server.map(bounds),
-        rest_ms: s.rest.map(bounds),
-        server_source: s.source.map(|x| x.name().to_string()),
-    }
 }
 
 /// Error replies by first word: `{"ERR": 10, "WRONGTYPE": 2}`.

@@ -25,6 +25,7 @@ mod search;
 mod server_series;
 #[cfg(test)]
 mod tests;
+mod timing;
 
 pub use compare::*;
 pub use events::*;
@@ -32,6 +33,7 @@ pub use figures::*;
 pub use notify::{Delivery, Expiry, Tracking};
 pub use search::*;
 pub use server_series::{ServerSample, ServerSampling, ServerThread, ServerThreads};
+pub use timing::{ClientPauses, CommandTime, NodeTime, ServerTime, TimeSplit};
 
 /// One run's document, or a merge of several.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -529,104 +531,6 @@ pub struct Replay {
     pub figures: respbench_session::replay::Figures,
     /// `sent_on_time / sent`.
     pub on_time_share: f64,
-}
-
-/// `server_time`: the server's execution time for the test's calls.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ServerTime {
-    /// What the figures measure: command execution inside the server, not its reading,
-    /// parsing or writing.
-    pub measures: String,
-    /// Each node the test used.
-    pub nodes: Vec<NodeTime>,
-    /// Over several nodes: every node's calls together.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged: Option<Vec<CommandTime>>,
-}
-
-/// One node of `server_time`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct NodeTime {
-    /// `HOST:PORT`.
-    pub address: String,
-    /// `latency_histogram`, `latencystats` or `usec_per_call`; null when not known.
-    pub source: Option<String>,
-    /// Why the figures are not known (refused, renamed, a reset); null when known.
-    pub not_known: Option<String>,
-    /// The server's count of the test's calls.
-    pub calls: u64,
-    /// The test's replies from this node.
-    pub expected_calls: Option<u64>,
-    /// Where the two counts differ: the sentence that says so.
-    pub mismatch: Option<String>,
-    /// The test's commands at the node.
-    pub commands: Vec<CommandTime>,
-}
-
-/// One command's execution time.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct CommandTime {
-    /// The server's name of the command (`get`).
-    pub command: String,
-    /// Calls during the test.
-    pub calls: u64,
-    /// The mean of the test's calls, microseconds (commandstats).
-    pub usec_per_call: Option<f64>,
-    /// The bucket holding the median: its bounds in microseconds (the histogram only).
-    pub p50_us: Option<[u64; 2]>,
-    /// The bucket holding the 99th percentile.
-    pub p99_us: Option<[u64; 2]>,
-    /// The bucket holding the 99.9th percentile.
-    pub p99_9_us: Option<[u64; 2]>,
-    /// `INFO latencystats` (no histogram): p50, p99, p99.9 in microseconds since the server's
-    /// statistics were reset, not this test's alone.
-    pub since_reset_us: Option<[f64; 3]>,
-    /// The test's calls by bucket: `[upper bound µs, calls]`, the bucket below's bound its
-    /// lower.
-    pub buckets: Vec<[u64; 2]>,
-}
-
-/// `client_pauses`: the client machine's own pauses during the test.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ClientPauses {
-    /// The idle thread's sleep, microseconds.
-    pub interval_us: u64,
-    /// How late the idle thread woke (corrected for the wake-ups a pause held back), ms.
-    pub idle_ms: Latency,
-    /// Its distribution.
-    pub idle_histogram: HistogramData,
-    /// How late the event loops woke against their deadlines, ms; null when not known.
-    pub wake_ms: Option<Latency>,
-    /// Its distribution.
-    pub wake_histogram: Option<HistogramData>,
-    /// Per second of the test, the idle thread's longest pause, ms.
-    pub series_max_ms: Vec<f64>,
-    /// Per second of the test, the 99th percentile of the idle thread's pauses, ms.
-    pub series_p99_ms: Vec<f64>,
-}
-
-/// `time_split`: each part of the latency at p50, p99 and p99.9, in milliseconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct TimeSplit {
-    /// The percentiles of the columns: 50, 99, 99.9.
-    pub percentiles: Vec<f64>,
-    /// From the intended send (open loop; else the send) to the reply.
-    pub corrected_ms: Vec<f64>,
-    /// Open loop: how late requests were sent; null in a closed loop.
-    pub send_lateness_ms: Option<Vec<f64>>,
-    /// From the send to the reply.
-    pub service_ms: Vec<f64>,
-    /// The server's execution: the bucket holding each percentile, `[lower, upper]`.
-    pub server_ms: Option<Vec<[f64; 2]>>,
-    /// The service time less the server's execution: wire, kernels, both processes' queues.
-    pub rest_ms: Option<Vec<[f64; 2]>>,
-    /// Where the server's figures came from.
-    pub server_source: Option<String>,
 }
 
 impl Document {
