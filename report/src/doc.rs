@@ -14,6 +14,9 @@
 
 use std::collections::BTreeMap;
 
+use respbench_core::Endpoint;
+use respbench_session::config::{Config, Replicas};
+use respbench_session::server::ServerInfo;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -531,6 +534,146 @@ pub struct Replay {
     pub figures: respbench_session::replay::Figures,
     /// `sent_on_time / sent`.
     pub on_time_share: f64,
+}
+
+impl From<&Config> for RunConfig {
+    /// The `config` object: every option that shapes the load (no password).
+    fn from(cfg: &Config) -> RunConfig {
+        let (host, port, socket) = match &cfg.endpoint {
+            Endpoint::Tcp { host, port } => (Some(host.clone()), Some(*port), None),
+            Endpoint::Unix(path) => (None, None, Some(path.to_string_lossy().into_owned())),
+        };
+        let rates = |r: &[u64]| (!r.is_empty()).then(|| r.to_vec());
+        let mut c = RunConfig {
+            host,
+            port,
+            socket,
+            user: cfg.user.clone(),
+            clients: cfg.clients as u64,
+            requests: cfg.requests,
+            datasize: cfg.datasize as u64,
+            datasize_spec: cfg.values.to_string(),
+            key_dist: cfg.key_dist.to_string(),
+            key_prefix: cfg.key_prefix.clone(),
+            pipeline: u64::from(cfg.pipeline),
+            pipeline_mode: Some(cfg.pipeline_mode.name().into()),
+            keepalive: cfg.keepalive,
+            threads: cfg.threads as u64,
+            keyspace: cfg.keyspace,
+            seed: cfg.seed,
+            dbnum: u64::from(cfg.db),
+            resp3: cfg.resp3,
+            tracking: cfg.tracking,
+            tls: cfg.tls.is_some(),
+            cluster: cfg.cluster,
+            rfr: cfg.rfr.name().into(),
+            replicas: match &cfg.replicas {
+                Replicas::None => Value::Null,
+                Replicas::Auto => Value::from("auto"),
+                Replicas::Listed(l) => Value::from(l.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
+            },
+            backend: cfg.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
+            precision: u64::from(cfg.precision),
+            repeat: cfg.repeat,
+            tests: cfg.tests.clone(),
+            // Lossy: JSON strings are UTF-8 (the template in each test is lossy too).
+            command: (!cfg.command.is_empty())
+                .then(|| cfg.command.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()),
+            timeout_ms: cfg.timeout.map(|t| t.as_secs_f64() * 1e3),
+            rps: rates(&cfg.open.rates),
+            arrival: if cfg.open.poisson { "poisson" } else { "constant" }.into(),
+            // Set, or automatic (null): each open-loop test has its own `rps_slack_us`.
+            rps_slack_us: cfg.open.slack.map(|s| s.as_micros() as u64),
+            duration_s: cfg.open.duration.map(|d| d.as_secs_f64()),
+            warmup_s: cfg.open.warmup.as_secs_f64(),
+            mix: cfg.open.has_mix().then(|| {
+                let keys = |list: &[Option<respbench_session::config::PartKeys>], i: usize| {
+                    list.get(i).copied().flatten().map(|k| match k.n {
+                        Some(n) => format!("{}/{n}", k.dist),
+                        None => k.dist.to_string(),
+                    })
+                };
+                let named = cfg.open.mix.iter().enumerate().map(|(i, (n, w))| MixEntry {
+                    command: n.clone(),
+                    weight: *w,
+                    keys: keys(&cfg.open.mix_keys, i),
+                });
+                let custom = cfg.open.mix_commands.iter().enumerate().map(|(i, (a, w))| MixEntry {
+                    command: a.join(" "),
+                    weight: *w,
+                    keys: keys(&cfg.open.mix_command_keys, i),
+                });
+                named.chain(custom).collect()
+            }),
+            expiry_range: cfg.open.expiry.map(|e| e.to_string()),
+            // --slo: what the search was asked (every worker of a split run the same).
+            slo: cfg.capacity.as_ref().map(|s| Slo {
+                objectives: s.objectives.iter().map(|o| o.text.clone()).collect(),
+                resolution: s.resolution.to_string(),
+                range_rps: s.range.map(|(lo, hi)| [lo, hi]),
+                max_steps: u64::from(s.max_steps),
+                ladder: s.ladder,
+            }),
+            start_at_us: cfg.start_at.as_ref().map(|at| at.unix_us),
+            mptcp: cfg.mptcp.then_some(true),
+            ..RunConfig::default()
+        };
+        if let Some(split) = &cfg.split {
+            // The whole run's figures, the same on every worker; this worker's shares apart.
+            c.requests = split.requests;
+            c.clients = split.clients[0] as u64;
+            c.seed = split.seed;
+            if !split.rates.is_empty() {
+                c.rps = Some(split.rates.clone());
+            }
+            c.worker = Some(WorkerPart {
+                index: split.worker.index,
+                count: split.worker.count,
+                requests: cfg.requests,
+                clients: cfg.sweep.clients.iter().map(|&n| n as u64).collect(),
+                rps: rates(&cfg.open.rates),
+                keys: split.keys.map(|(first, count)| KeyRange { first, count }),
+            });
+        }
+        if cfg.sweep.is_sweep() {
+            let s = &cfg.sweep;
+            c.sweep = Some(SweepLists {
+                datasize: s.datasizes.iter().map(ToString::to_string).collect(),
+                clients: cfg
+                    .split
+                    .as_ref()
+                    .map_or(&s.clients, |w| &w.clients)
+                    .iter()
+                    .map(|&n| n as u64)
+                    .collect(),
+                pipeline: s.pipelines.iter().map(|&p| u64::from(p)).collect(),
+                threads: s.threads.iter().map(|&t| t as u64).collect(),
+                repeat: s.repeat as u64,
+            });
+        }
+        c.ab = cfg.ab.as_ref().map(ToString::to_string);
+        c
+    }
+}
+
+impl From<&ServerInfo> for Server {
+    /// The `server` object: what the startup connection read from `CONFIG GET` (null when
+    /// refused).
+    fn from(info: &ServerInfo) -> Server {
+        Server {
+            save: info.save.clone(),
+            appendonly: info.appendonly.clone(),
+            name: info.name.clone(),
+            version: info.version.clone(),
+            mode: info.mode.clone(),
+            // Over TLS: whether the certificate was checked for the server's name (null without TLS);
+            // the document's warnings say why not.
+            tls_name_checked: info
+                .tls_name
+                .as_ref()
+                .map(|c| *c == respbench_session::server::NameCheck::Checked),
+        }
+    }
 }
 
 impl Document {

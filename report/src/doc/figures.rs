@@ -200,6 +200,57 @@ pub struct VerifyMismatch {
     pub got: String,
 }
 
+impl From<&respbench_core::stats::VerifyStats> for Verify {
+    /// The `verify` object.
+    fn from(v: &respbench_core::stats::VerifyStats) -> Verify {
+        Verify {
+            versions: v.versions,
+            checked: v.checked,
+            wrong: v.wrong,
+            other_key: v.other_key,
+            stale: v.stale,
+            shown: v
+                .shown
+                .iter()
+                .map(|m| VerifyMismatch {
+                    kind: m.kind.name().into(),
+                    key: m.key.clone(),
+                    expected: m.expected.clone(),
+                    got: m.got.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<&Verify> for respbench_core::stats::VerifyStats {
+    /// Reads a `verify` object back (a kind not known is left out of those shown).
+    fn from(v: &Verify) -> respbench_core::stats::VerifyStats {
+        use respbench_core::stats::{Mismatch, Shown};
+        respbench_core::stats::VerifyStats {
+            on: true,
+            versions: v.versions,
+            checked: v.checked,
+            wrong: v.wrong,
+            other_key: v.other_key,
+            stale: v.stale,
+            shown: v
+                .shown
+                .iter()
+                .take(respbench_core::stats::SHOWN)
+                .filter_map(|m| {
+                    Some(Shown {
+                        kind: Mismatch::from_name(&m.kind)?,
+                        key: m.key.clone(),
+                        expected: m.expected.clone(),
+                        got: m.got.clone(),
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
 /// A test's finding: `{"kind", "text", "figures"}`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
