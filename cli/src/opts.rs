@@ -995,7 +995,7 @@ fn clock_seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use respbench_report::{convert, json};
+    use respbench_report::{doc, json};
     use respbench_session::server::ServerInfo;
 
     fn parse(args: &[&str]) -> Result<Config, String> {
@@ -1352,12 +1352,16 @@ mod tests {
         assert!(e.starts_with("-u rediss://: this respbench was built without TLS"), "{e}");
         assert!(parse(&["--cacert", "ca.crt"]).unwrap().tls.is_none());
     }
-    /// The document's config, from options as parsed (a test's fields: report/src/convert.rs).
+    /// The document's config, from options as parsed (a test's fields: report/src/convert.rs; the config: doc.rs).
     #[test]
     fn document_config_from_the_options() {
         let cfg = parse(&["-n", "4", "-q", "--seed", "7", "-a", "secret"]).unwrap();
-        let doc =
-            json::document(convert::config(&cfg), convert::server(&ServerInfo::default()), false, vec![]);
+        let doc = json::document(
+            doc::RunConfig::from(&cfg),
+            doc::Server::from(&ServerInfo::default()),
+            false,
+            vec![],
+        );
         let doc = serde_json::to_value(doc).unwrap();
         assert_eq!(doc["schema"], "respbench/2");
         assert_eq!((&doc["config"]["port"], &doc["config"]["seed"]), (&6379.into(), &7.into()));

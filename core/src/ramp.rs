@@ -8,6 +8,7 @@ use crate::Time;
 
 /// What a ramp (`--ramp`) raises step by step within one test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
 pub enum RampKind {
     /// The connections: client `i` opens its socket when the first step with more than `i`
     /// clients begins, and those open stay open (memtier_benchmark's `--clients-start`).

@@ -98,8 +98,10 @@ pub fn add_count(a: &mut u64, b: u64, what: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// How many redirects and retries a test met, by kind. None of them is a completed request.
+/// How many redirects and retries a test met, by kind. None of them is a completed request. The
+/// result document's `redirects` object (with the feature `serde`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(default))]
 pub struct Redirects {
     /// `MOVED`: the slot has a new owner; the slot map changed and the request went there.
     pub moved: u64,

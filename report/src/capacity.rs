@@ -287,9 +287,7 @@ fn search_json(f: &Found, epoch_us: u64) -> Result<doc::Search, Error> {
         out_of_steps: c.out_of_steps,
         answer,
         unreachable,
-        client_ceiling: f
-            .client_ceiling()
-            .map(|v| doc::Verdict { side: v.side.name().into(), text: v.text.clone() }),
+        client_ceiling: f.client_ceiling().cloned(),
         line: answer_line(f),
         steps,
         probe: f.probe.as_ref().map(|p| convert::test(p, epoch_us)).transpose()?,

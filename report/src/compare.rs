@@ -30,6 +30,7 @@
 
 use std::io::{self, Write};
 
+use respbench_session::result::StepValues;
 use serde_json::Value;
 
 use crate::doc::{self, ComparedFigure, ComparedSide, ComparedTest, Comparison, Document};
@@ -259,10 +260,10 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), Error> {
 }
 
 /// What keeps tests apart: name, backend, target rate and a sweep's step without its run.
-type Key = (String, Option<String>, Option<u64>, Option<doc::Step>);
+type Key = (String, Option<String>, Option<u64>, Option<StepValues>);
 
 fn key_of(t: &doc::Test) -> Key {
-    let step = t.step.clone().map(|s| doc::Step { run: 0, ..s });
+    let step = t.step.clone().map(|s| StepValues { run: 0, ..s });
     (t.name.clone(), t.backend.clone(), t.target_rps, step)
 }
 

@@ -7,221 +7,24 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use respbench_core::cluster::Redirects;
-use respbench_core::stats::{ErrorCounts, Interval, Second, Setup, HIGHEST_MICROS, LOWEST_MICROS};
-use respbench_core::{Endpoint, Stats, Time};
-use serde_json::Value;
+use respbench_core::stats::{ErrorCounts, Interval, Second, Setup};
+use respbench_core::{Stats, Time};
 
-use respbench_session::config::{Config, Replicas};
 use respbench_session::cpu::ClientCpu;
 use respbench_session::result::{NodeInfo, Side, StepValues, TestResult, Warning};
-use respbench_session::server::ServerInfo;
-use respbench_session::timing::{self, ClientPauses, ServerTime, Split};
+use respbench_session::timing::{ServerTime, Split};
 use respbench_session::verdict::ServerCpu;
 
-mod events;
-mod notify;
-mod server_series;
-use events::entries;
-use notify::{expiry, read_expiry, read_tracking, tracking};
-
-use crate::codec::{decode_histogram, encode_histogram, ENCODING};
+use crate::codec::{decode_histogram, ENCODING};
 use crate::doc;
 use crate::error::Error;
-use crate::hdr::{finite, mean, ms, value_at_percentile};
+use crate::hdr::{finite, ms};
 
-/// The `config` object: every option that shapes the load (no password).
-pub fn config(cfg: &Config) -> doc::RunConfig {
-    let (host, port, socket) = match &cfg.endpoint {
-        Endpoint::Tcp { host, port } => (Some(host.clone()), Some(*port), None),
-        Endpoint::Unix(path) => (None, None, Some(path.to_string_lossy().into_owned())),
-    };
-    let rates = |r: &[u64]| (!r.is_empty()).then(|| r.to_vec());
-    let mut c = doc::RunConfig {
-        host,
-        port,
-        socket,
-        user: cfg.user.clone(),
-        clients: cfg.clients as u64,
-        requests: cfg.requests,
-        datasize: cfg.datasize as u64,
-        datasize_spec: cfg.values.to_string(),
-        key_dist: cfg.key_dist.to_string(),
-        key_prefix: cfg.key_prefix.clone(),
-        pipeline: u64::from(cfg.pipeline),
-        pipeline_mode: Some(cfg.pipeline_mode.name().into()),
-        keepalive: cfg.keepalive,
-        threads: cfg.threads as u64,
-        keyspace: cfg.keyspace,
-        seed: cfg.seed,
-        dbnum: u64::from(cfg.db),
-        resp3: cfg.resp3,
-        tracking: cfg.tracking,
-        tls: cfg.tls.is_some(),
-        cluster: cfg.cluster,
-        rfr: cfg.rfr.name().into(),
-        replicas: match &cfg.replicas {
-            Replicas::None => Value::Null,
-            Replicas::Auto => Value::from("auto"),
-            Replicas::Listed(l) => Value::from(l.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
-        },
-        backend: cfg.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
-        precision: u64::from(cfg.precision),
-        repeat: cfg.repeat,
-        tests: cfg.tests.clone(),
-        // Lossy: JSON strings are UTF-8 (the template in each test is lossy too).
-        command: (!cfg.command.is_empty())
-            .then(|| cfg.command.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()),
-        timeout_ms: cfg.timeout.map(|t| t.as_secs_f64() * 1e3),
-        rps: rates(&cfg.open.rates),
-        arrival: if cfg.open.poisson { "poisson" } else { "constant" }.into(),
-        // Set, or automatic (null): each open-loop test has its own `rps_slack_us`.
-        rps_slack_us: cfg.open.slack.map(|s| s.as_micros() as u64),
-        duration_s: cfg.open.duration.map(|d| d.as_secs_f64()),
-        warmup_s: cfg.open.warmup.as_secs_f64(),
-        mix: cfg.open.has_mix().then(|| {
-            let keys = |list: &[Option<respbench_session::config::PartKeys>], i: usize| {
-                list.get(i).copied().flatten().map(|k| match k.n {
-                    Some(n) => format!("{}/{n}", k.dist),
-                    None => k.dist.to_string(),
-                })
-            };
-            let named = cfg.open.mix.iter().enumerate().map(|(i, (n, w))| doc::MixEntry {
-                command: n.clone(),
-                weight: *w,
-                keys: keys(&cfg.open.mix_keys, i),
-            });
-            let custom = cfg.open.mix_commands.iter().enumerate().map(|(i, (a, w))| doc::MixEntry {
-                command: a.join(" "),
-                weight: *w,
-                keys: keys(&cfg.open.mix_command_keys, i),
-            });
-            named.chain(custom).collect()
-        }),
-        expiry_range: cfg.open.expiry.map(|e| e.to_string()),
-        // --slo: what the search was asked (every worker of a split run the same).
-        slo: cfg.capacity.as_ref().map(|s| doc::Slo {
-            objectives: s.objectives.iter().map(|o| o.text.clone()).collect(),
-            resolution: s.resolution.to_string(),
-            range_rps: s.range.map(|(lo, hi)| [lo, hi]),
-            max_steps: u64::from(s.max_steps),
-            ladder: s.ladder,
-        }),
-        start_at_us: cfg.start_at.as_ref().map(|at| at.unix_us),
-        mptcp: cfg.mptcp.then_some(true),
-        ..doc::RunConfig::default()
-    };
-    if let Some(split) = &cfg.split {
-        // The whole run's figures, the same on every worker; this worker's shares apart.
-        c.requests = split.requests;
-        c.clients = split.clients[0] as u64;
-        c.seed = split.seed;
-        if !split.rates.is_empty() {
-            c.rps = Some(split.rates.clone());
-        }
-        c.worker = Some(doc::WorkerPart {
-            index: split.worker.index,
-            count: split.worker.count,
-            requests: cfg.requests,
-            clients: cfg.sweep.clients.iter().map(|&n| n as u64).collect(),
-            rps: rates(&cfg.open.rates),
-            keys: split.keys.map(|(first, count)| doc::KeyRange { first, count }),
-        });
-    }
-    if cfg.sweep.is_sweep() {
-        let s = &cfg.sweep;
-        c.sweep = Some(doc::SweepLists {
-            datasize: s.datasizes.iter().map(ToString::to_string).collect(),
-            clients: cfg
-                .split
-                .as_ref()
-                .map_or(&s.clients, |w| &w.clients)
-                .iter()
-                .map(|&n| n as u64)
-                .collect(),
-            pipeline: s.pipelines.iter().map(|&p| u64::from(p)).collect(),
-            threads: s.threads.iter().map(|&t| t as u64).collect(),
-            repeat: s.repeat as u64,
-        });
-    }
-    c.ab = cfg.ab.as_ref().map(ToString::to_string);
-    c
-}
-
-/// The `server` object: what the startup connection read from `CONFIG GET` (null when refused).
-pub fn server(info: &ServerInfo) -> doc::Server {
-    doc::Server {
-        save: info.save.clone(),
-        appendonly: info.appendonly.clone(),
-        name: info.name.clone(),
-        version: info.version.clone(),
-        mode: info.mode.clone(),
-        // Over TLS: whether the certificate was checked for the server's name (null without TLS);
-        // the document's warnings say why not.
-        tls_name_checked: info.tls_name.as_ref().map(|c| *c == respbench_session::server::NameCheck::Checked),
-    }
-}
-
-/// A ramp's `ramp` object.
-fn ramp(r: &respbench_session::ramp::RampResult) -> doc::Ramp {
-    let ms = |us: u64| us as f64 / 1000.0;
-    doc::Ramp {
-        kind: r.kind.name().into(),
-        from: r.from,
-        to: r.to,
-        step: r.step,
-        every_s: finite(r.every_s),
-        steps: r
-            .steps
-            .iter()
-            .map(|s| doc::RampStep {
-                level: s.level,
-                clients: s.clients,
-                target_rps: s.target_rps,
-                start_s: finite(s.start_s),
-                duration_s: finite(s.duration_s),
-                requests: s.requests,
-                errors: s.errors,
-                rps: finite(s.rps),
-                p50_ms: ms(s.p50_us),
-                p99_ms: ms(s.p99_us),
-                p999_ms: ms(s.p999_us),
-                verdict: s
-                    .verdict
-                    .as_ref()
-                    .map(|v| doc::Verdict { side: v.side.name().into(), text: v.text.clone() }),
-            })
-            .collect(),
-    }
-}
-
-/// A sweep step's values as each of its entries records them.
-fn step(s: &StepValues) -> doc::Step {
-    doc::Step {
-        datasize: s.datasize.clone(),
-        clients: s.clients,
-        pipeline: s.pipeline,
-        threads: s.threads,
-        run: s.run,
-    }
-}
-
-/// Reads a test's `step` back.
 /// What keeps a test apart from others in `respbench merge`, read without its histograms: its
 /// name, backend, target rate, sweep step and `--ab` side, as [`read_test`] reads them.
 pub fn read_key(t: &doc::Test) -> (String, Option<String>, Option<u64>, Option<StepValues>, Option<Side>) {
     let side = t.side.as_deref().and_then(Side::of);
-    (t.name.clone(), t.backend.clone(), t.target_rps, t.step.as_ref().map(read_step), side)
-}
-
-fn read_step(s: &doc::Step) -> StepValues {
-    StepValues {
-        datasize: s.datasize.clone(),
-        clients: s.clients,
-        pipeline: s.pipeline,
-        threads: s.threads,
-        run: s.run,
-    }
+    (t.name.clone(), t.backend.clone(), t.target_rps, t.step.clone(), side)
 }
 
 /// A test's finding: `{"kind", "text", "figures": {name: value}}`.
@@ -261,9 +64,9 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
         // No rate and no latency where no request succeeded: they would be the errors' (or
         // nothing's), as the text says.
         rps: (!none).then(|| finite(stats.rps())),
-        latency_ms: (!none).then(|| latency_ms(&stats.latency)),
+        latency_ms: (!none).then(|| doc::Latency::from(&stats.latency)),
         no_request_succeeded: none.then_some(true),
-        histogram: histogram(&stats.latency)?,
+        histogram: doc::HistogramData::try_from(&stats.latency)?,
         bytes_sent: stats.bytes_sent,
         bytes_received: stats.bytes_received,
         connections_opened: stats.connections_opened,
@@ -280,10 +83,10 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
         unsent_requests: count(stats.unsent),
         latency_lower_bounds: count(stats.lower_bounds),
         warnings: (!e.warnings.is_empty()).then(|| e.warnings.iter().map(warning).collect()),
-        step: e.step.as_ref().map(step),
+        step: e.step.clone(),
         side: e.side.map(|s| s.name().into()),
-        events: entries(e),
-        ramp: e.ramp.as_ref().map(ramp),
+        events: (!e.events.is_empty()).then(|| e.events.iter().map(|x| doc::EventEntry::of(e, x)).collect()),
+        ramp: e.ramp.clone(),
         groups: match e.groups.is_empty() {
             true => None,
             false => Some(e.groups.iter().map(|g| test(g, epoch_us)).collect::<Result<_, _>>()?),
@@ -291,8 +94,8 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
         ..doc::Test::default()
     };
     if let Some(h) = &stats.service {
-        t.service_latency_ms = Some(latency_ms(h));
-        t.service_histogram = Some(histogram(h)?);
+        t.service_latency_ms = Some(doc::Latency::from(h));
+        t.service_histogram = Some(doc::HistogramData::try_from(h)?);
         t.arrivals = Some(doc::Arrivals {
             due: stats.arrivals(),
             completed: stats.requests.saturating_sub(stats.error_replies()),
@@ -304,7 +107,10 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
     }
     // A mix's commands record none of their own: the total has it.
     if let Some(h) = stats.lateness.as_ref().filter(|h| !h.is_empty()) {
-        t.lateness = Some(doc::Distribution { ms: latency_ms(h), histogram: histogram(h)? });
+        t.lateness = Some(doc::Distribution {
+            ms: doc::Latency::from(h),
+            histogram: doc::HistogramData::try_from(h)?,
+        });
     }
     if stats.setup.count() > 0 {
         t.connection_setup = Some(setup(&stats.setup)?);
@@ -318,7 +124,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
             .map(|(i, n)| node(&NodeInfo::nth(&e.nodes, i), n, duration))
             .collect::<Result<Vec<_>, _>>()?;
         t.nodes = Some(nodes);
-        t.redirects = Some(redirects(&stats.redirects));
+        t.redirects = Some(stats.redirects);
     }
     if stats.drops > 0 {
         t.reconnects = Some(doc::Reconnects {
@@ -344,7 +150,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
         t.address_changes = Some(changes.collect());
     }
     if stats.verify.on {
-        t.verify = Some(verify(&stats.verify));
+        t.verify = Some(doc::Verify::from(&stats.verify));
     }
     t.replay = e.replay.as_ref().map(replay);
     if stats.keep_series {
@@ -396,143 +202,20 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
             client_wait_share: v.client_wait.map(finite),
         });
     }
-    t.server_time = e.server_time.as_ref().map(server_time);
-    (t.server_series, t.server_sampling) = server_series::entries(e.server_series.as_ref());
-    t.server_threads = e.server_threads.as_ref().map(server_series::threads);
+    t.server_time = e.server_time.as_ref().map(doc::ServerTime::from);
+    t.server_series =
+        e.server_series.as_ref().map(|s| s.samples.iter().map(doc::ServerSample::from).collect());
+    t.server_sampling = e.server_series.as_ref().map(doc::ServerSampling::from);
+    t.server_threads = e.server_threads.as_ref().map(doc::ServerThreads::from);
     if let Some(p) = &e.pauses {
-        t.client_pauses = Some(client_pauses(p)?);
+        t.client_pauses = Some(doc::ClientPauses::try_from(p)?);
     }
-    t.delivery = stats.delivery.as_deref().map(delivery).transpose()?;
-    t.expiry = stats.expiry.as_deref().map(expiry).transpose()?;
-    t.tracking = stats.tracking.as_deref().map(tracking).transpose()?;
+    t.delivery = stats.delivery.as_deref().map(doc::Delivery::try_from).transpose()?;
+    t.expiry = stats.expiry.as_deref().map(doc::Expiry::try_from).transpose()?;
+    t.tracking = stats.tracking.as_deref().map(doc::Tracking::try_from).transpose()?;
     let overall = e.server_time.as_ref().and_then(ServerTime::overall);
-    t.time_split = Split::of(stats, overall).map(|s| time_split(&s));
+    t.time_split = Split::of(stats, overall).as_ref().map(doc::TimeSplit::from);
     Ok(t)
-}
-
-/// The `server_time` object.
-fn server_time(st: &ServerTime) -> doc::ServerTime {
-    doc::ServerTime {
-        measures: timing::MEASURES.into(),
-        nodes: st
-            .nodes
-            .iter()
-            .map(|n| doc::NodeTime {
-                address: n.address.clone(),
-                source: n.source.as_ref().ok().map(|s| s.name().to_string()),
-                not_known: n.source.as_ref().err().cloned(),
-                calls: n.calls(),
-                expected_calls: n.expected_calls,
-                mismatch: n.mismatch(),
-                commands: n.commands.iter().map(command_time).collect(),
-            })
-            .collect(),
-        merged: (st.nodes.len() > 1).then(|| st.merged.iter().map(command_time).collect()),
-    }
-}
-
-fn command_time(c: &timing::CommandTime) -> doc::CommandTime {
-    let at = |p: f64| c.bucket_at(p).map(|(lo, hi)| [lo, hi]);
-    doc::CommandTime {
-        command: c.command.clone(),
-        calls: c.calls,
-        usec_per_call: c.usec_per_call.map(finite),
-        p50_us: at(50.0),
-        p99_us: at(99.0),
-        p99_9_us: at(99.9),
-        since_reset_us: c.since_reset.map(|p| p.map(finite)),
-        buckets: c.buckets.iter().map(|b| [b.upper_us, b.count]).collect(),
-    }
-}
-
-/// The `client_pauses` object.
-fn client_pauses(p: &ClientPauses) -> Result<doc::ClientPauses, Error> {
-    Ok(doc::ClientPauses {
-        interval_us: p.interval_us,
-        idle_ms: latency_ms(&p.idle),
-        idle_histogram: histogram(&p.idle)?,
-        wake_ms: p.wake.as_ref().map(latency_ms),
-        wake_histogram: p.wake.as_ref().map(histogram).transpose()?,
-        series_max_ms: p.seconds.iter().map(|&us| ms(us)).collect(),
-        series_p99_ms: p.seconds_p99.iter().map(|&us| ms(us)).collect(),
-    })
-}
-
-/// The `delivery` object.
-fn delivery(d: &respbench_core::delivery::Delivery) -> Result<doc::Delivery, Error> {
-    let r = &d.received;
-    fn some(h: &Histogram<u64>) -> Option<&Histogram<u64>> {
-        (!h.is_empty()).then_some(h)
-    }
-    Ok(doc::Delivery {
-        subscribers: d.subscribers,
-        subscribers_failed: d.failed,
-        failure: d.failure.clone(),
-        published: d.published,
-        receivers: d.receivers,
-        delivered: r.delivered,
-        missing: d.missing,
-        duplicated: r.duplicated,
-        out_of_order: r.out_of_order,
-        gaps: r.gaps,
-        foreign: r.foreign,
-        min_delivered: d.min_delivered,
-        max_delivered: d.max_delivered,
-        subscribers_missing: d.subscribers_missing,
-        queue: d.queue,
-        reconnects: d.reconnects,
-        reconnected: d.reconnected.clone(),
-        latency_ms: some(&r.latency).map(latency_ms),
-        histogram: some(&r.latency).map(histogram).transpose()?,
-        service_ms: some(&r.service).map(latency_ms),
-        service_histogram: some(&r.service).map(histogram).transpose()?,
-    })
-}
-
-/// Reads a `delivery` object back.
-fn read_delivery(d: &doc::Delivery, sigfig: u8) -> Result<respbench_core::delivery::Delivery, Error> {
-    let mut received = respbench_core::delivery::Received::new(sigfig).map_err(Error::Document)?;
-    received.delivered = d.delivered;
-    received.duplicated = d.duplicated;
-    received.out_of_order = d.out_of_order;
-    received.gaps = d.gaps;
-    received.foreign = d.foreign;
-    if let Some(h) = &d.histogram {
-        received.latency = decode_histogram(&h.data)?;
-    }
-    if let Some(h) = &d.service_histogram {
-        received.service = decode_histogram(&h.data)?;
-    }
-    Ok(respbench_core::delivery::Delivery {
-        subscribers: d.subscribers,
-        failed: d.subscribers_failed,
-        failure: d.failure.clone(),
-        published: d.published,
-        receivers: d.receivers,
-        received,
-        missing: d.missing,
-        min_delivered: d.min_delivered,
-        max_delivered: d.max_delivered,
-        subscribers_missing: d.subscribers_missing,
-        queue: d.queue,
-        reconnects: d.reconnects,
-        reconnected: d.reconnected.clone(),
-    })
-}
-
-/// The `time_split` object.
-fn time_split(s: &Split) -> doc::TimeSplit {
-    let row = |v: [u64; 3]| v.iter().map(|&us| ms(us)).collect::<Vec<f64>>();
-    let bounds = |v: [(u64, u64); 3]| v.iter().map(|&(lo, hi)| [ms(lo), ms(hi)]).collect::<Vec<[f64; 2]>>();
-    doc::TimeSplit {
-        percentiles: timing::PERCENTILES.to_vec(),
-        corrected_ms: row(s.corrected),
-        send_lateness_ms: s.lateness.map(row),
-        service_ms: row(s.service),
-        server_ms: s.server.map(bounds),
-        rest_ms: s.rest.map(bounds),
-        server_source: s.source.map(|x| x.name().to_string()),
-    }
 }
 
 /// Error replies by first word: `{"ERR": 10, "WRONGTYPE": 2}`.
@@ -547,63 +230,6 @@ fn read_errors(map: &BTreeMap<String, u64>) -> ErrorCounts {
         errors.add(prefix.as_bytes(), n);
     }
     errors
-}
-
-/// The `verify` object.
-fn verify(v: &respbench_core::stats::VerifyStats) -> doc::Verify {
-    doc::Verify {
-        versions: v.versions,
-        checked: v.checked,
-        wrong: v.wrong,
-        other_key: v.other_key,
-        stale: v.stale,
-        shown: v
-            .shown
-            .iter()
-            .map(|m| doc::VerifyMismatch {
-                kind: m.kind.name().into(),
-                key: m.key.clone(),
-                expected: m.expected.clone(),
-                got: m.got.clone(),
-            })
-            .collect(),
-    }
-}
-
-/// Reads a `verify` object back (a kind not known is left out of those shown).
-fn read_verify(v: &doc::Verify) -> respbench_core::stats::VerifyStats {
-    use respbench_core::stats::{Mismatch, Shown};
-    respbench_core::stats::VerifyStats {
-        on: true,
-        versions: v.versions,
-        checked: v.checked,
-        wrong: v.wrong,
-        other_key: v.other_key,
-        stale: v.stale,
-        shown: v
-            .shown
-            .iter()
-            .take(respbench_core::stats::SHOWN)
-            .filter_map(|m| {
-                Some(Shown {
-                    kind: Mismatch::from_name(&m.kind)?,
-                    key: m.key.clone(),
-                    expected: m.expected.clone(),
-                    got: m.got.clone(),
-                })
-            })
-            .collect(),
-    }
-}
-
-/// The `redirects` object: counts by kind.
-fn redirects(r: &Redirects) -> doc::Redirects {
-    doc::Redirects { moved: r.moved, ask: r.ask, tryagain: r.tryagain, clusterdown: r.clusterdown }
-}
-
-/// Reads a `redirects` object back.
-fn read_redirects(r: &doc::Redirects) -> Redirects {
-    Redirects { moved: r.moved, ask: r.ask, tryagain: r.tryagain, clusterdown: r.clusterdown }
 }
 
 /// Reads a `retries` object back (the keys of those that gave up stay in `--failed-keys`).
@@ -627,11 +253,11 @@ fn node(info: &NodeInfo, n: &Stats, duration: f64) -> Result<doc::Node, Error> {
         rps: finite(rps),
         errors: errors_map(&n.errors),
         nil_replies: n.nils,
-        redirects: redirects(&n.redirects),
-        latency_ms: latency_ms(&n.latency),
-        histogram: histogram(&n.latency)?,
-        service_latency_ms: n.service.as_ref().map(latency_ms),
-        service_histogram: n.service.as_ref().map(histogram).transpose()?,
+        redirects: n.redirects,
+        latency_ms: doc::Latency::from(&n.latency),
+        histogram: doc::HistogramData::try_from(&n.latency)?,
+        service_latency_ms: n.service.as_ref().map(doc::Latency::from),
+        service_histogram: n.service.as_ref().map(doc::HistogramData::try_from).transpose()?,
     })
 }
 
@@ -656,7 +282,7 @@ fn read_nodes(
         s.requests = n.requests;
         s.nils = n.nil_replies;
         s.errors = read_errors(&n.errors);
-        s.redirects = read_redirects(&n.redirects);
+        s.redirects = n.redirects;
         s.latency = latency;
         s.service = n.service_histogram.as_ref().map(|h| decode("service_histogram", h)).transpose()?;
         infos.push(NodeInfo { address: n.address.clone(), primary: n.role != "replica", slots: n.slots });
@@ -673,7 +299,10 @@ fn setup(s: &Setup) -> Result<doc::ConnectionSetup, Error> {
         if name == "tls" && h.is_empty() {
             continue;
         }
-        phases.insert(name.to_string(), doc::Phase { latency_ms: latency_ms(h), histogram: histogram(h)? });
+        phases.insert(
+            name.to_string(),
+            doc::Phase { latency_ms: doc::Latency::from(h), histogram: doc::HistogramData::try_from(h)? },
+        );
     }
     Ok(doc::ConnectionSetup { connections: s.count(), phases })
 }
@@ -689,33 +318,6 @@ fn read_setup(c: Option<&doc::ConnectionSetup>, name: &str, sigfig: u8) -> Resul
         }
     }
     Ok(s)
-}
-
-/// The `latency_ms` summary of a histogram.
-fn latency_ms(h: &Histogram<u64>) -> doc::Latency {
-    doc::Latency {
-        avg: finite(mean(h) / 1000.0),
-        min: ms(h.min()),
-        p50: ms(value_at_percentile(h, 50.0)),
-        p90: ms(value_at_percentile(h, 90.0)),
-        p95: ms(value_at_percentile(h, 95.0)),
-        p99: ms(value_at_percentile(h, 99.0)),
-        p99_9: ms(value_at_percentile(h, 99.9)),
-        p99_99: ms(value_at_percentile(h, 99.99)),
-        max: ms(h.max()),
-    }
-}
-
-/// The `histogram` object: the whole distribution, encoded.
-fn histogram(h: &Histogram<u64>) -> Result<doc::HistogramData, Error> {
-    Ok(doc::HistogramData {
-        unit: "us".into(),
-        lowest: LOWEST_MICROS,
-        highest: HIGHEST_MICROS,
-        sigfig: h.sigfig(),
-        encoding: ENCODING.into(),
-        data: encode_histogram(h)?,
-    })
 }
 
 /// Reads a `tests` entry back (times are `start_us`/`end_us` as [`Time`]s since the Unix epoch).
@@ -769,21 +371,21 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         integer_sum: 0,
         delivery: match &t.delivery {
             Some(d) => Some(Box::new(
-                read_delivery(d, latency.sigfig())
+                d.read(latency.sigfig())
                     .map_err(|e| Error::Document(format!("test '{name}': delivery: {e}")))?,
             )),
             None => None,
         },
         tracking: match &t.tracking {
             Some(d) => Some(Box::new(
-                read_tracking(d, latency.sigfig())
+                d.read(latency.sigfig())
                     .map_err(|e| Error::Document(format!("test '{name}': tracking: {e}")))?,
             )),
             None => None,
         },
         expiry: match &t.expiry {
             Some(e) => Some(Box::new(
-                read_expiry(e, latency.sigfig())
+                e.read(latency.sigfig())
                     .map_err(|e| Error::Document(format!("test '{name}': expiry: {e}")))?,
             )),
             None => None,
@@ -807,7 +409,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         downtime_micros: (reconnects.downtime_s * 1e6).round() as u64,
         abandoned: t.abandoned_requests.unwrap_or(0),
         nodes: node_stats,
-        redirects: t.redirects.as_ref().map(read_redirects).unwrap_or_default(),
+        redirects: t.redirects.unwrap_or_default(),
         retries: t.retries.as_ref().map(read_retries).unwrap_or_default(),
         readdressed: t
             .address_changes
@@ -822,7 +424,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
             })
             .take(respbench_core::stats::READDRESSES_KEEP)
             .collect(),
-        verify: t.verify.as_ref().map(read_verify).unwrap_or_default(),
+        verify: t.verify.as_ref().map(respbench_core::stats::VerifyStats::from).unwrap_or_default(),
         // A ramp's steps are one run's: merged runs do not carry them.
         steps: Vec::new(),
         ramp: None,
@@ -846,7 +448,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         never_ran: t.clients_never_ran.map_or((0, 0), |c| (c.refused, c.unreachable)),
         server_cpu,
         verdict: None,
-        step: t.step.as_ref().map(read_step),
+        step: t.step.clone(),
         stats,
         nodes,
         warnings: Vec::new(),
@@ -947,7 +549,10 @@ fn read_second(s: &doc::SecondEntry) -> Result<Second, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::encode_histogram;
+    use respbench_core::cluster::Redirects;
     use serde_json::json;
+    use serde_json::Value;
 
     /// A test's fields as the document names them.
     #[test]

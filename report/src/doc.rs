@@ -14,22 +14,29 @@
 
 use std::collections::BTreeMap;
 
+use respbench_core::Endpoint;
+use respbench_session::config::{Config, Replicas};
+use respbench_session::server::ServerInfo;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 mod compare;
 mod events;
 mod figures;
+mod notify;
 mod search;
 mod server_series;
 #[cfg(test)]
 mod tests;
+mod timing;
 
 pub use compare::*;
 pub use events::*;
 pub use figures::*;
+pub use notify::{Delivery, Expiry, Tracking};
 pub use search::*;
 pub use server_series::{ServerSample, ServerSampling, ServerThread, ServerThreads};
+pub use timing::{ClientPauses, CommandTime, NodeTime, ServerTime, TimeSplit};
 
 /// One run's document, or a merge of several.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -429,7 +436,7 @@ pub struct Test {
     pub nodes: Option<Vec<Node>>,
     /// Over several nodes: the redirects met.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub redirects: Option<Redirects>,
+    pub redirects: Option<respbench_core::stats::Redirects>,
     /// `--verify`, `--verify-only`: the reads checked and the mismatches found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Verify>,
@@ -468,7 +475,7 @@ pub struct Test {
     pub server_cpu: Option<ServerCpu>,
     /// A sweep's step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step: Option<Step>,
+    pub step: Option<respbench_session::result::StepValues>,
     /// Who limited the test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bottleneck: Option<Bottleneck>,
@@ -501,7 +508,7 @@ pub struct Test {
     pub events: Option<Vec<EventEntry>>,
     /// `--ramp`: the ramp and each of its steps' figures and verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ramp: Option<Ramp>,
+    pub ramp: Option<respbench_session::ramp::RampResult>,
     /// A scenario's client groups (`respbench run FILE.toml`), each shaped as a test entry and
     /// named by its group; the test's own figures are theirs together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -517,57 +524,6 @@ pub struct Test {
     pub server_threads: Option<ServerThreads>,
 }
 
-/// A ramp within one test (`--ramp`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Ramp {
-    /// What rises: `clients` or `rps`.
-    pub kind: String,
-    /// The first step's level.
-    pub from: u64,
-    /// The last step's level.
-    pub to: u64,
-    /// How much each step adds.
-    pub step: u64,
-    /// How long each step lasts, in seconds.
-    pub every_s: f64,
-    /// Each step that began, in order.
-    pub steps: Vec<RampStep>,
-}
-
-/// One step of a ramp: its level and what it measured.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct RampStep {
-    /// The step's level (clients, or the target rate).
-    pub level: u64,
-    /// The clients open during the step.
-    pub clients: u64,
-    /// The step's target rate, in an open loop.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub target_rps: Option<u64>,
-    /// When it began, in seconds from the test's start.
-    pub start_s: f64,
-    /// How long it lasted, in seconds.
-    pub duration_s: f64,
-    /// Replies parsed during it.
-    pub requests: u64,
-    /// Error replies among them.
-    pub errors: u64,
-    /// Replies per second.
-    pub rps: f64,
-    /// Latency percentiles in milliseconds (corrected, from the intended send time, in an open
-    /// loop).
-    pub p50_ms: f64,
-    /// 99th percentile.
-    pub p99_ms: f64,
-    /// 99.9th percentile.
-    pub p999_ms: f64,
-    /// Who limited the step.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<Verdict>,
-}
-
 /// A replay's figures: the capture, what was sent and how close to its recorded instant, and
 /// what was not replayed, as the session keeps them (docs/json.md names each field).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -580,222 +536,144 @@ pub struct Replay {
     pub on_time_share: f64,
 }
 
-/// `server_time`: the server's execution time for the test's calls.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ServerTime {
-    /// What the figures measure: command execution inside the server, not its reading,
-    /// parsing or writing.
-    pub measures: String,
-    /// Each node the test used.
-    pub nodes: Vec<NodeTime>,
-    /// Over several nodes: every node's calls together.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged: Option<Vec<CommandTime>>,
+impl From<&Config> for RunConfig {
+    /// The `config` object: every option that shapes the load (no password).
+    fn from(cfg: &Config) -> RunConfig {
+        let (host, port, socket) = match &cfg.endpoint {
+            Endpoint::Tcp { host, port } => (Some(host.clone()), Some(*port), None),
+            Endpoint::Unix(path) => (None, None, Some(path.to_string_lossy().into_owned())),
+        };
+        let rates = |r: &[u64]| (!r.is_empty()).then(|| r.to_vec());
+        let mut c = RunConfig {
+            host,
+            port,
+            socket,
+            user: cfg.user.clone(),
+            clients: cfg.clients as u64,
+            requests: cfg.requests,
+            datasize: cfg.datasize as u64,
+            datasize_spec: cfg.values.to_string(),
+            key_dist: cfg.key_dist.to_string(),
+            key_prefix: cfg.key_prefix.clone(),
+            pipeline: u64::from(cfg.pipeline),
+            pipeline_mode: Some(cfg.pipeline_mode.name().into()),
+            keepalive: cfg.keepalive,
+            threads: cfg.threads as u64,
+            keyspace: cfg.keyspace,
+            seed: cfg.seed,
+            dbnum: u64::from(cfg.db),
+            resp3: cfg.resp3,
+            tracking: cfg.tracking,
+            tls: cfg.tls.is_some(),
+            cluster: cfg.cluster,
+            rfr: cfg.rfr.name().into(),
+            replicas: match &cfg.replicas {
+                Replicas::None => Value::Null,
+                Replicas::Auto => Value::from("auto"),
+                Replicas::Listed(l) => Value::from(l.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
+            },
+            backend: cfg.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
+            precision: u64::from(cfg.precision),
+            repeat: cfg.repeat,
+            tests: cfg.tests.clone(),
+            // Lossy: JSON strings are UTF-8 (the template in each test is lossy too).
+            command: (!cfg.command.is_empty())
+                .then(|| cfg.command.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()),
+            timeout_ms: cfg.timeout.map(|t| t.as_secs_f64() * 1e3),
+            rps: rates(&cfg.open.rates),
+            arrival: if cfg.open.poisson { "poisson" } else { "constant" }.into(),
+            // Set, or automatic (null): each open-loop test has its own `rps_slack_us`.
+            rps_slack_us: cfg.open.slack.map(|s| s.as_micros() as u64),
+            duration_s: cfg.open.duration.map(|d| d.as_secs_f64()),
+            warmup_s: cfg.open.warmup.as_secs_f64(),
+            mix: cfg.open.has_mix().then(|| {
+                let keys = |list: &[Option<respbench_session::config::PartKeys>], i: usize| {
+                    list.get(i).copied().flatten().map(|k| match k.n {
+                        Some(n) => format!("{}/{n}", k.dist),
+                        None => k.dist.to_string(),
+                    })
+                };
+                let named = cfg.open.mix.iter().enumerate().map(|(i, (n, w))| MixEntry {
+                    command: n.clone(),
+                    weight: *w,
+                    keys: keys(&cfg.open.mix_keys, i),
+                });
+                let custom = cfg.open.mix_commands.iter().enumerate().map(|(i, (a, w))| MixEntry {
+                    command: a.join(" "),
+                    weight: *w,
+                    keys: keys(&cfg.open.mix_command_keys, i),
+                });
+                named.chain(custom).collect()
+            }),
+            expiry_range: cfg.open.expiry.map(|e| e.to_string()),
+            // --slo: what the search was asked (every worker of a split run the same).
+            slo: cfg.capacity.as_ref().map(|s| Slo {
+                objectives: s.objectives.iter().map(|o| o.text.clone()).collect(),
+                resolution: s.resolution.to_string(),
+                range_rps: s.range.map(|(lo, hi)| [lo, hi]),
+                max_steps: u64::from(s.max_steps),
+                ladder: s.ladder,
+            }),
+            start_at_us: cfg.start_at.as_ref().map(|at| at.unix_us),
+            mptcp: cfg.mptcp.then_some(true),
+            ..RunConfig::default()
+        };
+        if let Some(split) = &cfg.split {
+            // The whole run's figures, the same on every worker; this worker's shares apart.
+            c.requests = split.requests;
+            c.clients = split.clients[0] as u64;
+            c.seed = split.seed;
+            if !split.rates.is_empty() {
+                c.rps = Some(split.rates.clone());
+            }
+            c.worker = Some(WorkerPart {
+                index: split.worker.index,
+                count: split.worker.count,
+                requests: cfg.requests,
+                clients: cfg.sweep.clients.iter().map(|&n| n as u64).collect(),
+                rps: rates(&cfg.open.rates),
+                keys: split.keys.map(|(first, count)| KeyRange { first, count }),
+            });
+        }
+        if cfg.sweep.is_sweep() {
+            let s = &cfg.sweep;
+            c.sweep = Some(SweepLists {
+                datasize: s.datasizes.iter().map(ToString::to_string).collect(),
+                clients: cfg
+                    .split
+                    .as_ref()
+                    .map_or(&s.clients, |w| &w.clients)
+                    .iter()
+                    .map(|&n| n as u64)
+                    .collect(),
+                pipeline: s.pipelines.iter().map(|&p| u64::from(p)).collect(),
+                threads: s.threads.iter().map(|&t| t as u64).collect(),
+                repeat: s.repeat as u64,
+            });
+        }
+        c.ab = cfg.ab.as_ref().map(ToString::to_string);
+        c
+    }
 }
 
-/// One node of `server_time`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct NodeTime {
-    /// `HOST:PORT`.
-    pub address: String,
-    /// `latency_histogram`, `latencystats` or `usec_per_call`; null when not known.
-    pub source: Option<String>,
-    /// Why the figures are not known (refused, renamed, a reset); null when known.
-    pub not_known: Option<String>,
-    /// The server's count of the test's calls.
-    pub calls: u64,
-    /// The test's replies from this node.
-    pub expected_calls: Option<u64>,
-    /// Where the two counts differ: the sentence that says so.
-    pub mismatch: Option<String>,
-    /// The test's commands at the node.
-    pub commands: Vec<CommandTime>,
-}
-
-/// One command's execution time.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct CommandTime {
-    /// The server's name of the command (`get`).
-    pub command: String,
-    /// Calls during the test.
-    pub calls: u64,
-    /// The mean of the test's calls, microseconds (commandstats).
-    pub usec_per_call: Option<f64>,
-    /// The bucket holding the median: its bounds in microseconds (the histogram only).
-    pub p50_us: Option<[u64; 2]>,
-    /// The bucket holding the 99th percentile.
-    pub p99_us: Option<[u64; 2]>,
-    /// The bucket holding the 99.9th percentile.
-    pub p99_9_us: Option<[u64; 2]>,
-    /// `INFO latencystats` (no histogram): p50, p99, p99.9 in microseconds since the server's
-    /// statistics were reset, not this test's alone.
-    pub since_reset_us: Option<[f64; 3]>,
-    /// The test's calls by bucket: `[upper bound µs, calls]`, the bucket below's bound its
-    /// lower.
-    pub buckets: Vec<[u64; 2]>,
-}
-
-/// `client_pauses`: the client machine's own pauses during the test.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ClientPauses {
-    /// The idle thread's sleep, microseconds.
-    pub interval_us: u64,
-    /// How late the idle thread woke (corrected for the wake-ups a pause held back), ms.
-    pub idle_ms: Latency,
-    /// Its distribution.
-    pub idle_histogram: HistogramData,
-    /// How late the event loops woke against their deadlines, ms; null when not known.
-    pub wake_ms: Option<Latency>,
-    /// Its distribution.
-    pub wake_histogram: Option<HistogramData>,
-    /// Per second of the test, the idle thread's longest pause, ms.
-    pub series_max_ms: Vec<f64>,
-    /// Per second of the test, the 99th percentile of the idle thread's pauses, ms.
-    pub series_p99_ms: Vec<f64>,
-}
-
-/// `expiry`: an expiry test's keys (`-t expiry`), each given a deadline and timed from it to
-/// its expired event.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Expiry {
-    /// Timed keys written (their `SET … PXAT` answered `OK`).
-    pub written: u64,
-    /// Of those, notified.
-    pub notified: u64,
-    /// Written and not notified within the grace after the last deadline.
-    pub never_notified: u64,
-    /// Written and not notified when a stop ended the wait before their grace was over.
-    pub unwaited: u64,
-    /// Notifications of a key already notified.
-    pub duplicated: u64,
-    /// Notifications read before the key's deadline (their lag counts as 0).
-    pub early: u64,
-    /// Notifications of keys the test did not time.
-    pub others: u64,
-    /// Distinct notifications per second, from the first to the last; null with fewer than two
-    /// instants.
-    pub per_second: Option<f64>,
-    /// The first notification's arrival, ns since the Unix epoch (0: none).
-    pub first_ns: u64,
-    /// The last one's.
-    pub last_ns: u64,
-    /// The window the deadlines spread over, ms.
-    pub window_ms: u64,
-    /// The grace after the deadlines, ms.
-    pub grace_ms: u64,
-    /// The rise of the server's `expired_keys` over the test, when read.
-    pub server_expired: Option<u64>,
-    /// Deadline to notification, ms.
-    pub lag_ms: Option<Latency>,
-    /// Its distribution.
-    pub histogram: Option<HistogramData>,
-}
-
-/// `tracking`: an invalidation test's readers (`-t tracking`), all together.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Tracking {
-    /// Reader connections (`--subscribers`).
-    pub readers: u64,
-    /// Invalidations expected: each reader's keys read and written.
-    pub expected: u64,
-    /// Received, once each.
-    pub received: u64,
-    /// Expected, neither received nor covered by a flush.
-    pub lost: u64,
-    /// Received again.
-    pub duplicated: u64,
-    /// Flushes (null invalidations) received.
-    pub flushes: u64,
-    /// Expected keys a flush invalidated instead.
-    pub flushed: u64,
-    /// Invalidations of keys a reader did not read or that were not written.
-    pub others: u64,
-    /// Invalidations read before the write's acknowledgement (sent while the server executed it).
-    pub before_ack: u64,
-    /// The server's `tracking_total_keys` once the readers had read.
-    pub tracking_total_keys: Option<u64>,
-    /// Its `tracking_total_items`.
-    pub tracking_total_items: Option<u64>,
-    /// The write's send (intended send at `--rps`) to the push, ms.
-    pub latency_ms: Option<Latency>,
-    /// Its distribution.
-    pub histogram: Option<HistogramData>,
-}
-
-/// `delivery`: a delivery test's subscribers (`-t pubsub`), all of them together; each message
-/// published counts once per subscriber.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Delivery {
-    /// Subscribers (connections of their own, not in `-c`).
-    pub subscribers: u64,
-    /// Of those, how many ended before the test did (the server dropped them, a kill).
-    pub subscribers_failed: u64,
-    /// The first one's reason.
-    pub failure: Option<String>,
-    /// Messages published: the publishers' answered PUBLISHes.
-    pub published: u64,
-    /// The receivers the server counted: the sum of the PUBLISH replies.
-    pub receivers: u64,
-    /// Messages received, every subscriber's added (duplicates included).
-    pub delivered: u64,
-    /// Σ over subscribers of (published − distinct received).
-    pub missing: u64,
-    /// Received again (or too late to tell).
-    pub duplicated: u64,
-    /// Received after a later one of the same publisher.
-    pub out_of_order: u64,
-    /// Holes in a publisher's sequence below the highest received (part of `missing`).
-    pub gaps: u64,
-    /// Messages without respbench's stamp (someone else's publishing).
-    pub foreign: u64,
-    /// The fewest distinct messages one subscriber received.
-    pub min_delivered: u64,
-    /// The most.
-    pub max_delivered: u64,
-    /// Subscribers that missed at least one message.
-    pub subscribers_missing: u64,
-    /// `-t blpop`: a list's waiters, each element for one of them (missing counts against the
-    /// elements pushed; min/max_delivered are each waiter's share; receivers 0: not known).
-    pub queue: bool,
-    /// `--reconnect`: how many times a waiting connection that ended came back.
-    pub reconnects: u64,
-    /// The first such ending's reason.
-    pub reconnected: Option<String>,
-    /// Delivery latency, ms: receive − intended send (coordinated omission corrected).
-    pub latency_ms: Option<Latency>,
-    /// Its distribution.
-    pub histogram: Option<HistogramData>,
-    /// Receive − actual send, ms.
-    pub service_ms: Option<Latency>,
-    /// Its distribution.
-    pub service_histogram: Option<HistogramData>,
-}
-
-/// `time_split`: each part of the latency at p50, p99 and p99.9, in milliseconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct TimeSplit {
-    /// The percentiles of the columns: 50, 99, 99.9.
-    pub percentiles: Vec<f64>,
-    /// From the intended send (open loop; else the send) to the reply.
-    pub corrected_ms: Vec<f64>,
-    /// Open loop: how late requests were sent; null in a closed loop.
-    pub send_lateness_ms: Option<Vec<f64>>,
-    /// From the send to the reply.
-    pub service_ms: Vec<f64>,
-    /// The server's execution: the bucket holding each percentile, `[lower, upper]`.
-    pub server_ms: Option<Vec<[f64; 2]>>,
-    /// The service time less the server's execution: wire, kernels, both processes' queues.
-    pub rest_ms: Option<Vec<[f64; 2]>>,
-    /// Where the server's figures came from.
-    pub server_source: Option<String>,
+impl From<&ServerInfo> for Server {
+    /// The `server` object: what the startup connection read from `CONFIG GET` (null when
+    /// refused).
+    fn from(info: &ServerInfo) -> Server {
+        Server {
+            save: info.save.clone(),
+            appendonly: info.appendonly.clone(),
+            name: info.name.clone(),
+            version: info.version.clone(),
+            mode: info.mode.clone(),
+            // Over TLS: whether the certificate was checked for the server's name (null without TLS);
+            // the document's warnings say why not.
+            tls_name_checked: info
+                .tls_name
+                .as_ref()
+                .map(|c| *c == respbench_session::server::NameCheck::Checked),
+        }
+    }
 }
 
 impl Document {

@@ -9,7 +9,7 @@ use respbench_session::result::TestResult;
 
 use crate::hdr::{finite, mean, ms, value_at_percentile};
 use crate::shared::none_succeeded;
-use crate::text::{self, TestReport};
+use crate::text::{self, TestLine};
 
 /// Writes `test`'s groups in the style of `output` (nothing for a test of one group).
 /// `percentiles`: `--print-percentiles`.
@@ -22,37 +22,13 @@ pub fn write(output: Output, test: &TestResult, percentiles: &[f64], out: &mut i
     }
     for g in &test.groups {
         let title = format!("{}/{}", test.name, g.name);
-        let r = TestReport { never_ran: g.never_ran, ..TestReport::bare(&title, &g.stats, percentiles) };
+        let r = TestLine::of(g, &title, percentiles);
         match output {
             Output::Csv => text::write_csv_row(&r, None, g.step.as_ref(), out)?,
             _ => text::write_quiet(&r, out)?,
         }
     }
     Ok(())
-}
-
-impl<'a> TestReport<'a> {
-    /// A report of `title`'s figures alone, for a line or a row: no CPU, verdict, connections,
-    /// workload or server settings.
-    pub fn bare(title: &'a str, stats: &'a respbench_core::Stats, percentiles: &'a [f64]) -> TestReport<'a> {
-        TestReport {
-            title,
-            stats,
-            cpu: None,
-            verdict: None,
-            clients: 0,
-            never_ran: (0, 0),
-            payload_bytes: 0,
-            workload: Vec::new(),
-            keepalive: true,
-            threads: 0,
-            server_save: None,
-            server_appendonly: None,
-            backend_note: None,
-            nodes: &[],
-            percentiles,
-        }
-    }
 }
 
 /// The verbose report's table of groups: each one's requests, rate and latency.

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::doc::{self, Document};
 use crate::error::Error;
-use crate::text::{self as report, TestReport};
+use crate::text::{self as report, TestLine};
 use crate::{convert, json};
 
 mod stream;
@@ -189,13 +189,7 @@ fn write_quiet_line(e: &TestResult, backends: bool, mut out: &mut dyn Write) -> 
     if let Some(r) = e.target_rps {
         title.push_str(&format!(" @ {r} rps"));
     }
-    let r = TestReport {
-        cpu: e.cpu.as_ref(),
-        verdict: e.verdict.as_ref(),
-        nodes: &e.nodes,
-        ..TestReport::bare(&title, &e.stats, &[])
-    };
-    report::write_quiet(&r, &mut out)
+    report::write_quiet(&TestLine::of(e, &title, &[]), &mut out)
 }
 
 /// Why documents of pipeline modes `mode` and `first` do not merge.

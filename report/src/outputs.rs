@@ -244,7 +244,7 @@ impl Outputs {
         epoch_us: u64,
         searches: &[respbench_session::capacity::Found],
     ) -> Result<(), OutputError> {
-        let config = convert::config(cfg);
+        let config = crate::doc::RunConfig::from(cfg);
         let end = RunEnd { interrupted, late_by_s, epoch_us, config: &config, searches };
         for mut s in std::mem::take(&mut self.sinks) {
             if let Err(e) = s.finish(&end) {

@@ -32,6 +32,33 @@ const OPEN_LOOP_FINE_ROWS: usize = 30;
 // json.rs reaches `mean` and `value_at_percentile` through report.
 pub(crate) use crate::hdr::{finite, mean, ms, value_at_percentile};
 
+/// What a test's `-q` line and CSV row need: its title, figures and verdict, the clients it
+/// ran (to say when all of them failed) and the percentiles asked. A live test's comes from its
+/// [`TestReport`] ([`TestReport::line`]); a merged test's and a scenario group's from their
+/// [`TestResult`] ([`TestLine::of`]), so neither fakes the other's report.
+#[derive(Clone, Copy, Debug)]
+pub struct TestLine<'a> {
+    /// The line's title (`GET`, `GET [mio] @ 1000 rps`, `TEST/GROUP`).
+    pub title: &'a str,
+    /// The test's results.
+    pub stats: &'a Stats,
+    /// Who limited the test, when judged.
+    pub verdict: Option<&'a Verdict>,
+    /// Parallel clients (`-c`); 0 when not known (a merged test), which never says that all
+    /// connections failed.
+    pub clients: usize,
+    /// `--print-percentiles`: the percentiles shown instead of p50; empty keeps p50.
+    pub percentiles: &'a [f64],
+}
+
+impl<'a> TestLine<'a> {
+    /// The line of a test's result `e` titled `title`, when no run's shape is at hand (a merged
+    /// test, a scenario's group): its clients are not known.
+    pub fn of(e: &'a TestResult, title: &'a str, percentiles: &'a [f64]) -> TestLine<'a> {
+        TestLine { title, stats: &e.stats, verdict: e.verdict.as_ref(), clients: 0, percentiles }
+    }
+}
+
 /// What a report needs besides the stats.
 pub struct TestReport<'a> {
     /// The test's name, e.g. `GET` or `LRANGE_100 (first 100 elements)`.
@@ -70,6 +97,19 @@ pub struct TestReport<'a> {
     /// `--print-percentiles`: the percentiles the summary and the `-q` line show instead of
     /// redis-benchmark's (p50, p95, p99 and p50); empty keeps those.
     pub percentiles: &'a [f64],
+}
+
+impl<'a> TestReport<'a> {
+    /// What the test's `-q` line and CSV row need of the report.
+    pub fn line(&self) -> TestLine<'a> {
+        TestLine {
+            title: self.title,
+            stats: self.stats,
+            verdict: self.verdict,
+            clients: self.clients,
+            percentiles: self.percentiles,
+        }
+    }
 }
 
 /// The verbose report's lines about what respbench adds to redis-benchmark's load: `value
@@ -224,7 +264,7 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     if s.abandoned > 0 {
         writeln!(out, "  abandoned: {} requests unanswered after the stop's grace", s.abandoned)?;
     }
-    if let Some(line) = ending(r) {
+    if let Some(line) = ending(&r.line()) {
         writeln!(out, "  {line}")?;
     }
     if s.service.is_some() {
@@ -459,7 +499,7 @@ pub fn write_setup(s: &Stats, keepalive: bool, out: &mut impl Write) -> io::Resu
 }
 
 /// Writes a test's one-line report, as with `-q`.
-pub fn write_quiet(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
+pub fn write_quiet(r: &TestLine, out: &mut impl Write) -> io::Result<()> {
     write_quiet_marked(r, None, out)
 }
 
@@ -467,7 +507,7 @@ pub fn write_quiet(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
 /// not "server" (`, bottleneck: client`), and `partial` says why the test has fewer requests
 /// than asked (`, partial: interrupted after 5000 of 100000 requests`). Nothing when the server
 /// limited a whole test: the line is then redis-benchmark's exactly.
-fn quiet_trailer(r: &TestReport, partial: Option<&str>) -> String {
+fn quiet_trailer(r: &TestLine, partial: Option<&str>) -> String {
     let mut t = String::new();
     if let Some(v) = r.verdict.filter(|v| v.side != Side::Server) {
         t.push_str(&format!(", bottleneck: {}", v.side.name()));
@@ -495,7 +535,7 @@ pub fn no_success(s: &Stats) -> String {
 }
 
 /// [`write_quiet`], with `partial` saying why the test is incomplete (a Ctrl-C), when it is.
-pub fn write_quiet_marked(r: &TestReport, partial: Option<&str>, out: &mut impl Write) -> io::Result<()> {
+pub fn write_quiet_marked(r: &TestLine, partial: Option<&str>, out: &mut impl Write) -> io::Result<()> {
     let s = r.stats;
     let trailer = quiet_trailer(r, partial);
     if none_succeeded(s) {
@@ -535,7 +575,7 @@ pub fn write_quiet_marked(r: &TestReport, partial: Option<&str>, out: &mut impl 
 /// How a test ended, when that needs saying: `all connections failed at 3.00 s …` when every
 /// client lost its connections before the stop, else, when requests were left unanswered or
 /// unsent, when replies stopped ([`silence`]); `None` otherwise.
-fn ending(r: &TestReport) -> Option<String> {
+fn ending(r: &TestLine) -> Option<String> {
     let s = r.stats;
     if s.failed_at(r.clients as u64).is_some() {
         Some(format!(

@@ -17,6 +17,8 @@ pub mod config;
 pub mod cpu;
 pub mod dataset;
 mod deliver;
+#[cfg(feature = "serde")]
+mod doc_form;
 mod engine;
 pub mod error;
 pub mod event;

@@ -56,8 +56,10 @@ impl Watch<'_> {
     }
 }
 
-/// A ramp's result: the ramp as asked and what each step that ran measured.
+/// A ramp's result: the ramp as asked and what each step that ran measured; the result
+/// document's `ramp` (with the feature `serde`).
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RampResult {
     /// Clients or requests per second.
     pub kind: RampKind,
@@ -68,37 +70,48 @@ pub struct RampResult {
     /// How much each step adds.
     pub step: u64,
     /// How long each step lasts, in seconds.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::doc_form::finite"))]
     pub every_s: f64,
     /// Each step that began, in order (a test stopped early has fewer).
     pub steps: Vec<StepResult>,
 }
 
-/// What one step of a ramp measured.
-#[derive(Clone, Debug, PartialEq)]
+/// What one step of a ramp measured: an entry of the document's `ramp.steps` (with the feature
+/// `serde`), its percentiles in milliseconds there.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(default))]
 pub struct StepResult {
     /// The step's level: its clients, or its target rate.
     pub level: u64,
     /// The clients open during the step (all of the test's in a rate ramp).
     pub clients: u64,
     /// The step's target rate, in an open loop.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub target_rps: Option<u64>,
     /// When it began, in seconds from the test's start.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::doc_form::finite"))]
     pub start_s: f64,
     /// How long it lasted, in seconds (the last to the test's end).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::doc_form::finite"))]
     pub duration_s: f64,
     /// Replies parsed during it.
     pub requests: u64,
     /// Error replies among them.
     pub errors: u64,
     /// Replies per second.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::doc_form::finite"))]
     pub rps: f64,
     /// Latency percentiles in microseconds (from the intended send time in an open loop).
+    #[cfg_attr(feature = "serde", serde(rename = "p50_ms", with = "crate::doc_form::ms"))]
     pub p50_us: u64,
     /// 99th percentile.
+    #[cfg_attr(feature = "serde", serde(rename = "p99_ms", with = "crate::doc_form::ms"))]
     pub p99_us: u64,
     /// 99.9th percentile.
+    #[cfg_attr(feature = "serde", serde(rename = "p999_ms", with = "crate::doc_form::ms"))]
     pub p999_us: u64,
     /// Who limited the step.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub verdict: Option<Verdict>,
 }
 

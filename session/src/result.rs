@@ -263,8 +263,10 @@ impl Schedule {
     }
 }
 
-/// The values of the swept options at one step of a sweep, as each of its results records them.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The values of the swept options at one step of a sweep, as each of its results records them:
+/// the result document's `step` object (with the feature `serde`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct StepValues {
     /// `-d`, as given (`128`, `64-1024`, `64:3,1024:1`).
     pub datasize: String,

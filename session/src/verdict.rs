@@ -175,8 +175,10 @@ impl Schedule {
 /// the others on the machine.
 pub const WAITED: f64 = 0.2;
 
-/// Which side limited a test.
+/// Which side limited a test (in the result document by its [`Side::name`], with the feature
+/// `serde`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
 pub enum Side {
     /// The server's command thread was busy nearly all the time.
     Server,
@@ -204,16 +206,21 @@ impl Side {
     }
 }
 
-/// The verdict on a test: the side, and a sentence that says it with both figures.
+/// The verdict on a test: the side, and a sentence that says it with both figures. The result
+/// document's verdict of a ramp's step and of a capacity search's client ceiling is `{"side",
+/// "text"}` (with the feature `serde`); a test's `bottleneck` adds the two shares.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Verdict {
     /// Who limited it.
     pub side: Side,
     /// The sentence for the report.
     pub text: String,
     /// The share of all the client machine's CPUs that was busy, when read.
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub machine: Option<f64>,
     /// The share of the test respbench's loops spent waiting for a CPU, when read.
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub client_wait: Option<f64>,
 }
 

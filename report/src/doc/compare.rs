@@ -77,7 +77,7 @@ pub struct ComparedTest {
     pub target_rps: Option<u64>,
     /// A sweep's step (its `run` is 0: the runs are the repeats compared).
     #[serde(default)]
-    pub step: Option<Step>,
+    pub step: Option<respbench_session::result::StepValues>,
     /// A's runs of it.
     pub runs_a: u64,
     /// B's runs of it.

@@ -1,7 +1,11 @@
 //! A test's `events` (`--at`): what each event sent, what came back, and the disruption
 //! windows around it.
 
+use respbench_session::event::{Action, Outcome};
+use respbench_session::result::{EventResult, TestResult};
 use serde::{Deserialize, Serialize};
+
+use crate::hdr::ms;
 
 use super::*;
 
@@ -103,7 +107,7 @@ pub struct DisruptionEntry {
     /// Open loop: never sent (likewise).
     pub unsent: u64,
     /// Redirects by kind.
-    pub redirects: Redirects,
+    pub redirects: respbench_core::stats::Redirects,
     /// Over a cluster: the nodes `MOVED` named as owners in the window.
     pub moved_to: Vec<String>,
     /// The highest latency in the span, ms.
@@ -134,4 +138,89 @@ pub struct WindowEntry {
     pub p99_ms: f64,
     /// Largest, ms.
     pub max_ms: f64,
+}
+
+impl EventEntry {
+    /// The entry of the event `e` of the test `t`.
+    pub fn of(t: &TestResult, e: &EventResult) -> EventEntry {
+        let mut x = EventEntry {
+            at_s: e.event.at.as_secs_f64(),
+            kind: match e.event.action {
+                Action::Command(_) => "command",
+                Action::Exec { .. } => "exec",
+            }
+            .into(),
+            command: e.event.text.clone(),
+            sent_s: e.fired.sent.map(|d| d.as_secs_f64()),
+            failed: e.fired.outcome.failed(),
+            ..EventEntry::default()
+        };
+        match &e.fired.outcome {
+            Outcome::Replies(r) => {
+                x.replies = Some(
+                    r.iter()
+                        .map(|r| EventReply {
+                            node: r.node.clone(),
+                            reply: r.reply.clone(),
+                            error: r.error,
+                            took_ms: r.took.as_secs_f64() * 1e3,
+                        })
+                        .collect(),
+                )
+            }
+            Outcome::Exited { status, stderr, took } => {
+                x.exit = Some(ProgramExit {
+                    status: *status,
+                    stderr: stderr.clone(),
+                    took_ms: took.as_secs_f64() * 1e3,
+                })
+            }
+            Outcome::NotStarted(why) => x.not_started = Some(why.clone()),
+            Outcome::NotSent => {}
+        }
+        x.server = e.cost.as_ref().map(|d| crate::server_window::over_event(t, d)).unwrap_or_default();
+        x.disruption = e.cost.as_ref().map(|d| {
+            let (abandoned, unsent) = crate::shared::unfinished(t, d);
+            DisruptionEntry {
+                latency: crate::shared::latency_kind(t).into(),
+                baseline_p50_ms: ms(d.baseline_p50),
+                baseline_p99_ms: ms(d.baseline_p99),
+                baseline_requests: d.baseline_requests,
+                threshold_ms: ms(d.threshold),
+                disrupted: d.disrupted,
+                window_ms: d.recovered.map(|w| w.as_secs_f64() * 1e3),
+                span_from_s: d.from.as_secs_f64(),
+                span_windows: d.windows,
+                requests: d.requests,
+                errors: d.error_kinds.iter().cloned().collect(),
+                lost: d.lost,
+                abandoned,
+                unsent,
+                redirects: respbench_core::stats::Redirects {
+                    moved: d.redirects[0],
+                    ask: d.redirects[1],
+                    tryagain: d.redirects[2],
+                    clusterdown: d.redirects[3],
+                },
+                moved_to: e.moved_to.clone(),
+                max_ms: ms(d.max),
+                p99_ms: ms(d.p99),
+                rate_rps: d.rate(),
+                windows: d
+                    .series
+                    .iter()
+                    .map(|w| WindowEntry {
+                        at_s: w.at.as_secs_f64(),
+                        requests: w.requests,
+                        errors: w.errors,
+                        redirects: w.redirects,
+                        p50_ms: ms(w.p50),
+                        p99_ms: ms(w.p99),
+                        max_ms: ms(w.max),
+                    })
+                    .collect(),
+            }
+        });
+        x
+    }
 }

@@ -2,9 +2,13 @@
 //! set-up, nodes, `--verify`, arrivals, reconnects, the per-second series, CPU, the sweep's step
 //! and the bottleneck.
 
+use hdrhistogram::Histogram;
+use respbench_core::stats::{HIGHEST_MICROS, LOWEST_MICROS};
 use serde::{Deserialize, Serialize};
 
 use super::*;
+use crate::codec::{encode_histogram, ENCODING};
+use crate::hdr::{finite, mean, ms, value_at_percentile};
 
 /// A latency summary in milliseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -50,6 +54,39 @@ pub struct HistogramData {
     pub encoding: String,
     /// The encoding.
     pub data: String,
+}
+
+impl From<&Histogram<u64>> for Latency {
+    /// The summary of a histogram of microseconds.
+    fn from(h: &Histogram<u64>) -> Latency {
+        Latency {
+            avg: finite(mean(h) / 1000.0),
+            min: ms(h.min()),
+            p50: ms(value_at_percentile(h, 50.0)),
+            p90: ms(value_at_percentile(h, 90.0)),
+            p95: ms(value_at_percentile(h, 95.0)),
+            p99: ms(value_at_percentile(h, 99.0)),
+            p99_9: ms(value_at_percentile(h, 99.9)),
+            p99_99: ms(value_at_percentile(h, 99.99)),
+            max: ms(h.max()),
+        }
+    }
+}
+
+impl TryFrom<&Histogram<u64>> for HistogramData {
+    type Error = crate::error::Error;
+
+    /// The whole distribution of a histogram of microseconds, encoded.
+    fn try_from(h: &Histogram<u64>) -> Result<HistogramData, Self::Error> {
+        Ok(HistogramData {
+            unit: "us".into(),
+            lowest: LOWEST_MICROS,
+            highest: HIGHEST_MICROS,
+            sigfig: h.sigfig(),
+            encoding: ENCODING.into(),
+            data: encode_histogram(h)?,
+        })
+    }
 }
 
 /// A summary and its histogram (`lateness`, a setup phase).
@@ -117,7 +154,7 @@ pub struct Node {
     pub nil_replies: u64,
     /// Redirects it answered with.
     #[serde(default)]
-    pub redirects: Redirects,
+    pub redirects: respbench_core::stats::Redirects,
     /// Its latency summary.
     #[serde(default)]
     pub latency_ms: Latency,
@@ -163,21 +200,55 @@ pub struct VerifyMismatch {
     pub got: String,
 }
 
-/// Redirects by kind.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Redirects {
-    /// `MOVED`.
-    #[serde(default)]
-    pub moved: u64,
-    /// `ASK`.
-    #[serde(default)]
-    pub ask: u64,
-    /// `TRYAGAIN`.
-    #[serde(default)]
-    pub tryagain: u64,
-    /// `CLUSTERDOWN`.
-    #[serde(default)]
-    pub clusterdown: u64,
+impl From<&respbench_core::stats::VerifyStats> for Verify {
+    /// The `verify` object.
+    fn from(v: &respbench_core::stats::VerifyStats) -> Verify {
+        Verify {
+            versions: v.versions,
+            checked: v.checked,
+            wrong: v.wrong,
+            other_key: v.other_key,
+            stale: v.stale,
+            shown: v
+                .shown
+                .iter()
+                .map(|m| VerifyMismatch {
+                    kind: m.kind.name().into(),
+                    key: m.key.clone(),
+                    expected: m.expected.clone(),
+                    got: m.got.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<&Verify> for respbench_core::stats::VerifyStats {
+    /// Reads a `verify` object back (a kind not known is left out of those shown).
+    fn from(v: &Verify) -> respbench_core::stats::VerifyStats {
+        use respbench_core::stats::{Mismatch, Shown};
+        respbench_core::stats::VerifyStats {
+            on: true,
+            versions: v.versions,
+            checked: v.checked,
+            wrong: v.wrong,
+            other_key: v.other_key,
+            stale: v.stale,
+            shown: v
+                .shown
+                .iter()
+                .take(respbench_core::stats::SHOWN)
+                .filter_map(|m| {
+                    Some(Shown {
+                        kind: Mismatch::from_name(&m.kind)?,
+                        key: m.key.clone(),
+                        expected: m.expected.clone(),
+                        got: m.got.clone(),
+                    })
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A test's finding: `{"kind", "text", "figures"}`.
@@ -333,21 +404,6 @@ pub struct ServerCpu {
     /// io-threads, when threaded.
     #[serde(default)]
     pub threaded: Option<String>,
-}
-
-/// A sweep step's values.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Step {
-    /// `-d` as given.
-    pub datasize: String,
-    /// `-c`.
-    pub clients: u64,
-    /// `-P`.
-    pub pipeline: u64,
-    /// `--threads`.
-    pub threads: u64,
-    /// `--repeat`'s run.
-    pub run: u64,
 }
 
 /// `bottleneck`: who limited the test.

@@ -34,7 +34,7 @@ pub struct Search {
     pub unreachable: Option<Unreachable>,
     /// When the client, not the server, limited the steps.
     #[serde(default)]
-    pub client_ceiling: Option<Verdict>,
+    pub client_ceiling: Option<respbench_session::verdict::Verdict>,
     /// The answer line.
     #[serde(default)]
     pub line: String,
@@ -86,16 +86,6 @@ pub struct Unreachable {
     pub lowest_step: u64,
     /// Its rate.
     pub lowest_rps: u64,
-}
-
-/// A verdict: side and text.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Verdict {
-    /// Who limited.
-    pub side: String,
-    /// The line.
-    pub text: String,
 }
 
 /// One step of a search.

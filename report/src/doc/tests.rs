@@ -183,7 +183,7 @@ fn full_test_of(depth: u32) -> Test {
             errors: [("ERR".to_string(), 1)].into(),
             ..Node::default()
         }]),
-        redirects: Some(Redirects::default()),
+        redirects: Some(respbench_core::stats::Redirects::default()),
         verify: Some(Verify { shown: vec![VerifyMismatch::default()], ..Verify::default() }),
         warnings: Some(vec![Finding { kind: "client_limited".into(), text: "t".into(), figures }]),
         abandoned_requests: Some(1),
@@ -221,7 +221,7 @@ fn full_test_of(depth: u32) -> Test {
             threaded: Some("4".into()),
             ..ServerCpu::default()
         }),
-        step: Some(Step::default()),
+        step: Some(respbench_session::result::StepValues::default()),
         bottleneck: Some(Bottleneck {
             machine_cpu_busy: Some(0.5),
             client_wait_share: Some(0.1),
@@ -295,18 +295,18 @@ fn full_test_of(depth: u32) -> Test {
             }),
             ..EventEntry::default()
         }]),
-        ramp: Some(Ramp {
-            kind: "clients".into(),
+        ramp: Some(respbench_session::ramp::RampResult {
+            kind: respbench_core::RampKind::Clients,
             from: 1,
             to: 1,
             step: 1,
             every_s: 1.0,
-            steps: vec![RampStep {
+            steps: vec![respbench_session::ramp::StepResult {
                 level: 1,
                 clients: 1,
                 target_rps: Some(1),
-                verdict: Some(Verdict { side: "server".into(), text: "t".into() }),
-                ..RampStep::default()
+                verdict: Some(verdict()),
+                ..Default::default()
             }],
         }),
         server_series: Some(vec![super::server_series::full_sample()]),
@@ -398,7 +398,7 @@ fn full_document() -> Document {
             ceiling_rps: Some(1.0),
             answer: Some(Answer { above_step: Some(1), above_rps: Some(2), ..Answer::default() }),
             unreachable: Some(Unreachable::default()),
-            client_ceiling: Some(Verdict::default()),
+            client_ceiling: Some(verdict()),
             steps: vec![step],
             probe: Some(full_test()),
             ..Search::default()
@@ -414,7 +414,7 @@ fn full_document() -> Document {
             tests: vec![ComparedTest {
                 backend: Some("mio".into()),
                 target_rps: Some(1),
-                step: Some(Step::default()),
+                step: Some(respbench_session::result::StepValues::default()),
                 left_out: Some("l".into()),
                 forced: Some("f".into()),
                 figures: vec![ComparedFigure {
@@ -469,4 +469,14 @@ fn a_document_of_what_the_schema_requires_reads_back() {
     let full = full_document();
     let back: Document = serde_json::from_value(serde_json::to_value(&full).unwrap()).unwrap();
     assert_eq!(back, full);
+}
+
+/// A verdict as the document holds it (its side and text; the shares are the bottleneck's).
+fn verdict() -> respbench_session::verdict::Verdict {
+    respbench_session::verdict::Verdict {
+        side: respbench_session::verdict::Side::Server,
+        text: "t".into(),
+        machine: None,
+        client_wait: None,
+    }
 }

@@ -564,13 +564,13 @@ fn read_test(t: &doc::Test, input: usize) -> Result<Test, Error> {
                 .map(|s| RampPoint {
                     level: s.level,
                     rps: s.rps,
-                    p50: s.p50_ms,
-                    p99: s.p99_ms,
-                    p999: s.p999_ms,
-                    verdict: s.verdict.as_ref().map(|v| v.side.clone()),
+                    p50: crate::hdr::ms(s.p50_us),
+                    p99: crate::hdr::ms(s.p99_us),
+                    p999: crate::hdr::ms(s.p999_us),
+                    verdict: s.verdict.as_ref().map(|v| v.side.name().to_string()),
                 })
                 .collect();
-            (r.kind.clone(), steps)
+            (r.kind.name().to_string(), steps)
         }),
         server_series: t.server_series.clone().unwrap_or_default(),
     })

@@ -68,7 +68,7 @@ impl<W: Write> Report for Csv<W> {
                     // Every row of an open-loop run has the extra columns, a mix's commands too.
                     let mut row = Vec::new();
                     let open = s.shape.open_loop.then_some(entry);
-                    report::write_csv_row(&r, open, entry.step.as_ref(), &mut row)?;
+                    report::write_csv_row(&r.line(), open, entry.step.as_ref(), &mut row)?;
                     if s.shape.replay {
                         row.pop();
                         row.extend_from_slice(report::csv_replay_columns(entry).as_bytes());

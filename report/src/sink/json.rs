@@ -85,11 +85,12 @@ impl Output for Json {
         let output = |e: String| Error::Output(e);
         let tests = self.kept.iter().map(|e| convert::test(e, end.epoch_us)).collect::<Result<Vec<_>, _>>();
         let tests = tests.map_err(|e| output(e.to_string()))?;
-        let mut doc = json::document(end.config.clone(), convert::server(&self.info), end.interrupted, tests);
+        let mut doc =
+            json::document(end.config.clone(), crate::doc::Server::from(&self.info), end.interrupted, tests);
         doc.command_line = Some(self.command_line.clone());
         doc.warnings = (!self.notices.is_empty()).then(|| convert::notices(&self.notices));
         doc.late_by_s = end.late_by_s;
-        doc.server_b = self.server_b.as_ref().map(convert::server);
+        doc.server_b = self.server_b.as_ref().map(crate::doc::Server::from);
         doc.dataset = self.dataset.clone();
         doc.scenario = self.scenario.clone();
         if self.capacity {

@@ -49,7 +49,7 @@ impl<W: Write> Report for Quiet<W> {
                 for (k, (entry, title)) in s.shown(false).into_iter().enumerate() {
                     let r = s.report(entry, &title, &self.layout.info);
                     let partial = s.partial.get(k).and_then(Option::as_deref);
-                    report::write_quiet_marked(&r, partial, out)?;
+                    report::write_quiet_marked(&r.line(), partial, out)?;
                     report::write_replay(entry, true, out)?;
                     report::write_errors(&r, true, out)?;
                     report::write_verify(&entry.stats.verify, Some(r.title), out)?;

@@ -49,7 +49,7 @@ pub const CSV_ACCOUNT_COLUMNS: &str = ",\"errors\",\"abandoned\",\"unsent\",\"bo
 /// valid CSV (redis-benchmark leaves it as is). An open-loop step adds the
 /// [`CSV_OPEN_LOOP_COLUMNS`].
 pub fn write_csv_row(
-    r: &TestReport,
+    r: &TestLine,
     open_loop: Option<&TestResult>,
     step: Option<&StepValues>,
     out: &mut impl Write,

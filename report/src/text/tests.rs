@@ -189,7 +189,7 @@ fn chosen_percentiles() {
     let chosen = [50.0, 99.9, 99.99];
     r.percentiles = &chosen;
     let mut out = Vec::new();
-    write_quiet(&r, &mut out).unwrap();
+    write_quiet(&r.line(), &mut out).unwrap();
     let at = |p: f64| ms(value_at_percentile(&s.latency, p));
     let want = format!(
         "GET: {:.2} requests per second, p50={:.3} msec, p99.9={:.3} msec, p99.99={:.3} msec\n",
@@ -212,10 +212,10 @@ fn quiet_and_csv_rows() {
     let s = stats(1..=1000);
     let r = report("GET", &s);
     let mut out = Vec::new();
-    write_quiet(&r, &mut out).unwrap();
+    write_quiet(&r.line(), &mut out).unwrap();
     assert_eq!(out, b"GET: 1000.00 requests per second, p50=0.500 msec\n");
     let mut out = Vec::new();
-    write_csv_row(&report("MSET (10 keys) \"x\"", &s), None, None, &mut out).unwrap();
+    write_csv_row(&report("MSET (10 keys) \"x\"", &s).line(), None, None, &mut out).unwrap();
     assert_eq!(
             String::from_utf8(out).unwrap(),
             "\"MSET (10 keys) \"\"x\"\"\",\"1000.00\",\"0.500\",\"0.001\",\"0.500\",\"0.950\",\"0.990\",\"1.000\",\"0\",\"0\",\"0\",\"\"\n"
@@ -235,9 +235,9 @@ fn quiet_and_csv_carry_a_verdict_that_is_not_the_server() {
         let mut r = report("GET", &s);
         r.verdict = v.as_ref();
         let mut out = Vec::new();
-        write_quiet_marked(&r, partial, &mut out).unwrap();
+        write_quiet_marked(&r.line(), partial, &mut out).unwrap();
         let mut csv = Vec::new();
-        write_csv_row(&r, None, None, &mut csv).unwrap();
+        write_csv_row(&r.line(), None, None, &mut csv).unwrap();
         (String::from_utf8(out).unwrap(), String::from_utf8(csv).unwrap())
     };
     // The server limited it: redis-benchmark's line exactly; CSV names it.
@@ -343,7 +343,7 @@ fn summary_uses_bucket_equivalents_like_c() {
     // percentiles its highest, the mean its median (checked against hdr_mean and friends).
     let s = stats([2049, 2049, 5001]);
     let mut out = Vec::new();
-    write_csv_row(&report("X", &s), None, None, &mut out).unwrap();
+    write_csv_row(&report("X", &s).line(), None, None, &mut out).unwrap();
     assert_eq!(
         String::from_utf8(out).unwrap(),
         "\"X\",\"3.00\",\"3.033\",\"2.048\",\"2.049\",\"5.003\",\"5.003\",\"5.003\",\"0\",\"0\",\"0\",\"\"\n"
@@ -369,10 +369,10 @@ fn no_success_prints_no_figures() {
         assert!(!text.contains(figure), "{figure}: {text}");
     }
     let mut out = Vec::new();
-    write_quiet(&r, &mut out).unwrap();
+    write_quiet(&r.line(), &mut out).unwrap();
     assert_eq!(String::from_utf8(out).unwrap(), "GET: no request succeeded: no reply in 0.00 seconds\n");
     let mut out = Vec::new();
-    write_csv_row(&r, None, None, &mut out).unwrap();
+    write_csv_row(&r.line(), None, None, &mut out).unwrap();
     assert_eq!(
         String::from_utf8(out).unwrap(),
         "\"GET\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"0\",\"0\",\"0\",\"\"\n"
@@ -382,7 +382,7 @@ fn no_success_prints_no_figures() {
     s.lost = 3;
     let r = report("GET", &s);
     let mut out = Vec::new();
-    write_quiet(&r, &mut out).unwrap();
+    write_quiet(&r.line(), &mut out).unwrap();
     write_errors(&r, true, &mut out).unwrap();
     // The rate table's row says it too.
     let mut e = TestResult::new("GET".into(), "GET".into(), s.clone());
@@ -424,7 +424,7 @@ fn unfinished_requests_are_counted_in_every_form() {
     assert!(text.contains("  the latencies include 1500 lower bounds"), "{text}");
     assert!(text.contains("  no reply for the last 3.5 s of 4.0 s\n"), "{text}");
     let mut out = Vec::new();
-    write_quiet(&r, &mut out).unwrap();
+    write_quiet(&r.line(), &mut out).unwrap();
     assert_eq!(
         String::from_utf8(out).unwrap(),
         "PING: 125.00 requests per second, p50=2000.895 msec\n\
@@ -432,7 +432,7 @@ fn unfinished_requests_are_counted_in_every_form() {
              no reply for the last 3.5 s of 4.0 s\n"
     );
     let mut out = Vec::new();
-    write_csv_row(&r, None, None, &mut out).unwrap();
+    write_csv_row(&r.line(), None, None, &mut out).unwrap();
     assert!(String::from_utf8(out).unwrap().ends_with(",\"0\",\"8\",\"1492\",\"\"\n"));
 }
 
@@ -482,8 +482,8 @@ fn nodes_table_after_the_summary() {
     plain.errors = s.errors.clone();
     let lines = |r: &TestReport| {
         let (mut quiet, mut csv) = (Vec::new(), Vec::new());
-        write_quiet(r, &mut quiet).unwrap();
-        write_csv_row(r, None, None, &mut csv).unwrap();
+        write_quiet(&r.line(), &mut quiet).unwrap();
+        write_csv_row(&r.line(), None, None, &mut csv).unwrap();
         (quiet, csv)
     };
     assert_eq!(lines(&r), lines(&report("GET", &plain)));
