@@ -23,6 +23,7 @@ Workload       -t <tests> (all: set,get,lpush,...)  -n <requests> (100000)  -d <
                --dataset <file.csv>  --seed <n>  -x  -e  -l (loop)  -I (idle connections)
                --verify (GETs checked against the SETs' values)  --verify-only (read back)
                --dataset-shape <'hash 10000 keys x 50 fields x 100B'>  --dataset-only
+               --follow-cursor (SCAN 0 ... follows its cursor)
 Load shape     -c <clients> (50)  -P <pipeline> (1)  --pipeline-mode <batch|window>
                --threads <n>  --backend <mio|smol|uring>  --rps <total rate> (open loop)
                --arrival <poisson>  --duration <30s>  --warmup <5s>  --drain-grace <2s>

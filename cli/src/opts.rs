@@ -211,6 +211,10 @@ pub struct Opts {
     /// ends the run)
     #[argh(switch)]
     pub reconnect: bool,
+    /// with a SCAN, HSCAN, SSCAN or ZSCAN command (cursor 0): send the cursor each reply returns
+    /// until it returns 0, then start again; first calls and continuations reported apart
+    #[argh(switch)]
+    pub follow_cursor: bool,
     /// error replies that mean "wait", retried on the same connection after a backoff: the
     /// first words, such as LOADING,BUSY,TRYAGAIN; latency runs from the first send
     #[argh(option)]
@@ -502,6 +506,7 @@ impl Opts {
                 Some(list) => syntax::percentiles(list)?,
                 None => Vec::new(),
             },
+            follow_cursor: self.follow_cursor,
             ..OpenLoopConfig::default()
         };
         if let Some(list) = &self.subscribers {

@@ -383,9 +383,13 @@ impl Connection {
     /// when its client goes on without it if it fails (over several nodes).
     pub(crate) fn new(plan: Arc<Plan>, handshake: Handshake, count_lost: bool) -> Connection {
         let cap = plan.conn.pipeline as usize;
+        // `--follow-cursor` reads each reply's cursor from its first bytes.
+        let cursor = plan.workload.mix.as_ref().and_then(crate::Mix::cursor_arg).is_some();
         let capture_limit = plan.verify.as_ref().map_or(0, |v| v.capture_limit());
+        let capture_limit =
+            if cursor { capture_limit.max(crate::cursor::REPLY_PREFIX) } else { capture_limit };
         Connection {
-            capture: plan.verify.as_ref().map(|_| Vec::new()),
+            capture: (plan.verify.is_some() || cursor).then(Vec::new),
             capture_limit,
             plan,
             state: State::Disconnected,

@@ -141,6 +141,29 @@ impl Redirects {
 /// counted): about 100,000 keys of tens of bytes is a few megabytes at most.
 pub const FAILED_KEYS_KEEP: usize = 100_000;
 
+/// `--follow-cursor`: the iterations the test's clients completed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CursorStats {
+    /// The test followed cursors (a reply to one of its calls came).
+    pub followed: bool,
+    /// Full iterations: calls from cursor 0 until a reply returned 0.
+    pub iterations: u64,
+    /// The elements the full iterations' replies returned.
+    pub elements: u64,
+    /// Replies whose cursor was not a number (counted as errors too).
+    pub bad: u64,
+}
+
+impl CursorStats {
+    /// Adds `other`'s counts; an error names the count whose sum overflows.
+    pub fn merge(&mut self, other: &CursorStats) -> Result<(), String> {
+        self.followed |= other.followed;
+        add_count(&mut self.iterations, other.iterations, "cursor.iterations")?;
+        add_count(&mut self.elements, other.elements, "cursor.elements")?;
+        add_count(&mut self.bad, other.bad, "cursor.bad")
+    }
+}
+
 /// `--retry-on`: the retries a test made, by the error reply that asked for each, and the
 /// requests that gave up (their last reply still such an error after `--retry-limit` retries).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -390,6 +413,8 @@ pub struct Stats {
     pub redirects: Redirects,
     /// `--retry-on`: the retries made and the requests that gave up.
     pub retries: RetryStats,
+    /// `--follow-cursor`: the full iterations and their elements.
+    pub cursor: CursorStats,
     /// `--reconnect`: names that resolved to another address when their connections came back,
     /// the first [`READDRESSES_KEEP`] changes.
     pub readdressed: Vec<Readdress>,
@@ -536,6 +561,7 @@ impl Stats {
             found: 0,
             redirects: Redirects::default(),
             retries: RetryStats::default(),
+            cursor: CursorStats::default(),
             readdressed: Vec::new(),
             verify: VerifyStats::default(),
             steps: Vec::new(),
@@ -949,6 +975,7 @@ impl Stats {
         }
         self.redirects.merge(&other.redirects)?;
         self.retries.merge(&other.retries)?;
+        self.cursor.merge(&other.cursor)?;
         for r in &other.readdressed {
             self.readdress(r.clone());
         }

@@ -333,6 +333,10 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
             gave_up: stats.retries.gave_up,
         });
     }
+    if stats.cursor.followed {
+        let c = &stats.cursor;
+        t.cursor = Some(doc::Cursor { iterations: c.iterations, elements: c.elements, bad: c.bad });
+    }
     if !stats.readdressed.is_empty() {
         let changes = stats.readdressed.iter().map(|r| doc::AddressChange {
             name: r.name.clone(),
@@ -809,6 +813,12 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         nodes: node_stats,
         redirects: t.redirects.as_ref().map(read_redirects).unwrap_or_default(),
         retries: t.retries.as_ref().map(read_retries).unwrap_or_default(),
+        cursor: t.cursor.as_ref().map_or_else(Default::default, |c| respbench_core::stats::CursorStats {
+            followed: true,
+            iterations: c.iterations,
+            elements: c.elements,
+            bad: c.bad,
+        }),
         readdressed: t
             .address_changes
             .iter()

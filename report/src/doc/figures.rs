@@ -251,6 +251,20 @@ pub struct Retries {
     pub gave_up: u64,
 }
 
+/// `cursor` (`--follow-cursor`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cursor {
+    /// Full iterations: calls from cursor 0 until a reply returned 0.
+    #[serde(default)]
+    pub iterations: u64,
+    /// The elements the full iterations' replies returned (a hash's fields and values both).
+    #[serde(default)]
+    pub elements: u64,
+    /// Replies whose cursor was not a number (errors of kind `BADCURSOR` too).
+    #[serde(default)]
+    pub bad: u64,
+}
+
 /// One second of a `series`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SecondEntry {
