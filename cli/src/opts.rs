@@ -207,7 +207,8 @@ pub struct Opts {
     pub drain_grace: Option<String>,
     /// a connection that fails mid-run (reset, closed, timed out, protocol error) reconnects
     /// after a backoff (10 ms, doubling up to 1 s) and the test goes on; its requests in flight
-    /// count as errors of kind 'connection', and the run exits 1 (default: a failed connection
+    /// count as errors of kind 'connection'; the run exits 1 if any was lost or a connection
+    /// was still down at the end, else 0 with the outage reported (default: a failed connection
     /// ends the run)
     #[argh(switch)]
     pub reconnect: bool,

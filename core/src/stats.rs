@@ -377,6 +377,8 @@ pub struct Stats {
     pub lost: u64,
     /// Time connections spent down, from the failure to ready again, in microseconds.
     pub downtime_micros: u64,
+    /// `--reconnect`: connections still down when the test ended (their outage runs to then).
+    pub still_down: u64,
     /// Requests still unanswered when the test's stop and its grace had passed: abandoned, so
     /// not in the latencies (which would otherwise hide the slowest requests).
     pub abandoned: u64,
@@ -551,6 +553,7 @@ impl Stats {
             drops: 0,
             lost: 0,
             downtime_micros: 0,
+            still_down: 0,
             abandoned: 0,
             unsent: 0,
             lower_bounds: 0,
@@ -932,6 +935,7 @@ impl Stats {
         add_count(&mut self.drops, other.drops, "reconnects.drops")?;
         add_count(&mut self.lost, other.lost, "reconnects.lost_requests")?;
         add_count(&mut self.downtime_micros, other.downtime_micros, "reconnects.downtime_s")?;
+        add_count(&mut self.still_down, other.still_down, "reconnects.still_down")?;
         add_count(&mut self.abandoned, other.abandoned, "abandoned_requests")?;
         add_count(&mut self.unsent, other.unsent, "unsent_requests")?;
         add_count(&mut self.lower_bounds, other.lower_bounds, "latency_lower_bounds")?;

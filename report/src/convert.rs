@@ -325,6 +325,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
             drops: stats.drops,
             lost_requests: stats.lost,
             downtime_s: stats.downtime_micros as f64 / 1e6,
+            still_down: stats.still_down,
         });
     }
     if stats.retries.total() > 0 || stats.retries.gave_up > 0 {
@@ -809,6 +810,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         lower_bounds: t.latency_lower_bounds.unwrap_or(0),
         failed_clients: t.failed_clients.unwrap_or(0),
         downtime_micros: (reconnects.downtime_s * 1e6).round() as u64,
+        still_down: reconnects.still_down,
         abandoned: t.abandoned_requests.unwrap_or(0),
         nodes: node_stats,
         redirects: t.redirects.as_ref().map(read_redirects).unwrap_or_default(),

@@ -40,7 +40,8 @@ pub enum Ended {
 pub struct Finished {
     /// How it ended; an error when a backend could not run a test at all.
     pub ended: Result<Ended, Error>,
-    /// `--reconnect`: some connection went down and came back (the run then exits 1).
+    /// `--reconnect`: some connection went down and requests were lost with it, or it was still
+    /// down at the end (the run then exits 1; one ridden through without loss exits 0).
     pub dropped: bool,
     /// Some test abandoned requests or never sent some that were due (the run then exits 1).
     pub unfinished: bool,

@@ -223,6 +223,9 @@ pub struct Reconnects {
     /// Time down in all, seconds.
     #[serde(default)]
     pub downtime_s: f64,
+    /// Connections still down when the test ended.
+    #[serde(default)]
+    pub still_down: u64,
 }
 
 /// One of `address_changes`.
