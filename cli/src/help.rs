@@ -17,6 +17,7 @@ Connection     -h <host> (127.0.0.1)  -p <port> (6379)  -s <socket>  -u <redis:/
                -3 (RESP3)  -k <0|1>  --timeout <5s>  --reconnect  --mptcp
                --retry-on <LOADING,BUSY,TRYAGAIN>  --retry-backoff <1ms,1s>  --retry-limit <64>
                --failed-keys <file>  --sentinel <host:port,...> --sentinel-master <name>
+               --sentinel-user <name> --sentinel-password <pw> (the Sentinels' own)
 Workload       -t <tests> (all: set,get,lpush,...)  -n <requests> (100000)  -d <bytes> (3)
                -r <keyspace>  --key-dist <uniform|sequential|zipf:0.99|gaussian>
                --key-prefix <p>  --preload  --mix <set:1,get:10>  --mix-command <'w CMD args'>

@@ -235,6 +235,12 @@ pub struct Opts {
     /// with --sentinel: the master's name in the Sentinels' configuration
     #[argh(option)]
     pub sentinel_master: Option<String>,
+    /// the Sentinels' own ACL user (-a and --user are the data nodes')
+    #[argh(option)]
+    pub sentinel_user: Option<String>,
+    /// the Sentinels' own password (requirepass in sentinel.conf)
+    #[argh(option)]
+    pub sentinel_password: Option<String>,
     /// with --retry-on: write the keys of the requests that gave up to this file, one a line
     #[argh(option)]
     pub failed_keys: Option<String>,
@@ -790,7 +796,7 @@ impl Opts {
             timeout,
             drain_grace,
             reconnect: self.reconnect,
-            sentinel: syntax::sentinel(self.sentinel.as_deref(), self.sentinel_master.as_deref())?,
+            sentinel: None,
             retry: syntax::retry(
                 self.retry_on.as_deref(),
                 self.retry_backoff.as_deref(),
@@ -851,6 +857,7 @@ impl Opts {
         }
         respbench_session::sides::apply(&mut c, self.ab.as_deref())?;
         let mut tls_by = self.tls.then_some("--tls");
+        let mut sentinel_url = None;
         if let Some(uri) = &self.uri {
             let u = syntax::uri(uri)?;
             c.user = u.user.or(c.user);
@@ -860,7 +867,11 @@ impl Opts {
             if u.secure {
                 tls_by = tls_by.or(Some("-u rediss://"));
             }
+            sentinel_url = u.sentinel;
         }
+        let auth = (self.sentinel_user.clone(), self.sentinel_password.clone());
+        let (list, master) = (self.sentinel.as_deref(), self.sentinel_master.as_deref());
+        c.sentinel = syntax::sentinel(list, master, sentinel_url, auth)?;
         // redis-cli's variable, when neither -a nor -u gave one (--askpass, later, wins over all).
         if c.password.is_none() {
             c.password = std::env::var("REDISCLI_AUTH").ok().filter(|p| !p.is_empty());

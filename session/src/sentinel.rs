@@ -18,6 +18,24 @@ const WAIT: Duration = Duration::from_secs(1);
 /// The most bytes of a Sentinel's reply read: an address is tens of bytes.
 const REPLY_MAX: usize = 4096;
 
+/// The Sentinels' own user and password (`--sentinel-user`, `--sentinel-password`: Jedis'
+/// `sentinelUser`/`sentinelPassword`, sentinel.conf's `sentinel sentinel-user`/`sentinel-pass`),
+/// apart from the data nodes' `-a` and `--user`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Auth {
+    /// The ACL user (`AUTH user password`), or none (`AUTH password`).
+    pub user: Option<String>,
+    /// The password.
+    pub password: String,
+}
+
+impl std::fmt::Debug for Auth {
+    /// The user only: the password stays out of debug output.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auth").field("user", &self.user).finish_non_exhaustive()
+    }
+}
+
 /// Where the Sentinels are and which master to ask for.
 #[derive(Clone, Debug)]
 pub struct Sentinel {
@@ -25,6 +43,8 @@ pub struct Sentinel {
     pub sentinels: Vec<Endpoint>,
     /// The master's name in their configuration.
     pub master: String,
+    /// How to authenticate to the Sentinels, when they ask for it.
+    pub auth: Option<Auth>,
     /// The `+switch-master`s of the master heard so far (a thread subscribed on a Sentinel,
     /// started with the first test).
     pub moves: Arc<AtomicU64>,
@@ -34,7 +54,7 @@ pub struct Sentinel {
 impl Sentinel {
     /// Asks the `sentinels` for `master`.
     pub fn new(sentinels: Vec<Endpoint>, master: String) -> Sentinel {
-        Sentinel { sentinels, master, moves: Arc::default(), watching: Arc::new(Once::new()) }
+        Sentinel { sentinels, master, auth: None, moves: Arc::default(), watching: Arc::new(Once::new()) }
     }
 }
 
@@ -68,7 +88,7 @@ impl Sentinel {
     /// Subscribes on the Sentinel at `at` and counts the master's switches until the
     /// connection ends.
     fn listen(&self, at: &Endpoint) -> Result<(), SentinelError> {
-        let mut s = connect(at)?;
+        let mut s = self.connect(at)?;
         // Nothing may come for long: the read waits (the process ends the thread).
         s.set_read_timeout(None)?;
         let mut out = Vec::new();
@@ -98,27 +118,49 @@ impl Sentinel {
     pub fn primary(&self) -> Result<Endpoint, SentinelError> {
         let mut why = Vec::new();
         for s in &self.sentinels {
-            match ask(s, &self.master) {
+            match self.ask(s) {
                 Ok(e) => return Ok(e),
                 Err(e) => why.push(format!("{s}: {e}")),
             }
         }
         Err(SentinelError::NoPrimary { master: self.master.clone(), why: why.join("; ") })
     }
+
+    /// Asks the Sentinel at `at` for the master's address.
+    fn ask(&self, at: &Endpoint) -> Result<Endpoint, SentinelError> {
+        let mut s = self.connect(at)?;
+        address(call(&mut s, &[b"SENTINEL", b"GET-MASTER-ADDR-BY-NAME", self.master.as_bytes()])?)
+    }
+
+    /// A connection to the Sentinel at `at`, authenticated when [`Sentinel::auth`] says so.
+    fn connect(&self, at: &Endpoint) -> Result<TcpStream, SentinelError> {
+        let mut s = connect(at)?;
+        if let Some(a) = &self.auth {
+            let mut args: Vec<&[u8]> = vec![b"AUTH"];
+            args.extend(a.user.as_deref().map(str::as_bytes));
+            args.push(a.password.as_bytes());
+            match call(&mut s, &args)? {
+                Value::Error(e) | Value::BulkError(e) => {
+                    return Err(SentinelError::Bad(format!("AUTH: {}", String::from_utf8_lossy(&e))))
+                }
+                _ => {}
+            }
+        }
+        Ok(s)
+    }
 }
 
-/// Asks the Sentinel at `at` for `master`'s address.
-fn ask(at: &Endpoint, master: &str) -> Result<Endpoint, SentinelError> {
-    let mut s = connect(at)?;
+/// Sends `args` on `s` and reads the one reply.
+fn call(s: &mut TcpStream, args: &[&[u8]]) -> Result<Value, SentinelError> {
     let mut out = Vec::new();
-    encode_command(&[b"SENTINEL", b"GET-MASTER-ADDR-BY-NAME", master.as_bytes()], &mut out);
+    encode_command(args, &mut out);
     s.write_all(&out)?;
     let mut buf = Vec::new();
     loop {
         if let Some((v, _)) = Value::parse(&buf).map_err(|e| SentinelError::Bad(format!("{e:?}")))? {
-            return address(v);
+            return Ok(v);
         }
-        read_more(&mut s, &mut buf)?;
+        read_more(s, &mut buf)?;
     }
 }
 
@@ -216,8 +258,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn sentinel_urls() {
+        let tcp = |h: &str, port| Endpoint::Tcp { host: h.into(), port };
+        let u = crate::syntax::uri("redis+sentinel://bench:pw@10.0.0.1:26379,h:26380/mymaster/3").unwrap();
+        assert_eq!(u.sentinel, Some((vec![tcp("10.0.0.1", 26379), tcp("h", 26380)], "mymaster".into())));
+        assert_eq!((u.user.as_deref(), u.password.as_deref(), u.db), (Some("bench"), Some("pw"), Some(3)));
+        assert_eq!((u.endpoint, u.secure), (None, false));
+        let u = crate::syntax::uri("rediss+sentinel://[::1]:5000/m%20n").unwrap();
+        assert_eq!(u.sentinel, Some((vec![tcp("::1", 5000)], "m n".into())));
+        assert!(u.secure && u.password.is_none() && u.db.is_none());
+        let u = crate::syntax::uri("redis+sentinel://h,[::1],h2:7/m").unwrap();
+        assert_eq!(u.sentinel.unwrap().0, vec![tcp("h", 26379), tcp("::1", 26379), tcp("h2", 7)]);
+        for bad in [
+            "redis+sentinel://h:1",
+            "redis+sentinel://h:1/",
+            "redis+sentinel://h:x/m",
+            "redis+sentinel://h:1/m/x",
+        ] {
+            assert!(crate::syntax::uri(bad).is_err(), "{bad}");
+        }
+        let url = Some((vec![tcp("h", 1)], "m".to_string()));
+        assert!(crate::syntax::sentinel(Some("h:2"), None, url.clone(), (None, None)).is_err());
+        assert_eq!(crate::syntax::sentinel(None, None, url, (None, None)).unwrap().unwrap().master, "m");
+    }
+
+    #[test]
     fn options_and_replies() {
-        let parse = crate::syntax::sentinel;
+        let parse = |l, m| crate::syntax::sentinel(l, m, None, (None, None));
         let s = parse(Some("127.0.0.1:26379,h:1"), Some("mymaster")).unwrap().unwrap();
         assert_eq!(s.sentinels.len(), 2);
         assert!(parse(Some("x"), Some("m")).is_err());
@@ -225,6 +292,14 @@ mod tests {
         assert!(parse(None, Some("m")).is_err());
         assert!(parse(Some("h:1"), Some("a b")).is_err());
         assert!(parse(None, None).unwrap().is_none());
+        // The Sentinels' own credentials, kept out of debug output.
+        let pw = |u: Option<&str>, p: Option<&str>| (u.map(String::from), p.map(String::from));
+        let with = |auth| crate::syntax::sentinel(Some("h:1"), Some("m"), None, auth);
+        let a = with(pw(Some("sentinel"), Some("s3cret"))).unwrap().unwrap().auth.unwrap();
+        assert_eq!((a.user.as_deref(), a.password.as_str()), (Some("sentinel"), "s3cret"));
+        assert!(!format!("{a:?}").contains("s3cret"));
+        assert!(with(pw(Some("u"), None)).is_err());
+        assert!(crate::syntax::sentinel(None, None, None, pw(None, Some("p"))).is_err());
         let ok = Value::Array(vec![Value::Bulk(b"10.0.0.1".to_vec()), Value::Bulk(b"6380".to_vec())]);
         assert_eq!(address(ok).unwrap(), Endpoint::Tcp { host: "10.0.0.1".into(), port: 6380 });
         assert_eq!(address(Value::Null).unwrap_err().to_string(), "no such master");

@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use respbench_tests::{free_port, json_path, respbench, take_document, wait_until, RedisServer};
 
+/// A Sentinel's password in the tests that set one.
+const SENTINEL_PASSWORD: &str = "s3ntinel";
+
 const T: Duration = Duration::from_secs(90);
 
 /// A Sentinel process, killed when dropped.
@@ -30,12 +33,17 @@ impl Sentinel {
     /// A Sentinel monitoring `mymaster` at 127.0.0.1:`primary`, quorum 1, down after 1 s; its
     /// log in UTC (`TZ`), so that its times compare with the run's.
     fn start(primary: u16, dir: &Path) -> Sentinel {
+        Sentinel::start_with(primary, dir, "")
+    }
+
+    /// [`Sentinel::start`] with more lines of sentinel.conf (`requirepass …`).
+    fn start_with(primary: u16, dir: &Path, extra: &str) -> Sentinel {
         let port = free_port();
         let conf = dir.join("sentinel.conf");
         let log = dir.join("sentinel.log");
         let text = format!(
             "port {port}\nbind 127.0.0.1\ndir {}\nlogfile {}\nsentinel monitor mymaster 127.0.0.1 {primary} 1\n\
-             sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 20000\n",
+             sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 20000\n{extra}",
             dir.display(),
             log.display()
         );
@@ -143,4 +151,34 @@ fn a_sentinel_failover_mid_run_is_followed() {
     assert_eq!(replica.info_field("replication", "role").as_deref(), Some("master"));
     let last = t["series"].as_array().unwrap().last().unwrap()["requests"].as_u64().unwrap();
     assert!(last > 0, "the last second had writes: {t}");
+}
+
+/// `-u redis+sentinel://HOST:PORT/mymaster` with the Sentinel's own password
+/// (`--sentinel-password`, its `requirepass`): the run asks it for the primary and writes there;
+/// without the password, or with a wrong one, it says the Sentinel's refusal and exits 1 having
+/// written nothing.
+#[test]
+fn an_authenticated_sentinel_named_by_url() {
+    let primary = RedisServer::start();
+    let dir = json_path("sentinel", "auth").with_extension("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sentinel = Sentinel::start_with(primary.port(), &dir, &format!("requirepass {SENTINEL_PASSWORD}\n"));
+    let url = format!("redis+sentinel://127.0.0.1:{}/mymaster", sentinel.port);
+    wait_until("the Sentinel answers", T, || {
+        sentinel.cli(&["--no-auth-warning", "-a", SENTINEL_PASSWORD, "PING"]).contains("PONG")
+    });
+    let run = |extra: &[&str]| {
+        let mut args = vec!["-u", url.as_str(), "-t", "set", "-n", "2000", "-c", "4", "-q"];
+        args.extend_from_slice(extra);
+        respbench().run(&args, T)
+    };
+    for (extra, words) in [(&[][..], "NOAUTH"), (&["--sentinel-password", "wrong"], "AUTH: WRONGPASS")] {
+        let out = run(extra);
+        assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+        assert!(out.stderr.contains(words) && out.stderr.contains("mymaster"), "{}", out.dump());
+    }
+    assert_eq!(primary.command_calls("set"), 0);
+    let out = run(&["--sentinel-password", SENTINEL_PASSWORD]);
+    assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+    assert_eq!(primary.command_calls("set"), 2000, "{}", out.dump());
 }
