@@ -942,7 +942,12 @@ impl Opts {
             );
         }
         let rfr = match (rfr, &replicas) {
-            (Some(Rfr::Yes | Rfr::All), Replicas::None) if !self.cluster => {
+            // With a Sentinel, its replicas (SENTINEL REPLICAS).
+            (Some(Rfr::Yes | Rfr::All), Replicas::None)
+                if !self.cluster
+                    && self.sentinel.is_none()
+                    && !self.uri.as_ref().is_some_and(|u| u.contains("+sentinel://")) =>
+            {
                 return Err(
                     "--rfr reads from replicas: add --cluster, --replicas auto or --replica HOST:PORT".into(),
                 )

@@ -10,7 +10,7 @@ use respbench_driver::Tls;
 
 use crate::case::{cases, preload_case, Case, PRELOAD_PIPELINE};
 use crate::config::StartAt;
-use crate::config::{Config, OpenLoopConfig, Replicas, Step};
+use crate::config::{Config, OpenLoopConfig, Replicas, Rfr, Step};
 use crate::error::Error;
 use crate::groups::{GroupCase, Part};
 use crate::observer::{Observer, StepDone, StopHandle};
@@ -164,8 +164,16 @@ impl Session {
         let located;
         let cfg = match &cfg.sentinel {
             Some(s) => {
+                let replicas = match (&cfg.replicas, cfg.rfr) {
+                    // --rfr: the replicas the Sentinel lists.
+                    (Replicas::None, Rfr::Yes | Rfr::All) => {
+                        Replicas::Listed(s.replicas().map_err(|e| Error::Sentinel(e.to_string()))?)
+                    }
+                    (r, _) => r.clone(),
+                };
                 located = Config {
                     endpoint: s.primary().map_err(|e| Error::Sentinel(e.to_string()))?,
+                    replicas,
                     ..cfg.clone()
                 };
                 &located

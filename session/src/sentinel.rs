@@ -17,6 +17,8 @@ use respbench_core::Endpoint;
 const WAIT: Duration = Duration::from_secs(1);
 /// The most bytes of a Sentinel's reply read: an address is tens of bytes.
 const REPLY_MAX: usize = 4096;
+/// The most bytes of a `SENTINEL REPLICAS` reply read: about 1 KB a replica.
+const REPLICAS_MAX: usize = 1 << 20;
 
 /// The Sentinels' own user and password (`--sentinel-user`, `--sentinel-password`: Jedis'
 /// `sentinelUser`/`sentinelPassword`, sentinel.conf's `sentinel sentinel-user`/`sentinel-pass`),
@@ -110,7 +112,7 @@ impl Sentinel {
                     }
                 }
             }
-            read_more(&mut s, &mut buf)?;
+            read_more(&mut s, &mut buf, REPLY_MAX)?;
         }
     }
 
@@ -121,6 +123,23 @@ impl Sentinel {
             match self.ask(s) {
                 Ok(e) => return Ok(e),
                 Err(e) => why.push(format!("{s}: {e}")),
+            }
+        }
+        Err(SentinelError::NoPrimary { master: self.master.clone(), why: why.join("; ") })
+    }
+
+    /// `--rfr`: the master's replicas as the first Sentinel that answers lists them
+    /// (`SENTINEL REPLICAS`), those it holds down or disconnected left out.
+    pub fn replicas(&self) -> Result<Vec<Endpoint>, SentinelError> {
+        let mut why = Vec::new();
+        for at in &self.sentinels {
+            let asked = self.connect(at).and_then(|mut s| {
+                let args: [&[u8]; 3] = [b"SENTINEL", b"REPLICAS", self.master.as_bytes()];
+                replicas(call_within(&mut s, &args, REPLICAS_MAX)?)
+            });
+            match asked {
+                Ok(r) => return Ok(r),
+                Err(e) => why.push(format!("{at}: {e}")),
             }
         }
         Err(SentinelError::NoPrimary { master: self.master.clone(), why: why.join("; ") })
@@ -150,8 +169,13 @@ impl Sentinel {
     }
 }
 
-/// Sends `args` on `s` and reads the one reply.
+/// Sends `args` on `s` and reads the one reply, of at most [`REPLY_MAX`] bytes.
 fn call(s: &mut TcpStream, args: &[&[u8]]) -> Result<Value, SentinelError> {
+    call_within(s, args, REPLY_MAX)
+}
+
+/// [`call`] for a reply of at most `max` bytes.
+fn call_within(s: &mut TcpStream, args: &[&[u8]], max: usize) -> Result<Value, SentinelError> {
     let mut out = Vec::new();
     encode_command(args, &mut out);
     s.write_all(&out)?;
@@ -160,15 +184,47 @@ fn call(s: &mut TcpStream, args: &[&[u8]]) -> Result<Value, SentinelError> {
         if let Some((v, _)) = Value::parse(&buf).map_err(|e| SentinelError::Bad(format!("{e:?}")))? {
             return Ok(v);
         }
-        read_more(s, &mut buf)?;
+        read_more(s, &mut buf, max)?;
     }
 }
 
-/// Reads what the Sentinel sent next onto `buf`, which holds at most [`REPLY_MAX`] bytes of a
-/// reply or message not yet whole.
-fn read_more(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), SentinelError> {
-    if buf.len() >= REPLY_MAX {
-        return Err(SentinelError::Bad(format!("a reply longer than {REPLY_MAX} bytes")));
+/// The replicas in a `SENTINEL REPLICAS` reply (an array of flat field lists: `ip`, `port`,
+/// `flags`, …), without those whose flags say down or disconnected.
+fn replicas(v: Value) -> Result<Vec<Endpoint>, SentinelError> {
+    let bad = |why: &str| SentinelError::Bad(why.to_string());
+    let Value::Array(list) = v else {
+        return match v {
+            Value::Error(e) | Value::BulkError(e) => {
+                Err(SentinelError::Bad(String::from_utf8_lossy(&e).into()))
+            }
+            _ => Err(bad("a SENTINEL REPLICAS reply that is not a list")),
+        };
+    };
+    let mut out = Vec::new();
+    for r in list {
+        let Value::Array(fields) = r else { return Err(bad("a replica that is not a list of fields")) };
+        let field = |name: &[u8]| {
+            fields.chunks(2).find_map(|kv| match kv {
+                [Value::Bulk(k), Value::Bulk(v)] if k == name => std::str::from_utf8(v).ok(),
+                _ => None,
+            })
+        };
+        let down = field(b"flags")
+            .is_none_or(|f| f.split(',').any(|f| matches!(f, "s_down" | "o_down" | "disconnected")));
+        let host = field(b"ip").ok_or_else(|| bad("a replica without its ip"))?;
+        let port = field(b"port").and_then(|p| p.parse::<u16>().ok()).ok_or_else(|| bad("a bad port"))?;
+        if !down {
+            out.push(Endpoint::Tcp { host: host.to_string(), port });
+        }
+    }
+    Ok(out)
+}
+
+/// Reads what the Sentinel sent next onto `buf`, which holds at most `max` bytes of a reply or
+/// message not yet whole.
+fn read_more(s: &mut TcpStream, buf: &mut Vec<u8>, max: usize) -> Result<(), SentinelError> {
+    if buf.len() >= max {
+        return Err(SentinelError::Bad(format!("a reply longer than {max} bytes")));
     }
     let mut chunk = [0u8; 512];
     let n = s.read(&mut chunk)?;
@@ -256,6 +312,24 @@ impl From<std::io::Error> for SentinelError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replicas_replies() {
+        let b = |s: &str| Value::Bulk(s.as_bytes().to_vec());
+        let one = |ip: &str, port: &str, flags: &str| {
+            Value::Array(vec![b("name"), b("x"), b("ip"), b(ip), b("port"), b(port), b("flags"), b(flags)])
+        };
+        let list = Value::Array(vec![
+            one("10.0.0.2", "6380", "slave"),
+            one("10.0.0.3", "6381", "s_down,slave"),
+            one("10.0.0.4", "6382", "slave,disconnected"),
+        ]);
+        assert_eq!(replicas(list).unwrap(), vec![Endpoint::Tcp { host: "10.0.0.2".into(), port: 6380 }]);
+        assert!(replicas(Value::Array(vec![one("h", "x", "slave")])).is_err());
+        assert!(replicas(Value::Array(vec![b("h")])).is_err());
+        assert!(replicas(Value::Error(b"ERR No such master with that name".to_vec())).is_err());
+        assert_eq!(replicas(Value::Array(vec![])).unwrap(), vec![]);
+    }
 
     #[test]
     fn sentinel_urls() {

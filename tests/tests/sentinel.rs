@@ -195,3 +195,29 @@ fn an_authenticated_sentinel_named_by_url() {
     assert_eq!(out.status.code(), Some(0), "{}", out.dump());
     assert_eq!(primary.command_calls("set"), 2000, "{}", out.dump());
 }
+
+/// `--sentinel … --rfr yes`: the reads go to the replica the Sentinel lists (SENTINEL
+/// REPLICAS), none to the primary it names, as INFO commandstats on each says.
+#[test]
+fn rfr_reads_at_the_replicas_the_sentinel_lists() {
+    let primary = RedisServer::start();
+    let replica = RedisServer::start_with(&[("replicaof", &format!("127.0.0.1 {}", primary.port()))]);
+    wait_until("the replica in sync", T, || {
+        replica.info_field("replication", "master_link_status").as_deref() == Some("up")
+    });
+    let dir = json_path("sentinel", "rfr").with_extension("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sentinel = Sentinel::start(primary.port(), &dir);
+    // Listed, and connected to (a replica just found is `disconnected` until the Sentinel is).
+    wait_until("the Sentinel sees the replica up", T, || {
+        let r = sentinel.cli(&["SENTINEL", "REPLICAS", "mymaster"]);
+        r.contains(&replica.port().to_string()) && !r.contains("disconnected") && !r.contains("s_down")
+    });
+    let at = format!("127.0.0.1:{}", sentinel.port);
+    let args =
+        ["--sentinel", &at, "--sentinel-master", "mymaster", "--rfr", "yes", "-t", "get", "-n", "2000", "-q"];
+    let out = respbench().run(&args, T);
+    assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+    assert_eq!(replica.command_calls("get"), 2000, "{}", out.dump());
+    assert_eq!(primary.command_calls("get"), 0, "{}", out.dump());
+}
