@@ -116,6 +116,10 @@ fn failover_followed(tool: Tool) {
             "4",
             "--duration",
             "15s",
+            // 5,000 SETs a second, not as fast as it goes: a replica lagging behind a saturated
+            // primary on a loaded machine once made the Sentinel's failover stall past the run.
+            "--rps",
+            "5000",
             "--reconnect",
             "--at",
             &at,
@@ -155,8 +159,8 @@ fn failover_followed(tool: Tool) {
     );
     // Every connection went down once with the demotion, and came back.
     assert_eq!(t["reconnects"]["drops"].as_u64(), Some(4), "{t}");
-    // The requests lost with the connections are connection errors, and a loss exits 1 (the
-    // closed loop has a request in flight on each connection, so there is one in practice).
+    // The requests lost with the connections are connection errors; a loss exits 1, a move
+    // that lost none (no request in flight when the connections were killed) exits 0.
     let lost = t["reconnects"]["lost_requests"].as_u64().unwrap();
     assert_eq!(t["errors"]["connection"].as_u64().unwrap_or(0), lost, "{t}");
     assert_eq!(out.status.code(), Some(i32::from(lost > 0)), "{}", out.dump());
