@@ -404,9 +404,16 @@ impl Mix {
     /// sent with the cursor each client's last reply returned ([`crate::cursor`]); its first
     /// calls and its continuations are the mix's two commands.
     pub fn cursor(template: Template, arg: usize) -> Mix {
-        let mut m = Mix::new(vec![(template.clone(), 1), (template, 1)]).expect("two commands of weight 1");
-        m.cursor = Some(arg);
-        m
+        Mix {
+            templates: vec![template.clone(), template],
+            cumulative: vec![1, 2],
+            sequence: false,
+            feed: None,
+            keys: Vec::new(),
+            writer: None,
+            tracked: Vec::new(),
+            cursor: Some(arg),
+        }
     }
 
     /// The argument that carries the cursor, when the mix follows one ([`Mix::cursor`]).

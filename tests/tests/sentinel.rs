@@ -87,20 +87,28 @@ fn a_sentinel_failover_is_followed_on_smol() {
     failover_followed(respbench_on("smol"));
 }
 
-fn failover_followed(tool: Tool) {
+/// A primary, its replica in sync, and a Sentinel watching them that lists the replica up
+/// (connected to: a replica just found is `disconnected` until the Sentinel is), the state a
+/// failover can pick the replica in.
+fn primary_replica_sentinel(tag: &str) -> (RedisServer, RedisServer, Sentinel) {
     let primary = RedisServer::start();
-    let p = primary.port().to_string();
-    let replica = RedisServer::start_with(&[("replicaof", &format!("127.0.0.1 {p}"))]);
+    let replica = RedisServer::start_with(&[("replicaof", &format!("127.0.0.1 {}", primary.port()))]);
     wait_until("the replica in sync", T, || {
         replica.info_field("replication", "master_link_status").as_deref() == Some("up")
     });
-    let dir = json_path("sentinel", "dir").with_extension("d");
+    let dir = json_path("sentinel", tag).with_extension("d");
     std::fs::create_dir_all(&dir).unwrap();
     let sentinel = Sentinel::start(primary.port(), &dir);
-    // The Sentinel knows the replica (from the primary's INFO) before a failover can pick it.
-    wait_until("the Sentinel sees the replica", T, || {
-        sentinel.cli(&["SENTINEL", "REPLICAS", "mymaster"]).contains(&replica.port().to_string())
+    wait_until("the Sentinel sees the replica up", T, || {
+        let r = sentinel.cli(&["SENTINEL", "REPLICAS", "mymaster"]);
+        r.contains(&replica.port().to_string()) && !r.contains("disconnected") && !r.contains("s_down")
     });
+    (primary, replica, sentinel)
+}
+
+fn failover_followed(tool: Tool) {
+    let (primary, replica, sentinel) = primary_replica_sentinel("dir");
+    let p = primary.port().to_string();
     let json = json_path("sentinel", "failover");
     let s = sentinel.port.to_string();
     let at = format!("2s exec redis-cli -p {s} SENTINEL FAILOVER mymaster");
@@ -204,19 +212,7 @@ fn an_authenticated_sentinel_named_by_url() {
 /// REPLICAS), none to the primary it names, as INFO commandstats on each says.
 #[test]
 fn rfr_reads_at_the_replicas_the_sentinel_lists() {
-    let primary = RedisServer::start();
-    let replica = RedisServer::start_with(&[("replicaof", &format!("127.0.0.1 {}", primary.port()))]);
-    wait_until("the replica in sync", T, || {
-        replica.info_field("replication", "master_link_status").as_deref() == Some("up")
-    });
-    let dir = json_path("sentinel", "rfr").with_extension("d");
-    std::fs::create_dir_all(&dir).unwrap();
-    let sentinel = Sentinel::start(primary.port(), &dir);
-    // Listed, and connected to (a replica just found is `disconnected` until the Sentinel is).
-    wait_until("the Sentinel sees the replica up", T, || {
-        let r = sentinel.cli(&["SENTINEL", "REPLICAS", "mymaster"]);
-        r.contains(&replica.port().to_string()) && !r.contains("disconnected") && !r.contains("s_down")
-    });
+    let (primary, replica, sentinel) = primary_replica_sentinel("rfr");
     let at = format!("127.0.0.1:{}", sentinel.port);
     let args =
         ["--sentinel", &at, "--sentinel-master", "mymaster", "--rfr", "yes", "-t", "get", "-n", "2000", "-q"];
