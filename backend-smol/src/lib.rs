@@ -18,7 +18,7 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
@@ -57,13 +57,16 @@ pub fn run_test(run: &TestRun, tls: Option<&Tls>, epoch: Instant) -> Result<Outc
     for (i, nudge) in nudges.iter().enumerate() {
         let (targets, alive) = (&targets, alive.clone());
         ex.spawn(async move {
-            client(targets, i as u64, nudge).await;
+            client(targets, i as u64, nudge, run.locate.as_ref().map(|l| &*l.moves)).await;
             drop(alive);
         })
         .detach();
     }
     drop(alive);
     let watch = Mutex::new(Watch::default());
+    // `--sentinel`: the primary's moves the tasks were told of (a nudge each).
+    let moves = |r: &TestRun| r.locate.as_ref().map_or(0, |l| l.moves.load(Ordering::Relaxed));
+    let told = AtomicU64::new(moves(run));
     on_threads(run, epoch, |t, start| {
         let tally = Tally::new(run, t, tls, epoch, start)?;
         LOCAL.with(|l| *l.borrow_mut() = Some(Local { tally, buf: vec![0u8; READ_BUF] }));
@@ -79,7 +82,9 @@ pub fn run_test(run: &TestRun, tls: Option<&Tls>, epoch: Instant) -> Result<Outc
                 // A stop asked for or come, the budget spent: tasks waiting must look again.
                 // One thread sees the change and tells them all.
                 let now = local(|l| l.tally.now());
-                if watch.lock().unwrap_or_else(|e| e.into_inner()).changed(&run.plan, now) {
+                let m = moves(run);
+                let moved = told.swap(m, Ordering::Relaxed) != m;
+                if watch.lock().unwrap_or_else(|e| e.into_inner()).changed(&run.plan, now) || moved {
                     nudges.iter().for_each(Nudge::nudge);
                 }
             }
@@ -201,8 +206,9 @@ impl Write for &Sock {
 /// One client's task: connect its sockets (one per node; one against a single server), then the
 /// drain rule on each until every one has ended. It waits for any of its sockets to become
 /// readable, or writable while bytes wait, for its earliest timer, or for a nudge (the test's
-/// stop), as a smol program selects over its sockets.
-async fn client(targets: &[Target], index: u64, nudge: &Nudge) {
+/// stop, or `--sentinel`'s move of the primary, whose count is `moved`), as a smol program
+/// selects over its sockets.
+async fn client(targets: &[Target], index: u64, nudge: &Nudge, moved: Option<&AtomicU64>) {
     let mut link = local(|l| Link::new(&l.tally, index));
     let nodes = link.nodes();
     let mut socks: Vec<Option<Sock>> = (0..nodes).map(|_| None).collect();
@@ -233,6 +239,9 @@ async fn client(targets: &[Target], index: u64, nudge: &Nudge) {
     // wait would be registered with the reactor, and the reactor woken to see it, each time.
     let mut timer = Timer::never();
     let mut timer_at: Option<Instant> = None;
+    // `--sentinel`: the primary's moves this task has followed.
+    let moves = || moved.map_or(0, |m| m.load(Ordering::Relaxed));
+    let mut moves_seen = moves();
     loop {
         while let Some(n) = to_connect.pop() {
             started[n] = true;
@@ -331,10 +340,17 @@ async fn client(targets: &[Target], index: u64, nudge: &Nudge) {
             Woke::Timer => {
                 // A timer that fired is spent: set again next time, even for the same time.
                 timer_at = None;
-                // A time of one node, or a nudge (the test's stop) for them all: each looks at
-                // its own times.
+                // A time of one node, or a nudge (the test's stop, the primary's move) for them
+                // all: each looks at its own times; with a move, the sockets up follow it.
+                let moved = moves() != moves_seen;
+                moves_seen = moves();
                 for n in (0..nodes).filter(|&n| started[n] && !ended[n]) {
-                    local(|l| link.on_timeout(n, &mut l.tally));
+                    local(|l| {
+                        if moved {
+                            link.move_away(n, &mut l.tally);
+                        }
+                        link.on_timeout(n, &mut l.tally)
+                    });
                     dirty.push(n);
                 }
             }

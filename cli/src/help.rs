@@ -20,12 +20,14 @@ Connection     -h <host> (127.0.0.1)  -p <port> (6379)  -s <socket>  -u <redis:/
                -3 (RESP3)  -k <0|1>  --timeout <5s>  --reconnect  --mptcp
                --retry-on <LOADING,BUSY,TRYAGAIN>  --retry-backoff <1ms,1s>  --retry-limit <64>
                --failed-keys <file>  --sentinel <host:port,...> --sentinel-master <name>
+               --sentinel-user <name> --sentinel-password <pw> (the Sentinels' own)
 Workload       -t <tests> (all: set,get,lpush,...)  -n <requests> (100000)  -d <bytes> (3)
                -r <keyspace>  --key-dist <uniform|sequential|zipf:0.99|gaussian>
                --key-prefix <p>  --preload  --mix <set:1,get:10>  --mix-command <'w CMD args'>
                --dataset <file.csv>  --seed <n>  -x  -e  -l (loop)  -I (idle connections)
                --verify (GETs checked against the SETs' values)  --verify-only (read back)
                --dataset-shape <'hash 10000 keys x 50 fields x 100B'>  --dataset-only
+               --follow-cursor (SCAN 0 ... follows its cursor)
 Load shape     -c <clients> (50)  -P <pipeline> (1)  --pipeline-mode <batch|window>
                --threads <n>  --backend <mio|smol|uring>  --rps <total rate> (open loop)
                --arrival <poisson>  --duration <30s>  --warmup <5s>  --drain-grace <2s>

@@ -207,10 +207,15 @@ pub struct Opts {
     pub drain_grace: Option<String>,
     /// a connection that fails mid-run (reset, closed, timed out, protocol error) reconnects
     /// after a backoff (10 ms, doubling up to 1 s) and the test goes on; its requests in flight
-    /// count as errors of kind 'connection', and the run exits 1 (default: a failed connection
+    /// count as errors of kind 'connection'; the run exits 1 if any was lost or a connection
+    /// was still down at the end, else 0 with the outage reported (default: a failed connection
     /// ends the run)
     #[argh(switch)]
     pub reconnect: bool,
+    /// with a SCAN, HSCAN, SSCAN or ZSCAN command (cursor 0): send the cursor each reply returns
+    /// until it returns 0, then start again; first calls and continuations reported apart
+    #[argh(switch)]
+    pub follow_cursor: bool,
     /// error replies that mean "wait", retried on the same connection after a backoff: the
     /// first words, such as LOADING,BUSY,TRYAGAIN; latency runs from the first send
     #[argh(option)]
@@ -230,6 +235,12 @@ pub struct Opts {
     /// with --sentinel: the master's name in the Sentinels' configuration
     #[argh(option)]
     pub sentinel_master: Option<String>,
+    /// the Sentinels' own ACL user (-a and --user are the data nodes')
+    #[argh(option)]
+    pub sentinel_user: Option<String>,
+    /// the Sentinels' own password (requirepass in sentinel.conf)
+    #[argh(option)]
+    pub sentinel_password: Option<String>,
     /// with --retry-on: write the keys of the requests that gave up to this file, one a line
     #[argh(option)]
     pub failed_keys: Option<String>,
@@ -514,6 +525,7 @@ impl Opts {
                 Some(list) => syntax::percentiles(list)?,
                 None => Vec::new(),
             },
+            follow_cursor: self.follow_cursor,
             ..OpenLoopConfig::default()
         };
         if let Some(list) = &self.subscribers {
@@ -800,7 +812,7 @@ impl Opts {
             timeout,
             drain_grace,
             reconnect: self.reconnect,
-            sentinel: syntax::sentinel(self.sentinel.as_deref(), self.sentinel_master.as_deref())?,
+            sentinel: None,
             retry: syntax::retry(
                 self.retry_on.as_deref(),
                 self.retry_backoff.as_deref(),
@@ -861,6 +873,7 @@ impl Opts {
         }
         respbench_session::sides::apply(&mut c, self.ab.as_deref())?;
         let mut tls_by = self.tls.then_some("--tls");
+        let mut sentinel_url = None;
         if let Some(uri) = &self.uri {
             let u = syntax::uri(uri)?;
             c.user = u.user.or(c.user);
@@ -870,7 +883,11 @@ impl Opts {
             if u.secure {
                 tls_by = tls_by.or(Some("-u rediss://"));
             }
+            sentinel_url = u.sentinel;
         }
+        let auth = (self.sentinel_user.clone(), self.sentinel_password.clone());
+        let (list, master) = (self.sentinel.as_deref(), self.sentinel_master.as_deref());
+        c.sentinel = syntax::sentinel(list, master, sentinel_url, auth)?;
         // redis-cli's variable, when neither -a nor -u gave one (--askpass, later, wins over all).
         if c.password.is_none() {
             c.password = std::env::var("REDISCLI_AUTH").ok().filter(|p| !p.is_empty());
@@ -941,7 +958,12 @@ impl Opts {
             );
         }
         let rfr = match (rfr, &replicas) {
-            (Some(Rfr::Yes | Rfr::All), Replicas::None) if !self.cluster => {
+            // With a Sentinel, its replicas (SENTINEL REPLICAS).
+            (Some(Rfr::Yes | Rfr::All), Replicas::None)
+                if !self.cluster
+                    && self.sentinel.is_none()
+                    && !self.uri.as_ref().is_some_and(|u| u.contains("+sentinel://")) =>
+            {
                 return Err(
                     "--rfr reads from replicas: add --cluster, --replicas auto or --replica HOST:PORT".into(),
                 )

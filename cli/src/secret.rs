@@ -84,7 +84,7 @@ fn uri_password(uri: &str) -> Option<Range<usize>> {
 fn secrets(args: &[String], values: &[String]) -> Vec<(usize, Range<usize>)> {
     let mut found = Vec::new();
     let mut note = |option: &str, i: usize, at: usize, value: &str| match option {
-        "-a" | "--password" => found.push((i, at..at + value.len())),
+        "-a" | "--password" | "--sentinel-password" => found.push((i, at..at + value.len())),
         "-u" | "--uri" => found.extend(uri_password(value).map(|r| (i, at + r.start..at + r.end))),
         _ => {}
     };

@@ -305,6 +305,8 @@ pub struct Client {
     stamped: u64,
     /// `--verify`: the versions of the client's own keys.
     tracker: crate::verify::Tracker,
+    /// `--follow-cursor`: the cursor this client follows.
+    follow: Option<crate::cursor::Follow>,
     /// A clients ramp (`--ramp clients …`): the client opens no socket before this time, the
     /// start of its step (`Time::MAX`: it is past the ramp's last level and never does);
     /// `None` once it may.
@@ -332,7 +334,10 @@ impl Client {
                 Connection::new(Arc::clone(&plan), handshake, nodes > 1)
             })
             .collect();
-        let plain = plan.cluster.is_none()
+        let follow =
+            plan.workload.mix.as_ref().and_then(crate::Mix::cursor_arg).map(crate::cursor::Follow::new);
+        let plain = follow.is_none()
+            && plan.cluster.is_none()
             && plan.retry.is_none()
             && plan.verify.is_none()
             && plan.workload.template.stamp_at().is_none()
@@ -359,6 +364,7 @@ impl Client {
             index,
             stamped: 0,
             tracker: crate::verify::Tracker::default(),
+            follow,
             waits_until: plan_start(&plan_ramp, index),
         }
     }
@@ -437,10 +443,11 @@ impl Client {
     /// in order and recorded in `stats`; redirected ones go to the node the reply names.
     pub fn handle_input(&mut self, node: usize, data: &[u8], now: Time, stats: &mut Stats) {
         let lead = self.lead();
-        let Client { plan, conns, router, outstanding, wake, woken, tracker, .. } = self;
+        let Client { plan, conns, router, outstanding, wake, woken, tracker, follow, .. } = self;
         let multi = conns.len() > 1;
+        let run = Run::default();
         let mut books =
-            Books { plan, router, outstanding, wake, woken, node, lead, multi, run: Run::default(), tracker };
+            Books { plan, router, outstanding, wake, woken, node, lead, multi, run, tracker, follow };
         let stopped = conns[node].stop_seen();
         let was_ready = conns[node].is_ready();
         conns[node].handle_input(data, now, stats, &mut |a, stats| books.answered(a, stopped, stats));
@@ -811,15 +818,32 @@ impl Client {
     /// connection's output; over several nodes into the queue of the node it goes to, its bytes
     /// kept until its reply (a redirect sends them again).
     fn draw_one(&mut self, plan: &Plan, intended: Time, now: Time, lead: Option<usize>) {
-        let (template, part) = self.source.pick(&plan.workload);
-        self.outstanding += 1;
         // The common case first, with nothing built for features the run did not ask for
         // (issue #55): see `plain`.
         if self.plain {
+            let (template, part) = self.source.pick(&plan.workload);
+            self.outstanding += 1;
             let keys = self.source.keys_for(part);
             self.conns[0].push(Pending::new(intended, part, now, DIRECT), |out| template.write(out, keys));
             return;
         }
+        if let (Some(f), Some(mix)) = (&self.follow, &plan.workload.mix) {
+            // `--follow-cursor` (one server, one call at a time): the cursor of the last reply.
+            let (part, arg, cursor) = (f.part(), f.arg, f.cursor());
+            let template = &mix.templates[usize::from(part)];
+            let keys = self.source.keys_for(part);
+            self.outstanding += 1;
+            self.conns[0].push(Pending::new(intended, part, now, DIRECT), |out| {
+                let start = crate::template::Sink::bytes(out).len();
+                template.write(out, keys);
+                if part == crate::cursor::NEXT {
+                    crate::cursor::splice(crate::template::Sink::bytes(out), start, arg, cursor);
+                }
+            });
+            return;
+        }
+        let (template, part) = self.source.pick(&plan.workload);
+        self.outstanding += 1;
         // A delivery test's payload carries who sent it, its number and when (issue #42).
         let stamp = template.stamp_at().map(|at| {
             let seq = self.stamped;
@@ -1074,6 +1098,8 @@ struct Books<'a> {
     run: Run,
     /// `--verify`: the versions of the client's own keys.
     tracker: &'a mut crate::verify::Tracker,
+    /// `--follow-cursor`: the cursor the client follows.
+    follow: &'a mut Option<crate::cursor::Follow>,
 }
 
 /// Error-free replies alike in all that the stats keep of them (command, latency, service time,
@@ -1105,8 +1131,24 @@ impl Books<'_> {
             return; // ASKING's +OK
         }
         let mut first = a.sent;
-        let error = a.error;
+        let mut error = a.error;
         let node = self.node_index(stats);
+        let measured = a.now >= self.plan.measure_from;
+        if let Some(f) = self.follow.as_mut() {
+            stats.cursor.followed = true;
+            match (error, f.answered(a.verified.map_or(&[][..], |v| v.body))) {
+                (Some(_), _) => f.restart(),
+                (None, Ok(Some(done))) if measured => {
+                    stats.cursor.iterations += 1;
+                    stats.cursor.elements = stats.cursor.elements.saturating_add(done.elements);
+                }
+                (None, Ok(_)) => {}
+                (None, Err(_)) => {
+                    stats.cursor.bad += u64::from(measured);
+                    error = Some(crate::cursor::BAD_CURSOR);
+                }
+            }
+        }
         if p.req != DIRECT {
             let Some(mut r) = self.router.release(p.req) else { return };
             r.first_sent = r.first_sent.min(a.sent);

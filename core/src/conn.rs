@@ -300,8 +300,8 @@ pub(crate) struct Answered<'a> {
     pub(crate) nil: bool,
     /// When the reply was parsed.
     pub(crate) now: Time,
-    /// `--verify`'s part: the reply's bytes and the request's tag; `None` without (a pointer,
-    /// so that runs without `--verify` build no more than they use).
+    /// `--verify`'s and `--follow-cursor`'s part: the reply's bytes and the request's tag;
+    /// `None` without either (a pointer, so that runs without them build no more than they use).
     pub(crate) verified: Option<&'a Verified<'a>>,
 }
 
@@ -370,6 +370,9 @@ pub struct Connection {
     tags: VecDeque<crate::verify::Tag>,
     /// `--verify`: whether `tags` is kept.
     tagged: bool,
+    /// Whether replies' bytes are kept (`--verify`, `--follow-cursor`): [`Answered::verified`]
+    /// carries them.
+    captured: bool,
 }
 
 impl fmt::Debug for Connection {
@@ -387,12 +390,17 @@ impl Connection {
     /// when its client goes on without it if it fails (over several nodes).
     pub(crate) fn new(plan: Arc<Plan>, handshake: Handshake, count_lost: bool) -> Connection {
         let cap = plan.conn.pipeline as usize;
+        // `--follow-cursor` reads each reply's cursor from its first bytes.
+        let cursor = plan.workload.mix.as_ref().and_then(crate::Mix::cursor_arg).is_some();
         let capture_limit = plan.verify.as_ref().map_or(0, |v| v.capture_limit());
+        let capture_limit =
+            if cursor { capture_limit.max(crate::cursor::REPLY_PREFIX) } else { capture_limit };
         Connection {
-            capture: plan.verify.as_ref().map(|_| Vec::new()),
+            capture: (plan.verify.is_some() || cursor).then(Vec::new),
             capture_limit,
             tags: VecDeque::new(),
             tagged: plan.verify.is_some(),
+            captured: plan.verify.is_some() || cursor,
             plan,
             state: State::Disconnected,
             parser: ReplyParser::new(),
@@ -915,8 +923,10 @@ impl Connection {
         }
         let error = reply.is_error().then(|| self.parser.error_message());
         let nil = reply.kind == Kind::Null;
-        if self.tagged {
-            let v = Verified { body, tag: self.tags.pop_front().unwrap_or_default() };
+        if self.captured {
+            let tag =
+                if self.tagged { self.tags.pop_front().unwrap_or_default() } else { Default::default() };
+            let v = Verified { body, tag };
             answered(Answered { pending: p, sent, error, nil, now, verified: Some(&v) }, stats);
         } else {
             answered(Answered { pending: p, sent, error, nil, now, verified: None }, stats);

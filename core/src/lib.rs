@@ -60,6 +60,7 @@ pub mod client;
 pub mod cluster;
 pub mod collector;
 pub mod conn;
+pub mod cursor;
 pub mod dataset;
 pub mod delivery;
 pub mod disruption;

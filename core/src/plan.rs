@@ -365,6 +365,9 @@ pub struct Mix {
     /// pattern are checked against ([`Mix::tracks`]), and those `GET`s.
     writer: Option<usize>,
     tracked: Vec<bool>,
+    /// `--follow-cursor`: the argument that carries the cursor of the mix's one command, sent
+    /// as [`crate::cursor::FIRST`] and [`crate::cursor::NEXT`] (see [`Mix::cursor`]).
+    cursor: Option<usize>,
 }
 
 impl Mix {
@@ -393,7 +396,29 @@ impl Mix {
             keys: Vec::new(),
             writer: None,
             tracked: Vec::new(),
+            cursor: None,
         })
+    }
+
+    /// `--follow-cursor`: `template` (a SCAN-family command with cursor 0 in argument `arg`)
+    /// sent with the cursor each client's last reply returned ([`crate::cursor`]); its first
+    /// calls and its continuations are the mix's two commands.
+    pub fn cursor(template: Template, arg: usize) -> Mix {
+        Mix {
+            templates: vec![template.clone(), template],
+            cumulative: vec![1, 2],
+            sequence: false,
+            feed: None,
+            keys: Vec::new(),
+            writer: None,
+            tracked: Vec::new(),
+            cursor: Some(arg),
+        }
+    }
+
+    /// The argument that carries the cursor, when the mix follows one ([`Mix::cursor`]).
+    pub fn cursor_arg(&self) -> Option<usize> {
+        self.cursor
     }
 
     /// The mix with keys of their own for some commands (`--mix set:1@sequential,get:10@zipf`):

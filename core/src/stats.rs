@@ -143,6 +143,29 @@ impl Redirects {
 /// counted): about 100,000 keys of tens of bytes is a few megabytes at most.
 pub const FAILED_KEYS_KEEP: usize = 100_000;
 
+/// `--follow-cursor`: the iterations the test's clients completed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CursorStats {
+    /// The test followed cursors (a reply to one of its calls came).
+    pub followed: bool,
+    /// Full iterations: calls from cursor 0 until a reply returned 0.
+    pub iterations: u64,
+    /// The elements the full iterations' replies returned.
+    pub elements: u64,
+    /// Replies whose cursor was not a number (counted as errors too).
+    pub bad: u64,
+}
+
+impl CursorStats {
+    /// Adds `other`'s counts; an error names the count whose sum overflows.
+    pub fn merge(&mut self, other: &CursorStats) -> Result<(), String> {
+        self.followed |= other.followed;
+        add_count(&mut self.iterations, other.iterations, "cursor.iterations")?;
+        add_count(&mut self.elements, other.elements, "cursor.elements")?;
+        add_count(&mut self.bad, other.bad, "cursor.bad")
+    }
+}
+
 /// `--retry-on`: the retries a test made, by the error reply that asked for each, and the
 /// requests that gave up (their last reply still such an error after `--retry-limit` retries).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -356,6 +379,8 @@ pub struct Stats {
     pub lost: u64,
     /// Time connections spent down, from the failure to ready again, in microseconds.
     pub downtime_micros: u64,
+    /// `--reconnect`: connections still down when the test ended (their outage runs to then).
+    pub still_down: u64,
     /// Requests still unanswered when the test's stop and its grace had passed: abandoned, so
     /// not in the latencies (which would otherwise hide the slowest requests).
     pub abandoned: u64,
@@ -392,6 +417,8 @@ pub struct Stats {
     pub redirects: Redirects,
     /// `--retry-on`: the retries made and the requests that gave up.
     pub retries: RetryStats,
+    /// `--follow-cursor`: the full iterations and their elements.
+    pub cursor: CursorStats,
     /// `--reconnect`: names that resolved to another address when their connections came back,
     /// the first [`READDRESSES_KEEP`] changes.
     pub readdressed: Vec<Readdress>,
@@ -528,6 +555,7 @@ impl Stats {
             drops: 0,
             lost: 0,
             downtime_micros: 0,
+            still_down: 0,
             abandoned: 0,
             unsent: 0,
             lower_bounds: 0,
@@ -538,6 +566,7 @@ impl Stats {
             found: 0,
             redirects: Redirects::default(),
             retries: RetryStats::default(),
+            cursor: CursorStats::default(),
             readdressed: Vec::new(),
             verify: VerifyStats::default(),
             steps: Vec::new(),
@@ -908,6 +937,7 @@ impl Stats {
         add_count(&mut self.drops, other.drops, "reconnects.drops")?;
         add_count(&mut self.lost, other.lost, "reconnects.lost_requests")?;
         add_count(&mut self.downtime_micros, other.downtime_micros, "reconnects.downtime_s")?;
+        add_count(&mut self.still_down, other.still_down, "reconnects.still_down")?;
         add_count(&mut self.abandoned, other.abandoned, "abandoned_requests")?;
         add_count(&mut self.unsent, other.unsent, "unsent_requests")?;
         add_count(&mut self.lower_bounds, other.lower_bounds, "latency_lower_bounds")?;
@@ -951,6 +981,7 @@ impl Stats {
         }
         self.redirects.merge(&other.redirects)?;
         self.retries.merge(&other.retries)?;
+        self.cursor.merge(&other.cursor)?;
         for r in &other.readdressed {
             self.readdress(r.clone());
         }

@@ -984,6 +984,13 @@ impl Link {
     }
 
     fn ended(&mut self, node: usize, tally: &mut Tally) -> Next {
+        let s = &mut self.sockets[node];
+        if s.phases.down != Time::MAX {
+            // Down to the end (--reconnect): an outage that never closed.
+            tally.stats.still_down += 1;
+            tally.stats.downtime_micros += tally.now().nanos_since(s.phases.down) / 1_000;
+            s.phases.down = Time::MAX;
+        }
         self.leave_live(node, tally);
         self.sockets[node].up = false;
         Next::Ended

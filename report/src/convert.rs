@@ -131,6 +131,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
             drops: stats.drops,
             lost_requests: stats.lost,
             downtime_s: stats.downtime_micros as f64 / 1e6,
+            still_down: stats.still_down,
         });
     }
     if stats.retries.total() > 0 || stats.retries.gave_up > 0 {
@@ -138,6 +139,10 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
             by_error: stats.retries.by_error.kinds().iter().map(|k| (k.prefix.clone(), k.count)).collect(),
             gave_up: stats.retries.gave_up,
         });
+    }
+    if stats.cursor.followed {
+        let c = &stats.cursor;
+        t.cursor = Some(doc::Cursor { iterations: c.iterations, elements: c.elements, bad: c.bad });
     }
     if !stats.readdressed.is_empty() {
         let changes = stats.readdressed.iter().map(|r| doc::AddressChange {
@@ -407,10 +412,17 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         lower_bounds: t.latency_lower_bounds.unwrap_or(0),
         failed_clients: t.failed_clients.unwrap_or(0),
         downtime_micros: (reconnects.downtime_s * 1e6).round() as u64,
+        still_down: reconnects.still_down,
         abandoned: t.abandoned_requests.unwrap_or(0),
         nodes: node_stats,
         redirects: t.redirects.unwrap_or_default(),
         retries: t.retries.as_ref().map(read_retries).unwrap_or_default(),
+        cursor: t.cursor.as_ref().map_or_else(Default::default, |c| respbench_core::stats::CursorStats {
+            followed: true,
+            iterations: c.iterations,
+            elements: c.elements,
+            bad: c.bad,
+        }),
         readdressed: t
             .address_changes
             .iter()

@@ -461,6 +461,9 @@ pub struct Test {
     /// `--retry-on`: the retries made and the requests that gave up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retries: Option<Retries>,
+    /// `--follow-cursor`: the full iterations and their elements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<Cursor>,
     /// `--reconnect`: names that resolved to another address when connections came back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address_changes: Option<Vec<AddressChange>>,

@@ -16,6 +16,7 @@ pub mod capacity;
 pub mod codec;
 pub mod compare;
 pub mod convert;
+pub mod cursor;
 pub mod dataset;
 pub mod dataset_compare;
 pub mod doc;

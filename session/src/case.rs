@@ -138,6 +138,11 @@ fn all_cases(cfg: &Config, stop: &StopHandle, warn: &mut dyn FnMut(&str)) -> Res
     if let Some(s) = &cfg.replay {
         return Ok(vec![replay_case(cfg, s)?]);
     }
+    if cfg.open.follow_cursor {
+        let (spec, mix, titles) = crate::cursor::test(cfg)?;
+        let label = command_name(&cfg.command[0]);
+        return Ok(vec![Case { spec, mix: Some((mix, titles)), replay: None, subscribers: None, label }]);
+    }
     let dataset = dataset(cfg, stop)?;
     if cfg.open.has_mix() {
         if dataset.is_some() {

@@ -479,6 +479,8 @@ pub struct OpenLoopConfig {
     /// `--expiry-range`: every `SET key value` of the tests carries `EX` or `PX` with a time
     /// drawn from it.
     pub expiry: Option<respbench_core::template::Expiry>,
+    /// `--follow-cursor`: the custom SCAN-family command follows the cursors its replies return.
+    pub follow_cursor: bool,
     /// `--series`: print each test's time series.
     pub show_series: bool,
     /// `--live`: print each second on stderr while a test runs.

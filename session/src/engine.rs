@@ -10,7 +10,7 @@ use respbench_driver::Tls;
 
 use crate::case::{cases, preload_case, Case, PRELOAD_PIPELINE};
 use crate::config::StartAt;
-use crate::config::{Config, OpenLoopConfig, Replicas, Step};
+use crate::config::{Config, OpenLoopConfig, Replicas, Rfr, Step};
 use crate::error::Error;
 use crate::groups::{GroupCase, Part};
 use crate::observer::{Observer, StepDone, StopHandle};
@@ -40,7 +40,8 @@ pub enum Ended {
 pub struct Finished {
     /// How it ended; an error when a backend could not run a test at all.
     pub ended: Result<Ended, Error>,
-    /// `--reconnect`: some connection went down and came back (the run then exits 1).
+    /// `--reconnect`: some connection went down and requests were lost with it, or it was still
+    /// down at the end (the run then exits 1; one ridden through without loss exits 0).
     pub dropped: bool,
     /// Some test abandoned requests or never sent some that were due (the run then exits 1).
     pub unfinished: bool,
@@ -163,8 +164,16 @@ impl Session {
         let located;
         let cfg = match &cfg.sentinel {
             Some(s) => {
+                let replicas = match (&cfg.replicas, cfg.rfr) {
+                    // --rfr: the replicas the Sentinel lists.
+                    (Replicas::None, Rfr::Yes | Rfr::All) => {
+                        Replicas::Listed(s.replicas().map_err(|e| Error::Sentinel(e.to_string()))?)
+                    }
+                    (r, _) => r.clone(),
+                };
                 located = Config {
                     endpoint: s.primary().map_err(|e| Error::Sentinel(e.to_string()))?,
+                    replicas,
                     ..cfg.clone()
                 };
                 &located

@@ -15,6 +15,7 @@ pub mod case;
 pub mod commands;
 pub mod config;
 pub mod cpu;
+pub mod cursor;
 pub mod dataset;
 mod deliver;
 #[cfg(feature = "serde")]

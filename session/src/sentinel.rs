@@ -17,6 +17,26 @@ use respbench_core::Endpoint;
 const WAIT: Duration = Duration::from_secs(1);
 /// The most bytes of a Sentinel's reply read: an address is tens of bytes.
 const REPLY_MAX: usize = 4096;
+/// The most bytes of a `SENTINEL REPLICAS` reply read: about 1 KB a replica.
+const REPLICAS_MAX: usize = 1 << 20;
+
+/// The Sentinels' own user and password (`--sentinel-user`, `--sentinel-password`: Jedis'
+/// `sentinelUser`/`sentinelPassword`, sentinel.conf's `sentinel sentinel-user`/`sentinel-pass`),
+/// apart from the data nodes' `-a` and `--user`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Auth {
+    /// The ACL user (`AUTH user password`), or none (`AUTH password`).
+    pub user: Option<String>,
+    /// The password.
+    pub password: String,
+}
+
+impl std::fmt::Debug for Auth {
+    /// The user only: the password stays out of debug output.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auth").field("user", &self.user).finish_non_exhaustive()
+    }
+}
 
 /// Where the Sentinels are and which master to ask for.
 #[derive(Clone, Debug)]
@@ -25,6 +45,8 @@ pub struct Sentinel {
     pub sentinels: Vec<Endpoint>,
     /// The master's name in their configuration.
     pub master: String,
+    /// How to authenticate to the Sentinels, when they ask for it.
+    pub auth: Option<Auth>,
     /// The `+switch-master`s of the master heard so far (a thread subscribed on a Sentinel,
     /// started with the first test).
     pub moves: Arc<AtomicU64>,
@@ -34,7 +56,7 @@ pub struct Sentinel {
 impl Sentinel {
     /// Asks the `sentinels` for `master`.
     pub fn new(sentinels: Vec<Endpoint>, master: String) -> Sentinel {
-        Sentinel { sentinels, master, moves: Arc::default(), watching: Arc::new(Once::new()) }
+        Sentinel { sentinels, master, auth: None, moves: Arc::default(), watching: Arc::new(Once::new()) }
     }
 }
 
@@ -68,7 +90,7 @@ impl Sentinel {
     /// Subscribes on the Sentinel at `at` and counts the master's switches until the
     /// connection ends.
     fn listen(&self, at: &Endpoint) -> Result<(), SentinelError> {
-        let mut s = connect(at)?;
+        let mut s = self.connect(at)?;
         // Nothing may come for long: the read waits (the process ends the thread).
         s.set_read_timeout(None)?;
         let mut out = Vec::new();
@@ -90,7 +112,7 @@ impl Sentinel {
                     }
                 }
             }
-            read_more(&mut s, &mut buf)?;
+            read_more(&mut s, &mut buf, REPLY_MAX)?;
         }
     }
 
@@ -98,35 +120,111 @@ impl Sentinel {
     pub fn primary(&self) -> Result<Endpoint, SentinelError> {
         let mut why = Vec::new();
         for s in &self.sentinels {
-            match ask(s, &self.master) {
+            match self.ask(s) {
                 Ok(e) => return Ok(e),
                 Err(e) => why.push(format!("{s}: {e}")),
             }
         }
         Err(SentinelError::NoPrimary { master: self.master.clone(), why: why.join("; ") })
     }
+
+    /// `--rfr`: the master's replicas as the first Sentinel that answers lists them
+    /// (`SENTINEL REPLICAS`), those it holds down or disconnected left out.
+    pub fn replicas(&self) -> Result<Vec<Endpoint>, SentinelError> {
+        let mut why = Vec::new();
+        for at in &self.sentinels {
+            let asked = self.connect(at).and_then(|mut s| {
+                let args: [&[u8]; 3] = [b"SENTINEL", b"REPLICAS", self.master.as_bytes()];
+                replicas(call_within(&mut s, &args, REPLICAS_MAX)?)
+            });
+            match asked {
+                Ok(r) => return Ok(r),
+                Err(e) => why.push(format!("{at}: {e}")),
+            }
+        }
+        Err(SentinelError::NoPrimary { master: self.master.clone(), why: why.join("; ") })
+    }
+
+    /// Asks the Sentinel at `at` for the master's address.
+    fn ask(&self, at: &Endpoint) -> Result<Endpoint, SentinelError> {
+        let mut s = self.connect(at)?;
+        address(call(&mut s, &[b"SENTINEL", b"GET-MASTER-ADDR-BY-NAME", self.master.as_bytes()])?)
+    }
+
+    /// A connection to the Sentinel at `at`, authenticated when [`Sentinel::auth`] says so.
+    fn connect(&self, at: &Endpoint) -> Result<TcpStream, SentinelError> {
+        let mut s = connect(at)?;
+        if let Some(a) = &self.auth {
+            let mut args: Vec<&[u8]> = vec![b"AUTH"];
+            args.extend(a.user.as_deref().map(str::as_bytes));
+            args.push(a.password.as_bytes());
+            match call(&mut s, &args)? {
+                Value::Error(e) | Value::BulkError(e) => {
+                    return Err(SentinelError::Bad(format!("AUTH: {}", String::from_utf8_lossy(&e))))
+                }
+                _ => {}
+            }
+        }
+        Ok(s)
+    }
 }
 
-/// Asks the Sentinel at `at` for `master`'s address.
-fn ask(at: &Endpoint, master: &str) -> Result<Endpoint, SentinelError> {
-    let mut s = connect(at)?;
+/// Sends `args` on `s` and reads the one reply, of at most [`REPLY_MAX`] bytes.
+fn call(s: &mut TcpStream, args: &[&[u8]]) -> Result<Value, SentinelError> {
+    call_within(s, args, REPLY_MAX)
+}
+
+/// [`call`] for a reply of at most `max` bytes.
+fn call_within(s: &mut TcpStream, args: &[&[u8]], max: usize) -> Result<Value, SentinelError> {
     let mut out = Vec::new();
-    encode_command(&[b"SENTINEL", b"GET-MASTER-ADDR-BY-NAME", master.as_bytes()], &mut out);
+    encode_command(args, &mut out);
     s.write_all(&out)?;
     let mut buf = Vec::new();
     loop {
         if let Some((v, _)) = Value::parse(&buf).map_err(|e| SentinelError::Bad(format!("{e:?}")))? {
-            return address(v);
+            return Ok(v);
         }
-        read_more(&mut s, &mut buf)?;
+        read_more(s, &mut buf, max)?;
     }
 }
 
-/// Reads what the Sentinel sent next onto `buf`, which holds at most [`REPLY_MAX`] bytes of a
-/// reply or message not yet whole.
-fn read_more(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), SentinelError> {
-    if buf.len() >= REPLY_MAX {
-        return Err(SentinelError::Bad(format!("a reply longer than {REPLY_MAX} bytes")));
+/// The replicas in a `SENTINEL REPLICAS` reply (an array of flat field lists: `ip`, `port`,
+/// `flags`, …), without those whose flags say down or disconnected.
+fn replicas(v: Value) -> Result<Vec<Endpoint>, SentinelError> {
+    let bad = |why: &str| SentinelError::Bad(why.to_string());
+    let Value::Array(list) = v else {
+        return match v {
+            Value::Error(e) | Value::BulkError(e) => {
+                Err(SentinelError::Bad(String::from_utf8_lossy(&e).into()))
+            }
+            _ => Err(bad("a SENTINEL REPLICAS reply that is not a list")),
+        };
+    };
+    let mut out = Vec::new();
+    for r in list {
+        let Value::Array(fields) = r else { return Err(bad("a replica that is not a list of fields")) };
+        let field = |name: &[u8]| {
+            fields.chunks(2).find_map(|kv| match kv {
+                [Value::Bulk(k), Value::Bulk(v)] if k == name => std::str::from_utf8(v).ok(),
+                _ => None,
+            })
+        };
+        let down = field(b"flags")
+            .is_none_or(|f| f.split(',').any(|f| matches!(f, "s_down" | "o_down" | "disconnected")));
+        let host = field(b"ip").ok_or_else(|| bad("a replica without its ip"))?;
+        let port = field(b"port").and_then(|p| p.parse::<u16>().ok()).ok_or_else(|| bad("a bad port"))?;
+        if !down {
+            out.push(Endpoint::Tcp { host: host.to_string(), port });
+        }
+    }
+    Ok(out)
+}
+
+/// Reads what the Sentinel sent next onto `buf`, which holds at most `max` bytes of a reply or
+/// message not yet whole.
+fn read_more(s: &mut TcpStream, buf: &mut Vec<u8>, max: usize) -> Result<(), SentinelError> {
+    if buf.len() >= max {
+        return Err(SentinelError::Bad(format!("a reply longer than {max} bytes")));
     }
     let mut chunk = [0u8; 512];
     let n = s.read(&mut chunk)?;
@@ -216,8 +314,51 @@ mod tests {
     use super::*;
 
     #[test]
+    fn replicas_replies() {
+        let b = |s: &str| Value::Bulk(s.as_bytes().to_vec());
+        let one = |ip: &str, port: &str, flags: &str| {
+            Value::Array(vec![b("name"), b("x"), b("ip"), b(ip), b("port"), b(port), b("flags"), b(flags)])
+        };
+        let list = Value::Array(vec![
+            one("10.0.0.2", "6380", "slave"),
+            one("10.0.0.3", "6381", "s_down,slave"),
+            one("10.0.0.4", "6382", "slave,disconnected"),
+        ]);
+        assert_eq!(replicas(list).unwrap(), vec![Endpoint::Tcp { host: "10.0.0.2".into(), port: 6380 }]);
+        assert!(replicas(Value::Array(vec![one("h", "x", "slave")])).is_err());
+        assert!(replicas(Value::Array(vec![b("h")])).is_err());
+        assert!(replicas(Value::Error(b"ERR No such master with that name".to_vec())).is_err());
+        assert_eq!(replicas(Value::Array(vec![])).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn sentinel_urls() {
+        let tcp = |h: &str, port| Endpoint::Tcp { host: h.into(), port };
+        let u = crate::syntax::uri("redis+sentinel://bench:pw@10.0.0.1:26379,h:26380/mymaster/3").unwrap();
+        assert_eq!(u.sentinel, Some((vec![tcp("10.0.0.1", 26379), tcp("h", 26380)], "mymaster".into())));
+        assert_eq!((u.user.as_deref(), u.password.as_deref(), u.db), (Some("bench"), Some("pw"), Some(3)));
+        assert_eq!((u.endpoint, u.secure), (None, false));
+        let u = crate::syntax::uri("rediss+sentinel://[::1]:5000/m%20n").unwrap();
+        assert_eq!(u.sentinel, Some((vec![tcp("::1", 5000)], "m n".into())));
+        assert!(u.secure && u.password.is_none() && u.db.is_none());
+        let u = crate::syntax::uri("redis+sentinel://h,[::1],h2:7/m").unwrap();
+        assert_eq!(u.sentinel.unwrap().0, vec![tcp("h", 26379), tcp("::1", 26379), tcp("h2", 7)]);
+        for bad in [
+            "redis+sentinel://h:1",
+            "redis+sentinel://h:1/",
+            "redis+sentinel://h:x/m",
+            "redis+sentinel://h:1/m/x",
+        ] {
+            assert!(crate::syntax::uri(bad).is_err(), "{bad}");
+        }
+        let url = Some((vec![tcp("h", 1)], "m".to_string()));
+        assert!(crate::syntax::sentinel(Some("h:2"), None, url.clone(), (None, None)).is_err());
+        assert_eq!(crate::syntax::sentinel(None, None, url, (None, None)).unwrap().unwrap().master, "m");
+    }
+
+    #[test]
     fn options_and_replies() {
-        let parse = crate::syntax::sentinel;
+        let parse = |l, m| crate::syntax::sentinel(l, m, None, (None, None));
         let s = parse(Some("127.0.0.1:26379,h:1"), Some("mymaster")).unwrap().unwrap();
         assert_eq!(s.sentinels.len(), 2);
         assert!(parse(Some("x"), Some("m")).is_err());
@@ -225,6 +366,14 @@ mod tests {
         assert!(parse(None, Some("m")).is_err());
         assert!(parse(Some("h:1"), Some("a b")).is_err());
         assert!(parse(None, None).unwrap().is_none());
+        // The Sentinels' own credentials, kept out of debug output.
+        let pw = |u: Option<&str>, p: Option<&str>| (u.map(String::from), p.map(String::from));
+        let with = |auth| crate::syntax::sentinel(Some("h:1"), Some("m"), None, auth);
+        let a = with(pw(Some("sentinel"), Some("s3cret"))).unwrap().unwrap().auth.unwrap();
+        assert_eq!((a.user.as_deref(), a.password.as_str()), (Some("sentinel"), "s3cret"));
+        assert!(!format!("{a:?}").contains("s3cret"));
+        assert!(with(pw(Some("u"), None)).is_err());
+        assert!(crate::syntax::sentinel(None, None, None, pw(None, Some("p"))).is_err());
         let ok = Value::Array(vec![Value::Bulk(b"10.0.0.1".to_vec()), Value::Bulk(b"6380".to_vec())]);
         assert_eq!(address(ok).unwrap(), Endpoint::Tcp { host: "10.0.0.1".into(), port: 6380 });
         assert_eq!(address(Value::Null).unwrap_err().to_string(), "no such master");

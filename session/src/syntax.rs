@@ -156,11 +156,17 @@ pub struct Uri {
     pub endpoint: Option<Endpoint>,
     /// `rediss://` (or `valkeys://`): TLS is asked for.
     pub secure: bool,
+    /// `redis+sentinel://host:port[,host:port]/mastername[/db]`: the Sentinels and the
+    /// master's name (the user and password are the data nodes', as `-a` and `--user`).
+    pub sentinel: Option<(Vec<Endpoint>, String)>,
 }
 
 /// Parses `-u`'s URI: `redis://`, `rediss://`, `valkey://` or `valkeys://`, the user and
 /// password percent-encoded.
 pub fn uri(uri: &str) -> Result<Uri, OptionError> {
+    if let Some(u) = sentinel_uri(uri)? {
+        return Ok(u);
+    }
     let plain = uri.strip_prefix("redis://").or_else(|| uri.strip_prefix("valkey://"));
     let secure = uri.strip_prefix("rediss://").or_else(|| uri.strip_prefix("valkeys://"));
     let Some(rest) = plain.or(secure) else {
@@ -199,6 +205,55 @@ pub fn uri(uri: &str) -> Result<Uri, OptionError> {
         out.endpoint = Some(Endpoint::Tcp { host: host.to_string(), port });
     }
     Ok(out)
+}
+
+/// A Sentinel's port when a `redis+sentinel://` URL gives none.
+const SENTINEL_PORT: u16 = 26379;
+
+/// `redis+sentinel://[user:password@]host:port[,host:port…]/mastername[/db]` (`rediss+sentinel`
+/// for TLS, `valkey+sentinel` and `valkeys+sentinel` too), as RedisVL and the Redis-Sentinel-Url
+/// package spell it, a Sentinel without a port at 26379; `None` for any other scheme. The user
+/// and password are the data nodes'; the Sentinels' own are `--sentinel-user` and
+/// `--sentinel-password`.
+fn sentinel_uri(uri: &str) -> Result<Option<Uri>, OptionError> {
+    let schemes = [("redis+sentinel://", false), ("valkey+sentinel://", false)];
+    let secure = [("rediss+sentinel://", true), ("valkeys+sentinel://", true)];
+    let Some((rest, secure)) =
+        schemes.iter().chain(&secure).find_map(|(s, tls)| Some((uri.strip_prefix(s)?, *tls)))
+    else {
+        return Ok(None);
+    };
+    let form = "expected redis+sentinel://[user:password@]host:port[,host:port]/mastername[/db]";
+    let (nodes, path) = rest.split_once('/').ok_or_else(|| bad("-u", uri, form))?;
+    // The user and password, parsed as a plain URI's of the first Sentinel.
+    let (auth, hosts) = nodes.rsplit_once('@').map_or((None, nodes), |(a, h)| (Some(a), h));
+    let first = hosts.split(',').next().unwrap_or_default();
+    let mut out = match auth {
+        Some(a) => self::uri(&format!("redis://{a}@{first}"))?,
+        None => Uri::default(),
+    };
+    out.endpoint = None;
+    out.secure = secure;
+    let sentinels = hosts
+        .split(',')
+        .map(|h| {
+            let h = h.trim();
+            let port =
+                h.rsplit_once(':').is_some_and(|(host, _)| !host.starts_with('[') || host.ends_with(']'));
+            let h = if port { h.to_string() } else { format!("{h}:{SENTINEL_PORT}") };
+            host_port(&h).map_err(|why| bad("-u", uri, why))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let (master, db) = path.split_once('/').unwrap_or((path, ""));
+    if !db.is_empty() {
+        out.db = Some(db.parse().map_err(|_| bad("-u", uri, "the database must be a number"))?);
+    }
+    if master.is_empty() || master.len() > 256 {
+        return Err(bad("-u", uri, form));
+    }
+    let master = percent_decode(master, uri)?;
+    out.sentinel = Some((sentinels, master));
+    Ok(Some(out))
 }
 
 /// Decodes the `%XX` escapes of a URI's part; a `%` not followed by two hex digits, or bytes
@@ -256,8 +311,44 @@ pub fn host_port(text: &str) -> Result<Endpoint, &'static str> {
     Ok(Endpoint::Tcp { host: host.to_string(), port })
 }
 
-/// Reads `--sentinel` (a comma-separated list of `HOST:PORT`) and `--sentinel-master`.
+/// Reads `--sentinel` (a comma-separated list of `HOST:PORT`) and `--sentinel-master`, or
+/// `url`'s (`-u redis+sentinel://…`, [`uri`]), and the Sentinels' own `--sentinel-user` and
+/// `--sentinel-password`.
 pub fn sentinel(
+    list: Option<&str>,
+    master: Option<&str>,
+    url: Option<(Vec<Endpoint>, String)>,
+    auth: (Option<String>, Option<String>),
+) -> Result<Option<crate::sentinel::Sentinel>, OptionError> {
+    let found = match (url, list) {
+        (Some(_), Some(_)) => {
+            return Err(OptionError::Refused(
+                "--sentinel: the Sentinels are -u redis+sentinel://'s already".into(),
+            ))
+        }
+        (Some((sentinels, name)), None) => Some(crate::sentinel::Sentinel::new(sentinels, name)),
+        (None, _) => sentinel_options(list, master)?,
+    };
+    let Some(mut s) = found else {
+        return match auth {
+            (None, None) => Ok(None),
+            _ => Err(OptionError::Refused(
+                "--sentinel-user and --sentinel-password need --sentinel or -u redis+sentinel://".into(),
+            )),
+        };
+    };
+    s.auth = match auth {
+        (user, Some(password)) => Some(crate::sentinel::Auth { user, password }),
+        (Some(_), None) => {
+            return Err(OptionError::Refused("--sentinel-user needs --sentinel-password".into()))
+        }
+        (None, None) => None,
+    };
+    Ok(Some(s))
+}
+
+/// [`sentinel`]'s `--sentinel` and `--sentinel-master`.
+fn sentinel_options(
     list: Option<&str>,
     master: Option<&str>,
 ) -> Result<Option<crate::sentinel::Sentinel>, OptionError> {

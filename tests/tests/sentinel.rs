@@ -8,7 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use respbench_tests::{free_port, json_path, respbench, take_document, wait_until, RedisServer};
+use respbench_tests::{
+    free_port, json_path, respbench, respbench_on, take_document, wait_until, RedisServer, Tool,
+};
+
+/// A Sentinel's password in the tests that set one.
+const SENTINEL_PASSWORD: &str = "s3ntinel";
 
 const T: Duration = Duration::from_secs(90);
 
@@ -30,12 +35,17 @@ impl Sentinel {
     /// A Sentinel monitoring `mymaster` at 127.0.0.1:`primary`, quorum 1, down after 1 s; its
     /// log in UTC (`TZ`), so that its times compare with the run's.
     fn start(primary: u16, dir: &Path) -> Sentinel {
+        Sentinel::start_with(primary, dir, "")
+    }
+
+    /// [`Sentinel::start`] with more lines of sentinel.conf (`requirepass …`).
+    fn start_with(primary: u16, dir: &Path, extra: &str) -> Sentinel {
         let port = free_port();
         let conf = dir.join("sentinel.conf");
         let log = dir.join("sentinel.log");
         let text = format!(
             "port {port}\nbind 127.0.0.1\ndir {}\nlogfile {}\nsentinel monitor mymaster 127.0.0.1 {primary} 1\n\
-             sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 20000\n",
+             sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 20000\n{extra}",
             dir.display(),
             log.display()
         );
@@ -68,23 +78,41 @@ fn log_ms_of_day(line: &str) -> u64 {
 
 #[test]
 fn a_sentinel_failover_mid_run_is_followed() {
+    failover_followed(respbench());
+}
+
+/// The same on the smol backend: its tasks hear the move (a nudge) and follow it as mio's loops.
+#[test]
+fn a_sentinel_failover_is_followed_on_smol() {
+    failover_followed(respbench_on("smol"));
+}
+
+/// A primary, its replica in sync, and a Sentinel watching them that lists the replica up
+/// (connected to: a replica just found is `disconnected` until the Sentinel is), the state a
+/// failover can pick the replica in.
+fn primary_replica_sentinel(tag: &str) -> (RedisServer, RedisServer, Sentinel) {
     let primary = RedisServer::start();
-    let p = primary.port().to_string();
-    let replica = RedisServer::start_with(&[("replicaof", &format!("127.0.0.1 {p}"))]);
+    let replica = RedisServer::start_with(&[("replicaof", &format!("127.0.0.1 {}", primary.port()))]);
     wait_until("the replica in sync", T, || {
         replica.info_field("replication", "master_link_status").as_deref() == Some("up")
     });
-    let dir = json_path("sentinel", "dir").with_extension("d");
+    let dir = json_path("sentinel", tag).with_extension("d");
     std::fs::create_dir_all(&dir).unwrap();
     let sentinel = Sentinel::start(primary.port(), &dir);
-    // The Sentinel knows the replica (from the primary's INFO) before a failover can pick it.
-    wait_until("the Sentinel sees the replica", T, || {
-        sentinel.cli(&["SENTINEL", "REPLICAS", "mymaster"]).contains(&replica.port().to_string())
+    wait_until("the Sentinel sees the replica up", T, || {
+        let r = sentinel.cli(&["SENTINEL", "REPLICAS", "mymaster"]);
+        r.contains(&replica.port().to_string()) && !r.contains("disconnected") && !r.contains("s_down")
     });
+    (primary, replica, sentinel)
+}
+
+fn failover_followed(tool: Tool) {
+    let (primary, replica, sentinel) = primary_replica_sentinel("dir");
+    let p = primary.port().to_string();
     let json = json_path("sentinel", "failover");
     let s = sentinel.port.to_string();
     let at = format!("2s exec redis-cli -p {s} SENTINEL FAILOVER mymaster");
-    let out = respbench().run(
+    let out = tool.run(
         &[
             "--sentinel",
             &format!("127.0.0.1:{s}"),
@@ -96,6 +124,10 @@ fn a_sentinel_failover_mid_run_is_followed() {
             "4",
             "--duration",
             "15s",
+            // 5,000 SETs a second, not as fast as it goes: a replica lagging behind a saturated
+            // primary on a loaded machine once made the Sentinel's failover stall past the run.
+            "--rps",
+            "5000",
             "--reconnect",
             "--at",
             &at,
@@ -135,12 +167,57 @@ fn a_sentinel_failover_mid_run_is_followed() {
     );
     // Every connection went down once with the demotion, and came back.
     assert_eq!(t["reconnects"]["drops"].as_u64(), Some(4), "{t}");
-    // The outage is an error of the run's, its lost requests counted as connection errors.
+    // The requests lost with the connections are connection errors; a loss exits 1, a move
+    // that lost none (no request in flight when the connections were killed) exits 0.
     let lost = t["reconnects"]["lost_requests"].as_u64().unwrap();
     assert_eq!(t["errors"]["connection"].as_u64().unwrap_or(0), lost, "{t}");
-    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert_eq!(out.status.code(), Some(i32::from(lost > 0)), "{}", out.dump());
     // The new primary is one, and took writes of the run's after the switch.
     assert_eq!(replica.info_field("replication", "role").as_deref(), Some("master"));
     let last = t["series"].as_array().unwrap().last().unwrap()["requests"].as_u64().unwrap();
     assert!(last > 0, "the last second had writes: {t}");
+}
+
+/// `-u redis+sentinel://HOST:PORT/mymaster` with the Sentinel's own password
+/// (`--sentinel-password`, its `requirepass`): the run asks it for the primary and writes there;
+/// without the password, or with a wrong one, it says the Sentinel's refusal and exits 1 having
+/// written nothing.
+#[test]
+fn an_authenticated_sentinel_named_by_url() {
+    let primary = RedisServer::start();
+    let dir = json_path("sentinel", "auth").with_extension("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sentinel = Sentinel::start_with(primary.port(), &dir, &format!("requirepass {SENTINEL_PASSWORD}\n"));
+    let url = format!("redis+sentinel://127.0.0.1:{}/mymaster", sentinel.port);
+    wait_until("the Sentinel answers", T, || {
+        sentinel.cli(&["--no-auth-warning", "-a", SENTINEL_PASSWORD, "PING"]).contains("PONG")
+    });
+    let run = |extra: &[&str]| {
+        let mut args = vec!["-u", url.as_str(), "-t", "set", "-n", "2000", "-c", "4", "-q"];
+        args.extend_from_slice(extra);
+        respbench().run(&args, T)
+    };
+    for (extra, words) in [(&[][..], "NOAUTH"), (&["--sentinel-password", "wrong"], "AUTH: WRONGPASS")] {
+        let out = run(extra);
+        assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+        assert!(out.stderr.contains(words) && out.stderr.contains("mymaster"), "{}", out.dump());
+    }
+    assert_eq!(primary.command_calls("set"), 0);
+    let out = run(&["--sentinel-password", SENTINEL_PASSWORD]);
+    assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+    assert_eq!(primary.command_calls("set"), 2000, "{}", out.dump());
+}
+
+/// `--sentinel … --rfr yes`: the reads go to the replica the Sentinel lists (SENTINEL
+/// REPLICAS), none to the primary it names, as INFO commandstats on each says.
+#[test]
+fn rfr_reads_at_the_replicas_the_sentinel_lists() {
+    let (primary, replica, sentinel) = primary_replica_sentinel("rfr");
+    let at = format!("127.0.0.1:{}", sentinel.port);
+    let args =
+        ["--sentinel", &at, "--sentinel-master", "mymaster", "--rfr", "yes", "-t", "get", "-n", "2000", "-q"];
+    let out = respbench().run(&args, T);
+    assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+    assert_eq!(replica.command_calls("get"), 2000, "{}", out.dump());
+    assert_eq!(primary.command_calls("get"), 0, "{}", out.dump());
 }

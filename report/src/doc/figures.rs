@@ -294,6 +294,9 @@ pub struct Reconnects {
     /// Time down in all, seconds.
     #[serde(default)]
     pub downtime_s: f64,
+    /// Connections still down when the test ended.
+    #[serde(default)]
+    pub still_down: u64,
 }
 
 /// One of `address_changes`.
@@ -320,6 +323,20 @@ pub struct Retries {
     /// Requests that gave up after `--retry-limit` retries: their last error is their reply.
     #[serde(default)]
     pub gave_up: u64,
+}
+
+/// `cursor` (`--follow-cursor`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cursor {
+    /// Full iterations: calls from cursor 0 until a reply returned 0.
+    #[serde(default)]
+    pub iterations: u64,
+    /// The elements the full iterations' replies returned (a hash's fields and values both).
+    #[serde(default)]
+    pub elements: u64,
+    /// Replies whose cursor was not a number (errors of kind `BADCURSOR` too).
+    #[serde(default)]
+    pub bad: u64,
 }
 
 /// One second of a `series`.

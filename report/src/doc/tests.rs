@@ -192,6 +192,7 @@ fn full_test_of(depth: u32) -> Test {
         arrivals: Some(Arrivals::default()),
         reconnects: Some(Reconnects::default()),
         retries: Some(Retries::default()),
+        cursor: Some(Cursor::default()),
         address_changes: Some(vec![AddressChange::default()]),
         replay: Some(Replay {
             figures: respbench_session::replay::Figures {

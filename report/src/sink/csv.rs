@@ -79,6 +79,7 @@ impl<W: Write> Report for Csv<W> {
                     report::write_ramp_csv(entry, out)?;
                     report::write_delivery_csv(entry, out)?;
                     crate::notify::write_csv(entry, out)?;
+                    crate::cursor::write_csv(entry, out)?;
                     crate::dataset::write_misses(s.shape.misses.as_deref(), entry, true, out)?;
                     crate::groups::write(Output::Csv, entry, s.shape.percentiles, out)?;
                     out.flush()?;

@@ -43,6 +43,7 @@ impl<W: Write> Report for Quiet<W> {
                     report::write_ramp(entry, false, out)?;
                     report::write_delivery_quiet(entry, out)?;
                     crate::notify::write_quiet(entry, out)?;
+                    crate::cursor::write_quiet(entry, out)?;
                 }
             }
             Event::Step(s) => {
@@ -57,6 +58,7 @@ impl<W: Write> Report for Quiet<W> {
                     report::write_ramp(entry, false, out)?;
                     report::write_delivery_quiet(entry, out)?;
                     crate::notify::write_quiet(entry, out)?;
+                    crate::cursor::write_quiet(entry, out)?;
                     crate::dataset::write_misses(s.shape.misses.as_deref(), entry, false, out)?;
                     if s.shape.series {
                         report::write_series(&entry.stats, out)?;

@@ -57,6 +57,7 @@ impl<W: Write> Report for Verbose<W> {
                     }
                     crate::events::write_verbose(entry, out)?;
                     crate::notify::write_verbose(entry, out)?;
+                    crate::cursor::write_verbose(entry, out)?;
                     report::write_ramp(entry, true, out)?;
                     if s.shape.series {
                         report::write_series(&entry.stats, out)?;

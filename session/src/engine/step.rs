@@ -297,17 +297,25 @@ impl Session {
         let s = &outcome.stats;
         let what = format!("{title}{on}");
         if !outcome.drops.is_empty() {
-            // --reconnect: the test went on; the run's status will say it had errors.
-            self.dropped = true;
-            obs.error(&format!(
+            // --reconnect: the test went on. A failover or restart ridden through (every
+            // connection back, no request lost) is reported and exits 0; a loss exits 1.
+            let lost = s.lost > 0 || s.still_down > 0;
+            self.dropped |= lost;
+            let still = match s.still_down {
+                0 => String::new(),
+                n => format!(", {n} still down at the end"),
+            };
+            let line = format!(
                 "{what}: connections went down {} times and reconnected (--reconnect): {} requests lost, {:.3} s \
-                 down in all",
+                 down in all{still}",
                 s.drops,
                 s.lost,
                 s.downtime_micros as f64 / 1e6
-            ));
+            );
+            let say = |obs: &mut dyn Observer, l: &str| if lost { obs.error(l) } else { obs.notice(l) };
+            say(obs, &line);
             for (e, n) in &outcome.drops {
-                obs.error(&format!("{what}:   {n} × {e}"));
+                say(obs, &format!("{what}:   {n} × {e}"));
             }
         }
         let moved = crate::retry::moves(s);
