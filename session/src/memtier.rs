@@ -47,6 +47,12 @@ pub struct Memtier {
     /// `--show-config`: the configuration printed before the results, as memtier's
     /// `name = value` lines.
     pub show_config: bool,
+    /// `--hdr-file-prefix`: each run's latency files, `PREFIX_FULL_RUN_1.txt` and `.hgrm`, and
+    /// the same per command (`PREFIX_GET_command_run_1.txt`).
+    pub hdr_file_prefix: Option<String>,
+    /// `--command-stats-breakdown=line`: a row per `--command` line, where memtier's default
+    /// (`command`) gives commands of one name one row.
+    pub by_line: bool,
 }
 
 /// A value of memtier's `configuration` object.
@@ -303,7 +309,6 @@ fn positive(option: &str, value: &str) -> Result<u64, MemtierError> {
 fn why_refused(name: &str) -> &'static str {
     match name {
         "data-size-pattern" => "S (each key's size set by its place in the range) is not supported: respbench draws each value's size at random (R)",
-        "command-stats-breakdown" => "line is not supported: rows are per command name (memtier's default, 'command')",
         "monitor-input" | "monitor-pattern" => {
             "drawing --command's from a MONITOR file is not supported: respbench --replay FILE plays such a file back with its own timing"
         }
@@ -314,11 +319,10 @@ fn why_refused(name: &str) -> &'static str {
             "respbench's --reconnect (memtier's --reconnect-on-error) reconnects at once; retry pacing comes with the production-clients work (issue #53)"
         }
         "connection-timeout" => {
-            "respbench's --timeout bounds the connect, the handshake and every request, where memtier's bounds the connect only: give respbench's own options (respbench --help)"
+            "a timeout of the connect alone is not supported (0, memtier's default, is): respbench's --timeout bounds the connect, the handshake and every request; give respbench's own options (respbench --help)"
         }
         "wait-ratio" | "num-slaves" | "wait-timeout" => "WAIT commands between the SETs are not sent by respbench's dialect yet",
         "multi-key-get" => "MGET of several keys in --ratio's GETs is not sent by respbench's dialect yet (respbench -t mget, --command 'MGET __key__ __key__')",
-        "hdr-file-prefix" => "not written yet: respbench's --hgrm PREFIX writes the same percentile text, one file per test",
         "data-import" | "data-verify" | "verify-only" | "generate-keys" | "no-expiry" => {
             "memtier's import and verify are not read: respbench's --verify and --verify-only check values under load"
         }
@@ -549,6 +553,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let mut percentiles = vec![50.0, 99.0, 99.9];
     let (mut hide_histogram, mut cluster, mut randomize, mut show_config) = (false, false, false, false);
     let (mut out_file, mut json_out_file) = (None, None);
+    let (mut hdr_file_prefix, mut by_line) = (None, false);
     let mut commands: Vec<Command> = Vec::new();
     let mut pipeline = 1u64;
     let mut rate: Option<u64> = None;
@@ -627,7 +632,23 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
                     last.pattern = v.to_string();
                 }
             }
-            "command-stats-breakdown" if v == "command" => {}
+            "command-stats-breakdown" => {
+                by_line = match v.to_ascii_lowercase().as_str() {
+                    "command" => false,
+                    "line" => true,
+                    _ => {
+                        return Err(MemtierError::BadValue {
+                            option: "--command-stats-breakdown".into(),
+                            value: v.to_string(),
+                            why: "must be 'command' or 'line'".into(),
+                        })
+                    }
+                }
+            }
+            // memtier's default: no prefix, no files.
+            "hdr-file-prefix" => hdr_file_prefix = (!v.is_empty()).then(|| v.to_string()),
+            // memtier's default, no timeout, as respbench's without --timeout.
+            "connection-timeout" if v.trim() == "0" => {}
             "pipeline" => pipeline = positive(name, v)?,
             "rate-limiting" => rate = Some(positive(name, v)?),
             "select-db" => push(&mut out, "--dbnum", v),
@@ -886,6 +907,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             cluster,
             configuration: config,
             show_config,
+            hdr_file_prefix,
+            by_line,
         },
     })
 }
@@ -1050,10 +1073,21 @@ mod tests {
             ("--key-minimum 5 --key-maximum 4", "--key-maximum"),
             ("--command-ratio 3", "--command-ratio"),
             ("-n 0", "--requests"),
+            ("--command-stats-breakdown both", "--command-stats-breakdown"),
         ] {
             let e = t(line).unwrap_err().to_string();
             assert!(e.contains(named), "{line}: {e}");
         }
+    }
+
+    #[test]
+    fn hdr_files_and_the_breakdown_are_read() {
+        let tr = t("--hdr-file-prefix /tmp/p --command-stats-breakdown=LINE --connection-timeout 0").unwrap();
+        assert_eq!((tr.memtier.hdr_file_prefix.as_deref(), tr.memtier.by_line), (Some("/tmp/p"), true));
+        // No prefix (memtier's default), rows by command name (its default).
+        let tr = t("--command-stats-breakdown command").unwrap();
+        assert_eq!((tr.memtier.hdr_file_prefix, tr.memtier.by_line), (None, false));
+        assert_eq!(t("--hdr-file-prefix=").unwrap().memtier.hdr_file_prefix, None);
     }
 
     #[test]

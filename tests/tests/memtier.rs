@@ -516,3 +516,148 @@ fn the_staircase_ramps_the_clients() {
     let count = doc["ALL STATS"]["Totals"]["Count"].as_u64().unwrap();
     assert_eq!(count, server.command_calls("set") + server.command_calls("get"));
 }
+
+/// A latency file's shape: each line with its numbers as `N`, its blanks as one, the date after
+/// `StartTime` and the encoded histogram as words; lines of one shape in a row once.
+fn shape(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let line = line.split_once("epoch), ").map_or(line.to_string(), |(a, _)| format!("{a}epoch), DATE]"));
+        let mut s = String::new();
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c.is_ascii_digit() {
+                while chars.peek().is_some_and(|d| d.is_ascii_digit() || *d == '.') {
+                    chars.next();
+                }
+                s.push('N');
+            } else if c != ' ' || !s.ends_with(' ') {
+                s.push(c);
+            }
+        }
+        let s = s.find("HISTF").map_or(s.clone(), |i| format!("{}HIST", &s[..i]));
+        if out.last() != Some(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// The `Total count` of a `.txt` latency file.
+fn total_count(text: &str) -> u64 {
+    let line = text.lines().find(|l| l.starts_with("#[Max")).unwrap_or_else(|| panic!("{text}"));
+    line.rsplit('=').next().unwrap().trim_end_matches(']').trim().parse().unwrap()
+}
+
+/// `--hdr-file-prefix` with `--run-count 2`: memtier's files for each run (the whole run, SET,
+/// GET), each in the shape of the real memtier_benchmark's (tests/golden/memtier-hdr, from
+/// `memtier_benchmark -t 1 -c 2 -n 100 --ratio 1:2 -x 2 --hdr-file-prefix hdr`), their counts
+/// the server's.
+#[test]
+fn hdr_files_have_memtiers_names_and_shapes() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let dir = std::env::temp_dir().join(format!("respbench-memtier-hdr-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let prefix = dir.join("hdr");
+    let args =
+        ["-p", &port, "-t", "1", "-c", "2", "-n", "100", "--ratio", "1:2", "-x", "2", "--key-maximum", "100"];
+    let mut all = args.to_vec();
+    all.extend(["--hide-histogram", "--hdr-file-prefix", prefix.to_str().unwrap()]);
+    let out = memtier(&respbench(), &all);
+    assert!(out.status.success(), "{}", out.dump());
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut expected: Vec<String> = Vec::new();
+    for run in 1..=2 {
+        for file in ["FULL_RUN", "GET_command_run", "SET_command_run"] {
+            for ext in ["hgrm", "txt"] {
+                expected.push(format!("hdr_{file}_{run}.{ext}"));
+            }
+        }
+    }
+    expected.sort();
+    assert_eq!(names, expected);
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/memtier-hdr");
+    let text = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
+    let mut counts = 0;
+    for file in ["FULL_RUN_1", "SET_command_run_1", "GET_command_run_1"] {
+        for ext in ["txt", "hgrm"] {
+            let name = format!("hdr_{file}.{ext}");
+            let real = std::fs::read_to_string(golden.join(&name)).unwrap();
+            assert_eq!(shape(&text(&name)), shape(&real), "{name}:\n{}", text(&name));
+        }
+    }
+    for run in 1..=2 {
+        let full = total_count(&text(&format!("hdr_FULL_RUN_{run}.txt")));
+        let parts = total_count(&text(&format!("hdr_SET_command_run_{run}.txt")))
+            + total_count(&text(&format!("hdr_GET_command_run_{run}.txt")));
+        assert_eq!(full, parts, "run {run}");
+        counts += full;
+    }
+    // Every request of both runs, as the server counted them.
+    assert_eq!(counts, server.command_calls("set") + server.command_calls("get"));
+    assert_eq!(counts, 2 * 2 * 100);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--command-stats-breakdown=line`: a row per `--command` line (two `Sets`), where `command`
+/// (memtier's default) gives each name one row; the rows' counts are the server's.
+#[test]
+fn the_line_breakdown_gives_a_row_per_command_line() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    for (breakdown, rows) in [("line", vec!["Sets", "Sets", "Gets"]), ("command", vec!["Sets", "Gets"])] {
+        let json = json_path("memtier", breakdown);
+        let out = memtier(
+            &respbench(),
+            &[
+                "-p",
+                &port,
+                "-t",
+                "1",
+                "-c",
+                "1",
+                "-n",
+                "60",
+                "--command",
+                "SET __key__ a",
+                "--command",
+                "SET __key__ bb",
+                "--command",
+                "GET __key__",
+                "--key-maximum",
+                "100",
+                "--hide-histogram",
+                &format!("--command-stats-breakdown={breakdown}"),
+                "--json-out-file",
+                json.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{}", out.dump());
+        let table: Vec<&str> = out
+            .stdout
+            .lines()
+            .skip_while(|l| !l.starts_with("Type "))
+            .skip(2)
+            .map(|l| l.split_whitespace().next().unwrap_or_default())
+            .collect();
+        let mut with_totals = rows.clone();
+        with_totals.push("Totals");
+        assert_eq!(table, with_totals, "{}", out.dump());
+        // memtier writes the rows' keys as they are, "Sets" twice with `line`.
+        let text = std::fs::read_to_string(&json).unwrap();
+        let doc = read(&json);
+        assert_eq!(
+            text.matches("\"Sets\":").count(),
+            rows.iter().filter(|r| **r == "Sets").count(),
+            "{text}"
+        );
+        assert_eq!(doc["ALL STATS"]["Totals"]["Count"], 60);
+    }
+    assert_eq!(server.command_calls("set") + server.command_calls("get"), 2 * 60);
+}

@@ -5,6 +5,7 @@
 //! server executed); respbench's own figures for the run go under a `"respbench"` key.
 
 pub mod config;
+pub mod hdr;
 pub mod json;
 pub mod table;
 
@@ -188,7 +189,8 @@ pub fn runs<'a>(m: &Memtier, results: &'a [TestResult]) -> Result<Vec<Run<'a>>, 
             }
         }
         for (name, part) in m.rows.iter().zip(chunk) {
-            match rows.iter_mut().find(|(n, _)| n == name) {
+            // `--command-stats-breakdown=line`: each line its own row, of the same name.
+            match rows.iter_mut().find(|(n, _)| n == name && !m.by_line) {
                 Some((_, f)) => f.add(&part.stats)?,
                 None => {
                     let mut f = Figures::empty(seconds)?;
@@ -290,7 +292,12 @@ fn average<'a>(runs: &[Run<'a>]) -> Result<Run<'a>, Error> {
 /// Whether `--out-file` and `--json-out-file` can be written where they are named, found out
 /// before the run (see [`crate::outputs::check_outputs`]).
 pub fn check_outputs(m: &Memtier) -> Result<(), Error> {
-    let files = [("--out-file", &m.out_file), ("--json-out-file", &m.json_out_file)];
+    let first_hdr = m.hdr_file_prefix.as_ref().map(|p| hdr::full_run(p, 1));
+    let files = [
+        ("--out-file", &m.out_file),
+        ("--json-out-file", &m.json_out_file),
+        ("--hdr-file-prefix", &first_hdr),
+    ];
     for (option, path) in files.iter().filter_map(|(o, p)| p.as_deref().filter(|p| *p != "-").map(|p| (o, p)))
     {
         crate::files::probe_writable(std::path::Path::new(path))
@@ -321,6 +328,9 @@ pub fn write(m: &Memtier, results: &[TestResult], interrupted: bool, epoch_us: u
                 .and_then(|_| o.flush())
                 .map_err(|source| Error::Io { what: "the table (stdout): cannot write".into(), source })?;
         }
+    }
+    if let Some(prefix) = &m.hdr_file_prefix {
+        hdr::write_all(m, prefix, results, &runs, epoch_us)?;
     }
     if let Some(path) = &m.json_out_file {
         let doc = json::document(m, &sections, interrupted, epoch_us)?;

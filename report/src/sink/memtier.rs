@@ -59,6 +59,8 @@ mod tests {
             cluster: false,
             configuration: Vec::new(),
             show_config: false,
+            hdr_file_prefix: None,
+            by_line: false,
         };
         let results = [result("GET"), result("GET")];
         feed(&mut Memtier::new(&settings), &["mio"], &[Event::Results(&results)]).unwrap();
