@@ -321,7 +321,6 @@ fn why_refused(name: &str) -> &'static str {
         "connection-timeout" => {
             "a timeout of the connect alone is not supported (0, memtier's default, is): respbench's --timeout bounds the connect, the handshake and every request; give respbench's own options (respbench --help)"
         }
-        "wait-ratio" | "num-slaves" | "wait-timeout" => "WAIT commands between the SETs are not sent by respbench's dialect yet",
         "multi-key-get" => "MGET of several keys in --ratio's GETs is not sent by respbench's dialect yet (respbench -t mget, --command 'MGET __key__ __key__')",
         "data-import" | "data-verify" | "verify-only" | "generate-keys" | "no-expiry" => {
             "memtier's import and verify are not read: respbench's --verify and --verify-only check values under load"
@@ -387,6 +386,53 @@ fn normal_keys(
         });
     }
     Ok(Some((mean, sd)))
+}
+
+/// `--wait-ratio`'s SETS and WAITS, and the WAIT command's words.
+type Wait = ((u64, u64), String);
+
+/// `--wait-ratio SETS:WAITS` (`wait[0]`) with `--num-slaves` and `--wait-timeout` (`wait[1]`,
+/// `wait[2]`: memtier's `MIN-MAX` ranges, default `0-0`, here one value, `N` or `N-N`): the
+/// ratio and the command, `WAIT NUMREPLICAS TIMEOUT`; `None` without a WAIT. memtier sends
+/// WAITs only with `--ratio`'s SETs, and not in cluster mode.
+fn wait_command(
+    wait: &[Option<String>; 3],
+    ratio_rows: bool,
+    sets: u64,
+    cluster: bool,
+) -> Result<Option<Wait>, MemtierError> {
+    let bad = |option: &str, value: &str, why: &str| MemtierError::BadValue {
+        option: format!("--{option}"),
+        value: value.to_string(),
+        why: why.to_string(),
+    };
+    let one = |option: &str, v: &Option<String>| -> Result<u64, MemtierError> {
+        let Some(v) = v else { return Ok(0) };
+        let (lo, hi) = v.split_once('-').unwrap_or((v, v));
+        let (lo, hi) = (number(option, lo)?, number(option, hi)?);
+        if lo != hi {
+            return Err(MemtierError::Refused {
+                option: format!("--{option}"),
+                why: format!("'{v}': a range is not supported, respbench's WAIT takes one value (N or N-N)"),
+            });
+        }
+        Ok(lo)
+    };
+    let (replicas, timeout) = (one("num-slaves", &wait[1])?, one("wait-timeout", &wait[2])?);
+    let Some(r) = &wait[0] else { return Ok(None) };
+    let (a, b) = r
+        .split_once(':')
+        .and_then(|(a, b)| Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?)))
+        .filter(|(a, b)| *a > 0 || *b > 0)
+        .ok_or_else(|| bad("wait-ratio", r, "must be expressed as [0-n]:[0-n]"))?;
+    if b == 0 {
+        return Ok(None);
+    }
+    if a == 0 || sets == 0 || !ratio_rows || cluster {
+        let why = "memtier sends WAITs between --ratio's SETs (SETS:WAITS with SETS above 0), not with --command or --cluster-mode";
+        return Err(bad("wait-ratio", r, why));
+    }
+    Ok(Some(((a, b), format!("WAIT {replicas} {timeout}"))))
 }
 
 /// `--ratio S:G`.
@@ -554,6 +600,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let (mut hide_histogram, mut cluster, mut randomize, mut show_config) = (false, false, false, false);
     let (mut out_file, mut json_out_file) = (None, None);
     let (mut hdr_file_prefix, mut by_line) = (None, false);
+    // --wait-ratio, --num-slaves, --wait-timeout.
+    let mut wait: [Option<String>; 3] = [None, None, None];
     let mut commands: Vec<Command> = Vec::new();
     let mut pipeline = 1u64;
     let mut rate: Option<u64> = None;
@@ -611,6 +659,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "requests" => requests = Some(positive(name, v)?),
             "test-time" => test_time = Some(positive(name, v)?),
             "ratio" => (sets, gets) = ratio(v)?,
+            "wait-ratio" => wait[0] = Some(v.to_string()),
+            "num-slaves" => wait[1] = Some(v.to_string()),
+            "wait-timeout" => wait[2] = Some(v.to_string()),
             "key-minimum" => key_min = number(name, v)?,
             "key-maximum" => key_max = number(name, v)?,
             "key-prefix" => key_prefix = v.to_string(),
@@ -793,16 +844,34 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let zipf = zipf_exp.as_deref();
     let mut rows = Vec::new();
     let ratio_rows = commands.is_empty();
+    let waits = wait_command(&wait, ratio_rows, sets, cluster)?;
     if ratio_rows {
+        // With WAITs, `a` SETs to `b` WAITs: the weights times `a`.
+        let by = waits.as_ref().map_or(1, |w| w.0 .0);
+        let weight = |w: u64, by: u64| {
+            w.checked_mul(by).filter(|w| *w <= 1_000_000).ok_or_else(|| MemtierError::BadValue {
+                option: "--wait-ratio".into(),
+                value: wait[0].clone().unwrap_or_default(),
+                why: "with --ratio, more than 1000000 requests in one round".into(),
+            })
+        };
         if sets > 0 {
             let dist = key_dist("key-pattern", set_pattern, zipf, normal, key_min)?;
-            push(&mut out, "--mix-command", &format!("{sets}@{dist}/{keys} SET {key} __data__"));
+            push(
+                &mut out,
+                "--mix-command",
+                &format!("{}@{dist}/{keys} SET {key} __data__", weight(sets, by)?),
+            );
             rows.push("Sets".to_string());
         }
         if gets > 0 {
             let dist = key_dist("key-pattern", get_pattern, zipf, normal, key_min)?;
-            push(&mut out, "--mix-command", &format!("{gets}@{dist}/{keys} GET {key}"));
+            push(&mut out, "--mix-command", &format!("{}@{dist}/{keys} GET {key}", weight(gets, by)?));
             rows.push("Gets".to_string());
+        }
+        if let Some(((_, b), words)) = &waits {
+            push(&mut out, "--mix-command", &format!("{} {words}", weight(sets, *b)?));
+            rows.push("Waits".to_string());
         }
     } else {
         for c in &commands {
@@ -1074,6 +1143,33 @@ mod tests {
             ("--command-ratio 3", "--command-ratio"),
             ("-n 0", "--requests"),
             ("--command-stats-breakdown both", "--command-stats-breakdown"),
+        ] {
+            let e = t(line).unwrap_err().to_string();
+            assert!(e.contains(named), "{line}: {e}");
+        }
+    }
+
+    #[test]
+    fn waits_go_between_the_sets() {
+        let tr = t("--ratio 1:10 --wait-ratio 2:1 --num-slaves 1-1 --wait-timeout 50").unwrap();
+        assert_eq!(
+            mix(&tr),
+            [
+                "2@uniform/10000001 SET memtier-__rand_int__ __data__",
+                "20@uniform/10000001 GET memtier-__rand_int__",
+                "1 WAIT 1 50"
+            ]
+        );
+        assert_eq!(tr.memtier.rows, ["Sets", "Gets", "Waits"]);
+        // memtier's default replicas and timeout, 0-0; a ratio without WAITs sends none.
+        assert_eq!(mix(&t("--ratio 3:0 --wait-ratio 1:1").unwrap())[1], "3 WAIT 0 0");
+        assert_eq!(mix(&t("--wait-ratio 1:0").unwrap()).len(), 2);
+        for (line, named) in [
+            ("--wait-ratio 1:1 --num-slaves 0-2", "--num-slaves"),
+            ("--wait-ratio 1:1 --wait-timeout 10-100", "--wait-timeout"),
+            ("--wait-ratio x", "--wait-ratio"),
+            ("--ratio 0:1 --wait-ratio 1:1", "--wait-ratio"),
+            ("--command=PING --wait-ratio 1:1", "--wait-ratio"),
         ] {
             let e = t(line).unwrap_err().to_string();
             assert!(e.contains(named), "{line}: {e}");

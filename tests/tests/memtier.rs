@@ -661,3 +661,55 @@ fn the_line_breakdown_gives_a_row_per_command_line() {
     }
     assert_eq!(server.command_calls("set") + server.command_calls("get"), 2 * 60);
 }
+
+/// `--wait-ratio 1:1` with `--ratio 1:1`: a WAIT (memtier's default `WAIT 0 0`, here given as
+/// `--num-slaves 0-0 --wait-timeout 0`) for each SET, in memtier's `Waits` row, whose count is
+/// the server's.
+#[test]
+fn waits_are_sent_and_counted_in_their_row() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let json = json_path("memtier", "waits");
+    let out = memtier(
+        &respbench(),
+        &[
+            "-p",
+            &port,
+            "-t",
+            "1",
+            "-c",
+            "2",
+            "-n",
+            "150",
+            "--ratio",
+            "1:1",
+            "--wait-ratio",
+            "1:1",
+            "--num-slaves",
+            "0-0",
+            "--wait-timeout",
+            "0",
+            "--key-maximum",
+            "100",
+            "--hide-histogram",
+            "--json-out-file",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let (sets, gets, waits) =
+        (server.command_calls("set"), server.command_calls("get"), server.command_calls("wait"));
+    assert_eq!(sets + gets + waits, 2 * 150);
+    assert!(waits > 0 && sets > 0 && gets > 0, "SET {sets} GET {gets} WAIT {waits}");
+    let doc = read(&json);
+    let all = &doc["ALL STATS"];
+    assert_eq!((all["Sets"]["Count"].as_u64(), all["Waits"]["Count"].as_u64()), (Some(sets), Some(waits)));
+    assert_eq!(all["Totals"]["Count"], 300);
+    let row =
+        out.stdout.lines().find(|l| l.starts_with("Waits ")).unwrap_or_else(|| panic!("{}", out.dump()));
+    assert!(
+        !row.contains("---") || row.matches("---").count() == 3,
+        "figures, --- for hits, misses and KB: {row}"
+    );
+    assert!(row.split_whitespace().nth(1).unwrap().parse::<f64>().unwrap() > 0.0, "{row}");
+}
