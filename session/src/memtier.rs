@@ -53,6 +53,8 @@ pub struct Memtier {
     /// `--command-stats-breakdown=line`: a row per `--command` line, where memtier's default
     /// (`command`) gives commands of one name one row.
     pub by_line: bool,
+    /// `--multi-key-get N`: `--ratio`'s GETs go as MGETs of up to N keys.
+    pub multi_key_get: bool,
 }
 
 /// A value of memtier's `configuration` object.
@@ -321,7 +323,6 @@ fn why_refused(name: &str) -> &'static str {
         "connection-timeout" => {
             "a timeout of the connect alone is not supported (0, memtier's default, is): respbench's --timeout bounds the connect, the handshake and every request; give respbench's own options (respbench --help)"
         }
-        "multi-key-get" => "MGET of several keys in --ratio's GETs is not sent by respbench's dialect yet (respbench -t mget, --command 'MGET __key__ __key__')",
         "data-import" | "data-verify" | "verify-only" | "generate-keys" | "no-expiry" => {
             "memtier's import and verify are not read: respbench's --verify and --verify-only check values under load"
         }
@@ -602,6 +603,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let (mut hdr_file_prefix, mut by_line) = (None, false);
     // --wait-ratio, --num-slaves, --wait-timeout.
     let mut wait: [Option<String>; 3] = [None, None, None];
+    let mut multi_key_get = 0u64;
     let mut commands: Vec<Command> = Vec::new();
     let mut pipeline = 1u64;
     let mut rate: Option<u64> = None;
@@ -660,6 +662,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "test-time" => test_time = Some(positive(name, v)?),
             "ratio" => (sets, gets) = ratio(v)?,
             "wait-ratio" => wait[0] = Some(v.to_string()),
+            "multi-key-get" => multi_key_get = number(name, v)?,
             "num-slaves" => wait[1] = Some(v.to_string()),
             "wait-timeout" => wait[2] = Some(v.to_string()),
             "key-minimum" => key_min = number(name, v)?,
@@ -845,6 +848,13 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let mut rows = Vec::new();
     let ratio_rows = commands.is_empty();
     let waits = wait_command(&wait, ratio_rows, sets, cluster)?;
+    if multi_key_get > 0 && (!ratio_rows || cluster) {
+        let why = "memtier sends MGETs for --ratio's GETs, not with --command or --cluster-mode";
+        return refuse("multi-key-get", why);
+    }
+    if multi_key_get.min(gets) > 10_000 {
+        return refuse("multi-key-get", "respbench sends at most 10000 keys in one MGET");
+    }
     if ratio_rows {
         // With WAITs, `a` SETs to `b` WAITs: the weights times `a`.
         let by = waits.as_ref().map_or(1, |w| w.0 .0);
@@ -866,8 +876,18 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
         }
         if gets > 0 {
             let dist = key_dist("key-pattern", get_pattern, zipf, normal, key_min)?;
-            push(&mut out, "--mix-command", &format!("{}@{dist}/{keys} GET {key}", weight(gets, by)?));
-            rows.push("Gets".to_string());
+            // memtier's --multi-key-get N: a round's GETs as MGETs of N keys, the last of the
+            // rest (1:10 with 4: MGETs of 4, 4 and 2 keys).
+            let parts = match multi_key_get {
+                0 => vec![(0, gets)],
+                n => vec![(n, gets / n), (gets % n, 1)],
+            };
+            let mget = |k: u64| format!("MGET{}", format!(" {key}").repeat(k as usize));
+            for (k, times) in parts.into_iter().filter(|(k, t)| *t > 0 && (*k > 0 || multi_key_get == 0)) {
+                let words = if k == 0 { format!("GET {key}") } else { mget(k) };
+                push(&mut out, "--mix-command", &format!("{}@{dist}/{keys} {words}", weight(times, by)?));
+                rows.push("Gets".to_string());
+            }
         }
         if let Some(((_, b), words)) = &waits {
             push(&mut out, "--mix-command", &format!("{} {words}", weight(sets, *b)?));
@@ -978,6 +998,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             show_config,
             hdr_file_prefix,
             by_line,
+            multi_key_get: multi_key_get > 0,
         },
     })
 }
@@ -1173,6 +1194,39 @@ mod tests {
         ] {
             let e = t(line).unwrap_err().to_string();
             assert!(e.contains(named), "{line}: {e}");
+        }
+    }
+
+    #[test]
+    fn multi_key_gets_are_mgets_of_the_gets() {
+        let mix_of = |line: &str| {
+            t(line).unwrap().args.iter().filter(|a| a.contains("GET")).cloned().collect::<Vec<_>>()
+        };
+        let k = "memtier-__rand_int__";
+        assert_eq!(
+            mix_of("--ratio 1:10 --multi-key-get 4 --key-maximum 9"),
+            [format!("2@uniform/10 MGET {k} {k} {k} {k}"), format!("1@uniform/10 MGET {k} {k}")]
+        );
+        // More keys than a round's GETs: one MGET of them all; GETs without the option.
+        assert_eq!(
+            mix_of("--ratio 1:3 --multi-key-get 8 --key-maximum 9"),
+            [format!("1@uniform/10 MGET {k} {k} {k}")]
+        );
+        assert_eq!(
+            mix_of("--ratio 1:3 --multi-key-get 0 --key-maximum 9"),
+            [format!("3@uniform/10 GET {k}")]
+        );
+        let tr = t("--ratio 1:10 --multi-key-get 4").unwrap();
+        assert_eq!(
+            (tr.memtier.rows, tr.memtier.multi_key_get),
+            (vec!["Sets".to_string(), "Gets".into(), "Gets".into()], true)
+        );
+        for line in [
+            "--command=PING --multi-key-get 2",
+            "--cluster-mode --multi-key-get 2",
+            "--ratio 1:20000 --multi-key-get 20000",
+        ] {
+            assert!(t(line).unwrap_err().to_string().contains("--multi-key-get"), "{line}");
         }
     }
 

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use respbench_tests::{json_path, respbench, RedisServer, Tool};
+use respbench_tests::{json_path, respbench, Monitor, RedisServer, Tool};
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(120);
@@ -712,4 +712,56 @@ fn waits_are_sent_and_counted_in_their_row() {
         "figures, --- for hits, misses and KB: {row}"
     );
     assert!(row.split_whitespace().nth(1).unwrap().parse::<f64>().unwrap() > 0.0, "{row}");
+}
+
+/// `--ratio 1:10 --multi-key-get 4`: each round's ten GETs go as MGETs of 4, 4 and 2 keys (as
+/// memtier's create_mget_request cuts them), one request each in the `Gets` row, whose count is
+/// the server's; the keys are the server's reads (keyspace hits and misses); hits and misses
+/// per key are not counted by respbench, so the JSON has `null` and the table `---`.
+#[test]
+fn multi_key_gets_are_mgets_of_four_and_two_keys() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let json = json_path("memtier", "mget");
+    let monitor = Monitor::start(&server);
+    let out = memtier(
+        &respbench(),
+        &[
+            "-p",
+            &port,
+            "-t",
+            "1",
+            "-c",
+            "2",
+            "-n",
+            "100",
+            "--ratio",
+            "1:10",
+            "--multi-key-get",
+            "4",
+            "--key-maximum",
+            "100",
+            "--hide-histogram",
+            "--json-out-file",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let entries = monitor.finish();
+    let mgets: Vec<usize> = entries.iter().filter(|e| e.name() == "MGET").map(|e| e.args.len() - 1).collect();
+    let (sets, calls) = (server.command_calls("set"), server.command_calls("mget"));
+    assert_eq!(sets + calls, 2 * 100);
+    assert_eq!((mgets.len() as u64, server.command_calls("get")), (calls, 0));
+    assert!(mgets.iter().all(|k| *k == 4 || *k == 2), "{mgets:?}");
+    assert!(mgets.contains(&4) && mgets.contains(&2), "{mgets:?}");
+    let stat = |f: &str| server.info_field("stats", f).unwrap().parse::<u64>().unwrap();
+    assert_eq!(stat("keyspace_hits") + stat("keyspace_misses"), mgets.iter().sum::<usize>() as u64);
+    let doc = read(&json);
+    assert_eq!(doc["ALL STATS"]["Gets"]["Count"].as_u64(), Some(calls));
+    assert_eq!(doc["ALL STATS"]["Totals"]["Count"], 200);
+    for row in ["Gets", "Totals"] {
+        assert!(doc["ALL STATS"][row]["Misses/sec"].is_null(), "{row}: {}", doc["ALL STATS"][row]);
+    }
+    let row = out.stdout.lines().find(|l| l.starts_with("Gets ")).unwrap_or_else(|| panic!("{}", out.dump()));
+    assert_eq!(row.split_whitespace().nth(2), Some("---"), "{row}");
 }

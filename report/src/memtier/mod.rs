@@ -27,6 +27,10 @@ pub struct Figures {
     pub misses: u64,
     /// Whether hits and misses apply (the `Gets` row and `Totals` of `--ratio`).
     pub hits_apply: bool,
+    /// Whether hits and misses are known: not with `--multi-key-get`, whose MGETs' keys are
+    /// hits or misses one by one, which respbench does not count (the table shows `---`, the
+    /// JSON `null`).
+    pub hits_known: bool,
     /// Bytes received and sent.
     pub bytes_rx: u64,
     /// Bytes sent.
@@ -45,6 +49,7 @@ impl Figures {
             hits: 0,
             misses: 0,
             hits_apply: false,
+            hits_known: true,
             bytes_rx: 0,
             bytes_tx: 0,
             latency: new_histogram(DEFAULT_SIGFIG).map_err(Error::Encode)?,
@@ -185,6 +190,7 @@ pub fn runs<'a>(m: &Memtier, results: &'a [TestResult]) -> Result<Vec<Run<'a>>, 
             for name in ["Sets", "Gets", "Waits"] {
                 let mut f = Figures::empty(seconds)?;
                 f.hits_apply = name == "Gets";
+                f.hits_known = !(m.multi_key_get && name == "Gets");
                 rows.push((name.to_string(), f));
             }
         }
@@ -201,6 +207,7 @@ pub fn runs<'a>(m: &Memtier, results: &'a [TestResult]) -> Result<Vec<Run<'a>>, 
         }
         let mut totals = Figures::empty(seconds)?;
         totals.hits_apply = m.ratio_rows;
+        totals.hits_known = !m.multi_key_get;
         for (_, f) in &rows {
             totals.count = totals.count.saturating_add(f.count);
             if f.hits_apply {
@@ -263,6 +270,7 @@ fn average<'a>(runs: &[Run<'a>]) -> Result<Run<'a>, Error> {
     let mean = |fs: &[&Figures]| -> Result<Figures, Error> {
         let mut out = Figures::empty(seconds)?;
         out.hits_apply = fs.first().is_some_and(|f| f.hits_apply);
+        out.hits_known = fs.iter().all(|f| f.hits_known);
         for f in fs {
             out.count = out.count.saturating_add(f.count);
             out.hits = out.hits.saturating_add(f.hits);
