@@ -765,3 +765,56 @@ fn multi_key_gets_are_mgets_of_four_and_two_keys() {
     let row = out.stdout.lines().find(|l| l.starts_with("Gets ")).unwrap_or_else(|| panic!("{}", out.dump()));
     assert_eq!(row.split_whitespace().nth(2), Some("---"), "{row}");
 }
+
+/// `--hdr-file-prefix` with MGETs and WAITs: GET's file has every MGET (memtier's GET
+/// histogram), and WAIT has no file, as memtier writes none.
+#[test]
+fn hdr_files_put_mgets_in_gets_and_waits_nowhere() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let dir = std::env::temp_dir().join(format!("respbench-memtier-hdr-mget-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let prefix = dir.join("m");
+    let out = memtier(
+        &respbench(),
+        &[
+            "-p",
+            &port,
+            "-t",
+            "1",
+            "-c",
+            "2",
+            "-n",
+            "150",
+            "--ratio",
+            "1:10",
+            "--multi-key-get",
+            "4",
+            "--wait-ratio",
+            "1:1",
+            "--key-maximum",
+            "100",
+            "--hide-histogram",
+            "--hdr-file-prefix",
+            prefix.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let expected = ["FULL_RUN_1", "GET_command_run_1", "SET_command_run_1"]
+        .iter()
+        .flat_map(|f| [format!("m_{f}.hgrm"), format!("m_{f}.txt")])
+        .collect::<Vec<_>>();
+    assert_eq!(names, expected);
+    let count = |f: &str| total_count(&std::fs::read_to_string(dir.join(f)).unwrap());
+    assert_eq!(count("m_GET_command_run_1.txt"), server.command_calls("mget"));
+    assert_eq!(count("m_SET_command_run_1.txt"), server.command_calls("set"));
+    assert_eq!(count("m_FULL_RUN_1.txt"), 2 * 150);
+    assert!(server.command_calls("wait") > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

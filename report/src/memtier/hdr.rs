@@ -1,8 +1,9 @@
 //! `--hdr-file-prefix PREFIX`: memtier_benchmark's latency files. For each run N (from 1, one
 //! per `--run-count`), `PREFIX_FULL_RUN_N.txt` and `PREFIX_FULL_RUN_N.hgrm` for every request
 //! of the run, and `PREFIX_NAME_command_run_N.txt` and `.hgrm` for each command (`SET` and
-//! `GET` with `--ratio`, each `--command`'s first word in capitals; a later command of the same
-//! name writes over an earlier one, as memtier's do), only where the command has latencies.
+//! `GET` with `--ratio`, `--multi-key-get`'s MGETs in `GET`'s, no file for WAIT; each
+//! `--command`'s first word in capitals, a later command of the same name writing over an
+//! earlier one, as memtier's do), only where the command has latencies.
 //!
 //! The `.txt` is C hdr_histogram's `hdr_percentiles_print` (CLASSIC, 10 ticks per half
 //! distance, values in milliseconds) and the `.hgrm` C's `hdr_log_write` of the whole run: a
@@ -46,7 +47,17 @@ pub fn write_all(
         let start = epoch_us.saturating_add(stats.start.as_micros());
         let end = epoch_us.saturating_add(stats.end.as_micros());
         let mut files: Vec<(String, &Histogram<u64>)> = vec![("Full Run".into(), &run.totals.latency)];
-        for (row, part) in m.rows.iter().zip(chunk) {
+        if m.ratio_rows {
+            // memtier's SET and GET histograms (MGETs in GET's); none for WAIT.
+            for (row, f) in &run.rows {
+                match row.as_str() {
+                    "Sets" => files.push(("SET".into(), &f.latency)),
+                    "Gets" => files.push(("GET".into(), &f.latency)),
+                    _ => {}
+                }
+            }
+        }
+        for (row, part) in m.rows.iter().zip(chunk).filter(|_| !m.ratio_rows) {
             // A row is the command's name, `HSET` → `Hsets`.
             let name = row.strip_suffix('s').unwrap_or(row).to_ascii_uppercase();
             if part.stats.latency.is_empty() {
