@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use respbench_tests::{json_path, respbench, Monitor, RedisServer, Tool};
+use respbench_tests::{files_in, json_path, respbench, Monitor, RedisServer, Tool};
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(120);
@@ -517,6 +517,24 @@ fn the_staircase_ramps_the_clients() {
     assert_eq!(count, server.command_calls("set") + server.command_calls("get"));
 }
 
+/// `respbench memtier -p PORT -t 1 --key-maximum 100 --hide-histogram LINE… EXTRA…` against
+/// `server`: LINE's words, then `extra` as they are (memtier keeps an option's last value).
+fn small(server: &RedisServer, line: &str, extra: &[&str]) -> respbench_tests::Output {
+    let port = server.port().to_string();
+    let mut all = vec!["-p", &port, "-t", "1", "--key-maximum", "100", "--hide-histogram"];
+    all.extend(line.split_whitespace());
+    all.extend_from_slice(extra);
+    memtier(&respbench(), &all)
+}
+
+/// A new empty directory for a test's files.
+fn scratch(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("respbench-memtier-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// A latency file's shape: each line with its numbers as `N`, its blanks as one, the date after
 /// `StartTime` and the encoded histogram as words; lines of one shape in a row once.
 fn shape(text: &str) -> Vec<String> {
@@ -556,22 +574,11 @@ fn total_count(text: &str) -> u64 {
 #[test]
 fn hdr_files_have_memtiers_names_and_shapes() {
     let server = RedisServer::start();
-    let port = server.port().to_string();
-    let dir = std::env::temp_dir().join(format!("respbench-memtier-hdr-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("hdr");
     let prefix = dir.join("hdr");
-    let args =
-        ["-p", &port, "-t", "1", "-c", "2", "-n", "100", "--ratio", "1:2", "-x", "2", "--key-maximum", "100"];
-    let mut all = args.to_vec();
-    all.extend(["--hide-histogram", "--hdr-file-prefix", prefix.to_str().unwrap()]);
-    let out = memtier(&respbench(), &all);
+    let out = small(&server, "-c 2 -n 100 --ratio 1:2 -x 2 --hdr-file-prefix", &[prefix.to_str().unwrap()]);
     assert!(out.status.success(), "{}", out.dump());
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = files_in(&dir);
     let mut expected: Vec<String> = Vec::new();
     for run in 1..=2 {
         for file in ["FULL_RUN", "GET_command_run", "SET_command_run"] {
@@ -610,34 +617,14 @@ fn hdr_files_have_memtiers_names_and_shapes() {
 #[test]
 fn the_line_breakdown_gives_a_row_per_command_line() {
     let server = RedisServer::start();
-    let port = server.port().to_string();
     for (breakdown, rows) in [("line", vec!["Sets", "Sets", "Gets"]), ("command", vec!["Sets", "Gets"])] {
         let json = json_path("memtier", breakdown);
-        let out = memtier(
-            &respbench(),
-            &[
-                "-p",
-                &port,
-                "-t",
-                "1",
-                "-c",
-                "1",
-                "-n",
-                "60",
-                "--command",
-                "SET __key__ a",
-                "--command",
-                "SET __key__ bb",
-                "--command",
-                "GET __key__",
-                "--key-maximum",
-                "100",
-                "--hide-histogram",
-                &format!("--command-stats-breakdown={breakdown}"),
-                "--json-out-file",
-                json.to_str().unwrap(),
-            ],
-        );
+        let commands =
+            ["--command", "SET __key__ a", "--command", "SET __key__ bb", "--command", "GET __key__"];
+        let mut extra = commands.to_vec();
+        let split = format!("--command-stats-breakdown={breakdown}");
+        extra.extend([split.as_str(), "--json-out-file", json.to_str().unwrap()]);
+        let out = small(&server, "-c 1 -n 60", &extra);
         assert!(out.status.success(), "{}", out.dump());
         let table: Vec<&str> = out
             .stdout
@@ -668,33 +655,11 @@ fn the_line_breakdown_gives_a_row_per_command_line() {
 #[test]
 fn waits_are_sent_and_counted_in_their_row() {
     let server = RedisServer::start();
-    let port = server.port().to_string();
     let json = json_path("memtier", "waits");
-    let out = memtier(
-        &respbench(),
-        &[
-            "-p",
-            &port,
-            "-t",
-            "1",
-            "-c",
-            "2",
-            "-n",
-            "150",
-            "--ratio",
-            "1:1",
-            "--wait-ratio",
-            "1:1",
-            "--num-slaves",
-            "0-0",
-            "--wait-timeout",
-            "0",
-            "--key-maximum",
-            "100",
-            "--hide-histogram",
-            "--json-out-file",
-            json.to_str().unwrap(),
-        ],
+    let out = small(
+        &server,
+        "-c 2 -n 150 --ratio 1:1 --wait-ratio 1:1 --num-slaves 0-0 --wait-timeout 0 --json-out-file",
+        &[json.to_str().unwrap()],
     );
     assert!(out.status.success(), "{}", out.dump());
     let (sets, gets, waits) =
@@ -721,30 +686,12 @@ fn waits_are_sent_and_counted_in_their_row() {
 #[test]
 fn multi_key_gets_are_mgets_of_four_and_two_keys() {
     let server = RedisServer::start();
-    let port = server.port().to_string();
     let json = json_path("memtier", "mget");
     let monitor = Monitor::start(&server);
-    let out = memtier(
-        &respbench(),
-        &[
-            "-p",
-            &port,
-            "-t",
-            "1",
-            "-c",
-            "2",
-            "-n",
-            "100",
-            "--ratio",
-            "1:10",
-            "--multi-key-get",
-            "4",
-            "--key-maximum",
-            "100",
-            "--hide-histogram",
-            "--json-out-file",
-            json.to_str().unwrap(),
-        ],
+    let out = small(
+        &server,
+        "-c 2 -n 100 --ratio 1:10 --multi-key-get 4 --json-out-file",
+        &[json.to_str().unwrap()],
     );
     assert!(out.status.success(), "{}", out.dump());
     let entries = monitor.finish();
@@ -771,41 +718,15 @@ fn multi_key_gets_are_mgets_of_four_and_two_keys() {
 #[test]
 fn hdr_files_put_mgets_in_gets_and_waits_nowhere() {
     let server = RedisServer::start();
-    let port = server.port().to_string();
-    let dir = std::env::temp_dir().join(format!("respbench-memtier-hdr-mget-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("hdr-mget");
     let prefix = dir.join("m");
-    let out = memtier(
-        &respbench(),
-        &[
-            "-p",
-            &port,
-            "-t",
-            "1",
-            "-c",
-            "2",
-            "-n",
-            "150",
-            "--ratio",
-            "1:10",
-            "--multi-key-get",
-            "4",
-            "--wait-ratio",
-            "1:1",
-            "--key-maximum",
-            "100",
-            "--hide-histogram",
-            "--hdr-file-prefix",
-            prefix.to_str().unwrap(),
-        ],
+    let out = small(
+        &server,
+        "-c 2 -n 150 --ratio 1:10 --multi-key-get 4 --wait-ratio 1:1 --hdr-file-prefix",
+        &[prefix.to_str().unwrap()],
     );
     assert!(out.status.success(), "{}", out.dump());
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = files_in(&dir);
     let expected = ["FULL_RUN_1", "GET_command_run_1", "SET_command_run_1"]
         .iter()
         .flat_map(|f| [format!("m_{f}.hgrm"), format!("m_{f}.txt")])
