@@ -47,11 +47,11 @@ pub fn ms(micros: u64) -> f64 {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Step {
     /// The percentile, 0 to 100.
-    percentile: f64,
+    pub percentile: f64,
     /// The highest value equivalent to the bucket the step stopped at, in microseconds.
-    value: u64,
+    pub value: u64,
     /// Values recorded up to and including that bucket.
-    cumulative: u64,
+    pub cumulative: u64,
 }
 
 /// Writes redis-benchmark's distribution lines: a step is shown when its cumulative count

@@ -47,6 +47,14 @@ pub struct Memtier {
     /// `--show-config`: the configuration printed before the results, as memtier's
     /// `name = value` lines.
     pub show_config: bool,
+    /// `--hdr-file-prefix`: each run's latency files, `PREFIX_FULL_RUN_1.txt` and `.hgrm`, and
+    /// the same per command (`PREFIX_GET_command_run_1.txt`).
+    pub hdr_file_prefix: Option<String>,
+    /// `--command-stats-breakdown=line`: a row per `--command` line, where memtier's default
+    /// (`command`) gives commands of one name one row.
+    pub by_line: bool,
+    /// `--multi-key-get N`: `--ratio`'s GETs go as MGETs of up to N keys.
+    pub multi_key_get: bool,
 }
 
 /// A value of memtier's `configuration` object.
@@ -303,7 +311,6 @@ fn positive(option: &str, value: &str) -> Result<u64, MemtierError> {
 fn why_refused(name: &str) -> &'static str {
     match name {
         "data-size-pattern" => "S (each key's size set by its place in the range) is not supported: respbench draws each value's size at random (R)",
-        "command-stats-breakdown" => "line is not supported: rows are per command name (memtier's default, 'command')",
         "monitor-input" | "monitor-pattern" => {
             "drawing --command's from a MONITOR file is not supported: respbench --replay FILE plays such a file back with its own timing"
         }
@@ -314,11 +321,8 @@ fn why_refused(name: &str) -> &'static str {
             "respbench's --reconnect (memtier's --reconnect-on-error) reconnects at once; retry pacing comes with the production-clients work (issue #53)"
         }
         "connection-timeout" => {
-            "respbench's --timeout bounds the connect, the handshake and every request, where memtier's bounds the connect only: give respbench's own options (respbench --help)"
+            "a timeout of the connect alone is not supported (0, memtier's default, is): respbench's --timeout bounds the connect, the handshake and every request; give respbench's own options (respbench --help)"
         }
-        "wait-ratio" | "num-slaves" | "wait-timeout" => "WAIT commands between the SETs are not sent by respbench's dialect yet",
-        "multi-key-get" => "MGET of several keys in --ratio's GETs is not sent by respbench's dialect yet (respbench -t mget, --command 'MGET __key__ __key__')",
-        "hdr-file-prefix" => "not written yet: respbench's --hgrm PREFIX writes the same percentile text, one file per test",
         "data-import" | "data-verify" | "verify-only" | "generate-keys" | "no-expiry" => {
             "memtier's import and verify are not read: respbench's --verify and --verify-only check values under load"
         }
@@ -383,6 +387,53 @@ fn normal_keys(
         });
     }
     Ok(Some((mean, sd)))
+}
+
+/// `--wait-ratio`'s SETS and WAITS, and the WAIT command's words.
+type Wait = ((u64, u64), String);
+
+/// `--wait-ratio SETS:WAITS` (`wait[0]`) with `--num-slaves` and `--wait-timeout` (`wait[1]`,
+/// `wait[2]`: memtier's `MIN-MAX` ranges, default `0-0`, here one value, `N` or `N-N`): the
+/// ratio and the command, `WAIT NUMREPLICAS TIMEOUT`; `None` without a WAIT. memtier sends
+/// WAITs only with `--ratio`'s SETs, and not in cluster mode.
+fn wait_command(
+    wait: &[Option<String>; 3],
+    ratio_rows: bool,
+    sets: u64,
+    cluster: bool,
+) -> Result<Option<Wait>, MemtierError> {
+    let bad = |option: &str, value: &str, why: &str| MemtierError::BadValue {
+        option: format!("--{option}"),
+        value: value.to_string(),
+        why: why.to_string(),
+    };
+    let one = |option: &str, v: &Option<String>| -> Result<u64, MemtierError> {
+        let Some(v) = v else { return Ok(0) };
+        let (lo, hi) = v.split_once('-').unwrap_or((v, v));
+        let (lo, hi) = (number(option, lo)?, number(option, hi)?);
+        if lo != hi {
+            return Err(MemtierError::Refused {
+                option: format!("--{option}"),
+                why: format!("'{v}': a range is not supported, respbench's WAIT takes one value (N or N-N)"),
+            });
+        }
+        Ok(lo)
+    };
+    let (replicas, timeout) = (one("num-slaves", &wait[1])?, one("wait-timeout", &wait[2])?);
+    let Some(r) = &wait[0] else { return Ok(None) };
+    let (a, b) = r
+        .split_once(':')
+        .and_then(|(a, b)| Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?)))
+        .filter(|(a, b)| *a > 0 || *b > 0)
+        .ok_or_else(|| bad("wait-ratio", r, "must be expressed as [0-n]:[0-n]"))?;
+    if b == 0 {
+        return Ok(None);
+    }
+    if a == 0 || sets == 0 || !ratio_rows || cluster {
+        let why = "memtier sends WAITs between --ratio's SETs (SETS:WAITS with SETS above 0), not with --command or --cluster-mode";
+        return Err(bad("wait-ratio", r, why));
+    }
+    Ok(Some(((a, b), format!("WAIT {replicas} {timeout}"))))
 }
 
 /// `--ratio S:G`.
@@ -549,6 +600,10 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let mut percentiles = vec![50.0, 99.0, 99.9];
     let (mut hide_histogram, mut cluster, mut randomize, mut show_config) = (false, false, false, false);
     let (mut out_file, mut json_out_file) = (None, None);
+    let (mut hdr_file_prefix, mut by_line) = (None, false);
+    // --wait-ratio, --num-slaves, --wait-timeout.
+    let mut wait: [Option<String>; 3] = [None, None, None];
+    let mut multi_key_get = 0u64;
     let mut commands: Vec<Command> = Vec::new();
     let mut pipeline = 1u64;
     let mut rate: Option<u64> = None;
@@ -606,6 +661,10 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "requests" => requests = Some(positive(name, v)?),
             "test-time" => test_time = Some(positive(name, v)?),
             "ratio" => (sets, gets) = ratio(v)?,
+            "wait-ratio" => wait[0] = Some(v.to_string()),
+            "multi-key-get" => multi_key_get = number(name, v)?,
+            "num-slaves" => wait[1] = Some(v.to_string()),
+            "wait-timeout" => wait[2] = Some(v.to_string()),
             "key-minimum" => key_min = number(name, v)?,
             "key-maximum" => key_max = number(name, v)?,
             "key-prefix" => key_prefix = v.to_string(),
@@ -627,7 +686,23 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
                     last.pattern = v.to_string();
                 }
             }
-            "command-stats-breakdown" if v == "command" => {}
+            "command-stats-breakdown" => {
+                by_line = match v.to_ascii_lowercase().as_str() {
+                    "command" => false,
+                    "line" => true,
+                    _ => {
+                        return Err(MemtierError::BadValue {
+                            option: "--command-stats-breakdown".into(),
+                            value: v.to_string(),
+                            why: "must be 'command' or 'line'".into(),
+                        })
+                    }
+                }
+            }
+            // memtier's default: no prefix, no files.
+            "hdr-file-prefix" => hdr_file_prefix = (!v.is_empty()).then(|| v.to_string()),
+            // memtier's default, no timeout, as respbench's without --timeout.
+            "connection-timeout" if v.trim() == "0" => {}
             "pipeline" => pipeline = positive(name, v)?,
             "rate-limiting" => rate = Some(positive(name, v)?),
             "select-db" => push(&mut out, "--dbnum", v),
@@ -772,16 +847,51 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let zipf = zipf_exp.as_deref();
     let mut rows = Vec::new();
     let ratio_rows = commands.is_empty();
+    let waits = wait_command(&wait, ratio_rows, sets, cluster)?;
+    if multi_key_get > 0 && (!ratio_rows || cluster) {
+        let why = "memtier sends MGETs for --ratio's GETs, not with --command or --cluster-mode";
+        return refuse("multi-key-get", why);
+    }
+    if multi_key_get.min(gets) > 10_000 {
+        return refuse("multi-key-get", "respbench sends at most 10000 keys in one MGET");
+    }
     if ratio_rows {
+        // With WAITs, `a` SETs to `b` WAITs: the weights times `a`.
+        let by = waits.as_ref().map_or(1, |w| w.0 .0);
+        let weight = |w: u64, by: u64| {
+            w.checked_mul(by).filter(|w| *w <= 1_000_000).ok_or_else(|| MemtierError::BadValue {
+                option: "--wait-ratio".into(),
+                value: wait[0].clone().unwrap_or_default(),
+                why: "with --ratio, more than 1000000 requests in one round".into(),
+            })
+        };
         if sets > 0 {
             let dist = key_dist("key-pattern", set_pattern, zipf, normal, key_min)?;
-            push(&mut out, "--mix-command", &format!("{sets}@{dist}/{keys} SET {key} __data__"));
+            push(
+                &mut out,
+                "--mix-command",
+                &format!("{}@{dist}/{keys} SET {key} __data__", weight(sets, by)?),
+            );
             rows.push("Sets".to_string());
         }
         if gets > 0 {
             let dist = key_dist("key-pattern", get_pattern, zipf, normal, key_min)?;
-            push(&mut out, "--mix-command", &format!("{gets}@{dist}/{keys} GET {key}"));
-            rows.push("Gets".to_string());
+            // memtier's --multi-key-get N: a round's GETs as MGETs of N keys, the last of the
+            // rest (1:10 with 4: MGETs of 4, 4 and 2 keys).
+            let parts = match multi_key_get {
+                0 => vec![(0, gets)],
+                n => vec![(n, gets / n), (gets % n, 1)],
+            };
+            let mget = |k: u64| format!("MGET{}", format!(" {key}").repeat(k as usize));
+            for (k, times) in parts.into_iter().filter(|(k, t)| *t > 0 && (*k > 0 || multi_key_get == 0)) {
+                let words = if k == 0 { format!("GET {key}") } else { mget(k) };
+                push(&mut out, "--mix-command", &format!("{}@{dist}/{keys} {words}", weight(times, by)?));
+                rows.push("Gets".to_string());
+            }
+        }
+        if let Some(((_, b), words)) = &waits {
+            push(&mut out, "--mix-command", &format!("{} {words}", weight(sets, *b)?));
+            rows.push("Waits".to_string());
         }
     } else {
         for c in &commands {
@@ -886,6 +996,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             cluster,
             configuration: config,
             show_config,
+            hdr_file_prefix,
+            by_line,
+            multi_key_get: multi_key_get > 0,
         },
     })
 }
@@ -1050,10 +1163,81 @@ mod tests {
             ("--key-minimum 5 --key-maximum 4", "--key-maximum"),
             ("--command-ratio 3", "--command-ratio"),
             ("-n 0", "--requests"),
+            ("--command-stats-breakdown both", "--command-stats-breakdown"),
         ] {
             let e = t(line).unwrap_err().to_string();
             assert!(e.contains(named), "{line}: {e}");
         }
+    }
+
+    #[test]
+    fn waits_go_between_the_sets() {
+        let tr = t("--ratio 1:10 --wait-ratio 2:1 --num-slaves 1-1 --wait-timeout 50").unwrap();
+        assert_eq!(
+            mix(&tr),
+            [
+                "2@uniform/10000001 SET memtier-__rand_int__ __data__",
+                "20@uniform/10000001 GET memtier-__rand_int__",
+                "1 WAIT 1 50"
+            ]
+        );
+        assert_eq!(tr.memtier.rows, ["Sets", "Gets", "Waits"]);
+        // memtier's default replicas and timeout, 0-0; a ratio without WAITs sends none.
+        assert_eq!(mix(&t("--ratio 3:0 --wait-ratio 1:1").unwrap())[1], "3 WAIT 0 0");
+        assert_eq!(mix(&t("--wait-ratio 1:0").unwrap()).len(), 2);
+        for (line, named) in [
+            ("--wait-ratio 1:1 --num-slaves 0-2", "--num-slaves"),
+            ("--wait-ratio 1:1 --wait-timeout 10-100", "--wait-timeout"),
+            ("--wait-ratio x", "--wait-ratio"),
+            ("--ratio 0:1 --wait-ratio 1:1", "--wait-ratio"),
+            ("--command=PING --wait-ratio 1:1", "--wait-ratio"),
+        ] {
+            let e = t(line).unwrap_err().to_string();
+            assert!(e.contains(named), "{line}: {e}");
+        }
+    }
+
+    #[test]
+    fn multi_key_gets_are_mgets_of_the_gets() {
+        let mix_of = |line: &str| {
+            t(line).unwrap().args.iter().filter(|a| a.contains("GET")).cloned().collect::<Vec<_>>()
+        };
+        let k = "memtier-__rand_int__";
+        assert_eq!(
+            mix_of("--ratio 1:10 --multi-key-get 4 --key-maximum 9"),
+            [format!("2@uniform/10 MGET {k} {k} {k} {k}"), format!("1@uniform/10 MGET {k} {k}")]
+        );
+        // More keys than a round's GETs: one MGET of them all; GETs without the option.
+        assert_eq!(
+            mix_of("--ratio 1:3 --multi-key-get 8 --key-maximum 9"),
+            [format!("1@uniform/10 MGET {k} {k} {k}")]
+        );
+        assert_eq!(
+            mix_of("--ratio 1:3 --multi-key-get 0 --key-maximum 9"),
+            [format!("3@uniform/10 GET {k}")]
+        );
+        let tr = t("--ratio 1:10 --multi-key-get 4").unwrap();
+        assert_eq!(
+            (tr.memtier.rows, tr.memtier.multi_key_get),
+            (vec!["Sets".to_string(), "Gets".into(), "Gets".into()], true)
+        );
+        for line in [
+            "--command=PING --multi-key-get 2",
+            "--cluster-mode --multi-key-get 2",
+            "--ratio 1:20000 --multi-key-get 20000",
+        ] {
+            assert!(t(line).unwrap_err().to_string().contains("--multi-key-get"), "{line}");
+        }
+    }
+
+    #[test]
+    fn hdr_files_and_the_breakdown_are_read() {
+        let tr = t("--hdr-file-prefix /tmp/p --command-stats-breakdown=LINE --connection-timeout 0").unwrap();
+        assert_eq!((tr.memtier.hdr_file_prefix.as_deref(), tr.memtier.by_line), (Some("/tmp/p"), true));
+        // No prefix (memtier's default), rows by command name (its default).
+        let tr = t("--command-stats-breakdown command").unwrap();
+        assert_eq!((tr.memtier.hdr_file_prefix, tr.memtier.by_line), (None, false));
+        assert_eq!(t("--hdr-file-prefix=").unwrap().memtier.hdr_file_prefix, None);
     }
 
     #[test]

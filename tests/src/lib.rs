@@ -68,6 +68,16 @@ pub fn json_path(prefix: &str, tag: &str) -> PathBuf {
 }
 pub mod tls;
 
+/// The names of the files under `dir`, sorted.
+pub fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
 
 fn unique_tmpdir(prefix: &str) -> PathBuf {

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use respbench_tests::{json_path, respbench, RedisServer, Tool};
+use respbench_tests::{files_in, json_path, respbench, Monitor, RedisServer, Tool};
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(120);
@@ -515,4 +515,227 @@ fn the_staircase_ramps_the_clients() {
     assert_eq!(steps.len(), 2, "{doc}");
     let count = doc["ALL STATS"]["Totals"]["Count"].as_u64().unwrap();
     assert_eq!(count, server.command_calls("set") + server.command_calls("get"));
+}
+
+/// `respbench memtier -p PORT -t 1 --key-maximum 100 --hide-histogram LINE… EXTRA…` against
+/// `server`: LINE's words, then `extra` as they are (memtier keeps an option's last value).
+fn small(server: &RedisServer, line: &str, extra: &[&str]) -> respbench_tests::Output {
+    let port = server.port().to_string();
+    let mut all = vec!["-p", &port, "-t", "1", "--key-maximum", "100", "--hide-histogram"];
+    all.extend(line.split_whitespace());
+    all.extend_from_slice(extra);
+    memtier(&respbench(), &all)
+}
+
+/// A new empty directory for a test's files.
+fn scratch(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("respbench-memtier-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A latency file's shape: each line with its numbers as `N`, its blanks as one, the date after
+/// `StartTime` and the encoded histogram as words; lines of one shape in a row once.
+fn shape(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let line = line.split_once("epoch), ").map_or(line.to_string(), |(a, _)| format!("{a}epoch), DATE]"));
+        let mut s = String::new();
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c.is_ascii_digit() {
+                while chars.peek().is_some_and(|d| d.is_ascii_digit() || *d == '.') {
+                    chars.next();
+                }
+                s.push('N');
+            } else if c != ' ' || !s.ends_with(' ') {
+                s.push(c);
+            }
+        }
+        let s = s.find("HISTF").map_or(s.clone(), |i| format!("{}HIST", &s[..i]));
+        if out.last() != Some(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// The `Total count` of a `.txt` latency file.
+fn total_count(text: &str) -> u64 {
+    let line = text.lines().find(|l| l.starts_with("#[Max")).unwrap_or_else(|| panic!("{text}"));
+    line.rsplit('=').next().unwrap().trim_end_matches(']').trim().parse().unwrap()
+}
+
+/// `--hdr-file-prefix` with `--run-count 2`: memtier's files for each run (the whole run, SET,
+/// GET), each in the shape of the real memtier_benchmark's (tests/golden/memtier-hdr, from
+/// `memtier_benchmark -t 1 -c 2 -n 100 --ratio 1:2 -x 2 --hdr-file-prefix hdr`), their counts
+/// the server's.
+#[test]
+fn hdr_files_have_memtiers_names_and_shapes() {
+    let server = RedisServer::start();
+    let dir = scratch("hdr");
+    let prefix = dir.join("hdr");
+    let out = small(&server, "-c 2 -n 100 --ratio 1:2 -x 2 --hdr-file-prefix", &[prefix.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", out.dump());
+    let names = files_in(&dir);
+    let mut expected: Vec<String> = Vec::new();
+    for run in 1..=2 {
+        for file in ["FULL_RUN", "GET_command_run", "SET_command_run"] {
+            for ext in ["hgrm", "txt"] {
+                expected.push(format!("hdr_{file}_{run}.{ext}"));
+            }
+        }
+    }
+    expected.sort();
+    assert_eq!(names, expected);
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/memtier-hdr");
+    let text = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
+    let mut counts = 0;
+    for file in ["FULL_RUN_1", "SET_command_run_1", "GET_command_run_1"] {
+        for ext in ["txt", "hgrm"] {
+            let name = format!("hdr_{file}.{ext}");
+            let real = std::fs::read_to_string(golden.join(&name)).unwrap();
+            assert_eq!(shape(&text(&name)), shape(&real), "{name}:\n{}", text(&name));
+        }
+    }
+    for run in 1..=2 {
+        let full = total_count(&text(&format!("hdr_FULL_RUN_{run}.txt")));
+        let parts = total_count(&text(&format!("hdr_SET_command_run_{run}.txt")))
+            + total_count(&text(&format!("hdr_GET_command_run_{run}.txt")));
+        assert_eq!(full, parts, "run {run}");
+        counts += full;
+    }
+    // Every request of both runs, as the server counted them.
+    assert_eq!(counts, server.command_calls("set") + server.command_calls("get"));
+    assert_eq!(counts, 2 * 2 * 100);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--command-stats-breakdown=line`: a row per `--command` line (two `Sets`), where `command`
+/// (memtier's default) gives each name one row; the rows' counts are the server's.
+#[test]
+fn the_line_breakdown_gives_a_row_per_command_line() {
+    let server = RedisServer::start();
+    for (breakdown, rows) in [("line", vec!["Sets", "Sets", "Gets"]), ("command", vec!["Sets", "Gets"])] {
+        let json = json_path("memtier", breakdown);
+        let commands =
+            ["--command", "SET __key__ a", "--command", "SET __key__ bb", "--command", "GET __key__"];
+        let mut extra = commands.to_vec();
+        let split = format!("--command-stats-breakdown={breakdown}");
+        extra.extend([split.as_str(), "--json-out-file", json.to_str().unwrap()]);
+        let out = small(&server, "-c 1 -n 60", &extra);
+        assert!(out.status.success(), "{}", out.dump());
+        let table: Vec<&str> = out
+            .stdout
+            .lines()
+            .skip_while(|l| !l.starts_with("Type "))
+            .skip(2)
+            .map(|l| l.split_whitespace().next().unwrap_or_default())
+            .collect();
+        let mut with_totals = rows.clone();
+        with_totals.push("Totals");
+        assert_eq!(table, with_totals, "{}", out.dump());
+        // memtier writes the rows' keys as they are, "Sets" twice with `line`.
+        let text = std::fs::read_to_string(&json).unwrap();
+        let doc = read(&json);
+        assert_eq!(
+            text.matches("\"Sets\":").count(),
+            rows.iter().filter(|r| **r == "Sets").count(),
+            "{text}"
+        );
+        assert_eq!(doc["ALL STATS"]["Totals"]["Count"], 60);
+    }
+    assert_eq!(server.command_calls("set") + server.command_calls("get"), 2 * 60);
+}
+
+/// `--wait-ratio 1:1` with `--ratio 1:1`: a WAIT (memtier's default `WAIT 0 0`, here given as
+/// `--num-slaves 0-0 --wait-timeout 0`) for each SET, in memtier's `Waits` row, whose count is
+/// the server's.
+#[test]
+fn waits_are_sent_and_counted_in_their_row() {
+    let server = RedisServer::start();
+    let json = json_path("memtier", "waits");
+    let out = small(
+        &server,
+        "-c 2 -n 150 --ratio 1:1 --wait-ratio 1:1 --num-slaves 0-0 --wait-timeout 0 --json-out-file",
+        &[json.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let (sets, gets, waits) =
+        (server.command_calls("set"), server.command_calls("get"), server.command_calls("wait"));
+    assert_eq!(sets + gets + waits, 2 * 150);
+    assert!(waits > 0 && sets > 0 && gets > 0, "SET {sets} GET {gets} WAIT {waits}");
+    let doc = read(&json);
+    let all = &doc["ALL STATS"];
+    assert_eq!((all["Sets"]["Count"].as_u64(), all["Waits"]["Count"].as_u64()), (Some(sets), Some(waits)));
+    assert_eq!(all["Totals"]["Count"], 300);
+    let row =
+        out.stdout.lines().find(|l| l.starts_with("Waits ")).unwrap_or_else(|| panic!("{}", out.dump()));
+    assert!(
+        !row.contains("---") || row.matches("---").count() == 3,
+        "figures, --- for hits, misses and KB: {row}"
+    );
+    assert!(row.split_whitespace().nth(1).unwrap().parse::<f64>().unwrap() > 0.0, "{row}");
+}
+
+/// `--ratio 1:10 --multi-key-get 4`: each round's ten GETs go as MGETs of 4, 4 and 2 keys (as
+/// memtier's create_mget_request cuts them), one request each in the `Gets` row, whose count is
+/// the server's; the keys are the server's reads (keyspace hits and misses); hits and misses
+/// per key are not counted by respbench, so the JSON has `null` and the table `---`.
+#[test]
+fn multi_key_gets_are_mgets_of_four_and_two_keys() {
+    let server = RedisServer::start();
+    let json = json_path("memtier", "mget");
+    let monitor = Monitor::start(&server);
+    let out = small(
+        &server,
+        "-c 2 -n 100 --ratio 1:10 --multi-key-get 4 --json-out-file",
+        &[json.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let entries = monitor.finish();
+    let mgets: Vec<usize> = entries.iter().filter(|e| e.name() == "MGET").map(|e| e.args.len() - 1).collect();
+    let (sets, calls) = (server.command_calls("set"), server.command_calls("mget"));
+    assert_eq!(sets + calls, 2 * 100);
+    assert_eq!((mgets.len() as u64, server.command_calls("get")), (calls, 0));
+    assert!(mgets.iter().all(|k| *k == 4 || *k == 2), "{mgets:?}");
+    assert!(mgets.contains(&4) && mgets.contains(&2), "{mgets:?}");
+    let stat = |f: &str| server.info_field("stats", f).unwrap().parse::<u64>().unwrap();
+    assert_eq!(stat("keyspace_hits") + stat("keyspace_misses"), mgets.iter().sum::<usize>() as u64);
+    let doc = read(&json);
+    assert_eq!(doc["ALL STATS"]["Gets"]["Count"].as_u64(), Some(calls));
+    assert_eq!(doc["ALL STATS"]["Totals"]["Count"], 200);
+    for row in ["Gets", "Totals"] {
+        assert!(doc["ALL STATS"][row]["Misses/sec"].is_null(), "{row}: {}", doc["ALL STATS"][row]);
+    }
+    let row = out.stdout.lines().find(|l| l.starts_with("Gets ")).unwrap_or_else(|| panic!("{}", out.dump()));
+    assert_eq!(row.split_whitespace().nth(2), Some("---"), "{row}");
+}
+
+/// `--hdr-file-prefix` with MGETs and WAITs: GET's file has every MGET (memtier's GET
+/// histogram), and WAIT has no file, as memtier writes none.
+#[test]
+fn hdr_files_put_mgets_in_gets_and_waits_nowhere() {
+    let server = RedisServer::start();
+    let dir = scratch("hdr-mget");
+    let prefix = dir.join("m");
+    let out = small(
+        &server,
+        "-c 2 -n 150 --ratio 1:10 --multi-key-get 4 --wait-ratio 1:1 --hdr-file-prefix",
+        &[prefix.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let names = files_in(&dir);
+    let expected = ["FULL_RUN_1", "GET_command_run_1", "SET_command_run_1"]
+        .iter()
+        .flat_map(|f| [format!("m_{f}.hgrm"), format!("m_{f}.txt")])
+        .collect::<Vec<_>>();
+    assert_eq!(names, expected);
+    let count = |f: &str| total_count(&std::fs::read_to_string(dir.join(f)).unwrap());
+    assert_eq!(count("m_GET_command_run_1.txt"), server.command_calls("mget"));
+    assert_eq!(count("m_SET_command_run_1.txt"), server.command_calls("set"));
+    assert_eq!(count("m_FULL_RUN_1.txt"), 2 * 150);
+    assert!(server.command_calls("wait") > 0);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use respbench_tests::{respbench, RedisServer, Tool};
+use respbench_tests::{files_in, respbench, RedisServer, Tool};
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(30);
@@ -89,16 +89,6 @@ fn a_failing_json_leaves_no_partial_file_and_keeps_the_report() {
         .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
         .collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
-}
-
-/// The files under `dir`, sorted.
-fn files_in(dir: &std::path::Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// Each output works alone and beside any other (issue #34): `--hgrm` without `--json` writes

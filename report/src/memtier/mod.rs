@@ -5,6 +5,7 @@
 //! server executed); respbench's own figures for the run go under a `"respbench"` key.
 
 pub mod config;
+pub mod hdr;
 pub mod json;
 pub mod table;
 
@@ -26,6 +27,10 @@ pub struct Figures {
     pub misses: u64,
     /// Whether hits and misses apply (the `Gets` row and `Totals` of `--ratio`).
     pub hits_apply: bool,
+    /// Whether hits and misses are known: not with `--multi-key-get`, whose MGETs' keys are
+    /// hits or misses one by one, which respbench does not count (the table shows `---`, the
+    /// JSON `null`).
+    pub hits_known: bool,
     /// Bytes received and sent.
     pub bytes_rx: u64,
     /// Bytes sent.
@@ -44,6 +49,7 @@ impl Figures {
             hits: 0,
             misses: 0,
             hits_apply: false,
+            hits_known: true,
             bytes_rx: 0,
             bytes_tx: 0,
             latency: new_histogram(DEFAULT_SIGFIG).map_err(Error::Encode)?,
@@ -184,11 +190,13 @@ pub fn runs<'a>(m: &Memtier, results: &'a [TestResult]) -> Result<Vec<Run<'a>>, 
             for name in ["Sets", "Gets", "Waits"] {
                 let mut f = Figures::empty(seconds)?;
                 f.hits_apply = name == "Gets";
+                f.hits_known = !(m.multi_key_get && name == "Gets");
                 rows.push((name.to_string(), f));
             }
         }
         for (name, part) in m.rows.iter().zip(chunk) {
-            match rows.iter_mut().find(|(n, _)| n == name) {
+            // `--command-stats-breakdown=line`: each line its own row, of the same name.
+            match rows.iter_mut().find(|(n, _)| n == name && !m.by_line) {
                 Some((_, f)) => f.add(&part.stats)?,
                 None => {
                     let mut f = Figures::empty(seconds)?;
@@ -199,6 +207,7 @@ pub fn runs<'a>(m: &Memtier, results: &'a [TestResult]) -> Result<Vec<Run<'a>>, 
         }
         let mut totals = Figures::empty(seconds)?;
         totals.hits_apply = m.ratio_rows;
+        totals.hits_known = !m.multi_key_get;
         for (_, f) in &rows {
             totals.count = totals.count.saturating_add(f.count);
             if f.hits_apply {
@@ -261,6 +270,7 @@ fn average<'a>(runs: &[Run<'a>]) -> Result<Run<'a>, Error> {
     let mean = |fs: &[&Figures]| -> Result<Figures, Error> {
         let mut out = Figures::empty(seconds)?;
         out.hits_apply = fs.first().is_some_and(|f| f.hits_apply);
+        out.hits_known = fs.iter().all(|f| f.hits_known);
         for f in fs {
             out.count = out.count.saturating_add(f.count);
             out.hits = out.hits.saturating_add(f.hits);
@@ -290,7 +300,12 @@ fn average<'a>(runs: &[Run<'a>]) -> Result<Run<'a>, Error> {
 /// Whether `--out-file` and `--json-out-file` can be written where they are named, found out
 /// before the run (see [`crate::outputs::check_outputs`]).
 pub fn check_outputs(m: &Memtier) -> Result<(), Error> {
-    let files = [("--out-file", &m.out_file), ("--json-out-file", &m.json_out_file)];
+    let first_hdr = m.hdr_file_prefix.as_ref().map(|p| hdr::full_run(p, 1));
+    let files = [
+        ("--out-file", &m.out_file),
+        ("--json-out-file", &m.json_out_file),
+        ("--hdr-file-prefix", &first_hdr),
+    ];
     for (option, path) in files.iter().filter_map(|(o, p)| p.as_deref().filter(|p| *p != "-").map(|p| (o, p)))
     {
         crate::files::probe_writable(std::path::Path::new(path))
@@ -321,6 +336,9 @@ pub fn write(m: &Memtier, results: &[TestResult], interrupted: bool, epoch_us: u
                 .and_then(|_| o.flush())
                 .map_err(|source| Error::Io { what: "the table (stdout): cannot write".into(), source })?;
         }
+    }
+    if let Some(prefix) = &m.hdr_file_prefix {
+        hdr::write_all(m, prefix, results, &runs, epoch_us)?;
     }
     if let Some(path) = &m.json_out_file {
         let doc = json::document(m, &sections, interrupted, epoch_us)?;

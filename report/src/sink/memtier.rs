@@ -59,6 +59,9 @@ mod tests {
             cluster: false,
             configuration: Vec::new(),
             show_config: false,
+            hdr_file_prefix: None,
+            by_line: false,
+            multi_key_get: false,
         };
         let results = [result("GET"), result("GET")];
         feed(&mut Memtier::new(&settings), &["mio"], &[Event::Results(&results)]).unwrap();
