@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cluster::{Redirect, Request, Router, SLOTS};
-use crate::conn::{earliest, Answered, Connection, Event, IoFailure, Pending, ASKING_REQ, DIRECT};
+use crate::conn::{
+    earliest, Answered, Connection, Event, IoFailure, Pending, ASKING_REQ, CACHE_GET, CACHE_SET, DIRECT,
+};
 use crate::plan::{OpenLoop, PipelineMode, Plan, RampKind, Workload};
 use crate::replay::Player;
 use crate::rng::Rng;
@@ -309,6 +311,10 @@ pub struct Client {
     /// start of its step (`Time::MAX`: it is past the ramp's last level and never does);
     /// `None` once it may.
     waits_until: Option<Time>,
+    /// `--cache-aside`: the keys of the `SET`s after misses (pinned to each key that missed),
+    /// and the misses of the input being read, each its key and its `GET`'s start; `None`
+    /// without it.
+    cache: Option<(KeyGen, Vec<(u64, Time)>)>,
 }
 
 impl Client {
@@ -326,6 +332,10 @@ impl Client {
                 Connection::new(Arc::clone(&plan), handshake, nodes > 1)
             })
             .collect();
+        let cache = plan.cache_aside.as_ref().map(|_| {
+            let rng = Rng::for_stream(plan.seed ^ 0x00ca_c4e0_0000_0000, index);
+            (KeyGen::new(crate::keys::KeySpace::sequential_range(0, 0), rng), Vec::new())
+        });
         Client {
             source: Source::new(&plan, index),
             router: Router::new(index, nodes),
@@ -344,6 +354,7 @@ impl Client {
             stamped: 0,
             tracker: crate::verify::Tracker::default(),
             waits_until: plan_start(&plan_ramp, index),
+            cache,
         }
     }
 
@@ -421,14 +432,19 @@ impl Client {
     /// in order and recorded in `stats`; redirected ones go to the node the reply names.
     pub fn handle_input(&mut self, node: usize, data: &[u8], now: Time, stats: &mut Stats) {
         let lead = self.lead();
-        let Client { plan, conns, router, outstanding, wake, woken, tracker, .. } = self;
+        let Client { plan, conns, router, outstanding, wake, woken, tracker, cache, .. } = self;
         let multi = conns.len() > 1;
+        let misses = cache.as_mut().map(|c| &mut c.1);
+        let run = Run::default();
         let mut books =
-            Books { plan, router, outstanding, wake, woken, node, lead, multi, run: Run::default(), tracker };
+            Books { plan, router, outstanding, wake, woken, node, lead, multi, run, tracker, misses };
         let stopped = conns[node].stop_seen();
         let was_ready = conns[node].is_ready();
         conns[node].handle_input(data, now, stats, &mut |a, stats| books.answered(a, stopped, stats));
         books.flush(stats);
+        if self.cache.is_some() {
+            self.fill_misses(node, now);
+        }
         if !was_ready && self.conns[node].is_ready() {
             // The handshake's last reply: the open-loop schedule starts now (once), and the
             // drain that follows this input sends the first requests.
@@ -800,7 +816,7 @@ impl Client {
         // The common case first, with nothing built for features the run did not ask for
         // (issue #55): one server, not routed (no `--retry-on`), no `--verify`, no delivery
         // stamp.
-        if !self.routed() && plan.verify.is_none() && template.stamp_at().is_none() {
+        if !self.routed() && plan.verify.is_none() && template.stamp_at().is_none() && self.cache.is_none() {
             let keys = self.source.keys_for(part);
             self.conns[0].push(Pending::new(intended, part, now, DIRECT), |out| template.write(out, keys));
             if self.source.read_written(plan, part) {
@@ -849,6 +865,11 @@ impl Client {
             }
             if self.source.read_written(plan, part) {
                 self.conns[0].mark_written();
+            }
+            if self.cache.is_some() {
+                // Cache-aside: the GET's key, for the SET after a miss.
+                let key = self.source.keys_for(part).last;
+                self.conns[0].tag_last(CACHE_GET, crate::verify::Tag { key, version: 0 });
             }
             return;
         };
@@ -927,6 +948,19 @@ impl Client {
             pending.tag = tag;
             pending.written = written;
             conn.push(pending, |out| out.extend_from_slice(bytes));
+        }
+    }
+
+    /// Cache-aside: sends the `SET` of each key that missed in the input just read on node
+    /// `node`'s connection, in the order of the misses, the `GET`'s start in its tag.
+    fn fill_misses(&mut self, node: usize, now: Time) {
+        let (Some(ca), Some((keys, misses))) = (&self.plan.cache_aside, &mut self.cache) else { return };
+        for (key, start) in misses.drain(..) {
+            keys.pin(key);
+            let mut pending = Pending::new(Time::MAX, 0, now, CACHE_SET);
+            pending.tag = crate::verify::Tag { key, version: start.as_nanos() };
+            self.conns[node].push(pending, |out| ca.set.write(out, keys));
+            self.outstanding += 1;
         }
     }
 
@@ -1063,6 +1097,8 @@ struct Books<'a> {
     run: Run,
     /// `--verify`: the versions of the client's own keys.
     tracker: &'a mut crate::verify::Tracker,
+    /// `--cache-aside`: the misses of this input, for [`Client::fill_misses`].
+    misses: Option<&'a mut Vec<(u64, Time)>>,
 }
 
 /// Error-free replies alike in all that the stats keep of them (command, latency, service time,
@@ -1096,7 +1132,11 @@ impl Books<'_> {
         let mut first = a.sent;
         let error = a.error;
         let node = self.node_index(stats);
-        if p.req != DIRECT {
+        if let (CACHE_GET | CACHE_SET, Some(misses)) = (p.req, self.misses.as_deref_mut()) {
+            // Encoded straight into the connection, as a DIRECT request.
+            let start = if p.intended == Time::MAX { first } else { p.intended.min(first) };
+            cache_aside(misses, &a, start, stopped, self.plan.measure_from, stats);
+        } else if p.req != DIRECT {
             let Some(mut r) = self.router.release(p.req) else { return };
             r.first_sent = r.first_sent.min(a.sent);
             first = r.first_sent;
@@ -1226,6 +1266,42 @@ impl Books<'_> {
         if self.multi && !self.woken[node] {
             self.woken[node] = true;
             self.wake.push(node);
+        }
+    }
+}
+
+/// Cache-aside: a `GET` answered nil (`a`, which started at `start`) asks for the `SET` of its
+/// key unless the test has `stopped`; a `SET`'s reply completes its miss. Counted from
+/// `measure_from`.
+fn cache_aside(
+    misses: &mut Vec<(u64, Time)>,
+    a: &Answered<'_>,
+    start: Time,
+    stopped: bool,
+    measure_from: Time,
+    stats: &mut Stats,
+) {
+    let p = &a.pending;
+    let measured = a.now >= measure_from;
+    if p.req == CACHE_SET {
+        if let Some(c) = stats.cache.as_deref_mut().filter(|_| measured) {
+            c.sets += 1;
+            c.set_errors += u64::from(a.error.is_some());
+            c.filled(a.now.nanos_since(Time::from_nanos(p.tag.version)));
+        }
+        return;
+    }
+    if a.nil && !stopped {
+        misses.push((p.tag.key, start));
+    }
+    if let Some(c) = stats.cache.as_deref_mut().filter(|_| measured && a.error.is_none()) {
+        match (a.nil, stopped) {
+            (false, _) => c.hits += 1,
+            (true, false) => c.misses += 1,
+            (true, true) => {
+                c.misses += 1;
+                c.unfilled += 1;
+            }
         }
     }
 }
@@ -1428,6 +1504,45 @@ mod tests {
         assert_eq!((stats.latency.count_at(2), stats.latency.count_at(3)), (1, 2));
         assert_eq!(stats.latency.len(), 6, "one histogram entry per request");
         assert_eq!(stats.last_reply, at(23_000));
+    }
+
+    /// Cache-aside: a GET answered nil is followed on its connection by the SET of its key,
+    /// before the next GET (`-P 1`); a miss is timed from its GET's send to its SET's reply,
+    /// and a hit sends nothing more.
+    #[test]
+    fn a_miss_is_followed_by_the_set_of_its_key() {
+        let mut plan = sequence_plan(Budget::new(2), None);
+        let get = Template::command(&[b"GET", b"key:__rand_int__"]);
+        let set = crate::suite::preload(&get, &crate::dist::ValueSize::Fixed(3)).unwrap().template;
+        plan.workload = Workload { template: get, keys: KeySpace::Random { n: 1_000_000 }, mix: None };
+        plan.connections = 1;
+        plan.cache_aside = Some(Arc::new(crate::cache::CacheAside { set }));
+        let mut stats = plan.new_stats(Time::ZERO, 3).unwrap();
+        let mut c = Client::new(Arc::new(plan), 0);
+        let at = Time::from_nanos;
+        c.handle_connected(0, at(0), &mut stats);
+        while c.poll_event(0).is_some() {}
+        let sent = |c: &mut Client, now: u64, stats: &mut Stats| {
+            let bytes = c.poll_transmit(0, at(now)).unwrap().to_vec();
+            c.advance_transmit(0, bytes.len(), at(now), stats);
+            String::from_utf8(bytes).unwrap()
+        };
+        let get = sent(&mut c, 1_000, &mut stats);
+        let key = get.split("\r\n").nth(4).unwrap().to_string();
+        assert!(key.starts_with("key:") && key.len() == 16, "{get:?}");
+        c.handle_input(0, b"$-1\r\n", at(3_000), &mut stats);
+        let set = sent(&mut c, 4_000, &mut stats);
+        assert_eq!(set, format!("*3\r\n$3\r\nSET\r\n$16\r\n{key}\r\n$3\r\nVXK\r\n"));
+        c.handle_input(0, b"+OK\r\n", at(9_000), &mut stats);
+        let next = sent(&mut c, 10_000, &mut stats);
+        assert!(next.starts_with("*2\r\n$3\r\nGET\r\n"), "{next:?}");
+        c.handle_input(0, b"$1\r\nx\r\n", at(12_000), &mut stats);
+        assert!(c.poll_transmit(0, at(13_000)).is_none(), "a hit sends nothing more");
+        let cache = stats.cache.as_deref().unwrap();
+        assert_eq!((cache.hits, cache.misses, cache.sets, cache.unfilled), (1, 1, 1, 0));
+        assert_eq!(cache.miss_latency.len(), 1);
+        assert_eq!(cache.miss_latency.max(), 8, "the GET's send at 1 us to the SET's reply at 9 us");
+        assert_eq!((stats.requests, stats.nils), (3, 1), "the GETs and the SET");
     }
 
     /// A stamped template (`-t pubsub`): each request's payload carries the client's index, its

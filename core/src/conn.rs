@@ -257,6 +257,12 @@ enum State {
 pub(crate) const DIRECT: u32 = u32::MAX;
 /// An `ASKING` the connection sent before a redirected request.
 pub(crate) const ASKING_REQ: u32 = u32::MAX - 1;
+/// A cache-aside `GET` ([`crate::cache`]), encoded straight into the connection as a
+/// [`DIRECT`] one; its tag holds its key.
+pub(crate) const CACHE_GET: u32 = u32::MAX - 2;
+/// The `SET` after a cache-aside `GET` that missed, likewise; its tag holds its key and the
+/// `GET`'s start.
+pub(crate) const CACHE_SET: u32 = u32::MAX - 3;
 
 /// A request written into the output buffer and not answered yet.
 #[derive(Clone, Copy, Debug)]
@@ -719,6 +725,13 @@ impl Connection {
         }
     }
 
+    /// Marks the request just pushed as a cache-aside `GET` (`req`), its key in `tag`.
+    pub(crate) fn tag_last(&mut self, req: u32, tag: crate::verify::Tag) {
+        if let Some(p) = self.in_flight.back_mut() {
+            (p.req, p.tag) = (req, tag);
+        }
+    }
+
     // ---- outputs ----
 
     /// Bytes to write now, if any. Call [`Connection::advance_transmit`] with how many the socket
@@ -882,7 +895,8 @@ impl Connection {
         // fatal.
         let recoverable = !matches!(e, ConnError::Handshake { .. } | ConnError::HandshakeReply { .. });
         let requests = self.in_flight.iter().filter(|p| p.req != ASKING_REQ);
-        self.orphans.extend(requests.clone().map(|p| p.req).filter(|&r| r != DIRECT));
+        // The router's own: not DIRECT, CACHE_GET or CACHE_SET.
+        self.orphans.extend(requests.clone().map(|p| p.req).filter(|&r| r < CACHE_SET));
         let lost = requests.count();
         self.went_down = true;
         self.dropped += lost;

@@ -19,6 +19,7 @@ use respbench_session::server::ServerInfo;
 use respbench_session::timing::{self, ClientPauses, ServerTime, Split};
 use respbench_session::verdict::ServerCpu;
 
+mod cache;
 mod events;
 mod notify;
 mod server_series;
@@ -405,6 +406,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
     t.delivery = stats.delivery.as_deref().map(delivery).transpose()?;
     t.expiry = stats.expiry.as_deref().map(expiry).transpose()?;
     t.tracking = stats.tracking.as_deref().map(tracking).transpose()?;
+    t.cache_aside = stats.cache.as_deref().map(cache::cache_aside).transpose()?;
     let overall = e.server_time.as_ref().and_then(ServerTime::overall);
     t.time_split = Split::of(stats, overall).map(|s| time_split(&s));
     Ok(t)
@@ -778,6 +780,13 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
             Some(d) => Some(Box::new(
                 read_tracking(d, latency.sigfig())
                     .map_err(|e| Error::Document(format!("test '{name}': tracking: {e}")))?,
+            )),
+            None => None,
+        },
+        cache: match &t.cache_aside {
+            Some(c) => Some(Box::new(
+                cache::read_cache_aside(c, latency.sigfig())
+                    .map_err(|e| Error::Document(format!("test '{name}': cache_aside: {e}")))?,
             )),
             None => None,
         },

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod cache;
 mod compare;
 mod events;
 mod figures;
@@ -25,6 +26,7 @@ mod server_series;
 #[cfg(test)]
 mod tests;
 
+pub use cache::CacheAside;
 pub use compare::*;
 pub use events::*;
 pub use figures::*;
@@ -496,6 +498,9 @@ pub struct Test {
     /// `-t tracking`: the invalidations the readers received, and when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tracking: Option<Tracking>,
+    /// `--cache-aside`: hits, misses, the `SET`s they caused, a miss's latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_aside: Option<CacheAside>,
     /// `--at`: each event, what came of it and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<EventEntry>>,

@@ -479,6 +479,9 @@ pub struct OpenLoopConfig {
     /// `--expiry-range`: every `SET key value` of the tests carries `EX` or `PX` with a time
     /// drawn from it.
     pub expiry: Option<respbench_core::template::Expiry>,
+    /// `--cache-aside`: each GET that misses is followed by a SET of its key (with
+    /// `--expiry-range`'s time) on the same connection.
+    pub cache_aside: bool,
     /// `--series`: print each test's time series.
     pub show_series: bool,
     /// `--live`: print each second on stderr while a test runs.

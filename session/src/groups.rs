@@ -125,6 +125,8 @@ pub(crate) fn merge(outcomes: &[Outcome]) -> Result<Outcome, Error> {
     // they would pass for the whole test's.
     total.stats.service = None;
     total.stats.lateness = None;
+    // So is a cache-aside group's cache.
+    total.stats.cache = None;
     for o in outcomes {
         for (e, n) in &o.failures {
             Outcome::add_failure(&mut total.failures, e.clone(), *n);

@@ -149,6 +149,15 @@ pub(crate) fn plan(
         verify: crate::verify::for_test(cfg, &case.templates()).ok().flatten(),
         ramp: cfg.open.ramp.filter(|_| !idle).map(|r| respbench_core::Ramp { start: ramp_start, ..r }),
         retry: cfg.retry.as_ref().map(|r| r.retry.clone()),
+        // Checked when the tests were made (`case::cases`).
+        cache_aside: crate::cache_aside::for_test(
+            cfg,
+            &case.spec.title,
+            &case.spec.template,
+            case.mix.is_some(),
+        )
+        .ok()
+        .flatten(),
     })
 }
 

@@ -204,3 +204,39 @@ fn the_command_line_overrides_the_file() {
     assert_eq!(server.command_calls("incr"), 500);
     let _ = std::fs::remove_file(file);
 }
+
+/// `examples/cache-aside.toml` on an empty server: each miss was followed by a SET of its key,
+/// so the SETs are the misses, as the server's SET calls and keyspace_misses say; the GETs are
+/// its hits and misses, the requests both; the keys carry the file's TTL.
+#[test]
+fn cache_aside_sets_each_key_that_missed() {
+    let server = RedisServer::start();
+    let json = json_path("scenario", "cache");
+    let port = server.port().to_string();
+    let file = example("cache-aside.toml");
+    let args =
+        ["run", file.to_str().unwrap(), "-p", &port, "--duration", "2s", "--json", json.to_str().unwrap()];
+    let out = respbench().run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(out.stdout.contains("  cache-aside: "), "{}", out.dump());
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let test = &doc["tests"][0];
+    let cache = &test["cache_aside"];
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("{v}"));
+    let (hits, misses, sets) = (n(&cache["hits"]), n(&cache["misses"]), n(&cache["sets"]));
+    assert_eq!(sets, misses, "{cache}");
+    assert_eq!(sets, server.command_calls("set"), "{}", out.dump());
+    let server_misses: u64 = server.info_field("stats", "keyspace_misses").unwrap().parse().unwrap();
+    assert_eq!(misses, server_misses, "{}", out.dump());
+    assert_eq!(hits + misses, server.command_calls("get"), "{}", out.dump());
+    assert_eq!(n(&test["requests"]), hits + misses + sets);
+    assert_eq!(n(&test["nil_replies"]), misses);
+    // Every key of the 1,000 was missed once at least, and none twice once set (a miss of a key
+    // another connection was filling at that moment aside).
+    assert!((1000..1100).contains(&misses), "{cache}");
+    assert!(hits > misses, "{cache}");
+    let p50 = cache["miss_latency_ms"]["p50"].as_f64().unwrap();
+    assert!(p50 > 0.0, "{cache}");
+    let ttl: i64 = server.cli(&["TTL", "key:000000000007"]).trim().parse().unwrap();
+    assert!((1..=60).contains(&ttl), "TTL {ttl}");
+}
