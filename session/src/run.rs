@@ -444,7 +444,8 @@ fn measure(
     if let Some(s) = &mut sampler {
         s.start(epoch);
     }
-    let mut subscribers = start_subscribers(cfg, against, case, epoch)?;
+    // A scenario's delivery group goes first: its subscribers are the test's.
+    let mut subscribers = start_subscribers(t.parts[0].cfg, against, case, epoch)?;
     let begin = Instant::now();
     // A time-based run stops handing out requests at its end; in-flight ones drain (the core's
     // run control).
@@ -596,7 +597,15 @@ fn measure(
                     if let Some(subs) = subscribers.take() {
                         // The subscribers' threads are not the event loops: their CPU is left
                         // out of the client's figure (and so of the verdict).
-                        let (user, sys) = subs.finish(&mut o.stats, cfg.drain_grace)?;
+                        // Its group's published messages are the first group's requests.
+                        let (user, sys) = match groups.first_mut() {
+                            Some(g) => {
+                                let ran = subs.finish(&mut g.stats, cfg.drain_grace)?;
+                                o.stats.delivery.clone_from(&g.stats.delivery);
+                                ran
+                            }
+                            None => subs.finish(&mut o.stats, cfg.drain_grace)?,
+                        };
                         cpu.user_s = (cpu.user_s - user).max(0.0);
                         cpu.sys_s = (cpu.sys_s - sys).max(0.0);
                     }

@@ -123,6 +123,9 @@ pub struct Group {
     pub kind: Option<String>,
     /// `--expiry-range`: the TTL of the SETs the group sends (`"60"` s, `"500ms-1500ms"`).
     pub ttl: Option<String>,
+    /// `--subscribers`: a delivery group's (`test = "pubsub"`) subscribers, the fan-out of
+    /// each message (the group goes first).
+    pub subscribers: Option<u64>,
 }
 
 /// The one kind of group beside the plain one.
@@ -329,6 +332,7 @@ impl Scenario {
         out.opt("-P", g.pipeline.as_ref());
         out.opt("--rps", g.rps.as_ref());
         out.opt("--expiry-range", g.ttl.as_ref());
+        out.opt("--subscribers", g.subscribers.as_ref());
         if g.kind.as_deref() == Some(CACHE_ASIDE) {
             out.switch("--cache-aside", true);
             let get = "get".to_string();
@@ -389,6 +393,7 @@ pub fn of_args(args: &[String], takes_value: &dyn Fn(&str) -> bool) -> Result<St
             "--rps" => g.rps = Some(num()?),
             "--cache-aside" => g.kind = Some(CACHE_ASIDE.into()),
             "--expiry-range" => g.ttl = Some(text()?),
+            "--subscribers" => g.subscribers = Some(num()?),
             "--print-scenario" => {}
             // A password stays off the file (and off the screen).
             "-a" | "--password" | "-u" | "--uri" => left.push(a.clone()),

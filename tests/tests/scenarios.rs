@@ -240,3 +240,56 @@ fn cache_aside_sets_each_key_that_missed() {
     let ttl: i64 = server.cli(&["TTL", "key:000000000007"]).trim().parse().unwrap();
     assert!((1..=60).contains(&ttl), "TTL {ttl}");
 }
+
+/// Every file under examples/ runs (1 s each, `--duration` overriding the file's) against a
+/// server of its own, and its groups' requests add up to the server's calls of their commands
+/// (a cache-aside group's SETs among them).
+#[test]
+fn every_example_runs_and_the_server_agrees() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "{files:?}");
+    for file in files {
+        let server = RedisServer::start();
+        let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+        let json = json_path("example", &name);
+        let port = server.port().to_string();
+        let args = [
+            "run",
+            file.to_str().unwrap(),
+            "-p",
+            &port,
+            "--duration",
+            "1s",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        let out = respbench().run(&args, T);
+        assert!(out.status.success(), "{name}: {}", out.dump());
+        let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+        for test in doc["tests"].as_array().unwrap() {
+            let groups = match test["groups"].as_array() {
+                Some(g) => g.clone(),
+                None => vec![test.clone()],
+            };
+            let mut names: Vec<String> = Vec::new();
+            for g in &groups {
+                let command = g["command"].as_str().unwrap();
+                names.push(command.split("\r\n").nth(2).unwrap().to_lowercase());
+                if g.get("cache_aside").is_some() {
+                    names.push("set".into());
+                }
+                assert!(g["requests"].as_u64().unwrap() > 0, "{name}: {g}");
+            }
+            names.sort();
+            names.dedup();
+            let calls: u64 = names.iter().map(|n| server.command_calls(n)).sum();
+            assert_eq!(test["requests"].as_u64().unwrap(), calls, "{name} {names:?}: {}", out.dump());
+        }
+    }
+}
