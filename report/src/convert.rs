@@ -869,8 +869,8 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         // A merged document's events are not carried: they were one run's, against its load.
         events: Vec::new(),
         ramp: None,
-        // Not read back: `merge` adds tests, not yet their groups.
-        groups: Vec::new(),
+        // `merge` adds the groups by name (`TestResult::merge`).
+        groups: t.groups.iter().flatten().map(read_test).collect::<Result<_, _>>()?,
     })
 }
 

@@ -63,7 +63,6 @@ fn not_with_groups(cfg: &Config) -> Option<&'static str> {
         (o.live, "--live"),
         (o.hlog.is_some() || o.hgrm.is_some(), "--hlog and --hgrm (per group: not yet)"),
         (cfg.metrics.is_some(), "--metrics (a group label: not yet)"),
-        (cfg.split.is_some(), "--worker"),
         (cfg.memtier.is_some(), "memtier_benchmark's outputs"),
     ]
     .into_iter()
