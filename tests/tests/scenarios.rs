@@ -293,3 +293,28 @@ fn every_example_runs_and_the_server_agrees() {
         }
     }
 }
+
+/// `--hgrm PREFIX` writes each group's distribution beside the test's, `PREFIX` + the test's tag
+/// + `.GROUP.hgrm`: each file's total count is the server's calls of its group's command.
+#[test]
+fn hgrm_has_a_file_per_group() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let dir = std::env::temp_dir().join(format!("respbench-scenario-hgrm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prefix = format!("{}/", dir.display());
+    let file = example("readers-writers.toml");
+    let args = ["run", file.to_str().unwrap(), "-p", &port, "--duration", "1s", "-q", "--hgrm", &prefix];
+    let out = respbench().run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    let total = |name: &str| -> u64 {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let line = text.lines().find(|l| l.contains("Total count")).unwrap();
+        line.rsplit('=').next().unwrap().trim().trim_end_matches(']').trim().parse().unwrap()
+    };
+    let (get, set) = (server.command_calls("get"), server.command_calls("set"));
+    assert_eq!(total("readers-writers.readers.hgrm"), get, "{}", out.dump());
+    assert_eq!(total("readers-writers.writers.hgrm"), set, "{}", out.dump());
+    assert_eq!(total("readers-writers.hgrm"), get + set);
+    let _ = std::fs::remove_dir_all(&dir);
+}
