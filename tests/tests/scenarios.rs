@@ -318,3 +318,32 @@ fn hgrm_has_a_file_per_group() {
     assert_eq!(total("readers-writers.hgrm"), get + set);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `respbench compare` of two runs of a scenario compares group by group: each group is a test
+/// named `TEST/GROUP`, its rate that group's in each document.
+#[test]
+fn compare_goes_group_by_group() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let file = example("readers-writers.toml");
+    let docs: Vec<PathBuf> = ["a", "b"]
+        .iter()
+        .map(|side| {
+            let json = json_path("scenario-compare", side);
+            let args = ["run", file.to_str().unwrap(), "-p", &port, "--duration", "1s", "-q", "--json"];
+            let out = respbench().run(&[&args[..], &[json.to_str().unwrap()]].concat(), T);
+            assert!(out.status.success(), "{}", out.dump());
+            json
+        })
+        .collect();
+    let out = respbench().run(&["compare", docs[0].to_str().unwrap(), docs[1].to_str().unwrap()], T);
+    assert!(out.stdout.contains("\nreaders-writers/readers: 1 runs of A, 1 of B"), "{}", out.dump());
+    assert!(out.stdout.contains("\nreaders-writers/writers @ 500 rps: 1 runs of A"), "{}", out.dump());
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&docs[0])).unwrap();
+    let _ = std::fs::remove_file(&docs[1]);
+    let readers = doc["tests"][0]["groups"][0]["rps"].as_f64().unwrap();
+    let section = out.stdout.split("readers-writers/readers:").nth(1).unwrap();
+    let rps_line = section.lines().find(|l| l.trim_start().starts_with("rps")).unwrap();
+    let a: f64 = rps_line.split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert_eq!(a, readers.round(), "{rps_line}");
+}
