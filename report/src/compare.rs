@@ -255,11 +255,9 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), Error> {
 
 /// A test and, after it, a scenario's groups as tests of their own named `TEST/GROUP` (as the
 /// `-q` lines name them), so that two runs of a scenario compare group by group.
-fn with_groups(mut t: doc::Test) -> Vec<doc::Test> {
-    let groups = t.groups.take().unwrap_or_default();
-    let test = t.name.clone();
-    let named = groups.into_iter().map(move |g| doc::Test { name: format!("{test}/{}", g.name), ..g });
-    std::iter::once(t).chain(named).collect()
+fn with_groups(t: doc::Test) -> Vec<doc::Test> {
+    let groups: Vec<doc::Test> = t.groups_as_tests().collect();
+    std::iter::once(t).chain(groups).collect()
 }
 
 /// What keeps tests apart: name, backend, target rate and a sweep's step without its run.

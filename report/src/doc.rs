@@ -21,6 +21,7 @@ mod cache;
 mod compare;
 mod events;
 mod figures;
+mod groups;
 mod search;
 mod server_series;
 #[cfg(test)]

@@ -347,3 +347,22 @@ fn compare_goes_group_by_group() {
     let a: f64 = rps_line.split_whitespace().nth(2).unwrap().parse().unwrap();
     assert_eq!(a, readers.round(), "{rps_line}");
 }
+
+/// `respbench plot` of a scenario's document draws a series per group (named `TEST/GROUP`) beside
+/// the test's.
+#[test]
+fn plot_draws_a_series_per_group() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let json = json_path("scenario-plot", "rw");
+    let file = example("readers-writers.toml");
+    let args = ["run", file.to_str().unwrap(), "-p", &port, "--duration", "2s", "-q", "--json"];
+    let out = respbench().run(&[&args[..], &[json.to_str().unwrap()]].concat(), T);
+    assert!(out.status.success(), "{}", out.dump());
+    let out = respbench().run(&["plot", "--charts", "series", "-o", "-", json.to_str().unwrap()], T);
+    assert!(out.status.success(), "{}", out.dump());
+    for label in [">readers-writers<", ">readers-writers/readers<", ">readers-writers/writers @ 500 rps<"] {
+        assert!(out.stdout.contains(label), "{label}: {}", &out.stdout[..out.stdout.len().min(2000)]);
+    }
+    let _ = take_document(&json);
+}
