@@ -61,7 +61,6 @@ fn not_with_groups(cfg: &Config) -> Option<&'static str> {
         (cfg.backends.len() > 1, "several backends"),
         (cfg.idle, "-I"),
         (o.live, "--live"),
-        (o.hlog.is_some(), "--hlog (per group: not yet; --hgrm writes each group's distribution)"),
         (cfg.metrics.is_some(), "--metrics (a group label: not yet)"),
         (cfg.memtier.is_some(), "memtier_benchmark's outputs"),
     ]

@@ -462,7 +462,7 @@ fn measure(
     }
     let hlog = t.hlog.filter(|_| obs.keeps_intervals());
     if hlog.is_some() {
-        run.progress.collector().keep_ended();
+        runs.iter().for_each(|r| r.progress.collector().keep_ended());
     }
     if run.plan.fine {
         run.progress.collector().track(&cfg.events.planned());
@@ -474,6 +474,11 @@ fn measure(
     // last second short.
     let log_ended = |obs: &mut dyn Observer, end: Option<Time>| -> Result<(), Error> {
         match hlog {
+            // A scenario's groups: each its own seconds, tagged `TEST.GROUP`.
+            Some(tag) if runs.len() > 1 => runs.iter().zip(t.parts).try_for_each(|(r, p)| {
+                let ended = r.progress.collector().take_ended();
+                obs.intervals(&format!("{tag}.{}", p.name.unwrap_or_default()), &ended, end)
+            }),
             Some(tag) => {
                 let ended = run.progress.collector().take_ended();
                 obs.intervals(tag, &ended, end)

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use respbench_tests::{
-    check_json_independently, free_port, json_path, respbench, take_document, RedisServer,
+    check_json_independently, free_port, json_path, read_hlog_independently, respbench, take_document,
+    RedisServer,
 };
 
 const T: Duration = Duration::from_secs(120);
@@ -365,4 +366,22 @@ fn plot_draws_a_series_per_group() {
         assert!(out.stdout.contains(label), "{label}: {}", &out.stdout[..out.stdout.len().min(2000)]);
     }
     let _ = take_document(&json);
+}
+
+/// `--hlog` with a scenario: each group's seconds tagged `TEST.GROUP`, read by HdrHistogram's
+/// Python reader: each tag's count is the server's calls of its group's command.
+#[test]
+fn hlog_tags_each_group() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let log = std::env::temp_dir().join(format!("respbench-scenario-{}.hlog", std::process::id()));
+    let file = example("readers-writers.toml");
+    let args = ["run", file.to_str().unwrap(), "-p", &port, "--duration", "2s", "-q", "--hlog"];
+    let out = respbench().run(&[&args[..], &[log.to_str().unwrap()]].concat(), T);
+    assert!(out.status.success(), "{}", out.dump());
+    let tags = read_hlog_independently(&log);
+    let _ = std::fs::remove_file(&log);
+    let count = |tag: &str| tags.iter().find(|t| t.0 == tag).unwrap_or_else(|| panic!("{tag}: {tags:?}")).1;
+    assert_eq!(count("readers-writers.readers"), server.command_calls("get"), "{tags:?}");
+    assert_eq!(count("readers-writers.writers"), server.command_calls("set"), "{tags:?}");
 }
