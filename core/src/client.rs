@@ -1132,68 +1132,71 @@ impl Books<'_> {
         let mut first = a.sent;
         let error = a.error;
         let node = self.node_index(stats);
-        if let (CACHE_GET | CACHE_SET, Some(misses)) = (p.req, self.misses.as_deref_mut()) {
-            // Encoded straight into the connection, as a DIRECT request.
-            let start = if p.intended == Time::MAX { first } else { p.intended.min(first) };
-            cache_aside(misses, &a, start, stopped, self.plan.measure_from, stats);
-        } else if p.req != DIRECT {
-            let Some(mut r) = self.router.release(p.req) else { return };
-            r.first_sent = r.first_sent.min(a.sent);
-            first = r.first_sent;
-            if let (Some(m), Some(retry)) = (a.error, &self.plan.retry) {
-                // A cluster's own redirects and retries are the router's (below).
-                let redirect = self.plan.cluster.is_some() && Redirect::of(m).is_some();
-                if !redirect && retry.retries(m) {
-                    if stopped {
-                        stats.abandoned += 1;
-                        *self.outstanding -= 1;
-                        self.router.recycle(r);
-                        return;
-                    }
-                    match self.router.retry(r, self.node, retry.limit, |k| a.now + retry.pause(k)) {
-                        Ok(()) => {
-                            stats.retries.by_error.record(m);
-                            self.wake(self.node);
+        if p.req != DIRECT {
+            if let (CACHE_GET | CACHE_SET, Some(misses)) = (p.req, self.misses.as_deref_mut()) {
+                // A cache-aside request: encoded straight into the connection, as a DIRECT one
+                // (the branch a run without it never takes).
+                let start = if p.intended == Time::MAX { first } else { p.intended.min(first) };
+                cache_aside(misses, &a, start, stopped, self.plan.measure_from, stats);
+            } else {
+                let Some(mut r) = self.router.release(p.req) else { return };
+                r.first_sent = r.first_sent.min(a.sent);
+                first = r.first_sent;
+                if let (Some(m), Some(retry)) = (a.error, &self.plan.retry) {
+                    // A cluster's own redirects and retries are the router's (below).
+                    let redirect = self.plan.cluster.is_some() && Redirect::of(m).is_some();
+                    if !redirect && retry.retries(m) {
+                        if stopped {
+                            stats.abandoned += 1;
+                            *self.outstanding -= 1;
+                            self.router.recycle(r);
                             return;
                         }
-                        Err(back) => {
-                            stats
-                                .retries
-                                .give_up(crate::cluster::resp_arg(&back.bytes, 1).map(|k| &back.bytes[k]));
-                            r = back;
-                        }
-                    }
-                }
-            }
-            if let (Some(m), Some(cluster)) = (a.error, &self.plan.cluster) {
-                if let Some(kind) = Redirect::of(m) {
-                    kind.count(&mut stats.redirects);
-                    stats.record_redirect_at(kind.index(), a.now);
-                    if let Some(n) = node.and_then(|n| stats.nodes.get_mut(n)) {
-                        kind.count(&mut n.redirects);
-                    }
-                    if stopped {
-                        // The test is over: not sent again, and not answered.
-                        stats.abandoned += 1;
-                        *self.outstanding -= 1;
-                        self.router.recycle(r);
-                        return;
-                    }
-                    match self.router.redirect(cluster, r, kind, m, a.now, self.lead) {
-                        Ok((to, moved)) => {
-                            if let Some((slot, owner)) = moved {
-                                if let Some(e) = self.router.endpoint(Some(cluster), owner) {
-                                    stats.moved.insert(slot, (a.now, e));
-                                }
+                        match self.router.retry(r, self.node, retry.limit, |k| a.now + retry.pause(k)) {
+                            Ok(()) => {
+                                stats.retries.by_error.record(m);
+                                self.wake(self.node);
+                                return;
                             }
-                            self.wake(to);
-                            return;
+                            Err(back) => {
+                                stats.retries.give_up(
+                                    crate::cluster::resp_arg(&back.bytes, 1).map(|k| &back.bytes[k]),
+                                );
+                                r = back;
+                            }
                         }
-                        Err(back) => r = back,
                     }
                 }
+                if let (Some(m), Some(cluster)) = (a.error, &self.plan.cluster) {
+                    if let Some(kind) = Redirect::of(m) {
+                        kind.count(&mut stats.redirects);
+                        stats.record_redirect_at(kind.index(), a.now);
+                        if let Some(n) = node.and_then(|n| stats.nodes.get_mut(n)) {
+                            kind.count(&mut n.redirects);
+                        }
+                        if stopped {
+                            // The test is over: not sent again, and not answered.
+                            stats.abandoned += 1;
+                            *self.outstanding -= 1;
+                            self.router.recycle(r);
+                            return;
+                        }
+                        match self.router.redirect(cluster, r, kind, m, a.now, self.lead) {
+                            Ok((to, moved)) => {
+                                if let Some((slot, owner)) = moved {
+                                    if let Some(e) = self.router.endpoint(Some(cluster), owner) {
+                                        stats.moved.insert(slot, (a.now, e));
+                                    }
+                                }
+                                self.wake(to);
+                                return;
+                            }
+                            Err(back) => r = back,
+                        }
+                    }
+                }
+                self.router.recycle(r);
             }
-            self.router.recycle(r);
         }
         *self.outstanding -= 1;
         let room = match self.plan.conn.pipeline_mode {
