@@ -374,6 +374,10 @@ pub struct Opts {
     /// each SET key value carries EX, or PX for 500ms-1500ms, drawn from MIN-MAX (memtier)
     #[argh(option)]
     pub expiry_range: Option<String>,
+    /// each GET that misses is followed on its connection by a SET of its key (-d's value,
+    /// --expiry-range's TTL): a cache filling itself; reports hits, misses and a miss's latency
+    #[argh(switch)]
+    pub cache_aside: bool,
     /// with -t expiry: the keys' deadlines spread over this, 1 s after each write (default 2s)
     #[argh(option)]
     pub expiry_window: Option<String>,
@@ -518,6 +522,7 @@ impl Opts {
     fn open_loop(&self) -> Result<OpenLoopConfig, OptionError> {
         let mut o = OpenLoopConfig {
             show_series: self.series,
+            cache_aside: self.cache_aside,
             live: self.live,
             hlog: self.hlog.clone(),
             hgrm: self.hgrm.clone(),

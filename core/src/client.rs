@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cluster::{Redirect, Request, Router, SLOTS};
-use crate::conn::{earliest, Answered, Connection, Event, IoFailure, Pending, ASKING_REQ, DIRECT};
+use crate::conn::{
+    earliest, Answered, Connection, Event, IoFailure, Pending, ASKING_REQ, CACHE_GET, CACHE_SET, DIRECT,
+};
 use crate::plan::{OpenLoop, PipelineMode, Plan, RampKind, Workload};
 use crate::replay::Player;
 use crate::rng::Rng;
@@ -317,6 +319,10 @@ pub struct Client {
     plain: bool,
     /// [`Client::routed`], decided once.
     routed: bool,
+    /// `--cache-aside`: the keys of the `SET`s after misses (pinned to each key that missed),
+    /// and the misses of the input being read, each its key and its `GET`'s start; `None`
+    /// without it.
+    cache: Option<(KeyGen, Vec<(u64, Time)>)>,
 }
 
 impl Client {
@@ -337,6 +343,7 @@ impl Client {
         let follow =
             plan.workload.mix.as_ref().and_then(crate::Mix::cursor_arg).map(crate::cursor::Follow::new);
         let plain = follow.is_none()
+            && plan.cache_aside.is_none()
             && plan.cluster.is_none()
             && plan.retry.is_none()
             && plan.verify.is_none()
@@ -345,6 +352,10 @@ impl Client {
                 m.templates.iter().all(|t| t.stamp_at().is_none())
                     && (0..m.templates.len()).all(|i| !m.tracks(i))
             });
+        let cache = plan.cache_aside.as_ref().map(|_| {
+            let rng = Rng::for_stream(plan.seed ^ 0x00ca_c4e0_0000_0000, index);
+            (KeyGen::new(crate::keys::KeySpace::sequential_range(0, 0), rng), Vec::new())
+        });
         Client {
             plain,
             routed: plan.cluster.is_some() || plan.retry.is_some(),
@@ -366,6 +377,7 @@ impl Client {
             tracker: crate::verify::Tracker::default(),
             follow,
             waits_until: plan_start(&plan_ramp, index),
+            cache,
         }
     }
 
@@ -443,15 +455,19 @@ impl Client {
     /// in order and recorded in `stats`; redirected ones go to the node the reply names.
     pub fn handle_input(&mut self, node: usize, data: &[u8], now: Time, stats: &mut Stats) {
         let lead = self.lead();
-        let Client { plan, conns, router, outstanding, wake, woken, tracker, follow, .. } = self;
+        let Client { plan, conns, router, outstanding, wake, woken, tracker, follow, cache, .. } = self;
         let multi = conns.len() > 1;
+        let misses = cache.as_mut().map(|c| &mut c.1);
         let run = Run::default();
         let mut books =
-            Books { plan, router, outstanding, wake, woken, node, lead, multi, run, tracker, follow };
+            Books { plan, router, outstanding, wake, woken, node, lead, multi, run, tracker, follow, misses };
         let stopped = conns[node].stop_seen();
         let was_ready = conns[node].is_ready();
         conns[node].handle_input(data, now, stats, &mut |a, stats| books.answered(a, stopped, stats));
         books.flush(stats);
+        if self.cache.is_some() {
+            self.fill_misses(node, now);
+        }
         if !was_ready && self.conns[node].is_ready() {
             // The handshake's last reply: the open-loop schedule starts now (once), and the
             // drain that follows this input sends the first requests.
@@ -886,6 +902,11 @@ impl Client {
             if self.source.read_written(plan, part) {
                 self.conns[0].mark_written();
             }
+            if self.cache.is_some() {
+                // Cache-aside: the GET's key, for the SET after a miss.
+                let key = self.source.keys_for(part).last;
+                self.conns[0].tag_last(CACHE_GET, crate::verify::Tag { key, version: 0 });
+            }
             return;
         };
         let mut bytes = self.router.buffer();
@@ -962,6 +983,19 @@ impl Client {
             pending.resent = resent;
             pending.written = written;
             conn.push_tagged(pending, tag, |out| out.extend_from_slice(bytes));
+        }
+    }
+
+    /// Cache-aside: sends the `SET` of each key that missed in the input just read on node
+    /// `node`'s connection, in the order of the misses, the `GET`'s start in its tag.
+    fn fill_misses(&mut self, node: usize, now: Time) {
+        let (Some(ca), Some((keys, misses))) = (&self.plan.cache_aside, &mut self.cache) else { return };
+        for (key, start) in misses.drain(..) {
+            keys.pin(key);
+            let pending = Pending::new(Time::MAX, 0, now, CACHE_SET);
+            let tag = crate::verify::Tag { key, version: start.as_nanos() };
+            self.conns[node].push_tagged(pending, tag, |out| ca.set.write(out, keys));
+            self.outstanding += 1;
         }
     }
 
@@ -1100,6 +1134,8 @@ struct Books<'a> {
     tracker: &'a mut crate::verify::Tracker,
     /// `--follow-cursor`: the cursor the client follows.
     follow: &'a mut Option<crate::cursor::Follow>,
+    /// `--cache-aside`: the misses of this input, for [`Client::fill_misses`].
+    misses: Option<&'a mut Vec<(u64, Time)>>,
 }
 
 /// Error-free replies alike in all that the stats keep of them (command, latency, service time,
@@ -1150,63 +1186,70 @@ impl Books<'_> {
             }
         }
         if p.req != DIRECT {
-            let Some(mut r) = self.router.release(p.req) else { return };
-            r.first_sent = r.first_sent.min(a.sent);
-            first = r.first_sent;
-            if let (Some(m), Some(retry)) = (a.error, &self.plan.retry) {
-                // A cluster's own redirects and retries are the router's (below).
-                let redirect = self.plan.cluster.is_some() && Redirect::of(m).is_some();
-                if !redirect && retry.retries(m) {
-                    if stopped {
-                        stats.abandoned += 1;
-                        *self.outstanding -= 1;
-                        self.router.recycle(r);
-                        return;
-                    }
-                    match self.router.retry(r, self.node, retry.limit, |k| a.now + retry.pause(k)) {
-                        Ok(()) => {
-                            stats.retries.by_error.record(m);
-                            self.wake(self.node);
+            if let (CACHE_GET | CACHE_SET, Some(misses)) = (p.req, self.misses.as_deref_mut()) {
+                // A cache-aside request: encoded straight into the connection, as a DIRECT one
+                // (the branch a run without it never takes).
+                let start = if p.intended == Time::MAX { first } else { p.intended.min(first) };
+                cache_aside(misses, &a, start, stopped, self.plan.measure_from, stats);
+            } else {
+                let Some(mut r) = self.router.release(p.req) else { return };
+                r.first_sent = r.first_sent.min(a.sent);
+                first = r.first_sent;
+                if let (Some(m), Some(retry)) = (a.error, &self.plan.retry) {
+                    // A cluster's own redirects and retries are the router's (below).
+                    let redirect = self.plan.cluster.is_some() && Redirect::of(m).is_some();
+                    if !redirect && retry.retries(m) {
+                        if stopped {
+                            stats.abandoned += 1;
+                            *self.outstanding -= 1;
+                            self.router.recycle(r);
                             return;
                         }
-                        Err(back) => {
-                            stats
-                                .retries
-                                .give_up(crate::cluster::resp_arg(&back.bytes, 1).map(|k| &back.bytes[k]));
-                            r = back;
-                        }
-                    }
-                }
-            }
-            if let (Some(m), Some(cluster)) = (a.error, &self.plan.cluster) {
-                if let Some(kind) = Redirect::of(m) {
-                    kind.count(&mut stats.redirects);
-                    stats.record_redirect_at(kind.index(), a.now);
-                    if let Some(n) = node.and_then(|n| stats.nodes.get_mut(n)) {
-                        kind.count(&mut n.redirects);
-                    }
-                    if stopped {
-                        // The test is over: not sent again, and not answered.
-                        stats.abandoned += 1;
-                        *self.outstanding -= 1;
-                        self.router.recycle(r);
-                        return;
-                    }
-                    match self.router.redirect(cluster, r, kind, m, a.now, self.lead) {
-                        Ok((to, moved)) => {
-                            if let Some((slot, owner)) = moved {
-                                if let Some(e) = self.router.endpoint(Some(cluster), owner) {
-                                    stats.moved.insert(slot, (a.now, e));
-                                }
+                        match self.router.retry(r, self.node, retry.limit, |k| a.now + retry.pause(k)) {
+                            Ok(()) => {
+                                stats.retries.by_error.record(m);
+                                self.wake(self.node);
+                                return;
                             }
-                            self.wake(to);
-                            return;
+                            Err(back) => {
+                                stats.retries.give_up(
+                                    crate::cluster::resp_arg(&back.bytes, 1).map(|k| &back.bytes[k]),
+                                );
+                                r = back;
+                            }
                         }
-                        Err(back) => r = back,
                     }
                 }
+                if let (Some(m), Some(cluster)) = (a.error, &self.plan.cluster) {
+                    if let Some(kind) = Redirect::of(m) {
+                        kind.count(&mut stats.redirects);
+                        stats.record_redirect_at(kind.index(), a.now);
+                        if let Some(n) = node.and_then(|n| stats.nodes.get_mut(n)) {
+                            kind.count(&mut n.redirects);
+                        }
+                        if stopped {
+                            // The test is over: not sent again, and not answered.
+                            stats.abandoned += 1;
+                            *self.outstanding -= 1;
+                            self.router.recycle(r);
+                            return;
+                        }
+                        match self.router.redirect(cluster, r, kind, m, a.now, self.lead) {
+                            Ok((to, moved)) => {
+                                if let Some((slot, owner)) = moved {
+                                    if let Some(e) = self.router.endpoint(Some(cluster), owner) {
+                                        stats.moved.insert(slot, (a.now, e));
+                                    }
+                                }
+                                self.wake(to);
+                                return;
+                            }
+                            Err(back) => r = back,
+                        }
+                    }
+                }
+                self.router.recycle(r);
             }
-            self.router.recycle(r);
         }
         *self.outstanding -= 1;
         let room = match self.plan.conn.pipeline_mode {
@@ -1285,6 +1328,44 @@ impl Books<'_> {
         if self.multi && !self.woken[node] {
             self.woken[node] = true;
             self.wake.push(node);
+        }
+    }
+}
+
+/// Cache-aside: a `GET` answered nil (`a`, which started at `start`) asks for the `SET` of its
+/// key unless the test has `stopped`; a `SET`'s reply completes its miss. Counted from
+/// `measure_from`.
+fn cache_aside(
+    misses: &mut Vec<(u64, Time)>,
+    a: &Answered<'_>,
+    start: Time,
+    stopped: bool,
+    measure_from: Time,
+    stats: &mut Stats,
+) {
+    let p = &a.pending;
+    // The request's key, and for a SET its GET's start (Connection::tag_last, push_tagged).
+    let tag = a.verified.map(|v| v.tag).unwrap_or_default();
+    let measured = a.now >= measure_from;
+    if p.req == CACHE_SET {
+        if let Some(c) = stats.cache.as_deref_mut().filter(|_| measured) {
+            c.sets += 1;
+            c.set_errors += u64::from(a.error.is_some());
+            c.filled(a.now.nanos_since(Time::from_nanos(tag.version)));
+        }
+        return;
+    }
+    if a.nil && !stopped {
+        misses.push((tag.key, start));
+    }
+    if let Some(c) = stats.cache.as_deref_mut().filter(|_| measured && a.error.is_none()) {
+        match (a.nil, stopped) {
+            (false, _) => c.hits += 1,
+            (true, false) => c.misses += 1,
+            (true, true) => {
+                c.misses += 1;
+                c.unfilled += 1;
+            }
         }
     }
 }
@@ -1487,6 +1568,45 @@ mod tests {
         assert_eq!((stats.latency.count_at(2), stats.latency.count_at(3)), (1, 2));
         assert_eq!(stats.latency.len(), 6, "one histogram entry per request");
         assert_eq!(stats.last_reply, at(23_000));
+    }
+
+    /// Cache-aside: a GET answered nil is followed on its connection by the SET of its key,
+    /// before the next GET (`-P 1`); a miss is timed from its GET's send to its SET's reply,
+    /// and a hit sends nothing more.
+    #[test]
+    fn a_miss_is_followed_by_the_set_of_its_key() {
+        let mut plan = sequence_plan(Budget::new(2), None);
+        let get = Template::command(&[b"GET", b"key:__rand_int__"]);
+        let set = crate::suite::preload(&get, &crate::dist::ValueSize::Fixed(3)).unwrap().template;
+        plan.workload = Workload { template: get, keys: KeySpace::Random { n: 1_000_000 }, mix: None };
+        plan.connections = 1;
+        plan.cache_aside = Some(Arc::new(crate::cache::CacheAside { set }));
+        let mut stats = plan.new_stats(Time::ZERO, 3).unwrap();
+        let mut c = Client::new(Arc::new(plan), 0);
+        let at = Time::from_nanos;
+        c.handle_connected(0, at(0), &mut stats);
+        while c.poll_event(0).is_some() {}
+        let sent = |c: &mut Client, now: u64, stats: &mut Stats| {
+            let bytes = c.poll_transmit(0, at(now)).unwrap().to_vec();
+            c.advance_transmit(0, bytes.len(), at(now), stats);
+            String::from_utf8(bytes).unwrap()
+        };
+        let get = sent(&mut c, 1_000, &mut stats);
+        let key = get.split("\r\n").nth(4).unwrap().to_string();
+        assert!(key.starts_with("key:") && key.len() == 16, "{get:?}");
+        c.handle_input(0, b"$-1\r\n", at(3_000), &mut stats);
+        let set = sent(&mut c, 4_000, &mut stats);
+        assert_eq!(set, format!("*3\r\n$3\r\nSET\r\n$16\r\n{key}\r\n$3\r\nVXK\r\n"));
+        c.handle_input(0, b"+OK\r\n", at(9_000), &mut stats);
+        let next = sent(&mut c, 10_000, &mut stats);
+        assert!(next.starts_with("*2\r\n$3\r\nGET\r\n"), "{next:?}");
+        c.handle_input(0, b"$1\r\nx\r\n", at(12_000), &mut stats);
+        assert!(c.poll_transmit(0, at(13_000)).is_none(), "a hit sends nothing more");
+        let cache = stats.cache.as_deref().unwrap();
+        assert_eq!((cache.hits, cache.misses, cache.sets, cache.unfilled), (1, 1, 1, 0));
+        assert_eq!(cache.miss_latency.len(), 1);
+        assert_eq!(cache.miss_latency.max(), 8, "the GET's send at 1 us to the SET's reply at 9 us");
+        assert_eq!((stats.requests, stats.nils), (3, 1), "the GETs and the SET");
     }
 
     /// A stamped template (`-t pubsub`): each request's payload carries the client's index, its

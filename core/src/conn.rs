@@ -257,6 +257,12 @@ enum State {
 pub(crate) const DIRECT: u32 = u32::MAX;
 /// An `ASKING` the connection sent before a redirected request.
 pub(crate) const ASKING_REQ: u32 = u32::MAX - 1;
+/// A cache-aside `GET` ([`crate::cache`]), encoded straight into the connection as a
+/// [`DIRECT`] one; its tag holds its key.
+pub(crate) const CACHE_GET: u32 = u32::MAX - 2;
+/// The `SET` after a cache-aside `GET` that missed, likewise; its tag holds its key and the
+/// `GET`'s start.
+pub(crate) const CACHE_SET: u32 = u32::MAX - 3;
 
 /// A request written into the output buffer and not answered yet.
 #[derive(Clone, Copy, Debug)]
@@ -368,7 +374,7 @@ pub struct Connection {
     /// [`Pending`], so that runs without `--verify` copy 16 bytes less per request); empty
     /// without.
     tags: VecDeque<crate::verify::Tag>,
-    /// `--verify`: whether `tags` is kept.
+    /// `--verify`, `--cache-aside`: whether `tags` is kept.
     tagged: bool,
     /// Whether replies' bytes are kept (`--verify`, `--follow-cursor`): [`Answered::verified`]
     /// carries them.
@@ -399,7 +405,7 @@ impl Connection {
             capture: (plan.verify.is_some() || cursor).then(Vec::new),
             capture_limit,
             tags: VecDeque::new(),
-            tagged: plan.verify.is_some(),
+            tagged: plan.verify.is_some() || plan.cache_aside.is_some(),
             captured: plan.verify.is_some() || cursor,
             plan,
             state: State::Disconnected,
@@ -775,6 +781,16 @@ impl Connection {
         }
     }
 
+    /// Marks the request just pushed as a cache-aside `GET` (`req`), its key in `tag`.
+    pub(crate) fn tag_last(&mut self, req: u32, tag: crate::verify::Tag) {
+        if let Some(p) = self.in_flight.back_mut() {
+            p.req = req;
+        }
+        if let Some(t) = self.tags.back_mut() {
+            *t = tag;
+        }
+    }
+
     // ---- outputs ----
 
     /// Bytes to write now, if any. Call [`Connection::advance_transmit`] with how many the socket
@@ -946,7 +962,8 @@ impl Connection {
         // fatal.
         let recoverable = !matches!(e, ConnError::Handshake { .. } | ConnError::HandshakeReply { .. });
         let requests = self.in_flight.iter().filter(|p| p.req != ASKING_REQ);
-        self.orphans.extend(requests.clone().map(|p| p.req).filter(|&r| r != DIRECT));
+        // The router's own: not DIRECT, CACHE_GET or CACHE_SET.
+        self.orphans.extend(requests.clone().map(|p| p.req).filter(|&r| r < CACHE_SET));
         let lost = requests.count();
         self.went_down = true;
         self.dropped += lost;

@@ -115,6 +115,15 @@ impl KeyGen {
         k
     }
 
+    /// Pins every key drawn from here on to `key`: a cache-aside `SET` goes to the key that
+    /// missed ([`crate::cache`]).
+    pub(crate) fn pin(&mut self, key: u64) {
+        match &mut self.space {
+            KeySpace::Sequential { first, n: 0, .. } => *first = key,
+            _ => self.space = KeySpace::sequential_range(key, 0),
+        }
+    }
+
     /// [`KeyGen::next_key`] of the spaces other than `Random`.
     #[inline(never)]
     fn next_key_other(&mut self) -> u64 {

@@ -56,6 +56,7 @@
 //! `template::check_values`, which the fuzz targets call. This crate's unit tests always have them.
 #![warn(missing_docs)]
 
+pub mod cache;
 pub mod client;
 pub mod cluster;
 pub mod collector;

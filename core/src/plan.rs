@@ -569,6 +569,9 @@ pub struct Plan {
     /// `--retry-on`: error replies after which a request is sent again; `None` completes every
     /// request with the reply it gets (a cluster's redirects aside).
     pub retry: Option<Retry>,
+    /// `--cache-aside`: a `GET` that misses is followed by a `SET` of its key on the same
+    /// connection (see [`crate::cache`]); `None` sends nothing after a miss.
+    pub cache_aside: Option<std::sync::Arc<crate::cache::CacheAside>>,
 }
 
 impl Plan {
@@ -590,6 +593,7 @@ impl Plan {
             verify: None,
             ramp: None,
             retry: None,
+            cache_aside: None,
         }
     }
 
@@ -612,6 +616,9 @@ impl Plan {
         }
         if let Some(c) = &self.cluster {
             stats = stats.with_nodes(c.nodes.len(), c.len() - c.nodes.len())?;
+        }
+        if self.cache_aside.is_some() {
+            stats.cache = Some(Box::new(crate::cache::CacheStats::new(sigfig)?));
         }
         if let Some(v) = &self.verify {
             stats.verify.on = true;

@@ -335,6 +335,9 @@ pub struct Stats {
     pub expiry: Option<Box<crate::expiry::Expiry>>,
     /// An invalidation test (`-t tracking`, issue #52): what its readers received.
     pub tracking: Option<Box<crate::tracking::Tracking>>,
+    /// A cache-aside test (`--cache-aside`): its hits, misses, the `SET`s they caused and a
+    /// miss's latency; `None` otherwise.
+    pub cache: Option<Box<crate::cache::CacheStats>>,
     /// When the test started (the driver's clock), the earliest of the merged ones.
     pub start: Time,
     /// When the test ended, the latest of the merged ones: its `-n` budget spent and answered,
@@ -544,6 +547,7 @@ impl Stats {
             delivery: None,
             expiry: None,
             tracking: None,
+            cache: None,
             start,
             end: start,
             last_reply: start,
@@ -936,6 +940,11 @@ impl Stats {
         match (&mut self.tracking, &other.tracking) {
             (Some(d), Some(o)) => d.merge(o)?,
             (None, Some(o)) => self.tracking = Some(o.clone()),
+            _ => {}
+        }
+        match (&mut self.cache, &other.cache) {
+            (Some(d), Some(o)) => d.merge(o)?,
+            (None, Some(o)) => self.cache = Some(o.clone()),
             _ => {}
         }
         add_count(&mut self.drops, other.drops, "reconnects.drops")?;

@@ -252,11 +252,18 @@ fn sides(args: &CompareArgs) -> Result<(Side, Side, Vec<String>), Error> {
         let tests = docs
             .into_iter()
             .enumerate()
-            .flat_map(|(i, d)| d.tests.into_iter().map(move |t| (i, t)))
+            .flat_map(|(i, d)| d.tests.into_iter().flat_map(with_groups).map(move |t| (i, t)))
             .collect();
         Side { name, files, address, server, tests, durations, config, dataset }
     };
     Ok((side("A", a_files, da), side("B", b_files, db), forced))
+}
+
+/// A test and, after it, a scenario's groups as tests of their own named `TEST/GROUP` (as the
+/// `-q` lines name them), so that two runs of a scenario compare group by group.
+fn with_groups(t: doc::Test) -> Vec<doc::Test> {
+    let groups: Vec<doc::Test> = t.groups_as_tests().collect();
+    std::iter::once(t).chain(groups).collect()
 }
 
 /// What keeps tests apart: name, backend, target rate and a sweep's step without its run.

@@ -15,6 +15,8 @@ use respbench_session::result::{NodeInfo, Side, StepValues, TestResult, Warning}
 use respbench_session::timing::{ServerTime, Split};
 use respbench_session::verdict::ServerCpu;
 
+mod cache;
+
 use crate::codec::{decode_histogram, ENCODING};
 use crate::doc;
 use crate::error::Error;
@@ -218,6 +220,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
     t.delivery = stats.delivery.as_deref().map(doc::Delivery::try_from).transpose()?;
     t.expiry = stats.expiry.as_deref().map(doc::Expiry::try_from).transpose()?;
     t.tracking = stats.tracking.as_deref().map(doc::Tracking::try_from).transpose()?;
+    t.cache_aside = stats.cache.as_deref().map(cache::cache_aside).transpose()?;
     let overall = e.server_time.as_ref().and_then(ServerTime::overall);
     t.time_split = Split::of(stats, overall).as_ref().map(doc::TimeSplit::from);
     Ok(t)
@@ -388,6 +391,13 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
             )),
             None => None,
         },
+        cache: match &t.cache_aside {
+            Some(c) => Some(Box::new(
+                cache::read_cache_aside(c, latency.sigfig())
+                    .map_err(|e| Error::Document(format!("test '{name}': cache_aside: {e}")))?,
+            )),
+            None => None,
+        },
         expiry: match &t.expiry {
             Some(e) => Some(Box::new(
                 e.read(latency.sigfig())
@@ -474,8 +484,8 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         // A merged document's events are not carried: they were one run's, against its load.
         events: Vec::new(),
         ramp: None,
-        // Not read back: `merge` adds tests, not yet their groups.
-        groups: Vec::new(),
+        // `merge` adds the groups by name (`TestResult::merge`).
+        groups: t.groups.iter().flatten().map(read_test).collect::<Result<_, _>>()?,
     })
 }
 

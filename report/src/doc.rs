@@ -20,9 +20,11 @@ use respbench_session::server::ServerInfo;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod cache;
 mod compare;
 mod events;
 mod figures;
+mod groups;
 mod notify;
 mod search;
 mod server_series;
@@ -30,6 +32,7 @@ mod server_series;
 mod tests;
 mod timing;
 
+pub use cache::CacheAside;
 pub use compare::*;
 pub use events::*;
 pub use figures::*;
@@ -506,6 +509,9 @@ pub struct Test {
     /// `-t tracking`: the invalidations the readers received, and when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tracking: Option<Tracking>,
+    /// `--cache-aside`: hits, misses, the `SET`s they caused, a miss's latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_aside: Option<CacheAside>,
     /// `--at`: each event, what came of it and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<EventEntry>>,

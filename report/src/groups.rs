@@ -61,5 +61,10 @@ fn write_table(test: &TestResult, out: &mut impl Write) -> io::Result<()> {
             ms(h.max()),
         )?;
     }
+    for g in &test.groups {
+        if let Some(c) = &g.stats.cache {
+            crate::cache::write(c, &format!(" '{}'", g.name), "  ", out)?;
+        }
+    }
     writeln!(out)
 }

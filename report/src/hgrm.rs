@@ -8,7 +8,7 @@
 //! One file per test: `PREFIX`, the test's tag as `--hlog` writes it (`GET`, `GET_@_2000_rps`
 //! for a step of several `--rps` rates), then `.hgrm`; an open loop's service time goes to
 //! `… .service.hgrm`. A title that comes again (`-l`, a sweep's steps) is numbered:
-//! `GET.2.hgrm`.
+//! `GET.2.hgrm`. A scenario's groups have theirs beside the test's: `… .GROUP.hgrm`.
 
 use std::fmt::Write as _;
 
@@ -48,6 +48,13 @@ pub fn write_all(
         let mut files = vec![(format!("{prefix}{base}.hgrm"), &e.stats.latency)];
         if let Some(s) = &e.stats.service {
             files.push((format!("{prefix}{base}.service.hgrm"), s));
+        }
+        // A scenario's groups (names of letters, digits, `-`, `_`, `.`), each its own files.
+        for g in &e.groups {
+            files.push((format!("{prefix}{base}.{}.hgrm", g.name), &g.stats.latency));
+            if let Some(s) = &g.stats.service {
+                files.push((format!("{prefix}{base}.{}.service.hgrm", g.name), s));
+            }
         }
         for (path, h) in files {
             crate::files::write_atomically(std::path::Path::new(&path), distribution(h).as_bytes())

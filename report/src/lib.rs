@@ -12,6 +12,7 @@
 //! through [`say!`] ([`stderr`]), which never panics.
 #![cfg_attr(not(test), deny(clippy::print_stderr))]
 
+pub mod cache;
 pub mod capacity;
 pub mod codec;
 pub mod compare;

@@ -241,7 +241,8 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "  bottleneck: {}", v.text)?;
     }
     // Hits mean something for reads; a write that replied nil (SET NX) is said too.
-    if s.requests > 0 && (reads(r.title) || s.nils > 0) {
+    // A cache-aside test says its hits on its own line (its requests hold its SETs too).
+    if s.requests > 0 && (reads(r.title) || s.nils > 0) && s.cache.is_none() {
         writeln!(
             out,
             "  hits: {:.1}% ({} nil replies: keys that did not exist)",
@@ -256,6 +257,9 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
              or evicted or deleted since)",
             s.expired
         )?;
+    }
+    if let Some(c) = &s.cache {
+        crate::cache::write(c, "", "  ", out)?;
     }
     if let Some(note) = &r.backend_note {
         writeln!(out, "  {note}")?;

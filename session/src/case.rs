@@ -126,8 +126,12 @@ pub fn cases(cfg: &Config, stop: &StopHandle, warn: &mut dyn FnMut(&str)) -> Res
     // `--verify`: each test's commands must be ones it can check, said before connecting.
     for case in &cases {
         crate::verify::for_test(cfg, &case.templates())?;
+        crate::cache_aside::for_test(cfg, &case.spec.title, &case.spec.template, case.mix.is_some())?;
     }
-    if cfg.open.expiry.is_some() && !cases.iter().flat_map(Case::templates).any(|t| t.expiry().is_some()) {
+    if cfg.open.expiry.is_some()
+        && !cfg.open.cache_aside
+        && !cases.iter().flat_map(Case::templates).any(|t| t.expiry().is_some())
+    {
         warn("WARNING: --expiry-range: no test sends SET key value, so nothing carries an expiry.");
     }
     Ok(cases)

@@ -481,6 +481,9 @@ pub struct OpenLoopConfig {
     pub expiry: Option<respbench_core::template::Expiry>,
     /// `--follow-cursor`: the custom SCAN-family command follows the cursors its replies return.
     pub follow_cursor: bool,
+    /// `--cache-aside`: each GET that misses is followed by a SET of its key (with
+    /// `--expiry-range`'s time) on the same connection.
+    pub cache_aside: bool,
     /// `--series`: print each test's time series.
     pub show_series: bool,
     /// `--live`: print each second on stderr while a test runs.

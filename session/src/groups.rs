@@ -61,9 +61,7 @@ fn not_with_groups(cfg: &Config) -> Option<&'static str> {
         (cfg.backends.len() > 1, "several backends"),
         (cfg.idle, "-I"),
         (o.live, "--live"),
-        (o.hlog.is_some() || o.hgrm.is_some(), "--hlog and --hgrm (per group: not yet)"),
         (cfg.metrics.is_some(), "--metrics (a group label: not yet)"),
-        (cfg.split.is_some(), "--worker"),
         (cfg.memtier.is_some(), "memtier_benchmark's outputs"),
     ]
     .into_iter()
@@ -88,9 +86,9 @@ pub(crate) fn group_cases(
             return Err(refuse(format!("sends {} tests; a group sends one (a mix is one)", found.len())));
         }
         let case = found.remove(0);
-        if case.spec.template.stamp_at().is_some() {
+        if case.spec.template.stamp_at().is_some() && !out.is_empty() {
             return Err(refuse(format!(
-                "{}: a delivery test runs alone, not beside other groups",
+                "{}: a delivery test's group goes first (its subscribers are the test's)",
                 case.spec.title
             )));
         }
@@ -125,6 +123,8 @@ pub(crate) fn merge(outcomes: &[Outcome]) -> Result<Outcome, Error> {
     // they would pass for the whole test's.
     total.stats.service = None;
     total.stats.lateness = None;
+    // So is a cache-aside group's cache.
+    total.stats.cache = None;
     for o in outcomes {
         for (e, n) in &o.failures {
             Outcome::add_failure(&mut total.failures, e.clone(), *n);

@@ -9,6 +9,7 @@
 #![cfg_attr(not(test), deny(clippy::print_stderr))]
 
 mod backend;
+pub mod cache_aside;
 pub mod capacity;
 pub mod capture;
 pub mod case;

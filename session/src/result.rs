@@ -251,6 +251,13 @@ impl TestResult {
             (Some(a), Some(b)) => Some(if b.cores > a.cores { b } else { a }),
             (a, b) => a.or(b),
         };
+        // A scenario's groups, by name: each worker ran its share of every group.
+        for g in std::mem::take(&mut e.groups) {
+            match acc.groups.iter_mut().find(|a| a.name == g.name) {
+                Some(a) => a.merge(g)?,
+                None => acc.groups.push(g),
+            }
+        }
         Ok(())
     }
 }

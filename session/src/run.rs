@@ -112,6 +112,15 @@ pub(crate) fn plan(
         verify: crate::verify::for_test(cfg, &case.templates()).ok().flatten(),
         ramp: cfg.open.ramp.filter(|_| !idle).map(|r| respbench_core::Ramp { start: ramp_start, ..r }),
         retry: cfg.retry.as_ref().map(|r| r.retry.clone()),
+        // Checked when the tests were made (`case::cases`).
+        cache_aside: crate::cache_aside::for_test(
+            cfg,
+            &case.spec.title,
+            &case.spec.template,
+            case.mix.is_some(),
+        )
+        .ok()
+        .flatten(),
     })
 }
 
@@ -455,6 +464,11 @@ impl<'a> Measured<'a> {
     /// last second short.
     fn log_ended(&self, obs: &mut dyn Observer, end: Option<Time>) -> Result<(), Error> {
         match self.hlog {
+            // A scenario's groups: each its own seconds, tagged `TEST.GROUP`.
+            Some(tag) if self.runs.len() > 1 => self.runs.iter().zip(self.t.parts).try_for_each(|(r, p)| {
+                let ended = r.progress.collector().take_ended();
+                obs.intervals(&format!("{tag}.{}", p.name.unwrap_or_default()), &ended, end)
+            }),
             Some(tag) => {
                 let ended = self.run().progress.collector().take_ended();
                 obs.intervals(tag, &ended, end)
@@ -483,7 +497,8 @@ fn measure(
     if let Some(s) = &mut sampler {
         s.start(epoch);
     }
-    let mut subscribers = start_subscribers(cfg, against, case, epoch)?;
+    // A scenario's delivery group goes first: its subscribers are the test's.
+    let mut subscribers = start_subscribers(t.parts[0].cfg, against, case, epoch)?;
     let begin = Instant::now();
     // A time-based run stops handing out requests at its end; in-flight ones drain (the core's
     // run control).
@@ -513,7 +528,7 @@ fn keep_live_figures(m: &Measured<'_>, obs: &mut dyn Observer) {
         announce(m.t, run, obs);
     }
     if m.hlog.is_some() {
-        run.progress.collector().keep_ended();
+        m.runs.iter().for_each(|r| r.progress.collector().keep_ended());
     }
     if run.plan.fine {
         run.progress.collector().track(&m.t.cfg.events.planned());
@@ -680,7 +695,16 @@ fn collect(
         _ => None,
     };
     if let Some(subs) = beside.subscribers.take() {
-        leave_out(&mut cpu, subs.finish(&mut o.stats, cfg.drain_grace)?);
+        // Its group's published messages are the first group's requests.
+        let used = match groups.first_mut() {
+            Some(g) => {
+                let used = subs.finish(&mut g.stats, cfg.drain_grace)?;
+                o.stats.delivery.clone_from(&g.stats.delivery);
+                used
+            }
+            None => subs.finish(&mut o.stats, cfg.drain_grace)?,
+        };
+        leave_out(&mut cpu, used);
     }
     if let Some(e) = beside.reading.and_then(crate::replay::Reading::stop) {
         return Err(Error::Tests(e));

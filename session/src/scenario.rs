@@ -120,7 +120,18 @@ pub struct Group {
     /// `--rps`: an open loop at this rate (the group's connections together); absent: a closed
     /// loop.
     pub rps: Option<u64>,
+    /// `"cache-aside"` (`--cache-aside`): each GET that misses is followed on its connection by
+    /// a SET of its key; the group reads with `test = "get"` unless it names a GET command.
+    pub kind: Option<String>,
+    /// `--expiry-range`: the TTL of the SETs the group sends (`"60"` s, `"500ms-1500ms"`).
+    pub ttl: Option<String>,
+    /// `--subscribers`: a delivery group's (`test = "pubsub"`) subscribers, the fan-out of
+    /// each message (the group goes first).
+    pub subscribers: Option<u64>,
 }
+
+/// The one kind of group beside the plain one.
+pub const CACHE_ASIDE: &str = "cache-aside";
 
 /// `-d`'s value: bytes, or its text.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -244,8 +255,22 @@ impl Scenario {
             if groups[..k].iter().any(|o| o.get_ref().name == g.name) {
                 return Err(self.group_error(k, "a second group of that name: names tell groups apart"));
             }
+            let cache = match g.kind.as_deref() {
+                None => false,
+                Some(CACHE_ASIDE) => true,
+                Some(other) => {
+                    return Err(self.group_error(
+                        k,
+                        format_args!("unknown kind '{other}': the one kind is \"{CACHE_ASIDE}\""),
+                    ))
+                }
+            };
+            if cache && g.mix.is_some() {
+                return Err(self.group_error(k, "a cache-aside group reads with GET alone, not a mix"));
+            }
             let sends = [g.test.is_some(), g.mix.is_some(), g.command.is_some()];
-            if sends.iter().filter(|&&s| s).count() != 1 {
+            let given = sends.iter().filter(|&&s| s).count();
+            if given != 1 && !(cache && given == 0) {
                 return Err(self.group_error(
                     k,
                     "give exactly one of test (\"get\"), mix (\"get:9,set:1\") or command ([\"SET\", \"k\", \"v\"])",
@@ -308,6 +333,13 @@ impl Scenario {
         out.opt("-d", size.as_ref());
         out.opt("-P", g.pipeline.as_ref());
         out.opt("--rps", g.rps.as_ref());
+        out.opt("--expiry-range", g.ttl.as_ref());
+        out.opt("--subscribers", g.subscribers.as_ref());
+        if g.kind.as_deref() == Some(CACHE_ASIDE) {
+            out.switch("--cache-aside", true);
+            let get = "get".to_string();
+            out.opt("-t", Some(&get).filter(|_| g.test.is_none() && g.command.is_none()));
+        }
         out.out.extend(g.command.iter().flatten().cloned());
         out.out
     }
@@ -368,6 +400,9 @@ pub fn of_args(args: &[String], takes_value: &dyn Fn(&str) -> bool) -> Result<St
                 g.pipeline = Some(u32::try_from(num()?).map_err(|_| refused(format!("{a}: -P")))?)
             }
             "--rps" => g.rps = Some(num()?),
+            "--cache-aside" => g.kind = Some(CACHE_ASIDE.into()),
+            "--expiry-range" => g.ttl = Some(text()?),
+            "--subscribers" => g.subscribers = Some(num()?),
             "--print-scenario" => {}
             // A password stays off the file (and off the screen).
             "-a" | "--password" | "-u" | "--uri" => left.push(a.clone()),
@@ -523,6 +558,25 @@ mod tests {
         let toml = of_args(&command, &|o| o == "-n").unwrap();
         assert!(toml.contains("name = \"incr\"") && toml.contains("command = [\"INCR\", \"-x\"]"), "{toml}");
         assert!(of_args(&[], &none).unwrap_err().to_string().contains("the default suite"));
+    }
+
+    #[test]
+    fn a_cache_aside_group_reads_with_get_and_sets_what_missed() {
+        let text = "[[groups]]\nname = \"cache\"\nkind = \"cache-aside\"\nkeyspace = 1000\nttl = \"60\"\n";
+        let s = parse("c.toml", text.into()).unwrap();
+        let none = |_: &str| false;
+        assert_eq!(
+            s.group_args(0, &none),
+            ["-r", "1000", "--expiry-range", "60", "--cache-aside", "-t", "get"]
+        );
+        let e = parse("c.toml", text.replace("cache-aside", "write-behind")).unwrap_err();
+        assert!(e.message.contains("unknown kind 'write-behind'"), "{e}");
+        let e = parse("c.toml", format!("{text}mix = \"get:1\"\n")).unwrap_err();
+        assert!(e.message.contains("GET alone"), "{e}");
+        let args: Vec<String> =
+            ["-t", "get", "--cache-aside", "--expiry-range", "60"].map(String::from).to_vec();
+        let toml = of_args(&args, &|o| o == "-t" || o == "--expiry-range").unwrap();
+        assert!(toml.contains("kind = \"cache-aside\"") && toml.contains("ttl = \"60\""), "{toml}");
     }
 
     #[test]

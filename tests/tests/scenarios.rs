@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use respbench_tests::{
-    check_json_independently, free_port, json_path, respbench, take_document, RedisServer,
+    check_json_independently, free_port, json_path, read_hlog_independently, respbench, take_document,
+    RedisServer,
 };
 
 const T: Duration = Duration::from_secs(120);
@@ -203,4 +204,184 @@ fn the_command_line_overrides_the_file() {
     assert!(out.status.success(), "{}", out.dump());
     assert_eq!(server.command_calls("incr"), 500);
     let _ = std::fs::remove_file(file);
+}
+
+/// `examples/cache-aside.toml` on an empty server: each miss was followed by a SET of its key,
+/// so the SETs are the misses, as the server's SET calls and keyspace_misses say; the GETs are
+/// its hits and misses, the requests both; the keys carry the file's TTL.
+#[test]
+fn cache_aside_sets_each_key_that_missed() {
+    let server = RedisServer::start();
+    let json = json_path("scenario", "cache");
+    let port = server.port().to_string();
+    let file = example("cache-aside.toml");
+    let args =
+        ["run", file.to_str().unwrap(), "-p", &port, "--duration", "2s", "--json", json.to_str().unwrap()];
+    let out = respbench().run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(out.stdout.contains("  cache-aside: "), "{}", out.dump());
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let test = &doc["tests"][0];
+    let cache = &test["cache_aside"];
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("{v}"));
+    let (hits, misses, sets) = (n(&cache["hits"]), n(&cache["misses"]), n(&cache["sets"]));
+    assert_eq!(sets, misses, "{cache}");
+    assert_eq!(sets, server.command_calls("set"), "{}", out.dump());
+    let server_misses: u64 = server.info_field("stats", "keyspace_misses").unwrap().parse().unwrap();
+    assert_eq!(misses, server_misses, "{}", out.dump());
+    assert_eq!(hits + misses, server.command_calls("get"), "{}", out.dump());
+    assert_eq!(n(&test["requests"]), hits + misses + sets);
+    assert_eq!(n(&test["nil_replies"]), misses);
+    // Every key of the 1,000 was missed once at least, and none twice once set (a miss of a key
+    // another connection was filling at that moment aside).
+    assert!((1000..1100).contains(&misses), "{cache}");
+    assert!(hits > misses, "{cache}");
+    let p50 = cache["miss_latency_ms"]["p50"].as_f64().unwrap();
+    assert!(p50 > 0.0, "{cache}");
+    let ttl: i64 = server.cli(&["TTL", "key:000000000007"]).trim().parse().unwrap();
+    assert!((1..=60).contains(&ttl), "TTL {ttl}");
+}
+
+/// Every file under examples/ runs (1 s each, `--duration` overriding the file's) against a
+/// server of its own, and its groups' requests add up to the server's calls of their commands
+/// (a cache-aside group's SETs among them).
+#[test]
+fn every_example_runs_and_the_server_agrees() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "{files:?}");
+    for file in files {
+        let server = RedisServer::start();
+        let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+        let json = json_path("example", &name);
+        let port = server.port().to_string();
+        let args = [
+            "run",
+            file.to_str().unwrap(),
+            "-p",
+            &port,
+            "--duration",
+            "1s",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        let out = respbench().run(&args, T);
+        assert!(out.status.success(), "{name}: {}", out.dump());
+        let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+        for test in doc["tests"].as_array().unwrap() {
+            let groups = match test["groups"].as_array() {
+                Some(g) => g.clone(),
+                None => vec![test.clone()],
+            };
+            let mut names: Vec<String> = Vec::new();
+            for g in &groups {
+                let command = g["command"].as_str().unwrap();
+                names.push(command.split("\r\n").nth(2).unwrap().to_lowercase());
+                if g.get("cache_aside").is_some() {
+                    names.push("set".into());
+                }
+                assert!(g["requests"].as_u64().unwrap() > 0, "{name}: {g}");
+            }
+            names.sort();
+            names.dedup();
+            let calls: u64 = names.iter().map(|n| server.command_calls(n)).sum();
+            assert_eq!(test["requests"].as_u64().unwrap(), calls, "{name} {names:?}: {}", out.dump());
+        }
+    }
+}
+
+/// `--hgrm PREFIX` writes each group's distribution beside the test's, `PREFIX` + the test's tag
+/// + `.GROUP.hgrm`: each file's total count is the server's calls of its group's command.
+#[test]
+fn hgrm_has_a_file_per_group() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let dir = std::env::temp_dir().join(format!("respbench-scenario-hgrm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prefix = format!("{}/", dir.display());
+    let file = example("readers-writers.toml");
+    let args = ["run", file.to_str().unwrap(), "-p", &port, "--duration", "1s", "-q", "--hgrm", &prefix];
+    let out = respbench().run(&args, T);
+    assert!(out.status.success(), "{}", out.dump());
+    let total = |name: &str| -> u64 {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let line = text.lines().find(|l| l.contains("Total count")).unwrap();
+        line.rsplit('=').next().unwrap().trim().trim_end_matches(']').trim().parse().unwrap()
+    };
+    let (get, set) = (server.command_calls("get"), server.command_calls("set"));
+    assert_eq!(total("readers-writers.readers.hgrm"), get, "{}", out.dump());
+    assert_eq!(total("readers-writers.writers.hgrm"), set, "{}", out.dump());
+    assert_eq!(total("readers-writers.hgrm"), get + set);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `respbench compare` of two runs of a scenario compares group by group: each group is a test
+/// named `TEST/GROUP`, its rate that group's in each document.
+#[test]
+fn compare_goes_group_by_group() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let file = example("readers-writers.toml");
+    let docs: Vec<PathBuf> = ["a", "b"]
+        .iter()
+        .map(|side| {
+            let json = json_path("scenario-compare", side);
+            let args = ["run", file.to_str().unwrap(), "-p", &port, "--duration", "1s", "-q", "--json"];
+            let out = respbench().run(&[&args[..], &[json.to_str().unwrap()]].concat(), T);
+            assert!(out.status.success(), "{}", out.dump());
+            json
+        })
+        .collect();
+    let out = respbench().run(&["compare", docs[0].to_str().unwrap(), docs[1].to_str().unwrap()], T);
+    assert!(out.stdout.contains("\nreaders-writers/readers: 1 runs of A, 1 of B"), "{}", out.dump());
+    assert!(out.stdout.contains("\nreaders-writers/writers @ 500 rps: 1 runs of A"), "{}", out.dump());
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&docs[0])).unwrap();
+    let _ = std::fs::remove_file(&docs[1]);
+    let readers = doc["tests"][0]["groups"][0]["rps"].as_f64().unwrap();
+    let section = out.stdout.split("readers-writers/readers:").nth(1).unwrap();
+    let rps_line = section.lines().find(|l| l.trim_start().starts_with("rps")).unwrap();
+    let a: f64 = rps_line.split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert_eq!(a, readers.round(), "{rps_line}");
+}
+
+/// `respbench plot` of a scenario's document draws a series per group (named `TEST/GROUP`) beside
+/// the test's.
+#[test]
+fn plot_draws_a_series_per_group() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let json = json_path("scenario-plot", "rw");
+    let file = example("readers-writers.toml");
+    let args = ["run", file.to_str().unwrap(), "-p", &port, "--duration", "2s", "-q", "--json"];
+    let out = respbench().run(&[&args[..], &[json.to_str().unwrap()]].concat(), T);
+    assert!(out.status.success(), "{}", out.dump());
+    let out = respbench().run(&["plot", "--charts", "series", "-o", "-", json.to_str().unwrap()], T);
+    assert!(out.status.success(), "{}", out.dump());
+    for label in [">readers-writers<", ">readers-writers/readers<", ">readers-writers/writers @ 500 rps<"] {
+        assert!(out.stdout.contains(label), "{label}: {}", &out.stdout[..out.stdout.len().min(2000)]);
+    }
+    let _ = take_document(&json);
+}
+
+/// `--hlog` with a scenario: each group's seconds tagged `TEST.GROUP`, read by HdrHistogram's
+/// Python reader: each tag's count is the server's calls of its group's command.
+#[test]
+fn hlog_tags_each_group() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let log = std::env::temp_dir().join(format!("respbench-scenario-{}.hlog", std::process::id()));
+    let file = example("readers-writers.toml");
+    let args = ["run", file.to_str().unwrap(), "-p", &port, "--duration", "2s", "-q", "--hlog"];
+    let out = respbench().run(&[&args[..], &[log.to_str().unwrap()]].concat(), T);
+    assert!(out.status.success(), "{}", out.dump());
+    let tags = read_hlog_independently(&log);
+    let _ = std::fs::remove_file(&log);
+    let count = |tag: &str| tags.iter().find(|t| t.0 == tag).unwrap_or_else(|| panic!("{tag}: {tags:?}")).1;
+    assert_eq!(count("readers-writers.readers"), server.command_calls("get"), "{tags:?}");
+    assert_eq!(count("readers-writers.writers"), server.command_calls("set"), "{tags:?}");
 }

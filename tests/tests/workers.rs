@@ -476,3 +476,34 @@ fn warnings(doc: &serde_json::Value) -> String {
     let tests = doc["tests"].as_array().into_iter().flatten();
     tests.fold(doc["warnings"].to_string(), |all, t| all + &t["warnings"].to_string())
 }
+
+/// `respbench run FILE --worker I/2`: each worker runs its share of every group of the scenario
+/// (`examples/readers-writers.toml`, 2 s), and `merge` adds the workers' groups by name: each
+/// merged group's count is the server's calls of its command, the writers' target the file's
+/// 500/s again.
+#[test]
+fn two_workers_split_every_group_and_merge_adds_them_by_name() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/readers-writers.toml");
+    let (at, _) = start_at();
+    let args = ["run", file.to_str().unwrap(), "-p", &port, "--duration", "2s", "-q", "--start-at", &at];
+    let paths = run_workers(&respbench(), &args, 2, "groups");
+    for p in &paths {
+        let groups = read(p)["tests"][0]["groups"].clone();
+        assert_eq!(groups[1]["target_rps"], 250, "each worker its half of the writers' rate: {groups}");
+    }
+    let (out, doc) = merge(&paths);
+    let doc = doc.unwrap_or_else(|| panic!("{}", out.dump()));
+    let test = &doc["tests"][0];
+    let groups = test["groups"].as_array().expect("groups");
+    let names: Vec<&str> = groups.iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["readers", "writers"]);
+    assert_eq!(groups[0]["requests"], server.command_calls("get"), "{}", out.dump());
+    assert_eq!(groups[1]["requests"], server.command_calls("set"), "{}", out.dump());
+    assert_eq!(groups[1]["target_rps"], 500);
+    assert_eq!(test["requests"], server.command_calls("get") + server.command_calls("set"));
+    for p in paths {
+        let _ = std::fs::remove_file(p);
+    }
+}

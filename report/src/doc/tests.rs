@@ -249,6 +249,11 @@ fn full_test_of(depth: u32) -> Test {
             series_p99_ms: vec![1.0],
             ..ClientPauses::default()
         }),
+        cache_aside: Some(CacheAside {
+            miss_latency_ms: Some(lat),
+            miss_histogram: Some(hist()),
+            ..CacheAside::default()
+        }),
         tracking: Some(Tracking {
             tracking_total_keys: Some(1),
             tracking_total_items: Some(1),

@@ -423,6 +423,12 @@ impl<'de> serde::de::Visitor<'de> for TestsSeed<'_> {
                 Ok(test) => r.kept.push(test),
                 Err(e) => return Err(A::Error::custom(format!("test {}: {e}", r.total))),
             }
+            // A scenario's groups: each drawn as a test of its own, `TEST/GROUP`.
+            for g in t.groups_as_tests().filter(|g| g.no_request_succeeded != Some(true)) {
+                let test =
+                    read_test(&g, r.input).map_err(|e| A::Error::custom(format!("{}: {e}", g.name)))?;
+                r.kept.push(test);
+            }
             if r.kept.len() >= 2 * KEPT_TESTS {
                 r.halve();
             }

@@ -42,6 +42,25 @@ mod tests {
     use super::*;
     use crate::sink::fixture::{feed, result};
 
+    /// A scenario's groups: a file each beside their test's, named by group.
+    #[test]
+    fn a_file_per_group() {
+        let dir = std::env::temp_dir().join(format!("respbench-sink-hgrm-groups-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let prefix = format!("{}/run-", dir.display());
+        let mut test = result("rw");
+        test.groups = vec![result("readers"), result("writers")];
+        test.groups[1].stats.latency.record(7).unwrap();
+        feed(&mut Hgrm::new(&prefix), &["mio"], &[Event::Results(&[test.clone()])]).unwrap();
+        let mut names: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        let writers = std::fs::read_to_string(dir.join("run-rw.writers.hgrm")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(names, ["run-rw.hgrm", "run-rw.readers.hgrm", "run-rw.writers.hgrm"]);
+        assert_eq!(writers, crate::hgrm::distribution(&test.groups[1].stats.latency));
+    }
+
     /// A file per test kept, each its distribution; a title that comes again numbered.
     #[test]
     fn a_file_per_test() {

@@ -158,6 +158,8 @@ impl Session {
             .iter()
             .flat_map(|p| p.case.templates())
             .filter_map(|t| crate::timing::command_name(&t.display()))
+            // A cache-aside group's SETs after its misses.
+            .chain(parts.iter().any(|p| p.cfg.open.cache_aside).then(|| "set".to_string()))
             .collect();
         let in_flight: u64 = parts.iter().map(in_flight).sum();
         let outcomes = std::mem::take(&mut ran.groups);
