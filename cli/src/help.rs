@@ -25,9 +25,8 @@ Workload       -t <tests> (all: set,get,lpush,...)  -n <requests> (100000)  -d <
                -r <keyspace>  --key-dist <uniform|sequential|zipf:0.99|gaussian>
                --key-prefix <p>  --preload  --mix <set:1,get:10>  --mix-command <'w CMD args'>
                --dataset <file.csv>  --seed <n>  -x  -e  -l (loop)  -I (idle connections)
-               --verify (GETs checked against the SETs' values)  --verify-only (read back)
+               --verify (GETs checked)  --verify-only (read back)  --follow-cursor (SCAN)
                --dataset-shape <'hash 10000 keys x 50 fields x 100B'>  --dataset-only
-               --follow-cursor (SCAN 0 ... follows its cursor)
 Load shape     -c <clients> (50)  -P <pipeline> (1)  --pipeline-mode <batch|window>
                --threads <n>  --backend <mio|smol|uring>  --rps <total rate> (open loop)
                --arrival <poisson>  --duration <30s>  --warmup <5s>  --drain-grace <2s>
@@ -38,8 +37,7 @@ Output         -q  --csv  --json <file|->  --series  --live  --hlog <file>  --hg
                --server-interval <1s> (the server's INFO and threads sampled in each test)
 Cluster / TLS  --cluster  --rfr <no|yes|all>  --replicas auto  --replica <host:port>
                --key-args <n,...>  --tls  --sni <host>  --cacert <file>  --cacertdir <dir>
-               --cert <file> --key <file>  --insecure  --tls-ciphers  --tls-ciphersuites
-               --tls-groups
+               --cert <f> --key <f>  --insecure  --tls-ciphers  --tls-ciphersuites  --tls-groups
 Multi-machine  --worker <I/N> (or JOB_COMPLETION_INDEX and RESPBENCH_WORKERS)
                --start-at <time>, then respbench merge of the workers' --json documents
 

@@ -939,7 +939,7 @@ impl Connection {
         }
         let error = reply.is_error().then(|| self.parser.error_message());
         let nil = reply.kind == Kind::Null;
-        if self.captured {
+        if self.captured || self.tagged {
             let tag =
                 if self.tagged { self.tags.pop_front().unwrap_or_default() } else { Default::default() };
             let v = Verified { body, tag };
