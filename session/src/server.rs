@@ -362,6 +362,9 @@ impl Conn {
                         )));
                     }
                 }
+                // A signal (Ctrl-C, whose handler the caller's stop flag reflects) interrupted
+                // the wait: read again.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(self.failure("no reply from", &e)),
             }
         }

@@ -320,7 +320,7 @@ fn a_side_run_beside_cpu_hogs_is_flagged_not_compared() {
 fn memory_per_key_side_by_side() {
     let a = RedisServer::start();
     let b = RedisServer::start_with(&[("hash-max-listpack-value", "16")]);
-    let shape = "hash 2000 keys x 50 fields x 32B";
+    let shape = "hash 10000 keys x 50 fields x 32B";
     let mut per_key = Vec::new();
     let mut files = Vec::new();
     for (name, server) in [("a", &a), ("b", &b)] {
@@ -332,7 +332,7 @@ fn memory_per_key_side_by_side() {
             ["-p", &port, "--dataset-shape", shape, "--dataset-only", "--json", json.to_str().unwrap()];
         let out = respbench().run(&args, T);
         assert!(out.status.success(), "{}", out.dump());
-        per_key.push((used() - before) / 2000.0);
+        per_key.push((used() - before) / 10000.0);
         files.push(json);
     }
     assert_eq!(a.cli(&["OBJECT", "ENCODING", "key:000000000007"]), "listpack");
