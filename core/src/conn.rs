@@ -936,6 +936,10 @@ impl Connection {
         };
         if reply.kind == Kind::Integer && now >= self.plan.measure_from {
             stats.integer_sum = stats.integer_sum.saturating_add(self.parser.integer());
+        } else if reply.kind == Kind::Array && now >= self.plan.measure_from {
+            // A multi-key read's hits and misses, key by key.
+            let (elements, nils) = self.parser.array_elements();
+            stats.record_array(elements, nils);
         }
         let error = reply.is_error().then(|| self.parser.error_message());
         let nil = reply.kind == Kind::Null;

@@ -313,6 +313,13 @@ pub struct Stats {
     /// Replies among them that were nil (`$-1`, `*-1`, RESP3 `_`): a read of a key that does
     /// not exist.
     pub nils: u64,
+    /// Array replies among them (`MGET`, `HMGET`, …), their direct elements, and the elements
+    /// that were nil: per-element hits and misses of multi-key reads.
+    pub arrays: u64,
+    /// See [`Stats::arrays`].
+    pub array_elements: u64,
+    /// See [`Stats::arrays`].
+    pub nil_elements: u64,
     /// Nil replies among them to `GET`s of keys the mix's sequential `SET` had written (see
     /// [`crate::Mix::with_keys`]): keys that expired (`--expiry-range`), or were evicted or
     /// deleted, since.
@@ -537,6 +544,9 @@ impl Stats {
         Ok(Stats {
             requests: 0,
             nils: 0,
+            arrays: 0,
+            array_elements: 0,
+            nil_elements: 0,
             expired: 0,
             errors: ErrorCounts::default(),
             bytes_sent: 0,
@@ -782,12 +792,22 @@ impl Stats {
     }
 
     /// The share of replies that were not nil (1 when there were none).
+    /// A multi-key read counts each of its keys: an `MGET` of 4 keys with one missing is 3 hits
+    /// and a miss, not a hit.
     pub fn hit_share(&self) -> f64 {
-        if self.requests == 0 {
+        let reads = (self.requests - self.arrays.min(self.requests)).saturating_add(self.array_elements);
+        if reads == 0 {
             1.0
         } else {
-            1.0 - self.nils as f64 / self.requests as f64
+            1.0 - (self.nils.saturating_add(self.nil_elements)) as f64 / reads as f64
         }
+    }
+
+    /// Counts an array reply of `elements` direct elements of which `nils` were nil.
+    pub fn record_array(&mut self, elements: u32, nils: u32) {
+        self.arrays += 1;
+        self.array_elements = self.array_elements.saturating_add(u64::from(elements));
+        self.nil_elements = self.nil_elements.saturating_add(u64::from(nils));
     }
 
     /// Records one completed request: its latency and, in open loop, its service time, both in
@@ -920,6 +940,9 @@ impl Stats {
     pub fn merge(&mut self, other: &Stats) -> Result<(), String> {
         add_count(&mut self.requests, other.requests, "requests")?;
         add_count(&mut self.nils, other.nils, "nil_replies")?;
+        add_count(&mut self.arrays, other.arrays, "array_replies")?;
+        add_count(&mut self.array_elements, other.array_elements, "array_elements")?;
+        add_count(&mut self.nil_elements, other.nil_elements, "nil_elements")?;
         add_count(&mut self.expired, other.expired, "expired_misses")?;
         self.errors.merge(&other.errors)?;
         add_count(&mut self.bytes_sent, other.bytes_sent, "bytes_sent")?;

@@ -373,6 +373,15 @@ pub struct Test {
     /// (expired, with `--expiry-range`, or evicted or deleted since); absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expired_misses: Option<u64>,
+    /// Array replies among the replies (`MGET`, `HMGET`, …); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_replies: Option<u64>,
+    /// Their direct elements (an `MGET`'s keys); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_elements: Option<u64>,
+    /// Of those elements, the nil ones (keys that did not exist); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nil_elements: Option<u64>,
     /// Error replies by first word.
     #[serde(default)]
     pub errors: BTreeMap<String, u64>,

@@ -679,8 +679,9 @@ fn findings(cfg: &Config, total: &TestResult, preloadable: bool) -> Vec<Warning>
         out.push(Warning {
             kind: WarningKind::NilReplies,
             text: format!(
-                "{name}: {:.1}% of the replies were nil: what it read did not exist, so this measured misses{why}",
+                "{name}: {:.1}% of {}: what it read did not exist, so this measured misses{why}",
                 nil_share * 100.0,
+                if s.arrays > 0 { "the keys it read were missing" } else { "the replies were nil" },
             ),
             figures: vec![("nil_share", nil_share)],
         });

@@ -193,6 +193,10 @@ pub struct ReplyParser {
     error: Option<ProtocolError>,
     /// The value of the last top-level `:` integer reply.
     integer: i64,
+    /// The last top-level `*` array's length, and how many of its direct elements were nil
+    /// (an `MGET`'s keys and its misses); meaningful only after an array reply.
+    elements: u32,
+    nil_elements: u32,
 }
 
 impl Default for ReplyParser {
@@ -221,12 +225,30 @@ impl ReplyParser {
             message_len: 0,
             error: None,
             integer: 0,
+            elements: 0,
+            nil_elements: 0,
         }
     }
 
     /// The value of the last top-level integer reply (a PUBLISH's receivers); 0 before any.
     pub fn integer(&self) -> i64 {
         self.integer
+    }
+
+    /// After a top-level `*` array reply: its length and how many of its direct elements were
+    /// nil (`$-1`, `*-1`, RESP3 `_`): an `MGET`'s keys and the ones that did not exist.
+    pub fn array_elements(&self) -> (u32, u32) {
+        (self.elements, self.nil_elements)
+    }
+
+    /// Counts a nil value: a direct element of the top-level array is one of its misses.
+    #[inline]
+    fn nil_value(&mut self) {
+        if self.is_top {
+            self.kind = Kind::Null;
+        } else if self.depth == 1 && self.kind_depth == 0 && self.kind == Kind::Array {
+            self.nil_elements = self.nil_elements.saturating_add(1);
+        }
     }
 
     /// Total bytes consumed since creation (stream offset), used in error messages.
@@ -573,9 +595,7 @@ impl ReplyParser {
         match ty {
             b'$' | b'!' | b'=' | b';' => {
                 if ty == b'$' && line == b"-1" {
-                    if self.is_top {
-                        self.kind = Kind::Null;
-                    }
+                    self.nil_value();
                     return Ok(Next::Done);
                 }
                 if ty == b'$' && line == b"?" {
@@ -597,9 +617,7 @@ impl ReplyParser {
             }
             b'*' | b'%' | b'~' | b'>' | b'|' => {
                 if ty == b'*' && line == b"-1" {
-                    if self.is_top {
-                        self.kind = Kind::Null;
-                    }
+                    self.nil_value();
                     return Ok(Next::Done);
                 }
                 let frame = if line == b"?" && ty != b'|' {
@@ -607,6 +625,9 @@ impl ReplyParser {
                     Frame { remaining: 0, kind }
                 } else {
                     let n = parse_count(line, at)?;
+                    if ty == b'*' && self.is_top {
+                        (self.elements, self.nil_elements) = (n, 0);
+                    }
                     // n <= i32::MAX, so 2n + 1 fits in u32.
                     let remaining = match ty {
                         b'%' => 2 * n,
@@ -641,6 +662,9 @@ impl ReplyParser {
             b'_' | b'.' => {
                 if !line.is_empty() {
                     return Err(err(at, ProtocolErrorKind::ExpectedCrlf));
+                }
+                if ty == b'_' {
+                    self.nil_value();
                 }
                 if ty == b'.' {
                     // start_value checked that the innermost frame is streamed.
@@ -769,6 +793,26 @@ pub fn parse_chunked_skipping(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A top-level array's length and its nil direct elements (an `MGET`'s misses), whatever
+    /// the null's spelling; nils deeper down are not its elements'.
+    #[test]
+    fn array_elements_count_the_nil_keys() {
+        for (input, want) in [
+            (&b"*3\r\n$1\r\na\r\n$-1\r\n_\r\n"[..], (3, 2)),
+            (b"*2\r\n*2\r\n$-1\r\n$-1\r\n$-1\r\n", (2, 1)),
+            (b"*2\r\n*-1\r\n$1\r\nb\r\n", (2, 1)),
+            (b"*0\r\n", (0, 0)),
+        ] {
+            let mut p = ReplyParser::new();
+            // The previous array's figures do not leak into the next.
+            assert!(matches!(p.parse(b"*1\r\n$-1\r\n"), Ok(Parsed::Complete { .. })));
+            for chunk in input.chunks(3) {
+                p.parse(chunk).unwrap();
+            }
+            assert_eq!(p.array_elements(), want, "{}", String::from_utf8_lossy(input));
+        }
+    }
     use crate::resp::{error_prefix, Value, ERROR_PREFIX_MAX};
     use proptest::prelude::*;
     use ProtocolErrorKind as E;
