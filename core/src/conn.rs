@@ -320,6 +320,21 @@ pub(crate) struct Verified<'a> {
     pub(crate) tag: crate::verify::Tag,
 }
 
+/// Per part of `w` (its template without a mix): whether the command reads keys or fields one
+/// element each (`MGET`, `HMGET`).
+fn elementwise(w: &crate::plan::Workload) -> Vec<bool> {
+    let of = |t: &crate::template::Template| {
+        let b = t.as_bytes();
+        crate::cluster::resp_arg(b, 0).is_some_and(|r| {
+            b[r.clone()].eq_ignore_ascii_case(b"MGET") || b[r].eq_ignore_ascii_case(b"HMGET")
+        })
+    };
+    match &w.mix {
+        Some(m) => m.templates.iter().map(of).collect(),
+        None => vec![of(&w.template)],
+    }
+}
+
 /// One socket's protocol: the handshake, the output buffer, the requests in flight and the
 /// replies matched to them. A [`crate::Client`] owns one per node and decides what goes in;
 /// the connection owns no socket and draws no requests.
@@ -376,6 +391,10 @@ pub struct Connection {
     tags: VecDeque<crate::verify::Tag>,
     /// `--verify`, `--cache-aside`: whether `tags` is kept.
     tagged: bool,
+    /// Per command of the workload (its part): whether its array replies are read key by key
+    /// (`MGET`, `HMGET`: an element per key or field, nil when missing); any other array reply
+    /// (`HGETALL`, `LRANGE`, …) is one read, a miss when empty.
+    elementwise: Vec<bool>,
     /// Whether replies' bytes are kept (`--verify`, `--follow-cursor`): [`Answered::verified`]
     /// carries them.
     captured: bool,
@@ -407,6 +426,7 @@ impl Connection {
             tags: VecDeque::new(),
             tagged: plan.verify.is_some() || plan.cache_aside.is_some(),
             captured: plan.verify.is_some() || cursor,
+            elementwise: elementwise(&plan.workload),
             plan,
             state: State::Disconnected,
             parser: ReplyParser::new(),
@@ -937,9 +957,12 @@ impl Connection {
         if reply.kind == Kind::Integer && now >= self.plan.measure_from {
             stats.integer_sum = stats.integer_sum.saturating_add(self.parser.integer());
         } else if reply.kind == Kind::Array && now >= self.plan.measure_from {
-            // A multi-key read's hits and misses, key by key.
+            // A multi-key read's hits and misses, key by key; another read's, an empty array.
             let (elements, nils) = self.parser.array_elements();
-            stats.record_array(elements, nils);
+            match self.elementwise.get(usize::from(p.part)) {
+                Some(true) => stats.record_array(elements, nils),
+                _ => stats.record_array(1, u32::from(elements == 0)),
+            }
         }
         let error = reply.is_error().then(|| self.parser.error_message());
         let nil = reply.kind == Kind::Null;

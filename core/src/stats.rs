@@ -803,7 +803,8 @@ impl Stats {
         }
     }
 
-    /// Counts an array reply of `elements` direct elements of which `nils` were nil.
+    /// Counts an array reply of `elements` reads of which `nils` missed: an `MGET`'s keys, or
+    /// one read for a reply that is one (`HGETALL`, `LRANGE` …: a miss when empty).
     pub fn record_array(&mut self, elements: u32, nils: u32) {
         self.arrays += 1;
         self.array_elements = self.array_elements.saturating_add(u64::from(elements));

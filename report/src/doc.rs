@@ -376,10 +376,12 @@ pub struct Test {
     /// Array replies among the replies (`MGET`, `HMGET`, …); absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array_replies: Option<u64>,
-    /// Their direct elements (an `MGET`'s keys); absent when none.
+    /// The reads in them: an `MGET`'s or `HMGET`'s keys or fields, one for any other array
+    /// reply (`HGETALL`, `LRANGE`); absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array_elements: Option<u64>,
-    /// Of those elements, the nil ones (keys that did not exist); absent when none.
+    /// Of those reads, the ones that missed (nil elements; empty replies of the others); absent
+    /// when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nil_elements: Option<u64>,
     /// Error replies by first word.

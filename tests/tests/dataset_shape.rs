@@ -22,6 +22,7 @@ respbench_tests::backend_tests!(
         tests_run_on_the_built_keys,
         reads_that_miss_are_flagged,
         multi_key_reads_miss_key_by_key,
+        empty_collections_are_misses,
     ],
 );
 
@@ -385,4 +386,29 @@ fn multi_key_reads_miss_key_by_key(tool: Tool) {
     let said = said.unwrap_or_else(|| panic!("no 'MGET (10 keys): N{why}' line\n{}", out.dump()));
     assert!((said - share).abs() <= 0.5 + 1e-9, "said {said}%, the server's misses are {share}%");
     assert!(t["warnings"].to_string().contains("of the keys it read were missing"), "{t}");
+}
+
+/// HGETALL of hashes that do not exist answers an empty array: a read that missed, as the
+/// server's keyspace_misses counts it; beside hashes that exist, the share is theirs.
+fn empty_collections_are_misses(tool: Tool) {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let json = json_path("shape", "hgetall-miss");
+    let shape = ["--dataset-shape", "hash 100 keys x 3 fields x 10B"];
+    let args = ["-p", &port, "-r", "1000", "-n", "2000", "-q", "--json", json.to_str().unwrap()];
+    let out = tool.run(&[&args[..], &shape, &["hgetall", "key:__rand_int__"]].concat(), T);
+    assert!(out.status.success(), "{}", out.dump());
+    // The build's OBJECT ENCODING of 100 keys that exist are hits.
+    let (hits, misses) = (stat(&server, "keyspace_hits"), stat(&server, "keyspace_misses"));
+    assert_eq!(hits + misses, 2000 + 100);
+    let t = &read(&json)["tests"][0];
+    assert_eq!(t["nil_elements"].as_u64(), Some(misses), "{t}");
+    assert_eq!(t["array_replies"].as_u64(), Some(2000), "{t}");
+    let share = misses as f64 * 100.0 / 2000.0;
+    assert!((85.0..=95.0).contains(&share), "{share}");
+    let said = out.stdout.lines().find_map(|l| {
+        l.strip_prefix("hgetall key:__rand_int__: ")?.split_once("% of reads missed")?.0.parse::<f64>().ok()
+    });
+    let said = said.unwrap_or_else(|| panic!("no miss line\n{}", out.dump()));
+    assert!((said - share).abs() <= 0.5 + 1e-9, "said {said}%, the server's misses are {share}%");
 }

@@ -47,7 +47,7 @@ fn crash_run(
 }
 
 /// Closed loop: every connection goes down with the server and comes back; the run lasts its
-/// 4 s, exits 1, and the JSON counts the outage: a drop per connection, the lost requests as
+/// 4 s, exits 1 when requests were lost (0 when none was), and the JSON counts the outage: a drop per connection, the lost requests as
 /// `connection` errors, seconds of downtime (10 connections × about the 0.8 s gap), and a second
 /// of the series with fewer replies than the seconds around it.
 fn closed_loop_rides_out_a_crash(tool: Tool) {
@@ -57,9 +57,10 @@ fn closed_loop_rides_out_a_crash(tool: Tool) {
     let rc = &t["reconnects"];
     assert!(rc["drops"].as_u64().unwrap() >= 10, "every connection dropped once at least: {rc}");
     let lost = rc["lost_requests"].as_u64().unwrap();
-    // Closed loop, each connection has a request in flight when the server dies: lost, exit 1.
-    assert!(lost > 0, "{rc}");
-    assert_eq!(code, 1, "{stderr}");
+    // Closed loop, a connection mostly has a request in flight when the server dies: lost, exit
+    // 1. On a busy machine every reply may have reached the socket before the kill (the client
+    // then reads them, then the end): none lost, and a ride-through exits 0.
+    assert_eq!(code, if lost > 0 { 1 } else { 0 }, "lost {lost}: {stderr}");
     assert_eq!(rc["still_down"].as_u64(), Some(0), "{rc}");
     assert_eq!(t["errors"]["connection"].as_u64().unwrap_or(0), lost, "{t}");
     // Each down for the 0.8 s gap at least, and the restart.
