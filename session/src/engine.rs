@@ -668,7 +668,7 @@ fn findings(cfg: &Config, total: &TestResult, preloadable: bool) -> Vec<Warning>
     let s = &total.stats;
     // The default suite pops what its own pushes filled, as redis-benchmark's does: by design,
     // not a finding.
-    let suite_pop = cfg.command.is_empty() && matches!(name.as_str(), "SPOP" | "LPOP" | "RPOP");
+    let suite_pop = cfg.command.is_empty() && matches!(name.as_str(), "SPOP" | "LPOP" | "RPOP" | "ZPOPMIN");
     if s.requests > 0 && s.hit_share() < 0.5 && !suite_pop && !cfg.miss_ok {
         let nil_share = 1.0 - s.hit_share();
         let why = match crate::dataset::miss_why(cfg.keyspace, &cfg.dataset_shapes) {
