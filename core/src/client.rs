@@ -1172,7 +1172,7 @@ impl Books<'_> {
         let measured = a.now >= self.plan.measure_from;
         if let Some(f) = self.follow.as_mut() {
             stats.cursor.followed = true;
-            match (error, f.answered(a.verified.map_or(&[][..], |v| v.body))) {
+            match (error, f.answered(a.body())) {
                 (Some(_), _) => f.restart(),
                 (None, Ok(Some(done))) if measured => {
                     stats.cursor.iterations += 1;
@@ -1269,15 +1269,10 @@ impl Books<'_> {
         }
         if let Some(v) = &self.plan.verify {
             match v.role(p.part) {
-                Some(crate::verify::Role::Write) if error.is_none() => {
-                    self.tracker.acked(a.verified.map(|x| x.tag).unwrap_or_default())
-                }
+                Some(crate::verify::Role::Write) if error.is_none() => self.tracker.acked(a.tag()),
                 Some(crate::verify::Role::Read) => {
-                    let x = a
-                        .verified
-                        .copied()
-                        .unwrap_or(crate::conn::Verified { body: &[], tag: Default::default() });
-                    v.check(p.part, x.tag, self.tracker.sent(x.tag.key), x.body, &mut stats.verify)
+                    let tag = a.tag();
+                    v.check(p.part, tag, self.tracker.sent(tag.key), a.body(), &mut stats.verify)
                 }
                 _ => {}
             }
@@ -1345,7 +1340,7 @@ fn cache_aside(
 ) {
     let p = &a.pending;
     // The request's key, and for a SET its GET's start (Connection::tag_last, push_tagged).
-    let tag = a.verified.map(|v| v.tag).unwrap_or_default();
+    let tag = a.tag();
     let measured = a.now >= measure_from;
     if p.req == CACHE_SET {
         if let Some(c) = stats.cache.as_deref_mut().filter(|_| measured) {

@@ -311,6 +311,18 @@ pub(crate) struct Answered<'a> {
     pub(crate) verified: Option<&'a Verified<'a>>,
 }
 
+impl Answered<'_> {
+    /// The request's tag ([`Connection::push_tagged`]); the default when none was kept.
+    pub(crate) fn tag(&self) -> crate::verify::Tag {
+        self.verified.map(|v| v.tag).unwrap_or_default()
+    }
+
+    /// The reply's bytes when they were kept; empty otherwise.
+    pub(crate) fn body(&self) -> &[u8] {
+        self.verified.map_or(&[][..], |v| v.body)
+    }
+}
+
 /// What `--verify` checks of a reply: its bytes (at most
 /// [`crate::verify::Verify::capture_limit`]) and the key and version of its request
 /// ([`Connection::push_tagged`]).
@@ -966,14 +978,16 @@ impl Connection {
         }
         let error = reply.is_error().then(|| self.parser.error_message());
         let nil = reply.kind == Kind::Null;
-        if self.captured || self.tagged {
+        let kept;
+        let verified = if self.captured || self.tagged {
             let tag =
                 if self.tagged { self.tags.pop_front().unwrap_or_default() } else { Default::default() };
-            let v = Verified { body, tag };
-            answered(Answered { pending: p, sent, error, nil, now, verified: Some(&v) }, stats);
+            kept = Verified { body, tag };
+            Some(&kept)
         } else {
-            answered(Answered { pending: p, sent, error, nil, now, verified: None }, stats);
-        }
+            None
+        };
+        answered(Answered { pending: p, sent, error, nil, now, verified }, stats);
     }
 
     /// An open-loop request `p` counts as sent at `now`: how late, once (at its first send).
