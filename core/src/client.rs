@@ -217,6 +217,7 @@ impl Source {
     }
 
     /// The keys command `part` of the mix draws from: its own, or the workload's.
+    #[inline]
     fn keys_for(&mut self, part: u16) -> &mut KeyGen {
         match self.part_keys.get_mut(usize::from(part)) {
             Some(Some(k)) => k,
@@ -237,6 +238,7 @@ impl Source {
     }
 
     /// The command of the next request: the template and its index in the mix (0 without).
+    #[inline]
     fn pick<'w>(&mut self, workload: &'w Workload) -> (&'w Template, u16) {
         match &workload.mix {
             None => (&workload.template, 0),
@@ -455,6 +457,7 @@ impl Client {
     /// in order and recorded in `stats`; redirected ones go to the node the reply names.
     pub fn handle_input(&mut self, node: usize, data: &[u8], now: Time, stats: &mut Stats) {
         let lead = self.lead();
+        let plain = self.plain;
         let Client { plan, conns, router, outstanding, wake, woken, tracker, follow, cache, .. } = self;
         let multi = conns.len() > 1;
         let misses = cache.as_mut().map(|c| &mut c.1);
@@ -463,7 +466,12 @@ impl Client {
             Books { plan, router, outstanding, wake, woken, node, lead, multi, run, tracker, follow, misses };
         let stopped = conns[node].stop_seen();
         let was_ready = conns[node].is_ready();
-        conns[node].handle_input(data, now, stats, &mut |a, stats| books.answered(a, stopped, stats));
+        if plain {
+            conns[node].handle_input(data, now, stats, &mut Plain(&mut books));
+        } else {
+            let mut answered = |a: Answered<'_>, stats: &mut Stats| books.answered(a, stopped, stats);
+            conns[node].handle_input(data, now, stats, &mut answered);
+        }
         books.flush(stats);
         if self.cache.is_some() {
             self.fill_misses(node, now);
@@ -1138,6 +1146,17 @@ struct Books<'a> {
     misses: Option<&'a mut Vec<(u64, Time)>>,
 }
 
+/// [`Books`] of a [`Client`] whose requests are all plain: [`Books::answered_plain`], inlined
+/// into the connection's reply loop.
+struct Plain<'b, 'a>(&'b mut Books<'a>);
+
+impl crate::conn::OnAnswer for Plain<'_, '_> {
+    #[inline(always)]
+    fn answered(&mut self, a: Answered<'_>, stats: &mut Stats) {
+        self.0.answered_plain(a, stats);
+    }
+}
+
 /// Error-free replies alike in all that the stats keep of them (command, latency, service time,
 /// arrival) and answered one after the other: counted until one differs or the input ends, then
 /// recorded at once ([`Stats::record_requests`]). The replies of a pipeline read together
@@ -1157,6 +1176,41 @@ impl Books<'_> {
     fn flush(&mut self, stats: &mut Stats) {
         let r = std::mem::take(&mut self.run);
         stats.record_requests(r.part, r.latency, r.service, r.now, r.n);
+    }
+
+    /// [`Books::answered`] for a [`Client`]'s plain requests (issue #55): one server, every
+    /// request `DIRECT`, nothing to follow, verify, retry or fill; what is left is the count and
+    /// the figures.
+    #[inline(always)]
+    fn answered_plain(&mut self, a: Answered<'_>, stats: &mut Stats) {
+        let p = a.pending;
+        debug_assert!(p.req == DIRECT && !self.multi && self.follow.is_none() && self.misses.is_none());
+        *self.outstanding -= 1;
+        if a.now < self.plan.measure_from {
+            return;
+        }
+        let first = a.sent;
+        let start = if p.intended == Time::MAX { first } else { p.intended.min(first) };
+        let (latency, service) = (a.now.nanos_since(start), a.now.nanos_since(first));
+        let part = usize::from(p.part);
+        match a.error {
+            None => {
+                let r = &mut self.run;
+                if r.n > 0 && (r.part, r.latency, r.service, r.now) == (part, latency, service, a.now) {
+                    r.n += 1;
+                } else {
+                    self.flush(stats);
+                    self.run = Run { part, latency, service, now: a.now, n: 1 };
+                }
+            }
+            error => stats.record_request(part, latency, service, error, a.now),
+        }
+        if a.nil {
+            stats.record_nil(part);
+            if p.written {
+                stats.record_expired(part);
+            }
+        }
     }
 
     /// A request answered on this node: a redirect sends it on; anything else completes it,

@@ -293,6 +293,22 @@ impl Pending {
     }
 }
 
+/// What a connection hands each answered request to ([`Connection::handle_input`]): any
+/// `FnMut(Answered, &mut Stats)`, or a type whose method is inlined into the reply loop (a
+/// closure's call is not, and one call per reply cost more than the plain bookkeeping itself:
+/// issue #55).
+pub(crate) trait OnAnswer {
+    /// Request `a` was answered.
+    fn answered(&mut self, a: Answered<'_>, stats: &mut Stats);
+}
+
+impl<F: FnMut(Answered<'_>, &mut Stats)> OnAnswer for F {
+    #[inline]
+    fn answered(&mut self, a: Answered<'_>, stats: &mut Stats) {
+        self(a, stats)
+    }
+}
+
 /// A request answered: what the client records or routes again.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Answered<'a> {
@@ -604,7 +620,7 @@ impl Connection {
         mut data: &[u8],
         now: Time,
         stats: &mut Stats,
-        answered: &mut impl FnMut(Answered<'_>, &mut Stats),
+        answered: &mut impl OnAnswer,
     ) {
         if self.state != State::Open {
             return;
@@ -635,7 +651,7 @@ impl Connection {
         mut data: &[u8],
         now: Time,
         stats: &mut Stats,
-        answered: &mut impl FnMut(Answered<'_>, &mut Stats),
+        answered: &mut impl OnAnswer,
     ) {
         while !data.is_empty() && self.state == State::Open {
             match self.parser.parse(data) {
@@ -923,7 +939,7 @@ impl Connection {
         body: &[u8],
         now: Time,
         stats: &mut Stats,
-        answered: &mut impl FnMut(Answered<'_>, &mut Stats),
+        answered: &mut impl OnAnswer,
     ) {
         if reply.is_push() {
             stats.push_messages += 1;
@@ -987,7 +1003,7 @@ impl Connection {
         } else {
             None
         };
-        answered(Answered { pending: p, sent, error, nil, now, verified }, stats);
+        answered.answered(Answered { pending: p, sent, error, nil, now, verified }, stats);
     }
 
     /// An open-loop request `p` counts as sent at `now`: how late, once (at its first send).

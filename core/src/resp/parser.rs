@@ -302,7 +302,7 @@ impl ReplyParser {
     }
 
     /// Parses at most one top-level reply from `input`, resuming where the previous call stopped.
-    #[inline]
+    #[inline(always)]
     pub fn parse(&mut self, input: &[u8]) -> Result<Parsed, ProtocolError> {
         // The common case, a whole simple reply or bulk string at the start of `input`, is
         // inlined into the caller's loop; the rest is not.
