@@ -238,7 +238,7 @@ impl Source {
     }
 
     /// The command of the next request: the template and its index in the mix (0 without).
-    #[inline]
+    #[inline(always)]
     fn pick<'w>(&mut self, workload: &'w Workload) -> (&'w Template, u16) {
         match &workload.mix {
             None => (&workload.template, 0),

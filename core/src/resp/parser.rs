@@ -714,7 +714,7 @@ impl ReplyParser {
 /// with a length of 1 to 6 digits (no leading zero) and its CRLF, or `+OK`. Returns its length
 /// and kind; `None` sends the input through the state machine, which accepts all this does with
 /// the same result (a pipeline's replies mostly arrive whole: this skips the machine's states).
-#[inline]
+#[inline(always)]
 fn whole_simple_reply(input: &[u8]) -> Option<(usize, Kind)> {
     match *input.first()? {
         b'+' => (input.get(..5)? == b"+OK\r\n").then_some((5, Kind::SimpleString)),
