@@ -23,8 +23,6 @@ pub const FIGURES_HISTOGRAMS_EVERY: std::time::Duration = std::time::Duration::f
 pub struct Progress {
     /// Requests completed so far, all loops together.
     pub completed: AtomicU64,
-    /// Sum of their latencies in microseconds.
-    pub latency_sum_micros: AtomicU64,
     /// Connections whose handshake has completed and that are still open.
     pub live: AtomicU64,
     /// Connections that failed so far (`-I` ends at the first, as the peers do).
@@ -284,12 +282,8 @@ impl Progress {
     /// Loops call it a few times a second, not per request.
     pub fn publish(&self, part: usize, stats: &mut Stats, now: Option<Time>, published: &mut Published) {
         let requests = stats.requests;
-        let sum = (stats.latency.mean() * stats.latency.len() as f64) as u64;
         self.completed.fetch_add(requests.saturating_sub(published.requests), Ordering::Relaxed);
-        self.latency_sum_micros
-            .fetch_add(sum.saturating_sub(published.latency_sum_micros), Ordering::Relaxed);
         published.requests = requests;
-        published.latency_sum_micros = sum;
         if self.keep_latency.load(Ordering::Relaxed) {
             let mut parts = self.latency.lock().unwrap_or_else(|e| e.into_inner());
             if parts.len() <= part {
@@ -375,8 +369,6 @@ impl Progress {
 pub struct Published {
     /// Completed requests.
     pub requests: u64,
-    /// Their latency sum in microseconds.
-    pub latency_sum_micros: u64,
     /// When the loop last copied its histograms into [`Progress::figures`].
     pub figures_at: Option<Time>,
 }

@@ -25,8 +25,6 @@ pub struct Tick<'a> {
     pub started: Instant,
     /// Requests completed so far.
     pub completed: u64,
-    /// Their latencies summed, in microseconds.
-    pub latency_sum_micros: u64,
     /// Their p99 so far in microseconds (refreshed a few times a second), once any completed.
     pub p99_micros: Option<u64>,
     /// What the test runs to: `-n` (requests), or `--duration`.
@@ -376,7 +374,6 @@ mod tests {
             title: "GET",
             started: Instant::now(),
             completed: 0,
-            latency_sum_micros: 0,
             p99_micros: None,
             goal: Goal::Requests(10),
         };

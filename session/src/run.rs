@@ -847,7 +847,6 @@ impl<'r, 'w> Watch<'r, 'w> {
             title: &m.t.parts[0].case.spec.title,
             started: self.readings.started,
             completed: sum(&|p| p.completed.load(Ordering::Relaxed)),
-            latency_sum_micros: sum(&|p| p.latency_sum_micros.load(Ordering::Relaxed)),
             p99_micros: self.p99,
             goal: self.goal,
         });

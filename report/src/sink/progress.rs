@@ -118,7 +118,6 @@ mod tests {
             title: "GET",
             started: start,
             completed,
-            latency_sum_micros: 0,
             p99_micros: Some(1500),
             goal: Goal::Requests(10_000),
         };
