@@ -346,6 +346,7 @@ impl Client {
             && plan.cache_aside.is_none()
             && plan.cluster.is_none()
             && plan.retry.is_none()
+            && plan.resend.is_none()
             && plan.verify.is_none()
             && plan.workload.template.stamp_at().is_none()
             && plan.workload.mix.as_ref().is_none_or(|m| {
@@ -358,7 +359,7 @@ impl Client {
         });
         Client {
             plain,
-            routed: plan.cluster.is_some() || plan.retry.is_some(),
+            routed: plan.cluster.is_some() || plan.retry.is_some() || plan.resend.is_some(),
             source: Source::new(&plan, index),
             router: Router::new(index, nodes),
             plan,
@@ -529,7 +530,9 @@ impl Client {
             }
             return;
         }
-        let spent = self.source.spent(&self.plan);
+        // A connection down with requests to send again comes back for them.
+        let resending = self.plan.resend.is_some() && self.outstanding > 0;
+        let spent = self.source.spent(&self.plan) && !resending;
         self.conns[node].handle_timeout(now, spent);
         self.sync(node, now);
         // An open-loop connection whose budget others spent finishes here (see poll_timeout).
@@ -1009,8 +1012,9 @@ impl Client {
         let open_loop = self.plan.conn.open_loop.is_some();
         let from = self.plan.measure_from;
         for r in self.router.drain_queues() {
-            if r.retries > 0 {
-                // `--retry-on`: sent and waiting to be sent again: unanswered at the stop.
+            if r.retries > 0 || (self.plan.resend.is_some() && r.first_sent != Time::MAX) {
+                // `--retry-on`, or in flight at a move (`--sentinel`): sent and waiting to be
+                // sent again: unanswered at the stop.
                 let since = if r.intended == Time::MAX { r.first_sent } else { r.intended.min(r.first_sent) };
                 self.retrying_at_stop.push(since);
             } else if open_loop && r.intended != Time::MAX && r.intended >= from {
@@ -1033,6 +1037,14 @@ impl Client {
         for id in std::mem::take(&mut conn.orphans) {
             if let Some(r) = self.router.release(id) {
                 self.router.recycle(r);
+            }
+        }
+        // `--sentinel`: those safe to repeat go first once it is back, in their order, each
+        // timed from its first send.
+        for (id, sent) in std::mem::take(&mut conn.resend).into_iter().rev() {
+            if let Some(mut r) = self.router.release(id) {
+                r.first_sent = r.first_sent.min(sent);
+                self.router.requeue(node, r);
             }
         }
         self.router.down[node] = true;

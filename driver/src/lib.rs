@@ -884,12 +884,13 @@ impl Link {
                     }
                     return self.ended(node, tally);
                 }
-                Event::Down { error, lost } => {
+                Event::Down { error, lost, resent } => {
                     let now = tally.now();
                     let s = &mut self.sockets[node];
                     let first = s.phases.down == Time::MAX;
-                    s.reset = lost > 0;
+                    s.reset = lost + resent > 0;
                     tally.stats.record_drop(first, lost as u64, now);
+                    tally.stats.resent += resent as u64;
                     Outcome::add_failure(&mut tally.drops, error, 1);
                     if first {
                         s.phases.down = now;

@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
+use respbench_core::cluster::Route;
 use respbench_core::resp::{encode_command, Value};
+use respbench_core::template::Template;
 use respbench_core::Endpoint;
 
 /// A connection to a Sentinel: a socket, or TLS over one.
@@ -206,6 +208,22 @@ impl Sentinel {
         }
         Ok((s, socket))
     }
+}
+
+/// `--sentinel` with `--reconnect` against the primary alone: which of the test's commands
+/// (`templates`, in the plan's order) a request in flight at a move is sent again for, once its
+/// connection is back ([`respbench_core::Plan::resend`], [`Route::repeatable`]); `None` when
+/// none is.
+pub(crate) fn resend(templates: &[&Template]) -> Option<Arc<[bool]>> {
+    let each: Arc<[bool]> = templates
+        .iter()
+        .map(|t| {
+            let Some((_, argc)) = Route::command_of(t.as_bytes()) else { return false };
+            let args: Vec<&[u8]> = (0..argc).filter_map(|i| t.arg(i)).collect();
+            args.first().is_some_and(|name| Route::repeatable(name, &args))
+        })
+        .collect();
+    each.contains(&true).then_some(each)
 }
 
 /// Sends `args` on `s` and reads the one reply, of at most [`REPLY_MAX`] bytes.

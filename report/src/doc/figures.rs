@@ -297,6 +297,10 @@ pub struct Reconnects {
     /// Connections still down when the test ended.
     #[serde(default)]
     pub still_down: u64,
+    /// `--sentinel`: requests in flight when their connection went down that were sent again
+    /// once it was back, not lost.
+    #[serde(default)]
+    pub resent: u64,
 }
 
 /// One of `address_changes`.
