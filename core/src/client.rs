@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::cluster::{Redirect, Request, Router, SLOTS};
 use crate::conn::{
-    earliest, Answered, Connection, Event, IoFailure, Pending, ASKING_REQ, CACHE_GET, CACHE_SET, DIRECT,
+    earliest, Answered, Connection, Event, IoFailure, IoOp, Pending, ASKING_REQ, CACHE_GET, CACHE_SET, DIRECT,
 };
 use crate::plan::{OpenLoop, PipelineMode, Plan, RampKind, Workload};
 use crate::replay::Player;
@@ -460,12 +460,31 @@ impl Client {
         let multi = conns.len() > 1;
         let misses = cache.as_mut().map(|c| &mut c.1);
         let run = Run::default();
-        let mut books =
-            Books { plan, router, outstanding, wake, woken, node, lead, multi, run, tracker, follow, misses };
+        let (refused, refusal) = (Vec::new(), None);
+        let mut books = Books {
+            plan,
+            router,
+            outstanding,
+            wake,
+            woken,
+            node,
+            lead,
+            multi,
+            run,
+            tracker,
+            follow,
+            misses,
+            refused,
+            refusal,
+        };
         let stopped = conns[node].stop_seen();
         let was_ready = conns[node].is_ready();
         conns[node].handle_input(data, now, stats, &mut |a, stats| books.answered(a, stopped, stats));
         books.flush(stats);
+        let (refused, refusal) = (books.refused, books.refusal);
+        if let Some(words) = refusal {
+            self.move_on(node, refused, words, now);
+        }
         if self.cache.is_some() {
             self.fill_misses(node, now);
         }
@@ -478,6 +497,25 @@ impl Client {
         if !self.conns[node].busy() {
             // Nothing more will come on it: perhaps nothing is left to do.
             self.check_done(node, now);
+        }
+    }
+
+    /// `--sentinel`: node `node`'s server refused requests as a replica does (`READONLY` to a
+    /// write, `MASTERDOWN`): the primary moved. The connection goes down as at a
+    /// `+switch-master` (its requests in flight go again, or are lost, as there), comes back
+    /// where the Sentinel now says, and sends first the `refused` requests, which the server did
+    /// not run, each timed from its first send.
+    fn move_on(&mut self, node: usize, refused: Vec<Request>, words: String, now: Time) {
+        let failure = IoFailure {
+            op: IoOp::Read,
+            kind: std::io::ErrorKind::Other,
+            os_code: None,
+            message: format!("the server refused: {words} (the Sentinel asked again)"),
+        };
+        self.conns[node].leave(failure, now);
+        self.sync(node, now);
+        for r in refused.into_iter().rev() {
+            self.router.requeue(node, r);
         }
     }
 
@@ -1148,6 +1186,10 @@ struct Books<'a> {
     follow: &'a mut Option<crate::cursor::Follow>,
     /// `--cache-aside`: the misses of this input, for [`Client::fill_misses`].
     misses: Option<&'a mut Vec<(u64, Time)>>,
+    /// `--sentinel`: the requests of this input a replica refused (`READONLY`, `MASTERDOWN`),
+    /// in their order, to go again where the Sentinel now says, and the first refusal's words.
+    refused: Vec<Request>,
+    refusal: Option<String>,
 }
 
 /// Error-free replies alike in all that the stats keep of them (command, latency, service time,
@@ -1207,6 +1249,16 @@ impl Books<'_> {
                 let Some(mut r) = self.router.release(p.req) else { return };
                 r.first_sent = r.first_sent.min(a.sent);
                 first = r.first_sent;
+                if let (Some(m), Some(_), false) = (a.error, &self.plan.resend, stopped) {
+                    // `--sentinel`: a replica's refusal; the request did not run: it goes again
+                    // once the connection has moved (`Client::move_on`).
+                    if matches!(crate::resp::error_prefix(m), b"READONLY" | b"MASTERDOWN") {
+                        stats.refused += 1;
+                        self.refusal.get_or_insert_with(|| String::from_utf8_lossy(m).into_owned());
+                        self.refused.push(r);
+                        return;
+                    }
+                }
                 if let (Some(m), Some(retry)) = (a.error, &self.plan.retry) {
                     // A cluster's own redirects and retries are the router's (below).
                     let redirect = self.plan.cluster.is_some() && Redirect::of(m).is_some();

@@ -740,6 +740,16 @@ impl Connection {
         }
     }
 
+    /// `--sentinel`: the server refused as a replica does, the primary moved: the connection
+    /// leaves it as at a socket error `failure` (even when that refusal was its first reply,
+    /// which is no refusal of the connection itself).
+    pub(crate) fn leave(&mut self, failure: IoFailure, now: Time) {
+        self.last_now = self.last_now.max(now);
+        if !self.is_closed() && self.state != State::Down {
+            self.fail(ConnError::Io(failure));
+        }
+    }
+
     /// The time from [`Connection::poll_timeout`] has come: fails the connection when a request
     /// or the handshake has waited longer than [`ConnConfig::request_timeout`]; at the test's
     /// [`Stop`], abandons a connection whose requests are still unanswered when the grace has
@@ -1511,6 +1521,43 @@ mod tests {
             assert_eq!(st.requests, 4);
             assert!(st.latency.min() >= 16_000, "timed from the first send: {}", st.latency.min());
         }
+    }
+
+    /// `--sentinel`: a `-READONLY` (or `-MASTERDOWN`) reply is no answer: the request did not
+    /// run; the connection leaves the server (the Sentinel is asked again) and sends it again
+    /// once back, whatever its command; counted as refused, not as an error.
+    #[test]
+    fn a_replica_refusal_moves_the_connection_and_sends_again() {
+        let ms = |n: u64| Time::from_micros(n * 1000);
+        let backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_millis(10) };
+        let plan = Plan::new(
+            ConnConfig { pipeline: 1, reconnect: Some(backoff), ..ConnConfig::default() },
+            Workload { template: Template::command(&[b"INCR", b"k"]), keys: KeySpace::Literal, mix: None },
+            Budget::new(1),
+            Stop::new(None, Duration::from_secs(2)),
+        );
+        let mut c = C::new(Arc::new(Plan { resend: Some(Arc::from(vec![false])), ..plan }), 0);
+        let mut st = stats();
+        let incr = b"*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n";
+        for (reply, word) in [
+            (&b"-READONLY You can't write against a read only replica.\r\n"[..], "READONLY"),
+            (b"-MASTERDOWN Link with MASTER is down\r\n", "MASTERDOWN"),
+        ] {
+            let at = st.refused * 20;
+            c.handle_connected(ms(at), &mut st);
+            assert_eq!(written(&mut c, ms(at), &mut st), incr);
+            c.handle_input(reply, ms(at + 1), &mut st);
+            let down = std::iter::from_fn(|| c.poll_event()).last();
+            let Some(Event::Down { error, lost: 0, resent: 0 }) = down else { panic!("{down:?}") };
+            assert!(error.to_string().contains(&format!("the server refused: {word}")), "{error}");
+            c.handle_timeout(ms(at + 11));
+            assert_eq!(c.poll_event(), Some(Event::Reconnect));
+        }
+        c.handle_connected(ms(40), &mut st);
+        assert_eq!(written(&mut c, ms(40), &mut st), incr, "sent again");
+        c.handle_input(b":1\r\n", ms(41), &mut st);
+        assert_eq!((st.requests, st.refused, st.errors.total()), (1, 2, 0));
+        assert!(st.latency.min() >= 40_900, "timed from the first send: {}", st.latency.min());
     }
 
     #[test]

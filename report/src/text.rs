@@ -288,7 +288,7 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
             "  reconnects: {} ({} requests lost{}), {:.3} s down in all",
             s.drops,
             s.lost,
-            resent_words(s.resent),
+            resent_words(s.resent, s.refused),
             s.downtime_micros as f64 / 1e6
         )?;
     }
@@ -1022,12 +1022,15 @@ pub fn refused_hint(error: &str) -> Option<String> {
 #[cfg(test)]
 mod tests;
 
-/// `, N sent again` when requests in flight at a move were sent again (`--sentinel`); empty
-/// otherwise.
-fn resent_words(resent: u64) -> String {
+/// `, N sent again` when requests in flight at a move were sent again (`--sentinel`), and
+/// `, N refused` when a replica refused some; empty otherwise.
+fn resent_words(resent: u64, refused: u64) -> String {
+    let mut w = String::new();
     if resent > 0 {
-        format!(", {resent} sent again")
-    } else {
-        String::new()
+        w += &format!(", {resent} sent again");
     }
+    if refused > 0 {
+        w += &format!(", {refused} refused by a replica");
+    }
+    w
 }

@@ -212,8 +212,8 @@ impl Sentinel {
 
 /// `--sentinel` with `--reconnect` against the primary alone: which of the test's commands
 /// (`templates`, in the plan's order) a request in flight at a move is sent again for, once its
-/// connection is back ([`respbench_core::Plan::resend`], [`Route::repeatable`]); `None` when
-/// none is.
+/// connection is back ([`respbench_core::Plan::resend`], [`Route::repeatable`]). Always `Some`:
+/// a request a replica refused (`READONLY`, `MASTERDOWN`) goes again whatever its command.
 pub(crate) fn resend(templates: &[&Template]) -> Option<Arc<[bool]>> {
     let each: Arc<[bool]> = templates
         .iter()
@@ -223,7 +223,8 @@ pub(crate) fn resend(templates: &[&Template]) -> Option<Arc<[bool]>> {
             args.first().is_some_and(|name| Route::repeatable(name, &args))
         })
         .collect();
-    each.contains(&true).then_some(each)
+    // Always, even with no command safe to repeat: a request a replica refused goes again.
+    Some(each)
 }
 
 /// Sends `args` on `s` and reads the one reply, of at most [`REPLY_MAX`] bytes.

@@ -327,3 +327,101 @@ fn rfr_reads_at_the_replicas_the_sentinel_lists() {
     assert_eq!(replica.command_calls("get"), 2000, "{}", out.dump());
     assert_eq!(primary.command_calls("get"), 0, "{}", out.dump());
 }
+
+/// A primary demoted by hand, not by the Sentinel's failover (nothing kills the connections and
+/// no `+switch-master` comes): mid-run the replica is made primary (`REPLICAOF NO ONE`), the old
+/// primary its replica, and the Sentinel told (`SENTINEL REMOVE`, `SENTINEL MONITOR` at the new
+/// one). The old primary, which Redis 7.0 does not make drop its clients, answers the run's SETs
+/// `-READONLY`: each connection then asks the Sentinel again and moves, the refused SETs go again
+/// on the new primary, and the run exits 0 with none lost. The refusals respbench counts are the
+/// old primary's `errorstat_READONLY` exactly (one request in flight a connection: each refusal
+/// is read before its connection leaves).
+#[test]
+fn a_readonly_reply_moves_the_run() {
+    refusal_moves_the_run("set", "READONLY", false);
+}
+
+/// The same for reads with `-MASTERDOWN`: the old primary (`replica-serve-stale-data no`) is made
+/// the replica of a port nothing listens on, so its link stays down and it refuses GETs.
+#[test]
+fn a_masterdown_reply_moves_the_run() {
+    refusal_moves_the_run("get", "MASTERDOWN", true);
+}
+
+fn refusal_moves_the_run(test: &str, word: &str, stale: bool) {
+    let (old, new, sentinel) = primary_replica_sentinel(word);
+    let (a, b, s) = (old.port(), new.port(), sentinel.port);
+    if stale {
+        assert!(old.cli(&["CONFIG", "SET", "replica-serve-stale-data", "no"]).contains("OK"));
+    }
+    // The old primary follows the new one, or a port nothing listens on.
+    let follows = if stale { free_port() } else { b };
+    let dir = json_path("sentinel", "demote").with_extension("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("demote.sh");
+    let text = format!(
+        "redis-cli -p {b} REPLICAOF NO ONE\nredis-cli -p {a} REPLICAOF 127.0.0.1 {follows}\n\
+         redis-cli -p {s} SENTINEL REMOVE mymaster\nredis-cli -p {s} SENTINEL MONITOR mymaster 127.0.0.1 {b} 1\n"
+    );
+    std::fs::write(&script, text).unwrap();
+    let at = format!("2s exec sh {}", script.display());
+    let json = json_path("sentinel", "refusal");
+    let sentinel_at = format!("127.0.0.1:{s}");
+    let args = [
+        "--sentinel",
+        &sentinel_at,
+        "--sentinel-master",
+        "mymaster",
+        "-t",
+        test,
+        "-c",
+        "4",
+        "--duration",
+        "6s",
+        "--reconnect",
+        "--at",
+        &at,
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let out = respbench().run(&args, T);
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let t = &doc["tests"][0];
+    assert_eq!(old.info_field("replication", "role").as_deref(), Some("slave"), "{}", out.dump());
+    assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+    let r = &t["reconnects"];
+    assert_eq!(r["lost_requests"].as_u64(), Some(0), "{t}");
+    assert!(t["errors"].as_object().is_none_or(|e| e.is_empty()), "{t}");
+    // The old primary's refusals, each read by respbench.
+    let refused = r["refused"].as_u64().unwrap_or(0);
+    let said = old
+        .info_field("errorstats", &format!("errorstat_{word}"))
+        .unwrap_or_else(|| panic!("{}", out.dump()));
+    assert_eq!(said, format!("count={refused}"), "{t}\n{}", out.dump());
+    assert!(refused >= 4, "each connection was refused at least once: {t}");
+    assert!(r["drops"].as_u64().unwrap() >= 4, "{t}");
+    assert!(out.stderr.contains("refused by a replica (READONLY/MASTERDOWN)"), "{}", out.dump());
+    assert!(out.stderr.contains(&format!("the server refused: {word}")), "{}", out.dump());
+    let changes = t["address_changes"].as_array().unwrap_or_else(|| panic!("{t}"));
+    let (from, to) = (format!("127.0.0.1:{a}"), format!("127.0.0.1:{b}"));
+    assert!(
+        changes.iter().any(|c| c["from"].as_str() == Some(&from) && c["to"].as_str() == Some(&to)),
+        "{t}"
+    );
+    // The run went on at the new primary to its end.
+    let last = t["series"].as_array().unwrap().last().unwrap()["requests"].as_u64().unwrap();
+    assert!(last > 0, "the last second had requests: {t}");
+    if stale {
+        // Every answered GET ran on one of the two servers (a refused one on neither until it
+        // went again; GETs are not replicated, unlike SETs): between the answered and that
+        // plus those resent in flight.
+        let answered = t["requests"].as_u64().unwrap();
+        let resent = r["resent"].as_u64().unwrap_or(0);
+        let ran = old.command_calls("get") + new.command_calls("get");
+        assert!(
+            answered <= ran && ran <= answered + resent,
+            "answered {answered}, resent {resent}, ran {ran}"
+        );
+    }
+}

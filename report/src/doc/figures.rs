@@ -301,6 +301,10 @@ pub struct Reconnects {
     /// once it was back, not lost.
     #[serde(default)]
     pub resent: u64,
+    /// `--sentinel`: replies of a server that refused as a replica (`READONLY`, `MASTERDOWN`),
+    /// after which the connection moved and the request went again.
+    #[serde(default)]
+    pub refused: u64,
 }
 
 /// One of `address_changes`.

@@ -303,10 +303,14 @@ impl Session {
             // connection back, no request lost) is reported and exits 0; a loss exits 1.
             let lost = s.lost > 0 || s.still_down > 0;
             self.dropped |= lost;
-            let resent = match s.resent {
+            let mut resent = match s.resent {
                 0 => String::new(),
                 n => format!(", {n} sent again (in flight at a move)"),
             };
+            if s.refused > 0 {
+                resent +=
+                    &format!(", {} refused by a replica (READONLY/MASTERDOWN) and sent again", s.refused);
+            }
             let still = match s.still_down {
                 0 => String::new(),
                 n => format!(", {n} still down at the end"),
