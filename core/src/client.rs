@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::cluster::{Redirect, Request, Router, SLOTS};
 use crate::conn::{
-    earliest, Answered, Connection, Event, IoFailure, Pending, ASKING_REQ, CACHE_GET, CACHE_SET, DIRECT,
+    earliest, Answered, Connection, Event, IoFailure, IoOp, Pending, ASKING_REQ, CACHE_GET, CACHE_SET, DIRECT,
 };
 use crate::plan::{OpenLoop, PipelineMode, Plan, RampKind, Workload};
 use crate::replay::Player;
@@ -348,6 +348,7 @@ impl Client {
             && plan.cache_aside.is_none()
             && plan.cluster.is_none()
             && plan.retry.is_none()
+            && plan.resend.is_none()
             && plan.verify.is_none()
             && plan.workload.template.stamp_at().is_none()
             && plan.workload.mix.as_ref().is_none_or(|m| {
@@ -360,7 +361,7 @@ impl Client {
         });
         Client {
             plain,
-            routed: plan.cluster.is_some() || plan.retry.is_some(),
+            routed: plan.cluster.is_some() || plan.retry.is_some() || plan.resend.is_some(),
             source: Source::new(&plan, index),
             router: Router::new(index, nodes),
             plan,
@@ -462,8 +463,23 @@ impl Client {
         let multi = conns.len() > 1;
         let misses = cache.as_mut().map(|c| &mut c.1);
         let run = Run::default();
-        let mut books =
-            Books { plan, router, outstanding, wake, woken, node, lead, multi, run, tracker, follow, misses };
+        let (refused, refusal) = (Vec::new(), None);
+        let mut books = Books {
+            plan,
+            router,
+            outstanding,
+            wake,
+            woken,
+            node,
+            lead,
+            multi,
+            run,
+            tracker,
+            follow,
+            misses,
+            refused,
+            refusal,
+        };
         let stopped = conns[node].stop_seen();
         let was_ready = conns[node].is_ready();
         if plain {
@@ -473,6 +489,10 @@ impl Client {
             conns[node].handle_input(data, now, stats, &mut answered);
         }
         books.flush(stats);
+        let (refused, refusal) = (books.refused, books.refusal);
+        if let Some(words) = refusal {
+            self.move_on(node, refused, words, now);
+        }
         if self.cache.is_some() {
             self.fill_misses(node, now);
         }
@@ -485,6 +505,25 @@ impl Client {
         if !self.conns[node].busy() {
             // Nothing more will come on it: perhaps nothing is left to do.
             self.check_done(node, now);
+        }
+    }
+
+    /// `--sentinel`: node `node`'s server refused requests as a replica does (`READONLY` to a
+    /// write, `MASTERDOWN`): the primary moved. The connection goes down as at a
+    /// `+switch-master` (its requests in flight go again, or are lost, as there), comes back
+    /// where the Sentinel now says, and sends first the `refused` requests, which the server did
+    /// not run, each timed from its first send.
+    fn move_on(&mut self, node: usize, refused: Vec<Request>, words: String, now: Time) {
+        let failure = IoFailure {
+            op: IoOp::Read,
+            kind: std::io::ErrorKind::Other,
+            os_code: None,
+            message: format!("the server refused: {words} (the Sentinel asked again)"),
+        };
+        self.conns[node].leave(failure, now);
+        self.sync(node, now);
+        for r in refused.into_iter().rev() {
+            self.router.requeue(node, r);
         }
     }
 
@@ -537,7 +576,9 @@ impl Client {
             }
             return;
         }
-        let spent = self.source.spent(&self.plan);
+        // A connection down with requests to send again comes back for them.
+        let resending = self.plan.resend.is_some() && self.outstanding > 0;
+        let spent = self.source.spent(&self.plan) && !resending;
         self.conns[node].handle_timeout(now, spent);
         self.sync(node, now);
         // An open-loop connection whose budget others spent finishes here (see poll_timeout).
@@ -1017,8 +1058,9 @@ impl Client {
         let open_loop = self.plan.conn.open_loop.is_some();
         let from = self.plan.measure_from;
         for r in self.router.drain_queues() {
-            if r.retries > 0 {
-                // `--retry-on`: sent and waiting to be sent again: unanswered at the stop.
+            if r.retries > 0 || (self.plan.resend.is_some() && r.first_sent != Time::MAX) {
+                // `--retry-on`, or in flight at a move (`--sentinel`): sent and waiting to be
+                // sent again: unanswered at the stop.
                 let since = if r.intended == Time::MAX { r.first_sent } else { r.intended.min(r.first_sent) };
                 self.retrying_at_stop.push(since);
             } else if open_loop && r.intended != Time::MAX && r.intended >= from {
@@ -1041,6 +1083,14 @@ impl Client {
         for id in std::mem::take(&mut conn.orphans) {
             if let Some(r) = self.router.release(id) {
                 self.router.recycle(r);
+            }
+        }
+        // `--sentinel`: those safe to repeat go first once it is back, in their order, each
+        // timed from its first send.
+        for (id, sent) in std::mem::take(&mut conn.resend).into_iter().rev() {
+            if let Some(mut r) = self.router.release(id) {
+                r.first_sent = r.first_sent.min(sent);
+                self.router.requeue(node, r);
             }
         }
         self.router.down[node] = true;
@@ -1144,6 +1194,10 @@ struct Books<'a> {
     follow: &'a mut Option<crate::cursor::Follow>,
     /// `--cache-aside`: the misses of this input, for [`Client::fill_misses`].
     misses: Option<&'a mut Vec<(u64, Time)>>,
+    /// `--sentinel`: the requests of this input a replica refused (`READONLY`, `MASTERDOWN`),
+    /// in their order, to go again where the Sentinel now says, and the first refusal's words.
+    refused: Vec<Request>,
+    refusal: Option<String>,
 }
 
 /// [`Books`] of a [`Client`] whose requests are all plain: [`Books::answered_plain`], inlined
@@ -1249,6 +1303,16 @@ impl Books<'_> {
                 let Some(mut r) = self.router.release(p.req) else { return };
                 r.first_sent = r.first_sent.min(a.sent);
                 first = r.first_sent;
+                if let (Some(m), Some(_), false) = (a.error, &self.plan.resend, stopped) {
+                    // `--sentinel`: a replica's refusal; the request did not run: it goes again
+                    // once the connection has moved (`Client::move_on`).
+                    if matches!(crate::resp::error_prefix(m), b"READONLY" | b"MASTERDOWN") {
+                        stats.refused += 1;
+                        self.refusal.get_or_insert_with(|| String::from_utf8_lossy(m).into_owned());
+                        self.refused.push(r);
+                        return;
+                    }
+                }
                 if let (Some(m), Some(retry)) = (a.error, &self.plan.retry) {
                     // A cluster's own redirects and retries are the router's (below).
                     let redirect = self.plan.cluster.is_some() && Redirect::of(m).is_some();

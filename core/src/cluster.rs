@@ -159,6 +159,25 @@ impl Route {
         }
     }
 
+    /// Whether a request of command `name` (with `args`, the name first) may be sent twice with
+    /// the effect of once, so that one in flight when its connection went down is sent again:
+    /// the reads of [`Route::builtin`]'s table, `PING` and `ECHO`, and the writes that set a
+    /// value whatever was there (`SET` without `GET`, `SETEX`, `MSET`, `HSET`, `HMSET`, `SADD`,
+    /// `SREM`, `ZADD` without `INCR`, `HDEL`, `DEL`, `UNLINK`, `EXPIRE`, `PEXPIRE`, `LSET`).
+    /// Not those whose second run changes more (`INCR`, `LPUSH`, `LPOP`, `APPEND`, `XADD`,
+    /// `ZINCRBY`, `SETNX`'s reply, scripts, `PUBLISH`), nor commands it does not know.
+    pub fn repeatable(name: &[u8], args: &[&[u8]]) -> bool {
+        let name = name.to_ascii_uppercase();
+        let has = |word: &[u8]| args.iter().skip(1).any(|a| a.eq_ignore_ascii_case(word));
+        match name.as_slice() {
+            b"SET" => !has(b"GET"),
+            b"ZADD" => !has(b"INCR"),
+            b"SETEX" | b"PSETEX" | b"MSET" | b"HSET" | b"HMSET" | b"SADD" | b"SREM" | b"HDEL" | b"DEL"
+            | b"UNLINK" | b"EXPIRE" | b"PEXPIRE" | b"LSET" | b"PING" | b"ECHO" => true,
+            _ => Route::builtin(&name, args.len()).is_some_and(|r| !r.write),
+        }
+    }
+
     /// The route `COMMAND INFO` gives: the first and last key argument (a negative last counts
     /// from the end), the step between keys, and the flags (`write` makes it a write).
     pub fn from_command_info(first: i64, last: i64, step: i64, write: bool, argc: usize) -> Route {
@@ -600,6 +619,15 @@ impl Router {
         self.queues.iter_mut().flat_map(|q| q.drain(..)).collect()
     }
 
+    /// Queues `r` for node `node` ahead of what waits there (a request in flight when its
+    /// connection went down, sent again first); dropped when there is no such node.
+    pub(crate) fn requeue(&mut self, node: usize, r: Request) {
+        match self.queues.get_mut(node) {
+            Some(q) => q.push_front(r),
+            None => self.recycle(r),
+        }
+    }
+
     /// Node `node`'s queue, taken out (the node went down: its requests go elsewhere).
     pub(crate) fn drain_queue(&mut self, node: usize) -> Vec<Request> {
         self.queues.get_mut(node).map(|q| q.drain(..).collect()).unwrap_or_default()
@@ -899,6 +927,30 @@ mod routing_tests {
     use crate::plan::{Budget, ConnConfig, Plan, Stop, Workload};
     use crate::stats::Stats;
     use crate::template::{KeySpace, Template};
+
+    /// Which commands a request in flight at a move is sent again for (`--sentinel`).
+    #[test]
+    fn commands_safe_to_repeat() {
+        let ok = |args: &[&[u8]]| Route::repeatable(args[0], args);
+        for yes in [
+            &[&b"GET"[..], b"k"][..],
+            &[b"set", b"k", b"v", b"EX", b"10"],
+            &[b"MGET", b"a", b"b"],
+            &[b"PING"],
+        ] {
+            assert!(ok(yes), "{yes:?}");
+        }
+        for no in [
+            &[&b"INCR"[..], b"k"][..],
+            &[b"SET", b"k", b"v", b"get"],
+            &[b"ZADD", b"z", b"INCR", b"1", b"m"],
+            &[b"LPUSH", b"l", b"v"],
+            &[b"EVAL", b"return 1", b"0"],
+            &[b"FOO"],
+        ] {
+            assert!(!ok(no), "{no:?}");
+        }
+    }
 
     fn node(port: u16) -> Node {
         Node {

@@ -237,6 +237,9 @@ pub enum Event {
         error: ConnError,
         /// Requests sent and not answered, now lost.
         lost: usize,
+        /// Requests sent and not answered that go again once it is back
+        /// ([`crate::Plan::resend`]), not lost (those not yet written go then too, uncounted).
+        resent: usize,
     },
 }
 
@@ -407,8 +410,11 @@ pub struct Connection {
     pub(crate) went_down: bool,
     /// The router's requests that were in flight when it failed, for the client to take back.
     pub(crate) orphans: Vec<u32>,
-    /// How many requests were in flight when it failed.
+    /// How many requests were in flight when it failed (those to be sent again aside).
     pub(crate) dropped: usize,
+    /// [`Plan::resend`](crate::Plan::resend): the router's requests in flight when it went down
+    /// that are sent again, oldest first, each with when it was sent (`Time::MAX`: not yet).
+    pub(crate) resend: Vec<(u32, Time)>,
     /// `--verify`: the bytes of the reply being parsed that earlier inputs brought (at most
     /// `capture_limit`); `None` without `--verify`, which keeps no reply bytes.
     capture: Option<Vec<u8>>,
@@ -478,6 +484,7 @@ impl Connection {
             went_down: false,
             orphans: Vec::new(),
             dropped: 0,
+            resend: Vec::new(),
         }
     }
 
@@ -746,6 +753,16 @@ impl Connection {
         if !self.is_closed() && self.state != State::Down {
             let e = self.refused().unwrap_or(ConnError::Io(failure));
             self.fail(e);
+        }
+    }
+
+    /// `--sentinel`: the server refused as a replica does, the primary moved: the connection
+    /// leaves it as at a socket error `failure` (even when that refusal was its first reply,
+    /// which is no refusal of the connection itself).
+    pub(crate) fn leave(&mut self, failure: IoFailure, now: Time) {
+        self.last_now = self.last_now.max(now);
+        if !self.is_closed() && self.state != State::Down {
+            self.fail(ConnError::Io(failure));
         }
     }
 
@@ -1018,10 +1035,18 @@ impl Connection {
         // A refused handshake is the user's (a wrong password, -3 to a RESP2 server): it stays
         // fatal.
         let recoverable = !matches!(e, ConnError::Handshake { .. } | ConnError::HandshakeReply { .. });
-        let requests = self.in_flight.iter().filter(|p| p.req != ASKING_REQ);
-        // The router's own: not DIRECT, CACHE_GET or CACHE_SET.
+        let comes_back = self.plan.conn.reconnect.is_some() && recoverable;
+        // The router's own (not DIRECT, CACHE_GET or CACHE_SET) that are safe to send again,
+        // once the connection is back (`--sentinel`).
+        let again = |p: &Pending| comes_back && p.req < CACHE_SET && self.plan.resends(p.part);
+        let resend: Vec<(u32, Time)> =
+            self.in_flight.iter().filter(|p| again(p)).map(|p| (p.req, p.sent)).collect();
+        let requests = self.in_flight.iter().filter(|p| p.req != ASKING_REQ && !again(p));
         self.orphans.extend(requests.clone().map(|p| p.req).filter(|&r| r < CACHE_SET));
         let lost = requests.count();
+        // Those not yet written go for the first time.
+        let resent = resend.iter().filter(|(_, sent)| *sent != Time::MAX).count();
+        self.resend.extend(resend);
         self.went_down = true;
         self.dropped += lost;
         if let (Some(b), true) = (self.plan.conn.reconnect, recoverable) {
@@ -1033,7 +1058,7 @@ impl Connection {
             self.backoff = if self.backoff.is_zero() { b.first } else { (self.backoff * 2).min(b.max) };
             self.down_until = self.last_now + self.backoff;
             self.state = State::Down;
-            self.events.push_back(Event::Down { error: e, lost });
+            self.events.push_back(Event::Down { error: e, lost, resent });
             return;
         }
         self.state = State::Failed;
@@ -1384,7 +1409,10 @@ mod tests {
         c.handle_closed(ms(5));
         let evs: Vec<Event> = std::iter::from_fn(|| c.poll_event()).collect();
         assert!(
-            matches!(evs.last(), Some(Event::Down { lost: 4, error: ConnError::Closed { in_flight: 4 } })),
+            matches!(
+                evs.last(),
+                Some(Event::Down { lost: 4, error: ConnError::Closed { in_flight: 4 }, resent: 0 })
+            ),
             "{evs:?}"
         );
         assert!(!c.is_closed());
@@ -1465,6 +1493,87 @@ mod tests {
             c.advance_transmit(n, now, st);
         }
         out
+    }
+
+    /// `--sentinel`'s resend: the requests in flight when a connection goes down, of a command
+    /// safe to repeat, are not lost but sent again first once it is back, in their order, each
+    /// timed from its first send; a command not safe to repeat is lost as before.
+    #[test]
+    fn requests_in_flight_at_a_move_are_sent_again() {
+        let ms = |n: u64| Time::from_micros(n * 1000);
+        let backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_millis(10) };
+        for (repeatable, lost, resent) in [(true, 0, 4), (false, 4, 0)] {
+            let plan = Plan::new(
+                ConnConfig {
+                    pipeline: 4,
+                    pipeline_mode: crate::plan::PipelineMode::Window,
+                    reconnect: Some(backoff),
+                    ..ConnConfig::default()
+                },
+                Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None },
+                Budget::new(4),
+                Stop::new(None, Duration::from_secs(2)),
+            );
+            let mut c = C::new(Arc::new(Plan { resend: Some(Arc::from(vec![repeatable])), ..plan }), 0);
+            let mut st = stats();
+            c.handle_connected(ms(0), &mut st);
+            assert_eq!(written(&mut c, ms(0), &mut st), b"*1\r\n$4\r\nPING\r\n".repeat(4));
+            c.handle_closed(ms(5));
+            let down = std::iter::from_fn(|| c.poll_event()).last();
+            assert!(
+                matches!(down, Some(Event::Down { lost: l, resent: r, .. }) if (l, r) == (lost, resent)),
+                "{down:?}"
+            );
+            c.handle_timeout(ms(15));
+            if !repeatable {
+                // Nothing left to come back for: the budget is spent and nothing is owed.
+                assert!(c.is_closed(), "{:?}", c.poll_event());
+                continue;
+            }
+            assert_eq!(c.poll_event(), Some(Event::Reconnect));
+            c.handle_connected(ms(15), &mut st);
+            assert_eq!(written(&mut c, ms(15), &mut st), b"*1\r\n$4\r\nPING\r\n".repeat(4), "sent again");
+            c.handle_input(&b"+PONG\r\n".repeat(4), ms(16), &mut st);
+            assert_eq!(st.requests, 4);
+            assert!(st.latency.min() >= 16_000, "timed from the first send: {}", st.latency.min());
+        }
+    }
+
+    /// `--sentinel`: a `-READONLY` (or `-MASTERDOWN`) reply is no answer: the request did not
+    /// run; the connection leaves the server (the Sentinel is asked again) and sends it again
+    /// once back, whatever its command; counted as refused, not as an error.
+    #[test]
+    fn a_replica_refusal_moves_the_connection_and_sends_again() {
+        let ms = |n: u64| Time::from_micros(n * 1000);
+        let backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_millis(10) };
+        let plan = Plan::new(
+            ConnConfig { pipeline: 1, reconnect: Some(backoff), ..ConnConfig::default() },
+            Workload { template: Template::command(&[b"INCR", b"k"]), keys: KeySpace::Literal, mix: None },
+            Budget::new(1),
+            Stop::new(None, Duration::from_secs(2)),
+        );
+        let mut c = C::new(Arc::new(Plan { resend: Some(Arc::from(vec![false])), ..plan }), 0);
+        let mut st = stats();
+        let incr = b"*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n";
+        for (reply, word) in [
+            (&b"-READONLY You can't write against a read only replica.\r\n"[..], "READONLY"),
+            (b"-MASTERDOWN Link with MASTER is down\r\n", "MASTERDOWN"),
+        ] {
+            let at = st.refused * 20;
+            c.handle_connected(ms(at), &mut st);
+            assert_eq!(written(&mut c, ms(at), &mut st), incr);
+            c.handle_input(reply, ms(at + 1), &mut st);
+            let down = std::iter::from_fn(|| c.poll_event()).last();
+            let Some(Event::Down { error, lost: 0, resent: 0 }) = down else { panic!("{down:?}") };
+            assert!(error.to_string().contains(&format!("the server refused: {word}")), "{error}");
+            c.handle_timeout(ms(at + 11));
+            assert_eq!(c.poll_event(), Some(Event::Reconnect));
+        }
+        c.handle_connected(ms(40), &mut st);
+        assert_eq!(written(&mut c, ms(40), &mut st), incr, "sent again");
+        c.handle_input(b":1\r\n", ms(41), &mut st);
+        assert_eq!((st.requests, st.refused, st.errors.total()), (1, 2, 0));
+        assert!(st.latency.min() >= 40_900, "timed from the first send: {}", st.latency.min());
     }
 
     #[test]

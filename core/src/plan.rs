@@ -572,6 +572,11 @@ pub struct Plan {
     /// `--cache-aside`: a `GET` that misses is followed by a `SET` of its key on the same
     /// connection (see [`crate::cache`]); `None` sends nothing after a miss.
     pub cache_aside: Option<std::sync::Arc<crate::cache::CacheAside>>,
+    /// `--sentinel` with `--reconnect`: for each command of the test (the template, or each of
+    /// the mix's), whether a request in flight when its connection goes down is sent again once
+    /// it is back ([`crate::cluster::Route::repeatable`]) instead of counted lost; `None` resends
+    /// nothing (and keeps no request's bytes for it).
+    pub resend: Option<std::sync::Arc<[bool]>>,
 }
 
 impl Plan {
@@ -594,7 +599,14 @@ impl Plan {
             ramp: None,
             retry: None,
             cache_aside: None,
+            resend: None,
         }
+    }
+
+    /// Whether a request of command `part` in flight when its connection goes down is sent
+    /// again ([`Plan::resend`]).
+    pub fn resends(&self, part: u16) -> bool {
+        self.resend.as_ref().is_some_and(|r| r.get(usize::from(part)).copied().unwrap_or(false))
     }
 
     /// Empty stats for one event loop of this plan, starting at `start` (or at the end of the

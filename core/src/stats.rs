@@ -387,6 +387,13 @@ pub struct Stats {
     pub drops: u64,
     /// Requests lost with their connection: counted as errors of kind `connection` too.
     pub lost: u64,
+    /// Requests in flight when their connection went down that were sent again once it was
+    /// back (`--sentinel`'s [`crate::Plan::resend`]), not lost: each is answered once, or
+    /// counted at the stop as unanswered.
+    pub resent: u64,
+    /// `--sentinel`: replies of a server that refused as a replica (`READONLY`, `MASTERDOWN`),
+    /// after which the connection moved and the request went again: not errors.
+    pub refused: u64,
     /// Time connections spent down, from the failure to ready again, in microseconds.
     pub downtime_micros: u64,
     /// `--reconnect`: connections still down when the test ended (their outage runs to then).
@@ -572,6 +579,8 @@ impl Stats {
             setup: Setup::new(sigfig)?,
             drops: 0,
             lost: 0,
+            resent: 0,
+            refused: 0,
             downtime_micros: 0,
             still_down: 0,
             abandoned: 0,
@@ -973,6 +982,8 @@ impl Stats {
         }
         add_count(&mut self.drops, other.drops, "reconnects.drops")?;
         add_count(&mut self.lost, other.lost, "reconnects.lost_requests")?;
+        add_count(&mut self.resent, other.resent, "reconnects.resent")?;
+        add_count(&mut self.refused, other.refused, "reconnects.refused")?;
         add_count(&mut self.downtime_micros, other.downtime_micros, "reconnects.downtime_s")?;
         add_count(&mut self.still_down, other.still_down, "reconnects.still_down")?;
         add_count(&mut self.abandoned, other.abandoned, "abandoned_requests")?;

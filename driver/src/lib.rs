@@ -473,6 +473,9 @@ struct Socket {
     phases: Phases,
     /// The address its last socket went to, when resolved again after a failure.
     addr: Option<Target>,
+    /// `--sentinel`: the primary's moves ([`Locate::moves`]) heard before its socket last asked
+    /// where the primary is: a socket that asked after a move is there already.
+    located: u64,
 }
 
 /// One client of a backend: the core's [`Client`] and the byte layer to each of its sockets
@@ -504,6 +507,7 @@ impl Link {
                 discarding: false,
                 phases: Phases { down: Time::MAX, ..Phases::default() },
                 addr: None,
+                located: 0,
             })
             .collect();
         Link { client, sockets }
@@ -552,6 +556,7 @@ impl Link {
             let mut name = s.endpoint.to_string();
             if let Some(l) = locate {
                 // A Sentinel's primary: asked again, the address it had kept when none answers.
+                s.located = l.moves.load(Ordering::Relaxed);
                 if let Some(e) = (l.find)() {
                     s.endpoint = e;
                 }
@@ -591,7 +596,10 @@ impl Link {
     /// the Sentinel says; whether it did (drain it then).
     pub fn move_away(&mut self, node: usize, tally: &mut Tally) -> bool {
         let s = &self.sockets[node];
-        if !s.up {
+        let moves = tally.run.locate.as_ref().map_or(0, |l| l.moves.load(Ordering::Relaxed));
+        // A socket that came back, asking the Sentinel, since this move (the old primary
+        // killed it or refused first) is at the new primary already.
+        if !s.up || (s.located > 0 && s.located >= moves) {
             return false;
         }
         let e = io::Error::other("the primary moved (+switch-master)");
@@ -884,12 +892,13 @@ impl Link {
                     }
                     return self.ended(node, tally);
                 }
-                Event::Down { error, lost } => {
+                Event::Down { error, lost, resent } => {
                     let now = tally.now();
                     let s = &mut self.sockets[node];
                     let first = s.phases.down == Time::MAX;
-                    s.reset = lost > 0;
+                    s.reset = lost + resent > 0;
                     tally.stats.record_drop(first, lost as u64, now);
+                    tally.stats.resent += resent as u64;
                     Outcome::add_failure(&mut tally.drops, error, 1);
                     if first {
                         s.phases.down = now;

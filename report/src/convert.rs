@@ -137,6 +137,8 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
             lost_requests: stats.lost,
             downtime_s: stats.downtime_micros as f64 / 1e6,
             still_down: stats.still_down,
+            resent: stats.resent,
+            refused: stats.refused,
         });
     }
     if stats.retries.total() > 0 || stats.retries.gave_up > 0 {
@@ -429,6 +431,8 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         failed_clients: t.failed_clients.unwrap_or(0),
         downtime_micros: (reconnects.downtime_s * 1e6).round() as u64,
         still_down: reconnects.still_down,
+        resent: reconnects.resent,
+        refused: reconnects.refused,
         abandoned: t.abandoned_requests.unwrap_or(0),
         nodes: node_stats,
         redirects: t.redirects.unwrap_or_default(),

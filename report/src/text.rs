@@ -285,9 +285,10 @@ pub fn write_verbose(r: &TestReport, out: &mut impl Write) -> io::Result<()> {
     if s.drops > 0 {
         writeln!(
             out,
-            "  reconnects: {} ({} requests lost), {:.3} s down in all",
+            "  reconnects: {} ({} requests lost{}), {:.3} s down in all",
             s.drops,
             s.lost,
+            resent_words(s.resent, s.refused),
             s.downtime_micros as f64 / 1e6
         )?;
     }
@@ -1020,3 +1021,16 @@ pub fn refused_hint(error: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+
+/// `, N sent again` when requests in flight at a move were sent again (`--sentinel`), and
+/// `, N refused` when a replica refused some; empty otherwise.
+fn resent_words(resent: u64, refused: u64) -> String {
+    let mut w = String::new();
+    if resent > 0 {
+        w += &format!(", {resent} sent again");
+    }
+    if refused > 0 {
+        w += &format!(", {refused} refused by a replica");
+    }
+    w
+}

@@ -83,6 +83,21 @@ pub fn tls_client(cfg: &Config) -> Result<Option<Tls>, Error> {
     }
 }
 
+/// `--tls` to the Sentinels: [`crate::server::secure`]'s handshake with the run's settings, each
+/// Sentinel checked for its own address or name (or `--sni`'s).
+fn sentinel_tls(tls: Tls) -> crate::sentinel::Secure {
+    #[cfg(not(feature = "tls"))]
+    match tls {}
+    #[cfg(feature = "tls")]
+    crate::sentinel::Secure(Arc::new(move |tcp, at| {
+        let named = Tls { config: tls.config.clone(), server_name: tls.name_for(at) };
+        match crate::server::secure(tcp, Some(&named), at, std::time::Duration::from_secs(1)) {
+            Ok((s, _)) => Ok(Box::new(s) as Box<dyn crate::sentinel::Stream>),
+            Err(e) => Err(e.message),
+        }
+    }))
+}
+
 /// The checks that need no server: the open-file limit for `-c` (raised where it can be), and
 /// io_uring where `--backend uring` asks for it.
 pub fn check_machine(cfg: &Config) -> Result<(), Error> {
@@ -164,6 +179,9 @@ impl Session {
         let located;
         let cfg = match &cfg.sentinel {
             Some(s) => {
+                // --tls: the Sentinels are spoken to over TLS too.
+                let mut s = s.clone();
+                s.tls = tls.clone().map(sentinel_tls);
                 let replicas = match (&cfg.replicas, cfg.rfr) {
                     // --rfr: the replicas the Sentinel lists.
                     (Replicas::None, Rfr::Yes | Rfr::All) => {
@@ -174,6 +192,7 @@ impl Session {
                 located = Config {
                     endpoint: s.primary().map_err(|e| Error::Sentinel(e.to_string()))?,
                     replicas,
+                    sentinel: Some(s),
                     ..cfg.clone()
                 };
                 &located

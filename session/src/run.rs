@@ -121,6 +121,13 @@ pub(crate) fn plan(
         )
         .ok()
         .flatten(),
+        // `--sentinel --reconnect` against the primary alone: requests in flight at a move go
+        // again (not with --cache-aside or --follow-cursor, whose go straight into the
+        // connection).
+        resend: (cfg.sentinel.is_some() && cfg.reconnect && multi.is_none())
+            .then_some(())
+            .filter(|()| !cfg.open.cache_aside && !cfg.open.follow_cursor)
+            .and_then(|()| crate::sentinel::resend(&case.templates())),
     })
 }
 

@@ -2,7 +2,8 @@
 //! (`SENTINEL GET-MASTER-ADDR-BY-NAME`) before the run, and again each time a connection comes
 //! back after a failure (`--reconnect`), so a failover is followed as production clients follow
 //! it; a change of primary is kept as an address change of the test
-//! ([`respbench_core::stats::Readdress`]), named after the master.
+//! ([`respbench_core::stats::Readdress`]), named after the master. With `--tls` the Sentinels
+//! are spoken to over TLS too, with the run's settings (each checked for its own address).
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -10,8 +11,28 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
+use respbench_core::cluster::Route;
 use respbench_core::resp::{encode_command, Value};
+use respbench_core::template::Template;
 use respbench_core::Endpoint;
+
+/// A connection to a Sentinel: a socket, or TLS over one.
+pub trait Stream: Read + Write + Send {}
+impl<T: Read + Write + Send> Stream for T {}
+
+/// `--tls`: how a socket to a Sentinel becomes a TLS one (the session's handshake with the run's
+/// settings, the Sentinel checked for its own address); its error is the handshake's message.
+#[derive(Clone)]
+pub struct Secure(pub Arc<Handshake>);
+
+/// [`Secure`]'s handshake: the socket and the Sentinel's address in, the stream out.
+pub type Handshake = dyn Fn(TcpStream, &Endpoint) -> Result<Box<dyn Stream>, String> + Send + Sync;
+
+impl std::fmt::Debug for Secure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secure")
+    }
+}
 
 /// How long one Sentinel may take to connect and to answer.
 const WAIT: Duration = Duration::from_secs(1);
@@ -47,6 +68,9 @@ pub struct Sentinel {
     pub master: String,
     /// How to authenticate to the Sentinels, when they ask for it.
     pub auth: Option<Auth>,
+    /// `--tls`: the Sentinels are reached over TLS too, with the run's settings (set by the
+    /// session once it has made them).
+    pub tls: Option<Secure>,
     /// The `+switch-master`s of the master heard so far (a thread subscribed on a Sentinel,
     /// started with the first test).
     pub moves: Arc<AtomicU64>,
@@ -56,7 +80,14 @@ pub struct Sentinel {
 impl Sentinel {
     /// Asks the `sentinels` for `master`.
     pub fn new(sentinels: Vec<Endpoint>, master: String) -> Sentinel {
-        Sentinel { sentinels, master, auth: None, moves: Arc::default(), watching: Arc::new(Once::new()) }
+        Sentinel {
+            sentinels,
+            master,
+            auth: None,
+            tls: None,
+            moves: Arc::default(),
+            watching: Arc::new(Once::new()),
+        }
     }
 }
 
@@ -90,9 +121,9 @@ impl Sentinel {
     /// Subscribes on the Sentinel at `at` and counts the master's switches until the
     /// connection ends.
     fn listen(&self, at: &Endpoint) -> Result<(), SentinelError> {
-        let mut s = self.connect(at)?;
+        let (mut s, tcp) = self.connect_socket(at)?;
         // Nothing may come for long: the read waits (the process ends the thread).
-        s.set_read_timeout(None)?;
+        tcp.set_read_timeout(None)?;
         let mut out = Vec::new();
         encode_command(&[b"SUBSCRIBE", b"+switch-master"], &mut out);
         s.write_all(&out)?;
@@ -152,8 +183,18 @@ impl Sentinel {
     }
 
     /// A connection to the Sentinel at `at`, authenticated when [`Sentinel::auth`] says so.
-    fn connect(&self, at: &Endpoint) -> Result<TcpStream, SentinelError> {
-        let mut s = connect(at)?;
+    fn connect(&self, at: &Endpoint) -> Result<Box<dyn Stream>, SentinelError> {
+        Ok(self.connect_socket(at)?.0)
+    }
+
+    /// [`Sentinel::connect`], and its socket, whose timeouts the caller may change.
+    fn connect_socket(&self, at: &Endpoint) -> Result<(Box<dyn Stream>, TcpStream), SentinelError> {
+        let tcp = connect(at)?;
+        let socket = tcp.try_clone()?;
+        let mut s = match &self.tls {
+            None => Box::new(tcp) as Box<dyn Stream>,
+            Some(secure) => (secure.0)(tcp, at).map_err(SentinelError::Bad)?,
+        };
         if let Some(a) = &self.auth {
             let mut args: Vec<&[u8]> = vec![b"AUTH"];
             args.extend(a.user.as_deref().map(str::as_bytes));
@@ -165,17 +206,34 @@ impl Sentinel {
                 _ => {}
             }
         }
-        Ok(s)
+        Ok((s, socket))
     }
 }
 
+/// `--sentinel` with `--reconnect` against the primary alone: which of the test's commands
+/// (`templates`, in the plan's order) a request in flight at a move is sent again for, once its
+/// connection is back ([`respbench_core::Plan::resend`], [`Route::repeatable`]). Always `Some`:
+/// a request a replica refused (`READONLY`, `MASTERDOWN`) goes again whatever its command.
+pub(crate) fn resend(templates: &[&Template]) -> Option<Arc<[bool]>> {
+    let each: Arc<[bool]> = templates
+        .iter()
+        .map(|t| {
+            let Some((_, argc)) = Route::command_of(t.as_bytes()) else { return false };
+            let args: Vec<&[u8]> = (0..argc).filter_map(|i| t.arg(i)).collect();
+            args.first().is_some_and(|name| Route::repeatable(name, &args))
+        })
+        .collect();
+    // Always, even with no command safe to repeat: a request a replica refused goes again.
+    Some(each)
+}
+
 /// Sends `args` on `s` and reads the one reply, of at most [`REPLY_MAX`] bytes.
-fn call(s: &mut TcpStream, args: &[&[u8]]) -> Result<Value, SentinelError> {
+fn call(s: &mut dyn Stream, args: &[&[u8]]) -> Result<Value, SentinelError> {
     call_within(s, args, REPLY_MAX)
 }
 
 /// [`call`] for a reply of at most `max` bytes.
-fn call_within(s: &mut TcpStream, args: &[&[u8]], max: usize) -> Result<Value, SentinelError> {
+fn call_within(s: &mut dyn Stream, args: &[&[u8]], max: usize) -> Result<Value, SentinelError> {
     let mut out = Vec::new();
     encode_command(args, &mut out);
     s.write_all(&out)?;
@@ -222,7 +280,7 @@ fn replicas(v: Value) -> Result<Vec<Endpoint>, SentinelError> {
 
 /// Reads what the Sentinel sent next onto `buf`, which holds at most `max` bytes of a reply or
 /// message not yet whole.
-fn read_more(s: &mut TcpStream, buf: &mut Vec<u8>, max: usize) -> Result<(), SentinelError> {
+fn read_more(s: &mut dyn Stream, buf: &mut Vec<u8>, max: usize) -> Result<(), SentinelError> {
     if buf.len() >= max {
         return Err(SentinelError::Bad(format!("a reply longer than {max} bytes")));
     }

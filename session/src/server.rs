@@ -145,7 +145,8 @@ impl Read for Polled {
     }
 }
 
-trait Stream: Read + Write + Send {}
+/// A blocking connection's byte stream: a socket, or TLS over one.
+pub(crate) trait Stream: Read + Write + Send {}
 impl<T: Read + Write + Send> Stream for T {}
 
 /// A server the blocking connection goes to: where it is, the TLS to speak, the `AUTH` to send
@@ -442,7 +443,7 @@ fn tls_answers(addr: std::net::SocketAddr, wait: Duration) -> bool {
 
 /// With `tls`, makes the TLS handshake over `sock` and gives the encrypted stream and whether
 /// the server's name was checked; else `sock`.
-fn secure<S: Read + Write + Send + 'static>(
+pub(crate) fn secure<S: Read + Write + Send + 'static>(
     sock: S,
     tls: Option<&respbench_driver::Tls>,
     endpoint: &Endpoint,

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use respbench_tests::tls::{TlsCerts, TlsOptions};
 use respbench_tests::{
     free_port, json_path, respbench, respbench_on, take_document, wait_until, RedisServer, Tool,
 };
@@ -22,6 +23,8 @@ struct Sentinel {
     child: Child,
     port: u16,
     log: PathBuf,
+    /// Listening on TLS only, with these certificates.
+    tls: Option<TlsCerts>,
 }
 
 impl Drop for Sentinel {
@@ -40,11 +43,31 @@ impl Sentinel {
 
     /// [`Sentinel::start`] with more lines of sentinel.conf (`requirepass …`).
     fn start_with(primary: u16, dir: &Path, extra: &str) -> Sentinel {
+        Sentinel::launch(primary, dir, extra, None)
+    }
+
+    /// A Sentinel on a TLS port only (`port 0`) with the tests' certificates, reaching the
+    /// primary at its TLS port `primary` over TLS (`tls-replication yes`).
+    fn start_tls(primary: u16, dir: &Path) -> Sentinel {
+        Sentinel::launch(primary, dir, "", Some(TlsCerts::shared()))
+    }
+
+    fn launch(primary: u16, dir: &Path, extra: &str, tls: Option<TlsCerts>) -> Sentinel {
         let port = free_port();
         let conf = dir.join("sentinel.conf");
         let log = dir.join("sentinel.log");
+        let listen = match &tls {
+            None => format!("port {port}\n"),
+            Some(c) => format!(
+                "port 0\ntls-port {port}\ntls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\n\
+                 tls-replication yes\ntls-auth-clients no\n",
+                c.server.cert.display(),
+                c.server.key.display(),
+                c.ca.display()
+            ),
+        };
         let text = format!(
-            "port {port}\nbind 127.0.0.1\ndir {}\nlogfile {}\nsentinel monitor mymaster 127.0.0.1 {primary} 1\n\
+            "{listen}bind 127.0.0.1\ndir {}\nlogfile {}\nsentinel monitor mymaster 127.0.0.1 {primary} 1\n\
              sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 20000\n{extra}",
             dir.display(),
             log.display()
@@ -58,11 +81,20 @@ impl Sentinel {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        Sentinel { child, port, log }
+        Sentinel { child, port, log, tls }
+    }
+
+    /// redis-cli's options to reach it (its port, and TLS with the CA when it speaks TLS).
+    fn cli_args(&self) -> Vec<String> {
+        let mut a = vec!["-p".to_string(), self.port.to_string()];
+        if let Some(c) = &self.tls {
+            a.extend(["--tls".to_string(), "--cacert".to_string(), c.ca.display().to_string()]);
+        }
+        a
     }
 
     fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli").arg("-p").arg(self.port.to_string()).args(args).output().unwrap();
+        let out = Command::new("redis-cli").args(self.cli_args()).args(args).output().unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 }
@@ -76,76 +108,120 @@ fn log_ms_of_day(line: &str) -> u64 {
     ((p[0] * 60 + p[1]) * 60 + p[2]) * 1000 + ms.parse::<u64>().unwrap()
 }
 
+/// As fast as it goes, one request in flight a connection: a closed loop.
+const CLOSED_LOOP: &[&str] = &[];
+/// 5,000 requests a second, not as fast as it goes: a replica lagging behind a saturated primary
+/// on a loaded machine once made the Sentinel's failover stall past the run.
+const OPEN_LOOP: &[&str] = &["--rps", "5000"];
+
 #[test]
 fn a_sentinel_failover_mid_run_is_followed() {
-    failover_followed(respbench());
+    failover_followed(respbench(), false, CLOSED_LOOP);
 }
 
 /// The same on the smol backend: its tasks hear the move (a nudge) and follow it as mio's loops.
 #[test]
 fn a_sentinel_failover_is_followed_on_smol() {
-    failover_followed(respbench_on("smol"));
+    failover_followed(respbench_on("smol"), false, OPEN_LOOP);
+}
+
+/// The same over TLS only: the primary, its replica and the Sentinel listen on TLS ports (the
+/// Sentinel with `port 0`, `tls-replication yes`), and `--tls --cacert` reaches the Sentinel
+/// over TLS too, to ask for the primary, to hear `+switch-master` and to ask again.
+#[test]
+fn a_sentinel_failover_is_followed_over_tls() {
+    failover_followed(respbench(), true, OPEN_LOOP);
 }
 
 /// A primary, its replica in sync, and a Sentinel watching them that lists the replica up
 /// (connected to: a replica just found is `disconnected` until the Sentinel is), the state a
 /// failover can pick the replica in.
 fn primary_replica_sentinel(tag: &str) -> (RedisServer, RedisServer, Sentinel) {
-    let primary = RedisServer::start();
-    let replica = RedisServer::start_with(&[("replicaof", &format!("127.0.0.1 {}", primary.port()))]);
+    primary_replica_sentinel_on(tag, false)
+}
+
+/// [`primary_replica_sentinel`], all three on TLS ports when `tls` (replication over TLS).
+fn primary_replica_sentinel_on(tag: &str, tls: bool) -> (RedisServer, RedisServer, Sentinel) {
+    let (primary, replica) = if tls {
+        let on = [("tls-replication", "yes")];
+        let primary = RedisServer::start_tls_with(TlsOptions::default(), &on);
+        let to = format!("127.0.0.1 {}", primary.tls_port());
+        let replica = RedisServer::start_tls_with(TlsOptions::default(), &[on[0], ("replicaof", &to)]);
+        (primary, replica)
+    } else {
+        let primary = RedisServer::start();
+        let replica = RedisServer::start_with(&[("replicaof", &format!("127.0.0.1 {}", primary.port()))]);
+        (primary, replica)
+    };
     wait_until("the replica in sync", T, || {
         replica.info_field("replication", "master_link_status").as_deref() == Some("up")
     });
     let dir = json_path("sentinel", tag).with_extension("d");
     std::fs::create_dir_all(&dir).unwrap();
-    let sentinel = Sentinel::start(primary.port(), &dir);
+    let sentinel = if tls {
+        Sentinel::start_tls(primary.tls_port(), &dir)
+    } else {
+        Sentinel::start(primary.port(), &dir)
+    };
+    let replica_port = if tls { replica.tls_port() } else { replica.port() };
     wait_until("the Sentinel sees the replica up", T, || {
         let r = sentinel.cli(&["SENTINEL", "REPLICAS", "mymaster"]);
-        r.contains(&replica.port().to_string()) && !r.contains("disconnected") && !r.contains("s_down")
+        r.contains(&replica_port.to_string()) && !r.contains("disconnected") && !r.contains("s_down")
     });
     (primary, replica, sentinel)
 }
 
-fn failover_followed(tool: Tool) {
-    let (primary, replica, sentinel) = primary_replica_sentinel("dir");
-    let p = primary.port().to_string();
+fn failover_followed(tool: Tool, tls: bool, rps: &[&str]) {
+    let (primary, replica, sentinel) = primary_replica_sentinel_on("dir", tls);
+    let port = |r: &RedisServer| if tls { r.tls_port() } else { r.port() };
+    let (p, r) = (port(&primary).to_string(), port(&replica));
     let json = json_path("sentinel", "failover");
     let s = sentinel.port.to_string();
-    let at = format!("2s exec redis-cli -p {s} SENTINEL FAILOVER mymaster");
+    let at = format!("2s exec redis-cli {} SENTINEL FAILOVER mymaster", sentinel.cli_args().join(" "));
+    let ca = TlsCerts::shared().ca.display().to_string();
+    let with_tls = ["--tls", "--cacert", ca.as_str()];
     let out = tool.run(
         &[
-            "--sentinel",
-            &format!("127.0.0.1:{s}"),
-            "--sentinel-master",
-            "mymaster",
-            "-t",
-            "set",
-            "-c",
-            "4",
-            "--duration",
-            "15s",
-            // 5,000 SETs a second, not as fast as it goes: a replica lagging behind a saturated
-            // primary on a loaded machine once made the Sentinel's failover stall past the run.
-            "--rps",
-            "5000",
-            "--reconnect",
-            "--at",
-            &at,
-            "-q",
-            "--json",
-            json.to_str().unwrap(),
-        ],
+            &with_tls[..usize::from(tls) * 3],
+            rps,
+            &[
+                "--sentinel",
+                &format!("127.0.0.1:{s}"),
+                "--sentinel-master",
+                "mymaster",
+                "--mix",
+                "set:1,get:1",
+                "-c",
+                "4",
+                "--duration",
+                "15s",
+                "--reconnect",
+                "--at",
+                &at,
+                "-q",
+                "--json",
+                json.to_str().unwrap(),
+            ][..],
+        ]
+        .concat(),
         T,
     );
     let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
-    let t = &doc["tests"][0];
-    let (from, to) = (format!("127.0.0.1:{p}"), format!("127.0.0.1:{}", replica.port()));
+    let named = |prefix: &str| {
+        let tests = doc["tests"].as_array().unwrap();
+        tests
+            .iter()
+            .find(|t| t["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+            .unwrap_or_else(|| panic!("{doc}"))
+    };
+    let t = named("MIX");
+    let (from, to) = (format!("127.0.0.1:{p}"), format!("127.0.0.1:{r}"));
     // The Sentinel's own word on the failover (on a loaded machine it once had not switched
     // by the end of an 8 s run, 6 s after the FAILOVER: the run lasts 15 s).
     let log = std::fs::read_to_string(&sentinel.log).unwrap();
     let switch =
         log.lines().find(|l| l.contains("+switch-master")).unwrap_or_else(|| panic!("{log}\n{}", out.dump()));
-    assert!(switch.ends_with(&format!("mymaster 127.0.0.1 {p} 127.0.0.1 {}", replica.port())), "{switch}");
+    assert!(switch.ends_with(&format!("mymaster 127.0.0.1 {p} 127.0.0.1 {r}")), "{switch}");
     let changes = t["address_changes"].as_array().unwrap_or_else(|| panic!("{t}\n{}", out.dump()));
     assert_eq!(changes.len(), 1, "{t}");
     let c = &changes[0];
@@ -165,17 +241,47 @@ fn failover_followed(tool: Tool) {
         "{}",
         out.dump()
     );
-    // Every connection went down once with the demotion, and came back.
+    // Every connection went down once with the move, and came back.
     assert_eq!(t["reconnects"]["drops"].as_u64(), Some(4), "{t}");
-    // The requests lost with the connections are connection errors; a loss exits 1, a move
-    // that lost none (no request in flight when the connections were killed) exits 0.
-    let lost = t["reconnects"]["lost_requests"].as_u64().unwrap();
-    assert_eq!(t["errors"]["connection"].as_u64().unwrap_or(0), lost, "{t}");
-    assert_eq!(out.status.code(), Some(i32::from(lost > 0)), "{}", out.dump());
+    // The requests in flight then (SETs and GETs: both safe to repeat) were sent again on the
+    // new primary, none lost: the run exits 0. At most one a connection (-P 1), and those not
+    // yet written when the connection went down go for the first time, uncounted.
+    assert_eq!(t["reconnects"]["lost_requests"].as_u64(), Some(0), "{t}");
+    assert!(t["errors"]["connection"].is_null(), "{t}");
+    assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+    let resent = t["reconnects"]["resent"].as_u64().unwrap();
+    assert!(!rps.is_empty() || resent <= 4, "{t}");
+    assert!(
+        out.stderr.contains(&format!("0 requests lost, {resent} sent again")) || resent == 0,
+        "{}",
+        out.dump()
+    );
+    // The servers' counts of GETs (not replicated, unlike the SETs, which the new primary
+    // counted again as a replica): each answered GET ran on one of them, and a GET sent again
+    // may have run on the old primary too, its reply lost with the connection.
+    let gets = named("GET")["requests"].as_u64().unwrap();
+    let ran = primary.command_calls("get") + replica.command_calls("get");
+    assert!(
+        gets <= ran && ran <= gets + resent,
+        "respbench {gets} GETs, {resent} sent again; the servers ran {ran}"
+    );
     // The new primary is one, and took writes of the run's after the switch.
     assert_eq!(replica.info_field("replication", "role").as_deref(), Some("master"));
     let last = t["series"].as_array().unwrap().last().unwrap()["requests"].as_u64().unwrap();
     assert!(last > 0, "the last second had writes: {t}");
+    if tls {
+        // Without --tls the Sentinel's TLS port is not spoken to: said, exit 1, nothing sent.
+        let sets = replica.command_calls("set");
+        let out = tool
+            .run(&["--sentinel", &format!("127.0.0.1:{s}"), "--sentinel-master", "mymaster", "-n", "10"], T);
+        assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+        assert!(
+            out.stderr.contains(&format!("no Sentinel named the primary of 'mymaster': 127.0.0.1:{s}")),
+            "{}",
+            out.dump()
+        );
+        assert_eq!(replica.command_calls("set"), sets);
+    }
 }
 
 /// `-u redis+sentinel://HOST:PORT/mymaster` with the Sentinel's own password
@@ -220,4 +326,102 @@ fn rfr_reads_at_the_replicas_the_sentinel_lists() {
     assert_eq!(out.status.code(), Some(0), "{}", out.dump());
     assert_eq!(replica.command_calls("get"), 2000, "{}", out.dump());
     assert_eq!(primary.command_calls("get"), 0, "{}", out.dump());
+}
+
+/// A primary demoted by hand, not by the Sentinel's failover (nothing kills the connections and
+/// no `+switch-master` comes): mid-run the replica is made primary (`REPLICAOF NO ONE`), the old
+/// primary its replica, and the Sentinel told (`SENTINEL REMOVE`, `SENTINEL MONITOR` at the new
+/// one). The old primary, which Redis 7.0 does not make drop its clients, answers the run's SETs
+/// `-READONLY`: each connection then asks the Sentinel again and moves, the refused SETs go again
+/// on the new primary, and the run exits 0 with none lost. The refusals respbench counts are the
+/// old primary's `errorstat_READONLY` exactly (one request in flight a connection: each refusal
+/// is read before its connection leaves).
+#[test]
+fn a_readonly_reply_moves_the_run() {
+    refusal_moves_the_run("set", "READONLY", false);
+}
+
+/// The same for reads with `-MASTERDOWN`: the old primary (`replica-serve-stale-data no`) is made
+/// the replica of a port nothing listens on, so its link stays down and it refuses GETs.
+#[test]
+fn a_masterdown_reply_moves_the_run() {
+    refusal_moves_the_run("get", "MASTERDOWN", true);
+}
+
+fn refusal_moves_the_run(test: &str, word: &str, stale: bool) {
+    let (old, new, sentinel) = primary_replica_sentinel(word);
+    let (a, b, s) = (old.port(), new.port(), sentinel.port);
+    if stale {
+        assert!(old.cli(&["CONFIG", "SET", "replica-serve-stale-data", "no"]).contains("OK"));
+    }
+    // The old primary follows the new one, or a port nothing listens on.
+    let follows = if stale { free_port() } else { b };
+    let dir = json_path("sentinel", "demote").with_extension("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("demote.sh");
+    let text = format!(
+        "redis-cli -p {b} REPLICAOF NO ONE\nredis-cli -p {a} REPLICAOF 127.0.0.1 {follows}\n\
+         redis-cli -p {s} SENTINEL REMOVE mymaster\nredis-cli -p {s} SENTINEL MONITOR mymaster 127.0.0.1 {b} 1\n"
+    );
+    std::fs::write(&script, text).unwrap();
+    let at = format!("2s exec sh {}", script.display());
+    let json = json_path("sentinel", "refusal");
+    let sentinel_at = format!("127.0.0.1:{s}");
+    let args = [
+        "--sentinel",
+        &sentinel_at,
+        "--sentinel-master",
+        "mymaster",
+        "-t",
+        test,
+        "-c",
+        "4",
+        "--duration",
+        "6s",
+        "--reconnect",
+        "--at",
+        &at,
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let out = respbench().run(&args, T);
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let t = &doc["tests"][0];
+    assert_eq!(old.info_field("replication", "role").as_deref(), Some("slave"), "{}", out.dump());
+    assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+    let r = &t["reconnects"];
+    assert_eq!(r["lost_requests"].as_u64(), Some(0), "{t}");
+    assert!(t["errors"].as_object().is_none_or(|e| e.is_empty()), "{t}");
+    // The old primary's refusals, each read by respbench.
+    let refused = r["refused"].as_u64().unwrap_or(0);
+    let said = old
+        .info_field("errorstats", &format!("errorstat_{word}"))
+        .unwrap_or_else(|| panic!("{}", out.dump()));
+    assert_eq!(said, format!("count={refused}"), "{t}\n{}", out.dump());
+    assert!(refused >= 4, "each connection was refused at least once: {t}");
+    assert!(r["drops"].as_u64().unwrap() >= 4, "{t}");
+    assert!(out.stderr.contains("refused by a replica (READONLY/MASTERDOWN)"), "{}", out.dump());
+    assert!(out.stderr.contains(&format!("the server refused: {word}")), "{}", out.dump());
+    let changes = t["address_changes"].as_array().unwrap_or_else(|| panic!("{t}"));
+    let (from, to) = (format!("127.0.0.1:{a}"), format!("127.0.0.1:{b}"));
+    assert!(
+        changes.iter().any(|c| c["from"].as_str() == Some(&from) && c["to"].as_str() == Some(&to)),
+        "{t}"
+    );
+    // The run went on at the new primary to its end.
+    let last = t["series"].as_array().unwrap().last().unwrap()["requests"].as_u64().unwrap();
+    assert!(last > 0, "the last second had requests: {t}");
+    if stale {
+        // Every answered GET ran on one of the two servers (a refused one on neither until it
+        // went again; GETs are not replicated, unlike SETs): between the answered and that
+        // plus those resent in flight.
+        let answered = t["requests"].as_u64().unwrap();
+        let resent = r["resent"].as_u64().unwrap_or(0);
+        let ran = old.command_calls("get") + new.command_calls("get");
+        assert!(
+            answered <= ran && ran <= answered + resent,
+            "answered {answered}, resent {resent}, ran {ran}"
+        );
+    }
 }

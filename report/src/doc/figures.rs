@@ -297,6 +297,14 @@ pub struct Reconnects {
     /// Connections still down when the test ended.
     #[serde(default)]
     pub still_down: u64,
+    /// `--sentinel`: requests in flight when their connection went down that were sent again
+    /// once it was back, not lost.
+    #[serde(default)]
+    pub resent: u64,
+    /// `--sentinel`: replies of a server that refused as a replica (`READONLY`, `MASTERDOWN`),
+    /// after which the connection moved and the request went again.
+    #[serde(default)]
+    pub refused: u64,
 }
 
 /// One of `address_changes`.

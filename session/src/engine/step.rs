@@ -303,15 +303,24 @@ impl Session {
             // connection back, no request lost) is reported and exits 0; a loss exits 1.
             let lost = s.lost > 0 || s.still_down > 0;
             self.dropped |= lost;
+            let mut resent = match s.resent {
+                0 => String::new(),
+                n => format!(", {n} sent again (in flight at a move)"),
+            };
+            if s.refused > 0 {
+                resent +=
+                    &format!(", {} refused by a replica (READONLY/MASTERDOWN) and sent again", s.refused);
+            }
             let still = match s.still_down {
                 0 => String::new(),
                 n => format!(", {n} still down at the end"),
             };
             let line = format!(
-                "{what}: connections went down {} times and reconnected (--reconnect): {} requests lost, {:.3} s \
+                "{what}: connections went down {} times and reconnected (--reconnect): {} requests lost{}, {:.3} s \
                  down in all{still}",
                 s.drops,
                 s.lost,
+                resent,
                 s.downtime_micros as f64 / 1e6
             );
             let say = |obs: &mut dyn Observer, l: &str| if lost { obs.error(l) } else { obs.notice(l) };
