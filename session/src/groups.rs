@@ -60,8 +60,6 @@ fn not_with_groups(cfg: &Config) -> Option<&'static str> {
         (cfg.ab.is_some(), "--ab"),
         (cfg.backends.len() > 1, "several backends"),
         (cfg.idle, "-I"),
-        (o.live, "--live"),
-        (cfg.metrics.is_some(), "--metrics (a group label: not yet)"),
         (cfg.memtier.is_some(), "memtier_benchmark's outputs"),
     ]
     .into_iter()
@@ -100,13 +98,18 @@ pub(crate) fn group_cases(
 /// The test a scenario's groups make together: named after the scenario file (`readers-writers`
 /// of `examples/readers-writers.toml`), the first group's request standing for its template.
 pub(crate) fn scenario_case(cfg: &Config, first: &Case) -> Case {
-    let title = cfg
-        .scenario
-        .as_ref()
-        .and_then(|(file, _)| std::path::Path::new(file).file_stem())
-        .map_or("scenario".to_string(), |s| s.to_string_lossy().into_owned());
+    let title = scenario_title(cfg);
     let spec = respbench_core::suite::TestSpec { title: title.clone(), ..first.spec.clone() };
     Case { spec, mix: None, replay: None, subscribers: None, label: title }
+}
+
+/// The title of a scenario's test: its file's name without the extension (`scenario` when it
+/// has none).
+pub(crate) fn scenario_title(cfg: &Config) -> String {
+    cfg.scenario
+        .as_ref()
+        .and_then(|(file, _)| std::path::Path::new(file).file_stem())
+        .map_or("scenario".to_string(), |s| s.to_string_lossy().into_owned())
 }
 
 /// The groups' outcomes as one: counts and histograms add up, failures and drops each listed

@@ -121,8 +121,8 @@ fn add_option(to: &mut Option<Buckets>, from: Option<&Buckets>) {
     }
 }
 
-/// A series' labels within its test: the command, and the node over several nodes (empty
-/// against one server).
+/// A series' labels within its test: the command, the node over several nodes (empty
+/// against one server), and a scenario's group.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SeriesKey {
     /// The test's title.
@@ -131,6 +131,8 @@ pub struct SeriesKey {
     pub command: String,
     /// The node's address, over several nodes.
     pub node: String,
+    /// A scenario's group (empty: the test as a whole).
+    pub group: String,
 }
 
 /// Everything one scrape shows.
@@ -330,7 +332,13 @@ pub fn render(s: &Snapshot, format: Format) -> String {
         ])
     );
     fn series_labels<'a>(k: &'a SeriesKey, worker: &'a str) -> Vec<(&'static str, &'a str)> {
-        vec![("test", &k.test), ("command", &k.command), ("node", &k.node), ("worker", worker)]
+        vec![
+            ("test", &k.test),
+            ("command", &k.command),
+            ("node", &k.node),
+            ("group", &k.group),
+            ("worker", worker),
+        ]
     }
     header(&mut out, "respbench_requests");
     for (k, v) in &s.series {
@@ -509,7 +517,7 @@ mod tests {
         let mut set =
             Series { requests: 7, latency: Buckets::of(&histogram(&[(100, 7)])), ..Default::default() };
         set.errors.insert("ERR".into(), 2);
-        s.series.insert(SeriesKey { test: "SET".into(), command: "SET".into(), node: String::new() }, set);
+        s.series.insert(SeriesKey { test: "SET".into(), command: "SET".into(), ..Default::default() }, set);
         s.tests.insert(
             "SET".into(),
             TestTotals { lost: 1, lateness: Some(Buckets::default()), ..Default::default() },

@@ -44,6 +44,8 @@ struct Live {
     target_rps: Option<u64>,
     ramp: Option<respbench_core::RampKind>,
     progress: Arc<Progress>,
+    /// A scenario's groups: each one's name, command label and figures.
+    groups: Vec<(String, String, Arc<Progress>)>,
 }
 
 /// What the endpoint knows: the tests that ended, added up, and the one running.
@@ -140,6 +142,7 @@ fn add_test(
         test: title.into(),
         command: command.into(),
         node: node.into(),
+        group: String::new(),
     };
     let single = if commands.len() == 1 { commands[0].as_str() } else { "mix" };
     if !nodes.is_empty() {
@@ -154,6 +157,22 @@ fn add_test(
         series.entry(key(single, "")).or_default().add(&series_of(total));
     }
     tests.entry(title.into()).or_default().add(&totals_of(total));
+}
+
+/// The label of a group's commands: its one command's, or `mix`.
+fn group_command(commands: &[String]) -> String {
+    match command_labels(commands).as_slice() {
+        [one] => one.clone(),
+        _ => "mix".into(),
+    }
+}
+
+/// Adds a group's figures (a loop's, or its whole result's) to `series`, as one series labelled
+/// by its group and command.
+fn add_group(series: &mut BTreeMap<SeriesKey, Series>, title: &str, group: &str, command: &str, f: &Figures) {
+    let key =
+        SeriesKey { test: title.into(), command: command.into(), node: String::new(), group: group.into() };
+    series.entry(key).or_default().add(&series_of(f));
 }
 
 /// A loop's figures named: each node of `nodes` (and those that appeared) with its figures,
@@ -191,12 +210,26 @@ impl State {
         let mut connections = 0;
         let mut server = self.server.clone();
         if let Some(live) = &self.live {
-            connections = live.progress.live.load(Ordering::Relaxed);
+            // A scenario's connections are its groups'.
+            connections = match live.groups.is_empty() {
+                true => live.progress.live.load(Ordering::Relaxed),
+                false => live.groups.iter().map(|(_, _, p)| p.live.load(Ordering::Relaxed)).sum(),
+            };
             server = live.progress.server.lock().map(|g| g.clone()).unwrap_or_default();
-            for f in live.progress.figures() {
+            let whole = match live.groups.is_empty() {
+                true => vec![Arc::clone(&live.progress)],
+                false => live.groups.iter().map(|(_, _, p)| Arc::clone(p)).collect(),
+            };
+            for f in whole.iter().flat_map(|p| p.figures()) {
                 let nodes = named_nodes(&live.nodes, &f);
                 let nodes = if live.nodes.is_empty() { Vec::new() } else { nodes };
-                add_test(&mut series, &mut tests, &live.label, &live.commands, &f, &f.parts, &nodes);
+                let parts = if live.groups.is_empty() { &f.parts[..] } else { &[] };
+                add_test(&mut series, &mut tests, &live.label, &live.commands, &f, parts, &nodes);
+            }
+            for (name, command, p) in &live.groups {
+                for f in p.figures() {
+                    add_group(&mut series, &live.label, name, command, &f);
+                }
             }
             let pauses = live.progress.pause_figures();
             if pauses.wakeups > 0 {
@@ -307,11 +340,20 @@ impl Exporter {
         st.live = Some(Live {
             title: t.title.to_string(),
             label: t.label.to_string(),
-            commands: command_labels(&t.commands),
+            // A scenario's whole has no command of its own.
+            commands: match t.groups.is_empty() {
+                true => command_labels(&t.commands),
+                false => vec![String::new()],
+            },
             nodes: t.nodes.clone(),
             target_rps: t.target_rps,
             ramp: t.ramp,
             progress: Arc::clone(t.progress),
+            groups: t
+                .groups
+                .iter()
+                .map(|g| (g.name.to_string(), group_command(&g.commands), Arc::clone(g.progress)))
+                .collect(),
         });
         st.generation += 1;
     }
@@ -336,8 +378,22 @@ impl Exporter {
         let whole = figures_of(total);
         let names: Vec<String> = total.nodes.iter().map(|n| n.address.clone()).collect();
         let nodes: Vec<(String, &Figures)> = names.into_iter().zip(&whole.nodes).collect();
+        // A scenario's groups, labelled as they were live.
+        let groups: Vec<(String, String, Figures)> = total
+            .groups
+            .iter()
+            .map(|g| {
+                let live = st.live.as_ref().and_then(|l| l.groups.iter().find(|(name, ..)| *name == g.name));
+                let command = live
+                    .map_or_else(|| group_command(std::slice::from_ref(&g.command)), |(_, c, _)| c.clone());
+                (g.name.clone(), command, figures_of(g))
+            })
+            .collect();
         let State { done, done_tests, .. } = &mut *st;
         add_test(done, done_tests, &label, &commands, &whole, &parts, &nodes);
+        for (name, command, f) in &groups {
+            add_group(done, &label, name, command, f);
+        }
         let notify = notify::Notify::of(&total.stats);
         done_tests.entry(label.clone()).or_default().add(&TestTotals { notify, ..TestTotals::default() });
         if let Some(p) = &total.pauses {
