@@ -238,6 +238,8 @@ pub struct Group {
     pub at: String,
     /// Its options, checked.
     pub cfg: Config,
+    /// Its latency objectives (`slo`), judged at its own rate: its verdict (empty: none).
+    pub slo: Vec<crate::slo::Objective>,
 }
 
 /// Whether the replies are checked against values that encode their key and version.

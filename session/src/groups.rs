@@ -19,6 +19,8 @@ pub(crate) struct Part<'a> {
     pub cfg: &'a Config,
     pub case: &'a Case,
     pub rate: Option<u64>,
+    /// Its latency objectives (a scenario group's `slo`; empty: none).
+    pub slo: &'a [crate::slo::Objective],
 }
 
 impl Part<'_> {
@@ -34,6 +36,7 @@ pub(crate) struct GroupCase {
     pub name: String,
     pub cfg: Config,
     pub case: Case,
+    pub slo: Vec<crate::slo::Objective>,
 }
 
 impl GroupCase {
@@ -44,6 +47,7 @@ impl GroupCase {
             cfg: &self.cfg,
             case: &self.case,
             rate: self.cfg.open.rates.first().copied(),
+            slo: &self.slo,
         }
     }
 }
@@ -90,7 +94,7 @@ pub(crate) fn group_cases(
                 case.spec.title
             )));
         }
-        out.push(GroupCase { name: g.name.clone(), cfg: g.cfg.clone(), case });
+        out.push(GroupCase { name: g.name.clone(), cfg: g.cfg.clone(), case, slo: g.slo.clone() });
     }
     Ok(out)
 }
@@ -157,6 +161,7 @@ pub(crate) fn results(
             e.name = part.name.unwrap_or_default().to_string();
             e.cpu = None;
             e.never_ran = never_ran(&o.failures);
+            e.slo = (!part.slo.is_empty()).then(|| crate::objective::Judged::of(part.slo, &e.stats));
             out.push(e);
         }
     }

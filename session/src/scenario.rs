@@ -128,6 +128,9 @@ pub struct Group {
     /// `--subscribers`: a delivery group's (`test = "pubsub"`) subscribers, the fan-out of
     /// each message (the group goes first).
     pub subscribers: Option<u64>,
+    /// Its latency objectives, `--slo`'s syntax (`"p99<=2ms,p99.9<=10ms"`), judged on its
+    /// figures at its rate: the group's verdict, and the run fails when one is missed.
+    pub slo: Option<String>,
 }
 
 /// The one kind of group beside the plain one.
@@ -342,6 +345,15 @@ impl Scenario {
         }
         out.out.extend(g.command.iter().flatten().cloned());
         out.out
+    }
+
+    /// Group `k`'s latency objectives (`slo`), refused at its place in the file when they
+    /// cannot be read.
+    pub fn group_slo(&self, k: usize) -> Result<Vec<crate::slo::Objective>, ScenarioError> {
+        match &self.parsed.groups[k].get_ref().slo {
+            Some(text) => crate::slo::parse_objectives(text).map_err(|e| self.group_error(k, e)),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The groups' names, in the file's order.

@@ -385,3 +385,45 @@ fn hlog_tags_each_group() {
     assert_eq!(count("readers-writers.readers"), server.command_calls("get"), "{tags:?}");
     assert_eq!(count("readers-writers.writers"), server.command_calls("set"), "{tags:?}");
 }
+
+/// A group's latency objective (`slo`, #49 item 2): each group judged on its own figures, the
+/// verdict in -q, the verbose table and the JSON, and the run exits 1 when one is missed. The
+/// readers' loose objective holds, the writers' (a median of 1 µs, below any round trip) is
+/// missed; each group's count is the server's.
+#[test]
+fn each_group_is_judged_on_its_own_objective() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let file = scenario(
+        "slo",
+        "[phases]\nrequests = 3000\n\n[[groups]]\nname = \"readers\"\nclients = 4\ntest = \"get\"\n\
+         slo = \"p99.9<=10s\"\n\n[[groups]]\nname = \"writers\"\nclients = 2\ntest = \"set\"\n\
+         slo = \"p50<=1us,p99<=10s\"\n",
+    );
+    let json = json_path("scenario", "slo");
+    let out = respbench()
+        .run(&["run", file.to_str().unwrap(), "-p", &port, "-q", "--json", json.to_str().unwrap()], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    let title = file.file_stem().unwrap().to_str().unwrap();
+    let met = format!("{title}/readers: objective p99.9<=10s met (p99.9 ");
+    assert!(out.stdout.lines().any(|l| l.starts_with(&met)), "{}", out.dump());
+    let missed = format!("{title}/writers: objective p50<=1us,p99<=10s missed: p50 ");
+    assert!(out.stdout.lines().any(|l| l.starts_with(&missed) && l.ends_with(" > 1us")), "{}", out.dump());
+    // On stderr, only the objective missed.
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
+    assert!(out.stderr.starts_with(&missed), "{}", out.dump());
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let groups = doc["tests"][0]["groups"].as_array().expect("groups");
+    let (readers, writers) = (&groups[0], &groups[1]);
+    assert_eq!(readers["requests"].as_u64(), Some(server.command_calls("get")));
+    assert_eq!(writers["requests"].as_u64(), Some(server.command_calls("set")));
+    assert_eq!(readers["slo"]["met"], true, "{readers}");
+    assert_eq!(writers["slo"]["met"], false, "{writers}");
+    let o = &writers["slo"]["objectives"];
+    assert_eq!((o[0]["held"].as_bool(), o[1]["held"].as_bool()), (Some(false), Some(true)), "{o}");
+    // The value judged is the group's own median, as its latency_ms says it.
+    let p50_us = writers["latency_ms"]["p50"].as_f64().unwrap() * 1000.0;
+    assert!((o[0]["value_us"].as_f64().unwrap() - p50_us).abs() <= 1.0, "{o} against p50 {p50_us} us");
+    assert!(p50_us > 1.0, "{writers}");
+    let _ = std::fs::remove_file(file);
+}

@@ -148,7 +148,7 @@ impl Session {
         let sampler = self.sampler();
         let mut watch = crate::ramp::Watch { probe: &mut self.probe, marks: Vec::new() };
         let parts: Vec<Part<'_>> = match self.groups.is_empty() {
-            true => vec![Part { name: None, cfg, case: at.case, rate: at.rate }],
+            true => vec![Part { name: None, cfg, case: at.case, rate: at.rate, slo: &[] }],
             false => self.groups.iter().map(GroupCase::part).collect(),
         };
         let test = Test { cfg, parts: &parts, backend: at.backend, test_no: at.test_no, hlog: Some(tag) };
