@@ -60,7 +60,11 @@ fn write_table(test: &TestResult, out: &mut impl Write) -> io::Result<()> {
     )?;
     for g in &test.groups {
         let s = &g.stats;
-        let target = g.target_rps.map(|t| format!("  (open loop at {t}/s)")).unwrap_or_default();
+        let target = match (g.stats.ramp, g.target_rps) {
+            (Some(r), Some(t)) => format!("  (open loop ramping {} to {}/s, {t}/s on average)", r.from, r.to),
+            (None, Some(t)) => format!("  (open loop at {t}/s)"),
+            _ => String::new(),
+        };
         if none_succeeded(s) {
             writeln!(out, "    {:<width$} {:>10}  no request succeeded{target}", g.name, s.requests)?;
             continue;

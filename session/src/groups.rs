@@ -58,7 +58,7 @@ fn not_with_groups(cfg: &Config) -> Option<&'static str> {
     [
         (cfg.sweep.is_sweep(), "a list of -c, -d, -P or --threads (a sweep runs one workload per step)"),
         (o.rates.len() > 1, "a list of rates (each group has its own rate)"),
-        (o.ramp.is_some(), "--ramp"),
+        (o.ramp.is_some_and(|r| r.kind != respbench_core::RampKind::Rps), "a ramp of clients"),
         (cfg.capacity.is_some(), "--slo's capacity search"),
         (cfg.replay.is_some(), "--replay"),
         (cfg.ab.is_some(), "--ab"),
@@ -82,6 +82,9 @@ pub(crate) fn group_cases(
         let refuse = |why: String| Error::Tests(format!("{}: group '{}': {why}", g.at, g.name));
         if let Some(what) = not_with_groups(&g.cfg) {
             return Err(refuse(format!("{what} does not go with a scenario's groups")));
+        }
+        if g.cfg.open.ramp.is_some() && cfg.open.duration.is_none() {
+            return Err(refuse("a group's ramp runs in the test's time: give the phases' duration".into()));
         }
         let mut found = cases(&g.cfg, stop, warn).map_err(|e| refuse(e.to_string()))?;
         if found.len() != 1 {
@@ -130,8 +133,10 @@ pub(crate) fn merge(outcomes: &[Outcome]) -> Result<Outcome, Error> {
     // they would pass for the whole test's.
     total.stats.service = None;
     total.stats.lateness = None;
-    // So is a cache-aside group's cache.
+    // So is a cache-aside group's cache, and a ramping group's ramp and steps.
     total.stats.cache = None;
+    total.stats.ramp = None;
+    total.stats.steps.clear();
     for o in outcomes {
         for (e, n) in &o.failures {
             Outcome::add_failure(&mut total.failures, e.clone(), *n);
@@ -156,7 +161,9 @@ pub(crate) fn results(
     let mut out = Vec::new();
     for (part, o) in parts.iter().zip(outcomes) {
         let slack = part.rate.map(|r| part.cfg.open_slack(r));
-        let mut entries = part.case.entries(backend, cpu, part.rate, slack, o.stats);
+        // A ramping group was asked for its steps' mean rate.
+        let target = part.cfg.ramp_target(part.rate);
+        let mut entries = part.case.entries(backend, cpu, target, slack, o.stats);
         if let Some(mut e) = entries.pop() {
             e.name = part.name.unwrap_or_default().to_string();
             e.cpu = None;

@@ -131,6 +131,9 @@ pub struct Group {
     /// Its latency objectives, `--slo`'s syntax (`"p99<=2ms,p99.9<=10ms"`), judged on its
     /// figures at its rate: the group's verdict, and the run fails when one is missed.
     pub slo: Option<String>,
+    /// `--ramp rps …`: the group's open-loop rate rising in steps while the other groups hold
+    /// theirs (`"rps 100..300 step 100 every 1s"`; the phases' duration is the test's).
+    pub ramp: Option<String>,
 }
 
 /// The one kind of group beside the plain one.
@@ -336,6 +339,7 @@ impl Scenario {
         out.opt("-d", size.as_ref());
         out.opt("-P", g.pipeline.as_ref());
         out.opt("--rps", g.rps.as_ref());
+        out.opt("--ramp", g.ramp.as_ref());
         out.opt("--expiry-range", g.ttl.as_ref());
         out.opt("--subscribers", g.subscribers.as_ref());
         if g.kind.as_deref() == Some(CACHE_ASIDE) {
@@ -412,6 +416,7 @@ pub fn of_args(args: &[String], takes_value: &dyn Fn(&str) -> bool) -> Result<St
                 g.pipeline = Some(u32::try_from(num()?).map_err(|_| refused(format!("{a}: -P")))?)
             }
             "--rps" => g.rps = Some(num()?),
+            "--ramp" => g.ramp = Some(text()?),
             "--cache-aside" => g.kind = Some(CACHE_ASIDE.into()),
             "--expiry-range" => g.ttl = Some(text()?),
             "--subscribers" => g.subscribers = Some(num()?),

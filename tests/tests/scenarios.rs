@@ -131,6 +131,22 @@ fn a_wrong_file_is_refused_naming_its_line() {
             "[phases]\nlength = \"5s\"\n[[groups]]\nname = \"a\"\ntest = \"get\"\n",
             ":2:1: unknown field `length`",
         ),
+        (
+            "slo",
+            "[[groups]]\nname = \"a\"\ntest = \"get\"\nslo = \"p99<2\"\n",
+            ":1:1: group 'a': invalid value 'p99<2' for --slo: 'p99<2': expected PERCENTILE<=LIMIT",
+        ),
+        (
+            "ramp-length",
+            "[[groups]]\nname = \"a\"\ntest = \"get\"\nramp = \"rps 100..300 step 100 every 1s\"\n",
+            ":1:1: group 'a': a group's ramp runs in the test's time: give the phases' duration",
+        ),
+        (
+            "ramp-clients",
+            "[phases]\nduration = \"2s\"\n[[groups]]\nname = \"a\"\ntest = \"get\"\n\
+             ramp = \"clients 1..3 step 1 every 1s\"\n",
+            ":3:1: group 'a': a ramp of clients does not go with a scenario's groups",
+        ),
     ];
     for (tag, text, said) in cases {
         let file = scenario(tag, text);
@@ -425,5 +441,48 @@ fn each_group_is_judged_on_its_own_objective() {
     let p50_us = writers["latency_ms"]["p50"].as_f64().unwrap() * 1000.0;
     assert!((o[0]["value_us"].as_f64().unwrap() - p50_us).abs() <= 1.0, "{o} against p50 {p50_us} us");
     assert!(p50_us > 1.0, "{writers}");
+    let _ = std::fs::remove_file(file);
+}
+
+/// A group's rate ramp (`ramp`, `--ramp rps`'s syntax, #49 item 2): the writers go 100, 200,
+/// then 300 SETs a second while the readers hold 1,000 GETs a second; each group's count is the
+/// server's, the writers' arrivals are the ramp's (100 + 200 + 300), each of its seconds is its
+/// step's level, the readers' each 1,000, and the test has no ramp of its own.
+#[test]
+fn a_group_ramps_its_rate_while_the_others_hold_theirs() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let file = scenario(
+        "ramp",
+        "[phases]\nduration = \"3s\"\n\n[[groups]]\nname = \"readers\"\nclients = 4\ntest = \"get\"\nrps = 1000\n\n\
+         [[groups]]\nname = \"writers\"\nclients = 2\ntest = \"set\"\n\
+         ramp = \"rps 100..300 step 100 every 1s\"\n",
+    );
+    let json = json_path("scenario", "ramp");
+    let out = respbench()
+        .run(&["run", file.to_str().unwrap(), "-p", &port, "-q", "--json", json.to_str().unwrap()], T);
+    assert!(out.status.success(), "{}", out.dump());
+    let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+    let test = &doc["tests"][0];
+    assert!(test.get("ramp").is_none(), "the test has no ramp of its own: {}", test["ramp"]);
+    let groups = test["groups"].as_array().expect("groups");
+    let (readers, writers) = (&groups[0], &groups[1]);
+    assert_eq!(readers["requests"].as_u64(), Some(server.command_calls("get")));
+    assert_eq!(writers["requests"].as_u64(), Some(server.command_calls("set")));
+    // The writers were asked for the steps' mean rate, and their arrivals are the steps'.
+    assert_eq!(writers["target_rps"], 200, "{writers}");
+    let due = writers["arrivals"]["due"].as_u64().unwrap();
+    assert!(due.abs_diff(600) <= 6, "writers' arrivals {due}, not 100 + 200 + 300 within 1%");
+    assert_eq!(writers["arrivals"]["completed"].as_u64(), Some(due), "{writers}");
+    let seconds = |g: &serde_json::Value| -> Vec<u64> {
+        g["series"].as_array().unwrap().iter().map(|s| s["requests"].as_u64().unwrap()).collect()
+    };
+    let near = |got: u64, want: u64| got.abs_diff(want) as f64 <= want as f64 * 0.15 + 10.0;
+    let (w, r) = (seconds(writers), seconds(readers));
+    assert!(w.len() >= 3 && r.len() >= 3, "{w:?} {r:?}");
+    for (k, want) in [100, 200, 300].into_iter().enumerate() {
+        assert!(near(w[k], want), "writers' second {k}: {} of {want}\n{w:?}", w[k]);
+        assert!(near(r[k], 1000), "readers' second {k}: {} of 1000\n{r:?}", r[k]);
+    }
     let _ = std::fs::remove_file(file);
 }
