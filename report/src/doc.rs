@@ -631,7 +631,7 @@ impl From<&Config> for RunConfig {
             }),
             expiry_range: cfg.open.expiry.map(|e| e.to_string()),
             // --slo: what the search was asked (every worker of a split run the same).
-            slo: cfg.capacity.as_ref().map(|s| Slo {
+            slo: cfg.searched().map(|s| Slo {
                 objectives: s.objectives.iter().map(|o| o.text.clone()).collect(),
                 resolution: s.resolution.to_string(),
                 range_rps: s.range.map(|(lo, hi)| [lo, hi]),

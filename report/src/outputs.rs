@@ -71,7 +71,7 @@ pub fn sinks(cfg: &Config, command_line: Vec<String>) -> Vec<Box<dyn Output>> {
             stderr_columns,
         )));
     }
-    let searching = cfg.capacity.as_ref().map(|s| respbench_session::capacity::Capacity {
+    let searching = cfg.searched().map(|s| respbench_session::capacity::Capacity {
         objectives: s.objectives.clone(),
         resolution: s.resolution,
         ceiling: None,
@@ -98,7 +98,7 @@ pub fn sinks(cfg: &Config, command_line: Vec<String>) -> Vec<Box<dyn Output>> {
                     open_loop: !cfg.open.rates.is_empty(),
                     sweep: cfg.sweep.is_sweep(),
                     replay: cfg.replay.is_some(),
-                    capacity: cfg.capacity.is_some(),
+                    capacity: cfg.searched().is_some(),
                     dataset_only: cfg.dataset_only,
                 };
                 Box::new(sink::csv::Csv::new(io::stdout(), columns))
@@ -123,7 +123,7 @@ pub fn sinks(cfg: &Config, command_line: Vec<String>) -> Vec<Box<dyn Output>> {
                 path,
                 Box::new(io::stdout()),
                 command_line,
-                cfg.capacity.is_some(),
+                cfg.searched().is_some(),
                 cfg.key_prefix.clone(),
             )
             .with_scenario(convert::scenario(cfg)),

@@ -59,7 +59,11 @@ fn not_with_groups(cfg: &Config) -> Option<&'static str> {
         (cfg.sweep.is_sweep(), "a list of -c, -d, -P or --threads (a sweep runs one workload per step)"),
         (o.rates.len() > 1, "a list of rates (each group has its own rate)"),
         (o.ramp.is_some_and(|r| r.kind != respbench_core::RampKind::Rps), "a ramp of clients"),
-        (cfg.capacity.is_some(), "--slo's capacity search"),
+        (
+            cfg.capacity.as_ref().is_some_and(|c| c.range.is_none()),
+            "a search without a range (search = \"LOW-HIGH\")",
+        ),
+        (cfg.capacity.is_some() && cfg.split.is_some(), "a search over --worker"),
         (cfg.replay.is_some(), "--replay"),
         (cfg.ab.is_some(), "--ab"),
         (cfg.backends.len() > 1, "several backends"),
@@ -108,6 +112,11 @@ pub(crate) fn scenario_case(cfg: &Config, first: &Case) -> Case {
     let title = scenario_title(cfg);
     let spec = respbench_core::suite::TestSpec { title: title.clone(), ..first.spec.clone() };
     Case { spec, mix: None, replay: None, subscribers: None, label: title }
+}
+
+/// The group whose rate a capacity search finds (its `search`), if any.
+pub(crate) fn searched(groups: &[GroupCase]) -> Option<usize> {
+    groups.iter().position(|g| g.cfg.capacity.is_some())
 }
 
 /// The title of a scenario's test: its file's name without the extension (`scenario` when it

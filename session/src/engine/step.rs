@@ -85,7 +85,8 @@ impl Session {
     /// several.
     fn tag(&self, case: &Case, rate: Option<u64>, backend: Backend) -> String {
         let mut tag = case.spec.title.clone();
-        if let Some(r) = rate.filter(|_| self.cfg.open.rates.len() > 1 || self.cfg.capacity.is_some()) {
+        // A search's steps (a scenario's searched group's included) are told apart by rate.
+        if let Some(r) = rate.filter(|_| self.cfg.open.rates.len() > 1 || self.searching) {
             tag += &format!(" @ {r} rps");
         }
         if self.comparing {
