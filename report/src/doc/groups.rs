@@ -5,7 +5,6 @@ use serde::{Deserialize, Serialize};
 
 use super::{Objective, Test};
 use respbench_session::objective::Judged;
-use respbench_session::slo::Metric;
 
 /// `groups[].slo`: a group's latency objectives judged on its figures at its rate.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -40,16 +39,7 @@ impl GroupSlo {
             .iter()
             .enumerate()
             .map(|(i, o)| GroupObjective {
-                objective: Objective {
-                    text: o.text.clone(),
-                    metric: match o.metric {
-                        Metric::Corrected => "latency",
-                        Metric::Service => "service",
-                    }
-                    .into(),
-                    percentile: o.percentile,
-                    limit_us: o.limit_us,
-                },
+                objective: Objective::of(o),
                 value_us: j.values_us.get(i).copied().unwrap_or(0.0),
                 held: j.held(i),
             })
