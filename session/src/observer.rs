@@ -79,6 +79,8 @@ pub struct LiveGroup<'a> {
     pub name: &'a str,
     /// The text of each command it sends ([`LiveTest::commands`]' for its own).
     pub commands: Vec<String>,
+    /// Its open-loop target rate, if it has a fixed one (not a ramping group's).
+    pub target_rps: Option<u64>,
     /// Its loops' figures.
     pub progress: &'a Arc<crate::Progress>,
 }

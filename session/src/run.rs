@@ -389,6 +389,7 @@ fn announce(t: &Test<'_>, runs: &[TestRun], obs: &mut dyn Observer) {
             .map(|(p, r)| LiveGroup {
                 name: p.name.unwrap_or_default(),
                 commands: commands(p.case),
+                target_rps: p.rate.filter(|_| p.cfg.open.ramp.is_none()),
                 progress: &r.progress,
             })
             .collect(),

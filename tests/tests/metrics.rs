@@ -840,7 +840,8 @@ fn invalidations_and_expiry_lag_are_served() {
 /// A scenario's groups (#49) scraped by Prometheus while `examples/readers-writers.toml` runs
 /// (4 s) with `--live`: each group's request counter is the server's calls of its command (GET
 /// for the readers, SET for the writers), the test's series keeps its labels (no group) and is
-/// their sum, and `--live` says a line per group for each whole second.
+/// their sum, the writers' send lateness counts their SETs and their target rate is 500, and
+/// `--live` says a line per group for each whole second.
 #[test]
 fn a_scenarios_groups_are_labelled_and_each_has_its_live_line() {
     let server = RedisServer::start();
@@ -883,6 +884,20 @@ fn a_scenarios_groups_are_labelled_and_each_has_its_live_line() {
     // The latency histograms too: one per group, counting its requests.
     let count = sum("last_over_time(respbench_latency_seconds_count{job=\"run\",group=\"writers\"}[5m])");
     assert_eq!(count, set as f64);
+    // The writers' own: each SET's send lateness (an open loop's), their target while it ran,
+    // and none lost, abandoned or unsent; the test's series has no lateness of its own.
+    let lateness = "last_over_time(respbench_send_lateness_seconds_count{job=\"run\",group=\"writers\"}[5m])";
+    assert_eq!(sum(lateness), set as f64);
+    assert!(prom
+        .query("respbench_send_lateness_seconds_count{job=\"run\",group=\"\"}[5m]", None)
+        .as_array()
+        .is_some_and(Vec::is_empty));
+    assert_eq!(sum("max_over_time(respbench_target_rate{job=\"run\",group=\"writers\"}[5m])"), 500.0);
+    for family in ["lost", "abandoned", "unsent"] {
+        let q =
+            format!("last_over_time(respbench_{family}_requests_total{{job=\"run\",group=\"writers\"}}[5m])");
+        assert_eq!(sum(&q), 0.0, "{q}");
+    }
     // --live: seconds 0 to 2 at least (the 4th may end with the test), each group's.
     for g in ["readers", "writers"] {
         for n in 0..3 {

@@ -150,6 +150,10 @@ pub struct Snapshot {
     pub series: BTreeMap<SeriesKey, Series>,
     /// Each test's own figures.
     pub tests: BTreeMap<String, TestTotals>,
+    /// A scenario's groups' own figures, by test and group.
+    pub group_tests: BTreeMap<(String, String), TestTotals>,
+    /// The running scenario's groups' open-loop targets, by group.
+    pub group_targets: Vec<(String, u64)>,
     /// The running test's target rate, if it has one.
     pub target_rps: Option<u64>,
     /// The running test's `--ramp`: its kind (`clients` or `rps`), the step running (from 1)
@@ -365,6 +369,10 @@ pub fn render(s: &Snapshot, format: Format) -> String {
             let _ =
                 writeln!(out, "{family}_total{} {}", labels(&[("test", test), ("worker", &worker)]), get(t));
         }
+        for ((test, group), t) in &s.group_tests {
+            let l = labels(&[("test", test), ("group", group), ("worker", &worker)]);
+            let _ = writeln!(out, "{family}_total{l} {}", get(t));
+        }
     }
     let histogram = |out: &mut String, family: &str, l: &[(&str, &str)], b: &Buckets| {
         let mut cumulative = 0u64;
@@ -398,6 +406,12 @@ pub fn render(s: &Snapshot, format: Format) -> String {
             histogram(&mut out, "respbench_send_lateness_seconds", &[("test", test), ("worker", &worker)], b);
         }
     }
+    for ((test, group), t) in &s.group_tests {
+        if let Some(b) = &t.lateness {
+            let l = [("test", test.as_str()), ("group", group), ("worker", &worker)];
+            histogram(&mut out, "respbench_send_lateness_seconds", &l, b);
+        }
+    }
     header(&mut out, "respbench_client_pause_seconds");
     for (test, t) in &s.tests {
         for (of, b) in [("idle", &t.idle_pauses), ("loop", &t.wake_pauses)] {
@@ -418,6 +432,10 @@ pub fn render(s: &Snapshot, format: Format) -> String {
     if let Some(r) = s.target_rps.filter(|_| !s.test.is_empty()) {
         let _ =
             writeln!(out, "respbench_target_rate{} {r}", labels(&[("test", &s.test), ("worker", &worker)]));
+    }
+    for (group, r) in s.group_targets.iter().filter(|_| !s.test.is_empty()) {
+        let l = labels(&[("test", &s.test), ("group", group), ("worker", &worker)]);
+        let _ = writeln!(out, "respbench_target_rate{l} {r}");
     }
     let ramp = s.ramp.filter(|_| !s.test.is_empty());
     header(&mut out, "respbench_ramp_step");

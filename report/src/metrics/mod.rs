@@ -44,8 +44,8 @@ struct Live {
     target_rps: Option<u64>,
     ramp: Option<respbench_core::RampKind>,
     progress: Arc<Progress>,
-    /// A scenario's groups: each one's name, command label and figures.
-    groups: Vec<(String, String, Arc<Progress>)>,
+    /// A scenario's groups: each one's name, command label, target and figures.
+    groups: Vec<(String, String, Option<u64>, Arc<Progress>)>,
 }
 
 /// What the endpoint knows: the tests that ended, added up, and the one running.
@@ -57,6 +57,8 @@ struct State {
     test: String,
     done: BTreeMap<SeriesKey, Series>,
     done_tests: BTreeMap<String, TestTotals>,
+    /// A scenario's groups' own figures, by test and group.
+    done_groups: BTreeMap<(String, String), TestTotals>,
     live: Option<Live>,
     /// Bumped at every change of `done` or `live`: the mark of what a body holds.
     generation: u64,
@@ -207,29 +209,37 @@ fn figures_of(r: &TestResult) -> Figures {
 impl State {
     fn snapshot(&self) -> Snapshot {
         let (mut series, mut tests) = (self.done.clone(), self.done_tests.clone());
+        let (mut group_tests, mut group_targets) = (self.done_groups.clone(), Vec::new());
         let mut connections = 0;
         let mut server = self.server.clone();
         if let Some(live) = &self.live {
             // A scenario's connections are its groups'.
             connections = match live.groups.is_empty() {
                 true => live.progress.live.load(Ordering::Relaxed),
-                false => live.groups.iter().map(|(_, _, p)| p.live.load(Ordering::Relaxed)).sum(),
+                false => live.groups.iter().map(|(.., p)| p.live.load(Ordering::Relaxed)).sum(),
             };
             server = live.progress.server.lock().map(|g| g.clone()).unwrap_or_default();
             let whole = match live.groups.is_empty() {
                 true => vec![Arc::clone(&live.progress)],
-                false => live.groups.iter().map(|(_, _, p)| Arc::clone(p)).collect(),
+                false => live.groups.iter().map(|(.., p)| Arc::clone(p)).collect(),
             };
-            for f in whole.iter().flat_map(|p| p.figures()) {
+            for mut f in whole.iter().flat_map(|p| p.figures()) {
+                if !live.groups.is_empty() {
+                    // An open loop's service time and lateness are its group's, as in the
+                    // scenario's results: the test's series would vanish at its end.
+                    (f.service, f.lateness) = (None, None);
+                }
                 let nodes = named_nodes(&live.nodes, &f);
                 let nodes = if live.nodes.is_empty() { Vec::new() } else { nodes };
                 let parts = if live.groups.is_empty() { &f.parts[..] } else { &[] };
                 add_test(&mut series, &mut tests, &live.label, &live.commands, &f, parts, &nodes);
             }
-            for (name, command, p) in &live.groups {
+            for (name, command, target, p) in &live.groups {
                 for f in p.figures() {
                     add_group(&mut series, &live.label, name, command, &f);
+                    group_tests.entry((live.label.clone(), name.clone())).or_default().add(&totals_of(&f));
                 }
+                group_targets.extend(target.map(|t| (name.clone(), t)));
             }
             let pauses = live.progress.pause_figures();
             if pauses.wakeups > 0 {
@@ -258,6 +268,8 @@ impl State {
             test: self.test.clone(),
             series,
             tests,
+            group_tests,
+            group_targets,
             target_rps,
             ramp,
             connections,
@@ -352,7 +364,9 @@ impl Exporter {
             groups: t
                 .groups
                 .iter()
-                .map(|g| (g.name.to_string(), group_command(&g.commands), Arc::clone(g.progress)))
+                .map(|g| {
+                    (g.name.to_string(), group_command(&g.commands), g.target_rps, Arc::clone(g.progress))
+                })
                 .collect(),
         });
         st.generation += 1;
@@ -385,14 +399,15 @@ impl Exporter {
             .map(|g| {
                 let live = st.live.as_ref().and_then(|l| l.groups.iter().find(|(name, ..)| *name == g.name));
                 let command = live
-                    .map_or_else(|| group_command(std::slice::from_ref(&g.command)), |(_, c, _)| c.clone());
+                    .map_or_else(|| group_command(std::slice::from_ref(&g.command)), |(_, c, ..)| c.clone());
                 (g.name.clone(), command, figures_of(g))
             })
             .collect();
-        let State { done, done_tests, .. } = &mut *st;
+        let State { done, done_tests, done_groups, .. } = &mut *st;
         add_test(done, done_tests, &label, &commands, &whole, &parts, &nodes);
         for (name, command, f) in &groups {
             add_group(done, &label, name, command, f);
+            done_groups.entry((label.clone(), name.clone())).or_default().add(&totals_of(f));
         }
         let notify = notify::Notify::of(&total.stats);
         done_tests.entry(label.clone()).or_default().add(&TestTotals { notify, ..TestTotals::default() });
