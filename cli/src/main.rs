@@ -260,6 +260,8 @@ fn run(
             unreachable = true;
         }
     }
+    // A group's objective missed: said on stderr, exit 1.
+    outputs.slo_missed().iter().for_each(|line| say!("{line}"));
     if outputs.mismatches() > 0 {
         say!("--verify: {} replies did not match what was written", outputs.mismatches());
     }
@@ -268,6 +270,7 @@ fn run(
         || done.first_error.is_some()
         || done.empty_window.is_some()
         || unreachable
+        || !outputs.slo_missed().is_empty()
         || outputs.none_succeeded();
     match done.ended {
         Ok(Ended::Completed) if failed || done.unfinished => Ok(ExitCode::from(1)),

@@ -47,7 +47,8 @@ pub fn groups(name: &str, s: &Scenario, user: &[String], mut base: Config) -> Re
             .map_err(|e| GroupsError::Group(s.group_error(k, e)))?;
         cfg.password.clone_from(&base.password);
         cfg.valkey_suite = base.valkey_suite;
-        base.groups.push(Group { name: group, at: s.group_at(k), cfg });
+        let slo = s.group_slo(k).map_err(GroupsError::Group)?;
+        base.groups.push(Group { name: group, at: s.group_at(k), cfg, slo });
     }
     // The run's connections are its groups'.
     base.clients = base.groups.iter().map(|g| g.cfg.clients).sum();

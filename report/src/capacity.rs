@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use respbench_core::stats::value_at_percentile;
 use respbench_session::capacity::{
     evaluate_ladder, format_us, judge, measure, miss_text, parse_objectives, Capacity, Conclusion, Found,
-    Metric, Role, StepRecord,
+    Role, StepRecord,
 };
 use respbench_session::result::TestResult;
 
@@ -229,20 +229,7 @@ pub fn to_json(searches: &[Found], epoch_us: u64) -> Result<Vec<doc::Search>, Er
 
 fn search_json(f: &Found, epoch_us: u64) -> Result<doc::Search, Error> {
     let c = &f.capacity;
-    let objectives = c
-        .objectives
-        .iter()
-        .map(|o| doc::Objective {
-            text: o.text.clone(),
-            metric: match o.metric {
-                Metric::Corrected => "latency",
-                Metric::Service => "service",
-            }
-            .into(),
-            percentile: o.percentile,
-            limit_us: o.limit_us,
-        })
-        .collect();
+    let objectives = c.objectives.iter().map(doc::Objective::of).collect();
     let mut steps = Vec::new();
     for (s, r) in c.steps.iter().zip(&f.results) {
         let [p50, p99, p999, s99] = percentiles(r);

@@ -96,6 +96,7 @@ pub fn test(e: &TestResult, epoch_us: u64) -> Result<doc::Test, Error> {
             true => None,
             false => Some(e.groups.iter().map(|g| test(g, epoch_us)).collect::<Result<_, _>>()?),
         },
+        slo: e.slo.as_ref().map(doc::GroupSlo::of),
         ..doc::Test::default()
     };
     if let Some(h) = &stats.service {
@@ -462,6 +463,12 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         ramp: None,
     };
     check_totals(&name, &stats)?;
+    // A group's objectives are judged again on the figures read (merged ones, in `merge`).
+    let slo = t
+        .slo
+        .as_ref()
+        .and_then(|s| respbench_session::slo::parse_objectives(&s.given()).ok())
+        .map(|o| respbench_session::objective::Judged::of(&o, &stats));
     let server_cpu = t.server_cpu.as_ref().map(|c| ServerCpu {
         cores: c.cores,
         main_share: c.main_thread_share,
@@ -496,6 +503,7 @@ pub fn read_test(t: &doc::Test) -> Result<TestResult, Error> {
         ramp: None,
         // `merge` adds the groups by name (`TestResult::merge`).
         groups: t.groups.iter().flatten().map(read_test).collect::<Result<_, _>>()?,
+        slo,
     })
 }
 

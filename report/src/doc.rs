@@ -36,6 +36,7 @@ pub use cache::CacheAside;
 pub use compare::*;
 pub use events::*;
 pub use figures::*;
+pub use groups::{GroupObjective, GroupSlo};
 pub use notify::{Delivery, Expiry, Tracking};
 pub use search::*;
 pub use server_series::{ServerSample, ServerSampling, ServerThread, ServerThreads};
@@ -533,6 +534,9 @@ pub struct Test {
     /// named by its group; the test's own figures are theirs together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub groups: Option<Vec<Test>>,
+    /// A scenario group's latency objectives (its `slo`), judged on its figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<GroupSlo>,
     /// The server's side, second by second, every node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_series: Option<Vec<ServerSample>>,
@@ -627,7 +631,7 @@ impl From<&Config> for RunConfig {
             }),
             expiry_range: cfg.open.expiry.map(|e| e.to_string()),
             // --slo: what the search was asked (every worker of a split run the same).
-            slo: cfg.capacity.as_ref().map(|s| Slo {
+            slo: cfg.searched().map(|s| Slo {
                 objectives: s.objectives.iter().map(|o| o.text.clone()).collect(),
                 resolution: s.resolution.to_string(),
                 range_rps: s.range.map(|(lo, hi)| [lo, hi]),

@@ -28,7 +28,25 @@ pub fn write(output: Output, test: &TestResult, percentiles: &[f64], out: &mut i
             _ => text::write_quiet(&r, out)?,
         }
     }
+    if output != Output::Csv {
+        for (g, verdict) in test.groups.iter().filter_map(|g| Some((g, slo_line(g)?))) {
+            writeln!(out, "{}/{}: {verdict}", test.name, g.name)?;
+        }
+    }
     Ok(())
+}
+
+/// A group's objectives and their verdict: `objective p99<=2ms met (p99 1.20 ms <= 2ms)`.
+pub fn slo_line(g: &TestResult) -> Option<String> {
+    let j = g.slo.as_ref()?;
+    let given: Vec<&str> = j.objectives.iter().map(|o| o.text.as_str()).collect();
+    Some(format!("objective {} {}", given.join(","), j.text()))
+}
+
+/// The lines of the groups whose objectives `test` missed (`TEST/GROUP: objective … missed: …`).
+pub fn missed(test: &TestResult) -> impl Iterator<Item = String> + '_ {
+    let failed = test.groups.iter().filter(|g| g.slo.as_ref().is_some_and(|j| !j.met()));
+    failed.filter_map(|g| Some(format!("{}/{}: {}", test.name, g.name, slo_line(g)?)))
 }
 
 /// The verbose report's table of groups: each one's requests, rate and latency.
@@ -42,7 +60,11 @@ fn write_table(test: &TestResult, out: &mut impl Write) -> io::Result<()> {
     )?;
     for g in &test.groups {
         let s = &g.stats;
-        let target = g.target_rps.map(|t| format!("  (open loop at {t}/s)")).unwrap_or_default();
+        let target = match (g.stats.ramp, g.target_rps) {
+            (Some(r), Some(t)) => format!("  (open loop ramping {} to {}/s, {t}/s on average)", r.from, r.to),
+            (None, Some(t)) => format!("  (open loop at {t}/s)"),
+            _ => String::new(),
+        };
         if none_succeeded(s) {
             writeln!(out, "    {:<width$} {:>10}  no request succeeded{target}", g.name, s.requests)?;
             continue;
@@ -60,6 +82,9 @@ fn write_table(test: &TestResult, out: &mut impl Write) -> io::Result<()> {
             ms(value_at_percentile(h, 99.9)),
             ms(h.max()),
         )?;
+    }
+    for (g, verdict) in test.groups.iter().filter_map(|g| Some((g, slo_line(g)?))) {
+        writeln!(out, "    {}: {verdict}", g.name)?;
     }
     for g in &test.groups {
         if let Some(c) = &g.stats.cache {

@@ -71,7 +71,7 @@ pub fn sinks(cfg: &Config, command_line: Vec<String>) -> Vec<Box<dyn Output>> {
             stderr_columns,
         )));
     }
-    let searching = cfg.capacity.as_ref().map(|s| respbench_session::capacity::Capacity {
+    let searching = cfg.searched().map(|s| respbench_session::capacity::Capacity {
         objectives: s.objectives.clone(),
         resolution: s.resolution,
         ceiling: None,
@@ -98,7 +98,7 @@ pub fn sinks(cfg: &Config, command_line: Vec<String>) -> Vec<Box<dyn Output>> {
                     open_loop: !cfg.open.rates.is_empty(),
                     sweep: cfg.sweep.is_sweep(),
                     replay: cfg.replay.is_some(),
-                    capacity: cfg.capacity.is_some(),
+                    capacity: cfg.searched().is_some(),
                     dataset_only: cfg.dataset_only,
                 };
                 Box::new(sink::csv::Csv::new(io::stdout(), columns))
@@ -123,7 +123,7 @@ pub fn sinks(cfg: &Config, command_line: Vec<String>) -> Vec<Box<dyn Output>> {
                 path,
                 Box::new(io::stdout()),
                 command_line,
-                cfg.capacity.is_some(),
+                cfg.searched().is_some(),
                 cfg.key_prefix.clone(),
             )
             .with_scenario(convert::scenario(cfg)),
@@ -144,6 +144,8 @@ pub struct Outputs {
     none_succeeded: bool,
     /// `--verify`'s mismatches in every test so far.
     mismatches: u64,
+    /// The scenario groups whose objectives were missed, a line each (the run then exits 1).
+    slo_missed: Vec<String>,
 }
 
 impl Outputs {
@@ -156,6 +158,7 @@ impl Outputs {
             stop: None,
             none_succeeded: false,
             mismatches: 0,
+            slo_missed: Vec::new(),
         }
     }
 
@@ -180,6 +183,12 @@ impl Outputs {
     /// `--verify`'s mismatches in every test reported (each test's total, not its mix's parts).
     pub fn mismatches(&self) -> u64 {
         self.mismatches
+    }
+
+    /// The scenario groups whose latency objectives (`slo`) were missed, a line each: the run
+    /// exits 1.
+    pub fn slo_missed(&self) -> &[String] {
+        &self.slo_missed
     }
 
     /// Watches `stop` to mark what a Ctrl-C cut short.
@@ -343,6 +352,7 @@ impl Observer for Outputs {
     fn step_done(&mut self, s: &StepDone<'_>) -> Result<(), Error> {
         let all = || s.runs.iter().flat_map(|r| &r.results);
         self.none_succeeded |= all().any(|e| crate::shared::none_succeeded(&e.stats));
+        self.slo_missed.extend(all().flat_map(crate::groups::missed));
         self.mismatches =
             all().map(|e| e.stats.verify.mismatches()).fold(self.mismatches, u64::saturating_add);
         let cfg = s.cfg;

@@ -238,6 +238,8 @@ pub struct Group {
     pub at: String,
     /// Its options, checked.
     pub cfg: Config,
+    /// Its latency objectives (`slo`), judged at its own rate: its verdict (empty: none).
+    pub slo: Vec<crate::slo::Objective>,
 }
 
 /// Whether the replies are checked against values that encode their key and version.
@@ -334,6 +336,11 @@ impl Sweep {
 }
 
 impl Config {
+    /// The capacity search the run makes: `--slo`'s, or a scenario's searched group's.
+    pub fn searched(&self) -> Option<&crate::slo::Settings> {
+        self.capacity.as_ref().or_else(|| self.groups.iter().find_map(|g| g.cfg.capacity.as_ref()))
+    }
+
     /// The target rate a ramp's test as a whole was asked for, given the test's `rate`: the mean
     /// of its steps' (a rate ramp's levels; a clients ramp's share of `--rps` by its clients).
     pub fn ramp_target(&self, rate: Option<u64>) -> Option<u64> {

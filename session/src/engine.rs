@@ -420,7 +420,7 @@ impl Session {
         case: &Case,
         obs: &mut dyn Observer,
     ) -> Result<Option<Ended>, Error> {
-        if self.base.capacity.is_some() {
+        if self.base.capacity.is_some() || crate::groups::searched(&self.groups).is_some() {
             return self.run_search(test_no, case, obs);
         }
         if !self.base.sweep.is_sweep() {

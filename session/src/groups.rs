@@ -19,6 +19,8 @@ pub(crate) struct Part<'a> {
     pub cfg: &'a Config,
     pub case: &'a Case,
     pub rate: Option<u64>,
+    /// Its latency objectives (a scenario group's `slo`; empty: none).
+    pub slo: &'a [crate::slo::Objective],
 }
 
 impl Part<'_> {
@@ -34,6 +36,7 @@ pub(crate) struct GroupCase {
     pub name: String,
     pub cfg: Config,
     pub case: Case,
+    pub slo: Vec<crate::slo::Objective>,
 }
 
 impl GroupCase {
@@ -44,6 +47,7 @@ impl GroupCase {
             cfg: &self.cfg,
             case: &self.case,
             rate: self.cfg.open.rates.first().copied(),
+            slo: &self.slo,
         }
     }
 }
@@ -54,14 +58,16 @@ fn not_with_groups(cfg: &Config) -> Option<&'static str> {
     [
         (cfg.sweep.is_sweep(), "a list of -c, -d, -P or --threads (a sweep runs one workload per step)"),
         (o.rates.len() > 1, "a list of rates (each group has its own rate)"),
-        (o.ramp.is_some(), "--ramp"),
-        (cfg.capacity.is_some(), "--slo's capacity search"),
+        (o.ramp.is_some_and(|r| r.kind != respbench_core::RampKind::Rps), "a ramp of clients"),
+        (
+            cfg.capacity.as_ref().is_some_and(|c| c.range.is_none()),
+            "a search without a range (search = \"LOW-HIGH\")",
+        ),
+        (cfg.capacity.is_some() && cfg.split.is_some(), "a search over --worker"),
         (cfg.replay.is_some(), "--replay"),
         (cfg.ab.is_some(), "--ab"),
         (cfg.backends.len() > 1, "several backends"),
         (cfg.idle, "-I"),
-        (o.live, "--live"),
-        (cfg.metrics.is_some(), "--metrics (a group label: not yet)"),
         (cfg.memtier.is_some(), "memtier_benchmark's outputs"),
     ]
     .into_iter()
@@ -81,6 +87,9 @@ pub(crate) fn group_cases(
         if let Some(what) = not_with_groups(&g.cfg) {
             return Err(refuse(format!("{what} does not go with a scenario's groups")));
         }
+        if g.cfg.open.ramp.is_some() && cfg.open.duration.is_none() {
+            return Err(refuse("a group's ramp runs in the test's time: give the phases' duration".into()));
+        }
         let mut found = cases(&g.cfg, stop, warn).map_err(|e| refuse(e.to_string()))?;
         if found.len() != 1 {
             return Err(refuse(format!("sends {} tests; a group sends one (a mix is one)", found.len())));
@@ -92,7 +101,7 @@ pub(crate) fn group_cases(
                 case.spec.title
             )));
         }
-        out.push(GroupCase { name: g.name.clone(), cfg: g.cfg.clone(), case });
+        out.push(GroupCase { name: g.name.clone(), cfg: g.cfg.clone(), case, slo: g.slo.clone() });
     }
     Ok(out)
 }
@@ -100,13 +109,23 @@ pub(crate) fn group_cases(
 /// The test a scenario's groups make together: named after the scenario file (`readers-writers`
 /// of `examples/readers-writers.toml`), the first group's request standing for its template.
 pub(crate) fn scenario_case(cfg: &Config, first: &Case) -> Case {
-    let title = cfg
-        .scenario
-        .as_ref()
-        .and_then(|(file, _)| std::path::Path::new(file).file_stem())
-        .map_or("scenario".to_string(), |s| s.to_string_lossy().into_owned());
+    let title = scenario_title(cfg);
     let spec = respbench_core::suite::TestSpec { title: title.clone(), ..first.spec.clone() };
     Case { spec, mix: None, replay: None, subscribers: None, label: title }
+}
+
+/// The group whose rate a capacity search finds (its `search`), if any.
+pub(crate) fn searched(groups: &[GroupCase]) -> Option<usize> {
+    groups.iter().position(|g| g.cfg.capacity.is_some())
+}
+
+/// The title of a scenario's test: its file's name without the extension (`scenario` when it
+/// has none).
+pub(crate) fn scenario_title(cfg: &Config) -> String {
+    cfg.scenario
+        .as_ref()
+        .and_then(|(file, _)| std::path::Path::new(file).file_stem())
+        .map_or("scenario".to_string(), |s| s.to_string_lossy().into_owned())
 }
 
 /// The groups' outcomes as one: counts and histograms add up, failures and drops each listed
@@ -123,8 +142,10 @@ pub(crate) fn merge(outcomes: &[Outcome]) -> Result<Outcome, Error> {
     // they would pass for the whole test's.
     total.stats.service = None;
     total.stats.lateness = None;
-    // So is a cache-aside group's cache.
+    // So is a cache-aside group's cache, and a ramping group's ramp and steps.
     total.stats.cache = None;
+    total.stats.ramp = None;
+    total.stats.steps.clear();
     for o in outcomes {
         for (e, n) in &o.failures {
             Outcome::add_failure(&mut total.failures, e.clone(), *n);
@@ -149,11 +170,14 @@ pub(crate) fn results(
     let mut out = Vec::new();
     for (part, o) in parts.iter().zip(outcomes) {
         let slack = part.rate.map(|r| part.cfg.open_slack(r));
-        let mut entries = part.case.entries(backend, cpu, part.rate, slack, o.stats);
+        // A ramping group was asked for its steps' mean rate.
+        let target = part.cfg.ramp_target(part.rate);
+        let mut entries = part.case.entries(backend, cpu, target, slack, o.stats);
         if let Some(mut e) = entries.pop() {
             e.name = part.name.unwrap_or_default().to_string();
             e.cpu = None;
             e.never_ran = never_ran(&o.failures);
+            e.slo = (!part.slo.is_empty()).then(|| crate::objective::Judged::of(part.slo, &e.stats));
             out.push(e);
         }
     }

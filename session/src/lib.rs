@@ -32,6 +32,7 @@ pub mod limits;
 pub mod memtier;
 pub mod metrics;
 mod notify_nodes;
+pub mod objective;
 pub mod observer;
 pub mod probe;
 pub mod ramp;

@@ -66,6 +66,21 @@ pub struct LiveTest<'a> {
     /// The figures its loops publish while it runs (they keep [`crate::Figures`] when the
     /// observer [`Observer::keeps_figures`]).
     pub progress: &'a Arc<crate::Progress>,
+    /// A scenario's groups, each its own figures (empty for a command line's one group, whose
+    /// figures are [`LiveTest::progress`]'s; a scenario's whole is their sum).
+    pub groups: Vec<LiveGroup<'a>>,
+}
+
+/// One group of a scenario's test, as an output reads it live.
+pub struct LiveGroup<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// The text of each command it sends ([`LiveTest::commands`]' for its own).
+    pub commands: Vec<String>,
+    /// Its open-loop target rate, if it has a fixed one (not a ramping group's).
+    pub target_rps: Option<u64>,
+    /// Its loops' figures.
+    pub progress: &'a Arc<crate::Progress>,
 }
 
 /// What one backend reported for one step: its results, and its connection failures.

@@ -67,6 +67,8 @@ pub struct TestResult {
     /// A scenario's client groups (the total's only): each group's figures, named by its group;
     /// empty for a command line's one group.
     pub groups: Vec<TestResult>,
+    /// A scenario group's latency objectives judged on its figures (its `slo`).
+    pub slo: Option<crate::objective::Judged>,
 }
 
 /// One event of a test (`--at`): what it was, what came of it, and what it cost.
@@ -200,6 +202,7 @@ impl TestResult {
             events: Vec::new(),
             ramp: None,
             groups: Vec::new(),
+            slo: None,
         }
     }
 
@@ -257,6 +260,10 @@ impl TestResult {
                 Some(a) => a.merge(g)?,
                 None => acc.groups.push(g),
             }
+        }
+        // A group's objectives hold or not on the figures added up.
+        if let Some(j) = &acc.slo {
+            acc.slo = Some(crate::objective::Judged::of(&j.objectives, &acc.stats));
         }
         Ok(())
     }

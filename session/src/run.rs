@@ -18,7 +18,7 @@ use crate::config::{Backend, Config, OpenLoopConfig};
 use crate::cpu::ClientCpu;
 use crate::error::Error;
 use crate::groups::Part;
-use crate::observer::{retitled, Goal, LiveTest, Observer, StopHandle, Tick};
+use crate::observer::{retitled, Goal, LiveGroup, LiveTest, Observer, StopHandle, Tick};
 use crate::result::{EventResult, NodeInfo};
 use crate::routing::Multi;
 use crate::sampler::{Sampler, ServerSeries};
@@ -381,20 +381,39 @@ fn test_runs(
 }
 
 /// A measured test (it has a tag) is told to an output that reads its figures live.
-fn announce(t: &Test<'_>, run: &TestRun, obs: &mut dyn Observer) {
-    let case = t.parts[0].case;
-    run.progress.keep_figures.store(true, Ordering::Relaxed);
-    let commands = case.templates().iter().map(|t| crate::result::command_text(&t.display())).collect();
+fn announce(t: &Test<'_>, runs: &[TestRun], obs: &mut dyn Observer) {
+    let (case, run) = (t.parts[0].case, &runs[0]);
+    let commands =
+        |case: &Case| case.templates().iter().map(|t| crate::result::command_text(&t.display())).collect();
+    runs.iter().for_each(|r| r.progress.keep_figures.store(true, Ordering::Relaxed));
+    // A scenario's groups: each its own figures, the test named after the scenario.
+    let groups: Vec<LiveGroup<'_>> = match runs.len() {
+        1 => Vec::new(),
+        _ => t
+            .parts
+            .iter()
+            .zip(runs)
+            .map(|(p, r)| LiveGroup {
+                name: p.name.unwrap_or_default(),
+                commands: commands(p.case),
+                target_rps: p.rate.filter(|_| p.cfg.open.ramp.is_none()),
+                progress: &r.progress,
+            })
+            .collect(),
+    };
+    let scenario = (!groups.is_empty()).then(|| crate::groups::scenario_title(t.cfg));
+    let title = scenario.as_deref().unwrap_or(&case.spec.title);
     let nodes = run.plan.cluster.as_ref().map(|c| c.nodes.iter().map(|n| n.endpoint.to_string()).collect());
     obs.live_test(&LiveTest {
-        title: &case.spec.title,
-        label: &case.label,
-        commands,
+        title,
+        label: scenario.as_deref().unwrap_or(&case.label),
+        commands: if groups.is_empty() { commands(case) } else { Vec::new() },
         backend: t.backend.name(),
         target_rps: t.parts[0].rate,
         ramp: run.plan.ramp.map(|r| r.kind),
         nodes: nodes.unwrap_or_default(),
         progress: &run.progress,
+        groups,
     });
 }
 
@@ -532,7 +551,7 @@ fn keep_live_figures(m: &Measured<'_>, obs: &mut dyn Observer) {
     let run = m.run();
     run.progress.keep_latency.store(obs.shows_progress(), Ordering::Relaxed);
     if m.t.hlog.is_some() && obs.keeps_figures() {
-        announce(m.t, run, obs);
+        announce(m.t, m.runs, obs);
     }
     if m.hlog.is_some() {
         m.runs.iter().for_each(|r| r.progress.collector().keep_ended());
@@ -744,7 +763,8 @@ struct Watch<'r, 'w> {
     /// The plan's ramp, when its steps are marked.
     ramp_plan: Option<respbench_core::Ramp>,
     next_step: usize,
-    live_told: usize,
+    /// Each group's seconds told.
+    live_told: Vec<usize>,
     p99: Option<u64>,
     p99_read: Instant,
     stop_asked: bool,
@@ -771,7 +791,7 @@ impl<'r, 'w> Watch<'r, 'w> {
             ramp,
             ramp_plan,
             next_step: 1,
-            live_told: 0,
+            live_told: Vec::new(),
             p99: None,
             p99_read: Instant::now(),
             stop_asked: false,
@@ -833,12 +853,21 @@ impl<'r, 'w> Watch<'r, 'w> {
 
     /// `--live`: a second is summarised once every loop has moved past it (they publish every
     /// 50 ms). Only whole seconds: the one the test ends in closes with the loops and is partial.
+    /// A scenario's groups: a line each, titled `TEST/GROUP`.
     fn tell_seconds(&mut self, m: &Measured<'_>, obs: &mut dyn Observer) {
         let whole = m.begin.elapsed().as_secs() as usize;
-        let series = m.run().progress.collector();
-        while let Some(s) = series.seconds.get(self.live_told).filter(|_| self.live_told < whole) {
-            obs.second(&m.t.parts[0].case.spec.title, self.live_told, s);
-            self.live_told += 1;
+        self.live_told.resize(m.runs.len(), 0);
+        let scenario = (m.runs.len() > 1).then(|| crate::groups::scenario_title(m.t.cfg));
+        for ((run, part), told) in m.runs.iter().zip(m.t.parts).zip(&mut self.live_told) {
+            let series = run.progress.collector();
+            while let Some(s) = series.seconds.get(*told).filter(|_| *told < whole) {
+                let title: std::borrow::Cow<'_, str> = match &scenario {
+                    Some(test) => format!("{test}/{}", part.name.unwrap_or_default()).into(),
+                    None => part.case.spec.title.as_str().into(),
+                };
+                obs.second(&title, *told, s);
+                *told += 1;
+            }
         }
     }
 

@@ -128,6 +128,16 @@ pub struct Group {
     /// `--subscribers`: a delivery group's (`test = "pubsub"`) subscribers, the fan-out of
     /// each message (the group goes first).
     pub subscribers: Option<u64>,
+    /// Its latency objectives, `--slo`'s syntax (`"p99<=2ms,p99.9<=10ms"`), judged on its
+    /// figures at its rate: the group's verdict, and the run fails when one is missed.
+    pub slo: Option<String>,
+    /// `--ramp rps …`: the group's open-loop rate rising in steps while the other groups hold
+    /// theirs (`"rps 100..300 step 100 every 1s"`; the phases' duration is the test's).
+    pub ramp: Option<String>,
+    /// `--rps LOW-HIGH` with `--slo`: the group's rate is searched in this range for the
+    /// highest that meets its `slo` (a capacity search), the other groups at their own rates in
+    /// every step (`"1000-50000"`).
+    pub search: Option<String>,
 }
 
 /// The one kind of group beside the plain one.
@@ -279,6 +289,15 @@ impl Scenario {
             if g.test.as_deref().is_some_and(|t| t.contains(',')) {
                 return Err(self.group_error(k, "test names one test; several at once are a mix"));
             }
+            if g.search.is_some() && (g.slo.is_none() || g.rps.is_some() || g.ramp.is_some()) {
+                return Err(self.group_error(
+                    k,
+                    "search is the range its rate is searched in for its slo: give slo, and not rps or ramp",
+                ));
+            }
+            if g.search.is_some() && groups[..k].iter().any(|o| o.get_ref().search.is_some()) {
+                return Err(self.group_error(k, "a second group searched: one group is searched at a time"));
+            }
             if g.command.as_ref().is_some_and(Vec::is_empty) {
                 return Err(self.group_error(k, "command is empty: give the command's name and arguments"));
             }
@@ -332,7 +351,20 @@ impl Scenario {
         });
         out.opt("-d", size.as_ref());
         out.opt("-P", g.pipeline.as_ref());
-        out.opt("--rps", g.rps.as_ref());
+        match &g.search {
+            // A searched group: its objectives are the search's, its range --rps's.
+            Some(range) => {
+                out.opt("--slo", g.slo.as_ref());
+                out.opt("--rps", Some(range));
+                // The test's warm-up is the phases', not --slo's default.
+                let none = "0".to_string();
+                out.opt("--warmup", Some(&none).filter(|_| self.parsed.phases.warmup.is_none()));
+            }
+            None => {
+                out.opt("--rps", g.rps.as_ref());
+                out.opt("--ramp", g.ramp.as_ref());
+            }
+        }
         out.opt("--expiry-range", g.ttl.as_ref());
         out.opt("--subscribers", g.subscribers.as_ref());
         if g.kind.as_deref() == Some(CACHE_ASIDE) {
@@ -342,6 +374,16 @@ impl Scenario {
         }
         out.out.extend(g.command.iter().flatten().cloned());
         out.out
+    }
+
+    /// Group `k`'s latency objectives (`slo`), refused at its place in the file when they
+    /// cannot be read.
+    pub fn group_slo(&self, k: usize) -> Result<Vec<crate::slo::Objective>, ScenarioError> {
+        let g = self.parsed.groups[k].get_ref();
+        match g.slo.as_ref().filter(|_| g.search.is_none()) {
+            Some(text) => crate::slo::parse_objectives(text).map_err(|e| self.group_error(k, e)),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The groups' names, in the file's order.
@@ -400,6 +442,7 @@ pub fn of_args(args: &[String], takes_value: &dyn Fn(&str) -> bool) -> Result<St
                 g.pipeline = Some(u32::try_from(num()?).map_err(|_| refused(format!("{a}: -P")))?)
             }
             "--rps" => g.rps = Some(num()?),
+            "--ramp" => g.ramp = Some(text()?),
             "--cache-aside" => g.kind = Some(CACHE_ASIDE.into()),
             "--expiry-range" => g.ttl = Some(text()?),
             "--subscribers" => g.subscribers = Some(num()?),

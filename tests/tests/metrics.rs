@@ -836,3 +836,73 @@ fn invalidations_and_expiry_lag_are_served() {
         assert!(ok && said.trim().is_empty(), "promtool check metrics: {said}\n{body}");
     }
 }
+
+/// A scenario's groups (#49) scraped by Prometheus while `examples/readers-writers.toml` runs
+/// (4 s) with `--live`: each group's request counter is the server's calls of its command (GET
+/// for the readers, SET for the writers), the test's series keeps its labels (no group) and is
+/// their sum, the writers' send lateness counts their SETs and their target rate is 500, and
+/// `--live` says a line per group for each whole second.
+#[test]
+fn a_scenarios_groups_are_labelled_and_each_has_its_live_line() {
+    let server = RedisServer::start();
+    let port = free_port();
+    let prom = Prometheus::start(&[("run", &[port])]);
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/readers-writers.toml");
+    let text = std::fs::read_to_string(&example).unwrap().replace("duration = \"5s\"", "duration = \"4s\"");
+    assert!(text.contains("\"4s\""), "the example's duration changed: {text}");
+    let file = std::env::temp_dir().join(format!("respbench-metrics-{}-rw.toml", std::process::id()));
+    std::fs::write(&file, text).unwrap();
+    let out = respbench().run(
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "-p",
+            &server.port().to_string(),
+            "--live",
+            "-q",
+            "--metrics",
+            &format!("127.0.0.1:{port}"),
+        ],
+        Duration::from_secs(120),
+    );
+    let _ = std::fs::remove_file(&file);
+    assert!(out.status.success(), "{}", out.dump());
+    let title = file.file_stem().unwrap().to_str().unwrap().to_string();
+    let sum = |q: &str| prom.scalar(q, None).unwrap_or_else(|| panic!("{q}: no value\n{}", prom.log()));
+    let group = |g: &str, command: &str| {
+        sum(&format!(
+            "last_over_time(respbench_requests_total{{job=\"run\",test=\"{title}\",group=\"{g}\",command=\"{command}\"}}[5m])"
+        ))
+    };
+    let (get, set) = (server.command_calls("get"), server.command_calls("set"));
+    assert!(get > 0 && set > 0, "{}", out.dump());
+    assert_eq!(group("readers", "GET"), get as f64, "{}", out.dump());
+    assert_eq!(group("writers", "SET"), set as f64, "{}", out.dump());
+    let whole =
+        format!("last_over_time(respbench_requests_total{{job=\"run\",test=\"{title}\",group=\"\"}}[5m])");
+    assert_eq!(sum(&whole), (get + set) as f64, "{}", out.dump());
+    // The latency histograms too: one per group, counting its requests.
+    let count = sum("last_over_time(respbench_latency_seconds_count{job=\"run\",group=\"writers\"}[5m])");
+    assert_eq!(count, set as f64);
+    // The writers' own: each SET's send lateness (an open loop's), their target while it ran,
+    // and none lost, abandoned or unsent; the test's series has no lateness of its own.
+    let lateness = "last_over_time(respbench_send_lateness_seconds_count{job=\"run\",group=\"writers\"}[5m])";
+    assert_eq!(sum(lateness), set as f64);
+    assert!(prom
+        .query("respbench_send_lateness_seconds_count{job=\"run\",group=\"\"}[5m]", None)
+        .as_array()
+        .is_some_and(Vec::is_empty));
+    assert_eq!(sum("max_over_time(respbench_target_rate{job=\"run\",group=\"writers\"}[5m])"), 500.0);
+    for family in ["lost", "abandoned", "unsent"] {
+        let q =
+            format!("last_over_time(respbench_{family}_requests_total{{job=\"run\",group=\"writers\"}}[5m])");
+        assert_eq!(sum(&q), 0.0, "{q}");
+    }
+    // --live: seconds 0 to 2 at least (the 4th may end with the test), each group's.
+    for g in ["readers", "writers"] {
+        for n in 0..3 {
+            let line = format!("{title}/{g}: second {n}: ");
+            assert!(out.stderr.lines().any(|l| l.starts_with(&line)), "no '{line}'\n{}", out.dump());
+        }
+    }
+}

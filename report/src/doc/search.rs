@@ -59,6 +59,22 @@ pub struct Objective {
     pub limit_us: f64,
 }
 
+impl Objective {
+    /// The document's form of an objective.
+    pub fn of(o: &respbench_session::slo::Objective) -> Objective {
+        let metric = match o.metric {
+            respbench_session::slo::Metric::Corrected => "latency",
+            respbench_session::slo::Metric::Service => "service",
+        };
+        Objective {
+            text: o.text.clone(),
+            metric: metric.into(),
+            percentile: o.percentile,
+            limit_us: o.limit_us,
+        }
+    }
+}
+
 /// `capacity[].answer`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

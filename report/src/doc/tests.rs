@@ -331,6 +331,20 @@ fn full_test_of(depth: u32) -> Test {
         }),
         // A group is shaped as a test (the schema's reference, expanded once).
         groups: (depth > 0).then(|| vec![Test { groups: Some(Vec::new()), ..full_test_of(depth - 1) }]),
+        slo: Some(super::GroupSlo {
+            met: false,
+            text: "missed: p99 3.10 ms > 2ms".into(),
+            objectives: vec![super::GroupObjective {
+                objective: super::Objective {
+                    text: "p99<=2ms".into(),
+                    metric: "latency".into(),
+                    percentile: 99.0,
+                    limit_us: 2000.0,
+                },
+                value_us: 3100.0,
+                held: false,
+            }],
+        }),
     }
 }
 

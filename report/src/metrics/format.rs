@@ -121,8 +121,8 @@ fn add_option(to: &mut Option<Buckets>, from: Option<&Buckets>) {
     }
 }
 
-/// A series' labels within its test: the command, and the node over several nodes (empty
-/// against one server).
+/// A series' labels within its test: the command, the node over several nodes (empty
+/// against one server), and a scenario's group.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SeriesKey {
     /// The test's title.
@@ -131,6 +131,8 @@ pub struct SeriesKey {
     pub command: String,
     /// The node's address, over several nodes.
     pub node: String,
+    /// A scenario's group (empty: the test as a whole).
+    pub group: String,
 }
 
 /// Everything one scrape shows.
@@ -148,6 +150,10 @@ pub struct Snapshot {
     pub series: BTreeMap<SeriesKey, Series>,
     /// Each test's own figures.
     pub tests: BTreeMap<String, TestTotals>,
+    /// A scenario's groups' own figures, by test and group.
+    pub group_tests: BTreeMap<(String, String), TestTotals>,
+    /// The running scenario's groups' open-loop targets, by group.
+    pub group_targets: Vec<(String, u64)>,
     /// The running test's target rate, if it has one.
     pub target_rps: Option<u64>,
     /// The running test's `--ramp`: its kind (`clients` or `rps`), the step running (from 1)
@@ -330,7 +336,13 @@ pub fn render(s: &Snapshot, format: Format) -> String {
         ])
     );
     fn series_labels<'a>(k: &'a SeriesKey, worker: &'a str) -> Vec<(&'static str, &'a str)> {
-        vec![("test", &k.test), ("command", &k.command), ("node", &k.node), ("worker", worker)]
+        vec![
+            ("test", &k.test),
+            ("command", &k.command),
+            ("node", &k.node),
+            ("group", &k.group),
+            ("worker", worker),
+        ]
     }
     header(&mut out, "respbench_requests");
     for (k, v) in &s.series {
@@ -356,6 +368,10 @@ pub fn render(s: &Snapshot, format: Format) -> String {
         for (test, t) in &s.tests {
             let _ =
                 writeln!(out, "{family}_total{} {}", labels(&[("test", test), ("worker", &worker)]), get(t));
+        }
+        for ((test, group), t) in &s.group_tests {
+            let l = labels(&[("test", test), ("group", group), ("worker", &worker)]);
+            let _ = writeln!(out, "{family}_total{l} {}", get(t));
         }
     }
     let histogram = |out: &mut String, family: &str, l: &[(&str, &str)], b: &Buckets| {
@@ -390,6 +406,12 @@ pub fn render(s: &Snapshot, format: Format) -> String {
             histogram(&mut out, "respbench_send_lateness_seconds", &[("test", test), ("worker", &worker)], b);
         }
     }
+    for ((test, group), t) in &s.group_tests {
+        if let Some(b) = &t.lateness {
+            let l = [("test", test.as_str()), ("group", group), ("worker", &worker)];
+            histogram(&mut out, "respbench_send_lateness_seconds", &l, b);
+        }
+    }
     header(&mut out, "respbench_client_pause_seconds");
     for (test, t) in &s.tests {
         for (of, b) in [("idle", &t.idle_pauses), ("loop", &t.wake_pauses)] {
@@ -410,6 +432,10 @@ pub fn render(s: &Snapshot, format: Format) -> String {
     if let Some(r) = s.target_rps.filter(|_| !s.test.is_empty()) {
         let _ =
             writeln!(out, "respbench_target_rate{} {r}", labels(&[("test", &s.test), ("worker", &worker)]));
+    }
+    for (group, r) in s.group_targets.iter().filter(|_| !s.test.is_empty()) {
+        let l = labels(&[("test", &s.test), ("group", group), ("worker", &worker)]);
+        let _ = writeln!(out, "respbench_target_rate{l} {r}");
     }
     let ramp = s.ramp.filter(|_| !s.test.is_empty());
     header(&mut out, "respbench_ramp_step");
@@ -509,7 +535,7 @@ mod tests {
         let mut set =
             Series { requests: 7, latency: Buckets::of(&histogram(&[(100, 7)])), ..Default::default() };
         set.errors.insert("ERR".into(), 2);
-        s.series.insert(SeriesKey { test: "SET".into(), command: "SET".into(), node: String::new() }, set);
+        s.series.insert(SeriesKey { test: "SET".into(), command: "SET".into(), ..Default::default() }, set);
         s.tests.insert(
             "SET".into(),
             TestTotals { lost: 1, lateness: Some(Buckets::default()), ..Default::default() },

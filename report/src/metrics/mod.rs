@@ -44,6 +44,8 @@ struct Live {
     target_rps: Option<u64>,
     ramp: Option<respbench_core::RampKind>,
     progress: Arc<Progress>,
+    /// A scenario's groups: each one's name, command label, target and figures.
+    groups: Vec<(String, String, Option<u64>, Arc<Progress>)>,
 }
 
 /// What the endpoint knows: the tests that ended, added up, and the one running.
@@ -55,6 +57,8 @@ struct State {
     test: String,
     done: BTreeMap<SeriesKey, Series>,
     done_tests: BTreeMap<String, TestTotals>,
+    /// A scenario's groups' own figures, by test and group.
+    done_groups: BTreeMap<(String, String), TestTotals>,
     live: Option<Live>,
     /// Bumped at every change of `done` or `live`: the mark of what a body holds.
     generation: u64,
@@ -140,6 +144,7 @@ fn add_test(
         test: title.into(),
         command: command.into(),
         node: node.into(),
+        group: String::new(),
     };
     let single = if commands.len() == 1 { commands[0].as_str() } else { "mix" };
     if !nodes.is_empty() {
@@ -154,6 +159,22 @@ fn add_test(
         series.entry(key(single, "")).or_default().add(&series_of(total));
     }
     tests.entry(title.into()).or_default().add(&totals_of(total));
+}
+
+/// The label of a group's commands: its one command's, or `mix`.
+fn group_command(commands: &[String]) -> String {
+    match command_labels(commands).as_slice() {
+        [one] => one.clone(),
+        _ => "mix".into(),
+    }
+}
+
+/// Adds a group's figures (a loop's, or its whole result's) to `series`, as one series labelled
+/// by its group and command.
+fn add_group(series: &mut BTreeMap<SeriesKey, Series>, title: &str, group: &str, command: &str, f: &Figures) {
+    let key =
+        SeriesKey { test: title.into(), command: command.into(), node: String::new(), group: group.into() };
+    series.entry(key).or_default().add(&series_of(f));
 }
 
 /// A loop's figures named: each node of `nodes` (and those that appeared) with its figures,
@@ -188,15 +209,37 @@ fn figures_of(r: &TestResult) -> Figures {
 impl State {
     fn snapshot(&self) -> Snapshot {
         let (mut series, mut tests) = (self.done.clone(), self.done_tests.clone());
+        let (mut group_tests, mut group_targets) = (self.done_groups.clone(), Vec::new());
         let mut connections = 0;
         let mut server = self.server.clone();
         if let Some(live) = &self.live {
-            connections = live.progress.live.load(Ordering::Relaxed);
+            // A scenario's connections are its groups'.
+            connections = match live.groups.is_empty() {
+                true => live.progress.live.load(Ordering::Relaxed),
+                false => live.groups.iter().map(|(.., p)| p.live.load(Ordering::Relaxed)).sum(),
+            };
             server = live.progress.server.lock().map(|g| g.clone()).unwrap_or_default();
-            for f in live.progress.figures() {
+            let whole = match live.groups.is_empty() {
+                true => vec![Arc::clone(&live.progress)],
+                false => live.groups.iter().map(|(.., p)| Arc::clone(p)).collect(),
+            };
+            for mut f in whole.iter().flat_map(|p| p.figures()) {
+                if !live.groups.is_empty() {
+                    // An open loop's service time and lateness are its group's, as in the
+                    // scenario's results: the test's series would vanish at its end.
+                    (f.service, f.lateness) = (None, None);
+                }
                 let nodes = named_nodes(&live.nodes, &f);
                 let nodes = if live.nodes.is_empty() { Vec::new() } else { nodes };
-                add_test(&mut series, &mut tests, &live.label, &live.commands, &f, &f.parts, &nodes);
+                let parts = if live.groups.is_empty() { &f.parts[..] } else { &[] };
+                add_test(&mut series, &mut tests, &live.label, &live.commands, &f, parts, &nodes);
+            }
+            for (name, command, target, p) in &live.groups {
+                for f in p.figures() {
+                    add_group(&mut series, &live.label, name, command, &f);
+                    group_tests.entry((live.label.clone(), name.clone())).or_default().add(&totals_of(&f));
+                }
+                group_targets.extend(target.map(|t| (name.clone(), t)));
             }
             let pauses = live.progress.pause_figures();
             if pauses.wakeups > 0 {
@@ -225,6 +268,8 @@ impl State {
             test: self.test.clone(),
             series,
             tests,
+            group_tests,
+            group_targets,
             target_rps,
             ramp,
             connections,
@@ -307,11 +352,22 @@ impl Exporter {
         st.live = Some(Live {
             title: t.title.to_string(),
             label: t.label.to_string(),
-            commands: command_labels(&t.commands),
+            // A scenario's whole has no command of its own.
+            commands: match t.groups.is_empty() {
+                true => command_labels(&t.commands),
+                false => vec![String::new()],
+            },
             nodes: t.nodes.clone(),
             target_rps: t.target_rps,
             ramp: t.ramp,
             progress: Arc::clone(t.progress),
+            groups: t
+                .groups
+                .iter()
+                .map(|g| {
+                    (g.name.to_string(), group_command(&g.commands), g.target_rps, Arc::clone(g.progress))
+                })
+                .collect(),
         });
         st.generation += 1;
     }
@@ -336,8 +392,23 @@ impl Exporter {
         let whole = figures_of(total);
         let names: Vec<String> = total.nodes.iter().map(|n| n.address.clone()).collect();
         let nodes: Vec<(String, &Figures)> = names.into_iter().zip(&whole.nodes).collect();
-        let State { done, done_tests, .. } = &mut *st;
+        // A scenario's groups, labelled as they were live.
+        let groups: Vec<(String, String, Figures)> = total
+            .groups
+            .iter()
+            .map(|g| {
+                let live = st.live.as_ref().and_then(|l| l.groups.iter().find(|(name, ..)| *name == g.name));
+                let command = live
+                    .map_or_else(|| group_command(std::slice::from_ref(&g.command)), |(_, c, ..)| c.clone());
+                (g.name.clone(), command, figures_of(g))
+            })
+            .collect();
+        let State { done, done_tests, done_groups, .. } = &mut *st;
         add_test(done, done_tests, &label, &commands, &whole, &parts, &nodes);
+        for (name, command, f) in &groups {
+            add_group(done, &label, name, command, f);
+            done_groups.entry((label.clone(), name.clone())).or_default().add(&totals_of(f));
+        }
         let notify = notify::Notify::of(&total.stats);
         done_tests.entry(label.clone()).or_default().add(&TestTotals { notify, ..TestTotals::default() });
         if let Some(p) = &total.pauses {

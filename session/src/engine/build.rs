@@ -183,7 +183,7 @@ impl Session {
         let against =
             Against { tls: self.server.tls.as_ref(), multi: self.multi.as_deref(), targets: &self.targets };
         let mut titled = retitled(&mut *obs, shown, &case.spec.title);
-        let parts = [Part { name: None, cfg, case, rate: None }];
+        let parts = [Part { name: None, cfg, case, rate: None, slo: &[] }];
         let test = Test { cfg, parts: &parts, backend: cfg.backends[0], test_no, hlog: None };
         let Ran { outcome, .. } = run_test(&test, against, self.epoch, &mut titled, &self.stop, None, None)?;
         Ok(outcome)

@@ -15,19 +15,26 @@ use crate::result::TestResult;
 use crate::slo::{measure, step_slot, Next, Search};
 
 impl Session {
-    /// Runs the capacity search of one case. `Some(end)` when the run must stop here.
+    /// Runs the capacity search of one case (or of a scenario's searched group, the other
+    /// groups at their own rates in every step). `Some(end)` when the run must stop here.
     pub(super) fn run_search(
         &mut self,
         test_no: u64,
         case: &Case,
         obs: &mut dyn Observer,
     ) -> Result<Option<Ended>, Error> {
-        let settings = self.base.capacity.clone().expect("a search has settings");
+        let group = crate::groups::searched(&self.groups);
+        let searched = group.map_or(&self.base, |k| &self.groups[k].cfg);
+        let settings = searched.capacity.clone().expect("a search has settings");
+        let poisson = searched.open.poisson;
         let duration = self.base.open.duration.unwrap_or(Duration::from_secs(5));
         let slot = step_slot(self.base.open.warmup, duration, self.base.drain_grace);
         let mut search = Search::new(settings.clone());
         let (most, longest) = search.bound(slot);
-        let title = &case.spec.title;
+        let title = &match group {
+            Some(k) => format!("{}/{}", case.spec.title, self.groups[k].name),
+            None => case.spec.title.clone(),
+        };
         let objectives: Vec<String> = settings.objectives.iter().map(|o| o.text.clone()).collect();
         let probe = match settings.range {
             Some((lo, hi)) if settings.ladder => {
@@ -89,7 +96,11 @@ impl Session {
                     cfg.open.duration = Some(settings.probe);
                     cfg.open.warmup = cfg.open.warmup.min(Duration::from_secs(1));
                 }
-                Some(r) => cfg.open.rates = vec![r],
+                // A scenario's searched group runs at the step's rate, the others at theirs.
+                Some(r) => match group {
+                    Some(k) => self.groups[k].cfg.open.rates = vec![r],
+                    None => cfg.open.rates = vec![r],
+                },
             }
             if let (Some(at), true) = (&start_at, settings.ladder) {
                 // Lockstep: step k's measured window begins at --start-at + k slots on every
@@ -113,9 +124,15 @@ impl Session {
                 stop = Some(Ended::ConnectionsFailed);
                 break;
             }
-            let Some(total) = ran.into_iter().next().and_then(|r| r.results.into_iter().last()) else {
+            let Some(mut total) = ran.into_iter().next().and_then(|r| r.results.into_iter().last()) else {
                 break;
             };
+            if let Some(k) = group {
+                // The searched group's figures are judged; the client's pauses are the machine's.
+                let pauses = total.pauses.take();
+                let Some(g) = total.groups.get(k) else { break };
+                total = TestResult { pauses, ..g.clone() };
+            }
             if self.stop.requested() {
                 stop = Some(Ended::Interrupted);
                 break;
@@ -133,7 +150,7 @@ impl Session {
                         .collect();
                     let before = search.steps().len();
                     search.handle_step_paused(
-                        measure(&settings.objectives, &total.stats, self.base.open.poisson, scale),
+                        measure(&settings.objectives, &total.stats, poisson, scale),
                         &paused,
                     );
                     if search.steps().len() == before {

@@ -85,7 +85,8 @@ impl Session {
     /// several.
     fn tag(&self, case: &Case, rate: Option<u64>, backend: Backend) -> String {
         let mut tag = case.spec.title.clone();
-        if let Some(r) = rate.filter(|_| self.cfg.open.rates.len() > 1 || self.cfg.capacity.is_some()) {
+        // A search's steps (a scenario's searched group's included) are told apart by rate.
+        if let Some(r) = rate.filter(|_| self.cfg.open.rates.len() > 1 || self.searching) {
             tag += &format!(" @ {r} rps");
         }
         if self.comparing {
@@ -148,7 +149,7 @@ impl Session {
         let sampler = self.sampler();
         let mut watch = crate::ramp::Watch { probe: &mut self.probe, marks: Vec::new() };
         let parts: Vec<Part<'_>> = match self.groups.is_empty() {
-            true => vec![Part { name: None, cfg, case: at.case, rate: at.rate }],
+            true => vec![Part { name: None, cfg, case: at.case, rate: at.rate, slo: &[] }],
             false => self.groups.iter().map(GroupCase::part).collect(),
         };
         let test = Test { cfg, parts: &parts, backend: at.backend, test_no: at.test_no, hlog: Some(tag) };
