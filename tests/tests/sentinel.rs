@@ -110,9 +110,10 @@ fn log_ms_of_day(line: &str) -> u64 {
 
 /// As fast as it goes, one request in flight a connection: a closed loop.
 const CLOSED_LOOP: &[&str] = &[];
-/// 5,000 requests a second, not as fast as it goes: a replica lagging behind a saturated primary
-/// on a loaded machine once made the Sentinel's failover stall past the run.
-const OPEN_LOOP: &[&str] = &["--rps", "5000"];
+/// 2,000 requests a second, not as fast as it goes: a replica lagging behind a saturated primary
+/// on a loaded machine once made the Sentinel's failover stall past the run, and at 5,000 a
+/// debug build over TLS beside other tests once fell 2 s behind (its last requests abandoned).
+const OPEN_LOOP: &[&str] = &["--rps", "2000"];
 
 #[test]
 fn a_sentinel_failover_mid_run_is_followed() {
