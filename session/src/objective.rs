@@ -59,6 +59,8 @@ mod tests {
     use super::*;
     use crate::slo::parse_objectives;
 
+    /// Each objective against its own percentile, the verdict's words, and a merged group's
+    /// verdict judged again on the merged figures.
     #[test]
     fn each_objective_is_judged_on_its_percentile() {
         let mut stats = respbench_core::Stats::new(respbench_core::Time::ZERO, 3, false).unwrap();
@@ -75,5 +77,22 @@ mod tests {
         let j = Judged::of(&loose, &stats);
         assert!(j.met());
         assert!(j.text().starts_with("met (p99 ") && j.text().ends_with(" <= 2ms)"), "{}", j.text());
+        // Merged (two workers' shares of a group): judged again on the figures added up.
+        let group = |us: u64| {
+            let mut s = respbench_core::Stats::new(respbench_core::Time::ZERO, 3, false).unwrap();
+            s.latency.record_n(us, 100).unwrap();
+            s.requests = 100;
+            let mut g = crate::result::TestResult::new("readers".into(), String::new(), s);
+            g.slo = Some(Judged::of(&loose, &g.stats));
+            let mut t = crate::result::TestResult::new("rw".into(), String::new(), g.stats.clone());
+            t.groups.push(g);
+            t
+        };
+        let (mut a, b) = (group(500), group(5000));
+        assert!(a.groups[0].slo.as_ref().unwrap().met());
+        a.merge(b).unwrap();
+        let merged = a.groups[0].slo.as_ref().unwrap();
+        assert!(!merged.met(), "{merged:?}");
+        assert!(merged.values_us[0] >= 4990.0, "{merged:?}");
     }
 }
