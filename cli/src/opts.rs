@@ -199,6 +199,11 @@ pub struct Opts {
     /// 1 hour (default: wait forever)
     #[argh(option)]
     pub timeout: Option<String>,
+    /// how long a connect may take before its connection fails (naming the address): '1s',
+    /// '500ms' or plain seconds, up to 1 hour (default: as long as the kernel tries; the startup
+    /// connection --timeout or 5s)
+    #[argh(option)]
+    pub connect_timeout: Option<String>,
     /// after a test's stop (the end of --duration, Ctrl-C), how long the requests still in
     /// flight (with --rps, and those due before the stop) may take to be answered before they
     /// are abandoned (counted as such, in the latencies as lower bounds; the run exits 1);
@@ -734,6 +739,10 @@ impl Opts {
         let timeout = timeout
             .map(|v| syntax::bounded_duration("--timeout", v, "leave --timeout out to wait forever"))
             .transpose()?;
+        let connect_timeout = self.connect_timeout.as_deref();
+        let connect_timeout = connect_timeout
+            .map(|v| syntax::bounded_duration("--connect-timeout", v, "leave --connect-timeout out"))
+            .transpose()?;
         let drain_grace = match self.drain_grace.as_deref() {
             Some(v) => syntax::bounded_duration("--drain-grace", v, "leave --drain-grace out for 2s")?,
             None => DRAIN_GRACE,
@@ -815,6 +824,7 @@ impl Opts {
             json: self.json,
             open,
             timeout,
+            connect_timeout,
             drain_grace,
             reconnect: self.reconnect,
             sentinel: None,

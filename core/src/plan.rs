@@ -222,6 +222,10 @@ pub struct ConnConfig {
     /// wait for its reply before the connection fails with [`crate::ConnError::Timeout`]; `None`:
     /// a request waits forever, the handshake [`SETUP_TIMEOUT`].
     pub request_timeout: Option<Duration>,
+    /// `--connect-timeout`: how long a socket's connect may take before the connection fails
+    /// (the driver keeps it: the core sees only the failure); `None`: as long as the kernel
+    /// tries.
+    pub connect_timeout: Option<Duration>,
 }
 
 /// redis-benchmark's: no handshake, `-P 1` in batches, kept alive, closed loop, no `--timeout`
@@ -237,6 +241,7 @@ impl Default for ConnConfig {
             open_loop: None,
             reconnect: None,
             request_timeout: None,
+            connect_timeout: None,
         }
     }
 }

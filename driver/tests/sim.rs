@@ -52,6 +52,8 @@ struct Opts {
     keepalive: bool,
     handshake: Handshake,
     timeout: Option<Duration>,
+    /// `--connect-timeout`.
+    connect_timeout: Option<Duration>,
     reconnect: bool,
     rps: Option<f64>,
     /// `--arrival poisson`.
@@ -88,6 +90,7 @@ impl Default for Opts {
             keepalive: true,
             handshake: Handshake::default(),
             timeout: None,
+            connect_timeout: None,
             reconnect: false,
             rps: None,
             poisson: false,
@@ -127,6 +130,7 @@ impl Opts {
                         slack: self.slack,
                     }),
                     request_timeout: self.timeout,
+                    connect_timeout: self.connect_timeout,
                     reconnect: self.reconnect.then_some(BACKOFF),
                 },
                 if let Some(d) = self.set {
@@ -1498,6 +1502,36 @@ fn a_refused_connect_is_known_when_it_completes() {
     let gaps: Vec<u64> = starts[1..].windows(2).map(|w| w[1].nanos_since(w[0]) / 1_000_000).collect();
     assert_eq!(gaps, [25, 45, 85]);
     assert_eq!(r.times(0, Happening::Ended), [at_ms(1_200)]);
+}
+
+#[test]
+fn a_connect_slower_than_the_connect_timeout_fails_then() {
+    // Connects take 3 s; --connect-timeout 1s fails the connection at 1 s, naming the address
+    // and the limit; with --reconnect each attempt is cut at 1 s and the backoff (10, 20, 40
+    // ms) counts from there; the attempt under way at the stop (3 s) ends at its limit. A
+    // connect of 999 ms is through.
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    server.connect_delay = Duration::from_secs(3);
+    let opts = Opts { connect_timeout: Some(Duration::from_secs(1)), ..Opts::default() };
+    let r = opts.run(server.clone());
+    assert_eq!(r.times(0, Happening::Ended), [at_ms(1_000)]);
+    assert_eq!(r.outcome.stats.requests, 0);
+    let failure = r.outcome.failures.first().map(|(e, _)| e.to_string()).unwrap_or_default();
+    assert!(failure.contains("no answer within 1s (--connect-timeout)"), "{failure}");
+    assert!(failure.contains("Could not connect to Redis at"), "{failure}");
+
+    let reconnecting =
+        Opts { n: None, reconnect: true, duration: Some(Duration::from_millis(3_000)), ..opts.clone() };
+    let r = reconnecting.run(server.clone());
+    let starts = r.times(0, Happening::Connect);
+    assert_eq!(starts, [at_ms(0), at_ms(1_010), at_ms(2_030)]);
+    assert_eq!(r.times(0, Happening::Ended), [at_ms(3_030)]);
+    assert_eq!(r.outcome.stats.requests, 0);
+
+    server.connect_delay = Duration::from_millis(999);
+    let r = opts.run(server);
+    assert_eq!(r.outcome.stats.requests, 5);
+    assert!(r.outcome.failures.is_empty(), "{:?}", r.outcome.failures);
 }
 
 // ---- every arrival accounted for (issue #24) ----

@@ -188,6 +188,9 @@ pub struct Config {
     pub json: Option<String>,
     /// `--timeout`: how long a request may wait for its reply; `None` is forever.
     pub timeout: Option<Duration>,
+    /// `--connect-timeout`: how long a connect may take (memtier's `--connection-timeout`);
+    /// `None`: as long as the kernel tries (the startup connection: `--timeout` or 5 s).
+    pub connect_timeout: Option<Duration>,
     /// `--drain-grace`: after a test's stop, how long requests in flight may take to be answered.
     pub drain_grace: Duration,
     /// `--reconnect`: failed connections come back.

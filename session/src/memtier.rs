@@ -320,9 +320,6 @@ fn why_refused(name: &str) -> &'static str {
         "reconnect-interval" | "max-reconnect-attempts" | "reconnect-backoff-factor" => {
             "respbench's --reconnect (memtier's --reconnect-on-error) reconnects at once; retry pacing comes with the production-clients work (issue #53)"
         }
-        "connection-timeout" => {
-            "a timeout of the connect alone is not supported (0, memtier's default, is): respbench's --timeout bounds the connect, the handshake and every request; give respbench's own options (respbench --help)"
-        }
         "data-import" | "data-verify" | "verify-only" | "generate-keys" | "no-expiry" => {
             "memtier's import and verify are not read: respbench's --verify and --verify-only check values under load"
         }
@@ -701,8 +698,11 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             }
             // memtier's default: no prefix, no files.
             "hdr-file-prefix" => hdr_file_prefix = (!v.is_empty()).then(|| v.to_string()),
-            // memtier's default, no timeout, as respbench's without --timeout.
-            "connection-timeout" if v.trim() == "0" => {}
+            // The connect's own limit in seconds; 0, memtier's default, none.
+            "connection-timeout" => match number(name, v)? {
+                0 => {}
+                secs => push(&mut out, "--connect-timeout", &format!("{secs}s")),
+            },
             "pipeline" => pipeline = positive(name, v)?,
             "rate-limiting" => rate = Some(positive(name, v)?),
             "select-db" => push(&mut out, "--dbnum", v),
@@ -1151,7 +1151,7 @@ mod tests {
             ("--bogus 3", "--bogus"),
             ("--monitor-input m.txt", "--replay"),
             ("--scan-incremental-iteration", "#53"),
-            ("--connection-timeout 5", "--timeout"),
+            ("--connection-timeout 1.5", "--connection-timeout"),
             // memtier's own checks of the gaussian's settings, and respbench's least deviation.
             ("--key-median 5", "--key-median"),
             ("--key-pattern G:G --key-maximum 100 --key-median 500", "--key-median"),
@@ -1238,6 +1238,15 @@ mod tests {
         let tr = t("--command-stats-breakdown command").unwrap();
         assert_eq!((tr.memtier.hdr_file_prefix, tr.memtier.by_line), (None, false));
         assert_eq!(t("--hdr-file-prefix=").unwrap().memtier.hdr_file_prefix, None);
+    }
+
+    #[test]
+    fn the_connection_timeout_bounds_the_connect_alone() {
+        let args = t("--connection-timeout 3").unwrap().args;
+        assert!(args.windows(2).any(|w| w == ["--connect-timeout", "3s"]), "{args:?}");
+        assert!(!args.iter().any(|a| a == "--timeout"), "{args:?}");
+        // 0, memtier's default: no limit.
+        assert!(!t("--connection-timeout 0").unwrap().args.iter().any(|a| a == "--connect-timeout"));
     }
 
     #[test]

@@ -168,6 +168,7 @@ fn conn_config(cfg: &Config, case: &Case, idle: bool, rate: Option<u64>) -> Conn
         idle,
         open_loop,
         request_timeout: cfg.timeout,
+        connect_timeout: cfg.connect_timeout,
         reconnect: cfg.reconnect.then_some(Backoff { first: RECONNECT_FIRST, max: RECONNECT_MAX }),
     }
 }

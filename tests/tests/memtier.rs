@@ -739,3 +739,32 @@ fn hdr_files_put_mgets_in_gets_and_waits_nowhere() {
     assert!(server.command_calls("wait") > 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--connection-timeout 1` (respbench's `--connect-timeout 1s`): a server whose accept queue is
+/// full answers no SYN, and the connect fails after a second, naming the address and the limit,
+/// where without it the kernel would try for two minutes.
+#[test]
+fn the_connection_timeout_bounds_a_connect_that_gets_no_answer() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Fill the accept queue: the connect that gets no answer is the first that times out.
+    let mut held = Vec::new();
+    while held.len() < 10_000 {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+            Ok(s) => held.push(s),
+            Err(_) => break,
+        }
+    }
+    assert!(held.len() < 10_000, "the accept queue never filled");
+    let port = addr.port().to_string();
+    for args in [
+        vec!["memtier", "-s", "127.0.0.1", "-p", &port, "--connection-timeout", "1", "-n", "5"],
+        vec!["-h", "127.0.0.1", "-p", &port, "--connect-timeout", "1s", "-n", "5", "-t", "ping"],
+    ] {
+        let out = respbench().run(&args, Duration::from_secs(60));
+        assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+        let named = format!("127.0.0.1:{port}: no answer within 1s (--connect-timeout)");
+        assert!(out.stderr.contains(&named), "{}", out.dump());
+        assert!(out.stdout.is_empty(), "{}", out.dump());
+    }
+}
