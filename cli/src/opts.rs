@@ -217,6 +217,17 @@ pub struct Opts {
     /// ends the run)
     #[argh(switch)]
     pub reconnect: bool,
+    /// with --reconnect: the wait before a connection's first attempt and the longest,
+    /// FIRST[,MAX] ('1s', '500ms' or plain seconds; default 10ms,1s)
+    #[argh(option)]
+    pub reconnect_backoff: Option<String>,
+    /// with --reconnect: each wait is this many times the one before (default 2)
+    #[argh(option)]
+    pub reconnect_factor: Option<String>,
+    /// with --reconnect: attempts in a row after which a connection fails for good (default: no
+    /// limit)
+    #[argh(option)]
+    pub reconnect_attempts: Option<u32>,
     /// with a SCAN, HSCAN, SSCAN or ZSCAN command (cursor 0): send the cursor each reply returns
     /// until it returns 0, then start again; first calls and continuations reported apart
     #[argh(switch)]
@@ -827,6 +838,12 @@ impl Opts {
             connect_timeout,
             drain_grace,
             reconnect: self.reconnect,
+            reconnect_backoff: syntax::reconnect(
+                self.reconnect,
+                self.reconnect_backoff.as_deref(),
+                self.reconnect_factor.as_deref(),
+                self.reconnect_attempts,
+            )?,
             sentinel: None,
             retry: syntax::retry(
                 self.retry_on.as_deref(),

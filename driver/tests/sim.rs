@@ -26,7 +26,7 @@ use respbench_driver::READ_BUF;
 
 const GRACE: Duration = Duration::from_secs(2);
 /// The command line's `--reconnect` backoff.
-const BACKOFF: Backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_secs(1) };
+const BACKOFF: Backoff = Backoff::doubling(Duration::from_millis(10), Duration::from_secs(1));
 
 fn us(n: u64) -> Duration {
     Duration::from_micros(n)
@@ -55,6 +55,8 @@ struct Opts {
     /// `--connect-timeout`.
     connect_timeout: Option<Duration>,
     reconnect: bool,
+    /// `--reconnect`'s pacing.
+    backoff: Backoff,
     rps: Option<f64>,
     /// `--arrival poisson`.
     poisson: bool,
@@ -92,6 +94,7 @@ impl Default for Opts {
             timeout: None,
             connect_timeout: None,
             reconnect: false,
+            backoff: BACKOFF,
             rps: None,
             poisson: false,
             duration: None,
@@ -131,7 +134,7 @@ impl Opts {
                     }),
                     request_timeout: self.timeout,
                     connect_timeout: self.connect_timeout,
-                    reconnect: self.reconnect.then_some(BACKOFF),
+                    reconnect: self.reconnect.then_some(self.backoff),
                 },
                 if let Some(d) = self.set {
                     let values = Values::new(&ValueSize::Fixed(d));
@@ -1532,6 +1535,44 @@ fn a_connect_slower_than_the_connect_timeout_fails_then() {
     let r = opts.run(server);
     assert_eq!(r.outcome.stats.requests, 5);
     assert!(r.outcome.failures.is_empty(), "{:?}", r.outcome.failures);
+}
+
+#[test]
+fn reconnect_attempts_are_paced_by_the_factor_and_limited() {
+    // memtier's --reconnect-on-error --reconnect-backoff-factor 2 --max-reconnect-attempts 3:
+    // the server dies at 100 ms for good and refuses connects 5 ms after each starts. Waits of
+    // 2, 4 and 8 s from each failure; the third refusal ends the connection (a failure, long
+    // before the 60 s test would end).
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    server.connect_delay = Duration::from_millis(5);
+    server.outages = vec![(at_ms(100), Time::MAX)];
+    let backoff = Backoff {
+        first: Duration::from_secs(2),
+        max: Duration::from_secs(3600),
+        factor: 2.0,
+        attempts: Some(3),
+    };
+    let opts = Opts {
+        n: None,
+        reconnect: true,
+        backoff,
+        duration: Some(Duration::from_secs(60)),
+        ..Opts::default()
+    };
+    let r = opts.run(server.clone());
+    assert_eq!(r.times(0, Happening::Connect), [at_ms(0), at_ms(2_100), at_ms(6_105), at_ms(14_110)]);
+    assert_eq!(r.times(0, Happening::Refused).len(), 3);
+    assert_eq!(r.times(0, Happening::Ended), [at_ms(14_115)]);
+    let (e, n) = only_failure(&r);
+    assert_eq!(n, 1);
+    assert!(e.to_string().contains("Could not connect to Redis at"), "{e}");
+    // memtier's default pacing: 1 s before every attempt, no limit: the test's stop ends it.
+    let every_second = Backoff { first: Duration::from_secs(1), factor: 1.0, attempts: None, ..backoff };
+    let opts = Opts { backoff: every_second, duration: Some(Duration::from_secs(4)), ..opts };
+    let r = opts.run(server);
+    assert_eq!(r.times(0, Happening::Connect), [at_ms(0), at_ms(1_100), at_ms(2_105), at_ms(3_110)]);
+    assert!(r.outcome.failures.is_empty(), "{:?}", r.outcome.failures);
+    assert_eq!(r.times(0, Happening::Ended), [at_ms(4_000)]);
 }
 
 // ---- every arrival accounted for (issue #24) ----

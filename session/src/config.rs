@@ -195,6 +195,9 @@ pub struct Config {
     pub drain_grace: Duration,
     /// `--reconnect`: failed connections come back.
     pub reconnect: bool,
+    /// `--reconnect-backoff`, `--reconnect-factor`, `--reconnect-attempts`: how `--reconnect`
+    /// paces a connection's attempts (10 ms doubling up to 1 s, no limit, without them).
+    pub reconnect_backoff: respbench_core::Backoff,
     /// `--sentinel`, `--sentinel-master`: the primary is asked of a Sentinel.
     pub sentinel: Option<crate::sentinel::Sentinel>,
     /// `--retry-on` and its options: error replies after which a request is sent again.

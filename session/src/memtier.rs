@@ -317,8 +317,8 @@ fn why_refused(name: &str) -> &'static str {
         "scan-incremental-iteration" | "scan-incremental-max-iterations" => {
             "following SCAN cursors comes with the production-clients work (issue #53), not done yet"
         }
-        "reconnect-interval" | "max-reconnect-attempts" | "reconnect-backoff-factor" => {
-            "respbench's --reconnect (memtier's --reconnect-on-error) reconnects at once; retry pacing comes with the production-clients work (issue #53)"
+        "reconnect-interval" => {
+            "a new connection after every N requests is not supported: respbench's -k 0 opens one for every request (or -P batch)"
         }
         "data-import" | "data-verify" | "verify-only" | "generate-keys" | "no-expiry" => {
             "memtier's import and verify are not read: respbench's --verify and --verify-only check values under load"
@@ -384,6 +384,36 @@ fn normal_keys(
         });
     }
     Ok(Some((mean, sd)))
+}
+
+/// `--reconnect-on-error` with its pacing as respbench's `--reconnect` options: memtier waits
+/// 1 s before each attempt, or, with `--reconnect-backoff-factor F`, F s before the first and F
+/// times the wait before for each next one (without a cap: respbench's is an hour); it gives up
+/// after `--max-reconnect-attempts N` attempts in a row (0, its default: never).
+fn reconnect_pacing(factor: Option<f64>, attempts: u64) -> Result<Vec<String>, MemtierError> {
+    let (first, factor) = match factor {
+        Some(f) if !(0.001..=3600.0).contains(&f) => {
+            return Err(MemtierError::BadValue {
+                option: "--reconnect-backoff-factor".into(),
+                value: f.to_string(),
+                why: "respbench's first wait (F seconds) is from 1 ms to 1 hour".into(),
+            })
+        }
+        Some(f) => (f, f),
+        None => (1.0, 1.0),
+    };
+    let mut out = vec!["--reconnect".to_string()];
+    push(&mut out, "--reconnect-backoff", &format!("{first}s,3600s"));
+    push(&mut out, "--reconnect-factor", &factor.to_string());
+    if attempts > 0 {
+        let n = u32::try_from(attempts).map_err(|_| MemtierError::BadValue {
+            option: "--max-reconnect-attempts".into(),
+            value: attempts.to_string(),
+            why: "too many".into(),
+        })?;
+        push(&mut out, "--reconnect-attempts", &n.to_string());
+    }
+    Ok(out)
 }
 
 /// `--wait-ratio`'s SETS and WAITS, and the WAIT command's words.
@@ -604,6 +634,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let mut commands: Vec<Command> = Vec::new();
     let mut pipeline = 1u64;
     let mut rate: Option<u64> = None;
+    // --reconnect-on-error, --reconnect-backoff-factor, --max-reconnect-attempts.
+    let (mut reconnect, mut backoff_factor, mut reconnect_attempts) = (false, None, 0u64);
     let mut config: Vec<(&'static str, ConfigValue)> = Vec::new();
     let (mut server, mut port, mut protocol) = ("localhost".to_string(), 6379u64, "redis".to_string());
     let (mut tls, mut socket, mut host_given) = (false, false, false);
@@ -733,7 +765,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "hide-histogram" => hide_histogram = true,
             "out-file" => out_file = Some(v.to_string()),
             "json-out-file" => json_out_file = Some(v.to_string()),
-            "reconnect-on-error" => out.push("--reconnect".into()),
+            "reconnect-on-error" => reconnect = true,
+            "reconnect-backoff-factor" => backoff_factor = Some(above_zero(name, v)?),
+            "max-reconnect-attempts" => reconnect_attempts = number(name, v)?,
             "clients-start" => staircase.0 = Some(positive(name, v)?),
             "clients-step" => staircase.1 = Some(positive(name, v)?),
             "step-duration" => staircase.2 = Some(positive(name, v)?),
@@ -746,6 +780,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "key-stddev" => stddev = Some(above_zero(name, v)?),
             other => return refuse(other, why_refused(other)),
         }
+    }
+    if reconnect {
+        out.extend(reconnect_pacing(backoff_factor, reconnect_attempts)?);
     }
     // memtier's default server is localhost.
     if !host_given && !socket {
@@ -1238,6 +1275,27 @@ mod tests {
         let tr = t("--command-stats-breakdown command").unwrap();
         assert_eq!((tr.memtier.hdr_file_prefix, tr.memtier.by_line), (None, false));
         assert_eq!(t("--hdr-file-prefix=").unwrap().memtier.hdr_file_prefix, None);
+    }
+
+    #[test]
+    fn reconnects_are_paced_as_memtiers() {
+        // 1 s before each attempt, no limit; the pacing alone, without --reconnect-on-error,
+        // changes nothing (as in memtier).
+        let tr = t("--reconnect-on-error").unwrap();
+        assert_eq!(opt(&tr, "--reconnect-backoff"), Some("1s,3600s"));
+        assert_eq!(opt(&tr, "--reconnect-factor"), Some("1"));
+        assert_eq!(opt(&tr, "--reconnect-attempts"), None);
+        assert!(tr.args.iter().any(|a| a == "--reconnect"));
+        let tr = t("--reconnect-on-error --reconnect-backoff-factor 1.5 --max-reconnect-attempts 3").unwrap();
+        assert_eq!(opt(&tr, "--reconnect-backoff"), Some("1.5s,3600s"));
+        assert_eq!(opt(&tr, "--reconnect-factor"), Some("1.5"));
+        assert_eq!(opt(&tr, "--reconnect-attempts"), Some("3"));
+        let tr = t("--reconnect-backoff-factor 2 --max-reconnect-attempts 0").unwrap();
+        assert!(!tr.args.iter().any(|a| a.starts_with("--reconnect")), "{:?}", tr.args);
+        for line in ["--reconnect-backoff-factor 0", "--reconnect-on-error --reconnect-backoff-factor 5000"] {
+            assert!(t(line).unwrap_err().to_string().contains("--reconnect-backoff-factor"), "{line}");
+        }
+        assert!(t("--reconnect-interval 100").unwrap_err().to_string().contains("-k 0"));
     }
 
     #[test]

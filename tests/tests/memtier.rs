@@ -768,3 +768,90 @@ fn the_connection_timeout_bounds_a_connect_that_gets_no_answer() {
         assert!(out.stdout.is_empty(), "{}", out.dump());
     }
 }
+
+/// `--reconnect-on-error --reconnect-backoff-factor 2` through a crash: the server (SIGKILL) is
+/// down 0.5 s, each connection waits memtier's first 2 s before its attempt and finds it back;
+/// the run goes on to its end, every connection dropped once and came back, the lost requests
+/// are the `connection` errors and decide the exit status, and the restarted server counted the
+/// GETs after it.
+#[test]
+fn reconnects_wait_memtiers_backoff_through_a_crash() {
+    let mut server = RedisServer::start();
+    let port = server.port().to_string();
+    let json = json_path("memtier", "reconnect");
+    let args = [
+        "memtier",
+        "-p",
+        &port,
+        "-t",
+        "1",
+        "-c",
+        "2",
+        "--ratio",
+        "0:1",
+        "--test-time",
+        "5",
+        "--hide-histogram",
+        "--reconnect-on-error",
+        "--reconnect-backoff-factor",
+        "2",
+        "--json-out-file",
+        json.to_str().unwrap(),
+    ];
+    let run = respbench().spawn(&args);
+    server.wait_for_calls("get", 1000);
+    server.crash_and_restart(Duration::from_millis(500));
+    let out = run.wait(T);
+    let doc = read(&json);
+    let t = &doc["respbench"]["ALL STATS"];
+    let rc = &t["reconnects"];
+    assert_eq!(rc["drops"].as_u64(), Some(2), "{rc}\n{}", out.dump());
+    assert_eq!(rc["still_down"].as_u64(), Some(0), "{rc}");
+    let lost = rc["lost_requests"].as_u64().unwrap();
+    assert_eq!(out.status.code(), Some(if lost > 0 { 1 } else { 0 }), "lost {lost}: {}", out.dump());
+    assert_eq!(t["errors"]["connection"].as_u64().unwrap_or(0), lost, "{t}");
+    // Each connection waited its 2 s before it came back (a lower bound: never shorter).
+    let down = rc["downtime_s"].as_f64().unwrap();
+    assert!(down >= 4.0, "2 connections down 2 s each at least: {down} s");
+    // The restarted server's own count: every GET after the restart is one of the run's.
+    let after = server.command_calls("get");
+    assert!(after > 0, "GETs after the restart");
+    assert!(t["requests"].as_u64().unwrap() >= 1000 + after, "{t}");
+}
+
+/// `--max-reconnect-attempts 2` (memtier waits 1 s before each): the server dies and stays down
+/// for 6 s; each connection's two attempts are refused and it gives up: the run ends with
+/// status 1 and the connect's error, and the restarted server gets no GET of the 120 s run.
+#[test]
+fn reconnect_attempts_give_up_after_memtiers_limit() {
+    let mut server = RedisServer::start();
+    let port = server.port().to_string();
+    let args = [
+        "memtier",
+        "-p",
+        &port,
+        "-t",
+        "1",
+        "-c",
+        "2",
+        "--ratio",
+        "0:1",
+        "--test-time",
+        "120",
+        "--hide-histogram",
+        "--reconnect-on-error",
+        "--max-reconnect-attempts",
+        "2",
+    ];
+    let run = respbench().spawn(&args);
+    server.wait_for_calls("get", 1000);
+    server.crash_and_restart(Duration::from_secs(6));
+    let out = run.wait(T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(
+        out.stderr.contains(&format!("Could not connect to Redis at localhost:{port}")),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("get"), 0, "{}", out.dump());
+}
