@@ -975,9 +975,10 @@ impl Connection {
         } else if reply.kind == Kind::Array && now >= self.plan.measure_from {
             // A multi-key read's hits and misses, key by key; another read's, an empty array.
             let (elements, nils) = self.parser.array_elements();
-            match self.elementwise.get(usize::from(p.part)) {
-                Some(true) => stats.record_array(elements, nils),
-                _ => stats.record_array(1, u32::from(elements == 0)),
+            let part = usize::from(p.part);
+            match self.elementwise.get(part) {
+                Some(true) => stats.record_array(part, elements, nils),
+                _ => stats.record_array(part, 1, u32::from(elements == 0)),
             }
         }
         let error = reply.is_error().then(|| self.parser.error_message());

@@ -694,7 +694,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "multi-key-get" => multi_key_get = number(name, v)?,
             "num-slaves" => wait[1] = Some(v.to_string()),
             "wait-timeout" => wait[2] = Some(v.to_string()),
-            "key-minimum" => key_min = number(name, v)?,
+            // memtier's own check: an explicit minimum is 1 or more (its default is 0).
+            "key-minimum" => key_min = positive(name, v)?,
             "key-maximum" => key_max = number(name, v)?,
             "key-prefix" => key_prefix = v.to_string(),
             "key-pattern" => key_pattern = v.to_string(),
@@ -1198,6 +1199,7 @@ mod tests {
             ("-c", "--clients"),
             ("--ratio 1", "--ratio"),
             ("--key-minimum 5 --key-maximum 4", "--key-maximum"),
+            ("--key-minimum 0", "--key-minimum"),
             ("--command-ratio 3", "--command-ratio"),
             ("-n 0", "--requests"),
             ("--command-stats-breakdown both", "--command-stats-breakdown"),
