@@ -314,8 +314,8 @@ fn why_refused(name: &str) -> &'static str {
         "monitor-input" | "monitor-pattern" => {
             "drawing --command's from a MONITOR file is not supported: respbench --replay FILE plays such a file back with its own timing"
         }
-        "scan-incremental-iteration" | "scan-incremental-max-iterations" => {
-            "following SCAN cursors comes with the production-clients work (issue #53), not done yet"
+        "scan-incremental-max-iterations" => {
+            "respbench's --follow-cursor follows each iteration's cursor until it returns 0"
         }
         "reconnect-interval" => {
             "a new connection after every N requests is not supported: respbench's -k 0 opens one for every request (or -P batch)"
@@ -414,6 +414,30 @@ fn reconnect_pacing(factor: Option<f64>, attempts: u64) -> Result<Vec<String>, M
         push(&mut out, "--reconnect-attempts", &n.to_string());
     }
     Ok(out)
+}
+
+/// `--scan-incremental-iteration`'s command, with memtier's checks: exactly one `--command`, a
+/// `SCAN` with a cursor, `--pipeline 1`, no `--cluster-mode`; its words as they are (no
+/// `__key__` or `__data__`: respbench's followed command is its own custom command).
+fn scan_command(commands: &[Command], pipeline: u64, cluster: bool) -> Result<Vec<String>, MemtierError> {
+    let refuse =
+        |why: &str| MemtierError::Refused { option: "--scan-incremental-iteration".into(), why: why.into() };
+    let [c] = commands else {
+        return Err(refuse("it requires exactly one --command (a SCAN command)"));
+    };
+    if !c.words[0].eq_ignore_ascii_case("SCAN") || c.words.len() < 2 {
+        return Err(refuse("it requires the command to be a SCAN command with a cursor (e.g. 'SCAN 0')"));
+    }
+    if pipeline != 1 {
+        return Err(refuse("it requires --pipeline 1"));
+    }
+    if cluster {
+        return Err(refuse("it is not supported in cluster mode"));
+    }
+    if c.words.iter().any(|w| w.contains("__key__") || w.contains("__data__")) {
+        return Err(refuse("its SCAN cannot hold __key__ or __data__ here"));
+    }
+    Ok(c.words.clone())
 }
 
 /// `--wait-ratio`'s SETS and WAITS, and the WAIT command's words.
@@ -632,6 +656,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let mut wait: [Option<String>; 3] = [None, None, None];
     let mut multi_key_get = 0u64;
     let mut commands: Vec<Command> = Vec::new();
+    // --scan-incremental-iteration.
+    let mut scan = false;
     let mut pipeline = 1u64;
     let mut rate: Option<u64> = None;
     // --reconnect-on-error, --reconnect-backoff-factor, --max-reconnect-attempts.
@@ -773,6 +799,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "clients-step" => staircase.1 = Some(positive(name, v)?),
             "step-duration" => staircase.2 = Some(positive(name, v)?),
             "show-config" => show_config = true,
+            "scan-incremental-iteration" => scan = true,
             "help" | "version" => return refuse(name, "run 'respbench --help' for respbench's own options"),
             // respbench's values are always pseudo-random (redis-benchmark's payload), made once
             // as memtier makes its -R buffer once: see docs/differences.md.
@@ -931,6 +958,14 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             push(&mut out, "--mix-command", &format!("{} {words}", weight(sets, *b)?));
             rows.push("Waits".to_string());
         }
+    } else if scan {
+        // The command goes after the options, followed (respbench's --follow-cursor): memtier's
+        // rows for the first calls and the continuations.
+        let words = scan_command(&commands, pipeline, cluster)?;
+        out.push("--follow-cursor".into());
+        out.push("--".into());
+        out.extend(words);
+        rows.extend(["Scan 0s".to_string(), "Scan <cursor>s".to_string()]);
     } else {
         for c in &commands {
             let dist = key_dist("command-key-pattern", &c.pattern, zipf, normal, key_min)?;
@@ -1188,7 +1223,6 @@ mod tests {
             ("--data-import x", "--data-import"),
             ("--bogus 3", "--bogus"),
             ("--monitor-input m.txt", "--replay"),
-            ("--scan-incremental-iteration", "#53"),
             ("--connection-timeout 1.5", "--connection-timeout"),
             // memtier's own checks of the gaussian's settings, and respbench's least deviation.
             ("--key-median 5", "--key-median"),
@@ -1277,6 +1311,34 @@ mod tests {
         let tr = t("--command-stats-breakdown command").unwrap();
         assert_eq!((tr.memtier.hdr_file_prefix, tr.memtier.by_line), (None, false));
         assert_eq!(t("--hdr-file-prefix=").unwrap().memtier.hdr_file_prefix, None);
+    }
+
+    #[test]
+    fn scan_iteration_follows_the_cursor() {
+        let v = |line: &str| -> Vec<String> {
+            let mut a: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+            a.extend(["--command".to_string(), "SCAN 0 MATCH memtier-* COUNT 100".to_string()]);
+            a
+        };
+        let tr = translate(&v("--scan-incremental-iteration -n 5")).unwrap();
+        let tail = tr.args.iter().position(|a| a == "--follow-cursor").map(|i| &tr.args[i..]);
+        assert_eq!(
+            tail.map(<[String]>::to_vec).unwrap_or_default(),
+            ["--follow-cursor", "--", "SCAN", "0", "MATCH", "memtier-*", "COUNT", "100"]
+        );
+        assert!(!tr.args.iter().any(|a| a == "--mix-command"), "{:?}", tr.args);
+        assert_eq!(tr.memtier.rows, ["Scan 0s", "Scan <cursor>s"]);
+        for (line, why) in [
+            ("--scan-incremental-iteration --pipeline 2", "--pipeline 1"),
+            ("--scan-incremental-iteration --cluster-mode", "cluster mode"),
+            ("--scan-incremental-iteration --command=GET", "exactly one --command"),
+            ("--scan-incremental-max-iterations 3", "--follow-cursor"),
+        ] {
+            let e = translate(&v(line)).unwrap_err().to_string();
+            assert!(e.contains(why), "{line}: {e}");
+        }
+        let e = t("--scan-incremental-iteration --command=HSCAN").unwrap_err().to_string();
+        assert!(e.contains("SCAN command"), "{e}");
     }
 
     #[test]

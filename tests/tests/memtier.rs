@@ -865,3 +865,34 @@ fn reconnect_attempts_give_up_after_memtiers_limit() {
     );
     assert_eq!(server.command_calls("get"), 0, "{}", out.dump());
 }
+
+/// `--command "SCAN 0 COUNT 100" --scan-incremental-iteration` over 1,000 keys: each client
+/// follows the cursor to 0 and starts again, in memtier's two rows (`Scan 0s` the first calls,
+/// `Scan <cursor>s` the continuations), whose counts add up to the SCANs the server ran.
+#[test]
+fn scan_iteration_follows_the_cursor_in_memtiers_rows() {
+    let server = RedisServer::start();
+    let fill: Vec<String> = (0..1000).map(|i| format!("k{i}")).collect();
+    let mut mset = vec!["MSET".to_string()];
+    mset.extend(fill.iter().flat_map(|k| [k.clone(), "v".to_string()]));
+    assert_eq!(server.cli(&mset).trim(), "OK");
+    let json = json_path("memtier", "scan");
+    let out = small(
+        &server,
+        "-c 2 -n 50 --scan-incremental-iteration --json-out-file",
+        &[json.to_str().unwrap(), "--command", "SCAN 0 COUNT 100"],
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let doc = read(&json);
+    let all = &doc["ALL STATS"];
+    assert_eq!(keys(all), sorted(&["Runtime", "Scan 0s", "Scan <cursor>s", "Totals"]), "{all}");
+    let count = |row: &str| all[row]["Count"].as_u64().unwrap_or_else(|| panic!("{row}: {all}"));
+    let (first, next) = (count("Scan 0s"), count("Scan <cursor>s"));
+    assert_eq!(first + next, 100);
+    assert_eq!(server.command_calls("scan"), 100);
+    // About ten calls walk 1,000 keys 100 at a time: more continuations than first calls.
+    assert!(first >= 2 && next > first, "{first} first calls, {next} continuations");
+    for row in ["Scan 0s", "Scan <cursor>s", "Totals"] {
+        assert!(out.stdout.lines().any(|l| l.starts_with(row)), "{row}: {}", out.dump());
+    }
+}
