@@ -55,8 +55,8 @@ pub struct Opts {
     #[argh(option, short = 'n')]
     pub requests: Option<i64>,
     /// data size of SET/GET value in bytes (default 3); also a range 16-1024 (uniform) or a
-    /// weighted list 16:3,1024:1, a size drawn per request; a list 16,128,1024 (no weights)
-    /// runs a step for each
+    /// weighted list 16:3,1024:1, a size drawn per request; 16-1024/key sizes by the key's place
+    /// in the keyspace; a list 16,128,1024 (no weights) runs a step for each
     #[argh(option, short = 'd', default = "String::from(\"3\")")]
     pub datasize: String,
     /// SELECT the specified db number (default 0)

@@ -310,7 +310,6 @@ fn positive(option: &str, value: &str) -> Result<u64, MemtierError> {
 /// Why memtier's option `name` is refused, and what to use instead where respbench has it.
 fn why_refused(name: &str) -> &'static str {
     match name {
-        "data-size-pattern" => "S (each key's size set by its place in the range) is not supported: respbench draws each value's size at random (R)",
         "monitor-input" | "monitor-pattern" => {
             "drawing --command's from a MONITOR file is not supported: respbench --replay FILE plays such a file back with its own timing"
         }
@@ -647,6 +646,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     // --key-median, --key-stddev.
     let (mut median, mut stddev): (Option<f64>, Option<f64>) = (None, None);
     let mut data_size: Option<String> = None;
+    // --data-size-pattern S, and whether the size is --data-size-range's.
+    let (mut size_by_key, mut size_range) = (false, false);
     let mut run_count = 1u32;
     let mut percentiles = vec![50.0, 99.0, 99.9];
     let (mut hide_histogram, mut cluster, mut randomize, mut show_config) = (false, false, false, false);
@@ -726,10 +727,31 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "key-prefix" => key_prefix = v.to_string(),
             "key-pattern" => key_pattern = v.to_string(),
             "key-zipf-exp" => zipf_exp = Some(v.to_string()),
-            "data-size" => data_size = Some(positive(name, v)?.to_string()),
-            "data-size-range" => data_size = Some(v.to_string()),
-            "data-size-list" => data_size = Some(v.to_string()),
-            "data-size-pattern" if v == "R" => {}
+            "data-size" => {
+                size_range = false;
+                data_size = Some(positive(name, v)?.to_string())
+            }
+            "data-size-range" => {
+                size_range = true;
+                data_size = Some(v.to_string())
+            }
+            "data-size-list" => {
+                size_range = false;
+                data_size = Some(v.to_string())
+            }
+            "data-size-pattern" => {
+                size_by_key = match v {
+                    "R" => false,
+                    "S" => true,
+                    _ => {
+                        return Err(MemtierError::BadValue {
+                            option: "--data-size-pattern".into(),
+                            value: v.to_string(),
+                            why: "expected R (random) or S (by the key's place in the range)".into(),
+                        })
+                    }
+                }
+            }
             "expiry-range" => push(&mut out, "--expiry-range", v),
             "command" => commands.push(Command { words: command_words(v)?, ratio: 1, pattern: "R".into() }),
             "command-ratio" | "command-key-pattern" => {
@@ -889,7 +911,17 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
         }
     }
     push(&mut out, "-P", &pipeline.to_string());
-    push(&mut out, "-d", data_size.as_deref().unwrap_or("32"));
+    // memtier's S sizes --ratio's SETs by their key's place in --data-size-range, and only
+    // them; a fixed size or a list is as it is.
+    if size_by_key && size_range && !commands.is_empty() {
+        let why =
+            "memtier sizes only --ratio's SETs by their key (a --command's __data__ gets the size of key 0)";
+        return refuse("data-size-pattern", why);
+    }
+    match (&data_size, size_by_key && size_range) {
+        (Some(range), true) => push(&mut out, "-d", &format!("{range}/key")),
+        _ => push(&mut out, "-d", data_size.as_deref().unwrap_or("32")),
+    }
     push(&mut out, "-r", &keys.to_string());
     if let Some(r) = rate {
         push(&mut out, "--rps", &r.saturating_mul(connections).to_string());
@@ -1229,7 +1261,8 @@ mod tests {
             ("--key-pattern G:G --key-maximum 100 --key-median 500", "--key-median"),
             ("--key-pattern G:G --key-stddev 0", "--key-stddev"),
             ("--key-pattern G:G --key-stddev 0.1", "--key-stddev"),
-            ("--data-size-pattern S", "--data-size-pattern"),
+            ("--data-size-pattern X", "--data-size-pattern"),
+            ("--data-size-range 10-100 --data-size-pattern S --command=SET", "--data-size-pattern"),
             ("-c", "--clients"),
             ("--ratio 1", "--ratio"),
             ("--key-minimum 5 --key-maximum 4", "--key-maximum"),
@@ -1339,6 +1372,18 @@ mod tests {
         }
         let e = t("--scan-incremental-iteration --command=HSCAN").unwrap_err().to_string();
         assert!(e.contains("SCAN command"), "{e}");
+    }
+
+    #[test]
+    fn the_size_pattern_s_sizes_by_the_key() {
+        let tr = t("--data-size-range 10-1000 --data-size-pattern S").unwrap();
+        assert_eq!(opt(&tr, "-d"), Some("10-1000/key"));
+        // A fixed size or a list is as it is; R draws.
+        assert_eq!(opt(&t("-d 64 --data-size-pattern S").unwrap(), "-d"), Some("64"));
+        assert_eq!(
+            opt(&t("--data-size-range 10-1000 --data-size-pattern R").unwrap(), "-d"),
+            Some("10-1000")
+        );
     }
 
     #[test]

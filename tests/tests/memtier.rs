@@ -896,3 +896,24 @@ fn scan_iteration_follows_the_cursor_in_memtiers_rows() {
         assert!(out.stdout.lines().any(|l| l.starts_with(row)), "{row}: {}", out.dump());
     }
 }
+
+/// `--data-size-range 10-1000 --data-size-pattern S` writing keys 1 to 100 once (`-n allkeys
+/// --key-pattern P:P --ratio 1:0`): key i's value is memtier's `10 + 990 × (i − 1) / 99` bytes,
+/// truncated (obj_gen.cpp's get_value), as the server's STRLEN says for every key; the real
+/// memtier gives the same 100 sizes.
+#[test]
+fn the_size_pattern_s_sizes_each_value_by_its_key() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let line = "-t 1 -c 1 -n allkeys --ratio 1:0 --key-pattern P:P --data-size-range 10-1000 \
+                --data-size-pattern S --key-minimum 1 --key-maximum 100 --hide-histogram";
+    let mut args = vec!["-p", &port];
+    args.extend(line.split_whitespace());
+    let out = memtier(&respbench(), &args);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.dbsize(0), 100);
+    for i in 1..=100u64 {
+        let len: u64 = server.cli(&["STRLEN", &format!("memtier-{i:012}")]).trim().parse().unwrap();
+        assert_eq!(len, 10 + 990 * (i - 1) / 99, "key {i}");
+    }
+}
