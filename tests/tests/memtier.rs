@@ -779,6 +779,19 @@ fn the_connection_timeout_bounds_a_connect_that_gets_no_answer() {
     }
 }
 
+/// `memtier -t 1 -c 2 --ratio 0:1 --reconnect-on-error LINE…` against `server`, which is
+/// killed once it has served 1,000 GETs and restarted `down` later; the run's output.
+fn crashed_under(server: &mut RedisServer, line: &str, down: Duration) -> respbench_tests::Output {
+    let port = server.port().to_string();
+    let mut args = vec!["memtier", "-p", &port, "-t", "1", "-c", "2", "--ratio", "0:1", "--hide-histogram"];
+    args.push("--reconnect-on-error");
+    args.extend(line.split_whitespace());
+    let run = respbench().spawn(&args);
+    server.wait_for_calls("get", 1000);
+    server.crash_and_restart(down);
+    run.wait(T)
+}
+
 /// `--reconnect-on-error --reconnect-backoff-factor 2` through a crash: the server (SIGKILL) is
 /// down 0.5 s, each connection waits memtier's first 2 s before its attempt and finds it back;
 /// the run goes on to its end, every connection dropped once and came back, the lost requests
@@ -787,31 +800,9 @@ fn the_connection_timeout_bounds_a_connect_that_gets_no_answer() {
 #[test]
 fn reconnects_wait_memtiers_backoff_through_a_crash() {
     let mut server = RedisServer::start();
-    let port = server.port().to_string();
     let json = json_path("memtier", "reconnect");
-    let args = [
-        "memtier",
-        "-p",
-        &port,
-        "-t",
-        "1",
-        "-c",
-        "2",
-        "--ratio",
-        "0:1",
-        "--test-time",
-        "5",
-        "--hide-histogram",
-        "--reconnect-on-error",
-        "--reconnect-backoff-factor",
-        "2",
-        "--json-out-file",
-        json.to_str().unwrap(),
-    ];
-    let run = respbench().spawn(&args);
-    server.wait_for_calls("get", 1000);
-    server.crash_and_restart(Duration::from_millis(500));
-    let out = run.wait(T);
+    let line = format!("--test-time 5 --reconnect-backoff-factor 2 --json-out-file {}", json.display());
+    let out = crashed_under(&mut server, &line, Duration::from_millis(500));
     let doc = read(&json);
     let t = &doc["respbench"]["ALL STATS"];
     let rc = &t["reconnects"];
@@ -835,28 +826,9 @@ fn reconnects_wait_memtiers_backoff_through_a_crash() {
 #[test]
 fn reconnect_attempts_give_up_after_memtiers_limit() {
     let mut server = RedisServer::start();
-    let port = server.port().to_string();
-    let args = [
-        "memtier",
-        "-p",
-        &port,
-        "-t",
-        "1",
-        "-c",
-        "2",
-        "--ratio",
-        "0:1",
-        "--test-time",
-        "120",
-        "--hide-histogram",
-        "--reconnect-on-error",
-        "--max-reconnect-attempts",
-        "2",
-    ];
-    let run = respbench().spawn(&args);
-    server.wait_for_calls("get", 1000);
-    server.crash_and_restart(Duration::from_secs(6));
-    let out = run.wait(T);
+    let out =
+        crashed_under(&mut server, "--test-time 120 --max-reconnect-attempts 2", Duration::from_secs(6));
+    let port = server.port();
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     assert!(
         out.stderr.contains(&format!("Could not connect to Redis at localhost:{port}")),
