@@ -310,9 +310,6 @@ fn positive(option: &str, value: &str) -> Result<u64, MemtierError> {
 /// Why memtier's option `name` is refused, and what to use instead where respbench has it.
 fn why_refused(name: &str) -> &'static str {
     match name {
-        "monitor-input" | "monitor-pattern" => {
-            "drawing --command's from a MONITOR file is not supported: respbench --replay FILE plays such a file back with its own timing"
-        }
         "scan-incremental-max-iterations" => {
             "respbench's --follow-cursor follows each iteration's cursor until it returns 0"
         }
@@ -413,6 +410,58 @@ fn reconnect_pacing(factor: Option<f64>, attempts: u64) -> Result<Vec<String>, M
         push(&mut out, "--reconnect-attempts", &n.to_string());
     }
     Ok(out)
+}
+
+/// The largest `--monitor-input` file read.
+const MONITOR_MAX_BYTES: u64 = 16 << 20;
+
+/// `--monitor-input FILE`: each `--command "__monitor_lineN__"` becomes the command of the
+/// file's Nth line that has one (memtier's: from the line's first `"` to its end, split as a
+/// `--command`). `__monitor_line@__` (a line drawn for each request) is refused. The file is
+/// read whole, up to 16 MiB.
+fn monitor_lines(commands: &mut [Command], file: &str) -> Result<(), MemtierError> {
+    use std::io::Read;
+    let bad =
+        |why: String| MemtierError::BadValue { option: "--monitor-input".into(), value: file.into(), why };
+    let mut text = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MONITOR_MAX_BYTES + 1).read_to_end(&mut text))
+        .map_err(|e| bad(format!("cannot read it: {e}")))?;
+    if text.len() as u64 > MONITOR_MAX_BYTES {
+        return Err(bad(format!("larger than {MONITOR_MAX_BYTES} bytes")));
+    }
+    let lines: Vec<&[u8]> = text
+        .split(|&b| b == b'\n')
+        .filter_map(|l| l.iter().position(|&b| b == b'"').map(|q| &l[q..]))
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .collect();
+    for c in commands.iter_mut().filter(|c| c.words.len() == 1 && c.words[0].starts_with("__monitor_line")) {
+        let placeholder = c.words[0].clone();
+        let index = placeholder.strip_prefix("__monitor_line").and_then(|r| r.strip_suffix("__"));
+        if index == Some("@") {
+            return Err(MemtierError::Refused {
+                option: "--command".into(),
+                why: "__monitor_line@__ (a MONITOR line drawn for each request) is not supported: \
+                      respbench --replay FILE plays a capture back"
+                    .into(),
+            });
+        }
+        let line =
+            index.and_then(|n| n.parse::<usize>().ok()).filter(|n| *n >= 1).and_then(|n| lines.get(n - 1));
+        let Some(line) = line else {
+            return Err(MemtierError::BadValue {
+                option: "--command".into(),
+                value: placeholder,
+                why: format!(
+                    "invalid monitor placeholder (valid range: __monitor_line1__ to __monitor_line{}__)",
+                    lines.len()
+                ),
+            });
+        };
+        let line = std::str::from_utf8(line).map_err(|_| bad("a MONITOR line is not UTF-8 text".into()))?;
+        c.words = command_words(line)?;
+    }
+    Ok(())
 }
 
 /// `--scan-incremental-iteration`'s command, with memtier's checks: exactly one `--command`, a
@@ -659,6 +708,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let mut commands: Vec<Command> = Vec::new();
     // --scan-incremental-iteration.
     let mut scan = false;
+    // --monitor-input.
+    let mut monitor: Option<String> = None;
     let mut pipeline = 1u64;
     let mut rate: Option<u64> = None;
     // --reconnect-on-error, --reconnect-backoff-factor, --max-reconnect-attempts.
@@ -822,6 +873,15 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "step-duration" => staircase.2 = Some(positive(name, v)?),
             "show-config" => show_config = true,
             "scan-incremental-iteration" => scan = true,
+            "monitor-input" => monitor = Some(v.to_string()),
+            "monitor-pattern" if v == "S" || v == "R" => {}
+            "monitor-pattern" => {
+                return Err(MemtierError::BadValue {
+                    option: "--monitor-pattern".into(),
+                    value: v.to_string(),
+                    why: "expected S (sequential) or R (random)".into(),
+                })
+            }
             "help" | "version" => return refuse(name, "run 'respbench --help' for respbench's own options"),
             // respbench's values are always pseudo-random (redis-benchmark's payload), made once
             // as memtier makes its -R buffer once: see docs/differences.md.
@@ -833,6 +893,12 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     }
     if reconnect {
         out.extend(reconnect_pacing(backoff_factor, reconnect_attempts)?);
+    }
+    if let Some(file) = &monitor {
+        if cluster {
+            return refuse("monitor-input", "it is not supported in cluster mode");
+        }
+        monitor_lines(&mut commands, file)?;
     }
     // memtier's default server is localhost.
     if !host_given && !socket {
@@ -1254,7 +1320,8 @@ mod tests {
             ("--command=\"\\x00\\x0a\"", "--command"),
             ("--data-import x", "--data-import"),
             ("--bogus 3", "--bogus"),
-            ("--monitor-input m.txt", "--replay"),
+            ("--monitor-input m.txt", "cannot read it"),
+            ("--monitor-pattern X", "--monitor-pattern"),
             ("--connection-timeout 1.5", "--connection-timeout"),
             // memtier's own checks of the gaussian's settings, and respbench's least deviation.
             ("--key-median 5", "--key-median"),

@@ -889,3 +889,33 @@ fn the_size_pattern_s_sizes_each_value_by_its_key() {
         assert_eq!(len, 10 + 990 * (i - 1) / 99, "key {i}");
     }
 }
+
+/// `--monitor-input FILE --command=__monitor_line2__`: the command of the file's second line
+/// that has one (a `redis-cli monitor` capture, its `OK` line skipped, as memtier reads it) is
+/// the one sent, 2 × 10 times as the server counts; `__monitor_line@__` and a line the file
+/// does not have are refused before anything is sent.
+#[test]
+fn monitor_input_lines_are_commands() {
+    let server = RedisServer::start();
+    let dir = scratch("monitor");
+    let file = dir.join("monitor.txt");
+    let capture = "OK\n1700000000.000001 [0 127.0.0.1:5000] \"SET\" \"mk1\" \"hello\"\n\
+                   1700000000.000002 [0 127.0.0.1:5000] \"HSET\" \"mh\" \"f\" \"v\"\n";
+    std::fs::write(&file, capture).unwrap();
+    let input = file.to_str().unwrap();
+    let out = small(&server, "-c 2 -n 10 --command=__monitor_line2__ --monitor-input", &[input]);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!((server.command_calls("hset"), server.command_calls("set")), (20, 0));
+    assert_eq!(server.cli(&["HGET", "mh", "f"]).trim(), "v");
+    assert!(out.stdout.lines().any(|l| l.starts_with("Hsets ")), "{}", out.dump());
+    for (command, named) in [
+        ("--command=__monitor_line@__", "__monitor_line@__"),
+        ("--command=__monitor_line3__", "__monitor_line2__"),
+    ] {
+        let out = small(&server, &format!("-n 1 {command} --monitor-input"), &[input]);
+        assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+        assert!(out.stderr.contains(named), "{named}: {}", out.dump());
+    }
+    assert_eq!(server.command_calls("hset"), 20);
+    let _ = std::fs::remove_dir_all(&dir);
+}
