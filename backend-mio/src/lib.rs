@@ -173,11 +173,13 @@ impl<'a> Loop<'a> {
         let tally = Tally::new(run, t, tls, epoch, start)?;
         let table = Table::new(run, t, tally, targets);
         let slots = (0..table.slots()).map(|_| Slot { sock: None, connected: false }).collect();
-        // Only schedules and deadlines need a timer; closed-loop runs without --timeout or
-        // --duration have none.
+        // Only schedules and deadlines need a timer; closed-loop runs without --timeout,
+        // --connect-timeout or --duration have none.
         let plan = &run.plan;
-        let timed =
-            plan.conn.open_loop.is_some() || plan.conn.request_timeout.is_some() || plan.stop.at().is_some();
+        let timed = plan.conn.open_loop.is_some()
+            || plan.conn.request_timeout.is_some()
+            || plan.stop.at().is_some()
+            || plan.conn.connect_timeout.is_some();
         let timerfd = if timed { TimerFd::new(&poll).ok() } else { None };
         Ok(Loop { table, io: Sockets { poll, slots }, timerfd })
     }

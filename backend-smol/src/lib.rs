@@ -246,9 +246,19 @@ async fn client(targets: &[Target], index: u64, nudge: &Nudge, moved: Option<&At
         while let Some(n) = to_connect.pop() {
             started[n] = true;
             local(|l| link.connecting(n, &l.tally));
-            let connected = match local(|l| link.target(n, targets, &mut l.tally)) {
-                Ok(t) => Sock::connect(&t).await,
-                Err(e) => Err(e),
+            let after = local(|l| l.tally.plan().conn.connect_timeout.unwrap_or_default());
+            let by = local(|l| link.connect_by(n).map(|t| l.tally.instant(t)));
+            let connected = match (local(|l| link.target(n, targets, &mut l.tally)), by) {
+                // --connect-timeout: the connect races its deadline.
+                (Ok(t), Some(at)) => {
+                    future::or(Sock::connect(&t), async move {
+                        Timer::at(at).await;
+                        Err(respbench_driver::connect_timed_out(after))
+                    })
+                    .await
+                }
+                (Ok(t), None) => Sock::connect(&t).await,
+                (Err(e), _) => Err(e),
             };
             match connected {
                 Ok(s) => {

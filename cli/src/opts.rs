@@ -55,8 +55,8 @@ pub struct Opts {
     #[argh(option, short = 'n')]
     pub requests: Option<i64>,
     /// data size of SET/GET value in bytes (default 3); also a range 16-1024 (uniform) or a
-    /// weighted list 16:3,1024:1, a size drawn per request; a list 16,128,1024 (no weights)
-    /// runs a step for each
+    /// weighted list 16:3,1024:1, a size drawn per request; 16-1024/key sizes by the key's place
+    /// in the keyspace; a list 16,128,1024 (no weights) runs a step for each
     #[argh(option, short = 'd', default = "String::from(\"3\")")]
     pub datasize: String,
     /// SELECT the specified db number (default 0)
@@ -199,6 +199,11 @@ pub struct Opts {
     /// 1 hour (default: wait forever)
     #[argh(option)]
     pub timeout: Option<String>,
+    /// how long a connect may take before its connection fails (naming the address): '1s',
+    /// '500ms' or plain seconds, up to 1 hour (default: as long as the kernel tries; the startup
+    /// connection --timeout or 5s)
+    #[argh(option)]
+    pub connect_timeout: Option<String>,
     /// after a test's stop (the end of --duration, Ctrl-C), how long the requests still in
     /// flight (with --rps, and those due before the stop) may take to be answered before they
     /// are abandoned (counted as such, in the latencies as lower bounds; the run exits 1);
@@ -212,6 +217,17 @@ pub struct Opts {
     /// ends the run)
     #[argh(switch)]
     pub reconnect: bool,
+    /// with --reconnect: the wait before a connection's first attempt and the longest,
+    /// FIRST[,MAX] ('1s', '500ms' or plain seconds; default 10ms,1s)
+    #[argh(option)]
+    pub reconnect_backoff: Option<String>,
+    /// with --reconnect: each wait is this many times the one before (default 2)
+    #[argh(option)]
+    pub reconnect_factor: Option<String>,
+    /// with --reconnect: attempts in a row after which a connection fails for good (default: no
+    /// limit)
+    #[argh(option)]
+    pub reconnect_attempts: Option<u32>,
     /// with a SCAN, HSCAN, SSCAN or ZSCAN command (cursor 0): send the cursor each reply returns
     /// until it returns 0, then start again; first calls and continuations reported apart
     #[argh(switch)]
@@ -734,6 +750,10 @@ impl Opts {
         let timeout = timeout
             .map(|v| syntax::bounded_duration("--timeout", v, "leave --timeout out to wait forever"))
             .transpose()?;
+        let connect_timeout = self.connect_timeout.as_deref();
+        let connect_timeout = connect_timeout
+            .map(|v| syntax::bounded_duration("--connect-timeout", v, "leave --connect-timeout out"))
+            .transpose()?;
         let drain_grace = match self.drain_grace.as_deref() {
             Some(v) => syntax::bounded_duration("--drain-grace", v, "leave --drain-grace out for 2s")?,
             None => DRAIN_GRACE,
@@ -815,8 +835,15 @@ impl Opts {
             json: self.json,
             open,
             timeout,
+            connect_timeout,
             drain_grace,
             reconnect: self.reconnect,
+            reconnect_backoff: syntax::reconnect(
+                self.reconnect,
+                self.reconnect_backoff.as_deref(),
+                self.reconnect_factor.as_deref(),
+                self.reconnect_attempts,
+            )?,
             sentinel: None,
             retry: syntax::retry(
                 self.retry_on.as_deref(),

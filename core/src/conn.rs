@@ -400,6 +400,8 @@ pub struct Connection {
     /// led there (zero: none yet since the last handshake).
     down_until: Time,
     backoff: Duration,
+    /// `--reconnect-attempts`: the attempts made since the last handshake went through.
+    attempts: u32,
     /// The latest time an input brought (for the inputs that bring none).
     last_now: Time,
     /// Count the requests in flight as lost when the connection fails for good (a client over
@@ -479,6 +481,7 @@ impl Connection {
             stop_seen: false,
             down_until: Time::MAX,
             backoff: Duration::ZERO,
+            attempts: 0,
             last_now: Time::ZERO,
             count_lost,
             went_down: false,
@@ -492,6 +495,7 @@ impl Connection {
     fn ready(&mut self, now: Time) {
         self.ready_at = now;
         self.backoff = Duration::ZERO;
+        self.attempts = 0;
         self.events.push_back(Event::Ready);
     }
 
@@ -1004,9 +1008,10 @@ impl Connection {
         } else if reply.kind == Kind::Array && now >= self.plan.measure_from {
             // A multi-key read's hits and misses, key by key; another read's, an empty array.
             let (elements, nils) = self.parser.array_elements();
-            match self.elementwise.get(usize::from(p.part)) {
-                Some(true) => stats.record_array(elements, nils),
-                _ => stats.record_array(1, u32::from(elements == 0)),
+            let part = usize::from(p.part);
+            match self.elementwise.get(part) {
+                Some(true) => stats.record_array(part, elements, nils),
+                _ => stats.record_array(part, 1, u32::from(elements == 0)),
             }
         }
         let error = reply.is_error().then(|| self.parser.error_message());
@@ -1049,13 +1054,15 @@ impl Connection {
         self.resend.extend(resend);
         self.went_down = true;
         self.dropped += lost;
-        if let (Some(b), true) = (self.plan.conn.reconnect, recoverable) {
+        let reconnect = self.plan.conn.reconnect.filter(|b| b.attempts.is_none_or(|n| self.attempts < n));
+        if let (Some(b), true) = (reconnect, recoverable) {
             self.in_flight.clear();
             self.tags.clear();
             self.sent = 0;
             self.out.clear();
             self.handshake_left = 0;
-            self.backoff = if self.backoff.is_zero() { b.first } else { (self.backoff * 2).min(b.max) };
+            self.backoff = b.next(self.backoff);
+            self.attempts += 1;
             self.down_until = self.last_now + self.backoff;
             self.state = State::Down;
             self.events.push_back(Event::Down { error: e, lost, resent });
@@ -1400,7 +1407,7 @@ mod tests {
     #[test]
     fn reconnect_backs_off_and_comes_back() {
         let ms = |n: u64| Time::from_micros(n * 1000);
-        let backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_millis(25) };
+        let backoff = Backoff::doubling(Duration::from_millis(10), Duration::from_millis(25));
         let mut c = conn_with(None, Handshake::default(), 4, Some(backoff));
         let mut st = stats();
         c.handle_connected(ms(0), &mut st);
@@ -1582,7 +1589,7 @@ mod tests {
         // both replies came back successful; on every new socket (`--reconnect`) alike.
         let ms = |n: u64| Time::from_micros(n * 1000);
         let hs = Handshake::new(None, Some("pw"), false, 5, false);
-        let backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_millis(10) };
+        let backoff = Backoff::doubling(Duration::from_millis(10), Duration::from_millis(10));
         let mut c = conn_with(None, hs.clone(), 4, Some(backoff));
         let mut st = stats();
         c.handle_connected(ms(0), &mut st);
@@ -1675,7 +1682,7 @@ mod tests {
             (b"$-1\r\n", Err("a null")),
             (b"~1\r\n:3\r\n", Err("a set (~)")),
         ] {
-            let backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_millis(10) };
+            let backoff = Backoff::doubling(Duration::from_millis(10), Duration::from_millis(10));
             let mut c = conn_with(None, Handshake::new(None, None, false, 3, true), 1, Some(backoff));
             let mut st = stats();
             c.handle_connected(Time::ZERO, &mut st);

@@ -259,6 +259,14 @@ pub enum ValueSize {
     },
     /// `(size, weight)` pairs: a size is drawn with probability weight / total (`-d s:w,s:w`).
     Weighted(Vec<(usize, u64)>),
+    /// Set by the request's key, not drawn (`-d lo-hi/key`, memtier's `--data-size-pattern S`):
+    /// `lo` for the keyspace's first key, `hi` for its last, in proportion between.
+    ByKey {
+        /// The first key's size.
+        lo: usize,
+        /// The last key's size.
+        hi: usize,
+    },
 }
 
 impl ValueSize {
@@ -302,21 +310,24 @@ impl ValueSize {
             }
             return Ok(ValueSize::Weighted(list));
         }
-        if let Some((lo, hi)) = text.split_once('-') {
+        let (range, by_key) = text.strip_suffix("/key").map_or((text, false), |r| (r, true));
+        if let Some((lo, hi)) = range.split_once('-') {
             let (lo, hi) = (size(lo)?, size(hi)?);
             if lo > hi {
                 return Err(format!("the range {lo}-{hi} is empty (the smaller size comes first)"));
             }
-            return Ok(ValueSize::Range { lo, hi });
+            return Ok(if by_key { ValueSize::ByKey { lo, hi } } else { ValueSize::Range { lo, hi } });
         }
-        Err("expected a size (3), a range (16-1024) or a weighted list (16:3,1024:1)".to_string())
+        Err("expected a size (3), a range (16-1024, 16-1024/key: by the key's place in the keyspace) or a \
+             weighted list (16:3,1024:1)"
+            .to_string())
     }
 
     /// The largest size a value can have.
     pub fn max(&self) -> usize {
         match self {
             ValueSize::Fixed(n) => *n,
-            ValueSize::Range { hi, .. } => *hi,
+            ValueSize::Range { hi, .. } | ValueSize::ByKey { hi, .. } => *hi,
             ValueSize::Weighted(list) => list.iter().map(|&(s, _)| s).max().unwrap_or(0),
         }
     }
@@ -325,7 +336,7 @@ impl ValueSize {
     pub fn is_fixed(&self) -> bool {
         match self {
             ValueSize::Fixed(_) => true,
-            ValueSize::Range { lo, hi } => lo == hi,
+            ValueSize::Range { lo, hi } | ValueSize::ByKey { lo, hi } => lo == hi,
             ValueSize::Weighted(list) => {
                 let mut sizes = list.iter().filter(|&&(_, w)| w > 0).map(|&(s, _)| s);
                 let first = sizes.next();
@@ -338,7 +349,10 @@ impl ValueSize {
     pub fn sampler(&self) -> SizeSampler {
         match self {
             ValueSize::Fixed(n) => SizeSampler::Fixed(*n),
-            ValueSize::Range { lo, hi } => SizeSampler::Range { lo: *lo, span: (*hi - *lo) as u64 + 1 },
+            // By the key: the template sizes each value from its key, not from this.
+            ValueSize::Range { lo, hi } | ValueSize::ByKey { lo, hi } => {
+                SizeSampler::Range { lo: *lo, span: (*hi - *lo) as u64 + 1 }
+            }
             ValueSize::Weighted(list) => {
                 let mut total = 0u64;
                 let cumulative = list
@@ -361,6 +375,7 @@ impl std::fmt::Display for ValueSize {
         match self {
             ValueSize::Fixed(n) => write!(f, "{n}"),
             ValueSize::Range { lo, hi } => write!(f, "{lo}-{hi}"),
+            ValueSize::ByKey { lo, hi } => write!(f, "{lo}-{hi}/key"),
             ValueSize::Weighted(list) => {
                 for (i, (s, w)) in list.iter().enumerate() {
                     write!(f, "{}{s}:{w}", if i == 0 { "" } else { "," })?;
@@ -646,6 +661,10 @@ mod tests {
         assert_eq!(ValueSize::parse("-5"), Ok(ValueSize::Fixed(1)));
         assert_eq!(ValueSize::parse("99999999999"), Ok(ValueSize::Fixed(1 << 30)));
         assert_eq!(ValueSize::parse("16-1024"), Ok(ValueSize::Range { lo: 16, hi: 1024 }));
+        let by_key = ValueSize::parse("16-1024/key");
+        assert_eq!(by_key, Ok(ValueSize::ByKey { lo: 16, hi: 1024 }));
+        assert_eq!(by_key.map(|s| s.to_string()), Ok("16-1024/key".to_string()));
+        assert!(ValueSize::parse("16/key").is_err() && ValueSize::parse("9-2/key").is_err());
         assert_eq!(ValueSize::parse("16:3,1024:1"), Ok(ValueSize::Weighted(vec![(16, 3), (1024, 1)])));
         assert_eq!(ValueSize::parse("16,32"), Ok(ValueSize::Weighted(vec![(16, 1), (32, 1)])));
         for bad in ["1024-16", "0-5", "5-", "x", "16:x", "16:0", "0:1", "1-2000000000", "", "16:1,,"] {

@@ -115,6 +115,21 @@ impl KeyGen {
         k
     }
 
+    /// Where the last key drawn lies in the keyspace: 0 at its first key, 1 at its last (0 for
+    /// a space of one key or none): `-d lo-hi/key`'s place.
+    pub(crate) fn place(&self) -> f64 {
+        let (first, n) = match &self.space {
+            KeySpace::Literal => (0, 0),
+            KeySpace::Random { n } | KeySpace::Gaussian { n } | KeySpace::Normal { n, .. } => (0, *n),
+            KeySpace::Sequential { first, n, .. } => (*first, *n),
+            KeySpace::Zipf(z) => (0, z.n()),
+        };
+        if n <= 1 {
+            return 0.0;
+        }
+        (self.last.saturating_sub(first) as f64 / (n - 1) as f64).clamp(0.0, 1.0)
+    }
+
     /// Pins every key drawn from here on to `key`: a cache-aside `SET` goes to the key that
     /// missed ([`crate::cache`]).
     pub(crate) fn pin(&mut self, key: u64) {

@@ -222,6 +222,10 @@ pub struct ConnConfig {
     /// wait for its reply before the connection fails with [`crate::ConnError::Timeout`]; `None`:
     /// a request waits forever, the handshake [`SETUP_TIMEOUT`].
     pub request_timeout: Option<Duration>,
+    /// `--connect-timeout`: how long a socket's connect may take before the connection fails
+    /// (the driver keeps it: the core sees only the failure); `None`: as long as the kernel
+    /// tries.
+    pub connect_timeout: Option<Duration>,
 }
 
 /// redis-benchmark's: no handshake, `-P 1` in batches, kept alive, closed loop, no `--timeout`
@@ -237,6 +241,7 @@ impl Default for ConnConfig {
             open_loop: None,
             reconnect: None,
             request_timeout: None,
+            connect_timeout: None,
         }
     }
 }
@@ -296,21 +301,42 @@ impl std::str::FromStr for PipelineMode {
 }
 
 /// How a failed connection comes back (`--reconnect`): it waits `first` before its first attempt,
-/// twice as long after each attempt that fails, at most `max`; a connection that got through its
-/// handshake starts from `first` again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// `factor` times as long after each attempt that fails, at most `max`, and gives up after
+/// `attempts` attempts in a row; a connection that got through its handshake starts from `first`
+/// again.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Backoff {
     /// The first wait.
     pub first: Duration,
     /// The longest wait.
     pub max: Duration,
+    /// How much longer each wait is than the one before (`--reconnect-factor`; 2: doubling).
+    pub factor: f64,
+    /// `--reconnect-attempts`: how many attempts in a row a connection makes before it fails for
+    /// good; `None`: no limit. (A retried request's limit is [`Retry::limit`].)
+    pub attempts: Option<u32>,
+}
+
+impl Backoff {
+    /// Waits from `first` doubling up to `max`, with no limit on attempts.
+    pub const fn doubling(first: Duration, max: Duration) -> Backoff {
+        Backoff { first, max, factor: 2.0, attempts: None }
+    }
+
+    /// The wait after one of `previous` (zero: the first wait).
+    pub fn next(&self, previous: Duration) -> Duration {
+        if previous.is_zero() {
+            return self.first.min(self.max);
+        }
+        Duration::try_from_secs_f64(previous.as_secs_f64() * self.factor).unwrap_or(self.max).min(self.max)
+    }
 }
 
 /// `--retry-on`: the error replies that mean "wait" (`LOADING`, `BUSY`, `TRYAGAIN`, …). A
 /// request answered with one is sent again on the same connection after a pause (`backoff.first`,
 /// doubling with each retry of it, at most `backoff.max`), up to `limit` times; the reply after
 /// the last retry is its answer, counted in [`crate::Stats::gave_up`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Retry {
     /// The first words of the error replies retried, as the server sends them.
     pub on: Vec<String>,

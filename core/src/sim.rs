@@ -105,7 +105,7 @@ fn drive(data: &[u8]) -> Result<Stats, String> {
     let byte3 = script.byte();
     let interval = Duration::from_micros(u64::from(byte3 & 0x7f) + 1);
     // A failed connection comes back (--reconnect) after 1 to 4 intervals.
-    let reconnect = (byte3 & 0x80 != 0).then_some(Backoff { first: interval, max: interval * 4 });
+    let reconnect = (byte3 & 0x80 != 0).then_some(Backoff::doubling(interval, interval * 4));
     let handshake = match (flags >> 3) & 3 {
         0 => Handshake::default(),
         1 => Handshake::new(None, Some("secret"), false, 0, false),

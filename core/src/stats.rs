@@ -813,11 +813,15 @@ impl Stats {
     }
 
     /// Counts an array reply of `elements` reads of which `nils` missed: an `MGET`'s keys, or
-    /// one read for a reply that is one (`HGETALL`, `LRANGE` …: a miss when empty).
-    pub fn record_array(&mut self, elements: u32, nils: u32) {
+    /// one read for a reply that is one (`HGETALL`, `LRANGE` …: a miss when empty), for
+    /// command `part` of a mix too.
+    pub fn record_array(&mut self, part: usize, elements: u32, nils: u32) {
         self.arrays += 1;
         self.array_elements = self.array_elements.saturating_add(u64::from(elements));
         self.nil_elements = self.nil_elements.saturating_add(u64::from(nils));
+        if let Some(p) = self.parts.get_mut(part) {
+            p.record_array(usize::MAX, elements, nils);
+        }
     }
 
     /// Records one completed request: its latency and, in open loop, its service time, both in
@@ -1100,6 +1104,18 @@ impl Stats {
 mod tests {
     use super::*;
     use crate::collector::Collector;
+
+    #[test]
+    fn an_array_replys_reads_count_for_its_command_too() {
+        let mut a = Stats::new(Time::ZERO, 3, false).unwrap().with_parts(2).unwrap();
+        a.record_array(1, 4, 1);
+        a.record_array(1, 2, 2);
+        a.record_array(7, 3, 0);
+        assert_eq!((a.arrays, a.array_elements, a.nil_elements), (3, 9, 3));
+        let p = &a.parts[1];
+        assert_eq!((p.arrays, p.array_elements, p.nil_elements), (2, 6, 3));
+        assert_eq!(a.parts[0].arrays, 0);
+    }
 
     #[test]
     fn series_counts_per_second_and_merges_runs_into_bounds() {

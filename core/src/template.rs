@@ -219,6 +219,8 @@ pub struct Values {
     sizes: SizeSampler,
     /// The one size when every value has it: a slot then draws nothing from the rng.
     fixed: Option<usize>,
+    /// `-d lo-hi/key`: each value's size set by its request's key, not drawn.
+    by_key: Option<(usize, usize)>,
     /// `payload(spec.max())`: its first `len` bytes are redis-benchmark's `-d len` value.
     payload: Vec<u8>,
 }
@@ -239,13 +241,21 @@ impl Values {
             SizeSampler::Range { lo, .. } => lo,
             SizeSampler::Weighted { ref cumulative, .. } => cumulative.first().map_or(0, |&(_, s)| s),
         });
-        Arc::new(Values { spec: spec.clone(), sizes, fixed, payload: payload(spec.max()) })
+        let by_key = match *spec {
+            ValueSize::ByKey { lo, hi } if lo != hi => Some((lo, hi)),
+            _ => None,
+        };
+        Arc::new(Values { spec: spec.clone(), sizes, fixed, by_key, payload: payload(spec.max()) })
     }
 
-    /// The size of the next value: the fixed one, or one drawn from `rng`.
+    /// The size of the next value: the fixed one, one set by the last key drawn (memtier's
+    /// `--data-size-pattern S`: `lo + (hi - lo) × place`, truncated), or one drawn.
     #[inline]
-    fn next_size(&self, rng: &mut crate::rng::Rng) -> usize {
-        self.fixed.unwrap_or_else(|| self.sizes.sample(rng))
+    fn next_size(&self, keys: &mut KeyGen) -> usize {
+        if let Some((lo, hi)) = self.by_key {
+            return lo + ((hi - lo) as f64 * keys.place()) as usize;
+        }
+        self.fixed.unwrap_or_else(|| self.sizes.sample(&mut keys.rng))
     }
 
     /// The size spec.
@@ -807,7 +817,7 @@ impl Template {
                 fill(out, start + off - prev, key);
             }
             if i < self.slots.len() {
-                let len = values.next_size(&mut keys.rng);
+                let len = values.next_size(keys);
                 sink.value(values, len);
             }
             prev = at;
@@ -1044,7 +1054,7 @@ pub fn check_values(args: &[Arg], spec: &ValueSize, seed: u64, n: u64, count: us
     use crate::resp::Value;
     let allowed = |len: usize| match spec {
         ValueSize::Fixed(s) => len == *s,
-        ValueSize::Range { lo, hi } => (*lo..=*hi).contains(&len),
+        ValueSize::Range { lo, hi } | ValueSize::ByKey { lo, hi } => (*lo..=*hi).contains(&len),
         ValueSize::Weighted(list) => list.iter().any(|&(s, w)| s == len && w > 0),
     };
     let values = Values::new(spec);

@@ -442,6 +442,12 @@ enum Discarded {
     Empty,
 }
 
+/// The error of a connect that took longer than `--connect-timeout` (`after`).
+pub fn connect_timed_out(after: std::time::Duration) -> io::Error {
+    let after = respbench_core::conn::format_duration(after);
+    io::Error::new(io::ErrorKind::TimedOut, format!("no answer within {after} (--connect-timeout)"))
+}
+
 /// When a connection's setup phases ended (the driver's clock).
 #[derive(Clone, Copy, Debug, Default)]
 struct Phases {
@@ -476,6 +482,9 @@ struct Socket {
     /// `--sentinel`: the primary's moves ([`Locate::moves`]) heard before its socket last asked
     /// where the primary is: a socket that asked after a move is there already.
     located: u64,
+    /// `--connect-timeout`: when the connect under way fails if it has not completed
+    /// (`Time::MAX`: no connect under way, or no such timeout).
+    connect_by: Time,
 }
 
 /// One client of a backend: the core's [`Client`] and the byte layer to each of its sockets
@@ -508,6 +517,7 @@ impl Link {
                 phases: Phases { down: Time::MAX, ..Phases::default() },
                 addr: None,
                 located: 0,
+                connect_by: Time::MAX,
             })
             .collect();
         Link { client, sockets }
@@ -609,8 +619,17 @@ impl Link {
 
     /// A connect of node `node` is about to start (its setup time counts from here).
     pub fn connecting(&mut self, node: usize, tally: &Tally) {
-        self.sockets[node].phases.started = tally.now();
-        self.sockets[node].reset = false;
+        let now = tally.now();
+        let s = &mut self.sockets[node];
+        s.phases.started = now;
+        s.reset = false;
+        s.connect_by = tally.run.plan.conn.connect_timeout.map_or(Time::MAX, |t| now + t);
+    }
+
+    /// `--connect-timeout`: when node `node`'s connect under way fails if it has not completed
+    /// (a backend that awaits the connect races it against this time).
+    pub fn connect_by(&self, node: usize) -> Option<Time> {
+        Some(self.sockets[node].connect_by).filter(|&t| t != Time::MAX)
     }
 
     /// Node `node`'s socket connected: the byte stream is up, or the TLS handshake begins.
@@ -618,6 +637,7 @@ impl Link {
         let now = tally.now();
         let s = &mut self.sockets[node];
         s.phases.socket = now;
+        s.connect_by = Time::MAX;
         s.layer = Layer::Plain;
         #[cfg(feature = "tls")]
         if let Some(t) = &tally.tls {
@@ -641,6 +661,7 @@ impl Link {
     pub fn connect_failed(&mut self, node: usize, e: &io::Error, tally: &Tally) {
         let s = &mut self.sockets[node];
         s.up = false;
+        s.connect_by = Time::MAX;
         self.client.handle_io_error(node, IoFailure::new(IoOp::Connect, &s.endpoint, e), tally.now());
     }
 
@@ -662,6 +683,7 @@ impl Link {
     pub fn disconnected(&mut self, node: usize) {
         let s = &mut self.sockets[node];
         s.up = false;
+        s.connect_by = Time::MAX;
         s.layer = Layer::Plain;
     }
 
@@ -1014,9 +1036,14 @@ impl Link {
     }
 
     /// When to call [`Link::on_timeout`] for node `node` if nothing else happens: the client's
-    /// `poll_timeout` (open-loop arrivals, `--timeout` deadlines, the test's stop).
+    /// `poll_timeout` (open-loop arrivals, `--timeout` deadlines, the test's stop), or the
+    /// `--connect-timeout` of a connect under way if earlier.
     pub fn timeout(&self, node: usize) -> Option<Time> {
-        self.client.poll_timeout(node)
+        let t = self.client.poll_timeout(node);
+        match self.connect_by(node) {
+            Some(by) => Some(t.map_or(by, |t| t.min(by))),
+            None => t,
+        }
     }
 
     /// [`Link::timeout`] unless it is the test's stop or abandon time, which a backend may
@@ -1029,6 +1056,11 @@ impl Link {
     /// The time from [`Link::timeout`] of node `node` has come; drain next.
     pub fn on_timeout(&mut self, node: usize, tally: &mut Tally) {
         let now = tally.now();
+        if self.connect_by(node).is_some_and(|t| t <= now) {
+            let e = connect_timed_out(tally.run.plan.conn.connect_timeout.unwrap_or_default());
+            // Its failure is drained first: the core's own times are asked again after it.
+            return self.connect_failed(node, &e, tally);
+        }
         self.client.handle_timeout(node, now);
     }
 }

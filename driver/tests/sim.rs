@@ -26,7 +26,7 @@ use respbench_driver::READ_BUF;
 
 const GRACE: Duration = Duration::from_secs(2);
 /// The command line's `--reconnect` backoff.
-const BACKOFF: Backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_secs(1) };
+const BACKOFF: Backoff = Backoff::doubling(Duration::from_millis(10), Duration::from_secs(1));
 
 fn us(n: u64) -> Duration {
     Duration::from_micros(n)
@@ -52,7 +52,11 @@ struct Opts {
     keepalive: bool,
     handshake: Handshake,
     timeout: Option<Duration>,
+    /// `--connect-timeout`.
+    connect_timeout: Option<Duration>,
     reconnect: bool,
+    /// `--reconnect`'s pacing.
+    backoff: Backoff,
     rps: Option<f64>,
     /// `--arrival poisson`.
     poisson: bool,
@@ -88,7 +92,9 @@ impl Default for Opts {
             keepalive: true,
             handshake: Handshake::default(),
             timeout: None,
+            connect_timeout: None,
             reconnect: false,
+            backoff: BACKOFF,
             rps: None,
             poisson: false,
             duration: None,
@@ -127,7 +133,8 @@ impl Opts {
                         slack: self.slack,
                     }),
                     request_timeout: self.timeout,
-                    reconnect: self.reconnect.then_some(BACKOFF),
+                    connect_timeout: self.connect_timeout,
+                    reconnect: self.reconnect.then_some(self.backoff),
                 },
                 if let Some(d) = self.set {
                     let values = Values::new(&ValueSize::Fixed(d));
@@ -1498,6 +1505,74 @@ fn a_refused_connect_is_known_when_it_completes() {
     let gaps: Vec<u64> = starts[1..].windows(2).map(|w| w[1].nanos_since(w[0]) / 1_000_000).collect();
     assert_eq!(gaps, [25, 45, 85]);
     assert_eq!(r.times(0, Happening::Ended), [at_ms(1_200)]);
+}
+
+#[test]
+fn a_connect_slower_than_the_connect_timeout_fails_then() {
+    // Connects take 3 s; --connect-timeout 1s fails the connection at 1 s, naming the address
+    // and the limit; with --reconnect each attempt is cut at 1 s and the backoff (10, 20, 40
+    // ms) counts from there; the attempt under way at the stop (3 s) ends at its limit. A
+    // connect of 999 ms is through.
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    server.connect_delay = Duration::from_secs(3);
+    let opts = Opts { connect_timeout: Some(Duration::from_secs(1)), ..Opts::default() };
+    let r = opts.run(server.clone());
+    assert_eq!(r.times(0, Happening::Ended), [at_ms(1_000)]);
+    assert_eq!(r.outcome.stats.requests, 0);
+    let failure = r.outcome.failures.first().map(|(e, _)| e.to_string()).unwrap_or_default();
+    assert!(failure.contains("no answer within 1s (--connect-timeout)"), "{failure}");
+    assert!(failure.contains("Could not connect to Redis at"), "{failure}");
+
+    let reconnecting =
+        Opts { n: None, reconnect: true, duration: Some(Duration::from_millis(3_000)), ..opts.clone() };
+    let r = reconnecting.run(server.clone());
+    let starts = r.times(0, Happening::Connect);
+    assert_eq!(starts, [at_ms(0), at_ms(1_010), at_ms(2_030)]);
+    assert_eq!(r.times(0, Happening::Ended), [at_ms(3_030)]);
+    assert_eq!(r.outcome.stats.requests, 0);
+
+    server.connect_delay = Duration::from_millis(999);
+    let r = opts.run(server);
+    assert_eq!(r.outcome.stats.requests, 5);
+    assert!(r.outcome.failures.is_empty(), "{:?}", r.outcome.failures);
+}
+
+#[test]
+fn reconnect_attempts_are_paced_by_the_factor_and_limited() {
+    // memtier's --reconnect-on-error --reconnect-backoff-factor 2 --max-reconnect-attempts 3:
+    // the server dies at 100 ms for good and refuses connects 5 ms after each starts. Waits of
+    // 2, 4 and 8 s from each failure; the third refusal ends the connection (a failure, long
+    // before the 60 s test would end).
+    let mut server = Server::replying(b"+PONG\r\n", us(100));
+    server.connect_delay = Duration::from_millis(5);
+    server.outages = vec![(at_ms(100), Time::MAX)];
+    let backoff = Backoff {
+        first: Duration::from_secs(2),
+        max: Duration::from_secs(3600),
+        factor: 2.0,
+        attempts: Some(3),
+    };
+    let opts = Opts {
+        n: None,
+        reconnect: true,
+        backoff,
+        duration: Some(Duration::from_secs(60)),
+        ..Opts::default()
+    };
+    let r = opts.run(server.clone());
+    assert_eq!(r.times(0, Happening::Connect), [at_ms(0), at_ms(2_100), at_ms(6_105), at_ms(14_110)]);
+    assert_eq!(r.times(0, Happening::Refused).len(), 3);
+    assert_eq!(r.times(0, Happening::Ended), [at_ms(14_115)]);
+    let (e, n) = only_failure(&r);
+    assert_eq!(n, 1);
+    assert!(e.to_string().contains("Could not connect to Redis at"), "{e}");
+    // memtier's default pacing: 1 s before every attempt, no limit: the test's stop ends it.
+    let every_second = Backoff { first: Duration::from_secs(1), factor: 1.0, attempts: None, ..backoff };
+    let opts = Opts { backoff: every_second, duration: Some(Duration::from_secs(4)), ..opts };
+    let r = opts.run(server);
+    assert_eq!(r.times(0, Happening::Connect), [at_ms(0), at_ms(1_100), at_ms(2_105), at_ms(3_110)]);
+    assert!(r.outcome.failures.is_empty(), "{:?}", r.outcome.failures);
+    assert_eq!(r.times(0, Happening::Ended), [at_ms(4_000)]);
 }
 
 // ---- every arrival accounted for (issue #24) ----

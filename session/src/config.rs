@@ -188,10 +188,16 @@ pub struct Config {
     pub json: Option<String>,
     /// `--timeout`: how long a request may wait for its reply; `None` is forever.
     pub timeout: Option<Duration>,
+    /// `--connect-timeout`: how long a connect may take (memtier's `--connection-timeout`);
+    /// `None`: as long as the kernel tries (the startup connection: `--timeout` or 5 s).
+    pub connect_timeout: Option<Duration>,
     /// `--drain-grace`: after a test's stop, how long requests in flight may take to be answered.
     pub drain_grace: Duration,
     /// `--reconnect`: failed connections come back.
     pub reconnect: bool,
+    /// `--reconnect-backoff`, `--reconnect-factor`, `--reconnect-attempts`: how `--reconnect`
+    /// paces a connection's attempts (10 ms doubling up to 1 s, no limit, without them).
+    pub reconnect_backoff: respbench_core::Backoff,
     /// `--sentinel`, `--sentinel-master`: the primary is asked of a Sentinel.
     pub sentinel: Option<crate::sentinel::Sentinel>,
     /// `--retry-on` and its options: error replies after which a request is sent again.

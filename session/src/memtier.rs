@@ -310,18 +310,11 @@ fn positive(option: &str, value: &str) -> Result<u64, MemtierError> {
 /// Why memtier's option `name` is refused, and what to use instead where respbench has it.
 fn why_refused(name: &str) -> &'static str {
     match name {
-        "data-size-pattern" => "S (each key's size set by its place in the range) is not supported: respbench draws each value's size at random (R)",
-        "monitor-input" | "monitor-pattern" => {
-            "drawing --command's from a MONITOR file is not supported: respbench --replay FILE plays such a file back with its own timing"
+        "scan-incremental-max-iterations" => {
+            "respbench's --follow-cursor follows each iteration's cursor until it returns 0"
         }
-        "scan-incremental-iteration" | "scan-incremental-max-iterations" => {
-            "following SCAN cursors comes with the production-clients work (issue #53), not done yet"
-        }
-        "reconnect-interval" | "max-reconnect-attempts" | "reconnect-backoff-factor" => {
-            "respbench's --reconnect (memtier's --reconnect-on-error) reconnects at once; retry pacing comes with the production-clients work (issue #53)"
-        }
-        "connection-timeout" => {
-            "a timeout of the connect alone is not supported (0, memtier's default, is): respbench's --timeout bounds the connect, the handshake and every request; give respbench's own options (respbench --help)"
+        "reconnect-interval" => {
+            "a new connection after every N requests is not supported: respbench's -k 0 opens one for every request (or -P batch)"
         }
         "data-import" | "data-verify" | "verify-only" | "generate-keys" | "no-expiry" => {
             "memtier's import and verify are not read: respbench's --verify and --verify-only check values under load"
@@ -387,6 +380,112 @@ fn normal_keys(
         });
     }
     Ok(Some((mean, sd)))
+}
+
+/// `--reconnect-on-error` with its pacing as respbench's `--reconnect` options: memtier waits
+/// 1 s before each attempt, or, with `--reconnect-backoff-factor F`, F s before the first and F
+/// times the wait before for each next one (without a cap: respbench's is an hour); it gives up
+/// after `--max-reconnect-attempts N` attempts in a row (0, its default: never).
+fn reconnect_pacing(factor: Option<f64>, attempts: u64) -> Result<Vec<String>, MemtierError> {
+    let (first, factor) = match factor {
+        Some(f) if !(0.001..=3600.0).contains(&f) => {
+            return Err(MemtierError::BadValue {
+                option: "--reconnect-backoff-factor".into(),
+                value: f.to_string(),
+                why: "respbench's first wait (F seconds) is from 1 ms to 1 hour".into(),
+            })
+        }
+        Some(f) => (f, f),
+        None => (1.0, 1.0),
+    };
+    let mut out = vec!["--reconnect".to_string()];
+    push(&mut out, "--reconnect-backoff", &format!("{first}s,3600s"));
+    push(&mut out, "--reconnect-factor", &factor.to_string());
+    if attempts > 0 {
+        let n = u32::try_from(attempts).map_err(|_| MemtierError::BadValue {
+            option: "--max-reconnect-attempts".into(),
+            value: attempts.to_string(),
+            why: "too many".into(),
+        })?;
+        push(&mut out, "--reconnect-attempts", &n.to_string());
+    }
+    Ok(out)
+}
+
+/// The largest `--monitor-input` file read.
+const MONITOR_MAX_BYTES: u64 = 16 << 20;
+
+/// `--monitor-input FILE`: each `--command "__monitor_lineN__"` becomes the command of the
+/// file's Nth line that has one (memtier's: from the line's first `"` to its end, split as a
+/// `--command`). `__monitor_line@__` (a line drawn for each request) is refused. The file is
+/// read whole, up to 16 MiB.
+fn monitor_lines(commands: &mut [Command], file: &str) -> Result<(), MemtierError> {
+    use std::io::Read;
+    let bad =
+        |why: String| MemtierError::BadValue { option: "--monitor-input".into(), value: file.into(), why };
+    let mut text = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MONITOR_MAX_BYTES + 1).read_to_end(&mut text))
+        .map_err(|e| bad(format!("cannot read it: {e}")))?;
+    if text.len() as u64 > MONITOR_MAX_BYTES {
+        return Err(bad(format!("larger than {MONITOR_MAX_BYTES} bytes")));
+    }
+    let lines: Vec<&[u8]> = text
+        .split(|&b| b == b'\n')
+        .filter_map(|l| l.iter().position(|&b| b == b'"').map(|q| &l[q..]))
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .collect();
+    for c in commands.iter_mut().filter(|c| c.words.len() == 1 && c.words[0].starts_with("__monitor_line")) {
+        let placeholder = c.words[0].clone();
+        let index = placeholder.strip_prefix("__monitor_line").and_then(|r| r.strip_suffix("__"));
+        if index == Some("@") {
+            return Err(MemtierError::Refused {
+                option: "--command".into(),
+                why: "__monitor_line@__ (a MONITOR line drawn for each request) is not supported: \
+                      respbench --replay FILE plays a capture back"
+                    .into(),
+            });
+        }
+        let line =
+            index.and_then(|n| n.parse::<usize>().ok()).filter(|n| *n >= 1).and_then(|n| lines.get(n - 1));
+        let Some(line) = line else {
+            return Err(MemtierError::BadValue {
+                option: "--command".into(),
+                value: placeholder,
+                why: format!(
+                    "invalid monitor placeholder (valid range: __monitor_line1__ to __monitor_line{}__)",
+                    lines.len()
+                ),
+            });
+        };
+        let line = std::str::from_utf8(line).map_err(|_| bad("a MONITOR line is not UTF-8 text".into()))?;
+        c.words = command_words(line)?;
+    }
+    Ok(())
+}
+
+/// `--scan-incremental-iteration`'s command, with memtier's checks: exactly one `--command`, a
+/// `SCAN` with a cursor, `--pipeline 1`, no `--cluster-mode`; its words as they are (no
+/// `__key__` or `__data__`: respbench's followed command is its own custom command).
+fn scan_command(commands: &[Command], pipeline: u64, cluster: bool) -> Result<Vec<String>, MemtierError> {
+    let refuse =
+        |why: &str| MemtierError::Refused { option: "--scan-incremental-iteration".into(), why: why.into() };
+    let [c] = commands else {
+        return Err(refuse("it requires exactly one --command (a SCAN command)"));
+    };
+    if !c.words[0].eq_ignore_ascii_case("SCAN") || c.words.len() < 2 {
+        return Err(refuse("it requires the command to be a SCAN command with a cursor (e.g. 'SCAN 0')"));
+    }
+    if pipeline != 1 {
+        return Err(refuse("it requires --pipeline 1"));
+    }
+    if cluster {
+        return Err(refuse("it is not supported in cluster mode"));
+    }
+    if c.words.iter().any(|w| w.contains("__key__") || w.contains("__data__")) {
+        return Err(refuse("its SCAN cannot hold __key__ or __data__ here"));
+    }
+    Ok(c.words.clone())
 }
 
 /// `--wait-ratio`'s SETS and WAITS, and the WAIT command's words.
@@ -596,6 +695,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     // --key-median, --key-stddev.
     let (mut median, mut stddev): (Option<f64>, Option<f64>) = (None, None);
     let mut data_size: Option<String> = None;
+    // --data-size-pattern S, and whether the size is --data-size-range's.
+    let (mut size_by_key, mut size_range) = (false, false);
     let mut run_count = 1u32;
     let mut percentiles = vec![50.0, 99.0, 99.9];
     let (mut hide_histogram, mut cluster, mut randomize, mut show_config) = (false, false, false, false);
@@ -605,8 +706,14 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let mut wait: [Option<String>; 3] = [None, None, None];
     let mut multi_key_get = 0u64;
     let mut commands: Vec<Command> = Vec::new();
+    // --scan-incremental-iteration.
+    let mut scan = false;
+    // --monitor-input.
+    let mut monitor: Option<String> = None;
     let mut pipeline = 1u64;
     let mut rate: Option<u64> = None;
+    // --reconnect-on-error, --reconnect-backoff-factor, --max-reconnect-attempts.
+    let (mut reconnect, mut backoff_factor, mut reconnect_attempts) = (false, None, 0u64);
     let mut config: Vec<(&'static str, ConfigValue)> = Vec::new();
     let (mut server, mut port, mut protocol) = ("localhost".to_string(), 6379u64, "redis".to_string());
     let (mut tls, mut socket, mut host_given) = (false, false, false);
@@ -665,15 +772,37 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "multi-key-get" => multi_key_get = number(name, v)?,
             "num-slaves" => wait[1] = Some(v.to_string()),
             "wait-timeout" => wait[2] = Some(v.to_string()),
-            "key-minimum" => key_min = number(name, v)?,
+            // memtier's own check: an explicit minimum is 1 or more (its default is 0).
+            "key-minimum" => key_min = positive(name, v)?,
             "key-maximum" => key_max = number(name, v)?,
             "key-prefix" => key_prefix = v.to_string(),
             "key-pattern" => key_pattern = v.to_string(),
             "key-zipf-exp" => zipf_exp = Some(v.to_string()),
-            "data-size" => data_size = Some(positive(name, v)?.to_string()),
-            "data-size-range" => data_size = Some(v.to_string()),
-            "data-size-list" => data_size = Some(v.to_string()),
-            "data-size-pattern" if v == "R" => {}
+            "data-size" => {
+                size_range = false;
+                data_size = Some(positive(name, v)?.to_string())
+            }
+            "data-size-range" => {
+                size_range = true;
+                data_size = Some(v.to_string())
+            }
+            "data-size-list" => {
+                size_range = false;
+                data_size = Some(v.to_string())
+            }
+            "data-size-pattern" => {
+                size_by_key = match v {
+                    "R" => false,
+                    "S" => true,
+                    _ => {
+                        return Err(MemtierError::BadValue {
+                            option: "--data-size-pattern".into(),
+                            value: v.to_string(),
+                            why: "expected R (random) or S (by the key's place in the range)".into(),
+                        })
+                    }
+                }
+            }
             "expiry-range" => push(&mut out, "--expiry-range", v),
             "command" => commands.push(Command { words: command_words(v)?, ratio: 1, pattern: "R".into() }),
             "command-ratio" | "command-key-pattern" => {
@@ -701,8 +830,11 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             }
             // memtier's default: no prefix, no files.
             "hdr-file-prefix" => hdr_file_prefix = (!v.is_empty()).then(|| v.to_string()),
-            // memtier's default, no timeout, as respbench's without --timeout.
-            "connection-timeout" if v.trim() == "0" => {}
+            // The connect's own limit in seconds; 0, memtier's default, none.
+            "connection-timeout" => match number(name, v)? {
+                0 => {}
+                secs => push(&mut out, "--connect-timeout", &format!("{secs}s")),
+            },
             "pipeline" => pipeline = positive(name, v)?,
             "rate-limiting" => rate = Some(positive(name, v)?),
             "select-db" => push(&mut out, "--dbnum", v),
@@ -733,11 +865,23 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "hide-histogram" => hide_histogram = true,
             "out-file" => out_file = Some(v.to_string()),
             "json-out-file" => json_out_file = Some(v.to_string()),
-            "reconnect-on-error" => out.push("--reconnect".into()),
+            "reconnect-on-error" => reconnect = true,
+            "reconnect-backoff-factor" => backoff_factor = Some(above_zero(name, v)?),
+            "max-reconnect-attempts" => reconnect_attempts = number(name, v)?,
             "clients-start" => staircase.0 = Some(positive(name, v)?),
             "clients-step" => staircase.1 = Some(positive(name, v)?),
             "step-duration" => staircase.2 = Some(positive(name, v)?),
             "show-config" => show_config = true,
+            "scan-incremental-iteration" => scan = true,
+            "monitor-input" => monitor = Some(v.to_string()),
+            "monitor-pattern" if v == "S" || v == "R" => {}
+            "monitor-pattern" => {
+                return Err(MemtierError::BadValue {
+                    option: "--monitor-pattern".into(),
+                    value: v.to_string(),
+                    why: "expected S (sequential) or R (random)".into(),
+                })
+            }
             "help" | "version" => return refuse(name, "run 'respbench --help' for respbench's own options"),
             // respbench's values are always pseudo-random (redis-benchmark's payload), made once
             // as memtier makes its -R buffer once: see docs/differences.md.
@@ -746,6 +890,15 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "key-stddev" => stddev = Some(above_zero(name, v)?),
             other => return refuse(other, why_refused(other)),
         }
+    }
+    if reconnect {
+        out.extend(reconnect_pacing(backoff_factor, reconnect_attempts)?);
+    }
+    if let Some(file) = &monitor {
+        if cluster {
+            return refuse("monitor-input", "it is not supported in cluster mode");
+        }
+        monitor_lines(&mut commands, file)?;
     }
     // memtier's default server is localhost.
     if !host_given && !socket {
@@ -824,7 +977,17 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
         }
     }
     push(&mut out, "-P", &pipeline.to_string());
-    push(&mut out, "-d", data_size.as_deref().unwrap_or("32"));
+    // memtier's S sizes --ratio's SETs by their key's place in --data-size-range, and only
+    // them; a fixed size or a list is as it is.
+    if size_by_key && size_range && !commands.is_empty() {
+        let why =
+            "memtier sizes only --ratio's SETs by their key (a --command's __data__ gets the size of key 0)";
+        return refuse("data-size-pattern", why);
+    }
+    match (&data_size, size_by_key && size_range) {
+        (Some(range), true) => push(&mut out, "-d", &format!("{range}/key")),
+        _ => push(&mut out, "-d", data_size.as_deref().unwrap_or("32")),
+    }
     push(&mut out, "-r", &keys.to_string());
     if let Some(r) = rate {
         push(&mut out, "--rps", &r.saturating_mul(connections).to_string());
@@ -893,6 +1056,14 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             push(&mut out, "--mix-command", &format!("{} {words}", weight(sets, *b)?));
             rows.push("Waits".to_string());
         }
+    } else if scan {
+        // The command goes after the options, followed (respbench's --follow-cursor): memtier's
+        // rows for the first calls and the continuations.
+        let words = scan_command(&commands, pipeline, cluster)?;
+        out.push("--follow-cursor".into());
+        out.push("--".into());
+        out.extend(words);
+        rows.extend(["Scan 0s".to_string(), "Scan <cursor>s".to_string()]);
     } else {
         for c in &commands {
             let dist = key_dist("command-key-pattern", &c.pattern, zipf, normal, key_min)?;
@@ -1149,18 +1320,20 @@ mod tests {
             ("--command=\"\\x00\\x0a\"", "--command"),
             ("--data-import x", "--data-import"),
             ("--bogus 3", "--bogus"),
-            ("--monitor-input m.txt", "--replay"),
-            ("--scan-incremental-iteration", "#53"),
-            ("--connection-timeout 5", "--timeout"),
+            ("--monitor-input m.txt", "cannot read it"),
+            ("--monitor-pattern X", "--monitor-pattern"),
+            ("--connection-timeout 1.5", "--connection-timeout"),
             // memtier's own checks of the gaussian's settings, and respbench's least deviation.
             ("--key-median 5", "--key-median"),
             ("--key-pattern G:G --key-maximum 100 --key-median 500", "--key-median"),
             ("--key-pattern G:G --key-stddev 0", "--key-stddev"),
             ("--key-pattern G:G --key-stddev 0.1", "--key-stddev"),
-            ("--data-size-pattern S", "--data-size-pattern"),
+            ("--data-size-pattern X", "--data-size-pattern"),
+            ("--data-size-range 10-100 --data-size-pattern S --command=SET", "--data-size-pattern"),
             ("-c", "--clients"),
             ("--ratio 1", "--ratio"),
             ("--key-minimum 5 --key-maximum 4", "--key-maximum"),
+            ("--key-minimum 0", "--key-minimum"),
             ("--command-ratio 3", "--command-ratio"),
             ("-n 0", "--requests"),
             ("--command-stats-breakdown both", "--command-stats-breakdown"),
@@ -1238,6 +1411,76 @@ mod tests {
         let tr = t("--command-stats-breakdown command").unwrap();
         assert_eq!((tr.memtier.hdr_file_prefix, tr.memtier.by_line), (None, false));
         assert_eq!(t("--hdr-file-prefix=").unwrap().memtier.hdr_file_prefix, None);
+    }
+
+    #[test]
+    fn scan_iteration_follows_the_cursor() {
+        let v = |line: &str| -> Vec<String> {
+            let mut a: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+            a.extend(["--command".to_string(), "SCAN 0 MATCH memtier-* COUNT 100".to_string()]);
+            a
+        };
+        let tr = translate(&v("--scan-incremental-iteration -n 5")).unwrap();
+        let tail = tr.args.iter().position(|a| a == "--follow-cursor").map(|i| &tr.args[i..]);
+        assert_eq!(
+            tail.map(<[String]>::to_vec).unwrap_or_default(),
+            ["--follow-cursor", "--", "SCAN", "0", "MATCH", "memtier-*", "COUNT", "100"]
+        );
+        assert!(!tr.args.iter().any(|a| a == "--mix-command"), "{:?}", tr.args);
+        assert_eq!(tr.memtier.rows, ["Scan 0s", "Scan <cursor>s"]);
+        for (line, why) in [
+            ("--scan-incremental-iteration --pipeline 2", "--pipeline 1"),
+            ("--scan-incremental-iteration --cluster-mode", "cluster mode"),
+            ("--scan-incremental-iteration --command=GET", "exactly one --command"),
+            ("--scan-incremental-max-iterations 3", "--follow-cursor"),
+        ] {
+            let e = translate(&v(line)).unwrap_err().to_string();
+            assert!(e.contains(why), "{line}: {e}");
+        }
+        let e = t("--scan-incremental-iteration --command=HSCAN").unwrap_err().to_string();
+        assert!(e.contains("SCAN command"), "{e}");
+    }
+
+    #[test]
+    fn the_size_pattern_s_sizes_by_the_key() {
+        let tr = t("--data-size-range 10-1000 --data-size-pattern S").unwrap();
+        assert_eq!(opt(&tr, "-d"), Some("10-1000/key"));
+        // A fixed size or a list is as it is; R draws.
+        assert_eq!(opt(&t("-d 64 --data-size-pattern S").unwrap(), "-d"), Some("64"));
+        assert_eq!(
+            opt(&t("--data-size-range 10-1000 --data-size-pattern R").unwrap(), "-d"),
+            Some("10-1000")
+        );
+    }
+
+    #[test]
+    fn reconnects_are_paced_as_memtiers() {
+        // 1 s before each attempt, no limit; the pacing alone, without --reconnect-on-error,
+        // changes nothing (as in memtier).
+        let tr = t("--reconnect-on-error").unwrap();
+        assert_eq!(opt(&tr, "--reconnect-backoff"), Some("1s,3600s"));
+        assert_eq!(opt(&tr, "--reconnect-factor"), Some("1"));
+        assert_eq!(opt(&tr, "--reconnect-attempts"), None);
+        assert!(tr.args.iter().any(|a| a == "--reconnect"));
+        let tr = t("--reconnect-on-error --reconnect-backoff-factor 1.5 --max-reconnect-attempts 3").unwrap();
+        assert_eq!(opt(&tr, "--reconnect-backoff"), Some("1.5s,3600s"));
+        assert_eq!(opt(&tr, "--reconnect-factor"), Some("1.5"));
+        assert_eq!(opt(&tr, "--reconnect-attempts"), Some("3"));
+        let tr = t("--reconnect-backoff-factor 2 --max-reconnect-attempts 0").unwrap();
+        assert!(!tr.args.iter().any(|a| a.starts_with("--reconnect")), "{:?}", tr.args);
+        for line in ["--reconnect-backoff-factor 0", "--reconnect-on-error --reconnect-backoff-factor 5000"] {
+            assert!(t(line).unwrap_err().to_string().contains("--reconnect-backoff-factor"), "{line}");
+        }
+        assert!(t("--reconnect-interval 100").unwrap_err().to_string().contains("-k 0"));
+    }
+
+    #[test]
+    fn the_connection_timeout_bounds_the_connect_alone() {
+        let args = t("--connection-timeout 3").unwrap().args;
+        assert!(args.windows(2).any(|w| w == ["--connect-timeout", "3s"]), "{args:?}");
+        assert!(!args.iter().any(|a| a == "--timeout"), "{args:?}");
+        // 0, memtier's default: no limit.
+        assert!(!t("--connection-timeout 0").unwrap().args.iter().any(|a| a == "--connect-timeout"));
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub const LIMIT: u32 = 64;
 pub const MOST_WORDS: usize = 32;
 
 /// What the retry options ask for.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
     /// What the core retries, and how.
     pub retry: Retry,
@@ -63,10 +63,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(s.retry.on, ["LOADING", "BUSY"]);
-        assert_eq!(
-            s.retry.backoff,
-            Backoff { first: Duration::from_millis(2), max: Duration::from_millis(500) }
-        );
+        assert_eq!(s.retry.backoff, Backoff::doubling(Duration::from_millis(2), Duration::from_millis(500)));
         assert_eq!((s.retry.limit, s.failed_keys.as_deref()), (5, Some("k.txt")));
         // The pauses double up to the longest.
         let pauses: Vec<u128> = (1..=10).map(|k| s.retry.pause(k).as_millis()).collect();

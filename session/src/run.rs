@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use respbench_core::suite::custom;
 use respbench_core::template::KeySpace;
 use respbench_core::{
-    Backoff, Budget, ConnConfig, ConnError, Handshake, OpenLoop, Outcome, Plan, Stop, Time, Workload,
+    Budget, ConnConfig, ConnError, Handshake, OpenLoop, Outcome, Plan, Stop, Time, Workload,
 };
 use respbench_driver::{Progress, TestRun, Tls};
 
@@ -27,10 +27,6 @@ use crate::timing::ClientPauses;
 
 /// How often `-I` looks at its connections.
 const IDLE_EVERY: Duration = Duration::from_millis(250);
-
-/// `--reconnect`'s backoff: the first wait, doubling up to the longest.
-const RECONNECT_FIRST: Duration = Duration::from_millis(10);
-const RECONNECT_MAX: Duration = Duration::from_secs(1);
 
 /// What else ran on the client machine during a test: the share of all its CPUs that was busy,
 /// and the share of the test respbench's loops waited for a CPU.
@@ -175,7 +171,8 @@ fn conn_config(cfg: &Config, case: &Case, idle: bool, rate: Option<u64>) -> Conn
         idle,
         open_loop,
         request_timeout: cfg.timeout,
-        reconnect: cfg.reconnect.then_some(Backoff { first: RECONNECT_FIRST, max: RECONNECT_MAX }),
+        connect_timeout: cfg.connect_timeout,
+        reconnect: cfg.reconnect.then_some(cfg.reconnect_backoff),
     }
 }
 
@@ -334,7 +331,7 @@ fn start_subscribers(
         cfg.resp3,
         cfg.precision,
         epoch,
-        cfg.reconnect.then_some(Backoff { first: RECONNECT_FIRST, max: RECONNECT_MAX }),
+        cfg.reconnect.then_some(cfg.reconnect_backoff),
     )?))
 }
 

@@ -163,6 +163,8 @@ pub struct Server {
     pub password: Option<String>,
     /// `--timeout`; each step waits 5 s without it.
     pub timeout: Option<Duration>,
+    /// `--connect-timeout`: the connect's own limit, else [`Server::timeout`]'s.
+    pub connect_timeout: Option<Duration>,
     /// `--mptcp`: the startup connection is an MPTCP socket too, as every connection of
     /// valkey-benchmark's is; a kernel that refuses them is found here, before the run.
     pub mptcp: bool,
@@ -177,6 +179,7 @@ impl Server {
             user: cfg.user.clone(),
             password: cfg.password.clone(),
             timeout: cfg.timeout,
+            connect_timeout: cfg.connect_timeout,
             mptcp: cfg.mptcp,
         }
     }
@@ -229,9 +232,13 @@ impl Conn {
         };
         let ((s, tls_name), raw): ((Box<dyn Stream>, Option<NameCheck>), Raw) = match target {
             Target::Tcp(addr) | Target::Mptcp(addr) => {
-                let s = respbench_driver::connect_tcp_timeout(addr, mptcp, timeout).map_err(|e| {
+                let connect = server.connect_timeout.unwrap_or(timeout);
+                let s = respbench_driver::connect_tcp_timeout(addr, mptcp, connect).map_err(|e| {
                     match respbench_driver::mptcp_refused(&e).filter(|_| mptcp) {
                         Some(m) => StartupError::new(m),
+                        None if e.kind() == io::ErrorKind::TimedOut && server.connect_timeout.is_some() => {
+                            fail(respbench_driver::connect_timed_out(connect))
+                        }
                         None => fail(e),
                     }
                 })?;
@@ -731,7 +738,15 @@ mod tests {
             let o = TlsOptions { insecure: true, sni: sni.map(str::to_string), ..TlsOptions::default() };
             let at = tcp("10.0.0.1", 6379);
             let tls = crate::tls::client(&o, &at).unwrap();
-            Server { endpoint: at, tls: Some(tls), user: None, password: None, timeout: None, mptcp: false }
+            Server {
+                endpoint: at,
+                tls: Some(tls),
+                user: None,
+                password: None,
+                timeout: None,
+                connect_timeout: None,
+                mptcp: false,
+            }
         };
         let name = |s: &Server| s.tls.as_ref().unwrap().server_name.clone();
         let n = server(None).node(&tcp("10.0.0.2", 7001));

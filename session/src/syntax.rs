@@ -139,8 +139,63 @@ pub fn retry(
     if limit == 0 {
         return Err(bad("--retry-limit", limit, "must be 1 or more (a request's retries at most)"));
     }
-    let retry = respbench_core::Retry { on: words, backoff: respbench_core::Backoff { first, max }, limit };
+    let retry =
+        respbench_core::Retry { on: words, backoff: respbench_core::Backoff::doubling(first, max), limit };
     Ok(Some(crate::retry::Settings { retry, failed_keys }))
+}
+
+/// `--reconnect`'s first wait and its longest by default: 10 ms doubling up to 1 s.
+const RECONNECT_FIRST: Duration = Duration::from_millis(10);
+const RECONNECT_MAX: Duration = Duration::from_secs(1);
+
+/// Reads `--reconnect`'s pacing: `backoff` `--reconnect-backoff FIRST[,MAX]` (default 10ms,1s),
+/// `factor` `--reconnect-factor F` (each wait F times the one before; default 2), `attempts`
+/// `--reconnect-attempts N` (in a row, then the connection fails for good; default no limit).
+/// Given without `--reconnect` (`reconnect`), they are refused.
+pub fn reconnect(
+    reconnect: bool,
+    backoff: Option<&str>,
+    factor: Option<&str>,
+    attempts: Option<u32>,
+) -> Result<respbench_core::Backoff, OptionError> {
+    let given = [
+        ("--reconnect-backoff", backoff.is_some()),
+        ("--reconnect-factor", factor.is_some()),
+        ("--reconnect-attempts", attempts.is_some()),
+    ];
+    if let Some((option, _)) = given.iter().find(|(_, g)| *g && !reconnect) {
+        return Err(bad(option, "", "needs --reconnect (connections that come back)"));
+    }
+    let (first, max) = match backoff {
+        None => (RECONNECT_FIRST, RECONNECT_MAX),
+        Some(text) => {
+            let (a, b) = text.split_once(',').unwrap_or((text, text));
+            let why = "leave --reconnect-backoff out for 10ms,1s";
+            let (first, max) = (
+                bounded_duration("--reconnect-backoff", a, why)?,
+                bounded_duration("--reconnect-backoff", b, why)?,
+            );
+            if max < first {
+                return Err(bad("--reconnect-backoff", text, "expected FIRST[,MAX] with MAX at least FIRST"));
+            }
+            (first, max)
+        }
+    };
+    let factor = match factor {
+        None => 2.0,
+        Some(f) => f
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite() && *f > 0.0 && *f <= 1000.0)
+            .ok_or_else(|| {
+                bad("--reconnect-factor", f, "expected a number above 0, at most 1000 (2: each wait doubles)")
+            })?,
+    };
+    if attempts == Some(0) {
+        return Err(bad("--reconnect-attempts", 0, "must be 1 or more (leave it out for no limit)"));
+    }
+    Ok(respbench_core::Backoff { first, max, factor, attempts })
 }
 
 /// What a `redis://[user[:password]@]host[:port][/db]` URI says; each part only where given.
@@ -891,6 +946,38 @@ pub fn events(at: &[String], node: Option<&str>) -> Result<crate::event::Events,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reconnect_pacing_is_checked() {
+        let ms = Duration::from_millis;
+        let b = reconnect(true, None, None, None).unwrap();
+        assert_eq!((b.first, b.max, b.factor, b.attempts), (ms(10), ms(1000), 2.0, None));
+        let b = reconnect(true, Some("1s,3600s"), Some("1.5"), Some(3)).unwrap();
+        assert_eq!((b.first, b.max, b.factor, b.attempts), (ms(1000), ms(3_600_000), 1.5, Some(3)));
+        // 1 s, then 1.5 s, 2.25 s…, up to the longest.
+        assert_eq!(
+            (b.next(Duration::ZERO), b.next(ms(1000)), b.next(ms(1500))),
+            (ms(1000), ms(1500), ms(2250))
+        );
+        assert_eq!(b.next(ms(3_000_000)), ms(3_600_000));
+        assert_eq!(reconnect(true, Some("2s"), None, None).unwrap().max, ms(2000));
+        for (backoff, factor, attempts) in [
+            (Some("0"), None, None),
+            (Some("2s,1s"), None, None),
+            (Some("x"), None, None),
+            (None, Some("0"), None),
+            (None, Some("-1"), None),
+            (None, Some("inf"), None),
+            (None, None, Some(0)),
+        ] {
+            assert!(
+                reconnect(true, backoff, factor, attempts).is_err(),
+                "{backoff:?} {factor:?} {attempts:?}"
+            );
+        }
+        let e = reconnect(false, None, None, Some(3)).unwrap_err().to_string();
+        assert!(e.contains("--reconnect-attempts") && e.contains("needs --reconnect"), "{e}");
+    }
 
     #[test]
     fn replay_and_capture_options_are_checked() {

@@ -40,6 +40,7 @@ fn plan(rate: Option<u64>, poisson: bool, seed: u64) -> Arc<Plan> {
                     ..OpenLoop::new(r as f64, poisson)
                 }),
                 request_timeout: None,
+                connect_timeout: None,
                 reconnect: None,
             },
             Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None },

@@ -681,8 +681,8 @@ fn waits_are_sent_and_counted_in_their_row() {
 
 /// `--ratio 1:10 --multi-key-get 4`: each round's ten GETs go as MGETs of 4, 4 and 2 keys (as
 /// memtier's create_mget_request cuts them), one request each in the `Gets` row, whose count is
-/// the server's; the keys are the server's reads (keyspace hits and misses); hits and misses
-/// per key are not counted by respbench, so the JSON has `null` and the table `---`.
+/// the server's; the keys are the server's reads (keyspace hits and misses), and `Hits/sec` and
+/// `Misses/sec` count them key by key as memtier does, in the server's shares.
 #[test]
 fn multi_key_gets_are_mgets_of_four_and_two_keys() {
     let server = RedisServer::start();
@@ -702,15 +702,25 @@ fn multi_key_gets_are_mgets_of_four_and_two_keys() {
     assert!(mgets.iter().all(|k| *k == 4 || *k == 2), "{mgets:?}");
     assert!(mgets.contains(&4) && mgets.contains(&2), "{mgets:?}");
     let stat = |f: &str| server.info_field("stats", f).unwrap().parse::<u64>().unwrap();
-    assert_eq!(stat("keyspace_hits") + stat("keyspace_misses"), mgets.iter().sum::<usize>() as u64);
+    let (hits, misses) = (stat("keyspace_hits"), stat("keyspace_misses"));
+    assert_eq!(hits + misses, mgets.iter().sum::<usize>() as u64);
+    assert!(hits > 0 && misses > 0, "the SETs wrote some of the keys read: {hits} {misses}");
     let doc = read(&json);
     assert_eq!(doc["ALL STATS"]["Gets"]["Count"].as_u64(), Some(calls));
     assert_eq!(doc["ALL STATS"]["Totals"]["Count"], 200);
+    // Hits and misses key by key, as memtier counts an MGET's: the server's share of each.
+    let share = hits as f64 / (hits + misses) as f64;
     for row in ["Gets", "Totals"] {
-        assert!(doc["ALL STATS"][row]["Misses/sec"].is_null(), "{row}: {}", doc["ALL STATS"][row]);
+        let r = &doc["ALL STATS"][row];
+        let (h, m) = (r["Hits/sec"].as_f64().unwrap(), r["Misses/sec"].as_f64().unwrap());
+        assert!((h / (h + m) - share).abs() < 0.001, "{row}: {r}, the server's {hits} and {misses}");
     }
+    // The respbench key has the counts themselves.
+    let totals = &doc["respbench"]["ALL STATS"];
+    assert_eq!(totals["nil_elements"].as_u64(), Some(misses), "{totals}");
     let row = out.stdout.lines().find(|l| l.starts_with("Gets ")).unwrap_or_else(|| panic!("{}", out.dump()));
-    assert_eq!(row.split_whitespace().nth(2), Some("---"), "{row}");
+    let table_hits: f64 = row.split_whitespace().nth(2).and_then(|h| h.parse().ok()).unwrap_or(-1.0);
+    assert_eq!(table_hits, doc["ALL STATS"]["Gets"]["Hits/sec"].as_f64().unwrap(), "{row}");
 }
 
 /// `--hdr-file-prefix` with MGETs and WAITs: GET's file has every MGET (memtier's GET
@@ -737,5 +747,175 @@ fn hdr_files_put_mgets_in_gets_and_waits_nowhere() {
     assert_eq!(count("m_SET_command_run_1.txt"), server.command_calls("set"));
     assert_eq!(count("m_FULL_RUN_1.txt"), 2 * 150);
     assert!(server.command_calls("wait") > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--connection-timeout 1` (respbench's `--connect-timeout 1s`): a server whose accept queue is
+/// full answers no SYN, and the connect fails after a second, naming the address and the limit,
+/// where without it the kernel would try for two minutes.
+#[test]
+fn the_connection_timeout_bounds_a_connect_that_gets_no_answer() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Fill the accept queue: the connect that gets no answer is the first that times out.
+    let mut held = Vec::new();
+    while held.len() < 10_000 {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+            Ok(s) => held.push(s),
+            Err(_) => break,
+        }
+    }
+    assert!(held.len() < 10_000, "the accept queue never filled");
+    let port = addr.port().to_string();
+    for args in [
+        vec!["memtier", "-s", "127.0.0.1", "-p", &port, "--connection-timeout", "1", "-n", "5"],
+        vec!["-h", "127.0.0.1", "-p", &port, "--connect-timeout", "1s", "-n", "5", "-t", "ping"],
+    ] {
+        let out = respbench().run(&args, Duration::from_secs(60));
+        assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+        let named = format!("127.0.0.1:{port}: no answer within 1s (--connect-timeout)");
+        assert!(out.stderr.contains(&named), "{}", out.dump());
+        assert!(out.stdout.is_empty(), "{}", out.dump());
+    }
+}
+
+/// `memtier -t 1 -c 2 --ratio 0:1 --reconnect-on-error LINE…` against `server`, which is
+/// killed once it has served 1,000 GETs and restarted `down` later; the run's output.
+fn crashed_under(server: &mut RedisServer, line: &str, down: Duration) -> respbench_tests::Output {
+    let port = server.port().to_string();
+    let mut args = vec!["memtier", "-p", &port, "-t", "1", "-c", "2", "--ratio", "0:1", "--hide-histogram"];
+    args.push("--reconnect-on-error");
+    args.extend(line.split_whitespace());
+    let run = respbench().spawn(&args);
+    server.wait_for_calls("get", 1000);
+    server.crash_and_restart(down);
+    run.wait(T)
+}
+
+/// `--reconnect-on-error --reconnect-backoff-factor 2` through a crash: the server (SIGKILL) is
+/// down 0.5 s, each connection waits memtier's first 2 s before its attempt and finds it back;
+/// the run goes on to its end, every connection dropped once and came back, the lost requests
+/// are the `connection` errors and decide the exit status, and the restarted server counted the
+/// GETs after it.
+#[test]
+fn reconnects_wait_memtiers_backoff_through_a_crash() {
+    let mut server = RedisServer::start();
+    let json = json_path("memtier", "reconnect");
+    let line = format!("--test-time 5 --reconnect-backoff-factor 2 --json-out-file {}", json.display());
+    let out = crashed_under(&mut server, &line, Duration::from_millis(500));
+    let doc = read(&json);
+    let t = &doc["respbench"]["ALL STATS"];
+    let rc = &t["reconnects"];
+    assert_eq!(rc["drops"].as_u64(), Some(2), "{rc}\n{}", out.dump());
+    assert_eq!(rc["still_down"].as_u64(), Some(0), "{rc}");
+    let lost = rc["lost_requests"].as_u64().unwrap();
+    assert_eq!(out.status.code(), Some(if lost > 0 { 1 } else { 0 }), "lost {lost}: {}", out.dump());
+    assert_eq!(t["errors"]["connection"].as_u64().unwrap_or(0), lost, "{t}");
+    // Each connection waited its 2 s before it came back (a lower bound: never shorter).
+    let down = rc["downtime_s"].as_f64().unwrap();
+    assert!(down >= 4.0, "2 connections down 2 s each at least: {down} s");
+    // The restarted server's own count: every GET after the restart is one of the run's.
+    let after = server.command_calls("get");
+    assert!(after > 0, "GETs after the restart");
+    assert!(t["requests"].as_u64().unwrap() >= 1000 + after, "{t}");
+}
+
+/// `--max-reconnect-attempts 2` (memtier waits 1 s before each): the server dies and stays down
+/// for 6 s; each connection's two attempts are refused and it gives up: the run ends with
+/// status 1 and the connect's error, and the restarted server gets no GET of the 120 s run.
+#[test]
+fn reconnect_attempts_give_up_after_memtiers_limit() {
+    let mut server = RedisServer::start();
+    let out =
+        crashed_under(&mut server, "--test-time 120 --max-reconnect-attempts 2", Duration::from_secs(6));
+    let port = server.port();
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(
+        out.stderr.contains(&format!("Could not connect to Redis at localhost:{port}")),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("get"), 0, "{}", out.dump());
+}
+
+/// `--command "SCAN 0 COUNT 100" --scan-incremental-iteration` over 1,000 keys: each client
+/// follows the cursor to 0 and starts again, in memtier's two rows (`Scan 0s` the first calls,
+/// `Scan <cursor>s` the continuations), whose counts add up to the SCANs the server ran.
+#[test]
+fn scan_iteration_follows_the_cursor_in_memtiers_rows() {
+    let server = RedisServer::start();
+    let fill: Vec<String> = (0..1000).map(|i| format!("k{i}")).collect();
+    let mut mset = vec!["MSET".to_string()];
+    mset.extend(fill.iter().flat_map(|k| [k.clone(), "v".to_string()]));
+    assert_eq!(server.cli(&mset).trim(), "OK");
+    let json = json_path("memtier", "scan");
+    let out = small(
+        &server,
+        "-c 2 -n 50 --scan-incremental-iteration --json-out-file",
+        &[json.to_str().unwrap(), "--command", "SCAN 0 COUNT 100"],
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let doc = read(&json);
+    let all = &doc["ALL STATS"];
+    assert_eq!(keys(all), sorted(&["Runtime", "Scan 0s", "Scan <cursor>s", "Totals"]), "{all}");
+    let count = |row: &str| all[row]["Count"].as_u64().unwrap_or_else(|| panic!("{row}: {all}"));
+    let (first, next) = (count("Scan 0s"), count("Scan <cursor>s"));
+    assert_eq!(first + next, 100);
+    assert_eq!(server.command_calls("scan"), 100);
+    // About ten calls walk 1,000 keys 100 at a time: more continuations than first calls.
+    assert!(first >= 2 && next > first, "{first} first calls, {next} continuations");
+    for row in ["Scan 0s", "Scan <cursor>s", "Totals"] {
+        assert!(out.stdout.lines().any(|l| l.starts_with(row)), "{row}: {}", out.dump());
+    }
+}
+
+/// `--data-size-range 10-1000 --data-size-pattern S` writing keys 1 to 100 once (`-n allkeys
+/// --key-pattern P:P --ratio 1:0`): key i's value is memtier's `10 + 990 × (i − 1) / 99` bytes,
+/// truncated (obj_gen.cpp's get_value), as the server's STRLEN says for every key; the real
+/// memtier gives the same 100 sizes.
+#[test]
+fn the_size_pattern_s_sizes_each_value_by_its_key() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let line = "-t 1 -c 1 -n allkeys --ratio 1:0 --key-pattern P:P --data-size-range 10-1000 \
+                --data-size-pattern S --key-minimum 1 --key-maximum 100 --hide-histogram";
+    let mut args = vec!["-p", &port];
+    args.extend(line.split_whitespace());
+    let out = memtier(&respbench(), &args);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.dbsize(0), 100);
+    for i in 1..=100u64 {
+        let len: u64 = server.cli(&["STRLEN", &format!("memtier-{i:012}")]).trim().parse().unwrap();
+        assert_eq!(len, 10 + 990 * (i - 1) / 99, "key {i}");
+    }
+}
+
+/// `--monitor-input FILE --command=__monitor_line2__`: the command of the file's second line
+/// that has one (a `redis-cli monitor` capture, its `OK` line skipped, as memtier reads it) is
+/// the one sent, 2 × 10 times as the server counts; `__monitor_line@__` and a line the file
+/// does not have are refused before anything is sent.
+#[test]
+fn monitor_input_lines_are_commands() {
+    let server = RedisServer::start();
+    let dir = scratch("monitor");
+    let file = dir.join("monitor.txt");
+    let capture = "OK\n1700000000.000001 [0 127.0.0.1:5000] \"SET\" \"mk1\" \"hello\"\n\
+                   1700000000.000002 [0 127.0.0.1:5000] \"HSET\" \"mh\" \"f\" \"v\"\n";
+    std::fs::write(&file, capture).unwrap();
+    let input = file.to_str().unwrap();
+    let out = small(&server, "-c 2 -n 10 --command=__monitor_line2__ --monitor-input", &[input]);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!((server.command_calls("hset"), server.command_calls("set")), (20, 0));
+    assert_eq!(server.cli(&["HGET", "mh", "f"]).trim(), "v");
+    assert!(out.stdout.lines().any(|l| l.starts_with("Hsets ")), "{}", out.dump());
+    for (command, named) in [
+        ("--command=__monitor_line@__", "__monitor_line@__"),
+        ("--command=__monitor_line3__", "__monitor_line2__"),
+    ] {
+        let out = small(&server, &format!("-n 1 {command} --monitor-input"), &[input]);
+        assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+        assert!(out.stderr.contains(named), "{named}: {}", out.dump());
+    }
+    assert_eq!(server.command_calls("hset"), 20);
     let _ = std::fs::remove_dir_all(&dir);
 }

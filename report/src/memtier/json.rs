@@ -73,15 +73,6 @@ fn kb(f: &Figures, v: f64) -> J {
     }
 }
 
-/// A rate of hits or misses, `null` where they are not known ([`Figures::hits_known`]).
-fn hits(f: &Figures, v: f64) -> J {
-    if f.hits_known {
-        num(v, 2)
-    } else {
-        J::Num("null".into())
-    }
-}
-
 /// A whole number.
 fn int(v: u64) -> J {
     J::Num(v.to_string())
@@ -103,8 +94,8 @@ fn row(m: &Memtier, f: &Figures, time_serie: J, moved_ask: Option<(f64, f64)>, c
     let mut o = vec![
         field("Count", int(f.count)),
         field("Ops/sec", num(f.ops_sec(), 2)),
-        field("Hits/sec", hits(f, f.hits_sec())),
-        field("Misses/sec", hits(f, f.misses_sec())),
+        field("Hits/sec", num(f.hits_sec(), 2)),
+        field("Misses/sec", num(f.misses_sec(), 2)),
     ];
     if let Some((moved, ask)) = moved_ask {
         o.push(field("MOVED/sec", num(moved, 2)));

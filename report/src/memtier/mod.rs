@@ -21,16 +21,13 @@ use respbench_session::result::TestResult;
 pub struct Figures {
     /// Requests answered.
     pub count: u64,
-    /// Of them, replies that were not nil (memtier's hits): `--ratio`'s GETs only.
+    /// Keys read that were found (memtier's hits): a GET's reply that was not nil, each
+    /// element of an MGET's that was not; `--ratio`'s GETs only.
     pub hits: u64,
-    /// Of them, nil replies (memtier's misses): `--ratio`'s GETs only.
+    /// Keys read that were missing (memtier's misses): nil replies and an MGET's nil elements.
     pub misses: u64,
     /// Whether hits and misses apply (the `Gets` row and `Totals` of `--ratio`).
     pub hits_apply: bool,
-    /// Whether hits and misses are known: not with `--multi-key-get`, whose MGETs' keys are
-    /// hits or misses one by one, which respbench does not count (the table shows `---`, the
-    /// JSON `null`).
-    pub hits_known: bool,
     /// Bytes received and sent.
     pub bytes_rx: u64,
     /// Bytes sent.
@@ -49,7 +46,6 @@ impl Figures {
             hits: 0,
             misses: 0,
             hits_apply: false,
-            hits_known: true,
             bytes_rx: 0,
             bytes_tx: 0,
             latency: new_histogram(DEFAULT_SIGFIG).map_err(Error::Encode)?,
@@ -61,8 +57,11 @@ impl Figures {
     fn add(&mut self, s: &Stats) -> Result<(), Error> {
         self.count =
             self.count.checked_add(s.requests).ok_or_else(|| Error::Encode("count overflow".into()))?;
-        self.hits = self.hits.saturating_add(s.requests.saturating_sub(s.nils));
-        self.misses = self.misses.saturating_add(s.nils);
+        // Key by key, as memtier counts an MGET's: an array reply's elements are its reads.
+        let reads = s.requests.saturating_sub(s.arrays).saturating_add(s.array_elements);
+        let missing = s.nils.saturating_add(s.nil_elements);
+        self.hits = self.hits.saturating_add(reads.saturating_sub(missing));
+        self.misses = self.misses.saturating_add(missing);
         self.bytes_rx = self.bytes_rx.saturating_add(s.bytes_received);
         self.bytes_tx = self.bytes_tx.saturating_add(s.bytes_sent);
         self.latency.add(&s.latency).map_err(|e| Error::Encode(format!("cannot merge latencies: {e:?}")))
@@ -190,7 +189,6 @@ pub fn runs<'a>(m: &Memtier, results: &'a [TestResult]) -> Result<Vec<Run<'a>>, 
             for name in ["Sets", "Gets", "Waits"] {
                 let mut f = Figures::empty(seconds)?;
                 f.hits_apply = name == "Gets";
-                f.hits_known = !(m.multi_key_get && name == "Gets");
                 rows.push((name.to_string(), f));
             }
         }
@@ -207,7 +205,6 @@ pub fn runs<'a>(m: &Memtier, results: &'a [TestResult]) -> Result<Vec<Run<'a>>, 
         }
         let mut totals = Figures::empty(seconds)?;
         totals.hits_apply = m.ratio_rows;
-        totals.hits_known = !m.multi_key_get;
         for (_, f) in &rows {
             totals.count = totals.count.saturating_add(f.count);
             if f.hits_apply {
@@ -270,7 +267,6 @@ fn average<'a>(runs: &[Run<'a>]) -> Result<Run<'a>, Error> {
     let mean = |fs: &[&Figures]| -> Result<Figures, Error> {
         let mut out = Figures::empty(seconds)?;
         out.hits_apply = fs.first().is_some_and(|f| f.hits_apply);
-        out.hits_known = fs.iter().all(|f| f.hits_known);
         for f in fs {
             out.count = out.count.saturating_add(f.count);
             out.hits = out.hits.saturating_add(f.hits);

@@ -90,7 +90,7 @@ pub fn section(m: &Memtier, title: &str, run: &Run<'_>) -> String {
         let mut hits = Column::new(12, "Hits/sec", "-------------");
         let mut misses = Column::new(12, "Misses/sec", "-------------");
         for (_, f) in &rows {
-            if f.hits_apply && f.hits_known {
+            if f.hits_apply {
                 hits.number(f.hits_sec(), 2);
                 misses.number(f.misses_sec(), 2);
             } else {
