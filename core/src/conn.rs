@@ -1508,7 +1508,7 @@ mod tests {
     #[test]
     fn requests_in_flight_at_a_move_are_sent_again() {
         let ms = |n: u64| Time::from_micros(n * 1000);
-        let backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_millis(10) };
+        let backoff = Backoff::doubling(Duration::from_millis(10), Duration::from_millis(10));
         for (repeatable, lost, resent) in [(true, 0, 4), (false, 4, 0)] {
             let plan = Plan::new(
                 ConnConfig {
@@ -1552,7 +1552,7 @@ mod tests {
     #[test]
     fn a_replica_refusal_moves_the_connection_and_sends_again() {
         let ms = |n: u64| Time::from_micros(n * 1000);
-        let backoff = Backoff { first: Duration::from_millis(10), max: Duration::from_millis(10) };
+        let backoff = Backoff::doubling(Duration::from_millis(10), Duration::from_millis(10));
         let plan = Plan::new(
             ConnConfig { pipeline: 1, reconnect: Some(backoff), ..ConnConfig::default() },
             Workload { template: Template::command(&[b"INCR", b"k"]), keys: KeySpace::Literal, mix: None },
