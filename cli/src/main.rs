@@ -27,6 +27,7 @@ use respbench_report::{capacity, json};
 use signals::exit_interrupted;
 
 fn main() -> ExitCode {
+    one_malloc_arena();
     let mut args = args::collect();
     respbench_report::files::on_waiting(|p| {
         say!("{}: a FIFO that no process reads: waiting for a reader", p.display())
@@ -166,6 +167,19 @@ fn main() -> ExitCode {
             }
             ExitCode::from(1)
         }
+    }
+}
+
+/// One malloc arena for the whole process (glibc's `M_ARENA_MAX`), set before any thread starts.
+/// glibc gives each thread that allocates an arena of its own, and each keeps the pages it has
+/// touched; the event loops allocate when a test starts and ends, not per request (5,740
+/// allocations in a 3 s memtier line of 283,000 requests, by heaptrack), so sharing one costs no
+/// contention. Peak RSS of `memtier -t 2 -c 25 --ratio 1:10`: 0.6-0.7 MB less (issue #48 item 4).
+fn one_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a parameter of glibc's allocator; no thread is running yet.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
     }
 }
 
