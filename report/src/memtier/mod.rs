@@ -178,7 +178,7 @@ impl Run<'_> {
 
 /// The runs in `results`: each run of the mix is its commands' results, then its total.
 pub fn runs<'a>(m: &Memtier, results: &'a [TestResult]) -> Result<Vec<Run<'a>>, Error> {
-    let per_run = m.rows.len() + 1;
+    let per_run = m.results_per_run();
     let mut out = Vec::new();
     for chunk in results.chunks(per_run).filter(|c| c.len() == per_run) {
         let total = &chunk[per_run - 1];
