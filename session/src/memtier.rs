@@ -9,7 +9,7 @@
 //! (`--key-pattern`, `--command-key-pattern`) over `--key-minimum`..`--key-maximum`. An option
 //! respbench cannot honour is an error naming it ([`MemtierError::Refused`]).
 
-mod import;
+pub(crate) mod import;
 
 use std::fmt;
 
@@ -60,6 +60,9 @@ pub struct Memtier {
     /// The run is one custom command, not a mix (`--data-import`'s SETs): each run gives one
     /// result, which is its total too.
     pub one_command: bool,
+    /// `--data-verify`/`--verify-only`: the import file's items read back after the run (or
+    /// instead of it).
+    pub verify: Option<Verify>,
 }
 
 impl Memtier {
@@ -72,6 +75,15 @@ impl Memtier {
             self.rows.len() + 1
         }
     }
+}
+
+/// What `--data-verify` asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verify {
+    /// The `--data-import` file whose items are read back.
+    pub file: String,
+    /// `--verify-only`: no test, only the check.
+    pub only: bool,
 }
 
 /// A value of memtier's `configuration` object.
@@ -332,9 +344,6 @@ fn why_refused(name: &str) -> &'static str {
         }
         "reconnect-interval" => {
             "a new connection after every N requests is not supported: respbench's -k 0 opens one for every request (or -P batch)"
-        }
-        "data-verify" | "verify-only" => {
-            "memtier's verify is not read: respbench's --verify and --verify-only check values under load"
         }
         "statsd-host" | "statsd-port" | "statsd-prefix" | "statsd-run-label" | "graphite-port" => {
             "respbench serves its live figures to Prometheus instead (--metrics, memtier's --prometheus-port)"
@@ -908,13 +917,15 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "data-import" => import.file = Some(v.to_string()),
             "generate-keys" => import.generate_keys = true,
             "no-expiry" => import.no_expiry = true,
+            "data-verify" => import.verify = true,
+            "verify-only" => (import.verify, import.verify_only) = (true, true),
             "key-median" => median = Some(above_zero(name, v)?),
             "key-stddev" => stddev = Some(above_zero(name, v)?),
             other => return refuse(other, why_refused(other)),
         }
     }
     import::check(&import, &|o| opts.iter().any(|(k, _)| *k == o))?;
-    if import.file.is_some() && gets > 0 {
+    if import.file.is_some() && gets > 0 && !import.verify_only {
         return Err(MemtierError::BadValue {
             option: "--ratio".into(),
             value: format!("{sets}:{gets}"),
@@ -1212,6 +1223,11 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             by_line,
             multi_key_get: multi_key_get > 0,
             one_command: import.file.is_some(),
+            verify: import
+                .file
+                .clone()
+                .filter(|_| import.verify)
+                .map(|file| Verify { file, only: import.verify_only }),
         },
     })
 }
@@ -1362,7 +1378,7 @@ mod tests {
             ("--command=\"\\x00\\x0a\"", "--command"),
             ("--data-import x --ratio 1:0", "--data-import 'x': cannot read it"),
             ("--no-expiry", "--no-expiry"),
-            ("--data-verify", "--data-verify"),
+            ("--data-verify", "use data-verify only with data-import"),
             ("--bogus 3", "--bogus"),
             ("--monitor-input m.txt", "cannot read it"),
             ("--monitor-pattern X", "--monitor-pattern"),

@@ -1004,3 +1004,59 @@ fn a_bad_import_record_names_its_line() {
     assert_eq!(server.command_calls("set") + server.command_calls("setex"), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--data-verify` reads each item back after the import and prints memtier's lines with the
+/// counts (and its JSON object); a mismatch planted with redis-cli fails `--verify-only`, which
+/// sends only the GETs (one per item), naming the key, with exit 1.
+#[test]
+fn data_verify_reads_the_items_back() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let file = import_file();
+    let json = json_path("memtier", "verify");
+    let line = ["-p", &port, "--data-import", &file, "--ratio", "1:0", "-t", "1", "-c", "1", "-n", "3"];
+    let out = memtier(
+        &respbench(),
+        &[&line[..], &["--data-verify", "--json-out-file", json.to_str().unwrap()]].concat(),
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(
+        out.stdout.ends_with(
+            "\n\nPerforming data verification...\nData verification completed:\n3          keys verified successfuly.\n0          keys failed.\n"
+        ),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("get"), 3, "one GET per item");
+    let doc = read(&json);
+    assert_eq!(doc["client verifications results"]["keys verified successfuly"], 3);
+    assert_eq!(doc["client verifications results"]["keys failed"], 0);
+    assert_eq!(doc["ALL STATS"]["Sets"]["Count"], 3);
+    server.cli(&["SET", "key3", "planted"]);
+    let out = memtier(&respbench(), &["-p", &port, "--data-import", &file, "--verify-only"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(
+        out.stderr.contains("error: key [key3]: expected [aaaaaaaaaaaa], got [planted]"),
+        "{}",
+        out.dump()
+    );
+    assert!(
+        out.stdout.contains("2          keys verified successfuly.\n1          keys failed.\n"),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("get"), 6, "--verify-only sends the GETs alone");
+    assert_eq!(server.command_calls("setex"), 3, "{}", out.dump());
+    server.cli(&["DEL", "key1"]);
+    let out = memtier(&respbench(), &["-p", &port, "--data-import", &file, "--verify-only"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("error: key [key1]: expected [xxxxxxxxxx], got []"), "{}", out.dump());
+    assert!(
+        out.stdout.contains("1          keys verified successfuly.\n2          keys failed.\n"),
+        "{}",
+        out.dump()
+    );
+    let out = memtier(&respbench(), &["-p", &port, "--data-verify"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("use data-verify only with data-import"), "{}", out.dump());
+}

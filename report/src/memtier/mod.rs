@@ -8,6 +8,7 @@ pub mod config;
 pub mod hdr;
 pub mod json;
 pub mod table;
+pub mod verify;
 
 use crate::error::Error;
 use hdrhistogram::Histogram;

@@ -22,6 +22,10 @@ pub(crate) struct Import {
     pub generate_keys: bool,
     /// `--no-expiry`: the items' expiry is not sent.
     pub no_expiry: bool,
+    /// `--data-verify` (or `--verify-only`): the items read back after the run.
+    pub verify: bool,
+    /// `--verify-only`: no test, only the check.
+    pub verify_only: bool,
 }
 
 /// The options memtier refuses with an import, and the ones that need it, with memtier's
@@ -31,6 +35,9 @@ pub(crate) fn check(imp: &Import, given: &dyn Fn(&str) -> bool) -> Result<(), Me
         Err(MemtierError::BadValue { option: format!("--{option}"), value: String::new(), why: why.into() })
     };
     if imp.file.is_none() {
+        if imp.verify {
+            return bad("data-verify", "use data-verify only with data-import");
+        }
         if imp.no_expiry {
             return bad("no-expiry", "use no-expiry only with data-import");
         }
@@ -52,6 +59,9 @@ pub(crate) fn check(imp: &Import, given: &dyn Fn(&str) -> bool) -> Result<(), Me
     let refuse = |option: &str, why: &str| {
         Err(MemtierError::Refused { option: format!("--{option}"), why: why.into() })
     };
+    if imp.verify && imp.generate_keys {
+        return refuse("data-verify", "with --generate-keys a key does not keep its item's data to compare");
+    }
     if given("expiry-range") {
         return refuse(
             "expiry-range",
@@ -73,8 +83,27 @@ pub(crate) fn check(imp: &Import, given: &dyn Fn(&str) -> bool) -> Result<(), Me
 /// for all, so a file of both is refused unless `--no-expiry`). The file is read here, at most
 /// [`MAX_BYTES`] of it, so that a bad record is said before anything connects, naming its line.
 pub(crate) fn command(imp: &Import, file: &str, key: &str) -> Result<Vec<String>, MemtierError> {
-    let bad =
-        |why: String| MemtierError::BadValue { option: "--data-import".into(), value: file.into(), why };
+    let dataset = read(file)?;
+    let key = if imp.generate_keys { key } else { "__field:key__" };
+    let (any, all) = memtier_import::expiries(&dataset);
+    if imp.no_expiry || !any {
+        Ok(vec!["SET".into(), key.into(), "__field:data__".into()])
+    } else if all {
+        Ok(vec!["SETEX".into(), key.into(), "__field:exptime__".into(), "__field:data__".into()])
+    } else {
+        Err(bad(
+            file,
+            "some items have an expiry and some none: respbench sends one command (SET or SETEX) for \
+             all of them; give --no-expiry to send SET for all"
+                .into(),
+        ))
+    }
+}
+
+/// memtier's import `file`, read (at most [`MAX_BYTES`] of it) and parsed: an error names the
+/// file, and the line of a bad record.
+pub(crate) fn read(file: &str) -> Result<respbench_core::dataset::Dataset, MemtierError> {
+    let bad = |why: String| bad(file, why);
     let mut text = Vec::new();
     std::fs::File::open(file)
         .and_then(|f| f.take(MAX_BYTES + 1).read_to_end(&mut text))
@@ -83,15 +112,10 @@ pub(crate) fn command(imp: &Import, file: &str, key: &str) -> Result<Vec<String>
         return Err(bad(format!("larger than {MAX_BYTES} bytes")));
     }
     let dataset = memtier_import::parse("", &text, 0).map_err(|e| bad(e.trim_start_matches(": ").into()))?;
-    let key = if imp.generate_keys { key } else { "__field:key__" };
-    let (any, all) = memtier_import::expiries(&dataset);
-    if imp.no_expiry || !any {
-        Ok(vec!["SET".into(), key.into(), "__field:data__".into()])
-    } else if all {
-        Ok(vec!["SETEX".into(), key.into(), "__field:exptime__".into(), "__field:data__".into()])
-    } else {
-        Err(bad("some items have an expiry and some none: respbench sends one command (SET or SETEX) for \
-             all of them; give --no-expiry to send SET for all"
-            .into()))
-    }
+    Ok(dataset)
+}
+
+/// An error in the `--data-import` file `file`.
+fn bad(file: &str, why: String) -> MemtierError {
+    MemtierError::BadValue { option: "--data-import".into(), value: file.into(), why }
 }
