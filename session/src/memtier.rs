@@ -446,16 +446,9 @@ const MONITOR_MAX_BYTES: u64 = 16 << 20;
 /// `--command`). `__monitor_line@__` (a line drawn for each request) is refused. The file is
 /// read whole, up to 16 MiB.
 fn monitor_lines(commands: &mut [Command], file: &str) -> Result<(), MemtierError> {
-    use std::io::Read;
     let bad =
         |why: String| MemtierError::BadValue { option: "--monitor-input".into(), value: file.into(), why };
-    let mut text = Vec::new();
-    std::fs::File::open(file)
-        .and_then(|f| f.take(MONITOR_MAX_BYTES + 1).read_to_end(&mut text))
-        .map_err(|e| bad(format!("cannot read it: {e}")))?;
-    if text.len() as u64 > MONITOR_MAX_BYTES {
-        return Err(bad(format!("larger than {MONITOR_MAX_BYTES} bytes")));
-    }
+    let text = read_file("--monitor-input", file, MONITOR_MAX_BYTES)?;
     let lines: Vec<&[u8]> = text
         .split(|&b| b == b'\n')
         .filter_map(|l| l.iter().position(|&b| b == b'"').map(|q| &l[q..]))
@@ -488,6 +481,21 @@ fn monitor_lines(commands: &mut [Command], file: &str) -> Result<(), MemtierErro
         c.words = command_words(line)?;
     }
     Ok(())
+}
+
+/// The whole of `file`, the value of `option`, refused when it cannot be read or is larger than
+/// `max` bytes (no more than that is read).
+fn read_file(option: &str, file: &str, max: u64) -> Result<Vec<u8>, MemtierError> {
+    use std::io::Read;
+    let bad = |why: String| MemtierError::BadValue { option: option.into(), value: file.into(), why };
+    let mut text = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(max + 1).read_to_end(&mut text))
+        .map_err(|e| bad(format!("cannot read it: {e}")))?;
+    if text.len() as u64 > max {
+        return Err(bad(format!("larger than {max} bytes")));
+    }
+    Ok(text)
 }
 
 /// `--scan-incremental-iteration`'s command, with memtier's checks: exactly one `--command`, a

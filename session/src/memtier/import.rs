@@ -4,8 +4,6 @@
 //! `SETEX` with the items' expiry) of the file's key (or a key drawn as memtier draws it, with
 //! `--generate-keys`) and its data.
 
-use std::io::Read;
-
 use respbench_core::memtier_import;
 
 use super::MemtierError;
@@ -103,16 +101,8 @@ pub(crate) fn command(imp: &Import, file: &str, key: &str) -> Result<Vec<String>
 /// memtier's import `file`, read (at most [`MAX_BYTES`] of it) and parsed: an error names the
 /// file, and the line of a bad record.
 pub(crate) fn read(file: &str) -> Result<respbench_core::dataset::Dataset, MemtierError> {
-    let bad = |why: String| bad(file, why);
-    let mut text = Vec::new();
-    std::fs::File::open(file)
-        .and_then(|f| f.take(MAX_BYTES + 1).read_to_end(&mut text))
-        .map_err(|e| bad(format!("cannot read it: {e}")))?;
-    if text.len() as u64 > MAX_BYTES {
-        return Err(bad(format!("larger than {MAX_BYTES} bytes")));
-    }
-    let dataset = memtier_import::parse("", &text, 0).map_err(|e| bad(e.trim_start_matches(": ").into()))?;
-    Ok(dataset)
+    let text = super::read_file("--data-import", file, MAX_BYTES)?;
+    memtier_import::parse("", &text, 0).map_err(|e| bad(file, e.trim_start_matches(": ").into()))
 }
 
 /// An error in the `--data-import` file `file`.
