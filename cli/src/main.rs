@@ -245,6 +245,12 @@ fn run(
     // Find out now, not after a long run, whether the outputs' directories take their files.
     respbench_report::outputs::check_outputs(cfg)?;
     outputs.serve_metrics(cfg)?;
+    // memtier's --data-verify: the import file read back after the run, or alone.
+    let verify = cfg.memtier.as_ref().and_then(|m| m.verify.clone().map(|v| (m, v)));
+    if let Some((m, v)) = verify.as_ref().filter(|(_, v)| v.only) {
+        return memtier_verify(cfg, m, tls, v);
+    }
+    let verify_tls = verify.as_ref().and(tls.clone());
     let session = Pair::new(cfg, tls, &mut outputs, stop)?;
     outputs.begin_pair(&session)?;
     let base = session.config().clone();
@@ -279,7 +285,12 @@ fn run(
     if outputs.mismatches() > 0 {
         say!("--verify: {} replies did not match what was written", outputs.mismatches());
     }
-    let failed = outputs.mismatches() > 0
+    let mut failed = false;
+    if let Some((m, v)) = verify.as_ref().filter(|_| matches!(done.ended, Ok(Ended::Completed))) {
+        failed = memtier_verify(cfg, m, verify_tls, v)? != ExitCode::SUCCESS;
+    }
+    let failed = failed
+        || outputs.mismatches() > 0
         || done.dropped
         || done.first_error.is_some()
         || done.empty_window.is_some()
@@ -293,4 +304,22 @@ fn run(
         Ok(Ended::Interrupted) => Ok(ExitCode::from(exit_interrupted())),
         Err(e) => Err(e.into()),
     }
+}
+
+/// memtier's `--data-verify`: each item of the import file read back and compared, memtier's
+/// lines for the mismatches on stderr (the first 20) and its counts where its table goes; exit 1
+/// on a mismatch.
+fn memtier_verify(
+    cfg: &Config,
+    m: &respbench_session::memtier::Memtier,
+    tls: Option<Tls>,
+    v: &respbench_session::memtier::Verify,
+) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let found = respbench_session::memtier_verify::verify(cfg, tls, v)?;
+    found.lines.iter().for_each(|l| say!("{l}"));
+    if let Some(more) = found.failed.checked_sub(found.lines.len() as u64).filter(|n| *n > 0) {
+        say!("... and {more} more keys failed");
+    }
+    respbench_report::memtier::verify::write(m, &found, !v.only)?;
+    Ok(if found.failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -261,6 +261,13 @@ impl Dataset {
         Ok(Dataset { names, data, cells, next: AtomicU64::new(0) })
     }
 
+    /// A dataset of these fields, whose cells (row after row, `names.len()` a row) are
+    /// ranges of `data`: what another file format's reader gives
+    /// ([`crate::memtier_import::parse`]).
+    pub fn from_parts(names: Vec<String>, data: Vec<u8>, cells: Vec<Range<usize>>) -> Dataset {
+        Dataset { names, data, cells, next: AtomicU64::new(0) }
+    }
+
     /// The header's field names.
     pub fn names(&self) -> &[String] {
         &self.names

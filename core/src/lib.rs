@@ -69,6 +69,7 @@ pub mod dist;
 pub mod expiry;
 pub mod handshake;
 pub mod keys;
+pub mod memtier_import;
 pub mod plan;
 pub mod ramp;
 pub mod replay;

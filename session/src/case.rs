@@ -261,6 +261,9 @@ fn dataset(cfg: &Config, stop: &StopHandle) -> Result<Option<Arc<Dataset>>, Erro
     })?;
     let parsed = if let Some(root) = &xml {
         Dataset::parse_xml(path, &text, root, cfg.maxdocs)
+    } else if respbench_core::memtier_import::is_memtier(&text) {
+        // memtier_benchmark's --data-import file: fields key, data and exptime.
+        respbench_core::memtier_import::parse(&format!("--dataset {path}"), &text, cfg.maxdocs)
     } else {
         Dataset::parse(path, &text, delimiter_for(path), cfg.maxdocs)
     };

@@ -30,6 +30,7 @@ mod groups;
 pub mod input;
 pub mod limits;
 pub mod memtier;
+pub mod memtier_verify;
 pub mod metrics;
 mod notify_nodes;
 pub mod objective;

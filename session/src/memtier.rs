@@ -9,6 +9,8 @@
 //! (`--key-pattern`, `--command-key-pattern`) over `--key-minimum`..`--key-maximum`. An option
 //! respbench cannot honour is an error naming it ([`MemtierError::Refused`]).
 
+pub(crate) mod import;
+
 use std::fmt;
 
 /// What memtier's outputs need to know of its command line: the run's shape as memtier
@@ -55,6 +57,33 @@ pub struct Memtier {
     pub by_line: bool,
     /// `--multi-key-get N`: `--ratio`'s GETs go as MGETs of up to N keys.
     pub multi_key_get: bool,
+    /// The run is one custom command, not a mix (`--data-import`'s SETs): each run gives one
+    /// result, which is its total too.
+    pub one_command: bool,
+    /// `--data-verify`/`--verify-only`: the import file's items read back after the run (or
+    /// instead of it).
+    pub verify: Option<Verify>,
+}
+
+impl Memtier {
+    /// How many results each run gives: a result per row and the mix's total, or the one
+    /// command's.
+    pub fn results_per_run(&self) -> usize {
+        if self.one_command {
+            1
+        } else {
+            self.rows.len() + 1
+        }
+    }
+}
+
+/// What `--data-verify` asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verify {
+    /// The `--data-import` file whose items are read back.
+    pub file: String,
+    /// `--verify-only`: no test, only the check.
+    pub only: bool,
 }
 
 /// A value of memtier's `configuration` object.
@@ -316,9 +345,6 @@ fn why_refused(name: &str) -> &'static str {
         "reconnect-interval" => {
             "a new connection after every N requests is not supported: respbench's -k 0 opens one for every request (or -P batch)"
         }
-        "data-import" | "data-verify" | "verify-only" | "generate-keys" | "no-expiry" => {
-            "memtier's import and verify are not read: respbench's --verify and --verify-only check values under load"
-        }
         "statsd-host" | "statsd-port" | "statsd-prefix" | "statsd-run-label" | "graphite-port" => {
             "respbench serves its live figures to Prometheus instead (--metrics, memtier's --prometheus-port)"
         }
@@ -420,16 +446,9 @@ const MONITOR_MAX_BYTES: u64 = 16 << 20;
 /// `--command`). `__monitor_line@__` (a line drawn for each request) is refused. The file is
 /// read whole, up to 16 MiB.
 fn monitor_lines(commands: &mut [Command], file: &str) -> Result<(), MemtierError> {
-    use std::io::Read;
     let bad =
         |why: String| MemtierError::BadValue { option: "--monitor-input".into(), value: file.into(), why };
-    let mut text = Vec::new();
-    std::fs::File::open(file)
-        .and_then(|f| f.take(MONITOR_MAX_BYTES + 1).read_to_end(&mut text))
-        .map_err(|e| bad(format!("cannot read it: {e}")))?;
-    if text.len() as u64 > MONITOR_MAX_BYTES {
-        return Err(bad(format!("larger than {MONITOR_MAX_BYTES} bytes")));
-    }
+    let text = read_file("--monitor-input", file, MONITOR_MAX_BYTES)?;
     let lines: Vec<&[u8]> = text
         .split(|&b| b == b'\n')
         .filter_map(|l| l.iter().position(|&b| b == b'"').map(|q| &l[q..]))
@@ -462,6 +481,21 @@ fn monitor_lines(commands: &mut [Command], file: &str) -> Result<(), MemtierErro
         c.words = command_words(line)?;
     }
     Ok(())
+}
+
+/// The whole of `file`, the value of `option`, refused when it cannot be read or is larger than
+/// `max` bytes (no more than that is read).
+fn read_file(option: &str, file: &str, max: u64) -> Result<Vec<u8>, MemtierError> {
+    use std::io::Read;
+    let bad = |why: String| MemtierError::BadValue { option: option.into(), value: file.into(), why };
+    let mut text = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(max + 1).read_to_end(&mut text))
+        .map_err(|e| bad(format!("cannot read it: {e}")))?;
+    if text.len() as u64 > max {
+        return Err(bad(format!("larger than {max} bytes")));
+    }
+    Ok(text)
 }
 
 /// `--scan-incremental-iteration`'s command, with memtier's checks: exactly one `--command`, a
@@ -708,6 +742,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let mut commands: Vec<Command> = Vec::new();
     // --scan-incremental-iteration.
     let mut scan = false;
+    // --data-import, --generate-keys, --no-expiry.
+    let mut import = import::Import::default();
     // --monitor-input.
     let mut monitor: Option<String> = None;
     let mut pipeline = 1u64;
@@ -886,10 +922,24 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             // respbench's values are always pseudo-random (redis-benchmark's payload), made once
             // as memtier makes its -R buffer once: see docs/differences.md.
             "random-data" => {}
+            "data-import" => import.file = Some(v.to_string()),
+            "generate-keys" => import.generate_keys = true,
+            "no-expiry" => import.no_expiry = true,
+            "data-verify" => import.verify = true,
+            "verify-only" => (import.verify, import.verify_only) = (true, true),
             "key-median" => median = Some(above_zero(name, v)?),
             "key-stddev" => stddev = Some(above_zero(name, v)?),
             other => return refuse(other, why_refused(other)),
         }
+    }
+    import::check(&import, &|o| opts.iter().any(|(k, _)| *k == o))?;
+    if import.file.is_some() && gets > 0 && !import.verify_only {
+        return Err(MemtierError::BadValue {
+            option: "--ratio".into(),
+            value: format!("{sets}:{gets}"),
+            why: "with --data-import respbench writes the file's items with SETs only: give --ratio 1:0"
+                .into(),
+        });
     }
     if reconnect {
         out.extend(reconnect_pacing(backoff_factor, reconnect_attempts)?);
@@ -1018,7 +1068,17 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     if multi_key_get.min(gets) > 10_000 {
         return refuse("multi-key-get", "respbench sends at most 10000 keys in one MGET");
     }
-    if ratio_rows {
+    if let Some(file) = &import.file {
+        // The file's items in turn, as memtier's import writes them (memtier_import.rs).
+        let words = import::command(&import, file, &key)?;
+        if import.generate_keys {
+            push(&mut out, "--key-dist", &key_dist("key-pattern", set_pattern, zipf, normal, key_min)?);
+        }
+        push(&mut out, "--dataset", file);
+        out.push("--".into());
+        out.extend(words);
+        rows.push("Sets".to_string());
+    } else if ratio_rows {
         // With WAITs, `a` SETs to `b` WAITs: the weights times `a`.
         let by = waits.as_ref().map_or(1, |w| w.0 .0);
         let weight = |w: u64, by: u64| {
@@ -1170,6 +1230,12 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             hdr_file_prefix,
             by_line,
             multi_key_get: multi_key_get > 0,
+            one_command: import.file.is_some(),
+            verify: import
+                .file
+                .clone()
+                .filter(|_| import.verify)
+                .map(|file| Verify { file, only: import.verify_only }),
         },
     })
 }
@@ -1318,7 +1384,9 @@ mod tests {
             ("--monitor-input f", "--monitor-input"),
             ("-P memcache_text", "--protocol"),
             ("--command=\"\\x00\\x0a\"", "--command"),
-            ("--data-import x", "--data-import"),
+            ("--data-import x --ratio 1:0", "--data-import 'x': cannot read it"),
+            ("--no-expiry", "--no-expiry"),
+            ("--data-verify", "use data-verify only with data-import"),
             ("--bogus 3", "--bogus"),
             ("--monitor-input m.txt", "cannot read it"),
             ("--monitor-pattern X", "--monitor-pattern"),

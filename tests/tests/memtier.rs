@@ -919,3 +919,144 @@ fn monitor_input_lines_are_commands() {
     assert_eq!(server.command_calls("hset"), 20);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// tests/golden/memtier-import/items.csv: three items in memtier's `--data-import` format (one
+/// with a doubled quote in its key, and a quote, a comma and a line break in its data), each
+/// with an expiry of 1000 s; the real memtier_benchmark 2.4 reads it and verifies all three.
+fn import_file() -> String {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/memtier-import/items.csv");
+    file.to_str().unwrap().to_string()
+}
+
+/// The file's items: key and value, as the server must hold them.
+const ITEMS: [(&str, &str); 3] = [("key1", "xxxxxxxxxx"), ("say\"hi", "a\",b\nc"), ("key3", "aaaaaaaaaaaa")];
+
+/// `--data-import FILE --ratio 1:0`: memtier's SETEX of each item with its expiry, in turn
+/// (2 clients x 3 requests: each item twice), the values the file's; with `--no-expiry` SET
+/// and no TTL; with `--generate-keys` the keys drawn from the range, the values the file's.
+#[test]
+fn data_import_writes_the_files_items() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let file = import_file();
+    let base = ["-p", &port, "--data-import", &file, "--ratio", "1:0", "-t", "1", "-c", "2", "-n", "3"];
+    let out = memtier(&respbench(), &[&base[..], &["--hide-histogram"]].concat());
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("setex"), 6, "{}", out.dump());
+    assert_eq!(server.command_calls("set"), 0);
+    assert!(out.stdout.lines().any(|l| l.starts_with("Sets ")), "{}", out.dump());
+    assert_eq!(server.dbsize(0), 3);
+    for (key, value) in ITEMS {
+        assert_eq!(server.cli(&["GET", key]), value, "{key}");
+        let ttl: i64 = server.cli(&["TTL", key]).parse().unwrap();
+        assert!(ttl > 900 && ttl <= 1000, "{key}: TTL {ttl}");
+    }
+    server.cli(&["FLUSHALL"]);
+    let out = memtier(&respbench(), &[&base[..], &["--no-expiry"]].concat());
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("set"), 6, "{}", out.dump());
+    for (key, value) in ITEMS {
+        assert_eq!(server.cli(&["GET", key]), value, "{key}");
+        assert_eq!(server.cli(&["TTL", key]), "-1", "{key}");
+    }
+    server.cli(&["FLUSHALL"]);
+    let generated = ["--generate-keys", "--key-prefix", "g:", "--key-maximum", "4", "--key-pattern", "S:S"];
+    let out = memtier(&respbench(), &[&base[..], &generated].concat());
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("setex"), 12, "{}", out.dump());
+    let keys = server.cli(&["KEYS", "*"]);
+    assert!(keys.lines().all(|k| k.starts_with("g:")), "{keys}");
+    let values: Vec<String> = keys.lines().map(|k| server.cli(&["GET", k])).collect();
+    assert!(!values.is_empty() && values.iter().all(|v| ITEMS.iter().any(|(_, i)| v == i)), "{values:?}");
+}
+
+/// A bad record is an error naming the file's line before anything is sent; memtier's own
+/// checks on the options that go with an import are its messages.
+#[test]
+fn a_bad_import_record_names_its_line() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let dir = scratch("import");
+    let bad = dir.join("bad.csv");
+    std::fs::write(
+        &bad,
+        "dumpflags, time, exptime\n0, 0, 0, 6, 0, 0, 0, 1, a, abcd\n0, 0, 0, 12, 0, 0, 0, 1, b, xx\n",
+    )
+    .unwrap();
+    let out = memtier(&respbench(), &["-p", &port, "--data-import", bad.to_str().unwrap(), "--ratio", "1:0"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("line 3: the data column is 2 bytes, its record says 10"), "{}", out.dump());
+    let file = import_file();
+    for (extra, said) in [
+        (&["--ratio", "1:0", "-d", "10"][..], "data size cannot be specified when importing."),
+        (
+            &["--ratio", "1:0", "--key-prefix", "x"][..],
+            "use key-minimum, key-maximum and key-prefix only with generate-keys.",
+        ),
+        (&["--ratio", "1:10"][..], "give --ratio 1:0"),
+    ] {
+        let out = memtier(&respbench(), &[&["-p", &port, "--data-import", &file][..], extra].concat());
+        assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+        assert!(out.stderr.contains(said), "{said}: {}", out.dump());
+    }
+    let out = memtier(&respbench(), &["-p", &port, "--no-expiry"]);
+    assert!(out.stderr.contains("use no-expiry only with data-import"), "{}", out.dump());
+    assert_eq!(server.command_calls("set") + server.command_calls("setex"), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--data-verify` reads each item back after the import and prints memtier's lines with the
+/// counts (and its JSON object); a mismatch planted with redis-cli fails `--verify-only`, which
+/// sends only the GETs (one per item), naming the key, with exit 1.
+#[test]
+fn data_verify_reads_the_items_back() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let file = import_file();
+    let json = json_path("memtier", "verify");
+    let line = ["-p", &port, "--data-import", &file, "--ratio", "1:0", "-t", "1", "-c", "1", "-n", "3"];
+    let out = memtier(
+        &respbench(),
+        &[&line[..], &["--data-verify", "--json-out-file", json.to_str().unwrap()]].concat(),
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    assert!(
+        out.stdout.ends_with(
+            "\n\nPerforming data verification...\nData verification completed:\n3          keys verified successfuly.\n0          keys failed.\n"
+        ),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("get"), 3, "one GET per item");
+    let doc = read(&json);
+    assert_eq!(doc["client verifications results"]["keys verified successfuly"], 3);
+    assert_eq!(doc["client verifications results"]["keys failed"], 0);
+    assert_eq!(doc["ALL STATS"]["Sets"]["Count"], 3);
+    server.cli(&["SET", "key3", "planted"]);
+    let out = memtier(&respbench(), &["-p", &port, "--data-import", &file, "--verify-only"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(
+        out.stderr.contains("error: key [key3]: expected [aaaaaaaaaaaa], got [planted]"),
+        "{}",
+        out.dump()
+    );
+    assert!(
+        out.stdout.contains("2          keys verified successfuly.\n1          keys failed.\n"),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.command_calls("get"), 6, "--verify-only sends the GETs alone");
+    assert_eq!(server.command_calls("setex"), 3, "{}", out.dump());
+    server.cli(&["DEL", "key1"]);
+    let out = memtier(&respbench(), &["-p", &port, "--data-import", &file, "--verify-only"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("error: key [key1]: expected [xxxxxxxxxx], got []"), "{}", out.dump());
+    assert!(
+        out.stdout.contains("1          keys verified successfuly.\n2          keys failed.\n"),
+        "{}",
+        out.dump()
+    );
+    let out = memtier(&respbench(), &["-p", &port, "--data-verify"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("use data-verify only with data-import"), "{}", out.dump());
+}

@@ -29,7 +29,7 @@ pub fn full_run(prefix: &str, run: usize) -> String {
     format!("{prefix}_FULL_RUN_{run}.txt")
 }
 
-/// Writes the files of `runs` (made from `results`, `m.rows.len() + 1` results a run) under
+/// Writes the files of `runs` (made from `results`, `m.results_per_run()` results a run) under
 /// `prefix`; `epoch_us` is the run's start in microseconds since the Unix epoch. The paths
 /// written.
 pub fn write_all(
@@ -40,7 +40,7 @@ pub fn write_all(
     epoch_us: u64,
 ) -> Result<Vec<String>, Error> {
     let mut written = Vec::new();
-    let per_run = m.rows.len() + 1;
+    let per_run = m.results_per_run();
     for (k, (run, chunk)) in runs.iter().zip(results.chunks(per_run)).enumerate() {
         let n = k + 1;
         let stats = &run.result.stats;

@@ -8,6 +8,7 @@ pub mod config;
 pub mod hdr;
 pub mod json;
 pub mod table;
+pub mod verify;
 
 use crate::error::Error;
 use hdrhistogram::Histogram;
@@ -178,7 +179,7 @@ impl Run<'_> {
 
 /// The runs in `results`: each run of the mix is its commands' results, then its total.
 pub fn runs<'a>(m: &Memtier, results: &'a [TestResult]) -> Result<Vec<Run<'a>>, Error> {
-    let per_run = m.rows.len() + 1;
+    let per_run = m.results_per_run();
     let mut out = Vec::new();
     for chunk in results.chunks(per_run).filter(|c| c.len() == per_run) {
         let total = &chunk[per_run - 1];

@@ -62,6 +62,8 @@ mod tests {
             hdr_file_prefix: None,
             by_line: false,
             multi_key_get: false,
+            one_command: false,
+            verify: None,
         };
         let results = [result("GET"), result("GET")];
         feed(&mut Memtier::new(&settings), &["mio"], &[Event::Results(&results)]).unwrap();
