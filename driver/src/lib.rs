@@ -50,7 +50,7 @@ pub use delivered::Delivered;
 pub use discard::{discard_fd, discard_refused, refuse_discard, Kind as SocketKind, Source};
 pub use run::{
     fine_timer_slack, loops, watch_pauses, Figures, Locate, Pauses, Progress, Published, ServerGauges,
-    TestRun, FIGURES_HISTOGRAMS_EVERY, PAUSE_INTERVAL,
+    TestRun, FIGURES_HISTOGRAMS_EVERY, PAUSE_INTERVAL, PROBE_PAUSE_INTERVAL,
 };
 pub use sock::{
     connect_tcp, connect_tcp_timeout, mptcp_check, mptcp_refusal, mptcp_refused, nodelay_unsupported,

@@ -903,7 +903,7 @@ pub(crate) fn idle_pauses(length: Duration) -> ClientPauses {
             respbench_driver::watch_pauses(
                 &progress,
                 &clock,
-                respbench_driver::PAUSE_INTERVAL,
+                respbench_driver::PROBE_PAUSE_INTERVAL,
                 &done,
                 std::thread::sleep,
             )

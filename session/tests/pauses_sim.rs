@@ -11,20 +11,25 @@ use std::time::Duration;
 use respbench_core::template::{KeySpace, Template};
 use respbench_core::{Budget, ConnConfig, Handshake, OpenLoop, Plan, Stop, Time, Workload};
 use respbench_driver::sim::{test_run, Server, Sim};
-use respbench_driver::{watch_pauses, Clock, Progress, VirtualClock, PAUSE_INTERVAL};
+use respbench_driver::{watch_pauses, Clock, Progress, VirtualClock, PAUSE_INTERVAL, PROBE_PAUSE_INTERVAL};
 use respbench_session::capacity::{measure, parse_objectives, Next, Resolution, Search, Settings};
 use respbench_session::slo::unmeasurable;
 use respbench_session::timing::ClientPauses;
 use respbench_session::verdict::{name_pauses, verdict, Side};
 
-/// The idle thread on virtual time for `wakes` wake-ups: each sleep moves the clock by the
-/// interval, and by `pause(k)` more on the k-th.
+/// The idle thread alone (its 1 ms interval) on virtual time for `wakes` wake-ups: each sleep
+/// moves the clock by the interval, and by `pause(k)` more on the k-th.
 fn idle_thread(wakes: u64, pause: impl Fn(u64) -> Duration) -> ClientPauses {
+    idle_thread_every(PROBE_PAUSE_INTERVAL, wakes, pause)
+}
+
+/// [`idle_thread`] sleeping `interval` at a time.
+fn idle_thread_every(interval: Duration, wakes: u64, pause: impl Fn(u64) -> Duration) -> ClientPauses {
     let clock = VirtualClock::new();
     let progress = Progress::default();
     let done = AtomicBool::new(false);
     let mut k = 0;
-    watch_pauses(&progress, &Clock::from(&clock), PAUSE_INTERVAL, &done, |d| {
+    watch_pauses(&progress, &Clock::from(&clock), interval, &done, |d| {
         clock.advance_to(clock.now() + d + pause(k));
         k += 1;
         if k == wakes {
@@ -33,6 +38,30 @@ fn idle_thread(wakes: u64, pause: impl Fn(u64) -> Duration) -> ClientPauses {
     });
     let p = ClientPauses::from(&*progress.pause_figures());
     p
+}
+
+/// During a test the idle thread sleeps 10 ms at a time (issue #55: a wake-up a millisecond cost
+/// a pinned run 8% of its CPU): the same pause is recorded at that resolution, held-back wake-ups
+/// and all.
+#[test]
+fn a_test_samples_the_same_pause_at_its_coarser_interval() {
+    assert_eq!(PAUSE_INTERVAL, Duration::from_millis(10));
+    // 300 wake-ups (3 s), one of them 300 ms late (1.5 s in).
+    let p = idle_thread_every(PAUSE_INTERVAL, 300, |k| {
+        if k == 150 {
+            Duration::from_millis(300)
+        } else {
+            Duration::ZERO
+        }
+    });
+    assert_eq!(p.wakeups, 300);
+    assert_eq!(p.idle.max(), p.idle.highest_equivalent(300_000));
+    // 29 held back (290, 280 … 10 ms): 30 of 329 values above 0, as 300 of 3,299 are at 1 ms.
+    assert_eq!(p.idle.len(), 300 + 29);
+    assert!(p.at(99.0) >= 260_000, "{}", p.at(99.0));
+    assert_eq!(p.at(50.0), 0);
+    assert_eq!(p.seconds.iter().position(|&s| s == 300_000), Some(1));
+    assert!(p.describe().contains("10.0 ms"), "{}", p.describe());
 }
 
 #[test]

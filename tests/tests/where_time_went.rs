@@ -218,14 +218,14 @@ fn a_client_stopped_for_300_ms_names_its_own_pauses(tool: Tool) {
     let doc: Value = serde_json::from_str(&take_document(&json)).unwrap();
     let t = &doc["tests"][0];
     let p = &t["client_pauses"];
-    // At least the stop, less the idle thread's 1 ms interval (it may have been mid-sleep).
+    // At least the stop, less the idle thread's 10 ms interval (it may have been mid-sleep).
     let max = p["idle_ms"]["max"].as_f64().unwrap();
-    assert!(max >= 299.0, "the idle thread's longest pause was {max} ms: {p}");
+    assert!(max >= 290.0, "the idle thread's longest pause was {max} ms: {p}");
     let series_max =
         p["series_max_ms"].as_array().unwrap().iter().filter_map(Value::as_f64).fold(0.0, f64::max);
-    assert!(series_max >= 299.0, "{p}");
+    assert!(series_max >= 290.0, "{p}");
     // Each second's p99: the stop's wake-up and the ones it held back (jHiccup's correction)
-    // land in the second it ended in, about 300 of that second's thousand; never above its max.
+    // land in the second it ended in, about 30 of that second's hundred; never above its max.
     let (p99s, maxes) = (p["series_p99_ms"].as_array().unwrap(), p["series_max_ms"].as_array().unwrap());
     assert_eq!(p99s.len(), maxes.len(), "{p}");
     assert!(p99s.iter().zip(maxes).all(|(a, b)| a.as_f64() <= b.as_f64()), "{p}");
