@@ -1227,6 +1227,19 @@ struct Run {
 
 impl Books<'_> {
     /// Records the replies of [`Books::run`]; the input is over, or the next reply differs.
+    /// One error-free reply, `one` (its `n` 1): added to the [`Run`] when alike, else the run is
+    /// recorded and this one starts the next.
+    #[inline(always)]
+    fn count_alike(&mut self, one: Run, stats: &mut Stats) {
+        let r = &self.run;
+        if r.n > 0 && (r.part, r.latency, r.service, r.now) == (one.part, one.latency, one.service, one.now) {
+            self.run.n += 1;
+        } else {
+            self.flush(stats);
+            self.run = one;
+        }
+    }
+
     fn flush(&mut self, stats: &mut Stats) {
         let r = std::mem::take(&mut self.run);
         stats.record_requests(r.part, r.latency, r.service, r.now, r.n);
@@ -1248,15 +1261,7 @@ impl Books<'_> {
         let (latency, service) = (a.now.nanos_since(start), a.now.nanos_since(first));
         let part = usize::from(p.part);
         match a.error {
-            None => {
-                let r = &mut self.run;
-                if r.n > 0 && (r.part, r.latency, r.service, r.now) == (part, latency, service, a.now) {
-                    r.n += 1;
-                } else {
-                    self.flush(stats);
-                    self.run = Run { part, latency, service, now: a.now, n: 1 };
-                }
-            }
+            None => self.count_alike(Run { part, latency, service, now: a.now, n: 1 }, stats),
             error => stats.record_request(part, latency, service, error, a.now),
         }
         if a.nil {
@@ -1399,13 +1404,7 @@ impl Books<'_> {
         let (latency, service) = (a.now.nanos_since(start), a.now.nanos_since(first));
         let part = usize::from(p.part);
         if node.is_none() && error.is_none() {
-            let r = &mut self.run;
-            if r.n > 0 && (r.part, r.latency, r.service, r.now) == (part, latency, service, a.now) {
-                r.n += 1;
-            } else {
-                self.flush(stats);
-                self.run = Run { part, latency, service, now: a.now, n: 1 };
-            }
+            self.count_alike(Run { part, latency, service, now: a.now, n: 1 }, stats);
         } else {
             stats.record_request(part, latency, service, error, a.now);
         }
