@@ -232,6 +232,10 @@ pub struct Opts {
     /// until it returns 0, then start again; first calls and continuations reported apart
     #[argh(switch)]
     pub follow_cursor: bool,
+    /// with --follow-cursor: at most N continuations in a walk, then cursor 0 again (default:
+    /// each cursor to 0)
+    #[argh(option)]
+    pub follow_cursor_limit: Option<u64>,
     /// error replies that mean "wait", retried on the same connection after a backoff: the
     /// first words, such as LOADING,BUSY,TRYAGAIN; latency runs from the first send
     #[argh(option)]
@@ -547,6 +551,7 @@ impl Opts {
                 None => Vec::new(),
             },
             follow_cursor: self.follow_cursor,
+            follow_cursor_limit: self.follow_cursor_limit.unwrap_or(0),
             ..OpenLoopConfig::default()
         };
         if let Some(list) = &self.subscribers {

@@ -342,8 +342,9 @@ impl Client {
                 Connection::new(Arc::clone(&plan), handshake, nodes > 1)
             })
             .collect();
-        let follow =
-            plan.workload.mix.as_ref().and_then(crate::Mix::cursor_arg).map(crate::cursor::Follow::new);
+        let follow = plan.workload.mix.as_ref().and_then(|m| {
+            m.cursor_arg().map(|arg| crate::cursor::Follow::new(arg).with_limit(m.cursor_limit()))
+        });
         let plain = follow.is_none()
             && plan.cache_aside.is_none()
             && plan.cluster.is_none()

@@ -110,6 +110,10 @@ pub struct Follow {
     cursor: u64,
     /// Elements returned so far in the iteration under way.
     elements: u64,
+    /// Continuations answered in the iteration under way.
+    calls: u64,
+    /// The most continuations of a walk before it starts again from 0 (0: no limit).
+    limit: u64,
 }
 
 /// A full iteration that a reply ended: how many elements its calls returned.
@@ -122,7 +126,16 @@ pub struct Iteration {
 impl Follow {
     /// A client following the cursor in argument `arg`, at the start of an iteration.
     pub fn new(arg: usize) -> Follow {
-        Follow { arg, cursor: 0, elements: 0 }
+        Follow { arg, cursor: 0, elements: 0, calls: 0, limit: 0 }
+    }
+
+    /// The same, cutting each walk after `limit` continuations (its last reply's cursor left
+    /// unsent: the next call is cursor 0 again), as memtier's
+    /// `--scan-incremental-max-iterations`; 0 follows each cursor to 0. A walk cut short is not
+    /// a full iteration.
+    pub fn with_limit(mut self, limit: u64) -> Follow {
+        self.limit = limit;
+        self
     }
 
     /// The cursor the next call sends.
@@ -143,13 +156,19 @@ impl Follow {
     /// it ended if it returned 0. A bad reply starts the next iteration afresh.
     pub fn answered(&mut self, reply: &[u8]) -> Result<Option<Iteration>, BadCursor> {
         let page = parse(reply).inspect_err(|_| self.restart())?;
+        // The call answered was a continuation when the cursor it sent was not 0.
+        self.calls += u64::from(self.cursor != 0);
         self.elements = self.elements.saturating_add(page.elements);
         self.cursor = page.cursor;
         if page.cursor != 0 {
+            if self.limit > 0 && self.calls >= self.limit {
+                self.restart();
+            }
             return Ok(None);
         }
         let done = Iteration { elements: self.elements };
         self.elements = 0;
+        self.calls = 0;
         Ok(Some(done))
     }
 
@@ -157,6 +176,7 @@ impl Follow {
     pub fn restart(&mut self) {
         self.cursor = 0;
         self.elements = 0;
+        self.calls = 0;
     }
 }
 
@@ -209,6 +229,25 @@ mod tests {
         assert_eq!(f.answered(b"*2\r\n$1\r\nx\r\n*4\r\n"), Err(BadCursor));
         assert_eq!(f.part(), FIRST);
         assert_eq!(f.answered(b"*2\r\n$1\r\n0\r\n*2\r\n"), Ok(Some(Iteration { elements: 2 })));
+    }
+
+    #[test]
+    fn a_limited_walk_starts_again_after_its_continuations() {
+        let mut f = Follow::new(1).with_limit(2);
+        let page = |c: u64| format!("*2\r\n${}\r\n{c}\r\n*1\r\n", c.to_string().len()).into_bytes();
+        // The first call, then two continuations: the second's cursor is not sent.
+        assert_eq!(f.answered(&page(5)), Ok(None));
+        assert_eq!((f.part(), f.cursor()), (NEXT, 5));
+        assert_eq!(f.answered(&page(6)), Ok(None));
+        assert_eq!((f.part(), f.cursor()), (NEXT, 6));
+        assert_eq!(f.answered(&page(7)), Ok(None));
+        assert_eq!((f.part(), f.cursor()), (FIRST, 0));
+        // A walk that ends within the limit is a full iteration, and the count starts again.
+        assert_eq!(f.answered(&page(8)), Ok(None));
+        assert_eq!(f.answered(&page(0)), Ok(Some(Iteration { elements: 2 })));
+        assert_eq!(f.answered(&page(9)), Ok(None));
+        assert_eq!(f.answered(&page(10)), Ok(None));
+        assert_eq!(f.part(), NEXT);
     }
 
     #[test]

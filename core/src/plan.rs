@@ -394,6 +394,8 @@ pub struct Mix {
     /// `--follow-cursor`: the argument that carries the cursor of the mix's one command, sent
     /// as [`crate::cursor::FIRST`] and [`crate::cursor::NEXT`] (see [`Mix::cursor`]).
     cursor: Option<usize>,
+    /// `--follow-cursor-limit`: the most continuations of one walk (0: until the cursor is 0).
+    cursor_limit: u64,
 }
 
 impl Mix {
@@ -423,6 +425,7 @@ impl Mix {
             writer: None,
             tracked: Vec::new(),
             cursor: None,
+            cursor_limit: 0,
         })
     }
 
@@ -439,7 +442,20 @@ impl Mix {
             writer: None,
             tracked: Vec::new(),
             cursor: Some(arg),
+            cursor_limit: 0,
         }
+    }
+
+    /// The cursor mix with at most `limit` continuations in a walk, then cursor 0 again
+    /// (memtier's `--scan-incremental-max-iterations`); 0 follows each cursor to 0.
+    pub fn with_cursor_limit(mut self, limit: u64) -> Mix {
+        self.cursor_limit = limit;
+        self
+    }
+
+    /// The most continuations of one walk, 0 for no limit ([`Mix::with_cursor_limit`]).
+    pub fn cursor_limit(&self) -> u64 {
+        self.cursor_limit
     }
 
     /// The argument that carries the cursor, when the mix follows one ([`Mix::cursor`]).

@@ -142,6 +142,9 @@ fn all_cases(cfg: &Config, stop: &StopHandle, warn: &mut dyn FnMut(&str)) -> Res
     if let Some(s) = &cfg.replay {
         return Ok(vec![replay_case(cfg, s)?]);
     }
+    if cfg.open.follow_cursor_limit > 0 && !cfg.open.follow_cursor {
+        return Err(Error::Tests("--follow-cursor-limit needs --follow-cursor".into()));
+    }
     if cfg.open.follow_cursor {
         let (spec, mix, titles) = crate::cursor::test(cfg)?;
         let label = command_name(&cfg.command[0]);

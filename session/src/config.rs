@@ -494,6 +494,9 @@ pub struct OpenLoopConfig {
     pub expiry: Option<respbench_core::template::Expiry>,
     /// `--follow-cursor`: the custom SCAN-family command follows the cursors its replies return.
     pub follow_cursor: bool,
+    /// `--follow-cursor-limit N`: each walk at most N continuations, then from 0 again (0: to
+    /// the end).
+    pub follow_cursor_limit: u64,
     /// `--cache-aside`: each GET that misses is followed by a SET of its key (with
     /// `--expiry-range`'s time) on the same connection.
     pub cache_aside: bool,

@@ -49,6 +49,6 @@ pub fn test(cfg: &Config) -> Result<(TestSpec, Mix, Vec<String>), Error> {
     let mut titles = vec![String::new(); 2];
     titles[usize::from(FIRST)] = format!("{} (first call)", spec.title);
     titles[usize::from(NEXT)] = format!("{} (continuation)", spec.title);
-    let mix = Mix::cursor(spec.template.clone(), arg);
+    let mix = Mix::cursor(spec.template.clone(), arg).with_cursor_limit(cfg.open.follow_cursor_limit);
     Ok((spec, mix, titles))
 }

@@ -339,9 +339,6 @@ fn positive(option: &str, value: &str) -> Result<u64, MemtierError> {
 /// Why memtier's option `name` is refused, and what to use instead where respbench has it.
 fn why_refused(name: &str) -> &'static str {
     match name {
-        "scan-incremental-max-iterations" => {
-            "respbench's --follow-cursor follows each iteration's cursor until it returns 0"
-        }
         "reconnect-interval" => {
             "a new connection after every N requests is not supported: respbench's -k 0 opens one for every request (or -P batch)"
         }
@@ -740,8 +737,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let mut wait: [Option<String>; 3] = [None, None, None];
     let mut multi_key_get = 0u64;
     let mut commands: Vec<Command> = Vec::new();
-    // --scan-incremental-iteration.
-    let mut scan = false;
+    // --scan-incremental-iteration, --scan-incremental-max-iterations.
+    let (mut scan, mut scan_limit) = (false, 0u64);
     // --data-import, --generate-keys, --no-expiry.
     let mut import = import::Import::default();
     // --monitor-input.
@@ -909,6 +906,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "step-duration" => staircase.2 = Some(positive(name, v)?),
             "show-config" => show_config = true,
             "scan-incremental-iteration" => scan = true,
+            // memtier's strtoul: 0 (its default) follows each cursor to 0; without
+            // --scan-incremental-iteration it does nothing, as in memtier.
+            "scan-incremental-max-iterations" => scan_limit = number(name, v)?,
             "monitor-input" => monitor = Some(v.to_string()),
             "monitor-pattern" if v == "S" || v == "R" => {}
             "monitor-pattern" => {
@@ -1121,6 +1121,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
         // rows for the first calls and the continuations.
         let words = scan_command(&commands, pipeline, cluster)?;
         out.push("--follow-cursor".into());
+        if scan_limit > 0 {
+            push(&mut out, "--follow-cursor-limit", &scan_limit.to_string());
+        }
         out.push("--".into());
         out.extend(words);
         rows.extend(["Scan 0s".to_string(), "Scan <cursor>s".to_string()]);
@@ -1500,11 +1503,16 @@ mod tests {
             ("--scan-incremental-iteration --pipeline 2", "--pipeline 1"),
             ("--scan-incremental-iteration --cluster-mode", "cluster mode"),
             ("--scan-incremental-iteration --command=GET", "exactly one --command"),
-            ("--scan-incremental-max-iterations 3", "--follow-cursor"),
+            ("--scan-incremental-iteration --scan-incremental-max-iterations x", "whole number"),
         ] {
             let e = translate(&v(line)).unwrap_err().to_string();
             assert!(e.contains(why), "{line}: {e}");
         }
+        let tr = translate(&v("--scan-incremental-iteration --scan-incremental-max-iterations 3")).unwrap();
+        let tail = tr.args.iter().position(|a| a == "--follow-cursor").map(|i| &tr.args[i..i + 4]);
+        assert_eq!(tail.unwrap_or_default(), ["--follow-cursor", "--follow-cursor-limit", "3", "--"]);
+        let tr = translate(&v("--scan-incremental-iteration --scan-incremental-max-iterations 0")).unwrap();
+        assert!(!tr.args.iter().any(|a| a == "--follow-cursor-limit"), "{:?}", tr.args);
         let e = t("--scan-incremental-iteration --command=HSCAN").unwrap_err().to_string();
         assert!(e.contains("SCAN command"), "{e}");
     }

@@ -92,6 +92,29 @@ fn hscan_of_a_big_hash_in_every_output() {
     assert!(its >= 2 && els >= 2 * 5_000 * its, "{row:?}");
 }
 
+/// `--follow-cursor-limit 3` (memtier's `--scan-incremental-max-iterations`) over 10,000 keys,
+/// which a full walk of `COUNT 100` takes about 100 calls to cover: every walk is cut after
+/// its first call and 3 continuations, so one client's 400 calls are exactly 100 first calls
+/// and 300 continuations, no full iteration, and the server ran the 400 SCANs.
+#[test]
+fn a_limited_walk_starts_again_from_zero() {
+    let server = RedisServer::start();
+    fill(&server, "MSET", 10_000);
+    let extra = ["-c", "1", "-n", "400", "-q", "--follow-cursor-limit", "3"];
+    let (doc, _) = follow(&server, &extra, &["SCAN", "0", "COUNT", "100"]);
+    assert_eq!(requests(&doc, "SCAN 0 COUNT 100 (first call)"), 100, "{doc}");
+    assert_eq!(requests(&doc, "SCAN 0 COUNT 100 (continuation)"), 300, "{doc}");
+    let whole = doc["tests"].as_array().unwrap().last().unwrap();
+    assert_eq!(whole["cursor"]["iterations"].as_u64(), Some(0), "{whole}");
+    assert_eq!(server.command_calls("scan"), 400);
+    // Without --follow-cursor the limit is refused, before anything is sent.
+    let port = server.port().to_string();
+    let out = respbench().run(&["-p", &port, "-n", "10", "--follow-cursor-limit", "3", "SCAN", "0"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("--follow-cursor-limit needs --follow-cursor"), "{}", out.dump());
+    assert_eq!(server.command_calls("scan"), 400);
+}
+
 #[test]
 fn what_cannot_follow_a_cursor_is_refused() {
     let server = RedisServer::start();

@@ -867,6 +867,22 @@ fn scan_iteration_follows_the_cursor_in_memtiers_rows() {
     for row in ["Scan 0s", "Scan <cursor>s", "Totals"] {
         assert!(out.stdout.lines().any(|l| l.starts_with(row)), "{row}: {}", out.dump());
     }
+    // memtier's --scan-incremental-max-iterations 2: a walk is its first call and at most two
+    // continuations, so one client's 30 calls are 10 walks of three (each shorter than a full
+    // one), as the server counts.
+    let out = small(
+        &server,
+        "-c 1 -n 30 --scan-incremental-iteration --scan-incremental-max-iterations 2 --json-out-file",
+        &[json.to_str().unwrap(), "--command", "SCAN 0 COUNT 100"],
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    let doc = read(&json);
+    let all = &doc["ALL STATS"];
+    assert_eq!(
+        (all["Scan 0s"]["Count"].as_u64(), all["Scan <cursor>s"]["Count"].as_u64()),
+        (Some(10), Some(20))
+    );
+    assert_eq!(server.command_calls("scan"), 130);
 }
 
 /// `--data-size-range 10-1000 --data-size-pattern S` writing keys 1 to 100 once (`-n allkeys
