@@ -236,6 +236,10 @@ pub struct Opts {
     /// each cursor to 0)
     #[argh(option)]
     pub follow_cursor_limit: Option<u64>,
+    /// with --mix or --mix-command: each client sends the commands in turn, each its weight's
+    /// times in a row, instead of drawing them at random
+    #[argh(switch)]
+    pub mix_in_turn: bool,
     /// error replies that mean "wait", retried on the same connection after a backoff: the
     /// first words, such as LOADING,BUSY,TRYAGAIN; latency runs from the first send
     #[argh(option)]
@@ -552,6 +556,7 @@ impl Opts {
             },
             follow_cursor: self.follow_cursor,
             follow_cursor_limit: self.follow_cursor_limit.unwrap_or(0),
+            mix_in_turn: self.mix_in_turn,
             ..OpenLoopConfig::default()
         };
         if let Some(list) = &self.subscribers {

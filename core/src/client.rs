@@ -248,6 +248,11 @@ impl Source {
                 self.seq_drawn += 1;
                 (&m.templates[i], i.min(usize::from(u16::MAX)) as u16)
             }
+            Some(m) if m.is_in_turn() => {
+                // `--mix-in-turn`: the test's next place in the round, a request at a time.
+                let i = m.turn();
+                (&m.templates[i], i.min(usize::from(u16::MAX)) as u16)
+            }
             Some(m) => {
                 let i = m.pick(&mut self.mix_rng);
                 // Mixes are checked to a few commands by the command line; u16 holds any real one.

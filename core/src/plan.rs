@@ -396,6 +396,9 @@ pub struct Mix {
     cursor: Option<usize>,
     /// `--follow-cursor-limit`: the most continuations of one walk (0: until the cursor is 0).
     cursor_limit: u64,
+    /// `--mix-in-turn`: the requests drawn so far by every client of the test, which take the
+    /// commands in turn (see [`Mix::in_turn`]).
+    in_turn: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Mix {
@@ -426,6 +429,7 @@ impl Mix {
             tracked: Vec::new(),
             cursor: None,
             cursor_limit: 0,
+            in_turn: None,
         })
     }
 
@@ -443,6 +447,7 @@ impl Mix {
             tracked: Vec::new(),
             cursor: Some(arg),
             cursor_limit: 0,
+            in_turn: None,
         }
     }
 
@@ -451,6 +456,29 @@ impl Mix {
     pub fn with_cursor_limit(mut self, limit: u64) -> Mix {
         self.cursor_limit = limit;
         self
+    }
+
+    /// The mix sent in turn (`--mix-in-turn`, memtier's `__monitor_line@__` with
+    /// `--monitor-pattern S`): the test's requests, whichever client sends them, are command 0
+    /// its weight's times, then command 1, and so on, from the first again after the last (one
+    /// count shared by every client and thread, as memtier's); unlike a sequence, each request
+    /// counts alone (`-n` and `-P` are requests, not whole rounds). Over a whole number of
+    /// rounds, each command is sent exactly its weight's times a round.
+    pub fn in_turn(mut self) -> Mix {
+        self.in_turn = Some(Default::default());
+        self
+    }
+
+    /// Whether the mix is sent in turn ([`Mix::in_turn`]).
+    pub fn is_in_turn(&self) -> bool {
+        self.in_turn.is_some()
+    }
+
+    /// The command of the next request of a mix sent in turn (the first without).
+    pub(crate) fn turn(&self) -> usize {
+        let drawn = self.in_turn.as_ref().map_or(0, |n| n.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let total = *self.cumulative.last().unwrap_or(&1);
+        self.cumulative.partition_point(|&c| c <= drawn % total)
     }
 
     /// The most continuations of one walk, 0 for no limit ([`Mix::with_cursor_limit`]).
@@ -743,5 +771,25 @@ mod ramp_tests {
         // Before the ramp starts, the first step's rate.
         let late = Ramp { start: ms(5.0), ..r };
         assert_eq!(late.advance(ms(4.0), 2.0, 1), ms(6.0));
+    }
+}
+
+#[cfg(test)]
+mod in_turn_tests {
+    use super::*;
+
+    /// A mix sent in turn: each command its weight's times in a row, then the next, round
+    /// after round.
+    #[test]
+    fn a_mix_in_turn_goes_round_by_weight() {
+        let t = |name: &[u8]| Template::command(&[name]);
+        let m = Mix::new(vec![(t(b"A"), 2), (t(b"B"), 1), (t(b"C"), 3)]).unwrap().in_turn();
+        assert!(m.is_in_turn());
+        let turns: Vec<usize> = (0..12).map(|_| m.turn()).collect();
+        assert_eq!(turns, [0, 0, 1, 2, 2, 2, 0, 0, 1, 2, 2, 2]);
+        assert_eq!(m.sequence_len(), None);
+        // Clones (each thread's plan) share the count.
+        let other = m.clone();
+        assert_eq!((other.turn(), m.turn(), other.turn()), (0, 0, 1));
     }
 }

@@ -142,6 +142,9 @@ fn all_cases(cfg: &Config, stop: &StopHandle, warn: &mut dyn FnMut(&str)) -> Res
     if let Some(s) = &cfg.replay {
         return Ok(vec![replay_case(cfg, s)?]);
     }
+    if cfg.open.mix_in_turn && !cfg.open.has_mix() {
+        return Err(Error::Tests("--mix-in-turn needs --mix or --mix-command".into()));
+    }
     if cfg.open.follow_cursor_limit > 0 && !cfg.open.follow_cursor {
         return Err(Error::Tests("--follow-cursor-limit needs --follow-cursor".into()));
     }
@@ -442,6 +445,7 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
     let first = parts[0].0.template.clone();
     let mix = Mix::new(parts.into_iter().map(|(s, w)| (s.template, w)).collect())
         .and_then(|m| m.with_keys(keys))
+        .map(|m| if cfg.open.mix_in_turn { m.in_turn() } else { m })
         .map_err(Error::Tests)?;
     let spec = TestSpec {
         title: format!("MIX ({})", described.join(",")),

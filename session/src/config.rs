@@ -497,6 +497,9 @@ pub struct OpenLoopConfig {
     /// `--follow-cursor-limit N`: each walk at most N continuations, then from 0 again (0: to
     /// the end).
     pub follow_cursor_limit: u64,
+    /// `--mix-in-turn`: the mix's commands sent in turn by each client, each its weight's
+    /// times in a row, instead of drawn at random.
+    pub mix_in_turn: bool,
     /// `--cache-aside`: each GET that misses is followed by a SET of its key (with
     /// `--expiry-range`'s time) on the same connection.
     pub cache_aside: bool,

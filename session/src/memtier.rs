@@ -438,11 +438,22 @@ fn reconnect_pacing(factor: Option<f64>, attempts: u64) -> Result<Vec<String>, M
 /// The largest `--monitor-input` file read.
 const MONITOR_MAX_BYTES: u64 = 16 << 20;
 
+/// The most lines `__monitor_line@__` draws from: each is a command of respbench's mix, with
+/// figures of its own for each client (a mix takes at most 64 commands: 1,000 of them over 200
+/// clients held 1.0 GB, 64 held 86 MB).
+const MONITOR_MAX_DRAWN: usize = 64;
+
 /// `--monitor-input FILE`: each `--command "__monitor_lineN__"` becomes the command of the
 /// file's Nth line that has one (memtier's: from the line's first `"` to its end, split as a
-/// `--command`). `__monitor_line@__` (a line drawn for each request) is refused. The file is
-/// read whole, up to 16 MiB.
-fn monitor_lines(commands: &mut [Command], file: &str) -> Result<(), MemtierError> {
+/// `--command`). The file is read whole, up to 16 MiB.
+///
+/// `--command "__monitor_line@__"` (at most one) takes a line for each request, as memtier's
+/// `--monitor-pattern`: each line becomes a command of the mix with the placeholder's
+/// `--command-ratio`. `sequential` (`S`, memtier's default): the lines in turn, wrapping
+/// (respbench's `--mix-in-turn`: `true` is returned); it must be the only `--command`. `R`:
+/// a line drawn uniformly, the other commands' weights times the number of lines, so the
+/// placeholder keeps its share.
+fn monitor_lines(commands: &mut Vec<Command>, file: &str, sequential: bool) -> Result<bool, MemtierError> {
     let bad =
         |why: String| MemtierError::BadValue { option: "--monitor-input".into(), value: file.into(), why };
     let text = read_file("--monitor-input", file, MONITOR_MAX_BYTES)?;
@@ -451,17 +462,16 @@ fn monitor_lines(commands: &mut [Command], file: &str) -> Result<(), MemtierErro
         .filter_map(|l| l.iter().position(|&b| b == b'"').map(|q| &l[q..]))
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
         .collect();
-    for c in commands.iter_mut().filter(|c| c.words.len() == 1 && c.words[0].starts_with("__monitor_line")) {
+    let words = |line: &[u8]| -> Result<Vec<String>, MemtierError> {
+        command_words(std::str::from_utf8(line).map_err(|_| bad("a MONITOR line is not UTF-8 text".into()))?)
+    };
+    let drawn = |c: &Command| c.words.len() == 1 && c.words[0] == "__monitor_line@__";
+    for c in commands
+        .iter_mut()
+        .filter(|c| !drawn(c) && c.words.len() == 1 && c.words[0].starts_with("__monitor_line"))
+    {
         let placeholder = c.words[0].clone();
         let index = placeholder.strip_prefix("__monitor_line").and_then(|r| r.strip_suffix("__"));
-        if index == Some("@") {
-            return Err(MemtierError::Refused {
-                option: "--command".into(),
-                why: "__monitor_line@__ (a MONITOR line drawn for each request) is not supported: \
-                      respbench --replay FILE plays a capture back"
-                    .into(),
-            });
-        }
         let line =
             index.and_then(|n| n.parse::<usize>().ok()).filter(|n| *n >= 1).and_then(|n| lines.get(n - 1));
         let Some(line) = line else {
@@ -469,15 +479,55 @@ fn monitor_lines(commands: &mut [Command], file: &str) -> Result<(), MemtierErro
                 option: "--command".into(),
                 value: placeholder,
                 why: format!(
-                    "invalid monitor placeholder (valid range: __monitor_line1__ to __monitor_line{}__)",
+                    "invalid monitor placeholder (valid range: __monitor_line1__ to __monitor_line{}__ or __monitor_line@__)",
                     lines.len()
                 ),
             });
         };
-        let line = std::str::from_utf8(line).map_err(|_| bad("a MONITOR line is not UTF-8 text".into()))?;
-        c.words = command_words(line)?;
+        c.words = words(line)?;
     }
-    Ok(())
+    let Some(at) = commands.iter().position(drawn) else { return Ok(false) };
+    let refuse =
+        |why: &str| MemtierError::Refused { option: "--command=__monitor_line@__".into(), why: why.into() };
+    if commands.iter().filter(|c| drawn(c)).count() > 1 {
+        return Err(refuse("give it once"));
+    }
+    if lines.is_empty() {
+        return Err(bad("no commands found in the monitor input file".into()));
+    }
+    if sequential && commands.len() > 1 {
+        return Err(refuse(
+            "with --monitor-pattern S it must be the only --command (respbench sends the file's lines in turn); --monitor-pattern R mixes it with others",
+        ));
+    }
+    let placeholder = commands.remove(at);
+    let scale = u64::try_from(lines.len()).unwrap_or(u64::MAX);
+    for c in commands.iter_mut() {
+        c.ratio = c.ratio.checked_mul(scale).filter(|r| *r <= 1_000_000).ok_or_else(|| {
+            refuse("with the other --commands' ratios, more than 1000000 requests in one round")
+        })?;
+    }
+    let mut expanded: Vec<Command> = Vec::with_capacity(lines.len());
+    for line in &lines {
+        let w = words(line)?;
+        // Drawn at random, a line given twice is one command of twice the weight.
+        match expanded.iter_mut().find(|c| !sequential && c.words == w) {
+            Some(c) => c.ratio = c.ratio.saturating_add(placeholder.ratio),
+            None => expanded.push(Command {
+                words: w,
+                ratio: placeholder.ratio,
+                pattern: placeholder.pattern.clone(),
+            }),
+        }
+        if expanded.len() > MONITOR_MAX_DRAWN {
+            return Err(bad(format!(
+                "more than {MONITOR_MAX_DRAWN} {}lines: respbench's mix takes at most 64 commands (respbench --replay FILE plays a capture of any length)",
+                if sequential { "" } else { "different " }
+            )));
+        }
+    }
+    commands.splice(at..at, expanded);
+    Ok(sequential)
 }
 
 /// The whole of `file`, the value of `option`, refused when it cannot be read or is larger than
@@ -741,8 +791,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let (mut scan, mut scan_limit) = (false, 0u64);
     // --data-import, --generate-keys, --no-expiry.
     let mut import = import::Import::default();
-    // --monitor-input.
-    let mut monitor: Option<String> = None;
+    // --monitor-input, and whether --monitor-pattern is S (memtier's default).
+    let (mut monitor, mut monitor_in_turn): (Option<String>, bool) = (None, true);
     let mut pipeline = 1u64;
     let mut rate: Option<u64> = None;
     // --reconnect-on-error, --reconnect-backoff-factor, --max-reconnect-attempts.
@@ -910,7 +960,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             // --scan-incremental-iteration it does nothing, as in memtier.
             "scan-incremental-max-iterations" => scan_limit = number(name, v)?,
             "monitor-input" => monitor = Some(v.to_string()),
-            "monitor-pattern" if v == "S" || v == "R" => {}
+            "monitor-pattern" if v == "S" || v == "R" => monitor_in_turn = v == "S",
             "monitor-pattern" => {
                 return Err(MemtierError::BadValue {
                     option: "--monitor-pattern".into(),
@@ -948,7 +998,10 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
         if cluster {
             return refuse("monitor-input", "it is not supported in cluster mode");
         }
-        monitor_lines(&mut commands, file)?;
+        // `__monitor_line@__` with --monitor-pattern S: the file's commands in turn.
+        if monitor_lines(&mut commands, file, monitor_in_turn)? {
+            out.push("--mix-in-turn".into());
+        }
     }
     // memtier's default server is localhost.
     if !host_given && !socket {
@@ -1412,6 +1465,57 @@ mod tests {
             let e = t(line).unwrap_err().to_string();
             assert!(e.contains(named), "{line}: {e}");
         }
+    }
+
+    #[test]
+    fn a_monitor_line_for_each_request() {
+        let file = std::env::temp_dir().join(format!("respbench-monitor-unit-{}.txt", std::process::id()));
+        let capture =
+            "OK\n1.1 [0 a:1] \"SET\" \"a\" \"1\"\n1.2 [0 a:1] \"GET\" \"a\"\n1.3 [0 a:1] \"INCR\" \"n\"\n";
+        std::fs::write(&file, capture).unwrap();
+        let f = file.to_str().unwrap();
+        let at = |line: &str| -> Vec<String> {
+            let mut a: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+            a.extend(["--monitor-input".to_string(), f.to_string()]);
+            a
+        };
+        // S (memtier's default): the lines in turn.
+        let tr = translate(&at("--command=__monitor_line@__")).unwrap();
+        assert_eq!(
+            mix(&tr),
+            ["1@uniform/10000001 SET a 1", "1@uniform/10000001 GET a", "1@uniform/10000001 INCR n"]
+        );
+        assert!(tr.args.iter().any(|a| a == "--mix-in-turn"), "{:?}", tr.args);
+        assert_eq!(tr.memtier.rows, ["Sets", "Gets", "Incrs"]);
+        // R: each line a command of the mix; beside another --command, whose share it keeps.
+        let tr = translate(&at("--command=__monitor_line@__ --monitor-pattern R")).unwrap();
+        assert_eq!(
+            mix(&tr),
+            ["1@uniform/10000001 SET a 1", "1@uniform/10000001 GET a", "1@uniform/10000001 INCR n"]
+        );
+        let tr = translate(&at(
+            "--command=PING --command-ratio 2 --command=__monitor_line@__ --monitor-pattern R",
+        ))
+        .unwrap();
+        assert_eq!(mix(&tr)[0], "6@uniform/10000001 PING");
+        assert_eq!(mix(&tr).len(), 4);
+        // A capture of 65 commands: 64 different ones and a repeat, drawn at random; in turn, too many.
+        let long: String = (0..65).map(|i| format!("1.{i} [0 a:1] \"GET\" \"k{}\"\n", i % 64)).collect();
+        std::fs::write(&file, long).unwrap();
+        let tr = translate(&at("--command=__monitor_line@__ --monitor-pattern R")).unwrap();
+        assert_eq!((mix(&tr).len(), mix(&tr)[0]), (64, "2@uniform/10000001 GET k0"));
+        let e = translate(&at("--command=__monitor_line@__")).unwrap_err().to_string();
+        assert!(e.contains("more than 64 lines"), "{e}");
+        std::fs::write(&file, capture).unwrap();
+        for (line, why) in [
+            ("--command=PING --command=__monitor_line@__", "the only --command"),
+            ("--command=__monitor_line@__ --command=__monitor_line@__ --monitor-pattern R", "once"),
+            ("--command=__monitor_line4__", "__monitor_line3__ or __monitor_line@__"),
+        ] {
+            let e = translate(&at(line)).unwrap_err().to_string();
+            assert!(e.contains(why), "{line}: {e}");
+        }
+        let _ = std::fs::remove_file(&file);
     }
 
     #[test]

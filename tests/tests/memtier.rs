@@ -908,8 +908,8 @@ fn the_size_pattern_s_sizes_each_value_by_its_key() {
 
 /// `--monitor-input FILE --command=__monitor_line2__`: the command of the file's second line
 /// that has one (a `redis-cli monitor` capture, its `OK` line skipped, as memtier reads it) is
-/// the one sent, 2 × 10 times as the server counts; `__monitor_line@__` and a line the file
-/// does not have are refused before anything is sent.
+/// the one sent, 2 × 10 times as the server counts; a line the file does not have, and
+/// `__monitor_line@__` in turn beside another `--command`, are refused before anything is sent.
 #[test]
 fn monitor_input_lines_are_commands() {
     let server = RedisServer::start();
@@ -925,14 +925,56 @@ fn monitor_input_lines_are_commands() {
     assert_eq!(server.cli(&["HGET", "mh", "f"]).trim(), "v");
     assert!(out.stdout.lines().any(|l| l.starts_with("Hsets ")), "{}", out.dump());
     for (command, named) in [
-        ("--command=__monitor_line@__", "__monitor_line@__"),
         ("--command=__monitor_line3__", "__monitor_line2__"),
+        ("--command=PING --command=__monitor_line@__", "the only --command"),
     ] {
         let out = small(&server, &format!("-n 1 {command} --monitor-input"), &[input]);
         assert_eq!(out.status.code(), Some(1), "{}", out.dump());
         assert!(out.stderr.contains(named), "{named}: {}", out.dump());
     }
     assert_eq!(server.command_calls("hset"), 20);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--command=__monitor_line@__` over a capture of 4 commands (SET, GET, GET, HSET): with
+/// memtier's default `--monitor-pattern S` every request takes the file's next line, one walk
+/// shared by all clients, so `-t 2 -c 3 -n 8` (12 passes) makes the server count exactly 12
+/// SETs, 24 GETs and 12 HSETs, in memtier's rows `Sets`, `Gets`, `Hsets` (the real memtier 2.4
+/// gives the same counts); with `R` each request draws a line: 600 requests in the file's
+/// proportions (GET half of them) and the rows agree with the server command by command.
+#[test]
+fn a_monitor_line_for_each_request() {
+    let server = RedisServer::start();
+    let dir = scratch("monitor-at");
+    let file = dir.join("monitor.txt");
+    let capture = "OK\n1700000000.000001 [0 127.0.0.1:5000] \"SET\" \"a\" \"1\"\n\
+                   1700000000.000002 [0 127.0.0.1:5000] \"GET\" \"a\"\n\
+                   1700000000.000003 [0 127.0.0.1:5000] \"GET\" \"b\"\n\
+                   1700000000.000004 [0 127.0.0.1:5000] \"HSET\" \"h\" \"f\" \"v\"\n";
+    std::fs::write(&file, capture).unwrap();
+    let json = json_path("memtier", "monitor-at");
+    let port = server.port().to_string();
+    let run = |extra: &str| {
+        let line = format!("-p {port} -t 2 -c 3 --hide-histogram --command=__monitor_line@__ {extra}");
+        let mut args: Vec<&str> = line.split_whitespace().collect();
+        args.extend(["--monitor-input", file.to_str().unwrap(), "--json-out-file", json.to_str().unwrap()]);
+        let out = memtier(&respbench(), &args);
+        assert!(out.status.success(), "{}", out.dump());
+        let doc = read(&json);
+        let all = doc["ALL STATS"].clone();
+        assert_eq!(keys(&all), sorted(&["Gets", "Hsets", "Runtime", "Sets", "Totals"]), "{all}");
+        let count = |row: &str| all[row]["Count"].as_u64().unwrap_or_else(|| panic!("{row}: {all}"));
+        (count("Sets"), count("Gets"), count("Hsets"))
+    };
+    let calls = |s: &RedisServer| (s.command_calls("set"), s.command_calls("get"), s.command_calls("hset"));
+    assert_eq!(run("-n 8"), (12, 24, 12));
+    assert_eq!(calls(&server), (12, 24, 12));
+    server.cli(&["CONFIG", "RESETSTAT"]);
+    let (sets, gets, hsets) = run("-n 100 --monitor-pattern R");
+    assert_eq!(calls(&server), (sets, gets, hsets));
+    assert_eq!(sets + gets + hsets, 600);
+    // Binomial: GET's 300 ± 12 (one deviation), SET's and HSET's 150 ± 11; six deviations off.
+    assert!((228..=372).contains(&gets) && (84..=216).contains(&sets) && (84..=216).contains(&hsets));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -207,6 +207,25 @@ fn the_slack_is_reported_and_can_be_zero(tool: Tool) {
     assert_eq!(server.command_calls("set"), 800);
 }
 
+/// `--mix-in-turn`: the mix's commands in turn, each its weight's times in a row, one round
+/// shared by every client and thread, so 60 requests over 2 threads of 3 clients are exactly 10
+/// rounds of 1 SET, 2 GETs and 3 INCRs as the server counts them; without a mix it is refused.
+#[test]
+fn a_mix_in_turn_sends_whole_rounds() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let line = ["-p", &port, "-n", "60", "-c", "6", "--threads", "2", "-q", "--mix-in-turn"];
+    let mix = ["--mix-command", "1 SET a 1", "--mix-command", "2 GET a", "--mix-command", "3 INCR n"];
+    let out = respbench().run(&[&line[..], &mix].concat(), T);
+    assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+    let calls = (server.command_calls("set"), server.command_calls("get"), server.command_calls("incr"));
+    assert_eq!(calls, (10, 20, 30));
+    let out = respbench().run(&["-p", &port, "-n", "6", "--mix-in-turn", "HGET", "h", "f"], T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("--mix-in-turn needs --mix or --mix-command"), "{}", out.dump());
+    assert_eq!(server.command_calls("hget"), 0);
+}
+
 #[test]
 fn conflicting_and_bad_rate_options_exit_1() {
     let tool = respbench();
