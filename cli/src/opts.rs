@@ -107,6 +107,10 @@ pub struct Opts {
     /// keep alive: 1 keeps connections open, 0 reconnects (default 1)
     #[argh(option, short = 'k', default = "1")]
     pub keepalive: i64,
+    /// close each connection and open it again after N requests, all answered (memtier's
+    /// --reconnect-interval); closed loop
+    #[argh(option)]
+    pub reconnect_every: Option<u64>,
     /// use random keys for SET/GET/INCR, random values for SADD, random members and scores for
     /// ZADD: __rand_int__ becomes a number in [0, keyspacelen)
     #[argh(option, short = 'r')]
@@ -810,6 +814,7 @@ impl Opts {
             mptcp: self.mptcp,
             tracking: self.enable_tracking,
             keepalive: self.keepalive == 1,
+            reconnect_every: self.reconnect_every,
             keyspace,
             pipeline: pipelines[0],
             pipeline_mode: self.pipeline_mode,

@@ -294,6 +294,8 @@ pub struct Client {
     /// `-k 0`: this socket's batch has been taken (in an open loop: drawn); no more requests on
     /// it.
     batch_taken: bool,
+    /// `--reconnect-every`: the requests granted to the current socket.
+    on_socket: u64,
     /// The nodes whose connections must be drained, once each.
     wake: Vec<usize>,
     woken: Vec<bool>,
@@ -375,6 +377,7 @@ impl Client {
             outstanding: 0,
             credits: 0,
             batch_taken: false,
+            on_socket: 0,
             wake: Vec::new(),
             woken: vec![false; nodes],
             stop_told: false,
@@ -821,7 +824,21 @@ impl Client {
             }
             return;
         }
-        if !plan.conn.keepalive {
+        if let Some(n) = plan.conn.reconnect_every {
+            // `--reconnect-every N`: the pipeline as below, up to the socket's N requests (as
+            // memtier holds its pipeline); check_done opens the next socket.
+            let want = match plan.conn.pipeline_mode {
+                PipelineMode::Batch if self.outstanding == 0 && self.credits == 0 => window as u64,
+                PipelineMode::Batch => 0,
+                PipelineMode::Window => window.saturating_sub(self.outstanding) as u64,
+            };
+            let want = want.saturating_sub(self.credits).min(n.saturating_sub(self.on_socket));
+            if want > 0 {
+                let got = self.source.take(&plan, want);
+                self.credits += got;
+                self.on_socket += got;
+            }
+        } else if !plan.conn.keepalive {
             if !self.batch_taken {
                 self.batch_taken = true;
                 if self.credits == 0 {
@@ -1149,6 +1166,18 @@ impl Client {
                 // for nothing.
                 self.credits = self.source.take(&plan, self.window() as u64);
                 if self.credits > 0 {
+                    self.conns[node].reconnect();
+                    return;
+                }
+            }
+        }
+        if let (Some(n), false) = (plan.conn.reconnect_every, stopped) {
+            // `--reconnect-every N`: the socket's N requests are answered; the next ones, taken
+            // first so that no socket opens for nothing, go on a new socket.
+            if self.on_socket >= n && self.outstanding == 0 {
+                self.on_socket = self.source.take(&plan, (self.window() as u64).min(n));
+                if self.on_socket > 0 {
+                    self.credits = self.on_socket;
                     self.conns[node].reconnect();
                     return;
                 }

@@ -211,6 +211,11 @@ pub struct ConnConfig {
     pub pipeline_mode: PipelineMode,
     /// `false` (`-k 0`): a new socket for every batch of `pipeline` requests.
     pub keepalive: bool,
+    /// `--reconnect-every N` (memtier's `--reconnect-interval`): each socket of a client carries
+    /// N requests, its pipeline held so that none crosses the N-th, then, all answered, it
+    /// closes and a new socket opens (the handshake again) for the next N; `None`: kept. Closed
+    /// loop, one node.
+    pub reconnect_every: Option<u64>,
     /// Idle mode (`-I`): handshake only, then wait.
     pub idle: bool,
     /// An arrival schedule; `None` is closed loop (send as soon as a reply frees a slot).
@@ -237,6 +242,7 @@ impl Default for ConnConfig {
             pipeline: 1,
             pipeline_mode: PipelineMode::Batch,
             keepalive: true,
+            reconnect_every: None,
             idle: false,
             open_loop: None,
             reconnect: None,

@@ -54,6 +54,8 @@ struct Opts {
     timeout: Option<Duration>,
     /// `--connect-timeout`.
     connect_timeout: Option<Duration>,
+    /// `--reconnect-every`.
+    reconnect_every: Option<u64>,
     reconnect: bool,
     /// `--reconnect`'s pacing.
     backoff: Backoff,
@@ -93,6 +95,7 @@ impl Default for Opts {
             handshake: Handshake::default(),
             timeout: None,
             connect_timeout: None,
+            reconnect_every: None,
             reconnect: false,
             backoff: BACKOFF,
             rps: None,
@@ -134,6 +137,7 @@ impl Opts {
                     }),
                     request_timeout: self.timeout,
                     connect_timeout: self.connect_timeout,
+                    reconnect_every: self.reconnect_every,
                     reconnect: self.reconnect.then_some(self.backoff),
                 },
                 if let Some(d) = self.set {
@@ -440,6 +444,25 @@ fn no_keepalive_opens_a_socket_per_batch() {
     assert_eq!(r.outcome.stats.requests, 20);
     assert_eq!((r.accepted, r.count(Happening::Reconnect)), (5, 4));
     assert_eq!(r.outcome.stats.connections_opened, 5);
+}
+
+/// `--reconnect-every 10` (memtier's `--reconnect-interval`): one client's 95 requests go on
+/// sockets of 10 (the last of 5), each opened once the last one's requests are all answered,
+/// whether the pipeline goes in batches (`-P 4`: 4, 4, 2 a socket) or as a window: 9
+/// reconnections, 10 sockets; two clients sharing 80, 40 each: 2 sockets each.
+#[test]
+fn reconnect_every_opens_a_socket_per_n_requests() {
+    for mode in [PipelineMode::Batch, PipelineMode::Window] {
+        let opts = Opts { n: Some(95), pipeline: 4, mode, reconnect_every: Some(10), ..Opts::default() };
+        let r = opts.run(Server::replying(b"+PONG\r\n", us(5)));
+        assert_eq!(r.outcome.stats.requests, 95);
+        assert_eq!((r.accepted, r.count(Happening::Reconnect)), (10, 9), "{mode:?}");
+        assert_eq!(r.outcome.stats.connections_opened, 10);
+    }
+    let opts = Opts { n: Some(80), clients: 2, reconnect_every: Some(20), ..Opts::default() };
+    let r = opts.run(Server::replying(b"+PONG\r\n", us(5)));
+    assert_eq!(r.outcome.stats.requests, 80);
+    assert_eq!((r.accepted, r.count(Happening::Reconnect)), (4, 2));
 }
 
 // ---- --timeout ----

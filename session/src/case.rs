@@ -142,6 +142,19 @@ fn all_cases(cfg: &Config, stop: &StopHandle, warn: &mut dyn FnMut(&str)) -> Res
     if let Some(s) = &cfg.replay {
         return Ok(vec![replay_case(cfg, s)?]);
     }
+    if let Some(n) = cfg.reconnect_every {
+        let clash = [
+            (n == 0, "0 (give at least 1)"),
+            (!cfg.open.rates.is_empty() || cfg.capacity.is_some(), "--rps or --slo (a closed loop only)"),
+            (!cfg.keepalive, "-k 0"),
+            (cfg.cluster, "--cluster (a client over several nodes keeps its connections)"),
+            (cfg.replay.is_some(), "--replay"),
+            (cfg.idle, "-I"),
+        ];
+        if let Some((_, what)) = clash.iter().find(|(on, _)| *on) {
+            return Err(Error::Tests(format!("--reconnect-every: not with {what}")));
+        }
+    }
     if cfg.open.mix_in_turn && !cfg.open.has_mix() {
         return Err(Error::Tests("--mix-in-turn needs --mix or --mix-command".into()));
     }

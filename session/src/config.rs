@@ -121,6 +121,9 @@ pub struct Config {
     pub tracking: bool,
     /// `-k`: keep connections alive.
     pub keepalive: bool,
+    /// `--reconnect-every N` (memtier's `--reconnect-interval`): each connection closes and
+    /// opens again after N requests, all answered ([`respbench_core::ConnConfig::reconnect_every`]).
+    pub reconnect_every: Option<u64>,
     /// `-r`: the keyspace (`None`: literal keys).
     pub keyspace: Option<u64>,
     /// `-P`: requests in flight per client.

@@ -339,9 +339,6 @@ fn positive(option: &str, value: &str) -> Result<u64, MemtierError> {
 /// Why memtier's option `name` is refused, and what to use instead where respbench has it.
 fn why_refused(name: &str) -> &'static str {
     match name {
-        "reconnect-interval" => {
-            "a new connection after every N requests is not supported: respbench's -k 0 opens one for every request (or -P batch)"
-        }
         "statsd-host" | "statsd-port" | "statsd-prefix" | "statsd-run-label" | "graphite-port" => {
             "respbench serves its live figures to Prometheus instead (--metrics, memtier's --prometheus-port)"
         }
@@ -948,6 +945,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "hide-histogram" => hide_histogram = true,
             "out-file" => out_file = Some(v.to_string()),
             "json-out-file" => json_out_file = Some(v.to_string()),
+            // Each connection anew after N requests, all answered (memtier's client.cpp holds its
+            // pipeline so that none crosses the N-th): respbench's --reconnect-every.
+            "reconnect-interval" => push(&mut out, "--reconnect-every", &positive(name, v)?.to_string()),
             "reconnect-on-error" => reconnect = true,
             "reconnect-backoff-factor" => backoff_factor = Some(above_zero(name, v)?),
             "max-reconnect-attempts" => reconnect_attempts = number(name, v)?,
@@ -993,6 +993,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     }
     if reconnect {
         out.extend(reconnect_pacing(backoff_factor, reconnect_attempts)?);
+    }
+    if cluster && opts.iter().any(|(k, _)| *k == "reconnect-interval") {
+        return refuse("reconnect-interval", "cluster mode does not support it (as memtier's)");
     }
     if let Some(file) = &monitor {
         if cluster {
@@ -1651,7 +1654,9 @@ mod tests {
         for line in ["--reconnect-backoff-factor 0", "--reconnect-on-error --reconnect-backoff-factor 5000"] {
             assert!(t(line).unwrap_err().to_string().contains("--reconnect-backoff-factor"), "{line}");
         }
-        assert!(t("--reconnect-interval 100").unwrap_err().to_string().contains("-k 0"));
+        assert_eq!(opt(&t("--reconnect-interval 100").unwrap(), "--reconnect-every"), Some("100"));
+        assert!(t("--reconnect-interval 0").unwrap_err().to_string().contains("--reconnect-interval"));
+        assert!(t("--reconnect-interval 5 --cluster-mode").unwrap_err().to_string().contains("cluster mode"));
     }
 
     #[test]

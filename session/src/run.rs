@@ -168,6 +168,9 @@ fn conn_config(cfg: &Config, case: &Case, idle: bool, rate: Option<u64>) -> Conn
             cfg.pipeline_mode
         },
         keepalive: cfg.keepalive && !case.spec.connection_per_request,
+        reconnect_every: cfg.reconnect_every.filter(|&n| {
+            n > 0 && replay.is_none() && !idle && rate.is_none() && !case.spec.connection_per_request
+        }),
         idle,
         open_loop,
         request_timeout: cfg.timeout,

@@ -41,6 +41,7 @@ fn plan(rate: Option<u64>, poisson: bool, seed: u64) -> Arc<Plan> {
                 }),
                 request_timeout: None,
                 connect_timeout: None,
+                reconnect_every: None,
                 reconnect: None,
             },
             Workload { template: Template::command(&[b"PING"]), keys: KeySpace::Literal, mix: None },

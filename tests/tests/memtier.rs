@@ -838,6 +838,41 @@ fn reconnect_attempts_give_up_after_memtiers_limit() {
     assert_eq!(server.command_calls("get"), 0, "{}", out.dump());
 }
 
+/// `--reconnect-interval 10` (memtier's: a client's connection closes and opens again after
+/// every 10 requests, all answered, but not after its last): one client of 100 requests at
+/// `--pipeline 4` uses 10 connections, 9 more than without, as the server's
+/// `total_connections_received` counts them and respbench's JSON says (`connections_opened`),
+/// with the 100 requests counted exactly; with 3 clients the JSON's connections are the
+/// server's again, at least 30.
+#[test]
+fn reconnect_interval_opens_a_connection_per_n_requests() {
+    let server = RedisServer::start();
+    let json = json_path("memtier", "reconnect-interval");
+    let received =
+        || -> u64 { server.info_field("stats", "total_connections_received").unwrap().parse().unwrap() };
+    let run = |line: &str| -> (u64, u64) {
+        let before = received();
+        let out = small(&server, line, &["--json-out-file", json.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", out.dump());
+        let doc = read(&json);
+        let opened = doc["respbench"]["ALL STATS"]["connections_opened"].as_u64();
+        (received() - before, opened.unwrap_or_else(|| panic!("{doc}")))
+    };
+    let (plain, one) = run("-c 1 -n 100 --pipeline 4 --ratio 1:1");
+    assert_eq!(one, 1);
+    let calls = || server.command_calls("set") + server.command_calls("get");
+    assert_eq!(calls(), 100);
+    let (reconnecting, ten) = run("-c 1 -n 100 --pipeline 4 --ratio 1:1 --reconnect-interval 10");
+    assert_eq!((ten, reconnecting - plain), (10, 9));
+    assert_eq!(calls(), 200);
+    // respbench's own connections (its probes) are the same in every run.
+    let own = plain - one;
+    let (received3, opened3) = run("-c 3 -n 100 --ratio 1:1 --reconnect-interval 10");
+    assert_eq!(received3 - own, opened3);
+    assert!(opened3 >= 30, "{opened3}");
+    assert_eq!(calls(), 500);
+}
+
 /// `--command "SCAN 0 COUNT 100" --scan-incremental-iteration` over 1,000 keys: each client
 /// follows the cursor to 0 and starts again, in memtier's two rows (`Scan 0s` the first calls,
 /// `Scan <cursor>s` the continuations), whose counts add up to the SCANs the server ran.
