@@ -884,13 +884,13 @@ fn scan_iteration_follows_the_cursor_in_memtiers_rows() {
     mset.extend(fill.iter().flat_map(|k| [k.clone(), "v".to_string()]));
     assert_eq!(server.cli(&mset).trim(), "OK");
     let json = json_path("memtier", "scan");
-    let out = small(
-        &server,
-        "-c 2 -n 50 --scan-incremental-iteration --json-out-file",
-        &[json.to_str().unwrap(), "--command", "SCAN 0 COUNT 100"],
-    );
-    assert!(out.status.success(), "{}", out.dump());
-    let doc = read(&json);
+    let run = |line: &str| {
+        let line = format!("{line} --scan-incremental-iteration --json-out-file");
+        let out = small(&server, &line, &[json.to_str().unwrap(), "--command", "SCAN 0 COUNT 100"]);
+        assert!(out.status.success(), "{}", out.dump());
+        (out, read(&json))
+    };
+    let (out, doc) = run("-c 2 -n 50");
     let all = &doc["ALL STATS"];
     assert_eq!(keys(all), sorted(&["Runtime", "Scan 0s", "Scan <cursor>s", "Totals"]), "{all}");
     let count = |row: &str| all[row]["Count"].as_u64().unwrap_or_else(|| panic!("{row}: {all}"));
@@ -905,13 +905,7 @@ fn scan_iteration_follows_the_cursor_in_memtiers_rows() {
     // memtier's --scan-incremental-max-iterations 2: a walk is its first call and at most two
     // continuations, so one client's 30 calls are 10 walks of three (each shorter than a full
     // one), as the server counts.
-    let out = small(
-        &server,
-        "-c 1 -n 30 --scan-incremental-iteration --scan-incremental-max-iterations 2 --json-out-file",
-        &[json.to_str().unwrap(), "--command", "SCAN 0 COUNT 100"],
-    );
-    assert!(out.status.success(), "{}", out.dump());
-    let doc = read(&json);
+    let (_, doc) = run("-c 1 -n 30 --scan-incremental-max-iterations 2");
     let all = &doc["ALL STATS"];
     assert_eq!(
         (all["Scan 0s"]["Count"].as_u64(), all["Scan <cursor>s"]["Count"].as_u64()),
