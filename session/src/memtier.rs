@@ -10,6 +10,7 @@
 //! respbench cannot honour is an error naming it ([`MemtierError::Refused`]).
 
 pub(crate) mod import;
+mod statsd;
 
 use std::fmt;
 
@@ -344,9 +345,6 @@ fn why_refused(name: &str) -> &'static str {
         }
         "reconnect-interval" => {
             "a new connection after every N requests is not supported: respbench's -k 0 opens one for every request (or -P batch)"
-        }
-        "statsd-host" | "statsd-port" | "statsd-prefix" | "statsd-run-label" | "graphite-port" => {
-            "respbench serves its live figures to Prometheus instead (--metrics, memtier's --prometheus-port)"
         }
         _ => "not implemented",
     }
@@ -755,6 +753,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let (mut tls, mut socket, mut host_given) = (false, false, false);
     // --clients-start, --clients-step, --step-duration.
     let mut staircase: (Option<u64>, Option<u64>, Option<u64>) = (None, None, None);
+    let mut statsd = statsd::FromMemtier::default();
     for (name, value) in &opts {
         let v = value.as_deref().unwrap_or("");
         match *name {
@@ -929,6 +928,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "verify-only" => (import.verify, import.verify_only) = (true, true),
             "key-median" => median = Some(above_zero(name, v)?),
             "key-stddev" => stddev = Some(above_zero(name, v)?),
+            "statsd-host" | "statsd-port" | "statsd-prefix" | "statsd-run-label" | "graphite-port" => {
+                statsd.set(name, v)?
+            }
             other => return refuse(other, why_refused(other)),
         }
     }
@@ -941,6 +943,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
                 .into(),
         });
     }
+    out.extend(statsd.args());
     if reconnect {
         out.extend(reconnect_pacing(backoff_factor, reconnect_attempts)?);
     }
