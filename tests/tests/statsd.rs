@@ -242,3 +242,47 @@ fn a_bad_host_or_option_is_said() {
         assert!(out.stderr.contains(says), "{args:?}: {}", out.dump());
     }
 }
+
+/// Datagrams the kernel refuses (to the broadcast address, without `SO_BROADCAST`) and POSTs
+/// that cannot connect never fail or hold the run: each kind is counted and said once at the
+/// end, and the run's figures are the server's as always.
+#[test]
+fn sends_that_fail_are_counted_and_said_once() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let out = respbench().run(
+        &[
+            "-p",
+            &port,
+            "-t",
+            "get",
+            "-n",
+            "20000",
+            "-c",
+            "2",
+            "-q",
+            "--statsd",
+            "255.255.255.255:8125",
+            "--graphite-port",
+            "9",
+        ],
+        T,
+    );
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("get"), 20000);
+    let said: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("statsd: ")).collect();
+    assert_eq!(said.len(), 1, "{}", out.dump());
+    let (counts, why) = said[0]
+        .strip_prefix("statsd: ")
+        .and_then(|l| l.split_once(" datagrams could not be sent to 255.255.255.255:8125: "))
+        .unwrap_or_else(|| panic!("{}", out.dump()));
+    let (failed, of) = counts.split_once(" of ").unwrap();
+    assert_eq!(failed, of, "every datagram failed: {}", out.dump());
+    assert!(failed.parse::<u64>().unwrap() >= 2, "a second and the test's end: {}", out.dump());
+    assert!(why.contains("Permission denied"), "{why}");
+    let posts: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("graphite: ")).collect();
+    assert_eq!(posts.len(), 1, "{}", out.dump());
+    assert!(
+        posts[0].starts_with("graphite: 2 of 2 event annotations could not be posted: 255.255.255.255:9: ")
+    );
+}
