@@ -114,8 +114,12 @@ fn each_second_is_one_datagram_with_memtiers_names_and_the_servers_count() {
     }
     assert_eq!(sum, server.command_calls("get"), "{all:#?}");
     assert_eq!(sum, doc["tests"][0]["requests"].as_u64().unwrap());
-    // A whole second's rate is its count.
+    // A whole second's rate is its count; the last second's average rate is the test's (its
+    // seconds span the test, the last one cut short where the test ended).
     assert_eq!(metric(secs[0], &format!("{start}ops_sec")).unwrap().0, series[0]["requests"].to_string());
+    let avg: f64 = metric(secs[secs.len() - 1], &format!("{start}ops_sec_avg")).unwrap().0.parse().unwrap();
+    let rps = doc["tests"][0]["rps"].as_f64().unwrap();
+    assert!((avg - rps).abs() <= 1.0 + rps * 1e-3, "ops_sec_avg {avg}, the test's rps {rps}");
     // The test's end, as memtier's: the rates and the progress back to 0.
     let last = all.last().unwrap();
     assert_eq!(metric(last, &format!("{start}ops_sec")), Some(("0", "g")), "{last}");

@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use respbench_core::stats::Interval;
 use respbench_core::Time;
@@ -19,6 +19,9 @@ use respbench_session::statsd::Statsd as Target;
 use super::{Event, Output, RunEnd, Wants};
 use crate::error::Error;
 use crate::statsd::{self as text, Annotation, SecondMetrics};
+
+/// A whole second.
+const SECOND: Duration = Duration::from_secs(1);
 
 /// What the output needs of the run's options.
 pub struct Settings {
@@ -104,6 +107,10 @@ pub struct Statsd<E: Write> {
     in_test: bool,
     goal: Option<Goal>,
     so_far: Vec<SoFar>,
+    /// The last seconds of tests, until their end is known (tag, start, figures).
+    held: Vec<(String, Time, Interval)>,
+    /// The run's epoch, µs since 1970: the seconds' origin.
+    epoch_us: u64,
     /// Datagrams sent and failed, with the first failure.
     sent: u64,
     failed: u64,
@@ -138,6 +145,8 @@ impl<E: Write> Statsd<E> {
             in_test: false,
             goal: None,
             so_far: Vec::new(),
+            held: Vec::new(),
+            epoch_us: 0,
             sent: 0,
             failed: 0,
             first_failure: None,
@@ -180,11 +189,47 @@ impl<E: Write> Statsd<E> {
         }
     }
 
-    /// The seconds of `tag` every loop moved past; the last one ends at `end`.
+    /// The run's clock now, on the seconds' origin (the run's epoch).
+    fn now(&self) -> Time {
+        let since_1970 =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let micros = u64::try_from(since_1970.as_micros()).unwrap_or(u64::MAX);
+        Time::from_micros(micros.saturating_sub(self.epoch_us))
+    }
+
+    /// The seconds of `tag` every loop moved past; `end`: the test ended then. A second whose
+    /// end has not come yet is the test's last, cut short: it waits for the test's end to be
+    /// known, so that its rate is over its length.
     fn seconds(&mut self, tag: &str, ended: &[(Time, Interval)], end: Option<Time>) {
         self.begin_test();
-        let group = self.s.groups.iter().find(|g| tag.ends_with(&format!(".{g}")));
-        let start = match group {
+        let now = self.now();
+        if let Some(e) = end {
+            for (t, at, iv) in std::mem::take(&mut self.held) {
+                self.second(&t, &iv, e.nanos_since(at));
+            }
+        }
+        for (at, iv) in ended {
+            match end {
+                Some(e) => self.second(tag, iv, e.nanos_since(*at)),
+                None if *at + SECOND > now => self.held.push((tag.to_string(), *at, iv.clone())),
+                None => self.second(tag, iv, SECOND.as_nanos() as u64),
+            }
+        }
+    }
+
+    /// The seconds held back, as long as they lasted until now (the test's end never came).
+    fn release_held(&mut self) {
+        let now = self.now();
+        for (t, at, iv) in std::mem::take(&mut self.held) {
+            self.second(&t, &iv, now.nanos_since(at));
+        }
+    }
+
+    /// One second of `tag`, `nanos` long (at most a second), in a datagram of its own.
+    fn second(&mut self, tag: &str, iv: &Interval, nanos: u64) {
+        let nanos = nanos.clamp(1, SECOND.as_nanos() as u64);
+        let group = self.s.groups.iter().find(|g| tag.ends_with(&format!(".{g}"))).cloned();
+        let start = match &group {
             Some(g) => format!("{}{}.", self.start, respbench_session::statsd::sanitize_label(g)),
             None => self.start.clone(),
         };
@@ -195,53 +240,49 @@ impl<E: Write> Statsd<E> {
                 self.so_far.len() - 1
             }
         };
+        let so_far = &mut self.so_far[k];
+        so_far.requests = so_far.requests.saturating_add(iv.requests);
+        so_far.nanos = so_far.nanos.saturating_add(nanos);
+        let mean = (iv.requests > 0).then(|| iv.latency.mean());
+        so_far.latency_us += mean.unwrap_or(0.0) * iv.requests as f64;
+        let rate = |n: u64, ns: u64| (u128::from(n) * 1_000_000_000 / u128::from(ns.max(1))) as u64;
+        let progress = match (&group, self.goal) {
+            (None, Some(Goal::Requests(n))) if n > 0 => Some(100.0 * so_far.requests as f64 / n as f64),
+            (None, Some(Goal::Duration(d))) if !d.is_zero() => {
+                Some(100.0 * so_far.nanos as f64 / d.as_nanos() as f64)
+            }
+            _ => None,
+        };
+        let m = SecondMetrics {
+            requests: iv.requests,
+            errors: iv.errors,
+            ops_sec: rate(iv.requests, nanos),
+            ops_sec_avg: rate(so_far.requests, so_far.nanos),
+            latency_ms: mean.map(|us| us / 1000.0),
+            latency_avg_ms: (so_far.requests > 0)
+                .then(|| so_far.latency_us / so_far.requests as f64 / 1000.0),
+            connections: self.s.connections.filter(|_| group.is_none()),
+            progress_pct: progress,
+            percentiles: match iv.requests {
+                0 => Vec::new(),
+                _ => self
+                    .s
+                    .percentiles
+                    .iter()
+                    .map(|&p| {
+                        (p, respbench_core::shared::value_at_percentile(&iv.latency, p) as f64 / 1000.0)
+                    })
+                    .collect(),
+            },
+        };
         let mut lines = Vec::new();
-        for (at, iv) in ended {
-            const SECOND: u64 = 1_000_000_000;
-            let nanos = end.map_or(SECOND, |e| e.nanos_since(*at).min(SECOND)).max(1);
-            let so_far = &mut self.so_far[k];
-            so_far.requests = so_far.requests.saturating_add(iv.requests);
-            so_far.nanos = so_far.nanos.saturating_add(nanos);
-            let mean = (iv.requests > 0).then(|| iv.latency.mean());
-            so_far.latency_us += mean.unwrap_or(0.0) * iv.requests as f64;
-            let rate = |n: u64, ns: u64| (n as u128 * SECOND as u128 / ns.max(1) as u128) as u64;
-            let progress = match (group, self.goal) {
-                (None, Some(Goal::Requests(n))) if n > 0 => Some(100.0 * so_far.requests as f64 / n as f64),
-                (None, Some(Goal::Duration(d))) if !d.is_zero() => {
-                    Some(100.0 * so_far.nanos as f64 / d.as_nanos() as f64)
-                }
-                _ => None,
-            };
-            let m = SecondMetrics {
-                requests: iv.requests,
-                errors: iv.errors,
-                ops_sec: rate(iv.requests, nanos),
-                ops_sec_avg: rate(so_far.requests, so_far.nanos),
-                latency_ms: mean.map(|us| us / 1000.0),
-                latency_avg_ms: (so_far.requests > 0)
-                    .then(|| so_far.latency_us / so_far.requests as f64 / 1000.0),
-                connections: self.s.connections.filter(|_| group.is_none()),
-                progress_pct: progress,
-                percentiles: match iv.requests {
-                    0 => Vec::new(),
-                    _ => self
-                        .s
-                        .percentiles
-                        .iter()
-                        .map(|&p| {
-                            let us = respbench_core::shared::value_at_percentile(&iv.latency, p);
-                            (p, us as f64 / 1000.0)
-                        })
-                        .collect(),
-                },
-            };
-            text::write_second(&start, &m, &mut lines);
-        }
+        text::write_second(&start, &m, &mut lines);
         self.send(&lines);
     }
 
     /// A test ended: memtier's end annotation, and the rates back to 0.
     fn end_test(&mut self) {
+        self.release_held();
         if !self.in_test {
             return;
         }
@@ -260,7 +301,8 @@ impl<E: Write> Statsd<E> {
 impl<E: Write> Output for Statsd<E> {
     fn on(&mut self, ev: &Event<'_>) -> Result<(), Error> {
         match ev {
-            Event::Begin(_) => {
+            Event::Begin(b) => {
+                self.epoch_us = b.epoch_us;
                 let t = &self.s.target;
                 if self.s.memtier && self.socket.is_some() {
                     let _ = writeln!(
