@@ -363,3 +363,94 @@ impl<E: Write> Output for Statsd<E> {
         Wants { intervals: self.socket.is_some(), ..Wants::default() }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::Begin;
+    use respbench_session::server::ServerInfo;
+
+    /// `n` replies of 100 µs, in a second that began at `at_ms`.
+    fn second(at_ms: u64, n: u64) -> (Time, Interval) {
+        let mut iv = Interval::new();
+        iv.requests = n;
+        iv.latency.record_n(100, n).unwrap();
+        (Time::from_micros(at_ms * 1000), iv)
+    }
+
+    fn lines(socket: &UdpSocket) -> Vec<String> {
+        let mut buf = [0u8; 2048];
+        let n = socket.recv(&mut buf).unwrap();
+        String::from_utf8(buf[..n].to_vec()).unwrap().lines().map(String::from).collect()
+    }
+
+    /// A whole second goes at once; the last, cut short, waits for the test's end and its rate
+    /// is over its length; the test's end sets the rates back to 0. Nothing is said on stderr.
+    #[test]
+    fn the_last_second_waits_for_the_tests_end() {
+        let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+        receiver.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let target = respbench_session::statsd::parse(
+            Some(&receiver.local_addr().unwrap().to_string()),
+            Some("p"),
+            Some("l"),
+            None,
+        )
+        .unwrap()
+        .unwrap();
+        let s = Settings {
+            target,
+            percentiles: vec![50.0],
+            connections: Some(4),
+            started: String::new(),
+            groups: Vec::new(),
+            memtier: false,
+        };
+        let mut err = Vec::new();
+        let mut sink = Statsd::new(s, &mut err);
+        // The run began 100 s ago: its clock reads 100 s (give or take a busy machine's delays).
+        let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros();
+        let info = ServerInfo::default();
+        let begin = Begin {
+            backends: vec!["mio"],
+            width: 3,
+            info: &info,
+            server_b: None,
+            epoch_us: now_us as u64 - 100_000_000,
+        };
+        sink.on(&Event::Begin(&begin)).unwrap();
+        sink.on(&Event::Intervals { tag: "GET", ended: &[second(50_000, 1000)], end: None }).unwrap();
+        let first = lines(&receiver);
+        assert_eq!(first[0], "p.l.ops_sec:1000|g");
+        assert!(first.contains(&"p.l.requests:1000|c".to_string()), "{first:?}");
+        assert!(first.contains(&"p.l.latency_p50:0.100000|g".to_string()), "{first:?}");
+        // A second whose end (131 s) is later than the clock: the test's last, held.
+        sink.on(&Event::Intervals { tag: "GET", ended: &[second(130_000, 500)], end: None }).unwrap();
+        receiver.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 64];
+        assert!(receiver.recv(&mut buf).is_err(), "nothing sent before the test's end");
+        receiver.set_nonblocking(false).unwrap();
+        sink.on(&Event::Intervals { tag: "GET", ended: &[], end: Some(Time::from_micros(130_250_000)) })
+            .unwrap();
+        let last = lines(&receiver);
+        assert_eq!(
+            &last[..2],
+            ["p.l.ops_sec:2000|g", "p.l.ops_sec_avg:1200|g"],
+            "500 in 0.25 s, 1500 in 1.25 s"
+        );
+        assert!(last.contains(&"p.l.requests:500|c".to_string()), "{last:?}");
+        sink.on(&Event::Results(&[])).unwrap();
+        assert_eq!(lines(&receiver), ["p.l.ops_sec:0|g", "p.l.ops_sec_avg:0|g", "p.l.progress_pct:0|g"]);
+        let config = crate::doc::RunConfig::default();
+        sink.finish(&RunEnd {
+            interrupted: false,
+            late_by_s: None,
+            epoch_us: 0,
+            config: &config,
+            searches: &[],
+        })
+        .unwrap();
+        drop(sink);
+        assert!(err.is_empty(), "{}", String::from_utf8_lossy(&err));
+    }
+}
