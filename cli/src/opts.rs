@@ -507,6 +507,20 @@ pub struct Opts {
     /// 0 closes at once)
     #[argh(option)]
     pub metrics_linger: Option<String>,
+    /// send each second's figures as StatsD datagrams over UDP to HOST[:PORT] (8125), named
+    /// as memtier_benchmark names them: PREFIX.LABEL.ops_sec (docs/long-runs.md)
+    #[argh(option)]
+    pub statsd: Option<String>,
+    /// the StatsD metric names' first part (default respbench; memtier's dashboards: memtier)
+    #[argh(option)]
+    pub statsd_prefix: Option<String>,
+    /// the StatsD metric names' run label, after the prefix (default "default")
+    #[argh(option)]
+    pub statsd_label: Option<String>,
+    /// POST each test's start and end as Graphite event annotations to this HTTP port of the
+    /// --statsd host
+    #[argh(option)]
+    pub graphite_port: Option<u16>,
     /// the command to benchmark instead of the default suite, with its arguments
     #[argh(positional, greedy)]
     pub command: Vec<String>,
@@ -554,6 +568,12 @@ impl Opts {
             live: self.live,
             hlog: self.hlog.clone(),
             hgrm: self.hgrm.clone(),
+            statsd: respbench_session::statsd::parse(
+                self.statsd.as_deref(),
+                self.statsd_prefix.as_deref(),
+                self.statsd_label.as_deref(),
+                self.graphite_port,
+            )?,
             percentiles: match &self.print_percentiles {
                 Some(list) => syntax::percentiles(list)?,
                 None => Vec::new(),

@@ -42,6 +42,7 @@ pub mod server_series;
 pub mod server_window;
 pub mod shared;
 pub mod sink;
+pub mod statsd;
 pub mod stderr;
 pub mod text;
 

@@ -47,6 +47,7 @@ pub fn check_outputs(cfg: &Config) -> Result<(), OutputError> {
     if let Some(m) = &cfg.memtier {
         crate::memtier::check_outputs(m)?;
     }
+    sink::statsd::check(cfg)?;
     if let Some(prefix) = &cfg.open.hgrm {
         files::probe_writable(std::path::Path::new(&format!("{prefix}TEST.hgrm"))).map_err(|e| {
             OutputError::Output(format!("--hgrm: cannot write files named {prefix}TEST.hgrm: {e}"))
@@ -113,6 +114,9 @@ pub fn sinks(cfg: &Config, command_line: Vec<String>) -> Vec<Box<dyn Output>> {
     }
     if let Some(m) = &cfg.memtier {
         list.push(Box::new(sink::memtier::Memtier::new(m)));
+    }
+    if let Some(s) = sink::statsd::settings(cfg) {
+        list.push(Box::new(sink::statsd::Statsd::new(s, io::stderr())));
     }
     if let Some(path) = cfg.retry.as_ref().and_then(|r| r.failed_keys.as_deref()) {
         list.push(Box::new(sink::failed_keys::FailedKeys::new(path)));

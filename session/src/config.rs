@@ -514,6 +514,8 @@ pub struct OpenLoopConfig {
     pub hlog: Option<String>,
     /// `--hgrm`: the prefix of each test's percentile-distribution file.
     pub hgrm: Option<String>,
+    /// `--statsd`: each second's figures sent to StatsD (see [`crate::statsd`]).
+    pub statsd: Option<Statsd>,
     /// `--print-percentiles`: the percentiles the report shows instead of its own (empty: its
     /// own).
     pub percentiles: Vec<f64>,
@@ -598,6 +600,7 @@ impl OpenLoopConfig {
             || self.show_series
             || self.live
             || self.hlog.is_some()
+            || self.statsd.is_some()
     }
 }
 
@@ -702,6 +705,33 @@ pub struct Metrics {
     /// After the run, how long the endpoint waits for a scrape that serves the final figures
     /// (zero: it closes at once).
     pub linger: Duration,
+}
+
+/// Where the seconds go and how their metrics are named.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Statsd {
+    /// The StatsD server's host, as given (a name or an address).
+    pub host: String,
+    /// Its UDP port.
+    pub port: u16,
+    /// The metric names' first part, as memtier sanitizes it (letters, digits, `_`, `-`, `.`;
+    /// anything else `_`); empty: the names start with the label.
+    pub prefix: String,
+    /// The run's label, as memtier sanitizes it (letters, digits, `_`, `-`).
+    pub label: String,
+    /// `--graphite-port`: Graphite's HTTP port on the same host, where each test's start and
+    /// end are POSTed as event annotations; `None`: no annotations.
+    pub graphite_port: Option<u16>,
+}
+
+impl Statsd {
+    /// What each metric's name starts with: `PREFIX.LABEL.`, or `LABEL.` with no prefix.
+    pub fn name_start(&self) -> String {
+        match self.prefix.is_empty() {
+            true => format!("{}.", self.label),
+            false => format!("{}.{}.", self.prefix, self.label),
+        }
+    }
 }
 
 /// Why the options make no run: the command line's check of its options into a [`Config`] (and of

@@ -51,6 +51,7 @@ pub mod server;
 pub mod server_window;
 pub mod sides;
 pub mod slo;
+pub mod statsd;
 pub mod stop;
 pub mod syntax;
 pub mod threads;

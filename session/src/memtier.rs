@@ -10,6 +10,7 @@
 //! respbench cannot honour is an error naming it ([`MemtierError::Refused`]).
 
 pub(crate) mod import;
+mod statsd;
 
 use std::fmt;
 
@@ -333,16 +334,6 @@ fn positive(option: &str, value: &str) -> Result<u64, MemtierError> {
             why: "must be at least 1".into(),
         }),
         n => Ok(n),
-    }
-}
-
-/// Why memtier's option `name` is refused, and what to use instead where respbench has it.
-fn why_refused(name: &str) -> &'static str {
-    match name {
-        "statsd-host" | "statsd-port" | "statsd-prefix" | "statsd-run-label" | "graphite-port" => {
-            "respbench serves its live figures to Prometheus instead (--metrics, memtier's --prometheus-port)"
-        }
-        _ => "not implemented",
     }
 }
 
@@ -799,6 +790,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let (mut tls, mut socket, mut host_given) = (false, false, false);
     // --clients-start, --clients-step, --step-duration.
     let mut staircase: (Option<u64>, Option<u64>, Option<u64>) = (None, None, None);
+    let mut statsd = statsd::FromMemtier::default();
     for (name, value) in &opts {
         let v = value.as_deref().unwrap_or("");
         match *name {
@@ -979,7 +971,10 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             "verify-only" => (import.verify, import.verify_only) = (true, true),
             "key-median" => median = Some(above_zero(name, v)?),
             "key-stddev" => stddev = Some(above_zero(name, v)?),
-            other => return refuse(other, why_refused(other)),
+            "statsd-host" | "statsd-port" | "statsd-prefix" | "statsd-run-label" | "graphite-port" => {
+                statsd.set(name, v)?
+            }
+            other => return refuse(other, "not implemented"),
         }
     }
     import::check(&import, &|o| opts.iter().any(|(k, _)| *k == o))?;
@@ -991,6 +986,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
                 .into(),
         });
     }
+    out.extend(statsd.args());
     if reconnect {
         out.extend(reconnect_pacing(backoff_factor, reconnect_attempts)?);
     }

@@ -29,6 +29,7 @@ pub mod memtier;
 pub mod metrics;
 pub mod progress;
 pub mod quiet;
+pub mod statsd;
 pub mod verbose;
 pub mod warnings;
 
