@@ -426,6 +426,17 @@ fn refusal_moves_the_run(test: &str, word: &str, stale: bool) {
 /// after the run.
 #[test]
 fn rfr_follows_a_sentinel_failover() {
+    rfr_follows(respbench());
+}
+
+/// The same on the smol backend: each client's task moves its replica connection with its
+/// primary's when nudged.
+#[test]
+fn rfr_follows_a_sentinel_failover_on_smol() {
+    rfr_follows(respbench_on("smol"));
+}
+
+fn rfr_follows(tool: Tool) {
     let mut attempts = 0;
     loop {
         attempts += 1;
@@ -456,7 +467,7 @@ fn rfr_follows_a_sentinel_failover() {
             "--json",
             json.to_str().unwrap(),
         ];
-        let mut running = respbench().spawn(&args);
+        let mut running = tool.spawn(&args);
         // Once the Sentinel has switched (its log: it names the promoted replica before that,
         // while the run still reads there as the replica it lists), and no connection of the run
         // reads there any more (CLIENT LIST's last command of each: the replica connections gone,
