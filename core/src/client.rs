@@ -1126,7 +1126,8 @@ impl Client {
             self.wake_node(to);
         }
         let known = cluster.nodes.len() + self.router.appeared.len();
-        if (0..known).all(|i| self.router.down[i]) {
+        // (`Cluster::waits`: the nodes come back, and the requests wait for them.)
+        if !cluster.waits && (0..known).all(|i| self.router.down[i]) {
             // Nobody left to send them: they are lost with the client.
             for r in self.router.drain_queues() {
                 self.outstanding -= 1;

@@ -231,6 +231,12 @@ pub struct Cluster {
     spare_room: usize,
     /// The shortest hash tag of each slot: what `{tag}` in a command becomes.
     tags: Vec<[u8; 3]>,
+    /// `--sentinel --rfr … --reconnect`: a request waits for its node while that node's
+    /// connection is down (it comes back where the Sentinel now says): a write for the primary,
+    /// never sent to a replica; a read for a replica, never sent to the primary (one of the
+    /// replicas when all are down). `false`: a request whose node is down goes to a primary that
+    /// is up.
+    pub waits: bool,
 }
 
 impl Cluster {
@@ -268,6 +274,7 @@ impl Cluster {
             owners,
             replica_handshake,
             tags: slot_tags(),
+            waits: false,
         })
     }
 
@@ -537,9 +544,18 @@ impl Router {
                 self.turn = self.turn.wrapping_add(1);
                 let pick = self.turn % count;
                 to = replicas.map(|(i, _)| i).nth(pick).unwrap_or(primary);
+            } else if cluster.waits && cluster.reads == Reads::Replicas {
+                // Every replica is down, coming back where the Sentinel says: the read waits for
+                // one of them, not sent to the primary.
+                let all = cluster.nodes.iter().enumerate().filter(|(_, n)| n.primary_index == Some(primary));
+                let count = all.clone().count();
+                if count > 0 {
+                    self.turn = self.turn.wrapping_add(1);
+                    to = all.map(|(i, _)| i).nth(self.turn % count).unwrap_or(primary);
+                }
             }
         }
-        if !self.down.get(to).copied().unwrap_or(false) {
+        if cluster.waits || !self.down.get(to).copied().unwrap_or(false) {
             // Up, or still connecting: its queue waits for it.
             return to;
         }
@@ -957,6 +973,28 @@ mod routing_tests {
             endpoint: Endpoint::Tcp { host: "127.0.0.1".into(), port },
             primary: true,
             primary_index: None,
+        }
+    }
+
+    /// `Cluster::waits` (`--sentinel --rfr … --reconnect`): a request whose node is down waits
+    /// for it: a read for a replica (never the primary), a write for the primary (never the
+    /// replica that leads); without it, each goes to a node that is up.
+    #[test]
+    fn over_a_sentinel_requests_wait_for_their_node() {
+        let replica = Node { primary: false, primary_index: Some(0), ..node(7001) };
+        let owners = vec![0; usize::from(SLOTS)];
+        let routes = vec![Route { keys: vec![1], write: false }];
+        let hs = Handshake::default();
+        let mut c =
+            Cluster::new(vec![node(7000), replica], owners, false, Reads::Replicas, routes, &hs).unwrap();
+        for waits in [false, true] {
+            c.waits = waits;
+            let mut r = Router::new(0, 2);
+            assert_eq!(r.node_for(&c, 5, false, Some(0)), 1, "a read at the replica");
+            r.down[1] = true;
+            assert_eq!(r.node_for(&c, 5, false, Some(0)), usize::from(waits), "the replica down: a read");
+            r.down = vec![true, false];
+            assert_eq!(r.node_for(&c, 5, true, Some(1)), usize::from(!waits), "the primary down: a write");
         }
     }
 

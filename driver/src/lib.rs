@@ -97,6 +97,23 @@ impl Target {
     }
 }
 
+/// `--rfr` over a Sentinel: where replica node `node` goes, of the replicas the Sentinel
+/// `listed` now: the k-th replica node the k-th listed (round the list when it is shorter);
+/// `None` (its address kept) when no Sentinel answered; an error (the connection stays down and
+/// asks again) when it lists none.
+fn replica_of(
+    cluster: Option<&respbench_core::cluster::Cluster>,
+    node: usize,
+    listed: Option<Vec<Endpoint>>,
+) -> io::Result<Option<Endpoint>> {
+    let Some(listed) = listed else { return Ok(None) };
+    let k = cluster.map_or(0, |c| c.nodes.iter().take(node).filter(|n| !n.primary).count());
+    match listed.len() {
+        0 => Err(io::Error::other("the Sentinel lists no replica up")),
+        n => Ok(listed.into_iter().nth(k % n)),
+    }
+}
+
 /// Whether `endpoint` is a host name, which may resolve to another address later (not an IP
 /// address, nor a Unix socket).
 fn names_a_host(endpoint: &Endpoint) -> bool {
@@ -558,19 +575,34 @@ impl Link {
         let mptcp = matches!(targets.first(), Some(Target::Mptcp(_)));
         if let Some(t) = targets.get(node) {
             let s = &mut self.sockets[node];
-            let locate = tally.run.locate.as_ref().filter(|_| tally.run.plan.cluster.is_none());
+            let cluster = tally.run.plan.cluster.as_ref();
+            // Against the primary alone, or its replicas too (`--rfr`): the nodes are the
+            // Sentinel's.
+            let locate = tally.run.locate.as_ref().filter(|l| cluster.is_none() || l.replicas.is_some());
             if s.phases.down == Time::MAX || (locate.is_none() && !names_a_host(&s.endpoint)) {
                 return Ok(t.clone());
             }
             let now = tally.now();
             let mut name = s.endpoint.to_string();
             if let Some(l) = locate {
-                // A Sentinel's primary: asked again, the address it had kept when none answers.
+                // A Sentinel's primary (or replica): asked again, the address it had kept when
+                // none answers.
                 s.located = l.moves.load(Ordering::Relaxed);
-                if let Some(e) = (l.find)() {
-                    s.endpoint = e;
+                let replica = cluster.and_then(|c| c.nodes.get(node)).is_some_and(|n| !n.primary);
+                match (replica, &l.replicas) {
+                    (true, Some(list)) => {
+                        if let Some(e) = replica_of(cluster, node, (list)())? {
+                            s.endpoint = e;
+                        }
+                        name = format!("{} replica", l.name);
+                    }
+                    _ => {
+                        if let Some(e) = (l.find)() {
+                            s.endpoint = e;
+                        }
+                        name.clone_from(&l.name);
+                    }
                 }
-                name.clone_from(&l.name);
             }
             let new = resolve(&s.endpoint, mptcp)
                 .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.to_string()))?;

@@ -394,6 +394,11 @@ pub struct Locate {
     /// Bumped each time it moved (a Sentinel's `+switch-master`): the loops then move every
     /// connection that is up (it goes down and comes back where `find` says).
     pub moves: Arc<std::sync::atomic::AtomicU64>,
+    /// `--rfr` over a Sentinel's primary and replicas: the replicas listed now, for a replica
+    /// node's connection that comes back (`None`: none answered, the address it had is kept;
+    /// an empty list: it stays down and asks again at its next attempt). `None` against the
+    /// primary alone.
+    pub replicas: Option<Arc<dyn Fn() -> Option<Vec<Endpoint>> + Send + Sync>>,
 }
 
 impl std::fmt::Debug for Locate {

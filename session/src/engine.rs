@@ -189,12 +189,12 @@ impl Session {
                     }
                     (r, _) => r.clone(),
                 };
-                located = Config {
-                    endpoint: s.primary().map_err(|e| Error::Sentinel(e.to_string()))?,
-                    replicas,
-                    sentinel: Some(s),
-                    ..cfg.clone()
-                };
+                let primary = s.primary().map_err(|e| Error::Sentinel(e.to_string()))?;
+                if replicas != Replicas::None {
+                    // Over several nodes a connection that finds the primary elsewhere moves them all.
+                    s.heard(primary.clone());
+                }
+                located = Config { endpoint: primary, replicas, sentinel: Some(s), ..cfg.clone() };
                 &located
             }
             None => cfg,

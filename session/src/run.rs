@@ -14,7 +14,7 @@ use respbench_driver::{Progress, TestRun, Tls};
 
 use crate::backend::run_backend;
 use crate::case::Case;
-use crate::config::{Backend, Config, OpenLoopConfig};
+use crate::config::{Backend, Config, OpenLoopConfig, Replicas};
 use crate::cpu::ClientCpu;
 use crate::error::Error;
 use crate::groups::Part;
@@ -103,7 +103,11 @@ pub(crate) fn plan(
         measure_from,
         series: !idle && cfg.open.keeps_series(),
         fine: !idle && !cfg.events.is_empty(),
-        cluster: multi.and_then(|m| m.cluster(cfg, &case.templates(), &handshake(cfg))),
+        cluster: multi.and_then(|m| m.cluster(cfg, &case.templates(), &handshake(cfg))).map(|mut c| {
+            // `--sentinel --rfr … --reconnect`: requests wait for their node as it moves.
+            c.waits = follows_sentinel(cfg, true);
+            c
+        }),
         // Checked when the tests were made (`case::cases`).
         verify: crate::verify::for_test(cfg, &case.templates()).ok().flatten(),
         ramp: cfg.open.ramp.filter(|_| !idle).map(|r| respbench_core::Ramp { start: ramp_start, ..r }),
@@ -117,10 +121,10 @@ pub(crate) fn plan(
         )
         .ok()
         .flatten(),
-        // `--sentinel --reconnect` against the primary alone: requests in flight at a move go
-        // again (not with --cache-aside or --follow-cursor, whose go straight into the
-        // connection).
-        resend: (cfg.sentinel.is_some() && cfg.reconnect && multi.is_none())
+        // `--sentinel --reconnect`, against the primary alone or its replicas too (`--rfr`):
+        // requests in flight at a move go again (not with --cache-aside or --follow-cursor,
+        // whose go straight into the connection).
+        resend: follows_sentinel(cfg, multi.is_some())
             .then_some(())
             .filter(|()| !cfg.open.cache_aside && !cfg.open.follow_cursor)
             .and_then(|()| crate::sentinel::resend(&case.templates())),
@@ -374,10 +378,16 @@ fn test_runs(
             sigfig: cfg.precision,
             mptcp: cfg.mptcp,
             progress: Arc::new(Progress::default()),
-            locate: cfg.sentinel.as_ref().map(crate::sentinel::Sentinel::locate),
+            locate: cfg.sentinel.as_ref().map(|s| s.locate(cfg.replicas != Replicas::None && !cfg.cluster)),
         }
     });
     runs.collect()
+}
+
+/// Whether a run `--sentinel --reconnect` follows the Sentinel's moves: against the primary
+/// alone, or (`multi`) its replicas too (`--rfr`; not `--cluster`'s nodes).
+fn follows_sentinel(cfg: &Config, multi: bool) -> bool {
+    cfg.sentinel.is_some() && cfg.reconnect && !(multi && cfg.cluster)
 }
 
 /// A measured test (it has a tag) is told to an output that reads its figures live.

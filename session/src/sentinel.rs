@@ -8,7 +8,7 @@
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use respbench_core::cluster::Route;
@@ -74,6 +74,9 @@ pub struct Sentinel {
     /// The `+switch-master`s of the master heard so far (a thread subscribed on a Sentinel,
     /// started with the first test).
     pub moves: Arc<AtomicU64>,
+    /// The primary as last heard or asked (`+switch-master`'s new address, or a connection's
+    /// answer over several nodes): a change bumps [`Sentinel::moves`] once.
+    known: Arc<Mutex<Option<Endpoint>>>,
     watching: Arc<Once>,
 }
 
@@ -86,24 +89,51 @@ impl Sentinel {
             auth: None,
             tls: None,
             moves: Arc::default(),
+            known: Arc::default(),
             watching: Arc::new(Once::new()),
         }
     }
 }
 
 impl Sentinel {
-    /// Where a connection that comes back after a failure goes: the primary asked again.
-    /// The first call starts the thread that listens for the master's `+switch-master`.
-    pub fn locate(&self) -> respbench_driver::Locate {
+    /// Where a connection that comes back after a failure goes: the primary asked again, and
+    /// with `replicas` (`--rfr` over several nodes) the replicas listed again too, a primary
+    /// found elsewhere than [`Sentinel::known`] said being a move (every connection follows,
+    /// the replicas' too). The first call starts the thread that listens for the master's
+    /// `+switch-master`.
+    pub fn locate(&self, replicas: bool) -> respbench_driver::Locate {
         self.watching.call_once(|| {
             let me = self.clone();
             let _ = std::thread::Builder::new().name("sentinel".into()).spawn(move || me.watch());
         });
         let me = self.clone();
+        let find: Arc<dyn Fn() -> Option<Endpoint> + Send + Sync> = match replicas {
+            false => Arc::new(move || me.primary().ok()),
+            true => Arc::new(move || me.primary().ok().inspect(|p| me.heard(p.clone()))),
+        };
+        let me = self.clone();
         respbench_driver::Locate {
             name: format!("{} (Sentinel)", self.master),
-            find: Arc::new(move || me.primary().ok()),
+            find,
             moves: Arc::clone(&self.moves),
+            replicas: replicas.then(|| {
+                Arc::new(move || {
+                    // The primary is no replica, whatever a list not yet brought up to date says.
+                    let primary = me.known.lock().ok().and_then(|k| k.clone());
+                    let mut listed = me.replicas().ok()?;
+                    listed.retain(|r| Some(r) != primary.as_ref());
+                    Some(listed)
+                }) as Arc<dyn Fn() -> Option<Vec<Endpoint>> + Send + Sync>
+            }),
+        }
+    }
+
+    /// The primary is at `at` (the run's start, a `+switch-master`, a connection's answer): a
+    /// change from the one known bumps [`Sentinel::moves`] (not the first).
+    pub fn heard(&self, at: Endpoint) {
+        let Ok(mut known) = self.known.lock() else { return };
+        if known.as_ref() != Some(&at) && known.replace(at).is_some() {
+            self.moves.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -136,9 +166,15 @@ impl Sentinel {
                 // ["message", "+switch-master", "<name> <old ip> <old port> <new ip> <new port>"]
                 if let Value::Array(a) = v {
                     if let [Value::Bulk(kind), _, Value::Bulk(text)] = a.as_slice() {
-                        let name = text.split(|&b| b == b' ').next().unwrap_or(&[]);
-                        if kind == b"message" && name == self.master.as_bytes() {
-                            self.moves.fetch_add(1, Ordering::Relaxed);
+                        let words: Vec<&[u8]> = text.split(|&b| b == b' ').collect();
+                        if kind == b"message" && words.first() == Some(&self.master.as_bytes()) {
+                            match switched_to(&words) {
+                                // Once, whether heard here first or found by a connection.
+                                Some(to) if self.known.lock().is_ok_and(|k| k.is_some()) => self.heard(to),
+                                _ => {
+                                    self.moves.fetch_add(1, Ordering::Relaxed);
+                                }
+                            }
                         }
                     }
                 }
@@ -225,6 +261,15 @@ pub(crate) fn resend(templates: &[&Template]) -> Option<Arc<[bool]>> {
         .collect();
     // Always, even with no command safe to repeat: a request a replica refused goes again.
     Some(each)
+}
+
+/// The new address in a `+switch-master` message's words (`<name> <old ip> <old port> <new ip>
+/// <new port>`).
+fn switched_to(words: &[&[u8]]) -> Option<Endpoint> {
+    let [_, _, _, ip, port] = words else { return None };
+    let host = std::str::from_utf8(ip).ok()?.to_string();
+    let port = std::str::from_utf8(port).ok()?.parse().ok()?;
+    Some(Endpoint::Tcp { host, port })
 }
 
 /// Sends `args` on `s` and reads the one reply, of at most [`REPLY_MAX`] bytes.

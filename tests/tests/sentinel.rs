@@ -414,3 +414,128 @@ fn refusal_moves_the_run(test: &str, word: &str, stale: bool) {
         );
     }
 }
+
+/// `--sentinel … --rfr yes --reconnect` through a `SENTINEL FAILOVER` mid-run: the writes move
+/// to the new primary and the reads to the replica the Sentinel lists now (the old primary),
+/// none lost (exit 0), both moves named. The servers agree: every answered GET ran on one of
+/// the two (at most those sent again more); the new primary ran no GET after the move (its
+/// GETs counted once respbench's replica connections had left it are its GETs at the end: the
+/// reads that found every replica down waited for one, not sent to the primary), and ran SETs
+/// after it; no SET was refused by a replica. The run lasts 10 s: the Sentinel turns the old
+/// primary into a replica (`+convert-to-slave`, its clients killed) about 10 s after the switch,
+/// after the run.
+#[test]
+fn rfr_follows_a_sentinel_failover() {
+    rfr_follows(respbench());
+}
+
+/// The same on the smol backend: each client's task moves its replica connection with its
+/// primary's when nudged.
+#[test]
+fn rfr_follows_a_sentinel_failover_on_smol() {
+    rfr_follows(respbench_on("smol"));
+}
+
+fn rfr_follows(tool: Tool) {
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let (primary, replica, sentinel) = primary_replica_sentinel("rfr-move");
+        let (p, r) = (primary.port(), replica.port());
+        let json = json_path("sentinel", "rfr-move");
+        let (at_sentinel, event) = (
+            format!("127.0.0.1:{}", sentinel.port),
+            format!("2s exec redis-cli -p {} SENTINEL FAILOVER mymaster", sentinel.port),
+        );
+        let args = [
+            "--sentinel",
+            &at_sentinel,
+            "--sentinel-master",
+            "mymaster",
+            "--rfr",
+            "yes",
+            "--mix",
+            "set:1,get:1",
+            "-c",
+            "4",
+            "--duration",
+            "10s",
+            "--reconnect",
+            "--at",
+            &event,
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        let mut running = tool.spawn(&args);
+        // Once the Sentinel has switched (its log: it names the promoted replica before that,
+        // while the run still reads there as the replica it lists), and no connection of the run
+        // reads there any more (CLIENT LIST's last command of each: the replica connections gone,
+        // none new before its first command), the new primary's GETs so far, and its SETs then.
+        let mut then = None;
+        while then.is_none() && !running.has_exited() {
+            let switched = std::fs::read_to_string(&sentinel.log).unwrap().contains("+switch-master");
+            let clients = || replica.cli(&["CLIENT", "LIST"]);
+            if switched && clients().lines().all(|c| !c.contains(" cmd=get ") && !c.contains(" cmd=NULL ")) {
+                then = Some((replica.command_calls("get"), replica.command_calls("set")));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let taken_running = !running.has_exited();
+        let out = running.wait(T);
+        let log = std::fs::read_to_string(&sentinel.log).unwrap();
+        if attempts == 1 && log.contains("+tilt") && !log.contains("+switch-master") {
+            eprintln!("the Sentinel entered TILT before switching (its timer was held up): once more\n{log}");
+            continue;
+        }
+        assert!(log.contains(&format!("+switch-master mymaster 127.0.0.1 {p} 127.0.0.1 {r}")), "{log}");
+        let (gets_then, sets_then) = then.unwrap_or_else(|| panic!("no switch seen\n{}", out.dump()));
+        assert!(taken_running, "the run had ended before the switch was seen: {}", out.dump());
+        assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+        let doc: serde_json::Value = serde_json::from_str(&take_document(&json)).unwrap();
+        let named = |prefix: &str| {
+            let tests = doc["tests"].as_array().unwrap();
+            tests.iter().find(|t| t["name"].as_str().is_some_and(|n| n.starts_with(prefix))).unwrap().clone()
+        };
+        let t = named("MIX");
+        let rc = &t["reconnects"];
+        assert_eq!(rc["lost_requests"].as_u64(), Some(0), "{t}");
+        assert_eq!(rc["refused"].as_u64(), Some(0), "{t}");
+        assert!(t["errors"].as_object().is_none_or(|e| e.is_empty()), "{t}");
+        let (old, new) = (format!("127.0.0.1:{p}"), format!("127.0.0.1:{r}"));
+        for (name, from, to) in
+            [("mymaster (Sentinel)", &old, &new), ("mymaster (Sentinel) replica", &new, &old)]
+        {
+            let changes = t["address_changes"].as_array().unwrap_or_else(|| panic!("{t}"));
+            assert!(
+                changes.iter().any(|c| c["name"].as_str() == Some(name)
+                    && c["from"].as_str() == Some(from)
+                    && c["to"].as_str() == Some(to)),
+                "{name}: {t}"
+            );
+            assert!(out.stderr.contains(&format!("{name} moved from {from} to {to} at")), "{}", out.dump());
+        }
+        // Every answered GET ran on one server; one sent again may have run twice.
+        let (gets, resent) = (named("GET")["requests"].as_u64().unwrap(), rc["resent"].as_u64().unwrap());
+        let ran = primary.command_calls("get") + replica.command_calls("get");
+        assert!(
+            gets <= ran && ran <= gets + resent,
+            "respbench {gets} GETs, {resent} sent again; the servers ran {ran}"
+        );
+        // None on the new primary after the move; the old one read from once listed a replica
+        // (before the move it took none: reads went to the replica only).
+        assert_eq!(replica.command_calls("get"), gets_then, "{t}");
+        assert!(primary.command_calls("get") > 0, "{t}");
+        // The writes went on at the new primary, none refused by a replica.
+        assert!(replica.command_calls("set") > sets_then, "{t}");
+        for s in [&primary, &replica] {
+            assert_eq!(s.info_field("errorstats", "errorstat_READONLY"), None, "{}", out.dump());
+        }
+        // Each node's replies came from two servers: no server's count is held against them.
+        let nodes = t["server_time"]["nodes"].as_array().unwrap_or_else(|| panic!("{t}"));
+        assert!(nodes.iter().all(|n| n["mismatch"].is_null()), "{t}");
+        let last = t["series"].as_array().unwrap().last().unwrap()["requests"].as_u64().unwrap();
+        assert!(last > 0, "the last second had requests: {t}");
+        break;
+    }
+}
