@@ -240,10 +240,14 @@ pub struct Opts {
     /// each cursor to 0)
     #[argh(option)]
     pub follow_cursor_limit: Option<u64>,
-    /// with --mix or --mix-command: each client sends the commands in turn, each its weight's
-    /// times in a row, instead of drawing them at random
+    /// with --mix or --mix-command: the commands go in turn, each its weight's times in a
+    /// row, instead of drawn at random; one turn shared by all clients
     #[argh(switch)]
     pub mix_in_turn: bool,
+    /// as --mix-in-turn, each client on its own turn (memtier's order of its --commands:
+    /// MULTI, a write and EXEC go in their order on each connection)
+    #[argh(switch)]
+    pub mix_in_turn_per_client: bool,
     /// error replies that mean "wait", retried on the same connection after a backoff: the
     /// first words, such as LOADING,BUSY,TRYAGAIN; latency runs from the first send
     #[argh(option)]
@@ -581,6 +585,7 @@ impl Opts {
             follow_cursor: self.follow_cursor,
             follow_cursor_limit: self.follow_cursor_limit.unwrap_or(0),
             mix_in_turn: self.mix_in_turn,
+            mix_in_turn_per_client: self.mix_in_turn_per_client,
             ..OpenLoopConfig::default()
         };
         if let Some(list) = &self.subscribers {

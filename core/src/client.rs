@@ -53,8 +53,9 @@ pub(crate) struct Source {
     /// one have arrived.
     seq_len: u64,
     seq_arrived: u64,
-    /// A sequence: the commands this client has drawn, and those of the sequence it started
-    /// that the budget gave it and it has not yet been granted ([`Source::take`]).
+    /// A sequence (or a mix sent in turn per client): the commands this client has drawn, and
+    /// those of the sequence it started that the budget gave it and it has not yet been
+    /// granted ([`Source::take`]).
     seq_drawn: u64,
     seq_left: u64,
     /// `-k 0` in an open loop: requests taken from the budget before the new socket they will
@@ -249,8 +250,9 @@ impl Source {
                 (&m.templates[i], i.min(usize::from(u16::MAX)) as u16)
             }
             Some(m) if m.is_in_turn() => {
-                // `--mix-in-turn`: the test's next place in the round, a request at a time.
-                let i = m.turn();
+                // `--mix-in-turn`: the test's next place in the round, a request at a time (or
+                // the client's own, per client; a mix in turn is no sequence).
+                let i = m.turn(&mut self.seq_drawn);
                 (&m.templates[i], i.min(usize::from(u16::MAX)) as u16)
             }
             Some(m) => {

@@ -402,9 +402,18 @@ pub struct Mix {
     cursor: Option<usize>,
     /// `--follow-cursor-limit`: the most continuations of one walk (0: until the cursor is 0).
     cursor_limit: u64,
-    /// `--mix-in-turn`: the requests drawn so far by every client of the test, which take the
-    /// commands in turn (see [`Mix::in_turn`]).
-    in_turn: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// `--mix-in-turn` (see [`Mix::in_turn`]) or `--mix-in-turn-per-client` (see
+    /// [`Mix::in_turn_per_client`]): whose count of requests drawn takes the commands in turn.
+    in_turn: Option<Turn>,
+}
+
+/// Whose count of requests drawn takes a mix's commands in turn.
+#[derive(Clone, Debug)]
+enum Turn {
+    /// The requests drawn so far by every client of the test.
+    Shared(std::sync::Arc<std::sync::atomic::AtomicU64>),
+    /// Each client's own requests drawn so far.
+    PerClient,
 }
 
 impl Mix {
@@ -471,7 +480,16 @@ impl Mix {
     /// counts alone (`-n` and `-P` are requests, not whole rounds). Over a whole number of
     /// rounds, each command is sent exactly its weight's times a round.
     pub fn in_turn(mut self) -> Mix {
-        self.in_turn = Some(Default::default());
+        self.in_turn = Some(Turn::Shared(Default::default()));
+        self
+    }
+
+    /// The mix sent in turn by each client on its own (`--mix-in-turn-per-client`, memtier's
+    /// order of its `--command`s): a client's requests are command 0 its weight's times, then
+    /// command 1, and so on, whatever the other clients send, so that commands that belong
+    /// together (`MULTI`, a write, `EXEC`) go in their order on the client's connection.
+    pub fn in_turn_per_client(mut self) -> Mix {
+        self.in_turn = Some(Turn::PerClient);
         self
     }
 
@@ -480,9 +498,18 @@ impl Mix {
         self.in_turn.is_some()
     }
 
-    /// The command of the next request of a mix sent in turn (the first without).
-    pub(crate) fn turn(&self) -> usize {
-        let drawn = self.in_turn.as_ref().map_or(0, |n| n.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    /// The command of the next request of a mix sent in turn (the first without); `own` is the
+    /// client's count of requests drawn, which a mix sent in turn per client takes and bumps.
+    pub(crate) fn turn(&self, own: &mut u64) -> usize {
+        let drawn = match &self.in_turn {
+            Some(Turn::Shared(n)) => n.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            Some(Turn::PerClient) => {
+                let d = *own;
+                *own = own.wrapping_add(1);
+                d
+            }
+            None => 0,
+        };
         let total = *self.cumulative.last().unwrap_or(&1);
         self.cumulative.partition_point(|&c| c <= drawn % total)
     }
@@ -791,11 +818,35 @@ mod in_turn_tests {
         let t = |name: &[u8]| Template::command(&[name]);
         let m = Mix::new(vec![(t(b"A"), 2), (t(b"B"), 1), (t(b"C"), 3)]).unwrap().in_turn();
         assert!(m.is_in_turn());
-        let turns: Vec<usize> = (0..12).map(|_| m.turn()).collect();
+        let mut own = 0;
+        let turns: Vec<usize> = (0..12).map(|_| m.turn(&mut own)).collect();
         assert_eq!(turns, [0, 0, 1, 2, 2, 2, 0, 0, 1, 2, 2, 2]);
-        assert_eq!(m.sequence_len(), None);
+        assert_eq!((m.sequence_len(), own), (None, 0));
         // Clones (each thread's plan) share the count.
         let other = m.clone();
-        assert_eq!((other.turn(), m.turn(), other.turn()), (0, 0, 1));
+        assert_eq!((other.turn(&mut own), m.turn(&mut own), other.turn(&mut own)), (0, 0, 1));
+    }
+
+    /// A mix sent in turn per client: each client's own count goes round by weight, whatever
+    /// the others drew.
+    #[test]
+    fn a_mix_in_turn_per_client_goes_round_for_each_client() {
+        let t = |name: &[u8]| Template::command(&[name]);
+        let m =
+            Mix::new(vec![(t(b"MULTI"), 1), (t(b"HSET"), 2), (t(b"EXEC"), 1)]).unwrap().in_turn_per_client();
+        assert!(m.is_in_turn());
+        let (mut a, mut b) = (0, 0);
+        let mut turns = Vec::new();
+        for _ in 0..4 {
+            turns.push(m.turn(&mut a));
+            turns.push(m.turn(&mut a));
+            turns.push(m.turn(&mut b));
+        }
+        // Client a: 0 1 1 2 0 1 1 2; client b: 0 1 1 2.
+        assert_eq!(turns, [0, 1, 0, 1, 2, 1, 0, 1, 1, 1, 2, 2]);
+        assert_eq!((a, b), (8, 4));
+        let other = m.clone();
+        let mut c = 0;
+        assert_eq!(other.turn(&mut c), 0, "a clone has no count of its own to share");
     }
 }

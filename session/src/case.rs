@@ -155,8 +155,12 @@ fn all_cases(cfg: &Config, stop: &StopHandle, warn: &mut dyn FnMut(&str)) -> Res
             return Err(Error::Tests(format!("--reconnect-every: not with {what}")));
         }
     }
-    if cfg.open.mix_in_turn && !cfg.open.has_mix() {
-        return Err(Error::Tests("--mix-in-turn needs --mix or --mix-command".into()));
+    if cfg.open.mix_in_turn && cfg.open.mix_in_turn_per_client {
+        return Err(Error::Tests("--mix-in-turn and --mix-in-turn-per-client: give one".into()));
+    }
+    if (cfg.open.mix_in_turn || cfg.open.mix_in_turn_per_client) && !cfg.open.has_mix() {
+        let option = if cfg.open.mix_in_turn { "--mix-in-turn" } else { "--mix-in-turn-per-client" };
+        return Err(Error::Tests(format!("{option} needs --mix or --mix-command")));
     }
     if cfg.open.follow_cursor_limit > 0 && !cfg.open.follow_cursor {
         return Err(Error::Tests("--follow-cursor-limit needs --follow-cursor".into()));
@@ -458,7 +462,11 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
     let first = parts[0].0.template.clone();
     let mix = Mix::new(parts.into_iter().map(|(s, w)| (s.template, w)).collect())
         .and_then(|m| m.with_keys(keys))
-        .map(|m| if cfg.open.mix_in_turn { m.in_turn() } else { m })
+        .map(|m| match (cfg.open.mix_in_turn, cfg.open.mix_in_turn_per_client) {
+            (true, _) => m.in_turn(),
+            (_, true) => m.in_turn_per_client(),
+            _ => m,
+        })
         .map_err(Error::Tests)?;
     let spec = TestSpec {
         title: format!("MIX ({})", described.join(",")),

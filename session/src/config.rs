@@ -500,9 +500,12 @@ pub struct OpenLoopConfig {
     /// `--follow-cursor-limit N`: each walk at most N continuations, then from 0 again (0: to
     /// the end).
     pub follow_cursor_limit: u64,
-    /// `--mix-in-turn`: the mix's commands sent in turn by each client, each its weight's
-    /// times in a row, instead of drawn at random.
+    /// `--mix-in-turn`: the mix's commands sent in turn, each its weight's times in a row,
+    /// instead of drawn at random: one turn shared by the test's clients.
     pub mix_in_turn: bool,
+    /// `--mix-in-turn-per-client`: the same, each client on its own turn (memtier's order of
+    /// its `--command`s: `MULTI`, a write and `EXEC` go in their order on each connection).
+    pub mix_in_turn_per_client: bool,
     /// `--cache-aside`: each GET that misses is followed by a SET of its key (with
     /// `--expiry-range`'s time) on the same connection.
     pub cache_aside: bool,

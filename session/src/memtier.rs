@@ -438,10 +438,14 @@ const MONITOR_MAX_DRAWN: usize = 64;
 /// `--command "__monitor_line@__"` (at most one) takes a line for each request, as memtier's
 /// `--monitor-pattern`: each line becomes a command of the mix with the placeholder's
 /// `--command-ratio`. `sequential` (`S`, memtier's default): the lines in turn, wrapping
-/// (respbench's `--mix-in-turn`: `true` is returned); it must be the only `--command`. `R`:
-/// a line drawn uniformly, the other commands' weights times the number of lines, so the
-/// placeholder keeps its share.
-fn monitor_lines(commands: &mut Vec<Command>, file: &str, sequential: bool) -> Result<bool, MemtierError> {
+/// (respbench's `--mix-in-turn`: `Some(true)` is returned); it must be the only `--command`.
+/// `R` (`Some(false)`): a line drawn uniformly, the other commands' weights times the number
+/// of lines, so the placeholder keeps its share. `None`: no `__monitor_line@__`.
+fn monitor_lines(
+    commands: &mut Vec<Command>,
+    file: &str,
+    sequential: bool,
+) -> Result<Option<bool>, MemtierError> {
     let bad =
         |why: String| MemtierError::BadValue { option: "--monitor-input".into(), value: file.into(), why };
     let text = read_file("--monitor-input", file, MONITOR_MAX_BYTES)?;
@@ -474,7 +478,7 @@ fn monitor_lines(commands: &mut Vec<Command>, file: &str, sequential: bool) -> R
         };
         c.words = words(line)?;
     }
-    let Some(at) = commands.iter().position(drawn) else { return Ok(false) };
+    let Some(at) = commands.iter().position(drawn) else { return Ok(None) };
     let refuse =
         |why: &str| MemtierError::Refused { option: "--command=__monitor_line@__".into(), why: why.into() };
     if commands.iter().filter(|c| drawn(c)).count() > 1 {
@@ -515,7 +519,7 @@ fn monitor_lines(commands: &mut Vec<Command>, file: &str, sequential: bool) -> R
         }
     }
     commands.splice(at..at, expanded);
-    Ok(sequential)
+    Ok(Some(sequential))
 }
 
 /// The whole of `file`, the value of `option`, refused when it cannot be read or is larger than
@@ -993,12 +997,15 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     if cluster && opts.iter().any(|(k, _)| *k == "reconnect-interval") {
         return refuse("reconnect-interval", "cluster mode does not support it (as memtier's)");
     }
+    let mut drawn_lines = None;
     if let Some(file) = &monitor {
         if cluster {
             return refuse("monitor-input", "it is not supported in cluster mode");
         }
-        // `__monitor_line@__` with --monitor-pattern S: the file's commands in turn.
-        if monitor_lines(&mut commands, file, monitor_in_turn)? {
+        // `__monitor_line@__` with --monitor-pattern S: the file's commands in turn, one turn
+        // for every client (memtier's shared index); with R, drawn at random.
+        drawn_lines = monitor_lines(&mut commands, file, monitor_in_turn)?;
+        if drawn_lines == Some(true) {
             out.push("--mix-in-turn".into());
         }
     }
@@ -1185,6 +1192,11 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             let words: Vec<String> = c.words.iter().map(|w| w.replace("__key__", &key)).collect();
             push(&mut out, "--mix-command", &format!("{}@{dist}/{keys} {}", c.ratio, words.join(" ")));
             rows.push(row_name(&c.words[0]));
+        }
+        if commands.len() > 1 && drawn_lines.is_none() {
+            // memtier's client sends its --commands in turn, each --command-ratio times in a
+            // row (client.h, advance_arbitrary_command_index): so do respbench's, each on its own.
+            out.push("--mix-in-turn-per-client".into());
         }
     }
     use ConfigValue::{Float, Null, Number, Text};

@@ -1147,3 +1147,44 @@ fn data_verify_reads_the_items_back() {
     assert_eq!(out.status.code(), Some(1), "{}", out.dump());
     assert!(out.stderr.contains("use data-verify only with data-import"), "{}", out.dump());
 }
+
+/// memtier's client sends its `--command`s in turn, each `--command-ratio` times in a row, so a
+/// transaction written as `--command=MULTI --command="SET …" --command=EXEC` runs: respbench's
+/// clients each keep their own turn (`--mix-in-turn-per-client`). Drawn at random, 90 requests
+/// would meet `EXEC without MULTI` (and `MULTI calls can not be nested`) almost surely.
+#[test]
+fn commands_go_in_turn_on_each_connection() {
+    let server = RedisServer::start();
+    let json = json_path("memtier", "in-turn");
+    let port = server.port().to_string();
+    let args = [
+        "-p",
+        &port,
+        "-t",
+        "1",
+        "-c",
+        "3",
+        "-n",
+        "30",
+        "--hide-histogram",
+        "--command=MULTI",
+        "--command=SET __key__ __data__",
+        "--command-ratio=2",
+        "--command=EXEC",
+        "--json-out-file",
+        json.to_str().unwrap(),
+    ];
+    let out = memtier(&respbench(), &args);
+    assert!(out.status.success(), "{}", out.dump());
+    let stats = server.cli(&["INFO", "stats"]);
+    assert!(stats.contains("total_error_replies:0"), "{stats}");
+    let (multi, set, exec) =
+        (server.command_calls("multi"), server.command_calls("set"), server.command_calls("exec"));
+    // 90 requests in rounds of four (MULTI, SET, SET, EXEC) on each of three connections: every
+    // EXEC ran its two SETs; a client that stopped inside a round left its MULTI open.
+    assert!(exec >= 20 && set == 2 * exec && (exec..=exec + 3).contains(&multi), "{multi} {set} {exec}");
+    let doc = read(&json);
+    let count = |row: &str| doc["ALL STATS"][row]["Count"].as_u64().unwrap_or_else(|| panic!("{row}: {doc}"));
+    assert_eq!(count("Totals"), 90);
+    assert_eq!((count("Multis"), count("Execs")), (multi, exec));
+}
