@@ -421,9 +421,10 @@ fn refusal_moves_the_run(test: &str, word: &str, stale: bool) {
 /// the two (at most those sent again more); the new primary ran no GET after the move (its
 /// GETs counted once respbench's replica connections had left it are its GETs at the end: the
 /// reads that found every replica down waited for one, not sent to the primary), and ran SETs
-/// after it; no SET was refused by a replica. The run lasts 10 s: the Sentinel turns the old
-/// primary into a replica (`+convert-to-slave`, its clients killed) about 10 s after the switch,
-/// after the run.
+/// after it; no SET was refused by a replica. The run lasts 18 s: the Sentinel turns the old
+/// primary into a replica (`+convert-to-slave`, its clients killed, the replica connections
+/// asking again) about 10 s after the switch, within the run (checked against its log), and the
+/// new primary's GET count still does not grow.
 #[test]
 fn rfr_follows_a_sentinel_failover() {
     rfr_follows(respbench());
@@ -459,7 +460,7 @@ fn rfr_follows(tool: Tool) {
             "-c",
             "4",
             "--duration",
-            "10s",
+            "18s",
             "--reconnect",
             "--at",
             &event,
@@ -484,8 +485,10 @@ fn rfr_follows(tool: Tool) {
         let taken_running = !running.has_exited();
         let out = running.wait(T);
         let log = std::fs::read_to_string(&sentinel.log).unwrap();
-        if attempts == 1 && log.contains("+tilt") && !log.contains("+switch-master") {
-            eprintln!("the Sentinel entered TILT before switching (its timer was held up): once more\n{log}");
+        let converted = log.lines().find(|l| l.contains("+convert-to-slave"));
+        let done = log.contains("+switch-master") && converted.is_some();
+        if attempts == 1 && log.contains("+tilt") && !done {
+            eprintln!("the Sentinel entered TILT before its failover was done (its timer was held up): once more\n{log}");
             continue;
         }
         assert!(log.contains(&format!("+switch-master mymaster 127.0.0.1 {p} 127.0.0.1 {r}")), "{log}");
@@ -498,6 +501,12 @@ fn rfr_follows(tool: Tool) {
             tests.iter().find(|t| t["name"].as_str().is_some_and(|n| n.starts_with(prefix))).unwrap().clone()
         };
         let t = named("MIX");
+        // The Sentinel turned the old primary into a replica (killing the replica connections
+        // there) at least a second before the run's end: the reads came back within the run.
+        let converted = converted.unwrap_or_else(|| panic!("no +convert-to-slave\n{log}"));
+        assert!(converted.contains(&format!("127.0.0.1:{p}")), "{converted}");
+        let ended_ms = t["end_us"].as_u64().unwrap() / 1000 % 86_400_000;
+        assert!(log_ms_of_day(converted) + 1_000 <= ended_ms, "{converted}, run ended at {ended_ms}");
         let rc = &t["reconnects"];
         assert_eq!(rc["lost_requests"].as_u64(), Some(0), "{t}");
         assert_eq!(rc["refused"].as_u64(), Some(0), "{t}");
