@@ -45,8 +45,8 @@ pub enum ConnError {
         got: &'static str,
     },
     /// `--sentinel`: the handshake's `ROLE` named another role than the connection's (a
-    /// replica where the primary was looked for, or the reverse): an address the Sentinel gave
-    /// before a move. The connection comes back where the Sentinel says now (`--reconnect`).
+    /// replica where the primary was looked for, a primary serving replicas where a replica
+    /// was): an address the Sentinel gave before a move, or none asked for. The connection comes back where the Sentinel says now (`--reconnect`).
     WrongRole {
         /// The role the connection needs: `master` or `slave`.
         want: &'static str,
@@ -1006,16 +1006,10 @@ impl Connection {
             } else if let (Some(want), "ROLE") = (self.handshake.role, command) {
                 // `--sentinel`: a server in another role fails the attempt (it comes back where
                 // the Sentinel says then).
-                match crate::handshake::role_in(body) {
-                    Some(got) if got == want.as_bytes() => {
-                        if self.handshake_left == 0 {
-                            self.ready(now);
-                        }
-                    }
-                    got => {
-                        let got = got.map_or_else(|| "?".into(), |g| String::from_utf8_lossy(g).into_owned());
-                        self.fail(ConnError::WrongRole { want, got });
-                    }
+                match crate::handshake::check_role(body, want) {
+                    Ok(()) if self.handshake_left == 0 => self.ready(now),
+                    Ok(()) => {}
+                    Err(got) => self.fail(ConnError::WrongRole { want, got }),
                 }
             } else if self.handshake_left == 0 {
                 self.ready(now);
