@@ -324,6 +324,32 @@ fn an_authenticated_sentinel_named_by_url() {
     assert_eq!(primary.command_calls("set"), 2000, "{}", out.dump());
 }
 
+/// A Sentinel that names a replica as the primary (it watches the replica's port as
+/// `mymaster`): each connection's `ROLE` (`slave`) fails it before any request, with the
+/// server's role on stderr, and the run exits 1 with no GET run there; a run without
+/// `--sentinel` sends no `ROLE` (the servers' INFO commandstats).
+#[test]
+fn a_sentinel_address_in_another_role_takes_no_request() {
+    let primary = RedisServer::start();
+    let replica = RedisServer::start_with(&[("replicaof", &format!("127.0.0.1 {}", primary.port()))]);
+    let dir = json_path("sentinel", "role").with_extension("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sentinel = Sentinel::start(replica.port(), &dir);
+    wait_until("the Sentinel answers", T, || sentinel.cli(&["PING"]).contains("PONG"));
+    let at = format!("127.0.0.1:{}", sentinel.port);
+    let args =
+        ["--sentinel", &at, "--sentinel-master", "mymaster", "-t", "get", "-n", "100", "-c", "2", "-q"];
+    let out = respbench().run(&args, T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("the server's ROLE is slave, not master"), "{}", out.dump());
+    assert_eq!(replica.command_calls("get"), 0, "{}", out.dump());
+    assert!(replica.command_calls("role") >= 2, "{}", out.dump());
+    let out =
+        respbench().run(&["-p", &primary.port().to_string(), "-t", "get", "-n", "100", "-c", "2", "-q"], T);
+    assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+    assert_eq!((primary.command_calls("get"), primary.command_calls("role")), (100, 0));
+}
+
 /// `--sentinel … --rfr yes`: the reads go to the replica the Sentinel lists (SENTINEL
 /// REPLICAS), none to the primary it names, as INFO commandstats on each says.
 #[test]
