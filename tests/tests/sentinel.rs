@@ -374,17 +374,25 @@ fn rfr_reads_at_the_replicas_the_sentinel_lists() {
 /// is read before its connection leaves).
 #[test]
 fn a_readonly_reply_moves_the_run() {
-    refusal_moves_the_run("set", "READONLY", false);
+    refusal_moves_the_run("set", "READONLY", false, false);
+}
+
+/// The same with `--rfr yes`: the first primary connection refused finds the new primary and
+/// moves every connection, the replicas' too, which say on stderr that a connection found it
+/// (no `+switch-master` came), not that one was heard.
+#[test]
+fn a_readonly_reply_moves_an_rfr_run() {
+    refusal_moves_the_run("set", "READONLY", false, true);
 }
 
 /// The same for reads with `-MASTERDOWN`: the old primary (`replica-serve-stale-data no`) is made
 /// the replica of a port nothing listens on, so its link stays down and it refuses GETs.
 #[test]
 fn a_masterdown_reply_moves_the_run() {
-    refusal_moves_the_run("get", "MASTERDOWN", true);
+    refusal_moves_the_run("get", "MASTERDOWN", true, false);
 }
 
-fn refusal_moves_the_run(test: &str, word: &str, stale: bool) {
+fn refusal_moves_the_run(test: &str, word: &str, stale: bool, rfr: bool) {
     let (old, new, sentinel) = primary_replica_sentinel(word);
     let (a, b, s) = (old.port(), new.port(), sentinel.port);
     if stale {
@@ -401,7 +409,8 @@ fn refusal_moves_the_run(test: &str, word: &str, stale: bool) {
     );
     std::fs::write(&script, text).unwrap();
     let at = format!("2s exec sh {}", script.display());
-    let (out, doc) = through_sentinel(&respbench(), s, &["-t", test], "6s", &at);
+    let workload = [&["-t", test][..], &["--rfr", "yes"][..usize::from(rfr) * 2]].concat();
+    let (out, doc) = through_sentinel(&respbench(), s, &workload, "6s", &at);
     let t = &doc["tests"][0];
     assert_eq!(old.info_field("replication", "role").as_deref(), Some("slave"), "{}", out.dump());
     assert_eq!(out.status.code(), Some(0), "{}", out.dump());
@@ -413,11 +422,25 @@ fn refusal_moves_the_run(test: &str, word: &str, stale: bool) {
     let said = old
         .info_field("errorstats", &format!("errorstat_{word}"))
         .unwrap_or_else(|| panic!("{}", out.dump()));
-    assert_eq!(said, format!("count={refused}"), "{t}\n{}", out.dump());
+    if rfr {
+        // A connection moved by another's find may leave a refusal it had not read yet: it is
+        // among those sent again.
+        let said: u64 = said.trim_start_matches("count=").parse().unwrap();
+        let resent = r["resent"].as_u64().unwrap_or(0);
+        assert!(refused <= said && said <= refused + resent, "{said}: {t}\n{}", out.dump());
+    } else {
+        assert_eq!(said, format!("count={refused}"), "{t}\n{}", out.dump());
+    }
     assert!(refused >= 4, "each connection was refused at least once: {t}");
     assert!(r["drops"].as_u64().unwrap() >= 4, "{t}");
     assert!(out.stderr.contains("refused by a replica (READONLY/MASTERDOWN)"), "{}", out.dump());
     assert!(out.stderr.contains(&format!("the server refused: {word}")), "{}", out.dump());
+    if rfr {
+        let found =
+            "the primary moved (found by a connection that asked the Sentinel again; no +switch-master)";
+        assert!(out.stderr.contains(found), "{}", out.dump());
+        assert!(!out.stderr.contains("(+switch-master)"), "{}", out.dump());
+    }
     let changes = t["address_changes"].as_array().unwrap_or_else(|| panic!("{t}"));
     let (from, to) = (format!("127.0.0.1:{a}"), format!("127.0.0.1:{b}"));
     assert!(
