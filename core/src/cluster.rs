@@ -224,7 +224,8 @@ pub struct Cluster {
     pub retry_pause: Duration,
     /// The primary that owns each slot at the start (`u16::MAX`: none known).
     owners: Vec<u16>,
-    /// The handshake of a replica's connection in a cluster: the test's, then `READONLY`.
+    /// The handshake of a replica's connection: the test's (without `--sentinel`'s `ROLE`
+    /// check), then `READONLY` in a cluster.
     replica_handshake: Handshake,
     /// Room for nodes that appear during the test (a new primary given slots): each client
     /// keeps this many connections unopened until a redirect names a node.
@@ -257,7 +258,7 @@ impl Cluster {
         if owners.len() != usize::from(SLOTS) {
             return Err(format!("a slot map of {} slots", owners.len()));
         }
-        let mut replica_handshake = handshake.clone();
+        let mut replica_handshake = handshake.for_replica();
         if redirects {
             replica_handshake.push("READONLY", &[b"READONLY"]);
         }
@@ -327,7 +328,7 @@ impl Cluster {
     /// The handshake of node `node`'s connections.
     pub(crate) fn handshake(&self, node: usize, test: &Handshake) -> Handshake {
         match self.nodes.get(node) {
-            Some(n) if !n.primary && self.redirects => self.replica_handshake.clone(),
+            Some(n) if !n.primary => self.replica_handshake.clone(),
             _ => test.clone(),
         }
     }

@@ -44,6 +44,15 @@ pub enum ConnError {
         /// What came back ([`crate::resp::Kind::describe`]).
         got: &'static str,
     },
+    /// `--sentinel`: the handshake's `ROLE` named another role than the connection's (a
+    /// replica where the primary was looked for, a primary serving replicas where a replica
+    /// was): an address the Sentinel gave before a move, or none asked for. The connection comes back where the Sentinel says now (`--reconnect`).
+    WrongRole {
+        /// The role the connection needs: `master` or `slave`.
+        want: &'static str,
+        /// The role the server named (`?` when its reply named none).
+        got: String,
+    },
     /// A reply arrived when no request was waiting for one.
     UnexpectedReply {
         /// The stream offset where the reply ended.
@@ -102,6 +111,9 @@ impl fmt::Display for ConnError {
                 "{command} was answered with {got}, not a map (RESP3) or an array of field/value pairs: \
                  no switch to RESP3 (-3)"
             ),
+            ConnError::WrongRole { want, got } => {
+                write!(f, "the server's ROLE is {got}, not {want}: the Sentinel's address was out of date")
+            }
             ConnError::UnexpectedReply { offset } => {
                 write!(f, "protocol error at byte {offset}: a reply arrived with no request waiting for it")
             }
@@ -456,6 +468,11 @@ impl Connection {
         let capture_limit = plan.verify.as_ref().map_or(0, |v| v.capture_limit());
         let capture_limit =
             if cursor { capture_limit.max(crate::cursor::REPLY_PREFIX) } else { capture_limit };
+        // `--sentinel`: the handshake's `ROLE` reply is read from its first bytes.
+        let capture_limit = match handshake.role {
+            Some(_) => capture_limit.max(crate::handshake::ROLE_PREFIX),
+            None => capture_limit,
+        };
         Connection {
             capture: (plan.verify.is_some() || cursor).then(Vec::new),
             capture_limit,
@@ -607,6 +624,11 @@ impl Connection {
         if let Some(c) = &mut self.capture {
             c.clear();
         }
+        if self.handshake.role.is_some() {
+            // `--sentinel`: the handshake's replies are read (`ROLE`'s), and no reply after it
+            // unless `captured`.
+            self.capture.get_or_insert_with(Vec::new);
+        }
         self.out.clear();
         self.written = 0;
         self.in_flight.clear();
@@ -687,7 +709,10 @@ impl Connection {
                             };
                             self.on_reply(reply, body, now, stats, answered);
                             c.clear();
-                            self.capture = Some(c);
+                            // A `ROLE`'s alone: kept until the handshake is through.
+                            if self.captured || self.ready_at == Time::MAX {
+                                self.capture = Some(c);
+                            }
                         }
                         None => self.on_reply(reply, &[], now, stats, answered),
                     }
@@ -978,6 +1003,14 @@ impl Connection {
                 // HELLO's reply is the server's properties: anything else is not a server that
                 // switched to RESP3.
                 self.fail(ConnError::HandshakeReply { command, got: reply.kind.describe() });
+            } else if let (Some(want), "ROLE") = (self.handshake.role, command) {
+                // `--sentinel`: a server in another role fails the attempt (it comes back where
+                // the Sentinel says then).
+                match crate::handshake::check_role(body, want) {
+                    Ok(()) if self.handshake_left == 0 => self.ready(now),
+                    Ok(()) => {}
+                    Err(got) => self.fail(ConnError::WrongRole { want, got }),
+                }
             } else if self.handshake_left == 0 {
                 self.ready(now);
             }
@@ -1581,6 +1614,35 @@ mod tests {
         c.handle_input(b":1\r\n", ms(41), &mut st);
         assert_eq!((st.requests, st.refused, st.errors.total()), (1, 2, 0));
         assert!(st.latency.min() >= 40_900, "timed from the first send: {}", st.latency.min());
+    }
+
+    /// `--sentinel`: the primary's connection ends its handshake with `ROLE`; a server that
+    /// names another role (a replica, its reply split over two reads) fails the attempt, no
+    /// request sent; the next socket, at a primary, goes on.
+    #[test]
+    fn a_server_in_another_role_is_a_failed_attempt() {
+        let ms = |n: u64| Time::from_micros(n * 1000);
+        let mut hs = Handshake::new(None, None, false, 0, false);
+        hs.expect_role("master");
+        let backoff = Backoff::doubling(Duration::from_millis(10), Duration::from_millis(10));
+        let mut c = conn_with(None, hs.clone(), 1, Some(backoff));
+        let mut st = stats();
+        c.handle_connected(ms(0), &mut st);
+        assert_eq!(written(&mut c, ms(0), &mut st), b"*1\r\n$4\r\nROLE\r\n");
+        c.handle_input(b"*5\r\n$5\r\nsla", ms(1), &mut st);
+        c.handle_input(b"ve\r\n$9\r\n127.0.0.1\r\n:6379\r\n$9\r\nconnected\r\n:14\r\n", ms(1), &mut st);
+        let down = std::iter::from_fn(|| c.poll_event()).last();
+        let Some(Event::Down { error, lost: 0, resent: 0 }) = down else { panic!("{down:?}") };
+        assert_eq!(error, ConnError::WrongRole { want: "master", got: "slave".into() });
+        assert_eq!(written(&mut c, ms(2), &mut st), b"", "no request sent there");
+        c.handle_timeout(ms(11));
+        assert_eq!(c.poll_event(), Some(Event::Reconnect));
+        c.handle_connected(ms(11), &mut st);
+        assert_eq!(written(&mut c, ms(11), &mut st), hs.bytes());
+        c.handle_input(b"*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n", ms(12), &mut st);
+        assert_eq!(c.poll_event(), Some(Event::Ready));
+        assert!(c.0.connection(0).capture.is_none(), "no reply read past the handshake");
+        assert_eq!(written(&mut c, ms(12), &mut st), b"*1\r\n$4\r\nPING\r\n");
     }
 
     #[test]

@@ -580,7 +580,10 @@ impl Link {
             // Sentinel's.
             let locate = tally.run.locate.as_ref().filter(|l| cluster.is_none() || l.replicas.is_some());
             if s.phases.down == Time::MAX || (locate.is_none() && !names_a_host(&s.endpoint)) {
-                return Ok(t.clone());
+                // Not after a failure (the first connect, `-k 0`'s next): where it went last, the
+                // test's address until it has moved (a replica's connection that came back to
+                // the old primary must not go back to the replica the Sentinel promoted).
+                return Ok(s.addr.clone().unwrap_or_else(|| t.clone()));
             }
             let now = tally.now();
             let mut name = s.endpoint.to_string();
@@ -638,13 +641,19 @@ impl Link {
     /// the Sentinel says; whether it did (drain it then).
     pub fn move_away(&mut self, node: usize, tally: &mut Tally) -> bool {
         let s = &self.sockets[node];
-        let moves = tally.run.locate.as_ref().map_or(0, |l| l.moves.load(Ordering::Relaxed));
+        let locate = tally.run.locate.as_ref();
+        let moves = locate.map_or(0, |l| l.moves.load(Ordering::Relaxed));
         // A socket that came back, asking the Sentinel, since this move (the old primary
         // killed it or refused first) is at the new primary already.
         if !s.up || (s.located > 0 && s.located >= moves) {
             return false;
         }
-        let e = io::Error::other("the primary moved (+switch-master)");
+        let heard = locate.is_some_and(|l| l.switches.load(Ordering::Relaxed) == moves);
+        let e = io::Error::other(if heard {
+            "the primary moved (+switch-master)"
+        } else {
+            "the primary moved (found by a connection that asked the Sentinel again; no +switch-master)"
+        });
         self.client.handle_io_error(node, IoFailure::new(IoOp::Read, &s.endpoint, &e), tally.now());
         true
     }

@@ -394,6 +394,10 @@ pub struct Locate {
     /// Bumped each time it moved (a Sentinel's `+switch-master`): the loops then move every
     /// connection that is up (it goes down and comes back where `find` says).
     pub moves: Arc<std::sync::atomic::AtomicU64>,
+    /// Of `moves`, those heard as `+switch-master` (the others a connection found: the primary
+    /// elsewhere when it asked again, after `-READONLY` or a lost connection), for the words of
+    /// the connections it moves.
+    pub switches: Arc<std::sync::atomic::AtomicU64>,
     /// `--rfr` over a Sentinel's primary and replicas: the replicas listed now, for a replica
     /// node's connection that comes back (`None`: none answered, the address it had is kept;
     /// an empty list: it stays down and asks again at its next attempt). `None` against the

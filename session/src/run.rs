@@ -65,7 +65,14 @@ pub(crate) struct Against<'a> {
 }
 
 pub(crate) fn handshake(cfg: &Config) -> Handshake {
-    Handshake::new(cfg.user.as_deref(), cfg.password.as_deref(), cfg.tracking, cfg.db, cfg.resp3)
+    let mut h = Handshake::new(cfg.user.as_deref(), cfg.password.as_deref(), cfg.tracking, cfg.db, cfg.resp3);
+    if cfg.sentinel.is_some() && !cfg.cluster {
+        // The Sentinel's addresses are checked as production clients check them: a connection
+        // to a server in another role (a primary demoted since, a replica promoted) goes down
+        // and asks again, no request sent there.
+        h.expect_role("master");
+    }
+    h
 }
 
 /// What every connection of one test (one step) does.

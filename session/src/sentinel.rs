@@ -77,6 +77,8 @@ pub struct Sentinel {
     /// The primary as last heard or asked (`+switch-master`'s new address, or a connection's
     /// answer over several nodes): a change bumps [`Sentinel::moves`] once.
     known: Arc<Mutex<Option<Endpoint>>>,
+    /// Of [`Sentinel::moves`], those heard as `+switch-master` (the others a connection found).
+    switches: Arc<AtomicU64>,
     watching: Arc<Once>,
 }
 
@@ -90,6 +92,7 @@ impl Sentinel {
             tls: None,
             moves: Arc::default(),
             known: Arc::default(),
+            switches: Arc::default(),
             watching: Arc::new(Once::new()),
         }
     }
@@ -116,6 +119,7 @@ impl Sentinel {
             name: format!("{} (Sentinel)", self.master),
             find,
             moves: Arc::clone(&self.moves),
+            switches: Arc::clone(&self.switches),
             replicas: replicas.then(|| {
                 Arc::new(move || {
                     // The primary is no replica, whatever a list not yet brought up to date says.
@@ -131,8 +135,17 @@ impl Sentinel {
     /// The primary is at `at` (the run's start, a `+switch-master`, a connection's answer): a
     /// change from the one known bumps [`Sentinel::moves`] (not the first).
     pub fn heard(&self, at: Endpoint) {
+        self.heard_by(at, false);
+    }
+
+    /// [`Sentinel::heard`], from a `+switch-master` when `switch` (counted in
+    /// [`Sentinel::switches`] first, so that a loop that sees the move sees how it came).
+    fn heard_by(&self, at: Endpoint, switch: bool) {
         let Ok(mut known) = self.known.lock() else { return };
         if known.as_ref() != Some(&at) && known.replace(at).is_some() {
+            if switch {
+                self.switches.fetch_add(1, Ordering::Relaxed);
+            }
             self.moves.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -170,8 +183,11 @@ impl Sentinel {
                         if kind == b"message" && words.first() == Some(&self.master.as_bytes()) {
                             match switched_to(&words) {
                                 // Once, whether heard here first or found by a connection.
-                                Some(to) if self.known.lock().is_ok_and(|k| k.is_some()) => self.heard(to),
+                                Some(to) if self.known.lock().is_ok_and(|k| k.is_some()) => {
+                                    self.heard_by(to, true);
+                                }
                                 _ => {
+                                    self.switches.fetch_add(1, Ordering::Relaxed);
                                     self.moves.fetch_add(1, Ordering::Relaxed);
                                 }
                             }

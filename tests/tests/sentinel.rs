@@ -324,6 +324,32 @@ fn an_authenticated_sentinel_named_by_url() {
     assert_eq!(primary.command_calls("set"), 2000, "{}", out.dump());
 }
 
+/// A Sentinel that names a replica as the primary (it watches the replica's port as
+/// `mymaster`): each connection's `ROLE` (`slave`) fails it before any request, with the
+/// server's role on stderr, and the run exits 1 with no GET run there; a run without
+/// `--sentinel` sends no `ROLE` (the servers' INFO commandstats).
+#[test]
+fn a_sentinel_address_in_another_role_takes_no_request() {
+    let primary = RedisServer::start();
+    let replica = RedisServer::start_with(&[("replicaof", &format!("127.0.0.1 {}", primary.port()))]);
+    let dir = json_path("sentinel", "role").with_extension("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sentinel = Sentinel::start(replica.port(), &dir);
+    wait_until("the Sentinel answers", T, || sentinel.cli(&["PING"]).contains("PONG"));
+    let at = format!("127.0.0.1:{}", sentinel.port);
+    let args =
+        ["--sentinel", &at, "--sentinel-master", "mymaster", "-t", "get", "-n", "100", "-c", "2", "-q"];
+    let out = respbench().run(&args, T);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("the server's ROLE is slave, not master"), "{}", out.dump());
+    assert_eq!(replica.command_calls("get"), 0, "{}", out.dump());
+    assert!(replica.command_calls("role") >= 2, "{}", out.dump());
+    let out =
+        respbench().run(&["-p", &primary.port().to_string(), "-t", "get", "-n", "100", "-c", "2", "-q"], T);
+    assert_eq!(out.status.code(), Some(0), "{}", out.dump());
+    assert_eq!((primary.command_calls("get"), primary.command_calls("role")), (100, 0));
+}
+
 /// `--sentinel … --rfr yes`: the reads go to the replica the Sentinel lists (SENTINEL
 /// REPLICAS), none to the primary it names, as INFO commandstats on each says.
 #[test]
@@ -348,17 +374,25 @@ fn rfr_reads_at_the_replicas_the_sentinel_lists() {
 /// is read before its connection leaves).
 #[test]
 fn a_readonly_reply_moves_the_run() {
-    refusal_moves_the_run("set", "READONLY", false);
+    refusal_moves_the_run("set", "READONLY", false, false);
+}
+
+/// The same with `--rfr yes`: the first primary connection refused finds the new primary and
+/// moves every connection, the replicas' too, which say on stderr that a connection found it
+/// (no `+switch-master` came), not that one was heard.
+#[test]
+fn a_readonly_reply_moves_an_rfr_run() {
+    refusal_moves_the_run("set", "READONLY", false, true);
 }
 
 /// The same for reads with `-MASTERDOWN`: the old primary (`replica-serve-stale-data no`) is made
 /// the replica of a port nothing listens on, so its link stays down and it refuses GETs.
 #[test]
 fn a_masterdown_reply_moves_the_run() {
-    refusal_moves_the_run("get", "MASTERDOWN", true);
+    refusal_moves_the_run("get", "MASTERDOWN", true, false);
 }
 
-fn refusal_moves_the_run(test: &str, word: &str, stale: bool) {
+fn refusal_moves_the_run(test: &str, word: &str, stale: bool, rfr: bool) {
     let (old, new, sentinel) = primary_replica_sentinel(word);
     let (a, b, s) = (old.port(), new.port(), sentinel.port);
     if stale {
@@ -375,7 +409,8 @@ fn refusal_moves_the_run(test: &str, word: &str, stale: bool) {
     );
     std::fs::write(&script, text).unwrap();
     let at = format!("2s exec sh {}", script.display());
-    let (out, doc) = through_sentinel(&respbench(), s, &["-t", test], "6s", &at);
+    let workload = [&["-t", test][..], &["--rfr", "yes"][..usize::from(rfr) * 2]].concat();
+    let (out, doc) = through_sentinel(&respbench(), s, &workload, "6s", &at);
     let t = &doc["tests"][0];
     assert_eq!(old.info_field("replication", "role").as_deref(), Some("slave"), "{}", out.dump());
     assert_eq!(out.status.code(), Some(0), "{}", out.dump());
@@ -387,11 +422,25 @@ fn refusal_moves_the_run(test: &str, word: &str, stale: bool) {
     let said = old
         .info_field("errorstats", &format!("errorstat_{word}"))
         .unwrap_or_else(|| panic!("{}", out.dump()));
-    assert_eq!(said, format!("count={refused}"), "{t}\n{}", out.dump());
+    if rfr {
+        // A connection moved by another's find may leave a refusal it had not read yet: it is
+        // among those sent again.
+        let said: u64 = said.trim_start_matches("count=").parse().unwrap();
+        let resent = r["resent"].as_u64().unwrap_or(0);
+        assert!(refused <= said && said <= refused + resent, "{said}: {t}\n{}", out.dump());
+    } else {
+        assert_eq!(said, format!("count={refused}"), "{t}\n{}", out.dump());
+    }
     assert!(refused >= 4, "each connection was refused at least once: {t}");
     assert!(r["drops"].as_u64().unwrap() >= 4, "{t}");
     assert!(out.stderr.contains("refused by a replica (READONLY/MASTERDOWN)"), "{}", out.dump());
     assert!(out.stderr.contains(&format!("the server refused: {word}")), "{}", out.dump());
+    if rfr {
+        let found =
+            "the primary moved (found by a connection that asked the Sentinel again; no +switch-master)";
+        assert!(out.stderr.contains(found), "{}", out.dump());
+        assert!(!out.stderr.contains("(+switch-master)"), "{}", out.dump());
+    }
     let changes = t["address_changes"].as_array().unwrap_or_else(|| panic!("{t}"));
     let (from, to) = (format!("127.0.0.1:{a}"), format!("127.0.0.1:{b}"));
     assert!(
@@ -421,9 +470,10 @@ fn refusal_moves_the_run(test: &str, word: &str, stale: bool) {
 /// the two (at most those sent again more); the new primary ran no GET after the move (its
 /// GETs counted once respbench's replica connections had left it are its GETs at the end: the
 /// reads that found every replica down waited for one, not sent to the primary), and ran SETs
-/// after it; no SET was refused by a replica. The run lasts 10 s: the Sentinel turns the old
-/// primary into a replica (`+convert-to-slave`, its clients killed) about 10 s after the switch,
-/// after the run.
+/// after it; no SET was refused by a replica. The run lasts 18 s: the Sentinel turns the old
+/// primary into a replica (`+convert-to-slave`, its clients killed, the replica connections
+/// asking again) about 10 s after the switch, within the run (checked against its log), and the
+/// new primary's GET count still does not grow.
 #[test]
 fn rfr_follows_a_sentinel_failover() {
     rfr_follows(respbench());
@@ -459,7 +509,7 @@ fn rfr_follows(tool: Tool) {
             "-c",
             "4",
             "--duration",
-            "10s",
+            "18s",
             "--reconnect",
             "--at",
             &event,
@@ -484,8 +534,10 @@ fn rfr_follows(tool: Tool) {
         let taken_running = !running.has_exited();
         let out = running.wait(T);
         let log = std::fs::read_to_string(&sentinel.log).unwrap();
-        if attempts == 1 && log.contains("+tilt") && !log.contains("+switch-master") {
-            eprintln!("the Sentinel entered TILT before switching (its timer was held up): once more\n{log}");
+        let converted = log.lines().find(|l| l.contains("+convert-to-slave"));
+        let done = log.contains("+switch-master") && converted.is_some();
+        if attempts == 1 && log.contains("+tilt") && !done {
+            eprintln!("the Sentinel entered TILT before its failover was done (its timer was held up): once more\n{log}");
             continue;
         }
         assert!(log.contains(&format!("+switch-master mymaster 127.0.0.1 {p} 127.0.0.1 {r}")), "{log}");
@@ -498,6 +550,12 @@ fn rfr_follows(tool: Tool) {
             tests.iter().find(|t| t["name"].as_str().is_some_and(|n| n.starts_with(prefix))).unwrap().clone()
         };
         let t = named("MIX");
+        // The Sentinel turned the old primary into a replica (killing the replica connections
+        // there) at least a second before the run's end: the reads came back within the run.
+        let converted = converted.unwrap_or_else(|| panic!("no +convert-to-slave\n{log}"));
+        assert!(converted.contains(&format!("127.0.0.1:{p}")), "{converted}");
+        let ended_ms = t["end_us"].as_u64().unwrap() / 1000 % 86_400_000;
+        assert!(log_ms_of_day(converted) + 1_000 <= ended_ms, "{converted}, run ended at {ended_ms}");
         let rc = &t["reconnects"];
         assert_eq!(rc["lost_requests"].as_u64(), Some(0), "{t}");
         assert_eq!(rc["refused"].as_u64(), Some(0), "{t}");
