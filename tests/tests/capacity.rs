@@ -157,9 +157,10 @@ fn a_search_brackets_the_answer(tool: Tool) {
     // Every step's requests reached the server (the warmups' too).
     let measured: u64 = steps.iter().map(|s| s["test"]["requests"].as_u64().unwrap()).sum();
     assert!(server.command_calls("debug") >= measured);
-    // The answer's achieved rate lies within 70-100% of the server's own capacity, 1 / its
+    // The answer's achieved rate lies within 70-105% of the server's own capacity, 1 / its
     // mean execution time over the search (the sleep as this machine's scheduler gave it: not
-    // 1 ms). Its target may lie above it by the 2% a step may fall short of its target by.
+    // 1 ms; a step's own seconds may be quicker than the mean, see below). Its target may lie
+    // above it by as much.
     // (Measured: 875 rps, 96% of 910-916/s, 3 of 3 at a load average of 3-4.)
     // When the answer's confirmation failed (beside two hogs and the suite: 750 passed at 745/s,
     // then its confirm got 705 of 750 from the server, and the answer fell back to 500, "not
@@ -180,9 +181,12 @@ fn a_search_brackets_the_answer(tool: Tool) {
         // Three searches held down by this machine: its answer is this machine's, which the
         // server's share does not measure; it still cannot exceed the server's capacity.
         eprintln!("after {searches} searches the machine still limited a step the server could keep: {s}");
-        assert!(share <= 1.0 && target <= 1.02, "{:.0}% of {own:.0}/s: {c}", share * 100.0);
+        assert!(share <= 1.05 && target <= 1.05, "{:.0}% of {own:.0}/s: {c}", share * 100.0);
     } else {
-        assert!((0.7..=1.0).contains(&share) && target <= 1.02, "{:.0}% of {own:.0}/s: {c}", share * 100.0);
+        // The capacity is the mean over the whole search, a step's over its own seconds: on a
+        // loaded machine a step in a quieter moment achieved 101% of the search's 860/s
+        // (beside two CPU hogs, two builds and the suite).
+        assert!((0.7..=1.05).contains(&share) && target <= 1.05, "{:.0}% of {own:.0}/s: {c}", share * 100.0);
     }
     assert!(answer["rps"].as_u64() <= best["target_rps"].as_u64(), "{c}");
     if answer["confirmed"] == true {

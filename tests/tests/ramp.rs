@@ -122,8 +122,10 @@ fn a_clients_ramp_opens_each_step_and_keeps_its_connections(tool: Tool) {
         assert_eq!(own, 1, "{cmds:?}");
         assert!(info <= 2, "the startup's and the server sampler's connections at most: {cmds:?}");
         let (a, b) = (*t0 as i64 - start as i64, *t1 as i64 - start as i64);
-        if b < 0 || a > 8_000_000 {
-            continue; // Before the test's start, or after its end.
+        if b < 0 || b + slack > 8_000_000 {
+            // Before the test's start, or near its end, when its connections close (a poll
+            // 7.999-8.000 s in saw none on a loaded machine).
+            continue;
         }
         let (lo, hi) = (level(a - slack), level(b + slack));
         assert!(

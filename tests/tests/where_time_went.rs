@@ -232,9 +232,11 @@ fn a_client_stopped_for_300_ms_names_its_own_pauses(tool: Tool) {
     let second_p99 = p99s.iter().filter_map(Value::as_f64).fold(0.0, f64::max);
     assert!(second_p99 >= 200.0, "the stop's second has a pause p99 of {second_p99} ms: {p}");
     // The event loop slept through the stop too: it woke that late against the time it asked
-    // for (the next arrival, at most a few ms after the STOP), on every backend.
+    // for (the next arrival, a few ms after the STOP on a quiet machine; beside two CPU hogs,
+    // two builds and the suite, load about 8, the loop had asked for a time 57 ms after it:
+    // 242.7 ms late), on every backend.
     let wake = p["wake_ms"]["max"].as_f64().unwrap_or_else(|| panic!("no loop wake-ups: {p}"));
-    assert!(wake >= 250.0, "the loop's latest wake-up was {wake} ms late: {p}");
+    assert!(wake >= 200.0, "the loop's latest wake-up was {wake} ms late: {p}");
     // The rule, held to the document's own figures: p99.9 latency within 0.5-1.5 x the pause
     // p99.9.
     // The 300 ms stop is both; on a busy machine the loops can wait for a CPU on top of it
