@@ -348,6 +348,12 @@ impl RedisServer {
         self.commandstat(command, "calls").map_or(0, |c| c as u64)
     }
 
+    /// `rejected_calls` of `cmdstat_<command>`: its calls refused before they ran (`-READONLY`,
+    /// `-MASTERDOWN`, `-NOAUTH`…), 0 when the command never came.
+    pub fn command_rejected(&self, command: &str) -> u64 {
+        self.commandstat(command, "rejected_calls").map_or(0, |c| c as u64)
+    }
+
     /// The server's own mean execution time of `command`, µs (`INFO commandstats`'
     /// `usec_per_call`); `None` before its first call.
     pub fn usec_per_call(&self, command: &str) -> Option<f64> {

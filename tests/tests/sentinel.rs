@@ -429,7 +429,13 @@ fn refusal_moves_the_run(test: &str, word: &str, stale: bool, rfr: bool) {
         let resent = r["resent"].as_u64().unwrap_or(0);
         assert!(refused <= said && said <= refused + resent, "{said}: {t}\n{}", out.dump());
     } else {
-        assert_eq!(said, format!("count={refused}"), "{t}\n{}", out.dump());
+        // The test's own command's refusals (`rejected_calls`): errorstat counts every
+        // client's, and one run (22:25 UTC) counted MASTERDOWN 5 times where respbench read 4
+        // GETs refused, none lost or resent; whose the fifth was is not known.
+        let stats = old.cli(&["INFO", "commandstats"]);
+        assert_eq!(old.command_rejected(test), refused, "{said}\n{stats}\n{t}\n{}", out.dump());
+        let said: u64 = said.trim_start_matches("count=").parse().unwrap();
+        assert!(said >= refused, "{said}: {t}");
     }
     assert!(refused >= 4, "each connection was refused at least once: {t}");
     assert!(r["drops"].as_u64().unwrap() >= 4, "{t}");
