@@ -202,21 +202,18 @@ impl KeyDist {
     /// checked against the keyspace where it is known, by [`KeyDist::space`]).
     pub fn parse(text: &str) -> Result<KeyDist, String> {
         let lower = text.trim().to_ascii_lowercase();
-        if let Some(first) = lower.strip_prefix("sequential:") {
-            return first
-                .parse::<u64>()
-                .ok()
-                .filter(|&f| f < 1_000_000_000_000)
-                .map(KeyDist::SequentialFrom)
-                .ok_or_else(|| "sequential:FIRST takes a key number below 10^12".to_string());
-        }
-        if let Some(first) = lower.strip_prefix("uniform:") {
-            return first
-                .parse::<u64>()
-                .ok()
-                .filter(|&f| f < 1_000_000_000_000)
-                .map(KeyDist::UniformFrom)
-                .ok_or_else(|| "uniform:FIRST takes a key number below 10^12".to_string());
+        // `sequential:FIRST` and `uniform:FIRST`: from key FIRST.
+        for (name, from) in
+            [("sequential", KeyDist::SequentialFrom as fn(u64) -> KeyDist), ("uniform", KeyDist::UniformFrom)]
+        {
+            if let Some(first) = lower.strip_prefix(name).and_then(|r| r.strip_prefix(':')) {
+                return first
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&f| f < 1_000_000_000_000)
+                    .map(from)
+                    .ok_or_else(|| format!("{name}:FIRST takes a key number below 10^12"));
+            }
         }
         if let Some(params) = lower.strip_prefix("gaussian:") {
             let bad =

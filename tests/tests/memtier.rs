@@ -226,6 +226,20 @@ fn allkeys_with_parallel_keys_writes_each_key_once() {
     assert_eq!(server.command_calls("get"), 0);
 }
 
+/// The server's keys, sorted.
+fn all_keys(server: &RedisServer) -> Vec<String> {
+    let mut keys: Vec<String> = server.cli(&["KEYS", "*"]).lines().map(str::to_string).collect();
+    keys.sort();
+    keys
+}
+
+/// `prefix1` … `prefix{n}`, sorted as text.
+fn sorted_names(prefix: &str, n: u64) -> Vec<String> {
+    let mut names: Vec<String> = (1..=n).map(|i| format!("{prefix}{i}")).collect();
+    names.sort();
+    names
+}
+
 /// memtier's key names, the prefix and the number in its own digits: `-n allkeys --key-pattern
 /// P:P --ratio 1:0` from 1 to 100 writes exactly `memtier-1` … `memtier-100` (`KEYS *`).
 #[test]
@@ -237,11 +251,7 @@ fn keys_are_named_as_memtier_names_them() {
     args.extend(line.split_whitespace());
     let out = memtier(&respbench(), &args);
     assert!(out.status.success(), "{}", out.dump());
-    let mut keys: Vec<String> = server.cli(&["KEYS", "*"]).lines().map(str::to_string).collect();
-    keys.sort();
-    let mut want: Vec<String> = (1..=100).map(|i| format!("memtier-{i}")).collect();
-    want.sort();
-    assert_eq!(keys, want);
+    assert_eq!(all_keys(&server), sorted_names("memtier-", 100));
     assert_eq!(server.command_calls("set"), 100);
 }
 
@@ -327,11 +337,7 @@ fn a_stream_line_reads_the_groups_made_for_memtiers_names() {
     assert!(line.contains("failed_calls=0") && server.command_calls("xreadgroup") > 50, "{stats}");
     assert_eq!(server.command_calls("xadd") + server.command_calls("xreadgroup"), 400, "{stats}");
     assert_eq!(server.info_field("errorstats", "errorstat_NOGROUP"), None);
-    let mut keys: Vec<String> = server.cli(&["KEYS", "*"]).lines().map(str::to_string).collect();
-    keys.sort();
-    let mut want: Vec<String> = (1..=10).map(|i| format!("stream:{i}")).collect();
-    want.sort();
-    assert_eq!(keys, want, "only the streams the groups were made for");
+    assert_eq!(all_keys(&server), sorted_names("stream:", 10), "only the streams the groups were made for");
 }
 
 /// `--key-pattern G:G --key-median --key-stddev`: the keys the server holds are around the
