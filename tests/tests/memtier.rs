@@ -262,25 +262,9 @@ fn keys_are_named_as_memtier_names_them() {
 fn an_empty_key_prefix_sends_the_number_alone() {
     let server = RedisServer::start();
     let port = server.port().to_string();
-    let args = [
-        "-p",
-        &port,
-        "--command",
-        "SETBIT users __key__ 1",
-        "--key-prefix",
-        "",
-        "--key-minimum",
-        "1",
-        "--key-maximum",
-        "1000",
-        "-n",
-        "200",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--hide-histogram",
-    ];
+    let line = "--key-prefix= --key-minimum 1 --key-maximum 1000 -n 200 -c 2 -t 1 --hide-histogram";
+    let mut args = vec!["-p", &port, "--command", "SETBIT users __key__ 1"];
+    args.extend(line.split_whitespace());
     let out = memtier(&respbench(), &args);
     assert!(out.status.success(), "{}", out.dump());
     assert_eq!(server.command_calls("setbit"), 400, "{}", out.dump());
@@ -303,33 +287,11 @@ fn a_stream_line_reads_the_groups_made_for_memtiers_names() {
     let script =
         "for i=1,10 do redis.call('XGROUP','CREATE','stream:'..i,'g','0','MKSTREAM') end return 'OK'";
     assert_eq!(server.cli(&["EVAL", script, "0"]).trim(), "OK");
-    let args = [
-        "-p",
-        &port,
-        "--command",
-        "XADD stream:__key__ * f __data__",
-        "--command-ratio",
-        "1",
-        "--command",
-        "XREADGROUP GROUP g c COUNT 10 STREAMS stream:__key__ >",
-        "--command-ratio",
-        "1",
-        "--command-key-pattern",
-        "R",
-        "--key-minimum",
-        "1",
-        "--key-maximum",
-        "10",
-        "--key-prefix",
-        "",
-        "-n",
-        "200",
-        "-c",
-        "1",
-        "-t",
-        "2",
-        "--hide-histogram",
-    ];
+    let line = "--command-key-pattern R --key-minimum 1 --key-maximum 10 --key-prefix= -n 200 -c 1 -t 2 \
+                --hide-histogram --command-ratio 1";
+    let mut args = vec!["-p", &port, "--command", "XADD stream:__key__ * f __data__", "--command-ratio", "1"];
+    args.extend(["--command", "XREADGROUP GROUP g c COUNT 10 STREAMS stream:__key__ >"]);
+    args.extend(line.split_whitespace());
     let out = memtier(&respbench(), &args);
     assert!(out.status.success(), "{}", out.dump());
     let stats = server.cli(&["INFO", "commandstats"]);
