@@ -179,6 +179,9 @@ pub enum KeyDist {
     /// FIRST, FIRST + 1, … over the test's connections together, n keys before wrapping to
     /// FIRST (`sequential:FIRST`: memtier's `S` and `P` patterns from `--key-minimum`).
     SequentialFrom(u64),
+    /// Uniform over FIRST … FIRST + n − 1 (`uniform:FIRST`: memtier's `R` pattern from
+    /// `--key-minimum`).
+    UniformFrom(u64),
     /// Zipf with this exponent: see [`Zipf`].
     Zipf(f64),
     /// Normal, mean n/2 and standard deviation n/6: see [`gaussian`].
@@ -199,13 +202,18 @@ impl KeyDist {
     /// checked against the keyspace where it is known, by [`KeyDist::space`]).
     pub fn parse(text: &str) -> Result<KeyDist, String> {
         let lower = text.trim().to_ascii_lowercase();
-        if let Some(first) = lower.strip_prefix("sequential:") {
-            return first
-                .parse::<u64>()
-                .ok()
-                .filter(|&f| f < 1_000_000_000_000)
-                .map(KeyDist::SequentialFrom)
-                .ok_or_else(|| "sequential:FIRST takes a key number below 10^12".to_string());
+        // `sequential:FIRST` and `uniform:FIRST`: from key FIRST.
+        for (name, from) in
+            [("sequential", KeyDist::SequentialFrom as fn(u64) -> KeyDist), ("uniform", KeyDist::UniformFrom)]
+        {
+            if let Some(first) = lower.strip_prefix(name).and_then(|r| r.strip_prefix(':')) {
+                return first
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&f| f < 1_000_000_000_000)
+                    .map(from)
+                    .ok_or_else(|| format!("{name}:FIRST takes a key number below 10^12"));
+            }
         }
         if let Some(params) = lower.strip_prefix("gaussian:") {
             let bad =
@@ -238,6 +246,7 @@ impl std::fmt::Display for KeyDist {
             KeyDist::Uniform => f.write_str("uniform"),
             KeyDist::Sequential => f.write_str("sequential"),
             KeyDist::SequentialFrom(first) => write!(f, "sequential:{first}"),
+            KeyDist::UniformFrom(first) => write!(f, "uniform:{first}"),
             KeyDist::Zipf(t) => write!(f, "zipf:{t}"),
             KeyDist::Gaussian => f.write_str("gaussian"),
             KeyDist::Normal { mean, sd } => write!(f, "gaussian:{mean}:{sd}"),
@@ -685,6 +694,8 @@ mod tests {
         assert_eq!(KeyDist::parse("gaussian"), Ok(KeyDist::Gaussian));
         assert_eq!(KeyDist::parse("gaussian:500:12.5"), Ok(KeyDist::Normal { mean: 500.0, sd: 12.5 }));
         assert_eq!(KeyDist::parse("sequential:7"), Ok(KeyDist::SequentialFrom(7)));
+        assert_eq!(KeyDist::parse("uniform:7"), Ok(KeyDist::UniformFrom(7)));
+        assert!(KeyDist::parse("uniform:x").is_err() && KeyDist::parse("uniform:1000000000000").is_err());
         assert_eq!(KeyDist::SequentialFrom(7).to_string(), "sequential:7");
         assert!(
             KeyDist::parse("sequential:x").is_err() && KeyDist::parse("sequential:1000000000000").is_err()

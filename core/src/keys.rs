@@ -36,6 +36,14 @@ pub enum KeySpace {
         /// The keyspace length N.
         n: u64,
     },
+    /// Uniform over [first, first + n): memtier's `R` pattern from `--key-minimum`
+    /// (`uniform:FIRST`).
+    RandomFrom {
+        /// The first key.
+        first: u64,
+        /// How many keys, from `first`.
+        n: u64,
+    },
     /// Sequential: first, first + 1, ... wrapping after n keys, from one counter shared by every
     /// connection of the test (clones share it), so `-n N -r N` sends every key exactly once;
     /// n == 0 gives `first`. A worker of several (`--worker`) covers its own share of the
@@ -121,7 +129,7 @@ impl KeyGen {
         let (first, n) = match &self.space {
             KeySpace::Literal => (0, 0),
             KeySpace::Random { n } | KeySpace::Gaussian { n } | KeySpace::Normal { n, .. } => (0, *n),
-            KeySpace::Sequential { first, n, .. } => (*first, *n),
+            KeySpace::Sequential { first, n, .. } | KeySpace::RandomFrom { first, n } => (*first, *n),
             KeySpace::Zipf(z) => (0, z.n()),
         };
         if n <= 1 {
@@ -145,6 +153,7 @@ impl KeyGen {
         match self.space {
             KeySpace::Literal => 0,
             KeySpace::Random { n } => self.rng.below(n),
+            KeySpace::RandomFrom { first, n } => first.saturating_add(self.rng.below(n)),
             KeySpace::Sequential { first, n, ref next } => {
                 let k = next.0.fetch_add(1, Ordering::Relaxed);
                 if n == 0 {
@@ -176,6 +185,7 @@ impl KeyDist {
             KeyDist::Uniform => KeySpace::Random { n },
             KeyDist::Sequential => KeySpace::sequential(n),
             KeyDist::SequentialFrom(first) => KeySpace::sequential_range(first, n),
+            KeyDist::UniformFrom(first) => KeySpace::RandomFrom { first, n },
             KeyDist::Zipf(theta) => KeySpace::Zipf(Zipf::new(n, theta)?),
             KeyDist::Gaussian => KeySpace::Gaussian { n },
             KeyDist::Normal { mean, sd } if mean < n as f64 => KeySpace::Normal { n, mean, sd },

@@ -9,6 +9,10 @@
 //! size is drawn per request. The template bytes leave them out and record where they go;
 //! writing one is `$len\r\n`, the first `len` bytes of one shared payload of the largest size,
 //! and `\r\n`. Fixed sizes never use slots, so `-d 3` sends exactly redis-benchmark's bytes.
+//!
+//! An argument holding `__rand_num__` (memtier's `__key__`: the number in its own digits,
+//! `memtier-1234`) changes length per request, so it is a slot too: its pieces are written,
+//! then its `$len\r\n` computed from them. Only templates with slots take that path.
 
 use std::sync::Arc;
 
@@ -41,6 +45,53 @@ const SHARED: [&[u8; 12]; 9] = [
     b"__rand_8th__",
     b"__rand_9th__",
 ];
+
+/// respbench's unpadded placeholder: the key's number as memtier writes its `__key__`, in as
+/// many digits as it has (`1234`, not `000000001234`). An argument holding one changes length
+/// per request, so it is written through a slot ([`Template::write`]'s slower path), never
+/// in place.
+const UNPADDED: &[u8; 12] = b"__rand_num__";
+
+/// A piece of an argument that holds [`UNPADDED`]: bytes, or a placeholder of a kind
+/// (`placeholder_kind`'s, or `None` for [`UNPADDED`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum KeyPiece {
+    Text(Vec<u8>),
+    Key(Option<u8>),
+}
+
+/// The pieces of `arg` if it holds [`UNPADDED`] (placeholders taken left to right, not
+/// overlapping, as `find_placeholders` takes them), else `None`.
+fn key_pieces(arg: &[u8]) -> Option<Vec<KeyPiece>> {
+    if !arg.windows(WIDTH).any(|w| w == UNPADDED) {
+        return None;
+    }
+    let (mut pieces, mut text, mut i) = (Vec::new(), Vec::new(), 0);
+    while i < arg.len() {
+        let kind = match arg.get(i..i + WIDTH) {
+            Some(w) if w == UNPADDED => Some(None),
+            Some(_) => placeholder_kind(&arg[i..]).map(Some),
+            None => None,
+        };
+        match kind {
+            Some(kind) => {
+                if !text.is_empty() {
+                    pieces.push(KeyPiece::Text(std::mem::take(&mut text)));
+                }
+                pieces.push(KeyPiece::Key(kind));
+                i += WIDTH;
+            }
+            None => {
+                text.push(arg[i]);
+                i += 1;
+            }
+        }
+    }
+    if !text.is_empty() {
+        pieces.push(KeyPiece::Text(text));
+    }
+    Some(pieces)
+}
 
 /// The kind of the placeholder that starts `at`: 0 for `__rand_int__`, 1 to 9 for
 /// `__rand_1st__` to `__rand_9th__`, `None` for none.
@@ -94,6 +145,9 @@ pub struct Template {
     /// `--channels M`: where the channel's 6 digits go and how many channels there are (the
     /// client writes `seq % M`).
     channel: Option<(usize, u64)>,
+    /// The arguments holding [`UNPADDED`]: the index in `slots` of each, ascending, and its
+    /// pieces (empty without: the other slots are values).
+    keyed: Vec<(usize, Vec<KeyPiece>, Vec<u8>)>,
 }
 
 /// `--expiry-range`: a `SET` carries `EX` (seconds) or `PX` (milliseconds) with a time drawn
@@ -319,8 +373,15 @@ impl Sink for Vec<u8> {
 #[inline]
 pub(crate) fn push_bulk_len(out: &mut Vec<u8>, len: usize) {
     let mut digits = [0u8; 20];
+    out.push(b'$');
+    out.extend_from_slice(decimal(len as u64, &mut digits));
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The decimal digits of `v`, written at the end of `digits`.
+#[inline]
+fn decimal(mut v: u64, digits: &mut [u8; 20]) -> &[u8] {
     let mut i = digits.len();
-    let mut v = len;
     loop {
         i -= 1;
         digits[i] = b'0' + (v % 10) as u8;
@@ -329,9 +390,7 @@ pub(crate) fn push_bulk_len(out: &mut Vec<u8>, len: usize) {
             break;
         }
     }
-    out.push(b'$');
-    out.extend_from_slice(&digits[i..]);
-    out.extend_from_slice(b"\r\n");
+    &digits[i..]
 }
 
 /// Overwrites the 12 bytes at `at` in `out` with `key`'s digits (nothing when out of range:
@@ -435,6 +494,7 @@ impl Template {
             expiry: None,
             stamp: None,
             channel: None,
+            keyed: Vec::new(),
         }
     }
 
@@ -454,18 +514,25 @@ impl Template {
         let mut bytes = Vec::with_capacity(16 + known);
         let mut placeholders = Vec::new();
         let mut slots = Vec::new();
+        let mut keyed = Vec::new();
         bytes.push(b'*');
         push_decimal(&mut bytes, args.len());
         bytes.extend_from_slice(b"\r\n");
         for arg in args {
             match arg {
-                Arg::Bytes(arg) => push_bulk(&mut bytes, arg, &mut placeholders),
+                Arg::Bytes(arg) => match key_pieces(arg) {
+                    Some(pieces) => {
+                        keyed.push((slots.len(), pieces, arg.to_vec()));
+                        slots.push(bytes.len());
+                    }
+                    None => push_bulk(&mut bytes, arg, &mut placeholders),
+                },
                 Arg::Value => slots.push(bytes.len()),
             }
         }
-        let values = if slots.is_empty() { None } else { values.map(Arc::clone) };
+        let values = if slots.len() == keyed.len() { None } else { values.map(Arc::clone) };
         let kinds = kinds_of(&bytes, &placeholders);
-        Template { slots, values, ..Template::of(bytes, placeholders, kinds) }
+        Template { slots, values, keyed, ..Template::of(bytes, placeholders, kinds) }
     }
 
     /// [`Template::command`] for `--dataset`: an argument with `__field:NAME__` placeholders
@@ -629,12 +696,13 @@ impl Template {
             return None;
         }
         let mut at = line_end(0)? + 2;
-        let mut slots = self.slots.iter().peekable();
+        let mut slots = self.slots.iter().enumerate().peekable();
         for k in 0..=i {
             // A value: its bytes are not in the template; the next argument starts here too.
-            if slots.next_if(|&&s| s == at).is_some() {
+            if let Some((j, _)) = slots.next_if(|&(_, &s)| s == at) {
                 if k == i {
-                    return None;
+                    // An argument holding `__rand_num__`: its text.
+                    return self.keyed.iter().find(|(s, _, _)| *s == j).map(|(_, _, text)| &text[..]);
                 }
                 continue;
             }
@@ -662,9 +730,16 @@ impl Template {
             n + n.to_string().len() + 5
         });
         self.bytes.len()
-            + self.slots.len() * largest
+            + (self.slots.len() - self.keyed.len()) * largest
+            + self.keyed_room()
             + self.rows.as_ref().map_or(0, |r| r.largest)
             + self.expiry.map_or(0, |_| EXPIRY_ROOM)
+    }
+
+    /// The most bytes the arguments holding [`UNPADDED`] take: a header and 20 digits a key.
+    fn keyed_room(&self) -> usize {
+        let piece = |p: &KeyPiece| if let KeyPiece::Text(t) = p { t.len() } else { 20 };
+        self.keyed.iter().map(|(_, pieces, _)| 25 + pieces.iter().map(piece).sum::<usize>()).sum()
     }
 
     /// The bytes of one request (of the largest size) that a connection's output copies: all
@@ -678,7 +753,8 @@ impl Template {
             n + 25
         });
         self.bytes.len()
-            + self.slots.len() * copied
+            + (self.slots.len() - self.keyed.len()) * copied
+            + self.keyed_room()
             + self.rows.as_ref().map_or(0, |r| r.copied)
             + self.expiry.map_or(0, |_| EXPIRY_ROOM)
     }
@@ -717,12 +793,21 @@ impl Template {
             out.extend_from_slice(&self.bytes[prev..]);
             return out;
         }
-        let Some(values) = &self.values else { return self.bytes.clone() };
+        if self.slots.is_empty() {
+            return self.bytes.clone();
+        }
         let mut out = Vec::with_capacity(self.bytes.len() + self.slots.len() * 24);
         let mut prev = 0;
-        for &at in &self.slots {
+        let mut keyed = self.keyed.iter().peekable();
+        for (i, &at) in self.slots.iter().enumerate() {
             out.extend_from_slice(&self.bytes[prev..at]);
-            out.extend_from_slice(format!("${}\r\n<value>\r\n", values.spec).as_bytes());
+            if let Some((_, _, arg)) = keyed.next_if(|(k, _, _)| *k == i) {
+                push_bulk_len(&mut out, arg.len());
+                out.extend_from_slice(arg);
+                out.extend_from_slice(b"\r\n");
+            } else if let Some(values) = &self.values {
+                out.extend_from_slice(format!("${}\r\n<value>\r\n", values.spec).as_bytes());
+            }
             prev = at;
         }
         out.extend_from_slice(&self.bytes[prev..]);
@@ -732,7 +817,7 @@ impl Template {
     /// Whether value sizes are drawn per request.
     #[inline]
     pub fn has_value_slots(&self) -> bool {
-        !self.slots.is_empty()
+        self.slots.len() > self.keyed.len()
     }
 
     /// The bytes with placeholders as they are (e.g. for display and tests); value slots are
@@ -800,7 +885,7 @@ impl Template {
     /// [`Template::write`] for templates with value slots: the fixed pieces between slots are
     /// copied and their placeholders filled, and each slot gets a value of a freshly drawn size.
     fn write_with_slots<S: Sink>(&self, sink: &mut S, keys: &mut KeyGen) {
-        let Some(values) = self.values.as_ref() else { return };
+        let mut keyed = self.keyed.iter().peekable();
         let substitutes = keys.substitutes();
         let mut placeholders = self.placeholders.iter().copied().enumerate().peekable();
         let mut shared = [None; 10];
@@ -816,7 +901,9 @@ impl Template {
                 let key = draw(self.kinds.get(k).copied().unwrap_or(0), &mut shared, keys);
                 fill(out, start + off - prev, key);
             }
-            if i < self.slots.len() {
+            if let Some((_, pieces, _)) = keyed.next_if(|(k, _, _)| *k == i) {
+                write_keyed(out, pieces, substitutes, &mut shared, keys);
+            } else if let (true, Some(values)) = (i < self.slots.len(), self.values.as_ref()) {
                 let len = values.next_size(keys);
                 sink.value(values, len);
             }
@@ -881,6 +968,55 @@ impl Template {
             prev = at;
         }
     }
+}
+
+/// The text of a piece as the template shows it (a placeholder as its name).
+fn piece_text(piece: &KeyPiece) -> &[u8] {
+    match piece {
+        KeyPiece::Text(t) => t,
+        KeyPiece::Key(None) => UNPADDED,
+        KeyPiece::Key(Some(k)) => SHARED.get(usize::from(*k).wrapping_sub(1)).map_or(PLACEHOLDER, |p| &p[..]),
+    }
+}
+
+/// Appends an argument holding [`UNPADDED`] as a bulk string: its pieces, each unpadded key
+/// in its own digits and each other placeholder in 12, then the header computed from their
+/// length moved in front of them (no allocation beyond `out`'s growth). Without substitution
+/// (no -r) the placeholders go as their text.
+fn write_keyed(
+    out: &mut Vec<u8>,
+    pieces: &[KeyPiece],
+    on: bool,
+    shared: &mut [Option<u64>; 10],
+    keys: &mut KeyGen,
+) {
+    let start = out.len();
+    for piece in pieces {
+        match piece {
+            KeyPiece::Key(None) if on => {
+                let mut digits = [0u8; 20];
+                out.extend_from_slice(decimal(keys.next_key(), &mut digits));
+            }
+            KeyPiece::Key(Some(kind)) if on => {
+                let at = out.len();
+                out.extend_from_slice(PLACEHOLDER);
+                fill(out, at, draw(*kind, shared, keys));
+            }
+            other => out.extend_from_slice(piece_text(other)),
+        }
+    }
+    let len = out.len() - start;
+    let mut digits = [0u8; 20];
+    let digits = decimal(len as u64, &mut digits);
+    let h = digits.len() + 3;
+    let mut head = [0u8; 23];
+    head[0] = b'$';
+    head[1..h - 2].copy_from_slice(digits);
+    head[h - 2..h].copy_from_slice(b"\r\n");
+    out.extend_from_slice(&head[..h]);
+    out.copy_within(start..start + len, start + h);
+    out[start..start + h].copy_from_slice(&head[..h]);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Fills the placeholders found in `out[from..]`, left to right, not overlapping (a row's
@@ -1534,6 +1670,36 @@ mod tests {
             Just(b"_".to_vec()),
         ];
         proptest::collection::vec(piece, 0..6).prop_map(|ps| ps.concat())
+    }
+
+    #[test]
+    fn unpadded_keys_are_written_in_their_own_digits_with_their_length() {
+        let t = Template::command(&[b"SET", b"m-__rand_num__:__rand_int__", b"v"]);
+        assert!(!t.has_value_slots() && !t.has_placeholders());
+        assert_eq!(t.arg(1), Some(&b"m-__rand_num__:__rand_int__"[..]));
+        assert_eq!(t.arg(2), Some(&b"v"[..]));
+        assert_eq!(t.display(), b"*3\r\n$3\r\nSET\r\n$27\r\nm-__rand_num__:__rand_int__\r\n$1\r\nv\r\n");
+        let mut k = keys(KeySpace::sequential_range(8, 4));
+        let sent: Vec<Vec<u8>> = (0..5).map(|_| one(&t, &mut k)).collect();
+        // Keys 8, 9, 10, 11, 8: the unpadded one first, then the padded one, in turn.
+        assert_eq!(sent[0], b"*3\r\n$3\r\nSET\r\n$16\r\nm-8:000000000009\r\n$1\r\nv\r\n");
+        assert_eq!(sent[1], b"*3\r\n$3\r\nSET\r\n$17\r\nm-10:000000000011\r\n$1\r\nv\r\n");
+        assert!(sent.iter().all(|s| s.len() <= t.len()));
+        // With values drawn per request: both slots, in their order.
+        let values = Values::new(&ValueSize::Range { lo: 1, hi: 300 });
+        let t =
+            Template::with_values(&[Arg::Bytes(b"SET"), Arg::Bytes(b"__rand_num__"), Arg::Value], &values);
+        assert!(t.has_value_slots());
+        let out = one(&t, &mut keys(KeySpace::sequential_range(42, 0)));
+        assert!(out.starts_with(b"*3\r\n$3\r\nSET\r\n$2\r\n42\r\n$"), "{}", String::from_utf8_lossy(&out));
+        // Alone, without values; and with no -r the text as it is.
+        let get = Template::command(&[b"GET", b"__rand_num__"]);
+        let mut k = keys(KeySpace::sequential_range(1234, 0));
+        assert_eq!(one(&get, &mut k), b"*2\r\n$3\r\nGET\r\n$4\r\n1234\r\n");
+        assert_eq!(one(&get, &mut keys(KeySpace::Literal)), b"*2\r\n$3\r\nGET\r\n$12\r\n__rand_num__\r\n");
+        let mut k = keys(KeySpace::Random { n: u64::MAX });
+        let out = one(&get, &mut k);
+        assert!(out.len() <= get.len(), "{} > {}", out.len(), get.len());
     }
 
     #[test]

@@ -634,6 +634,8 @@ fn key_dist(
     key_min: u64,
 ) -> Result<String, MemtierError> {
     match letter.trim() {
+        // memtier's own numbers from --key-minimum (obj_gen.cpp's random_range).
+        "R" if key_min > 0 => Ok(format!("uniform:{key_min}")),
         "R" => Ok("uniform".into()),
         // memtier's own numbers, from --key-minimum: `XADD s __key__-0` needs IDs above 0-0.
         "S" | "P" if key_min > 0 => Ok(format!("sequential:{key_min}")),
@@ -1115,7 +1117,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     let pcts: Vec<String> = percentiles.iter().map(|p| p.to_string()).collect();
     push(&mut out, "--print-percentiles", &pcts.join(","));
     let normal = normal_keys(&key_pattern, median, stddev, key_min, key_max)?;
-    let key = format!("{key_prefix}__rand_int__");
+    // memtier's key names: the prefix and the number in its own digits (`memtier-1234`).
+    let key = format!("{key_prefix}__rand_num__");
     let zipf = zipf_exp.as_deref();
     let mut rows = Vec::new();
     let ratio_rows = commands.is_empty();
@@ -1129,7 +1132,8 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     }
     if let Some(file) = &import.file {
         // The file's items in turn, as memtier's import writes them (memtier_import.rs).
-        let words = import::command(&import, file, &key)?;
+        // A `--dataset` row's key is filled in place: 12 digits (docs/differences.md, Keys).
+        let words = import::command(&import, file, &key.replace("__rand_num__", "__rand_int__"))?;
         if import.generate_keys {
             push(&mut out, "--key-dist", &key_dist("key-pattern", set_pattern, zipf, normal, key_min)?);
         }
@@ -1338,8 +1342,8 @@ mod tests {
         assert_eq!(
             mix(&tr),
             [
-                "1@uniform/10000001 SET memtier-__rand_int__ __data__",
-                "10@uniform/10000001 GET memtier-__rand_int__"
+                "1@uniform/10000001 SET memtier-__rand_num__ __data__",
+                "10@uniform/10000001 GET memtier-__rand_num__"
             ]
         );
         assert_eq!(tr.memtier.rows, ["Sets", "Gets"]);
@@ -1369,7 +1373,7 @@ mod tests {
         let tr = t("-n allkeys --key-pattern P:P --ratio 1:0 --key-minimum 1 --key-maximum 5000 -c 50 -t 2")
             .unwrap();
         assert_eq!(opt(&tr, "-n"), Some("5000"));
-        assert_eq!(mix(&tr), ["1@sequential:1/5000 SET memtier-__rand_int__ __data__"]);
+        assert_eq!(mix(&tr), ["1@sequential:1/5000 SET memtier-__rand_num__ __data__"]);
         assert_eq!(tr.memtier.rows, ["Sets"]);
         // memtier's own count per client: the range over the clients, plus one.
         assert_eq!(tr.memtier.requests, Some(4999 / 100 + 1));
@@ -1398,7 +1402,7 @@ mod tests {
         let tr = translate(&args).unwrap();
         assert_eq!(
             mix(&tr),
-            ["2@gaussian/100 HSET h __rand_int__ __data__", "1@uniform/100 GET __rand_int__"]
+            ["2@gaussian/100 HSET h __rand_num__ __data__", "1@uniform/100 GET __rand_num__"]
         );
         assert_eq!(tr.memtier.rows, ["Hsets", "Gets"]);
         assert!(!tr.memtier.ratio_rows);
@@ -1426,14 +1430,14 @@ mod tests {
         assert_eq!(
             mix(&tr),
             [
-                "1@gaussian:500:25/1000 SET memtier-__rand_int__ __data__",
-                "10@gaussian:500:25/1000 GET memtier-__rand_int__"
+                "1@gaussian:500:25/1000 SET memtier-__rand_num__ __data__",
+                "10@gaussian:500:25/1000 GET memtier-__rand_num__"
             ]
         );
         // One given: memtier's default for the other (the middle, a sixth of the range).
         let tr = t("--key-pattern R:G --key-maximum 600 --key-stddev 10").unwrap();
-        assert_eq!(mix(&tr)[1], "10@gaussian:300.5:10/601 GET memtier-__rand_int__");
-        assert_eq!(mix(&tr)[0], "1@uniform/601 SET memtier-__rand_int__ __data__");
+        assert_eq!(mix(&tr)[1], "10@gaussian:300.5:10/601 GET memtier-__rand_num__");
+        assert_eq!(mix(&tr)[0], "1@uniform/601 SET memtier-__rand_num__ __data__");
     }
 
     #[test]
@@ -1535,8 +1539,8 @@ mod tests {
         assert_eq!(
             mix(&tr),
             [
-                "2@uniform/10000001 SET memtier-__rand_int__ __data__",
-                "20@uniform/10000001 GET memtier-__rand_int__",
+                "2@uniform/10000001 SET memtier-__rand_num__ __data__",
+                "20@uniform/10000001 GET memtier-__rand_num__",
                 "1 WAIT 1 50"
             ]
         );
@@ -1561,7 +1565,7 @@ mod tests {
         let mix_of = |line: &str| {
             t(line).unwrap().args.iter().filter(|a| a.contains("GET")).cloned().collect::<Vec<_>>()
         };
-        let k = "memtier-__rand_int__";
+        let k = "memtier-__rand_num__";
         assert_eq!(
             mix_of("--ratio 1:10 --multi-key-get 4 --key-maximum 9"),
             [format!("2@uniform/10 MGET {k} {k} {k} {k}"), format!("1@uniform/10 MGET {k} {k}")]

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use respbench_core::cluster::{resp_arg, Cluster, Node, Reads, Route, TAG_PLACEHOLDER};
+use respbench_core::cluster::{Cluster, Node, Reads, Route, TAG_PLACEHOLDER};
 use respbench_core::resp::Value;
 use respbench_core::template::Template;
 use respbench_core::{Handshake, Stats};
@@ -151,7 +151,7 @@ pub fn prepare(cfg: &Config, server: &Server, templates: &[&Template]) -> Result
             conn = Some(Conn::authenticated(server)?);
         }
         let c = conn.as_mut().expect("set above");
-        let (route, source) = command_info(c, &name, t.as_bytes())?;
+        let (route, source) = command_info(c, &name, t)?;
         multi.routes.push((upper, argc, route, source));
     }
     for t in templates {
@@ -183,9 +183,9 @@ fn usable(mut t: Topology) -> Topology {
 
 /// `COMMAND INFO name`: its key positions and whether it writes; for a command whose keys move
 /// with its arguments (`EVAL script numkeys key…`), `COMMAND GETKEYS` on the command as given
-/// (`bytes`, its encoding) says which arguments are keys.
-fn command_info(c: &mut Conn, name: &[u8], bytes: &[u8]) -> Result<(Route, &'static str), RoutingError> {
-    let argc = Route::command_of(bytes).map_or(0, |(_, n)| n);
+/// (`t`, its template) says which arguments are keys.
+fn command_info(c: &mut Conn, name: &[u8], t: &Template) -> Result<(Route, &'static str), RoutingError> {
+    let argc = Route::command_of(t.as_bytes()).map_or(0, |(_, n)| n);
     let shown = String::from_utf8_lossy(name).into_owned();
     let reply = c.command(&[b"COMMAND", b"INFO", name]).map_err(RoutingError::Connection)?;
     let fail = |why: &str| RoutingError::UnknownKeys { command: shown.clone(), why: why.to_string() };
@@ -215,7 +215,7 @@ fn command_info(c: &mut Conn, name: &[u8], bytes: &[u8]) -> Result<(Route, &'sta
     // neither flag, and goes to the primary.
     let write = !flags.iter().any(|f| f == b"readonly");
     if flags.iter().any(|f| f == b"movablekeys") {
-        let args: Vec<&[u8]> = (0..argc).filter_map(|i| resp_arg(bytes, i)).map(|r| &bytes[r]).collect();
+        let args: Vec<&[u8]> = (0..argc).filter_map(|i| t.arg(i)).collect();
         let mut request: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS"];
         request.extend(&args);
         let keys = match c.command(&request).map_err(RoutingError::Connection)? {
@@ -241,15 +241,15 @@ fn command_info(c: &mut Conn, name: &[u8], bytes: &[u8]) -> Result<(Route, &'sta
 }
 
 /// Refuses a command whose keys would span slots (CROSSSLOT at every request): several key
-/// arguments, one of them drawn (`__rand_int__`) with no hash tag, or literal keys in
+/// arguments, one of them drawn (`__rand_int__`, `__rand_num__`) with no hash tag, or literal keys in
 /// different slots.
 fn check_keys(route: &Route, t: &Template, cluster: bool) -> Result<(), RoutingError> {
     if !cluster || route.keys.len() < 2 {
         return Ok(());
     }
     let bytes = t.as_bytes();
-    let args: Vec<&[u8]> = route.keys.iter().filter_map(|&k| resp_arg(bytes, k)).map(|r| &bytes[r]).collect();
-    let drawn = |a: &[u8]| a.windows(12).any(|w| w == b"__rand_int__");
+    let args: Vec<&[u8]> = route.keys.iter().filter_map(|&k| t.arg(k)).collect();
+    let drawn = |a: &[u8]| a.windows(12).any(|w| w == b"__rand_int__" || w == b"__rand_num__");
     let tagged = |a: &[u8]| {
         a.windows(TAG_PLACEHOLDER.len()).any(|w| w == TAG_PLACEHOLDER) || {
             let tag = respbench_core::cluster::hash_tag(a);

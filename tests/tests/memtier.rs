@@ -226,6 +226,82 @@ fn allkeys_with_parallel_keys_writes_each_key_once() {
     assert_eq!(server.command_calls("get"), 0);
 }
 
+/// The server's keys, sorted.
+fn all_keys(server: &RedisServer) -> Vec<String> {
+    let mut keys: Vec<String> = server.cli(&["KEYS", "*"]).lines().map(str::to_string).collect();
+    keys.sort();
+    keys
+}
+
+/// `prefix1` … `prefix{n}`, sorted as text.
+fn sorted_names(prefix: &str, n: u64) -> Vec<String> {
+    let mut names: Vec<String> = (1..=n).map(|i| format!("{prefix}{i}")).collect();
+    names.sort();
+    names
+}
+
+/// memtier's key names, the prefix and the number in its own digits: `-n allkeys --key-pattern
+/// P:P --ratio 1:0` from 1 to 100 writes exactly `memtier-1` … `memtier-100` (`KEYS *`).
+#[test]
+fn keys_are_named_as_memtier_names_them() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let line = "-t 2 -c 2 -n allkeys --ratio 1:0 --key-pattern P:P --key-minimum 1 --key-maximum 100 --hide-histogram";
+    let mut args = vec!["-p", &port];
+    args.extend(line.split_whitespace());
+    let out = memtier(&respbench(), &args);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(all_keys(&server), sorted_names("memtier-", 100));
+    assert_eq!(server.command_calls("set"), 100);
+}
+
+/// The Redis project's bitmap suites: `SETBIT users __key__ 1 --key-prefix ""` sends the
+/// number alone as the bit offset, which the server takes (a zero-padded one it refuses): every
+/// SETBIT counted, none failed, and the bits set are offsets from the range.
+#[test]
+fn an_empty_key_prefix_sends_the_number_alone() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let line = "--key-prefix= --key-minimum 1 --key-maximum 1000 -n 200 -c 2 -t 1 --hide-histogram";
+    let mut args = vec!["-p", &port, "--command", "SETBIT users __key__ 1"];
+    args.extend(line.split_whitespace());
+    let out = memtier(&respbench(), &args);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(server.command_calls("setbit"), 400, "{}", out.dump());
+    let stats = server.cli(&["INFO", "commandstats"]);
+    assert!(stats.contains("cmdstat_setbit:calls=400,") && stats.contains("failed_calls=0"), "{stats}");
+    assert_eq!(server.info_field("errorstats", "errorstat_ERR"), None);
+    let bits: u64 = server.cli(&["BITCOUNT", "users"]).trim().parse().unwrap();
+    assert!((1..=400).contains(&bits), "{bits}");
+    let bytes: u64 = server.cli(&["STRLEN", "users"]).trim().parse().unwrap();
+    assert!(bytes <= 1001 / 8 + 1, "offsets beyond the key range: {bytes} bytes");
+}
+
+/// The Redis project's stream suites: their init commands create the groups of `stream:1` …
+/// `stream:10`, and `XREADGROUP … STREAMS stream:__key__ >` with `--key-prefix ""` reads those
+/// streams (no NOGROUP): every XREADGROUP counted and none failed.
+#[test]
+fn a_stream_line_reads_the_groups_made_for_memtiers_names() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let script =
+        "for i=1,10 do redis.call('XGROUP','CREATE','stream:'..i,'g','0','MKSTREAM') end return 'OK'";
+    assert_eq!(server.cli(&["EVAL", script, "0"]).trim(), "OK");
+    let line = "--command-key-pattern R --key-minimum 1 --key-maximum 10 --key-prefix= -n 200 -c 1 -t 2 \
+                --hide-histogram --command-ratio 1";
+    let mut args = vec!["-p", &port, "--command", "XADD stream:__key__ * f __data__", "--command-ratio", "1"];
+    args.extend(["--command", "XREADGROUP GROUP g c COUNT 10 STREAMS stream:__key__ >"]);
+    args.extend(line.split_whitespace());
+    let out = memtier(&respbench(), &args);
+    assert!(out.status.success(), "{}", out.dump());
+    let stats = server.cli(&["INFO", "commandstats"]);
+    let line = stats.lines().find(|l| l.starts_with("cmdstat_xreadgroup:")).unwrap_or_default();
+    assert!(line.contains("failed_calls=0") && server.command_calls("xreadgroup") > 50, "{stats}");
+    assert_eq!(server.command_calls("xadd") + server.command_calls("xreadgroup"), 400, "{stats}");
+    assert_eq!(server.info_field("errorstats", "errorstat_NOGROUP"), None);
+    assert_eq!(all_keys(&server), sorted_names("stream:", 10), "only the streams the groups were made for");
+}
+
 /// `--key-pattern G:G --key-median --key-stddev`: the keys the server holds are around the
 /// median (numbered from 0 at `--key-minimum`, as respbench names memtier's keys), none farther
 /// than 10 deviations, and the SETs are the count asked.
@@ -930,7 +1006,7 @@ fn the_size_pattern_s_sizes_each_value_by_its_key() {
     assert!(out.status.success(), "{}", out.dump());
     assert_eq!(server.dbsize(0), 100);
     for i in 1..=100u64 {
-        let len: u64 = server.cli(&["STRLEN", &format!("memtier-{i:012}")]).trim().parse().unwrap();
+        let len: u64 = server.cli(&["STRLEN", &format!("memtier-{i}")]).trim().parse().unwrap();
         assert_eq!(len, 10 + 990 * (i - 1) / 99, "key {i}");
     }
 }
