@@ -52,13 +52,17 @@ pub fn parse(
     let bad = |why: &str| OptionError::Invalid { option: "--statsd", value: text.into(), why: why.into() };
     const WHY: &str = "expected HOST or HOST:PORT (port 1 to 65535; [::1]:8125 for IPv6)";
     let (host, port) = match text.rsplit_once(':') {
-        // An IPv6 address without brackets or port, or a host with a port.
-        Some((h, p)) if !h.contains(':') || h.ends_with(']') => {
-            (h, p.parse::<u16>().ok().filter(|&p| p > 0).ok_or_else(|| bad(WHY))?)
-        }
-        _ => (text, DEFAULT_PORT),
+        // A host with a port, read as every HOST:PORT option reads it.
+        Some((h, _)) if !h.contains(':') || h.ends_with(']') => match crate::syntax::host_port(text) {
+            Ok(respbench_core::Endpoint::Tcp { host, port }) => (host, port),
+            _ => return Err(bad(WHY)),
+        },
+        // No port (an IPv6 address without brackets has colons of its own).
+        _ => (
+            text.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(text).to_string(),
+            DEFAULT_PORT,
+        ),
     };
-    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
     if host.is_empty() || host.contains(|c: char| c.is_whitespace() || c == '/') {
         return Err(bad(WHY));
     }
@@ -70,7 +74,7 @@ pub fn parse(
         });
     }
     Ok(Some(Statsd {
-        host: host.to_string(),
+        host,
         port,
         // memtier keeps 255 bytes of `PREFIX.LABEL.` and 127 of the label.
         prefix: sanitize(prefix.unwrap_or(DEFAULT_PREFIX), &['.'], 120),
