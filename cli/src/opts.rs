@@ -7,7 +7,7 @@ use std::time::Duration;
 use std::process::ExitCode;
 
 use argh::FromArgs;
-use respbench_core::dist::{KeyDist, ValueSize, Zipf};
+use respbench_core::dist::{KeyDist, ValueSize};
 use respbench_core::{Endpoint, PipelineMode};
 
 use respbench_report::say;
@@ -770,13 +770,7 @@ impl Opts {
                     "needs -r <keyspacelen>: keys are drawn from [0, keyspacelen)",
                 ));
             }
-            (KeyDist::Zipf(_), Some(n)) if n > Zipf::MAX_N => {
-                return Err(bad("-r", n, "zipf keys need a keyspace of at most 2^53"));
-            }
-            (KeyDist::Normal { mean, .. }, Some(n)) if mean >= n as f64 => {
-                return Err(bad("--key-dist", mean, "the gaussian's mean must be a key below -r"));
-            }
-            _ => {}
+            (d, Some(n)) => d.check(n).map_err(|why| bad("--key-dist", d, &why))?,
         }
         let output = if self.csv {
             Output::Csv

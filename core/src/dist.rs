@@ -12,10 +12,20 @@ use crate::rng::Rng;
 /// `[0, n)` (`(r · a + b) mod n`, `a` coprime with `n` near `n / φ`, `b` near `n / φ²`), so the
 /// hot keys are spread over the keyspace rather than being keys 0, 1, 2, …;
 /// [`Zipf::sample_rank`] gives the rank itself.
+///
+/// [`Zipf::from_key`] is memtier_benchmark's `Z` key pattern instead: key `k` of
+/// `[first, first + n)` has probability ∝ `1 / k^θ` (its own number, not a rank counted from
+/// 1), and keys are not scattered: `first` is the hottest.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Zipf {
     n: u64,
     theta: f64,
+    /// The number whose weight is `1 / low^θ` that rank 0 stands for: 1, or memtier's first key.
+    low: u64,
+    /// The key of rank 0 before scrambling: 0, or memtier's first key.
+    base: u64,
+    /// `1 / low`.
+    inv_low: f64,
     h_integral_x1: f64,
     h_integral_n: f64,
     s: f64,
@@ -57,13 +67,45 @@ impl Zipf {
     /// A sampler over `[0, n)` with exponent `theta`; `None` unless `theta` is finite and > 0 and
     /// `n <= Zipf::MAX_N`. `n == 0` always gives 0, as `-r 0` does.
     pub fn new(n: u64, theta: f64) -> Option<Zipf> {
+        Zipf::weighted(n, theta, 1, 0)
+    }
+
+    /// memtier_benchmark's `Z` over the keys `[first, first + n)`: key `k` drawn with
+    /// probability ∝ `1 / k^θ`, `first` the hottest, no scrambling (obj_gen.cpp's
+    /// `zipf_distribution`, the same rejection-inversion over `[first, first + n − 1]`). `None`
+    /// unless `theta` is finite and > 0, `first` is at least 1 and the last key at most
+    /// [`Zipf::MAX_N`].
+    pub fn from_key(first: u64, n: u64, theta: f64) -> Option<Zipf> {
+        if first == 0 || first.checked_add(n)? > Zipf::MAX_N {
+            return None;
+        }
+        let mut z = Zipf::weighted(n, theta, first, first)?;
+        (z.mult, z.offset) = (1, 0);
+        Some(z)
+    }
+
+    /// The sampler over ranks `[0, n)`, rank `r` weighing `1 / (low + r)^θ`, keys from `base`.
+    fn weighted(n: u64, theta: f64, low: u64, base: u64) -> Option<Zipf> {
         if !(theta.is_finite() && theta > 0.0) || n > Zipf::MAX_N {
             return None;
         }
-        let mut z = Zipf { n, theta, h_integral_x1: 0.0, h_integral_n: 0.0, s: 0.0, mult: 1, offset: 0 };
-        z.h_integral_x1 = z.h_integral(1.5) - 1.0;
-        z.h_integral_n = z.h_integral(n.max(1) as f64 + 0.5);
-        z.s = 2.0 - z.h_integral_inv(z.h_integral(2.5) - z.h(2.0));
+        let mut z = Zipf {
+            n,
+            theta,
+            low,
+            base,
+            h_integral_x1: 0.0,
+            h_integral_n: 0.0,
+            s: 0.0,
+            mult: 1,
+            offset: 0,
+            inv_low: 0.0,
+        };
+        z.inv_low = 1.0 / low as f64;
+        let a = low as f64;
+        z.h_integral_x1 = z.h_integral(a + 0.5) - z.h(a);
+        z.h_integral_n = z.h_integral((low + n.max(1) - 1) as f64 + 0.5);
+        z.s = a + 1.0 - z.h_integral_inv(z.h_integral(a + 1.5) - z.h(a + 1.0));
         if n > 1 {
             // n / φ, then up to the next value coprime with n (at most a few dozen steps).
             let mut a = ((n as f64) * 0.618_033_988_749_894_9) as u64;
@@ -82,27 +124,35 @@ impl Zipf {
         self.n
     }
 
+    /// The first key: 0, or [`Zipf::from_key`]'s `first`.
+    pub fn first(&self) -> u64 {
+        self.base
+    }
+
     /// The exponent θ.
     pub fn theta(&self) -> f64 {
         self.theta
     }
 
-    /// `H(x) = ∫ x^-θ`, the integral of [`Zipf::h`] shifted so it is continuous at θ = 1.
+    /// `H(x) = ∫ x^-θ`, the integral of [`Zipf::h`] shifted so it is continuous at θ = 1, with
+    /// `x` counted in units of `low` (`H(x) = ((x / low)^(1-θ) - 1) / (1 - θ)`): 0 at the first
+    /// key, so the head's differences keep their precision however large `low` is (at `low` =
+    /// 1 this is Commons RNG's `hIntegral` exactly).
     fn h_integral(&self, x: f64) -> f64 {
-        let log_x = x.ln();
+        let log_x = (x * self.inv_low).ln();
         helper2((1.0 - self.theta) * log_x) * log_x
     }
 
-    /// `h(x) = x^-θ`.
+    /// `h(x) = x^-θ`, in the units of [`Zipf::h_integral`]: `(x / low)^-θ / low`.
     fn h(&self, x: f64) -> f64 {
-        (-self.theta * x.ln()).exp()
+        (-self.theta * (x * self.inv_low).ln()).exp() * self.inv_low
     }
 
     /// The inverse of [`Zipf::h_integral`].
     fn h_integral_inv(&self, x: f64) -> f64 {
         // Clamp at -1: rounding may push t just below, where log1p is undefined.
         let t = (x * (1.0 - self.theta)).max(-1.0);
-        (helper1(t) * x).exp()
+        (helper1(t) * x).exp() * self.low as f64
     }
 
     /// A rank in `[0, n)`: 0 is the most frequent.
@@ -114,25 +164,29 @@ impl Zipf {
         loop {
             let u = self.h_integral_n + rng.next_f64() * (self.h_integral_x1 - self.h_integral_n);
             let x = self.h_integral_inv(u);
-            // `as` saturates (NaN gives 0), and the clamp keeps k in [1, n] whatever rounding did.
-            let k = ((x + 0.5) as u64).clamp(1, self.n);
+            // `as` saturates (NaN gives 0), and the clamp keeps k in [low, low + n - 1]
+            // whatever rounding did.
+            let k = ((x + 0.5) as u64).clamp(self.low, self.low + self.n - 1);
             let kf = k as f64;
             if kf - x <= self.s || u >= self.h_integral(kf + 0.5) - self.h(kf) {
-                return k - 1;
+                return k - self.low;
             }
         }
     }
 
-    /// The key of rank `rank` (< n): a bijection of `[0, n)` that spreads neighbouring ranks.
+    /// The key of rank `rank` (< n): a bijection of `[0, n)` that spreads neighbouring ranks
+    /// ([`Zipf::from_key`]'s: `first + rank`).
     #[inline]
     pub fn key_of_rank(&self, rank: u64) -> u64 {
         if self.n <= 1 {
-            return 0;
+            return self.base;
         }
-        ((u128::from(rank) * u128::from(self.mult) + u128::from(self.offset)) % u128::from(self.n)) as u64
+        let r = (u128::from(rank) * u128::from(self.mult) + u128::from(self.offset)) % u128::from(self.n);
+        self.base + r as u64
     }
 
-    /// A key in `[0, n)` (0 when `n == 0`): a Zipf rank, scrambled by [`Zipf::key_of_rank`].
+    /// A key in `[0, n)` (0 when `n == 0`; [`Zipf::from_key`]'s in `[first, first + n)`): a
+    /// Zipf rank, scrambled by [`Zipf::key_of_rank`].
     #[inline]
     pub fn sample(&self, rng: &mut Rng) -> u64 {
         self.key_of_rank(self.sample_rank(rng))
@@ -184,63 +238,100 @@ pub enum KeyDist {
     UniformFrom(u64),
     /// Zipf with this exponent: see [`Zipf`].
     Zipf(f64),
+    /// memtier's `Z` from key FIRST (`zipf:THETA:FIRST`, FIRST at least 1): key `k` of FIRST …
+    /// FIRST + n − 1 drawn with probability ∝ `1 / k^THETA`, FIRST the hottest: see
+    /// [`Zipf::from_key`].
+    ZipfFrom {
+        /// The exponent.
+        theta: f64,
+        /// The first key, the hottest.
+        first: u64,
+    },
     /// Normal, mean n/2 and standard deviation n/6: see [`gaussian`].
     Gaussian,
-    /// Normal with this mean (a key number in `[0, n)`) and standard deviation (at least 0.5,
-    /// so that a draw lands on a key in a few tries): see [`normal`].
+    /// Normal with this mean (a key number in `[first, first + n)`) and standard deviation (at
+    /// least 0.5, so that a draw lands on a key in a few tries): see [`normal`].
     Normal {
         /// The mean, a key number.
         mean: f64,
         /// The standard deviation, in keys.
         sd: f64,
+        /// The first key (0, or FIRST of `gaussian:MEAN:SD:FIRST`: memtier's `G` from
+        /// `--key-minimum`).
+        first: u64,
     },
 }
 
 impl KeyDist {
     /// Parses `uniform`, `sequential`, `zipf:THETA` (`zipf` alone is 0.99), `gaussian` or
     /// `gaussian:MEAN:SD` (a key number and a deviation in keys, at least 0.5; the mean is
-    /// checked against the keyspace where it is known, by [`KeyDist::space`]).
+    /// checked against the keyspace where it is known, by [`KeyDist::check`]); and from key
+    /// FIRST, below 10^12: `sequential:FIRST`, `uniform:FIRST`, `zipf:THETA:FIRST` (FIRST at
+    /// least 1) and `gaussian:MEAN:SD:FIRST`.
     pub fn parse(text: &str) -> Result<KeyDist, String> {
         let lower = text.trim().to_ascii_lowercase();
+        let first_key = |text: &str, form: &str| {
+            text.parse::<u64>()
+                .ok()
+                .filter(|&f| f < 1_000_000_000_000)
+                .ok_or_else(|| format!("{form} takes a key number below 10^12"))
+        };
         // `sequential:FIRST` and `uniform:FIRST`: from key FIRST.
         for (name, from) in
             [("sequential", KeyDist::SequentialFrom as fn(u64) -> KeyDist), ("uniform", KeyDist::UniformFrom)]
         {
             if let Some(first) = lower.strip_prefix(name).and_then(|r| r.strip_prefix(':')) {
-                return first
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|&f| f < 1_000_000_000_000)
-                    .map(from)
-                    .ok_or_else(|| format!("{name}:FIRST takes a key number below 10^12"));
+                return first_key(first, &format!("{name}:FIRST")).map(from);
             }
         }
         if let Some(params) = lower.strip_prefix("gaussian:") {
             let bad =
                 || "gaussian:MEAN:SD takes a key number and a deviation of at least 0.5 keys".to_string();
-            let (mean, sd) = params.split_once(':').ok_or_else(bad)?;
+            let (mean, rest) = params.split_once(':').ok_or_else(bad)?;
+            let (sd, first) = match rest.split_once(':') {
+                Some((sd, first)) => (sd, first_key(first, "gaussian:MEAN:SD:FIRST")?),
+                None => (rest, 0),
+            };
             let (mean, sd) = (mean.parse::<f64>().map_err(|_| bad())?, sd.parse::<f64>().map_err(|_| bad())?);
             if !(mean.is_finite() && mean >= 0.0 && sd.is_finite() && sd >= 0.5) {
                 return Err(bad());
             }
-            return Ok(KeyDist::Normal { mean, sd });
+            return Ok(KeyDist::Normal { mean, sd, first });
         }
         match lower.as_str() {
             "uniform" => Ok(KeyDist::Uniform),
             "sequential" => Ok(KeyDist::Sequential),
             "gaussian" => Ok(KeyDist::Gaussian),
             "zipf" => Ok(KeyDist::Zipf(0.99)),
-            other => match other.strip_prefix("zipf:").map(str::parse::<f64>) {
-                Some(Ok(t)) if t.is_finite() && t > 0.0 && t <= 100.0 => Ok(KeyDist::Zipf(t)),
-                Some(_) => Err("the zipf exponent must be a number above 0 and at most 100".to_string()),
-                None => Err("the distributions are uniform, sequential, zipf:THETA and gaussian".to_string()),
-            },
+            other => {
+                let Some(params) = other.strip_prefix("zipf:") else {
+                    return Err(
+                        "the distributions are uniform, sequential, zipf:THETA and gaussian".to_string()
+                    );
+                };
+                let (theta, first) = match params.split_once(':') {
+                    Some((theta, first)) => (theta, Some(first_key(first, "zipf:THETA:FIRST")?)),
+                    None => (params, None),
+                };
+                match (theta.parse::<f64>(), first) {
+                    (Ok(t), _) if !(t.is_finite() && t > 0.0 && t <= 100.0) => {
+                        Err("the zipf exponent must be a number above 0 and at most 100".to_string())
+                    }
+                    (Err(_), _) => {
+                        Err("the zipf exponent must be a number above 0 and at most 100".to_string())
+                    }
+                    (Ok(_), Some(0)) => Err("zipf:THETA:FIRST takes a first key of at least 1".to_string()),
+                    (Ok(theta), Some(first)) => Ok(KeyDist::ZipfFrom { theta, first }),
+                    (Ok(t), None) => Ok(KeyDist::Zipf(t)),
+                }
+            }
         }
     }
 }
 
 impl std::fmt::Display for KeyDist {
-    /// The `--key-dist` syntax: `uniform`, `sequential`, `zipf:0.99`, `gaussian`.
+    /// The `--key-dist` syntax: `uniform`, `sequential`, `zipf:0.99`, `gaussian`, … as
+    /// [`KeyDist::parse`] reads them.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             KeyDist::Uniform => f.write_str("uniform"),
@@ -248,8 +339,10 @@ impl std::fmt::Display for KeyDist {
             KeyDist::SequentialFrom(first) => write!(f, "sequential:{first}"),
             KeyDist::UniformFrom(first) => write!(f, "uniform:{first}"),
             KeyDist::Zipf(t) => write!(f, "zipf:{t}"),
+            KeyDist::ZipfFrom { theta, first } => write!(f, "zipf:{theta}:{first}"),
             KeyDist::Gaussian => f.write_str("gaussian"),
-            KeyDist::Normal { mean, sd } => write!(f, "gaussian:{mean}:{sd}"),
+            KeyDist::Normal { mean, sd, first: 0 } => write!(f, "gaussian:{mean}:{sd}"),
+            KeyDist::Normal { mean, sd, first } => write!(f, "gaussian:{mean}:{sd}:{first}"),
         }
     }
 }
@@ -448,46 +541,78 @@ mod tests {
             .sum()
     }
 
+    /// Draws `draws` ranks from `z` and checks their counts against `weights` (rank `i`'s
+    /// unnormalised probability) with a chi-square test at p = 0.001: ranks are grouped in
+    /// order until each bucket expects at least 40 draws, so the approximation holds. The
+    /// seed is fixed, so the check is deterministic.
+    fn assert_ranks_follow(z: &Zipf, weights: &[f64], what: &str) -> Vec<u64> {
+        let norm: f64 = weights.iter().sum();
+        let draws = 1_000_000u64;
+        let mut counts = vec![0u64; weights.len()];
+        let mut rng = Rng::new(7);
+        for _ in 0..draws {
+            counts[z.sample_rank(&mut rng) as usize] += 1;
+        }
+        let (mut obs, mut exp) = (Vec::new(), Vec::new());
+        let (mut o, mut e) = (0u64, 0.0f64);
+        for (c, w) in counts.iter().zip(weights) {
+            o += c;
+            e += w / norm * draws as f64;
+            if e >= 40.0 {
+                obs.push(o);
+                exp.push(e);
+                (o, e) = (0, 0.0);
+            }
+        }
+        if e > 0.0 {
+            *obs.last_mut().unwrap() += o;
+            *exp.last_mut().unwrap() += e;
+        }
+        let df = (obs.len() - 1) as f64;
+        // Wilson-Hilferty approximation of the p = 0.001 quantile (z = 3.09).
+        let crit = df * (1.0 - 2.0 / (9.0 * df) + 3.09 * (2.0 / (9.0 * df)).sqrt()).powi(3);
+        let stat = chi2(&obs, &exp);
+        assert!(stat < crit, "{what}: chi2 {stat} over {df} df, critical {crit}");
+        counts
+    }
+
     #[test]
     fn zipf_matches_the_exact_pmf() {
-        // n = 1000, θ = 0.99, 10^6 draws. Ranks 0..49 are their own buckets, the rest are
-        // grouped into buckets of >= 40 expected draws so the chi-square approximation holds.
-        // The critical values are at p = 0.001 for the degrees of freedom of each grouping;
-        // the seeds are fixed, so the test is deterministic.
+        // n = 1000: rank r weighs 1 / (r + 1)^θ.
         for theta in [0.5, 0.99, 1.0, 1.5] {
             let n = 1000u64;
-            let z = Zipf::new(n, theta).unwrap();
             let weights: Vec<f64> = (1..=n).map(|k| (k as f64).powf(-theta)).collect();
-            let norm: f64 = weights.iter().sum();
-            let draws = 1_000_000u64;
-            let mut counts = vec![0u64; n as usize];
-            let mut rng = Rng::new(7);
-            for _ in 0..draws {
-                counts[z.sample_rank(&mut rng) as usize] += 1;
-            }
-            // Group consecutive ranks until each bucket expects >= 40 draws.
-            let (mut obs, mut exp) = (Vec::new(), Vec::new());
-            let (mut o, mut e) = (0u64, 0.0f64);
-            for (c, w) in counts.iter().zip(&weights) {
-                o += c;
-                e += w / norm * draws as f64;
-                if e >= 40.0 {
-                    obs.push(o);
-                    exp.push(e);
-                    (o, e) = (0, 0.0);
-                }
-            }
-            if e > 0.0 {
-                *obs.last_mut().unwrap() += o;
-                *exp.last_mut().unwrap() += e;
-            }
-            let df = (obs.len() - 1) as f64;
-            // Wilson-Hilferty approximation of the p = 0.001 quantile (z = 3.09).
-            let crit = df * (1.0 - 2.0 / (9.0 * df) + 3.09 * (2.0 / (9.0 * df)).sqrt()).powi(3);
-            let stat = chi2(&obs, &exp);
-            assert!(stat < crit, "θ {theta}: chi2 {stat} over {df} df, critical {crit}");
+            let counts = assert_ranks_follow(&Zipf::new(n, theta).unwrap(), &weights, &format!("θ {theta}"));
             assert!(counts[0] > counts[1] && counts[1] > counts[9], "θ {theta}: rank 0 is the hottest");
         }
+    }
+
+    #[test]
+    fn zipf_from_a_key_is_memtiers_over_its_own_numbers() {
+        // memtier's Z over keys 1000 … 1999: key k weighs 1 / k^θ (much flatter than ranks
+        // from 1), the first key the hottest, keys in order (no scrambling).
+        for (first, theta) in [(1000u64, 1.0), (1000, 2.5), (1, 0.99), (7, 1.5)] {
+            let n = 1000u64;
+            let z = Zipf::from_key(first, n, theta).unwrap();
+            let weights: Vec<f64> = (first..first + n).map(|k| (k as f64).powf(-theta)).collect();
+            let counts = assert_ranks_follow(&z, &weights, &format!("first {first} θ {theta}"));
+            // Flatter from 1000: key 1999 still weighs half of key 1000 at θ 1.
+            assert!(counts[0] > counts[999] * 3 / 2, "first {first} θ {theta}: {counts:?}");
+            assert_eq!((z.key_of_rank(0), z.key_of_rank(n - 1), z.first()), (first, first + n - 1, first));
+            let mut rng = Rng::new(3);
+            assert!((0..10_000).map(|_| z.sample(&mut rng)).all(|k| (first..first + n).contains(&k)));
+        }
+        // From 1 it is the rank sampler's pmf, shifted by one.
+        let mut rng = (Rng::new(5), Rng::new(5));
+        let (a, b) = (Zipf::new(50, 1.2).unwrap(), Zipf::from_key(1, 50, 1.2).unwrap());
+        for _ in 0..1000 {
+            assert_eq!(a.sample_rank(&mut rng.0), b.sample_rank(&mut rng.1));
+        }
+        assert!(Zipf::from_key(0, 10, 1.0).is_none());
+        assert!(Zipf::from_key(Zipf::MAX_N - 10, 11, 1.0).is_none());
+        assert!(Zipf::from_key(Zipf::MAX_N - 10, 10, 1.0).is_some());
+        let one = Zipf::from_key(42, 1, 1.0).unwrap();
+        assert_eq!(one.sample(&mut rng.0), 42);
     }
 
     #[test]
@@ -497,7 +622,7 @@ mod tests {
         // computed offline with mpmath). With 200k draws the count's sd is ~77; allow ±500.
         let n = 1_000_000_000_000u64;
         let z = Zipf::new(n, 0.99).unwrap();
-        assert!(std::mem::size_of_val(&z) <= 64);
+        assert!(std::mem::size_of_val(&z) <= 80);
         let mut rng = Rng::new(3);
         let mut rank0 = 0u64;
         let mut max = 0u64;
@@ -692,7 +817,24 @@ mod tests {
         assert_eq!(KeyDist::parse("zipf:0.99"), Ok(KeyDist::Zipf(0.99)));
         assert_eq!(KeyDist::parse("zipf"), Ok(KeyDist::Zipf(0.99)));
         assert_eq!(KeyDist::parse("gaussian"), Ok(KeyDist::Gaussian));
-        assert_eq!(KeyDist::parse("gaussian:500:12.5"), Ok(KeyDist::Normal { mean: 500.0, sd: 12.5 }));
+        assert_eq!(
+            KeyDist::parse("gaussian:500:12.5"),
+            Ok(KeyDist::Normal { mean: 500.0, sd: 12.5, first: 0 })
+        );
+        let from = KeyDist::Normal { mean: 600.0, sd: 25.0, first: 100 };
+        assert_eq!(KeyDist::parse("gaussian:600:25:100"), Ok(from));
+        assert_eq!(from.to_string(), "gaussian:600:25:100");
+        // The mean must be one of the keys 100 … 100 + n − 1: 600 is with 501 keys, not 500.
+        assert!(from.space(501).is_some() && from.check(501).is_ok());
+        assert!(from.space(500).is_none());
+        assert_eq!(from.check(500).unwrap_err(), "the gaussian's mean must be a key of 100 to 599");
+        let below = KeyDist::Normal { mean: 99.0, sd: 25.0, first: 100 };
+        assert_eq!(below.check(1000).unwrap_err(), "the gaussian's mean must be a key of 100 to 1099");
+        assert_eq!(KeyDist::parse("zipf:1.2:5"), Ok(KeyDist::ZipfFrom { theta: 1.2, first: 5 }));
+        assert_eq!(KeyDist::ZipfFrom { theta: 1.0, first: 5 }.to_string(), "zipf:1:5");
+        for bad in ["zipf:1:0", "zipf:1:x", "zipf:0:5", "zipf:1:1000000000000", "gaussian:5:1:x"] {
+            assert!(KeyDist::parse(bad).is_err(), "{bad}");
+        }
         assert_eq!(KeyDist::parse("sequential:7"), Ok(KeyDist::SequentialFrom(7)));
         assert_eq!(KeyDist::parse("uniform:7"), Ok(KeyDist::UniformFrom(7)));
         assert!(KeyDist::parse("uniform:x").is_err() && KeyDist::parse("uniform:1000000000000").is_err());
@@ -700,7 +842,7 @@ mod tests {
         assert!(
             KeyDist::parse("sequential:x").is_err() && KeyDist::parse("sequential:1000000000000").is_err()
         );
-        assert_eq!(KeyDist::Normal { mean: 500.0, sd: 12.5 }.to_string(), "gaussian:500:12.5");
+        assert_eq!(KeyDist::Normal { mean: 500.0, sd: 12.5, first: 0 }.to_string(), "gaussian:500:12.5");
         for bad in ["gaussian:500", "gaussian:-1:5", "gaussian:5:0.1", "gaussian:x:1", "gaussian:5:inf"] {
             assert!(KeyDist::parse(bad).is_err(), "{bad}");
         }

@@ -56,21 +56,23 @@ pub enum KeySpace {
         /// The next key, before reduction modulo n.
         next: SharedCounter,
     },
-    /// Zipf over [0, n): see [`Zipf`] (O(1) memory; hot keys scattered by a bijection).
+    /// Zipf over [0, n), or memtier's over [first, first + n): see [`Zipf`] (O(1) memory).
     Zipf(Zipf),
     /// Normal over [0, n), mean n/2 and standard deviation n/6: see [`gaussian`].
     Gaussian {
         /// The keyspace length N.
         n: u64,
     },
-    /// Normal over [0, n) of a given mean and deviation: see [`normal`].
+    /// Normal over [first, first + n) of a given mean and deviation: see [`normal`].
     Normal {
         /// The keyspace length N.
         n: u64,
-        /// The mean, a key number in [0, n).
+        /// The mean, counted from `first`: in [0, n).
         mean: f64,
         /// The standard deviation, in keys.
         sd: f64,
+        /// The first key.
+        first: u64,
     },
 }
 
@@ -128,9 +130,11 @@ impl KeyGen {
     pub(crate) fn place(&self) -> f64 {
         let (first, n) = match &self.space {
             KeySpace::Literal => (0, 0),
-            KeySpace::Random { n } | KeySpace::Gaussian { n } | KeySpace::Normal { n, .. } => (0, *n),
-            KeySpace::Sequential { first, n, .. } | KeySpace::RandomFrom { first, n } => (*first, *n),
-            KeySpace::Zipf(z) => (0, z.n()),
+            KeySpace::Random { n } | KeySpace::Gaussian { n } => (0, *n),
+            KeySpace::Sequential { first, n, .. }
+            | KeySpace::RandomFrom { first, n }
+            | KeySpace::Normal { first, n, .. } => (*first, *n),
+            KeySpace::Zipf(z) => (z.first(), z.n()),
         };
         if n <= 1 {
             return 0.0;
@@ -164,7 +168,7 @@ impl KeyGen {
             }
             KeySpace::Zipf(ref z) => z.sample(&mut self.rng),
             KeySpace::Gaussian { n } => gaussian(n, &mut self.rng),
-            KeySpace::Normal { n, mean, sd } => normal(n, mean, sd, &mut self.rng),
+            KeySpace::Normal { n, mean, sd, first } => first + normal(n, mean, sd, &mut self.rng),
         }
     }
 
@@ -178,8 +182,8 @@ impl KeyGen {
 // The key space of a `--key-dist` choice is made here, with the key spaces, so that `dist` (the
 // distributions themselves) needs nothing from this module.
 impl KeyDist {
-    /// The key space of this distribution over [0, n); `None` for Zipf beyond [`Zipf::MAX_N`]
-    /// and for a normal distribution whose mean is not a key of [0, n).
+    /// The key space of this distribution over n keys (from 0, or from its first key); `None`
+    /// where [`KeyDist::check`] says why not.
     pub fn space(self, n: u64) -> Option<KeySpace> {
         Some(match self {
             KeyDist::Uniform => KeySpace::Random { n },
@@ -187,9 +191,31 @@ impl KeyDist {
             KeyDist::SequentialFrom(first) => KeySpace::sequential_range(first, n),
             KeyDist::UniformFrom(first) => KeySpace::RandomFrom { first, n },
             KeyDist::Zipf(theta) => KeySpace::Zipf(Zipf::new(n, theta)?),
+            KeyDist::ZipfFrom { theta, first } => KeySpace::Zipf(Zipf::from_key(first, n, theta)?),
             KeyDist::Gaussian => KeySpace::Gaussian { n },
-            KeyDist::Normal { mean, sd } if mean < n as f64 => KeySpace::Normal { n, mean, sd },
-            KeyDist::Normal { .. } => return None,
+            KeyDist::Normal { mean, sd, first } => {
+                let mean = mean - first as f64;
+                if !(0.0..n as f64).contains(&mean) {
+                    return None;
+                }
+                KeySpace::Normal { n, mean, sd, first }
+            }
+        })
+    }
+
+    /// Whether this distribution takes a keyspace of `n` keys, and why not: Zipf takes at most
+    /// [`Zipf::MAX_N`] keys (counting from 0 to its last key), a normal distribution's mean
+    /// must be one of its keys.
+    pub fn check(self, n: u64) -> Result<(), String> {
+        if self.space(n).is_some() {
+            return Ok(());
+        }
+        Err(match self {
+            KeyDist::Normal { first, .. } => {
+                let last = first.saturating_add(n).saturating_sub(1);
+                format!("the gaussian's mean must be a key of {first} to {last}")
+            }
+            _ => format!("zipf keys go up to key 2^53 ({}): {n} keys are too many", Zipf::MAX_N),
         })
     }
 }
@@ -257,5 +283,31 @@ mod tests {
                 assert!(k.next_key() < 777);
             }
         }
+    }
+
+    #[test]
+    fn spaces_from_a_first_key_stay_in_their_keys() {
+        // memtier's G and Z over --key-minimum 100 … --key-maximum 1099.
+        let normal = KeyDist::Normal { mean: 600.0, sd: 50.0, first: 100 }.space(1000).unwrap();
+        let zipf = KeyDist::ZipfFrom { theta: 1.0, first: 100 }.space(1000).unwrap();
+        for (space, centre) in [(normal, 600.0), (zipf, 0.0)] {
+            let mut k = KeyGen::new(space, Rng::for_stream(1, 0));
+            let mut sum = 0.0;
+            for _ in 0..10_000 {
+                let key = k.next_key();
+                assert!((100..1100).contains(&key), "{key}");
+                assert!((0.0..=1.0).contains(&k.place()));
+                sum += key as f64;
+            }
+            // The normal's keys centre on its mean (the sample mean's sd is 0.5 keys).
+            if centre > 0.0 {
+                assert!((sum / 10_000.0 - centre).abs() < 3.0, "mean {}", sum / 10_000.0);
+            }
+        }
+        // The first key has place 0, the last place 1.
+        let mut k =
+            KeyGen::new(KeyDist::ZipfFrom { theta: 50.0, first: 100 }.space(1000).unwrap(), Rng::new(1));
+        assert_eq!(k.next_key(), 100);
+        assert_eq!(k.place(), 0.0);
     }
 }

@@ -437,14 +437,8 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
         let n = k.n.or(cfg.keyspace).ok_or_else(|| {
             Error::Tests(format!("--mix: {d} has keys of its own but no keyspace: give -r or @DIST/N"))
         })?;
-        let space = k.dist.space(n).ok_or_else(|| match k.dist {
-            respbench_core::dist::KeyDist::Normal { .. } => {
-                Error::Tests(format!("--mix: {d}: the gaussian's mean must be a key below {n}"))
-            }
-            _ => Error::Tests(format!(
-                "--mix: {d}: zipf takes at most {} keys",
-                respbench_core::dist::Zipf::MAX_N
-            )),
+        let space = k.dist.space(n).ok_or_else(|| {
+            Error::Tests(format!("--mix: {d}: {}", k.dist.check(n).err().unwrap_or_default()))
         })?;
         let keys_of = format!("@{}/{n}", k.dist);
         d.push_str(&keys_of);

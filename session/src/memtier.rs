@@ -348,10 +348,10 @@ fn above_zero(option: &str, value: &str) -> Result<f64, MemtierError> {
     })
 }
 
-/// `--key-median` and `--key-stddev` as the mean and deviation of respbench's gaussian keys,
-/// which are numbered from 0 at `--key-minimum`: memtier's defaults (the range's middle and a
-/// sixth of it) for the one not given, memtier's checks (a `G` in `--key-pattern`, the median
-/// within the range); `None` when neither is given.
+/// `--key-median` and `--key-stddev` as the mean (a key number, as memtier's median) and
+/// deviation of respbench's gaussian keys: memtier's defaults (the range's middle and a sixth of
+/// it) for the one not given, memtier's checks (a `G` in `--key-pattern`, the median within the
+/// range); `None` when neither is given.
 fn normal_keys(
     pattern: &str,
     median: Option<f64>,
@@ -379,8 +379,8 @@ fn normal_keys(
                 why: format!("must be between key-minimum {key_min} and key-maximum {key_max}"),
             })
         }
-        Some(m) => m - key_min as f64,
-        None => width / 2.0 + 0.5,
+        Some(m) => m,
+        None => width / 2.0 + key_min as f64 + 0.5,
     };
     let sd = stddev.unwrap_or(width / 6.0);
     if sd < 0.5 {
@@ -623,25 +623,34 @@ fn ratio(value: &str) -> Result<(u64, u64), MemtierError> {
     Ok((s, g))
 }
 
-/// memtier's key pattern letter as respbench's `--key-dist` (`P`, each client's own slice of
-/// the range walked in order, is respbench's sequential walk shared by every client: each key
-/// once in a pass either way).
+/// memtier's key pattern `letter` as a respbench `--key-dist` and its count of keys, numbered as memtier's obj_gen.cpp numbers them: `R` uniform and `S`/`P` in turn over
+/// `--key-minimum` … `--key-maximum` (`XADD s __key__-0` needs IDs above 0-0); `G` normal over
+/// the same keys, centred on `--key-median` with `--key-stddev` (memtier's defaults: the
+/// range's middle, a sixth of its width, here at least half a key); `Z` Zipf over
+/// `max(--key-minimum, 1)` … `--key-maximum`, key `k` weighing `1 / k^θ` (`--key-zipf-exp`,
+/// memtier's default 1).
 fn key_dist(
     option: &str,
     letter: &str,
     zipf_exp: Option<&str>,
     normal: Option<(f64, f64)>,
-    key_min: u64,
-) -> Result<String, MemtierError> {
+    (key_min, key_max): (u64, u64),
+) -> Result<(String, u64), MemtierError> {
+    let keys = key_max - key_min + 1;
+    let from = |dist: &str| (if key_min > 0 { format!("{dist}:{key_min}") } else { dist.to_string() }, keys);
     match letter.trim() {
-        // memtier's own numbers from --key-minimum (obj_gen.cpp's random_range).
-        "R" if key_min > 0 => Ok(format!("uniform:{key_min}")),
-        "R" => Ok("uniform".into()),
-        // memtier's own numbers, from --key-minimum: `XADD s __key__-0` needs IDs above 0-0.
-        "S" | "P" if key_min > 0 => Ok(format!("sequential:{key_min}")),
-        "S" | "P" => Ok("sequential".into()),
-        "G" => Ok(normal.map_or("gaussian".into(), |(mean, sd)| format!("gaussian:{mean}:{sd}"))),
-        "Z" => Ok(format!("zipf:{}", zipf_exp.unwrap_or("1"))),
+        "R" => Ok(from("uniform")),
+        "S" | "P" => Ok(from("sequential")),
+        "G" => {
+            let width = (key_max - key_min) as f64;
+            let (mean, sd) = normal.unwrap_or((width / 2.0 + key_min as f64 + 0.5, (width / 6.0).max(0.5)));
+            Ok(from(&format!("gaussian:{mean}:{sd}")))
+        }
+        "Z" => {
+            let first = key_min.max(1);
+            let n = if key_max <= first { 1 } else { key_max - first + 1 };
+            Ok((format!("zipf:{}:{first}", zipf_exp.unwrap_or("1")), n))
+        }
         other => Err(MemtierError::BadValue {
             option: format!("--{option}"),
             value: other.to_string(),
@@ -1120,6 +1129,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     // memtier's key names: the prefix and the number in its own digits (`memtier-1234`).
     let key = format!("{key_prefix}__rand_num__");
     let zipf = zipf_exp.as_deref();
+    let range = (key_min, key_max);
     let mut rows = Vec::new();
     let ratio_rows = commands.is_empty();
     let waits = wait_command(&wait, ratio_rows, sets, cluster)?;
@@ -1135,7 +1145,12 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
         // A `--dataset` row's key is filled in place: 12 digits (docs/differences.md, Keys).
         let words = import::command(&import, file, &key.replace("__rand_num__", "__rand_int__"))?;
         if import.generate_keys {
-            push(&mut out, "--key-dist", &key_dist("key-pattern", set_pattern, zipf, normal, key_min)?);
+            let (dist, n) = key_dist("key-pattern", set_pattern, zipf, normal, range)?;
+            push(&mut out, "--key-dist", &dist);
+            // memtier's `Z` leaves key 0 out: -r is its count.
+            if let Some(r) = out.iter().position(|a| a == "-r").and_then(|at| out.get_mut(at + 1)) {
+                *r = n.to_string();
+            }
         }
         push(&mut out, "--dataset", file);
         out.push("--".into());
@@ -1152,16 +1167,12 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             })
         };
         if sets > 0 {
-            let dist = key_dist("key-pattern", set_pattern, zipf, normal, key_min)?;
-            push(
-                &mut out,
-                "--mix-command",
-                &format!("{}@{dist}/{keys} SET {key} __data__", weight(sets, by)?),
-            );
+            let (dist, n) = key_dist("key-pattern", set_pattern, zipf, normal, range)?;
+            push(&mut out, "--mix-command", &format!("{}@{dist}/{n} SET {key} __data__", weight(sets, by)?));
             rows.push("Sets".to_string());
         }
         if gets > 0 {
-            let dist = key_dist("key-pattern", get_pattern, zipf, normal, key_min)?;
+            let (dist, n) = key_dist("key-pattern", get_pattern, zipf, normal, range)?;
             // memtier's --multi-key-get N: a round's GETs as MGETs of N keys, the last of the
             // rest (1:10 with 4: MGETs of 4, 4 and 2 keys).
             let parts = match multi_key_get {
@@ -1171,7 +1182,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             let mget = |k: u64| format!("MGET{}", format!(" {key}").repeat(k as usize));
             for (k, times) in parts.into_iter().filter(|(k, t)| *t > 0 && (*k > 0 || multi_key_get == 0)) {
                 let words = if k == 0 { format!("GET {key}") } else { mget(k) };
-                push(&mut out, "--mix-command", &format!("{}@{dist}/{keys} {words}", weight(times, by)?));
+                push(&mut out, "--mix-command", &format!("{}@{dist}/{n} {words}", weight(times, by)?));
                 rows.push("Gets".to_string());
             }
         }
@@ -1192,9 +1203,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
         rows.extend(["Scan 0s".to_string(), "Scan <cursor>s".to_string()]);
     } else {
         for c in &commands {
-            let dist = key_dist("command-key-pattern", &c.pattern, zipf, normal, key_min)?;
+            let (dist, n) = key_dist("command-key-pattern", &c.pattern, zipf, normal, range)?;
             let words: Vec<String> = c.words.iter().map(|w| w.replace("__key__", &key)).collect();
-            push(&mut out, "--mix-command", &format!("{}@{dist}/{keys} {}", c.ratio, words.join(" ")));
+            push(&mut out, "--mix-command", &format!("{}@{dist}/{n} {}", c.ratio, words.join(" ")));
             rows.push(row_name(&c.words[0]));
         }
         if commands.len() > 1 && drawn_lines.is_none() {
@@ -1402,7 +1413,7 @@ mod tests {
         let tr = translate(&args).unwrap();
         assert_eq!(
             mix(&tr),
-            ["2@gaussian/100 HSET h __rand_num__ __data__", "1@uniform/100 GET __rand_num__"]
+            ["2@gaussian:50:16.5/100 HSET h __rand_num__ __data__", "1@uniform/100 GET __rand_num__"]
         );
         assert_eq!(tr.memtier.rows, ["Hsets", "Gets"]);
         assert!(!tr.memtier.ratio_rows);
@@ -1426,18 +1437,45 @@ mod tests {
     fn key_median_and_stddev_centre_the_gaussian_keys() {
         let tr = t("--key-pattern G:G --key-minimum 100 --key-maximum 1099 --key-median 600 --key-stddev 25")
             .unwrap();
-        // Key numbers run from 0 at --key-minimum: memtier's key 600 is respbench's 500.
+        // Key numbers run from --key-minimum, as memtier's: its key 600 is respbench's.
         assert_eq!(
             mix(&tr),
             [
-                "1@gaussian:500:25/1000 SET memtier-__rand_num__ __data__",
-                "10@gaussian:500:25/1000 GET memtier-__rand_num__"
+                "1@gaussian:600:25:100/1000 SET memtier-__rand_num__ __data__",
+                "10@gaussian:600:25:100/1000 GET memtier-__rand_num__"
             ]
         );
+        // Neither given: memtier's middle (its width / 2 + minimum + 0.5) and a sixth of the width.
+        let tr = t("--key-pattern P:G --key-minimum 100 --key-maximum 1099").unwrap();
+        assert_eq!(mix(&tr)[1], "10@gaussian:600:166.5:100/1000 GET memtier-__rand_num__");
+        assert_eq!(mix(&tr)[0], "1@sequential:100/1000 SET memtier-__rand_num__ __data__");
         // One given: memtier's default for the other (the middle, a sixth of the range).
         let tr = t("--key-pattern R:G --key-maximum 600 --key-stddev 10").unwrap();
         assert_eq!(mix(&tr)[1], "10@gaussian:300.5:10/601 GET memtier-__rand_num__");
         assert_eq!(mix(&tr)[0], "1@uniform/601 SET memtier-__rand_num__ __data__");
+    }
+
+    #[test]
+    fn zipf_keys_are_memtiers_own_numbers() {
+        // Z weighs key k by 1 / k^θ over --key-minimum … --key-maximum; from 1 when the
+        // minimum is 0 (memtier's "will limit keys to positive"), θ 1 unless given.
+        let tr = t("--key-pattern Z:Z --key-minimum 100 --key-maximum 1099 --key-zipf-exp 0.8").unwrap();
+        assert_eq!(mix(&tr)[1], "10@zipf:0.8:100/1000 GET memtier-__rand_num__");
+        let tr = t("--key-pattern S:Z --key-maximum 1000").unwrap();
+        assert_eq!(mix(&tr)[1], "10@zipf:1:1/1000 GET memtier-__rand_num__");
+        assert_eq!(mix(&tr)[0], "1@sequential/1001 SET memtier-__rand_num__ __data__");
+        let args = [
+            "--command",
+            "GET __key__",
+            "--command-key-pattern",
+            "Z",
+            "--key-minimum",
+            "5",
+            "--key-maximum",
+            "5",
+        ];
+        let tr = translate(&args.map(str::to_string)).unwrap();
+        assert_eq!(mix(&tr), ["1@zipf:1:5/1 GET memtier-__rand_num__"]);
     }
 
     #[test]
