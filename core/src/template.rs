@@ -12,7 +12,8 @@
 //!
 //! An argument holding `__rand_num__` (memtier's `__key__`: the number in its own digits,
 //! `memtier-1234`) changes length per request, so it is a slot too: its pieces are written,
-//! then its `$len\r\n` computed from them. Only templates with slots take that path.
+//! then its `$len\r\n` computed from them. Only templates with slots take that path (and
+//! `--dataset` templates, whose field arguments are written per request anyway).
 
 use std::sync::Arc;
 
