@@ -906,12 +906,7 @@ impl Template {
     #[inline(always)]
     fn write_base<S: Sink>(&self, sink: &mut S, keys: &mut KeyGen) {
         if let Some(rows) = &self.rows {
-            if rows.keyed.is_empty() {
-                let fields = rows.args.iter().map(|(at, p, _)| (*at, RowArg::Fields(p), &[][..]));
-                self.write_with_rows(sink, keys, rows, fields);
-            } else {
-                self.write_with_rows(sink, keys, rows, rows.in_order());
-            }
+            self.write_with_rows(sink, keys, rows);
             return;
         }
         if !self.slots.is_empty() {
@@ -970,70 +965,104 @@ impl Template {
 
 impl Template {
     /// [`Template::write`] for `--dataset` templates: the fixed pieces are copied and their
-    /// placeholders filled, and each field argument gets the next row's cells, its length
-    /// prefix computed from them, then its own placeholders filled. A large cell that can hold
-    /// no placeholder ([`spliceable`]) goes by reference ([`Sink::cell`]): the placeholders
-    /// are filled in the copied bytes on either side of it, which is the same as filling the
-    /// whole argument since none can be in it or across its edges. An argument holding
-    /// [`UNPADDED`] is written by [`write_keyed`]. `args` are [`Rows::in_order`]'s (its field
-    /// ones alone when it has no keyed one, so that such a template pays nothing for them).
-    fn write_with_rows<'a, S: Sink>(
-        &self,
-        sink: &mut S,
-        keys: &mut KeyGen,
-        rows: &Rows,
-        args: impl Iterator<Item = (usize, RowArg<'a>, &'a [u8])>,
-    ) {
-        let dataset = &rows.dataset;
-        let row = dataset.next_row();
+    /// placeholders filled, and each field argument gets the next row's cells
+    /// ([`write_fields`]); an argument holding [`UNPADDED`] is written by [`write_keyed`], in
+    /// its place among them ([`Rows::in_order`]). A template without one takes the field
+    /// arguments alone, so that it pays nothing for them.
+    fn write_with_rows<S: Sink>(&self, sink: &mut S, keys: &mut KeyGen, rows: &Rows) {
+        let row = rows.dataset.next_row();
         let substitutes = keys.substitutes();
         let mut placeholders = self.placeholders.iter().copied().enumerate().peekable();
         let mut shared = [None; 10];
         let mut prev = 0;
-        let ends = args.map(|(at, arg, _)| (at, Some(arg))).chain(std::iter::once((self.bytes.len(), None)));
-        for (at, arg) in ends {
-            let out = sink.bytes();
-            let start = out.len();
-            out.extend_from_slice(&self.bytes[prev..at]);
-            while let Some((k, off)) = placeholders.next_if(|&(_, off)| off < at) {
-                if substitutes {
-                    let key = draw(self.kinds.get(k).copied().unwrap_or(0), &mut shared, keys);
-                    fill(out, start + off - prev, key);
+        if rows.keyed.is_empty() {
+            let ends = rows.args.iter().map(|(at, _, _)| *at).chain(std::iter::once(self.bytes.len()));
+            for (i, at) in ends.enumerate() {
+                self.fixed(sink.bytes(), (keys, substitutes), &mut shared, &mut placeholders, prev..at);
+                if let Some((_, pieces, _)) = rows.args.get(i) {
+                    write_fields(sink, (keys, substitutes), rows, row, pieces, &mut shared);
                 }
+                prev = at;
             }
-            if let Some(RowArg::Key(pieces)) = arg {
-                write_keyed(out, pieces, substitutes, &mut shared, keys);
-            } else if let Some(RowArg::Fields(pieces)) = arg {
-                push_bulk_len(out, field_len(dataset, row, pieces));
-                // The copied bytes since the last cell taken by reference.
-                let mut from = out.len();
-                for piece in pieces {
-                    let out = sink.bytes();
-                    match piece {
-                        Piece::Text(t) => out.extend_from_slice(t),
-                        Piece::Field(c) if rows.splices(row, *c) => {
-                            if substitutes {
-                                fill_found(out, from, &mut shared, keys);
-                            }
-                            sink.cell(dataset, dataset.cell_range(row, *c));
-                            from = sink.bytes().len();
-                        }
-                        Piece::Field(c) => out.extend_from_slice(dataset.cell(row, *c)),
-                        // Checked when the template was made: it decodes.
-                        Piece::Base64(c) => {
-                            let _ = crate::dataset::base64_decode(dataset.cell(row, *c), out);
-                        }
-                    }
+            return;
+        }
+        for (at, arg, _) in rows.in_order() {
+            self.fixed(sink.bytes(), (keys, substitutes), &mut shared, &mut placeholders, prev..at);
+            match arg {
+                RowArg::Key(pieces) => write_keyed(sink.bytes(), pieces, substitutes, &mut shared, keys),
+                RowArg::Fields(pieces) => {
+                    write_fields(sink, (keys, substitutes), rows, row, pieces, &mut shared)
                 }
-                let out = sink.bytes();
-                if substitutes {
-                    fill_found(out, from, &mut shared, keys);
-                }
-                out.extend_from_slice(b"\r\n");
             }
             prev = at;
         }
+        self.fixed(sink.bytes(), (keys, substitutes), &mut shared, &mut placeholders, prev..self.bytes.len());
     }
+
+    /// Appends the template's bytes in `range`, filling the placeholders among them (the next
+    /// of `placeholders`, which are indexed and ascending).
+    #[inline(always)]
+    fn fixed(
+        &self,
+        out: &mut Vec<u8>,
+        (keys, substitutes): (&mut KeyGen, bool),
+        shared: &mut [Option<u64>; 10],
+        placeholders: &mut std::iter::Peekable<impl Iterator<Item = (usize, usize)>>,
+        range: std::ops::Range<usize>,
+    ) {
+        let start = out.len();
+        out.extend_from_slice(&self.bytes[range.clone()]);
+        while let Some((k, off)) = placeholders.next_if(|&(_, off)| off < range.end) {
+            if substitutes {
+                let key = draw(self.kinds.get(k).copied().unwrap_or(0), shared, keys);
+                fill(out, start + off - range.start, key);
+            }
+        }
+    }
+}
+
+/// Appends a `--dataset` field argument: `row`'s cells, its length prefix computed from them,
+/// then its own placeholders filled. A large cell that can hold no placeholder
+/// ([`spliceable`]) goes by reference ([`Sink::cell`]): the placeholders are filled in the
+/// copied bytes on either side of it, which is the same as filling the whole argument since
+/// none can be in it or across its edges.
+#[inline(always)]
+fn write_fields<S: Sink>(
+    sink: &mut S,
+    (keys, substitutes): (&mut KeyGen, bool),
+    rows: &Rows,
+    row: usize,
+    pieces: &[Piece],
+    shared: &mut [Option<u64>; 10],
+) {
+    let dataset = &rows.dataset;
+    let out = sink.bytes();
+    push_bulk_len(out, field_len(dataset, row, pieces));
+    // The copied bytes since the last cell taken by reference.
+    let mut from = out.len();
+    for piece in pieces {
+        let out = sink.bytes();
+        match piece {
+            Piece::Text(t) => out.extend_from_slice(t),
+            Piece::Field(c) if rows.splices(row, *c) => {
+                if substitutes {
+                    fill_found(out, from, shared, keys);
+                }
+                sink.cell(dataset, dataset.cell_range(row, *c));
+                from = sink.bytes().len();
+            }
+            Piece::Field(c) => out.extend_from_slice(dataset.cell(row, *c)),
+            // Checked when the template was made: it decodes.
+            Piece::Base64(c) => {
+                let _ = crate::dataset::base64_decode(dataset.cell(row, *c), out);
+            }
+        }
+    }
+    let out = sink.bytes();
+    if substitutes {
+        fill_found(out, from, shared, keys);
+    }
+    out.extend_from_slice(b"\r\n");
 }
 
 /// The text of a piece as the template shows it (a placeholder as its name).
