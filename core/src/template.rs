@@ -1531,6 +1531,30 @@ mod tests {
         // A field and the unpadded key in one argument: refused when the template is made.
         let both = Template::with_dataset(&[b"SET", b"__field:data__:__rand_num__", b"v"], &d).unwrap_err();
         assert!(both.contains("__field:data__:__rand_num__") && both.contains("__rand_int__"), "{both}");
+        // Around a cell taken by reference: the output sends the same bytes, copying no more
+        // than `copied_len` of them.
+        let big = vec![b'x'; crate::wire::SPLICE_FROM];
+        let d = Arc::new(Dataset::parse("d.csv", &[&b"data\n"[..], &big, b"\n"].concat(), b',', 0).unwrap());
+        let t = Template::with_dataset(&[b"SET", b"__rand_num__", b"__field:data__", b"k-__rand_num__"], &d)
+            .unwrap();
+        let space = KeySpace::sequential_range(u64::MAX - 1, 0);
+        let want = one(&t, &mut keys(space.fresh()));
+        assert!(want.ends_with(b"$22\r\nk-18446744073709551614\r\n") && want.len() <= t.len());
+        let mut wire = crate::wire::Wire::default();
+        t.write(&mut wire, &mut keys(space));
+        assert!(
+            wire.owned() <= t.copied_len() && t.copied_len() < 200,
+            "{} {}",
+            wire.owned(),
+            t.copied_len()
+        );
+        let mut sent = Vec::new();
+        while let Some(chunk) = wire.chunk() {
+            sent.extend_from_slice(chunk);
+            let len = chunk.len();
+            assert_eq!(wire.advance(len), len);
+        }
+        assert!(sent == want, "the output sends the written bytes");
     }
 
     #[test]
