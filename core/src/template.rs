@@ -12,7 +12,8 @@
 //!
 //! An argument holding `__rand_num__` (memtier's `__key__`: the number in its own digits,
 //! `memtier-1234`) changes length per request, so it is a slot too: its pieces are written,
-//! then its `$len\r\n` computed from them. Only templates with slots take that path.
+//! then its `$len\r\n` computed from them. Only templates with slots take that path (and
+//! `--dataset` templates, whose field arguments are written per request anyway).
 
 use std::sync::Arc;
 
@@ -208,9 +209,42 @@ struct Rows {
     /// The cells taken by reference (see [`spliceable`]), as indices into the dataset's cells
     /// (`row * fields + column`), ascending.
     spliced: Vec<usize>,
+    /// The arguments holding [`UNPADDED`] (and no field), in order; empty for most templates.
+    keyed: Vec<RowKey>,
+}
+
+/// An argument of a `--dataset` template holding [`UNPADDED`]: written as [`write_keyed`]
+/// writes one, its number unpadded and its length computed per request.
+#[derive(Debug, PartialEq, Eq)]
+struct RowKey {
+    /// Its place among the template's arguments written per request (fields and keys).
+    index: usize,
+    /// Its offset in the template's bytes.
+    at: usize,
+    pieces: Vec<KeyPiece>,
+    /// The argument as given (for display).
+    arg: Vec<u8>,
+}
+
+/// An argument of a `--dataset` template written per request: a field one or a keyed one.
+#[derive(Clone, Copy)]
+enum RowArg<'a> {
+    Fields(&'a [Piece]),
+    Key(&'a [KeyPiece]),
 }
 
 impl Rows {
+    /// The arguments written per request, in order: each one's offset in the template's bytes,
+    /// its pieces and its text.
+    fn in_order(&self) -> impl Iterator<Item = (usize, RowArg<'_>, &[u8])> + '_ {
+        let mut fields = self.args.iter();
+        let mut keyed = self.keyed.iter().peekable();
+        (0..self.args.len() + self.keyed.len()).filter_map(move |i| match keyed.next_if(|k| k.index == i) {
+            Some(k) => Some((k.at, RowArg::Key(&k.pieces), &k.arg[..])),
+            None => fields.next().map(|(at, p, arg)| (*at, RowArg::Fields(p), &arg[..])),
+        })
+    }
+
     /// Whether `column`'s cell in `row` goes by reference (see [`spliceable`]).
     #[inline]
     fn splices(&self, row: usize, column: usize) -> bool {
@@ -540,23 +574,39 @@ impl Template {
     /// ([`Dataset::next_row`]). `__rand_int__` and the other placeholders are substituted
     /// everywhere, in a row's bytes too (valkey-benchmark 9 fills them after the fields).
     ///
-    /// A placeholder naming no field of the dataset is an error that lists its fields.
+    /// An argument holding `__rand_num__` and no field is written with its number unpadded, as
+    /// [`Template::command`] writes one (a row's bytes are not searched for it).
+    ///
+    /// A placeholder naming no field of the dataset is an error that lists its fields, and so
+    /// is an argument holding both a field and `__rand_num__`.
     pub fn with_dataset(args: &[&[u8]], dataset: &Arc<Dataset>) -> Result<Template, String> {
         let mut bytes = Vec::new();
         let mut placeholders = Vec::new();
         let mut fields = Vec::new();
+        let mut keyed = Vec::new();
         bytes.push(b'*');
         push_decimal(&mut bytes, args.len());
         bytes.extend_from_slice(b"\r\n");
         for arg in args {
-            match crate::dataset::pieces(arg, dataset)? {
-                Some(pieces) => fields.push((bytes.len(), pieces, arg.to_vec())),
-                None => push_bulk(&mut bytes, arg, &mut placeholders),
+            match (crate::dataset::pieces(arg, dataset)?, key_pieces(arg)) {
+                (Some(_), Some(_)) => {
+                    return Err(format!(
+                        "--dataset: the argument {} holds both a __field:NAME__ and __rand_num__; give \
+                         __rand_int__ (12 digits) there, or the key in an argument of its own",
+                        String::from_utf8_lossy(arg)
+                    ))
+                }
+                (Some(pieces), None) => fields.push((bytes.len(), pieces, arg.to_vec())),
+                (None, Some(pieces)) => {
+                    let index = fields.len() + keyed.len();
+                    keyed.push(RowKey { index, at: bytes.len(), pieces, arg: arg.to_vec() });
+                }
+                (None, None) => push_bulk(&mut bytes, arg, &mut placeholders),
             }
         }
         let kinds = kinds_of(&bytes, &placeholders);
         if fields.is_empty() {
-            return Ok(Template::of(bytes, placeholders, kinds));
+            return Ok(Template::command(args));
         }
         let columns: Vec<usize> = fields
             .iter()
@@ -570,9 +620,11 @@ impl Template {
             .collect();
         spliced.sort_unstable();
         spliced.dedup();
-        let mut rows = Rows { dataset: Arc::clone(dataset), args: fields, largest: 0, copied: 0, spliced };
+        let room: usize = keyed.iter().map(|k| key_room(&k.pieces)).sum();
+        let mut rows =
+            Rows { dataset: Arc::clone(dataset), args: fields, largest: room, copied: room, spliced, keyed };
         for row in 0..dataset.rows() {
-            let (mut all, mut copied) = (0usize, 0usize);
+            let (mut all, mut copied) = (room, room);
             for (_, pieces, _) in &rows.args {
                 let len = field_len(dataset, row, pieces);
                 let by_reference: usize = pieces
@@ -736,10 +788,9 @@ impl Template {
             + self.expiry.map_or(0, |_| EXPIRY_ROOM)
     }
 
-    /// The most bytes the arguments holding [`UNPADDED`] take: a header and 20 digits a key.
+    /// The most bytes the arguments holding [`UNPADDED`] take.
     fn keyed_room(&self) -> usize {
-        let piece = |p: &KeyPiece| if let KeyPiece::Text(t) = p { t.len() } else { 20 };
-        self.keyed.iter().map(|(_, pieces, _)| 25 + pieces.iter().map(piece).sum::<usize>()).sum()
+        self.keyed.iter().map(|(_, pieces, _)| key_room(pieces)).sum()
     }
 
     /// The bytes of one request (of the largest size) that a connection's output copies: all
@@ -783,12 +834,12 @@ impl Template {
         if let Some(rows) = &self.rows {
             let mut out = Vec::with_capacity(self.bytes.len() + rows.largest);
             let mut prev = 0;
-            for (at, _, arg) in &rows.args {
-                out.extend_from_slice(&self.bytes[prev..*at]);
+            for (at, _, arg) in rows.in_order() {
+                out.extend_from_slice(&self.bytes[prev..at]);
                 push_bulk_len(&mut out, arg.len());
                 out.extend_from_slice(arg);
                 out.extend_from_slice(b"\r\n");
-                prev = *at;
+                prev = at;
             }
             out.extend_from_slice(&self.bytes[prev..]);
             return out;
@@ -914,60 +965,104 @@ impl Template {
 
 impl Template {
     /// [`Template::write`] for `--dataset` templates: the fixed pieces are copied and their
-    /// placeholders filled, and each field argument gets the next row's cells, its length
-    /// prefix computed from them, then its own placeholders filled. A large cell that can hold
-    /// no placeholder ([`spliceable`]) goes by reference ([`Sink::cell`]): the placeholders
-    /// are filled in the copied bytes on either side of it, which is the same as filling the
-    /// whole argument since none can be in it or across its edges.
+    /// placeholders filled, and each field argument gets the next row's cells
+    /// ([`write_fields`]); an argument holding [`UNPADDED`] is written by [`write_keyed`], in
+    /// its place among them ([`Rows::in_order`]). A template without one takes the field
+    /// arguments alone, so that it pays nothing for them.
     fn write_with_rows<S: Sink>(&self, sink: &mut S, keys: &mut KeyGen, rows: &Rows) {
-        let dataset = &rows.dataset;
-        let row = dataset.next_row();
+        let row = rows.dataset.next_row();
         let substitutes = keys.substitutes();
         let mut placeholders = self.placeholders.iter().copied().enumerate().peekable();
         let mut shared = [None; 10];
         let mut prev = 0;
-        let ends = rows.args.iter().map(|(at, _, _)| *at).chain(std::iter::once(self.bytes.len()));
-        for (i, at) in ends.enumerate() {
-            let out = sink.bytes();
-            let start = out.len();
-            out.extend_from_slice(&self.bytes[prev..at]);
-            while let Some((k, off)) = placeholders.next_if(|&(_, off)| off < at) {
-                if substitutes {
-                    let key = draw(self.kinds.get(k).copied().unwrap_or(0), &mut shared, keys);
-                    fill(out, start + off - prev, key);
+        if rows.keyed.is_empty() {
+            let ends = rows.args.iter().map(|(at, _, _)| *at).chain(std::iter::once(self.bytes.len()));
+            for (i, at) in ends.enumerate() {
+                self.fixed(sink.bytes(), (keys, substitutes), &mut shared, &mut placeholders, prev..at);
+                if let Some((_, pieces, _)) = rows.args.get(i) {
+                    write_fields(sink, (keys, substitutes), rows, row, pieces, &mut shared);
                 }
+                prev = at;
             }
-            if let Some((_, pieces, _)) = rows.args.get(i) {
-                push_bulk_len(out, field_len(dataset, row, pieces));
-                // The copied bytes since the last cell taken by reference.
-                let mut from = out.len();
-                for piece in pieces {
-                    let out = sink.bytes();
-                    match piece {
-                        Piece::Text(t) => out.extend_from_slice(t),
-                        Piece::Field(c) if rows.splices(row, *c) => {
-                            if substitutes {
-                                fill_found(out, from, &mut shared, keys);
-                            }
-                            sink.cell(dataset, dataset.cell_range(row, *c));
-                            from = sink.bytes().len();
-                        }
-                        Piece::Field(c) => out.extend_from_slice(dataset.cell(row, *c)),
-                        // Checked when the template was made: it decodes.
-                        Piece::Base64(c) => {
-                            let _ = crate::dataset::base64_decode(dataset.cell(row, *c), out);
-                        }
-                    }
+            return;
+        }
+        for (at, arg, _) in rows.in_order() {
+            self.fixed(sink.bytes(), (keys, substitutes), &mut shared, &mut placeholders, prev..at);
+            match arg {
+                RowArg::Key(pieces) => write_keyed(sink.bytes(), pieces, substitutes, &mut shared, keys),
+                RowArg::Fields(pieces) => {
+                    write_fields(sink, (keys, substitutes), rows, row, pieces, &mut shared)
                 }
-                let out = sink.bytes();
-                if substitutes {
-                    fill_found(out, from, &mut shared, keys);
-                }
-                out.extend_from_slice(b"\r\n");
             }
             prev = at;
         }
+        self.fixed(sink.bytes(), (keys, substitutes), &mut shared, &mut placeholders, prev..self.bytes.len());
     }
+
+    /// Appends the template's bytes in `range`, filling the placeholders among them (the next
+    /// of `placeholders`, which are indexed and ascending).
+    #[inline(always)]
+    fn fixed(
+        &self,
+        out: &mut Vec<u8>,
+        (keys, substitutes): (&mut KeyGen, bool),
+        shared: &mut [Option<u64>; 10],
+        placeholders: &mut std::iter::Peekable<impl Iterator<Item = (usize, usize)>>,
+        range: std::ops::Range<usize>,
+    ) {
+        let start = out.len();
+        out.extend_from_slice(&self.bytes[range.clone()]);
+        while let Some((k, off)) = placeholders.next_if(|&(_, off)| off < range.end) {
+            if substitutes {
+                let key = draw(self.kinds.get(k).copied().unwrap_or(0), shared, keys);
+                fill(out, start + off - range.start, key);
+            }
+        }
+    }
+}
+
+/// Appends a `--dataset` field argument: `row`'s cells, its length prefix computed from them,
+/// then its own placeholders filled. A large cell that can hold no placeholder
+/// ([`spliceable`]) goes by reference ([`Sink::cell`]): the placeholders are filled in the
+/// copied bytes on either side of it, which is the same as filling the whole argument since
+/// none can be in it or across its edges.
+#[inline(always)]
+fn write_fields<S: Sink>(
+    sink: &mut S,
+    (keys, substitutes): (&mut KeyGen, bool),
+    rows: &Rows,
+    row: usize,
+    pieces: &[Piece],
+    shared: &mut [Option<u64>; 10],
+) {
+    let dataset = &rows.dataset;
+    let out = sink.bytes();
+    push_bulk_len(out, field_len(dataset, row, pieces));
+    // The copied bytes since the last cell taken by reference.
+    let mut from = out.len();
+    for piece in pieces {
+        let out = sink.bytes();
+        match piece {
+            Piece::Text(t) => out.extend_from_slice(t),
+            Piece::Field(c) if rows.splices(row, *c) => {
+                if substitutes {
+                    fill_found(out, from, shared, keys);
+                }
+                sink.cell(dataset, dataset.cell_range(row, *c));
+                from = sink.bytes().len();
+            }
+            Piece::Field(c) => out.extend_from_slice(dataset.cell(row, *c)),
+            // Checked when the template was made: it decodes.
+            Piece::Base64(c) => {
+                let _ = crate::dataset::base64_decode(dataset.cell(row, *c), out);
+            }
+        }
+    }
+    let out = sink.bytes();
+    if substitutes {
+        fill_found(out, from, shared, keys);
+    }
+    out.extend_from_slice(b"\r\n");
 }
 
 /// The text of a piece as the template shows it (a placeholder as its name).
@@ -977,6 +1072,12 @@ fn piece_text(piece: &KeyPiece) -> &[u8] {
         KeyPiece::Key(None) => UNPADDED,
         KeyPiece::Key(Some(k)) => SHARED.get(usize::from(*k).wrapping_sub(1)).map_or(PLACEHOLDER, |p| &p[..]),
     }
+}
+
+/// The most bytes an argument of these pieces takes as a bulk string: a header and 20 digits
+/// a key.
+fn key_room(pieces: &[KeyPiece]) -> usize {
+    25 + pieces.iter().map(|p| if let KeyPiece::Text(t) = p { t.len() } else { 20 }).sum::<usize>()
 }
 
 /// Appends an argument holding [`UNPADDED`] as a bulk string: its pieces, each unpadded key
@@ -1390,6 +1491,70 @@ mod tests {
         // Without field placeholders it is `Template::command`.
         assert_eq!(Template::with_dataset(&[b"GET", b"k"], &d).unwrap(), Template::command(&[b"GET", b"k"]));
         assert!(Template::with_dataset(&[b"GET", b"__field:x__"], &d).unwrap_err().contains("id, name"));
+    }
+
+    #[test]
+    fn dataset_templates_write_unpadded_keys_with_their_length() {
+        let d = Arc::new(Dataset::parse("d.csv", b"data\nab\nxyz\n", b',', 0).unwrap());
+        // The key before the field, and after it with a shared placeholder: both at the same
+        // offset of the template's bytes, written in their order.
+        let args: [&[u8]; 4] = [b"MSET", b"k-__rand_num__", b"__field:data__", b"__rand_1st__/__rand_num__"];
+        let t = Template::with_dataset(&args, &d).unwrap();
+        assert_eq!(t.as_bytes(), b"*4\r\n$4\r\nMSET\r\n");
+        assert_eq!(
+            t.display(),
+            b"*4\r\n$4\r\nMSET\r\n$14\r\nk-__rand_num__\r\n$14\r\n__field:data__\r\n\
+              $25\r\n__rand_1st__/__rand_num__\r\n"
+        );
+        let mut k = keys(KeySpace::sequential_range(7, 1000));
+        let sent: Vec<Vec<u8>> = (0..3).map(|_| one(&t, &mut k)).collect();
+        assert_eq!(sent[0], b"*4\r\n$4\r\nMSET\r\n$3\r\nk-7\r\n$2\r\nab\r\n$14\r\n000000000008/9\r\n");
+        assert_eq!(sent[1], b"*4\r\n$4\r\nMSET\r\n$4\r\nk-10\r\n$3\r\nxyz\r\n$15\r\n000000000011/12\r\n");
+        assert_eq!(sent[2], b"*4\r\n$4\r\nMSET\r\n$4\r\nk-13\r\n$2\r\nab\r\n$15\r\n000000000014/15\r\n");
+        // The length prefix of a 12-digit number and of a 20-digit one; the sizes bound both.
+        for (first, want) in [(999_999_999_999u64, &b"$14\r\nk-999999999999\r\n"[..]), (u64::MAX, b"$22\r\n")]
+        {
+            let out = one(&t, &mut keys(KeySpace::sequential_range(first, 0)));
+            let key = &out[b"*4\r\n$4\r\nMSET\r\n".len()..];
+            assert!(key.starts_with(want), "{}", String::from_utf8_lossy(&out));
+            assert!(out.len() <= t.len() && out.len() <= t.copied_len(), "{} {}", out.len(), t.len());
+        }
+        // Without -r the text as it is; with no field, `Template::command`'s keyed template.
+        let out = one(&t, &mut keys(KeySpace::Literal));
+        assert!(out.starts_with(b"*4\r\n$4\r\nMSET\r\n$14\r\nk-__rand_num__\r\n"));
+        let get = Template::with_dataset(&[b"GET", b"k-__rand_num__"], &d).unwrap();
+        assert_eq!(get, Template::command(&[b"GET", b"k-__rand_num__"]));
+        assert_eq!(
+            one(&get, &mut keys(KeySpace::sequential_range(5, 0))),
+            b"*2\r\n$3\r\nGET\r\n$3\r\nk-5\r\n"
+        );
+        // A field and the unpadded key in one argument: refused when the template is made.
+        let both = Template::with_dataset(&[b"SET", b"__field:data__:__rand_num__", b"v"], &d).unwrap_err();
+        assert!(both.contains("__field:data__:__rand_num__") && both.contains("__rand_int__"), "{both}");
+        // Around a cell taken by reference: the output sends the same bytes, copying no more
+        // than `copied_len` of them.
+        let big = vec![b'x'; crate::wire::SPLICE_FROM];
+        let d = Arc::new(Dataset::parse("d.csv", &[&b"data\n"[..], &big, b"\n"].concat(), b',', 0).unwrap());
+        let t = Template::with_dataset(&[b"SET", b"__rand_num__", b"__field:data__", b"k-__rand_num__"], &d)
+            .unwrap();
+        let space = KeySpace::sequential_range(u64::MAX - 1, 0);
+        let want = one(&t, &mut keys(space.fresh()));
+        assert!(want.ends_with(b"$22\r\nk-18446744073709551614\r\n") && want.len() <= t.len());
+        let mut wire = crate::wire::Wire::default();
+        t.write(&mut wire, &mut keys(space));
+        assert!(
+            wire.owned() <= t.copied_len() && t.copied_len() < 200,
+            "{} {}",
+            wire.owned(),
+            t.copied_len()
+        );
+        let mut sent = Vec::new();
+        while let Some(chunk) = wire.chunk() {
+            sent.extend_from_slice(chunk);
+            let len = chunk.len();
+            assert_eq!(wire.advance(len), len);
+        }
+        assert!(sent == want, "the output sends the written bytes");
     }
 
     #[test]

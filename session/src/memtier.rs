@@ -1141,9 +1141,9 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
         return refuse("multi-key-get", "respbench sends at most 10000 keys in one MGET");
     }
     if let Some(file) = &import.file {
-        // The file's items in turn, as memtier's import writes them (memtier_import.rs).
-        // A `--dataset` row's key is filled in place: 12 digits (docs/differences.md, Keys).
-        let words = import::command(&import, file, &key.replace("__rand_num__", "__rand_int__"))?;
+        // The file's items in turn, as memtier's import writes them (memtier_import.rs), with
+        // `--generate-keys` to memtier's key names (the SET key pattern's numbers, unpadded).
+        let words = import::command(&import, file, &key)?;
         if import.generate_keys {
             let (dist, n) = key_dist("key-pattern", set_pattern, zipf, normal, range)?;
             push(&mut out, "--key-dist", &dist);

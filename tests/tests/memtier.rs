@@ -1173,6 +1173,29 @@ fn data_import_writes_the_files_items() {
     assert!(!values.is_empty() && values.iter().all(|v| ITEMS.iter().any(|(_, i)| v == i)), "{values:?}");
 }
 
+/// `--generate-keys` names the keys as memtier does, the prefix and the number unpadded from
+/// `--key-minimum`: one client writing each key of 1 to 20 once (`P:P`) writes exactly `k-1` …
+/// `k-20`, key `k-i` the file's item `(i - 1) % 3`, and the server's SET count is the JSON's.
+#[test]
+fn generated_import_keys_are_named_as_memtier_names_them() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let file = import_file();
+    let json = json_path("memtier", "import-keys");
+    let line = "--generate-keys --key-prefix k- --key-minimum 1 --key-maximum 20 --key-pattern P:P \
+                -n allkeys --ratio 1:0 --no-expiry -t 1 -c 1 --hide-histogram";
+    let mut args = vec!["-p", &port, "--data-import", &file, "--json-out-file", json.to_str().unwrap()];
+    args.extend(line.split_whitespace());
+    let out = memtier(&respbench(), &args);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(all_keys(&server), sorted_names("k-", 20));
+    for i in 1..=20 {
+        assert_eq!(server.cli(&["GET", &format!("k-{i}")]), ITEMS[(i - 1) % 3].1, "k-{i}");
+    }
+    assert_eq!(server.command_calls("set"), 20, "{}", out.dump());
+    assert_eq!(read(&json)["ALL STATS"]["Sets"]["Count"], 20);
+}
+
 /// A bad record is an error naming the file's line before anything is sent; memtier's own
 /// checks on the options that go with an import are its messages.
 #[test]
