@@ -400,7 +400,7 @@ pub struct Opts {
     #[argh(option)]
     pub mix: Option<String>,
     /// add a custom command to the mix: 'WEIGHT COMMAND ARG...' (repeatable; WEIGHT@DIST/N
-    /// gives it its own keys)
+    /// gives it its own keys; arguments quoted as redis-cli's: "a b", "\x86")
     #[argh(option)]
     pub mix_command: Vec<String>,
     /// each SET key value carries EX, or PX for 500ms-1500ms, drawn from MIN-MAX (memtier)

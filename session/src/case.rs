@@ -416,8 +416,7 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
         named.push(format!("{name}:{weight}"));
     }
     for (args, weight) in &cfg.open.mix_commands {
-        let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
-        let spec = custom_with_data(&args, &cfg.values);
+        let spec = custom_with_data(args, &cfg.values);
         described.push(format!("'{}':{weight}", spec.title));
         named.push(format!("{}:{weight}", args.first().map_or_else(String::new, |a| command_name(a))));
         parts.push((spec, *weight));

@@ -101,7 +101,8 @@ pub fn plain(cfg: &mut Config, order: Option<&str>) -> Result<(), OptionError> {
     }
     if random {
         cfg.open.mix_command_keys = vec![None; commands.len()];
-        cfg.open.mix_commands = commands.into_iter().map(|c| (c, 1)).collect();
+        cfg.open.mix_commands =
+            commands.into_iter().map(|c| (c.into_iter().map(String::into_bytes).collect(), 1)).collect();
     } else {
         let separated =
             commands.into_iter().map(|c| c.into_iter().map(String::into_bytes).collect::<Vec<_>>());

@@ -486,7 +486,7 @@ pub struct OpenLoopConfig {
     /// `--mix` test names with weights, in order.
     pub mix: Vec<(String, u64)>,
     /// `--mix-command`: custom commands (arguments) with weights.
-    pub mix_commands: Vec<(Vec<String>, u64)>,
+    pub mix_commands: Vec<(Vec<Vec<u8>>, u64)>,
     /// `--mix`'s commands' own keys (`get:10@zipf:0.99/10000`), one per command of `mix`;
     /// empty (or `None`) draws from `-r` and `--key-dist`.
     pub mix_keys: Vec<Option<PartKeys>>,

@@ -14,6 +14,8 @@ mod statsd;
 
 use std::fmt;
 
+use crate::syntax;
+
 /// What memtier's outputs need to know of its command line: the run's shape as memtier
 /// counts it, the rows, and where the table and the JSON go.
 #[derive(Clone, Debug, PartialEq)]
@@ -121,6 +123,8 @@ pub enum MemtierError {
     },
     /// Not an option of memtier_benchmark.
     Unknown(String),
+    /// An argument that is no option (memtier's getopt leaves it, and memtier ignores it).
+    Stray(String),
 }
 
 impl fmt::Display for MemtierError {
@@ -131,6 +135,11 @@ impl fmt::Display for MemtierError {
             }
             MemtierError::BadValue { option, value, why } => write!(f, "{option} '{value}': {why}"),
             MemtierError::Unknown(option) => write!(f, "unknown memtier_benchmark option: {option}"),
+            MemtierError::Stray(arg) => write!(
+                f,
+                "'{arg}' is not an option: memtier_benchmark ignores it, respbench refuses it (a quote \
+                 may have ended an option's value early: a --command's quotes inside its own quotes)"
+            ),
         }
     }
 }
@@ -280,7 +289,7 @@ fn options(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, Memti
                 None => return Err(MemtierError::Unknown(format!("-{c}"))),
             }
         } else {
-            return Err(MemtierError::Unknown(a.to_string()));
+            return Err(MemtierError::Stray(a.to_string()));
         };
         let valued = VALUED.iter().any(|(l, _)| *l == name);
         let value = match (valued, attached) {
@@ -454,15 +463,15 @@ fn monitor_lines(
         .filter_map(|l| l.iter().position(|&b| b == b'"').map(|q| &l[q..]))
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
         .collect();
-    let words = |line: &[u8]| -> Result<Vec<String>, MemtierError> {
+    let words = |line: &[u8]| -> Result<Vec<Vec<u8>>, MemtierError> {
         command_words(std::str::from_utf8(line).map_err(|_| bad("a MONITOR line is not UTF-8 text".into()))?)
     };
-    let drawn = |c: &Command| c.words.len() == 1 && c.words[0] == "__monitor_line@__";
+    let drawn = |c: &Command| c.words.len() == 1 && c.words[0] == b"__monitor_line@__";
     for c in commands
         .iter_mut()
-        .filter(|c| !drawn(c) && c.words.len() == 1 && c.words[0].starts_with("__monitor_line"))
+        .filter(|c| !drawn(c) && c.words.len() == 1 && c.words[0].starts_with(b"__monitor_line"))
     {
-        let placeholder = c.words[0].clone();
+        let placeholder = String::from_utf8_lossy(&c.words[0]).into_owned();
         let index = placeholder.strip_prefix("__monitor_line").and_then(|r| r.strip_suffix("__"));
         let line =
             index.and_then(|n| n.parse::<usize>().ok()).filter(|n| *n >= 1).and_then(|n| lines.get(n - 1));
@@ -546,7 +555,7 @@ fn scan_command(commands: &[Command], pipeline: u64, cluster: bool) -> Result<Ve
     let [c] = commands else {
         return Err(refuse("it requires exactly one --command (a SCAN command)"));
     };
-    if !c.words[0].eq_ignore_ascii_case("SCAN") || c.words.len() < 2 {
+    if !c.words[0].eq_ignore_ascii_case(b"SCAN") || c.words.len() < 2 {
         return Err(refuse("it requires the command to be a SCAN command with a cursor (e.g. 'SCAN 0')"));
     }
     if pipeline != 1 {
@@ -555,10 +564,12 @@ fn scan_command(commands: &[Command], pipeline: u64, cluster: bool) -> Result<Ve
     if cluster {
         return Err(refuse("it is not supported in cluster mode"));
     }
-    if c.words.iter().any(|w| w.contains("__key__") || w.contains("__data__")) {
+    if c.words.iter().any(|w| holds(w, b"__key__") || holds(w, b"__data__")) {
         return Err(refuse("its SCAN cannot hold __key__ or __data__ here"));
     }
-    Ok(c.words.clone())
+    let text =
+        |w: &Vec<u8>| String::from_utf8(w.clone()).map_err(|_| refuse("its SCAN's arguments must be text"));
+    c.words.iter().map(text).collect()
 }
 
 /// `--wait-ratio`'s SETS and WAITS, and the WAIT command's words.
@@ -659,85 +670,34 @@ fn key_dist(
     }
 }
 
-/// A `--command`'s words, as memtier splits them (redis-cli's quoting, sdssplitargs): on
-/// blanks, a double- or single-quoted word kept whole; inside double quotes the escapes `\"`,
-/// `\\`, `\n`, `\r`, `\t`, `\b`, `\a` and `\xHH` give their byte. A `\xHH` of 0x80 or more
-/// is refused: respbench's mix takes its arguments as text.
-fn command_words(text: &str) -> Result<Vec<String>, MemtierError> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut quote: Option<char> = None;
-    let mut any = false;
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some('"'), '\\') => {
-                let escaped = match chars.next() {
-                    Some('n') => '\n',
-                    Some('r') => '\r',
-                    Some('t') => '\t',
-                    Some('b') => '\u{8}',
-                    Some('a') => '\u{7}',
-                    Some('x') => {
-                        let hex: String = [chars.next(), chars.next()].into_iter().flatten().collect();
-                        match u8::from_str_radix(&hex, 16) {
-                            Ok(b) if b < 0x80 => char::from(b),
-                            _ => {
-                                return Err(MemtierError::Refused {
-                                    option: "--command".into(),
-                                    why: format!(
-                                        "'{text}': the byte \\x{hex} is not text (respbench's mix takes text)"
-                                    ),
-                                })
-                            }
-                        }
-                    }
-                    Some(other) => other,
-                    None => '\\',
-                };
-                word.push(escaped);
-            }
-            (Some(q), c) if c == q => quote = None,
-            (None, '"' | '\'') => {
-                quote = Some(c);
-                any = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if any {
-                    words.push(std::mem::take(&mut word));
-                    any = false;
-                }
-            }
-            (_, c) => {
-                word.push(c);
-                any = true;
-            }
-        }
-    }
-    if quote.is_some() {
-        return Err(MemtierError::BadValue {
-            option: "--command".into(),
-            value: text.to_string(),
-            why: "a quote is not closed".into(),
-        });
-    }
-    if any {
-        words.push(word);
-    }
+/// A `--command`'s words, as memtier splits them (redis-cli's quoting, sdssplitargs:
+/// [`syntax::split_args`]): a quoted word may hold blanks, and `"\x86"` is that byte.
+fn command_words(text: &str) -> Result<Vec<Vec<u8>>, MemtierError> {
+    let bad =
+        |why: String| MemtierError::BadValue { option: "--command".into(), value: text.to_string(), why };
+    let words = syntax::split_args(text).map_err(bad)?;
     if words.is_empty() {
-        return Err(MemtierError::BadValue {
-            option: "--command".into(),
-            value: text.to_string(),
-            why: "the command is empty".into(),
-        });
-    }
-    if words.iter().any(|w| w.contains(char::is_whitespace) || w.is_empty()) {
-        return Err(MemtierError::Refused {
-            option: "--command".into(),
-            why: format!("'{text}': respbench's mix takes arguments without spaces"),
-        });
+        return Err(bad("the command is empty".into()));
     }
     Ok(words)
+}
+
+/// Whether `word` holds `part`.
+fn holds(word: &[u8], part: &[u8]) -> bool {
+    word.windows(part.len()).any(|w| w == part)
+}
+
+/// `word` with each `__key__` made `key`.
+fn with_key(word: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(word.len());
+    let mut rest = word;
+    while let Some(at) = rest.windows(7).position(|w| w == b"__key__") {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(key);
+        rest = &rest[at + 7..];
+    }
+    out.extend_from_slice(rest);
+    out
 }
 
 /// A command's row as memtier names it: `HSET` is `Hsets`.
@@ -756,7 +716,7 @@ fn push(out: &mut Vec<String>, a: &str, b: &str) {
 
 /// One `--command` and its own settings.
 struct Command {
-    words: Vec<String>,
+    words: Vec<Vec<u8>>,
     ratio: u64,
     pattern: String,
 }
@@ -1204,9 +1164,12 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
     } else {
         for c in &commands {
             let (dist, n) = key_dist("command-key-pattern", &c.pattern, zipf, normal, range)?;
-            let words: Vec<String> = c.words.iter().map(|w| w.replace("__key__", &key)).collect();
+            // Each word as respbench's --mix-command splits it back (quoted when it holds a
+            // blank, a quote or a byte outside printable ASCII).
+            let words: Vec<String> =
+                c.words.iter().map(|w| syntax::quote_arg(&with_key(w, key.as_bytes()))).collect();
             push(&mut out, "--mix-command", &format!("{}@{dist}/{n} {}", c.ratio, words.join(" ")));
-            rows.push(row_name(&c.words[0]));
+            rows.push(row_name(&String::from_utf8_lossy(&c.words[0])));
         }
         if commands.len() > 1 && drawn_lines.is_none() {
             // memtier's client sends its --commands in turn, each --command-ratio times in a
@@ -1424,9 +1387,30 @@ mod tests {
     #[test]
     fn command_words_take_redis_cli_escapes() {
         let w = command_words(r#"SET k "{\"a\":\"b\x41\"}" '\x00'"#).unwrap();
-        assert_eq!(w, ["SET", "k", r#"{"a":"bA"}"#, r"\x00"]);
-        let e = command_words(r#"RESTORE k 0 "\x04\xdf""#).unwrap_err().to_string();
-        assert!(e.contains("--command") && e.contains("xdf"), "{e}");
+        assert_eq!(w, [&b"SET"[..], b"k", br#"{"a":"bA"}"#, br"\x00"]);
+        assert_eq!(command_words(r#"RESTORE k 0 "\x04\xdf""#).unwrap()[3], [4, 0xdf]);
+        let e = command_words(r#"SET k "open"#).unwrap_err().to_string();
+        assert!(e.contains("--command") && e.contains("not closed"), "{e}");
+        // Words with blanks or bytes outside text reach respbench's --mix-command quoted, so
+        // that it splits them back into the same arguments.
+        let args = [
+            "--command",
+            r#"EVAL "return redis.call('ping')" 0"#,
+            "--command",
+            r#"RESTORE __key__ 0 "\x86\"""#,
+        ];
+        let tr = translate(&args.map(str::to_string)).unwrap();
+        assert_eq!(
+            mix(&tr),
+            [
+                r#"1@uniform/10000001 EVAL "return redis.call('ping')" 0"#,
+                r#"1@uniform/10000001 RESTORE memtier-__rand_num__ 0 "\x86\"""#
+            ]
+        );
+        let back = crate::syntax::mix_command(mix(&tr)[1]).unwrap().0;
+        assert_eq!(back[3], [0x86, b'"']);
+        let e = t("-n 5 stray").unwrap_err().to_string();
+        assert!(e.starts_with("'stray' is not an option: memtier_benchmark ignores it"), "{e}");
         // After --test-time, replies are waited for as memtier does, up to a minute.
         let tr = t("--test-time 1").unwrap();
         assert_eq!(opt(&tr, "--drain-grace"), Some("60s"));
@@ -1492,7 +1476,7 @@ mod tests {
         for (line, named) in [
             ("--monitor-input f", "--monitor-input"),
             ("-P memcache_text", "--protocol"),
-            ("--command=\"\\x00\\x0a\"", "--command"),
+            ("--command=\"SET\"k", "--command"),
             ("--data-import x --ratio 1:0", "--data-import 'x': cannot read it"),
             ("--no-expiry", "--no-expiry"),
             ("--data-verify", "use data-verify only with data-import"),

@@ -744,21 +744,116 @@ fn part_keys(option: &'static str, text: &str, keys: Option<&str>) -> Result<Opt
 const MAX_KEYSPACE: u64 = 1_000_000_000_000;
 
 /// `--mix-command 'WEIGHT COMMAND ARG...'`: the arguments and the weight (its own keys,
-/// `WEIGHT@DIST/N`, are [`mix_command_keys`]'s).
-pub fn mix_command(text: &str) -> Result<(Vec<String>, u64), OptionError> {
-    let mut words = text.split_whitespace();
-    let weight: u64 = words
-        .next()
+/// `WEIGHT@DIST/N`, are [`mix_command_keys`]'s). The arguments are split as redis-cli splits
+/// a line ([`split_args`]): `'1 HSET h name "User 1"'` has an argument with a blank, and
+/// `"\x86"` is the byte 0x86.
+pub fn mix_command(text: &str) -> Result<(Vec<Vec<u8>>, u64), OptionError> {
+    let text = text.trim_start();
+    let (first, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+    let weight: u64 = Some(first)
         .and_then(|w| w.split_once('@').map_or(w, |(w, _)| w).parse().ok())
         .filter(|w| (1..=MAX_WEIGHT).contains(w))
         .ok_or_else(|| {
             bad("--mix-command", text, "expected 'WEIGHT COMMAND ARG...' with a weight of 1 to 1000000")
         })?;
-    let args: Vec<String> = words.map(str::to_string).collect();
+    let args = split_args(rest).map_err(|why| bad("--mix-command", text, &why))?;
     if args.is_empty() {
         return Err(bad("--mix-command", text, "the command is missing after the weight"));
     }
     Ok((args, weight))
+}
+
+/// A line's arguments as redis-cli (and memtier_benchmark's `--command`) split it
+/// (sdssplitargs): on blanks; a double- or single-quoted word kept whole, its closing quote
+/// followed by a blank or the end; inside double quotes `\xHH` (two hex digits) is that byte
+/// and `\n`, `\r`, `\t`, `\b`, `\a` theirs, `\` before any other character that
+/// character; inside single quotes `\'` is a quote. [`quote_arg`] writes an argument back.
+pub fn split_args(text: &str) -> Result<Vec<Vec<u8>>, String> {
+    let b = text.as_bytes();
+    let mut args = Vec::new();
+    let mut i = 0;
+    loop {
+        while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
+            i += 1;
+        }
+        if i >= b.len() {
+            return Ok(args);
+        }
+        let mut arg = Vec::new();
+        let mut quote: Option<u8> = None;
+        loop {
+            let Some(&c) = b.get(i) else {
+                if quote.is_some() {
+                    return Err("a quote is not closed".into());
+                }
+                break;
+            };
+            i += 1;
+            match quote {
+                Some(b'"') if c == b'\\' => {
+                    let digit = |d: &u8| char::from(*d).to_digit(16);
+                    let hex = b.get(i + 1..i + 3).and_then(|h| Some(digit(&h[0])? << 4 | digit(&h[1])?));
+                    match (b.get(i), hex) {
+                        (Some(b'x'), Some(byte)) => {
+                            arg.push(byte as u8);
+                            i += 3;
+                        }
+                        (Some(&e), _) => {
+                            arg.push(match e {
+                                b'n' => b'\n',
+                                b'r' => b'\r',
+                                b't' => b'\t',
+                                b'b' => 8,
+                                b'a' => 7,
+                                other => other,
+                            });
+                            i += 1;
+                        }
+                        (None, _) => return Err("a quote is not closed".into()),
+                    }
+                }
+                Some(b'\'') if c == b'\\' && b.get(i) == Some(&b'\'') => {
+                    arg.push(b'\'');
+                    i += 1;
+                }
+                Some(q) if c == q => {
+                    if b.get(i).is_some_and(|n| !n.is_ascii_whitespace()) {
+                        return Err("a closing quote must be followed by a blank".into());
+                    }
+                    break;
+                }
+                Some(_) => arg.push(c),
+                None if c.is_ascii_whitespace() => break,
+                None if c == b'"' || c == b'\'' => quote = Some(c),
+                None => arg.push(c),
+            }
+        }
+        args.push(arg);
+    }
+}
+
+/// `arg` as [`split_args`] reads it back: as it is when it is printable ASCII with no blank,
+/// quote or backslash, else in double quotes, `"` and `\` escaped and any byte outside
+/// printable ASCII written `\xHH`.
+pub fn quote_arg(arg: &[u8]) -> String {
+    let plain = |c: &u8| c.is_ascii_graphic() && !matches!(c, b'"' | b'\'' | b'\\');
+    if !arg.is_empty() && arg.iter().all(plain) {
+        return String::from_utf8_lossy(arg).into_owned();
+    }
+    let mut out = String::with_capacity(arg.len() + 2);
+    out.push('"');
+    for &c in arg {
+        match c {
+            b'"' | b'\\' => {
+                out.push('\\');
+                out.push(char::from(c));
+            }
+            b' '..=b'~' => out.push(char::from(c)),
+            _ => out.push_str(&format!("\\x{c:02x}")),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// The keys of `--mix-command '3@zipf:0.99/1000 GET key:__rand_int__'`: as [`mix_keys`], after
@@ -948,6 +1043,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn args_split_as_redis_cli_splits_them() {
+        let split = |t: &str| {
+            split_args(t)
+                .map(|a| a.iter().map(|w| String::from_utf8_lossy(w).into_owned()).collect::<Vec<_>>())
+        };
+        assert_eq!(split("  SET  k\tv ").unwrap(), ["SET", "k", "v"]);
+        assert_eq!(split(r#"a"b c" "" 'x\'y' "\n\q\x4a\xzz""#).unwrap(), ["ab c", "", "x'y", "\nqJxzz"]);
+        for bad in [r#""open"#, "'open", r#""a"b"#, r#""a\"#] {
+            assert!(split_args(bad).is_err(), "{bad}");
+        }
+        assert_eq!(split_args("").unwrap(), Vec::<Vec<u8>>::new());
+        // Every byte string comes back through quote_arg.
+        let mut rng = respbench_core::rng::Rng::new(5);
+        for len in 0..200usize {
+            let arg: Vec<u8> = (0..len % 40).map(|_| rng.below(256) as u8).collect();
+            let quoted = quote_arg(&arg);
+            assert_eq!(split_args(&quoted).unwrap(), std::slice::from_ref(&arg), "{quoted}");
+            let line = format!("{quoted} {quoted}");
+            assert_eq!(split_args(&line).unwrap(), [arg.clone(), arg], "{line}");
+        }
+        assert_eq!(quote_arg(b"memtier-12"), "memtier-12");
+        assert_eq!(quote_arg(b"User 1"), "\"User 1\"");
+        assert_eq!(quote_arg(b"\x86"), "\"\\x86\"");
+    }
+
+    #[test]
     fn reconnect_pacing_is_checked() {
         let ms = Duration::from_millis;
         let b = reconnect(true, None, None, None).unwrap();
@@ -1132,7 +1253,9 @@ mod tests {
         assert!(rates("0").is_err() && rates("x").is_err() && rates("100000001").is_err());
         assert_eq!(mix("GET:10,set"), Ok(vec![("get".into(), 10), ("set".into(), 1)]));
         assert!(mix("get:0").is_err() && mix("get:1000001").is_err());
-        assert_eq!(mix_command("3 SET k v"), Ok((vec!["SET".into(), "k".into(), "v".into()], 3)));
+        assert_eq!(mix_command("3 SET k v"), Ok((vec![b"SET".to_vec(), b"k".to_vec(), b"v".to_vec()], 3)));
+        let (args, _) = mix_command(r#"1 HSET h name "User 1" blob "\x86\x00\"" 'it\'s'"#).unwrap();
+        assert_eq!(args, [&b"HSET"[..], b"h", b"name", b"User 1", b"blob", b"\x86\x00\"", b"it's"]);
         assert!(mix_command("3").is_err() && mix_command("x SET").is_err());
         use respbench_core::dist::KeyDist;
         let spec = "set:1@seq/10000,GET:10@zipf:0.99,ping";
@@ -1148,7 +1271,7 @@ mod tests {
         for bad in ["get@zipf:0", "get@nope", "get@seq/x", "get@seq/1000000000001", "get@"] {
             assert!(mix_keys(bad).is_err(), "{bad}");
         }
-        assert_eq!(mix_command("3@uniform/7 GET k"), Ok((vec!["GET".into(), "k".into()], 3)));
+        assert_eq!(mix_command("3@uniform/7 GET k"), Ok((vec![b"GET".to_vec(), b"k".to_vec()], 3)));
         assert_eq!(
             mix_command_keys("3@uniform/7 GET k"),
             Ok(Some(PartKeys { dist: KeyDist::Uniform, n: Some(7) }))

@@ -436,6 +436,82 @@ fn command_escapes_are_redis_clis() {
     assert_eq!(server.cli(&["get", "esc"]).trim(), r#"{"a":"bA"}"#);
 }
 
+/// The Redis project's RESTORE, EVAL and session suites: a `--command` word in quotes may hold
+/// blanks and bytes outside text (`"\x86"`), sent as those bytes: a DUMP payload of this
+/// server's, written as `\xHH` escapes, is restored under every key (the server counts every
+/// RESTORE, none failed, and each key holds the value dumped); a quoted `"User __key__"` is one
+/// field value with a key's number in it; an EVAL's script with blanks runs.
+#[test]
+fn quoted_words_keep_their_blanks_and_bytes() {
+    let server = RedisServer::start();
+    let port = server.port().to_string();
+    let value = "caf\u{e9} \u{1f600} x";
+    server.cli(&["SET", "src", value]);
+    let payload = dump_bytes(&server.cli(&["--no-raw", "DUMP", "src"]));
+    assert!(payload.iter().any(|b| *b >= 0x80), "{payload:?}");
+    let escaped: String = payload.iter().map(|b| format!("\\x{b:02x}")).collect();
+    let restore = format!("RESTORE __key__ 0 \"{escaped}\" REPLACE");
+    let hset = r#"HSET session:__key__ name "User __key__" role "a b""#;
+    let eval = r#"EVAL "return redis.call('set', KEYS[1], 'x y')" 1 __key__"#;
+    let line = "--key-prefix= --key-minimum 1 --key-maximum 20 -n 30 -c 1 -t 1 --hide-histogram";
+    for command in [restore.as_str(), hset, eval] {
+        server.cli(&["FLUSHALL"]);
+        let mut args = vec!["-p", &port, "--command", command, "--command-key-pattern", "P"];
+        args.extend(line.split_whitespace());
+        let out = memtier(&respbench(), &args);
+        assert!(out.status.success(), "{command}: {}", out.dump());
+    }
+    assert_eq!(server.command_calls("restore"), 30);
+    assert_eq!(server.command_calls("hset"), 30);
+    assert_eq!(server.command_calls("eval"), 30);
+    let stats = server.cli(&["INFO", "commandstats"]);
+    assert!(!stats.lines().any(|l| l.contains("failed_calls=") && !l.contains("failed_calls=0")), "{stats}");
+    // The last line's keys: EVAL's SETs of "x y" under 1 … 20.
+    assert_eq!(server.cli(&["GET", "7"]).trim_end(), "x y");
+    server.cli(&["FLUSHALL"]);
+    let mut args = vec!["-p", &port, "--command", restore.as_str(), "--command-key-pattern", "P"];
+    args.extend(line.split_whitespace());
+    assert!(memtier(&respbench(), &args).status.success());
+    assert_eq!(server.cli(&["GET", "13"]).trim_end(), value);
+    server.cli(&["FLUSHALL"]);
+    let mut args = vec!["-p", &port, "--command", hset, "--command-key-pattern", "P"];
+    args.extend(line.split_whitespace());
+    assert!(memtier(&respbench(), &args).status.success());
+    // Each `__key__` takes the next key, as memtier's client draws one per argument: the
+    // real memtier 2.4 left the same hashes (session:1, 3, … 19; session:13's name "User 14").
+    assert_eq!(server.cli(&["HGET", "session:13", "name"]).trim_end(), "User 14");
+    assert_eq!(server.cli(&["HGET", "session:13", "role"]).trim_end(), "a b");
+    let odd: Vec<String> = (1..=19).step_by(2).map(|k| format!("session:{k}")).collect();
+    assert_eq!(all_keys(&server), sorted(&odd.iter().map(String::as_str).collect::<Vec<_>>()));
+}
+
+/// The bytes of a DUMP reply as `redis-cli --no-raw` prints it: a quoted string of `\xHH`,
+/// `\"`, `\\`, `\n`, … escapes.
+fn dump_bytes(printed: &str) -> Vec<u8> {
+    let inner = printed.trim().trim_start_matches('"').trim_end_matches('"');
+    let (mut out, mut chars) = (Vec::new(), inner.bytes());
+    while let Some(c) = chars.next() {
+        if c != b'\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some(b'x') => {
+                let hex = [chars.next().unwrap(), chars.next().unwrap()];
+                out.push(u8::from_str_radix(std::str::from_utf8(&hex).unwrap(), 16).unwrap());
+            }
+            Some(b'n') => out.push(b'\n'),
+            Some(b'r') => out.push(b'\r'),
+            Some(b't') => out.push(b'\t'),
+            Some(b'a') => out.push(7),
+            Some(b'b') => out.push(8),
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
 /// The stdout table: the run's shape, `ALL STATS` and its rule, memtier's column titles and
 /// widths, a row per command and `Totals`; the distribution unless `--hide-histogram`;
 /// `--print-percentiles` chooses the columns.
