@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use respbench_core::Endpoint;
 use respbench_session::config::{Config, Replicas};
 use respbench_session::server::ServerInfo;
-use respbench_session::syntax;
+use respbench_session::words;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -624,7 +624,7 @@ impl From<&Config> for RunConfig {
                     keys: keys(&cfg.open.mix_keys, i),
                 });
                 let custom = cfg.open.mix_commands.iter().enumerate().map(|(i, (a, w))| MixEntry {
-                    command: a.iter().map(|w| syntax::quote_arg(w)).collect::<Vec<_>>().join(" "),
+                    command: a.iter().map(|w| words::quote_arg(w)).collect::<Vec<_>>().join(" "),
                     weight: *w,
                     keys: keys(&cfg.open.mix_command_keys, i),
                 });

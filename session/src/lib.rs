@@ -62,6 +62,7 @@ pub mod topology;
 mod tracking;
 pub mod verdict;
 pub mod verify;
+pub mod words;
 pub mod workers;
 
 pub use backend::note as backend_note;

@@ -14,7 +14,7 @@ mod statsd;
 
 use std::fmt;
 
-use crate::syntax;
+use crate::words;
 
 /// What memtier's outputs need to know of its command line: the run's shape as memtier
 /// counts it, the rows, and where the table and the JSON go.
@@ -671,15 +671,15 @@ fn key_dist(
 }
 
 /// A `--command`'s words, as memtier splits them (redis-cli's quoting, sdssplitargs:
-/// [`syntax::split_args`]): a quoted word may hold blanks, and `"\x86"` is that byte.
+/// [`words::split_args`]): a quoted word may hold blanks, and `"\x86"` is that byte.
 fn command_words(text: &str) -> Result<Vec<Vec<u8>>, MemtierError> {
     let bad =
         |why: String| MemtierError::BadValue { option: "--command".into(), value: text.to_string(), why };
-    let words = syntax::split_args(text).map_err(bad)?;
-    if words.is_empty() {
+    let split = words::split_args(text).map_err(bad)?;
+    if split.is_empty() {
         return Err(bad("the command is empty".into()));
     }
-    Ok(words)
+    Ok(split)
 }
 
 /// Whether `word` holds `part`.
@@ -1167,7 +1167,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             // Each word as respbench's --mix-command splits it back (quoted when it holds a
             // blank, a quote or a byte outside printable ASCII).
             let words: Vec<String> =
-                c.words.iter().map(|w| syntax::quote_arg(&with_key(w, key.as_bytes()))).collect();
+                c.words.iter().map(|w| words::quote_arg(&with_key(w, key.as_bytes()))).collect();
             push(&mut out, "--mix-command", &format!("{}@{dist}/{n} {}", c.ratio, words.join(" ")));
             rows.push(row_name(&String::from_utf8_lossy(&c.words[0])));
         }
