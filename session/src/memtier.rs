@@ -682,6 +682,43 @@ fn command_words(text: &str) -> Result<Vec<Vec<u8>>, MemtierError> {
     Ok(split)
 }
 
+/// memtier's checks of a line with `--command`s (memtier_benchmark.cpp's
+/// `verify_arbitrary_command_option`), in its words: no `--key-pattern` and no `--ratio` (each
+/// command has its own), and `P` for every command or none.
+fn arbitrary_checks(opts: &[(&str, Option<String>)], commands: &[Command]) -> Result<(), MemtierError> {
+    if commands.is_empty() {
+        return Ok(());
+    }
+    let given =
+        |n: &str| opts.iter().rev().find(|(k, _)| *k == n).map(|(_, v)| v.clone().unwrap_or_default());
+    let bad = |option: &str, value: String, why: &str| {
+        Err(MemtierError::BadValue { option: format!("--{option}"), value, why: why.into() })
+    };
+    if let Some(v) = given("key-pattern") {
+        return bad(
+            "key-pattern",
+            v,
+            "when using arbitrary command, key pattern is configured with --command-key-pattern option.",
+        );
+    }
+    if let Some(v) = given("ratio") {
+        return bad(
+            "ratio",
+            v,
+            "when using arbitrary command, ratio is configured with --command-ratio option.",
+        );
+    }
+    let parallel = commands.iter().filter(|c| c.pattern == "P").count();
+    if parallel > 0 && parallel != commands.len() {
+        return bad(
+            "command-key-pattern",
+            "P".into(),
+            "parallel key-pattern must be configured to all commands.",
+        );
+    }
+    Ok(())
+}
+
 /// Whether `word` holds `part`.
 fn holds(word: &[u8], part: &[u8]) -> bool {
     word.windows(part.len()).any(|w| w == part)
@@ -991,6 +1028,7 @@ pub fn translate(args: &[String]) -> Result<Translated, MemtierError> {
             why: format!("below --key-minimum {key_min}"),
         });
     }
+    arbitrary_checks(&opts, &commands)?;
     let keys = key_max - key_min + 1;
     let (set_pattern, get_pattern) = key_pattern.split_once(':').ok_or_else(|| MemtierError::BadValue {
         option: "--key-pattern".into(),
@@ -1409,6 +1447,18 @@ mod tests {
         );
         let back = crate::syntax::mix_command(mix(&tr)[1]).unwrap().0;
         assert_eq!(back[3], [0x86, b'"']);
+        // memtier's checks of a line with --commands, in its words.
+        for (extra, named) in [
+            (["--key-pattern", "P:P"], "key pattern is configured with --command-key-pattern"),
+            (["--ratio", "1:1"], "ratio is configured with --command-ratio"),
+            (["--command-key-pattern", "P"], "parallel key-pattern must be configured to all commands"),
+        ] {
+            let mut args = vec!["--command", "SET __key__ x", "--command", "GET __key__"];
+            args.extend(extra);
+            let e =
+                translate(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>()).unwrap_err().to_string();
+            assert!(e.contains(named), "{e}");
+        }
         let e = t("-n 5 stray").unwrap_err().to_string();
         assert!(e.starts_with("'stray' is not an option: memtier_benchmark ignores it"), "{e}");
         // After --test-time, replies are waited for as memtier does, up to a minute.

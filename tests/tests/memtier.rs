@@ -354,7 +354,7 @@ fn key_median_and_stddev_place_the_keys() {
 fn zipf_keys_weigh_memtiers_own_numbers() {
     let server = RedisServer::start();
     let port = server.port().to_string();
-    let line = "--key-pattern Z:Z --key-zipf-exp 2 --key-minimum 1 --key-maximum 1000 --key-prefix= -n 1000 \
+    let line = "--key-zipf-exp 2 --key-minimum 1 --key-maximum 1000 --key-prefix= -n 1000 \
                 -c 1 -t 1 --hide-histogram";
     let mut args = vec!["-p", &port, "--command", "INCR __key__", "--command-key-pattern", "Z"];
     args.extend(line.split_whitespace());
