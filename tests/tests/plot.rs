@@ -604,8 +604,13 @@ fn server_panel_under_the_client_series() {
     let series = doc["tests"][0]["server_series"].as_array().expect("server_series").clone();
     let inner: Vec<&serde_json::Value> =
         series.iter().filter(|s| s.get("edge").is_none() && s.get("missing").is_none()).collect();
-    assert!(inner.len() >= 2, "{series:?}");
-    for s in &inner {
+    // A second's gauges are read at its end: the last second's reading may come after the
+    // test's 4 s, when its connections have closed (a late tick on a busy machine read 1 client
+    // at 4.005 s), so the connection count is checked on the readings taken inside the test.
+    let during: Vec<&&serde_json::Value> =
+        inner.iter().filter(|s| s["at_s"].as_f64().is_some_and(|at| at < 4.0)).collect();
+    assert!(during.len() >= 2, "{series:?}");
+    for s in &during {
         assert_eq!(s["connected_clients"], 9, "{s}");
     }
     let io_thread = inner.iter().flat_map(|s| s["threads"].as_array().unwrap()).any(|t| {

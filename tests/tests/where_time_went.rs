@@ -235,8 +235,15 @@ fn a_client_stopped_for_300_ms_names_its_own_pauses(tool: Tool) {
     // for (the next arrival, a few ms after the STOP on a quiet machine; beside two CPU hogs,
     // two builds and the suite, load about 8, the loop had asked for a time 57 ms after it:
     // 242.7 ms late), on every backend.
+    // A stop that catches the loop running rather than asleep (beside two CPU hogs the loop is
+    // often runnable: its latest wake-up was then 7.4 ms late) is not a late wake-up: its
+    // sends are late instead, by the stop (the open loop's lateness, from the intended time).
     let wake = p["wake_ms"]["max"].as_f64().unwrap_or_else(|| panic!("no loop wake-ups: {p}"));
-    assert!(wake >= 200.0, "the loop's latest wake-up was {wake} ms late: {p}");
+    let late = t["lateness"]["ms"]["max"].as_f64().unwrap_or_else(|| panic!("no send lateness: {t}"));
+    assert!(
+        wake >= 200.0 || late >= 200.0,
+        "the loop's latest wake-up was {wake} ms late and its latest send {late} ms: {p}"
+    );
     // The rule, held to the document's own figures: p99.9 latency within 0.5-1.5 x the pause
     // p99.9.
     // The 300 ms stop is both; on a busy machine the loops can wait for a CPU on top of it
