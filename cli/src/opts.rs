@@ -770,7 +770,7 @@ impl Opts {
                     "needs -r <keyspacelen>: keys are drawn from [0, keyspacelen)",
                 ));
             }
-            (d, Some(n)) => d.check(n).map_err(|why| bad("--key-dist", d, &why))?,
+            (d, Some(n)) => drop(d.space(n).map_err(|why| bad("--key-dist", d, &why))?),
         }
         let output = if self.csv {
             Output::Csv

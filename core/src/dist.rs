@@ -67,7 +67,7 @@ impl Zipf {
     /// A sampler over `[0, n)` with exponent `theta`; `None` unless `theta` is finite and > 0 and
     /// `n <= Zipf::MAX_N`. `n == 0` always gives 0, as `-r 0` does.
     pub fn new(n: u64, theta: f64) -> Option<Zipf> {
-        Zipf::weighted(n, theta, 1, 0)
+        Zipf::weighted(n, theta, 1, true)
     }
 
     /// memtier_benchmark's `Z` over the keys `[first, first + n)`: key `k` drawn with
@@ -79,13 +79,12 @@ impl Zipf {
         if first == 0 || first.checked_add(n)? > Zipf::MAX_N {
             return None;
         }
-        let mut z = Zipf::weighted(n, theta, first, first)?;
-        (z.mult, z.offset) = (1, 0);
-        Some(z)
+        Zipf::weighted(n, theta, first, false)
     }
 
-    /// The sampler over ranks `[0, n)`, rank `r` weighing `1 / (low + r)^θ`, keys from `base`.
-    fn weighted(n: u64, theta: f64, low: u64, base: u64) -> Option<Zipf> {
+    /// The sampler over ranks `[0, n)`, rank `r` weighing `1 / (low + r)^θ`: keys in `[0, n)`
+    /// scrambled from the ranks (`scatter`), or the ranks' own numbers `low + r`.
+    fn weighted(n: u64, theta: f64, low: u64, scatter: bool) -> Option<Zipf> {
         if !(theta.is_finite() && theta > 0.0) || n > Zipf::MAX_N {
             return None;
         }
@@ -93,7 +92,7 @@ impl Zipf {
             n,
             theta,
             low,
-            base,
+            base: if scatter { 0 } else { low },
             h_integral_x1: 0.0,
             h_integral_n: 0.0,
             s: 0.0,
@@ -106,7 +105,7 @@ impl Zipf {
         z.h_integral_x1 = z.h_integral(a + 0.5) - z.h(a);
         z.h_integral_n = z.h_integral((low + n.max(1) - 1) as f64 + 0.5);
         z.s = a + 1.0 - z.h_integral_inv(z.h_integral(a + 1.5) - z.h(a + 1.0));
-        if n > 1 {
+        if scatter && n > 1 {
             // n / φ, then up to the next value coprime with n (at most a few dozen steps).
             let mut a = ((n as f64) * 0.618_033_988_749_894_9) as u64;
             a = a.clamp(1, n - 1);
@@ -265,7 +264,7 @@ pub enum KeyDist {
 impl KeyDist {
     /// Parses `uniform`, `sequential`, `zipf:THETA` (`zipf` alone is 0.99), `gaussian` or
     /// `gaussian:MEAN:SD` (a key number and a deviation in keys, at least 0.5; the mean is
-    /// checked against the keyspace where it is known, by [`KeyDist::check`]); and from key
+    /// checked against the keyspace where it is known, by [`KeyDist::space`]); and from key
     /// FIRST, below 10^12: `sequential:FIRST`, `uniform:FIRST`, `zipf:THETA:FIRST` (FIRST at
     /// least 1) and `gaussian:MEAN:SD:FIRST`.
     pub fn parse(text: &str) -> Result<KeyDist, String> {
@@ -313,16 +312,15 @@ impl KeyDist {
                     Some((theta, first)) => (theta, Some(first_key(first, "zipf:THETA:FIRST")?)),
                     None => (params, None),
                 };
-                match (theta.parse::<f64>(), first) {
-                    (Ok(t), _) if !(t.is_finite() && t > 0.0 && t <= 100.0) => {
-                        Err("the zipf exponent must be a number above 0 and at most 100".to_string())
-                    }
-                    (Err(_), _) => {
-                        Err("the zipf exponent must be a number above 0 and at most 100".to_string())
-                    }
-                    (Ok(_), Some(0)) => Err("zipf:THETA:FIRST takes a first key of at least 1".to_string()),
-                    (Ok(theta), Some(first)) => Ok(KeyDist::ZipfFrom { theta, first }),
-                    (Ok(t), None) => Ok(KeyDist::Zipf(t)),
+                let theta = theta
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|t| t.is_finite() && *t > 0.0 && *t <= 100.0)
+                    .ok_or("the zipf exponent must be a number above 0 and at most 100")?;
+                match first {
+                    Some(0) => Err("zipf:THETA:FIRST takes a first key of at least 1".to_string()),
+                    Some(first) => Ok(KeyDist::ZipfFrom { theta, first }),
+                    None => Ok(KeyDist::Zipf(theta)),
                 }
             }
         }
@@ -825,11 +823,10 @@ mod tests {
         assert_eq!(KeyDist::parse("gaussian:600:25:100"), Ok(from));
         assert_eq!(from.to_string(), "gaussian:600:25:100");
         // The mean must be one of the keys 100 … 100 + n − 1: 600 is with 501 keys, not 500.
-        assert!(from.space(501).is_some() && from.check(501).is_ok());
-        assert!(from.space(500).is_none());
-        assert_eq!(from.check(500).unwrap_err(), "the gaussian's mean must be a key of 100 to 599");
+        assert!(from.space(501).is_ok());
+        assert_eq!(from.space(500).unwrap_err(), "the gaussian's mean must be a key of 100 to 599");
         let below = KeyDist::Normal { mean: 99.0, sd: 25.0, first: 100 };
-        assert_eq!(below.check(1000).unwrap_err(), "the gaussian's mean must be a key of 100 to 1099");
+        assert_eq!(below.space(1000).unwrap_err(), "the gaussian's mean must be a key of 100 to 1099");
         assert_eq!(KeyDist::parse("zipf:1.2:5"), Ok(KeyDist::ZipfFrom { theta: 1.2, first: 5 }));
         assert_eq!(KeyDist::ZipfFrom { theta: 1.0, first: 5 }.to_string(), "zipf:1:5");
         for bad in ["zipf:1:0", "zipf:1:x", "zipf:0:5", "zipf:1:1000000000000", "gaussian:5:1:x"] {
@@ -850,7 +847,7 @@ mod tests {
             assert!(KeyDist::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(KeyDist::Zipf(1.2).to_string(), "zipf:1.2");
-        assert!(KeyDist::Zipf(0.99).space(Zipf::MAX_N + 1).is_none());
+        assert!(KeyDist::Zipf(0.99).space(Zipf::MAX_N + 1).is_err());
     }
 
     #[test]

@@ -182,40 +182,31 @@ impl KeyGen {
 // The key space of a `--key-dist` choice is made here, with the key spaces, so that `dist` (the
 // distributions themselves) needs nothing from this module.
 impl KeyDist {
-    /// The key space of this distribution over n keys (from 0, or from its first key); `None`
-    /// where [`KeyDist::check`] says why not.
-    pub fn space(self, n: u64) -> Option<KeySpace> {
-        Some(match self {
+    /// The key space of this distribution over n keys (from 0, or from its first key), or why
+    /// it takes no such space: Zipf's keys go up to [`Zipf::MAX_N`], a normal distribution's
+    /// mean must be one of its keys.
+    pub fn space(self, n: u64) -> Result<KeySpace, String> {
+        let zipf = |z: Option<Zipf>| {
+            z.map(KeySpace::Zipf).ok_or_else(|| {
+                format!("zipf keys go up to key 2^53 ({}): {n} keys are too many", Zipf::MAX_N)
+            })
+        };
+        Ok(match self {
             KeyDist::Uniform => KeySpace::Random { n },
             KeyDist::Sequential => KeySpace::sequential(n),
             KeyDist::SequentialFrom(first) => KeySpace::sequential_range(first, n),
             KeyDist::UniformFrom(first) => KeySpace::RandomFrom { first, n },
-            KeyDist::Zipf(theta) => KeySpace::Zipf(Zipf::new(n, theta)?),
-            KeyDist::ZipfFrom { theta, first } => KeySpace::Zipf(Zipf::from_key(first, n, theta)?),
+            KeyDist::Zipf(theta) => zipf(Zipf::new(n, theta))?,
+            KeyDist::ZipfFrom { theta, first } => zipf(Zipf::from_key(first, n, theta))?,
             KeyDist::Gaussian => KeySpace::Gaussian { n },
             KeyDist::Normal { mean, sd, first } => {
                 let mean = mean - first as f64;
                 if !(0.0..n as f64).contains(&mean) {
-                    return None;
+                    let last = first.saturating_add(n).saturating_sub(1);
+                    return Err(format!("the gaussian's mean must be a key of {first} to {last}"));
                 }
                 KeySpace::Normal { n, mean, sd, first }
             }
-        })
-    }
-
-    /// Whether this distribution takes a keyspace of `n` keys, and why not: Zipf takes at most
-    /// [`Zipf::MAX_N`] keys (counting from 0 to its last key), a normal distribution's mean
-    /// must be one of its keys.
-    pub fn check(self, n: u64) -> Result<(), String> {
-        if self.space(n).is_some() {
-            return Ok(());
-        }
-        Err(match self {
-            KeyDist::Normal { first, .. } => {
-                let last = first.saturating_add(n).saturating_sub(1);
-                format!("the gaussian's mean must be a key of {first} to {last}")
-            }
-            _ => format!("zipf keys go up to key 2^53 ({}): {n} keys are too many", Zipf::MAX_N),
         })
     }
 }

@@ -436,9 +436,7 @@ fn mix_case(cfg: &Config) -> Result<Case, Error> {
         let n = k.n.or(cfg.keyspace).ok_or_else(|| {
             Error::Tests(format!("--mix: {d} has keys of its own but no keyspace: give -r or @DIST/N"))
         })?;
-        let space = k.dist.space(n).ok_or_else(|| {
-            Error::Tests(format!("--mix: {d}: {}", k.dist.check(n).err().unwrap_or_default()))
-        })?;
+        let space = k.dist.space(n).map_err(|why| Error::Tests(format!("--mix: {d}: {why}")))?;
         let keys_of = format!("@{}/{n}", k.dist);
         d.push_str(&keys_of);
         named.push_str(&keys_of);
