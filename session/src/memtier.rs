@@ -360,16 +360,19 @@ fn above_zero(option: &str, value: &str) -> Result<f64, MemtierError> {
 /// `--key-median` and `--key-stddev` as the mean (a key number, as memtier's median) and
 /// deviation of respbench's gaussian keys: memtier's defaults (the range's middle and a sixth of
 /// it) for the one not given, memtier's checks (a `G` in `--key-pattern`, the median within the
-/// range); `None` when neither is given.
+/// range). Neither given: memtier's defaults, the deviation at least half a key (respbench's
+/// least, for a range under 3 keys wide).
 fn normal_keys(
     pattern: &str,
     median: Option<f64>,
     stddev: Option<f64>,
     key_min: u64,
     key_max: u64,
-) -> Result<Option<(f64, f64)>, MemtierError> {
+) -> Result<(f64, f64), MemtierError> {
+    let width = (key_max - key_min) as f64;
+    let (middle, sixth) = (width / 2.0 + key_min as f64 + 0.5, width / 6.0);
     if median.is_none() && stddev.is_none() {
-        return Ok(None);
+        return Ok((middle, sixth.max(0.5)));
     }
     let option = if median.is_some() { "--key-median" } else { "--key-stddev" };
     if !pattern.contains('G') {
@@ -379,7 +382,6 @@ fn normal_keys(
             why: "key-stddev and key-median are only allowed together with key-pattern set to G".into(),
         });
     }
-    let width = (key_max - key_min) as f64;
     let mean = match median {
         Some(m) if m < key_min as f64 || m > key_max as f64 => {
             return Err(MemtierError::BadValue {
@@ -389,9 +391,9 @@ fn normal_keys(
             })
         }
         Some(m) => m,
-        None => width / 2.0 + key_min as f64 + 0.5,
+        None => middle,
     };
-    let sd = stddev.unwrap_or(width / 6.0);
+    let sd = stddev.unwrap_or(sixth);
     if sd < 0.5 {
         return Err(MemtierError::BadValue {
             option: "--key-stddev".into(),
@@ -399,7 +401,7 @@ fn normal_keys(
             why: "respbench's gaussian keys need a deviation of at least 0.5 keys".into(),
         });
     }
-    Ok(Some((mean, sd)))
+    Ok((mean, sd))
 }
 
 /// `--reconnect-on-error` with its pacing as respbench's `--reconnect` options: memtier waits
@@ -634,17 +636,17 @@ fn ratio(value: &str) -> Result<(u64, u64), MemtierError> {
     Ok((s, g))
 }
 
-/// memtier's key pattern `letter` as a respbench `--key-dist` and its count of keys, numbered as memtier's obj_gen.cpp numbers them: `R` uniform and `S`/`P` in turn over
+/// memtier's key pattern `letter` as a respbench `--key-dist` and its count of keys, numbered
+/// as memtier's obj_gen.cpp numbers them: `R` uniform and `S`/`P` in turn over
 /// `--key-minimum` … `--key-maximum` (`XADD s __key__-0` needs IDs above 0-0); `G` normal over
-/// the same keys, centred on `--key-median` with `--key-stddev` (memtier's defaults: the
-/// range's middle, a sixth of its width, here at least half a key); `Z` Zipf over
+/// the same keys, of [`normal_keys`]' mean and deviation; `Z` Zipf over
 /// `max(--key-minimum, 1)` … `--key-maximum`, key `k` weighing `1 / k^θ` (`--key-zipf-exp`,
 /// memtier's default 1).
 fn key_dist(
     option: &str,
     letter: &str,
     zipf_exp: Option<&str>,
-    normal: Option<(f64, f64)>,
+    (mean, sd): (f64, f64),
     (key_min, key_max): (u64, u64),
 ) -> Result<(String, u64), MemtierError> {
     let keys = key_max - key_min + 1;
@@ -652,11 +654,7 @@ fn key_dist(
     match letter.trim() {
         "R" => Ok(from("uniform")),
         "S" | "P" => Ok(from("sequential")),
-        "G" => {
-            let width = (key_max - key_min) as f64;
-            let (mean, sd) = normal.unwrap_or((width / 2.0 + key_min as f64 + 0.5, (width / 6.0).max(0.5)));
-            Ok(from(&format!("gaussian:{mean}:{sd}")))
-        }
+        "G" => Ok(from(&format!("gaussian:{mean}:{sd}"))),
         "Z" => {
             let first = key_min.max(1);
             let n = if key_max <= first { 1 } else { key_max - first + 1 };
